@@ -1,0 +1,20 @@
+/** The multi-agent service (C): agents, agent tasks and shared memory under /api/v1. */
+import type { DetailServiceDeps } from '../detailServiceDeps';
+import { installApiKeyAuth } from '../http/apiKeyAuth';
+import { createBaseApp } from '../http/baseApp';
+
+export async function buildAgentsApp(deps: DetailServiceDeps) {
+  const app = createBaseApp({
+    service: 'agents',
+    logger: deps.logger,
+    metrics: deps.metrics,
+    version: deps.config.version,
+    errorStyle: 'detail',
+    healthCheck: async () => {
+      await deps.db.query('SELECT 1');
+      return { database: 'ok' };
+    },
+  });
+  installApiKeyAuth(app, { key: deps.keys.agents, allowBearer: true });
+  return app;
+}

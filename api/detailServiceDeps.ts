@@ -1,0 +1,16 @@
+/** What the scheduler, agents and traces services receive. */
+import type { Pool } from 'pg';
+import type { ArmadaConfig } from '../lib/config';
+import type { ResolvedKeys } from '../lib/keys';
+import type { Logger } from '../lib/logger';
+import type { Metrics } from '../lib/metrics';
+import type { TemporalHandle } from '../lib/temporal/client';
+
+export interface DetailServiceDeps {
+  db: Pool;
+  config: ArmadaConfig;
+  keys: ResolvedKeys;
+  temporal: TemporalHandle;
+  logger: Logger;
+  metrics: Metrics;
+}

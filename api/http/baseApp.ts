@@ -1,0 +1,71 @@
+/**
+ * The Fastify instance every service starts from: logger with request ids, strict validation, the service's
+ * error style, request metrics, GET /health and GET /metrics.
+ */
+import crypto from 'node:crypto';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Logger } from '../../lib/logger';
+import type { Metrics } from '../../lib/metrics';
+import { installDetailErrors, installEnvelopeErrors } from './errorHandlers';
+import { validatorCompiler } from './validation';
+
+export type App = FastifyInstance;
+
+export interface BaseAppOptions {
+  service: 'task' | 'scheduler' | 'agents' | 'traces';
+  logger: Logger;
+  metrics: Metrics;
+  version: string;
+  errorStyle: 'envelope' | 'detail';
+  /** Checked by GET /health; a failing check answers 503. */
+  healthCheck?: () => Promise<Record<string, unknown>>;
+  bodyLimit?: number;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function createBaseApp(opts: BaseAppOptions) {
+  const app = Fastify({
+    loggerInstance: opts.logger.child({ service: opts.service }) as FastifyBaseLogger,
+    bodyLimit: opts.bodyLimit ?? 1024 * 1024,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
+    },
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.removeContentTypeParser('text/plain'); // JSON only: anything else is a 415
+  if (opts.errorStyle === 'envelope') installEnvelopeErrors(app, opts.version);
+  else installDetailErrors(app);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    const labels = { service: opts.service, method: request.method, route, status_code: String(reply.statusCode) };
+    opts.metrics.httpRequests.inc(labels);
+    opts.metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
+    if (reply.statusCode >= 500) request.log.warn({ method: request.method, route, statusCode: reply.statusCode }, 'request answered 5xx');
+  });
+
+  app.get('/health', { schema: { hide: true } as object }, async (_request, reply) => {
+    try {
+      const checks = opts.healthCheck ? await opts.healthCheck() : {};
+      return { status: 'ok', service: opts.service, version: opts.version, ...checks };
+    } catch (err) {
+      return reply.code(503).send({ status: 'unavailable', service: opts.service, version: opts.version, error: (err as Error).message });
+    }
+  });
+  app.get('/metrics', { schema: { hide: true } as object }, async (_request, reply) => {
+    reply.header('content-type', opts.metrics.registry.contentType);
+    return opts.metrics.registry.metrics();
+  });
+  return app;
+}

@@ -1,0 +1,56 @@
+/** Schemas shared by every task-service route: the envelope, pagination and error bodies. */
+import { Type, type TSchema } from '@sinclair/typebox';
+
+export const MetaSchema = Type.Object({ timestamp: Type.String(), version: Type.String() });
+
+export const PaginationSchema = Type.Object({
+  page: Type.Integer(),
+  limit: Type.Integer(),
+  total: Type.Integer(),
+  pages: Type.Integer(),
+  hasNext: Type.Boolean(),
+  hasPrev: Type.Boolean(),
+});
+
+export const ErrorSchema = Type.Object({
+  success: Type.Literal(false),
+  error: Type.Object({
+    code: Type.String(),
+    message: Type.String(),
+    details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  }),
+  meta: Type.Optional(MetaSchema),
+});
+
+/** `{success:true, data, meta}` around a data schema. */
+export function Envelope<T extends TSchema>(data: T) {
+  return Type.Object({ success: Type.Literal(true), data, meta: MetaSchema });
+}
+
+/** `{success:true, data:[…], pagination, meta}` around an item schema. */
+export function PagedEnvelope<T extends TSchema>(item: T) {
+  return Type.Object({ success: Type.Literal(true), data: Type.Array(item), pagination: PaginationSchema, meta: MetaSchema });
+}
+
+/** The error responses every route may give, for the response schema and the OpenAPI document. */
+export const ErrorResponses = {
+  400: ErrorSchema,
+  401: ErrorSchema,
+  403: ErrorSchema,
+  404: ErrorSchema,
+  409: ErrorSchema,
+  429: ErrorSchema,
+  500: ErrorSchema,
+};
+
+export const PageQuery = {
+  page: Type.Integer({ minimum: 1, default: 1 }),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+};
+
+export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
+
+/** A nullable value (TypeBox union with null). */
+export const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
+
+export const Timestamp = Type.String({ format: 'date-time' });

@@ -1,0 +1,20 @@
+/** The workflow scheduler (B): sources, workflows, schedules, executions under /api/v1. */
+import type { DetailServiceDeps } from '../detailServiceDeps';
+import { installApiKeyAuth } from '../http/apiKeyAuth';
+import { createBaseApp } from '../http/baseApp';
+
+export async function buildSchedulerApp(deps: DetailServiceDeps) {
+  const app = createBaseApp({
+    service: 'scheduler',
+    logger: deps.logger,
+    metrics: deps.metrics,
+    version: deps.config.version,
+    errorStyle: 'detail',
+    healthCheck: async () => {
+      await deps.db.query('SELECT 1');
+      return { database: 'ok' };
+    },
+  });
+  installApiKeyAuth(app, { key: deps.keys.scheduler, allowBearer: false });
+  return app;
+}

@@ -1,0 +1,73 @@
+/** Builds and runs the HTTP services of one process: any of task, scheduler (two ports), agents, traces. */
+import type { FastifyInstance } from 'fastify';
+import type { Pool } from 'pg';
+import type { ArmadaConfig } from '../lib/config';
+import type { ResolvedKeys } from '../lib/keys';
+import type { Logger } from '../lib/logger';
+import type { Metrics } from '../lib/metrics';
+import type { TemporalHandle } from '../lib/temporal/client';
+import { gitUserEmail } from './http/actingUser';
+import { buildAgentsApp } from './agents/app';
+import { buildSchedulerApp } from './scheduler/app';
+import { buildTaskApp } from './task/app';
+import { buildTracesApp } from './traces/app';
+
+export const SERVICE_NAMES = ['task', 'scheduler', 'agents', 'traces'] as const;
+export type ServiceName = (typeof SERVICE_NAMES)[number];
+
+export interface ServiceDeps {
+  db: Pool;
+  config: ArmadaConfig;
+  keys: ResolvedKeys;
+  temporal: TemporalHandle;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+export interface RunningServices {
+  /** name → the address it listens on */
+  addresses: Record<string, string>;
+  apps: FastifyInstance[];
+  close(): Promise<void>;
+}
+
+/** Builds the app(s) of one service; the scheduler gets a second instance for its alternate port. */
+export async function buildService(name: ServiceName, deps: ServiceDeps): Promise<FastifyInstance> {
+  switch (name) {
+    case 'task':
+      return buildTaskApp({ db: deps.db, config: deps.config, temporal: deps.temporal, logger: deps.logger, localUser: gitUserEmail() }, deps.metrics);
+    case 'scheduler':
+      return buildSchedulerApp(deps);
+    case 'agents':
+      return buildAgentsApp(deps);
+    case 'traces':
+      return buildTracesApp(deps);
+  }
+}
+
+export async function startServices(names: readonly ServiceName[], deps: ServiceDeps): Promise<RunningServices> {
+  const { config } = deps;
+  const listeners: { name: string; port: number }[] = [];
+  for (const name of names) {
+    if (name === 'scheduler') {
+      listeners.push({ name: 'scheduler', port: config.ports.scheduler });
+      if (config.ports.schedulerAlt !== null) listeners.push({ name: 'scheduler-alt', port: config.ports.schedulerAlt });
+    } else listeners.push({ name, port: config.ports[name] });
+  }
+  const apps: FastifyInstance[] = [];
+  const addresses: Record<string, string> = {};
+  const close = async () => {
+    await Promise.allSettled(apps.map((a) => a.close()));
+  };
+  try {
+    for (const l of listeners) {
+      const app = await buildService(l.name === 'scheduler-alt' ? 'scheduler' : (l.name as ServiceName), deps);
+      apps.push(app);
+      addresses[l.name] = await app.listen({ host: config.host, port: l.port });
+    }
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { addresses, apps, close };
+}

@@ -1,0 +1,90 @@
+/** Request and response schemas of the project routes. */
+import { Type } from '@sinclair/typebox';
+import { Nullable } from '../http/schemas';
+
+const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
+
+export const ProjectListItem = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  description: Type.String(),
+  git_repo_path: Type.String(),
+  setup_script: Type.String(),
+  dev_script: Type.String(),
+  repository: Type.Object({ url: Type.String(), branch: Type.String() }),
+  defaultLLM: Nullable(Type.String()),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+});
+
+export const Repository = Type.Object({
+  url: Type.String(),
+  branch: Type.String(),
+  lastSync: Nullable(Type.String()),
+  status: Type.String({ description: 'ready, cloning (a remote URL being cloned by a worker) or failed' }),
+  error: Type.Optional(Type.String()),
+});
+
+export const ProjectDetail = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  description: Type.String(),
+  repository: Repository,
+  git_repo_path: Type.String(),
+  setup_script: Type.String(),
+  dev_script: Type.String(),
+  defaultLLM: Nullable(Type.String()),
+  config: Type.Object({
+    worktrees: Type.Object({ enabled: Type.Boolean(), basePath: Type.String() }),
+    llms: Type.Record(Type.String(), Type.Object({ model: Type.String() })),
+  }),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+  stats: Type.Object({
+    tasks: Type.Integer(),
+    completedTasks: Type.Integer(),
+    inProgressTasks: Type.Integer(),
+    failedTasks: Type.Integer(),
+    activeAttempts: Type.Integer(),
+    totalCost: Type.Number(),
+  }),
+});
+
+export const ProjectStats = Type.Object({
+  tasks: Type.Object({ total: Type.Integer(), pending: Type.Integer(), inProgress: Type.Integer(), completed: Type.Integer(), failed: Type.Integer() }),
+  attempts: Type.Object({ total: Type.Integer(), successful: Type.Integer(), failed: Type.Integer() }),
+  costs: Type.Object({ total: Type.Number(), byLLM: Type.Record(Type.String(), Type.Number()) }),
+  performance: Type.Object({ averageTaskDuration: Type.Number(), successRate: Type.Number(), averageCostPerTask: Type.Number() }),
+});
+
+export const CreateProjectBody = Type.Object(
+  {
+    name: Name,
+    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    repository: Type.Object(
+      {
+        url: Type.String({ minLength: 1, maxLength: 2000 }),
+        branch: Type.Optional(Type.String({ minLength: 1, maxLength: 250, pattern: '^[^\\s~^:?*\\[\\\\]+$', default: 'main' })),
+      },
+      { additionalProperties: false },
+    ),
+    defaultLLM: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    git_repo_path: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+    setup_script: Type.Optional(Type.String({ maxLength: 100_000 })),
+    dev_script: Type.Optional(Type.String({ maxLength: 100_000 })),
+  },
+  { additionalProperties: false },
+);
+
+export const PatchProjectBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    defaultLLM: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 100 }))),
+    setup_script: Type.Optional(Type.String({ maxLength: 100_000 })),
+    dev_script: Type.Optional(Type.String({ maxLength: 100_000 })),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const DeletedProject = Type.Object({ id: Type.String(), deleted: Type.Literal(true), deletedAt: Type.String() });

@@ -1,0 +1,222 @@
+/** Project routes: /api/projects… */
+import path from 'node:path';
+import type { FastifyPluginAsync } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { conflict, notFound, validationError } from '../../lib/errors';
+import { newId } from '../../lib/ids';
+import { classifyRepoUrl, inspectLocalRepo } from '../../lib/git';
+import {
+  UNIQUE_VIOLATION,
+  attemptStats,
+  deleteProject,
+  getProject,
+  insertProject,
+  listProjects,
+  taskCounts,
+  updateProject,
+  type ProjectRow,
+} from '../../lib/db/projects';
+import { SHARED_QUEUE } from '../../lib/temporal/queues';
+import { ok, okPage, pagination } from '../http/envelope';
+import { Envelope, ErrorResponses, IdParams, PageQuery, PagedEnvelope } from '../http/schemas';
+import type { TaskPluginOptions, TaskServiceDeps } from './deps';
+import { CreateProjectBody, DeletedProject, PatchProjectBody, ProjectDetail, ProjectListItem, ProjectStats } from './projectSchemas';
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+export function projectListItem(p: ProjectRow) {
+  return {
+    id: p.id,
+    name: p.name,
+    description: p.description,
+    git_repo_path: p.git_repo_path ?? '',
+    setup_script: p.setup_script,
+    dev_script: p.dev_script,
+    repository: { url: p.repo_url, branch: p.repo_branch },
+    defaultLLM: p.default_llm,
+    createdAt: p.created_at.toISOString(),
+    updatedAt: p.updated_at.toISOString(),
+  };
+}
+
+async function projectDetail(deps: TaskServiceDeps, p: ProjectRow) {
+  const [counts, attempts] = await Promise.all([taskCounts(deps.db, p.id), attemptStats(deps.db, p.id)]);
+  const llms: Record<string, { model: string }> = {};
+  for (const [name, profile] of Object.entries(deps.config.file.agents ?? {})) llms[name] = { model: profile.model ?? '' };
+  return {
+    id: p.id,
+    name: p.name,
+    description: p.description,
+    repository: {
+      url: p.repo_url,
+      branch: p.repo_branch,
+      lastSync: iso(p.last_sync),
+      status: p.clone_status,
+      ...(p.clone_error ? { error: p.clone_error } : {}),
+    },
+    git_repo_path: p.git_repo_path ?? '',
+    setup_script: p.setup_script,
+    dev_script: p.dev_script,
+    defaultLLM: p.default_llm,
+    config: { worktrees: { enabled: true, basePath: path.join(deps.config.home, 'worktrees', p.id) }, llms },
+    createdAt: p.created_at.toISOString(),
+    updatedAt: p.updated_at.toISOString(),
+    stats: {
+      tasks: counts.total,
+      completedTasks: counts.completed,
+      inProgressTasks: counts.inProgress,
+      failedTasks: counts.failed,
+      activeAttempts: attempts.running,
+      totalCost: attempts.totalCost,
+    },
+  };
+}
+
+/** Where a new project's repository lives: in place (a local work tree) or cloned by a worker. */
+async function resolveRepository(
+  url: string,
+  gitRepoPath: string | undefined,
+): Promise<{ gitRepoPath: string | null; cloneFrom?: string }> {
+  if (gitRepoPath !== undefined) {
+    const local = await inspectLocalRepo(path.resolve(gitRepoPath));
+    if (local.kind !== 'worktree') throw validationError('git_repo_path is not a git work tree', { git_repo_path: 'is not a git work tree' });
+  }
+  const kind = classifyRepoUrl(url);
+  if (kind.kind === 'invalid') {
+    throw validationError('repository.url must be a code hosting URL, an absolute local path or a file:// URL', {
+      'repository.url': 'must be a code hosting URL (https, ssh or git@host:path), an absolute local path or a file:// URL',
+    });
+  }
+  if (gitRepoPath !== undefined) return { gitRepoPath: path.resolve(gitRepoPath) };
+  if (kind.kind === 'remote') return { gitRepoPath: null, cloneFrom: kind.url };
+  const local = await inspectLocalRepo(kind.path);
+  if (local.kind === 'worktree') return { gitRepoPath: local.topLevel ?? kind.path };
+  if (local.kind === 'bare') return { gitRepoPath: null, cloneFrom: kind.path };
+  throw validationError('repository.url is not a git repository', { 'repository.url': 'is not a git repository' });
+}
+
+export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify, { deps }) => {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const version = deps.config.version;
+  const mustGet = async (id: string): Promise<ProjectRow> => {
+    const p = await getProject(deps.db, id);
+    if (!p) throw notFound(`Project ${id} not found`, 'PROJECT_NOT_FOUND');
+    return p;
+  };
+
+  app.get(
+    '/projects',
+    { schema: { tags: ['projects'], querystring: Type.Object(PageQuery), response: { 200: PagedEnvelope(ProjectListItem), ...ErrorResponses } } },
+    async (request) => {
+      const { page, limit } = request.query;
+      const { rows, total } = await listProjects(deps.db, limit, (page - 1) * limit);
+      return okPage(version, rows.map(projectListItem), pagination(page, limit, total));
+    },
+  );
+
+  app.get(
+    '/projects/:id',
+    { schema: { tags: ['projects'], params: IdParams, response: { 200: Envelope(ProjectDetail), ...ErrorResponses } } },
+    async (request) => ok(version, await projectDetail(deps, await mustGet(request.params.id))),
+  );
+
+  app.post(
+    '/projects',
+    { schema: { tags: ['projects'], body: CreateProjectBody, response: { 201: Envelope(ProjectDetail), ...ErrorResponses } } },
+    async (request, reply) => {
+      const body = request.body;
+      const id = newId();
+      const branch = body.repository.branch ?? 'main';
+      const repo = await resolveRepository(body.repository.url, body.git_repo_path);
+      const dest = path.join(deps.config.home, 'repos', id);
+      let row: ProjectRow;
+      try {
+        row = await insertProject(deps.db, {
+          id,
+          name: body.name.trim(),
+          description: body.description ?? '',
+          repoUrl: body.repository.url,
+          repoBranch: branch,
+          gitRepoPath: repo.gitRepoPath,
+          cloneStatus: repo.cloneFrom ? 'cloning' : 'ready',
+          setupScript: body.setup_script ?? '',
+          devScript: body.dev_script ?? '',
+          defaultLlm: body.defaultLLM ?? null,
+        });
+      } catch (err) {
+        if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw conflict(`A project named "${body.name.trim()}" already exists`, 'PROJECT_EXISTS');
+        throw err;
+      }
+      if (repo.cloneFrom) {
+        try {
+          const client = await deps.temporal.client();
+          await client.workflow.start('cloneProjectWorkflow', {
+            workflowId: `project-clone:${id}`,
+            taskQueue: SHARED_QUEUE,
+            args: [{ projectId: id, url: repo.cloneFrom, branch, dest }],
+          });
+        } catch (err) {
+          await deleteProject(deps.db, id); // nothing half-made is left when the clone cannot be scheduled
+          request.log.error({ err }, 'could not start the clone workflow');
+          const e = new Error('Temporal is unavailable: the repository cannot be cloned now') as Error & { statusCode: number };
+          e.statusCode = 503;
+          throw e;
+        }
+      }
+      return reply.code(201).send(ok(version, await projectDetail(deps, row)));
+    },
+  );
+
+  app.patch(
+    '/projects/:id',
+    { schema: { tags: ['projects'], params: IdParams, body: PatchProjectBody, response: { 200: Envelope(ProjectDetail), ...ErrorResponses } } },
+    async (request) => {
+      const b = request.body;
+      let row: ProjectRow | undefined;
+      try {
+        row = await updateProject(deps.db, request.params.id, {
+          name: b.name?.trim(),
+          description: b.description,
+          defaultLlm: b.defaultLLM,
+          setupScript: b.setup_script,
+          devScript: b.dev_script,
+        });
+      } catch (err) {
+        if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw conflict(`A project named "${b.name?.trim()}" already exists`, 'PROJECT_EXISTS');
+        throw err;
+      }
+      if (!row) throw notFound(`Project ${request.params.id} not found`, 'PROJECT_NOT_FOUND');
+      return ok(version, await projectDetail(deps, row));
+    },
+  );
+
+  app.delete(
+    '/projects/:id',
+    { schema: { tags: ['projects'], params: IdParams, response: { 200: Envelope(DeletedProject), ...ErrorResponses } } },
+    async (request) => {
+      if (!(await deleteProject(deps.db, request.params.id))) throw notFound(`Project ${request.params.id} not found`, 'PROJECT_NOT_FOUND');
+      return ok(version, { id: request.params.id, deleted: true as const, deletedAt: new Date().toISOString() });
+    },
+  );
+
+  app.get(
+    '/projects/:id/stats',
+    { schema: { tags: ['projects'], params: IdParams, response: { 200: Envelope(ProjectStats), ...ErrorResponses } } },
+    async (request) => {
+      const p = await mustGet(request.params.id);
+      const [counts, a] = await Promise.all([taskCounts(deps.db, p.id), attemptStats(deps.db, p.id)]);
+      const finished = a.successful + a.failed;
+      return ok(version, {
+        tasks: { total: counts.total, pending: counts.pending, inProgress: counts.inProgress, completed: counts.completed, failed: counts.failed },
+        attempts: { total: a.total, successful: a.successful, failed: a.failed },
+        costs: { total: a.totalCost, byLLM: a.byLlm },
+        performance: {
+          averageTaskDuration: a.averageTaskDurationSeconds,
+          successRate: finished === 0 ? 0 : a.successful / finished,
+          averageCostPerTask: counts.total === 0 ? 0 : a.totalCost / counts.total,
+        },
+      });
+    },
+  );
+};

@@ -1,0 +1,110 @@
+/** Request and response schemas of the task routes. */
+import { Type } from '@sinclair/typebox';
+import { TASK_PRIORITIES, TASK_SORT_PATTERN, TASK_STATUSES } from '../../lib/db/tasks';
+import { Nullable, PageQuery } from '../http/schemas';
+
+export const TaskStatus = Type.Union(TASK_STATUSES.map((s) => Type.Literal(s)));
+export const TaskPriority = Type.Union(TASK_PRIORITIES.map((s) => Type.Literal(s)));
+const Title = Type.String({ minLength: 1, maxLength: 500, pattern: '\\S' });
+const Description = Type.String({ maxLength: 100_000 });
+const Labels = Type.Array(Type.String({ minLength: 1, maxLength: 100, pattern: '^[^,]+$' }), { maxItems: 50 });
+const Assignee = Type.String({ minLength: 1, maxLength: 100 });
+const Metadata = Type.Record(Type.String(), Type.Unknown());
+
+export const Task = Type.Object({
+  id: Type.String(),
+  projectId: Type.String(),
+  title: Type.String(),
+  description: Type.String(),
+  status: Type.String(),
+  priority: Type.String(),
+  labels: Type.Array(Type.String()),
+  assignee: Nullable(Type.String()),
+  createdBy: Type.String(),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+  completedAt: Nullable(Type.String()),
+  metadata: Metadata,
+});
+
+export const AttemptSummary = Type.Object({
+  id: Type.String(),
+  number: Type.Integer(),
+  llm: Type.String(),
+  status: Type.String(),
+  branch: Nullable(Type.String()),
+  startedAt: Nullable(Type.String()),
+  completedAt: Nullable(Type.String()),
+  duration: Nullable(Type.Number()),
+  cost: Type.Number(),
+  filesChanged: Type.Integer(),
+  linesAdded: Type.Integer(),
+  linesRemoved: Type.Integer(),
+});
+
+export const TaskStats = Type.Object({
+  totalAttempts: Type.Integer(),
+  successfulAttempts: Type.Integer(),
+  failedAttempts: Type.Integer(),
+  totalCost: Type.Number(),
+  totalDuration: Type.Number(),
+});
+
+export const TaskDetail = Type.Intersect([Task, Type.Object({ attempts: Type.Array(AttemptSummary), stats: TaskStats })]);
+
+export const TaskListQuery = Type.Object(
+  {
+    ...PageQuery,
+    projectId: Type.Optional(Type.String({ minLength: 1 })),
+    status: Type.Optional(TaskStatus),
+    priority: Type.Optional(TaskPriority),
+    labels: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'comma-separated; a task matches when it has every label' })),
+    assignee: Type.Optional(Type.String({ minLength: 1 })),
+    search: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    sort: Type.Optional(Type.String({ pattern: TASK_SORT_PATTERN, description: 'field, or -field for descending; default -createdAt' })),
+  },
+  { additionalProperties: false },
+);
+
+export const CreateTaskBody = Type.Object(
+  {
+    projectId: Type.String({ minLength: 1 }),
+    title: Title,
+    description: Type.Optional(Description),
+    priority: Type.Optional(TaskPriority),
+    labels: Type.Optional(Labels),
+    assignee: Type.Optional(Assignee),
+    metadata: Type.Optional(Metadata),
+  },
+  { additionalProperties: false },
+);
+
+const PatchFields = {
+  title: Type.Optional(Title),
+  description: Type.Optional(Description),
+  status: Type.Optional(TaskStatus),
+  priority: Type.Optional(TaskPriority),
+  labels: Type.Optional(Labels),
+  assignee: Type.Optional(Nullable(Assignee)),
+  metadata: Type.Optional(Metadata),
+};
+
+export const PatchTaskBody = Type.Object(PatchFields, { additionalProperties: false, minProperties: 1 });
+
+const TaskIds = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { minItems: 1, maxItems: 100, uniqueItems: true });
+
+export const BulkUpdateBody = Type.Object(
+  { taskIds: TaskIds, updates: Type.Object(PatchFields, { additionalProperties: false, minProperties: 1 }) },
+  { additionalProperties: false },
+);
+export const BulkDeleteBody = Type.Object({ taskIds: TaskIds }, { additionalProperties: false });
+
+export const BulkResult = Type.Object({
+  updated: Type.Optional(Type.Integer()),
+  deleted: Type.Optional(Type.Integer()),
+  taskIds: Type.Array(Type.String()),
+  notFound: Type.Array(Type.String()),
+  tasks: Type.Optional(Type.Array(Task)),
+});
+
+export const DeletedTask = Type.Object({ deleted: Type.Literal(true), taskId: Type.String() });

@@ -1,0 +1,216 @@
+/** Task routes: /api/tasks…, /api/projects/:id/tasks, bulk update and delete. */
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { notFound } from '../../lib/errors';
+import { newId } from '../../lib/ids';
+import { getProject } from '../../lib/db/projects';
+import { withTransaction } from '../../lib/db/pool';
+import { attemptDurationSeconds, listAttemptsForTask, type AttemptRow } from '../../lib/db/attempts';
+import { deleteTasks, getTask, insertTask, listTasks, updateTasks, type TaskFilter, type TaskRow } from '../../lib/db/tasks';
+import { actingUser } from '../http/actingUser';
+import { ok, okPage, pagination } from '../http/envelope';
+import { Envelope, ErrorResponses, IdParams, PagedEnvelope } from '../http/schemas';
+import type { TaskPluginOptions, TaskServiceDeps } from './deps';
+import {
+  BulkDeleteBody,
+  BulkResult,
+  BulkUpdateBody,
+  CreateTaskBody,
+  DeletedTask,
+  PatchTaskBody,
+  Task,
+  TaskDetail,
+  TaskListQuery,
+} from './taskSchemas';
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+export function taskView(t: TaskRow) {
+  return {
+    id: t.id,
+    projectId: t.project_id,
+    title: t.title,
+    description: t.description,
+    status: t.status,
+    priority: t.priority,
+    labels: t.labels,
+    assignee: t.assignee,
+    createdBy: t.created_by,
+    createdAt: t.created_at.toISOString(),
+    updatedAt: t.updated_at.toISOString(),
+    completedAt: iso(t.completed_at),
+    metadata: t.metadata,
+  };
+}
+
+export function attemptSummary(a: AttemptRow) {
+  return {
+    id: a.id,
+    number: a.number,
+    llm: a.llm,
+    status: a.status,
+    branch: a.branch,
+    startedAt: iso(a.started_at),
+    completedAt: iso(a.completed_at),
+    duration: attemptDurationSeconds(a),
+    cost: a.total_cost,
+    filesChanged: a.files_changed,
+    linesAdded: a.lines_added,
+    linesRemoved: a.lines_removed,
+  };
+}
+
+async function taskDetail(deps: TaskServiceDeps, t: TaskRow) {
+  const [attempts, project] = await Promise.all([listAttemptsForTask(deps.db, t.id), getProject(deps.db, t.project_id)]);
+  const latest = attempts[attempts.length - 1];
+  const summaries = attempts.map(attemptSummary);
+  return {
+    ...taskView(t),
+    metadata: {
+      ...t.metadata,
+      repository: project?.repo_url ?? null,
+      branch: latest?.branch ?? project?.repo_branch ?? null,
+      worktreePath: latest?.worktree_path ?? null,
+    },
+    attempts: summaries,
+    stats: {
+      totalAttempts: attempts.length,
+      successfulAttempts: attempts.filter((a) => a.status === 'completed').length,
+      failedAttempts: attempts.filter((a) => a.status === 'failed').length,
+      totalCost: attempts.reduce((s, a) => s + a.total_cost, 0),
+      totalDuration: summaries.reduce((s, a) => s + (a.duration ?? 0), 0),
+    },
+  };
+}
+
+function parseLabels(labels: string | undefined): string[] | undefined {
+  if (labels === undefined) return undefined;
+  const list = labels.split(',').map((l) => l.trim()).filter(Boolean);
+  return list.length ? list : undefined;
+}
+
+export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify, { deps }) => {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const version = deps.config.version;
+
+  const list = async (query: typeof TaskListQuery.static, projectId?: string) => {
+    const filter: TaskFilter = {
+      projectId: projectId ?? query.projectId,
+      status: query.status,
+      priority: query.priority,
+      labels: parseLabels(query.labels),
+      assignee: query.assignee,
+      search: query.search,
+    };
+    const { rows, total } = await listTasks(deps.db, filter, { limit: query.limit, offset: (query.page - 1) * query.limit, sort: query.sort });
+    return okPage(version, rows.map(taskView), pagination(query.page, query.limit, total));
+  };
+
+  app.get('/tasks', { schema: { tags: ['tasks'], querystring: TaskListQuery, response: { 200: PagedEnvelope(Task), ...ErrorResponses } } }, async (request) =>
+    list(request.query),
+  );
+
+  app.get(
+    '/projects/:id/tasks',
+    {
+      schema: {
+        tags: ['tasks'],
+        params: IdParams,
+        querystring: Type.Omit(TaskListQuery, ['projectId']),
+        response: { 200: PagedEnvelope(Task), ...ErrorResponses },
+      },
+    },
+    async (request) => {
+      if (!(await getProject(deps.db, request.params.id))) throw notFound(`Project ${request.params.id} not found`, 'PROJECT_NOT_FOUND');
+      return list(request.query as typeof TaskListQuery.static, request.params.id);
+    },
+  );
+
+  app.get('/tasks/:id', { schema: { tags: ['tasks'], params: IdParams, response: { 200: Envelope(TaskDetail), ...ErrorResponses } } }, async (request) => {
+    const t = await getTask(deps.db, request.params.id);
+    if (!t) throw notFound(`Task ${request.params.id} not found`, 'TASK_NOT_FOUND');
+    return ok(version, await taskDetail(deps, t));
+  });
+
+  app.post('/tasks', { schema: { tags: ['tasks'], body: CreateTaskBody, response: { 201: Envelope(Task), ...ErrorResponses } } }, async (request, reply) => {
+    const b = request.body;
+    if (!(await getProject(deps.db, b.projectId))) throw notFound(`Project ${b.projectId} not found`, 'PROJECT_NOT_FOUND');
+    let row: TaskRow;
+    try {
+      row = await insertTask(deps.db, {
+        id: newId(),
+        projectId: b.projectId,
+        title: b.title.trim(),
+        description: b.description ?? '',
+        priority: b.priority ?? 'medium',
+        labels: [...new Set(b.labels ?? [])],
+        assignee: b.assignee ?? null,
+        createdBy: actingUser(request, deps.localUser),
+        metadata: b.metadata ?? {},
+      });
+    } catch (err) {
+      // the project was deleted between the check and the insert
+      if ((err as { code?: string }).code === '23503') throw notFound(`Project ${b.projectId} not found`, 'PROJECT_NOT_FOUND');
+      throw err;
+    }
+    return reply.code(201).send(ok(version, taskView(row)));
+  });
+
+  app.patch(
+    '/tasks/:id',
+    { schema: { tags: ['tasks'], params: IdParams, body: PatchTaskBody, response: { 200: Envelope(Task), ...ErrorResponses } } },
+    async (request) => {
+      const b = request.body;
+      const [row] = await updateTasks(deps.db, [request.params.id], {
+        ...b,
+        title: b.title?.trim(),
+        labels: b.labels ? [...new Set(b.labels)] : undefined,
+      });
+      if (!row) throw notFound(`Task ${request.params.id} not found`, 'TASK_NOT_FOUND');
+      return ok(version, taskView(row));
+    },
+  );
+
+  app.delete(
+    '/tasks/:id',
+    { schema: { tags: ['tasks'], params: IdParams, response: { 200: Envelope(DeletedTask), ...ErrorResponses } } },
+    async (request) => {
+      const [deleted] = await deleteTasks(deps.db, [request.params.id]);
+      if (!deleted) throw notFound(`Task ${request.params.id} not found`);
+      return ok(version, { deleted: true as const, taskId: deleted });
+    },
+  );
+
+  app.post(
+    '/tasks/bulk/update',
+    { schema: { tags: ['tasks'], body: BulkUpdateBody, response: { 200: Envelope(BulkResult), ...ErrorResponses } } },
+    async (request) => {
+      const { taskIds, updates } = request.body;
+      const rows = await withTransaction(deps.db, (c) =>
+        updateTasks(c, taskIds, { ...updates, title: updates.title?.trim(), labels: updates.labels ? [...new Set(updates.labels)] : undefined }),
+      );
+      const found = new Set(rows.map((r) => r.id));
+      return ok(version, {
+        updated: rows.length,
+        taskIds: taskIds.filter((id) => found.has(id)),
+        notFound: taskIds.filter((id) => !found.has(id)),
+        tasks: rows.map(taskView),
+      });
+    },
+  );
+
+  app.post(
+    '/tasks/bulk/delete',
+    { schema: { tags: ['tasks'], body: BulkDeleteBody, response: { 200: Envelope(BulkResult), ...ErrorResponses } } },
+    async (request) => {
+      const { taskIds } = request.body;
+      const deleted = new Set(await withTransaction(deps.db, (c) => deleteTasks(c, taskIds)));
+      return ok(version, {
+        deleted: deleted.size,
+        taskIds: taskIds.filter((id) => deleted.has(id)),
+        notFound: taskIds.filter((id) => !deleted.has(id)),
+      });
+    },
+  );
+};

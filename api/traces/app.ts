@@ -1,0 +1,20 @@
+/** The message trace service (D): traces, filters and analytics under /api/v1. */
+import type { DetailServiceDeps } from '../detailServiceDeps';
+import { installApiKeyAuth } from '../http/apiKeyAuth';
+import { createBaseApp } from '../http/baseApp';
+
+export async function buildTracesApp(deps: DetailServiceDeps) {
+  const app = createBaseApp({
+    service: 'traces',
+    logger: deps.logger,
+    metrics: deps.metrics,
+    version: deps.config.version,
+    errorStyle: 'detail',
+    healthCheck: async () => {
+      await deps.db.query('SELECT 1');
+      return { database: 'ok' };
+    },
+  });
+  installApiKeyAuth(app, { key: deps.keys.traces, allowBearer: false });
+  return app;
+}

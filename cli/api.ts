@@ -1,0 +1,25 @@
+/** `armada api`: HTTP services only, against DATABASE_URL and TEMPORAL_ADDRESS. */
+import { SERVICE_NAMES, startServices, type ServiceName } from '../api/services';
+import { ConfigError } from '../lib/config';
+import { createPool } from '../lib/db/pool';
+import { resolveKeys } from '../lib/keys';
+import { createMetrics } from '../lib/metrics';
+import { createTemporalHandle } from '../lib/temporal/client';
+import { bootstrap, untilSignal } from './runtime';
+
+export async function runApi(services: string[]): Promise<number> {
+  const { config, logger } = bootstrap();
+  for (const s of services) if (!(SERVICE_NAMES as readonly string[]).includes(s)) throw new ConfigError(`--service: "${s}" is not one of ${SERVICE_NAMES.join(', ')}`);
+  if (!config.databaseUrl) throw new ConfigError('DATABASE_URL is required for `armada api` (use `armada start` for the embedded defaults)');
+  const names = (services.length ? services : SERVICE_NAMES) as ServiceName[];
+  const pool = createPool(config.databaseUrl, logger, { max: 20 });
+  const temporal = createTemporalHandle(config.temporal.address ?? '127.0.0.1:7233', config.temporal.namespace);
+  const running = await startServices(names, { db: pool, config, keys: resolveKeys(config), temporal, logger, metrics: createMetrics() });
+  process.stdout.write(`${JSON.stringify({ event: 'listening', addresses: running.addresses })}\n`);
+  await untilSignal(logger, async () => {
+    await running.close();
+    await temporal.close();
+    await pool.end();
+  });
+  return 0;
+}

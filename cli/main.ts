@@ -1,0 +1,93 @@
+/** The `armada` command line: start, api, worker, migrate (and infra, for tests and local tooling). */
+import { parseArgs } from 'node:util';
+import { ConfigError } from '../lib/config';
+import { TemporalCliMissing } from '../lib/runtime/temporalDevServer';
+
+export const HELP = `armada — job orchestration on Temporal
+
+Usage: armada <command> [options]
+
+Commands:
+  start                 Run everything on one machine: embedded PostgreSQL (unless DATABASE_URL),
+                        a Temporal dev server (unless TEMPORAL_ADDRESS), migrations, the four HTTP
+                        services and one worker. Ctrl-C stops all of it.
+  api [--service S]...  Run HTTP services only (S: task, scheduler, agents, traces; default all).
+                        Needs DATABASE_URL and TEMPORAL_ADDRESS (default 127.0.0.1:7233).
+  worker [--queue Q]... [--concurrency N]
+                        Run a Temporal worker (default queues: the shared queue and this host's queue).
+  migrate               Apply database migrations (DATABASE_URL, or the embedded server of ARMADA_HOME).
+  infra [--home DIR] [--pg-port N] [--temporal-port N] [--bundle FILE]
+                        Start only the embedded PostgreSQL and Temporal dev server, print their
+                        addresses as one JSON line and run until stopped (tests and local tooling).
+
+Options:
+  -h, --help            Show this help.
+  -v, --version         Show the version.
+
+Environment: ARMADA_HOME, ARMADA_CONFIG, DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+TEMPORAL_CLI_PATH, ARMADA_HOST, ARMADA_*_PORT, ARMADA_API_KEY, ARMADA_LOG_LEVEL (see README.md).
+`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case undefined:
+      case '-h':
+      case '--help':
+      case 'help':
+        process.stdout.write(HELP);
+        return 0;
+      case '-v':
+      case '--version': {
+        const { loadConfig } = require('../lib/config') as typeof import('../lib/config');
+        process.stdout.write(`${loadConfig().version}\n`);
+        return 0;
+      }
+      case 'start': {
+        const { runStart } = require('./start') as typeof import('./start');
+        return await runStart(parseArgs({ args: rest, options: {} }).values);
+      }
+      case 'api': {
+        const { values } = parseArgs({ args: rest, options: { service: { type: 'string', multiple: true } } });
+        const { runApi } = require('./api') as typeof import('./api');
+        return await runApi(values.service ?? []);
+      }
+      case 'worker': {
+        const { values } = parseArgs({ args: rest, options: { queue: { type: 'string', multiple: true }, concurrency: { type: 'string' } } });
+        const { runWorker } = require('./worker') as typeof import('./worker');
+        return await runWorker({ queues: values.queue, concurrency: values.concurrency ? Number(values.concurrency) : undefined });
+      }
+      case 'migrate': {
+        const { runMigrate } = require('./migrate') as typeof import('./migrate');
+        return await runMigrate();
+      }
+      case 'infra': {
+        const { values } = parseArgs({
+          args: rest,
+          options: { home: { type: 'string' }, 'pg-port': { type: 'string' }, 'temporal-port': { type: 'string' }, bundle: { type: 'string' } },
+        });
+        const { runInfra } = require('./infra') as typeof import('./infra');
+        return await runInfra({
+          home: values.home,
+          pgPort: values['pg-port'] ? Number(values['pg-port']) : undefined,
+          temporalPort: values['temporal-port'] ? Number(values['temporal-port']) : undefined,
+          bundle: values.bundle,
+        });
+      }
+      default:
+        process.stderr.write(`armada: unknown command "${command}"\n\n${HELP}`);
+        return 2;
+    }
+  } catch (err) {
+    if (err instanceof TemporalCliMissing || err instanceof ConfigError) {
+      process.stderr.write(`armada: ${err.message}\n`);
+      return 1;
+    }
+    if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`armada: ${(err as Error).message}\n\n${HELP}`);
+      return 2;
+    }
+    throw err;
+  }
+}

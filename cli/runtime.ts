@@ -1,0 +1,80 @@
+/** Pieces shared by the CLI commands: config + logger, the database URL, signals. */
+import path from 'node:path';
+import { loadConfig, type ArmadaConfig } from '../lib/config';
+import { createLogger, type Logger } from '../lib/logger';
+import { startEmbeddedPostgres, type RunningPostgres } from '../lib/runtime/embeddedPostgres';
+import { startTemporalDevServer, type RunningDevServer } from '../lib/runtime/temporalDevServer';
+
+export function bootstrap(): { config: ArmadaConfig; logger: Logger } {
+  const config = loadConfig();
+  return { config, logger: createLogger(config.logLevel) };
+}
+
+export interface Infrastructure {
+  databaseUrl: string;
+  temporalAddress: string;
+  postgres?: RunningPostgres;
+  temporal?: RunningDevServer;
+  stop(): Promise<void>;
+}
+
+/** Starts what the environment does not point at: embedded PostgreSQL and/or the Temporal dev server. */
+export async function startInfrastructure(config: ArmadaConfig, logger: Logger): Promise<Infrastructure> {
+  const started: { postgres?: RunningPostgres; temporal?: RunningDevServer } = {};
+  const stop = async () => {
+    if (started.temporal) await started.temporal.stop().catch((err) => logger.warn({ err }, 'stopping temporal failed'));
+    if (started.postgres) await started.postgres.stop().catch((err) => logger.warn({ err }, 'stopping postgres failed'));
+  };
+  try {
+    const [postgres, temporal] = await Promise.all([
+      config.databaseUrl
+        ? Promise.resolve(undefined)
+        : startEmbeddedPostgres({ dataDir: path.join(config.home, 'pg'), port: config.embedded.pgPort, logger }).then((p) => (started.postgres = p)),
+      config.temporal.address
+        ? Promise.resolve(undefined)
+        : startTemporalDevServer({
+            cliPath: config.temporal.cliPath,
+            dbFile: path.join(config.home, 'temporal.db'),
+            ip: config.host,
+            port: config.embedded.temporalPort,
+            uiPort: config.embedded.temporalUiPort,
+            namespace: config.temporal.namespace,
+            logger,
+          }).then((t) => (started.temporal = t)),
+    ]);
+    return {
+      databaseUrl: config.databaseUrl ?? (postgres as RunningPostgres).url,
+      temporalAddress: config.temporal.address ?? (temporal as RunningDevServer).address,
+      postgres,
+      temporal,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** Runs `shutdown` on the first SIGINT/SIGTERM; a second signal exits at once. Resolves when shutdown is done. */
+export function untilSignal(logger: Logger, shutdown: (signal: string) => Promise<void>): Promise<void> {
+  return new Promise((resolve) => {
+    let stopping = false;
+    const handler = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        logger.warn({ signal }, 'second signal: exiting now');
+        process.exit(130);
+      }
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      shutdown(signal)
+        .catch((err) => logger.error({ err }, 'shutdown failed'))
+        .finally(() => {
+          process.removeListener('SIGINT', handler);
+          process.removeListener('SIGTERM', handler);
+          resolve();
+        });
+    };
+    process.on('SIGINT', handler);
+    process.on('SIGTERM', handler);
+  });
+}

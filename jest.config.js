@@ -1,0 +1,11 @@
+/** Jest runs TypeScript through SWC; one Postgres and one Temporal dev server serve the whole run (test/support/globalSetup.js). */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }] },
+  globalSetup: '<rootDir>/test/support/globalSetup.js',
+  globalTeardown: '<rootDir>/test/support/globalTeardown.js',
+  testTimeout: 60000,
+  maxWorkers: 2,
+};

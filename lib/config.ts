@@ -1,0 +1,221 @@
+/**
+ * The one place for configuration: environment variables plus the JSON config file ($ARMADA_CONFIG).
+ * Everything else receives an `ArmadaConfig`; nothing reads process.env on its own.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Type, type Static } from '@sinclair/typebox';
+import Ajv from 'ajv';
+
+const AgentProfileSchema = Type.Object(
+  {
+    command: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
+    format: Type.Optional(Type.String({ minLength: 1 })),
+    env: Type.Optional(Type.Record(Type.String(), Type.String())),
+    model: Type.Optional(Type.String()),
+    maxConcurrent: Type.Optional(Type.Integer({ minimum: 1 })),
+    resumeArgs: Type.Optional(Type.Array(Type.String())),
+    prices: Type.Optional(
+      Type.Object({ inputPerMTok: Type.Number({ minimum: 0 }), outputPerMTok: Type.Number({ minimum: 0 }) }, { additionalProperties: false }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const FileConfigSchema = Type.Object(
+  {
+    branchPrefix: Type.Optional(Type.String({ minLength: 1, pattern: '^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$' })),
+    agents: Type.Optional(Type.Record(Type.String({ minLength: 1 }), AgentProfileSchema)),
+    filesystem: Type.Optional(
+      Type.Object(
+        { allowedPaths: Type.Optional(Type.Array(Type.String())), blockedPaths: Type.Optional(Type.Array(Type.String())) },
+        { additionalProperties: false },
+      ),
+    ),
+    users: Type.Optional(
+      Type.Array(Type.Object({ email: Type.String({ minLength: 3 }), apiKey: Type.String({ minLength: 8 }) }, { additionalProperties: false })),
+    ),
+    multiAgent: Type.Optional(
+      Type.Object(
+        {
+          agents: Type.Optional(
+            Type.Array(
+              Type.Object(
+                {
+                  name: Type.String({ minLength: 1, pattern: '^[A-Za-z0-9._-]+$' }),
+                  role: Type.Optional(Type.String()),
+                  llm: Type.String({ minLength: 1 }),
+                  memory: Type.Optional(Type.Boolean()),
+                  tools: Type.Optional(Type.Array(Type.String())),
+                },
+                { additionalProperties: false },
+              ),
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    webhooks: Type.Optional(Type.Object({ timeoutMs: Type.Optional(Type.Integer({ minimum: 100 })) }, { additionalProperties: false })),
+    cors: Type.Optional(Type.Object({ origins: Type.Optional(Type.Array(Type.String())) }, { additionalProperties: false })),
+    rateLimit: Type.Optional(
+      Type.Object(
+        { perMinutePerIp: Type.Optional(Type.Integer({ minimum: 1 })), perHourPerUser: Type.Optional(Type.Integer({ minimum: 1 })) },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type FileConfig = Static<typeof FileConfigSchema>;
+
+export interface ServicePorts {
+  task: number;
+  scheduler: number;
+  /** Second scheduler port (the spec's 8002); null when ARMADA_SCHEDULER_ALT_PORT is empty. */
+  schedulerAlt: number | null;
+  agents: number;
+  traces: number;
+}
+
+export interface ArmadaConfig {
+  home: string;
+  configPath: string;
+  /** External PostgreSQL; undefined = embedded server in $ARMADA_HOME/pg. */
+  databaseUrl?: string;
+  temporal: { address?: string; namespace: string; cliPath: string; metricsPort: number | null };
+  /** Ports of the servers `armada start` runs itself when DATABASE_URL / TEMPORAL_ADDRESS are unset. */
+  embedded: { pgPort: number; temporalPort: number; temporalUiPort: number | null };
+  host: string;
+  ports: ServicePorts;
+  /** Explicit keys from the environment; generated keys are resolved by lib/keys.ts. */
+  apiKeys: { default?: string; scheduler?: string; agents?: string; traces?: string; task?: string };
+  encryptionKey?: string;
+  codehost: { apiUrl: string; oauthUrl: string; clientId: string };
+  logLevel: string;
+  file: FileConfig;
+  branchPrefix: string;
+  version: string;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const ajv = new Ajv({ allErrors: true, strict: false });
+const validateFile = ajv.compile(FileConfigSchema);
+
+/** Validates a parsed config file; the message names the offending key's path (e.g. `agents.claude.comand`). */
+export function parseFileConfig(raw: unknown, source: string): FileConfig {
+  if (validateFile(raw)) return raw as FileConfig;
+  const first = validateFile.errors?.[0];
+  if (!first) throw new ConfigError(`${source}: invalid configuration`);
+  const base = first.instancePath.replace(/^\//, '').split('/').filter(Boolean).join('.');
+  if (first.keyword === 'additionalProperties') {
+    const key = [base, (first.params as { additionalProperty: string }).additionalProperty].filter(Boolean).join('.');
+    throw new ConfigError(`${source}: unknown key "${key}"`);
+  }
+  if (first.keyword === 'required') {
+    const key = [base, (first.params as { missingProperty: string }).missingProperty].filter(Boolean).join('.');
+    throw new ConfigError(`${source}: missing key "${key}"`);
+  }
+  throw new ConfigError(`${source}: "${base || '(root)'}" ${first.message ?? 'is invalid'}`);
+}
+
+function readFileConfig(configPath: string): FileConfig {
+  let text: string;
+  try {
+    text = fs.readFileSync(configPath, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new ConfigError(`${configPath}: cannot read (${(err as Error).message})`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`${configPath}: not valid JSON (${(err as Error).message})`);
+  }
+  return parseFileConfig(raw, configPath);
+}
+
+function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const v = env[name];
+  if (v === undefined || v === '') return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`${name}: "${v}" is not a port number`);
+  return n;
+}
+
+function optionalPort(env: NodeJS.ProcessEnv, name: string, fallback: number): number | null {
+  if (env[name] === '') return null;
+  return port(env, name, fallback);
+}
+
+function nonEmpty(v: string | undefined): string | undefined {
+  return v === undefined || v === '' ? undefined : v;
+}
+
+function packageVersion(): string {
+  try {
+    return (JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/** Builds the configuration from an environment (process.env by default) and the config file it names. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
+  const home = path.resolve(nonEmpty(env.ARMADA_HOME) ?? path.join(os.homedir(), '.armada'));
+  const configPath = path.resolve(nonEmpty(env.ARMADA_CONFIG) ?? path.join(home, 'config.json'));
+  const file = readFileConfig(configPath);
+  const logLevel = nonEmpty(env.ARMADA_LOG_LEVEL) ?? 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError(`ARMADA_LOG_LEVEL: "${logLevel}" is not a pino level`);
+  }
+  return {
+    home,
+    configPath,
+    databaseUrl: nonEmpty(env.DATABASE_URL),
+    temporal: {
+      address: nonEmpty(env.TEMPORAL_ADDRESS),
+      namespace: nonEmpty(env.TEMPORAL_NAMESPACE) ?? 'default',
+      cliPath: nonEmpty(env.TEMPORAL_CLI_PATH) ?? 'temporal',
+      metricsPort: optionalPort(env, 'ARMADA_TEMPORAL_METRICS_PORT', 9464),
+    },
+    embedded: {
+      pgPort: port(env, 'ARMADA_PG_PORT', 54329),
+      temporalPort: port(env, 'ARMADA_TEMPORAL_PORT', 7233),
+      temporalUiPort: optionalPort(env, 'ARMADA_TEMPORAL_UI_PORT', 8233),
+    },
+    host: nonEmpty(env.ARMADA_HOST) ?? '127.0.0.1',
+    ports: {
+      task: port(env, 'ARMADA_TASK_PORT', 8887),
+      scheduler: port(env, 'ARMADA_SCHEDULER_PORT', 8883),
+      schedulerAlt: optionalPort(env, 'ARMADA_SCHEDULER_ALT_PORT', 8002),
+      agents: port(env, 'ARMADA_AGENTS_PORT', 8001),
+      traces: port(env, 'ARMADA_TRACES_PORT', 8000),
+    },
+    apiKeys: {
+      default: nonEmpty(env.ARMADA_API_KEY),
+      scheduler: nonEmpty(env.ARMADA_SCHEDULER_API_KEY),
+      agents: nonEmpty(env.ARMADA_AGENTS_API_KEY),
+      traces: nonEmpty(env.ARMADA_TRACES_API_KEY),
+      task: nonEmpty(env.ARMADA_TASK_API_KEY),
+    },
+    encryptionKey: nonEmpty(env.ARMADA_ENCRYPTION_KEY),
+    codehost: {
+      apiUrl: nonEmpty(env.ARMADA_CODEHOST_API_URL) ?? 'https://api.github.com',
+      oauthUrl: nonEmpty(env.ARMADA_CODEHOST_OAUTH_URL) ?? 'https://github.com',
+      clientId: nonEmpty(env.ARMADA_CODEHOST_CLIENT_ID) ?? '',
+    },
+    logLevel,
+    file,
+    branchPrefix: file.branchPrefix ?? 'armada',
+    version: packageVersion(),
+  };
+}

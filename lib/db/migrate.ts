@@ -1,0 +1,48 @@
+/** Applies the numbered SQL files of lib/db/migrations in order, each in its own transaction, once. */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Pool } from 'pg';
+import { withTransaction } from './pool';
+
+const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
+const LOCK_ID = 72_617_201; // advisory lock: concurrent `armada migrate` runs wait for each other
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export function listMigrations(dir = MIGRATIONS_DIR): Migration[] {
+  return fs
+    .readdirSync(dir)
+    .filter((f) => /^\d+_.+\.sql$/.test(f))
+    .map((f) => ({ version: Number(f.split('_')[0]), name: f, sql: fs.readFileSync(path.join(dir, f), 'utf8') }))
+    .sort((a, b) => a.version - b.version);
+}
+
+/** Returns the names of the migrations applied by this call. */
+export async function migrate(pool: Pool, dir = MIGRATIONS_DIR): Promise<string[]> {
+  const lockClient = await pool.connect();
+  try {
+    await lockClient.query('SELECT pg_advisory_lock($1)', [LOCK_ID]);
+    await lockClient.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
+    const { rows } = await lockClient.query<{ version: number }>('SELECT version FROM schema_migrations');
+    const done = new Set(rows.map((r) => r.version));
+    const applied: string[] = [];
+    for (const m of listMigrations(dir)) {
+      if (done.has(m.version)) continue;
+      await withTransaction(pool, async (c) => {
+        await c.query(m.sql);
+        await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+      });
+      applied.push(m.name);
+    }
+    return applied;
+  } finally {
+    await lockClient.query('SELECT pg_advisory_unlock($1)', [LOCK_ID]).catch(() => undefined);
+    lockClient.release();
+  }
+}

@@ -1,0 +1,170 @@
+/** SQL for the projects table. */
+import type { Queryable } from './pool';
+
+export interface ProjectRow {
+  id: string;
+  name: string;
+  description: string;
+  repo_url: string;
+  repo_branch: string;
+  git_repo_path: string | null;
+  clone_status: 'ready' | 'cloning' | 'failed';
+  clone_error: string | null;
+  setup_script: string;
+  dev_script: string;
+  default_llm: string | null;
+  config: Record<string, unknown>;
+  last_sync: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface NewProject {
+  id: string;
+  name: string;
+  description: string;
+  repoUrl: string;
+  repoBranch: string;
+  gitRepoPath: string | null;
+  cloneStatus: 'ready' | 'cloning';
+  setupScript: string;
+  devScript: string;
+  defaultLlm: string | null;
+}
+
+export const UNIQUE_VIOLATION = '23505';
+
+export async function insertProject(db: Queryable, p: NewProject): Promise<ProjectRow> {
+  const { rows } = await db.query<ProjectRow>(
+    `INSERT INTO projects (id, name, description, repo_url, repo_branch, git_repo_path, clone_status, setup_script, dev_script, default_llm, last_sync)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $7 = 'ready' THEN now() END)
+     RETURNING *`,
+    [p.id, p.name, p.description, p.repoUrl, p.repoBranch, p.gitRepoPath, p.cloneStatus, p.setupScript, p.devScript, p.defaultLlm],
+  );
+  return rows[0] as ProjectRow;
+}
+
+export async function getProject(db: Queryable, id: string): Promise<ProjectRow | undefined> {
+  const { rows } = await db.query<ProjectRow>('SELECT * FROM projects WHERE id = $1', [id]);
+  return rows[0];
+}
+
+export async function listProjects(db: Queryable, limit: number, offset: number): Promise<{ rows: ProjectRow[]; total: number }> {
+  const [list, count] = await Promise.all([
+    db.query<ProjectRow>('SELECT * FROM projects ORDER BY created_at DESC, id DESC LIMIT $1 OFFSET $2', [limit, offset]),
+    db.query<{ n: string }>('SELECT count(*) AS n FROM projects'),
+  ]);
+  return { rows: list.rows, total: Number(count.rows[0]?.n ?? 0) };
+}
+
+export interface ProjectPatch {
+  name?: string;
+  description?: string;
+  defaultLlm?: string | null;
+  setupScript?: string;
+  devScript?: string;
+  repoBranch?: string;
+}
+
+const PATCH_COLUMNS: Record<keyof ProjectPatch, string> = {
+  name: 'name',
+  description: 'description',
+  defaultLlm: 'default_llm',
+  setupScript: 'setup_script',
+  devScript: 'dev_script',
+  repoBranch: 'repo_branch',
+};
+
+export async function updateProject(db: Queryable, id: string, patch: ProjectPatch): Promise<ProjectRow | undefined> {
+  const sets: string[] = [];
+  const values: unknown[] = [id];
+  for (const [key, column] of Object.entries(PATCH_COLUMNS) as [keyof ProjectPatch, string][]) {
+    if (patch[key] === undefined) continue;
+    values.push(patch[key]);
+    sets.push(`${column} = $${values.length}`);
+  }
+  sets.push('updated_at = now()');
+  const { rows } = await db.query<ProjectRow>(`UPDATE projects SET ${sets.join(', ')} WHERE id = $1 RETURNING *`, values);
+  return rows[0];
+}
+
+export async function deleteProject(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('DELETE FROM projects WHERE id = $1', [id]);
+  return (rowCount ?? 0) > 0;
+}
+
+export async function setCloneResult(db: Queryable, id: string, ok: boolean, path: string | null, error: string | null): Promise<void> {
+  await db.query(
+    `UPDATE projects SET clone_status = $2, git_repo_path = COALESCE($3, git_repo_path), clone_error = $4,
+            last_sync = CASE WHEN $2 = 'ready' THEN now() ELSE last_sync END, updated_at = now()
+      WHERE id = $1`,
+    [id, ok ? 'ready' : 'failed', path, error],
+  );
+}
+
+export interface ProjectTaskCounts {
+  total: number;
+  pending: number;
+  inProgress: number;
+  review: number;
+  completed: number;
+  failed: number;
+  cancelled: number;
+}
+
+export async function taskCounts(db: Queryable, projectId: string): Promise<ProjectTaskCounts> {
+  const { rows } = await db.query<{ status: string; n: string }>('SELECT status, n FROM task_counts WHERE project_id = $1', [projectId]);
+  const by = Object.fromEntries(rows.map((r) => [r.status, Number(r.n)])) as Record<string, number>;
+  const get = (s: string): number => by[s] ?? 0;
+  return {
+    total: rows.reduce((a, r) => a + Number(r.n), 0),
+    pending: get('pending'),
+    inProgress: get('in_progress'),
+    review: get('review'),
+    completed: get('completed'),
+    failed: get('failed'),
+    cancelled: get('cancelled'),
+  };
+}
+
+export interface ProjectAttemptStats {
+  total: number;
+  successful: number;
+  failed: number;
+  running: number;
+  totalCost: number;
+  byLlm: Record<string, number>;
+  averageTaskDurationSeconds: number;
+}
+
+export async function attemptStats(db: Queryable, projectId: string): Promise<ProjectAttemptStats> {
+  const [byLlm, durations] = await Promise.all([
+    db.query<{ llm: string; total: string; successful: string; failed: string; running: string; cost: number }>(
+      `SELECT a.llm, count(*) AS total,
+              count(*) FILTER (WHERE a.status = 'completed') AS successful,
+              count(*) FILTER (WHERE a.status = 'failed') AS failed,
+              count(*) FILTER (WHERE a.status = 'running') AS running,
+              COALESCE(sum(a.total_cost), 0)::float8 AS cost
+         FROM attempts a JOIN tasks t ON t.id = a.task_id
+        WHERE t.project_id = $1
+        GROUP BY a.llm`,
+      [projectId],
+    ),
+    db.query<{ avg: number | null }>(
+      `SELECT avg(extract(epoch FROM completed_at - created_at))::float8 AS avg
+         FROM tasks WHERE project_id = $1 AND status = 'completed' AND completed_at IS NOT NULL`,
+      [projectId],
+    ),
+  ]);
+  const s: ProjectAttemptStats = { total: 0, successful: 0, failed: 0, running: 0, totalCost: 0, byLlm: {}, averageTaskDurationSeconds: 0 };
+  for (const r of byLlm.rows) {
+    s.total += Number(r.total);
+    s.successful += Number(r.successful);
+    s.failed += Number(r.failed);
+    s.running += Number(r.running);
+    s.totalCost += r.cost;
+    s.byLlm[r.llm] = r.cost;
+  }
+  s.averageTaskDurationSeconds = durations.rows[0]?.avg ?? 0;
+  return s;
+}

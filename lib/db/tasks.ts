@@ -1,0 +1,185 @@
+/** SQL for the tasks table. Column names come from whitelists; every value is a parameter. */
+import type { Queryable } from './pool';
+
+export const TASK_STATUSES = ['pending', 'in_progress', 'review', 'completed', 'failed', 'cancelled'] as const;
+export const TASK_PRIORITIES = ['low', 'medium', 'high', 'critical'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+export type TaskPriority = (typeof TASK_PRIORITIES)[number];
+
+export interface TaskRow {
+  id: string;
+  project_id: string;
+  title: string;
+  description: string;
+  status: TaskStatus;
+  priority: TaskPriority;
+  labels: string[];
+  assignee: string | null;
+  created_by: string;
+  metadata: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+  completed_at: Date | null;
+}
+
+export interface NewTask {
+  id: string;
+  projectId: string;
+  title: string;
+  description: string;
+  priority: TaskPriority;
+  labels: string[];
+  assignee: string | null;
+  createdBy: string;
+  metadata: Record<string, unknown>;
+}
+
+export async function insertTask(db: Queryable, t: NewTask): Promise<TaskRow> {
+  const { rows } = await db.query<TaskRow>(
+    `INSERT INTO tasks (id, project_id, title, description, priority, labels, assignee, created_by, metadata)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
+    [t.id, t.projectId, t.title, t.description, t.priority, t.labels, t.assignee, t.createdBy, t.metadata],
+  );
+  return rows[0] as TaskRow;
+}
+
+export async function getTask(db: Queryable, id: string): Promise<TaskRow | undefined> {
+  const { rows } = await db.query<TaskRow>('SELECT * FROM tasks WHERE id = $1', [id]);
+  return rows[0];
+}
+
+export interface TaskFilter {
+  projectId?: string;
+  status?: TaskStatus;
+  priority?: TaskPriority;
+  labels?: string[];
+  assignee?: string;
+  search?: string;
+}
+
+const SORT_COLUMNS: Record<string, string> = {
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+  completedAt: 'completed_at',
+  priority: 'priority_rank',
+  title: 'title',
+  status: 'status',
+};
+export const TASK_SORT_FIELDS = Object.keys(SORT_COLUMNS);
+export const TASK_SORT_PATTERN = `^-?(${TASK_SORT_FIELDS.join('|')})$`;
+
+function orderBy(sort: string | undefined): string {
+  const s = sort ?? '-createdAt';
+  const desc = s.startsWith('-');
+  const column = SORT_COLUMNS[desc ? s.slice(1) : s] ?? 'created_at';
+  const dir = desc ? 'DESC' : 'ASC';
+  return `${column} ${dir} NULLS LAST, id ${dir}`;
+}
+
+function escapeLike(s: string): string {
+  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+function where(filter: TaskFilter, values: unknown[]): string {
+  const clauses: string[] = [];
+  const add = (sql: (p: string) => string, v: unknown): void => {
+    values.push(v);
+    clauses.push(sql(`$${values.length}`));
+  };
+  if (filter.projectId !== undefined) add((p) => `project_id = ${p}`, filter.projectId);
+  if (filter.status !== undefined) add((p) => `status = ${p}`, filter.status);
+  if (filter.priority !== undefined) add((p) => `priority = ${p}`, filter.priority);
+  if (filter.labels && filter.labels.length > 0) add((p) => `labels @> ${p}::text[]`, filter.labels);
+  if (filter.assignee !== undefined) add((p) => `assignee = ${p}`, filter.assignee);
+  if (filter.search) add((p) => `(title ILIKE ${p} OR description ILIKE ${p})`, `%${escapeLike(filter.search)}%`);
+  return clauses.length ? `WHERE ${clauses.join(' AND ')}` : '';
+}
+
+/**
+ * Counts matching tasks. Filters on project and status alone are answered from the trigger-kept task_counts
+ * table, so the common list pages never scan tasks; other filters count the (narrower) matching rows.
+ */
+async function countTasks(db: Queryable, filter: TaskFilter): Promise<number> {
+  const { projectId, status, ...rest } = filter;
+  const onlyCounted = Object.values(rest).every((v) => v === undefined || (Array.isArray(v) && v.length === 0) || v === '');
+  if (onlyCounted) {
+    const values: unknown[] = [];
+    const clauses: string[] = [];
+    if (projectId !== undefined) {
+      values.push(projectId);
+      clauses.push(`project_id = $${values.length}`);
+    }
+    if (status !== undefined) {
+      values.push(status);
+      clauses.push(`status = $${values.length}`);
+    }
+    const { rows } = await db.query<{ n: string | null }>(
+      `SELECT sum(n) AS n FROM task_counts ${clauses.length ? `WHERE ${clauses.join(' AND ')}` : ''}`,
+      values,
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
+  const values: unknown[] = [];
+  const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM tasks ${where(filter, values)}`, values);
+  return Number(rows[0]?.n ?? 0);
+}
+
+export async function listTasks(
+  db: Queryable,
+  filter: TaskFilter,
+  page: { limit: number; offset: number; sort?: string },
+): Promise<{ rows: TaskRow[]; total: number }> {
+  const values: unknown[] = [];
+  const w = where(filter, values);
+  values.push(page.limit, page.offset);
+  const [list, total] = await Promise.all([
+    db.query<TaskRow>(
+      `SELECT * FROM tasks ${w} ORDER BY ${orderBy(page.sort)} LIMIT $${values.length - 1} OFFSET $${values.length}`,
+      values,
+    ),
+    countTasks(db, filter),
+  ]);
+  return { rows: list.rows, total };
+}
+
+export interface TaskPatch {
+  title?: string;
+  description?: string;
+  status?: TaskStatus;
+  priority?: TaskPriority;
+  labels?: string[];
+  assignee?: string | null;
+  metadata?: Record<string, unknown>;
+}
+
+const PATCH_COLUMNS: Record<keyof TaskPatch, string> = {
+  title: 'title',
+  description: 'description',
+  status: 'status',
+  priority: 'priority',
+  labels: 'labels',
+  assignee: 'assignee',
+  metadata: 'metadata',
+};
+
+/** Applies a patch to the given tasks; completedAt follows status (set on completed, cleared when it leaves). */
+export async function updateTasks(db: Queryable, ids: string[], patch: TaskPatch): Promise<TaskRow[]> {
+  const values: unknown[] = [ids];
+  const sets: string[] = [];
+  for (const [key, column] of Object.entries(PATCH_COLUMNS) as [keyof TaskPatch, string][]) {
+    if (patch[key] === undefined) continue;
+    values.push(patch[key]);
+    sets.push(`${column} = $${values.length}`);
+    if (key === 'status') {
+      sets.push(`completed_at = CASE WHEN $${values.length}::text = 'completed' THEN COALESCE(completed_at, now()) ELSE NULL END`);
+    }
+  }
+  sets.push('updated_at = clock_timestamp()');
+  const { rows } = await db.query<TaskRow>(`UPDATE tasks SET ${sets.join(', ')} WHERE id = ANY($1::text[]) RETURNING *`, values);
+  return rows;
+}
+
+export async function deleteTasks(db: Queryable, ids: string[]): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>('DELETE FROM tasks WHERE id = ANY($1::text[]) RETURNING id', [ids]);
+  return rows.map((r) => r.id);
+}

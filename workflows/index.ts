@@ -1,0 +1,2 @@
+/** Every workflow the Armada worker runs. Workflow code is deterministic and does no I/O. */
+export { cloneProjectWorkflow } from './cloneProjectWorkflow';
