@@ -7,15 +7,18 @@ import { resolveKeys } from '../lib/keys';
 import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle } from '../lib/temporal/client';
 import { startWorkers } from '../workers/createWorker';
+import type { Logger } from '../lib/logger';
+import { sdkLogger } from '../lib/temporal/sdkLogger';
 import { bootstrap, startInfrastructure, untilSignal } from './runtime';
 
 /**
  * Installs the Temporal SDK runtime before any worker exists: our own shutdown owns SIGINT/SIGTERM (so HTTP drains
  * first), and the SDK's metrics are served for Prometheus on metricsPort.
  */
-export function installTemporalRuntime(host: string, metricsPort: number | null): void {
+export function installTemporalRuntime(host: string, metricsPort: number | null, logger: Logger): void {
   Runtime.install({
     shutdownSignals: [],
+    logger: sdkLogger(logger),
     ...(metricsPort === null
       ? {}
       : { telemetryOptions: { metrics: { prometheus: { bindAddress: `${host}:${metricsPort}`, countersTotalSuffix: true } } } }),
@@ -41,7 +44,7 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
   try {
     const applied = await migrate(pool);
     if (applied.length) logger.info({ applied }, 'migrations applied');
-    installTemporalRuntime(config.host, config.temporal.metricsPort);
+    installTemporalRuntime(config.host, config.temporal.metricsPort, logger);
     workers = await startWorkers({ config, db: pool, logger, address: infra.temporalAddress, namespace: config.temporal.namespace });
     workers.done.catch((err) => logger.error({ err }, 'worker failed'));
     services = await startServices(SERVICE_NAMES, { db: pool, config, keys, temporal, logger, metrics: createMetrics() });

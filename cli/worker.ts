@@ -9,7 +9,7 @@ export async function runWorker(opts: { queues?: string[]; concurrency?: number 
   const { config, logger } = bootstrap();
   if (!config.databaseUrl) throw new ConfigError('DATABASE_URL is required for `armada worker`');
   if (opts.concurrency !== undefined && (!Number.isInteger(opts.concurrency) || opts.concurrency < 1)) throw new ConfigError('--concurrency must be a positive integer');
-  installTemporalRuntime(config.host, process.env.ARMADA_TEMPORAL_METRICS_PORT ? config.temporal.metricsPort : null);
+  installTemporalRuntime(config.host, process.env.ARMADA_TEMPORAL_METRICS_PORT ? config.temporal.metricsPort : null, logger);
   const pool = createPool(config.databaseUrl, logger);
   const workers = await startWorkers({
     config,

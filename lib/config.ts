@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import Ajv from 'ajv';
 
 const AgentProfileSchema = Type.Object(
@@ -84,7 +84,7 @@ export interface ArmadaConfig {
   configPath: string;
   /** External PostgreSQL; undefined = embedded server in $ARMADA_HOME/pg. */
   databaseUrl?: string;
-  temporal: { address?: string; namespace: string; cliPath: string; metricsPort: number | null };
+  temporal: { address?: string; namespace: string; cliPath: string; metricsPort: number | null; taskQueue: string };
   /** Ports of the servers `armada start` runs itself when DATABASE_URL / TEMPORAL_ADDRESS are unset. */
   embedded: { pgPort: number; temporalPort: number; temporalUiPort: number | null };
   host: string;
@@ -186,6 +186,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
       namespace: nonEmpty(env.TEMPORAL_NAMESPACE) ?? 'default',
       cliPath: nonEmpty(env.TEMPORAL_CLI_PATH) ?? 'temporal',
       metricsPort: optionalPort(env, 'ARMADA_TEMPORAL_METRICS_PORT', 9464),
+      taskQueue: nonEmpty(env.ARMADA_TASK_QUEUE) ?? 'armada',
     },
     embedded: {
       pgPort: port(env, 'ARMADA_PG_PORT', 54329),

@@ -43,11 +43,12 @@ export async function inspectLocalRepo(p: string): Promise<{ kind: RepoKind; top
   } catch {
     return { kind: 'none' };
   }
-  const r = await git(p, ['rev-parse', '--is-bare-repository', '--show-toplevel'], { timeoutMs: 10_000 });
-  if (r.code !== 0) return { kind: 'none' };
-  const [bare, top] = r.stdout.trim().split('\n');
-  if (bare === 'true') return { kind: 'bare' };
-  return { kind: 'worktree', topLevel: top ? path.resolve(top) : p };
+  const bare = await git(p, ['rev-parse', '--is-bare-repository'], { timeoutMs: 10_000 });
+  if (bare.code !== 0) return { kind: 'none' };
+  if (bare.stdout.trim() === 'true') return { kind: 'bare' };
+  const top = await git(p, ['rev-parse', '--show-toplevel'], { timeoutMs: 10_000 });
+  if (top.code !== 0) return { kind: 'none' };
+  return { kind: 'worktree', topLevel: path.resolve(top.stdout.trim()) };
 }
 
 export type RepoUrlKind = { kind: 'local'; path: string } | { kind: 'remote'; url: string } | { kind: 'invalid' };

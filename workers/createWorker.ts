@@ -6,7 +6,7 @@ import type { Pool } from 'pg';
 import { createActivities } from '../activities';
 import type { ArmadaConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
-import { SHARED_QUEUE, hostQueue } from '../lib/temporal/queues';
+import { hostQueue } from '../lib/temporal/queues';
 
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
 
@@ -57,7 +57,8 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   const connection = await NativeConnection.connect({ address: opts.address });
   const workflowBundle = opts.workflowBundle ?? (await loadWorkflowBundle());
   const activities = createActivities({ db: opts.db, config: opts.config, logger: opts.logger });
-  const queues = opts.taskQueues ?? [SHARED_QUEUE, hostQueue()];
+  const shared = opts.config.temporal.taskQueue;
+  const queues = opts.taskQueues?.length ? opts.taskQueues : [shared, hostQueue(shared)];
   const workers = await Promise.all(
     queues.map((taskQueue) =>
       Worker.create({

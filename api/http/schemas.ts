@@ -1,5 +1,5 @@
 /** Schemas shared by every task-service route: the envelope, pagination and error bodies. */
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type TSchema, type TUnsafe } from 'typebox';
 
 export const MetaSchema = Type.Object({ timestamp: Type.String(), version: Type.String() });
 
@@ -54,3 +54,8 @@ export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength:
 export const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
 
 export const Timestamp = Type.String({ format: 'date-time' });
+
+/** A string enum as plain JSON Schema (`{type:'string', enum}`), so a bad value gets one clear error listing the values. */
+export function StringEnum<const T extends readonly string[]>(values: T, options: { default?: T[number]; description?: string } = {}): TUnsafe<T[number]> {
+  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+}

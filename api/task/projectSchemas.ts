@@ -1,5 +1,5 @@
 /** Request and response schemas of the project routes. */
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { Nullable } from '../http/schemas';
 
 const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });

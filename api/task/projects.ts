@@ -1,7 +1,7 @@
 /** Project routes: /api/projects… */
 import path from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { conflict, notFound, validationError } from '../../lib/errors';
 import { newId } from '../../lib/ids';
@@ -17,7 +17,6 @@ import {
   updateProject,
   type ProjectRow,
 } from '../../lib/db/projects';
-import { SHARED_QUEUE } from '../../lib/temporal/queues';
 import { ok, okPage, pagination } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, PageQuery, PagedEnvelope } from '../http/schemas';
 import type { TaskPluginOptions, TaskServiceDeps } from './deps';
@@ -153,7 +152,7 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
           const client = await deps.temporal.client();
           await client.workflow.start('cloneProjectWorkflow', {
             workflowId: `project-clone:${id}`,
-            taskQueue: SHARED_QUEUE,
+            taskQueue: deps.config.temporal.taskQueue,
             args: [{ projectId: id, url: repo.cloneFrom, branch, dest }],
           });
         } catch (err) {

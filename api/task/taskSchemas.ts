@@ -1,10 +1,10 @@
 /** Request and response schemas of the task routes. */
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { TASK_PRIORITIES, TASK_SORT_PATTERN, TASK_STATUSES } from '../../lib/db/tasks';
-import { Nullable, PageQuery } from '../http/schemas';
+import { Nullable, PageQuery, StringEnum } from '../http/schemas';
 
-export const TaskStatus = Type.Union(TASK_STATUSES.map((s) => Type.Literal(s)));
-export const TaskPriority = Type.Union(TASK_PRIORITIES.map((s) => Type.Literal(s)));
+export const TaskStatus = StringEnum(TASK_STATUSES);
+export const TaskPriority = StringEnum(TASK_PRIORITIES);
 const Title = Type.String({ minLength: 1, maxLength: 500, pattern: '\\S' });
 const Description = Type.String({ maxLength: 100_000 });
 const Labels = Type.Array(Type.String({ minLength: 1, maxLength: 100, pattern: '^[^,]+$' }), { maxItems: 50 });

@@ -1,7 +1,7 @@
 /** Task routes: /api/tasks…, /api/projects/:id/tasks, bulk update and delete. */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import { notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { getProject } from '../../lib/db/projects';
@@ -94,7 +94,7 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const version = deps.config.version;
 
-  const list = async (query: typeof TaskListQuery.static, projectId?: string) => {
+  const list = async (query: Static<typeof TaskListQuery>, projectId?: string) => {
     const filter: TaskFilter = {
       projectId: projectId ?? query.projectId,
       status: query.status,
@@ -123,7 +123,7 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
     },
     async (request) => {
       if (!(await getProject(deps.db, request.params.id))) throw notFound(`Project ${request.params.id} not found`, 'PROJECT_NOT_FOUND');
-      return list(request.query as typeof TaskListQuery.static, request.params.id);
+      return list(request.query as Static<typeof TaskListQuery>, request.params.id);
     },
   );
 

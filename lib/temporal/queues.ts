@@ -1,8 +1,9 @@
-/** Task queue names. Every worker polls the shared queue and its own host queue (for work on local worktrees). */
+/**
+ * Task queue names. Every worker polls the shared queue and its own host queue (for work on local worktrees:
+ * Temporal's worker-specific task queue pattern). The shared name comes from ARMADA_TASK_QUEUE (default armada).
+ */
 import os from 'node:os';
 
-export const SHARED_QUEUE = 'armada';
-
-export function hostQueue(host: string = os.hostname()): string {
-  return `armada-host-${host}`;
+export function hostQueue(sharedQueue: string, host: string = os.hostname()): string {
+  return `${sharedQueue}-host-${host}`;
 }

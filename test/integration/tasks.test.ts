@@ -1,0 +1,188 @@
+import { makeGitRepo, startTestStack, type TestStack } from '../support/harness';
+
+let stack: TestStack;
+let projectId: string;
+let otherProjectId: string;
+
+const inject = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown, headers?: Record<string, string>) =>
+  stack.app('task').inject({ method, url, payload: payload as object, headers });
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: ['task'] });
+  const repo = makeGitRepo();
+  projectId = (await inject('POST', '/api/projects', { name: 'Tasks', repository: { url: repo } })).json().data.id;
+  otherProjectId = (await inject('POST', '/api/projects', { name: 'Other', repository: { url: repo } })).json().data.id;
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+async function createTask(body: Record<string, unknown>) {
+  const r = await inject('POST', '/api/tasks', { projectId, ...body });
+  expect(r.statusCode).toBe(201);
+  return r.json().data;
+}
+
+describe('tasks', () => {
+  test('create returns a pending task with defaults and the acting user', async () => {
+    const r = await inject('POST', '/api/tasks', { projectId, title: 'Write docs', metadata: { files: ['a.ts'] } }, { 'x-user-email': 'dev@example.com' });
+    expect(r.statusCode).toBe(201);
+    expect(r.json().data).toMatchObject({ projectId, title: 'Write docs', status: 'pending', priority: 'medium', labels: [], createdBy: 'dev@example.com', metadata: { files: ['a.ts'] }, completedAt: null });
+    const detail = (await inject('GET', `/api/tasks/${r.json().data.id}`)).json().data;
+    expect(detail.attempts).toEqual([]);
+    expect(detail.stats).toEqual({ totalAttempts: 0, successfulAttempts: 0, failedAttempts: 0, totalCost: 0, totalDuration: 0 });
+    expect(detail.metadata).toMatchObject({ files: ['a.ts'], branch: 'main', worktreePath: null });
+  });
+
+  test('filters: status, priority, labels, assignee, search, projectId; sort and pagination', async () => {
+    const p = (await inject('POST', '/api/projects', { name: 'Filters', repository: { url: makeGitRepo() } })).json().data.id;
+    const mk = async (body: Record<string, unknown>) => (await inject('POST', '/api/tasks', { projectId: p, ...body })).json().data;
+    const a = await mk({ title: 'Fix login bug', priority: 'critical', labels: ['bug', 'auth'], assignee: 'claude' });
+    const b = await mk({ title: 'Add search', description: 'full text LOGIN page', priority: 'low', labels: ['feature'] });
+    const c = await mk({ title: 'Refactor', priority: 'high', labels: ['bug'], assignee: 'codex' });
+    await inject('PATCH', `/api/tasks/${c.id}`, { status: 'review' });
+
+    const ids = async (q: string) => (await inject('GET', `/api/tasks?projectId=${p}&${q}`)).json().data.map((t: { id: string }) => t.id);
+    expect(await ids('status=review')).toEqual([c.id]);
+    expect(await ids('priority=low')).toEqual([b.id]);
+    expect((await ids('labels=bug')).sort()).toEqual([a.id, c.id].sort());
+    expect(await ids('labels=bug,auth')).toEqual([a.id]);
+    expect(await ids('assignee=codex')).toEqual([c.id]);
+    expect((await ids('search=login')).sort()).toEqual([a.id, b.id].sort());
+    expect(await ids('sort=-priority')).toEqual([a.id, c.id, b.id]);
+    expect(await ids('sort=priority')).toEqual([b.id, c.id, a.id]);
+    expect(await ids('sort=createdAt')).toEqual([a.id, b.id, c.id]);
+
+    const page1 = (await inject('GET', `/api/tasks?projectId=${p}&limit=2&page=1&sort=createdAt`)).json();
+    expect(page1.data.map((t: { id: string }) => t.id)).toEqual([a.id, b.id]);
+    expect(page1.pagination).toEqual({ page: 1, limit: 2, total: 3, pages: 2, hasNext: true, hasPrev: false });
+    const page2 = (await inject('GET', `/api/tasks?projectId=${p}&limit=2&page=2&sort=createdAt`)).json();
+    expect(page2.data.map((t: { id: string }) => t.id)).toEqual([c.id]);
+    expect(page2.pagination).toMatchObject({ total: 3, hasNext: false, hasPrev: true });
+    const filteredCount = (await inject('GET', `/api/tasks?projectId=${p}&labels=bug&limit=1`)).json().pagination;
+    expect(filteredCount).toMatchObject({ total: 2, pages: 2 });
+
+    const viaProject = (await inject('GET', `/api/projects/${p}/tasks?status=review`)).json();
+    expect(viaProject.data.map((t: { id: string }) => t.id)).toEqual([c.id]);
+    expect(viaProject.pagination.total).toBe(1);
+  });
+
+  test('patch moves status, sets and clears completedAt, changes updatedAt', async () => {
+    const t = await createTask({ title: 'Patch me' });
+    await new Promise((r) => setTimeout(r, 5));
+    const done = (await inject('PATCH', `/api/tasks/${t.id}`, { status: 'completed', labels: ['x', 'x', 'y'] })).json().data;
+    expect(done.status).toBe('completed');
+    expect(done.completedAt).not.toBeNull();
+    expect(done.labels).toEqual(['x', 'y']);
+    expect(new Date(done.updatedAt).getTime()).toBeGreaterThan(new Date(t.updatedAt).getTime());
+    for (const status of ['pending', 'in_progress', 'review', 'failed', 'cancelled']) {
+      const r = await inject('PATCH', `/api/tasks/${t.id}`, { status });
+      expect(r.statusCode).toBe(200);
+      expect(r.json().data).toMatchObject({ status, completedAt: null });
+    }
+  });
+
+  test('bulk update and bulk delete are atomic and report unknown ids', async () => {
+    const t1 = await createTask({ title: 'bulk 1' });
+    const t2 = await createTask({ title: 'bulk 2' });
+    const up = await inject('POST', '/api/tasks/bulk/update', { taskIds: [t1.id, t2.id, 'missing'], updates: { priority: 'high', assignee: 'amp' } });
+    expect(up.statusCode).toBe(200);
+    expect(up.json().data).toMatchObject({ updated: 2, notFound: ['missing'] });
+    expect((await inject('GET', `/api/tasks/${t2.id}`)).json().data).toMatchObject({ priority: 'high', assignee: 'amp' });
+
+    const bad = await inject('POST', '/api/tasks/bulk/update', { taskIds: [t1.id], updates: { status: 'done' } });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.details).toHaveProperty(['updates.status']);
+    expect((await inject('GET', `/api/tasks/${t1.id}`)).json().data.status).toBe('pending');
+
+    const del = await inject('POST', '/api/tasks/bulk/delete', { taskIds: [t1.id, t2.id, 'missing'] });
+    expect(del.json().data).toMatchObject({ deleted: 2, notFound: ['missing'] });
+    expect((await inject('GET', `/api/tasks/${t1.id}`)).statusCode).toBe(404);
+    expect((await inject('POST', '/api/tasks/bulk/delete', { taskIds: [] })).statusCode).toBe(400);
+  });
+
+  test('delete removes the task; unknown ids give 404', async () => {
+    const t = await createTask({ title: 'delete me' });
+    const d = await inject('DELETE', `/api/tasks/${t.id}`);
+    expect(d.json()).toMatchObject({ success: true, data: { deleted: true, taskId: t.id } });
+    const again = await inject('DELETE', `/api/tasks/${t.id}`);
+    expect(again.statusCode).toBe(404);
+    expect(again.json().error.code).toBe('NOT_FOUND');
+    const get = await inject('GET', `/api/tasks/${t.id}`);
+    expect(get.json().error.code).toBe('TASK_NOT_FOUND');
+    expect((await inject('PATCH', `/api/tasks/${t.id}`, { title: 'x' })).json().error.code).toBe('TASK_NOT_FOUND');
+  });
+
+  test('a task for an unknown project gives 404 PROJECT_NOT_FOUND', async () => {
+    const r = await inject('POST', '/api/tasks', { projectId: 'no-such-project', title: 'x' });
+    expect(r.statusCode).toBe(404);
+    expect(r.json().error.code).toBe('PROJECT_NOT_FOUND');
+  });
+
+  test('task counts stay right per project (trigger-kept counters)', async () => {
+    const before = (await inject('GET', `/api/tasks?projectId=${otherProjectId}&limit=1`)).json().pagination.total;
+    const t = (await inject('POST', '/api/tasks', { projectId: otherProjectId, title: 'count me' })).json().data;
+    expect((await inject('GET', `/api/tasks?projectId=${otherProjectId}&limit=1`)).json().pagination.total).toBe(before + 1);
+    await inject('PATCH', `/api/tasks/${t.id}`, { status: 'failed' });
+    expect((await inject('GET', `/api/tasks?projectId=${otherProjectId}&status=failed`)).json().pagination.total).toBe(1);
+    await inject('DELETE', `/api/tasks/${t.id}`);
+    expect((await inject('GET', `/api/tasks?projectId=${otherProjectId}&status=failed`)).json().pagination.total).toBe(0);
+  });
+});
+
+describe('bad input never gives a 500', () => {
+  test('malformed JSON', async () => {
+    const r = await stack.app('task').inject({ method: 'POST', url: '/api/tasks', headers: { 'content-type': 'application/json' }, payload: '{"title": ' });
+    expect(r.statusCode).toBe(400);
+    expect(r.json()).toMatchObject({ success: false, error: { code: 'VALIDATION_ERROR', message: 'Malformed JSON in request body' } });
+  });
+
+  test('text/plain body gives 415', async () => {
+    const r = await stack.app('task').inject({ method: 'POST', url: '/api/tasks', headers: { 'content-type': 'text/plain' }, payload: 'title=x' });
+    expect(r.statusCode).toBe(415);
+    expect(r.json().success).toBe(false);
+  });
+
+  test('oversized body gives 413', async () => {
+    const r = await inject('POST', '/api/tasks', { projectId, title: 'big', description: 'x'.repeat(2 * 1024 * 1024) });
+    expect(r.statusCode).toBe(413);
+    expect(r.json().success).toBe(false);
+  });
+
+  test('wrong types and bad enums', async () => {
+    const wrong = await inject('POST', '/api/tasks', { projectId, title: 123 });
+    expect(wrong.statusCode).toBe(400);
+    expect(wrong.json().error.details).toHaveProperty('title');
+    const badEnum = await inject('POST', '/api/tasks', { projectId, title: 'x', priority: 'urgent' });
+    expect(badEnum.statusCode).toBe(400);
+    expect(badEnum.json().error.details.priority).toMatch(/low, medium, high, critical/);
+    const badLabels = await inject('POST', '/api/tasks', { projectId, title: 'x', labels: 'bug' });
+    expect(badLabels.json().error.details).toHaveProperty('labels');
+    const emptyPatch = await inject('PATCH', `/api/tasks/whatever`, {});
+    expect(emptyPatch.statusCode).toBe(400);
+  });
+
+  test('query validation: limit over 100, page 0, bad status, bad sort', async () => {
+    for (const q of ['limit=101', 'page=0', 'limit=abc', 'status=done', 'sort=colour', 'priority=urgent']) {
+      const r = await inject('GET', `/api/tasks?${q}`);
+      expect(r.statusCode).toBe(400);
+      expect(r.json().error.code).toBe('VALIDATION_ERROR');
+    }
+  });
+
+  test('unknown route gives the envelope 404', async () => {
+    const r = await inject('GET', '/api/nothing-here');
+    expect(r.statusCode).toBe(404);
+    expect(r.json()).toMatchObject({ success: false, error: { code: 'NOT_FOUND' } });
+  });
+});
+
+describe('metrics', () => {
+  test('request counters and duration histograms per route and status', async () => {
+    await inject('GET', '/api/tasks?limit=1');
+    const text = (await inject('GET', '/metrics')).body;
+    expect(text).toMatch(/armada_http_requests_total\{service="task",method="GET",route="\/api\/tasks",status_code="200"\} \d+/);
+    expect(text).toMatch(/armada_http_request_duration_seconds_bucket\{le="0.005",service="task",method="GET",route="\/api\/tasks",status_code="200"\}/);
+    expect(text).toMatch(/route="\/api\/tasks\/:id",status_code="404"/);
+  });
+});

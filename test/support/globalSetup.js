@@ -1,0 +1,49 @@
+'use strict';
+// One embedded PostgreSQL and one Temporal dev server for the whole jest run, started through `armada infra`
+// (the same runtime code `armada start` uses). Test files get their own database cloned from the migrated one.
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const readline = require('node:readline');
+const { freePort } = require('./ports');
+
+module.exports = async function globalSetup() {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-test-'));
+  const [pgPort, temporalPort] = [await freePort(), await freePort()];
+  const bundle = path.join(home, 'workflow-bundle.js');
+  const bin = path.join(__dirname, '..', '..', 'bin', 'armada');
+  const child = spawn(process.execPath, [bin, 'infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(temporalPort), '--bundle', bundle], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ARMADA_LOG_LEVEL: 'warn', DATABASE_URL: '', TEMPORAL_ADDRESS: '' },
+  });
+  let stderr = '';
+  child.stderr.on('data', (d) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  const ready = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`armada infra did not start in 120 s: ${stderr}`)), 120_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`armada infra exited (${code}): ${stderr}`));
+    });
+    readline.createInterface({ input: child.stdout }).on('line', (line) => {
+      try {
+        const msg = JSON.parse(line);
+        if (msg.event === 'ready') {
+          clearTimeout(timer);
+          resolve(msg);
+        }
+      } catch {
+        /* log line */
+      }
+    });
+  });
+  child.removeAllListeners('exit');
+  globalThis.__ARMADA_INFRA__ = { child, home };
+  process.env.ARMADA_TEST_DATABASE_URL = ready.databaseUrl;
+  process.env.ARMADA_TEST_ADMIN_URL = ready.adminUrl;
+  process.env.ARMADA_TEST_TEMPORAL_ADDRESS = ready.temporalAddress;
+  process.env.ARMADA_TEST_HOME = home;
+  process.env.ARMADA_WORKFLOW_BUNDLE = bundle;
+};
