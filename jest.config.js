@@ -8,7 +8,7 @@ module.exports = {
     // ES-module-only dependencies (cookie, used by fastify.inject; typebox) compiled to CommonJS for jest on Node 20
     '^.+\\.m?js$': ['@swc/jest', { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
   },
-  transformIgnorePatterns: ['/node_modules/(?!(cookie|typebox)/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(.+/node_modules/)?(cookie|typebox)/)'],
   globalSetup: '<rootDir>/test/support/globalSetup.js',
   globalTeardown: '<rootDir>/test/support/globalTeardown.js',
   testTimeout: 60000,
