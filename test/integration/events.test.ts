@@ -1,0 +1,73 @@
+import { createEventListener } from '../../lib/events/listener';
+import { publishEvent, readEventsAfter, type StoredEvent } from '../../lib/events/publish';
+import { withTransaction } from '../../lib/db/pool';
+import { createTestDatabase, eventually, logger } from '../support/harness';
+
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  await database.drop();
+});
+
+describe('event bus (outbox + LISTEN/NOTIFY)', () => {
+  test('subscribers get committed events by topic, in order; large events travel by seq; rollbacks publish nothing', async () => {
+    const listener = await createEventListener(database.url, database.pool, logger);
+    const seen: StoredEvent[] = [];
+    const all: StoredEvent[] = [];
+    listener.subscribe(['task:a'], (e) => seen.push(e));
+    listener.subscribe([], (e) => all.push(e));
+    await publishEvent(database.pool, { type: 'task.created', topics: ['task:a'], data: { n: 1 } });
+    await publishEvent(database.pool, { type: 'task.created', topics: ['task:b'], data: { n: 2 } });
+    await publishEvent(database.pool, { type: 'big', topics: ['task:a'], data: { text: 'x'.repeat(20_000) } });
+    await withTransaction(database.pool, async (c) => {
+      await publishEvent(c, { type: 'in-tx', topics: ['task:a'], data: {} });
+    });
+    await expect(
+      withTransaction(database.pool, async (c) => {
+        await publishEvent(c, { type: 'rolled-back', topics: ['task:a'], data: {} });
+        throw new Error('abort');
+      }),
+    ).rejects.toThrow('abort');
+    await publishEvent(database.pool, { type: 'last', topics: ['task:a'], data: {} });
+    await eventually(async () => seen.length === 4);
+    expect(seen.map((e) => e.type)).toEqual(['task.created', 'big', 'in-tx', 'last']);
+    expect((seen[1]?.data.text as string).length).toBe(20_000);
+    expect(all.map((e) => e.type)).toEqual(['task.created', 'task.created', 'big', 'in-tx', 'last']);
+    expect(all.map((e) => e.seq)).toEqual([...all.map((e) => e.seq)].sort((a, b) => a - b));
+    const after = await readEventsAfter(database.pool, all[0]?.seq ?? 0, { topics: ['task:b'] });
+    expect(after.map((e) => e.data.n)).toEqual([2]);
+    await listener.close();
+  });
+
+  test('events whose transactions commit out of seq order are all delivered', async () => {
+    const listener = await createEventListener(database.url, database.pool, logger);
+    const seen: string[] = [];
+    listener.subscribe(['order'], (e) => seen.push(e.type));
+    const first = await database.pool.connect();
+    await first.query('BEGIN');
+    await publishEvent(first, { type: 'early-seq-late-commit', topics: ['order'], data: {} });
+    await publishEvent(database.pool, { type: 'late-seq-early-commit', topics: ['order'], data: {} });
+    await eventually(async () => seen.includes('late-seq-early-commit'));
+    await first.query('COMMIT');
+    first.release();
+    await eventually(async () => seen.includes('early-seq-late-commit'));
+    expect(seen).toEqual(['late-seq-early-commit', 'early-seq-late-commit']);
+    await listener.close();
+  });
+
+  test('a listener whose connection is killed reconnects and catches up on what it missed', async () => {
+    const listener = await createEventListener(database.url, database.pool, logger);
+    const seen: string[] = [];
+    listener.subscribe([], (e) => seen.push(e.type));
+    // terminate the LISTEN connection from the server side, then publish while it is down
+    await database.pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%' AND datname = current_database()`);
+    await publishEvent(database.pool, { type: 'while-down', topics: [], data: {} });
+    await eventually(async () => seen.includes('while-down'), 15_000);
+    await publishEvent(database.pool, { type: 'after', topics: [], data: {} });
+    await eventually(async () => seen.includes('after'), 15_000);
+    expect(seen.filter((t) => t === 'while-down')).toHaveLength(1);
+    await listener.close();
+  });
+});
