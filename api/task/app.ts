@@ -1,22 +1,29 @@
 /** The task service (A): Fastify app with every /api resource plugin. */
+import websocket from '@fastify/websocket';
+import { createEventListener } from '../../lib/events/listener';
 import type { Metrics } from '../../lib/metrics';
 import { createBaseApp } from '../http/baseApp';
-import type { TaskServiceDeps } from './deps';
+import type { TaskAppDeps, TaskServiceDeps } from './deps';
 import { projectRoutes } from './projects';
 import { taskRoutes } from './tasks';
 
-export async function buildTaskApp(deps: TaskServiceDeps, metrics: Metrics) {
+export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   const app = createBaseApp({
     service: 'task',
-    logger: deps.logger,
+    logger: base.logger,
     metrics,
-    version: deps.config.version,
+    version: base.config.version,
     errorStyle: 'envelope',
     healthCheck: async () => {
-      await deps.db.query('SELECT 1');
+      await base.db.query('SELECT 1');
       return { database: 'ok' };
     },
   });
+  const connectionString = (base.db as unknown as { options: { connectionString: string } }).options.connectionString;
+  const events = await createEventListener(connectionString, base.db, base.logger);
+  app.addHook('onClose', async () => events.close());
+  const deps: TaskAppDeps = { ...base, events, metrics };
+  await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
   await app.register(projectRoutes, { prefix: '/api', deps });
   await app.register(taskRoutes, { prefix: '/api', deps });
   return app;

@@ -1,7 +1,9 @@
 /** What every task-service plugin receives as its options. */
 import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../../lib/config';
+import type { EventListener } from '../../lib/events/listener';
 import type { Logger } from '../../lib/logger';
+import type { Metrics } from '../../lib/metrics';
 import type { TemporalHandle } from '../../lib/temporal/client';
 
 export interface TaskServiceDeps {
@@ -13,6 +15,12 @@ export interface TaskServiceDeps {
   localUser: string;
 }
 
+/** Deps plus what buildTaskApp creates per app: the event listener (streams) and the metrics registry. */
+export interface TaskAppDeps extends TaskServiceDeps {
+  events: EventListener;
+  metrics: Metrics;
+}
+
 export interface TaskPluginOptions {
-  deps: TaskServiceDeps;
+  deps: TaskAppDeps;
 }

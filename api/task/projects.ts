@@ -19,7 +19,7 @@ import {
 } from '../../lib/db/projects';
 import { ok, okPage, pagination } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, PageQuery, PagedEnvelope } from '../http/schemas';
-import type { TaskPluginOptions, TaskServiceDeps } from './deps';
+import type { TaskAppDeps as TaskServiceDeps, TaskPluginOptions } from './deps';
 import { CreateProjectBody, DeletedProject, PatchProjectBody, ProjectDetail, ProjectListItem, ProjectStats } from './projectSchemas';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);

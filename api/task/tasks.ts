@@ -7,11 +7,13 @@ import { newId } from '../../lib/ids';
 import { getProject } from '../../lib/db/projects';
 import { withTransaction } from '../../lib/db/pool';
 import { attemptDurationSeconds, listAttemptsForTask, type AttemptRow } from '../../lib/db/attempts';
-import { deleteTasks, getTask, insertTask, listTasks, updateTasks, type TaskFilter, type TaskRow } from '../../lib/db/tasks';
+import { deleteTasks, getTask, insertTask, listTasks, updateTasks, type TaskFilter, type TaskPatch, type TaskRow } from '../../lib/db/tasks';
+import { publishTaskCreated, publishTaskStatusChanged } from '../../lib/events/taskEvents';
+import type { Queryable } from '../../lib/db/pool';
 import { actingUser } from '../http/actingUser';
 import { ok, okPage, pagination } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, PagedEnvelope } from '../http/schemas';
-import type { TaskPluginOptions, TaskServiceDeps } from './deps';
+import type { TaskAppDeps as TaskServiceDeps, TaskPluginOptions } from './deps';
 import {
   BulkDeleteBody,
   BulkResult,
@@ -90,6 +92,13 @@ function parseLabels(labels: string | undefined): string[] | undefined {
   return list.length ? list : undefined;
 }
 
+/** Applies a client's patch (trimmed title, de-duplicated labels) and publishes the status changes it caused. */
+async function patchTasks(c: Queryable, ids: string[], patch: TaskPatch) {
+  const rows = await updateTasks(c, ids, { ...patch, title: patch.title?.trim(), labels: patch.labels ? [...new Set(patch.labels)] : undefined });
+  for (const r of rows) await publishTaskStatusChanged(c, r, r.previous_status);
+  return rows;
+}
+
 export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify, { deps }) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const version = deps.config.version;
@@ -138,7 +147,8 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
     if (!(await getProject(deps.db, b.projectId))) throw notFound(`Project ${b.projectId} not found`, 'PROJECT_NOT_FOUND');
     let row: TaskRow;
     try {
-      row = await insertTask(deps.db, {
+      row = await withTransaction(deps.db, async (c) => {
+        const inserted = await insertTask(c, {
         id: newId(),
         projectId: b.projectId,
         title: b.title.trim(),
@@ -148,6 +158,9 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
         assignee: b.assignee ?? null,
         createdBy: actingUser(request, deps.localUser),
         metadata: b.metadata ?? {},
+        });
+        await publishTaskCreated(c, inserted);
+        return inserted;
       });
     } catch (err) {
       // the project was deleted between the check and the insert
@@ -162,11 +175,7 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
     { schema: { tags: ['tasks'], params: IdParams, body: PatchTaskBody, response: { 200: Envelope(Task), ...ErrorResponses } } },
     async (request) => {
       const b = request.body;
-      const [row] = await updateTasks(deps.db, [request.params.id], {
-        ...b,
-        title: b.title?.trim(),
-        labels: b.labels ? [...new Set(b.labels)] : undefined,
-      });
+      const [row] = await withTransaction(deps.db, (c) => patchTasks(c, [request.params.id], b));
       if (!row) throw notFound(`Task ${request.params.id} not found`, 'TASK_NOT_FOUND');
       return ok(version, taskView(row));
     },
@@ -187,9 +196,7 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
     { schema: { tags: ['tasks'], body: BulkUpdateBody, response: { 200: Envelope(BulkResult), ...ErrorResponses } } },
     async (request) => {
       const { taskIds, updates } = request.body;
-      const rows = await withTransaction(deps.db, (c) =>
-        updateTasks(c, taskIds, { ...updates, title: updates.title?.trim(), labels: updates.labels ? [...new Set(updates.labels)] : undefined }),
-      );
+      const rows = await withTransaction(deps.db, (c) => patchTasks(c, taskIds, updates));
       const found = new Set(rows.map((r) => r.id));
       return ok(version, {
         updated: rows.length,

@@ -162,8 +162,13 @@ const PATCH_COLUMNS: Record<keyof TaskPatch, string> = {
   metadata: 'metadata',
 };
 
-/** Applies a patch to the given tasks; completedAt follows status (set on completed, cleared when it leaves). */
-export async function updateTasks(db: Queryable, ids: string[], patch: TaskPatch): Promise<TaskRow[]> {
+export type UpdatedTaskRow = TaskRow & { previous_status: TaskStatus };
+
+/**
+ * Applies a patch to the given tasks; completedAt follows status (set on completed, cleared when it leaves).
+ * Each returned row carries the status it had before (`previous_status`), for the status-change events.
+ */
+export async function updateTasks(db: Queryable, ids: string[], patch: TaskPatch): Promise<UpdatedTaskRow[]> {
   const values: unknown[] = [ids];
   const sets: string[] = [];
   for (const [key, column] of Object.entries(PATCH_COLUMNS) as [keyof TaskPatch, string][]) {
@@ -175,7 +180,12 @@ export async function updateTasks(db: Queryable, ids: string[], patch: TaskPatch
     }
   }
   sets.push('updated_at = clock_timestamp()');
-  const { rows } = await db.query<TaskRow>(`UPDATE tasks SET ${sets.join(', ')} WHERE id = ANY($1::text[]) RETURNING *`, values);
+  const { rows } = await db.query<UpdatedTaskRow>(
+    `WITH prev AS (SELECT id, status FROM tasks WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE)
+     UPDATE tasks SET ${sets.join(', ')} FROM prev WHERE tasks.id = prev.id
+     RETURNING tasks.*, prev.status AS previous_status`,
+    values,
+  );
   return rows;
 }
 

@@ -186,3 +186,17 @@ describe('metrics', () => {
     expect(text).toMatch(/route="\/api\/tasks\/:id",status_code="404"/);
   });
 });
+
+describe('task events', () => {
+  test('create publishes task.created; a status patch publishes task.status_changed and task.completed; a no-op status publishes nothing', async () => {
+    const t = await createTask({ title: 'Evented' });
+    await inject('PATCH', `/api/tasks/${t.id}`, { status: 'completed' });
+    await inject('PATCH', `/api/tasks/${t.id}`, { status: 'completed' });
+    const { rows } = await stack.db.query<{ type: string; data: Record<string, unknown> }>(
+      `SELECT type, data FROM events WHERE $1 = ANY(topics) ORDER BY seq`,
+      [`task:${t.id}`],
+    );
+    expect(rows.map((r) => r.type)).toEqual(['task.created', 'task.status_changed', 'task.completed']);
+    expect(rows[1]?.data).toMatchObject({ taskId: t.id, status: 'completed', previousStatus: 'pending' });
+  });
+});
