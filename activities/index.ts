@@ -6,12 +6,15 @@ import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../lib/config';
 import { setCloneResult } from '../lib/db/projects';
 import type { Logger } from '../lib/logger';
+import type { Metrics } from '../lib/metrics';
 import { cloneRepository } from './git/cloneRepository';
 
 export interface ActivityDeps {
   db: Pool;
   config: ArmadaConfig;
   logger: Logger;
+  /** The process's registry: activities record armada_* metrics here (served on /metrics). */
+  metrics: Metrics;
 }
 
 export function createActivities(deps: ActivityDeps) {

@@ -32,6 +32,7 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
   const infra = await startInfrastructure(config, logger);
   const pool = createPool(infra.databaseUrl, logger, { max: 20 });
   const temporal = createTemporalHandle(infra.temporalAddress, config.temporal.namespace);
+  const metrics = createMetrics();
   let workers: Awaited<ReturnType<typeof startWorkers>> | undefined;
   let services: Awaited<ReturnType<typeof startServices>> | undefined;
   const shutdown = async () => {
@@ -45,9 +46,9 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
     const applied = await migrate(pool);
     if (applied.length) logger.info({ applied }, 'migrations applied');
     installTemporalRuntime(config.host, config.temporal.metricsPort, logger);
-    workers = await startWorkers({ config, db: pool, logger, address: infra.temporalAddress, namespace: config.temporal.namespace });
+    workers = await startWorkers({ config, db: pool, logger, metrics, address: infra.temporalAddress, namespace: config.temporal.namespace });
     workers.done.catch((err) => logger.error({ err }, 'worker failed'));
-    services = await startServices(SERVICE_NAMES, { db: pool, config, keys, temporal, logger, metrics: createMetrics() });
+    services = await startServices(SERVICE_NAMES, { db: pool, config, keys, temporal, logger, metrics });
   } catch (err) {
     await shutdown();
     throw err;

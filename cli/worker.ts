@@ -2,6 +2,7 @@
 import { ConfigError } from '../lib/config';
 import { createPool } from '../lib/db/pool';
 import { startWorkers } from '../workers/createWorker';
+import { createMetrics } from '../lib/metrics';
 import { bootstrap, untilSignal } from './runtime';
 import { installTemporalRuntime } from './start';
 
@@ -15,6 +16,7 @@ export async function runWorker(opts: { queues?: string[]; concurrency?: number 
     config,
     db: pool,
     logger,
+    metrics: createMetrics(),
     address: config.temporal.address ?? '127.0.0.1:7233',
     namespace: config.temporal.namespace,
     taskQueues: opts.queues,

@@ -1,5 +1,5 @@
 /** The process's Prometheus registry and the metrics every service shares. Names: `armada_…`, units in names. */
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface Metrics {
   registry: Registry;
@@ -22,4 +22,26 @@ export function createMetrics(): Metrics {
       registers: [registry],
     }),
   };
+}
+
+/**
+ * Get-or-create helpers, so each module declares the metrics it owns next to the code that moves them, and a
+ * module loaded twice (tests, several apps in one process) reuses the registered metric instead of throwing.
+ */
+export function counter<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
+  return (registry.getSingleMetric(name) as Counter<L> | undefined) ?? new Counter<L>({ name, help, labelNames, registers: [registry] });
+}
+
+export function histogram<L extends string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: readonly L[] = [],
+  buckets: number[] = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600],
+): Histogram<L> {
+  return (registry.getSingleMetric(name) as Histogram<L> | undefined) ?? new Histogram<L>({ name, help, labelNames, buckets, registers: [registry] });
+}
+
+export function gauge<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Gauge<L> {
+  return (registry.getSingleMetric(name) as Gauge<L> | undefined) ?? new Gauge<L>({ name, help, labelNames, registers: [registry] });
 }

@@ -6,6 +6,7 @@ import type { Pool } from 'pg';
 import { createActivities } from '../activities';
 import type { ArmadaConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
+import type { Metrics } from '../lib/metrics';
 import { hostQueue } from '../lib/temporal/queues';
 
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
@@ -38,6 +39,8 @@ export interface WorkerOptions {
   config: ArmadaConfig;
   db: Pool;
   logger: Logger;
+  /** Shared with the HTTP services in `armada start`, so one /metrics shows both. */
+  metrics: Metrics;
   address: string;
   namespace: string;
   taskQueues?: string[];
@@ -56,7 +59,7 @@ export interface RunningWorkers {
 export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers> {
   const connection = await NativeConnection.connect({ address: opts.address });
   const workflowBundle = opts.workflowBundle ?? (await loadWorkflowBundle());
-  const activities = createActivities({ db: opts.db, config: opts.config, logger: opts.logger });
+  const activities = createActivities({ db: opts.db, config: opts.config, logger: opts.logger, metrics: opts.metrics });
   const shared = opts.config.temporal.taskQueue;
   const queues = opts.taskQueues?.length ? opts.taskQueues : [shared, hostQueue(shared)];
   const workers = await Promise.all(

@@ -83,6 +83,7 @@ export interface TestStack {
   temporal: TemporalHandle;
   apps: Partial<Record<ServiceName, FastifyInstance>>;
   workers?: RunningWorkers;
+  metrics: ReturnType<typeof createMetrics>;
   app(name: ServiceName): FastifyInstance;
   close(): Promise<void>;
 }
@@ -100,7 +101,7 @@ export async function startTestStack(opts: { services?: ServiceName[]; worker?: 
     await apps[name]?.ready();
   }
   const workers = opts.worker
-    ? await startWorkers({ config, db: database.pool, logger, address: env('ARMADA_TEST_TEMPORAL_ADDRESS'), namespace: config.temporal.namespace, shutdownGraceMs: 2000 })
+    ? await startWorkers({ config, db: database.pool, logger, metrics, address: env('ARMADA_TEST_TEMPORAL_ADDRESS'), namespace: config.temporal.namespace, shutdownGraceMs: 2000 })
     : undefined;
   return {
     config,
@@ -110,6 +111,7 @@ export async function startTestStack(opts: { services?: ServiceName[]; worker?: 
     temporal,
     apps,
     workers,
+    metrics,
     app(name) {
       const a = apps[name];
       if (!a) throw new Error(`service ${name} was not started`);

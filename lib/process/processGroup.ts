@@ -1,0 +1,157 @@
+/**
+ * Runs a child process in its own process group (detached), so stopping it stops everything it started:
+ * SIGTERM to the group, then SIGKILL after a grace period. Output arrives line by line. Used by the agent runner,
+ * scheduler scripts and multi-agent tasks.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import readline from 'node:readline';
+
+export interface GroupProcessOptions {
+  command: string;
+  args?: string[];
+  cwd: string;
+  env?: NodeJS.ProcessEnv;
+  /** Written to stdin, which is then closed; stdin is closed at once when absent. */
+  stdin?: string;
+  onLine?: (stream: 'stdout' | 'stderr', line: string) => void;
+  /** Aborting stops the group (SIGTERM, then SIGKILL after graceMs). */
+  signal?: AbortSignal;
+  graceMs?: number;
+  /** Stops the group after this many ms; the result then has timedOut true. */
+  timeoutMs?: number;
+}
+
+export interface GroupProcessResult {
+  pid: number;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+  aborted: boolean;
+  /** Set when the process could not be started (e.g. ENOENT). */
+  spawnError?: string;
+}
+
+export interface GroupProcess {
+  pid: number;
+  /** Stops the whole group: SIGTERM, then SIGKILL after the grace period. Resolves when the leader exited. */
+  stop(reason?: 'abort' | 'timeout'): Promise<void>;
+  done: Promise<GroupProcessResult>;
+}
+
+function signalGroup(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    /* already gone */
+  }
+}
+
+/** Live (non-zombie) members of a process group, read from /proc (Linux). */
+export function groupMembers(pgid: number): number[] {
+  const members: number[] = [];
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
+      // pid (comm) state ppid pgrp …; comm may contain spaces and parentheses, so split after the last ')'
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') members.push(Number(e));
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return members;
+}
+
+/** True while any process of the group is alive (zombies waiting to be reaped do not count). */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+  } catch {
+    return false;
+  }
+  return fs.existsSync('/proc/self/stat') ? groupMembers(pgid).length > 0 : true;
+}
+
+export function startGroupProcess(opts: GroupProcessOptions): GroupProcess {
+  const child = spawn(opts.command, opts.args ?? [], {
+    cwd: opts.cwd,
+    env: opts.env ?? process.env,
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const pid = child.pid ?? 0;
+  let timedOut = false;
+  let aborted = false;
+  let exited = false;
+  let killTimer: NodeJS.Timeout | undefined;
+  let spawnError: string | undefined;
+
+  child.stdin?.on('error', () => undefined); // a process that never reads stdin
+  if (opts.stdin !== undefined) child.stdin?.end(opts.stdin);
+  else child.stdin?.end();
+
+  const lineReaders: Promise<void>[] = [];
+  for (const stream of ['stdout', 'stderr'] as const) {
+    const s = child[stream];
+    if (!s) continue;
+    const rl = readline.createInterface({ input: s, crlfDelay: Number.POSITIVE_INFINITY });
+    rl.on('line', (line) => opts.onLine?.(stream, line));
+    lineReaders.push(new Promise((r) => rl.once('close', () => r())));
+  }
+
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('error', (err) => {
+      spawnError = err.message;
+      exited = true;
+      resolve({ code: null, signal: null });
+    });
+    child.once('exit', (code, signal) => {
+      exited = true;
+      resolve({ code, signal });
+    });
+  });
+
+  const stop = async (reason: 'abort' | 'timeout' = 'abort') => {
+    if (reason === 'timeout') timedOut = true;
+    else aborted = true;
+    if (!pid) return;
+    signalGroup(pid, 'SIGTERM');
+    if (!killTimer) {
+      killTimer = setTimeout(() => signalGroup(pid, 'SIGKILL'), opts.graceMs ?? 3000);
+      killTimer.unref();
+    }
+    await exit;
+  };
+
+  const onAbort = () => void stop('abort');
+  if (opts.signal) {
+    if (opts.signal.aborted) onAbort();
+    else opts.signal.addEventListener('abort', onAbort, { once: true });
+  }
+  const timeout = opts.timeoutMs ? setTimeout(() => void stop('timeout'), opts.timeoutMs) : undefined;
+
+  const done = (async (): Promise<GroupProcessResult> => {
+    const { code, signal } = await exit;
+    // Output of a process whose leader exited may still be buffered: read it to the end (bounded by a short wait,
+    // since a grandchild holding the pipe open would otherwise keep us here).
+    await Promise.race([Promise.all(lineReaders), new Promise((r) => setTimeout(r, 2000).unref())]);
+    if (timeout) clearTimeout(timeout);
+    opts.signal?.removeEventListener('abort', onAbort);
+    // The leader is gone; make sure nothing it started outlives it when we were asked to stop.
+    if ((aborted || timedOut) && pid) {
+      signalGroup(pid, 'SIGKILL');
+    }
+    if (killTimer) clearTimeout(killTimer);
+    return { pid, code, signal, timedOut, aborted, spawnError };
+  })();
+
+  return { pid, stop: (r) => (exited ? Promise.resolve() : stop(r)), done };
+}

@@ -1,0 +1,46 @@
+import os from 'node:os';
+import { groupAlive, startGroupProcess } from '../../lib/process/processGroup';
+
+const cwd = os.tmpdir();
+
+describe('startGroupProcess', () => {
+  test('gets stdin, reports lines from both streams and the exit code', async () => {
+    const lines: string[] = [];
+    const p = startGroupProcess({
+      command: 'bash',
+      args: ['-c', 'read x; echo "got $x"; echo oops >&2; exit 3'],
+      cwd,
+      stdin: 'hello\n',
+      onLine: (s, l) => lines.push(`${s}:${l}`),
+    });
+    const r = await p.done;
+    expect(r.code).toBe(3);
+    expect(lines).toEqual(expect.arrayContaining(['stdout:got hello', 'stderr:oops']));
+  });
+
+  test('abort stops the whole group, grandchildren included', async () => {
+    const ac = new AbortController();
+    const p = startGroupProcess({ command: 'bash', args: ['-c', 'sleep 60 & sleep 60; wait'], cwd, signal: ac.signal, graceMs: 500 });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(groupAlive(p.pid)).toBe(true);
+    const t0 = Date.now();
+    ac.abort();
+    const r = await p.done;
+    expect(r.aborted).toBe(true);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(groupAlive(p.pid)).toBe(false);
+  });
+
+  test('a process ignoring SIGTERM is killed after the grace period; timeout is reported', async () => {
+    const p = startGroupProcess({ command: 'bash', args: ['-c', 'trap "" TERM; sleep 30'], cwd, timeoutMs: 200, graceMs: 300 });
+    const r = await p.done;
+    expect(r.timedOut).toBe(true);
+    expect(r.signal).toBe('SIGKILL');
+  });
+
+  test('a missing command is a spawn error, not a throw', async () => {
+    const r = await startGroupProcess({ command: '/nonexistent/agent', cwd }).done;
+    expect(r.spawnError).toMatch(/ENOENT/);
+  });
+});
