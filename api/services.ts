@@ -35,7 +35,7 @@ export interface RunningServices {
 export async function buildService(name: ServiceName, deps: ServiceDeps): Promise<FastifyInstance> {
   switch (name) {
     case 'task':
-      return buildTaskApp({ db: deps.db, config: deps.config, temporal: deps.temporal, logger: deps.logger, localUser: gitUserEmail() }, deps.metrics);
+      return buildTaskApp({ db: deps.db, config: deps.config, temporal: deps.temporal, logger: deps.logger, keys: deps.keys, localUser: gitUserEmail() }, deps.metrics);
     case 'scheduler':
       return buildSchedulerApp(deps);
     case 'agents':

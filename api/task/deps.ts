@@ -2,6 +2,7 @@
 import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../../lib/config';
 import type { EventListener } from '../../lib/events/listener';
+import type { ResolvedKeys } from '../../lib/keys';
 import type { Logger } from '../../lib/logger';
 import type { Metrics } from '../../lib/metrics';
 import type { TemporalHandle } from '../../lib/temporal/client';
@@ -11,6 +12,8 @@ export interface TaskServiceDeps {
   config: ArmadaConfig;
   temporal: TemporalHandle;
   logger: Logger;
+  /** API keys (task key: bearer auth when set) and the encryption key for secrets at rest. */
+  keys: ResolvedKeys;
   /** The git `user.email` of the host, the acting user of last resort in local mode. */
   localUser: string;
 }
