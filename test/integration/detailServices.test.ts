@@ -1,0 +1,38 @@
+import { startTestStack, type TestStack } from '../support/harness';
+
+let stack: TestStack;
+beforeAll(async () => {
+  stack = await startTestStack({ services: ['scheduler', 'agents', 'traces'] });
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+describe.each(['scheduler', 'agents', 'traces'] as const)('%s service: X-API-Key, health, metrics, {detail} errors', (name) => {
+  test('health and metrics need no key', async () => {
+    const health = await stack.app(name).inject({ method: 'GET', url: '/health' });
+    expect(health.statusCode).toBe(200);
+    expect(health.json()).toMatchObject({ status: 'ok', service: name });
+    const metrics = await stack.app(name).inject({ method: 'GET', url: '/metrics' });
+    expect(metrics.statusCode).toBe(200);
+    expect(metrics.body).toContain('armada_http_requests_total');
+  });
+
+  test('a missing or wrong key gives 401 {"detail":"Invalid API key"}; the right key passes', async () => {
+    const missing = await stack.app(name).inject({ method: 'GET', url: '/api/v1/nothing-here' });
+    expect(missing.statusCode).toBe(401);
+    expect(missing.json()).toEqual({ detail: 'Invalid API key' });
+    const wrong = await stack.app(name).inject({ method: 'GET', url: '/api/v1/nothing-here', headers: { 'x-api-key': 'wrong' } });
+    expect(wrong.statusCode).toBe(401);
+    expect(wrong.json()).toEqual({ detail: 'Invalid API key' });
+    const right = await stack.app(name).inject({ method: 'GET', url: '/api/v1/nothing-here', headers: { 'x-api-key': stack.keys[name] } });
+    expect(right.statusCode).toBe(404);
+    expect(right.json().detail).toMatch(/Not Found/);
+  });
+});
+
+test('the multi-agent service also accepts the key as a bearer token; the others do not', async () => {
+  const bearer = { authorization: `Bearer ${stack.keys.agents}` };
+  expect((await stack.app('agents').inject({ method: 'GET', url: '/api/v1/x', headers: bearer })).statusCode).toBe(404);
+  expect((await stack.app('traces').inject({ method: 'GET', url: '/api/v1/x', headers: { authorization: `Bearer ${stack.keys.traces}` } })).statusCode).toBe(401);
+});

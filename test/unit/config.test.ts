@@ -1,0 +1,26 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, loadConfig, parseFileConfig } from '../../lib/config';
+
+describe('config', () => {
+  test('unknown keys are an error naming the key path', () => {
+    expect(() => parseFileConfig({ agents: { claude: { command: ['claude'], comand: 'x' } } }, 'config.json')).toThrow('unknown key "agents.claude.comand"');
+    expect(() => parseFileConfig({ brnachPrefix: 'x' }, 'config.json')).toThrow('unknown key "brnachPrefix"');
+  });
+  test('wrong types and missing keys name the key', () => {
+    expect(() => parseFileConfig({ agents: { a: {} } }, 'c.json')).toThrow('missing key "agents.a.command"');
+    expect(() => parseFileConfig({ webhooks: { timeoutMs: 'soon' } }, 'c.json')).toThrow(/"webhooks.timeoutMs"/);
+  });
+  test('defaults without a file; env ports, keys and home; bad values refused', () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-cfg-'));
+    const c = loadConfig({ ARMADA_HOME: home, ARMADA_TASK_PORT: '9999', ARMADA_SCHEDULER_ALT_PORT: '' });
+    expect(c.home).toBe(home);
+    expect(c.ports).toMatchObject({ task: 9999, scheduler: 8883, schedulerAlt: null, agents: 8001, traces: 8000 });
+    expect(c.branchPrefix).toBe('armada');
+    expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_TASK_PORT: 'eighty' })).toThrow(ConfigError);
+    expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_LOG_LEVEL: 'loud' })).toThrow(ConfigError);
+    fs.writeFileSync(path.join(home, 'config.json'), '{ not json');
+    expect(() => loadConfig({ ARMADA_HOME: home })).toThrow(/not valid JSON/);
+  });
+});
