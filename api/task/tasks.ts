@@ -7,7 +7,7 @@ import { newId } from '../../lib/ids';
 import { getProject } from '../../lib/db/projects';
 import { withTransaction } from '../../lib/db/pool';
 import { attemptDurationSeconds, listAttemptsForTask, type AttemptRow } from '../../lib/db/attempts';
-import { deleteTasks, getTask, insertTask, listTasks, updateTasks, type TaskFilter, type TaskPatch, type TaskRow } from '../../lib/db/tasks';
+import { deleteTasks, getTaskWithRepository, insertTask, listTasks, updateTasks, type TaskFilter, type TaskPatch, type TaskRow } from '../../lib/db/tasks';
 import { publishTaskCreated, publishTaskStatusChanged } from '../../lib/events/taskEvents';
 import type { Queryable } from '../../lib/db/pool';
 import { actingUser } from '../http/actingUser';
@@ -63,8 +63,11 @@ export function attemptSummary(a: AttemptRow) {
   };
 }
 
-async function taskDetail(deps: TaskServiceDeps, t: TaskRow) {
-  const [attempts, project] = await Promise.all([listAttemptsForTask(deps.db, t.id), getProject(deps.db, t.project_id)]);
+/** The detail view: one round trip (the task with its project's repository, and its attempts, in parallel). */
+async function taskDetail(deps: TaskServiceDeps, id: string) {
+  const [t, attempts] = await Promise.all([getTaskWithRepository(deps.db, id), listAttemptsForTask(deps.db, id)]);
+  if (!t) return undefined;
+  const project = { repo_url: t.project_repo_url, repo_branch: t.project_repo_branch };
   const latest = attempts[attempts.length - 1];
   const summaries = attempts.map(attemptSummary);
   return {
@@ -137,9 +140,9 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
   );
 
   app.get('/tasks/:id', { schema: { tags: ['tasks'], params: IdParams, response: { 200: Envelope(TaskDetail), ...ErrorResponses } } }, async (request) => {
-    const t = await getTask(deps.db, request.params.id);
-    if (!t) throw notFound(`Task ${request.params.id} not found`, 'TASK_NOT_FOUND');
-    return ok(version, await taskDetail(deps, t));
+    const detail = await taskDetail(deps, request.params.id);
+    if (!detail) throw notFound(`Task ${request.params.id} not found`, 'TASK_NOT_FOUND');
+    return ok(version, detail);
   });
 
   app.post('/tasks', { schema: { tags: ['tasks'], body: CreateTaskBody, response: { 201: Envelope(Task), ...ErrorResponses } } }, async (request, reply) => {

@@ -48,6 +48,18 @@ export async function getTask(db: Queryable, id: string): Promise<TaskRow | unde
   return rows[0];
 }
 
+export type TaskWithRepository = TaskRow & { project_repo_url: string; project_repo_branch: string };
+
+/** A task with its project's repository URL and branch (the detail view), in one query. */
+export async function getTaskWithRepository(db: Queryable, id: string): Promise<TaskWithRepository | undefined> {
+  const { rows } = await db.query<TaskWithRepository>(
+    `SELECT t.*, p.repo_url AS project_repo_url, p.repo_branch AS project_repo_branch
+       FROM tasks t JOIN projects p ON p.id = t.project_id WHERE t.id = $1`,
+    [id],
+  );
+  return rows[0];
+}
+
 export interface TaskFilter {
   projectId?: string;
   status?: TaskStatus;
@@ -65,6 +77,7 @@ const SORT_COLUMNS: Record<string, string> = {
   title: 'title',
   status: 'status',
 };
+const NULLABLE_SORT_COLUMNS = new Set(['completed_at']);
 export const TASK_SORT_FIELDS = Object.keys(SORT_COLUMNS);
 export const TASK_SORT_PATTERN = `^-?(${TASK_SORT_FIELDS.join('|')})$`;
 
@@ -73,7 +86,9 @@ function orderBy(sort: string | undefined): string {
   const desc = s.startsWith('-');
   const column = SORT_COLUMNS[desc ? s.slice(1) : s] ?? 'created_at';
   const dir = desc ? 'DESC' : 'ASC';
-  return `${column} ${dir} NULLS LAST, id ${dir}`;
+  // NULLS LAST only where a column can be null: on a NOT NULL column it would stop the (col DESC, id DESC)
+  // indexes from serving the ORDER BY, turning every page into a sort of the whole table.
+  return `${column} ${dir}${NULLABLE_SORT_COLUMNS.has(column) ? ' NULLS LAST' : ''}, id ${dir}`;
 }
 
 function escapeLike(s: string): string {
