@@ -15,11 +15,12 @@ export async function runApi(services: string[]): Promise<number> {
   const pool = createPool(config.databaseUrl, logger, { max: 20 });
   const temporal = createTemporalHandle(config.temporal.address ?? '127.0.0.1:7233', config.temporal.namespace);
   const running = await startServices(names, { db: pool, config, keys: resolveKeys(config), temporal, logger, metrics: createMetrics() });
-  process.stdout.write(`${JSON.stringify({ event: 'listening', addresses: running.addresses })}\n`);
-  await untilSignal(logger, async () => {
+  const stopped = untilSignal(logger, async () => {
     await running.close();
     await temporal.close();
     await pool.end();
   });
+  process.stdout.write(`${JSON.stringify({ event: 'listening', addresses: running.addresses })}\n`);
+  await stopped;
   return 0;
 }

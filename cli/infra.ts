@@ -29,9 +29,10 @@ export async function runInfra(opts: { home?: string; pgPort?: number; temporalP
   } finally {
     await pool.end().catch(() => undefined);
   }
+  const stopped = untilSignal(logger, () => infra.stop()); // before the ready line: the caller may signal at once
   process.stdout.write(
     `${JSON.stringify({ event: 'ready', databaseUrl: infra.databaseUrl, adminUrl: infra.postgres?.adminUrl, temporalAddress: infra.temporalAddress, home: config.home, bundle: opts.bundle })}\n`,
   );
-  await untilSignal(logger, () => infra.stop());
+  await stopped;
   return 0;
 }

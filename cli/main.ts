@@ -13,8 +13,11 @@ Commands:
                         services and one worker. Ctrl-C stops all of it.
   api [--service S]...  Run HTTP services only (S: task, scheduler, agents, traces; default all).
                         Needs DATABASE_URL and TEMPORAL_ADDRESS (default 127.0.0.1:7233).
-  worker [--queue Q]... [--concurrency N]
+  worker [--queue Q]... [--concurrency N] [--health-port N] [--grace S] [--identity ID]
                         Run a Temporal worker (default queues: the shared queue and this host's queue).
+                        --health-port serves /health, /metrics and POST /drain; SIGTERM or /drain stops
+                        polling and gives running activities S seconds (default 30) to finish.
+  bundle --out FILE     Prebuild the workflow bundle for production workers (ARMADA_WORKFLOW_BUNDLE=FILE).
   migrate               Apply database migrations (DATABASE_URL, or the embedded server of ARMADA_HOME).
   infra [--home DIR] [--pg-port N] [--temporal-port N] [--bundle FILE]
                         Start only the embedded PostgreSQL and Temporal dev server, print their
@@ -54,9 +57,33 @@ export async function main(argv: string[]): Promise<number> {
         return await runApi(values.service ?? []);
       }
       case 'worker': {
-        const { values } = parseArgs({ args: rest, options: { queue: { type: 'string', multiple: true }, concurrency: { type: 'string' } } });
+        const { values } = parseArgs({
+          args: rest,
+          options: {
+            queue: { type: 'string', multiple: true },
+            concurrency: { type: 'string' },
+            'health-port': { type: 'string' },
+            grace: { type: 'string' },
+            identity: { type: 'string' },
+          },
+        });
+        const num = (v: string | undefined) => (v === undefined ? undefined : Number(v));
         const { runWorker } = require('./worker') as typeof import('./worker');
-        return await runWorker({ queues: values.queue, concurrency: values.concurrency ? Number(values.concurrency) : undefined });
+        return await runWorker({
+          queues: values.queue,
+          concurrency: num(values.concurrency),
+          healthPort: num(values['health-port'] ?? process.env.ARMADA_WORKER_PORT),
+          graceSeconds: num(values.grace ?? process.env.ARMADA_WORKER_GRACE_SECONDS),
+          identity: values.identity,
+        });
+      }
+      case 'bundle': {
+        const { values } = parseArgs({ args: rest, options: { out: { type: 'string' } } });
+        if (!values.out) throw new ConfigError('bundle: --out FILE is required');
+        const { writeWorkflowBundle } = require('../workers/createWorker') as typeof import('../workers/createWorker');
+        await writeWorkflowBundle(values.out);
+        process.stdout.write(`workflow bundle written to ${values.out}\n`);
+        return 0;
       }
       case 'migrate': {
         const { runMigrate } = require('./migrate') as typeof import('./migrate');

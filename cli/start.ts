@@ -60,8 +60,9 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
     `  postgres       ${infra.postgres ? `embedded, port ${config.embedded.pgPort}` : 'DATABASE_URL'}`,
   ];
   if (keys.generatedApiKey) lines.push(`  API key (X-API-Key for scheduler, agents, traces; shown once, stored in ${config.home}/api-key):`, `    ${keys.generatedApiKey}`);
+  const stopped = untilSignal(logger, shutdown); // before the banner: a supervisor may signal as soon as it reads it
   process.stdout.write(`${lines.join('\n')}\nPress Ctrl-C to stop.\n`);
-  await untilSignal(logger, shutdown);
+  await stopped;
   process.stdout.write('armada stopped\n');
   return 0;
 }

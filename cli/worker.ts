@@ -1,31 +1,72 @@
-/** `armada worker`: one Temporal worker process against DATABASE_URL and TEMPORAL_ADDRESS. */
+/**
+ * `armada worker`: one Temporal worker process against DATABASE_URL and TEMPORAL_ADDRESS. SIGTERM (or POST /drain on
+ * the health port) drains it: polling stops, running activities get the grace period to finish, then they are
+ * cancelled so Temporal retries them on another worker. Nothing accepted is lost.
+ */
+import os from 'node:os';
 import { ConfigError } from '../lib/config';
 import { createPool } from '../lib/db/pool';
-import { startWorkers } from '../workers/createWorker';
 import { createMetrics } from '../lib/metrics';
+import { startWorkers } from '../workers/createWorker';
+import { startWorkerHealthServer } from '../workers/healthServer';
 import { bootstrap, untilSignal } from './runtime';
 import { installTemporalRuntime } from './start';
 
-export async function runWorker(opts: { queues?: string[]; concurrency?: number }): Promise<number> {
+export interface WorkerFlags {
+  queues?: string[];
+  concurrency?: number;
+  healthPort?: number;
+  graceSeconds?: number;
+  identity?: string;
+}
+
+function positiveInt(name: string, v: number | undefined, min = 1): void {
+  if (v !== undefined && (!Number.isInteger(v) || v < min)) throw new ConfigError(`${name} must be an integer ≥ ${min}`);
+}
+
+export async function runWorker(opts: WorkerFlags): Promise<number> {
   const { config, logger } = bootstrap();
   if (!config.databaseUrl) throw new ConfigError('DATABASE_URL is required for `armada worker`');
-  if (opts.concurrency !== undefined && (!Number.isInteger(opts.concurrency) || opts.concurrency < 1)) throw new ConfigError('--concurrency must be a positive integer');
+  positiveInt('--concurrency', opts.concurrency);
+  positiveInt('--grace', opts.graceSeconds, 0);
+  if (opts.healthPort !== undefined) positiveInt('--health-port', opts.healthPort, 0);
+  const identity = opts.identity ?? `${os.hostname()}-${process.pid}`;
   installTemporalRuntime(config.host, process.env.ARMADA_TEMPORAL_METRICS_PORT ? config.temporal.metricsPort : null, logger);
   const pool = createPool(config.databaseUrl, logger);
+  const metrics = createMetrics();
   const workers = await startWorkers({
     config,
     db: pool,
     logger,
-    metrics: createMetrics(),
+    metrics,
     address: config.temporal.address ?? '127.0.0.1:7233',
     namespace: config.temporal.namespace,
     taskQueues: opts.queues,
     concurrency: opts.concurrency,
+    identity,
+    shutdownGraceMs: (opts.graceSeconds ?? 30) * 1000,
   });
-  process.stdout.write(`${JSON.stringify({ event: 'worker-started', pid: process.pid, queues: workers.workers.map((w) => w.options.taskQueue) })}\n`);
-  await untilSignal(logger, async () => {
-    await workers.stop();
-    await pool.end();
-  });
+  const queues = workers.workers.map((w) => w.options.taskQueue);
+  let draining = false;
+  let drained: Promise<void> | undefined;
+  const drain = () => {
+    draining = true;
+    drained ??= workers.stop();
+    return drained;
+  };
+  let requestDrain: () => void = () => undefined;
+  const drainRequested = new Promise<void>((resolve) => (requestDrain = resolve));
+  const health =
+    opts.healthPort === undefined
+      ? undefined
+      : await startWorkerHealthServer({ host: config.host, port: opts.healthPort, metrics, state: () => ({ identity, queues, draining }), onDrain: requestDrain });
+  // SIGTERM and POST /drain end the same way: polling stops, running work finishes (or is cancelled after the grace).
+  // The handlers are in place before the started line: a supervisor may signal the moment it reads it.
+  const stopped = Promise.race([untilSignal(logger, () => drain()), drainRequested.then(() => drain())]);
+  process.stdout.write(`${JSON.stringify({ event: 'worker-started', pid: process.pid, identity, queues, health: health?.address })}\n`);
+  await stopped;
+  await health?.close();
+  await pool.end();
+  process.stdout.write(`${JSON.stringify({ event: 'worker-stopped', pid: process.pid, identity })}\n`);
   return 0;
 }

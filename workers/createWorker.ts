@@ -47,6 +47,8 @@ export interface WorkerOptions {
   concurrency?: number;
   workflowBundle?: WorkflowBundleOption;
   shutdownGraceMs?: number;
+  /** Temporal worker identity, shown in process records (default: host-pid). */
+  identity?: string;
 }
 
 export interface RunningWorkers {
@@ -72,6 +74,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
         activities,
         maxConcurrentActivityTaskExecutions: opts.concurrency ?? 20,
         shutdownGraceTime: opts.shutdownGraceMs ?? 10_000,
+        ...(opts.identity ? { identity: opts.identity } : {}),
       }),
     ),
   );

@@ -1,0 +1,58 @@
+/**
+ * A worker's own HTTP port: GET /health (200 while polling, 503 once draining, for readiness probes), GET /metrics
+ * (the worker's prom-client registry), POST /drain (stop polling and finish running work, then exit: rolling restarts).
+ */
+import http from 'node:http';
+import type { Metrics } from '../lib/metrics';
+
+export interface WorkerHealthState {
+  identity: string;
+  queues: string[];
+  draining: boolean;
+}
+
+export interface WorkerHealthServer {
+  address: string;
+  close(): Promise<void>;
+}
+
+export async function startWorkerHealthServer(opts: {
+  host: string;
+  port: number;
+  metrics: Metrics;
+  state: () => WorkerHealthState;
+  onDrain: () => void;
+}): Promise<WorkerHealthServer> {
+  const server = http.createServer((req, res) => {
+    const url = (req.url ?? '/').split('?')[0];
+    const send = (status: number, body: unknown, type = 'application/json') => {
+      res.writeHead(status, { 'content-type': type });
+      res.end(typeof body === 'string' ? body : JSON.stringify(body));
+    };
+    if (req.method === 'GET' && url === '/health') {
+      const s = opts.state();
+      return send(s.draining ? 503 : 200, { status: s.draining ? 'draining' : 'ok', service: 'worker', identity: s.identity, queues: s.queues });
+    }
+    if (req.method === 'GET' && url === '/metrics') {
+      opts.metrics.registry
+        .metrics()
+        .then((text) => send(200, text, opts.metrics.registry.contentType))
+        .catch(() => send(500, { detail: 'metrics unavailable' }));
+      return;
+    }
+    if (req.method === 'POST' && url === '/drain') {
+      opts.onDrain();
+      return send(202, { status: 'draining', identity: opts.state().identity });
+    }
+    send(404, { detail: 'Not Found' });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => resolve());
+  });
+  const addr = server.address() as { address: string; port: number };
+  return {
+    address: `http://${opts.host}:${addr.port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
