@@ -21,7 +21,7 @@ export function installTemporalRuntime(host: string, metricsPort: number | null,
     logger: sdkLogger(logger),
     ...(metricsPort === null
       ? {}
-      : { telemetryOptions: { metrics: { prometheus: { bindAddress: `${host}:${metricsPort}`, countersTotalSuffix: true } } } }),
+      : { telemetryOptions: { metrics: { prometheus: { bindAddress: `${host}:${metricsPort}`, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } } }),
   });
 }
 

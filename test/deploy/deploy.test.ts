@@ -1,0 +1,58 @@
+/**
+ * The deploy/ files are checked by the tools that consume them: promtool (Prometheus config and alert rules),
+ * docker-compose (compose file), kubernetes-validate (manifests against the Kubernetes API schemas). .ci/run installs
+ * these tools. The dashboard and the alerts may only use metrics documented in docs/metrics.md.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const ROOT = path.join(__dirname, '..', '..');
+const DEPLOY = path.join(ROOT, 'deploy');
+jest.setTimeout(120_000);
+
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): string {
+  try {
+    return execFileSync(cmd, args, { cwd: ROOT, encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; message: string };
+    throw new Error(`${cmd} ${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`);
+  }
+}
+
+test('promtool accepts the Prometheus config and the alert rules', () => {
+  expect(run('promtool', ['check', 'config', path.join(DEPLOY, 'prometheus', 'prometheus.yml')])).toMatch(/SUCCESS/);
+  const rules = run('promtool', ['check', 'rules', path.join(DEPLOY, 'prometheus', 'alerts.yml')]);
+  expect(rules).toMatch(/SUCCESS: \d+ rules found/);
+});
+
+test('docker-compose validates the compose file', () => {
+  const out = run('docker-compose', ['-f', path.join(DEPLOY, 'docker-compose.yml'), 'config', '--quiet'], {
+    ...process.env,
+    ARMADA_API_KEY: 'x'.repeat(64),
+    ARMADA_ENCRYPTION_KEY: 'y'.repeat(64),
+  });
+  expect(out).toBe('');
+});
+
+test('the Kubernetes manifests validate against the API schemas (strict)', () => {
+  const dir = path.join(DEPLOY, 'kubernetes');
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.yaml')).map((f) => path.join(dir, f));
+  const out = run('kubernetes-validate', ['-k', '1.30.0', '--strict', ...files]);
+  const kinds = out.split('\n').filter((l) => l.includes('passed'));
+  expect(kinds.join('\n')).toMatch(/deployment\/armada-api/);
+  expect(kinds.join('\n')).toMatch(/statefulset\/armada-worker/);
+  expect(kinds.join('\n')).toMatch(/poddisruptionbudget/);
+  expect(out).not.toMatch(/ERROR|failed/i);
+});
+
+test('the dashboard and the alerts use only documented metrics', () => {
+  const documented = new Set(fs.readFileSync(path.join(ROOT, 'docs', 'metrics.md'), 'utf8').match(/armada_[a-z_]+/g) ?? []);
+  const used = new Set<string>();
+  const dashboard = JSON.parse(fs.readFileSync(path.join(DEPLOY, 'grafana', 'armada-dashboard.json'), 'utf8')) as { panels: { targets: { expr: string }[] }[] };
+  for (const p of dashboard.panels) for (const t of p.targets) for (const m of t.expr.match(/armada_[a-z_]+/g) ?? []) used.add(m);
+  for (const m of fs.readFileSync(path.join(DEPLOY, 'prometheus', 'alerts.yml'), 'utf8').match(/armada_[a-z_]+/g) ?? []) used.add(m);
+  const base = (m: string) => m.replace(/_(bucket|sum|count)$/, '');
+  expect([...used].map(base).filter((m) => !documented.has(m))).toEqual([]);
+  expect(used.size).toBeGreaterThan(5);
+});
