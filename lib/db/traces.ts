@@ -144,7 +144,8 @@ export interface TraceAnalytics {
 
 /**
  * Counts of the traces sent in the last `days` UTC calendar days (today included, from 00:00 UTC of the first day
- * up to now), in one statement: one grouping-sets pass over the window, every day present (generate_series).
+ * up to now), in one statement: one aggregate pass over the window (an index-only scan of traces_sent_idx), rolled up per
+ * status, instance and day; every day present (generate_series).
  */
 export async function traceAnalytics(db: Queryable, days: number): Promise<TraceAnalytics> {
   const { rows } = await db.query<{ result: TraceAnalytics }>(
@@ -152,25 +153,25 @@ export async function traceAnalytics(db: Queryable, days: number): Promise<Trace
        SELECT (date_trunc('day', now() AT TIME ZONE 'UTC') - make_interval(days => $1::int - 1)) AT TIME ZONE 'UTC' AS start_at,
               now() AS end_at
      ),
+     -- one hash aggregate over the window (at most statuses × instances × days groups), then roll-ups of that small set
      g AS (
-       SELECT t.status, t.instance, (t.sent_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n,
-              GROUPING(t.status) AS gs, GROUPING(t.instance) AS gi, GROUPING((t.sent_at AT TIME ZONE 'UTC')::date) AS gd
+       SELECT t.status, t.instance, (t.sent_at AT TIME ZONE 'UTC')::date AS day, count(*)::int AS n
          FROM traces t, bounds b
         WHERE t.sent_at >= b.start_at AND t.sent_at <= b.end_at
-        GROUP BY GROUPING SETS ((t.status), (t.instance), ((t.sent_at AT TIME ZONE 'UTC')::date), ())
+        GROUP BY 1, 2, 3
      )
      SELECT json_build_object(
        'period', json_build_object(
           'start', to_char(b.start_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
           'end', to_char(b.end_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
-       'totalMessages', COALESCE((SELECT n FROM g WHERE gs = 1 AND gi = 1 AND gd = 1), 0),
-       'byStatus', (SELECT json_object_agg(s.status, COALESCE(g.n, 0) ORDER BY s.ord)
-                      FROM unnest(ARRAY['sent', 'delivered', 'read', 'failed']) WITH ORDINALITY AS s(status, ord)
-                      LEFT JOIN g ON g.gs = 0 AND g.status = s.status),
-       'byInstance', COALESCE((SELECT json_object_agg(g.instance, g.n ORDER BY g.instance) FROM g WHERE g.gi = 0), '{}'::json),
-       'byDay', (SELECT json_agg(json_build_object('date', to_char(d.day, 'YYYY-MM-DD'), 'count', COALESCE(g.n, 0)) ORDER BY d.day)
+       'totalMessages', (SELECT COALESCE(sum(n), 0)::int FROM g),
+       'byStatus', (SELECT json_object_agg(s.status, COALESCE((SELECT sum(n) FROM g WHERE g.status = s.status), 0)::int ORDER BY s.ord)
+                      FROM unnest(ARRAY['sent', 'delivered', 'read', 'failed']) WITH ORDINALITY AS s(status, ord)),
+       'byInstance', COALESCE((SELECT json_object_agg(i.instance, i.n ORDER BY i.instance)
+                                 FROM (SELECT instance, sum(n)::int AS n FROM g GROUP BY instance) i), '{}'::json),
+       'byDay', (SELECT json_agg(json_build_object('date', to_char(d.day, 'YYYY-MM-DD'), 'count', COALESCE(c.n, 0)) ORDER BY d.day)
                    FROM generate_series((b.start_at AT TIME ZONE 'UTC')::date, (b.end_at AT TIME ZONE 'UTC')::date, interval '1 day') AS d(day)
-                   LEFT JOIN g ON g.gd = 0 AND g.day = d.day::date)
+                   LEFT JOIN (SELECT day, sum(n)::int AS n FROM g GROUP BY day) c ON c.day = d.day::date)
      ) AS result
      FROM bounds b`,
     [days],

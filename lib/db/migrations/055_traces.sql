@@ -28,4 +28,5 @@ CREATE TABLE traces (
 CREATE INDEX traces_instance_sent_idx ON traces (instance, sent_at DESC);
 CREATE INDEX traces_to_sent_idx ON traces (to_phone, sent_at DESC);
 CREATE INDEX traces_status_idx ON traces (status, sent_at DESC);
-CREATE INDEX traces_sent_idx ON traces (sent_at DESC);
+-- INCLUDE lets the analytics pass over the window be an index-only scan (no heap visits for fresh, vacuumed pages).
+CREATE INDEX traces_sent_idx ON traces (sent_at DESC) INCLUDE (status, instance);
