@@ -41,8 +41,10 @@ export interface NewTrace {
  */
 export async function ingestTrace(db: Queryable, t: NewTrace): Promise<{ row: TraceRow; inserted: boolean }> {
   const params = [t.id, t.messageId, t.instance, t.toPhone, t.message, t.status, t.sentAt, JSON.stringify(t.headers), JSON.stringify(t.body)];
-  const { rows } = await db.query<TraceRow & { inserted: boolean }>(
-    `WITH v AS (SELECT $6::text AS status, COALESCE($7::timestamptz, now()) AS sent_at),
+  // named: the hot ingestion path is parsed and planned once per connection
+  const { rows } = await db.query<TraceRow & { inserted: boolean }>({
+    name: 'traces_ingest',
+    text: `WITH v AS (SELECT $6::text AS status, COALESCE($7::timestamptz, now()) AS sent_at),
      ins AS (
        INSERT INTO traces (id, message_id, instance, to_phone, message, status, sent_at, delivered_at, read_at, failed_at, payload_headers, payload_body)
        SELECT $1, $2, $3, $4, $5, v.status, v.sent_at,
@@ -57,8 +59,8 @@ export async function ingestTrace(db: Queryable, t: NewTrace): Promise<{ row: Tr
      SELECT ins.*, true AS inserted FROM ins
      UNION ALL
      SELECT t.*, false AS inserted FROM traces t WHERE t.instance = $3 AND t.message_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)`,
-    params,
-  );
+    values: params,
+  });
   const row = rows[0];
   if (!row) {
     // A concurrent first ingestion committed after this statement's snapshot: it is visible to a new statement.
@@ -82,8 +84,9 @@ export async function getTrace(db: Queryable, id: string): Promise<TraceRow | un
  * move the trace leaves the status as it is. Returns undefined for an unknown id.
  */
 export async function applyStatusReceipt(db: Queryable, id: string, status: TraceStatus, at: Date | null): Promise<TraceRow | undefined> {
-  const { rows } = await db.query<TraceRow>(
-    `UPDATE traces t SET
+  const { rows } = await db.query<TraceRow>({
+    name: 'traces_status_receipt',
+    text: `UPDATE traces t SET
         status = CASE
           WHEN t.status = 'failed' THEN t.status
           WHEN $2 = 'failed' THEN CASE WHEN t.status = 'sent' THEN 'failed' ELSE t.status END
@@ -99,8 +102,8 @@ export async function applyStatusReceipt(db: Queryable, id: string, status: Trac
         updated_at = now()
       WHERE t.id = $1
       RETURNING t.*`,
-    [id, status, at],
-  );
+    values: [id, status, at],
+  });
   return rows[0];
 }
 

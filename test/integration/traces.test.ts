@@ -229,6 +229,8 @@ describe('list', () => {
       expect(res.statusCode).toBe(200);
       expect(res.json().total).toBe(5);
     }
+    // an unencoded + arrives as a space: the bare digits still carry the country code
+    expect((await inject('GET', '/api/v1/traces?phone=+442079460958')).json().total).toBe(5);
     expect((await inject('GET', '/api/v1/traces?status=sent')).json().total).toBe(14);
     expect((await inject('GET', '/api/v1/traces?status=read')).json().traces.map((t: { messageId: string }) => t.messageId)).toEqual(['beta-3']);
     expect((await inject('GET', '/api/v1/traces?status=failed&instance=beta')).json().total).toBe(1);
