@@ -52,7 +52,7 @@ export const TraceListQuery = Type.Object({
   phone: Type.Optional(Type.String({ minLength: 1, maxLength: 40 })),
   status: Type.Optional(Status),
   limit: Type.Integer({ minimum: 1, maximum: 500, default: 50 }),
-  offset: Type.Integer({ minimum: 0, default: 0 }),
+  offset: Type.Integer({ minimum: 0, maximum: 2_147_483_647, default: 0 }),
 });
 
 export const TraceList = Type.Object({

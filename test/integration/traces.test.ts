@@ -91,6 +91,8 @@ describe('ingestion', () => {
       { ...base, status: 'bounced' },
       { ...base, sentAt: 'yesterday' },
       { ...base, extra: 1 },
+      { ...base, message: 'nul \u0000 inside' },
+      { ...base, payload: { body: { text: 'nul \u0000' } } },
     ]) {
       const res = await inject('POST', '/api/v1/traces', body);
       expect(res.statusCode).toBe(400);
@@ -247,7 +249,7 @@ describe('list', () => {
     const beyond = (await inject('GET', '/api/v1/traces?offset=100')).json();
     expect(beyond).toMatchObject({ traces: [], total: 17, offset: 100 });
     expect((await inject('GET', '/api/v1/traces?limit=500')).statusCode).toBe(200);
-    for (const q of ['limit=501', 'limit=0', 'offset=-1', 'limit=abc', 'status=seen', 'phone=hello']) {
+    for (const q of ['limit=501', 'limit=0', 'offset=-1', 'offset=100000000000000000000', 'limit=abc', 'status=seen', 'phone=hello', 'instance=a%00b']) {
       const res = await inject('GET', `/api/v1/traces?${q}`);
       expect(res.statusCode).toBe(400);
       expect(Object.keys(res.json())).toEqual(['detail']);
