@@ -2,6 +2,7 @@
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import { installApiKeyAuth } from '../http/apiKeyAuth';
 import { createBaseApp } from '../http/baseApp';
+import { traceRoutes } from './traces';
 
 export async function buildTracesApp(deps: DetailServiceDeps) {
   const app = createBaseApp({
@@ -16,5 +17,6 @@ export async function buildTracesApp(deps: DetailServiceDeps) {
     },
   });
   installApiKeyAuth(app, { key: deps.keys.traces, allowBearer: false });
+  await app.register(traceRoutes, { prefix: '/api/v1', deps });
   return app;
 }
