@@ -48,11 +48,12 @@ export class AgentActors {
     const client: Client = await this.temporal.client();
     const handle = client.workflow.getHandle(agentWorkflowId(agent));
     try {
+      // A closed run (terminated, say) still answers queries through replay: only a running actor is "active".
+      const description = await withTimeout(handle.describe(), STATUS_TIMEOUT_MS, `agent "${agent}" could not be described in time`);
+      if (description.status.name !== 'RUNNING') return null;
       return await withTimeout(handle.query(statusQuery), STATUS_TIMEOUT_MS, `agent "${agent}" did not answer its status query in time`);
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return null;
-      // A closed (terminated, failed) actor cannot be queried once its run has ended without a worker to replay it.
-      if (/workflow execution already completed|not found/i.test((err as Error).message)) return null;
       throw err;
     }
   }

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Worker } from '@temporalio/worker';
 import { groupAlive } from '../../lib/process/processGroup';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
 
@@ -199,5 +200,23 @@ describe('multi-agent service', () => {
     expect((await call('GET', '/api/v1/tasks/not-a-task')).statusCode).toBe(404);
     expect((await call('GET', '/api/v1/tasks?limit=501')).statusCode).toBe(400);
     expect((await call('GET', '/api/v1/tasks?status=done')).statusCode).toBe(400);
+  });
+
+  test('a terminated actor shows as inactive, and the next assignment starts it again', async () => {
+    const client = await stack.temporal.client();
+    await client.workflow.getHandle(`agent:${FAILER}`).terminate('operator stopped it');
+    const s = await status(FAILER);
+    expect(s).toMatchObject({ name: FAILER, status: 'inactive', currentTask: null, uptime: '0s' });
+    const id = await assign(FAILER, 'fail again');
+    expect((await finished(id)).error).toMatch(/^exit code 3/);
+    expect((await status(FAILER)).status).toBe('active');
+  });
+
+  test('the actor\'s history (signals, a cancelled activity, memory) replays deterministically', async () => {
+    const client = await stack.temporal.client();
+    for (const name of [SLEEPER, REMEMBERER]) {
+      const history = await client.workflow.getHandle(`agent:${name}`).fetchHistory();
+      await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string } }, history);
+    }
   });
 });
