@@ -87,7 +87,7 @@ describe('multi-agent service', () => {
   });
 
   test('five tasks of mixed priority run one at a time, high > normal (= medium) > low, FIFO within a priority; status shows the current task', async () => {
-    const gate = await assign(SLEEPER, 'sleep:2500 gate');
+    const gate = await assign(SLEEPER, 'sleep:4000 gate');
     const running = await eventually(async () => {
       const s = await status(SLEEPER);
       return s.currentTask === gate ? s : undefined;
@@ -117,9 +117,12 @@ describe('multi-agent service', () => {
     expect(done).toMatchObject({ taskId: high1, agent: SLEEPER, task: 'sleep:150 high one', priority: 'high', status: 'completed', result: expect.stringMatching(/done: sleep:150 high one$/), error: null });
     expect(done.result).toMatch(/^working in /);
     expect(new Date(done.completedAt).getTime()).toBeGreaterThanOrEqual(new Date(done.createdAt).getTime());
-    const after = await status(SLEEPER);
-    expect(after).toMatchObject({ currentTask: null, queued: 0 });
-    expect(after.tasksCompleted).toBeGreaterThanOrEqual(6);
+    // The row is written before the actor counts it: wait for the actor to be idle again.
+    const after = await eventually(async () => {
+      const s = await status(SLEEPER);
+      return s.currentTask === null && s.tasksCompleted >= 6 ? s : undefined;
+    });
+    expect(after.queued).toBe(0);
   });
 
   test('restart fails the current task with "agent restarted", stops its process group, keeps the queue and counters, resets uptime', async () => {
@@ -144,7 +147,10 @@ describe('multi-agent service', () => {
     await eventually(async () => !groupAlive(pid), 10_000);
     expect((await finished(queued)).status).toBe('completed'); // the queue survived the restart
 
-    const s = await status(SLEEPER);
+    const s = await eventually(async () => {
+      const st = await status(SLEEPER);
+      return st.currentTask === null && st.tasksCompleted === before.tasksCompleted + 1 ? st : undefined;
+    });
     expect(s.restarts).toBe(before.restarts + 1);
     expect(s.tasksCompleted).toBe(before.tasksCompleted + 1);
     expect(s.tasksFailed).toBe(before.tasksFailed + 1);
@@ -159,8 +165,11 @@ describe('multi-agent service', () => {
     expect(t.error).toBe('exit code 3: boom: the model is unreachable');
     expect(t.result).toBe('trying');
     expect(t.completedAt).toEqual(expect.any(String));
-    const s = await status(FAILER);
-    expect(s).toMatchObject({ tasksCompleted: 0, tasksFailed: 1, currentTask: null });
+    const s = await eventually(async () => {
+      const st = await status(FAILER);
+      return st.tasksFailed === 1 ? st : undefined;
+    });
+    expect(s).toMatchObject({ tasksCompleted: 0, currentTask: null });
   });
 
   test('memory agents get the top hits prepended to the prompt and their result stored back', async () => {

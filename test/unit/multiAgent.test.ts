@@ -34,9 +34,8 @@ describe('agent roster', () => {
 
 describe('agent queue order', () => {
   test('high > normal > low, FIFO within a priority; medium is normal', () => {
-    const queue: QueuedAgentTask[] = [];
     const input: [string, string][] = [['a', 'low'], ['b', 'normal'], ['c', 'high'], ['d', 'medium'], ['e', 'high'], ['f', 'low']];
-    input.forEach(([taskId, p], seq) => queue.push({ taskId, priority: normalisePriority(p), seq }));
+    const queue = input.map(([taskId, p], seq): QueuedAgentTask => ({ taskId, priority: normalisePriority(p), seq }));
     const order: string[] = [];
     while (queue.length) order.push((queue.splice(nextIndex(queue), 1)[0] as QueuedAgentTask).taskId);
     expect(order).toEqual(['c', 'e', 'b', 'd', 'a', 'f']);
