@@ -4,6 +4,8 @@
  */
 import { WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
+import type { Pool } from 'pg';
+import { unfinishedAgentTasks } from '../../lib/db/agentTasks';
 import type { ArmadaConfig } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
 import type { TemporalHandle } from '../../lib/temporal/client';
@@ -17,6 +19,7 @@ const STATUS_TIMEOUT_MS = 5000;
 export class AgentActors {
   constructor(
     private readonly temporal: TemporalHandle,
+    private readonly db: Pool,
     private readonly config: ArmadaConfig,
     private readonly logger: Logger,
   ) {}
@@ -60,7 +63,9 @@ export class AgentActors {
 
   /**
    * Starts every configured agent's actor in the background, retrying while Temporal is unreachable, until stop()
-   * is called. The API answers meanwhile; a task assignment starts its actor on its own anyway.
+   * is called, and re-sends the agent's unfinished tasks (an assignment lost between the row's insert and its
+   * signal, or a run whose actor was terminated): the actor ignores ids it already holds, and a finished row is
+   * never run again. The API answers meanwhile; a task assignment starts its actor on its own anyway.
    */
   startAll(agents: readonly MultiAgent[]): { stop(): void } {
     let stopped = false;
@@ -71,6 +76,7 @@ export class AgentActors {
         if (stopped) return;
         try {
           await this.ensure(name);
+          for (const t of await unfinishedAgentTasks(this.db, name)) await this.assign(name, t.id, t.priority);
           pending.delete(name);
         } catch (err) {
           this.logger.warn({ agent: name, err: { message: (err as Error).message } }, 'could not start agent actor; retrying');

@@ -24,7 +24,7 @@ export async function buildAgentsApp(base: DetailServiceDeps) {
     },
   });
   installApiKeyAuth(app, { key: base.keys.agents, allowBearer: true });
-  const deps: AgentsAppDeps = { ...base, agents, actors: new AgentActors(base.temporal, base.config, base.logger) };
+  const deps: AgentsAppDeps = { ...base, agents, actors: new AgentActors(base.temporal, base.db, base.config, base.logger) };
   await app.register(agentRoutes, { prefix: '/api/v1', deps });
   await app.register(agentTaskRoutes, { prefix: '/api/v1', deps });
   await app.register(memoryRoutes, { prefix: '/api/v1', deps });

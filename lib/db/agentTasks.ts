@@ -87,3 +87,12 @@ export async function finishAgentTask(
   );
   return (rowCount ?? 0) > 0;
 }
+
+/** Tasks of an agent that are not finished yet, oldest first (re-sent to the actor on service start). */
+export async function unfinishedAgentTasks(db: Queryable, agent: string): Promise<Pick<AgentTaskRow, 'id' | 'priority'>[]> {
+  const { rows } = await db.query<Pick<AgentTaskRow, 'id' | 'priority'>>(
+    "SELECT id, priority FROM agent_tasks WHERE agent = $1 AND status IN ('assigned', 'running') ORDER BY created_at, id",
+    [agent],
+  );
+  return rows;
+}
