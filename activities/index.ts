@@ -8,6 +8,8 @@ import { setCloneResult } from '../lib/db/projects';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
 import { cloneRepository } from './git/cloneRepository';
+import { recordAgentTaskResult, type AgentTaskResultInput } from './multiAgent/recordAgentTaskResult';
+import { runAgentTask } from './multiAgent/runAgentTask';
 
 export interface ActivityDeps {
   db: Pool;
@@ -23,6 +25,8 @@ export function createActivities(deps: ActivityDeps) {
     async recordCloneResult(input: { projectId: string; ok: boolean; path: string | null; error: string | null }): Promise<void> {
       await setCloneResult(deps.db, input.projectId, input.ok, input.path, input.error);
     },
+    runAgentTask: (input: { agent: string; taskId: string }) => runAgentTask(deps, input),
+    recordAgentTaskResult: (input: AgentTaskResultInput) => recordAgentTaskResult(deps, input),
   };
 }
 

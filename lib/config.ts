@@ -53,6 +53,12 @@ export const FileConfigSchema = Type.Object(
               ),
             ),
           ),
+          /** An agent's actor continues-as-new after this many finished tasks (default 100). */
+          continueAsNewEvery: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+          /** A task's process is stopped after this long and the task fails (default 30 minutes). */
+          taskTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000 })),
+          /** How many memory hits are prepended to the prompt of an agent with `memory: true` (default 3). */
+          memoryHits: Type.Optional(Type.Integer({ minimum: 0, maximum: 50 })),
         },
         { additionalProperties: false },
       ),

@@ -1,20 +1,38 @@
 /** The multi-agent service (C): agents, agent tasks and shared memory under /api/v1. */
+import { multiAgents } from '../../activities/multiAgent/agentRoster';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import { installApiKeyAuth } from '../http/apiKeyAuth';
 import { createBaseApp } from '../http/baseApp';
+import { AgentActors } from './agentActors';
+import { agentRoutes } from './agents';
+import type { AgentsAppDeps } from './deps';
+import { memoryRoutes } from './memory';
+import { agentTaskRoutes } from './tasks';
 
-export async function buildAgentsApp(deps: DetailServiceDeps) {
+export async function buildAgentsApp(base: DetailServiceDeps) {
+  // An agent whose llm names no profile is a startup error (ConfigError), not a failed task later.
+  const agents = multiAgents(base.config);
   const app = createBaseApp({
     service: 'agents',
-    logger: deps.logger,
-    metrics: deps.metrics,
-    version: deps.config.version,
+    logger: base.logger,
+    metrics: base.metrics,
+    version: base.config.version,
     errorStyle: 'detail',
     healthCheck: async () => {
-      await deps.db.query('SELECT 1');
+      await base.db.query('SELECT 1');
       return { database: 'ok' };
     },
   });
-  installApiKeyAuth(app, { key: deps.keys.agents, allowBearer: true });
+  installApiKeyAuth(app, { key: base.keys.agents, allowBearer: true });
+  const deps: AgentsAppDeps = { ...base, agents, actors: new AgentActors(base.temporal, base.db, base.config, base.logger) };
+  await app.register(agentRoutes, { prefix: '/api/v1', deps });
+  await app.register(agentTaskRoutes, { prefix: '/api/v1', deps });
+  await app.register(memoryRoutes, { prefix: '/api/v1', deps });
+  // Every configured agent's actor runs from service start (idempotent: an actor already running is kept).
+  let starter: { stop(): void } | undefined;
+  app.addHook('onReady', async () => {
+    starter = deps.actors.startAll(agents);
+  });
+  app.addHook('onClose', async () => starter?.stop());
   return app;
 }

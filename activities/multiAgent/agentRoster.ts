@@ -1,0 +1,45 @@
+/** The configured multi-agent roster (`multiAgent.agents` of the config file), checked once at startup. */
+import { ConfigError, type ArmadaConfig } from '../../lib/config';
+import { knownAgentCommands, resolveAgentCommand } from './agentCommand';
+
+export interface MultiAgent {
+  name: string;
+  role: string;
+  llm: string;
+  memory: boolean;
+  tools: string[];
+}
+
+export const DEFAULT_CONTINUE_AS_NEW_EVERY = 100;
+export const DEFAULT_TASK_TIMEOUT_MS = 30 * 60_000;
+export const DEFAULT_MEMORY_HITS = 3;
+
+/** Every configured agent; throws ConfigError for a duplicate name or an `llm` that names no agent profile. */
+export function multiAgents(config: ArmadaConfig): MultiAgent[] {
+  const seen = new Set<string>();
+  return (config.file.multiAgent?.agents ?? []).map((a, i) => {
+    if (seen.has(a.name)) throw new ConfigError(`${config.configPath}: multiAgent.agents.${i}.name: agent "${a.name}" is defined twice`);
+    seen.add(a.name);
+    if (!resolveAgentCommand(config, a.llm)) {
+      const known = knownAgentCommands(config);
+      throw new ConfigError(
+        `${config.configPath}: multiAgent.agents.${i}.llm: "${a.llm}" (agent "${a.name}") is not an agent profile; ` +
+          (known.length ? `define it under "agents" or use one of: ${known.join(', ')}` : 'define it under "agents"'),
+      );
+    }
+    return { name: a.name, role: a.role ?? '', llm: a.llm, memory: a.memory ?? false, tools: a.tools ?? [] };
+  });
+}
+
+export function findMultiAgent(config: ArmadaConfig, name: string): MultiAgent | undefined {
+  return multiAgents(config).find((a) => a.name === name);
+}
+
+export function multiAgentSettings(config: ArmadaConfig): { continueAsNewEvery: number; taskTimeoutMs: number; memoryHits: number } {
+  const m = config.file.multiAgent;
+  return {
+    continueAsNewEvery: m?.continueAsNewEvery ?? DEFAULT_CONTINUE_AS_NEW_EVERY,
+    taskTimeoutMs: m?.taskTimeoutMs ?? DEFAULT_TASK_TIMEOUT_MS,
+    memoryHits: m?.memoryHits ?? DEFAULT_MEMORY_HITS,
+  };
+}

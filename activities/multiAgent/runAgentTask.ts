@@ -1,0 +1,159 @@
+/**
+ * Runs one multi-agent task: the agent profile's process in a scratch directory under $ARMADA_HOME/agents/<name>/,
+ * in its own process group, with the prompt on stdin and in ARMADA_PROMPT. Heartbeats while it runs; on cancellation
+ * (agent restart) it stops the whole group before reporting cancelled.
+ *
+ * Result: the process's stdout with trailing whitespace trimmed; when longer than 64 KiB only its last 64 KiB (the
+ * final text) is kept. A non-zero exit, a timeout or a process that cannot start is a failed task (not an activity
+ * error) whose error names the exit code and the tail of stderr.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Context } from '@temporalio/activity';
+import type { ArmadaConfig } from '../../lib/config';
+import { markAgentTaskRunning } from '../../lib/db/agentTasks';
+import { searchMemory, type MemoryHit } from '../../lib/db/agentMemory';
+import type { Logger } from '../../lib/logger';
+import { counter, histogram, type Metrics } from '../../lib/metrics';
+import type { Pool } from 'pg';
+import { startGroupProcess } from '../../lib/process/processGroup';
+import { resolveAgentCommand } from './agentCommand';
+import { findMultiAgent, multiAgentSettings } from './agentRoster';
+
+export const RESULT_MAX_BYTES = 64 * 1024;
+const ERROR_TAIL_BYTES = 2048;
+
+export interface AgentTaskOutcome {
+  /** skipped: the task was already finished (a duplicate delivery) or no longer exists */
+  status: 'completed' | 'failed' | 'skipped';
+  result: string | null;
+  error: string | null;
+}
+
+interface Deps {
+  db: Pool;
+  config: ArmadaConfig;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+/** Keeps the last `max` bytes of what is appended to it. */
+class Tail {
+  private chunks: string[] = [];
+  private bytes = 0;
+  constructor(private readonly max: number) {}
+  push(line: string): void {
+    const s = `${line}\n`;
+    this.chunks.push(s);
+    this.bytes += Buffer.byteLength(s);
+    while (this.bytes > this.max && this.chunks.length > 1) this.bytes -= Buffer.byteLength(this.chunks.shift() as string);
+  }
+  text(): string {
+    const all = this.chunks.join('');
+    const buf = Buffer.from(all);
+    return buf.length > this.max ? buf.subarray(buf.length - this.max).toString('utf8').replace(/^\uFFFD+/, '') : all;
+  }
+}
+
+/**
+ * The prompt an agent with `memory: true` receives when the search finds something:
+ *
+ *     Relevant memory:
+ *     - [<agent or "shared">, <createdAt ISO>] <content>
+ *     …
+ *
+ *     Task:
+ *     <task text>
+ *
+ * With no hits (or memory off) the prompt is the task text alone.
+ */
+export function buildPrompt(task: string, hits: readonly MemoryHit[]): string {
+  if (hits.length === 0) return task;
+  const lines = hits.map((h) => `- [${h.agent ?? 'shared'}, ${h.created_at.toISOString()}] ${h.content.replace(/\s+/g, ' ').trim()}`);
+  return `Relevant memory:\n${lines.join('\n')}\n\nTask:\n${task}`;
+}
+
+/** The process's environment: the worker's, minus Armada's own secrets, plus the profile's env and the task's. */
+function agentEnv(base: NodeJS.ProcessEnv, extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(base)) {
+    if (k === 'DATABASE_URL' || k === 'ARMADA_ENCRYPTION_KEY' || /^ARMADA_(\w+_)?API_KEY$/.test(k)) continue;
+    env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+export async function runAgentTask(deps: Deps, input: { agent: string; taskId: string }): Promise<AgentTaskOutcome> {
+  const ctx = Context.current();
+  const row = await markAgentTaskRunning(deps.db, input.taskId);
+  if (!row) return { status: 'skipped', result: null, error: null };
+  const agent = findMultiAgent(deps.config, input.agent);
+  if (!agent) return { status: 'failed', result: null, error: `agent "${input.agent}" is no longer configured` };
+  const command = resolveAgentCommand(deps.config, agent.llm);
+  if (!command) return { status: 'failed', result: null, error: `agent profile "${agent.llm}" is not configured` };
+  const settings = multiAgentSettings(deps.config);
+
+  const hits = agent.memory && settings.memoryHits > 0 ? (await searchMemory(deps.db, row.task, { limit: settings.memoryHits })).hits : [];
+  const prompt = buildPrompt(row.task, hits);
+  const cwd = path.join(deps.config.home, 'agents', agent.name, 'tasks', input.taskId);
+  fs.rmSync(cwd, { recursive: true, force: true }); // a retried attempt starts from an empty directory
+  fs.mkdirSync(cwd, { recursive: true });
+
+  const stdout = new Tail(RESULT_MAX_BYTES);
+  const stderr = new Tail(ERROR_TAIL_BYTES);
+  const started = Date.now();
+  ctx.heartbeat();
+  const beat = setInterval(() => ctx.heartbeat(), 1000);
+  try {
+    const proc = startGroupProcess({
+      command: command.command,
+      args: command.args,
+      cwd,
+      stdin: prompt,
+      env: agentEnv(process.env, {
+        ...command.env,
+        ...(command.model ? { ARMADA_MODEL: command.model } : {}),
+        ARMADA_PROMPT: prompt,
+        ARMADA_TASK_ID: input.taskId,
+        ARMADA_AGENT_NAME: agent.name,
+        ARMADA_AGENT_ROLE: agent.role,
+        ARMADA_AGENT_TOOLS: agent.tools.join(','),
+      }),
+      signal: ctx.cancellationSignal,
+      timeoutMs: settings.taskTimeoutMs,
+      onLine: (stream, line) => (stream === 'stdout' ? stdout : stderr).push(line),
+    });
+    const res = await proc.done;
+    const outcome: AgentTaskOutcome = res.aborted
+      ? { status: 'failed', result: null, error: 'cancelled' }
+      : res.spawnError
+        ? { status: 'failed', result: null, error: `could not start "${command.command}": ${res.spawnError}` }
+        : res.timedOut
+          ? { status: 'failed', result: null, error: `timed out after ${settings.taskTimeoutMs} ms` }
+          : res.code === 0
+            ? { status: 'completed', result: stdout.text().trimEnd(), error: null }
+            : {
+                status: 'failed',
+                result: stdout.text().trimEnd() || null,
+                error: `exit ${res.code === null ? `signal ${res.signal}` : `code ${res.code}`}${stderrSuffix(stderr.text())}`,
+              };
+    histogram(deps.metrics.registry, 'armada_agent_task_duration_seconds', 'Duration of multi-agent task processes, by outcome', ['outcome']).observe(
+      { outcome: outcome.status },
+      (Date.now() - started) / 1000,
+    );
+    counter(deps.metrics.registry, 'armada_agent_tasks_total', 'Multi-agent tasks run, by outcome', ['outcome']).inc({ outcome: outcome.status });
+    if (res.aborted) {
+      deps.logger.info({ agent: agent.name, taskId: input.taskId }, 'agent task stopped (cancelled)');
+      await ctx.cancelled; // rejects with the CancelledFailure: the workflow sees the activity as cancelled
+    }
+    return outcome;
+  } finally {
+    clearInterval(beat);
+    fs.rmSync(cwd, { recursive: true, force: true });
+  }
+}
+
+function stderrSuffix(text: string): string {
+  const t = text.trim();
+  return t ? `: ${t}` : '';
+}

@@ -1,0 +1,14 @@
+/** What every multi-agent plugin receives as its options. */
+import type { MultiAgent } from '../../activities/multiAgent/agentRoster';
+import type { DetailServiceDeps } from '../detailServiceDeps';
+import type { AgentActors } from './agentActors';
+
+export interface AgentsAppDeps extends DetailServiceDeps {
+  /** The configured roster, validated at startup. */
+  agents: readonly MultiAgent[];
+  actors: AgentActors;
+}
+
+export interface AgentsPluginOptions {
+  deps: AgentsAppDeps;
+}

@@ -1,0 +1,92 @@
+/** Agent task routes: POST /tasks (assign), GET /tasks/{taskId}, GET /tasks (agent, status, limit, offset). */
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { AppError, notFound } from '../../lib/errors';
+import { newId } from '../../lib/ids';
+import { finishAgentTask, getAgentTask, insertAgentTask, listAgentTasks, type AgentTaskRow } from '../../lib/db/agentTasks';
+import { normalisePriority } from '../../workflows/agentMessages';
+import { StringEnum } from '../http/schemas';
+import type { AgentsPluginOptions } from './deps';
+import { AgentName, AgentTask, DetailErrorResponses, PRIORITY_INPUTS, TASK_STATUS_VALUES } from './schemas';
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+export function agentTaskView(t: AgentTaskRow) {
+  return {
+    taskId: t.id,
+    agent: t.agent,
+    task: t.task,
+    priority: t.priority,
+    status: t.status,
+    result: t.result,
+    error: t.error,
+    createdAt: t.created_at.toISOString(),
+    startedAt: iso(t.started_at),
+    completedAt: iso(t.completed_at),
+  };
+}
+
+const AssignBody = Type.Object(
+  {
+    agent: AgentName,
+    task: Type.String({ minLength: 1, maxLength: 100_000 }),
+    priority: Type.Optional(StringEnum(PRIORITY_INPUTS, { default: 'normal', description: '`medium` is an alias of `normal`' })),
+  },
+  { additionalProperties: false },
+);
+
+const ListQuery = Type.Object(
+  {
+    agent: Type.Optional(AgentName),
+    status: Type.Optional(StringEnum(TASK_STATUS_VALUES)),
+    limit: Type.Integer({ minimum: 1, maximum: 500, default: 50 }),
+    offset: Type.Integer({ minimum: 0, default: 0 }),
+  },
+  { additionalProperties: false },
+);
+
+export const agentTaskRoutes: FastifyPluginAsync<AgentsPluginOptions> = async (fastify, { deps }) => {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+  app.post('/tasks', { schema: { body: AssignBody, response: { 201: AgentTask, ...DetailErrorResponses } } }, async (request, reply) => {
+    const { agent: name, task } = request.body;
+    const agent = deps.agents.find((a) => a.name === name);
+    if (!agent) throw notFound(`Agent '${name}' not found`);
+    const priority = normalisePriority(request.body.priority);
+    const row = await insertAgentTask(deps.db, { id: newId(), agent: agent.name, task, priority });
+    try {
+      await deps.actors.assign(agent.name, row.id, priority);
+    } catch (err) {
+      // Never leave an "assigned" row that no actor will ever run.
+      await finishAgentTask(deps.db, row.id, { status: 'failed', result: null, error: `could not be queued: ${(err as Error).message}` }).catch(() => undefined);
+      throw new AppError(503, 'SERVICE_UNAVAILABLE', `Agent runtime unavailable: ${(err as Error).message}`);
+    }
+    return reply.code(201).send(agentTaskView(row));
+  });
+
+  app.get(
+    '/tasks/:taskId',
+    { schema: { params: Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 200 }) }), response: { 200: AgentTask, ...DetailErrorResponses } } },
+    async (request) => {
+      const row = await getAgentTask(deps.db, request.params.taskId);
+      if (!row) throw notFound('Task not found');
+      return agentTaskView(row);
+    },
+  );
+
+  app.get(
+    '/tasks',
+    {
+      schema: {
+        querystring: ListQuery,
+        response: { 200: Type.Object({ tasks: Type.Array(AgentTask), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }), ...DetailErrorResponses },
+      },
+    },
+    async (request) => {
+      const { agent, status, limit, offset } = request.query;
+      const { rows, total } = await listAgentTasks(deps.db, { agent, status }, limit, offset);
+      return { tasks: rows.map(agentTaskView), total, limit, offset };
+    },
+  );
+};

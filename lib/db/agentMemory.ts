@@ -1,0 +1,79 @@
+/**
+ * SQL for agent_memory: the multi-agent service's shared memory, searched with PostgreSQL full-text search.
+ * A query matches entries holding ANY of its words (the AND query of plainto_tsquery turned into an OR query), and
+ * ts_rank_cd with normalisation flag 32 (rank / (rank + 1)) ranks them within 0..1, so an entry holding every word
+ * ranks above one holding a single word.
+ */
+import type { Queryable } from './pool';
+
+export interface MemoryRow {
+  id: string;
+  content: string;
+  agent: string | null;
+  metadata: Record<string, unknown>;
+  created_at: Date;
+}
+
+export interface MemoryHit extends MemoryRow {
+  relevance: number;
+}
+
+export async function insertMemory(db: Queryable, m: { id: string; content: string; agent: string | null; metadata: Record<string, unknown> }): Promise<MemoryRow> {
+  const { rows } = await db.query<MemoryRow>(
+    'INSERT INTO agent_memory (id, content, agent, metadata) VALUES ($1, $2, $3, $4) RETURNING id, content, agent, metadata, created_at',
+    [m.id, m.content, m.agent, m.metadata],
+  );
+  return rows[0] as MemoryRow;
+}
+
+// plainto_tsquery only ever joins lexemes with & (and <-> inside hyphenated words); swapping & for | gives "any word".
+const QUERY = `replace(plainto_tsquery('english', $1)::text, '&', '|')::tsquery`;
+
+/** Best matches first (ties: newest first); total counts every match of the query and filter. */
+export async function searchMemory(db: Queryable, q: string, opts: { agent?: string; limit: number; offset?: number }): Promise<{ hits: MemoryHit[]; total: number }> {
+  const params: unknown[] = [q];
+  let agentClause = '';
+  if (opts.agent !== undefined) {
+    params.push(opts.agent);
+    agentClause = `AND agent = $${params.length}`;
+  }
+  const { rows } = await db.query<MemoryHit & { total: number }>(
+    `WITH query AS (SELECT ${QUERY} AS q)
+     SELECT m.id, m.content, m.agent, m.metadata, m.created_at,
+            ts_rank_cd(m.search, query.q, 32)::float8 AS relevance,
+            count(*) OVER ()::int AS total
+       FROM agent_memory m, query
+      WHERE m.search @@ query.q ${agentClause}
+      ORDER BY relevance DESC, m.created_at DESC, m.id
+      LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+    [...params, opts.limit, opts.offset ?? 0],
+  );
+  let total = rows[0]?.total ?? 0;
+  if (rows.length === 0 && (opts.offset ?? 0) > 0) {
+    const c = await db.query<{ n: number }>(`WITH query AS (SELECT ${QUERY} AS q) SELECT count(*)::int AS n FROM agent_memory m, query WHERE m.search @@ query.q ${agentClause}`, params);
+    total = c.rows[0]?.n ?? 0;
+  }
+  return { hits: rows.map(({ total: _t, ...hit }) => hit), total };
+}
+
+export interface MemoryStats {
+  totalEntries: number;
+  byAgent: Record<string, number>;
+  sharedEntries: number;
+  storageBytes: number;
+}
+
+/** Counts per agent (entries without an agent are `sharedEntries`) and the table's on-disk size incl. indexes and TOAST. */
+export async function memoryStats(db: Queryable): Promise<MemoryStats> {
+  const { rows } = await db.query<{ agent: string | null; n: number }>('SELECT agent, count(*)::int AS n FROM agent_memory GROUP BY agent ORDER BY agent');
+  const size = await db.query<{ bytes: string }>("SELECT pg_total_relation_size('agent_memory')::text AS bytes");
+  const byAgent: Record<string, number> = {};
+  let totalEntries = 0;
+  let sharedEntries = 0;
+  for (const r of rows) {
+    totalEntries += r.n;
+    if (r.agent === null) sharedEntries = r.n;
+    else byAgent[r.agent] = r.n;
+  }
+  return { totalEntries, byAgent, sharedEntries, storageBytes: Number(size.rows[0]?.bytes ?? 0) };
+}

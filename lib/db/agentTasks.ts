@@ -1,0 +1,98 @@
+/** SQL for agent_tasks (multi-agent service). Every value is a parameter; writes from activities are idempotent. */
+import type { Queryable } from './pool';
+
+export const AGENT_TASK_STATUSES = ['assigned', 'running', 'completed', 'failed'] as const;
+export type AgentTaskStatus = (typeof AGENT_TASK_STATUSES)[number];
+export const AGENT_TASK_PRIORITIES = ['high', 'normal', 'low'] as const;
+export type AgentTaskPriority = (typeof AGENT_TASK_PRIORITIES)[number];
+
+export interface AgentTaskRow {
+  id: string;
+  agent: string;
+  task: string;
+  priority: AgentTaskPriority;
+  status: AgentTaskStatus;
+  result: string | null;
+  error: string | null;
+  created_at: Date;
+  started_at: Date | null;
+  completed_at: Date | null;
+  updated_at: Date;
+}
+
+export async function insertAgentTask(db: Queryable, t: { id: string; agent: string; task: string; priority: AgentTaskPriority }): Promise<AgentTaskRow> {
+  const { rows } = await db.query<AgentTaskRow>('INSERT INTO agent_tasks (id, agent, task, priority) VALUES ($1, $2, $3, $4) RETURNING *', [
+    t.id,
+    t.agent,
+    t.task,
+    t.priority,
+  ]);
+  return rows[0] as AgentTaskRow;
+}
+
+export async function getAgentTask(db: Queryable, id: string): Promise<AgentTaskRow | undefined> {
+  const { rows } = await db.query<AgentTaskRow>('SELECT * FROM agent_tasks WHERE id = $1', [id]);
+  return rows[0];
+}
+
+export interface AgentTaskFilter {
+  agent?: string;
+  status?: AgentTaskStatus;
+}
+
+/** Newest first; total counts every row that matches the filter. */
+export async function listAgentTasks(db: Queryable, f: AgentTaskFilter, limit: number, offset: number): Promise<{ rows: AgentTaskRow[]; total: number }> {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  if (f.agent !== undefined) {
+    params.push(f.agent);
+    where.push(`agent = $${params.length}`);
+  }
+  if (f.status !== undefined) {
+    params.push(f.status);
+    where.push(`status = $${params.length}`);
+  }
+  const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
+  const count = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM agent_tasks ${clause}`, params);
+  const { rows } = await db.query<AgentTaskRow>(
+    `SELECT * FROM agent_tasks ${clause} ORDER BY created_at DESC, id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+    [...params, limit, offset],
+  );
+  return { rows, total: count.rows[0]?.n ?? 0 };
+}
+
+/**
+ * Moves a task to running (first start time kept on a retry). Returns the row when it may run, undefined when it is
+ * unknown or already finished (a duplicate delivery of the same task).
+ */
+export async function markAgentTaskRunning(db: Queryable, id: string): Promise<AgentTaskRow | undefined> {
+  const { rows } = await db.query<AgentTaskRow>(
+    `UPDATE agent_tasks SET status = 'running', started_at = COALESCE(started_at, clock_timestamp()), updated_at = clock_timestamp()
+      WHERE id = $1 AND status IN ('assigned', 'running') RETURNING *`,
+    [id],
+  );
+  return rows[0];
+}
+
+/** Records the outcome once: a task already completed or failed is left as it is (returns false). */
+export async function finishAgentTask(
+  db: Queryable,
+  id: string,
+  outcome: { status: 'completed' | 'failed'; result: string | null; error: string | null },
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE agent_tasks SET status = $2, result = $3, error = $4, completed_at = clock_timestamp(), updated_at = clock_timestamp()
+      WHERE id = $1 AND status IN ('assigned', 'running')`,
+    [id, outcome.status, outcome.result, outcome.error],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** Tasks of an agent that are not finished yet, oldest first (re-sent to the actor on service start). */
+export async function unfinishedAgentTasks(db: Queryable, agent: string): Promise<Pick<AgentTaskRow, 'id' | 'priority'>[]> {
+  const { rows } = await db.query<Pick<AgentTaskRow, 'id' | 'priority'>>(
+    "SELECT id, priority FROM agent_tasks WHERE agent = $1 AND status IN ('assigned', 'running') ORDER BY created_at, id",
+    [agent],
+  );
+  return rows;
+}

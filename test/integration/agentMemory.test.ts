@@ -1,0 +1,107 @@
+import { buildService } from '../../api/services';
+import { ConfigError, parseFileConfig } from '../../lib/config';
+import { logger, startTestStack, type TestStack } from '../support/harness';
+
+const KEY = 'test-api-key-0123456789';
+let stack: TestStack;
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: ['agents'] });
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+const call = (method: 'GET' | 'POST', url: string, payload?: unknown) =>
+  stack.app('agents').inject({ method, url, payload: payload as object, headers: { 'x-api-key': KEY } });
+
+async function store(content: string, agent?: string, metadata?: Record<string, unknown>): Promise<string> {
+  const res = await call('POST', '/api/v1/memory', { content, ...(agent ? { agent } : {}), ...(metadata ? { metadata } : {}) });
+  expect(res.statusCode).toBe(201);
+  return res.json().id;
+}
+
+describe('shared memory', () => {
+  let all: string;
+  let one: string;
+  beforeAll(async () => {
+    one = await store('Postgres tuning tips for busy servers', 'alice');
+    all = await store('The replication lag alert fires when Postgres falls behind; check the lag on the replica', 'bob', { runbook: true });
+    await store('Lunch is served at noon in the canteen', 'alice');
+    await store('Shared note: nothing about databases here');
+  });
+
+  test('POST /memory stores content, agent and metadata', async () => {
+    const res = await call('POST', '/api/v1/memory', { content: 'metadata check', metadata: { source: 'manual', tags: ['a'] } });
+    expect(res.statusCode).toBe(201);
+    expect(res.json()).toMatchObject({ content: 'metadata check', agent: null, metadata: { source: 'manual', tags: ['a'] }, createdAt: expect.any(String), id: expect.any(String) });
+  });
+
+  test('an entry holding every query word ranks above one holding a single word; relevance is within 0..1', async () => {
+    const res = await call('GET', `/api/v1/memory/search?q=${encodeURIComponent('postgres replication lag')}`);
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(body.total).toBe(2);
+    expect(body.results.map((r: { id: string }) => r.id)).toEqual([all, one]);
+    for (const r of body.results) {
+      expect(r.relevance).toBeGreaterThan(0);
+      expect(r.relevance).toBeLessThanOrEqual(1);
+    }
+    expect(body.results[0].relevance).toBeGreaterThan(body.results[1].relevance);
+    expect(body.results[0]).toMatchObject({ agent: 'bob', metadata: { runbook: true }, content: expect.stringContaining('replication lag') });
+  });
+
+  test('agent and limit filters are part of the search; total counts every match', async () => {
+    const alice = (await call('GET', '/api/v1/memory/search?q=postgres%20replication&agent=alice')).json();
+    expect(alice.total).toBe(1);
+    expect(alice.results.map((r: { id: string }) => r.id)).toEqual([one]);
+    const limited = (await call('GET', '/api/v1/memory/search?q=postgres%20replication&limit=1')).json();
+    expect(limited.results).toHaveLength(1);
+    expect(limited.results[0].id).toBe(all);
+    expect(limited.total).toBe(2);
+    const second = (await call('GET', '/api/v1/memory/search?q=postgres%20replication&limit=1&offset=1')).json();
+    expect(second.results.map((r: { id: string }) => r.id)).toEqual([one]);
+    // English stemming: "servers" matches "server"
+    expect((await call('GET', '/api/v1/memory/search?q=server')).json().total).toBe(1);
+  });
+
+  test('odd queries are answered, not 500s', async () => {
+    const stop = (await call('GET', '/api/v1/memory/search?q=the%20and')).json();
+    expect(stop).toMatchObject({ results: [], total: 0 });
+    const odd = await call('GET', `/api/v1/memory/search?q=${encodeURIComponent("lag & | ! ( ' :* <->")}`);
+    expect(odd.statusCode).toBe(200);
+    expect(odd.json().total).toBe(1);
+    expect((await call('GET', '/api/v1/memory/search')).statusCode).toBe(400);
+    expect((await call('GET', '/api/v1/memory/search?q=')).statusCode).toBe(400);
+    expect((await call('GET', '/api/v1/memory/search?q=x&limit=101')).statusCode).toBe(400);
+  });
+
+  test('stats count entries by agent and give a human-readable storage size', async () => {
+    const stats = (await call('GET', '/api/v1/memory/stats')).json();
+    expect(stats.totalEntries).toBe(5);
+    expect(stats.byAgent).toEqual({ alice: 2, bob: 1 });
+    expect(stats.sharedEntries).toBe(2);
+    expect(stats.storageSize).toMatch(/^\d+(\.\d)? (B|KB|MB)$/);
+    expect(stats.storageBytes).toBeGreaterThan(0);
+  });
+
+  test('validation and auth', async () => {
+    const missing = await call('POST', '/api/v1/memory', { metadata: {} });
+    expect(missing.statusCode).toBe(400);
+    expect(missing.json().detail).toMatch(/content/);
+    expect((await call('POST', '/api/v1/memory', { content: '' })).statusCode).toBe(400);
+    expect((await call('POST', '/api/v1/memory', { content: 'x', metadata: 'nope' })).statusCode).toBe(400);
+    const noKey = await stack.app('agents').inject({ method: 'GET', url: '/api/v1/memory/search?q=lag' });
+    expect(noKey.statusCode).toBe(401);
+    expect(noKey.json()).toEqual({ detail: 'Invalid API key' });
+    const bearer = await stack.app('agents').inject({ method: 'GET', url: '/api/v1/memory/stats', headers: { authorization: `Bearer ${KEY}` } });
+    expect(bearer.statusCode).toBe(200);
+  });
+
+  test('an agent whose llm names no profile stops the service from starting, with a clear message', async () => {
+    const file = parseFileConfig({ agents: { real: { command: ['true'] } }, multiAgent: { agents: [{ name: 'x', llm: 'imaginary' }] } }, stack.config.configPath);
+    const build = buildService('agents', { db: stack.db, config: { ...stack.config, file }, keys: stack.keys, temporal: stack.temporal, logger, metrics: stack.metrics });
+    await expect(build).rejects.toThrow(ConfigError);
+    await expect(build).rejects.toThrow(/multiAgent\.agents\.0\.llm: "imaginary" \(agent "x"\) is not an agent profile; define it under "agents" or use one of: real/);
+  });
+});
