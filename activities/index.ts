@@ -8,6 +8,9 @@ import { setCloneResult } from '../lib/db/projects';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
 import { cloneRepository } from './git/cloneRepository';
+import { createApprovalActivities } from './approvals';
+import { createFollowUpActivities } from './followUps';
+import { createWebhookActivities } from './webhooks';
 
 export interface ActivityDeps {
   db: Pool;
@@ -23,6 +26,9 @@ export function createActivities(deps: ActivityDeps) {
     async recordCloneResult(input: { projectId: string; ok: boolean; path: string | null; error: string | null }): Promise<void> {
       await setCloneResult(deps.db, input.projectId, input.ok, input.path, input.error);
     },
+    ...createApprovalActivities(deps),
+    ...createFollowUpActivities(deps),
+    ...createWebhookActivities(deps),
   };
 }
 
