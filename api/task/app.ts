@@ -8,7 +8,7 @@ import { projectRoutes } from './projects';
 import { taskRoutes } from './tasks';
 import { approvalRoutes } from './approvals';
 import { taskTemplateRoutes } from './taskTemplates';
-import { draftRoutes } from './drafts';
+import { draftRoutes, draftStreamRoutes } from './drafts';
 import { webhookRoutes } from './webhooks';
 import { startWebhookDispatcher } from '../../lib/webhooks/dispatcher';
 
@@ -34,6 +34,7 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   await app.register(approvalRoutes, { prefix: '/api', deps });
   await app.register(taskTemplateRoutes, { prefix: '/api', deps });
   await app.register(draftRoutes, { prefix: '/api', deps });
+  await app.register(draftStreamRoutes, { deps });
   await app.register(webhookRoutes, { prefix: '/api', deps });
   const dispatcher = startWebhookDispatcher(deps);
   app.addHook('onClose', async () => dispatcher.stop());

@@ -281,7 +281,10 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
   );
   const insertDraftQueueTx = (id: string, attemptId: string, projectId: string, items: { id: string; title: string; description: string; order: number }[]) =>
     withTransaction(deps.db, (c) => insertDraftQueue(c, { id, attemptId, projectId, items }));
+};
 
+/** The drafts stream, registered without the /api prefix: `/ws/projects/:projectId/drafts`. */
+export const draftStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (app, { deps }) => {
   app.get('/ws/projects/:projectId/drafts', { websocket: true, schema: { hide: true, params: ProjectParams } }, (socket, request) => {
     const { projectId } = request.params as { projectId: string };
     // subscribe before anything async, so no event committed after the handshake is missed
