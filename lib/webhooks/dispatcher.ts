@@ -37,7 +37,8 @@ export interface WebhookDispatcher {
 
 export const webhookWorkflowId = (webhookId: string, seq: number) => `webhook:${webhookId}:${seq}`;
 
-export function startWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDispatcher {
+export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapGraceMs?: number; sweepMs?: number } = {}): WebhookDispatcher {
+  const gapGraceMs = opts.gapGraceMs ?? GAP_GRACE_MS;
   const log = deps.logger.child({ component: 'webhook-dispatcher' });
   const gapSeen = new Map<number, number>();
   let stopped = false;
@@ -56,7 +57,7 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDisp
         if (seq !== last + 1) {
           const since = gapSeen.get(last + 1) ?? Date.now();
           gapSeen.set(last + 1, since);
-          if (Date.now() - since < GAP_GRACE_MS) break; // the missing seq may still commit
+          if (Date.now() - since < gapGraceMs) break; // the missing seq may still commit
           gapSeen.delete(last + 1);
         }
         if (SUPPORTED.has(r.type)) {
@@ -101,7 +102,7 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDisp
   const unsubscribe = deps.events.subscribe([], (e) => {
     if (SUPPORTED.has(e.type)) kick();
   });
-  const sweep = setInterval(kick, SWEEP_MS);
+  const sweep = setInterval(kick, opts.sweepMs ?? SWEEP_MS);
   sweep.unref();
   kick();
 
