@@ -1,6 +1,7 @@
 import { temporalToAppError } from '../../api/http/temporalErrors';
 import { mergeBlocker } from '../../lib/db/approvals';
 import { respondUpdate } from '../../workflows/approvalWorkflow';
+import { Worker } from '@temporalio/worker';
 import { startWorkers, type RunningWorkers } from '../../workers/createWorker';
 import { createProjectAndTask, insertAttempt } from '../support/attempts';
 import { env, eventually, logger, startTestStack, type TestStack } from '../support/harness';
@@ -162,4 +163,14 @@ describe('approvals', () => {
     const ev = await stack.db.query("SELECT type FROM events WHERE type = 'approval.expired' AND data->>'approvalId' = $1", [approval.id]);
     expect(ev.rowCount).toBe(1);
   }, 90_000);
+
+  test('replay: the histories of this file\'s approval workflows replay against the current workflow code', async () => {
+    const client = await stack.temporal.client();
+    const ids = (await stack.db.query<{ id: string }>('SELECT id FROM approvals')).rows.map((r) => `approval:${r.id}`);
+    expect(ids.length).toBeGreaterThan(5);
+    for (const workflowId of ids) {
+      const history = await client.workflow.getHandle(workflowId).fetchHistory();
+      await Worker.runReplayHistory({ workflowBundle: { codePath: env('ARMADA_WORKFLOW_BUNDLE') }, replayName: workflowId }, history, workflowId);
+    }
+  });
 });
