@@ -64,7 +64,8 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       const { type, page, limit } = request.query;
       const user = actingUser(request, deps.localUser);
       const { rows, total } = await listPendingFor(deps.db, user, { type, limit, offset: (page - 1) * limit });
-      return okPage(version, rows.map((r) => approvalView(r, [])), pagination(page, limit, total));
+      const views = await Promise.all(rows.map(async (r) => approvalView(r, await listResponses(deps.db, r.id))));
+      return okPage(version, views, pagination(page, limit, total));
     },
   );
 

@@ -273,14 +273,12 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
       const attemptId = request.params.id;
       const projectId = await projectOf(attemptId);
       const id = newId();
-      const created = await insertDraftQueueTx(id, attemptId, projectId, items);
+      const created = await withTransaction(deps.db, (c) => insertDraftQueue(c, { id, attemptId, projectId, items }));
       return reply
         .code(201)
         .send(ok(version, { id, taskAttemptId: attemptId, projectId, queue: created.items.map(draftQueueItemView), createdAt: created.created_at.toISOString() }));
     },
   );
-  const insertDraftQueueTx = (id: string, attemptId: string, projectId: string, items: { id: string; title: string; description: string; order: number }[]) =>
-    withTransaction(deps.db, (c) => insertDraftQueue(c, { id, attemptId, projectId, items }));
 };
 
 /** The drafts stream, registered without the /api prefix: `/ws/projects/:projectId/drafts`. */
