@@ -10,6 +10,9 @@ import type { Metrics } from '../lib/metrics';
 import { cloneRepository } from './git/cloneRepository';
 import { recordAgentTaskResult, type AgentTaskResultInput } from './multiAgent/recordAgentTaskResult';
 import { runAgentTask } from './multiAgent/runAgentTask';
+import { createApprovalActivities } from './approvals';
+import { createFollowUpActivities } from './followUps';
+import { createWebhookActivities } from './webhooks';
 
 export interface ActivityDeps {
   db: Pool;
@@ -27,6 +30,9 @@ export function createActivities(deps: ActivityDeps) {
     },
     runAgentTask: (input: { agent: string; taskId: string }) => runAgentTask(deps, input),
     recordAgentTaskResult: (input: AgentTaskResultInput) => recordAgentTaskResult(deps, input),
+    ...createApprovalActivities(deps),
+    ...createFollowUpActivities(deps),
+    ...createWebhookActivities(deps),
   };
 }
 

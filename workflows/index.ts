@@ -1,3 +1,6 @@
 /** Every workflow the Armada worker runs. Workflow code is deterministic and does no I/O. */
 export { cloneProjectWorkflow } from './cloneProjectWorkflow';
 export { agentWorkflow } from './agentWorkflow';
+export { approvalWorkflow } from './approvalWorkflow';
+export { followUpDraftWorkflow, followUpQueueWorkflow } from './followUpWorkflows';
+export { webhookDeliveryWorkflow } from './webhookDeliveryWorkflow';

@@ -6,6 +6,11 @@ import { createBaseApp } from '../http/baseApp';
 import type { TaskAppDeps, TaskServiceDeps } from './deps';
 import { projectRoutes } from './projects';
 import { taskRoutes } from './tasks';
+import { approvalRoutes } from './approvals';
+import { taskTemplateRoutes } from './taskTemplates';
+import { draftRoutes, draftStreamRoutes } from './drafts';
+import { webhookRoutes } from './webhooks';
+import { startWebhookDispatcher } from '../../lib/webhooks/dispatcher';
 
 export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   const app = createBaseApp({
@@ -26,5 +31,12 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
   await app.register(projectRoutes, { prefix: '/api', deps });
   await app.register(taskRoutes, { prefix: '/api', deps });
+  await app.register(approvalRoutes, { prefix: '/api', deps });
+  await app.register(taskTemplateRoutes, { prefix: '/api', deps });
+  await app.register(draftRoutes, { prefix: '/api', deps });
+  await app.register(draftStreamRoutes, { deps });
+  await app.register(webhookRoutes, { prefix: '/api', deps });
+  const dispatcher = startWebhookDispatcher(deps);
+  app.addHook('onClose', async () => dispatcher.stop());
   return app;
 }

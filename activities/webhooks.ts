@@ -1,0 +1,76 @@
+/** The `deliver` activity: one signed POST of one event to one webhook, logged per try. */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { getWebhook, recordDelivery } from '../lib/db/webhooks';
+import { resolveKeys } from '../lib/keys';
+import { counter } from '../lib/metrics';
+import { openSecret } from '../lib/secretBox';
+import { SIGNATURE_HEADER, signedBody } from '../lib/webhooks/signing';
+import type { ActivityDeps } from './index';
+
+export function createWebhookActivities(deps: ActivityDeps) {
+  let key: Buffer | undefined;
+  const encryptionKey = () => {
+    key ??= resolveKeys(deps.config).encryption;
+    return key;
+  };
+  const deliveries = counter(deps.metrics.registry, 'armada_webhook_deliveries_total', 'Outbound webhook delivery tries by result', ['result']);
+
+  return {
+    async deliver(input: { webhookId: string; eventSeq: number }): Promise<{ attempt: number; statusCode?: number; skipped?: boolean }> {
+      const attempt = Context.current().info.attempt;
+      const webhook = await getWebhook(deps.db, input.webhookId);
+      if (!webhook?.active) return { attempt, skipped: true };
+      const { rows } = await deps.db.query<{ type: string; data: Record<string, unknown>; created_at: Date }>(
+        'SELECT type, data, created_at FROM events WHERE seq = $1',
+        [input.eventSeq],
+      );
+      const event = rows[0];
+      if (!event) return { attempt, skipped: true };
+      const { body, signature } = signedBody(openSecret(encryptionKey(), webhook.secret), {
+        event: event.type,
+        timestamp: event.created_at.toISOString(),
+        data: event.data,
+      });
+      const started = Date.now();
+      let statusCode: number | null = null;
+      let error: string | null = null;
+      try {
+        const res = await fetch(webhook.url, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'user-agent': `armada-webhooks/${deps.config.version}`,
+            [SIGNATURE_HEADER]: signature,
+            'X-Armada-Event': event.type,
+            'X-Armada-Delivery': `webhook:${input.webhookId}:${input.eventSeq}`,
+            'X-Armada-Attempt': String(attempt),
+          },
+          body,
+          redirect: 'manual',
+          signal: AbortSignal.timeout(deps.config.file.webhooks?.timeoutMs ?? 10_000),
+        });
+        statusCode = res.status;
+        await res.arrayBuffer().catch(() => undefined);
+        if (res.status < 200 || res.status >= 300) error = `HTTP ${res.status}`;
+      } catch (err) {
+        error = (err as Error).name === 'TimeoutError' ? 'timed out' : `request failed: ${(err as Error).message}`;
+      }
+      const success = error === null;
+      await recordDelivery(deps.db, {
+        webhookId: input.webhookId,
+        eventSeq: input.eventSeq,
+        eventType: event.type,
+        attempt,
+        statusCode,
+        success,
+        error,
+        durationMs: Date.now() - started,
+      });
+      deliveries.inc({ result: success ? 'success' : 'failure' });
+      if (success) return { attempt, statusCode: statusCode as number };
+      // a receiver that refuses the request (4xx other than timeout / rate limit) will not change its mind
+      const final = statusCode !== null && statusCode >= 400 && statusCode < 500 && statusCode !== 408 && statusCode !== 429;
+      throw ApplicationFailure.create({ type: final ? 'WEBHOOK_REJECTED' : 'WEBHOOK_FAILED', message: `delivery to webhook ${input.webhookId}: ${error}`, nonRetryable: final });
+    },
+  };
+}

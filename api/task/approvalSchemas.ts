@@ -1,0 +1,57 @@
+/** Schemas of /api/approvals. */
+import { Type } from 'typebox';
+import { APPROVAL_DECISIONS, APPROVAL_STATUSES, APPROVAL_TYPES } from '../../lib/db/approvals';
+import { Nullable, PageQuery, StringEnum, Timestamp } from '../http/schemas';
+
+export const ApprovalResponseSchema = Type.Object({
+  approver: Type.String(),
+  decision: StringEnum(APPROVAL_DECISIONS),
+  comment: Type.String(),
+  respondedAt: Type.String(),
+});
+
+export const Approval = Type.Object({
+  id: Type.String(),
+  taskAttemptId: Type.String(),
+  type: StringEnum(APPROVAL_TYPES),
+  title: Type.String(),
+  description: Nullable(Type.String()),
+  metadata: Type.Record(Type.String(), Type.Unknown()),
+  approvers: Nullable(Type.Array(Type.String())),
+  expiresAt: Nullable(Type.String()),
+  status: StringEnum(APPROVAL_STATUSES),
+  createdBy: Type.String(),
+  createdAt: Type.String(),
+  decidedAt: Nullable(Type.String()),
+  responses: Type.Array(ApprovalResponseSchema),
+});
+
+const Email = Type.String({ minLength: 3, maxLength: 320, pattern: '^[^\\s@]+@[^\\s@]+$' });
+
+export const CreateApprovalBody = Type.Object(
+  {
+    taskAttemptId: Type.String({ minLength: 1, maxLength: 200 }),
+    type: StringEnum(APPROVAL_TYPES),
+    title: Type.String({ minLength: 1, maxLength: 500 }),
+    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    approvers: Type.Optional(Type.Array(Email, { minItems: 1, maxItems: 100 })),
+    expiresAt: Type.Optional(Timestamp),
+  },
+  { additionalProperties: false },
+);
+
+export const RespondBody = Type.Object(
+  { decision: StringEnum(APPROVAL_DECISIONS), comment: Type.Optional(Type.String({ maxLength: 10_000 })) },
+  { additionalProperties: false },
+);
+
+export const RespondResultSchema = Type.Object({
+  approvalId: Type.String(),
+  decision: StringEnum(APPROVAL_DECISIONS),
+  comment: Type.String(),
+  respondedAt: Type.String(),
+  approvalStatus: StringEnum(APPROVAL_STATUSES),
+});
+
+export const PendingQuery = Type.Object({ type: Type.Optional(StringEnum(APPROVAL_TYPES)), ...PageQuery }, { additionalProperties: false });

@@ -1,0 +1,143 @@
+/**
+ * Approval routes: create (starts approvalWorkflow), detail, respond and cancel (Temporal updates), and the current
+ * user's pending list (SQL over the projection). See docs/approvals.md.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { conflict, forbidden, notFound, validationError } from '../../lib/errors';
+import { newId } from '../../lib/ids';
+import { getApproval, insertApproval, listPendingFor, listResponses, type ApprovalRow, type ApprovalResponseRow } from '../../lib/db/approvals';
+import { withTransaction } from '../../lib/db/pool';
+import { approvalWorkflow, cancelApprovalUpdate, respondUpdate, type ApprovalRequest } from '../../workflows/approvalWorkflow';
+import { actingUser } from '../http/actingUser';
+import { ok, okPage, pagination } from '../http/envelope';
+import { Envelope, ErrorResponses, IdParams, PagedEnvelope } from '../http/schemas';
+import { callTemporal } from '../http/temporalErrors';
+import { Approval, CreateApprovalBody, PendingQuery, RespondBody, RespondResultSchema } from './approvalSchemas';
+import type { TaskPluginOptions } from './deps';
+
+export const approvalWorkflowId = (id: string) => `approval:${id}`;
+
+export function approvalView(a: ApprovalRow, responses: ApprovalResponseRow[]) {
+  return {
+    id: a.id,
+    taskAttemptId: a.task_attempt_id,
+    type: a.type,
+    title: a.title,
+    description: a.description,
+    metadata: a.metadata,
+    approvers: a.approvers,
+    expiresAt: a.expires_at?.toISOString() ?? null,
+    status: a.status,
+    createdBy: a.created_by,
+    createdAt: a.created_at.toISOString(),
+    decidedAt: a.decided_at?.toISOString() ?? null,
+    responses: responses.map((r) => ({ approver: r.approver, decision: r.decision, comment: r.comment, respondedAt: r.responded_at.toISOString() })),
+  };
+}
+
+export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify, { deps }) => {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const version = deps.config.version;
+  const tags = ['approvals'];
+
+  const load = async (id: string) => {
+    const a = await getApproval(deps.db, id);
+    if (!a) throw notFound(`Approval ${id} not found`);
+    return a;
+  };
+  const detail = async (id: string) => {
+    const a = await load(id);
+    return approvalView(a, await listResponses(deps.db, id));
+  };
+  /** A workflow that is gone means the request was closed: answer with its projected status. */
+  const closedConflict = (id: string) => async () => {
+    const a = await load(id);
+    return conflict(`Approval ${id} is ${a.status}, no longer pending`);
+  };
+
+  // registered before /approvals/:id; find-my-way prefers the static segment anyway
+  app.get(
+    '/approvals/pending',
+    { schema: { tags, querystring: PendingQuery, response: { 200: PagedEnvelope(Approval), ...ErrorResponses } } },
+    async (request) => {
+      const { type, page, limit } = request.query;
+      const user = actingUser(request, deps.localUser);
+      const { rows, total } = await listPendingFor(deps.db, user, { type, limit, offset: (page - 1) * limit });
+      const views = await Promise.all(rows.map(async (r) => approvalView(r, await listResponses(deps.db, r.id))));
+      return okPage(version, views, pagination(page, limit, total));
+    },
+  );
+
+  app.post(
+    '/approvals',
+    { schema: { tags, body: CreateApprovalBody, response: { 201: Envelope(Approval), ...ErrorResponses } } },
+    async (request, reply) => {
+      const b = request.body;
+      const attempt = await deps.db.query('SELECT 1 FROM attempts WHERE id = $1', [b.taskAttemptId]);
+      if (!attempt.rowCount) throw notFound(`Task attempt ${b.taskAttemptId} not found`);
+      if (b.expiresAt && Date.parse(b.expiresAt) <= Date.now()) throw validationError('expiresAt must be in the future', { expiresAt: 'must be in the future' });
+      const input: ApprovalRequest = {
+        id: newId(),
+        taskAttemptId: b.taskAttemptId,
+        type: b.type,
+        title: b.title.trim(),
+        description: b.description ?? null,
+        metadata: b.metadata ?? {},
+        approvers: b.approvers ? [...new Set(b.approvers.map((e) => e.trim().toLowerCase()))] : null,
+        expiresAt: b.expiresAt ? new Date(b.expiresAt).toISOString() : null,
+        createdBy: actingUser(request, deps.localUser),
+        createdAt: new Date().toISOString(),
+      };
+      const client = await deps.temporal.client();
+      // the row and approval.created commit only when the workflow started; the workflow's first activity upserts
+      // the same row, so a crash between start and commit still ends with the row
+      await withTransaction(deps.db, async (c) => {
+        await insertApproval(c, input);
+        await callTemporal(() =>
+          client.workflow.start(approvalWorkflow, {
+            workflowId: approvalWorkflowId(input.id),
+            taskQueue: deps.config.temporal.taskQueue,
+            args: [input],
+          }),
+        );
+      });
+      return reply.code(201).send(ok(version, await detail(input.id)));
+    },
+  );
+
+  app.get('/approvals/:id', { schema: { tags, params: IdParams, response: { 200: Envelope(Approval), ...ErrorResponses } } }, async (request) =>
+    ok(version, await detail(request.params.id)),
+  );
+
+  app.post(
+    '/approvals/:id/respond',
+    { schema: { tags, params: IdParams, body: RespondBody, response: { 200: Envelope(RespondResultSchema), ...ErrorResponses } } },
+    async (request) => {
+      const { id } = request.params;
+      const a = await load(id);
+      const user = actingUser(request, deps.localUser);
+      // the validator decides; these checks of the projection only answer early
+      if (a.approvers !== null && !a.approvers.includes(user)) throw forbidden(`${user} is not an approver of approval ${id}`);
+      if (a.status !== 'pending') throw conflict(`Approval ${id} is ${a.status}, no longer pending`);
+      const handle = (await deps.temporal.client()).workflow.getHandle(approvalWorkflowId(id));
+      const args = [{ user, decision: request.body.decision, comment: request.body.comment ?? '' }] as const;
+      const result = await callTemporal(() => handle.executeUpdate(respondUpdate, { args: [...args] }), { whenGone: closedConflict(id) });
+      return ok(version, result);
+    },
+  );
+
+  app.post(
+    '/approvals/:id/cancel',
+    { schema: { tags, params: IdParams, response: { 200: Envelope(Approval), ...ErrorResponses } } },
+    async (request) => {
+      const { id } = request.params;
+      const a = await load(id);
+      const user = actingUser(request, deps.localUser);
+      if (a.status !== 'pending') throw conflict(`Approval ${id} is ${a.status}, no longer pending`);
+      const handle = (await deps.temporal.client()).workflow.getHandle(approvalWorkflowId(id));
+      await callTemporal(() => handle.executeUpdate(cancelApprovalUpdate, { args: [{ user }] }), { whenGone: closedConflict(id) });
+      return ok(version, await detail(id));
+    },
+  );
+};

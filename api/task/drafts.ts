@@ -1,0 +1,302 @@
+/**
+ * Drafts of an attempt (/api/task-attempts/:id/…): drafts, follow-up drafts (autoSend → followUpDraftWorkflow),
+ * retry drafts, follow-up queues (autoExecute → followUpQueueWorkflow), draft queues; and the drafts stream
+ * /ws/projects/:projectId/drafts. Missing content / prompt / retryPrompt and a queue that is not a non-empty array
+ * answer 400 INVALID_REQUEST (the spec's code); other bad input is VALIDATION_ERROR. See docs/templates-and-drafts.md.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { invalidRequest, notFound, validationError } from '../../lib/errors';
+import { newId } from '../../lib/ids';
+import { withTransaction } from '../../lib/db/pool';
+import {
+  DRAFT_TYPES,
+  attemptProject,
+  deleteDraft,
+  deleteRetryDraft,
+  getDraft,
+  insertDraft,
+  insertDraftQueue,
+  insertFollowUpDraft,
+  insertFollowUpQueue,
+  insertRetryDraft,
+  publishDraftEvent,
+} from '../../lib/db/drafts';
+import { draftQueueItemView, draftView, followUpDraftView, queueItemView, retryDraftView } from '../../lib/drafts/views';
+import { followUpDraftWorkflow, followUpQueueWorkflow } from '../../workflows/followUpWorkflows';
+import { ok } from '../http/envelope';
+import { Envelope, ErrorResponses, IdParams, Nullable, StringEnum, Timestamp } from '../http/schemas';
+import { callTemporal } from '../http/temporalErrors';
+import type { TaskPluginOptions } from './deps';
+
+const Metadata = Type.Record(Type.String(), Type.Unknown());
+
+const Draft = Type.Object({
+  id: Type.String(),
+  taskAttemptId: Type.String(),
+  content: Type.String(),
+  type: StringEnum(DRAFT_TYPES),
+  metadata: Metadata,
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+});
+const FollowUpDraft = Type.Object({
+  id: Type.String(),
+  taskAttemptId: Type.String(),
+  type: Type.Literal('follow_up'),
+  prompt: Type.String(),
+  autoSend: Type.Boolean(),
+  sendAfter: Nullable(Type.String()),
+  status: StringEnum(['draft', 'scheduled', 'sent', 'failed'] as const),
+  error: Nullable(Type.String()),
+  createdAt: Type.String(),
+  sentAt: Nullable(Type.String()),
+});
+const RetryDraft = Type.Object({
+  id: Type.String(),
+  taskAttemptId: Type.String(),
+  type: Type.Literal('retry'),
+  originalPrompt: Type.String(),
+  retryPrompt: Type.String(),
+  retryReason: Type.String(),
+  createdAt: Type.String(),
+});
+const FollowUpQueue = Type.Object({
+  id: Type.String(),
+  taskAttemptId: Type.String(),
+  queue: Type.Array(Type.Object({ id: Type.String(), prompt: Type.String(), order: Type.Integer(), status: Type.String() })),
+  autoExecute: Type.Boolean(),
+  createdAt: Type.String(),
+});
+const DraftQueue = Type.Object({
+  id: Type.String(),
+  taskAttemptId: Type.String(),
+  projectId: Type.String(),
+  queue: Type.Array(Type.Object({ id: Type.String(), title: Type.String(), description: Type.String(), order: Type.Integer(), status: Type.String() })),
+  createdAt: Type.String(),
+});
+const Deleted = Type.Object({ deleted: Type.Literal(true), draftId: Type.String() });
+
+// Required fields the spec answers with INVALID_REQUEST are optional here and checked in the handler.
+const CreateDraftBody = Type.Object(
+  { content: Type.Optional(Type.String({ maxLength: 100_000 })), type: StringEnum(DRAFT_TYPES), metadata: Type.Optional(Metadata) },
+  { additionalProperties: false },
+);
+const FollowUpDraftBody = Type.Object(
+  { prompt: Type.Optional(Type.String({ maxLength: 100_000 })), autoSend: Type.Optional(Type.Boolean()), sendAfter: Type.Optional(Nullable(Timestamp)) },
+  { additionalProperties: false },
+);
+const RetryDraftBody = Type.Object(
+  {
+    originalPrompt: Type.Optional(Type.String({ maxLength: 100_000 })),
+    retryPrompt: Type.Optional(Type.String({ maxLength: 100_000 })),
+    retryReason: Type.Optional(Type.String({ maxLength: 10_000 })),
+  },
+  { additionalProperties: false },
+);
+const QueueBody = Type.Object({ queue: Type.Optional(Type.Unknown()), autoExecute: Type.Optional(Type.Boolean()) }, { additionalProperties: false });
+const DraftQueueBody = Type.Object({ queue: Type.Optional(Type.Unknown()) }, { additionalProperties: false });
+const DraftParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }), draftId: Type.String({ minLength: 1, maxLength: 200 }) });
+const ProjectParams = Type.Object({ projectId: Type.String({ minLength: 1, maxLength: 200 }) });
+
+function required(value: string | undefined, field: string): string {
+  if (value === undefined || value.trim() === '') throw invalidRequest(`${field} is required`, { [field]: 'is required' });
+  return value;
+}
+
+function queueItems(queue: unknown): Record<string, unknown>[] {
+  if (!Array.isArray(queue) || queue.length === 0) throw invalidRequest('queue must be an array with at least one item', { queue: 'must be a non-empty array' });
+  if (queue.length > 100) throw validationError('queue has too many items', { queue: 'must have at most 100 items' });
+  return queue.map((item, i) => {
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw validationError(`queue/${i} must be an object`, { [`queue/${i}`]: 'must be an object' });
+    return item as Record<string, unknown>;
+  });
+}
+
+function itemString(item: Record<string, unknown>, i: number, field: string, requiredField: boolean): string {
+  const v = item[field];
+  if (v === undefined && !requiredField) return '';
+  if (typeof v !== 'string' || (requiredField && v.trim() === '')) throw validationError(`queue/${i}/${field} must be a non-empty string`, { [`queue/${i}/${field}`]: 'must be a non-empty string' });
+  return v;
+}
+
+function itemOrder(item: Record<string, unknown>, i: number): number {
+  const v = item.order;
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw validationError(`queue/${i}/order must be an integer`, { [`queue/${i}/order`]: 'must be an integer' });
+  return v;
+}
+
+export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify, { deps }) => {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const version = deps.config.version;
+  const tags = ['drafts'];
+
+  const projectOf = async (attemptId: string) => {
+    const p = await attemptProject(deps.db, attemptId);
+    if (!p) throw notFound(`Task attempt ${attemptId} not found`);
+    return p;
+  };
+
+  app.post(
+    '/task-attempts/:id/drafts',
+    { schema: { tags, params: IdParams, body: CreateDraftBody, response: { 201: Envelope(Draft), ...ErrorResponses } } },
+    async (request, reply) => {
+      const content = required(request.body.content, 'content');
+      const attemptId = request.params.id;
+      const projectId = await projectOf(attemptId);
+      const view = await withTransaction(deps.db, async (c) => {
+        const v = draftView(await insertDraft(c, { id: newId(), attemptId, content, type: request.body.type, metadata: request.body.metadata ?? {} }));
+        await publishDraftEvent(c, projectId, attemptId, { type: 'draft_created', draft: v });
+        return v;
+      });
+      return reply.code(201).send(ok(version, view));
+    },
+  );
+
+  app.get('/task-attempts/:id/drafts/:draftId', { schema: { tags, params: DraftParams, response: { 200: Envelope(Draft), ...ErrorResponses } } }, async (request) => {
+    const d = await getDraft(deps.db, request.params.id, request.params.draftId);
+    if (!d) throw notFound(`Draft ${request.params.draftId} not found`);
+    return ok(version, draftView(d));
+  });
+
+  app.delete('/task-attempts/:id/drafts/:draftId', { schema: { tags, params: DraftParams, response: { 200: Envelope(Deleted), ...ErrorResponses } } }, async (request) => {
+    const { id: attemptId, draftId } = request.params;
+    const projectId = await projectOf(attemptId);
+    await withTransaction(deps.db, async (c) => {
+      if (!(await deleteDraft(c, attemptId, draftId))) throw notFound(`Draft ${draftId} not found`);
+      await publishDraftEvent(c, projectId, attemptId, { type: 'draft_deleted', draftId });
+    });
+    return ok(version, { deleted: true as const, draftId });
+  });
+
+  app.post(
+    '/task-attempts/:id/follow-up-draft',
+    { schema: { tags, params: IdParams, body: FollowUpDraftBody, response: { 201: Envelope(FollowUpDraft), ...ErrorResponses } } },
+    async (request, reply) => {
+      const prompt = required(request.body.prompt, 'prompt');
+      const attemptId = request.params.id;
+      const projectId = await projectOf(attemptId);
+      const autoSend = request.body.autoSend ?? false;
+      const sendAfter = request.body.sendAfter ? new Date(request.body.sendAfter).toISOString() : null;
+      const id = newId();
+      const client = autoSend ? await deps.temporal.client() : undefined;
+      const view = await withTransaction(deps.db, async (c) => {
+        const v = followUpDraftView(await insertFollowUpDraft(c, { id, attemptId, prompt, autoSend, sendAfter, status: autoSend ? 'scheduled' : 'draft' }));
+        await publishDraftEvent(c, projectId, attemptId, { type: 'draft_created', draft: v });
+        // the timer lives in Temporal: started before the row commits, a failed start leaves no scheduled row behind
+        if (client)
+          await callTemporal(() =>
+            client.workflow.start(followUpDraftWorkflow, {
+              workflowId: `follow-up:${id}`,
+              taskQueue: deps.config.temporal.taskQueue,
+              args: [{ draftId: id, attemptId, prompt, sendAfter }],
+            }),
+          );
+        return v;
+      });
+      return reply.code(201).send(ok(version, view));
+    },
+  );
+
+  app.post(
+    '/task-attempts/:id/retry-follow-up-draft',
+    { schema: { tags, params: IdParams, body: RetryDraftBody, response: { 201: Envelope(RetryDraft), ...ErrorResponses } } },
+    async (request, reply) => {
+      const retryPrompt = required(request.body.retryPrompt, 'retryPrompt');
+      const attemptId = request.params.id;
+      const projectId = await projectOf(attemptId);
+      const view = await withTransaction(deps.db, async (c) => {
+        const v = retryDraftView(
+          await insertRetryDraft(c, { id: newId(), attemptId, originalPrompt: request.body.originalPrompt ?? '', retryPrompt, retryReason: request.body.retryReason ?? '' }),
+        );
+        await publishDraftEvent(c, projectId, attemptId, { type: 'draft_created', draft: v });
+        return v;
+      });
+      return reply.code(201).send(ok(version, view));
+    },
+  );
+
+  app.delete(
+    '/task-attempts/:id/retry-follow-up-draft/:draftId',
+    { schema: { tags, params: DraftParams, response: { 200: Envelope(Deleted), ...ErrorResponses } } },
+    async (request) => {
+      const { id: attemptId, draftId } = request.params;
+      const projectId = await projectOf(attemptId);
+      await withTransaction(deps.db, async (c) => {
+        if (!(await deleteRetryDraft(c, attemptId, draftId))) throw notFound(`Retry draft ${draftId} not found`);
+        await publishDraftEvent(c, projectId, attemptId, { type: 'draft_deleted', draftId });
+      });
+      return ok(version, { deleted: true as const, draftId });
+    },
+  );
+
+  app.post(
+    '/task-attempts/:id/follow-up-queue',
+    { schema: { tags, params: IdParams, body: QueueBody, response: { 201: Envelope(FollowUpQueue), ...ErrorResponses } } },
+    async (request, reply) => {
+      const raw = queueItems(request.body.queue);
+      const items = raw
+        .map((item, i) => ({ id: newId(), prompt: itemString(item, i, 'prompt', true), order: itemOrder(item, i) }))
+        .sort((a, b) => a.order - b.order);
+      const attemptId = request.params.id;
+      await projectOf(attemptId);
+      const autoExecute = request.body.autoExecute ?? false;
+      const id = newId();
+      const client = autoExecute ? await deps.temporal.client() : undefined;
+      const created = await withTransaction(deps.db, async (c) => {
+        const q = await insertFollowUpQueue(c, { id, attemptId, autoExecute, items });
+        if (client)
+          await callTemporal(() =>
+            client.workflow.start(followUpQueueWorkflow, {
+              workflowId: `follow-up-queue:${id}`,
+              taskQueue: deps.config.temporal.taskQueue,
+              args: [{ queueId: id, attemptId, items }],
+            }),
+          );
+        return q;
+      });
+      return reply
+        .code(201)
+        .send(ok(version, { id, taskAttemptId: attemptId, queue: created.items.map(queueItemView), autoExecute, createdAt: created.created_at.toISOString() }));
+    },
+  );
+
+  app.post(
+    '/task-attempts/:id/draft-queue',
+    { schema: { tags, params: IdParams, body: DraftQueueBody, response: { 201: Envelope(DraftQueue), ...ErrorResponses } } },
+    async (request, reply) => {
+      const raw = queueItems(request.body.queue);
+      const items = raw
+        .map((item, i) => ({ id: newId(), title: itemString(item, i, 'title', true), description: itemString(item, i, 'description', false), order: itemOrder(item, i) }))
+        .sort((a, b) => a.order - b.order);
+      const attemptId = request.params.id;
+      const projectId = await projectOf(attemptId);
+      const id = newId();
+      const created = await withTransaction(deps.db, (c) => insertDraftQueue(c, { id, attemptId, projectId, items }));
+      return reply
+        .code(201)
+        .send(ok(version, { id, taskAttemptId: attemptId, projectId, queue: created.items.map(draftQueueItemView), createdAt: created.created_at.toISOString() }));
+    },
+  );
+};
+
+/** The drafts stream, registered without the /api prefix: `/ws/projects/:projectId/drafts`. */
+export const draftStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (app, { deps }) => {
+  app.get('/ws/projects/:projectId/drafts', { websocket: true, schema: { hide: true, params: ProjectParams } }, (socket, request) => {
+    const { projectId } = request.params as { projectId: string };
+    // subscribe before anything async, so no event committed after the handshake is missed
+    const unsubscribe = deps.events.subscribe([`project:${projectId}`], (e) => {
+      if (e.type !== 'draft_created' && e.type !== 'draft_updated' && e.type !== 'draft_deleted') return;
+      const message = e.type === 'draft_deleted' ? { type: e.type, draftId: e.data.draftId } : { type: e.type, draft: e.data.draft };
+      if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(message));
+    });
+    socket.on('close', unsubscribe);
+    void deps.db.query('SELECT 1 FROM projects WHERE id = $1', [projectId]).then(
+      (r) => {
+        if (!r.rowCount) socket.close(4404, 'project not found');
+      },
+      () => socket.close(1011, 'internal error'),
+    );
+  });
+};

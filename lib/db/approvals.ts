@@ -1,0 +1,153 @@
+/** SQL for approvals and approval_responses (the projection of approvalWorkflow). */
+import { publishEvent } from '../events/publish';
+import type { Queryable } from './pool';
+
+export const APPROVAL_TYPES = ['merge', 'deploy', 'custom'] as const;
+export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'cancelled'] as const;
+export const APPROVAL_DECISIONS = ['approved', 'rejected'] as const;
+export type ApprovalType = (typeof APPROVAL_TYPES)[number];
+export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
+export type ApprovalDecision = (typeof APPROVAL_DECISIONS)[number];
+
+export interface ApprovalRow {
+  id: string;
+  task_attempt_id: string;
+  type: ApprovalType;
+  title: string;
+  description: string | null;
+  metadata: Record<string, unknown>;
+  approvers: string[] | null;
+  expires_at: Date | null;
+  status: ApprovalStatus;
+  created_by: string;
+  created_at: Date;
+  decided_at: Date | null;
+}
+
+export interface ApprovalResponseRow {
+  approval_id: string;
+  approver: string;
+  decision: ApprovalDecision;
+  comment: string;
+  responded_at: Date;
+}
+
+export interface NewApproval {
+  id: string;
+  taskAttemptId: string;
+  type: ApprovalType;
+  title: string;
+  description: string | null;
+  metadata: Record<string, unknown>;
+  approvers: string[] | null;
+  expiresAt: string | null;
+  createdBy: string;
+  createdAt: string;
+}
+
+/** Topics of an approval's events: the approval and its attempt. */
+const topics = (a: Pick<ApprovalRow, 'id' | 'task_attempt_id'>) => [`approval:${a.id}`, `attempt:${a.task_attempt_id}`];
+
+function eventData(a: ApprovalRow) {
+  return {
+    approvalId: a.id,
+    taskAttemptId: a.task_attempt_id,
+    type: a.type,
+    title: a.title,
+    status: a.status,
+    approvers: a.approvers,
+    createdBy: a.created_by,
+    expiresAt: a.expires_at?.toISOString() ?? null,
+  };
+}
+
+/**
+ * Inserts the approval once (idempotent: the API and the workflow's first activity both call it) and publishes
+ * `approval.created` only when this call inserted it. Returns the row either way.
+ */
+export async function insertApproval(db: Queryable, a: NewApproval): Promise<ApprovalRow> {
+  const { rows } = await db.query<ApprovalRow>(
+    `INSERT INTO approvals (id, task_attempt_id, type, title, description, metadata, approvers, expires_at, created_by, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (id) DO NOTHING RETURNING *`,
+    [a.id, a.taskAttemptId, a.type, a.title, a.description, a.metadata, a.approvers, a.expiresAt, a.createdBy, a.createdAt],
+  );
+  const inserted = rows[0];
+  if (inserted) {
+    await publishEvent(db, { type: 'approval.created', topics: topics(inserted), data: eventData(inserted) });
+    return inserted;
+  }
+  return (await getApproval(db, a.id)) as ApprovalRow;
+}
+
+export async function getApproval(db: Queryable, id: string): Promise<ApprovalRow | undefined> {
+  const { rows } = await db.query<ApprovalRow>('SELECT * FROM approvals WHERE id = $1', [id]);
+  return rows[0];
+}
+
+export async function listResponses(db: Queryable, approvalId: string): Promise<ApprovalResponseRow[]> {
+  const { rows } = await db.query<ApprovalResponseRow>('SELECT * FROM approval_responses WHERE approval_id = $1 ORDER BY responded_at, approver', [
+    approvalId,
+  ]);
+  return rows;
+}
+
+/** Records one response (idempotent per approver). */
+export async function insertResponse(
+  db: Queryable,
+  r: { approvalId: string; approver: string; decision: ApprovalDecision; comment: string; respondedAt: string },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO approval_responses (approval_id, approver, decision, comment, responded_at) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (approval_id, approver) DO NOTHING`,
+    [r.approvalId, r.approver, r.decision, r.comment, r.respondedAt],
+  );
+}
+
+/**
+ * Moves a pending approval to a final status (idempotent: only a pending row moves) and publishes
+ * `approval.<status>` in the same transaction. Returns whether this call moved it.
+ */
+export async function closeApproval(db: Queryable, id: string, status: Exclude<ApprovalStatus, 'pending'>, at: string): Promise<boolean> {
+  const { rows } = await db.query<ApprovalRow>(
+    `UPDATE approvals SET status = $2, decided_at = $3 WHERE id = $1 AND status = 'pending' RETURNING *`,
+    [id, status, at],
+  );
+  const row = rows[0];
+  if (!row) return false;
+  await publishEvent(db, { type: `approval.${status}`, topics: topics(row), data: eventData(row) });
+  return true;
+}
+
+/** Pending approvals `user` may still answer: listed as an approver (or no list) and not yet responded. */
+export async function listPendingFor(
+  db: Queryable,
+  user: string,
+  opts: { type?: ApprovalType; limit: number; offset: number },
+): Promise<{ rows: ApprovalRow[]; total: number }> {
+  const where = `a.status = 'pending' AND (a.approvers IS NULL OR $1 = ANY (a.approvers))
+    AND NOT EXISTS (SELECT 1 FROM approval_responses r WHERE r.approval_id = a.id AND r.approver = $1)
+    AND ($2::text IS NULL OR a.type = $2)`;
+  const params = [user, opts.type ?? null];
+  const [list, count] = await Promise.all([
+    db.query<ApprovalRow>(`SELECT a.* FROM approvals a WHERE ${where} ORDER BY a.created_at, a.id LIMIT $3 OFFSET $4`, [...params, opts.limit, opts.offset]),
+    db.query<{ n: string }>(`SELECT count(*) AS n FROM approvals a WHERE ${where}`, params),
+  ]);
+  return { rows: list.rows, total: Number(count.rows[0]?.n ?? 0) };
+}
+
+/**
+ * What blocks the merge of an attempt: a pending `merge` approval, or else the latest decided one when it was
+ * rejected. Expired and cancelled requests do not block. Null when the merge may go ahead.
+ */
+export async function mergeBlocker(db: Queryable, attemptId: string): Promise<{ approvalId: string; status: 'pending' | 'rejected' } | null> {
+  const { rows } = await db.query<{ id: string; status: 'pending' | 'rejected' | 'approved' }>(
+    `SELECT id, status FROM approvals
+      WHERE task_attempt_id = $1 AND type = 'merge' AND status IN ('pending', 'approved', 'rejected')
+      ORDER BY (status = 'pending') DESC, created_at DESC, id DESC LIMIT 1`,
+    [attemptId],
+  );
+  const r = rows[0];
+  if (!r || r.status === 'approved') return null;
+  return { approvalId: r.id, status: r.status };
+}

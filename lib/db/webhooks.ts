@@ -1,0 +1,99 @@
+/** SQL for webhooks, the dispatcher cursor and the delivery log. */
+import type { Queryable } from './pool';
+
+/** Events a webhook may subscribe to (published through the events outbox). */
+export const WEBHOOK_EVENTS = [
+  'task.created',
+  'task.status_changed',
+  'task.completed',
+  'task.failed',
+  'task.cancelled',
+  'attempt.started',
+  'attempt.completed',
+  'attempt.failed',
+  'attempt.cancelled',
+  'approval.created',
+  'approval.approved',
+  'approval.rejected',
+  'approval.expired',
+  'approval.cancelled',
+] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+export interface WebhookRow {
+  id: string;
+  url: string;
+  events: string[];
+  secret: string;
+  active: boolean;
+  created_at: Date;
+}
+
+export interface DeliveryRow {
+  id: string;
+  webhook_id: string;
+  event_seq: string;
+  event_type: string;
+  attempt: number;
+  status_code: number | null;
+  success: boolean;
+  error: string | null;
+  duration_ms: number;
+  created_at: Date;
+}
+
+export async function insertWebhook(db: Queryable, w: { id: string; url: string; events: string[]; sealedSecret: string }): Promise<WebhookRow> {
+  const { rows } = await db.query<WebhookRow>('INSERT INTO webhooks (id, url, events, secret) VALUES ($1, $2, $3, $4) RETURNING *', [
+    w.id,
+    w.url,
+    w.events,
+    w.sealedSecret,
+  ]);
+  return rows[0] as WebhookRow;
+}
+
+export async function getWebhook(db: Queryable, id: string): Promise<WebhookRow | undefined> {
+  const { rows } = await db.query<WebhookRow>('SELECT * FROM webhooks WHERE id = $1', [id]);
+  return rows[0];
+}
+
+export async function listWebhooks(db: Queryable, limit: number, offset: number): Promise<{ rows: WebhookRow[]; total: number }> {
+  const [list, count] = await Promise.all([
+    db.query<WebhookRow>('SELECT * FROM webhooks ORDER BY created_at DESC, id DESC LIMIT $1 OFFSET $2', [limit, offset]),
+    db.query<{ n: string }>('SELECT count(*) AS n FROM webhooks'),
+  ]);
+  return { rows: list.rows, total: Number(count.rows[0]?.n ?? 0) };
+}
+
+export async function deleteWebhook(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('DELETE FROM webhooks WHERE id = $1', [id]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** Ids of the active webhooks subscribed to `type`. */
+export async function webhooksFor(db: Queryable, type: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>('SELECT id FROM webhooks WHERE active AND $1 = ANY (events) ORDER BY id', [type]);
+  return rows.map((r) => r.id);
+}
+
+/** One row per try, idempotent when Temporal re-runs the same try's activity. */
+export async function recordDelivery(
+  db: Queryable,
+  d: { webhookId: string; eventSeq: number; eventType: string; attempt: number; statusCode: number | null; success: boolean; error: string | null; durationMs: number },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO webhook_deliveries (webhook_id, event_seq, event_type, attempt, status_code, success, error, duration_ms)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (webhook_id, event_seq, attempt) DO UPDATE
+       SET status_code = EXCLUDED.status_code, success = EXCLUDED.success, error = EXCLUDED.error, duration_ms = EXCLUDED.duration_ms`,
+    [d.webhookId, d.eventSeq, d.eventType, d.attempt, d.statusCode, d.success, d.error, d.durationMs],
+  );
+}
+
+export async function listDeliveries(db: Queryable, webhookId: string, limit: number, offset: number): Promise<{ rows: DeliveryRow[]; total: number }> {
+  const [list, count] = await Promise.all([
+    db.query<DeliveryRow>('SELECT * FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3', [webhookId, limit, offset]),
+    db.query<{ n: string }>('SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = $1', [webhookId]),
+  ]);
+  return { rows: list.rows, total: Number(count.rows[0]?.n ?? 0) };
+}

@@ -1,0 +1,176 @@
+import { temporalToAppError } from '../../api/http/temporalErrors';
+import { mergeBlocker } from '../../lib/db/approvals';
+import { respondUpdate } from '../../workflows/approvalWorkflow';
+import { Worker } from '@temporalio/worker';
+import { startWorkers, type RunningWorkers } from '../../workers/createWorker';
+import { createProjectAndTask, insertAttempt } from '../support/attempts';
+import { env, eventually, logger, startTestStack, type TestStack } from '../support/harness';
+
+let stack: TestStack;
+let taskId: string;
+let restarted: RunningWorkers | undefined;
+
+const A = 'alice@example.com';
+const B = 'bob@example.com';
+const C = 'carol@example.com';
+
+const inject = (method: 'GET' | 'POST', url: string, user?: string, payload?: unknown) =>
+  stack.app('task').inject({ method, url, payload: payload as object, headers: user ? { 'x-user-email': user } : {} });
+
+async function createApproval(body: Record<string, unknown>, user = C) {
+  const attemptId = await insertAttempt(stack, taskId);
+  const r = await inject('POST', '/api/approvals', user, { taskAttemptId: attemptId, type: 'merge', title: 'Merge it?', ...body });
+  expect(r.statusCode).toBe(201);
+  return { attemptId, approval: r.json().data };
+}
+
+const status = async (id: string) => (await inject('GET', `/api/approvals/${id}`)).json().data.status as string;
+const pendingIds = async (user: string, query = '') =>
+  (await inject('GET', `/api/approvals/pending${query}`, user)).json().data.map((a: { id: string }) => a.id) as string[];
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: ['task'], worker: true });
+  ({ taskId } = await createProjectAndTask(stack));
+});
+afterAll(async () => {
+  await restarted?.stop();
+  await stack.close();
+});
+
+describe('approvals', () => {
+  test('two approvers: approved only after both approve; non-approver 403; duplicate and closed 409; pending list per user', async () => {
+    const { attemptId, approval } = await createApproval({ approvers: [A, 'Bob@Example.com'], description: 'ship v2', metadata: { pr: 7 } });
+    expect(approval).toMatchObject({ status: 'pending', responses: [], approvers: [A, B], createdBy: C, type: 'merge', description: 'ship v2', metadata: { pr: 7 } });
+    expect(await mergeBlocker(stack.db, attemptId)).toEqual({ approvalId: approval.id, status: 'pending' });
+
+    expect(await pendingIds(A)).toContain(approval.id);
+    expect(await pendingIds(B, '?type=merge')).toContain(approval.id);
+    expect(await pendingIds(B, '?type=deploy')).not.toContain(approval.id);
+    expect(await pendingIds(C)).not.toContain(approval.id);
+
+    const forbidden = await inject('POST', `/api/approvals/${approval.id}/respond`, C, { decision: 'approved' });
+    expect(forbidden.statusCode).toBe(403);
+    expect(forbidden.json().error.code).toBe('FORBIDDEN');
+
+    // the workflow's validator refuses on its own (the route's early check aside), mapped to HTTP in one place
+    const handle = (await stack.temporal.client()).workflow.getHandle(`approval:${approval.id}`);
+    const refused = await handle.executeUpdate(respondUpdate, { args: [{ user: C, decision: 'approved', comment: '' }] }).catch((err) => err);
+    expect(await temporalToAppError(refused)).toMatchObject({ statusCode: 403, code: 'FORBIDDEN' });
+
+    const first = await inject('POST', `/api/approvals/${approval.id}/respond`, A, { decision: 'approved', comment: 'lgtm' });
+    expect(first.statusCode).toBe(200);
+    expect(first.json().data).toMatchObject({ approvalId: approval.id, decision: 'approved', comment: 'lgtm', approvalStatus: 'pending' });
+    expect(Date.parse(first.json().data.respondedAt)).toBeGreaterThan(0);
+    expect(await status(approval.id)).toBe('pending');
+    expect(await pendingIds(A)).not.toContain(approval.id);
+    expect(await pendingIds(B)).toContain(approval.id);
+
+    const dup = await inject('POST', `/api/approvals/${approval.id}/respond`, A, { decision: 'rejected' });
+    expect(dup.statusCode).toBe(409); // only the validator knows A already responded
+    expect(dup.json().error.message).toMatch(/already responded/);
+    expect(dup.json().error.code).toBe('CONFLICT');
+
+    const second = await inject('POST', `/api/approvals/${approval.id}/respond`, B, { decision: 'approved' });
+    expect(second.json().data.approvalStatus).toBe('approved');
+    const detail = (await inject('GET', `/api/approvals/${approval.id}`)).json().data;
+    expect(detail.status).toBe('approved');
+    expect(detail.responses.map((r: { approver: string; decision: string }) => [r.approver, r.decision])).toEqual([
+      [A, 'approved'],
+      [B, 'approved'],
+    ]);
+    expect(await mergeBlocker(stack.db, attemptId)).toBeNull();
+
+    const closed = await inject('POST', `/api/approvals/${approval.id}/respond`, B, { decision: 'approved' });
+    expect(closed.statusCode).toBe(409);
+    const events = await stack.db.query('SELECT type FROM events WHERE data->>\'approvalId\' = $1 ORDER BY seq', [approval.id]);
+    expect(events.rows.map((r) => r.type)).toEqual(['approval.created', 'approval.approved']);
+  });
+
+  test('one rejection rejects; later responses 409; a rejected merge approval blocks the merge', async () => {
+    const { attemptId, approval } = await createApproval({ approvers: [A, B] });
+    const r = await inject('POST', `/api/approvals/${approval.id}/respond`, B, { decision: 'rejected', comment: 'not yet' });
+    expect(r.json().data).toMatchObject({ decision: 'rejected', approvalStatus: 'rejected' });
+    expect(await status(approval.id)).toBe('rejected');
+    expect((await inject('POST', `/api/approvals/${approval.id}/respond`, A, { decision: 'approved' })).statusCode).toBe(409);
+    expect(await mergeBlocker(stack.db, attemptId)).toEqual({ approvalId: approval.id, status: 'rejected' });
+  });
+
+  test('without approvers, any one user approves', async () => {
+    const { approval } = await createApproval({ type: 'deploy' });
+    expect(approval.approvers).toBeNull();
+    expect(await pendingIds(B, '?type=deploy')).toContain(approval.id);
+    const r = await inject('POST', `/api/approvals/${approval.id}/respond`, B, { decision: 'approved' });
+    expect(r.json().data.approvalStatus).toBe('approved');
+  });
+
+  test('cancel: requester only, then closed', async () => {
+    const { approval } = await createApproval({ approvers: [A] }, C);
+    const notRequester = await inject('POST', `/api/approvals/${approval.id}/cancel`, A);
+    expect(notRequester.statusCode).toBe(403);
+    const r = await inject('POST', `/api/approvals/${approval.id}/cancel`, C);
+    expect(r.statusCode).toBe(200);
+    expect(r.json().data.status).toBe('cancelled');
+    expect((await inject('POST', `/api/approvals/${approval.id}/respond`, A, { decision: 'approved' })).statusCode).toBe(409);
+    expect((await inject('POST', `/api/approvals/${approval.id}/cancel`, C)).statusCode).toBe(409);
+  });
+
+  test('bad input: 400 on a bad body, 404 on an unknown attempt or approval; /pending is not taken as an id', async () => {
+    const attemptId = await insertAttempt(stack, taskId);
+    const bad = await inject('POST', '/api/approvals', C, { taskAttemptId: attemptId, type: 'launch', title: 'x' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.code).toBe('VALIDATION_ERROR');
+    expect((await inject('POST', '/api/approvals', C, { taskAttemptId: attemptId, type: 'merge' })).statusCode).toBe(400);
+    expect((await inject('POST', '/api/approvals', C, { taskAttemptId: attemptId, type: 'merge', title: 't', approvers: ['nope'] })).statusCode).toBe(400);
+    const past = await inject('POST', '/api/approvals', C, { taskAttemptId: attemptId, type: 'merge', title: 't', expiresAt: '2001-01-01T00:00:00Z' });
+    expect(past.statusCode).toBe(400);
+    const unknown = await inject('POST', '/api/approvals', C, { taskAttemptId: 'no-such-attempt', type: 'merge', title: 't' });
+    expect(unknown.statusCode).toBe(404);
+    expect((await inject('GET', '/api/approvals/nope')).statusCode).toBe(404);
+    expect((await inject('POST', '/api/approvals/nope/respond', A, { decision: 'approved' })).statusCode).toBe(404);
+    expect((await inject('POST', `/api/approvals/nope/respond`, A, { decision: 'maybe' })).statusCode).toBe(400);
+    const pending = await inject('GET', '/api/approvals/pending?limit=1', A);
+    expect(pending.statusCode).toBe(200);
+    expect(pending.json().pagination).toMatchObject({ page: 1, limit: 1 });
+  });
+
+  test('expiresAt passing first makes the approval expired', async () => {
+    const { approval } = await createApproval({ approvers: [A, B], expiresAt: new Date(Date.now() + 2500).toISOString() });
+    await inject('POST', `/api/approvals/${approval.id}/respond`, A, { decision: 'approved' });
+    await eventually(async () => (await status(approval.id)) === 'expired', 20_000, 200);
+    expect((await inject('POST', `/api/approvals/${approval.id}/respond`, B, { decision: 'approved' })).statusCode).toBe(409);
+    expect(await pendingIds(B)).not.toContain(approval.id);
+  });
+
+  test('expiry is durable: worker stopped across the expiry instant, started again afterwards', async () => {
+    const { approval } = await createApproval({ approvers: [A], expiresAt: new Date(Date.now() + 3000).toISOString() });
+    // the workflow has started and armed its timer (its first activity ran)
+    const handle = (await stack.temporal.client()).workflow.getHandle(`approval:${approval.id}`);
+    await eventually(async () => (await handle.fetchHistory()).events?.some((e) => e.timerStartedEventAttributes), 15_000, 200);
+    await stack.workers?.stop();
+    await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(approval.expiresAt) - Date.now()) + 1500));
+    expect(await status(approval.id)).toBe('pending'); // nobody was there to expire it
+    restarted = await startWorkers({
+      config: stack.config,
+      db: stack.db,
+      logger,
+      metrics: stack.metrics,
+      address: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
+      namespace: stack.config.temporal.namespace,
+      shutdownGraceMs: 2000,
+    });
+    await eventually(async () => (await status(approval.id)) === 'expired', 40_000, 250);
+    expect(await handle.result()).toBe('expired');
+    const ev = await stack.db.query("SELECT type FROM events WHERE type = 'approval.expired' AND data->>'approvalId' = $1", [approval.id]);
+    expect(ev.rowCount).toBe(1);
+  }, 90_000);
+
+  test('replay: the histories of this file\'s approval workflows replay against the current workflow code', async () => {
+    const client = await stack.temporal.client();
+    const ids = (await stack.db.query<{ id: string }>('SELECT id FROM approvals')).rows.map((r) => `approval:${r.id}`);
+    expect(ids.length).toBeGreaterThan(5);
+    for (const workflowId of ids) {
+      const history = await client.workflow.getHandle(workflowId).fetchHistory();
+      await Worker.runReplayHistory({ workflowBundle: { codePath: env('ARMADA_WORKFLOW_BUNDLE') }, replayName: workflowId }, history, workflowId);
+    }
+  });
+});

@@ -1,0 +1,208 @@
+import crypto from 'node:crypto';
+import path from 'node:path';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import WebSocket from 'ws';
+import { createProjectAndTask, insertAttempt } from '../support/attempts';
+import { attemptStandInWorkflow, finishSignal, followUpsQuery, type ReceivedFollowUp } from '../support/attemptStandInWorkflow';
+import { env, eventually, startTestStack, type TestStack } from '../support/harness';
+
+let stack: TestStack;
+let projectId: string;
+let taskId: string;
+let standInWorker: Worker;
+let standInConnection: NativeConnection;
+let standInRun: Promise<void>;
+const standInQueue = `attempt-standin-${crypto.randomBytes(4).toString('hex')}`;
+
+const inject = (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: unknown) => stack.app('task').inject({ method, url, payload: payload as object });
+
+/** An attempt row plus a running stand-in `attempt:<id>` workflow that records the follow-ups it is sent. */
+async function attemptWithWorkflow() {
+  const attemptId = await insertAttempt(stack, taskId);
+  const client = await stack.temporal.client();
+  const handle = await client.workflow.start(attemptStandInWorkflow, { workflowId: `attempt:${attemptId}`, taskQueue: standInQueue });
+  return { attemptId, followUps: async () => handle.query(followUpsQuery), finish: () => handle.signal(finishSignal) };
+}
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: ['task'], worker: true });
+  ({ projectId, taskId } = await createProjectAndTask(stack));
+  standInConnection = await NativeConnection.connect({ address: env('ARMADA_TEST_TEMPORAL_ADDRESS') });
+  standInWorker = await Worker.create({
+    connection: standInConnection,
+    namespace: stack.config.temporal.namespace,
+    taskQueue: standInQueue,
+    workflowsPath: path.join(__dirname, '..', 'support', 'attemptStandInWorkflow.ts'),
+  });
+  standInRun = standInWorker.run();
+}, 120_000);
+afterAll(async () => {
+  standInWorker?.shutdown();
+  await standInRun;
+  await standInConnection?.close();
+  await stack.close();
+});
+
+describe('follow-ups sent to the attempt workflow', () => {
+  test('a follow-up draft with autoSend and sendAfter 2 s ahead is signalled at that time, then marked sent', async () => {
+    const a = await attemptWithWorkflow();
+    const sendAfter = new Date(Date.now() + 2000).toISOString();
+    const r = await inject('POST', `/api/task-attempts/${a.attemptId}/follow-up-draft`, { prompt: 'Now add tests', autoSend: true, sendAfter });
+    expect(r.statusCode).toBe(201);
+    const draft = r.json().data;
+    expect(draft).toMatchObject({ taskAttemptId: a.attemptId, prompt: 'Now add tests', autoSend: true, sendAfter, status: 'scheduled' });
+    await new Promise((res) => setTimeout(res, 1000));
+    expect(await a.followUps()).toEqual([]);
+    const got = await eventually(async () => {
+      const f = await a.followUps();
+      return f.length ? f : undefined;
+    }, 15_000, 100);
+    expect(got).toEqual([expect.objectContaining({ prompt: 'Now add tests', draftId: draft.id, source: 'follow-up-draft' })]);
+    expect((got[0] as ReceivedFollowUp).receivedAt).toBeGreaterThanOrEqual(Date.parse(sendAfter));
+    await eventually(async () => (await stack.db.query("SELECT 1 FROM follow_up_drafts WHERE id = $1 AND status = 'sent' AND sent_at IS NOT NULL", [draft.id])).rowCount);
+    await a.finish();
+  });
+
+  test('a follow-up queue of three prompts with autoExecute is sent in order', async () => {
+    const a = await attemptWithWorkflow();
+    const r = await inject('POST', `/api/task-attempts/${a.attemptId}/follow-up-queue`, {
+      autoExecute: true,
+      queue: [
+        { prompt: 'third', order: 3 },
+        { prompt: 'first', order: 1 },
+        { prompt: 'second', order: 2 },
+      ],
+    });
+    expect(r.statusCode).toBe(201);
+    const q = r.json().data;
+    expect(q).toMatchObject({ taskAttemptId: a.attemptId, autoExecute: true });
+    expect(q.queue.map((i: { prompt: string; order: number; status: string }) => [i.prompt, i.order, i.status])).toEqual([
+      ['first', 1, 'pending'],
+      ['second', 2, 'pending'],
+      ['third', 3, 'pending'],
+    ]);
+    const got = await eventually(async () => {
+      const f = await a.followUps();
+      return f.length === 3 ? f : undefined;
+    });
+    expect(got.map((f) => [f.prompt, f.source])).toEqual([
+      ['first', 'follow-up-queue'],
+      ['second', 'follow-up-queue'],
+      ['third', 'follow-up-queue'],
+    ]);
+    await eventually(async () => (await stack.db.query("SELECT count(*)::int AS n FROM follow_up_queue_items WHERE queue_id = $1 AND status = 'sent'", [q.id])).rows[0].n === 3);
+    await a.finish();
+  });
+
+  test('without autoSend / autoExecute nothing is sent; an attempt without a workflow gets a failed draft', async () => {
+    const a = await attemptWithWorkflow();
+    const d = await inject('POST', `/api/task-attempts/${a.attemptId}/follow-up-draft`, { prompt: 'later' });
+    expect(d.json().data).toMatchObject({ autoSend: false, sendAfter: null, status: 'draft' });
+    const q = await inject('POST', `/api/task-attempts/${a.attemptId}/follow-up-queue`, { queue: [{ prompt: 'x', order: 0 }] });
+    expect(q.json().data.autoExecute).toBe(false);
+    await new Promise((res) => setTimeout(res, 1000));
+    expect(await a.followUps()).toEqual([]);
+    await a.finish();
+
+    const orphan = await insertAttempt(stack, taskId);
+    const f = await inject('POST', `/api/task-attempts/${orphan}/follow-up-draft`, { prompt: 'nobody listens', autoSend: true });
+    expect(f.json().data.status).toBe('scheduled');
+    await eventually(async () => (await stack.db.query("SELECT 1 FROM follow_up_drafts WHERE id = $1 AND status = 'failed'", [f.json().data.id])).rowCount);
+  });
+});
+
+describe('drafts', () => {
+  let attemptId: string;
+  beforeAll(async () => {
+    attemptId = await insertAttempt(stack, taskId);
+  });
+
+  test('create, get, delete a draft; 404s', async () => {
+    const r = await inject('POST', `/api/task-attempts/${attemptId}/drafts`, { content: 'Refine the API', type: 'follow_up', metadata: { k: 1 } });
+    expect(r.statusCode).toBe(201);
+    const d = r.json().data;
+    expect(d).toMatchObject({ taskAttemptId: attemptId, content: 'Refine the API', type: 'follow_up', metadata: { k: 1 } });
+    expect((await inject('GET', `/api/task-attempts/${attemptId}/drafts/${d.id}`)).json().data).toEqual(d);
+    expect((await inject('DELETE', `/api/task-attempts/${attemptId}/drafts/${d.id}`)).json().data).toEqual({ deleted: true, draftId: d.id });
+    const gone = await inject('GET', `/api/task-attempts/${attemptId}/drafts/${d.id}`);
+    expect(gone.statusCode).toBe(404);
+    expect(gone.json().error.code).toBe('NOT_FOUND');
+    expect((await inject('DELETE', `/api/task-attempts/${attemptId}/drafts/${d.id}`)).statusCode).toBe(404);
+    expect((await inject('POST', '/api/task-attempts/no-such-attempt/drafts', { content: 'x', type: 'initial' })).statusCode).toBe(404);
+  });
+
+  test('retry follow-up draft: create and delete', async () => {
+    const r = await inject('POST', `/api/task-attempts/${attemptId}/retry-follow-up-draft`, { originalPrompt: 'a', retryPrompt: 'b', retryReason: 'flaky' });
+    expect(r.statusCode).toBe(201);
+    expect(r.json().data).toMatchObject({ taskAttemptId: attemptId, originalPrompt: 'a', retryPrompt: 'b', retryReason: 'flaky' });
+    const id = r.json().data.id;
+    expect((await inject('DELETE', `/api/task-attempts/${attemptId}/retry-follow-up-draft/${id}`)).json().data).toEqual({ deleted: true, draftId: id });
+    expect((await inject('DELETE', `/api/task-attempts/${attemptId}/retry-follow-up-draft/${id}`)).statusCode).toBe(404);
+  });
+
+  test('draft queue keeps order, items queued, carries projectId', async () => {
+    const r = await inject('POST', `/api/task-attempts/${attemptId}/draft-queue`, {
+      queue: [
+        { title: 'B', description: 'second', order: 2 },
+        { title: 'A', description: 'first', order: 1 },
+      ],
+    });
+    expect(r.statusCode).toBe(201);
+    expect(r.json().data).toMatchObject({ taskAttemptId: attemptId, projectId });
+    expect(r.json().data.queue.map((i: { title: string; status: string }) => [i.title, i.status])).toEqual([
+      ['A', 'queued'],
+      ['B', 'queued'],
+    ]);
+  });
+
+  test('missing content / prompt / retryPrompt and empty or non-array queues are 400 INVALID_REQUEST; other bad input VALIDATION_ERROR', async () => {
+    const cases: [string, unknown][] = [
+      ['drafts', { type: 'initial' }],
+      ['drafts', { content: '', type: 'initial' }],
+      ['follow-up-draft', { autoSend: true }],
+      ['retry-follow-up-draft', { originalPrompt: 'a' }],
+      ['follow-up-queue', { queue: [] }],
+      ['follow-up-queue', { queue: 'not an array' }],
+      ['follow-up-queue', {}],
+      ['draft-queue', { queue: [] }],
+      ['draft-queue', { queue: { title: 'x' } }],
+    ];
+    for (const [p, body] of cases) {
+      const r = await inject('POST', `/api/task-attempts/${attemptId}/${p}`, body);
+      expect([p, r.statusCode, r.json().error.code]).toEqual([p, 400, 'INVALID_REQUEST']);
+    }
+    const validation: [string, unknown][] = [
+      ['drafts', { content: 'x', type: 'sideways' }],
+      ['follow-up-draft', { prompt: 'x', sendAfter: 'tomorrow' }],
+      ['follow-up-queue', { queue: [{ prompt: 'x', order: 'first' }] }],
+      ['follow-up-queue', { queue: [{ order: 1 }] }],
+      ['draft-queue', { queue: [{ description: 'no title', order: 1 }] }],
+    ];
+    for (const [p, body] of validation) {
+      const r = await inject('POST', `/api/task-attempts/${attemptId}/${p}`, body);
+      expect([p, r.statusCode, r.json().error.code]).toEqual([p, 400, 'VALIDATION_ERROR']);
+    }
+  });
+
+  test('/ws/projects/:projectId/drafts streams draft_created, draft_updated and draft_deleted', async () => {
+    const address = await stack.app('task').listen({ port: 0, host: '127.0.0.1' });
+    const ws = new WebSocket(`${address.replace('http', 'ws')}/ws/projects/${projectId}/drafts`);
+    const messages: { type: string; draft?: { id: string; status?: string }; draftId?: string }[] = [];
+    ws.on('message', (m) => messages.push(JSON.parse(m.toString())));
+    await new Promise((res, rej) => {
+      ws.once('open', res);
+      ws.once('error', rej);
+    });
+    const d = (await inject('POST', `/api/task-attempts/${attemptId}/drafts`, { content: 'streamed', type: 'initial' })).json().data;
+    await inject('DELETE', `/api/task-attempts/${attemptId}/drafts/${d.id}`);
+    const f = (await inject('POST', `/api/task-attempts/${attemptId}/follow-up-draft`, { prompt: 'no workflow', autoSend: true })).json().data;
+    await eventually(async () => messages.some((m) => m.type === 'draft_updated' && m.draft?.id === f.id));
+    expect(messages.slice(0, 3).map((m) => [m.type, m.draft?.id ?? m.draftId])).toEqual([
+      ['draft_created', d.id],
+      ['draft_deleted', d.id],
+      ['draft_created', f.id],
+    ]);
+    expect(messages.find((m) => m.type === 'draft_updated')?.draft?.status).toBe('failed');
+    ws.close();
+  });
+});

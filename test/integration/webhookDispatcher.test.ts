@@ -1,0 +1,108 @@
+import crypto from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { createEventListener, type EventListener } from '../../lib/events/listener';
+import { publishEvent } from '../../lib/events/publish';
+import { withTransaction } from '../../lib/db/pool';
+import { createTemporalHandle, type TemporalHandle } from '../../lib/temporal/client';
+import { startWebhookDispatcher, type WebhookDispatcher } from '../../lib/webhooks/dispatcher';
+import { createTestDatabase, env, eventually, logger } from '../support/harness';
+
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let temporal: TemporalHandle;
+const listeners: EventListener[] = [];
+const dispatchers: WebhookDispatcher[] = [];
+// no worker polls this queue: the started delivery workflows just wait, and are terminated at the end
+const taskQueue = `dispatch-${crypto.randomBytes(4).toString('hex')}`;
+const started: string[] = [];
+const webhookId = `wh-${crypto.randomBytes(4).toString('hex')}`;
+
+/** The real Temporal client, with workflow.start counted (every start the dispatchers make). */
+function countingTemporal(inner: TemporalHandle): TemporalHandle {
+  return {
+    async client() {
+      const c = await inner.client();
+      return new Proxy(c, {
+        get(target, prop) {
+          if (prop !== 'workflow') return Reflect.get(target, prop);
+          const wf = target.workflow;
+          return new Proxy(wf, {
+            get(t, p) {
+              if (p !== 'start') return Reflect.get(t, p);
+              return async (...args: Parameters<Client['workflow']['start']>) => {
+                started.push((args[1] as { workflowId: string }).workflowId);
+                return t.start(...args);
+              };
+            },
+          });
+        },
+      }) as Client;
+    },
+    close: () => inner.close(),
+  };
+}
+
+async function dispatcher(opts: { gapGraceMs?: number } = {}) {
+  const events = await createEventListener(database.url, database.pool, logger);
+  listeners.push(events);
+  const d = startWebhookDispatcher({ db: database.pool, events, temporal: countingTemporal(temporal), logger, config: { temporal: { taskQueue } } }, { ...opts, sweepMs: 200 });
+  dispatchers.push(d);
+  return d;
+}
+
+const cursor = async () => Number((await database.pool.query('SELECT last_seq FROM webhook_dispatch_cursor')).rows[0].last_seq);
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  temporal = createTemporalHandle(env('ARMADA_TEST_TEMPORAL_ADDRESS'), 'default');
+  await database.pool.query("INSERT INTO webhooks (id, url, events, secret) VALUES ($1, 'http://127.0.0.1:9/x', '{attempt.failed}', 'v1:x:y:z')", [webhookId]);
+});
+afterAll(async () => {
+  for (const d of dispatchers) await d.stop();
+  for (const l of listeners) await l.close();
+  const client = await temporal.client();
+  await Promise.allSettled([...new Set(started)].map((id) => client.workflow.getHandle(id).terminate('test over')));
+  await temporal.close();
+  await database.drop();
+});
+
+describe('webhook dispatcher', () => {
+  test('two replicas dispatch each (webhook, event) once; events without subscribers only move the cursor', async () => {
+    await dispatcher();
+    await dispatcher();
+    const seqs: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      seqs.push((await publishEvent(database.pool, { type: 'attempt.failed', topics: [], data: { i } })).seq);
+      await publishEvent(database.pool, { type: 'task.created', topics: [], data: { i } }); // no webhook wants it
+    }
+    const last = (await publishEvent(database.pool, { type: 'task.created', topics: [], data: {} })).seq;
+    await eventually(async () => (await cursor()) === last, 20_000, 100);
+    expect(started.sort()).toEqual(seqs.map((s) => `webhook:${webhookId}:${s}`).sort());
+  });
+
+  test('an uncommitted earlier seq holds the cursor back until it commits (nothing skipped)', async () => {
+    const before = started.length;
+    const client = await database.pool.connect();
+    await client.query('BEGIN');
+    const early = await publishEvent(client, { type: 'attempt.failed', topics: [], data: { early: true } });
+    const late = await publishEvent(database.pool, { type: 'attempt.failed', topics: [], data: { late: true } });
+    await new Promise((r) => setTimeout(r, 800));
+    expect(await cursor()).toBe(early.seq - 1);
+    expect(started.length).toBe(before);
+    await client.query('COMMIT');
+    client.release();
+    await eventually(async () => (await cursor()) === late.seq, 20_000, 100);
+    expect(started.slice(before).sort()).toEqual([`webhook:${webhookId}:${early.seq}`, `webhook:${webhookId}:${late.seq}`].sort());
+  });
+
+  test('a rolled-back seq is skipped after the grace period', async () => {
+    for (const d of dispatchers.splice(0)) await d.stop();
+    await dispatcher({ gapGraceMs: 500 });
+    await withTransaction(database.pool, async (c) => {
+      await publishEvent(c, { type: 'attempt.failed', topics: [], data: {} });
+      throw new Error('roll back');
+    }).catch(() => undefined);
+    const after = await publishEvent(database.pool, { type: 'attempt.failed', topics: [], data: { after: true } });
+    await eventually(async () => (await cursor()) === after.seq, 20_000, 100);
+    expect(started).toContain(`webhook:${webhookId}:${after.seq}`);
+  });
+});

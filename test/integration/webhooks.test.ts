@@ -1,0 +1,154 @@
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { buildService } from '../../api/services';
+import { publishEvent } from '../../lib/events/publish';
+import { createProjectAndTask, insertAttempt } from '../support/attempts';
+import { eventually, logger, startTestStack, type TestStack } from '../support/harness';
+
+const SECRET = 'whsec-test-0123';
+
+interface Received {
+  headers: http.IncomingHttpHeaders;
+  raw: string;
+  body: { event: string; timestamp: string; data: Record<string, unknown>; signature: string };
+}
+
+let stack: TestStack;
+let receiver: http.Server;
+let url: string;
+const received: Received[] = [];
+/** event type → how many more times to answer 500 */
+const failFirst = new Map<string, number>();
+
+/** The receiver's recipe from docs/webhooks.md: HMAC-SHA256 over the raw body without its trailing signature member. */
+function verify(raw: string, secret: string): boolean {
+  const m = /,"signature":"(sha256=[0-9a-f]{64})"\}$/.exec(raw);
+  if (!m) return false;
+  const signed = `${raw.slice(0, m.index)}}`;
+  const expected = `sha256=${crypto.createHmac('sha256', secret).update(signed).digest('hex')}`;
+  return crypto.timingSafeEqual(Buffer.from(expected), Buffer.from(m[1] as string));
+}
+
+const inject = (method: 'GET' | 'POST' | 'DELETE', path: string, payload?: unknown) =>
+  stack.app('task').inject({ method, url: path, payload: payload as object });
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: ['task'], worker: true });
+  receiver = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (d) => {
+      raw += d;
+    });
+    req.on('end', () => {
+      const body = JSON.parse(raw) as Received['body'];
+      received.push({ headers: req.headers, raw, body });
+      const left = failFirst.get(body.event) ?? 0;
+      if (left > 0) {
+        failFirst.set(body.event, left - 1);
+        res.writeHead(500).end('try again');
+      } else res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+});
+afterAll(async () => {
+  await stack.close();
+  await new Promise((r) => receiver.close(r));
+});
+
+describe('outbound webhooks', () => {
+  let webhookId: string;
+
+  test('register, list, get; non-http URLs and unknown events are 400', async () => {
+    const r = await inject('POST', '/api/webhooks', { url, events: ['task.created', 'attempt.failed', 'approval.created'], secret: SECRET });
+    expect(r.statusCode).toBe(201);
+    const w = r.json().data;
+    webhookId = w.id;
+    expect(w).toMatchObject({ url, events: ['task.created', 'attempt.failed', 'approval.created'], active: true });
+    expect(w.secret).toBeUndefined();
+    expect((await inject('GET', '/api/webhooks')).json().data.map((x: { id: string }) => x.id)).toContain(webhookId);
+    expect((await inject('GET', `/api/webhooks/${webhookId}`)).json().data.id).toBe(webhookId);
+
+    for (const bad of [
+      { url: 'ftp://example.com/x', events: ['task.created'], secret: 's' },
+      { url: 'not a url', events: ['task.created'], secret: 's' },
+      { url, events: ['task.exploded'], secret: 's' },
+      { url, events: [], secret: 's' },
+      { url, events: ['task.created'] },
+    ]) {
+      const b = await inject('POST', '/api/webhooks', bad);
+      expect(b.statusCode).toBe(400);
+      expect(b.json().error.code).toBe('VALIDATION_ERROR');
+    }
+  });
+
+  test('task.created is delivered with a signature that verifies (body field and header)', async () => {
+    const { taskId, projectId } = await createProjectAndTask(stack);
+    const got = await eventually(async () => received.find((r) => r.body.event === 'task.created' && r.body.data.taskId === taskId));
+    expect(got.body.data).toMatchObject({ taskId, projectId, status: 'pending' });
+    expect(Date.parse(got.body.timestamp)).toBeGreaterThan(0);
+    expect(got.body.signature).toMatch(/^sha256=[0-9a-f]{64}$/);
+    expect(got.headers['x-armada-signature']).toBe(got.body.signature);
+    expect(got.headers['x-armada-event']).toBe('task.created');
+    expect(verify(got.raw, SECRET)).toBe(true);
+    expect(verify(got.raw, 'wrong-secret')).toBe(false);
+    // the JSON recipe (parse, drop signature, re-serialise) gives the same bytes
+    const { signature, ...rest } = got.body;
+    expect(`sha256=${crypto.createHmac('sha256', SECRET).update(JSON.stringify(rest)).digest('hex')}`).toBe(signature);
+  });
+
+  test('attempt.failed: 500, 500, then 200 — delivered on the third try, the log shows all three', async () => {
+    const { taskId } = await createProjectAndTask(stack);
+    const attemptId = await insertAttempt(stack, taskId, 'failed');
+    failFirst.set('attempt.failed', 2);
+    const ev = await publishEvent(stack.db, {
+      type: 'attempt.failed',
+      topics: [`attempt:${attemptId}`, `task:${taskId}`],
+      data: { attemptId, taskId, status: 'failed', duration: 12.5, error: 'exit code 1' },
+    });
+    const log = await eventually(
+      async () => {
+        const r = (await inject('GET', `/api/webhooks/${webhookId}/deliveries?limit=100`)).json().data.filter((d: { eventSeq: number }) => d.eventSeq === ev.seq);
+        return r.length === 3 && r.some((d: { success: boolean }) => d.success) ? r : undefined;
+      },
+      30_000,
+      250,
+    );
+    const tries = [...log].sort((a, b) => a.attempt - b.attempt).map((d) => [d.attempt, d.statusCode, d.success]);
+    expect(tries).toEqual([
+      [1, 500, false],
+      [2, 500, false],
+      [3, 200, true],
+    ]);
+    const bodies = received.filter((r) => r.body.event === 'attempt.failed' && r.body.data.attemptId === attemptId);
+    expect(bodies).toHaveLength(3);
+    for (const b of bodies) expect(verify(b.raw, SECRET)).toBe(true);
+    expect(bodies[0]?.body.data).toMatchObject({ attemptId, taskId, status: 'failed', duration: 12.5 });
+    const handle = (await stack.temporal.client()).workflow.getHandle(`webhook:${webhookId}:${ev.seq}`);
+    expect(await handle.result()).toEqual({ delivered: true, attempts: 3 });
+  });
+
+  test('events committed while the API was down are dispatched when it starts again', async () => {
+    await stack.app('task').close();
+    const { rows } = await stack.db.query<{ id: string }>('SELECT id FROM attempts LIMIT 1');
+    const attemptId = rows[0]?.id as string;
+    const ev = await publishEvent(stack.db, { type: 'attempt.failed', topics: [`attempt:${attemptId}`], data: { attemptId, status: 'failed', note: 'while down' } });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(received.some((r) => r.body.data.note === 'while down')).toBe(false);
+    const app: FastifyInstance = await buildService('task', { db: stack.db, config: stack.config, keys: stack.keys, temporal: stack.temporal, logger, metrics: stack.metrics });
+    stack.apps.task = app;
+    await app.ready();
+    const got = await eventually(async () => received.find((r) => r.body.data.note === 'while down'));
+    expect(got.headers['x-armada-delivery']).toBe(`webhook:${webhookId}:${ev.seq}`);
+  });
+
+  test('delete: gone from the list; unknown ids are 404', async () => {
+    expect((await inject('DELETE', `/api/webhooks/${webhookId}`)).json().data).toEqual({ deleted: true, webhookId });
+    expect((await inject('DELETE', `/api/webhooks/${webhookId}`)).statusCode).toBe(404);
+    expect((await inject('GET', `/api/webhooks/${webhookId}`)).statusCode).toBe(404);
+    expect((await inject('GET', `/api/webhooks/${webhookId}/deliveries`)).statusCode).toBe(404);
+  });
+});

@@ -1,0 +1,132 @@
+/**
+ * approvalWorkflow (`approval:<id>`): one approval request from creation to its final status. Responses and the
+ * requester's cancel are Temporal updates whose validators refuse what the rules forbid before anything reaches
+ * history; expiry is a durable timer, so it happens even when no worker was running at `expiresAt`.
+ */
+import { ApplicationFailure, allHandlersFinished, condition, defineQuery, defineUpdate, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+
+const { recordApproval, recordApprovalResponse, closeApprovalRecord } = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  // projection writes retry until PostgreSQL is back; they are idempotent
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
+});
+
+export type ApprovalDecision = 'approved' | 'rejected';
+export type ApprovalFinalStatus = 'approved' | 'rejected' | 'expired' | 'cancelled';
+
+export interface ApprovalRequest {
+  id: string;
+  taskAttemptId: string;
+  type: 'merge' | 'deploy' | 'custom';
+  title: string;
+  description: string | null;
+  metadata: Record<string, unknown>;
+  /** null = any user may answer, and one approval approves */
+  approvers: string[] | null;
+  expiresAt: string | null;
+  createdBy: string;
+  createdAt: string;
+}
+
+export interface ApprovalResponse {
+  approver: string;
+  decision: ApprovalDecision;
+  comment: string;
+  respondedAt: string;
+}
+
+export interface RespondInput {
+  user: string;
+  decision: ApprovalDecision;
+  comment: string;
+}
+
+export interface RespondResult {
+  approvalId: string;
+  decision: ApprovalDecision;
+  comment: string;
+  respondedAt: string;
+  approvalStatus: 'pending' | ApprovalFinalStatus;
+}
+
+export interface ApprovalState {
+  status: 'pending' | ApprovalFinalStatus;
+  responses: ApprovalResponse[];
+}
+
+/** Failure types the validators use; the API maps them to HTTP in one place (api/http/temporalErrors.ts). */
+export const FORBIDDEN = 'FORBIDDEN';
+export const CONFLICT = 'CONFLICT';
+
+export const respondUpdate = defineUpdate<RespondResult, [RespondInput]>('respond');
+export const cancelApprovalUpdate = defineUpdate<ApprovalState, [{ user: string }]>('cancel');
+export const approvalStateQuery = defineQuery<ApprovalState>('state');
+
+export async function approvalWorkflow(request: ApprovalRequest): Promise<ApprovalFinalStatus> {
+  let status: ApprovalState['status'] = 'pending';
+  const responses: ApprovalResponse[] = [];
+
+  const refuse = (type: string, message: string) => ApplicationFailure.create({ type, message, nonRetryable: true });
+  const requirePending = () => {
+    if (status !== 'pending') throw refuse(CONFLICT, `Approval ${request.id} is ${status}, no longer pending`);
+  };
+
+  setHandler(approvalStateQuery, () => ({ status, responses }));
+
+  setHandler(
+    respondUpdate,
+    async ({ user, decision, comment }) => {
+      const respondedAt = new Date().toISOString();
+      responses.push({ approver: user, decision, comment, respondedAt });
+      if (decision === 'rejected') status = 'rejected';
+      else if (request.approvers === null || request.approvers.every((a) => responses.some((r) => r.approver === a && r.decision === 'approved')))
+        status = 'approved';
+      await recordApprovalResponse({
+        approvalId: request.id,
+        approver: user,
+        decision,
+        comment,
+        respondedAt,
+        close: status === 'pending' ? null : status,
+      });
+      return { approvalId: request.id, decision, comment, respondedAt, approvalStatus: status };
+    },
+    {
+      validator: ({ user }) => {
+        if (request.approvers !== null && !request.approvers.includes(user)) throw refuse(FORBIDDEN, `${user} is not an approver of approval ${request.id}`);
+        requirePending();
+        if (responses.some((r) => r.approver === user)) throw refuse(CONFLICT, `${user} has already responded to approval ${request.id}`);
+      },
+    },
+  );
+
+  setHandler(
+    cancelApprovalUpdate,
+    async () => {
+      status = 'cancelled';
+      await closeApprovalRecord({ approvalId: request.id, status: 'cancelled', at: new Date().toISOString() });
+      return { status, responses };
+    },
+    {
+      validator: ({ user }) => {
+        if (user !== request.createdBy) throw refuse(FORBIDDEN, `Only the requester (${request.createdBy}) may cancel approval ${request.id}`);
+        requirePending();
+      },
+    },
+  );
+
+  await recordApproval(request);
+
+  const decidedInTime =
+    request.expiresAt === null
+      ? await condition(() => status !== 'pending').then(() => true)
+      : await condition(() => status !== 'pending', Math.max(1, Date.parse(request.expiresAt) - Date.now()));
+  if (!decidedInTime && status === 'pending') {
+    status = 'expired';
+    await closeApprovalRecord({ approvalId: request.id, status: 'expired', at: new Date().toISOString() });
+  }
+  // let an update that decided the request finish its projection write before the workflow completes
+  await condition(allHandlersFinished);
+  return status as ApprovalFinalStatus;
+}

@@ -1,0 +1,70 @@
+/**
+ * Follow-ups sent to a running attempt: a follow-up draft with autoSend waits (durably) until sendAfter, then
+ * signals the attempt; an auto-executed queue signals its prompts in order. The attempt workflow (`attempt:<id>`)
+ * queues follow-ups FIFO and runs each as a new agent process, so signalling in order is executing in order.
+ */
+import { defineSignal, getExternalWorkflowHandle, proxyActivities, sleep } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+
+const { finishFollowUpDraftRecord, recordQueueItemSent } = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
+});
+
+/** The attempt workflow's contract: signal `followUp` with `{prompt, draftId?, source?}`. */
+export interface FollowUpMessage {
+  prompt: string;
+  draftId?: string;
+  source?: string;
+}
+export const followUpSignal = defineSignal<[FollowUpMessage]>('followUp');
+
+export const attemptWorkflowId = (attemptId: string) => `attempt:${attemptId}`;
+
+export interface FollowUpDraftInput {
+  draftId: string;
+  attemptId: string;
+  prompt: string;
+  /** ISO time; null = now */
+  sendAfter: string | null;
+}
+
+/** `follow-up:<draftId>`: sleep until sendAfter, signal the attempt, mark the draft sent (or failed). */
+export async function followUpDraftWorkflow(input: FollowUpDraftInput): Promise<'sent' | 'failed'> {
+  if (input.sendAfter) {
+    const wait = Date.parse(input.sendAfter) - Date.now();
+    if (wait > 0) await sleep(wait);
+  }
+  try {
+    await getExternalWorkflowHandle(attemptWorkflowId(input.attemptId)).signal(followUpSignal, {
+      prompt: input.prompt,
+      draftId: input.draftId,
+      source: 'follow-up-draft',
+    });
+  } catch (err) {
+    // the attempt workflow is gone (finished or never started): the draft cannot be delivered
+    await finishFollowUpDraftRecord({ draftId: input.draftId, status: 'failed', error: err instanceof Error ? err.message : String(err) });
+    return 'failed';
+  }
+  await finishFollowUpDraftRecord({ draftId: input.draftId, status: 'sent', error: null });
+  return 'sent';
+}
+
+export interface FollowUpQueueInput {
+  queueId: string;
+  attemptId: string;
+  /** already sorted by order */
+  items: { id: string; prompt: string; order: number }[];
+}
+
+/** `follow-up-queue:<queueId>`: signals every prompt in order; the attempt runs them one after another. */
+export async function followUpQueueWorkflow(input: FollowUpQueueInput): Promise<{ sent: number }> {
+  const attempt = getExternalWorkflowHandle(attemptWorkflowId(input.attemptId));
+  let sent = 0;
+  for (const item of input.items) {
+    await attempt.signal(followUpSignal, { prompt: item.prompt, draftId: item.id, source: 'follow-up-queue' });
+    await recordQueueItemSent({ itemId: item.id });
+    sent++;
+  }
+  return { sent };
+}

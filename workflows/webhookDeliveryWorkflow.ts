@@ -1,0 +1,41 @@
+/**
+ * webhookDeliveryWorkflow (`webhook:<webhookId>:<eventSeq>`): delivers one event to one webhook. The retry policy is
+ * the delivery policy: exponential backoff from 1 s (×2, capped at 5 min), 8 tries; a 4xx answer other than 408/429
+ * is final. Every try leaves a row in the delivery log (the activity writes it).
+ */
+import { proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+
+const { deliver } = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  retry: {
+    initialInterval: '1s',
+    backoffCoefficient: 2,
+    maximumInterval: '5 minutes',
+    maximumAttempts: 8,
+    nonRetryableErrorTypes: ['WEBHOOK_REJECTED'],
+  },
+});
+
+export interface WebhookDeliveryInput {
+  webhookId: string;
+  eventSeq: number;
+}
+
+export interface WebhookDeliveryResult {
+  delivered: boolean;
+  /** true when the webhook was deleted or deactivated before the delivery */
+  skipped?: boolean;
+  attempts?: number;
+  error?: string;
+}
+
+export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
+  try {
+    const r = await deliver(input);
+    return r.skipped ? { delivered: false, skipped: true } : { delivered: true, attempts: r.attempt };
+  } catch (err) {
+    const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : String(err);
+    return { delivered: false, error: cause };
+  }
+}
