@@ -3,7 +3,7 @@
  * requests and serialise responses, so the document cannot drift from the routes. Served at
  * `/api/openapi.json` + `/api/openapi.yaml` (task service) or `/api/v1/openapi.json` (scheduler, agents, traces).
  */
-import swagger from '@fastify/swagger';
+import { fastifySwagger } from '@fastify/swagger';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 
 export type ServiceKind = 'task' | 'scheduler' | 'agents' | 'traces';
@@ -99,7 +99,10 @@ export function installOpenApi(app: FastifyInstance, opts: { service: ServiceKin
   });
 
   const { schemes, security } = securityFor(opts.service);
-  app.register(swagger, {
+  // The plugin function is applied to the app itself, synchronously (not through `register`, which would run it
+  // later): its onRoute hook must be in place before the first route, including routes added directly on the
+  // root instance right after createBaseApp returns.
+  const swaggerOptions: Parameters<typeof fastifySwagger>[1] = {
     openapi: {
       openapi: OPENAPI_VERSION,
       info: { title: TITLES[opts.service], version: opts.version },
@@ -119,17 +122,19 @@ export function installOpenApi(app: FastifyInstance, opts: { service: ServiceKin
       if (!s.operationId && method) s.operationId = defaultOperationId(method, url);
       return { schema: s as never, url };
     },
+  };
+  fastifySwagger(app, swaggerOptions, (err) => {
+    if (err) throw err;
   });
 
   const paths = OPENAPI_PATHS[opts.service];
-  app.register(async (docs) => {
-    docs.get(paths.json, { schema: { hide: true } as object }, async (_request, reply) =>
-      reply.type('application/json; charset=utf-8').send(JSON.stringify(app.swagger())),
+  app.get(paths.json, { schema: { hide: true } as object }, async (_request, reply) =>
+    reply.type('application/json; charset=utf-8').send(JSON.stringify(app.swagger())),
+  );
+  const yamlPath = paths.yaml;
+  if (yamlPath) {
+    app.get(yamlPath, { schema: { hide: true } as object }, async (_request, reply) =>
+      reply.type('application/yaml; charset=utf-8').send(app.swagger({ yaml: true })),
     );
-    if (paths.yaml) {
-      docs.get(paths.yaml, { schema: { hide: true } as object }, async (_request, reply) =>
-        reply.type('application/yaml; charset=utf-8').send(app.swagger({ yaml: true })),
-      );
-    }
-  });
+  }
 }

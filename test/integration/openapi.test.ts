@@ -7,8 +7,11 @@ import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import YAML from 'yaml';
 import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { createBaseApp } from '../../api/http/baseApp';
 import { OPENAPI_PATHS, openapiPath, registeredRoutes, type ServiceKind } from '../../api/http/openapi';
-import { startTestStack, type TestStack } from '../support/harness';
+import { createMetrics } from '../../lib/metrics';
+import { logger, startTestStack, type TestStack } from '../support/harness';
 
 type Json = Record<string, unknown>;
 const SERVICES: ServiceKind[] = ['task', 'scheduler', 'agents', 'traces'];
@@ -205,6 +208,20 @@ describe.each(SERVICES)('OpenAPI document of the %s service', (service) => {
 });
 
 describe('serving the documents', () => {
+  test('routes added directly on the root instance and inside plugins are both documented', async () => {
+    const app = createBaseApp({ service: 'traces', logger, metrics: createMetrics(), version: '9.9.9', errorStyle: 'detail' });
+    app.get('/api/v1/direct', { schema: { response: { 200: Type.Object({ a: Type.String() }) } } }, async () => ({ a: 'x' }));
+    await app.register(async (p) => {
+      p.post('/api/v1/in-plugin/:id', { schema: { params: Type.Object({ id: Type.String() }), response: { 204: Type.Null() } } }, async (_req, reply) => reply.code(204).send());
+    });
+    await app.ready();
+    const doc = app.swagger() as unknown as Json;
+    expect(Object.keys(doc.paths as Json).sort()).toEqual(['/api/v1/direct', '/api/v1/in-plugin/{id}']);
+    expect((doc.info as Json).version).toBe('9.9.9');
+    expect(registeredRoutes(app).filter((r) => !r.hidden).map((r) => `${r.method} ${r.url}`)).toEqual(['GET /api/v1/direct', 'POST /api/v1/in-plugin/:id']);
+    await app.close();
+  });
+
   test('the structural check catches broken documents', () => {
     const broken = JSON.parse(JSON.stringify(docs.task)) as Json;
     broken.openapi = '2.0';
