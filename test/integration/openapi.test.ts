@@ -3,6 +3,7 @@
  * and every documented response schema matching what a sample call returns. Written over whatever routes the apps
  * register, so routes added later are covered without touching this file.
  */
+import websocket from '@fastify/websocket';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import YAML from 'yaml';
@@ -184,10 +185,13 @@ describe.each(SERVICES)('OpenAPI document of the %s service', (service) => {
       const ok = deref(doc(), responses['200'] ?? responses['201'] ?? {});
       // streams (text/event-stream and the like) are not sampled: they do not end
       if (ok.content && !Object.keys(ok.content as Json).some((t) => t.includes('json'))) continue;
+      let timer: NodeJS.Timeout | undefined;
       const res = await Promise.race([
         app().inject({ method: 'GET', url: path, headers: authHeaders(service) }),
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`GET ${path} did not answer in 10 s`)), 10_000)),
-      ]);
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`GET ${path} did not answer in 10 s`)), 10_000);
+        }),
+      ]).finally(() => clearTimeout(timer));
       const code = String(res.statusCode);
       const documented = responses[code] ?? responses[`${code[0]}XX`] ?? responses.default;
       if (!documented) {
@@ -211,6 +215,8 @@ describe('serving the documents', () => {
   test('routes added directly on the root instance and inside plugins are both documented', async () => {
     const app = createBaseApp({ service: 'traces', logger, metrics: createMetrics(), version: '9.9.9', errorStyle: 'detail' });
     app.get('/api/v1/direct', { schema: { response: { 200: Type.Object({ a: Type.String() }) } } }, async () => ({ a: 'x' }));
+    await app.register(websocket);
+    app.get('/api/v1/ws', { websocket: true, schema: { hide: false } as object }, (socket) => socket.close());
     await app.register(async (p) => {
       p.post('/api/v1/in-plugin/:id', { schema: { params: Type.Object({ id: Type.String() }), response: { 204: Type.Null() } } }, async (_req, reply) => reply.code(204).send());
     });
@@ -218,7 +224,9 @@ describe('serving the documents', () => {
     const doc = app.swagger() as unknown as Json;
     expect(Object.keys(doc.paths as Json).sort()).toEqual(['/api/v1/direct', '/api/v1/in-plugin/{id}']);
     expect((doc.info as Json).version).toBe('9.9.9');
-    expect(registeredRoutes(app).filter((r) => !r.hidden).map((r) => `${r.method} ${r.url}`)).toEqual(['GET /api/v1/direct', 'POST /api/v1/in-plugin/:id']);
+    expect(registeredRoutes(app).filter((r) => !r.hidden && !r.websocket).map((r) => `${r.method} ${r.url}`)).toEqual(['GET /api/v1/direct', 'POST /api/v1/in-plugin/:id']);
+    // a WebSocket route is known as one, and stays out of the document
+    expect(registeredRoutes(app).find((r) => r.url === '/api/v1/ws')).toMatchObject({ method: 'GET', websocket: true });
     await app.close();
   });
 
