@@ -22,6 +22,8 @@ Commands:
   infra [--home DIR] [--pg-port N] [--temporal-port N] [--bundle FILE]
                         Start only the embedded PostgreSQL and Temporal dev server, print their
                         addresses as one JSON line and run until stopped (tests and local tooling).
+  tools <openapi|serve|config> ...
+                        MCP tool servers for code editors and their config files (armada tools --help).
 
 Options:
   -h, --help            Show this help.
@@ -101,6 +103,10 @@ export async function main(argv: string[]): Promise<number> {
           temporalPort: values['temporal-port'] ? Number(values['temporal-port']) : undefined,
           bundle: values.bundle,
         });
+      }
+      case 'tools': {
+        const { runTools } = require('./tools') as typeof import('./tools');
+        return await runTools(rest);
       }
       default:
         process.stderr.write(`armada: unknown command "${command}"\n\n${HELP}`);

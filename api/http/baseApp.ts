@@ -8,6 +8,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from '../../lib/logger';
 import type { Metrics } from '../../lib/metrics';
 import { installDetailErrors, installEnvelopeErrors } from './errorHandlers';
+import { installOpenApi } from './openapi';
 import { validatorCompiler } from './validation';
 
 export type App = FastifyInstance;
@@ -39,6 +40,7 @@ export function createBaseApp(opts: BaseAppOptions) {
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  installOpenApi(app, { service: opts.service, version: opts.version });
   app.setValidatorCompiler(validatorCompiler);
   app.removeContentTypeParser('text/plain'); // JSON only: anything else is a 415
   if (opts.errorStyle === 'envelope') installEnvelopeErrors(app, opts.version);

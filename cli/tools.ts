@@ -1,0 +1,264 @@
+/** `armada tools …`: MCP tool servers (an OpenAPI converter, Armada's own services) and editor configuration. */
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { armadaTools } from '../lib/mcp/armadaTools';
+import { addServer, EDITORS, EditorConfigError, listServers, removeServer, type Editor, type Location, type Scope, type ServerEntry } from '../lib/mcp/editorConfig';
+import { loadOpenApiDocument, openapiToTools } from '../lib/mcp/openapiToTools';
+import { DEFAULT_MAX_RESPONSE_CHARS, serveStdio, type ServedTool } from '../lib/mcp/toolServer';
+
+export const TOOLS_HELP = `armada tools — MCP tool servers for code editors
+
+Usage:
+  armada tools openapi <openapi-url-or-file> [--base-url URL] [--api-key KEY | --header 'Name: value']...
+                       [--include OP]... [--exclude OP]... [--max-response-chars N] [--list]
+      An MCP server over stdio whose tools are the document's operations (OpenAPI 3.x or Swagger 2.0).
+      --base-url overrides the document's server; --api-key goes where the document's security scheme says
+      (default header X-API-Key); --include/--exclude take operationIds (repeatable or comma-separated);
+      --list prints the tools as JSON and exits. Env fallbacks: OPENAPI_BASE_URL, OPENAPI_API_KEY.
+
+  armada tools serve [--task-url URL] [--scheduler-url URL] [--max-response-chars N]
+      Armada's own services as MCP tools over stdio (tasks, attempts, logs, diffs, approvals; workflows and
+      executions), from the running services' OpenAPI documents. Env: ARMADA_TASK_URL (default
+      http://127.0.0.1:8887), ARMADA_SCHEDULER_URL (default http://127.0.0.1:8883), ARMADA_API_KEY (scheduler
+      X-API-Key; also the task service's bearer unless ARMADA_TASK_API_KEY is set).
+
+  armada tools config add <name> --editor EDITOR [--scope user|project] [--env KEY=VALUE]... [--dry-run] -- <command> [args…]
+  armada tools config add <name> --editor EDITOR --openapi URL [--base-url URL] [--env KEY=VALUE]... [--dry-run]
+  armada tools config list [--editor EDITOR] [--scope user|project]
+  armada tools config remove <name> --editor EDITOR [--scope user|project] [--dry-run]
+      EDITOR: ${EDITORS.join(', ')}. Default scope: user; project writes under the current directory.
+`;
+
+const out = (s: string) => process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
+const err = (s: string) => process.stderr.write(s.endsWith('\n') ? s : `${s}\n`);
+
+function list(values: string[] | undefined): string[] {
+  return (values ?? []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+}
+
+function positiveInt(value: string | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new EditorConfigError(`${flag} must be a positive integer`);
+  return n;
+}
+
+function version(): string {
+  return (require('../package.json') as { version: string }).version;
+}
+
+async function runOpenapi(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      'base-url': { type: 'string' },
+      'api-key': { type: 'string' },
+      header: { type: 'string', multiple: true },
+      include: { type: 'string', multiple: true },
+      exclude: { type: 'string', multiple: true },
+      'max-response-chars': { type: 'string' },
+      list: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    out(TOOLS_HELP);
+    return 0;
+  }
+  const source = positionals[0];
+  if (!source || positionals.length > 1) {
+    err('armada tools openapi: give exactly one OpenAPI document URL or file');
+    return 2;
+  }
+  const headers: Record<string, string> = {};
+  for (const h of values.header ?? []) {
+    const i = h.indexOf(':');
+    if (i <= 0) {
+      err(`armada tools openapi: --header "${h}" is not "Name: value"`);
+      return 2;
+    }
+    headers[h.slice(0, i).trim().toLowerCase()] = h.slice(i + 1).trim();
+  }
+  const docSource = /^https?:\/\//i.test(source) || source.startsWith('file://') ? source : path.resolve(source);
+  const doc = await loadOpenApiDocument(docSource, headers);
+  const api = openapiToTools(doc, { include: list(values.include), exclude: list(values.exclude), documentUrl: docSource });
+  const baseUrl = values['base-url'] ?? process.env.OPENAPI_BASE_URL ?? api.serverUrl;
+  if (!baseUrl) {
+    err('armada tools openapi: the document names no server URL; give --base-url');
+    return 2;
+  }
+  const apiKey = values['api-key'] ?? process.env.OPENAPI_API_KEY;
+  const query: Record<string, string> = {};
+  if (apiKey) {
+    if (api.apiKey.in === 'query') query[api.apiKey.name] = apiKey;
+    else headers[api.apiKey.name.toLowerCase()] = api.apiKey.bearer ? `Bearer ${apiKey}` : apiKey;
+  }
+  const tools: ServedTool[] = api.tools.map((tool) => ({ tool, target: { baseUrl, headers, query } }));
+  if (values.list) {
+    out(JSON.stringify(api.tools.map((t) => ({ name: t.name, method: t.method, path: t.path, inputSchema: t.inputSchema })), null, 2));
+    return 0;
+  }
+  await serveStdio(tools, { name: api.title, version: version(), maxResponseChars: positiveInt(values['max-response-chars'], '--max-response-chars', DEFAULT_MAX_RESPONSE_CHARS) });
+  return 0;
+}
+
+async function runServe(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: { 'task-url': { type: 'string' }, 'scheduler-url': { type: 'string' }, 'max-response-chars': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
+  if (values.help) {
+    out(TOOLS_HELP);
+    return 0;
+  }
+  const env = process.env;
+  const key = env.ARMADA_API_KEY || undefined;
+  const taskKey = env.ARMADA_TASK_API_KEY || key;
+  const schedulerKey = env.ARMADA_SCHEDULER_API_KEY || key;
+  const tools = await armadaTools(
+    [
+      { service: 'task', baseUrl: values['task-url'] ?? env.ARMADA_TASK_URL ?? 'http://127.0.0.1:8887', headers: taskKey ? { authorization: `Bearer ${taskKey}` } : {} },
+      { service: 'scheduler', baseUrl: values['scheduler-url'] ?? env.ARMADA_SCHEDULER_URL ?? 'http://127.0.0.1:8883', headers: schedulerKey ? { 'x-api-key': schedulerKey } : {} },
+    ],
+    err,
+  );
+  if (!tools.length) {
+    err('armada tools serve: no Armada service answered; start them (armada start) or set ARMADA_TASK_URL / ARMADA_SCHEDULER_URL');
+    return 1;
+  }
+  await serveStdio(tools, { name: 'armada', version: version(), maxResponseChars: positiveInt(values['max-response-chars'], '--max-response-chars', DEFAULT_MAX_RESPONSE_CHARS) });
+  return 0;
+}
+
+function editorOf(value: string | undefined, required: boolean): Editor | undefined {
+  if (value === undefined) {
+    if (required) throw new EditorConfigError(`--editor is required (${EDITORS.join(', ')})`);
+    return undefined;
+  }
+  if (!(EDITORS as readonly string[]).includes(value)) throw new EditorConfigError(`--editor: "${value}" is not one of ${EDITORS.join(', ')}`);
+  return value as Editor;
+}
+
+function scopeOf(value: string | undefined): Scope {
+  if (value === undefined) return 'user';
+  if (value !== 'user' && value !== 'project') throw new EditorConfigError(`--scope: "${value}" is not user or project`);
+  return value;
+}
+
+function location(): Location {
+  const os = require('node:os') as typeof import('node:os');
+  return { home: os.homedir(), cwd: process.cwd(), appData: process.env.APPDATA };
+}
+
+/** The command that runs this CLI from an editor: this node binary and bin/armada, by absolute path. */
+export function armadaCommand(): { command: string; args: string[] } {
+  return { command: process.execPath, args: [path.resolve(__dirname, '..', 'bin', 'armada')] };
+}
+
+function runConfig(argv: string[]): number {
+  const dashdash = argv.indexOf('--');
+  const args = dashdash === -1 ? argv : argv.slice(0, dashdash);
+  const command = dashdash === -1 ? [] : argv.slice(dashdash + 1);
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      editor: { type: 'string' },
+      scope: { type: 'string' },
+      env: { type: 'string', multiple: true },
+      openapi: { type: 'string' },
+      'base-url': { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [action, name, ...extra] = positionals;
+  if (values.help || !action) {
+    out(TOOLS_HELP);
+    return action ? 0 : 2;
+  }
+  const loc = location();
+  switch (action) {
+    case 'add': {
+      if (!name || extra.length) throw new EditorConfigError('usage: armada tools config add <name> --editor EDITOR (-- <command> [args…] | --openapi URL)');
+      const env: Record<string, string> = {};
+      for (const kv of values.env ?? []) {
+        const i = kv.indexOf('=');
+        if (i <= 0) throw new EditorConfigError(`--env "${kv}" is not KEY=VALUE`);
+        env[kv.slice(0, i)] = kv.slice(i + 1); // the value exactly as given
+      }
+      let entry: ServerEntry;
+      if (values.openapi !== undefined) {
+        if (command.length) throw new EditorConfigError('give either --openapi URL or -- <command>, not both');
+        const self = armadaCommand();
+        entry = { command: self.command, args: [...self.args, 'tools', 'openapi', values.openapi, ...(values['base-url'] ? ['--base-url', values['base-url']] : [])], env };
+      } else {
+        if (!command.length) throw new EditorConfigError('give the server command after --, or --openapi URL');
+        if (values['base-url']) throw new EditorConfigError('--base-url goes with --openapi');
+        entry = { command: command[0] as string, args: command.slice(1), env };
+      }
+      const r = addServer({ editor: editorOf(values.editor, true) as Editor, scope: scopeOf(values.scope), name, entry, location: loc, dryRun: values['dry-run'] });
+      if (values['dry-run']) out(`# ${r.file}\n${r.content}`);
+      for (const m of r.messages) err(m);
+      return 0;
+    }
+    case 'remove': {
+      if (!name || extra.length) throw new EditorConfigError('usage: armada tools config remove <name> --editor EDITOR');
+      const r = removeServer({ editor: editorOf(values.editor, true) as Editor, scope: scopeOf(values.scope), name, location: loc, dryRun: values['dry-run'] });
+      if (values['dry-run'] && r.removed) out(`# ${r.file}\n${r.content}`);
+      for (const m of r.messages) err(m);
+      return r.removed ? 0 : 1;
+    }
+    case 'list': {
+      if (name) throw new EditorConfigError('usage: armada tools config list [--editor EDITOR] [--scope user|project]');
+      const found = listServers({ editor: editorOf(values.editor, false), scope: values.scope ? scopeOf(values.scope) : undefined, location: loc });
+      if (values.json) {
+        out(JSON.stringify(found, null, 2));
+        return 0;
+      }
+      if (!found.length) out('no MCP configuration files found');
+      for (const f of found) {
+        out(`${f.editor} (${f.scope}): ${f.file}${f.error ? ` — ${f.error}` : ''}`);
+        for (const [n, e] of Object.entries(f.servers)) {
+          const s = e as { command?: string; args?: string[] };
+          out(`  ${n}: ${[s.command, ...(s.args ?? [])].filter(Boolean).join(' ')}`);
+        }
+      }
+      return 0;
+    }
+    default:
+      err(`armada tools config: unknown action "${action}"\n\n${TOOLS_HELP}`);
+      return 2;
+  }
+}
+
+export async function runTools(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  try {
+    switch (sub) {
+      case undefined:
+      case '-h':
+      case '--help':
+      case 'help':
+        out(TOOLS_HELP);
+        return sub === undefined ? 2 : 0;
+      case 'openapi':
+        return await runOpenapi(rest);
+      case 'serve':
+        return await runServe(rest);
+      case 'config':
+        return runConfig(rest);
+      default:
+        err(`armada tools: unknown subcommand "${sub}"\n\n${TOOLS_HELP}`);
+        return 2;
+    }
+  } catch (e) {
+    if (e instanceof EditorConfigError) {
+      err(`armada tools: ${e.message}`);
+      return 2;
+    }
+    throw e;
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * The MCP configuration files of code editors: where each editor keeps them, and safe edits of them (merge with
+ * what is there, atomic temp-file + rename writes, a malformed file backed up rather than lost).
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+export const EDITORS = ['cursor', 'claude-code', 'claude-desktop', 'vscode', 'windsurf', 'gemini'] as const;
+export type Editor = (typeof EDITORS)[number];
+export type Scope = 'user' | 'project';
+
+export interface ServerEntry {
+  command: string;
+  args: string[];
+  env?: Record<string, string>;
+}
+
+export interface Location {
+  home: string;
+  cwd: string;
+  platform?: NodeJS.Platform;
+  /** %APPDATA% on Windows. */
+  appData?: string;
+}
+
+export class EditorConfigError extends Error {
+  override name = 'EditorConfigError';
+}
+
+/** The file an editor reads its MCP servers from, and the top-level key holding them. */
+export function configFile(editor: Editor, scope: Scope, loc: Location): { file: string; key: 'mcpServers' | 'servers' } {
+  const platform = loc.platform ?? process.platform;
+  const home = loc.home;
+  const appSupport = (app: string) =>
+    platform === 'darwin'
+      ? path.join(home, 'Library', 'Application Support', app)
+      : platform === 'win32'
+        ? path.join(loc.appData ?? path.join(home, 'AppData', 'Roaming'), app)
+        : path.join(home, '.config', app);
+  const project = scope === 'project';
+  switch (editor) {
+    case 'cursor':
+      return { file: path.join(project ? loc.cwd : home, '.cursor', 'mcp.json'), key: 'mcpServers' };
+    case 'claude-code':
+      return { file: project ? path.join(loc.cwd, '.mcp.json') : path.join(home, '.claude.json'), key: 'mcpServers' };
+    case 'claude-desktop':
+      if (project) throw new EditorConfigError('claude-desktop has no project scope (use --scope user)');
+      return { file: path.join(appSupport('Claude'), 'claude_desktop_config.json'), key: 'mcpServers' };
+    case 'vscode':
+      return { file: project ? path.join(loc.cwd, '.vscode', 'mcp.json') : path.join(appSupport(path.join('Code', 'User')), 'mcp.json'), key: 'servers' };
+    case 'windsurf':
+      if (project) throw new EditorConfigError('windsurf has no project scope (use --scope user)');
+      return { file: path.join(home, '.codeium', 'windsurf', 'mcp_config.json'), key: 'mcpServers' };
+    case 'gemini':
+      return { file: path.join(project ? loc.cwd : home, '.gemini', 'settings.json'), key: 'mcpServers' };
+  }
+}
+
+type ReadResult = { state: 'missing' } | { state: 'ok'; data: Record<string, unknown> } | { state: 'malformed'; text: string; reason: string };
+
+function readConfig(file: string): ReadResult {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { state: 'missing' };
+    throw err;
+  }
+  if (!text.trim()) return { state: 'ok', data: {} };
+  try {
+    const data = JSON.parse(text) as unknown;
+    if (!data || typeof data !== 'object' || Array.isArray(data)) return { state: 'malformed', text, reason: 'the top level is not a JSON object' };
+    return { state: 'ok', data: data as Record<string, unknown> };
+  } catch (err) {
+    return { state: 'malformed', text, reason: (err as Error).message };
+  }
+}
+
+/** Writes a file atomically: a temp file in the same directory, fsync, rename over the target (mode kept). */
+export function writeFileAtomic(file: string, content: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  let mode = 0o600;
+  try {
+    mode = fs.statSync(file).mode & 0o777;
+  } catch {
+    // a new file: private by default (it may hold API keys in env)
+  }
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`);
+  const fd = fs.openSync(tmp, 'wx', mode);
+  try {
+    fs.writeFileSync(fd, content);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  try {
+    fs.renameSync(tmp, file);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+}
+
+/** Copies a file to `<file>.invalid-<timestamp>.bak` (never over an existing backup) and returns the backup path. */
+function backup(file: string, text: string): string {
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  let target = `${file}.invalid-${stamp}.bak`;
+  for (let i = 1; fs.existsSync(target); i++) target = `${file}.invalid-${stamp}-${i}.bak`;
+  writeFileAtomic(target, text);
+  return target;
+}
+
+export interface EditResult {
+  file: string;
+  key: 'mcpServers' | 'servers';
+  /** The whole file as written (or as it would be, with dryRun). */
+  content: string;
+  written: boolean;
+  /** Where a malformed previous file was copied to. */
+  backup?: string;
+  /** What happened, for the user. */
+  messages: string[];
+}
+
+/** The entry as the editor wants it: VS Code's `servers` entries also carry `type: "stdio"`. */
+function editorEntry(key: 'mcpServers' | 'servers', entry: ServerEntry): Record<string, unknown> {
+  const e: Record<string, unknown> = key === 'servers' ? { type: 'stdio' } : {};
+  e.command = entry.command;
+  e.args = entry.args;
+  if (entry.env && Object.keys(entry.env).length) e.env = { ...entry.env };
+  return e;
+}
+
+/** Adds (or replaces) one server, keeping every other server and every other top-level key of the file. */
+export function addServer(opts: { editor: Editor; scope: Scope; name: string; entry: ServerEntry; location: Location; dryRun?: boolean }): EditResult {
+  if (!opts.name.trim()) throw new EditorConfigError('the server name must not be empty');
+  const { file, key } = configFile(opts.editor, opts.scope, opts.location);
+  const current = readConfig(file);
+  const messages: string[] = [];
+  let data: Record<string, unknown> = {};
+  let backupPath: string | undefined;
+  if (current.state === 'ok') data = current.data;
+  if (current.state === 'malformed') {
+    if (opts.dryRun) messages.push(`${file} is not valid JSON (${current.reason}); it would be backed up and replaced`);
+    else {
+      backupPath = backup(file, current.text);
+      messages.push(`${file} was not valid JSON (${current.reason}); its content is kept in ${backupPath}`);
+    }
+  }
+  const existing = data[key];
+  if (existing !== undefined && (typeof existing !== 'object' || existing === null || Array.isArray(existing))) {
+    throw new EditorConfigError(`${file}: "${key}" is not an object; fix or remove it first`);
+  }
+  const servers = { ...((existing as Record<string, unknown> | undefined) ?? {}) };
+  const replaced = opts.name in servers;
+  servers[opts.name] = editorEntry(key, opts.entry);
+  const next = { ...data, [key]: servers };
+  const content = `${JSON.stringify(next, null, 2)}\n`;
+  if (!opts.dryRun) writeFileAtomic(file, content);
+  messages.push(`${opts.dryRun ? 'would ' : ''}${replaced ? 'replace' : 'add'} server "${opts.name}" in ${file}`);
+  return { file, key, content, written: !opts.dryRun, backup: backupPath, messages };
+}
+
+/** Removes one server by name; other servers and keys stay as they are. */
+export function removeServer(opts: { editor: Editor; scope: Scope; name: string; location: Location; dryRun?: boolean }): EditResult & { removed: boolean } {
+  const { file, key } = configFile(opts.editor, opts.scope, opts.location);
+  const current = readConfig(file);
+  if (current.state === 'malformed') throw new EditorConfigError(`${file} is not valid JSON (${current.reason}); not changing it`);
+  if (current.state === 'missing') return { file, key, content: '', written: false, removed: false, messages: [`${file} does not exist`] };
+  const servers = current.data[key] as Record<string, unknown> | undefined;
+  if (!servers || typeof servers !== 'object' || !(opts.name in servers)) {
+    return { file, key, content: JSON.stringify(current.data, null, 2), written: false, removed: false, messages: [`no server "${opts.name}" in ${file}`] };
+  }
+  const { [opts.name]: _gone, ...rest } = servers;
+  const content = `${JSON.stringify({ ...current.data, [key]: rest }, null, 2)}\n`;
+  if (!opts.dryRun) writeFileAtomic(file, content);
+  return { file, key, content, written: !opts.dryRun, removed: true, messages: [`${opts.dryRun ? 'would remove' : 'removed'} server "${opts.name}" from ${file}`] };
+}
+
+export interface ListedConfig {
+  editor: Editor;
+  scope: Scope;
+  file: string;
+  servers: Record<string, unknown>;
+  error?: string;
+}
+
+/** The servers in every existing config file (of one editor, or all). */
+export function listServers(opts: { editor?: Editor; scope?: Scope; location: Location }): ListedConfig[] {
+  const out: ListedConfig[] = [];
+  for (const editor of opts.editor ? [opts.editor] : EDITORS) {
+    for (const scope of opts.scope ? [opts.scope] : (['user', 'project'] as const)) {
+      let where: ReturnType<typeof configFile>;
+      try {
+        where = configFile(editor, scope, opts.location);
+      } catch {
+        continue; // no such scope for this editor
+      }
+      const r = readConfig(where.file);
+      if (r.state === 'missing') continue;
+      if (r.state === 'malformed') out.push({ editor, scope, file: where.file, servers: {}, error: `not valid JSON: ${r.reason}` });
+      else out.push({ editor, scope, file: where.file, servers: (r.data[where.key] as Record<string, unknown> | undefined) ?? {} });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,273 @@
+/**
+ * OpenAPI (3.x) and Swagger (2.0) operations → MCP tool definitions. Local `$ref`s are resolved; each operation's
+ * path, query, header and body parameters become one flat JSON-Schema object, and the tool keeps the mapping back
+ * from input property to where the value goes in the HTTP request.
+ */
+import fs from 'node:fs';
+import YAML from 'yaml';
+
+export type JsonObject = Record<string, unknown>;
+export type JsonSchema = JsonObject;
+
+/** Where one input property goes in the request. */
+export interface ToolArgument {
+  /** The property name in the tool's input schema. */
+  property: string;
+  in: 'path' | 'query' | 'header' | 'cookie' | 'body' | 'bodyField';
+  /** The parameter / body field name on the wire. */
+  name: string;
+}
+
+export interface ToolDefinition {
+  /** MCP tool name (`[A-Za-z0-9_-]{1,64}`): the operationId, or `method_path` when there is none. */
+  name: string;
+  /** The document's operationId, if it has one. */
+  operationId?: string;
+  description: string;
+  method: string;
+  /** The path template, e.g. `/pets/{petId}`. */
+  path: string;
+  inputSchema: JsonSchema;
+  arguments: ToolArgument[];
+  /** The request body's media type (`application/json`, `application/x-www-form-urlencoded`), when there is a body. */
+  bodyContentType?: string;
+}
+
+export interface ConvertedApi {
+  title: string;
+  /** The document's server URL (servers[0] / Swagger host+basePath), resolved against the document's own URL. */
+  serverUrl?: string;
+  /** Where an API key goes, from the document's security schemes (default: the X-API-Key header). */
+  apiKey: { in: 'header' | 'query'; name: string; bearer: boolean };
+  tools: ToolDefinition[];
+}
+
+export interface ConvertOptions {
+  /** Only these operations (operationId or tool name). */
+  include?: string[];
+  /** Not these operations (operationId or tool name). */
+  exclude?: string[];
+  /** The document's own URL, to resolve a relative server URL. */
+  documentUrl?: string;
+}
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+/** Reads an OpenAPI document (JSON or YAML) from an http(s) URL or a file. */
+export async function loadOpenApiDocument(source: string, headers: Record<string, string> = {}, timeoutMs = 30_000): Promise<JsonObject> {
+  let text: string;
+  if (/^https?:\/\//i.test(source)) {
+    const res = await fetch(source, { headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.5', ...headers }, signal: AbortSignal.timeout(timeoutMs) });
+    if (!res.ok) throw new Error(`fetching the OpenAPI document ${source} answered HTTP ${res.status}`);
+    text = await res.text();
+  } else {
+    text = fs.readFileSync(source.startsWith('file://') ? new URL(source) : source, 'utf8');
+  }
+  const trimmed = text.trimStart();
+  const doc = (trimmed.startsWith('{') ? JSON.parse(text) : YAML.parse(text)) as unknown;
+  if (!doc || typeof doc !== 'object' || (!('openapi' in doc) && !('swagger' in doc))) throw new Error(`${source} is not an OpenAPI or Swagger document`);
+  return doc as JsonObject;
+}
+
+function pointer(doc: JsonObject, ref: string): unknown {
+  if (!ref.startsWith('#')) throw new Error(`only local $refs are supported, not ${ref}`);
+  return ref
+    .slice(1)
+    .split('/')
+    .filter(Boolean)
+    .map((p) => decodeURIComponent(p).replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce<unknown>((o, k) => (o && typeof o === 'object' ? (o as JsonObject)[k] : undefined), doc);
+}
+
+/** A copy of `node` with every local `$ref` replaced by its target; a cyclic reference becomes `{}` (any value). */
+export function resolveRefs(doc: JsonObject, node: unknown, seen: string[] = []): unknown {
+  if (Array.isArray(node)) return node.map((n) => resolveRefs(doc, n, seen));
+  if (!node || typeof node !== 'object') return node;
+  const obj = node as JsonObject;
+  if (typeof obj.$ref === 'string') {
+    const ref = obj.$ref;
+    if (seen.includes(ref)) return { description: `(recursive: ${ref})` };
+    const target = pointer(doc, ref);
+    if (target === undefined) throw new Error(`unresolved $ref ${ref}`);
+    const { $ref: _drop, ...siblings } = obj;
+    const resolved = resolveRefs(doc, target, [...seen, ref]) as JsonObject;
+    return Object.keys(siblings).length ? { ...resolved, ...(resolveRefs(doc, siblings, seen) as JsonObject) } : resolved;
+  }
+  const out: JsonObject = {};
+  for (const [k, v] of Object.entries(obj)) out[k] = resolveRefs(doc, v, seen);
+  return out;
+}
+
+function toolName(method: string, path: string, operationId: unknown): string {
+  const raw = typeof operationId === 'string' && operationId ? operationId : `${method}_${path.replace(/[{}]/g, '')}`;
+  const name = raw.replace(/[^A-Za-z0-9_-]+/g, '_').replace(/_+/g, '_').replace(/^_|_$/g, '');
+  return (name || method).slice(0, 64);
+}
+
+/** OpenAPI 3.0 `nullable` → a JSON-Schema `null` type; `readOnly` properties are dropped from inputs. */
+function inputSchemaOf(schema: unknown): JsonSchema {
+  if (!schema || typeof schema !== 'object') return {};
+  return cleanSchema(schema) as JsonSchema;
+}
+
+function cleanSchema(schema: unknown): unknown {
+  if (!schema || typeof schema !== 'object') return schema;
+  if (Array.isArray(schema)) return schema.map(cleanSchema);
+  const s: JsonObject = {};
+  for (const [k, v] of Object.entries(schema as JsonObject)) {
+    if (k === 'nullable' || k === 'example' || k === 'xml' || k === 'discriminator' || k === 'externalDocs') continue;
+    if (k === 'properties' && v && typeof v === 'object') {
+      const props: JsonObject = {};
+      for (const [pk, pv] of Object.entries(v as JsonObject)) if (!(pv as JsonObject | null)?.readOnly) props[pk] = cleanSchema(pv);
+      s.properties = props;
+    } else if (k === 'enum' || k === 'const' || k === 'default' || k === 'examples' || k === 'required') s[k] = v;
+    else s[k] = cleanSchema(v);
+  }
+  if ((schema as JsonObject).nullable === true && typeof s.type === 'string') s.type = [s.type, 'null'];
+  if (Array.isArray(s.required) && s.properties) s.required = (s.required as string[]).filter((r) => r in (s.properties as JsonObject));
+  return s;
+}
+
+/** Swagger 2.0 puts type/format/enum on the parameter itself. */
+function swagger2ParamSchema(p: JsonObject): JsonSchema {
+  const keys = ['type', 'format', 'items', 'enum', 'default', 'minimum', 'maximum', 'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems', 'uniqueItems', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf'];
+  const s: JsonObject = {};
+  for (const k of keys) if (p[k] !== undefined) s[k] = p[k];
+  if (s.type === 'file') s.type = 'string';
+  return s;
+}
+
+function serverUrlOf(doc: JsonObject, documentUrl?: string): string | undefined {
+  let url: string | undefined;
+  if (typeof doc.swagger === 'string') {
+    if (typeof doc.host === 'string') {
+      const schemes = Array.isArray(doc.schemes) ? (doc.schemes as string[]) : [];
+      const scheme = schemes.includes('https') ? 'https' : (schemes[0] ?? 'https');
+      url = `${scheme}://${doc.host}${typeof doc.basePath === 'string' ? doc.basePath : ''}`;
+    } else if (typeof doc.basePath === 'string') url = doc.basePath;
+  } else {
+    const server = (doc.servers as JsonObject[] | undefined)?.[0];
+    if (server && typeof server.url === 'string') {
+      url = server.url.replace(/\{([^}]+)\}/g, (_m, v: string) => String(((server.variables as JsonObject | undefined)?.[v] as JsonObject | undefined)?.default ?? ''));
+    }
+  }
+  if (url === undefined) return documentUrl && /^https?:/i.test(documentUrl) ? new URL(documentUrl).origin : undefined;
+  if (/^https?:\/\//i.test(url)) return url;
+  return documentUrl && /^https?:/i.test(documentUrl) ? new URL(url, documentUrl).toString() : undefined;
+}
+
+function apiKeyPlacement(doc: JsonObject): ConvertedApi['apiKey'] {
+  const schemes = ((doc.components as JsonObject | undefined)?.securitySchemes ?? doc.securityDefinitions ?? {}) as Record<string, JsonObject>;
+  const all = Object.values(schemes);
+  const key = all.find((s) => s.type === 'apiKey' && (s.in === 'header' || s.in === 'query'));
+  if (key) return { in: key.in as 'header' | 'query', name: String(key.name), bearer: false };
+  if (all.some((s) => s.type === 'http' && String(s.scheme).toLowerCase() === 'bearer')) return { in: 'header', name: 'Authorization', bearer: true };
+  return { in: 'header', name: 'X-API-Key', bearer: false };
+}
+
+function matches(list: string[] | undefined, t: { name: string; operationId?: string }): boolean {
+  return !!list?.some((x) => x === t.name || x === t.operationId);
+}
+
+export function openapiToTools(docIn: JsonObject, opts: ConvertOptions = {}): ConvertedApi {
+  const doc = docIn;
+  const swagger2 = typeof doc.swagger === 'string';
+  const info = (doc.info ?? {}) as JsonObject;
+  const tools: ToolDefinition[] = [];
+  const names = new Set<string>();
+  for (const [path, itemRaw] of Object.entries((doc.paths ?? {}) as Record<string, unknown>)) {
+    const item = resolveRefs(doc, itemRaw) as JsonObject;
+    const shared = (item.parameters ?? []) as JsonObject[];
+    for (const method of HTTP_METHODS) {
+      const op = item[method] as JsonObject | undefined;
+      if (!op || typeof op !== 'object') continue;
+      // an operation's parameters override the path item's by (in, name)
+      const params = new Map<string, JsonObject>();
+      for (const p of [...shared, ...((op.parameters ?? []) as JsonObject[])]) params.set(`${p.in}:${p.name}`, p);
+
+      const properties: JsonObject = {};
+      const required: string[] = [];
+      const args: ToolArgument[] = [];
+      let bodySchema: JsonSchema | undefined;
+      let bodyRequired = false;
+      let bodyContentType: string | undefined;
+      const formFields: JsonObject[] = [];
+
+      for (const p of params.values()) {
+        const where = String(p.in);
+        if (where === 'body') {
+          bodySchema = inputSchemaOf(p.schema);
+          bodyRequired = p.required === true;
+          bodyContentType = ((op.consumes ?? doc.consumes) as string[] | undefined)?.find((c) => c.includes('json')) ?? 'application/json';
+          continue;
+        }
+        if (where === 'formData') {
+          formFields.push(p);
+          continue;
+        }
+        if (!['path', 'query', 'header', 'cookie'].includes(where)) continue;
+        const name = String(p.name);
+        let property = name;
+        if (property in properties) property = `${where}_${name}`;
+        const schema = swagger2 ? swagger2ParamSchema(p) : inputSchemaOf(p.schema ?? Object.values((p.content ?? {}) as JsonObject)[0]);
+        properties[property] = { ...schema, ...(p.description ? { description: p.description } : {}) };
+        if (p.required === true || where === 'path') required.push(property);
+        args.push({ property, in: where as ToolArgument['in'], name });
+      }
+
+      if (formFields.length) {
+        bodySchema = { type: 'object', properties: Object.fromEntries(formFields.map((f) => [String(f.name), swagger2ParamSchema(f)])), required: formFields.filter((f) => f.required).map((f) => String(f.name)) };
+        bodyContentType = 'application/x-www-form-urlencoded';
+        bodyRequired = formFields.some((f) => f.required);
+      }
+      if (!swagger2 && op.requestBody) {
+        const rb = op.requestBody as JsonObject;
+        const content = (rb.content ?? {}) as Record<string, JsonObject>;
+        const type = Object.keys(content).find((t) => t.includes('json')) ?? Object.keys(content).find((t) => t === 'application/x-www-form-urlencoded') ?? Object.keys(content)[0];
+        if (type) {
+          bodySchema = inputSchemaOf(content[type]?.schema ?? {});
+          bodyContentType = type;
+          bodyRequired = rb.required === true;
+        }
+      }
+
+      if (bodySchema) {
+        const bodyProps = bodySchema.type === 'object' || bodySchema.properties ? ((bodySchema.properties ?? {}) as JsonObject) : undefined;
+        const clash = bodyProps && Object.keys(bodyProps).some((k) => k in properties);
+        if (bodyProps && Object.keys(bodyProps).length && !clash && !bodySchema.additionalProperties && !bodySchema.oneOf && !bodySchema.anyOf) {
+          // an object body is flattened: its fields become top-level inputs
+          const bodyReq = new Set((bodySchema.required as string[] | undefined) ?? []);
+          for (const [k, v] of Object.entries(bodyProps)) {
+            properties[k] = v;
+            if (bodyReq.has(k)) required.push(k);
+            args.push({ property: k, in: 'bodyField', name: k });
+          }
+        } else {
+          const property = 'body' in properties ? 'requestBody' : 'body';
+          properties[property] = { ...bodySchema, description: (bodySchema.description as string | undefined) ?? 'The request body.' };
+          if (bodyRequired) required.push(property);
+          args.push({ property, in: 'body', name: property });
+        }
+      }
+
+      let name = toolName(method, path, op.operationId);
+      for (let i = 2; names.has(name); i++) name = `${name.slice(0, 60)}_${i}`;
+      const description = [op.summary, op.description].filter((x) => typeof x === 'string' && x).join('\n\n') || `${method.toUpperCase()} ${path}`;
+      const tool: ToolDefinition = {
+        name,
+        operationId: typeof op.operationId === 'string' ? op.operationId : undefined,
+        description: op.deprecated ? `(deprecated) ${description}` : description,
+        method: method.toUpperCase(),
+        path,
+        inputSchema: { type: 'object', properties, ...(required.length ? { required: [...new Set(required)] } : {}) },
+        arguments: args,
+        bodyContentType,
+      };
+      if (opts.include?.length && !matches(opts.include, tool)) continue;
+      if (matches(opts.exclude, tool)) continue;
+      names.add(name);
+      tools.push(tool);
+    }
+  }
+  return { title: String(info.title ?? 'API'), serverUrl: serverUrlOf(doc, opts.documentUrl), apiKey: apiKeyPlacement(doc), tools };
+}

@@ -1,0 +1,159 @@
+/**
+ * An MCP server whose tools are HTTP operations (from openapiToTools): a call becomes one HTTP request, and the
+ * response comes back as text, truncated with a note past a configurable size.
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolDefinition } from './openapiToTools';
+
+export const DEFAULT_MAX_RESPONSE_CHARS = 50_000;
+
+/** Where and how a tool's requests are sent. */
+export interface ToolTarget {
+  baseUrl: string;
+  /** Sent with every request (API key, extra `--header`s). */
+  headers: Record<string, string>;
+  /** Query parameters sent with every request (an API key that goes in the query). */
+  query?: Record<string, string>;
+}
+
+export interface ServedTool {
+  tool: ToolDefinition;
+  target: ToolTarget;
+}
+
+export interface ToolServerOptions {
+  name: string;
+  version: string;
+  /** Responses longer than this many characters are cut, with a note saying so. */
+  maxResponseChars?: number;
+  timeoutMs?: number;
+}
+
+export interface ToolCallResult {
+  text: string;
+  isError: boolean;
+}
+
+function stringValue(v: unknown): string {
+  return typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v);
+}
+
+/** Builds the request of one tool call: URL (base + path + query), headers and body. */
+export function buildRequest(served: ServedTool, args: Record<string, unknown>): { url: string; init: RequestInit } {
+  const { tool, target } = served;
+  let path = tool.path;
+  const query = new URLSearchParams(target.query ?? {});
+  const headers: Record<string, string> = { accept: 'application/json, text/plain;q=0.9, */*;q=0.5', ...target.headers };
+  let body: unknown;
+  const bodyFields: Record<string, unknown> = {};
+  let hasBodyFields = false;
+  for (const a of tool.arguments) {
+    const v = args[a.property];
+    if (v === undefined) continue;
+    switch (a.in) {
+      case 'path':
+        path = path.replace(`{${a.name}}`, encodeURIComponent(stringValue(v)));
+        break;
+      case 'query':
+        if (Array.isArray(v)) for (const x of v) query.append(a.name, stringValue(x));
+        else query.append(a.name, stringValue(v));
+        break;
+      case 'header':
+        headers[a.name.toLowerCase()] = stringValue(v);
+        break;
+      case 'cookie':
+        headers.cookie = [headers.cookie, `${a.name}=${encodeURIComponent(stringValue(v))}`].filter(Boolean).join('; ');
+        break;
+      case 'body':
+        body = v;
+        break;
+      case 'bodyField':
+        bodyFields[a.name] = v;
+        hasBodyFields = true;
+        break;
+    }
+  }
+  const missing = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+  if (missing.length) throw new Error(`missing path parameter(s): ${missing.join(', ')}`);
+  if (hasBodyFields) body = { ...(body && typeof body === 'object' ? (body as object) : {}), ...bodyFields };
+  const init: RequestInit = { method: tool.method, headers };
+  if (body !== undefined && tool.method !== 'GET' && tool.method !== 'HEAD') {
+    if (tool.bodyContentType === 'application/x-www-form-urlencoded') {
+      init.body = new URLSearchParams(Object.entries(body as Record<string, unknown>).map(([k, v]): [string, string] => [k, stringValue(v)])).toString();
+      headers['content-type'] = 'application/x-www-form-urlencoded';
+    } else {
+      init.body = JSON.stringify(body);
+      headers['content-type'] = tool.bodyContentType?.includes('json') ? tool.bodyContentType : 'application/json';
+    }
+  }
+  const base = target.baseUrl.replace(/\/+$/, '');
+  const qs = query.toString();
+  return { url: `${base}${path}${qs ? `?${qs}` : ''}`, init };
+}
+
+/** Cuts text past `max` characters and says how much was left out. */
+export function truncate(text: string, max: number): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max)}\n\n[truncated: showing the first ${max} of ${text.length} characters]`;
+}
+
+/** Runs one tool call; HTTP errors are results with isError (the model sees the status and body), not exceptions. */
+export async function callTool(served: ServedTool, args: Record<string, unknown>, opts: { maxResponseChars?: number; timeoutMs?: number } = {}): Promise<ToolCallResult> {
+  const max = opts.maxResponseChars ?? DEFAULT_MAX_RESPONSE_CHARS;
+  let req: { url: string; init: RequestInit };
+  try {
+    req = buildRequest(served, args);
+  } catch (err) {
+    return { text: (err as Error).message, isError: true };
+  }
+  let res: Response;
+  try {
+    res = await fetch(req.url, { ...req.init, signal: AbortSignal.timeout(opts.timeoutMs ?? 60_000) });
+  } catch (err) {
+    return { text: `${served.tool.method} ${req.url} failed: ${(err as Error).message}`, isError: true };
+  }
+  let text = await res.text();
+  if ((res.headers.get('content-type') ?? '').includes('json')) {
+    try {
+      text = JSON.stringify(JSON.parse(text), null, 2);
+    } catch {
+      // not actually JSON: return it as it came
+    }
+  }
+  const status = `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
+  return { text: truncate(text ? `${status}\n\n${text}` : status, max), isError: res.status >= 400 };
+}
+
+/** The MCP server over a set of tools (not yet connected to a transport). */
+export function createToolServer(tools: ServedTool[], opts: ToolServerOptions): Server {
+  const byName = new Map(tools.map((t) => [t.tool.name, t]));
+  const server = new Server({ name: opts.name, version: opts.version }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: tools.map(({ tool }) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema as { type: 'object' } })),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const served = byName.get(request.params.name);
+    if (!served) return { content: [{ type: 'text' as const, text: `unknown tool ${request.params.name}` }], isError: true };
+    const r = await callTool(served, (request.params.arguments ?? {}) as Record<string, unknown>, opts);
+    return { content: [{ type: 'text' as const, text: r.text }], isError: r.isError };
+  });
+  return server;
+}
+
+/** Serves the tools over stdio until stdin closes or a SIGINT/SIGTERM arrives. */
+export async function serveStdio(tools: ServedTool[], opts: ToolServerOptions): Promise<void> {
+  const server = createToolServer(tools, opts);
+  const transport = new StdioServerTransport();
+  await server.connect(transport);
+  await new Promise<void>((resolve) => {
+    const done = () => resolve();
+    process.stdin.once('end', done);
+    process.stdin.once('close', done);
+    process.once('SIGINT', done);
+    process.once('SIGTERM', done);
+    server.onclose = done;
+  });
+  await server.close().catch(() => undefined);
+}

@@ -1,0 +1,167 @@
+/**
+ * `armada tools config` in a temporary HOME: the library for the cases, and the real CLI (HOME and cwd of a temp dir)
+ * for the command line itself.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { addServer, configFile, EDITORS, listServers, removeServer, type Location } from '../../lib/mcp/editorConfig';
+
+const BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
+let home: string;
+let cwd: string;
+let loc: Location;
+
+beforeEach(() => {
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-home-'));
+  cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-proj-'));
+  loc = { home, cwd, platform: 'linux' };
+});
+afterEach(() => {
+  fs.rmSync(home, { recursive: true, force: true });
+  fs.rmSync(cwd, { recursive: true, force: true });
+});
+
+const readJson = (file: string) => JSON.parse(fs.readFileSync(file, 'utf8'));
+const entry = { command: 'node', args: ['server.js', '--port', '1'], env: { API_KEY: 'sk-abc=123 "quoted"', BASE_URL: 'http://127.0.0.1:9/x?y=1&z' } };
+
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await promisify(execFile)(process.execPath, [BIN, 'tools', 'config', ...args], { cwd, env: { ...process.env, HOME: home } });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+describe('editor config files', () => {
+  test('the files each editor reads', () => {
+    expect(configFile('cursor', 'user', loc)).toEqual({ file: path.join(home, '.cursor', 'mcp.json'), key: 'mcpServers' });
+    expect(configFile('cursor', 'project', loc).file).toBe(path.join(cwd, '.cursor', 'mcp.json'));
+    expect(configFile('claude-code', 'project', loc).file).toBe(path.join(cwd, '.mcp.json'));
+    expect(configFile('claude-desktop', 'user', loc).file).toBe(path.join(home, '.config', 'Claude', 'claude_desktop_config.json'));
+    expect(configFile('claude-desktop', 'user', { ...loc, platform: 'darwin' }).file).toBe(path.join(home, 'Library', 'Application Support', 'Claude', 'claude_desktop_config.json'));
+    expect(configFile('vscode', 'project', loc)).toEqual({ file: path.join(cwd, '.vscode', 'mcp.json'), key: 'servers' });
+    expect(configFile('vscode', 'user', loc)).toEqual({ file: path.join(home, '.config', 'Code', 'User', 'mcp.json'), key: 'servers' });
+    expect(configFile('windsurf', 'user', loc).file).toBe(path.join(home, '.codeium', 'windsurf', 'mcp_config.json'));
+    expect(configFile('gemini', 'user', loc).file).toBe(path.join(home, '.gemini', 'settings.json'));
+    expect(() => configFile('claude-desktop', 'project', loc)).toThrow(/no project scope/);
+  });
+
+  test('adding to an existing file keeps the other servers and keys; the directory is created', () => {
+    const file = path.join(home, '.cursor', 'mcp.json');
+    expect(fs.existsSync(path.dirname(file))).toBe(false);
+    addServer({ editor: 'cursor', scope: 'user', name: 'first', entry: { command: 'a', args: [] }, location: loc });
+    expect(readJson(file)).toEqual({ mcpServers: { first: { command: 'a', args: [] } } });
+    // someone else's keys and servers
+    const data = readJson(file);
+    data.mcpServers.other = { command: 'other-server', args: ['--x'], env: { T: '1' } };
+    data.theme = 'dark';
+    fs.writeFileSync(file, JSON.stringify(data));
+    const r = addServer({ editor: 'cursor', scope: 'user', name: 'armada', entry, location: loc });
+    expect(r.written).toBe(true);
+    expect(readJson(file)).toEqual({
+      theme: 'dark',
+      mcpServers: { first: { command: 'a', args: [] }, other: { command: 'other-server', args: ['--x'], env: { T: '1' } }, armada: entry },
+    });
+    // no temp files are left behind
+    expect(fs.readdirSync(path.dirname(file))).toEqual(['mcp.json']);
+  });
+
+  test('env values are written exactly as given', () => {
+    for (const editor of EDITORS) {
+      const r = addServer({ editor, scope: 'user', name: 'svc', entry, location: loc });
+      const servers = readJson(r.file)[r.key];
+      expect(servers.svc.env).toEqual({ API_KEY: 'sk-abc=123 "quoted"', BASE_URL: 'http://127.0.0.1:9/x?y=1&z' });
+    }
+  });
+
+  test('VS Code gets top-level "servers" (with type stdio), project scope under the current directory', () => {
+    const r = addServer({ editor: 'vscode', scope: 'project', name: 'armada', entry, location: loc });
+    expect(r.file).toBe(path.join(cwd, '.vscode', 'mcp.json'));
+    const written = readJson(r.file);
+    expect(Object.keys(written)).toEqual(['servers']);
+    expect(written.servers.armada).toEqual({ type: 'stdio', ...entry });
+  });
+
+  test('a malformed file is backed up, not lost, and the user is told', () => {
+    const file = path.join(home, '.gemini', 'settings.json');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const broken = '{ "mcpServers": { "keep": { "command": "x" }, } // comment\n';
+    fs.writeFileSync(file, broken);
+    const r = addServer({ editor: 'gemini', scope: 'user', name: 'armada', entry, location: loc });
+    expect(r.backup).toBeDefined();
+    expect(fs.readFileSync(r.backup as string, 'utf8')).toBe(broken);
+    expect(r.messages.join('\n')).toContain(r.backup as string);
+    expect(readJson(file)).toEqual({ mcpServers: { armada: entry } });
+    // remove refuses to touch a malformed file
+    fs.writeFileSync(file, broken);
+    expect(() => removeServer({ editor: 'gemini', scope: 'user', name: 'keep', location: loc })).toThrow(/not valid JSON/);
+    expect(fs.readFileSync(file, 'utf8')).toBe(broken);
+  });
+
+  test('remove deletes only the named entry', () => {
+    const file = path.join(cwd, '.mcp.json');
+    fs.writeFileSync(file, JSON.stringify({ mcpServers: { a: { command: 'a', args: [] }, b: { command: 'b', args: ['1'] } }, other: { x: 1 } }));
+    const r = removeServer({ editor: 'claude-code', scope: 'project', name: 'a', location: loc });
+    expect(r.removed).toBe(true);
+    expect(readJson(file)).toEqual({ mcpServers: { b: { command: 'b', args: ['1'] } }, other: { x: 1 } });
+    expect(removeServer({ editor: 'claude-code', scope: 'project', name: 'zzz', location: loc }).removed).toBe(false);
+    expect(readJson(file)).toEqual({ mcpServers: { b: { command: 'b', args: ['1'] } }, other: { x: 1 } });
+  });
+
+  test('dry run writes nothing; list finds the files', () => {
+    const r = addServer({ editor: 'windsurf', scope: 'user', name: 'armada', entry, location: loc, dryRun: true });
+    expect(r.written).toBe(false);
+    expect(JSON.parse(r.content)).toEqual({ mcpServers: { armada: entry } });
+    expect(fs.existsSync(r.file)).toBe(false);
+    addServer({ editor: 'cursor', scope: 'project', name: 'p', entry, location: loc });
+    addServer({ editor: 'claude-desktop', scope: 'user', name: 'd', entry, location: loc });
+    const listed = listServers({ location: loc });
+    expect(listed.map((l) => [l.editor, l.scope, Object.keys(l.servers)])).toEqual([
+      ['cursor', 'project', ['p']],
+      ['claude-desktop', 'user', ['d']],
+    ]);
+  });
+});
+
+describe('armada tools config (CLI)', () => {
+  test('add with a command, add an OpenAPI server, list, dry run, remove', async () => {
+    const file = path.join(home, '.cursor', 'mcp.json');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, JSON.stringify({ mcpServers: { existing: { command: 'keep-me', args: [] } } }));
+
+    const add = await cli(['add', 'fs', '--editor', 'cursor', '--env', 'TOKEN=a=b c', '--', 'npx', '-y', 'some-server', '--flag']);
+    expect(add.code).toBe(0);
+    expect(readJson(file).mcpServers).toEqual({ existing: { command: 'keep-me', args: [] }, fs: { command: 'npx', args: ['-y', 'some-server', '--flag'], env: { TOKEN: 'a=b c' } } });
+
+    const api = await cli(['add', 'petstore', '--editor', 'cursor', '--openapi', 'https://example.test/openapi.json', '--base-url', 'https://api.example.test', '--env', 'OPENAPI_API_KEY=k']);
+    expect(api.code).toBe(0);
+    const pet = readJson(file).mcpServers.petstore;
+    expect(pet.command).toBe(process.execPath);
+    expect(pet.args).toEqual([BIN, 'tools', 'openapi', 'https://example.test/openapi.json', '--base-url', 'https://api.example.test']);
+    expect(pet.env).toEqual({ OPENAPI_API_KEY: 'k' });
+
+    const dry = await cli(['add', 'x', '--editor', 'vscode', '--scope', 'project', '--dry-run', '--', 'cmd']);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toContain('"servers"');
+    expect(fs.existsSync(path.join(cwd, '.vscode'))).toBe(false);
+
+    const list = await cli(['list']);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain(file);
+    expect(list.stdout).toMatch(/existing: keep-me/);
+    expect(list.stdout).toMatch(/fs: npx -y some-server --flag/);
+
+    const rm = await cli(['remove', 'fs', '--editor', 'cursor']);
+    expect(rm.code).toBe(0);
+    expect(Object.keys(readJson(file).mcpServers).sort()).toEqual(['existing', 'petstore']);
+    expect((await cli(['remove', 'fs', '--editor', 'cursor'])).code).toBe(1);
+    const bad = await cli(['add', 'y', '--editor', 'notepad', '--', 'cmd']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--editor: "notepad" is not one of/);
+  }, 120_000);
+});

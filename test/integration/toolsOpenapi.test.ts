@@ -1,0 +1,175 @@
+/**
+ * `armada tools openapi` end to end: the real CLI as an MCP stdio server over a petstore-like document served by a
+ * local HTTP server, driven by the MCP SDK's client; the local server records what the tool calls sent.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+const BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
+
+const petstore = {
+  openapi: '3.0.3',
+  info: { title: 'Petstore', version: '1.0.0' },
+  // deliberately wrong: --base-url must win
+  servers: [{ url: 'http://127.0.0.1:9/v0' }],
+  components: {
+    securitySchemes: { key: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
+    parameters: { PetId: { name: 'petId', in: 'path', required: true, schema: { type: 'integer' } } },
+    schemas: {
+      NewPet: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, tag: { type: 'string', nullable: true }, owner: { $ref: '#/components/schemas/Owner' } } },
+      Owner: { type: 'object', properties: { email: { type: 'string' } } },
+      Pet: { allOf: [{ $ref: '#/components/schemas/NewPet' }, { type: 'object', properties: { id: { type: 'integer', readOnly: true } } }] },
+    },
+  },
+  security: [{ key: [] }],
+  paths: {
+    '/pets': {
+      get: {
+        operationId: 'listPets',
+        summary: 'List all pets',
+        parameters: [
+          { name: 'limit', in: 'query', schema: { type: 'integer', maximum: 100 } },
+          { name: 'tags', in: 'query', schema: { type: 'array', items: { type: 'string' } } },
+        ],
+        responses: { 200: { description: 'pets', content: { 'application/json': { schema: { type: 'array', items: { $ref: '#/components/schemas/Pet' } } } } } },
+      },
+      post: {
+        operationId: 'createPet',
+        summary: 'Create a pet',
+        parameters: [{ name: 'X-Request-Source', in: 'header', schema: { type: 'string' } }],
+        requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/NewPet' } } } },
+        responses: { 201: { description: 'created' } },
+      },
+    },
+    '/pets/{petId}': {
+      parameters: [{ $ref: '#/components/parameters/PetId' }],
+      get: { operationId: 'showPetById', responses: { 200: { description: 'a pet' } } },
+      delete: { operationId: 'deletePet', responses: { 204: { description: 'gone' } } },
+    },
+  },
+};
+
+interface Received {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+let server: http.Server;
+let base: string;
+const received: Received[] = [];
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => {
+      body += c;
+    });
+    req.on('end', () => {
+      if (req.url === '/openapi.json') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(petstore));
+        return;
+      }
+      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+      if (req.method === 'POST') res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 7, ...JSON.parse(body || '{}') }));
+      else if (req.url?.startsWith('/v1/pets/404')) res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"no such pet"}');
+      else if (req.url?.startsWith('/v1/pets/1')) res.writeHead(200, { 'content-type': 'text/plain' }).end('x'.repeat(5000));
+      else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify([{ id: 1, name: 'Rex' }]));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await new Promise((r) => server.close(r));
+});
+
+async function connect(args: string[]): Promise<{ client: Client; stderr: () => string }> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, 'tools', 'openapi', ...args], env: { ...process.env } as Record<string, string>, stderr: 'pipe' });
+  let stderr = '';
+  transport.stderr?.on('data', (c) => {
+    stderr += c;
+  });
+  const client = new Client({ name: 'armada-test', version: '1.0.0' });
+  await client.connect(transport);
+  return { client, stderr: () => stderr };
+}
+
+const text = (r: object) => (((r as { content: { text: string }[] }).content)[0] as { text: string }).text;
+
+describe('armada tools openapi', () => {
+  test('lists the operations as tools and calls them against --base-url with the API key', async () => {
+    const { client, stderr } = await connect([`${base}/openapi.json`, '--base-url', `${base}/v1`, '--api-key', 'k-123', '--header', 'X-Extra: yes', '--exclude', 'deletePet', '--max-response-chars', '1000']);
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual(['createPet', 'listPets', 'showPetById']);
+      const create = tools.find((t) => t.name === 'createPet');
+      // body fields flattened next to the header parameter; $ref resolved
+      expect(create?.inputSchema).toMatchObject({
+        type: 'object',
+        required: ['name'],
+        properties: { name: { type: 'string' }, tag: { type: ['string', 'null'] }, owner: { type: 'object', properties: { email: { type: 'string' } } }, 'X-Request-Source': { type: 'string' } },
+      });
+      expect(tools.find((t) => t.name === 'showPetById')?.inputSchema).toMatchObject({ required: ['petId'], properties: { petId: { type: 'integer' } } });
+
+      received.length = 0;
+      const created = await client.callTool({ name: 'createPet', arguments: { name: 'Rex', tag: 'dog', owner: { email: 'a@b.c' }, 'X-Request-Source': 'mcp' } });
+      expect(created.isError).toBeFalsy();
+      expect(text(created)).toContain('HTTP 201');
+      expect(JSON.parse(text(created).slice(text(created).indexOf('{')))).toEqual({ id: 7, name: 'Rex', tag: 'dog', owner: { email: 'a@b.c' } });
+      expect(received).toHaveLength(1);
+      const post = received[0] as Received;
+      expect(post.method).toBe('POST');
+      expect(post.url).toBe('/v1/pets');
+      expect(JSON.parse(post.body)).toEqual({ name: 'Rex', tag: 'dog', owner: { email: 'a@b.c' } });
+      expect(post.headers['content-type']).toMatch(/application\/json/);
+      expect(post.headers['x-api-key']).toBe('k-123');
+      expect(post.headers['x-extra']).toBe('yes');
+      expect(post.headers['x-request-source']).toBe('mcp');
+
+      received.length = 0;
+      const listed = await client.callTool({ name: 'listPets', arguments: { limit: 5, tags: ['a', 'b c'] } });
+      expect(text(listed)).toContain('"name": "Rex"');
+      expect(received[0]).toMatchObject({ method: 'GET', url: '/v1/pets?limit=5&tags=a&tags=b+c', body: '' });
+      expect(received[0]?.headers['x-api-key']).toBe('k-123');
+
+      // path parameter, a long text response truncated with a note
+      const long = await client.callTool({ name: 'showPetById', arguments: { petId: 1 } });
+      expect(received.at(-1)).toMatchObject({ method: 'GET', url: '/v1/pets/1' });
+      expect(text(long)).toMatch(/\[truncated: showing the first 1000 of 50\d\d characters\]$/);
+      // HTTP errors come back as tool errors carrying the status and body
+      const missing = await client.callTool({ name: 'showPetById', arguments: { petId: 404 } });
+      expect(missing.isError).toBe(true);
+      expect(text(missing)).toContain('HTTP 404');
+      expect(text(missing)).toContain('no such pet');
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\nserver stderr:\n${stderr()}`);
+    } finally {
+      await client.close();
+    }
+  }, 90_000);
+
+  test('--include keeps only the named operations; a file path works as the document source', async () => {
+    const fs = require('node:fs') as typeof import('node:fs');
+    const os = require('node:os') as typeof import('node:os');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-openapi-'));
+    const file = path.join(dir, 'petstore.yaml');
+    fs.writeFileSync(file, (require('yaml') as typeof import('yaml')).stringify({ ...petstore, servers: [{ url: `${base}/v1` }] }));
+    const { client } = await connect([file, '--include', 'listPets,deletePet']);
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(['deletePet', 'listPets']);
+      received.length = 0;
+      await client.callTool({ name: 'deletePet', arguments: { petId: 3 } });
+      // the document's own server is used without --base-url; no API key was given
+      expect(received[0]).toMatchObject({ method: 'DELETE', url: '/v1/pets/3' });
+      expect(received[0]?.headers['x-api-key']).toBeUndefined();
+    } finally {
+      await client.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
+});

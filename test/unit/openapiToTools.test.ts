@@ -1,0 +1,110 @@
+/** The converter on its own: Swagger 2.0, $refs (incl. cycles), flattening, name clashes, include/exclude. */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { curate } from '../../lib/mcp/armadaTools';
+import { openapiToTools } from '../../lib/mcp/openapiToTools';
+import { buildRequest, callTool, truncate } from '../../lib/mcp/toolServer';
+
+const swagger2 = {
+  swagger: '2.0',
+  info: { title: 'Store', version: '1' },
+  host: 'store.example.test',
+  basePath: '/api',
+  schemes: ['http', 'https'],
+  securityDefinitions: { key: { type: 'apiKey', in: 'query', name: 'api_key' } },
+  definitions: {
+    Order: { type: 'object', required: ['item'], properties: { item: { type: 'string' }, qty: { type: 'integer', default: 1 }, parent: { $ref: '#/definitions/Order' } } },
+  },
+  paths: {
+    '/orders/{orderId}': {
+      put: {
+        operationId: 'updateOrder',
+        parameters: [
+          { name: 'orderId', in: 'path', required: true, type: 'string' },
+          { name: 'dryRun', in: 'query', type: 'boolean' },
+          { name: 'body', in: 'body', required: true, schema: { $ref: '#/definitions/Order' } },
+        ],
+        responses: { 200: { description: 'ok' } },
+      },
+    },
+    '/upload': { post: { parameters: [{ name: 'file', in: 'formData', type: 'file', required: true }, { name: 'note', in: 'formData', type: 'string' }], responses: { 200: { description: 'ok' } } } },
+  },
+};
+
+describe('openapiToTools', () => {
+  test('Swagger 2.0: server from host/basePath, body $ref (cyclic) flattened, formData, generated names, query API key', () => {
+    const api = openapiToTools(swagger2);
+    expect(api.serverUrl).toBe('https://store.example.test/api');
+    expect(api.apiKey).toEqual({ in: 'query', name: 'api_key', bearer: false });
+    const update = api.tools.find((t) => t.name === 'updateOrder');
+    expect(update?.inputSchema).toMatchObject({
+      type: 'object',
+      required: ['orderId', 'item'],
+      properties: { orderId: { type: 'string' }, dryRun: { type: 'boolean' }, item: { type: 'string' }, qty: { type: 'integer', default: 1 }, parent: { description: '(recursive: #/definitions/Order)' } },
+    });
+    const upload = api.tools.find((t) => t.path === '/upload');
+    expect(upload?.name).toBe('post_upload');
+    expect(upload?.bodyContentType).toBe('application/x-www-form-urlencoded');
+    const req = buildRequest({ tool: update as never, target: { baseUrl: 'http://h/api/', headers: {}, query: { api_key: 'k' } } }, { orderId: 'a/b', dryRun: true, item: 'x', qty: 2 });
+    expect(req.url).toBe('http://h/api/orders/a%2Fb?api_key=k&dryRun=true');
+    expect(req.init.method).toBe('PUT');
+    expect(JSON.parse(req.init.body as string)).toEqual({ item: 'x', qty: 2 });
+  });
+
+  test('OpenAPI 3: a body property clashing with a parameter keeps the body whole; include/exclude; relative servers', () => {
+    const doc = {
+      openapi: '3.1.0',
+      info: { title: 'T', version: '1' },
+      servers: [{ url: '/v{major}', variables: { major: { default: '2' } } }],
+      components: { securitySchemes: { b: { type: 'http', scheme: 'bearer' } } },
+      paths: {
+        '/things/{id}': {
+          patch: {
+            operationId: 'patchThing',
+            parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+            requestBody: { content: { 'application/json': { schema: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' } } } } } },
+            responses: {},
+          },
+          get: { operationId: 'getThing', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], responses: {} },
+        },
+      },
+    };
+    const api = openapiToTools(doc, { documentUrl: 'http://host:1/docs/openapi.json', exclude: ['getThing'] });
+    expect(api.serverUrl).toBe('http://host:1/v2');
+    expect(api.apiKey).toEqual({ in: 'header', name: 'Authorization', bearer: true });
+    expect(api.tools.map((t) => t.name)).toEqual(['patchThing']);
+    expect(api.tools[0]?.inputSchema).toMatchObject({ required: ['id'], properties: { id: { type: 'string' }, body: { type: 'object' } } });
+    expect(openapiToTools(doc, { include: ['getThing'] }).tools.map((t) => t.name)).toEqual(['getThing']);
+  });
+
+  test('curation renames, omits properties and skips operations the document lacks', () => {
+    const doc = {
+      openapi: '3.1.0',
+      info: { title: 'A', version: '1' },
+      paths: { '/api/attempts/{attemptId}/logs': { get: { operationId: 'x', parameters: [{ name: 'attemptId', in: 'path', required: true, schema: { type: 'string' } }, { name: 'follow', in: 'query', schema: { type: 'boolean' } }], responses: {} } } },
+    };
+    const tools = curate(openapiToTools(doc).tools, [
+      { tool: 'get_attempt_logs', method: 'GET', path: '/api/attempts/{id}/logs', omit: ['follow'] },
+      { tool: 'absent', method: 'POST', path: '/api/nothing' },
+    ]);
+    expect(tools.map((t) => t.name)).toEqual(['get_attempt_logs']);
+    expect(Object.keys(tools[0]?.inputSchema.properties as object)).toEqual(['attemptId']);
+    expect(tools[0]?.arguments.map((a) => a.property)).toEqual(['attemptId']);
+  });
+
+  test('responses are text, truncated with a note past the limit', async () => {
+    expect(truncate('abcdef', 10)).toBe('abcdef');
+    expect(truncate('abcdef', 3)).toBe('abc\n\n[truncated: showing the first 3 of 6 characters]');
+    const server = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items: 'y'.repeat(300) })));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const tool = openapiToTools({ openapi: '3.0.0', info: { title: 'x', version: '1' }, paths: { '/x': { get: { operationId: 'x', responses: {} } } } }).tools[0];
+      const r = await callTool({ tool: tool as never, target: { baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, headers: {} } }, {}, { maxResponseChars: 100 });
+      expect(r.isError).toBe(false);
+      expect(r.text.startsWith('HTTP 200')).toBe(true);
+      expect(r.text).toMatch(/\[truncated: showing the first 100 of \d+ characters\]$/);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
