@@ -7,6 +7,7 @@ import type { ArmadaConfig } from '../lib/config';
 import { setCloneResult } from '../lib/db/projects';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
+import { checkPullRequest } from './codehost/checkPullRequest';
 import { cloneRepository } from './git/cloneRepository';
 
 export interface ActivityDeps {
@@ -23,6 +24,7 @@ export function createActivities(deps: ActivityDeps) {
     async recordCloneResult(input: { projectId: string; ok: boolean; path: string | null; error: string | null }): Promise<void> {
       await setCloneResult(deps.db, input.projectId, input.ok, input.path, input.error);
     },
+    checkPullRequest: (input: { attemptId: string }) => checkPullRequest(deps, input.attemptId),
   };
 }
 

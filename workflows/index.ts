@@ -1,2 +1,3 @@
 /** Every workflow the Armada worker runs. Workflow code is deterministic and does no I/O. */
 export { cloneProjectWorkflow } from './cloneProjectWorkflow';
+export { pullRequestWatchWorkflow } from './pullRequestWatchWorkflow';

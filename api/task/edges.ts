@@ -1,0 +1,14 @@
+/** The task service's protection, installed before any route plugin: CORS, bearer authentication, rate limits. */
+import type { FastifyInstance } from 'fastify';
+import { actingUser } from '../http/actingUser';
+import { bearerKeys, installBearerAuth } from '../http/bearerAuth';
+import { installCors } from '../http/cors';
+import { installRateLimit } from '../http/rateLimit';
+import type { TaskServiceDeps } from './deps';
+
+export async function installTaskEdges(app: FastifyInstance, deps: TaskServiceDeps): Promise<void> {
+  const version = deps.config.version;
+  await installCors(app, deps.config.corsOrigins, 'loopback');
+  installBearerAuth(app, { keys: bearerKeys(deps.keys.task, deps.config.file.users), version });
+  installRateLimit(app, { ...deps.config.file.rateLimit, version, userOf: (r) => actingUser(r, deps.localUser) });
+}
