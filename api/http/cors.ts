@@ -12,9 +12,9 @@ const LOOPBACK_ORIGIN = /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/;
 
 export type CorsDefault = 'all' | 'loopback';
 
-export function corsOrigin(configured: string[] | undefined, fallback: CorsDefault): boolean | string[] | RegExp {
-  if (configured && configured.length > 0) return configured.includes('*') ? true : configured;
-  return fallback === 'all' ? true : LOOPBACK_ORIGIN;
+export function corsOrigin(configured: string[] | undefined, fallback: CorsDefault): string | string[] | RegExp {
+  if (configured && configured.length > 0) return configured.includes('*') ? '*' : configured;
+  return fallback === 'all' ? '*' : LOOPBACK_ORIGIN;
 }
 
 export async function installCors(app: FastifyInstance, configured: string[] | undefined, fallback: CorsDefault): Promise<void> {

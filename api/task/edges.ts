@@ -9,6 +9,11 @@ import type { TaskServiceDeps } from './deps';
 export async function installTaskEdges(app: FastifyInstance, deps: TaskServiceDeps): Promise<void> {
   const version = deps.config.version;
   await installCors(app, deps.config.corsOrigins, 'loopback');
+  // An upgrade refused by a hook (401, 429) never reaches @fastify/websocket, which would otherwise close the raw
+  // socket: close it here, or the connection (not tracked by the HTTP server) keeps the app from closing.
+  app.addHook('onResponse', async (request) => {
+    if (String(request.headers.upgrade ?? '').toLowerCase() === 'websocket') request.raw.socket?.destroy();
+  });
   installBearerAuth(app, { keys: bearerKeys(deps.keys.task, deps.config.file.users), version });
   installRateLimit(app, { ...deps.config.file.rateLimit, version, userOf: (r) => actingUser(r, deps.localUser) });
 }

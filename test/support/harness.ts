@@ -89,7 +89,16 @@ export interface TestStack {
 }
 
 /** Builds the requested services (ready for `inject`) on a fresh database; with `worker: true` also a worker. */
-export async function startTestStack(opts: { services?: ServiceName[]; worker?: boolean; file?: Record<string, unknown>; env?: Record<string, string> } = {}): Promise<TestStack> {
+export async function startTestStack(
+  opts: {
+    services?: ServiceName[];
+    worker?: boolean;
+    file?: Record<string, unknown>;
+    env?: Record<string, string>;
+    /** Runs on each app before ready(), e.g. to add a route that app-level hooks must cover. */
+    beforeReady?: (name: ServiceName, app: FastifyInstance) => void | Promise<void>;
+  } = {},
+): Promise<TestStack> {
   const config = testConfig(opts.file, opts.env);
   const database = await createTestDatabase();
   const keys = resolveKeys(config);
@@ -97,8 +106,10 @@ export async function startTestStack(opts: { services?: ServiceName[]; worker?: 
   const metrics = createMetrics();
   const apps: Partial<Record<ServiceName, FastifyInstance>> = {};
   for (const name of opts.services ?? ['task']) {
-    apps[name] = await buildService(name, { db: database.pool, config, keys, temporal, logger, metrics });
-    await apps[name]?.ready();
+    const app = await buildService(name, { db: database.pool, config, keys, temporal, logger, metrics });
+    apps[name] = app;
+    await opts.beforeReady?.(name, app);
+    await app.ready();
   }
   const workers = opts.worker
     ? await startWorkers({ config, db: database.pool, logger, metrics, address: env('ARMADA_TEST_TEMPORAL_ADDRESS'), namespace: config.temporal.namespace, shutdownGraceMs: 2000 })
