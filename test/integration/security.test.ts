@@ -46,7 +46,7 @@ describe('bearer authentication (key and users configured)', () => {
     expect((await fetch(`http://${base}/api/projects`, { headers: { authorization: `Basic ${TASK_KEY}` } })).status).toBe(401);
     const right = await fetch(`http://${base}/api/projects`, { headers: { authorization: `Bearer ${TASK_KEY}` } });
     expect(right.status).toBe(200);
-    expect((await right.json()).success).toBe(true);
+    expect(((await right.json()) as { success: boolean }).success).toBe(true);
     expect((await fetch(`http://${base}/health`)).status).toBe(200);
     expect((await fetch(`http://${base}/metrics`)).status).toBe(401);
     // unknown routes do not reveal themselves to unauthenticated callers
