@@ -7,16 +7,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errorBody } from './envelope';
 
-export interface RateLimitOptions {
-  perMinutePerIp?: number;
-  perHourPerUser?: number;
-  version: string;
-  /** The user a request counts against (after authentication). */
-  userOf: (request: FastifyRequest) => string;
-  /** Injected clock for tests. */
-  now?: () => number;
-}
-
 interface Window {
   count: number;
   resetAt: number;
@@ -54,31 +44,35 @@ export class FixedWindowCounter {
 
 const EXEMPT = new Set(['/health', '/metrics']);
 
-export function installRateLimit(app: FastifyInstance, opts: RateLimitOptions): void {
-  const limiters: { counter: FixedWindowCounter; key: (r: FastifyRequest) => string }[] = [];
-  if (opts.perMinutePerIp) limiters.push({ counter: new FixedWindowCounter(opts.perMinutePerIp, 60_000), key: (r) => `ip:${r.ip}` });
-  if (opts.perHourPerUser) limiters.push({ counter: new FixedWindowCounter(opts.perHourPerUser, 3_600_000), key: (r) => `user:${opts.userOf(r)}` });
-  if (limiters.length === 0) return;
+export interface WindowLimitOptions {
+  limit: number;
+  windowMs: number;
+  /** The key a request counts against (client IP, acting user). */
+  keyOf: (request: FastifyRequest) => string;
+  version: string;
+  now?: () => number;
+}
+
+/**
+ * One fixed-window limit as an onRequest hook. Several may be installed (per IP before authentication, so key
+ * guessing is limited too; per user after it); the headers always show the tightest window seen so far.
+ */
+export function installWindowLimit(app: FastifyInstance, opts: WindowLimitOptions): void {
+  const counter = new FixedWindowCounter(opts.limit, opts.windowMs);
   const now = opts.now ?? Date.now;
-  // onRequest, added after authentication, so the per-user window counts the authenticated user.
   app.addHook('onRequest', async (request, reply) => {
     if (EXEMPT.has(request.url.split('?')[0] ?? '')) return;
     const t = now();
-    let tightest: { limit: number; remaining: number; resetAt: number } | undefined;
-    let exceeded = false;
-    for (const l of limiters) {
-      const w = l.counter.hit(l.key(request), t);
-      const remaining = Math.max(0, l.counter.limit - w.count);
-      if (w.count > l.counter.limit) exceeded = true;
-      if (!tightest || remaining < tightest.remaining) tightest = { limit: l.counter.limit, remaining, resetAt: w.resetAt };
+    const w = counter.hit(opts.keyOf(request), t);
+    const remaining = Math.max(0, opts.limit - w.count);
+    const shown = reply.getHeader('x-ratelimit-remaining');
+    if (shown === undefined || remaining < Number(shown)) {
+      reply.header('x-ratelimit-limit', opts.limit);
+      reply.header('x-ratelimit-remaining', remaining);
+      reply.header('x-ratelimit-reset', Math.ceil(w.resetAt / 1000));
     }
-    if (!tightest) return;
-    const resetSeconds = Math.ceil(tightest.resetAt / 1000);
-    reply.header('x-ratelimit-limit', tightest.limit);
-    reply.header('x-ratelimit-remaining', tightest.remaining);
-    reply.header('x-ratelimit-reset', resetSeconds);
-    if (exceeded) {
-      reply.header('retry-after', Math.max(1, Math.ceil((tightest.resetAt - t) / 1000)));
+    if (w.count > opts.limit) {
+      reply.header('retry-after', Math.max(1, Math.ceil((w.resetAt - t) / 1000)));
       return reply.code(429).send(errorBody(opts.version, 'RATE_LIMIT', 'Too many requests: rate limit exceeded, retry after X-RateLimit-Reset'));
     }
   });

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { actingUser } from '../http/actingUser';
 import { bearerKeys, installBearerAuth } from '../http/bearerAuth';
 import { installCors } from '../http/cors';
-import { installRateLimit } from '../http/rateLimit';
+import { installWindowLimit } from '../http/rateLimit';
 import type { TaskServiceDeps } from './deps';
 
 export async function installTaskEdges(app: FastifyInstance, deps: TaskServiceDeps): Promise<void> {
@@ -14,6 +14,11 @@ export async function installTaskEdges(app: FastifyInstance, deps: TaskServiceDe
   app.addHook('onResponse', async (request) => {
     if (String(request.headers.upgrade ?? '').toLowerCase() === 'websocket') request.raw.socket?.destroy();
   });
+  const limits = deps.config.file.rateLimit ?? {};
+  // per IP before authentication (so guessing keys is limited too), per user after it (the user is known then)
+  if (limits.perMinutePerIp) installWindowLimit(app, { limit: limits.perMinutePerIp, windowMs: 60_000, keyOf: (r) => r.ip, version });
   installBearerAuth(app, { keys: bearerKeys(deps.keys.task, deps.config.file.users), version });
-  installRateLimit(app, { ...deps.config.file.rateLimit, version, userOf: (r) => actingUser(r, deps.localUser) });
+  if (limits.perHourPerUser) {
+    installWindowLimit(app, { limit: limits.perHourPerUser, windowMs: 3_600_000, keyOf: (r) => actingUser(r, deps.localUser), version });
+  }
 }

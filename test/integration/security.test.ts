@@ -173,6 +173,17 @@ describe('rate limits', () => {
     expect((await stack.app('task').inject({ method: 'GET', url: '/health', remoteAddress: '10.0.0.1' })).statusCode).toBe(200);
   });
 
+  test('failed authentication counts against the IP window, so key guessing is limited', async () => {
+    for (let i = 0; i < 5; i++) {
+      const res = await get('guess-0123456789', '10.0.0.50');
+      expect(res.statusCode).toBe(401);
+      expect(res.headers['x-ratelimit-remaining']).toBe(String(4 - i));
+    }
+    const blocked = await get(BOB_KEY, '10.0.0.50');
+    expect(blocked.statusCode).toBe(429);
+    expect(blocked.headers['x-ratelimit-limit']).toBe('5');
+  });
+
   test('configured CORS origins replace the defaults on every service', async () => {
     const task = stack.app('task');
     expect((await task.inject({ method: 'GET', url: '/health', headers: { origin: 'https://app.example' } })).headers['access-control-allow-origin']).toBe('https://app.example');
