@@ -17,6 +17,7 @@ function probeRoutes(name: string, app: FastifyInstance) {
   if (name !== 'task') return;
   app.get('/ws/auth-probe', { websocket: true }, (socket, request) => {
     socket.send(JSON.stringify({ user: actingUser(request, 'local@armada') }));
+    socket.on('message', (m: Buffer) => socket.send(`echo:${m.toString()}`));
   });
   app.get('/api/events/auth-probe', (request: FastifyRequest, reply) => {
     reply.hijack();
@@ -84,6 +85,19 @@ describe('bearer authentication (key and users configured)', () => {
     expect(header.status).toBe(101);
     const query = await wsOutcome(`ws://${base}/ws/auth-probe?access_token=${ANN_KEY}`);
     expect(query).toEqual({ status: 101, message: JSON.stringify({ user: 'ann@example.com' }) });
+    // an accepted connection stays usable after the hooks ran
+    const ws = new WebSocket(`ws://${base}/ws/auth-probe`, { headers: { authorization: `Bearer ${BOB_KEY}` } });
+    const replies: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      ws.on('message', (m) => {
+        replies.push(m.toString());
+        if (replies.length === 1) setTimeout(() => ws.send('ping'), 200);
+        else resolve();
+      });
+      ws.on('error', reject);
+    });
+    ws.close();
+    expect(replies).toEqual([JSON.stringify({ user: 'bob@example.com' }), 'echo:ping']);
   });
 
   test('SSE: no key → 401, wrong key → 401, right key (header or access_token) → 200 stream', async () => {
