@@ -84,8 +84,9 @@ const WEBHOOK_EVENTS = ['pull_request', 'push', 'issue_comment', 'pull_request_r
 /** Renders every error of these routes (validation included) in the code-hosting shape. */
 function codehostErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const c = classifyError(err);
-  if (c.internal) request.log.error({ err }, 'code-hosting request failed');
   const code = err instanceof CodehostError ? err.code : c.code.toLowerCase();
+  if (c.internal) request.log.error({ err }, 'code-hosting request failed');
+  else request.log.info({ code, statusCode: c.statusCode }, c.message);
   return reply.code(c.statusCode).send({ success: false, error: code, message: c.message });
 }
 

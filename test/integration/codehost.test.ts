@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { createLogger } from '../../lib/logger';
 import { openSecret } from '../../lib/secretBox';
 import { startFakeCodehost, type FakeCodehost } from '../support/fakeCodehost';
 import { eventually, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
@@ -16,6 +17,9 @@ let bare: string;
 let repo: string;
 let projectId: string;
 let taskId: string;
+/** Every log line the services and the worker write during the file, at trace level. */
+const logLines: string[] = [];
+const captureLogger = createLogger('trace', 'armada', { write: (line: string) => void logLines.push(line) });
 
 /** An attempt of the task with a branch holding one commit in a worktree of the project repository. */
 async function makeAttempt(n: number): Promise<{ id: string; branch: string; commit: string }> {
@@ -46,6 +50,7 @@ beforeAll(async () => {
     worker: true,
     env: { ARMADA_CODEHOST_API_URL: fake.url, ARMADA_CODEHOST_OAUTH_URL: `${fake.url}/`, ARMADA_CODEHOST_CLIENT_ID: fake.clientId },
     file: { codehost: { pollIntervalMs: 300 } },
+    logger: captureLogger,
   });
   const project = await inject('POST', '/api/projects', { name: 'widgets', repository: { url: 'https://codehost.example/acme/widgets.git' }, git_repo_path: repo });
   expect(project.statusCode).toBe(201);
@@ -212,5 +217,10 @@ describe('code hosting', () => {
     expect(hook).toMatchObject({ url: 'https://hooks.example/armada', events: ['pull_request', 'push'], active: true });
     expect(Number.isInteger(hook.webhookId)).toBe(true);
     expect(fake.hooks).toEqual([{ repo: 'acme/widgets', id: hook.webhookId, events: ['pull_request', 'push'], url: 'https://hooks.example/armada' }]);
+  });
+
+  test('the code-host token never appears in the logs (trace level, services and worker)', () => {
+    expect(logLines.some((l) => l.includes('authorization_pending'))).toBe(true);
+    for (const line of logLines) expect(line).not.toContain(fake.token);
   });
 });

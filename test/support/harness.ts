@@ -12,7 +12,7 @@ import { buildService, type ServiceName } from '../../api/services';
 import { loadConfig, type ArmadaConfig } from '../../lib/config';
 import { createPool } from '../../lib/db/pool';
 import { resolveKeys, type ResolvedKeys } from '../../lib/keys';
-import { createLogger } from '../../lib/logger';
+import { createLogger, type Logger } from '../../lib/logger';
 import { createMetrics } from '../../lib/metrics';
 import { createTemporalHandle, type TemporalHandle } from '../../lib/temporal/client';
 import { startWorkers, type RunningWorkers } from '../../workers/createWorker';
@@ -95,6 +95,8 @@ export async function startTestStack(
     worker?: boolean;
     file?: Record<string, unknown>;
     env?: Record<string, string>;
+    /** Logger of the services and worker (default: the silent test logger), e.g. to inspect what gets logged. */
+    logger?: Logger;
     /** Runs on each app before ready(), e.g. to add a route that app-level hooks must cover. */
     beforeReady?: (name: ServiceName, app: FastifyInstance) => void | Promise<void>;
   } = {},
@@ -105,14 +107,15 @@ export async function startTestStack(
   const temporal = createTemporalHandle(env('ARMADA_TEST_TEMPORAL_ADDRESS'), config.temporal.namespace);
   const metrics = createMetrics();
   const apps: Partial<Record<ServiceName, FastifyInstance>> = {};
+  const log = opts.logger ?? logger;
   for (const name of opts.services ?? ['task']) {
-    const app = await buildService(name, { db: database.pool, config, keys, temporal, logger, metrics });
+    const app = await buildService(name, { db: database.pool, config, keys, temporal, logger: log, metrics });
     apps[name] = app;
     await opts.beforeReady?.(name, app);
     await app.ready();
   }
   const workers = opts.worker
-    ? await startWorkers({ config, db: database.pool, logger, metrics, address: env('ARMADA_TEST_TEMPORAL_ADDRESS'), namespace: config.temporal.namespace, shutdownGraceMs: 2000 })
+    ? await startWorkers({ config, db: database.pool, logger: log, metrics, address: env('ARMADA_TEST_TEMPORAL_ADDRESS'), namespace: config.temporal.namespace, shutdownGraceMs: 2000 })
     : undefined;
   return {
     config,
