@@ -158,6 +158,7 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       const flow = await getDeviceFlow(deps.db, deviceCode);
       if (!flow) throw new CodehostError(400, 'bad_verification_code', 'Unknown device_code: start with POST /api/auth/codehost/device');
       if (flow.status === 'completed') throw new CodehostError(409, 'device_code_used', 'The token for this device_code was already issued; it is never returned twice');
+      if (flow.expires_at.getTime() <= Date.now()) throw new CodehostError(400, 'expired_token', 'The device_code expired: start again with POST /api/auth/codehost/device');
       const r = await host.pollDeviceToken(deviceCode);
       if (r.kind === 'error') {
         const status = r.error === 'access_denied' ? 403 : 400;

@@ -122,6 +122,12 @@ describe('code hosting', () => {
     const flows = await stack.db.query('SELECT device_code_hash FROM codehost_device_flows');
     expect(flows.rows[0].device_code_hash).not.toBe(d.device_code);
 
+    const late = await inject('POST', '/api/auth/codehost/device');
+    await stack.db.query(`UPDATE codehost_device_flows SET expires_at = now() - interval '1 second' WHERE status = 'pending'`);
+    const expired = await inject('POST', '/api/auth/codehost/device/poll', { device_code: late.json().data.device_code });
+    expect(expired.statusCode).toBe(400);
+    expect(expired.json().error).toBe('expired_token');
+
     const unknown = await inject('POST', '/api/auth/codehost/device/poll', { device_code: 'never-issued' });
     expect(unknown.json()).toMatchObject({ success: false, error: 'bad_verification_code' });
     const invalid = await inject('POST', '/api/auth/codehost/device/poll', {});
