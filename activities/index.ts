@@ -7,6 +7,7 @@ import type { ArmadaConfig } from '../lib/config';
 import { setCloneResult } from '../lib/db/projects';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
+import { checkPullRequest } from './codehost/checkPullRequest';
 import { cloneRepository } from './git/cloneRepository';
 import { recordAgentTaskResult, type AgentTaskResultInput } from './multiAgent/recordAgentTaskResult';
 import { runAgentTask } from './multiAgent/runAgentTask';
@@ -33,6 +34,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createApprovalActivities(deps),
     ...createFollowUpActivities(deps),
     ...createWebhookActivities(deps),
+    checkPullRequest: (input: { attemptId: string }) => checkPullRequest(deps, input.attemptId),
   };
 }
 

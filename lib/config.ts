@@ -71,6 +71,8 @@ export const FileConfigSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    /** How often an attached pull request is polled for its merge (docs/codehost.md). */
+    codehost: Type.Optional(Type.Object({ pollIntervalMs: Type.Optional(Type.Integer({ minimum: 100 })) }, { additionalProperties: false })),
   },
   { additionalProperties: false },
 );
@@ -98,7 +100,9 @@ export interface ArmadaConfig {
   /** Explicit keys from the environment; generated keys are resolved by lib/keys.ts. */
   apiKeys: { default?: string; scheduler?: string; agents?: string; traces?: string; task?: string };
   encryptionKey?: string;
-  codehost: { apiUrl: string; oauthUrl: string; clientId: string };
+  codehost: { apiUrl: string; oauthUrl: string; clientId: string; pollIntervalMs: number };
+  /** Allowed CORS origins: ARMADA_CORS_ORIGINS (comma-separated) or `cors.origins`; undefined = the service default. */
+  corsOrigins?: string[];
   logLevel: string;
   file: FileConfig;
   branchPrefix: string;
@@ -219,7 +223,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
       apiUrl: nonEmpty(env.ARMADA_CODEHOST_API_URL) ?? 'https://api.github.com',
       oauthUrl: nonEmpty(env.ARMADA_CODEHOST_OAUTH_URL) ?? 'https://github.com',
       clientId: nonEmpty(env.ARMADA_CODEHOST_CLIENT_ID) ?? '',
+      pollIntervalMs: file.codehost?.pollIntervalMs ?? 60_000,
     },
+    corsOrigins: nonEmpty(env.ARMADA_CORS_ORIGINS)
+      ?.split(',')
+      .map((o) => o.trim())
+      .filter(Boolean) ?? file.cors?.origins,
     logLevel,
     file,
     branchPrefix: file.branchPrefix ?? 'armada',

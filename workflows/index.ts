@@ -4,3 +4,4 @@ export { agentWorkflow } from './agentWorkflow';
 export { approvalWorkflow } from './approvalWorkflow';
 export { followUpDraftWorkflow, followUpQueueWorkflow } from './followUpWorkflows';
 export { webhookDeliveryWorkflow } from './webhookDeliveryWorkflow';
+export { pullRequestWatchWorkflow } from './pullRequestWatchWorkflow';

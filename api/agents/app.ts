@@ -8,6 +8,7 @@ import { agentRoutes } from './agents';
 import type { AgentsAppDeps } from './deps';
 import { memoryRoutes } from './memory';
 import { agentTaskRoutes } from './tasks';
+import { installCors } from '../http/cors';
 
 export async function buildAgentsApp(base: DetailServiceDeps) {
   // An agent whose llm names no profile is a startup error (ConfigError), not a failed task later.
@@ -23,6 +24,7 @@ export async function buildAgentsApp(base: DetailServiceDeps) {
       return { database: 'ok' };
     },
   });
+  await installCors(app, base.config.corsOrigins, 'all');
   installApiKeyAuth(app, { key: base.keys.agents, allowBearer: true });
   const deps: AgentsAppDeps = { ...base, agents, actors: new AgentActors(base.temporal, base.db, base.config, base.logger) };
   await app.register(agentRoutes, { prefix: '/api/v1', deps });

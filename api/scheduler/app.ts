@@ -2,6 +2,7 @@
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import { installApiKeyAuth } from '../http/apiKeyAuth';
 import { createBaseApp } from '../http/baseApp';
+import { installCors } from '../http/cors';
 
 export async function buildSchedulerApp(deps: DetailServiceDeps) {
   const app = createBaseApp({
@@ -15,6 +16,7 @@ export async function buildSchedulerApp(deps: DetailServiceDeps) {
       return { database: 'ok' };
     },
   });
+  await installCors(app, deps.config.corsOrigins, 'all');
   installApiKeyAuth(app, { key: deps.keys.scheduler, allowBearer: false });
   return app;
 }

@@ -4,6 +4,9 @@ import { createEventListener } from '../../lib/events/listener';
 import type { Metrics } from '../../lib/metrics';
 import { createBaseApp } from '../http/baseApp';
 import type { TaskAppDeps, TaskServiceDeps } from './deps';
+import { codehostRoutes } from './codehost';
+import { installTaskEdges } from './edges';
+import { filesystemRoutes } from './filesystem';
 import { projectRoutes } from './projects';
 import { taskRoutes } from './tasks';
 import { approvalRoutes } from './approvals';
@@ -24,6 +27,7 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
       return { database: 'ok' };
     },
   });
+  await installTaskEdges(app, base);
   const connectionString = (base.db as unknown as { options: { connectionString: string } }).options.connectionString;
   const events = await createEventListener(connectionString, base.db, base.logger);
   app.addHook('onClose', async () => events.close());
@@ -38,5 +42,7 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   await app.register(webhookRoutes, { prefix: '/api', deps });
   const dispatcher = startWebhookDispatcher(deps);
   app.addHook('onClose', async () => dispatcher.stop());
+  await app.register(filesystemRoutes, { prefix: '/api', deps });
+  await app.register(codehostRoutes, { prefix: '/api', deps });
   return app;
 }

@@ -3,6 +3,7 @@ import type { DetailServiceDeps } from '../detailServiceDeps';
 import { installApiKeyAuth } from '../http/apiKeyAuth';
 import { createBaseApp } from '../http/baseApp';
 import { traceRoutes } from './traces';
+import { installCors } from '../http/cors';
 
 export async function buildTracesApp(deps: DetailServiceDeps) {
   const app = createBaseApp({
@@ -16,6 +17,7 @@ export async function buildTracesApp(deps: DetailServiceDeps) {
       return { database: 'ok' };
     },
   });
+  await installCors(app, deps.config.corsOrigins, 'all');
   installApiKeyAuth(app, { key: deps.keys.traces, allowBearer: false });
   await app.register(traceRoutes, { prefix: '/api/v1', deps });
   return app;

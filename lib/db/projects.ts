@@ -168,3 +168,9 @@ export async function attemptStats(db: Queryable, projectId: string): Promise<Pr
   s.averageTaskDurationSeconds = durations.rows[0]?.avg ?? 0;
   return s;
 }
+
+/** The local repository directory of every project (the filesystem endpoints allow them by default). */
+export async function listProjectRepoPaths(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ p: string }>('SELECT DISTINCT git_repo_path AS p FROM projects WHERE git_repo_path IS NOT NULL');
+  return rows.map((r) => r.p);
+}

@@ -12,7 +12,7 @@ import { buildService, type ServiceName } from '../../api/services';
 import { loadConfig, type ArmadaConfig } from '../../lib/config';
 import { createPool } from '../../lib/db/pool';
 import { resolveKeys, type ResolvedKeys } from '../../lib/keys';
-import { createLogger } from '../../lib/logger';
+import { createLogger, type Logger } from '../../lib/logger';
 import { createMetrics } from '../../lib/metrics';
 import { createTemporalHandle, type TemporalHandle } from '../../lib/temporal/client';
 import { startWorkers, type RunningWorkers } from '../../workers/createWorker';
@@ -89,19 +89,33 @@ export interface TestStack {
 }
 
 /** Builds the requested services (ready for `inject`) on a fresh database; with `worker: true` also a worker. */
-export async function startTestStack(opts: { services?: ServiceName[]; worker?: boolean; file?: Record<string, unknown>; env?: Record<string, string> } = {}): Promise<TestStack> {
+export async function startTestStack(
+  opts: {
+    services?: ServiceName[];
+    worker?: boolean;
+    file?: Record<string, unknown>;
+    env?: Record<string, string>;
+    /** Logger of the services and worker (default: the silent test logger), e.g. to inspect what gets logged. */
+    logger?: Logger;
+    /** Runs on each app before ready(), e.g. to add a route that app-level hooks must cover. */
+    beforeReady?: (name: ServiceName, app: FastifyInstance) => void | Promise<void>;
+  } = {},
+): Promise<TestStack> {
   const config = testConfig(opts.file, opts.env);
   const database = await createTestDatabase();
   const keys = resolveKeys(config);
   const temporal = createTemporalHandle(env('ARMADA_TEST_TEMPORAL_ADDRESS'), config.temporal.namespace);
   const metrics = createMetrics();
   const apps: Partial<Record<ServiceName, FastifyInstance>> = {};
+  const log = opts.logger ?? logger;
   for (const name of opts.services ?? ['task']) {
-    apps[name] = await buildService(name, { db: database.pool, config, keys, temporal, logger, metrics });
-    await apps[name]?.ready();
+    const app = await buildService(name, { db: database.pool, config, keys, temporal, logger: log, metrics });
+    apps[name] = app;
+    await opts.beforeReady?.(name, app);
+    await app.ready();
   }
   const workers = opts.worker
-    ? await startWorkers({ config, db: database.pool, logger, metrics, address: env('ARMADA_TEST_TEMPORAL_ADDRESS'), namespace: config.temporal.namespace, shutdownGraceMs: 2000 })
+    ? await startWorkers({ config, db: database.pool, logger: log, metrics, address: env('ARMADA_TEST_TEMPORAL_ADDRESS'), namespace: config.temporal.namespace, shutdownGraceMs: 2000 })
     : undefined;
   return {
     config,

@@ -1,0 +1,339 @@
+/**
+ * Code hosting routes: device-flow sign-in, pull requests of attempts (create / attach), repository info, pull
+ * request listing and webhook registration. Their errors use the spec's `{success:false, error:"<code>", message}`.
+ */
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { CodehostError, codehostAuthRequired, createCodehostClient, parseRepoSlug, pullRequestView, type HostPull } from '../../lib/codehost/client';
+import { loadCodehostToken, storeCodehostToken } from '../../lib/codehost/tokens';
+import {
+  completeDeviceFlow,
+  getAttemptWithProject,
+  getDeviceFlow,
+  insertDeviceFlow,
+  upsertAttemptPullRequest,
+  type AttemptWithProject,
+} from '../../lib/db/codehost';
+import { withTransaction } from '../../lib/db/pool';
+import { getProject, type ProjectRow } from '../../lib/db/projects';
+import { git } from '../../lib/git';
+import { actingUser } from '../http/actingUser';
+import { classifyError } from '../http/errorHandlers';
+import { ok } from '../http/envelope';
+import { Envelope, ErrorSchema, IdParams, StringEnum } from '../http/schemas';
+import type { TaskAppDeps, TaskPluginOptions } from './deps';
+
+const CodehostErrorSchema = Type.Object({ success: Type.Literal(false), error: Type.String(), message: Type.String() });
+/** 401 and 429 may also come from the authentication and rate-limit hooks, in the envelope. */
+const CodehostErrors = {
+  400: CodehostErrorSchema,
+  401: Type.Union([CodehostErrorSchema, ErrorSchema]),
+  403: CodehostErrorSchema,
+  404: CodehostErrorSchema,
+  409: CodehostErrorSchema,
+  422: CodehostErrorSchema,
+  429: Type.Union([CodehostErrorSchema, ErrorSchema]),
+  500: CodehostErrorSchema,
+  502: CodehostErrorSchema,
+};
+
+const PullRequest = Type.Object({
+  number: Type.Integer(),
+  title: Type.String(),
+  body: Type.String(),
+  state: StringEnum(['open', 'closed'] as const),
+  author: Type.String(),
+  createdAt: Type.String(),
+  htmlUrl: Type.String(),
+  head: Type.String(),
+  base: Type.String(),
+  url: Type.String(),
+});
+
+const RepositoryInfo = Type.Object({
+  owner: Type.String(),
+  repo: Type.String(),
+  fullName: Type.String(),
+  defaultBranch: Type.String(),
+  private: Type.Boolean(),
+  htmlUrl: Type.String(),
+  cloneUrl: Type.String(),
+});
+
+const WebhookRegistration = Type.Object({
+  webhookId: Type.Integer(),
+  url: Type.String(),
+  events: Type.Array(Type.String()),
+  active: Type.Boolean(),
+  createdAt: Type.String(),
+});
+
+const DeviceCode = Type.Object({
+  device_code: Type.String(),
+  user_code: Type.String(),
+  verification_uri: Type.String(),
+  expires_in: Type.Integer(),
+  interval: Type.Integer(),
+});
+
+const DeviceToken = Type.Object({ access_token: Type.String(), token_type: Type.String(), scope: Type.String() });
+
+const WEBHOOK_EVENTS = ['pull_request', 'push', 'issue_comment', 'pull_request_review'] as const;
+
+/** Renders every error of these routes (validation included) in the code-hosting shape. */
+function codehostErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const c = classifyError(err);
+  const code = err instanceof CodehostError ? err.code : c.code.toLowerCase();
+  if (c.internal) request.log.error({ err }, 'code-hosting request failed');
+  else request.log.info({ code, statusCode: c.statusCode }, c.message);
+  return reply.code(c.statusCode).send({ success: false, error: code, message: c.message });
+}
+
+const pushFailed = (stderr: string) =>
+  // only the first line of git's message, with any credentials in URLs removed
+  new CodehostError(502, 'push_failed', `Pushing the attempt branch failed: ${(stderr.trim().split('\n')[0] ?? '').replace(/\/\/[^@/\s]+@/g, '//')}`);
+
+/** owner/repo of a project: from its repository URL, else from its local repository's `origin` URL. */
+async function projectSlug(p: Pick<ProjectRow, 'repo_url' | 'git_repo_path'>): Promise<{ owner: string; repo: string }> {
+  const fromUrl = parseRepoSlug(p.repo_url);
+  if (fromUrl) return fromUrl;
+  if (p.git_repo_path) {
+    const origin = await git(p.git_repo_path, ['remote', 'get-url', 'origin'], { timeoutMs: 10_000 });
+    const fromOrigin = origin.code === 0 ? parseRepoSlug(origin.stdout.trim()) : undefined;
+    if (fromOrigin) return fromOrigin;
+  }
+  throw new CodehostError(400, 'repository_not_on_codehost', 'The project repository is not a code-host repository (no owner/repo in its URL or origin)');
+}
+
+export async function startPullRequestWatch(deps: TaskAppDeps, attemptId: string): Promise<void> {
+  const client = await deps.temporal.client();
+  await client.workflow.start('pullRequestWatchWorkflow', {
+    taskQueue: deps.config.temporal.taskQueue,
+    workflowId: `pr-watch:${attemptId}`,
+    args: [{ attemptId, pollIntervalMs: deps.config.codehost.pollIntervalMs }],
+    workflowIdConflictPolicy: 'TERMINATE_EXISTING',
+  });
+}
+
+export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify, { deps }) => {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  app.setErrorHandler(codehostErrorHandler);
+  const version = deps.config.version;
+  const host = createCodehostClient(deps.config.codehost);
+  const key = deps.keys.encryption;
+  const tokenOf = (request: FastifyRequest) => loadCodehostToken(deps.db, key, actingUser(request, deps.localUser));
+  const mustProject = async (id: string) => {
+    const p = await getProject(deps.db, id);
+    if (!p) throw new CodehostError(404, 'project_not_found', `Project ${id} not found`);
+    return p;
+  };
+  const mustAttempt = async (id: string): Promise<AttemptWithProject> => {
+    const a = await getAttemptWithProject(deps.db, id);
+    if (!a) throw new CodehostError(404, 'attempt_not_found', `Attempt ${id} not found`);
+    return a;
+  };
+
+  app.post(
+    '/auth/codehost/device',
+    { schema: { tags: ['codehost'], response: { 200: Envelope(DeviceCode), ...CodehostErrors } } },
+    async (request) => {
+      const code = await host.requestDeviceCode('repo');
+      await insertDeviceFlow(deps.db, code.device_code, actingUser(request, deps.localUser), code.expires_in);
+      return ok(version, code);
+    },
+  );
+
+  app.post(
+    '/auth/codehost/device/poll',
+    {
+      schema: {
+        tags: ['codehost'],
+        body: Type.Object({ device_code: Type.String({ minLength: 1, maxLength: 512 }) }, { additionalProperties: false }),
+        response: { 200: Envelope(DeviceToken), ...CodehostErrors },
+      },
+    },
+    async (request) => {
+      const deviceCode = request.body.device_code;
+      const flow = await getDeviceFlow(deps.db, deviceCode);
+      if (!flow) throw new CodehostError(400, 'bad_verification_code', 'Unknown device_code: start with POST /api/auth/codehost/device');
+      if (flow.status === 'completed') throw new CodehostError(409, 'device_code_used', 'The token for this device_code was already issued; it is never returned twice');
+      if (flow.expires_at.getTime() <= Date.now()) throw new CodehostError(400, 'expired_token', 'The device_code expired: start again with POST /api/auth/codehost/device');
+      const r = await host.pollDeviceToken(deviceCode);
+      if (r.kind === 'error') {
+        const status = r.error === 'access_denied' ? 403 : 400;
+        const message = r.error === 'authorization_pending' ? 'Waiting for the user to enter the user_code at verification_uri' : r.message;
+        throw new CodehostError(status, r.error, message);
+      }
+      await withTransaction(deps.db, async (tx) => {
+        const locked = await getDeviceFlow(tx, deviceCode, true);
+        if (!locked || locked.status === 'completed') throw new CodehostError(409, 'device_code_used', 'The token for this device_code was already issued; it is never returned twice');
+        await storeCodehostToken(tx, key, locked.user_email, r);
+        await completeDeviceFlow(tx, deviceCode);
+      });
+      return ok(version, { access_token: r.access_token, token_type: r.token_type, scope: r.scope });
+    },
+  );
+
+  app.post(
+    '/task-attempts/:id/create-pr',
+    {
+      schema: {
+        tags: ['codehost'],
+        params: IdParams,
+        body: Type.Object(
+          {
+            title: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+            body: Type.Optional(Type.String({ maxLength: 65536 })),
+            baseBranch: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+            draft: Type.Optional(Type.Boolean()),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: Envelope(PullRequest), ...CodehostErrors },
+      },
+    },
+    async (request) => {
+      const attempt = await mustAttempt(request.params.id);
+      const token = await tokenOf(request);
+      if (!token) throw codehostAuthRequired();
+      if (!attempt.branch) throw new CodehostError(409, 'attempt_has_no_branch', 'The attempt has no branch yet');
+      const slug = await projectSlug(attempt);
+      const repoDir = attempt.worktree_path ?? attempt.git_repo_path;
+      if (!repoDir) throw new CodehostError(409, 'repository_not_ready', 'The project has no local repository yet');
+      const push = await git(repoDir, ['push', 'origin', `refs/heads/${attempt.branch}:refs/heads/${attempt.branch}`], { timeoutMs: 120_000 });
+      if (push.code !== 0) throw pushFailed(push.stderr);
+      const b = request.body;
+      const pr: HostPull = await host.createPull(token, slug.owner, slug.repo, {
+        title: b.title ?? attempt.task_title,
+        body: b.body ?? '',
+        head: attempt.branch,
+        base: b.baseBranch ?? attempt.base_branch ?? attempt.repo_branch,
+        draft: b.draft ?? false,
+      });
+      await upsertAttemptPullRequest(deps.db, {
+        attemptId: attempt.attempt_id,
+        owner: slug.owner,
+        repo: slug.repo,
+        number: pr.number,
+        htmlUrl: pr.html_url,
+        apiUrl: pr.url,
+        state: pr.state,
+        attachedBy: actingUser(request, deps.localUser),
+      });
+      await startPullRequestWatch(deps, attempt.attempt_id);
+      return ok(version, pullRequestView(pr));
+    },
+  );
+
+  app.post(
+    '/task-attempts/:id/attach-pr',
+    {
+      schema: {
+        tags: ['codehost'],
+        params: IdParams,
+        body: Type.Object(
+          {
+            owner: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]+$' }),
+            repo: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]+$' }),
+            prNumber: Type.Integer({ minimum: 1 }),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Envelope(Type.Object({ attemptId: Type.String(), prUrl: Type.String(), prNumber: Type.Integer(), attachedAt: Type.String() })),
+          ...CodehostErrors,
+        },
+      },
+    },
+    async (request) => {
+      const attempt = await mustAttempt(request.params.id);
+      const { owner, repo, prNumber } = request.body;
+      const pr = await host.getPull(await tokenOf(request), owner, repo, prNumber);
+      const row = await upsertAttemptPullRequest(deps.db, {
+        attemptId: attempt.attempt_id,
+        owner,
+        repo,
+        number: pr.number,
+        htmlUrl: pr.html_url,
+        apiUrl: pr.url,
+        state: pr.state,
+        attachedBy: actingUser(request, deps.localUser),
+      });
+      await startPullRequestWatch(deps, attempt.attempt_id);
+      return ok(version, { attemptId: attempt.attempt_id, prUrl: pr.html_url, prNumber: pr.number, attachedAt: row.attached_at.toISOString() });
+    },
+  );
+
+  app.get(
+    '/projects/:id/codehost/repository',
+    { schema: { tags: ['codehost'], params: IdParams, response: { 200: Envelope(RepositoryInfo), ...CodehostErrors } } },
+    async (request) => {
+      const slug = await projectSlug(await mustProject(request.params.id));
+      const r = await host.getRepository(await tokenOf(request), slug.owner, slug.repo);
+      return ok(version, {
+        owner: r.owner.login,
+        repo: r.name,
+        fullName: r.full_name,
+        defaultBranch: r.default_branch,
+        private: r.private,
+        htmlUrl: r.html_url,
+        cloneUrl: r.clone_url,
+      });
+    },
+  );
+
+  app.get(
+    '/projects/:id/codehost/pulls',
+    {
+      schema: {
+        tags: ['codehost'],
+        params: IdParams,
+        querystring: Type.Object({
+          state: StringEnum(['open', 'closed', 'all'] as const, { default: 'open' }),
+          page: Type.Integer({ minimum: 1, default: 1 }),
+          limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+        }),
+        response: { 200: Envelope(Type.Array(PullRequest)), ...CodehostErrors },
+      },
+    },
+    async (request) => {
+      const slug = await projectSlug(await mustProject(request.params.id));
+      const pulls = await host.listPulls(await tokenOf(request), slug.owner, slug.repo, request.query);
+      return ok(version, pulls.map(pullRequestView));
+    },
+  );
+
+  app.post(
+    '/projects/:id/codehost/webhook',
+    {
+      schema: {
+        tags: ['codehost'],
+        params: IdParams,
+        body: Type.Object(
+          { events: Type.Array(StringEnum(WEBHOOK_EVENTS), { minItems: 1, uniqueItems: true }), url: Type.String({ maxLength: 2048 }) },
+          { additionalProperties: false },
+        ),
+        response: { 200: Envelope(WebhookRegistration), ...CodehostErrors },
+      },
+    },
+    async (request) => {
+      const project = await mustProject(request.params.id);
+      const { url, events } = request.body;
+      let parsed: URL | undefined;
+      try {
+        parsed = new URL(url);
+      } catch {
+        parsed = undefined;
+      }
+      if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || !parsed.hostname || parsed.username || parsed.password) {
+        throw new CodehostError(400, 'invalid_webhook_url', 'url must be an absolute http(s) URL without credentials');
+      }
+      const token = await tokenOf(request);
+      if (!token) throw codehostAuthRequired();
+      const slug = await projectSlug(project);
+      const hook = await host.createHook(token, slug.owner, slug.repo, { url, events });
+      return ok(version, { webhookId: hook.id, url: hook.config.url ?? url, events: hook.events, active: hook.active, createdAt: hook.created_at });
+    },
+  );
+};

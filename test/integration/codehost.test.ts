@@ -1,0 +1,232 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createLogger } from '../../lib/logger';
+import { openSecret } from '../../lib/secretBox';
+import { startFakeCodehost, type FakeCodehost } from '../support/fakeCodehost';
+import { eventually, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
+
+const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.com' };
+const g = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, stdio: 'pipe', env: gitEnv }).toString().trim();
+
+let stack: TestStack;
+let fake: FakeCodehost;
+let tmp: string;
+let bare: string;
+let repo: string;
+let projectId: string;
+let taskId: string;
+/** Every log line the services and the worker write during the file, at trace level. */
+const logLines: string[] = [];
+const captureLogger = createLogger('trace', 'armada', { write: (line: string) => void logLines.push(line) });
+
+/** An attempt of the task with a branch holding one commit in a worktree of the project repository. */
+async function makeAttempt(n: number): Promise<{ id: string; branch: string; commit: string }> {
+  const id = `att-${n}-${Math.random().toString(36).slice(2, 8)}`;
+  const branch = `armada/task-${taskId}-attempt-${n}`;
+  const wt = path.join(tmp, `wt-${n}`);
+  g(repo, 'worktree', 'add', '-q', '-b', branch, wt, 'main');
+  fs.writeFileSync(path.join(wt, `change-${n}.txt`), `attempt ${n}\n`);
+  g(wt, 'add', '-A');
+  g(wt, 'commit', '-q', '-m', `attempt ${n} work`);
+  await stack.db.query(
+    `INSERT INTO attempts (id, task_id, number, llm, status, branch, base_branch, worktree_path) VALUES ($1, $2, $3, 'claude', 'completed', $4, 'main', $5)`,
+    [id, taskId, n, branch, wt],
+  );
+  return { id, branch, commit: g(wt, 'rev-parse', 'HEAD') };
+}
+
+beforeAll(async () => {
+  tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'armada-codehost-')));
+  bare = path.join(tmp, 'origin.git');
+  g(tmp, 'init', '-q', '--bare', '-b', 'main', bare);
+  repo = makeGitRepo();
+  g(repo, 'remote', 'add', 'origin', bare);
+  g(repo, 'push', '-q', 'origin', 'main');
+  fake = await startFakeCodehost([{ owner: 'acme', name: 'widgets', bare, defaultBranch: 'main', private: true }]);
+  stack = await startTestStack({
+    services: ['task'],
+    worker: true,
+    env: { ARMADA_CODEHOST_API_URL: fake.url, ARMADA_CODEHOST_OAUTH_URL: `${fake.url}/`, ARMADA_CODEHOST_CLIENT_ID: fake.clientId },
+    file: { codehost: { pollIntervalMs: 300 } },
+    logger: captureLogger,
+  });
+  const project = await inject('POST', '/api/projects', { name: 'widgets', repository: { url: 'https://codehost.example/acme/widgets.git' }, git_repo_path: repo });
+  expect(project.statusCode).toBe(201);
+  projectId = project.json().data.id;
+  const task = await inject('POST', '/api/tasks', { projectId, title: 'Add the widget' });
+  expect(task.statusCode).toBe(201);
+  taskId = task.json().data.id;
+});
+
+afterAll(async () => {
+  await stack?.close();
+  await fake?.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+  fs.rmSync(repo, { recursive: true, force: true });
+});
+
+function inject(method: 'GET' | 'POST', url: string, payload?: unknown) {
+  return stack.app('task').inject({ method, url, payload: payload as object });
+}
+
+const remoteHasBranch = (branch: string) => {
+  try {
+    return g(tmp, '--git-dir', bare, 'rev-parse', '--verify', `refs/heads/${branch}`);
+  } catch {
+    return undefined;
+  }
+};
+
+describe('code hosting', () => {
+  let first: { id: string; branch: string; commit: string };
+
+  test('without sign-in, create-pr is codehost_auth_required and nothing is pushed', async () => {
+    first = await makeAttempt(1);
+    const res = await inject('POST', `/api/task-attempts/${first.id}/create-pr`, { title: 'Widget' });
+    expect(res.statusCode).toBe(401);
+    expect(res.json()).toEqual({ success: false, error: 'codehost_auth_required', message: expect.any(String) });
+    expect(remoteHasBranch(first.branch)).toBeUndefined();
+    const missing = await inject('POST', '/api/task-attempts/nope/create-pr', {});
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json()).toMatchObject({ success: false, error: 'attempt_not_found' });
+  });
+
+  test('device flow: authorization_pending, then the token once, stored sealed', async () => {
+    const start = await inject('POST', '/api/auth/codehost/device');
+    expect(start.statusCode).toBe(200);
+    const d = start.json().data;
+    expect(d).toMatchObject({ verification_uri: `${fake.url}/login/device`, expires_in: 900, interval: 1 });
+    expect(typeof d.device_code).toBe('string');
+    expect(typeof d.user_code).toBe('string');
+
+    const pending = await inject('POST', '/api/auth/codehost/device/poll', { device_code: d.device_code });
+    expect(pending.statusCode).toBe(400);
+    expect(pending.json()).toEqual({ success: false, error: 'authorization_pending', message: expect.any(String) });
+
+    fake.authorize(d.user_code);
+    const done = await inject('POST', '/api/auth/codehost/device/poll', { device_code: d.device_code });
+    expect(done.statusCode).toBe(200);
+    expect(done.json().data).toEqual({ access_token: fake.token, token_type: 'bearer', scope: 'repo' });
+
+    const again = await inject('POST', '/api/auth/codehost/device/poll', { device_code: d.device_code });
+    expect(again.statusCode).toBe(409);
+    expect(again.json().error).toBe('device_code_used');
+    expect(again.body).not.toContain(fake.token);
+
+    const { rows } = await stack.db.query('SELECT token_sealed, scope FROM codehost_tokens');
+    expect(rows).toHaveLength(1);
+    expect(rows[0].token_sealed).not.toContain(fake.token);
+    expect(openSecret(stack.keys.encryption, rows[0].token_sealed)).toBe(fake.token);
+    const flows = await stack.db.query('SELECT device_code_hash FROM codehost_device_flows');
+    expect(flows.rows[0].device_code_hash).not.toBe(d.device_code);
+
+    const late = await inject('POST', '/api/auth/codehost/device');
+    await stack.db.query(`UPDATE codehost_device_flows SET expires_at = now() - interval '1 second' WHERE status = 'pending'`);
+    const expired = await inject('POST', '/api/auth/codehost/device/poll', { device_code: late.json().data.device_code });
+    expect(expired.statusCode).toBe(400);
+    expect(expired.json().error).toBe('expired_token');
+
+    const unknown = await inject('POST', '/api/auth/codehost/device/poll', { device_code: 'never-issued' });
+    expect(unknown.json()).toMatchObject({ success: false, error: 'bad_verification_code' });
+    const invalid = await inject('POST', '/api/auth/codehost/device/poll', {});
+    expect(invalid.statusCode).toBe(400);
+    expect(invalid.json()).toMatchObject({ success: false, error: 'validation_error' });
+  });
+
+  test('create-pr pushes the attempt branch to origin and opens the pull request; merging completes the task', async () => {
+    const res = await inject('POST', `/api/task-attempts/${first.id}/create-pr`, { title: 'Widget', body: 'Adds it', draft: true });
+    expect(res.statusCode).toBe(200);
+    const pr = res.json().data;
+    expect(pr).toMatchObject({ number: 1, title: 'Widget', body: 'Adds it', state: 'open', author: 'signed-in-user', head: first.branch, base: 'main' });
+    expect(pr.url).toBe(`${fake.url}/repos/acme/widgets/pulls/1`);
+    expect(pr.htmlUrl).toContain('/acme/widgets/pull/1');
+    expect(remoteHasBranch(first.branch)).toBe(first.commit);
+    const call = fake.requests.find((r) => r.method === 'POST' && r.path === '/repos/acme/widgets/pulls');
+    expect(call?.authorization).toBe(`Bearer ${fake.token}`);
+    expect(call?.body).toMatchObject({ head: first.branch, base: 'main', draft: true });
+    const row = await stack.db.query('SELECT owner, repo, number, state FROM attempt_pull_requests WHERE attempt_id = $1', [first.id]);
+    expect(row.rows[0]).toEqual({ owner: 'acme', repo: 'widgets', number: 1, state: 'open' });
+
+    // still open after a few polls
+    await new Promise((r) => setTimeout(r, 800));
+    expect((await inject('GET', `/api/tasks/${taskId}`)).json().data.status).toBe('pending');
+
+    fake.merge('acme', 'widgets', 1);
+    await eventually(async () => (await inject('GET', `/api/tasks/${taskId}`)).json().data.status === 'completed', 20_000, 200);
+    const merged = await stack.db.query('SELECT state, merged_at FROM attempt_pull_requests WHERE attempt_id = $1', [first.id]);
+    expect(merged.rows[0].state).toBe('merged');
+    expect(merged.rows[0].merged_at).toBeInstanceOf(Date);
+    const events = await stack.db.query(`SELECT type FROM events WHERE type IN ('task.status_changed', 'task.completed') AND data->>'taskId' = $1`, [taskId]);
+    expect(events.rows.map((e) => e.type).sort()).toEqual(['task.completed', 'task.status_changed']);
+    const handle = (await stack.temporal.client()).workflow.getHandle(`pr-watch:${first.id}`);
+    expect(await handle.result()).toBe('merged');
+  });
+
+  test('list pulls (state, page, limit) and repository info', async () => {
+    fake.addPull('acme', 'widgets', { title: 'Other', head: 'feature/x' });
+    const open = await inject('GET', `/api/projects/${projectId}/codehost/pulls`);
+    expect(open.statusCode).toBe(200);
+    expect(open.json().data.map((p: { title: string }) => p.title)).toEqual(['Other']);
+    const all = await inject('GET', `/api/projects/${projectId}/codehost/pulls?state=all&page=1&limit=5`);
+    expect(all.json().data.map((p: { number: number; state: string }) => [p.number, p.state])).toEqual([
+      [1, 'closed'],
+      [2, 'open'],
+    ]);
+    expect(fake.requests.some((r) => r.path === '/repos/acme/widgets/pulls?state=all&page=1&per_page=5')).toBe(true);
+    expect((await inject('GET', `/api/projects/${projectId}/codehost/pulls?limit=101`)).json()).toMatchObject({ success: false, error: 'validation_error' });
+
+    const info = await inject('GET', `/api/projects/${projectId}/codehost/repository`);
+    expect(info.statusCode).toBe(200);
+    expect(info.json().data).toEqual({
+      owner: 'acme',
+      repo: 'widgets',
+      fullName: 'acme/widgets',
+      defaultBranch: 'main',
+      private: true,
+      htmlUrl: `${fake.url}/acme/widgets`,
+      cloneUrl: `${fake.url}/acme/widgets.git`,
+    });
+    const none = await inject('GET', '/api/projects/missing/codehost/repository');
+    expect(none.statusCode).toBe(404);
+    expect(none.json()).toEqual({ success: false, error: 'project_not_found', message: expect.any(String) });
+  });
+
+  test('attach-pr attaches an existing pull request; an unknown one is pr_not_found', async () => {
+    const second = await makeAttempt(2);
+    const res = await inject('POST', `/api/task-attempts/${second.id}/attach-pr`, { owner: 'acme', repo: 'widgets', prNumber: 2 });
+    expect(res.statusCode).toBe(200);
+    const data = res.json().data;
+    expect(data).toMatchObject({ attemptId: second.id, prNumber: 2 });
+    expect(data.prUrl).toContain('/acme/widgets/pull/2');
+    expect(Number.isNaN(Date.parse(data.attachedAt))).toBe(false);
+    const row = await stack.db.query('SELECT number, state FROM attempt_pull_requests WHERE attempt_id = $1', [second.id]);
+    expect(row.rows[0]).toEqual({ number: 2, state: 'open' });
+
+    const missing = await inject('POST', `/api/task-attempts/${second.id}/attach-pr`, { owner: 'acme', repo: 'widgets', prNumber: 99 });
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json()).toEqual({ success: false, error: 'pr_not_found', message: expect.any(String) });
+  });
+
+  test('webhook registration; a bad URL is invalid_webhook_url', async () => {
+    for (const url of ['not a url', 'ftp://hooks.example/x', 'https://user:pw@hooks.example/x']) {
+      const bad = await inject('POST', `/api/projects/${projectId}/codehost/webhook`, { events: ['push'], url });
+      expect(bad.statusCode).toBe(400);
+      expect(bad.json()).toEqual({ success: false, error: 'invalid_webhook_url', message: expect.any(String) });
+    }
+    const badEvent = await inject('POST', `/api/projects/${projectId}/codehost/webhook`, { events: ['deploy'], url: 'https://hooks.example/x' });
+    expect(badEvent.json()).toMatchObject({ success: false, error: 'validation_error' });
+    const res = await inject('POST', `/api/projects/${projectId}/codehost/webhook`, { events: ['pull_request', 'push'], url: 'https://hooks.example/armada' });
+    expect(res.statusCode).toBe(200);
+    const hook = res.json().data;
+    expect(hook).toMatchObject({ url: 'https://hooks.example/armada', events: ['pull_request', 'push'], active: true });
+    expect(Number.isInteger(hook.webhookId)).toBe(true);
+    expect(fake.hooks).toEqual([{ repo: 'acme/widgets', id: hook.webhookId, events: ['pull_request', 'push'], url: 'https://hooks.example/armada' }]);
+  });
+
+  test('the code-host token never appears in the logs (trace level, services and worker)', () => {
+    expect(logLines.some((l) => l.includes('authorization_pending'))).toBe(true);
+    for (const line of logLines) expect(line).not.toContain(fake.token);
+  });
+});

@@ -1,0 +1,236 @@
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import WebSocket from 'ws';
+import { actingUser } from '../../api/http/actingUser';
+import { startTestStack, type TestStack } from '../support/harness';
+
+const TASK_KEY = 'task-key-0123456789abcdef';
+const ANN_KEY = 'ann-key-0123456789';
+const BOB_KEY = 'bob-key-0123456789';
+const users = [
+  { email: 'Ann@example.com', apiKey: ANN_KEY },
+  { email: 'bob@example.com', apiKey: BOB_KEY },
+];
+
+/** Routes a later plugin might add (a WebSocket and an SSE stream, under the real prefixes), added before ready(). */
+function probeRoutes(name: string, app: FastifyInstance) {
+  if (name !== 'task') return;
+  app.get('/ws/auth-probe', { websocket: true }, (socket, request) => {
+    socket.send(JSON.stringify({ user: actingUser(request, 'local@armada') }));
+    socket.on('message', (m: Buffer) => socket.send(`echo:${m.toString()}`));
+  });
+  app.get('/api/events/auth-probe', (request: FastifyRequest, reply) => {
+    reply.hijack();
+    reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    reply.raw.end(`data: ${JSON.stringify({ user: actingUser(request, 'local@armada') })}\n\n`);
+  });
+  app.get('/api/auth-probe/whoami', (request: FastifyRequest) => ({ user: actingUser(request, 'local@armada') }));
+}
+
+describe('bearer authentication (key and users configured)', () => {
+  let stack: TestStack;
+  let base: string;
+  beforeAll(async () => {
+    stack = await startTestStack({ services: ['task', 'scheduler'], env: { ARMADA_TASK_API_KEY: TASK_KEY }, file: { users }, beforeReady: probeRoutes });
+    await stack.app('task').listen({ host: '127.0.0.1', port: 0 });
+    base = `127.0.0.1:${(stack.app('task').server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => stack?.close());
+
+  test('HTTP: no header → 401, wrong key → 401, right key → 200; /health stays open', async () => {
+    const none = await fetch(`http://${base}/api/projects`);
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toBe('Bearer');
+    expect(await none.json()).toMatchObject({ success: false, error: { code: 'UNAUTHORIZED', message: 'Authentication required' } });
+    const wrong = await fetch(`http://${base}/api/projects`, { headers: { authorization: 'Bearer not-the-key-at-all' } });
+    expect(wrong.status).toBe(401);
+    expect((await fetch(`http://${base}/api/projects`, { headers: { authorization: `Basic ${TASK_KEY}` } })).status).toBe(401);
+    const right = await fetch(`http://${base}/api/projects`, { headers: { authorization: `Bearer ${TASK_KEY}` } });
+    expect(right.status).toBe(200);
+    expect(((await right.json()) as { success: boolean }).success).toBe(true);
+    expect((await fetch(`http://${base}/health`)).status).toBe(200);
+    expect((await fetch(`http://${base}/metrics`)).status).toBe(401);
+    // unknown routes do not reveal themselves to unauthenticated callers
+    expect((await fetch(`http://${base}/api/nope`)).status).toBe(401);
+    // the query-string key is for streams only
+    expect((await fetch(`http://${base}/api/projects?access_token=${TASK_KEY}`)).status).toBe(401);
+  });
+
+  test('a user key names the acting user; the service key does not', async () => {
+    const ann = await fetch(`http://${base}/api/auth-probe/whoami`, { headers: { authorization: `Bearer ${ANN_KEY}`, 'x-user-email': 'mallory@example.com' } });
+    expect(await ann.json()).toEqual({ user: 'ann@example.com' });
+    const svc = await fetch(`http://${base}/api/auth-probe/whoami`, { headers: { authorization: `Bearer ${TASK_KEY}`, 'x-user-email': 'carol@example.com' } });
+    expect(await svc.json()).toEqual({ user: 'carol@example.com' });
+  });
+
+  const wsOutcome = (url: string, headers: Record<string, string> = {}) =>
+    new Promise<{ status: number; message?: string }>((resolve, reject) => {
+      const ws = new WebSocket(url, { headers });
+      ws.on('unexpected-response', (_req, res) => {
+        resolve({ status: res.statusCode ?? 0 });
+        ws.terminate();
+      });
+      ws.on('message', (m) => {
+        resolve({ status: 101, message: m.toString() });
+        ws.close();
+      });
+      ws.on('error', (err) => reject(err));
+    });
+
+  test('WebSocket: no key → 401, wrong key → 401, right key (header or access_token) → connected', async () => {
+    expect((await wsOutcome(`ws://${base}/ws/auth-probe`)).status).toBe(401);
+    expect((await wsOutcome(`ws://${base}/ws/auth-probe`, { authorization: 'Bearer wrong-key-123' })).status).toBe(401);
+    expect((await wsOutcome(`ws://${base}/ws/auth-probe?access_token=wrong-key-123`)).status).toBe(401);
+    const header = await wsOutcome(`ws://${base}/ws/auth-probe`, { authorization: `Bearer ${TASK_KEY}` });
+    expect(header.status).toBe(101);
+    const query = await wsOutcome(`ws://${base}/ws/auth-probe?access_token=${ANN_KEY}`);
+    expect(query).toEqual({ status: 101, message: JSON.stringify({ user: 'ann@example.com' }) });
+    // an accepted connection stays usable after the hooks ran
+    const ws = new WebSocket(`ws://${base}/ws/auth-probe`, { headers: { authorization: `Bearer ${BOB_KEY}` } });
+    const replies: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      ws.on('message', (m) => {
+        replies.push(m.toString());
+        if (replies.length === 1) setTimeout(() => ws.send('ping'), 200);
+        else resolve();
+      });
+      ws.on('error', reject);
+    });
+    ws.close();
+    expect(replies).toEqual([JSON.stringify({ user: 'bob@example.com' }), 'echo:ping']);
+  });
+
+  test('SSE: no key → 401, wrong key → 401, right key (header or access_token) → 200 stream', async () => {
+    const url = `http://${base}/api/events/auth-probe`;
+    expect((await fetch(url, { headers: { accept: 'text/event-stream' } })).status).toBe(401);
+    expect((await fetch(`${url}?access_token=wrong-key-123`)).status).toBe(401);
+    expect((await fetch(url, { headers: { authorization: 'Bearer wrong-key-123' } })).status).toBe(401);
+    const header = await fetch(url, { headers: { authorization: `Bearer ${TASK_KEY}`, accept: 'text/event-stream' } });
+    expect(header.status).toBe(200);
+    expect(header.headers.get('content-type')).toBe('text/event-stream');
+    expect(await header.text()).toContain('data: ');
+    const query = await fetch(`${url}?access_token=${BOB_KEY}`);
+    expect(query.status).toBe(200);
+    expect(await query.text()).toBe(`data: ${JSON.stringify({ user: 'bob@example.com' })}\n\n`);
+  });
+
+  test('CORS: the task service allows loopback origins by default (also on 401s and preflights); the scheduler all', async () => {
+    const task = stack.app('task');
+    const local = await task.inject({ method: 'GET', url: '/api/projects', headers: { origin: 'http://localhost:5173' } });
+    expect(local.statusCode).toBe(401);
+    expect(local.headers['access-control-allow-origin']).toBe('http://localhost:5173');
+    const evil = await task.inject({ method: 'GET', url: '/api/projects', headers: { origin: 'https://evil.example', authorization: `Bearer ${TASK_KEY}` } });
+    expect(evil.headers['access-control-allow-origin']).toBeUndefined();
+    const preflight = await task.inject({
+      method: 'OPTIONS',
+      url: '/api/projects',
+      headers: { origin: 'http://127.0.0.1:3000', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' },
+    });
+    expect(preflight.statusCode).toBe(204);
+    expect(preflight.headers['access-control-allow-origin']).toBe('http://127.0.0.1:3000');
+    expect(String(preflight.headers['access-control-allow-headers']).toLowerCase()).toContain('authorization');
+    const sched = await stack.app('scheduler').inject({ method: 'GET', url: '/health', headers: { origin: 'https://anywhere.example' } });
+    expect(sched.headers['access-control-allow-origin']).toBe('*');
+  });
+});
+
+describe('local mode (no keys)', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack({ services: ['task'], beforeReady: probeRoutes });
+  });
+  afterAll(async () => stack?.close());
+
+  test('routes are open and carry no rate-limit headers', async () => {
+    const res = await stack.app('task').inject({ method: 'GET', url: '/api/projects' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['x-ratelimit-limit']).toBeUndefined();
+    const who = await stack.app('task').inject({ method: 'GET', url: '/api/auth-probe/whoami', headers: { 'x-user-email': 'Dev@Example.com' } });
+    expect(who.json()).toEqual({ user: 'dev@example.com' });
+  });
+});
+
+describe('rate limits', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack({
+      services: ['task', 'scheduler'],
+      file: { users, rateLimit: { perMinutePerIp: 5, perHourPerUser: 3 } },
+      env: { ARMADA_CORS_ORIGINS: 'https://app.example, https://admin.example' },
+    });
+  });
+  afterAll(async () => stack?.close());
+
+  const get = (key: string, ip: string, url = '/api/projects') =>
+    stack.app('task').inject({ method: 'GET', url, remoteAddress: ip, headers: { authorization: `Bearer ${key}` } });
+
+  test('per user: headers count down, the fourth request in the hour is 429 RATE_LIMIT; another user is not affected', async () => {
+    const before = Math.floor(Date.now() / 1000);
+    const remaining: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await get(ANN_KEY, '10.0.0.1');
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['x-ratelimit-limit']).toBe('3');
+      remaining.push(String(res.headers['x-ratelimit-remaining']));
+      const reset = Number(res.headers['x-ratelimit-reset']);
+      expect(reset).toBeGreaterThanOrEqual(before + 3600);
+      expect(reset).toBeLessThanOrEqual(before + 3602);
+    }
+    expect(remaining).toEqual(['2', '1', '0']);
+    const limited = await get(ANN_KEY, '10.0.0.2');
+    expect(limited.statusCode).toBe(429);
+    expect(limited.json()).toMatchObject({ success: false, error: { code: 'RATE_LIMIT' } });
+    expect(limited.headers['x-ratelimit-remaining']).toBe('0');
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+    expect((await get(BOB_KEY, '10.0.0.3')).statusCode).toBe(200);
+    // /health is never limited
+    expect((await stack.app('task').inject({ method: 'GET', url: '/health', remoteAddress: '10.0.0.1' })).statusCode).toBe(200);
+  });
+
+  test('failed authentication counts against the IP window, so key guessing is limited', async () => {
+    for (let i = 0; i < 5; i++) {
+      const res = await get('guess-0123456789', '10.0.0.50');
+      expect(res.statusCode).toBe(401);
+      expect(res.headers['x-ratelimit-remaining']).toBe(String(4 - i));
+    }
+    const blocked = await get(BOB_KEY, '10.0.0.50');
+    expect(blocked.statusCode).toBe(429);
+    expect(blocked.headers['x-ratelimit-limit']).toBe('5');
+  });
+
+  test('configured CORS origins replace the defaults on every service', async () => {
+    const task = stack.app('task');
+    expect((await task.inject({ method: 'GET', url: '/health', headers: { origin: 'https://app.example' } })).headers['access-control-allow-origin']).toBe('https://app.example');
+    expect((await task.inject({ method: 'GET', url: '/health', headers: { origin: 'http://localhost:5173' } })).headers['access-control-allow-origin']).toBeUndefined();
+    const sched = stack.app('scheduler');
+    expect((await sched.inject({ method: 'GET', url: '/health', headers: { origin: 'https://admin.example' } })).headers['access-control-allow-origin']).toBe('https://admin.example');
+    expect((await sched.inject({ method: 'GET', url: '/health', headers: { origin: 'https://other.example' } })).headers['access-control-allow-origin']).toBeUndefined();
+  });
+});
+
+describe('rate limit per IP (no authentication)', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack({ services: ['task'], file: { rateLimit: { perMinutePerIp: 3 } } });
+  });
+  afterAll(async () => stack?.close());
+
+  test('the fourth request from one address in the minute is 429; another address is not affected', async () => {
+    const get = (ip: string) => stack.app('task').inject({ method: 'GET', url: '/api/projects', remoteAddress: ip });
+    const before = Math.floor(Date.now() / 1000);
+    const seen: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await get('10.1.0.1');
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['x-ratelimit-limit']).toBe('3');
+      seen.push(String(res.headers['x-ratelimit-remaining']));
+      expect(Number(res.headers['x-ratelimit-reset'])).toBeGreaterThanOrEqual(before + 60);
+      expect(Number(res.headers['x-ratelimit-reset'])).toBeLessThanOrEqual(before + 62);
+    }
+    expect(seen).toEqual(['2', '1', '0']);
+    const limited = await get('10.1.0.1');
+    expect(limited.statusCode).toBe(429);
+    expect(limited.json()).toMatchObject({ success: false, error: { code: 'RATE_LIMIT' }, meta: { version: stack.config.version } });
+    expect((await get('10.1.0.2')).statusCode).toBe(200);
+  });
+});
