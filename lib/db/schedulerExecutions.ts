@@ -70,11 +70,16 @@ export async function getExecution(db: Queryable, id: string): Promise<Execution
   return rows[0];
 }
 
-export async function listExecutions(db: Queryable, filter: { workflow?: string }, limit: number, offset = 0): Promise<ExecutionRow[]> {
+export async function listExecutions(
+  db: Queryable,
+  filter: { workflow?: string; status?: ExecutionStatus },
+  limit: number,
+  offset = 0,
+): Promise<ExecutionRow[]> {
   const { rows } = await db.query<ExecutionRow>(
-    `SELECT * FROM scheduler_executions WHERE ($1::text IS NULL OR workflow = $1)
-      ORDER BY started_at DESC, id DESC LIMIT $2 OFFSET $3`,
-    [filter.workflow ?? null, limit, offset],
+    `SELECT * FROM scheduler_executions WHERE ($1::text IS NULL OR workflow = $1) AND ($2::text IS NULL OR status = $2)
+      ORDER BY started_at DESC, id DESC LIMIT $3 OFFSET $4`,
+    [filter.workflow ?? null, filter.status ?? null, limit, offset],
   );
   return rows;
 }
@@ -84,6 +89,23 @@ export interface LogLine {
   ts: string;
   level: LogLevel;
   message: string;
+}
+
+/** The row a manual run writes before it starts the workflow, so the execution is visible at once. */
+export async function insertManualExecution(
+  db: Queryable,
+  e: { id: string; workflow: string; temporalWorkflowId: string; startedAt: string; tasks: TaskRunState[] },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO scheduler_executions (id, workflow, temporal_workflow_id, trigger, status, started_at, tasks)
+     VALUES ($1, $2, $3, 'manual', 'running', $4, $5)`,
+    [e.id, e.workflow, e.temporalWorkflowId, e.startedAt, JSON.stringify(e.tasks)],
+  );
+}
+
+/** Marks an execution whose workflow could not be started. */
+export async function failExecution(db: Queryable, id: string, error: string): Promise<void> {
+  await db.query(`UPDATE scheduler_executions SET status = 'failed', completed_at = now(), error = $2 WHERE id = $1 AND status = 'running'`, [id, error]);
 }
 
 /** Appends log lines; a line whose key was already written is skipped (activity retries). */
