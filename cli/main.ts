@@ -16,6 +16,9 @@ Commands:
   worker [--queue Q]... [--concurrency N]
                         Run a Temporal worker (default queues: the shared queue and this host's queue).
   migrate               Apply database migrations (DATABASE_URL, or the embedded server of ARMADA_HOME).
+  sources list|add|update|delete|health|flows
+                        The scheduler's sources over HTTP (armada sources --help).
+  workflows list|run    The scheduler's workflows over HTTP (armada workflows --help).
   infra [--home DIR] [--pg-port N] [--temporal-port N] [--bundle FILE]
                         Start only the embedded PostgreSQL and Temporal dev server, print their
                         addresses as one JSON line and run until stopped (tests and local tooling).
@@ -61,6 +64,14 @@ export async function main(argv: string[]): Promise<number> {
       case 'migrate': {
         const { runMigrate } = require('./migrate') as typeof import('./migrate');
         return await runMigrate();
+      }
+      case 'sources': {
+        const { runSources } = require('./sources') as typeof import('./sources');
+        return await runSources(rest);
+      }
+      case 'workflows': {
+        const { runWorkflows } = require('./workflows') as typeof import('./workflows');
+        return await runWorkflows(rest);
       }
       case 'infra': {
         const { values } = parseArgs({

@@ -59,9 +59,10 @@ export function cronError(expr: string): string | null {
   if (s.startsWith('@')) {
     const lower = s.toLowerCase();
     if (SHORTHANDS.has(lower)) return null;
-    const every = /^@every\s+(\S+?)(?:\/(\S+))?$/i.exec(s);
+    const every = /^@every(?:\s+(.*))?$/i.exec(s);
     if (every) {
-      const [, interval, offset] = every;
+      const [interval, offset, extra] = (every[1] ?? '').trim().split('/');
+      if (extra !== undefined) return `Invalid cron expression "${expr}": @every takes <duration>[/<offset>]`;
       if (!GO_DURATION.test(interval ?? '') || durationMs(interval ?? '') < 1000) {
         return `Invalid cron expression "${expr}": @every needs a duration of at least 1s such as 30s, 5m or 1h30m`;
       }

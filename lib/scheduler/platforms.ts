@@ -103,10 +103,10 @@ async function call(
       signal: AbortSignal.any(signals),
     });
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string } };
+    const e = err as Error & { cause?: { code?: string; message?: string; errors?: { code?: string }[] } };
     if (e.name === 'TimeoutError') throw new PlatformError(`${method} ${path} timed out after ${opts.timeoutMs} ms`);
     if (e.name === 'AbortError') throw new PlatformError(`${method} ${path} was cancelled`);
-    throw new PlatformError(`${method} ${path} failed: ${e.cause?.code ?? e.message}`);
+    throw new PlatformError(`${method} ${path} failed: ${e.cause?.code ?? e.cause?.errors?.[0]?.code ?? e.cause?.message ?? e.message}`);
   }
   const text = await res.text();
   let body: unknown = text;
