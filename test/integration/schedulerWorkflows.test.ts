@@ -95,6 +95,12 @@ describe('scheduler workflows, schedules and executions', () => {
     expect(slash.statusCode).toBe(400);
     const dup = await inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 't', type: 'script', script: 'true' }] });
     expect([dup.statusCode, dup.json()]).toEqual([400, { detail: `Workflow ${name} already exists` }]);
+    const bogusType = await inject('POST', '/api/v1/workflows', { name: 'x', tasks: [{ name: 't', type: 'bogus', script: 'x' }] });
+    expect([bogusType.statusCode, bogusType.json()]).toEqual([400, { detail: 'Request body is invalid: tasks.0.type must be one of: script, flow' }]);
+    const noSource = await inject('POST', '/api/v1/workflows', { name: 'x', tasks: [{ name: 't', type: 'flow', flow: 'f' }] });
+    expect([noSource.statusCode, noSource.json()]).toEqual([400, { detail: 'Task "t": a flow task needs "source" and "flow"' }]);
+    const unknownSource = await inject('POST', '/api/v1/workflows', { name: 'x', tasks: [{ name: 't', type: 'flow', source: 'ghost', flow: 'f' }] });
+    expect([unknownSource.statusCode, unknownSource.json()]).toEqual([400, { detail: 'Task "t" names an unknown source "ghost"' }]);
     const noTasks = await inject('POST', '/api/v1/workflows', { name: 'x', tasks: [] });
     expect(noTasks.statusCode).toBe(400);
     const wrongType = await inject('POST', '/api/v1/workflows', { name: 'x', tasks: 'echo' });
