@@ -36,6 +36,12 @@ export interface TaskRunResult {
   completedAt: string;
 }
 
+/** The worker's environment minus Armada's own secrets and connection strings: a user's script must not read them. */
+const PRIVATE_ENV = /^(ARMADA_|TEMPORAL_|PG[A-Z]*$|DATABASE_URL$)/;
+function scriptEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !PRIVATE_ENV.test(k)));
+}
+
 function capped(buf: string): string {
   return buf.length > MAX_OUTPUT ? `${buf.slice(0, MAX_OUTPUT)}\n… (output truncated; see the execution logs)` : buf;
 }
@@ -123,7 +129,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
         command: 'bash',
         args: ['-c', input.script],
         cwd: dir,
-        env: { ...process.env, ARMADA_EXECUTION_ID: input.executionId, ARMADA_TASK_INDEX: String(input.taskIndex) },
+        env: { ...scriptEnv(), ARMADA_EXECUTION_ID: input.executionId, ARMADA_TASK_INDEX: String(input.taskIndex) },
         signal: ctx.cancellationSignal,
         graceMs: 2000,
         timeoutMs,

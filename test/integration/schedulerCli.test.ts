@@ -5,7 +5,8 @@ import type { CliIo } from '../../cli/schedulerClient';
 import { runSources } from '../../cli/sources';
 import { runWorkflows } from '../../cli/workflows';
 import { startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
-import { startTestStack, type TestStack } from '../support/harness';
+import { startServices } from '../../api/services';
+import { logger, startTestStack, type TestStack } from '../support/harness';
 
 let stack: TestStack;
 let fake: FakeFlowBuilder;
@@ -96,5 +97,22 @@ describe('armada sources / workflows CLI', () => {
     expect(wf.stdout).toContain('armada workflows run NAME');
     const top = await promisify(execFile)(process.execPath, [bin, '--help']);
     expect(top.stdout).toContain('sources list|add|update|delete|health|flows');
+  });
+
+  test('the scheduler serves every route on both of its ports', async () => {
+    const config = { ...stack.config, host: '127.0.0.1', ports: { ...stack.config.ports, scheduler: 0, schedulerAlt: 0 } };
+    const running = await startServices(['scheduler'], { db: stack.db, config, keys: stack.keys, temporal: stack.temporal, logger, metrics: stack.metrics });
+    try {
+      expect(Object.keys(running.addresses).sort()).toEqual(['scheduler', 'scheduler-alt']);
+      for (const base of Object.values(running.addresses)) {
+        for (const p of ['/api/v1/sources', '/api/v1/workflows', '/api/v1/schedules', '/api/v1/executions']) {
+          const r = await fetch(`${base}${p}`, { headers: { 'x-api-key': KEY } });
+          expect([p, r.status]).toEqual([p, 200]);
+        }
+        expect((await fetch(`${base}/api/v1/workflows`)).status).toBe(401);
+      }
+    } finally {
+      await running.close();
+    }
   });
 });

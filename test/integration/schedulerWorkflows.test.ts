@@ -77,6 +77,19 @@ describe('scheduler workflows, schedules and executions', () => {
     expect(typeof wf.nextRun).toBe('string');
     await inject('POST', `/api/v1/schedules/${name}/pause`);
 
+    // what the validator accepts, Temporal accepts too (created paused, so nothing fires)
+    const client = await stack.temporal.client();
+    for (const [i, cron] of ['0 9 * * 7', '*/5 0-6,22 1 jan-mar MON-FRI', '@every 10m/2m', '@daily', '0 0 1 */2 *'].entries()) {
+      const res = await inject('POST', '/api/v1/workflows', { name: `ok-${i}-${uniq}`, schedule: cron, timezone: 'Europe/Paris', enabled: false, jitter: 30, tasks: [{ name: 't', type: 'script', script: 'true' }] });
+      expect([cron, res.statusCode, res.json()]).toEqual([cron, 201, { name: `ok-${i}-${uniq}`, status: 'created', nextRun: null }]);
+      const d = await client.schedule.getHandle(`schedule:ok-${i}-${uniq}`).describe();
+      expect([d.state.paused, d.spec.jitter, d.spec.timezone, d.policies.overlap]).toEqual([true, 30_000, 'Europe/Paris', 'SKIP']);
+      expect(d.info.nextActionTimes.length).toBeGreaterThan(0);
+    }
+    const jit = await inject('PATCH', `/api/v1/schedules/ok-0-${uniq}`, { jitter: 5 });
+    expect(jit.json()).toMatchObject({ schedule: '0 9 * * 7', timezone: 'Europe/Paris', jitter: 5, enabled: false });
+    expect((await client.schedule.getHandle(`schedule:ok-0-${uniq}`).describe()).spec.jitter).toBe(5000);
+
     const bad = async (body: Record<string, unknown>, detail: string) => {
       const res = await inject('POST', '/api/v1/workflows', { name: `bad-${uniq}`, tasks: [{ name: 't', type: 'script', script: 'true' }], ...body });
       expect([res.statusCode, res.json()]).toEqual([400, { detail }]);
@@ -187,6 +200,30 @@ describe('scheduler workflows, schedules and executions', () => {
     expect(metrics).toContain(`armada_scheduler_executions_total{workflow="${name}",status="completed"} 1`);
     expect(metrics).toContain(`armada_scheduler_executions_total{workflow="${failing}",status="failed"} 1`);
     expect(metrics).toContain('armada_scheduler_execution_duration_seconds_count{status="completed"}');
+  });
+
+  test("a script gets its own temp dir and none of Armada's secrets", async () => {
+    const name = `env-${uniq}`;
+    process.env.ARMADA_ENCRYPTION_KEY_PROBE = 'leak';
+    process.env.DATABASE_URL_PROBE_OK = 'visible';
+    try {
+      await inject('POST', '/api/v1/workflows', {
+        name,
+        tasks: [{ name: 'env', type: 'script', script: 'echo "${ARMADA_ENCRYPTION_KEY_PROBE:-clean} ${DATABASE_URL_PROBE_OK:-} $ARMADA_EXECUTION_ID"; pwd' }],
+      });
+      const id = (await inject('POST', `/api/v1/workflows/${name}/run`)).json().executionId;
+      const e = await eventually(async () => {
+        const body = (await inject('GET', `/api/v1/executions/${id}`)).json();
+        return body.status !== 'running' && body;
+      });
+      const [first, dir] = e.tasks[0].output.trim().split('\n');
+      expect(first).toBe(`clean visible ${id}`);
+      expect(path.basename(dir)).toMatch(/^armada-script-/);
+      expect(fs.existsSync(dir)).toBe(false); // removed afterwards
+    } finally {
+      delete process.env.ARMADA_ENCRYPTION_KEY_PROBE;
+      delete process.env.DATABASE_URL_PROBE_OK;
+    }
   });
 
   test('stop kills a running `sleep 60` script within 5 s and records stopped', async () => {
