@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Worker } from '@temporalio/worker';
 import { groupAlive } from '../../lib/process/processGroup';
 import { startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
@@ -209,6 +210,7 @@ describe('scheduler workflows, schedules and executions', () => {
     try {
       await inject('POST', '/api/v1/workflows', {
         name,
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: bash parameter expansion, not a JS template
         tasks: [{ name: 'env', type: 'script', script: 'echo "${ARMADA_ENCRYPTION_KEY_PROBE:-clean} ${DATABASE_URL_PROBE_OK:-} $ARMADA_EXECUTION_ID"; pwd' }],
       });
       const id = (await inject('POST', `/api/v1/workflows/${name}/run`)).json().executionId;
@@ -298,5 +300,15 @@ describe('scheduler workflows, schedules and executions', () => {
     for (let i = 1; i < sorted.length; i++) expect(sorted[i]?.[0]).toBeGreaterThanOrEqual(sorted[i - 1]?.[1] as number);
     // in ~8 s of `@every 1s` a non-skipping scheduler would have started about 8 runs
     expect(runs.length).toBeLessThan(5);
+  });
+
+  test('replaying the histories of this file (completed, failed, stopped, scheduled) is deterministic', async () => {
+    const client = await stack.temporal.client();
+    const { rows } = await stack.db.query(`SELECT DISTINCT ON (status, trigger) temporal_workflow_id, status, trigger FROM scheduler_executions WHERE status <> 'running'`);
+    expect(rows.map((r) => r.status).sort()).toEqual(expect.arrayContaining(['completed', 'failed', 'stopped']));
+    for (const r of rows) {
+      const history = await client.workflow.getHandle(r.temporal_workflow_id).fetchHistory();
+      await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string } }, history, r.temporal_workflow_id);
+    }
   });
 });
