@@ -1,10 +1,17 @@
 /** Projection writes of approvalWorkflow: idempotent upserts of the approval row, its responses and its final status. */
 import { closeApproval, insertApproval, insertResponse } from '../lib/db/approvals';
 import { withTransaction } from '../lib/db/pool';
+import { counter } from '../lib/metrics';
 import type { ApprovalDecision, ApprovalFinalStatus, ApprovalRequest } from '../workflows/approvalWorkflow';
 import type { ActivityDeps } from './index';
 
-export function createApprovalActivities(deps: Pick<ActivityDeps, 'db'>) {
+export function createApprovalActivities(deps: Pick<ActivityDeps, 'db' | 'metrics'>) {
+  const decided = counter(deps.metrics.registry, 'armada_approvals_total', 'Approval requests reaching a final state, by status', ['status']);
+  // closeApproval moves a request out of pending once; a retried activity finds it closed and counts nothing.
+  const close = async (c: Parameters<typeof closeApproval>[0], id: string, status: ApprovalFinalStatus, at: string) => {
+    if (await closeApproval(c, id, status, at)) return status;
+    return undefined;
+  };
   return {
     /** Inserts the approval row if the API did not (publishes approval.created once). */
     async recordApproval(request: ApprovalRequest): Promise<void> {
@@ -22,16 +29,16 @@ export function createApprovalActivities(deps: Pick<ActivityDeps, 'db'>) {
       respondedAt: string;
       close: ApprovalFinalStatus | null;
     }): Promise<void> {
-      await withTransaction(deps.db, async (c) => {
+      const closed = await withTransaction(deps.db, async (c) => {
         await insertResponse(c, input);
-        if (input.close) await closeApproval(c, input.approvalId, input.close, input.respondedAt);
+        return input.close ? close(c, input.approvalId, input.close, input.respondedAt) : undefined;
       });
+      if (closed) decided.inc({ status: closed });
     },
 
     async closeApprovalRecord(input: { approvalId: string; status: ApprovalFinalStatus; at: string }): Promise<void> {
-      await withTransaction(deps.db, async (c) => {
-        await closeApproval(c, input.approvalId, input.status, input.at);
-      });
+      const closed = await withTransaction(deps.db, (c) => close(c, input.approvalId, input.status, input.at));
+      if (closed) decided.inc({ status: closed });
     },
   };
 }

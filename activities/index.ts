@@ -14,6 +14,7 @@ import { runAgentTask } from './multiAgent/runAgentTask';
 import { createApprovalActivities } from './approvals';
 import { createFollowUpActivities } from './followUps';
 import { createWebhookActivities } from './webhooks';
+import { createSchedulerActivities } from './scheduler/schedulerActivities';
 
 export interface ActivityDeps {
   db: Pool;
@@ -25,6 +26,7 @@ export interface ActivityDeps {
 
 export function createActivities(deps: ActivityDeps) {
   return {
+    ...createSchedulerActivities(deps),
     cloneRepository: (input: { url: string; branch: string; dest: string }) => cloneRepository(input),
     async recordCloneResult(input: { projectId: string; ok: boolean; path: string | null; error: string | null }): Promise<void> {
       await setCloneResult(deps.db, input.projectId, input.ok, input.path, input.error);

@@ -19,6 +19,9 @@ Commands:
                         polling and gives running activities S seconds (default 30) to finish.
   bundle --out FILE     Prebuild the workflow bundle for production workers (ARMADA_WORKFLOW_BUNDLE=FILE).
   migrate               Apply database migrations (DATABASE_URL, or the embedded server of ARMADA_HOME).
+  sources list|add|update|delete|health|flows
+                        The scheduler's sources over HTTP (armada sources --help).
+  workflows list|run    The scheduler's workflows over HTTP (armada workflows --help).
   infra [--home DIR] [--pg-port N] [--temporal-port N] [--bundle FILE]
                         Start only the embedded PostgreSQL and Temporal dev server, print their
                         addresses as one JSON line and run until stopped (tests and local tooling).
@@ -90,6 +93,14 @@ export async function main(argv: string[]): Promise<number> {
       case 'migrate': {
         const { runMigrate } = require('./migrate') as typeof import('./migrate');
         return await runMigrate();
+      }
+      case 'sources': {
+        const { runSources } = require('./sources') as typeof import('./sources');
+        return await runSources(rest);
+      }
+      case 'workflows': {
+        const { runWorkflows } = require('./workflows') as typeof import('./workflows');
+        return await runWorkflows(rest);
       }
       case 'infra': {
         const { values } = parseArgs({

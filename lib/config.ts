@@ -65,6 +65,18 @@ export const FileConfigSchema = Type.Object(
     ),
     webhooks: Type.Optional(Type.Object({ timeoutMs: Type.Optional(Type.Integer({ minimum: 100 })) }, { additionalProperties: false })),
     cors: Type.Optional(Type.Object({ origins: Type.Optional(Type.Array(Type.String())) }, { additionalProperties: false })),
+    scheduler: Type.Optional(
+      Type.Object(
+        {
+          catchupWindowSeconds: Type.Optional(Type.Integer({ minimum: 10 })),
+          retentionDays: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+          healthCheckIntervalSeconds: Type.Optional(Type.Integer({ minimum: 0 })),
+          scriptTimeoutSeconds: Type.Optional(Type.Integer({ minimum: 1 })),
+          sourceTimeoutMs: Type.Optional(Type.Integer({ minimum: 100 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     rateLimit: Type.Optional(
       Type.Object(
         { perMinutePerIp: Type.Optional(Type.Integer({ minimum: 1 })), perHourPerUser: Type.Optional(Type.Integer({ minimum: 1 })) },

@@ -5,3 +5,5 @@ export { approvalWorkflow } from './approvalWorkflow';
 export { followUpDraftWorkflow, followUpQueueWorkflow } from './followUpWorkflows';
 export { webhookDeliveryWorkflow } from './webhookDeliveryWorkflow';
 export { pullRequestWatchWorkflow } from './pullRequestWatchWorkflow';
+export { workflowRunWorkflow } from './workflowRunWorkflow';
+export { schedulerMaintenanceWorkflow } from './schedulerMaintenanceWorkflow';

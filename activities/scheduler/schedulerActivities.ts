@@ -1,0 +1,229 @@
+/**
+ * Activities of the workflow scheduler (service B): the execution projection (recordExecution, appendLog), the task
+ * runners (runScript, runSourceFlow), the periodic source health check and execution retention.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import {
+  FOREIGN_KEY_VIOLATION,
+  appendExecutionLogs,
+  pruneExecutions as pruneExecutionRows,
+  upsertExecution,
+  type ExecutionRecord,
+  type LogLine,
+} from '../../lib/db/schedulerExecutions';
+import { allSources, getSource, recordSourceHealth } from '../../lib/db/schedulerSources';
+import { getWorkflow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
+import { resolveKeys } from '../../lib/keys';
+import { startGroupProcess } from '../../lib/process/processGroup';
+import { schedulerMetrics } from '../../lib/scheduler/metrics';
+import { PlatformError, checkHealth, runRemoteFlow } from '../../lib/scheduler/platforms';
+import { schedulerSettings } from '../../lib/scheduler/settings';
+import { openSecret } from '../../lib/secretBox';
+import type { ActivityDeps } from '../index';
+
+/** Output kept on a task (the logs hold every line). */
+const MAX_OUTPUT = 64 * 1024;
+
+export interface TaskRunResult {
+  ok: boolean;
+  output: string;
+  error?: string;
+  startedAt: string;
+  completedAt: string;
+}
+
+/** The worker's environment minus Armada's own secrets and connection strings: a user's script must not read them. */
+const PRIVATE_ENV = /^(ARMADA_|TEMPORAL_|PG[A-Z]*$|DATABASE_URL$)/;
+function scriptEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !PRIVATE_ENV.test(k)));
+}
+
+function capped(buf: string): string {
+  return buf.length > MAX_OUTPUT ? `${buf.slice(0, MAX_OUTPUT)}\n… (output truncated; see the execution logs)` : buf;
+}
+
+/** Buffers log lines and writes them in batches, each with a stable key (`t<task>:<n>`), so a retry adds no duplicates. */
+function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number) {
+  let seq = 0;
+  let pending: LogLine[] = [];
+  let flushing: Promise<void> = Promise.resolve();
+  const flush = () => {
+    const batch = pending;
+    pending = [];
+    flushing = flushing.then(() => appendExecutionLogs(deps.db, executionId, batch)).catch((err) => {
+      deps.logger.warn({ err: { message: (err as Error).message }, executionId }, 'writing execution logs failed');
+    });
+    return flushing;
+  };
+  const timer = setInterval(() => void flush(), 250);
+  return {
+    add(level: LogLine['level'], message: string) {
+      pending.push({ key: `t${taskIndex}:${seq++}`, ts: new Date().toISOString(), level, message: message.slice(0, 8192) });
+      if (pending.length >= 200) void flush();
+    },
+    async close() {
+      clearInterval(timer);
+      await flush();
+    },
+  };
+}
+
+export function createSchedulerActivities(deps: ActivityDeps) {
+  const metrics = schedulerMetrics(deps.metrics);
+  const settings = schedulerSettings(deps.config);
+  let encryptionKey: Buffer | undefined;
+  const key = () => {
+    encryptionKey ??= resolveKeys(deps.config).encryption;
+    return encryptionKey;
+  };
+
+  return {
+    async loadWorkflowDefinition(input: { workflow: string }): Promise<{ tasks: WorkflowTask[] } | null> {
+      const w = await getWorkflow(deps.db, input.workflow);
+      return w ? { tasks: w.tasks } : null;
+    },
+
+    /** Upserts the execution row; `exists: false` when its workflow was deleted meanwhile. Counts each transition once. */
+    async recordExecution(input: ExecutionRecord & { first?: boolean }): Promise<{ exists: boolean }> {
+      let changed: Awaited<ReturnType<typeof upsertExecution>>;
+      try {
+        changed = await upsertExecution(deps.db, input);
+      } catch (err) {
+        if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) return { exists: false };
+        throw err;
+      }
+      if (changed) {
+        if (input.first) {
+          metrics.executions.inc({ workflow: input.workflow, status: 'started' });
+          if (input.scheduledAt) metrics.lag.observe(Math.max(0, Date.parse(input.startedAt) - Date.parse(input.scheduledAt)) / 1000);
+        }
+        if (input.status !== 'running' && changed.previous !== input.status) {
+          metrics.executions.inc({ workflow: input.workflow, status: input.status });
+          if (input.completedAt) metrics.duration.observe({ status: input.status }, Math.max(0, Date.parse(input.completedAt) - Date.parse(input.startedAt)) / 1000);
+        }
+      }
+      return { exists: true };
+    },
+
+    async appendLog(input: { executionId: string; key: string; ts: string; level: LogLine['level']; message: string }): Promise<void> {
+      try {
+        await appendExecutionLogs(deps.db, input.executionId, [{ key: input.key, ts: input.ts, level: input.level, message: input.message }]);
+      } catch (err) {
+        if ((err as { code?: string }).code !== FOREIGN_KEY_VIOLATION) throw err; // the execution was pruned or deleted
+      }
+    },
+
+    /** Runs a bash script in its own temp dir and process group; a stop (cancellation) kills the whole group. */
+    async runScript(input: { executionId: string; taskIndex: number; script: string; timeoutSeconds: number | null }): Promise<TaskRunResult> {
+      const ctx = Context.current();
+      const startedAt = new Date().toISOString();
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-script-'));
+      const logs = logWriter(deps, input.executionId, input.taskIndex);
+      let output = '';
+      const timeoutMs = input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs;
+      const proc = startGroupProcess({
+        command: 'bash',
+        args: ['-c', input.script],
+        cwd: dir,
+        env: { ...scriptEnv(), ARMADA_EXECUTION_ID: input.executionId, ARMADA_TASK_INDEX: String(input.taskIndex) },
+        signal: ctx.cancellationSignal,
+        graceMs: 2000,
+        timeoutMs,
+        onLine: (stream, line) => {
+          if (output.length <= MAX_OUTPUT) output += `${line}\n`;
+          logs.add(stream === 'stderr' ? 'error' : 'info', line);
+        },
+      });
+      const beat = setInterval(() => ctx.heartbeat(), 1000);
+      try {
+        const r = await proc.done;
+        await logs.close();
+        const completedAt = new Date().toISOString();
+        if (r.aborted) throw new CancelledFailure('execution stopped');
+        if (r.spawnError) return { ok: false, output: capped(output), error: `could not start bash: ${r.spawnError}`, startedAt, completedAt };
+        if (r.timedOut) return { ok: false, output: capped(output), error: `timed out after ${timeoutMs / 1000}s`, startedAt, completedAt };
+        if (r.code !== 0) return { ok: false, output: capped(output), error: r.signal ? `killed by ${r.signal}` : `exit code ${r.code}`, startedAt, completedAt };
+        return { ok: true, output: capped(output), startedAt, completedAt };
+      } finally {
+        clearInterval(beat);
+        await logs.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+
+    /** Runs a flow on a source. An HTTP answer is the task's result; a platform that cannot be reached is retried. */
+    async runSourceFlow(input: {
+      executionId: string;
+      taskIndex: number;
+      source: string;
+      flow: string;
+      input: unknown;
+      timeoutSeconds: number | null;
+    }): Promise<TaskRunResult> {
+      const ctx = Context.current();
+      const startedAt = new Date().toISOString();
+      const logs = logWriter(deps, input.executionId, input.taskIndex);
+      const beat = setInterval(() => ctx.heartbeat(), 1000);
+      try {
+        const source = await getSource(deps.db, input.source);
+        const done = (ok: boolean, output: string, error?: string): TaskRunResult => ({ ok, output: capped(output), error, startedAt, completedAt: new Date().toISOString() });
+        if (!source) return done(false, '', 'Source not found');
+        if (source.status !== 'active') return done(false, '', `source ${source.name} is inactive`);
+        logs.add('info', `POST flow ${input.flow} on source ${source.name}`);
+        try {
+          const r = await runRemoteFlow(
+            { sourceType: source.source_type, url: source.url, apiKey: source.api_key_sealed ? openSecret(key(), source.api_key_sealed) : null },
+            input.flow,
+            input.input,
+            input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs,
+            ctx.cancellationSignal,
+          );
+          const output = typeof r.body === 'string' ? r.body : JSON.stringify(r.body);
+          logs.add('info', output.slice(0, 8192));
+          return done(true, output);
+        } catch (err) {
+          if (ctx.cancellationSignal.aborted) throw new CancelledFailure('execution stopped');
+          const e = err as PlatformError & { httpStatus?: number };
+          logs.add('error', e.message);
+          if (e instanceof PlatformError && e.httpStatus !== undefined) return done(false, '', e.message);
+          throw ApplicationFailure.retryable(e.message, 'PlatformUnreachable');
+        }
+      } finally {
+        clearInterval(beat);
+        await logs.close();
+      }
+    },
+
+    /** Checks every source's health, records it on the row (status follows it) and on the gauge. */
+    async checkSourcesHealth(): Promise<{ checked: number; healthy: number }> {
+      const sources = await allSources(deps.db);
+      let healthy = 0;
+      await Promise.all(
+        sources.map(async (s) => {
+          let error: string | null = null;
+          try {
+            await checkHealth(
+              { sourceType: s.source_type, url: s.url, apiKey: s.api_key_sealed ? openSecret(key(), s.api_key_sealed) : null },
+              settings.sourceTimeoutMs,
+            );
+            healthy++;
+          } catch (err) {
+            error = (err as Error).message;
+          }
+          await recordSourceHealth(deps.db, s.id, error === null, error);
+          metrics.sourceHealthy.set({ source: s.name, source_type: s.source_type }, error === null ? 1 : 0);
+        }),
+      );
+      return { checked: sources.length, healthy };
+    },
+
+    /** Retention: deletes finished executions older than the configured age. */
+    async pruneExecutions(): Promise<{ deleted: number }> {
+      return { deleted: await pruneExecutionRows(deps.db, new Date(Date.now() - settings.retentionMs)) };
+    },
+  };
+}

@@ -1,0 +1,6 @@
+/** What every scheduler plugin receives as its options. */
+import type { DetailServiceDeps } from '../detailServiceDeps';
+
+export interface SchedulerPluginOptions {
+  deps: DetailServiceDeps;
+}

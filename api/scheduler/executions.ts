@@ -1,0 +1,108 @@
+/**
+ * Execution routes: /api/v1/executions… Rows are projections of workflowRunWorkflow. Stop cancels the Temporal
+ * workflow; the running task's activity kills its process group and the workflow records `stopped`.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { invalidRequest, notFound } from '../../lib/errors';
+import { isUuid } from '../../lib/ids';
+import { getExecution, listExecutionLogs, listExecutions, type ExecutionRow } from '../../lib/db/schedulerExecutions';
+import { humanDuration } from '../../lib/scheduler/settings';
+import type { SchedulerPluginOptions } from './deps';
+import { DetailErrors, ExecutionDetail, ExecutionList, ExecutionListQuery, ExecutionLogs, ExecutionParams, StopResult } from './schemas';
+import { temporalClient } from './workflows';
+
+export const EXECUTION_NOT_FOUND = 'Execution not found';
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+const span = (from: string | Date | null, to: string | Date | null): number | null =>
+  from && to ? new Date(to).getTime() - new Date(from).getTime() : null;
+
+export function executionSummary(e: ExecutionRow) {
+  return {
+    id: e.id,
+    workflow: e.workflow,
+    status: e.status,
+    trigger: e.trigger,
+    scheduledAt: iso(e.scheduled_at),
+    startedAt: e.started_at.toISOString(),
+    completedAt: iso(e.completed_at),
+    duration: humanDuration(span(e.started_at, e.completed_at ?? (e.status === 'running' ? new Date() : null))),
+    error: e.error,
+  };
+}
+
+export function executionDetail(e: ExecutionRow) {
+  return {
+    ...executionSummary(e),
+    tasks: e.tasks.map((t) => ({
+      name: t.name,
+      type: t.type,
+      status: t.status,
+      startedAt: t.startedAt,
+      completedAt: t.completedAt,
+      duration: humanDuration(span(t.startedAt, t.completedAt)),
+      output: t.output,
+      error: t.error ?? null,
+    })),
+  };
+}
+
+export const executionRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (fastify, { deps }) => {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const mustGet = async (id: string): Promise<ExecutionRow> => {
+    const e = isUuid(id) ? await getExecution(deps.db, id) : undefined;
+    if (!e) throw notFound(EXECUTION_NOT_FOUND);
+    return e;
+  };
+
+  app.get(
+    '/executions',
+    { schema: { tags: ['executions'], querystring: ExecutionListQuery, response: { 200: ExecutionList, ...DetailErrors } } },
+    async (request) => {
+      const { workflow, status, limit, offset } = request.query;
+      return { executions: (await listExecutions(deps.db, { workflow, status }, limit, offset)).map(executionSummary) };
+    },
+  );
+
+  app.get(
+    '/executions/:id',
+    { schema: { tags: ['executions'], params: ExecutionParams, response: { 200: ExecutionDetail, ...DetailErrors } } },
+    async (request) => executionDetail(await mustGet(request.params.id)),
+  );
+
+  app.get(
+    '/executions/:id/logs',
+    { schema: { tags: ['executions'], params: ExecutionParams, response: { 200: ExecutionLogs, ...DetailErrors } } },
+    async (request) => {
+      const e = await mustGet(request.params.id);
+      const logs = await listExecutionLogs(deps.db, e.id);
+      return { executionId: e.id, logs: logs.map((l) => ({ timestamp: l.ts.toISOString(), level: l.level, message: l.message })) };
+    },
+  );
+
+  app.post(
+    '/executions/:id/stop',
+    { schema: { tags: ['executions'], params: ExecutionParams, response: { 200: StopResult, ...DetailErrors } } },
+    async (request) => {
+      const e = await mustGet(request.params.id);
+      if (e.status !== 'running') throw invalidRequest(`Execution is not running (status ${e.status})`);
+      const client = await temporalClient(deps, 'Error stopping execution');
+      try {
+        await client.workflow.getHandle(e.temporal_workflow_id).cancel();
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+      }
+      // Wait (bounded) for the workflow to record the stop, so the answer says `stopped` in the common case.
+      const deadline = Date.now() + 8000;
+      let status: ExecutionRow['status'] = e.status;
+      while (Date.now() < deadline) {
+        status = (await getExecution(deps.db, e.id))?.status ?? status;
+        if (status !== 'running') break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return { executionId: e.id, status };
+    },
+  );
+};

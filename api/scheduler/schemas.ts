@@ -1,0 +1,206 @@
+/** Schemas of the scheduler's routes: bare JSON bodies, errors as `{detail}`. */
+import { Type } from 'typebox';
+import { Nullable, StringEnum } from '../http/schemas';
+
+export const Detail = Type.Object({ detail: Type.String() });
+
+/** The error answers a scheduler route may give. */
+export const DetailErrors = { 400: Detail, 401: Detail, 404: Detail, 500: Detail, 503: Detail };
+
+export const SOURCE_TYPES = ['flow-builder', 'langflow', 'automagik-hive', 'automagik-agents'] as const;
+export const SOURCE_STATUSES = ['active', 'inactive'] as const;
+
+export const WORKFLOW_NAME = '^[A-Za-z0-9._-]{1,100}$';
+
+const Url = Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://[^\\s/?#]+[^\\s]*$' });
+
+export const Source = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  source_type: StringEnum(SOURCE_TYPES),
+  url: Type.String(),
+  status: StringEnum(SOURCE_STATUSES),
+  has_api_key: Type.Boolean(),
+  version_info: Nullable(Type.Record(Type.String(), Type.Unknown())),
+  last_health_check: Nullable(Type.String()),
+  last_health_error: Nullable(Type.String()),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+});
+
+export const SourceList = Type.Object({
+  items: Type.Array(Source),
+  total: Type.Integer(),
+  limit: Type.Integer(),
+  offset: Type.Integer(),
+  has_more: Type.Boolean(),
+});
+
+export const SourceListQuery = Type.Object(
+  {
+    status: Type.Optional(StringEnum(SOURCE_STATUSES)),
+    limit: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
+    offset: Type.Integer({ minimum: 0, default: 0 }),
+  },
+  { additionalProperties: false },
+);
+
+export const CreateSourceBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    source_type: StringEnum(SOURCE_TYPES),
+    url: Url,
+    api_key: Type.Optional(Nullable(Type.String({ maxLength: 4096 }))),
+  },
+  { additionalProperties: false },
+);
+
+export const PatchSourceBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    source_type: Type.Optional(StringEnum(SOURCE_TYPES)),
+    url: Type.Optional(Url),
+    api_key: Type.Optional(Nullable(Type.String({ maxLength: 4096 }))),
+    status: Type.Optional(StringEnum(SOURCE_STATUSES)),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const SourceIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
+
+export const DeletedSource = Type.Object({ id: Type.String(), deleted: Type.Boolean(), deleted_workflows: Type.Array(Type.String()) });
+
+export const RemoteFlows = Type.Object({
+  source_id: Type.String(),
+  flows: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), description: Type.String() })),
+});
+
+export const SourceHealth = Type.Object({
+  id: Type.String(),
+  healthy: Type.Boolean(),
+  status: StringEnum(SOURCE_STATUSES),
+  error: Nullable(Type.String()),
+  checked_at: Type.String(),
+});
+
+const TaskName = Type.String({ minLength: 1, maxLength: 200 });
+const TaskTimeout = Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400, description: 'seconds' }));
+
+/** One schema for both task types (a union would answer a bad `type` with an opaque anyOf error); the handler checks
+ * the fields each type needs. */
+export const TaskSchema = Type.Object(
+  {
+    name: TaskName,
+    type: StringEnum(['script', 'flow'] as const),
+    script: Type.Optional(Type.String({ minLength: 1, maxLength: 100_000 })),
+    source: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'source id or name (flow tasks)' })),
+    flow: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+    input: Type.Optional(Type.Unknown()),
+    timeout: TaskTimeout,
+  },
+  { additionalProperties: false },
+);
+
+export const CreateWorkflowBody = Type.Object(
+  {
+    name: Type.String({ pattern: WORKFLOW_NAME }),
+    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    schedule: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
+    timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    jitter: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600, description: 'seconds of random delay added to each scheduled time' })),
+    enabled: Type.Optional(Type.Boolean()),
+    tasks: Type.Array(TaskSchema, { minItems: 1, maxItems: 100 }),
+  },
+  { additionalProperties: false },
+);
+
+export const WorkflowTaskView = Type.Object({
+  name: Type.String(),
+  type: StringEnum(['script', 'flow'] as const),
+  script: Type.Optional(Type.String()),
+  source: Type.Optional(Type.String()),
+  flow: Type.Optional(Type.String()),
+  input: Type.Optional(Type.Unknown()),
+  timeout: Type.Optional(Type.Integer()),
+});
+
+export const Workflow = Type.Object({
+  name: Type.String(),
+  description: Type.String(),
+  schedule: Nullable(Type.String()),
+  timezone: Type.String(),
+  jitter: Type.Integer(),
+  enabled: Type.Boolean(),
+  lastRun: Nullable(Type.String()),
+  nextRun: Nullable(Type.String()),
+  tasks: Type.Array(WorkflowTaskView),
+  createdAt: Type.String(),
+});
+
+export const WorkflowList = Type.Object({ workflows: Type.Array(Workflow) });
+export const CreatedWorkflow = Type.Object({ name: Type.String(), status: Type.Literal('created'), nextRun: Nullable(Type.String()) });
+export const WorkflowParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 1000 }) });
+export const DeletedWorkflow = Type.Object({ name: Type.String(), deleted: Type.Boolean() });
+export const RunResult = Type.Object({ executionId: Type.String(), workflow: Type.String(), status: Type.Literal('running'), startedAt: Type.String() });
+
+export const Schedule = Type.Object({
+  workflow: Type.String(),
+  schedule: Nullable(Type.String()),
+  timezone: Type.String(),
+  jitter: Type.Integer(),
+  enabled: Type.Boolean(),
+  nextRun: Nullable(Type.String()),
+});
+export const ScheduleList = Type.Object({ schedules: Type.Array(Schedule) });
+export const ScheduleParams = Type.Object({ workflow: Type.String({ minLength: 1, maxLength: 1000 }) });
+export const PatchScheduleBody = Type.Object(
+  {
+    schedule: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    jitter: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600 })),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const EXECUTION_STATUSES = ['running', 'completed', 'failed', 'stopped'] as const;
+
+export const ExecutionSummary = Type.Object({
+  id: Type.String(),
+  workflow: Type.String(),
+  status: StringEnum(EXECUTION_STATUSES),
+  trigger: StringEnum(['manual', 'schedule'] as const),
+  scheduledAt: Nullable(Type.String()),
+  startedAt: Type.String(),
+  completedAt: Nullable(Type.String()),
+  duration: Nullable(Type.String()),
+  error: Nullable(Type.String()),
+});
+
+export const ExecutionTask = Type.Object({
+  name: Type.String(),
+  type: Type.String(),
+  status: Type.String(),
+  startedAt: Nullable(Type.String()),
+  completedAt: Nullable(Type.String()),
+  duration: Nullable(Type.String()),
+  output: Type.String(),
+  error: Nullable(Type.String()),
+});
+
+export const ExecutionDetail = Type.Object({ ...ExecutionSummary.properties, tasks: Type.Array(ExecutionTask) });
+export const ExecutionList = Type.Object({ executions: Type.Array(ExecutionSummary) });
+export const ExecutionListQuery = Type.Object(
+  {
+    workflow: Type.Optional(Type.String({ minLength: 1, maxLength: 1000 })),
+    status: Type.Optional(StringEnum(EXECUTION_STATUSES)),
+    limit: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
+    offset: Type.Integer({ minimum: 0, default: 0 }),
+  },
+  { additionalProperties: false },
+);
+export const ExecutionParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
+export const ExecutionLogs = Type.Object({
+  executionId: Type.String(),
+  logs: Type.Array(Type.Object({ timestamp: Type.String(), level: Type.String(), message: Type.String() })),
+});
+export const StopResult = Type.Object({ executionId: Type.String(), status: StringEnum(EXECUTION_STATUSES) });

@@ -1,0 +1,224 @@
+/**
+ * Source routes: /api/v1/sources… A source is an external workflow platform. Creation (and a change of url, type or
+ * key) validates the platform: its health check, then its version. The platform key is stored sealed and never
+ * returned or logged. An id that is not a UUID cannot name a source: 404 "Source not found", like any unknown id.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { invalidRequest, notFound } from '../../lib/errors';
+import { isUuid, newId } from '../../lib/ids';
+import { withTransaction } from '../../lib/db/pool';
+import { UNIQUE_VIOLATION } from '../../lib/db/projects';
+import {
+  deleteSourceCascade,
+  getSource,
+  getSourceByUrl,
+  insertSource,
+  listSources,
+  recordSourceHealth,
+  updateSource,
+  type SourcePatch,
+  type SourceRow,
+} from '../../lib/db/schedulerSources';
+import { schedulerMetrics } from '../../lib/scheduler/metrics';
+import { PlatformError, checkHealth, listRemoteFlows, normaliseSourceUrl, validatePlatform, type PlatformTarget } from '../../lib/scheduler/platforms';
+import { schedulerSettings } from '../../lib/scheduler/settings';
+import { deleteSchedule } from '../../lib/scheduler/temporalSchedules';
+import { openSecret, sealSecret } from '../../lib/secretBox';
+import type { SchedulerPluginOptions } from './deps';
+import {
+  CreateSourceBody,
+  DeletedSource,
+  DetailErrors,
+  PatchSourceBody,
+  RemoteFlows,
+  Source,
+  SourceHealth,
+  SourceIdParams,
+  SourceList,
+  SourceListQuery,
+} from './schemas';
+
+export const SOURCE_NOT_FOUND = 'Source not found';
+export const SOURCE_VALIDATION_FAILED = 'Failed to validate source';
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+export function sourceView(s: SourceRow) {
+  return {
+    id: s.id,
+    name: s.name,
+    source_type: s.source_type,
+    url: s.url,
+    status: s.status,
+    has_api_key: s.api_key_sealed !== null,
+    version_info: s.version_info,
+    last_health_check: iso(s.last_health_at),
+    last_health_error: s.last_health_error,
+    created_at: s.created_at.toISOString(),
+    updated_at: s.updated_at.toISOString(),
+  };
+}
+
+const duplicateUrl = (url: string) => invalidRequest(`Source with URL ${url} already exists`);
+
+export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (fastify, { deps }) => {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const settings = schedulerSettings(deps.config);
+  const metrics = schedulerMetrics(deps.metrics);
+  const target = (s: SourceRow): PlatformTarget => ({
+    sourceType: s.source_type,
+    url: s.url,
+    apiKey: s.api_key_sealed ? openSecret(deps.keys.encryption, s.api_key_sealed) : null,
+  });
+  const mustGet = async (id: string): Promise<SourceRow> => {
+    const s = isUuid(id) ? await getSource(deps.db, id) : undefined;
+    if (!s) throw notFound(SOURCE_NOT_FOUND);
+    return s;
+  };
+  /** Validates the platform; the reason goes to the log (never the key), the client gets the documented detail. */
+  const validate = async (t: PlatformTarget): Promise<Record<string, unknown> | null> => {
+    try {
+      return await validatePlatform(t, settings.sourceTimeoutMs);
+    } catch (err) {
+      if (!(err instanceof PlatformError)) throw err;
+      fastify.log.info({ url: t.url, sourceType: t.sourceType, reason: err.message }, 'source validation failed');
+      throw invalidRequest(SOURCE_VALIDATION_FAILED);
+    }
+  };
+
+  app.get(
+    '/sources',
+    { schema: { tags: ['sources'], querystring: SourceListQuery, response: { 200: SourceList, ...DetailErrors } } },
+    async (request) => {
+      const { status, limit, offset } = request.query;
+      const { rows, total } = await listSources(deps.db, { status }, limit, offset);
+      return { items: rows.map(sourceView), total, limit, offset, has_more: offset + rows.length < total };
+    },
+  );
+
+  app.post(
+    '/sources',
+    { schema: { tags: ['sources'], body: CreateSourceBody, response: { 201: Source, ...DetailErrors } } },
+    async (request, reply) => {
+      const body = request.body;
+      const url = normaliseSourceUrl(body.url);
+      if (await getSourceByUrl(deps.db, url)) throw duplicateUrl(url);
+      const apiKey = body.api_key ? body.api_key : null;
+      const versionInfo = await validate({ sourceType: body.source_type, url, apiKey });
+      const id = newId();
+      try {
+        const row = await insertSource(deps.db, {
+          id,
+          name: body.name ?? `${body.source_type}-${id.slice(0, 8)}`,
+          sourceType: body.source_type,
+          url,
+          apiKeySealed: apiKey ? sealSecret(deps.keys.encryption, apiKey) : null,
+          versionInfo,
+        });
+        metrics.sourceHealthy.set({ source: row.name, source_type: row.source_type }, 1);
+        return reply.code(201).send(sourceView(row));
+      } catch (err) {
+        if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw duplicateUrl(url);
+        throw err;
+      }
+    },
+  );
+
+  app.get(
+    '/sources/:id',
+    { schema: { tags: ['sources'], params: SourceIdParams, response: { 200: Source, ...DetailErrors } } },
+    async (request) => sourceView(await mustGet(request.params.id)),
+  );
+
+  app.patch(
+    '/sources/:id',
+    { schema: { tags: ['sources'], params: SourceIdParams, body: PatchSourceBody, response: { 200: Source, ...DetailErrors } } },
+    async (request) => {
+      const current = await mustGet(request.params.id);
+      const body = request.body;
+      const patch: SourcePatch = { name: body.name, sourceType: body.source_type, status: body.status };
+      const url = body.url === undefined ? current.url : normaliseSourceUrl(body.url);
+      if (url !== current.url) {
+        const other = await getSourceByUrl(deps.db, url);
+        if (other && other.id !== current.id) throw duplicateUrl(url);
+        patch.url = url;
+      }
+      const apiKey = body.api_key === undefined ? target(current).apiKey : body.api_key || null;
+      if (body.api_key !== undefined) patch.apiKeySealed = apiKey ? sealSecret(deps.keys.encryption, apiKey) : null;
+      // What the platform is (type, address, key) changed: check that it still answers before saving.
+      if (patch.url !== undefined || (body.source_type !== undefined && body.source_type !== current.source_type) || body.api_key !== undefined) {
+        patch.versionInfo = await validate({ sourceType: body.source_type ?? current.source_type, url, apiKey });
+      }
+      try {
+        const row = await updateSource(deps.db, current.id, patch);
+        if (!row) throw notFound(SOURCE_NOT_FOUND);
+        return sourceView(row);
+      } catch (err) {
+        if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw duplicateUrl(url);
+        throw err;
+      }
+    },
+  );
+
+  app.delete(
+    '/sources/:id',
+    { schema: { tags: ['sources'], params: SourceIdParams, response: { 200: DeletedSource, ...DetailErrors } } },
+    async (request) => {
+      const source = await mustGet(request.params.id);
+      let result: { deleted: boolean; workflows: string[] };
+      try {
+        result = await withTransaction(deps.db, (c) => deleteSourceCascade(c, source.id));
+      } catch (err) {
+        request.log.error({ err }, 'deleting a source failed');
+        throw invalidRequest('Error deleting source');
+      }
+      if (!result.deleted) throw notFound(SOURCE_NOT_FOUND);
+      // The rows are gone (one transaction); their Temporal schedules follow. A schedule left behind by a Temporal
+      // outage finds no workflow row when it fires and ends at once.
+      if (result.workflows.length) {
+        try {
+          const client = await deps.temporal.client();
+          await Promise.all(result.workflows.map((w) => deleteSchedule(client, w)));
+        } catch (err) {
+          request.log.warn({ err: { message: (err as Error).message }, workflows: result.workflows }, 'could not delete the schedules of a deleted source');
+        }
+      }
+      metrics.sourceHealthy.remove({ source: source.name, source_type: source.source_type });
+      return { id: source.id, deleted: true, deleted_workflows: result.workflows };
+    },
+  );
+
+  app.get(
+    '/sources/:id/flows',
+    { schema: { tags: ['sources'], params: SourceIdParams, response: { 200: RemoteFlows, ...DetailErrors } } },
+    async (request) => {
+      const source = await mustGet(request.params.id);
+      try {
+        return { source_id: source.id, flows: await listRemoteFlows(target(source), settings.sourceTimeoutMs) };
+      } catch (err) {
+        if (!(err instanceof PlatformError)) throw err;
+        throw invalidRequest(`Failed to list flows: ${err.message}`);
+      }
+    },
+  );
+
+  app.post(
+    '/sources/:id/health',
+    { schema: { tags: ['sources'], params: SourceIdParams, response: { 200: SourceHealth, ...DetailErrors } } },
+    async (request) => {
+      const source = await mustGet(request.params.id);
+      let error: string | null = null;
+      try {
+        await checkHealth(target(source), settings.sourceTimeoutMs);
+      } catch (err) {
+        if (!(err instanceof PlatformError)) throw err;
+        error = err.message;
+      }
+      const row = (await recordSourceHealth(deps.db, source.id, error === null, error)) ?? source;
+      metrics.sourceHealthy.set({ source: row.name, source_type: row.source_type }, error === null ? 1 : 0);
+      return { id: row.id, healthy: error === null, status: row.status, error, checked_at: (row.last_health_at ?? new Date()).toISOString() };
+    },
+  );
+};
+

@@ -1,0 +1,64 @@
+/** HTTP client of the scheduler for the CLI: URL from ARMADA_SCHEDULER_URL, key from ARMADA_SCHEDULER_API_KEY / ARMADA_API_KEY. */
+
+export interface CliIo {
+  env: NodeJS.ProcessEnv;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+}
+
+export const processIo = (): CliIo => ({
+  env: process.env,
+  stdout: (t) => process.stdout.write(t),
+  stderr: (t) => process.stderr.write(t),
+});
+
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+  }
+}
+
+export function schedulerUrl(env: NodeJS.ProcessEnv): string {
+  return (env.ARMADA_SCHEDULER_URL || 'http://127.0.0.1:8883').replace(/\/+$/, '');
+}
+
+/** Calls the scheduler; a non-2xx answer becomes a CliError carrying the API's `detail`. */
+export async function schedulerRequest<T>(env: NodeJS.ProcessEnv, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
+  const key = env.ARMADA_SCHEDULER_API_KEY || env.ARMADA_API_KEY;
+  if (!key) throw new CliError('ARMADA_API_KEY is not set (the scheduler key, printed by `armada start` and stored in $ARMADA_HOME/api-key)');
+  const url = `${schedulerUrl(env)}${path}`;
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method,
+      headers: { 'x-api-key': key, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string; message?: string; errors?: { code?: string }[] } };
+    throw new CliError(`cannot reach the scheduler at ${schedulerUrl(env)}: ${e.cause?.code ?? e.cause?.errors?.[0]?.code ?? e.cause?.message ?? e.message}`);
+  }
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = text;
+  }
+  if (!res.ok) {
+    const detail = json && typeof json === 'object' && 'detail' in json ? String((json as { detail: unknown }).detail) : `HTTP ${res.status}`;
+    throw new CliError(`${detail} (HTTP ${res.status})`);
+  }
+  return json as T;
+}
+
+/** Left-aligned columns, for list output. */
+export function table(rows: string[][]): string {
+  if (!rows.length) return '';
+  const widths = (rows[0] as string[]).map((_c, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return `${rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ')).join('\n')}\n`;
+}

@@ -1,0 +1,114 @@
+/** `armada sources list|add|update|delete|health|flows`: the scheduler's sources over HTTP. */
+import { parseArgs } from 'node:util';
+import { CliError, processIo, schedulerRequest, table, type CliIo } from './schedulerClient';
+
+export const SOURCES_HELP = `armada sources — manage the scheduler's sources (external workflow platforms)
+
+Usage:
+  armada sources list [--status active|inactive] [--limit N] [--offset N] [--json]
+  armada sources add --type TYPE --url URL [--name NAME] [--api-key KEY] [--json]
+  armada sources update ID [--name NAME] [--type TYPE] [--url URL] [--api-key KEY] [--status active|inactive] [--json]
+  armada sources delete ID           (also deletes the workflows and schedules that use it)
+  armada sources health ID           (checks the platform now)
+  armada sources flows ID            (lists the platform's flows)
+
+TYPE: flow-builder (alias langflow), automagik-hive, automagik-agents. An empty --api-key "" clears the key.
+
+Environment: ARMADA_SCHEDULER_URL (default http://127.0.0.1:8883), ARMADA_API_KEY (or ARMADA_SCHEDULER_API_KEY).
+`;
+
+interface SourceView {
+  id: string;
+  name: string;
+  source_type: string;
+  url: string;
+  status: string;
+  has_api_key: boolean;
+}
+
+const sourceRows = (items: SourceView[]) =>
+  table([['ID', 'NAME', 'TYPE', 'STATUS', 'URL'], ...items.map((s) => [s.id, s.name, s.source_type, s.status, s.url])]);
+
+export async function runSources(argv: string[], io: CliIo = processIo()): Promise<number> {
+  const [sub, ...rest] = argv;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      status: { type: 'string' },
+      limit: { type: 'string' },
+      offset: { type: 'string' },
+      type: { type: 'string' },
+      url: { type: 'string' },
+      name: { type: 'string' },
+      'api-key': { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (sub === undefined || sub === 'help' || sub === '--help' || sub === '-h' || values.help) {
+    io.stdout(SOURCES_HELP);
+    return 0;
+  }
+  const show = (value: unknown, human: string) => io.stdout(values.json ? `${JSON.stringify(value, null, 2)}\n` : human);
+  const id = () => {
+    const v = positionals[0];
+    if (!v) throw new CliError(`armada sources ${sub}: the source ID is required\n\n${SOURCES_HELP}`, 2);
+    return encodeURIComponent(v);
+  };
+  try {
+    switch (sub) {
+      case 'list': {
+        const q = new URLSearchParams();
+        if (values.status) q.set('status', values.status);
+        if (values.limit) q.set('limit', values.limit);
+        if (values.offset) q.set('offset', values.offset);
+        const page = await schedulerRequest<{ items: SourceView[]; total: number; has_more: boolean }>(io.env, 'GET', `/api/v1/sources${q.size ? `?${q}` : ''}`);
+        show(page, `${sourceRows(page.items)}${page.items.length} of ${page.total} source(s)${page.has_more ? ' (more with --offset)' : ''}\n`);
+        return 0;
+      }
+      case 'add': {
+        if (!values.type || !values.url) throw new CliError(`armada sources add: --type and --url are required\n\n${SOURCES_HELP}`, 2);
+        const body: Record<string, unknown> = { source_type: values.type, url: values.url };
+        if (values.name) body.name = values.name;
+        if (values['api-key']) body.api_key = values['api-key'];
+        const s = await schedulerRequest<SourceView>(io.env, 'POST', '/api/v1/sources', body);
+        show(s, `created source ${s.name} (${s.id}), ${s.source_type} at ${s.url}, ${s.status}\n`);
+        return 0;
+      }
+      case 'update': {
+        const body: Record<string, unknown> = {};
+        if (values.name !== undefined) body.name = values.name;
+        if (values.type !== undefined) body.source_type = values.type;
+        if (values.url !== undefined) body.url = values.url;
+        if (values['api-key'] !== undefined) body.api_key = values['api-key'] === '' ? null : values['api-key'];
+        if (values.status !== undefined) body.status = values.status;
+        if (!Object.keys(body).length) throw new CliError('armada sources update: give at least one of --name, --type, --url, --api-key, --status', 2);
+        const s = await schedulerRequest<SourceView>(io.env, 'PATCH', `/api/v1/sources/${id()}`, body);
+        show(s, `updated source ${s.name} (${s.id}), ${s.source_type} at ${s.url}, ${s.status}\n`);
+        return 0;
+      }
+      case 'delete': {
+        const r = await schedulerRequest<{ id: string; deleted_workflows: string[] }>(io.env, 'DELETE', `/api/v1/sources/${id()}`);
+        show(r, `deleted source ${r.id}${r.deleted_workflows.length ? ` and workflows ${r.deleted_workflows.join(', ')}` : ''}\n`);
+        return 0;
+      }
+      case 'health': {
+        const r = await schedulerRequest<{ id: string; healthy: boolean; status: string; error: string | null }>(io.env, 'POST', `/api/v1/sources/${id()}/health`);
+        show(r, `${r.healthy ? 'healthy' : `unhealthy: ${r.error}`} (status ${r.status})\n`);
+        return r.healthy ? 0 : 1;
+      }
+      case 'flows': {
+        const r = await schedulerRequest<{ flows: { id: string; name: string; description: string }[] }>(io.env, 'GET', `/api/v1/sources/${id()}/flows`);
+        show(r, table([['ID', 'NAME', 'DESCRIPTION'], ...r.flows.map((f) => [f.id, f.name, f.description])]));
+        return 0;
+      }
+      default:
+        throw new CliError(`armada sources: unknown subcommand "${sub}"\n\n${SOURCES_HELP}`, 2);
+    }
+  } catch (err) {
+    if (!(err instanceof CliError)) throw err;
+    io.stderr(`armada: ${err.message}\n`);
+    return err.exitCode;
+  }
+}

@@ -1,0 +1,76 @@
+/** `armada workflows list|run`: the scheduler's workflows over HTTP. */
+import { parseArgs } from 'node:util';
+import { CliError, processIo, schedulerRequest, table, type CliIo } from './schedulerClient';
+
+export const WORKFLOWS_HELP = `armada workflows — list and run the scheduler's workflows
+
+Usage:
+  armada workflows list [--json]
+  armada workflows run NAME [--wait] [--json]
+                        Starts a run and prints its execution id at once; --wait follows it to the end
+                        and exits 0 only when it completed.
+
+Environment: ARMADA_SCHEDULER_URL (default http://127.0.0.1:8883), ARMADA_API_KEY (or ARMADA_SCHEDULER_API_KEY).
+`;
+
+interface WorkflowView {
+  name: string;
+  schedule: string | null;
+  timezone: string;
+  enabled: boolean;
+  lastRun: string | null;
+  nextRun: string | null;
+  tasks: unknown[];
+}
+
+export async function runWorkflows(argv: string[], io: CliIo = processIo()): Promise<number> {
+  const [sub, ...rest] = argv;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: { json: { type: 'boolean' }, wait: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  });
+  if (sub === undefined || sub === 'help' || sub === '--help' || sub === '-h' || values.help) {
+    io.stdout(WORKFLOWS_HELP);
+    return 0;
+  }
+  const show = (value: unknown, human: string) => io.stdout(values.json ? `${JSON.stringify(value, null, 2)}\n` : human);
+  try {
+    switch (sub) {
+      case 'list': {
+        const { workflows } = await schedulerRequest<{ workflows: WorkflowView[] }>(io.env, 'GET', '/api/v1/workflows');
+        show(
+          { workflows },
+          table([
+            ['NAME', 'SCHEDULE', 'TIMEZONE', 'ENABLED', 'TASKS', 'LAST RUN', 'NEXT RUN'],
+            ...workflows.map((w) => [w.name, w.schedule ?? '-', w.timezone, String(w.enabled), String(w.tasks.length), w.lastRun ?? '-', w.nextRun ?? '-']),
+          ]),
+        );
+        return 0;
+      }
+      case 'run': {
+        const name = positionals[0];
+        if (!name) throw new CliError(`armada workflows run: the workflow NAME is required\n\n${WORKFLOWS_HELP}`, 2);
+        const run = await schedulerRequest<{ executionId: string; status: string }>(io.env, 'POST', `/api/v1/workflows/${encodeURIComponent(name)}/run`);
+        if (!values.wait) {
+          show(run, `started execution ${run.executionId} of ${name}\n`);
+          return 0;
+        }
+        let e: { status: string; duration: string | null; error: string | null };
+        for (;;) {
+          e = await schedulerRequest(io.env, 'GET', `/api/v1/executions/${run.executionId}`);
+          if (e.status !== 'running') break;
+          await new Promise((r) => setTimeout(r, 500));
+        }
+        show(e, `execution ${run.executionId} of ${name}: ${e.status}${e.duration ? ` in ${e.duration}` : ''}${e.error ? ` (${e.error})` : ''}\n`);
+        return e.status === 'completed' ? 0 : 1;
+      }
+      default:
+        throw new CliError(`armada workflows: unknown subcommand "${sub}"\n\n${WORKFLOWS_HELP}`, 2);
+    }
+  } catch (err) {
+    if (!(err instanceof CliError)) throw err;
+    io.stderr(`armada: ${err.message}\n`);
+    return err.exitCode;
+  }
+}

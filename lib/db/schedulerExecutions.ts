@@ -1,0 +1,135 @@
+/** SQL for scheduler_executions and scheduler_execution_logs: projections written by workflowRunWorkflow's activities. */
+import type { Queryable } from './pool';
+
+export type ExecutionStatus = 'running' | 'completed' | 'failed' | 'stopped';
+export type TaskRunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'stopped' | 'skipped';
+export type LogLevel = 'debug' | 'info' | 'warning' | 'error';
+
+export interface TaskRunState {
+  name: string;
+  type: 'script' | 'flow';
+  status: TaskRunStatus;
+  startedAt: string | null;
+  completedAt: string | null;
+  output: string;
+  error?: string;
+}
+
+export interface ExecutionRow {
+  id: string;
+  workflow: string;
+  temporal_workflow_id: string;
+  trigger: 'manual' | 'schedule';
+  status: ExecutionStatus;
+  scheduled_at: Date | null;
+  started_at: Date;
+  completed_at: Date | null;
+  tasks: TaskRunState[];
+  error: string | null;
+}
+
+export interface ExecutionRecord {
+  id: string;
+  workflow: string;
+  temporalWorkflowId: string;
+  trigger: 'manual' | 'schedule';
+  status: ExecutionStatus;
+  scheduledAt: string | null;
+  startedAt: string;
+  completedAt: string | null;
+  tasks: TaskRunState[];
+  error: string | null;
+}
+
+export const FOREIGN_KEY_VIOLATION = '23503';
+
+/**
+ * Upserts an execution. Idempotent, and a terminal state is never overwritten (a retried `running` write that
+ * arrives late cannot resurrect a finished execution). Returns the previous status (undefined = inserted now), or
+ * null when nothing changed.
+ */
+export async function upsertExecution(db: Queryable, e: ExecutionRecord): Promise<{ previous: ExecutionStatus | undefined } | null> {
+  const { rows } = await db.query<{ previous: ExecutionStatus | null; inserted: boolean }>(
+    `WITH prev AS (SELECT status FROM scheduler_executions WHERE id = $1)
+     INSERT INTO scheduler_executions AS x (id, workflow, temporal_workflow_id, trigger, status, scheduled_at, started_at, completed_at, tasks, error)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (id) DO UPDATE
+        SET status = EXCLUDED.status, completed_at = EXCLUDED.completed_at, tasks = EXCLUDED.tasks, error = EXCLUDED.error,
+            scheduled_at = COALESCE(x.scheduled_at, EXCLUDED.scheduled_at)
+      WHERE x.status = 'running'
+     RETURNING (SELECT status FROM prev) AS previous, (xmax = 0) AS inserted`,
+    [e.id, e.workflow, e.temporalWorkflowId, e.trigger, e.status, e.scheduledAt, e.startedAt, e.completedAt, JSON.stringify(e.tasks), e.error],
+  );
+  const r = rows[0];
+  if (!r) return null;
+  return { previous: r.inserted ? undefined : (r.previous ?? undefined) };
+}
+
+export async function getExecution(db: Queryable, id: string): Promise<ExecutionRow | undefined> {
+  const { rows } = await db.query<ExecutionRow>('SELECT * FROM scheduler_executions WHERE id = $1', [id]);
+  return rows[0];
+}
+
+export async function listExecutions(
+  db: Queryable,
+  filter: { workflow?: string; status?: ExecutionStatus },
+  limit: number,
+  offset = 0,
+): Promise<ExecutionRow[]> {
+  const { rows } = await db.query<ExecutionRow>(
+    `SELECT * FROM scheduler_executions WHERE ($1::text IS NULL OR workflow = $1) AND ($2::text IS NULL OR status = $2)
+      ORDER BY started_at DESC, id DESC LIMIT $3 OFFSET $4`,
+    [filter.workflow ?? null, filter.status ?? null, limit, offset],
+  );
+  return rows;
+}
+
+export interface LogLine {
+  key: string;
+  ts: string;
+  level: LogLevel;
+  message: string;
+}
+
+/** The row a manual run writes before it starts the workflow, so the execution is visible at once. */
+export async function insertManualExecution(
+  db: Queryable,
+  e: { id: string; workflow: string; temporalWorkflowId: string; startedAt: string; tasks: TaskRunState[] },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO scheduler_executions (id, workflow, temporal_workflow_id, trigger, status, started_at, tasks)
+     VALUES ($1, $2, $3, 'manual', 'running', $4, $5)`,
+    [e.id, e.workflow, e.temporalWorkflowId, e.startedAt, JSON.stringify(e.tasks)],
+  );
+}
+
+/** Marks an execution whose workflow could not be started. */
+export async function failExecution(db: Queryable, id: string, error: string): Promise<void> {
+  await db.query(`UPDATE scheduler_executions SET status = 'failed', completed_at = now(), error = $2 WHERE id = $1 AND status = 'running'`, [id, error]);
+}
+
+/** Appends log lines; a line whose key was already written is skipped (activity retries). */
+export async function appendExecutionLogs(db: Queryable, executionId: string, lines: LogLine[]): Promise<void> {
+  if (!lines.length) return;
+  await db.query(
+    `INSERT INTO scheduler_execution_logs (execution_id, key, ts, level, message)
+     SELECT $1, l.key, l.ts, l.level, l.message
+       FROM jsonb_to_recordset($2::jsonb) AS l(key text, ts timestamptz, level text, message text)
+     ON CONFLICT (execution_id, key) DO NOTHING`,
+    [executionId, JSON.stringify(lines)],
+  );
+}
+
+export async function listExecutionLogs(db: Queryable, executionId: string): Promise<{ ts: Date; level: LogLevel; message: string }[]> {
+  const { rows } = await db.query<{ ts: Date; level: LogLevel; message: string }>(
+    'SELECT ts, level, message FROM scheduler_execution_logs WHERE execution_id = $1 ORDER BY ts, id',
+    [executionId],
+  );
+  return rows;
+}
+
+/** Retention: deletes finished executions (and their logs) completed before `olderThan`. */
+export async function pruneExecutions(db: Queryable, olderThan: Date): Promise<number> {
+  const { rowCount } = await db.query(`DELETE FROM scheduler_executions WHERE status <> 'running' AND completed_at < $1`, [olderThan]);
+  return rowCount ?? 0;
+}

@@ -1,0 +1,137 @@
+/** SQL for scheduler_sources (service B). The platform key is only ever stored sealed (lib/secretBox.ts). */
+import type { Queryable } from './pool';
+
+export type SourceType = 'flow-builder' | 'langflow' | 'automagik-hive' | 'automagik-agents';
+export type SourceStatus = 'active' | 'inactive';
+
+export interface SourceRow {
+  id: string;
+  name: string;
+  source_type: SourceType;
+  url: string;
+  api_key_sealed: string | null;
+  status: SourceStatus;
+  status_reason: 'user' | 'health';
+  version_info: Record<string, unknown> | null;
+  last_health_at: Date | null;
+  last_health_ok: boolean | null;
+  last_health_error: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface NewSource {
+  id: string;
+  name: string;
+  sourceType: SourceType;
+  url: string;
+  apiKeySealed: string | null;
+  versionInfo: Record<string, unknown> | null;
+}
+
+export async function insertSource(db: Queryable, s: NewSource): Promise<SourceRow> {
+  const { rows } = await db.query<SourceRow>(
+    `INSERT INTO scheduler_sources (id, name, source_type, url, api_key_sealed, version_info, last_health_at, last_health_ok)
+     VALUES ($1, $2, $3, $4, $5, $6, now(), true) RETURNING *`,
+    [s.id, s.name, s.sourceType, s.url, s.apiKeySealed, s.versionInfo === null ? null : JSON.stringify(s.versionInfo)],
+  );
+  return rows[0] as SourceRow;
+}
+
+export async function getSource(db: Queryable, id: string): Promise<SourceRow | undefined> {
+  const { rows } = await db.query<SourceRow>('SELECT * FROM scheduler_sources WHERE id = $1', [id]);
+  return rows[0];
+}
+
+export async function getSourceByName(db: Queryable, name: string): Promise<SourceRow | undefined> {
+  const { rows } = await db.query<SourceRow>('SELECT * FROM scheduler_sources WHERE name = $1 ORDER BY created_at LIMIT 1', [name]);
+  return rows[0];
+}
+
+export async function getSourceByUrl(db: Queryable, url: string): Promise<SourceRow | undefined> {
+  const { rows } = await db.query<SourceRow>('SELECT * FROM scheduler_sources WHERE url = $1', [url]);
+  return rows[0];
+}
+
+export async function listSources(
+  db: Queryable,
+  filter: { status?: SourceStatus },
+  limit: number,
+  offset: number,
+): Promise<{ rows: SourceRow[]; total: number }> {
+  const status = filter.status ?? null;
+  const [list, count] = await Promise.all([
+    db.query<SourceRow>(
+      'SELECT * FROM scheduler_sources WHERE ($1::text IS NULL OR status = $1) ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3',
+      [status, limit, offset],
+    ),
+    db.query<{ n: number }>('SELECT count(*)::int AS n FROM scheduler_sources WHERE ($1::text IS NULL OR status = $1)', [status]),
+  ]);
+  return { rows: list.rows, total: count.rows[0]?.n ?? 0 };
+}
+
+/** Every source, for the periodic health check. */
+export async function allSources(db: Queryable): Promise<SourceRow[]> {
+  const { rows } = await db.query<SourceRow>('SELECT * FROM scheduler_sources ORDER BY created_at');
+  return rows;
+}
+
+export interface SourcePatch {
+  name?: string;
+  sourceType?: SourceType;
+  url?: string;
+  /** null clears the key */
+  apiKeySealed?: string | null;
+  status?: SourceStatus;
+  versionInfo?: Record<string, unknown> | null;
+}
+
+export async function updateSource(db: Queryable, id: string, patch: SourcePatch): Promise<SourceRow | undefined> {
+  const sets: string[] = [];
+  const values: unknown[] = [id];
+  const set = (column: string, value: unknown) => {
+    values.push(value);
+    sets.push(`${column} = $${values.length}`);
+  };
+  if (patch.name !== undefined) set('name', patch.name);
+  if (patch.sourceType !== undefined) set('source_type', patch.sourceType);
+  if (patch.url !== undefined) set('url', patch.url);
+  if (patch.apiKeySealed !== undefined) set('api_key_sealed', patch.apiKeySealed);
+  if (patch.versionInfo !== undefined) set('version_info', patch.versionInfo === null ? null : JSON.stringify(patch.versionInfo));
+  if (patch.status !== undefined) {
+    set('status', patch.status);
+    sets.push(`status_reason = 'user'`);
+  }
+  sets.push('updated_at = now()');
+  const { rows } = await db.query<SourceRow>(`UPDATE scheduler_sources SET ${sets.join(', ')} WHERE id = $1 RETURNING *`, values);
+  return rows[0];
+}
+
+/**
+ * Records a health check. A failing check turns an active source inactive (reason `health`); a passing check
+ * reactivates only a source the health check itself deactivated, never one the user switched off.
+ */
+export async function recordSourceHealth(db: Queryable, id: string, ok: boolean, error: string | null): Promise<SourceRow | undefined> {
+  const { rows } = await db.query<SourceRow>(
+    `UPDATE scheduler_sources
+        SET last_health_at = now(), last_health_ok = $2, last_health_error = $3,
+            status = CASE WHEN NOT $2 AND status = 'active' THEN 'inactive'
+                          WHEN $2 AND status = 'inactive' AND status_reason = 'health' THEN 'active'
+                          ELSE status END,
+            status_reason = CASE WHEN NOT $2 AND status = 'active' THEN 'health' ELSE status_reason END,
+            updated_at = CASE WHEN (NOT $2 AND status = 'active') OR ($2 AND status = 'inactive' AND status_reason = 'health')
+                              THEN now() ELSE updated_at END
+      WHERE id = $1 RETURNING *`,
+    [id, ok, error],
+  );
+  return rows[0];
+}
+
+/** Deletes the source and the workflows whose flow tasks use it; returns those workflows' names (for their schedules). */
+export async function deleteSourceCascade(db: Queryable, id: string): Promise<{ deleted: boolean; workflows: string[] }> {
+  const linked = await db.query<{ workflow: string }>('SELECT workflow FROM scheduler_workflow_sources WHERE source_id = $1 ORDER BY workflow', [id]);
+  const workflows = linked.rows.map((r) => r.workflow);
+  if (workflows.length) await db.query('DELETE FROM scheduler_workflows WHERE name = ANY($1::text[])', [workflows]);
+  const { rowCount } = await db.query('DELETE FROM scheduler_sources WHERE id = $1', [id]);
+  return { deleted: (rowCount ?? 0) > 0, workflows };
+}

@@ -1,0 +1,118 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { CliIo } from '../../cli/schedulerClient';
+import { runSources } from '../../cli/sources';
+import { runWorkflows } from '../../cli/workflows';
+import { startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
+import { startServices } from '../../api/services';
+import { logger, startTestStack, type TestStack } from '../support/harness';
+
+let stack: TestStack;
+let fake: FakeFlowBuilder;
+let url: string;
+const KEY = 'test-api-key-0123456789';
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: ['scheduler'], file: { scheduler: { healthCheckIntervalSeconds: 0 } } });
+  url = await stack.app('scheduler').listen({ host: '127.0.0.1', port: 0 });
+  fake = await startFakeFlowBuilder();
+});
+afterAll(async () => {
+  await fake.close();
+  await stack.close();
+});
+
+/** Runs a CLI command in-process against the listening app; returns exit code and output. */
+async function cli(run: (argv: string[], io: CliIo) => Promise<number>, argv: string[], env: Record<string, string> = { ARMADA_API_KEY: KEY }) {
+  let stdout = '';
+  let stderr = '';
+  const code = await run(argv, { env: { ARMADA_SCHEDULER_URL: url, ...env }, stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+  return { code, stdout, stderr };
+}
+
+describe('armada sources / workflows CLI', () => {
+  test('sources add, list, update, health, flows, delete over HTTP', async () => {
+    const add = await cli(runSources, ['add', '--type', 'flow-builder', '--url', fake.url, '--name', 'cli-fb', '--api-key', 'secret-k', '--json']);
+    expect(add.code).toBe(0);
+    const s = JSON.parse(add.stdout);
+    expect(s).toMatchObject({ name: 'cli-fb', source_type: 'flow-builder', url: fake.url, has_api_key: true });
+
+    const list = await cli(runSources, ['list']);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/^ID\s+NAME\s+TYPE\s+STATUS\s+URL\n/);
+    expect(list.stdout).toContain(`${s.id}  cli-fb  flow-builder  active  ${fake.url}`);
+    expect(list.stdout).toContain('1 of 1 source(s)');
+
+    const upd = await cli(runSources, ['update', s.id, '--status', 'inactive']);
+    expect([upd.code, upd.stdout]).toEqual([0, `updated source cli-fb (${s.id}), flow-builder at ${fake.url}, inactive\n`]);
+    expect((await cli(runSources, ['list', '--status', 'active'])).stdout).toContain('0 of 0 source(s)');
+
+    const health = await cli(runSources, ['health', s.id]);
+    expect([health.code, health.stdout]).toEqual([0, 'healthy (status inactive)\n']);
+    const flows = await cli(runSources, ['flows', s.id]);
+    expect(flows.stdout).toContain('flow-1  Summarise  summarises text');
+
+    const dup = await cli(runSources, ['add', '--type', 'flow-builder', '--url', `${fake.url}/`]);
+    expect([dup.code, dup.stderr]).toEqual([1, `armada: Source with URL ${fake.url} already exists (HTTP 400)\n`]);
+    const missing = await cli(runSources, ['delete', '00000000-0000-4000-8000-000000000000']);
+    expect([missing.code, missing.stderr]).toEqual([1, 'armada: Source not found (HTTP 404)\n']);
+    const del = await cli(runSources, ['delete', s.id]);
+    expect([del.code, del.stdout]).toEqual([0, `deleted source ${s.id}\n`]);
+
+    const noKey = await cli(runSources, ['list'], {});
+    expect(noKey.code).toBe(1);
+    expect(noKey.stderr).toContain('ARMADA_API_KEY is not set');
+    const wrongKey = await cli(runSources, ['list'], { ARMADA_API_KEY: 'wrong' });
+    expect([wrongKey.code, wrongKey.stderr]).toEqual([1, 'armada: Invalid API key (HTTP 401)\n']);
+  });
+
+  test('workflows list and run', async () => {
+    const created = await stack.app('scheduler').inject({
+      method: 'POST',
+      url: '/api/v1/workflows',
+      headers: { 'x-api-key': KEY },
+      payload: { name: 'cli-wf', schedule: '0 6 * * 1-5', timezone: 'Europe/Berlin', tasks: [{ name: 'a', type: 'script', script: 'true' }] },
+    });
+    expect(created.statusCode).toBe(201);
+    const list = await cli(runWorkflows, ['list']);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/^NAME\s+SCHEDULE\s+TIMEZONE/);
+    expect(list.stdout).toMatch(/cli-wf\s+0 6 \* \* 1-5\s+Europe\/Berlin\s+true\s+1\s+-\s+\d{4}-/);
+    const run = await cli(runWorkflows, ['run', 'cli-wf', '--json']);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ workflow: 'cli-wf', status: 'running' });
+    const nope = await cli(runWorkflows, ['run', 'nope']);
+    expect([nope.code, nope.stderr]).toEqual([1, 'armada: Workflow not found (HTTP 404)\n']);
+    const client = await stack.temporal.client();
+    await client.workflow.getHandle(`execution:${JSON.parse(run.stdout).executionId}`).terminate('test over');
+    await client.schedule.getHandle('schedule:cli-wf').delete();
+  });
+
+  test('--help works from the real executable', async () => {
+    const bin = path.join(__dirname, '..', '..', 'bin', 'armada');
+    const { stdout } = await promisify(execFile)(process.execPath, [bin, 'sources', '--help']);
+    expect(stdout).toContain('armada sources list');
+    const wf = await promisify(execFile)(process.execPath, [bin, 'workflows', '--help']);
+    expect(wf.stdout).toContain('armada workflows run NAME');
+    const top = await promisify(execFile)(process.execPath, [bin, '--help']);
+    expect(top.stdout).toContain('sources list|add|update|delete|health|flows');
+  });
+
+  test('the scheduler serves every route on both of its ports', async () => {
+    const config = { ...stack.config, host: '127.0.0.1', ports: { ...stack.config.ports, scheduler: 0, schedulerAlt: 0 } };
+    const running = await startServices(['scheduler'], { db: stack.db, config, keys: stack.keys, temporal: stack.temporal, logger, metrics: stack.metrics });
+    try {
+      expect(Object.keys(running.addresses).sort()).toEqual(['scheduler', 'scheduler-alt']);
+      for (const base of Object.values(running.addresses)) {
+        for (const p of ['/api/v1/sources', '/api/v1/workflows', '/api/v1/schedules', '/api/v1/executions']) {
+          const r = await fetch(`${base}${p}`, { headers: { 'x-api-key': KEY } });
+          expect([p, r.status]).toEqual([p, 200]);
+        }
+        expect((await fetch(`${base}/api/v1/workflows`)).status).toBe(401);
+      }
+    } finally {
+      await running.close();
+    }
+  });
+});

@@ -1,0 +1,196 @@
+import { createSchedulerActivities } from '../../activities/scheduler/schedulerActivities';
+import { openSecret } from '../../lib/secretBox';
+import { startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
+import { logger, startTestStack, type TestStack } from '../support/harness';
+
+let stack: TestStack;
+let fake: FakeFlowBuilder;
+const KEY = 'test-api-key-0123456789';
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: ['scheduler'], file: { scheduler: { healthCheckIntervalSeconds: 0 } } });
+  fake = await startFakeFlowBuilder();
+});
+afterAll(async () => {
+  await fake.close();
+  await stack.close();
+});
+beforeEach(() => {
+  fake.mode = 'ok';
+});
+
+const inject = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown, headers: Record<string, string> = { 'x-api-key': KEY }) =>
+  stack.app('scheduler').inject({ method, url, payload: payload as object, headers });
+
+describe('scheduler sources', () => {
+  test('creation validates the platform, stores the key sealed and never returns it', async () => {
+    const created = await inject('POST', '/api/v1/sources', { name: 'fb', source_type: 'flow-builder', url: `${fake.url}/`, api_key: 'platform-secret-1' });
+    expect(created.statusCode).toBe(201);
+    const s = created.json();
+    expect(s).toMatchObject({ name: 'fb', source_type: 'flow-builder', url: fake.url, status: 'active', has_api_key: true });
+    expect(s.version_info).toEqual({ version: '1.4.2', package: 'fake-flow-builder' });
+    expect(JSON.stringify(s)).not.toContain('platform-secret-1');
+    expect(fake.requests.find((r) => r.path === '/health')?.apiKey).toBe('platform-secret-1');
+
+    const row = await stack.db.query('SELECT api_key_sealed FROM scheduler_sources WHERE id = $1', [s.id]);
+    const sealed: string = row.rows[0].api_key_sealed;
+    expect(sealed).toMatch(/^v1:/);
+    expect(sealed).not.toContain('platform-secret-1');
+    expect(openSecret(stack.keys.encryption, sealed)).toBe('platform-secret-1');
+
+    const got = await inject('GET', `/api/v1/sources/${s.id}`);
+    expect(got.statusCode).toBe(200);
+    expect(got.body).not.toContain('platform-secret-1');
+
+    // duplicate URL, with or without the trailing slash
+    const dup = await inject('POST', '/api/v1/sources', { source_type: 'flow-builder', url: fake.url });
+    expect(dup.statusCode).toBe(400);
+    expect(dup.json()).toEqual({ detail: `Source with URL ${fake.url} already exists` });
+
+    // remote flows
+    const flows = await inject('GET', `/api/v1/sources/${s.id}/flows`);
+    expect(flows.statusCode).toBe(200);
+    expect(flows.json()).toEqual({
+      source_id: s.id,
+      flows: [
+        { id: 'flow-1', name: 'Summarise', description: 'summarises text' },
+        { id: 'flow-2', name: 'Translate', description: '' },
+      ],
+    });
+    await inject('DELETE', `/api/v1/sources/${s.id}`);
+  });
+
+  test.each([
+    ['down', 'down'],
+    ['HTTP 500', 'error'],
+    ['status: bad', 'bad'],
+  ])('creation fails with the exact detail when the platform is %s', async (_label, mode) => {
+    const other = await startFakeFlowBuilder();
+    if (mode === 'down') await other.stop();
+    else other.mode = mode as 'error' | 'bad';
+    const r = await inject('POST', '/api/v1/sources', { source_type: 'flow-builder', url: other.url, api_key: 'k' });
+    expect(r.statusCode).toBe(400);
+    expect(r.json()).toEqual({ detail: 'Failed to validate source' });
+    const n = await stack.db.query('SELECT count(*)::int AS n FROM scheduler_sources WHERE url = $1', [other.url]);
+    expect(n.rows[0].n).toBe(0);
+    await other.close();
+  });
+
+  test('generated name, list with filter and pagination, patch, 404s', async () => {
+    const fakes = [await startFakeFlowBuilder(), await startFakeFlowBuilder(), await startFakeFlowBuilder()];
+    const ids: string[] = [];
+    for (const f of fakes) {
+      const r = await inject('POST', '/api/v1/sources', { source_type: 'langflow', url: f.url });
+      expect(r.statusCode).toBe(201);
+      expect(r.json().name).toMatch(/^langflow-[0-9a-f]{8}$/);
+      expect(r.json().has_api_key).toBe(false);
+      ids.push(r.json().id);
+    }
+    const patched = await inject('PATCH', `/api/v1/sources/${ids[0]}`, { status: 'inactive', name: 'renamed' });
+    expect(patched.statusCode).toBe(200);
+    expect(patched.json()).toMatchObject({ status: 'inactive', name: 'renamed' });
+
+    const page = await inject('GET', '/api/v1/sources?limit=2&offset=0');
+    expect(page.statusCode).toBe(200);
+    expect(page.json()).toMatchObject({ limit: 2, offset: 0, has_more: true });
+    expect(page.json().items).toHaveLength(2);
+    const inactive = await inject('GET', '/api/v1/sources?status=inactive');
+    expect(inactive.json().items.map((x: { id: string }) => x.id)).toEqual([ids[0]]);
+    expect(inactive.json()).toMatchObject({ total: 1, has_more: false, limit: 50, offset: 0 });
+
+    // a url change is validated against the new platform
+    const down = await startFakeFlowBuilder();
+    await down.stop();
+    const bad = await inject('PATCH', `/api/v1/sources/${ids[1]}`, { url: down.url });
+    expect(bad.json()).toEqual({ detail: 'Failed to validate source' });
+    const taken = await inject('PATCH', `/api/v1/sources/${ids[1]}`, { url: `${fakes[2]?.url}/` });
+    expect(taken.json()).toEqual({ detail: `Source with URL ${fakes[2]?.url} already exists` });
+
+    for (const bad of ['limit=0', 'limit=101', 'offset=-1', 'status=weird', 'limit=abc']) {
+      const r = await inject('GET', `/api/v1/sources?${bad}`);
+      expect(r.statusCode).toBe(400);
+      expect(typeof r.json().detail).toBe('string');
+    }
+    for (const id of ['7c0e4f5e-0000-4000-8000-000000000000', 'not-a-uuid']) {
+      for (const [m, u] of [['GET', ''], ['PATCH', ''], ['DELETE', ''], ['GET', '/flows'], ['POST', '/health']] as const) {
+        const r = await inject(m, `/api/v1/sources/${id}${u}`, m === 'PATCH' ? { name: 'x' } : undefined);
+        expect([r.statusCode, r.json()]).toEqual([404, { detail: 'Source not found' }]);
+      }
+    }
+    for (const f of fakes) await f.close();
+  });
+
+  test('bad input and auth', async () => {
+    const noKey = await inject('GET', '/api/v1/sources', undefined, {});
+    expect([noKey.statusCode, noKey.json()]).toEqual([401, { detail: 'Invalid API key' }]);
+    const wrong = await inject('POST', '/api/v1/sources', { source_type: 'flow-builder', url: fake.url }, { 'x-api-key': 'nope' });
+    expect([wrong.statusCode, wrong.json()]).toEqual([401, { detail: 'Invalid API key' }]);
+    const badJson = await stack.app('scheduler').inject({
+      method: 'POST',
+      url: '/api/v1/sources',
+      headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+      payload: '{"source_type": ',
+    });
+    expect([badJson.statusCode, badJson.json()]).toEqual([400, { detail: 'Malformed JSON in request body' }]);
+    const badType = await inject('POST', '/api/v1/sources', { source_type: 'zapier', url: fake.url });
+    expect(badType.statusCode).toBe(400);
+    expect(badType.json().detail).toContain('source_type');
+    const badUrl = await inject('POST', '/api/v1/sources', { source_type: 'flow-builder', url: 'ftp://x' });
+    expect(badUrl.statusCode).toBe(400);
+    const wrongTypes = await inject('POST', '/api/v1/sources', { source_type: 'flow-builder', url: 42 });
+    expect(wrongTypes.statusCode).toBe(400);
+    expect((await inject('GET', '/health', undefined, {})).statusCode).toBe(200);
+  });
+
+  test('delete removes the source, its workflows and schedules in one go', async () => {
+    const f = await startFakeFlowBuilder();
+    const s = (await inject('POST', '/api/v1/sources', { name: 'doomed', source_type: 'flow-builder', url: f.url })).json();
+    const wf = await inject('POST', '/api/v1/workflows', {
+      name: 'uses-doomed',
+      schedule: '0 3 * * *',
+      timezone: 'Europe/Paris',
+      tasks: [{ name: 'f', type: 'flow', source: 'doomed', flow: 'flow-1', input: 'hi' }],
+    });
+    expect(wf.json()).toEqual({ name: 'uses-doomed', status: 'created', nextRun: expect.any(String) });
+    expect(wf.statusCode).toBe(201);
+    const other = await inject('POST', '/api/v1/workflows', { name: 'unrelated', tasks: [{ name: 's', type: 'script', script: 'echo hi' }] });
+    expect(other.statusCode).toBe(201);
+    const client = await stack.temporal.client();
+    expect((await client.schedule.getHandle('schedule:uses-doomed').describe()).scheduleId).toBe('schedule:uses-doomed');
+
+    const del = await inject('DELETE', `/api/v1/sources/${s.id}`);
+    expect(del.statusCode).toBe(200);
+    expect(del.json()).toEqual({ id: s.id, deleted: true, deleted_workflows: ['uses-doomed'] });
+    expect((await inject('GET', `/api/v1/sources/${s.id}`)).statusCode).toBe(404);
+    const rows = await stack.db.query(`SELECT name FROM scheduler_workflows ORDER BY name`);
+    expect(rows.rows.map((r) => r.name)).toEqual(['unrelated']);
+    await expect(client.schedule.getHandle('schedule:uses-doomed').describe()).rejects.toThrow();
+    await inject('DELETE', '/api/v1/workflows/unrelated');
+    await f.close();
+  });
+
+  test('the periodic health check turns a failing source inactive and back', async () => {
+    const f = await startFakeFlowBuilder();
+    const s = (await inject('POST', '/api/v1/sources', { name: 'flaky', source_type: 'flow-builder', url: f.url })).json();
+    const acts = createSchedulerActivities({ db: stack.db, config: stack.config, logger, metrics: stack.metrics });
+    f.mode = 'bad';
+    await acts.checkSourcesHealth();
+    let row = (await inject('GET', `/api/v1/sources/${s.id}`)).json();
+    expect(row.status).toBe('inactive');
+    expect(row.last_health_error).toContain('"bad"');
+    const metrics = await stack.metrics.registry.getSingleMetricAsString('armada_scheduler_source_healthy');
+    expect(metrics).toContain('armada_scheduler_source_healthy{source="flaky",source_type="flow-builder"} 0');
+    f.mode = 'ok';
+    await acts.checkSourcesHealth();
+    row = (await inject('GET', `/api/v1/sources/${s.id}`)).json();
+    expect(row.status).toBe('active');
+    // a source the user switched off stays off
+    await inject('PATCH', `/api/v1/sources/${s.id}`, { status: 'inactive' });
+    await acts.checkSourcesHealth();
+    expect((await inject('GET', `/api/v1/sources/${s.id}`)).json().status).toBe('inactive');
+    const now = await inject('POST', `/api/v1/sources/${s.id}/health`);
+    expect(now.json()).toMatchObject({ id: s.id, healthy: true, status: 'inactive', error: null });
+    await inject('DELETE', `/api/v1/sources/${s.id}`);
+    await f.close();
+  });
+});
