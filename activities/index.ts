@@ -8,6 +8,7 @@ import { setCloneResult } from '../lib/db/projects';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
 import { cloneRepository } from './git/cloneRepository';
+import { createAttemptActivities } from './attempts';
 
 export interface ActivityDeps {
   db: Pool;
@@ -19,6 +20,7 @@ export interface ActivityDeps {
 
 export function createActivities(deps: ActivityDeps) {
   return {
+    ...createAttemptActivities(deps),
     cloneRepository: (input: { url: string; branch: string; dest: string }) => cloneRepository(input),
     async recordCloneResult(input: { projectId: string; ok: boolean; path: string | null; error: string | null }): Promise<void> {
       await setCloneResult(deps.db, input.projectId, input.ok, input.path, input.error);

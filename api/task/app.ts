@@ -6,6 +6,11 @@ import { createBaseApp } from '../http/baseApp';
 import type { TaskAppDeps, TaskServiceDeps } from './deps';
 import { projectRoutes } from './projects';
 import { taskRoutes } from './tasks';
+import { createCpuPool } from '../../lib/attempts/cpuPool';
+import { attemptRoutes } from './attempts';
+import { branchRoutes } from './branches';
+import { processRoutes } from './processes';
+import { attemptStreamRoutes } from './attemptStreams';
 
 export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   const app = createBaseApp({
@@ -26,5 +31,11 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
   await app.register(projectRoutes, { prefix: '/api', deps });
   await app.register(taskRoutes, { prefix: '/api', deps });
+  const cpu = createCpuPool();
+  app.addHook('onClose', async () => cpu.close());
+  await app.register(attemptRoutes, { prefix: '/api', deps, cpu });
+  await app.register(processRoutes, { prefix: '/api', deps });
+  await app.register(branchRoutes, { prefix: '/api', deps });
+  await app.register(attemptStreamRoutes, { deps, cpu });
   return app;
 }
