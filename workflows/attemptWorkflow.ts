@@ -43,7 +43,7 @@ const projection = proxyActivities<Activities>({
 const { prepareWorktree } = proxyActivities<Activities>({
   startToCloseTimeout: '35 minutes',
   heartbeatTimeout: '2 minutes',
-  retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 5 },
 });
 
 /** Worktree activities run on the worker of the host that made the worktree. */

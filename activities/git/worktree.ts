@@ -21,6 +21,32 @@ export interface PreparedWorktree {
   repoPath: string;
 }
 
+const repoLocks = new Map<string, Promise<unknown>>();
+
+/**
+ * Serialises worktree add/remove per repository within this worker (git takes repository-wide locks for them) and
+ * retries briefly when another process holds a git lock.
+ */
+async function withRepoLock<T>(repo: string, fn: () => Promise<T>): Promise<T> {
+  const prev = repoLocks.get(repo) ?? Promise.resolve();
+  const run = prev.catch(() => undefined).then(async () => {
+    for (let i = 0; ; i++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (i >= 10 || !/\.lock|locked/i.test((err as Error).message)) throw err;
+        await new Promise((r) => setTimeout(r, 100 * (i + 1)));
+      }
+    }
+  });
+  repoLocks.set(repo, run);
+  try {
+    return await run;
+  } finally {
+    if (repoLocks.get(repo) === run) repoLocks.delete(repo);
+  }
+}
+
 /** Identity for commits made by Armada when the repository has none configured. */
 export const COMMIT_IDENTITY = ['-c', 'user.name=Armada', '-c', 'user.email=armada@localhost'];
 
@@ -61,11 +87,13 @@ export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig }, 
   let baseCommit = attempt.base_commit;
   const existing = fs.existsSync(path.join(worktreePath, '.git'));
   if (!existing) {
+    await withRepoLock(repo, async () => {
     await git(repo, ['worktree', 'prune']);
     fs.rmSync(worktreePath, { recursive: true, force: true });
     const branchExists = (await git(repo, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`])).code === 0;
     if (branchExists) await gitOrThrow(repo, ['worktree', 'add', worktreePath, branch]);
     else await gitOrThrow(repo, ['worktree', 'add', '-b', branch, worktreePath, baseBranch]);
+    });
     if (!baseCommit) baseCommit = (await gitOrThrow(repo, ['rev-parse', `refs/heads/${baseBranch}`])).trim();
   } else if (!baseCommit) {
     baseCommit = (await gitOrThrow(repo, ['merge-base', branch, baseBranch])).trim();
@@ -137,11 +165,13 @@ export async function commitChanges(
 
 /** Removes the worktree and (optionally) the branch. Idempotent. */
 export async function removeWorktree(deps: { db: Pool }, input: { attemptId: string | null; repoPath: string; worktreePath: string | null; branch: string | null; deleteBranch: boolean }): Promise<void> {
-  if (input.worktreePath) {
-    await git(input.repoPath, ['worktree', 'remove', '--force', input.worktreePath]);
-    fs.rmSync(input.worktreePath, { recursive: true, force: true });
-  }
-  await git(input.repoPath, ['worktree', 'prune']);
-  if (input.deleteBranch && input.branch) await git(input.repoPath, ['branch', '-D', input.branch]);
+  await withRepoLock(input.repoPath, async () => {
+    if (input.worktreePath) {
+      await git(input.repoPath, ['worktree', 'remove', '--force', input.worktreePath]);
+      fs.rmSync(input.worktreePath, { recursive: true, force: true });
+    }
+    await git(input.repoPath, ['worktree', 'prune']);
+    if (input.deleteBranch && input.branch) await git(input.repoPath, ['branch', '-D', input.branch]);
+  });
   if (input.attemptId) await setAttemptCleanedUp(deps.db, input.attemptId);
 }

@@ -63,7 +63,7 @@ async function lockTask(c: Queryable, taskId: string): Promise<TaskRow> {
 }
 
 function promptOf(task: TaskRow, attempt: AttemptRow): string {
-  return [task.title, task.description, attempt.description].filter((s) => s && s.trim()).join('\n\n');
+  return [task.title, task.description, attempt.description].filter((s) => s?.trim()).join('\n\n');
 }
 
 async function startWorkflow(deps: AttemptServiceDeps, client: Client, task: TaskRow, attempt: AttemptRow, processId: string): Promise<void> {
