@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import { groupAlive } from '../../lib/process/processGroup';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
-import { agentConfig, api, gitOut } from '../support/attemptHelpers';
+import { agentConfig, api, gitOut, recordHistory } from '../support/attemptHelpers';
 
 let stack: TestStack;
 let h: ReturnType<typeof api>;
@@ -36,6 +36,7 @@ describe('attempt failures and bad input', () => {
     const tail = ndjson((await h.inject('GET', `/api/processes/${processId}/logs?tail=1`)).body);
     expect(tail.map((l) => l.message)).toEqual(['agent exited with code 3']);
     expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status).toBe('failed');
+    await recordHistory(stack, `attempt:${attemptId}`, 'attempt-failed-exit-3');
     const failedEvents = await stack.db.query(`SELECT data FROM events WHERE type = 'attempt.failed' AND data->>'attemptId' = $1`, [attemptId]);
     expect(failedEvents.rows[0].data).toMatchObject({ taskId, attemptId, status: 'failed', error: 'agent exited with code 3' });
     expect((await h.inject('GET', `/api/processes?status=failed&llm=scripted`)).json().data.map((x: { id: string }) => x.id)).toContain(processId);
@@ -64,6 +65,7 @@ describe('attempt failures and bad input', () => {
     expect((await h.inject('POST', `/api/attempts/${attemptId}/cancel`)).statusCode).toBe(409);
     const client = await stack.temporal.client();
     await eventually(async () => (await client.workflow.getHandle(`attempt:${attemptId}`).describe()).status.name !== 'RUNNING', 10_000);
+    await recordHistory(stack, `attempt:${attemptId}`, 'attempt-cancelled');
   });
 
   test('stop a running process: stopped with stoppedAt and duration; the attempt keeps its changes', async () => {

@@ -2,7 +2,7 @@
 import http from 'node:http';
 import WebSocket from 'ws';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
-import { agentConfig, api } from '../support/attemptHelpers';
+import { agentConfig, api, recordHistory } from '../support/attemptHelpers';
 
 let stack: TestStack;
 let h: ReturnType<typeof api>;
@@ -134,6 +134,7 @@ describe('attempt streams', () => {
     const client = await stack.temporal.client();
     const progress = await client.workflow.getHandle(`attempt:${attemptId}`).query('progress');
     expect(progress).toMatchObject({ attemptId, stage: 'idle', pendingFollowUps: 0, lastOutcome: 'completed' });
+    await recordHistory(stack, `attempt:${attemptId}`, 'attempt-two-follow-ups');
 
     const metrics = (await h.inject('GET', `/api/processes/${processId}/metrics`)).json().data;
     expect(metrics.processId).toBe(processId);

@@ -1,7 +1,7 @@
 /** The attempt engine end to end over HTTP with a scripted agent: run, logs, diff, branches, merge strategies, cleanup. */
 import fs from 'node:fs';
 import { startTestStack, type TestStack } from '../support/harness';
-import { agentConfig, api, gitOk, gitOut } from '../support/attemptHelpers';
+import { agentConfig, api, gitOk, gitOut, recordHistory } from '../support/attemptHelpers';
 
 let stack: TestStack;
 let h: ReturnType<typeof api>;
@@ -98,6 +98,8 @@ describe('attempt engine', () => {
     // the closed attempt workflow has finished
     const client = await stack.temporal.client();
     await expect(client.workflow.getHandle(`attempt:${attemptId}`).result()).resolves.toBe('completed');
+    await recordHistory(stack, `attempt:${attemptId}`, 'attempt-merged-cleanup');
+    await recordHistory(stack, `merge:${attemptId}`, 'merge-no-ff-cleanup');
   });
 
   test('squash merge lands one commit with the changes on the base branch', async () => {
