@@ -20,6 +20,6 @@ async function main() {
   process.stdout.write(`${JSON.stringify(results)}\n`);
 }
 main().catch((err) => {
-  process.stderr.write(`${err && err.stack ? err.stack : err}\n`);
+  process.stderr.write(`${err?.stack ? err.stack : err}\n`);
   process.exit(1);
 });
