@@ -22,6 +22,7 @@ declare module 'autocannon' {
     overallRate?: number;
     duration?: number;
     amount?: number;
+    requests?: { method?: string; path?: string; headers?: Record<string, string>; body?: string; setupRequest?: (req: Record<string, unknown>) => Record<string, unknown> }[];
   }
   function autocannon(opts: Options): Promise<Result>;
   export default autocannon;
