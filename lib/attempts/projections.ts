@@ -65,6 +65,9 @@ export async function recordAttemptFinished(db: Pool, attemptId: string, status:
   return withTransaction(db, async (c) => {
     const a = await finishAttemptRow(c, attemptId, status, { error, summary });
     if (!a) return undefined;
+    // a process still running here never got its agent started (setup failed, repository missing): it failed too
+    const { rows } = await c.query<{ id: string }>(`SELECT id FROM processes WHERE attempt_id = $1 AND status = 'running'`, [attemptId]);
+    for (const p of rows) await recordProcessEnded(c, p.id, 'failed', null, error ?? 'the attempt ended before the agent ran');
     await publishAttemptEvent(c, `attempt.${status}`, a, await projectOf(c, a.task_id));
     await settleTask(c, a.task_id);
     return a;

@@ -188,4 +188,38 @@ describe('attempt failures and bad input', () => {
     expect(gitOut(p.repo, 'branch', '--list', a.branch)).toBe('');
     expect((await h.inject('GET', `/api/attempts/${id}`)).statusCode).toBe(404);
   });
+
+  test('options.timeout bounds the run: the agent is stopped and the attempt fails', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'SLEEP past the timeout');
+    const c = await h.inject('POST', '/api/attempts', { taskId, llm: 'scripted', options: { timeout: 1 } });
+    const id = c.json().data.id;
+    const { processId } = (await h.inject('POST', `/api/attempts/${id}/start`)).json().data;
+    const a = await h.until(id, ['failed', 'completed'], 20_000);
+    expect(a).toMatchObject({ status: 'failed', error: 'agent timed out after 1 s' });
+    const proc = (await h.inject('GET', `/api/processes/${processId}`)).json().data;
+    expect(proc.status).toBe('failed');
+    expect(groupAlive(proc.pid)).toBe(false);
+  });
+
+  test('project setup_script runs in the worktree before the agent; a failing one fails the attempt', async () => {
+    const repo = (await h.project()).repo;
+    const ok = await h.inject('POST', '/api/projects', { name: 'with-setup', repository: { url: repo }, setup_script: 'echo preparing; echo ready > .setup-done' });
+    expect(ok.statusCode).toBe(201);
+    const good = await h.start(await h.task(ok.json().data.id, 'Edit after setup'));
+    const a = await h.until(good.attemptId, ['completed', 'failed']);
+    expect(a.status).toBe('completed');
+    const logs = ndjson((await h.inject('GET', `/api/attempts/${good.attemptId}/logs`)).body);
+    expect(logs.filter((l) => l.source === 'setup').map((l) => l.message)).toEqual(['preparing', 'setup script exited with code 0']);
+    expect(a.output.changes).toContain('.setup-done');
+
+    const bad = await h.inject('POST', '/api/projects', { name: 'bad-setup', repository: { url: repo }, setup_script: 'echo broken >&2; exit 7' });
+    const r = await h.start(await h.task(bad.json().data.id, 'Never runs'));
+    const b = await h.until(r.attemptId, ['completed', 'failed']);
+    expect(b.status).toBe('failed');
+    expect(b.error).toContain('setup script failed with exit code 7');
+    expect((await h.inject('GET', `/api/processes/${r.processId}`)).json().data).toMatchObject({ status: 'failed', error: expect.stringContaining('setup script failed') });
+    const badLogs = ndjson((await h.inject('GET', `/api/attempts/${r.attemptId}/logs`)).body);
+    expect(badLogs.map((l) => l.message)).toEqual(expect.arrayContaining(['broken', 'setup script exited with code 7']));
+  });
 });
