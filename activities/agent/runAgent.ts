@@ -99,6 +99,11 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
     return { status: 'failed', exitCode: null, error: `unknown agent "${input.llm}"`, summary: '', sessionId: null };
   }
 
+  if (profile.maxConcurrent) {
+    const outcome = await waitForAgentSlot(deps, input, profile.maxConcurrent);
+    if (outcome) return outcome;
+  }
+
   const parser = createParser(profile.format);
   const argv = input.kind === 'follow_up' ? profile.resumeCommand : profile.command;
   let tokens: { input: number; output: number } | undefined;
@@ -238,4 +243,45 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
   });
   if (ctx.cancellationSignal.aborted) throw new CancelledFailure('agent run cancelled');
   return { status, exitCode: result.code, error, summary, sessionId };
+}
+
+/**
+ * A profile's `maxConcurrent`: waits (heartbeating, progress stage "queued") until fewer than max processes of this
+ * agent have started, across all workers. The check and the claim (pid 0 = starting) happen under a transaction-scoped
+ * advisory lock per agent name, so two workers cannot both take the last slot. Returns a result when the run was
+ * stopped or cancelled while it waited.
+ */
+async function waitForAgentSlot(deps: RunAgentDeps, input: RunAgentInput, max: number): Promise<RunAgentResult | undefined> {
+  const ctx = Context.current();
+  let announced = false;
+  for (;;) {
+    const claimed = await withTransaction(deps.db, async (c) => {
+      await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`agent-slot:${input.llm}`]);
+      const { rows } = await c.query<{ n: string }>(
+        `SELECT count(*) AS n FROM processes WHERE llm = $1 AND status = 'running' AND pid IS NOT NULL AND id <> $2`,
+        [input.llm, input.processId],
+      );
+      if (Number(rows[0]?.n ?? 0) >= max) return false;
+      await c.query('UPDATE processes SET pid = 0 WHERE id = $1', [input.processId]);
+      return true;
+    });
+    if (claimed) return undefined;
+    if (!announced) {
+      announced = true;
+      await appendLogs(deps.db, input.processId, input.attemptId, [
+        { level: 'info', message: `waiting for a free ${input.llm} slot (maxConcurrent ${max})`, timestamp: new Date().toISOString(), source: 'armada' },
+      ]);
+      await setProcessLive(deps.db, input.processId, { progress: { stage: 'queued', current: `waiting for a free ${input.llm} slot` } });
+    }
+    ctx.heartbeat({ queued: true });
+    if (ctx.cancellationSignal.aborted) throw new CancelledFailure('agent run cancelled while queued');
+    const { rows } = await deps.db.query<{ p: string; a: string }>(
+      'SELECT p.status AS p, a.status AS a FROM processes p JOIN attempts a ON a.id = p.attempt_id WHERE p.id = $1',
+      [input.processId],
+    );
+    const r = rows[0];
+    if (!r || r.a === 'cancelled') return { status: 'cancelled', exitCode: null, error: null, summary: '', sessionId: null };
+    if (r.p !== 'running') return { status: 'stopped', exitCode: null, error: null, summary: '', sessionId: null };
+    await new Promise((res) => setTimeout(res, 500));
+  }
 }

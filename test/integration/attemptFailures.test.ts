@@ -222,4 +222,17 @@ describe('attempt failures and bad input', () => {
     const badLogs = ndjson((await h.inject('GET', `/api/attempts/${r.attemptId}/logs`)).body);
     expect(badLogs.map((l) => l.message)).toEqual(expect.arrayContaining(['broken', 'setup script exited with code 7']));
   });
+
+  test('an agent profile with maxConcurrent 1 runs one process at a time; the other waits queued', async () => {
+    const p = await h.project();
+    const [x, y] = await Promise.all([h.start(await h.task(p.id, 'SLOWEDIT one'), 'single'), h.start(await h.task(p.id, 'SLOWEDIT two'), 'single')]);
+    await h.until(x.attemptId, ['completed'], 30_000);
+    await h.until(y.attemptId, ['completed'], 30_000);
+    const procs = await Promise.all([x.processId, y.processId].map(async (id) => (await h.inject('GET', `/api/processes/${id}`)).json().data));
+    procs.sort((a, b) => Date.parse(a.startedAt) - Date.parse(b.startedAt));
+    const [first, second] = procs as [{ id: string; startedAt: string; finishedAt: string }, { id: string; startedAt: string; finishedAt: string }];
+    expect(Date.parse(second.startedAt)).toBeGreaterThanOrEqual(Date.parse(first.finishedAt));
+    const logs = ndjson((await h.inject('GET', `/api/processes/${second.id}/logs`)).body);
+    expect(logs[0]?.message).toBe('waiting for a free single slot (maxConcurrent 1)');
+  });
 });

@@ -6,7 +6,10 @@ import { eventually, makeGitRepo, type TestStack } from './harness';
 export const SCRIPTED_AGENT = path.join(__dirname, '..', 'fixtures', 'agents', 'scripted-agent.js');
 
 export const agentConfig = (extra: Record<string, unknown> = {}) => ({
-  agents: { scripted: { command: [process.execPath, SCRIPTED_AGENT], format: 'text', resumeArgs: [] } },
+  agents: {
+    scripted: { command: [process.execPath, SCRIPTED_AGENT], format: 'text', resumeArgs: [] },
+    single: { command: [process.execPath, SCRIPTED_AGENT], format: 'text', maxConcurrent: 1 },
+  },
   attempts: { heartbeatTimeoutMs: 5000, killGraceMs: 1000 },
   ...extra,
 });
