@@ -1,6 +1,7 @@
 /** The attempt engine's activities, built from the worker's dependencies. */
 import { attemptMetrics } from '../lib/attempts/metrics';
-import { recordAttemptFinished, recordAttemptMerged, recordAttemptResumed } from '../lib/attempts/projections';
+import { recordAttemptFinished, recordAttemptMerged, recordAttemptResumed, requestProcessEnd } from '../lib/attempts/projections';
+import { withTransaction } from '../lib/db/pool';
 import { attemptDurationSeconds, getAttempt } from '../lib/db/attempts';
 import { runAgent, type RunAgentInput } from './agent/runAgent';
 import { mergeBranch, type MergeStrategy } from './git/mergeAttempt';
@@ -29,6 +30,10 @@ export function createAttemptActivities(deps: ActivityDeps) {
     async recordAttemptMergedActivity(input: { attemptId: string; commitSha: string; cleanup: boolean }): Promise<string> {
       const a = await recordAttemptMerged(deps.db, input.attemptId, input.commitSha, input.cleanup);
       return (a?.merged_at ?? new Date()).toISOString();
+    },
+    /** The stopProcess signal: marks the process stopped (no-op when it is not running); its runAgent stops the group. */
+    async requestProcessStop(input: { processId: string }): Promise<boolean> {
+      return Boolean(await withTransaction(deps.db, (c) => requestProcessEnd(c, input.processId, 'stopped')));
     },
     async recordAttemptResumed(input: { attemptId: string }): Promise<void> {
       await recordAttemptResumed(deps.db, input.attemptId);

@@ -89,8 +89,9 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
     queue.push(f);
     state.pendingFollowUps = queue.length;
   });
-  setHandler(stopProcessSignal, () => {
-    // the running activity sees the stop through its process row; nothing is queued under a process id yet
+  setHandler(stopProcessSignal, async ({ processId }) => {
+    // the row moves to stopped (a no-op when the API already did it); the running runAgent watches that row
+    await projection.requestProcessStop({ processId });
   });
   setHandler(closeAttemptSignal, () => {
     closing = true;

@@ -28,7 +28,7 @@ import type { MergeWorkflowInput, MergeWorkflowResult } from '../../workflows/me
 import { followUpSignal, stopProcessSignal } from '../../workflows/attemptMessages';
 import { attemptMetrics } from './metrics';
 import { checkMergePreconditions } from './mergePreconditions';
-import { moveTask, publishAttemptEvent, publishProcessEvent, recordAttemptCancelled } from './projections';
+import { moveTask, publishAttemptEvent, recordAttemptCancelled, requestProcessEnd } from './projections';
 import type { MergeStrategy } from '../../activities/git/mergeAttempt';
 
 export interface AttemptServiceDeps {
@@ -244,16 +244,8 @@ export async function endProcess(deps: AttemptServiceDeps, processId: string, st
   const p = await withTransaction(deps.db, async (c) => {
     const cur = await getProcess(c, processId);
     if (!cur) throw notFound(`Process ${processId} not found`);
-    const { rows } = await c.query<ProcessRow>(
-      `UPDATE processes SET status = $2, finished_at = now(),
-              stopped_at = CASE WHEN $2 = 'stopped' THEN now() END, cancelled_at = CASE WHEN $2 = 'cancelled' THEN now() END
-        WHERE id = $1 AND status = 'running' RETURNING *`,
-      [processId, status],
-    );
-    const row = rows[0];
+    const row = await requestProcessEnd(c, processId, status);
     if (!row) throw conflict(`Process ${processId} is already ${cur.status}`, 'CONFLICT', { status: cur.status });
-    const duration = ((row.finished_at as Date).getTime() - row.started_at.getTime()) / 1000;
-    await publishProcessEvent(c, 'process_stopped', row, { duration });
     return row;
   });
   try {

@@ -102,6 +102,24 @@ export async function recordProcessEnded(
   return p;
 }
 
+/**
+ * A stop or cancel of a running process requested by a user (API or the stopProcess signal): the row moves first
+ * and the running agent activity, which watches it, stops the process group. Undefined when it was not running.
+ */
+export async function requestProcessEnd(c: Queryable, processId: string, status: 'stopped' | 'cancelled'): Promise<ProcessRow | undefined> {
+  const { rows } = await c.query<ProcessRow>(
+    `UPDATE processes SET status = $2, finished_at = now(),
+            stopped_at = CASE WHEN $2 = 'stopped' THEN now() END, cancelled_at = CASE WHEN $2 = 'cancelled' THEN now() END
+      WHERE id = $1 AND status = 'running' RETURNING *`,
+    [processId, status],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  const duration = ((row.finished_at as Date).getTime() - row.started_at.getTime()) / 1000;
+  await publishProcessEvent(c, 'process_stopped', row, { duration });
+  return row;
+}
+
 export async function recordAttemptMerged(db: Pool, attemptId: string, commit: string, cleanedUp: boolean): Promise<AttemptRow | undefined> {
   return withTransaction(db, async (c) => {
     const a = await setAttemptMerged(c, attemptId, commit, cleanedUp);

@@ -1,6 +1,7 @@
 /** Failing, cancelled and rejected attempts: exit codes, process-group kill, 404/409/400 answers, idempotent start. */
 import fs from 'node:fs';
 import { groupAlive } from '../../lib/process/processGroup';
+import { stopProcessSignal } from '../../workflows/attemptMessages';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
 import { agentConfig, api, gitOut, recordHistory } from '../support/attemptHelpers';
 
@@ -234,5 +235,17 @@ describe('attempt failures and bad input', () => {
     expect(Date.parse(second.startedAt)).toBeGreaterThanOrEqual(Date.parse(first.finishedAt));
     const logs = ndjson((await h.inject('GET', `/api/processes/${second.id}/logs`)).body);
     expect(logs[0]?.message).toBe('waiting for a free single slot (maxConcurrent 1)');
+  });
+
+  test('the stopProcess signal alone (no API call) stops the running process', async () => {
+    const p = await h.project();
+    const { attemptId, processId } = await h.start(await h.task(p.id, 'SLEEP until signalled'));
+    const pid = await eventually(async () => (await h.inject('GET', `/api/processes/${processId}`)).json().data.pid as number | null);
+    const client = await stack.temporal.client();
+    await client.workflow.getHandle(`attempt:${attemptId}`).signal(stopProcessSignal, { processId });
+    await eventually(async () => !groupAlive(pid), 5000, 50);
+    const a = await h.until(attemptId, ['completed', 'failed']);
+    expect(a.status).toBe('completed');
+    expect((await h.inject('GET', `/api/processes/${processId}`)).json().data).toMatchObject({ status: 'stopped', stoppedAt: expect.any(String) });
   });
 });
