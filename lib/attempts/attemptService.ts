@@ -47,6 +47,20 @@ export interface AttemptOptions {
 
 export const attemptWorkflowId = (attemptId: string): string => `attempt:${attemptId}`;
 
+/** Temporal not reachable (connect failure, UNAVAILABLE): a 503 the client may retry; the transaction rolls back. */
+function engineUnavailable(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  return new AppError(503, 'SERVICE_UNAVAILABLE', `The workflow engine is unavailable; try again (${(err as Error).message.slice(0, 200)})`);
+}
+
+async function temporalClient(deps: AttemptServiceDeps): Promise<Client> {
+  try {
+    return await deps.temporal.client();
+  } catch (err) {
+    throw engineUnavailable(err);
+  }
+}
+
 function resolveLlm(config: ArmadaConfig, llm: string | undefined, task: TaskRow, project: ProjectRow) {
   const name = llm ?? task.assignee ?? project.default_llm ?? undefined;
   if (!name) throw validationError('llm is required (the task has no assignee and the project no defaultLLM)', { llm: 'is required' });
@@ -81,12 +95,16 @@ async function startWorkflow(deps: AttemptServiceDeps, client: Client, task: Tas
     idleTimeoutMs: f.idleTimeoutMs ?? 24 * 3600_000,
     requestedAt: new Date().toISOString(),
   };
-  await client.workflow.start('attemptWorkflow', {
-    workflowId: attemptWorkflowId(attempt.id),
-    taskQueue: deps.config.temporal.taskQueue,
-    args: [input],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-  });
+  try {
+    await client.workflow.start('attemptWorkflow', {
+      workflowId: attemptWorkflowId(attempt.id),
+      taskQueue: deps.config.temporal.taskQueue,
+      args: [input],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+  } catch (err) {
+    throw engineUnavailable(err);
+  }
 }
 
 /** Rows a start writes: attempt running, its first process, task in_progress, attempt.started. */
@@ -123,7 +141,7 @@ export async function startNewAttempt(
   const project = await getProject(deps.db, pre.project_id);
   if (!project) throw notFound(`Project ${pre.project_id} not found`, 'PROJECT_NOT_FOUND');
   const { name, profile } = resolveLlm(deps.config, body.llm, pre, project);
-  const client = await deps.temporal.client();
+  const client = await temporalClient(deps);
   const scope = `task-start:${taskId}`;
   const result = await withTransaction(deps.db, async (c) => {
     const task = await lockTask(c, taskId);
@@ -182,7 +200,7 @@ export async function createAttempt(deps: AttemptServiceDeps, body: { taskId: st
 
 /** POST /api/attempts/:id/start: created → running. */
 export async function startCreatedAttempt(deps: AttemptServiceDeps, attemptId: string): Promise<StartResult> {
-  const client = await deps.temporal.client();
+  const client = await temporalClient(deps);
   const result = await withTransaction(deps.db, async (c) => {
     const a = await getAttempt(c, attemptId, true);
     if (!a) throw notFound(`Attempt ${attemptId} not found`);

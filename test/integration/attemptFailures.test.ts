@@ -2,7 +2,9 @@
 import fs from 'node:fs';
 import { groupAlive } from '../../lib/process/processGroup';
 import { stopProcessSignal } from '../../workflows/attemptMessages';
-import { eventually, startTestStack, type TestStack } from '../support/harness';
+import { buildService } from '../../api/services';
+import { createTemporalHandle } from '../../lib/temporal/client';
+import { eventually, logger, startTestStack, type TestStack } from '../support/harness';
 import { agentConfig, api, gitOut, recordHistory } from '../support/attemptHelpers';
 
 let stack: TestStack;
@@ -248,4 +250,21 @@ describe('attempt failures and bad input', () => {
     expect(a.status).toBe('completed');
     expect((await h.inject('GET', `/api/processes/${processId}`)).json().data).toMatchObject({ status: 'stopped', stoppedAt: expect.any(String) });
   });
+
+  test('Temporal unreachable at start: 503 SERVICE_UNAVAILABLE and nothing written', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'NOOP without Temporal');
+    const dead = createTemporalHandle('127.0.0.1:1', 'default');
+    const app = await buildService('task', { db: stack.db, config: stack.config, keys: stack.keys, temporal: dead, logger, metrics: stack.metrics });
+    try {
+      const r = await app.inject({ method: 'POST', url: `/api/tasks/${taskId}/start`, payload: { llm: 'scripted' } });
+      expect(r.statusCode).toBe(503);
+      expect(r.json().error.code).toBe('SERVICE_UNAVAILABLE');
+      expect((await stack.db.query('SELECT count(*)::int AS n FROM attempts WHERE task_id = $1', [taskId])).rows[0].n).toBe(0);
+      expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status).toBe('pending');
+    } finally {
+      await app.close();
+      await dead.close();
+    }
+  }, 30_000);
 });
