@@ -13,6 +13,7 @@ import {
   uuid4,
   workflowInfo,
   ActivityCancellationType,
+  patched,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { PreparedWorktree } from '../activities/git/worktree';
@@ -64,7 +65,7 @@ function hostActivities(hostQueue: string, input: AttemptWorkflowInput) {
     scheduleToStartTimeout: '15 minutes',
     retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: 5 },
   });
-  return { runAgent: agent.runAgent, commitChanges: git.commitChanges };
+  return { runAgent: agent.runAgent, commitChanges: git.commitChanges, removeWorktree: git.removeWorktree };
 }
 
 const message = (err: unknown): string => {
@@ -152,7 +153,19 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
       if (!worktree) return 'failed';
     }
   }
-  if (state.lastOutcome === 'cancelled') return 'cancelled';
+  /** The attempt row was deleted with its task or project: remove what it left on disk. */
+  const cleanupIfDeleted = async (wt: PreparedWorktree) => {
+    if (!patched('cleanup-deleted-attempt')) return;
+    if ((await projection.attemptStatus({ attemptId: input.attemptId })) !== null) return;
+    await CancellationScope.nonCancellable(() =>
+      hostActivities(wt.hostQueue, input).removeWorktree({ attemptId: null, repoPath: wt.repoPath, worktreePath: wt.worktreePath, branch: wt.branch, deleteBranch: true }),
+    );
+  };
+
+  if (state.lastOutcome === 'cancelled') {
+    if (worktree) await cleanupIfDeleted(worktree);
+    return 'cancelled';
+  }
 
   // follow-ups, one after another, until closed or idle
   for (;;) {
@@ -161,11 +174,17 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
     if (!woke || closing) break;
     const next = queue.shift() as FollowUpRequest;
     state.pendingFollowUps = queue.length;
-    if ((await projection.attemptStatus({ attemptId: input.attemptId })) === null) break;
+    if ((await projection.attemptStatus({ attemptId: input.attemptId })) === null) {
+      await cleanupIfDeleted(worktree);
+      break;
+    }
     await projection.recordAttemptResumed({ attemptId: input.attemptId });
     const outcome = await runOnce(worktree, uuid4(), next.prompt, 'follow_up');
     state.lastOutcome = outcome;
-    if (outcome === 'cancelled') return 'cancelled';
+    if (outcome === 'cancelled') {
+      await cleanupIfDeleted(worktree);
+      return 'cancelled';
+    }
     if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > 5000) {
       await continueAsNew<typeof attemptWorkflow>({
         ...input,

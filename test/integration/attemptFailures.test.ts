@@ -267,4 +267,16 @@ describe('attempt failures and bad input', () => {
       await dead.close();
     }
   }, 30_000);
+
+  test('deleting the task of a running attempt stops its agent and removes its worktree and branch', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'SLEEP then the task goes');
+    const { attemptId, processId } = await h.start(taskId);
+    const pid = await eventually(async () => (await h.inject('GET', `/api/processes/${processId}`)).json().data.pid as number | null);
+    const a = await h.attempt(attemptId);
+    await eventually(async () => fs.existsSync(`${stack.config.home}/worktrees/${attemptId}`));
+    expect((await h.inject('DELETE', `/api/tasks/${taskId}`)).statusCode).toBe(200);
+    await eventually(async () => !groupAlive(pid), 5000, 50);
+    await eventually(async () => !fs.existsSync(`${stack.config.home}/worktrees/${attemptId}`) && gitOut(p.repo, 'branch', '--list', a.branch) === '', 15_000);
+  });
 });
