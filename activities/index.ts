@@ -15,6 +15,7 @@ import { createApprovalActivities } from './approvals';
 import { createFollowUpActivities } from './followUps';
 import { createWebhookActivities } from './webhooks';
 import { createSchedulerActivities } from './scheduler/schedulerActivities';
+import { createAttemptActivities } from './attempts';
 
 export interface ActivityDeps {
   db: Pool;
@@ -27,6 +28,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createSchedulerActivities(deps),
+    ...createAttemptActivities(deps),
     cloneRepository: (input: { url: string; branch: string; dest: string }) => cloneRepository(input),
     async recordCloneResult(input: { projectId: string; ok: boolean; path: string | null; error: string | null }): Promise<void> {
       await setCloneResult(deps.db, input.projectId, input.ok, input.path, input.error);

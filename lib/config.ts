@@ -63,6 +63,21 @@ export const FileConfigSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    attempts: Type.Optional(
+      Type.Object(
+        {
+          /** runAgent heartbeat timeout: how soon a dead worker's agent run is noticed and retried */
+          heartbeatTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000 })),
+          /** an attempt workflow with nothing to do closes after this long (default 24 h) */
+          idleTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000 })),
+          /** SIGTERM → SIGKILL grace when an agent is stopped */
+          killGraceMs: Type.Optional(Type.Integer({ minimum: 0 })),
+          /** default bound of one agent run in seconds when options.timeout is absent (default 3600) */
+          defaultTimeoutSec: Type.Optional(Type.Integer({ minimum: 1 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     webhooks: Type.Optional(Type.Object({ timeoutMs: Type.Optional(Type.Integer({ minimum: 100 })) }, { additionalProperties: false })),
     cors: Type.Optional(Type.Object({ origins: Type.Optional(Type.Array(Type.String())) }, { additionalProperties: false })),
     scheduler: Type.Optional(

@@ -7,3 +7,5 @@ export { webhookDeliveryWorkflow } from './webhookDeliveryWorkflow';
 export { pullRequestWatchWorkflow } from './pullRequestWatchWorkflow';
 export { workflowRunWorkflow } from './workflowRunWorkflow';
 export { schedulerMaintenanceWorkflow } from './schedulerMaintenanceWorkflow';
+export { attemptWorkflow } from './attemptWorkflow';
+export { mergeWorkflow, removeAttemptWorkflow } from './mergeWorkflow';

@@ -14,6 +14,11 @@ import { taskTemplateRoutes } from './taskTemplates';
 import { draftRoutes, draftStreamRoutes } from './drafts';
 import { webhookRoutes } from './webhooks';
 import { startWebhookDispatcher } from '../../lib/webhooks/dispatcher';
+import { createCpuPool } from '../../lib/attempts/cpuPool';
+import { attemptRoutes } from './attempts';
+import { branchRoutes } from './branches';
+import { processRoutes } from './processes';
+import { attemptStreamRoutes } from './attemptStreams';
 
 export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   const app = createBaseApp({
@@ -44,5 +49,11 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   app.addHook('onClose', async () => dispatcher.stop());
   await app.register(filesystemRoutes, { prefix: '/api', deps });
   await app.register(codehostRoutes, { prefix: '/api', deps });
+  const cpu = createCpuPool();
+  app.addHook('onClose', async () => cpu.close());
+  await app.register(attemptRoutes, { prefix: '/api', deps, cpu });
+  await app.register(processRoutes, { prefix: '/api', deps });
+  await app.register(branchRoutes, { prefix: '/api', deps });
+  await app.register(attemptStreamRoutes, { deps, cpu });
   return app;
 }

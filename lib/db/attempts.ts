@@ -3,6 +3,7 @@ import type { Queryable } from './pool';
 
 export const ATTEMPT_STATUSES = ['created', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number];
+export const TERMINAL_ATTEMPT_STATUSES: readonly AttemptStatus[] = ['completed', 'failed', 'cancelled'];
 
 export interface AttemptRow {
   id: string;
@@ -30,6 +31,14 @@ export interface AttemptRow {
   started_at: Date | null;
   completed_at: Date | null;
   cancelled_at: Date | null;
+  base_commit: string | null;
+  host_queue: string | null;
+  error: string | null;
+  merged_at: Date | null;
+  merge_commit: string | null;
+  cleaned_up: boolean;
+  output_changes: string[];
+  updated_at: Date;
 }
 
 export async function listAttemptsForTask(db: Queryable, taskId: string): Promise<AttemptRow[]> {
@@ -42,4 +51,186 @@ export function attemptDurationSeconds(a: Pick<AttemptRow, 'started_at' | 'compl
   if (!a.started_at) return null;
   const end = a.completed_at ?? a.cancelled_at ?? now;
   return Math.max(0, (end.getTime() - a.started_at.getTime()) / 1000);
+}
+
+export async function getAttempt(db: Queryable, id: string, forUpdate = false): Promise<AttemptRow | undefined> {
+  const { rows } = await db.query<AttemptRow>(`SELECT * FROM attempts WHERE id = $1${forUpdate ? ' FOR UPDATE' : ''}`, [id]);
+  return rows[0];
+}
+
+export interface NewAttempt {
+  id: string;
+  taskId: string;
+  llm: string;
+  model: string | null;
+  status: 'created' | 'running';
+  branchPrefix: string;
+  baseBranch: string;
+  options: Record<string, unknown>;
+  description: string;
+}
+
+/** Inserts the next-numbered attempt of a task; the caller holds the task row lock (numbers are per task). */
+export async function insertAttempt(db: Queryable, a: NewAttempt): Promise<AttemptRow> {
+  const { rows } = await db.query<AttemptRow>(
+    `WITH n AS (SELECT COALESCE(max(number), 0) + 1 AS n FROM attempts WHERE task_id = $2)
+     INSERT INTO attempts (id, task_id, number, llm, model, status, branch, base_branch, options, description, started_at)
+     SELECT $1, $2, n.n, $3, $4, $5, $6 || '/task-' || $2 || '-attempt-' || n.n, $7, $8, $9, CASE WHEN $5 = 'running' THEN now() END
+       FROM n
+     RETURNING *`,
+    [a.id, a.taskId, a.llm, a.model, a.status, a.branchPrefix, a.baseBranch, a.options, a.description],
+  );
+  return rows[0] as AttemptRow;
+}
+
+export interface AttemptFilter {
+  taskId?: string;
+  llm?: string;
+  status?: AttemptStatus;
+}
+
+export async function listAttempts(db: Queryable, f: AttemptFilter, limit: number, offset: number): Promise<{ rows: AttemptRow[]; total: number }> {
+  const values: unknown[] = [];
+  const clauses: string[] = [];
+  const add = (col: string, v: unknown) => {
+    values.push(v);
+    clauses.push(`${col} = $${values.length}`);
+  };
+  if (f.taskId !== undefined) add('task_id', f.taskId);
+  if (f.llm !== undefined) add('llm', f.llm);
+  if (f.status !== undefined) add('status', f.status);
+  const w = clauses.length ? `WHERE ${clauses.join(' AND ')}` : '';
+  const [list, count] = await Promise.all([
+    db.query<AttemptRow>(`SELECT * FROM attempts ${w} ORDER BY created_at DESC, id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`, [...values, limit, offset]),
+    db.query<{ n: string }>(`SELECT count(*) AS n FROM attempts ${w}`, values),
+  ]);
+  return { rows: list.rows, total: Number(count.rows[0]?.n ?? 0) };
+}
+
+/** created → running; returns undefined when the attempt was not in `created`. */
+export async function markAttemptRunning(db: Queryable, id: string): Promise<AttemptRow | undefined> {
+  const { rows } = await db.query<AttemptRow>(
+    `UPDATE attempts SET status = 'running', started_at = now(), updated_at = now() WHERE id = $1 AND status = 'created' RETURNING *`,
+    [id],
+  );
+  return rows[0];
+}
+
+export async function setAttemptWorktree(
+  db: Queryable,
+  id: string,
+  w: { worktreePath: string; branch: string; baseBranch: string; baseCommit: string; hostQueue: string },
+): Promise<void> {
+  await db.query(
+    `UPDATE attempts SET worktree_path = $2, branch = $3, base_branch = $4, base_commit = $5, host_queue = $6, updated_at = now() WHERE id = $1`,
+    [id, w.worktreePath, w.branch, w.baseBranch, w.baseCommit, w.hostQueue],
+  );
+}
+
+export interface AttemptChanges {
+  filesChanged: number;
+  filesCreated: number;
+  filesModified: number;
+  filesDeleted: number;
+  linesAdded: number;
+  linesRemoved: number;
+  files: string[];
+}
+
+export async function setAttemptChanges(db: Queryable, id: string, c: AttemptChanges): Promise<void> {
+  await db.query(
+    `UPDATE attempts SET files_changed = $2, files_created = $3, files_modified = $4, files_deleted = $5, lines_added = $6,
+            lines_removed = $7, output_changes = $8, updated_at = now() WHERE id = $1`,
+    [id, c.filesChanged, c.filesCreated, c.filesModified, c.filesDeleted, c.linesAdded, c.linesRemoved, c.files],
+  );
+}
+
+/**
+ * running → completed | failed (only from running: an attempt cancelled by the API meanwhile stays cancelled).
+ * Token and cost totals are summed from the attempt's processes.
+ */
+export async function finishAttemptRow(
+  db: Queryable,
+  id: string,
+  status: 'completed' | 'failed',
+  fields: { error: string | null; summary: string },
+): Promise<AttemptRow | undefined> {
+  const { rows } = await db.query<AttemptRow>(
+    `UPDATE attempts a SET status = $2, completed_at = now(), error = $3, summary = $4, updated_at = now(),
+            input_tokens = p.i, output_tokens = p.o, total_cost = p.c
+       FROM (SELECT COALESCE(sum(input_tokens), 0) AS i, COALESCE(sum(output_tokens), 0) AS o, COALESCE(sum(estimated_cost), 0)::float8 AS c
+               FROM processes WHERE attempt_id = $1) p
+      WHERE a.id = $1 AND a.status = 'running'
+      RETURNING a.*`,
+    [id, status, fields.error, fields.summary],
+  );
+  return rows[0];
+}
+
+/** Sums token/cost totals again (follow-ups after completion add to them). */
+export async function refreshAttemptTotals(db: Queryable, id: string): Promise<void> {
+  await db.query(
+    `UPDATE attempts a SET input_tokens = p.i, output_tokens = p.o, total_cost = p.c, updated_at = now()
+       FROM (SELECT COALESCE(sum(input_tokens), 0) AS i, COALESCE(sum(output_tokens), 0) AS o, COALESCE(sum(estimated_cost), 0)::float8 AS c
+               FROM processes WHERE attempt_id = $1) p
+      WHERE a.id = $1`,
+    [id],
+  );
+}
+
+/** created | running → cancelled; undefined when the attempt had already finished. */
+export async function cancelAttemptRow(db: Queryable, id: string): Promise<AttemptRow | undefined> {
+  const { rows } = await db.query<AttemptRow>(
+    `UPDATE attempts SET status = 'cancelled', cancelled_at = now(), updated_at = now() WHERE id = $1 AND status IN ('created', 'running') RETURNING *`,
+    [id],
+  );
+  return rows[0];
+}
+
+export async function setAttemptMerged(db: Queryable, id: string, commit: string, cleanedUp: boolean): Promise<AttemptRow | undefined> {
+  const { rows } = await db.query<AttemptRow>(
+    `UPDATE attempts SET merged_at = now(), merge_commit = $2, cleaned_up = cleaned_up OR $3, updated_at = now() WHERE id = $1 RETURNING *`,
+    [id, commit, cleanedUp],
+  );
+  return rows[0];
+}
+
+export async function setAttemptCleanedUp(db: Queryable, id: string): Promise<void> {
+  await db.query('UPDATE attempts SET cleaned_up = true, updated_at = now() WHERE id = $1', [id]);
+}
+
+export async function deleteAttemptRow(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('DELETE FROM attempts WHERE id = $1', [id]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** Attempts of the managed branches of a project: branch name → (taskId, attemptId). */
+export async function attemptBranchesOfProject(db: Queryable, projectId: string): Promise<{ branch: string; task_id: string; id: string }[]> {
+  const { rows } = await db.query<{ branch: string; task_id: string; id: string }>(
+    `SELECT a.branch, a.task_id, a.id FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE t.project_id = $1 AND a.branch IS NOT NULL`,
+    [projectId],
+  );
+  return rows;
+}
+
+/** The task's attempt counts by status, for the task status rules. */
+export async function attemptStatusCounts(db: Queryable, taskId: string): Promise<Record<AttemptStatus, number>> {
+  const { rows } = await db.query<{ status: AttemptStatus; n: string }>('SELECT status, count(*) AS n FROM attempts WHERE task_id = $1 GROUP BY status', [taskId]);
+  const out: Record<AttemptStatus, number> = { created: 0, running: 0, completed: 0, failed: 0, cancelled: 0 };
+  for (const r of rows) out[r.status] = Number(r.n);
+  return out;
+}
+
+export async function findIdempotentAttempt(db: Queryable, scope: string, key: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ attempt_id: string }>('SELECT attempt_id FROM attempt_idempotency_keys WHERE scope = $1 AND key = $2', [scope, key]);
+  return rows[0]?.attempt_id;
+}
+
+/** Claims an idempotency key; false when another request holds it (a concurrent one waits for the first to commit). */
+export async function claimIdempotencyKey(db: Queryable, scope: string, key: string, attemptId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    'INSERT INTO attempt_idempotency_keys (scope, key, attempt_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+    [scope, key, attemptId],
+  );
+  return (rowCount ?? 0) > 0;
 }

@@ -1,0 +1,28 @@
+/** Output parsers by profile `format`. Unknown formats fall back to `text`. */
+import type { OutputParser } from './types';
+import { textParser } from './common';
+import { claudeStreamJsonParser } from './claudeStreamJson';
+import { codexJsonParser } from './codexJson';
+import { geminiStreamJsonParser } from './geminiStreamJson';
+import { opencodeJsonParser } from './opencodeJson';
+
+export type { OutputParser, ParsedLine } from './types';
+export { entry, jsonLines, textParser } from './common';
+
+export const PARSER_FORMATS = ['text', 'claude-stream-json', 'codex-json', 'gemini-stream-json', 'opencode-json'] as const;
+
+export function createParser(format: string): OutputParser {
+  switch (format) {
+    case 'claude-stream-json':
+    case 'stream-json':
+      return claudeStreamJsonParser();
+    case 'codex-json':
+      return codexJsonParser();
+    case 'gemini-stream-json':
+      return geminiStreamJsonParser();
+    case 'opencode-json':
+      return opencodeJsonParser();
+    default:
+      return textParser();
+  }
+}

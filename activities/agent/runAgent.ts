@@ -1,0 +1,287 @@
+/**
+ * runAgent: one agent process in the attempt's worktree, in its own process group. Output is parsed into log rows
+ * (appended in batches), progress/tokens/resources go to the process row. It heartbeats; a Temporal cancellation,
+ * or the process/attempt row moving to stopped/cancelled (the API's stop and cancel), stops the whole group.
+ */
+import { CancelledFailure, Context } from '@temporalio/activity';
+import type { Pool } from 'pg';
+import type { ArmadaConfig } from '../../lib/config';
+import { withTransaction } from '../../lib/db/pool';
+import {
+  addMetricSample,
+  appendLogs,
+  getProcess,
+  insertProcess,
+  setProcessExit,
+  setProcessLive,
+  setProcessPid,
+  type LogEntry,
+  type ProcessProgress,
+} from '../../lib/db/processes';
+import type { Logger } from '../../lib/logger';
+import { attemptMetrics } from '../../lib/attempts/metrics';
+import { publishProcessEvent, recordProcessEnded } from '../../lib/attempts/projections';
+import type { Metrics } from '../../lib/metrics';
+import { groupAlive, startGroupProcess } from '../../lib/process/processGroup';
+import { createParser } from './parsers';
+import { resolveAgentProfile } from './profiles';
+import { createGroupSampler } from './resourceSampler';
+
+export interface RunAgentInput {
+  attemptId: string;
+  taskId: string;
+  processId: string;
+  llm: string;
+  kind: 'initial' | 'follow_up';
+  prompt: string;
+  worktreePath: string;
+  timeoutMs: number;
+  /** when the start was requested (queue-wait metric) */
+  requestedAt?: string;
+}
+
+export interface RunAgentResult {
+  status: 'completed' | 'failed' | 'stopped' | 'cancelled';
+  exitCode: number | null;
+  error: string | null;
+  summary: string;
+  sessionId: string | null;
+}
+
+export interface RunAgentDeps {
+  db: Pool;
+  config: ArmadaConfig;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+const FLUSH_MS = 200;
+const WATCH_MS = 500;
+const SAMPLE_MS = 2000;
+
+export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promise<RunAgentResult> {
+  const ctx = Context.current();
+  const m = attemptMetrics(deps.metrics.registry);
+  const profile = resolveAgentProfile(deps.config, input.llm);
+  await insertProcess(deps.db, {
+    id: input.processId,
+    attemptId: input.attemptId,
+    taskId: input.taskId,
+    llm: input.llm,
+    model: profile?.model ?? null,
+    kind: input.kind,
+    prompt: input.prompt,
+  });
+  const before = await getProcess(deps.db, input.processId);
+  if (before && before.status !== 'running') {
+    // stopped or cancelled before it started (or a retry of a run that already ended)
+    return { status: before.status === 'completed' ? 'completed' : before.status === 'failed' ? 'failed' : before.status, exitCode: before.exit_code, error: before.error, summary: '', sessionId: null };
+  }
+  const pending: LogEntry[] = [];
+  const log = (level: LogEntry['level'], message: string, source = 'armada') =>
+    pending.push({ level, message, timestamp: new Date().toISOString(), source });
+
+  if (before?.pid && groupAlive(before.pid)) {
+    // an earlier try of this activity died with its worker; its agent must not keep editing the worktree
+    try {
+      process.kill(-before.pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+    log('warn', `previous agent run (pid ${before.pid}) was left by a lost worker and has been killed; restarting`);
+  } else if (ctx.info.attempt > 1) {
+    log('warn', `agent run restarted (activity attempt ${ctx.info.attempt})`);
+  }
+  if (!profile) {
+    log('error', `unknown agent "${input.llm}"`);
+    await appendLogs(deps.db, input.processId, input.attemptId, pending);
+    await withTransaction(deps.db, (c) => recordProcessEnded(c, input.processId, 'failed', null, `unknown agent "${input.llm}"`));
+    return { status: 'failed', exitCode: null, error: `unknown agent "${input.llm}"`, summary: '', sessionId: null };
+  }
+
+  if (profile.maxConcurrent) {
+    const outcome = await waitForAgentSlot(deps, input, profile.maxConcurrent);
+    if (outcome) return outcome;
+  }
+
+  const parser = createParser(profile.format);
+  const argv = input.kind === 'follow_up' ? profile.resumeCommand : profile.command;
+  let tokens: { input: number; output: number } | undefined;
+  let reportedCost: number | undefined;
+  let progress: Partial<ProcessProgress> | undefined;
+  let summary = '';
+  let sessionId: string | null = null;
+  let lines = 0;
+
+  const proc = startGroupProcess({
+    command: argv[0] as string,
+    args: argv.slice(1),
+    cwd: input.worktreePath,
+    env: {
+      ...process.env,
+      ...profile.env,
+      ARMADA_PROMPT: input.prompt,
+      ARMADA_TASK_ID: input.taskId,
+      ARMADA_ATTEMPT_ID: input.attemptId,
+      ARMADA_PROCESS_ID: input.processId,
+      ARMADA_WORKTREE: input.worktreePath,
+      ...(profile.model ? { ARMADA_MODEL: profile.model } : {}),
+    },
+    stdin: input.prompt,
+    graceMs: deps.config.file.attempts?.killGraceMs ?? 2000,
+    timeoutMs: input.timeoutMs,
+    onLine: (stream, line) => {
+      lines++;
+      const parsed = parser.line(stream, line);
+      pending.push(...parsed.entries);
+      if (parsed.tokens) tokens = parsed.tokens;
+      if (parsed.cost !== undefined) reportedCost = parsed.cost;
+      if (parsed.progress) progress = { ...progress, ...parsed.progress, current: parsed.progress.current ?? parsed.entries.at(-1)?.message.slice(0, 200) ?? '' };
+      else if (parsed.entries.length) progress = { ...progress, current: parsed.entries.at(-1)?.message.slice(0, 200) ?? '' };
+      if (parsed.summary) summary = parsed.summary;
+      if (parsed.sessionId) sessionId = parsed.sessionId;
+    },
+  });
+  const startedAt = Date.now();
+  m.running.inc({ llm: input.llm });
+  if (input.requestedAt) m.queueWait.observe({ llm: input.llm }, Math.max(0, (startedAt - Date.parse(input.requestedAt)) / 1000));
+  let stopReason: 'stopped' | 'cancelled' | null = null;
+
+  await withTransaction(deps.db, async (c) => {
+    await setProcessPid(c, input.processId, proc.pid);
+    const p = await getProcess(c, input.processId);
+    if (p) await publishProcessEvent(c, 'process_started', p, { pid: proc.pid, kind: input.kind });
+  });
+
+  const cost = () => reportedCost ?? (tokens && profile.prices ? (tokens.input * profile.prices.inputPerMTok + tokens.output * profile.prices.outputPerMTok) / 1e6 : 0);
+  let lastProgressEvent = 0;
+  let flushing = Promise.resolve();
+  const flush = () => {
+    flushing = flushing.then(async () => {
+      const batch = pending.splice(0, pending.length);
+      if (batch.length) await appendLogs(deps.db, input.processId, input.attemptId, batch);
+      if (progress || tokens) {
+        const p = progress;
+        progress = undefined;
+        await setProcessLive(deps.db, input.processId, { progress: p, tokens: tokens ? { ...tokens, cost: cost() } : undefined });
+        if (p && Date.now() - lastProgressEvent > 1000) {
+          lastProgressEvent = Date.now();
+          const row = await getProcess(deps.db, input.processId);
+          if (row) await publishProcessEvent(deps.db, 'process_progress', row, { progress: row.progress });
+        }
+      }
+    }).catch((err) => deps.logger.warn({ err: { message: (err as Error).message } }, 'log flush failed'));
+    return flushing;
+  };
+  const sampler = createGroupSampler(proc.pid);
+  const timers = [
+    setInterval(() => void flush(), FLUSH_MS),
+    setInterval(() => ctx.heartbeat({ lines }), 1000),
+    setInterval(() => {
+      const s = sampler.sample();
+      const resources = { cpuUsage: s.cpu, memoryUsage: s.memory, diskIO: s.diskIO, networkIO: s.networkIO };
+      void setProcessLive(deps.db, input.processId, { resources })
+        .then(() => addMetricSample(deps.db, input.processId, { timestamp: new Date().toISOString(), ...s }))
+        .catch(() => undefined);
+    }, SAMPLE_MS),
+    setInterval(() => {
+      void deps.db
+        .query<{ p: string; a: string }>('SELECT p.status AS p, a.status AS a FROM processes p JOIN attempts a ON a.id = p.attempt_id WHERE p.id = $1', [input.processId])
+        .then(({ rows }) => {
+          const r = rows[0];
+          if (!stopReason && (!r || r.p === 'stopped' || r.p === 'cancelled' || r.a === 'cancelled')) {
+            // the attempt cancelled (or deleted) ends the attempt; a stopped/cancelled process only ends this run
+            stopReason = r && r.a !== 'cancelled' ? 'stopped' : 'cancelled';
+            void proc.stop('abort');
+          }
+        })
+        .catch(() => undefined);
+    }, WATCH_MS),
+  ];
+  const onCancel = () => {
+    if (!stopReason) stopReason = 'cancelled';
+    void proc.stop('abort');
+  };
+  ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
+
+  const result = await proc.done;
+  for (const t of timers) clearInterval(t);
+  ctx.cancellationSignal.removeEventListener('abort', onCancel);
+  m.running.dec({ llm: input.llm });
+
+  let status: RunAgentResult['status'];
+  let error: string | null = null;
+  if (result.spawnError) {
+    status = 'failed';
+    error = `could not start ${argv[0]}: ${result.spawnError}`;
+    log('error', error);
+  } else if (stopReason) {
+    status = stopReason;
+    log('warn', `agent ${stopReason} (exit ${result.code ?? result.signal})`);
+  } else if (result.timedOut) {
+    status = 'failed';
+    error = `agent timed out after ${Math.round(input.timeoutMs / 1000)} s`;
+    log('error', error);
+  } else if (result.code === 0) {
+    status = 'completed';
+    log('info', 'agent exited with code 0');
+  } else {
+    status = 'failed';
+    error = `agent exited with code ${result.code ?? result.signal}`;
+    log('error', error);
+  }
+  await flush();
+  await flushing;
+  if (tokens) {
+    m.tokens.inc({ llm: input.llm, direction: 'input' }, tokens.input);
+    m.tokens.inc({ llm: input.llm, direction: 'output' }, tokens.output);
+  }
+  if (cost() > 0) m.cost.inc({ llm: input.llm }, cost());
+  await withTransaction(deps.db, async (c) => {
+    const ended = await recordProcessEnded(c, input.processId, status, result.code, error);
+    if (!ended) await setProcessExit(c, input.processId, result.code, error);
+  });
+  if (ctx.cancellationSignal.aborted) throw new CancelledFailure('agent run cancelled');
+  return { status, exitCode: result.code, error, summary, sessionId };
+}
+
+/**
+ * A profile's `maxConcurrent`: waits (heartbeating, progress stage "queued") until fewer than max processes of this
+ * agent have started, across all workers. The check and the claim (pid 0 = starting) happen under a transaction-scoped
+ * advisory lock per agent name, so two workers cannot both take the last slot. Returns a result when the run was
+ * stopped or cancelled while it waited.
+ */
+async function waitForAgentSlot(deps: RunAgentDeps, input: RunAgentInput, max: number): Promise<RunAgentResult | undefined> {
+  const ctx = Context.current();
+  let announced = false;
+  for (;;) {
+    const claimed = await withTransaction(deps.db, async (c) => {
+      await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`agent-slot:${input.llm}`]);
+      const { rows } = await c.query<{ n: string }>(
+        `SELECT count(*) AS n FROM processes WHERE llm = $1 AND status = 'running' AND pid IS NOT NULL AND id <> $2`,
+        [input.llm, input.processId],
+      );
+      if (Number(rows[0]?.n ?? 0) >= max) return false;
+      await c.query('UPDATE processes SET pid = 0 WHERE id = $1', [input.processId]);
+      return true;
+    });
+    if (claimed) return undefined;
+    if (!announced) {
+      announced = true;
+      await appendLogs(deps.db, input.processId, input.attemptId, [
+        { level: 'info', message: `waiting for a free ${input.llm} slot (maxConcurrent ${max})`, timestamp: new Date().toISOString(), source: 'armada' },
+      ]);
+      await setProcessLive(deps.db, input.processId, { progress: { stage: 'queued', current: `waiting for a free ${input.llm} slot` } });
+    }
+    ctx.heartbeat({ queued: true });
+    if (ctx.cancellationSignal.aborted) throw new CancelledFailure('agent run cancelled while queued');
+    const { rows } = await deps.db.query<{ p: string; a: string }>(
+      'SELECT p.status AS p, a.status AS a FROM processes p JOIN attempts a ON a.id = p.attempt_id WHERE p.id = $1',
+      [input.processId],
+    );
+    const r = rows[0];
+    if (!r || r.a === 'cancelled') return { status: 'cancelled', exitCode: null, error: null, summary: '', sessionId: null };
+    if (r.p !== 'running') return { status: 'stopped', exitCode: null, error: null, summary: '', sessionId: null };
+    await new Promise((res) => setTimeout(res, 500));
+  }
+}

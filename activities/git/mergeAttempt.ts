@@ -1,0 +1,72 @@
+/**
+ * Merges an attempt branch into its base branch (ff / no-ff / squash). Conflicts and "nothing to merge" are
+ * outcomes, not errors, and leave the base branch untouched: they are checked with `git merge-tree` before anything
+ * is written.
+ */
+import path from 'node:path';
+import { git, gitOrThrow } from '../../lib/git';
+import { COMMIT_IDENTITY } from './worktree';
+
+export type MergeStrategy = 'ff' | 'no-ff' | 'squash';
+
+export type MergeOutcome =
+  | { ok: true; commitSha: string }
+  | { ok: false; reason: 'no_changes' | 'conflict' | 'dirty_base' | 'missing_branch'; message: string; files: string[] };
+
+async function identity(repo: string): Promise<string[]> {
+  const r = await git(repo, ['config', 'user.email']);
+  return r.code === 0 && r.stdout.trim() ? [] : COMMIT_IDENTITY;
+}
+
+/** The path of the work tree where `branch` is checked out, if any. */
+async function checkedOutAt(repo: string, branch: string): Promise<string | null> {
+  const list = await gitOrThrow(repo, ['worktree', 'list', '--porcelain']);
+  let current: string | null = null;
+  for (const line of list.split('\n')) {
+    if (line.startsWith('worktree ')) current = line.slice(9);
+    else if (line === `branch refs/heads/${branch}`) return current;
+  }
+  return null;
+}
+
+export async function mergeBranch(input: { repoPath: string; baseBranch: string; branch: string; strategy: MergeStrategy; message: string }): Promise<MergeOutcome> {
+  const { repoPath: repo, baseBranch: base, branch } = input;
+  for (const b of [base, branch]) {
+    if ((await git(repo, ['rev-parse', '--verify', '--quiet', `refs/heads/${b}`])).code !== 0) {
+      return { ok: false, reason: 'missing_branch', message: `branch ${b} does not exist`, files: [] };
+    }
+  }
+  const baseSha = (await gitOrThrow(repo, ['rev-parse', `refs/heads/${base}`])).trim();
+  const branchSha = (await gitOrThrow(repo, ['rev-parse', `refs/heads/${branch}`])).trim();
+  const ahead = Number((await gitOrThrow(repo, ['rev-list', '--count', `${baseSha}..${branchSha}`])).trim());
+  if (ahead === 0) return { ok: false, reason: 'no_changes', message: `${branch} has no commits that ${base} does not have`, files: [] };
+  const tree = await git(repo, ['merge-tree', '--write-tree', '--name-only', '--no-messages', baseSha, branchSha]);
+  if (tree.code === 1) {
+    const files = tree.stdout.split('\n').slice(1).filter(Boolean);
+    return { ok: false, reason: 'conflict', message: `merging ${branch} into ${base} conflicts`, files: [...new Set(files)] };
+  }
+  if (tree.code !== 0) throw new Error(`git merge-tree failed: ${tree.stderr.trim()}`);
+  const mergedTree = (tree.stdout.split('\n')[0] ?? '').trim();
+  const fastForward = (await git(repo, ['merge-base', '--is-ancestor', baseSha, branchSha])).code === 0;
+  const id = await identity(repo);
+  const message = input.message;
+
+  let newSha: string;
+  if (input.strategy === 'ff' && fastForward) newSha = branchSha;
+  else if (input.strategy === 'squash') newSha = (await gitOrThrow(repo, [...id, 'commit-tree', mergedTree, '-p', baseSha, '-m', message])).trim();
+  else newSha = (await gitOrThrow(repo, [...id, 'commit-tree', mergedTree, '-p', baseSha, '-p', branchSha, '-m', message])).trim();
+
+  const worktree = await checkedOutAt(repo, base);
+  if (worktree) {
+    // the base branch is checked out: move it with the work tree, refusing to touch local edits
+    const dirty = await gitOrThrow(worktree, ['status', '--porcelain', '--untracked-files=no']);
+    if (dirty.trim()) {
+      const files = dirty.split('\n').filter(Boolean).map((l) => l.slice(3));
+      return { ok: false, reason: 'dirty_base', message: `${base} has uncommitted changes in ${path.basename(worktree)}`, files };
+    }
+    await gitOrThrow(worktree, ['merge', '--ff-only', '-q', newSha]);
+  } else {
+    await gitOrThrow(repo, ['update-ref', '-m', `armada merge ${branch}`, `refs/heads/${base}`, newSha, baseSha]);
+  }
+  return { ok: true, commitSha: newSha };
+}

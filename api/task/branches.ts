@@ -1,0 +1,69 @@
+/** GET /api/projects/:id/branches (managed attempt branches marked) and GET /api/containers/:id (an attempt's worktree). */
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { listBranches, worktreeStatus } from '../../lib/attempts/gitInfo';
+import { attemptBranchesOfProject, getAttempt } from '../../lib/db/attempts';
+import { getProject } from '../../lib/db/projects';
+import { conflict, notFound } from '../../lib/errors';
+import { ok } from '../http/envelope';
+import { Envelope, ErrorResponses, IdParams } from '../http/schemas';
+import { BranchListing, Container } from './attemptSchemas';
+import type { TaskPluginOptions } from './deps';
+
+function escapeRe(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+export const branchRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify, { deps }) => {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const version = deps.config.version;
+
+  app.get('/projects/:id/branches', { schema: { tags: ['projects'], params: IdParams, response: { 200: Envelope(BranchListing), ...ErrorResponses } } }, async (request) => {
+    const project = await getProject(deps.db, request.params.id);
+    if (!project) throw notFound(`Project ${request.params.id} not found`, 'PROJECT_NOT_FOUND');
+    if (!project.git_repo_path) throw conflict(`Project ${project.id} has no local repository yet (${project.clone_status})`);
+    const { current, branches } = await listBranches(project.git_repo_path);
+    const known = new Map((await attemptBranchesOfProject(deps.db, project.id)).map((r) => [r.branch, r]));
+    const shape = new RegExp(`^${escapeRe(deps.config.branchPrefix)}/task-(.+)-attempt-(\\d+)$`);
+    const managedBranches: { name: string; taskId: string; attemptId: string | null }[] = [];
+    const out = branches.map((b) => {
+      const row = known.get(b.name);
+      const m = shape.exec(b.name);
+      const managed = Boolean(row || m);
+      const taskId = row?.task_id ?? m?.[1];
+      const attemptId = row?.id;
+      if (managed && taskId) managedBranches.push({ name: b.name, taskId, attemptId: attemptId ?? null });
+      return {
+        name: b.name,
+        commit: b.commit,
+        isCurrent: b.name === current,
+        isDefault: b.name === project.repo_branch,
+        isManagedWorktree: managed,
+        ...(managed && taskId ? { taskId } : {}),
+        ...(attemptId ? { attemptId } : {}),
+        lastCommit: b.lastCommit,
+      };
+    });
+    return ok(version, { currentBranch: current, branches: out, managedBranches });
+  });
+
+  app.get('/containers/:id', { schema: { tags: ['containers'], params: IdParams, response: { 200: Envelope(Container), ...ErrorResponses } } }, async (request) => {
+    // the container of an attempt is its worktree; its id is the attempt id
+    const a = await getAttempt(deps.db, request.params.id);
+    if (!a) throw notFound(`Container ${request.params.id} not found`);
+    const s = await worktreeStatus(a.cleaned_up ? null : a.worktree_path, a.base_branch, a.base_commit);
+    const status = a.merged_at && a.cleaned_up ? 'merged' : a.cleaned_up || (a.worktree_path && !s.exists) ? 'deleted' : a.merged_at ? 'merged' : a.status === 'running' ? 'active' : 'inactive';
+    return ok(version, {
+      id: a.id,
+      taskAttemptId: a.id,
+      worktreePath: a.worktree_path,
+      branch: a.branch,
+      baseBranch: a.base_branch,
+      status,
+      createdAt: a.created_at.toISOString(),
+      diskUsage: s.diskUsage,
+      gitStatus: s.gitStatus,
+      files: s.files,
+    });
+  });
+};

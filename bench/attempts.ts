@@ -1,0 +1,190 @@
+/**
+ * Attempt engine benchmark, one run on a local dev server (run: `npx tsx bench/attempts.ts`; < 2 min):
+ *  1. attempts/s end to end: POST /api/tasks/:id/start → attempt completed, with a no-op agent (`true`);
+ *  2. the same-shape bare Temporal workflow (4 no-op activities) rate in the same run, and the ratio;
+ *  3. p50/p99 of POST /api/tasks/:id/start at a fixed 20 req/s (autocannon).
+ * Env: BENCH_ATTEMPTS (default 40), BENCH_CONCURRENCY (10), BENCH_RATE_SECONDS (6).
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import autocannon from 'autocannon';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { buildService } from '../api/services';
+import { loadConfig } from '../lib/config';
+import { createPool } from '../lib/db/pool';
+import { resolveKeys } from '../lib/keys';
+import { createLogger } from '../lib/logger';
+import { createMetrics } from '../lib/metrics';
+import { createTemporalHandle } from '../lib/temporal/client';
+import { sdkLogger } from '../lib/temporal/sdkLogger';
+import { startWorkers } from '../workers/createWorker';
+
+const N = Number(process.env.BENCH_ATTEMPTS ?? 40);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 10);
+const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 6);
+
+async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>): Promise<void> {
+  let i = 0;
+  await Promise.all(Array.from({ length: n }, async () => {
+    while (i < items.length) await fn(items[i++] as T);
+  }));
+}
+
+async function main() {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-bench-'));
+  const freePort = async () => {
+    const net = await import('node:net');
+    return new Promise<number>((r) => {
+      const s = net.createServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => r(p));
+      });
+    });
+  };
+  const pgPort = await freePort();
+  const tPort = await freePort();
+  const inf = await infraWithPorts(home, pgPort, tPort);
+  const logger = createLogger('warn');
+  Runtime.install({ logger: sdkLogger(logger), shutdownSignals: [] });
+  const configPath = path.join(home, 'config.json');
+  fs.writeFileSync(configPath, JSON.stringify({ agents: { noop: { command: ['true'], format: 'text' } } }));
+  const config = loadConfig({ HOME: os.homedir(), ARMADA_HOME: home, ARMADA_CONFIG: configPath, TEMPORAL_ADDRESS: inf.temporalAddress, ARMADA_TASK_QUEUE: 'bench', ARMADA_API_KEY: 'bench-api-key-0123456789' });
+  const db = createPool(inf.databaseUrl, logger, { max: 20 });
+  const metrics = createMetrics();
+  const temporal = createTemporalHandle(inf.temporalAddress, 'default');
+  const workers = await startWorkers({ config, db, logger, metrics, address: inf.temporalAddress, namespace: 'default', workflowBundle: { codePath: inf.bundle }, concurrency: 20 });
+  const app = await buildService('task', { db, config, keys: resolveKeys(config), temporal, logger, metrics });
+  const base = await app.listen({ port: 0, host: '127.0.0.1' });
+
+  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-bench-repo-'));
+  const { execFileSync } = await import('node:child_process');
+  const g = (...a: string[]) => execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@example.com', ...a], { cwd: repo, stdio: 'ignore' });
+  g('init', '-q', '-b', 'main');
+  fs.writeFileSync(path.join(repo, 'README.md'), '# bench\n');
+  g('add', '-A');
+  g('commit', '-qm', 'init');
+  const post = async (url: string, body: unknown) => (await app.inject({ method: 'POST', url, payload: body as object })).json();
+  const projectId = (await post('/api/projects', { name: 'bench', repository: { url: repo } })).data.id;
+  const taskIds: string[] = [];
+  for (let i = 0; i < N; i++) taskIds.push((await post('/api/tasks', { projectId, title: `bench ${i}` })).data.id);
+
+  // warm-up: one attempt end to end
+  const warm = (await post(`/api/tasks/${taskIds[0]}/start`, { llm: 'noop' })).data.attemptId;
+  await waitCompleted(db, [warm]);
+
+  // 1. attempts end to end
+  const t0 = Date.now();
+  const ids: string[] = [];
+  await pool(taskIds, CONCURRENCY, async (id) => {
+    ids.push((await post(`/api/tasks/${id}/start`, { llm: 'noop' })).data.attemptId);
+  });
+  await waitCompleted(db, ids);
+  const attemptSecs = (Date.now() - t0) / 1000;
+  const attemptRate = N / attemptSecs;
+
+  // 2. bare same-shape workflow, same server, same run
+  const bareConn = await NativeConnection.connect({ address: inf.temporalAddress });
+  const bareWorker = await Worker.create({
+    connection: bareConn,
+    taskQueue: 'bench-bare',
+    workflowBundle: await bundleWorkflowCode({ workflowsPath: path.join(__dirname, 'bareAttemptShapeWorkflow.ts'), logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } }),
+    activities: { prepare: async (id: string) => id, run: async (id: string) => id, commit: async (id: string) => id, record: async () => undefined },
+    maxConcurrentActivityTaskExecutions: 20,
+  });
+  const bareRun = bareWorker.run();
+  const client = new Client({ connection: await Connection.connect({ address: inf.temporalAddress }) });
+  await client.workflow.execute('bareAttemptShapeWorkflow', { workflowId: 'bare-warm', taskQueue: 'bench-bare', args: ['warm'] });
+  const t1 = Date.now();
+  await pool(Array.from({ length: N }, (_, i) => i), CONCURRENCY, async (i) => {
+    await client.workflow.execute('bareAttemptShapeWorkflow', { workflowId: `bare-${i}`, taskQueue: 'bench-bare', args: [String(i)] });
+  });
+  const bareSecs = (Date.now() - t1) / 1000;
+  const bareRate = N / bareSecs;
+  bareWorker.shutdown();
+  await bareRun;
+
+  // 3. POST start latency at a fixed 20 req/s, each request on a task of its own (a start locks its task row):
+  //    (a) with the worker running the attempts it starts (in this process, on the same 2 cores), (b) with the worker
+  //    stopped, so only the start path (validation, 6 SQL writes + events, workflow start) is measured
+  const rateTasks: string[] = [];
+  for (let i = 0; i < 2 * (20 * RATE_SECONDS + 40); i++) rateTasks.push((await post('/api/tasks', { projectId, title: `rate ${i}` })).data.id);
+  let next = 0;
+  const rate = () =>
+    autocannon({
+      url: base,
+      connections: 40,
+      overallRate: 20,
+      duration: RATE_SECONDS,
+      requests: [
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ llm: 'noop' }),
+          setupRequest: (req) => ({ ...req, path: `/api/tasks/${rateTasks[next++ % rateTasks.length]}/start` }),
+        },
+      ],
+    });
+  const withWorker = await rate();
+  await new Promise((r) => setTimeout(r, 3000)); // let in-flight starts finish
+  await workers.stop();
+  const startOnly = await rate();
+  await new Promise((r) => setTimeout(r, 2000));
+  const lat = (r: Awaited<ReturnType<typeof autocannon>>) => ({ rate: 20, requests: r.requests.total, non2xx: r.non2xx, p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max });
+
+  const out = {
+    attempts: N,
+    concurrency: CONCURRENCY,
+    attemptsPerSecond: Number(attemptRate.toFixed(2)),
+    bareWorkflowsPerSecond: Number(bareRate.toFixed(2)),
+    ratio: Number((attemptRate / bareRate).toFixed(3)),
+    startLatencyMsWithWorker: lat(withWorker),
+    startLatencyMsStartPathOnly: lat(startOnly),
+    cpus: os.cpus().length,
+    loadavg: os.loadavg().map((l) => Number(l.toFixed(2))),
+  };
+  process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+  await app.close();
+  await temporal.close();
+  await db.end();
+  inf.stop();
+  process.exit(0);
+}
+
+async function infraWithPorts(home: string, pgPort: number, tPort: number) {
+  const bundle = path.join(home, 'bundle.js');
+  const child = spawn(process.execPath, [path.join(__dirname, '..', 'bin', 'armada'), 'infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(tPort), '--bundle', bundle], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ARMADA_LOG_LEVEL: 'warn', DATABASE_URL: '', TEMPORAL_ADDRESS: '' },
+  });
+  const ready = await new Promise<{ databaseUrl: string; temporalAddress: string }>((resolve, reject) => {
+    child.once('exit', (c) => reject(new Error(`armada infra exited ${c}`)));
+    readline.createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
+      try {
+        const m = JSON.parse(l);
+        if (m.event === 'ready') resolve(m);
+      } catch {
+        /* log line */
+      }
+    });
+  });
+  return { ...ready, bundle, stop: () => child.kill('SIGTERM') };
+}
+
+async function waitCompleted(db: ReturnType<typeof createPool>, ids: string[]): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM attempts WHERE id = ANY($1::text[]) AND status IN ('completed', 'failed')`, [ids]);
+    if (Number(rows[0]?.n) === ids.length) return;
+    if (Date.now() > deadline) throw new Error('attempts did not complete in 120 s');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err?.stack ?? err}\n`);
+  process.exit(1);
+});

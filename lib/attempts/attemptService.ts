@@ -1,0 +1,357 @@
+/**
+ * The attempt commands the HTTP API runs: create, start (new or created attempt), cancel, stop a process, merge,
+ * delete. Each writes its projection rows and events in one transaction and talks to Temporal by workflow id.
+ */
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Pool } from 'pg';
+import type { ArmadaConfig } from '../config';
+import { withTransaction, type Queryable } from '../db/pool';
+import {
+  claimIdempotencyKey,
+  deleteAttemptRow,
+  findIdempotentAttempt,
+  getAttempt,
+  insertAttempt,
+  markAttemptRunning,
+  type AttemptRow,
+} from '../db/attempts';
+import { getProject, type ProjectRow } from '../db/projects';
+import { getProcess, insertProcess, processesOfAttempt, type ProcessRow } from '../db/processes';
+import { getTask, type TaskRow } from '../db/tasks';
+import { conflict, notFound, validationError, AppError } from '../errors';
+import { newId } from '../ids';
+import type { TemporalHandle } from '../temporal/client';
+import type { Metrics } from '../metrics';
+import { resolveAgentProfile } from '../../activities/agent/profiles';
+import type { AttemptWorkflowInput } from '../../workflows/attemptWorkflow';
+import type { MergeWorkflowInput, MergeWorkflowResult } from '../../workflows/mergeWorkflow';
+import { followUpSignal, stopProcessSignal } from '../../workflows/attemptMessages';
+import { attemptMetrics } from './metrics';
+import { checkMergePreconditions } from './mergePreconditions';
+import { moveTask, publishAttemptEvent, recordAttemptCancelled, requestProcessEnd } from './projections';
+import type { MergeStrategy } from '../../activities/git/mergeAttempt';
+
+export interface AttemptServiceDeps {
+  db: Pool;
+  config: ArmadaConfig;
+  temporal: TemporalHandle;
+  metrics: Metrics;
+}
+
+export interface AttemptOptions {
+  temperature?: number;
+  maxTokens?: number;
+  /** seconds */
+  timeout?: number;
+}
+
+export const attemptWorkflowId = (attemptId: string): string => `attempt:${attemptId}`;
+
+/** Temporal not reachable (connect failure, UNAVAILABLE): a 503 the client may retry; the transaction rolls back. */
+function engineUnavailable(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  return new AppError(503, 'SERVICE_UNAVAILABLE', `The workflow engine is unavailable; try again (${(err as Error).message.slice(0, 200)})`);
+}
+
+async function temporalClient(deps: AttemptServiceDeps): Promise<Client> {
+  try {
+    return await deps.temporal.client();
+  } catch (err) {
+    throw engineUnavailable(err);
+  }
+}
+
+function resolveLlm(config: ArmadaConfig, llm: string | undefined, task: TaskRow, project: ProjectRow) {
+  const name = llm ?? task.assignee ?? project.default_llm ?? undefined;
+  if (!name) throw validationError('llm is required (the task has no assignee and the project no defaultLLM)', { llm: 'is required' });
+  const profile = resolveAgentProfile(config, name);
+  if (!profile) throw validationError(`Unknown agent "${name}"`, { llm: `unknown agent "${name}"` });
+  return { name, profile };
+}
+
+async function lockTask(c: Queryable, taskId: string): Promise<TaskRow> {
+  const { rows } = await c.query<TaskRow>('SELECT * FROM tasks WHERE id = $1 FOR UPDATE', [taskId]);
+  const t = rows[0];
+  if (!t) throw notFound(`Task ${taskId} not found`, 'TASK_NOT_FOUND');
+  return t;
+}
+
+function promptOf(task: TaskRow, attempt: AttemptRow): string {
+  return [task.title, task.description, attempt.description].filter((s) => s?.trim()).join('\n\n');
+}
+
+async function startWorkflow(deps: AttemptServiceDeps, client: Client, task: TaskRow, attempt: AttemptRow, processId: string): Promise<void> {
+  const f = deps.config.file.attempts ?? {};
+  const timeoutSec = Number((attempt.options as AttemptOptions).timeout ?? f.defaultTimeoutSec ?? 3600);
+  const input: AttemptWorkflowInput = {
+    attemptId: attempt.id,
+    taskId: task.id,
+    llm: attempt.llm,
+    processId,
+    prompt: promptOf(task, attempt),
+    commitMessage: `${task.title} (attempt ${attempt.number})`,
+    timeoutMs: timeoutSec * 1000,
+    heartbeatTimeoutMs: f.heartbeatTimeoutMs ?? 30_000,
+    idleTimeoutMs: f.idleTimeoutMs ?? 24 * 3600_000,
+    requestedAt: new Date().toISOString(),
+  };
+  try {
+    await client.workflow.start('attemptWorkflow', {
+      workflowId: attemptWorkflowId(attempt.id),
+      taskQueue: deps.config.temporal.taskQueue,
+      args: [input],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+  } catch (err) {
+    throw engineUnavailable(err);
+  }
+}
+
+/** Rows a start writes: attempt running, its first process, task in_progress, attempt.started. */
+async function recordStart(c: Queryable, task: TaskRow, attempt: AttemptRow): Promise<ProcessRow> {
+  const proc = await insertProcess(c, {
+    id: newId(),
+    attemptId: attempt.id,
+    taskId: task.id,
+    llm: attempt.llm,
+    model: attempt.model,
+    kind: 'initial',
+    prompt: promptOf(task, attempt),
+  });
+  await moveTask(c, task.id, 'in_progress');
+  await publishAttemptEvent(c, 'attempt.started', attempt, task.project_id, { processId: proc.id });
+  return proc;
+}
+
+export interface StartResult {
+  attempt: AttemptRow;
+  processId: string;
+  replayed: boolean;
+}
+
+/** POST /api/tasks/:id/start: a new running attempt. With an idempotency key, repeats return the first attempt. */
+export async function startNewAttempt(
+  deps: AttemptServiceDeps,
+  taskId: string,
+  body: { llm?: string; options?: AttemptOptions; description?: string },
+  idempotencyKey?: string,
+): Promise<StartResult> {
+  const pre = await getTask(deps.db, taskId);
+  if (!pre) throw notFound(`Task ${taskId} not found`, 'TASK_NOT_FOUND');
+  const project = await getProject(deps.db, pre.project_id);
+  if (!project) throw notFound(`Project ${pre.project_id} not found`, 'PROJECT_NOT_FOUND');
+  const { name, profile } = resolveLlm(deps.config, body.llm, pre, project);
+  const client = await temporalClient(deps);
+  const scope = `task-start:${taskId}`;
+  const result = await withTransaction(deps.db, async (c) => {
+    const task = await lockTask(c, taskId);
+    if (idempotencyKey) {
+      const existing = await findIdempotentAttempt(c, scope, idempotencyKey);
+      if (existing) {
+        const a = (await getAttempt(c, existing)) as AttemptRow;
+        const first = (await processesOfAttempt(c, existing))[0];
+        return { attempt: a, processId: first?.id ?? '', replayed: true };
+      }
+    }
+    const attempt = await insertAttempt(c, {
+      id: newId(),
+      taskId,
+      llm: name,
+      model: profile.model,
+      status: 'running',
+      branchPrefix: deps.config.branchPrefix,
+      baseBranch: project.repo_branch,
+      options: { ...body.options },
+      description: body.description ?? '',
+    });
+    if (idempotencyKey) await claimIdempotencyKey(c, scope, idempotencyKey, attempt.id);
+    const proc = await recordStart(c, task, attempt);
+    // started inside the transaction: a failed start rolls the rows back; a failed commit leaves a workflow that
+    // finds no attempt and ends
+    await startWorkflow(deps, client, task, attempt, proc.id);
+    return { attempt, processId: proc.id, replayed: false };
+  });
+  if (!result.replayed) attemptMetrics(deps.metrics.registry).started.inc({ llm: name });
+  return result;
+}
+
+/** POST /api/attempts: a `created` attempt (started later with POST /api/attempts/:id/start). */
+export async function createAttempt(deps: AttemptServiceDeps, body: { taskId: string; llm?: string; options?: AttemptOptions; description?: string }): Promise<AttemptRow> {
+  const pre = await getTask(deps.db, body.taskId);
+  if (!pre) throw notFound(`Task ${body.taskId} not found`, 'TASK_NOT_FOUND');
+  const project = await getProject(deps.db, pre.project_id);
+  if (!project) throw notFound(`Project ${pre.project_id} not found`, 'PROJECT_NOT_FOUND');
+  const { name, profile } = resolveLlm(deps.config, body.llm, pre, project);
+  return withTransaction(deps.db, async (c) => {
+    await lockTask(c, body.taskId);
+    return insertAttempt(c, {
+      id: newId(),
+      taskId: body.taskId,
+      llm: name,
+      model: profile.model,
+      status: 'created',
+      branchPrefix: deps.config.branchPrefix,
+      baseBranch: project.repo_branch,
+      options: { ...body.options },
+      description: body.description ?? '',
+    });
+  });
+}
+
+/** POST /api/attempts/:id/start: created → running. */
+export async function startCreatedAttempt(deps: AttemptServiceDeps, attemptId: string): Promise<StartResult> {
+  const client = await temporalClient(deps);
+  const result = await withTransaction(deps.db, async (c) => {
+    const a = await getAttempt(c, attemptId, true);
+    if (!a) throw notFound(`Attempt ${attemptId} not found`);
+    if (a.status !== 'created') throw conflict(`Attempt ${attemptId} is ${a.status}; only a created attempt can be started`, 'CONFLICT', { status: a.status });
+    const task = await lockTask(c, a.task_id);
+    const running = (await markAttemptRunning(c, attemptId)) as AttemptRow;
+    const proc = await recordStart(c, task, running);
+    await startWorkflow(deps, client, task, running, proc.id);
+    return { attempt: running, processId: proc.id, replayed: false };
+  });
+  attemptMetrics(deps.metrics.registry).started.inc({ llm: result.attempt.llm });
+  return result;
+}
+
+async function cancelWorkflow(deps: AttemptServiceDeps, attemptId: string): Promise<void> {
+  try {
+    await (await deps.temporal.client()).workflow.getHandle(attemptWorkflowId(attemptId)).cancel();
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+}
+
+/** POST /api/attempts/:id/cancel: 409 when the attempt already finished. */
+export async function cancelAttempt(deps: AttemptServiceDeps, attemptId: string): Promise<AttemptRow> {
+  const a = await withTransaction(deps.db, async (c) => {
+    const cur = await getAttempt(c, attemptId, true);
+    if (!cur) throw notFound(`Attempt ${attemptId} not found`);
+    const done = await recordAttemptCancelled(c, attemptId);
+    if (!done) throw conflict(`Attempt ${attemptId} is already ${cur.status}`, 'CONFLICT', { status: cur.status });
+    return done;
+  });
+  attemptMetrics(deps.metrics.registry).finished.inc({ llm: a.llm, status: 'cancelled' });
+  await cancelWorkflow(deps, attemptId);
+  return a;
+}
+
+/** POST /api/tasks/:id/cancel: cancels the task's unfinished attempts and moves the task to cancelled. */
+export async function cancelTask(deps: AttemptServiceDeps, taskId: string): Promise<{ task: TaskRow; cancelled: AttemptRow[] }> {
+  const out = await withTransaction(deps.db, async (c) => {
+    await lockTask(c, taskId);
+    const { rows } = await c.query<{ id: string }>(`SELECT id FROM attempts WHERE task_id = $1 AND status IN ('created', 'running') ORDER BY number`, [taskId]);
+    const cancelled: AttemptRow[] = [];
+    for (const r of rows) {
+      const a = await recordAttemptCancelled(c, r.id, false);
+      if (a) cancelled.push(a);
+    }
+    await moveTask(c, taskId, 'cancelled');
+    return { task: (await getTask(c, taskId)) as TaskRow, cancelled };
+  });
+  for (const a of out.cancelled) {
+    attemptMetrics(deps.metrics.registry).finished.inc({ llm: a.llm, status: 'cancelled' });
+    await cancelWorkflow(deps, a.id);
+  }
+  return out;
+}
+
+/** Stop (`stopped`) or cancel (`cancelled`) one running process; the agent activity sees the row and kills the group. */
+export async function endProcess(deps: AttemptServiceDeps, processId: string, status: 'stopped' | 'cancelled'): Promise<ProcessRow> {
+  const p = await withTransaction(deps.db, async (c) => {
+    const cur = await getProcess(c, processId);
+    if (!cur) throw notFound(`Process ${processId} not found`);
+    const row = await requestProcessEnd(c, processId, status);
+    if (!row) throw conflict(`Process ${processId} is already ${cur.status}`, 'CONFLICT', { status: cur.status });
+    return row;
+  });
+  try {
+    await (await deps.temporal.client()).workflow.getHandle(attemptWorkflowId(p.attempt_id)).signal(stopProcessSignal, { processId });
+  } catch {
+    // the workflow may have ended; the row is what the activity watches
+  }
+  return p;
+}
+
+/** Queues a follow-up prompt on the attempt's workflow (409 when the workflow has closed). */
+export async function sendFollowUp(deps: AttemptServiceDeps, attemptId: string, f: { prompt: string; draftId?: string; source?: string }): Promise<void> {
+  const a = await getAttempt(deps.db, attemptId);
+  if (!a) throw notFound(`Attempt ${attemptId} not found`);
+  try {
+    await (await deps.temporal.client()).workflow.getHandle(attemptWorkflowId(attemptId)).signal(followUpSignal, f);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) throw conflict(`Attempt ${attemptId} no longer accepts follow-ups`);
+    throw err;
+  }
+}
+
+export interface MergeRequest {
+  strategy: MergeStrategy;
+  message?: string;
+  cleanup: boolean;
+}
+
+/** POST /api/attempts/:id/merge. Conflicts and empty merges are 409 with the files; the base branch stays untouched. */
+export async function mergeAttempt(deps: AttemptServiceDeps, attemptId: string, req: MergeRequest): Promise<MergeWorkflowResult & { ok: true }> {
+  const a = await getAttempt(deps.db, attemptId);
+  if (!a) throw notFound(`Attempt ${attemptId} not found`);
+  await checkMergePreconditions(deps.db, a);
+  const task = (await getTask(deps.db, a.task_id)) as TaskRow;
+  const project = await getProject(deps.db, task.project_id);
+  if (!project?.git_repo_path) throw conflict(`Project of attempt ${attemptId} has no local repository`);
+  const input: MergeWorkflowInput = {
+    attemptId,
+    hostQueue: a.host_queue as string,
+    repoPath: project.git_repo_path,
+    baseBranch: a.base_branch as string,
+    branch: a.branch as string,
+    worktreePath: a.worktree_path,
+    strategy: req.strategy,
+    message: req.message ?? (req.strategy === 'squash' ? task.title : `Merge ${a.branch}: ${task.title}`),
+    cleanup: req.cleanup,
+  };
+  let r: MergeWorkflowResult;
+  try {
+    r = await (await deps.temporal.client()).workflow.execute('mergeWorkflow', {
+      workflowId: `merge:${attemptId}`,
+      taskQueue: deps.config.temporal.taskQueue,
+      args: [input],
+      workflowIdConflictPolicy: 'FAIL',
+    });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) throw conflict(`A merge of attempt ${attemptId} is already running`);
+    throw err;
+  }
+  if (!r.ok) {
+    const messages: Record<string, string> = {
+      no_changes: 'Nothing to merge: the attempt made no changes',
+      conflict: 'Merge conflicts',
+      dirty_base: 'The base branch has uncommitted changes',
+      missing_branch: 'A branch of the merge does not exist',
+    };
+    throw new AppError(409, 'CONFLICT', `${messages[r.reason] ?? 'Cannot merge'}: ${r.message}`, { reason: r.reason, files: r.files });
+  }
+  return r as MergeWorkflowResult & { ok: true };
+}
+
+/** DELETE /api/attempts/:id: cancels its workflow, removes worktree and branch on their host, deletes the rows. */
+export async function deleteAttempt(deps: AttemptServiceDeps, attemptId: string): Promise<void> {
+  const a = await getAttempt(deps.db, attemptId);
+  if (!a) throw notFound(`Attempt ${attemptId} not found`);
+  if (a.status === 'running' || a.status === 'created') {
+    await withTransaction(deps.db, (c) => recordAttemptCancelled(c, attemptId));
+  }
+  await cancelWorkflow(deps, attemptId);
+  const task = await getTask(deps.db, a.task_id);
+  const project = task ? await getProject(deps.db, task.project_id) : undefined;
+  if (a.host_queue && project?.git_repo_path && !a.cleaned_up) {
+    await (await deps.temporal.client()).workflow.execute('removeAttemptWorkflow', {
+      workflowId: `attempt-remove:${attemptId}`,
+      taskQueue: deps.config.temporal.taskQueue,
+      args: [{ hostQueue: a.host_queue, repoPath: project.git_repo_path, worktreePath: a.worktree_path, branch: a.branch }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+  }
+  await deleteAttemptRow(deps.db, attemptId);
+}

@@ -1,0 +1,220 @@
+/** SQL for execution processes, their append-only log rows and their resource samples. */
+import type { Queryable } from './pool';
+
+export const PROCESS_STATUSES = ['running', 'completed', 'failed', 'cancelled', 'stopped'] as const;
+export type ProcessStatus = (typeof PROCESS_STATUSES)[number];
+
+export interface ProcessResources {
+  cpuUsage: number;
+  memoryUsage: number;
+  diskIO: number;
+  networkIO: number;
+}
+
+export interface ProcessProgress {
+  stage: string;
+  current: string;
+  percentage: number;
+  estimatedRemaining: number;
+}
+
+export interface ProcessRow {
+  id: string;
+  attempt_id: string;
+  task_id: string;
+  llm: string;
+  model: string | null;
+  kind: 'initial' | 'follow_up';
+  prompt: string;
+  status: ProcessStatus;
+  pid: number | null;
+  exit_code: number | null;
+  error: string | null;
+  resources: ProcessResources;
+  progress: ProcessProgress;
+  input_tokens: string;
+  output_tokens: string;
+  estimated_cost: number;
+  created_at: Date;
+  started_at: Date;
+  finished_at: Date | null;
+  cancelled_at: Date | null;
+  stopped_at: Date | null;
+}
+
+export async function insertProcess(
+  db: Queryable,
+  p: { id: string; attemptId: string; taskId: string; llm: string; model: string | null; kind: 'initial' | 'follow_up'; prompt: string },
+): Promise<ProcessRow> {
+  const { rows } = await db.query<ProcessRow>(
+    `INSERT INTO processes (id, attempt_id, task_id, llm, model, kind, prompt) VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id RETURNING *`,
+    [p.id, p.attemptId, p.taskId, p.llm, p.model, p.kind, p.prompt],
+  );
+  return rows[0] as ProcessRow;
+}
+
+export async function getProcess(db: Queryable, id: string): Promise<ProcessRow | undefined> {
+  const { rows } = await db.query<ProcessRow>('SELECT * FROM processes WHERE id = $1', [id]);
+  return rows[0];
+}
+
+export async function listProcesses(db: Queryable, f: { status?: string; llm?: string; attemptId?: string }, limit: number, offset: number) {
+  const values: unknown[] = [];
+  const clauses: string[] = [];
+  const add = (col: string, v: unknown) => {
+    values.push(v);
+    clauses.push(`${col} = $${values.length}`);
+  };
+  if (f.status !== undefined) add('status', f.status);
+  if (f.llm !== undefined) add('llm', f.llm);
+  if (f.attemptId !== undefined) add('attempt_id', f.attemptId);
+  const w = clauses.length ? `WHERE ${clauses.join(' AND ')}` : '';
+  const [list, count] = await Promise.all([
+    db.query<ProcessRow>(`SELECT * FROM processes ${w} ORDER BY created_at DESC, id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`, [...values, limit, offset]),
+    db.query<{ n: string }>(`SELECT count(*) AS n FROM processes ${w}`, values),
+  ]);
+  return { rows: list.rows, total: Number(count.rows[0]?.n ?? 0) };
+}
+
+export async function processesOfAttempt(db: Queryable, attemptId: string): Promise<ProcessRow[]> {
+  const { rows } = await db.query<ProcessRow>('SELECT * FROM processes WHERE attempt_id = $1 ORDER BY created_at, id', [attemptId]);
+  return rows;
+}
+
+export async function setProcessPid(db: Queryable, id: string, pid: number): Promise<void> {
+  await db.query(`UPDATE processes SET pid = $2, started_at = now(), progress = progress || '{"stage":"running"}'::jsonb WHERE id = $1`, [id, pid]);
+}
+
+export async function setProcessLive(
+  db: Queryable,
+  id: string,
+  v: { resources?: ProcessResources; progress?: Partial<ProcessProgress>; tokens?: { input: number; output: number; cost: number } },
+): Promise<void> {
+  await db.query(
+    `UPDATE processes SET resources = COALESCE($2, resources), progress = progress || COALESCE($3, '{}'::jsonb),
+            input_tokens = COALESCE($4, input_tokens), output_tokens = COALESCE($5, output_tokens), estimated_cost = COALESCE($6, estimated_cost)
+      WHERE id = $1`,
+    [id, v.resources ?? null, v.progress ?? null, v.tokens?.input ?? null, v.tokens?.output ?? null, v.tokens?.cost ?? null],
+  );
+}
+
+/** running → a final status; undefined when the process had already left running (a stop/cancel won). */
+export async function finishProcessRow(
+  db: Queryable,
+  id: string,
+  status: 'completed' | 'failed' | 'cancelled' | 'stopped',
+  f: { exitCode: number | null; error: string | null },
+): Promise<ProcessRow | undefined> {
+  const { rows } = await db.query<ProcessRow>(
+    `UPDATE processes SET status = $2, exit_code = $3, error = $4, finished_at = now(),
+            cancelled_at = CASE WHEN $2 = 'cancelled' THEN now() ELSE cancelled_at END,
+            stopped_at = CASE WHEN $2 = 'stopped' THEN now() ELSE stopped_at END,
+            progress = progress || jsonb_build_object('stage', $2::text, 'percentage', 100)
+      WHERE id = $1 AND status = 'running' RETURNING *`,
+    [id, status, f.exitCode, f.error],
+  );
+  return rows[0];
+}
+
+/** Fills exit code / error of a process already moved by stop or cancel (the agent's real exit arrives later). */
+export async function setProcessExit(db: Queryable, id: string, exitCode: number | null, error: string | null): Promise<void> {
+  await db.query('UPDATE processes SET exit_code = COALESCE(exit_code, $2), error = COALESCE(error, $3), finished_at = COALESCE(finished_at, now()) WHERE id = $1', [id, exitCode, error]);
+}
+
+// ---- logs ----
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export interface LogEntry {
+  level: LogLevel;
+  message: string;
+  timestamp: string;
+  source: string;
+  raw?: string;
+  metadata?: Record<string, unknown>;
+}
+
+export interface LogRow {
+  process_id: string;
+  seq: number;
+  attempt_id: string;
+  level: LogLevel;
+  message: string;
+  source: string;
+  raw: string;
+  metadata: Record<string, unknown>;
+  ts: Date;
+}
+
+/** Appends entries after the process's last seq (one writer per process: the runAgent activity). */
+export async function appendLogs(db: Queryable, processId: string, attemptId: string, entries: LogEntry[]): Promise<number> {
+  if (entries.length === 0) return 0;
+  const { rows } = await db.query<{ seq: number }>(
+    `INSERT INTO process_logs (process_id, seq, attempt_id, level, message, source, raw, metadata, ts)
+     SELECT $1, COALESCE((SELECT max(seq) FROM process_logs WHERE process_id = $1), 0) + e.ord, $2, e.level, e.message, e.source, e.raw, e.metadata, e.ts
+       FROM jsonb_to_recordset($3::jsonb) AS e(level text, message text, source text, raw text, metadata jsonb, ts timestamptz, ord int)
+     RETURNING seq`,
+    [processId, attemptId, JSON.stringify(entries.map((e, i) => ({ ord: i + 1, level: e.level, message: e.message, source: e.source, raw: e.raw ?? e.message, metadata: e.metadata ?? {}, ts: e.timestamp })))],
+  );
+  return Math.max(0, ...rows.map((r) => r.seq));
+}
+
+export interface LogQuery {
+  processIds: string[];
+  afterSeq?: number;
+  /** only with one process id: the last n lines */
+  tail?: number;
+  since?: Date;
+  levels?: LogLevel[];
+  limit?: number;
+}
+
+export async function readLogs(db: Queryable, q: LogQuery): Promise<LogRow[]> {
+  const values: unknown[] = [q.processIds];
+  const clauses = ['process_id = ANY($1::text[])'];
+  const add = (sql: (p: string) => string, v: unknown) => {
+    values.push(v);
+    clauses.push(sql(`$${values.length}`));
+  };
+  if (q.afterSeq !== undefined) add((p) => `seq > ${p}`, q.afterSeq);
+  if (q.since) add((p) => `ts >= ${p}`, q.since);
+  if (q.levels?.length) add((p) => `level = ANY(${p}::text[])`, q.levels);
+  if (q.tail !== undefined) {
+    values.push(q.tail);
+    const { rows } = await db.query<LogRow>(`SELECT * FROM (SELECT * FROM process_logs WHERE ${clauses.join(' AND ')} ORDER BY seq DESC LIMIT $${values.length}) t ORDER BY seq`, values);
+    return rows;
+  }
+  values.push(q.limit ?? 10_000);
+  const { rows } = await db.query<LogRow>(`SELECT * FROM process_logs WHERE ${clauses.join(' AND ')} ORDER BY ts, process_id, seq LIMIT $${values.length}`, values);
+  return rows;
+}
+
+// ---- resource samples ----
+
+export interface MetricSample {
+  timestamp: string;
+  cpu: number;
+  memory: number;
+  diskIO: number;
+  networkIO: number;
+}
+
+export const MAX_SAMPLES_PER_PROCESS = 300;
+
+export async function addMetricSample(db: Queryable, processId: string, s: MetricSample): Promise<void> {
+  await db.query(
+    `WITH ins AS (INSERT INTO process_metric_samples (process_id, ts, cpu, memory, disk_io, network_io) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING)
+     DELETE FROM process_metric_samples WHERE process_id = $1 AND ts < (
+       SELECT ts FROM process_metric_samples WHERE process_id = $1 ORDER BY ts DESC OFFSET $7 LIMIT 1)`,
+    [processId, s.timestamp, s.cpu, s.memory, s.diskIO, s.networkIO, MAX_SAMPLES_PER_PROCESS - 1],
+  );
+}
+
+export async function metricSamples(db: Queryable, processId: string): Promise<MetricSample[]> {
+  const { rows } = await db.query<{ ts: Date; cpu: number; memory: number; disk_io: number; network_io: number }>(
+    'SELECT * FROM process_metric_samples WHERE process_id = $1 ORDER BY ts',
+    [processId],
+  );
+  return rows.map((r) => ({ timestamp: r.ts.toISOString(), cpu: r.cpu, memory: r.memory, diskIO: r.disk_io, networkIO: r.network_io }));
+}

@@ -1,0 +1,282 @@
+/** Failing, cancelled and rejected attempts: exit codes, process-group kill, 404/409/400 answers, idempotent start. */
+import fs from 'node:fs';
+import { groupAlive } from '../../lib/process/processGroup';
+import { stopProcessSignal } from '../../workflows/attemptMessages';
+import { buildService } from '../../api/services';
+import { createTemporalHandle } from '../../lib/temporal/client';
+import { eventually, logger, startTestStack, type TestStack } from '../support/harness';
+import { agentConfig, api, gitOut, recordHistory } from '../support/attemptHelpers';
+
+let stack: TestStack;
+let h: ReturnType<typeof api>;
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: ['task'], worker: true, file: agentConfig() });
+  h = api(stack);
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+const ndjson = (body: string) => body.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+
+describe('attempt failures and bad input', () => {
+  test('an agent exiting 3 gives a failed attempt and process with the exit code in the logs', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'Please FAIL');
+    const { attemptId, processId } = await h.start(taskId);
+    const a = await h.until(attemptId, ['completed', 'failed']);
+    expect(a.status).toBe('failed');
+    expect(a.error).toBe('agent exited with code 3');
+    const proc = (await h.inject('GET', `/api/processes/${processId}`)).json().data;
+    expect(proc).toMatchObject({ status: 'failed', exitCode: 3, attemptId, taskId, llm: 'scripted' });
+    const logs = ndjson((await h.inject('GET', `/api/attempts/${attemptId}/logs`)).body);
+    expect(logs.map((l) => l.message)).toContain('agent exited with code 3');
+    expect(logs.find((l) => l.message === 'error: the agent could not do it')).toMatchObject({ level: 'error', source: 'stderr' });
+    const errorsOnly = ndjson((await h.inject('GET', `/api/attempts/${attemptId}/logs?level=error`)).body);
+    expect(errorsOnly.every((l) => l.level === 'error')).toBe(true);
+    expect(errorsOnly.length).toBe(2);
+    const tail = ndjson((await h.inject('GET', `/api/processes/${processId}/logs?tail=1`)).body);
+    expect(tail.map((l) => l.message)).toEqual(['agent exited with code 3']);
+    expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status).toBe('failed');
+    await recordHistory(stack, `attempt:${attemptId}`, 'attempt-failed-exit-3');
+    const failedEvents = await stack.db.query(`SELECT data FROM events WHERE type = 'attempt.failed' AND data->>'attemptId' = $1`, [attemptId]);
+    expect(failedEvents.rows[0].data).toMatchObject({ taskId, attemptId, status: 'failed', error: 'agent exited with code 3' });
+    expect((await h.inject('GET', `/api/processes?status=failed&llm=scripted`)).json().data.map((x: { id: string }) => x.id)).toContain(processId);
+    // cancelling a finished attempt is a conflict
+    const c = await h.inject('POST', `/api/attempts/${attemptId}/cancel`);
+    expect(c.statusCode).toBe(409);
+    expect(c.json().error.code).toBe('CONFLICT');
+  });
+
+  test('a long-running agent is cancelled within 5 s and its process group is gone', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'SLEEP forever');
+    const { attemptId, processId } = await h.start(taskId);
+    const pid = await eventually(async () => (await h.inject('GET', `/api/processes/${processId}`)).json().data.pid as number | null);
+    expect(groupAlive(pid)).toBe(true);
+    await eventually(async () => ndjson((await h.inject('GET', `/api/processes/${processId}/logs`)).body).some((l) => l.message.startsWith('sleeping')));
+    const t0 = Date.now();
+    const r = await h.inject('POST', `/api/attempts/${attemptId}/cancel`);
+    expect(r.statusCode).toBe(200);
+    expect(r.json().data).toMatchObject({ id: attemptId, status: 'cancelled', cancelledAt: expect.any(String) });
+    await eventually(async () => !groupAlive(pid), 5000, 50);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect((await h.attempt(attemptId)).status).toBe('cancelled');
+    expect((await h.inject('GET', `/api/processes/${processId}`)).json().data.status).toBe('cancelled');
+    expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status).toBe('pending');
+    expect((await h.inject('POST', `/api/attempts/${attemptId}/cancel`)).statusCode).toBe(409);
+    const client = await stack.temporal.client();
+    await eventually(async () => (await client.workflow.getHandle(`attempt:${attemptId}`).describe()).status.name !== 'RUNNING', 10_000);
+    await recordHistory(stack, `attempt:${attemptId}`, 'attempt-cancelled');
+  });
+
+  test('stop a running process: stopped with stoppedAt and duration; the attempt keeps its changes', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'SLEEP then stop');
+    const { attemptId, processId } = await h.start(taskId);
+    const pid = await eventually(async () => (await h.inject('GET', `/api/processes/${processId}`)).json().data.pid as number | null);
+    const r = await h.inject('POST', `/api/execution-processes/${processId}/stop`);
+    expect(r.statusCode).toBe(200);
+    expect(r.json().data).toMatchObject({ id: processId, status: 'stopped', stoppedAt: expect.any(String), duration: expect.any(Number) });
+    await eventually(async () => !groupAlive(pid), 5000, 50);
+    const a = await h.until(attemptId, ['completed', 'failed']);
+    expect(a.status).toBe('completed');
+    expect((await h.inject('POST', `/api/execution-processes/${processId}/stop`)).statusCode).toBe(409);
+  });
+
+  test('task cancel cancels its running attempts', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'SLEEP for task cancel');
+    const { attemptId, processId } = await h.start(taskId);
+    const pid = await eventually(async () => (await h.inject('GET', `/api/processes/${processId}`)).json().data.pid as number | null);
+    const r = await h.inject('POST', `/api/tasks/${taskId}/cancel`);
+    expect(r.statusCode).toBe(200);
+    expect(r.json().data).toMatchObject({ taskId, status: 'cancelled', cancelledAttempts: [attemptId] });
+    await eventually(async () => !groupAlive(pid), 5000, 50);
+    expect((await h.attempt(attemptId)).status).toBe('cancelled');
+  });
+
+  test('merge with no changes and with conflicts: 409 with the files, base branch untouched', async () => {
+    const p = await h.project();
+    const noop = await h.start(await h.task(p.id, 'NOOP task'));
+    await h.until(noop.attemptId, ['completed']);
+    const before = gitOut(p.repo, 'rev-parse', 'main');
+    const r1 = await h.inject('POST', `/api/attempts/${noop.attemptId}/merge`, { strategy: 'no-ff' });
+    expect(r1.statusCode).toBe(409);
+    expect(r1.json().error).toMatchObject({ code: 'CONFLICT', details: { reason: 'no_changes', files: [] } });
+
+    const conflicting = await h.start(await h.task(p.id, 'CONFLICT task'));
+    await h.until(conflicting.attemptId, ['completed']);
+    fs.writeFileSync(`${p.repo}/README.md`, 'line one changed on main\nline 2\n');
+    gitOut(p.repo, '-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'main moves on');
+    const mainHead = gitOut(p.repo, 'rev-parse', 'main');
+    expect(mainHead).not.toBe(before);
+    for (const strategy of ['ff', 'no-ff', 'squash']) {
+      const r2 = await h.inject('POST', `/api/attempts/${conflicting.attemptId}/merge`, { strategy });
+      expect(r2.statusCode).toBe(409);
+      expect(r2.json().error).toMatchObject({ code: 'CONFLICT', details: { reason: 'conflict', files: ['README.md'] } });
+    }
+    expect(gitOut(p.repo, 'rev-parse', 'main')).toBe(mainHead);
+    expect(gitOut(p.repo, 'status', '--porcelain')).toBe('');
+    expect(fs.readFileSync(`${p.repo}/README.md`, 'utf8')).toBe('line one changed on main\nline 2\n');
+  });
+
+  test('bad input: unknown task 404, unknown llm 400, diff path outside the worktree 400, unknown attempt 404', async () => {
+    const r = await h.inject('POST', '/api/tasks/nope/start', { llm: 'scripted' });
+    expect(r.statusCode).toBe(404);
+    expect(r.json()).toMatchObject({ success: false, error: { code: 'TASK_NOT_FOUND' } });
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'Bad input');
+    const u = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'no-such-agent' });
+    expect(u.statusCode).toBe(400);
+    expect(u.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { llm: 'unknown agent "no-such-agent"' } });
+    expect((await stack.db.query('SELECT count(*)::int AS n FROM attempts WHERE task_id = $1', [taskId])).rows[0].n).toBe(0);
+    const { attemptId } = await h.start(taskId);
+    await h.until(attemptId, ['completed']);
+    for (const file of ['../x', '/etc/passwd', 'src/../../x', '.git/config']) {
+      const d = await h.inject('GET', `/api/attempts/${attemptId}/diff?file=${encodeURIComponent(file)}`);
+      expect(d.statusCode).toBe(400);
+      expect(d.json().error.code).toBe('VALIDATION_ERROR');
+    }
+    expect((await h.inject('GET', `/api/attempts/${attemptId}/diff?format=xml`)).statusCode).toBe(400);
+    expect((await h.inject('GET', '/api/attempts/nope')).statusCode).toBe(404);
+    expect((await h.inject('POST', '/api/attempts/nope/cancel')).statusCode).toBe(404);
+    expect((await h.inject('DELETE', '/api/attempts/nope')).statusCode).toBe(404);
+    expect((await h.inject('GET', '/api/processes/nope')).statusCode).toBe(404);
+  });
+
+  test('two concurrent starts with the same Idempotency-Key start one attempt', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'NOOP idempotent');
+    const headers = { 'idempotency-key': 'key-123' };
+    const [x, y] = await Promise.all([h.start(taskId, 'scripted', headers), h.start(taskId, 'scripted', headers)]);
+    expect(x.attemptId).toBe(y.attemptId);
+    expect(x.processId).toBe(y.processId);
+    expect((await stack.db.query('SELECT count(*)::int AS n FROM attempts WHERE task_id = $1', [taskId])).rows[0].n).toBe(1);
+    const other = await h.start(taskId, 'scripted', { 'idempotency-key': 'key-456' });
+    expect(other.attemptId).not.toBe(x.attemptId);
+    await h.until(x.attemptId, ['completed']);
+    await h.until(other.attemptId, ['completed']);
+  });
+
+  test('POST /api/attempts then start; GET lists; compare; DELETE removes the worktree', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'Created first');
+    const c = await h.inject('POST', '/api/attempts', { taskId, llm: 'scripted', options: { timeout: 60 } });
+    expect(c.statusCode).toBe(200);
+    expect(c.json().data).toMatchObject({ taskId, llm: 'scripted', status: 'created' });
+    const id = c.json().data.id;
+    const s = await h.inject('POST', `/api/attempts/${id}/start`);
+    expect(s.json().data).toMatchObject({ id, status: 'running', processId: expect.any(String) });
+    expect((await h.inject('POST', `/api/attempts/${id}/start`)).statusCode).toBe(409);
+    const a = await h.until(id, ['completed']);
+    const second = await h.start(await h.task(p.id, 'NOOP second'));
+    await h.until(second.attemptId, ['completed']);
+    const list = (await h.inject('GET', `/api/attempts?taskId=${taskId}&status=completed`)).json();
+    expect(list.data.map((x: { id: string }) => x.id)).toEqual([id]);
+    expect(list.pagination.total).toBe(1);
+    const byTask = (await h.inject('GET', `/api/tasks/${taskId}/attempts`)).json().data;
+    expect(byTask).toEqual([expect.objectContaining({ id, status: 'completed', filesChanged: 2, linesAdded: 4 })]);
+    const cmp = (await h.inject('POST', '/api/attempts/compare', { attemptIds: [id, second.attemptId] })).json().data;
+    expect(cmp.attempts.map((x: { id: string }) => x.id)).toEqual([id, second.attemptId]);
+    expect(cmp.attempts[0]).toMatchObject({ filesChanged: 2, linesAdded: 4, files: expect.arrayContaining(['README.md', 'src/added.txt']) });
+    expect(cmp.comparison.smallerChangeAttemptId).toBe(second.attemptId);
+    const taskLogs = (await h.inject('GET', `/api/tasks/${taskId}/logs?level=info`)).body;
+    expect(ndjson(taskLogs).map((l) => l.message)).toContain('done');
+    const del = await h.inject('DELETE', `/api/attempts/${id}`);
+    expect(del.statusCode).toBe(200);
+    expect(del.json().data).toEqual({ deleted: true, attemptId: id });
+    expect(fs.existsSync(a.worktreePath)).toBe(false);
+    expect(gitOut(p.repo, 'branch', '--list', a.branch)).toBe('');
+    expect((await h.inject('GET', `/api/attempts/${id}`)).statusCode).toBe(404);
+  });
+
+  test('options.timeout bounds the run: the agent is stopped and the attempt fails', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'SLEEP past the timeout');
+    const c = await h.inject('POST', '/api/attempts', { taskId, llm: 'scripted', options: { timeout: 1 } });
+    const id = c.json().data.id;
+    const { processId } = (await h.inject('POST', `/api/attempts/${id}/start`)).json().data;
+    const a = await h.until(id, ['failed', 'completed'], 20_000);
+    expect(a).toMatchObject({ status: 'failed', error: 'agent timed out after 1 s' });
+    const proc = (await h.inject('GET', `/api/processes/${processId}`)).json().data;
+    expect(proc.status).toBe('failed');
+    expect(groupAlive(proc.pid)).toBe(false);
+  });
+
+  test('project setup_script runs in the worktree before the agent; a failing one fails the attempt', async () => {
+    const repo = (await h.project()).repo;
+    const ok = await h.inject('POST', '/api/projects', { name: 'with-setup', repository: { url: repo }, setup_script: 'echo preparing; echo ready > .setup-done' });
+    expect(ok.statusCode).toBe(201);
+    const good = await h.start(await h.task(ok.json().data.id, 'Edit after setup'));
+    const a = await h.until(good.attemptId, ['completed', 'failed']);
+    expect(a.status).toBe('completed');
+    const logs = ndjson((await h.inject('GET', `/api/attempts/${good.attemptId}/logs`)).body);
+    expect(logs.filter((l) => l.source === 'setup').map((l) => l.message)).toEqual(['preparing', 'setup script exited with code 0']);
+    expect(a.output.changes).toContain('.setup-done');
+
+    const bad = await h.inject('POST', '/api/projects', { name: 'bad-setup', repository: { url: repo }, setup_script: 'echo broken >&2; exit 7' });
+    const r = await h.start(await h.task(bad.json().data.id, 'Never runs'));
+    const b = await h.until(r.attemptId, ['completed', 'failed']);
+    expect(b.status).toBe('failed');
+    expect(b.error).toContain('setup script failed with exit code 7');
+    expect((await h.inject('GET', `/api/processes/${r.processId}`)).json().data).toMatchObject({ status: 'failed', error: expect.stringContaining('setup script failed') });
+    const badLogs = ndjson((await h.inject('GET', `/api/attempts/${r.attemptId}/logs`)).body);
+    expect(badLogs.map((l) => l.message)).toEqual(expect.arrayContaining(['broken', 'setup script exited with code 7']));
+  });
+
+  test('an agent profile with maxConcurrent 1 runs one process at a time; the other waits queued', async () => {
+    const p = await h.project();
+    const [x, y] = await Promise.all([h.start(await h.task(p.id, 'SLOWEDIT one'), 'single'), h.start(await h.task(p.id, 'SLOWEDIT two'), 'single')]);
+    await h.until(x.attemptId, ['completed'], 30_000);
+    await h.until(y.attemptId, ['completed'], 30_000);
+    const procs = await Promise.all([x.processId, y.processId].map(async (id) => (await h.inject('GET', `/api/processes/${id}`)).json().data));
+    procs.sort((a, b) => Date.parse(a.startedAt) - Date.parse(b.startedAt));
+    const [first, second] = procs as [{ id: string; startedAt: string; finishedAt: string }, { id: string; startedAt: string; finishedAt: string }];
+    expect(Date.parse(second.startedAt)).toBeGreaterThanOrEqual(Date.parse(first.finishedAt));
+    const logs = ndjson((await h.inject('GET', `/api/processes/${second.id}/logs`)).body);
+    expect(logs[0]?.message).toBe('waiting for a free single slot (maxConcurrent 1)');
+  });
+
+  test('the stopProcess signal alone (no API call) stops the running process', async () => {
+    const p = await h.project();
+    const { attemptId, processId } = await h.start(await h.task(p.id, 'SLEEP until signalled'));
+    const pid = await eventually(async () => (await h.inject('GET', `/api/processes/${processId}`)).json().data.pid as number | null);
+    const client = await stack.temporal.client();
+    await client.workflow.getHandle(`attempt:${attemptId}`).signal(stopProcessSignal, { processId });
+    await eventually(async () => !groupAlive(pid), 5000, 50);
+    const a = await h.until(attemptId, ['completed', 'failed']);
+    expect(a.status).toBe('completed');
+    expect((await h.inject('GET', `/api/processes/${processId}`)).json().data).toMatchObject({ status: 'stopped', stoppedAt: expect.any(String) });
+  });
+
+  test('Temporal unreachable at start: 503 SERVICE_UNAVAILABLE and nothing written', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'NOOP without Temporal');
+    const dead = createTemporalHandle('127.0.0.1:1', 'default');
+    const app = await buildService('task', { db: stack.db, config: stack.config, keys: stack.keys, temporal: dead, logger, metrics: stack.metrics });
+    try {
+      const r = await app.inject({ method: 'POST', url: `/api/tasks/${taskId}/start`, payload: { llm: 'scripted' } });
+      expect(r.statusCode).toBe(503);
+      expect(r.json().error.code).toBe('SERVICE_UNAVAILABLE');
+      expect((await stack.db.query('SELECT count(*)::int AS n FROM attempts WHERE task_id = $1', [taskId])).rows[0].n).toBe(0);
+      expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status).toBe('pending');
+    } finally {
+      await app.close();
+      await dead.close();
+    }
+  }, 30_000);
+
+  test('deleting the task of a running attempt stops its agent and removes its worktree and branch', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'SLEEP then the task goes');
+    const { attemptId, processId } = await h.start(taskId);
+    const pid = await eventually(async () => (await h.inject('GET', `/api/processes/${processId}`)).json().data.pid as number | null);
+    const a = await h.attempt(attemptId);
+    await eventually(async () => fs.existsSync(`${stack.config.home}/worktrees/${attemptId}`));
+    expect((await h.inject('DELETE', `/api/tasks/${taskId}`)).statusCode).toBe(200);
+    await eventually(async () => !groupAlive(pid), 5000, 50);
+    await eventually(async () => !fs.existsSync(`${stack.config.home}/worktrees/${attemptId}`) && gitOut(p.repo, 'branch', '--list', a.branch) === '', 15_000);
+  });
+});

@@ -1,0 +1,132 @@
+/**
+ * Faults with a separate `armada worker` process: kill -9 it while an agent runs (the run is retried on a restarted
+ * worker after the heartbeat timeout, the lost agent's group is killed) and restart the API while an attempt runs
+ * (nothing lost; an SSE log stream resumes on the new API with Last-Event-ID without gaps).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+import readline from 'node:readline';
+import type { FastifyInstance } from 'fastify';
+import { buildService } from '../../api/services';
+import { groupAlive } from '../../lib/process/processGroup';
+import { env, eventually, logger, startTestStack, type TestStack } from '../support/harness';
+import { agentConfig, api, recordHistory } from '../support/attemptHelpers';
+
+let stack: TestStack;
+let h: ReturnType<typeof api>;
+const workers: ChildProcess[] = [];
+
+function startWorkerProcess(): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'bin', 'armada'), 'worker'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      DATABASE_URL: stack.dbUrl,
+      TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
+      ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue,
+      ARMADA_HOME: stack.config.home,
+      ARMADA_CONFIG: stack.config.configPath,
+      ARMADA_LOG_LEVEL: 'warn',
+      ARMADA_TEMPORAL_METRICS_PORT: '',
+    },
+  });
+  workers.push(child);
+  let stderr = '';
+  child.stderr?.on('data', (d) => (stderr = (stderr + d).slice(-2000)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker did not start: ${stderr}`)), 60_000);
+    child.once('exit', (code) => reject(new Error(`worker exited ${code}: ${stderr}`)));
+    readline.createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      if (line.includes('"worker-started"')) {
+        clearTimeout(timer);
+        child.removeAllListeners('exit');
+        resolve(child);
+      }
+    });
+  });
+}
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: ['task'], worker: false, file: agentConfig() });
+  h = api(stack);
+});
+afterAll(async () => {
+  for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
+  await stack.close();
+});
+
+describe('attempt faults', () => {
+  test('kill -9 of the worker while the agent runs: the run restarts on a new worker and the attempt completes', async () => {
+    const first = await startWorkerProcess();
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'SLOWEDIT under a dying worker');
+    const { attemptId, processId } = await h.start(taskId);
+    const pid = await eventually(async () => (await h.inject('GET', `/api/processes/${processId}`)).json().data.pid as number | null, 30_000);
+    first.kill('SIGKILL');
+    await new Promise((r) => first.once('exit', r));
+    expect((await h.attempt(attemptId)).status).toBe('running');
+    await startWorkerProcess();
+    const a = await h.until(attemptId, ['completed', 'failed'], 45_000);
+    expect(a.status).toBe('completed');
+    expect(groupAlive(pid)).toBe(false);
+    const proc = (await h.inject('GET', `/api/processes/${processId}`)).json().data;
+    expect(proc.status).toBe('completed');
+    expect(proc.pid).not.toBe(pid);
+    const logs = (await h.inject('GET', `/api/processes/${processId}/logs`)).body.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    expect(logs.some((l) => l.level === 'warn' && /lost worker|restarted/.test(l.message))).toBe(true);
+    expect(a.changes).toMatchObject({ filesCreated: 1, filesModified: 1 });
+    await recordHistory(stack, `attempt:${attemptId}`, 'attempt-worker-killed');
+  }, 90_000);
+
+  test('API restart while an attempt runs: nothing lost, the SSE log stream resumes on the new API', async () => {
+    if (!workers.some((w) => w.exitCode === null && w.signalCode === null)) await startWorkerProcess();
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'SLOWEDIT across an API restart');
+    const app1 = await buildService('task', { db: stack.db, config: stack.config, keys: stack.keys, temporal: stack.temporal, logger, metrics: stack.metrics });
+    const base1 = await app1.listen({ port: 0, host: '127.0.0.1' });
+    const started = await app1.inject({ method: 'POST', url: `/api/tasks/${taskId}/start`, payload: { llm: 'scripted' } });
+    const { attemptId, processId } = started.json().data;
+
+    // read the stream from API #1 until a couple of lines arrived, then drop it and restart the API
+    const firstIds: number[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const req = http.get(`${base1}/api/events/processes/${processId}/logs`, (res) => {
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          for (const m of d.matchAll(/^id: (\d+)$/gm)) firstIds.push(Number(m[1]));
+          if (firstIds.length >= 2) {
+            req.destroy();
+            resolve();
+          }
+        });
+      });
+      req.on('error', (err) => (firstIds.length >= 2 ? resolve() : reject(err)));
+    });
+    await app1.close();
+
+    const app2: FastifyInstance = await buildService('task', { db: stack.db, config: stack.config, keys: stack.keys, temporal: stack.temporal, logger, metrics: stack.metrics });
+    const base2 = await app2.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const rest = await new Promise<{ ids: number[]; end: boolean }>((resolve, reject) => {
+        http
+          .get(`${base2}/api/events/processes/${processId}/logs`, { headers: { 'last-event-id': String(firstIds.at(-1)) } }, (res) => {
+            let buf = '';
+            res.setEncoding('utf8');
+            res.on('data', (d) => (buf += d));
+            res.on('end', () => resolve({ ids: [...buf.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1])), end: buf.includes('event: end') }));
+          })
+          .on('error', reject);
+      });
+      const ids = [...firstIds, ...rest.ids];
+      expect(rest.end).toBe(true);
+      expect(ids).toEqual(ids.map((_, i) => i + 1)); // no gap, no duplicate
+      // the process has ended; the attempt completes once its changes are committed and recorded
+      await eventually(async () => (await app2.inject({ method: 'GET', url: `/api/attempts/${attemptId}` })).json().data.status === 'completed', 30_000);
+      const all = (await app2.inject({ method: 'GET', url: `/api/processes/${processId}/logs` })).body.split('\n').filter(Boolean);
+      expect(all.length).toBe(ids.length);
+    } finally {
+      await app2.close();
+    }
+  }, 90_000);
+});

@@ -1,0 +1,151 @@
+/** Streams over a listening server: /ws task status, /ws/execution-processes, log sockets, SSE with Last-Event-ID; follow-ups; metrics. */
+import http from 'node:http';
+import WebSocket from 'ws';
+import { eventually, startTestStack, type TestStack } from '../support/harness';
+import { agentConfig, api, recordHistory } from '../support/attemptHelpers';
+
+let stack: TestStack;
+let h: ReturnType<typeof api>;
+let base: string;
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: ['task'], worker: true, file: agentConfig() });
+  h = api(stack);
+  base = await stack.app('task').listen({ port: 0, host: '127.0.0.1' });
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+function socket(path: string): Promise<{ ws: WebSocket; messages: unknown[]; closed: Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${base.replace('http', 'ws')}${path}`);
+    const messages: unknown[] = [];
+    const closed = new Promise<void>((r) => ws.on('close', () => r()));
+    ws.on('message', (d) => {
+      const s = String(d);
+      try {
+        messages.push(JSON.parse(s));
+      } catch {
+        messages.push(s);
+      }
+    });
+    ws.on('open', () => resolve({ ws, messages, closed }));
+    ws.on('error', reject);
+  });
+}
+
+/** Reads an SSE stream to its end; returns parsed events. */
+function readSse(path: string, headers: Record<string, string> = {}): Promise<{ id?: string; event: string; data: unknown }[]> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(`${base}${path}`, { headers }, (res) => {
+        let buf = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => (buf += d));
+        res.on('end', () => {
+          const events = buf
+            .split('\n\n')
+            .filter((b) => b.includes('event:'))
+            .map((b) => {
+              const f = Object.fromEntries(b.split('\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]));
+              return { id: f.id, event: f.event as string, data: JSON.parse(f.data as string) };
+            });
+          resolve(events);
+        });
+      })
+      .on('error', reject);
+  });
+}
+
+describe('attempt streams', () => {
+  test('/ws task.status_changed, /ws/execution-processes lifecycle, log sockets, SSE logs and diff with resume', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'Streamed edit');
+    const tasks = await socket('/ws');
+    tasks.ws.send(JSON.stringify({ type: 'subscribe', channel: 'tasks', taskId }));
+    await eventually(async () => tasks.messages.some((m) => (m as { type: string }).type === 'subscribed'));
+    const procs = await socket('/ws/execution-processes');
+
+    const { attemptId, processId } = await h.start(taskId);
+    await h.until(attemptId, ['completed']);
+    await eventually(async () => tasks.messages.filter((m) => (m as { type: string }).type === 'task.status_changed').length >= 2);
+    const statuses = tasks.messages.filter((m) => (m as { type: string }).type === 'task.status_changed');
+    expect(statuses).toEqual([
+      expect.objectContaining({ type: 'task.status_changed', taskId, status: 'in_progress', timestamp: expect.any(String) }),
+      expect.objectContaining({ type: 'task.status_changed', taskId, status: 'review' }),
+    ]);
+    await eventually(async () => procs.messages.some((m) => (m as { type: string; processId: string }).type === 'process_completed'));
+    const mine = procs.messages.filter((m) => (m as { processId: string }).processId === processId).map((m) => (m as { type: string }).type);
+    expect(mine[0]).toBe('process_started');
+    expect(mine.at(-1)).toBe('process_completed');
+
+    const raw = await socket(`/ws/execution-processes/${processId}/logs/raw`);
+    await raw.closed;
+    expect(raw.messages).toContain('edited README.md\n');
+    const norm = await socket(`/ws/execution-processes/${processId}/logs/normalized`);
+    await norm.closed;
+    expect(norm.messages).toContainEqual(expect.objectContaining({ level: 'info', message: 'done', source: 'stdout', metadata: {} }));
+
+    const all = await readSse(`/api/events/processes/${processId}/logs`);
+    const logs = all.filter((e) => e.event === 'log');
+    expect(logs.map((e) => Number(e.id))).toEqual(logs.map((_, i) => i + 1));
+    expect(all.at(-1)).toMatchObject({ event: 'end', data: { status: 'completed' } });
+    const resumed = await readSse(`/api/events/processes/${processId}/logs`, { 'last-event-id': '3' });
+    expect(resumed.filter((e) => e.event === 'log').map((e) => Number(e.id))).toEqual(logs.slice(3).map((e) => Number(e.id)));
+
+    const diff = await readSse(`/api/events/task-attempts/${attemptId}/diff`);
+    expect(diff[0]).toMatchObject({ event: 'diff', data: { attemptId, summary: { filesChanged: 2, additions: 4, deletions: 0 } } });
+    const again = await readSse(`/api/events/task-attempts/${attemptId}/diff`, { 'last-event-id': diff[0]?.id as string });
+    expect(again.map((e) => e.event)).toEqual(['end']);
+    tasks.ws.close();
+    procs.ws.close();
+  });
+
+  test('follow logs stream until the attempt ends; follow-ups run as new processes FIFO', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'SLOWEDIT with follow-ups');
+    const { attemptId, processId } = await h.start(taskId);
+    const followed = await new Promise<string>((resolve, reject) => {
+      http.get(`${base}/api/attempts/${attemptId}/logs?follow=true`, (res) => {
+        let buf = '';
+        res.on('data', (d) => (buf += d));
+        res.on('end', () => resolve(buf));
+      }).on('error', reject);
+    });
+    const lines = followed.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    expect(lines.map((l) => l.message)).toEqual(expect.arrayContaining(['thinking slowly', 'created src/added.txt', 'agent exited with code 0']));
+    expect((await h.attempt(attemptId)).status).toBe('completed');
+
+    for (const prompt of ['FOLLOWUP one', 'FOLLOWUP two']) {
+      const r = await h.inject('POST', `/api/attempts/${attemptId}/follow-up`, { prompt });
+      expect(r.statusCode).toBe(202);
+    }
+    const procs = await eventually(async () => {
+      const list = (await h.inject('GET', `/api/processes?attemptId=${attemptId}`)).json().data as { id: string; kind: string; status: string }[];
+      return list.length === 3 && list.every((x) => x.status === 'completed') ? list : undefined;
+    }, 30_000);
+    expect(procs.filter((x) => x.kind === 'follow_up')).toHaveLength(2);
+    expect(procs.some((x) => x.id === processId)).toBe(true);
+    const a = await h.until(attemptId, ['completed']);
+    expect(a.changes.filesCreated).toBe(2); // src/added.txt and notes.txt
+    const diff = (await h.inject('GET', `/api/attempts/${attemptId}/diff?format=json&file=notes.txt`)).json().data;
+    expect(diff.files[0].changes.map((c: { content: string }) => c.content)).toEqual(['FOLLOWUP one', 'FOLLOWUP two']);
+    const client = await stack.temporal.client();
+    const progress = await client.workflow.getHandle(`attempt:${attemptId}`).query('progress');
+    expect(progress).toMatchObject({ attemptId, stage: 'idle', pendingFollowUps: 0, lastOutcome: 'completed' });
+    await recordHistory(stack, `attempt:${attemptId}`, 'attempt-two-follow-ups');
+
+    const metrics = (await h.inject('GET', `/api/processes/${processId}/metrics`)).json().data;
+    expect(metrics.processId).toBe(processId);
+    expect(metrics.metrics.length).toBeGreaterThan(0);
+    expect(metrics.metrics[0]).toEqual({ timestamp: expect.any(String), cpu: expect.any(Number), memory: expect.any(Number), diskIO: expect.any(Number), networkIO: 0 });
+    expect(metrics.averages.memory).toBeGreaterThan(0);
+    const text = await stack.metrics.registry.metrics();
+    expect(text).toMatch(/armada_attempts_started_total\{llm="scripted"\} \d+/);
+    expect(text).toMatch(/armada_attempts_finished_total\{llm="scripted",status="completed"\} \d+/);
+    expect(text).toMatch(/armada_attempt_duration_seconds_count\{llm="scripted",status="completed"\} \d+/);
+    expect(text).toMatch(/armada_attempt_queue_wait_seconds_count\{llm="scripted"\} \d+/);
+    expect(text).toMatch(/armada_agent_processes_running\{llm="scripted"\} 0/);
+  });
+});

@@ -1,0 +1,118 @@
+/** The attempt engine end to end over HTTP with a scripted agent: run, logs, diff, branches, merge strategies, cleanup. */
+import fs from 'node:fs';
+import { startTestStack, type TestStack } from '../support/harness';
+import { agentConfig, api, gitOk, gitOut, recordHistory } from '../support/attemptHelpers';
+
+let stack: TestStack;
+let h: ReturnType<typeof api>;
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: ['task'], worker: true, file: agentConfig() });
+  h = api(stack);
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+const ndjson = (body: string) => body.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+
+describe('attempt engine', () => {
+  test('scripted agent: start → running → completed; logs, diff, branches, ff merge', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'Add a file', 'please edit');
+    const started = await h.start(taskId);
+    expect(started.status).toBe('running');
+    expect(started.processId).toBeTruthy();
+    const task1 = (await h.inject('GET', `/api/tasks/${taskId}`)).json().data;
+    expect(task1.status).toBe('in_progress');
+
+    const a = await h.until(started.attemptId, ['completed', 'failed']);
+    expect(a).toMatchObject({ status: 'completed', llm: 'scripted', taskId, number: 1, processId: started.processId });
+    expect(a.branch).toBe(`armada/task-${taskId}-attempt-1`);
+    expect(a.changes).toEqual({ filesChanged: 2, filesCreated: 1, filesModified: 1, filesDeleted: 0, linesAdded: 4, linesRemoved: 0 });
+    expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status).toBe('review');
+
+    const rawLogs = await h.inject('GET', `/api/attempts/${a.id}/logs`);
+    const logs = ndjson(rawLogs.body);
+    const messages = logs.map((l) => l.message);
+    expect(messages).toEqual(expect.arrayContaining(['edited README.md', 'created src/added.txt', 'done', 'prompt has 23 chars; env prompt matches: true']));
+    expect(logs[0]).toEqual(expect.objectContaining({ level: 'info', timestamp: expect.any(String) }));
+    const errorsOnly = ndjson((await h.inject('GET', `/api/attempts/${a.id}/logs?level=error`)).body);
+    expect(errorsOnly).toEqual([]);
+
+    const diff = (await h.inject('GET', `/api/attempts/${a.id}/diff?format=json`)).json().data;
+    const byPath = Object.fromEntries(diff.files.map((f: { path: string }) => [f.path, f]));
+    expect(byPath['src/added.txt']).toMatchObject({ status: 'added', additions: 3, deletions: 0 });
+    expect(byPath['src/added.txt'].changes[0]).toEqual({ type: 'add', lineNumber: 1, content: 'one' });
+    expect(byPath['README.md']).toMatchObject({ status: 'modified', additions: 1, deletions: 0 });
+    expect(diff.summary).toEqual({ filesChanged: 2, additions: 4, deletions: 0 });
+    const unified = (await h.inject('GET', `/api/attempts/${a.id}/diff`)).json().data;
+    expect(unified.diff).toContain('+added by the agent');
+    const split = (await h.inject('GET', `/api/attempts/${a.id}/diff?format=split&file=README.md`)).json().data;
+    expect(split.files).toHaveLength(1);
+    expect(split.files[0].rows.at(-1)).toMatchObject({ left: null, right: { content: 'added by the agent', type: 'add' } });
+
+    const branches = (await h.inject('GET', `/api/projects/${p.id}/branches`)).json().data;
+    expect(branches.currentBranch).toBe('main');
+    expect(branches.managedBranches).toEqual([{ name: a.branch, taskId, attemptId: a.id }]);
+    expect(branches.branches.find((b: { name: string }) => b.name === a.branch)).toMatchObject({ isManagedWorktree: true, taskId, attemptId: a.id, isDefault: false });
+    expect(branches.branches.find((b: { name: string }) => b.name === 'main')).toMatchObject({ isManagedWorktree: false, isDefault: true, isCurrent: true });
+
+    const container = (await h.inject('GET', `/api/containers/${a.id}`)).json().data;
+    expect(container).toMatchObject({ id: a.id, taskAttemptId: a.id, status: 'inactive', branch: a.branch, baseBranch: 'main', gitStatus: { ahead: 1, behind: 0 } });
+    expect(container.diskUsage.used).toBeGreaterThan(0);
+
+    const branchHead = gitOut(p.repo, 'rev-parse', a.branch);
+    const merged = await h.inject('POST', `/api/attempts/${a.id}/merge`, {});
+    expect(merged.statusCode).toBe(200);
+    expect(merged.json().data).toMatchObject({ attemptId: a.id, merged: true, cleanup: false, commitSha: branchHead });
+    expect(gitOut(p.repo, 'rev-parse', 'main')).toBe(branchHead); // fast-forward
+    expect(fs.readFileSync(`${p.repo}/src/added.txt`, 'utf8')).toBe('one\ntwo\nthree\n'); // the checked-out base moved with its work tree
+    expect(gitOut(p.repo, 'status', '--porcelain')).toBe('');
+    expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status).toBe('completed');
+    expect((await h.attempt(a.id)).mergedAt).not.toBeNull();
+    expect((await h.inject('POST', `/api/attempts/${a.id}/merge`, {})).statusCode).toBe(409);
+  });
+
+  test('no-ff merge with cleanup removes worktree and branch', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'Edit for no-ff');
+    const { attemptId } = await h.start(taskId);
+    const a = await h.until(attemptId, ['completed', 'failed']);
+    expect(a.status).toBe('completed');
+    expect(fs.existsSync(a.worktreePath)).toBe(true);
+    const before = gitOut(p.repo, 'rev-parse', 'main');
+    const branchHead = gitOut(p.repo, 'rev-parse', a.branch);
+    const r = await h.inject('POST', `/api/task-attempts/${attemptId}/merge`, { strategy: 'no-ff', cleanup: true, message: 'Merge the agent work' });
+    expect(r.statusCode).toBe(200);
+    expect(r.json().data).toMatchObject({ merged: true, cleanup: true });
+    const head = gitOut(p.repo, 'rev-parse', 'main');
+    expect(head).toBe(r.json().data.commitSha);
+    expect(gitOut(p.repo, 'log', '-1', '--format=%P', 'main').split(' ')).toEqual([before, branchHead]);
+    expect(gitOut(p.repo, 'log', '-1', '--format=%s', 'main')).toBe('Merge the agent work');
+    expect(fs.existsSync(a.worktreePath)).toBe(false);
+    expect(gitOk(p.repo, 'rev-parse', '--verify', '--quiet', `refs/heads/${a.branch}`)).toBe(false);
+    expect(gitOut(p.repo, 'worktree', 'list')).not.toContain(attemptId);
+    const container = (await h.inject('GET', `/api/containers/${attemptId}`)).json().data;
+    expect(container.status).toBe('merged');
+    // the closed attempt workflow has finished
+    const client = await stack.temporal.client();
+    await expect(client.workflow.getHandle(`attempt:${attemptId}`).result()).resolves.toBe('completed');
+    await recordHistory(stack, `attempt:${attemptId}`, 'attempt-merged-cleanup');
+    await recordHistory(stack, `merge:${attemptId}`, 'merge-no-ff-cleanup');
+  });
+
+  test('squash merge lands one commit with the changes on the base branch', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'Edit for squash');
+    const { attemptId } = await h.start(taskId);
+    const a = await h.until(attemptId, ['completed', 'failed']);
+    const before = gitOut(p.repo, 'rev-parse', 'main');
+    const r = await h.inject('POST', `/api/attempts/${attemptId}/merge`, { strategy: 'squash' });
+    expect(r.statusCode).toBe(200);
+    expect(gitOut(p.repo, 'log', '-1', '--format=%P', 'main')).toBe(before);
+    expect(gitOut(p.repo, 'log', '-1', '--format=%s', 'main')).toBe('Edit for squash');
+    expect(gitOut(p.repo, 'show', 'main:src/added.txt')).toBe('one\ntwo\nthree');
+    expect(gitOk(p.repo, 'merge-base', '--is-ancestor', a.branch, 'main')).toBe(false);
+  });
+});

@@ -1,0 +1,77 @@
+/** Helpers of the attempt-engine tests: a stack whose config knows the scripted agent, and git checks. */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { eventually, makeGitRepo, type TestStack } from './harness';
+
+export const SCRIPTED_AGENT = path.join(__dirname, '..', 'fixtures', 'agents', 'scripted-agent.js');
+
+export const agentConfig = (extra: Record<string, unknown> = {}) => ({
+  agents: {
+    scripted: { command: [process.execPath, SCRIPTED_AGENT], format: 'text', resumeArgs: [] },
+    single: { command: [process.execPath, SCRIPTED_AGENT], format: 'text', maxConcurrent: 1 },
+  },
+  attempts: { heartbeatTimeoutMs: 5000, killGraceMs: 1000 },
+  ...extra,
+});
+
+export function gitOut(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+}
+
+export function gitOk(cwd: string, ...args: string[]): boolean {
+  try {
+    execFileSync('git', args, { cwd, stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function api(stack: TestStack) {
+  const inject = async (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown, headers?: Record<string, string>) =>
+    stack.app('task').inject({ method, url, payload: payload as object, headers });
+  return {
+    inject,
+    async project(files?: Record<string, string>) {
+      const repo = makeGitRepo(files ?? { 'README.md': 'line 1\nline 2\n', 'src/keep.txt': 'keep\n' });
+      const r = await inject('POST', '/api/projects', { name: `p-${Math.random().toString(36).slice(2)}`, repository: { url: repo } });
+      if (r.statusCode !== 201) throw new Error(`project: ${r.body}`);
+      return { id: r.json().data.id as string, repo };
+    },
+    async task(projectId: string, title: string, description = '') {
+      const r = await inject('POST', '/api/tasks', { projectId, title, description });
+      if (r.statusCode !== 201) throw new Error(`task: ${r.body}`);
+      return r.json().data.id as string;
+    },
+    async start(taskId: string, llm = 'scripted', headers?: Record<string, string>) {
+      const r = await inject('POST', `/api/tasks/${taskId}/start`, { llm }, headers);
+      if (r.statusCode !== 200) throw new Error(`start: ${r.statusCode} ${r.body}`);
+      return r.json().data as { attemptId: string; status: string; processId: string; startedAt: string };
+    },
+    async attempt(id: string) {
+      return (await inject('GET', `/api/attempts/${id}`)).json().data;
+    },
+    async until(id: string, statuses: string[], timeoutMs = 30_000) {
+      return eventually(async () => {
+        const a = (await inject('GET', `/api/attempts/${id}`)).json().data;
+        return statuses.includes(a.status) ? a : undefined;
+      }, timeoutMs, 100);
+    },
+  };
+}
+
+/**
+ * Saves a workflow's history as a replay fixture (test/fixtures/histories/<name>.json) when ARMADA_RECORD_HISTORIES
+ * is set; the replay test (test/integration/attemptReplay.test.ts) runs every saved history.
+ */
+export async function recordHistory(stack: TestStack, workflowId: string, name: string): Promise<void> {
+  if (!process.env.ARMADA_RECORD_HISTORIES) return;
+  const fs = await import('node:fs');
+  const { temporal } = await import('@temporalio/proto');
+  const history = await (await stack.temporal.client()).workflow.getHandle(workflowId).fetchHistory();
+  // binary protobuf (base64): the installed SDK's JSON history parser cannot load JSON histories (two protobufjs copies)
+  const historyBase64 = Buffer.from(temporal.api.history.v1.History.encode(history).finish()).toString('base64');
+  const dir = path.join(__dirname, '..', 'fixtures', 'histories');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, `${name}.json`), `${JSON.stringify({ workflowId, events: history.events?.length ?? 0, historyBase64 })}\n`);
+}

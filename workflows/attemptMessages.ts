@@ -1,0 +1,27 @@
+/** Messages of attemptWorkflow (`attempt:<attemptId>`), defined once and imported by the API that sends them. */
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+
+export interface FollowUpRequest {
+  prompt: string;
+  draftId?: string;
+  source?: string;
+}
+
+export interface AttemptProgress {
+  attemptId: string;
+  stage: 'preparing' | 'running' | 'committing' | 'recording' | 'idle' | 'closing' | 'done';
+  currentProcessId: string | null;
+  processIds: string[];
+  pendingFollowUps: number;
+  worktreePath: string | null;
+  branch: string | null;
+  lastOutcome: 'completed' | 'failed' | 'cancelled' | null;
+}
+
+/** Queue a follow-up prompt: follow-ups run FIFO, each as a new agent process resuming the session. */
+export const followUpSignal = defineSignal<[FollowUpRequest]>('followUp');
+/** Stop one agent process (the API has already marked it stopped; this also drops it if it is still queued). */
+export const stopProcessSignal = defineSignal<[{ processId: string }]>('stopProcess');
+/** Close the attempt workflow (after a merge with cleanup): no more follow-ups. */
+export const closeAttemptSignal = defineSignal('closeAttempt');
+export const progressQuery = defineQuery<AttemptProgress>('progress');

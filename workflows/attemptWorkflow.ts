@@ -1,0 +1,197 @@
+/**
+ * attemptWorkflow (`attempt:<attemptId>`): prepare the worktree, run the agent, commit its changes on the attempt
+ * branch, record the outcome; then stay open for follow-up prompts until closed, cancelled or idle.
+ * Cancellation is workflow cancellation (the API records `cancelled` first; the agent's process group is killed).
+ */
+import {
+  CancellationScope,
+  condition,
+  continueAsNew,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  uuid4,
+  workflowInfo,
+  ActivityCancellationType,
+  patched,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { PreparedWorktree } from '../activities/git/worktree';
+import type { RunAgentResult } from '../activities/agent/runAgent';
+import { closeAttemptSignal, followUpSignal, progressQuery, stopProcessSignal, type AttemptProgress, type FollowUpRequest } from './attemptMessages';
+
+export interface AttemptWorkflowInput {
+  attemptId: string;
+  taskId: string;
+  llm: string;
+  /** id of the first agent process (returned by the start endpoint) */
+  processId: string;
+  prompt: string;
+  /** commit message of the agent's changes */
+  commitMessage: string;
+  timeoutMs: number;
+  heartbeatTimeoutMs: number;
+  idleTimeoutMs: number;
+  requestedAt: string;
+  /** state carried over by continue-as-new */
+  carried?: { worktree: PreparedWorktree; queue: FollowUpRequest[]; processIds: string[]; lastOutcome: AttemptProgress['lastOutcome'] };
+}
+
+const projection = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 20 }, // a projection write retries until Postgres is back
+});
+const { prepareWorktree } = proxyActivities<Activities>({
+  startToCloseTimeout: '35 minutes',
+  heartbeatTimeout: '2 minutes',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 5 },
+});
+
+/** Worktree activities run on the worker of the host that made the worktree. */
+function hostActivities(hostQueue: string, input: AttemptWorkflowInput) {
+  const agent = proxyActivities<Activities>({
+    taskQueue: hostQueue,
+    startToCloseTimeout: input.timeoutMs + 5 * 60_000,
+    heartbeatTimeout: input.heartbeatTimeoutMs,
+    // a host whose worker never comes back: give up after this long without a worker picking the run up
+    scheduleToStartTimeout: '15 minutes',
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    // one retry: a run lost with its worker (heartbeat timeout) restarts once on the restarted worker
+    retry: { initialInterval: '1s', maximumAttempts: 2 },
+  });
+  const git = proxyActivities<Activities>({
+    taskQueue: hostQueue,
+    startToCloseTimeout: '5 minutes',
+    scheduleToStartTimeout: '15 minutes',
+    retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: 5 },
+  });
+  return { runAgent: agent.runAgent, commitChanges: git.commitChanges, removeWorktree: git.removeWorktree };
+}
+
+const message = (err: unknown): string => {
+  const e = err as { message?: string; cause?: { message?: string; cause?: { message?: string } } };
+  return e.cause?.cause?.message ?? e.cause?.message ?? e.message ?? String(err);
+};
+
+export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<AttemptProgress['lastOutcome']> {
+  const queue: FollowUpRequest[] = [...(input.carried?.queue ?? [])];
+  let closing = false;
+  const state: AttemptProgress = {
+    attemptId: input.attemptId,
+    stage: input.carried ? 'idle' : 'preparing',
+    currentProcessId: null,
+    processIds: [...(input.carried?.processIds ?? [])],
+    pendingFollowUps: queue.length,
+    worktreePath: input.carried?.worktree.worktreePath ?? null,
+    branch: input.carried?.worktree.branch ?? null,
+    lastOutcome: input.carried?.lastOutcome ?? null,
+  };
+  setHandler(followUpSignal, (f) => {
+    queue.push(f);
+    state.pendingFollowUps = queue.length;
+  });
+  setHandler(stopProcessSignal, async ({ processId }) => {
+    // the row moves to stopped (a no-op when the API already did it); the running runAgent watches that row
+    await projection.requestProcessStop({ processId });
+  });
+  setHandler(closeAttemptSignal, () => {
+    closing = true;
+  });
+  setHandler(progressQuery, () => ({ ...state, pendingFollowUps: queue.length }));
+
+  let worktree = input.carried?.worktree;
+
+  /** One agent process, its commit and the recorded outcome; 'cancelled' when the attempt was cancelled. */
+  const runOnce = async (wt: PreparedWorktree, processId: string, prompt: string, kind: 'initial' | 'follow_up') => {
+    const host = hostActivities(wt.hostQueue, input);
+    state.stage = 'running';
+    state.currentProcessId = processId;
+    state.processIds.push(processId);
+    const r: RunAgentResult = await host.runAgent({
+      attemptId: input.attemptId,
+      taskId: input.taskId,
+      processId,
+      llm: input.llm,
+      kind,
+      prompt,
+      worktreePath: wt.worktreePath,
+      timeoutMs: input.timeoutMs,
+      requestedAt: kind === 'initial' ? input.requestedAt : undefined,
+    });
+    state.currentProcessId = null;
+    if (r.status === 'cancelled') return 'cancelled' as const;
+    state.stage = 'committing';
+    let error = r.error;
+    try {
+      await host.commitChanges({ attemptId: input.attemptId, worktreePath: wt.worktreePath, baseCommit: wt.baseCommit, message: input.commitMessage });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      error = error ?? `committing the agent's changes failed: ${message(err)}`;
+    }
+    // a stopped process ends the run early on purpose: its changes are kept for review
+    const status = (r.status === 'completed' || r.status === 'stopped') && !error ? 'completed' : 'failed';
+    state.stage = 'recording';
+    await projection.recordAttemptOutcome({ attemptId: input.attemptId, status, error, summary: r.summary });
+    return status;
+  };
+
+  if (!worktree) {
+    try {
+      worktree = await prepareWorktree({ attemptId: input.attemptId, processId: input.processId });
+      state.worktreePath = worktree.worktreePath;
+      state.branch = worktree.branch;
+      state.lastOutcome = await runOnce(worktree, input.processId, input.prompt, 'initial');
+    } catch (err) {
+      if (isCancellation(err)) {
+        state.lastOutcome = 'cancelled';
+        throw err;
+      }
+      state.lastOutcome = 'failed';
+      await CancellationScope.nonCancellable(() =>
+        projection.recordAttemptOutcome({ attemptId: input.attemptId, status: 'failed', error: message(err), summary: '' }),
+      );
+      if (!worktree) return 'failed';
+    }
+  }
+  /** The attempt row was deleted with its task or project: remove what it left on disk. */
+  const cleanupIfDeleted = async (wt: PreparedWorktree) => {
+    if (!patched('cleanup-deleted-attempt')) return;
+    if ((await projection.attemptStatus({ attemptId: input.attemptId })) !== null) return;
+    await CancellationScope.nonCancellable(() =>
+      hostActivities(wt.hostQueue, input).removeWorktree({ attemptId: null, repoPath: wt.repoPath, worktreePath: wt.worktreePath, branch: wt.branch, deleteBranch: true }),
+    );
+  };
+
+  if (state.lastOutcome === 'cancelled') {
+    if (worktree) await cleanupIfDeleted(worktree);
+    return 'cancelled';
+  }
+
+  // follow-ups, one after another, until closed or idle
+  for (;;) {
+    state.stage = 'idle';
+    const woke = await condition(() => queue.length > 0 || closing, input.idleTimeoutMs);
+    if (!woke || closing) break;
+    const next = queue.shift() as FollowUpRequest;
+    state.pendingFollowUps = queue.length;
+    if ((await projection.attemptStatus({ attemptId: input.attemptId })) === null) {
+      await cleanupIfDeleted(worktree);
+      break;
+    }
+    await projection.recordAttemptResumed({ attemptId: input.attemptId });
+    const outcome = await runOnce(worktree, uuid4(), next.prompt, 'follow_up');
+    state.lastOutcome = outcome;
+    if (outcome === 'cancelled') {
+      await cleanupIfDeleted(worktree);
+      return 'cancelled';
+    }
+    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > 5000) {
+      await continueAsNew<typeof attemptWorkflow>({
+        ...input,
+        carried: { worktree, queue, processIds: state.processIds.slice(-50), lastOutcome: state.lastOutcome },
+      });
+    }
+  }
+  state.stage = 'done';
+  return state.lastOutcome;
+}

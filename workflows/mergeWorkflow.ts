@@ -1,0 +1,56 @@
+/** mergeWorkflow (`merge:<attemptId>`): merge the attempt branch on the host that holds it, record it, clean up on request. */
+import { getExternalWorkflowHandle, proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { MergeOutcome, MergeStrategy } from '../activities/git/mergeAttempt';
+import { closeAttemptSignal } from './attemptMessages';
+
+export interface MergeWorkflowInput {
+  attemptId: string;
+  hostQueue: string;
+  repoPath: string;
+  baseBranch: string;
+  branch: string;
+  worktreePath: string | null;
+  strategy: MergeStrategy;
+  message: string;
+  cleanup: boolean;
+}
+
+export type MergeWorkflowResult = MergeOutcome & { cleanedUp: boolean; mergedAt?: string };
+
+const projection = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 10 },
+});
+
+export async function mergeWorkflow(input: MergeWorkflowInput): Promise<MergeWorkflowResult> {
+  const git = proxyActivities<Activities>({
+    taskQueue: input.hostQueue,
+    startToCloseTimeout: '2 minutes',
+    scheduleToStartTimeout: '1 minute',
+    retry: { initialInterval: '1s', maximumAttempts: 3 },
+  });
+  const outcome = await git.mergeBranch({ repoPath: input.repoPath, baseBranch: input.baseBranch, branch: input.branch, strategy: input.strategy, message: input.message });
+  if (!outcome.ok) return { ...outcome, cleanedUp: false };
+  const mergedAt = await projection.recordAttemptMergedActivity({ attemptId: input.attemptId, commitSha: outcome.commitSha, cleanup: input.cleanup });
+  if (input.cleanup) {
+    await git.removeWorktree({ attemptId: input.attemptId, repoPath: input.repoPath, worktreePath: input.worktreePath, branch: input.branch, deleteBranch: true });
+    try {
+      await getExternalWorkflowHandle(`attempt:${input.attemptId}`).signal(closeAttemptSignal);
+    } catch {
+      // the attempt workflow has already closed
+    }
+  }
+  return { ...outcome, cleanedUp: input.cleanup, mergedAt };
+}
+
+/** removeAttemptWorkflow (`attempt-remove:<attemptId>`): remove an attempt's worktree and branch on its host (DELETE). */
+export async function removeAttemptWorkflow(input: { hostQueue: string; repoPath: string; worktreePath: string | null; branch: string | null }): Promise<void> {
+  const git = proxyActivities<Activities>({
+    taskQueue: input.hostQueue,
+    startToCloseTimeout: '2 minutes',
+    scheduleToStartTimeout: '1 minute',
+    retry: { initialInterval: '1s', maximumAttempts: 3 },
+  });
+  await git.removeWorktree({ attemptId: null, repoPath: input.repoPath, worktreePath: input.worktreePath, branch: input.branch, deleteBranch: true });
+}
