@@ -7,6 +7,7 @@ import type { ArmadaConfig } from '../lib/config';
 import { setCloneResult } from '../lib/db/projects';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
+import type { WorkerIdentity } from '../lib/workerIdentity';
 import { checkPullRequest } from './codehost/checkPullRequest';
 import { cloneRepository } from './git/cloneRepository';
 import { recordAgentTaskResult, type AgentTaskResultInput } from './multiAgent/recordAgentTaskResult';
@@ -23,6 +24,8 @@ export interface ActivityDeps {
   logger: Logger;
   /** The process's registry: activities record armada_* metrics here (served on /metrics). */
   metrics: Metrics;
+  /** The worker this process is: recorded on process rows. */
+  worker: WorkerIdentity;
 }
 
 export function createActivities(deps: ActivityDeps) {

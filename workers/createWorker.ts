@@ -8,6 +8,7 @@ import type { ArmadaConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
 import { hostQueue } from '../lib/temporal/queues';
+import { workerIdentity } from '../lib/workerIdentity';
 
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
 
@@ -60,8 +61,9 @@ export interface RunningWorkers {
 
 export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers> {
   const connection = await NativeConnection.connect({ address: opts.address });
+  const worker = workerIdentity(opts.identity);
   const workflowBundle = opts.workflowBundle ?? (await loadWorkflowBundle());
-  const activities = createActivities({ db: opts.db, config: opts.config, logger: opts.logger, metrics: opts.metrics });
+  const activities = createActivities({ db: opts.db, config: opts.config, logger: opts.logger, metrics: opts.metrics, worker });
   const shared = opts.config.temporal.taskQueue;
   const queues = opts.taskQueues?.length ? opts.taskQueues : [shared, hostQueue(shared)];
   const workers = await Promise.all(
@@ -74,7 +76,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
         activities,
         maxConcurrentActivityTaskExecutions: opts.concurrency ?? 20,
         shutdownGraceTime: opts.shutdownGraceMs ?? 10_000,
-        ...(opts.identity ? { identity: opts.identity } : {}),
+        identity: worker.identity,
       }),
     ),
   );

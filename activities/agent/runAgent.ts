@@ -22,6 +22,7 @@ import type { Logger } from '../../lib/logger';
 import { attemptMetrics } from '../../lib/attempts/metrics';
 import { publishProcessEvent, recordProcessEnded } from '../../lib/attempts/projections';
 import type { Metrics } from '../../lib/metrics';
+import type { WorkerIdentity } from '../../lib/workerIdentity';
 import { groupAlive, startGroupProcess } from '../../lib/process/processGroup';
 import { createParser } from './parsers';
 import { resolveAgentProfile } from './profiles';
@@ -53,6 +54,7 @@ export interface RunAgentDeps {
   config: ArmadaConfig;
   logger: Logger;
   metrics: Metrics;
+  worker?: WorkerIdentity;
 }
 
 const FLUSH_MS = 200;
@@ -148,7 +150,7 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
   let stopReason: 'stopped' | 'cancelled' | null = null;
 
   await withTransaction(deps.db, async (c) => {
-    await setProcessPid(c, input.processId, proc.pid);
+    await setProcessPid(c, input.processId, proc.pid, deps.worker);
     const p = await getProcess(c, input.processId);
     if (p) await publishProcessEvent(c, 'process_started', p, { pid: proc.pid, kind: input.kind });
   });

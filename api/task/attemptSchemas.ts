@@ -180,6 +180,7 @@ export const Process = Type.Object({
   kind: Type.String(),
   status: Type.String(),
   pid: Nullable(Type.Integer()),
+  worker: Nullable(Type.Object({ identity: Type.String(), host: Nullable(Type.String()) }, { description: 'the worker that ran the process (Temporal identity, host)' })),
   exitCode: Nullable(Type.Integer()),
   error: Nullable(Type.String()),
   startedAt: Type.String(),

@@ -55,6 +55,7 @@ export function processView(p: ProcessRow) {
     kind: p.kind,
     status: p.status,
     pid: p.pid,
+    worker: p.worker_identity ? { identity: p.worker_identity, host: p.worker_host } : null,
     exitCode: p.exit_code,
     error: p.error,
     startedAt: p.started_at.toISOString(),

@@ -1,4 +1,5 @@
 /** SQL for execution processes, their append-only log rows and their resource samples. */
+import type { WorkerIdentity } from '../workerIdentity';
 import type { Queryable } from './pool';
 
 export const PROCESS_STATUSES = ['running', 'completed', 'failed', 'cancelled', 'stopped'] as const;
@@ -28,6 +29,8 @@ export interface ProcessRow {
   prompt: string;
   status: ProcessStatus;
   pid: number | null;
+  worker_identity: string | null;
+  worker_host: string | null;
   exit_code: number | null;
   error: string | null;
   resources: ProcessResources;
@@ -82,8 +85,12 @@ export async function processesOfAttempt(db: Queryable, attemptId: string): Prom
   return rows;
 }
 
-export async function setProcessPid(db: Queryable, id: string, pid: number): Promise<void> {
-  await db.query(`UPDATE processes SET pid = $2, started_at = now(), progress = progress || '{"stage":"running"}'::jsonb WHERE id = $1`, [id, pid]);
+export async function setProcessPid(db: Queryable, id: string, pid: number, worker?: WorkerIdentity): Promise<void> {
+  await db.query(
+    `UPDATE processes SET pid = $2, started_at = now(), progress = progress || '{"stage":"running"}'::jsonb,
+            worker_identity = $3, worker_host = $4 WHERE id = $1`,
+    [id, pid, worker?.identity ?? null, worker?.host ?? null],
+  );
 }
 
 export async function setProcessLive(

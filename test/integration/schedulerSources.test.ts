@@ -1,3 +1,4 @@
+import { workerIdentity } from '../../lib/workerIdentity';
 import { createSchedulerActivities } from '../../activities/scheduler/schedulerActivities';
 import { openSecret } from '../../lib/secretBox';
 import { startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
@@ -172,7 +173,7 @@ describe('scheduler sources', () => {
   test('the periodic health check turns a failing source inactive and back', async () => {
     const f = await startFakeFlowBuilder();
     const s = (await inject('POST', '/api/v1/sources', { name: 'flaky', source_type: 'flow-builder', url: f.url })).json();
-    const acts = createSchedulerActivities({ db: stack.db, config: stack.config, logger, metrics: stack.metrics });
+    const acts = createSchedulerActivities({ db: stack.db, config: stack.config, logger, metrics: stack.metrics, worker: workerIdentity('test') });
     f.mode = 'bad';
     await acts.checkSourcesHealth();
     let row = (await inject('GET', `/api/v1/sources/${s.id}`)).json();
