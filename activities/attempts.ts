@@ -21,7 +21,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
     async recordAttemptOutcome(input: { attemptId: string; status: 'completed' | 'failed'; error: string | null; summary: string }): Promise<boolean> {
       const a = await recordAttemptFinished(deps.db, input.attemptId, input.status, input.error, input.summary);
       if (a) {
-        m.finished.inc({ llm: a.llm, status: a.status });
+        m.attempts.inc({ llm: a.llm, status: a.status });
         m.duration.observe({ llm: a.llm, status: a.status }, attemptDurationSeconds(a) ?? 0);
       }
       return Boolean(a);

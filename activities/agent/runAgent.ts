@@ -23,7 +23,8 @@ import { attemptMetrics } from '../../lib/attempts/metrics';
 import { publishProcessEvent, recordProcessEnded } from '../../lib/attempts/projections';
 import type { Metrics } from '../../lib/metrics';
 import type { WorkerIdentity } from '../../lib/workerIdentity';
-import { groupAlive, startGroupProcess } from '../../lib/process/processGroup';
+import { git } from '../../lib/git';
+import { groupAlive, killProcessesUnder, startGroupProcess } from '../../lib/process/processGroup';
 import { createParser } from './parsers';
 import { resolveAgentProfile } from './profiles';
 import { createGroupSampler } from './resourceSampler';
@@ -93,6 +94,16 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
     log('warn', `previous agent run (pid ${before.pid}) was left by a lost worker and has been killed; restarting`);
   } else if (ctx.info.attempt > 1) {
     log('warn', `agent run restarted (activity attempt ${ctx.info.attempt})`);
+  }
+  if (before?.pid || ctx.info.attempt > 1) {
+    // An earlier try may have started an agent here and never finished (its worker was lost), possibly before its pid
+    // was recorded. Any process still working in the worktree is killed, and whatever it left uncommitted is
+    // discarded, so the retried run starts from the tree as last committed and its changes are made exactly once.
+    const orphans = killProcessesUnder(input.worktreePath);
+    if (orphans.length) log('warn', `killed ${orphans.length} process(es) a lost run left in the worktree`);
+    await git(input.worktreePath, ['reset', '--hard', '--quiet', 'HEAD']);
+    await git(input.worktreePath, ['clean', '-fd', '--quiet']);
+    log('warn', 'uncommitted changes of the lost run were discarded; the agent starts again from the last commit');
   }
   if (!profile) {
     log('error', `unknown agent "${input.llm}"`);

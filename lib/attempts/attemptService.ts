@@ -171,7 +171,7 @@ export async function startNewAttempt(
     await startWorkflow(deps, client, task, attempt, proc.id);
     return { attempt, processId: proc.id, replayed: false };
   });
-  if (!result.replayed) attemptMetrics(deps.metrics.registry).started.inc({ llm: name });
+  if (!result.replayed) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: name, status: 'started' });
   return result;
 }
 
@@ -211,7 +211,7 @@ export async function startCreatedAttempt(deps: AttemptServiceDeps, attemptId: s
     await startWorkflow(deps, client, task, running, proc.id);
     return { attempt: running, processId: proc.id, replayed: false };
   });
-  attemptMetrics(deps.metrics.registry).started.inc({ llm: result.attempt.llm });
+  attemptMetrics(deps.metrics.registry).attempts.inc({ llm: result.attempt.llm, status: 'started' });
   return result;
 }
 
@@ -232,7 +232,7 @@ export async function cancelAttempt(deps: AttemptServiceDeps, attemptId: string)
     if (!done) throw conflict(`Attempt ${attemptId} is already ${cur.status}`, 'CONFLICT', { status: cur.status });
     return done;
   });
-  attemptMetrics(deps.metrics.registry).finished.inc({ llm: a.llm, status: 'cancelled' });
+  attemptMetrics(deps.metrics.registry).attempts.inc({ llm: a.llm, status: 'cancelled' });
   await cancelWorkflow(deps, attemptId);
   return a;
 }
@@ -251,7 +251,7 @@ export async function cancelTask(deps: AttemptServiceDeps, taskId: string): Prom
     return { task: (await getTask(c, taskId)) as TaskRow, cancelled };
   });
   for (const a of out.cancelled) {
-    attemptMetrics(deps.metrics.registry).finished.inc({ llm: a.llm, status: 'cancelled' });
+    attemptMetrics(deps.metrics.registry).attempts.inc({ llm: a.llm, status: 'cancelled' });
     await cancelWorkflow(deps, a.id);
   }
   return out;

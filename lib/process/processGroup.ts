@@ -155,3 +155,43 @@ export function startGroupProcess(opts: GroupProcessOptions): GroupProcess {
 
   return { pid, stop: (r) => (exited ? Promise.resolve() : stop(r)), done };
 }
+
+/**
+ * Kills (SIGKILL) every process whose working directory is `dir` or below it, with its process group: the agents a
+ * lost worker left running in a worktree, found even when their pid was never recorded. Returns the pids killed.
+ */
+export function killProcessesUnder(dir: string): number[] {
+  const root = dir.endsWith('/') ? dir : `${dir}/`;
+  const killed: number[] = [];
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return killed;
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
+    let cwd: string;
+    try {
+      cwd = fs.readlinkSync(`/proc/${e}/cwd`);
+    } catch {
+      continue;
+    }
+    if (cwd !== dir && !cwd.startsWith(root)) continue;
+    const pid = Number(e);
+    try {
+      const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
+      const pgid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+      if (pgid > 1 && pgid !== process.pid) signalGroup(pgid, 'SIGKILL');
+    } catch {
+      /* exited */
+    }
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* exited */
+    }
+    killed.push(pid);
+  }
+  return killed;
+}

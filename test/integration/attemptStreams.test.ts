@@ -142,8 +142,8 @@ describe('attempt streams', () => {
     expect(metrics.metrics[0]).toEqual({ timestamp: expect.any(String), cpu: expect.any(Number), memory: expect.any(Number), diskIO: expect.any(Number), networkIO: 0 });
     expect(metrics.averages.memory).toBeGreaterThan(0);
     const text = await stack.metrics.registry.metrics();
-    expect(text).toMatch(/armada_attempts_started_total\{llm="scripted"\} \d+/);
-    expect(text).toMatch(/armada_attempts_finished_total\{llm="scripted",status="completed"\} \d+/);
+    expect(text).toMatch(/armada_attempts_total\{llm="scripted",status="started"\} \d+/);
+    expect(text).toMatch(/armada_attempts_total\{llm="scripted",status="completed"\} \d+/);
     expect(text).toMatch(/armada_attempt_duration_seconds_count\{llm="scripted",status="completed"\} \d+/);
     expect(text).toMatch(/armada_attempt_queue_wait_seconds_count\{llm="scripted"\} \d+/);
     expect(text).toMatch(/armada_agent_processes_running\{llm="scripted"\} 0/);

@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { groupAlive, startGroupProcess } from '../../lib/process/processGroup';
+import { groupAlive, killProcessesUnder, startGroupProcess } from '../../lib/process/processGroup';
 
 const cwd = os.tmpdir();
 
@@ -42,5 +42,23 @@ describe('startGroupProcess', () => {
   test('a missing command is a spawn error, not a throw', async () => {
     const r = await startGroupProcess({ command: '/nonexistent/agent', cwd }).done;
     expect(r.spawnError).toMatch(/ENOENT/);
+  });
+});
+
+describe('killProcessesUnder', () => {
+  test('kills processes working in a directory (and their groups), leaves others alone', async () => {
+    const fs = require('node:fs') as typeof import('node:fs');
+    const path = require('node:path') as typeof import('node:path');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-orphans-'));
+    fs.mkdirSync(path.join(dir, 'sub'));
+    const inside = startGroupProcess({ command: 'bash', args: ['-c', 'cd sub && sleep 60'], cwd: dir });
+    const outside = startGroupProcess({ command: 'sleep', args: ['60'], cwd: os.tmpdir() });
+    await new Promise((r) => setTimeout(r, 300));
+    const killed = killProcessesUnder(dir);
+    expect(killed.length).toBeGreaterThan(0);
+    await inside.done;
+    expect(groupAlive(inside.pid)).toBe(false);
+    expect(groupAlive(outside.pid)).toBe(true);
+    await outside.stop();
   });
 });
