@@ -41,3 +41,11 @@ export function ok<T>(version: string, data: T): { success: true; data: T; meta:
 export function okPage<T>(version: string, data: T[], page: Pagination): { success: true; data: T[]; pagination: Pagination; meta: Meta } {
   return { success: true, data, pagination: page, meta: meta(version) };
 }
+
+/**
+ * A list page whose items are already serialised JSON (built by PostgreSQL): the envelope is written around them as
+ * text, the same shape `okPage` gives.
+ */
+export function rawPage(version: string, itemsJson: string, page: Pagination): string {
+  return `{"success":true,"data":${itemsJson},"pagination":${JSON.stringify(page)},"meta":${JSON.stringify(meta(version))}}`;
+}

@@ -1,5 +1,5 @@
 /** Task routes: /api/tasks…, /api/projects/:id/tasks, bulk update and delete. */
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import { notFound } from '../../lib/errors';
@@ -7,11 +7,11 @@ import { newId } from '../../lib/ids';
 import { getProject } from '../../lib/db/projects';
 import { withTransaction } from '../../lib/db/pool';
 import { attemptDurationSeconds, listAttemptsForTask, type AttemptRow } from '../../lib/db/attempts';
-import { deleteTasks, getTaskWithRepository, insertTask, listTasks, updateTasks, type TaskFilter, type TaskPatch, type TaskRow } from '../../lib/db/tasks';
+import { deleteTasks, getTaskWithRepository, insertTask, listTasksJson, updateTasks, type TaskFilter, type TaskPatch, type TaskRow } from '../../lib/db/tasks';
 import { publishTaskCreated, publishTaskStatusChanged } from '../../lib/events/taskEvents';
 import type { Queryable } from '../../lib/db/pool';
 import { actingUser } from '../http/actingUser';
-import { ok, okPage, pagination } from '../http/envelope';
+import { ok, pagination, rawPage } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, PagedEnvelope } from '../http/schemas';
 import type { TaskAppDeps as TaskServiceDeps, TaskPluginOptions } from './deps';
 import {
@@ -115,12 +115,14 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
       assignee: query.assignee,
       search: query.search,
     };
-    const { rows, total } = await listTasks(deps.db, filter, { limit: query.limit, offset: (query.page - 1) * query.limit, sort: query.sort });
-    return okPage(version, rows.map(taskView), pagination(query.page, query.limit, total));
+    const { json, total } = await listTasksJson(deps.db, filter, { limit: query.limit, offset: (query.page - 1) * query.limit, sort: query.sort });
+    return rawPage(version, json, pagination(query.page, query.limit, total));
   };
+  /** The page's items arrive serialised by PostgreSQL; the envelope is wrapped around them as text. */
+  const sendPage = (reply: FastifyReply, body: string) => reply.type('application/json; charset=utf-8').send(body);
 
-  app.get('/tasks', { schema: { tags: ['tasks'], querystring: TaskListQuery, response: { 200: PagedEnvelope(Task), ...ErrorResponses } } }, async (request) =>
-    list(request.query),
+  app.get('/tasks', { schema: { tags: ['tasks'], querystring: TaskListQuery, response: { 200: PagedEnvelope(Task), ...ErrorResponses } } }, async (request, reply) =>
+    sendPage(reply, await list(request.query)),
   );
 
   app.get(
@@ -133,9 +135,9 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
         response: { 200: PagedEnvelope(Task), ...ErrorResponses },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       if (!(await getProject(deps.db, request.params.id))) throw notFound(`Project ${request.params.id} not found`, 'PROJECT_NOT_FOUND');
-      return list(request.query as Static<typeof TaskListQuery>, request.params.id);
+      return sendPage(reply, await list(request.query as Static<typeof TaskListQuery>, request.params.id));
     },
   );
 

@@ -110,51 +110,69 @@ function where(filter: TaskFilter, values: unknown[]): string {
   return clauses.length ? `WHERE ${clauses.join(' AND ')}` : '';
 }
 
-/**
- * Counts matching tasks. Filters on project and status alone are answered from the trigger-kept task_counts
- * table, so the common list pages never scan tasks; other filters count the (narrower) matching rows.
- */
-async function countTasks(db: Queryable, filter: TaskFilter): Promise<number> {
-  const { projectId, status, ...rest } = filter;
-  const onlyCounted = Object.values(rest).every((v) => v === undefined || (Array.isArray(v) && v.length === 0) || v === '');
-  if (onlyCounted) {
-    const values: unknown[] = [];
-    const clauses: string[] = [];
-    if (projectId !== undefined) {
-      values.push(projectId);
-      clauses.push(`project_id = $${values.length}`);
-    }
-    if (status !== undefined) {
-      values.push(status);
-      clauses.push(`status = $${values.length}`);
-    }
-    const { rows } = await db.query<{ n: string | null }>(
-      `SELECT sum(n) AS n FROM task_counts ${clauses.length ? `WHERE ${clauses.join(' AND ')}` : ''}`,
-      values,
-    );
-    return Number(rows[0]?.n ?? 0);
-  }
-  const values: unknown[] = [];
-  const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM tasks ${where(filter, values)}`, values);
-  return Number(rows[0]?.n ?? 0);
+/** True when only project and status filter the list: its count then comes from the trigger-kept task_counts. */
+function countedByCounters(filter: TaskFilter): boolean {
+  const { projectId: _p, status: _s, ...rest } = filter;
+  return Object.values(rest).every((v) => v === undefined || (Array.isArray(v) && v.length === 0) || v === '');
 }
 
-export async function listTasks(
+/**
+ * A named prepared statement per distinct SQL text: PostgreSQL parses and plans it once per connection, and each
+ * execution sends only Bind/Execute. The texts are built from whitelists, so their number is small and bounded.
+ */
+const statementNames = new Map<string, string>();
+function prepared(text: string, values: unknown[]): { name: string; text: string; values: unknown[] } {
+  let name = statementNames.get(text);
+  if (!name) {
+    name = `tasks_${statementNames.size + 1}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values };
+}
+
+/** A task as the API shows it, built by PostgreSQL (ISO 8601 UTC timestamps with milliseconds, like toISOString). */
+const ISO = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const TASK_JSON = `json_build_object(
+  'id', t.id, 'projectId', t.project_id, 'title', t.title, 'description', t.description, 'status', t.status,
+  'priority', t.priority, 'labels', t.labels, 'assignee', t.assignee, 'createdBy', t.created_by,
+  'createdAt', ${ISO('t.created_at')}, 'updatedAt', ${ISO('t.updated_at')}, 'completedAt', ${ISO('t.completed_at')},
+  'metadata', t.metadata)`;
+
+/**
+ * One page of tasks, already serialised as the API's JSON array, and the total. PostgreSQL builds the JSON (no
+ * per-column parsing and re-serialising in Node: the list is the hottest read). Filters on project and status alone
+ * (the common pages) take one round trip, the total coming from task_counts; other filters count the (narrower)
+ * matching rows alongside.
+ */
+export async function listTasksJson(
   db: Queryable,
   filter: TaskFilter,
   page: { limit: number; offset: number; sort?: string },
-): Promise<{ rows: TaskRow[]; total: number }> {
+): Promise<{ json: string; total: number }> {
   const values: unknown[] = [];
   const w = where(filter, values);
   values.push(page.limit, page.offset);
-  const [list, total] = await Promise.all([
-    db.query<TaskRow>(
-      `SELECT * FROM tasks ${w} ORDER BY ${orderBy(page.sort)} LIMIT $${values.length - 1} OFFSET $${values.length}`,
-      values,
-    ),
-    countTasks(db, filter),
+  const order = orderBy(page.sort);
+  const pageSql = `SELECT * FROM tasks ${w} ORDER BY ${order} LIMIT $${values.length - 1} OFFSET $${values.length}`;
+  const aggregate = `COALESCE(json_agg(${TASK_JSON} ORDER BY ${order.replace(/(^|, )(\w+)/g, '$1t.$2')}), '[]'::json)::text AS json`;
+  if (countedByCounters(filter)) {
+    // where() only used project_id/status here, so the same parameters filter task_counts
+    const countWhere = w.replace(/\bproject_id\b/g, 'c.project_id').replace(/\bstatus\b/g, 'c.status');
+    const { rows } = await db.query<{ json: string; total_count: string }>(
+      prepared(
+        `SELECT ${aggregate}, (SELECT COALESCE(sum(c.n), 0)::bigint FROM task_counts c ${countWhere}) AS total_count
+           FROM (${pageSql}) t`,
+        values,
+      ),
+    );
+    return { json: rows[0]?.json ?? '[]', total: Number(rows[0]?.total_count ?? 0) };
+  }
+  const countValues: unknown[] = [];
+  const [list, count] = await Promise.all([
+    db.query<{ json: string }>(prepared(`SELECT ${aggregate} FROM (${pageSql}) t`, values)),
+    db.query<{ n: string }>(prepared(`SELECT count(*) AS n FROM tasks ${where(filter, countValues)}`, countValues)),
   ]);
-  return { rows: list.rows, total };
+  return { json: list.rows[0]?.json ?? '[]', total: Number(count.rows[0]?.n ?? 0) };
 }
 
 export interface TaskPatch {

@@ -200,3 +200,15 @@ describe('task events', () => {
     expect(rows[1]?.data).toMatchObject({ taskId: t.id, status: 'completed', previousStatus: 'pending' });
   });
 });
+
+describe('list items built by PostgreSQL', () => {
+  test('equal the task the API returns on create and patch, field for field (timestamps, nulls, labels, metadata)', async () => {
+    const created = await createTask({ title: 'Shape "quoted" \\ ünïcode', description: 'multi\nline', labels: ['a', 'b'], assignee: 'claude', metadata: { files: ['x.ts'], n: 1, nested: { ok: true } } });
+    const patched = (await inject('PATCH', `/api/tasks/${created.id}`, { status: 'completed' })).json().data;
+    const listed = (await inject('GET', `/api/tasks?projectId=${projectId}&limit=100`)).json().data.find((t: { id: string }) => t.id === created.id);
+    expect(listed).toEqual(patched);
+    const bare = await createTask({ title: 'No extras' });
+    const listedBare = (await inject('GET', `/api/projects/${projectId}/tasks?limit=100&search=No%20extras`)).json().data[0];
+    expect(listedBare).toEqual(bare);
+  });
+});
