@@ -63,7 +63,9 @@ const ALIASES: Record<string, string> = { claude: 'claude-code', 'claude-code-cl
 
 /** The profile for `llm`, or undefined when neither the config file nor the built-ins know it. */
 export function resolveAgentProfile(config: ArmadaConfig, llm: string): AgentProfile | undefined {
-  const configured = config.file.agents?.[llm];
+  // own properties only: a name such as "toString" or "__proto__" must not resolve through Object.prototype
+  const own = <T>(map: Record<string, T> | undefined, key: string): T | undefined => (map && Object.hasOwn(map, key) ? map[key] : undefined);
+  const configured = own(config.file.agents, llm);
   if (configured) {
     return {
       name: llm,
@@ -76,7 +78,7 @@ export function resolveAgentProfile(config: ArmadaConfig, llm: string): AgentPro
       prices: configured.prices ?? null,
     };
   }
-  const builtIn = BUILT_IN_PROFILES[llm] ?? BUILT_IN_PROFILES[ALIASES[llm] ?? ''];
+  const builtIn = own(BUILT_IN_PROFILES, llm) ?? own(BUILT_IN_PROFILES, own(ALIASES, llm) ?? '');
   if (!builtIn) return undefined;
   return { name: llm, env: {}, maxConcurrent: null, prices: null, ...builtIn };
 }

@@ -1,8 +1,9 @@
 /**
- * The command behind a multi-agent `llm` name. Only the config file's `agents` profiles are resolved here; this is
- * the one place to point at the shared profile library (built-in CLIs) once it exists.
+ * The command behind a multi-agent `llm` name: the shared agent profiles (the config file's `agents` plus the
+ * built-in coding-agent CLIs, activities/agent/profiles.ts), the same ones attempts use.
  */
 import type { ArmadaConfig } from '../../lib/config';
+import { knownAgentNames, resolveAgentProfile } from '../agent/profiles';
 
 export interface AgentCommand {
   command: string;
@@ -12,16 +13,16 @@ export interface AgentCommand {
   model?: string;
 }
 
-/** The profile named `llm`, or undefined when the config file has none by that name. */
+/** The profile named `llm`, or undefined when neither the config file nor the built-ins have it. */
 export function resolveAgentCommand(config: ArmadaConfig, llm: string): AgentCommand | undefined {
-  const profile = Object.hasOwn(config.file.agents ?? {}, llm) ? config.file.agents?.[llm] : undefined;
+  const profile = resolveAgentProfile(config, llm);
   if (!profile) return undefined;
   const [command, ...args] = profile.command;
   if (!command) return undefined;
-  return { command, args, env: profile.env ?? {}, format: profile.format ?? 'text', model: profile.model };
+  return { command, args, env: profile.env, format: profile.format, model: profile.model ?? undefined };
 }
 
 /** Profile names that resolve, for error messages. */
 export function knownAgentCommands(config: ArmadaConfig): string[] {
-  return Object.keys(config.file.agents ?? {}).sort();
+  return knownAgentNames(config);
 }

@@ -102,6 +102,6 @@ describe('shared memory', () => {
     const file = parseFileConfig({ agents: { real: { command: ['true'] } }, multiAgent: { agents: [{ name: 'x', llm: 'imaginary' }] } }, stack.config.configPath);
     const build = buildService('agents', { db: stack.db, config: { ...stack.config, file }, keys: stack.keys, temporal: stack.temporal, logger, metrics: stack.metrics });
     await expect(build).rejects.toThrow(ConfigError);
-    await expect(build).rejects.toThrow(/multiAgent\.agents\.0\.llm: "imaginary" \(agent "x"\) is not an agent profile; define it under "agents" or use one of: real/);
+    await expect(build).rejects.toThrow(/multiAgent\.agents\.0\.llm: "imaginary" \(agent "x"\) is not an agent profile; define it under "agents" or use one of: .*\breal\b/);
   });
 });

@@ -131,6 +131,12 @@ describe('attempt failures and bad input', () => {
     const u = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'no-such-agent' });
     expect(u.statusCode).toBe(400);
     expect(u.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { llm: 'unknown agent "no-such-agent"' } });
+    for (const llm of ['toString', '__proto__', 'constructor']) {
+      // names of Object.prototype members are unknown agents too, never a 500
+      const proto = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm });
+      expect(proto.statusCode).toBe(400);
+      expect(proto.json().error.code).toBe('VALIDATION_ERROR');
+    }
     expect((await stack.db.query('SELECT count(*)::int AS n FROM attempts WHERE task_id = $1', [taskId])).rows[0].n).toBe(0);
     const { attemptId } = await h.start(taskId);
     await h.until(attemptId, ['completed']);

@@ -12,9 +12,11 @@ function config(file: FileConfig): ArmadaConfig {
 
 describe('agent roster', () => {
   test('an llm that names no agent profile is a config error with a clear message', () => {
-    const c = config({ agents: { scripted: { command: ['node', 'a.js'] } }, multiAgent: { agents: [{ name: 'a', llm: 'claude' }] } });
+    const c = config({ agents: { scripted: { command: ['node', 'a.js'] } }, multiAgent: { agents: [{ name: 'a', llm: 'no-such-cli' }] } });
     expect(() => multiAgents(c)).toThrow(ConfigError);
-    expect(() => multiAgents(c)).toThrow('multiAgent.agents.0.llm: "claude" (agent "a") is not an agent profile; define it under "agents" or use one of: scripted');
+    expect(() => multiAgents(c)).toThrow(/multiAgent\.agents\.0\.llm: "no-such-cli" \(agent "a"\) is not an agent profile; define it under "agents" or use one of: .*\bscripted\b/);
+    // the built-in coding-agent CLIs are profiles too (shared with attempts)
+    expect(multiAgents(config({ multiAgent: { agents: [{ name: 'b', llm: 'claude' }] } }))[0]?.llm).toBe('claude');
   });
 
   test('duplicate names are a config error', () => {
