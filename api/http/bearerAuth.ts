@@ -38,6 +38,23 @@ export function isStreamRequest(request: FastifyRequest): boolean {
   return String(request.headers.accept ?? '').includes('text/event-stream');
 }
 
+/**
+ * Removes `access_token` from the request's URL and parsed query once it has been read, so no log line (ours, or a
+ * plugin's that prints the URL), no handler and no query validation ever sees the key.
+ */
+function scrubAccessToken(request: FastifyRequest): void {
+  const url = request.raw.url ?? '';
+  const q = url.indexOf('?');
+  if (q < 0) return;
+  const params = new URLSearchParams(url.slice(q + 1));
+  if (!params.has('access_token')) return;
+  params.delete('access_token');
+  const rest = params.toString();
+  request.raw.url = url.slice(0, q) + (rest ? `?${rest}` : '');
+  const query = request.query as Record<string, unknown> | undefined;
+  if (query && typeof query === 'object') delete query.access_token;
+}
+
 function presentedKey(request: FastifyRequest): string | undefined {
   const auth = request.headers.authorization;
   if (typeof auth === 'string') {
@@ -65,7 +82,9 @@ export function installBearerAuth(app: FastifyInstance, opts: BearerAuthOptions)
     if (OPEN_PATHS.has(path)) return;
     // CORS preflights carry no credentials by design; @fastify/cors answers them.
     if (request.method === 'OPTIONS' && request.headers['access-control-request-method']) return;
-    const match = matchKey(presentedKey(request), opts.keys);
+    const presented = presentedKey(request);
+    scrubAccessToken(request);
+    const match = matchKey(presented, opts.keys);
     if (!match) {
       return reply.code(401).header('www-authenticate', 'Bearer').send(errorBody(opts.version, 'UNAUTHORIZED', 'Authentication required'));
     }

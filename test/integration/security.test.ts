@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import WebSocket from 'ws';
 import { actingUser } from '../../api/http/actingUser';
+import { createLogger } from '../../lib/logger';
 import { startTestStack, type TestStack } from '../support/harness';
 
 const TASK_KEY = 'task-key-0123456789abcdef';
@@ -26,6 +27,21 @@ function probeRoutes(name: string, app: FastifyInstance) {
   });
   app.get('/api/auth-probe/whoami', (request: FastifyRequest) => ({ user: actingUser(request, 'local@armada') }));
 }
+
+/** Opens a WebSocket and reports the HTTP status it got (101 once a message arrives). */
+const wsOutcome = (url: string, headers: Record<string, string> = {}) =>
+  new Promise<{ status: number; message?: string }>((resolve, reject) => {
+    const ws = new WebSocket(url, { headers });
+    ws.on('unexpected-response', (_req, res) => {
+      resolve({ status: res.statusCode ?? 0 });
+      ws.terminate();
+    });
+    ws.on('message', (m) => {
+      resolve({ status: 101, message: m.toString() });
+      ws.close();
+    });
+    ws.on('error', (err) => reject(err));
+  });
 
 describe('bearer authentication (key and users configured)', () => {
   let stack: TestStack;
@@ -63,19 +79,6 @@ describe('bearer authentication (key and users configured)', () => {
     expect(await svc.json()).toEqual({ user: 'carol@example.com' });
   });
 
-  const wsOutcome = (url: string, headers: Record<string, string> = {}) =>
-    new Promise<{ status: number; message?: string }>((resolve, reject) => {
-      const ws = new WebSocket(url, { headers });
-      ws.on('unexpected-response', (_req, res) => {
-        resolve({ status: res.statusCode ?? 0 });
-        ws.terminate();
-      });
-      ws.on('message', (m) => {
-        resolve({ status: 101, message: m.toString() });
-        ws.close();
-      });
-      ws.on('error', (err) => reject(err));
-    });
 
   test('WebSocket: no key → 401, wrong key → 401, right key (header or access_token) → connected', async () => {
     expect((await wsOutcome(`ws://${base}/ws/auth-probe`)).status).toBe(401);
@@ -131,6 +134,37 @@ describe('bearer authentication (key and users configured)', () => {
     expect(String(preflight.headers['access-control-allow-headers']).toLowerCase()).toContain('authorization');
     const sched = await stack.app('scheduler').inject({ method: 'GET', url: '/health', headers: { origin: 'https://anywhere.example' } });
     expect(sched.headers['access-control-allow-origin']).toBe('*');
+  });
+});
+
+describe('a key sent as ?access_token never reaches the logs', () => {
+  const lines: string[] = [];
+  let stack: TestStack;
+  let base: string;
+  beforeAll(async () => {
+    const logger = createLogger('trace', 'armada', { write: (line: string) => void lines.push(line) });
+    stack = await startTestStack({ services: ['task'], env: { ARMADA_TASK_API_KEY: TASK_KEY }, file: { users }, beforeReady: probeRoutes, logger });
+    await stack.app('task').listen({ host: '127.0.0.1', port: 0 });
+    base = `127.0.0.1:${(stack.app('task').server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => stack?.close());
+
+  test('upgrades to non-WebSocket paths, unknown SSE paths and accepted streams log no key', async () => {
+    // an upgrade to a plain HTTP route gets no answer from @fastify/websocket: wait a moment, then drop it
+    const plain = new WebSocket(`ws://${base}/api/projects?access_token=${ANN_KEY}`);
+    plain.on('error', () => undefined);
+    await new Promise((r) => setTimeout(r, 1000));
+    plain.terminate();
+    expect((await wsOutcome(`ws://${base}/ws/no-such-socket?access_token=${BOB_KEY}&x=1`)).status).toBe(404);
+    expect((await fetch(`http://${base}/api/events/no-such-stream?access_token=${BOB_KEY}`)).status).toBe(404);
+    const ok = await fetch(`http://${base}/api/events/auth-probe?access_token=${ANN_KEY}`);
+    expect(await ok.text()).toContain('ann@example.com');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(lines.length).toBeGreaterThan(0);
+    const text = lines.join('');
+    expect(text).not.toContain(ANN_KEY);
+    expect(text).not.toContain(BOB_KEY);
+    expect(text).not.toContain(TASK_KEY);
   });
 });
 
