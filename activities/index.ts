@@ -8,6 +8,7 @@ import { setCloneResult } from '../lib/db/projects';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
 import type { WorkerIdentity } from '../lib/workerIdentity';
+import type { Slots } from '../lib/process/slots';
 import { checkPullRequest } from './codehost/checkPullRequest';
 import { cloneRepository } from './git/cloneRepository';
 import { recordAgentTaskResult, type AgentTaskResultInput } from './multiAgent/recordAgentTaskResult';
@@ -26,6 +27,8 @@ export interface ActivityDeps {
   metrics: Metrics;
   /** The worker this process is: recorded on process rows. */
   worker: WorkerIdentity;
+  /** This worker's cap on concurrent agent processes (`--max-agents`); undefined = only activity slots bound it. */
+  agentSlots?: Slots;
 }
 
 export function createActivities(deps: ActivityDeps) {

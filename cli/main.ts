@@ -13,10 +13,11 @@ Commands:
                         services and one worker. Ctrl-C stops all of it.
   api [--service S]...  Run HTTP services only (S: task, scheduler, agents, traces; default all).
                         Needs DATABASE_URL and TEMPORAL_ADDRESS (default 127.0.0.1:7233).
-  worker [--queue Q]... [--concurrency N] [--health-port N] [--grace S] [--identity ID]
+  worker [--queue Q]... [--concurrency N] [--max-agents N] [--health-port N] [--grace S] [--identity ID]
                         Run a Temporal worker (default queues: the shared queue and this host's queue).
                         --health-port serves /health, /metrics and POST /drain; SIGTERM or /drain stops
                         polling and gives running activities S seconds (default 30) to finish.
+                        --max-agents caps the agent processes this worker runs at once.
   bundle --out FILE     Prebuild the workflow bundle for production workers (ARMADA_WORKFLOW_BUNDLE=FILE).
   migrate               Apply database migrations (DATABASE_URL, or the embedded server of ARMADA_HOME).
   sources list|add|update|delete|health|flows
@@ -70,6 +71,7 @@ export async function main(argv: string[]): Promise<number> {
             'health-port': { type: 'string' },
             grace: { type: 'string' },
             identity: { type: 'string' },
+            'max-agents': { type: 'string' },
           },
         });
         const num = (v: string | undefined) => (v === undefined ? undefined : Number(v));
@@ -80,6 +82,7 @@ export async function main(argv: string[]): Promise<number> {
           healthPort: num(values['health-port'] ?? process.env.ARMADA_WORKER_PORT),
           graceSeconds: num(values.grace ?? process.env.ARMADA_WORKER_GRACE_SECONDS),
           identity: values.identity,
+          maxAgents: num(values['max-agents'] ?? process.env.ARMADA_WORKER_MAX_AGENTS),
         });
       }
       case 'bundle': {

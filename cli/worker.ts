@@ -18,6 +18,7 @@ export interface WorkerFlags {
   healthPort?: number;
   graceSeconds?: number;
   identity?: string;
+  maxAgents?: number;
 }
 
 function positiveInt(name: string, v: number | undefined, min = 1): void {
@@ -30,6 +31,7 @@ export async function runWorker(opts: WorkerFlags): Promise<number> {
   positiveInt('--concurrency', opts.concurrency);
   positiveInt('--grace', opts.graceSeconds, 0);
   if (opts.healthPort !== undefined) positiveInt('--health-port', opts.healthPort, 0);
+  positiveInt('--max-agents', opts.maxAgents);
   const identity = opts.identity ?? `${os.hostname()}-${process.pid}`;
   installTemporalRuntime(config.host, process.env.ARMADA_TEMPORAL_METRICS_PORT ? config.temporal.metricsPort : null, logger);
   const pool = createPool(config.databaseUrl, logger);
@@ -44,6 +46,7 @@ export async function runWorker(opts: WorkerFlags): Promise<number> {
     taskQueues: opts.queues,
     concurrency: opts.concurrency,
     identity,
+    maxAgents: opts.maxAgents,
     shutdownGraceMs: (opts.graceSeconds ?? 30) * 1000,
   });
   const queues = workers.workers.map((w) => w.options.taskQueue);

@@ -9,6 +9,7 @@ import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
 import { hostQueue } from '../lib/temporal/queues';
 import { workerIdentity } from '../lib/workerIdentity';
+import { createSlots } from '../lib/process/slots';
 
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
 
@@ -50,6 +51,8 @@ export interface WorkerOptions {
   shutdownGraceMs?: number;
   /** Temporal worker identity, shown in process records (default: host-pid). */
   identity?: string;
+  /** Cap on concurrent agent processes in this worker (all agents together). */
+  maxAgents?: number;
 }
 
 export interface RunningWorkers {
@@ -63,7 +66,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   const connection = await NativeConnection.connect({ address: opts.address });
   const worker = workerIdentity(opts.identity);
   const workflowBundle = opts.workflowBundle ?? (await loadWorkflowBundle());
-  const activities = createActivities({ db: opts.db, config: opts.config, logger: opts.logger, metrics: opts.metrics, worker });
+  const activities = createActivities({ db: opts.db, config: opts.config, logger: opts.logger, metrics: opts.metrics, worker, agentSlots: opts.maxAgents ? createSlots(opts.maxAgents) : undefined });
   const shared = opts.config.temporal.taskQueue;
   const queues = opts.taskQueues?.length ? opts.taskQueues : [shared, hostQueue(shared)];
   const workers = await Promise.all(

@@ -23,6 +23,7 @@ import { attemptMetrics } from '../../lib/attempts/metrics';
 import { publishProcessEvent, recordProcessEnded } from '../../lib/attempts/projections';
 import type { Metrics } from '../../lib/metrics';
 import type { WorkerIdentity } from '../../lib/workerIdentity';
+import type { Slots } from '../../lib/process/slots';
 import { git } from '../../lib/git';
 import { groupAlive, killProcessesUnder, startGroupProcess } from '../../lib/process/processGroup';
 import { createParser } from './parsers';
@@ -56,6 +57,7 @@ export interface RunAgentDeps {
   logger: Logger;
   metrics: Metrics;
   worker?: WorkerIdentity;
+  agentSlots?: Slots;
 }
 
 const FLUSH_MS = 200;
@@ -116,6 +118,9 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
     const outcome = await waitForAgentSlot(deps, input, profile.maxConcurrent);
     if (outcome) return outcome;
   }
+
+  const releaseSlot = await waitForWorkerSlot(deps, input);
+  if (typeof releaseSlot !== 'function') return releaseSlot;
 
   const parser = createParser(profile.format);
   const argv = input.kind === 'follow_up' ? profile.resumeCommand : profile.command;
@@ -218,6 +223,7 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
   ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
 
   const result = await proc.done;
+  releaseSlot();
   for (const t of timers) clearInterval(t);
   ctx.cancellationSignal.removeEventListener('abort', onCancel);
   m.running.dec({ llm: input.llm });
@@ -264,6 +270,30 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
  * advisory lock per agent name, so two workers cannot both take the last slot. Returns a result when the run was
  * stopped or cancelled while it waited.
  */
+/**
+ * This worker's own cap (`--max-agents`): waits, heartbeating, for a free agent slot. Returns the release function,
+ * or the run's result when it was cancelled while waiting.
+ */
+async function waitForWorkerSlot(deps: RunAgentDeps, input: RunAgentInput): Promise<(() => void) | RunAgentResult> {
+  const slots = deps.agentSlots;
+  if (!slots) return () => undefined;
+  const ctx = Context.current();
+  if (slots.inUse() >= slots.max) {
+    await appendLogs(deps.db, input.processId, input.attemptId, [
+      { level: 'info', message: `waiting for a free agent slot on this worker (--max-agents ${slots.max})`, timestamp: new Date().toISOString(), source: 'armada' },
+    ]);
+    await setProcessLive(deps.db, input.processId, { progress: { stage: 'queued', current: 'waiting for a free agent slot on this worker' } });
+  }
+  const beat = setInterval(() => ctx.heartbeat({ queued: true }), 1000);
+  try {
+    return await slots.acquire(ctx.cancellationSignal);
+  } catch {
+    throw new CancelledFailure('agent run cancelled while waiting for a worker slot');
+  } finally {
+    clearInterval(beat);
+  }
+}
+
 async function waitForAgentSlot(deps: RunAgentDeps, input: RunAgentInput, max: number): Promise<RunAgentResult | undefined> {
   const ctx = Context.current();
   let announced = false;
