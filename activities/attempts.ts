@@ -6,17 +6,18 @@ import { attemptDurationSeconds, getAttempt } from '../lib/db/attempts';
 import { runAgent, type RunAgentInput } from './agent/runAgent';
 import { mergeBranch, type MergeStrategy } from './git/mergeAttempt';
 import { commitChanges, prepareWorktree, removeWorktree } from './git/worktree';
+import { keepAlive } from './keepAlive';
 import type { ActivityDeps } from './index';
 
 export function createAttemptActivities(deps: ActivityDeps) {
   const m = attemptMetrics(deps.metrics.registry);
   return {
-    prepareWorktree: (input: { attemptId: string; processId: string }) => prepareWorktree(deps, input),
+    prepareWorktree: (input: { attemptId: string; processId: string }) => keepAlive(() => prepareWorktree(deps, input)),
     runAgent: (input: RunAgentInput) => runAgent(deps, input),
-    commitChanges: (input: { attemptId: string; worktreePath: string; baseCommit: string; message: string }) => commitChanges(deps, input),
+    commitChanges: (input: { attemptId: string; worktreePath: string; baseCommit: string; message: string }) => keepAlive(() => commitChanges(deps, input)),
     removeWorktree: (input: { attemptId: string | null; repoPath: string; worktreePath: string | null; branch: string | null; deleteBranch: boolean }) =>
-      removeWorktree(deps, input),
-    mergeBranch: (input: { repoPath: string; baseBranch: string; branch: string; strategy: MergeStrategy; message: string }) => mergeBranch(input),
+      keepAlive(() => removeWorktree(deps, input)),
+    mergeBranch: (input: { repoPath: string; baseBranch: string; branch: string; strategy: MergeStrategy; message: string }) => keepAlive(() => mergeBranch(input)),
     /** running → completed | failed, with events and the task status rule. */
     async recordAttemptOutcome(input: { attemptId: string; status: 'completed' | 'failed'; error: string | null; summary: string }): Promise<boolean> {
       const a = await recordAttemptFinished(deps.db, input.attemptId, input.status, input.error, input.summary);

@@ -43,7 +43,8 @@ const projection = proxyActivities<Activities>({
 });
 const { prepareWorktree } = proxyActivities<Activities>({
   startToCloseTimeout: '35 minutes',
-  heartbeatTimeout: '2 minutes',
+  // the activity heartbeats throughout (activities/keepAlive.ts): a lost worker is noticed in seconds
+  heartbeatTimeout: '15 seconds',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 5 },
 });
 
@@ -62,6 +63,7 @@ function hostActivities(hostQueue: string, input: AttemptWorkflowInput) {
   const git = proxyActivities<Activities>({
     taskQueue: hostQueue,
     startToCloseTimeout: '5 minutes',
+    heartbeatTimeout: '15 seconds',
     scheduleToStartTimeout: '15 minutes',
     retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: 5 },
   });

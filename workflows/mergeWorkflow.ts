@@ -27,6 +27,7 @@ export async function mergeWorkflow(input: MergeWorkflowInput): Promise<MergeWor
   const git = proxyActivities<Activities>({
     taskQueue: input.hostQueue,
     startToCloseTimeout: '2 minutes',
+    heartbeatTimeout: '15 seconds',
     scheduleToStartTimeout: '1 minute',
     retry: { initialInterval: '1s', maximumAttempts: 3 },
   });

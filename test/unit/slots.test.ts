@@ -5,8 +5,13 @@ test('at most max holders; waiters served in order; a release frees exactly one 
   const a = await s.acquire();
   const b = await s.acquire();
   const order: string[] = [];
-  const c = s.acquire().then((r) => (order.push('c'), r));
-  const d = s.acquire().then((r) => (order.push('d'), r));
+  const take = (name: string) =>
+    s.acquire().then((release) => {
+      order.push(name);
+      return release;
+    });
+  const c = take('c');
+  const d = take('d');
   await new Promise((r) => setImmediate(r));
   expect(s.inUse()).toBe(2);
   expect(order).toEqual([]);
