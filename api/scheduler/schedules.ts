@@ -4,15 +4,15 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { invalidRequest, notFound } from '../../lib/errors';
+import { invalidRequest } from '../../lib/errors';
 import { withTransaction } from '../../lib/db/pool';
-import { getWorkflow, listScheduledWorkflows, updateWorkflowSchedule, type WorkflowRow } from '../../lib/db/schedulerWorkflows';
+import { listScheduledWorkflows, updateWorkflowSchedule, type WorkflowRow } from '../../lib/db/schedulerWorkflows';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { createSchedule, setSchedulePaused, updateScheduleSpec } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import type { SchedulerPluginOptions } from './deps';
 import { DetailErrors, PatchScheduleBody, Schedule, ScheduleList, ScheduleParams } from './schemas';
-import { WORKFLOW_NOT_FOUND, checkSchedule, safeNextRun, temporalClient } from './workflows';
+import { checkSchedule, mustGetWorkflow, safeNextRun, temporalClient } from './workflows';
 
 async function scheduleView(deps: DetailServiceDeps, w: WorkflowRow) {
   return {
@@ -28,11 +28,7 @@ async function scheduleView(deps: DetailServiceDeps, w: WorkflowRow) {
 export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (fastify, { deps }) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const settings = schedulerSettings(deps.config);
-  const mustGet = async (name: string): Promise<WorkflowRow> => {
-    const w = await getWorkflow(deps.db, name);
-    if (!w) throw notFound(WORKFLOW_NOT_FOUND);
-    return w;
-  };
+  const mustGet = (name: string): Promise<WorkflowRow> => mustGetWorkflow(deps.db, name);
 
   app.get('/schedules', { schema: { tags: ['schedules'], response: { 200: ScheduleList, ...DetailErrors } } }, async () => {
     const rows = await listScheduledWorkflows(deps.db);

@@ -8,7 +8,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
 import { AppError, invalidRequest, notFound } from '../../lib/errors';
 import { isUuid, newId } from '../../lib/ids';
-import { withTransaction } from '../../lib/db/pool';
+import { withTransaction, type Queryable } from '../../lib/db/pool';
 import { UNIQUE_VIOLATION } from '../../lib/db/projects';
 import { failExecution, insertManualExecution } from '../../lib/db/schedulerExecutions';
 import { getSource, getSourceByName } from '../../lib/db/schedulerSources';
@@ -21,6 +21,13 @@ import type { SchedulerPluginOptions } from './deps';
 import { CreateWorkflowBody, CreatedWorkflow, DeletedWorkflow, DetailErrors, RunResult, Workflow, WorkflowList, WorkflowParams } from './schemas';
 
 export const WORKFLOW_NOT_FOUND = 'Workflow not found';
+
+/** The workflow named `name`, or 404 "Workflow not found". */
+export async function mustGetWorkflow(db: Queryable, name: string): Promise<WorkflowRow> {
+  const w = await getWorkflow(db, name);
+  if (!w) throw notFound(WORKFLOW_NOT_FOUND);
+  return w;
+}
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
@@ -76,11 +83,7 @@ export function checkSchedule(schedule: string | undefined, timezone: string | u
 export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (fastify, { deps }) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const settings = schedulerSettings(deps.config);
-  const mustGet = async (name: string): Promise<WorkflowRow> => {
-    const w = await getWorkflow(deps.db, name);
-    if (!w) throw notFound(WORKFLOW_NOT_FOUND);
-    return w;
-  };
+  const mustGet = (name: string): Promise<WorkflowRow> => mustGetWorkflow(deps.db, name);
 
   app.get('/workflows', { schema: { tags: ['workflows'], response: { 200: WorkflowList, ...DetailErrors } } }, async () => {
     const rows = await listWorkflows(deps.db);
