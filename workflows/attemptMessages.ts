@@ -18,6 +18,9 @@ export interface AttemptProgress {
   lastOutcome: 'completed' | 'failed' | 'cancelled' | null;
 }
 
+/** The attempt workflow of an attempt (one per attempt: starts are idempotent by this id). */
+export const attemptWorkflowId = (attemptId: string): string => `attempt:${attemptId}`;
+
 /** Queue a follow-up prompt: follow-ups run FIFO, each as a new agent process resuming the session. */
 export const followUpSignal = defineSignal<[FollowUpRequest]>('followUp');
 /** Stop one agent process (the API has already marked it stopped; this also drops it if it is still queued). */

@@ -3,7 +3,8 @@
  * signals the attempt; an auto-executed queue signals its prompts in order. The attempt workflow (`attempt:<id>`)
  * queues follow-ups FIFO and runs each as a new agent process, so signalling in order is executing in order.
  */
-import { defineSignal, getExternalWorkflowHandle, proxyActivities, sleep } from '@temporalio/workflow';
+import { getExternalWorkflowHandle, proxyActivities, sleep } from '@temporalio/workflow';
+import { attemptWorkflowId, followUpSignal } from './attemptMessages';
 import type { Activities } from '../activities';
 
 const { finishFollowUpDraftRecord, recordQueueItemSent } = proxyActivities<Activities>({
@@ -11,15 +12,6 @@ const { finishFollowUpDraftRecord, recordQueueItemSent } = proxyActivities<Activ
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
 });
 
-/** The attempt workflow's contract: signal `followUp` with `{prompt, draftId?, source?}`. */
-export interface FollowUpMessage {
-  prompt: string;
-  draftId?: string;
-  source?: string;
-}
-export const followUpSignal = defineSignal<[FollowUpMessage]>('followUp');
-
-export const attemptWorkflowId = (attemptId: string) => `attempt:${attemptId}`;
 
 export interface FollowUpDraftInput {
   draftId: string;

@@ -106,6 +106,28 @@ async function projectSlug(p: Pick<ProjectRow, 'repo_url' | 'git_repo_path'>): P
   throw new CodehostError(400, 'repository_not_on_codehost', 'The project repository is not a code-host repository (no owner/repo in its URL or origin)');
 }
 
+/** Ties a pull request to an attempt (created or attached) and starts watching it for the merge. */
+async function recordPullRequest(
+  deps: TaskAppDeps,
+  request: FastifyRequest,
+  attemptId: string,
+  slug: { owner: string; repo: string },
+  pr: HostPull,
+) {
+  const row = await upsertAttemptPullRequest(deps.db, {
+    attemptId,
+    owner: slug.owner,
+    repo: slug.repo,
+    number: pr.number,
+    htmlUrl: pr.html_url,
+    apiUrl: pr.url,
+    state: pr.state,
+    attachedBy: actingUser(request, deps.localUser),
+  });
+  await startPullRequestWatch(deps, attemptId);
+  return row;
+}
+
 export async function startPullRequestWatch(deps: TaskAppDeps, attemptId: string): Promise<void> {
   const client = await deps.temporal.client();
   await client.workflow.start('pullRequestWatchWorkflow', {
@@ -211,17 +233,7 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
         base: b.baseBranch ?? attempt.base_branch ?? attempt.repo_branch,
         draft: b.draft ?? false,
       });
-      await upsertAttemptPullRequest(deps.db, {
-        attemptId: attempt.attempt_id,
-        owner: slug.owner,
-        repo: slug.repo,
-        number: pr.number,
-        htmlUrl: pr.html_url,
-        apiUrl: pr.url,
-        state: pr.state,
-        attachedBy: actingUser(request, deps.localUser),
-      });
-      await startPullRequestWatch(deps, attempt.attempt_id);
+      await recordPullRequest(deps, request, attempt.attempt_id, slug, pr);
       return ok(version, pullRequestView(pr));
     },
   );
@@ -250,17 +262,7 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       const attempt = await mustAttempt(request.params.id);
       const { owner, repo, prNumber } = request.body;
       const pr = await host.getPull(await tokenOf(request), owner, repo, prNumber);
-      const row = await upsertAttemptPullRequest(deps.db, {
-        attemptId: attempt.attempt_id,
-        owner,
-        repo,
-        number: pr.number,
-        htmlUrl: pr.html_url,
-        apiUrl: pr.url,
-        state: pr.state,
-        attachedBy: actingUser(request, deps.localUser),
-      });
-      await startPullRequestWatch(deps, attempt.attempt_id);
+      const row = await recordPullRequest(deps, request, attempt.attempt_id, { owner, repo }, pr);
       return ok(version, { attemptId: attempt.attempt_id, prUrl: pr.html_url, prNumber: pr.number, attachedAt: row.attached_at.toISOString() });
     },
   );

@@ -25,7 +25,7 @@ import type { Metrics } from '../metrics';
 import { resolveAgentProfile } from '../../activities/agent/profiles';
 import type { AttemptWorkflowInput } from '../../workflows/attemptWorkflow';
 import type { MergeWorkflowInput, MergeWorkflowResult } from '../../workflows/mergeWorkflow';
-import { followUpSignal, stopProcessSignal } from '../../workflows/attemptMessages';
+import { attemptWorkflowId, followUpSignal, stopProcessSignal } from '../../workflows/attemptMessages';
 import { attemptMetrics } from './metrics';
 import { checkMergePreconditions } from './mergePreconditions';
 import { moveTask, publishAttemptEvent, recordAttemptCancelled, requestProcessEnd } from './projections';
@@ -45,7 +45,6 @@ export interface AttemptOptions {
   timeout?: number;
 }
 
-export const attemptWorkflowId = (attemptId: string): string => `attempt:${attemptId}`;
 
 /** Temporal not reachable (connect failure, UNAVAILABLE): a 503 the client may retry; the transaction rolls back. */
 function engineUnavailable(err: unknown): AppError {

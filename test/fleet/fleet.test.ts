@@ -10,12 +10,11 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import WebSocket from 'ws';
+import { spawnArmada } from '../support/armadaProcess';
 import { createTestDatabase, env, eventually, makeGitRepo } from '../support/harness';
 
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
-const BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
 const AGENT = path.join(__dirname, '..', 'fixtures', 'agents', 'scripted-agent.js');
 const ATTEMPTS = 30;
 jest.setTimeout(420_000);
@@ -25,28 +24,11 @@ let home: string;
 let baseEnv: NodeJS.ProcessEnv;
 const children: ChildProcess[] = [];
 
-/** Spawns `armada …` and resolves with the first stdout JSON line whose event is `event`. */
-function spawnArmada(args: string[], event: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; ready: Record<string, unknown> }> {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...baseEnv, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let stderr = '';
-  child.stderr?.on('data', (d) => (stderr = (stderr + d.toString()).slice(-4000)));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`armada ${args[0]} did not start: ${stderr}`)), 90_000);
-    child.once('exit', (code) => reject(new Error(`armada ${args[0]} exited ${code}: ${stderr}`)));
-    readline.createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-      try {
-        const msg = JSON.parse(line) as Record<string, unknown>;
-        if (msg.event === event) {
-          clearTimeout(timer);
-          child.removeAllListeners('exit');
-          resolve({ child, ready: msg });
-        }
-      } catch {
-        /* a log line */
-      }
-    });
-  });
+/** `armada …` with the fleet's environment; every process is killed at the end. */
+async function startArmada(args: string[], event: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; ready: Record<string, unknown> }> {
+  const p = await spawnArmada(args, event, { ...baseEnv, ...extraEnv });
+  children.push(p.child);
+  return p;
 }
 
 async function call<T = { data: unknown }>(base: string, method: string, url: string, body?: unknown): Promise<{ status: number; json: T }> {
@@ -94,12 +76,12 @@ test('two APIs, three workers, 30 attempts, one worker killed: all final, none r
   const apis: string[] = [];
   for (let i = 0; i < 2; i++) {
     const port = await freePort();
-    await spawnArmada(['api', '--service', 'task'], 'listening', { ARMADA_TASK_PORT: String(port) });
+    await startArmada(['api', '--service', 'task'], 'listening', { ARMADA_TASK_PORT: String(port) });
     apis.push(`http://127.0.0.1:${port}`);
   }
   const workers: { child: ChildProcess; identity: string; health: string }[] = [];
   for (let i = 1; i <= 3; i++) {
-    const { child, ready } = await spawnArmada(['worker', '--identity', `fleet-w${i}`, '--health-port', '0', '--grace', '2'], 'worker-started');
+    const { child, ready } = await startArmada(['worker', '--identity', `fleet-w${i}`, '--health-port', '0', '--grace', '2'], 'worker-started');
     workers.push({ child, identity: String(ready.identity), health: String(ready.health) });
   }
 

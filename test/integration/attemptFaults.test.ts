@@ -3,13 +3,12 @@
  * worker after the heartbeat timeout, the lost agent's group is killed) and restart the API while an attempt runs
  * (nothing lost; an SSE log stream resumes on the new API with Last-Event-ID without gaps).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import path from 'node:path';
-import readline from 'node:readline';
 import type { FastifyInstance } from 'fastify';
 import { buildService } from '../../api/services';
 import { groupAlive } from '../../lib/process/processGroup';
+import { spawnArmada } from '../support/armadaProcess';
 import { env, eventually, logger, startTestStack, type TestStack } from '../support/harness';
 import { agentConfig, api, recordHistory } from '../support/attemptHelpers';
 
@@ -17,34 +16,19 @@ let stack: TestStack;
 let h: ReturnType<typeof api>;
 const workers: ChildProcess[] = [];
 
-function startWorkerProcess(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'bin', 'armada'), 'worker'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      DATABASE_URL: stack.dbUrl,
-      TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
-      ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue,
-      ARMADA_HOME: stack.config.home,
-      ARMADA_CONFIG: stack.config.configPath,
-      ARMADA_LOG_LEVEL: 'warn',
-      ARMADA_TEMPORAL_METRICS_PORT: '',
-    },
-  });
+async function startWorkerProcess(): Promise<ChildProcess> {
+  const { child } = await spawnArmada(['worker'], 'worker-started', {
+    ...process.env,
+    DATABASE_URL: stack.dbUrl,
+    TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
+    ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue,
+    ARMADA_HOME: stack.config.home,
+    ARMADA_CONFIG: stack.config.configPath,
+    ARMADA_LOG_LEVEL: 'warn',
+    ARMADA_TEMPORAL_METRICS_PORT: '',
+  }, 60_000);
   workers.push(child);
-  let stderr = '';
-  child.stderr?.on('data', (d) => (stderr = (stderr + d).slice(-2000)));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not start: ${stderr}`)), 60_000);
-    child.once('exit', (code) => reject(new Error(`worker exited ${code}: ${stderr}`)));
-    readline.createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-      if (line.includes('"worker-started"')) {
-        clearTimeout(timer);
-        child.removeAllListeners('exit');
-        resolve(child);
-      }
-    });
-  });
+  return child;
 }
 
 beforeAll(async () => {

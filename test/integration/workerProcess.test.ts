@@ -3,10 +3,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
+import { ARMADA_BIN, spawnArmada } from '../support/armadaProcess';
 import { createTestDatabase, env } from '../support/harness';
 
-const BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
 jest.setTimeout(120_000);
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -20,42 +19,23 @@ afterAll(async () => {
   fs.rmSync(home, { recursive: true, force: true });
 });
 
-function startWorker(extraArgs: string[] = []): Promise<{ child: ChildProcess; started: { identity: string; queues: string[]; health: string }; lines: string[] }> {
-  const child = spawn(process.execPath, [BIN, 'worker', '--health-port', '0', '--grace', '2', ...extraArgs], {
-    env: {
-      ...process.env,
-      ARMADA_HOME: home,
-      ARMADA_CONFIG: '',
-      DATABASE_URL: database.url,
-      TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
-      ARMADA_TASK_QUEUE: `worker-test-${process.pid}-${Date.now()}`,
-      ARMADA_LOG_LEVEL: process.env.DBG ? 'info' : 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+async function startWorker(extraArgs: string[] = []): Promise<{ child: ChildProcess; started: { identity: string; queues: string[]; health: string }; lines: string[] }> {
+  const p = await spawnArmada(['worker', '--health-port', '0', '--grace', '2', ...extraArgs], 'worker-started', {
+    ...process.env,
+    ARMADA_HOME: home,
+    ARMADA_CONFIG: '',
+    DATABASE_URL: database.url,
+    TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
+    ARMADA_TASK_QUEUE: `worker-test-${process.pid}-${Date.now()}`,
+    ARMADA_LOG_LEVEL: 'warn',
   });
-  const lines: string[] = [];
-  let stderr = '';
-  child.stderr?.on('data', (d) => (stderr += d.toString()));
-  child.stdout?.on('data', (d) => process.env.DBG && process.stderr.write(`OUT ${d}`));
-  return new Promise((resolve, reject) => {
-    readline.createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-      lines.push(line);
-      try {
-        const msg = JSON.parse(line);
-        if (msg.event === 'worker-started') resolve({ child, started: msg, lines });
-      } catch {
-        /* log line */
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`worker exited ${code}: ${stderr}`)));
-  });
+  return { child: p.child, started: p.ready as { identity: string; queues: string[]; health: string }, lines: p.lines };
 }
 
 const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 
 test('the health port answers /health and /metrics; POST /drain stops the worker cleanly', async () => {
   const { child, started, lines } = await startWorker(['--identity', 'worker-under-test']);
-  child.removeAllListeners('exit');
   expect(started.identity).toBe('worker-under-test');
   expect(started.queues).toHaveLength(2); // the shared queue and this host's queue
   const health = await fetch(`${started.health}/health`);
@@ -73,7 +53,6 @@ test('the health port answers /health and /metrics; POST /drain stops the worker
 
 test('SIGTERM drains and exits 0', async () => {
   const { child } = await startWorker();
-  child.removeAllListeners('exit');
   let err = '';
   child.stderr?.on('data', (d) => (err += d.toString()));
   const done = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(`${code}/${signal}`)));
@@ -82,9 +61,16 @@ test('SIGTERM drains and exits 0', async () => {
 });
 
 test('bad flags are refused with a clear message', async () => {
-  const child = spawn(process.execPath, [BIN, 'worker', '--concurrency', '0'], { env: { ...process.env, DATABASE_URL: database.url }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let err = '';
-  child.stderr?.on('data', (d) => (err += d.toString()));
-  expect(await exited(child)).toBe(1);
-  expect(err).toContain('--concurrency must be an integer ≥ 1');
+  const cases: [string[], string][] = [
+    [['--concurrency', '0'], '--concurrency must be an integer ≥ 1'],
+    [['--max-agents', '0'], '--max-agents must be an integer ≥ 1'],
+    [['--grace=-1'], '--grace must be an integer ≥ 0'],
+  ];
+  for (const [flags, message] of cases) {
+    const child = spawn(process.execPath, [ARMADA_BIN, 'worker', ...flags], { env: { ...process.env, DATABASE_URL: database.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr?.on('data', (d) => (err += d.toString()));
+    expect(await exited(child)).toBe(1);
+    expect(err).toContain(message);
+  }
 });
