@@ -4,7 +4,11 @@
  * rows (same work as the list page), both measured in the same run. The servers run in a child process so the
  * load generator does not share their event loop.
  *
- *   node bin/armada-ts bench/api.ts [--duration 10] [--connections 32] [--tasks 10000]
+ *   node bin/armada-ts bench/api.ts [--duration 10] [--connections 32] [--tasks 10000] [--writes 50] [--only list,single,…]
+ *
+ * The list is measured three ways: as clients get it (the list cache on), with `Cache-Control: no-cache` (every page
+ * from PostgreSQL), and while a writer changes a task of that page `--writes` times a second (the cache dropped on
+ * every change; the hit ratio is printed).
  *
  * Uses DATABASE_URL when set, else an embedded PostgreSQL in a temp dir (removed afterwards).
  */
@@ -40,16 +44,32 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '32' },
     tasks: { type: 'string', default: '10000' },
     serve: { type: 'string' },
+    only: { type: 'string' },
+    writes: { type: 'string', default: '50' },
   },
 });
 
 /** Child mode: serve the Armada task app and the baseline app, print their ports. */
 async function serve(databaseUrl: string): Promise<void> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-bench-home-'));
-  const config = loadConfig({ ARMADA_HOME: home, ARMADA_API_KEY: 'bench-key-0123456789', ARMADA_LOG_LEVEL: 'warn', TEMPORAL_ADDRESS: '127.0.0.1:1' });
-  const pool = createPool(databaseUrl, logger, { max: 20 });
+  const config = loadConfig({
+    ARMADA_HOME: home,
+    ARMADA_API_KEY: 'bench-key-0123456789',
+    ARMADA_LOG_LEVEL: 'warn',
+    TEMPORAL_ADDRESS: '127.0.0.1:1',
+  });
+  const pool = createPool(databaseUrl, logger, {
+    max: Number(process.env.BENCH_POOL ?? 20),
+  });
   const app = await buildTaskApp(
-    { db: pool, config, temporal: createTemporalHandle('127.0.0.1:1', 'default'), logger, keys: resolveKeys(config), localUser: 'bench@example.com' },
+    {
+      db: pool,
+      config,
+      temporal: createTemporalHandle('127.0.0.1:1', 'default'),
+      logger,
+      keys: resolveKeys(config),
+      localUser: 'bench@example.com',
+    },
     createMetrics(),
   );
   const armadaPort = Number(new URL(await app.listen({ host: '127.0.0.1', port: 0 })).port);
@@ -65,6 +85,7 @@ async function serve(databaseUrl: string): Promise<void> {
     return rows;
   });
   const baselinePort = Number(new URL(await baseline.listen({ host: '127.0.0.1', port: 0 })).port);
+  process.once('SIGTERM', () => process.exit(0)); // a normal exit, so --cpu-prof writes the server's profile
   process.send?.({ armadaPort, baselinePort });
 }
 
@@ -90,11 +111,50 @@ async function seed(databaseUrl: string, n: number): Promise<string> {
   }
 }
 
-async function measure(title: string, url: string, duration: number, connections: number): Promise<AutocannonResult> {
-  const r = await autocannon({ url, duration, connections, pipelining: 1 });
-  const line = `${title.padEnd(38)} ${r.requests.average.toFixed(0).padStart(7)} req/s   p50 ${String(r.latency.p50).padStart(4)} ms   p99 ${String(r.latency.p99).padStart(4)} ms   non-2xx ${r.non2xx}   errors ${r.errors}`;
+interface Measured extends AutocannonResult {
+  title: string;
+}
+
+async function measure(title: string, url: string, duration: number, connections: number, headers: Record<string, string> = {}): Promise<Measured> {
+  const r = await autocannon({
+    url,
+    duration,
+    connections,
+    pipelining: 1,
+    headers,
+  });
+  const line = `${title.padEnd(46)} ${r.requests.average.toFixed(0).padStart(7)} req/s   p50 ${String(r.latency.p50).padStart(4)} ms   p99 ${String(r.latency.p99).padStart(4)} ms   non-2xx ${r.non2xx}   errors ${r.errors}`;
   process.stdout.write(`${line}\n`);
-  return r;
+  return { ...r, title };
+}
+
+/** The list cache's hit/miss/bypass counters from the server's /metrics. */
+async function cacheCounters(armadaPort: number): Promise<Record<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${armadaPort}/metrics`)).text();
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^armada_task_list_cache_total\{outcome="(\w+)"\} (\d+)/gm)) out[m[1] as string] = Number(m[2]);
+  return out;
+}
+
+/** Changes one task of the first page `perSecond` times a second (plain SQL, as a worker would) until stopped. */
+function startWriter(databaseUrl: string, taskId: string, perSecond: number): { stop(): Promise<number> } {
+  const pool = createPool(databaseUrl, logger, { max: 1 });
+  let writes = 0;
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    pool.query(`UPDATE tasks SET title = 'Task written ' || $2::int, created_at = now() WHERE id = $1`, [taskId, ++writes]).finally(() => {
+      busy = false;
+    });
+  }, 1000 / perSecond);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await pool.end();
+      return writes;
+    },
+  };
 }
 
 async function main(): Promise<void> {
@@ -102,34 +162,93 @@ async function main(): Promise<void> {
   const duration = Number(values.duration);
   const connections = Number(values.connections);
   const n = Number(values.tasks);
+  const writesPerSecond = Number(values.writes);
   let databaseUrl = process.env.DATABASE_URL;
   let stopPg: (() => Promise<void>) | undefined;
   let pgHome: string | undefined;
   if (!databaseUrl) {
     pgHome = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-bench-pg-'));
-    const pg = await startEmbeddedPostgres({ dataDir: path.join(pgHome, 'pg'), port: 20000 + Math.floor(Math.random() * 20000), logger });
+    const pg = await startEmbeddedPostgres({
+      dataDir: path.join(pgHome, 'pg'),
+      port: 20000 + Math.floor(Math.random() * 20000),
+      logger,
+    });
     databaseUrl = pg.url;
     stopPg = pg.stop;
   }
   const taskId = await seed(databaseUrl, n);
+  const dbUrl = databaseUrl;
   const child = fork(path.join(__dirname, '..', 'bin', 'armada-ts'), [__filename, '--serve', databaseUrl], { stdio: 'inherit' });
   try {
-    const ports = await new Promise<{ armadaPort: number; baselinePort: number }>((resolve, reject) => {
+    const ports = await new Promise<{
+      armadaPort: number;
+      baselinePort: number;
+    }>((resolve, reject) => {
       child.once('message', (m) => resolve(m as { armadaPort: number; baselinePort: number }));
       child.once('exit', (code) => reject(new Error(`server exited (${code})`)));
     });
     const cpu = os.cpus();
-    process.stdout.write(`bench/api.ts — ${n} tasks, ${connections} connections, ${duration} s each, ${cpu.length} × ${cpu[0]?.model ?? 'cpu'}, node ${process.version}\n`);
+    process.stdout.write(
+      `bench/api.ts — ${n} tasks, ${connections} connections, ${duration} s each, ${cpu.length} × ${cpu[0]?.model ?? 'cpu'}, node ${process.version}\n`,
+    );
+    const base = `http://127.0.0.1:${ports.baselinePort}`;
+    const armada = `http://127.0.0.1:${ports.armadaPort}`;
     // warm-up: JIT, pool connections, plan caches
-    await autocannon({ url: `http://127.0.0.1:${ports.armadaPort}/api/tasks/${taskId}`, duration: 2, connections });
-    await autocannon({ url: `http://127.0.0.1:${ports.baselinePort}/tasks/${taskId}`, duration: 2, connections });
-    const base = await measure('baseline: fastify + pg single row', `http://127.0.0.1:${ports.baselinePort}/tasks/${taskId}`, duration, connections);
-    const base20 = await measure('baseline: fastify + pg same 20 rows', `http://127.0.0.1:${ports.baselinePort}/tasks`, duration, connections);
-    const one = await measure('armada: GET /api/tasks/:id', `http://127.0.0.1:${ports.armadaPort}/api/tasks/${taskId}`, duration, connections);
-    const list = await measure('armada: GET /api/tasks?limit=20', `http://127.0.0.1:${ports.armadaPort}/api/tasks?limit=20`, duration, connections);
-    const ratio = (r: AutocannonResult) => (r.requests.average / base.requests.average).toFixed(2);
-    process.stdout.write(`ratio vs the single-row baseline (req/s): GET /api/tasks/:id ${ratio(one)}   GET /api/tasks?limit=20 ${ratio(list)}\n`);
-    process.stdout.write(`ratio vs the same-20-rows baseline (req/s): GET /api/tasks?limit=20 ${(list.requests.average / base20.requests.average).toFixed(2)}\n`);
+    await autocannon({
+      url: `${armada}/api/tasks/${taskId}`,
+      duration: 2,
+      connections,
+    });
+    await autocannon({
+      url: `${armada}/api/tasks?limit=20`,
+      duration: 2,
+      connections,
+      headers: { 'cache-control': 'no-cache' },
+    });
+    await autocannon({
+      url: `${base}/tasks/${taskId}`,
+      duration: 2,
+      connections,
+    });
+
+    const scenarios: Record<string, () => Promise<Measured>> = {
+      single: () => measure('baseline: fastify + pg single row', `${base}/tasks/${taskId}`, duration, connections),
+      same20: () => measure('baseline: fastify + pg same 20 rows', `${base}/tasks`, duration, connections),
+      detail: () => measure('armada: GET /api/tasks/:id', `${armada}/api/tasks/${taskId}`, duration, connections),
+      list: () => measure('armada: GET /api/tasks?limit=20', `${armada}/api/tasks?limit=20`, duration, connections),
+      listNoCache: () =>
+        measure('armada: same, Cache-Control: no-cache', `${armada}/api/tasks?limit=20`, duration, connections, { 'cache-control': 'no-cache' }),
+      listWrites: async () => {
+        const before = await cacheCounters(ports.armadaPort);
+        const writer = startWriter(dbUrl, taskId, writesPerSecond);
+        const r = await measure(`armada: same, ${writesPerSecond} task writes/s`, `${armada}/api/tasks?limit=20`, duration, connections);
+        const writes = await writer.stop();
+        const after = await cacheCounters(ports.armadaPort);
+        const d = (k: string) => (after[k] ?? 0) - (before[k] ?? 0);
+        const total = d('hit') + d('miss') + d('bypass');
+        process.stdout.write(
+          `${''.padEnd(46)} ${writes} writes; cache hit ${d('hit')}, miss ${d('miss')}, bypass ${d('bypass')} (hit ratio ${(d('hit') / Math.max(1, total)).toFixed(3)})\n`,
+        );
+        return r;
+      },
+    };
+    const names = values.only?.split(',') ?? Object.keys(scenarios);
+    const results: Record<string, Measured> = {};
+    for (const name of names) {
+      const run = scenarios[name];
+      if (!run) throw new Error(`unknown scenario ${name} (one of ${Object.keys(scenarios).join(', ')})`);
+      results[name] = await run();
+    }
+    const ratio = (name: string, against: string) => {
+      const r = results[name];
+      const b = results[against];
+      return r && b ? `${r.title} / ${b.title}: ${(r.requests.average / b.requests.average).toFixed(2)}\n` : '';
+    };
+    process.stdout.write(
+      [ratio('detail', 'single'), ratio('list', 'single'), ratio('listNoCache', 'single'), ratio('listWrites', 'single'), ratio('listNoCache', 'same20')].join(
+        '',
+      ),
+    );
   } finally {
     child.kill('SIGTERM');
     await stopPg?.();

@@ -98,6 +98,13 @@ export const FileConfigSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    /** Task list pages kept per API process, dropped on any task change (docs/task-service.md#list-cache). */
+    taskListCache: Type.Optional(
+      Type.Object(
+        { enabled: Type.Optional(Type.Boolean()), maxEntries: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })) },
+        { additionalProperties: false },
+      ),
+    ),
     /** How often an attached pull request is polled for its merge (docs/codehost.md). */
     codehost: Type.Optional(Type.Object({ pollIntervalMs: Type.Optional(Type.Integer({ minimum: 100 })) }, { additionalProperties: false })),
   },

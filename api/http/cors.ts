@@ -21,8 +21,8 @@ export async function installCors(app: FastifyInstance, configured: string[] | u
   await app.register(cors, {
     origin: corsOrigin(configured, fallback),
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'X-API-Key', 'X-User-Email', 'X-Request-Id'],
-    exposedHeaders: ['X-Request-Id', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'X-API-Key', 'X-User-Email', 'X-Request-Id', 'Cache-Control', 'Pragma'],
+    exposedHeaders: ['X-Request-Id', 'X-Armada-Cache', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After'],
     maxAge: 600,
   });
 }

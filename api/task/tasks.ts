@@ -1,5 +1,5 @@
 /** Task routes: /api/tasks…, /api/projects/:id/tasks, bulk update and delete. */
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import { notFound } from '../../lib/errors';
@@ -9,6 +9,8 @@ import { withTransaction } from '../../lib/db/pool';
 import { attemptDurationSeconds, listAttemptsForTask, type AttemptRow } from '../../lib/db/attempts';
 import { deleteTasks, getTaskWithRepository, insertTask, listTasksJson, updateTasks, type TaskFilter, type TaskPatch, type TaskRow } from '../../lib/db/tasks';
 import { publishTaskCreated, publishTaskStatusChanged } from '../../lib/events/taskEvents';
+import { createInvalidatingCache } from '../../lib/events/invalidatingCache';
+import { counter } from '../../lib/metrics';
 import type { Queryable } from '../../lib/db/pool';
 import { actingUser } from '../http/actingUser';
 import { ok, pagination, rawPage } from '../http/envelope';
@@ -89,6 +91,15 @@ async function taskDetail(deps: TaskServiceDeps, id: string) {
   };
 }
 
+/** Sent by lib/db/migrations/061_task_change_notify.sql on every committed change to tasks. */
+const TASKS_CHANGED_CHANNEL = 'armada_tasks_changed';
+
+/** `Cache-Control: no-cache` (or `no-store`, or `Pragma: no-cache`): the client asks for a page read from the database. */
+function noCache(request: FastifyRequest): boolean {
+  const cc = request.headers['cache-control'];
+  return (typeof cc === 'string' && /\bno-(cache|store)\b/i.test(cc)) || request.headers.pragma === 'no-cache';
+}
+
 function parseLabels(labels: string | undefined): string[] | undefined {
   if (labels === undefined) return undefined;
   const list = labels.split(',').map((l) => l.trim()).filter(Boolean);
@@ -106,7 +117,21 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const version = deps.config.version;
 
-  const list = async (query: Static<typeof TaskListQuery>, projectId?: string) => {
+  const cacheConfig = deps.config.file.taskListCache;
+  const cacheOutcomes = counter(deps.metrics.registry, 'armada_task_list_cache_total', 'Task list pages answered, by cache outcome (hit, miss, bypass)', [
+    'outcome',
+  ]);
+  const listCache =
+    cacheConfig?.enabled === false
+      ? undefined
+      : createInvalidatingCache<{ json: string; total: number }>({
+          listener: deps.events,
+          channel: TASKS_CHANGED_CHANNEL,
+          maxEntries: cacheConfig?.maxEntries ?? 1000,
+          onOutcome: (outcome) => cacheOutcomes.inc({ outcome }),
+        });
+
+  const list = async (request: FastifyRequest, reply: FastifyReply, query: Static<typeof TaskListQuery>, projectId?: string) => {
     const filter: TaskFilter = {
       projectId: projectId ?? query.projectId,
       status: query.status,
@@ -115,14 +140,24 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
       assignee: query.assignee,
       search: query.search,
     };
-    const { json, total } = await listTasksJson(deps.db, filter, { limit: query.limit, offset: (query.page - 1) * query.limit, sort: query.sort });
-    return rawPage(version, json, pagination(query.page, query.limit, total));
+    const page = { limit: query.limit, offset: (query.page - 1) * query.limit, sort: query.sort };
+    const load = () => listTasksJson(deps.db, filter, page);
+    const { value, outcome } =
+      listCache && !noCache(request) ? await listCache.read(JSON.stringify([filter, page]), load) : { value: await load(), outcome: 'bypass' as const };
+    reply.header('x-armada-cache', outcome);
+    return rawPage(version, value.json, pagination(query.page, query.limit, value.total));
   };
   /** The page's items arrive serialised by PostgreSQL; the envelope is wrapped around them as text. */
   const sendPage = (reply: FastifyReply, body: string) => reply.type('application/json; charset=utf-8').send(body);
 
-  app.get('/tasks', { schema: { tags: ['tasks'], querystring: TaskListQuery, response: { 200: PagedEnvelope(Task), ...ErrorResponses } } }, async (request, reply) =>
-    sendPage(reply, await list(request.query)),
+  const listDescription =
+    'Pages come from the list cache of the API process, never older than a change committed before the request (docs/task-service.md#list-cache). ' +
+    'The X-Armada-Cache response header says hit, miss or bypass; send Cache-Control: no-cache to read from the database.';
+  app.get(
+    '/tasks',
+    { schema: { tags: ['tasks'], description: listDescription, querystring: TaskListQuery, response: { 200: PagedEnvelope(Task), ...ErrorResponses } } },
+    async (request, reply) =>
+      sendPage(reply, await list(request, reply, request.query)),
   );
 
   app.get(
@@ -130,6 +165,7 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
     {
       schema: {
         tags: ['tasks'],
+        description: listDescription,
         params: IdParams,
         querystring: Type.Omit(TaskListQuery, ['projectId']),
         response: { 200: PagedEnvelope(Task), ...ErrorResponses },
@@ -137,7 +173,7 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
     },
     async (request, reply) => {
       if (!(await getProject(deps.db, request.params.id))) throw notFound(`Project ${request.params.id} not found`, 'PROJECT_NOT_FOUND');
-      return sendPage(reply, await list(request.query as Static<typeof TaskListQuery>, request.params.id));
+      return sendPage(reply, await list(request, reply, request.query as Static<typeof TaskListQuery>, request.params.id));
     },
   );
 

@@ -2,6 +2,9 @@
  * One LISTEN connection per process fans events out to in-process subscribers (WebSocket and SSE streams).
  * It reconnects after a PostgreSQL restart and catches up from the events table by seq, so no event committed while
  * the connection was down is missed.
+ *
+ * The same connection carries other channels (`watch`) and a read barrier (`barrier`) for caches that are dropped on
+ * a NOTIFY: see lib/events/invalidatingCache.ts.
  */
 import { Client } from 'pg';
 import type { Pool } from 'pg';
@@ -9,12 +12,29 @@ import type { Logger } from '../logger';
 import { EVENTS_CHANNEL, latestEventSeq, readEventsAfter, type StoredEvent } from './publish';
 
 export type EventHandler = (event: StoredEvent) => void;
+/** A notification's payload, or null when the connection was lost or re-established (notifications may be missed). */
+export type ChannelHandler = (payload: string | null) => void;
+
+/** How the LISTEN connection shows in pg_stat_activity. */
+export const LISTENER_APPLICATION_NAME = 'armada-listener';
+const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
+const BARRIER_TIMEOUT_MS = 2000;
 
 export interface EventListener {
   /** Calls `handler` for every event with one of `topics` (every event when topics is empty). Returns unsubscribe. */
   subscribe(topics: string[], handler: EventHandler): () => void;
   /** Seq of the last event delivered to subscribers. */
   lastSeq(): number;
+  /** LISTENs on another channel (now and after every reconnect). Returns unwatch. */
+  watch(channel: string, handler: ChannelHandler): () => void;
+  /**
+   * Resolves true once every notification of every transaction that committed before this call has been handed to
+   * the watchers (a round trip on the LISTEN connection: PostgreSQL sends pending notifications before it answers).
+   * Concurrent calls share round trips. False when the connection is down or does not answer within 2 s.
+   */
+  barrier(): Promise<boolean>;
+  /** True while the current connection LISTENs on `channel` (false while it is down or reconnecting). */
+  hears(channel: string): boolean;
   close(): Promise<void>;
 }
 
@@ -26,6 +46,20 @@ export async function createEventListener(connectionString: string, db: Pool, lo
   let closed = false;
   let retryTimer: NodeJS.Timeout | undefined;
   let delivering = Promise.resolve();
+  const watchers = new Map<string, Set<ChannelHandler>>();
+  let heard = new Set<string>(); // channels LISTENed on the current connection
+  const tellWatchers = (channel: string, payload: string | null) => {
+    for (const h of watchers.get(channel) ?? []) {
+      try {
+        h(payload);
+      } catch (err) {
+        log.warn({ err }, 'channel watcher threw');
+      }
+    }
+  };
+  const tellAllWatchers = () => {
+    for (const channel of watchers.keys()) tellWatchers(channel, null);
+  };
 
   // Seqs of concurrent transactions can commit out of order (7 before 6), so delivery is tracked per seq within a
   // window, not by a high-water mark alone; catch-up rereads the window and skips what was delivered.
@@ -61,14 +95,15 @@ export async function createEventListener(connectionString: string, db: Pool, lo
 
   const connect = async (): Promise<void> => {
     if (closed) return;
-    const c = new Client({ connectionString });
+    const c = new Client({ connectionString, application_name: LISTENER_APPLICATION_NAME, keepAlive: true });
     c.on('error', (err) => {
       log.warn({ err: { message: err.message } }, 'event listener connection lost; reconnecting');
       scheduleReconnect(c);
     });
     c.on('end', () => scheduleReconnect(c));
     c.on('notification', (msg) => {
-      if (msg.channel !== EVENTS_CHANNEL || !msg.payload) return;
+      if (msg.channel !== EVENTS_CHANNEL) return tellWatchers(msg.channel, msg.payload ?? '');
+      if (!msg.payload) return;
       try {
         const parsed = JSON.parse(msg.payload) as StoredEvent;
         onSeq(parsed.seq, parsed.type ? parsed : undefined);
@@ -80,6 +115,13 @@ export async function createEventListener(connectionString: string, db: Pool, lo
       await c.connect();
       await c.query(`LISTEN ${EVENTS_CHANNEL}`);
       client = c;
+      heard = new Set();
+      for (const channel of [...watchers.keys()]) {
+        await c.query(`LISTEN ${channel}`);
+        if (client !== c) return;
+        heard.add(channel);
+      }
+      tellAllWatchers(); // whatever was committed while we were not listening went unnoticed
       onSeq(Number.MAX_SAFE_INTEGER); // catch up on whatever was committed while we were not listening
     } catch (err) {
       log.warn({ err: { message: (err as Error).message } }, 'event listener cannot connect; retrying');
@@ -88,7 +130,11 @@ export async function createEventListener(connectionString: string, db: Pool, lo
   };
 
   const scheduleReconnect = (c: Client) => {
-    if (client === c) client = undefined;
+    if (client === c) {
+      client = undefined;
+      heard = new Set();
+      tellAllWatchers();
+    }
     c.removeAllListeners('end');
     c.end().catch(() => undefined);
     if (retryTimer || closed) return;
@@ -96,6 +142,44 @@ export async function createEventListener(connectionString: string, db: Pool, lo
       retryTimer = undefined;
       void connect();
     }, 1000);
+  };
+
+  // Barrier round trips: a caller joins the next round trip that starts after its call, never one already on the wire.
+  let inFlight: Promise<boolean> | undefined;
+  let queued: Promise<boolean> | undefined;
+  const roundTrip = async (): Promise<boolean> => {
+    const c = client;
+    if (!c) return false;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), BARRIER_TIMEOUT_MS);
+    });
+    const answered = c.query('SELECT 1').then(
+      () => client === c,
+      () => false,
+    );
+    const ok = await Promise.race([answered, timedOut]);
+    clearTimeout(timer);
+    if (!ok && client === c) {
+      log.warn('event listener connection does not answer; reconnecting');
+      scheduleReconnect(c);
+    }
+    return ok;
+  };
+  const barrier = (): Promise<boolean> => {
+    if (!inFlight) {
+      inFlight = roundTrip().finally(() => {
+        inFlight = undefined;
+      });
+      return inFlight;
+    }
+    if (!queued) {
+      queued = inFlight.then(() => {
+        queued = undefined;
+        return barrier();
+      });
+    }
+    return queued;
   };
 
   await connect();
@@ -106,10 +190,35 @@ export async function createEventListener(connectionString: string, db: Pool, lo
       return () => subscribers.delete(s);
     },
     lastSeq: () => last,
+    watch(channel, handler) {
+      if (!CHANNEL.test(channel)) throw new Error(`not a channel name: ${channel}`);
+      let set = watchers.get(channel);
+      if (!set) {
+        set = new Set();
+        watchers.set(channel, set);
+        const c = client;
+        // until this LISTEN is in place the channel is not heard: the watcher is told so once it is
+        c?.query(`LISTEN ${channel}`).then(
+          () => {
+            if (client !== c) return;
+            heard.add(channel);
+            tellWatchers(channel, null);
+          },
+          () => undefined,
+        );
+      }
+      set.add(handler);
+      return () => {
+        set.delete(handler);
+      };
+    },
+    barrier,
+    hears: (channel) => client !== undefined && heard.has(channel),
     async close() {
       closed = true;
       if (retryTimer) clearTimeout(retryTimer);
       subscribers.clear();
+      watchers.clear();
       const c = client;
       client = undefined;
       if (c) {
