@@ -7,7 +7,17 @@ import { createPool } from '../lib/db/pool';
 import { writeWorkflowBundle } from '../workers/createWorker';
 import { bootstrap, startInfrastructure, untilSignal } from './runtime';
 
-export async function runInfra(opts: { home?: string; pgPort?: number; temporalPort?: number; bundle?: string }): Promise<number> {
+export async function runInfra(opts: { home?: string; pgPort?: number; temporalPort?: number; bundle?: string; untilStdinCloses?: boolean }): Promise<number> {
+  // With --until-stdin-closes the servers go when the caller does, even one killed outright (jest out of memory,
+  // SIGKILL): its end of the stdin pipe closes and the servers are stopped like on SIGTERM.
+  let callerGone = false;
+  let onCallerGone = () => {
+    callerGone = true;
+  };
+  if (opts.untilStdinCloses) {
+    process.stdin.once('end', () => onCallerGone());
+    process.stdin.resume();
+  }
   if (opts.home) process.env.ARMADA_HOME = opts.home;
   else process.env.ARMADA_HOME ??= fs.mkdtempSync(path.join(os.tmpdir(), 'armada-infra-'));
   const { config, logger } = bootstrap();
@@ -30,6 +40,8 @@ export async function runInfra(opts: { home?: string; pgPort?: number; temporalP
     await pool.end().catch(() => undefined);
   }
   const stopped = untilSignal(logger, () => infra.stop()); // before the ready line: the caller may signal at once
+  onCallerGone = () => process.kill(process.pid, 'SIGTERM');
+  if (callerGone) onCallerGone();
   process.stdout.write(
     `${JSON.stringify({ event: 'ready', databaseUrl: infra.databaseUrl, adminUrl: infra.postgres?.adminUrl, temporalAddress: infra.temporalAddress, home: config.home, bundle: opts.bundle })}\n`,
   );

@@ -23,7 +23,7 @@ Commands:
   sources list|add|update|delete|health|flows
                         The scheduler's sources over HTTP (armada sources --help).
   workflows list|run    The scheduler's workflows over HTTP (armada workflows --help).
-  infra [--home DIR] [--pg-port N] [--temporal-port N] [--bundle FILE]
+  infra [--home DIR] [--pg-port N] [--temporal-port N] [--bundle FILE] [--until-stdin-closes]
                         Start only the embedded PostgreSQL and Temporal dev server, print their
                         addresses as one JSON line and run until stopped (tests and local tooling).
   tools <openapi|serve|config> ...
@@ -108,7 +108,13 @@ export async function main(argv: string[]): Promise<number> {
       case 'infra': {
         const { values } = parseArgs({
           args: rest,
-          options: { home: { type: 'string' }, 'pg-port': { type: 'string' }, 'temporal-port': { type: 'string' }, bundle: { type: 'string' } },
+          options: {
+            home: { type: 'string' },
+            'pg-port': { type: 'string' },
+            'temporal-port': { type: 'string' },
+            bundle: { type: 'string' },
+            'until-stdin-closes': { type: 'boolean' },
+          },
         });
         const { runInfra } = require('./infra') as typeof import('./infra');
         return await runInfra({
@@ -116,6 +122,7 @@ export async function main(argv: string[]): Promise<number> {
           pgPort: values['pg-port'] ? Number(values['pg-port']) : undefined,
           temporalPort: values['temporal-port'] ? Number(values['temporal-port']) : undefined,
           bundle: values.bundle,
+          untilStdinCloses: values['until-stdin-closes'],
         });
       }
       case 'tools': {

@@ -98,8 +98,8 @@ export const FileConfigSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
-    /** Task list pages kept per API process, dropped on any task change (docs/task-service.md#list-cache). */
-    taskListCache: Type.Optional(
+    /** Task list pages and details kept per API process, dropped on any change (docs/task-service.md#read-cache). */
+    taskReadCache: Type.Optional(
       Type.Object(
         { enabled: Type.Optional(Type.Boolean()), maxEntries: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })) },
         { additionalProperties: false },

@@ -7,7 +7,17 @@ import { newId } from '../../lib/ids';
 import { getProject } from '../../lib/db/projects';
 import { withTransaction } from '../../lib/db/pool';
 import { attemptDurationSeconds, listAttemptsForTask, type AttemptRow } from '../../lib/db/attempts';
-import { deleteTasks, getTaskWithRepository, insertTask, listTasksJson, updateTasks, type TaskFilter, type TaskPatch, type TaskRow } from '../../lib/db/tasks';
+import {
+  deleteTasks,
+  getTaskWithRepository,
+  insertTask,
+  listTasksJson,
+  updateTasks,
+  type TaskFilter,
+  type TaskPatch,
+  type TaskRow,
+  type TaskWithRepository,
+} from '../../lib/db/tasks';
 import { publishTaskCreated, publishTaskStatusChanged } from '../../lib/events/taskEvents';
 import { createInvalidatingCache } from '../../lib/events/invalidatingCache';
 import { counter } from '../../lib/metrics';
@@ -65,10 +75,19 @@ export function attemptSummary(a: AttemptRow) {
   };
 }
 
-/** The detail view: one round trip (the task with its project's repository, and its attempts, in parallel). */
-async function taskDetail(deps: TaskServiceDeps, id: string) {
+interface TaskDetailRows {
+  t: TaskWithRepository;
+  attempts: AttemptRow[];
+}
+
+/** What the detail view is built from: one round trip (the task with its project's repository, and its attempts, in parallel). */
+async function loadTaskDetail(deps: TaskServiceDeps, id: string): Promise<TaskDetailRows | null> {
   const [t, attempts] = await Promise.all([getTaskWithRepository(deps.db, id), listAttemptsForTask(deps.db, id)]);
-  if (!t) return undefined;
+  return t ? { t, attempts } : null;
+}
+
+/** The detail view, built per request (a running attempt's duration runs up to now). The rows are never modified. */
+function taskDetail({ t, attempts }: TaskDetailRows) {
   const project = { repo_url: t.project_repo_url, repo_branch: t.project_repo_branch };
   const latest = attempts[attempts.length - 1];
   const summaries = attempts.map(attemptSummary);
@@ -93,6 +112,8 @@ async function taskDetail(deps: TaskServiceDeps, id: string) {
 
 /** Sent by lib/db/migrations/061_task_change_notify.sql on every committed change to tasks. */
 const TASKS_CHANGED_CHANNEL = 'armada_tasks_changed';
+/** Sent by lib/db/migrations/062_task_detail_notify.sql on every committed change to attempts or projects. */
+const TASK_DETAILS_CHANGED_CHANNEL = 'armada_task_details_changed';
 
 /** `Cache-Control: no-cache` (or `no-store`, or `Pragma: no-cache`): the client asks for a page read from the database. */
 function noCache(request: FastifyRequest): boolean {
@@ -117,18 +138,30 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const version = deps.config.version;
 
-  const cacheConfig = deps.config.file.taskListCache;
-  const cacheOutcomes = counter(deps.metrics.registry, 'armada_task_list_cache_total', 'Task list pages answered, by cache outcome (hit, miss, bypass)', [
+  const cacheConfig = deps.config.file.taskReadCache;
+  const cacheOutcomes = counter(deps.metrics.registry, 'armada_task_read_cache_total', 'Task lists and details answered, by cache and outcome (hit, miss, bypass)', [
+    'cache',
     'outcome',
   ]);
+  const maxEntries = cacheConfig?.maxEntries ?? 1000;
   const listCache =
     cacheConfig?.enabled === false
       ? undefined
       : createInvalidatingCache<{ json: string; total: number }>({
           listener: deps.events,
-          channel: TASKS_CHANGED_CHANNEL,
-          maxEntries: cacheConfig?.maxEntries ?? 1000,
-          onOutcome: (outcome) => cacheOutcomes.inc({ outcome }),
+          channels: [TASKS_CHANGED_CHANNEL],
+          maxEntries,
+          onOutcome: (outcome) => cacheOutcomes.inc({ cache: 'list', outcome }),
+        });
+  const detailCache =
+    cacheConfig?.enabled === false
+      ? undefined
+      : createInvalidatingCache<TaskDetailRows | null>({
+          listener: deps.events,
+          channels: [TASKS_CHANGED_CHANNEL, TASK_DETAILS_CHANGED_CHANNEL],
+          maxEntries,
+          keep: (rows) => rows !== null,
+          onOutcome: (outcome) => cacheOutcomes.inc({ cache: 'detail', outcome }),
         });
 
   const list = async (request: FastifyRequest, reply: FastifyReply, query: Static<typeof TaskListQuery>, projectId?: string) => {
@@ -150,14 +183,15 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
   /** The page's items arrive serialised by PostgreSQL; the envelope is wrapped around them as text. */
   const sendPage = (reply: FastifyReply, body: string) => reply.type('application/json; charset=utf-8').send(body);
 
-  const listDescription =
-    'Pages come from the list cache of the API process, never older than a change committed before the request (docs/task-service.md#list-cache). ' +
+  const cacheNote =
+    'never older than a change committed before the request (docs/task-service.md#read-cache). ' +
     'The X-Armada-Cache response header says hit, miss or bypass; send Cache-Control: no-cache to read from the database.';
+  const listDescription = `Pages come from the read cache of the API process, ${cacheNote}`;
+  const detailDescription = `The task, its attempts and stats come from the read cache of the API process, ${cacheNote}`;
   app.get(
     '/tasks',
     { schema: { tags: ['tasks'], description: listDescription, querystring: TaskListQuery, response: { 200: PagedEnvelope(Task), ...ErrorResponses } } },
-    async (request, reply) =>
-      sendPage(reply, await list(request, reply, request.query)),
+    async (request, reply) => sendPage(reply, await list(request, reply, request.query)),
   );
 
   app.get(
@@ -177,11 +211,18 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
     },
   );
 
-  app.get('/tasks/:id', { schema: { tags: ['tasks'], params: IdParams, response: { 200: Envelope(TaskDetail), ...ErrorResponses } } }, async (request) => {
-    const detail = await taskDetail(deps, request.params.id);
-    if (!detail) throw notFound(`Task ${request.params.id} not found`, 'TASK_NOT_FOUND');
-    return ok(version, detail);
-  });
+  app.get(
+    '/tasks/:id',
+    { schema: { tags: ['tasks'], description: detailDescription, params: IdParams, response: { 200: Envelope(TaskDetail), ...ErrorResponses } } },
+    async (request, reply) => {
+    const load = () => loadTaskDetail(deps, request.params.id);
+    const { value, outcome } =
+      detailCache && !noCache(request) ? await detailCache.read(request.params.id, load) : { value: await load(), outcome: 'bypass' as const };
+    if (!value) throw notFound(`Task ${request.params.id} not found`, 'TASK_NOT_FOUND');
+    reply.header('x-armada-cache', outcome);
+    return ok(version, taskDetail(value));
+    },
+  );
 
   app.post('/tasks', { schema: { tags: ['tasks'], body: CreateTaskBody, response: { 201: Envelope(Task), ...ErrorResponses } } }, async (request, reply) => {
     const b = request.body;

@@ -1,5 +1,5 @@
 /**
- * A read cache that is dropped whenever PostgreSQL says the data changed (a trigger's NOTIFY on `channel`), and that
+ * A read cache that is dropped whenever PostgreSQL says the data changed (a trigger's NOTIFY on one of `channels`), and that
  * never answers with data older than a write its caller could have seen committed:
  *
  * - every read first waits for a barrier on the LISTEN connection (lib/events/listener.ts), so every notification of
@@ -22,18 +22,22 @@ export interface InvalidatingCache<V> {
 
 export function createInvalidatingCache<V>(opts: {
   listener: EventListener;
-  channel: string;
+  channels: string[];
   maxEntries: number;
+  /** Whether a loaded value may be kept (default: every value), e.g. not a "not found". */
+  keep?: (value: V) => boolean;
   onOutcome?: (outcome: CacheOutcome) => void;
 }): InvalidatingCache<V> {
-  const { listener, channel, maxEntries } = opts;
+  const { listener, channels, maxEntries } = opts;
+  const hears = () => channels.every((c) => listener.hears(c));
   const entries = new Map<string, V>(); // insertion order = recency order
   let generation = 0;
   const inFlight = new Map<string, { generation: number; value: Promise<V> }>();
-  listener.watch(channel, () => {
+  const drop = () => {
     generation++;
     entries.clear();
-  });
+  };
+  for (const channel of channels) listener.watch(channel, drop);
   const done = (value: V, outcome: CacheOutcome) => {
     opts.onOutcome?.(outcome);
     return { value, outcome };
@@ -42,7 +46,7 @@ export function createInvalidatingCache<V>(opts: {
   return {
     async read(key, loader) {
       // after the barrier every change committed before this call has dropped what it made stale
-      if (!(await listener.barrier()) || !listener.hears(channel)) return done(await loader(), 'bypass');
+      if (!(await listener.barrier()) || !hears()) return done(await loader(), 'bypass');
       const cached = entries.get(key);
       if (cached !== undefined) {
         entries.delete(key);
@@ -65,7 +69,7 @@ export function createInvalidatingCache<V>(opts: {
         if (inFlight.get(key)?.value === pending) inFlight.delete(key);
       }
       // a notification during the load may be for a commit the load did not see: then the value is not kept
-      if (before === generation && listener.hears(channel)) {
+      if (before === generation && hears() && (opts.keep?.(value) ?? true)) {
         entries.set(key, value);
         if (entries.size > maxEntries) entries.delete(entries.keys().next().value as string);
       }

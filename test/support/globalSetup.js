@@ -13,8 +13,10 @@ module.exports = async function globalSetup() {
   const [pgPort, temporalPort] = [await freePort(), await freePort()];
   const bundle = path.join(home, 'workflow-bundle.js');
   const bin = path.join(__dirname, '..', '..', 'bin', 'armada');
-  const child = spawn(process.execPath, [bin, 'infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(temporalPort), '--bundle', bundle], {
-    stdio: ['ignore', 'pipe', 'pipe'],
+  // --until-stdin-closes: if jest dies without its teardown (out of memory, SIGKILL), the servers stop with it
+  const args = [bin, 'infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(temporalPort), '--bundle', bundle, '--until-stdin-closes'];
+  const child = spawn(process.execPath, args, {
+    stdio: ['pipe', 'pipe', 'pipe'],
     env: { ...process.env, ARMADA_LOG_LEVEL: 'warn', DATABASE_URL: '', TEMPORAL_ADDRESS: '' },
   });
   let stderr = '';

@@ -1,4 +1,4 @@
-/** The invalidating cache's rules, driven by an in-memory listener (the PostgreSQL side is in taskListCache.test.ts). */
+/** The invalidating cache's rules, driven by an in-memory listener (the PostgreSQL side is in taskReadCache.test.ts). */
 import { createInvalidatingCache } from '../../lib/events/invalidatingCache';
 import type { ChannelHandler, EventListener } from '../../lib/events/listener';
 
@@ -35,7 +35,7 @@ describe('invalidating cache', () => {
     const { listener, notify } = memoryListener();
     const cache = createInvalidatingCache<string>({
       listener,
-      channel: 'c',
+      channels: ['c'],
       maxEntries: 10,
     });
     let version = 1;
@@ -61,7 +61,7 @@ describe('invalidating cache', () => {
     const { listener, notify } = memoryListener();
     const cache = createInvalidatingCache<string>({
       listener,
-      channel: 'c',
+      channels: ['c'],
       maxEntries: 10,
     });
     const gate = deferred<string>();
@@ -81,7 +81,7 @@ describe('invalidating cache', () => {
     const { listener, notify } = memoryListener();
     const cache = createInvalidatingCache<string>({
       listener,
-      channel: 'c',
+      channels: ['c'],
       maxEntries: 10,
     });
     let loads = 0;
@@ -111,7 +111,7 @@ describe('invalidating cache', () => {
     const { listener, state } = memoryListener();
     const cache = createInvalidatingCache<string>({
       listener,
-      channel: 'c',
+      channels: ['c'],
       maxEntries: 10,
     });
     await cache.read('k', async () => 'cached');
@@ -131,7 +131,7 @@ describe('invalidating cache', () => {
     const { listener } = memoryListener();
     const cache = createInvalidatingCache<string>({
       listener,
-      channel: 'c',
+      channels: ['c'],
       maxEntries: 2,
     });
     await cache.read('a', async () => 'a');

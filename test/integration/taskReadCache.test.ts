@@ -1,6 +1,7 @@
 /**
- * The task list cache (lib/events/invalidatingCache.ts): pages are served from memory, and no read that starts after
- * a write's commit, through any API replica, by a worker, or by plain SQL, sees the page from before it.
+ * The task read cache (lib/events/invalidatingCache.ts): list pages and task details are served from memory, and no
+ * read that starts after a write's commit, through any API replica, by a worker, or by plain SQL, sees data from
+ * before it.
  */
 import { Client, Pool } from 'pg';
 import type { FastifyInstance } from 'fastify';
@@ -62,7 +63,7 @@ afterAll(async () => {
   await stack.close();
 });
 
-describe('task list cache', () => {
+describe('task read cache', () => {
   test('a repeated page is a hit, identical to a database read; Cache-Control: no-cache reads the database', async () => {
     const app = stack.app('task');
     const url = `/api/tasks?projectId=${projectId}&limit=3&sort=createdAt`;
@@ -76,7 +77,7 @@ describe('task list cache', () => {
     expect(fresh.body.data).toEqual(first.body.data);
     expect(titles(second.body)).toEqual(['task 0', 'task 1', 'task 2']);
     const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body;
-    expect(metrics).toMatch(/armada_task_list_cache_total\{outcome="hit"\} [1-9]/);
+    expect(metrics).toMatch(/armada_task_read_cache_total\{cache="list",outcome="hit"\} [1-9]/);
   });
 
   test('every read after a commit by another connection (a worker, plain SQL) sees it', async () => {
@@ -222,10 +223,72 @@ describe('task list cache', () => {
     }
   });
 
-  test('taskListCache.enabled: false reads every page from the database', async () => {
-    const off = await replica({ taskListCache: { enabled: false } });
+  test('taskReadCache.enabled: false reads every page and detail from the database', async () => {
+    const off = await replica({ taskReadCache: { enabled: false } });
     const url = `/api/tasks?projectId=${projectId}`;
     await get(off, url);
     expect((await get(off, url)).cache).toBe('bypass');
+    const id = (await get(off, url)).body.data[0].id as string;
+    await get(off, `/api/tasks/${id}`);
+    expect((await get(off, `/api/tasks/${id}`)).cache).toBe('bypass');
+  });
+
+  test('a task detail is a hit until its task, an attempt or its project changes, through any connection or replica', async () => {
+    const app = stack.app('task');
+    const b = await replica();
+    const id = (await get(app, `/api/tasks?projectId=${projectId}&sort=createdAt`)).body.data[0].id as string;
+    const url = `/api/tasks/${id}`;
+    const writer = new Client({ connectionString: stack.dbUrl });
+    await writer.connect();
+    try {
+      const warm = async (target: FastifyInstance) => {
+        await get(target, url);
+        const r = await get(target, url);
+        expect(r.cache).toBe('hit');
+        return r.body.data;
+      };
+      expect((await warm(app)).attempts).toEqual([]);
+      await warm(b);
+      // an attempt appears (as the attempt engine writes it)
+      await writer.query(
+        `INSERT INTO attempts (id, task_id, number, llm, status, branch, started_at) VALUES ('att-sql-1', $1, 1, 'claude', 'running', 'armada/x', now() - interval '5 seconds')`,
+        [id],
+      );
+      for (const target of [app, b]) {
+        const d = (await get(target, url)).body.data;
+        expect(d.attempts.map((a: { id: string }) => a.id)).toEqual(['att-sql-1']);
+        expect(d.metadata.branch).toBe('armada/x');
+        expect(d.stats.totalAttempts).toBe(1);
+      }
+      // a running attempt's duration runs on between hits: views are built per request from the kept rows
+      const first = (await warm(app)).attempts[0].duration as number;
+      await new Promise((r) => setTimeout(r, 1100));
+      const later = (await get(app, url));
+      expect(later.cache).toBe('hit');
+      expect(later.body.data.attempts[0].duration).toBeGreaterThan(first + 1);
+      // the attempt finishes
+      await warm(b);
+      await writer.query(`UPDATE attempts SET status = 'completed', completed_at = now(), total_cost = 0.25 WHERE id = 'att-sql-1'`);
+      const done = (await get(b, url)).body.data;
+      expect(done.stats).toMatchObject({ successfulAttempts: 1, totalCost: 0.25 });
+      // the project's repository changes
+      await warm(app);
+      await writer.query(`UPDATE projects SET repo_url = 'https://example.com/moved.git' WHERE id = $1`, [projectId]);
+      expect((await get(app, url)).body.data.metadata.repository).toBe('https://example.com/moved.git');
+      // the task itself, through the other replica's API
+      await warm(app);
+      expect((await b.inject({ method: 'PATCH', url, payload: { status: 'review' } })).statusCode).toBe(200);
+      expect((await get(app, url)).body.data.status).toBe('review');
+      // deleted: a 404, and an unknown id is never kept
+      await writer.query(`DELETE FROM attempts WHERE id = 'att-sql-1'`);
+      expect((await b.inject({ method: 'DELETE', url })).statusCode).toBe(200);
+      for (let i = 0; i < 2; i++) {
+        const gone = await app.inject({ method: 'GET', url });
+        expect(gone.statusCode).toBe(404);
+        expect(gone.json().error.code).toBe('TASK_NOT_FOUND');
+      }
+    } finally {
+      await writer.end();
+    }
   });
 });
