@@ -3,9 +3,10 @@
  * in its own process group, with the prompt on stdin and in ARMADA_PROMPT. Heartbeats while it runs; on cancellation
  * (agent restart) it stops the whole group before reporting cancelled.
  *
- * Result: the process's stdout with trailing whitespace trimmed; when longer than 64 KiB only its last 64 KiB (the
- * final text) is kept. A non-zero exit, a timeout or a process that cannot start is a failed task (not an activity
- * error) whose error names the exit code and the tail of stderr.
+ * Result: for a JSON-lines profile `format` the agent's final answer (parsers/finalMessage.ts); for `text`, or when the
+ * JSON output has no final answer, the process's stdout with trailing whitespace trimmed. Either is cut to its last
+ * 64 KiB. A non-zero exit, a timeout or a process that cannot start is a failed task (not an activity error) whose
+ * error names the exit code and the tail of stderr.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -17,6 +18,7 @@ import type { Logger } from '../../lib/logger';
 import { counter, histogram, type Metrics } from '../../lib/metrics';
 import type { Pool } from 'pg';
 import { startGroupProcess } from '../../lib/process/processGroup';
+import { createFinalMessage, lastBytes } from '../agent/parsers';
 import { resolveAgentCommand } from './agentCommand';
 import { findMultiAgent, multiAgentSettings } from './agentRoster';
 
@@ -49,9 +51,7 @@ class Tail {
     while (this.bytes > this.max && this.chunks.length > 1) this.bytes -= Buffer.byteLength(this.chunks.shift() as string);
   }
   text(): string {
-    const all = this.chunks.join('');
-    const buf = Buffer.from(all);
-    return buf.length > this.max ? buf.subarray(buf.length - this.max).toString('utf8').replace(/^\uFFFD+/, '') : all;
+    return lastBytes(this.chunks.join(''), this.max);
   }
 }
 
@@ -100,6 +100,8 @@ export async function runAgentTask(deps: Deps, input: { agent: string; taskId: s
   fs.mkdirSync(cwd, { recursive: true });
 
   const stdout = new Tail(RESULT_MAX_BYTES);
+  const final = createFinalMessage(command.format, RESULT_MAX_BYTES);
+  const result = () => final.text() ?? stdout.text().trimEnd();
   const stderr = new Tail(ERROR_TAIL_BYTES);
   const started = Date.now();
   ctx.heartbeat();
@@ -121,7 +123,11 @@ export async function runAgentTask(deps: Deps, input: { agent: string; taskId: s
       }),
       signal: ctx.cancellationSignal,
       timeoutMs: settings.taskTimeoutMs,
-      onLine: (stream, line) => (stream === 'stdout' ? stdout : stderr).push(line),
+      onLine: (stream, line) => {
+        if (stream === 'stderr') return stderr.push(line);
+        stdout.push(line);
+        final.line(line);
+      },
     });
     const res = await proc.done;
     const outcome: AgentTaskOutcome = res.aborted
@@ -131,10 +137,10 @@ export async function runAgentTask(deps: Deps, input: { agent: string; taskId: s
         : res.timedOut
           ? { status: 'failed', result: null, error: `timed out after ${settings.taskTimeoutMs} ms` }
           : res.code === 0
-            ? { status: 'completed', result: stdout.text().trimEnd(), error: null }
+            ? { status: 'completed', result: result(), error: null }
             : {
                 status: 'failed',
-                result: stdout.text().trimEnd() || null,
+                result: result() || null,
                 error: `exit ${res.code === null ? `signal ${res.signal}` : `code ${res.code}`}${stderrSuffix(stderr.text())}`,
               };
     histogram(deps.metrics.registry, 'armada_agent_task_duration_seconds', 'Duration of multi-agent task processes, by outcome', ['outcome']).observe(

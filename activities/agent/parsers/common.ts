@@ -16,21 +16,26 @@ export function textParser(): OutputParser {
   };
 }
 
+/** The JSON object on a line, or undefined when the line is not one (plain text, bad JSON, an array…). */
+export function jsonObject(line: string): Record<string, unknown> | undefined {
+  const trimmed = line.trim();
+  if (!trimmed.startsWith('{')) return undefined;
+  let obj: unknown;
+  try {
+    obj = JSON.parse(trimmed);
+  } catch {
+    return undefined;
+  }
+  return obj && typeof obj === 'object' && !Array.isArray(obj) ? (obj as Record<string, unknown>) : undefined;
+}
+
 /** A JSON-lines parser wrapper: non-JSON lines (and stderr) are kept as text entries. */
 export function jsonLines(handle: (obj: Record<string, unknown>, raw: string, now: Date) => ParsedLine): OutputParser {
   const text = textParser();
   return {
     line(stream, line, now = new Date()) {
-      const trimmed = line.trim();
-      if (stream === 'stderr' || !trimmed.startsWith('{')) return text.line(stream, line, now);
-      let obj: unknown;
-      try {
-        obj = JSON.parse(trimmed);
-      } catch {
-        return text.line(stream, line, now);
-      }
-      if (!obj || typeof obj !== 'object' || Array.isArray(obj)) return text.line(stream, line, now);
-      return handle(obj as Record<string, unknown>, line, now);
+      const obj = stream === 'stdout' ? jsonObject(line) : undefined;
+      return obj ? handle(obj, line, now) : text.line(stream, line, now);
     },
   };
 }

@@ -7,7 +7,8 @@ import { geminiStreamJsonParser } from './geminiStreamJson';
 import { opencodeJsonParser } from './opencodeJson';
 
 export type { OutputParser, ParsedLine } from './types';
-export { entry, jsonLines, textParser } from './common';
+export { entry, jsonLines, jsonObject, textParser } from './common';
+export { createFinalMessage, lastBytes, type FinalMessage } from './finalMessage';
 
 export const PARSER_FORMATS = ['text', 'claude-stream-json', 'codex-json', 'gemini-stream-json', 'opencode-json'] as const;
 
