@@ -1,4 +1,4 @@
-/** The `armada` command line: start, api, worker, migrate (and infra, for tests and local tooling). */
+/** The `armada` command line: start, api, worker, migrate, worktrees (and infra, for tests and local tooling). */
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../lib/config';
 import { TemporalCliMissing } from '../lib/runtime/temporalDevServer';
@@ -20,6 +20,9 @@ Commands:
                         --max-agents caps the agent processes this worker runs at once.
   bundle --out FILE     Prebuild the workflow bundle for production workers (ARMADA_WORKFLOW_BUNDLE=FILE).
   migrate               Apply database migrations (DATABASE_URL, or the embedded server of ARMADA_HOME).
+  worktrees prune [--dry-run]
+                        Remove this host's worktrees (and managed branches) of attempts that no longer
+                        exist, printing each as a JSON line; workers do it every attempts.janitorIntervalMs.
   sources list|add|update|delete|health|flows
                         The scheduler's sources over HTTP (armada sources --help).
   workflows list|run    The scheduler's workflows over HTTP (armada workflows --help).
@@ -96,6 +99,10 @@ export async function main(argv: string[]): Promise<number> {
       case 'migrate': {
         const { runMigrate } = require('./migrate') as typeof import('./migrate');
         return await runMigrate();
+      }
+      case 'worktrees': {
+        const { runWorktrees } = require('./worktrees') as typeof import('./worktrees');
+        return await runWorktrees(rest);
       }
       case 'sources': {
         const { runSources } = require('./sources') as typeof import('./sources');

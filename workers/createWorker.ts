@@ -10,6 +10,7 @@ import type { Metrics } from '../lib/metrics';
 import { hostQueue } from '../lib/temporal/queues';
 import { workerIdentity } from '../lib/workerIdentity';
 import { createSlots } from '../lib/process/slots';
+import { DEFAULT_JANITOR_INTERVAL_MS, startWorktreeJanitor, type WorktreeJanitor } from './worktreeJanitor';
 
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
 
@@ -57,6 +58,8 @@ export interface WorkerOptions {
 
 export interface RunningWorkers {
   workers: Worker[];
+  /** Prunes this host's orphaned attempt worktrees (at start, then every attempts.janitorIntervalMs). */
+  janitor: WorktreeJanitor;
   /** Resolves when every worker has stopped; rejects when one fails. */
   done: Promise<void>;
   stop(): Promise<void>;
@@ -84,13 +87,20 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
     ),
   );
   const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);
+  // host-local housekeeping: worktrees of deleted attempts on this host's disk (docs/attempts.md#orphaned-worktrees)
+  const janitor = startWorktreeJanitor(
+    { db: opts.db, config: opts.config, logger: opts.logger, metrics: opts.metrics },
+    opts.config.file.attempts?.janitorIntervalMs ?? DEFAULT_JANITOR_INTERVAL_MS,
+  );
   let stopping: Promise<void> | undefined;
   return {
     workers,
+    janitor,
     done,
     stop() {
       stopping ??= (async () => {
         for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+        await janitor.stop(); // finishes the entry in hand, starts no other
         await done.catch((err) => opts.logger.warn({ err }, 'worker stopped with an error'));
         await connection.close();
       })();

@@ -27,7 +27,7 @@ const repoLocks = new Map<string, Promise<unknown>>();
  * Serialises worktree add/remove per repository within this worker (git takes repository-wide locks for them) and
  * retries briefly when another process holds a git lock.
  */
-async function withRepoLock<T>(repo: string, fn: () => Promise<T>): Promise<T> {
+export async function withRepoLock<T>(repo: string, fn: () => Promise<T>): Promise<T> {
   const prev = repoLocks.get(repo) ?? Promise.resolve();
   const run = prev.catch(() => undefined).then(async () => {
     for (let i = 0; ; i++) {

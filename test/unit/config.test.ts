@@ -11,6 +11,9 @@ describe('config', () => {
   test('wrong types and missing keys name the key', () => {
     expect(() => parseFileConfig({ agents: { a: {} } }, 'c.json')).toThrow('missing key "agents.a.command"');
     expect(() => parseFileConfig({ webhooks: { timeoutMs: 'soon' } }, 'c.json')).toThrow(/"webhooks.timeoutMs"/);
+    expect(() => parseFileConfig({ attempts: { janitorIntervalMs: -1 } }, 'c.json')).toThrow(/"attempts.janitorIntervalMs"/);
+    expect(() => parseFileConfig({ attempts: { janitorIntervalMs: 2 ** 31 } }, 'c.json')).toThrow(/"attempts.janitorIntervalMs"/); // beyond setTimeout's range
+    expect(parseFileConfig({ attempts: { janitorIntervalMs: 0 } }, 'c.json').attempts?.janitorIntervalMs).toBe(0);
   });
   test('defaults without a file; env ports, keys and home; bad values refused', () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-cfg-'));
