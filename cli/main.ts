@@ -1,6 +1,8 @@
 /** The `armada` command line: start, api, worker, migrate, worktrees (and infra, for tests and local tooling). */
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../lib/config';
+import { EmbeddedPostgresError } from '../lib/runtime/embeddedPostgres';
+import { ArmadaHomeInUse } from '../lib/runtime/homeInUse';
 import { TemporalCliMissing } from '../lib/runtime/temporalDevServer';
 
 export const HELP = `armada — job orchestration on Temporal
@@ -141,7 +143,7 @@ export async function main(argv: string[]): Promise<number> {
         return 2;
     }
   } catch (err) {
-    if (err instanceof TemporalCliMissing || err instanceof ConfigError) {
+    if (err instanceof TemporalCliMissing || err instanceof ConfigError || err instanceof EmbeddedPostgresError || err instanceof ArmadaHomeInUse) {
       process.stderr.write(`armada: ${err.message}\n`);
       return 1;
     }

@@ -26,7 +26,8 @@ export async function startInfrastructure(config: ArmadaConfig, logger: Logger):
     if (started.postgres) await started.postgres.stop().catch((err) => logger.warn({ err }, 'stopping postgres failed'));
   };
   try {
-    const [postgres, temporal] = await Promise.all([
+    // allSettled: when one fails, the other is stopped only once it has finished starting (nothing is left running)
+    const [pgResult, temporalResult] = await Promise.allSettled([
       config.databaseUrl
         ? Promise.resolve(undefined)
         : startEmbeddedPostgres({ dataDir: path.join(config.home, 'pg'), port: config.embedded.pgPort, logger }).then((p) => (started.postgres = p)),
@@ -42,6 +43,9 @@ export async function startInfrastructure(config: ArmadaConfig, logger: Logger):
             logger,
           }).then((t) => (started.temporal = t)),
     ]);
+    for (const r of [pgResult, temporalResult]) if (r.status === 'rejected') throw r.reason;
+    const postgres = pgResult.status === 'fulfilled' ? pgResult.value : undefined;
+    const temporal = temporalResult.status === 'fulfilled' ? temporalResult.value : undefined;
     return {
       databaseUrl: config.databaseUrl ?? (postgres as RunningPostgres).url,
       temporalAddress: config.temporal.address ?? (temporal as RunningDevServer).address,

@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
+import { refuseIfOwned } from './homeInUse';
 import type { Logger } from '../logger';
 
 export interface EmbeddedPostgresOptions {
@@ -66,7 +67,18 @@ function grantTraversal(dir: string, logger: Logger): void {
   }
 }
 
-/** A postgres left running by a killed `armada start` holds the data dir: stop it before starting a new one. */
+/** The embedded server does not come up (a one-line message). */
+export class EmbeddedPostgresError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'EmbeddedPostgresError';
+  }
+}
+
+/**
+ * A postgres left running by a killed `armada start` holds the data dir: stop it before starting a new one. One whose
+ * armada is still running is never touched (a second `armada start` or `armada migrate` on the same ARMADA_HOME).
+ */
 async function stopStaleServer(dataDir: string, logger: Logger): Promise<void> {
   const pidFile = path.join(dataDir, 'postmaster.pid');
   let pid: number;
@@ -83,6 +95,7 @@ async function stopStaleServer(dataDir: string, logger: Logger): Promise<void> {
   } catch {
     return; // not running: postgres removes a stale pid file itself
   }
+  refuseIfOwned(pid, `the embedded PostgreSQL of ${dataDir}`);
   logger.warn({ pid }, 'stopping a postgres left running by an earlier start');
   process.kill(pid, 'SIGINT');
   for (let i = 0; i < 100; i++) {
@@ -137,7 +150,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   try {
     await pg.start();
   } catch (err) {
-    throw new Error(`embedded postgres did not start on port ${opts.port} (is the port in use? set ARMADA_PG_PORT): ${(err as Error)?.message ?? 'exited'}`);
+    throw new EmbeddedPostgresError(`embedded postgres did not start on port ${opts.port} (is the port in use? set ARMADA_PG_PORT): ${(err as Error)?.message ?? 'exited'}`);
   }
   const base = `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${opts.port}`;
   const admin = new Client({ connectionString: `${base}/postgres` });

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { refuseIfOwned } from './homeInUse';
 import type { Logger } from '../logger';
 
 export const TEMPORAL_INSTALL_HINT = [
@@ -104,17 +105,24 @@ function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
   });
 }
 
-/** Kills a dev server left running by a killed `armada start` (its pid file sits beside the SQLite file). */
-function stopStale(pidFile: string, logger: Logger): void {
+/**
+ * Kills a dev server left running by a killed `armada start` (its pid file sits beside the SQLite file); one whose
+ * armada is still running is refused (ArmadaHomeInUse), never killed.
+ */
+function stopStale(pidFile: string, dbFile: string, logger: Logger): void {
+  let pid: number;
   try {
-    const pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
-    const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    if (cmd.includes('start-dev')) {
-      logger.warn({ pid }, 'stopping a temporal dev server left running by an earlier start');
-      process.kill(pid, 'SIGKILL');
-    }
+    pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
+    if (!fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('start-dev')) return;
   } catch {
-    /* none */
+    return; // none
+  }
+  refuseIfOwned(pid, `the Temporal dev server of ${dbFile}`);
+  logger.warn({ pid }, 'stopping a temporal dev server left running by an earlier start');
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    /* gone meanwhile */
   }
 }
 
@@ -123,7 +131,7 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<Ru
   const log = opts.logger.child({ component: 'temporal' });
   fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
   const pidFile = `${opts.dbFile}.pid`;
-  stopStale(pidFile, log);
+  stopStale(pidFile, opts.dbFile, log);
   const args = [
     'server',
     'start-dev',

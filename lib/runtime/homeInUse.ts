@@ -1,0 +1,37 @@
+/**
+ * Servers of an ARMADA_HOME (embedded PostgreSQL, Temporal dev server) left running by a killed armada are stopped by
+ * the next start; one whose armada is still running is never touched. This tells the two apart by the server's parent.
+ */
+import fs from 'node:fs';
+
+/** A server of this ARMADA_HOME belongs to a running armada (a second `armada start` or `armada migrate`). */
+export class ArmadaHomeInUse extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ArmadaHomeInUse';
+  }
+}
+
+/**
+ * The live armada process that started server `pid` (its parent), or undefined when the server is an orphan: its
+ * starter died (the parent is init, a subreaper, or anything but armada).
+ */
+export function liveArmadaOwner(pid: number): { pid: number; command: string } | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (!Number.isInteger(ppid) || ppid <= 1) return undefined;
+    const command = fs.readFileSync(`/proc/${ppid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
+    return /\barmada\b/.test(command) ? { pid: ppid, command } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Throws ArmadaHomeInUse when server `pid` (`what`, e.g. "the embedded PostgreSQL of /x/pg") has a live armada. */
+export function refuseIfOwned(pid: number, what: string): void {
+  const owner = liveArmadaOwner(pid);
+  if (owner) {
+    throw new ArmadaHomeInUse(`${what} is in use by a running armada (pid ${owner.pid}: ${owner.command}); stop it first, or set DATABASE_URL and TEMPORAL_ADDRESS to use its servers`);
+  }
+}

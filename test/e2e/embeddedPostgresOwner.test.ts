@@ -1,0 +1,122 @@
+/**
+ * The embedded PostgreSQL of an ARMADA_HOME: one left running by a killed armada is stopped and replaced by the next
+ * start, but one whose armada is alive is never touched (a second start or `armada migrate` on the same home).
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
+import { ARMADA_BIN, spawnArmada } from '../support/armadaProcess';
+import { eventually } from '../support/harness';
+const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
+
+let home: string;
+const env = (pgPort: number) => ({ ...process.env, ARMADA_HOME: home, ARMADA_PG_PORT: String(pgPort), ARMADA_LOG_LEVEL: 'warn', DATABASE_URL: '', TEMPORAL_ADDRESS: '' });
+
+/** Live processes whose command line mentions the test's home. */
+function processesUsing(dir: string): number[] {
+  const found: number[] = [];
+  for (const pid of fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    try {
+      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      const state = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
+      if (cmd.includes(dir) && state !== 'Z') found.push(Number(pid));
+    } catch {
+      /* gone */
+    }
+  }
+  return found;
+}
+
+async function answers(url: string): Promise<boolean> {
+  const c = new Client({ connectionString: url });
+  try {
+    await c.connect();
+    await c.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
+beforeEach(() => {
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-pgowner-'));
+});
+afterEach(() => {
+  for (const pid of processesUsing(home)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  fs.rmSync(home, { recursive: true, force: true });
+});
+
+test('armada migrate on the home of a running armada refuses in one line and leaves its database running', async () => {
+  const pgPort = await freePort();
+  const infra = await spawnArmada(['infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(await freePort())], 'ready', env(pgPort));
+  try {
+    const url = infra.ready.databaseUrl as string;
+    expect(await answers(url)).toBe(true);
+    const r = spawnSync(process.execPath, [ARMADA_BIN, 'migrate'], { env: env(await freePort()), encoding: 'utf8', timeout: 60_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim()).toMatch(/^armada: the embedded PostgreSQL of .* is in use by a running armada \(pid \d+: .*armada.*\); stop it first, or set DATABASE_URL and TEMPORAL_ADDRESS/);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(await answers(url)).toBe(true);
+  } finally {
+    const exited = new Promise((resolve) => infra.child.once('exit', resolve));
+    infra.child.kill('SIGTERM');
+    await exited;
+  }
+}, 120_000);
+
+test('a second armada start on the home of a running one refuses and leaves nothing of its own running', async () => {
+  const pgPort = await freePort();
+  const infra = await spawnArmada(['infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(await freePort())], 'ready', env(pgPort));
+  try {
+    const before = processesUsing(home).sort();
+    const second = spawnSync(process.execPath, [ARMADA_BIN, 'start'], {
+      env: {
+        ...env(await freePort()),
+        ARMADA_TEMPORAL_PORT: String(await freePort()),
+        ARMADA_TEMPORAL_UI_PORT: '',
+        ARMADA_TEMPORAL_METRICS_PORT: '',
+        ARMADA_TASK_PORT: String(await freePort()),
+        ARMADA_SCHEDULER_PORT: String(await freePort()),
+        ARMADA_SCHEDULER_ALT_PORT: '',
+        ARMADA_AGENTS_PORT: String(await freePort()),
+        ARMADA_TRACES_PORT: String(await freePort()),
+      },
+      encoding: 'utf8',
+      timeout: 90_000,
+    });
+    expect(second.status).toBe(1);
+    expect(second.stderr).toMatch(/is in use by a running armada/);
+    // the temporal dev server it began to start is stopped again
+    await eventually(async () => JSON.stringify(processesUsing(home).sort()) === JSON.stringify(before), 20_000, 200);
+    expect(await answers(infra.ready.databaseUrl as string)).toBe(true);
+  } finally {
+    const exited = new Promise((resolve) => infra.child.once('exit', resolve));
+    infra.child.kill('SIGTERM');
+    await exited;
+  }
+}, 150_000);
+
+test('a postgres left running by a killed armada is stopped by the next armada migrate, which then succeeds', async () => {
+  const pgPort = await freePort();
+  const infra = await spawnArmada(['infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(await freePort())], 'ready', env(pgPort));
+  const url = infra.ready.databaseUrl as string;
+  infra.child.kill('SIGKILL'); // its postgres (and temporal) are orphans now
+  await eventually(async () => infra.child.exitCode !== null || infra.child.signalCode !== null);
+  expect(await answers(url)).toBe(true);
+  const migrate = spawn(process.execPath, [ARMADA_BIN, 'migrate'], { env: env(pgPort), stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  migrate.stdout.on('data', (d) => (out += d));
+  const code = await new Promise((resolve) => migrate.once('exit', resolve));
+  expect(code).toBe(0);
+  expect(out).toMatch(/database is up to date/);
+}, 120_000);
