@@ -74,6 +74,8 @@ export const FileConfigSchema = Type.Object(
           killGraceMs: Type.Optional(Type.Integer({ minimum: 0 })),
           /** default bound of one agent run in seconds when options.timeout is absent (default 3600) */
           defaultTimeoutSec: Type.Optional(Type.Integer({ minimum: 1 })),
+          /** how long DELETE /api/attempts/:id waits for the host to remove worktree and branch (default 15 s) */
+          deleteWaitMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000 })),
           /** how often each worker prunes worktrees of deleted attempts from its $ARMADA_HOME/worktrees (default 1 h; 0 = never) */
           janitorIntervalMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647 })),
         },

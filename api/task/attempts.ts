@@ -238,10 +238,21 @@ export const attemptRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPoo
 
   app.delete(
     '/attempts/:id',
-    { schema: { tags: ['attempts'], params: IdParams, response: { 200: Envelope(Type.Object({ deleted: Type.Literal(true), attemptId: Type.String() })), ...ErrorResponses } } },
+    {
+      schema: {
+        tags: ['attempts'],
+        description:
+          'Cancels the attempt, removes its worktree and branch on their host and deletes it. cleanup is pending when the host did not remove them within attempts.deleteWaitMs (its worker is down): they are removed when it is back.',
+        params: IdParams,
+        response: {
+          200: Envelope(Type.Object({ deleted: Type.Literal(true), attemptId: Type.String(), cleanup: Type.Union([Type.Literal('done'), Type.Literal('pending')]) })),
+          ...ErrorResponses,
+        },
+      },
+    },
     async (request) => {
-      await deleteAttempt(svc, request.params.id);
-      return ok(version, { deleted: true as const, attemptId: request.params.id });
+      const { cleanup } = await deleteAttempt(svc, request.params.id);
+      return ok(version, { deleted: true as const, attemptId: request.params.id, cleanup });
     },
   );
 

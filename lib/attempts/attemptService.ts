@@ -334,8 +334,13 @@ export async function mergeAttempt(deps: AttemptServiceDeps, attemptId: string, 
   return r as MergeWorkflowResult & { ok: true };
 }
 
-/** DELETE /api/attempts/:id: cancels its workflow, removes worktree and branch on their host, deletes the rows. */
-export async function deleteAttempt(deps: AttemptServiceDeps, attemptId: string): Promise<void> {
+/**
+ * DELETE /api/attempts/:id: cancels its workflow, removes worktree and branch on their host, deletes the rows.
+ * The removal is waited for up to `attempts.deleteWaitMs` (default 15 s). When the host does not do it in that time
+ * (its worker is down), the rows are deleted anyway and `cleanup` is `pending`: the removal workflow runs when the
+ * host is back, and that host's worktree janitor removes what is left of attempts without rows.
+ */
+export async function deleteAttempt(deps: AttemptServiceDeps, attemptId: string): Promise<{ cleanup: 'done' | 'pending' }> {
   const a = await getAttempt(deps.db, attemptId);
   if (!a) throw notFound(`Attempt ${attemptId} not found`);
   if (a.status === 'running' || a.status === 'created') {
@@ -344,13 +349,21 @@ export async function deleteAttempt(deps: AttemptServiceDeps, attemptId: string)
   await cancelWorkflow(deps, attemptId);
   const task = await getTask(deps.db, a.task_id);
   const project = task ? await getProject(deps.db, task.project_id) : undefined;
+  let cleanup: 'done' | 'pending' = 'done';
   if (a.host_queue && project?.git_repo_path && !a.cleaned_up) {
-    await (await deps.temporal.client()).workflow.execute('removeAttemptWorkflow', {
+    const handle = await (await deps.temporal.client()).workflow.start('removeAttemptWorkflow', {
       workflowId: `attempt-remove:${attemptId}`,
       taskQueue: deps.config.temporal.taskQueue,
       args: [{ hostQueue: a.host_queue, repoPath: project.git_repo_path, worktreePath: a.worktree_path, branch: a.branch }],
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<'pending'>((resolve) => {
+      timer = setTimeout(() => resolve('pending'), deps.config.file.attempts?.deleteWaitMs ?? 15_000);
+    });
+    cleanup = await Promise.race([handle.result().then(() => 'done' as const, () => 'pending' as const), waited]);
+    clearTimeout(timer);
   }
   await deleteAttemptRow(deps.db, attemptId);
+  return { cleanup };
 }

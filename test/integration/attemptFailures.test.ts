@@ -192,7 +192,7 @@ describe('attempt failures and bad input', () => {
     expect(ndjson(taskLogs).map((l) => l.message)).toContain('done');
     const del = await h.inject('DELETE', `/api/attempts/${id}`);
     expect(del.statusCode).toBe(200);
-    expect(del.json().data).toEqual({ deleted: true, attemptId: id });
+    expect(del.json().data).toEqual({ deleted: true, attemptId: id, cleanup: 'done' });
     expect(fs.existsSync(a.worktreePath)).toBe(false);
     expect(gitOut(p.repo, 'branch', '--list', a.branch)).toBe('');
     expect((await h.inject('GET', `/api/attempts/${id}`)).statusCode).toBe(404);
