@@ -70,10 +70,15 @@ export interface NewAttempt {
   description: string;
 }
 
-/** Inserts the next-numbered attempt of a task; the caller holds the task row lock (numbers are per task). */
+/**
+ * Inserts the next-numbered attempt of a task; the caller holds the task row lock (numbers are per task). Numbers come
+ * from the task's `attempts_numbered`, so a deleted attempt's number is never handed out again.
+ */
 export async function insertAttempt(db: Queryable, a: NewAttempt): Promise<AttemptRow> {
   const { rows } = await db.query<AttemptRow>(
-    `WITH n AS (SELECT COALESCE(max(number), 0) + 1 AS n FROM attempts WHERE task_id = $2)
+    `WITH n AS (
+       UPDATE tasks SET attempts_numbered = GREATEST(attempts_numbered, (SELECT COALESCE(max(number), 0) FROM attempts WHERE task_id = $2)) + 1
+        WHERE id = $2 RETURNING attempts_numbered AS n)
      INSERT INTO attempts (id, task_id, number, llm, model, status, branch, base_branch, options, description, started_at)
      SELECT $1, $2, n.n, $3, $4, $5, $6 || '/task-' || $2 || '-attempt-' || n.n, $7, $8, $9, CASE WHEN $5 = 'running' THEN now() END
        FROM n

@@ -1,6 +1,7 @@
 /**
  * DELETE /api/attempts/:id while the attempt's host has no worker: the answer does not wait for the host (bounded by
  * attempts.deleteWaitMs), the attempt is gone at once, and its worktree and branch are removed when the host is back.
+ * The next attempt of that task never gets the deleted one's number, so never its branch.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -60,3 +61,26 @@ test('a host without a worker: 200 with cleanup pending in about deleteWaitMs, t
   await eventually(async () => !fs.existsSync(worktree) && gitOut(repo, 'branch', '--list', branch) === '', 40_000, 250);
   expect(gitOut(repo, 'branch', '--list', 'main')).toContain('main');
 }, 90_000);
+
+test("a deleted attempt's number and branch are never given to the next attempt of its task", async () => {
+  const app = stack.app('task');
+  const projectId = (await app.inject({ method: 'POST', url: '/api/projects', payload: { name: 'Numbers', repository: { url: makeGitRepo() } } })).json().data.id;
+  const taskId = (await app.inject({ method: 'POST', url: '/api/tasks', payload: { projectId, title: 'numbers' } })).json().data.id;
+  const create = async () => {
+    const r = await app.inject({ method: 'POST', url: '/api/attempts', payload: { taskId, llm: 'claude' } });
+    expect(r.statusCode).toBe(200);
+    return (await stack.db.query<{ id: string; number: number; branch: string }>('SELECT id, number, branch FROM attempts WHERE id = $1', [r.json().data.id])).rows[0] as {
+      id: string;
+      number: number;
+      branch: string;
+    };
+  };
+  const first = await create();
+  const second = await create();
+  expect([first.number, second.number]).toEqual([1, 2]);
+  expect((await app.inject({ method: 'DELETE', url: `/api/attempts/${second.id}` })).statusCode).toBe(200);
+  const third = await create();
+  expect(third.number).toBe(3);
+  expect(third.branch).toBe(`armada/task-${taskId}-attempt-3`);
+  expect(third.branch).not.toBe(second.branch);
+});

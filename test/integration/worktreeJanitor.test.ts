@@ -66,11 +66,14 @@ function worktree(repoPath: string, attemptId: string, branch: string, ageMs = H
 }
 
 const branches = (r: string) => gitOut(r, 'branch', '--list', '--format=%(refname:short)').split('\n').filter(Boolean).sort();
-const registered = (r: string) =>
-  gitOut(r, 'worktree', 'list', '--porcelain')
+/** The repository's registered worktrees: the main one first, the others sorted (git lists them in no fixed order). */
+const registered = (r: string) => {
+  const [main, ...others] = gitOut(r, 'worktree', 'list', '--porcelain')
     .split('\n')
     .filter((l) => l.startsWith('worktree '))
     .map((l) => l.slice('worktree '.length));
+  return [main, ...others.sort()];
+};
 const managed = (taskId: string, n: number) => `armada/task-${taskId}-attempt-${n}`;
 const deps = () => ({ db: database.pool, config, logger });
 
@@ -97,7 +100,7 @@ describe('pruneOrphanWorktrees', () => {
       failed: [],
     });
     expect(fs.existsSync(orphan)).toBe(false);
-    expect(registered(r)).toEqual([r, live, young].map((p) => fs.realpathSync(p)));
+    expect(registered(r)).toEqual([fs.realpathSync(r), ...[live, young].map((p) => fs.realpathSync(p)).sort()]);
     expect(branches(r)).toEqual(['feature', 'main', managed(taskId, 2), managed(taskId, 3)].sort());
     expect(fs.readFileSync(path.join(live, 'work.txt'), 'utf8')).toContain('agent');
     expect(fs.existsSync(young) && fs.existsSync(foreign)).toBe(true);
