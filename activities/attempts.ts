@@ -5,6 +5,7 @@ import { withTransaction } from '../lib/db/pool';
 import { attemptDurationSeconds, getAttempt } from '../lib/db/attempts';
 import { runAgent, type RunAgentInput } from './agent/runAgent';
 import { mergeBranch, type MergeStrategy } from './git/mergeAttempt';
+import { readWorktree, type WorktreeRead } from './git/readWorktree';
 import { commitChanges, prepareWorktree, removeWorktree } from './git/worktree';
 import { keepAlive } from './keepAlive';
 import type { ActivityDeps } from './index';
@@ -17,6 +18,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
     commitChanges: (input: { attemptId: string; worktreePath: string; baseCommit: string; message: string }) => keepAlive(() => commitChanges(deps, input)),
     removeWorktree: (input: { attemptId: string | null; repoPath: string; worktreePath: string | null; branch: string | null; deleteBranch: boolean }) =>
       keepAlive(() => removeWorktree(deps, input)),
+    /** A read of a worktree on its host, for API replicas elsewhere (hostReadWorkflow). */
+    readWorktree: (request: WorktreeRead) => readWorktree(request),
     mergeBranch: (input: { repoPath: string; baseBranch: string; branch: string; strategy: MergeStrategy; message: string }) => keepAlive(() => mergeBranch(input)),
     /** running → completed | failed, with events and the task status rule. */
     async recordAttemptOutcome(input: { attemptId: string; status: 'completed' | 'failed'; error: string | null; summary: string }): Promise<boolean> {

@@ -74,6 +74,13 @@ export const FileConfigSchema = Type.Object(
           killGraceMs: Type.Optional(Type.Integer({ minimum: 0 })),
           /** default bound of one agent run in seconds when options.timeout is absent (default 3600) */
           defaultTimeoutSec: Type.Optional(Type.Integer({ minimum: 1 })),
+          /**
+           * where the API reads an attempt's worktree (diff, container): `auto` (default) reads it in place when the path
+           * exists on the API's host, else asks the worker of the attempt's host; `host` always asks that worker
+           */
+          worktreeReads: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('host')])),
+          /** how long the API waits for such a read from the attempt's host before answering 503 (default 15 s) */
+          hostReadTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
           /** how long DELETE /api/attempts/:id waits for the host to remove worktree and branch (default 15 s) */
           deleteWaitMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000 })),
           /** how often each worker prunes worktrees of deleted attempts from its $ARMADA_HOME/worktrees (default 1 h; 0 = never) */

@@ -9,3 +9,4 @@ export { workflowRunWorkflow } from './workflowRunWorkflow';
 export { schedulerMaintenanceWorkflow } from './schedulerMaintenanceWorkflow';
 export { attemptWorkflow } from './attemptWorkflow';
 export { mergeWorkflow, removeAttemptWorkflow } from './mergeWorkflow';
+export { hostReadWorkflow } from './hostReadWorkflow';

@@ -16,6 +16,7 @@ import { getProcess } from '../../lib/db/processes';
 import { notFound } from '../../lib/errors';
 import { ErrorResponses, IdParams } from '../http/schemas';
 import { attemptDiff } from './attempts';
+import { isAppError } from '../../lib/errors';
 import type { TaskPluginOptions } from './deps';
 
 const send = (socket: WebSocket, msg: unknown) => {
@@ -147,7 +148,17 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
       while (!out.signal.aborted) {
         const a = await getAttempt(deps.db, id);
         if (!a) break;
-        const d = await attemptDiff(deps, cpu, a, undefined, 'json');
+        let d: Awaited<ReturnType<typeof attemptDiff>>;
+        try {
+          d = await attemptDiff(deps, cpu, a, undefined, 'json');
+        } catch (err) {
+          if (!isAppError(err) || err.code !== 'HOST_UNAVAILABLE') throw err;
+          // the worktree's host has no worker right now: say so once, keep trying
+          if (lastHash !== 'unavailable') out.write('unavailable', { attemptId: id, message: err.message }, lastHash || undefined);
+          lastHash = 'unavailable';
+          await new Promise((r) => setTimeout(r, 1000));
+          continue;
+        }
         const hash = crypto.createHash('sha1').update(JSON.stringify(d.files)).digest('hex').slice(0, 16);
         if (hash !== lastHash) {
           out.write('diff', { attemptId: id, status: a.status, files: d.files, summary: d.summary }, hash);

@@ -19,7 +19,8 @@ import {
 } from '../../lib/attempts/attemptService';
 import type { CpuPool } from '../../lib/attempts/cpuPool';
 import { splitRows } from '../../lib/attempts/diffParse';
-import { readAttemptDiff, safeRelativePath } from '../../lib/attempts/gitDiff';
+import { safeRelativePath } from '../../lib/attempts/gitDiff';
+import { readAttemptWorktree } from '../../lib/attempts/hostReads';
 import { levelsFrom, logLine, streamLogRows } from '../../lib/attempts/logStream';
 import { attemptDurationSeconds, getAttempt, listAttempts, listAttemptsForTask, TERMINAL_ATTEMPT_STATUSES, type AttemptRow } from '../../lib/db/attempts';
 import { processesOfAttempt, type LogLevel } from '../../lib/db/processes';
@@ -92,10 +93,13 @@ export async function attemptDiff(deps: TaskAppDeps, cpu: CpuPool, a: AttemptRow
   }
   const task = await getTask(deps.db, a.task_id);
   const project = task ? await getProject(deps.db, task.project_id) : undefined;
-  const text = await readAttemptDiff(
-    { worktreePath: a.cleaned_up ? null : a.worktree_path, repoPath: project?.git_repo_path ?? null, baseCommit: a.base_commit, branch: a.branch },
-    rel,
-  );
+  const worktreePath = a.cleaned_up ? null : a.worktree_path;
+  const read = await readAttemptWorktree(deps, { worktreePath, hostQueue: a.host_queue }, {
+    op: 'diff',
+    source: { worktreePath, repoPath: project?.git_repo_path ?? null, baseCommit: a.base_commit, branch: a.branch },
+    file: rel,
+  });
+  const text = read.op === 'diff' ? read.text : '';
   const parsed = await cpu.parseDiff(text);
   if (format === 'unified') return { format, diff: text, summary: parsed.summary };
   if (format === 'split') {

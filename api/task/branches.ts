@@ -1,7 +1,8 @@
 /** GET /api/projects/:id/branches (managed attempt branches marked) and GET /api/containers/:id (an attempt's worktree). */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { listBranches, worktreeStatus } from '../../lib/attempts/gitInfo';
+import { listBranches } from '../../lib/attempts/gitInfo';
+import { readAttemptWorktree } from '../../lib/attempts/hostReads';
 import { attemptBranchesOfProject, getAttempt } from '../../lib/db/attempts';
 import { getProject } from '../../lib/db/projects';
 import { conflict, notFound } from '../../lib/errors';
@@ -51,7 +52,10 @@ export const branchRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastif
     // the container of an attempt is its worktree; its id is the attempt id
     const a = await getAttempt(deps.db, request.params.id);
     if (!a) throw notFound(`Container ${request.params.id} not found`);
-    const s = await worktreeStatus(a.cleaned_up ? null : a.worktree_path, a.base_branch, a.base_commit);
+    const worktreePath = a.cleaned_up ? null : a.worktree_path;
+    const read = await readAttemptWorktree(deps, { worktreePath, hostQueue: a.host_queue }, { op: 'status', worktreePath, baseBranch: a.base_branch, baseCommit: a.base_commit });
+    if (read.op !== 'status') throw new Error('unexpected worktree read');
+    const s = read.status;
     const status = a.merged_at && a.cleaned_up ? 'merged' : a.cleaned_up || (a.worktree_path && !s.exists) ? 'deleted' : a.merged_at ? 'merged' : a.status === 'running' ? 'active' : 'inactive';
     return ok(version, {
       id: a.id,
