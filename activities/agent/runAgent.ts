@@ -26,9 +26,12 @@ import type { WorkerIdentity } from '../../lib/workerIdentity';
 import type { Slots } from '../../lib/process/slots';
 import { git } from '../../lib/git';
 import { groupAlive, killProcessesUnder, startGroupProcess } from '../../lib/process/processGroup';
-import { createParser } from './parsers';
+import { createFinalMessage, createParser } from './parsers';
 import { resolveAgentProfile } from './profiles';
 import { createGroupSampler } from './resourceSampler';
+
+/** An attempt's output summary is cut to its last 64 KiB (like multi-agent results). */
+const SUMMARY_MAX_BYTES = 64 * 1024;
 
 export interface RunAgentInput {
   attemptId: string;
@@ -123,6 +126,8 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
   if (typeof releaseSlot !== 'function') return releaseSlot;
 
   const parser = createParser(profile.format);
+  // the parser's summary is the agent's own final answer (e.g. Claude's result event); without one, the last message
+  const finalMessage = createFinalMessage(profile.format, SUMMARY_MAX_BYTES);
   const argv = input.kind === 'follow_up' ? profile.resumeCommand : profile.command;
   let tokens: { input: number; output: number } | undefined;
   let reportedCost: number | undefined;
@@ -151,6 +156,7 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
     onLine: (stream, line) => {
       lines++;
       const parsed = parser.line(stream, line);
+      if (stream === 'stdout') finalMessage.line(line);
       pending.push(...parsed.entries);
       if (parsed.tokens) tokens = parsed.tokens;
       if (parsed.cost !== undefined) reportedCost = parsed.cost;
@@ -261,7 +267,7 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
     if (!ended) await setProcessExit(c, input.processId, result.code, error);
   });
   if (ctx.cancellationSignal.aborted) throw new CancelledFailure('agent run cancelled');
-  return { status, exitCode: result.code, error, summary, sessionId };
+  return { status, exitCode: result.code, error, summary: summary || (finalMessage.text() ?? ''), sessionId };
 }
 
 /**
