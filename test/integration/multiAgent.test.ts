@@ -95,7 +95,8 @@ describe('multi-agent service', () => {
       return s.currentTask === gate ? s : undefined;
     });
     expect(running.currentTaskStartedAt).toEqual(expect.any(String));
-    expect((await call('GET', `/api/v1/tasks/${gate}`)).json().status).toBe('running');
+    // the actor names its current task when it hands it to the activity; the row says running once the activity began
+    await eventually(async () => (await call('GET', `/api/v1/tasks/${gate}`)).json().status === 'running', 10_000);
 
     const low = await assign(SLEEPER, 'sleep:150 low', 'low');
     const normal = await assign(SLEEPER, 'sleep:150 normal', 'normal');
