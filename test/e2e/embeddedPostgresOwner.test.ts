@@ -9,25 +9,11 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { ARMADA_BIN, spawnArmada } from '../support/armadaProcess';
 import { eventually } from '../support/harness';
+import { pidsUsing } from '../support/processes';
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 let home: string;
 const env = (pgPort: number) => ({ ...process.env, ARMADA_HOME: home, ARMADA_PG_PORT: String(pgPort), ARMADA_LOG_LEVEL: 'warn', DATABASE_URL: '', TEMPORAL_ADDRESS: '' });
-
-/** Live processes whose command line mentions the test's home. */
-function processesUsing(dir: string): number[] {
-  const found: number[] = [];
-  for (const pid of fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
-    try {
-      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      const state = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
-      if (cmd.includes(dir) && state !== 'Z') found.push(Number(pid));
-    } catch {
-      /* gone */
-    }
-  }
-  return found;
-}
 
 async function answers(url: string): Promise<boolean> {
   const c = new Client({ connectionString: url });
@@ -46,7 +32,7 @@ beforeEach(() => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-pgowner-'));
 });
 afterEach(() => {
-  for (const pid of processesUsing(home)) {
+  for (const pid of pidsUsing(home)) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
@@ -78,7 +64,7 @@ test('a second armada start on the home of a running one refuses and leaves noth
   const pgPort = await freePort();
   const infra = await spawnArmada(['infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(await freePort())], 'ready', env(pgPort));
   try {
-    const before = processesUsing(home).sort();
+    const before = pidsUsing(home).sort();
     const second = spawnSync(process.execPath, [ARMADA_BIN, 'start'], {
       env: {
         ...env(await freePort()),
@@ -97,7 +83,7 @@ test('a second armada start on the home of a running one refuses and leaves noth
     expect(second.status).toBe(1);
     expect(second.stderr).toMatch(/is in use by a running armada/);
     // the temporal dev server it began to start is stopped again
-    await eventually(async () => JSON.stringify(processesUsing(home).sort()) === JSON.stringify(before), 20_000, 200);
+    await eventually(async () => JSON.stringify(pidsUsing(home).sort()) === JSON.stringify(before), 20_000, 200);
     expect(await answers(infra.ready.databaseUrl as string)).toBe(true);
   } finally {
     const exited = new Promise((resolve) => infra.child.once('exit', resolve));

@@ -9,22 +9,8 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { ARMADA_BIN } from '../support/armadaProcess';
 import { eventually } from '../support/harness';
+import { processesUsing } from '../support/processes';
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
-
-/** Live processes whose command line mentions `dir`. */
-function processesUsing(dir: string): string[] {
-  const found: string[] = [];
-  for (const pid of fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
-    try {
-      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      const state = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
-      if (cmd.includes(dir) && state !== 'Z') found.push(`${pid}: ${cmd}`);
-    } catch {
-      /* gone */
-    }
-  }
-  return found;
-}
 
 test('the servers of armada infra stop when the process that started it is killed with SIGKILL', async () => {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-orphan-'));

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { makeGitRepo } from '../support/harness';
+import { processesUsing } from '../support/processes';
 
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 const BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
@@ -78,21 +79,6 @@ function stop(child: ChildProcess): Promise<number | null> {
     child.once('exit', (code) => resolve(code));
     child.kill('SIGINT');
   });
-}
-
-/** Processes whose command line mentions the test's ARMADA_HOME (embedded postgres, temporal dev server). */
-function processesUsing(dir: string): string[] {
-  const found: string[] = [];
-  for (const pid of fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
-    try {
-      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      const state = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
-      if (cmd.includes(dir) && state !== 'Z') found.push(`${pid}: ${cmd}`);
-    } catch {
-      /* gone */
-    }
-  }
-  return found;
 }
 
 test('npm start brings every service up; Ctrl-C leaves nothing running; a second start keeps the data', async () => {

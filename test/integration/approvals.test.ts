@@ -2,9 +2,9 @@ import { temporalToAppError } from '../../api/http/temporalErrors';
 import { mergeBlocker } from '../../lib/db/approvals';
 import { respondUpdate } from '../../workflows/approvalWorkflow';
 import { Worker } from '@temporalio/worker';
-import { startWorkers, type RunningWorkers } from '../../workers/createWorker';
+import type { RunningWorkers } from '../../workers/createWorker';
 import { createProjectAndTask, insertAttempt } from '../support/attempts';
-import { env, eventually, logger, startTestStack, type TestStack } from '../support/harness';
+import { env, eventually, startStackWorkers, startTestStack, type TestStack } from '../support/harness';
 
 let stack: TestStack;
 let taskId: string;
@@ -149,15 +149,7 @@ describe('approvals', () => {
     await stack.workers?.stop();
     await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(approval.expiresAt) - Date.now()) + 1500));
     expect(await status(approval.id)).toBe('pending'); // nobody was there to expire it
-    restarted = await startWorkers({
-      config: stack.config,
-      db: stack.db,
-      logger,
-      metrics: stack.metrics,
-      address: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
-      namespace: stack.config.temporal.namespace,
-      shutdownGraceMs: 2000,
-    });
+    restarted = await startStackWorkers(stack);
     await eventually(async () => (await status(approval.id)) === 'expired', 40_000, 250);
     expect(await handle.result()).toBe('expired');
     const ev = await stack.db.query("SELECT type FROM events WHERE type = 'approval.expired' AND data->>'approvalId' = $1", [approval.id]);

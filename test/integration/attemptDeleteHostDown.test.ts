@@ -7,9 +7,9 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { hostQueue } from '../../lib/temporal/queues';
-import { startWorkers, type RunningWorkers } from '../../workers/createWorker';
+import type { RunningWorkers } from '../../workers/createWorker';
 import { gitOut } from '../support/attemptHelpers';
-import { env, eventually, logger, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
+import { eventually, makeGitRepo, startStackWorkers, startTestStack, type TestStack } from '../support/harness';
 
 let stack: TestStack;
 let restarted: RunningWorkers | undefined;
@@ -49,15 +49,7 @@ test('a host without a worker: 200 with cleanup pending in about deleteWaitMs, t
   expect((await app.inject({ method: 'GET', url: `/api/attempts/${attemptId}` })).statusCode).toBe(404);
   expect(fs.existsSync(worktree)).toBe(true); // nobody on the host yet
 
-  restarted = await startWorkers({
-    config: stack.config,
-    db: stack.db,
-    logger,
-    metrics: stack.metrics,
-    address: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
-    namespace: stack.config.temporal.namespace,
-    shutdownGraceMs: 2000,
-  });
+  restarted = await startStackWorkers(stack);
   await eventually(async () => !fs.existsSync(worktree) && gitOut(repo, 'branch', '--list', branch) === '', 40_000, 250);
   expect(gitOut(repo, 'branch', '--list', 'main')).toContain('main');
 }, 90_000);

@@ -1,6 +1,6 @@
 /** `--max-agents`: a worker runs at most N agent processes at once; the others wait (queued) and then run. */
-import { startWorkers, type RunningWorkers } from '../../workers/createWorker';
-import { env, logger, startTestStack, type TestStack } from '../support/harness';
+import type { RunningWorkers } from '../../workers/createWorker';
+import { startStackWorkers, startTestStack, type TestStack } from '../support/harness';
 import { agentConfig, api } from '../support/attemptHelpers';
 
 let stack: TestStack;
@@ -8,16 +8,7 @@ let workers: RunningWorkers;
 let h: ReturnType<typeof api>;
 beforeAll(async () => {
   stack = await startTestStack({ services: ['task'], worker: false, file: agentConfig() });
-  workers = await startWorkers({
-    config: stack.config,
-    db: stack.db,
-    logger,
-    metrics: stack.metrics,
-    address: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
-    namespace: stack.config.temporal.namespace,
-    shutdownGraceMs: 2000,
-    maxAgents: 1,
-  });
+  workers = await startStackWorkers(stack, { maxAgents: 1 });
   h = api(stack);
 });
 afterAll(async () => {

@@ -15,7 +15,7 @@ import { resolveKeys, type ResolvedKeys } from '../../lib/keys';
 import { createLogger, type Logger } from '../../lib/logger';
 import { createMetrics } from '../../lib/metrics';
 import { createTemporalHandle, type TemporalHandle } from '../../lib/temporal/client';
-import { startWorkers, type RunningWorkers } from '../../workers/createWorker';
+import { startWorkers, type RunningWorkers, type WorkerOptions } from '../../workers/createWorker';
 import { Runtime } from '@temporalio/worker';
 import { sdkLogger } from '../../lib/temporal/sdkLogger';
 
@@ -139,6 +139,20 @@ export async function startTestStack(
       fs.rmSync(config.home, { recursive: true, force: true });
     },
   };
+}
+
+/** (Another) worker for a stack's config and database, e.g. to bring work back after `stack.workers.stop()`. */
+export function startStackWorkers(stack: TestStack, extra: Partial<WorkerOptions> = {}): Promise<RunningWorkers> {
+  return startWorkers({
+    config: stack.config,
+    db: stack.db,
+    logger,
+    metrics: stack.metrics,
+    address: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
+    namespace: stack.config.temporal.namespace,
+    shutdownGraceMs: 2000,
+    ...extra,
+  });
 }
 
 /** A git repository with one commit on `main`, in a temp dir. */
