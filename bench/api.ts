@@ -115,13 +115,21 @@ interface Measured extends AutocannonResult {
   title: string;
 }
 
-async function measure(title: string, url: string, duration: number, connections: number, headers: Record<string, string> = {}): Promise<Measured> {
+async function measure(
+  title: string,
+  url: string,
+  duration: number,
+  connections: number,
+  headers: Record<string, string> = {},
+  post?: { body: string },
+): Promise<Measured> {
   const r = await autocannon({
     url,
     duration,
     connections,
     pipelining: 1,
-    headers,
+    headers: post ? { ...headers, 'content-type': 'application/json' } : headers,
+    ...(post ? { method: 'POST', body: post.body } : {}),
   });
   const line = `${title.padEnd(46)} ${r.requests.average.toFixed(0).padStart(7)} req/s   p50 ${String(r.latency.p50).padStart(4)} ms   p99 ${String(r.latency.p99).padStart(4)} ms   non-2xx ${r.non2xx}   errors ${r.errors}`;
   process.stdout.write(`${line}\n`);
@@ -234,7 +242,25 @@ async function main(): Promise<void> {
         return r;
       },
     };
-    const names = values.only?.split(',') ?? Object.keys(scenarios);
+    // writes, opt-in (they add rows): task creation with and without the read cache's NOTIFY trigger, same run
+    const projectId = taskId.replace(/-\d+$/, '');
+    const create = (title: string) =>
+      measure(title, `${armada}/api/tasks`, duration, connections, {}, { body: JSON.stringify({ projectId, title: 'Benchmark create' }) });
+    const writeScenarios: Record<string, () => Promise<Measured>> = {
+      create: () => create('armada: POST /api/tasks'),
+      createNoNotify: async () => {
+        const admin = createPool(dbUrl, logger, { max: 1 });
+        await admin.query('ALTER TABLE tasks DISABLE TRIGGER tasks_changed_notify');
+        try {
+          return await create('armada: same, without the cache trigger');
+        } finally {
+          await admin.query('ALTER TABLE tasks ENABLE TRIGGER tasks_changed_notify');
+          await admin.end();
+        }
+      },
+    };
+    Object.assign(scenarios, writeScenarios);
+    const names = values.only?.split(',') ?? Object.keys(scenarios).filter((k) => !(k in writeScenarios));
     const results: Record<string, Measured> = {};
     for (const name of names) {
       const run = scenarios[name];
@@ -253,6 +279,7 @@ async function main(): Promise<void> {
       ['listNoCache', 'single'],
       ['listWrites', 'single'],
       ['listNoCache', 'same20'],
+      ['create', 'createNoNotify'],
     ] as const;
     process.stdout.write(pairs.map(([name, against]) => ratio(name, against)).join(''));
   } finally {
