@@ -5,6 +5,7 @@
  */
 import { ApplicationFailure, allHandlersFinished, condition, defineQuery, defineUpdate, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import type { ApprovalDecision, ApprovalType } from '../lib/db/approvals';
 
 const { recordApproval, recordApprovalResponse, closeApprovalRecord } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
@@ -12,13 +13,13 @@ const { recordApproval, recordApprovalResponse, closeApprovalRecord } = proxyAct
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
 });
 
-export type ApprovalDecision = 'approved' | 'rejected';
+export type { ApprovalDecision };
 export type ApprovalFinalStatus = 'approved' | 'rejected' | 'expired' | 'cancelled';
 
 export interface ApprovalRequest {
   id: string;
   taskAttemptId: string;
-  type: 'merge' | 'deploy' | 'custom';
+  type: ApprovalType;
   title: string;
   description: string | null;
   metadata: Record<string, unknown>;

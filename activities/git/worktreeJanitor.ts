@@ -16,6 +16,7 @@ import { git, gitOrThrow } from '../../lib/git';
 import type { Logger } from '../../lib/logger';
 import { counter, type Metrics } from '../../lib/metrics';
 import { withRepoLock } from './worktree';
+import { managedBranchPattern } from '../../lib/attempts/branchNames';
 
 /** Entries younger than this (by mtime) are left alone: a worktree may be being created before its row is visible. */
 export const JANITOR_GRACE_MS = 10 * 60_000;
@@ -62,11 +63,6 @@ export interface PruneOptions {
   /** Checked before each entry: a stopping worker finishes the current entry and leaves the rest for later. */
   shouldStop?: () => boolean;
 }
-
-const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-/** `<branchPrefix>/task-<taskId>-attempt-<n>`: the branches Armada creates for attempts. */
-export const managedBranchPattern = (prefix: string) => new RegExp(`^${escapeRe(prefix)}/task-.+-attempt-\\d+$`);
 
 interface WorktreeInfo {
   repository: string | null;

@@ -1,6 +1,7 @@
 /** GET /api/projects/:id/branches (managed attempt branches marked) and GET /api/containers/:id (an attempt's worktree). */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { managedBranchPattern } from '../../lib/attempts/branchNames';
 import { listBranches } from '../../lib/attempts/gitInfo';
 import { readAttemptWorktree } from '../../lib/attempts/hostReads';
 import { attemptBranchesOfProject, getAttempt } from '../../lib/db/attempts';
@@ -10,10 +11,6 @@ import { ok } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams } from '../http/schemas';
 import { BranchListing, Container } from './attemptSchemas';
 import type { TaskPluginOptions } from './deps';
-
-function escapeRe(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
 
 export const branchRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify, { deps }) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -25,7 +22,7 @@ export const branchRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastif
     if (!project.git_repo_path) throw conflict(`Project ${project.id} has no local repository yet (${project.clone_status})`);
     const { current, branches } = await listBranches(project.git_repo_path);
     const known = new Map((await attemptBranchesOfProject(deps.db, project.id)).map((r) => [r.branch, r]));
-    const shape = new RegExp(`^${escapeRe(deps.config.branchPrefix)}/task-(.+)-attempt-(\\d+)$`);
+    const shape = managedBranchPattern(deps.config.branchPrefix);
     const managedBranches: { name: string; taskId: string; attemptId: string | null }[] = [];
     const out = branches.map((b) => {
       const row = known.get(b.name);

@@ -14,6 +14,13 @@ describe('config', () => {
     expect(() => parseFileConfig({ attempts: { janitorIntervalMs: -1 } }, 'c.json')).toThrow(/"attempts.janitorIntervalMs"/);
     expect(() => parseFileConfig({ attempts: { janitorIntervalMs: 2 ** 31 } }, 'c.json')).toThrow(/"attempts.janitorIntervalMs"/); // beyond setTimeout's range
     expect(parseFileConfig({ attempts: { janitorIntervalMs: 0 } }, 'c.json').attempts?.janitorIntervalMs).toBe(0);
+    // the read cache and worktree-read keys
+    expect(() => parseFileConfig({ taskReadCache: { maxEntries: 0 } }, 'c.json')).toThrow(/"taskReadCache.maxEntries"/);
+    expect(() => parseFileConfig({ taskReadCache: { enabled: 'no' } }, 'c.json')).toThrow(/"taskReadCache.enabled"/);
+    expect(() => parseFileConfig({ taskReadCache: { ttl: 5 } }, 'c.json')).toThrow('unknown key "taskReadCache.ttl"');
+    expect(() => parseFileConfig({ attempts: { worktreeReads: 'sometimes' } }, 'c.json')).toThrow(/"attempts.worktreeReads"/);
+    expect(() => parseFileConfig({ attempts: { hostReadTimeoutMs: 10 } }, 'c.json')).toThrow(/"attempts.hostReadTimeoutMs"/);
+    expect(() => parseFileConfig({ attempts: { deleteWaitMs: -1 } }, 'c.json')).toThrow(/"attempts.deleteWaitMs"/);
   });
   test('defaults without a file; env ports, keys and home; bad values refused', () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-cfg-'));
