@@ -18,8 +18,8 @@ let home: string;
 let env: NodeJS.ProcessEnv;
 let ports: Record<string, number>;
 
-beforeAll(async () => {
-  home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-start-'));
+/** Ports that were free a moment ago; another test file may take one before armada binds it (see start()). */
+async function pickPorts(): Promise<void> {
   ports = {
     task: await freePort(),
     scheduler: await freePort(),
@@ -49,12 +49,29 @@ beforeAll(async () => {
     ARMADA_TEMPORAL_METRICS_PORT: '',
     ARMADA_WORKFLOW_BUNDLE: process.env.ARMADA_WORKFLOW_BUNDLE ?? '',
   };
+}
+
+beforeAll(async () => {
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-start-'));
+  await pickPorts();
 });
 afterAll(() => {
   fs.rmSync(home, { recursive: true, force: true });
 });
 
-function start(): Promise<{ child: ChildProcess; output: () => string }> {
+/** `armada start`; when a port picked for it was taken meanwhile by another test file, again on fresh ports. */
+async function start(): Promise<{ child: ChildProcess; output: () => string }> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await startOnce();
+    } catch (err) {
+      if (tries === 3 || !/EADDRINUSE/.test((err as Error).message)) throw err;
+      await pickPorts();
+    }
+  }
+}
+
+function startOnce(): Promise<{ child: ChildProcess; output: () => string }> {
   const child = spawn(process.execPath, [BIN, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout?.on('data', (d) => (out += d.toString()));
