@@ -70,6 +70,8 @@ export const FileConfigSchema = Type.Object(
           heartbeatTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000 })),
           /** an attempt workflow with nothing to do closes after this long (default 24 h) */
           idleTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000 })),
+          /** an attempt workflow continues-as-new after this many follow-ups (default: only when Temporal suggests it) */
+          continueAsNewEvery: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
           /** SIGTERM → SIGKILL grace when an agent is stopped */
           killGraceMs: Type.Optional(Type.Integer({ minimum: 0 })),
           /** default bound of one agent run in seconds when options.timeout is absent (default 3600) */

@@ -93,6 +93,7 @@ async function startWorkflow(deps: AttemptServiceDeps, client: Client, task: Tas
     heartbeatTimeoutMs: f.heartbeatTimeoutMs ?? 30_000,
     idleTimeoutMs: f.idleTimeoutMs ?? 24 * 3600_000,
     requestedAt: new Date().toISOString(),
+    ...(f.continueAsNewEvery ? { continueAsNewEvery: f.continueAsNewEvery } : {}),
   };
   try {
     await client.workflow.start('attemptWorkflow', {
