@@ -1,6 +1,6 @@
 /**
  * A TCP proxy on loopback in front of a real server (the Temporal dev server), to make it unreachable or slow for a
- * while: `refuse` closes new connections at once, `hold` keeps every byte a client sends (new and open connections)
+ * while: `refuse` breaks open connections and closes new ones at once, `hold` keeps every byte a client sends (new and open connections)
  * until the mode goes back to `forward`, which then delivers them in order.
  */
 import net from 'node:net';
@@ -55,6 +55,7 @@ export async function startTcpProxy(target: string, mode: ProxyMode = 'forward')
     setMode(m) {
       current = m;
       if (m === 'forward') flush();
+      if (m === 'refuse') for (const s of sockets) s.destroy(); // open connections break too
     },
     async close() {
       for (const s of sockets) s.destroy();
