@@ -155,3 +155,29 @@ test('a start whose process never got through to Temporal is finished by the rec
   await new Promise((r) => setTimeout(r, 1000));
   expect(received.filter((e) => e.event === 'attempt.started' && e.data.attemptId === attemptId)).toHaveLength(1);
 }, 120_000);
+
+test('starting a created attempt that Temporal refuses answers 503 and leaves it created, without a process', async () => {
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'NOOP created then refused');
+  const created = await h.inject('POST', '/api/attempts', { taskId, llm: 'scripted' });
+  expect(created.statusCode).toBe(200);
+  const id = created.json().data.id as string;
+  proxy.setMode('refuse');
+  let r: Awaited<ReturnType<typeof h.inject>>;
+  try {
+    r = await h.inject('POST', `/api/attempts/${id}/start`);
+  } finally {
+    proxy.setMode('forward');
+  }
+  expect(r.statusCode).toBe(503);
+  const row = (await stack.db.query('SELECT status, started_at, start_pending_since FROM attempts WHERE id = $1', [id])).rows[0];
+  expect(row).toEqual({ status: 'created', started_at: null, start_pending_since: null });
+  expect((await stack.db.query('SELECT count(*) AS n FROM processes WHERE attempt_id = $1', [id])).rows[0].n).toBe('0');
+  expect(await startedEvents(id)).toBe(0);
+  const s = await eventually(async () => {
+    const a = await h.inject('POST', `/api/attempts/${id}/start`);
+    return a.statusCode === 200 ? a : undefined;
+  }, 30_000, 500);
+  expect(s.json().data).toMatchObject({ id, status: 'running' });
+  await h.until(id, ['completed'], 60_000);
+}, 120_000);
