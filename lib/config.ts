@@ -70,6 +70,12 @@ export const FileConfigSchema = Type.Object(
           heartbeatTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000 })),
           /** an attempt workflow with nothing to do closes after this long (default 24 h) */
           idleTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000 })),
+          /** how long a start waits for Temporal to start the attempt's workflow before undoing it with 503 (default 20 s) */
+          startTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
+          /** how long a start may stay pending (process died before confirming) before the reconciler finishes it (default 60 s) */
+          startReconcileAfterMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
+          /** an attempt workflow continues-as-new after this many follow-ups (default: only when Temporal suggests it) */
+          continueAsNewEvery: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
           /** SIGTERM → SIGKILL grace when an agent is stopped */
           killGraceMs: Type.Optional(Type.Integer({ minimum: 0 })),
           /** default bound of one agent run in seconds when options.timeout is absent (default 3600) */

@@ -4,6 +4,7 @@
  * Cancellation is workflow cancellation (the API records `cancelled` first; the agent's process group is killed).
  */
 import {
+  allHandlersFinished,
   CancellationScope,
   condition,
   continueAsNew,
@@ -33,8 +34,17 @@ export interface AttemptWorkflowInput {
   heartbeatTimeoutMs: number;
   idleTimeoutMs: number;
   requestedAt: string;
+  /** continue-as-new after this many follow-ups in one run (besides Temporal's suggestion); absent = no such bound */
+  continueAsNewEvery?: number;
   /** state carried over by continue-as-new */
-  carried?: { worktree: PreparedWorktree; queue: FollowUpRequest[]; processIds: string[]; lastOutcome: AttemptProgress['lastOutcome'] };
+  carried?: {
+    worktree: PreparedWorktree;
+    queue: FollowUpRequest[];
+    processIds: string[];
+    lastOutcome: AttemptProgress['lastOutcome'];
+    /** a closeAttempt received before continue-as-new: the next run closes at once, as this one would have */
+    closing?: boolean;
+  };
 }
 
 const projection = proxyActivities<Activities>({
@@ -77,7 +87,7 @@ const message = (err: unknown): string => {
 
 export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<AttemptProgress['lastOutcome']> {
   const queue: FollowUpRequest[] = [...(input.carried?.queue ?? [])];
-  let closing = false;
+  let closing = input.carried?.closing ?? false;
   const state: AttemptProgress = {
     attemptId: input.attemptId,
     stage: input.carried ? 'idle' : 'preparing',
@@ -170,10 +180,12 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
   }
 
   // follow-ups, one after another, until closed or idle
+  let followUpsThisRun = 0;
   for (;;) {
     state.stage = 'idle';
     const woke = await condition(() => queue.length > 0 || closing, input.idleTimeoutMs);
     if (!woke || closing) break;
+    followUpsThisRun++;
     const next = queue.shift() as FollowUpRequest;
     state.pendingFollowUps = queue.length;
     if ((await projection.attemptStatus({ attemptId: input.attemptId })) === null) {
@@ -187,13 +199,38 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
       await cleanupIfDeleted(worktree);
       return 'cancelled';
     }
-    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > 5000) {
-      await continueAsNew<typeof attemptWorkflow>({
-        ...input,
-        carried: { worktree, queue, processIds: state.processIds.slice(-50), lastOutcome: state.lastOutcome },
-      });
+    const runIsFull = input.continueAsNewEvery !== undefined && followUpsThisRun >= input.continueAsNewEvery;
+    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > 5000 || runIsFull) {
+      await continueAsNewKeepingMessages(input, worktree, queue, state, () => closing);
     }
   }
   state.stage = 'done';
   return state.lastOutcome;
+}
+
+/**
+ * Continue-as-new without losing a message: a handler still running (stopProcess awaits an activity) finishes
+ * first, and what the handlers left (queued follow-ups, a close) is read after that wait, so it goes into the new
+ * run's input. Signals that arrive while the continue-as-new command is being sent make Temporal retry the workflow
+ * task, which then carries them too.
+ */
+async function continueAsNewKeepingMessages(
+  input: AttemptWorkflowInput,
+  worktree: PreparedWorktree,
+  queue: FollowUpRequest[],
+  state: AttemptProgress,
+  closing: () => boolean,
+): Promise<never> {
+  const keep = patched('continue-as-new-keeps-messages');
+  if (keep) await condition(allHandlersFinished);
+  return continueAsNew<typeof attemptWorkflow>({
+    ...input,
+    carried: {
+      worktree,
+      queue,
+      processIds: state.processIds.slice(-50),
+      lastOutcome: state.lastOutcome,
+      ...(keep && closing() ? { closing: true } : {}),
+    },
+  });
 }

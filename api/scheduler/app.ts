@@ -3,7 +3,7 @@ import type { DetailServiceDeps } from '../detailServiceDeps';
 import { installApiKeyAuth } from '../http/apiKeyAuth';
 import { createBaseApp } from '../http/baseApp';
 import { installCors } from '../http/cors';
-import { ensureMaintenanceSchedule } from '../../lib/scheduler/maintenanceSchedule';
+import { setUpMaintenanceScheduleUntilDone } from '../../lib/scheduler/maintenanceSchedule';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { executionRoutes } from './executions';
 import { scheduleRoutes } from './schedules';
@@ -29,24 +29,20 @@ export async function buildSchedulerApp(deps: DetailServiceDeps) {
   await app.register(scheduleRoutes, { prefix: '/api/v1', deps });
   await app.register(executionRoutes, { prefix: '/api/v1', deps });
   // The periodic source health check and retention run on a Temporal schedule; set it up in the background so the
-  // API starts (and answers /health) even while Temporal is still coming up.
-  let closed = false;
+  // API starts (and answers /health) even while Temporal is still coming up. It retries until Temporal answers.
+  const setup = new AbortController();
   app.addHook('onClose', async () => {
-    closed = true;
+    setup.abort();
   });
   app.addHook('onReady', async () => {
     const { healthCheckIntervalMs } = schedulerSettings(deps.config);
-    void (async () => {
-      for (let attempt = 0; attempt < 30 && !closed; attempt++) {
-        try {
-          await ensureMaintenanceSchedule(await deps.temporal.client(), deps.config.temporal.taskQueue, healthCheckIntervalMs);
-          return;
-        } catch (err) {
-          deps.logger.debug({ err: { message: (err as Error).message } }, 'maintenance schedule not set up yet');
-          await new Promise((r) => setTimeout(r, 2000).unref());
-        }
-      }
-    })();
+    void setUpMaintenanceScheduleUntilDone({
+      client: () => deps.temporal.client(),
+      taskQueue: deps.config.temporal.taskQueue,
+      intervalMs: healthCheckIntervalMs,
+      logger: deps.logger,
+      signal: setup.signal,
+    });
   });
   return app;
 }

@@ -15,6 +15,7 @@ import { draftRoutes, draftStreamRoutes } from './drafts';
 import { webhookRoutes } from './webhooks';
 import { startWebhookDispatcher } from '../../lib/webhooks/dispatcher';
 import { createCpuPool } from '../../lib/attempts/cpuPool';
+import { startAttemptStartReconciler } from '../../lib/attempts/startReconciler';
 import { attemptRoutes } from './attempts';
 import { branchRoutes } from './branches';
 import { processRoutes } from './processes';
@@ -47,6 +48,8 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   await app.register(webhookRoutes, { prefix: '/api', deps });
   const dispatcher = startWebhookDispatcher(deps);
   app.addHook('onClose', async () => dispatcher.stop());
+  const startReconciler = startAttemptStartReconciler(deps);
+  app.addHook('onClose', async () => startReconciler.stop());
   await app.register(filesystemRoutes, { prefix: '/api', deps });
   await app.register(codehostRoutes, { prefix: '/api', deps });
   const cpu = createCpuPool();

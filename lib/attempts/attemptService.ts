@@ -7,12 +7,15 @@ import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../config';
 import { withTransaction, type Queryable } from '../db/pool';
 import {
+  abandonAttemptStart,
   claimIdempotencyKey,
+  confirmAttemptStart,
   deleteAttemptRow,
   findIdempotentAttempt,
   getAttempt,
   insertAttempt,
   markAttemptRunning,
+  stalePendingStarts,
   type AttemptRow,
 } from '../db/attempts';
 import { getProject, type ProjectRow } from '../db/projects';
@@ -46,7 +49,7 @@ export interface AttemptOptions {
 }
 
 
-/** Temporal not reachable (connect failure, UNAVAILABLE): a 503 the client may retry; the transaction rolls back. */
+/** Temporal not reachable (connect failure, UNAVAILABLE, deadline): a 503 the client may retry; nothing was kept. */
 function engineUnavailable(err: unknown): AppError {
   if (err instanceof AppError) return err;
   return new AppError(503, 'SERVICE_UNAVAILABLE', `The workflow engine is unavailable; try again (${(err as Error).message.slice(0, 200)})`);
@@ -79,6 +82,8 @@ function promptOf(task: TaskRow, attempt: AttemptRow): string {
   return [task.title, task.description, attempt.description].filter((s) => s?.trim()).join('\n\n');
 }
 
+const START_TIMEOUT_MS = 20_000;
+
 async function startWorkflow(deps: AttemptServiceDeps, client: Client, task: TaskRow, attempt: AttemptRow, processId: string): Promise<void> {
   const f = deps.config.file.attempts ?? {};
   const timeoutSec = Number((attempt.options as AttemptOptions).timeout ?? f.defaultTimeoutSec ?? 3600);
@@ -93,22 +98,22 @@ async function startWorkflow(deps: AttemptServiceDeps, client: Client, task: Tas
     heartbeatTimeoutMs: f.heartbeatTimeoutMs ?? 30_000,
     idleTimeoutMs: f.idleTimeoutMs ?? 24 * 3600_000,
     requestedAt: new Date().toISOString(),
+    ...(f.continueAsNewEvery ? { continueAsNewEvery: f.continueAsNewEvery } : {}),
   };
-  try {
-    await client.workflow.start('attemptWorkflow', {
+  // idempotent by workflow id: a repeated start (retry, reconciler) joins the running workflow
+  await client.connection.withDeadline(Date.now() + (f.startTimeoutMs ?? START_TIMEOUT_MS), () =>
+    client.workflow.start('attemptWorkflow', {
       workflowId: attemptWorkflowId(attempt.id),
       taskQueue: deps.config.temporal.taskQueue,
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
-    });
-  } catch (err) {
-    throw engineUnavailable(err);
-  }
+    }),
+  );
 }
 
-/** Rows a start writes: attempt running, its first process, task in_progress, attempt.started. */
-async function recordStart(c: Queryable, task: TaskRow, attempt: AttemptRow): Promise<ProcessRow> {
-  const proc = await insertProcess(c, {
+/** The attempt's first process (phase 1 of a start, in the transaction that makes the attempt running). */
+function insertFirstProcess(c: Queryable, task: TaskRow, attempt: AttemptRow): Promise<ProcessRow> {
+  return insertProcess(c, {
     id: newId(),
     attemptId: attempt.id,
     taskId: task.id,
@@ -117,9 +122,50 @@ async function recordStart(c: Queryable, task: TaskRow, attempt: AttemptRow): Pr
     kind: 'initial',
     prompt: promptOf(task, attempt),
   });
-  await moveTask(c, task.id, 'in_progress');
-  await publishAttemptEvent(c, 'attempt.started', attempt, task.project_id, { processId: proc.id });
-  return proc;
+}
+
+/** Phase 3 of a start, once the workflow runs: task in_progress and attempt.started, exactly once. */
+async function confirmStart(deps: AttemptServiceDeps, task: TaskRow, attemptId: string, processId: string): Promise<void> {
+  await withTransaction(deps.db, async (c) => {
+    const confirmed = await confirmAttemptStart(c, attemptId);
+    if (!confirmed) return; // confirmed already (a concurrent retry or the reconciler), or deleted meanwhile
+    await moveTask(c, task.id, 'in_progress');
+    await publishAttemptEvent(c, 'attempt.started', confirmed, task.project_id, { processId });
+  });
+}
+
+/**
+ * Phases 2 and 3 of a start whose rows are committed: start the workflow, then confirm. When Temporal cannot start
+ * it, the start is undone (nothing stays behind) and the caller gets 503 — unless it was confirmed meanwhile.
+ */
+async function finishStart(deps: AttemptServiceDeps, client: Client, task: TaskRow, attempt: AttemptRow, processId: string, wasCreated: boolean): Promise<void> {
+  try {
+    await startWorkflow(deps, client, task, attempt, processId);
+  } catch (err) {
+    if (await abandonAttemptStart(deps.db, attempt.id, processId, wasCreated)) throw engineUnavailable(err);
+    return;
+  }
+  await confirmStart(deps, task, attempt.id, processId);
+}
+
+/**
+ * Finishes starts left pending longer than `olderThanMs` (the starting process died between its commit and the
+ * confirmation): the workflow start is repeated (idempotent by id) and attempt.started published. Returns how many.
+ */
+export async function reconcilePendingStarts(deps: AttemptServiceDeps, olderThanMs: number): Promise<number> {
+  const pending = await stalePendingStarts(deps.db, new Date(Date.now() - olderThanMs));
+  if (!pending.length) return 0;
+  const client = await deps.temporal.client();
+  let done = 0;
+  for (const a of pending) {
+    const task = await getTask(deps.db, a.task_id);
+    const first = (await processesOfAttempt(deps.db, a.id))[0];
+    if (!task || !first) continue;
+    await startWorkflow(deps, client, task, a, first.id);
+    await confirmStart(deps, task, a.id, first.id);
+    done++;
+  }
+  return done;
 }
 
 export interface StartResult {
@@ -128,7 +174,12 @@ export interface StartResult {
   replayed: boolean;
 }
 
-/** POST /api/tasks/:id/start: a new running attempt. With an idempotency key, repeats return the first attempt. */
+/**
+ * POST /api/tasks/:id/start: a new running attempt. With an idempotency key, repeats return the first attempt.
+ * Three phases, never holding a transaction while Temporal answers (docs/attempts.md, "Starting an attempt"):
+ * commit the attempt and its first process (start pending), start the workflow by id, confirm (task in_progress,
+ * attempt.started). A start Temporal refuses is undone: a 503 leaves nothing behind, a 2xx runs.
+ */
 export async function startNewAttempt(
   deps: AttemptServiceDeps,
   taskId: string,
@@ -149,7 +200,7 @@ export async function startNewAttempt(
       if (existing) {
         const a = (await getAttempt(c, existing)) as AttemptRow;
         const first = (await processesOfAttempt(c, existing))[0];
-        return { attempt: a, processId: first?.id ?? '', replayed: true };
+        return { task, attempt: a, processId: first?.id ?? '', replayed: true };
       }
     }
     const attempt = await insertAttempt(c, {
@@ -164,14 +215,13 @@ export async function startNewAttempt(
       description: body.description ?? '',
     });
     if (idempotencyKey) await claimIdempotencyKey(c, scope, idempotencyKey, attempt.id);
-    const proc = await recordStart(c, task, attempt);
-    // started inside the transaction: a failed start rolls the rows back; a failed commit leaves a workflow that
-    // finds no attempt and ends
-    await startWorkflow(deps, client, task, attempt, proc.id);
-    return { attempt, processId: proc.id, replayed: false };
+    const proc = await insertFirstProcess(c, task, attempt);
+    return { task, attempt, processId: proc.id, replayed: false };
   });
+  // a replay of a start still pending (its first request is in flight or died) finishes it the same way
+  if (!result.replayed || result.attempt.start_pending_since) await finishStart(deps, client, result.task, result.attempt, result.processId, false);
   if (!result.replayed) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: name, status: 'started' });
-  return result;
+  return { attempt: result.attempt, processId: result.processId, replayed: result.replayed };
 }
 
 /** POST /api/attempts: a `created` attempt (started later with POST /api/attempts/:id/start). */
@@ -197,7 +247,7 @@ export async function createAttempt(deps: AttemptServiceDeps, body: { taskId: st
   });
 }
 
-/** POST /api/attempts/:id/start: created → running. */
+/** POST /api/attempts/:id/start: created → running, in the same three phases as startNewAttempt. */
 export async function startCreatedAttempt(deps: AttemptServiceDeps, attemptId: string): Promise<StartResult> {
   const client = await temporalClient(deps);
   const result = await withTransaction(deps.db, async (c) => {
@@ -206,12 +256,12 @@ export async function startCreatedAttempt(deps: AttemptServiceDeps, attemptId: s
     if (a.status !== 'created') throw conflict(`Attempt ${attemptId} is ${a.status}; only a created attempt can be started`, 'CONFLICT', { status: a.status });
     const task = await lockTask(c, a.task_id);
     const running = (await markAttemptRunning(c, attemptId)) as AttemptRow;
-    const proc = await recordStart(c, task, running);
-    await startWorkflow(deps, client, task, running, proc.id);
-    return { attempt: running, processId: proc.id, replayed: false };
+    const proc = await insertFirstProcess(c, task, running);
+    return { task, attempt: running, processId: proc.id };
   });
+  await finishStart(deps, client, result.task, result.attempt, result.processId, true);
   attemptMetrics(deps.metrics.registry).attempts.inc({ llm: result.attempt.llm, status: 'started' });
-  return result;
+  return { attempt: result.attempt, processId: result.processId, replayed: false };
 }
 
 async function cancelWorkflow(deps: AttemptServiceDeps, attemptId: string): Promise<void> {

@@ -39,6 +39,8 @@ export interface AttemptRow {
   cleaned_up: boolean;
   output_changes: string[];
   updated_at: Date;
+  /** set while the workflow start is not yet confirmed (migration 064) */
+  start_pending_since: Date | null;
 }
 
 export async function listAttemptsForTask(db: Queryable, taskId: string): Promise<AttemptRow[]> {
@@ -79,8 +81,9 @@ export async function insertAttempt(db: Queryable, a: NewAttempt): Promise<Attem
     `WITH n AS (
        UPDATE tasks SET attempts_numbered = GREATEST(attempts_numbered, (SELECT COALESCE(max(number), 0) FROM attempts WHERE task_id = $2)) + 1
         WHERE id = $2 RETURNING attempts_numbered AS n)
-     INSERT INTO attempts (id, task_id, number, llm, model, status, branch, base_branch, options, description, started_at)
-     SELECT $1, $2, n.n, $3, $4, $5, $6 || '/task-' || $2 || '-attempt-' || n.n, $7, $8, $9, CASE WHEN $5 = 'running' THEN now() END
+     INSERT INTO attempts (id, task_id, number, llm, model, status, branch, base_branch, options, description, started_at, start_pending_since)
+     SELECT $1, $2, n.n, $3, $4, $5, $6 || '/task-' || $2 || '-attempt-' || n.n, $7, $8, $9, CASE WHEN $5 = 'running' THEN now() END,
+            CASE WHEN $5 = 'running' THEN now() END
        FROM n
      RETURNING *`,
     [a.id, a.taskId, a.llm, a.model, a.status, a.branchPrefix, a.baseBranch, a.options, a.description],
@@ -112,10 +115,48 @@ export async function listAttempts(db: Queryable, f: AttemptFilter, limit: numbe
   return { rows: list.rows, total: Number(count.rows[0]?.n ?? 0) };
 }
 
+/** The attempt's workflow start was confirmed: returns the row when this call cleared the pending mark. */
+export async function confirmAttemptStart(db: Queryable, id: string): Promise<AttemptRow | undefined> {
+  const { rows } = await db.query<AttemptRow>(
+    'UPDATE attempts SET start_pending_since = NULL, updated_at = now() WHERE id = $1 AND start_pending_since IS NOT NULL RETURNING *',
+    [id],
+  );
+  return rows[0];
+}
+
+/**
+ * Undoes a start whose workflow could not be started: a new attempt is deleted (its process and idempotency key go
+ * with it), a started `created` one goes back to `created` without its process. False when the start was confirmed
+ * meanwhile (the attempt runs) or the attempt is gone.
+ */
+export async function abandonAttemptStart(db: Queryable, id: string, processId: string, wasCreated: boolean): Promise<boolean> {
+  if (!wasCreated) {
+    const { rowCount } = await db.query('DELETE FROM attempts WHERE id = $1 AND start_pending_since IS NOT NULL', [id]);
+    return (rowCount ?? 0) > 0;
+  }
+  const { rowCount } = await db.query(
+    `UPDATE attempts SET status = 'created', started_at = NULL, start_pending_since = NULL, updated_at = now()
+      WHERE id = $1 AND start_pending_since IS NOT NULL`,
+    [id],
+  );
+  if (!rowCount) return false;
+  await db.query('DELETE FROM processes WHERE id = $1', [processId]);
+  return true;
+}
+
+/** Attempts whose start has been pending since before `olderThan` (their starting process died or stalled). */
+export async function stalePendingStarts(db: Queryable, olderThan: Date, limit = 100): Promise<AttemptRow[]> {
+  const { rows } = await db.query<AttemptRow>(
+    'SELECT * FROM attempts WHERE start_pending_since IS NOT NULL AND start_pending_since < $1 ORDER BY start_pending_since LIMIT $2',
+    [olderThan, limit],
+  );
+  return rows;
+}
+
 /** created → running; returns undefined when the attempt was not in `created`. */
 export async function markAttemptRunning(db: Queryable, id: string): Promise<AttemptRow | undefined> {
   const { rows } = await db.query<AttemptRow>(
-    `UPDATE attempts SET status = 'running', started_at = now(), updated_at = now() WHERE id = $1 AND status = 'created' RETURNING *`,
+    `UPDATE attempts SET status = 'running', started_at = now(), start_pending_since = now(), updated_at = now() WHERE id = $1 AND status = 'created' RETURNING *`,
     [id],
   );
   return rows[0];

@@ -3,19 +3,25 @@
  * dispatched seq; a pass takes it with FOR UPDATE SKIP LOCKED (one replica at a time), starts one workflow per
  * (webhook, event) with id `webhook:<webhookId>:<seq>` (REJECT_DUPLICATE: a repeated start is a no-op) and moves the
  * cursor in the same transaction. Passes run on every event (deps.events), on start (catch-up after downtime) and
- * every few seconds. Seqs can commit out of order: a gap stops the cursor until the missing seq commits or
- * GAP_GRACE_MS passes (then it was a rolled-back insert).
+ * every few seconds.
+ *
+ * Seqs can commit out of order (the transaction that took seq 6 commits after the one that took 7), and a rolled-back
+ * insert leaves a seq that never commits. A gap stops the cursor until the missing seq commits or is proven rolled
+ * back, never on a timer alone: the transaction holding the seq was running when the gap was seen, so once no
+ * transaction id older than a horizon taken then is still running (pg_snapshot_xmin), the seq either committed (and
+ * is read) or never will. See gapIsFinal.
  */
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Pool } from 'pg';
 import type { EventListener } from '../events/listener';
 import type { Logger } from '../logger';
 import type { TemporalHandle } from '../temporal/client';
-import { withTransaction } from '../db/pool';
+import { withTransaction, type Queryable } from '../db/pool';
 import { WEBHOOK_EVENTS, webhooksFor } from '../db/webhooks';
 
 const BATCH = 200;
-const GAP_GRACE_MS = 10_000;
+/** How long a gap is seen before its horizon is taken (see gapIsFinal). */
+const GAP_SETTLE_MS = 1000;
 const SWEEP_MS = 5_000;
 const SUPPORTED = new Set<string>(WEBHOOK_EVENTS);
 
@@ -37,13 +43,35 @@ export interface WebhookDispatcher {
 
 export const webhookWorkflowId = (webhookId: string, seq: number) => `webhook:${webhookId}:${seq}`;
 
-export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapGraceMs?: number; sweepMs?: number } = {}): WebhookDispatcher {
-  const gapGraceMs = opts.gapGraceMs ?? GAP_GRACE_MS;
+export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapSettleMs?: number; sweepMs?: number } = {}): WebhookDispatcher {
+  const gapSettleMs = opts.gapSettleMs ?? GAP_SETTLE_MS;
   const log = deps.logger.child({ component: 'webhook-dispatcher' });
-  const gapSeen = new Map<number, number>();
+  /** first missing seq → when the gap was first seen, and the transaction-id horizon taken after it settled */
+  const gaps = new Map<number, { since: number; horizon?: string }>();
   let stopped = false;
   let again = false;
   let running: Promise<void> | undefined;
+  let recheck: NodeJS.Timeout | undefined;
+
+  /**
+   * True once the missing seq can no longer commit. The insert that took it runs in a transaction that had started
+   * before the later seq committed; it gets its transaction id with the insert, microseconds after taking the seq, so
+   * a horizon (the next transaction id) taken gapSettleMs after the gap was first seen is above that id. When no
+   * transaction id below the horizon is running any more, that transaction has committed or rolled back.
+   * A seq held by a long-open transaction keeps the cursor (and later webhooks) waiting until it ends; it is not skipped.
+   */
+  const gapIsFinal = async (c: Queryable, missing: number): Promise<boolean> => {
+    const g = gaps.get(missing) ?? { since: Date.now() };
+    gaps.set(missing, g);
+    if (Date.now() - g.since < gapSettleMs) return false;
+    if (!g.horizon) {
+      // taken in this pass, checked from the next one on (this pass's own transaction id is below it)
+      g.horizon = (await c.query<{ x: string }>('SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS x')).rows[0]?.x;
+      return false;
+    }
+    const r = await c.query<{ done: boolean }>('SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::xid8 AS done', [g.horizon]);
+    return r.rows[0]?.done === true;
+  };
 
   /** One transaction; returns true when there may be more to do right away. */
   const pass = async (): Promise<boolean> =>
@@ -55,10 +83,17 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapG
       for (const r of rows) {
         const seq = Number(r.seq);
         if (seq !== last + 1) {
-          const since = gapSeen.get(last + 1) ?? Date.now();
-          gapSeen.set(last + 1, since);
-          if (Date.now() - since < gapGraceMs) break; // the missing seq may still commit
-          gapSeen.delete(last + 1);
+          if (!(await gapIsFinal(c, last + 1))) {
+            scheduleRecheck();
+            break; // the missing seq may still commit
+          }
+          gaps.delete(last + 1);
+          // a missing seq that committed before the check is read by the next pass, not skipped
+          const filled = await c.query('SELECT 1 FROM events WHERE seq > $1 AND seq < $2 LIMIT 1', [last, seq]);
+          if (filled.rows.length) {
+            again = true;
+            break;
+          }
         }
         if (SUPPORTED.has(r.type)) {
           for (const webhookId of await webhooksFor(c, r.type)) {
@@ -77,6 +112,7 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapG
         }
         last = seq;
       }
+      for (const missing of gaps.keys()) if (missing <= last) gaps.delete(missing);
       await c.query('UPDATE webhook_dispatch_cursor SET last_seq = $1 WHERE id = 1', [last]);
       return rows.length === BATCH && last === Number(rows[rows.length - 1]?.seq);
     });
@@ -91,6 +127,18 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapG
       }
     } while (again && !stopped);
     running = undefined;
+  };
+
+  const scheduleRecheck = () => {
+    if (recheck || stopped) return;
+    recheck = setTimeout(
+      () => {
+        recheck = undefined;
+        kick();
+      },
+      Math.max(50, Math.min(gapSettleMs, 1000)),
+    );
+    recheck.unref();
   };
 
   const kick = () => {
@@ -114,6 +162,7 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapG
     async stop() {
       stopped = true;
       clearInterval(sweep);
+      if (recheck) clearTimeout(recheck);
       unsubscribe();
       while (running) await running;
     },

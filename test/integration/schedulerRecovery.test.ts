@@ -1,5 +1,9 @@
 import { buildSchedulerApp } from '../../api/scheduler/app';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../lib/logger';
 import { maintenanceScheduleId } from '../../lib/scheduler/maintenanceSchedule';
+import { createTemporalHandle } from '../../lib/temporal/client';
+import { startTcpProxy } from '../support/tcpProxy';
 import { startFakeFlowBuilder } from '../support/fakeFlowBuilder';
 import { startWorkers, type RunningWorkers } from '../../workers/createWorker';
 import { env, eventually, logger, startTestStack, type TestStack } from '../support/harness';
@@ -95,4 +99,41 @@ describe('scheduler recovery', () => {
       await fake.close();
     }
   });
+
+  test('maintenance setup retries while Temporal is unreachable, warns, and creates the schedule once it is up', async () => {
+    const proxy = await startTcpProxy(env('ARMADA_TEST_TEMPORAL_ADDRESS'), 'refuse');
+    const lines: { level: number; msg: string; failedTries?: number }[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
+        done();
+      },
+    });
+    const temporal = createTemporalHandle(proxy.address, stack.config.temporal.namespace);
+    const config = { ...stack.config, temporal: { ...stack.config.temporal, taskQueue: `${stack.config.temporal.taskQueue}-m` }, file: { ...stack.config.file, scheduler: { healthCheckIntervalSeconds: 3600, retentionDays: 1 } } };
+    const app = await buildSchedulerApp({ db: stack.db, config, keys: stack.keys, temporal, logger: createLogger('info', 'test', sink), metrics: stack.metrics });
+    const scheduleId = maintenanceScheduleId(config.temporal.taskQueue);
+    const client = await stack.temporal.client();
+    try {
+      await app.ready();
+      const warns = () => lines.filter((l) => l.level === 40 && /maintenance schedule not set up yet/.test(l.msg));
+      await eventually(async () => warns().length >= 1, 30_000, 100);
+      // still unreachable for a while: no schedule, and the setup has not given up
+      await new Promise((r) => setTimeout(r, 2000));
+      await expect(client.schedule.getHandle(scheduleId).describe()).rejects.toThrow();
+      proxy.setMode('forward');
+      await eventually(async () => (await client.schedule.getHandle(scheduleId).describe()).scheduleId === scheduleId, 60_000, 250);
+      const info = lines.find((l) => l.level === 30 && l.msg === 'maintenance schedule set up');
+      expect(info?.failedTries).toBeGreaterThanOrEqual(1);
+      expect(warns()[0]?.failedTries).toBe(1);
+    } finally {
+      await client.schedule
+        .getHandle(scheduleId)
+        .delete()
+        .catch(() => undefined);
+      await app.close();
+      await temporal.close();
+      await proxy.close();
+    }
+  }, 120_000);
 });

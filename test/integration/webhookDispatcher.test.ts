@@ -41,7 +41,7 @@ function countingTemporal(inner: TemporalHandle): TemporalHandle {
   };
 }
 
-async function dispatcher(opts: { gapGraceMs?: number } = {}) {
+async function dispatcher(opts: { gapSettleMs?: number } = {}) {
   const events = await createEventListener(database.url, database.pool, logger);
   listeners.push(events);
   const d = startWebhookDispatcher({ db: database.pool, events, temporal: countingTemporal(temporal), logger, config: { temporal: { taskQueue } } }, { ...opts, sweepMs: 200 });
@@ -94,15 +94,36 @@ describe('webhook dispatcher', () => {
     expect(started.slice(before).sort()).toEqual([`webhook:${webhookId}:${early.seq}`, `webhook:${webhookId}:${late.seq}`].sort());
   });
 
-  test('a rolled-back seq is skipped after the grace period', async () => {
+  test('a seq whose transaction commits long after the gap was seen is dispatched, not skipped', async () => {
     for (const d of dispatchers.splice(0)) await d.stop();
-    await dispatcher({ gapGraceMs: 500 });
-    await withTransaction(database.pool, async (c) => {
-      await publishEvent(c, { type: 'attempt.failed', topics: [], data: {} });
-      throw new Error('roll back');
-    }).catch(() => undefined);
+    await dispatcher({ gapSettleMs: 200 });
+    const before = started.length;
+    const client = await database.pool.connect();
+    await client.query('BEGIN');
+    const early = await publishEvent(client, { type: 'attempt.failed', topics: [], data: { slow: true } });
+    const late = await publishEvent(database.pool, { type: 'attempt.failed', topics: [], data: { afterSlow: true } });
+    // many times the settle time (the old rule skipped a gap after its grace period): the cursor waits
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(await cursor()).toBe(early.seq - 1);
+    await client.query('COMMIT');
+    client.release();
+    await eventually(async () => (await cursor()) === late.seq, 20_000, 100);
+    expect(started.slice(before).sort()).toEqual([`webhook:${webhookId}:${early.seq}`, `webhook:${webhookId}:${late.seq}`].sort());
+  });
+
+  test('a rolled-back seq does not hold later events back: it is skipped once its transaction has ended', async () => {
+    for (const d of dispatchers.splice(0)) await d.stop();
+    await dispatcher({ gapSettleMs: 200 });
+    const rolledBack = await withTransaction(database.pool, async (c) => {
+      const e = await publishEvent(c, { type: 'attempt.failed', topics: [], data: {} });
+      throw Object.assign(new Error('roll back'), { seq: e.seq });
+    }).catch((err: { seq: number }) => err.seq);
     const after = await publishEvent(database.pool, { type: 'attempt.failed', topics: [], data: { after: true } });
+    expect(after.seq).toBe(rolledBack + 1);
+    const t0 = Date.now();
     await eventually(async () => (await cursor()) === after.seq, 20_000, 100);
+    expect(Date.now() - t0).toBeLessThan(5000);
     expect(started).toContain(`webhook:${webhookId}:${after.seq}`);
+    expect(started).not.toContain(`webhook:${webhookId}:${rolledBack}`);
   });
 });

@@ -145,6 +145,39 @@ describe('outbound webhooks', () => {
     expect(got.headers['x-armada-delivery']).toBe(`webhook:${webhookId}:${ev.seq}`);
   });
 
+  test('an event whose transaction commits 11 s late is delivered (the dispatcher once skipped it after 10 s), and so is the one after it', async () => {
+    const { rows } = await stack.db.query<{ id: string }>('SELECT id FROM attempts LIMIT 1');
+    const attemptId = rows[0]?.id as string;
+    const slow = await stack.db.connect();
+    try {
+      await slow.query('BEGIN');
+      await publishEvent(slow, { type: 'attempt.failed', topics: [`attempt:${attemptId}`], data: { attemptId, status: 'failed', note: 'slow commit' } });
+      await publishEvent(stack.db, { type: 'attempt.failed', topics: [`attempt:${attemptId}`], data: { attemptId, status: 'failed', note: 'after slow' } });
+      await new Promise((r) => setTimeout(r, 11_000));
+      // the later event waits for the earlier seq: webhooks go out in seq order per pass, none is skipped
+      expect(received.some((r) => r.body.data.note === 'after slow')).toBe(false);
+      await slow.query('COMMIT');
+    } finally {
+      slow.release();
+    }
+    await eventually(async () => received.some((r) => r.body.data.note === 'slow commit') && received.some((r) => r.body.data.note === 'after slow'), 20_000, 100);
+  }, 60_000);
+
+  test('a rolled-back event does not hold later ones back', async () => {
+    const { rows } = await stack.db.query<{ id: string }>('SELECT id FROM attempts LIMIT 1');
+    const attemptId = rows[0]?.id as string;
+    const c = await stack.db.connect();
+    await c.query('BEGIN');
+    await publishEvent(c, { type: 'attempt.failed', topics: [`attempt:${attemptId}`], data: { attemptId, status: 'failed', note: 'rolled back' } });
+    await c.query('ROLLBACK');
+    c.release();
+    const t0 = Date.now();
+    await publishEvent(stack.db, { type: 'attempt.failed', topics: [`attempt:${attemptId}`], data: { attemptId, status: 'failed', note: 'after rollback' } });
+    await eventually(async () => received.some((r) => r.body.data.note === 'after rollback'), 20_000, 100);
+    expect(Date.now() - t0).toBeLessThan(8000); // the settle time (1 s) and two passes, not a fixed 10 s grace
+    expect(received.some((r) => r.body.data.note === 'rolled back')).toBe(false);
+  });
+
   test('delete: gone from the list; unknown ids are 404', async () => {
     expect((await inject('DELETE', `/api/webhooks/${webhookId}`)).json().data).toEqual({ deleted: true, webhookId });
     expect((await inject('DELETE', `/api/webhooks/${webhookId}`)).statusCode).toBe(404);

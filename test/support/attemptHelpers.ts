@@ -64,11 +64,11 @@ export function api(stack: TestStack) {
  * Saves a workflow's history as a replay fixture (test/fixtures/histories/<name>.json) when ARMADA_RECORD_HISTORIES
  * is set; the replay test (test/integration/attemptReplay.test.ts) runs every saved history.
  */
-export async function recordHistory(stack: TestStack, workflowId: string, name: string): Promise<void> {
+export async function recordHistory(stack: TestStack, workflowId: string, name: string, runId?: string): Promise<void> {
   if (!process.env.ARMADA_RECORD_HISTORIES) return;
   const fs = await import('node:fs');
   const { temporal } = await import('@temporalio/proto');
-  const history = await (await stack.temporal.client()).workflow.getHandle(workflowId).fetchHistory();
+  const history = await (await stack.temporal.client()).workflow.getHandle(workflowId, runId).fetchHistory();
   // binary protobuf (base64): the installed SDK's JSON history parser cannot load JSON histories (two protobufjs copies)
   const historyBase64 = Buffer.from(temporal.api.history.v1.History.encode(history).finish()).toString('base64');
   const dir = path.join(__dirname, '..', 'fixtures', 'histories');

@@ -21,6 +21,10 @@ describe('config', () => {
     expect(() => parseFileConfig({ attempts: { worktreeReads: 'sometimes' } }, 'c.json')).toThrow(/"attempts.worktreeReads"/);
     expect(() => parseFileConfig({ attempts: { hostReadTimeoutMs: 10 } }, 'c.json')).toThrow(/"attempts.hostReadTimeoutMs"/);
     expect(() => parseFileConfig({ attempts: { deleteWaitMs: -1 } }, 'c.json')).toThrow(/"attempts.deleteWaitMs"/);
+    // start and continue-as-new keys
+    expect(() => parseFileConfig({ attempts: { startTimeoutMs: 10 } }, 'c.json')).toThrow(/"attempts.startTimeoutMs"/);
+    expect(() => parseFileConfig({ attempts: { startReconcileAfterMs: -1 } }, 'c.json')).toThrow(/"attempts.startReconcileAfterMs"/);
+    expect(() => parseFileConfig({ attempts: { continueAsNewEvery: 0 } }, 'c.json')).toThrow(/"attempts.continueAsNewEvery"/);
   });
   test('defaults without a file; env ports, keys and home; bad values refused', () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-cfg-'));

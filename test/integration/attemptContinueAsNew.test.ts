@@ -1,0 +1,67 @@
+/**
+ * attemptWorkflow continues-as-new (here after every 2 follow-ups: attempts.continueAsNewEvery) without losing a
+ * message: follow-ups queued around the switch all run, in order, and a close received before it ends the next run.
+ */
+import { closeAttemptSignal } from '../../workflows/attemptMessages';
+import { agentConfig, api, recordHistory } from '../support/attemptHelpers';
+import { eventually, startTestStack, type TestStack } from '../support/harness';
+
+let stack: TestStack;
+let h: ReturnType<typeof api>;
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: ['task'], worker: true, file: agentConfig({ attempts: { heartbeatTimeoutMs: 5000, killGraceMs: 1000, continueAsNewEvery: 2 } }) });
+  h = api(stack);
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+interface Proc {
+  id: string;
+  kind: string;
+  status: string;
+  prompt?: string;
+}
+
+const processes = async (attemptId: string): Promise<Proc[]> => {
+  const { rows } = await stack.db.query<Proc>('SELECT id, kind, status, prompt FROM processes WHERE attempt_id = $1 ORDER BY created_at, id', [attemptId]);
+  return rows;
+};
+
+test('follow-ups sent around continue-as-new all run, in order; a close received before it closes the next run', async () => {
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'NOOP start');
+  const { attemptId } = await h.start(taskId);
+  await h.until(attemptId, ['completed']);
+  const client = await stack.temporal.client();
+  const handle = client.workflow.getHandle(`attempt:${attemptId}`);
+  const firstRunId = (await handle.describe()).runId;
+
+  // five at once: the run continues-as-new after the 2nd and the 4th with the rest still queued
+  const prompts = ['FOLLOWUP 1', 'FOLLOWUP 2', 'FOLLOWUP 3', 'FOLLOWUP 4', 'FOLLOWUP 5'];
+  for (const prompt of prompts) expect((await h.inject('POST', `/api/attempts/${attemptId}/follow-up`, { prompt })).statusCode).toBe(202);
+  await eventually(async () => {
+    const list = await processes(attemptId);
+    return list.length === 6 && list.every((x) => x.status === 'completed');
+  }, 60_000, 200);
+  expect((await processes(attemptId)).filter((x) => x.kind === 'follow_up').map((x) => x.prompt)).toEqual(prompts);
+  const notes = (await h.inject('GET', `/api/attempts/${attemptId}/diff?format=json&file=notes.txt`)).json().data;
+  expect(notes.files[0].changes.map((c: { content: string }) => c.content)).toEqual(prompts);
+  expect((await handle.describe()).runId).not.toBe(firstRunId);
+
+  // the 6th follow-up is the run's 2nd: close arrives while it runs, so the run continues-as-new holding the close
+  expect((await h.inject('POST', `/api/attempts/${attemptId}/follow-up`, { prompt: 'SLOWEDIT 6' })).statusCode).toBe(202);
+  await eventually(async () => (await processes(attemptId)).some((x) => x.prompt === 'SLOWEDIT 6' && x.status === 'running'), 30_000, 100);
+  const runBeforeClose = (await handle.describe()).runId;
+  await handle.signal(closeAttemptSignal);
+  await eventually(async () => (await processes(attemptId)).find((x) => x.prompt === 'SLOWEDIT 6')?.status === 'completed', 30_000, 200);
+  // the next run starts with the close and ends at once (it would otherwise wait attempts.idleTimeoutMs, 24 h)
+  const closed = await eventually(async () => {
+    const d = await handle.describe();
+    return d.status.name === 'COMPLETED' ? d : undefined;
+  }, 30_000, 200);
+  expect(closed.runId).not.toBe(runBeforeClose);
+  await recordHistory(stack, `attempt:${attemptId}`, 'attempt-continue-as-new', firstRunId);
+  await recordHistory(stack, `attempt:${attemptId}`, 'attempt-continue-as-new-closing', runBeforeClose);
+}, 120_000);

@@ -1,0 +1,183 @@
+/**
+ * Starting an attempt never waits on Temporal inside a transaction (docs/attempts.md, "Starting an attempt"). The task
+ * API talks to Temporal through a TCP proxy that the tests make slow (holds bytes) or unreachable; the worker talks to
+ * Temporal directly, so attempts run once started.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { buildService } from '../../api/services';
+import { reconcilePendingStarts } from '../../lib/attempts/attemptService';
+import { createTemporalHandle, type TemporalHandle } from '../../lib/temporal/client';
+import { agentConfig, api } from '../support/attemptHelpers';
+import { env, eventually, logger, startTestStack, type TestStack } from '../support/harness';
+import { startTcpProxy, type TcpProxy } from '../support/tcpProxy';
+
+let stack: TestStack;
+let proxy: TcpProxy;
+let proxied: TemporalHandle;
+let app: FastifyInstance;
+let receiver: http.Server;
+const received: { event: string; data: { attemptId?: string } }[] = [];
+let h: ReturnType<typeof api>;
+
+beforeAll(async () => {
+  stack = await startTestStack({
+    services: [],
+    worker: true,
+    // the reconciler's periodic pass stays out of the way (60 s); the third test runs a pass itself
+    file: agentConfig({ attempts: { heartbeatTimeoutMs: 5000, killGraceMs: 1000, startTimeoutMs: 8000, startReconcileAfterMs: 600_000 } }),
+  });
+  proxy = await startTcpProxy(env('ARMADA_TEST_TEMPORAL_ADDRESS'));
+  proxied = createTemporalHandle(proxy.address, stack.config.temporal.namespace);
+  app = await buildService('task', { db: stack.db, config: stack.config, keys: stack.keys, temporal: proxied, logger, metrics: stack.metrics });
+  stack.apps.task = app;
+  await app.ready();
+  h = api(stack);
+  receiver = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (d) => {
+      raw += d;
+    });
+    req.on('end', () => {
+      received.push(JSON.parse(raw));
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  expect((await h.inject('POST', '/api/webhooks', { url, events: ['attempt.started'], secret: 'whsec-start' })).statusCode).toBe(201);
+  await proxied.client(); // connected before the proxy misbehaves
+});
+afterAll(async () => {
+  proxy.setMode('forward');
+  await stack.close(); // closes the app too
+  await proxied.close();
+  await proxy.close();
+  await new Promise((r) => receiver.close(r));
+});
+
+const attemptsOf = async (taskId: string) =>
+  (await stack.db.query<{ id: string; start_pending_since: Date | null }>('SELECT id, start_pending_since FROM attempts WHERE task_id = $1', [taskId])).rows;
+const startedEvents = async (attemptId: string) =>
+  Number((await stack.db.query("SELECT count(*) AS n FROM events WHERE type = 'attempt.started' AND data->>'attemptId' = $1", [attemptId])).rows[0].n);
+
+test('a start waiting on a slow Temporal holds no lock; once Temporal answers it is 200, runs, and attempt.started reaches the webhook', async () => {
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'NOOP slow start');
+  proxy.setMode('hold');
+  const answer = h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' });
+  try {
+    // committed before Temporal was asked, marked pending; no attempt.started yet
+    const [row] = await eventually(async () => {
+      const rows = await attemptsOf(taskId);
+      return rows.length === 1 ? rows : undefined;
+    }, 10_000, 50);
+    expect(row?.start_pending_since).not.toBeNull();
+    expect(await startedEvents(row?.id as string)).toBe(0);
+    // the task row is not locked while Temporal is slow
+    const t0 = Date.now();
+    const patched = await h.inject('PATCH', `/api/tasks/${taskId}`, { description: 'edited while the start waits' });
+    expect(patched.statusCode).toBe(200);
+    expect(Date.now() - t0).toBeLessThan(2000);
+    await new Promise((r) => setTimeout(r, 1500));
+  } finally {
+    proxy.setMode('forward');
+  }
+  const r = await answer;
+  expect(r.statusCode).toBe(200);
+  const attemptId = r.json().data.attemptId as string;
+  expect((await attemptsOf(taskId))[0]?.start_pending_since).toBeNull();
+  expect(await startedEvents(attemptId)).toBe(1);
+  await eventually(async () => received.some((e) => e.event === 'attempt.started' && e.data.attemptId === attemptId), 30_000, 100);
+  await h.until(attemptId, ['completed'], 60_000);
+  expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status).toBe('review');
+}, 120_000);
+
+test('a start Temporal cannot take answers 503 and leaves nothing; the same idempotency key then starts one that runs', async () => {
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'NOOP refused start');
+  const statusBefore = (await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status;
+  const eventsBefore = Number((await stack.db.query('SELECT max(seq) AS s FROM events')).rows[0].s);
+  proxy.setMode('refuse');
+  let r: Awaited<ReturnType<typeof h.inject>>;
+  try {
+    r = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' }, { 'idempotency-key': `k-${taskId}` });
+  } finally {
+    proxy.setMode('forward');
+  }
+  expect(r.statusCode).toBe(503);
+  expect(r.json()).toMatchObject({ success: false, error: { code: 'SERVICE_UNAVAILABLE' } });
+  expect(r.body).not.toMatch(/\n\s+at /);
+  expect(await attemptsOf(taskId)).toEqual([]);
+  expect((await stack.db.query('SELECT count(*) AS n FROM processes WHERE task_id = $1', [taskId])).rows[0].n).toBe('0');
+  expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status).toBe(statusBefore);
+  const later = await stack.db.query("SELECT type FROM events WHERE seq > $1 AND type LIKE 'attempt.%' AND data->>'taskId' = $2", [eventsBefore, taskId]);
+  expect(later.rows).toEqual([]);
+
+  const again = await eventually(async () => {
+    const a = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' }, { 'idempotency-key': `k-${taskId}` });
+    return a.statusCode === 200 ? a : undefined;
+  }, 30_000, 500);
+  const attemptId = again.json().data.attemptId as string;
+  expect((await attemptsOf(taskId)).map((a) => a.id)).toEqual([attemptId]);
+  await h.until(attemptId, ['completed'], 60_000);
+  await eventually(async () => received.some((e) => e.event === 'attempt.started' && e.data.attemptId === attemptId), 30_000, 100);
+}, 120_000);
+
+test('a start whose process never got through to Temporal is finished by the reconciler; the late original joins it (one attempt.started)', async () => {
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'NOOP orphaned start');
+  proxy.setMode('hold');
+  const answer = h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' });
+  let attemptId: string;
+  try {
+    attemptId = (
+      await eventually(async () => {
+        const rows = await attemptsOf(taskId);
+        return rows[0];
+      }, 10_000, 50)
+    ).id;
+    // another API process's reconciler, with its own (working) way to Temporal
+    const finished = await reconcilePendingStarts({ db: stack.db, config: stack.config, temporal: stack.temporal, metrics: stack.metrics }, 0);
+    expect(finished).toBe(1);
+    expect(await startedEvents(attemptId)).toBe(1);
+    expect((await (await stack.temporal.client()).workflow.getHandle(`attempt:${attemptId}`).describe()).status.name).toMatch(/RUNNING|COMPLETED/);
+  } finally {
+    proxy.setMode('forward');
+  }
+  const r = await answer;
+  expect(r.statusCode).toBe(200);
+  expect(r.json().data.attemptId).toBe(attemptId);
+  await h.until(attemptId, ['completed'], 60_000);
+  await eventually(async () => received.some((e) => e.event === 'attempt.started' && e.data.attemptId === attemptId), 30_000, 100);
+  expect(await startedEvents(attemptId)).toBe(1);
+  await new Promise((r) => setTimeout(r, 1000));
+  expect(received.filter((e) => e.event === 'attempt.started' && e.data.attemptId === attemptId)).toHaveLength(1);
+}, 120_000);
+
+test('starting a created attempt that Temporal refuses answers 503 and leaves it created, without a process', async () => {
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'NOOP created then refused');
+  const created = await h.inject('POST', '/api/attempts', { taskId, llm: 'scripted' });
+  expect(created.statusCode).toBe(200);
+  const id = created.json().data.id as string;
+  proxy.setMode('refuse');
+  let r: Awaited<ReturnType<typeof h.inject>>;
+  try {
+    r = await h.inject('POST', `/api/attempts/${id}/start`);
+  } finally {
+    proxy.setMode('forward');
+  }
+  expect(r.statusCode).toBe(503);
+  const row = (await stack.db.query('SELECT status, started_at, start_pending_since FROM attempts WHERE id = $1', [id])).rows[0];
+  expect(row).toEqual({ status: 'created', started_at: null, start_pending_since: null });
+  expect((await stack.db.query('SELECT count(*) AS n FROM processes WHERE attempt_id = $1', [id])).rows[0].n).toBe('0');
+  expect(await startedEvents(id)).toBe(0);
+  const s = await eventually(async () => {
+    const a = await h.inject('POST', `/api/attempts/${id}/start`);
+    return a.statusCode === 200 ? a : undefined;
+  }, 30_000, 500);
+  expect(s.json().data).toMatchObject({ id, status: 'running' });
+  await h.until(id, ['completed'], 60_000);
+}, 120_000);
