@@ -7,8 +7,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Faults } from '../../lib/faults';
+import { groupAlive } from '../../lib/process/processGroup';
 import type { RunningWorkers } from '../../workers/createWorker';
-import { startStackWorkers, startTestStack, type TestStack } from '../support/harness';
+import { eventually, startStackWorkers, startTestStack, type TestStack } from '../support/harness';
 import { agentConfig, api, gitOut } from '../support/attemptHelpers';
 
 let stack: TestStack;
@@ -94,3 +95,31 @@ test('prepareWorktree retried after the worktree was made: the setup script stil
   const logs = (await h.inject('GET', `/api/attempts/${attemptId}/logs`)).body.split('\n').filter(Boolean).map((l) => JSON.parse(l));
   expect(logs.filter((l) => l.source === 'setup').map((l) => l.message)).toEqual(['setting up', 'setup script exited with code 0']);
 }, 90_000);
+
+test('runAgent failing after the spawn: the worker slot is released and the agent process group is gone', async () => {
+  const p = await h.project();
+  const pids: number[] = [];
+  faults['runAgent.afterSpawn'] = (info) => {
+    pids.push(info.pid as number);
+    throw new Error('injected fault after the agent started');
+  };
+  // SLEEP: the agent and a child `sleep 120` in its group would run for minutes unless stopped
+  const { attemptId, processId } = await h.start(await h.task(p.id, 'SLEEP through a failing run'));
+  const a = await h.until(attemptId, ['completed', 'failed'], 60_000);
+  expect(a.status).toBe('failed');
+  expect(a.error).toContain('injected fault after the agent started');
+  expect(pids).toHaveLength(2); // the try and its one retry each started an agent
+  // the last try's agent has no retry to clean up after it: its own try stopped the group
+  for (const pid of pids) await eventually(async () => !groupAlive(pid), 10_000);
+  const proc = (await h.inject('GET', `/api/processes/${processId}`)).json().data;
+  expect(proc.status).toBe('failed');
+  const logs = (await h.inject('GET', `/api/processes/${processId}/logs`)).body;
+  expect(logs).toContain('agent run failed: injected fault after the agent started');
+  const metrics = (await h.inject('GET', '/metrics')).body;
+  expect(metrics).toMatch(/armada_agent_processes_running\{llm="scripted"\} 0\b/);
+
+  // with --max-agents 1, the next run starts only if the failed tries released their slot
+  delete faults['runAgent.afterSpawn'];
+  const next = await h.start(await h.task(p.id, 'Edit after the failed run'));
+  expect((await h.until(next.attemptId, ['completed', 'failed'], 30_000)).status).toBe('completed');
+}, 120_000);
