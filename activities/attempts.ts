@@ -5,6 +5,7 @@ import { withTransaction } from '../lib/db/pool';
 import { attemptDurationSeconds, getAttempt } from '../lib/db/attempts';
 import { runAgent, type RunAgentInput } from './agent/runAgent';
 import { mergeBranch, type MergeInput } from './git/mergeAttempt';
+import { pushBranch, type PushBranchInput } from './git/pushBranch';
 import { readWorktree, type WorktreeRead } from './git/readWorktree';
 import { commitChanges, prepareWorktree, removeWorktree } from './git/worktree';
 import { keepAlive } from './keepAlive';
@@ -20,6 +21,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
       keepAlive(() => removeWorktree(deps, input)),
     /** A read of a worktree on its host, for API replicas elsewhere (hostReadWorkflow). */
     readWorktree: (request: WorktreeRead) => readWorktree(request),
+    /** create-pr's push of the attempt branch, on the attempt's host (pushBranchWorkflow). */
+    pushBranch: (input: PushBranchInput) => keepAlive(() => pushBranch(deps, input)),
     mergeBranch: (input: MergeInput) => keepAlive(() => mergeBranch(input, { faults: deps.faults })),
     /** running → completed | failed, with events and the task status rule. */
     async recordAttemptOutcome(input: { attemptId: string; status: 'completed' | 'failed'; error: string | null; summary: string }): Promise<boolean> {
