@@ -62,6 +62,7 @@ export interface RunAgentDeps {
   metrics: Metrics;
   worker?: WorkerIdentity;
   agentSlots?: Slots;
+  /** test-only failure points (lib/faults.ts) */
   faults?: Faults;
 }
 
