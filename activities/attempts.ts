@@ -4,7 +4,8 @@ import { recordAttemptFinished, recordAttemptMerged, recordAttemptResumed, reque
 import { withTransaction } from '../lib/db/pool';
 import { attemptDurationSeconds, getAttempt } from '../lib/db/attempts';
 import { runAgent, type RunAgentInput } from './agent/runAgent';
-import { mergeBranch, type MergeStrategy } from './git/mergeAttempt';
+import { mergeBranch, type MergeInput } from './git/mergeAttempt';
+import { pushBranch, type PushBranchInput } from './git/pushBranch';
 import { readWorktree, type WorktreeRead } from './git/readWorktree';
 import { commitChanges, prepareWorktree, removeWorktree } from './git/worktree';
 import { keepAlive } from './keepAlive';
@@ -20,7 +21,9 @@ export function createAttemptActivities(deps: ActivityDeps) {
       keepAlive(() => removeWorktree(deps, input)),
     /** A read of a worktree on its host, for API replicas elsewhere (hostReadWorkflow). */
     readWorktree: (request: WorktreeRead) => readWorktree(request),
-    mergeBranch: (input: { repoPath: string; baseBranch: string; branch: string; strategy: MergeStrategy; message: string }) => keepAlive(() => mergeBranch(input)),
+    /** create-pr's push of the attempt branch, on the attempt's host (pushBranchWorkflow). */
+    pushBranch: (input: PushBranchInput) => keepAlive(() => pushBranch(deps, input)),
+    mergeBranch: (input: MergeInput) => keepAlive(() => mergeBranch(input, { faults: deps.faults })),
     /** running → completed | failed, with events and the task status rule. */
     async recordAttemptOutcome(input: { attemptId: string; status: 'completed' | 'failed'; error: string | null; summary: string }): Promise<boolean> {
       const a = await recordAttemptFinished(deps.db, input.attemptId, input.status, input.error, input.summary);

@@ -9,6 +9,7 @@ import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
 import type { WorkerIdentity } from '../lib/workerIdentity';
 import type { Slots } from '../lib/process/slots';
+import type { Faults } from '../lib/faults';
 import { checkPullRequest } from './codehost/checkPullRequest';
 import { cloneRepository } from './git/cloneRepository';
 import { recordAgentTaskResult, type AgentTaskResultInput } from './multiAgent/recordAgentTaskResult';
@@ -29,6 +30,8 @@ export interface ActivityDeps {
   worker: WorkerIdentity;
   /** This worker's cap on concurrent agent processes (`--max-agents`); undefined = only activity slots bound it. */
   agentSlots?: Slots;
+  /** Test-only failure points after side effects (lib/faults.ts); never set in production. */
+  faults?: Faults;
 }
 
 export function createActivities(deps: ActivityDeps) {

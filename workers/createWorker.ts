@@ -10,6 +10,7 @@ import type { Metrics } from '../lib/metrics';
 import { hostQueue } from '../lib/temporal/queues';
 import { workerIdentity } from '../lib/workerIdentity';
 import { createSlots } from '../lib/process/slots';
+import type { Faults } from '../lib/faults';
 import { DEFAULT_JANITOR_INTERVAL_MS, startWorktreeJanitor, type WorktreeJanitor } from './worktreeJanitor';
 
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
@@ -54,6 +55,8 @@ export interface WorkerOptions {
   identity?: string;
   /** Cap on concurrent agent processes in this worker (all agents together). */
   maxAgents?: number;
+  /** Test-only failure points (lib/faults.ts): the retry tests make activities fail after their side effects. */
+  faults?: Faults;
 }
 
 export interface RunningWorkers {
@@ -69,7 +72,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   const connection = await NativeConnection.connect({ address: opts.address });
   const worker = workerIdentity(opts.identity);
   const workflowBundle = opts.workflowBundle ?? (await loadWorkflowBundle());
-  const activities = createActivities({ db: opts.db, config: opts.config, logger: opts.logger, metrics: opts.metrics, worker, agentSlots: opts.maxAgents ? createSlots(opts.maxAgents) : undefined });
+  const activities = createActivities({ db: opts.db, config: opts.config, logger: opts.logger, metrics: opts.metrics, worker, agentSlots: opts.maxAgents ? createSlots(opts.maxAgents) : undefined, faults: opts.faults });
   const shared = opts.config.temporal.taskQueue;
   const queues = opts.taskQueues?.length ? opts.taskQueues : [shared, hostQueue(shared)];
   const workers = await Promise.all(

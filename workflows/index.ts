@@ -10,3 +10,4 @@ export { schedulerMaintenanceWorkflow } from './schedulerMaintenanceWorkflow';
 export { attemptWorkflow } from './attemptWorkflow';
 export { mergeWorkflow, removeAttemptWorkflow } from './mergeWorkflow';
 export { hostReadWorkflow } from './hostReadWorkflow';
+export { pushBranchWorkflow } from './pushBranchWorkflow';

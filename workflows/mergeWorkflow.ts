@@ -31,7 +31,7 @@ export async function mergeWorkflow(input: MergeWorkflowInput): Promise<MergeWor
     scheduleToStartTimeout: '1 minute',
     retry: { initialInterval: '1s', maximumAttempts: 3 },
   });
-  const outcome = await git.mergeBranch({ repoPath: input.repoPath, baseBranch: input.baseBranch, branch: input.branch, strategy: input.strategy, message: input.message });
+  const outcome = await git.mergeBranch({ attemptId: input.attemptId, repoPath: input.repoPath, baseBranch: input.baseBranch, branch: input.branch, strategy: input.strategy, message: input.message });
   if (!outcome.ok) return { ...outcome, cleanedUp: false };
   const mergedAt = await projection.recordAttemptMergedActivity({ attemptId: input.attemptId, commitSha: outcome.commitSha, cleanup: input.cleanup });
   if (input.cleanup) {

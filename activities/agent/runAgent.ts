@@ -25,9 +25,10 @@ import type { Metrics } from '../../lib/metrics';
 import type { WorkerIdentity } from '../../lib/workerIdentity';
 import type { Slots } from '../../lib/process/slots';
 import { git } from '../../lib/git';
-import { groupAlive, killProcessesUnder, startGroupProcess } from '../../lib/process/processGroup';
+import { faultPoint, type Faults } from '../../lib/faults';
+import { groupAlive, killProcessesUnder, startGroupProcess, type GroupProcess, type GroupProcessResult } from '../../lib/process/processGroup';
 import { createFinalMessage, createParser } from './parsers';
-import { resolveAgentProfile } from './profiles';
+import { resolveAgentProfile, type AgentProfile } from './profiles';
 import { createGroupSampler } from './resourceSampler';
 
 /** An attempt's output summary is cut to its last 64 KiB (like multi-agent results). */
@@ -61,15 +62,47 @@ export interface RunAgentDeps {
   metrics: Metrics;
   worker?: WorkerIdentity;
   agentSlots?: Slots;
+  /** test-only failure points (lib/faults.ts) */
+  faults?: Faults;
 }
 
 const FLUSH_MS = 200;
 const WATCH_MS = 500;
 const SAMPLE_MS = 2000;
 
+/**
+ * One agent run in three phases: prepare (process row, a lost run's leftovers, the agent and worker slots), run
+ * (the process with its live updates) and record (outcome, metrics, the process row). Whatever is thrown after the
+ * worker slot is taken releases it, and whatever is thrown after the spawn also stops the process group, so a
+ * failed try never leaves a slot taken or an agent editing the worktree while Temporal retries.
+ */
 export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promise<RunAgentResult> {
-  const ctx = Context.current();
-  const m = attemptMetrics(deps.metrics.registry);
+  const prepared = await prepareRun(deps, input);
+  if (!('profile' in prepared)) return prepared;
+  try {
+    const run = await runProcess(deps, input, prepared);
+    return await recordRun(deps, input, prepared, run);
+  } catch (err) {
+    if (!(err instanceof CancelledFailure)) {
+      prepared.log('error', `agent run failed: ${(err as Error).message}`);
+      await appendLogs(deps.db, input.processId, input.attemptId, prepared.pending.splice(0)).catch(() => undefined);
+    }
+    throw err;
+  } finally {
+    prepared.releaseSlot();
+  }
+}
+
+interface PreparedRun {
+  profile: AgentProfile;
+  /** log rows not yet written, and how to add one */
+  pending: LogEntry[];
+  log: (level: LogEntry['level'], message: string, source?: string) => void;
+  releaseSlot: () => void;
+}
+
+/** The process row, a lost earlier try cleaned up, the agent's fleet slot and this worker's slot; or the result of a run that ends here. */
+async function prepareRun(deps: RunAgentDeps, input: RunAgentInput): Promise<PreparedRun | RunAgentResult> {
   const profile = resolveAgentProfile(deps.config, input.llm);
   await insertProcess(deps.db, {
     id: input.processId,
@@ -86,56 +119,96 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
     return { status: before.status === 'completed' ? 'completed' : before.status === 'failed' ? 'failed' : before.status, exitCode: before.exit_code, error: before.error, summary: '', sessionId: null };
   }
   const pending: LogEntry[] = [];
-  const log = (level: LogEntry['level'], message: string, source = 'armada') =>
-    pending.push({ level, message, timestamp: new Date().toISOString(), source });
-
-  if (before?.pid && groupAlive(before.pid)) {
-    // an earlier try of this activity died with its worker; its agent must not keep editing the worktree
-    try {
-      process.kill(-before.pid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-    log('warn', `previous agent run (pid ${before.pid}) was left by a lost worker and has been killed; restarting`);
-  } else if (ctx.info.attempt > 1) {
-    log('warn', `agent run restarted (activity attempt ${ctx.info.attempt})`);
-  }
-  if (before?.pid || ctx.info.attempt > 1) {
-    // An earlier try may have started an agent here and never finished (its worker was lost), possibly before its pid
-    // was recorded. Any process still working in the worktree is killed, and whatever it left uncommitted is
-    // discarded, so the retried run starts from the tree as last committed and its changes are made exactly once.
-    const orphans = killProcessesUnder(input.worktreePath);
-    if (orphans.length) log('warn', `killed ${orphans.length} process(es) a lost run left in the worktree`);
-    await git(input.worktreePath, ['reset', '--hard', '--quiet', 'HEAD']);
-    await git(input.worktreePath, ['clean', '-fd', '--quiet']);
-    log('warn', 'uncommitted changes of the lost run were discarded; the agent starts again from the last commit');
-  }
+  const log = (level: LogEntry['level'], message: string, source = 'armada') => void pending.push({ level, message, timestamp: new Date().toISOString(), source });
+  await cleanUpLostRun(input, before?.pid ?? null, log);
   if (!profile) {
     log('error', `unknown agent "${input.llm}"`);
     await appendLogs(deps.db, input.processId, input.attemptId, pending);
     await withTransaction(deps.db, (c) => recordProcessEnded(c, input.processId, 'failed', null, `unknown agent "${input.llm}"`));
     return { status: 'failed', exitCode: null, error: `unknown agent "${input.llm}"`, summary: '', sessionId: null };
   }
-
   if (profile.maxConcurrent) {
     const outcome = await waitForAgentSlot(deps, input, profile.maxConcurrent);
     if (outcome) return outcome;
   }
-
   const releaseSlot = await waitForWorkerSlot(deps, input);
   if (typeof releaseSlot !== 'function') return releaseSlot;
+  return { profile, pending, log, releaseSlot };
+}
 
+/**
+ * An earlier try may have started an agent here and never finished (its worker was lost), possibly before its pid
+ * was recorded. Any process still working in the worktree is killed, and whatever it left uncommitted is discarded,
+ * so the retried run starts from the tree as last committed and its changes are made exactly once.
+ */
+async function cleanUpLostRun(input: RunAgentInput, lostPid: number | null, log: PreparedRun['log']): Promise<void> {
+  const attempt = Context.current().info.attempt;
+  if (lostPid && groupAlive(lostPid)) {
+    try {
+      process.kill(-lostPid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+    log('warn', `previous agent run (pid ${lostPid}) was left by a lost worker and has been killed; restarting`);
+  } else if (attempt > 1) {
+    log('warn', `agent run restarted (activity attempt ${attempt})`);
+  }
+  if (!lostPid && attempt <= 1) return;
+  const orphans = killProcessesUnder(input.worktreePath);
+  if (orphans.length) log('warn', `killed ${orphans.length} process(es) a lost run left in the worktree`);
+  await git(input.worktreePath, ['reset', '--hard', '--quiet', 'HEAD']);
+  await git(input.worktreePath, ['clean', '-fd', '--quiet']);
+  log('warn', 'uncommitted changes of the lost run were discarded; the agent starts again from the last commit');
+}
+
+/** What the agent's output said, parsed line by line. */
+interface AgentOutput {
+  lines: number;
+  tokens?: { input: number; output: number };
+  reportedCost?: number;
+  progress?: Partial<ProcessProgress>;
+  summary: string;
+  sessionId: string | null;
+  finalMessage: ReturnType<typeof createFinalMessage>;
+}
+
+interface ProcessRun {
+  result: GroupProcessResult;
+  stopReason: 'stopped' | 'cancelled' | null;
+  output: AgentOutput;
+  /** writes pending logs and live state; resolves when everything queued so far is written */
+  flush: () => Promise<void>;
+}
+
+function collectOutput(profile: AgentProfile, pending: LogEntry[]): { output: AgentOutput; onLine: (stream: 'stdout' | 'stderr', line: string) => void } {
   const parser = createParser(profile.format);
   // the parser's summary is the agent's own final answer (e.g. Claude's result event); without one, the last message
-  const finalMessage = createFinalMessage(profile.format, SUMMARY_MAX_BYTES);
-  const argv = input.kind === 'follow_up' ? profile.resumeCommand : profile.command;
-  let tokens: { input: number; output: number } | undefined;
-  let reportedCost: number | undefined;
-  let progress: Partial<ProcessProgress> | undefined;
-  let summary = '';
-  let sessionId: string | null = null;
-  let lines = 0;
+  const output: AgentOutput = { lines: 0, summary: '', sessionId: null, finalMessage: createFinalMessage(profile.format, SUMMARY_MAX_BYTES) };
+  const onLine = (stream: 'stdout' | 'stderr', line: string) => {
+    output.lines++;
+    const parsed = parser.line(stream, line);
+    if (stream === 'stdout') output.finalMessage.line(line);
+    pending.push(...parsed.entries);
+    if (parsed.tokens) output.tokens = parsed.tokens;
+    if (parsed.cost !== undefined) output.reportedCost = parsed.cost;
+    const current = parsed.progress?.current ?? parsed.entries.at(-1)?.message.slice(0, 200) ?? '';
+    if (parsed.progress) output.progress = { ...output.progress, ...parsed.progress, current };
+    else if (parsed.entries.length) output.progress = { ...output.progress, current };
+    if (parsed.summary) output.summary = parsed.summary;
+    if (parsed.sessionId) output.sessionId = parsed.sessionId;
+  };
+  return { output, onLine };
+}
 
+const costOf = (profile: AgentProfile, o: AgentOutput) =>
+  o.reportedCost ?? (o.tokens && profile.prices ? (o.tokens.input * profile.prices.inputPerMTok + o.tokens.output * profile.prices.outputPerMTok) / 1e6 : 0);
+
+/** Spawns the agent in its own process group and waits for it; an error after the spawn stops the group. */
+async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun): Promise<ProcessRun> {
+  const m = attemptMetrics(deps.metrics.registry);
+  const { profile } = prep;
+  const { output, onLine } = collectOutput(profile, prep.pending);
+  const argv = input.kind === 'follow_up' ? profile.resumeCommand : profile.command;
   const proc = startGroupProcess({
     command: argv[0] as string,
     args: argv.slice(1),
@@ -153,41 +226,50 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
     stdin: input.prompt,
     graceMs: deps.config.file.attempts?.killGraceMs ?? 2000,
     timeoutMs: input.timeoutMs,
-    onLine: (stream, line) => {
-      lines++;
-      const parsed = parser.line(stream, line);
-      if (stream === 'stdout') finalMessage.line(line);
-      pending.push(...parsed.entries);
-      if (parsed.tokens) tokens = parsed.tokens;
-      if (parsed.cost !== undefined) reportedCost = parsed.cost;
-      if (parsed.progress) progress = { ...progress, ...parsed.progress, current: parsed.progress.current ?? parsed.entries.at(-1)?.message.slice(0, 200) ?? '' };
-      else if (parsed.entries.length) progress = { ...progress, current: parsed.entries.at(-1)?.message.slice(0, 200) ?? '' };
-      if (parsed.summary) summary = parsed.summary;
-      if (parsed.sessionId) sessionId = parsed.sessionId;
-    },
+    onLine,
   });
-  const startedAt = Date.now();
   m.running.inc({ llm: input.llm });
-  if (input.requestedAt) m.queueWait.observe({ llm: input.llm }, Math.max(0, (startedAt - Date.parse(input.requestedAt)) / 1000));
+  if (input.requestedAt) m.queueWait.observe({ llm: input.llm }, Math.max(0, (Date.now() - Date.parse(input.requestedAt)) / 1000));
+  let ended = false;
+  const watch = watchRun(deps, input, prep, proc, output);
+  try {
+    await withTransaction(deps.db, async (c) => {
+      await setProcessPid(c, input.processId, proc.pid, deps.worker);
+      const p = await getProcess(c, input.processId);
+      if (p) await publishProcessEvent(c, 'process_started', p, { pid: proc.pid, kind: input.kind });
+    });
+    await faultPoint(deps.faults, 'runAgent.afterSpawn', { pid: proc.pid, processId: input.processId });
+    const result = await proc.done;
+    ended = true;
+    return { result, stopReason: watch.stopReason(), output, flush: watch.flush };
+  } finally {
+    watch.stop();
+    m.running.dec({ llm: input.llm });
+    if (!ended) {
+      // thrown while the agent runs: it must not outlive this try (the retry would run a second agent beside it)
+      await proc.stop('abort');
+      await proc.done;
+    }
+  }
+}
+
+/**
+ * The timers of a running agent: log/progress flushes, heartbeats, resource samples, and the watch on the process
+ * and attempt rows (the API's stop and cancel) and on Temporal cancellation, both of which stop the group.
+ */
+function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, proc: GroupProcess, output: AgentOutput) {
+  const ctx = Context.current();
   let stopReason: 'stopped' | 'cancelled' | null = null;
-
-  await withTransaction(deps.db, async (c) => {
-    await setProcessPid(c, input.processId, proc.pid, deps.worker);
-    const p = await getProcess(c, input.processId);
-    if (p) await publishProcessEvent(c, 'process_started', p, { pid: proc.pid, kind: input.kind });
-  });
-
-  const cost = () => reportedCost ?? (tokens && profile.prices ? (tokens.input * profile.prices.inputPerMTok + tokens.output * profile.prices.outputPerMTok) / 1e6 : 0);
   let lastProgressEvent = 0;
   let flushing = Promise.resolve();
   const flush = () => {
     flushing = flushing.then(async () => {
-      const batch = pending.splice(0, pending.length);
+      const batch = prep.pending.splice(0, prep.pending.length);
       if (batch.length) await appendLogs(deps.db, input.processId, input.attemptId, batch);
-      if (progress || tokens) {
-        const p = progress;
-        progress = undefined;
-        await setProcessLive(deps.db, input.processId, { progress: p, tokens: tokens ? { ...tokens, cost: cost() } : undefined });
+      if (output.progress || output.tokens) {
+        const p = output.progress;
+        output.progress = undefined;
+        await setProcessLive(deps.db, input.processId, { progress: p, tokens: output.tokens ? { ...output.tokens, cost: costOf(prep.profile, output) } : undefined });
         if (p && Date.now() - lastProgressEvent > 1000) {
           lastProgressEvent = Date.now();
           const row = await getProcess(deps.db, input.processId);
@@ -200,7 +282,7 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
   const sampler = createGroupSampler(proc.pid);
   const timers = [
     setInterval(() => void flush(), FLUSH_MS),
-    setInterval(() => ctx.heartbeat({ lines }), 1000),
+    setInterval(() => ctx.heartbeat({ lines: output.lines }), 1000),
     setInterval(() => {
       const s = sampler.sample();
       const resources = { cpuUsage: s.cpu, memoryUsage: s.memory, diskIO: s.diskIO, networkIO: s.networkIO };
@@ -227,47 +309,55 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
     void proc.stop('abort');
   };
   ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
+  return {
+    flush,
+    stopReason: () => stopReason,
+    stop() {
+      for (const t of timers) clearInterval(t);
+      ctx.cancellationSignal.removeEventListener('abort', onCancel);
+    },
+  };
+}
 
-  const result = await proc.done;
-  releaseSlot();
-  for (const t of timers) clearInterval(t);
-  ctx.cancellationSignal.removeEventListener('abort', onCancel);
-  m.running.dec({ llm: input.llm });
-
+/** The run's status from how the process ended; logs, metrics and the process row written. */
+async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, run: ProcessRun): Promise<RunAgentResult> {
+  const ctx = Context.current();
+  const m = attemptMetrics(deps.metrics.registry);
+  const { result, stopReason, output } = run;
+  const argv0 = (input.kind === 'follow_up' ? prep.profile.resumeCommand : prep.profile.command)[0];
   let status: RunAgentResult['status'];
   let error: string | null = null;
   if (result.spawnError) {
     status = 'failed';
-    error = `could not start ${argv[0]}: ${result.spawnError}`;
-    log('error', error);
+    error = `could not start ${argv0}: ${result.spawnError}`;
   } else if (stopReason) {
     status = stopReason;
-    log('warn', `agent ${stopReason} (exit ${result.code ?? result.signal})`);
+    prep.log('warn', `agent ${stopReason} (exit ${result.code ?? result.signal})`);
   } else if (result.timedOut) {
     status = 'failed';
     error = `agent timed out after ${Math.round(input.timeoutMs / 1000)} s`;
-    log('error', error);
   } else if (result.code === 0) {
     status = 'completed';
-    log('info', 'agent exited with code 0');
+    prep.log('info', 'agent exited with code 0');
   } else {
     status = 'failed';
     error = `agent exited with code ${result.code ?? result.signal}`;
-    log('error', error);
   }
-  await flush();
-  await flushing;
+  if (error) prep.log('error', error);
+  await run.flush();
+  const { tokens } = output;
   if (tokens) {
     m.tokens.inc({ llm: input.llm, direction: 'input' }, tokens.input);
     m.tokens.inc({ llm: input.llm, direction: 'output' }, tokens.output);
   }
-  if (cost() > 0) m.cost.inc({ llm: input.llm }, cost());
+  const cost = costOf(prep.profile, output);
+  if (cost > 0) m.cost.inc({ llm: input.llm }, cost);
   await withTransaction(deps.db, async (c) => {
     const ended = await recordProcessEnded(c, input.processId, status, result.code, error);
     if (!ended) await setProcessExit(c, input.processId, result.code, error);
   });
   if (ctx.cancellationSignal.aborted) throw new CancelledFailure('agent run cancelled');
-  return { status, exitCode: result.code, error, summary: summary || (finalMessage.text() ?? ''), sessionId };
+  return { status, exitCode: result.code, error, summary: output.summary || (output.finalMessage.text() ?? ''), sessionId: output.sessionId };
 }
 
 /**

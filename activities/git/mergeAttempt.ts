@@ -2,9 +2,16 @@
  * Merges an attempt branch into its base branch (ff / no-ff / squash). Conflicts and "nothing to merge" are
  * outcomes, not errors, and leave the base branch untouched: they are checked with `git merge-tree` before anything
  * is written.
+ *
+ * Idempotent under retries: before the base branch moves, the commit it will point at is recorded in a marker ref
+ * `refs/armada/merges/<attemptId>/<branch head>`. A retry whose first try moved the base but lost its result finds
+ * the marker reachable from the base and reports that same commit as merged, instead of `no_changes` (ff, no-ff) or
+ * an empty second squash commit.
  */
 import path from 'node:path';
 import { git, gitOrThrow } from '../../lib/git';
+import { faultPoint, type Faults } from '../../lib/faults';
+import { earlierMerge, markerRef } from './mergeMarkers';
 import { COMMIT_IDENTITY } from './worktree';
 
 export type MergeStrategy = 'ff' | 'no-ff' | 'squash';
@@ -29,8 +36,19 @@ async function checkedOutAt(repo: string, branch: string): Promise<string | null
   return null;
 }
 
-export async function mergeBranch(input: { repoPath: string; baseBranch: string; branch: string; strategy: MergeStrategy; message: string }): Promise<MergeOutcome> {
+export interface MergeInput {
+  repoPath: string;
+  baseBranch: string;
+  branch: string;
+  strategy: MergeStrategy;
+  message: string;
+  /** Names the merge marker; without it (inputs of workflows started before markers existed) no marker is kept. */
+  attemptId?: string;
+}
+
+export async function mergeBranch(input: MergeInput, opts: { faults?: Faults } = {}): Promise<MergeOutcome> {
   const { repoPath: repo, baseBranch: base, branch } = input;
+  const attemptId = input.attemptId && /^[\w-]+$/.test(input.attemptId) ? input.attemptId : undefined;
   for (const b of [base, branch]) {
     if ((await git(repo, ['rev-parse', '--verify', '--quiet', `refs/heads/${b}`])).code !== 0) {
       return { ok: false, reason: 'missing_branch', message: `branch ${b} does not exist`, files: [] };
@@ -38,6 +56,8 @@ export async function mergeBranch(input: { repoPath: string; baseBranch: string;
   }
   const baseSha = (await gitOrThrow(repo, ['rev-parse', `refs/heads/${base}`])).trim();
   const branchSha = (await gitOrThrow(repo, ['rev-parse', `refs/heads/${branch}`])).trim();
+  const earlier = attemptId ? await earlierMerge(repo, base, attemptId, branchSha) : null;
+  if (earlier) return { ok: true, commitSha: earlier };
   const ahead = Number((await gitOrThrow(repo, ['rev-list', '--count', `${baseSha}..${branchSha}`])).trim());
   if (ahead === 0) return { ok: false, reason: 'no_changes', message: `${branch} has no commits that ${base} does not have`, files: [] };
   const tree = await git(repo, ['merge-tree', '--write-tree', '--name-only', '--no-messages', baseSha, branchSha]);
@@ -56,17 +76,27 @@ export async function mergeBranch(input: { repoPath: string; baseBranch: string;
   else if (input.strategy === 'squash') newSha = (await gitOrThrow(repo, [...id, 'commit-tree', mergedTree, '-p', baseSha, '-m', message])).trim();
   else newSha = (await gitOrThrow(repo, [...id, 'commit-tree', mergedTree, '-p', baseSha, '-p', branchSha, '-m', message])).trim();
 
+  const moved = await moveBase(repo, base, baseSha, newSha, branch, attemptId && markerRef(attemptId, branchSha));
+  if (moved) return moved;
+  await faultPoint(opts.faults, 'mergeBranch.afterMerge', { commitSha: newSha });
+  return { ok: true, commitSha: newSha };
+}
+
+/**
+ * Moves `base` from baseSha to newSha, recording the marker first. When the base is checked out it moves with its
+ * work tree, refusing to touch local edits (the dirty_base outcome is returned); undefined once moved.
+ */
+async function moveBase(repo: string, base: string, baseSha: string, newSha: string, branch: string, marker: string | undefined): Promise<MergeOutcome | undefined> {
   const worktree = await checkedOutAt(repo, base);
   if (worktree) {
-    // the base branch is checked out: move it with the work tree, refusing to touch local edits
     const dirty = await gitOrThrow(worktree, ['status', '--porcelain', '--untracked-files=no']);
     if (dirty.trim()) {
       const files = dirty.split('\n').filter(Boolean).map((l) => l.slice(3));
       return { ok: false, reason: 'dirty_base', message: `${base} has uncommitted changes in ${path.basename(worktree)}`, files };
     }
-    await gitOrThrow(worktree, ['merge', '--ff-only', '-q', newSha]);
-  } else {
-    await gitOrThrow(repo, ['update-ref', '-m', `armada merge ${branch}`, `refs/heads/${base}`, newSha, baseSha]);
   }
-  return { ok: true, commitSha: newSha };
+  if (marker) await gitOrThrow(repo, ['update-ref', marker, newSha]);
+  if (worktree) await gitOrThrow(worktree, ['merge', '--ff-only', '-q', newSha]);
+  else await gitOrThrow(repo, ['update-ref', '-m', `armada merge ${branch}`, `refs/heads/${base}`, newSha, baseSha]);
+  return undefined;
 }

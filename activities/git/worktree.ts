@@ -9,8 +9,10 @@ import { getProject } from '../../lib/db/projects';
 import { appendLogs } from '../../lib/db/processes';
 import { getTask } from '../../lib/db/tasks';
 import { git, gitOrThrow } from '../../lib/git';
-import { startGroupProcess } from '../../lib/process/processGroup';
+import { faultPoint, type Faults } from '../../lib/faults';
+import { killProcessesUnder, startGroupProcess } from '../../lib/process/processGroup';
 import { hostQueue } from '../../lib/temporal/queues';
+import { removeMergeMarkers } from './mergeMarkers';
 
 export interface PreparedWorktree {
   worktreePath: string;
@@ -67,9 +69,11 @@ export async function loadAttemptContext(db: Pool, attemptId: string) {
 
 /**
  * `git worktree add -b <branch> <path> <base>` under $ARMADA_HOME/worktrees, then the project's setup_script.
- * Idempotent: a worktree left by an earlier try of this activity is reused.
+ * Idempotent: a worktree left by an earlier try of this activity is reused, and the setup script runs until one try
+ * has seen it succeed (a marker in the worktree's git directory), so a retry after the worktree was made, or while
+ * the setup script ran, runs it again to completion. Setup scripts must therefore be safe to run more than once.
  */
-export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig }, input: { attemptId: string; processId: string }): Promise<PreparedWorktree> {
+export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig; faults?: Faults }, input: { attemptId: string; processId: string }): Promise<PreparedWorktree> {
   const { attempt, project } = await loadAttemptContext(deps.db, input.attemptId);
   const repo = project.git_repo_path;
   if (!repo) {
@@ -88,11 +92,11 @@ export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig }, 
   const existing = fs.existsSync(path.join(worktreePath, '.git'));
   if (!existing) {
     await withRepoLock(repo, async () => {
-    await git(repo, ['worktree', 'prune']);
-    fs.rmSync(worktreePath, { recursive: true, force: true });
-    const branchExists = (await git(repo, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`])).code === 0;
-    if (branchExists) await gitOrThrow(repo, ['worktree', 'add', worktreePath, branch]);
-    else await gitOrThrow(repo, ['worktree', 'add', '-b', branch, worktreePath, baseBranch]);
+      await git(repo, ['worktree', 'prune']);
+      fs.rmSync(worktreePath, { recursive: true, force: true });
+      const branchExists = (await git(repo, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`])).code === 0;
+      if (branchExists) await gitOrThrow(repo, ['worktree', 'add', worktreePath, branch]);
+      else await gitOrThrow(repo, ['worktree', 'add', '-b', branch, worktreePath, baseBranch]);
     });
     if (!baseCommit) baseCommit = (await gitOrThrow(repo, ['rev-parse', `refs/heads/${baseBranch}`])).trim();
   } else if (!baseCommit) {
@@ -100,29 +104,43 @@ export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig }, 
   }
   const prepared = { worktreePath, branch, baseBranch, baseCommit: baseCommit as string, hostQueue: hostQueue(deps.config.temporal.taskQueue), repoPath: repo };
   await setAttemptWorktree(deps.db, attempt.id, prepared);
-
-  if (project.setup_script.trim() && !existing) {
-    let n = 0;
-    const pending: Parameters<typeof appendLogs>[3] = [];
-    const proc = startGroupProcess({
-      command: 'bash',
-      args: ['-c', project.setup_script],
-      cwd: worktreePath,
-      env: { ...process.env, ARMADA_WORKTREE: worktreePath, ARMADA_ATTEMPT_ID: attempt.id, ARMADA_TASK_ID: attempt.task_id },
-      onLine: (stream, line) => {
-        n++;
-        pending.push({ level: stream === 'stdout' ? 'info' : 'warn', message: line, timestamp: new Date().toISOString(), source: 'setup' });
-      },
-      timeoutMs: 30 * 60_000,
-    });
-    const beat = setInterval(() => Context.current().heartbeat({ stage: 'setup', lines: n }), 1000);
-    const r = await proc.done.finally(() => clearInterval(beat));
-    const ok = r.code === 0;
-    pending.push({ level: ok ? 'info' : 'error', message: `setup script exited with code ${r.code ?? r.signal}`, timestamp: new Date().toISOString(), source: 'setup' });
-    await appendLogs(deps.db, input.processId, attempt.id, pending);
-    if (!ok) throw ApplicationFailure.nonRetryable(`setup script failed with exit code ${r.code ?? r.signal}`, 'SetupFailed');
-  }
+  await faultPoint(deps.faults, 'prepareWorktree.afterWorktree', { worktreePath });
+  if (project.setup_script.trim()) await runSetupOnce(deps, { attemptId: attempt.id, taskId: attempt.task_id, processId: input.processId, worktreePath, script: project.setup_script });
   return prepared;
+}
+
+/** Written in the worktree's git directory (never part of its tree) once the setup script succeeded there. */
+const SETUP_DONE_MARKER = 'armada-setup-done';
+
+/** Runs the setup script in the worktree unless a try of this activity already saw it succeed there. */
+async function runSetupOnce(deps: { db: Pool }, s: { attemptId: string; taskId: string; processId: string; worktreePath: string; script: string }): Promise<void> {
+  const gitDir = (await gitOrThrow(s.worktreePath, ['rev-parse', '--absolute-git-dir'])).trim();
+  const marker = path.join(gitDir, SETUP_DONE_MARKER);
+  if (fs.existsSync(marker)) return;
+  const pending: Parameters<typeof appendLogs>[3] = [];
+  const log = (level: 'info' | 'warn' | 'error', message: string) => pending.push({ level, message, timestamp: new Date().toISOString(), source: 'setup' });
+  // a setup script of a lost earlier try may still run here: it is stopped before the script starts again
+  const orphans = killProcessesUnder(s.worktreePath);
+  if (orphans.length) log('warn', `stopped ${orphans.length} process(es) of an earlier setup run`);
+  let n = 0;
+  const proc = startGroupProcess({
+    command: 'bash',
+    args: ['-c', s.script],
+    cwd: s.worktreePath,
+    env: { ...process.env, ARMADA_WORKTREE: s.worktreePath, ARMADA_ATTEMPT_ID: s.attemptId, ARMADA_TASK_ID: s.taskId },
+    onLine: (stream, line) => {
+      n++;
+      log(stream === 'stdout' ? 'info' : 'warn', line);
+    },
+    timeoutMs: 30 * 60_000,
+  });
+  const beat = setInterval(() => Context.current().heartbeat({ stage: 'setup', lines: n }), 1000);
+  const r = await proc.done.finally(() => clearInterval(beat));
+  const ok = r.code === 0;
+  log(ok ? 'info' : 'error', `setup script exited with code ${r.code ?? r.signal}`);
+  await appendLogs(deps.db, s.processId, s.attemptId, pending);
+  if (!ok) throw ApplicationFailure.nonRetryable(`setup script failed with exit code ${r.code ?? r.signal}`, 'SetupFailed');
+  fs.writeFileSync(marker, `${new Date().toISOString()}\n`);
 }
 
 /** Change statistics of base..HEAD in the worktree. */
@@ -172,6 +190,7 @@ export async function removeWorktree(deps: { db: Pool }, input: { attemptId: str
     }
     await git(input.repoPath, ['worktree', 'prune']);
     if (input.deleteBranch && input.branch) await git(input.repoPath, ['branch', '-D', input.branch]);
+    if (input.deleteBranch && input.attemptId) await removeMergeMarkers(input.repoPath, input.attemptId);
   });
   if (input.attemptId) await setAttemptCleanedUp(deps.db, input.attemptId);
 }

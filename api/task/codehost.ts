@@ -4,6 +4,8 @@
  */
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { WorkflowFailedError } from '@temporalio/client';
+import { TimeoutFailure } from '@temporalio/common';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { CodehostError, codehostAuthRequired, createCodehostClient, parseRepoSlug, pullRequestView, type HostPull } from '../../lib/codehost/client';
 import { loadCodehostToken, storeCodehostToken } from '../../lib/codehost/tokens';
@@ -36,6 +38,7 @@ const CodehostErrors = {
   429: Type.Union([CodehostErrorSchema, ErrorSchema]),
   500: CodehostErrorSchema,
   502: CodehostErrorSchema,
+  503: CodehostErrorSchema,
 };
 
 const PullRequest = Type.Object({
@@ -90,9 +93,36 @@ function codehostErrorHandler(err: FastifyError, request: FastifyRequest, reply:
   return reply.code(c.statusCode).send({ success: false, error: code, message: c.message });
 }
 
-const pushFailed = (stderr: string) =>
-  // only the first line of git's message, with any credentials in URLs removed
-  new CodehostError(502, 'push_failed', `Pushing the attempt branch failed: ${(stderr.trim().split('\n')[0] ?? '').replace(/\/\/[^@/\s]+@/g, '//')}`);
+/** The innermost cause of a failed workflow (workflow → activity → the activity's own failure). */
+function rootCause(err: Error): Error {
+  let e = err;
+  while (e.cause instanceof Error) e = e.cause;
+  return e;
+}
+
+/**
+ * create-pr's `git push`: pushBranchWorkflow runs it on the worker of the attempt's host (the shared queue for an
+ * attempt that never had a worktree) with retries, and this waits for it. Its failures are push_failed (502), or
+ * host_unavailable (503) when no worker of that host picked it up.
+ */
+async function pushAttemptBranch(deps: TaskAppDeps, attempt: AttemptWithProject, repoDir: string): Promise<void> {
+  const shared = deps.config.temporal.taskQueue;
+  try {
+    await (await deps.temporal.client()).workflow.execute('pushBranchWorkflow', {
+      workflowId: `push:${attempt.attempt_id}`,
+      taskQueue: shared,
+      args: [{ hostQueue: attempt.host_queue ?? shared, repoDir, branch: attempt.branch as string }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowFailedError)) throw err;
+    const cause = rootCause(err);
+    if (cause instanceof TimeoutFailure) {
+      throw new CodehostError(503, 'host_unavailable', `No worker of the attempt's host (${attempt.host_queue ?? shared}) took the push; try again when it is up`);
+    }
+    throw new CodehostError(502, 'push_failed', `Pushing the attempt branch failed: ${cause.message}`);
+  }
+}
 
 /** owner/repo of a project: from its repository URL, else from its local repository's `origin` URL. */
 async function projectSlug(p: Pick<ProjectRow, 'repo_url' | 'git_repo_path'>): Promise<{ owner: string; repo: string }> {
@@ -223,8 +253,7 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       const slug = await projectSlug(attempt);
       const repoDir = attempt.worktree_path ?? attempt.git_repo_path;
       if (!repoDir) throw new CodehostError(409, 'repository_not_ready', 'The project has no local repository yet');
-      const push = await git(repoDir, ['push', 'origin', `refs/heads/${attempt.branch}:refs/heads/${attempt.branch}`], { timeoutMs: 120_000 });
-      if (push.code !== 0) throw pushFailed(push.stderr);
+      await pushAttemptBranch(deps, attempt, repoDir);
       const b = request.body;
       const pr: HostPull = await host.createPull(token, slug.owner, slug.repo, {
         title: b.title ?? attempt.task_title,

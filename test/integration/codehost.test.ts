@@ -2,15 +2,21 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Faults } from '../../lib/faults';
 import { createLogger } from '../../lib/logger';
 import { openSecret } from '../../lib/secretBox';
+import { hostQueue } from '../../lib/temporal/queues';
+import type { RunningWorkers } from '../../workers/createWorker';
 import { startFakeCodehost, type FakeCodehost } from '../support/fakeCodehost';
-import { eventually, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
+import { eventually, makeGitRepo, startStackWorkers, startTestStack, type TestStack } from '../support/harness';
 
 const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.com' };
 const g = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, stdio: 'pipe', env: gitEnv }).toString().trim();
 
 let stack: TestStack;
+let workers: RunningWorkers;
+/** The worker's test-only fault hooks (lib/faults.ts), set by the test that needs one. */
+const faults: Faults = {};
 let fake: FakeCodehost;
 let tmp: string;
 let bare: string;
@@ -31,8 +37,8 @@ async function makeAttempt(n: number): Promise<{ id: string; branch: string; com
   g(wt, 'add', '-A');
   g(wt, 'commit', '-q', '-m', `attempt ${n} work`);
   await stack.db.query(
-    `INSERT INTO attempts (id, task_id, number, llm, status, branch, base_branch, worktree_path) VALUES ($1, $2, $3, 'claude', 'completed', $4, 'main', $5)`,
-    [id, taskId, n, branch, wt],
+    `INSERT INTO attempts (id, task_id, number, llm, status, branch, base_branch, worktree_path, host_queue) VALUES ($1, $2, $3, 'claude', 'completed', $4, 'main', $5, $6)`,
+    [id, taskId, n, branch, wt, hostQueue(stack.config.temporal.taskQueue)],
   );
   return { id, branch, commit: g(wt, 'rev-parse', 'HEAD') };
 }
@@ -47,11 +53,12 @@ beforeAll(async () => {
   fake = await startFakeCodehost([{ owner: 'acme', name: 'widgets', bare, defaultBranch: 'main', private: true }]);
   stack = await startTestStack({
     services: ['task'],
-    worker: true,
+    worker: false,
     env: { ARMADA_CODEHOST_API_URL: fake.url, ARMADA_CODEHOST_OAUTH_URL: `${fake.url}/`, ARMADA_CODEHOST_CLIENT_ID: fake.clientId },
     file: { codehost: { pollIntervalMs: 300 } },
     logger: captureLogger,
   });
+  workers = await startStackWorkers(stack, { logger: captureLogger, faults });
   const project = await inject('POST', '/api/projects', { name: 'widgets', repository: { url: 'https://codehost.example/acme/widgets.git' }, git_repo_path: repo });
   expect(project.statusCode).toBe(201);
   projectId = project.json().data.id;
@@ -61,6 +68,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await workers?.stop();
   await stack?.close();
   await fake?.close();
   fs.rmSync(tmp, { recursive: true, force: true });
@@ -78,6 +86,15 @@ const remoteHasBranch = (branch: string) => {
     return undefined;
   }
 };
+
+/** Where and how often the push activity of an attempt's latest push workflow ran. */
+async function pushHistory(attemptId: string): Promise<{ taskQueue?: string | null; attempts: number[] }> {
+  const history = await (await stack.temporal.client()).workflow.getHandle(`push:${attemptId}`).fetchHistory();
+  const events = history.events ?? [];
+  const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes)?.activityTaskScheduledEventAttributes;
+  const attempts = events.filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes?.attempt ?? 0);
+  return { taskQueue: scheduled?.taskQueue?.name, attempts };
+}
 
 describe('code hosting', () => {
   let first: { id: string; branch: string; commit: string };
@@ -143,6 +160,8 @@ describe('code hosting', () => {
     expect(pr.url).toBe(`${fake.url}/repos/acme/widgets/pulls/1`);
     expect(pr.htmlUrl).toContain('/acme/widgets/pull/1');
     expect(remoteHasBranch(first.branch)).toBe(first.commit);
+    // the push ran as an activity on the attempt's host queue, not in the request
+    expect(await pushHistory(first.id)).toEqual({ taskQueue: hostQueue(stack.config.temporal.taskQueue), attempts: [1] });
     const call = fake.requests.find((r) => r.method === 'POST' && r.path === '/repos/acme/widgets/pulls');
     expect(call?.authorization).toBe(`Bearer ${fake.token}`);
     expect(call?.body).toMatchObject({ head: first.branch, base: 'main', draft: true });
@@ -223,6 +242,42 @@ describe('code hosting', () => {
     expect(hook).toMatchObject({ url: 'https://hooks.example/armada', events: ['pull_request', 'push'], active: true });
     expect(Number.isInteger(hook.webhookId)).toBe(true);
     expect(fake.hooks).toEqual([{ repo: 'acme/widgets', id: hook.webhookId, events: ['pull_request', 'push'], url: 'https://hooks.example/armada' }]);
+  });
+
+  test('a push that fails while the remote is unreachable is retried on the host queue and lands', async () => {
+    const third = await makeAttempt(3);
+    const away = `${bare}.away`;
+    const pushes: Record<string, unknown>[] = [];
+    // the remote is gone for the first try of the push and back for the retry
+    faults['pushBranch.beforePush'] = (info) => {
+      pushes.push(info);
+      if (pushes.length === 1) fs.renameSync(bare, away);
+      else if (fs.existsSync(away)) fs.renameSync(away, bare);
+    };
+    try {
+      const res = await inject('POST', `/api/task-attempts/${third.id}/create-pr`, { title: 'Retried push' });
+      expect(res.statusCode).toBe(200);
+      expect(res.json().data).toMatchObject({ title: 'Retried push', head: third.branch, state: 'open' });
+    } finally {
+      delete faults['pushBranch.beforePush'];
+      if (fs.existsSync(away)) fs.renameSync(away, bare);
+    }
+    expect(pushes).toHaveLength(2);
+    expect(remoteHasBranch(third.branch)).toBe(third.commit);
+    expect(await pushHistory(third.id)).toEqual({ taskQueue: hostQueue(stack.config.temporal.taskQueue), attempts: [2] });
+  });
+
+  test('a push the remote rejects is push_failed (502) without retries, and no pull request is opened', async () => {
+    const fourth = await makeAttempt(4);
+    // the remote already has that branch at a commit the attempt's does not contain: the push is not a fast-forward
+    g(repo, 'commit', '-q', '--allow-empty', '-m', 'elsewhere');
+    g(repo, 'push', '-q', 'origin', `main:refs/heads/${fourth.branch}`);
+    const pullsBefore = fake.pulls.get('acme/widgets')?.length ?? 0;
+    const res = await inject('POST', `/api/task-attempts/${fourth.id}/create-pr`, { title: 'Rejected' });
+    expect(res.statusCode).toBe(502);
+    expect(res.json()).toEqual({ success: false, error: 'push_failed', message: expect.stringContaining('Pushing the attempt branch failed') });
+    expect((await pushHistory(fourth.id)).attempts).toEqual([1]);
+    expect(fake.pulls.get('acme/widgets')?.length ?? 0).toBe(pullsBefore);
   });
 
   test('the code-host token never appears in the logs (trace level, services and worker)', () => {

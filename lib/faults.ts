@@ -1,0 +1,24 @@
+/**
+ * Test-only fault injection. Each point sits right after an activity's side effect (or, for the push, right before
+ * it), where a test makes the activity fail so that Temporal retries it and the test can check the retry's outcome.
+ * Off by default: only a worker built with `faults` (the test harness's `startStackWorkers(stack, { faults })`)
+ * has any. No environment variable or config key turns them on, so a production worker never has a fault point.
+ */
+export type FaultPoint =
+  /** mergeBranch: the base branch has been moved, before the result is returned */
+  | 'mergeBranch.afterMerge'
+  /** prepareWorktree: the worktree exists, before the setup script runs */
+  | 'prepareWorktree.afterWorktree'
+  /** runAgent: the agent runs and its pid is recorded, before its output is watched */
+  | 'runAgent.afterSpawn'
+  /** pushBranch: before `git push` runs */
+  | 'pushBranch.beforePush';
+
+/** A hook throws to fail the activity at that point; `info` says what the activity did (e.g. the agent's pid). */
+export type Faults = Partial<Record<FaultPoint, (info: Record<string, unknown>) => void | Promise<void>>>;
+
+/** Runs the hook of `point`, if the worker was built with one (tests only). */
+export async function faultPoint(faults: Faults | undefined, point: FaultPoint, info: Record<string, unknown> = {}): Promise<void> {
+  const hook = faults?.[point];
+  if (hook) await hook(info);
+}

@@ -1,0 +1,125 @@
+/**
+ * Idempotent retries of the git and agent activities: each test makes an activity fail right after its side effect
+ * (the worker's test-only fault points, lib/faults.ts), so Temporal retries it, and checks the retry's outcome on
+ * disk, in git and through the API.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Faults } from '../../lib/faults';
+import { groupAlive } from '../../lib/process/processGroup';
+import type { RunningWorkers } from '../../workers/createWorker';
+import { eventually, startStackWorkers, startTestStack, type TestStack } from '../support/harness';
+import { agentConfig, api, gitOut } from '../support/attemptHelpers';
+
+let stack: TestStack;
+let workers: RunningWorkers;
+let h: ReturnType<typeof api>;
+/** The worker's fault hooks: each test sets the ones it needs and clears them after. */
+const faults: Faults = {};
+let tmp: string;
+
+beforeAll(async () => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-retries-'));
+  stack = await startTestStack({ services: ['task'], worker: false, file: agentConfig() });
+  // one agent at a time on this worker: a slot leaked by a failed try would block every later run
+  workers = await startStackWorkers(stack, { maxAgents: 1, faults });
+  h = api(stack);
+});
+afterEach(() => {
+  for (const k of Object.keys(faults)) delete faults[k as keyof Faults];
+});
+afterAll(async () => {
+  await workers?.stop();
+  await stack?.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+/** A hook that fails the activity the first time only, counting its calls. */
+function failOnce(calls: Record<string, unknown>[]): (info: Record<string, unknown>) => void {
+  return (info) => {
+    calls.push(info);
+    if (calls.length === 1) throw new Error('injected fault: the result of this try is lost');
+  };
+}
+
+async function completedAttempt(title: string) {
+  const p = await h.project();
+  const { attemptId } = await h.start(await h.task(p.id, title));
+  const a = await h.until(attemptId, ['completed', 'failed'], 60_000);
+  expect(a.status).toBe('completed');
+  return { repo: p.repo, attempt: a };
+}
+
+describe('mergeBranch retried after its merge landed', () => {
+  test.each(['squash', 'ff', 'no-ff'] as const)('%s: merged once, with one commit, and recorded merged', async (strategy) => {
+    const { repo, attempt } = await completedAttempt(`Edit to merge (${strategy})`);
+    const before = gitOut(repo, 'rev-parse', 'main');
+    const calls: Record<string, unknown>[] = [];
+    faults['mergeBranch.afterMerge'] = failOnce(calls);
+
+    const r = await h.inject('POST', `/api/attempts/${attempt.id}/merge`, { strategy });
+    expect(r.statusCode).toBe(200);
+    expect(calls).toHaveLength(1); // the retry found the merge and did not merge again
+    const head = gitOut(repo, 'rev-parse', 'main');
+    expect(r.json().data).toMatchObject({ merged: true, commitSha: head });
+    expect(head).toBe(calls[0]?.commitSha);
+    // exactly one commit (squash, ff: the branch's one commit) or one merge commit on top of the old base
+    expect(gitOut(repo, 'rev-list', '--count', '--first-parent', `${before}..main`)).toBe('1');
+    expect(gitOut(repo, 'show', 'main:src/added.txt')).toBe('one\ntwo\nthree');
+    const view = await h.attempt(attempt.id);
+    expect(view).toMatchObject({ merged: true, mergeCommit: head });
+    expect(view.mergedAt).not.toBeNull();
+    expect((await h.inject('GET', `/api/tasks/${attempt.taskId}`)).json().data.status).toBe('completed');
+  }, 90_000);
+});
+
+test('prepareWorktree retried after the worktree was made: the setup script still runs to completion', async () => {
+  const marker = path.join(tmp, 'setup-runs.txt');
+  const repo = (await h.project()).repo;
+  const project = await h.inject('POST', '/api/projects', {
+    name: 'setup-retry',
+    repository: { url: repo },
+    setup_script: `echo setting up; echo "$ARMADA_ATTEMPT_ID" >> ${marker}`,
+  });
+  expect(project.statusCode).toBe(201);
+  const calls: Record<string, unknown>[] = [];
+  faults['prepareWorktree.afterWorktree'] = failOnce(calls);
+
+  const { attemptId } = await h.start(await h.task(project.json().data.id, 'Edit after a retried setup'));
+  const a = await h.until(attemptId, ['completed', 'failed'], 60_000);
+  expect(a.status).toBe('completed');
+  expect(calls).toHaveLength(2); // the first try failed after making the worktree; the retry found it there
+  expect(calls[0]?.worktreePath).toBe(a.worktreePath);
+  expect(fs.readFileSync(marker, 'utf8')).toBe(`${attemptId}\n`); // ran once, on the retry
+  const logs = (await h.inject('GET', `/api/attempts/${attemptId}/logs`)).body.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  expect(logs.filter((l) => l.source === 'setup').map((l) => l.message)).toEqual(['setting up', 'setup script exited with code 0']);
+}, 90_000);
+
+test('runAgent failing after the spawn: the worker slot is released and the agent process group is gone', async () => {
+  const p = await h.project();
+  const pids: number[] = [];
+  faults['runAgent.afterSpawn'] = (info) => {
+    pids.push(info.pid as number);
+    throw new Error('injected fault after the agent started');
+  };
+  // SLEEP: the agent and a child `sleep 120` in its group would run for minutes unless stopped
+  const { attemptId, processId } = await h.start(await h.task(p.id, 'SLEEP through a failing run'));
+  const a = await h.until(attemptId, ['completed', 'failed'], 60_000);
+  expect(a.status).toBe('failed');
+  expect(a.error).toContain('injected fault after the agent started');
+  expect(pids).toHaveLength(2); // the try and its one retry each started an agent
+  // the last try's agent has no retry to clean up after it: its own try stopped the group
+  for (const pid of pids) await eventually(async () => !groupAlive(pid), 10_000);
+  const proc = (await h.inject('GET', `/api/processes/${processId}`)).json().data;
+  expect(proc.status).toBe('failed');
+  const logs = (await h.inject('GET', `/api/processes/${processId}/logs`)).body;
+  expect(logs).toContain('agent run failed: injected fault after the agent started');
+  const metrics = (await h.inject('GET', '/metrics')).body;
+  expect(metrics).toMatch(/armada_agent_processes_running\{llm="scripted"\} 0\b/);
+
+  // with --max-agents 1, the next run starts only if the failed tries released their slot
+  delete faults['runAgent.afterSpawn'];
+  const next = await h.start(await h.task(p.id, 'Edit after the failed run'));
+  expect((await h.until(next.attemptId, ['completed', 'failed'], 30_000)).status).toBe('completed');
+}, 120_000);
