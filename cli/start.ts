@@ -47,9 +47,12 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
   const metrics = createMetrics();
   let workers: Awaited<ReturnType<typeof startWorkers>> | undefined;
   let services: Awaited<ReturnType<typeof startServices>> | undefined;
+  let stopping = false;
   const shutdown = async () => {
+    stopping = true;
     await services?.close(); // drain HTTP first: no new work accepted
-    await workers?.stop(); // running activities get the grace period
+    // running activities get the grace period; a worker that cannot reach Temporal does not hold the rest up
+    await Promise.race([workers?.stop(), new Promise((r) => setTimeout(r, config.shutdownGraceMs + 5000).unref())]);
     await probes.stop(); // the servers' own stop is not an outage
     await temporal.close();
     await pool.end().catch(() => undefined);
@@ -59,16 +62,39 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
     const applied = await migrate(pool);
     if (applied.length) logger.info({ applied }, 'migrations applied');
     installTemporalRuntime(config.host, config.temporal.metricsPort, logger);
-    workers = await startWorkers({
-      config,
-      db: pool,
-      logger,
-      metrics,
-      address: infra.temporalAddress,
-      namespace: config.temporal.namespace,
-      shutdownGraceMs: config.shutdownGraceMs,
-    });
-    workers.done.catch((err) => logger.error({ err }, 'worker failed'));
+    const runWorkers = async () => {
+      workers = await startWorkers({
+        config,
+        db: pool,
+        logger,
+        metrics,
+        address: infra.temporalAddress,
+        namespace: config.temporal.namespace,
+        shutdownGraceMs: config.shutdownGraceMs,
+      });
+      const running = workers;
+      if (stopping) {
+        await running.stop(); // started again while a shutdown was under way
+        return;
+      }
+      // the SDK reconnects by itself after a short outage; a worker it gave up on is started again once Temporal answers
+      running.done.catch(async (err) => {
+        if (stopping) return;
+        logger.warn({ err: { message: (err as Error).message } }, 'worker stopped; starting it again once Temporal answers');
+        await running.stop().catch(() => undefined);
+        while (!stopping) {
+          await new Promise((r) => setTimeout(r, 1000));
+          if (stopping || dependencies.isDown('temporal')) continue;
+          try {
+            await runWorkers();
+            return;
+          } catch (e) {
+            logger.debug({ err: { message: (e as Error).message } }, 'worker not started yet');
+          }
+        }
+      });
+    };
+    await runWorkers();
     services = await startServices(SERVICE_NAMES, { db: pool, config, keys, temporal, logger, metrics, dependencies });
   } catch (err) {
     await shutdown();
