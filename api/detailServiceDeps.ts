@@ -5,6 +5,7 @@ import type { ResolvedKeys } from '../lib/keys';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
 import type { TemporalHandle } from '../lib/temporal/client';
+import type { DependencyState } from '../lib/runtime/dependencies';
 
 export interface DetailServiceDeps {
   db: Pool;
@@ -13,4 +14,6 @@ export interface DetailServiceDeps {
   temporal: TemporalHandle;
   logger: Logger;
   metrics: Metrics;
+  /** What is down right now (`armada start`, `armada api`); unset = not tracked. */
+  dependencies?: DependencyState;
 }

@@ -6,6 +6,7 @@ import type { ResolvedKeys } from '../lib/keys';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
 import type { TemporalHandle } from '../lib/temporal/client';
+import type { DependencyState } from '../lib/runtime/dependencies';
 import { gitUserEmail } from './http/actingUser';
 import { buildAgentsApp } from './agents/app';
 import { buildSchedulerApp } from './scheduler/app';
@@ -22,6 +23,8 @@ export interface ServiceDeps {
   temporal: TemporalHandle;
   logger: Logger;
   metrics: Metrics;
+  /** What is down right now (`armada start`, `armada api`); unset = not tracked. */
+  dependencies?: DependencyState;
 }
 
 export interface RunningServices {
@@ -35,7 +38,7 @@ export interface RunningServices {
 export async function buildService(name: ServiceName, deps: ServiceDeps): Promise<FastifyInstance> {
   switch (name) {
     case 'task':
-      return buildTaskApp({ db: deps.db, config: deps.config, temporal: deps.temporal, logger: deps.logger, keys: deps.keys, localUser: gitUserEmail() }, deps.metrics);
+      return buildTaskApp({ db: deps.db, config: deps.config, temporal: deps.temporal, logger: deps.logger, keys: deps.keys, localUser: gitUserEmail(), dependencies: deps.dependencies }, deps.metrics);
     case 'scheduler':
       return buildSchedulerApp(deps);
     case 'agents':

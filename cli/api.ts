@@ -5,6 +5,7 @@ import { createPool } from '../lib/db/pool';
 import { resolveKeys } from '../lib/keys';
 import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle } from '../lib/temporal/client';
+import { createDependencyState, startDependencyProbes } from '../lib/runtime/dependencies';
 import { bootstrap, untilSignal } from './runtime';
 
 export async function runApi(services: string[]): Promise<number> {
@@ -13,10 +14,14 @@ export async function runApi(services: string[]): Promise<number> {
   if (!config.databaseUrl) throw new ConfigError('DATABASE_URL is required for `armada api` (use `armada start` for the embedded defaults)');
   const names = (services.length ? services : SERVICE_NAMES) as ServiceName[];
   const pool = createPool(config.databaseUrl, logger, { max: 20 });
-  const temporal = createTemporalHandle(config.temporal.address ?? '127.0.0.1:7233', config.temporal.namespace);
-  const running = await startServices(names, { db: pool, config, keys: resolveKeys(config), temporal, logger, metrics: createMetrics() });
+  const temporalAddress = config.temporal.address ?? '127.0.0.1:7233';
+  const dependencies = createDependencyState(logger);
+  const temporal = createTemporalHandle(temporalAddress, config.temporal.namespace, { isDown: () => dependencies.isDown('temporal') });
+  const probes = startDependencyProbes(dependencies, { databaseUrl: config.databaseUrl, temporalAddress, namespace: config.temporal.namespace });
+  const running = await startServices(names, { db: pool, config, keys: resolveKeys(config), temporal, logger, metrics: createMetrics(), dependencies });
   const stopped = untilSignal(logger, async () => {
     await running.close();
+    await probes.stop();
     await temporal.close();
     await pool.end();
   });

@@ -4,6 +4,8 @@ import { loadConfig, type ArmadaConfig } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
 import { startEmbeddedPostgres, type RunningPostgres } from '../lib/runtime/embeddedPostgres';
 import { startTemporalDevServer, type RunningDevServer } from '../lib/runtime/temporalDevServer';
+import { supervise, type Supervisor } from '../lib/runtime/supervisor';
+import type { DependencyName } from '../lib/runtime/dependencies';
 
 export function bootstrap(): { config: ArmadaConfig; logger: Logger } {
   const config = loadConfig();
@@ -18,10 +20,23 @@ export interface Infrastructure {
   stop(): Promise<void>;
 }
 
-/** Starts what the environment does not point at: embedded PostgreSQL and/or the Temporal dev server. */
-export async function startInfrastructure(config: ArmadaConfig, logger: Logger): Promise<Infrastructure> {
+/** What `armada start` hears from the supervisors of its servers. */
+export interface SupervisionEvents {
+  onDown(name: DependencyName, reason: string): void;
+  onUp(name: DependencyName): void;
+  /** The restart budget is spent; `message` is one line naming the dependency. */
+  onGiveUp(message: string): void;
+}
+
+/**
+ * Starts what the environment does not point at: embedded PostgreSQL and/or the Temporal dev server. With
+ * `supervision`, each is restarted when it dies (config.supervision's backoff and budget).
+ */
+export async function startInfrastructure(config: ArmadaConfig, logger: Logger, supervision?: SupervisionEvents): Promise<Infrastructure> {
   const started: { postgres?: RunningPostgres; temporal?: RunningDevServer } = {};
+  const supervisors: Supervisor[] = [];
   const stop = async () => {
+    await Promise.all(supervisors.map((s) => s.stop()));
     if (started.temporal) await started.temporal.stop().catch((err) => logger.warn({ err }, 'stopping temporal failed'));
     if (started.postgres) await started.postgres.stop().catch((err) => logger.warn({ err }, 'stopping postgres failed'));
   };
@@ -46,6 +61,22 @@ export async function startInfrastructure(config: ArmadaConfig, logger: Logger):
     for (const r of [pgResult, temporalResult]) if (r.status === 'rejected') throw r.reason;
     const postgres = pgResult.status === 'fulfilled' ? pgResult.value : undefined;
     const temporal = temporalResult.status === 'fulfilled' ? temporalResult.value : undefined;
+    if (supervision) {
+      const watch = (name: DependencyName, server: RunningPostgres | RunningDevServer) =>
+        supervisors.push(
+          supervise(server.server(), {
+            name,
+            restart: () => server.restart(),
+            policy: config.supervision,
+            logger,
+            onDown: (reason) => supervision.onDown(name, reason),
+            onUp: () => supervision.onUp(name),
+            onGiveUp: supervision.onGiveUp,
+          }),
+        );
+      if (postgres) watch('postgres', postgres);
+      if (temporal) watch('temporal', temporal);
+    }
     return {
       databaseUrl: config.databaseUrl ?? (postgres as RunningPostgres).url,
       temporalAddress: config.temporal.address ?? (temporal as RunningDevServer).address,

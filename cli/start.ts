@@ -6,6 +6,7 @@ import { createPool } from '../lib/db/pool';
 import { resolveKeys } from '../lib/keys';
 import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle } from '../lib/temporal/client';
+import { createDependencyState, startDependencyProbes } from '../lib/runtime/dependencies';
 import { startWorkers } from '../workers/createWorker';
 import type { Logger } from '../lib/logger';
 import { sdkLogger } from '../lib/temporal/sdkLogger';
@@ -29,26 +30,72 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
   const t0 = Date.now();
   const { config, logger } = bootstrap();
   const keys = resolveKeys(config);
-  const infra = await startInfrastructure(config, logger);
+  const dependencies = createDependencyState(logger);
+  let giveUp: (message: string) => void = () => undefined;
+  const gaveUp = new Promise<string>((resolve) => {
+    giveUp = resolve;
+  });
+  // the servers we own are restarted when they die; when one keeps dying we exit non-zero (below)
+  const infra = await startInfrastructure(config, logger, {
+    onDown: (name, reason) => dependencies.markDown(name, reason),
+    onUp: (name) => dependencies.markUp(name),
+    onGiveUp: (message) => giveUp(message),
+  });
   const pool = createPool(infra.databaseUrl, logger, { max: 20 });
-  const temporal = createTemporalHandle(infra.temporalAddress, config.temporal.namespace);
+  const temporal = createTemporalHandle(infra.temporalAddress, config.temporal.namespace, { isDown: () => dependencies.isDown('temporal') });
+  const probes = startDependencyProbes(dependencies, { databaseUrl: infra.databaseUrl, temporalAddress: infra.temporalAddress, namespace: config.temporal.namespace });
   const metrics = createMetrics();
   let workers: Awaited<ReturnType<typeof startWorkers>> | undefined;
   let services: Awaited<ReturnType<typeof startServices>> | undefined;
+  let stopping = false;
   const shutdown = async () => {
+    stopping = true;
     await services?.close(); // drain HTTP first: no new work accepted
-    await workers?.stop(); // running activities get the grace period
+    // running activities get the grace period; a worker that cannot reach Temporal does not hold the rest up
+    await Promise.race([workers?.stop(), new Promise((r) => setTimeout(r, config.shutdownGraceMs + 5000).unref())]);
+    await probes.stop(); // the servers' own stop is not an outage
     await temporal.close();
     await pool.end().catch(() => undefined);
-    await infra.stop();
+    await infra.stop(); // last: no client is left to see PostgreSQL terminate its connection
   };
   try {
     const applied = await migrate(pool);
     if (applied.length) logger.info({ applied }, 'migrations applied');
     installTemporalRuntime(config.host, config.temporal.metricsPort, logger);
-    workers = await startWorkers({ config, db: pool, logger, metrics, address: infra.temporalAddress, namespace: config.temporal.namespace });
-    workers.done.catch((err) => logger.error({ err }, 'worker failed'));
-    services = await startServices(SERVICE_NAMES, { db: pool, config, keys, temporal, logger, metrics });
+    const runWorkers = async () => {
+      workers = await startWorkers({
+        config,
+        db: pool,
+        logger,
+        metrics,
+        address: infra.temporalAddress,
+        namespace: config.temporal.namespace,
+        shutdownGraceMs: config.shutdownGraceMs,
+      });
+      const running = workers;
+      if (stopping) {
+        await running.stop(); // started again while a shutdown was under way
+        return;
+      }
+      // the SDK reconnects by itself after a short outage; a worker it gave up on is started again once Temporal answers
+      running.done.catch(async (err) => {
+        if (stopping) return;
+        logger.warn({ err: { message: (err as Error).message } }, 'worker stopped; starting it again once Temporal answers');
+        await running.stop().catch(() => undefined);
+        while (!stopping) {
+          await new Promise((r) => setTimeout(r, 1000));
+          if (stopping || dependencies.isDown('temporal')) continue;
+          try {
+            await runWorkers();
+            return;
+          } catch (e) {
+            logger.debug({ err: { message: (e as Error).message } }, 'worker not started yet');
+          }
+        }
+      });
+    };
+    await runWorkers();
+    services = await startServices(SERVICE_NAMES, { db: pool, config, keys, temporal, logger, metrics, dependencies });
   } catch (err) {
     await shutdown();
     throw err;
@@ -62,7 +109,13 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
   if (keys.generatedApiKey) lines.push(`  API key (X-API-Key for scheduler, agents, traces; shown once, stored in ${config.home}/api-key):`, `    ${keys.generatedApiKey}`);
   const stopped = untilSignal(logger, shutdown); // before the banner: a supervisor may signal as soon as it reads it
   process.stdout.write(`${lines.join('\n')}\nPress Ctrl-C to stop.\n`);
-  await stopped;
-  process.stdout.write('armada stopped\n');
-  return 0;
+  const failed = await Promise.race([stopped.then(() => undefined), gaveUp]);
+  if (failed === undefined) {
+    process.stdout.write('armada stopped\n');
+    return 0;
+  }
+  // a dependency keeps dying: stop the rest and exit non-zero, so systemd or Kubernetes restarts the whole suite
+  process.stderr.write(`armada: ${failed}\n`);
+  await Promise.race([shutdown().catch(() => undefined), new Promise((r) => setTimeout(r, 15_000).unref())]);
+  return 1;
 }

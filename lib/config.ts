@@ -154,6 +154,10 @@ export interface ArmadaConfig {
   codehost: { apiUrl: string; oauthUrl: string; clientId: string; pollIntervalMs: number };
   /** Allowed CORS origins: ARMADA_CORS_ORIGINS (comma-separated) or `cors.origins`; undefined = the service default. */
   corsOrigins?: string[];
+  /** `armada start`: how its embedded servers are restarted when they die (lib/runtime/supervisor.ts). */
+  supervision: { maxFailures: number; windowMs: number; initialBackoffMs: number; maxBackoffMs: number };
+  /** How long a stopping worker lets running activities finish (`armada start`, SIGINT/SIGTERM). */
+  shutdownGraceMs: number;
   logLevel: string;
   file: FileConfig;
   branchPrefix: string;
@@ -215,6 +219,14 @@ function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
 function optionalPort(env: NodeJS.ProcessEnv, name: string, fallback: number): number | null {
   if (env[name] === '') return null;
   return port(env, name, fallback);
+}
+
+function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
+  const v = env[name];
+  if (v === undefined || v === '') return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) throw new ConfigError(`${name}: "${v}" is not an integer >= ${min}`);
+  return n;
 }
 
 function nonEmpty(v: string | undefined): string | undefined {
@@ -280,6 +292,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
       ?.split(',')
       .map((o) => o.trim())
       .filter(Boolean) ?? file.cors?.origins,
+    supervision: {
+      maxFailures: positiveInteger(env, 'ARMADA_RESTART_MAX_FAILURES', 5),
+      windowMs: positiveInteger(env, 'ARMADA_RESTART_WINDOW_SECONDS', 300) * 1000,
+      initialBackoffMs: 500,
+      maxBackoffMs: 15_000,
+    },
+    shutdownGraceMs: positiveInteger(env, 'ARMADA_SHUTDOWN_GRACE_SECONDS', 10, 0) * 1000,
     logLevel,
     file,
     branchPrefix: file.branchPrefix ?? 'armada',

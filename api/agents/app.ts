@@ -19,6 +19,7 @@ export async function buildAgentsApp(base: DetailServiceDeps) {
     metrics: base.metrics,
     version: base.config.version,
     errorStyle: 'detail',
+    dependencies: base.dependencies,
     healthCheck: async () => {
       await base.db.query('SELECT 1');
       return { database: 'ok' };

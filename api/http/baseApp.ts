@@ -7,6 +7,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from '../../lib/logger';
 import type { Metrics } from '../../lib/metrics';
+import { isPostgresUnreachable } from '../../lib/db/pool';
+import type { DependencyState } from '../../lib/runtime/dependencies';
 import { installDetailErrors, installEnvelopeErrors } from './errorHandlers';
 import { installOpenApi } from './openapi';
 import { validatorCompiler } from './validation';
@@ -21,8 +23,13 @@ export interface BaseAppOptions {
   errorStyle: 'envelope' | 'detail';
   /** Checked by GET /health; a failing check answers 503. */
   healthCheck?: () => Promise<Record<string, unknown>>;
+  /** Dependencies known down make /health answer 503 at once, naming them, without running healthCheck. */
+  dependencies?: DependencyState;
   bodyLimit?: number;
 }
+
+/** A health check that does not answer within this long answers 503 (health stays cheap and never hangs). */
+const HEALTH_CHECK_TIMEOUT_MS = 1500;
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -58,11 +65,20 @@ export function createBaseApp(opts: BaseAppOptions) {
   });
 
   app.get('/health', { schema: { hide: true } as object }, async (_request, reply) => {
+    const unavailable = { status: 'unavailable', service: opts.service, version: opts.version };
+    const down = opts.dependencies?.down() ?? [];
+    if (down.length) return reply.code(503).send({ ...unavailable, down });
+    let timer: NodeJS.Timeout | undefined;
     try {
-      const checks = opts.healthCheck ? await opts.healthCheck() : {};
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`health check did not answer within ${HEALTH_CHECK_TIMEOUT_MS} ms`)), HEALTH_CHECK_TIMEOUT_MS);
+      });
+      const checks = opts.healthCheck ? await Promise.race([opts.healthCheck(), late]) : {};
       return { status: 'ok', service: opts.service, version: opts.version, ...checks };
     } catch (err) {
-      return reply.code(503).send({ status: 'unavailable', service: opts.service, version: opts.version, error: (err as Error).message });
+      return reply.code(503).send({ ...unavailable, ...(isPostgresUnreachable(err) ? { down: ['postgres'] } : {}), error: (err as Error).message });
+    } finally {
+      clearTimeout(timer);
     }
   });
   app.get('/metrics', { schema: { hide: true } as object }, async (_request, reply) => {

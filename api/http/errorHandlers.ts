@@ -6,6 +6,8 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { ErrorObject } from 'ajv';
 import { errorBody } from './envelope';
 import { isAppError } from '../../lib/errors';
+import { isPostgresUnreachable } from '../../lib/db/pool';
+import { isTemporalUnreachable } from '../../lib/temporal/client';
 import { validationDetails } from './validation';
 
 export interface ClassifiedError {
@@ -49,6 +51,8 @@ export function classifyError(err: unknown): ClassifiedError {
     else if (err instanceof SyntaxError || fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY') message = 'Malformed JSON in request body';
     return { statusCode: status, code: CODE_BY_STATUS[status] ?? 'INVALID_REQUEST', message, internal: false };
   }
+  if (isPostgresUnreachable(err)) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: 'The database (PostgreSQL) is unavailable; try again', internal: false };
+  if (isTemporalUnreachable(err)) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: 'The workflow engine (Temporal) is unavailable; try again', internal: false };
   if (status === 503) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: fe.message || 'Service unavailable', internal: false };
   return { statusCode: 500, code: 'INTERNAL_ERROR', message: 'Internal server error', internal: true };
 }

@@ -17,6 +17,7 @@ export async function buildSchedulerApp(deps: DetailServiceDeps) {
     metrics: deps.metrics,
     version: deps.config.version,
     errorStyle: 'detail',
+    dependencies: deps.dependencies,
     healthCheck: async () => {
       await deps.db.query('SELECT 1');
       return { database: 'ok' };

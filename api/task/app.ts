@@ -28,6 +28,7 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
     metrics,
     version: base.config.version,
     errorStyle: 'envelope',
+    dependencies: base.dependencies,
     healthCheck: async () => {
       await base.db.query('SELECT 1');
       return { database: 'ok' };

@@ -6,6 +6,7 @@ import type { ResolvedKeys } from '../../lib/keys';
 import type { Logger } from '../../lib/logger';
 import type { Metrics } from '../../lib/metrics';
 import type { TemporalHandle } from '../../lib/temporal/client';
+import type { DependencyState } from '../../lib/runtime/dependencies';
 
 export interface TaskServiceDeps {
   db: Pool;
@@ -16,6 +17,8 @@ export interface TaskServiceDeps {
   keys: ResolvedKeys;
   /** The git `user.email` of the host, the acting user of last resort in local mode. */
   localUser: string;
+  /** What is down right now (`armada start`, `armada api`); unset = not tracked. */
+  dependencies?: DependencyState;
 }
 
 /** Deps plus what buildTaskApp creates per app: the event listener (streams) and the metrics registry. */

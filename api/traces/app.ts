@@ -12,6 +12,7 @@ export async function buildTracesApp(deps: DetailServiceDeps) {
     metrics: deps.metrics,
     version: deps.config.version,
     errorStyle: 'detail',
+    dependencies: deps.dependencies,
     healthCheck: async () => {
       await deps.db.query('SELECT 1');
       return { database: 'ok' };

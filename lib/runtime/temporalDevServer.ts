@@ -2,12 +2,14 @@
  * The Temporal dev server of `armada start` (`temporal server start-dev`), a child process we own: SQLite file in
  * $ARMADA_HOME with WAL pragmas, stopped with us.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { refuseIfOwned } from './homeInUse';
+import { spawnServer, type ServerProcess } from './serverProcess';
+import type { ChildServer } from './supervisor';
 import type { Logger } from '../logger';
 
 export const TEMPORAL_INSTALL_HINT = [
@@ -66,7 +68,10 @@ export interface DevServerOptions {
 
 export interface RunningDevServer {
   address: string;
-  pid: number;
+  /** The dev server now running. */
+  server(): ChildServer;
+  /** Starts it again after it died (same SQLite file); resolves once it answers. */
+  restart(): Promise<ChildServer>;
   stop(): Promise<void>;
 }
 
@@ -91,18 +96,6 @@ export async function waitForTemporal(address: string, namespace: string, timeou
     }
   }
   throw new Error(`Temporal at ${address} did not become ready in ${timeoutMs} ms: ${lastError}`);
-}
-
-function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
 }
 
 /**
@@ -154,33 +147,32 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<Ru
   ];
   if (opts.uiPort === null) args.push('--headless');
   else args.push('--ui-port', String(opts.uiPort), '--ui-disable-news-fetch');
-  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let exited: string | null = null;
-  let stderr = '';
-  child.on('exit', (code, signal) => {
-    exited = `temporal dev server exited (code ${code}, signal ${signal}): ${stderr.slice(-2000)}`;
-  });
-  child.on('error', (err) => {
-    exited = `temporal dev server failed to start: ${err.message}`;
-  });
-  child.stdout?.on('data', (d: Buffer) => log.debug(d.toString().trim()));
-  child.stderr?.on('data', (d: Buffer) => {
-    stderr = (stderr + d.toString()).slice(-8000);
-    log.debug(d.toString().trim());
-  });
-  if (child.pid) fs.writeFileSync(pidFile, String(child.pid));
   const address = `${opts.ip}:${opts.port}`;
-  try {
-    await waitForTemporal(address, opts.namespace, opts.readyTimeoutMs ?? 60_000, () => exited);
-  } catch (err) {
-    await stopChild(child, 2000);
-    throw err;
-  }
+  const spawnReady = async (): Promise<ServerProcess> => {
+    const server = spawnServer(bin, args, log);
+    let exited: string | null = null;
+    void server.exited.then((how) => {
+      exited = `temporal dev server ${how}: ${server.stderrTail().slice(-2000)}`;
+    });
+    if (server.pid) fs.writeFileSync(pidFile, String(server.pid));
+    try {
+      await waitForTemporal(address, opts.namespace, opts.readyTimeoutMs ?? 60_000, () => exited);
+    } catch (err) {
+      await server.stop('SIGTERM', 2000);
+      throw err;
+    }
+    return server;
+  };
+  let current = await spawnReady();
   return {
     address,
-    pid: child.pid ?? 0,
+    server: () => current,
+    async restart() {
+      current = await spawnReady();
+      return current;
+    },
     async stop() {
-      await stopChild(child, 10_000);
+      await current.stop('SIGTERM', 10_000);
       fs.rmSync(pidFile, { force: true });
     },
   };

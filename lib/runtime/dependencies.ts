@@ -1,0 +1,121 @@
+/**
+ * Which of the process's dependencies (PostgreSQL, Temporal) are down right now, as the API sees them: set by cheap
+ * periodic probes on their own connections and, in `armada start`, at once by the supervisor when a server it owns
+ * exits. GET /health reports it, and calls that need a down dependency answer 503 at once instead of hanging.
+ */
+import { Connection } from '@temporalio/client';
+import { Client } from 'pg';
+import type { Logger } from '../logger';
+import { TEMPORAL_CHANNEL_ARGS } from '../temporal/client';
+
+export type DependencyName = 'postgres' | 'temporal';
+const NAMES: readonly DependencyName[] = ['postgres', 'temporal'];
+
+export interface DependencyState {
+  /** The dependencies known to be down, in a stable order (empty when all are up). */
+  down(): DependencyName[];
+  isDown(name: DependencyName): boolean;
+  markDown(name: DependencyName, reason: string): void;
+  markUp(name: DependencyName): void;
+}
+
+export function createDependencyState(logger: Logger): DependencyState {
+  const downSince = new Map<DependencyName, number>();
+  return {
+    down: () => NAMES.filter((n) => downSince.has(n)),
+    isDown: (name) => downSince.has(name),
+    markDown(name, reason) {
+      if (downSince.has(name)) return;
+      downSince.set(name, Date.now());
+      logger.warn({ dependency: name, reason }, `${name} is unavailable; requests that need it answer 503 until it is back`);
+    },
+    markUp(name) {
+      const since = downSince.get(name);
+      if (since === undefined) return;
+      downSince.delete(name);
+      logger.info({ dependency: name, downMs: Date.now() - since }, `${name} is back`);
+    },
+  };
+}
+
+export interface ProbeOptions {
+  /** Unset: PostgreSQL is not probed. */
+  databaseUrl?: string;
+  /** Unset: Temporal is not probed. */
+  temporalAddress?: string;
+  namespace: string;
+  intervalMs?: number;
+  timeoutMs?: number;
+}
+
+export interface DependencyProbes {
+  /** Stops probing (before a shutdown stops the servers, so their stop is not reported as an outage). */
+  stop(): Promise<void>;
+}
+
+function within<T>(ms: number, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
+const firstLine = (err: unknown) => ((err as Error)?.message ?? String(err)).split('\n')[0];
+
+/** Probes each dependency every intervalMs on a connection of its own (a busy pool does not look like a dead server). */
+export function startDependencyProbes(state: DependencyState, opts: ProbeOptions): DependencyProbes {
+  const intervalMs = opts.intervalMs ?? 1000;
+  const timeoutMs = opts.timeoutMs ?? 1500;
+  let stopped = false;
+  let pg: Client | undefined;
+  let temporal: Connection | undefined;
+
+  const probePostgres = async (url: string) => {
+    try {
+      if (!pg) {
+        const c = new Client({ connectionString: url, application_name: 'armada-probe', connectionTimeoutMillis: timeoutMs });
+        c.on('error', () => undefined); // a dropped connection fails the next probe
+        pg = c;
+        await within(timeoutMs, c.connect());
+      }
+      await within(timeoutMs, pg.query('SELECT 1'));
+      state.markUp('postgres');
+    } catch (err) {
+      pg?.end().catch(() => undefined);
+      pg = undefined;
+      if (!stopped) state.markDown('postgres', firstLine(err));
+    }
+  };
+  const probeTemporal = async (address: string) => {
+    try {
+      temporal ??= await Connection.connect({ address, connectTimeout: timeoutMs, channelArgs: TEMPORAL_CHANNEL_ARGS });
+      const c = temporal;
+      await within(timeoutMs, c.withDeadline(Date.now() + timeoutMs, () => c.workflowService.getSystemInfo({})));
+      state.markUp('temporal');
+    } catch (err) {
+      if (!stopped) state.markDown('temporal', firstLine(err));
+    }
+  };
+
+  let timer: NodeJS.Timeout | undefined;
+  let current: Promise<unknown> = Promise.resolve();
+  const tick = () => {
+    current = Promise.all([
+      opts.databaseUrl ? probePostgres(opts.databaseUrl) : undefined,
+      opts.temporalAddress ? probeTemporal(opts.temporalAddress) : undefined,
+    ]).finally(() => {
+      if (!stopped) timer = setTimeout(tick, intervalMs);
+    });
+  };
+  tick();
+  return {
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await current.catch(() => undefined);
+      await pg?.end().catch(() => undefined);
+      await temporal?.close().catch(() => undefined);
+    },
+  };
+}

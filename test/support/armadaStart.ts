@@ -1,0 +1,114 @@
+/**
+ * `armada start` as a user runs it, for e2e tests: a real process on fresh ports with its own ARMADA_HOME, embedded
+ * PostgreSQL and Temporal dev server. It runs as the leader of its own process group, like a program started from a
+ * terminal, so `ctrlC` signals the whole group the way a terminal's Ctrl-C does.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const { freePort } = require('./ports') as { freePort(): Promise<number> };
+const BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
+
+export interface StartPorts {
+  task: number;
+  scheduler: number;
+  schedulerAlt: number;
+  agents: number;
+  traces: number;
+  pg: number;
+  temporal: number;
+}
+
+export interface RunningArmada {
+  child: ChildProcess;
+  ports: StartPorts;
+  /** stdout and stderr so far */
+  output(): string;
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+}
+
+/** Ports that were free a moment ago; another test file may take one before armada binds it (see startArmada). */
+async function pickPorts(): Promise<StartPorts> {
+  return {
+    task: await freePort(),
+    scheduler: await freePort(),
+    schedulerAlt: await freePort(),
+    agents: await freePort(),
+    traces: await freePort(),
+    pg: await freePort(),
+    temporal: await freePort(),
+  };
+}
+
+function envFor(home: string, ports: StartPorts, extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    ARMADA_HOME: home,
+    ARMADA_CONFIG: '',
+    DATABASE_URL: '',
+    TEMPORAL_ADDRESS: '',
+    ARMADA_API_KEY: '',
+    ARMADA_TASK_API_KEY: '',
+    ARMADA_LOG_LEVEL: 'warn',
+    ARMADA_TASK_PORT: String(ports.task),
+    ARMADA_SCHEDULER_PORT: String(ports.scheduler),
+    ARMADA_SCHEDULER_ALT_PORT: String(ports.schedulerAlt),
+    ARMADA_AGENTS_PORT: String(ports.agents),
+    ARMADA_TRACES_PORT: String(ports.traces),
+    ARMADA_PG_PORT: String(ports.pg),
+    ARMADA_TEMPORAL_PORT: String(ports.temporal),
+    ARMADA_TEMPORAL_UI_PORT: '',
+    ARMADA_TEMPORAL_METRICS_PORT: '',
+    ARMADA_WORKFLOW_BUNDLE: process.env.ARMADA_WORKFLOW_BUNDLE ?? '',
+    ...extra,
+  };
+}
+
+/**
+ * `armada start` on ARMADA_HOME `home`, resolved once it prints its banner; when a port picked for it was taken
+ * meanwhile by another test file, again on fresh ports. `ports` reuses the ports of an earlier start.
+ */
+export async function startArmada(home: string, extraEnv: NodeJS.ProcessEnv = {}, ports?: StartPorts): Promise<RunningArmada> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await startOnce(home, ports ?? (await pickPorts()), extraEnv);
+    } catch (err) {
+      if (tries === 3 || !/EADDRINUSE/.test((err as Error).message)) throw err;
+      ports = undefined;
+    }
+  }
+}
+
+function startOnce(home: string, ports: StartPorts, extraEnv: NodeJS.ProcessEnv): Promise<RunningArmada> {
+  const child = spawn(process.execPath, [BIN, 'start'], { env: envFor(home, ports, extraEnv), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let out = '';
+  child.stdout?.on('data', (d) => (out += d.toString()));
+  child.stderr?.on('data', (d) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setInterval(() => {
+      if (out.includes('Press Ctrl-C')) {
+        clearInterval(timer);
+        resolve({ child, ports, output: () => out, exited });
+      }
+    }, 100);
+    void exited.then((code) => {
+      clearInterval(timer);
+      reject(new Error(`armada start exited with ${code}: ${out}`));
+    });
+  });
+}
+
+/** Ctrl-C in a terminal: SIGINT to armada's whole process group. Resolves with the exit code. */
+export function ctrlC(armada: RunningArmada): Promise<number | null> {
+  process.kill(-(armada.child.pid as number), 'SIGINT');
+  return armada.exited;
+}
+
+/** The pid of the embedded postmaster (first line of its pid file) and of the Temporal dev server. */
+export function serverPid(home: string, server: 'postgres' | 'temporal'): number {
+  const file = server === 'postgres' ? path.join(home, 'pg', 'postmaster.pid') : path.join(home, 'temporal.db.pid');
+  return Number(fs.readFileSync(file, 'utf8').split('\n')[0].trim());
+}
