@@ -21,7 +21,7 @@ import { git } from '../../lib/git';
 import { actingUser } from '../http/actingUser';
 import { classifyError } from '../http/errorHandlers';
 import { ok } from '../http/envelope';
-import { Envelope, ErrorSchema, IdParams, StringEnum } from '../http/schemas';
+import { Envelope, ErrorSchema, IdParams, PageNumber, StringEnum } from '../http/schemas';
 import type { TaskAppDeps, TaskPluginOptions } from './deps';
 
 const CodehostErrorSchema = Type.Object({ success: Type.Literal(false), error: Type.String(), message: Type.String() });
@@ -293,7 +293,7 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
         params: IdParams,
         querystring: Type.Object({
           state: StringEnum(['open', 'closed', 'all'] as const, { default: 'open' }),
-          page: Type.Integer({ minimum: 1, default: 1 }),
+          page: PageNumber,
           limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
         }),
         response: { 200: Envelope(Type.Array(PullRequest)), ...CodehostErrors },

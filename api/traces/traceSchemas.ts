@@ -1,7 +1,7 @@
 /** Request and response schemas of the trace routes (service D). */
 import { Type } from 'typebox';
 import { TRACE_STATUSES } from '../../lib/db/traces';
-import { Nullable, StringEnum, Timestamp } from '../http/schemas';
+import { Nullable, Offset, StringEnum, Timestamp } from '../http/schemas';
 
 /** `{detail}`: the error body of the detail-style services. */
 export const DetailError = Type.Object({ detail: Type.String() });
@@ -52,7 +52,7 @@ export const TraceListQuery = Type.Object({
   phone: Type.Optional(Type.String({ minLength: 1, maxLength: 40 })),
   status: Type.Optional(Status),
   limit: Type.Integer({ minimum: 1, maximum: 500, default: 50 }),
-  offset: Type.Integer({ minimum: 0, maximum: 2_147_483_647, default: 0 }),
+  offset: Offset,
 });
 
 export const TraceList = Type.Object({
