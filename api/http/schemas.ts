@@ -55,6 +55,12 @@ export const PageQuery = {
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
 
+/** JSON Schema `if`/`then`: when `condition` holds, `consequence` must too (for `allOf` in a schema's options). */
+export function ifThen(condition: Record<string, unknown>, consequence: Record<string, unknown>): Record<string, unknown> {
+  // biome-ignore lint/suspicious/noThenProperty: `then` is the JSON Schema keyword, not a thenable
+  return { if: condition, then: consequence };
+}
+
 /** A nullable value (TypeBox union with null). */
 export const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
 

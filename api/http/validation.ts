@@ -30,6 +30,7 @@ export function fieldPath(e: ErrorObject): string {
 export function fieldMessage(e: ErrorObject): string {
   if (e.keyword === 'required') return 'is required';
   if (e.keyword === 'additionalProperties') return 'is not a known field';
+  if (e.keyword === 'false schema') return 'is not allowed here';
   if (e.keyword === 'enum') return `must be one of: ${((e.params as { allowedValues: unknown[] }).allowedValues ?? []).join(', ')}`;
   return e.message ?? 'is invalid';
 }

@@ -1,7 +1,7 @@
 /** Schemas of the scheduler's routes: bare JSON bodies, errors as `{detail}`. */
 import { Type } from 'typebox';
 import { MAX_PATH_PARAM_LENGTH } from '../http/inputPolicy';
-import { Nullable, Offset, StringEnum } from '../http/schemas';
+import { ifThen, Nullable, Offset, StringEnum } from '../http/schemas';
 
 export const Detail = Type.Object({ detail: Type.String() });
 
@@ -87,8 +87,8 @@ export const SourceHealth = Type.Object({
 const TaskName = Type.String({ minLength: 1, maxLength: 200 });
 const TaskTimeout = Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400, description: 'seconds' }));
 
-/** One schema for both task types (a union would answer a bad `type` with an opaque anyOf error); the handler checks
- * the fields each type needs. */
+/** One schema for both task types (a union would answer a bad `type` with an opaque anyOf error); `if`/`then` says
+ * which fields each type needs and which it must not have, so the document states the rule the service enforces. */
 export const TaskSchema = Type.Object(
   {
     name: TaskName,
@@ -99,7 +99,13 @@ export const TaskSchema = Type.Object(
     input: Type.Optional(Type.Unknown()),
     timeout: TaskTimeout,
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    allOf: [
+      ifThen({ properties: { type: { const: 'script' } } }, { required: ['script'], properties: { source: false, flow: false } }),
+      ifThen({ properties: { type: { const: 'flow' } } }, { required: ['source', 'flow'], properties: { script: false } }),
+    ],
+  },
 );
 
 export const CreateWorkflowBody = Type.Object(

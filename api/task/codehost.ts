@@ -248,7 +248,7 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
           {
             owner: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]+$' }),
             repo: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]+$' }),
-            prNumber: Type.Integer({ minimum: 1 }),
+            prNumber: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }),
           },
           { additionalProperties: false },
         ),

@@ -208,6 +208,22 @@ describe.each(SERVICES)('%s service', (service) => {
     expect(failures).toEqual([]);
   }, 120_000);
 
+  test('every numeric field of a request body has a documented maximum', () => {
+    const doc = docs[service] as Json;
+    const unbounded: string[] = [];
+    const visit = (schema: unknown, where: string, depth = 0) => {
+      const s = deref(doc, schema);
+      if (depth > 8 || !s || typeof s !== 'object') return;
+      const types = Array.isArray(s.type) ? s.type : [s.type];
+      if ((types.includes('integer') || types.includes('number')) && typeof s.maximum !== 'number' && typeof s.exclusiveMaximum !== 'number') unbounded.push(where);
+      for (const key of ['anyOf', 'oneOf', 'allOf']) for (const alt of (s[key] as Json[]) ?? []) visit(alt, where, depth + 1);
+      if (s.items) visit(s.items, `${where}.0`, depth + 1);
+      for (const [name, prop] of Object.entries((s.properties as Record<string, Json>) ?? {})) visit(prop, `${where}.${name}`, depth + 1);
+    };
+    for (const op of operations(service)) if (op.body) visit(op.body, `${op.method} ${op.path} body`);
+    expect(unbounded).toEqual([]);
+  });
+
   test('path parameters: the documented maxLength is the limit, and one character more is a 400 in the service shape', async () => {
     const failures: string[] = [];
     for (const op of operations(service)) {
@@ -293,5 +309,89 @@ describe.each(SERVICES)('%s service', (service) => {
     expect(bare).toEqual([]);
     expect(patterned).toBeGreaterThan(0);
     expect(String((doc.info as Json).description)).toMatch(/NUL/);
+  });
+});
+
+describe('the documents state the rules the handlers enforce', () => {
+  const bodyOf = (service: ServiceKind, method: string, path: string): Json => {
+    const op = operations(service).find((o) => o.method === method && o.path === path);
+    if (!op?.body) throw new Error(`${method} ${path} has no documented body`);
+    return op.body;
+  };
+  const queryParam = (service: ServiceKind, path: string, name: string): Json => {
+    const op = operations(service).find((o) => o.method === 'GET' && o.path === path);
+    const p = op?.parameters.find((x) => x.in === 'query' && x.name === name);
+    if (!p) throw new Error(`GET ${path} documents no ?${name}`);
+    return p.schema;
+  };
+
+  test('drafts: content, prompt, retryPrompt and queue are required and non-blank in the schema (400 INVALID_REQUEST without them)', async () => {
+    const doc = docs.task as Json;
+    for (const [path, field] of [
+      ['drafts', 'content'],
+      ['follow-up-draft', 'prompt'],
+      ['retry-follow-up-draft', 'retryPrompt'],
+      ['follow-up-queue', 'queue'],
+      ['draft-queue', 'queue'],
+    ] as const) {
+      const body = bodyOf('task', 'POST', `/api/task-attempts/{id}/${path}`);
+      expect([path, body.required]).toEqual([path, expect.arrayContaining([field])]);
+      const prop = deref(doc, (body.properties as Json)[field]);
+      if (field === 'queue') expect(prop.minItems).toBe(1);
+      else expect([prop.minLength, prop.pattern]).toEqual([1, '\\S']);
+      const res = await stack.app('task').inject({ method: 'POST', url: `/api/task-attempts/x/${path}`, payload: {} });
+      expect([path, res.statusCode, res.json().error.code]).toEqual([path, 400, 'INVALID_REQUEST']);
+    }
+  });
+
+  test('scheduler: a flow task needs source and flow, a script task needs script (if/then in the schema)', async () => {
+    const doc = docs.scheduler as Json;
+    const tasks = deref(doc, (bodyOf('scheduler', 'POST', '/api/v1/workflows').properties as Json).tasks);
+    const rules = deref(doc, tasks.items).allOf as Json[];
+    // @fastify/swagger writes `const` as a one-value `enum`
+    const ruleFor = (type: string) => rules.find((r) => JSON.stringify(r.if).includes(`"${type}"`));
+    expect(ruleFor('flow')?.then).toMatchObject({ required: ['source', 'flow'], properties: { script: false } });
+    expect(ruleFor('script')?.then).toMatchObject({ required: ['script'], properties: { source: false, flow: false } });
+    const res = await stack
+      .app('scheduler')
+      .inject({ method: 'POST', url: '/api/v1/workflows', headers: authHeaders('scheduler'), payload: { name: 'w', tasks: [{ name: 't', type: 'flow', flow: 'f' }] } });
+    expect([res.statusCode, res.json()]).toEqual([400, { detail: 'Request body is invalid: tasks.0.source is required' }]);
+  });
+
+  test('traces: `to` and `phone` carry the E.164 pattern; what it admits is accepted, what it refuses is a 400', async () => {
+    const to = deref(docs.traces as Json, (bodyOf('traces', 'POST', '/api/v1/traces').properties as Json).to);
+    const phone = queryParam('traces', '/api/v1/traces', 'phone');
+    expect(typeof to.pattern).toBe('string');
+    expect(phone.pattern).toBe(to.pattern);
+    const pattern = new RegExp(String(to.pattern), 'u');
+    const app = stack.app('traces');
+    for (const [value, ok] of [
+      ['+1 (555) 010-2000', true],
+      ['0044 (20) 7946-0958', true],
+      ['call me', false],
+      ['+0 12 345', false],
+    ] as const) {
+      expect([value, pattern.test(value)]).toEqual([value, ok]);
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/traces',
+        headers: authHeaders('traces'),
+        payload: { messageId: `m-${value}`, instance: 'i', to: value, message: 'hello' },
+      });
+      expect([value, res.statusCode]).toEqual([value, ok ? 201 : 400]);
+      const list = await app.inject({ method: 'GET', url: `/api/v1/traces?phone=${encodeURIComponent(value)}`, headers: authHeaders('traces') });
+      expect([value, list.statusCode]).toEqual([value, ok ? 200 : 400]);
+    }
+  });
+
+  test('filesystem: `path` must be absolute (or ~), and the schema says so', async () => {
+    for (const route of ['/api/filesystem/list', '/api/filesystem/git-repos']) {
+      const pattern = new RegExp(String(queryParam('task', route, 'path').pattern), 'u');
+      expect(['/', '/tmp', '~', '~/x', '  /tmp'].every((p) => pattern.test(p))).toBe(true);
+      expect(['relative/path', '~user', 'tmp', ''].some((p) => pattern.test(p))).toBe(false);
+      const res = await stack.app('task').inject({ method: 'GET', url: `${route}?path=relative%2Fpath` });
+      expect([route, res.statusCode, res.json().error.code]).toEqual([route, 400, 'VALIDATION_ERROR']);
+      expect(res.json().error.message).toMatch(/path/);
+    }
   });
 });
