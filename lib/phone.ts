@@ -24,6 +24,6 @@ const SEP = '[\\s.()/-]';
  * The same rule as a regular expression (JSON Schema `pattern`, for the request schemas and so the documents): a
  * string matches exactly when `normalisePhone` (within 40 characters) accepts it.
  */
-export const PHONE_PATTERN = `^${SEP}*(?:\\+${SEP}*|0${SEP}*0${SEP}*)?[1-9](?:${SEP}*\\d){6,14}${SEP}*$`;
+export const PHONE_PATTERN = `^${SEP}*(?:\\+${SEP}*|0${SEP}*0${SEP}*)?[1-9](?:${SEP}*[0-9]){6,14}${SEP}*$`;
 
 export const isNormalisedPhone = (s: string): boolean => E164.test(s);

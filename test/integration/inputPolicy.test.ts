@@ -394,4 +394,24 @@ describe('the documents state the rules the handlers enforce', () => {
       expect(res.json().error.message).toMatch(/path/);
     }
   });
+
+  test('task: webhook url and project repository.url carry the patterns their handlers check', async () => {
+    const doc = docs.task as Json;
+    const webhookUrl = deref(doc, (bodyOf('task', 'POST', '/api/webhooks').properties as Json).url);
+    const repository = deref(doc, (bodyOf('task', 'POST', '/api/projects').properties as Json).repository);
+    const repoUrl = deref(doc, (repository.properties as Json).url);
+    expect(typeof webhookUrl.pattern).toBe('string');
+    expect(typeof repoUrl.pattern).toBe('string');
+    const app = stack.app('task');
+    for (const url of ['ftp://example.com/hook', 'example.com/hook', '/hook']) {
+      expect([url, new RegExp(String(webhookUrl.pattern), 'u').test(url)]).toEqual([url, false]);
+      const res = await app.inject({ method: 'POST', url: '/api/webhooks', payload: { url, events: ['task.created'], secret: 's' } });
+      expect([url, res.statusCode, res.json().error.code]).toEqual([url, 400, 'VALIDATION_ERROR']);
+    }
+    for (const url of ['relative/path', 'https://host', 'ftp://host/r']) {
+      expect([url, new RegExp(String(repoUrl.pattern), 'u').test(url)]).toEqual([url, false]);
+      const res = await app.inject({ method: 'POST', url: '/api/projects', payload: { name: 'p', repository: { url } } });
+      expect([url, res.statusCode, res.json().error.code]).toEqual([url, 400, 'VALIDATION_ERROR']);
+    }
+  });
 });
