@@ -9,6 +9,7 @@
  * - a method a known path does not declare is a 405 with `Allow`; an unknown path stays 404;
  * - the documents say it: request strings carry the NUL-free pattern.
  */
+import http from 'node:http';
 import { OPENAPI_PATHS, type ServiceKind } from '../../api/http/openapi';
 import { MAX_PATH_PARAM_LENGTH, NUL_FREE_PATTERN } from '../../api/http/inputPolicy';
 import { startTestStack, type TestStack } from '../support/harness';
@@ -172,6 +173,13 @@ describe.each(SERVICES)('%s service', (service) => {
     expect(probes).toBeGreaterThan(5);
     expect(failures).toEqual([]);
   }, 180_000);
+
+  test('every operation documents the 400 the policy can give it', () => {
+    const missing = operations(service)
+      .filter((op) => op.responses['400'] === undefined)
+      .map((op) => `${op.method} ${op.path}`);
+    expect(missing).toEqual([]);
+  });
 
   test('a NUL in a header is a 400 in the service shape', async () => {
     const op = operations(service).find((o) => o.method === 'GET' && !o.path.includes('{')) as Operation;
@@ -412,6 +420,35 @@ describe('the documents state the rules the handlers enforce', () => {
       expect([url, new RegExp(String(repoUrl.pattern), 'u').test(url)]).toEqual([url, false]);
       const res = await app.inject({ method: 'POST', url: '/api/projects', payload: { name: 'p', repository: { url } } });
       expect([url, res.statusCode, res.json().error.code]).toEqual([url, 400, 'VALIDATION_ERROR']);
+    }
+  });
+
+  test('over a real socket too (Node\'s HTTP parser): TRACE and QUERY are 405 with Allow, NUL and long parameters 400', async () => {
+    const address = new URL(await stack.app('traces').listen({ port: 0, host: '127.0.0.1' }));
+    const call = (method: string, path: string) =>
+      new Promise<{ status: number; allow?: string; body: string }>((resolve, reject) => {
+        const req = http.request({ host: address.hostname, port: address.port, method, path, headers: authHeaders('traces') }, (res) => {
+          let body = '';
+          res.on('data', (c) => {
+            body += c;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, allow: res.headers.allow, body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    // every method Node's parser accepts but CONNECT (a tunnel, never routed) and the ones the path serves
+    const undeclared = http.METHODS.filter((m) => !['CONNECT', 'GET', 'HEAD', 'POST', 'OPTIONS'].includes(m));
+    expect(undeclared).toEqual(expect.arrayContaining(['TRACE', 'QUERY', 'PUT', 'PROPFIND']));
+    for (const method of undeclared) {
+      const res = await call(method, '/api/v1/traces');
+      expect([method, res.status, res.allow, typeof JSON.parse(res.body).detail]).toEqual([method, 405, 'GET, HEAD, OPTIONS, POST', 'string']);
+    }
+    const nul = await call('GET', '/api/v1/traces?instance=a%00b');
+    expect([nul.status, JSON.parse(nul.body)]).toEqual([400, { detail: 'Request querystring is invalid: instance must not contain NUL (\\u0000) characters' }]);
+    for (const length of [201, 1000]) {
+      const long = await call('GET', `/api/v1/traces/${'a'.repeat(length)}`);
+      expect([length, long.status, typeof JSON.parse(long.body).detail]).toEqual([length, 400, 'string']);
     }
   });
 });
