@@ -5,6 +5,7 @@
 import Ajv, { type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import type { FastifySchemaValidationError } from 'fastify/types/schema';
 
 function makeAjv(coerceTypes: boolean | 'array'): Ajv {
   const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
@@ -17,6 +18,14 @@ const paramsAjv = makeAjv('array');
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
   (httpPart === 'body' ? bodyAjv : paramsAjv).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+
+/**
+ * The error Fastify makes of failed schema validation (`validation` + `validationContext`, status 400), for a route's
+ * own `schemaErrorFormatter` to fall back on when it gives only some errors a code of their own.
+ */
+export function schemaValidationError(errors: FastifySchemaValidationError[], dataVar: string): Error {
+  return Object.assign(new Error(`${dataVar} is invalid`), { statusCode: 400, validation: errors, validationContext: dataVar });
+}
 
 /** The dotted path of the field an ajv error is about, e.g. `repository.url`. */
 export function fieldPath(e: ErrorObject): string {

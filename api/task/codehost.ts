@@ -20,6 +20,7 @@ import { getProject, type ProjectRow } from '../../lib/db/projects';
 import { git } from '../../lib/git';
 import { actingUser } from '../http/actingUser';
 import { classifyError } from '../http/errorHandlers';
+import { schemaValidationError } from '../http/validation';
 import { ok } from '../http/envelope';
 import { Envelope, ErrorSchema, IdParams, PageNumber, StringEnum } from '../http/schemas';
 import type { TaskAppDeps, TaskPluginOptions } from './deps';
@@ -89,6 +90,8 @@ function codehostErrorHandler(err: FastifyError, request: FastifyRequest, reply:
   else request.log.info({ code, statusCode: c.statusCode }, c.message);
   return reply.code(c.statusCode).send({ success: false, error: code, message: c.message });
 }
+
+const invalidWebhookUrl = () => new CodehostError(400, 'invalid_webhook_url', 'url must be an absolute http(s) URL without credentials');
 
 const pushFailed = (stderr: string) =>
   // only the first line of git's message, with any credentials in URLs removed
@@ -313,11 +316,18 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
         tags: ['codehost'],
         params: IdParams,
         body: Type.Object(
-          { events: Type.Array(StringEnum(WEBHOOK_EVENTS), { minItems: 1, uniqueItems: true }), url: Type.String({ maxLength: 2048 }) },
+          {
+            events: Type.Array(StringEnum(WEBHOOK_EVENTS), { minItems: 1, uniqueItems: true }),
+            // the handler's rule, so the document states it: absolute http(s), no credentials (no `@` before the path)
+            url: Type.String({ maxLength: 2048, pattern: '^https?://[^\\s/?#@]+([/?#]\\S*)?$', description: 'an absolute http(s) URL without credentials' }),
+          },
           { additionalProperties: false },
         ),
         response: { 200: Envelope(WebhookRegistration), ...CodehostErrors },
       },
+      // a url outside the pattern keeps the documented code of a bad webhook URL
+      schemaErrorFormatter: (errors, dataVar) =>
+        errors.some((e) => e.instancePath === '/url' && e.keyword === 'pattern') ? invalidWebhookUrl() : schemaValidationError(errors, dataVar),
     },
     async (request) => {
       const project = await mustProject(request.params.id);
@@ -329,7 +339,7 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
         parsed = undefined;
       }
       if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || !parsed.hostname || parsed.username || parsed.password) {
-        throw new CodehostError(400, 'invalid_webhook_url', 'url must be an absolute http(s) URL without credentials');
+        throw invalidWebhookUrl();
       }
       const token = await tokenOf(request);
       if (!token) throw codehostAuthRequired();

@@ -29,6 +29,7 @@ import { followUpDraftWorkflow, followUpQueueWorkflow } from '../../workflows/fo
 import { ok } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, Nullable, StringEnum, Timestamp } from '../http/schemas';
 import { callTemporal } from '../http/temporalErrors';
+import { schemaValidationError } from '../http/validation';
 import type { TaskPluginOptions } from './deps';
 
 const Metadata = Type.Record(Type.String(), Type.Unknown());
@@ -134,7 +135,7 @@ function missingIsInvalidRequest(field: string, message: string): SchemaErrorFor
         (e.instancePath === `/${field}` && MISSING_KEYWORDS.has(e.keyword)),
     );
     if (missing) return invalidRequest(message, { [field]: 'is required' });
-    return Object.assign(new Error(`${dataVar} is invalid`), { statusCode: 400, validation: errors, validationContext: dataVar });
+    return schemaValidationError(errors, dataVar);
   };
 }
 

@@ -416,6 +416,11 @@ describe('the documents state the rules the handlers enforce', () => {
       const res = await app.inject({ method: 'POST', url: '/api/webhooks', payload: { url, events: ['task.created'], secret: 's' } });
       expect([url, res.statusCode, res.json().error.code]).toEqual([url, 400, 'VALIDATION_ERROR']);
     }
+    const hookUrl = deref(doc, (bodyOf('task', 'POST', '/api/projects/{id}/codehost/webhook').properties as Json).url);
+    for (const url of ['https://user:pw@example.com/hook', 'ftp://example.com/hook', 'example.com']) {
+      expect([url, new RegExp(String(hookUrl.pattern), 'u').test(url)]).toEqual([url, false]);
+    }
+    expect(new RegExp(String(hookUrl.pattern), 'u').test('https://example.com/hook?x=1')).toBe(true);
     for (const url of ['relative/path', 'https://host', 'ftp://host/r']) {
       expect([url, new RegExp(String(repoUrl.pattern), 'u').test(url)]).toEqual([url, false]);
       const res = await app.inject({ method: 'POST', url: '/api/projects', payload: { name: 'p', repository: { url } } });
