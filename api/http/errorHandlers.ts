@@ -71,6 +71,16 @@ function methodNotAllowed(request: FastifyRequest, reply: FastifyReply, allowed:
 }
 
 /**
+ * Fastify parses the body of a request no route serves before the not-found handler runs (a QUERY without a
+ * Content-Type fails there): such an error still means "no route for this method". Authentication and rate-limit
+ * errors are left alone, so a client without credentials learns nothing about the methods.
+ */
+function bodyOfUnroutedRequest(request: FastifyRequest, err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return request.is404 && typeof code === 'string' && (code.startsWith('FST_ERR_CTP_') || code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE');
+}
+
+/**
  * The 400 for what Fastify's router rejects before any route runs (a path parameter longer than the router accepts,
  * a malformed percent-encoding), in the service's shape (Fastify's `frameworkErrors` option).
  */
@@ -83,7 +93,7 @@ export function frameworkErrorMessage(err: FastifyError): string {
 /** Task service: the envelope. `version` fills meta.version. */
 export function installEnvelopeErrors(app: FastifyInstance, version: string, allowed: AllowedMethods): void {
   app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const notAllowed = request.is404 ? methodNotAllowed(request, reply, allowed) : undefined;
+    const notAllowed = bodyOfUnroutedRequest(request, err) ? methodNotAllowed(request, reply, allowed) : undefined;
     if (notAllowed) return reply.code(405).send(errorBody(version, 'METHOD_NOT_ALLOWED', notAllowed));
     const c = classifyError(err);
     logIfInternal(request, err, c);
@@ -100,7 +110,7 @@ export function installEnvelopeErrors(app: FastifyInstance, version: string, all
 /** Scheduler, agents, traces: `{detail}` (FastAPI style). */
 export function installDetailErrors(app: FastifyInstance, allowed: AllowedMethods): void {
   app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const notAllowed = request.is404 ? methodNotAllowed(request, reply, allowed) : undefined;
+    const notAllowed = bodyOfUnroutedRequest(request, err) ? methodNotAllowed(request, reply, allowed) : undefined;
     if (notAllowed) return reply.code(405).send({ detail: notAllowed });
     const c = classifyError(err);
     logIfInternal(request, err, c);

@@ -286,6 +286,11 @@ describe.each(SERVICES)('%s service', (service) => {
       }
     }
     expect(failures).toEqual([]);
+    if (service !== 'task') {
+      // authentication first: a client without the key learns nothing about the methods
+      const anonymous = await stack.app(service).inject({ method: 'TRACE', url: Object.keys(doc.paths as Json)[0] as string });
+      expect([anonymous.statusCode, anonymous.headers.allow]).toEqual([401, undefined]);
+    }
     const prefix = service === 'task' ? '/api' : '/api/v1';
     for (const method of ['GET', 'TRACE', 'POST']) {
       const res = await send(method, `${prefix}/no-such-resource/x/y`);
