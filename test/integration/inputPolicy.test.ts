@@ -456,6 +456,8 @@ describe('the documents state the rules the handlers enforce', () => {
     }
     const nul = await call('GET', '/api/v1/traces?instance=a%00b');
     expect([nul.status, JSON.parse(nul.body)]).toEqual([400, { detail: 'Request querystring is invalid: instance must not contain NUL (\\u0000) characters' }]);
+    const badEncoding = await call('GET', '/api/v1/traces/%zz');
+    expect([badEncoding.status, JSON.parse(badEncoding.body)]).toEqual([400, { detail: 'Request path is invalid: malformed percent-encoding' }]);
     for (const length of [201, 1000]) {
       const long = await call('GET', `/api/v1/traces/${'a'.repeat(length)}`);
       expect([length, long.status, typeof JSON.parse(long.body).detail]).toEqual([length, 400, 'string']);
