@@ -54,6 +54,12 @@ export async function inspectLocalRepo(p: string): Promise<{ kind: RepoKind; top
 export type RepoUrlKind = { kind: 'local'; path: string } | { kind: 'remote'; url: string } | { kind: 'invalid' };
 
 /** Classifies a project's repository URL: a local path / file:// URL, or a remote (https, ssh, git, scp-like). */
+/**
+ * The forms classifyRepoUrl accepts, as a JSON Schema `pattern` for the request schema (so the document says it):
+ * a file:// URL, an absolute path, an http(s)/ssh/git URL with a path, or scp-like `user@host:path`.
+ */
+export const REPO_URL_PATTERN = '^(file://[\\s\\S]*|/[\\s\\S]*|(https?|ssh|git)://[^\\s/]+/\\S+|[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:\\S+)$';
+
 export function classifyRepoUrl(url: string): RepoUrlKind {
   if (url.startsWith('file://')) {
     try {

@@ -19,4 +19,11 @@ export function normalisePhone(input: string): string | undefined {
   return E164.test(normalised) ? normalised : undefined;
 }
 
+const SEP = '[\\s.()/-]';
+/**
+ * The same rule as a regular expression (JSON Schema `pattern`, for the request schemas and so the documents): a
+ * string matches exactly when `normalisePhone` (within 40 characters) accepts it.
+ */
+export const PHONE_PATTERN = `^${SEP}*(?:\\+${SEP}*|0${SEP}*0${SEP}*)?[1-9](?:${SEP}*[0-9]){6,14}${SEP}*$`;
+
 export const isNormalisedPhone = (s: string): boolean => E164.test(s);

@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { newId } from '../../lib/ids';
 import { insertMemory, memoryStats, searchMemory, type MemoryRow } from '../../lib/db/agentMemory';
+import { Offset } from '../http/schemas';
 import type { AgentsPluginOptions } from './deps';
 import { formatBytes } from './format';
 import { AgentName, DetailErrorResponses, MemoryEntry } from './schemas';
@@ -26,7 +27,7 @@ const SearchQuery = Type.Object(
     q: Type.String({ minLength: 1, maxLength: 1000 }),
     agent: Type.Optional(AgentName),
     limit: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
-    offset: Type.Integer({ minimum: 0, default: 0 }),
+    offset: Offset,
   },
   { additionalProperties: false },
 );

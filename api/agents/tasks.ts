@@ -6,7 +6,7 @@ import { AppError, notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { finishAgentTask, getAgentTask, insertAgentTask, listAgentTasks, type AgentTaskRow } from '../../lib/db/agentTasks';
 import { normalisePriority } from '../../workflows/agentMessages';
-import { StringEnum } from '../http/schemas';
+import { Offset, StringEnum } from '../http/schemas';
 import type { AgentsPluginOptions } from './deps';
 import { AgentName, AgentTask, DetailErrorResponses, PRIORITY_INPUTS, TASK_STATUS_VALUES } from './schemas';
 
@@ -41,7 +41,7 @@ const ListQuery = Type.Object(
     agent: Type.Optional(AgentName),
     status: Type.Optional(StringEnum(TASK_STATUS_VALUES)),
     limit: Type.Integer({ minimum: 1, maximum: 500, default: 50 }),
-    offset: Type.Integer({ minimum: 0, default: 0 }),
+    offset: Offset,
   },
   { additionalProperties: false },
 );

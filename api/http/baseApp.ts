@@ -3,14 +3,17 @@
  * error style, request metrics, GET /health and GET /metrics.
  */
 import crypto from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from '../../lib/logger';
 import type { Metrics } from '../../lib/metrics';
 import { isPostgresUnreachable } from '../../lib/db/pool';
 import type { DependencyState } from '../../lib/runtime/dependencies';
-import { installDetailErrors, installEnvelopeErrors } from './errorHandlers';
-import { installOpenApi } from './openapi';
+import { allowedMethodsOf } from './allowedMethods';
+import { errorBody } from './envelope';
+import { frameworkErrorMessage, installDetailErrors, installEnvelopeErrors } from './errorHandlers';
+import { installNulCheck, MAX_PATH_PARAM_LENGTH } from './inputPolicy';
+import { installOpenApi, registeredRoutes } from './openapi';
 import { validatorCompiler } from './validation';
 
 export type App = FastifyInstance;
@@ -44,14 +47,22 @@ export function createBaseApp(opts: BaseAppOptions) {
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true },
+    // The schemas' `maxLength` (MAX_PATH_PARAM_LENGTH characters) is the limit; the router's own check, in UTF-16
+    // units, only stops what the schema would refuse anyway (an astral character counts twice here).
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2 * MAX_PATH_PARAM_LENGTH },
+    frameworkErrors: (err, _request, reply: FastifyReply) => {
+      const message = frameworkErrorMessage(err);
+      return reply.code(400).send(opts.errorStyle === 'envelope' ? errorBody(opts.version, 'VALIDATION_ERROR', message) : { detail: message });
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   installOpenApi(app, { service: opts.service, version: opts.version });
   app.setValidatorCompiler(validatorCompiler);
   app.removeContentTypeParser('text/plain'); // JSON only: anything else is a 415
-  if (opts.errorStyle === 'envelope') installEnvelopeErrors(app, opts.version);
-  else installDetailErrors(app);
+  const allowed = allowedMethodsOf(() => registeredRoutes(app));
+  if (opts.errorStyle === 'envelope') installEnvelopeErrors(app, opts.version, allowed);
+  else installDetailErrors(app, allowed);
+  installNulCheck(app);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);

@@ -62,25 +62,67 @@ function logIfInternal(request: FastifyRequest, err: unknown, c: ClassifiedError
   else request.log.info({ code: c.code, statusCode: c.statusCode }, c.message);
 }
 
+/** Where a request for an undeclared method on a known path gets its 405; `allowed(path)` lists the served methods. */
+export type AllowedMethods = (path: string) => string[];
+
+/** The 405 message for a request no route serves at a path other methods are served at (and sets `Allow`). */
+function methodNotAllowed(request: FastifyRequest, reply: FastifyReply, allowed: AllowedMethods): string | undefined {
+  const path = request.url.split('?')[0] ?? '';
+  const methods = allowed(path);
+  if (methods.length === 0) return undefined;
+  reply.header('allow', methods.join(', '));
+  return `Method ${request.method} is not allowed on ${path}; allowed: ${methods.join(', ')}`;
+}
+
+/**
+ * Fastify parses the body of a request no route serves before the not-found handler runs (a QUERY without a
+ * Content-Type fails there): such an error still means "no route for this method". Authentication and rate-limit
+ * errors are left alone, so a client without credentials learns nothing about the methods.
+ */
+function bodyOfUnroutedRequest(request: FastifyRequest, err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return request.is404 && typeof code === 'string' && (code.startsWith('FST_ERR_CTP_') || code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE');
+}
+
+/**
+ * The 400 for what Fastify's router rejects before any route runs (a path parameter longer than the router accepts,
+ * a malformed percent-encoding), in the service's shape (Fastify's `frameworkErrors` option).
+ */
+export function frameworkErrorMessage(err: FastifyError): string {
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return 'Request path is invalid: a path parameter is too long';
+  if (err.code === 'FST_ERR_BAD_URL') return 'Request path is invalid: malformed percent-encoding';
+  return 'Bad request';
+}
+
 /** Task service: the envelope. `version` fills meta.version. */
-export function installEnvelopeErrors(app: FastifyInstance, version: string): void {
+export function installEnvelopeErrors(app: FastifyInstance, version: string, allowed: AllowedMethods): void {
   app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const notAllowed = bodyOfUnroutedRequest(request, err) ? methodNotAllowed(request, reply, allowed) : undefined;
+    if (notAllowed) return reply.code(405).send(errorBody(version, 'METHOD_NOT_ALLOWED', notAllowed));
     const c = classifyError(err);
     logIfInternal(request, err, c);
     if (c.statusCode === 429 && (err as { retryAfter?: number }).retryAfter) reply.header('retry-after', (err as { retryAfter: number }).retryAfter);
     return reply.code(c.statusCode).send(errorBody(version, c.code, c.message, c.details));
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send(errorBody(version, 'NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`)),
-  );
+  app.setNotFoundHandler((request, reply) => {
+    const notAllowed = methodNotAllowed(request, reply, allowed);
+    if (notAllowed) return reply.code(405).send(errorBody(version, 'METHOD_NOT_ALLOWED', notAllowed));
+    return reply.code(404).send(errorBody(version, 'NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`));
+  });
 }
 
 /** Scheduler, agents, traces: `{detail}` (FastAPI style). */
-export function installDetailErrors(app: FastifyInstance): void {
+export function installDetailErrors(app: FastifyInstance, allowed: AllowedMethods): void {
   app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const notAllowed = bodyOfUnroutedRequest(request, err) ? methodNotAllowed(request, reply, allowed) : undefined;
+    if (notAllowed) return reply.code(405).send({ detail: notAllowed });
     const c = classifyError(err);
     logIfInternal(request, err, c);
     return reply.code(c.statusCode).send({ detail: c.message });
   });
-  app.setNotFoundHandler((request, reply) => reply.code(404).send({ detail: `Not Found: ${request.method} ${request.url.split('?')[0]}` }));
+  app.setNotFoundHandler((request, reply) => {
+    const notAllowed = methodNotAllowed(request, reply, allowed);
+    if (notAllowed) return reply.code(405).send({ detail: notAllowed });
+    return reply.code(404).send({ detail: `Not Found: ${request.method} ${request.url.split('?')[0]}` });
+  });
 }

@@ -5,6 +5,7 @@
  */
 import { fastifySwagger } from '@fastify/swagger';
 import type { FastifyInstance, RouteOptions } from 'fastify';
+import { nulFreeStrings } from './inputPolicy';
 
 export type ServiceKind = 'task' | 'scheduler' | 'agents' | 'traces';
 
@@ -58,6 +59,12 @@ export function defaultOperationId(method: string, url: string): string {
   return [method.toLowerCase(), ...parts].join('_');
 }
 
+/** The input policy (api/http/inputPolicy.ts) in words, for what a schema cannot say (free-form JSON values). */
+const INPUT_POLICY =
+  'Input policy: no string in a request (path, query, header, JSON body value or object key) may contain NUL (U+0000); ' +
+  'request strings carry the pattern `^[^\\u0000]*$` and a violation is a 400. An HTTP method a path does not declare ' +
+  'answers 405 with an `Allow` header.';
+
 interface SecuritySetup {
   schemes: Record<string, Record<string, string>>;
   /** OpenAPI `security`: alternatives; `{}` = no authentication is an accepted alternative. */
@@ -105,7 +112,7 @@ export function installOpenApi(app: FastifyInstance, opts: { service: ServiceKin
   const swaggerOptions: Parameters<typeof fastifySwagger>[1] = {
     openapi: {
       openapi: OPENAPI_VERSION,
-      info: { title: TITLES[opts.service], version: opts.version },
+      info: { title: TITLES[opts.service], version: opts.version, description: INPUT_POLICY },
       components: { securitySchemes: schemes as never },
       security,
     },
@@ -118,6 +125,7 @@ export function installOpenApi(app: FastifyInstance, opts: { service: ServiceKin
       if (qs?.properties && Array.isArray(qs.required)) {
         s.querystring = { ...qs, required: qs.required.filter((k) => qs.properties?.[k]?.default === undefined) };
       }
+      for (const part of ['body', 'params', 'querystring', 'headers']) if (s[part]) s[part] = nulFreeStrings(s[part]);
       const method = Array.isArray(route.method) ? route.method[0] : route.method;
       if (!s.operationId && method) s.operationId = defaultOperationId(method, url);
       return { schema: s as never, url };

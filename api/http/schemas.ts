@@ -1,5 +1,6 @@
 /** Schemas shared by every task-service route: the envelope, pagination and error bodies. */
 import { Type, type TSchema, type TUnsafe } from 'typebox';
+import { MAX_OFFSET, MAX_PAGE } from './inputPolicy';
 
 export const MetaSchema = Type.Object({ timestamp: Type.String(), version: Type.String() });
 
@@ -43,12 +44,22 @@ export const ErrorResponses = {
   500: ErrorSchema,
 };
 
+/** A page number (from 1) and an offset (from 0), bounded so no page × limit or offset overflows (docs/security.md). */
+export const PageNumber = Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1 });
+export const Offset = Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 });
+
 export const PageQuery = {
-  page: Type.Integer({ minimum: 1, default: 1 }),
+  page: PageNumber,
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
 };
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
+
+/** JSON Schema `if`/`then`: when `condition` holds, `consequence` must too (for `allOf` in a schema's options). */
+export function ifThen(condition: Record<string, unknown>, consequence: Record<string, unknown>): Record<string, unknown> {
+  // biome-ignore lint/suspicious/noThenProperty: `then` is the JSON Schema keyword, not a thenable
+  return { if: condition, then: consequence };
+}
 
 /** A nullable value (TypeBox union with null). */
 export const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);

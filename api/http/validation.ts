@@ -5,6 +5,7 @@
 import Ajv, { type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import type { FastifySchemaValidationError } from 'fastify/types/schema';
 
 function makeAjv(coerceTypes: boolean | 'array'): Ajv {
   const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
@@ -18,6 +19,14 @@ const paramsAjv = makeAjv('array');
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
   (httpPart === 'body' ? bodyAjv : paramsAjv).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
 
+/**
+ * The error Fastify makes of failed schema validation (`validation` + `validationContext`, status 400), for a route's
+ * own `schemaErrorFormatter` to fall back on when it gives only some errors a code of their own.
+ */
+export function schemaValidationError(errors: FastifySchemaValidationError[], dataVar: string): Error {
+  return Object.assign(new Error(`${dataVar} is invalid`), { statusCode: 400, validation: errors, validationContext: dataVar });
+}
+
 /** The dotted path of the field an ajv error is about, e.g. `repository.url`. */
 export function fieldPath(e: ErrorObject): string {
   const parts = e.instancePath.split('/').filter(Boolean).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
@@ -30,6 +39,7 @@ export function fieldPath(e: ErrorObject): string {
 export function fieldMessage(e: ErrorObject): string {
   if (e.keyword === 'required') return 'is required';
   if (e.keyword === 'additionalProperties') return 'is not a known field';
+  if (e.keyword === 'false schema') return 'is not allowed here';
   if (e.keyword === 'enum') return `must be one of: ${((e.params as { allowedValues: unknown[] }).allowedValues ?? []).join(', ')}`;
   return e.message ?? 'is invalid';
 }

@@ -1,6 +1,7 @@
 /** Schemas of the scheduler's routes: bare JSON bodies, errors as `{detail}`. */
 import { Type } from 'typebox';
-import { Nullable, StringEnum } from '../http/schemas';
+import { MAX_PATH_PARAM_LENGTH } from '../http/inputPolicy';
+import { ifThen, Nullable, Offset, StringEnum } from '../http/schemas';
 
 export const Detail = Type.Object({ detail: Type.String() });
 
@@ -40,7 +41,7 @@ export const SourceListQuery = Type.Object(
   {
     status: Type.Optional(StringEnum(SOURCE_STATUSES)),
     limit: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
-    offset: Type.Integer({ minimum: 0, default: 0 }),
+    offset: Offset,
   },
   { additionalProperties: false },
 );
@@ -86,8 +87,8 @@ export const SourceHealth = Type.Object({
 const TaskName = Type.String({ minLength: 1, maxLength: 200 });
 const TaskTimeout = Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400, description: 'seconds' }));
 
-/** One schema for both task types (a union would answer a bad `type` with an opaque anyOf error); the handler checks
- * the fields each type needs. */
+/** One schema for both task types (a union would answer a bad `type` with an opaque anyOf error); `if`/`then` says
+ * which fields each type needs and which it must not have, so the document states the rule the service enforces. */
 export const TaskSchema = Type.Object(
   {
     name: TaskName,
@@ -98,7 +99,13 @@ export const TaskSchema = Type.Object(
     input: Type.Optional(Type.Unknown()),
     timeout: TaskTimeout,
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    allOf: [
+      ifThen({ properties: { type: { const: 'script' } } }, { required: ['script'], properties: { source: false, flow: false } }),
+      ifThen({ properties: { type: { const: 'flow' } } }, { required: ['source', 'flow'], properties: { script: false } }),
+    ],
+  },
 );
 
 export const CreateWorkflowBody = Type.Object(
@@ -139,7 +146,7 @@ export const Workflow = Type.Object({
 
 export const WorkflowList = Type.Object({ workflows: Type.Array(Workflow) });
 export const CreatedWorkflow = Type.Object({ name: Type.String(), status: Type.Literal('created'), nextRun: Nullable(Type.String()) });
-export const WorkflowParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 1000 }) });
+export const WorkflowParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: MAX_PATH_PARAM_LENGTH }) });
 export const DeletedWorkflow = Type.Object({ name: Type.String(), deleted: Type.Boolean() });
 export const RunResult = Type.Object({ executionId: Type.String(), workflow: Type.String(), status: Type.Literal('running'), startedAt: Type.String() });
 
@@ -152,7 +159,7 @@ export const Schedule = Type.Object({
   nextRun: Nullable(Type.String()),
 });
 export const ScheduleList = Type.Object({ schedules: Type.Array(Schedule) });
-export const ScheduleParams = Type.Object({ workflow: Type.String({ minLength: 1, maxLength: 1000 }) });
+export const ScheduleParams = Type.Object({ workflow: Type.String({ minLength: 1, maxLength: MAX_PATH_PARAM_LENGTH }) });
 export const PatchScheduleBody = Type.Object(
   {
     schedule: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
@@ -194,7 +201,7 @@ export const ExecutionListQuery = Type.Object(
     workflow: Type.Optional(Type.String({ minLength: 1, maxLength: 1000 })),
     status: Type.Optional(StringEnum(EXECUTION_STATUSES)),
     limit: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
-    offset: Type.Integer({ minimum: 0, default: 0 }),
+    offset: Offset,
   },
   { additionalProperties: false },
 );

@@ -113,13 +113,11 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       for (const t of body.tasks) {
         if (seen.has(t.name)) throw invalidRequest(`Task name "${t.name}" is used twice`);
         seen.add(t.name);
+        // the schema's if/then guarantees script (script tasks) and source + flow (flow tasks)
         if (t.type === 'script') {
-          if (t.script === undefined) throw invalidRequest(`Task "${t.name}": a script task needs "script"`);
-          if (t.source !== undefined || t.flow !== undefined) throw invalidRequest(`Task "${t.name}": a script task takes no "source" or "flow"`);
-          tasks.push({ name: t.name, type: 'script', script: t.script, ...(t.timeout ? { timeout: t.timeout } : {}) });
+          tasks.push({ name: t.name, type: 'script', script: t.script as string, ...(t.timeout ? { timeout: t.timeout } : {}) });
         } else {
           if (t.source === undefined || t.flow === undefined) throw invalidRequest(`Task "${t.name}": a flow task needs "source" and "flow"`);
-          if (t.script !== undefined) throw invalidRequest(`Task "${t.name}": a flow task takes no "script"`);
           const source = (isUuid(t.source) ? await getSource(deps.db, t.source) : undefined) ?? (await getSourceByName(deps.db, t.source));
           if (!source) throw invalidRequest(`Task "${t.name}" names an unknown source "${t.source}"`);
           tasks.push({ name: t.name, type: 'flow', source: source.id, flow: t.flow, ...(t.input !== undefined ? { input: t.input } : {}), ...(t.timeout ? { timeout: t.timeout } : {}) });

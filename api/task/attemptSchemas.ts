@@ -6,8 +6,8 @@ import { Nullable, PageQuery, StringEnum } from '../http/schemas';
 export const AttemptOptionsSchema = Type.Object(
   {
     temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
-    maxTokens: Type.Optional(Type.Integer({ minimum: 1 })),
-    timeout: Type.Optional(Type.Integer({ minimum: 1, description: 'seconds one agent run may take' })),
+    maxTokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000 })),
+    timeout: Type.Optional(Type.Integer({ minimum: 1, maximum: 2_592_000, description: 'seconds one agent run may take (at most 30 days)' })),
   },
   { additionalProperties: false },
 );

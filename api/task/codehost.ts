@@ -22,8 +22,9 @@ import { getProject, type ProjectRow } from '../../lib/db/projects';
 import { git } from '../../lib/git';
 import { actingUser } from '../http/actingUser';
 import { classifyError } from '../http/errorHandlers';
+import { schemaValidationError } from '../http/validation';
 import { ok } from '../http/envelope';
-import { Envelope, ErrorSchema, IdParams, StringEnum } from '../http/schemas';
+import { Envelope, ErrorSchema, IdParams, PageNumber, StringEnum } from '../http/schemas';
 import type { TaskAppDeps, TaskPluginOptions } from './deps';
 
 const CodehostErrorSchema = Type.Object({ success: Type.Literal(false), error: Type.String(), message: Type.String() });
@@ -123,6 +124,8 @@ async function pushAttemptBranch(deps: TaskAppDeps, attempt: AttemptWithProject,
     throw new CodehostError(502, 'push_failed', `Pushing the attempt branch failed: ${cause.message}`);
   }
 }
+
+const invalidWebhookUrl = () => new CodehostError(400, 'invalid_webhook_url', 'url must be an absolute http(s) URL without credentials');
 
 /** owner/repo of a project: from its repository URL, else from its local repository's `origin` URL. */
 async function projectSlug(p: Pick<ProjectRow, 'repo_url' | 'git_repo_path'>): Promise<{ owner: string; repo: string }> {
@@ -277,7 +280,7 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
           {
             owner: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]+$' }),
             repo: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]+$' }),
-            prNumber: Type.Integer({ minimum: 1 }),
+            prNumber: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }),
           },
           { additionalProperties: false },
         ),
@@ -322,7 +325,7 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
         params: IdParams,
         querystring: Type.Object({
           state: StringEnum(['open', 'closed', 'all'] as const, { default: 'open' }),
-          page: Type.Integer({ minimum: 1, default: 1 }),
+          page: PageNumber,
           limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
         }),
         response: { 200: Envelope(Type.Array(PullRequest)), ...CodehostErrors },
@@ -342,11 +345,18 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
         tags: ['codehost'],
         params: IdParams,
         body: Type.Object(
-          { events: Type.Array(StringEnum(WEBHOOK_EVENTS), { minItems: 1, uniqueItems: true }), url: Type.String({ maxLength: 2048 }) },
+          {
+            events: Type.Array(StringEnum(WEBHOOK_EVENTS), { minItems: 1, uniqueItems: true }),
+            // the handler's rule, so the document states it: absolute http(s), no credentials (no `@` before the path)
+            url: Type.String({ maxLength: 2048, pattern: '^https?://[^\\s/?#@]+([/?#]\\S*)?$', description: 'an absolute http(s) URL without credentials' }),
+          },
           { additionalProperties: false },
         ),
         response: { 200: Envelope(WebhookRegistration), ...CodehostErrors },
       },
+      // a url outside the pattern keeps the documented code of a bad webhook URL
+      schemaErrorFormatter: (errors, dataVar) =>
+        errors.some((e) => e.instancePath === '/url' && e.keyword === 'pattern') ? invalidWebhookUrl() : schemaValidationError(errors, dataVar),
     },
     async (request) => {
       const project = await mustProject(request.params.id);
@@ -358,7 +368,7 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
         parsed = undefined;
       }
       if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || !parsed.hostname || parsed.username || parsed.password) {
-        throw new CodehostError(400, 'invalid_webhook_url', 'url must be an absolute http(s) URL without credentials');
+        throw invalidWebhookUrl();
       }
       const token = await tokenOf(request);
       if (!token) throw codehostAuthRequired();

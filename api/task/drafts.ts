@@ -5,9 +5,10 @@
  * answer 400 INVALID_REQUEST (the spec's code); other bad input is VALIDATION_ERROR. See docs/templates-and-drafts.md.
  */
 import type { FastifyPluginAsync } from 'fastify';
+import type { SchemaErrorFormatter } from 'fastify/types/schema';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { invalidRequest, notFound, validationError } from '../../lib/errors';
+import { invalidRequest, notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { withTransaction } from '../../lib/db/pool';
 import {
@@ -28,6 +29,7 @@ import { followUpDraftWorkflow, followUpQueueWorkflow } from '../../workflows/fo
 import { ok } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, Nullable, StringEnum, Timestamp } from '../http/schemas';
 import { callTemporal } from '../http/temporalErrors';
+import { schemaValidationError } from '../http/validation';
 import type { TaskPluginOptions } from './deps';
 
 const Metadata = Type.Record(Type.String(), Type.Unknown());
@@ -78,53 +80,63 @@ const DraftQueue = Type.Object({
 });
 const Deleted = Type.Object({ deleted: Type.Literal(true), draftId: Type.String() });
 
-// Required fields the spec answers with INVALID_REQUEST are optional here and checked in the handler.
+// A required text: present and not blank (`\S`: at least one non-whitespace character).
+const RequiredText = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '\\S' });
+const Order = Type.Integer({ minimum: -2_147_483_648, maximum: 2_147_483_647 });
+
 const CreateDraftBody = Type.Object(
-  { content: Type.Optional(Type.String({ maxLength: 100_000 })), type: StringEnum(DRAFT_TYPES), metadata: Type.Optional(Metadata) },
+  { content: RequiredText(100_000), type: StringEnum(DRAFT_TYPES), metadata: Type.Optional(Metadata) },
   { additionalProperties: false },
 );
 const FollowUpDraftBody = Type.Object(
-  { prompt: Type.Optional(Type.String({ maxLength: 100_000 })), autoSend: Type.Optional(Type.Boolean()), sendAfter: Type.Optional(Nullable(Timestamp)) },
+  { prompt: RequiredText(100_000), autoSend: Type.Optional(Type.Boolean()), sendAfter: Type.Optional(Nullable(Timestamp)) },
   { additionalProperties: false },
 );
 const RetryDraftBody = Type.Object(
   {
     originalPrompt: Type.Optional(Type.String({ maxLength: 100_000 })),
-    retryPrompt: Type.Optional(Type.String({ maxLength: 100_000 })),
+    retryPrompt: RequiredText(100_000),
     retryReason: Type.Optional(Type.String({ maxLength: 10_000 })),
   },
   { additionalProperties: false },
 );
-const QueueBody = Type.Object({ queue: Type.Optional(Type.Unknown()), autoExecute: Type.Optional(Type.Boolean()) }, { additionalProperties: false });
-const DraftQueueBody = Type.Object({ queue: Type.Optional(Type.Unknown()) }, { additionalProperties: false });
+const QueueBody = Type.Object(
+  {
+    queue: Type.Array(Type.Object({ prompt: RequiredText(100_000), order: Order }), { minItems: 1, maxItems: 100 }),
+    autoExecute: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+const DraftQueueBody = Type.Object(
+  {
+    queue: Type.Array(Type.Object({ title: RequiredText(500), description: Type.Optional(Type.String({ maxLength: 10_000 })), order: Order }), {
+      minItems: 1,
+      maxItems: 100,
+    }),
+  },
+  { additionalProperties: false },
+);
 const DraftParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }), draftId: Type.String({ minLength: 1, maxLength: 200 }) });
 const ProjectParams = Type.Object({ projectId: Type.String({ minLength: 1, maxLength: 200 }) });
 
-function required(value: string | undefined, field: string): string {
-  if (value === undefined || value.trim() === '') throw invalidRequest(`${field} is required`, { [field]: 'is required' });
-  return value;
-}
+// What makes a required field "missing" in the spec's sense (INVALID_REQUEST) rather than malformed.
+const MISSING_KEYWORDS = new Set(['minLength', 'pattern', 'type', 'minItems']);
 
-function queueItems(queue: unknown): Record<string, unknown>[] {
-  if (!Array.isArray(queue) || queue.length === 0) throw invalidRequest('queue must be an array with at least one item', { queue: 'must be a non-empty array' });
-  if (queue.length > 100) throw validationError('queue has too many items', { queue: 'must have at most 100 items' });
-  return queue.map((item, i) => {
-    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw validationError(`queue/${i} must be an object`, { [`queue/${i}`]: 'must be an object' });
-    return item as Record<string, unknown>;
-  });
-}
-
-function itemString(item: Record<string, unknown>, i: number, field: string, requiredField: boolean): string {
-  const v = item[field];
-  if (v === undefined && !requiredField) return '';
-  if (typeof v !== 'string' || (requiredField && v.trim() === '')) throw validationError(`queue/${i}/${field} must be a non-empty string`, { [`queue/${i}/${field}`]: 'must be a non-empty string' });
-  return v;
-}
-
-function itemOrder(item: Record<string, unknown>, i: number): number {
-  const v = item.order;
-  if (typeof v !== 'number' || !Number.isInteger(v)) throw validationError(`queue/${i}/order must be an integer`, { [`queue/${i}/order`]: 'must be an integer' });
-  return v;
+/**
+ * The spec answers a missing or empty `field` (and a queue that is not a non-empty array) with 400 INVALID_REQUEST;
+ * every other schema error keeps VALIDATION_ERROR. The rule itself is in the schema (required, minLength, pattern,
+ * minItems), so the document says it; this only picks the code (Fastify's per-route `schemaErrorFormatter`).
+ */
+function missingIsInvalidRequest(field: string, message: string): SchemaErrorFormatter {
+  return (errors, dataVar) => {
+    const missing = errors.some(
+      (e) =>
+        (e.keyword === 'required' && e.instancePath === '' && (e.params as { missingProperty?: string }).missingProperty === field) ||
+        (e.instancePath === `/${field}` && MISSING_KEYWORDS.has(e.keyword)),
+    );
+    if (missing) return invalidRequest(message, { [field]: 'is required' });
+    return schemaValidationError(errors, dataVar);
+  };
 }
 
 export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify, { deps }) => {
@@ -140,9 +152,12 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
 
   app.post(
     '/task-attempts/:id/drafts',
-    { schema: { tags, params: IdParams, body: CreateDraftBody, response: { 201: Envelope(Draft), ...ErrorResponses } } },
+    {
+      schema: { tags, params: IdParams, body: CreateDraftBody, response: { 201: Envelope(Draft), ...ErrorResponses } },
+      schemaErrorFormatter: missingIsInvalidRequest('content', 'content is required'),
+    },
     async (request, reply) => {
-      const content = required(request.body.content, 'content');
+      const { content } = request.body;
       const attemptId = request.params.id;
       const projectId = await projectOf(attemptId);
       const view = await withTransaction(deps.db, async (c) => {
@@ -172,9 +187,12 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
 
   app.post(
     '/task-attempts/:id/follow-up-draft',
-    { schema: { tags, params: IdParams, body: FollowUpDraftBody, response: { 201: Envelope(FollowUpDraft), ...ErrorResponses } } },
+    {
+      schema: { tags, params: IdParams, body: FollowUpDraftBody, response: { 201: Envelope(FollowUpDraft), ...ErrorResponses } },
+      schemaErrorFormatter: missingIsInvalidRequest('prompt', 'prompt is required'),
+    },
     async (request, reply) => {
-      const prompt = required(request.body.prompt, 'prompt');
+      const { prompt } = request.body;
       const attemptId = request.params.id;
       const projectId = await projectOf(attemptId);
       const autoSend = request.body.autoSend ?? false;
@@ -201,9 +219,12 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
 
   app.post(
     '/task-attempts/:id/retry-follow-up-draft',
-    { schema: { tags, params: IdParams, body: RetryDraftBody, response: { 201: Envelope(RetryDraft), ...ErrorResponses } } },
+    {
+      schema: { tags, params: IdParams, body: RetryDraftBody, response: { 201: Envelope(RetryDraft), ...ErrorResponses } },
+      schemaErrorFormatter: missingIsInvalidRequest('retryPrompt', 'retryPrompt is required'),
+    },
     async (request, reply) => {
-      const retryPrompt = required(request.body.retryPrompt, 'retryPrompt');
+      const { retryPrompt } = request.body;
       const attemptId = request.params.id;
       const projectId = await projectOf(attemptId);
       const view = await withTransaction(deps.db, async (c) => {
@@ -233,12 +254,12 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
 
   app.post(
     '/task-attempts/:id/follow-up-queue',
-    { schema: { tags, params: IdParams, body: QueueBody, response: { 201: Envelope(FollowUpQueue), ...ErrorResponses } } },
+    {
+      schema: { tags, params: IdParams, body: QueueBody, response: { 201: Envelope(FollowUpQueue), ...ErrorResponses } },
+      schemaErrorFormatter: missingIsInvalidRequest('queue', 'queue must be an array with at least one item'),
+    },
     async (request, reply) => {
-      const raw = queueItems(request.body.queue);
-      const items = raw
-        .map((item, i) => ({ id: newId(), prompt: itemString(item, i, 'prompt', true), order: itemOrder(item, i) }))
-        .sort((a, b) => a.order - b.order);
+      const items = request.body.queue.map((item) => ({ id: newId(), prompt: item.prompt, order: item.order })).sort((a, b) => a.order - b.order);
       const attemptId = request.params.id;
       await projectOf(attemptId);
       const autoExecute = request.body.autoExecute ?? false;
@@ -264,11 +285,13 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
 
   app.post(
     '/task-attempts/:id/draft-queue',
-    { schema: { tags, params: IdParams, body: DraftQueueBody, response: { 201: Envelope(DraftQueue), ...ErrorResponses } } },
+    {
+      schema: { tags, params: IdParams, body: DraftQueueBody, response: { 201: Envelope(DraftQueue), ...ErrorResponses } },
+      schemaErrorFormatter: missingIsInvalidRequest('queue', 'queue must be an array with at least one item'),
+    },
     async (request, reply) => {
-      const raw = queueItems(request.body.queue);
-      const items = raw
-        .map((item, i) => ({ id: newId(), title: itemString(item, i, 'title', true), description: itemString(item, i, 'description', false), order: itemOrder(item, i) }))
+      const items = request.body.queue
+        .map((item) => ({ id: newId(), title: item.title, description: item.description ?? '', order: item.order }))
         .sort((a, b) => a.order - b.order);
       const attemptId = request.params.id;
       const projectId = await projectOf(attemptId);

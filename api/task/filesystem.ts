@@ -53,7 +53,8 @@ const GitSearchResult = Type.Object({
   truncated: Type.Boolean(),
 });
 
-const PathQuery = Type.String({ minLength: 1, maxLength: 4096, description: 'absolute path (~ expands to the home directory)' });
+// absolute: starts with `/`, or is `~` / `~/…` (the home directory); leading and trailing blanks are ignored
+const PathQuery = Type.String({ minLength: 1, maxLength: 4096, pattern: '^\\s*(/|~/|~\\s*$)', description: 'absolute path (~ expands to the home directory)' });
 
 export const filesystemRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify, { deps }) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();

@@ -1,5 +1,6 @@
 /** Request and response schemas of the project routes. */
 import { Type } from 'typebox';
+import { REPO_URL_PATTERN } from '../../lib/git';
 import { Nullable } from '../http/schemas';
 
 const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
@@ -63,7 +64,7 @@ export const CreateProjectBody = Type.Object(
     description: Type.Optional(Type.String({ maxLength: 10_000 })),
     repository: Type.Object(
       {
-        url: Type.String({ minLength: 1, maxLength: 2000 }),
+        url: Type.String({ minLength: 1, maxLength: 2000, pattern: REPO_URL_PATTERN, description: 'a code hosting URL (https, ssh or git@host:path), an absolute local path or a file:// URL' }),
         branch: Type.Optional(Type.String({ minLength: 1, maxLength: 250, pattern: '^[^\\s~^:?*\\[\\\\]+$', default: 'main' })),
       },
       { additionalProperties: false },

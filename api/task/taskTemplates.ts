@@ -24,8 +24,8 @@ const TemplateTaskSchema = Type.Object(
   {
     title: Type.String({ minLength: 1, maxLength: 500 }),
     description: Type.String({ maxLength: 10_000 }),
-    order: Type.Integer(),
-    estimatedTime: Type.Optional(Type.Number({ minimum: 0 })),
+    order: Type.Integer({ minimum: -2_147_483_648, maximum: 2_147_483_647 }),
+    estimatedTime: Type.Optional(Type.Number({ minimum: 0, maximum: 1_000_000_000 })),
   },
   { additionalProperties: false },
 );

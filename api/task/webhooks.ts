@@ -34,7 +34,7 @@ const Delivery = Type.Object({
 
 const CreateWebhookBody = Type.Object(
   {
-    url: Type.String({ minLength: 1, maxLength: 2000 }),
+    url: Type.String({ minLength: 1, maxLength: 2000, pattern: '^https?://[^\\s/?#]+\\S*$', description: 'an absolute http(s) URL' }),
     events: Type.Array(StringEnum(WEBHOOK_EVENTS), { minItems: 1, maxItems: WEBHOOK_EVENTS.length, uniqueItems: true }),
     secret: Type.String({ minLength: 1, maxLength: 500 }),
   },

@@ -1,7 +1,8 @@
 /** Request and response schemas of the trace routes (service D). */
 import { Type } from 'typebox';
 import { TRACE_STATUSES } from '../../lib/db/traces';
-import { Nullable, StringEnum, Timestamp } from '../http/schemas';
+import { PHONE_PATTERN } from '../../lib/phone';
+import { Nullable, Offset, StringEnum, Timestamp } from '../http/schemas';
 
 /** `{detail}`: the error body of the detail-style services. */
 export const DetailError = Type.Object({ detail: Type.String() });
@@ -31,7 +32,7 @@ export const IngestTraceBody = Type.Object(
   {
     messageId: Type.String({ minLength: 1, maxLength: 255 }),
     instance: Type.String({ minLength: 1, maxLength: 255 }),
-    to: Type.String({ minLength: 1, maxLength: 40, description: 'E.164-like, e.g. +1 (555) 010-2000; stored normalised' }),
+    to: Type.String({ minLength: 1, maxLength: 40, pattern: PHONE_PATTERN, description: 'E.164-like, e.g. +1 (555) 010-2000; stored normalised' }),
     message: Type.String({ maxLength: 65_536 }),
     status: Type.Optional(StringEnum(TRACE_STATUSES, { default: 'sent' })),
     sentAt: Type.Optional(Timestamp),
@@ -49,10 +50,10 @@ export const StatusReceiptBody = Type.Object(
 
 export const TraceListQuery = Type.Object({
   instance: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
-  phone: Type.Optional(Type.String({ minLength: 1, maxLength: 40 })),
+  phone: Type.Optional(Type.String({ minLength: 1, maxLength: 40, pattern: PHONE_PATTERN, description: 'E.164-like, any accepted form' })),
   status: Type.Optional(Status),
   limit: Type.Integer({ minimum: 1, maximum: 500, default: 50 }),
-  offset: Type.Integer({ minimum: 0, maximum: 2_147_483_647, default: 0 }),
+  offset: Offset,
 });
 
 export const TraceList = Type.Object({

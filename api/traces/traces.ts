@@ -46,13 +46,6 @@ function phoneOrThrow(value: string, field: string): string {
   return phone;
 }
 
-/** PostgreSQL text and jsonb cannot hold NUL (\u0000): that is the client's input, not a server fault. */
-function rejectUnstorableText(err: unknown): never {
-  const code = (err as { code?: string }).code;
-  if (code === '22P05' || code === '22021') throw validationError('Text fields, filters and payload must not contain NUL (\\u0000) characters');
-  throw err;
-}
-
 export interface TracePluginOptions {
   deps: DetailServiceDeps;
 }
@@ -77,7 +70,7 @@ export const traceRoutes: FastifyPluginAsync<TracePluginOptions> = async (fastif
         sentAt: b.sentAt ? new Date(b.sentAt) : null,
         headers: b.payload?.headers ?? {},
         body: b.payload?.body ?? {},
-      }).catch(rejectUnstorableText);
+      });
       ingested.inc({ result: inserted ? 'new' : 'repeat' });
       return reply.code(inserted ? 201 : 200).send(traceDetail(row));
     },
@@ -105,7 +98,7 @@ export const traceRoutes: FastifyPluginAsync<TracePluginOptions> = async (fastif
         { instance: q.instance, phone: q.phone === undefined ? undefined : phoneOrThrow(q.phone, 'phone'), status: q.status },
         q.limit,
         q.offset,
-      ).catch(rejectUnstorableText);
+      );
       return { traces: rows.map(traceListItem), total, limit: q.limit, offset: q.offset };
     },
   );

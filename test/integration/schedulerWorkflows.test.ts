@@ -112,7 +112,12 @@ describe('scheduler workflows, schedules and executions', () => {
     const bogusType = await inject('POST', '/api/v1/workflows', { name: 'x', tasks: [{ name: 't', type: 'bogus', script: 'x' }] });
     expect([bogusType.statusCode, bogusType.json()]).toEqual([400, { detail: 'Request body is invalid: tasks.0.type must be one of: script, flow' }]);
     const noSource = await inject('POST', '/api/v1/workflows', { name: 'x', tasks: [{ name: 't', type: 'flow', flow: 'f' }] });
-    expect([noSource.statusCode, noSource.json()]).toEqual([400, { detail: 'Task "t": a flow task needs "source" and "flow"' }]);
+    // the rule is in the schema (if/then), so the document states it
+    expect([noSource.statusCode, noSource.json()]).toEqual([400, { detail: 'Request body is invalid: tasks.0.source is required' }]);
+    const noScript = await inject('POST', '/api/v1/workflows', { name: 'x', tasks: [{ name: 't', type: 'script' }] });
+    expect([noScript.statusCode, noScript.json()]).toEqual([400, { detail: 'Request body is invalid: tasks.0.script is required' }]);
+    const scriptWithFlow = await inject('POST', '/api/v1/workflows', { name: 'x', tasks: [{ name: 't', type: 'script', script: 'true', flow: 'f' }] });
+    expect([scriptWithFlow.statusCode, scriptWithFlow.json()]).toEqual([400, { detail: 'Request body is invalid: tasks.0.flow is not allowed here' }]);
     const unknownSource = await inject('POST', '/api/v1/workflows', { name: 'x', tasks: [{ name: 't', type: 'flow', source: 'ghost', flow: 'f' }] });
     expect([unknownSource.statusCode, unknownSource.json()]).toEqual([400, { detail: 'Task "t" names an unknown source "ghost"' }]);
     const noTasks = await inject('POST', '/api/v1/workflows', { name: 'x', tasks: [] });

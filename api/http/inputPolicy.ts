@@ -1,0 +1,89 @@
+/**
+ * The input policy every service shares (docs/security.md, "Input policy"): no string in a request (path
+ * parameter, query parameter, header, JSON body value or key) may contain NUL (U+0000), which PostgreSQL text and
+ * jsonb cannot store; such a request is a 400 in the service's error shape naming the field, before validation and
+ * before any handler. The OpenAPI documents say the same through a `pattern` on every request string
+ * (`nulFreeStrings`) and a sentence in the document's description.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { validationError } from '../../lib/errors';
+
+/** A regular expression (ECMA-262 and Python) matching strings without NUL. */
+export const NUL_FREE_PATTERN = '^[^\\u0000]*$';
+
+/** The longest path parameter any route accepts; the documents advertise it as each parameter's `maxLength`. */
+export const MAX_PATH_PARAM_LENGTH = 200;
+
+/** Page numbers and offsets stop here, so `page × limit` and `offset` stay far below PostgreSQL's bigint. */
+export const MAX_PAGE = 1_000_000;
+export const MAX_OFFSET = 2_147_483_647;
+
+const NUL_MESSAGE = 'must not contain NUL (\\u0000) characters';
+
+/** The dotted path of the first string (or object key) under `value` holding a NUL, or undefined. */
+export function findNul(value: unknown, path: string[] = []): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path.join('.') : undefined;
+  if (value === null || typeof value !== 'object') return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const hit = findNul(value[i], [...path, String(i)]);
+      if (hit !== undefined) return hit;
+    }
+    return undefined;
+  }
+  for (const [key, v] of Object.entries(value)) {
+    if (key.includes('\u0000')) return [...path, key.replaceAll('\u0000', '\\u0000')].join('.');
+    const hit = findNul(v, [...path, key]);
+    if (hit !== undefined) return hit;
+  }
+  return undefined;
+}
+
+const PARTS = [
+  ['params', 'path'],
+  ['query', 'querystring'],
+  ['headers', 'headers'],
+  ['body', 'body'],
+] as const;
+
+/** The 400 for the first NUL in a request, or undefined when there is none. */
+export function nulError(request: Pick<FastifyRequest, 'params' | 'query' | 'headers' | 'body'>): Error | undefined {
+  for (const [part, name] of PARTS) {
+    const field = findNul(request[part]);
+    if (field === undefined) continue;
+    const label = field || name;
+    return validationError(`Request ${name} is invalid: ${label} ${NUL_MESSAGE}`, { [label]: NUL_MESSAGE });
+  }
+  return undefined;
+}
+
+/** Rejects NUL in every part of every request, before schema validation (so also for routes without a schema). */
+export function installNulCheck(app: FastifyInstance): void {
+  app.addHook('preValidation', async (request) => {
+    const err = nulError(request);
+    if (err) throw err;
+  });
+}
+
+type JsonSchema = Record<string, unknown>;
+
+/**
+ * A copy of a request schema where every string without a `pattern`, `format`, `enum` or `const` (each of which
+ * already excludes NUL or says what it accepts) carries NUL_FREE_PATTERN, for the OpenAPI document.
+ */
+export function nulFreeStrings<T>(schema: T): T {
+  if (Array.isArray(schema)) return schema.map((s) => nulFreeStrings(s)) as T;
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: JsonSchema = {};
+  for (const [key, value] of Object.entries(schema as JsonSchema)) {
+    // `properties` maps names to schemas; `examples`, `default` and `const` are data, left as they are
+    if (key === 'properties' || key === 'patternProperties' || key === '$defs' || key === 'definitions') {
+      out[key] = Object.fromEntries(Object.entries(value as JsonSchema).map(([k, v]) => [k, nulFreeStrings(v)]));
+    } else if (['items', 'additionalProperties', 'anyOf', 'oneOf', 'allOf', 'not', 'if', 'then', 'else', 'prefixItems', 'contains', 'propertyNames'].includes(key)) {
+      out[key] = nulFreeStrings(value);
+    } else out[key] = value;
+  }
+  const types = Array.isArray(out.type) ? out.type : [out.type];
+  if (types.includes('string') && !('pattern' in out) && !('format' in out) && !('enum' in out) && !('const' in out)) out.pattern = NUL_FREE_PATTERN;
+  return out as T;
+}

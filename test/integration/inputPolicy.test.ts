@@ -1,0 +1,466 @@
+/**
+ * One input policy for the four services (docs/security.md, "Input policy"), checked over every operation of each
+ * service's OpenAPI document, so routes added later are covered without touching this file:
+ * - a NUL (U+0000) in any path parameter, query parameter, header or body field is a 400 in the service's error
+ *   shape naming the field (never a 500 from PostgreSQL);
+ * - every numeric query parameter has a documented maximum, and values above it (including ones that overflow
+ *   bigint, `1e20`) are a 400;
+ * - a path parameter longer than its documented maxLength is a 400 in the service's shape (not Fastify's 414);
+ * - a method a known path does not declare is a 405 with `Allow`; an unknown path stays 404;
+ * - the documents say it: request strings carry the NUL-free pattern.
+ */
+import http from 'node:http';
+import { OPENAPI_PATHS, type ServiceKind } from '../../api/http/openapi';
+import { MAX_PATH_PARAM_LENGTH, NUL_FREE_PATTERN } from '../../api/http/inputPolicy';
+import { startTestStack, type TestStack } from '../support/harness';
+
+type Json = Record<string, unknown>;
+interface Parameter {
+  name: string;
+  in: string;
+  required?: boolean;
+  schema: Json;
+}
+interface Operation {
+  method: string;
+  path: string;
+  parameters: Parameter[];
+  body?: Json;
+  responses: Json;
+}
+
+const SERVICES: ServiceKind[] = ['task', 'scheduler', 'agents', 'traces'];
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
+const BIGINT_MAX = 2n ** 63n - 1n;
+
+let stack: TestStack;
+const docs: Partial<Record<ServiceKind, Json>> = {};
+
+function authHeaders(service: ServiceKind): Record<string, string> {
+  return service === 'task' ? {} : { 'x-api-key': stack.keys[service] };
+}
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: SERVICES });
+  for (const service of SERVICES) {
+    const res = await stack.app(service).inject({ method: 'GET', url: OPENAPI_PATHS[service].json, headers: authHeaders(service) });
+    expect(res.statusCode).toBe(200);
+    docs[service] = res.json();
+  }
+}, 120_000);
+afterAll(async () => {
+  await stack?.close();
+});
+
+function deref(doc: Json, value: unknown): Json {
+  let v = value as Json;
+  for (let i = 0; v && typeof v.$ref === 'string' && i < 20; i++) {
+    v = (v.$ref as string)
+      .slice(2)
+      .split('/')
+      .reduce<unknown>((o, k) => (o as Json | undefined)?.[k], doc) as Json;
+  }
+  return v ?? {};
+}
+
+function operations(service: ServiceKind): Operation[] {
+  const doc = docs[service] as Json;
+  const ops: Operation[] = [];
+  for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
+    for (const [method, raw] of Object.entries(item)) {
+      if (!HTTP_METHODS.includes(method)) continue;
+      const op = raw as Json;
+      const parameters = ((op.parameters as Json[] | undefined) ?? []).map((p) => deref(doc, p) as unknown as Parameter);
+      const content = (deref(doc, op.requestBody) as Json).content as Record<string, Json> | undefined;
+      const body = content?.['application/json']?.schema ? deref(doc, content['application/json'].schema) : undefined;
+      ops.push({ method: method.toUpperCase(), path, parameters, body, responses: (op.responses as Json) ?? {} });
+    }
+  }
+  return ops;
+}
+
+/** `/api/tasks/{id}` with every path parameter filled by `fill(name)`. */
+function urlOf(op: Operation, fill: (name: string) => string = () => 'x'): string {
+  return op.path.replace(/\{([^}]+)\}/g, (_m, name: string) => fill(name));
+}
+
+/** True when the body has the service's error shape; a description of what is wrong otherwise. */
+function shapeProblem(service: ServiceKind, res: { statusCode: number; body: string }): string | undefined {
+  let body: Json;
+  try {
+    body = JSON.parse(res.body) as Json;
+  } catch {
+    return `not JSON: ${res.body.slice(0, 200)}`;
+  }
+  if (service === 'task') {
+    // the envelope; the code-hosting routes keep their documented `{success:false, error:"<code>", message}`
+    const error = body.error as Json | string | undefined;
+    const shaped = typeof error === 'string' ? typeof body.message === 'string' : typeof error?.code === 'string' && typeof error.message === 'string';
+    return body.success === false && shaped ? undefined : `not the envelope: ${res.body.slice(0, 200)}`;
+  }
+  return typeof body.detail === 'string' ? undefined : `not {detail}: ${res.body.slice(0, 200)}`;
+}
+
+function messageOf(service: ServiceKind, body: string): string {
+  const j = JSON.parse(body) as Json;
+  if (service !== 'task') return String(j.detail);
+  return typeof j.error === 'string' ? String(j.message) : String((j.error as Json).message);
+}
+
+/** Every string field of a body schema as a dotted path (objects and arrays followed a few levels deep). */
+function stringFields(doc: Json, schema: Json, path: string[] = [], depth = 0): string[][] {
+  const s = deref(doc, schema);
+  if (depth > 4) return [];
+  const out: string[][] = [];
+  for (const alt of [...((s.anyOf as Json[]) ?? []), ...((s.oneOf as Json[]) ?? []), ...((s.allOf as Json[]) ?? [])]) out.push(...stringFields(doc, alt, path, depth + 1));
+  const types = Array.isArray(s.type) ? s.type : [s.type];
+  if (types.includes('string') && path.length > 0) out.push(path);
+  if (s.items) out.push(...stringFields(doc, s.items as Json, [...path, '0'], depth + 1));
+  for (const [name, prop] of Object.entries((s.properties as Record<string, Json>) ?? {})) out.push(...stringFields(doc, prop, [...path, name], depth + 1));
+  return out;
+}
+
+/** `{a: {b: [value]}}` for the path `a.b.0`. */
+function nest(path: string[], value: unknown): unknown {
+  if (path.length === 0) return value;
+  const [head, ...rest] = path;
+  return /^\d+$/.test(head as string) ? [nest(rest, value)] : { [head as string]: nest(rest, value) };
+}
+
+describe.each(SERVICES)('%s service', (service) => {
+  const send = (method: string, url: string, payload?: unknown, headers: Record<string, string> = {}) =>
+    stack.app(service).inject({
+      method: method as 'GET',
+      url,
+      payload: payload === undefined ? undefined : JSON.stringify(payload),
+      headers: { ...authHeaders(service), ...(payload === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    });
+
+  test('a NUL in any path parameter, query parameter or body field is a 400 in the service shape naming the field', async () => {
+    const failures: string[] = [];
+    const doc = docs[service] as Json;
+    const expect400 = (what: string, field: string, res: { statusCode: number; body: string }) => {
+      if (res.statusCode !== 400) failures.push(`${what} → ${res.statusCode} ${res.body.slice(0, 200)}`);
+      else {
+        const problem = shapeProblem(service, res);
+        if (problem) failures.push(`${what} → ${problem}`);
+        else if (!messageOf(service, res.body).includes(`${field} must not contain NUL`)) failures.push(`${what} → message does not name ${field}: ${res.body.slice(0, 200)}`);
+      }
+    };
+    let probes = 0;
+    for (const op of operations(service)) {
+      for (const p of op.parameters.filter((p) => p.in === 'path')) {
+        const url = urlOf(op, (name) => (name === p.name ? 'a%00b' : 'x'));
+        expect400(`${op.method} ${url}`, p.name, await send(op.method, url));
+        probes++;
+      }
+      for (const p of op.parameters.filter((p) => p.in === 'query')) {
+        const url = `${urlOf(op)}?${encodeURIComponent(p.name)}=a%00b`;
+        expect400(`${op.method} ${url}`, p.name, await send(op.method, url));
+        probes++;
+      }
+      if (op.body) {
+        for (const field of stringFields(doc, op.body)) {
+          const res = await send(op.method, urlOf(op), nest(field, 'a\u0000b'));
+          expect400(`${op.method} ${urlOf(op)} body ${field.join('.')}`, field.join('.'), res);
+          probes++;
+        }
+        // a key of a free-form object, and a value nested where no schema names it
+        const res = await send(op.method, urlOf(op), { 'k\u0000': 'v' });
+        expect400(`${op.method} ${urlOf(op)} body key`, 'k\\u0000', res);
+      }
+    }
+    expect(probes).toBeGreaterThan(5);
+    expect(failures).toEqual([]);
+  }, 180_000);
+
+  test('every operation documents the 400 the policy can give it', () => {
+    const missing = operations(service)
+      .filter((op) => op.responses['400'] === undefined)
+      .map((op) => `${op.method} ${op.path}`);
+    expect(missing).toEqual([]);
+  });
+
+  test('a NUL in a header is a 400 in the service shape', async () => {
+    const op = operations(service).find((o) => o.method === 'GET' && !o.path.includes('{')) as Operation;
+    const res = await send('GET', op.path, undefined, { 'x-user-email': 'a\u0000@example.com' });
+    expect(res.statusCode).toBe(400);
+    expect(shapeProblem(service, res)).toBeUndefined();
+    expect(messageOf(service, res.body)).toContain('x-user-email must not contain NUL');
+  });
+
+  test('every numeric query parameter has a documented maximum; above it, and values that overflow bigint, are a 400', async () => {
+    const failures: string[] = [];
+    let probes = 0;
+    for (const op of operations(service)) {
+      const numeric = op.parameters.filter((p) => p.in === 'query' && ['integer', 'number'].includes(String(p.schema.type)));
+      const limitMax = numeric.find((p) => p.name === 'limit')?.schema.maximum as number | undefined;
+      for (const p of numeric) {
+        const max = p.schema.maximum as number | undefined;
+        if (typeof max !== 'number') {
+          failures.push(`${op.method} ${op.path} ?${p.name} has no maximum`);
+          continue;
+        }
+        if (p.name === 'page' && BigInt(max) * BigInt(limitMax ?? 1) > BIGINT_MAX) failures.push(`${op.method} ${op.path} page × limit can overflow`);
+        if (op.responses['400'] === undefined) failures.push(`${op.method} ${op.path} does not document its 400`);
+        for (const value of [String(max + 1), '1e20', '6570854058518961152', '127669631179612848128']) {
+          const url = `${urlOf(op)}?${p.name}=${value}`;
+          const res = await send(op.method, url);
+          probes++;
+          if (res.statusCode !== 400) failures.push(`${op.method} ${url} → ${res.statusCode} ${res.body.slice(0, 200)}`);
+          else if (shapeProblem(service, res)) failures.push(`${op.method} ${url} → ${shapeProblem(service, res)}`);
+        }
+      }
+    }
+    expect(probes).toBeGreaterThan(0);
+    expect(failures).toEqual([]);
+  }, 120_000);
+
+  test('every numeric field of a request body has a documented maximum', () => {
+    const doc = docs[service] as Json;
+    const unbounded: string[] = [];
+    const visit = (schema: unknown, where: string, depth = 0) => {
+      const s = deref(doc, schema);
+      if (depth > 8 || !s || typeof s !== 'object') return;
+      const types = Array.isArray(s.type) ? s.type : [s.type];
+      if ((types.includes('integer') || types.includes('number')) && typeof s.maximum !== 'number' && typeof s.exclusiveMaximum !== 'number') unbounded.push(where);
+      for (const key of ['anyOf', 'oneOf', 'allOf']) for (const alt of (s[key] as Json[]) ?? []) visit(alt, where, depth + 1);
+      if (s.items) visit(s.items, `${where}.0`, depth + 1);
+      for (const [name, prop] of Object.entries((s.properties as Record<string, Json>) ?? {})) visit(prop, `${where}.${name}`, depth + 1);
+    };
+    for (const op of operations(service)) if (op.body) visit(op.body, `${op.method} ${op.path} body`);
+    expect(unbounded).toEqual([]);
+  });
+
+  test('path parameters: the documented maxLength is the limit, and one character more is a 400 in the service shape', async () => {
+    const failures: string[] = [];
+    for (const op of operations(service)) {
+      for (const p of op.parameters.filter((p) => p.in === 'path')) {
+        if (p.schema.maxLength !== MAX_PATH_PARAM_LENGTH) failures.push(`${op.method} ${op.path} {${p.name}} maxLength is ${String(p.schema.maxLength)}`);
+        if (op.responses['400'] === undefined) failures.push(`${op.method} ${op.path} does not document its 400`);
+        for (const long of ['a'.repeat(MAX_PATH_PARAM_LENGTH + 1), 'a'.repeat(3 * MAX_PATH_PARAM_LENGTH), '\u{1F600}'.repeat(MAX_PATH_PARAM_LENGTH + 1)]) {
+          const url = urlOf(op, (name) => (name === p.name ? encodeURIComponent(long) : 'x'));
+          const res = await send(op.method, url);
+          if (res.statusCode !== 400) failures.push(`${op.method} ${op.path} {${p.name}} of ${long.length} units → ${res.statusCode} ${res.body.slice(0, 200)}`);
+          else if (shapeProblem(service, res)) failures.push(`${op.method} ${op.path} → ${shapeProblem(service, res)}`);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+  }, 120_000);
+
+  test('a parameter of exactly maxLength characters (astral ones included) passes the length check', async () => {
+    const op = operations(service).find((o) => o.method === 'GET' && o.parameters.some((p) => p.in === 'path') && !/events|logs|stream/.test(o.path));
+    if (!op) throw new Error('no GET operation with a path parameter');
+    for (const value of ['a'.repeat(MAX_PATH_PARAM_LENGTH), '\u{1F600}'.repeat(MAX_PATH_PARAM_LENGTH)]) {
+      const res = await send('GET', urlOf(op, () => encodeURIComponent(value)));
+      expect(res.statusCode).toBeLessThan(500);
+      expect(res.statusCode).not.toBe(414);
+      if (res.statusCode === 400) expect(messageOf(service, res.body)).not.toMatch(/more than|too long/);
+    }
+  });
+
+  test('an undeclared method on a known path is a 405 with Allow; an unknown path stays 404', async () => {
+    const doc = docs[service] as Json;
+    const failures: string[] = [];
+    const templates = Object.entries(doc.paths as Record<string, Json>).map(([path, item]) => ({
+      pattern: new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+      methods: Object.keys(item).map((m) => m.toUpperCase()),
+    }));
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
+      const declared = Object.keys(item).filter((m) => HTTP_METHODS.includes(m)).map((m) => m.toUpperCase());
+      const url = path.replace(/\{[^}]+\}/g, 'x');
+      // a method no path template serves at this URL (GET /api/attempts/compare would reach GET /api/attempts/{id})
+      const missing = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((m) => !templates.some((t) => t.pattern.test(url) && t.methods.includes(m)));
+      for (const method of ['TRACE', 'QUERY', 'PROPFIND', ...missing.slice(0, 1)]) {
+        const res = await send(method, url);
+        if (res.statusCode !== 405) {
+          failures.push(`${method} ${url} → ${res.statusCode} ${res.body.slice(0, 120)}`);
+          continue;
+        }
+        const problem = shapeProblem(service, res);
+        if (problem) failures.push(`${method} ${url} → ${problem}`);
+        const allow = String(res.headers.allow ?? '').split(/,\s*/);
+        for (const m of declared) if (!allow.includes(m)) failures.push(`${method} ${url} → Allow "${res.headers.allow}" lacks ${m}`);
+        if (allow.includes(method)) failures.push(`${method} ${url} → Allow "${res.headers.allow}" lists ${method}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    if (service !== 'task') {
+      // authentication first: a client without the key learns nothing about the methods
+      const anonymous = await stack.app(service).inject({ method: 'TRACE', url: Object.keys(doc.paths as Json)[0] as string });
+      expect([anonymous.statusCode, anonymous.headers.allow]).toEqual([401, undefined]);
+    }
+    const prefix = service === 'task' ? '/api' : '/api/v1';
+    for (const method of ['GET', 'TRACE', 'POST']) {
+      const res = await send(method, `${prefix}/no-such-resource/x/y`);
+      expect(res.statusCode).toBe(404);
+      expect(shapeProblem(service, res)).toBeUndefined();
+    }
+  }, 120_000);
+
+  test('the document says it: every request string carries the NUL-free pattern or a pattern, format or enum of its own', () => {
+    const doc = docs[service] as Json;
+    const bare: string[] = [];
+    const visit = (schema: unknown, where: string, depth = 0) => {
+      const s = deref(doc, schema);
+      if (depth > 8 || !s || typeof s !== 'object') return;
+      const types = Array.isArray(s.type) ? s.type : [s.type];
+      if (types.includes('string') && !s.pattern && !s.format && !s.enum && s.const === undefined) bare.push(where);
+      for (const key of ['anyOf', 'oneOf', 'allOf']) for (const [i, alt] of ((s[key] as Json[]) ?? []).entries()) visit(alt, `${where}/${key}/${i}`, depth + 1);
+      if (s.items) visit(s.items, `${where}/items`, depth + 1);
+      for (const [name, prop] of Object.entries((s.properties as Record<string, Json>) ?? {})) visit(prop, `${where}.${name}`, depth + 1);
+    };
+    let patterned = 0;
+    for (const op of operations(service)) {
+      for (const p of op.parameters) {
+        visit(p.schema, `${op.method} ${op.path} ${p.in} ${p.name}`);
+        if (p.schema.pattern === NUL_FREE_PATTERN) patterned++;
+      }
+      if (op.body) visit(op.body, `${op.method} ${op.path} body`);
+    }
+    expect(bare).toEqual([]);
+    expect(patterned).toBeGreaterThan(0);
+    expect(String((doc.info as Json).description)).toMatch(/NUL/);
+  });
+});
+
+describe('the documents state the rules the handlers enforce', () => {
+  const bodyOf = (service: ServiceKind, method: string, path: string): Json => {
+    const op = operations(service).find((o) => o.method === method && o.path === path);
+    if (!op?.body) throw new Error(`${method} ${path} has no documented body`);
+    return op.body;
+  };
+  const queryParam = (service: ServiceKind, path: string, name: string): Json => {
+    const op = operations(service).find((o) => o.method === 'GET' && o.path === path);
+    const p = op?.parameters.find((x) => x.in === 'query' && x.name === name);
+    if (!p) throw new Error(`GET ${path} documents no ?${name}`);
+    return p.schema;
+  };
+
+  test('drafts: content, prompt, retryPrompt and queue are required and non-blank in the schema (400 INVALID_REQUEST without them)', async () => {
+    const doc = docs.task as Json;
+    for (const [path, field] of [
+      ['drafts', 'content'],
+      ['follow-up-draft', 'prompt'],
+      ['retry-follow-up-draft', 'retryPrompt'],
+      ['follow-up-queue', 'queue'],
+      ['draft-queue', 'queue'],
+    ] as const) {
+      const body = bodyOf('task', 'POST', `/api/task-attempts/{id}/${path}`);
+      expect([path, body.required]).toEqual([path, expect.arrayContaining([field])]);
+      const prop = deref(doc, (body.properties as Json)[field]);
+      if (field === 'queue') expect(prop.minItems).toBe(1);
+      else expect([prop.minLength, prop.pattern]).toEqual([1, '\\S']);
+      const res = await stack.app('task').inject({ method: 'POST', url: `/api/task-attempts/x/${path}`, payload: {} });
+      expect([path, res.statusCode, res.json().error.code]).toEqual([path, 400, 'INVALID_REQUEST']);
+    }
+  });
+
+  test('scheduler: a flow task needs source and flow, a script task needs script (if/then in the schema)', async () => {
+    const doc = docs.scheduler as Json;
+    const tasks = deref(doc, (bodyOf('scheduler', 'POST', '/api/v1/workflows').properties as Json).tasks);
+    const rules = deref(doc, tasks.items).allOf as Json[];
+    // @fastify/swagger writes `const` as a one-value `enum`
+    const ruleFor = (type: string) => rules.find((r) => JSON.stringify(r.if).includes(`"${type}"`));
+    expect(ruleFor('flow')?.then).toMatchObject({ required: ['source', 'flow'], properties: { script: false } });
+    expect(ruleFor('script')?.then).toMatchObject({ required: ['script'], properties: { source: false, flow: false } });
+    const res = await stack
+      .app('scheduler')
+      .inject({ method: 'POST', url: '/api/v1/workflows', headers: authHeaders('scheduler'), payload: { name: 'w', tasks: [{ name: 't', type: 'flow', flow: 'f' }] } });
+    expect([res.statusCode, res.json()]).toEqual([400, { detail: 'Request body is invalid: tasks.0.source is required' }]);
+  });
+
+  test('traces: `to` and `phone` carry the E.164 pattern; what it admits is accepted, what it refuses is a 400', async () => {
+    const to = deref(docs.traces as Json, (bodyOf('traces', 'POST', '/api/v1/traces').properties as Json).to);
+    const phone = queryParam('traces', '/api/v1/traces', 'phone');
+    expect(typeof to.pattern).toBe('string');
+    expect(phone.pattern).toBe(to.pattern);
+    const pattern = new RegExp(String(to.pattern), 'u');
+    const app = stack.app('traces');
+    for (const [value, ok] of [
+      ['+1 (555) 010-2000', true],
+      ['0044 (20) 7946-0958', true],
+      ['call me', false],
+      ['+0 12 345', false],
+    ] as const) {
+      expect([value, pattern.test(value)]).toEqual([value, ok]);
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/traces',
+        headers: authHeaders('traces'),
+        payload: { messageId: `m-${value}`, instance: 'i', to: value, message: 'hello' },
+      });
+      expect([value, res.statusCode]).toEqual([value, ok ? 201 : 400]);
+      const list = await app.inject({ method: 'GET', url: `/api/v1/traces?phone=${encodeURIComponent(value)}`, headers: authHeaders('traces') });
+      expect([value, list.statusCode]).toEqual([value, ok ? 200 : 400]);
+    }
+  });
+
+  test('filesystem: `path` must be absolute (or ~), and the schema says so', async () => {
+    for (const route of ['/api/filesystem/list', '/api/filesystem/git-repos']) {
+      const pattern = new RegExp(String(queryParam('task', route, 'path').pattern), 'u');
+      expect(['/', '/tmp', '~', '~/x', '  /tmp'].every((p) => pattern.test(p))).toBe(true);
+      expect(['relative/path', '~user', 'tmp', ''].some((p) => pattern.test(p))).toBe(false);
+      const res = await stack.app('task').inject({ method: 'GET', url: `${route}?path=relative%2Fpath` });
+      expect([route, res.statusCode, res.json().error.code]).toEqual([route, 400, 'VALIDATION_ERROR']);
+      expect(res.json().error.message).toMatch(/path/);
+    }
+  });
+
+  test('task: webhook url and project repository.url carry the patterns their handlers check', async () => {
+    const doc = docs.task as Json;
+    const webhookUrl = deref(doc, (bodyOf('task', 'POST', '/api/webhooks').properties as Json).url);
+    const repository = deref(doc, (bodyOf('task', 'POST', '/api/projects').properties as Json).repository);
+    const repoUrl = deref(doc, (repository.properties as Json).url);
+    expect(typeof webhookUrl.pattern).toBe('string');
+    expect(typeof repoUrl.pattern).toBe('string');
+    const app = stack.app('task');
+    for (const url of ['ftp://example.com/hook', 'example.com/hook', '/hook']) {
+      expect([url, new RegExp(String(webhookUrl.pattern), 'u').test(url)]).toEqual([url, false]);
+      const res = await app.inject({ method: 'POST', url: '/api/webhooks', payload: { url, events: ['task.created'], secret: 's' } });
+      expect([url, res.statusCode, res.json().error.code]).toEqual([url, 400, 'VALIDATION_ERROR']);
+    }
+    const hookUrl = deref(doc, (bodyOf('task', 'POST', '/api/projects/{id}/codehost/webhook').properties as Json).url);
+    for (const url of ['https://user:pw@example.com/hook', 'ftp://example.com/hook', 'example.com']) {
+      expect([url, new RegExp(String(hookUrl.pattern), 'u').test(url)]).toEqual([url, false]);
+    }
+    expect(new RegExp(String(hookUrl.pattern), 'u').test('https://example.com/hook?x=1')).toBe(true);
+    for (const url of ['relative/path', 'https://host', 'ftp://host/r']) {
+      expect([url, new RegExp(String(repoUrl.pattern), 'u').test(url)]).toEqual([url, false]);
+      const res = await app.inject({ method: 'POST', url: '/api/projects', payload: { name: 'p', repository: { url } } });
+      expect([url, res.statusCode, res.json().error.code]).toEqual([url, 400, 'VALIDATION_ERROR']);
+    }
+  });
+
+  test('over a real socket too (Node\'s HTTP parser): TRACE and QUERY are 405 with Allow, NUL and long parameters 400', async () => {
+    const address = new URL(await stack.app('traces').listen({ port: 0, host: '127.0.0.1' }));
+    const call = (method: string, path: string) =>
+      new Promise<{ status: number; allow?: string; body: string }>((resolve, reject) => {
+        const req = http.request({ host: address.hostname, port: address.port, method, path, headers: authHeaders('traces') }, (res) => {
+          let body = '';
+          res.on('data', (c) => {
+            body += c;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, allow: res.headers.allow, body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    // every method Node's parser accepts but CONNECT (a tunnel, never routed) and the ones the path serves
+    const undeclared = http.METHODS.filter((m) => !['CONNECT', 'GET', 'HEAD', 'POST', 'OPTIONS'].includes(m));
+    expect(undeclared).toEqual(expect.arrayContaining(['TRACE', 'QUERY', 'PUT', 'PROPFIND']));
+    for (const method of undeclared) {
+      const res = await call(method, '/api/v1/traces');
+      expect([method, res.status, res.allow, typeof JSON.parse(res.body).detail]).toEqual([method, 405, 'GET, HEAD, OPTIONS, POST', 'string']);
+    }
+    const nul = await call('GET', '/api/v1/traces?instance=a%00b');
+    expect([nul.status, JSON.parse(nul.body)]).toEqual([400, { detail: 'Request querystring is invalid: instance must not contain NUL (\\u0000) characters' }]);
+    const badEncoding = await call('GET', '/api/v1/traces/%zz');
+    expect([badEncoding.status, JSON.parse(badEncoding.body)]).toEqual([400, { detail: 'Request path is invalid: malformed percent-encoding' }]);
+    for (const length of [201, 1000]) {
+      const long = await call('GET', `/api/v1/traces/${'a'.repeat(length)}`);
+      expect([length, long.status, typeof JSON.parse(long.body).detail]).toEqual([length, 400, 'string']);
+    }
+  });
+});
