@@ -149,6 +149,10 @@ export interface ArmadaConfig {
   /** Allowed CORS origins: ARMADA_CORS_ORIGINS (comma-separated) or `cors.origins`; undefined = the service default. */
   corsOrigins?: string[];
   logLevel: string;
+  /** ARMADA_LOG_FORMAT; undefined = pretty when stdout is a TTY, JSON otherwise. */
+  logFormat?: 'pretty' | 'json';
+  /** Where tools Armada provisions itself live (the Temporal CLI's venv): ARMADA_TOOLS_DIR, default $ARMADA_HOME/tools. */
+  toolsDir: string;
   file: FileConfig;
   branchPrefix: string;
   version: string;
@@ -232,9 +236,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`ARMADA_LOG_LEVEL: "${logLevel}" is not a pino level`);
   }
+  const logFormat = nonEmpty(env.ARMADA_LOG_FORMAT);
+  if (logFormat !== undefined && logFormat !== 'pretty' && logFormat !== 'json') {
+    throw new ConfigError(`ARMADA_LOG_FORMAT: "${logFormat}" is not pretty or json`);
+  }
   return {
     home,
     configPath,
+    toolsDir: path.resolve(nonEmpty(env.ARMADA_TOOLS_DIR) ?? path.join(home, 'tools')),
     databaseUrl: nonEmpty(env.DATABASE_URL),
     temporal: {
       address: nonEmpty(env.TEMPORAL_ADDRESS),
@@ -275,6 +284,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
       .map((o) => o.trim())
       .filter(Boolean) ?? file.cors?.origins,
     logLevel,
+    logFormat,
     file,
     branchPrefix: file.branchPrefix ?? 'armada',
     version: packageVersion(),
