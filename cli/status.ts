@@ -72,7 +72,10 @@ function postgresStatus(config: ArmadaConfig): ServerStatus {
   try {
     const lines = fs.readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n');
     const pid = Number(lines[0]);
-    if (alive(pid, 'postgres')) return { mode: 'embedded', state: 'running', pid, address: `${lines[4] || '127.0.0.1'}:${lines[3]}`, version };
+    // postmaster.pid: pid, data dir, start time, port, socket dir, listen address, ...
+    const listen = lines[5]?.trim().split(/[\s,]/)[0];
+    const host = !listen || listen === '*' ? '127.0.0.1' : listen;
+    if (alive(pid, 'postgres')) return { mode: 'embedded', state: 'running', pid, address: `${host}:${lines[3]?.trim()}`, version };
   } catch {
     /* not running */
   }

@@ -34,7 +34,7 @@ export function resolveLogFormat(configured: LogFormat | undefined, isTTY: boole
 }
 
 const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
-const OMITTED = new Set(['level', 'time', 'pid', 'hostname', 'name', 'msg', 'component', 'err']);
+const OMITTED = new Set(['level', 'time', 'pid', 'hostname', 'name', 'msg', 'component', 'service', 'err']);
 
 function pad2(n: number, width = 2): string {
   return String(n).padStart(width, '0');
@@ -51,7 +51,7 @@ export function formatPrettyLine(jsonLine: string): string {
   const t = new Date(typeof entry.time === 'number' ? entry.time : Date.now());
   const time = `${pad2(t.getHours())}:${pad2(t.getMinutes())}:${pad2(t.getSeconds())}.${pad2(t.getMilliseconds(), 3)}`;
   const level = (LEVEL_NAMES[entry.level as number] ?? String(entry.level)).padEnd(5);
-  const component = String(entry.component ?? entry.name ?? 'armada');
+  const component = String(entry.component ?? entry.service ?? entry.name ?? 'armada');
   const extras = Object.entries(entry)
     .filter(([k]) => !OMITTED.has(k))
     .map(([k, v]) => `${k}=${typeof v === 'string' && !/\s/.test(v) ? v : JSON.stringify(v)}`);
