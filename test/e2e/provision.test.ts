@@ -12,6 +12,7 @@ import path from 'node:path';
 import { startArmada, ARMADA_BIN } from '../support/armadaProcess';
 import { processesUsing } from '../support/processes';
 import { findTemporalCli } from '../../lib/runtime/temporalDevServer';
+import type { ArmadaStatus } from '../../cli/status';
 
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 jest.setTimeout(900_000);
@@ -87,7 +88,7 @@ async function expectHealthy(): Promise<void> {
   }
 }
 
-function status(): Record<string, any> {
+function status(): ArmadaStatus {
   return JSON.parse(execFileSync(process.execPath, [ARMADA_BIN, 'status', '--json'], { env, encoding: 'utf8', timeout: 60_000 }));
 }
 
@@ -121,11 +122,11 @@ test('a missing Temporal CLI is provisioned once (one line), reused silently, pr
   // armada status on the running home
   const running = status();
   expect(running.running).toBe(true);
-  expect(running.services.map((s: { name: string; state: string }) => `${s.name}:${s.state}`)).toEqual(['task:up', 'scheduler:up', 'scheduler-alt:up', 'agents:up', 'traces:up']);
+  expect(running.services.map((s) => `${s.name}:${s.state}`)).toEqual(['task:up', 'scheduler:up', 'scheduler-alt:up', 'agents:up', 'traces:up']);
   expect(running.postgres).toMatchObject({ mode: 'embedded', state: 'running', address: `127.0.0.1:${ports.pg}` });
   expect(running.temporal).toMatchObject({ mode: 'embedded', state: 'running', address: `127.0.0.1:${ports.temporal}` });
   expect(running.armadaPid).toBe(first.child.pid);
-  expect(running.workerQueues.every((q: { pollers: number }) => q.pollers >= 1)).toBe(true);
+  expect(running.workerQueues.every((q) => (q.pollers ?? 0) >= 1)).toBe(true);
   expect(running.versions.temporal).toMatch(/^1\.9\.1/);
   expect(running.dataDir.bytes).toBeGreaterThan(1_000_000);
   const text = execFileSync(process.execPath, [ARMADA_BIN, 'status'], { env, encoding: 'utf8', timeout: 60_000 });
@@ -139,7 +140,7 @@ test('a missing Temporal CLI is provisioned once (one line), reused silently, pr
   // armada status on the stopped home
   const stopped = status();
   expect(stopped.running).toBe(false);
-  expect(stopped.services.every((s: { state: string }) => s.state === 'down')).toBe(true);
+  expect(stopped.services.every((s) => s.state === 'down')).toBe(true);
   expect(stopped.postgres.state).toBe('stopped');
   expect(stopped.temporal.state).toBe('stopped');
 
