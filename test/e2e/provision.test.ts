@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startArmada, ARMADA_BIN } from '../support/armadaProcess';
 import { processesUsing } from '../support/processes';
+import { checkProvisioned, provisionTemporalCli } from '../../lib/runtime/provisionTemporalCli';
 import { findTemporalCli } from '../../lib/runtime/temporalDevServer';
 import type { ArmadaStatus } from '../../cli/status';
 
@@ -164,4 +165,19 @@ test('a missing Temporal CLI is provisioned once (one line), reused silently, pr
   expect(await third.stop()).toBe(0);
   await new Promise((r) => setTimeout(r, 500));
   expect(processesUsing(home)).toEqual([]);
+});
+
+test('two first runs at once on one tools dir: both get the same working binary, nothing half-installed is left', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-tools-race-'));
+  try {
+    const lines: string[] = [];
+    const [a, b] = await Promise.all([0, 1].map(() => provisionTemporalCli({ toolsDir: dir, onProgress: (l) => lines.push(l) })));
+    expect(a).toBe(b);
+    expect(checkProvisioned(dir)).toMatchObject({ state: 'ok', binary: a });
+    expect(execFileSync(a, ['--version'], { encoding: 'utf8' })).toMatch(/^temporal version 1\.9\.1/);
+    expect(fs.readdirSync(dir)).toEqual(['temporal-venv']); // the loser's temporary venv is gone
+    expect(lines.filter((l) => PROVISIONING.test(l)).length).toBeGreaterThanOrEqual(1);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
