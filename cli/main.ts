@@ -1,8 +1,9 @@
-/** The `armada` command line: start, api, worker, migrate, worktrees (and infra, for tests and local tooling). */
+/** The `armada` command line: start, status, api, worker, migrate, worktrees (and infra, for tests and local tooling). */
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../lib/config';
 import { EmbeddedPostgresError } from '../lib/runtime/embeddedPostgres';
 import { ArmadaHomeInUse } from '../lib/runtime/homeInUse';
+import { TemporalCliProvisionError } from '../lib/runtime/provisionTemporalCli';
 import { TemporalCliMissing } from '../lib/runtime/temporalDevServer';
 
 export const HELP = `armada — job orchestration on Temporal
@@ -12,7 +13,10 @@ Usage: armada <command> [options]
 Commands:
   start                 Run everything on one machine: embedded PostgreSQL (unless DATABASE_URL),
                         a Temporal dev server (unless TEMPORAL_ADDRESS), migrations, the four HTTP
-                        services and one worker. Ctrl-C stops all of it.
+                        services and one worker. Ctrl-C stops all of it. A missing Temporal CLI is
+                        provisioned once into ARMADA_TOOLS_DIR (default $ARMADA_HOME/tools).
+  status [--json]       What runs on this ARMADA_HOME: services and ports, worker queues, PostgreSQL
+                        and Temporal state, versions, data directory size.
   api [--service S]...  Run HTTP services only (S: task, scheduler, agents, traces; default all).
                         Needs DATABASE_URL and TEMPORAL_ADDRESS (default 127.0.0.1:7233).
   worker [--queue Q]... [--concurrency N] [--max-agents N] [--health-port N] [--grace S] [--identity ID]
@@ -39,7 +43,8 @@ Options:
   -v, --version         Show the version.
 
 Environment: ARMADA_HOME, ARMADA_CONFIG, DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
-TEMPORAL_CLI_PATH, ARMADA_HOST, ARMADA_*_PORT, ARMADA_API_KEY, ARMADA_LOG_LEVEL (see README.md).
+TEMPORAL_CLI_PATH, ARMADA_TOOLS_DIR, ARMADA_HOST, ARMADA_*_PORT, ARMADA_API_KEY, ARMADA_LOG_LEVEL,
+ARMADA_LOG_FORMAT (see README.md).
 `;
 
 export async function main(argv: string[]): Promise<number> {
@@ -61,6 +66,11 @@ export async function main(argv: string[]): Promise<number> {
       case 'start': {
         const { runStart } = require('./start') as typeof import('./start');
         return await runStart(parseArgs({ args: rest, options: {} }).values);
+      }
+      case 'status': {
+        const { values } = parseArgs({ args: rest, options: { json: { type: 'boolean' } } });
+        const { runStatus } = require('./status') as typeof import('./status');
+        return await runStatus({ json: values.json });
       }
       case 'api': {
         const { values } = parseArgs({ args: rest, options: { service: { type: 'string', multiple: true } } });
@@ -143,7 +153,7 @@ export async function main(argv: string[]): Promise<number> {
         return 2;
     }
   } catch (err) {
-    if (err instanceof TemporalCliMissing || err instanceof ConfigError || err instanceof EmbeddedPostgresError || err instanceof ArmadaHomeInUse) {
+    if (err instanceof TemporalCliMissing || err instanceof TemporalCliProvisionError || err instanceof ConfigError || err instanceof EmbeddedPostgresError || err instanceof ArmadaHomeInUse) {
       process.stderr.write(`armada: ${err.message}\n`);
       return 1;
     }

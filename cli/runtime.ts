@@ -1,7 +1,7 @@
 /** Pieces shared by the CLI commands: config + logger, the database URL, signals. */
 import path from 'node:path';
 import { loadConfig, type ArmadaConfig } from '../lib/config';
-import { createLogger, type Logger } from '../lib/logger';
+import { createLogger, resolveLogFormat, type Logger } from '../lib/logger';
 import { startEmbeddedPostgres, type RunningPostgres } from '../lib/runtime/embeddedPostgres';
 import { startTemporalDevServer, type RunningDevServer } from '../lib/runtime/temporalDevServer';
 import { supervise, type Supervisor } from '../lib/runtime/supervisor';
@@ -9,7 +9,7 @@ import type { DependencyName } from '../lib/runtime/dependencies';
 
 export function bootstrap(): { config: ArmadaConfig; logger: Logger } {
   const config = loadConfig();
-  return { config, logger: createLogger(config.logLevel) };
+  return { config, logger: createLogger(config.logLevel, 'armada', undefined, resolveLogFormat(config.logFormat, process.stdout.isTTY === true)) };
 }
 
 export interface Infrastructure {
@@ -50,6 +50,8 @@ export async function startInfrastructure(config: ArmadaConfig, logger: Logger, 
         ? Promise.resolve(undefined)
         : startTemporalDevServer({
             cliPath: config.temporal.cliPath,
+            toolsDir: config.toolsDir,
+            onProgress: (line) => process.stderr.write(`${line}\n`),
             dbFile: path.join(config.home, 'temporal.db'),
             ip: config.host,
             port: config.embedded.temporalPort,

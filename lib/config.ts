@@ -159,6 +159,10 @@ export interface ArmadaConfig {
   /** How long a stopping worker lets running activities finish (`armada start`, SIGINT/SIGTERM). */
   shutdownGraceMs: number;
   logLevel: string;
+  /** ARMADA_LOG_FORMAT; undefined = pretty when stdout is a TTY, JSON otherwise. */
+  logFormat?: 'pretty' | 'json';
+  /** Where tools Armada provisions itself live (the Temporal CLI's venv): ARMADA_TOOLS_DIR, default $ARMADA_HOME/tools. */
+  toolsDir: string;
   file: FileConfig;
   branchPrefix: string;
   version: string;
@@ -250,9 +254,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`ARMADA_LOG_LEVEL: "${logLevel}" is not a pino level`);
   }
+  const logFormat = nonEmpty(env.ARMADA_LOG_FORMAT);
+  if (logFormat !== undefined && logFormat !== 'pretty' && logFormat !== 'json') {
+    throw new ConfigError(`ARMADA_LOG_FORMAT: "${logFormat}" is not pretty or json`);
+  }
   return {
     home,
     configPath,
+    toolsDir: path.resolve(nonEmpty(env.ARMADA_TOOLS_DIR) ?? path.join(home, 'tools')),
     databaseUrl: nonEmpty(env.DATABASE_URL),
     temporal: {
       address: nonEmpty(env.TEMPORAL_ADDRESS),
@@ -300,6 +309,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
     },
     shutdownGraceMs: positiveInteger(env, 'ARMADA_SHUTDOWN_GRACE_SECONDS', 10, 0) * 1000,
     logLevel,
+    logFormat,
     file,
     branchPrefix: file.branchPrefix ?? 'armada',
     version: packageVersion(),

@@ -10,6 +10,7 @@ import { Connection } from '@temporalio/client';
 import { refuseIfOwned } from './homeInUse';
 import { spawnServer, type ServerProcess } from './serverProcess';
 import type { ChildServer } from './supervisor';
+import { provisionTemporalCli } from './provisionTemporalCli';
 import type { Logger } from '../logger';
 
 export const TEMPORAL_INSTALL_HINT = [
@@ -21,8 +22,8 @@ export const TEMPORAL_INSTALL_HINT = [
 ].join('\n');
 
 export class TemporalCliMissing extends Error {
-  constructor() {
-    super(TEMPORAL_INSTALL_HINT);
+  constructor(message: string = TEMPORAL_INSTALL_HINT) {
+    super(message);
     this.name = 'TemporalCliMissing';
   }
 }
@@ -40,7 +41,9 @@ function isExecutable(p: string): boolean {
 export function findTemporalCli(cliPath: string): string {
   if (cliPath.includes('/')) {
     if (isExecutable(cliPath)) return cliPath;
-    throw new TemporalCliMissing();
+    throw new TemporalCliMissing(
+      `TEMPORAL_CLI_PATH=${cliPath} is not an executable file; unset it to let armada find or provision the Temporal CLI, or set TEMPORAL_ADDRESS to use a running server`,
+    );
   }
   for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
     if (dir && isExecutable(path.join(dir, cliPath))) return path.join(dir, cliPath);
@@ -55,8 +58,24 @@ export function findTemporalCli(cliPath: string): string {
   throw new TemporalCliMissing();
 }
 
+/**
+ * The binary to run: an explicit TEMPORAL_CLI_PATH (must exist), else one found by findTemporalCli, else the copy
+ * provisioned under toolsDir (installed on first use, lib/runtime/provisionTemporalCli.ts).
+ */
+export async function resolveTemporalCli(cliPath: string, toolsDir: string, onProgress: (line: string) => void): Promise<string> {
+  try {
+    return findTemporalCli(cliPath);
+  } catch (err) {
+    if (!(err instanceof TemporalCliMissing) || cliPath.includes('/')) throw err;
+  }
+  return provisionTemporalCli({ toolsDir, onProgress });
+}
+
 export interface DevServerOptions {
   cliPath: string;
+  /** Where a missing Temporal CLI is provisioned ($ARMADA_TOOLS_DIR). */
+  toolsDir: string;
+  onProgress: (line: string) => void;
   dbFile: string;
   ip: string;
   port: number;
@@ -120,7 +139,7 @@ function stopStale(pidFile: string, dbFile: string, logger: Logger): void {
 }
 
 export async function startTemporalDevServer(opts: DevServerOptions): Promise<RunningDevServer> {
-  const bin = findTemporalCli(opts.cliPath);
+  const bin = await resolveTemporalCli(opts.cliPath, opts.toolsDir, opts.onProgress);
   const log = opts.logger.child({ component: 'temporal' });
   fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
   const pidFile = `${opts.dbFile}.pid`;

@@ -1,19 +1,22 @@
 /**
  * The deploy/ files are checked by the tools that consume them: promtool (Prometheus config and alert rules),
- * docker-compose (compose file), kubernetes-validate (manifests against the Kubernetes API schemas). .ci/run installs
- * these tools. The dashboard and the alerts may only use metrics documented in docs/metrics.md.
+ * docker-compose (compose file), kubernetes-validate (manifests against the Kubernetes API schemas). `npm test`'s
+ * pretest step (scripts/provision-test-tools.js) installs them; a missing one fails its test naming the package. The dashboard and the alerts may only use metrics documented in docs/metrics.md.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+
+const { requireTool } = require('../../scripts/test-tools') as { requireTool(command: string): string };
 
 const ROOT = path.join(__dirname, '..', '..');
 const DEPLOY = path.join(ROOT, 'deploy');
 jest.setTimeout(120_000);
 
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): string {
+  const bin = requireTool(cmd); // one line naming the package and its install command when missing
   try {
-    return execFileSync(cmd, args, { cwd: ROOT, encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'pipe'] });
+    return execFileSync(bin, args, { cwd: ROOT, encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string; message: string };
     throw new Error(`${cmd} ${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`);

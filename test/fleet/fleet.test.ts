@@ -15,6 +15,7 @@ import { spawnArmada } from '../support/armadaProcess';
 import { createTestDatabase, env, eventually, makeGitRepo } from '../support/harness';
 
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
+const { requireTool } = require('../../scripts/test-tools') as { requireTool(command: string): string };
 const AGENT = path.join(__dirname, '..', 'fixtures', 'agents', 'scripted-agent.js');
 const ATTEMPTS = 30;
 jest.setTimeout(420_000);
@@ -159,7 +160,7 @@ test('two APIs, three workers, 30 attempts, one worker killed: all final, none r
     path.join(promDir, 'prometheus.yml'),
     `global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: armada\n    static_configs:\n      - targets: ${JSON.stringify(targets)}\n`,
   );
-  const prom = spawn('prometheus', [`--config.file=${path.join(promDir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(promDir, 'data')}`, `--web.listen-address=127.0.0.1:${promPort}`], {
+  const prom = spawn(requireTool('prometheus'), [`--config.file=${path.join(promDir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(promDir, 'data')}`, `--web.listen-address=127.0.0.1:${promPort}`], {
     stdio: 'ignore',
   });
   children.push(prom);

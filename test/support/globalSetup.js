@@ -7,6 +7,7 @@ const os = require('node:os');
 const path = require('node:path');
 const readline = require('node:readline');
 const { freePort } = require('./ports');
+const { toolsDir } = require('../../scripts/test-tools');
 
 module.exports = async function globalSetup() {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-test-'));
@@ -15,16 +16,20 @@ module.exports = async function globalSetup() {
   const bin = path.join(__dirname, '..', '..', 'bin', 'armada');
   // --until-stdin-closes: if jest dies without its teardown (out of memory, SIGKILL), the servers stop with it
   const args = [bin, 'infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(temporalPort), '--bundle', bundle, '--until-stdin-closes'];
+  // A missing Temporal CLI is provisioned like `armada start` does, into a tools dir that outlives this run's home
+  // (default ~/.armada/tools), so it is downloaded once, not on every run. Test files inherit ARMADA_TOOLS_DIR.
+  process.env.ARMADA_TOOLS_DIR = toolsDir();
   const child = spawn(process.execPath, args, {
     stdio: ['pipe', 'pipe', 'pipe'],
-    env: { ...process.env, ARMADA_LOG_LEVEL: 'warn', DATABASE_URL: '', TEMPORAL_ADDRESS: '' },
+    env: { ...process.env, ARMADA_LOG_LEVEL: 'warn', ARMADA_LOG_FORMAT: 'json', DATABASE_URL: '', TEMPORAL_ADDRESS: '' },
   });
   let stderr = '';
   child.stderr.on('data', (d) => {
     stderr = (stderr + d.toString()).slice(-4000);
+    for (const line of d.toString().split('\n')) if (line.startsWith('armada: ')) process.stderr.write(`\n${line}\n`); // the provisioning line
   });
   const ready = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`armada infra did not start in 120 s: ${stderr}`)), 120_000);
+    const timer = setTimeout(() => reject(new Error(`armada infra did not start in 600 s: ${stderr}`)), 600_000);
     child.on('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`armada infra exited (${code}): ${stderr}`));
