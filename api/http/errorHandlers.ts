@@ -63,7 +63,8 @@ export function installEnvelopeErrors(app: FastifyInstance, version: string): vo
   app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const c = classifyError(err);
     logIfInternal(request, err, c);
-    if (c.statusCode === 429 && (err as { retryAfter?: number }).retryAfter) reply.header('retry-after', (err as { retryAfter: number }).retryAfter);
+    const retryAfter = (err as { retryAfter?: number }).retryAfter ?? c.details?.retryAfterSeconds;
+    if ((c.statusCode === 429 || c.statusCode === 503) && typeof retryAfter === 'number' && retryAfter > 0) reply.header('retry-after', retryAfter);
     return reply.code(c.statusCode).send(errorBody(version, c.code, c.message, c.details));
   });
   app.setNotFoundHandler((request, reply) =>
