@@ -27,7 +27,7 @@ import type { Slots } from '../../lib/process/slots';
 import { git } from '../../lib/git';
 import { groupAlive, killProcessesUnder, startGroupProcess } from '../../lib/process/processGroup';
 import { createFinalMessage, createParser } from './parsers';
-import { resolveAgentProfile } from './profiles';
+import { resolveAgentProfile } from '../../lib/agents/profiles';
 import { createGroupSampler } from './resourceSampler';
 
 /** An attempt's output summary is cut to its last 64 KiB (like multi-agent results). */

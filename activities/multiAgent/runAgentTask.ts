@@ -19,8 +19,8 @@ import { counter, histogram, type Metrics } from '../../lib/metrics';
 import type { Pool } from 'pg';
 import { startGroupProcess } from '../../lib/process/processGroup';
 import { createFinalMessage, lastBytes } from '../agent/parsers';
-import { resolveAgentCommand } from './agentCommand';
-import { findMultiAgent, multiAgentSettings } from './agentRoster';
+import { resolveAgentCommand } from '../../lib/agents/agentCommand';
+import { findMultiAgent, multiAgentSettings } from '../../lib/agents/agentRoster';
 
 export const RESULT_MAX_BYTES = 64 * 1024;
 const ERROR_TAIL_BYTES = 2048;
