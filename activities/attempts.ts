@@ -5,7 +5,7 @@ import { withTransaction } from '../lib/db/pool';
 import { attemptDurationSeconds, getAttempt } from '../lib/db/attempts';
 import { runAgent, type RunAgentInput } from './agent/runAgent';
 import { mergeBranch, type MergeStrategy } from './git/mergeAttempt';
-import { readWorktree, type WorktreeRead } from './git/readWorktree';
+import { readWorktree, type WorktreeRead } from '../lib/attempts/readWorktree';
 import { commitChanges, prepareWorktree, removeWorktree } from './git/worktree';
 import { keepAlive } from './keepAlive';
 import type { ActivityDeps } from './index';
