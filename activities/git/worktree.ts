@@ -1,7 +1,7 @@
 /** Worktree activities of an attempt: prepare (worktree + branch + setup script), commit the agent's changes, remove. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import type { ArmadaConfig } from '../../lib/config';
 import { getAttempt, setAttemptChanges, setAttemptCleanedUp, setAttemptWorktree, type AttemptChanges } from '../../lib/db/attempts';
 import type { Pool } from 'pg';
@@ -11,6 +11,7 @@ import { getTask } from '../../lib/db/tasks';
 import { git, gitOrThrow } from '../../lib/git';
 import { startGroupProcess } from '../../lib/process/processGroup';
 import { hostQueue } from '../../lib/temporal/queues';
+import { keepAlive } from '../keepAlive';
 
 export interface PreparedWorktree {
   worktreePath: string;
@@ -115,8 +116,7 @@ export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig }, 
       },
       timeoutMs: 30 * 60_000,
     });
-    const beat = setInterval(() => Context.current().heartbeat({ stage: 'setup', lines: n }), 1000);
-    const r = await proc.done.finally(() => clearInterval(beat));
+    const r = await keepAlive(() => proc.done, { intervalMs: 1000, details: () => ({ stage: 'setup', lines: n }) });
     const ok = r.code === 0;
     pending.push({ level: ok ? 'info' : 'error', message: `setup script exited with code ${r.code ?? r.signal}`, timestamp: new Date().toISOString(), source: 'setup' });
     await appendLogs(deps.db, input.processId, attempt.id, pending);
