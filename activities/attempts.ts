@@ -4,7 +4,8 @@ import { recordAttemptFinished, recordAttemptMerged, recordAttemptResumed, reque
 import { withTransaction } from '../lib/db/pool';
 import { attemptDurationSeconds, getAttempt } from '../lib/db/attempts';
 import { runAgent, type RunAgentInput } from './agent/runAgent';
-import { mergeBranch, type MergeStrategy } from './git/mergeAttempt';
+import type { MergeStrategy } from '../lib/attempts/mergeStrategy';
+import { mergeBranch } from './git/mergeAttempt';
 import { readWorktree, type WorktreeRead } from '../lib/attempts/readWorktree';
 import { commitChanges, prepareWorktree, removeWorktree } from './git/worktree';
 import { keepAlive } from './keepAlive';

@@ -6,8 +6,8 @@
 import path from 'node:path';
 import { git, gitOrThrow } from '../../lib/git';
 import { COMMIT_IDENTITY } from './worktree';
+import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
 
-export type MergeStrategy = 'ff' | 'no-ff' | 'squash';
 
 export type MergeOutcome =
   | { ok: true; commitSha: string }

@@ -29,7 +29,7 @@ import { attemptWorkflowId, followUpSignal, stopProcessSignal } from '../../work
 import { attemptMetrics } from './metrics';
 import { checkMergePreconditions } from './mergePreconditions';
 import { moveTask, publishAttemptEvent, recordAttemptCancelled, requestProcessEnd } from './projections';
-import type { MergeStrategy } from '../../activities/git/mergeAttempt';
+import type { MergeStrategy } from './mergeStrategy';
 
 export interface AttemptServiceDeps {
   db: Pool;
