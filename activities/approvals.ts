@@ -2,7 +2,8 @@
 import { closeApproval, insertApproval, insertResponse } from '../lib/db/approvals';
 import { withTransaction } from '../lib/db/pool';
 import { counter } from '../lib/metrics';
-import type { ApprovalDecision, ApprovalFinalStatus, ApprovalRequest } from '../workflows/approvalWorkflow';
+import type { ApprovalDecision, ApprovalFinalStatus } from '../lib/db/approvals';
+import type { ApprovalRequest } from '../workflows/approvalWorkflow';
 import type { ActivityDeps } from './index';
 
 export function createApprovalActivities(deps: Pick<ActivityDeps, 'db' | 'metrics'>) {

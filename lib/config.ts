@@ -29,7 +29,18 @@ export const FileConfigSchema = Type.Object(
     agents: Type.Optional(Type.Record(Type.String({ minLength: 1 }), AgentProfileSchema)),
     filesystem: Type.Optional(
       Type.Object(
-        { allowedPaths: Type.Optional(Type.Array(Type.String())), blockedPaths: Type.Optional(Type.Array(Type.String())) },
+        {
+          allowedPaths: Type.Optional(Type.Array(Type.String())),
+          blockedPaths: Type.Optional(Type.Array(Type.String())),
+          /** wall-clock budget of one repository discovery or recursive listing, walk and inspection (default 10 s) */
+          walkTimeBudgetMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
+          /** directory entries one repository discovery reads before it stops with truncated: true (default 50,000) */
+          walkMaxEntries: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
+          /** discoveries and recursive listings running at once in one task service (default 2) */
+          concurrentWalks: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
+          /** walks waiting for a turn; one more is answered 503 BUSY at once (default 16) */
+          queuedWalks: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000 })),
+        },
         { additionalProperties: false },
       ),
     ),
@@ -152,6 +163,10 @@ export interface ArmadaConfig {
   apiKeys: { default?: string; scheduler?: string; agents?: string; traces?: string; task?: string };
   encryptionKey?: string;
   codehost: { apiUrl: string; oauthUrl: string; clientId: string; pollIntervalMs: number };
+  /** Bounds of filesystem walks (repository discovery, recursive listing): docs/filesystem.md#bounds. */
+  filesystemWalks: { timeBudgetMs: number; maxEntries: number; concurrency: number; queue: number };
+  /** Seconds between `: keep-alive` comment lines on SSE streams (ARMADA_SSE_KEEPALIVE_MS, in ms; default 15 s). */
+  sseKeepAliveMs: number;
   /** Allowed CORS origins: ARMADA_CORS_ORIGINS (comma-separated) or `cors.origins`; undefined = the service default. */
   corsOrigins?: string[];
   /** `armada start`: how its embedded servers are restarted when they die (lib/runtime/supervisor.ts). */
@@ -297,6 +312,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
       clientId: nonEmpty(env.ARMADA_CODEHOST_CLIENT_ID) ?? '',
       pollIntervalMs: file.codehost?.pollIntervalMs ?? 60_000,
     },
+    filesystemWalks: {
+      timeBudgetMs: file.filesystem?.walkTimeBudgetMs ?? 10_000,
+      maxEntries: file.filesystem?.walkMaxEntries ?? 50_000,
+      concurrency: file.filesystem?.concurrentWalks ?? 2,
+      queue: file.filesystem?.queuedWalks ?? 16,
+    },
+    sseKeepAliveMs: positiveInteger(env, 'ARMADA_SSE_KEEPALIVE_MS', 15_000),
     corsOrigins: nonEmpty(env.ARMADA_CORS_ORIGINS)
       ?.split(',')
       .map((o) => o.trim())

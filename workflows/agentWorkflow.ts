@@ -26,6 +26,7 @@ import {
   type AgentWorkflowInput,
   type QueuedAgentTask,
 } from './agentMessages';
+import { failureMessage } from './failureMessage';
 
 export type { AgentWorkflowInput, AgentStatus } from './agentMessages';
 
@@ -137,11 +138,4 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     restarts,
     nextSeq,
   });
-}
-
-function failureMessage(err: unknown): string {
-  // ActivityFailure wraps the activity's own error as its cause.
-  let e: unknown = err;
-  while (e instanceof Error && e.cause instanceof Error) e = e.cause;
-  return e instanceof Error ? e.message : String(e);
 }

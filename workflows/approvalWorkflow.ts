@@ -5,7 +5,7 @@
  */
 import { ApplicationFailure, allHandlersFinished, condition, defineQuery, defineUpdate, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { ApprovalDecision, ApprovalType } from '../lib/db/approvals';
+import type { ApprovalDecision, ApprovalFinalStatus, ApprovalStatus, ApprovalType } from '../lib/db/approvals';
 
 const { recordApproval, recordApprovalResponse, closeApprovalRecord } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
@@ -13,8 +13,6 @@ const { recordApproval, recordApprovalResponse, closeApprovalRecord } = proxyAct
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
 });
 
-export type { ApprovalDecision };
-export type ApprovalFinalStatus = 'approved' | 'rejected' | 'expired' | 'cancelled';
 
 export interface ApprovalRequest {
   id: string;
@@ -48,11 +46,11 @@ export interface RespondResult {
   decision: ApprovalDecision;
   comment: string;
   respondedAt: string;
-  approvalStatus: 'pending' | ApprovalFinalStatus;
+  approvalStatus: ApprovalStatus;
 }
 
 export interface ApprovalState {
-  status: 'pending' | ApprovalFinalStatus;
+  status: ApprovalStatus;
   responses: ApprovalResponse[];
 }
 

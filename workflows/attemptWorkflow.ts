@@ -20,6 +20,7 @@ import type { Activities } from '../activities';
 import type { PreparedWorktree } from '../activities/git/worktree';
 import type { RunAgentResult } from '../activities/agent/runAgent';
 import { closeAttemptSignal, followUpSignal, progressQuery, stopProcessSignal, type AttemptProgress, type FollowUpRequest } from './attemptMessages';
+import { failureMessage as message } from './failureMessage';
 
 export interface AttemptWorkflowInput {
   attemptId: string;
@@ -79,11 +80,6 @@ function hostActivities(hostQueue: string, input: AttemptWorkflowInput) {
   });
   return { runAgent: agent.runAgent, commitChanges: git.commitChanges, removeWorktree: git.removeWorktree };
 }
-
-const message = (err: unknown): string => {
-  const e = err as { message?: string; cause?: { message?: string; cause?: { message?: string } } };
-  return e.cause?.cause?.message ?? e.cause?.message ?? e.message ?? String(err);
-};
 
 export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<AttemptProgress['lastOutcome']> {
   const queue: FollowUpRequest[] = [...(input.carried?.queue ?? [])];

@@ -1,5 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { failureMessage } from './failureMessage';
 
 const { cloneRepository } = proxyActivities<Activities>({
   startToCloseTimeout: '30 minutes',
@@ -25,8 +26,7 @@ export async function cloneProjectWorkflow(input: CloneProjectInput): Promise<'r
     await recordCloneResult({ projectId: input.projectId, ok: true, path: input.dest, error: null });
     return 'ready';
   } catch (err) {
-    const message = err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
-    await recordCloneResult({ projectId: input.projectId, ok: false, path: null, error: message });
+    await recordCloneResult({ projectId: input.projectId, ok: false, path: null, error: failureMessage(err) });
     return 'failed';
   }
 }

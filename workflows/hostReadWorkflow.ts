@@ -4,7 +4,7 @@
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { WorktreeRead, WorktreeReadResult } from '../activities/git/readWorktree';
+import type { WorktreeRead, WorktreeReadResult } from '../lib/attempts/readWorktree';
 
 export async function hostReadWorkflow(input: { hostQueue: string; request: WorktreeRead }): Promise<WorktreeReadResult> {
   const host = proxyActivities<Activities>({

@@ -1,7 +1,8 @@
 /** mergeWorkflow (`merge:<attemptId>`): merge the attempt branch on the host that holds it, record it, clean up on request. */
 import { getExternalWorkflowHandle, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { MergeOutcome, MergeStrategy } from '../activities/git/mergeAttempt';
+import type { MergeOutcome } from '../activities/git/mergeAttempt';
+import type { MergeStrategy } from '../lib/attempts/mergeStrategy';
 import { closeAttemptSignal } from './attemptMessages';
 
 export interface MergeWorkflowInput {

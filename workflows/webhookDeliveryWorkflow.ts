@@ -5,6 +5,7 @@
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { failureMessage } from './failureMessage';
 
 const { deliver } = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
@@ -35,7 +36,6 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
     const r = await deliver(input);
     return r.skipped ? { delivered: false, skipped: true } : { delivered: true, attempts: r.attempt };
   } catch (err) {
-    const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : String(err);
-    return { delivered: false, error: cause };
+    return { delivered: false, error: failureMessage(err) };
   }
 }

@@ -7,6 +7,7 @@ import { CancellationScope, isCancellation, proxyActivities, uuid4, workflowInfo
 import type { Activities } from '../activities';
 import type { TaskRunState } from '../lib/db/schedulerExecutions';
 import type { WorkflowRunInput } from '../lib/scheduler/temporalSchedules';
+import { failureMessage } from './failureMessage';
 
 // Scripts are not idempotent: one attempt. The script's own timeout (per task) is enforced by the activity, which
 // heartbeats every second, so a lost worker is noticed in seconds and a stop reaches the process at once.
@@ -115,7 +116,7 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
       });
       throw err;
     }
-    const message = err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
+    const message = failureMessage(err);
     await CancellationScope.nonCancellable(async () => {
       const state = tasks[current];
       if (state) {

@@ -28,7 +28,7 @@ import { git } from '../../lib/git';
 import { faultPoint, type Faults } from '../../lib/faults';
 import { groupAlive, killProcessesUnder, startGroupProcess, type GroupProcess, type GroupProcessResult } from '../../lib/process/processGroup';
 import { createFinalMessage, createParser } from './parsers';
-import { resolveAgentProfile, type AgentProfile } from './profiles';
+import { resolveAgentProfile, type AgentProfile } from '../../lib/agents/profiles';
 import { createGroupSampler } from './resourceSampler';
 
 /** An attempt's output summary is cut to its last 64 KiB (like multi-agent results). */

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Context } from '@temporalio/activity';
 import { git, gitOrThrow, inspectLocalRepo } from '../../lib/git';
+import { keepAlive } from '../keepAlive';
 
 export interface CloneRepositoryInput {
   url: string;
@@ -23,17 +23,19 @@ export async function cloneRepository(input: CloneRepositoryInput): Promise<void
   fs.mkdirSync(path.dirname(input.dest), { recursive: true });
   const tmp = `${input.dest}.partial`;
   fs.rmSync(tmp, { recursive: true, force: true });
-  const beat = setInterval(() => Context.current().heartbeat(), 5_000);
   try {
-    const r = await git(path.dirname(input.dest), ['clone', '--branch', input.branch, '--', input.url, tmp], { timeoutMs: 30 * 60_000 });
-    if (r.code !== 0) {
-      // An empty remote or a missing branch: clone the default branch instead.
-      fs.rmSync(tmp, { recursive: true, force: true });
-      await gitOrThrow(path.dirname(input.dest), ['clone', '--', input.url, tmp], { timeoutMs: 30 * 60_000 });
-    }
+    await keepAlive(() => cloneInto(input, tmp), { intervalMs: 5_000 });
     fs.renameSync(tmp, input.dest);
   } finally {
-    clearInterval(beat);
     fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+async function cloneInto(input: CloneRepositoryInput, tmp: string): Promise<void> {
+  const r = await git(path.dirname(input.dest), ['clone', '--branch', input.branch, '--', input.url, tmp], { timeoutMs: 30 * 60_000 });
+  if (r.code !== 0) {
+    // An empty remote or a missing branch: clone the default branch instead.
+    fs.rmSync(tmp, { recursive: true, force: true });
+    await gitOrThrow(path.dirname(input.dest), ['clone', '--', input.url, tmp], { timeoutMs: 30 * 60_000 });
   }
 }

@@ -13,8 +13,8 @@ import { git, gitOrThrow } from '../../lib/git';
 import { faultPoint, type Faults } from '../../lib/faults';
 import { earlierMerge, markerRef } from './mergeMarkers';
 import { COMMIT_IDENTITY } from './worktree';
+import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
 
-export type MergeStrategy = 'ff' | 'no-ff' | 'squash';
 
 export type MergeOutcome =
   | { ok: true; commitSha: string }

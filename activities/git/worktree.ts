@@ -1,7 +1,7 @@
 /** Worktree activities of an attempt: prepare (worktree + branch + setup script), commit the agent's changes, remove. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import type { ArmadaConfig } from '../../lib/config';
 import { getAttempt, setAttemptChanges, setAttemptCleanedUp, setAttemptWorktree, type AttemptChanges } from '../../lib/db/attempts';
 import type { Pool } from 'pg';
@@ -12,6 +12,7 @@ import { git, gitOrThrow } from '../../lib/git';
 import { faultPoint, type Faults } from '../../lib/faults';
 import { killProcessesUnder, startGroupProcess } from '../../lib/process/processGroup';
 import { hostQueue } from '../../lib/temporal/queues';
+import { keepAlive } from '../keepAlive';
 import { removeMergeMarkers } from './mergeMarkers';
 
 export interface PreparedWorktree {
@@ -134,8 +135,7 @@ async function runSetupOnce(deps: { db: Pool }, s: { attemptId: string; taskId: 
     },
     timeoutMs: 30 * 60_000,
   });
-  const beat = setInterval(() => Context.current().heartbeat({ stage: 'setup', lines: n }), 1000);
-  const r = await proc.done.finally(() => clearInterval(beat));
+  const r = await keepAlive(() => proc.done, { intervalMs: 1000, details: () => ({ stage: 'setup', lines: n }) });
   const ok = r.code === 0;
   log(ok ? 'info' : 'error', `setup script exited with code ${r.code ?? r.signal}`);
   await appendLogs(deps.db, s.processId, s.attemptId, pending);

@@ -9,7 +9,7 @@ import { finishAgentTask, getAgentTask } from '../../lib/db/agentTasks';
 import { insertMemory } from '../../lib/db/agentMemory';
 import { withTransaction } from '../../lib/db/pool';
 import { newId } from '../../lib/ids';
-import { findMultiAgent } from './agentRoster';
+import { findMultiAgent } from '../../lib/agents/agentRoster';
 
 export interface AgentTaskResultInput {
   agent: string;

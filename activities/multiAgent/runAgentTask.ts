@@ -19,8 +19,9 @@ import { counter, histogram, type Metrics } from '../../lib/metrics';
 import type { Pool } from 'pg';
 import { startGroupProcess } from '../../lib/process/processGroup';
 import { createFinalMessage, lastBytes } from '../agent/parsers';
-import { resolveAgentCommand } from './agentCommand';
-import { findMultiAgent, multiAgentSettings } from './agentRoster';
+import { resolveAgentCommand } from '../../lib/agents/agentCommand';
+import { findMultiAgent, multiAgentSettings } from '../../lib/agents/agentRoster';
+import { keepAlive } from '../keepAlive';
 
 export const RESULT_MAX_BYTES = 64 * 1024;
 const ERROR_TAIL_BYTES = 2048;
@@ -105,56 +106,59 @@ export async function runAgentTask(deps: Deps, input: { agent: string; taskId: s
   const stderr = new Tail(ERROR_TAIL_BYTES);
   const started = Date.now();
   ctx.heartbeat();
-  const beat = setInterval(() => ctx.heartbeat(), 1000);
   try {
-    const proc = startGroupProcess({
-      command: command.command,
-      args: command.args,
-      cwd,
-      stdin: prompt,
-      env: agentEnv(process.env, {
-        ...command.env,
-        ...(command.model ? { ARMADA_MODEL: command.model } : {}),
-        ARMADA_PROMPT: prompt,
-        ARMADA_TASK_ID: input.taskId,
-        ARMADA_AGENT_NAME: agent.name,
-        ARMADA_AGENT_ROLE: agent.role,
-        ARMADA_AGENT_TOOLS: agent.tools.join(','),
-      }),
-      signal: ctx.cancellationSignal,
-      timeoutMs: settings.taskTimeoutMs,
-      onLine: (stream, line) => {
-        if (stream === 'stderr') return stderr.push(line);
-        stdout.push(line);
-        final.line(line);
+    return await keepAlive(
+      async () => {
+        const proc = startGroupProcess({
+          command: command.command,
+          args: command.args,
+          cwd,
+          stdin: prompt,
+          env: agentEnv(process.env, {
+            ...command.env,
+            ...(command.model ? { ARMADA_MODEL: command.model } : {}),
+            ARMADA_PROMPT: prompt,
+            ARMADA_TASK_ID: input.taskId,
+            ARMADA_AGENT_NAME: agent.name,
+            ARMADA_AGENT_ROLE: agent.role,
+            ARMADA_AGENT_TOOLS: agent.tools.join(','),
+          }),
+          signal: ctx.cancellationSignal,
+          timeoutMs: settings.taskTimeoutMs,
+          onLine: (stream, line) => {
+            if (stream === 'stderr') return stderr.push(line);
+            stdout.push(line);
+            final.line(line);
+          },
+        });
+        const res = await proc.done;
+        const outcome: AgentTaskOutcome = res.aborted
+          ? { status: 'failed', result: null, error: 'cancelled' }
+          : res.spawnError
+            ? { status: 'failed', result: null, error: `could not start "${command.command}": ${res.spawnError}` }
+            : res.timedOut
+              ? { status: 'failed', result: null, error: `timed out after ${settings.taskTimeoutMs} ms` }
+              : res.code === 0
+                ? { status: 'completed', result: result(), error: null }
+                : {
+                    status: 'failed',
+                    result: result() || null,
+                    error: `exit ${res.code === null ? `signal ${res.signal}` : `code ${res.code}`}${stderrSuffix(stderr.text())}`,
+                  };
+        histogram(deps.metrics.registry, 'armada_agent_task_duration_seconds', 'Duration of multi-agent task processes, by outcome', ['outcome']).observe(
+          { outcome: outcome.status },
+          (Date.now() - started) / 1000,
+        );
+        counter(deps.metrics.registry, 'armada_agent_tasks_total', 'Multi-agent tasks run, by outcome', ['outcome']).inc({ outcome: outcome.status });
+        if (res.aborted) {
+          deps.logger.info({ agent: agent.name, taskId: input.taskId }, 'agent task stopped (cancelled)');
+          await ctx.cancelled; // rejects with the CancelledFailure: the workflow sees the activity as cancelled
+        }
+        return outcome;
       },
-    });
-    const res = await proc.done;
-    const outcome: AgentTaskOutcome = res.aborted
-      ? { status: 'failed', result: null, error: 'cancelled' }
-      : res.spawnError
-        ? { status: 'failed', result: null, error: `could not start "${command.command}": ${res.spawnError}` }
-        : res.timedOut
-          ? { status: 'failed', result: null, error: `timed out after ${settings.taskTimeoutMs} ms` }
-          : res.code === 0
-            ? { status: 'completed', result: result(), error: null }
-            : {
-                status: 'failed',
-                result: result() || null,
-                error: `exit ${res.code === null ? `signal ${res.signal}` : `code ${res.code}`}${stderrSuffix(stderr.text())}`,
-              };
-    histogram(deps.metrics.registry, 'armada_agent_task_duration_seconds', 'Duration of multi-agent task processes, by outcome', ['outcome']).observe(
-      { outcome: outcome.status },
-      (Date.now() - started) / 1000,
+      { intervalMs: 1000 },
     );
-    counter(deps.metrics.registry, 'armada_agent_tasks_total', 'Multi-agent tasks run, by outcome', ['outcome']).inc({ outcome: outcome.status });
-    if (res.aborted) {
-      deps.logger.info({ agent: agent.name, taskId: input.taskId }, 'agent task stopped (cancelled)');
-      await ctx.cancelled; // rejects with the CancelledFailure: the workflow sees the activity as cancelled
-    }
-    return outcome;
   } finally {
-    clearInterval(beat);
     fs.rmSync(cwd, { recursive: true, force: true });
   }
 }

@@ -24,6 +24,7 @@ import { PlatformError, checkHealth, runRemoteFlow } from '../../lib/scheduler/p
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { openSecret } from '../../lib/secretBox';
 import type { ActivityDeps } from '../index';
+import { keepAlive } from '../keepAlive';
 
 /** Output kept on a task (the logs hold every line). */
 const MAX_OUTPUT = 64 * 1024;
@@ -138,9 +139,8 @@ export function createSchedulerActivities(deps: ActivityDeps) {
           logs.add(stream === 'stderr' ? 'error' : 'info', line);
         },
       });
-      const beat = setInterval(() => ctx.heartbeat(), 1000);
       try {
-        const r = await proc.done;
+        const r = await keepAlive(() => proc.done, { intervalMs: 1000 });
         await logs.close();
         const completedAt = new Date().toISOString();
         if (r.aborted) throw new CancelledFailure('execution stopped');
@@ -149,7 +149,6 @@ export function createSchedulerActivities(deps: ActivityDeps) {
         if (r.code !== 0) return { ok: false, output: capped(output), error: r.signal ? `killed by ${r.signal}` : `exit code ${r.code}`, startedAt, completedAt };
         return { ok: true, output: capped(output), startedAt, completedAt };
       } finally {
-        clearInterval(beat);
         await logs.close();
         fs.rmSync(dir, { recursive: true, force: true });
       }
@@ -167,7 +166,6 @@ export function createSchedulerActivities(deps: ActivityDeps) {
       const ctx = Context.current();
       const startedAt = new Date().toISOString();
       const logs = logWriter(deps, input.executionId, input.taskIndex);
-      const beat = setInterval(() => ctx.heartbeat(), 1000);
       try {
         const source = await getSource(deps.db, input.source);
         const done = (ok: boolean, output: string, error?: string): TaskRunResult => ({ ok, output: capped(output), error, startedAt, completedAt: new Date().toISOString() });
@@ -175,12 +173,16 @@ export function createSchedulerActivities(deps: ActivityDeps) {
         if (source.status !== 'active') return done(false, '', `source ${source.name} is inactive`);
         logs.add('info', `POST flow ${input.flow} on source ${source.name}`);
         try {
-          const r = await runRemoteFlow(
-            { sourceType: source.source_type, url: source.url, apiKey: source.api_key_sealed ? openSecret(key(), source.api_key_sealed) : null },
-            input.flow,
-            input.input,
-            input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs,
-            ctx.cancellationSignal,
+          const r = await keepAlive(
+            () =>
+              runRemoteFlow(
+                { sourceType: source.source_type, url: source.url, apiKey: source.api_key_sealed ? openSecret(key(), source.api_key_sealed) : null },
+                input.flow,
+                input.input,
+                input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs,
+                ctx.cancellationSignal,
+              ),
+            { intervalMs: 1000 },
           );
           const output = typeof r.body === 'string' ? r.body : JSON.stringify(r.body);
           logs.add('info', output.slice(0, 8192));
@@ -193,7 +195,6 @@ export function createSchedulerActivities(deps: ActivityDeps) {
           throw ApplicationFailure.retryable(e.message, 'PlatformUnreachable');
         }
       } finally {
-        clearInterval(beat);
         await logs.close();
       }
     },

@@ -9,7 +9,7 @@ import { unfinishedAgentTasks } from '../../lib/db/agentTasks';
 import type { ArmadaConfig } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
 import type { TemporalHandle } from '../../lib/temporal/client';
-import { multiAgentSettings, type MultiAgent } from '../../activities/multiAgent/agentRoster';
+import { multiAgentSettings, type MultiAgent } from '../../lib/agents/agentRoster';
 import { assignSignal, restartSignal, statusQuery, type AgentPriority, type AgentStatus, type AgentWorkflowInput } from '../../workflows/agentMessages';
 
 export const agentWorkflowId = (name: string): string => `agent:${name}`;

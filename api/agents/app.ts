@@ -1,5 +1,5 @@
 /** The multi-agent service (C): agents, agent tasks and shared memory under /api/v1. */
-import { multiAgents } from '../../activities/multiAgent/agentRoster';
+import { multiAgents } from '../../lib/agents/agentRoster';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import { installApiKeyAuth } from '../http/apiKeyAuth';
 import { createBaseApp } from '../http/baseApp';

@@ -1,5 +1,5 @@
 /** What every multi-agent plugin receives as its options. */
-import type { MultiAgent } from '../../activities/multiAgent/agentRoster';
+import type { MultiAgent } from '../../lib/agents/agentRoster';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import type { AgentActors } from './agentActors';
 

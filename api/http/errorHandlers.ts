@@ -101,7 +101,8 @@ export function installEnvelopeErrors(app: FastifyInstance, version: string, all
     if (notAllowed) return reply.code(405).send(errorBody(version, 'METHOD_NOT_ALLOWED', notAllowed));
     const c = classifyError(err);
     logIfInternal(request, err, c);
-    if (c.statusCode === 429 && (err as { retryAfter?: number }).retryAfter) reply.header('retry-after', (err as { retryAfter: number }).retryAfter);
+    const retryAfter = (err as { retryAfter?: number }).retryAfter ?? c.details?.retryAfterSeconds;
+    if ((c.statusCode === 429 || c.statusCode === 503) && typeof retryAfter === 'number' && retryAfter > 0) reply.header('retry-after', retryAfter);
     return reply.code(c.statusCode).send(errorBody(version, c.code, c.message, c.details));
   });
   app.setNotFoundHandler((request, reply) => {

@@ -1,5 +1,6 @@
 /** Schemas of the attempt, process, diff, merge, branch and container routes. */
 import { Type } from 'typebox';
+import { MERGE_STRATEGIES } from '../../lib/attempts/mergeStrategy';
 import { ATTEMPT_STATUSES } from '../../lib/db/attempts';
 import { Nullable, PageQuery, StringEnum } from '../http/schemas';
 
@@ -138,7 +139,7 @@ export const SplitFile = Type.Object({ path: Type.String(), status: Type.String(
 export const MergeBody = Type.Object(
   {
     message: Type.Optional(Type.String({ minLength: 1, maxLength: 10000 })),
-    strategy: Type.Optional(StringEnum(['ff', 'no-ff', 'squash'] as const, { default: 'ff' })),
+    strategy: Type.Optional(StringEnum(MERGE_STRATEGIES, { default: 'ff' })),
     cleanup: Type.Optional(Type.Boolean({ default: false })),
   },
   { additionalProperties: false },

@@ -1,11 +1,12 @@
 /**
  * Live streams of the task service. WebSocket: /ws (task status), /ws/execution-processes (process lifecycle),
  * /ws/execution-processes/:id/logs/raw|normalized. SSE: /api/events/processes/:id/logs and
- * /api/events/task-attempts/:id/diff, with `id:` lines and Last-Event-ID resume.
+ * /api/events/task-attempts/:id/diff, with `id:` lines and Last-Event-ID resume, keep-alive comments and
+ * backpressure (api/http/sse.ts).
  * Lifecycle events come from deps.events (LISTEN/NOTIFY fan-out to every replica); logs are read by seq.
  */
 import crypto from 'node:crypto';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { WebSocket } from 'ws';
@@ -15,6 +16,7 @@ import { getAttempt, TERMINAL_ATTEMPT_STATUSES } from '../../lib/db/attempts';
 import { getProcess } from '../../lib/db/processes';
 import { notFound } from '../../lib/errors';
 import { ErrorResponses, IdParams } from '../http/schemas';
+import { openSse } from '../http/sse';
 import { attemptDiff } from './attempts';
 import { isAppError } from '../../lib/errors';
 import type { TaskPluginOptions } from './deps';
@@ -22,24 +24,6 @@ import type { TaskPluginOptions } from './deps';
 const send = (socket: WebSocket, msg: unknown) => {
   if (socket.readyState === socket.OPEN) socket.send(typeof msg === 'string' ? msg : JSON.stringify(msg));
 };
-
-function sse(request: FastifyRequest, reply: FastifyReply): { write(event: string, data: unknown, id?: string | number): void; end(): void; signal: AbortSignal } {
-  const ac = new AbortController();
-  request.raw.on('close', () => ac.abort());
-  reply.hijack();
-  reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-  reply.raw.write('retry: 2000\n\n');
-  return {
-    signal: ac.signal,
-    write(event, data, id) {
-      if (ac.signal.aborted) return;
-      reply.raw.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    },
-    end() {
-      if (!reply.raw.writableEnded) reply.raw.end();
-    },
-  };
-}
 
 const SseResponse = { 200: Type.String({ description: 'text/event-stream' }), ...ErrorResponses };
 
@@ -119,7 +103,7 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
     const { id } = request.params;
     if (!(await getProcess(deps.db, id))) throw notFound(`Process ${id} not found`);
     const last = Number(request.headers['last-event-id']);
-    const out = sse(request, reply);
+    const out = openSse(request, reply, { keepAliveMs: deps.config.sseKeepAliveMs });
     try {
       for await (const rows of streamLogRows(deps.db, {
         processes: async () => [id],
@@ -128,10 +112,13 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
         after: Number.isInteger(last) && last > 0 ? { [id]: last } : undefined,
         signal: out.signal,
       })) {
-        for (const r of rows) out.write('log', logLine(r), r.seq);
+        for (const r of rows) {
+          if (out.signal.aborted) break;
+          await out.write('log', logLine(r), r.seq);
+        }
       }
       const p = await getProcess(deps.db, id);
-      out.write('end', { processId: id, status: p?.status ?? 'deleted' });
+      await out.write('end', { processId: id, status: p?.status ?? 'deleted' });
     } finally {
       out.end();
     }
@@ -143,7 +130,7 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
     // a diff is state, not a log: each event is the whole current diff, its id a hash of it; a client resuming
     // with the id of the diff it has gets nothing until the diff changes
     let lastHash = typeof request.headers['last-event-id'] === 'string' ? request.headers['last-event-id'] : '';
-    const out = sse(request, reply);
+    const out = openSse(request, reply, { keepAliveMs: deps.config.sseKeepAliveMs });
     try {
       while (!out.signal.aborted) {
         const a = await getAttempt(deps.db, id);
@@ -154,20 +141,20 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
         } catch (err) {
           if (!isAppError(err) || err.code !== 'HOST_UNAVAILABLE') throw err;
           // the worktree's host has no worker right now: say so once, keep trying
-          if (lastHash !== 'unavailable') out.write('unavailable', { attemptId: id, message: err.message }, lastHash || undefined);
+          if (lastHash !== 'unavailable') await out.write('unavailable', { attemptId: id, message: err.message }, lastHash || undefined);
           lastHash = 'unavailable';
           await new Promise((r) => setTimeout(r, 1000));
           continue;
         }
         const hash = crypto.createHash('sha1').update(JSON.stringify(d.files)).digest('hex').slice(0, 16);
         if (hash !== lastHash) {
-          out.write('diff', { attemptId: id, status: a.status, files: d.files, summary: d.summary }, hash);
+          await out.write('diff', { attemptId: id, status: a.status, files: d.files, summary: d.summary }, hash);
           lastHash = hash;
         }
         if (TERMINAL_ATTEMPT_STATUSES.includes(a.status)) break;
         await new Promise((r) => setTimeout(r, 1000));
       }
-      out.write('end', { attemptId: id });
+      await out.write('end', { attemptId: id });
     } finally {
       out.end();
     }

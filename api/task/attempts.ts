@@ -22,6 +22,7 @@ import { splitRows } from '../../lib/attempts/diffParse';
 import { safeRelativePath } from '../../lib/attempts/gitDiff';
 import { readAttemptWorktree } from '../../lib/attempts/hostReads';
 import { levelsFrom, logLine, streamLogRows } from '../../lib/attempts/logStream';
+import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
 import { attemptDurationSeconds, getAttempt, listAttempts, listAttemptsForTask, TERMINAL_ATTEMPT_STATUSES, type AttemptRow } from '../../lib/db/attempts';
 import { processesOfAttempt, type LogLevel } from '../../lib/db/processes';
 import { getProject } from '../../lib/db/projects';
@@ -292,7 +293,7 @@ export const attemptRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPoo
     },
   );
 
-  const merge = async (request: FastifyRequest<{ Params: { id: string }; Body: { message?: string; strategy?: 'ff' | 'no-ff' | 'squash'; cleanup?: boolean } | undefined }>) => {
+  const merge = async (request: FastifyRequest<{ Params: { id: string }; Body: { message?: string; strategy?: MergeStrategy; cleanup?: boolean } | undefined }>) => {
     const b = request.body ?? {};
     const strategy = b.strategy ?? 'ff';
     const r = await mergeAttempt(svc, request.params.id, { strategy, message: b.message, cleanup: b.cleanup ?? false });

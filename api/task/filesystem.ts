@@ -7,8 +7,10 @@ import { listProjectRepoPaths } from '../../lib/db/projects';
 import { buildAccessPolicy, resolveAllowedDirectory } from '../../lib/fs/accessPolicy';
 import { listDirectory } from '../../lib/fs/directoryListing';
 import { discoverGitRepositories } from '../../lib/fs/gitDiscovery';
+import { createRepoInspector } from '../../lib/fs/repoInspector';
+import { createWalkGate } from '../../lib/fs/walkGate';
 import { ok } from '../http/envelope';
-import { Envelope, ErrorResponses, Nullable, StringEnum } from '../http/schemas';
+import { Envelope, ErrorResponses, ErrorSchema, Nullable, StringEnum } from '../http/schemas';
 import type { TaskPluginOptions } from './deps';
 
 const FilesystemEntry = Type.Object({
@@ -29,7 +31,7 @@ const DirectoryListing = Type.Object({
   directories: Type.Integer(),
   files: Type.Integer(),
   gitRepos: Type.Integer(),
-  truncated: Type.Boolean(),
+  truncated: Type.Boolean({ description: 'the 5,000-entry cap or the time budget ended the listing early' }),
 });
 
 const GitRepository = Type.Object({
@@ -50,8 +52,10 @@ const GitSearchResult = Type.Object({
   totalFound: Type.Integer(),
   searchDepth: Type.Integer(),
   searchDuration: Type.Integer(),
-  truncated: Type.Boolean(),
+  truncated: Type.Boolean({ description: 'the time budget or the entry cap ended the walk or the inspection early; repositories holds what was found' }),
 });
+
+const Busy = { ...ErrorSchema, description: 'BUSY: too many filesystem walks at once; Retry-After says when to try again' };
 
 // absolute: starts with `/`, or is `~` / `~/…` (the home directory); leading and trailing blanks are ignored
 const PathQuery = Type.String({ minLength: 1, maxLength: 4096, pattern: '^\\s*(/|~/|~\\s*$)', description: 'absolute path (~ expands to the home directory)' });
@@ -60,6 +64,12 @@ export const filesystemRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fa
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const version = deps.config.version;
   const home = os.homedir();
+  const bounds = deps.config.filesystemWalks;
+  // One gate per task service (one per process in every deployment we ship): discoveries and recursive listings
+  // take turns, so a flood of them cannot starve the rest of the process (docs/filesystem.md#bounds).
+  const walks = createWalkGate({ concurrency: bounds.concurrency, queue: bounds.queue, maxWaitMs: bounds.timeBudgetMs });
+  const inspector = createRepoInspector();
+  fastify.addHook('onClose', async () => inspector.close());
   // Built per request: projects registered a moment ago are allowed at once.
   const policy = async () =>
     buildAccessPolicy({
@@ -80,14 +90,18 @@ export const filesystemRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fa
           recursive: Type.Boolean({ default: false }),
           maxDepth: Type.Integer({ minimum: 1, maximum: 10, default: 1 }),
         }),
-        response: { 200: Envelope(DirectoryListing), ...ErrorResponses },
+        response: { 200: Envelope(DirectoryListing), ...ErrorResponses, 503: Busy },
       },
     },
     async (request) => {
       const q = request.query;
-      const p = await policy();
-      const dir = await resolveAllowedDirectory(q.path, p, home);
-      return ok(version, await listDirectory(dir, p, { showHidden: q.showHidden, recursive: q.recursive, maxDepth: q.maxDepth }));
+      const list = async () => {
+        const p = await policy();
+        const dir = await resolveAllowedDirectory(q.path, p, home);
+        return listDirectory(dir, p, { showHidden: q.showHidden, recursive: q.recursive, maxDepth: q.maxDepth, timeBudgetMs: bounds.timeBudgetMs });
+      };
+      // a plain listing reads one directory; only a recursive one is a walk that takes a turn
+      return ok(version, await (q.recursive && q.maxDepth > 1 ? walks.run(list) : list()));
     },
   );
 
@@ -101,14 +115,18 @@ export const filesystemRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fa
           maxDepth: Type.Integer({ minimum: 0, maximum: 10, default: 3 }),
           includeSubmodules: Type.Boolean({ default: true }),
         }),
-        response: { 200: Envelope(GitSearchResult), ...ErrorResponses },
+        response: { 200: Envelope(GitSearchResult), ...ErrorResponses, 503: Busy },
       },
     },
     async (request) => {
       const q = request.query;
-      const p = await policy();
-      const dir = await resolveAllowedDirectory(q.path, p, home);
-      return ok(version, await discoverGitRepositories(dir, p, { maxDepth: q.maxDepth, includeSubmodules: q.includeSubmodules }));
+      // the turn comes first: a refused request costs no database query and no filesystem access
+      const found = await walks.run(async () => {
+        const p = await policy();
+        const dir = await resolveAllowedDirectory(q.path, p, home);
+        return discoverGitRepositories(dir, p, { maxDepth: q.maxDepth, includeSubmodules: q.includeSubmodules, timeBudgetMs: bounds.timeBudgetMs, maxEntries: bounds.maxEntries, inspect: inspector.inspect });
+      });
+      return ok(version, found);
     },
   );
 };

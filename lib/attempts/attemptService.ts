@@ -25,14 +25,14 @@ import { conflict, notFound, validationError, AppError } from '../errors';
 import { newId } from '../ids';
 import type { TemporalHandle } from '../temporal/client';
 import type { Metrics } from '../metrics';
-import { resolveAgentProfile } from '../../activities/agent/profiles';
+import { resolveAgentProfile } from '../agents/profiles';
 import type { AttemptWorkflowInput } from '../../workflows/attemptWorkflow';
 import type { MergeWorkflowInput, MergeWorkflowResult } from '../../workflows/mergeWorkflow';
 import { attemptWorkflowId, followUpSignal, stopProcessSignal } from '../../workflows/attemptMessages';
 import { attemptMetrics } from './metrics';
 import { checkMergePreconditions } from './mergePreconditions';
 import { moveTask, publishAttemptEvent, recordAttemptCancelled, requestProcessEnd } from './projections';
-import type { MergeStrategy } from '../../activities/git/mergeAttempt';
+import type { MergeStrategy } from './mergeStrategy';
 
 export interface AttemptServiceDeps {
   db: Pool;

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import type { ArmadaConfig } from '../config';
 import { AppError } from '../errors';
 import type { TemporalHandle } from '../temporal/client';
-import { readWorktree, type WorktreeRead, type WorktreeReadResult } from '../../activities/git/readWorktree';
+import { readWorktree, type WorktreeRead, type WorktreeReadResult } from './readWorktree';
 
 export interface HostReadDeps {
   config: ArmadaConfig;

@@ -8,6 +8,8 @@ export const APPROVAL_DECISIONS = ['approved', 'rejected'] as const;
 export type ApprovalType = (typeof APPROVAL_TYPES)[number];
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 export type ApprovalDecision = (typeof APPROVAL_DECISIONS)[number];
+/** How an approval ends (the approval workflow's result). */
+export type ApprovalFinalStatus = Exclude<ApprovalStatus, 'pending'>;
 
 export interface ApprovalRow {
   id: string;
@@ -108,7 +110,7 @@ export async function insertResponse(
  * Moves a pending approval to a final status (idempotent: only a pending row moves) and publishes
  * `approval.<status>` in the same transaction. Returns whether this call moved it.
  */
-export async function closeApproval(db: Queryable, id: string, status: Exclude<ApprovalStatus, 'pending'>, at: string): Promise<boolean> {
+export async function closeApproval(db: Queryable, id: string, status: ApprovalFinalStatus, at: string): Promise<boolean> {
   const { rows } = await db.query<ApprovalRow>(
     `UPDATE approvals SET status = $2, decided_at = $3 WHERE id = $1 AND status = 'pending' RETURNING *`,
     [id, status, at],

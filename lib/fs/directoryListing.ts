@@ -22,7 +22,7 @@ export interface DirectoryListing {
   directories: number;
   files: number;
   gitRepos: number;
-  /** true when the entry cap stopped a recursive listing early. */
+  /** true when the entry cap or the time budget stopped the listing early. */
   truncated: boolean;
 }
 
@@ -53,6 +53,25 @@ export interface ListOptions {
   showHidden: boolean;
   recursive: boolean;
   maxDepth: number;
+  /** Wall-clock budget of the listing in ms (default 10 s); when it runs out the listing ends with truncated: true. */
+  timeBudgetMs?: number;
+}
+
+/**
+ * Up to `cap` names of `dir`, sorted, read with `opendir` so a directory of a million entries is never read (nor
+ * sorted on the event loop) whole; `more` says names were left unread. Throws when the directory cannot be read.
+ */
+async function readNames(dir: string, cap: number): Promise<{ names: string[]; more: boolean }> {
+  const names: string[] = [];
+  let more = false;
+  for await (const d of await fs.opendir(dir, { bufferSize: 64 })) {
+    if (names.length >= cap) {
+      more = true;
+      break;
+    }
+    names.push(d.name);
+  }
+  return { names: names.sort((a, b) => a.localeCompare(b)), more };
 }
 
 /**
@@ -63,15 +82,18 @@ export async function listDirectory(dir: string, policy: AccessPolicy, opts: Lis
   const entries: FilesystemEntry[] = [];
   const depthLimit = opts.recursive ? Math.max(1, opts.maxDepth) : 1;
   let truncated = false;
+  const deadline = Date.now() + (opts.timeBudgetMs ?? 10_000);
   const walk = async (current: string, depth: number): Promise<void> => {
     let names: string[];
     try {
-      names = (await fs.readdir(current)).sort((a, b) => a.localeCompare(b));
+      const read = await readNames(current, MAX_ENTRIES);
+      names = read.names;
+      if (read.more) truncated = true;
     } catch {
       return; // unreadable directory: nothing to show
     }
     for (const name of names) {
-      if (entries.length >= MAX_ENTRIES) {
+      if (entries.length >= MAX_ENTRIES || Date.now() > deadline) {
         truncated = true;
         return;
       }

@@ -1,6 +1,6 @@
 /**
  * Git repository discovery for GET /api/filesystem/git-repos: a breadth-first walk bounded by depth, a time
- * budget and a directory cap, skipping dependency and VCS-internal directories and never following symlinks.
+ * budget and an entry cap, skipping dependency and VCS-internal directories and never following symlinks.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -33,16 +33,19 @@ export interface GitSearchResult {
   totalFound: number;
   searchDepth: number;
   searchDuration: number;
-  /** true when the time budget or the directory cap ended the walk before the depth did. */
+  /** true when the time budget or the entry cap stopped the walk or the inspection early. */
   truncated: boolean;
 }
 
 export interface DiscoveryOptions {
   maxDepth: number;
   includeSubmodules: boolean;
-  /** Wall-clock budget of the walk in ms (repository inspection of what was found still completes). */
+  /** Wall-clock budget in ms of the walk and of inspecting what it found (default 10 s). */
   timeBudgetMs?: number;
-  maxDirectories?: number;
+  /** Directory entries the walk reads at most (default 50,000). */
+  maxEntries?: number;
+  /** Inspects one repository (default: inspectRepository in this process; the API passes lib/fs/repoInspector). */
+  inspect?: (dir: string) => Promise<GitRepositoryRecord>;
 }
 
 export function remoteType(url: string): GitRemote['type'] {
@@ -92,44 +95,68 @@ export async function inspectRepository(dir: string): Promise<GitRepositoryRecor
   };
 }
 
-/** Finds repositories under `root` (a real, allowed directory) down to `maxDepth` levels (root = depth 0). */
+/** Repositories inspected at once by one discovery (each inspection runs about seven short git commands). */
+const INSPECT_BATCH = 4;
+
+/**
+ * Finds repositories under `root` (a real, allowed directory) down to `maxDepth` levels (root = depth 0). The walk
+ * reads directories with `opendir` (never a whole huge directory into memory) and stops at the entry cap or the
+ * time budget; the budget also covers inspecting what was found. Either stop gives `truncated: true`.
+ */
 export async function discoverGitRepositories(root: string, policy: AccessPolicy, opts: DiscoveryOptions): Promise<GitSearchResult> {
   const started = Date.now();
   const deadline = started + (opts.timeBudgetMs ?? 10_000);
-  const maxDirectories = opts.maxDirectories ?? 20_000;
+  const maxEntries = opts.maxEntries ?? 50_000;
+  const inspect = opts.inspect ?? inspectRepository;
   const found: string[] = [];
-  let visited = 0;
+  let entries = 0;
   let truncated = false;
+  const overBudget = () => {
+    if (Date.now() > deadline || entries >= maxEntries) truncated = true;
+    return truncated;
+  };
   let level: string[] = [root];
-  for (let depth = 0; depth <= opts.maxDepth && level.length > 0; depth++) {
+  for (let depth = 0; depth <= opts.maxDepth && level.length > 0 && !overBudget(); depth++) {
     const next: string[] = [];
     for (const dir of level) {
-      if (Date.now() > deadline || visited >= maxDirectories) {
-        truncated = true;
-        break;
-      }
-      visited++;
-      let dirents: import('node:fs').Dirent[];
+      if (overBudget()) break;
+      let handle: import('node:fs').Dir;
       try {
-        dirents = await fs.readdir(dir, { withFileTypes: true });
+        handle = await fs.opendir(dir, { bufferSize: 64 });
       } catch {
-        continue;
+        continue; // unreadable or vanished
       }
-      if (dirents.some((d) => d.name === '.git' && (d.isDirectory() || d.isFile()))) found.push(dir);
-      if (depth === opts.maxDepth) continue;
-      for (const d of dirents) {
-        if (!d.isDirectory() || SKIP_DESCEND.has(d.name)) continue; // isDirectory() is false for symlinks
-        const child = path.join(dir, d.name);
-        if (policy.permits(child)) next.push(child);
+      let isRepo = false;
+      try {
+        for await (const d of handle) {
+          if (++entries > maxEntries || (entries % 256 === 0 && Date.now() > deadline)) {
+            truncated = true;
+            break;
+          }
+          if (d.name === '.git' && (d.isDirectory() || d.isFile())) isRepo = true;
+          if (depth === opts.maxDepth || !d.isDirectory() || SKIP_DESCEND.has(d.name)) continue; // isDirectory() is false for symlinks
+          const child = path.join(dir, d.name);
+          if (policy.permits(child)) next.push(child);
+        }
+      } catch {
+        // a directory that fails mid-read contributes what was read
       }
+      // breaking out of `for await` closes the handle; a normal end closes it too
+      if (isRepo) found.push(dir);
     }
-    if (truncated) break;
     level = next;
   }
   const repositories: GitRepositoryRecord[] = [];
-  for (let i = 0; i < found.length; i += 8) {
-    const batch = await Promise.all(found.slice(i, i + 8).map((d) => inspectRepository(d)));
-    repositories.push(...batch.filter((r) => opts.includeSubmodules || !r.isSubmodule));
+  for (let i = 0; i < found.length; i += INSPECT_BATCH) {
+    if (Date.now() > deadline) {
+      truncated = true;
+      break;
+    }
+    const batch = await Promise.allSettled(found.slice(i, i + INSPECT_BATCH).map((d) => inspect(d)));
+    for (const r of batch) {
+      if (r.status === 'rejected') truncated = true; // a repository that could not be inspected is left out, and said so
+      else if (opts.includeSubmodules || !r.value.isSubmodule) repositories.push(r.value);
+    }
   }
   return {
     searchPath: root,

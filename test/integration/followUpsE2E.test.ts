@@ -1,7 +1,7 @@
 /**
- * END-TO-END follow-ups against the REAL attempt engine (issue 3). NEEDS THE ENGINE MERGED: on the approvals branch
- * alone `POST /api/tasks/:id/start` and `attemptWorkflow` do not exist, so this file fails there by design.
- * drafts.test.ts covers the same workflows against a test-only stand-in of `attempt:<id>`.
+ * END-TO-END follow-ups against the real attempt engine (issue 3): `POST /api/tasks/:id/start` runs attemptWorkflow
+ * with a scripted agent. drafts.test.ts covers the same draft workflows against a test-only stand-in of
+ * `attempt:<id>` (test/support/attemptStandInWorkflow.ts) that takes the same `followUp` signal.
  *
  * Contract exercised: the attempt workflow `attempt:<attemptId>` takes the signal `followUp` {prompt, draftId?,
  * source?}, queues follow-ups FIFO and runs each as a new agent process with the prompt on stdin.

@@ -1,9 +1,12 @@
 /**
- * TEST ONLY: stands in for the attempt engine's `attempt:<id>` workflow, which is not on this branch. It accepts the
- * documented `followUp` signal ({prompt, draftId?, source?}) and records each one with the time it arrived, in
- * order; the query `followUps` returns them. Registered only by test workers (never in workflows/index.ts).
+ * TEST ONLY: stands in for attemptWorkflow (`attempt:<id>`) where a test wants to see the follow-ups the API sends
+ * without running an agent (drafts.test.ts); followUpsE2E.test.ts drives the real attemptWorkflow. It takes the real
+ * `followUp` signal (imported from workflows/attemptMessages.ts, so the two cannot drift) and records each one with
+ * the time it arrived, in order; the query `followUps` returns them. Registered only by test workers (never in
+ * workflows/index.ts).
  */
 import { condition, defineQuery, defineSignal, setHandler } from '@temporalio/workflow';
+import { followUpSignal } from '../../workflows/attemptMessages';
 
 export interface ReceivedFollowUp {
   prompt: string;
@@ -12,7 +15,6 @@ export interface ReceivedFollowUp {
   receivedAt: number;
 }
 
-export const followUpSignal = defineSignal<[{ prompt: string; draftId?: string; source?: string }]>('followUp');
 export const followUpsQuery = defineQuery<ReceivedFollowUp[]>('followUps');
 export const finishSignal = defineSignal('finish');
 

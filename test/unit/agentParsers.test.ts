@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createParser, type ParsedLine } from '../../activities/agent/parsers';
-import { knownAgentNames, resolveAgentProfile } from '../../activities/agent/profiles';
+import { knownAgentNames, resolveAgentProfile } from '../../lib/agents/profiles';
 import { parseUnifiedDiff, splitRows } from '../../lib/attempts/diffParse';
 import { safeRelativePath } from '../../lib/attempts/gitDiff';
 import { testConfigFrom } from '../support/unitConfig';

@@ -25,6 +25,11 @@ describe('config', () => {
     expect(() => parseFileConfig({ attempts: { startTimeoutMs: 10 } }, 'c.json')).toThrow(/"attempts.startTimeoutMs"/);
     expect(() => parseFileConfig({ attempts: { startReconcileAfterMs: -1 } }, 'c.json')).toThrow(/"attempts.startReconcileAfterMs"/);
     expect(() => parseFileConfig({ attempts: { continueAsNewEvery: 0 } }, 'c.json')).toThrow(/"attempts.continueAsNewEvery"/);
+    // filesystem walk bounds
+    expect(() => parseFileConfig({ filesystem: { concurrentWalks: 0 } }, 'c.json')).toThrow(/"filesystem.concurrentWalks"/);
+    expect(() => parseFileConfig({ filesystem: { walkTimeBudgetMs: 5 } }, 'c.json')).toThrow(/"filesystem.walkTimeBudgetMs"/);
+    expect(() => parseFileConfig({ filesystem: { walkMaxEntries: 'many' } }, 'c.json')).toThrow(/"filesystem.walkMaxEntries"/);
+    expect(() => parseFileConfig({ filesystem: { queuedWalks: -1 } }, 'c.json')).toThrow(/"filesystem.queuedWalks"/);
   });
   test('defaults without a file; env ports, keys and home; bad values refused', () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-cfg-'));
@@ -32,6 +37,9 @@ describe('config', () => {
     expect(c.home).toBe(home);
     expect(c.ports).toMatchObject({ task: 9999, scheduler: 8883, schedulerAlt: null, agents: 8001, traces: 8000 });
     expect(c.branchPrefix).toBe('armada');
+    expect(c.filesystemWalks).toEqual({ timeBudgetMs: 10_000, maxEntries: 50_000, concurrency: 2, queue: 16 });
+    expect(c.sseKeepAliveMs).toBe(15_000);
+    expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_SSE_KEEPALIVE_MS: '0' })).toThrow(/ARMADA_SSE_KEEPALIVE_MS/);
     expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_TASK_PORT: 'eighty' })).toThrow(ConfigError);
     expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_LOG_LEVEL: 'loud' })).toThrow(ConfigError);
     fs.writeFileSync(path.join(home, 'config.json'), '{ not json');

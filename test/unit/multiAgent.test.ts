@@ -1,5 +1,5 @@
-import { multiAgents, multiAgentSettings } from '../../activities/multiAgent/agentRoster';
-import { resolveAgentCommand } from '../../activities/multiAgent/agentCommand';
+import { multiAgents, multiAgentSettings } from '../../lib/agents/agentRoster';
+import { resolveAgentCommand } from '../../lib/agents/agentCommand';
 import { buildPrompt } from '../../activities/multiAgent/runAgentTask';
 import { formatBytes, formatUptime } from '../../api/agents/format';
 import { ConfigError, loadConfig, parseFileConfig, type ArmadaConfig, type FileConfig } from '../../lib/config';

@@ -2,7 +2,7 @@
  * Agent profiles: how to run one coding-agent CLI (argv, how the prompt is passed, how a follow-up resumes the
  * session, which parser reads its output). The config file's `agents` map overrides and extends the built-ins.
  */
-import type { ArmadaConfig } from '../../lib/config';
+import type { ArmadaConfig } from '../config';
 
 export interface AgentProfile {
   name: string;

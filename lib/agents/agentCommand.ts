@@ -1,9 +1,9 @@
 /**
  * The command behind a multi-agent `llm` name: the shared agent profiles (the config file's `agents` plus the
- * built-in coding-agent CLIs, activities/agent/profiles.ts), the same ones attempts use.
+ * built-in coding-agent CLIs, lib/agents/profiles.ts), the same ones attempts use.
  */
-import type { ArmadaConfig } from '../../lib/config';
-import { knownAgentNames, resolveAgentProfile } from '../agent/profiles';
+import type { ArmadaConfig } from '../config';
+import { knownAgentNames, resolveAgentProfile } from './profiles';
 
 export interface AgentCommand {
   command: string;

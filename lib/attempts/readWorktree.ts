@@ -2,8 +2,8 @@
  * Reads of an attempt's worktree on the host that holds it (its host queue), for API replicas on other hosts: the
  * diff (uncommitted and untracked changes included) and the container status. Read-only, so safe to retry.
  */
-import { readAttemptDiff, type DiffSource } from '../../lib/attempts/gitDiff';
-import { worktreeStatus, type WorktreeStatus } from '../../lib/attempts/gitInfo';
+import { readAttemptDiff, type DiffSource } from './gitDiff';
+import { worktreeStatus, type WorktreeStatus } from './gitInfo';
 
 /** Temporal payloads are limited (2 MB by default): a larger diff is cut at the last file that fits. */
 export const MAX_REMOTE_DIFF_BYTES = 1_500_000;

@@ -1,5 +1,5 @@
 /** The configured multi-agent roster (`multiAgent.agents` of the config file), checked once at startup. */
-import { ConfigError, type ArmadaConfig } from '../../lib/config';
+import { ConfigError, type ArmadaConfig } from '../config';
 import { knownAgentCommands, resolveAgentCommand } from './agentCommand';
 
 export interface MultiAgent {

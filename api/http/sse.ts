@@ -1,0 +1,61 @@
+/**
+ * One Server-Sent Events response over the raw Node response (the route hijacks the reply). Headers already set on
+ * the reply by hooks (CORS, x-request-id) are written with the SSE ones. A `: keep-alive` comment goes out every
+ * `keepAliveMs` so proxies and browsers do not drop an idle stream. Backpressure: `write` resolves only once the
+ * socket has taken the event (it waits for 'drain' when the kernel and Node buffers are full), so a caller that
+ * awaits each write never holds more than what it is about to write; a client that stops reading stalls its own
+ * stream, not the server's memory. A client that goes away aborts `signal` and ends any pending write.
+ */
+import { once } from 'node:events';
+import type { OutgoingHttpHeaders } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+export interface SseStream {
+  /** Writes one event; resolves when it may be followed by another (after 'drain' when the socket was full). */
+  write(event: string, data: unknown, id?: string | number): Promise<void>;
+  end(): void;
+  /** Aborted when the client disconnects. */
+  signal: AbortSignal;
+}
+
+export function openSse(request: FastifyRequest, reply: FastifyReply, opts: { keepAliveMs: number }): SseStream {
+  const ac = new AbortController();
+  const res = reply.raw;
+  request.raw.on('close', () => ac.abort());
+  res.on('close', () => ac.abort());
+  // access-control-*, vary, x-request-id: set on the reply by onRequest hooks, and lost by a bare writeHead
+  const hookHeaders: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) hookHeaders[name] = value;
+  reply.hijack();
+  res.writeHead(200, {
+    ...hookHeaders,
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  res.write('retry: 2000\n\n');
+  // a comment line is only worth sending when nothing is queued: a full socket is not idle
+  const keepAlive = setInterval(() => {
+    if (!ac.signal.aborted && !res.writableNeedDrain && !res.writableEnded) res.write(': keep-alive\n\n');
+  }, opts.keepAliveMs);
+  keepAlive.unref();
+  ac.signal.addEventListener('abort', () => clearInterval(keepAlive), { once: true });
+  return {
+    signal: ac.signal,
+    async write(event, data, id) {
+      if (ac.signal.aborted || res.writableEnded) return;
+      const ok = res.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      if (ok) return;
+      try {
+        await once(res, 'drain', { signal: ac.signal });
+      } catch {
+        // client gone: the caller sees signal.aborted and stops
+      }
+    },
+    end() {
+      clearInterval(keepAlive);
+      if (!res.writableEnded) res.end();
+    },
+  };
+}
