@@ -25,6 +25,7 @@ import type { Metrics } from '../../lib/metrics';
 import type { WorkerIdentity } from '../../lib/workerIdentity';
 import type { Slots } from '../../lib/process/slots';
 import { git } from '../../lib/git';
+import { childEnv } from '../../lib/process/childEnv';
 import { groupAlive, killProcessesUnder, startGroupProcess } from '../../lib/process/processGroup';
 import { createFinalMessage, createParser } from './parsers';
 import { resolveAgentProfile } from './profiles';
@@ -140,16 +141,17 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
     command: argv[0] as string,
     args: argv.slice(1),
     cwd: input.worktreePath,
-    env: {
-      ...process.env,
-      ...profile.env,
-      ARMADA_PROMPT: input.prompt,
-      ARMADA_TASK_ID: input.taskId,
-      ARMADA_ATTEMPT_ID: input.attemptId,
-      ARMADA_PROCESS_ID: input.processId,
-      ARMADA_WORKTREE: input.worktreePath,
-      ...(profile.model ? { ARMADA_MODEL: profile.model } : {}),
-    },
+    env: childEnv({
+      profileEnv: profile.env,
+      vars: {
+        ARMADA_PROMPT: input.prompt,
+        ARMADA_TASK_ID: input.taskId,
+        ARMADA_ATTEMPT_ID: input.attemptId,
+        ARMADA_PROCESS_ID: input.processId,
+        ARMADA_WORKTREE: input.worktreePath,
+        ARMADA_MODEL: profile.model ?? undefined,
+      },
+    }),
     stdin: input.prompt,
     graceMs: deps.config.file.attempts?.killGraceMs ?? 2000,
     timeoutMs: input.timeoutMs,

@@ -9,6 +9,7 @@ import { getProject } from '../../lib/db/projects';
 import { appendLogs } from '../../lib/db/processes';
 import { getTask } from '../../lib/db/tasks';
 import { git, gitOrThrow } from '../../lib/git';
+import { childEnv } from '../../lib/process/childEnv';
 import { startGroupProcess } from '../../lib/process/processGroup';
 import { hostQueue } from '../../lib/temporal/queues';
 
@@ -108,7 +109,7 @@ export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig }, 
       command: 'bash',
       args: ['-c', project.setup_script],
       cwd: worktreePath,
-      env: { ...process.env, ARMADA_WORKTREE: worktreePath, ARMADA_ATTEMPT_ID: attempt.id, ARMADA_TASK_ID: attempt.task_id },
+      env: childEnv({ vars: { ARMADA_WORKTREE: worktreePath, ARMADA_ATTEMPT_ID: attempt.id, ARMADA_TASK_ID: attempt.task_id } }),
       onLine: (stream, line) => {
         n++;
         pending.push({ level: stream === 'stdout' ? 'info' : 'warn', message: line, timestamp: new Date().toISOString(), source: 'setup' });
