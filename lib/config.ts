@@ -35,7 +35,17 @@ export const FileConfigSchema = Type.Object(
       ),
     ),
     users: Type.Optional(
-      Type.Array(Type.Object({ email: Type.String({ minLength: 3 }), apiKey: Type.String({ minLength: 8 }) }, { additionalProperties: false })),
+      Type.Array(
+        Type.Object(
+          {
+            email: Type.String({ minLength: 3 }),
+            apiKey: Type.String({ minLength: 8 }),
+            /** X-User-Email may name another user with this key (a trusted front end); docs/security.md#key-rules */
+            admin: Type.Optional(Type.Boolean()),
+          },
+          { additionalProperties: false },
+        ),
+      ),
     ),
     multiAgent: Type.Optional(
       Type.Object(
