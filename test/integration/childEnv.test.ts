@@ -4,6 +4,8 @@
  * absent from what the children print, and the variables a profile names are present.
  */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { eventually, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
 
@@ -85,9 +87,9 @@ function expectNoServerSecrets(output: string, named: string[] = []): void {
   expect(keysIn(output)).toEqual(expect.arrayContaining(['PATH', 'HOME']));
 }
 
-async function startAttempt(llm: string, setupScript = ''): Promise<{ attemptId: string; logs: string; setup: string }> {
+async function startAttempt(llm: string, setupScript = '', repo = makeGitRepo()): Promise<{ attemptId: string; logs: string; setup: string }> {
   const task = stack.app('task');
-  const p = await task.inject({ method: 'POST', url: '/api/projects', payload: { name: `env-${crypto.randomBytes(4).toString('hex')}`, repository: { url: makeGitRepo() }, setup_script: setupScript } });
+  const p = await task.inject({ method: 'POST', url: '/api/projects', payload: { name: `env-${crypto.randomBytes(4).toString('hex')}`, repository: { url: repo }, setup_script: setupScript } });
   expect(p.statusCode).toBe(201);
   const t = await task.inject({ method: 'POST', url: '/api/tasks', payload: { projectId: p.json().data.id, title: 'Print the environment' } });
   const s = await task.inject({ method: 'POST', url: `/api/tasks/${t.json().data.id}/start`, payload: { llm } });
@@ -97,7 +99,7 @@ async function startAttempt(llm: string, setupScript = ''): Promise<{ attemptId:
     const body = (await task.inject({ method: 'GET', url: `/api/attempts/${attemptId}` })).json().data;
     return ['completed', 'failed'].includes(body.status) ? body : undefined;
   }, 30_000);
-  expect(a.status).toBe('completed');
+  expect([a.status, a.error]).toEqual(['completed', null]);
   const lines = (await task.inject({ method: 'GET', url: `/api/attempts/${attemptId}/logs` })).body
     .split('\n')
     .filter(Boolean)
@@ -167,4 +169,21 @@ test("a multi-agent task's process gets the allow-listed environment plus its pr
   expect(done.result).toContain('env ARMADA_TRACES_API_KEY=named-traces-key');
   expect(done.result).toContain('env PROFILE_SETTING=from-profile');
   expect(keysIn(done.result)).toEqual(expect.arrayContaining(['ARMADA_PROMPT', 'ARMADA_TASK_ID', 'ARMADA_AGENT_NAME']));
+});
+
+test("a git hook of the project's repository, run by the worker's own git command, gets the allow-listed environment", async () => {
+  const repo = makeGitRepo();
+  const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'armada-hook-env-')), 'env.txt');
+  // post-checkout runs inside the `git worktree add` of prepareWorktree; an agent could write such a hook itself
+  const hook = path.join(repo, '.git', 'hooks', 'post-checkout');
+  fs.writeFileSync(hook, `#!/bin/sh\nprintf 'env-keys: %s\\n' "$(env | cut -d= -f1 | tr '\\n' ',')" > '${out}'\nenv | grep -c leak >> '${out}' || true\n`);
+  fs.chmodSync(hook, 0o755);
+  try {
+    await startAttempt('envplain', '', repo);
+    const [keys, leaks] = fs.readFileSync(out, 'utf8').split('\n');
+    expectNoServerSecrets(keys as string);
+    expect(leaks).toBe('0');
+  } finally {
+    fs.rmSync(path.dirname(out), { recursive: true, force: true });
+  }
 });
