@@ -4,7 +4,7 @@ import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../lib/config';
 import type { ResolvedKeys } from '../lib/keys';
 import type { Logger } from '../lib/logger';
-import type { Metrics } from '../lib/metrics';
+import { createServiceMetrics, type Metrics } from '../lib/metrics';
 import type { TemporalHandle } from '../lib/temporal/client';
 import type { DependencyState } from '../lib/runtime/dependencies';
 import { gitUserEmail } from './http/actingUser';
@@ -34,7 +34,19 @@ export interface RunningServices {
   close(): Promise<void>;
 }
 
-/** Builds the app(s) of one service; the scheduler gets a second instance for its alternate port. */
+/**
+ * Each service's /metrics serves only its own series: one registry per service. The process registry (process
+ * metrics, and the worker's when `armada start` runs one in this process) goes with the task service, or with the
+ * first service named when the task service does not run here. docs/metrics.md
+ */
+export function serviceMetrics(names: readonly ServiceName[], processMetrics: Metrics): Record<ServiceName, Metrics> {
+  const host = names.includes('task') ? 'task' : names[0];
+  const out = {} as Record<ServiceName, Metrics>;
+  for (const name of names) out[name] = name === host ? processMetrics : createServiceMetrics();
+  return out;
+}
+
+/** Builds the app of one service with `deps.metrics` as its registry (see serviceMetrics). */
 export async function buildService(name: ServiceName, deps: ServiceDeps): Promise<FastifyInstance> {
   switch (name) {
     case 'task':
@@ -57,6 +69,7 @@ export async function startServices(names: readonly ServiceName[], deps: Service
       if (config.ports.schedulerAlt !== null) listeners.push({ name: 'scheduler-alt', port: config.ports.schedulerAlt });
     } else listeners.push({ name, port: config.ports[name] });
   }
+  const metrics = serviceMetrics(names, deps.metrics);
   const apps: FastifyInstance[] = [];
   const addresses: Record<string, string> = {};
   const close = async () => {
@@ -64,7 +77,8 @@ export async function startServices(names: readonly ServiceName[], deps: Service
   };
   try {
     for (const l of listeners) {
-      const app = await buildService(l.name === 'scheduler-alt' ? 'scheduler' : (l.name as ServiceName), deps);
+      const name = l.name === 'scheduler-alt' ? 'scheduler' : (l.name as ServiceName);
+      const app = await buildService(name, { ...deps, metrics: metrics[name] });
       apps.push(app);
       addresses[l.name] = await app.listen({ host: config.host, port: l.port });
     }

@@ -1,6 +1,6 @@
 /** `armada api`: HTTP services only, against DATABASE_URL and TEMPORAL_ADDRESS. */
 import { SERVICE_NAMES, startServices, type ServiceName } from '../api/services';
-import { ConfigError } from '../lib/config';
+import { assertTaskServiceBindAllowed, ConfigError } from '../lib/config';
 import { createPool } from '../lib/db/pool';
 import { resolveKeys } from '../lib/keys';
 import { createMetrics } from '../lib/metrics';
@@ -11,6 +11,7 @@ import { bootstrap, untilSignal } from './runtime';
 export async function runApi(services: string[]): Promise<number> {
   const { config, logger } = bootstrap();
   for (const s of services) if (!(SERVICE_NAMES as readonly string[]).includes(s)) throw new ConfigError(`--service: "${s}" is not one of ${SERVICE_NAMES.join(', ')}`);
+  if (services.length === 0 || services.includes('task')) assertTaskServiceBindAllowed(config);
   if (!config.databaseUrl) throw new ConfigError('DATABASE_URL is required for `armada api` (use `armada start` for the embedded defaults)');
   const names = (services.length ? services : SERVICE_NAMES) as ServiceName[];
   const pool = createPool(config.databaseUrl, logger, { max: 20 });

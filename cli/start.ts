@@ -1,6 +1,7 @@
 /** `armada start`: the all-in-one default. */
 import { Runtime } from '@temporalio/worker';
 import { startServices, SERVICE_NAMES } from '../api/services';
+import { assertTaskServiceBindAllowed } from '../lib/config';
 import { migrate } from '../lib/db/migrate';
 import { createPool } from '../lib/db/pool';
 import { resolveKeys } from '../lib/keys';
@@ -29,6 +30,7 @@ export function installTemporalRuntime(host: string, metricsPort: number | null,
 export async function runStart(_flags: Record<string, unknown>): Promise<number> {
   const t0 = Date.now();
   const { config, logger } = bootstrap();
+  assertTaskServiceBindAllowed(config);
   const keys = resolveKeys(config);
   const dependencies = createDependencyState(logger);
   let giveUp: (message: string) => void = () => undefined;

@@ -3,6 +3,7 @@
  * Everything else receives an `ArmadaConfig`; nothing reads process.env on its own.
  */
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Type, type Static } from 'typebox';
@@ -45,7 +46,17 @@ export const FileConfigSchema = Type.Object(
       ),
     ),
     users: Type.Optional(
-      Type.Array(Type.Object({ email: Type.String({ minLength: 3 }), apiKey: Type.String({ minLength: 8 }) }, { additionalProperties: false })),
+      Type.Array(
+        Type.Object(
+          {
+            email: Type.String({ minLength: 3 }),
+            apiKey: Type.String({ minLength: 8 }),
+            /** X-User-Email may name another user with this key (a trusted front end); docs/security.md#key-rules */
+            admin: Type.Optional(Type.Boolean()),
+          },
+          { additionalProperties: false },
+        ),
+      ),
     ),
     multiAgent: Type.Optional(
       Type.Object(
@@ -336,4 +347,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
     branchPrefix: file.branchPrefix ?? 'armada',
     version: packageVersion(),
   };
+}
+
+/** Whether `host` is a loopback bind address: 127.0.0.0/8, ::1 (also IPv4-mapped 127.x) or localhost. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  if (h === 'localhost' || h === 'localhost.') return true;
+  if (net.isIPv4(h)) return h.split('.')[0] === '127';
+  if (!net.isIPv6(h)) return false;
+  const loopback = new net.BlockList();
+  loopback.addAddress('::1', 'ipv6');
+  loopback.addSubnet('::ffff:127.0.0.0', 104, 'ipv6');
+  return loopback.check(h, 'ipv6');
+}
+
+/**
+ * The bind rule (docs/security.md#bind-rule): a task service other hosts can reach runs setup scripts and agents for
+ * whoever calls it, so binding ARMADA_HOST to a non-loopback address needs ARMADA_TASK_API_KEY or `users`.
+ * Throws a one-line ConfigError otherwise.
+ */
+export function assertTaskServiceBindAllowed(config: ArmadaConfig): void {
+  if (isLoopbackHost(config.host)) return;
+  if (config.apiKeys.task || (config.file.users?.length ?? 0) > 0) return;
+  throw new ConfigError(
+    `ARMADA_HOST=${config.host} is not a loopback address and the task service would run without a key: set ARMADA_TASK_API_KEY or "users" in ${config.configPath}, or bind to 127.0.0.1 (docs/security.md#bind-rule)`,
+  );
 }

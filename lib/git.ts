@@ -2,6 +2,7 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { childEnv } from './process/childEnv';
 
 export interface GitResult {
   code: number;
@@ -10,6 +11,17 @@ export interface GitResult {
 }
 
 const GIT_ENV = { GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'echo', LC_ALL: 'C' };
+/** How the operator lets git reach remotes and configures it; passed on besides childEnv's allow-list. */
+const GIT_PASS = ['SSH_AUTH_SOCK', 'GIT_SSH', 'GIT_SSH_COMMAND', 'GIT_CONFIG_GLOBAL', 'GIT_CONFIG_NOSYSTEM'];
+
+/**
+ * git's environment: the child allow-list, not the worker's whole environment. Hooks and configured commands
+ * (core.fsmonitor, filters) of a repository run inside these git processes, and an agent can write those into the
+ * repository it works in, so they must not see DATABASE_URL or the keys either.
+ */
+function gitEnv(): Record<string, string> {
+  return childEnv({ vars: { ...Object.fromEntries(GIT_PASS.map((k) => [k, process.env[k]])), ...GIT_ENV } });
+}
 
 /** Runs `git args…` in cwd; resolves with the exit code instead of throwing on failure. */
 export function git(cwd: string, args: string[], opts: { timeoutMs?: number; input?: string } = {}): Promise<GitResult> {
@@ -17,7 +29,7 @@ export function git(cwd: string, args: string[], opts: { timeoutMs?: number; inp
     const child = execFile(
       'git',
       args,
-      { cwd, env: { ...process.env, ...GIT_ENV }, timeout: opts.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024 },
+      { cwd, env: gitEnv(), timeout: opts.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024 },
       (err, stdout, stderr) => {
         const code = err ? (typeof (err as NodeJS.ErrnoException & { code?: unknown }).code === 'number' ? (err as unknown as { code: number }).code : 1) : 0;
         resolve({ code, stdout: String(stdout), stderr: String(stderr) });

@@ -7,9 +7,22 @@ export interface Metrics {
   httpDuration: Histogram<'service' | 'method' | 'route' | 'status_code'>;
 }
 
+/**
+ * The process's registry: process metrics (armada_process_…), the worker's metrics when a worker runs in this
+ * process, and the HTTP metrics of the service that hosts them (api/services.ts#serviceMetrics).
+ */
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'armada_process_' });
+  return withHttpMetrics(registry);
+}
+
+/** A registry of one HTTP service's own: its request metrics and what its routes register; no process metrics. */
+export function createServiceMetrics(): Metrics {
+  return withHttpMetrics(new Registry());
+}
+
+function withHttpMetrics(registry: Registry): Metrics {
   const labelNames = ['service', 'method', 'route', 'status_code'] as const;
   return {
     registry,

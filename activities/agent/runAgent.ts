@@ -25,6 +25,7 @@ import type { Metrics } from '../../lib/metrics';
 import type { WorkerIdentity } from '../../lib/workerIdentity';
 import type { Slots } from '../../lib/process/slots';
 import { git } from '../../lib/git';
+import { childEnv } from '../../lib/process/childEnv';
 import { faultPoint, type Faults } from '../../lib/faults';
 import { groupAlive, killProcessesUnder, startGroupProcess, type GroupProcess, type GroupProcessResult } from '../../lib/process/processGroup';
 import { createFinalMessage, createParser } from './parsers';
@@ -213,16 +214,17 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
     command: argv[0] as string,
     args: argv.slice(1),
     cwd: input.worktreePath,
-    env: {
-      ...process.env,
-      ...profile.env,
-      ARMADA_PROMPT: input.prompt,
-      ARMADA_TASK_ID: input.taskId,
-      ARMADA_ATTEMPT_ID: input.attemptId,
-      ARMADA_PROCESS_ID: input.processId,
-      ARMADA_WORKTREE: input.worktreePath,
-      ...(profile.model ? { ARMADA_MODEL: profile.model } : {}),
-    },
+    env: childEnv({
+      profileEnv: profile.env,
+      vars: {
+        ARMADA_PROMPT: input.prompt,
+        ARMADA_TASK_ID: input.taskId,
+        ARMADA_ATTEMPT_ID: input.attemptId,
+        ARMADA_PROCESS_ID: input.processId,
+        ARMADA_WORKTREE: input.worktreePath,
+        ARMADA_MODEL: profile.model ?? undefined,
+      },
+    }),
     stdin: input.prompt,
     graceMs: deps.config.file.attempts?.killGraceMs ?? 2000,
     timeoutMs: input.timeoutMs,

@@ -9,6 +9,7 @@ import { getProject } from '../../lib/db/projects';
 import { appendLogs } from '../../lib/db/processes';
 import { getTask } from '../../lib/db/tasks';
 import { git, gitOrThrow } from '../../lib/git';
+import { childEnv } from '../../lib/process/childEnv';
 import { faultPoint, type Faults } from '../../lib/faults';
 import { killProcessesUnder, startGroupProcess } from '../../lib/process/processGroup';
 import { hostQueue } from '../../lib/temporal/queues';
@@ -128,7 +129,7 @@ async function runSetupOnce(deps: { db: Pool }, s: { attemptId: string; taskId: 
     command: 'bash',
     args: ['-c', s.script],
     cwd: s.worktreePath,
-    env: { ...process.env, ARMADA_WORKTREE: s.worktreePath, ARMADA_ATTEMPT_ID: s.attemptId, ARMADA_TASK_ID: s.taskId },
+    env: childEnv({ vars: { ARMADA_WORKTREE: s.worktreePath, ARMADA_ATTEMPT_ID: s.attemptId, ARMADA_TASK_ID: s.taskId } }),
     onLine: (stream, line) => {
       n++;
       log(stream === 'stdout' ? 'info' : 'warn', line);

@@ -17,6 +17,7 @@ import { searchMemory, type MemoryHit } from '../../lib/db/agentMemory';
 import type { Logger } from '../../lib/logger';
 import { counter, histogram, type Metrics } from '../../lib/metrics';
 import type { Pool } from 'pg';
+import { childEnv } from '../../lib/process/childEnv';
 import { startGroupProcess } from '../../lib/process/processGroup';
 import { createFinalMessage, lastBytes } from '../agent/parsers';
 import { resolveAgentCommand } from '../../lib/agents/agentCommand';
@@ -74,16 +75,6 @@ export function buildPrompt(task: string, hits: readonly MemoryHit[]): string {
   return `Relevant memory:\n${lines.join('\n')}\n\nTask:\n${task}`;
 }
 
-/** The process's environment: the worker's, minus Armada's own secrets, plus the profile's env and the task's. */
-function agentEnv(base: NodeJS.ProcessEnv, extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(base)) {
-    if (k === 'DATABASE_URL' || k === 'ARMADA_ENCRYPTION_KEY' || /^ARMADA_(\w+_)?API_KEY$/.test(k)) continue;
-    env[k] = v;
-  }
-  return { ...env, ...extra };
-}
-
 export async function runAgentTask(deps: Deps, input: { agent: string; taskId: string }): Promise<AgentTaskOutcome> {
   const ctx = Context.current();
   const row = await markAgentTaskRunning(deps.db, input.taskId);
@@ -114,14 +105,16 @@ export async function runAgentTask(deps: Deps, input: { agent: string; taskId: s
           args: command.args,
           cwd,
           stdin: prompt,
-          env: agentEnv(process.env, {
-            ...command.env,
-            ...(command.model ? { ARMADA_MODEL: command.model } : {}),
-            ARMADA_PROMPT: prompt,
-            ARMADA_TASK_ID: input.taskId,
-            ARMADA_AGENT_NAME: agent.name,
-            ARMADA_AGENT_ROLE: agent.role,
-            ARMADA_AGENT_TOOLS: agent.tools.join(','),
+          env: childEnv({
+            profileEnv: command.env,
+            vars: {
+              ARMADA_MODEL: command.model,
+              ARMADA_PROMPT: prompt,
+              ARMADA_TASK_ID: input.taskId,
+              ARMADA_AGENT_NAME: agent.name,
+              ARMADA_AGENT_ROLE: agent.role,
+              ARMADA_AGENT_TOOLS: agent.tools.join(','),
+            },
           }),
           signal: ctx.cancellationSignal,
           timeoutMs: settings.taskTimeoutMs,

@@ -18,6 +18,7 @@ import {
 import { allSources, getSource, recordSourceHealth } from '../../lib/db/schedulerSources';
 import { getWorkflow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { resolveKeys } from '../../lib/keys';
+import { childEnv } from '../../lib/process/childEnv';
 import { startGroupProcess } from '../../lib/process/processGroup';
 import { schedulerMetrics } from '../../lib/scheduler/metrics';
 import { PlatformError, checkHealth, runRemoteFlow } from '../../lib/scheduler/platforms';
@@ -35,12 +36,6 @@ export interface TaskRunResult {
   error?: string;
   startedAt: string;
   completedAt: string;
-}
-
-/** The worker's environment minus Armada's own secrets and connection strings: a user's script must not read them. */
-const PRIVATE_ENV = /^(ARMADA_|TEMPORAL_|PG[A-Z]*$|DATABASE_URL$)/;
-function scriptEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !PRIVATE_ENV.test(k)));
 }
 
 function capped(buf: string): string {
@@ -130,7 +125,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
         command: 'bash',
         args: ['-c', input.script],
         cwd: dir,
-        env: { ...scriptEnv(), ARMADA_EXECUTION_ID: input.executionId, ARMADA_TASK_INDEX: String(input.taskIndex) },
+        env: childEnv({ vars: { ARMADA_EXECUTION_ID: input.executionId, ARMADA_TASK_INDEX: String(input.taskIndex) } }),
         signal: ctx.cancellationSignal,
         graceMs: 2000,
         timeoutMs,

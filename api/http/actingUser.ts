@@ -1,6 +1,18 @@
-/** Who is acting: in local mode the X-User-Email header, else the host's git user.email. */
+/**
+ * Who is acting (docs/security.md#key-rules). With keys configured the bearer hook (api/http/bearerAuth.ts) has
+ * already decided it: a user's key names that user, an admin key may name another with X-User-Email, the service key
+ * names the server's local user. In local mode (no keys) the X-User-Email header names it, else the host's git
+ * user.email.
+ */
 import { execFileSync } from 'node:child_process';
 import type { FastifyRequest } from 'fastify';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The acting user the bearer hook decided; unset in local mode. */
+    armadaUser?: string;
+  }
+}
 
 export function gitUserEmail(): string {
   try {
@@ -13,10 +25,12 @@ export function gitUserEmail(): string {
 
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
-export function actingUser(request: FastifyRequest, localUser: string): string {
-  const authenticated = (request as FastifyRequest & { armadaUser?: string }).armadaUser;
-  if (authenticated) return authenticated;
+/** The user the X-User-Email header names (lower-cased), or undefined when it is absent or not an email. */
+export function headerUser(request: FastifyRequest): string | undefined {
   const header = request.headers['x-user-email'];
-  if (typeof header === 'string' && EMAIL.test(header.trim())) return header.trim().toLowerCase();
-  return localUser;
+  return typeof header === 'string' && EMAIL.test(header.trim()) ? header.trim().toLowerCase() : undefined;
+}
+
+export function actingUser(request: FastifyRequest, localUser: string): string {
+  return request.armadaUser ?? headerUser(request) ?? localUser;
 }

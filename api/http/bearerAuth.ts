@@ -1,41 +1,55 @@
 /**
  * Bearer authentication of the task service, as an app-level onRequest hook so it covers every route, including
  * WebSocket upgrades and SSE streams registered by any plugin (before or after this one).
- * Keys: ARMADA_TASK_API_KEY (names no user) and the `users` config (each key names its user → request.armadaUser).
- * Browsers cannot set headers on WebSocket upgrades or EventSource requests, so those (and only those) may send
- * the key as `?access_token=<key>`. Keys are compared in constant time and never logged.
+ * Keys: ARMADA_TASK_API_KEY (the service key: acts as the server's local user) and the `users` config (each key
+ * names its user). The hook decides the acting user (request.armadaUser); X-User-Email may name someone else only
+ * with a key marked `admin`. Browsers cannot set headers on WebSocket upgrades or EventSource requests, so routes
+ * marked `config: STREAM_ROUTE` (and only those) accept the key as `?access_token=<key>`. Keys are compared in
+ * constant time and never logged. docs/security.md#key-rules
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { keysMatch } from '../../lib/keys';
+import { headerUser } from './actingUser';
 import { errorBody } from './envelope';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A WebSocket or SSE route: a browser cannot send it a header, so it accepts `?access_token=<key>`. */
+    acceptsQueryKey?: boolean;
+  }
+}
+
+/** Route config of WebSocket and SSE routes: `app.get(path, { config: STREAM_ROUTE, … })`. */
+export const STREAM_ROUTE = { acceptsQueryKey: true } as const;
 
 export interface BearerKey {
   key: string;
   /** The user this key names; undefined for the service key. */
   email?: string;
+  /** `users[].admin`: X-User-Email may name another user (a trusted front end acting for its users). */
+  admin?: boolean;
 }
 
 export interface BearerAuthOptions {
   keys: BearerKey[];
   version: string;
+  /** Who the service key (ARMADA_TASK_API_KEY) acts as: the server's local user (git user.email). */
+  serviceUser: string;
 }
 
 const OPEN_PATHS = new Set(['/health']);
 
 /** The configured keys: the task key and one per configured user. Empty = local mode, no authentication. */
-export function bearerKeys(taskKey: string | undefined, users: { email: string; apiKey: string }[] | undefined): BearerKey[] {
+export function bearerKeys(taskKey: string | undefined, users: { email: string; apiKey: string; admin?: boolean }[] | undefined): BearerKey[] {
   const keys: BearerKey[] = [];
   if (taskKey) keys.push({ key: taskKey });
-  for (const u of users ?? []) keys.push({ key: u.apiKey, email: u.email.toLowerCase() });
+  for (const u of users ?? []) keys.push({ key: u.apiKey, email: u.email.toLowerCase(), admin: u.admin === true });
   return keys;
 }
 
-/** WebSocket upgrades and Server-Sent-Event streams: the requests a browser cannot add an Authorization header to. */
-export function isStreamRequest(request: FastifyRequest): boolean {
-  if (String(request.headers.upgrade ?? '').toLowerCase() === 'websocket') return true;
-  const path = request.url.split('?')[0] ?? '';
-  if (path.startsWith('/api/events/')) return true;
-  return String(request.headers.accept ?? '').includes('text/event-stream');
+/** Whether the matched route is a WebSocket or SSE route marked STREAM_ROUTE (never decided by headers). */
+export function acceptsQueryKey(request: FastifyRequest): boolean {
+  return request.routeOptions.config?.acceptsQueryKey === true;
 }
 
 /**
@@ -61,7 +75,7 @@ function presentedKey(request: FastifyRequest): string | undefined {
     const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
     return m?.[1]?.trim();
   }
-  if (isStreamRequest(request)) {
+  if (acceptsQueryKey(request)) {
     const token = (request.query as Record<string, unknown> | undefined)?.access_token;
     if (typeof token === 'string' && token !== '') return token;
   }
@@ -88,6 +102,11 @@ export function installBearerAuth(app: FastifyInstance, opts: BearerAuthOptions)
     if (!match) {
       return reply.code(401).header('www-authenticate', 'Bearer').send(errorBody(opts.version, 'UNAUTHORIZED', 'Authentication required'));
     }
-    if (match.email) (request as FastifyRequest & { armadaUser?: string }).armadaUser = match.email;
+    const keyUser = match.email ?? opts.serviceUser;
+    const claimed = headerUser(request);
+    if (claimed && claimed !== keyUser.toLowerCase() && !match.admin) {
+      return reply.code(403).send(errorBody(opts.version, 'FORBIDDEN', 'X-User-Email may name another user only with an admin key; this key acts as its own user'));
+    }
+    request.armadaUser = match.admin && claimed ? claimed : keyUser;
   });
 }

@@ -20,6 +20,7 @@ import { openSse } from '../http/sse';
 import { attemptDiff } from './attempts';
 import { isAppError } from '../../lib/errors';
 import type { TaskPluginOptions } from './deps';
+import { STREAM_ROUTE } from '../http/bearerAuth';
 
 const send = (socket: WebSocket, msg: unknown) => {
   if (socket.readyState === socket.OPEN) socket.send(typeof msg === 'string' ? msg : JSON.stringify(msg));
@@ -30,7 +31,7 @@ const SseResponse = { 200: Type.String({ description: 'text/event-stream' }), ..
 export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPool }> = async (fastify, { deps, cpu }) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
-  app.get('/ws', { websocket: true, schema: { tags: ['streams'], querystring: Type.Object({}) } }, (socket) => {
+  app.get('/ws', { websocket: true, config: STREAM_ROUTE, schema: { tags: ['streams'], querystring: Type.Object({}) } }, (socket) => {
     const subs = new Map<string, () => void>();
     socket.on('message', (raw) => {
       let msg: { type?: string; channel?: string; taskId?: string };
@@ -66,7 +67,7 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
     });
   });
 
-  app.get('/ws/execution-processes', { websocket: true, schema: { tags: ['streams'], querystring: Type.Object({}) } }, (socket) => {
+  app.get('/ws/execution-processes', { websocket: true, config: STREAM_ROUTE, schema: { tags: ['streams'], querystring: Type.Object({}) } }, (socket) => {
     const unsubscribe = deps.events.subscribe(['processes'], (e) => {
       if (!e.type.startsWith('process_')) return;
       send(socket, { ...e.data, type: e.type, processId: (e.data as { processId: string }).processId, timestamp: e.createdAt });
@@ -96,10 +97,10 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
     }
     if (socket.readyState === socket.OPEN) socket.close(1000, 'process finished');
   };
-  app.get('/ws/execution-processes/:id/logs/raw', { websocket: true, schema: { tags: ['streams'], params: IdParams } }, logSocket('raw'));
-  app.get('/ws/execution-processes/:id/logs/normalized', { websocket: true, schema: { tags: ['streams'], params: IdParams } }, logSocket('normalized'));
+  app.get('/ws/execution-processes/:id/logs/raw', { websocket: true, config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams } }, logSocket('raw'));
+  app.get('/ws/execution-processes/:id/logs/normalized', { websocket: true, config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams } }, logSocket('normalized'));
 
-  app.get('/api/events/processes/:id/logs', { schema: { tags: ['streams'], params: IdParams, response: SseResponse } }, async (request, reply) => {
+  app.get('/api/events/processes/:id/logs', { config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams, response: SseResponse } }, async (request, reply) => {
     const { id } = request.params;
     if (!(await getProcess(deps.db, id))) throw notFound(`Process ${id} not found`);
     const last = Number(request.headers['last-event-id']);
@@ -124,7 +125,7 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
     }
   });
 
-  app.get('/api/events/task-attempts/:id/diff', { schema: { tags: ['streams'], params: IdParams, response: SseResponse } }, async (request, reply) => {
+  app.get('/api/events/task-attempts/:id/diff', { config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams, response: SseResponse } }, async (request, reply) => {
     const { id } = request.params;
     if (!(await getAttempt(deps.db, id))) throw notFound(`Attempt ${id} not found`);
     // a diff is state, not a log: each event is the whole current diff, its id a hash of it; a client resuming

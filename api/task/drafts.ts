@@ -31,6 +31,7 @@ import { Envelope, ErrorResponses, IdParams, Nullable, StringEnum, Timestamp } f
 import { callTemporal } from '../http/temporalErrors';
 import { schemaValidationError } from '../http/validation';
 import type { TaskPluginOptions } from './deps';
+import { STREAM_ROUTE } from '../http/bearerAuth';
 
 const Metadata = Type.Record(Type.String(), Type.Unknown());
 
@@ -306,7 +307,7 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
 
 /** The drafts stream, registered without the /api prefix: `/ws/projects/:projectId/drafts`. */
 export const draftStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (app, { deps }) => {
-  app.get('/ws/projects/:projectId/drafts', { websocket: true, schema: { hide: true, params: ProjectParams } }, (socket, request) => {
+  app.get('/ws/projects/:projectId/drafts', { websocket: true, config: STREAM_ROUTE, schema: { hide: true, params: ProjectParams } }, (socket, request) => {
     const { projectId } = request.params as { projectId: string };
     // subscribe before anything async, so no event committed after the handshake is missed
     const unsubscribe = deps.events.subscribe([`project:${projectId}`], (e) => {

@@ -17,7 +17,7 @@ export async function installTaskEdges(app: FastifyInstance, deps: TaskServiceDe
   const limits = deps.config.file.rateLimit ?? {};
   // per IP before authentication (so guessing keys is limited too), per user after it (the user is known then)
   if (limits.perMinutePerIp) installWindowLimit(app, { limit: limits.perMinutePerIp, windowMs: 60_000, keyOf: (r) => r.ip, version });
-  installBearerAuth(app, { keys: bearerKeys(deps.keys.task, deps.config.file.users), version });
+  installBearerAuth(app, { keys: bearerKeys(deps.keys.task, deps.config.file.users), version, serviceUser: deps.localUser });
   if (limits.perHourPerUser) {
     installWindowLimit(app, { limit: limits.perHourPerUser, windowMs: 3_600_000, keyOf: (r) => actingUser(r, deps.localUser), version });
   }

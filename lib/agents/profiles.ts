@@ -16,7 +16,15 @@ export interface AgentProfile {
   prices: { inputPerMTok: number; outputPerMTok: number } | null;
 }
 
-type BuiltIn = Omit<AgentProfile, 'name' | 'env' | 'maxConcurrent' | 'prices'> & { prices?: AgentProfile['prices'] };
+type BuiltIn = Omit<AgentProfile, 'name' | 'env' | 'maxConcurrent' | 'prices'> & { prices?: AgentProfile['prices']; env?: AgentProfile['env'] };
+
+/**
+ * `{NAME: "${NAME}"}` for each name: the child gets the server's variable of that name when it is set. Agents run
+ * with an allow-listed environment (lib/process/childEnv.ts), so a built-in names the vendor keys its CLI reads.
+ */
+export function passServerEnv(...names: string[]): Record<string, string> {
+  return Object.fromEntries(names.map((n) => [n, `\${${n}}`]));
+}
 
 /** Every built-in gets the prompt on stdin (and in ARMADA_PROMPT), never on the command line. */
 export const BUILT_IN_PROFILES: Record<string, BuiltIn> = {
@@ -24,36 +32,42 @@ export const BUILT_IN_PROFILES: Record<string, BuiltIn> = {
     command: ['claude', '-p', '--output-format=stream-json', '--verbose'],
     resumeCommand: ['claude', '-p', '--output-format=stream-json', '--verbose', '--continue'],
     format: 'claude-stream-json',
+    env: passServerEnv('ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN'),
     model: null,
   },
   codex: {
     command: ['codex', 'exec', '--json'],
     resumeCommand: ['codex', 'exec', '--json', 'resume', '--last'],
     format: 'codex-json',
+    env: passServerEnv('OPENAI_API_KEY', 'CODEX_API_KEY'),
     model: null,
   },
   gemini: {
     command: ['gemini', '--output-format', 'stream-json', '--yolo'],
     resumeCommand: ['gemini', '--output-format', 'stream-json', '--yolo', '--resume', 'latest'],
     format: 'gemini-stream-json',
+    env: passServerEnv('GEMINI_API_KEY', 'GOOGLE_API_KEY'),
     model: null,
   },
   cursor: {
     command: ['cursor-agent', '-p', '--output-format', 'stream-json', '--force'],
     resumeCommand: ['cursor-agent', '-p', '--output-format', 'stream-json', '--force', '--resume'],
     format: 'claude-stream-json',
+    env: passServerEnv('CURSOR_API_KEY'),
     model: null,
   },
   opencode: {
     command: ['opencode', 'run', '--format', 'json'],
     resumeCommand: ['opencode', 'run', '--format', 'json', '--continue'],
     format: 'opencode-json',
+    env: passServerEnv('ANTHROPIC_API_KEY', 'OPENAI_API_KEY', 'OPENCODE_API_KEY'),
     model: null,
   },
   amp: {
     command: ['amp', '-x', '--stream-json'],
     resumeCommand: ['amp', 'threads', 'continue', '-x', '--stream-json'],
     format: 'claude-stream-json',
+    env: passServerEnv('AMP_API_KEY'),
     model: null,
   },
 };

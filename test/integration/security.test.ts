@@ -2,29 +2,36 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import WebSocket from 'ws';
 import { actingUser } from '../../api/http/actingUser';
+import { STREAM_ROUTE } from '../../api/http/bearerAuth';
 import { createLogger } from '../../lib/logger';
+import { createProjectAndTask, insertAttempt } from '../support/attempts';
 import { startTestStack, type TestStack } from '../support/harness';
 
 const TASK_KEY = 'task-key-0123456789abcdef';
 const ANN_KEY = 'ann-key-0123456789';
 const BOB_KEY = 'bob-key-0123456789';
+const FRONT_KEY = 'front-end-key-0123456789';
 const users = [
   { email: 'Ann@example.com', apiKey: ANN_KEY },
   { email: 'bob@example.com', apiKey: BOB_KEY },
+  { email: 'front@example.com', apiKey: FRONT_KEY, admin: true },
 ];
 
 /** Routes a later plugin might add (a WebSocket and an SSE stream, under the real prefixes), added before ready(). */
 function probeRoutes(name: string, app: FastifyInstance) {
   if (name !== 'task') return;
-  app.get('/ws/auth-probe', { websocket: true }, (socket, request) => {
+  app.get('/ws/auth-probe', { websocket: true, config: STREAM_ROUTE }, (socket, request) => {
     socket.send(JSON.stringify({ user: actingUser(request, 'local@armada') }));
     socket.on('message', (m: Buffer) => socket.send(`echo:${m.toString()}`));
   });
-  app.get('/api/events/auth-probe', (request: FastifyRequest, reply) => {
+  const probeStream = (request: FastifyRequest, reply: import('fastify').FastifyReply) => {
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     reply.raw.end(`data: ${JSON.stringify({ user: actingUser(request, 'local@armada') })}\n\n`);
-  });
+  };
+  app.get('/api/events/auth-probe', { config: STREAM_ROUTE }, probeStream);
+  // a stream route nobody marked: the path and the Accept header do not make it accept ?access_token
+  app.get('/api/events/unmarked-probe', probeStream);
   app.get('/api/auth-probe/whoami', (request: FastifyRequest) => ({ user: actingUser(request, 'local@armada') }));
 }
 
@@ -72,11 +79,82 @@ describe('bearer authentication (key and users configured)', () => {
     expect((await fetch(`http://${base}/api/projects?access_token=${TASK_KEY}`)).status).toBe(401);
   });
 
-  test('a user key names the acting user; the service key does not', async () => {
-    const ann = await fetch(`http://${base}/api/auth-probe/whoami`, { headers: { authorization: `Bearer ${ANN_KEY}`, 'x-user-email': 'mallory@example.com' } });
-    expect(await ann.json()).toEqual({ user: 'ann@example.com' });
-    const svc = await fetch(`http://${base}/api/auth-probe/whoami`, { headers: { authorization: `Bearer ${TASK_KEY}`, 'x-user-email': 'carol@example.com' } });
-    expect(await svc.json()).toEqual({ user: 'carol@example.com' });
+  test('?access_token is accepted only by routes marked as streams, whatever the Accept or Upgrade header says', async () => {
+    const sse = { accept: 'text/event-stream' };
+    const { projectId } = await createProjectAndTask(stack, undefined, { authorization: `Bearer ${TASK_KEY}` });
+    const before = (await stack.db.query('SELECT count(*)::int AS n FROM tasks')).rows[0].n;
+    const create = await fetch(`http://${base}/api/tasks?access_token=${TASK_KEY}`, {
+      method: 'POST',
+      headers: { ...sse, 'content-type': 'application/json' },
+      body: JSON.stringify({ projectId, title: 'created with a key in the URL' }),
+    });
+    expect(create.status).toBe(401);
+    expect((await stack.db.query('SELECT count(*)::int AS n FROM tasks')).rows[0].n).toBe(before);
+    expect((await fetch(`http://${base}/api/projects?access_token=${TASK_KEY}`, { headers: sse })).status).toBe(401);
+    expect((await fetch(`http://${base}/api/events/unmarked-probe?access_token=${TASK_KEY}`, { headers: sse })).status).toBe(401);
+    expect((await fetch(`http://${base}/api/events/unmarked-probe`, { headers: { ...sse, authorization: `Bearer ${TASK_KEY}` } })).status).toBe(200);
+    // the real SSE and WebSocket routes take it (a 404 for an unknown process is past authentication)
+    const missing = '00000000-0000-4000-8000-000000000000';
+    const sseLogs = await fetch(`http://${base}/api/events/processes/${missing}/logs?access_token=${TASK_KEY}`, { headers: sse });
+    expect(sseLogs.status).toBe(404);
+    expect((await fetch(`http://${base}/api/events/processes/${missing}/logs`, { headers: sse })).status).toBe(401);
+    const opened = await new Promise<boolean>((resolve) => {
+      const ws = new WebSocket(`ws://${base}/ws?access_token=${TASK_KEY}`);
+      ws.on('open', () => {
+        resolve(true);
+        ws.close();
+      });
+      ws.on('unexpected-response', () => resolve(false));
+      ws.on('error', () => resolve(false));
+    });
+    expect(opened).toBe(true);
+    expect((await wsOutcome(`ws://${base}/ws`)).status).toBe(401);
+  });
+
+  test('the key decides who acts: X-User-Email names another user only with an admin key', async () => {
+    const whoami = async (key: string, email?: string) => {
+      const r = await fetch(`http://${base}/api/auth-probe/whoami`, { headers: { authorization: `Bearer ${key}`, ...(email ? { 'x-user-email': email } : {}) } });
+      return [r.status, await r.json()];
+    };
+    expect(await whoami(ANN_KEY)).toEqual([200, { user: 'ann@example.com' }]);
+    expect(await whoami(ANN_KEY, 'ANN@example.com')).toEqual([200, { user: 'ann@example.com' }]);
+    const [status, body] = await whoami(ANN_KEY, 'mallory@example.com');
+    expect(status).toBe(403);
+    expect(body).toMatchObject({ success: false, error: { code: 'FORBIDDEN', message: expect.stringMatching(/admin key/) } });
+    // the service key acts as the server's own user (git user.email), never as whoever the header names
+    expect((await whoami(TASK_KEY, 'carol@example.com'))[0]).toBe(403);
+    const [svcStatus, svc] = await whoami(TASK_KEY);
+    expect(svcStatus).toBe(200);
+    expect((svc as { user: string }).user).not.toBe('carol@example.com');
+    // an admin key (users[].admin) is a trusted front end acting for its users
+    expect(await whoami(FRONT_KEY, 'Carol@example.com')).toEqual([200, { user: 'carol@example.com' }]);
+    expect(await whoami(FRONT_KEY)).toEqual([200, { user: 'front@example.com' }]);
+  });
+
+  test("an approval cannot be answered as another user by naming them in X-User-Email", async () => {
+    const { taskId } = await createProjectAndTask(stack, undefined, { authorization: `Bearer ${TASK_KEY}` });
+    const attemptId = await insertAttempt(stack, taskId);
+    const auth = (key: string, email?: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json', ...(email ? { 'x-user-email': email } : {}) });
+    const created = await fetch(`http://${base}/api/approvals`, {
+      method: 'POST',
+      headers: auth(ANN_KEY),
+      body: JSON.stringify({ taskAttemptId: attemptId, type: 'merge', title: 'Merge it?', approvers: ['bob@example.com'] }),
+    });
+    expect(created.status).toBe(201);
+    const approval = ((await created.json()) as { data: { id: string; createdBy: string } }).data;
+    expect(approval.createdBy).toBe('ann@example.com');
+    const respond = (headers: Record<string, string>) =>
+      fetch(`http://${base}/api/approvals/${approval.id}/respond`, { method: 'POST', headers, body: JSON.stringify({ decision: 'approved' }) });
+    expect((await respond(auth(ANN_KEY, 'bob@example.com'))).status).toBe(403);
+    expect((await respond(auth(TASK_KEY, 'bob@example.com'))).status).toBe(403);
+    expect((await respond(auth(ANN_KEY))).status).toBe(403); // ann is not an approver
+    const pending = await fetch(`http://${base}/api/approvals/pending`, { headers: auth(BOB_KEY) });
+    expect(((await pending.json()) as { data: { id: string; status: string }[] }).data.map((a) => [a.id, a.status])).toEqual([[approval.id, 'pending']]);
+    const client = await stack.temporal.client();
+    await client.workflow
+      .getHandle(`approval:${approval.id}`)
+      .terminate('test over')
+      .catch(() => undefined);
   });
 
 
@@ -155,8 +233,9 @@ describe('a key sent as ?access_token never reaches the logs', () => {
     plain.on('error', () => undefined);
     await new Promise((r) => setTimeout(r, 1000));
     plain.terminate();
-    expect((await wsOutcome(`ws://${base}/ws/no-such-socket?access_token=${BOB_KEY}&x=1`)).status).toBe(404);
-    expect((await fetch(`http://${base}/api/events/no-such-stream?access_token=${BOB_KEY}`)).status).toBe(404);
+    // unknown routes are not marked as streams: the query key does not authenticate them
+    expect((await wsOutcome(`ws://${base}/ws/no-such-socket?access_token=${BOB_KEY}&x=1`)).status).toBe(401);
+    expect((await fetch(`http://${base}/api/events/no-such-stream?access_token=${BOB_KEY}`)).status).toBe(401);
     const ok = await fetch(`http://${base}/api/events/auth-probe?access_token=${ANN_KEY}`);
     expect(await ok.text()).toContain('ann@example.com');
     await new Promise((r) => setTimeout(r, 200));

@@ -2,12 +2,16 @@
 import crypto from 'node:crypto';
 import { makeGitRepo, type TestStack } from './harness';
 
-export async function createProjectAndTask(stack: TestStack, name = `P-${crypto.randomBytes(4).toString('hex')}`): Promise<{ projectId: string; taskId: string }> {
+export async function createProjectAndTask(
+  stack: TestStack,
+  name = `P-${crypto.randomBytes(4).toString('hex')}`,
+  headers: Record<string, string> = {},
+): Promise<{ projectId: string; taskId: string }> {
   const app = stack.app('task');
-  const p = await app.inject({ method: 'POST', url: '/api/projects', payload: { name, repository: { url: makeGitRepo() } } });
+  const p = await app.inject({ method: 'POST', url: '/api/projects', headers, payload: { name, repository: { url: makeGitRepo() } } });
   if (p.statusCode !== 201) throw new Error(`project: ${p.statusCode} ${p.body}`);
   const projectId = p.json().data.id as string;
-  const t = await app.inject({ method: 'POST', url: '/api/tasks', payload: { projectId, title: 'Task for attempts' } });
+  const t = await app.inject({ method: 'POST', url: '/api/tasks', headers, payload: { projectId, title: 'Task for attempts' } });
   if (t.statusCode !== 201) throw new Error(`task: ${t.statusCode} ${t.body}`);
   return { projectId, taskId: t.json().data.id as string };
 }

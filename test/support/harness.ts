@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, type Pool } from 'pg';
 import type { FastifyInstance } from 'fastify';
-import { buildService, type ServiceName } from '../../api/services';
+import { buildService, serviceMetrics, type ServiceName } from '../../api/services';
 import { loadConfig, type ArmadaConfig } from '../../lib/config';
 import { createPool } from '../../lib/db/pool';
 import { resolveKeys, type ResolvedKeys } from '../../lib/keys';
@@ -108,8 +108,10 @@ export async function startTestStack(
   const metrics = createMetrics();
   const apps: Partial<Record<ServiceName, FastifyInstance>> = {};
   const log = opts.logger ?? logger;
-  for (const name of opts.services ?? ['task']) {
-    const app = await buildService(name, { db: database.pool, config, keys, temporal, logger: log, metrics });
+  const names = opts.services ?? ['task'];
+  const perService = serviceMetrics(names, metrics);
+  for (const name of names) {
+    const app = await buildService(name, { db: database.pool, config, keys, temporal, logger: log, metrics: perService[name] });
     apps[name] = app;
     await opts.beforeReady?.(name, app);
     await app.ready();

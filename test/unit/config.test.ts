@@ -30,6 +30,10 @@ describe('config', () => {
     expect(() => parseFileConfig({ filesystem: { walkTimeBudgetMs: 5 } }, 'c.json')).toThrow(/"filesystem.walkTimeBudgetMs"/);
     expect(() => parseFileConfig({ filesystem: { walkMaxEntries: 'many' } }, 'c.json')).toThrow(/"filesystem.walkMaxEntries"/);
     expect(() => parseFileConfig({ filesystem: { queuedWalks: -1 } }, 'c.json')).toThrow(/"filesystem.queuedWalks"/);
+    // users[].admin: a boolean that lets a key name another user with X-User-Email
+    expect(parseFileConfig({ users: [{ email: 'a@example.com', apiKey: 'key-0123456789', admin: true }] }, 'c.json').users?.[0]?.admin).toBe(true);
+    expect(() => parseFileConfig({ users: [{ email: 'a@example.com', apiKey: 'key-0123456789', admin: 'yes' }] }, 'c.json')).toThrow(/"users.0.admin"/);
+    expect(() => parseFileConfig({ users: [{ email: 'a@example.com', apiKey: 'key-0123456789', role: 'admin' }] }, 'c.json')).toThrow('unknown key "users.0.role"');
   });
   test('defaults without a file; env ports, keys and home; bad values refused', () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-cfg-'));
