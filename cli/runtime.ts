@@ -53,7 +53,9 @@ export async function startInfrastructure(config: ArmadaConfig, logger: Logger, 
             toolsDir: config.toolsDir,
             onProgress: (line) => process.stderr.write(`${line}\n`),
             dbFile: path.join(config.home, 'temporal.db'),
-            ip: config.host,
+            // loopback only, like the embedded PostgreSQL: the dev server has no authentication, and anyone reaching it
+            // could start workflows past the task key (workers on other hosts need an external TEMPORAL_ADDRESS)
+            ip: '127.0.0.1',
             port: config.embedded.temporalPort,
             uiPort: config.embedded.temporalUiPort,
             namespace: config.temporal.namespace,

@@ -105,7 +105,7 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
   const lines = [
     `armada ${config.version} is up in ${((Date.now() - t0) / 1000).toFixed(1)} s (data in ${config.home})`,
     ...Object.entries(services.addresses).map(([name, addr]) => `  ${name.padEnd(14)} ${addr}`),
-    `  temporal       ${infra.temporalAddress}${infra.temporal && config.embedded.temporalUiPort ? ` (UI http://${config.host}:${config.embedded.temporalUiPort})` : ''}`,
+    `  temporal       ${infra.temporalAddress}${infra.temporal && config.embedded.temporalUiPort ? ` (UI http://127.0.0.1:${config.embedded.temporalUiPort})` : ''}`,
     `  postgres       ${infra.postgres ? `embedded, port ${config.embedded.pgPort}` : 'DATABASE_URL'}`,
   ];
   if (keys.generatedApiKey) lines.push(`  API key (X-API-Key for scheduler, agents, traces; shown once, stored in ${config.home}/api-key):`, `    ${keys.generatedApiKey}`);
