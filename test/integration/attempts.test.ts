@@ -46,7 +46,13 @@ describe('attempt engine', () => {
     expect(byPath['src/added.txt'].changes[0]).toEqual({ type: 'add', lineNumber: 1, content: 'one' });
     expect(byPath['README.md']).toMatchObject({ status: 'modified', additions: 1, deletions: 0 });
     expect(diff.summary).toEqual({ filesChanged: 2, additions: 4, deletions: 0 });
-    const unified = (await h.inject('GET', `/api/attempts/${a.id}/diff`)).json().data;
+    // without format the answer is the spec's Diff resource (files[] + summary), the same as format=json
+    const byDefault = await h.inject('GET', `/api/attempts/${a.id}/diff`);
+    expect(byDefault.statusCode).toBe(200);
+    expect(byDefault.json().data).toEqual(diff);
+    expect(byDefault.json().data).not.toHaveProperty('diff');
+    const unified = (await h.inject('GET', `/api/attempts/${a.id}/diff?format=unified`)).json().data;
+    expect(unified).toMatchObject({ format: 'unified', summary: diff.summary });
     expect(unified.diff).toContain('+added by the agent');
     const split = (await h.inject('GET', `/api/attempts/${a.id}/diff?format=split&file=README.md`)).json().data;
     expect(split.files).toHaveLength(1);
