@@ -99,8 +99,9 @@ describe('attempt engine', () => {
     expect(fs.existsSync(a.worktreePath)).toBe(false);
     expect(gitOk(p.repo, 'rev-parse', '--verify', '--quiet', `refs/heads/${a.branch}`)).toBe(false);
     expect(gitOut(p.repo, 'worktree', 'list')).not.toContain(attemptId);
+    // the container no longer reports the removed worktree
     const container = (await h.inject('GET', `/api/containers/${attemptId}`)).json().data;
-    expect(container.status).toBe('merged');
+    expect(container).toMatchObject({ id: attemptId, taskAttemptId: attemptId, status: 'deleted', worktreePath: null, branch: a.branch, baseBranch: 'main' });
     // the closed attempt workflow has finished
     const client = await stack.temporal.client();
     await expect(client.workflow.getHandle(`attempt:${attemptId}`).result()).resolves.toBe('completed');
