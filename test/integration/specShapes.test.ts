@@ -72,6 +72,18 @@ describe('deletes remove the attempts’ worktrees and branches', () => {
     expect(fs.existsSync(r.worktreePath)).toBe(false);
     expect(armadaBranches(p.repo)).toBe('');
   });
+
+  test('POST /api/tasks/bulk/delete removes the tasks’ worktrees and branches too', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'Bulk deleted');
+    const a = await h.until((await h.start(taskId)).attemptId, ['completed', 'failed']);
+    expect(fs.existsSync(a.worktreePath)).toBe(true);
+    const res = await h.inject('POST', '/api/tasks/bulk/delete', { taskIds: [taskId, 'no-such-task'] });
+    expect(res.statusCode).toBe(200);
+    expect(fs.existsSync(a.worktreePath)).toBe(false);
+    expect(armadaBranches(p.repo)).toBe('');
+    expect(res.json().data).toEqual({ deleted: 1, taskIds: [taskId], notFound: ['no-such-task'] });
+  });
 });
 
 describe('one timestamp form and compact JSON', () => {
