@@ -112,7 +112,7 @@ export const ProcessLogsQuery = Type.Object(
 export const NdjsonBody = Type.String({ description: 'application/x-ndjson: one {level, message, timestamp, source, metadata, seq, processId} per line' });
 
 export const DiffQuery = Type.Object(
-  { file: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })), format: Type.Optional(StringEnum(['unified', 'split', 'json'] as const, { default: 'unified' })) },
+  { file: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })), format: Type.Optional(StringEnum(['unified', 'split', 'json'] as const, { description: 'absent or json: the Diff resource (files[] + summary); unified: the git diff text + summary; split: side-by-side rows' })) },
   { additionalProperties: false },
 );
 
@@ -128,8 +128,9 @@ export const DiffFile = Type.Object({
 });
 export const DiffSummary = Type.Object({ filesChanged: Type.Integer(), additions: Type.Integer(), deletions: Type.Integer() });
 const SplitSide = Nullable(Type.Object({ lineNumber: Type.Integer(), content: Type.String(), type: Type.String() }));
+/** Without `format` (and with json) the spec's Diff: files[] {path, oldPath, status, binary, additions, deletions, changes[]} + summary. */
 export const DiffResponse = Type.Object({
-  format: Type.String(),
+  format: StringEnum(['json', 'unified', 'split'] as const),
   diff: Type.Optional(Type.String()),
   files: Type.Optional(Type.Array(Type.Unknown())),
   summary: DiffSummary,

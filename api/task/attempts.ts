@@ -289,7 +289,7 @@ export const attemptRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPoo
     { schema: { tags: ['attempts'], params: IdParams, querystring: DiffQuery, response: { 200: Envelope(DiffResponse), ...ErrorResponses } } },
     async (request) => {
       const a = await requireAttempt(deps, request.params.id);
-      return ok(version, await attemptDiff(deps, cpu, a, request.query.file, request.query.format ?? 'unified'));
+      return ok(version, await attemptDiff(deps, cpu, a, request.query.file, request.query.format ?? 'json'));
     },
   );
 

@@ -53,11 +53,13 @@ export const branchRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastif
     const read = await readAttemptWorktree(deps, { worktreePath, hostQueue: a.host_queue }, { op: 'status', worktreePath, baseBranch: a.base_branch, baseCommit: a.base_commit });
     if (read.op !== 'status') throw new Error('unexpected worktree read');
     const s = read.status;
-    const status = a.merged_at && a.cleaned_up ? 'merged' : a.cleaned_up || (a.worktree_path && !s.exists) ? 'deleted' : a.merged_at ? 'merged' : a.status === 'running' ? 'active' : 'inactive';
+    // a removed worktree (cleanup after a merge, a delete, or gone from disk) is reported as deleted, without its path
+    const removed = a.cleaned_up || (a.worktree_path !== null && !s.exists);
+    const status = removed ? 'deleted' : a.merged_at ? 'merged' : a.status === 'running' ? 'active' : 'inactive';
     return ok(version, {
       id: a.id,
       taskAttemptId: a.id,
-      worktreePath: a.worktree_path,
+      worktreePath: removed ? null : a.worktree_path,
       branch: a.branch,
       baseBranch: a.base_branch,
       status,

@@ -7,7 +7,7 @@ import { Type } from 'typebox';
 import { WorkflowFailedError } from '@temporalio/client';
 import { TimeoutFailure } from '@temporalio/common';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { CodehostError, codehostAuthRequired, createCodehostClient, parseRepoSlug, pullRequestView, type HostPull } from '../../lib/codehost/client';
+import { CodehostError, codehostAuthRequired, createCodehostClient, parseRepoSlug, pullRequestView, utcIso, type HostPull } from '../../lib/codehost/client';
 import { loadCodehostToken, storeCodehostToken } from '../../lib/codehost/tokens';
 import {
   completeDeviceFlow,
@@ -374,7 +374,7 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       if (!token) throw codehostAuthRequired();
       const slug = await projectSlug(project);
       const hook = await host.createHook(token, slug.owner, slug.repo, { url, events });
-      return ok(version, { webhookId: hook.id, url: hook.config.url ?? url, events: hook.events, active: hook.active, createdAt: hook.created_at });
+      return ok(version, { webhookId: hook.id, url: hook.config.url ?? url, events: hook.events, active: hook.active, createdAt: utcIso(hook.created_at) });
     },
   );
 };

@@ -1,7 +1,7 @@
 /** Request and response schemas of the project routes. */
 import { Type } from 'typebox';
 import { REPO_URL_PATTERN } from '../../lib/git';
-import { Nullable } from '../http/schemas';
+import { Nullable, StringEnum } from '../http/schemas';
 
 const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
 
@@ -88,4 +88,5 @@ export const PatchProjectBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 
-export const DeletedProject = Type.Object({ id: Type.String(), deleted: Type.Literal(true), deletedAt: Type.String() });
+/** cleanup: pending when a host did not remove its attempts' worktrees and branches within attempts.deleteWaitMs. */
+export const DeletedProject = Type.Object({ id: Type.String(), deleted: Type.Literal(true), deletedAt: Type.String(), cleanup: StringEnum(['done', 'pending'] as const) });

@@ -17,9 +17,11 @@ import {
   updateProject,
   type ProjectRow,
 } from '../../lib/db/projects';
+import { removeAttemptsOfProject } from '../../lib/attempts/attemptService';
 import { ok, okPage, pagination } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, PageQuery, PagedEnvelope } from '../http/schemas';
 import type { TaskAppDeps as TaskServiceDeps, TaskPluginOptions } from './deps';
+import { serviceDeps } from './attempts';
 import { CreateProjectBody, DeletedProject, PatchProjectBody, ProjectDetail, ProjectListItem, ProjectStats } from './projectSchemas';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
@@ -194,8 +196,11 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
     '/projects/:id',
     { schema: { tags: ['projects'], params: IdParams, response: { 200: Envelope(DeletedProject), ...ErrorResponses } } },
     async (request) => {
+      if (!(await getProject(deps.db, request.params.id))) throw notFound(`Project ${request.params.id} not found`, 'PROJECT_NOT_FOUND');
+      // the attempts' worktrees and branches go with the project, not at the next janitor run
+      const cleanup = await removeAttemptsOfProject(serviceDeps(deps), request.params.id);
       if (!(await deleteProject(deps.db, request.params.id))) throw notFound(`Project ${request.params.id} not found`, 'PROJECT_NOT_FOUND');
-      return ok(version, { id: request.params.id, deleted: true as const, deletedAt: new Date().toISOString() });
+      return ok(version, { id: request.params.id, deleted: true as const, deletedAt: new Date().toISOString(), cleanup });
     },
   );
 

@@ -107,4 +107,5 @@ export const BulkResult = Type.Object({
   tasks: Type.Optional(Type.Array(Task)),
 });
 
-export const DeletedTask = Type.Object({ deleted: Type.Literal(true), taskId: Type.String() });
+/** cleanup: pending when a host did not remove its attempts' worktrees and branches within attempts.deleteWaitMs. */
+export const DeletedTask = Type.Object({ deleted: Type.Literal(true), taskId: Type.String(), cleanup: StringEnum(['done', 'pending'] as const) });

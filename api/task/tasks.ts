@@ -9,6 +9,7 @@ import { withTransaction } from '../../lib/db/pool';
 import { attemptDurationSeconds, listAttemptsForTask, type AttemptRow } from '../../lib/db/attempts';
 import {
   deleteTasks,
+  getTask,
   getTaskWithRepository,
   insertTask,
   listTasksJson,
@@ -22,9 +23,11 @@ import { publishTaskCreated, publishTaskStatusChanged } from '../../lib/events/t
 import { createInvalidatingCache } from '../../lib/events/invalidatingCache';
 import { counter } from '../../lib/metrics';
 import type { Queryable } from '../../lib/db/pool';
+import { removeAttemptsOfTasks } from '../../lib/attempts/attemptService';
 import { actingUser } from '../http/actingUser';
 import { ok, pagination, rawPage } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, PagedEnvelope } from '../http/schemas';
+import { serviceDeps } from './attempts';
 import type { TaskAppDeps as TaskServiceDeps, TaskPluginOptions } from './deps';
 import {
   BulkDeleteBody,
@@ -267,9 +270,12 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
     '/tasks/:id',
     { schema: { tags: ['tasks'], params: IdParams, response: { 200: Envelope(DeletedTask), ...ErrorResponses } } },
     async (request) => {
+      if (!(await getTask(deps.db, request.params.id))) throw notFound(`Task ${request.params.id} not found`);
+      // the attempts' worktrees and branches go with the task, not at the next janitor run
+      const cleanup = await removeAttemptsOfTasks(serviceDeps(deps), [request.params.id]);
       const [deleted] = await deleteTasks(deps.db, [request.params.id]);
       if (!deleted) throw notFound(`Task ${request.params.id} not found`);
-      return ok(version, { deleted: true as const, taskId: deleted });
+      return ok(version, { deleted: true as const, taskId: deleted, cleanup });
     },
   );
 
@@ -294,6 +300,7 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
     { schema: { tags: ['tasks'], body: BulkDeleteBody, response: { 200: Envelope(BulkResult), ...ErrorResponses } } },
     async (request) => {
       const { taskIds } = request.body;
+      await removeAttemptsOfTasks(serviceDeps(deps), taskIds);
       const deleted = new Set(await withTransaction(deps.db, (c) => deleteTasks(c, taskIds)));
       return ok(version, {
         deleted: deleted.size,

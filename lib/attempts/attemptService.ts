@@ -393,27 +393,67 @@ export async function mergeAttempt(deps: AttemptServiceDeps, attemptId: string, 
 export async function deleteAttempt(deps: AttemptServiceDeps, attemptId: string): Promise<{ cleanup: 'done' | 'pending' }> {
   const a = await getAttempt(deps.db, attemptId);
   if (!a) throw notFound(`Attempt ${attemptId} not found`);
-  if (a.status === 'running' || a.status === 'created') {
-    await withTransaction(deps.db, (c) => recordAttemptCancelled(c, attemptId));
-  }
-  await cancelWorkflow(deps, attemptId);
   const task = await getTask(deps.db, a.task_id);
   const project = task ? await getProject(deps.db, task.project_id) : undefined;
-  let cleanup: 'done' | 'pending' = 'done';
-  if (a.host_queue && project?.git_repo_path && !a.cleaned_up) {
-    const handle = await (await deps.temporal.client()).workflow.start('removeAttemptWorkflow', {
-      workflowId: `attempt-remove:${attemptId}`,
-      taskQueue: deps.config.temporal.taskQueue,
-      args: [{ hostQueue: a.host_queue, repoPath: project.git_repo_path, worktreePath: a.worktree_path, branch: a.branch }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-    });
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<'pending'>((resolve) => {
-      timer = setTimeout(() => resolve('pending'), deps.config.file.attempts?.deleteWaitMs ?? 15_000);
-    });
-    cleanup = await Promise.race([handle.result().then(() => 'done' as const, () => 'pending' as const), waited]);
-    clearTimeout(timer);
-  }
+  const cleanup = await removeAttemptsOnHosts(deps, [{ attempt: a, repoPath: project?.git_repo_path ?? null }]);
   await deleteAttemptRow(deps.db, attemptId);
   return { cleanup };
+}
+
+/**
+ * Cancels the attempts (those still running or created) and removes their worktrees and branches on their hosts
+ * (removeAttemptWorkflow on each host's queue). Waits up to attempts.deleteWaitMs for all of them: 'pending' when a
+ * host did not answer in time (the removal runs when its worker is back). The caller deletes the rows afterwards.
+ */
+async function removeAttemptsOnHosts(deps: AttemptServiceDeps, items: { attempt: AttemptRow; repoPath: string | null }[]): Promise<'done' | 'pending'> {
+  const removals: Promise<'done' | 'pending'>[] = [];
+  for (const { attempt: a, repoPath } of items) {
+    if (a.status === 'running' || a.status === 'created') {
+      await withTransaction(deps.db, (c) => recordAttemptCancelled(c, a.id));
+    }
+    await cancelWorkflow(deps, a.id);
+    if (a.host_queue && repoPath && !a.cleaned_up) {
+      const handle = await (await deps.temporal.client()).workflow.start('removeAttemptWorkflow', {
+        workflowId: `attempt-remove:${a.id}`,
+        taskQueue: deps.config.temporal.taskQueue,
+        args: [{ hostQueue: a.host_queue, repoPath, worktreePath: a.worktree_path, branch: a.branch }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      });
+      removals.push(handle.result().then(() => 'done' as const, () => 'pending' as const));
+    }
+  }
+  if (removals.length === 0) return 'done';
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<'pending'>((resolve) => {
+    timer = setTimeout(() => resolve('pending'), deps.config.file.attempts?.deleteWaitMs ?? 15_000);
+  });
+  const all = Promise.all(removals).then((r) => (r.every((x) => x === 'done') ? ('done' as const) : ('pending' as const)));
+  const cleanup = await Promise.race([all, waited]);
+  clearTimeout(timer);
+  return cleanup;
+}
+
+/**
+ * Before DELETE /api/tasks/:id, the bulk delete and DELETE /api/projects/:id delete the rows: cancels the tasks'
+ * attempts and removes their worktrees and branches on their hosts, as DELETE /api/attempts/:id does.
+ */
+export async function removeAttemptsOfTasks(deps: AttemptServiceDeps, taskIds: string[]): Promise<'done' | 'pending'> {
+  if (taskIds.length === 0) return 'done';
+  const { rows } = await deps.db.query<{ id: string; repo_path: string | null }>(
+    `SELECT a.id, p.git_repo_path AS repo_path FROM attempts a JOIN tasks t ON t.id = a.task_id JOIN projects p ON p.id = t.project_id
+      WHERE a.task_id = ANY($1::text[]) ORDER BY a.created_at`,
+    [taskIds],
+  );
+  const items: { attempt: AttemptRow; repoPath: string | null }[] = [];
+  for (const r of rows) {
+    const a = await getAttempt(deps.db, r.id);
+    if (a) items.push({ attempt: a, repoPath: r.repo_path });
+  }
+  return removeAttemptsOnHosts(deps, items);
+}
+
+/** removeAttemptsOfTasks for all tasks of a project. */
+export async function removeAttemptsOfProject(deps: AttemptServiceDeps, projectId: string): Promise<'done' | 'pending'> {
+  const { rows } = await deps.db.query<{ id: string }>('SELECT id FROM tasks WHERE project_id = $1', [projectId]);
+  return removeAttemptsOfTasks(deps, rows.map((r) => r.id));
 }

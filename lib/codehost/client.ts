@@ -182,7 +182,7 @@ export function pullRequestView(p: HostPull) {
     body: p.body ?? '',
     state: p.state,
     author: p.user?.login ?? '',
-    createdAt: p.created_at,
+    createdAt: utcIso(p.created_at),
     htmlUrl: p.html_url,
     head: p.head.ref,
     base: p.base.ref,
@@ -200,4 +200,10 @@ export function parseRepoSlug(url: string): { owner: string; repo: string } | un
     /^[\w.-]+@[\w.-]+:(?:.+\/)?([^/]+)\/([^/]+?)(?:\.git)?\/?$/.exec(url);
   if (!m?.[1] || !m[2]) return undefined;
   return { owner: m[1], repo: m[2] };
+}
+
+/** The code host's `…:05Z` in the API's one timestamp form `…:05.000Z` (an unreadable value is passed through). */
+export function utcIso(value: string): string {
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? value : d.toISOString();
 }

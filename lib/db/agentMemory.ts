@@ -1,8 +1,9 @@
 /**
  * SQL for agent_memory: the multi-agent service's shared memory, searched with PostgreSQL full-text search.
- * A query matches entries holding ANY of its words (the AND query of plainto_tsquery turned into an OR query), and
- * ts_rank_cd with normalisation flag 32 (rank / (rank + 1)) ranks them within 0..1, so an entry holding every word
- * ranks above one holding a single word.
+ * A query matches entries holding ANY of its words (the AND query of plainto_tsquery turned into an OR query).
+ * relevance (0..1) = the share of the query's words the entry holds × its ts_rank_cd relative to the best match of
+ * the query: the best entry holding every word scores 1 (an exact single hit is 1, not ts_rank_cd's 0.1), an entry
+ * holding one of three words at most 1/3.
  */
 import type { Queryable } from './pool';
 
@@ -38,13 +39,20 @@ export async function searchMemory(db: Queryable, q: string, opts: { agent?: str
     agentClause = `AND agent = $${params.length}`;
   }
   const { rows } = await db.query<MemoryHit & { total: number }>(
-    `WITH query AS (SELECT ${QUERY} AS q)
-     SELECT m.id, m.content, m.agent, m.metadata, m.created_at,
-            ts_rank_cd(m.search, query.q, 32)::float8 AS relevance,
+    `WITH query AS (SELECT ${QUERY} AS q, tsvector_to_array(to_tsvector('english', $1)) AS words),
+     hits AS (
+       SELECT m.id, m.content, m.agent, m.metadata, m.created_at,
+              ts_rank_cd(m.search, query.q)::float8 AS rank,
+              cardinality(ARRAY(SELECT unnest(query.words) INTERSECT SELECT unnest(tsvector_to_array(m.search))))::float8
+                / GREATEST(cardinality(query.words), 1) AS coverage
+         FROM agent_memory m, query
+        WHERE m.search @@ query.q ${agentClause}
+     )
+     SELECT id, content, agent, metadata, created_at,
+            LEAST(1, COALESCE(coverage * rank / NULLIF(max(rank) OVER (), 0), coverage))::float8 AS relevance,
             count(*) OVER ()::int AS total
-       FROM agent_memory m, query
-      WHERE m.search @@ query.q ${agentClause}
-      ORDER BY relevance DESC, m.created_at DESC, m.id
+       FROM hits
+      ORDER BY relevance DESC, created_at DESC, id
       LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
     [...params, opts.limit, opts.offset ?? 0],
   );
@@ -63,7 +71,13 @@ export interface MemoryStats {
   storageBytes: number;
 }
 
-/** Counts per agent (entries without an agent are `sharedEntries`) and the table's on-disk size incl. indexes and TOAST. */
+/** The byAgent key of entries stored without an agent (agent names cannot hold parentheses, so it never clashes). */
+export const SHARED_AGENT_KEY = '(shared)';
+
+/**
+ * Counts per agent, entries without an agent under SHARED_AGENT_KEY (so Σ byAgent = totalEntries) and also as
+ * `sharedEntries`, and the table's on-disk size incl. indexes and TOAST.
+ */
 export async function memoryStats(db: Queryable): Promise<MemoryStats> {
   const { rows } = await db.query<{ agent: string | null; n: number }>('SELECT agent, count(*)::int AS n FROM agent_memory GROUP BY agent ORDER BY agent');
   const size = await db.query<{ bytes: string }>("SELECT pg_total_relation_size('agent_memory')::text AS bytes");
@@ -75,5 +89,6 @@ export async function memoryStats(db: Queryable): Promise<MemoryStats> {
     if (r.agent === null) sharedEntries = r.n;
     else byAgent[r.agent] = r.n;
   }
+  if (sharedEntries > 0) byAgent[SHARED_AGENT_KEY] = sharedEntries;
   return { totalEntries, byAgent, sharedEntries, storageBytes: Number(size.rows[0]?.bytes ?? 0) };
 }

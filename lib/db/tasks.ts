@@ -140,9 +140,9 @@ const TASK_JSON = `json_build_object(
 
 /**
  * One page of tasks, already serialised as the API's JSON array, and the total. PostgreSQL builds the JSON (no
- * per-column parsing and re-serialising in Node: the list is the hottest read). Filters on project and status alone
- * (the common pages) take one round trip, the total coming from task_counts; other filters count the (narrower)
- * matching rows alongside.
+ * per-column row parsing in Node: the list is the hottest read; the page's text is compacted once). Filters on
+ * project and status alone (the common pages) take one round trip, the total coming from task_counts; other
+ * filters count the (narrower) matching rows alongside.
  */
 export async function listTasksJson(
   db: Queryable,
@@ -165,14 +165,22 @@ export async function listTasksJson(
         values,
       ),
     );
-    return { json: rows[0]?.json ?? '[]', total: Number(rows[0]?.total_count ?? 0) };
+    return { json: compactJson(rows[0]?.json), total: Number(rows[0]?.total_count ?? 0) };
   }
   const countValues: unknown[] = [];
   const [list, count] = await Promise.all([
     db.query<{ json: string }>(prepared(`SELECT ${aggregate} FROM (${pageSql}) t`, values)),
     db.query<{ n: string }>(prepared(`SELECT count(*) AS n FROM tasks ${where(filter, countValues)}`, countValues)),
   ]);
-  return { json: list.rows[0]?.json ?? '[]', total: Number(count.rows[0]?.n ?? 0) };
+  return { json: compactJson(list.rows[0]?.json), total: Number(count.rows[0]?.n ?? 0) };
+}
+
+/**
+ * PostgreSQL's json_build_object/json_agg text is spaced (`{"id" : …}`, `}, \n {`) and jsonb inside it too
+ * (`{"a": 1}`): one parse + stringify of the page gives the same compact form as every other response.
+ */
+function compactJson(json: string | undefined): string {
+  return json ? JSON.stringify(JSON.parse(json)) : '[]';
 }
 
 export interface TaskPatch {

@@ -91,7 +91,8 @@ export async function inspectRepository(dir: string): Promise<GitRepositoryRecor
     hasUncommittedChanges: status.code === 0 && status.stdout.trim() !== '',
     hasUnpushedCommits,
     remotes,
-    lastCommit: hash ? { hash, message, author, date } : null,
+    // git's %aI is in the author's offset (`+00:00`, `+02:00`); the API answers UTC `….000Z` everywhere
+    lastCommit: hash ? { hash, message, author, date: date ? new Date(date).toISOString() : date } : null,
   };
 }
 

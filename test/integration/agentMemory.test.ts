@@ -48,6 +48,9 @@ describe('shared memory', () => {
       expect(r.relevance).toBeLessThanOrEqual(1);
     }
     expect(body.results[0].relevance).toBeGreaterThan(body.results[1].relevance);
+    // the entry holding every word is the best match (1); the one holding one word of three at most 1/3
+    expect(body.results[0].relevance).toBe(1);
+    expect(body.results[1].relevance).toBeLessThanOrEqual(1 / 3);
     expect(body.results[0]).toMatchObject({ agent: 'bob', metadata: { runbook: true }, content: expect.stringContaining('replication lag') });
   });
 
@@ -79,10 +82,28 @@ describe('shared memory', () => {
   test('stats count entries by agent and give a human-readable storage size', async () => {
     const stats = (await call('GET', '/api/v1/memory/stats')).json();
     expect(stats.totalEntries).toBe(5);
-    expect(stats.byAgent).toEqual({ alice: 2, bob: 1 });
+    // entries without an agent are counted under "(shared)", so byAgent adds up to totalEntries
+    expect(stats.byAgent).toEqual({ alice: 2, bob: 1, '(shared)': 2 });
     expect(stats.sharedEntries).toBe(2);
     expect(stats.storageSize).toMatch(/^\d+(\.\d)? (B|KB|MB)$/);
     expect(stats.storageBytes).toBeGreaterThan(0);
+  });
+
+  test('an exact single hit has relevance 1 (spec: relevance 0..1); stats.byAgent adds up to totalEntries', async () => {
+    const id = await store('Zanzibar ferry timetable', 'carol');
+    for (const q of ['Zanzibar ferry timetable', 'zanzibar']) {
+      const res = await call('GET', `/api/v1/memory/search?q=${encodeURIComponent(q)}`);
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toMatchObject({ total: 1, results: [{ id, agent: 'carol', content: 'Zanzibar ferry timetable', relevance: 1 }] });
+    }
+    // one word of two found: half relevant
+    const half = (await call('GET', `/api/v1/memory/search?q=${encodeURIComponent('zanzibar volcano')}`)).json();
+    expect(half.results).toEqual([expect.objectContaining({ id, relevance: 0.5 })]);
+    await store('another shared note');
+    const stats = (await call('GET', '/api/v1/memory/stats')).json();
+    expect(stats).toMatchObject({ totalEntries: 7, sharedEntries: 3, byAgent: { alice: 2, bob: 1, carol: 1, '(shared)': 3 } });
+    const sum = Object.values(stats.byAgent as Record<string, number>).reduce((a, b) => a + b, 0);
+    expect(sum).toBe(stats.totalEntries);
   });
 
   test('validation and auth', async () => {

@@ -46,7 +46,13 @@ describe('attempt engine', () => {
     expect(byPath['src/added.txt'].changes[0]).toEqual({ type: 'add', lineNumber: 1, content: 'one' });
     expect(byPath['README.md']).toMatchObject({ status: 'modified', additions: 1, deletions: 0 });
     expect(diff.summary).toEqual({ filesChanged: 2, additions: 4, deletions: 0 });
-    const unified = (await h.inject('GET', `/api/attempts/${a.id}/diff`)).json().data;
+    // without format the answer is the spec's Diff resource (files[] + summary), the same as format=json
+    const byDefault = await h.inject('GET', `/api/attempts/${a.id}/diff`);
+    expect(byDefault.statusCode).toBe(200);
+    expect(byDefault.json().data).toEqual(diff);
+    expect(byDefault.json().data).not.toHaveProperty('diff');
+    const unified = (await h.inject('GET', `/api/attempts/${a.id}/diff?format=unified`)).json().data;
+    expect(unified).toMatchObject({ format: 'unified', summary: diff.summary });
     expect(unified.diff).toContain('+added by the agent');
     const split = (await h.inject('GET', `/api/attempts/${a.id}/diff?format=split&file=README.md`)).json().data;
     expect(split.files).toHaveLength(1);
@@ -93,8 +99,9 @@ describe('attempt engine', () => {
     expect(fs.existsSync(a.worktreePath)).toBe(false);
     expect(gitOk(p.repo, 'rev-parse', '--verify', '--quiet', `refs/heads/${a.branch}`)).toBe(false);
     expect(gitOut(p.repo, 'worktree', 'list')).not.toContain(attemptId);
+    // the container no longer reports the removed worktree
     const container = (await h.inject('GET', `/api/containers/${attemptId}`)).json().data;
-    expect(container.status).toBe('merged');
+    expect(container).toMatchObject({ id: attemptId, taskAttemptId: attemptId, status: 'deleted', worktreePath: null, branch: a.branch, baseBranch: 'main' });
     // the closed attempt workflow has finished
     const client = await stack.temporal.client();
     await expect(client.workflow.getHandle(`attempt:${attemptId}`).result()).resolves.toBe('completed');

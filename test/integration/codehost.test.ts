@@ -188,6 +188,8 @@ describe('code hosting', () => {
     const open = await inject('GET', `/api/projects/${projectId}/codehost/pulls`);
     expect(open.statusCode).toBe(200);
     expect(open.json().data.map((p: { title: string }) => p.title)).toEqual(['Other']);
+    // the code host's whole-second `…Z` comes out in the API's one timestamp form
+    expect(open.json().data[0].createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z$/);
     const all = await inject('GET', `/api/projects/${projectId}/codehost/pulls?state=all&page=1&limit=5`);
     expect(all.json().data.map((p: { number: number; state: string }) => [p.number, p.state])).toEqual([
       [1, 'closed'],
@@ -239,6 +241,7 @@ describe('code hosting', () => {
     const res = await inject('POST', `/api/projects/${projectId}/codehost/webhook`, { events: ['pull_request', 'push'], url: 'https://hooks.example/armada' });
     expect(res.statusCode).toBe(200);
     const hook = res.json().data;
+    expect(hook.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z$/);
     expect(hook).toMatchObject({ url: 'https://hooks.example/armada', events: ['pull_request', 'push'], active: true });
     expect(Number.isInteger(hook.webhookId)).toBe(true);
     expect(fake.hooks).toEqual([{ repo: 'acme/widgets', id: hook.webhookId, events: ['pull_request', 'push'], url: 'https://hooks.example/armada' }]);

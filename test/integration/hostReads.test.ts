@@ -43,7 +43,7 @@ test('diff (all formats, one file) and container status through the host equal t
     const remote = await viaHost(`/api/attempts/${attemptId}/diff${q}`);
     expect(remote).toEqual(await local(`/api/attempts/${attemptId}/diff${q}`));
   }
-  const unified = await viaHost(`/api/attempts/${attemptId}/diff`);
+  const unified = await viaHost(`/api/attempts/${attemptId}/diff?format=unified`);
   expect(unified.summary.filesChanged).toBeGreaterThan(0);
   expect(unified.diff).toContain('diff --git');
   // free disk space moves between two reads while other tests write: compared apart
@@ -62,7 +62,7 @@ test('diff (all formats, one file) and container status through the host equal t
   expect(down.body).not.toMatch(/\n\s+at /); // no stack trace
   expect(Date.now() - t0).toBeLessThan(10_000);
   // the replica that sees the worktree still answers
-  expect((await local(`/api/attempts/${attemptId}/diff`)).diff).toBe(unified.diff);
+  expect((await local(`/api/attempts/${attemptId}/diff?format=unified`)).diff).toBe(unified.diff);
   // the live diff stream says the host is unavailable (and keeps trying) instead of failing
   const base = await stack.app('task').listen({ host: '127.0.0.1', port: 0 });
   const ac = new AbortController();

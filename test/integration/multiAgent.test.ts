@@ -184,7 +184,7 @@ describe('multi-agent service', () => {
     expect(t.result).toMatch(/^working in [\w-]+\nRelevant memory:\n- \[ops, \d{4}-\d\d-\d\dT[\d:.]+Z\] The staging cluster is deployed with helm from the ops repo\n\nTask:\ndeploy the staging cluster\n/);
     expect(t.result).not.toContain('Lunch');
     const stats = (await call('GET', '/api/v1/memory/stats')).json();
-    expect(stats.byAgent).toEqual({ ops: 1, [REMEMBERER]: 1 });
+    expect(stats.byAgent).toEqual({ ops: 1, [REMEMBERER]: 1, '(shared)': 1 });
     expect(stats.totalEntries).toBe(3);
     const found = (await call('GET', `/api/v1/memory/search?q=staging&agent=${REMEMBERER}`)).json();
     expect(found.total).toBe(1);

@@ -87,7 +87,7 @@ export async function startFakeCodehost(repos: FakeRepo[]): Promise<FakeCodehost
       merged: false,
       merged_at: null,
       user: p.user ?? { login: 'octo' },
-      created_at: new Date().toISOString(),
+      created_at: githubTime(),
       head: { ref: p.head },
       base: { ref: p.base?.ref ?? 'main' },
       draft: p.draft ?? false,
@@ -181,7 +181,7 @@ export async function startFakeCodehost(repos: FakeRepo[]): Promise<FakeCodehost
         if (!config.url) return send(422, { message: 'Validation Failed' });
         const hook = { repo: key, id: nextHook++, events: (body.events as string[]) ?? ['push'], url: config.url };
         hooks.push(hook);
-        return send(201, { id: hook.id, name: 'web', active: true, events: hook.events, config: { url: hook.url, content_type: 'json' }, created_at: new Date().toISOString() });
+        return send(201, { id: hook.id, name: 'web', active: true, events: hook.events, config: { url: hook.url, content_type: 'json' }, created_at: githubTime() });
       }
       return send(404, { message: 'Not Found' });
     });
@@ -212,4 +212,9 @@ export async function startFakeCodehost(repos: FakeRepo[]): Promise<FakeCodehost
         server.close(() => resolve());
       }),
   };
+}
+
+/** The code host's own timestamp form: whole seconds, `Z` (`2026-01-02T03:04:05Z`). */
+function githubTime(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
