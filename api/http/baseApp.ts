@@ -46,7 +46,14 @@ export function createBaseApp(opts: BaseAppOptions) {
     },
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
+    // Node's default (16 KiB) answers 431 before validation to a query within the documented maxLengths (4096
+    // characters of 4-byte UTF-8 are 48 KiB percent-encoded); with room for those, such a request gets its 400.
+    http: { maxHeaderSize: 64 * 1024 },
     forceCloseConnections: 'idle',
+    // A `__proto__` or `constructor.prototype` key in a JSON body is dropped rather than answered with 400: the
+    // documents allow any key in free-form objects (metadata, input), and a schema-valid body must be accepted.
+    onProtoPoisoning: 'remove',
+    onConstructorPoisoning: 'remove',
     // The schemas' `maxLength` (MAX_PATH_PARAM_LENGTH characters) is the limit; the router's own check, in UTF-16
     // units, only stops what the schema would refuse anyway (an astral character counts twice here).
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2 * MAX_PATH_PARAM_LENGTH },

@@ -15,6 +15,9 @@ export const WORKFLOW_NAME = '^[A-Za-z0-9._-]{1,100}$';
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://[^\\s/?#]+[^\\s]*$' });
 
+/** The platform key travels in an HTTP header: printable ASCII only, else no request could carry it. */
+const ApiKey = Type.String({ maxLength: 4096, pattern: '^[!-~]*$', description: 'printable ASCII, no spaces; empty or null: none' });
+
 export const Source = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -51,7 +54,7 @@ export const CreateSourceBody = Type.Object(
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     source_type: StringEnum(SOURCE_TYPES),
     url: Url,
-    api_key: Type.Optional(Nullable(Type.String({ maxLength: 4096 }))),
+    api_key: Type.Optional(Nullable(ApiKey)),
   },
   { additionalProperties: false },
 );
@@ -61,7 +64,7 @@ export const PatchSourceBody = Type.Object(
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     source_type: Type.Optional(StringEnum(SOURCE_TYPES)),
     url: Type.Optional(Url),
-    api_key: Type.Optional(Nullable(Type.String({ maxLength: 4096 }))),
+    api_key: Type.Optional(Nullable(ApiKey)),
     status: Type.Optional(StringEnum(SOURCE_STATUSES)),
   },
   { additionalProperties: false, minProperties: 1 },

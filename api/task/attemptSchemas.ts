@@ -109,7 +109,11 @@ export const ProcessLogsQuery = Type.Object(
 );
 
 /** A streamed or complete NDJSON body: one JSON log entry per line. */
-export const NdjsonBody = Type.String({ description: 'application/x-ndjson: one {level, message, timestamp, source, metadata, seq, processId} per line' });
+/** 200 of the log routes: NDJSON under its own media type, so the document says what the Content-Type header says. */
+export const NdjsonBody = {
+  description: 'one {level, message, timestamp, source, metadata, seq, processId} JSON object per line',
+  content: { 'application/x-ndjson': { schema: Type.String() } },
+};
 
 export const DiffQuery = Type.Object(
   { file: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })), format: Type.Optional(StringEnum(['unified', 'split', 'json'] as const, { description: 'absent or json: the Diff resource (files[] + summary); unified: the git diff text + summary; split: side-by-side rows' })) },

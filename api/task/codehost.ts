@@ -26,6 +26,7 @@ import { schemaValidationError } from '../http/validation';
 import { ok } from '../http/envelope';
 import { Envelope, ErrorSchema, IdParams, PageNumber, StringEnum } from '../http/schemas';
 import type { TaskAppDeps, TaskPluginOptions } from './deps';
+import { WEBHOOK_URL_PATTERN } from './webhooks';
 
 const CodehostErrorSchema = Type.Object({ success: Type.Literal(false), error: Type.String(), message: Type.String() });
 /** 401 and 429 may also come from the authentication and rate-limit hooks, in the envelope. */
@@ -136,7 +137,7 @@ async function projectSlug(p: Pick<ProjectRow, 'repo_url' | 'git_repo_path'>): P
     const fromOrigin = origin.code === 0 ? parseRepoSlug(origin.stdout.trim()) : undefined;
     if (fromOrigin) return fromOrigin;
   }
-  throw new CodehostError(400, 'repository_not_on_codehost', 'The project repository is not a code-host repository (no owner/repo in its URL or origin)');
+  throw new CodehostError(409, 'repository_not_on_codehost', 'The project repository is not a code-host repository (no owner/repo in its URL or origin)');
 }
 
 /** Ties a pull request to an attempt (created or attached) and starts watching it for the merge. */
@@ -205,20 +206,27 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       schema: {
         tags: ['codehost'],
         body: Type.Object({ device_code: Type.String({ minLength: 1, maxLength: 512 }) }, { additionalProperties: false }),
-        response: { 200: Envelope(DeviceToken), ...CodehostErrors },
+        response: {
+          200: Envelope(DeviceToken),
+          202: { ...CodehostErrorSchema, description: 'authorization_pending: the user has not entered the user_code yet; poll again after `interval`' },
+          ...CodehostErrors,
+        },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const deviceCode = request.body.device_code;
       const flow = await getDeviceFlow(deps.db, deviceCode);
-      if (!flow) throw new CodehostError(400, 'bad_verification_code', 'Unknown device_code: start with POST /api/auth/codehost/device');
+      if (!flow) throw new CodehostError(404, 'bad_verification_code', 'Unknown device_code: start with POST /api/auth/codehost/device');
       if (flow.status === 'completed') throw new CodehostError(409, 'device_code_used', 'The token for this device_code was already issued; it is never returned twice');
       if (flow.expires_at.getTime() <= Date.now()) throw new CodehostError(400, 'expired_token', 'The device_code expired: start again with POST /api/auth/codehost/device');
       const r = await host.pollDeviceToken(deviceCode);
       if (r.kind === 'error') {
-        const status = r.error === 'access_denied' ? 403 : 400;
-        const message = r.error === 'authorization_pending' ? 'Waiting for the user to enter the user_code at verification_uri' : r.message;
-        throw new CodehostError(status, r.error, message);
+        // Not an error of the request: the flow is still running (202); slow_down is the host's rate limit (429).
+        if (r.error === 'authorization_pending') {
+          return reply.code(202).send({ success: false, error: r.error, message: 'Waiting for the user to enter the user_code at verification_uri' });
+        }
+        const status = r.error === 'access_denied' ? 403 : r.error === 'slow_down' ? 429 : 400;
+        throw new CodehostError(status, r.error, r.message);
       }
       await withTransaction(deps.db, async (tx) => {
         const locked = await getDeviceFlow(tx, deviceCode, true);
@@ -348,7 +356,7 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
           {
             events: Type.Array(StringEnum(WEBHOOK_EVENTS), { minItems: 1, uniqueItems: true }),
             // the handler's rule, so the document states it: absolute http(s), no credentials (no `@` before the path)
-            url: Type.String({ maxLength: 2048, pattern: '^https?://[^\\s/?#@]+([/?#]\\S*)?$', description: 'an absolute http(s) URL without credentials' }),
+            url: Type.String({ maxLength: 2048, pattern: WEBHOOK_URL_PATTERN, description: 'an absolute http(s) URL without credentials' }),
           },
           { additionalProperties: false },
         ),

@@ -32,9 +32,12 @@ const Delivery = Type.Object({
   createdAt: Type.String(),
 });
 
+/** An absolute http(s) URL without credentials, so the document tells clients what the handler accepts. */
+export const WEBHOOK_URL_PATTERN = '^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+(?:[/?#][^\\s]*)?$';
+
 const CreateWebhookBody = Type.Object(
   {
-    url: Type.String({ minLength: 1, maxLength: 2000, pattern: '^https?://[^\\s/?#]+\\S*$', description: 'an absolute http(s) URL' }),
+    url: Type.String({ minLength: 1, maxLength: 2000, pattern: WEBHOOK_URL_PATTERN, description: 'absolute http(s) URL without credentials' }),
     events: Type.Array(StringEnum(WEBHOOK_EVENTS), { minItems: 1, maxItems: WEBHOOK_EVENTS.length, uniqueItems: true }),
     secret: Type.String({ minLength: 1, maxLength: 500 }),
   },

@@ -119,7 +119,7 @@ describe('code hosting', () => {
     expect(typeof d.user_code).toBe('string');
 
     const pending = await inject('POST', '/api/auth/codehost/device/poll', { device_code: d.device_code });
-    expect(pending.statusCode).toBe(400);
+    expect(pending.statusCode).toBe(202);
     expect(pending.json()).toEqual({ success: false, error: 'authorization_pending', message: expect.any(String) });
 
     fake.authorize(d.user_code);
@@ -146,6 +146,7 @@ describe('code hosting', () => {
     expect(expired.json().error).toBe('expired_token');
 
     const unknown = await inject('POST', '/api/auth/codehost/device/poll', { device_code: 'never-issued' });
+    expect(unknown.statusCode).toBe(404);
     expect(unknown.json()).toMatchObject({ success: false, error: 'bad_verification_code' });
     const invalid = await inject('POST', '/api/auth/codehost/device/poll', {});
     expect(invalid.statusCode).toBe(400);
@@ -212,6 +213,14 @@ describe('code hosting', () => {
     const none = await inject('GET', '/api/projects/missing/codehost/repository');
     expect(none.statusCode).toBe(404);
     expect(none.json()).toEqual({ success: false, error: 'project_not_found', message: expect.any(String) });
+
+    // a project whose repository has no code-host origin: a valid request the project's state refuses (409)
+    const local = (await inject('POST', '/api/projects', { name: 'Local only', repository: { url: makeGitRepo() } })).json().data.id;
+    for (const url of [`/api/projects/${local}/codehost/repository`, `/api/projects/${local}/codehost/pulls`]) {
+      const res = await inject('GET', url);
+      expect(res.statusCode).toBe(409);
+      expect(res.json()).toEqual({ success: false, error: 'repository_not_on_codehost', message: expect.any(String) });
+    }
   });
 
   test('attach-pr attaches an existing pull request; an unknown one is pr_not_found', async () => {
@@ -230,12 +239,15 @@ describe('code hosting', () => {
     expect(missing.json()).toEqual({ success: false, error: 'pr_not_found', message: expect.any(String) });
   });
 
-  test('webhook registration; a bad URL is invalid_webhook_url', async () => {
+  test('webhook registration; a URL outside the documented pattern, or one that does not parse, is invalid_webhook_url', async () => {
     for (const url of ['not a url', 'ftp://hooks.example/x', 'https://user:pw@hooks.example/x']) {
       const bad = await inject('POST', `/api/projects/${projectId}/codehost/webhook`, { events: ['push'], url });
       expect(bad.statusCode).toBe(400);
       expect(bad.json()).toEqual({ success: false, error: 'invalid_webhook_url', message: expect.any(String) });
     }
+    const unparsable = await inject('POST', `/api/projects/${projectId}/codehost/webhook`, { events: ['push'], url: 'http://[::1/x' });
+    expect(unparsable.statusCode).toBe(400);
+    expect(unparsable.json()).toEqual({ success: false, error: 'invalid_webhook_url', message: expect.any(String) });
     const badEvent = await inject('POST', `/api/projects/${projectId}/codehost/webhook`, { events: ['deploy'], url: 'https://hooks.example/x' });
     expect(badEvent.json()).toMatchObject({ success: false, error: 'validation_error' });
     const res = await inject('POST', `/api/projects/${projectId}/codehost/webhook`, { events: ['pull_request', 'push'], url: 'https://hooks.example/armada' });
@@ -284,7 +296,7 @@ describe('code hosting', () => {
   });
 
   test('the code-host token never appears in the logs (trace level, services and worker)', () => {
-    expect(logLines.some((l) => l.includes('authorization_pending'))).toBe(true);
+    expect(logLines.some((l) => l.includes('expired_token'))).toBe(true);
     for (const line of logLines) expect(line).not.toContain(fake.token);
   });
 });

@@ -289,6 +289,12 @@ describe('serving the documents', () => {
     expect(list.parameters.find((p) => p.name === 'page')?.required).not.toBe(true);
   });
 
+  test.each(['/api/tasks/{id}/logs', '/api/attempts/{id}/logs', '/api/processes/{id}/logs'])('GET %s documents its 200 as application/x-ndjson, the Content-Type it sends', (path) => {
+    const get = (((docs.task as Json).paths as Record<string, Json>)[path] as Json).get as { responses: Record<string, { content: Record<string, unknown> }> };
+    expect(Object.keys(get.responses['200']?.content ?? {})).toEqual(['application/x-ndjson']);
+    expect(Object.keys(get.responses['404']?.content ?? {})).toEqual(['application/json']);
+  });
+
   test.each(['scheduler', 'agents', 'traces'] as const)('the %s document needs the API key like the rest of the service', async (service) => {
     const none = await stack.app(service).inject({ method: 'GET', url: '/api/v1/openapi.json' });
     expect(none.statusCode).toBe(401);

@@ -43,6 +43,15 @@ describe('scheduler sources', () => {
     expect(got.statusCode).toBe(200);
     expect(got.body).not.toContain('platform-secret-1');
 
+    // a key no HTTP header can carry is refused by the schema (400 naming api_key), never sent to the platform
+    const before = fake.requests.length;
+    for (const api_key of ['line\nbreak', 'naïve', 'with space']) {
+      const bad = await inject('PATCH', `/api/v1/sources/${s.id}`, { api_key });
+      expect(bad.statusCode).toBe(400);
+      expect(bad.json().detail).toMatch(/api_key/);
+    }
+    expect(fake.requests.length).toBe(before);
+
     // duplicate URL, with or without the trailing slash
     const dup = await inject('POST', '/api/v1/sources', { source_type: 'flow-builder', url: fake.url });
     expect(dup.statusCode).toBe(400);

@@ -34,6 +34,20 @@ describe('tasks', () => {
     expect(detail.metadata).toMatchObject({ files: ['a.ts'], branch: 'main', worktreePath: null });
   });
 
+  test('a __proto__ or constructor.prototype key in metadata is dropped, not answered with 400 (the document allows any key)', async () => {
+    const raw = '{"projectId":"PID","title":"Proto","metadata":{"keep":1,"__proto__":{"polluted":true},"nested":{"constructor":{"prototype":{"polluted":true}},"ok":true}}}';
+    const r = await stack.app('task').inject({ method: 'POST', url: '/api/tasks', payload: raw.replace('PID', projectId), headers: { 'content-type': 'application/json' } });
+    expect(r.statusCode).toBe(201);
+    const metadata = r.json().data.metadata;
+    expect(metadata).toMatchObject({ keep: 1, nested: { ok: true } });
+    expect(Object.keys(metadata)).not.toContain('__proto__');
+    expect(Object.keys(metadata.nested)).toEqual(['ok']);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    const patched = await stack.app('task').inject({ method: 'PATCH', url: `/api/tasks/${r.json().data.id}`, payload: '{"metadata":{"__proto__":1,"b":2}}', headers: { 'content-type': 'application/json' } });
+    expect(patched.statusCode).toBe(200);
+    expect(Object.keys(patched.json().data.metadata)).not.toContain('__proto__');
+  });
+
   test('filters: status, priority, labels, assignee, search, projectId; sort and pagination', async () => {
     const p = (await inject('POST', '/api/projects', { name: 'Filters', repository: { url: makeGitRepo() } })).json().data.id;
     const mk = async (body: Record<string, unknown>) => (await inject('POST', '/api/tasks', { projectId: p, ...body })).json().data;

@@ -75,6 +75,7 @@ describe('outbound webhooks', () => {
     for (const bad of [
       { url: 'ftp://example.com/x', events: ['task.created'], secret: 's' },
       { url: 'not a url', events: ['task.created'], secret: 's' },
+      { url: 'https://user:pw@example.com/x', events: ['task.created'], secret: 's' },
       { url, events: ['task.exploded'], secret: 's' },
       { url, events: [], secret: 's' },
       { url, events: ['task.created'] },

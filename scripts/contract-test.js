@@ -1,0 +1,40 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * `npm run test:contract -- [--seed N] [--examples N] [--service task|scheduler|agents|traces]`: runs the contract
+ * test (test/contract/schemathesis.test.ts) with another seed or more examples per operation than the suite's
+ * run. Everything else is jest's: the same global setup, servers and assertions.
+ */
+const { spawnSync } = require('node:child_process');
+const path = require('node:path');
+
+const env = { ...process.env };
+const jestArgs = [];
+const args = process.argv.slice(2);
+for (let i = 0; i < args.length; i++) {
+  const a = args[i];
+  const value = () => {
+    const v = args[++i];
+    if (v === undefined) {
+      console.error(`contract: ${a} needs a value`);
+      process.exit(2);
+    }
+    return v;
+  };
+  if (a === '--seed') env.ARMADA_CONTRACT_SEED = value();
+  else if (a === '--examples') env.ARMADA_CONTRACT_EXAMPLES = value();
+  else if (a === '--service') jestArgs.push('-t', `${value()} document`);
+  else {
+    console.error(`contract: unknown option ${a} (use --seed N, --examples N, --service NAME)`);
+    process.exit(2);
+  }
+}
+for (const k of ['ARMADA_CONTRACT_SEED', 'ARMADA_CONTRACT_EXAMPLES']) {
+  if (env[k] !== undefined && !/^[1-9]\d*$/.test(env[k])) {
+    console.error(`contract: ${k === 'ARMADA_CONTRACT_SEED' ? '--seed' : '--examples'} must be a positive integer`);
+    process.exit(2);
+  }
+}
+const jest = require.resolve('jest/bin/jest');
+const r = spawnSync(process.execPath, [jest, path.join('test', 'contract'), ...jestArgs], { cwd: path.join(__dirname, '..'), env, stdio: 'inherit' });
+process.exit(r.status ?? 1);

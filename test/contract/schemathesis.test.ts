@@ -1,0 +1,166 @@
+/**
+ * Contract test: schemathesis runs every check against each of the four OpenAPI documents, once with the service's
+ * credentials and once without, against the real services (listening on loopback), a real worker, fake platforms
+ * (flow platforms, code host) and a webhook receiver. Zero failures are allowed; nothing is excluded.
+ * test/contract/hooks.py keeps generated scripts and URLs harmless.
+ *
+ * Seed and size: ARMADA_CONTRACT_SEED (default 1), ARMADA_CONTRACT_EXAMPLES (default 5 per operation);
+ * `npm run test:contract -- --seed 7 --examples 100` sets both (docs/openapi.md).
+ */
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { OPENAPI_PATHS, type ServiceKind } from '../../api/http/openapi';
+import { startFakeCodehost, type FakeCodehost } from '../support/fakeCodehost';
+import { makeGitRepo, startTestStack, type TestStack } from '../support/harness';
+import { startFakePlatforms, type FakePlatforms } from './fakePlatforms';
+import { ensureSchemathesis } from './schemathesisTool';
+
+const SERVICES: ServiceKind[] = ['task', 'scheduler', 'agents', 'traces'];
+const SEED = Number(process.env.ARMADA_CONTRACT_SEED || 1);
+const EXAMPLES = Number(process.env.ARMADA_CONTRACT_EXAMPLES || 5);
+const TASK_KEY = `task-key-${crypto.randomBytes(8).toString('hex')}`;
+const suffix = crypto.randomBytes(3).toString('hex');
+// Agent workflow ids (agent:<name>) are global to the Temporal namespace: names of our own.
+const AGENTS = [`contract-a-${suffix}`, `contract-b-${suffix}`];
+
+let stack: TestStack;
+let st: string;
+let work: string;
+let platforms: FakePlatforms;
+let codehost: FakeCodehost;
+let receiver: http.Server;
+let receiverUrl: string;
+const bases: Partial<Record<ServiceKind, string>> = {};
+const docFiles: Partial<Record<ServiceKind, string>> = {};
+
+function authHeader(service: ServiceKind): string {
+  return service === 'task' ? `Authorization: Bearer ${TASK_KEY}` : `X-API-Key: ${stack.keys[service]}`;
+}
+
+beforeAll(async () => {
+  st = ensureSchemathesis();
+  work = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-contract-'));
+  platforms = await startFakePlatforms();
+  codehost = await startFakeCodehost([]);
+  receiver = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(204).end());
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  const fsRoot = path.join(work, 'files');
+  fs.mkdirSync(fsRoot);
+  stack = await startTestStack({
+    services: SERVICES,
+    worker: true,
+    env: {
+      ARMADA_TASK_API_KEY: TASK_KEY,
+      ARMADA_CODEHOST_API_URL: codehost.url,
+      ARMADA_CODEHOST_OAUTH_URL: `${codehost.url}/`,
+      ARMADA_CODEHOST_CLIENT_ID: codehost.clientId,
+    },
+    file: {
+      agents: { contract: { command: ['true'] } },
+      multiAgent: { agents: AGENTS.map((name) => ({ name, role: 'contract', llm: 'contract', memory: true })) },
+      filesystem: { allowedPaths: [fsRoot] },
+      webhooks: { timeoutMs: 2000 },
+    },
+  });
+  for (const service of SERVICES) {
+    const app = stack.app(service);
+    const base = await app.listen({ port: 0, host: '127.0.0.1' });
+    bases[service] = base;
+    const res = await fetch(`${base}${OPENAPI_PATHS[service].json}`, { headers: Object.fromEntries([authHeader(service).split(': ')]) });
+    expect(res.status).toBe(200);
+    docFiles[service] = path.join(work, `${service}.json`);
+    fs.writeFileSync(docFiles[service] as string, await res.text());
+  }
+}, 900_000);
+
+afterAll(async () => {
+  if (stack) {
+    // Scheduled workflows are Temporal Schedules and agents are actors, both global to the namespace: remove ours.
+    const client = await stack.temporal.client().catch(() => undefined);
+    const { rows } = await stack.db.query<{ name: string }>('SELECT name FROM workflows').catch(() => ({ rows: [] as { name: string }[] }));
+    await Promise.allSettled(rows.map((w) => client?.schedule.getHandle(`schedule:${w.name}`).delete()));
+    await Promise.allSettled(AGENTS.map((n) => client?.workflow.getHandle(`agent:${n}`).terminate('contract test over')));
+    await stack.close();
+  }
+  await platforms?.close();
+  await codehost?.close();
+  await new Promise((r) => receiver?.close(r));
+  if (work) fs.rmSync(work, { recursive: true, force: true });
+}, 120_000);
+
+interface RunResult {
+  code: number | null;
+  output: string;
+}
+
+/** One schemathesis run against a service's document; resolves with its exit code and output. */
+function runSchemathesis(service: ServiceKind, withKey: boolean): Promise<RunResult> {
+  const repo = makeGitRepo();
+  const args = [
+    'run',
+    docFiles[service] as string,
+    '--url', bases[service] as string,
+    '--checks', 'all',
+    '--seed', String(SEED),
+    '--max-examples', String(withKey ? EXAMPLES : Math.min(EXAMPLES, 2)),
+    '--workers', '1',
+    '--request-timeout', '20',
+    '--phases', withKey ? 'examples,coverage,fuzzing,stateful' : 'examples,coverage,fuzzing',
+    '--suppress-health-check', 'all',
+    '--generation-database', 'none',
+    '--no-color',
+    ...(withKey ? ['-H', authHeader(service)] : []),
+  ];
+  return new Promise((resolve, reject) => {
+    const child = spawn(st, args, {
+      cwd: work,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        LANG: 'C.UTF-8',
+        SCHEMATHESIS_HOOKS: path.join(__dirname, 'hooks.py'),
+        ARMADA_CONTRACT_WEBHOOK_URL: receiverUrl,
+        ARMADA_CONTRACT_PLATFORM_URL: platforms.url,
+        ARMADA_CONTRACT_REPO: repo,
+        ARMADA_CONTRACT_AGENT: 'contract',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      fs.rmSync(repo, { recursive: true, force: true });
+      resolve({ code, output });
+    });
+  });
+}
+
+/** The failure summary schemathesis prints at the end (from its FAILURES section on). */
+function summary(output: string): string {
+  const at = output.search(/^=+ (FAILURES|ERRORS)/m);
+  return at >= 0 ? output.slice(at) : output.slice(-8000);
+}
+
+const TIMEOUT = 300_000 + EXAMPLES * 20_000;
+
+describe.each(SERVICES)('%s document', (service) => {
+  test.each([
+    ['with the key', true],
+    ['without a key', false],
+  ])('schemathesis, all checks, %s: zero failures', async (_label, withKey) => {
+    const r = await runSchemathesis(service, withKey);
+    if (r.code !== 0) throw new Error(`schemathesis exited ${r.code} on the ${service} document (seed ${SEED}, ${withKey ? 'with' : 'without'} key):\n${summary(r.output)}`);
+    expect(r.output).toMatch(/No issues found|passed/);
+  }, TIMEOUT);
+});
