@@ -15,7 +15,7 @@ import { draftRoutes, draftStreamRoutes } from './drafts';
 import { webhookRoutes } from './webhooks';
 import { startWebhookDispatcher } from '../../lib/webhooks/dispatcher';
 import { createCpuPool } from '../../lib/attempts/cpuPool';
-import { startAttemptStartReconciler } from '../../lib/attempts/startReconciler';
+import { startAttemptStartReconciler } from './attemptStartReconciler';
 import { attemptRoutes } from './attempts';
 import { branchRoutes } from './branches';
 import { processRoutes } from './processes';

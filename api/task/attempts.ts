@@ -1,6 +1,6 @@
 /**
  * Attempt routes: /api/tasks/:id/start|cancel|attempts|logs, /api/attempts…, /api/task-attempts/:id/merge and
- * follow-up. Commands live in lib/attempts/attemptService.ts; this plugin maps HTTP to them.
+ * follow-up. Commands live in api/task/attemptService.ts; this plugin maps HTTP to them.
  */
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
@@ -16,7 +16,7 @@ import {
   startCreatedAttempt,
   startNewAttempt,
   type AttemptServiceDeps,
-} from '../../lib/attempts/attemptService';
+} from './attemptService';
 import type { CpuPool } from '../../lib/attempts/cpuPool';
 import { splitRows } from '../../lib/attempts/diffParse';
 import { safeRelativePath } from '../../lib/attempts/gitDiff';

@@ -1,7 +1,7 @@
 /** Execution process routes: /api/processes…, /api/execution-processes/:id/stop. */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { endProcess } from '../../lib/attempts/attemptService';
+import { endProcess } from './attemptService';
 import { logLine, streamLogRows } from '../../lib/attempts/logStream';
 import { getProcess, listProcesses, metricSamples } from '../../lib/db/processes';
 import { notFound } from '../../lib/errors';

@@ -17,7 +17,7 @@ import {
   updateProject,
   type ProjectRow,
 } from '../../lib/db/projects';
-import { removeAttemptsOfProject } from '../../lib/attempts/attemptService';
+import { removeAttemptsOfProject } from './attemptService';
 import { ok, okPage, pagination } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, PageQuery, PagedEnvelope } from '../http/schemas';
 import type { TaskAppDeps as TaskServiceDeps, TaskPluginOptions } from './deps';

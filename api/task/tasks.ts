@@ -23,7 +23,7 @@ import { publishTaskCreated, publishTaskStatusChanged } from '../../lib/events/t
 import { createInvalidatingCache } from '../../lib/events/invalidatingCache';
 import { counter } from '../../lib/metrics';
 import type { Queryable } from '../../lib/db/pool';
-import { removeAttemptsOfTasks } from '../../lib/attempts/attemptService';
+import { removeAttemptsOfTasks } from './attemptService';
 import { actingUser } from '../http/actingUser';
 import { ok, pagination, rawPage } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, PagedEnvelope } from '../http/schemas';

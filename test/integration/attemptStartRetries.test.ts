@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildService } from '../../api/services';
-import { reconcilePendingStarts } from '../../lib/attempts/attemptService';
+import { reconcilePendingStarts } from '../../api/task/attemptService';
 import { createTemporalHandle, type TemporalHandle } from '../../lib/temporal/client';
 import { agentConfig, api } from '../support/attemptHelpers';
 import { env, eventually, logger, startTestStack, type TestStack } from '../support/harness';

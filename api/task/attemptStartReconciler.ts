@@ -3,7 +3,7 @@
  * its commit and the workflow start): on start and every few seconds, each start pending longer than
  * `attempts.startReconcileAfterMs` gets its workflow started (idempotent by workflow id) and attempt.started published.
  */
-import type { Logger } from '../logger';
+import type { Logger } from '../../lib/logger';
 import { reconcilePendingStarts, type AttemptServiceDeps } from './attemptService';
 
 const RECONCILE_AFTER_MS = 60_000;

@@ -4,8 +4,8 @@
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Pool } from 'pg';
-import type { ArmadaConfig } from '../config';
-import { withTransaction, type Queryable } from '../db/pool';
+import type { ArmadaConfig } from '../../lib/config';
+import { withTransaction, type Queryable } from '../../lib/db/pool';
 import {
   abandonAttemptStart,
   claimIdempotencyKey,
@@ -17,22 +17,22 @@ import {
   markAttemptRunning,
   stalePendingStarts,
   type AttemptRow,
-} from '../db/attempts';
-import { getProject, type ProjectRow } from '../db/projects';
-import { getProcess, insertProcess, processesOfAttempt, type ProcessRow } from '../db/processes';
-import { getTask, type TaskRow } from '../db/tasks';
-import { conflict, notFound, validationError, AppError } from '../errors';
-import { newId } from '../ids';
-import type { TemporalHandle } from '../temporal/client';
-import type { Metrics } from '../metrics';
-import { resolveAgentProfile } from '../agents/profiles';
+} from '../../lib/db/attempts';
+import { getProject, type ProjectRow } from '../../lib/db/projects';
+import { getProcess, insertProcess, processesOfAttempt, type ProcessRow } from '../../lib/db/processes';
+import { getTask, type TaskRow } from '../../lib/db/tasks';
+import { conflict, notFound, validationError, AppError } from '../../lib/errors';
+import { newId } from '../../lib/ids';
+import type { TemporalHandle } from '../../lib/temporal/client';
+import type { Metrics } from '../../lib/metrics';
+import { resolveAgentProfile } from '../../lib/agents/profiles';
 import type { AttemptWorkflowInput } from '../../workflows/attemptWorkflow';
 import type { MergeWorkflowInput, MergeWorkflowResult } from '../../workflows/mergeWorkflow';
 import { attemptWorkflowId, followUpSignal, stopProcessSignal } from '../../workflows/attemptMessages';
-import { attemptMetrics } from './metrics';
-import { checkMergePreconditions } from './mergePreconditions';
-import { moveTask, publishAttemptEvent, recordAttemptCancelled, requestProcessEnd } from './projections';
-import type { MergeStrategy } from './mergeStrategy';
+import { attemptMetrics } from '../../lib/attempts/metrics';
+import { checkMergePreconditions } from '../../lib/attempts/mergePreconditions';
+import { moveTask, publishAttemptEvent, recordAttemptCancelled, requestProcessEnd } from '../../lib/attempts/projections';
+import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
 
 export interface AttemptServiceDeps {
   db: Pool;
