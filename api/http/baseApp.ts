@@ -32,7 +32,9 @@ export interface BaseAppOptions {
 }
 
 /** A health check that does not answer within this long answers 503 (health stays cheap and never hangs). */
-const HEALTH_CHECK_TIMEOUT_MS = 1500;
+// Generous: a dependency known down answers 503 at once without running the check (see dependencies); this bound
+// only catches a check that hangs, and must not turn a busy machine's slow SELECT 1 into "unavailable".
+const HEALTH_CHECK_TIMEOUT_MS = 5000;
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 

@@ -46,6 +46,8 @@ export interface ProbeOptions {
   namespace: string;
   intervalMs?: number;
   timeoutMs?: number;
+  /** Probes in a row that got no answer in time before a dependency counts as down (default 3). */
+  slowProbesToDown?: number;
 }
 
 export interface DependencyProbes {
@@ -56,18 +58,36 @@ export interface DependencyProbes {
 function within<T>(ms: number, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new SlowProbe(`no answer within ${ms} ms`)), ms);
   });
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 const firstLine = (err: unknown) => ((err as Error)?.message ?? String(err)).split('\n')[0];
 
+/** A probe that got no answer in time (as opposed to a refused or dropped connection, which is an answer). */
+class SlowProbe extends Error {}
+
 /** Probes each dependency every intervalMs on a connection of its own (a busy pool does not look like a dead server). */
 export function startDependencyProbes(state: DependencyState, opts: ProbeOptions): DependencyProbes {
   const intervalMs = opts.intervalMs ?? 1000;
   const timeoutMs = opts.timeoutMs ?? 1500;
+  const slowProbesToDown = opts.slowProbesToDown ?? 3;
   let stopped = false;
+  // A refused or dropped connection marks a dependency down at once; a slow answer only after several in a row, so
+  // a busy machine (a 2-core host under load answers SELECT 1 in seconds) is not mistaken for a dead server.
+  const slow = new Map<DependencyName, number>();
+  const failed = (name: DependencyName, err: unknown) => {
+    if (stopped) return;
+    const isSlow = err instanceof SlowProbe || /timeout|deadline/i.test(firstLine(err) ?? '');
+    const n = isSlow ? (slow.get(name) ?? 0) + 1 : slowProbesToDown;
+    slow.set(name, n);
+    if (n >= slowProbesToDown) state.markDown(name, firstLine(err) ?? 'no answer');
+  };
+  const answered = (name: DependencyName) => {
+    slow.delete(name);
+    state.markUp(name);
+  };
   let pg: Client | undefined;
   let temporal: Connection | undefined;
 
@@ -80,11 +100,11 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
         await within(timeoutMs, c.connect());
       }
       await within(timeoutMs, pg.query('SELECT 1'));
-      state.markUp('postgres');
+      answered('postgres');
     } catch (err) {
       pg?.end().catch(() => undefined);
       pg = undefined;
-      if (!stopped) state.markDown('postgres', firstLine(err));
+      failed('postgres', err);
     }
   };
   const probeTemporal = async (address: string) => {
@@ -92,9 +112,9 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
       temporal ??= await Connection.connect({ address, connectTimeout: timeoutMs, channelArgs: TEMPORAL_CHANNEL_ARGS });
       const c = temporal;
       await within(timeoutMs, c.withDeadline(Date.now() + timeoutMs, () => c.workflowService.getSystemInfo({})));
-      state.markUp('temporal');
+      answered('temporal');
     } catch (err) {
-      if (!stopped) state.markDown('temporal', firstLine(err));
+      failed('temporal', err);
     }
   };
 

@@ -1,0 +1,59 @@
+/**
+ * Dependency probes: a refused connection marks PostgreSQL down at the first probe; a server that accepts but never
+ * answers (an overloaded host looks the same) only after several slow probes in a row; an answer marks it up again.
+ * Real sockets on loopback: a closed port, and a TCP server that accepts and stays silent.
+ */
+import net from 'node:net';
+import { createDependencyState, startDependencyProbes } from '../../lib/runtime/dependencies';
+import { createLogger } from '../../lib/logger';
+
+const logger = createLogger('silent');
+
+const until = async (cond: () => boolean, ms: number) => {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`condition not met in ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
+
+async function closedPort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address() as net.AddressInfo;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+test('a refused connection is down at the first probe', async () => {
+  const state = createDependencyState(logger);
+  const probes = startDependencyProbes(state, { databaseUrl: `postgres://x:y@127.0.0.1:${await closedPort()}/db`, namespace: 'default', intervalMs: 50, timeoutMs: 500 });
+  try {
+    await until(() => state.isDown('postgres'), 3000);
+  } finally {
+    await probes.stop();
+  }
+});
+
+test('a server that never answers is down only after three slow probes in a row', async () => {
+  const sockets: net.Socket[] = [];
+  let accepted = 0;
+  const silent = net.createServer((s) => {
+    accepted++;
+    sockets.push(s);
+  });
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const { port } = silent.address() as net.AddressInfo;
+  const state = createDependencyState(logger);
+  const probes = startDependencyProbes(state, { databaseUrl: `postgres://x:y@127.0.0.1:${port}/db`, namespace: 'default', intervalMs: 20, timeoutMs: 150 });
+  try {
+    await until(() => accepted >= 2, 5000);
+    expect(state.isDown('postgres')).toBe(false); // two slow probes are not an outage
+    await until(() => state.isDown('postgres'), 5000);
+    expect(accepted).toBeGreaterThanOrEqual(3);
+  } finally {
+    await probes.stop();
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => silent.close(r));
+  }
+});
