@@ -2,7 +2,7 @@
  * Scale benchmark: how the cost of bulk work on tasks and of the task service's reads grows with the number of tasks.
  *
  *   node bin/armada-ts bench/scale.ts [--quick] [--bulk 5000,10000,…] [--reads 10000,100000,1000000]
- *                                     [--duration 5] [--connections 4]
+ *                                     [--duration 5] [--connections 4] [--row-triggers]
  *
  * 1. Bulk work, for each n of --bulk (default 5k … 1M; --quick stops at 100k): one `INSERT … SELECT` of n tasks, one
  *    `UPDATE tasks SET status` of those n tasks, and deleting them, on the real `tasks` table (its counter and NOTIFY
@@ -13,6 +13,9 @@
  *    process, `GET /api/tasks?limit=20` and `GET /api/tasks/:id` (50 tasks spread over the table), each with the read
  *    cache and with `Cache-Control: no-cache`, --connections concurrent clients for --duration seconds. Prints p50 and
  *    p99 and the ratio to the 10k figure (the first size).
+ *
+ * --row-triggers puts back the row-level counter triggers of migration 001 (replaced by 065) first, to measure the
+ * "before" curve in the same way (--reads '' skips the reads).
  *
  * Uses DATABASE_URL when set (it adds rows and a table `tasks_baseline` there), else an embedded PostgreSQL in a temp dir.
  */
@@ -42,9 +45,10 @@ const { values } = parseArgs({
     duration: { type: 'string', default: '5' },
     connections: { type: 'string', default: '4' },
     serve: { type: 'string' },
+    'row-triggers': { type: 'boolean', default: false },
   },
 });
-const sizes = (s: string) => s.split(',').map((x) => Number(x.replace(/k$/i, '000').replace(/m$/i, '000000')));
+const sizes = (s: string) => s.split(',').filter(Boolean).map((x) => Number(x.replace(/k$/i, '000').replace(/m$/i, '000000')));
 const bulkSizes = sizes(values.bulk ?? (values.quick ? '5k,10k,20k,40k,100k' : '5k,10k,20k,40k,100k,200k,500k,1m'));
 const readSizes = sizes(values.reads ?? (values.quick ? '10k,100k' : '10k,100k,1m'));
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -84,7 +88,30 @@ async function newProject(db: Pool, id: string): Promise<void> {
   await db.query(`INSERT INTO projects (id, name, repo_url, git_repo_path) VALUES ($1, $1, '/nonexistent', '/nonexistent')`, [id]);
 }
 
+/** The row-level counter triggers of migration 001, which migration 065 replaced: the "before" of --row-triggers. */
+const ROW_TRIGGERS = `
+  DROP TRIGGER tasks_count_ins ON tasks;
+  DROP TRIGGER tasks_count_upd ON tasks;
+  DROP TRIGGER tasks_count_del ON tasks;
+  CREATE FUNCTION task_counts_apply() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+      UPDATE task_counts SET n = n - 1 WHERE project_id = OLD.project_id AND status = OLD.status;
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+      INSERT INTO task_counts (project_id, status, n) VALUES (NEW.project_id, NEW.status, 1)
+      ON CONFLICT (project_id, status) DO UPDATE SET n = task_counts.n + 1;
+    END IF;
+    RETURN NULL;
+  END $$;
+  CREATE TRIGGER tasks_count_ins AFTER INSERT ON tasks FOR EACH ROW EXECUTE FUNCTION task_counts_apply();
+  CREATE TRIGGER tasks_count_del AFTER DELETE ON tasks FOR EACH ROW EXECUTE FUNCTION task_counts_apply();
+  CREATE TRIGGER tasks_count_upd AFTER UPDATE OF status, project_id ON tasks
+    FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.project_id IS DISTINCT FROM NEW.project_id)
+    EXECUTE FUNCTION task_counts_apply();`;
+
 async function bulk(db: Pool): Promise<void> {
+  if (values['row-triggers']) await db.query(ROW_TRIGGERS);
   await db.query('DROP TABLE IF EXISTS tasks_baseline');
   await db.query('CREATE TABLE tasks_baseline (LIKE tasks INCLUDING ALL)');
   // vacuum is ours between sizes, so autovacuum does not land inside one side's timing
