@@ -2,13 +2,13 @@
  * Scale benchmark: how the cost of bulk work on tasks and of the task service's reads grows with the number of tasks.
  *
  *   node bin/armada-ts bench/scale.ts [--quick] [--bulk 5000,10000,…] [--reads 10000,100000,1000000]
- *                                     [--duration 5] [--connections 4] [--row-triggers]
+ *                                     [--duration 5] [--connections 4] [--row-triggers] [--repeat 3]
  *
  * 1. Bulk work, for each n of --bulk (default 5k … 1M; --quick stops at 100k): one `INSERT … SELECT` of n tasks, one
  *    `UPDATE tasks SET status` of those n tasks, and deleting them, on the real `tasks` table (its counter and NOTIFY
  *    triggers, its foreign keys; the delete is the project's delete cascading to its tasks) and on a trigger-free copy
  *    (`CREATE TABLE … (LIKE tasks INCLUDING ALL)`: same columns and indexes, no triggers, no foreign keys), pair by pair
- *    in the same run. Prints the times and the ratio real / copy. Sizes up to 100k are run 3 times (median).
+ *    in the same run. Prints the times and the ratio real / copy. Sizes up to 100k are run 3 times (median; --repeat sets it for all).
  * 2. Reads, at each table size of --reads (default 10k, 100k, 1M; --quick: 10k, 100k): the real task app in a child
  *    process, `GET /api/tasks?limit=20` and `GET /api/tasks/:id` (50 tasks spread over the table), each with the read
  *    cache and with `Cache-Control: no-cache`, --connections concurrent clients for --duration seconds. Prints p50 and
@@ -46,6 +46,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '4' },
     serve: { type: 'string' },
     'row-triggers': { type: 'boolean', default: false },
+    repeat: { type: 'string' },
   },
 });
 const sizes = (s: string) => s.split(',').filter(Boolean).map((x) => Number(x.replace(/k$/i, '000').replace(/m$/i, '000000')));
@@ -130,7 +131,7 @@ async function bulk(db: Pool): Promise<void> {
   try {
     for (const n of bulkSizes) {
       const times = { insert: [[], []], update: [[], []], delete: [[], []] } as Record<'insert' | 'update' | 'delete', [number[], number[]]>;
-      const repeats = n <= 100_000 ? 3 : 1;
+      const repeats = values.repeat ? Number(values.repeat) : n <= 100_000 ? 3 : 1;
       for (let r = 0; r < repeats; r++) {
         const project = `scale-${n}-${run++}`;
         await newProject(db, project);
