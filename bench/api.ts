@@ -184,7 +184,9 @@ async function main(): Promise<void> {
     databaseUrl = pg.url;
     stopPg = pg.stop;
   }
+  const seedStart = Date.now();
   const taskId = await seed(databaseUrl, n);
+  const seedSeconds = (Date.now() - seedStart) / 1000;
   const dbUrl = databaseUrl;
   const child = fork(path.join(__dirname, '..', 'bin', 'armada-ts'), [__filename, '--serve', databaseUrl], { stdio: 'inherit' });
   try {
@@ -197,7 +199,7 @@ async function main(): Promise<void> {
     });
     const cpu = os.cpus();
     process.stdout.write(
-      `bench/api.ts — ${n} tasks, ${connections} connections, ${duration} s each, ${cpu.length} × ${cpu[0]?.model ?? 'cpu'}, node ${process.version}\n`,
+      `bench/api.ts — ${n} tasks (seeded in ${seedSeconds.toFixed(1)} s), ${connections} connections, ${duration} s each, ${cpu.length} × ${cpu[0]?.model ?? 'cpu'}, node ${process.version}\n`,
     );
     const base = `http://127.0.0.1:${ports.baselinePort}`;
     const armada = `http://127.0.0.1:${ports.armadaPort}`;
