@@ -84,6 +84,35 @@ export function nulFreeStrings<T>(schema: T): T {
     } else out[key] = value;
   }
   const types = Array.isArray(out.type) ? out.type : [out.type];
-  if (types.includes('string') && !('pattern' in out) && !('format' in out) && !('enum' in out) && !('const' in out)) out.pattern = NUL_FREE_PATTERN;
+  if (types.includes('string') && !('format' in out) && !('enum' in out) && !('const' in out)) {
+    // a string with a pattern of its own (e.g. `\S`) still must not hold NUL: both patterns apply
+    if (!('pattern' in out)) out.pattern = NUL_FREE_PATTERN;
+    else if (out.pattern !== NUL_FREE_PATTERN && !('allOf' in out)) out.allOf = [{ pattern: NUL_FREE_PATTERN }];
+  }
+  // A free-form value (no type, no composition: TypeBox's Unknown, `{}`) may be any JSON but must hold no NUL either
+  if (isFreeForm(out)) return { ...out, $ref: NUL_FREE_JSON_REF } as T;
+  if (out.additionalProperties === true) out.additionalProperties = { $ref: NUL_FREE_JSON_REF };
+  // object keys are checked too: an object that takes keys beyond its named properties says they are NUL-free
+  const isObject = types.includes('object') || 'properties' in out || 'patternProperties' in out;
+  if (isObject && out.additionalProperties !== false && !('propertyNames' in out)) out.propertyNames = { pattern: NUL_FREE_PATTERN };
   return out as T;
 }
+
+const SCHEMA_KEYWORDS = ['type', '$ref', 'anyOf', 'oneOf', 'allOf', 'not', 'enum', 'const', 'properties', 'patternProperties', 'items', 'if'];
+function isFreeForm(s: JsonSchema): boolean {
+  return !SCHEMA_KEYWORDS.some((k) => k in s);
+}
+
+/** Where the OpenAPI documents define NulFreeJson (components.schemas). */
+export const NUL_FREE_JSON_REF = '#/components/schemas/NulFreeJson';
+
+/** Any JSON value whose strings and object keys hold no NUL: what the input policy accepts in free-form fields. */
+export const NUL_FREE_JSON_SCHEMA = {
+  description: 'any JSON value whose strings and object keys contain no NUL (U+0000)',
+  anyOf: [
+    { type: 'string', pattern: NUL_FREE_PATTERN },
+    { type: ['number', 'boolean', 'null'] },
+    { type: 'array', items: { $ref: NUL_FREE_JSON_REF } },
+    { type: 'object', propertyNames: { pattern: NUL_FREE_PATTERN }, additionalProperties: { $ref: NUL_FREE_JSON_REF } },
+  ],
+};

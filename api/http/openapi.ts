@@ -5,7 +5,7 @@
  */
 import { fastifySwagger } from '@fastify/swagger';
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import { nulFreeStrings } from './inputPolicy';
+import { NUL_FREE_JSON_SCHEMA, nulFreeStrings } from './inputPolicy';
 
 export type ServiceKind = 'task' | 'scheduler' | 'agents' | 'traces';
 
@@ -113,7 +113,7 @@ export function installOpenApi(app: FastifyInstance, opts: { service: ServiceKin
     openapi: {
       openapi: OPENAPI_VERSION,
       info: { title: TITLES[opts.service], version: opts.version, description: INPUT_POLICY },
-      components: { securitySchemes: schemes as never },
+      components: { securitySchemes: schemes as never, schemas: { NulFreeJson: NUL_FREE_JSON_SCHEMA as never } },
       security,
     },
     transform: ({ schema, url, route }) => {

@@ -6,7 +6,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
-import { AppError, invalidRequest, notFound } from '../../lib/errors';
+import { AppError, conflict, invalidRequest, notFound } from '../../lib/errors';
 import { isUuid, newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
 import { UNIQUE_VIOLATION } from '../../lib/db/projects';
@@ -18,7 +18,7 @@ import { schedulerSettings } from '../../lib/scheduler/settings';
 import { WORKFLOW_RUN_TYPE, createSchedule, deleteSchedule, nextRunOf, type WorkflowRunInput } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import type { SchedulerPluginOptions } from './deps';
-import { CreateWorkflowBody, CreatedWorkflow, DeletedWorkflow, DetailErrors, RunResult, Workflow, WorkflowList, WorkflowParams } from './schemas';
+import { CreateWorkflowBody, CreatedWorkflow, DeletedWorkflow, Detail, DetailErrors, RunResult, Workflow, WorkflowList, WorkflowParams } from './schemas';
 
 export const WORKFLOW_NOT_FOUND = 'Workflow not found';
 
@@ -102,7 +102,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
 
   app.post(
     '/workflows',
-    { schema: { tags: ['workflows'], body: CreateWorkflowBody, response: { 201: CreatedWorkflow, ...DetailErrors } } },
+    { schema: { tags: ['workflows'], body: CreateWorkflowBody, response: { 201: CreatedWorkflow, ...DetailErrors, 409: Detail } } },
     async (request, reply) => {
       const body = request.body;
       const schedule = body.schedule ?? null;
@@ -151,7 +151,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
           return { ...inserted, enabled };
         });
       } catch (err) {
-        if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw invalidRequest(`Workflow ${body.name} already exists`);
+        if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw conflict(`Workflow ${body.name} already exists`); // a schema cannot say a name is taken: 409, not 400
         throw err;
       }
       return reply.code(201).send({ name: row.name, status: 'created' as const, nextRun: await safeNextRun(deps, row) });

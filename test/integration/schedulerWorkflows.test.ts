@@ -108,7 +108,7 @@ describe('scheduler workflows, schedules and executions', () => {
     const slash = await inject('POST', '/api/v1/workflows', { name: 'a/b', tasks: [{ name: 't', type: 'script', script: 'true' }] });
     expect(slash.statusCode).toBe(400);
     const dup = await inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 't', type: 'script', script: 'true' }] });
-    expect([dup.statusCode, dup.json()]).toEqual([400, { detail: `Workflow ${name} already exists` }]);
+    expect([dup.statusCode, dup.json()]).toEqual([409, { detail: `Workflow ${name} already exists` }]);
     const bogusType = await inject('POST', '/api/v1/workflows', { name: 'x', tasks: [{ name: 't', type: 'bogus', script: 'x' }] });
     expect([bogusType.statusCode, bogusType.json()]).toEqual([400, { detail: 'Request body is invalid: tasks.0.type must be one of: script, flow' }]);
     const noSource = await inject('POST', '/api/v1/workflows', { name: 'x', tasks: [{ name: 't', type: 'flow', flow: 'f' }] });
