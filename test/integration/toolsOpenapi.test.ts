@@ -200,4 +200,26 @@ describe('armada tools openapi', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }, 90_000);
+
+  test('a document URL that never answers ends with the timeout as the message, not a crash of the error handler', async () => {
+    // accepts connections and says nothing: the 30 s document fetch times out with a TimeoutError (numeric code 23)
+    const net = require('node:net') as typeof import('node:net');
+    const sockets: import('node:net').Socket[] = [];
+    const silent = net.createServer((s) => sockets.push(s));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const { execFile } = require('node:child_process') as typeof import('node:child_process');
+    try {
+      const r = await new Promise<{ code: number; stderr: string }>((resolve) =>
+        execFile(process.execPath, [BIN, 'tools', 'openapi', `http://127.0.0.1:${(silent.address() as AddressInfo).port}/openapi.json`, '--list'], { encoding: 'utf8', timeout: 90_000 }, (e, _so, se) =>
+          resolve({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stderr: se }),
+        ),
+      );
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).not.toContain('is not a function');
+      expect(r.stderr).toMatch(/timeout|timed out/i);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => silent.close(r));
+    }
+  }, 120_000);
 });
