@@ -157,7 +157,9 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`armada: ${err.message}\n`);
       return 1;
     }
-    if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    // `code` is not always a string (a fetch TimeoutError, a DOMException, has the number 23)
+    const code = (err as { code?: unknown } | undefined)?.code;
+    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`armada: ${(err as Error).message}\n\n${HELP}`);
       return 2;
     }

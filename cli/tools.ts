@@ -1,7 +1,7 @@
 /** `armada tools …`: MCP tool servers (an OpenAPI converter, Armada's own services) and editor configuration. */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { armadaTools } from '../lib/mcp/armadaTools';
+import { armadaTools, ServiceUnavailableError } from '../lib/mcp/armadaTools';
 import { addServer, EDITORS, EditorConfigError, listServers, removeServer, type Editor, type Location, type Scope, type ServerEntry } from '../lib/mcp/editorConfig';
 import { loadOpenApiDocument, openapiToTools } from '../lib/mcp/openapiToTools';
 import { DEFAULT_MAX_RESPONSE_CHARS, serveStdio, type ServedTool } from '../lib/mcp/toolServer';
@@ -14,11 +14,14 @@ Usage:
       An MCP server over stdio whose tools are the document's operations (OpenAPI 3.x or Swagger 2.0).
       --base-url overrides the document's server; --api-key goes where the document's security scheme says
       (default header X-API-Key); --include/--exclude take operationIds (repeatable or comma-separated);
-      --list prints the tools as JSON and exits. Env fallbacks: OPENAPI_BASE_URL, OPENAPI_API_KEY.
+      tools are named by operationId and described by summary + description;
+      --list prints the tools (name, description, method, path, input schema) as JSON and exits. Env fallbacks: OPENAPI_BASE_URL, OPENAPI_API_KEY.
 
-  armada tools serve [--task-url URL] [--scheduler-url URL] [--max-response-chars N]
+  armada tools serve [--task-url URL] [--scheduler-url URL] [--max-response-chars N] [--allow-partial]
       Armada's own services as MCP tools over stdio (tasks, attempts, logs, diffs, approvals; workflows and
-      executions), from the running services' OpenAPI documents. Env: ARMADA_TASK_URL (default
+      executions), from the running services' OpenAPI documents; tools are named by operationId. At start each
+      service must answer with the key accepted, else one line names the service and reason and the exit code is
+      1; --allow-partial serves the tools of the services that answered instead. Env: ARMADA_TASK_URL (default
       http://127.0.0.1:8887), ARMADA_SCHEDULER_URL (default http://127.0.0.1:8883), ARMADA_API_KEY (scheduler
       X-API-Key; also the task service's bearer unless ARMADA_TASK_API_KEY is set).
 
@@ -96,7 +99,7 @@ async function runOpenapi(args: string[]): Promise<number> {
   }
   const tools: ServedTool[] = api.tools.map((tool) => ({ tool, target: { baseUrl, headers, query } }));
   if (values.list) {
-    out(JSON.stringify(api.tools.map((t) => ({ name: t.name, method: t.method, path: t.path, inputSchema: t.inputSchema })), null, 2));
+    out(JSON.stringify(api.tools.map((t) => ({ name: t.name, description: t.description, method: t.method, path: t.path, inputSchema: t.inputSchema })), null, 2));
     return 0;
   }
   await serveStdio(tools, { name: api.title, version: version(), maxResponseChars: positiveInt(values['max-response-chars'], '--max-response-chars', DEFAULT_MAX_RESPONSE_CHARS) });
@@ -106,7 +109,13 @@ async function runOpenapi(args: string[]): Promise<number> {
 async function runServe(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: { 'task-url': { type: 'string' }, 'scheduler-url': { type: 'string' }, 'max-response-chars': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      'task-url': { type: 'string' },
+      'scheduler-url': { type: 'string' },
+      'max-response-chars': { type: 'string' },
+      'allow-partial': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
   });
   if (values.help) {
     out(TOOLS_HELP);
@@ -116,13 +125,21 @@ async function runServe(args: string[]): Promise<number> {
   const key = env.ARMADA_API_KEY || undefined;
   const taskKey = env.ARMADA_TASK_API_KEY || key;
   const schedulerKey = env.ARMADA_SCHEDULER_API_KEY || key;
-  const tools = await armadaTools(
-    [
-      { service: 'task', baseUrl: values['task-url'] ?? env.ARMADA_TASK_URL ?? 'http://127.0.0.1:8887', headers: taskKey ? { authorization: `Bearer ${taskKey}` } : {} },
-      { service: 'scheduler', baseUrl: values['scheduler-url'] ?? env.ARMADA_SCHEDULER_URL ?? 'http://127.0.0.1:8883', headers: schedulerKey ? { 'x-api-key': schedulerKey } : {} },
-    ],
-    err,
-  );
+  let tools: ServedTool[];
+  try {
+    tools = await armadaTools(
+      [
+        { service: 'task', baseUrl: values['task-url'] ?? env.ARMADA_TASK_URL ?? 'http://127.0.0.1:8887', headers: taskKey ? { authorization: `Bearer ${taskKey}` } : {} },
+        { service: 'scheduler', baseUrl: values['scheduler-url'] ?? env.ARMADA_SCHEDULER_URL ?? 'http://127.0.0.1:8883', headers: schedulerKey ? { 'x-api-key': schedulerKey } : {} },
+      ],
+      { allowPartial: values['allow-partial'], warn: err },
+    );
+  } catch (e) {
+    if (!(e instanceof ServiceUnavailableError)) throw e;
+    // one line, exit 1: serving fewer tools silently would only surface later as "unknown tool"
+    err(`armada tools serve: ${e.message} (use --allow-partial to serve the other services' tools)`);
+    return 1;
+  }
   if (!tools.length) {
     err('armada tools serve: no Armada service answered; start them (armada start) or set ARMADA_TASK_URL / ARMADA_SCHEDULER_URL');
     return 1;

@@ -6,6 +6,7 @@
 import { fastifySwagger } from '@fastify/swagger';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { NUL_FREE_JSON_SCHEMA, nulFreeStrings } from './inputPolicy';
+import { operationDoc } from './operationDocs';
 
 export type ServiceKind = 'task' | 'scheduler' | 'agents' | 'traces';
 
@@ -127,6 +128,14 @@ export function installOpenApi(app: FastifyInstance, opts: { service: ServiceKin
       }
       for (const part of ['body', 'params', 'querystring', 'headers']) if (s[part]) s[part] = nulFreeStrings(s[part]);
       const method = Array.isArray(route.method) ? route.method[0] : route.method;
+      // operationId, summary and description from the catalogue (api/http/operationDocs.ts); a route's own value wins
+      const doc = method ? operationDoc(opts.service, method, openapiPath(url)) : undefined;
+      if (doc) {
+        s.operationId ??= doc.operationId;
+        s.summary ??= doc.summary;
+        // a route's own description (e.g. a caching note) follows the catalogue's
+        s.description = typeof s.description === 'string' && s.description ? `${doc.description}\n\n${s.description}` : doc.description;
+      }
       if (!s.operationId && method) s.operationId = defaultOperationId(method, url);
       return { schema: s as never, url };
     },

@@ -1,13 +1,14 @@
 /**
  * `armada tools serve`: Armada's own services as MCP tools, through the same converter, over the OpenAPI documents
  * the running services serve. The tool list is curated by method + path; operations a service does not have (yet)
- * are skipped, so the list can name routes that arrive later.
+ * are skipped, so the list can name routes that arrive later. Tools are named by the document's operationId (the
+ * curated name is the expected operationId and the fallback) and described by its summary + description.
  */
 import { loadOpenApiDocument, openapiToTools, type ToolDefinition } from './openapiToTools';
 import type { ServedTool } from './toolServer';
 
 export interface CuratedOperation {
-  /** The MCP tool name. */
+  /** The MCP tool name when the document gives the operation no operationId (normally equal to it). */
   tool: string;
   method: string;
   /** Path template; parameter names do not matter (`/api/tasks/{id}` matches `/api/tasks/{taskId}`). */
@@ -17,33 +18,33 @@ export interface CuratedOperation {
 }
 
 export const TASK_SERVICE_TOOLS: CuratedOperation[] = [
-  { tool: 'list_projects', method: 'GET', path: '/api/projects' },
-  { tool: 'list_tasks', method: 'GET', path: '/api/tasks' },
-  { tool: 'get_task', method: 'GET', path: '/api/tasks/{id}' },
-  { tool: 'create_task', method: 'POST', path: '/api/tasks' },
-  { tool: 'update_task', method: 'PATCH', path: '/api/tasks/{id}' },
-  { tool: 'start_task', method: 'POST', path: '/api/tasks/{id}/start' },
-  { tool: 'cancel_task', method: 'POST', path: '/api/tasks/{id}/cancel' },
-  { tool: 'list_task_attempts', method: 'GET', path: '/api/tasks/{id}/attempts' },
-  { tool: 'get_task_logs', method: 'GET', path: '/api/tasks/{id}/logs', omit: ['follow'] },
-  { tool: 'list_attempts', method: 'GET', path: '/api/attempts' },
-  { tool: 'get_attempt', method: 'GET', path: '/api/attempts/{id}' },
-  { tool: 'create_attempt', method: 'POST', path: '/api/attempts' },
-  { tool: 'start_attempt', method: 'POST', path: '/api/attempts/{id}/start' },
-  { tool: 'cancel_attempt', method: 'POST', path: '/api/attempts/{id}/cancel' },
-  { tool: 'get_attempt_logs', method: 'GET', path: '/api/attempts/{id}/logs', omit: ['follow'] },
-  { tool: 'get_attempt_diff', method: 'GET', path: '/api/attempts/{id}/diff' },
-  { tool: 'list_pending_approvals', method: 'GET', path: '/api/approvals/pending' },
-  { tool: 'get_approval', method: 'GET', path: '/api/approvals/{id}' },
-  { tool: 'respond_to_approval', method: 'POST', path: '/api/approvals/{id}/respond' },
+  { tool: 'listProjects', method: 'GET', path: '/api/projects' },
+  { tool: 'listTasks', method: 'GET', path: '/api/tasks' },
+  { tool: 'getTask', method: 'GET', path: '/api/tasks/{id}' },
+  { tool: 'createTask', method: 'POST', path: '/api/tasks' },
+  { tool: 'updateTask', method: 'PATCH', path: '/api/tasks/{id}' },
+  { tool: 'startTask', method: 'POST', path: '/api/tasks/{id}/start' },
+  { tool: 'cancelTask', method: 'POST', path: '/api/tasks/{id}/cancel' },
+  { tool: 'listTaskAttempts', method: 'GET', path: '/api/tasks/{id}/attempts' },
+  { tool: 'getTaskLogs', method: 'GET', path: '/api/tasks/{id}/logs', omit: ['follow'] },
+  { tool: 'listAttempts', method: 'GET', path: '/api/attempts' },
+  { tool: 'getAttempt', method: 'GET', path: '/api/attempts/{id}' },
+  { tool: 'createAttempt', method: 'POST', path: '/api/attempts' },
+  { tool: 'startTaskAttempt', method: 'POST', path: '/api/attempts/{id}/start' },
+  { tool: 'cancelAttempt', method: 'POST', path: '/api/attempts/{id}/cancel' },
+  { tool: 'getAttemptLogs', method: 'GET', path: '/api/attempts/{id}/logs', omit: ['follow'] },
+  { tool: 'getAttemptDiff', method: 'GET', path: '/api/attempts/{id}/diff' },
+  { tool: 'listPendingApprovals', method: 'GET', path: '/api/approvals/pending' },
+  { tool: 'getApproval', method: 'GET', path: '/api/approvals/{id}' },
+  { tool: 'respondToApproval', method: 'POST', path: '/api/approvals/{id}/respond' },
 ];
 
 export const SCHEDULER_TOOLS: CuratedOperation[] = [
-  { tool: 'list_workflows', method: 'GET', path: '/api/v1/workflows' },
-  { tool: 'run_workflow', method: 'POST', path: '/api/v1/workflows/{name}/run' },
-  { tool: 'list_executions', method: 'GET', path: '/api/v1/executions' },
-  { tool: 'get_execution', method: 'GET', path: '/api/v1/executions/{id}' },
-  { tool: 'get_execution_logs', method: 'GET', path: '/api/v1/executions/{id}/logs' },
+  { tool: 'listWorkflows', method: 'GET', path: '/api/v1/workflows' },
+  { tool: 'runWorkflow', method: 'POST', path: '/api/v1/workflows/{name}/run' },
+  { tool: 'listExecutions', method: 'GET', path: '/api/v1/executions' },
+  { tool: 'getExecution', method: 'GET', path: '/api/v1/executions/{id}' },
+  { tool: 'getExecutionLogs', method: 'GET', path: '/api/v1/executions/{id}/logs' },
 ];
 
 const shape = (p: string) => p.replace(/\{[^}]+\}/g, '{}').replace(/\/+$/, '');
@@ -59,7 +60,7 @@ export function curate(tools: ToolDefinition[], list: CuratedOperation[]): ToolD
     const required = ((t.inputSchema.required ?? []) as string[]).filter((k) => !omit.has(k));
     out.push({
       ...t,
-      name: c.tool,
+      name: t.operationId && /^[a-z][a-zA-Z0-9]{2,39}$/.test(t.operationId) ? t.operationId : c.tool,
       description: `${t.description === `${t.method} ${t.path}` ? '' : `${t.description}\n\n`}${t.method} ${t.path} (Armada)`,
       inputSchema: { ...t.inputSchema, properties, ...(required.length ? { required } : { required: undefined }) },
       arguments: t.arguments.filter((a) => !omit.has(a.property)),
@@ -75,19 +76,39 @@ export interface ArmadaServiceSource {
   headers: Record<string, string>;
 }
 
-/** Fetches each service's document and returns the curated tools; an unreachable service is reported and skipped. */
-export async function armadaTools(sources: ArmadaServiceSource[], warn: (msg: string) => void): Promise<ServedTool[]> {
+/** A configured service that cannot be used: unreachable, or it rejected the key. */
+export class ServiceUnavailableError extends Error {}
+
+/** Why a document fetch failed, in a few words: the key was rejected, or the service could not be reached. */
+function reason(err: Error): string {
+  const status = /HTTP (\d{3})/.exec(err.message)?.[1];
+  if (status === '401' || status === '403') return `rejected the API key (HTTP ${status})`;
+  if (status) return `answered HTTP ${status}`;
+  const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
+  return `is unreachable (${cause?.code ?? cause?.message ?? err.message})`;
+}
+
+/**
+ * Fetches each service's document (which needs the service's key, so this checks reachability and the key) and
+ * returns the curated tools. A service that fails throws ServiceUnavailableError naming it and why, unless
+ * `allowPartial`, when it is reported through `warn` and its tools are left out.
+ */
+export async function armadaTools(sources: ArmadaServiceSource[], opts: { allowPartial?: boolean; warn: (msg: string) => void }): Promise<ServedTool[]> {
   const served: ServedTool[] = [];
   for (const s of sources) {
     const docPath = s.service === 'task' ? '/api/openapi.json' : '/api/v1/openapi.json';
     const base = s.baseUrl.replace(/\/+$/, '');
+    let doc: Awaited<ReturnType<typeof loadOpenApiDocument>>;
     try {
-      const doc = await loadOpenApiDocument(`${base}${docPath}`, s.headers, 10_000);
-      const tools = curate(openapiToTools(doc).tools, s.service === 'task' ? TASK_SERVICE_TOOLS : SCHEDULER_TOOLS);
-      for (const tool of tools) served.push({ tool, target: { baseUrl: base, headers: s.headers } });
+      doc = await loadOpenApiDocument(`${base}${docPath}`, s.headers, 10_000);
     } catch (err) {
-      warn(`armada tools serve: the ${s.service} service at ${base} is not available (${(err as Error).message}); its tools are left out`);
+      const msg = `the ${s.service} service at ${base} ${reason(err as Error)}`;
+      if (!opts.allowPartial) throw new ServiceUnavailableError(msg);
+      opts.warn(`armada tools serve: ${msg}; its tools are left out (--allow-partial)`);
+      continue;
     }
+    const tools = curate(openapiToTools(doc).tools, s.service === 'task' ? TASK_SERVICE_TOOLS : SCHEDULER_TOOLS);
+    for (const tool of tools) served.push({ tool, target: { baseUrl: base, headers: s.headers } });
   }
   return served;
 }

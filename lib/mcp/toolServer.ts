@@ -4,7 +4,7 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolDefinition } from './openapiToTools';
 
 export const DEFAULT_MAX_RESPONSE_CHARS = 50_000;
@@ -135,7 +135,8 @@ export function createToolServer(tools: ServedTool[], opts: ToolServerOptions): 
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const served = byName.get(request.params.name);
-    if (!served) return { content: [{ type: 'text' as const, text: `unknown tool ${request.params.name}` }], isError: true };
+    // an unknown tool is a protocol error (JSON-RPC -32602, invalid params), not a tool result
+    if (!served) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`);
     const r = await callTool(served, (request.params.arguments ?? {}) as Record<string, unknown>, opts);
     return { content: [{ type: 'text' as const, text: r.text }], isError: r.isError };
   });

@@ -289,6 +289,39 @@ describe('serving the documents', () => {
     expect(list.parameters.find((p) => p.name === 'page')?.required).not.toBe(true);
   });
 
+  test.each(SERVICES)('every operation of the %s document has a camelCase operationId (≤ 40), a summary and a description', (service) => {
+    const problems: string[] = [];
+    const ids = new Set<string>();
+    let count = 0;
+    for (const [path, item] of Object.entries(((docs[service] as Json).paths ?? {}) as Record<string, Json>)) {
+      for (const [method, opRaw] of Object.entries(item)) {
+        if (!METHODS.includes(method)) continue;
+        count++;
+        const op = opRaw as { operationId?: string; summary?: string; description?: string };
+        const where = `${method.toUpperCase()} ${path}`;
+        if (typeof op.operationId !== 'string' || !/^[a-z][a-zA-Z0-9]{2,39}$/.test(op.operationId)) problems.push(`${where}: operationId ${String(op.operationId)}`);
+        else if (ids.has(op.operationId)) problems.push(`${where}: operationId ${op.operationId} is used twice`);
+        else ids.add(op.operationId);
+        const summary = (op.summary ?? '').trim();
+        if (!summary || summary.toUpperCase() === where.toUpperCase() || summary.includes('/api/')) problems.push(`${where}: summary "${summary}"`);
+        if (summary.includes('\n')) problems.push(`${where}: summary is more than one line`);
+        if (!(op.description ?? '').trim()) problems.push(`${where}: no description`);
+      }
+    }
+    expect(count).toBeGreaterThan(0);
+    expect(problems).toEqual([]);
+  });
+
+  test('operationIds name the operation: verb + noun, stable', () => {
+    const op = (service: ServiceKind, path: string, method: string) => ((((docs[service] as Json).paths as Record<string, Json>)[path] as Json)[method] as Json).operationId;
+    expect(op('task', '/api/attempts/{id}/start', 'post')).toBe('startTaskAttempt');
+    expect(op('task', '/api/approvals/pending', 'get')).toBe('listPendingApprovals');
+    expect(op('task', '/api/tasks', 'post')).toBe('createTask');
+    expect(op('scheduler', '/api/v1/workflows/{name}/run', 'post')).toBe('runWorkflow');
+    expect(op('agents', '/api/v1/tasks', 'post')).toBe('submitAgentTask');
+    expect(op('traces', '/api/v1/traces', 'get')).toBe('listTraces');
+  });
+
   test.each(['/api/tasks/{id}/logs', '/api/attempts/{id}/logs', '/api/processes/{id}/logs'])('GET %s documents its 200 as application/x-ndjson, the Content-Type it sends', (path) => {
     const get = (((docs.task as Json).paths as Record<string, Json>)[path] as Json).get as { responses: Record<string, { content: Record<string, unknown> }> };
     expect(Object.keys(get.responses['200']?.content ?? {})).toEqual(['application/x-ndjson']);

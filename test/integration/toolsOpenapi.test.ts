@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 const BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
 
@@ -39,6 +40,7 @@ const petstore = {
       post: {
         operationId: 'createPet',
         summary: 'Create a pet',
+        description: 'Adds a pet to the store.',
         parameters: [{ name: 'X-Request-Source', in: 'header', schema: { type: 'string' } }],
         requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/NewPet' } } } },
         responses: { 201: { description: 'created' } },
@@ -146,12 +148,38 @@ describe('armada tools openapi', () => {
       expect(missing.isError).toBe(true);
       expect(text(missing)).toContain('HTTP 404');
       expect(text(missing)).toContain('no such pet');
+      // tools are described by summary + description
+      expect(tools.find((t) => t.name === 'createPet')?.description).toBe('Create a pet\n\nAdds a pet to the store.');
+      // an unknown (here: excluded) tool is a JSON-RPC error -32602, not a tool result
+      const unknown = await client.callTool({ name: 'deletePet', arguments: { petId: 3 } }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(unknown).toBeInstanceOf(McpError);
+      expect((unknown as McpError).code).toBe(ErrorCode.InvalidParams);
+      expect((unknown as McpError).code).toBe(-32602);
     } catch (e) {
       throw new Error(`${(e as Error).message}\nserver stderr:\n${stderr()}`);
     } finally {
       await client.close();
     }
   }, 90_000);
+
+  test('--list prints each tool with its operationId name and its summary + description', async () => {
+    const { execFile } = require('node:child_process') as typeof import('node:child_process');
+    // asynchronously: the document is served by this process
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, [BIN, 'tools', 'openapi', `${base}/openapi.json`, '--list'], { encoding: 'utf8', timeout: 60_000 }, (e, so, se) => (e ? reject(new Error(`${e.message}\n${se}`)) : resolve(so))),
+    );
+    const listed = JSON.parse(stdout) as { name: string; description: string; method: string; path: string }[];
+    expect(listed.map((t) => [t.name, t.description])).toEqual([
+      ['listPets', 'List all pets'],
+      ['createPet', 'Create a pet\n\nAdds a pet to the store.'],
+      // no summary or description: the method and path are all there is
+      ['showPetById', 'GET /pets/{petId}'],
+      ['deletePet', 'DELETE /pets/{petId}'],
+    ]);
+  }, 60_000);
 
   test('--include keeps only the named operations; a file path works as the document source', async () => {
     const fs = require('node:fs') as typeof import('node:fs');
@@ -172,4 +200,26 @@ describe('armada tools openapi', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }, 90_000);
+
+  test('a document URL that never answers ends with the timeout as the message, not a crash of the error handler', async () => {
+    // accepts connections and says nothing: the 30 s document fetch times out with a TimeoutError (numeric code 23)
+    const net = require('node:net') as typeof import('node:net');
+    const sockets: import('node:net').Socket[] = [];
+    const silent = net.createServer((s) => sockets.push(s));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const { execFile } = require('node:child_process') as typeof import('node:child_process');
+    try {
+      const r = await new Promise<{ code: number; stderr: string }>((resolve) =>
+        execFile(process.execPath, [BIN, 'tools', 'openapi', `http://127.0.0.1:${(silent.address() as AddressInfo).port}/openapi.json`, '--list'], { encoding: 'utf8', timeout: 90_000 }, (e, _so, se) =>
+          resolve({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stderr: se }),
+        ),
+      );
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).not.toContain('is not a function');
+      expect(r.stderr).toMatch(/timeout|timed out/i);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => silent.close(r));
+    }
+  }, 120_000);
 });
