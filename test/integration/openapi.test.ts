@@ -95,9 +95,16 @@ function validateOpenApi3(doc: Json): string[] {
   const ajv = new Ajv({ strict: false, allErrors: true });
   addFormats(ajv);
   ajv.addSchema(doc, 'openapi-doc');
+  // a schema taken out of the document resolves its `#/components/…` references in the document
+  const inDoc = (s: unknown): unknown =>
+    Array.isArray(s)
+      ? s.map(inDoc)
+      : s && typeof s === 'object'
+        ? Object.fromEntries(Object.entries(s).map(([k, v]) => [k, k === '$ref' && typeof v === 'string' && v.startsWith('#/components/') ? `openapi-doc${v}` : inDoc(v)]))
+        : s;
   const compiles = (schema: unknown, where: string) => {
     try {
-      ajv.compile(schema as object);
+      ajv.compile(inDoc(schema) as object);
     } catch (err) {
       problems.push(`${where}: schema does not compile: ${(err as Error).message}`);
     }
