@@ -95,6 +95,8 @@ export function nulFreeStrings<T>(schema: T): T {
   // object keys are checked too: an object that takes keys beyond its named properties says they are NUL-free
   const isObject = types.includes('object') || 'properties' in out || 'patternProperties' in out;
   if (isObject && out.additionalProperties !== false && !('propertyNames' in out)) out.propertyNames = { pattern: NUL_FREE_PATTERN };
+  // and the values of those extra keys are free-form: NUL-free JSON
+  if (isObject && out.additionalProperties === undefined && !('patternProperties' in out)) out.additionalProperties = { $ref: NUL_FREE_JSON_REF };
   return out as T;
 }
 

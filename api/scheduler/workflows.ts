@@ -111,7 +111,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       const seen = new Set<string>();
       const tasks: WorkflowTask[] = [];
       for (const t of body.tasks) {
-        if (seen.has(t.name)) throw invalidRequest(`Task name "${t.name}" is used twice`);
+        if (seen.has(t.name)) throw conflict(`Task name "${t.name}" is used twice`); // no schema can say names are unique: 409 like a taken workflow name
         seen.add(t.name);
         // the schema's if/then guarantees script (script tasks) and source + flow (flow tasks)
         if (t.type === 'script') {

@@ -136,14 +136,15 @@ export function startGroupProcess(opts: GroupProcessOptions): GroupProcess {
     if (opts.signal.aborted) onAbort();
     else opts.signal.addEventListener('abort', onAbort, { once: true });
   }
-  const timeout = opts.timeoutMs ? setTimeout(() => void stop('timeout'), opts.timeoutMs) : undefined;
+  // setTimeout fires at once for delays past 2^31-1 ms (24.8 days): longer limits wait in steps
+  const timeout = opts.timeoutMs ? longTimeout(() => void stop('timeout'), opts.timeoutMs) : undefined;
 
   const done = (async (): Promise<GroupProcessResult> => {
     const { code, signal } = await exit;
     // Output of a process whose leader exited may still be buffered: read it to the end (bounded by a short wait,
     // since a grandchild holding the pipe open would otherwise keep us here).
     await Promise.race([Promise.all(lineReaders), new Promise((r) => setTimeout(r, 2000).unref())]);
-    if (timeout) clearTimeout(timeout);
+    if (timeout) clearTimeout(timeout.ref);
     opts.signal?.removeEventListener('abort', onAbort);
     // The leader is gone; make sure nothing it started outlives it when we were asked to stop.
     if ((aborted || timedOut) && pid) {
@@ -194,4 +195,19 @@ export function killProcessesUnder(dir: string): number[] {
     killed.push(pid);
   }
   return killed;
+}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** setTimeout for any delay: one past MAX_TIMER_MS is waited in steps (Node would otherwise fire it after 1 ms). */
+export function longTimeout(fn: () => void, ms: number): { ref: NodeJS.Timeout } {
+  const handle = { ref: setTimeout(() => undefined, 0) };
+  const due = Date.now() + ms;
+  const arm = () => {
+    const left = due - Date.now();
+    handle.ref = left > MAX_TIMER_MS ? setTimeout(arm, MAX_TIMER_MS) : setTimeout(fn, Math.max(0, left));
+  };
+  clearTimeout(handle.ref);
+  arm();
+  return handle;
 }

@@ -62,3 +62,18 @@ describe('killProcessesUnder', () => {
     await outside.stop();
   });
 });
+
+describe('longTimeout', () => {
+  test('a delay past 2^31-1 ms does not fire at once (Node would run it after 1 ms)', async () => {
+    const { longTimeout } = await import('../../lib/process/processGroup');
+    let fired = false;
+    const t = longTimeout(() => {
+      fired = true;
+    }, 30 * 24 * 3600 * 1000);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(fired).toBe(false);
+    clearTimeout(t.ref);
+    const short = await new Promise<boolean>((resolve) => longTimeout(() => resolve(true), 5));
+    expect(short).toBe(true);
+  });
+});
