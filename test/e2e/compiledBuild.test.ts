@@ -89,3 +89,14 @@ test('armada api and armada worker run from the compiled output: /health 200, a 
   expect(fs.existsSync(path.join(ready.git_repo_path, 'README.md'))).toBe(true);
   fs.rmSync(bare, { recursive: true, force: true });
 });
+
+test('bin/armada refuses an unknown ARMADA_RUNTIME with a clear message', () => {
+  let failure: { status?: number; stderr?: string } = {};
+  try {
+    execFileSync(process.execPath, [path.join(ROOT, 'bin', 'armada'), '--help'], { env: { ...process.env, ARMADA_RUNTIME: 'bogus' }, stdio: 'pipe', encoding: 'utf8' });
+  } catch (err) {
+    failure = err as { status?: number; stderr?: string };
+  }
+  expect(failure.status).toBe(2);
+  expect(failure.stderr).toContain('ARMADA_RUNTIME must be dist or tsx, not "bogus"');
+});
