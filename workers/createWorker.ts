@@ -13,11 +13,22 @@ import { createSlots } from '../lib/process/slots';
 import type { Faults } from '../lib/faults';
 import { DEFAULT_JANITOR_INTERVAL_MS, startWorktreeJanitor, type WorktreeJanitor } from './worktreeJanitor';
 
-export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
+/** True when this module runs from the compiled output of `npm run build` (dist/), not through tsx. */
+const COMPILED = path.extname(__filename) === '.js';
 
-/** The prebuilt bundle when one exists and is newer than the workflow sources, else a fresh bundle. */
+/** The workflow sources: index.ts under tsx, the compiled index.js in dist/. */
+export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', COMPILED ? 'index.js' : 'index.ts');
+
+/** The bundle `npm run build` writes beside the compiled code (dist/workflow-bundle.js). */
+export const BUILT_WORKFLOW_BUNDLE = path.join(__dirname, '..', 'workflow-bundle.js');
+
+/**
+ * The prebuilt bundle: ARMADA_WORKFLOW_BUNDLE when that file exists, else (compiled runs only) the one `npm run build`
+ * wrote beside the code; otherwise a fresh bundle from the workflow sources.
+ */
 export async function loadWorkflowBundle(bundlePath = process.env.ARMADA_WORKFLOW_BUNDLE): Promise<WorkflowBundleOption> {
   if (bundlePath && fs.existsSync(bundlePath)) return { codePath: bundlePath };
+  if (!bundlePath && COMPILED && fs.existsSync(BUILT_WORKFLOW_BUNDLE)) return { codePath: BUILT_WORKFLOW_BUNDLE };
   const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: silentBundleLogger });
   return { code };
 }

@@ -82,3 +82,16 @@ test('the dashboard and the alerts use only documented metrics', () => {
   expect([...used].map(base).filter((m) => !documented.has(m))).toEqual([]);
   expect(used.size).toBeGreaterThan(5);
 });
+
+test('the image builds dist/ in its build stage and runs only the compiled output (no tsx at run time)', () => {
+  const dockerfile = fs.readFileSync(path.join(DEPLOY, 'Dockerfile'), 'utf8');
+  const [build, runtime] = dockerfile.split(/^FROM .*$/m).slice(1);
+  expect(build).toMatch(/RUN npm run build/);
+  expect(build).toMatch(/rm -rf node_modules\/tsx/);
+  expect(runtime).toContain('ENTRYPOINT ["tini", "--", "node", "dist/bin/armada"]');
+  expect(runtime).toContain('ARMADA_WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js');
+  // only the compiled output, the pruned node_modules and package.json reach the runtime image: no TypeScript sources
+  const copies = runtime?.match(/^COPY .*$/gm) ?? [];
+  expect(copies.map((c) => c.split(' ').at(-1))).toEqual(['/app/package.json', '/app/node_modules', '/app/dist']);
+  expect(runtime?.split('\n').filter((l) => !l.startsWith('#')).join('\n')).not.toMatch(/tsx/);
+});

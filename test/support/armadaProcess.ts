@@ -14,8 +14,8 @@ export interface ArmadaProcess {
   lines: string[];
 }
 
-export function spawnArmada(args: string[], ready: string, env: NodeJS.ProcessEnv, timeoutMs = 90_000): Promise<ArmadaProcess> {
-  const child = spawn(process.execPath, [ARMADA_BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnArmada(args: string[], ready: string, env: NodeJS.ProcessEnv, timeoutMs = 90_000, bin = ARMADA_BIN): Promise<ArmadaProcess> {
+  const child = spawn(process.execPath, [bin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   let stderr = '';
   child.stderr?.on('data', (d) => (stderr = (stderr + d.toString()).slice(-4000)));

@@ -1,0 +1,102 @@
+/**
+ * Production runs compiled JavaScript: `npm run build` into a temp directory (whose node_modules has every package
+ * but tsx), then `armada api --service task` and `armada worker` from that output against the test PostgreSQL and
+ * Temporal. /health answers, and a project's clone (a worker activity on the shared queue) completes.
+ */
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnArmada } from '../support/armadaProcess';
+import { createTestDatabase, env, eventually, makeGitRepo } from '../support/harness';
+
+const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
+const ROOT = path.join(__dirname, '..', '..');
+jest.setTimeout(300_000);
+
+let out: string;
+let home: string;
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  out = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-dist-'));
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-dist-home-'));
+  execFileSync('npm', ['run', '--silent', 'build', '--', '--out', out], { cwd: ROOT, stdio: 'pipe', timeout: 240_000 });
+  database = await createTestDatabase();
+});
+
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await new Promise((r) => setTimeout(r, 300));
+  await database?.drop();
+  fs.rmSync(out, { recursive: true, force: true });
+  fs.rmSync(home, { recursive: true, force: true });
+});
+
+test('the build holds compiled code, migrations, worker helpers and the workflow bundle; no tsx beside it', () => {
+  for (const f of ['bin/armada', 'cli/main.js', 'workers/createWorker.js', 'workers/cpuTasks.js', 'workers/repoInspector.js', 'lib/db/migrations/001_projects_tasks.sql', 'package.json', 'workflow-bundle.js']) {
+    expect(fs.existsSync(path.join(out, f))).toBe(true);
+  }
+  expect(fs.existsSync(path.join(out, 'node_modules', 'tsx'))).toBe(false);
+  expect(fs.existsSync(path.join(out, 'node_modules', 'fastify'))).toBe(true);
+});
+
+test('armada api and armada worker run from the compiled output: /health 200, a clone activity completes, no tsx', async () => {
+  const port = await freePort();
+  const baseEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_OPTIONS: '',
+    ARMADA_RUNTIME: '',
+    ARMADA_WORKFLOW_BUNDLE: '',
+    ARMADA_HOME: home,
+    ARMADA_CONFIG: '',
+    DATABASE_URL: database.url,
+    TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
+    ARMADA_TASK_QUEUE: `dist-${process.pid}-${Date.now()}`,
+    ARMADA_LOG_LEVEL: 'warn',
+    ARMADA_TEMPORAL_METRICS_PORT: '',
+  };
+  const bin = path.join(out, 'bin', 'armada');
+  const api = await spawnArmada(['api', '--service', 'task'], 'listening', { ...baseEnv, ARMADA_TASK_PORT: String(port) }, 120_000, bin);
+  children.push(api.child);
+  const worker = await spawnArmada(['worker', '--health-port', '0', '--grace', '2'], 'worker-started', baseEnv, 120_000, bin);
+  children.push(worker.child);
+
+  for (const child of [api.child, worker.child]) {
+    const cmdline = fs.readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
+    expect(cmdline[1]).toBe(bin);
+    expect(cmdline.join(' ')).not.toContain('tsx');
+  }
+
+  const base = `http://127.0.0.1:${port}`;
+  expect((await fetch(`${base}/health`)).status).toBe(200);
+  expect((await fetch(`${String(worker.ready.health)}/health`)).status).toBe(200);
+
+  const bare = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-dist-bare-'));
+  execFileSync('git', ['clone', '-q', '--bare', makeGitRepo(), bare]);
+  const created = await fetch(`${base}/api/projects`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Compiled', repository: { url: `file://${bare}` } }),
+  });
+  expect(created.status).toBe(201);
+  const id = ((await created.json()) as { data: { id: string } }).data.id;
+  const ready = await eventually(async () => {
+    const p = ((await (await fetch(`${base}/api/projects/${id}`)).json()) as { data: { git_repo_path: string; repository: { status: string } } }).data;
+    return p.repository.status === 'ready' ? p : undefined;
+  }, 60_000);
+  expect(fs.existsSync(path.join(ready.git_repo_path, 'README.md'))).toBe(true);
+  fs.rmSync(bare, { recursive: true, force: true });
+});
+
+test('bin/armada refuses an unknown ARMADA_RUNTIME with a clear message', () => {
+  let failure: { status?: number; stderr?: string } = {};
+  try {
+    execFileSync(process.execPath, [path.join(ROOT, 'bin', 'armada'), '--help'], { env: { ...process.env, ARMADA_RUNTIME: 'bogus' }, stdio: 'pipe', encoding: 'utf8' });
+  } catch (err) {
+    failure = err as { status?: number; stderr?: string };
+  }
+  expect(failure.status).toBe(2);
+  expect(failure.stderr).toContain('ARMADA_RUNTIME must be dist or tsx, not "bogus"');
+});
