@@ -12,6 +12,7 @@ import { liveArmadaOwner } from '../lib/runtime/homeInUse';
 import { checkProvisioned } from '../lib/runtime/provisionTemporalCli';
 import { findTemporalCli } from '../lib/runtime/temporalDevServer';
 import { hostQueue } from '../lib/temporal/queues';
+import { dirSize } from '../lib/fs/dirSize';
 
 interface ServiceStatus {
   name: string;
@@ -135,28 +136,6 @@ async function queuePollers(address: string, namespace: string, names: string[])
   }
 }
 
-function dirSize(dir: string): number {
-  let total = 0;
-  let entries: fs.Dirent[];
-  try {
-    entries = fs.readdirSync(dir, { withFileTypes: true });
-  } catch {
-    return 0;
-  }
-  for (const e of entries) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) total += dirSize(p);
-    else {
-      try {
-        total += fs.lstatSync(p).size;
-      } catch {
-        /* gone meanwhile */
-      }
-    }
-  }
-  return total;
-}
-
 export async function collectStatus(config: ArmadaConfig): Promise<ArmadaStatus> {
   const base = (port: number) => `http://${config.host}:${port}`;
   const ports: [string, number | null][] = [
@@ -185,7 +164,7 @@ export async function collectStatus(config: ArmadaConfig): Promise<ArmadaStatus>
     temporal,
     workerQueues,
     versions,
-    dataDir: { path: config.home, bytes: dirSize(config.home) },
+    dataDir: { path: config.home, bytes: dirSize(config.home, { files: 2_000_000 }) },
   };
 }
 

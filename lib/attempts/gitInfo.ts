@@ -1,7 +1,7 @@
 /** Read-only git questions of the branch listing and container endpoints (run where the repository is). */
 import fs from 'node:fs';
-import path from 'node:path';
 import { git } from '../git';
+import { dirSize } from '../fs/dirSize';
 
 export interface BranchInfo {
   name: string;
@@ -21,29 +21,6 @@ export async function listBranches(repo: string): Promise<{ current: string; bra
       return { name, commit, lastCommit: { hash: commit, message, author, date: date ? new Date(date).toISOString() : '' } };
     });
   return { current, branches };
-}
-
-function dirSize(dir: string, budget = { files: 200_000 }): number {
-  let total = 0;
-  let entries: fs.Dirent[];
-  try {
-    entries = fs.readdirSync(dir, { withFileTypes: true });
-  } catch {
-    return 0;
-  }
-  for (const e of entries) {
-    if (budget.files-- <= 0) break;
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) total += dirSize(p, budget);
-    else if (e.isFile()) {
-      try {
-        total += fs.statSync(p).size;
-      } catch {
-        /* gone */
-      }
-    }
-  }
-  return total;
 }
 
 export interface WorktreeStatus {
