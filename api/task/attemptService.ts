@@ -65,7 +65,12 @@ async function temporalClient(deps: AttemptServiceDeps): Promise<Client> {
 
 function resolveLlm(config: ArmadaConfig, llm: string | undefined, task: TaskRow, project: ProjectRow) {
   const name = llm ?? task.assignee ?? project.default_llm ?? undefined;
-  if (!name) throw validationError('llm is required (the task has no assignee and the project no defaultLLM)', { llm: 'is required' });
+  // The body is valid; what is missing is state (no assignee, no project default), so this is a conflict, not a 400.
+  if (!name) {
+    throw conflict('No agent to run: pass "llm", or give the task an assignee or the project a defaultLLM', 'AGENT_REQUIRED', {
+      llm: 'is required while the task has no assignee and the project no defaultLLM',
+    });
+  }
   const profile = resolveAgentProfile(config, name);
   if (!profile) throw validationError(`Unknown agent "${name}"`, { llm: `unknown agent "${name}"` });
   return { name, profile };
