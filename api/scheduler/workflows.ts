@@ -130,7 +130,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
           });
           // The schedule is created before COMMIT: a Temporal failure leaves no row behind.
           const s = await getDefaultSchedule(c, body.name);
-          if (s && s.cron && client) {
+          if (s?.cron && client) {
             try {
               await createSchedule(client, {
                 target: targetOf(s),
