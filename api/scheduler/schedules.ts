@@ -26,6 +26,7 @@ import {
   deleteSchedule,
   extraScheduleIdOf,
   setSchedulePaused,
+  triggerSchedule,
   updateSchedule,
   type ScheduleTiming,
 } from '../../lib/scheduler/temporalSchedules';
@@ -104,22 +105,22 @@ async function setPaused(deps: DetailServiceDeps, s: ScheduleRow, action: 'pause
   return { ...s, enabled };
 }
 
-/** The change a PATCH of a schedule asks for, checked against the schedule's type (400) and state (409). */
+/** The change a PATCH of a schedule asks for, checked against the schedule's type and state (409). */
 function checkedChange(s: ScheduleRow, body: { schedule?: string; at?: string; timezone?: string; jitter?: number; input?: unknown }): ScheduleChange {
   checkSchedule(body.schedule, body.timezone);
   const jitterMs = body.jitter === undefined ? undefined : body.jitter * 1000;
+  // The body is valid; what it asks for conflicts with the schedule's type, which no schema of the route can know: 409.
   if (s.type === 'cron') {
-    if (body.at !== undefined) throw invalidRequest(`"at" applies to one-time schedules; schedule ${s.id} is a cron schedule`);
+    if (body.at !== undefined) throw conflict(`"at" applies to one-time schedules; schedule ${s.id} is a cron schedule`);
     return { cron: body.schedule, timezone: body.timezone, jitterMs, input: body.input };
   }
   if (body.schedule !== undefined || body.jitter !== undefined) {
-    throw invalidRequest(`"schedule" and "jitter" apply to cron schedules; schedule ${s.id} is a one-time schedule`);
+    throw conflict(`"schedule" and "jitter" apply to cron schedules; schedule ${s.id} is a one-time schedule`);
   }
   if (s.ran_at !== null || s.at === 'now') throw conflict(`Schedule ${s.id} already ran`);
   if (body.at === undefined && body.timezone === undefined) return { input: body.input };
   const at = body.at ?? (s.at as string);
   const zone = body.timezone ?? s.timezone;
-  if (at === 'now') throw invalidRequest('A one-time schedule cannot be moved to now: create a schedule with "at": "now"');
   const parsed = parseRunAt(at, zone, new Date());
   if ('error' in parsed) throw invalidRequest(parsed.error);
   return { at: body.at, runAt: parsed.runAt as Date, timezone: body.timezone, input: body.input };
@@ -221,6 +222,17 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
         }
         return inserted;
       });
+      if (timing.type === 'one-time' && timing.runAt === 'now') {
+        // after COMMIT, so the run finds the row it links to; if the trigger fails, the schedule goes again
+        try {
+          await triggerSchedule(client, row.temporal_id);
+        } catch (err) {
+          request.log.warn({ err: { message: (err as Error).message }, workflow: w.name }, 'triggering a schedule failed');
+          await deleteSchedule(client, row.temporal_id).catch(() => undefined);
+          await deleteScheduleRow(deps.db, row.id);
+          throw invalidRequest(`Error creating schedule: ${(err as Error).message}`);
+        }
+      }
       return reply.code(201).send(await view(row));
     },
   );

@@ -1,7 +1,7 @@
 /** Schemas of the scheduler's routes: bare JSON bodies, errors as `{detail}`. */
 import { Type } from 'typebox';
 import { MAX_PATH_PARAM_LENGTH } from '../http/inputPolicy';
-import { AT_PATTERN } from '../../lib/scheduler/oneTime';
+import { AT_PATTERN, DATE_TIME_PATTERN } from '../../lib/scheduler/oneTime';
 import { ifThen, Nullable, Offset, StringEnum } from '../http/schemas';
 
 export const Detail = Type.Object({ detail: Type.String() });
@@ -224,10 +224,10 @@ export const CreateScheduleBody = Type.Object(
 
 export const PatchWorkflowScheduleBody = Type.Object(
   {
-    schedule: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'cron schedules only' })),
-    at: Type.Optional(Type.String({ pattern: AT_PATTERN, description: 'one-time schedules only (not now), before they ran' })),
+    schedule: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'cron schedules only (409 otherwise)' })),
+    at: Type.Optional(Type.String({ pattern: DATE_TIME_PATTERN, description: 'one-time schedules only, before they ran (409 otherwise)' })),
     timezone: Type.Optional(ZoneName),
-    jitter: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600, description: 'cron schedules only' })),
+    jitter: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600, description: 'cron schedules only (409 otherwise)' })),
     input: Type.Optional(RunInput),
   },
   { additionalProperties: false, minProperties: 1 },

@@ -8,6 +8,8 @@
 
 /** The pattern the API schema gives `at`; the calendar checks (month 13, 30 February, in the past) are parseRunAt's. */
 export const AT_PATTERN = '^(now|\\d{4}-\\d{2}-\\d{2}[T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})?)$';
+/** The same without `now`: a one-time schedule can be moved to another time, not to now (that is a new schedule). */
+export const DATE_TIME_PATTERN = '^\\d{4}-\\d{2}-\\d{2}[T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})?$';
 
 const AT = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|([+-])(\d{2}):(\d{2}))?$/;
 

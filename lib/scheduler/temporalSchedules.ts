@@ -3,7 +3,7 @@
  * shared task queue with overlap policy SKIP, a catch-up window, optional jitter and the schedule's own input. A
  * workflow's default schedule is `schedule:<workflow>`; its other schedules are `schedule:<workflow>:<schedule id>`.
  * Cron schedules keep the cron string and zone as written in PostgreSQL; one-time schedules are a single calendar
- * time with one action allowed (`now`: no times at all, triggered once at creation). Temporal is asked only for the
+ * time with one action allowed (`now`: no times at all, triggered once right after creation). Temporal is asked only for the
  * next action time and whether an action was taken.
  */
 import { ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type ScheduleSpec } from '@temporalio/client';
@@ -65,9 +65,12 @@ function argsOf(t: ScheduleTarget): [WorkflowRunInput] {
   return [{ workflow: t.workflow, trigger: 'schedule', scheduleId: t.scheduleId, ...(t.input !== null && t.input !== undefined ? { input: t.input } : {}) }];
 }
 
+/**
+ * Creates the Temporal Schedule. A `now` schedule gets no times and is not triggered here: the caller triggers it
+ * (triggerSchedule) once its row is committed, so the run always finds the row it links to.
+ */
 export async function createSchedule(client: Client, s: ScheduleSettings): Promise<void> {
   const once = s.timing.type === 'one-time';
-  const now = s.timing.type === 'one-time' && s.timing.runAt === 'now';
   await client.schedule.create({
     scheduleId: s.target.temporalId,
     spec: specOf(s.timing),
@@ -77,7 +80,6 @@ export async function createSchedule(client: Client, s: ScheduleSettings): Promi
       paused: s.paused,
       note: s.paused ? 'created paused' : undefined,
       ...(once ? { remainingActions: 1 } : {}),
-      ...(now ? { triggerImmediately: true } : {}),
     },
   });
 }
@@ -89,6 +91,11 @@ export async function updateSchedule(client: Client, target: ScheduleTarget, tim
     spec: specOf(timing),
     action: prev.action.type === 'startWorkflow' ? { ...prev.action, args: argsOf(target) } : prev.action,
   }));
+}
+
+/** Starts the schedule's action once, now (the one run of a `now` schedule). */
+export async function triggerSchedule(client: Client, temporalId: string): Promise<void> {
+  await client.schedule.getHandle(temporalId).trigger();
 }
 
 export async function setSchedulePaused(client: Client, temporalId: string, paused: boolean, note: string): Promise<void> {

@@ -146,7 +146,9 @@ describe('one-time schedules', () => {
     const moved = await inject('PATCH', `/api/v1/workflows/${name}/schedules/${off.json().id}`, { at: '2099-06-01T09:30', timezone: 'Asia/Kolkata' });
     expect(moved.json()).toMatchObject({ at: '2099-06-01T09:30', timezone: 'Asia/Kolkata', runAt: '2099-06-01T04:00:00.000Z' });
     const wrong = await inject('PATCH', `/api/v1/workflows/${name}/schedules/${off.json().id}`, { schedule: '* * * * *' });
-    expect(wrong.statusCode).toBe(400);
+    expect([wrong.statusCode, wrong.json()]).toEqual([409, { detail: `"schedule" and "jitter" apply to cron schedules; schedule ${off.json().id} is a one-time schedule` }]);
+    const toNow = await inject('PATCH', `/api/v1/workflows/${name}/schedules/${off.json().id}`, { at: 'now' });
+    expect(toNow.statusCode).toBe(400); // the schema: moving to now is a new schedule
   });
 });
 
