@@ -25,7 +25,8 @@ async function temporalState(deps: DetailServiceDeps, s: ScheduleRow) {
 
 export async function scheduleView(deps: DetailServiceDeps, s: ScheduleRow) {
   const ran = s.type === 'one-time' && s.ran_at !== null;
-  const state = ran ? null : await temporalState(deps, s);
+  // a default row without a cron has no Temporal Schedule to ask about
+  const state = ran || (s.type === 'cron' && s.cron === null) ? null : await temporalState(deps, s);
   let status: 'active' | 'paused' | 'completed' | 'expired';
   if (s.type === 'one-time') {
     // the run records ran_at when it starts; Temporal knows earlier (the run may wait for a worker)
