@@ -31,7 +31,10 @@ Commands:
                         exist, printing each as a JSON line; workers do it every attempts.janitorIntervalMs.
   sources list|add|update|delete|health|flows
                         The scheduler's sources over HTTP (armada sources --help).
-  workflows list|run    The scheduler's workflows over HTTP (armada workflows --help).
+  workflows list|run|retry
+                        The scheduler's workflows over HTTP (armada workflows --help).
+  schedules list|add|pause|resume|delete
+                        The schedules of the scheduler's workflows over HTTP (armada schedules --help).
   infra [--home DIR] [--pg-port N] [--temporal-port N] [--bundle FILE] [--until-stdin-closes]
                         Start only the embedded PostgreSQL and Temporal dev server, print their
                         addresses as one JSON line and run until stopped (tests and local tooling).
@@ -123,6 +126,10 @@ export async function main(argv: string[]): Promise<number> {
       case 'workflows': {
         const { runWorkflows } = require('./workflows') as typeof import('./workflows');
         return await runWorkflows(rest);
+      }
+      case 'schedules': {
+        const { runSchedules } = require('./schedules') as typeof import('./schedules');
+        return await runSchedules(rest);
       }
       case 'infra': {
         const { values } = parseArgs({

@@ -16,6 +16,7 @@ import {
   type LogLine,
 } from '../../lib/db/schedulerExecutions';
 import { allSources, getSource, recordSourceHealth } from '../../lib/db/schedulerSources';
+import { markScheduleRan } from '../../lib/db/schedulerSchedules';
 import { getWorkflow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { resolveKeys } from '../../lib/keys';
 import { childEnv } from '../../lib/process/childEnv';
@@ -68,6 +69,12 @@ function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number) {
   };
 }
 
+/** The run's input for a script: ARMADA_INPUT holds a string as it is and any other value as JSON; absent when none. */
+function scriptInputVar(input: unknown): Record<string, string> {
+  if (input === undefined || input === null) return {};
+  return { ARMADA_INPUT: typeof input === 'string' ? input : JSON.stringify(input) };
+}
+
 export function createSchedulerActivities(deps: ActivityDeps) {
   const metrics = schedulerMetrics(deps.metrics);
   const settings = schedulerSettings(deps.config);
@@ -92,6 +99,8 @@ export function createSchedulerActivities(deps: ActivityDeps) {
         if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) return { exists: false };
         throw err;
       }
+      // a one-time schedule is complete once its run started (idempotent: the first time wins)
+      if (input.first && input.scheduleId) await markScheduleRan(deps.db, input.scheduleId, input.startedAt);
       if (changed) {
         if (input.first) {
           metrics.executions.inc({ workflow: input.workflow, status: 'started' });
@@ -114,7 +123,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
     },
 
     /** Runs a bash script in its own temp dir and process group; a stop (cancellation) kills the whole group. */
-    async runScript(input: { executionId: string; taskIndex: number; script: string; timeoutSeconds: number | null }): Promise<TaskRunResult> {
+    async runScript(input: { executionId: string; taskIndex: number; script: string; timeoutSeconds: number | null; input?: unknown }): Promise<TaskRunResult> {
       const ctx = Context.current();
       const startedAt = new Date().toISOString();
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-script-'));
@@ -125,7 +134,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
         command: 'bash',
         args: ['-c', input.script],
         cwd: dir,
-        env: childEnv({ vars: { ARMADA_EXECUTION_ID: input.executionId, ARMADA_TASK_INDEX: String(input.taskIndex) } }),
+        env: childEnv({ vars: { ARMADA_EXECUTION_ID: input.executionId, ARMADA_TASK_INDEX: String(input.taskIndex), ...scriptInputVar(input.input) } }),
         signal: ctx.cancellationSignal,
         graceMs: 2000,
         timeoutMs,

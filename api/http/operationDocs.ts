@@ -103,14 +103,42 @@ const SCHEDULER: Catalogue = {
   'GET /api/v1/workflows/{name}': ['getWorkflow', 'Get a workflow', 'One workflow definition by name.'],
   'DELETE /api/v1/workflows/{name}': ['deleteWorkflow', 'Delete a workflow', 'Removes a workflow and its schedule.'],
   'POST /api/v1/workflows/{name}/run': ['runWorkflow', 'Run a workflow now', 'Starts an execution of the workflow at once; answers with the execution.'],
-  'GET /api/v1/schedules': ['listSchedules', 'List schedules', 'The schedules of all workflows with their next run times.'],
-  'PATCH /api/v1/schedules/{workflow}': ['updateSchedule', 'Update a schedule', 'Changes the schedule (cron, timezone) of a workflow.'],
-  'POST /api/v1/schedules/{workflow}/pause': ['pauseSchedule', 'Pause a schedule', 'Stops scheduled runs of a workflow until it is resumed.'],
-  'POST /api/v1/schedules/{workflow}/resume': ['resumeSchedule', 'Resume a schedule', 'Resumes scheduled runs of a paused workflow.'],
+  'GET /api/v1/schedules': [
+    'listSchedules',
+    'List schedules',
+    'Every schedule of every workflow (cron and one-time, each a Temporal Schedule) with its type, zone, input, status (active, paused, completed, expired) and next run.',
+  ],
+  'PATCH /api/v1/schedules/{workflow}': [
+    'updateSchedule',
+    'Update a workflow schedule',
+    "Changes the workflow's default schedule (cron, timezone, jitter, input); a workflow without one gets it. A partial patch keeps the rest.",
+  ],
+  'POST /api/v1/schedules/{workflow}/pause': ['pauseSchedule', 'Pause a workflow schedule', "Stops the runs of the workflow's default schedule until it is resumed."],
+  'POST /api/v1/schedules/{workflow}/resume': ['resumeSchedule', 'Resume a workflow schedule', "Resumes the runs of the workflow's paused default schedule."],
+  'GET /api/v1/workflows/{name}/schedules': ['listWorkflowSchedules', 'List the schedules of a workflow', 'Every schedule of one workflow, its default schedule first, completed one-time schedules included.'],
+  'POST /api/v1/workflows/{name}/schedules': [
+    'addWorkflowSchedule',
+    'Add a schedule to a workflow',
+    'Adds a cron schedule (`schedule`, `timezone`, `jitter`) or a one-time schedule (`at`: now, or a date-time with Z, an offset or a wall-clock time in `timezone`) with its own input; answers 201. Each schedule is its own Temporal Schedule.',
+  ],
+  'GET /api/v1/workflows/{name}/schedules/{id}': ['getWorkflowSchedule', 'Get a schedule', 'One schedule of a workflow with its status and next run.'],
+  'PATCH /api/v1/workflows/{name}/schedules/{id}': [
+    'updateWorkflowSchedule',
+    'Update a schedule',
+    'Changes one schedule: `schedule` and `jitter` (cron schedules), `at` (one-time schedules before they ran; 409 after), `timezone`, `input`.',
+  ],
+  'DELETE /api/v1/workflows/{name}/schedules/{id}': ['deleteWorkflowSchedule', 'Delete a schedule', 'Deletes one schedule of a workflow and its Temporal Schedule; its past executions stay.'],
+  'POST /api/v1/workflows/{name}/schedules/{id}/pause': ['pauseWorkflowSchedule', 'Pause a schedule', 'Stops the runs of one schedule until it is resumed; the others keep running.'],
+  'POST /api/v1/workflows/{name}/schedules/{id}/resume': ['resumeWorkflowSchedule', 'Resume a schedule', 'Resumes the runs of one paused schedule.'],
   'GET /api/v1/executions': ['listExecutions', 'List executions', 'Workflow executions, newest first, filtered by workflow or status.'],
   'GET /api/v1/executions/{id}': ['getExecution', 'Get an execution', 'One workflow execution with its status and result.'],
   'GET /api/v1/executions/{id}/logs': ['getExecutionLogs', 'Get execution logs', 'The log lines of a workflow execution.'],
   'POST /api/v1/executions/{id}/stop': ['stopExecution', 'Stop an execution', 'Cancels a running workflow execution.'],
+  'POST /api/v1/executions/{id}/retry': [
+    'retryExecution',
+    'Re-run an execution',
+    'Starts a new execution of the same workflow (its current tasks) with the same input, linked to the original by `retryOf`; answers 201 at once. 409 while the original is still running.',
+  ],
 };
 
 const AGENTS: Catalogue = {

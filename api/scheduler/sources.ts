@@ -166,7 +166,7 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
     { schema: { tags: ['sources'], params: SourceIdParams, response: { 200: DeletedSource, ...DetailErrors } } },
     async (request) => {
       const source = await mustGet(request.params.id);
-      let result: { deleted: boolean; workflows: string[] };
+      let result: Awaited<ReturnType<typeof deleteSourceCascade>>;
       try {
         result = await withTransaction(deps.db, (c) => deleteSourceCascade(c, source.id));
       } catch (err) {
@@ -176,10 +176,10 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
       if (!result.deleted) throw notFound(SOURCE_NOT_FOUND);
       // The rows are gone (one transaction); their Temporal schedules follow. A schedule left behind by a Temporal
       // outage finds no workflow row when it fires and ends at once.
-      if (result.workflows.length) {
+      if (result.temporalIds.length) {
         try {
           const client = await deps.temporal.client();
-          await Promise.all(result.workflows.map((w) => deleteSchedule(client, w)));
+          await Promise.all(result.temporalIds.map((id) => deleteSchedule(client, id)));
         } catch (err) {
           request.log.warn({ err: { message: (err as Error).message }, workflows: result.workflows }, 'could not delete the schedules of a deleted source');
         }

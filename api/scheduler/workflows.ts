@@ -5,20 +5,24 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Client } from '@temporalio/client';
-import { AppError, conflict, invalidRequest, notFound } from '../../lib/errors';
+import { conflict, invalidRequest, notFound } from '../../lib/errors';
 import { isUuid, newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
 import { UNIQUE_VIOLATION } from '../../lib/db/projects';
-import { failExecution, insertManualExecution } from '../../lib/db/schedulerExecutions';
+import { getDefaultSchedule, listSchedules, temporalIdsOf } from '../../lib/db/schedulerSchedules';
 import { getSource, getSourceByName } from '../../lib/db/schedulerSources';
 import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { cronError, timezoneError } from '../../lib/scheduler/cron';
 import { schedulerSettings } from '../../lib/scheduler/settings';
-import { WORKFLOW_RUN_TYPE, createSchedule, deleteSchedule, nextRunOf, type WorkflowRunInput } from '../../lib/scheduler/temporalSchedules';
+import { createSchedule, deleteSchedule, scheduleIdOf } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import type { SchedulerPluginOptions } from './deps';
+import { scheduleView, targetOf, timingOf } from './scheduleViews';
 import { CreateWorkflowBody, CreatedWorkflow, DeletedWorkflow, Detail, DetailErrors, RunResult, Workflow, WorkflowList, WorkflowParams } from './schemas';
+import { startExecution } from './startExecution';
+import { temporalClient } from './temporalAccess';
+
+export { temporalClient, temporalUnavailable } from './temporalAccess';
 
 export const WORKFLOW_NOT_FOUND = 'Workflow not found';
 
@@ -31,26 +35,11 @@ export async function mustGetWorkflow(db: Queryable, name: string): Promise<Work
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-export const temporalUnavailable = (what: string) => new AppError(503, 'SERVICE_UNAVAILABLE', `${what}: Temporal is unavailable`);
-
-/** The client, or a 503 with a clear detail when Temporal cannot be reached. */
-export async function temporalClient(deps: DetailServiceDeps, what: string): Promise<Client> {
-  try {
-    return await deps.temporal.client();
-  } catch {
-    throw temporalUnavailable(what);
-  }
-}
-
-/** Next run per Temporal; null (not an error) when Temporal cannot be asked right now. */
-export async function safeNextRun(deps: DetailServiceDeps, w: WorkflowRow): Promise<string | null> {
-  if (!w.schedule || !w.enabled) return null;
-  try {
-    return iso(await nextRunOf(await deps.temporal.client(), w.name));
-  } catch (err) {
-    deps.logger.warn({ err: { message: (err as Error).message }, workflow: w.name }, 'could not read a schedule from Temporal');
-    return null;
-  }
+/** The earliest next run of a workflow's schedules; null when none is upcoming (or Temporal cannot be asked now). */
+export async function nextRunOfWorkflow(deps: DetailServiceDeps, name: string): Promise<string | null> {
+  const views = await Promise.all((await listSchedules(deps.db, name)).map((s) => scheduleView(deps, s)));
+  const times = views.flatMap((v) => (v.nextRun ? [v.nextRun] : [])).sort();
+  return times[0] ?? null;
 }
 
 export function taskView(t: WorkflowTask) {
@@ -68,7 +57,7 @@ export async function workflowView(deps: DetailServiceDeps, w: WorkflowRow & { l
     jitter: Math.round(w.jitter_ms / 1000),
     enabled: w.enabled,
     lastRun: iso(w.last_run ?? null),
-    nextRun: await safeNextRun(deps, w),
+    nextRun: await nextRunOfWorkflow(deps, w.name),
     tasks: w.tasks.map(taskView),
     createdAt: w.created_at.toISOString(),
   };
@@ -129,16 +118,23 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       let row: WorkflowRow;
       try {
         row = await withTransaction(deps.db, async (c) => {
-          const inserted = await insertWorkflow(c, { name: body.name, description: body.description ?? '', schedule, timezone, jitterMs, tasks });
-          if (!enabled) await c.query('UPDATE scheduler_workflows SET enabled = false WHERE name = $1', [body.name]);
+          const inserted = await insertWorkflow(c, {
+            name: body.name,
+            description: body.description ?? '',
+            schedule,
+            timezone,
+            jitterMs,
+            enabled,
+            tasks,
+            defaultSchedule: { id: newId(), temporalId: scheduleIdOf(body.name) },
+          });
           // The schedule is created before COMMIT: a Temporal failure leaves no row behind.
-          if (schedule && client) {
+          const s = await getDefaultSchedule(c, body.name);
+          if (s?.cron && client) {
             try {
               await createSchedule(client, {
-                workflow: body.name,
-                cron: schedule,
-                timezone,
-                jitterMs,
+                target: targetOf(s),
+                timing: timingOf(s),
                 paused: !enabled,
                 taskQueue: deps.config.temporal.taskQueue,
                 catchupWindowMs: settings.catchupWindowMs,
@@ -148,13 +144,13 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
               throw invalidRequest(`Error creating schedule: ${(err as Error).message}`);
             }
           }
-          return { ...inserted, enabled };
+          return inserted;
         });
       } catch (err) {
         if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw conflict(`Workflow ${body.name} already exists`); // a schema cannot say a name is taken: 409, not 400
         throw err;
       }
-      return reply.code(201).send({ name: row.name, status: 'created' as const, nextRun: await safeNextRun(deps, row) });
+      return reply.code(201).send({ name: row.name, status: 'created' as const, nextRun: await nextRunOfWorkflow(deps, row.name) });
     },
   );
 
@@ -163,7 +159,11 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
     { schema: { tags: ['workflows'], params: WorkflowParams, response: { 200: DeletedWorkflow, ...DetailErrors } } },
     async (request) => {
       const w = await mustGet(request.params.name);
-      if (w.schedule) await deleteSchedule(await temporalClient(deps, 'Error deleting schedule'), w.name);
+      const temporalIds = await temporalIdsOf(deps.db, [w.name]);
+      if (temporalIds.length) {
+        const client = await temporalClient(deps, 'Error deleting schedule');
+        for (const id of temporalIds) await deleteSchedule(client, id);
+      }
       if (!(await deleteWorkflow(deps.db, w.name))) throw notFound(WORKFLOW_NOT_FOUND);
       return { name: w.name, deleted: true };
     },
@@ -172,28 +172,6 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
   app.post(
     '/workflows/:name/run',
     { schema: { tags: ['workflows'], params: WorkflowParams, response: { 200: RunResult, ...DetailErrors } } },
-    async (request) => {
-      const w = await mustGet(request.params.name);
-      const client = await temporalClient(deps, 'Could not start the execution');
-      const executionId = newId();
-      const startedAt = new Date().toISOString();
-      const workflowId = `execution:${executionId}`;
-      await insertManualExecution(deps.db, {
-        id: executionId,
-        workflow: w.name,
-        temporalWorkflowId: workflowId,
-        startedAt,
-        tasks: w.tasks.map((t) => ({ name: t.name, type: t.type, status: 'pending', startedAt: null, completedAt: null, output: '' })),
-      });
-      const input: WorkflowRunInput = { workflow: w.name, trigger: 'manual', executionId, startedAt };
-      try {
-        await client.workflow.start(WORKFLOW_RUN_TYPE, { workflowId, taskQueue: deps.config.temporal.taskQueue, args: [input] });
-      } catch (err) {
-        request.log.warn({ err: { message: (err as Error).message }, workflow: w.name }, 'starting an execution failed');
-        await failExecution(deps.db, executionId, 'Could not start the execution');
-        throw temporalUnavailable('Could not start the execution');
-      }
-      return { executionId, workflow: w.name, status: 'running' as const, startedAt };
-    },
+    async (request) => startExecution(deps, await mustGet(request.params.name), {}, request.log),
   );
 };

@@ -82,6 +82,15 @@ def _schedule(v):
     return "0 3 1 1 *" if isinstance(v, str) and 1 <= len(v) <= 200 else v
 
 
+AT = re.compile(r"^(now|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})?)$")
+
+
+def _at(v):
+    # A one-time schedule's time must be a real calendar date in the future, more than the pattern can say: any value
+    # the pattern allows becomes one (far ahead, so no run starts during the test; `now` stays now, a harmless `true`).
+    return "2099-01-01T03:00:00" if isinstance(v, str) and v != "now" and AT.match(v) else v
+
+
 def _timezone(v):
     return "UTC" if isinstance(v, str) and 1 <= len(v) <= 64 else v
 
@@ -105,6 +114,8 @@ def _rewrite(node, in_repository=False, keep_urls=False):
             out[k] = _schedule(v)
         elif k == "timezone":
             out[k] = _timezone(v)
+        elif k == "at":
+            out[k] = _at(v)
         elif k == "repository":
             out[k] = _rewrite(v, True, keep_urls)
         else:

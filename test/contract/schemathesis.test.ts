@@ -86,8 +86,8 @@ afterAll(async () => {
   if (stack) {
     // Scheduled workflows are Temporal Schedules and agents are actors, both global to the namespace: remove ours.
     const client = await stack.temporal.client().catch(() => undefined);
-    const { rows } = await stack.db.query<{ name: string }>('SELECT name FROM workflows').catch(() => ({ rows: [] as { name: string }[] }));
-    await Promise.allSettled(rows.map((w) => client?.schedule.getHandle(`schedule:${w.name}`).delete()));
+    const { rows } = await stack.db.query<{ temporal_id: string }>('SELECT temporal_id FROM scheduler_schedules').catch(() => ({ rows: [] as { temporal_id: string }[] }));
+    await Promise.allSettled(rows.map((s) => client?.schedule.getHandle(s.temporal_id).delete()));
     await Promise.allSettled(AGENTS.map((n) => client?.workflow.getHandle(`agent:${n}`).terminate('contract test over')));
     await stack.close();
   }

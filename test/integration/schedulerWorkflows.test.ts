@@ -18,9 +18,9 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   const client = await stack.temporal.client();
-  for (const w of (await stack.db.query('SELECT name FROM scheduler_workflows WHERE schedule IS NOT NULL')).rows) {
+  for (const s of (await stack.db.query('SELECT temporal_id FROM scheduler_schedules')).rows) {
     await client.schedule
-      .getHandle(`schedule:${w.name}`)
+      .getHandle(s.temporal_id)
       .delete()
       .catch(() => undefined);
   }
