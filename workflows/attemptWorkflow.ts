@@ -15,12 +15,14 @@ import {
   workflowInfo,
   ActivityCancellationType,
   patched,
+  upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { PreparedWorktree } from '../activities/git/worktree';
 import type { RunAgentResult } from '../activities/agent/runAgent';
 import { closeAttemptSignal, followUpSignal, progressQuery, stopProcessSignal, type AttemptProgress, type FollowUpRequest } from './attemptMessages';
 import { failureMessage as message } from './failureMessage';
+import { ArmadaAttemptStatus } from '../lib/temporal/searchAttributes';
 
 export interface AttemptWorkflowInput {
   attemptId: string;
@@ -58,6 +60,14 @@ const { prepareWorktree } = proxyActivities<Activities>({
   heartbeatTimeout: '15 seconds',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 5 },
 });
+
+/**
+ * The attempt's latest outcome in the ArmadaAttemptStatus search attribute: the workflow stays open for follow-ups,
+ * so its own status cannot say that the agent failed (docs/operations.md#search-attributes).
+ */
+function showStatus(status: 'running' | NonNullable<AttemptProgress['lastOutcome']>): void {
+  if (patched('search-attributes-v1')) upsertSearchAttributes([{ key: ArmadaAttemptStatus, value: status }]);
+}
 
 /** Worktree activities run on the worker of the host that made the worktree. */
 function hostActivities(hostQueue: string, input: AttemptWorkflowInput) {
@@ -140,6 +150,7 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
     const status = (r.status === 'completed' || r.status === 'stopped') && !error ? 'completed' : 'failed';
     state.stage = 'recording';
     await projection.recordAttemptOutcome({ attemptId: input.attemptId, status, error, summary: r.summary });
+    showStatus(status);
     return status;
   };
 
@@ -152,12 +163,14 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
     } catch (err) {
       if (isCancellation(err)) {
         state.lastOutcome = 'cancelled';
+        showStatus('cancelled');
         throw err;
       }
       state.lastOutcome = 'failed';
       await CancellationScope.nonCancellable(() =>
         projection.recordAttemptOutcome({ attemptId: input.attemptId, status: 'failed', error: message(err), summary: '' }),
       );
+      showStatus('failed');
       if (!worktree) return 'failed';
     }
   }
@@ -171,6 +184,7 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
   };
 
   if (state.lastOutcome === 'cancelled') {
+    showStatus('cancelled');
     if (worktree) await cleanupIfDeleted(worktree);
     return 'cancelled';
   }
@@ -189,9 +203,11 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
       break;
     }
     await projection.recordAttemptResumed({ attemptId: input.attemptId });
+    showStatus('running');
     const outcome = await runOnce(worktree, uuid4(), next.prompt, 'follow_up');
     state.lastOutcome = outcome;
     if (outcome === 'cancelled') {
+      showStatus('cancelled');
       await cleanupIfDeleted(worktree);
       return 'cancelled';
     }
