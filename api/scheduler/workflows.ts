@@ -15,7 +15,7 @@ import { getSource, getSourceByName } from '../../lib/db/schedulerSources';
 import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { cronError, timezoneError } from '../../lib/scheduler/cron';
 import { schedulerSettings } from '../../lib/scheduler/settings';
-import { WORKFLOW_RUN_TYPE, createSchedule, deleteSchedule, nextRunOf, type WorkflowRunInput } from '../../lib/scheduler/temporalSchedules';
+import { WORKFLOW_RUN_TYPE, createSchedule, deleteSchedule, nextRunOf, workflowSearchAttributes, type WorkflowRunInput } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import type { SchedulerPluginOptions } from './deps';
 import { CreateWorkflowBody, CreatedWorkflow, DeletedWorkflow, Detail, DetailErrors, RunResult, Workflow, WorkflowList, WorkflowParams } from './schemas';
@@ -187,7 +187,12 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       });
       const input: WorkflowRunInput = { workflow: w.name, trigger: 'manual', executionId, startedAt };
       try {
-        await client.workflow.start(WORKFLOW_RUN_TYPE, { workflowId, taskQueue: deps.config.temporal.taskQueue, args: [input] });
+        await client.workflow.start(WORKFLOW_RUN_TYPE, {
+          workflowId,
+          taskQueue: deps.config.temporal.taskQueue,
+          args: [input],
+          typedSearchAttributes: workflowSearchAttributes(w.name),
+        });
       } catch (err) {
         request.log.warn({ err: { message: (err as Error).message }, workflow: w.name }, 'starting an execution failed');
         await failExecution(deps.db, executionId, 'Could not start the execution');

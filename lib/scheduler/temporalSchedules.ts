@@ -4,6 +4,8 @@
  * string and the zone as the user wrote them; Temporal is asked only for the next action times.
  */
 import { ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import type { SearchAttributePair } from '@temporalio/common';
+import { ArmadaWorkflow } from '../temporal/searchAttributes';
 
 export const WORKFLOW_RUN_TYPE = 'workflowRunWorkflow';
 
@@ -29,21 +31,36 @@ export interface WorkflowRunInput {
   startedAt?: string;
 }
 
+/** ArmadaWorkflow on the schedule and on every run it starts (docs/operations.md#search-attributes). */
+export const workflowSearchAttributes = (workflow: string): SearchAttributePair[] => [{ key: ArmadaWorkflow, value: workflow }];
+
 export async function createSchedule(client: Client, s: ScheduleSettings): Promise<void> {
   const args: [WorkflowRunInput] = [{ workflow: s.workflow, trigger: 'schedule' }];
   await client.schedule.create({
     scheduleId: scheduleIdOf(s.workflow),
     spec: { cronExpressions: [s.cron], timezone: s.timezone, ...(s.jitterMs > 0 ? { jitter: s.jitterMs } : {}) },
-    action: { type: 'startWorkflow', workflowType: WORKFLOW_RUN_TYPE, taskQueue: s.taskQueue, workflowId: scheduleIdOf(s.workflow), args },
+    action: {
+      type: 'startWorkflow',
+      workflowType: WORKFLOW_RUN_TYPE,
+      taskQueue: s.taskQueue,
+      workflowId: scheduleIdOf(s.workflow),
+      args,
+      typedSearchAttributes: workflowSearchAttributes(s.workflow),
+    },
+    typedSearchAttributes: workflowSearchAttributes(s.workflow),
     policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: s.catchupWindowMs },
     state: { paused: s.paused, note: s.paused ? 'created paused' : undefined },
   });
 }
 
-/** Replaces the spec (cron + zone + jitter), keeping the action, policies and pause state. */
+/**
+ * Replaces the spec (cron + zone + jitter), keeping the action, policies and pause state; the action gets
+ * ArmadaWorkflow (schedules created before it had none).
+ */
 export async function updateScheduleSpec(client: Client, workflow: string, cron: string, timezone: string, jitterMs: number): Promise<void> {
   await client.schedule.getHandle(scheduleIdOf(workflow)).update((prev) => ({
     ...prev,
+    action: { ...prev.action, typedSearchAttributes: workflowSearchAttributes(workflow) },
     spec: { cronExpressions: [cron], timezone, ...(jitterMs > 0 ? { jitter: jitterMs } : {}) },
   }));
 }

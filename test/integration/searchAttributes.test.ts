@@ -10,9 +10,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { promisify } from 'node:util';
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
+import { TypedSearchAttributes } from '@temporalio/common';
+import { msToTs } from '@temporalio/common/lib/time';
 import { resolveTemporalCli } from '../../lib/runtime/temporalDevServer';
 import { missingSearchAttributes, registerSearchAttributes, SearchAttributesMissing } from '../../lib/temporal/searchAttributeCheck';
-import { ARMADA_SEARCH_ATTRIBUTES, ArmadaAgent, ArmadaAttemptId, ArmadaAttemptStatus, ArmadaProjectId, ArmadaTaskId } from '../../lib/temporal/searchAttributes';
+import { ARMADA_SEARCH_ATTRIBUTES, ArmadaAgent, ArmadaAttemptId, ArmadaAttemptStatus, ArmadaProjectId, ArmadaTaskId, ArmadaWorkflow } from '../../lib/temporal/searchAttributes';
 import { startWorkers } from '../../workers/createWorker';
 import { ARMADA_BIN } from '../support/armadaProcess';
 import { agentConfig, api, recordHistory } from '../support/attemptHelpers';
@@ -26,7 +28,7 @@ let h: ReturnType<typeof api>;
 let client: Client;
 
 beforeAll(async () => {
-  stack = await startTestStack({ services: ['task'], worker: true, file: agentConfig() });
+  stack = await startTestStack({ services: ['task', 'scheduler'], worker: true, file: agentConfig({ scheduler: { healthCheckIntervalSeconds: 0 } }) });
   h = api(stack);
   client = await stack.temporal.client();
 });
@@ -92,9 +94,35 @@ describe('search attributes', () => {
     expect(await listUntil(`ArmadaAttemptStatus="failed" AND ArmadaAttemptId="${attemptId}"`, 0)).toEqual([]);
   });
 
+  test('scheduler runs, manual and scheduled, carry ArmadaWorkflow; so does the schedule\'s action', async () => {
+    const name = `sa-${crypto.randomBytes(4).toString('hex')}`;
+    const sched = (method: 'POST' | 'DELETE', url: string, payload?: unknown) =>
+      stack.app('scheduler').inject({ method, url, payload: payload as object, headers: { 'x-api-key': 'test-api-key-0123456789' } });
+    const created = await sched('POST', '/api/v1/workflows', { name, schedule: '@every 2s', tasks: [{ name: 'tick', type: 'script', script: 'echo tick' }] });
+    expect(created.statusCode).toBe(201);
+    try {
+      const executionId = (await sched('POST', `/api/v1/workflows/${name}/run`)).json().executionId as string;
+      const ids = await eventually(
+        async () => {
+          const seen: string[] = [];
+          for await (const w of client.workflow.list({ query: `ArmadaWorkflow="${name}"` })) seen.push(w.workflowId);
+          return seen.includes(`execution:${executionId}`) && seen.some((id) => id.startsWith(`schedule:${name}-`)) ? seen : undefined;
+        },
+        30_000,
+        250,
+      );
+      expect(ids.every((id) => id === `execution:${executionId}` || id.startsWith(`schedule:${name}-`))).toBe(true);
+      const action = (await client.schedule.getHandle(`schedule:${name}`).describe()).action;
+      const attrs = action.typedSearchAttributes;
+      expect(attrs instanceof TypedSearchAttributes ? attrs.get(ArmadaWorkflow) : attrs?.find((p) => p.key.name === ArmadaWorkflow.name)?.value).toBe(name);
+    } finally {
+      await sched('DELETE', `/api/v1/workflows/${name}`);
+    }
+  });
+
   test('a namespace without them: the check names all six and the command; registering adds them', async () => {
     const namespace = `sa-missing-${crypto.randomBytes(4).toString('hex')}`;
-    await client.connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: { seconds: 86_400 } });
+    await client.connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
     const missing = await eventually(async () => {
       const m = await missingSearchAttributes(client.connection, namespace);
       return m.length ? m : undefined;
