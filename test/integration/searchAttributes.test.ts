@@ -4,15 +4,15 @@
  * AND ArmadaTaskId="<id>"'` finds a failed attempt (through the client and the real CLI); a namespace without the
  * attributes stops `armada worker` and `armada api` with one line naming them and the command that creates them.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import { promisify } from 'node:util';
-import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
+import { Connection, type Client, type WorkflowExecutionInfo } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { msToTs } from '@temporalio/common/lib/time';
-import { resolveTemporalCli } from '../../lib/runtime/temporalDevServer';
+import { resolveTemporalCli, startTemporalDevServer, waitForTemporal } from '../../lib/runtime/temporalDevServer';
 import { missingSearchAttributes, registerSearchAttributes, SearchAttributesMissing } from '../../lib/temporal/searchAttributeCheck';
 import { ARMADA_SEARCH_ATTRIBUTES, ArmadaAgent, ArmadaAttemptId, ArmadaAttemptStatus, ArmadaProjectId, ArmadaTaskId, ArmadaWorkflow } from '../../lib/temporal/searchAttributes';
 import { startWorkers } from '../../workers/createWorker';
@@ -20,7 +20,9 @@ import { ARMADA_BIN } from '../support/armadaProcess';
 import { agentConfig, api, recordHistory } from '../support/attemptHelpers';
 import { env, eventually, logger, startTestStack, type TestStack } from '../support/harness';
 
+const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 const run = promisify(execFile);
+const temporalCli = () => resolveTemporalCli(process.env.TEMPORAL_CLI_PATH || 'temporal', process.env.ARMADA_TOOLS_DIR || os.tmpdir(), () => undefined);
 const NAMES = ARMADA_SEARCH_ATTRIBUTES.map((k) => k.name);
 
 let stack: TestStack;
@@ -68,7 +70,7 @@ describe('search attributes', () => {
     expect(attrs?.get(ArmadaAttemptStatus)).toBe('failed');
 
     // exactly the command an operator types, with the real binary against this run's dev server
-    const cli = await resolveTemporalCli(process.env.TEMPORAL_CLI_PATH || 'temporal', process.env.ARMADA_TOOLS_DIR || os.tmpdir(), () => undefined);
+    const cli = await temporalCli();
     const { stdout } = await run(
       cli,
       ['workflow', 'list', '--address', env('ARMADA_TEST_TEMPORAL_ADDRESS'), '--namespace', stack.config.temporal.namespace, '--query', query, '--output', 'json'],
@@ -174,5 +176,41 @@ describe('search attributes', () => {
     expect(await registerSearchAttributes(client.connection, namespace)).toEqual(NAMES);
     await eventually(async () => (await missingSearchAttributes(client.connection, namespace)).length === 0);
     expect(await registerSearchAttributes(client.connection, namespace)).toEqual([]);
+  }, 180_000);
+
+  test('armada start on a temporal.db from before them: its dev server gets the missing ones added', async () => {
+    const dir = fs.mkdtempSync(`${os.tmpdir()}/armada-sa-db-`);
+    const dbFile = `${dir}/temporal.db`;
+    const port = await freePort();
+    const address = `127.0.0.1:${port}`;
+    const cli = await temporalCli();
+    const missingOn = async () => {
+      const connection = await Connection.connect({ address });
+      try {
+        return await missingSearchAttributes(connection, 'default');
+      } finally {
+        await connection.close();
+      }
+    };
+    try {
+      // the dev server as an older armada started it: no --search-attribute flags
+      const old = spawn(cli, ['server', 'start-dev', '--db-filename', dbFile, '--ip', '127.0.0.1', '--port', String(port), '--headless', '--log-level', 'error'], { stdio: 'ignore' });
+      const exited = new Promise((r) => old.once('exit', r));
+      try {
+        await waitForTemporal(address, 'default', 60_000);
+        expect(await missingOn()).toEqual(NAMES);
+      } finally {
+        old.kill('SIGTERM');
+        await exited;
+      }
+      const dev = await startTemporalDevServer({ cliPath: cli, toolsDir: os.tmpdir(), onProgress: () => undefined, dbFile, ip: '127.0.0.1', port, uiPort: null, namespace: 'default', logger });
+      try {
+        expect(await eventually(async () => ((await missingOn()).length === 0 ? 'none' : undefined))).toBe('none');
+      } finally {
+        await dev.stop();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   }, 180_000);
 });
