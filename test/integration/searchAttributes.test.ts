@@ -96,6 +96,16 @@ describe('search attributes', () => {
     expect(await listUntil(`ArmadaAttemptStatus="failed" AND ArmadaAttemptId="${attemptId}"`, 0)).toEqual([]);
   });
 
+  test('a cancelled attempt shows ArmadaAttemptStatus="cancelled"', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'SLEEP forever');
+    const { attemptId } = await h.start(taskId);
+    await listUntil(`ArmadaAttemptStatus="running" AND ArmadaAttemptId="${attemptId}"`);
+    expect((await h.inject('POST', `/api/attempts/${attemptId}/cancel`)).statusCode).toBe(200);
+    const [found] = await listUntil(`ArmadaAttemptStatus="cancelled" AND ArmadaTaskId="${taskId}"`);
+    expect(found?.workflowId).toBe(`attempt:${attemptId}`);
+  });
+
   test('scheduler runs, manual and scheduled, carry ArmadaWorkflow; so does the schedule\'s action', async () => {
     const name = `sa-${crypto.randomBytes(4).toString('hex')}`;
     const sched = (method: 'POST' | 'DELETE', url: string, payload?: unknown) =>
