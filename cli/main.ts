@@ -5,6 +5,7 @@ import { EmbeddedPostgresError } from '../lib/runtime/embeddedPostgres';
 import { ArmadaHomeInUse } from '../lib/runtime/homeInUse';
 import { TemporalCliProvisionError } from '../lib/runtime/provisionTemporalCli';
 import { TemporalCliMissing } from '../lib/runtime/temporalDevServer';
+import { SearchAttributesMissing } from '../lib/temporal/searchAttributeCheck';
 
 export const HELP = `armada — job orchestration on Temporal
 
@@ -160,7 +161,7 @@ export async function main(argv: string[]): Promise<number> {
         return 2;
     }
   } catch (err) {
-    if (err instanceof TemporalCliMissing || err instanceof TemporalCliProvisionError || err instanceof ConfigError || err instanceof EmbeddedPostgresError || err instanceof ArmadaHomeInUse) {
+    if (err instanceof TemporalCliMissing || err instanceof TemporalCliProvisionError || err instanceof ConfigError || err instanceof EmbeddedPostgresError || err instanceof ArmadaHomeInUse || err instanceof SearchAttributesMissing) {
       process.stderr.write(`armada: ${err.message}\n`);
       return 1;
     }

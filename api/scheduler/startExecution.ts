@@ -6,7 +6,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { newId } from '../../lib/ids';
 import { failExecution, insertManualExecution } from '../../lib/db/schedulerExecutions';
 import type { WorkflowRow } from '../../lib/db/schedulerWorkflows';
-import { WORKFLOW_RUN_TYPE, type WorkflowRunInput } from '../../lib/scheduler/temporalSchedules';
+import { WORKFLOW_RUN_TYPE, workflowSearchAttributes, type WorkflowRunInput } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import { temporalClient, temporalUnavailable } from './temporalAccess';
 
@@ -41,7 +41,12 @@ export async function startExecution(
     ...(opts.retryOf ? { retryOf: opts.retryOf } : {}),
   };
   try {
-    await client.workflow.start(WORKFLOW_RUN_TYPE, { workflowId, taskQueue: deps.config.temporal.taskQueue, args: [args] });
+    await client.workflow.start(WORKFLOW_RUN_TYPE, {
+      workflowId,
+      taskQueue: deps.config.temporal.taskQueue,
+      args: [args],
+      typedSearchAttributes: workflowSearchAttributes(w.name),
+    });
   } catch (err) {
     log.warn({ err: { message: (err as Error).message }, workflow: w.name }, 'starting an execution failed');
     await failExecution(deps.db, executionId, COULD_NOT_START);

@@ -30,6 +30,7 @@ import type { AttemptWorkflowInput } from '../../workflows/attemptWorkflow';
 import type { MergeWorkflowInput, MergeWorkflowResult } from '../../workflows/mergeWorkflow';
 import { attemptWorkflowId, followUpSignal, stopProcessSignal } from '../../workflows/attemptMessages';
 import { attemptMetrics } from '../../lib/attempts/metrics';
+import { attemptSearchAttributes } from '../../lib/temporal/searchAttributes';
 import { checkMergePreconditions } from '../../lib/attempts/mergePreconditions';
 import { moveTask, publishAttemptEvent, recordAttemptCancelled, requestProcessEnd } from '../../lib/attempts/projections';
 import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
@@ -112,6 +113,7 @@ async function startWorkflow(deps: AttemptServiceDeps, client: Client, task: Tas
       taskQueue: deps.config.temporal.taskQueue,
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
+      typedSearchAttributes: attemptSearchAttributes({ taskId: task.id, projectId: task.project_id, attemptId: attempt.id, agent: attempt.llm }),
     }),
   );
 }

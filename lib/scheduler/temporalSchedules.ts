@@ -7,6 +7,8 @@
  * next action time and whether an action was taken.
  */
 import { ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type ScheduleSpec } from '@temporalio/client';
+import type { SearchAttributePair } from '@temporalio/common';
+import { ArmadaWorkflow } from '../temporal/searchAttributes';
 
 export const WORKFLOW_RUN_TYPE = 'workflowRunWorkflow';
 
@@ -65,6 +67,9 @@ function argsOf(t: ScheduleTarget): [WorkflowRunInput] {
   return [{ workflow: t.workflow, trigger: 'schedule', scheduleId: t.scheduleId, ...(t.input !== null && t.input !== undefined ? { input: t.input } : {}) }];
 }
 
+/** ArmadaWorkflow on the schedule and on every run it starts (docs/operations.md#search-attributes). */
+export const workflowSearchAttributes = (workflow: string): SearchAttributePair[] => [{ key: ArmadaWorkflow, value: workflow }];
+
 /**
  * Creates the Temporal Schedule. A `now` schedule gets no times and is not triggered here: the caller triggers it
  * (triggerSchedule) once its row is committed, so the run always finds the row it links to.
@@ -74,7 +79,15 @@ export async function createSchedule(client: Client, s: ScheduleSettings): Promi
   await client.schedule.create({
     scheduleId: s.target.temporalId,
     spec: specOf(s.timing),
-    action: { type: 'startWorkflow', workflowType: WORKFLOW_RUN_TYPE, taskQueue: s.taskQueue, workflowId: s.target.temporalId, args: argsOf(s.target) },
+    action: {
+      type: 'startWorkflow',
+      workflowType: WORKFLOW_RUN_TYPE,
+      taskQueue: s.taskQueue,
+      workflowId: s.target.temporalId,
+      args: argsOf(s.target),
+      typedSearchAttributes: workflowSearchAttributes(s.target.workflow),
+    },
+    typedSearchAttributes: workflowSearchAttributes(s.target.workflow),
     policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: s.catchupWindowMs },
     state: {
       paused: s.paused,
@@ -89,7 +102,11 @@ export async function updateSchedule(client: Client, target: ScheduleTarget, tim
   await client.schedule.getHandle(target.temporalId).update((prev) => ({
     ...prev,
     spec: specOf(timing),
-    action: prev.action.type === 'startWorkflow' ? { ...prev.action, args: argsOf(target) } : prev.action,
+    // the action gets ArmadaWorkflow too (schedules created before it had none)
+    action:
+      prev.action.type === 'startWorkflow'
+        ? { ...prev.action, args: argsOf(target), typedSearchAttributes: workflowSearchAttributes(target.workflow) }
+        : prev.action,
   }));
 }
 
