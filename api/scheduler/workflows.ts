@@ -7,17 +7,17 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
 import { AppError, conflict, invalidRequest, notFound } from '../../lib/errors';
-import { isUuid, newId } from '../../lib/ids';
+import { newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
 import { UNIQUE_VIOLATION } from '../../lib/db/projects';
 import { failExecution, insertManualExecution } from '../../lib/db/schedulerExecutions';
-import { getSource, getSourceByName } from '../../lib/db/schedulerSources';
 import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { cronError, timezoneError } from '../../lib/scheduler/cron';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { WORKFLOW_RUN_TYPE, createSchedule, deleteSchedule, nextRunOf, type WorkflowRunInput } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import type { SchedulerPluginOptions } from './deps';
+import { resolveFlowTask } from './flowTasks';
 import { CreateWorkflowBody, CreatedWorkflow, DeletedWorkflow, Detail, DetailErrors, RunResult, Workflow, WorkflowList, WorkflowParams } from './schemas';
 
 export const WORKFLOW_NOT_FOUND = 'Workflow not found';
@@ -56,7 +56,7 @@ export async function safeNextRun(deps: DetailServiceDeps, w: WorkflowRow): Prom
 export function taskView(t: WorkflowTask) {
   return t.type === 'script'
     ? { name: t.name, type: t.type, script: t.script, ...(t.timeout ? { timeout: t.timeout } : {}) }
-    : { name: t.name, type: t.type, source: t.source, flow: t.flow, ...(t.input !== undefined ? { input: t.input } : {}), ...(t.timeout ? { timeout: t.timeout } : {}) };
+    : { name: t.name, type: t.type, source: t.source, flow: t.flow, ...(t.flowName !== undefined ? { flowName: t.flowName } : {}), ...(t.input !== undefined ? { input: t.input } : {}), ...(t.timeout ? { timeout: t.timeout } : {}) };
 }
 
 export async function workflowView(deps: DetailServiceDeps, w: WorkflowRow & { last_run?: Date | null }) {
@@ -118,9 +118,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
           tasks.push({ name: t.name, type: 'script', script: t.script as string, ...(t.timeout ? { timeout: t.timeout } : {}) });
         } else {
           if (t.source === undefined || t.flow === undefined) throw invalidRequest(`Task "${t.name}": a flow task needs "source" and "flow"`);
-          const source = (isUuid(t.source) ? await getSource(deps.db, t.source) : undefined) ?? (await getSourceByName(deps.db, t.source));
-          if (!source) throw invalidRequest(`Task "${t.name}" names an unknown source "${t.source}"`);
-          tasks.push({ name: t.name, type: 'flow', source: source.id, flow: t.flow, ...(t.input !== undefined ? { input: t.input } : {}), ...(t.timeout ? { timeout: t.timeout } : {}) });
+          tasks.push(await resolveFlowTask(deps.db, deps.keys.encryption, settings.sourceTimeoutMs, { ...t, source: t.source, flow: t.flow }));
         }
       }
       const enabled = body.enabled ?? true;
