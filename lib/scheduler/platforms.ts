@@ -29,6 +29,8 @@ interface PlatformSpec {
   healthPath: string;
   /** the `status` value a healthy platform answers */
   healthyStatus: string;
+  /** asked only when healthPath answers 404: the health route of a newer generation of the platform */
+  healthFallback?: { path: string; status: string };
   versionPath: string;
   /** the runnable flows (LangFlow: the user's flows without graphs, no starter examples); it needs the key */
   flowsPath: string;
@@ -91,11 +93,13 @@ export const PLATFORMS: Record<SourceType, PlatformSpec> = {
   'flow-builder': FLOW_BUILDER,
   langflow: FLOW_BUILDER,
   // automagik-hive on PyPI (1.0.0rc7) is an Agno AgentOS app: GET /agents, POST /agents/{id}/runs with form fields
-  // (`stream` defaults to true there, so false is sent), key as a bearer token (OS_SECURITY_KEY). Health stays the
-  // spec's /api/v1/health (status success). docs/scheduler.md#what-was-checked-against-the-real-packages
+  // (`stream` defaults to true there, so false is sent), key as a bearer token (OS_SECURITY_KEY). Health is the
+  // spec's /api/v1/health (status success, the 0.x Hive); AgentOS has only /health (status ok), asked when the
+  // first answers 404. docs/scheduler.md#what-was-checked-against-the-real-packages
   'automagik-hive': {
     healthPath: '/api/v1/health',
     healthyStatus: 'success',
+    healthFallback: { path: '/health', status: 'ok' },
     versionPath: '/api/v1/version',
     flowsPath: '/agents',
     runPath: (agent) => `/agents/${encodeURIComponent(agent)}/runs`,
@@ -185,10 +189,15 @@ async function call(
 /** Throws PlatformError unless the platform's health endpoint answers 2xx with the healthy status of its type. */
 export async function checkHealth(t: PlatformTarget, timeoutMs = 5000): Promise<void> {
   const spec = PLATFORMS[t.sourceType];
-  const r = await call(t, 'GET', spec.healthPath, { timeoutMs });
+  let check = { path: spec.healthPath, status: spec.healthyStatus };
+  let r = await call(t, 'GET', check.path, { timeoutMs });
+  if (r.status === 404 && spec.healthFallback) {
+    check = spec.healthFallback;
+    r = await call(t, 'GET', check.path, { timeoutMs });
+  }
   if (r.status < 200 || r.status >= 300) throw answeredError('health check', r);
   const status = r.body && typeof r.body === 'object' ? (r.body as Record<string, unknown>).status : undefined;
-  if (status !== spec.healthyStatus) throw new PlatformError(`health check answered status ${JSON.stringify(status ?? null)}, expected "${spec.healthyStatus}"`);
+  if (status !== check.status) throw new PlatformError(`health check answered status ${JSON.stringify(status ?? null)}, expected "${check.status}"`);
 }
 
 /** The platform's version information (an object), or null when it has no version endpoint (404). */

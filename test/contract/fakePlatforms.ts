@@ -11,6 +11,8 @@ const HEALTH: Record<string, { path: string; status: string }> = {
   'flow-builder': { path: '/health', status: 'ok' },
   langflow: { path: '/health', status: 'ok' },
   'automagik-hive': { path: '/api/v1/health', status: 'success' },
+  // the PyPI Hive 1.0 (AgentOS) alone: no /api/v1/health, only AgentOS's /health (a URL of type automagik-hive-agentos)
+  'automagik-hive-agentos': { path: '/health', status: 'ok' },
   'automagik-agents': { path: '/health', status: 'healthy' },
 };
 
@@ -23,6 +25,7 @@ const PLATFORM: Record<string, { flowsPath: string; flows: unknown; run: RegExp 
   langflow: { flowsPath: '/api/v1/flows/', flows: [LANGFLOW_FLOW], run: /^\/api\/v1\/run\/([^/]+)$/ },
   // automagik-hive 1.0 (Agno AgentOS): GET /agents, POST /agents/{id}/runs with form fields
   'automagik-hive': { flowsPath: '/agents', flows: [{ id: 'support-bot', name: 'Support Bot', description: 'answers' }], run: /^\/agents\/([^/]+)\/runs$/ },
+  'automagik-hive-agentos': { flowsPath: '/agents', flows: [{ id: 'support-bot', name: 'Support Bot', description: 'answers' }], run: /^\/agents\/([^/]+)\/runs$/ },
   // automagik-agents as automagik-spark drives it: GET /api/v1/agents, POST /api/v1/agent/{name}/run
   'automagik-agents': { flowsPath: '/api/v1/agents', flows: [{ name: 'simple', type: 'simple', model: 'x', description: 'a simple agent' }], run: /^\/api\/v1\/agent\/([^/]+)\/run$/ },
 };
@@ -56,7 +59,7 @@ export async function startFakePlatforms(): Promise<FakePlatforms> {
       if (req.method === 'GET' && rest === platform.flowsPath) return send(200, platform.flows);
       const run = platform.run.exec(rest);
       if (req.method === 'POST' && run) {
-        if (type === 'automagik-hive' && !String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) {
+        if (type.startsWith('automagik-hive') && !String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) {
           return send(422, { detail: [{ type: 'missing', loc: ['body', 'message'], msg: 'Field required' }] }); // AgentOS takes form fields
         }
         return send(200, { content: `ran ${decodeURIComponent(run[1] as string)}`, session_id: 'contract' });

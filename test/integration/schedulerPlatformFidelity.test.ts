@@ -207,6 +207,14 @@ describe('automagik-hive and automagik-agents as their PyPI packages route', () 
     expect(Object.fromEntries(new URLSearchParams(run?.body))).toEqual({ message: 'hi there', stream: 'false' });
   });
 
+  test('hive 1.0 (AgentOS, no /api/v1/health): its /health (status ok) is asked when the spec\'s route answers 404', async () => {
+    const src = await inject('POST', '/api/v1/sources', { name: `agentos-${uniq}`, source_type: 'automagik-hive', url: `${platforms.url}/automagik-hive-agentos/a` });
+    expect(src.statusCode).toBe(201);
+    const asked = platforms.requests.filter((q) => q.type === 'automagik-hive-agentos' && q.method === 'GET').map((q) => q.path);
+    expect(asked.slice(0, 2)).toEqual(['/api/v1/health', '/health']);
+    expect((await inject('POST', `/api/v1/sources/${src.json().id}/health`)).json()).toMatchObject({ healthy: true, error: null });
+  });
+
   test('agents: version from GET /, agents from GET /api/v1/agents (the name is the id), runs with message_content', async () => {
     const src = await inject('POST', '/api/v1/sources', { name: `agents-${uniq}`, source_type: 'automagik-agents', url: `${platforms.url}/automagik-agents/a`, api_key: 'ag-key' });
     expect(src.statusCode).toBe(201);
