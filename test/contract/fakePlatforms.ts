@@ -18,16 +18,29 @@ const HEALTH: Record<string, { path: string; status: string }> = {
 
 const LANGFLOW_FLOW = { id: '5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b', name: 'Flow one', endpoint_name: 'flow-one', description: '', updated_at: '2026-01-02T03:04:05Z', is_component: false };
 
+// every type lists a flow named "Flow one": the contract test's flow tasks name it (hooks.py)
+const HIVE_AGENTS = [
+  { id: 'support-bot', name: 'Support Bot', description: 'answers' },
+  { id: 'flow-one', name: 'Flow one', description: '' },
+];
+
 /** What each type lists (in the real package's shape) and the path its runs take. */
 const PLATFORM: Record<string, { flowsPath: string; flows: unknown; run: RegExp }> = {
   // LangFlow: header_flows=true answers the caller's flows without their graphs
   'flow-builder': { flowsPath: '/api/v1/flows/', flows: [LANGFLOW_FLOW], run: /^\/api\/v1\/run\/([^/]+)$/ },
   langflow: { flowsPath: '/api/v1/flows/', flows: [LANGFLOW_FLOW], run: /^\/api\/v1\/run\/([^/]+)$/ },
   // automagik-hive 1.0 (Agno AgentOS): GET /agents, POST /agents/{id}/runs with form fields
-  'automagik-hive': { flowsPath: '/agents', flows: [{ id: 'support-bot', name: 'Support Bot', description: 'answers' }], run: /^\/agents\/([^/]+)\/runs$/ },
-  'automagik-hive-agentos': { flowsPath: '/agents', flows: [{ id: 'support-bot', name: 'Support Bot', description: 'answers' }], run: /^\/agents\/([^/]+)\/runs$/ },
+  'automagik-hive': { flowsPath: '/agents', flows: HIVE_AGENTS, run: /^\/agents\/([^/]+)\/runs$/ },
+  'automagik-hive-agentos': { flowsPath: '/agents', flows: HIVE_AGENTS, run: /^\/agents\/([^/]+)\/runs$/ },
   // automagik-agents as automagik-spark drives it: GET /api/v1/agents, POST /api/v1/agent/{name}/run
-  'automagik-agents': { flowsPath: '/api/v1/agents', flows: [{ name: 'simple', type: 'simple', model: 'x', description: 'a simple agent' }], run: /^\/api\/v1\/agent\/([^/]+)\/run$/ },
+  'automagik-agents': {
+    flowsPath: '/api/v1/agents',
+    flows: [
+      { name: 'simple', type: 'simple', model: 'x', description: 'a simple agent' },
+      { name: 'Flow one', type: 'simple', model: 'x', description: '' },
+    ],
+    run: /^\/api\/v1\/agent\/([^/]+)\/run$/,
+  },
 };
 
 export interface FakePlatforms {

@@ -182,11 +182,11 @@ describe('the flows of every source', () => {
         { source_id: hive.id, source_name: `hive-${uniq}`, source_type: 'automagik-hive', id: 'support-bot', name: 'Support Bot', endpoint_name: null, description: 'answers', updated_at: null },
       ]),
     );
-    expect(body.flows).toHaveLength(4);
+    expect(body.flows).toHaveLength(5);
     expect(body.sources).toEqual(
       expect.arrayContaining([
         { id: sourceId, name: `lf-${uniq}`, source_type: 'langflow', status: 'active', flows: 3, error: null },
-        { id: hive.id, name: `hive-${uniq}`, source_type: 'automagik-hive', status: 'active', flows: 1, error: null },
+        { id: hive.id, name: `hive-${uniq}`, source_type: 'automagik-hive', status: 'active', flows: 2, error: null },
         { id: downSource.id, name: `down-${uniq}`, source_type: 'flow-builder', status: 'active', flows: 0, error: 'GET /api/v1/flows/ failed: ECONNREFUSED' },
       ]),
     );
@@ -221,6 +221,7 @@ describe('automagik-hive and automagik-agents as their PyPI packages route', () 
     expect(src.json().version_info).toEqual({ version: '1.0.0', package: 'fake-automagik-agents' });
     expect((await inject('GET', `/api/v1/sources/${src.json().id}/flows`)).json().flows).toEqual([
       { id: 'simple', name: 'simple', endpoint_name: null, description: 'a simple agent', updated_at: null },
+      { id: 'Flow one', name: 'Flow one', endpoint_name: null, description: '', updated_at: null },
     ]);
     const name = `agents-run-${uniq}`;
     expect((await inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 'a', type: 'flow', source: src.json().id, flow: 'simple', input: 'go' }] })).statusCode).toBe(201);
