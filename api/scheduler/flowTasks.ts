@@ -8,7 +8,7 @@ import { isUuid } from '../../lib/ids';
 import type { Queryable } from '../../lib/db/pool';
 import { getSource, getSourceByName } from '../../lib/db/schedulerSources';
 import type { FlowTask } from '../../lib/db/schedulerWorkflows';
-import { PlatformError, listRemoteFlows, matchFlow } from '../../lib/scheduler/platforms';
+import { PlatformError, listRemoteFlows, matchFlow, type RemoteFlow } from '../../lib/scheduler/platforms';
 import { sourceTarget } from '../../lib/scheduler/sourceTarget';
 
 export interface FlowTaskRequest {
@@ -19,12 +19,21 @@ export interface FlowTaskRequest {
   timeout?: number;
 }
 
-export async function resolveFlowTask(db: Queryable, encryptionKey: Buffer, timeoutMs: number, t: FlowTaskRequest): Promise<FlowTask> {
+/** Flow lists by source id, so a workflow with several tasks on one source asks the platform once. */
+export type FlowListCache = Map<string, Promise<RemoteFlow[]>>;
+
+export async function resolveFlowTask(db: Queryable, encryptionKey: Buffer, timeoutMs: number, t: FlowTaskRequest, cache: FlowListCache = new Map()): Promise<FlowTask> {
   const source = (isUuid(t.source) ? await getSource(db, t.source) : undefined) ?? (await getSourceByName(db, t.source));
   if (!source) throw invalidRequest(`Task "${t.name}" names an unknown source "${t.source}"`);
-  let flows: Awaited<ReturnType<typeof listRemoteFlows>>;
+  let flows: RemoteFlow[];
   try {
-    flows = await listRemoteFlows(sourceTarget(source, encryptionKey), timeoutMs);
+    let listed = cache.get(source.id);
+    if (!listed) {
+      listed = listRemoteFlows(sourceTarget(source, encryptionKey), timeoutMs);
+      listed.catch(() => undefined); // awaited below; a later task on the same source gets the same failure
+      cache.set(source.id, listed);
+    }
+    flows = await listed;
   } catch (err) {
     if (!(err instanceof PlatformError)) throw err;
     throw invalidRequest(`Task "${t.name}": could not list the flows of source "${source.name}" to find "${t.flow}": ${err.message}`);

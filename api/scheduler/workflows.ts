@@ -17,7 +17,7 @@ import { schedulerSettings } from '../../lib/scheduler/settings';
 import { WORKFLOW_RUN_TYPE, createSchedule, deleteSchedule, nextRunOf, type WorkflowRunInput } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import type { SchedulerPluginOptions } from './deps';
-import { resolveFlowTask } from './flowTasks';
+import { resolveFlowTask, type FlowListCache } from './flowTasks';
 import { CreateWorkflowBody, CreatedWorkflow, DeletedWorkflow, Detail, DetailErrors, RunResult, Workflow, WorkflowList, WorkflowParams } from './schemas';
 
 export const WORKFLOW_NOT_FOUND = 'Workflow not found';
@@ -110,6 +110,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       checkSchedule(schedule ?? undefined, timezone);
       const seen = new Set<string>();
       const tasks: WorkflowTask[] = [];
+      const flowLists: FlowListCache = new Map();
       for (const t of body.tasks) {
         if (seen.has(t.name)) throw conflict(`Task name "${t.name}" is used twice`); // no schema can say names are unique: 409 like a taken workflow name
         seen.add(t.name);
@@ -118,7 +119,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
           tasks.push({ name: t.name, type: 'script', script: t.script as string, ...(t.timeout ? { timeout: t.timeout } : {}) });
         } else {
           if (t.source === undefined || t.flow === undefined) throw invalidRequest(`Task "${t.name}": a flow task needs "source" and "flow"`);
-          tasks.push(await resolveFlowTask(deps.db, deps.keys.encryption, settings.sourceTimeoutMs, { ...t, source: t.source, flow: t.flow }));
+          tasks.push(await resolveFlowTask(deps.db, deps.keys.encryption, settings.sourceTimeoutMs, { ...t, source: t.source, flow: t.flow }, flowLists));
         }
       }
       const enabled = body.enabled ?? true;

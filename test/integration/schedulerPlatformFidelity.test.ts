@@ -114,6 +114,17 @@ describe('LangFlow as users run it', () => {
       409,
       { detail: `Task "lf": "Translate" names 2 flows on source "lf-${uniq}": ${FAKE_FLOWS.translate.id}, ${FAKE_FLOWS.translateV2.id} (translate-v2); give the id or endpoint_name` },
     ]);
+    // two tasks on one source: the platform is asked for its flows once
+    const listsBefore = fake.requests.filter((q) => q.path === '/api/v1/flows/').length;
+    const two = await inject('POST', '/api/v1/workflows', {
+      name: `two-${uniq}`,
+      tasks: [
+        { name: 'a', type: 'flow', source: sourceId, flow: 'summarise' },
+        { name: 'b', type: 'flow', source: sourceId, flow: 'translate-v2' },
+      ],
+    });
+    expect(two.statusCode).toBe(201);
+    expect(fake.requests.filter((q) => q.path === '/api/v1/flows/').length - listsBefore).toBe(1);
     // an example flow is not runnable, so it cannot be named either
     const example = await inject('POST', '/api/v1/workflows', { name: `example-${uniq}`, tasks: [{ name: 'lf', type: 'flow', source: sourceId, flow: 'Basic Prompting' }] });
     expect(example.statusCode).toBe(400);
