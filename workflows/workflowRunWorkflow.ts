@@ -130,8 +130,10 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
         state.completedAt = new Date(Date.now()).toISOString();
       }
       for (const rest of tasks.slice(current + 1)) rest.status = 'skipped';
-      await log('error', `Execution failed: ${message}`);
-      await record('failed', message);
+      // the same words as a task that returned a failure (e.g. a platform still unreachable after the retries)
+      const text = state ? `Task ${state.name} failed: ${message}` : `Execution failed: ${message}`;
+      await log('error', text);
+      await record('failed', text);
     });
     return 'failed';
   }

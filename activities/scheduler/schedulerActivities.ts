@@ -22,9 +22,9 @@ import { resolveKeys } from '../../lib/keys';
 import { childEnv } from '../../lib/process/childEnv';
 import { startGroupProcess } from '../../lib/process/processGroup';
 import { schedulerMetrics } from '../../lib/scheduler/metrics';
-import { PlatformError, checkHealth, runRemoteFlow } from '../../lib/scheduler/platforms';
+import { PlatformError, PlatformTimeout, checkHealth, runRemoteFlow } from '../../lib/scheduler/platforms';
+import { sourceTarget } from '../../lib/scheduler/sourceTarget';
 import { schedulerSettings } from '../../lib/scheduler/settings';
-import { openSecret } from '../../lib/secretBox';
 import type { ActivityDeps } from '../index';
 import { keepAlive } from '../keepAlive';
 
@@ -180,7 +180,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
           const r = await keepAlive(
             () =>
               runRemoteFlow(
-                { sourceType: source.source_type, url: source.url, apiKey: source.api_key_sealed ? openSecret(key(), source.api_key_sealed) : null },
+                sourceTarget(source, key()),
                 input.flow,
                 input.input,
                 input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs,
@@ -193,9 +193,12 @@ export function createSchedulerActivities(deps: ActivityDeps) {
           return done(true, output);
         } catch (err) {
           if (ctx.cancellationSignal.aborted) throw new CancelledFailure('execution stopped');
-          const e = err as PlatformError & { httpStatus?: number };
+          const e = err as Error;
+          // the platform's own words (e.g. {"detail":"Invalid or missing API key"}) are in the message
           logs.add('error', e.message);
-          if (e instanceof PlatformError && e.httpStatus !== undefined) return done(false, '', e.message);
+          // An answer (any HTTP status) or a timeout (the platform may be running it) is final; only a platform
+          // that could not be reached at all is tried again.
+          if (e instanceof PlatformError && (e.httpStatus !== undefined || e instanceof PlatformTimeout)) return done(false, '', e.message);
           throw ApplicationFailure.retryable(e.message, 'PlatformUnreachable');
         }
       } finally {
@@ -211,10 +214,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
         sources.map(async (s) => {
           let error: string | null = null;
           try {
-            await checkHealth(
-              { sourceType: s.source_type, url: s.url, apiKey: s.api_key_sealed ? openSecret(key(), s.api_key_sealed) : null },
-              settings.sourceTimeoutMs,
-            );
+            await checkHealth(sourceTarget(s, key()), settings.sourceTimeoutMs);
             healthy++;
           } catch (err) {
             error = (err as Error).message;

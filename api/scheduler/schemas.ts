@@ -75,9 +75,29 @@ export const SourceIdParams = Type.Object({ id: Type.String({ minLength: 1, maxL
 
 export const DeletedSource = Type.Object({ id: Type.String(), deleted: Type.Boolean(), deleted_workflows: Type.Array(Type.String()) });
 
-export const RemoteFlows = Type.Object({
-  source_id: Type.String(),
-  flows: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), description: Type.String() })),
+export const RemoteFlow = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  endpoint_name: Nullable(Type.String()),
+  description: Type.String(),
+  updated_at: Nullable(Type.String()),
+});
+
+export const RemoteFlows = Type.Object({ source_id: Type.String(), flows: Type.Array(RemoteFlow) });
+
+/** GET /flows: the flows of every source in one list; a source that cannot answer is reported, not fatal. */
+export const AllRemoteFlows = Type.Object({
+  flows: Type.Array(Type.Object({ source_id: Type.String(), source_name: Type.String(), source_type: StringEnum(SOURCE_TYPES), ...RemoteFlow.properties })),
+  sources: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      name: Type.String(),
+      source_type: StringEnum(SOURCE_TYPES),
+      status: StringEnum(SOURCE_STATUSES),
+      flows: Type.Integer({ description: 'how many flows the source listed' }),
+      error: Nullable(Type.String({ description: 'why the flows of this source could not be listed' })),
+    }),
+  ),
 });
 
 export const SourceHealth = Type.Object({
@@ -99,7 +119,7 @@ export const TaskSchema = Type.Object(
     type: StringEnum(['script', 'flow'] as const),
     script: Type.Optional(Type.String({ minLength: 1, maxLength: 100_000 })),
     source: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'source id or name (flow tasks)' })),
-    flow: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+    flow: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: "the flow's id, endpoint_name or display name (flow tasks), resolved once at creation" })),
     input: Type.Optional(Type.Unknown()),
     timeout: TaskTimeout,
   },
@@ -130,7 +150,8 @@ export const WorkflowTaskView = Type.Object({
   type: StringEnum(['script', 'flow'] as const),
   script: Type.Optional(Type.String()),
   source: Type.Optional(Type.String()),
-  flow: Type.Optional(Type.String()),
+  flow: Type.Optional(Type.String({ description: "the flow's id on the platform, resolved at creation" })),
+  flowName: Type.Optional(Type.String({ description: "the flow's display name when it was resolved" })),
   input: Type.Optional(Type.Unknown()),
   timeout: Type.Optional(Type.Integer()),
 });

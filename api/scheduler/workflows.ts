@@ -6,11 +6,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { conflict, invalidRequest, notFound } from '../../lib/errors';
-import { isUuid, newId } from '../../lib/ids';
+import { newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
 import { UNIQUE_VIOLATION } from '../../lib/db/projects';
 import { getDefaultSchedule, listSchedules, temporalIdsOf } from '../../lib/db/schedulerSchedules';
-import { getSource, getSourceByName } from '../../lib/db/schedulerSources';
 import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { cronError, timezoneError } from '../../lib/scheduler/cron';
 import { schedulerSettings } from '../../lib/scheduler/settings';
@@ -18,6 +17,7 @@ import { createSchedule, deleteSchedule, scheduleIdOf } from '../../lib/schedule
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import type { SchedulerPluginOptions } from './deps';
 import { scheduleView, targetOf, timingOf } from './scheduleViews';
+import { resolveFlowTask, type FlowListCache } from './flowTasks';
 import { CreateWorkflowBody, CreatedWorkflow, DeletedWorkflow, Detail, DetailErrors, RunResult, Workflow, WorkflowList, WorkflowParams } from './schemas';
 import { startExecution } from './startExecution';
 import { temporalClient } from './temporalAccess';
@@ -45,7 +45,7 @@ export async function nextRunOfWorkflow(deps: DetailServiceDeps, name: string): 
 export function taskView(t: WorkflowTask) {
   return t.type === 'script'
     ? { name: t.name, type: t.type, script: t.script, ...(t.timeout ? { timeout: t.timeout } : {}) }
-    : { name: t.name, type: t.type, source: t.source, flow: t.flow, ...(t.input !== undefined ? { input: t.input } : {}), ...(t.timeout ? { timeout: t.timeout } : {}) };
+    : { name: t.name, type: t.type, source: t.source, flow: t.flow, ...(t.flowName !== undefined ? { flowName: t.flowName } : {}), ...(t.input !== undefined ? { input: t.input } : {}), ...(t.timeout ? { timeout: t.timeout } : {}) };
 }
 
 export async function workflowView(deps: DetailServiceDeps, w: WorkflowRow & { last_run?: Date | null }) {
@@ -99,6 +99,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       checkSchedule(schedule ?? undefined, timezone);
       const seen = new Set<string>();
       const tasks: WorkflowTask[] = [];
+      const flowLists: FlowListCache = new Map();
       for (const t of body.tasks) {
         if (seen.has(t.name)) throw conflict(`Task name "${t.name}" is used twice`); // no schema can say names are unique: 409 like a taken workflow name
         seen.add(t.name);
@@ -107,9 +108,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
           tasks.push({ name: t.name, type: 'script', script: t.script as string, ...(t.timeout ? { timeout: t.timeout } : {}) });
         } else {
           if (t.source === undefined || t.flow === undefined) throw invalidRequest(`Task "${t.name}": a flow task needs "source" and "flow"`);
-          const source = (isUuid(t.source) ? await getSource(deps.db, t.source) : undefined) ?? (await getSourceByName(deps.db, t.source));
-          if (!source) throw invalidRequest(`Task "${t.name}" names an unknown source "${t.source}"`);
-          tasks.push({ name: t.name, type: 'flow', source: source.id, flow: t.flow, ...(t.input !== undefined ? { input: t.input } : {}), ...(t.timeout ? { timeout: t.timeout } : {}) });
+          tasks.push(await resolveFlowTask(deps.db, deps.keys.encryption, settings.sourceTimeoutMs, { ...t, source: t.source, flow: t.flow }, flowLists));
         }
       }
       const enabled = body.enabled ?? true;

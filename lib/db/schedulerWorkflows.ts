@@ -17,7 +17,10 @@ export interface FlowTask {
   type: 'flow';
   /** the source's id (resolved from an id or a name at creation) */
   source: string;
+  /** the flow's id on the platform, resolved at creation from an id, endpoint_name or name (older rows: as written) */
   flow: string;
+  /** the flow's display name when it was resolved */
+  flowName?: string;
   input?: unknown;
   timeout?: number;
 }

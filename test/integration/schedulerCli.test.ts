@@ -5,7 +5,7 @@ import type { CliIo } from '../../cli/schedulerClient';
 import { runSchedules } from '../../cli/schedules';
 import { runSources } from '../../cli/sources';
 import { runWorkflows } from '../../cli/workflows';
-import { startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
+import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
 import { startServices } from '../../api/services';
 import { logger, startTestStack, type TestStack } from '../support/harness';
 
@@ -52,7 +52,19 @@ describe('armada sources / workflows CLI', () => {
     const health = await cli(runSources, ['health', s.id]);
     expect([health.code, health.stdout]).toEqual([0, 'healthy (status inactive)\n']);
     const flows = await cli(runSources, ['flows', s.id]);
-    expect(flows.stdout).toContain('flow-1  Summarise  summarises text');
+    expect(flows.stdout).toMatch(/^ID\s+NAME\s+ENDPOINT\s+UPDATED\s+DESCRIPTION\n/);
+    expect(flows.stdout).toContain(`${FAKE_FLOWS.summarise.id}  Summarise  summarise     2026-01-02T03:04:05Z  summarises text`);
+    // a source name works wherever an id does
+    expect(await cli(runSources, ['flows', 'cli-fb'])).toEqual(flows);
+    const byName = await cli(runSources, ['health', 'cli-fb']);
+    expect([byName.code, byName.stdout]).toEqual([0, 'healthy (status inactive)\n']);
+    const noSuch = await cli(runSources, ['flows', 'no-such-source']);
+    expect([noSuch.code, noSuch.stderr]).toEqual([1, 'armada: no source is named "no-such-source" (armada sources list shows them)\n']);
+    // without a source: the flows of every source, one list naming the source
+    const all = await cli(runSources, ['flows']);
+    expect(all.code).toBe(0);
+    expect(all.stdout).toMatch(/^SOURCE\s+ID\s+NAME\s+ENDPOINT\s+UPDATED\s+DESCRIPTION\n/);
+    expect(all.stdout).toContain(`cli-fb  ${FAKE_FLOWS.translateV2.id}  Translate  translate-v2`);
 
     const dup = await cli(runSources, ['add', '--type', 'flow-builder', '--url', `${fake.url}/`]);
     expect([dup.code, dup.stderr]).toEqual([1, `armada: Source with URL ${fake.url} already exists (HTTP 400)\n`]);

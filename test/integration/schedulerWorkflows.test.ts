@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { groupAlive } from '../../lib/process/processGroup';
-import { startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
+import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
 
 let stack: TestStack;
@@ -150,7 +150,7 @@ describe('scheduler workflows, schedules and executions', () => {
           name,
           tasks: [
             { name: 'greet', type: 'script', script: 'echo "hello from $(basename $(pwd))"; echo "warn" >&2' },
-            { name: 'flow', type: 'flow', source: src.id, flow: 'flow-1', input: 'hi' },
+            { name: 'flow', type: 'flow', source: src.id, flow: 'Summarise', input: 'hi' },
           ],
         })
       ).statusCode,
@@ -170,8 +170,9 @@ describe('scheduler workflows, schedules and executions', () => {
     expect(done.tasks[0]).toMatchObject({ name: 'greet', status: 'completed', output: expect.stringMatching(/^hello from armada-script-\w+\nwarn\n$/) });
     expect(done.tasks[0].duration).toMatch(/^\d+(ms|\.\ds)$/);
     expect(done.tasks[1]).toMatchObject({ name: 'flow', status: 'completed' });
-    expect(done.tasks[1].output).toContain('ran flow-1 with hi');
-    expect(fake.requests.find((r) => r.path === '/api/v1/run/flow-1')?.apiKey).toBe('flow-key');
+    expect(done.tasks[1].output).toContain('ran Summarise with hi');
+    // the display name was resolved once, at creation: the run names the flow by its id
+    expect(fake.requests.find((r) => r.path === `/api/v1/run/${FAKE_FLOWS.summarise.id}`)?.apiKey).toBe('flow-key');
 
     const logs = (await inject('GET', `/api/v1/executions/${id}/logs`)).json();
     expect(logs.executionId).toBe(id);
