@@ -279,8 +279,12 @@ export function createLogFeed(db: Pool, events: EventListener, logger: Logger): 
         async next(signal) {
           if (!woken && !signal?.aborted) {
             await new Promise<void>((r) => {
-              resolve = r;
-              signal?.addEventListener('abort', () => r(), { once: true });
+              const onAbort = () => r();
+              resolve = () => {
+                signal?.removeEventListener('abort', onAbort);
+                r();
+              };
+              signal?.addEventListener('abort', onAbort, { once: true });
             });
           }
           resolve = undefined;
