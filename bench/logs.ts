@@ -198,6 +198,12 @@ async function main() {
     const s = stored[0] as { n: string; first: Date; last: Date };
     const storedLines = Number(s.n);
     const storedPerSecond = storedLines / Math.max(0.001, (s.last.getTime() - s.first.getTime()) / 1000);
+    // the row's ts is when the worker parsed the line: emit → worker is the share before the database and the API
+    const { rows: sample } = await db.query<{ message: string; ts: Date }>(
+      `SELECT message, ts FROM process_logs WHERE process_id = ANY($1::text[]) AND message LIKE 'chatty %'`,
+      [processIds],
+    );
+    const toWorker = sample.map((r) => r.ts.getTime() - Number(r.message.split(' ')[2])).sort((a, b) => a - b);
     const raw = await rawInsertRate(db, processIds);
     await db.end();
 
@@ -217,6 +223,7 @@ async function main() {
       storedOverRaw: Number((storedPerSecond / raw.perSecond).toFixed(3)),
       followerLines: sum('received'),
       latencyMs: { p50: Number(pct(lat, 50).toFixed(1)), p99: Number(pct(lat, 99).toFixed(1)), max: Number((lat.at(-1) ?? Number.NaN).toFixed(1)) },
+      emitToWorkerMs: { p50: Math.round(pct(toWorker, 50)), p99: Math.round(pct(toWorker, 99)) },
       lost: sum('lost'),
       reordered: sum('reordered'),
       duplicates: sum('duplicates'),

@@ -2,15 +2,17 @@
  * Issue 17 item 2: push-based live logs. Writers batch lines into multi-row inserts that NOTIFY their high-water
  * mark; one feed per API process fans them out. Every follower gets every line once, in order: with concurrent
  * writers, on two API replicas, when resuming (Last-Event-ID, `after`) and across an API restart; idle followers
- * cost the database nothing.
+ * cost the database nothing. Item 3's row: live diffs are read once per worktree change, shared by all viewers.
  */
+import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import WebSocket from 'ws';
 import { buildService } from '../../api/services';
 import { createLogSink } from '../../lib/attempts/logSink';
 import { recordAttemptFinished, recordProcessEnded } from '../../lib/attempts/projections';
-import { insertAttempt } from '../../lib/db/attempts';
+import { getAttempt, insertAttempt } from '../../lib/db/attempts';
 import { withTransaction } from '../../lib/db/pool';
 import { insertProcess, type LogEntry } from '../../lib/db/processes';
 import { createMetrics } from '../../lib/metrics';
@@ -217,4 +219,61 @@ describe('live logs', () => {
     expect(reads).toBeLessThanOrEqual(1);
     for (const s of sockets) s.ws.close();
   }, 60_000);
+
+  test('live diff: viewers of one attempt share one reader, which reads the diff only when the worktree changes', async () => {
+    const app = stack.app('task');
+    const base = app.server.listening ? `http://127.0.0.1:${(app.server.address() as { port: number }).port}` : await app.listen({ port: 0, host: '127.0.0.1' });
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'SLEEP while its diff is watched');
+    const { attemptId } = await h.start(taskId);
+    const a = await eventually(async () => {
+      const row = await getAttempt(stack.db, attemptId);
+      return row?.status === 'running' && row.worktree_path && fs.existsSync(row.worktree_path) ? row : undefined;
+    }, 30_000);
+    const file = path.join(a.worktree_path as string, 'viewed.txt');
+    fs.writeFileSync(file, 'one\n');
+    const metric = async (kind: string) => Number(new RegExp(`armada_live_diff_reads_total\\{kind="${kind}"\\} (\\d+)`).exec((await h.inject('GET', '/metrics')).body)?.[1] ?? 0);
+    const viewers = [0, 1, 2].map(() => collectSse(base, `/api/events/task-attempts/${attemptId}/diff`));
+    await eventually(async () => viewers.every((v) => v.events.length >= 1), 30_000);
+    await new Promise((r) => setTimeout(r, 2500)); // two or more looks at an unchanged worktree
+    expect(await metric('diff')).toBe(1); // one read for three viewers, none while nothing changed
+    expect(await metric('fingerprint')).toBeGreaterThanOrEqual(2);
+    for (const v of viewers) {
+      expect(v.events).toHaveLength(1);
+      expect(v.events[0]).toMatchObject({ event: 'diff', data: { attemptId, summary: { filesChanged: 1, additions: 1 } } });
+    }
+    fs.appendFileSync(file, 'two\n');
+    await eventually(async () => viewers.every((v) => v.events.length >= 2), 30_000);
+    expect(await metric('diff')).toBe(2);
+    for (const v of viewers) expect(v.events[1]).toMatchObject({ event: 'diff', data: { summary: { additions: 2 } } });
+    expect((await h.inject('POST', `/api/attempts/${attemptId}/cancel`)).statusCode).toBe(200);
+    for (const v of viewers) expect((await v.done).at(-1)).toMatchObject({ event: 'end' });
+  }, 90_000);
 });
+
+/** An SSE stream read as it arrives: the events so far, and all of them once it ends. */
+function collectSse(base: string, path: string) {
+  const events: { id?: string; event: string; data: unknown }[] = [];
+  const done = new Promise<typeof events>((resolve, reject) => {
+    http
+      .get(`${base}${path}`, (res) => {
+        let buf = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => {
+          buf += d;
+          let i = buf.indexOf('\n\n');
+          while (i >= 0) {
+            const block = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            i = buf.indexOf('\n\n');
+            if (!block.includes('event:')) continue;
+            const f = Object.fromEntries(block.split('\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]));
+            events.push({ id: f.id, event: f.event as string, data: JSON.parse(f.data as string) });
+          }
+        });
+        res.on('end', () => resolve(events));
+      })
+      .on('error', reject);
+  });
+  return { events, done };
+}
