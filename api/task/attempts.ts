@@ -173,7 +173,12 @@ export const attemptRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPoo
           feed: deps.logs,
           topics: [attemptId ? `attempt:${attemptId}` : `task:${taskId}`],
           // a process of an attempt not seen yet may be this task's: re-read the list (once per attempt)
-          discover: (note) => (attemptId ? note.attemptId === attemptId : !checked.has(note.attemptId) && checked.add(note.attemptId) !== undefined),
+          discover: (note) => {
+            if (attemptId) return note.attemptId === attemptId;
+            if (checked.has(note.attemptId)) return false;
+            checked.add(note.attemptId);
+            return true;
+          },
           levels: levelsFrom(level as LogLevel | undefined),
           signal,
         });

@@ -132,9 +132,9 @@ export function createLogFeed(db: Pool, events: EventListener, logger: Logger): 
         );
         const byProcess = new Map<string, LogRow[]>();
         for (const r of rows) {
-          let list = byProcess.get(r.process_id);
-          if (!list) byProcess.set(r.process_id, (list = []));
-          list.push(r);
+          const list = byProcess.get(r.process_id);
+          if (list) list.push(r);
+          else byProcess.set(r.process_id, [r]);
         }
         for (const f of ready) {
           const got = (byProcess.get(f.processId) ?? []).filter((r) => r.seq > f.readUpTo);
