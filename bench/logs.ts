@@ -65,6 +65,7 @@ interface Follower {
   processId: string;
   latencies: number[];
   received: number;
+  distinct: number;
   lost: number;
   reordered: number;
   duplicates: number;
@@ -73,7 +74,7 @@ interface Follower {
 
 /** One WebSocket follower of a process's normalized log, retried while the process row does not exist yet. */
 function follow(base: string, processId: string): Follower {
-  const f: Follower = { processId, latencies: [], received: 0, lost: 0, reordered: 0, duplicates: 0, done: Promise.resolve() };
+  const f: Follower = { processId, latencies: [], received: 0, distinct: 0, lost: 0, reordered: 0, duplicates: 0, done: Promise.resolve() };
   const seen = new Set<number>();
   let last = 0;
   f.done = (async () => {
@@ -88,7 +89,10 @@ function follow(base: string, processId: string): Follower {
           const n = Number(hit[1]);
           f.latencies.push(now - Number(hit[2]));
           if (seen.has(n)) f.duplicates++;
-          else seen.add(n);
+          else {
+            seen.add(n);
+            f.distinct++;
+          }
           if (n <= last) f.reordered++;
           last = Math.max(last, n);
           f.received++;
@@ -184,8 +188,27 @@ async function main() {
       processIds.push((await post(`/api/tasks/${taskId}/start`, { llm: 'chatty' })).processId as string);
     }
     for (let i = 0; i < FOLLOWERS; i++) followers.push(follow(base, processIds[i % processIds.length] as string));
-    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('followers did not finish in time')), (SECONDS + 180) * 1000).unref());
-    await Promise.race([Promise.all(followers.map((f) => f.done)), timeout]);
+    let finished = 0;
+    for (const f of followers) void f.done.then(() => finished++);
+    const progressDb = new Client({ connectionString: databaseUrl });
+    await progressDb.connect();
+    const progress = setInterval(() => {
+      void progressDb
+        .query<{ status: string; n: string }>('SELECT status, count(*) AS n FROM processes WHERE id = ANY($1::text[]) GROUP BY status', [processIds])
+        .then(({ rows }) => {
+          const received = followers.reduce((a, f) => a + f.received, 0);
+          process.stderr.write(`${Math.round((Date.now() - t0) / 1000)} s: ${received} lines at followers, ${finished}/${FOLLOWERS} followers done, processes ${rows.map((r) => `${r.status} ${r.n}`).join(', ')}\n`);
+        })
+        .catch(() => undefined);
+    }, 15_000);
+    const timedOut = await Promise.race([
+      Promise.all(followers.map((f) => f.done)).then(() => false),
+      new Promise<boolean>((r) => setTimeout(() => r(true), (SECONDS + 300) * 1000).unref()),
+    ]);
+    clearInterval(progress);
+    await progressDb.end();
+    // a follower still open when the run gives up counts what it has not received as lost
+    if (timedOut) for (const f of followers) f.lost = PER_AGENT - f.distinct;
     const wall = (Date.now() - t0) / 1000;
     const after = { api: usage(apiPid), worker: usage(workerPid) };
 
@@ -216,6 +239,7 @@ async function main() {
       seconds: SECONDS,
       followers: FOLLOWERS,
       machine: { cores: os.cpus().length, loadavg1m: os.loadavg()[0] },
+      timedOut,
       linesEmitted: AGENTS * PER_AGENT,
       linesStored: storedLines,
       storedPerSecond: Math.round(storedPerSecond),
