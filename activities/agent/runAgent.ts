@@ -31,6 +31,7 @@ import { groupAlive, killProcessesUnder, startGroupProcess, type GroupProcess, t
 import { createFinalMessage, createParser } from './parsers';
 import { resolveAgentProfile, type AgentProfile } from '../../lib/agents/profiles';
 import { createGroupSampler } from './resourceSampler';
+import { createLogSink, type LogSink } from '../../lib/attempts/logSink';
 
 /** An attempt's output summary is cut to its last 64 KiB (like multi-agent results). */
 const SUMMARY_MAX_BYTES = 64 * 1024;
@@ -67,6 +68,7 @@ export interface RunAgentDeps {
   faults?: Faults;
 }
 
+/** live state (progress, tokens) is written this often; log lines go out sooner, through the log sink */
 const FLUSH_MS = 200;
 const WATCH_MS = 500;
 const SAMPLE_MS = 2000;
@@ -209,6 +211,7 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
   const m = attemptMetrics(deps.metrics.registry);
   const { profile } = prep;
   const { output, onLine } = collectOutput(profile, prep.pending);
+  const sink = createLogSink({ db: deps.db, processId: input.processId, attemptId: input.attemptId, queue: prep.pending, logger: deps.logger });
   const argv = input.kind === 'follow_up' ? profile.resumeCommand : profile.command;
   const proc = startGroupProcess({
     command: argv[0] as string,
@@ -228,12 +231,15 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
     stdin: input.prompt,
     graceMs: deps.config.file.attempts?.killGraceMs ?? 2000,
     timeoutMs: input.timeoutMs,
-    onLine,
+    onLine: (stream, line) => {
+      onLine(stream, line);
+      sink.poke();
+    },
   });
   m.running.inc({ llm: input.llm });
   if (input.requestedAt) m.queueWait.observe({ llm: input.llm }, Math.max(0, (Date.now() - Date.parse(input.requestedAt)) / 1000));
   let ended = false;
-  const watch = watchRun(deps, input, prep, proc, output);
+  const watch = watchRun(deps, input, prep, proc, output, sink);
   try {
     await withTransaction(deps.db, async (c) => {
       await setProcessPid(c, input.processId, proc.pid, deps.worker);
@@ -247,10 +253,12 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
   } finally {
     watch.stop();
     m.running.dec({ llm: input.llm });
+    sink.close();
     if (!ended) {
       // thrown while the agent runs: it must not outlive this try (the retry would run a second agent beside it)
       await proc.stop('abort');
       await proc.done;
+      await sink.flush(); // before the caller appends its own line: one writer at a time
     }
   }
 }
@@ -259,15 +267,14 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
  * The timers of a running agent: log/progress flushes, heartbeats, resource samples, and the watch on the process
  * and attempt rows (the API's stop and cancel) and on Temporal cancellation, both of which stop the group.
  */
-function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, proc: GroupProcess, output: AgentOutput) {
+function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, proc: GroupProcess, output: AgentOutput, sink: LogSink) {
   const ctx = Context.current();
   let stopReason: 'stopped' | 'cancelled' | null = null;
   let lastProgressEvent = 0;
   let flushing = Promise.resolve();
   const flush = () => {
     flushing = flushing.then(async () => {
-      const batch = prep.pending.splice(0, prep.pending.length);
-      if (batch.length) await appendLogs(deps.db, input.processId, input.attemptId, batch);
+      await sink.flush();
       if (output.progress || output.tokens) {
         const p = output.progress;
         output.progress = undefined;

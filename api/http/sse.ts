@@ -13,6 +13,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 export interface SseStream {
   /** Writes one event; resolves when it may be followed by another (after 'drain' when the socket was full). */
   write(event: string, data: unknown, id?: string | number): Promise<void>;
+  /** Like write, with `data` already serialised (one JSON text, no newlines: JSON.stringify output). */
+  writeJson(event: string, json: string, id?: string | number): Promise<void>;
   end(): void;
   /** Aborted when the client disconnects. */
   signal: AbortSignal;
@@ -41,18 +43,20 @@ export function openSse(request: FastifyRequest, reply: FastifyReply, opts: { ke
   }, opts.keepAliveMs);
   keepAlive.unref();
   ac.signal.addEventListener('abort', () => clearInterval(keepAlive), { once: true });
+  const writeJson = async (event: string, json: string, id?: string | number) => {
+    if (ac.signal.aborted || res.writableEnded) return;
+    const ok = res.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${json}\n\n`);
+    if (ok) return;
+    try {
+      await once(res, 'drain', { signal: ac.signal });
+    } catch {
+      // client gone: the caller sees signal.aborted and stops
+    }
+  };
   return {
     signal: ac.signal,
-    async write(event, data, id) {
-      if (ac.signal.aborted || res.writableEnded) return;
-      const ok = res.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-      if (ok) return;
-      try {
-        await once(res, 'drain', { signal: ac.signal });
-      } catch {
-        // client gone: the caller sees signal.aborted and stops
-      }
-    },
+    write: (event, data, id) => writeJson(event, JSON.stringify(data), id),
+    writeJson,
     end() {
       clearInterval(keepAlive);
       if (!res.writableEnded) res.end();

@@ -1,6 +1,7 @@
 /** The task service (A): Fastify app with every /api resource plugin. */
 import websocket from '@fastify/websocket';
 import { createEventListener } from '../../lib/events/listener';
+import { createLogFeed } from '../../lib/events/logFeed';
 import type { Metrics } from '../../lib/metrics';
 import { createBaseApp } from '../http/baseApp';
 import type { TaskAppDeps, TaskServiceDeps } from './deps';
@@ -37,8 +38,12 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   await installTaskEdges(app, base);
   const connectionString = (base.db as unknown as { options: { connectionString: string } }).options.connectionString;
   const events = await createEventListener(connectionString, base.db, base.logger);
-  app.addHook('onClose', async () => events.close());
-  const deps: TaskAppDeps = { ...base, events, metrics };
+  const logs = createLogFeed(base.db, events, base.logger);
+  app.addHook('onClose', async () => {
+    logs.close();
+    await events.close();
+  });
+  const deps: TaskAppDeps = { ...base, events, logs, metrics };
   await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
   await app.register(projectRoutes, { prefix: '/api', deps });
   await app.register(taskRoutes, { prefix: '/api', deps });

@@ -104,7 +104,11 @@ export const TaskLogsQuery = Type.Object(
 );
 
 export const ProcessLogsQuery = Type.Object(
-  { follow: Type.Optional(Type.Boolean()), tail: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000 })) },
+  {
+    follow: Type.Optional(Type.Boolean()),
+    tail: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000 })),
+    after: Type.Optional(Type.Integer({ minimum: 0, description: 'resume: only lines with a seq greater than this' })),
+  },
   { additionalProperties: false },
 );
 

@@ -3,22 +3,21 @@
  * /ws/execution-processes/:id/logs/raw|normalized. SSE: /api/events/processes/:id/logs and
  * /api/events/task-attempts/:id/diff, with `id:` lines and Last-Event-ID resume, keep-alive comments and
  * backpressure (api/http/sse.ts).
- * Lifecycle events come from deps.events (LISTEN/NOTIFY fan-out to every replica); logs are read by seq.
+ * Lifecycle events come from deps.events (LISTEN/NOTIFY fan-out to every replica); logs from deps.logs (the log feed:
+ * NOTIFY-driven, read by seq); diffs from one shared reader per attempt (attemptDiffFeed.ts).
  */
-import crypto from 'node:crypto';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { WebSocket } from 'ws';
 import type { CpuPool } from '../../lib/attempts/cpuPool';
 import { logLine, streamLogRows } from '../../lib/attempts/logStream';
-import { getAttempt, TERMINAL_ATTEMPT_STATUSES } from '../../lib/db/attempts';
+import { getAttempt } from '../../lib/db/attempts';
 import { getProcess } from '../../lib/db/processes';
 import { notFound } from '../../lib/errors';
 import { ErrorResponses, IdParams } from '../http/schemas';
 import { openSse } from '../http/sse';
-import { attemptDiff } from './attempts';
-import { isAppError } from '../../lib/errors';
+import { createDiffFeeds, type DiffFeedEvent } from './attemptDiffFeed';
 import type { TaskPluginOptions } from './deps';
 import { STREAM_ROUTE } from '../http/bearerAuth';
 
@@ -26,10 +25,15 @@ const send = (socket: WebSocket, msg: unknown) => {
   if (socket.readyState === socket.OPEN) socket.send(typeof msg === 'string' ? msg : JSON.stringify(msg));
 };
 
+/** Resume a log socket after the seq of the last line received (the normalized messages carry `seq`). */
+const LogSocketQuery = Type.Object({ after: Type.Optional(Type.Integer({ minimum: 0, description: 'only lines with a seq greater than this' })) });
+
 const SseResponse = { 200: Type.String({ description: 'text/event-stream' }), ...ErrorResponses };
 
 export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPool }> = async (fastify, { deps, cpu }) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const diffFeeds = createDiffFeeds(deps, cpu);
+  fastify.addHook('onClose', async () => diffFeeds.close());
 
   app.get('/ws', { websocket: true, config: STREAM_ROUTE, schema: { tags: ['streams'], querystring: Type.Object({}) } }, (socket) => {
     const subs = new Map<string, () => void>();
@@ -77,6 +81,7 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
 
   const logSocket = (kind: 'raw' | 'normalized') => async (socket: WebSocket, request: FastifyRequest) => {
     const { id } = request.params as { id: string };
+    const { after } = request.query as { after?: number };
     const ac = new AbortController();
     socket.on('close', () => ac.abort());
     if (!(await getProcess(deps.db, id))) {
@@ -88,6 +93,9 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
         processes: async () => [id],
         finished: async () => (await getProcess(deps.db, id))?.status !== 'running',
         follow: true,
+        feed: deps.logs,
+        topics: [`process:${id}`],
+        after: after !== undefined ? { [id]: after } : undefined,
         signal: ac.signal,
       })) {
         for (const r of rows) send(socket, kind === 'raw' ? `${r.raw}\n` : { level: r.level, message: r.message, timestamp: r.ts.toISOString(), source: r.source, metadata: r.metadata, seq: r.seq });
@@ -97,8 +105,9 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
     }
     if (socket.readyState === socket.OPEN) socket.close(1000, 'process finished');
   };
-  app.get('/ws/execution-processes/:id/logs/raw', { websocket: true, config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams } }, logSocket('raw'));
-  app.get('/ws/execution-processes/:id/logs/normalized', { websocket: true, config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams } }, logSocket('normalized'));
+  const logSocketSchema = { tags: ['streams'], params: IdParams, querystring: LogSocketQuery };
+  app.get('/ws/execution-processes/:id/logs/raw', { websocket: true, config: STREAM_ROUTE, schema: logSocketSchema }, logSocket('raw'));
+  app.get('/ws/execution-processes/:id/logs/normalized', { websocket: true, config: STREAM_ROUTE, schema: logSocketSchema }, logSocket('normalized'));
 
   app.get('/api/events/processes/:id/logs', { config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams, response: SseResponse } }, async (request, reply) => {
     const { id } = request.params;
@@ -110,6 +119,8 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
         processes: async () => [id],
         finished: async () => (await getProcess(deps.db, id))?.status !== 'running',
         follow: true,
+        feed: deps.logs,
+        topics: [`process:${id}`],
         after: Number.isInteger(last) && last > 0 ? { [id]: last } : undefined,
         signal: out.signal,
       })) {
@@ -132,31 +143,37 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
     // with the id of the diff it has gets nothing until the diff changes
     let lastHash = typeof request.headers['last-event-id'] === 'string' ? request.headers['last-event-id'] : '';
     const out = openSse(request, reply, { keepAliveMs: deps.config.sseKeepAliveMs });
+    // only the latest state matters: a viewer that is slow to write skips to it
+    let latest: DiffFeedEvent | undefined;
+    let ended = false;
+    let wake: (() => void) | undefined;
+    const unwatch = diffFeeds.watch(id, (e) => {
+      if (e.type === 'end') ended = true;
+      else latest = e;
+      wake?.();
+    });
+    const onAbort = () => wake?.();
+    out.signal.addEventListener('abort', onAbort, { once: true });
     try {
       while (!out.signal.aborted) {
-        const a = await getAttempt(deps.db, id);
-        if (!a) break;
-        let d: Awaited<ReturnType<typeof attemptDiff>>;
-        try {
-          d = await attemptDiff(deps, cpu, a, undefined, 'json');
-        } catch (err) {
-          if (!isAppError(err) || err.code !== 'HOST_UNAVAILABLE') throw err;
-          // the worktree's host has no worker right now: say so once, keep trying
-          if (lastHash !== 'unavailable') await out.write('unavailable', { attemptId: id, message: err.message }, lastHash || undefined);
+        if (!latest && !ended) await new Promise<void>((r) => (wake = r));
+        wake = undefined;
+        const e = latest;
+        latest = undefined;
+        if (e?.type === 'unavailable' && lastHash !== 'unavailable') {
+          await out.write('unavailable', { attemptId: id, message: e.message }, lastHash || undefined);
           lastHash = 'unavailable';
-          await new Promise((r) => setTimeout(r, 1000));
-          continue;
+        } else if (e?.type === 'diff' && e.body.hash !== lastHash) {
+          const json = `{"attemptId":${JSON.stringify(id)},"status":${JSON.stringify(e.status)},"files":${e.body.filesJson},"summary":${JSON.stringify(e.body.summary)}}`;
+          await out.writeJson('diff', json, e.body.hash);
+          lastHash = e.body.hash;
         }
-        const hash = crypto.createHash('sha1').update(JSON.stringify(d.files)).digest('hex').slice(0, 16);
-        if (hash !== lastHash) {
-          await out.write('diff', { attemptId: id, status: a.status, files: d.files, summary: d.summary }, hash);
-          lastHash = hash;
-        }
-        if (TERMINAL_ATTEMPT_STATUSES.includes(a.status)) break;
-        await new Promise((r) => setTimeout(r, 1000));
+        if (ended && !latest) break;
       }
       await out.write('end', { attemptId: id });
     } finally {
+      out.signal.removeEventListener('abort', onAbort);
+      unwatch();
       out.end();
     }
   });

@@ -164,8 +164,25 @@ export const attemptRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPoo
         );
         return Number(rows[0]?.n ?? 0) === 0;
       };
+      const checked = new Set<string>();
       return sendNdjson(request, reply, async function* (signal) {
-        for await (const rows of streamLogRows(deps.db, { processes, finished, follow: follow === true, levels: levelsFrom(level as LogLevel | undefined), signal })) yield rows.map(logLine);
+        const stream = streamLogRows(deps.db, {
+          processes,
+          finished,
+          follow: follow === true,
+          feed: deps.logs,
+          topics: [attemptId ? `attempt:${attemptId}` : `task:${taskId}`],
+          // a process of an attempt not seen yet may be this task's: re-read the list (once per attempt)
+          discover: (note) => {
+            if (attemptId) return note.attemptId === attemptId;
+            if (checked.has(note.attemptId)) return false;
+            checked.add(note.attemptId);
+            return true;
+          },
+          levels: levelsFrom(level as LogLevel | undefined),
+          signal,
+        });
+        for await (const rows of stream) yield rows.map(logLine);
       });
     },
   );
@@ -275,6 +292,9 @@ export const attemptRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPoo
             return !cur || TERMINAL_ATTEMPT_STATUSES.includes(cur.status);
           },
           follow: follow === true,
+          feed: deps.logs,
+          topics: [`attempt:${a.id}`],
+          discover: (note) => note.attemptId === a.id,
           levels: levelsFrom(level as LogLevel | undefined),
           since: since ? new Date(since) : undefined,
           signal,

@@ -2,6 +2,7 @@
 import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../../lib/config';
 import type { EventListener } from '../../lib/events/listener';
+import type { LogFeed } from '../../lib/events/logFeed';
 import type { ResolvedKeys } from '../../lib/keys';
 import type { Logger } from '../../lib/logger';
 import type { Metrics } from '../../lib/metrics';
@@ -21,9 +22,10 @@ export interface TaskServiceDeps {
   dependencies?: DependencyState;
 }
 
-/** Deps plus what buildTaskApp creates per app: the event listener (streams) and the metrics registry. */
+/** Deps plus what buildTaskApp creates per app: the event listener and log feed (streams) and the metrics registry. */
 export interface TaskAppDeps extends TaskServiceDeps {
   events: EventListener;
+  logs: LogFeed;
   metrics: Metrics;
 }
 

@@ -57,7 +57,10 @@ export const processRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
           processes: async () => [p.id],
           finished: async () => (await getProcess(deps.db, p.id))?.status !== 'running',
           follow: request.query.follow === true,
+          feed: deps.logs,
+          topics: [`process:${p.id}`],
           tail: request.query.tail,
+          after: request.query.after !== undefined ? { [p.id]: request.query.after } : undefined,
           signal,
         }))
           yield rows.map(logLine);

@@ -2,6 +2,7 @@
  * Reads an attempt's diff from git: the worktree against the base commit (so uncommitted edits of a running agent
  * show too, untracked files as added), or base..branch in the repository once the worktree is gone.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { git } from '../git';
@@ -36,6 +37,34 @@ export async function readAttemptDiff(src: DiffSource, file?: string): Promise<s
     return r.code === 0 ? r.stdout : '';
   }
   return '';
+}
+
+/**
+ * A cheap fingerprint of what `readAttemptDiff(src)` would return: HEAD, `git status` (untracked files included)
+ * and the size and mtime of every file it lists; or the branch's commit once the worktree is gone. Equal
+ * fingerprints mean an unchanged diff, so live diff streams read the diff only when this changes.
+ */
+export async function diffFingerprint(src: DiffSource): Promise<string> {
+  const h = crypto.createHash('sha1').update(`${src.baseCommit}\0`);
+  if (src.worktreePath && fs.existsSync(src.worktreePath)) {
+    const [head, status] = await Promise.all([
+      git(src.worktreePath, ['rev-parse', 'HEAD']),
+      git(src.worktreePath, ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--no-renames']),
+    ]);
+    h.update(`worktree\0${head.stdout}\0${status.stdout}\0`);
+    for (const entry of status.stdout.split('\0').filter(Boolean)) {
+      try {
+        const st = fs.statSync(path.join(src.worktreePath, entry.slice(3)));
+        h.update(`${st.size}:${st.mtimeMs}\0`);
+      } catch {
+        h.update('gone\0');
+      }
+    }
+  } else if (src.repoPath && src.branch) {
+    const ref = await git(src.repoPath, ['rev-parse', '--verify', '--quiet', `refs/heads/${src.branch}`]);
+    h.update(`branch\0${ref.stdout}`);
+  }
+  return h.digest('hex');
 }
 
 /** A `file` query value as a worktree-relative path, or null when it would leave the worktree. */

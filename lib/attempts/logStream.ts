@@ -1,9 +1,11 @@
 /**
- * Reading log rows for the HTTP/WS/SSE streams: a snapshot, then (follow) polling by per-process seq until the
- * owner is finished. Polling by seq works the same on every API replica and resumes exactly (Last-Event-ID).
+ * Reading log rows for the HTTP/WS/SSE streams: a snapshot, then (follow) the rows the log feed announces
+ * (lib/events/logFeed.ts: NOTIFY-driven, one reader per API process), by per-process seq until the owner is
+ * finished. Cursors are seqs, so a stream resumes exactly on any replica (Last-Event-ID, `after`).
  */
 import type { Queryable } from '../db/pool';
 import { readLogs, type LogLevel, type LogRow } from '../db/processes';
+import type { LogFeed, LogNote } from '../events/logFeed';
 
 const ORDER: LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
@@ -29,11 +31,16 @@ export function logLine(r: LogRow): LogLine {
 }
 
 export interface LogStreamOptions {
-  /** the processes to read (re-evaluated on each poll: follow-ups add processes) */
+  /** the processes to read (re-evaluated at the start and whenever the feed says they may have changed: follow-ups add processes) */
   processes(): Promise<string[]>;
   /** true once no more lines can come */
   finished(): Promise<boolean>;
   follow: boolean;
+  /** with follow: this API process's log feed, and the event topics that may end the stream or add processes */
+  feed?: LogFeed;
+  topics?: string[];
+  /** with follow: a log notification of a process not read yet that may belong to this stream */
+  discover?: (note: LogNote) => boolean;
   levels?: LogLevel[];
   since?: Date;
   /** only for one process: the last n lines first */
@@ -41,34 +48,52 @@ export interface LogStreamOptions {
   /** resume: seqs already delivered per process */
   after?: Record<string, number>;
   signal?: AbortSignal;
-  pollMs?: number;
 }
 
+/**
+ * The log rows of `processes()`, in batches ordered by time. Without follow: what is stored now. With follow: then
+ * every new row as the feed announces it (no polling), until `finished()` and everything stored has been read.
+ */
 export async function* streamLogRows(db: Queryable, o: LogStreamOptions): AsyncGenerator<LogRow[]> {
   const last: Record<string, number> = { ...(o.after ?? {}) };
-  let first = true;
-  for (;;) {
-    if (o.signal?.aborted) return;
-    const finishedBefore = o.follow ? await o.finished() : true;
-    const ids = await o.processes();
+  if (!o.follow) {
     const batch: LogRow[] = [];
-    for (const id of ids) {
-      const rows = await readLogs(db, {
-        processIds: [id],
-        afterSeq: last[id],
-        since: o.since,
-        levels: o.levels,
-        tail: first && o.tail !== undefined && last[id] === undefined ? o.tail : undefined,
-      });
-      const top = rows.at(-1);
-      if (top) last[id] = top.seq;
-      batch.push(...rows);
+    for (const id of await o.processes()) {
+      batch.push(...(await readLogs(db, { processIds: [id], afterSeq: last[id], since: o.since, levels: o.levels, tail: o.tail !== undefined && last[id] === undefined ? o.tail : undefined })));
     }
-    first = false;
-    batch.sort((a, b) => a.ts.getTime() - b.ts.getTime() || a.seq - b.seq);
+    batch.sort(byTime);
     if (batch.length) yield batch;
-    if (finishedBefore && batch.length === 0) return;
-    if (!o.follow) return;
-    if (!batch.length) await new Promise((r) => setTimeout(r, o.pollMs ?? 250));
+    return;
+  }
+  if (!o.feed) throw new Error('streamLogRows: follow needs the log feed');
+  const follower = o.feed.follow({ topics: o.topics ?? [], discover: o.discover });
+  try {
+    let ids: string[] = [];
+    let rescan = true;
+    for (;;) {
+      if (o.signal?.aborted) return;
+      let finishedBefore = false;
+      if (rescan) {
+        // in this order: lines written before the owner finished are all stored once it has
+        finishedBefore = await o.finished();
+        ids = await o.processes();
+        follower.track(ids);
+      }
+      const batch: LogRow[] = [];
+      for (const id of ids) {
+        const { rows, upTo } = await follower.rowsAfter(id, last[id], { levels: o.levels, since: o.since, tail: o.tail, fresh: finishedBefore });
+        if (upTo !== undefined) last[id] = upTo;
+        batch.push(...rows);
+      }
+      batch.sort(byTime);
+      if (batch.length) yield batch;
+      if (finishedBefore && batch.length === 0) return;
+      // more may be stored right behind a full read; otherwise wait for the feed
+      rescan = batch.length || finishedBefore ? finishedBefore : await follower.next(o.signal);
+    }
+  } finally {
+    follower.close();
   }
 }
+
+const byTime = (a: LogRow, b: LogRow) => a.ts.getTime() - b.ts.getTime() || a.seq - b.seq;

@@ -54,6 +54,15 @@ test('diff (all formats, one file) and container status through the host equal t
   expect(container.status).toBe('inactive');
   expect(container.diskUsage.used).toBeGreaterThan(0);
 
+  // the live diff stream reads through the host too (a fingerprint, then the diff): the same files as in place
+  const base = await stack.app('task').listen({ port: 0, host: '127.0.0.1' });
+  const sse = await (await fetch(`${base}/api/events/task-attempts/${attemptId}/diff`)).text();
+  const diffEvent = sse.split('\n\n').find((b) => b.includes('event: diff'));
+  const data = JSON.parse(diffEvent?.split('\n').find((l) => l.startsWith('data: '))?.slice(6) ?? 'null');
+  expect(data.files).toEqual((await local(`/api/attempts/${attemptId}/diff?format=json`)).files);
+  expect(sse).toContain('event: end');
+  expect((await h.inject('GET', '/metrics')).body).toMatch(/armada_live_diff_reads_total\{kind="fingerprint"\} [1-9]/);
+
   await stack.workers?.stop();
   const t0 = Date.now();
   const down = await h.inject('GET', `/api/attempts/${attemptId}/diff`);
@@ -64,7 +73,6 @@ test('diff (all formats, one file) and container status through the host equal t
   // the replica that sees the worktree still answers
   expect((await local(`/api/attempts/${attemptId}/diff?format=unified`)).diff).toBe(unified.diff);
   // the live diff stream says the host is unavailable (and keeps trying) instead of failing
-  const base = await stack.app('task').listen({ host: '127.0.0.1', port: 0 });
   const ac = new AbortController();
   const res = await fetch(`${base}/api/events/task-attempts/${attemptId}/diff`, { signal: ac.signal });
   expect(res.status).toBe(200);

@@ -1,5 +1,6 @@
 /** The piscina pool: large diffs and bulk log normalisation run on worker threads with the same results as inline. */
 import { createCpuPool } from '../../lib/attempts/cpuPool';
+import { diffEventBody } from '../../lib/attempts/diffEvent';
 import { parseUnifiedDiff } from '../../lib/attempts/diffParse';
 
 const bigDiff = (files: number, lines: number) =>
@@ -30,6 +31,23 @@ test('a diff over the inline limit is parsed on a pool thread; the event loop ke
       ['info', 'hi', 'assistant'],
       ['error', 'Error: x', 'stderr'],
     ]);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('a live diff event of a large diff is built on the warm pool, equal to the inline one', async () => {
+  const pool = createCpuPool({ maxThreads: 1 });
+  try {
+    await pool.ready();
+    const text = bigDiff(100, 1000);
+    const onPool = await pool.diffEvent(text);
+    expect(pool.offloaded()).toBe(1);
+    const inline = diffEventBody(text);
+    expect(onPool).toEqual(inline);
+    expect(onPool.summary).toEqual({ filesChanged: 100, additions: 100_000, deletions: 0 });
+    expect(JSON.parse(onPool.filesJson)[0].changes[0]).toEqual({ type: 'add', lineNumber: 1, content: 'line 0' });
+    expect(onPool.hash).toMatch(/^[0-9a-f]{16}$/);
   } finally {
     await pool.close();
   }

@@ -1,0 +1,288 @@
+/**
+ * Live-log benchmark (issue 17 item 4), one run on a local PostgreSQL and Temporal dev server (`armada infra`), with
+ * `armada api --service task` and `armada worker` as their own processes so their CPU and RSS are measured apart:
+ *  - A agents (bench/chattyAgent.js) each print R lines/s for S s, every line carrying its emit time;
+ *  - F WebSocket followers (/ws/execution-processes/:id/logs/normalized), spread round-robin over the agents;
+ *  - emit → follower latency p50/p99/max, lines lost and out of order (both must be 0), per follower;
+ *  - lines stored/s, and a raw multi-row INSERT of the same lines into a trigger-free copy of process_logs in the
+ *    same run (lines/s and the ratio);
+ *  - CPU (seconds and % of one core over the emitting window) and peak RSS of the API and the worker.
+ * Run: `npx tsx bench/logs.ts [--agents 50] [--rate 200] [--seconds 30] [--followers 100]`; the issue table's
+ * smaller figure: `--agents 10 --followers 10`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { parseArgs } from 'node:util';
+import { Client } from 'pg';
+import WebSocket from 'ws';
+
+const { values: flags } = parseArgs({
+  options: {
+    agents: { type: 'string', default: '50' },
+    rate: { type: 'string', default: '200' },
+    seconds: { type: 'string', default: '30' },
+    followers: { type: 'string', default: '100' },
+  },
+});
+const AGENTS = Number(flags.agents);
+const RATE = Number(flags.rate);
+const SECONDS = Number(flags.seconds);
+const FOLLOWERS = Number(flags.followers);
+const PER_AGENT = RATE * SECONDS;
+const ARMADA = path.join(__dirname, '..', 'bin', 'armada');
+
+/** Spawns `bin/armada <args>` and resolves with the parsed JSON line whose event is `event`. */
+function armada(args: string[], event: string, env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; ready: Record<string, unknown> }> {
+  const child = spawn(process.execPath, [ARMADA, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ARMADA_LOG_LEVEL: 'warn', ARMADA_LOG_FORMAT: 'json', ...env } });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (c) => reject(new Error(`armada ${args[0]} exited ${c}`)));
+    readline.createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
+      try {
+        const m = JSON.parse(l) as Record<string, unknown>;
+        if (m.event === event) resolve({ child, ready: m });
+      } catch {
+        /* a log line */
+      }
+    });
+  });
+}
+
+/** CPU seconds (user + system) and peak RSS (MiB) of a pid, from /proc. */
+function usage(pid: number): { cpu: number; hwmMiB: number } {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  const hwm = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return { cpu: ticks / 100, hwmMiB: Number(hwm?.[1] ?? 0) / 1024 };
+}
+
+const pct = (xs: number[], p: number) => (xs.length ? (xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] as number) : Number.NaN);
+
+interface Follower {
+  processId: string;
+  latencies: number[];
+  received: number;
+  distinct: number;
+  lost: number;
+  reordered: number;
+  duplicates: number;
+  done: Promise<void>;
+}
+
+/** One WebSocket follower of a process's normalized log, retried while the process row does not exist yet. */
+function follow(base: string, processId: string): Follower {
+  const f: Follower = { processId, latencies: [], received: 0, distinct: 0, lost: 0, reordered: 0, duplicates: 0, done: Promise.resolve() };
+  const seen = new Set<number>();
+  let last = 0;
+  f.done = (async () => {
+    for (let tries = 0; ; tries++) {
+      const closed = await new Promise<{ code: number }>((resolve, reject) => {
+        const ws = new WebSocket(`${base.replace('http', 'ws')}/ws/execution-processes/${processId}/logs/normalized`);
+        ws.on('message', (d) => {
+          const now = performance.timeOrigin + performance.now();
+          const m = JSON.parse(String(d)) as { message?: string };
+          const hit = /^chatty (\d+) ([\d.]+)$/.exec(m.message ?? '');
+          if (!hit) return;
+          const n = Number(hit[1]);
+          f.latencies.push(now - Number(hit[2]));
+          if (seen.has(n)) f.duplicates++;
+          else {
+            seen.add(n);
+            f.distinct++;
+          }
+          if (n <= last) f.reordered++;
+          last = Math.max(last, n);
+          f.received++;
+        });
+        ws.on('close', (code) => resolve({ code }));
+        ws.on('error', reject);
+      });
+      if (closed.code !== 4404 || tries > 200) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    f.lost = PER_AGENT - seen.size;
+  })();
+  return f;
+}
+
+async function rawInsertRate(db: Client, processIds: string[]): Promise<{ lines: number; perSecond: number }> {
+  await db.query('CREATE TABLE bench_raw_logs (LIKE process_logs INCLUDING DEFAULTS INCLUDING INDEXES)');
+  const { rows } = await db.query<{ process_id: string; seq: number; attempt_id: string; level: string; message: string; source: string; raw: string; metadata: unknown; ts: Date }>(
+    'SELECT * FROM process_logs WHERE process_id = ANY($1::text[]) ORDER BY process_id, seq',
+    [processIds],
+  );
+  const BATCH = 500;
+  const t0 = performance.now();
+  for (let i = 0; i < rows.length; i += BATCH) {
+    const chunk = rows.slice(i, i + BATCH);
+    const values: unknown[] = [];
+    const tuples = chunk.map((r) => {
+      const b = values.length;
+      values.push(r.process_id, r.seq, r.attempt_id, r.level, r.message, r.source, r.raw, r.metadata, r.ts);
+      return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}, $${b + 8}, $${b + 9})`;
+    });
+    await db.query(`INSERT INTO bench_raw_logs (process_id, seq, attempt_id, level, message, source, raw, metadata, ts) VALUES ${tuples.join(', ')}`, values);
+  }
+  const s = (performance.now() - t0) / 1000;
+  return { lines: rows.length, perSecond: rows.length / s };
+}
+
+async function main() {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-bench-logs-'));
+  const bundle = path.join(home, 'bundle.js');
+  const infra = await armada(['infra', '--home', home, '--pg-port', String(await freePort()), '--temporal-port', String(await freePort()), '--bundle', bundle], 'ready', {
+    DATABASE_URL: '',
+    TEMPORAL_ADDRESS: '',
+  });
+  const databaseUrl = infra.ready.databaseUrl as string;
+  const temporalAddress = infra.ready.temporalAddress as string;
+  const children: ChildProcess[] = [infra.child];
+  try {
+    const configPath = path.join(home, 'config.json');
+    fs.writeFileSync(
+      configPath,
+      JSON.stringify({
+        agents: { chatty: { command: [process.execPath, path.join(__dirname, 'chattyAgent.js')], format: 'text', env: { CHATTY_RATE: String(RATE), CHATTY_SECONDS: String(SECONDS) } } },
+      }),
+    );
+    const env = {
+      ARMADA_HOME: home,
+      ARMADA_CONFIG: configPath,
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: temporalAddress,
+      ARMADA_TASK_QUEUE: 'bench-logs',
+      ARMADA_WORKFLOW_BUNDLE: bundle,
+      ARMADA_TASK_PORT: String(await freePort()),
+    };
+    const worker = await armada(['worker', '--concurrency', String(Math.max(20, AGENTS * 2)), '--max-agents', String(AGENTS)], 'worker-started', env);
+    children.push(worker.child);
+    const api = await armada(['api', '--service', 'task'], 'listening', env);
+    children.push(api.child);
+    const base = `http://127.0.0.1:${env.ARMADA_TASK_PORT}`;
+    const post = async (url: string, body: unknown) => {
+      const r = await fetch(`${base}${url}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const j = (await r.json()) as { data: Record<string, string> };
+      if (!r.ok) throw new Error(`${url}: ${r.status} ${JSON.stringify(j)}`);
+      return j.data;
+    };
+    const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-bench-repo-'));
+    const { execFileSync } = await import('node:child_process');
+    const g = (...a: string[]) => execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@example.com', ...a], { cwd: repo, stdio: 'ignore' });
+    g('init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(repo, 'README.md'), '# bench\n');
+    g('add', '-A');
+    g('commit', '-qm', 'init');
+    const projectId = (await post('/api/projects', { name: 'bench-logs', repository: { url: repo } })).id as string;
+
+    const apiPid = api.child.pid as number;
+    const workerPid = worker.child.pid as number;
+    const before = { api: usage(apiPid), worker: usage(workerPid) };
+    const t0 = Date.now();
+    const processIds: string[] = [];
+    const followers: Follower[] = [];
+    for (let i = 0; i < AGENTS; i++) {
+      const taskId = (await post('/api/tasks', { projectId, title: `chatty ${i}` })).id as string;
+      processIds.push((await post(`/api/tasks/${taskId}/start`, { llm: 'chatty' })).processId as string);
+    }
+    for (let i = 0; i < FOLLOWERS; i++) followers.push(follow(base, processIds[i % processIds.length] as string));
+    let finished = 0;
+    for (const f of followers) void f.done.then(() => finished++);
+    const progressDb = new Client({ connectionString: databaseUrl });
+    await progressDb.connect();
+    const progress = setInterval(() => {
+      void progressDb
+        .query<{ status: string; n: string }>('SELECT status, count(*) AS n FROM processes WHERE id = ANY($1::text[]) GROUP BY status', [processIds])
+        .then(({ rows }) => {
+          const received = followers.reduce((a, f) => a + f.received, 0);
+          process.stderr.write(`${Math.round((Date.now() - t0) / 1000)} s: ${received} lines at followers, ${finished}/${FOLLOWERS} followers done, processes ${rows.map((r) => `${r.status} ${r.n}`).join(', ')}\n`);
+        })
+        .catch(() => undefined);
+    }, 15_000);
+    const timedOut = await Promise.race([
+      Promise.all(followers.map((f) => f.done)).then(() => false),
+      new Promise<boolean>((r) => setTimeout(() => r(true), (SECONDS + 300) * 1000).unref()),
+    ]);
+    clearInterval(progress);
+    await progressDb.end();
+    // a follower still open when the run gives up counts what it has not received as lost
+    if (timedOut) for (const f of followers) f.lost = PER_AGENT - f.distinct;
+    const wall = (Date.now() - t0) / 1000;
+    const after = { api: usage(apiPid), worker: usage(workerPid) };
+
+    const db = new Client({ connectionString: databaseUrl });
+    await db.connect();
+    const { rows: stored } = await db.query<{ n: string; first: Date; last: Date }>(
+      `SELECT count(*) AS n, min(ts) AS first, max(ts) AS last FROM process_logs WHERE process_id = ANY($1::text[]) AND message LIKE 'chatty %'`,
+      [processIds],
+    );
+    const s = stored[0] as { n: string; first: Date; last: Date };
+    const storedLines = Number(s.n);
+    const storedPerSecond = storedLines / Math.max(0.001, (s.last.getTime() - s.first.getTime()) / 1000);
+    // the row's ts is when the worker parsed the line: emit → worker is the share before the database and the API
+    const { rows: sample } = await db.query<{ message: string; ts: Date }>(
+      `SELECT message, ts FROM process_logs WHERE process_id = ANY($1::text[]) AND message LIKE 'chatty %'`,
+      [processIds],
+    );
+    const toWorker = sample.map((r) => r.ts.getTime() - Number(r.message.split(' ')[2])).sort((a, b) => a - b);
+    const raw = await rawInsertRate(db, processIds);
+    await db.end();
+
+    const lat = followers.flatMap((f) => f.latencies).sort((a, b) => a - b);
+    const sum = (k: 'lost' | 'reordered' | 'duplicates' | 'received') => followers.reduce((a, f) => a + f[k], 0);
+    const cpu = (k: 'api' | 'worker') => after[k].cpu - before[k].cpu;
+    const result = {
+      agents: AGENTS,
+      linesPerSecondPerAgent: RATE,
+      seconds: SECONDS,
+      followers: FOLLOWERS,
+      machine: { cores: os.cpus().length, loadavg1m: os.loadavg()[0] },
+      timedOut,
+      linesEmitted: AGENTS * PER_AGENT,
+      linesStored: storedLines,
+      storedPerSecond: Math.round(storedPerSecond),
+      rawInsertPerSecond: Math.round(raw.perSecond),
+      storedOverRaw: Number((storedPerSecond / raw.perSecond).toFixed(3)),
+      followerLines: sum('received'),
+      latencyMs: { p50: Number(pct(lat, 50).toFixed(1)), p99: Number(pct(lat, 99).toFixed(1)), max: Number((lat.at(-1) ?? Number.NaN).toFixed(1)) },
+      emitToWorkerMs: { p50: Math.round(pct(toWorker, 50)), p99: Math.round(pct(toWorker, 99)) },
+      lost: sum('lost'),
+      reordered: sum('reordered'),
+      duplicates: sum('duplicates'),
+      wallSeconds: Number(wall.toFixed(1)),
+      api: { cpuSeconds: Number(cpu('api').toFixed(1)), cpuPercentOfOneCore: Math.round((cpu('api') / wall) * 100), peakRssMiB: Math.round(after.api.hwmMiB) },
+      worker: { cpuSeconds: Number(cpu('worker').toFixed(1)), cpuPercentOfOneCore: Math.round((cpu('worker') / wall) * 100), peakRssMiB: Math.round(after.worker.hwmMiB) },
+    };
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    process.stdout.write(
+      `\n${AGENTS} agents × ${RATE} lines/s × ${SECONDS} s, ${FOLLOWERS} WebSocket followers: emit → follower p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms; ` +
+        `lost ${result.lost}, out of order ${result.reordered}, duplicates ${result.duplicates}; stored ${result.storedPerSecond} lines/s vs raw INSERT ${result.rawInsertPerSecond} lines/s (${result.storedOverRaw})\n`,
+    );
+  } finally {
+    for (const c of children.reverse()) {
+      c.kill('SIGTERM');
+      await new Promise((r) => (c.exitCode !== null ? r(undefined) : c.once('exit', r)));
+    }
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+}
+
+async function freePort(): Promise<number> {
+  const net = await import('node:net');
+  return new Promise((r) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => r(p));
+    });
+  });
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`${err?.stack ?? err}\n`);
+    process.exit(1);
+  },
+);

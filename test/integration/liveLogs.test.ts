@@ -1,0 +1,279 @@
+/**
+ * Issue 17 item 2: push-based live logs. Writers batch lines into multi-row inserts that NOTIFY their high-water
+ * mark; one feed per API process fans them out. Every follower gets every line once, in order: with concurrent
+ * writers, on two API replicas, when resuming (Last-Event-ID, `after`) and across an API restart; idle followers
+ * cost the database nothing. Item 3's row: live diffs are read once per worktree change, shared by all viewers.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import WebSocket from 'ws';
+import { buildService } from '../../api/services';
+import { createLogSink } from '../../lib/attempts/logSink';
+import { recordAttemptFinished, recordProcessEnded } from '../../lib/attempts/projections';
+import { getAttempt, insertAttempt } from '../../lib/db/attempts';
+import { withTransaction } from '../../lib/db/pool';
+import { insertProcess, type LogEntry } from '../../lib/db/processes';
+import { createMetrics } from '../../lib/metrics';
+import { agentConfig, api } from '../support/attemptHelpers';
+import { eventually, logger, startTestStack, type TestStack } from '../support/harness';
+
+let stack: TestStack;
+let h: ReturnType<typeof api>;
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: ['task'], worker: true, file: agentConfig() });
+  h = api(stack);
+}, 120_000);
+afterAll(async () => {
+  await stack?.close();
+});
+
+/** Another task-service app on the same database and Temporal: a replica, or the restarted API. */
+const replica = () => buildService('task', { db: stack.db, config: stack.config, keys: stack.keys, temporal: stack.temporal, logger, metrics: createMetrics() });
+
+interface Followed {
+  messages: { seq: number; message: string }[];
+  closed: Promise<number>;
+  ws: WebSocket;
+}
+
+/** A WebSocket follower of a process's normalized log; retried while the process row does not exist yet. */
+async function followSocket(base: string, processId: string, after?: number): Promise<Followed> {
+  for (let i = 0; ; i++) {
+    const f = await new Promise<Followed>((resolve, reject) => {
+      const ws = new WebSocket(`${base.replace('http', 'ws')}/ws/execution-processes/${processId}/logs/normalized${after !== undefined ? `?after=${after}` : ''}`);
+      const messages: Followed['messages'] = [];
+      const closed = new Promise<number>((r) => ws.on('close', (code) => r(code)));
+      ws.on('message', (d) => {
+        const m = JSON.parse(String(d)) as { seq?: number; message?: string };
+        if (typeof m.seq === 'number') messages.push({ seq: m.seq, message: m.message as string });
+      });
+      ws.on('open', () => resolve({ ws, messages, closed }));
+      ws.on('error', reject);
+    });
+    if (i > 50 || (await Promise.race([f.closed, new Promise((r) => setTimeout(() => r('open'), 200))])) !== 4404) return f;
+  }
+}
+
+/** Reads an SSE log stream; `stopAfter` disconnects after that many log events. */
+function readSse(base: string, path: string, headers: Record<string, string> = {}, stopAfter?: number): Promise<{ id: number; message: string }[]> {
+  return new Promise((resolve, reject) => {
+    const got: { id: number; message: string }[] = [];
+    const req = http.get(`${base}${path}`, { headers }, (res) => {
+      let buf = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => {
+        buf += d;
+        let i = buf.indexOf('\n\n');
+        while (i >= 0) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          i = buf.indexOf('\n\n');
+          const f = Object.fromEntries(block.split('\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]));
+          if (f.event !== 'log') continue;
+          got.push({ id: Number(f.id), message: (JSON.parse(f.data as string) as { message: string }).message });
+          if (stopAfter !== undefined && got.length >= stopAfter) {
+            req.destroy();
+            return resolve(got);
+          }
+        }
+      });
+      res.on('end', () => resolve(got));
+    });
+    req.on('error', (err) => (stopAfter !== undefined && got.length >= stopAfter ? resolve(got) : reject(err)));
+  });
+}
+
+/** The NDJSON body of a follow=true request, to its end. */
+const readNdjson = (base: string, path: string) =>
+  new Promise<{ processId: string; seq: number; message: string }[]>((resolve, reject) => {
+    http
+      .get(`${base}${path}`, (res) => {
+        let buf = '';
+        res.on('data', (d) => (buf += d));
+        res.on('end', () => resolve(buf.split('\n').filter(Boolean).map((l) => JSON.parse(l))));
+      })
+      .on('error', reject);
+  });
+
+const seqs = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+
+describe('live logs', () => {
+  test('a log followed over WebSocket across an API restart: every line once, in order', async () => {
+    const first = stack.app('task');
+    const base = await first.listen({ port: 0, host: '127.0.0.1' });
+    const port = Number(new URL(base).port);
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'CHATTY:600');
+    const { attemptId, processId } = await h.start(taskId);
+
+    const before = await followSocket(base, processId);
+    await eventually(async () => before.messages.length >= 100, 30_000, 20);
+    // the API goes away mid-stream, while the agent keeps writing
+    await first.close();
+    await before.closed;
+    const restarted: FastifyInstance = await replica();
+    stack.apps.task = restarted;
+    await restarted.listen({ port, host: '127.0.0.1' });
+    const lastSeq = before.messages.at(-1)?.seq as number;
+    const after = await followSocket(base, processId, lastSeq);
+    expect(await after.closed).toBe(1000); // closed by the server: the process finished
+    await h.until(attemptId, ['completed']);
+
+    const all = [...before.messages, ...after.messages];
+    const { rows } = await stack.db.query<{ seq: number; message: string }>('SELECT seq, message FROM process_logs WHERE process_id = $1 ORDER BY seq', [processId]);
+    expect(rows.length).toBeGreaterThan(600);
+    expect(all.map((m) => m.seq)).toEqual(rows.map((r) => r.seq)); // every stored line once, in order
+    expect(all.map((m) => m.message).filter((m) => m.startsWith('line '))).toEqual(seqs(600).map((i) => `line ${i}`));
+    expect(before.messages.length).toBeLessThan(600); // the restart really fell in the middle
+  }, 120_000);
+
+  test('concurrent writers, two API replicas, SSE Last-Event-ID, WS and NDJSON `after`: each follower gets every line once, in order', async () => {
+    const replicaA = stack.app('task');
+    const baseA = replicaA.server.listening ? `http://127.0.0.1:${(replicaA.server.address() as { port: number }).port}` : await replicaA.listen({ port: 0, host: '127.0.0.1' });
+    const replicaB = await replica();
+    const baseB = await replicaB.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const p = await h.project();
+      const taskId = await h.task(p.id, 'concurrent writers');
+      const attemptId = 'att-live-logs-1';
+      await insertAttempt(stack.db, { id: attemptId, taskId, llm: 'scripted', model: null, status: 'running', branchPrefix: 'armada', baseBranch: 'main', options: {}, description: '' });
+      const WRITERS = 4;
+      const LINES = 1500;
+      const ids = Array.from({ length: WRITERS }, (_, i) => `proc-live-${i}`);
+      // the attempt's NDJSON follower starts before any process exists: it finds them as they appear
+      const attemptFollow = readNdjson(baseB, `/api/attempts/${attemptId}/logs?follow=true`);
+      for (const id of ids) await insertProcess(stack.db, { id, attemptId, taskId, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
+      const sockets = await Promise.all(ids.flatMap((id) => [followSocket(baseA, id), followSocket(baseB, id)]));
+      const sseFull = readSse(baseA, `/api/events/processes/${ids[0]}/logs`);
+      const ssePart = readSse(baseB, `/api/events/processes/${ids[1]}/logs`, {}, 300);
+
+      // four writers at once, each through its own sink (multi-row inserts, 50 ms or 500 lines)
+      await Promise.all(
+        ids.map(async (id) => {
+          const queue: LogEntry[] = [];
+          const sink = createLogSink({ db: stack.db, processId: id, attemptId, queue, logger });
+          for (let i = 1; i <= LINES; i++) {
+            queue.push({ level: 'info', message: `${id} line ${i}`, timestamp: new Date().toISOString(), source: 'stdout' });
+            sink.poke();
+            if (i % 50 === 0) await new Promise((r) => setTimeout(r, 5));
+          }
+          await sink.flush();
+          sink.close();
+        }),
+      );
+      const partial = await ssePart;
+      expect(partial.map((e) => e.id)).toEqual(seqs(300));
+      for (const id of ids) await withTransaction(stack.db, (c) => recordProcessEnded(c, id, 'completed', 0, null));
+      await recordAttemptFinished(stack.db, attemptId, 'completed', null, '');
+
+      for (const [i, s] of sockets.entries()) {
+        const id = ids[Math.floor(i / 2)] as string;
+        expect(await s.closed).toBe(1000);
+        expect(s.messages.map((m) => m.seq)).toEqual(seqs(LINES));
+        expect(s.messages.map((m) => m.message)).toEqual(seqs(LINES).map((n) => `${id} line ${n}`));
+      }
+      expect((await sseFull).map((e) => e.id)).toEqual(seqs(LINES));
+      // resumes: SSE with Last-Event-ID on the other replica, WS and NDJSON with `after`
+      const resumed = await readSse(baseA, `/api/events/processes/${ids[1]}/logs`, { 'last-event-id': '300' });
+      expect(resumed.map((e) => e.id)).toEqual(seqs(LINES).slice(300));
+      const ws = await followSocket(baseB, ids[2] as string, 1234);
+      await ws.closed;
+      expect(ws.messages.map((m) => m.seq)).toEqual(seqs(LINES).slice(1234));
+      const nd = await readNdjson(baseA, `/api/processes/${ids[3]}/logs?follow=true&after=1499`);
+      expect(nd.map((l) => l.seq)).toEqual([1500]);
+      const byProcess = new Map<string, number[]>();
+      for (const l of await attemptFollow) byProcess.set(l.processId, [...(byProcess.get(l.processId) ?? []), l.seq]);
+      expect([...byProcess.keys()].sort()).toEqual(ids);
+      for (const id of ids) expect(byProcess.get(id)).toEqual(seqs(LINES));
+    } finally {
+      await replicaB.close();
+    }
+  }, 120_000);
+
+  test('idle followers do not query the logs: 20 sockets on a quiet process cost no process_logs reads', async () => {
+    const base = stack.app('task').server.listening
+      ? `http://127.0.0.1:${(stack.app('task').server.address() as { port: number }).port}`
+      : await stack.app('task').listen({ port: 0, host: '127.0.0.1' });
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'quiet');
+    const attemptId = 'att-live-logs-quiet';
+    await insertAttempt(stack.db, { id: attemptId, taskId, llm: 'scripted', model: null, status: 'running', branchPrefix: 'armada', baseBranch: 'main', options: {}, description: '' });
+    await insertProcess(stack.db, { id: 'proc-quiet', attemptId, taskId, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
+    const sockets = await Promise.all(Array.from({ length: 20 }, () => followSocket(base, 'proc-quiet')));
+    await new Promise((r) => setTimeout(r, 500)); // each has done its first read
+    const original = stack.db.query.bind(stack.db);
+    let reads = 0;
+    (stack.db as { query: unknown }).query = (...args: unknown[]) => {
+      if (typeof args[0] === 'string' && args[0].includes('process_logs')) reads++;
+      return (original as (...a: unknown[]) => unknown)(...args);
+    };
+    try {
+      await new Promise((r) => setTimeout(r, 2000));
+    } finally {
+      (stack.db as { query: unknown }).query = original;
+    }
+    // polling every 250 ms, 20 followers made ~160 reads here; the feed makes at most its shared safety check
+    expect(reads).toBeLessThanOrEqual(1);
+    for (const s of sockets) s.ws.close();
+  }, 60_000);
+
+  test('live diff: viewers of one attempt share one reader, which reads the diff only when the worktree changes', async () => {
+    const app = stack.app('task');
+    const base = app.server.listening ? `http://127.0.0.1:${(app.server.address() as { port: number }).port}` : await app.listen({ port: 0, host: '127.0.0.1' });
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'SLEEP while its diff is watched');
+    const { attemptId } = await h.start(taskId);
+    const a = await eventually(async () => {
+      const row = await getAttempt(stack.db, attemptId);
+      return row?.status === 'running' && row.worktree_path && fs.existsSync(row.worktree_path) ? row : undefined;
+    }, 30_000);
+    const file = path.join(a.worktree_path as string, 'viewed.txt');
+    fs.writeFileSync(file, 'one\n');
+    const metric = async (kind: string) => Number(new RegExp(`armada_live_diff_reads_total\\{kind="${kind}"\\} (\\d+)`).exec((await h.inject('GET', '/metrics')).body)?.[1] ?? 0);
+    const viewers = [0, 1, 2].map(() => collectSse(base, `/api/events/task-attempts/${attemptId}/diff`));
+    await eventually(async () => viewers.every((v) => v.events.length >= 1), 30_000);
+    await new Promise((r) => setTimeout(r, 2500)); // two or more looks at an unchanged worktree
+    expect(await metric('diff')).toBe(1); // one read for three viewers, none while nothing changed
+    expect(await metric('fingerprint')).toBeGreaterThanOrEqual(2);
+    for (const v of viewers) {
+      expect(v.events).toHaveLength(1);
+      expect(v.events[0]).toMatchObject({ event: 'diff', data: { attemptId, summary: { filesChanged: 1, additions: 1 } } });
+    }
+    fs.appendFileSync(file, 'two\n');
+    await eventually(async () => viewers.every((v) => v.events.length >= 2), 30_000);
+    expect(await metric('diff')).toBe(2);
+    for (const v of viewers) expect(v.events[1]).toMatchObject({ event: 'diff', data: { summary: { additions: 2 } } });
+    expect((await h.inject('POST', `/api/attempts/${attemptId}/cancel`)).statusCode).toBe(200);
+    for (const v of viewers) expect((await v.done).at(-1)).toMatchObject({ event: 'end' });
+  }, 90_000);
+});
+
+/** An SSE stream read as it arrives: the events so far, and all of them once it ends. */
+function collectSse(base: string, path: string) {
+  const events: { id?: string; event: string; data: unknown }[] = [];
+  const done = new Promise<typeof events>((resolve, reject) => {
+    http
+      .get(`${base}${path}`, (res) => {
+        let buf = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => {
+          buf += d;
+          let i = buf.indexOf('\n\n');
+          while (i >= 0) {
+            const block = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            i = buf.indexOf('\n\n');
+            if (!block.includes('event:')) continue;
+            const f = Object.fromEntries(block.split('\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]));
+            events.push({ id: f.id, event: f.event as string, data: JSON.parse(f.data as string) });
+          }
+        });
+        res.on('end', () => resolve(events));
+      })
+      .on('error', reject);
+  });
+  return { events, done };
+}
