@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { groupAlive } from '../../lib/process/processGroup';
+import { recordHistory } from '../support/attemptHelpers';
 import { startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
 
@@ -314,6 +315,7 @@ describe('scheduler workflows, schedules and executions', () => {
     for (const r of rows) {
       const history = await client.workflow.getHandle(r.temporal_workflow_id).fetchHistory();
       await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string } }, history, r.temporal_workflow_id);
+      await recordHistory(stack, r.temporal_workflow_id, `workflow-run-${r.status}-${r.trigger}`);
     }
   });
 });
