@@ -7,12 +7,13 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { invalidRequest } from '../../lib/errors';
 import { withTransaction } from '../../lib/db/pool';
 import { listScheduledWorkflows, updateWorkflowSchedule, type WorkflowRow } from '../../lib/db/schedulerWorkflows';
+import { cronZone } from '../../lib/scheduler/cron';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { createSchedule, setSchedulePaused, updateScheduleSpec } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import type { SchedulerPluginOptions } from './deps';
 import { DetailErrors, PatchScheduleBody, Schedule, ScheduleList, ScheduleParams } from './schemas';
-import { checkSchedule, mustGetWorkflow, safeNextRun, temporalClient } from './workflows';
+import { checkZone, mustGetWorkflow, safeNextRun, scheduleError, temporalClient } from './workflows';
 
 async function scheduleView(deps: DetailServiceDeps, w: WorkflowRow) {
   return {
@@ -40,8 +41,9 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
     { schema: { tags: ['schedules'], params: ScheduleParams, body: PatchScheduleBody, response: { 200: Schedule, ...DetailErrors } } },
     async (request) => {
       const w = await mustGet(request.params.workflow);
-      const { schedule, timezone, jitter } = request.body;
-      checkSchedule(schedule, timezone);
+      const { schedule, jitter } = request.body;
+      const timezone = request.body.timezone ?? (schedule !== undefined ? cronZone(schedule) : undefined);
+      checkZone(timezone);
       const cron = schedule ?? w.schedule;
       const zone = timezone ?? w.timezone;
       const jitterMs = jitter === undefined ? w.jitter_ms : jitter * 1000;
@@ -65,7 +67,7 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
             }
           } catch (err) {
             request.log.warn({ err: { message: (err as Error).message }, workflow: w.name }, 'updating a schedule failed');
-            throw invalidRequest(`Error updating schedule: ${(err as Error).message}`);
+            throw scheduleError(err, cron, 'Error updating schedule');
           }
         }
         return updated;

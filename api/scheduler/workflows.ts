@@ -13,9 +13,9 @@ import { UNIQUE_VIOLATION } from '../../lib/db/projects';
 import { failExecution, insertManualExecution } from '../../lib/db/schedulerExecutions';
 import { getSource, getSourceByName } from '../../lib/db/schedulerSources';
 import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
-import { cronError, timezoneError } from '../../lib/scheduler/cron';
+import { cronZone, timezoneError } from '../../lib/scheduler/cron';
 import { schedulerSettings } from '../../lib/scheduler/settings';
-import { WORKFLOW_RUN_TYPE, createSchedule, deleteSchedule, nextRunOf, type WorkflowRunInput } from '../../lib/scheduler/temporalSchedules';
+import { WORKFLOW_RUN_TYPE, createSchedule, deleteSchedule, nextRunOf, specRejection, type WorkflowRunInput } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import type { SchedulerPluginOptions } from './deps';
 import { CreateWorkflowBody, CreatedWorkflow, DeletedWorkflow, Detail, DetailErrors, RunResult, Workflow, WorkflowList, WorkflowParams } from './schemas';
@@ -74,10 +74,21 @@ export async function workflowView(deps: DetailServiceDeps, w: WorkflowRow & { l
   };
 }
 
-/** Checks a cron string and a zone; throws 400 with the precise reason. */
-export function checkSchedule(schedule: string | undefined, timezone: string | undefined): void {
-  const err = (schedule !== undefined ? cronError(schedule) : null) ?? (timezone !== undefined ? timezoneError(timezone) : null);
+/** Checks a zone; throws 400 with the precise reason. The cron string is Temporal's to judge (scheduleError). */
+export function checkZone(timezone: string | undefined): void {
+  const err = timezone !== undefined ? timezoneError(timezone) : null;
   if (err) throw invalidRequest(err);
+}
+
+/** The zone of a schedule: the one given, else a `CRON_TZ=` prefix's, else `fallback`. */
+export function scheduleZone(given: string | undefined, schedule: string | null | undefined, fallback: string): string {
+  return given ?? (schedule ? cronZone(schedule) : undefined) ?? fallback;
+}
+
+/** A failed create/update of a Temporal Schedule as the 400 to answer: Temporal's own reason when it rejected the spec. */
+export function scheduleError(err: unknown, cron: string, what: string): AppError {
+  const reason = specRejection(err);
+  return invalidRequest(reason !== null ? `Invalid cron expression "${cron}": ${reason}` : `${what}: ${(err as Error).message}`);
 }
 
 export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (fastify, { deps }) => {
@@ -106,8 +117,8 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
     async (request, reply) => {
       const body = request.body;
       const schedule = body.schedule ?? null;
-      const timezone = body.timezone ?? 'UTC';
-      checkSchedule(schedule ?? undefined, timezone);
+      const timezone = scheduleZone(body.timezone, schedule, 'UTC');
+      checkZone(timezone);
       const seen = new Set<string>();
       const tasks: WorkflowTask[] = [];
       for (const t of body.tasks) {
@@ -145,7 +156,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
               });
             } catch (err) {
               request.log.warn({ err: { message: (err as Error).message }, workflow: body.name }, 'creating a schedule failed');
-              throw invalidRequest(`Error creating schedule: ${(err as Error).message}`);
+              throw scheduleError(err, schedule, 'Error creating schedule');
             }
           }
           return { ...inserted, enabled };
