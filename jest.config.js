@@ -3,6 +3,8 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  // test/langflow needs a real LangFlow: only `npm run test:langflow` (scripts/langflow-test.js) runs it
+  testPathIgnorePatterns: ['/node_modules/', ...(process.env.ARMADA_LANGFLOW_TEST ? [] : ['/test/langflow/'])],
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
     // ES-module-only dependencies (cookie, used by fastify.inject; typebox) compiled to CommonJS for jest on Node 20

@@ -4,7 +4,9 @@ import { assertTaskServiceBindAllowed, ConfigError } from '../lib/config';
 import { createPool } from '../lib/db/pool';
 import { resolveKeys } from '../lib/keys';
 import { createMetrics } from '../lib/metrics';
-import { createTemporalHandle } from '../lib/temporal/client';
+import { createTemporalHandle, type TemporalHandle } from '../lib/temporal/client';
+import { requireSearchAttributes, SearchAttributesMissing } from '../lib/temporal/searchAttributeCheck';
+import type { Logger } from '../lib/logger';
 import { createDependencyState, startDependencyProbes } from '../lib/runtime/dependencies';
 import { bootstrap, untilSignal } from './runtime';
 
@@ -18,6 +20,7 @@ export async function runApi(services: string[]): Promise<number> {
   const temporalAddress = config.temporal.address ?? '127.0.0.1:7233';
   const dependencies = createDependencyState(logger);
   const temporal = createTemporalHandle(temporalAddress, config.temporal.namespace, { isDown: () => dependencies.isDown('temporal') });
+  await checkSearchAttributes(temporal, config.temporal.namespace, logger);
   const probes = startDependencyProbes(dependencies, { databaseUrl: config.databaseUrl, temporalAddress, namespace: config.temporal.namespace });
   const running = await startServices(names, { db: pool, config, keys: resolveKeys(config), temporal, logger, metrics: createMetrics(), dependencies });
   const stopped = untilSignal(logger, async () => {
@@ -29,4 +32,18 @@ export async function runApi(services: string[]): Promise<number> {
   process.stdout.write(`${JSON.stringify({ event: 'listening', addresses: running.addresses })}\n`);
   await stopped;
   return 0;
+}
+
+/**
+ * Refuses to start (SearchAttributesMissing) on a namespace without Armada's search attributes: workflow starts
+ * would fail. The API may start before Temporal is up, so an unreachable Temporal only logs a warning (the workers
+ * check again when they start).
+ */
+async function checkSearchAttributes(temporal: TemporalHandle, namespace: string, logger: Logger): Promise<void> {
+  try {
+    await requireSearchAttributes((await temporal.client()).connection, namespace);
+  } catch (err) {
+    if (err instanceof SearchAttributesMissing) throw err;
+    logger.warn({ err: { message: (err as Error).message } }, 'could not check the Temporal search attributes; the workers check them when they start');
+  }
 }

@@ -5,6 +5,7 @@ import { EmbeddedPostgresError } from '../lib/runtime/embeddedPostgres';
 import { ArmadaHomeInUse } from '../lib/runtime/homeInUse';
 import { TemporalCliProvisionError } from '../lib/runtime/provisionTemporalCli';
 import { TemporalCliMissing } from '../lib/runtime/temporalDevServer';
+import { SearchAttributesMissing } from '../lib/temporal/searchAttributeCheck';
 
 export const HELP = `armada — job orchestration on Temporal
 
@@ -31,7 +32,10 @@ Commands:
                         exist, printing each as a JSON line; workers do it every attempts.janitorIntervalMs.
   sources list|add|update|delete|health|flows
                         The scheduler's sources over HTTP (armada sources --help).
-  workflows list|run    The scheduler's workflows over HTTP (armada workflows --help).
+  workflows list|run|retry
+                        The scheduler's workflows over HTTP (armada workflows --help).
+  schedules list|add|pause|resume|delete
+                        The schedules of the scheduler's workflows over HTTP (armada schedules --help).
   infra [--home DIR] [--pg-port N] [--temporal-port N] [--bundle FILE] [--until-stdin-closes]
                         Start only the embedded PostgreSQL and Temporal dev server, print their
                         addresses as one JSON line and run until stopped (tests and local tooling).
@@ -124,6 +128,10 @@ export async function main(argv: string[]): Promise<number> {
         const { runWorkflows } = require('./workflows') as typeof import('./workflows');
         return await runWorkflows(rest);
       }
+      case 'schedules': {
+        const { runSchedules } = require('./schedules') as typeof import('./schedules');
+        return await runSchedules(rest);
+      }
       case 'infra': {
         const { values } = parseArgs({
           args: rest,
@@ -153,7 +161,7 @@ export async function main(argv: string[]): Promise<number> {
         return 2;
     }
   } catch (err) {
-    if (err instanceof TemporalCliMissing || err instanceof TemporalCliProvisionError || err instanceof ConfigError || err instanceof EmbeddedPostgresError || err instanceof ArmadaHomeInUse) {
+    if (err instanceof TemporalCliMissing || err instanceof TemporalCliProvisionError || err instanceof ConfigError || err instanceof EmbeddedPostgresError || err instanceof ArmadaHomeInUse || err instanceof SearchAttributesMissing) {
       process.stderr.write(`armada: ${err.message}\n`);
       return 1;
     }

@@ -1,5 +1,6 @@
 /** `armada sources list|add|update|delete|health|flows`: the scheduler's sources over HTTP. */
 import { parseArgs } from 'node:util';
+import { isUuid } from '../lib/ids';
 import { CliError, processIo, schedulerRequest, table, type CliIo } from './schedulerClient';
 
 export const SOURCES_HELP = `armada sources — manage the scheduler's sources (external workflow platforms)
@@ -7,12 +8,14 @@ export const SOURCES_HELP = `armada sources — manage the scheduler's sources (
 Usage:
   armada sources list [--status active|inactive] [--limit N] [--offset N] [--json]
   armada sources add --type TYPE --url URL [--name NAME] [--api-key KEY] [--json]
-  armada sources update ID [--name NAME] [--type TYPE] [--url URL] [--api-key KEY] [--status active|inactive] [--json]
-  armada sources delete ID           (also deletes the workflows and schedules that use it)
-  armada sources health ID           (checks the platform now)
-  armada sources flows ID            (lists the platform's flows)
+  armada sources update SOURCE [--name NAME] [--type TYPE] [--url URL] [--api-key KEY] [--status active|inactive] [--json]
+  armada sources delete SOURCE       (also deletes the workflows and schedules that use it)
+  armada sources health SOURCE       (checks the platform now)
+  armada sources flows [SOURCE]      (the platform's runnable flows; without SOURCE, those of every source)
 
+SOURCE is a source's id or its name (a name several sources share must be given as an id).
 TYPE: flow-builder (alias langflow), automagik-hive, automagik-agents. An empty --api-key "" clears the key.
+A flow task's "flow" may be any of a flow's ID, ENDPOINT or NAME as listed by "armada sources flows".
 
 Environment: ARMADA_SCHEDULER_URL (default http://127.0.0.1:8883), ARMADA_API_KEY (or ARMADA_SCHEDULER_API_KEY).
 `;
@@ -24,6 +27,30 @@ interface SourceView {
   url: string;
   status: string;
   has_api_key: boolean;
+}
+
+interface FlowView {
+  id: string;
+  name: string;
+  endpoint_name: string | null;
+  description: string;
+  updated_at: string | null;
+}
+
+const flowCells = (f: FlowView) => [f.id, f.name, f.endpoint_name ?? '-', f.updated_at ?? '-', f.description];
+
+/** The id of the source `v` names: an id as it is, else the one source of that name (the API takes ids only). */
+async function sourceId(env: NodeJS.ProcessEnv, v: string): Promise<string> {
+  if (isUuid(v)) return v;
+  const matches: SourceView[] = [];
+  for (let offset = 0; ; offset += 100) {
+    const page = await schedulerRequest<{ items: SourceView[]; has_more: boolean }>(env, 'GET', `/api/v1/sources?limit=100&offset=${offset}`);
+    matches.push(...page.items.filter((s) => s.name === v));
+    if (!page.has_more) break;
+  }
+  if (matches.length === 1) return (matches[0] as SourceView).id;
+  if (!matches.length) throw new CliError(`no source is named "${v}" (armada sources list shows them)`);
+  throw new CliError(`${matches.length} sources are named "${v}" (${matches.map((s) => s.id).join(', ')}): give the id`);
 }
 
 const sourceRows = (items: SourceView[]) =>
@@ -51,10 +78,10 @@ export async function runSources(argv: string[], io: CliIo = processIo()): Promi
     return 0;
   }
   const show = (value: unknown, human: string) => io.stdout(values.json ? `${JSON.stringify(value, null, 2)}\n` : human);
-  const id = () => {
+  const id = async () => {
     const v = positionals[0];
-    if (!v) throw new CliError(`armada sources ${sub}: the source ID is required\n\n${SOURCES_HELP}`, 2);
-    return encodeURIComponent(v);
+    if (!v) throw new CliError(`armada sources ${sub}: the SOURCE (id or name) is required\n\n${SOURCES_HELP}`, 2);
+    return encodeURIComponent(await sourceId(io.env, v));
   };
   try {
     switch (sub) {
@@ -84,23 +111,30 @@ export async function runSources(argv: string[], io: CliIo = processIo()): Promi
         if (values['api-key'] !== undefined) body.api_key = values['api-key'] === '' ? null : values['api-key'];
         if (values.status !== undefined) body.status = values.status;
         if (!Object.keys(body).length) throw new CliError('armada sources update: give at least one of --name, --type, --url, --api-key, --status', 2);
-        const s = await schedulerRequest<SourceView>(io.env, 'PATCH', `/api/v1/sources/${id()}`, body);
+        const s = await schedulerRequest<SourceView>(io.env, 'PATCH', `/api/v1/sources/${await id()}`, body);
         show(s, `updated source ${s.name} (${s.id}), ${s.source_type} at ${s.url}, ${s.status}\n`);
         return 0;
       }
       case 'delete': {
-        const r = await schedulerRequest<{ id: string; deleted_workflows: string[] }>(io.env, 'DELETE', `/api/v1/sources/${id()}`);
+        const r = await schedulerRequest<{ id: string; deleted_workflows: string[] }>(io.env, 'DELETE', `/api/v1/sources/${await id()}`);
         show(r, `deleted source ${r.id}${r.deleted_workflows.length ? ` and workflows ${r.deleted_workflows.join(', ')}` : ''}\n`);
         return 0;
       }
       case 'health': {
-        const r = await schedulerRequest<{ id: string; healthy: boolean; status: string; error: string | null }>(io.env, 'POST', `/api/v1/sources/${id()}/health`);
+        const r = await schedulerRequest<{ id: string; healthy: boolean; status: string; error: string | null }>(io.env, 'POST', `/api/v1/sources/${await id()}/health`);
         show(r, `${r.healthy ? 'healthy' : `unhealthy: ${r.error}`} (status ${r.status})\n`);
         return r.healthy ? 0 : 1;
       }
       case 'flows': {
-        const r = await schedulerRequest<{ flows: { id: string; name: string; description: string }[] }>(io.env, 'GET', `/api/v1/sources/${id()}/flows`);
-        show(r, table([['ID', 'NAME', 'DESCRIPTION'], ...r.flows.map((f) => [f.id, f.name, f.description])]));
+        if (positionals[0] === undefined) {
+          type Listed = FlowView & { source_name: string };
+          const all = await schedulerRequest<{ flows: Listed[]; sources: { name: string; error: string | null }[] }>(io.env, 'GET', '/api/v1/flows');
+          show(all, table([['SOURCE', 'ID', 'NAME', 'ENDPOINT', 'UPDATED', 'DESCRIPTION'], ...all.flows.map((f) => [f.source_name, ...flowCells(f)])]));
+          for (const s of all.sources) if (s.error && !values.json) io.stderr(`armada: source ${s.name}: ${s.error}\n`);
+          return all.sources.some((s) => s.error) ? 1 : 0;
+        }
+        const r = await schedulerRequest<{ flows: FlowView[] }>(io.env, 'GET', `/api/v1/sources/${await id()}/flows`);
+        show(r, table([['ID', 'NAME', 'ENDPOINT', 'UPDATED', 'DESCRIPTION'], ...r.flows.map(flowCells)]));
         return 0;
       }
       default:

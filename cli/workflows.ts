@@ -1,4 +1,4 @@
-/** `armada workflows list|run`: the scheduler's workflows over HTTP. */
+/** `armada workflows list|run|retry`: the scheduler's workflows over HTTP. */
 import { parseArgs } from 'node:util';
 import { CliError, processIo, schedulerRequest, table, type CliIo } from './schedulerClient';
 
@@ -9,6 +9,11 @@ Usage:
   armada workflows run NAME [--wait] [--json]
                         Starts a run and prints its execution id at once; --wait follows it to the end
                         and exits 0 only when it completed.
+  armada workflows retry EXECUTION_ID [--wait] [--json]
+                        Re-runs a finished execution: a new execution of the same workflow with the same
+                        input, linked to the original (retryOf); --wait as for run.
+
+Schedules (several per workflow, cron or one-time): armada schedules --help.
 
 Environment: ARMADA_SCHEDULER_URL (default http://127.0.0.1:8883), ARMADA_API_KEY (or ARMADA_SCHEDULER_API_KEY).
 `;
@@ -21,6 +26,13 @@ interface WorkflowView {
   lastRun: string | null;
   nextRun: string | null;
   tasks: unknown[];
+}
+
+interface StartedRun {
+  executionId: string;
+  workflow: string;
+  status: string;
+  retryOf?: string;
 }
 
 export async function runWorkflows(argv: string[], io: CliIo = processIo()): Promise<number> {
@@ -48,12 +60,17 @@ export async function runWorkflows(argv: string[], io: CliIo = processIo()): Pro
         );
         return 0;
       }
-      case 'run': {
-        const name = positionals[0];
-        if (!name) throw new CliError(`armada workflows run: the workflow NAME is required\n\n${WORKFLOWS_HELP}`, 2);
-        const run = await schedulerRequest<{ executionId: string; status: string }>(io.env, 'POST', `/api/v1/workflows/${encodeURIComponent(name)}/run`);
+      case 'run':
+      case 'retry': {
+        const target = positionals[0];
+        if (!target) throw new CliError(`armada workflows ${sub}: the ${sub === 'run' ? 'workflow NAME' : 'EXECUTION_ID'} is required\n\n${WORKFLOWS_HELP}`, 2);
+        const run =
+          sub === 'run'
+            ? await schedulerRequest<StartedRun>(io.env, 'POST', `/api/v1/workflows/${encodeURIComponent(target)}/run`)
+            : await schedulerRequest<StartedRun>(io.env, 'POST', `/api/v1/executions/${encodeURIComponent(target)}/retry`);
+        const what = `execution ${run.executionId} of ${run.workflow}${run.retryOf ? ` (retry of ${run.retryOf})` : ''}`;
         if (!values.wait) {
-          show(run, `started execution ${run.executionId} of ${name}\n`);
+          show(run, `started ${what}\n`);
           return 0;
         }
         let e: { status: string; duration: string | null; error: string | null };
@@ -62,7 +79,7 @@ export async function runWorkflows(argv: string[], io: CliIo = processIo()): Pro
           if (e.status !== 'running') break;
           await new Promise((r) => setTimeout(r, 500));
         }
-        show(e, `execution ${run.executionId} of ${name}: ${e.status}${e.duration ? ` in ${e.duration}` : ''}${e.error ? ` (${e.error})` : ''}\n`);
+        show(e, `${what}: ${e.status}${e.duration ? ` in ${e.duration}` : ''}${e.error ? ` (${e.error})` : ''}\n`);
         return e.status === 'completed' ? 0 : 1;
       }
       default:

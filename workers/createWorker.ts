@@ -8,6 +8,7 @@ import type { ArmadaConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
 import { hostQueue } from '../lib/temporal/queues';
+import { requireSearchAttributes } from '../lib/temporal/searchAttributeCheck';
 import { workerIdentity } from '../lib/workerIdentity';
 import { createSlots } from '../lib/process/slots';
 import type { Faults } from '../lib/faults';
@@ -81,6 +82,11 @@ export interface RunningWorkers {
 
 export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers> {
   const connection = await NativeConnection.connect({ address: opts.address });
+  // workflows start with and upsert Armada's search attributes: without them every workflow task would fail
+  await requireSearchAttributes(connection, opts.namespace).catch(async (err) => {
+    await connection.close();
+    throw err;
+  });
   const worker = workerIdentity(opts.identity);
   const workflowBundle = opts.workflowBundle ?? (await loadWorkflowBundle());
   const activities = createActivities({ db: opts.db, config: opts.config, logger: opts.logger, metrics: opts.metrics, worker, agentSlots: opts.maxAgents ? createSlots(opts.maxAgents) : undefined, faults: opts.faults });

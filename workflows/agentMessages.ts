@@ -51,3 +51,14 @@ export function normalisePriority(p: string | undefined): AgentPriority {
   if (p === 'high' || p === 'low') return p;
   return 'normal';
 }
+
+/** Each task runs as a child workflow of its agent's actor (workflows/agentTaskWorkflow.ts) with this id. */
+export const agentTaskWorkflowId = (taskId: string): string => `agent-task:${taskId}`;
+
+/** The ApplicationFailure type a failed agent task's workflow ends with. */
+export const AGENT_TASK_FAILED = 'AGENT_TASK_FAILED';
+
+export interface AgentTaskInput {
+  agent: string;
+  taskId: string;
+}

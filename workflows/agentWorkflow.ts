@@ -2,22 +2,31 @@
  * The multi-agent service's actor: one long-lived workflow per configured agent (id `agent:<name>`). It owns the
  * agent's queue (high > normal > low, FIFO within a priority), runs one task at a time through `runAgentTask`, keeps
  * `currentTask`, `tasksCompleted` and its start time, and continues-as-new every N finished tasks (or when Temporal
- * suggests it), carrying the queue and counters over.
+ * suggests it), carrying the queue and counters over. Each task is a child workflow (`agent-task:<taskId>`,
+ * workflows/agentTaskWorkflow.ts) that ends Failed when the task fails; histories from before that change ran the
+ * task's activities here and still replay that way (patch `agent-task-child-workflow`).
  */
 import {
+  ApplicationFailure,
   CancellationScope,
+  ChildWorkflowCancellationType,
+  ChildWorkflowFailure,
   allHandlersFinished,
   condition,
   continueAsNew,
+  executeChild,
   isCancellation,
-  proxyActivities,
+  patched,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { AgentTaskOutcome } from '../activities/multiAgent/runAgentTask';
+import { ArmadaAgent } from '../lib/temporal/searchAttributes';
+import { agentTaskWorkflow, recordAgentTaskResult, runTaskOutcome } from './agentTaskWorkflow';
 
 import {
   AGENT_RESTARTED,
+  agentTaskWorkflowId,
   assignSignal,
   normalisePriority,
   restartSignal,
@@ -34,20 +43,27 @@ const RANK: Record<AgentPriority, number> = { high: 0, normal: 1, low: 2 };
 /** Temporal's own "history is getting big" signal is honoured too, and this is a hard stop before it. */
 const MAX_HISTORY_EVENTS = 20_000;
 
-// The process may run long: heartbeats show it is alive and carry cancellation (restart) to it; the activity kills
-// its process group and only then reports cancelled. Retries cover a lost worker, not a failing agent (a non-zero
-// exit is a result, not an error).
-const { runAgentTask } = proxyActivities<Activities>({
-  startToCloseTimeout: '24 hours',
-  heartbeatTimeout: '10s',
-  cancellationType: 'WAIT_CANCELLATION_COMPLETED',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 3 },
-});
-// A projection write retries until PostgreSQL is back.
-const { recordAgentTaskResult } = proxyActivities<Activities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '1s', maximumInterval: '30s' },
-});
+/**
+ * One task as a child workflow, which records its own outcome. Returns the outcome and whether it was recorded (a
+ * child that could not start, or was lost, leaves the recording to the actor).
+ */
+async function runTaskAsChild(agent: string, taskId: string): Promise<{ outcome: AgentTaskOutcome; recorded: boolean }> {
+  try {
+    const outcome = await executeChild(agentTaskWorkflow, {
+      workflowId: agentTaskWorkflowId(taskId),
+      args: [{ agent, taskId }],
+      typedSearchAttributes: [{ key: ArmadaAgent, value: agent }],
+      // a restart cancels the child and waits until its process group is gone and its outcome recorded
+      cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
+    });
+    return { outcome, recorded: true };
+  } catch (err) {
+    if (err instanceof ChildWorkflowFailure && err.cause instanceof ApplicationFailure) {
+      return { outcome: { status: 'failed', result: null, error: err.cause.message }, recorded: true };
+    }
+    return { outcome: { status: 'failed', result: null, error: isCancellation(err) ? AGENT_RESTARTED : failureMessage(err) }, recorded: false };
+  }
+}
 
 /** Index of the next task to run: best priority, then earliest arrival. */
 export function nextIndex(queue: readonly QueuedAgentTask[]): number {
@@ -106,20 +122,21 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     if (!next) continue;
     current = { taskId: next.taskId, startedAt: new Date().toISOString() };
     restartRequested = false;
-    let outcome: { status: 'completed' | 'failed' | 'skipped'; result: string | null; error: string | null };
+    let outcome: AgentTaskOutcome;
+    let recorded = false;
+    const asChild = patched('agent-task-child-workflow');
     try {
       const s = new CancellationScope();
       scope = s;
-      outcome = await s.run(() => runAgentTask({ agent: input.agent, taskId: next.taskId }));
-    } catch (err) {
-      if (restartRequested || isCancellation(err)) outcome = { status: 'failed', result: null, error: AGENT_RESTARTED };
-      else outcome = { status: 'failed', result: null, error: failureMessage(err) };
+      if (asChild) ({ outcome, recorded } = await s.run(() => runTaskAsChild(input.agent, next.taskId)));
+      else outcome = await s.run(() => runTaskOutcome({ agent: input.agent, taskId: next.taskId }));
+      if (restartRequested && outcome.status === 'failed' && !recorded) outcome = { ...outcome, error: AGENT_RESTARTED };
     } finally {
       scope = null;
     }
     if (outcome.status !== 'skipped') {
       const done = { agent: input.agent, taskId: next.taskId, status: outcome.status, result: outcome.result, error: outcome.error };
-      await CancellationScope.nonCancellable(() => recordAgentTaskResult(done));
+      if (!recorded) await CancellationScope.nonCancellable(() => recordAgentTaskResult(done));
       if (outcome.status === 'completed') tasksCompleted++;
       else tasksFailed++;
     }

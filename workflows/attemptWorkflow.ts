@@ -15,12 +15,14 @@ import {
   workflowInfo,
   ActivityCancellationType,
   patched,
+  upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { PreparedWorktree } from '../activities/git/worktree';
 import type { RunAgentResult } from '../activities/agent/runAgent';
 import { closeAttemptSignal, followUpSignal, progressQuery, stopProcessSignal, type AttemptProgress, type FollowUpRequest } from './attemptMessages';
 import { failureMessage as message } from './failureMessage';
+import { ArmadaAgent, ArmadaAttemptId, ArmadaAttemptStatus, ArmadaTaskId } from '../lib/temporal/searchAttributes';
 
 export interface AttemptWorkflowInput {
   attemptId: string;
@@ -58,6 +60,21 @@ const { prepareWorktree } = proxyActivities<Activities>({
   heartbeatTimeout: '15 seconds',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 5 },
 });
+
+/**
+ * The attempt's latest outcome in the ArmadaAttemptStatus search attribute: the workflow stays open for follow-ups,
+ * so its own status cannot say that the agent failed (docs/operations.md#search-attributes).
+ */
+function showStatus(input: AttemptWorkflowInput, status: 'running' | NonNullable<AttemptProgress['lastOutcome']>): void {
+  if (!patched('search-attributes-v1')) return;
+  // the ids too: an attempt started before the attributes existed becomes findable by its task at its next outcome
+  upsertSearchAttributes([
+    { key: ArmadaAttemptStatus, value: status },
+    { key: ArmadaTaskId, value: input.taskId },
+    { key: ArmadaAttemptId, value: input.attemptId },
+    { key: ArmadaAgent, value: input.llm },
+  ]);
+}
 
 /** Worktree activities run on the worker of the host that made the worktree. */
 function hostActivities(hostQueue: string, input: AttemptWorkflowInput) {
@@ -140,6 +157,7 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
     const status = (r.status === 'completed' || r.status === 'stopped') && !error ? 'completed' : 'failed';
     state.stage = 'recording';
     await projection.recordAttemptOutcome({ attemptId: input.attemptId, status, error, summary: r.summary });
+    showStatus(input, status);
     return status;
   };
 
@@ -152,12 +170,14 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
     } catch (err) {
       if (isCancellation(err)) {
         state.lastOutcome = 'cancelled';
+        showStatus(input, 'cancelled');
         throw err;
       }
       state.lastOutcome = 'failed';
       await CancellationScope.nonCancellable(() =>
         projection.recordAttemptOutcome({ attemptId: input.attemptId, status: 'failed', error: message(err), summary: '' }),
       );
+      showStatus(input, 'failed');
       if (!worktree) return 'failed';
     }
   }
@@ -171,6 +191,7 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
   };
 
   if (state.lastOutcome === 'cancelled') {
+    showStatus(input, 'cancelled');
     if (worktree) await cleanupIfDeleted(worktree);
     return 'cancelled';
   }
@@ -189,9 +210,11 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
       break;
     }
     await projection.recordAttemptResumed({ attemptId: input.attemptId });
+    showStatus(input, 'running');
     const outcome = await runOnce(worktree, uuid4(), next.prompt, 'follow_up');
     state.lastOutcome = outcome;
     if (outcome === 'cancelled') {
+      showStatus(input, 'cancelled');
       await cleanupIfDeleted(worktree);
       return 'cancelled';
     }

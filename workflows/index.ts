@@ -1,6 +1,7 @@
 /** Every workflow the Armada worker runs. Workflow code is deterministic and does no I/O. */
 export { cloneProjectWorkflow } from './cloneProjectWorkflow';
 export { agentWorkflow } from './agentWorkflow';
+export { agentTaskWorkflow } from './agentTaskWorkflow';
 export { approvalWorkflow } from './approvalWorkflow';
 export { followUpDraftWorkflow, followUpQueueWorkflow } from './followUpWorkflows';
 export { webhookDeliveryWorkflow } from './webhookDeliveryWorkflow';

@@ -25,6 +25,8 @@ export async function workflowRunV1(input: WorkflowRunInput): Promise<string> {
   const def = await loadWorkflowDefinition({ workflow: input.workflow });
   if (!def) return 'deleted'; // the workflow was deleted after this start was queued
 
+  // the run's input (a schedule's or a retried execution's): flow tasks get it instead of their own, scripts in ARMADA_INPUT
+  const runInput = input.input ?? null;
   const tasks: TaskRunState[] = def.tasks.map((t) => ({ name: t.name, type: t.type, status: 'pending', startedAt: null, completedAt: null, output: '' }));
   let logSeq = 0;
   const log = (level: 'info' | 'warning' | 'error', message: string) =>
@@ -42,11 +44,14 @@ export async function workflowRunV1(input: WorkflowRunInput): Promise<string> {
       completedAt: status === 'running' ? null : new Date(Date.now()).toISOString(),
       tasks,
       error,
+      scheduleId: input.scheduleId ?? null,
+      input: runInput,
+      retryOf: input.retryOf ?? null,
     });
 
   const recorded = await record('running', null, true);
   if (!recorded.exists) return 'deleted';
-  await log('info', `Execution started (${input.trigger})`);
+  await log('info', `Execution started (${input.trigger}${input.retryOf ? `, retry of ${input.retryOf}` : ''})`);
 
   let current = -1;
   try {
@@ -60,8 +65,8 @@ export async function workflowRunV1(input: WorkflowRunInput): Promise<string> {
       await log('info', `Task ${task.name} started`);
       const result =
         task.type === 'script'
-          ? await runScript({ executionId, taskIndex: i, script: task.script, timeoutSeconds: task.timeout ?? null })
-          : await runSourceFlow({ executionId, taskIndex: i, source: task.source, flow: task.flow, input: task.input ?? null, timeoutSeconds: task.timeout ?? null });
+          ? await runScript({ executionId, taskIndex: i, script: task.script, timeoutSeconds: task.timeout ?? null, input: runInput })
+          : await runSourceFlow({ executionId, taskIndex: i, source: task.source, flow: task.flow, input: runInput ?? task.input ?? null, timeoutSeconds: task.timeout ?? null });
       state.startedAt = result.startedAt;
       state.completedAt = result.completedAt;
       state.output = result.output;
@@ -102,8 +107,10 @@ export async function workflowRunV1(input: WorkflowRunInput): Promise<string> {
         state.completedAt = new Date(Date.now()).toISOString();
       }
       for (const rest of tasks.slice(current + 1)) rest.status = 'skipped';
-      await log('error', `Execution failed: ${message}`);
-      await record('failed', message);
+      // the same words as a task that returned a failure (e.g. a platform still unreachable after the retries)
+      const text = state ? `Task ${state.name} failed: ${message}` : `Execution failed: ${message}`;
+      await log('error', text);
+      await record('failed', text);
     });
     return 'failed';
   }

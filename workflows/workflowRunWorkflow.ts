@@ -36,25 +36,35 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
     scheduledAt: input.trigger === 'schedule' ? scheduledTime() : null,
     startedAt: input.startedAt ?? now(),
   };
-  const started = await startExecution({ ...run, scheduleId: input.trigger === 'schedule' ? scheduleIdOfRun() : null });
+  const started = await startExecution({
+    ...run,
+    temporalScheduleId: input.trigger === 'schedule' ? scheduleIdOfRun() : null,
+    scheduleId: input.scheduleId ?? null,
+    input: input.input ?? null,
+    retryOf: input.retryOf ?? null,
+  });
   if (!started) return 'deleted';
   const { tasks: defs, states } = started;
 
+  // the run's input (a schedule's or a retried execution's): flow tasks get it instead of their own, scripts in ARMADA_INPUT
+  const runInput = input.input ?? null;
   let logSeq = started.logLines;
   const line = (level: LogLine['level'], message: string): LogLine => ({ key: `w:${logSeq++}`, ts: now(), level, message });
   const record = (status: ExecutionStatus, error: string | null, logs: LogLine[]) =>
     recordProgress({ ...run, status, completedAt: status === 'running' ? null : now(), tasks: states, error, logs });
-  /** Marks the task in hand and the rest, writes the final row and lines. */
-  const finish = async (current: number, taskStatus: 'failed' | 'stopped', status: 'failed' | 'stopped', error: string, logs: LogLine[]) => {
+  /** Marks the task in hand (with `taskError` when it failed) and the rest, writes the final row and lines. */
+  const finish = async (current: number, status: 'failed' | 'stopped', error: string, taskError: string | null, logs: LogLine[]) => {
     const state = states[current];
     if (state && (state.status === 'running' || state.status === 'pending')) {
-      state.status = taskStatus;
+      state.status = status;
       state.completedAt ??= now();
-      if (taskStatus === 'failed') state.error ??= error;
+      if (taskError !== null) state.error ??= taskError;
     }
     for (const rest of states.slice(current + 1)) rest.status = 'skipped';
     await record(status, error, logs);
   };
+  const failed = (message: string) =>
+    ApplicationFailure.create({ type: SCHEDULED_RUN_FAILED, message, nonRetryable: true, details: [{ executionId: run.id }] });
 
   let current = 0;
   try {
@@ -69,8 +79,15 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
       }
       const result =
         task.type === 'script'
-          ? await runScript({ executionId: run.id, taskIndex: i, script: task.script, timeoutSeconds: task.timeout ?? null })
-          : await runSourceFlow({ executionId: run.id, taskIndex: i, source: task.source, flow: task.flow, input: task.input ?? null, timeoutSeconds: task.timeout ?? null });
+          ? await runScript({ executionId: run.id, taskIndex: i, script: task.script, timeoutSeconds: task.timeout ?? null, input: runInput })
+          : await runSourceFlow({
+              executionId: run.id,
+              taskIndex: i,
+              source: task.source,
+              flow: task.flow,
+              input: runInput ?? task.input ?? null,
+              timeoutSeconds: task.timeout ?? null,
+            });
       state.startedAt = result.startedAt;
       state.completedAt = result.completedAt;
       state.output = result.output;
@@ -78,8 +95,8 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
         state.status = 'failed';
         state.error = result.error ?? 'failed';
         const error = `Task ${task.name} failed: ${state.error}`;
-        await finish(i, 'failed', 'failed', error, [line('error', error)]);
-        throw ApplicationFailure.create({ type: SCHEDULED_RUN_FAILED, message: error, nonRetryable: true, details: [{ executionId: run.id }] });
+        await finish(i, 'failed', error, state.error, [line('error', error)]);
+        throw failed(error);
       }
       state.status = 'completed';
     }
@@ -89,11 +106,14 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
   } catch (err) {
     if (err instanceof ApplicationFailure && err.type === SCHEDULED_RUN_FAILED) throw err;
     if (isCancellation(err)) {
-      await CancellationScope.nonCancellable(() => finish(current, 'stopped', 'stopped', 'Stopped by request', [line('warning', 'Execution stopped')]));
+      await CancellationScope.nonCancellable(() => finish(current, 'stopped', 'Stopped by request', null, [line('warning', 'Execution stopped')]));
       throw err;
     }
     const message = failureMessage(err);
-    await CancellationScope.nonCancellable(() => finish(current, 'failed', 'failed', message, [line('error', `Execution failed: ${message}`)]));
-    throw ApplicationFailure.create({ type: SCHEDULED_RUN_FAILED, message, nonRetryable: true, details: [{ executionId: run.id }] });
+    // the same words as a task that returned a failure (e.g. a platform still unreachable after the retries)
+    const state = states[current];
+    const text = state ? `Task ${state.name} failed: ${message}` : `Execution failed: ${message}`;
+    await CancellationScope.nonCancellable(() => finish(current, 'failed', text, message, [line('error', text)]));
+    throw failed(text);
   }
 }

@@ -13,6 +13,7 @@ import {
   type LogLine,
   type TaskRunState,
 } from '../../lib/db/schedulerExecutions';
+import { getSchedule, markScheduleRan } from '../../lib/db/schedulerSchedules';
 import { getWorkflow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { schedulerMetrics, type SchedulerMetrics } from '../../lib/scheduler/metrics';
 import { actionScheduledAt } from '../../lib/scheduler/temporalSchedules';
@@ -29,7 +30,13 @@ export interface ExecutionStart {
   scheduledAt: string | null;
   startedAt: string;
   /** the Temporal Schedule that started the run (TemporalScheduledById), null for a manual run */
+  temporalScheduleId: string | null;
+  /** the schedule row that started the run (absent on schedules from before schedule rows, and on manual runs) */
   scheduleId: string | null;
+  /** the run's input (a schedule's or a retried execution's), null = none */
+  input: unknown;
+  /** the execution a retry re-runs */
+  retryOf: string | null;
 }
 
 export interface StartedExecution {
@@ -76,15 +83,20 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
         completedAt: null,
         output: '',
       }));
-      const lines: LogLine[] = [{ key: 'w:0', ts: now, level: 'info', message: `Execution started (${input.trigger})` }];
+      const started = `Execution started (${input.trigger}${input.retryOf ? `, retry of ${input.retryOf}` : ''})`;
+      const lines: LogLine[] = [{ key: 'w:0', ts: now, level: 'info', message: started }];
       if (first) lines.push({ key: 'w:1', ts: now, level: 'info', message: `Task ${first.name} started` });
-      const { scheduleId, ...row } = input;
+      const { temporalScheduleId, ...row } = input;
       const written = await write({ ...row, status: 'running', completedAt: null, tasks: states, error: null }, lines);
       if (!written.exists) return null;
+      // a one-time schedule is complete once its run started (idempotent: the first time wins)
+      if (input.scheduleId) await markScheduleRan(deps.db, input.scheduleId, input.startedAt);
       if (written.changed) {
         metrics.executions.inc({ workflow: input.workflow, status: 'started' });
         if (input.scheduledAt) {
-          if (def.jitter_ms > 0 && scheduleId) void observeJitteredLag(deps, metrics, scheduleId, input);
+          // the jitter of the schedule that started the run (its row; the default schedule's on schedules from before rows)
+          const jitterMs = input.scheduleId ? ((await getSchedule(deps.db, input.workflow, input.scheduleId))?.jitter_ms ?? 0) : def.jitter_ms;
+          if (jitterMs > 0 && temporalScheduleId) void observeJitteredLag(deps, metrics, temporalScheduleId, input);
           else metrics.lag.observe(Math.max(0, Date.parse(input.startedAt) - Date.parse(input.scheduledAt)) / 1000);
         }
       }

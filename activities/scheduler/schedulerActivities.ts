@@ -17,14 +17,15 @@ import {
   type LogLine,
 } from '../../lib/db/schedulerExecutions';
 import { allSources, getSource, recordSourceHealth } from '../../lib/db/schedulerSources';
+import { markScheduleRan } from '../../lib/db/schedulerSchedules';
 import { getWorkflow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { resolveKeys } from '../../lib/keys';
 import { childEnv } from '../../lib/process/childEnv';
 import { startGroupProcess } from '../../lib/process/processGroup';
 import { schedulerMetrics, type SchedulerMetrics } from '../../lib/scheduler/metrics';
-import { PlatformError, checkHealth, runRemoteFlow } from '../../lib/scheduler/platforms';
+import { PlatformError, PlatformTimeout, checkHealth, runRemoteFlow } from '../../lib/scheduler/platforms';
+import { sourceTarget } from '../../lib/scheduler/sourceTarget';
 import { schedulerSettings } from '../../lib/scheduler/settings';
-import { openSecret } from '../../lib/secretBox';
 import type { ActivityDeps } from '../index';
 import { keepAlive } from '../keepAlive';
 
@@ -76,6 +77,12 @@ export function countFinish(metrics: SchedulerMetrics, e: ExecutionRecord, previ
   if (e.completedAt) metrics.duration.observe({ status: e.status }, Math.max(0, Date.parse(e.completedAt) - Date.parse(e.startedAt)) / 1000);
 }
 
+/** The run's input for a script: ARMADA_INPUT holds a string as it is and any other value as JSON; absent when none. */
+function scriptInputVar(input: unknown): Record<string, string> {
+  if (input === undefined || input === null) return {};
+  return { ARMADA_INPUT: typeof input === 'string' ? input : JSON.stringify(input) };
+}
+
 export function createSchedulerActivities(deps: ActivityDeps) {
   const metrics = schedulerMetrics(deps.metrics);
   const settings = schedulerSettings(deps.config);
@@ -100,6 +107,8 @@ export function createSchedulerActivities(deps: ActivityDeps) {
         if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) return { exists: false };
         throw err;
       }
+      // a one-time schedule is complete once its run started (idempotent: the first time wins)
+      if (input.first && input.scheduleId) await markScheduleRan(deps.db, input.scheduleId, input.startedAt);
       if (changed) {
         if (input.first) {
           metrics.executions.inc({ workflow: input.workflow, status: 'started' });
@@ -119,7 +128,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
     },
 
     /** Runs a bash script in its own temp dir and process group; a stop (cancellation) kills the whole group. */
-    async runScript(input: { executionId: string; taskIndex: number; script: string; timeoutSeconds: number | null }): Promise<TaskRunResult> {
+    async runScript(input: { executionId: string; taskIndex: number; script: string; timeoutSeconds: number | null; input?: unknown }): Promise<TaskRunResult> {
       const ctx = Context.current();
       const startedAt = new Date().toISOString();
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-script-'));
@@ -130,7 +139,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
         command: 'bash',
         args: ['-c', input.script],
         cwd: dir,
-        env: childEnv({ vars: { ARMADA_EXECUTION_ID: input.executionId, ARMADA_TASK_INDEX: String(input.taskIndex) } }),
+        env: childEnv({ vars: { ARMADA_EXECUTION_ID: input.executionId, ARMADA_TASK_INDEX: String(input.taskIndex), ...scriptInputVar(input.input) } }),
         signal: ctx.cancellationSignal,
         graceMs: 2000,
         timeoutMs,
@@ -176,7 +185,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
           const r = await keepAlive(
             () =>
               runRemoteFlow(
-                { sourceType: source.source_type, url: source.url, apiKey: source.api_key_sealed ? openSecret(key(), source.api_key_sealed) : null },
+                sourceTarget(source, key()),
                 input.flow,
                 input.input,
                 input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs,
@@ -189,9 +198,12 @@ export function createSchedulerActivities(deps: ActivityDeps) {
           return done(true, output);
         } catch (err) {
           if (ctx.cancellationSignal.aborted) throw new CancelledFailure('execution stopped');
-          const e = err as PlatformError & { httpStatus?: number };
+          const e = err as Error;
+          // the platform's own words (e.g. {"detail":"Invalid or missing API key"}) are in the message
           logs.add('error', e.message);
-          if (e instanceof PlatformError && e.httpStatus !== undefined) return done(false, '', e.message);
+          // An answer (any HTTP status) or a timeout (the platform may be running it) is final; only a platform
+          // that could not be reached at all is tried again.
+          if (e instanceof PlatformError && (e.httpStatus !== undefined || e instanceof PlatformTimeout)) return done(false, '', e.message);
           throw ApplicationFailure.retryable(e.message, 'PlatformUnreachable');
         }
       } finally {
@@ -207,10 +219,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
         sources.map(async (s) => {
           let error: string | null = null;
           try {
-            await checkHealth(
-              { sourceType: s.source_type, url: s.url, apiKey: s.api_key_sealed ? openSecret(key(), s.api_key_sealed) : null },
-              settings.sourceTimeoutMs,
-            );
+            await checkHealth(sourceTarget(s, key()), settings.sourceTimeoutMs);
             healthy++;
           } catch (err) {
             error = (err as Error).message;

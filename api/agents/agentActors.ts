@@ -10,6 +10,7 @@ import type { ArmadaConfig } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
 import type { TemporalHandle } from '../../lib/temporal/client';
 import { multiAgentSettings, type MultiAgent } from '../../lib/agents/agentRoster';
+import { ArmadaAgent } from '../../lib/temporal/searchAttributes';
 import { assignSignal, restartSignal, statusQuery, type AgentPriority, type AgentStatus, type AgentWorkflowInput } from '../../workflows/agentMessages';
 
 export const agentWorkflowId = (name: string): string => `agent:${name}`;
@@ -26,7 +27,12 @@ export class AgentActors {
 
   private startOptions(agent: string) {
     const input: AgentWorkflowInput = { agent, continueAsNewEvery: multiAgentSettings(this.config).continueAsNewEvery };
-    return { workflowId: agentWorkflowId(agent), taskQueue: this.config.temporal.taskQueue, args: [input] as [AgentWorkflowInput] };
+    return {
+      workflowId: agentWorkflowId(agent),
+      taskQueue: this.config.temporal.taskQueue,
+      args: [input] as [AgentWorkflowInput],
+      typedSearchAttributes: [{ key: ArmadaAgent, value: agent }],
+    };
   }
 
   /** Starts the actor unless it already runs. */

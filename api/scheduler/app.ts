@@ -6,6 +6,7 @@ import { installCors } from '../http/cors';
 import { setUpMaintenanceScheduleUntilDone } from '../../lib/scheduler/maintenanceSchedule';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { executionRoutes } from './executions';
+import { flowRoutes } from './flows';
 import { scheduleRoutes } from './schedules';
 import { sourceRoutes } from './sources';
 import { workflowRoutes } from './workflows';
@@ -26,6 +27,7 @@ export async function buildSchedulerApp(deps: DetailServiceDeps) {
   await installCors(app, deps.config.corsOrigins, 'all');
   installApiKeyAuth(app, { key: deps.keys.scheduler, allowBearer: false });
   await app.register(sourceRoutes, { prefix: '/api/v1', deps });
+  await app.register(flowRoutes, { prefix: '/api/v1', deps });
   await app.register(workflowRoutes, { prefix: '/api/v1', deps });
   await app.register(scheduleRoutes, { prefix: '/api/v1', deps });
   await app.register(executionRoutes, { prefix: '/api/v1', deps });

@@ -1,17 +1,20 @@
 /**
  * Execution routes: /api/v1/executions… Rows are projections of workflowRunWorkflow. Stop cancels the Temporal
- * workflow; the running task's activity kills its process group and the workflow records `stopped`.
+ * workflow; the running task's activity kills its process group and the workflow records `stopped`. Retry starts a new
+ * execution of the same workflow with the same input, linked to the original by `retryOf`.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { invalidRequest, notFound } from '../../lib/errors';
+import { conflict, invalidRequest, notFound } from '../../lib/errors';
 import { isUuid } from '../../lib/ids';
 import { getExecution, listExecutionLogs, listExecutions, type ExecutionRow } from '../../lib/db/schedulerExecutions';
 import { humanDuration } from '../../lib/scheduler/settings';
 import type { SchedulerPluginOptions } from './deps';
-import { DetailErrors, ExecutionDetail, ExecutionList, ExecutionListQuery, ExecutionLogs, ExecutionParams, StopResult } from './schemas';
-import { temporalClient } from './workflows';
+import { Detail, DetailErrors, ExecutionDetail, ExecutionList, ExecutionListQuery, ExecutionLogs, ExecutionParams, RetryResult, StopResult } from './schemas';
+import { startExecution } from './startExecution';
+import { temporalClient } from './temporalAccess';
+import { mustGetWorkflow } from './workflows';
 
 export const EXECUTION_NOT_FOUND = 'Execution not found';
 
@@ -30,12 +33,15 @@ export function executionSummary(e: ExecutionRow) {
     completedAt: iso(e.completed_at),
     duration: humanDuration(span(e.started_at, e.completed_at ?? (e.status === 'running' ? new Date() : null))),
     error: e.error,
+    scheduleId: e.schedule_id,
+    retryOf: e.retry_of,
   };
 }
 
 export function executionDetail(e: ExecutionRow) {
   return {
     ...executionSummary(e),
+    input: e.input ?? null,
     tasks: e.tasks.map((t) => ({
       name: t.name,
       type: t.type,
@@ -79,6 +85,19 @@ export const executionRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async
       const e = await mustGet(request.params.id);
       const logs = await listExecutionLogs(deps.db, e.id);
       return { executionId: e.id, logs: logs.map((l) => ({ timestamp: l.ts.toISOString(), level: l.level, message: l.message })) };
+    },
+  );
+
+  app.post(
+    '/executions/:id/retry',
+    { schema: { tags: ['executions'], params: ExecutionParams, response: { 201: RetryResult, ...DetailErrors, 409: Detail } } },
+    async (request, reply) => {
+      const e = await mustGet(request.params.id);
+      // a re-run of a run still in progress would race it: stop it first, or wait
+      if (e.status === 'running') throw conflict(`Execution ${e.id} is still running`);
+      const w = await mustGetWorkflow(deps.db, e.workflow); // an execution's workflow exists (executions go with it)
+      const started = await startExecution(deps, w, { input: e.input, retryOf: e.id }, request.log);
+      return reply.code(201).send({ ...started, retryOf: e.id });
     },
   );
 

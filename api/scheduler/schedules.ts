@@ -1,78 +1,160 @@
 /**
- * Schedule routes: /api/v1/schedules… The cron string and zone are kept in PostgreSQL as written; the Temporal
- * Schedule `schedule:<workflow>` runs them and tells the next run. Pause and resume keep both in step.
+ * Schedule routes. Every schedule is a row of scheduler_schedules and its own Temporal Schedule; a workflow has any
+ * number of them (cron or one-time, each with its own zone and input) under /workflows/{name}/schedules. The spec's
+ * /schedules/{workflow} routes act on the workflow's default schedule (the one its own `schedule` field names).
+ * Changes write the row and Temporal in one transaction: a Temporal refusal leaves the row as it was.
  */
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { invalidRequest } from '../../lib/errors';
+import { conflict, invalidRequest, notFound } from '../../lib/errors';
+import { isUuid, newId } from '../../lib/ids';
 import { withTransaction } from '../../lib/db/pool';
-import { listScheduledWorkflows, updateWorkflowSchedule, type WorkflowRow } from '../../lib/db/schedulerWorkflows';
+import {
+  deleteScheduleRow,
+  getDefaultSchedule,
+  getSchedule,
+  insertSchedule,
+  listSchedules,
+  updateSchedule as updateScheduleRow,
+  type ScheduleRow,
+} from '../../lib/db/schedulerSchedules';
 import { cronZone } from '../../lib/scheduler/cron';
+import { parseRunAt } from '../../lib/scheduler/oneTime';
 import { schedulerSettings } from '../../lib/scheduler/settings';
-import { createSchedule, setSchedulePaused, updateScheduleSpec } from '../../lib/scheduler/temporalSchedules';
+import {
+  createSchedule,
+  deleteSchedule,
+  extraScheduleIdOf,
+  setSchedulePaused,
+  triggerSchedule,
+  updateSchedule,
+  type ScheduleTiming,
+} from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import type { SchedulerPluginOptions } from './deps';
-import { DetailErrors, PatchScheduleBody, Schedule, ScheduleList, ScheduleParams } from './schemas';
-import { checkZone, mustGetWorkflow, safeNextRun, scheduleError, temporalClient } from './workflows';
+import { scheduleView, targetOf, timingOf } from './scheduleViews';
+import {
+  CreateScheduleBody,
+  DeletedSchedule,
+  Detail,
+  DetailErrors,
+  PatchScheduleBody,
+  PatchWorkflowScheduleBody,
+  Schedule,
+  ScheduleList,
+  ScheduleParams,
+  WorkflowParams,
+  WorkflowScheduleParams,
+} from './schemas';
+import { checkZone, mustGetWorkflow, scheduleError, scheduleZone, temporalClient } from './workflows';
 
-async function scheduleView(deps: DetailServiceDeps, w: WorkflowRow) {
-  return {
-    workflow: w.name,
-    schedule: w.schedule,
-    timezone: w.timezone,
-    jitter: Math.round(w.jitter_ms / 1000),
-    enabled: w.enabled,
-    nextRun: await safeNextRun(deps, w),
+export const SCHEDULE_NOT_FOUND = 'Schedule not found';
+
+interface ScheduleChange {
+  cron?: string;
+  at?: string;
+  runAt?: Date;
+  timezone?: string;
+  jitterMs?: number;
+  input?: unknown;
+}
+
+/** Applies a change to the row and to Temporal (creating the Temporal Schedule of a default row getting its first cron). */
+async function changeSchedule(deps: DetailServiceDeps, s: ScheduleRow, change: ScheduleChange, log: FastifyBaseLogger): Promise<ScheduleRow> {
+  const next: ScheduleRow = {
+    ...s,
+    cron: change.cron ?? s.cron,
+    at: change.at ?? s.at,
+    run_at: change.runAt ?? s.run_at,
+    timezone: change.timezone ?? s.timezone,
+    jitter_ms: change.jitterMs ?? s.jitter_ms,
+    input: change.input !== undefined ? change.input : s.input,
   };
+  const scheduled = next.type === 'one-time' || next.cron !== null;
+  const client = scheduled ? await temporalClient(deps, 'Error updating schedule') : undefined;
+  const settings = schedulerSettings(deps.config);
+  await withTransaction(deps.db, async (c) => {
+    await updateScheduleRow(c, s.id, change);
+    if (!client) return;
+    try {
+      if (s.type === 'one-time' || s.cron !== null) await updateSchedule(client, targetOf(next), timingOf(next));
+      else {
+        await createSchedule(client, {
+          target: targetOf(next),
+          timing: timingOf(next),
+          paused: !next.enabled,
+          taskQueue: deps.config.temporal.taskQueue,
+          catchupWindowMs: settings.catchupWindowMs,
+        });
+      }
+    } catch (err) {
+      log.warn({ err: { message: (err as Error).message }, schedule: s.temporal_id }, 'updating a schedule failed');
+      throw scheduleError(err, next.type === 'cron' ? next.cron : null, 'Error updating schedule');
+    }
+  });
+  return next;
+}
+
+async function setPaused(deps: DetailServiceDeps, s: ScheduleRow, action: 'pause' | 'resume'): Promise<ScheduleRow> {
+  const client = await temporalClient(deps, `Error on ${action}`);
+  const enabled = action === 'resume';
+  await withTransaction(deps.db, async (c) => {
+    await updateScheduleRow(c, s.id, { enabled });
+    await setSchedulePaused(client, s.temporal_id, !enabled, `${action}d through the API`);
+  });
+  return { ...s, enabled };
+}
+
+/** The change a PATCH of a schedule asks for, checked against the schedule's type and state (409). */
+function checkedChange(s: ScheduleRow, body: { schedule?: string; at?: string; timezone?: string; jitter?: number; input?: unknown }): ScheduleChange {
+  // the cron string is Temporal's to judge (changeSchedule); the zone is checked here, a `CRON_TZ=` prefix's too
+  const timezone = body.timezone ?? (s.type === 'cron' && body.schedule !== undefined ? cronZone(body.schedule) : undefined);
+  checkZone(timezone);
+  const jitterMs = body.jitter === undefined ? undefined : body.jitter * 1000;
+  // The body is valid; what it asks for conflicts with the schedule's type, which no schema of the route can know: 409.
+  if (s.type === 'cron') {
+    if (body.at !== undefined) throw conflict(`"at" applies to one-time schedules; schedule ${s.id} is a cron schedule`);
+    return { cron: body.schedule, timezone, jitterMs, input: body.input };
+  }
+  if (body.schedule !== undefined || body.jitter !== undefined) {
+    throw conflict(`"schedule" and "jitter" apply to cron schedules; schedule ${s.id} is a one-time schedule`);
+  }
+  if (s.ran_at !== null || s.at === 'now') throw conflict(`Schedule ${s.id} already ran`);
+  if (body.at === undefined && body.timezone === undefined) return { input: body.input };
+  const at = body.at ?? (s.at as string);
+  const zone = body.timezone ?? s.timezone;
+  const parsed = parseRunAt(at, zone, new Date());
+  if ('error' in parsed) throw invalidRequest(parsed.error);
+  return { at: body.at, runAt: parsed.runAt as Date, timezone: body.timezone, input: body.input };
 }
 
 export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (fastify, { deps }) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const settings = schedulerSettings(deps.config);
-  const mustGet = (name: string): Promise<WorkflowRow> => mustGetWorkflow(deps.db, name);
+  const view = (s: ScheduleRow) => scheduleView(deps, s);
+  const mustGetSchedule = async (workflow: string, id: string): Promise<ScheduleRow> => {
+    const w = await mustGetWorkflow(deps.db, workflow);
+    const s = isUuid(id) ? await getSchedule(deps.db, w.name, id) : undefined;
+    if (!s) throw notFound(SCHEDULE_NOT_FOUND);
+    return s;
+  };
+  const defaultOf = async (workflow: string): Promise<ScheduleRow> => {
+    const w = await mustGetWorkflow(deps.db, workflow);
+    return (await getDefaultSchedule(deps.db, w.name)) as ScheduleRow;
+  };
 
-  app.get('/schedules', { schema: { tags: ['schedules'], response: { 200: ScheduleList, ...DetailErrors } } }, async () => {
-    const rows = await listScheduledWorkflows(deps.db);
-    return { schedules: await Promise.all(rows.map((w) => scheduleView(deps, w))) };
-  });
+  app.get('/schedules', { schema: { tags: ['schedules'], response: { 200: ScheduleList, ...DetailErrors } } }, async () => ({
+    schedules: await Promise.all((await listSchedules(deps.db)).map(view)),
+  }));
+
+  // --- the workflow's default schedule (the spec's routes) ---
 
   app.patch(
     '/schedules/:workflow',
     { schema: { tags: ['schedules'], params: ScheduleParams, body: PatchScheduleBody, response: { 200: Schedule, ...DetailErrors } } },
     async (request) => {
-      const w = await mustGet(request.params.workflow);
-      const { schedule, jitter } = request.body;
-      const timezone = request.body.timezone ?? (schedule !== undefined ? cronZone(schedule) : undefined);
-      checkZone(timezone);
-      const cron = schedule ?? w.schedule;
-      const zone = timezone ?? w.timezone;
-      const jitterMs = jitter === undefined ? w.jitter_ms : jitter * 1000;
-      const client = cron ? await temporalClient(deps, 'Error updating schedule') : undefined;
-      const row = await withTransaction(deps.db, async (c) => {
-        const updated = await updateWorkflowSchedule(c, w.name, { schedule, timezone });
-        if (jitter !== undefined) await c.query('UPDATE scheduler_workflows SET jitter_ms = $2 WHERE name = $1', [w.name, jitterMs]);
-        if (cron && client) {
-          try {
-            if (w.schedule) await updateScheduleSpec(client, w.name, cron, zone, jitterMs);
-            else {
-              await createSchedule(client, {
-                workflow: w.name,
-                cron,
-                timezone: zone,
-                jitterMs,
-                paused: !w.enabled,
-                taskQueue: deps.config.temporal.taskQueue,
-                catchupWindowMs: settings.catchupWindowMs,
-              });
-            }
-          } catch (err) {
-            request.log.warn({ err: { message: (err as Error).message }, workflow: w.name }, 'updating a schedule failed');
-            throw scheduleError(err, cron, 'Error updating schedule');
-          }
-        }
-        return updated;
-      });
-      return scheduleView(deps, { ...(row ?? w), jitter_ms: jitterMs });
+      const s = await defaultOf(request.params.workflow);
+      return view(await changeSchedule(deps, s, checkedChange(s, request.body), request.log));
     },
   );
 
@@ -81,17 +163,112 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       `/schedules/:workflow/${action}`,
       { schema: { tags: ['schedules'], params: ScheduleParams, response: { 200: Schedule, ...DetailErrors } } },
       async (request) => {
-        const w = await mustGet(request.params.workflow);
-        if (!w.schedule) throw invalidRequest(`Workflow ${w.name} has no schedule`);
-        const client = await temporalClient(deps, `Error on ${action}`);
-        const enabled = action === 'resume';
-        const row = await withTransaction(deps.db, async (c) => {
-          const updated = await updateWorkflowSchedule(c, w.name, { enabled });
-          await setSchedulePaused(client, w.name, !enabled, `${action}d through the API`);
-          return updated;
-        });
-        return scheduleView(deps, row ?? { ...w, enabled });
+        const s = await defaultOf(request.params.workflow);
+        if (!s.cron) throw invalidRequest(`Workflow ${s.workflow} has no schedule`);
+        return view(await setPaused(deps, s, action));
       },
+    );
+  }
+
+  // --- every schedule of a workflow ---
+
+  app.get(
+    '/workflows/:name/schedules',
+    { schema: { tags: ['schedules'], params: WorkflowParams, response: { 200: ScheduleList, ...DetailErrors } } },
+    async (request) => {
+      const w = await mustGetWorkflow(deps.db, request.params.name);
+      return { schedules: await Promise.all((await listSchedules(deps.db, w.name)).map(view)) };
+    },
+  );
+
+  app.post(
+    '/workflows/:name/schedules',
+    { schema: { tags: ['schedules'], params: WorkflowParams, body: CreateScheduleBody, response: { 201: Schedule, ...DetailErrors } } },
+    async (request, reply) => {
+      const w = await mustGetWorkflow(deps.db, request.params.name);
+      const body = request.body;
+      // a cron schedule's zone may come from a `CRON_TZ=` prefix; the cron string itself is Temporal's to judge
+      const timezone = body.type === 'cron' ? scheduleZone(body.timezone, body.schedule, 'UTC') : (body.timezone ?? 'UTC');
+      checkZone(timezone);
+      let timing: ScheduleTiming;
+      if (body.type === 'cron') {
+        timing = { type: 'cron', cron: body.schedule as string, timezone, jitterMs: (body.jitter ?? 0) * 1000 };
+      } else {
+        const parsed = parseRunAt(body.at as string, timezone, new Date());
+        if ('error' in parsed) throw invalidRequest(parsed.error);
+        timing = { type: 'one-time', runAt: parsed.runAt };
+      }
+      const id = newId();
+      const client = await temporalClient(deps, 'Error creating schedule');
+      const row = await withTransaction(deps.db, async (c) => {
+        const inserted = await insertSchedule(c, {
+          id,
+          workflow: w.name,
+          temporalId: extraScheduleIdOf(w.name, id),
+          type: body.type,
+          cron: timing.type === 'cron' ? timing.cron : null,
+          at: timing.type === 'one-time' ? (body.at as string) : null,
+          runAt: timing.type === 'one-time' ? (timing.runAt === 'now' ? new Date() : timing.runAt) : null,
+          timezone,
+          jitterMs: timing.type === 'cron' ? timing.jitterMs : 0,
+          enabled: body.enabled ?? true,
+          input: body.input ?? null,
+        });
+        // created before COMMIT: a Temporal refusal leaves no row behind
+        try {
+          await createSchedule(client, { target: targetOf(inserted), timing, paused: !inserted.enabled, taskQueue: deps.config.temporal.taskQueue, catchupWindowMs: settings.catchupWindowMs });
+        } catch (err) {
+          request.log.warn({ err: { message: (err as Error).message }, workflow: w.name }, 'creating a schedule failed');
+          throw scheduleError(err, timing.type === 'cron' ? timing.cron : null, 'Error creating schedule');
+        }
+        return inserted;
+      });
+      if (timing.type === 'one-time' && timing.runAt === 'now') {
+        // after COMMIT, so the run finds the row it links to; if the trigger fails, the schedule goes again
+        try {
+          await triggerSchedule(client, row.temporal_id);
+        } catch (err) {
+          request.log.warn({ err: { message: (err as Error).message }, workflow: w.name }, 'triggering a schedule failed');
+          await deleteSchedule(client, row.temporal_id).catch(() => undefined);
+          await deleteScheduleRow(deps.db, row.id);
+          throw invalidRequest(`Error creating schedule: ${(err as Error).message}`);
+        }
+      }
+      return reply.code(201).send(await view(row));
+    },
+  );
+
+  app.get(
+    '/workflows/:name/schedules/:id',
+    { schema: { tags: ['schedules'], params: WorkflowScheduleParams, response: { 200: Schedule, ...DetailErrors } } },
+    async (request) => view(await mustGetSchedule(request.params.name, request.params.id)),
+  );
+
+  app.patch(
+    '/workflows/:name/schedules/:id',
+    { schema: { tags: ['schedules'], params: WorkflowScheduleParams, body: PatchWorkflowScheduleBody, response: { 200: Schedule, ...DetailErrors, 409: Detail } } },
+    async (request) => {
+      const s = await mustGetSchedule(request.params.name, request.params.id);
+      return view(await changeSchedule(deps, s, checkedChange(s, request.body), request.log));
+    },
+  );
+
+  app.delete(
+    '/workflows/:name/schedules/:id',
+    { schema: { tags: ['schedules'], params: WorkflowScheduleParams, response: { 200: DeletedSchedule, ...DetailErrors } } },
+    async (request) => {
+      const s = await mustGetSchedule(request.params.name, request.params.id);
+      await deleteSchedule(await temporalClient(deps, 'Error deleting schedule'), s.temporal_id);
+      await deleteScheduleRow(deps.db, s.id);
+      return { id: s.id, workflow: s.workflow, deleted: true };
+    },
+  );
+
+  for (const action of ['pause', 'resume'] as const) {
+    app.post(
+      `/workflows/:name/schedules/:id/${action}`,
+      { schema: { tags: ['schedules'], params: WorkflowScheduleParams, response: { 200: Schedule, ...DetailErrors } } },
+      async (request) => view(await setPaused(deps, await mustGetSchedule(request.params.name, request.params.id), action)),
     );
   }
 };

@@ -1,6 +1,7 @@
 /** Schemas of the scheduler's routes: bare JSON bodies, errors as `{detail}`. */
 import { Type } from 'typebox';
 import { MAX_PATH_PARAM_LENGTH } from '../http/inputPolicy';
+import { AT_PATTERN, DATE_TIME_PATTERN } from '../../lib/scheduler/oneTime';
 import { ifThen, Nullable, Offset, StringEnum } from '../http/schemas';
 
 export const Detail = Type.Object({ detail: Type.String() });
@@ -74,9 +75,29 @@ export const SourceIdParams = Type.Object({ id: Type.String({ minLength: 1, maxL
 
 export const DeletedSource = Type.Object({ id: Type.String(), deleted: Type.Boolean(), deleted_workflows: Type.Array(Type.String()) });
 
-export const RemoteFlows = Type.Object({
-  source_id: Type.String(),
-  flows: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), description: Type.String() })),
+export const RemoteFlow = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  endpoint_name: Nullable(Type.String()),
+  description: Type.String(),
+  updated_at: Nullable(Type.String()),
+});
+
+export const RemoteFlows = Type.Object({ source_id: Type.String(), flows: Type.Array(RemoteFlow) });
+
+/** GET /flows: the flows of every source in one list; a source that cannot answer is reported, not fatal. */
+export const AllRemoteFlows = Type.Object({
+  flows: Type.Array(Type.Object({ source_id: Type.String(), source_name: Type.String(), source_type: StringEnum(SOURCE_TYPES), ...RemoteFlow.properties })),
+  sources: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      name: Type.String(),
+      source_type: StringEnum(SOURCE_TYPES),
+      status: StringEnum(SOURCE_STATUSES),
+      flows: Type.Integer({ description: 'how many flows the source listed' }),
+      error: Nullable(Type.String({ description: 'why the flows of this source could not be listed' })),
+    }),
+  ),
 });
 
 export const SourceHealth = Type.Object({
@@ -98,7 +119,7 @@ export const TaskSchema = Type.Object(
     type: StringEnum(['script', 'flow'] as const),
     script: Type.Optional(Type.String({ minLength: 1, maxLength: 100_000 })),
     source: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'source id or name (flow tasks)' })),
-    flow: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+    flow: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: "the flow's id, endpoint_name or display name (flow tasks), resolved once at creation" })),
     input: Type.Optional(Type.Unknown()),
     timeout: TaskTimeout,
   },
@@ -129,7 +150,8 @@ export const WorkflowTaskView = Type.Object({
   type: StringEnum(['script', 'flow'] as const),
   script: Type.Optional(Type.String()),
   source: Type.Optional(Type.String()),
-  flow: Type.Optional(Type.String()),
+  flow: Type.Optional(Type.String({ description: "the flow's id on the platform, resolved at creation" })),
+  flowName: Type.Optional(Type.String({ description: "the flow's display name when it was resolved" })),
   input: Type.Optional(Type.Unknown()),
   timeout: Type.Optional(Type.Integer()),
 });
@@ -153,24 +175,86 @@ export const WorkflowParams = Type.Object({ name: Type.String({ minLength: 1, ma
 export const DeletedWorkflow = Type.Object({ name: Type.String(), deleted: Type.Boolean() });
 export const RunResult = Type.Object({ executionId: Type.String(), workflow: Type.String(), status: Type.Literal('running'), startedAt: Type.String() });
 
+export const SCHEDULE_TYPES = ['cron', 'one-time'] as const;
+export const SCHEDULE_STATUSES = ['active', 'paused', 'completed', 'expired'] as const;
+
+const CronString = Type.String({ minLength: 1, maxLength: 200, description: 'cron expression (see docs/scheduler.md)' });
+const ZoneName = Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone, e.g. Asia/Kolkata' });
+const Jitter = Type.Integer({ minimum: 0, maximum: 3600, description: 'seconds of random delay added to each scheduled time' });
+const At = Type.String({
+  pattern: AT_PATTERN,
+  description: 'now, or an ISO 8601 date-time in the future; without Z or an offset it is a wall-clock time in `timezone`',
+});
+const RunInput = Type.Unknown({ description: "input of the runs it starts: flow tasks get it instead of their own input, scripts in ARMADA_INPUT; null = none" });
+
 export const Schedule = Type.Object({
+  id: Type.String(),
   workflow: Type.String(),
-  schedule: Nullable(Type.String()),
+  type: StringEnum(SCHEDULE_TYPES),
+  isDefault: Type.Boolean({ description: "the workflow's own schedule (its schedule/timezone fields and the /schedules/{workflow} routes)" }),
+  schedule: Nullable(Type.String({ description: 'cron schedules: the cron expression as written' })),
+  at: Nullable(Type.String({ description: 'one-time schedules: the time as written' })),
+  runAt: Nullable(Type.String({ description: 'one-time schedules: the instant it runs (UTC)' })),
   timezone: Type.String(),
   jitter: Type.Integer(),
+  input: RunInput,
   enabled: Type.Boolean(),
+  status: StringEnum(SCHEDULE_STATUSES),
   nextRun: Nullable(Type.String()),
+  lastRun: Nullable(Type.String()),
+  createdAt: Type.String(),
 });
 export const ScheduleList = Type.Object({ schedules: Type.Array(Schedule) });
 export const ScheduleParams = Type.Object({ workflow: Type.String({ minLength: 1, maxLength: MAX_PATH_PARAM_LENGTH }) });
 export const PatchScheduleBody = Type.Object(
   {
-    schedule: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    jitter: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600 })),
+    schedule: Type.Optional(CronString),
+    timezone: Type.Optional(ZoneName),
+    jitter: Type.Optional(Jitter),
+    input: Type.Optional(RunInput),
   },
   { additionalProperties: false, minProperties: 1 },
 );
+
+export const WorkflowScheduleParams = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: MAX_PATH_PARAM_LENGTH }),
+  id: Type.String({ minLength: 1, maxLength: 200 }),
+});
+
+/** One schema for both types (like TaskSchema): `if`/`then` says what each type needs and must not have. */
+export const CreateScheduleBody = Type.Object(
+  {
+    type: StringEnum(SCHEDULE_TYPES),
+    schedule: Type.Optional(CronString),
+    at: Type.Optional(At),
+    timezone: Type.Optional(ZoneName),
+    jitter: Type.Optional(Jitter),
+    input: Type.Optional(RunInput),
+    enabled: Type.Optional(Type.Boolean()),
+  },
+  {
+    additionalProperties: false,
+    allOf: [
+      ifThen({ properties: { type: { const: 'cron' } } }, { required: ['schedule'], properties: { at: false } }),
+      ifThen({ properties: { type: { const: 'one-time' } } }, { required: ['at'], properties: { schedule: false, jitter: false } }),
+      // `now` runs at creation: it cannot be created paused
+      ifThen({ required: ['at'], properties: { at: { const: 'now' } } }, { properties: { enabled: { const: true } } }),
+    ],
+  },
+);
+
+export const PatchWorkflowScheduleBody = Type.Object(
+  {
+    schedule: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'cron schedules only (409 otherwise)' })),
+    at: Type.Optional(Type.String({ pattern: DATE_TIME_PATTERN, description: 'one-time schedules only, before they ran (409 otherwise)' })),
+    timezone: Type.Optional(ZoneName),
+    jitter: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600, description: 'cron schedules only (409 otherwise)' })),
+    input: Type.Optional(RunInput),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const DeletedSchedule = Type.Object({ id: Type.String(), workflow: Type.String(), deleted: Type.Boolean() });
 
 export const EXECUTION_STATUSES = ['running', 'completed', 'failed', 'stopped'] as const;
 
@@ -184,6 +268,8 @@ export const ExecutionSummary = Type.Object({
   completedAt: Nullable(Type.String()),
   duration: Nullable(Type.String()),
   error: Nullable(Type.String()),
+  scheduleId: Nullable(Type.String({ description: 'the schedule that started it' })),
+  retryOf: Nullable(Type.String({ description: 'the execution this one re-runs (POST /executions/{id}/retry)' })),
 });
 
 export const ExecutionTask = Type.Object({
@@ -197,7 +283,11 @@ export const ExecutionTask = Type.Object({
   error: Nullable(Type.String()),
 });
 
-export const ExecutionDetail = Type.Object({ ...ExecutionSummary.properties, tasks: Type.Array(ExecutionTask) });
+export const ExecutionDetail = Type.Object({
+  ...ExecutionSummary.properties,
+  input: Type.Unknown({ description: 'the input it ran with (null = none)' }),
+  tasks: Type.Array(ExecutionTask),
+});
 export const ExecutionList = Type.Object({ executions: Type.Array(ExecutionSummary) });
 export const ExecutionListQuery = Type.Object(
   {
@@ -212,5 +302,12 @@ export const ExecutionParams = Type.Object({ id: Type.String({ minLength: 1, max
 export const ExecutionLogs = Type.Object({
   executionId: Type.String(),
   logs: Type.Array(Type.Object({ timestamp: Type.String(), level: Type.String(), message: Type.String() })),
+});
+export const RetryResult = Type.Object({
+  executionId: Type.String(),
+  workflow: Type.String(),
+  status: Type.Literal('running'),
+  startedAt: Type.String(),
+  retryOf: Type.String(),
 });
 export const StopResult = Type.Object({ executionId: Type.String(), status: StringEnum(EXECUTION_STATUSES) });

@@ -21,10 +21,11 @@ import {
   type SourceRow,
 } from '../../lib/db/schedulerSources';
 import { schedulerMetrics } from '../../lib/scheduler/metrics';
-import { PlatformError, checkHealth, listRemoteFlows, normaliseSourceUrl, validatePlatform, type PlatformTarget } from '../../lib/scheduler/platforms';
+import { PlatformError, PlatformKeyRejected, checkHealth, listRemoteFlows, normaliseSourceUrl, validatePlatform, type PlatformTarget } from '../../lib/scheduler/platforms';
+import { sourceTarget } from '../../lib/scheduler/sourceTarget';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { deleteSchedule } from '../../lib/scheduler/temporalSchedules';
-import { openSecret, sealSecret } from '../../lib/secretBox';
+import { sealSecret } from '../../lib/secretBox';
 import type { SchedulerPluginOptions } from './deps';
 import {
   CreateSourceBody,
@@ -66,23 +67,23 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const settings = schedulerSettings(deps.config);
   const metrics = schedulerMetrics(deps.metrics);
-  const target = (s: SourceRow): PlatformTarget => ({
-    sourceType: s.source_type,
-    url: s.url,
-    apiKey: s.api_key_sealed ? openSecret(deps.keys.encryption, s.api_key_sealed) : null,
-  });
+  const target = (s: SourceRow): PlatformTarget => sourceTarget(s, deps.keys.encryption);
   const mustGet = async (id: string): Promise<SourceRow> => {
     const s = isUuid(id) ? await getSource(deps.db, id) : undefined;
     if (!s) throw notFound(SOURCE_NOT_FOUND);
     return s;
   };
-  /** Validates the platform; the reason goes to the log (never the key), the client gets the documented detail. */
+  /**
+   * Validates the platform; the reason goes to the log (never the key). The client gets the documented detail, plus
+   * the platform's own words when it refused the key: that is the client's mistake to fix.
+   */
   const validate = async (t: PlatformTarget): Promise<Record<string, unknown> | null> => {
     try {
       return await validatePlatform(t, settings.sourceTimeoutMs);
     } catch (err) {
       if (!(err instanceof PlatformError)) throw err;
       fastify.log.info({ url: t.url, sourceType: t.sourceType, reason: err.message }, 'source validation failed');
+      if (err instanceof PlatformKeyRejected) throw invalidRequest(`${SOURCE_VALIDATION_FAILED}: ${err.message}`);
       throw invalidRequest(SOURCE_VALIDATION_FAILED);
     }
   };
@@ -166,7 +167,7 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
     { schema: { tags: ['sources'], params: SourceIdParams, response: { 200: DeletedSource, ...DetailErrors } } },
     async (request) => {
       const source = await mustGet(request.params.id);
-      let result: { deleted: boolean; workflows: string[] };
+      let result: Awaited<ReturnType<typeof deleteSourceCascade>>;
       try {
         result = await withTransaction(deps.db, (c) => deleteSourceCascade(c, source.id));
       } catch (err) {
@@ -176,10 +177,10 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
       if (!result.deleted) throw notFound(SOURCE_NOT_FOUND);
       // The rows are gone (one transaction); their Temporal schedules follow. A schedule left behind by a Temporal
       // outage finds no workflow row when it fires and ends at once.
-      if (result.workflows.length) {
+      if (result.temporalIds.length) {
         try {
           const client = await deps.temporal.client();
-          await Promise.all(result.workflows.map((w) => deleteSchedule(client, w)));
+          await Promise.all(result.temporalIds.map((id) => deleteSchedule(client, id)));
         } catch (err) {
           request.log.warn({ err: { message: (err as Error).message }, workflows: result.workflows }, 'could not delete the schedules of a deleted source');
         }

@@ -5,20 +5,24 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Client } from '@temporalio/client';
-import { AppError, conflict, invalidRequest, notFound } from '../../lib/errors';
-import { isUuid, newId } from '../../lib/ids';
+import { type AppError, conflict, invalidRequest, notFound } from '../../lib/errors';
+import { newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
 import { UNIQUE_VIOLATION } from '../../lib/db/projects';
-import { failExecution, insertManualExecution } from '../../lib/db/schedulerExecutions';
-import { getSource, getSourceByName } from '../../lib/db/schedulerSources';
+import { getDefaultSchedule, listSchedules, temporalIdsOf } from '../../lib/db/schedulerSchedules';
 import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { cronZone, timezoneError } from '../../lib/scheduler/cron';
 import { schedulerSettings } from '../../lib/scheduler/settings';
-import { WORKFLOW_RUN_TYPE, createSchedule, deleteSchedule, nextRunOf, specRejection, type WorkflowRunInput } from '../../lib/scheduler/temporalSchedules';
+import { createSchedule, deleteSchedule, scheduleIdOf, specRejection } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import type { SchedulerPluginOptions } from './deps';
+import { scheduleView, targetOf, timingOf } from './scheduleViews';
+import { resolveFlowTask, type FlowListCache } from './flowTasks';
 import { CreateWorkflowBody, CreatedWorkflow, DeletedWorkflow, Detail, DetailErrors, RunResult, Workflow, WorkflowList, WorkflowParams } from './schemas';
+import { startExecution } from './startExecution';
+import { temporalClient } from './temporalAccess';
+
+export { temporalClient, temporalUnavailable } from './temporalAccess';
 
 export const WORKFLOW_NOT_FOUND = 'Workflow not found';
 
@@ -31,32 +35,17 @@ export async function mustGetWorkflow(db: Queryable, name: string): Promise<Work
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-export const temporalUnavailable = (what: string) => new AppError(503, 'SERVICE_UNAVAILABLE', `${what}: Temporal is unavailable`);
-
-/** The client, or a 503 with a clear detail when Temporal cannot be reached. */
-export async function temporalClient(deps: DetailServiceDeps, what: string): Promise<Client> {
-  try {
-    return await deps.temporal.client();
-  } catch {
-    throw temporalUnavailable(what);
-  }
-}
-
-/** Next run per Temporal; null (not an error) when Temporal cannot be asked right now. */
-export async function safeNextRun(deps: DetailServiceDeps, w: WorkflowRow): Promise<string | null> {
-  if (!w.schedule || !w.enabled) return null;
-  try {
-    return iso(await nextRunOf(await deps.temporal.client(), w.name));
-  } catch (err) {
-    deps.logger.warn({ err: { message: (err as Error).message }, workflow: w.name }, 'could not read a schedule from Temporal');
-    return null;
-  }
+/** The earliest next run of a workflow's schedules; null when none is upcoming (or Temporal cannot be asked now). */
+export async function nextRunOfWorkflow(deps: DetailServiceDeps, name: string): Promise<string | null> {
+  const views = await Promise.all((await listSchedules(deps.db, name)).map((s) => scheduleView(deps, s)));
+  const times = views.flatMap((v) => (v.nextRun ? [v.nextRun] : [])).sort();
+  return times[0] ?? null;
 }
 
 export function taskView(t: WorkflowTask) {
   return t.type === 'script'
     ? { name: t.name, type: t.type, script: t.script, ...(t.timeout ? { timeout: t.timeout } : {}) }
-    : { name: t.name, type: t.type, source: t.source, flow: t.flow, ...(t.input !== undefined ? { input: t.input } : {}), ...(t.timeout ? { timeout: t.timeout } : {}) };
+    : { name: t.name, type: t.type, source: t.source, flow: t.flow, ...(t.flowName !== undefined ? { flowName: t.flowName } : {}), ...(t.input !== undefined ? { input: t.input } : {}), ...(t.timeout ? { timeout: t.timeout } : {}) };
 }
 
 export async function workflowView(deps: DetailServiceDeps, w: WorkflowRow & { last_run?: Date | null }) {
@@ -68,7 +57,7 @@ export async function workflowView(deps: DetailServiceDeps, w: WorkflowRow & { l
     jitter: Math.round(w.jitter_ms / 1000),
     enabled: w.enabled,
     lastRun: iso(w.last_run ?? null),
-    nextRun: await safeNextRun(deps, w),
+    nextRun: await nextRunOfWorkflow(deps, w.name),
     tasks: w.tasks.map(taskView),
     createdAt: w.created_at.toISOString(),
   };
@@ -85,10 +74,14 @@ export function scheduleZone(given: string | undefined, schedule: string | null 
   return given ?? (schedule ? cronZone(schedule) : undefined) ?? fallback;
 }
 
-/** A failed create/update of a Temporal Schedule as the 400 to answer: Temporal's own reason when it rejected the spec. */
-export function scheduleError(err: unknown, cron: string, what: string): AppError {
+/**
+ * A failed create/update of a Temporal Schedule as the 400 to answer: Temporal's own reason when it rejected the spec
+ * (of a cron schedule: naming the cron string; of a one-time schedule: its calendar time).
+ */
+export function scheduleError(err: unknown, cron: string | null, what: string): AppError {
   const reason = specRejection(err);
-  return invalidRequest(reason !== null ? `Invalid cron expression "${cron}": ${reason}` : `${what}: ${(err as Error).message}`);
+  if (reason === null) return invalidRequest(`${what}: ${(err as Error).message}`);
+  return invalidRequest(cron !== null ? `Invalid cron expression "${cron}": ${reason}` : `Invalid schedule time: ${reason}`);
 }
 
 export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (fastify, { deps }) => {
@@ -121,6 +114,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       checkZone(timezone);
       const seen = new Set<string>();
       const tasks: WorkflowTask[] = [];
+      const flowLists: FlowListCache = new Map();
       for (const t of body.tasks) {
         if (seen.has(t.name)) throw conflict(`Task name "${t.name}" is used twice`); // no schema can say names are unique: 409 like a taken workflow name
         seen.add(t.name);
@@ -129,9 +123,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
           tasks.push({ name: t.name, type: 'script', script: t.script as string, ...(t.timeout ? { timeout: t.timeout } : {}) });
         } else {
           if (t.source === undefined || t.flow === undefined) throw invalidRequest(`Task "${t.name}": a flow task needs "source" and "flow"`);
-          const source = (isUuid(t.source) ? await getSource(deps.db, t.source) : undefined) ?? (await getSourceByName(deps.db, t.source));
-          if (!source) throw invalidRequest(`Task "${t.name}" names an unknown source "${t.source}"`);
-          tasks.push({ name: t.name, type: 'flow', source: source.id, flow: t.flow, ...(t.input !== undefined ? { input: t.input } : {}), ...(t.timeout ? { timeout: t.timeout } : {}) });
+          tasks.push(await resolveFlowTask(deps.db, deps.keys.encryption, settings.sourceTimeoutMs, { ...t, source: t.source, flow: t.flow }, flowLists));
         }
       }
       const enabled = body.enabled ?? true;
@@ -140,16 +132,23 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       let row: WorkflowRow;
       try {
         row = await withTransaction(deps.db, async (c) => {
-          const inserted = await insertWorkflow(c, { name: body.name, description: body.description ?? '', schedule, timezone, jitterMs, tasks });
-          if (!enabled) await c.query('UPDATE scheduler_workflows SET enabled = false WHERE name = $1', [body.name]);
+          const inserted = await insertWorkflow(c, {
+            name: body.name,
+            description: body.description ?? '',
+            schedule,
+            timezone,
+            jitterMs,
+            enabled,
+            tasks,
+            defaultSchedule: { id: newId(), temporalId: scheduleIdOf(body.name) },
+          });
           // The schedule is created before COMMIT: a Temporal failure leaves no row behind.
-          if (schedule && client) {
+          const s = await getDefaultSchedule(c, body.name);
+          if (s?.cron && client) {
             try {
               await createSchedule(client, {
-                workflow: body.name,
-                cron: schedule,
-                timezone,
-                jitterMs,
+                target: targetOf(s),
+                timing: timingOf(s),
                 paused: !enabled,
                 taskQueue: deps.config.temporal.taskQueue,
                 catchupWindowMs: settings.catchupWindowMs,
@@ -159,13 +158,13 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
               throw scheduleError(err, schedule, 'Error creating schedule');
             }
           }
-          return { ...inserted, enabled };
+          return inserted;
         });
       } catch (err) {
         if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw conflict(`Workflow ${body.name} already exists`); // a schema cannot say a name is taken: 409, not 400
         throw err;
       }
-      return reply.code(201).send({ name: row.name, status: 'created' as const, nextRun: await safeNextRun(deps, row) });
+      return reply.code(201).send({ name: row.name, status: 'created' as const, nextRun: await nextRunOfWorkflow(deps, row.name) });
     },
   );
 
@@ -174,7 +173,11 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
     { schema: { tags: ['workflows'], params: WorkflowParams, response: { 200: DeletedWorkflow, ...DetailErrors } } },
     async (request) => {
       const w = await mustGet(request.params.name);
-      if (w.schedule) await deleteSchedule(await temporalClient(deps, 'Error deleting schedule'), w.name);
+      const temporalIds = await temporalIdsOf(deps.db, [w.name]);
+      if (temporalIds.length) {
+        const client = await temporalClient(deps, 'Error deleting schedule');
+        for (const id of temporalIds) await deleteSchedule(client, id);
+      }
       if (!(await deleteWorkflow(deps.db, w.name))) throw notFound(WORKFLOW_NOT_FOUND);
       return { name: w.name, deleted: true };
     },
@@ -183,28 +186,6 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
   app.post(
     '/workflows/:name/run',
     { schema: { tags: ['workflows'], params: WorkflowParams, response: { 200: RunResult, ...DetailErrors } } },
-    async (request) => {
-      const w = await mustGet(request.params.name);
-      const client = await temporalClient(deps, 'Could not start the execution');
-      const executionId = newId();
-      const startedAt = new Date().toISOString();
-      const workflowId = `execution:${executionId}`;
-      await insertManualExecution(deps.db, {
-        id: executionId,
-        workflow: w.name,
-        temporalWorkflowId: workflowId,
-        startedAt,
-        tasks: w.tasks.map((t) => ({ name: t.name, type: t.type, status: 'pending', startedAt: null, completedAt: null, output: '' })),
-      });
-      const input: WorkflowRunInput = { workflow: w.name, trigger: 'manual', executionId, startedAt };
-      try {
-        await client.workflow.start(WORKFLOW_RUN_TYPE, { workflowId, taskQueue: deps.config.temporal.taskQueue, args: [input] });
-      } catch (err) {
-        request.log.warn({ err: { message: (err as Error).message }, workflow: w.name }, 'starting an execution failed');
-        await failExecution(deps.db, executionId, 'Could not start the execution');
-        throw temporalUnavailable('Could not start the execution');
-      }
-      return { executionId, workflow: w.name, status: 'running' as const, startedAt };
-    },
+    async (request) => startExecution(deps, await mustGet(request.params.name), {}, request.log),
   );
 };

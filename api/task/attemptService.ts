@@ -30,6 +30,7 @@ import type { AttemptWorkflowInput } from '../../workflows/attemptWorkflow';
 import type { MergeWorkflowInput, MergeWorkflowResult } from '../../workflows/mergeWorkflow';
 import { attemptWorkflowId, followUpSignal, stopProcessSignal } from '../../workflows/attemptMessages';
 import { attemptMetrics } from '../../lib/attempts/metrics';
+import { attemptSearchAttributes } from '../../lib/temporal/searchAttributes';
 import { checkMergePreconditions } from '../../lib/attempts/mergePreconditions';
 import { moveTask, publishAttemptEvent, recordAttemptCancelled, requestProcessEnd } from '../../lib/attempts/projections';
 import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
@@ -65,7 +66,12 @@ async function temporalClient(deps: AttemptServiceDeps): Promise<Client> {
 
 function resolveLlm(config: ArmadaConfig, llm: string | undefined, task: TaskRow, project: ProjectRow) {
   const name = llm ?? task.assignee ?? project.default_llm ?? undefined;
-  if (!name) throw validationError('llm is required (the task has no assignee and the project no defaultLLM)', { llm: 'is required' });
+  // The body is valid; what is missing is state (no assignee, no project default), so this is a conflict, not a 400.
+  if (!name) {
+    throw conflict('No agent to run: pass "llm", or give the task an assignee or the project a defaultLLM', 'AGENT_REQUIRED', {
+      llm: 'is required while the task has no assignee and the project no defaultLLM',
+    });
+  }
   const profile = resolveAgentProfile(config, name);
   if (!profile) throw validationError(`Unknown agent "${name}"`, { llm: `unknown agent "${name}"` });
   return { name, profile };
@@ -107,6 +113,7 @@ async function startWorkflow(deps: AttemptServiceDeps, client: Client, task: Tas
       taskQueue: deps.config.temporal.taskQueue,
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
+      typedSearchAttributes: attemptSearchAttributes({ taskId: task.id, projectId: task.project_id, attemptId: attempt.id, agent: attempt.llm }),
     }),
   );
 }

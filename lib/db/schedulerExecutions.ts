@@ -26,6 +26,12 @@ export interface ExecutionRow {
   completed_at: Date | null;
   tasks: TaskRunState[];
   error: string | null;
+  /** the schedule that started it (null for manual runs, or once that schedule is deleted) */
+  schedule_id: string | null;
+  /** the input it ran with (null = none) */
+  input: unknown;
+  /** the execution this one re-runs */
+  retry_of: string | null;
 }
 
 export interface ExecutionRecord {
@@ -39,7 +45,13 @@ export interface ExecutionRecord {
   completedAt: string | null;
   tasks: TaskRunState[];
   error: string | null;
+  scheduleId?: string | null;
+  input?: unknown;
+  retryOf?: string | null;
 }
+
+/** jsonb parameter: SQL NULL for no input (undefined or null), else the JSON text. */
+const jsonOrNull = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
 
 export const FOREIGN_KEY_VIOLATION = '23503';
 
@@ -51,14 +63,31 @@ export const FOREIGN_KEY_VIOLATION = '23503';
 export async function upsertExecution(db: Queryable, e: ExecutionRecord): Promise<{ previous: ExecutionStatus | undefined } | null> {
   const { rows } = await db.query<{ previous: ExecutionStatus | null; inserted: boolean }>(
     `WITH prev AS (SELECT status FROM scheduler_executions WHERE id = $1)
-     INSERT INTO scheduler_executions AS x (id, workflow, temporal_workflow_id, trigger, status, scheduled_at, started_at, completed_at, tasks, error)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     INSERT INTO scheduler_executions AS x
+            (id, workflow, temporal_workflow_id, trigger, status, scheduled_at, started_at, completed_at, tasks, error, schedule_id, input, retry_of)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+             -- a schedule or an original deleted meanwhile is no reason to lose the run: the link is just empty
+             (SELECT id FROM scheduler_schedules WHERE id = $11::uuid), $12::jsonb, (SELECT id FROM scheduler_executions WHERE id = $13::uuid))
      ON CONFLICT (id) DO UPDATE
         SET status = EXCLUDED.status, completed_at = EXCLUDED.completed_at, tasks = EXCLUDED.tasks, error = EXCLUDED.error,
             scheduled_at = COALESCE(x.scheduled_at, EXCLUDED.scheduled_at)
       WHERE x.status = 'running'
      RETURNING (SELECT status FROM prev) AS previous, (xmax = 0) AS inserted`,
-    [e.id, e.workflow, e.temporalWorkflowId, e.trigger, e.status, e.scheduledAt, e.startedAt, e.completedAt, JSON.stringify(e.tasks), e.error],
+    [
+      e.id,
+      e.workflow,
+      e.temporalWorkflowId,
+      e.trigger,
+      e.status,
+      e.scheduledAt,
+      e.startedAt,
+      e.completedAt,
+      JSON.stringify(e.tasks),
+      e.error,
+      e.scheduleId ?? null,
+      jsonOrNull(e.input),
+      e.retryOf ?? null,
+    ],
   );
   const r = rows[0];
   if (!r) return null;
@@ -91,15 +120,15 @@ export interface LogLine {
   message: string;
 }
 
-/** The row a manual run writes before it starts the workflow, so the execution is visible at once. */
+/** The row a manual run (or a retry) writes before it starts the workflow, so the execution is visible at once. */
 export async function insertManualExecution(
   db: Queryable,
-  e: { id: string; workflow: string; temporalWorkflowId: string; startedAt: string; tasks: TaskRunState[] },
+  e: { id: string; workflow: string; temporalWorkflowId: string; startedAt: string; tasks: TaskRunState[]; input?: unknown; retryOf?: string },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO scheduler_executions (id, workflow, temporal_workflow_id, trigger, status, started_at, tasks)
-     VALUES ($1, $2, $3, 'manual', 'running', $4, $5)`,
-    [e.id, e.workflow, e.temporalWorkflowId, e.startedAt, JSON.stringify(e.tasks)],
+    `INSERT INTO scheduler_executions (id, workflow, temporal_workflow_id, trigger, status, started_at, tasks, input, retry_of)
+     VALUES ($1, $2, $3, 'manual', 'running', $4, $5, $6::jsonb, $7)`,
+    [e.id, e.workflow, e.temporalWorkflowId, e.startedAt, JSON.stringify(e.tasks), jsonOrNull(e.input), e.retryOf ?? null],
   );
 }
 

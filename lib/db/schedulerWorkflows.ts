@@ -1,4 +1,7 @@
-/** SQL for scheduler_workflows and scheduler_workflow_sources (service B). */
+/**
+ * SQL for scheduler_workflows and scheduler_workflow_sources (service B). A workflow row carries its default schedule's
+ * fields (`schedule`, `timezone`, `jitter_ms`, `enabled`), joined from scheduler_schedules (lib/db/schedulerSchedules.ts).
+ */
 import type { Queryable } from './pool';
 
 export interface ScriptTask {
@@ -14,7 +17,10 @@ export interface FlowTask {
   type: 'flow';
   /** the source's id (resolved from an id or a name at creation) */
   source: string;
+  /** the flow's id on the platform, resolved at creation from an id, endpoint_name or name (older rows: as written) */
   flow: string;
+  /** the flow's display name when it was resolved */
+  flowName?: string;
   input?: unknown;
   timeout?: number;
 }
@@ -24,6 +30,8 @@ export type WorkflowTask = ScriptTask | FlowTask;
 export interface WorkflowRow {
   name: string;
   description: string;
+  /** the default schedule's row id */
+  default_schedule_id: string;
   schedule: string | null;
   timezone: string;
   jitter_ms: number;
@@ -37,53 +45,64 @@ export interface WorkflowWithLastRun extends WorkflowRow {
   last_run: Date | null;
 }
 
+/** Inserts the workflow and its default schedule row (its cron may be null: no schedule yet). */
 export async function insertWorkflow(
   db: Queryable,
-  w: { name: string; description: string; schedule: string | null; timezone: string; jitterMs: number; tasks: WorkflowTask[] },
+  w: {
+    name: string;
+    description: string;
+    schedule: string | null;
+    timezone: string;
+    jitterMs: number;
+    enabled: boolean;
+    tasks: WorkflowTask[];
+    defaultSchedule: { id: string; temporalId: string };
+  },
 ): Promise<WorkflowRow> {
-  const { rows } = await db.query<WorkflowRow>(
-    `INSERT INTO scheduler_workflows (name, description, schedule, timezone, jitter_ms, tasks)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-    [w.name, w.description, w.schedule, w.timezone, w.jitterMs, JSON.stringify(w.tasks)],
+  await db.query('INSERT INTO scheduler_workflows (name, description, tasks) VALUES ($1, $2, $3)', [w.name, w.description, JSON.stringify(w.tasks)]);
+  await db.query(
+    `INSERT INTO scheduler_schedules (id, workflow, temporal_id, is_default, type, cron, timezone, jitter_ms, enabled)
+     VALUES ($1, $2, $3, true, 'cron', $4, $5, $6, $7)`,
+    [w.defaultSchedule.id, w.name, w.defaultSchedule.temporalId, w.schedule, w.timezone, w.jitterMs, w.enabled],
   );
-  const row = rows[0] as WorkflowRow;
   const sources = [...new Set(w.tasks.flatMap((t) => (t.type === 'flow' ? [t.source] : [])))];
   if (sources.length) {
     await db.query('INSERT INTO scheduler_workflow_sources (workflow, source_id) SELECT $1, unnest($2::uuid[])', [w.name, sources]);
   }
-  return row;
+  return (await getWorkflow(db, w.name)) as WorkflowRow;
 }
 
+// The workflow with its default schedule's fields.
+const WORKFLOW_SELECT = `SELECT w.*, d.id AS default_schedule_id, d.cron AS schedule, d.timezone, d.jitter_ms, d.enabled
+  FROM scheduler_workflows w JOIN scheduler_schedules d ON d.workflow = w.name AND d.is_default`;
+
 export async function getWorkflow(db: Queryable, name: string): Promise<WorkflowRow | undefined> {
-  const { rows } = await db.query<WorkflowRow>('SELECT * FROM scheduler_workflows WHERE name = $1', [name]);
+  const { rows } = await db.query<WorkflowRow>(`${WORKFLOW_SELECT} WHERE w.name = $1`, [name]);
   return rows[0];
 }
 
 export async function listWorkflows(db: Queryable): Promise<WorkflowWithLastRun[]> {
   const { rows } = await db.query<WorkflowWithLastRun>(
-    `SELECT w.*, (SELECT max(e.started_at) FROM scheduler_executions e WHERE e.workflow = w.name) AS last_run
-       FROM scheduler_workflows w ORDER BY w.name`,
+    `SELECT x.*, (SELECT max(e.started_at) FROM scheduler_executions e WHERE e.workflow = x.name) AS last_run
+       FROM (${WORKFLOW_SELECT}) x ORDER BY x.name`,
   );
   return rows;
 }
 
-export async function listScheduledWorkflows(db: Queryable): Promise<WorkflowRow[]> {
-  const { rows } = await db.query<WorkflowRow>('SELECT * FROM scheduler_workflows WHERE schedule IS NOT NULL ORDER BY name');
-  return rows;
-}
-
+/** Changes the workflow's default schedule (undefined keeps a field). */
 export async function updateWorkflowSchedule(
   db: Queryable,
   name: string,
-  patch: { schedule?: string; timezone?: string; enabled?: boolean },
+  patch: { schedule?: string; timezone?: string; jitterMs?: number; enabled?: boolean },
 ): Promise<WorkflowRow | undefined> {
-  const { rows } = await db.query<WorkflowRow>(
-    `UPDATE scheduler_workflows
-        SET schedule = COALESCE($2, schedule), timezone = COALESCE($3, timezone), enabled = COALESCE($4, enabled), updated_at = now()
-      WHERE name = $1 RETURNING *`,
-    [name, patch.schedule ?? null, patch.timezone ?? null, patch.enabled ?? null],
+  await db.query(
+    `UPDATE scheduler_schedules
+        SET cron = COALESCE($2, cron), timezone = COALESCE($3, timezone), jitter_ms = COALESCE($4, jitter_ms),
+            enabled = COALESCE($5, enabled), updated_at = now()
+      WHERE workflow = $1 AND is_default`,
+    [name, patch.schedule ?? null, patch.timezone ?? null, patch.jitterMs ?? null, patch.enabled ?? null],
   );
-  return rows[0];
+  return getWorkflow(db, name);
 }
 
 export async function deleteWorkflow(db: Queryable, name: string): Promise<boolean> {

@@ -11,6 +11,8 @@ import { refuseIfOwned } from './homeInUse';
 import { spawnServer, type ServerProcess } from './serverProcess';
 import type { ChildServer } from './supervisor';
 import { provisionTemporalCli } from './provisionTemporalCli';
+import { devServerSearchAttributeArgs } from '../temporal/searchAttributes';
+import { registerSearchAttributes } from '../temporal/searchAttributeCheck';
 import type { Logger } from '../logger';
 
 export const TEMPORAL_INSTALL_HINT = [
@@ -94,8 +96,17 @@ export interface RunningDevServer {
   stop(): Promise<void>;
 }
 
-/** Waits until the frontend answers a real RPC. */
-export async function waitForTemporal(address: string, namespace: string, timeoutMs: number, isDead: () => string | null = () => null): Promise<void> {
+/**
+ * Waits until the frontend answers a real RPC. With `onReady`, runs it on the connection before returning (the dev
+ * server registers Armada's search attributes there).
+ */
+export async function waitForTemporal(
+  address: string,
+  namespace: string,
+  timeoutMs: number,
+  isDead: () => string | null = () => null,
+  onReady?: (connection: Connection) => Promise<void>,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError = '';
   while (Date.now() < deadline) {
@@ -105,6 +116,7 @@ export async function waitForTemporal(address: string, namespace: string, timeou
       const connection = await Connection.connect({ address, connectTimeout: 2000 });
       try {
         await connection.workflowService.describeNamespace({ namespace });
+        await onReady?.(connection);
         return;
       } finally {
         await connection.close();
@@ -163,6 +175,8 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<Ru
     'warn',
     '--log-format',
     'json',
+    // registered on a new SQLite file only; an existing one gets the missing attributes added once it answers
+    ...devServerSearchAttributeArgs(),
   ];
   if (opts.uiPort === null) args.push('--headless');
   else args.push('--ui-port', String(opts.uiPort), '--ui-disable-news-fetch');
@@ -175,7 +189,10 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<Ru
     });
     if (server.pid) fs.writeFileSync(pidFile, String(server.pid));
     try {
-      await waitForTemporal(address, opts.namespace, opts.readyTimeoutMs ?? 60_000, () => exited);
+      await waitForTemporal(address, opts.namespace, opts.readyTimeoutMs ?? 60_000, () => exited, async (connection) => {
+        const added = await registerSearchAttributes(connection, opts.namespace);
+        if (added.length) log.info({ added }, 'registered search attributes on the dev server');
+      });
     } catch (err) {
       await server.stop('SIGTERM', 2000);
       throw err;

@@ -4,29 +4,53 @@
  */
 import type { SourceType } from '../db/schedulerSources';
 
+/** A platform call that failed; `httpStatus` is set when the platform answered (with `body`, its answer's text). */
 export class PlatformError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly httpStatus?: number,
+    readonly body?: string,
+  ) {
     super(message);
     this.name = 'PlatformError';
   }
+}
+
+/** The platform took the request but did not answer in time: it may be running it, so a run is not sent again. */
+export class PlatformTimeout extends PlatformError {}
+
+/** A request body and its content type (LangFlow and automagik-agents take JSON, AgentOS form fields). */
+interface EncodedBody {
+  contentType: string;
+  text: string;
 }
 
 interface PlatformSpec {
   healthPath: string;
   /** the `status` value a healthy platform answers */
   healthyStatus: string;
+  /** asked only when healthPath answers 404: the health route of a newer generation of the platform */
+  healthFallback?: { path: string; status: string };
   versionPath: string;
+  /** the runnable flows (LangFlow: the user's flows without graphs, no starter examples); it needs the key */
   flowsPath: string;
   runPath(flow: string): string;
-  runBody(input: unknown): unknown;
-  /** id/name pairs out of the flow-list answer */
+  runBody(input: string): EncodedBody;
+  /** the runnable flows out of the flow-list answer */
   flows(body: unknown): RemoteFlow[];
+  /** headers carrying the platform key */
+  keyHeaders(key: string): Record<string, string>;
 }
 
+/** A flow (LangFlow) or agent (automagik) a flow task can run: `id`, `endpoint_name` or `name` name it. */
 export interface RemoteFlow {
   id: string;
   name: string;
+  /** LangFlow's endpoint name (`/run/{endpoint_name}`), null when the flow has none or the platform has no such thing */
+  endpoint_name: string | null;
   description: string;
+  /** last change per the platform, null when it does not say */
+  updated_at: string | null;
 }
 
 function asList(body: unknown): Record<string, unknown>[] {
@@ -39,37 +63,69 @@ function asList(body: unknown): Record<string, unknown>[] {
 }
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : typeof v === 'number' ? String(v) : '');
+const strOrNull = (v: unknown): string | null => str(v) || null;
+const json = (input: Record<string, unknown>): EncodedBody => ({ contentType: 'application/json', text: JSON.stringify(input) });
+const xKey = (key: string) => ({ 'x-api-key': key });
 
 const FLOW_BUILDER: PlatformSpec = {
   healthPath: '/health',
   healthyStatus: 'ok',
   versionPath: '/api/v1/version',
-  flowsPath: '/api/v1/flows/',
-  runPath: (flow) => `/api/v1/run/${encodeURIComponent(flow)}`,
-  runBody: (input) => ({ input_value: typeof input === 'string' ? input : JSON.stringify(input ?? ''), input_type: 'chat', output_type: 'chat' }),
-  flows: (body) => asList(body).map((f) => ({ id: str(f.id), name: str(f.name) || str(f.id), description: str(f.description) })),
+  // LangFlow's read_flows: without these it answers every flow with its whole graph plus the starter examples,
+  // which cannot be run (megabytes); with them, the caller's own flows as headers (id, name, endpoint_name, …).
+  flowsPath: '/api/v1/flows/?remove_example_flows=true&header_flows=true&get_all=true',
+  runPath: (flow) => `/api/v1/run/${encodeURIComponent(flow)}?stream=false`,
+  runBody: (input) => json({ input_value: input, input_type: 'chat', output_type: 'chat' }),
+  flows: (body) =>
+    asList(body)
+      .filter((f) => f.is_component !== true) // saved components are listed too but cannot be run
+      .map((f) => ({
+        id: str(f.id),
+        name: str(f.name) || str(f.id),
+        endpoint_name: strOrNull(f.endpoint_name),
+        description: str(f.description),
+        updated_at: strOrNull(f.updated_at),
+      })),
+  keyHeaders: xKey,
 };
 
 export const PLATFORMS: Record<SourceType, PlatformSpec> = {
   'flow-builder': FLOW_BUILDER,
   langflow: FLOW_BUILDER,
+  // automagik-hive on PyPI (1.0.0rc7) is an Agno AgentOS app: GET /agents, POST /agents/{id}/runs with form fields
+  // (`stream` defaults to true there, so false is sent), key as a bearer token (OS_SECURITY_KEY). Health is the
+  // spec's /api/v1/health (status success, the 0.x Hive); AgentOS has only /health (status ok), asked when the
+  // first answers 404. docs/scheduler.md#what-was-checked-against-the-real-packages
   'automagik-hive': {
     healthPath: '/api/v1/health',
     healthyStatus: 'success',
+    healthFallback: { path: '/health', status: 'ok' },
     versionPath: '/api/v1/version',
     flowsPath: '/agents',
     runPath: (agent) => `/agents/${encodeURIComponent(agent)}/runs`,
-    runBody: (input) => ({ message: typeof input === 'string' ? input : JSON.stringify(input ?? '') }),
-    flows: (body) => asList(body).map((a) => ({ id: str(a.agent_id ?? a.id), name: str(a.name) || str(a.agent_id ?? a.id), description: str(a.description) })),
+    runBody: (input) => ({ contentType: 'application/x-www-form-urlencoded', text: new URLSearchParams({ message: input, stream: 'false' }).toString() }),
+    flows: (body) =>
+      asList(body).map((a) => {
+        const id = str(a.id ?? a.agent_id);
+        return { id, name: str(a.name) || id, endpoint_name: null, description: str(a.description), updated_at: null };
+      }),
+    keyHeaders: (key) => ({ 'x-api-key': key, authorization: `Bearer ${key}` }),
   },
+  // automagik-agents as automagik-spark 0.3.7 (PyPI) drives it: GET /api/v1/agents (the name is the id), version
+  // info from GET /, POST /api/v1/agent/{name}/run {message_content}.
   'automagik-agents': {
     healthPath: '/health',
     healthyStatus: 'healthy',
-    versionPath: '/api/v1/version',
-    flowsPath: '/api/v1/agent/list',
+    versionPath: '/',
+    flowsPath: '/api/v1/agents',
     runPath: (agent) => `/api/v1/agent/${encodeURIComponent(agent)}/run`,
-    runBody: (input) => ({ message_content: typeof input === 'string' ? input : JSON.stringify(input ?? '') }),
-    flows: (body) => asList(body).map((a) => ({ id: str(a.id ?? a.name), name: str(a.name) || str(a.id), description: str(a.description) })),
+    runBody: (input) => json({ message_content: input, session_origin: 'armada' }),
+    flows: (body) =>
+      asList(body).map((a) => {
+        const id = str(a.name ?? a.id);
+        return { id, name: id, endpoint_name: null, description: str(a.description), updated_at: null };
+      }),
+    keyHeaders: xKey,
   },
 };
 
@@ -84,29 +140,41 @@ export function normaliseSourceUrl(url: string): string {
   return url.trim().replace(/\/+$/, '');
 }
 
+/** The answer's text for an error message: compact, at most 500 characters. */
+function answerText(body: unknown): string {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
+}
+
+/** `<what> answered HTTP <status>: <the platform's answer>`, so its own words (`{"detail":"…"}`) reach the user. */
+function answeredError(what: string, r: { status: number; body: unknown }): PlatformError {
+  const text = r.body === null || r.body === '' ? '' : answerText(r.body);
+  return new PlatformError(`${what} answered HTTP ${r.status}${text ? `: ${text}` : ''}`, r.status, text);
+}
+
 async function call(
   t: PlatformTarget,
   method: 'GET' | 'POST',
   path: string,
-  opts: { timeoutMs: number; body?: unknown; signal?: AbortSignal },
+  opts: { timeoutMs: number; body?: EncodedBody; signal?: AbortSignal },
 ): Promise<{ status: number; body: unknown }> {
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (t.apiKey) headers['x-api-key'] = t.apiKey;
-  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  const headers: Record<string, string> = { accept: 'application/json', ...(t.apiKey ? PLATFORMS[t.sourceType].keyHeaders(t.apiKey) : {}) };
+  if (opts.body !== undefined) headers['content-type'] = opts.body.contentType;
   const signals = [AbortSignal.timeout(opts.timeoutMs), ...(opts.signal ? [opts.signal] : [])];
+  const shownPath = path.split('?')[0];
   let res: Response;
   try {
     res = await fetch(`${normaliseSourceUrl(t.url)}${path}`, {
       method,
       headers,
-      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+      body: opts.body?.text,
       signal: AbortSignal.any(signals),
     });
   } catch (err) {
     const e = err as Error & { cause?: { code?: string; message?: string; errors?: { code?: string }[] } };
-    if (e.name === 'TimeoutError') throw new PlatformError(`${method} ${path} timed out after ${opts.timeoutMs} ms`);
-    if (e.name === 'AbortError') throw new PlatformError(`${method} ${path} was cancelled`);
-    throw new PlatformError(`${method} ${path} failed: ${e.cause?.code ?? e.cause?.errors?.[0]?.code ?? e.cause?.message ?? e.message}`);
+    if (e.name === 'TimeoutError') throw new PlatformTimeout(`${method} ${shownPath} timed out after ${opts.timeoutMs} ms`);
+    if (e.name === 'AbortError') throw new PlatformError(`${method} ${shownPath} was cancelled`);
+    throw new PlatformError(`${method} ${shownPath} failed: ${e.cause?.code ?? e.cause?.errors?.[0]?.code ?? e.cause?.message ?? e.message}`);
   }
   const text = await res.text();
   let body: unknown = text;
@@ -121,31 +189,52 @@ async function call(
 /** Throws PlatformError unless the platform's health endpoint answers 2xx with the healthy status of its type. */
 export async function checkHealth(t: PlatformTarget, timeoutMs = 5000): Promise<void> {
   const spec = PLATFORMS[t.sourceType];
-  const r = await call(t, 'GET', spec.healthPath, { timeoutMs });
-  if (r.status < 200 || r.status >= 300) throw new PlatformError(`health check answered HTTP ${r.status}`);
+  let check = { path: spec.healthPath, status: spec.healthyStatus };
+  let r = await call(t, 'GET', check.path, { timeoutMs });
+  if (r.status === 404 && spec.healthFallback) {
+    check = spec.healthFallback;
+    r = await call(t, 'GET', check.path, { timeoutMs });
+  }
+  if (r.status < 200 || r.status >= 300) throw answeredError('health check', r);
   const status = r.body && typeof r.body === 'object' ? (r.body as Record<string, unknown>).status : undefined;
-  if (status !== spec.healthyStatus) throw new PlatformError(`health check answered status ${JSON.stringify(status ?? null)}, expected "${spec.healthyStatus}"`);
+  if (status !== check.status) throw new PlatformError(`health check answered status ${JSON.stringify(status ?? null)}, expected "${check.status}"`);
 }
 
 /** The platform's version information (an object), or null when it has no version endpoint (404). */
 export async function readVersion(t: PlatformTarget, timeoutMs = 5000): Promise<Record<string, unknown> | null> {
   const r = await call(t, 'GET', PLATFORMS[t.sourceType].versionPath, { timeoutMs });
   if (r.status === 404) return null;
-  if (r.status < 200 || r.status >= 300) throw new PlatformError(`version endpoint answered HTTP ${r.status}`);
+  if (r.status < 200 || r.status >= 300) throw answeredError('version endpoint', r);
   if (r.body && typeof r.body === 'object' && !Array.isArray(r.body)) return r.body as Record<string, unknown>;
   return { version: String(r.body) };
 }
 
-/** Health check, then version: what source creation (and a URL change) validates. */
+/** The platform refused the key (HTTP 401 or 403 on an authenticated call): the client's mistake, with its words. */
+export class PlatformKeyRejected extends PlatformError {}
+
+/**
+ * Health check, version, then the flow list, the platform's cheapest call that needs the key: a wrong or missing
+ * key fails here (PlatformKeyRejected) rather than at the first run. Source creation and a PATCH of url, type or key.
+ */
 export async function validatePlatform(t: PlatformTarget, timeoutMs = 5000): Promise<Record<string, unknown> | null> {
   await checkHealth(t, timeoutMs);
-  return readVersion(t, timeoutMs);
+  const version = await readVersion(t, timeoutMs);
+  try {
+    await listRemoteFlows(t, timeoutMs);
+  } catch (err) {
+    if (err instanceof PlatformError && (err.httpStatus === 401 || err.httpStatus === 403)) {
+      throw new PlatformKeyRejected(`the platform refused ${t.apiKey ? 'the API key' : 'the request without an API key'}: ${err.message}`, err.httpStatus, err.body);
+    }
+    throw err;
+  }
+  return version;
 }
 
+/** The platform's runnable flows; a non-2xx answer throws with the platform's own text. */
 export async function listRemoteFlows(t: PlatformTarget, timeoutMs = 10_000): Promise<RemoteFlow[]> {
   const spec = PLATFORMS[t.sourceType];
   const r = await call(t, 'GET', spec.flowsPath, { timeoutMs });
-  if (r.status < 200 || r.status >= 300) throw new PlatformError(`flow list answered HTTP ${r.status}`);
+  if (r.status < 200 || r.status >= 300) throw answeredError(`GET ${spec.flowsPath.split('?')[0]}`, r);
   return spec.flows(r.body);
 }
 
@@ -154,14 +243,27 @@ export interface FlowRunResult {
   body: unknown;
 }
 
-/** Runs a flow; a non-2xx answer throws (with the answer's status). */
+/** Runs a flow; a non-2xx answer throws a PlatformError carrying the status and the platform's text. */
 export async function runRemoteFlow(t: PlatformTarget, flow: string, input: unknown, timeoutMs: number, signal?: AbortSignal): Promise<FlowRunResult> {
   const spec = PLATFORMS[t.sourceType];
-  const r = await call(t, 'POST', spec.runPath(flow), { timeoutMs, body: spec.runBody(input), signal });
-  if (r.status < 200 || r.status >= 300) {
-    const err = new PlatformError(`flow ${flow} answered HTTP ${r.status}`) as PlatformError & { httpStatus?: number };
-    err.httpStatus = r.status;
-    throw err;
-  }
+  const text = typeof input === 'string' ? input : JSON.stringify(input ?? '');
+  const r = await call(t, 'POST', spec.runPath(flow), { timeoutMs, body: spec.runBody(text), signal });
+  if (r.status < 200 || r.status >= 300) throw answeredError(`flow ${flow}`, r);
   return r;
+}
+
+export type FlowMatch = { flow: RemoteFlow } | { error: 'none' | 'several'; candidates: RemoteFlow[] };
+
+/**
+ * Which of the platform's flows `wanted` names: an id, else an endpoint name, else a display name (that must be
+ * unique). Ids and endpoint names are unique on the platform; display names are not.
+ */
+export function matchFlow(flows: RemoteFlow[], wanted: string): FlowMatch {
+  const byId = flows.find((f) => f.id === wanted);
+  if (byId) return { flow: byId };
+  const byEndpoint = flows.find((f) => f.endpoint_name !== null && f.endpoint_name === wanted);
+  if (byEndpoint) return { flow: byEndpoint };
+  const byName = flows.filter((f) => f.name === wanted);
+  if (byName.length === 1) return { flow: byName[0] as RemoteFlow };
+  return byName.length ? { error: 'several', candidates: byName } : { error: 'none', candidates: [] };
 }

@@ -20,6 +20,8 @@ WEBHOOK_URL = os.environ.get("ARMADA_CONTRACT_WEBHOOK_URL", "http://127.0.0.1:9/
 PLATFORM_URL = os.environ.get("ARMADA_CONTRACT_PLATFORM_URL", "http://127.0.0.1:9")
 REPO = os.environ.get("ARMADA_CONTRACT_REPO", "/nonexistent")
 AGENT = os.environ.get("ARMADA_CONTRACT_AGENT", "contract")
+SOURCE = os.environ.get("ARMADA_CONTRACT_SOURCE", "contract")
+SOURCE_ID = os.environ.get("ARMADA_CONTRACT_SOURCE_ID", "")
 
 SCRIPT_KEYS = {"script", "setup_script", "dev_script", "setupScript", "devScript", "command", "cmd"}
 AGENT_KEYS = {"llm", "defaultLLM", "agent", "executor", "assignee"}
@@ -82,8 +84,31 @@ def _schedule(v):
     return "0 3 1 1 *" if isinstance(v, str) and 1 <= len(v) <= 200 else v
 
 
+AT = re.compile(r"^(now|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})?)$")
+
+
+def _at(v):
+    # A one-time schedule's time must be a real calendar date in the future, more than the pattern can say: any value
+    # the pattern allows becomes one (far ahead, so no run starts during the test; `now` stays now, a harmless `true`).
+    return "2099-01-01T03:00:00" if isinstance(v, str) and v != "now" and AT.match(v) else v
+
+
 def _timezone(v):
     return "UTC" if isinstance(v, str) and 1 <= len(v) <= 64 else v
+
+
+def _flow_task(task):
+    # A flow task's source and flow are resolved at creation (the source by id or name, the flow against the
+    # platform's list): strings that could name them (the schema's lengths) name the contract source (created by the
+    # test on the fake platform) and "Flow one", which every type of the fake platform lists (fakePlatforms.ts).
+    if not isinstance(task, dict):
+        return task
+    out = dict(task)
+    if isinstance(out.get("source"), str) and 1 <= len(out["source"]) <= 200:
+        out["source"] = SOURCE
+    if isinstance(out.get("flow"), str) and 1 <= len(out["flow"]) <= 500:
+        out["flow"] = "Flow one"
+    return out
 
 
 def _rewrite(node, in_repository=False, keep_urls=False):
@@ -105,6 +130,8 @@ def _rewrite(node, in_repository=False, keep_urls=False):
             out[k] = _schedule(v)
         elif k == "timezone":
             out[k] = _timezone(v)
+        elif k == "at":
+            out[k] = _at(v)
         elif k == "repository":
             out[k] = _rewrite(v, True, keep_urls)
         else:
@@ -118,8 +145,14 @@ def before_call(context, case, kwargs):
     sources = case.operation.path.startswith("/api/v1/sources")
     if sources:
         body = _source_body(body)
+    if case.operation.path == "/api/v1/workflows" and isinstance(body, dict) and isinstance(body.get("tasks"), list):
+        body = {**body, "tasks": [_flow_task(t) for t in body["tasks"]]}
     if isinstance(body, (dict, list)):
         case.body = _rewrite(body, keep_urls=sources)
+    # the flow tasks' source stays: changes and deletes of it go to an id that names no source (404)
+    if sources and case.method.upper() in ("PATCH", "DELETE") and isinstance(case.path_parameters, dict):
+        if SOURCE_ID and case.path_parameters.get("id") == SOURCE_ID:
+            case.path_parameters["id"] = str(uuid.uuid4())
     if isinstance(case.query, dict):
         for k in list(case.query):
             if k in AGENT_KEYS:

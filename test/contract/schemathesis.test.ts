@@ -35,6 +35,7 @@ let platforms: FakePlatforms;
 let codehost: FakeCodehost;
 let receiver: http.Server;
 let receiverUrl: string;
+let contractSourceId = '';
 const bases: Partial<Record<ServiceKind, string>> = {};
 const docFiles: Partial<Record<ServiceKind, string>> = {};
 
@@ -71,6 +72,16 @@ beforeAll(async () => {
       webhooks: { timeoutMs: 2000 },
     },
   });
+  // The source flow tasks name (hooks.py): like the agent profile `contract`, a resource the generated requests can
+  // rely on; hooks.py keeps PATCH and DELETE off it.
+  const source = await stack.app('scheduler').inject({
+    method: 'POST',
+    url: '/api/v1/sources',
+    headers: { 'x-api-key': stack.keys.scheduler },
+    payload: { name: 'contract', source_type: 'langflow', url: `${platforms.url}/langflow/contract-source` },
+  });
+  expect(source.statusCode).toBe(201);
+  contractSourceId = source.json().id;
   for (const service of SERVICES) {
     const app = stack.app(service);
     const base = await app.listen({ port: 0, host: '127.0.0.1' });
@@ -86,8 +97,8 @@ afterAll(async () => {
   if (stack) {
     // Scheduled workflows are Temporal Schedules and agents are actors, both global to the namespace: remove ours.
     const client = await stack.temporal.client().catch(() => undefined);
-    const { rows } = await stack.db.query<{ name: string }>('SELECT name FROM workflows').catch(() => ({ rows: [] as { name: string }[] }));
-    await Promise.allSettled(rows.map((w) => client?.schedule.getHandle(`schedule:${w.name}`).delete()));
+    const { rows } = await stack.db.query<{ temporal_id: string }>('SELECT temporal_id FROM scheduler_schedules').catch(() => ({ rows: [] as { temporal_id: string }[] }));
+    await Promise.allSettled(rows.map((s) => client?.schedule.getHandle(s.temporal_id).delete()));
     await Promise.allSettled(AGENTS.map((n) => client?.workflow.getHandle(`agent:${n}`).terminate('contract test over')));
     await stack.close();
   }
@@ -132,6 +143,8 @@ function runSchemathesis(service: ServiceKind, withKey: boolean): Promise<RunRes
         ARMADA_CONTRACT_PLATFORM_URL: platforms.url,
         ARMADA_CONTRACT_REPO: repo,
         ARMADA_CONTRACT_AGENT: 'contract',
+        ARMADA_CONTRACT_SOURCE: 'contract',
+        ARMADA_CONTRACT_SOURCE_ID: contractSourceId,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

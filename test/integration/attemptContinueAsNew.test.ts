@@ -2,6 +2,7 @@
  * attemptWorkflow continues-as-new (here after every 2 follow-ups: attempts.continueAsNewEvery) without losing a
  * message: follow-ups queued around the switch all run, in order, and a close received before it ends the next run.
  */
+import { ArmadaAttemptStatus, ArmadaProjectId, ArmadaTaskId } from '../../lib/temporal/searchAttributes';
 import { closeAttemptSignal } from '../../workflows/attemptMessages';
 import { agentConfig, api, recordHistory } from '../support/attemptHelpers';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
@@ -49,6 +50,13 @@ test('follow-ups sent around continue-as-new all run, in order; a close received
   const notes = (await h.inject('GET', `/api/attempts/${attemptId}/diff?format=json&file=notes.txt`)).json().data;
   expect(notes.files[0].changes.map((c: { content: string }) => c.content)).toEqual(prompts);
   expect((await handle.describe()).runId).not.toBe(firstRunId);
+  // the continued run keeps the search attributes of the first one (ArmadaProjectId is set only at the start); its
+  // status follows the last follow-up's outcome, upserted just after that outcome is recorded
+  const attrs = await eventually(async () => {
+    const a = (await handle.describe()).typedSearchAttributes;
+    return a.get(ArmadaAttemptStatus) === 'completed' ? a : undefined;
+  });
+  expect([attrs.get(ArmadaTaskId), attrs.get(ArmadaProjectId)]).toEqual([taskId, p.id]);
 
   // the 6th follow-up is the run's 2nd: close arrives while it runs, so the run continues-as-new holding the close
   expect((await h.inject('POST', `/api/attempts/${attemptId}/follow-up`, { prompt: 'SLOWEDIT 6' })).statusCode).toBe(202);

@@ -137,6 +137,11 @@ describe('attempt failures and bad input', () => {
       expect(proto.statusCode).toBe(400);
       expect(proto.json().error.code).toBe('VALIDATION_ERROR');
     }
+    // no llm in a valid body, no assignee, no project default: a state conflict (409) that says what to do
+    const none = await h.inject('POST', `/api/tasks/${taskId}/start`, {});
+    expect(none.statusCode).toBe(409);
+    expect(none.json().error).toMatchObject({ code: 'AGENT_REQUIRED', details: { llm: expect.stringContaining('is required') } });
+    expect(none.json().error.message).toContain('pass "llm"');
     expect((await stack.db.query('SELECT count(*)::int AS n FROM attempts WHERE task_id = $1', [taskId])).rows[0].n).toBe(0);
     const { attemptId } = await h.start(taskId);
     await h.until(attemptId, ['completed']);

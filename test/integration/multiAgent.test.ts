@@ -2,10 +2,13 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { WorkflowFailedError } from '@temporalio/client';
+import type { ApplicationFailure } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { buildService } from '../../api/services';
 import { insertAgentTask } from '../../lib/db/agentTasks';
 import { groupAlive } from '../../lib/process/processGroup';
+import { recordHistory } from '../support/attemptHelpers';
 import { eventually, logger, startTestStack, type TestStack } from '../support/harness';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures');
@@ -146,6 +149,8 @@ describe('multi-agent service', () => {
 
     const failed = await finished(long, 30_000);
     expect(failed).toMatchObject({ status: 'failed', error: 'agent restarted', result: null });
+    const restartedTask = await (await stack.temporal.client()).workflow.getHandle(`agent-task:${long}`).result().then(() => null, (e: unknown) => e);
+    expect(((restartedTask as WorkflowFailedError).cause as ApplicationFailure).message).toBe('agent restarted');
     expect(failed.completedAt).toEqual(expect.any(String));
     await eventually(async () => !groupAlive(pid), 10_000);
     expect((await finished(queued)).status).toBe('completed'); // the queue survived the restart
@@ -173,6 +178,28 @@ describe('multi-agent service', () => {
       return st.tasksFailed === 1 ? st : undefined;
     });
     expect(s).toMatchObject({ tasksCompleted: 0, currentTask: null });
+
+    // Temporal tells the same: the task's own workflow (a child of the actor) is Failed with the error, found by
+    // ArmadaAgent; the actor stays open
+    const client = await stack.temporal.client();
+    const child = client.workflow.getHandle(`agent-task:${id}`);
+    const err = await child.result().then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(WorkflowFailedError);
+    const cause = (err as WorkflowFailedError).cause as ApplicationFailure;
+    expect({ type: cause.type, nonRetryable: cause.nonRetryable, message: cause.message }).toEqual({
+      type: 'AGENT_TASK_FAILED',
+      nonRetryable: true,
+      message: 'exit code 3: boom: the model is unreachable',
+    });
+    const listed = await eventually(async () => {
+      const ids: string[] = [];
+      for await (const w of client.workflow.list({ query: `ArmadaAgent="${FAILER}" AND ExecutionStatus="Failed"` })) ids.push(w.workflowId);
+      return ids.length ? ids : undefined;
+    });
+    expect(listed).toEqual([`agent-task:${id}`]);
+    expect((await client.workflow.getHandle(`agent:${FAILER}`).describe()).status.name).toBe('RUNNING');
+    await recordHistory(stack, `agent:${FAILER}`, 'agent-failed-task-child');
+    await recordHistory(stack, `agent-task:${id}`, 'agent-task-failed');
   });
 
   test('memory agents get the top hits prepended to the prompt and their result stored back', async () => {
@@ -181,6 +208,7 @@ describe('multi-agent service', () => {
     const id = await assign(REMEMBERER, 'deploy the staging cluster');
     const t = await finished(id);
     expect(t.status).toBe('completed');
+    expect((await (await stack.temporal.client()).workflow.getHandle(`agent-task:${id}`).describe()).status.name).toBe('COMPLETED');
     expect(t.result).toMatch(/^working in [\w-]+\nRelevant memory:\n- \[ops, \d{4}-\d\d-\d\dT[\d:.]+Z\] The staging cluster is deployed with helm from the ops repo\n\nTask:\ndeploy the staging cluster\n/);
     expect(t.result).not.toContain('Lunch');
     const stats = (await call('GET', '/api/v1/memory/stats')).json();

@@ -2,9 +2,10 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { CliIo } from '../../cli/schedulerClient';
+import { runSchedules } from '../../cli/schedules';
 import { runSources } from '../../cli/sources';
 import { runWorkflows } from '../../cli/workflows';
-import { startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
+import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
 import { startServices } from '../../api/services';
 import { logger, startTestStack, type TestStack } from '../support/harness';
 
@@ -51,7 +52,19 @@ describe('armada sources / workflows CLI', () => {
     const health = await cli(runSources, ['health', s.id]);
     expect([health.code, health.stdout]).toEqual([0, 'healthy (status inactive)\n']);
     const flows = await cli(runSources, ['flows', s.id]);
-    expect(flows.stdout).toContain('flow-1  Summarise  summarises text');
+    expect(flows.stdout).toMatch(/^ID\s+NAME\s+ENDPOINT\s+UPDATED\s+DESCRIPTION\n/);
+    expect(flows.stdout).toContain(`${FAKE_FLOWS.summarise.id}  Summarise  summarise     2026-01-02T03:04:05Z  summarises text`);
+    // a source name works wherever an id does
+    expect(await cli(runSources, ['flows', 'cli-fb'])).toEqual(flows);
+    const byName = await cli(runSources, ['health', 'cli-fb']);
+    expect([byName.code, byName.stdout]).toEqual([0, 'healthy (status inactive)\n']);
+    const noSuch = await cli(runSources, ['flows', 'no-such-source']);
+    expect([noSuch.code, noSuch.stderr]).toEqual([1, 'armada: no source is named "no-such-source" (armada sources list shows them)\n']);
+    // without a source: the flows of every source, one list naming the source
+    const all = await cli(runSources, ['flows']);
+    expect(all.code).toBe(0);
+    expect(all.stdout).toMatch(/^SOURCE\s+ID\s+NAME\s+ENDPOINT\s+UPDATED\s+DESCRIPTION\n/);
+    expect(all.stdout).toContain(`cli-fb  ${FAKE_FLOWS.translateV2.id}  Translate  translate-v2`);
 
     const dup = await cli(runSources, ['add', '--type', 'flow-builder', '--url', `${fake.url}/`]);
     expect([dup.code, dup.stderr]).toEqual([1, `armada: Source with URL ${fake.url} already exists (HTTP 400)\n`]);
@@ -89,14 +102,77 @@ describe('armada sources / workflows CLI', () => {
     await client.schedule.getHandle('schedule:cli-wf').delete();
   });
 
+  test('workflows retry re-runs a finished execution; 409 while it runs', async () => {
+    await stack.app('scheduler').inject({
+      method: 'POST',
+      url: '/api/v1/workflows',
+      headers: { 'x-api-key': KEY },
+      payload: { name: 'cli-retry', tasks: [{ name: 'a', type: 'script', script: 'true' }] },
+    });
+    const run = JSON.parse((await cli(runWorkflows, ['run', 'cli-retry', '--json'])).stdout);
+    const busy = await cli(runWorkflows, ['retry', run.executionId]);
+    expect([busy.code, busy.stderr]).toEqual([1, `armada: Execution ${run.executionId} is still running (HTTP 409)\n`]);
+    const client = await stack.temporal.client();
+    await client.workflow.getHandle(`execution:${run.executionId}`).terminate('test over');
+    // this stack has no worker: the projection is set to what the run would have recorded
+    await stack.db.query(`UPDATE scheduler_executions SET status = 'failed', completed_at = now() WHERE id = $1`, [run.executionId]);
+    const retry = await cli(runWorkflows, ['retry', run.executionId]);
+    expect(retry.code).toBe(0);
+    expect(retry.stdout).toMatch(new RegExp(`^started execution [0-9a-f-]{36} of cli-retry \\(retry of ${run.executionId}\\)\n$`));
+    const retried = retry.stdout.split(' ')[2] as string;
+    await client.workflow.getHandle(`execution:${retried}`).terminate('test over');
+    const missing = await cli(runWorkflows, ['retry', '00000000-0000-4000-8000-000000000000']);
+    expect([missing.code, missing.stderr]).toEqual([1, 'armada: Execution not found (HTTP 404)\n']);
+    const usage = await cli(runWorkflows, ['retry']);
+    expect(usage.code).toBe(2);
+  });
+
+  test('schedules add (cron and one-time), list, pause, resume, delete by id', async () => {
+    await stack.app('scheduler').inject({
+      method: 'POST',
+      url: '/api/v1/workflows',
+      headers: { 'x-api-key': KEY },
+      payload: { name: 'cli-sched', tasks: [{ name: 'a', type: 'script', script: 'true' }] },
+    });
+    const cron = await cli(runSchedules, ['add', 'cli-sched', '--cron', '0 3 1 1 *', '--timezone', 'Asia/Kolkata', '--input', '{"k":1}', '--json']);
+    expect(cron.code).toBe(0);
+    const c = JSON.parse(cron.stdout);
+    expect(c).toMatchObject({ workflow: 'cli-sched', type: 'cron', schedule: '0 3 1 1 *', timezone: 'Asia/Kolkata', input: { k: 1 }, status: 'active' });
+    const once = await cli(runSchedules, ['add', 'cli-sched', '--at', '2099-01-01T09:30', '--timezone', 'Asia/Kolkata', '--input', 'plain text', '--paused']);
+    expect(once.code).toBe(0);
+    expect(once.stdout).toMatch(/^added one-time schedule [0-9a-f-]{36} to cli-sched\n$/);
+    const list = await cli(runSchedules, ['list', '--workflow', 'cli-sched']);
+    expect(list.stdout).toMatch(/^ID\s+WORKFLOW\s+TYPE\s+WHEN\s+TIMEZONE\s+STATUS\s+NEXT RUN\s+INPUT\n/);
+    expect(list.stdout).toMatch(new RegExp(`${c.id}\\s+cli-sched\\s+cron\\s+0 3 1 1 \\*\\s+Asia/Kolkata\\s+active\\s+\\d{4}-\\S+\\s+\\{"k":1\\}`));
+    expect(list.stdout).toMatch(/cli-sched\s+one-time\s+2099-01-01T09:30\s+Asia\/Kolkata\s+paused\s+-\s+"plain text"/);
+    expect((await cli(runSchedules, ['pause', c.id])).stdout).toBe(`paused schedule ${c.id} of cli-sched\n`);
+    const client = await stack.temporal.client();
+    expect((await client.schedule.getHandle(`schedule:cli-sched:${c.id}`).describe()).state.paused).toBe(true);
+    expect((await cli(runSchedules, ['resume', c.id])).stdout).toBe(`resumed schedule ${c.id} of cli-sched\n`);
+    expect((await cli(runSchedules, ['delete', c.id])).stdout).toBe(`deleted schedule ${c.id} of cli-sched\n`);
+    await expect(client.schedule.getHandle(`schedule:cli-sched:${c.id}`).describe()).rejects.toThrow();
+    const gone = await cli(runSchedules, ['pause', c.id]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toContain('Schedule not found');
+    const both = await cli(runSchedules, ['add', 'cli-sched', '--cron', '* * * * *', '--at', 'now']);
+    expect(both.code).toBe(2);
+    const badAt = await cli(runSchedules, ['add', 'cli-sched', '--at', '2001-01-01T00:00']);
+    expect([badAt.code, badAt.stderr]).toEqual([1, expect.stringMatching(/^armada: Time "2001-01-01T00:00" is in the past .* \(HTTP 400\)\n$/)]);
+    expect((await stack.app('scheduler').inject({ method: 'DELETE', url: '/api/v1/workflows/cli-sched', headers: { 'x-api-key': KEY } })).statusCode).toBe(200);
+  });
+
   test('--help works from the real executable', async () => {
     const bin = path.join(__dirname, '..', '..', 'bin', 'armada');
     const { stdout } = await promisify(execFile)(process.execPath, [bin, 'sources', '--help']);
     expect(stdout).toContain('armada sources list');
     const wf = await promisify(execFile)(process.execPath, [bin, 'workflows', '--help']);
     expect(wf.stdout).toContain('armada workflows run NAME');
+    expect(wf.stdout).toContain('armada workflows retry EXECUTION_ID');
+    const sched = await promisify(execFile)(process.execPath, [bin, 'schedules', '--help']);
+    expect(sched.stdout).toContain('armada schedules add WORKFLOW --at now|DATETIME');
     const top = await promisify(execFile)(process.execPath, [bin, '--help']);
     expect(top.stdout).toContain('sources list|add|update|delete|health|flows');
+    expect(top.stdout).toContain('schedules list|add|pause|resume|delete');
   });
 
   test('the scheduler serves every route on both of its ports', async () => {

@@ -1,7 +1,7 @@
 import { workerIdentity } from '../../lib/workerIdentity';
 import { createSchedulerActivities } from '../../activities/scheduler/schedulerActivities';
 import { openSecret } from '../../lib/secretBox';
-import { startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
+import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
 import { logger, startTestStack, type TestStack } from '../support/harness';
 
 let stack: TestStack;
@@ -60,13 +60,12 @@ describe('scheduler sources', () => {
     // remote flows
     const flows = await inject('GET', `/api/v1/sources/${s.id}/flows`);
     expect(flows.statusCode).toBe(200);
+    // only runnable flows (no starter examples, no saved components), with what a task may name them by
     expect(flows.json()).toEqual({
       source_id: s.id,
-      flows: [
-        { id: 'flow-1', name: 'Summarise', description: 'summarises text' },
-        { id: 'flow-2', name: 'Translate', description: '' },
-      ],
+      flows: [FAKE_FLOWS.summarise, FAKE_FLOWS.translate, FAKE_FLOWS.translateV2].map((f) => ({ ...f, updated_at: '2026-01-02T03:04:05Z' })),
     });
+    expect(fake.requests.filter((r) => r.path === '/api/v1/flows/').at(-1)?.query).toBe('remove_example_flows=true&header_flows=true&get_all=true');
     await inject('DELETE', `/api/v1/sources/${s.id}`);
   });
 
@@ -159,7 +158,7 @@ describe('scheduler sources', () => {
       name: 'uses-doomed',
       schedule: '0 3 * * *',
       timezone: 'Europe/Paris',
-      tasks: [{ name: 'f', type: 'flow', source: 'doomed', flow: 'flow-1', input: 'hi' }],
+      tasks: [{ name: 'f', type: 'flow', source: 'doomed', flow: 'summarise', input: 'hi' }],
     });
     expect(wf.json()).toEqual({ name: 'uses-doomed', status: 'created', nextRun: expect.any(String) });
     expect(wf.statusCode).toBe(201);

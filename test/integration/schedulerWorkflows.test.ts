@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { groupAlive } from '../../lib/process/processGroup';
 import { recordHistory } from '../support/attemptHelpers';
-import { startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
+import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
 
 let stack: TestStack;
@@ -19,9 +19,9 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   const client = await stack.temporal.client();
-  for (const w of (await stack.db.query('SELECT name FROM scheduler_workflows WHERE schedule IS NOT NULL')).rows) {
+  for (const s of (await stack.db.query('SELECT temporal_id FROM scheduler_schedules')).rows) {
     await client.schedule
-      .getHandle(`schedule:${w.name}`)
+      .getHandle(s.temporal_id)
       .delete()
       .catch(() => undefined);
   }
@@ -165,7 +165,7 @@ describe('scheduler workflows, schedules and executions', () => {
           name,
           tasks: [
             { name: 'greet', type: 'script', script: 'echo "hello from $(basename $(pwd))"; echo "warn" >&2' },
-            { name: 'flow', type: 'flow', source: src.id, flow: 'flow-1', input: 'hi' },
+            { name: 'flow', type: 'flow', source: src.id, flow: 'Summarise', input: 'hi' },
           ],
         })
       ).statusCode,
@@ -185,8 +185,9 @@ describe('scheduler workflows, schedules and executions', () => {
     expect(done.tasks[0]).toMatchObject({ name: 'greet', status: 'completed', output: expect.stringMatching(/^hello from armada-script-\w+\nwarn\n$/) });
     expect(done.tasks[0].duration).toMatch(/^\d+(ms|\.\ds)$/);
     expect(done.tasks[1]).toMatchObject({ name: 'flow', status: 'completed' });
-    expect(done.tasks[1].output).toContain('ran flow-1 with hi');
-    expect(fake.requests.find((r) => r.path === '/api/v1/run/flow-1')?.apiKey).toBe('flow-key');
+    expect(done.tasks[1].output).toContain('ran Summarise with hi');
+    // the display name was resolved once, at creation: the run names the flow by its id
+    expect(fake.requests.find((r) => r.path === `/api/v1/run/${FAKE_FLOWS.summarise.id}`)?.apiKey).toBe('flow-key');
 
     const logs = (await inject('GET', `/api/v1/executions/${id}/logs`)).json();
     expect(logs.executionId).toBe(id);

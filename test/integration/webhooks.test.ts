@@ -1,9 +1,12 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ApplicationFailure } from '@temporalio/common';
+import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { buildService } from '../../api/services';
 import { publishEvent } from '../../lib/events/publish';
+import { recordHistory } from '../support/attemptHelpers';
 import { createProjectAndTask, insertAttempt } from '../support/attempts';
 import { eventually, logger, startTestStack, type TestStack } from '../support/harness';
 
@@ -18,6 +21,8 @@ interface Received {
 let stack: TestStack;
 let receiver: http.Server;
 let url: string;
+/** a receiver path that refuses every delivery with 400 */
+let rejectUrl: string;
 const received: Received[] = [];
 /** event type → how many more times to answer 500 */
 const failFirst = new Map<string, number>();
@@ -42,6 +47,10 @@ beforeAll(async () => {
       raw += d;
     });
     req.on('end', () => {
+      if (req.url === '/reject') {
+        res.writeHead(400).end('no such hook');
+        return;
+      }
       const body = JSON.parse(raw) as Received['body'];
       received.push({ headers: req.headers, raw, body });
       const left = failFirst.get(body.event) ?? 0;
@@ -53,6 +62,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  rejectUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/reject`;
 });
 afterAll(async () => {
   await stack.close();
@@ -130,6 +140,33 @@ describe('outbound webhooks', () => {
     expect(bodies[0]?.body.data).toMatchObject({ attemptId, taskId, status: 'failed', duration: 12.5 });
     const handle = (await stack.temporal.client()).workflow.getHandle(`webhook:${webhookId}:${ev.seq}`);
     expect(await handle.result()).toEqual({ delivered: true, attempts: 3 });
+  });
+
+  test('a delivery that gave up (400) ends Failed in Temporal with the error; its try stays in the delivery log', async () => {
+    const rejecting = (await inject('POST', '/api/webhooks', { url: rejectUrl, events: ['attempt.failed'], secret: SECRET })).json().data.id as string;
+    try {
+      const { taskId } = await createProjectAndTask(stack);
+      const attemptId = await insertAttempt(stack, taskId, 'failed');
+      const ev = await publishEvent(stack.db, { type: 'attempt.failed', topics: [`attempt:${attemptId}`], data: { attemptId, taskId, status: 'failed', note: 'rejected' } });
+      const handle = (await stack.temporal.client()).workflow.getHandle(`webhook:${rejecting}:${ev.seq}`);
+      const err = await eventually(async () => handle.result().then(() => ({ resolved: true }) as const, (e: unknown) => (e instanceof WorkflowNotFoundError ? undefined : e)));
+      expect(err).toBeInstanceOf(WorkflowFailedError);
+      const cause = (err as WorkflowFailedError).cause as ApplicationFailure;
+      expect(cause).toBeInstanceOf(ApplicationFailure);
+      expect({ type: cause.type, nonRetryable: cause.nonRetryable, message: cause.message }).toEqual({
+        type: 'WEBHOOK_GAVE_UP',
+        nonRetryable: true,
+        message: `gave up: delivery to webhook ${rejecting}: HTTP 400`,
+      });
+      expect((await handle.describe()).status.name).toBe('FAILED');
+      await recordHistory(stack, `webhook:${rejecting}:${ev.seq}`, 'webhook-gave-up-failed');
+      const log = (await inject('GET', `/api/webhooks/${rejecting}/deliveries?limit=100`)).json().data.filter((d: { eventSeq: number }) => d.eventSeq === ev.seq);
+      expect(log.map((d: { attempt: number; statusCode: number; success: boolean; error: string }) => [d.attempt, d.statusCode, d.success, d.error])).toEqual([[1, 400, false, 'HTTP 400']]);
+      // the other webhook got the same event: its delivery is untouched by this one's failure
+      await eventually(async () => received.some((r) => r.body.data.note === 'rejected'));
+    } finally {
+      await inject('DELETE', `/api/webhooks/${rejecting}`);
+    }
   });
 
   test('events committed while the API was down are dispatched when it starts again', async () => {

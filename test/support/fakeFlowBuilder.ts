@@ -1,17 +1,53 @@
 /**
- * A fake flow-builder platform: a real HTTP server on 127.0.0.1 answering GET /health, GET /api/v1/version,
- * GET /api/v1/flows/ and POST /api/v1/run/{flow}. `mode` switches its behaviour: ok, down (connection refused),
- * error (HTTP 500) or bad (`status: bad`). Requests are recorded (with the x-api-key header they carried).
+ * A fake flow-builder platform that answers like LangFlow 1.13 (checked against the real one, docs/scheduler.md): a
+ * real HTTP server on 127.0.0.1 with GET /health, GET /api/v1/version, GET /api/v1/flows/ (the caller's flows plus
+ * starter examples unless `remove_example_flows=true`, whole graphs unless `header_flows=true`, saved components
+ * too) and POST /api/v1/run/{id or endpoint_name}. With `requiredKey` set, the flow list and runs need that key in
+ * `x-api-key` and answer LangFlow's 403 texts otherwise. `mode` switches its behaviour: ok, error (HTTP 500) or bad
+ * (`status: bad`); stop() makes it refuse connections. Requests are recorded (with the x-api-key header they carried).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export type FakeMode = 'ok' | 'error' | 'bad';
 
+export interface FakeFlow {
+  id: string;
+  name: string;
+  endpoint_name: string | null;
+  description: string;
+  updated_at: string;
+  folder_id: string;
+  is_component: boolean;
+}
+
+const USER_FOLDER = '6a1f3c52-0d47-4c8e-9a51-1b2c3d4e5f60';
+const STARTER_FOLDER = '7b2e4d63-1e58-4d9f-8b62-2c3d4e5f6a71';
+
+/** The runnable flows of the fake: ids are UUIDs like LangFlow's; two flows share the display name "Translate". */
+export const FAKE_FLOWS = {
+  summarise: { id: '0f6c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f', name: 'Summarise', endpoint_name: 'summarise', description: 'summarises text' },
+  translate: { id: '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d', name: 'Translate', endpoint_name: null, description: '' },
+  translateV2: { id: '2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e', name: 'Translate', endpoint_name: 'translate-v2', description: 'second version' },
+} as const;
+const UPDATED = '2026-01-02T03:04:05Z';
+
+const ALL_FLOWS: FakeFlow[] = [
+  ...Object.values(FAKE_FLOWS).map((f) => ({ ...f, updated_at: UPDATED, folder_id: USER_FOLDER, is_component: false })),
+  // a saved component: listed by LangFlow, not runnable
+  { id: '3c4d5e6f-7a8b-4c9d-8e1f-2a3b4c5d6e7f', name: 'My component', endpoint_name: null, description: '', updated_at: UPDATED, folder_id: USER_FOLDER, is_component: true },
+  // a starter example: listed unless remove_example_flows=true; running it answers 404 like the real one
+  { id: '4d5e6f7a-8b9c-4d0e-9f2a-3b4c5d6e7f80', name: 'Basic Prompting', endpoint_name: null, description: 'starter', updated_at: UPDATED, folder_id: STARTER_FOLDER, is_component: false },
+];
+
 export interface FakeFlowBuilder {
   url: string;
   mode: FakeMode;
-  requests: { method: string; path: string; apiKey: string | undefined; body: unknown }[];
+  /** when set, GET /api/v1/flows/ and POST /api/v1/run/… need this x-api-key (LangFlow's 403 texts otherwise) */
+  requiredKey: string | null;
+  /** delays answers to runs (to test timeouts) */
+  runDelayMs: number;
+  requests: { method: string; path: string; query: string; apiKey: string | undefined; body: unknown }[];
   /** stops listening: the platform is down (connection refused) until start() */
   stop(): Promise<void>;
   start(): Promise<void>;
@@ -23,12 +59,15 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
   const fake: FakeFlowBuilder = {
     url: '',
     mode: 'ok',
+    requiredKey: null,
+    runDelayMs: 0,
     requests: [],
     stop: async () => undefined,
     start: async () => undefined,
     close: async () => undefined,
   };
   const send = (res: http.ServerResponse, status: number, body: unknown) => {
+    if (res.destroyed) return;
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
   };
@@ -43,24 +82,37 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
       } catch {
         body = text;
       }
-      const path = (req.url ?? '/').split('?')[0] ?? '/';
-      const apiKey = req.headers['x-api-key'];
-      fake.requests.push({ method: req.method ?? 'GET', path, apiKey: Array.isArray(apiKey) ? apiKey[0] : apiKey, body });
+      const [path = '/', query = ''] = (req.url ?? '/').split('?');
+      const params = new URLSearchParams(query);
+      const header = req.headers['x-api-key'];
+      const apiKey = Array.isArray(header) ? header[0] : header;
+      fake.requests.push({ method: req.method ?? 'GET', path, query, apiKey, body });
       if (fake.mode === 'error') return send(res, 500, { detail: 'internal error' });
       if (req.method === 'GET' && path === '/health') return send(res, 200, { status: fake.mode === 'bad' ? 'bad' : 'ok' });
       if (req.method === 'GET' && path === '/api/v1/version') return send(res, 200, { version: '1.4.2', package: 'fake-flow-builder' });
-      if (req.method === 'GET' && (path === '/api/v1/flows/' || path === '/api/v1/flows')) {
-        return send(res, 200, [
-          { id: 'flow-1', name: 'Summarise', description: 'summarises text' },
-          { id: 'flow-2', name: 'Translate', description: '' },
-        ]);
+      // LangFlow's own texts (1.13): no key at all, a wrong key on the flow list, a wrong key on a run
+      const keyRefusal = (wrong: string) => (!fake.requiredKey || apiKey === fake.requiredKey ? null : apiKey ? wrong : 'An API key must be passed as query or header');
+      if (req.method === 'GET' && path === '/api/v1/flows/') {
+        const refused = keyRefusal('Invalid API key');
+        if (refused) return send(res, 403, { detail: refused });
+        const flows = ALL_FLOWS.filter((f) => params.get('remove_example_flows') !== 'true' || f.folder_id !== STARTER_FOLDER);
+        const graph = { nodes: [{ id: 'ChatInput-x', data: { type: 'ChatInput' } }], edges: [] };
+        return send(res, 200, params.get('header_flows') === 'true' ? flows : flows.map((f) => ({ ...f, data: graph })));
       }
       const run = /^\/api\/v1\/run\/([^/]+)$/.exec(path);
       if (req.method === 'POST' && run) {
-        const flow = decodeURIComponent(run[1] as string);
-        if (flow === 'missing') return send(res, 404, { detail: 'Flow not found' });
+        const refused = keyRefusal('Invalid or missing API key');
+        if (refused) return send(res, 403, { detail: refused });
+        const wanted = decodeURIComponent(run[1] as string);
+        const flow = ALL_FLOWS.find((f) => f.folder_id === USER_FOLDER && !f.is_component && (f.id === wanted || f.endpoint_name === wanted));
+        if (!flow) return send(res, 404, { detail: `Flow identifier ${wanted} not found` });
         const input = (body as { input_value?: string } | null)?.input_value ?? '';
-        return send(res, 200, { outputs: [{ flow, result: `ran ${flow} with ${input}` }] });
+        const answer = { session_id: flow.id, outputs: [{ inputs: { input_value: input }, outputs: [{ results: { message: { text: `ran ${flow.name} with ${input}` } } }] }] };
+        if (fake.runDelayMs) {
+          setTimeout(() => send(res, 200, answer), fake.runDelayMs);
+          return;
+        }
+        return send(res, 200, answer);
       }
       send(res, 404, { detail: 'Not Found' });
     });

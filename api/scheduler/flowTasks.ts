@@ -1,0 +1,58 @@
+/**
+ * Flow tasks at workflow creation: the source (id or name) and the flow (id, endpoint_name or display name) are
+ * resolved once, against the platform's own flow list, and the task stores the flow's id, so a run never guesses
+ * and a renamed flow keeps running. A name that matches no flow is a 400, one that matches several a 409.
+ */
+import { conflict, invalidRequest } from '../../lib/errors';
+import { isUuid } from '../../lib/ids';
+import type { Queryable } from '../../lib/db/pool';
+import { getSource, getSourceByName } from '../../lib/db/schedulerSources';
+import type { FlowTask } from '../../lib/db/schedulerWorkflows';
+import { PlatformError, listRemoteFlows, matchFlow, type RemoteFlow } from '../../lib/scheduler/platforms';
+import { sourceTarget } from '../../lib/scheduler/sourceTarget';
+
+export interface FlowTaskRequest {
+  name: string;
+  source: string;
+  flow: string;
+  input?: unknown;
+  timeout?: number;
+}
+
+/** Flow lists by source id, so a workflow with several tasks on one source asks the platform once. */
+export type FlowListCache = Map<string, Promise<RemoteFlow[]>>;
+
+export async function resolveFlowTask(db: Queryable, encryptionKey: Buffer, timeoutMs: number, t: FlowTaskRequest, cache: FlowListCache = new Map()): Promise<FlowTask> {
+  const source = (isUuid(t.source) ? await getSource(db, t.source) : undefined) ?? (await getSourceByName(db, t.source));
+  if (!source) throw invalidRequest(`Task "${t.name}" names an unknown source "${t.source}"`);
+  let flows: RemoteFlow[];
+  try {
+    let listed = cache.get(source.id);
+    if (!listed) {
+      listed = listRemoteFlows(sourceTarget(source, encryptionKey), timeoutMs);
+      listed.catch(() => undefined); // awaited below; a later task on the same source gets the same failure
+      cache.set(source.id, listed);
+    }
+    flows = await listed;
+  } catch (err) {
+    if (!(err instanceof PlatformError)) throw err;
+    throw invalidRequest(`Task "${t.name}": could not list the flows of source "${source.name}" to find "${t.flow}": ${err.message}`);
+  }
+  const match = matchFlow(flows, t.flow);
+  if ('error' in match) {
+    if (match.error === 'several') {
+      const ids = match.candidates.map((f) => `${f.id}${f.endpoint_name ? ` (${f.endpoint_name})` : ''}`).join(', ');
+      throw conflict(`Task "${t.name}": "${t.flow}" names ${match.candidates.length} flows on source "${source.name}": ${ids}; give the id or endpoint_name`);
+    }
+    throw invalidRequest(`Task "${t.name}": source "${source.name}" has no flow "${t.flow}" (give a flow's id, endpoint_name or name; GET /api/v1/sources/${source.id}/flows lists them)`);
+  }
+  return {
+    name: t.name,
+    type: 'flow',
+    source: source.id,
+    flow: match.flow.id,
+    flowName: match.flow.name,
+    ...(t.input !== undefined ? { input: t.input } : {}),
+    ...(t.timeout ? { timeout: t.timeout } : {}),
+  };
+}

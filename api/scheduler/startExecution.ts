@@ -1,0 +1,56 @@
+/**
+ * Starts an execution on request (a manual run or a retry): writes the execution row (`running`, tasks `pending`),
+ * then starts workflowRunWorkflow as `execution:<id>` and answers without waiting for the run.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import { newId } from '../../lib/ids';
+import { failExecution, insertManualExecution } from '../../lib/db/schedulerExecutions';
+import type { WorkflowRow } from '../../lib/db/schedulerWorkflows';
+import { WORKFLOW_RUN_TYPE, workflowSearchAttributes, type WorkflowRunInput } from '../../lib/scheduler/temporalSchedules';
+import type { DetailServiceDeps } from '../detailServiceDeps';
+import { temporalClient, temporalUnavailable } from './temporalAccess';
+
+const COULD_NOT_START = 'Could not start the execution';
+
+export async function startExecution(
+  deps: DetailServiceDeps,
+  w: WorkflowRow,
+  opts: { input?: unknown; retryOf?: string },
+  log: FastifyBaseLogger,
+): Promise<{ executionId: string; workflow: string; status: 'running'; startedAt: string }> {
+  const client = await temporalClient(deps, COULD_NOT_START);
+  const executionId = newId();
+  const startedAt = new Date().toISOString();
+  const workflowId = `execution:${executionId}`;
+  const input = opts.input ?? null;
+  await insertManualExecution(deps.db, {
+    id: executionId,
+    workflow: w.name,
+    temporalWorkflowId: workflowId,
+    startedAt,
+    tasks: w.tasks.map((t) => ({ name: t.name, type: t.type, status: 'pending', startedAt: null, completedAt: null, output: '' })),
+    input,
+    retryOf: opts.retryOf,
+  });
+  const args: WorkflowRunInput = {
+    workflow: w.name,
+    trigger: 'manual',
+    executionId,
+    startedAt,
+    ...(input !== null ? { input } : {}),
+    ...(opts.retryOf ? { retryOf: opts.retryOf } : {}),
+  };
+  try {
+    await client.workflow.start(WORKFLOW_RUN_TYPE, {
+      workflowId,
+      taskQueue: deps.config.temporal.taskQueue,
+      args: [args],
+      typedSearchAttributes: workflowSearchAttributes(w.name),
+    });
+  } catch (err) {
+    log.warn({ err: { message: (err as Error).message }, workflow: w.name }, 'starting an execution failed');
+    await failExecution(deps.db, executionId, COULD_NOT_START);
+    throw temporalUnavailable(COULD_NOT_START);
+  }
+  return { executionId, workflow: w.name, status: 'running', startedAt };
+}

@@ -1,0 +1,60 @@
+/**
+ * The time of a one-time schedule: `now`, or an ISO 8601 date-time (`2026-03-01T09:30`, seconds optional, `T` or a
+ * space). With an offset (`Z`, `+05:30`) it names that instant; without one it is a wall-clock time in the schedule's
+ * IANA zone. A wall-clock time that does not exist in the zone (skipped by a daylight-saving change) moves forward by
+ * the length of the gap; one that exists twice (the hour repeated in autumn) is the later of the two. Fractions of a
+ * second round up to the next whole second (Temporal's calendar counts whole seconds).
+ */
+
+/** The pattern the API schema gives `at`; the calendar checks (month 13, 30 February, in the past) are parseRunAt's. */
+export const AT_PATTERN = '^(now|\\d{4}-\\d{2}-\\d{2}[T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})?)$';
+/** The same without `now`: a one-time schedule can be moved to another time, not to now (that is a new schedule). */
+export const DATE_TIME_PATTERN = '^\\d{4}-\\d{2}-\\d{2}[T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})?$';
+
+const AT = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|([+-])(\d{2}):(\d{2}))?$/;
+
+/** The zone's offset from UTC (ms) at an instant. */
+function offsetMs(zone: string, utcMs: number): number {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone: zone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: 'numeric',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: 'numeric',
+    second: 'numeric',
+  }).formatToParts(new Date(utcMs));
+  const get = (type: string) => Number(parts.find((p) => p.type === type)?.value);
+  const wall = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
+  return wall - Math.floor(utcMs / 1000) * 1000;
+}
+
+/** The instant a wall-clock time (given as if it were UTC) stands for in a zone. */
+function zonedToUtc(wallMs: number, zone: string): number {
+  const first = wallMs - offsetMs(zone, wallMs);
+  return wallMs - offsetMs(zone, first);
+}
+
+/**
+ * The instant of `at` (or 'now'), or the reason it is refused: not a calendar date, or not in the future of `now`.
+ * `zone` must be a valid IANA zone (checked before).
+ */
+export function parseRunAt(at: string, zone: string, now: Date): { runAt: Date | 'now' } | { error: string } {
+  if (at === 'now') return { runAt: 'now' };
+  const m = AT.exec(at);
+  if (!m) return { error: `Invalid time "${at}": use now or an ISO 8601 date-time such as 2026-03-01T09:30 (optionally with Z or +05:30)` };
+  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? '0'].map(Number) as [number, number, number, number, number, number];
+  const wall = Date.UTC(year, month - 1, day, hour, minute, second);
+  const d = new Date(wall);
+  if (month < 1 || month > 12 || d.getUTCDate() !== day || d.getUTCMonth() !== month - 1 || hour > 23 || minute > 59 || second > 59) {
+    return { error: `Invalid time "${at}": not a date and time of the calendar` };
+  }
+  let instant: number;
+  if (m[8] === 'Z') instant = wall;
+  else if (m[8]) instant = wall - (m[9] === '-' ? -1 : 1) * (Number(m[10]) * 60 + Number(m[11])) * 60_000;
+  else instant = zonedToUtc(wall, zone);
+  if (m[7] && Number(m[7]) > 0) instant += 1000;
+  if (instant <= now.getTime()) return { error: `Time "${at}" is in the past (now is ${now.toISOString()}); use now to run at once` };
+  return { runAt: new Date(instant) };
+}

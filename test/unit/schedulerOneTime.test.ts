@@ -1,0 +1,45 @@
+import { AT_PATTERN, parseRunAt } from '../../lib/scheduler/oneTime';
+
+const NOW = new Date('2026-01-01T00:00:00Z');
+const at = (text: string, zone = 'UTC') => {
+  const r = parseRunAt(text, zone, NOW);
+  return 'runAt' in r ? (r.runAt === 'now' ? 'now' : r.runAt.toISOString()) : r.error;
+};
+
+describe('one-time schedule times', () => {
+  test('now, an instant with Z or an offset, a wall-clock time in the zone', () => {
+    expect(at('now')).toBe('now');
+    expect(at('2030-06-01T09:30:00Z', 'Asia/Kolkata')).toBe('2030-06-01T09:30:00.000Z');
+    expect(at('2030-06-01T09:30+05:30', 'Europe/Paris')).toBe('2030-06-01T04:00:00.000Z');
+    expect(at('2030-06-01T09:30-04:00')).toBe('2030-06-01T13:30:00.000Z');
+    expect(at('2030-06-01T09:30', 'Asia/Kolkata')).toBe('2030-06-01T04:00:00.000Z');
+    expect(at('2030-06-01 09:30:15', 'America/New_York')).toBe('2030-06-01T13:30:15.000Z'); // EDT, UTC-4
+    expect(at('2030-01-15T09:30', 'America/New_York')).toBe('2030-01-15T14:30:00.000Z'); // EST, UTC-5
+  });
+
+  test('daylight saving: a skipped time moves forward by the gap, a repeated one is the later', () => {
+    // Europe/Paris springs forward on 2030-03-31 at 02:00 (to 03:00) and falls back on 2030-10-27 at 03:00 (to 02:00)
+    expect(at('2030-03-31T02:30', 'Europe/Paris')).toBe('2030-03-31T01:30:00.000Z'); // 03:30 CEST
+    expect(at('2030-10-27T02:30', 'Europe/Paris')).toBe('2030-10-27T01:30:00.000Z'); // 02:30 CET, the second one
+  });
+
+  test('fractions of a second round up to the next whole second', () => {
+    expect(at('2030-06-01T09:30:00.250Z')).toBe('2030-06-01T09:30:01.000Z');
+    expect(at('2030-06-01T09:30:00.000Z')).toBe('2030-06-01T09:30:00.000Z');
+  });
+
+  test('impossible, malformed and past times are refused with the reason', () => {
+    expect(at('2030-02-29T10:00')).toBe('Invalid time "2030-02-29T10:00": not a date and time of the calendar');
+    expect(at('2030-13-01T10:00')).toBe('Invalid time "2030-13-01T10:00": not a date and time of the calendar');
+    expect(at('2030-01-01T24:00')).toBe('Invalid time "2030-01-01T24:00": not a date and time of the calendar');
+    expect(at('tomorrow')).toMatch(/^Invalid time "tomorrow": use now or an ISO 8601 date-time/);
+    expect(at('2025-12-31T23:59:59Z')).toBe('Time "2025-12-31T23:59:59Z" is in the past (now is 2026-01-01T00:00:00.000Z); use now to run at once');
+    expect(at('2026-01-01T05:29', 'Asia/Kolkata')).toMatch(/is in the past/); // 23:59 UTC the day before
+  });
+
+  test('the schema pattern accepts what the parser reads and nothing else', () => {
+    const re = new RegExp(AT_PATTERN);
+    for (const ok of ['now', '2030-06-01T09:30', '2030-06-01 09:30:15', '2030-06-01T09:30:00.123456Z', '2030-06-01T09:30+05:30']) expect(re.test(ok)).toBe(true);
+    for (const bad of ['NOW', 'tomorrow', '2030-06-01', '2030-06-01T9:30', '2030-06-01T09:30:00+0530x', '']) expect(re.test(bad)).toBe(false);
+  });
+});
