@@ -17,6 +17,7 @@ import { runAgentTask } from './multiAgent/runAgentTask';
 import { createApprovalActivities } from './approvals';
 import { createFollowUpActivities } from './followUps';
 import { createWebhookActivities } from './webhooks';
+import { createExecutionProgressActivities } from './scheduler/executionProgress';
 import { createSchedulerActivities } from './scheduler/schedulerActivities';
 import { createAttemptActivities } from './attempts';
 
@@ -37,6 +38,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createSchedulerActivities(deps),
+    ...createExecutionProgressActivities(deps),
     ...createAttemptActivities(deps),
     cloneRepository: (input: { url: string; branch: string; dest: string }) => cloneRepository(input),
     async recordCloneResult(input: { projectId: string; ok: boolean; path: string | null; error: string | null }): Promise<void> {

@@ -1,140 +1,119 @@
 /**
  * One execution of a scheduler workflow (service B): its tasks in order, each an activity; a failed task fails the
  * execution and skips the rest. Cancellation (POST /executions/{id}/stop) kills the running task's process and
- * records `stopped`. The execution row and its logs are projections written by idempotent activities.
+ * records `stopped`. The execution row and its logs are projections written by idempotent local activities: one
+ * before the first task (definition, row, first log lines), one per state change after it, so the first task starts
+ * one workflow task after the run does. A failed execution fails the Temporal workflow too (ApplicationFailure
+ * `ScheduledRunFailed`, not retried), after its row and logs are written, so Temporal's UI and metrics see it.
  */
-import { CancellationScope, isCancellation, proxyActivities, uuid4, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, isCancellation, patched, proxyLocalActivities, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { TaskRunState } from '../lib/db/schedulerExecutions';
+import type { ExecutionStatus, LogLine, TaskRunState } from '../lib/db/schedulerExecutions';
 import type { WorkflowRunInput } from '../lib/scheduler/temporalSchedules';
 import { failureMessage } from './failureMessage';
+import { scheduleIdOfRun, scheduledTime } from './scheduledTime';
+import { workflowRunV1 } from './workflowRunV1';
+import { runScript, runSourceFlow } from './workflowRunTasks';
 
-// Scripts are not idempotent: one attempt. The script's own timeout (per task) is enforced by the activity, which
-// heartbeats every second, so a lost worker is noticed in seconds and a stop reaches the process at once.
-const { runScript } = proxyActivities<Activities>({
-  startToCloseTimeout: '25 hours',
-  heartbeatTimeout: '3s',
-  cancellationType: 'WAIT_CANCELLATION_COMPLETED',
-  retry: { maximumAttempts: 1 },
-});
-// A flow run is retried only when the platform could not be reached (the activity returns HTTP answers as results).
-const { runSourceFlow } = proxyActivities<Activities>({
-  startToCloseTimeout: '25 hours',
-  heartbeatTimeout: '3s',
-  cancellationType: 'WAIT_CANCELLATION_COMPLETED',
-  retry: { initialInterval: '2s', backoffCoefficient: 2, maximumAttempts: 3 },
-});
+/** The error type of a failed execution's workflow failure. */
+export const SCHEDULED_RUN_FAILED = 'ScheduledRunFailed';
+
 // Projection writes retry until PostgreSQL answers.
-const { loadWorkflowDefinition, recordExecution, appendLog } = proxyActivities<Activities>({
+const { startExecution, recordProgress } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '500ms', maximumInterval: '30s' },
 });
 
-/** The time a scheduled start was due: Temporal's TemporalScheduledStartTime, else the time in the workflow id. */
-function scheduledTime(): string | null {
-  const info = workflowInfo();
-  const attr = (info.searchAttributes as Record<string, unknown[] | undefined> | undefined)?.TemporalScheduledStartTime?.[0];
-  if (attr instanceof Date) return attr.toISOString();
-  if (typeof attr === 'string' && !Number.isNaN(Date.parse(attr))) return new Date(attr).toISOString();
-  const m = /-(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)$/.exec(info.workflowId);
-  return m?.[1] ? new Date(m[1]).toISOString() : null;
-}
+const now = (): string => new Date(Date.now()).toISOString();
 
 export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<string> {
-  const info = workflowInfo();
-  const executionId = input.executionId ?? uuid4();
-  const startedAt = input.startedAt ?? new Date(Date.now()).toISOString();
-  const scheduledAt = input.trigger === 'schedule' ? scheduledTime() : null;
-  const def = await loadWorkflowDefinition({ workflow: input.workflow });
-  if (!def) return 'deleted'; // the workflow was deleted after this start was queued
+  if (!patched('lean-run')) return workflowRunV1(input);
+  const run = {
+    id: input.executionId ?? uuid4(),
+    workflow: input.workflow,
+    temporalWorkflowId: workflowInfo().workflowId,
+    trigger: input.trigger,
+    scheduledAt: input.trigger === 'schedule' ? scheduledTime() : null,
+    startedAt: input.startedAt ?? now(),
+  };
+  const started = await startExecution({
+    ...run,
+    temporalScheduleId: input.trigger === 'schedule' ? scheduleIdOfRun() : null,
+    scheduleId: input.scheduleId ?? null,
+    input: input.input ?? null,
+    retryOf: input.retryOf ?? null,
+  });
+  if (!started) return 'deleted';
+  const { tasks: defs, states } = started;
 
   // the run's input (a schedule's or a retried execution's): flow tasks get it instead of their own, scripts in ARMADA_INPUT
   const runInput = input.input ?? null;
-  const tasks: TaskRunState[] = def.tasks.map((t) => ({ name: t.name, type: t.type, status: 'pending', startedAt: null, completedAt: null, output: '' }));
-  let logSeq = 0;
-  const log = (level: 'info' | 'warning' | 'error', message: string) =>
-    appendLog({ executionId, key: `w:${logSeq++}`, ts: new Date(Date.now()).toISOString(), level, message });
-  const record = (status: 'running' | 'completed' | 'failed' | 'stopped', error: string | null = null, first = false) =>
-    recordExecution({
-      first,
-      id: executionId,
-      workflow: input.workflow,
-      temporalWorkflowId: info.workflowId,
-      trigger: input.trigger,
-      status,
-      scheduledAt,
-      startedAt,
-      completedAt: status === 'running' ? null : new Date(Date.now()).toISOString(),
-      tasks,
-      error,
-      scheduleId: input.scheduleId ?? null,
-      input: runInput,
-      retryOf: input.retryOf ?? null,
-    });
+  let logSeq = started.logLines;
+  const line = (level: LogLine['level'], message: string): LogLine => ({ key: `w:${logSeq++}`, ts: now(), level, message });
+  const record = (status: ExecutionStatus, error: string | null, logs: LogLine[]) =>
+    recordProgress({ ...run, status, completedAt: status === 'running' ? null : now(), tasks: states, error, logs });
+  /** Marks the task in hand (with `taskError` when it failed) and the rest, writes the final row and lines. */
+  const finish = async (current: number, status: 'failed' | 'stopped', error: string, taskError: string | null, logs: LogLine[]) => {
+    const state = states[current];
+    if (state && (state.status === 'running' || state.status === 'pending')) {
+      state.status = status;
+      state.completedAt ??= now();
+      if (taskError !== null) state.error ??= taskError;
+    }
+    for (const rest of states.slice(current + 1)) rest.status = 'skipped';
+    await record(status, error, logs);
+  };
+  const failed = (message: string) =>
+    ApplicationFailure.create({ type: SCHEDULED_RUN_FAILED, message, nonRetryable: true, details: [{ executionId: run.id }] });
 
-  const recorded = await record('running', null, true);
-  if (!recorded.exists) return 'deleted';
-  await log('info', `Execution started (${input.trigger}${input.retryOf ? `, retry of ${input.retryOf}` : ''})`);
-
-  let current = -1;
+  let current = 0;
   try {
-    for (let i = 0; i < def.tasks.length; i++) {
+    for (let i = 0; i < defs.length; i++) {
       current = i;
-      const task = def.tasks[i] as (typeof def.tasks)[number];
-      const state = tasks[i] as TaskRunState;
-      state.status = 'running';
-      state.startedAt = new Date(Date.now()).toISOString();
-      await record('running');
-      await log('info', `Task ${task.name} started`);
+      const task = defs[i] as (typeof defs)[number];
+      const state = states[i] as TaskRunState;
+      if (i > 0) {
+        state.status = 'running';
+        state.startedAt = now();
+        await record('running', null, [line('info', `Task ${defs[i - 1]?.name} completed`), line('info', `Task ${task.name} started`)]);
+      }
       const result =
         task.type === 'script'
-          ? await runScript({ executionId, taskIndex: i, script: task.script, timeoutSeconds: task.timeout ?? null, input: runInput })
-          : await runSourceFlow({ executionId, taskIndex: i, source: task.source, flow: task.flow, input: runInput ?? task.input ?? null, timeoutSeconds: task.timeout ?? null });
+          ? await runScript({ executionId: run.id, taskIndex: i, script: task.script, timeoutSeconds: task.timeout ?? null, input: runInput })
+          : await runSourceFlow({
+              executionId: run.id,
+              taskIndex: i,
+              source: task.source,
+              flow: task.flow,
+              input: runInput ?? task.input ?? null,
+              timeoutSeconds: task.timeout ?? null,
+            });
       state.startedAt = result.startedAt;
       state.completedAt = result.completedAt;
       state.output = result.output;
       if (!result.ok) {
         state.status = 'failed';
         state.error = result.error ?? 'failed';
-        for (const rest of tasks.slice(i + 1)) rest.status = 'skipped';
-        await log('error', `Task ${task.name} failed: ${state.error}`);
-        await record('failed', `Task ${task.name} failed: ${state.error}`);
-        return 'failed';
+        const error = `Task ${task.name} failed: ${state.error}`;
+        await finish(i, 'failed', error, state.error, [line('error', error)]);
+        throw failed(error);
       }
       state.status = 'completed';
-      await log('info', `Task ${task.name} completed`);
     }
-    await log('info', 'Execution completed');
-    await record('completed');
+    const last = defs[defs.length - 1];
+    await record('completed', null, [...(last ? [line('info', `Task ${last.name} completed`)] : []), line('info', 'Execution completed')]);
     return 'completed';
   } catch (err) {
+    if (err instanceof ApplicationFailure && err.type === SCHEDULED_RUN_FAILED) throw err;
     if (isCancellation(err)) {
-      await CancellationScope.nonCancellable(async () => {
-        const state = tasks[current];
-        if (state) {
-          state.status = 'stopped';
-          state.completedAt = new Date(Date.now()).toISOString();
-        }
-        for (const rest of tasks.slice(current + 1)) rest.status = 'skipped';
-        await log('warning', 'Execution stopped');
-        await record('stopped', 'Stopped by request');
-      });
+      await CancellationScope.nonCancellable(() => finish(current, 'stopped', 'Stopped by request', null, [line('warning', 'Execution stopped')]));
       throw err;
     }
     const message = failureMessage(err);
-    await CancellationScope.nonCancellable(async () => {
-      const state = tasks[current];
-      if (state) {
-        state.status = 'failed';
-        state.error = message;
-        state.completedAt = new Date(Date.now()).toISOString();
-      }
-      for (const rest of tasks.slice(current + 1)) rest.status = 'skipped';
-      // the same words as a task that returned a failure (e.g. a platform still unreachable after the retries)
-      const text = state ? `Task ${state.name} failed: ${message}` : `Execution failed: ${message}`;
-      await log('error', text);
-      await record('failed', text);
-    });
-    return 'failed';
+    // the same words as a task that returned a failure (e.g. a platform still unreachable after the retries)
+    const state = states[current];
+    const text = state ? `Task ${state.name} failed: ${message}` : `Execution failed: ${message}`;
+    await CancellationScope.nonCancellable(() => finish(current, 'failed', text, message, [line('error', text)]));
+    throw failed(text);
   }
 }

@@ -13,6 +13,7 @@ import {
   pruneExecutions as pruneExecutionRows,
   upsertExecution,
   type ExecutionRecord,
+  type ExecutionStatus,
   type LogLine,
 } from '../../lib/db/schedulerExecutions';
 import { allSources, getSource, recordSourceHealth } from '../../lib/db/schedulerSources';
@@ -21,7 +22,7 @@ import { getWorkflow, type WorkflowTask } from '../../lib/db/schedulerWorkflows'
 import { resolveKeys } from '../../lib/keys';
 import { childEnv } from '../../lib/process/childEnv';
 import { startGroupProcess } from '../../lib/process/processGroup';
-import { schedulerMetrics } from '../../lib/scheduler/metrics';
+import { schedulerMetrics, type SchedulerMetrics } from '../../lib/scheduler/metrics';
 import { PlatformError, PlatformTimeout, checkHealth, runRemoteFlow } from '../../lib/scheduler/platforms';
 import { sourceTarget } from '../../lib/scheduler/sourceTarget';
 import { schedulerSettings } from '../../lib/scheduler/settings';
@@ -69,6 +70,13 @@ function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number) {
   };
 }
 
+/** Counts an execution's move to a terminal status once, with its duration. */
+export function countFinish(metrics: SchedulerMetrics, e: ExecutionRecord, previous: ExecutionStatus | undefined): void {
+  if (e.status === 'running' || previous === e.status) return;
+  metrics.executions.inc({ workflow: e.workflow, status: e.status });
+  if (e.completedAt) metrics.duration.observe({ status: e.status }, Math.max(0, Date.parse(e.completedAt) - Date.parse(e.startedAt)) / 1000);
+}
+
 /** The run's input for a script: ARMADA_INPUT holds a string as it is and any other value as JSON; absent when none. */
 function scriptInputVar(input: unknown): Record<string, string> {
   if (input === undefined || input === null) return {};
@@ -106,10 +114,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
           metrics.executions.inc({ workflow: input.workflow, status: 'started' });
           if (input.scheduledAt) metrics.lag.observe(Math.max(0, Date.parse(input.startedAt) - Date.parse(input.scheduledAt)) / 1000);
         }
-        if (input.status !== 'running' && changed.previous !== input.status) {
-          metrics.executions.inc({ workflow: input.workflow, status: input.status });
-          if (input.completedAt) metrics.duration.observe({ status: input.status }, Math.max(0, Date.parse(input.completedAt) - Date.parse(input.startedAt)) / 1000);
-        }
+        countFinish(metrics, input, changed.previous);
       }
       return { exists: true };
     },

@@ -18,7 +18,7 @@ import {
   updateSchedule as updateScheduleRow,
   type ScheduleRow,
 } from '../../lib/db/schedulerSchedules';
-import { timezoneError } from '../../lib/scheduler/cron';
+import { cronZone } from '../../lib/scheduler/cron';
 import { parseRunAt } from '../../lib/scheduler/oneTime';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import {
@@ -46,7 +46,7 @@ import {
   WorkflowParams,
   WorkflowScheduleParams,
 } from './schemas';
-import { checkSchedule, mustGetWorkflow, temporalClient } from './workflows';
+import { checkZone, mustGetWorkflow, scheduleError, scheduleZone, temporalClient } from './workflows';
 
 export const SCHEDULE_NOT_FOUND = 'Schedule not found';
 
@@ -89,7 +89,7 @@ async function changeSchedule(deps: DetailServiceDeps, s: ScheduleRow, change: S
       }
     } catch (err) {
       log.warn({ err: { message: (err as Error).message }, schedule: s.temporal_id }, 'updating a schedule failed');
-      throw invalidRequest(`Error updating schedule: ${(err as Error).message}`);
+      throw scheduleError(err, next.type === 'cron' ? next.cron : null, 'Error updating schedule');
     }
   });
   return next;
@@ -107,12 +107,14 @@ async function setPaused(deps: DetailServiceDeps, s: ScheduleRow, action: 'pause
 
 /** The change a PATCH of a schedule asks for, checked against the schedule's type and state (409). */
 function checkedChange(s: ScheduleRow, body: { schedule?: string; at?: string; timezone?: string; jitter?: number; input?: unknown }): ScheduleChange {
-  checkSchedule(body.schedule, body.timezone);
+  // the cron string is Temporal's to judge (changeSchedule); the zone is checked here, a `CRON_TZ=` prefix's too
+  const timezone = body.timezone ?? (s.type === 'cron' && body.schedule !== undefined ? cronZone(body.schedule) : undefined);
+  checkZone(timezone);
   const jitterMs = body.jitter === undefined ? undefined : body.jitter * 1000;
   // The body is valid; what it asks for conflicts with the schedule's type, which no schema of the route can know: 409.
   if (s.type === 'cron') {
     if (body.at !== undefined) throw conflict(`"at" applies to one-time schedules; schedule ${s.id} is a cron schedule`);
-    return { cron: body.schedule, timezone: body.timezone, jitterMs, input: body.input };
+    return { cron: body.schedule, timezone, jitterMs, input: body.input };
   }
   if (body.schedule !== undefined || body.jitter !== undefined) {
     throw conflict(`"schedule" and "jitter" apply to cron schedules; schedule ${s.id} is a one-time schedule`);
@@ -185,14 +187,13 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
     async (request, reply) => {
       const w = await mustGetWorkflow(deps.db, request.params.name);
       const body = request.body;
-      const timezone = body.timezone ?? 'UTC';
+      // a cron schedule's zone may come from a `CRON_TZ=` prefix; the cron string itself is Temporal's to judge
+      const timezone = body.type === 'cron' ? scheduleZone(body.timezone, body.schedule, 'UTC') : (body.timezone ?? 'UTC');
+      checkZone(timezone);
       let timing: ScheduleTiming;
       if (body.type === 'cron') {
-        checkSchedule(body.schedule, timezone);
         timing = { type: 'cron', cron: body.schedule as string, timezone, jitterMs: (body.jitter ?? 0) * 1000 };
       } else {
-        const zoneErr = timezoneError(timezone);
-        if (zoneErr) throw invalidRequest(zoneErr);
         const parsed = parseRunAt(body.at as string, timezone, new Date());
         if ('error' in parsed) throw invalidRequest(parsed.error);
         timing = { type: 'one-time', runAt: parsed.runAt };
@@ -218,7 +219,7 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
           await createSchedule(client, { target: targetOf(inserted), timing, paused: !inserted.enabled, taskQueue: deps.config.temporal.taskQueue, catchupWindowMs: settings.catchupWindowMs });
         } catch (err) {
           request.log.warn({ err: { message: (err as Error).message }, workflow: w.name }, 'creating a schedule failed');
-          throw invalidRequest(`Error creating schedule: ${(err as Error).message}`);
+          throw scheduleError(err, timing.type === 'cron' ? timing.cron : null, 'Error creating schedule');
         }
         return inserted;
       });

@@ -5,15 +5,15 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { conflict, invalidRequest, notFound } from '../../lib/errors';
+import { type AppError, conflict, invalidRequest, notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
 import { UNIQUE_VIOLATION } from '../../lib/db/projects';
 import { getDefaultSchedule, listSchedules, temporalIdsOf } from '../../lib/db/schedulerSchedules';
 import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
-import { cronError, timezoneError } from '../../lib/scheduler/cron';
+import { cronZone, timezoneError } from '../../lib/scheduler/cron';
 import { schedulerSettings } from '../../lib/scheduler/settings';
-import { createSchedule, deleteSchedule, scheduleIdOf } from '../../lib/scheduler/temporalSchedules';
+import { createSchedule, deleteSchedule, scheduleIdOf, specRejection } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import type { SchedulerPluginOptions } from './deps';
 import { scheduleView, targetOf, timingOf } from './scheduleViews';
@@ -63,10 +63,25 @@ export async function workflowView(deps: DetailServiceDeps, w: WorkflowRow & { l
   };
 }
 
-/** Checks a cron string and a zone; throws 400 with the precise reason. */
-export function checkSchedule(schedule: string | undefined, timezone: string | undefined): void {
-  const err = (schedule !== undefined ? cronError(schedule) : null) ?? (timezone !== undefined ? timezoneError(timezone) : null);
+/** Checks a zone; throws 400 with the precise reason. The cron string is Temporal's to judge (scheduleError). */
+export function checkZone(timezone: string | undefined): void {
+  const err = timezone !== undefined ? timezoneError(timezone) : null;
   if (err) throw invalidRequest(err);
+}
+
+/** The zone of a schedule: the one given, else a `CRON_TZ=` prefix's, else `fallback`. */
+export function scheduleZone(given: string | undefined, schedule: string | null | undefined, fallback: string): string {
+  return given ?? (schedule ? cronZone(schedule) : undefined) ?? fallback;
+}
+
+/**
+ * A failed create/update of a Temporal Schedule as the 400 to answer: Temporal's own reason when it rejected the spec
+ * (of a cron schedule: naming the cron string; of a one-time schedule: its calendar time).
+ */
+export function scheduleError(err: unknown, cron: string | null, what: string): AppError {
+  const reason = specRejection(err);
+  if (reason === null) return invalidRequest(`${what}: ${(err as Error).message}`);
+  return invalidRequest(cron !== null ? `Invalid cron expression "${cron}": ${reason}` : `Invalid schedule time: ${reason}`);
 }
 
 export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (fastify, { deps }) => {
@@ -95,8 +110,8 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
     async (request, reply) => {
       const body = request.body;
       const schedule = body.schedule ?? null;
-      const timezone = body.timezone ?? 'UTC';
-      checkSchedule(schedule ?? undefined, timezone);
+      const timezone = scheduleZone(body.timezone, schedule, 'UTC');
+      checkZone(timezone);
       const seen = new Set<string>();
       const tasks: WorkflowTask[] = [];
       const flowLists: FlowListCache = new Map();
@@ -140,7 +155,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
               });
             } catch (err) {
               request.log.warn({ err: { message: (err as Error).message }, workflow: body.name }, 'creating a schedule failed');
-              throw invalidRequest(`Error creating schedule: ${(err as Error).message}`);
+              throw scheduleError(err, schedule, 'Error creating schedule');
             }
           }
           return inserted;

@@ -14,10 +14,12 @@ export function schedulerMetrics(m: Metrics) {
     lag: histogram(
       m.registry,
       'armada_scheduler_schedule_lag_seconds',
-      'Schedule lag: actual start of a scheduled execution minus its scheduled time, in seconds',
+      'Schedule lag: actual start of a scheduled execution minus the time its Schedule meant to start it (cron time plus jitter), in seconds',
       [],
       [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
     ),
     sourceHealthy: gauge(m.registry, 'armada_scheduler_source_healthy', '1 when the source passed its last health check, 0 when it failed', ['source', 'source_type'] as const),
   };
 }
+
+export type SchedulerMetrics = ReturnType<typeof schedulerMetrics>;

@@ -6,9 +6,12 @@
  * time with one action allowed (`now`: no times at all, triggered once right after creation). Temporal is asked only for the
  * next action time and whether an action was taken.
  */
-import { ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type ScheduleSpec } from '@temporalio/client';
+import { ScheduleNotFoundError, ScheduleOverlapPolicy, isGrpcServiceError, type Client, type ScheduleSpec } from '@temporalio/client';
 import type { SearchAttributePair } from '@temporalio/common';
 import { ArmadaWorkflow } from '../temporal/searchAttributes';
+
+/** gRPC status INVALID_ARGUMENT */
+const INVALID_ARGUMENT = 3;
 
 export const WORKFLOW_RUN_TYPE = 'workflowRunWorkflow';
 
@@ -144,4 +147,25 @@ export async function scheduleState(client: Client, temporalId: string): Promise
 /** The schedule's next action time per Temporal (null when paused, missing or with none upcoming). */
 export async function nextRunOf(client: Client, temporalId: string): Promise<Date | null> {
   return (await scheduleState(client, temporalId))?.nextRun ?? null;
+}
+
+/**
+ * When the Schedule meant to start the run `workflowId`, jitter included (the action's `scheduledAt` among the
+ * Schedule's recent actions); null when the Schedule does not list it (not recorded yet, or older than the list).
+ */
+export async function actionScheduledAt(client: Client, scheduleId: string, workflowId: string): Promise<Date | null> {
+  const d = await client.schedule.getHandle(scheduleId).describe();
+  return d.info.recentActions.find((a) => a.action.workflow.workflowId === workflowId)?.scheduledAt ?? null;
+}
+
+/**
+ * Temporal's reason when it rejected a schedule's spec (cron string, zone), else null. The SDK turns the server's
+ * INVALID_ARGUMENT "Invalid schedule spec: <reason>" into a TypeError carrying the reason; a raw INVALID_ARGUMENT
+ * (another SDK path) carries it in its details.
+ */
+export function specRejection(err: unknown): string | null {
+  if (err instanceof TypeError) return err.message;
+  const cause = (err as { cause?: unknown } | null)?.cause;
+  if (isGrpcServiceError(cause) && cause.code === INVALID_ARGUMENT && cause.details) return cause.details.replace(/^Invalid schedule spec: /, '');
+  return null;
 }

@@ -2,7 +2,7 @@
  * Scheduler parity with automagik-spark (issue 18 item 6), against real Temporal and a real worker: one-time schedules
  * (`now` and a date-time in a zone), several schedules per workflow each with its own input, re-running an execution.
  */
-import { startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
+import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
 
 let stack: TestStack;
@@ -135,7 +135,16 @@ describe('one-time schedules', () => {
     await bad({ type: 'one-time' }, 'Request body is invalid: at is required');
     await bad({ type: 'cron', at: '2099-01-01T10:00', schedule: '* * * * *' }, 'Request body is invalid: at is not allowed here');
     await bad({ type: 'one-time', at: '2099-01-01T10:00', jitter: 5 }, 'Request body is invalid: jitter is not allowed here');
-    await bad({ type: 'cron', schedule: '61 * * * *' }, 'Invalid cron expression "61 * * * *": minute field 61 is outside 0-59');
+    // the cron string is Temporal's to judge (its own reason, prefixed with the expression), on every schedule path
+    await bad({ type: 'cron', schedule: '61 * * * *' }, 'Invalid cron expression "61 * * * *": Minute is not in range [0-59]');
+    await bad({ type: 'cron', schedule: 'CRON_TZ=Asia/Tokyo 0 9 * * *', timezone: 'UTC' }, 'Invalid cron expression "CRON_TZ=Asia/Tokyo 0 9 * * *": conflicting timezone names');
+    await bad({ type: 'cron', schedule: '0 9 * * *', timezone: 'Mars/Olympus' }, 'Unknown time zone "Mars/Olympus": use an IANA name such as UTC or Europe/Paris');
+    expect((await inject('GET', `/api/v1/workflows/${name}/schedules`)).json().schedules).toHaveLength(1); // rejected ones leave no row
+    const tokyo = await post({ type: 'cron', schedule: 'CRON_TZ=Asia/Tokyo 0 9 * * *', enabled: false });
+    expect([tokyo.statusCode, tokyo.json().timezone]).toEqual([201, 'Asia/Tokyo']); // a CRON_TZ= prefix names the zone
+    const badCron = await inject('PATCH', `/api/v1/workflows/${name}/schedules/${tokyo.json().id}`, { schedule: '0 25 * * *' });
+    expect([badCron.statusCode, badCron.json()]).toEqual([400, { detail: 'Invalid cron expression "0 25 * * *": Hour is not in range [0-23]' }]);
+    expect((await inject('GET', `/api/v1/workflows/${name}/schedules/${tokyo.json().id}`)).json().schedule).toBe('CRON_TZ=Asia/Tokyo 0 9 * * *'); // unchanged
     const missing = await inject('POST', '/api/v1/workflows/nope/schedules', { type: 'one-time', at: 'now' });
     expect([missing.statusCode, missing.json()]).toEqual([404, { detail: 'Workflow not found' }]);
     const unknown = await inject('GET', `/api/v1/workflows/${name}/schedules/00000000-0000-4000-8000-000000000000`);
@@ -160,7 +169,7 @@ describe('several schedules per workflow', () => {
       name,
       [
         { name: 'echo', type: 'script', script: ECHO_INPUT },
-        { name: 'flow', type: 'flow', source: source.id, flow: 'flow-1', input: 'task default' },
+        { name: 'flow', type: 'flow', source: source.id, flow: 'Summarise', input: 'task default' },
       ],
       { schedule: '0 3 1 1 *', timezone: 'Europe/Paris' },
     );
@@ -185,7 +194,7 @@ describe('several schedules per workflow', () => {
     expect(fired.a[0]?.tasks[0]?.output).toBe('in:alpha\n');
     expect(fired.b[0]?.tasks[0]?.output).toBe('in:{"beta":2}\n');
     // the flow task got the schedule's input instead of its own
-    const inputs = fake.requests.filter((q) => q.path === '/api/v1/run/flow-1').map((q) => (q.body as { input_value: string }).input_value);
+    const inputs = fake.requests.filter((q) => q.path === `/api/v1/run/${FAKE_FLOWS.summarise.id}`).map((q) => (q.body as { input_value: string }).input_value);
     expect(inputs).toEqual(expect.arrayContaining(['alpha', '{"beta":2}']));
     expect(inputs).not.toContain('task default');
 
@@ -240,7 +249,12 @@ describe('re-running an execution', () => {
       return list.length > 0 && list;
     });
     const original = await finished((first as Exec).id);
-    expect(original).toMatchObject({ status: 'failed', scheduleId: s.id, input: 'same input' });
+    expect(original).toMatchObject({ status: 'failed', scheduleId: s.id, input: 'same input', error: 'Task flaky failed: exit code 3' });
+    // the scheduled run (lean run) ends Failed in Temporal after its row is written, carrying the same error
+    const { rows } = await stack.db.query('SELECT temporal_workflow_id FROM scheduler_executions WHERE id = $1', [original.id]);
+    const run = (await stack.temporal.client()).workflow.getHandle(rows[0].temporal_workflow_id);
+    await expect(run.result()).rejects.toMatchObject({ cause: { type: 'ScheduledRunFailed', message: 'Task flaky failed: exit code 3', nonRetryable: true } });
+    expect((await run.describe()).status.name).toBe('FAILED');
 
     const retry = await inject('POST', `/api/v1/executions/${original.id}/retry`);
     expect(retry.statusCode).toBe(201);

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { groupAlive } from '../../lib/process/processGroup';
+import { recordHistory } from '../support/attemptHelpers';
 import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
 
@@ -42,7 +43,7 @@ interface Exec {
 const executions = async (workflow: string): Promise<Exec[]> => (await inject('GET', `/api/v1/executions?workflow=${workflow}&limit=100`)).json().executions;
 
 describe('scheduler workflows, schedules and executions', () => {
-  test('an every-minute cron in Asia/Kolkata shows the right nextRun; bad crons and zones are precise 400s', async () => {
+  test('an every-minute cron in Asia/Kolkata shows the right nextRun; Temporal judges crons, its rejections are 400s in its words', async () => {
     const name = `kolkata-${uniq}`;
     const before = Date.now();
     const r = await inject('POST', '/api/v1/workflows', {
@@ -78,9 +79,10 @@ describe('scheduler workflows, schedules and executions', () => {
     expect(typeof wf.nextRun).toBe('string');
     await inject('POST', `/api/v1/schedules/${name}/pause`);
 
-    // what the validator accepts, Temporal accepts too (created paused, so nothing fires)
+    // every form Temporal accepts is accepted (created paused, so nothing fires): 6 and 7 fields, @every in days, comments
     const client = await stack.temporal.client();
-    for (const [i, cron] of ['0 9 * * 7', '*/5 0-6,22 1 jan-mar MON-FRI', '@every 10m/2m', '@daily', '0 0 1 */2 *'].entries()) {
+    const forms = ['0 9 * * 7', '*/5 0-6,22 1 jan-mar MON-FRI', '@every 10m/2m', '@daily', '0 0 1 */2 *', '30 0 9 * * *', '0 0 9 * * * 2030', '@every 1d', '0 9 * * * # mornings'];
+    for (const [i, cron] of forms.entries()) {
       const res = await inject('POST', '/api/v1/workflows', { name: `ok-${i}-${uniq}`, schedule: cron, timezone: 'Europe/Paris', enabled: false, jitter: 30, tasks: [{ name: 't', type: 'script', script: 'true' }] });
       expect([cron, res.statusCode, res.json()]).toEqual([cron, 201, { name: `ok-${i}-${uniq}`, status: 'created', nextRun: null }]);
       const d = await client.schedule.getHandle(`schedule:ok-${i}-${uniq}`).describe();
@@ -91,17 +93,30 @@ describe('scheduler workflows, schedules and executions', () => {
     expect(jit.json()).toMatchObject({ schedule: '0 9 * * 7', timezone: 'Europe/Paris', jitter: 5, enabled: false });
     expect((await client.schedule.getHandle(`schedule:ok-0-${uniq}`).describe()).spec.jitter).toBe(5000);
 
+    // a CRON_TZ= prefix names the zone when none is given
+    const tokyo = await inject('POST', '/api/v1/workflows', { name: `tz-${uniq}`, schedule: 'CRON_TZ=Asia/Tokyo 0 9 * * *', enabled: false, tasks: [{ name: 't', type: 'script', script: 'true' }] });
+    expect([tokyo.statusCode, tokyo.json().status]).toEqual([201, 'created']);
+    expect((await inject('GET', `/api/v1/workflows/tz-${uniq}`)).json()).toMatchObject({ schedule: 'CRON_TZ=Asia/Tokyo 0 9 * * *', timezone: 'Asia/Tokyo' });
+    const tokyoNext = (await client.schedule.getHandle(`schedule:tz-${uniq}`).describe()).info.nextActionTimes[0] as Date;
+    expect([tokyoNext.getUTCHours(), tokyoNext.getUTCMinutes()]).toEqual([0, 0]); // 09:00 in Tokyo
+
     const bad = async (body: Record<string, unknown>, detail: string) => {
       const res = await inject('POST', '/api/v1/workflows', { name: `bad-${uniq}`, tasks: [{ name: 't', type: 'script', script: 'true' }], ...body });
       expect([res.statusCode, res.json()]).toEqual([400, { detail }]);
     };
-    await bad({ schedule: '61 * * * *' }, 'Invalid cron expression "61 * * * *": minute field 61 is outside 0-59');
-    await bad({ schedule: '* * *' }, 'Invalid cron expression "* * *": expected 5 fields (minute hour day-of-month month day-of-week), got 3');
-    await bad({ schedule: '0 9 * * mon-fry' }, 'Invalid cron expression "0 9 * * mon-fry": day-of-week field "fry" is not a number or a name');
-    await bad({ schedule: '@every 0s' }, 'Invalid cron expression "@every 0s": @every needs a duration of at least 1s such as 30s, 5m or 1h30m');
+    // Temporal's own reasons (server 1.32), prefixed with the expression
+    await bad({ schedule: '61 * * * *' }, 'Invalid cron expression "61 * * * *": Minute is not in range [0-59]');
+    await bad({ schedule: '* * *' }, 'Invalid cron expression "* * *": CronString does not have 5-7 fields');
+    await bad({ schedule: '0 9 * * mon-fry' }, 'Invalid cron expression "0 9 * * mon-fry": DayOfWeek End is before Start or not in range [0-7]');
+    await bad({ schedule: '@every 0s' }, 'Invalid cron expression "@every 0s": interval is too small');
+    await bad({ schedule: 'CRON_TZ=Asia/Tokyo 0 9 * * *', timezone: 'UTC' }, 'Invalid cron expression "CRON_TZ=Asia/Tokyo 0 9 * * *": conflicting timezone names');
     await bad({ schedule: '0 9 * * *', timezone: 'Mars/Olympus' }, 'Unknown time zone "Mars/Olympus": use an IANA name such as UTC or Europe/Paris');
+    expect((await inject('GET', `/api/v1/workflows/bad-${uniq}`)).statusCode).toBe(404); // a rejected schedule leaves no workflow behind
     const badPatch = await inject('PATCH', `/api/v1/schedules/${name}`, { timezone: 'Nowhere/City' });
     expect([badPatch.statusCode, badPatch.json()]).toEqual([400, { detail: 'Unknown time zone "Nowhere/City": use an IANA name such as UTC or Europe/Paris' }]);
+    const badCronPatch = await inject('PATCH', `/api/v1/schedules/${name}`, { schedule: '0 25 * * *' });
+    expect([badCronPatch.statusCode, badCronPatch.json()]).toEqual([400, { detail: 'Invalid cron expression "0 25 * * *": Hour is not in range [0-23]' }]);
+    expect((await inject('GET', `/api/v1/workflows/${name}`)).json().schedule).toBe('30 9 * * *'); // unchanged
     const badName = await inject('POST', '/api/v1/workflows', { name: 'has space', tasks: [{ name: 't', type: 'script', script: 'true' }] });
     expect(badName.statusCode).toBe(400);
     expect(badName.json().detail).toContain('name');
@@ -201,6 +216,22 @@ describe('scheduler workflows, schedules and executions', () => {
     expect(failed).toMatchObject({ status: 'failed', error: 'Task boom failed: exit code 3' });
     expect(failed.tasks.map((t: { status: string }) => t.status)).toEqual(['failed', 'skipped']);
     expect(failed.tasks[0].output).toBe('before\n');
+    const failedLogs = (await inject('GET', `/api/v1/executions/${fid}/logs`)).json().logs.map((l: { level: string; message: string }) => `${l.level} ${l.message}`);
+    expect(failedLogs).toEqual(['info Execution started (manual)', 'info Task boom started', 'info before', 'error Task boom failed: exit code 3']);
+
+    // Temporal tells the truth: the failed execution's workflow is Failed, carrying the error; the completed one Completed
+    const client = await stack.temporal.client();
+    const failedRun = client.workflow.getHandle(`execution:${fid}`);
+    // the row is written inside the workflow task that then fails the workflow: wait for the close
+    await expect(failedRun.result()).rejects.toMatchObject({ cause: { type: 'ScheduledRunFailed', message: 'Task boom failed: exit code 3', nonRetryable: true } });
+    expect((await failedRun.describe()).status.name).toBe('FAILED');
+    expect((await client.workflow.getHandle(`execution:${id}`).describe()).status.name).toBe('COMPLETED');
+    const listed = await eventually(async () => {
+      const ids: string[] = [];
+      for await (const w of client.workflow.list({ query: `WorkflowId = "execution:${fid}" AND ExecutionStatus = "Failed"` })) ids.push(w.workflowId);
+      return ids.length > 0 && ids;
+    }, 10_000, 200);
+    expect(listed).toEqual([`execution:${fid}`]);
 
     const metrics = await stack.metrics.registry.metrics();
     expect(metrics).toContain(`armada_scheduler_executions_total{workflow="${name}",status="started"} 1`);
@@ -255,6 +286,9 @@ describe('scheduler workflows, schedules and executions', () => {
     const e = (await inject('GET', `/api/v1/executions/${id}`)).json();
     expect(e.status).toBe('stopped');
     expect(e.tasks.map((t: { status: string }) => t.status)).toEqual(['stopped', 'skipped']);
+    const run = (await stack.temporal.client()).workflow.getHandle(`execution:${id}`);
+    await expect(run.result()).rejects.toThrow(); // closes right after the row is written
+    expect((await run.describe()).status.name).toBe('CANCELLED');
     const again = await inject('POST', `/api/v1/executions/${id}/stop`);
     expect([again.statusCode, again.json()]).toEqual([400, { detail: 'Execution is not running (status stopped)' }]);
   });
@@ -308,6 +342,42 @@ describe('scheduler workflows, schedules and executions', () => {
     expect(runs.length).toBeLessThan(5);
   });
 
+  test('a jittered schedule: lag is measured from the jittered time Temporal chose, not the nominal cron time', async () => {
+    const name = `jitter-${uniq}`;
+    const lagMetric = async () => {
+      const values = ((await stack.metrics.registry.getSingleMetric('armada_scheduler_schedule_lag_seconds')?.get())?.values ?? []) as { metricName?: string; value: number }[];
+      const pick = (n: string) => values.find((v) => v.metricName === n)?.value ?? 0;
+      return { sum: pick('armada_scheduler_schedule_lag_seconds_sum'), count: pick('armada_scheduler_schedule_lag_seconds_count') };
+    };
+    const before = await lagMetric();
+    expect((await inject('POST', '/api/v1/workflows', { name, schedule: '@every 3s', jitter: 2, tasks: [{ name: 't', type: 'script', script: 'true' }] })).statusCode).toBe(201);
+    await eventually(async () => (await executions(name)).filter((e) => e.status === 'completed').length >= 3, 30_000, 250);
+    await inject('POST', `/api/v1/schedules/${name}/pause`);
+    await eventually(async () => (await executions(name)).every((e) => e.status !== 'running'), 15_000, 250);
+    const { rows } = await stack.db.query<{ temporal_workflow_id: string; scheduled_at: Date; started_at: Date }>(
+      `SELECT temporal_workflow_id, scheduled_at, started_at FROM scheduler_executions WHERE workflow = $1`,
+      [name],
+    );
+    await eventually(async () => (await lagMetric()).count - before.count === rows.length, 10_000, 100); // observed beside the run
+    const actions = (await (await stack.temporal.client()).schedule.getHandle(`schedule:${name}`).describe()).info.recentActions;
+    let jitterSum = 0;
+    let expectedSum = 0;
+    for (const r of rows) {
+      const action = actions.find((a) => a.action.workflow.workflowId === r.temporal_workflow_id);
+      if (!action) throw new Error(`the schedule does not list ${r.temporal_workflow_id}`);
+      const jittered = action.scheduledAt.getTime();
+      // the row keeps the nominal time (in the workflow id too); Temporal's action time adds the jitter offset
+      expect(r.temporal_workflow_id).toBe(`schedule:${name}-${r.scheduled_at.toISOString().replace('.000Z', 'Z')}`);
+      expect(jittered).toBeGreaterThanOrEqual(r.scheduled_at.getTime());
+      expect(jittered - r.scheduled_at.getTime()).toBeLessThan(2000);
+      jitterSum += jittered - r.scheduled_at.getTime();
+      expectedSum += Math.max(0, r.started_at.getTime() - jittered) / 1000;
+    }
+    expect(jitterSum).toBeGreaterThan(0); // with 2 s of jitter over 3+ runs, some offset is certain
+    const after = await lagMetric();
+    expect(after.sum - before.sum).toBeCloseTo(expectedSum, 2); // what was observed is start − jittered time, run by run
+  });
+
   test('replaying the histories of this file (completed, failed, stopped, scheduled) is deterministic', async () => {
     const client = await stack.temporal.client();
     const { rows } = await stack.db.query(`SELECT DISTINCT ON (status, trigger) temporal_workflow_id, status, trigger FROM scheduler_executions WHERE status <> 'running'`);
@@ -315,6 +385,7 @@ describe('scheduler workflows, schedules and executions', () => {
     for (const r of rows) {
       const history = await client.workflow.getHandle(r.temporal_workflow_id).fetchHistory();
       await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string } }, history, r.temporal_workflow_id);
+      await recordHistory(stack, r.temporal_workflow_id, `workflow-run-${r.status}-${r.trigger}`);
     }
   });
 });
