@@ -20,6 +20,8 @@ import { attemptRoutes } from './attempts';
 import { branchRoutes } from './branches';
 import { processRoutes } from './processes';
 import { attemptStreamRoutes } from './attemptStreams';
+import { webAssetRoutes } from './webAssets';
+import { serviceProxyRoutes } from './serviceProxy';
 
 export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   const app = createBaseApp({
@@ -59,5 +61,7 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   await app.register(processRoutes, { prefix: '/api', deps });
   await app.register(branchRoutes, { prefix: '/api', deps });
   await app.register(attemptStreamRoutes, { deps, cpu });
+  await app.register(serviceProxyRoutes, { deps });
+  await app.register(webAssetRoutes, { webDir: base.config.webDir });
   return app;
 }
