@@ -68,7 +68,9 @@ function headersFor(body: unknown): Record<string, string> {
 
 /** The message of an error body in either shape, or a fallback naming the status. */
 export function errorFromBody(status: number, body: unknown): ApiError {
-  const b = body as { error?: { code?: string; message?: string; details?: Record<string, unknown> }; detail?: unknown } | null;
+  const b = body as { error?: { code?: string; message?: string; details?: Record<string, unknown> } | string; message?: string; detail?: unknown } | null;
+  // the code-hosting routes answer {success:false, error:"<code>", message} (docs/codehost.md)
+  if (typeof b?.error === 'string') return new ApiError(b.message ?? b.error, status, b.error);
   if (b?.error?.message) return new ApiError(b.error.message, status, b.error.code ?? String(status), b.error.details);
   if (b?.detail !== undefined) {
     const detail = typeof b.detail === 'string' ? b.detail : JSON.stringify(b.detail);
@@ -100,7 +102,8 @@ async function send(service: Service, path: string, opts: RequestOptions): Promi
     }
   }
   if (!res.ok) {
-    if (res.status === 401) reportUnauthorized();
+    // a code-hosting 401 (codehost_auth_required) asks for a code-host sign-in, not for the Armada key
+    if (res.status === 401 && typeof (body as { error?: unknown } | null)?.error !== 'string') reportUnauthorized();
     throw errorFromBody(res.status, body);
   }
   return body;

@@ -48,6 +48,8 @@ export interface WebSocketStreamOptions<M> {
   endOnNormalClose?: boolean;
   /** Raw text frames (e.g. raw logs) are passed as strings instead of parsed JSON. */
   raw?: boolean;
+  /** Called when the server ended the stream for good (normal close with endOnNormalClose, or 4404). */
+  onEnd?: () => void;
 }
 
 export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamHandle {
@@ -95,6 +97,7 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
       if (closed) return;
       if ((ev.code === 1000 && opts.endOnNormalClose) || ev.code === 4404) {
         markConnected(id);
+        opts.onEnd?.();
         return;
       }
       markLost(id);

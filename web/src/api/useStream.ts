@@ -19,6 +19,7 @@ export function useWebSocketStream<M>(path: string | null, opts: Omit<WebSocketS
       seqOf: (m) => ref.current.seqOf?.(m),
       resumeQuery: (seq) => ref.current.resumeQuery?.(seq) ?? {},
       onReconnect: () => ref.current.onReconnect?.(),
+      onEnd: () => ref.current.onEnd?.(),
     });
     return () => h.close();
   }, [path, raw, endOnNormalClose]);
