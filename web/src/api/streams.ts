@@ -40,7 +40,12 @@ export interface WebSocketStreamOptions<M> {
   onMessage: (msg: M) => void;
   /** The sequence number of a message, for resume and de-duplication. */
   seqOf?: (msg: M) => number | undefined;
-  /** Query parameters that make the route resume after `lastSeq`. */
+  /**
+   * How messages with a seq are de-duplicated: `monotonic` (default) drops any seq at or below the highest seen (a
+   * log replayed from its start); `seen` drops only a seq already seen (events, where a later seq may commit first).
+   */
+  dedupe?: 'monotonic' | 'seen';
+  /** Query parameters that make the route resume after `lastSeq` (the highest seq seen). */
   resumeQuery?: (lastSeq: number) => Record<string, string>;
   /** Called after a reconnect (not the first open): the caller may refetch what it could have missed. */
   onReconnect?: () => void;
@@ -59,6 +64,7 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
   let failures = 0;
   let opened = false;
   let lastSeq = 0;
+  const seen = new Set<number>();
   let timer: ReturnType<typeof setTimeout> | undefined;
 
   const connect = () => {
@@ -86,8 +92,12 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
       }
       const seq = opts.seqOf?.(msg);
       if (seq !== undefined) {
-        if (seq <= lastSeq) return;
-        lastSeq = seq;
+        if (opts.dedupe === 'seen') {
+          if (seen.has(seq)) return;
+          seen.add(seq);
+          if (seen.size > 10_000) seen.delete(seen.values().next().value as number);
+        } else if (seq <= lastSeq) return;
+        lastSeq = Math.max(lastSeq, seq);
       }
       opts.onMessage(msg);
     };

@@ -8,12 +8,14 @@ export function useWebSocketStream<M>(path: string | null, opts: Omit<WebSocketS
   ref.current = opts;
   const raw = opts.raw === true;
   const endOnNormalClose = opts.endOnNormalClose === true;
+  const dedupe = opts.dedupe;
   useEffect(() => {
     if (!path) return;
     const h = openWebSocketStream<M>({
       path,
       raw,
       endOnNormalClose,
+      dedupe,
       onOpen: (send) => ref.current.onOpen?.(send),
       onMessage: (m) => ref.current.onMessage(m),
       seqOf: (m) => ref.current.seqOf?.(m),
@@ -22,7 +24,7 @@ export function useWebSocketStream<M>(path: string | null, opts: Omit<WebSocketS
       onEnd: () => ref.current.onEnd?.(),
     });
     return () => h.close();
-  }, [path, raw, endOnNormalClose]);
+  }, [path, raw, endOnNormalClose, dedupe]);
 }
 
 /** An SSE stream; `path` null = closed. */
