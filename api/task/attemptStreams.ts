@@ -26,6 +26,12 @@ const send = (socket: WebSocket, msg: unknown) => {
   if (socket.readyState === socket.OPEN) socket.send(typeof msg === 'string' ? msg : JSON.stringify(msg));
 };
 
+/** `after=<seq>`: a log socket that reconnects resumes after the last entry it got instead of from the start. */
+const LogSocketQuery = Type.Object(
+  { after: Type.Optional(Type.Integer({ minimum: 0, description: 'send only the entries after this seq (resume after a reconnect)' })) },
+  { additionalProperties: false },
+);
+
 const SseResponse = { 200: Type.String({ description: 'text/event-stream' }), ...ErrorResponses };
 
 export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPool }> = async (fastify, { deps, cpu }) => {
@@ -77,6 +83,7 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
 
   const logSocket = (kind: 'raw' | 'normalized') => async (socket: WebSocket, request: FastifyRequest) => {
     const { id } = request.params as { id: string };
+    const { after } = request.query as { after?: number };
     const ac = new AbortController();
     socket.on('close', () => ac.abort());
     if (!(await getProcess(deps.db, id))) {
@@ -88,6 +95,7 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
         processes: async () => [id],
         finished: async () => (await getProcess(deps.db, id))?.status !== 'running',
         follow: true,
+        after: after ? { [id]: after } : undefined,
         signal: ac.signal,
       })) {
         for (const r of rows) send(socket, kind === 'raw' ? `${r.raw}\n` : { level: r.level, message: r.message, timestamp: r.ts.toISOString(), source: r.source, metadata: r.metadata, seq: r.seq });
@@ -97,8 +105,8 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
     }
     if (socket.readyState === socket.OPEN) socket.close(1000, 'process finished');
   };
-  app.get('/ws/execution-processes/:id/logs/raw', { websocket: true, config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams } }, logSocket('raw'));
-  app.get('/ws/execution-processes/:id/logs/normalized', { websocket: true, config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams } }, logSocket('normalized'));
+  app.get('/ws/execution-processes/:id/logs/raw', { websocket: true, config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams, querystring: LogSocketQuery } }, logSocket('raw'));
+  app.get('/ws/execution-processes/:id/logs/normalized', { websocket: true, config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams, querystring: LogSocketQuery } }, logSocket('normalized'));
 
   app.get('/api/events/processes/:id/logs', { config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams, response: SseResponse } }, async (request, reply) => {
     const { id } = request.params;
