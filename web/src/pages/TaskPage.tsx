@@ -1,8 +1,7 @@
 /**
  * The Task screen (/tasks/:id): the task, its attempts, and the selected attempt (?attempt=) with its live log, its
- * diff, merge, pull request and follow-ups. Live: task status changes (`/ws`, subscribed to this task) and process
- * lifecycle events (`/ws/execution-processes`) refetch the task and the attempt; the log and the diff have their
- * own streams.
+ * diff, merge, pull request and follow-ups. Live: the task's events on `/ws/events` (topic task:<id>: status changes,
+ * attempt and process lifecycle) refetch the task and the attempt; the log and the diff have their own streams.
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { lazy, Suspense, useState } from 'react';
@@ -22,11 +21,11 @@ import '../components/task/task.css';
 
 const DiffView = lazy(async () => ({ default: (await import('../components/task/DiffView')).DiffView }));
 
-interface ProcessEvent {
+/** A message of `/ws/events` (api/task/eventStream.ts). */
+interface TaskEvent {
+  seq: number;
   type: string;
-  processId: string;
-  attemptId: string;
-  taskId: string;
+  data: { attemptId?: string; taskId?: string };
 }
 
 function AttemptPanel({ attempt, task, projectId }: { attempt: Attempt; task: TaskDetail; projectId: string }) {
@@ -157,18 +156,16 @@ export function TaskPage() {
     void qc.invalidateQueries({ queryKey: queryKeys.task(id) });
     if (attemptId) void qc.invalidateQueries({ queryKey: queryKeys.attempt(attemptId), exact: true });
   };
-  useWebSocketStream<{ type: string; taskId?: string }>('/ws', {
-    onOpen: (send) => send({ type: 'subscribe', channel: 'tasks', taskId: id }),
+  // the task's domain events (task.status_changed, attempt.*, process_*), resumed after a reconnect by seq
+  useWebSocketStream<TaskEvent>(`/ws/events?topics=${encodeURIComponent(`task:${id}`)}`, {
+    dedupe: 'seen',
+    seqOf: (m) => m.seq,
+    resumeQuery: (seq) => ({ after: String(seq) }),
     onMessage: (m) => {
-      if (m.type === 'task.status_changed' && m.taskId === id) refreshTask(selectedId ?? undefined);
-    },
-    onReconnect: () => refreshTask(selectedId ?? undefined),
-  });
-  useWebSocketStream<ProcessEvent>('/ws/execution-processes', {
-    onMessage: (m) => {
-      if (m.taskId !== id || m.type === 'process_progress') return;
-      refreshTask(m.attemptId);
-      void qc.invalidateQueries({ queryKey: queryKeys.attemptProcesses(m.attemptId) });
+      if (m.type === 'process_progress') return;
+      const attemptId = m.data.attemptId;
+      refreshTask(attemptId ?? selectedId ?? undefined);
+      if (attemptId && m.type.startsWith('process_')) void qc.invalidateQueries({ queryKey: queryKeys.attemptProcesses(attemptId) });
     },
   });
 

@@ -29,7 +29,7 @@ export function AttemptTable({ attempts, selectedId, onSelect, compareIds, onTog
         {[...attempts]
           .sort((a, b) => b.number - a.number)
           .map((a) => (
-            <tr key={a.id} className={a.id === selectedId ? 'selected' : undefined} aria-selected={a.id === selectedId}>
+            <tr key={a.id} className={a.id === selectedId ? 'selected' : undefined}>
               <td>
                 <input
                   type="checkbox"

@@ -37,8 +37,19 @@ export function StartAttemptDialog({ open, taskId, profiles, defaultProfile, onC
       >
         <label className="field">
           <span>Agent profile</span>
-          {/* biome-ignore lint/a11y/noAutofocus: first field of a modal dialog */}
-          <select value={llm} onChange={(e) => setLlm(e.target.value)} autoFocus>
+          <select
+            value={llm}
+            onChange={(e) => setLlm(e.target.value)}
+            // biome-ignore lint/a11y/noAutofocus: first field of a modal dialog
+            autoFocus
+            onKeyDown={(e) => {
+              // Enter starts (a select would open its list instead of submitting the form)
+              if (e.key === 'Enter') {
+                e.preventDefault();
+                e.currentTarget.form?.requestSubmit();
+              }
+            }}
+          >
             <option value="">Default{defaultProfile ? ` (${defaultProfile})` : ' (task assignee or project default)'}</option>
             {profiles.map((p) => (
               <option key={p} value={p}>
