@@ -12,6 +12,8 @@ import { test as base, expect } from '@playwright/test';
 export { expect };
 
 export const BASE_URL = process.env.ARMADA_UI_BASE_URL as string;
+/** A directory the suite's filesystem policy allows (test/ui/globalSetup.ts). */
+export const BROWSE_ROOT = process.env.ARMADA_UI_BROWSE_ROOT as string;
 export const KEYS = {
   task: process.env.ARMADA_UI_TASK_KEY as string,
   alice: process.env.ARMADA_UI_ALICE_KEY as string,
@@ -31,9 +33,9 @@ export async function api<T = Record<string, unknown>>(method: string, urlPath: 
   return json.data as T;
 }
 
-/** A git repository with one commit in a temp dir (a project's local path). */
-export function makeRepo(name = 'repo'): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `armada-ui-${name}-`));
+/** A git repository with one commit in a new directory under `parent` (default: the temp dir). */
+export function makeRepo(name = 'repo', parent = os.tmpdir()): string {
+  const dir = fs.mkdtempSync(path.join(parent, `armada-ui-${name}-`));
   const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, stdio: 'pipe' });
   git('init', '-q', '-b', 'main');
   fs.writeFileSync(path.join(dir, 'README.md'), `# ${name}\n`);

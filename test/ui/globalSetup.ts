@@ -22,11 +22,15 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   requireTool('chromium'); // one line naming the package when it is missing
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-ui-'));
   const configPath = path.join(home, 'config.json');
+  // where tests put repositories the filesystem browser must list (allowed beside the home directory)
+  const browseRoot = path.join(home, 'browse');
+  fs.mkdirSync(browseRoot);
   const agent = path.join(__dirname, '..', 'fixtures', 'agents', 'scripted-agent.js');
   fs.writeFileSync(
     configPath,
     JSON.stringify({
       agents: { scripted: { command: [process.execPath, agent] } },
+      filesystem: { allowedPaths: [os.homedir(), browseRoot] },
       users: [
         { email: 'alice@example.com', apiKey: UI_KEYS.alice, admin: true },
         { email: 'bob@example.com', apiKey: UI_KEYS.bob },
@@ -38,6 +42,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   process.stdout.write(`ui: armada start is up in ${((Date.now() - t0) / 1000).toFixed(1)} s on port ${armada.ports.task}\n`);
   process.env.ARMADA_UI_BASE_URL = `http://127.0.0.1:${armada.ports.task}`;
   process.env.ARMADA_UI_HOME = home;
+  process.env.ARMADA_UI_BROWSE_ROOT = browseRoot;
   process.env.ARMADA_UI_TASK_KEY = UI_KEYS.task;
   process.env.ARMADA_UI_ALICE_KEY = UI_KEYS.alice;
   process.env.ARMADA_UI_BOB_KEY = UI_KEYS.bob;

@@ -6,3 +6,5 @@ export { backoffDelay, createSseParser, openSseStream, openWebSocketStream, type
 export { useSseStream, useWebSocketStream } from './useStream';
 export { queryKeys } from './queryKeys';
 export * from './types';
+export * from './tasks';
+export * from './projects';
