@@ -4,9 +4,9 @@
  * attempt and process lifecycle) refetch the task and the attempt; the log and the diff have their own streams.
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { lazy, Suspense, useState } from 'react';
+import { lazy, Suspense, useEffect, useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
-import { api, apiPage, type ProjectDetail, queryKeys, type TaskDetail, useWebSocketStream } from '../api';
+import { api, apiPage, type ProjectDetail, queryKeys, type Task, type TaskDetail, useWebSocketStream } from '../api';
 import { ConfirmDialog, ErrorMessage } from '../components';
 import { AttemptTable } from '../components/task/AttemptTable';
 import { CompareDialog } from '../components/task/CompareDialog';
@@ -168,6 +168,13 @@ export function TaskPage() {
       if (attemptId && m.type.startsWith('process_')) void qc.invalidateQueries({ queryKey: queryKeys.attemptProcesses(attemptId) });
     },
   });
+
+  // the board of the project keeps this task's card in its cache: give it the status this screen saw last
+  const status = task.data?.status;
+  useEffect(() => {
+    if (!projectId || !status) return;
+    qc.setQueryData<Task[]>(queryKeys.projectTasks(projectId), (old) => old?.map((t) => (t.id === id && t.status !== status ? { ...t, status } : t)));
+  }, [qc, projectId, id, status]);
 
   const profiles = Object.keys(project.data?.config.llms ?? {}).sort();
   const cancelTask = useMutation({
