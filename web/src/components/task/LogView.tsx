@@ -6,7 +6,7 @@
  * through them (Enter / Shift+Enter); the level and source filters hide entries.
  */
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { useWebSocketStream } from '../../api';
 import { LogBuffer } from './logBuffer';
 import type { LogEntry } from './taskTypes';
@@ -95,14 +95,22 @@ export function LogView({ processId, onEnd }: { processId: string; onEnd?: () =>
   const [following, setFollowing] = useState(true);
   const count = buffer.visible.length;
   const virtualizer = useVirtualizer({ count, getScrollElement: () => scrollRef.current, estimateSize: () => ROW_HEIGHT, overscan: 30 });
-  useEffect(() => {
-    if (following && count > 0) virtualizer.scrollToIndex(count - 1, { align: 'end' });
-  }, [following, count, virtualizer]);
+  // following: after each render with new rows, scroll to the bottom (rows have a fixed height, so the total is known)
+  useLayoutEffect(() => {
+    const el = scrollRef.current;
+    if (following && el && count > 0) el.scrollTop = el.scrollHeight;
+  }, [following, count]);
+  // only the user scrolling up stops following: a scroll event of our own tail scroll may arrive after more rows
+  // were added (not at the bottom any more, yet not scrolled up)
+  const lastTop = useRef(0);
   const onScroll = () => {
     const el = scrollRef.current;
     if (!el) return;
     const atBottom = el.scrollTop + el.clientHeight >= el.scrollHeight - ROW_HEIGHT;
-    if (atBottom !== following) setFollowing(atBottom);
+    const up = el.scrollTop < lastTop.current - 1;
+    lastTop.current = el.scrollTop;
+    if (atBottom && !following) setFollowing(true);
+    else if (up && !atBottom && following) setFollowing(false);
   };
 
   const goToMatch = (i: number) => {
