@@ -23,7 +23,7 @@ test('start an attempt, watch its log live, read the diff, merge; the card moves
   await page.getByRole('button', { name: 'New task' }).click();
   const taskDialog = page.getByRole('dialog', { name: 'New task' });
   await taskDialog.getByLabel('Title').fill('Add the greeting file');
-  await taskDialog.getByLabel('Description').fill('TICKS:16 — print progress while working');
+  await taskDialog.getByLabel('Description').fill('TICKS:24 — print progress while working');
   await taskDialog.getByLabel('Title').press('Enter');
   await expect(taskDialog).toBeHidden();
   await page.locator('[data-column="todo"]').getByRole('link', { name: 'Add the greeting file' }).click();
@@ -55,7 +55,12 @@ test('start an attempt, watch its log live, read the diff, merge; the card moves
   const log = page.getByRole('log', { name: 'Attempt log' });
   await expect(log).toContainText('agent started in', { timeout: 30_000 });
   const logOpenAt = Date.now();
-  await expect(log).toContainText('tick 16 at', { timeout: 30_000 });
+  // the diff is live: the agent's new file shows while it still runs (it ticks for 6 s after its edit)
+  const diff = page.getByRole('region', { name: 'Diff' });
+  const tree = diff.getByRole('navigation', { name: 'Changed files' });
+  await expect(tree.getByRole('button', { name: /added\.txt/ })).toBeVisible({ timeout: 5_000 });
+  await expect(page.locator('.attempt-header').getByText('running')).toBeVisible();
+  await expect(log).toContainText('tick 24 at', { timeout: 30_000 });
   await expect(log).toContainText('agent exited with code 0', { timeout: 15_000 });
 
   // latency of the lines printed after the log view was open (the earlier ones came in its first read)
@@ -70,26 +75,37 @@ test('start an attempt, watch its log live, read the diff, merge; the card moves
   process.stdout.write(`ui: live log line latency over ${latencies.length} lines: mean ${mean.toFixed(0)} ms, max ${max} ms\n`);
   expect(max).toBeLessThan(1000);
 
-  // search highlights, counts and steps through the matches: tick 1, tick 10 … tick 16
+  // search highlights, counts and steps through the matches: tick 1, tick 10 … tick 19
   const search = page.getByLabel('Search log');
   await search.fill('tick 1');
-  await expect(page.getByText('0 of 8')).toBeVisible();
+  await expect(page.getByText('0 of 11')).toBeVisible();
   await search.press('Enter');
-  await expect(page.getByText('1 of 8')).toBeVisible();
+  await expect(page.getByText('1 of 11')).toBeVisible();
   await search.press('Enter');
-  await expect(page.getByText('2 of 8')).toBeVisible();
+  await expect(page.getByText('2 of 11')).toBeVisible();
+  await search.press('Shift+Enter');
+  await expect(page.getByText('1 of 11')).toBeVisible();
   await expect(log.locator('mark').first()).toHaveText('tick 1');
   await search.fill('');
 
+  // the level filter hides entries (all of this agent's lines are info)
+  await page.getByRole('group', { name: 'Levels' }).getByLabel('info').uncheck();
+  await expect(page.getByText(/^0 of \d+ lines · ended$/)).toBeVisible();
+  await page.getByRole('group', { name: 'Levels' }).getByLabel('info').check();
+  await expect(log).toContainText('agent exited with code 0');
+
   // the diff shows the agent's files; split view works
-  const diff = page.getByRole('region', { name: 'Diff' });
-  const tree = diff.getByRole('navigation', { name: 'Changed files' });
-  await expect(tree.getByRole('button', { name: /added\.txt/ })).toBeVisible({ timeout: 15_000 });
+  await expect(tree.getByRole('button', { name: /added\.txt/ })).toBeVisible();
   await expect(tree.getByRole('button', { name: /README\.md/ })).toBeVisible();
   await expect(diff.getByRole('region', { name: 'src/added.txt' })).toContainText('three');
   await diff.getByLabel('Split').check();
   await expect(diff.locator('.diff-split')).toHaveCount(2);
   await diff.getByLabel('Unified').check();
+  await tree.getByRole('button', { name: /README\.md/ }).click();
+  await expect(diff.getByRole('region', { name: 'src/added.txt' })).toBeHidden();
+  await expect(diff.getByRole('region', { name: 'README.md' })).toContainText('added by the agent');
+  await diff.getByRole('button', { name: 'Show all files' }).click();
+  await expect(diff.getByRole('region', { name: 'src/added.txt' })).toBeVisible();
   await expect(page.getByRole('cell', { name: 'completed' })).toBeVisible();
 
   if (process.env.ARMADA_UI_SCREENSHOTS === 'docs') {
