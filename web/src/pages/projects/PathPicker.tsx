@@ -63,6 +63,7 @@ export function PathPicker({ value, onChange }: { value: string; onChange: (path
       </div>
       {listing.error ? <ErrorMessage error={listing.error} /> : null}
       <section className="browser" aria-label="Directories">
+        {listing.data && !listing.data.entries.some((e) => e.type === 'directory') ? <p className="muted empty">No sub-directories in {here}</p> : null}
         <ul className="browser-list">
           {(listing.data?.entries ?? [])
             .filter((e) => e.type === 'directory')
