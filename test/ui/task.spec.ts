@@ -1,8 +1,9 @@
 /**
- * The Task screen end to end: a project and a task created in the browser, the card opened, an attempt started from the screen with the scripted agent
- * (TICKS: it edits files, then prints a timestamped line every 250 ms), its log lines appearing live (measured: the
- * time from the agent's print to the line in the open log view), the diff showing the agent's file, a squash merge,
- * and the card in the board's done column. ARMADA_UI_SCREENSHOTS=docs writes the screen's screenshot to docs/ui/.
+ * The Task screen end to end: a project and a task created in the browser, the card opened, an attempt started from
+ * the screen with the scripted agent (TICKS: it edits files, then prints a timestamped line every 250 ms), its log
+ * lines appearing live (measured: the time from the agent's print to the line in the open log view), the diff showing
+ * the agent's file while it runs, a squash merge, and the card in the board's done column. It writes
+ * docs/ui/task.png (log and diff) on every run.
  */
 import path from 'node:path';
 import { api, createProject, expect, makeRepo, test } from './fixtures';
@@ -108,12 +109,11 @@ test('start an attempt, watch its log live, read the diff, merge; the card moves
   await expect(diff.getByRole('region', { name: 'src/added.txt' })).toBeVisible();
   await expect(page.getByRole('cell', { name: 'completed' })).toBeVisible();
 
-  if (process.env.ARMADA_UI_SCREENSHOTS === 'docs') {
-    await search.fill('tick');
-    await search.press('Enter');
-    await page.screenshot({ path: path.join(__dirname, '..', '..', 'docs', 'ui', 'task.png'), fullPage: true });
-    await search.fill('');
-  }
+  // docs/ui.md's screenshot, written on every run like test/ui/screenshots.spec.ts
+  await search.fill('tick');
+  await search.press('Enter');
+  await page.screenshot({ path: path.join(__dirname, '..', '..', 'docs', 'ui', 'task.png'), fullPage: true });
+  await search.fill('');
 
   // merge (squash) from the dialog: Enter merges
   await page.getByRole('button', { name: 'Merge…' }).click();
@@ -135,7 +135,7 @@ test('start an attempt, watch its log live, read the diff, merge; the card moves
 
 test.describe('errors and keyboard', () => {
   // the unknown task's 404 is logged by the browser as a failed resource
-  test.use({ allowConsoleErrors: [/status of 404/] });
+  test.use({ allowConsoleErrors: /status of 404/ });
 
   test('an API error is shown with its message; Escape closes the dialog', async ({ page }) => {
     const project = await createProject('Task Errors Project');
@@ -154,7 +154,7 @@ test.describe('errors and keyboard', () => {
 
 test.describe('merge approval gate', () => {
   // the refused merge (409) is logged by the browser as a failed resource
-  test.use({ allowConsoleErrors: [/status of 409/] });
+  test.use({ allowConsoleErrors: /status of 409/ });
 
   test('a pending merge approval blocks the merge and is shown as the gate', async ({ page }) => {
     const project = await createProject('Gated Project');

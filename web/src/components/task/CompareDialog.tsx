@@ -75,8 +75,7 @@ export function CompareDialog({ open, attemptIds, numbers, onClose }: { open: bo
         </>
       ) : null}
       <div className="dialog-actions">
-        {/* biome-ignore lint/a11y/noAutofocus: Enter or Escape closes */}
-        <button type="button" className="primary" onClick={onClose} autoFocus>
+        <button type="button" className="primary" onClick={onClose} data-autofocus>
           Close
         </button>
       </div>

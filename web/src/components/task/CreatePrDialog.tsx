@@ -89,7 +89,7 @@ export function CreatePrDialog({ open, attempt, taskTitle, onClose }: { open: bo
             is {pr.state} ({pr.head} → {pr.base}).
           </p>
           <div className="dialog-actions">
-            {/* biome-ignore lint/a11y/noAutofocus: the only action left */}
+            {/* biome-ignore lint/a11y/noAutofocus: shown after the dialog opened (data-autofocus acts only on open) */}
             <button type="button" className="primary" onClick={onClose} autoFocus>
               Close
             </button>
@@ -104,7 +104,7 @@ export function CreatePrDialog({ open, attempt, taskTitle, onClose }: { open: bo
         >
           <label className="field">
             <span>Title</span>
-            <input value={title} onChange={(e) => setTitle(e.target.value)} required maxLength={256} autoFocus />
+            <input value={title} onChange={(e) => setTitle(e.target.value)} required maxLength={256} data-autofocus />
           </label>
           <label className="field">
             <span>Description</span>

@@ -99,8 +99,7 @@ export function MergeDialog({ open, attempt, taskTitle, onClose }: { open: boole
           <button type="button" onClick={onClose}>
             Cancel
           </button>
-          {/* biome-ignore lint/a11y/noAutofocus: Enter merges */}
-          <button type="submit" className="primary" disabled={merge.isPending} autoFocus>
+          <button type="submit" className="primary" disabled={merge.isPending} data-autofocus>
             Merge
           </button>
         </div>

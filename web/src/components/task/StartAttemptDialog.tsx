@@ -40,8 +40,7 @@ export function StartAttemptDialog({ open, taskId, profiles, defaultProfile, onC
           <select
             value={llm}
             onChange={(e) => setLlm(e.target.value)}
-            // biome-ignore lint/a11y/noAutofocus: first field of a modal dialog
-            autoFocus
+            data-autofocus
             onKeyDown={(e) => {
               // Enter starts (a select would open its list instead of submitting the form)
               if (e.key === 'Enter') {
