@@ -229,3 +229,55 @@ test('100k log lines: the view stays virtualised, search finds a line deep insid
   await page.getByRole('button', { name: 'Jump to latest' }).click();
   await expect(log).toContainText('agent exited with code 0');
 });
+
+test('compare two attempts; a follow-up sent from the screen runs and its log shows; a draft is kept', async ({ page }) => {
+  test.setTimeout(180_000); // two attempts and a follow-up on a shared 2-core machine
+  const project = await createProject('Follow-up Project');
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Two tries' });
+  const ids: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
+    await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 60_000 }).toBe('completed');
+    ids.push(attemptId);
+  }
+
+  await page.goto(`/tasks/${task.id}`);
+  await page.getByLabel('Compare attempt #1').check();
+  await page.getByLabel('Compare attempt #2').check();
+  await page.getByRole('button', { name: 'Compare selected' }).click();
+  const compare = page.getByRole('dialog', { name: 'Compare attempts' });
+  await expect(compare.getByRole('row')).toHaveCount(3);
+  await expect(compare.getByRole('heading', { name: 'In both' })).toBeVisible();
+  await expect(compare).toContainText('src/added.txt');
+  await page.keyboard.press('Escape');
+  await expect(compare).toBeHidden();
+
+  // the latest attempt (#2) is selected; its follow-up runs as a second run of its log
+  await expect(page.getByRole('heading', { name: /Attempt #2/ })).toBeVisible();
+  const prompt = page.getByLabel('Prompt', { exact: true });
+  await prompt.fill('keep this for later');
+  await page.getByRole('button', { name: 'Save draft' }).click();
+  await expect(page.getByRole('list').filter({ hasText: 'keep this for later' })).toContainText('draft');
+  await prompt.fill('FOLLOWUP write notes');
+  await prompt.press('Control+Enter');
+  await expect(page.getByLabel('Run', { exact: true })).toBeVisible({ timeout: 30_000 });
+  const log = page.getByRole('log', { name: 'Attempt log' });
+  await expect(log).toContainText('follow-up noted', { timeout: 30_000 });
+  await page.getByLabel('Run', { exact: true }).selectOption({ index: 0 });
+  await expect(log).toContainText('created src/added.txt');
+  expect(await api<{ id: string }[]>('GET', `/processes?attemptId=${ids[1]}`)).toHaveLength(2);
+});
+
+test('cancel a running attempt from the screen (Enter confirms)', async ({ page }) => {
+  const project = await createProject('Cancel Project');
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Long sleeper', description: 'SLEEP' });
+  const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
+  await page.goto(`/tasks/${task.id}`);
+  await expect(page.getByRole('log', { name: 'Attempt log' })).toContainText('still working', { timeout: 30_000 });
+  await page.getByRole('button', { name: 'Cancel attempt' }).click();
+  const confirm = page.getByRole('dialog', { name: 'Cancel attempt' });
+  await page.keyboard.press('Enter');
+  await expect(confirm).toBeHidden();
+  await expect(page.locator('.attempt-header').getByText('cancelled')).toBeVisible();
+  expect((await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status).toBe('cancelled');
+});

@@ -7,7 +7,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { lazy, Suspense, useEffect, useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { api, apiPage, type ProjectDetail, queryKeys, type Task, type TaskDetail, useWebSocketStream } from '../api';
-import { ConfirmDialog, ErrorMessage } from '../components';
+import { ConfirmDialog, ErrorMessage, Field } from '../components';
 import { AttemptTable } from '../components/task/AttemptTable';
 import { CompareDialog } from '../components/task/CompareDialog';
 import { CreatePrDialog } from '../components/task/CreatePrDialog';
@@ -90,8 +90,7 @@ function AttemptPanel({ attempt, task, projectId }: { attempt: Attempt; task: Ta
           <div className="panel-title">
             <h2 id={`log-${attempt.id}`}>Log</h2>
             {runs.length > 1 ? (
-              <label className="inline-field">
-                <span>Run</span>
+              <Field label="Run" inline>
                 <select value={runId ?? ''} onChange={(e) => setPickedRun(e.target.value)}>
                   {runs.map((r, i) => (
                     <option key={r.id} value={r.id}>
@@ -99,7 +98,7 @@ function AttemptPanel({ attempt, task, projectId }: { attempt: Attempt; task: Ta
                     </option>
                   ))}
                 </select>
-              </label>
+              </Field>
             ) : null}
           </div>
           {runId ? <LogView key={runId} processId={runId} /> : <p className="muted">The agent has not started yet.</p>}

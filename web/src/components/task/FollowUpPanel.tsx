@@ -8,6 +8,7 @@
 import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, useWebSocketStream } from '../../api';
+import { Field } from '../Field';
 import { showToast } from '../toastStore';
 
 interface DraftItem {
@@ -68,8 +69,7 @@ export function FollowUpPanel({ attemptId, projectId, disabled }: { attemptId: s
           if (!blank) send.mutate({ prompt });
         }}
       >
-        <label className="field">
-          <span>Prompt</span>
+        <Field label="Prompt">
           <textarea
             value={prompt}
             onChange={(e) => setPrompt(e.target.value)}
@@ -82,7 +82,7 @@ export function FollowUpPanel({ attemptId, projectId, disabled }: { attemptId: s
               }
             }}
           />
-        </label>
+        </Field>
         <div className="button-row">
           <button type="submit" className="primary" disabled={blank || disabled || send.isPending}>
             Send follow-up
