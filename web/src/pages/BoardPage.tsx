@@ -37,7 +37,7 @@ export function BoardPage() {
   const tasks = useProjectTasks(id);
   useProjectTaskEvents(id);
   const [params, setParams] = useSearchParams();
-  const filters = filtersFrom(params);
+  const filters = useMemo(() => filtersFrom(params), [params]);
   const [selected, setSelected] = useState<Set<string>>(() => new Set());
   const [editing, setEditing] = useState<Task | 'new' | null>(null);
   const [templateOpen, setTemplateOpen] = useState(false);
