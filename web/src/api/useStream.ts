@@ -21,6 +21,7 @@ export function useWebSocketStream<M>(path: string | null, opts: Omit<WebSocketS
       seqOf: (m) => ref.current.seqOf?.(m),
       resumeQuery: (seq) => ref.current.resumeQuery?.(seq) ?? {},
       onReconnect: () => ref.current.onReconnect?.(),
+      onLost: () => ref.current.onLost?.(),
     });
     return () => h.close();
   }, [path, raw, endOnNormalClose, dedupe]);
