@@ -50,6 +50,8 @@ export interface WebSocketStreamOptions<M> {
   resumeQuery?: (lastSeq: number) => Record<string, string>;
   /** Called after a reconnect (not the first open): the caller may refetch what it could have missed. */
   onReconnect?: () => void;
+  /** Called each time the connection is lost and a retry is scheduled. */
+  onLost?: () => void;
   /** Whether a normal close (1000) from the server ends the stream for good (default: reconnect). */
   endOnNormalClose?: boolean;
   /** Raw text frames (e.g. raw logs) are passed as strings instead of parsed JSON. */
@@ -116,6 +118,7 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
         return;
       }
       markLost(id);
+      opts.onLost?.();
       timer = setTimeout(connect, backoffDelay(failures++));
     };
   };

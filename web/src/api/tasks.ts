@@ -1,5 +1,6 @@
 /** Task queries and mutations of the board, and the live patching of their cache from /ws/events. */
 import { type QueryClient, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useRef, useState } from 'react';
 import { api, apiPage } from './client';
 import { queryKeys } from './queryKeys';
 import type { Task, TaskPriority, TaskStatus } from './types';
@@ -26,8 +27,14 @@ export async function fetchProjectTasks(projectId: string, signal?: AbortSignal)
   return out;
 }
 
-export function useProjectTasks(projectId: string) {
-  return useQuery({ queryKey: queryKeys.projectTasks(projectId), queryFn: ({ signal }) => fetchProjectTasks(projectId, signal), meta: { inlineError: true } });
+/** The project's tasks; `enabled` false holds the first load back until the live stream is open (see below). */
+export function useProjectTasks(projectId: string, enabled = true) {
+  return useQuery({
+    queryKey: queryKeys.projectTasks(projectId),
+    queryFn: ({ signal }) => fetchProjectTasks(projectId, signal),
+    enabled,
+    meta: { inlineError: true },
+  });
 }
 
 /** Replaces (or adds, at the top) tasks in a project's cached list. */
@@ -90,13 +97,26 @@ export interface DomainEvent {
 /**
  * Keeps a project's cached task list live: task.created adds the task (at once from the event, then completed with
  * the task itself), task.status_changed moves it. Resumes after the last seq on reconnect (/ws/events?after=).
+ * Returns whether the list may load: once the stream is open (or failed once), so no task created between the
+ * list's read and the subscription is missed. A list loaded while the stream was down is reloaded when it opens.
  */
-export function useProjectTaskEvents(projectId: string): void {
+export function useProjectTaskEvents(projectId: string): boolean {
   const qc = useQueryClient();
+  // both keyed by project: another board starts over
+  const [readyFor, setReadyFor] = useState<string | null>(null);
+  const openedFor = useRef<string | null>(null);
   useWebSocketStream<DomainEvent>(`/ws/events?topics=${encodeURIComponent(`project:${projectId}`)}`, {
     seqOf: (e) => e.seq,
     dedupe: 'seen',
     resumeQuery: (seq) => ({ after: String(seq) }),
+    onOpen: () => {
+      if (openedFor.current !== projectId) {
+        openedFor.current = projectId;
+        if (qc.getQueryData(queryKeys.projectTasks(projectId))) void qc.invalidateQueries({ queryKey: queryKeys.projectTasks(projectId), exact: true });
+      }
+      setReadyFor(projectId);
+    },
+    onLost: () => setReadyFor(projectId),
     onMessage: (e) => {
       const taskId = e.data.taskId as string | undefined;
       if (!taskId) return;
@@ -128,4 +148,5 @@ export function useProjectTaskEvents(projectId: string): void {
       }
     },
   });
+  return readyFor === projectId;
 }

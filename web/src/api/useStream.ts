@@ -22,6 +22,7 @@ export function useWebSocketStream<M>(path: string | null, opts: Omit<WebSocketS
       resumeQuery: (seq) => ref.current.resumeQuery?.(seq) ?? {},
       onReconnect: () => ref.current.onReconnect?.(),
       onEnd: () => ref.current.onEnd?.(),
+      onLost: () => ref.current.onLost?.(),
     });
     return () => h.close();
   }, [path, raw, endOnNormalClose, dedupe]);

@@ -34,10 +34,11 @@ export function BoardPage() {
   const { id = '' } = useParams();
   const qc = useQueryClient();
   const project = useProject(id);
-  const tasks = useProjectTasks(id);
-  useProjectTaskEvents(id);
+  // the list loads once the live stream is open, so nothing created in between is missed
+  const streamReady = useProjectTaskEvents(id);
+  const tasks = useProjectTasks(id, streamReady);
   const [params, setParams] = useSearchParams();
-  const filters = filtersFrom(params);
+  const filters = useMemo(() => filtersFrom(params), [params]);
   const [selected, setSelected] = useState<Set<string>>(() => new Set());
   const [editing, setEditing] = useState<Task | 'new' | null>(null);
   const [templateOpen, setTemplateOpen] = useState(false);
