@@ -9,11 +9,15 @@ import { requireSearchAttributes, SearchAttributesMissing } from '../lib/tempora
 import type { Logger } from '../lib/logger';
 import { createDependencyState, startDependencyProbes } from '../lib/runtime/dependencies';
 import { bootstrap, untilSignal } from './runtime';
+import { ensureWebAssets } from './webAssets';
 
 export async function runApi(services: string[]): Promise<number> {
   const { config, logger } = bootstrap();
   for (const s of services) if (!(SERVICE_NAMES as readonly string[]).includes(s)) throw new ConfigError(`--service: "${s}" is not one of ${SERVICE_NAMES.join(', ')}`);
-  if (services.length === 0 || services.includes('task')) assertTaskServiceBindAllowed(config);
+  if (services.length === 0 || services.includes('task')) {
+    assertTaskServiceBindAllowed(config);
+    ensureWebAssets(config, logger);
+  }
   if (!config.databaseUrl) throw new ConfigError('DATABASE_URL is required for `armada api` (use `armada start` for the embedded defaults)');
   const names = (services.length ? services : SERVICE_NAMES) as ServiceName[];
   const pool = createPool(config.databaseUrl, logger, { max: 20 });

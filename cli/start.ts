@@ -1,6 +1,7 @@
 /** `armada start`: the all-in-one default. */
 import { Runtime } from '@temporalio/worker';
 import { startServices, SERVICE_NAMES } from '../api/services';
+import { ensureWebAssets } from './webAssets';
 import { assertTaskServiceBindAllowed } from '../lib/config';
 import { migrate } from '../lib/db/migrate';
 import { createPool } from '../lib/db/pool';
@@ -31,6 +32,7 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
   const t0 = Date.now();
   const { config, logger } = bootstrap();
   assertTaskServiceBindAllowed(config);
+  ensureWebAssets(config, logger);
   const keys = resolveKeys(config);
   const dependencies = createDependencyState(logger);
   let giveUp: (message: string) => void = () => undefined;

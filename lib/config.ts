@@ -176,6 +176,10 @@ export interface ArmadaConfig {
   codehost: { apiUrl: string; oauthUrl: string; clientId: string; pollIntervalMs: number };
   /** Bounds of filesystem walks (repository discovery, recursive listing): docs/filesystem.md#bounds. */
   filesystemWalks: { timeBudgetMs: number; maxEntries: number; concurrency: number; queue: number };
+  /** Where the task service forwards the board's /svc/<service>/ calls: ARMADA_<SERVICE>_URL, default this host's port. */
+  serviceUrls: { scheduler: string; agents: string; traces: string };
+  /** The board's built assets, served at `/` by the task service: ARMADA_WEB_DIR, default web/dist of the installation. */
+  webDir: string;
   /** Seconds between `: keep-alive` comment lines on SSE streams (ARMADA_SSE_KEEPALIVE_MS, in ms; default 15 s). */
   sseKeepAliveMs: number;
   /** Allowed CORS origins: ARMADA_CORS_ORIGINS (comma-separated) or `cors.origins`; undefined = the service default. */
@@ -263,6 +267,13 @@ function nonEmpty(v: string | undefined): string | undefined {
   return v === undefined || v === '' ? undefined : v;
 }
 
+function serviceUrl(env: NodeJS.ProcessEnv, name: string, localPort: number): string {
+  const v = nonEmpty(env[name]);
+  if (v === undefined) return `http://127.0.0.1:${localPort}`;
+  if (!/^https?:\/\/[^/]+/.test(v)) throw new ConfigError(`${name}: "${v}" is not an http(s) URL`);
+  return v.replace(/\/+$/, '');
+}
+
 function packageVersion(): string {
   try {
     return (JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
@@ -329,6 +340,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
       concurrency: file.filesystem?.concurrentWalks ?? 2,
       queue: file.filesystem?.queuedWalks ?? 16,
     },
+    serviceUrls: {
+      scheduler: serviceUrl(env, 'ARMADA_SCHEDULER_URL', port(env, 'ARMADA_SCHEDULER_PORT', 8883)),
+      agents: serviceUrl(env, 'ARMADA_AGENTS_URL', port(env, 'ARMADA_AGENTS_PORT', 8001)),
+      traces: serviceUrl(env, 'ARMADA_TRACES_URL', port(env, 'ARMADA_TRACES_PORT', 8000)),
+    },
+    webDir: path.resolve(nonEmpty(env.ARMADA_WEB_DIR) ?? path.join(__dirname, '..', 'web', 'dist')),
     sseKeepAliveMs: positiveInteger(env, 'ARMADA_SSE_KEEPALIVE_MS', 15_000),
     corsOrigins: nonEmpty(env.ARMADA_CORS_ORIGINS)
       ?.split(',')

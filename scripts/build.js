@@ -4,7 +4,8 @@
 // 1. tsc compiles api, workflows, activities, workers, lib and cli to DIR (default dist/), same layout as the sources;
 // 2. the files read at run time beside the sources are copied: SQL migrations, the worker-thread/forked .js helpers,
 //    package.json (the version) and bin/armada (so `node DIR/bin/armada` and MCP tool commands run compiled code);
-// 3. the workflow bundle is prebuilt from the compiled workflows into DIR/workflow-bundle.js (workers load it).
+// 3. the workflow bundle is prebuilt from the compiled workflows into DIR/workflow-bundle.js (workers load it);
+// 4. the board (web/, scripts/build-web.js) is built when stale and copied to DIR/web/dist (served at `/`).
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
@@ -45,4 +46,9 @@ step('copy runtime assets', () => {
 
 step('workflow bundle', () => {
   execFileSync(process.execPath, [path.join(out, 'bin', 'armada'), 'bundle', '--out', path.join(out, 'workflow-bundle.js')], { stdio: 'inherit', cwd: root, env: { ...process.env, ARMADA_RUNTIME: 'dist' } });
+});
+
+step('web board -> web/dist', () => {
+  execFileSync(process.execPath, [path.join(root, 'scripts', 'build-web.js'), '--if-stale', '--require-vite'], { stdio: 'inherit', cwd: root });
+  fs.cpSync(path.join(root, 'web', 'dist'), path.join(out, 'web', 'dist'), { recursive: true });
 });

@@ -16,6 +16,7 @@ const TEST_TOOLS = [
   { command: 'prometheus', source: 'apt', package: 'prometheus', usedBy: 'test/fleet' },
   { command: 'promtool', source: 'apt', package: 'prometheus', usedBy: 'test/deploy' },
   { command: 'docker-compose', source: 'apt', package: 'docker-compose', usedBy: 'test/deploy' },
+  { command: 'chromium', source: 'apt', package: 'chromium', usedBy: 'test/ui (the browser tests, driven by @playwright/test)' },
   { command: 'kubernetes-validate', source: 'pypi', package: 'kubernetes-validate', version: '1.37.0', usedBy: 'test/deploy' },
 ];
 

@@ -16,11 +16,16 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** A WebSocket or SSE route: a browser cannot send it a header, so it accepts `?access_token=<key>`. */
     acceptsQueryKey?: boolean;
+    /** The board's static files (index.html, hashed assets): public, the app asks for the key itself. */
+    publicAsset?: boolean;
   }
 }
 
 /** Route config of WebSocket and SSE routes: `app.get(path, { config: STREAM_ROUTE, … })`. */
 export const STREAM_ROUTE = { acceptsQueryKey: true } as const;
+
+/** Route config of the board's static files (api/task/webAssets.ts): served without a key, they hold no data. */
+export const PUBLIC_ASSET_ROUTE = { publicAsset: true } as const;
 
 export interface BearerKey {
   key: string;
@@ -93,7 +98,7 @@ export function installBearerAuth(app: FastifyInstance, opts: BearerAuthOptions)
   if (opts.keys.length === 0) return;
   app.addHook('onRequest', async (request, reply) => {
     const path = request.url.split('?')[0] ?? '';
-    if (OPEN_PATHS.has(path)) return;
+    if (OPEN_PATHS.has(path) || request.routeOptions.config?.publicAsset === true) return;
     // CORS preflights carry no credentials by design; @fastify/cors answers them.
     if (request.method === 'OPTIONS' && request.headers['access-control-request-method']) return;
     const presented = presentedKey(request);

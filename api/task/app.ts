@@ -21,6 +21,9 @@ import { attemptRoutes } from './attempts';
 import { branchRoutes } from './branches';
 import { processRoutes } from './processes';
 import { attemptStreamRoutes } from './attemptStreams';
+import { webAssetRoutes } from './webAssets';
+import { serviceProxyRoutes } from './serviceProxy';
+import { eventStreamRoutes } from './eventStream';
 
 export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   const app = createBaseApp({
@@ -64,5 +67,8 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   await app.register(processRoutes, { prefix: '/api', deps });
   await app.register(branchRoutes, { prefix: '/api', deps });
   await app.register(attemptStreamRoutes, { deps, cpu });
+  await app.register(eventStreamRoutes, { deps });
+  await app.register(serviceProxyRoutes, { deps });
+  await app.register(webAssetRoutes, { webDir: base.config.webDir });
   return app;
 }

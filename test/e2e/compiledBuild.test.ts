@@ -35,7 +35,7 @@ afterAll(async () => {
 });
 
 test('the build holds compiled code, migrations, worker helpers and the workflow bundle; no tsx beside it', () => {
-  for (const f of ['bin/armada', 'cli/main.js', 'workers/createWorker.js', 'workers/cpuTasks.js', 'workers/repoInspector.js', 'lib/db/migrations/001_projects_tasks.sql', 'package.json', 'workflow-bundle.js']) {
+  for (const f of ['bin/armada', 'cli/main.js', 'workers/createWorker.js', 'workers/cpuTasks.js', 'workers/repoInspector.js', 'lib/db/migrations/001_projects_tasks.sql', 'package.json', 'workflow-bundle.js', 'web/dist/index.html']) {
     expect(fs.existsSync(path.join(out, f))).toBe(true);
   }
   expect(fs.existsSync(path.join(out, 'node_modules', 'tsx'))).toBe(false);
@@ -72,6 +72,14 @@ test('armada api and armada worker run from the compiled output: /health 200, a 
   const base = `http://127.0.0.1:${port}`;
   expect((await fetch(`${base}/health`)).status).toBe(200);
   expect((await fetch(`${String(worker.ready.health)}/health`)).status).toBe(200);
+  // the board's assets come with the build
+  const index = await fetch(`${base}/`, { headers: { accept: 'text/html' } });
+  expect(index.status).toBe(200);
+  const html = await index.text();
+  expect(html).toBe(fs.readFileSync(path.join(out, 'web', 'dist', 'index.html'), 'utf8'));
+  const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+  expect(script).toBeDefined();
+  expect((await fetch(`${base}${script}`)).status).toBe(200);
 
   const bare = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-dist-bare-'));
   execFileSync('git', ['clone', '-q', '--bare', makeGitRepo(), bare]);

@@ -86,6 +86,12 @@ describe('attempt streams', () => {
     const norm = await socket(`/ws/execution-processes/${processId}/logs/normalized`);
     await norm.closed;
     expect(norm.messages).toContainEqual(expect.objectContaining({ level: 'info', message: 'done', source: 'stdout', metadata: {} }));
+    // a reconnecting client resumes with after=<last seq it got>: only the later entries come
+    const seqs = (norm.messages as { seq: number }[]).map((m) => m.seq);
+    expect(seqs.length).toBeGreaterThan(3);
+    const resumedNorm = await socket(`/ws/execution-processes/${processId}/logs/normalized?after=${seqs[2]}`);
+    await resumedNorm.closed;
+    expect((resumedNorm.messages as { seq: number }[]).map((m) => m.seq)).toEqual(seqs.slice(3));
 
     const all = await readSse(`/api/events/processes/${processId}/logs`);
     const logs = all.filter((e) => e.event === 'log');

@@ -1,0 +1,63 @@
+/**
+ * `/ws/events`: the domain events of the events table (task.created, task.status_changed, approval.*, attempt.*,
+ * process_*, draft_*: lib/events) as they commit, for the web board's live screens. `topics` (comma-separated, e.g.
+ * `project:<id>` or `task:<id>`; none = every event) narrows them; `after=<seq>` first replays the stored events
+ * after that seq, so a client that lost its connection resumes without a gap. Each message is one event
+ * `{seq, type, topics, data, createdAt}`, replayed events in seq order, then live ones as they commit; none twice.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import { Type } from 'typebox';
+import type { WebSocket } from 'ws';
+import { readEventsAfter, type StoredEvent } from '../../lib/events/publish';
+import { STREAM_ROUTE } from '../http/bearerAuth';
+import type { TaskPluginOptions } from './deps';
+
+const Query = Type.Object(
+  {
+    topics: Type.Optional(Type.String({ maxLength: 2000, pattern: '^[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*$', description: 'comma-separated topics, e.g. project:<id>' })),
+    after: Type.Optional(Type.Integer({ minimum: 0, description: 'replay the stored events after this seq first' })),
+  },
+  { additionalProperties: false },
+);
+
+const BACKLOG_PAGE = 500;
+
+export const eventStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (app, { deps }) => {
+  app.get('/ws/events', { websocket: true, config: STREAM_ROUTE, schema: { tags: ['streams'], querystring: Query } }, (socket: WebSocket, request) => {
+    const q = request.query as { topics?: string; after?: number };
+    const topics = q.topics ? [...new Set(q.topics.split(','))].slice(0, 50) : [];
+    // events committed while the backlog is read wait here; null once the backlog is out (then events go as heard:
+    // the listener delivers each once, and a later seq may commit before an earlier one, so seq is no filter then)
+    let pending: StoredEvent[] | null = q.after !== undefined ? [] : null;
+    const send = (e: StoredEvent) => {
+      if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ seq: e.seq, type: e.type, topics: e.topics, data: e.data, createdAt: e.createdAt }));
+    };
+    // subscribe before anything async, so nothing committed after the handshake is missed
+    const unsubscribe = deps.events.subscribe(topics, (e) => {
+      if (pending) pending.push(e);
+      else send(e);
+    });
+    socket.on('close', unsubscribe);
+    if (!pending) return;
+    const replay = async () => {
+      const replayed = new Set<number>();
+      let after = q.after ?? 0;
+      for (;;) {
+        const page = await readEventsAfter(deps.db, after, { topics, limit: BACKLOG_PAGE });
+        for (const e of page) {
+          replayed.add(e.seq);
+          send(e);
+          after = e.seq;
+        }
+        if (page.length < BACKLOG_PAGE || socket.readyState !== socket.OPEN) break;
+      }
+      const live = pending ?? [];
+      pending = null;
+      for (const e of live) if (!replayed.has(e.seq) && e.seq > (q.after ?? 0)) send(e);
+    };
+    replay().catch((err) => {
+      request.log.warn({ err: { message: (err as Error).message } }, 'event stream replay failed');
+      socket.close(1011, 'replay failed');
+    });
+  });
+};

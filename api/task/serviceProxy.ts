@@ -1,0 +1,51 @@
+/**
+ * `/svc/scheduler/*`, `/svc/agents/*`, `/svc/traces/*`: the board's way to the other services. The task service
+ * forwards the request (method, path, query, JSON body) to the service's URL (config.serviceUrls) with that
+ * service's X-API-Key, and answers with its status and body (`{detail}` errors included). The browser thus needs only
+ * the task service's key (bearer, checked by the app-level hook like any route) and never sees the others' keys.
+ * Hidden from the OpenAPI document: the proxied services document themselves.
+ */
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../../lib/errors';
+import type { TaskPluginOptions } from './deps';
+
+export const PROXIED_SERVICES = ['scheduler', 'agents', 'traces'] as const;
+type Proxied = (typeof PROXIED_SERVICES)[number];
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+const TIMEOUT_MS = 30_000;
+/** Response headers worth passing on; hop-by-hop and CORS headers are the task service's own business. */
+const PASSED_HEADERS = ['content-type', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'location'];
+
+export const serviceProxyRoutes: FastifyPluginAsync<TaskPluginOptions> = async (app, { deps }) => {
+  const forward = (service: Proxied) => async (request: FastifyRequest, reply: FastifyReply) => {
+    const url = request.raw.url ?? request.url;
+    const rest = url.slice(`/svc/${service}`.length) || '/';
+    const headers: Record<string, string> = { 'x-api-key': deps.keys[service], accept: 'application/json', 'x-request-id': request.id };
+    const hasBody = request.body !== undefined && request.method !== 'GET' && request.method !== 'DELETE';
+    if (hasBody) headers['content-type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await fetch(`${deps.config.serviceUrls[service]}${rest}`, {
+        method: request.method,
+        headers,
+        body: hasBody ? JSON.stringify(request.body) : undefined,
+        signal: AbortSignal.timeout(TIMEOUT_MS),
+        redirect: 'manual',
+      });
+    } catch (err) {
+      request.log.warn({ service, err: { message: (err as Error).message } }, 'proxied service unreachable');
+      throw new AppError(503, 'SERVICE_UNAVAILABLE', `The ${service} service is unavailable; try again`);
+    }
+    const body = Buffer.from(await res.arrayBuffer());
+    reply.code(res.status);
+    for (const h of PASSED_HEADERS) {
+      const v = res.headers.get(h);
+      if (v !== null) reply.header(h, v);
+    }
+    return reply.send(body);
+  };
+  for (const service of PROXIED_SERVICES) {
+    app.route({ method: [...METHODS], url: `/svc/${service}/*`, schema: { hide: true } as object, handler: forward(service) });
+  }
+};

@@ -1,0 +1,72 @@
+/**
+ * What every browser test shares: the suite's address and keys (from globalSetup), an API client for arranging
+ * and checking state, a page that already holds the key (sessionStorage, as after the key prompt), and a check that
+ * the page logged no console error and threw nothing (a test that expects some matches them with allowConsoleErrors).
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test as base, expect } from '@playwright/test';
+
+export { expect };
+
+export const BASE_URL = process.env.ARMADA_UI_BASE_URL as string;
+/** A directory the suite's filesystem policy allows (test/ui/globalSetup.ts). */
+export const BROWSE_ROOT = process.env.ARMADA_UI_BROWSE_ROOT as string;
+export const KEYS = {
+  task: process.env.ARMADA_UI_TASK_KEY as string,
+  alice: process.env.ARMADA_UI_ALICE_KEY as string,
+  bob: process.env.ARMADA_UI_BOB_KEY as string,
+};
+
+/** A task service call with a key (the service key by default); resolves with the envelope's data, throws on error. */
+export async function api<T = Record<string, unknown>>(method: string, urlPath: string, body?: unknown, key = KEYS.task): Promise<T> {
+  const res = await fetch(`${BASE_URL}/api${urlPath}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  const json = text ? (JSON.parse(text) as { data?: T }) : {};
+  if (!res.ok) throw new Error(`${method} /api${urlPath} answered ${res.status}: ${text}`);
+  return json.data as T;
+}
+
+/** A git repository with one commit in a new directory under `parent` (default: the temp dir). */
+export function makeRepo(name = 'repo', parent = os.tmpdir()): string {
+  const dir = fs.mkdtempSync(path.join(parent, `armada-ui-${name}-`));
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, stdio: 'pipe' });
+  git('init', '-q', '-b', 'main');
+  fs.writeFileSync(path.join(dir, 'README.md'), `# ${name}\n`);
+  git('add', '.');
+  git('-c', 'user.name=UI Test', '-c', 'user.email=ui@example.com', 'commit', '-q', '-m', 'initial');
+  return dir;
+}
+
+export async function createProject(name: string): Promise<{ id: string; name: string; repoPath: string }> {
+  const repoPath = makeRepo(name.toLowerCase().replace(/[^a-z0-9]+/g, '-'));
+  const p = await api<{ id: string; name: string }>('POST', '/projects', { name, repository: { url: repoPath } });
+  return { ...p, repoPath };
+}
+
+export const test = base.extend<{ apiKey: string | null; allowConsoleErrors: RegExp | null; consoleErrors: string[] }>({
+  apiKey: [KEYS.task, { option: true }],
+  allowConsoleErrors: [null, { option: true }],
+  consoleErrors: [
+    async ({ page, allowConsoleErrors }, use) => {
+      const errors: string[] = [];
+      page.on('console', (msg) => {
+        if (msg.type() === 'error' && !allowConsoleErrors?.test(msg.text())) errors.push(msg.text());
+      });
+      page.on('pageerror', (err) => errors.push(`uncaught: ${err.message}`));
+      await use(errors);
+      expect(errors, 'console errors in the page').toEqual([]);
+    },
+    { auto: true },
+  ],
+  page: async ({ page, apiKey }, use) => {
+    if (apiKey) await page.addInitScript((key) => window.sessionStorage.setItem('armada.apiKey', key), apiKey);
+    await use(page);
+  },
+});

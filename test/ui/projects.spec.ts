@@ -1,0 +1,60 @@
+/** The Projects screen: stats, edit, delete after a confirmation that Escape cancels; the filesystem browser. */
+import path from 'node:path';
+import { api, BROWSE_ROOT, createProject, expect, makeRepo, test } from './fixtures';
+
+test('projects show their task stats; edit saves; delete asks first (Escape cancels, Enter confirms)', async ({ page }) => {
+  const project = await createProject('Stats Project');
+  const t = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'done one' });
+  await api('PATCH', `/tasks/${t.id}`, { status: 'completed' });
+  await api('POST', '/tasks', { projectId: project.id, title: 'open one' });
+  await page.goto('/projects');
+  const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: 'Stats Project' }) });
+  await expect(row.getByRole('cell').nth(2)).toHaveText('2');
+  await expect(row.getByRole('cell').nth(4)).toHaveText('1');
+
+  await row.getByRole('button', { name: 'Edit Stats Project' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Edit project' });
+  await dialog.getByLabel('Name').fill('Stats Project Renamed');
+  await dialog.getByLabel('Description').fill('renamed in the browser');
+  await dialog.getByRole('button', { name: 'Save' }).click();
+  await expect(page.getByRole('link', { name: 'Stats Project Renamed' })).toBeVisible();
+  expect(await api('GET', `/projects/${project.id}`)).toMatchObject({ name: 'Stats Project Renamed', description: 'renamed in the browser' });
+
+  await page.getByRole('button', { name: 'Delete Stats Project Renamed' }).click();
+  const confirm = page.getByRole('dialog', { name: 'Delete project' });
+  await expect(confirm).toBeVisible();
+  await expect(confirm.getByRole('button', { name: 'Delete project' })).toBeFocused();
+  await page.keyboard.press('Escape');
+  await expect(confirm).toBeHidden();
+  expect(await api('GET', `/projects/${project.id}`)).toMatchObject({ id: project.id });
+
+  await page.getByRole('button', { name: 'Delete Stats Project Renamed' }).click();
+  await page.keyboard.press('Tab'); // focus stays inside the dialog
+  await expect(page.getByRole('dialog', { name: 'Delete project' }).getByRole('button', { name: 'Cancel' })).toBeFocused();
+  await page.keyboard.press('Shift+Tab');
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('link', { name: 'Stats Project Renamed' })).toBeHidden();
+  await expect(api('GET', `/projects/${project.id}`)).rejects.toThrow(/404/);
+});
+
+test('the filesystem browser lists and finds git repositories; choosing one fills the path', async ({ page }) => {
+  const repo = makeRepo('browse', BROWSE_ROOT);
+  await page.goto('/projects');
+  await page.getByRole('button', { name: 'New project' }).click();
+  const dialog = page.getByRole('dialog', { name: 'New project' });
+  await expect(dialog.getByRole('region', { name: 'Directories' })).toBeVisible();
+  await dialog.getByLabel('Directory', { exact: true }).fill(BROWSE_ROOT);
+  await dialog.getByRole('button', { name: 'Open', exact: true }).click();
+  const entry = dialog.getByRole('region', { name: 'Directories' }).getByRole('button', { name: new RegExp(path.basename(repo)) });
+  await expect(entry).toContainText('git repository');
+  await entry.click();
+  await expect(dialog.getByLabel('Repository path')).toHaveValue(repo);
+
+  await dialog.getByLabel('Repository path').fill('');
+  await dialog.getByRole('button', { name: 'Find git repositories here' }).click();
+  const found = dialog.getByRole('region', { name: 'Git repositories found' });
+  await found.getByRole('button', { name: new RegExp(path.basename(repo)) }).click();
+  await expect(dialog.getByLabel('Repository path')).toHaveValue(repo);
+  await dialog.getByRole('button', { name: 'Create project' }).click();
+  await expect(page.getByRole('heading', { name: path.basename(repo) })).toBeVisible();
+});

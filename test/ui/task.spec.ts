@@ -1,0 +1,283 @@
+/**
+ * The Task screen end to end: a project and a task created in the browser, the card opened, an attempt started from
+ * the screen with the scripted agent (TICKS: it edits files, then prints a timestamped line every 250 ms), its log
+ * lines appearing live (measured: the time from the agent's print to the line in the open log view), the diff showing
+ * the agent's file while it runs, a squash merge, and the card in the board's done column. It writes
+ * docs/ui/task.png (log and diff) on every run.
+ */
+import path from 'node:path';
+import { api, createProject, expect, makeRepo, test } from './fixtures';
+
+const TICK = /tick (\d+) at (\d+)/;
+
+test('start an attempt, watch its log live, read the diff, merge; the card moves to done', async ({ page }) => {
+  // project and task made in the browser, as a user does
+  const repo = makeRepo('ui-task-screen');
+  await page.goto('/projects');
+  await page.getByRole('button', { name: 'New project' }).click();
+  const projectDialog = page.getByRole('dialog', { name: 'New project' });
+  await projectDialog.getByLabel('Repository path').fill(repo);
+  await projectDialog.getByLabel('Name').fill('Task Screen Project');
+  await projectDialog.getByRole('button', { name: 'Create project' }).click();
+  await expect(page.getByRole('heading', { name: 'Task Screen Project' })).toBeVisible();
+  const projectId = page.url().split('/projects/')[1]?.split(/[?#]/)[0] as string;
+  await page.getByRole('button', { name: 'New task' }).click();
+  const taskDialog = page.getByRole('dialog', { name: 'New task' });
+  await taskDialog.getByLabel('Title').fill('Add the greeting file');
+  await taskDialog.getByLabel('Description').fill('TICKS:24 — print progress while working');
+  await taskDialog.getByLabel('Title').press('Enter');
+  await expect(taskDialog).toBeHidden();
+  await page.locator('[data-column="todo"]').getByRole('link', { name: 'Add the greeting file' }).click();
+  await expect(page).toHaveURL(/\/tasks\//);
+  const taskId = page.url().split('/tasks/')[1]?.split(/[?#]/)[0] as string;
+
+  await expect(page.getByRole('heading', { name: 'Add the greeting file' })).toBeVisible();
+  await expect(page.getByText('No attempts yet.')).toBeVisible();
+
+  // every log line the page shows, with the time it first appeared (the agent's lines carry their print time)
+  await page.evaluate(() => {
+    const w = window as unknown as { tickSeen: Record<string, number> };
+    w.tickSeen = {};
+    new MutationObserver(() => {
+      for (const el of document.querySelectorAll('.log-line .log-msg')) {
+        const m = /tick (\d+) at (\d+)/.exec(el.textContent ?? '');
+        if (m && !(m[0] in w.tickSeen)) w.tickSeen[m[0]] = Date.now();
+      }
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+
+  // start from the screen: the dialog offers the configured profiles, Enter starts
+  await page.getByRole('button', { name: 'Start attempt…' }).click();
+  const start = page.getByRole('dialog', { name: 'Start an attempt' });
+  await start.getByLabel('Agent profile').selectOption('scripted');
+  await start.getByLabel('Agent profile').press('Enter');
+  await expect(start).toBeHidden();
+
+  const log = page.getByRole('log', { name: 'Attempt log' });
+  await expect(log).toContainText('agent started in', { timeout: 30_000 });
+  const logOpenAt = Date.now();
+  // the diff is live: the agent's new file shows while it still runs (it ticks for 6 s after its edit)
+  const diff = page.getByRole('region', { name: 'Diff' });
+  const tree = diff.getByRole('navigation', { name: 'Changed files' });
+  await expect(tree.getByRole('button', { name: /added\.txt/ })).toBeVisible({ timeout: 5_000 });
+  await expect(page.locator('.attempt-header').getByText('running')).toBeVisible();
+  await expect(log).toContainText('tick 24 at', { timeout: 30_000 });
+  await expect(log).toContainText('agent exited with code 0', { timeout: 15_000 });
+
+  // latency of the lines printed after the log view was open (the earlier ones came in its first read)
+  const seen = await page.evaluate(() => (window as unknown as { tickSeen: Record<string, number> }).tickSeen);
+  const latencies = Object.entries(seen)
+    .map(([line, at]) => ({ printed: Number(TICK.exec(line)?.[2]), at }))
+    .filter((t) => t.printed > logOpenAt)
+    .map((t) => t.at - t.printed);
+  expect(latencies.length).toBeGreaterThan(3);
+  const max = Math.max(...latencies);
+  const mean = latencies.reduce((a, b) => a + b, 0) / latencies.length;
+  process.stdout.write(`ui: live log line latency over ${latencies.length} lines: mean ${mean.toFixed(0)} ms, max ${max} ms\n`);
+  expect(max).toBeLessThan(1000);
+
+  // search highlights, counts and steps through the matches: tick 1, tick 10 … tick 19
+  const search = page.getByLabel('Search log');
+  await search.fill('tick 1');
+  await expect(page.getByText('0 of 11')).toBeVisible();
+  await search.press('Enter');
+  await expect(page.getByText('1 of 11')).toBeVisible();
+  await search.press('Enter');
+  await expect(page.getByText('2 of 11')).toBeVisible();
+  await search.press('Shift+Enter');
+  await expect(page.getByText('1 of 11')).toBeVisible();
+  await expect(log.locator('mark').first()).toHaveText('tick 1');
+  await search.fill('');
+
+  // the level filter hides entries (all of this agent's lines are info)
+  await page.getByRole('group', { name: 'Levels' }).getByLabel('info').uncheck();
+  await expect(page.getByText(/^0 of \d+ lines · ended$/)).toBeVisible();
+  await page.getByRole('group', { name: 'Levels' }).getByLabel('info').check();
+  await expect(log).toContainText('agent exited with code 0');
+
+  // the diff shows the agent's files; split view works
+  await expect(tree.getByRole('button', { name: /added\.txt/ })).toBeVisible();
+  await expect(tree.getByRole('button', { name: /README\.md/ })).toBeVisible();
+  await expect(diff.getByRole('region', { name: 'src/added.txt' })).toContainText('three');
+  await diff.getByLabel('Split').check();
+  await expect(diff.locator('.diff-split')).toHaveCount(2);
+  await diff.getByLabel('Unified').check();
+  await tree.getByRole('button', { name: /README\.md/ }).click();
+  await expect(diff.getByRole('region', { name: 'src/added.txt' })).toBeHidden();
+  await expect(diff.getByRole('region', { name: 'README.md' })).toContainText('added by the agent');
+  await diff.getByRole('button', { name: 'Show all files' }).click();
+  await expect(diff.getByRole('region', { name: 'src/added.txt' })).toBeVisible();
+  await expect(page.getByRole('cell', { name: 'completed' })).toBeVisible();
+
+  // docs/ui.md's screenshot, written on every run like test/ui/screenshots.spec.ts
+  await search.fill('tick');
+  await search.press('Enter');
+  await page.screenshot({ path: path.join(__dirname, '..', '..', 'docs', 'ui', 'task.png'), fullPage: true });
+  await search.fill('');
+
+  // merge (squash) from the dialog: Enter merges
+  await page.getByRole('button', { name: 'Merge…' }).click();
+  const merge = page.getByRole('dialog', { name: /Merge attempt #1/ });
+  await merge.getByLabel(/Squash/).check();
+  await merge.getByRole('button', { name: 'Merge', exact: true }).press('Enter');
+  await expect(merge).toBeHidden();
+  await expect(page.locator('.attempt-header').getByText('merged')).toBeVisible();
+  await expect(page.locator('.task-tags').getByText('completed')).toBeVisible();
+  const detail = await api<{ attempts: { id: string }[] }>('GET', `/tasks/${taskId}`);
+  const merged = await api<{ merged: boolean; mergeCommit: string }>('GET', `/attempts/${detail.attempts[0]?.id}`);
+  expect(merged.merged).toBe(true);
+
+  // the board shows the card in the done column
+  await page.getByRole('link', { name: 'Task Screen Project' }).click();
+  await expect(page).toHaveURL(new RegExp(`/projects/${projectId}`));
+  await expect(page.locator('[data-column="done"]').getByRole('article', { name: 'Add the greeting file', exact: true })).toBeVisible();
+});
+
+test.describe('errors and keyboard', () => {
+  // the unknown task's 404 is logged by the browser as a failed resource
+  test.use({ allowConsoleErrors: /status of 404/ });
+
+  test('an API error is shown with its message; Escape closes the dialog', async ({ page }) => {
+    const project = await createProject('Task Errors Project');
+    const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Nothing to merge' });
+    await page.goto(`/tasks/${task.id}`);
+    await page.getByRole('button', { name: 'Start attempt…' }).click();
+    const start = page.getByRole('dialog', { name: 'Start an attempt' });
+    await expect(start.getByLabel('Agent profile')).toBeFocused();
+    await page.keyboard.press('Escape');
+    await expect(start).toBeHidden();
+
+    await page.goto('/tasks/no-such-task');
+    await expect(page.getByRole('alert')).toContainText('Task no-such-task not found');
+  });
+});
+
+test.describe('merge approval gate', () => {
+  // the refused merge (409) is logged by the browser as a failed resource
+  test.use({ allowConsoleErrors: /status of 409/ });
+
+  test('a pending merge approval blocks the merge and is shown as the gate', async ({ page }) => {
+    const project = await createProject('Gated Project');
+    const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Gated change' });
+    const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
+    await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 60_000 }).toBe('completed');
+    const approval = await api<{ id: string }>('POST', '/approvals', { taskAttemptId: attemptId, type: 'merge', title: 'Ship it?' });
+
+    await page.goto(`/tasks/${task.id}`);
+    await page.getByRole('button', { name: 'Merge…' }).click();
+    const merge = page.getByRole('dialog', { name: /Merge attempt #1/ });
+    await merge.getByRole('button', { name: 'Merge', exact: true }).press('Enter');
+    await expect(merge.getByRole('alert')).toContainText(`waits for merge approval ${approval.id}`);
+    await expect(merge.getByRole('status')).toContainText('Merge approval pending');
+    await expect(merge.getByRole('link', { name: 'Open approvals' })).toBeVisible();
+    await page.keyboard.press('Escape');
+    await expect(merge).toBeHidden();
+    expect((await api<{ merged: boolean }>('GET', `/attempts/${attemptId}`)).merged).toBe(false);
+  });
+});
+
+test('100k log lines: the view stays virtualised, search finds a line deep inside, scrolling is measured', async ({ page }) => {
+  test.setTimeout(240_000);
+  const N = 100_000;
+  const project = await createProject('Long Log Project');
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Long log', description: `FLOOD:${N}` });
+  const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
+  await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 180_000, intervals: [1000] }).toBe('completed');
+
+  const t0 = Date.now();
+  await page.goto(`/tasks/${task.id}`);
+  const log = page.getByRole('log', { name: 'Attempt log' });
+  await expect(log).toContainText(`line ${N} of ${N}`, { timeout: 60_000 });
+  await expect(page.getByText(/^100,00\d of 100,00\d lines · ended$/)).toBeVisible({ timeout: 60_000 });
+  const loadedMs = Date.now() - t0;
+  // virtualised: a few dozen rows in the DOM, not 100k
+  const rows = await log.locator('.log-line').count();
+  expect(rows).toBeLessThan(200);
+
+  const search = page.getByLabel('Search log');
+  const s0 = Date.now();
+  await search.fill(`line ${N / 2} of`);
+  await expect(page.getByText('0 of 1', { exact: true })).toBeVisible();
+  await search.press('Enter');
+  await expect(log.locator('.log-current')).toContainText(`line ${N / 2} of ${N}`);
+  const searchMs = Date.now() - s0;
+  await expect(page.getByRole('button', { name: 'Jump to latest' })).toBeVisible();
+
+  // scroll through the whole log for one second, frame by frame
+  const frames = await log.evaluate(
+    (el) =>
+      new Promise<{ count: number; longest: number }>((resolve) => {
+        const start = performance.now();
+        let last = start;
+        let count = 0;
+        let longest = 0;
+        const step = (now: number) => {
+          longest = Math.max(longest, now - last);
+          last = now;
+          count++;
+          el.scrollTop = ((now - start) / 1000) * 0.9 * el.scrollHeight;
+          if (now - start < 1000) requestAnimationFrame(step);
+          else resolve({ count, longest });
+        };
+        requestAnimationFrame(step);
+      }),
+  );
+  process.stdout.write(
+    `ui: 100k-line log: loaded in ${loadedMs} ms, ${rows} rows in the DOM, search + jump ${searchMs} ms, scrolling ${frames.count} frames/s (longest frame ${frames.longest.toFixed(0)} ms)\n`,
+  );
+  expect(await log.locator('.log-line').count()).toBeLessThan(200);
+  await page.getByRole('button', { name: 'Jump to latest' }).click();
+  await expect(log).toContainText('agent exited with code 0');
+});
+
+test('compare two attempts; a follow-up sent from the screen runs and its log shows; a draft is kept', async ({ page }) => {
+  test.setTimeout(180_000); // two attempts and a follow-up on a shared 2-core machine
+  const project = await createProject('Follow-up Project');
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Two tries' });
+  const ids: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
+    await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 60_000 }).toBe('completed');
+    ids.push(attemptId);
+  }
+
+  await page.goto(`/tasks/${task.id}`);
+  await page.getByLabel('Compare attempt #1').check();
+  await page.getByLabel('Compare attempt #2').check();
+  await page.getByRole('button', { name: 'Compare selected' }).click();
+  const compare = page.getByRole('dialog', { name: 'Compare attempts' });
+  await expect(compare.getByRole('row')).toHaveCount(3);
+  await expect(compare.getByRole('heading', { name: 'In both' })).toBeVisible();
+  await expect(compare).toContainText('src/added.txt');
+  await page.keyboard.press('Escape');
+  await expect(compare).toBeHidden();
+
+  // the latest attempt (#2) is selected; its follow-up runs as a second run of its log
+  await expect(page.getByRole('heading', { name: /Attempt #2/ })).toBeVisible();
+  const prompt = page.getByLabel('Prompt', { exact: true });
+  await prompt.fill('keep this for later');
+  await page.getByRole('button', { name: 'Save draft' }).click();
+  await expect(page.getByRole('list').filter({ hasText: 'keep this for later' })).toContainText('draft');
+  await prompt.fill('FOLLOWUP write notes');
+  await prompt.press('Control+Enter');
+  await expect(page.getByLabel('Run', { exact: true })).toBeVisible({ timeout: 30_000 });
+  const log = page.getByRole('log', { name: 'Attempt log' });
+  await expect(log).toContainText('follow-up noted', { timeout: 30_000 });
+  await page.getByLabel('Run', { exact: true }).selectOption({ index: 0 });
+  await expect(log).toContainText('created src/added.txt');
+  expect(await api<{ id: string }[]>('GET', `/processes?attemptId=${ids[1]}`)).toHaveLength(2);
+});
+
+test('cancel a running attempt from the screen (Enter confirms)', async ({ page }) => {
+  const project = await createProject('Cancel Project');
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Long sleeper', description: 'SLEEP' });
+  const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
+  await page.goto(`/tasks/${task.id}`);
+  await expect(page.getByRole('log', { name: 'Attempt log' })).toContainText('still working', { timeout: 30_000 });
+  await page.getByRole('button', { name: 'Cancel attempt' }).click();
+  const confirm = page.getByRole('dialog', { name: 'Cancel attempt' });
+  await page.keyboard.press('Enter');
+  await expect(confirm).toBeHidden();
+  await expect(page.locator('.attempt-header').getByText('cancelled')).toBeVisible();
+  expect((await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status).toBe('cancelled');
+});

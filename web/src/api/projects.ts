@@ -1,0 +1,66 @@
+/** Project queries and mutations, and the filesystem browser used to pick a local repository. */
+import { useQuery } from '@tanstack/react-query';
+import { api, apiPage } from './client';
+import { queryKeys } from './queryKeys';
+import type { ProjectDetail, ProjectListItem } from './types';
+
+export async function fetchProjects(signal?: AbortSignal): Promise<ProjectListItem[]> {
+  const first = await apiPage<ProjectListItem>('/projects', { query: { limit: 100, page: 1 }, signal });
+  const rest = await Promise.all(
+    Array.from({ length: Math.max(0, first.pagination.pages - 1) }, (_, i) => apiPage<ProjectListItem>('/projects', { query: { limit: 100, page: i + 2 }, signal })),
+  );
+  return [first, ...rest].flatMap((p) => p.data);
+}
+
+export function useProjects() {
+  return useQuery({ queryKey: queryKeys.projects(), queryFn: ({ signal }) => fetchProjects(signal), meta: { inlineError: true } });
+}
+
+export function useProject(id: string) {
+  return useQuery({ queryKey: queryKeys.project(id), queryFn: ({ signal }) => api<ProjectDetail>(`/projects/${encodeURIComponent(id)}`, { signal }) });
+}
+
+export interface CreateProjectFields {
+  name: string;
+  description?: string;
+  repository: { url: string; branch?: string };
+  defaultLLM?: string;
+  setup_script?: string;
+  dev_script?: string;
+}
+
+export interface EditProjectFields {
+  name?: string;
+  description?: string;
+  defaultLLM?: string | null;
+  setup_script?: string;
+  dev_script?: string;
+}
+
+export const createProject = (fields: CreateProjectFields) => api<ProjectDetail>('/projects', { method: 'POST', body: fields });
+export const editProject = (id: string, fields: EditProjectFields) => api<ProjectDetail>(`/projects/${encodeURIComponent(id)}`, { method: 'PATCH', body: fields });
+export const deleteProject = (id: string) => api(`/projects/${encodeURIComponent(id)}`, { method: 'DELETE' });
+
+export interface DirectoryEntry {
+  name: string;
+  path: string;
+  type: 'file' | 'directory';
+  isGitRepo: boolean;
+  hidden: boolean;
+}
+
+export interface DirectoryListing {
+  path: string;
+  entries: DirectoryEntry[];
+  truncated: boolean;
+}
+
+export interface GitRepo {
+  path: string;
+  name: string;
+  branch: string;
+  isSubmodule: boolean;
+}
+
+export const listDirectory = (path: string, signal?: AbortSignal) => api<DirectoryListing>('/filesystem/list', { query: { path }, signal });
+export const findGitRepos = (path: string, signal?: AbortSignal) => api<{ repositories: GitRepo[]; truncated: boolean }>('/filesystem/git-repos', { query: { path, maxDepth: 3 }, signal });

@@ -1,0 +1,18 @@
+import { dismissToast, useToasts } from './toastStore';
+
+/** The toast area: API errors with their message (role=alert), notices (role=status). */
+export function Toasts() {
+  const toasts = useToasts();
+  return (
+    <div className="toasts">
+      {toasts.map((t) => (
+        <div key={t.id} className={`toast toast-${t.kind}`} role={t.kind === 'error' ? 'alert' : 'status'}>
+          <span>{t.message}</span>
+          <button type="button" className="icon-button" aria-label="Dismiss" onClick={() => dismissToast(t.id)}>
+            ×
+          </button>
+        </div>
+      ))}
+    </div>
+  );
+}

@@ -1,0 +1,11 @@
+/** Shared pieces of every screen. */
+export { ConfirmDialog } from './ConfirmDialog';
+export { ConnectionBanner } from './ConnectionBanner';
+export { Dialog } from './Dialog';
+export { ErrorMessage } from './ErrorMessage';
+export { KeyPrompt } from './KeyPrompt';
+export { Layout } from './Layout';
+export { Toasts } from './Toasts';
+export { dismissToast, showError, showToast } from './toastStore';
+export { Placeholder } from './Placeholder';
+export { Field } from './Field';

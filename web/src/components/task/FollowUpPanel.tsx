@@ -1,0 +1,146 @@
+/**
+ * Follow-ups of an attempt: send a prompt now (POST /api/attempts/:id/follow-up), keep it as a draft
+ * (POST /api/task-attempts/:id/follow-up-draft), or collect several into a queue that runs them one after the other
+ * (POST /api/task-attempts/:id/follow-up-queue, autoExecute). Drafts of the attempt made while the screen is open
+ * (here or elsewhere) arrive on the project's drafts stream `/ws/projects/:projectId/drafts`; the API has no route
+ * that lists an attempt's earlier drafts.
+ */
+import { useMutation } from '@tanstack/react-query';
+import { useState } from 'react';
+import { api, useWebSocketStream } from '../../api';
+import { Field } from '../Field';
+import { showToast } from '../toastStore';
+
+interface DraftItem {
+  id: string;
+  taskAttemptId: string;
+  prompt?: string;
+  content?: string;
+  retryPrompt?: string;
+  status?: string;
+  type: string;
+}
+
+const draftText = (d: DraftItem) => d.prompt ?? d.retryPrompt ?? d.content ?? '';
+
+export function FollowUpPanel({ attemptId, projectId, disabled }: { attemptId: string; projectId: string; disabled?: boolean }) {
+  const [prompt, setPrompt] = useState('');
+  const [queue, setQueue] = useState<string[]>([]);
+  const [drafts, setDrafts] = useState<DraftItem[]>([]);
+  const upsert = (d: DraftItem) => setDrafts((ds) => [d, ...ds.filter((x) => x.id !== d.id)]);
+
+  useWebSocketStream<{ type: string; draft?: DraftItem; draftId?: string }>(`/ws/projects/${projectId}/drafts`, {
+    onMessage: (m) => {
+      if (m.type === 'draft_deleted' && m.draftId) setDrafts((ds) => ds.filter((d) => d.id !== m.draftId));
+      else if (m.draft && m.draft.taskAttemptId === attemptId) upsert(m.draft);
+    },
+  });
+
+  const send = useMutation({
+    mutationFn: (p: { prompt: string; draftId?: string }) => api(`/attempts/${attemptId}/follow-up`, { method: 'POST', body: p }),
+    onSuccess: (_r, p) => {
+      showToast('info', 'Follow-up sent');
+      if (p.prompt === prompt) setPrompt('');
+    },
+  });
+  const saveDraft = useMutation({
+    mutationFn: () => api<DraftItem>(`/task-attempts/${attemptId}/follow-up-draft`, { method: 'POST', body: { prompt } }),
+    onSuccess: (d) => {
+      upsert(d);
+      setPrompt('');
+    },
+  });
+  const runQueue = useMutation({
+    mutationFn: () =>
+      api(`/task-attempts/${attemptId}/follow-up-queue`, { method: 'POST', body: { queue: queue.map((p, i) => ({ prompt: p, order: i + 1 })), autoExecute: true } }),
+    onSuccess: () => {
+      showToast('info', `Queued ${queue.length} follow-ups`);
+      setQueue([]);
+    },
+  });
+  const blank = !prompt.trim();
+
+  return (
+    <section className="panel" aria-labelledby={`fu-${attemptId}`}>
+      <h2 id={`fu-${attemptId}`}>Follow-up</h2>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (!blank) send.mutate({ prompt });
+        }}
+      >
+        <Field label="Prompt">
+          <textarea
+            value={prompt}
+            onChange={(e) => setPrompt(e.target.value)}
+            maxLength={65536}
+            placeholder="What should the agent do next? (Ctrl+Enter sends)"
+            onKeyDown={(e) => {
+              if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+                e.preventDefault();
+                if (!blank) send.mutate({ prompt });
+              }
+            }}
+          />
+        </Field>
+        <div className="button-row">
+          <button type="submit" className="primary" disabled={blank || disabled || send.isPending}>
+            Send follow-up
+          </button>
+          <button type="button" disabled={blank || saveDraft.isPending} onClick={() => saveDraft.mutate()}>
+            Save draft
+          </button>
+          <button
+            type="button"
+            disabled={blank}
+            onClick={() => {
+              setQueue((q) => [...q, prompt]);
+              setPrompt('');
+            }}
+          >
+            Add to queue
+          </button>
+        </div>
+      </form>
+      {queue.length ? (
+        <div className="subpanel">
+          <h3>Queue</h3>
+          <ol>
+            {queue.map((q, i) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: the queue is edited by position
+              <li key={i}>
+                <span className="clip">{q}</span>{' '}
+                <button type="button" className="link-button" onClick={() => setQueue((qs) => qs.filter((_, j) => j !== i))} aria-label={`Remove queued prompt ${i + 1}`}>
+                  remove
+                </button>
+              </li>
+            ))}
+          </ol>
+          <button type="button" className="primary" disabled={disabled || runQueue.isPending} onClick={() => runQueue.mutate()}>
+            Run queue ({queue.length})
+          </button>
+        </div>
+      ) : null}
+      {drafts.length ? (
+        <div className="subpanel">
+          <h3>Drafts</h3>
+          <ul className="draft-list">
+            {drafts.map((d) => (
+              <li key={d.id}>
+                <span className="clip">{draftText(d)}</span> <span className="muted">{d.status ?? d.type}</span>{' '}
+                <button type="button" className="link-button" onClick={() => setPrompt(draftText(d))}>
+                  edit
+                </button>{' '}
+                {d.type === 'follow_up' && d.status === 'draft' ? (
+                  <button type="button" className="link-button" disabled={disabled} onClick={() => send.mutate({ prompt: draftText(d), draftId: d.id })}>
+                    send
+                  </button>
+                ) : null}
+              </li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
+    </section>
+  );
+}

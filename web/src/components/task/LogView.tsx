@@ -1,0 +1,205 @@
+/**
+ * The live log of one process: the WebSocket `/ws/execution-processes/:id/logs/normalized`, resumed after a reconnect
+ * from the last `seq` seen (`?after=`; entries at or below it are dropped anyway). Rows are virtualised
+ * (@tanstack/react-virtual, fixed row height) over an append-only buffer, so 100k lines scroll smoothly. The view
+ * follows the tail until the user scrolls up; "Jump to latest" follows again. Search highlights matches and steps
+ * through them (Enter / Shift+Enter); the level and source filters hide entries.
+ */
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { useWebSocketStream } from '../../api';
+import { LogBuffer } from './logBuffer';
+import type { LogEntry } from './taskTypes';
+
+const ROW_HEIGHT = 20;
+const LEVELS = ['debug', 'info', 'warn', 'error'];
+
+function Highlighted({ text, query }: { text: string; query: string }) {
+  if (!query) return <>{text}</>;
+  const parts: React.ReactNode[] = [];
+  const lower = text.toLowerCase();
+  const q = query.toLowerCase();
+  let at = 0;
+  let i = lower.indexOf(q);
+  while (i >= 0) {
+    if (i > at) parts.push(text.slice(at, i));
+    parts.push(<mark key={i}>{text.slice(i, i + q.length)}</mark>);
+    at = i + q.length;
+    i = lower.indexOf(q, at);
+  }
+  if (at < text.length) parts.push(text.slice(at));
+  return <>{parts}</>;
+}
+
+export function LogView({ processId, onEnd }: { processId: string; onEnd?: () => void }) {
+  // one buffer per process: the parent keys this component by processId
+  const [buffer] = useState(() => new LogBuffer());
+  const [, setVersion] = useState(0);
+  const [ended, setEnded] = useState(false);
+  const frame = useRef(0);
+  const scheduleRender = useCallback(() => {
+    if (frame.current) return;
+    frame.current = requestAnimationFrame(() => {
+      frame.current = 0;
+      setVersion(buffer.version);
+    });
+  }, [buffer]);
+  useEffect(() => () => cancelAnimationFrame(frame.current), []);
+
+  useWebSocketStream<LogEntry | { type: 'error'; message: string }>(`/ws/execution-processes/${processId}/logs/normalized`, {
+    endOnNormalClose: true,
+    seqOf: (m) => ('seq' in m ? m.seq : undefined),
+    resumeQuery: (seq) => ({ after: String(seq) }),
+    onMessage: (m) => {
+      if (!('seq' in m)) return;
+      buffer.push(m);
+      scheduleRender();
+    },
+    onEnd: () => {
+      setEnded(true);
+      onEnd?.();
+    },
+  });
+
+  // filters
+  const [hiddenLevels, setHiddenLevels] = useState<Set<string>>(new Set());
+  const [hiddenSources, setHiddenSources] = useState<Set<string>>(new Set());
+  useEffect(() => {
+    buffer.setFilter({ hiddenLevels, hiddenSources });
+    scheduleRender();
+  }, [buffer, hiddenLevels, hiddenSources, scheduleRender]);
+  const toggle = (set: Set<string>, value: string) => {
+    const next = new Set(set);
+    if (next.has(value)) next.delete(value);
+    else next.add(value);
+    return next;
+  };
+
+  // search: matches are positions in buffer.visible, extended as lines arrive
+  const [query, setQuery] = useState('');
+  const [current, setCurrent] = useState(-1);
+  const matchState = useRef<{ query: string; visible: number[]; scanned: number; matches: number[] }>({ query: '', visible: [], scanned: 0, matches: [] });
+  const ms = matchState.current;
+  if (ms.query !== query || ms.visible !== buffer.visible) {
+    matchState.current = { query, visible: buffer.visible, scanned: 0, matches: [] };
+  }
+  const st = matchState.current;
+  if (st.scanned < buffer.visible.length) {
+    st.matches.push(...buffer.search(query, st.scanned));
+    st.scanned = buffer.visible.length;
+  }
+  const matches = st.matches;
+
+  // virtual rows and tail following
+  const scrollRef = useRef<HTMLDivElement>(null);
+  const [following, setFollowing] = useState(true);
+  const count = buffer.visible.length;
+  const virtualizer = useVirtualizer({ count, getScrollElement: () => scrollRef.current, estimateSize: () => ROW_HEIGHT, overscan: 30 });
+  // following: after each render with new rows, scroll to the bottom (rows have a fixed height, so the total is known)
+  useLayoutEffect(() => {
+    const el = scrollRef.current;
+    if (following && el && count > 0) el.scrollTop = el.scrollHeight;
+  }, [following, count]);
+  // only the user scrolling up stops following: a scroll event of our own tail scroll may arrive after more rows
+  // were added (not at the bottom any more, yet not scrolled up)
+  const lastTop = useRef(0);
+  const onScroll = () => {
+    const el = scrollRef.current;
+    if (!el) return;
+    const atBottom = el.scrollTop + el.clientHeight >= el.scrollHeight - ROW_HEIGHT;
+    const up = el.scrollTop < lastTop.current - 1;
+    lastTop.current = el.scrollTop;
+    if (atBottom && !following) setFollowing(true);
+    else if (up && !atBottom && following) setFollowing(false);
+  };
+
+  const goToMatch = (i: number) => {
+    if (!matches.length) return;
+    const n = ((i % matches.length) + matches.length) % matches.length;
+    setCurrent(n);
+    setFollowing(false);
+    virtualizer.scrollToIndex(matches[n] as number, { align: 'center' });
+  };
+  const currentRow = current >= 0 && current < matches.length ? matches[current] : -1;
+
+  return (
+    <div className="log-view">
+      <div className="log-toolbar">
+        <label className="inline-field">
+          <span>Search log</span>
+          <input
+            type="search"
+            value={query}
+            onChange={(e) => {
+              setQuery(e.target.value);
+              setCurrent(-1);
+            }}
+            onKeyDown={(e) => {
+              if (e.key === 'Enter') {
+                e.preventDefault();
+                goToMatch(e.shiftKey ? current - 1 : current + 1);
+              }
+            }}
+          />
+        </label>
+        <span className="muted" aria-live="polite">
+          {query ? `${matches.length ? current + 1 : 0} of ${matches.length}` : ''}
+        </span>
+        <button type="button" onClick={() => goToMatch(current - 1)} disabled={!matches.length} aria-label="Previous match">
+          ↑
+        </button>
+        <button type="button" onClick={() => goToMatch(current + 1)} disabled={!matches.length} aria-label="Next match">
+          ↓
+        </button>
+        <fieldset className="log-filter">
+          <legend>Levels</legend>
+          {LEVELS.map((l) => (
+            <label key={l}>
+              <input type="checkbox" checked={!hiddenLevels.has(l)} onChange={() => setHiddenLevels(toggle(hiddenLevels, l))} /> {l}
+            </label>
+          ))}
+        </fieldset>
+        {buffer.sources.size > 1 ? (
+          <fieldset className="log-filter">
+            <legend>Sources</legend>
+            {[...buffer.sources].sort().map((s) => (
+              <label key={s}>
+                <input type="checkbox" checked={!hiddenSources.has(s)} onChange={() => setHiddenSources(toggle(hiddenSources, s))} /> {s}
+              </label>
+            ))}
+          </fieldset>
+        ) : null}
+        <span className="muted log-count">
+          {count.toLocaleString()} of {buffer.entries.length.toLocaleString()} lines{ended ? ' · ended' : ' · live'}
+        </span>
+      </div>
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard to scroll it */}
+      <div className="log-scroll" ref={scrollRef} onScroll={onScroll} role="log" aria-label="Attempt log" tabIndex={0}>
+        <div style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
+          {virtualizer.getVirtualItems().map((row) => {
+            const e = buffer.entries[buffer.visible[row.index] as number] as LogEntry;
+            return (
+              <div
+                key={row.key}
+                className={`log-line log-${e.level}${row.index === currentRow ? ' log-current' : ''}`}
+                style={{ transform: `translateY(${row.start}px)`, height: ROW_HEIGHT }}
+              >
+                <span className="log-time">{e.timestamp.slice(11, 23)}</span>
+                <span className="log-level">{e.level}</span>
+                <span className="log-msg">
+                  <Highlighted text={e.message} query={query} />
+                </span>
+              </div>
+            );
+          })}
+        </div>
+        {count === 0 ? <p className="muted log-empty">{ended ? 'No log lines.' : 'Waiting for log lines…'}</p> : null}
+      </div>
+      {!following && count > 0 ? (
+        <button type="button" className="primary log-jump" onClick={() => setFollowing(true)}>
+          Jump to latest
+        </button>
+      ) : null}
+    </div>
+  );
+}

@@ -1,0 +1,80 @@
+/** Starts an attempt of the task: the agent profile (the project's configured profiles, or the default) and an optional extra description. */
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { api, queryKeys } from '../../api';
+import { Dialog } from '../Dialog';
+
+export interface StartAttemptDialogProps {
+  open: boolean;
+  taskId: string;
+  /** names of the configured agent profiles (GET /api/projects/:id → config.llms) */
+  profiles: string[];
+  defaultProfile: string | null;
+  onClose: () => void;
+  onStarted: (attemptId: string) => void;
+}
+
+export function StartAttemptDialog({ open, taskId, profiles, defaultProfile, onClose, onStarted }: StartAttemptDialogProps) {
+  const qc = useQueryClient();
+  const [llm, setLlm] = useState('');
+  const [description, setDescription] = useState('');
+  const start = useMutation({
+    mutationFn: () => api<{ attemptId: string }>(`/tasks/${taskId}/start`, { method: 'POST', body: { ...(llm ? { llm } : {}), ...(description.trim() ? { description } : {}) } }),
+    onSuccess: (r) => {
+      void qc.invalidateQueries({ queryKey: queryKeys.task(taskId) });
+      onStarted(r.attemptId);
+      setDescription('');
+      onClose();
+    },
+  });
+  return (
+    <Dialog open={open} title="Start an attempt" onClose={onClose}>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          start.mutate();
+        }}
+      >
+        <label className="field">
+          <span>Agent profile</span>
+          <select
+            value={llm}
+            onChange={(e) => setLlm(e.target.value)}
+            data-autofocus
+            onKeyDown={(e) => {
+              // Enter starts (a select would open its list instead of submitting the form)
+              if (e.key === 'Enter') {
+                e.preventDefault();
+                e.currentTarget.form?.requestSubmit();
+              }
+            }}
+          >
+            <option value="">Default{defaultProfile ? ` (${defaultProfile})` : ' (task assignee or project default)'}</option>
+            {profiles.map((p) => (
+              <option key={p} value={p}>
+                {p}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="field">
+          <span>Extra instructions (optional)</span>
+          <textarea value={description} onChange={(e) => setDescription(e.target.value)} maxLength={20000} />
+        </label>
+        {start.error ? (
+          <p className="form-error" role="alert">
+            {start.error.message}
+          </p>
+        ) : null}
+        <div className="dialog-actions">
+          <button type="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" className="primary" disabled={start.isPending}>
+            Start attempt
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}

@@ -1,0 +1,131 @@
+/** Shapes of the attempt, process, log, diff, merge and code-hosting responses the Task screen reads (api/task/attemptSchemas.ts, codehost.ts). */
+export interface Attempt {
+  id: string;
+  taskId: string;
+  number: number;
+  llm: string;
+  model: string | null;
+  status: string;
+  worktreePath: string | null;
+  branch: string | null;
+  baseBranch: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  completedAt: string | null;
+  cancelledAt: string | null;
+  duration: number | null;
+  filesChanged: number;
+  linesAdded: number;
+  linesRemoved: number;
+  cost: { inputTokens: number; outputTokens: number; totalCost: number };
+  output: { summary: string; changes: string[] };
+  processId: string | null;
+  error: string | null;
+  merged: boolean;
+  mergedAt: string | null;
+  mergeCommit: string | null;
+}
+
+export interface ProcessInfo {
+  id: string;
+  attemptId: string;
+  kind: string;
+  status: string;
+  startedAt: string;
+  finishedAt: string | null;
+}
+
+/** One entry of `/ws/execution-processes/:id/logs/normalized`. */
+export interface LogEntry {
+  seq: number;
+  level: string;
+  message: string;
+  timestamp: string;
+  source: string;
+}
+
+export interface DiffSummary {
+  filesChanged: number;
+  additions: number;
+  deletions: number;
+}
+
+export interface UnifiedDiff {
+  format: 'unified';
+  diff: string;
+  summary: DiffSummary;
+}
+
+export type MergeStrategy = 'ff' | 'no-ff' | 'squash';
+
+export interface MergeResult {
+  attemptId: string;
+  commitSha: string;
+  merged: boolean;
+  mergedAt: string;
+  strategy: string;
+}
+
+export interface PullRequest {
+  number: number;
+  title: string;
+  state: string;
+  htmlUrl: string;
+  head: string;
+  base: string;
+}
+
+export interface DeviceCode {
+  device_code: string;
+  user_code: string;
+  verification_uri: string;
+  expires_in: number;
+  interval: number;
+}
+
+export interface CompareRow {
+  id: string;
+  llm: string;
+  status: string;
+  duration: number | null;
+  cost: number;
+  filesChanged: number;
+  linesAdded: number;
+  linesRemoved: number;
+  files: string[];
+}
+
+export interface CompareResult {
+  attempts: CompareRow[];
+  comparison: {
+    fasterAttemptId: string | null;
+    cheaperAttemptId: string | null;
+    smallerChangeAttemptId: string | null;
+    commonFiles: string[];
+    onlyInFirst: string[];
+    onlyInSecond: string[];
+  };
+}
+
+export interface Approval {
+  id: string;
+  taskAttemptId: string;
+  type: string;
+  title: string;
+  status: string;
+  expiresAt: string | null;
+}
+
+export const RUNNING_STATUSES = ['created', 'running'];
+
+export function formatDuration(seconds: number | null): string {
+  if (seconds === null) return '—';
+  if (seconds < 60) return `${seconds.toFixed(1)} s`;
+  const m = Math.floor(seconds / 60);
+  if (m < 60) return `${m} min ${Math.round(seconds % 60)} s`;
+  return `${Math.floor(m / 60)} h ${m % 60} min`;
+}
+
+export function formatCost(usd: number): string {
+  return `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
+}

@@ -1,0 +1,43 @@
+import { MutationCache, QueryCache, QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { createBrowserRouter, RouterProvider } from 'react-router';
+import { ApiError } from './api';
+import { showError } from './components';
+import { routes } from './routes';
+import './styles.css';
+
+// Errors are shown, never swallowed: a failed mutation always toasts; a failed query toasts unless the screen
+// shows it inline (meta.inlineError). A 401 opens the key prompt instead (api/client.ts).
+const unauthorized = (err: unknown) => err instanceof ApiError && err.status === 401;
+const queryClient = new QueryClient({
+  queryCache: new QueryCache({
+    onError: (err, query) => {
+      if (!unauthorized(err) && !query.meta?.inlineError) showError(err);
+    },
+  }),
+  mutationCache: new MutationCache({
+    onError: (err) => {
+      if (!unauthorized(err)) showError(err);
+    },
+  }),
+  defaultOptions: {
+    queries: {
+      // live updates come from the streams: no refetch on focus, no polling
+      refetchOnWindowFocus: false,
+      staleTime: 30_000,
+      retry: (count, err) => !(err instanceof ApiError && err.status >= 400 && err.status < 500) && count < 2,
+    },
+  },
+});
+
+const router = createBrowserRouter(routes);
+const root = document.getElementById('root');
+if (!root) throw new Error('index.html has no #root');
+createRoot(root).render(
+  <StrictMode>
+    <QueryClientProvider client={queryClient}>
+      <RouterProvider router={router} />
+    </QueryClientProvider>
+  </StrictMode>,
+);

@@ -1,0 +1,254 @@
+/**
+ * A project's board: a column per status group with counts, cards that move by drag and drop or their status
+ * select, filters kept in the URL, create/edit task, apply a template, bulk status change and delete. The task list
+ * is one query; /ws/events patches it live (a task created anywhere shows within a second), so nothing polls.
+ */
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useCallback, useEffect, useMemo, useState } from 'react';
+import { Link, useParams, useSearchParams } from 'react-router';
+import {
+  api,
+  bulkDeleteTasks,
+  bulkUpdateTasks,
+  createTask,
+  patchTask,
+  queryKeys,
+  removeTasks,
+  TASK_PRIORITIES,
+  TASK_STATUSES,
+  type Task,
+  type TaskFields,
+  type TaskStatus,
+  upsertTasks,
+  useProject,
+  useProjectTaskEvents,
+  useProjectTasks,
+} from '../api';
+import { ConfirmDialog, ErrorMessage, Field, showToast } from '../components';
+import { BoardColumnView } from './board/BoardColumnView';
+import { type BoardFilters, COLUMNS, filtersFrom, matches, STATUS_LABELS } from './board/columns';
+import { TaskDialog } from './board/TaskDialog';
+import { TemplateDialog } from './board/TemplateDialog';
+
+export function BoardPage() {
+  const { id = '' } = useParams();
+  const qc = useQueryClient();
+  const project = useProject(id);
+  // the list loads once the live stream is open, so nothing created in between is missed
+  const streamReady = useProjectTaskEvents(id);
+  const tasks = useProjectTasks(id, streamReady);
+  const [params, setParams] = useSearchParams();
+  const filters = useMemo(() => filtersFrom(params), [params]);
+  const [selected, setSelected] = useState<Set<string>>(() => new Set());
+  const [editing, setEditing] = useState<Task | 'new' | null>(null);
+  const [templateOpen, setTemplateOpen] = useState(false);
+  const [confirmDelete, setConfirmDelete] = useState(false);
+  const [bulkStatus, setBulkStatus] = useState<TaskStatus>('in_progress');
+
+  const all = tasks.data;
+  const visible = useMemo(() => (all ?? []).filter((t) => matches(t, filters)), [all, filters]);
+  const byColumn = useMemo(() => COLUMNS.map((c) => visible.filter((t) => c.statuses.includes(t.status))), [visible]);
+  const assignees = useMemo(() => [...new Set((all ?? []).map((t) => t.assignee).filter((a): a is string => !!a))].sort(), [all]);
+
+  useEffect(() => {
+    if (all && !performance.getEntriesByName('armada:board-rendered').length) performance.mark('armada:board-rendered');
+  }, [all]);
+
+  const move = useMutation({
+    mutationFn: ({ task, status }: { task: Task; status: TaskStatus }) => patchTask(task.id, { status }),
+    onMutate: ({ task, status }) => {
+      upsertTasks(qc, id, [{ ...task, status }]);
+      return { previous: task };
+    },
+    onSuccess: (t) => upsertTasks(qc, id, [t]),
+    onError: (_err, _vars, ctx) => {
+      if (ctx) upsertTasks(qc, id, [ctx.previous]);
+    },
+  });
+  const onMove = useCallback((task: Task, status: TaskStatus) => {
+    if (task.status !== status) move.mutate({ task, status });
+  }, [move.mutate]);
+  const onMoveById = useCallback(
+    (taskId: string, status: TaskStatus) => {
+      const task = qc.getQueryData<Task[]>(queryKeys.projectTasks(id))?.find((t) => t.id === taskId);
+      if (task) onMove(task, status);
+    },
+    [qc, id, onMove],
+  );
+  const onSelect = useCallback((taskId: string, on: boolean) => {
+    setSelected((prev) => {
+      const next = new Set(prev);
+      if (on) next.add(taskId);
+      else next.delete(taskId);
+      return next;
+    });
+  }, []);
+  const onEdit = useCallback((task: Task) => setEditing(task), []);
+
+  const save = useMutation({
+    mutationFn: (fields: TaskFields) => (editing && editing !== 'new' ? patchTask(editing.id, fields) : createTask(id, fields)),
+    onSuccess: (t) => {
+      upsertTasks(qc, id, [t]);
+      setEditing(null);
+    },
+  });
+  const applyTemplate = useMutation({
+    mutationFn: (templateId: string) => api<{ tasks: Task[] }>(`/task-templates/${encodeURIComponent(templateId)}/apply`, { method: 'POST', body: { projectId: id } }),
+    onSuccess: (r) => {
+      upsertTasks(qc, id, r.tasks);
+      setTemplateOpen(false);
+      showToast('info', `Added ${r.tasks.length} tasks from the template`);
+    },
+  });
+  const bulkMove = useMutation({
+    mutationFn: (status: TaskStatus) => bulkUpdateTasks([...selected], { status }),
+    onSuccess: (updated) => {
+      upsertTasks(qc, id, updated);
+      setSelected(new Set());
+    },
+  });
+  const bulkDelete = useMutation({
+    mutationFn: () => bulkDeleteTasks([...selected]),
+    onSuccess: () => {
+      removeTasks(qc, id, [...selected]);
+      setSelected(new Set());
+      setConfirmDelete(false);
+    },
+  });
+
+  const setFilter = (patch: Partial<BoardFilters>) => {
+    const next = { ...filters, ...patch };
+    const p = new URLSearchParams();
+    if (next.q) p.set('q', next.q);
+    if (next.priority) p.set('priority', next.priority);
+    if (next.assignee) p.set('assignee', next.assignee);
+    if (next.labels.length) p.set('labels', next.labels.join(','));
+    setParams(p, { replace: true });
+  };
+  const filtered = visible.length !== (all?.length ?? 0);
+
+  return (
+    <section className="board-page">
+      <div className="page-head">
+        <div>
+          <p className="crumbs">
+            <Link to="/projects">Projects</Link> /
+          </p>
+          <h1>{project.data?.name ?? 'Board'}</h1>
+        </div>
+        <div className="toolbar">
+          <button type="button" onClick={() => setTemplateOpen(true)}>
+            Apply template
+          </button>
+          <button type="button" className="primary" onClick={() => setEditing('new')}>
+            New task
+          </button>
+        </div>
+      </div>
+
+      <search className="filters" aria-label="Filters">
+        <Field label="Search" inline>
+          <input type="search" value={filters.q} onChange={(e) => setFilter({ q: e.target.value })} placeholder="Title or description" />
+        </Field>
+        <Field label="Priority" inline>
+          <select value={filters.priority} onChange={(e) => setFilter({ priority: e.target.value })}>
+            <option value="">Any</option>
+            {TASK_PRIORITIES.map((p) => (
+              <option key={p} value={p}>
+                {p}
+              </option>
+            ))}
+          </select>
+        </Field>
+        <Field label="Assignee" inline>
+          <select value={filters.assignee} onChange={(e) => setFilter({ assignee: e.target.value })}>
+            <option value="">Anyone</option>
+            {assignees.map((a) => (
+              <option key={a} value={a}>
+                {a}
+              </option>
+            ))}
+          </select>
+        </Field>
+        <Field label="Labels" inline>
+          <input
+            value={filters.labels.join(', ')}
+            placeholder="bug, ui"
+            onChange={(e) =>
+              setFilter({
+                labels: e.target.value
+                  .split(',')
+                  .map((l) => l.trim())
+                  .filter(Boolean),
+              })
+            }
+          />
+        </Field>
+        {filtered || params.toString() ? (
+          <button type="button" onClick={() => setParams(new URLSearchParams(), { replace: true })}>
+            Clear filters
+          </button>
+        ) : null}
+        <span className="muted" role="status">
+          {all ? `${visible.length} of ${all.length} tasks` : ''}
+        </span>
+      </search>
+
+      {selected.size ? (
+        <section className="bulk-bar" aria-label="Selected tasks">
+          <strong>{selected.size} selected</strong>
+          <Field label="Move to" inline>
+            <select value={bulkStatus} onChange={(e) => setBulkStatus(e.target.value as TaskStatus)}>
+              {TASK_STATUSES.map((s) => (
+                <option key={s} value={s}>
+                  {STATUS_LABELS[s]}
+                </option>
+              ))}
+            </select>
+          </Field>
+          <button type="button" onClick={() => bulkMove.mutate(bulkStatus)} disabled={bulkMove.isPending}>
+            Move
+          </button>
+          <button type="button" className="danger" onClick={() => setConfirmDelete(true)}>
+            Delete
+          </button>
+          <button type="button" onClick={() => setSelected(new Set())}>
+            Clear selection
+          </button>
+        </section>
+      ) : null}
+
+      {tasks.error ? <ErrorMessage error={tasks.error} onRetry={() => void tasks.refetch()} /> : null}
+      {tasks.isPending ? <p className="muted">Loading tasks…</p> : null}
+      {all ? (
+        <div className="board" data-testid="board">
+          {COLUMNS.map((c, i) => (
+            <BoardColumnView
+              key={c.key}
+              column={c}
+              tasks={byColumn[i] ?? []}
+              selected={selected}
+              onSelect={onSelect}
+              onMove={onMove}
+              onMoveById={onMoveById}
+              onEdit={onEdit}
+            />
+          ))}
+        </div>
+      ) : null}
+
+      <TaskDialog task={editing && editing !== 'new' ? editing : undefined} open={editing !== null} busy={save.isPending} onSave={(f) => save.mutate(f)} onClose={() => setEditing(null)} />
+      <TemplateDialog open={templateOpen} busy={applyTemplate.isPending} onApply={(t) => applyTemplate.mutate(t)} onClose={() => setTemplateOpen(false)} />
+      <ConfirmDialog
+        open={confirmDelete}
+        title="Delete tasks"
+        message={`Delete ${selected.size} selected task${selected.size === 1 ? '' : 's'}? Their attempts, worktrees and branches go too.`}
+        confirmLabel="Delete"
+        danger
+        busy={bulkDelete.isPending}
+        onConfirm={() => bulkDelete.mutate()}
+        onCancel={() => setConfirmDelete(false)}
+      />
+    </section>
+  );
+}

@@ -1,0 +1,169 @@
+/**
+ * Projects: each with its repository and task stats (live: task events refresh the project's stats), create from
+ * a local path or a code-hosting URL, edit, delete after confirmation.
+ */
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useRef, useState } from 'react';
+import { Link, useNavigate } from 'react-router';
+import {
+  createProject,
+  type DomainEvent,
+  deleteProject,
+  editProject,
+  type ProjectListItem,
+  queryKeys,
+  useProject,
+  useProjects,
+  useWebSocketStream,
+} from '../api';
+import { ConfirmDialog, ErrorMessage, showToast } from '../components';
+import { ProjectDialog } from './projects/ProjectDialog';
+
+function ProjectRow({ project, onEdit, onDelete }: { project: ProjectListItem; onEdit: () => void; onDelete: () => void }) {
+  const detail = useProject(project.id);
+  const s = detail.data?.stats;
+  const repo = detail.data?.repository;
+  return (
+    <tr>
+      <td>
+        <Link to={`/projects/${project.id}`}>{project.name}</Link>
+        {project.description ? <div className="muted">{project.description}</div> : null}
+      </td>
+      <td className="mono">
+        {project.repository.url}
+        <div className="muted">
+          {project.repository.branch}
+          {repo && repo.status !== 'ready' ? ` · ${repo.status}${repo.error ? `: ${repo.error}` : ''}` : ''}
+        </div>
+      </td>
+      <td className="num">{s?.tasks ?? '–'}</td>
+      <td className="num">{s?.inProgressTasks ?? '–'}</td>
+      <td className="num">{s?.completedTasks ?? '–'}</td>
+      <td className="num">{s?.failedTasks ?? '–'}</td>
+      <td className="num">{s ? `$${s.totalCost.toFixed(2)}` : '–'}</td>
+      <td>
+        <div className="row-actions">
+          <button type="button" className="small" aria-label={`Edit ${project.name}`} onClick={onEdit}>
+            Edit
+          </button>
+          <button type="button" className="small" aria-label={`Delete ${project.name}`} onClick={onDelete}>
+            Delete
+          </button>
+        </div>
+      </td>
+    </tr>
+  );
+}
+
+/** Task events change a project's stats: refresh that project's detail, at most every 300 ms. */
+function useProjectStatsEvents() {
+  const qc = useQueryClient();
+  const timers = useRef(new Map<string, ReturnType<typeof setTimeout>>());
+  useWebSocketStream<DomainEvent>('/ws/events', {
+    seqOf: (e) => e.seq,
+    dedupe: 'seen',
+    resumeQuery: (seq) => ({ after: String(seq) }),
+    onMessage: (e) => {
+      const projectId = e.topics.find((t) => t.startsWith('project:'))?.slice('project:'.length);
+      if (!projectId || !e.type.startsWith('task.') || timers.current.has(projectId)) return;
+      timers.current.set(
+        projectId,
+        setTimeout(() => {
+          timers.current.delete(projectId);
+          void qc.invalidateQueries({ queryKey: queryKeys.project(projectId), exact: true });
+        }, 300),
+      );
+    },
+  });
+}
+
+export function ProjectsPage() {
+  const projects = useProjects();
+  useProjectStatsEvents();
+  const qc = useQueryClient();
+  const navigate = useNavigate();
+  const [dialog, setDialog] = useState<ProjectListItem | 'new' | null>(null);
+  const [deleting, setDeleting] = useState<ProjectListItem | null>(null);
+
+  const refresh = () => qc.invalidateQueries({ queryKey: queryKeys.projects() });
+  const create = useMutation({
+    mutationFn: createProject,
+    onSuccess: (p) => {
+      setDialog(null);
+      void refresh();
+      navigate(`/projects/${p.id}`);
+    },
+  });
+  const edit = useMutation({
+    mutationFn: (fields: Parameters<typeof editProject>[1]) => editProject((dialog as ProjectListItem).id, fields),
+    onSuccess: () => {
+      setDialog(null);
+      void refresh();
+    },
+  });
+  const remove = useMutation({
+    mutationFn: (p: ProjectListItem) => deleteProject(p.id),
+    onSuccess: (_r, p) => {
+      setDeleting(null);
+      qc.setQueryData<ProjectListItem[]>(queryKeys.projects(), (old) => old?.filter((x) => x.id !== p.id));
+      showToast('info', `Deleted ${p.name}`);
+    },
+  });
+
+  return (
+    <section>
+      <div className="page-head">
+        <h1>Projects</h1>
+        <div className="toolbar">
+          <button type="button" className="primary" onClick={() => setDialog('new')}>
+            New project
+          </button>
+        </div>
+      </div>
+      {projects.error ? <ErrorMessage error={projects.error} onRetry={() => void projects.refetch()} /> : null}
+      {projects.isPending ? <p className="muted">Loading projects…</p> : null}
+      {projects.data && projects.data.length === 0 ? <p>No projects yet. Create one from a local git repository or a repository URL.</p> : null}
+      {projects.data?.length ? (
+        <table className="table">
+          <thead>
+            <tr>
+              <th scope="col">Project</th>
+              <th scope="col">Repository</th>
+              <th scope="col" className="num">Tasks</th>
+              <th scope="col" className="num">In progress</th>
+              <th scope="col" className="num">Done</th>
+              <th scope="col" className="num">Failed</th>
+              <th scope="col" className="num">Cost</th>
+              <th scope="col">
+                <span className="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {projects.data.map((p) => (
+              <ProjectRow key={p.id} project={p} onEdit={() => setDialog(p)} onDelete={() => setDeleting(p)} />
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      <ProjectDialog
+        open={dialog !== null}
+        project={dialog && dialog !== 'new' ? dialog : undefined}
+        busy={create.isPending || edit.isPending}
+        onCreate={(f) => create.mutate(f)}
+        onEdit={(f) => edit.mutate(f)}
+        onClose={() => setDialog(null)}
+      />
+      <ConfirmDialog
+        open={deleting !== null}
+        title="Delete project"
+        message={`Delete ${deleting?.name ?? ''} with all its tasks and attempts? Its repository on disk is not touched.`}
+        confirmLabel="Delete project"
+        danger
+        busy={remove.isPending}
+        onConfirm={() => deleting && remove.mutate(deleting)}
+        onCancel={() => setDeleting(null)}
+      />
+    </section>
+  );
+}

@@ -1,0 +1,99 @@
+import { useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
+import { findGitRepos, listDirectory } from '../../api';
+import { ErrorMessage, Field } from '../../components';
+
+function parentOf(p: string): string {
+  const trimmed = p.replace(/\/+$/, '');
+  const i = trimmed.lastIndexOf('/');
+  return i <= 0 ? '/' : trimmed.slice(0, i);
+}
+
+/**
+ * The local repository picker: browse directories (GET /api/filesystem/list, repositories marked) or search one
+ * for git repositories (GET /api/filesystem/git-repos); choosing one fills the path.
+ */
+export function PathPicker({ value, onChange }: { value: string; onChange: (path: string) => void }) {
+  const [dir, setDir] = useState('~');
+  const [typed, setTyped] = useState('');
+  const [searchIn, setSearchIn] = useState<string | null>(null);
+  const listing = useQuery({ queryKey: ['filesystem', 'list', dir], queryFn: ({ signal }) => listDirectory(dir, signal), meta: { inlineError: true } });
+  const repos = useQuery({
+    queryKey: ['filesystem', 'git-repos', searchIn],
+    queryFn: ({ signal }) => findGitRepos(searchIn as string, signal),
+    enabled: searchIn !== null,
+    meta: { inlineError: true },
+  });
+  const here = listing.data?.path ?? dir;
+  return (
+    <div>
+      <Field label="Repository path">
+        <input required value={value} onChange={(e) => onChange(e.target.value)} placeholder="/home/me/code/app" className="mono" />
+      </Field>
+      <div className="browser-path">
+        <button type="button" onClick={() => setDir(parentOf(here))} aria-label="Parent directory">
+          ↑ Up
+        </button>
+        <Field label="Directory" inline grow>
+          <input
+            className="mono"
+            value={typed || here}
+            onChange={(e) => setTyped(e.target.value)}
+            onKeyDown={(e) => {
+              if (e.key === 'Enter') {
+                e.preventDefault();
+                if (typed.trim()) setDir(typed.trim());
+                setTyped('');
+              }
+            }}
+          />
+        </Field>
+        <button
+          type="button"
+          onClick={() => {
+            if (typed.trim()) setDir(typed.trim());
+            setTyped('');
+          }}
+        >
+          Open
+        </button>
+        <button type="button" onClick={() => setSearchIn(here)}>
+          Find git repositories here
+        </button>
+      </div>
+      {listing.error ? <ErrorMessage error={listing.error} /> : null}
+      <section className="browser" aria-label="Directories">
+        {listing.data && !listing.data.entries.some((e) => e.type === 'directory') ? <p className="muted empty">No sub-directories in {here}</p> : null}
+        <ul className="browser-list">
+          {(listing.data?.entries ?? [])
+            .filter((e) => e.type === 'directory')
+            .map((e) => (
+              <li key={e.path}>
+                <button type="button" onClick={() => (e.isGitRepo ? onChange(e.path) : setDir(e.path))}>
+                  {e.isGitRepo ? '⎇ ' : '📁 '}
+                  {e.name}
+                  {e.isGitRepo ? <span className="muted"> — git repository (choose)</span> : null}
+                </button>
+              </li>
+            ))}
+        </ul>
+      </section>
+      {searchIn !== null ? (
+        <section className="browser" aria-label="Git repositories found">
+          {repos.isPending ? <p className="muted">Searching {searchIn}…</p> : null}
+          {repos.error ? <ErrorMessage error={repos.error} /> : null}
+          {repos.data && repos.data.repositories.length === 0 ? <p className="muted">No git repository under {searchIn}.</p> : null}
+          <ul className="browser-list">
+            {(repos.data?.repositories ?? []).map((r) => (
+              <li key={r.path}>
+                <button type="button" onClick={() => onChange(r.path)}>
+                  ⎇ {r.name} <span className="muted mono">{r.path}</span> <span className="badge">{r.branch}</span>
+                </button>
+              </li>
+            ))}
+          </ul>
+        </section>
+      ) : null}
+    </div>
+  );
+}

@@ -1,0 +1,123 @@
+import { useState } from 'react';
+import type { CreateProjectFields, EditProjectFields, ProjectListItem } from '../../api';
+import { Dialog, Field } from '../../components';
+import { PathPicker } from './PathPicker';
+
+export interface ProjectDialogProps {
+  open: boolean;
+  /** the project to edit; undefined = a new one */
+  project?: ProjectListItem;
+  busy: boolean;
+  onCreate: (fields: CreateProjectFields) => void;
+  onEdit: (fields: EditProjectFields) => void;
+  onClose: () => void;
+}
+
+/** New project (from a local path, with the filesystem browser, or a code-hosting URL) or edit one. */
+export function ProjectDialog(props: ProjectDialogProps) {
+  return (
+    <Dialog open={props.open} title={props.project ? 'Edit project' : 'New project'} onClose={props.onClose} className="dialog-wide">
+      {props.open ? props.project ? <EditForm {...props} project={props.project} /> : <CreateForm {...props} /> : null}
+    </Dialog>
+  );
+}
+
+function CreateForm({ busy, onCreate, onClose }: ProjectDialogProps) {
+  const [source, setSource] = useState<'local' | 'url'>('local');
+  const [path, setPath] = useState('');
+  const [url, setUrl] = useState('');
+  const [name, setName] = useState('');
+  const [branch, setBranch] = useState('main');
+  const [description, setDescription] = useState('');
+  const location = source === 'local' ? path.trim() : url.trim();
+  const suggested = location.replace(/\.git$/, '').split(/[/:]/).filter(Boolean).pop() ?? '';
+  return (
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        const finalName = name.trim() || suggested;
+        if (!location || !finalName) return;
+        onCreate({ name: finalName, description: description || undefined, repository: { url: location, branch: branch.trim() || undefined } });
+      }}
+    >
+      <fieldset className="tabs">
+        <legend className="sr-only">Repository source</legend>
+        <button type="button" aria-pressed={source === 'local'} onClick={() => setSource('local')}>
+          Local path
+        </button>
+        <button type="button" aria-pressed={source === 'url'} onClick={() => setSource('url')}>
+          Code-hosting URL
+        </button>
+      </fieldset>
+      {source === 'local' ? (
+        <PathPicker value={path} onChange={setPath} />
+      ) : (
+        <Field label="Repository URL">
+          <input required value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://github.com/org/repo.git" className="mono" />
+        </Field>
+      )}
+      <div className="field-row">
+        <Field label="Name">
+          <input value={name} onChange={(e) => setName(e.target.value)} placeholder={suggested || 'my-project'} maxLength={200} />
+        </Field>
+        <Field label="Branch">
+          <input value={branch} onChange={(e) => setBranch(e.target.value)} />
+        </Field>
+      </div>
+      <Field label="Description">
+        <textarea value={description} onChange={(e) => setDescription(e.target.value)} />
+      </Field>
+      <div className="dialog-actions">
+        <button type="button" onClick={onClose}>
+          Cancel
+        </button>
+        <button type="submit" className="primary" disabled={busy || !location}>
+          Create project
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function EditForm({ project, busy, onEdit, onClose }: ProjectDialogProps & { project: ProjectListItem }) {
+  const [name, setName] = useState(project.name);
+  const [description, setDescription] = useState(project.description);
+  const [defaultLLM, setDefaultLLM] = useState(project.defaultLLM ?? '');
+  const [setup, setSetup] = useState(project.setup_script);
+  const [dev, setDev] = useState(project.dev_script);
+  return (
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (!name.trim()) return;
+        onEdit({ name: name.trim(), description, defaultLLM: defaultLLM.trim() || null, setup_script: setup, dev_script: dev });
+      }}
+    >
+      <Field label="Name">
+        <input required value={name} onChange={(e) => setName(e.target.value)} maxLength={200} />
+      </Field>
+      <Field label="Description">
+        <textarea value={description} onChange={(e) => setDescription(e.target.value)} />
+      </Field>
+      <Field label="Default agent profile">
+        <input value={defaultLLM} onChange={(e) => setDefaultLLM(e.target.value)} placeholder="claude" />
+      </Field>
+      <div className="field-row">
+        <Field label="Setup script">
+          <textarea className="mono" value={setup} onChange={(e) => setSetup(e.target.value)} />
+        </Field>
+        <Field label="Dev script">
+          <textarea className="mono" value={dev} onChange={(e) => setDev(e.target.value)} />
+        </Field>
+      </div>
+      <div className="dialog-actions">
+        <button type="button" onClick={onClose}>
+          Cancel
+        </button>
+        <button type="submit" className="primary" disabled={busy || !name.trim()}>
+          Save
+        </button>
+      </div>
+    </form>
+  );
+}
