@@ -1,5 +1,6 @@
 /** The approvals inbox: pending with expiry, answer with a comment, and a decision made in another context shows live. */
 import { api, createProject, expect, KEYS, test } from './fixtures';
+import { screenshot } from './screenshot';
 
 interface Approval {
   id: string;
@@ -81,4 +82,7 @@ test('a rejection made in a second browser context shows resolved in the first w
   await expect(row).toBeHidden();
   await other.close();
   expect((await api<Approval>('GET', `/approvals/${a.id}`)).status).toBe('rejected');
+  await newApproval('Deploy to staging', ['alice@example.com'], 25 * 60_000);
+  await expect(page.getByRole('button', { name: 'Approve Deploy to staging' })).toBeVisible();
+  await screenshot(page, 'approvals');
 });

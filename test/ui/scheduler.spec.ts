@@ -1,6 +1,7 @@
 /** The scheduler screen: a source with its health, a schedule paused and resumed (checked through the API), run now and logs. */
 import { startFakeFlowBuilder } from '../support/fakeFlowBuilder';
 import { expect, svcApi, test } from './fixtures';
+import { screenshot } from './screenshot';
 
 interface Schedule {
   workflow: string;
@@ -66,6 +67,8 @@ test('run a workflow now: its execution appears and its logs open in a dialog th
   await exec.getByRole('button', { name: /Logs of execution/ }).click();
   const dialog = page.getByRole('dialog', { name: /Logs of ui-manual/ });
   await expect(dialog.getByLabel('Execution logs')).toContainText('hello-from-ui');
+  await screenshot(page, 'scheduler-logs');
   await page.keyboard.press('Escape');
   await expect(dialog).toBeHidden();
+  await screenshot(page, 'scheduler');
 });
