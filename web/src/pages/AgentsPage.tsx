@@ -35,7 +35,6 @@ function AssignDialog({ agent, onClose }: { agent: Agent; onClose: () => void })
       >
         <label className="field">
           <span>Task</span>
-          {/* biome-ignore lint/a11y/noAutofocus: first field of a modal dialog */}
           <input autoFocus required value={task} onChange={(e) => setTask(e.target.value)} maxLength={100_000} />
         </label>
         <label className="field">
@@ -93,6 +92,7 @@ export function AgentsPage() {
             <tbody>
               {agents.data.map((a, i) => {
                 const st = statuses[i]?.data;
+                const current = st?.currentTask ? (tasks.data?.find((t) => t.taskId === st.currentTask)?.task ?? st.currentTask) : null;
                 return (
                   <tr key={a.name} data-agent={a.name}>
                     <td>{a.name}</td>
@@ -101,10 +101,10 @@ export function AgentsPage() {
                     <td>
                       <span className={`badge agent-${a.status}`}>{a.status}</span>
                     </td>
-                    <td>{st?.currentTask ?? '—'}</td>
+                    <td title={st?.currentTask ?? undefined}>{current ?? '—'}</td>
                     <td className="num">{st?.queued ?? '—'}</td>
                     <td className="num">{st ? `${st.tasksCompleted} / ${st.tasksFailed}` : '—'}</td>
-                    <td className="row-actions">
+                    <td className="actions-cell">
                       <button type="button" className="small primary" aria-label={`Assign a task to ${a.name}`} onClick={() => setAssigning(a)}>
                         Assign task
                       </button>

@@ -96,7 +96,6 @@ function RespondDialog({ approval, decision, onClose }: { approval: Approval; de
       >
         <label className="field">
           <span>Comment</span>
-          {/* biome-ignore lint/a11y/noAutofocus: first field of a modal dialog */}
           <input autoFocus value={comment} onChange={(e) => setComment(e.target.value)} maxLength={10_000} placeholder="optional" />
         </label>
         {error ? <ErrorMessage error={error} /> : null}
@@ -162,7 +161,7 @@ export function ApprovalsPage() {
                   {a.responses.length}
                   {a.approvers ? ` of ${a.approvers.length}` : ''}
                 </td>
-                <td className="row-actions">
+                <td className="actions-cell">
                   <button type="button" className="primary small" aria-label={`Approve ${a.title}`} onClick={() => setActing({ approval: a, decision: 'approved' })}>
                     Approve
                   </button>

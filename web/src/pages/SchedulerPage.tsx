@@ -55,7 +55,7 @@ function LogsDialog({ execution, onClose }: { execution: Execution; onClose: () 
   return (
     <Dialog open title={`Logs of ${execution.workflow} (${execution.status})`} onClose={onClose} className="dialog-wide">
       {logs.error ? <ErrorMessage error={logs.error} onRetry={() => void logs.refetch()} /> : null}
-      <pre className="log-view" aria-label="Execution logs">
+      <pre className="log-view" role="log" aria-label="Execution logs">
         {logs.data?.logs.length ? logs.data.logs.map((l) => `${l.timestamp} ${l.level.toUpperCase()} ${l.message}`).join('\n') : logs.isPending ? 'Loading…' : '(no log lines)'}
       </pre>
       <div className="dialog-actions">
@@ -118,7 +118,7 @@ export function SchedulerPage() {
                       {s.last_health_error ? <div className="muted">{s.last_health_error}</div> : null}
                     </td>
                     <td>{when(s.last_health_check)}</td>
-                    <td className="row-actions">
+                    <td className="actions-cell">
                       <button
                         type="button"
                         className="small"
@@ -159,7 +159,7 @@ export function SchedulerPage() {
                   <td>{w.description || <span className="muted">—</span>}</td>
                   <td>{w.tasks.map((t) => `${t.name} (${t.type})`).join(', ')}</td>
                   <td>{when(w.lastRun)}</td>
-                  <td className="row-actions">
+                  <td className="actions-cell">
                     <button
                       type="button"
                       className="primary small"
@@ -203,7 +203,7 @@ export function SchedulerPage() {
                   <td>
                     <span className={`badge ${s.enabled ? 'health-ok' : 'health-bad'}`}>{s.enabled ? 'active' : 'paused'}</span>
                   </td>
-                  <td className="row-actions">
+                  <td className="actions-cell">
                     <button
                       type="button"
                       className="small"
@@ -248,7 +248,7 @@ export function SchedulerPage() {
                   <td>{e.trigger}</td>
                   <td>{when(e.startedAt)}</td>
                   <td>{e.duration ?? '—'}</td>
-                  <td className="row-actions">
+                  <td className="actions-cell">
                     <button type="button" className="small" aria-label={`Logs of execution ${e.id}`} onClick={() => setLogsOf(e)}>
                       Logs
                     </button>

@@ -69,7 +69,7 @@ function ProfilesSection() {
   return (
     <section className="panel" aria-label="Agent profiles in use">
       <h2>Agent profiles in use</h2>
-      <p className="muted">Profiles are defined in the config file (`agents`); this lists the ones projects and multi-agent agents name.</p>
+      <p className="muted">Profiles are defined in the config file (<code>agents</code>); this lists the ones projects and multi-agent agents name.</p>
       {projects.error ? <ErrorMessage error={projects.error} onRetry={() => void projects.refetch()} /> : null}
       {agents.error ? <ErrorMessage error={agents.error} onRetry={() => void agents.refetch()} /> : null}
       {uses.size === 0 ? (
@@ -119,7 +119,6 @@ function NewWebhookDialog({ onClose }: { onClose: () => void }) {
       >
         <label className="field">
           <span>URL</span>
-          {/* biome-ignore lint/a11y/noAutofocus: first field of a modal dialog */}
           <input autoFocus required value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://example.com/hook" />
         </label>
         <label className="field">
@@ -225,7 +224,7 @@ function WebhooksSection() {
                 <td className="mono">{w.url}</td>
                 <td>{w.events.join(', ')}</td>
                 <td>{w.active ? 'yes' : 'no'}</td>
-                <td className="row-actions">
+                <td className="actions-cell">
                   <button type="button" className="small" aria-pressed={open?.id === w.id} onClick={() => setOpen(open?.id === w.id ? null : w)}>
                     Deliveries
                   </button>
