@@ -129,7 +129,7 @@ export function ApprovalsPage() {
       <div className="page-head">
         <h1>Approvals</h1>
       </div>
-      <h2>Pending for you</h2>
+      <h2 className="section-title">Pending for you</h2>
       {pending.error ? <ErrorMessage error={pending.error} onRetry={() => void pending.refetch()} /> : null}
       {pending.isPending ? <p className="muted">Loading…</p> : null}
       {pending.data && pending.data.length === 0 ? <p className="empty">Nothing waits for your answer.</p> : null}
@@ -175,7 +175,7 @@ export function ApprovalsPage() {
         </table>
       ) : null}
 
-      <h2>History</h2>
+      <h2 className="section-title">History</h2>
       <p className="muted">Requests resolved since this board was opened (here or elsewhere).</p>
       {history.length === 0 ? (
         <p className="empty">None yet.</p>

@@ -53,7 +53,7 @@ function Section({ title, query, children }: { title: string; query: { error: un
 function LogsDialog({ execution, onClose }: { execution: Execution; onClose: () => void }) {
   const logs = useExecutionLogs(execution.id);
   return (
-    <Dialog open title={`Logs of ${execution.workflow} (${execution.status})`} onClose={onClose} className="dialog-wide">
+    <Dialog open title={`Logs of ${execution.workflow} (${execution.status})`} onClose={onClose} className="dialog-logs">
       {logs.error ? <ErrorMessage error={logs.error} onRetry={() => void logs.refetch()} /> : null}
       <pre className="log-view" role="log" aria-label="Execution logs">
         {logs.data?.logs.length ? logs.data.logs.map((l) => `${l.timestamp} ${l.level.toUpperCase()} ${l.message}`).join('\n') : logs.isPending ? 'Loading…' : '(no log lines)'}

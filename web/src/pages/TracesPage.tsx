@@ -14,7 +14,7 @@ const STATUS_COLOR: Record<TraceStatus, string> = { sent: '#3b82f6', delivered: 
 export function DailyChart({ a }: { a: TraceAnalytics }) {
   const W = 720;
   const H = 200;
-  const pad = { l: 36, r: 8, t: 10, b: 28 };
+  const pad = { l: 36, r: 8, t: 24, b: 28 };
   const max = Math.max(1, ...a.byDay.map((d) => d.count));
   const n = Math.max(1, a.byDay.length);
   const slot = (W - pad.l - pad.r) / n;
@@ -60,7 +60,7 @@ function StatusBar({ a }: { a: TraceAnalytics }) {
   let x = 0;
   return (
     <div>
-      <svg className="chart" viewBox="0 0 720 18" role="img" aria-label={`By status: ${TRACE_STATUSES.map((s) => `${s} ${a.byStatus[s]}`).join(', ')}`}>
+      <svg className="chart" viewBox="0 0 720 18" preserveAspectRatio="none" role="img" aria-label={`By status: ${TRACE_STATUSES.map((s) => `${s} ${a.byStatus[s]}`).join(', ')}`}>
         {TRACE_STATUSES.map((s) => {
           const w = (720 * a.byStatus[s]) / total;
           const r = <rect key={s} x={x} y={0} width={w} height={18} fill={STATUS_COLOR[s]} />;
