@@ -11,9 +11,12 @@ jest.setTimeout(15 * 60_000);
 
 test('the browser tests (Playwright, test/ui/*.spec.ts) pass', async () => {
   const cli = path.join(path.dirname(require.resolve('@playwright/test/package.json')), 'cli.js');
+  // Playwright refuses to run inside a jest worker (it looks for JEST_WORKER_ID): the child is its own runner
+  const env: NodeJS.ProcessEnv = { ...process.env, PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: '1', FORCE_COLOR: '0', CI: '1' };
+  delete env.JEST_WORKER_ID;
   const child = spawn(process.execPath, [cli, 'test', '--config', path.join(ROOT, 'playwright.config.ts')], {
     cwd: ROOT,
-    env: { ...process.env, PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: '1', FORCE_COLOR: '0', CI: '1' },
+    env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -1,7 +1,7 @@
 /**
  * What every browser test shares: the suite's address and keys (from globalSetup), an API client for arranging
  * and checking state, a page that already holds the key (sessionStorage, as after the key prompt), and a check that
- * the page logged no console error and threw nothing (a test that expects one lists it in allowConsoleErrors).
+ * the page logged no console error and threw nothing (a test that expects some matches them with allowConsoleErrors).
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -50,14 +50,14 @@ export async function createProject(name: string): Promise<{ id: string; name: s
   return { ...p, repoPath };
 }
 
-export const test = base.extend<{ apiKey: string | null; allowConsoleErrors: RegExp[]; consoleErrors: string[] }>({
+export const test = base.extend<{ apiKey: string | null; allowConsoleErrors: RegExp | null; consoleErrors: string[] }>({
   apiKey: [KEYS.task, { option: true }],
-  allowConsoleErrors: [[], { option: true }],
+  allowConsoleErrors: [null, { option: true }],
   consoleErrors: [
     async ({ page, allowConsoleErrors }, use) => {
       const errors: string[] = [];
       page.on('console', (msg) => {
-        if (msg.type() === 'error' && !allowConsoleErrors.some((re) => re.test(msg.text()))) errors.push(msg.text());
+        if (msg.type() === 'error' && !allowConsoleErrors?.test(msg.text())) errors.push(msg.text());
       });
       page.on('pageerror', (err) => errors.push(`uncaught: ${err.message}`));
       await use(errors);

@@ -6,6 +6,8 @@ const STORAGE_KEY = 'armada.apiKey';
 
 type Listener = () => void;
 const unauthorizedListeners = new Set<Listener>();
+/** Set by a 401, cleared by a new key: streams wait instead of retrying a key the server refuses. */
+let refused = false;
 const keyListeners = new Set<Listener>();
 
 export function getApiKey(): string | null {
@@ -17,6 +19,7 @@ export function getApiKey(): string | null {
 }
 
 export function setApiKey(key: string | null): void {
+  refused = false;
   if (key) sessionStorage.setItem(STORAGE_KEY, key);
   else sessionStorage.removeItem(STORAGE_KEY);
   for (const l of keyListeners) l();
@@ -24,6 +27,7 @@ export function setApiKey(key: string | null): void {
 
 /** Called by the API client on a 401: the stored key (if any) is wrong or missing. */
 export function reportUnauthorized(): void {
+  refused = true;
   for (const l of unauthorizedListeners) l();
 }
 
@@ -36,4 +40,9 @@ export function onUnauthorized(listener: Listener): () => void {
 export function onKeyChange(listener: Listener): () => void {
   keyListeners.add(listener);
   return () => keyListeners.delete(listener);
+}
+
+/** Whether the server refused the current key (or its absence) and no new key was entered since. */
+export function isKeyRefused(): boolean {
+  return refused;
 }

@@ -6,9 +6,10 @@
  *  - SSE (`/api/events/…`): read with fetch so the key goes as `Authorization: Bearer` and a reconnect sends
  *    `Last-Event-ID` with the last `id:` received (the routes resume from it).
  * While a stream is down the connection banner shows (connection.ts). A stream the server ended on purpose (log of a
- * finished process, `end` event) is not reopened.
+ * finished process, `end` event) is not reopened. While the server refuses the key (a 401 anywhere), streams wait for
+ * a new key instead of retrying (the key prompt is up; no "connection lost" banner then).
  */
-import { getApiKey, onKeyChange } from './auth';
+import { getApiKey, isKeyRefused, onKeyChange, reportUnauthorized } from './auth';
 import { markConnected, markLost } from './connection';
 
 export interface StreamHandle {
@@ -67,6 +68,10 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
 
   const connect = () => {
     if (closed) return;
+    if (isKeyRefused()) {
+      markConnected(id); // not a lost connection: waiting for a key (onKeyChange reconnects)
+      return;
+    }
     const query = lastSeq > 0 && opts.resumeQuery ? opts.resumeQuery(lastSeq) : {};
     const ws = new WebSocket(wsUrl(opts.path, query));
     socket = ws;
@@ -178,11 +183,17 @@ export function openSseStream(opts: SseStreamOptions): StreamHandle {
   let lastEventId: string | undefined;
   let ac: AbortController | null = null;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let running = false;
+  let ended = false;
 
   const run = async () => {
-    if (closed) return;
+    if (closed || ended || running) return;
+    if (isKeyRefused()) {
+      markConnected(id);
+      return;
+    }
     ac = new AbortController();
-    let ended = false;
+    running = true;
     try {
       const headers: Record<string, string> = { accept: 'text/event-stream' };
       const key = getApiKey();
@@ -190,6 +201,7 @@ export function openSseStream(opts: SseStreamOptions): StreamHandle {
       if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
       const res = await fetch(opts.path, { headers, signal: ac.signal });
       if (res.status === 404) ended = true; // gone for good
+      if (res.status === 401) reportUnauthorized();
       if (!res.ok || !res.body) throw new Error(`stream answered ${res.status}`);
       failures = 0;
       markConnected(id);
@@ -213,6 +225,7 @@ export function openSseStream(opts: SseStreamOptions): StreamHandle {
     } catch {
       // network error or abort: decided below
     }
+    running = false;
     if (closed || ended) {
       markConnected(id);
       return;
@@ -224,7 +237,8 @@ export function openSseStream(opts: SseStreamOptions): StreamHandle {
   const stopKeyWatch = onKeyChange(() => {
     if (closed) return;
     clearTimeout(timer);
-    ac?.abort();
+    if (running) ac?.abort(); // the running request ends and reconnects (with the new key)
+    else void run();
   });
   void run();
   return {

@@ -27,8 +27,7 @@ export function ConfirmDialog({ open, title, message, confirmLabel, danger, busy
           <button type="button" onClick={onCancel}>
             Cancel
           </button>
-          {/* biome-ignore lint/a11y/noAutofocus: inside a modal <dialog>, so Enter confirms */}
-          <button type="submit" className={danger ? 'danger' : 'primary'} autoFocus disabled={busy}>
+          <button type="submit" className={danger ? 'danger' : 'primary'} data-autofocus disabled={busy}>
             {confirmLabel}
           </button>
         </div>

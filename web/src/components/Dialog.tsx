@@ -1,9 +1,11 @@
 /**
  * A modal dialog on the native <dialog> element: showModal() makes the page behind inert (focus stays inside),
- * Escape closes it (onClose), and the first autofocus control (or the first field) gets focus. Put a <form> inside
- * so Enter submits.
+ * Escape closes it (onClose), and the control marked `data-autofocus` (else the first focusable one) gets focus. Put a
+ * <form> inside so Enter submits.
  */
 import { type ReactNode, useEffect, useId, useRef } from 'react';
+
+const FOCUSABLE = 'button, [href], input, select, textarea, [tabindex]:not([tabindex="-1"])';
 
 export interface DialogProps {
   open: boolean;
@@ -19,7 +21,11 @@ export function Dialog({ open, title, onClose, children, className }: DialogProp
   useEffect(() => {
     const d = ref.current;
     if (!d) return;
-    if (open && !d.open) d.showModal();
+    if (open && !d.open) {
+      d.showModal();
+      // React's autoFocus runs before the dialog is shown; a closed <dialog>'s controls cannot take focus
+      d.querySelector<HTMLElement>('[data-autofocus]')?.focus();
+    }
     if (!open && d.open) d.close();
   }, [open]);
   return (
@@ -27,6 +33,21 @@ export function Dialog({ open, title, onClose, children, className }: DialogProp
       ref={ref}
       className={`dialog ${className ?? ''}`}
       aria-labelledby={titleId}
+      onKeyDown={(e) => {
+        // the page behind is inert; Tab also wraps around inside instead of leaving for the browser's own controls
+        if (e.key !== 'Tab') return;
+        const focusable = [...e.currentTarget.querySelectorAll<HTMLElement>(FOCUSABLE)].filter((el) => !el.hasAttribute('disabled'));
+        const first = focusable[0];
+        const last = focusable[focusable.length - 1];
+        if (!first || !last) return;
+        if (e.shiftKey && document.activeElement === first) {
+          e.preventDefault();
+          last.focus();
+        } else if (!e.shiftKey && document.activeElement === last) {
+          e.preventDefault();
+          first.focus();
+        }
+      }}
       onCancel={(e) => {
         e.preventDefault();
         onClose();

@@ -6,6 +6,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { getApiKey, onUnauthorized, setApiKey } from '../api';
 import { Dialog } from './Dialog';
+import { Field } from './Field';
 
 export function KeyPrompt() {
   const [open, setOpen] = useState(false);
@@ -34,10 +35,9 @@ export function KeyPrompt() {
         }}
       >
         <p>{hadKey ? 'The stored key was refused. ' : ''}This Armada server requires an API key (ARMADA_TASK_API_KEY or a user key).</p>
-        <label className="field">
-          <span>API key</span>
-          <input type="password" autoComplete="off" autoFocus value={value} onChange={(e) => setValue(e.target.value)} />
-        </label>
+        <Field label="API key">
+          <input type="password" autoComplete="off" data-autofocus value={value} onChange={(e) => setValue(e.target.value)} />
+        </Field>
         <div className="dialog-actions">
           <button type="button" onClick={() => setOpen(false)}>
             Cancel

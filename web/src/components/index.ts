@@ -8,3 +8,4 @@ export { Layout } from './Layout';
 export { Toasts } from './Toasts';
 export { dismissToast, showError, showToast } from './toastStore';
 export { Placeholder } from './Placeholder';
+export { Field } from './Field';

@@ -24,7 +24,7 @@ import {
   useProjectTaskEvents,
   useProjectTasks,
 } from '../api';
-import { ConfirmDialog, ErrorMessage, showToast } from '../components';
+import { ConfirmDialog, ErrorMessage, Field, showToast } from '../components';
 import { BoardColumnView } from './board/BoardColumnView';
 import { type BoardFilters, COLUMNS, filtersFrom, matches, STATUS_LABELS } from './board/columns';
 import { TaskDialog } from './board/TaskDialog';
@@ -37,7 +37,7 @@ export function BoardPage() {
   const tasks = useProjectTasks(id);
   useProjectTaskEvents(id);
   const [params, setParams] = useSearchParams();
-  const filters = filtersFrom(params);
+  const filters = useMemo(() => filtersFrom(params), [params]);
   const [selected, setSelected] = useState<Set<string>>(() => new Set());
   const [editing, setEditing] = useState<Task | 'new' | null>(null);
   const [templateOpen, setTemplateOpen] = useState(false);
@@ -146,12 +146,10 @@ export function BoardPage() {
       </div>
 
       <search className="filters" aria-label="Filters">
-        <label className="field inline">
-          <span>Search</span>
+        <Field label="Search" inline>
           <input type="search" value={filters.q} onChange={(e) => setFilter({ q: e.target.value })} placeholder="Title or description" />
-        </label>
-        <label className="field inline">
-          <span>Priority</span>
+        </Field>
+        <Field label="Priority" inline>
           <select value={filters.priority} onChange={(e) => setFilter({ priority: e.target.value })}>
             <option value="">Any</option>
             {TASK_PRIORITIES.map((p) => (
@@ -160,9 +158,8 @@ export function BoardPage() {
               </option>
             ))}
           </select>
-        </label>
-        <label className="field inline">
-          <span>Assignee</span>
+        </Field>
+        <Field label="Assignee" inline>
           <select value={filters.assignee} onChange={(e) => setFilter({ assignee: e.target.value })}>
             <option value="">Anyone</option>
             {assignees.map((a) => (
@@ -171,9 +168,8 @@ export function BoardPage() {
               </option>
             ))}
           </select>
-        </label>
-        <label className="field inline">
-          <span>Labels</span>
+        </Field>
+        <Field label="Labels" inline>
           <input
             value={filters.labels.join(', ')}
             placeholder="bug, ui"
@@ -186,7 +182,7 @@ export function BoardPage() {
               })
             }
           />
-        </label>
+        </Field>
         {filtered || params.toString() ? (
           <button type="button" onClick={() => setParams(new URLSearchParams(), { replace: true })}>
             Clear filters
@@ -200,8 +196,7 @@ export function BoardPage() {
       {selected.size ? (
         <section className="bulk-bar" aria-label="Selected tasks">
           <strong>{selected.size} selected</strong>
-          <label className="field inline">
-            <span>Move to</span>
+          <Field label="Move to" inline>
             <select value={bulkStatus} onChange={(e) => setBulkStatus(e.target.value as TaskStatus)}>
               {TASK_STATUSES.map((s) => (
                 <option key={s} value={s}>
@@ -209,7 +204,7 @@ export function BoardPage() {
                 </option>
               ))}
             </select>
-          </label>
+          </Field>
           <button type="button" onClick={() => bulkMove.mutate(bulkStatus)} disabled={bulkMove.isPending}>
             Move
           </button>

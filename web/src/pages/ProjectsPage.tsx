@@ -129,11 +129,11 @@ export function ProjectsPage() {
             <tr>
               <th scope="col">Project</th>
               <th scope="col">Repository</th>
-              <th scope="col">Tasks</th>
-              <th scope="col">In progress</th>
-              <th scope="col">Done</th>
-              <th scope="col">Failed</th>
-              <th scope="col">Cost</th>
+              <th scope="col" className="num">Tasks</th>
+              <th scope="col" className="num">In progress</th>
+              <th scope="col" className="num">Done</th>
+              <th scope="col" className="num">Failed</th>
+              <th scope="col" className="num">Cost</th>
               <th scope="col">
                 <span className="sr-only">Actions</span>
               </th>

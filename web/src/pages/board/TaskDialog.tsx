@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { TASK_PRIORITIES, type Task, type TaskFields, type TaskPriority } from '../../api';
-import { Dialog } from '../../components';
+import { Dialog, Field } from '../../components';
 
 export interface TaskDialogProps {
   /** the task to edit; undefined = a new task */
@@ -45,17 +45,14 @@ function TaskForm({ task, busy, onSave, onClose }: Omit<TaskDialogProps, 'open'>
         onSave({ title: title.trim(), description, priority, labels: parseLabels(labels), assignee: assignee.trim() || (task ? null : undefined) });
       }}
     >
-      <label className="field">
-        <span>Title</span>
+      <Field label="Title">
         <input required value={title} onChange={(e) => setTitle(e.target.value)} maxLength={500} />
-      </label>
-      <label className="field">
-        <span>Description</span>
+      </Field>
+      <Field label="Description">
         <textarea value={description} onChange={(e) => setDescription(e.target.value)} />
-      </label>
+      </Field>
       <div className="field-row">
-        <label className="field">
-          <span>Priority</span>
+        <Field label="Priority">
           <select value={priority} onChange={(e) => setPriority(e.target.value as TaskPriority)}>
             {TASK_PRIORITIES.map((p) => (
               <option key={p} value={p}>
@@ -63,16 +60,14 @@ function TaskForm({ task, busy, onSave, onClose }: Omit<TaskDialogProps, 'open'>
               </option>
             ))}
           </select>
-        </label>
-        <label className="field">
-          <span>Assignee</span>
+        </Field>
+        <Field label="Assignee">
           <input value={assignee} onChange={(e) => setAssignee(e.target.value)} maxLength={100} />
-        </label>
+        </Field>
       </div>
-      <label className="field">
-        <span>Labels (comma-separated)</span>
+      <Field label="Labels (comma-separated)">
         <input value={labels} onChange={(e) => setLabels(e.target.value)} />
-      </label>
+      </Field>
       <div className="dialog-actions">
         <button type="button" onClick={onClose}>
           Cancel

@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, queryKeys } from '../../api';
-import { Dialog, ErrorMessage } from '../../components';
+import { Dialog, ErrorMessage, Field } from '../../components';
 
 interface Template {
   id: string;
@@ -39,8 +39,7 @@ export function TemplateDialog({ open, busy, onApply, onClose }: TemplateDialogP
         {templates.error ? <ErrorMessage error={templates.error} /> : null}
         {templates.data && list.length === 0 ? <p className="muted">No templates yet: create one with POST /api/task-templates.</p> : null}
         {list.length ? (
-          <label className="field">
-            <span>Template</span>
+          <Field label="Template">
             <select value={selected} onChange={(e) => setChoice(e.target.value)}>
               {list.map((t) => (
                 <option key={t.id} value={t.id}>
@@ -48,7 +47,7 @@ export function TemplateDialog({ open, busy, onApply, onClose }: TemplateDialogP
                 </option>
               ))}
             </select>
-          </label>
+          </Field>
         ) : null}
         <div className="dialog-actions">
           <button type="button" onClick={onClose}>

@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { findGitRepos, listDirectory } from '../../api';
-import { ErrorMessage } from '../../components';
+import { ErrorMessage, Field } from '../../components';
 
 function parentOf(p: string): string {
   const trimmed = p.replace(/\/+$/, '');
@@ -27,16 +27,14 @@ export function PathPicker({ value, onChange }: { value: string; onChange: (path
   const here = listing.data?.path ?? dir;
   return (
     <div>
-      <label className="field">
-        <span>Repository path</span>
+      <Field label="Repository path">
         <input required value={value} onChange={(e) => onChange(e.target.value)} placeholder="/home/me/code/app" className="mono" />
-      </label>
+      </Field>
       <div className="browser-path">
         <button type="button" onClick={() => setDir(parentOf(here))} aria-label="Parent directory">
           ↑ Up
         </button>
-        <label className="field inline grow">
-          <span>Directory</span>
+        <Field label="Directory" inline grow>
           <input
             className="mono"
             value={typed || here}
@@ -49,7 +47,7 @@ export function PathPicker({ value, onChange }: { value: string; onChange: (path
               }
             }}
           />
-        </label>
+        </Field>
         <button
           type="button"
           onClick={() => {
@@ -65,6 +63,7 @@ export function PathPicker({ value, onChange }: { value: string; onChange: (path
       </div>
       {listing.error ? <ErrorMessage error={listing.error} /> : null}
       <section className="browser" aria-label="Directories">
+        {listing.data && !listing.data.entries.some((e) => e.type === 'directory') ? <p className="muted empty">No sub-directories in {here}</p> : null}
         <ul className="browser-list">
           {(listing.data?.entries ?? [])
             .filter((e) => e.type === 'directory')

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import type { CreateProjectFields, EditProjectFields, ProjectListItem } from '../../api';
-import { Dialog } from '../../components';
+import { Dialog, Field } from '../../components';
 import { PathPicker } from './PathPicker';
 
 export interface ProjectDialogProps {
@@ -52,25 +52,21 @@ function CreateForm({ busy, onCreate, onClose }: ProjectDialogProps) {
       {source === 'local' ? (
         <PathPicker value={path} onChange={setPath} />
       ) : (
-        <label className="field">
-          <span>Repository URL</span>
+        <Field label="Repository URL">
           <input required value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://github.com/org/repo.git" className="mono" />
-        </label>
+        </Field>
       )}
       <div className="field-row">
-        <label className="field">
-          <span>Name</span>
+        <Field label="Name">
           <input value={name} onChange={(e) => setName(e.target.value)} placeholder={suggested || 'my-project'} maxLength={200} />
-        </label>
-        <label className="field">
-          <span>Branch</span>
+        </Field>
+        <Field label="Branch">
           <input value={branch} onChange={(e) => setBranch(e.target.value)} />
-        </label>
+        </Field>
       </div>
-      <label className="field">
-        <span>Description</span>
+      <Field label="Description">
         <textarea value={description} onChange={(e) => setDescription(e.target.value)} />
-      </label>
+      </Field>
       <div className="dialog-actions">
         <button type="button" onClick={onClose}>
           Cancel
@@ -97,27 +93,22 @@ function EditForm({ project, busy, onEdit, onClose }: ProjectDialogProps & { pro
         onEdit({ name: name.trim(), description, defaultLLM: defaultLLM.trim() || null, setup_script: setup, dev_script: dev });
       }}
     >
-      <label className="field">
-        <span>Name</span>
+      <Field label="Name">
         <input required value={name} onChange={(e) => setName(e.target.value)} maxLength={200} />
-      </label>
-      <label className="field">
-        <span>Description</span>
+      </Field>
+      <Field label="Description">
         <textarea value={description} onChange={(e) => setDescription(e.target.value)} />
-      </label>
-      <label className="field">
-        <span>Default agent profile</span>
+      </Field>
+      <Field label="Default agent profile">
         <input value={defaultLLM} onChange={(e) => setDefaultLLM(e.target.value)} placeholder="claude" />
-      </label>
+      </Field>
       <div className="field-row">
-        <label className="field">
-          <span>Setup script</span>
+        <Field label="Setup script">
           <textarea className="mono" value={setup} onChange={(e) => setSetup(e.target.value)} />
-        </label>
-        <label className="field">
-          <span>Dev script</span>
+        </Field>
+        <Field label="Dev script">
           <textarea className="mono" value={dev} onChange={(e) => setDev(e.target.value)} />
-        </label>
+        </Field>
       </div>
       <div className="dialog-actions">
         <button type="button" onClick={onClose}>
