@@ -32,7 +32,7 @@ test('an agent shows its status; assigning a task from its dialog (Enter) lands 
 
 test.describe('refusals', () => {
   // the service's 400 answers are logged by the browser as failed loads; they are what these tests provoke
-  test.use({ allowConsoleErrors: [/status of 400/] });
+  test.use({ allowConsoleErrors: /status of 400/ });
 
   test('a refused assignment shows the service message, not a crash', async ({ page }) => {
     await page.goto('/agents');
@@ -86,7 +86,7 @@ test('traces: the chart of messages per day is drawn from the analytics, and the
 });
 
 test.describe('settings', () => {
-  test.use({ allowConsoleErrors: [/status of 400/] });
+  test.use({ allowConsoleErrors: /status of 400/ });
 
   test('settings: a webhook is created from the dialog and shows its delivery log; the stored key can be cleared and set', async ({ page }) => {
     await page.goto('/settings');

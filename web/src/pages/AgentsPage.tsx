@@ -35,7 +35,7 @@ function AssignDialog({ agent, onClose }: { agent: Agent; onClose: () => void })
       >
         <label className="field">
           <span>Task</span>
-          <input autoFocus required value={task} onChange={(e) => setTask(e.target.value)} maxLength={100_000} />
+          <input data-autofocus required value={task} onChange={(e) => setTask(e.target.value)} maxLength={100_000} />
         </label>
         <label className="field">
           <span>Priority</span>

@@ -96,7 +96,7 @@ function RespondDialog({ approval, decision, onClose }: { approval: Approval; de
       >
         <label className="field">
           <span>Comment</span>
-          <input autoFocus value={comment} onChange={(e) => setComment(e.target.value)} maxLength={10_000} placeholder="optional" />
+          <input data-autofocus value={comment} onChange={(e) => setComment(e.target.value)} maxLength={10_000} placeholder="optional" />
         </label>
         {error ? <ErrorMessage error={error} /> : null}
         <div className="dialog-actions">

@@ -62,8 +62,7 @@ function LogsDialog({ execution, onClose }: { execution: Execution; onClose: () 
         <button type="button" onClick={() => void logs.refetch()}>
           Refresh
         </button>
-        {/* biome-ignore lint/a11y/noAutofocus: modal dialog, Enter closes */}
-        <button type="button" className="primary" autoFocus onClick={onClose}>
+        <button type="button" className="primary" data-autofocus onClick={onClose}>
           Close
         </button>
       </div>

@@ -119,7 +119,7 @@ function NewWebhookDialog({ onClose }: { onClose: () => void }) {
       >
         <label className="field">
           <span>URL</span>
-          <input autoFocus required value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://example.com/hook" />
+          <input data-autofocus required value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://example.com/hook" />
         </label>
         <label className="field">
           <span>Secret</span>
