@@ -23,7 +23,7 @@ async function newApproval(title: string, approvers: string[], expiresInMs = 3_6
 
 test.use({ apiKey: KEYS.alice });
 
-test('approve with a comment from the inbox (keyboard): the request leaves the pending list and is in the history', async ({ page }) => {
+test('approve with a comment from the inbox (keyboard): the request leaves the pending list and is in the history, also after a reload', async ({ page }) => {
   const a = await newApproval('Ship the release', ['alice@example.com']);
   await page.goto('/approvals');
   const pending = page.getByRole('table', { name: 'Pending approvals' });
@@ -39,6 +39,10 @@ test('approve with a comment from the inbox (keyboard): the request leaves the p
   const history = page.getByRole('table', { name: 'Approval history' });
   await expect(history.locator(`[data-approval="${a.id}"]`)).toContainText('approved');
   await expect(history.locator(`[data-approval="${a.id}"]`)).toContainText('looks good');
+
+  // the history comes from the server too: still there after a reload
+  await page.reload();
+  await expect(page.getByRole('table', { name: 'Approval history' }).locator(`[data-approval="${a.id}"]`)).toContainText('looks good');
 
   const stored = await api<Approval>('GET', `/approvals/${a.id}`);
   expect(stored.status).toBe('approved');

@@ -30,6 +30,9 @@ export function usePendingApprovals() {
   });
 }
 
+/** Closed approvals of the acting user, latest decided first (first 50). */
+export const fetchApprovalHistory = async (signal?: AbortSignal) => (await apiPage<Approval>('/approvals/history', { query: { limit: 50 }, signal })).data;
+
 export const getApproval = (id: string) => api<Approval>(`/approvals/${encodeURIComponent(id)}`);
 
 export const respondToApproval = (id: string, decision: 'approved' | 'rejected', comment: string) =>

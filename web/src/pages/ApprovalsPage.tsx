@@ -1,12 +1,11 @@
 /**
  * Approvals inbox of the acting user: pending requests with a countdown to expiry, approve or reject with a comment,
- * and the history of requests resolved while the board is open. Live: /ws/events carries every approval.* event, so
+ * and the history of closed requests (GET /api/approvals/history). Live: /ws/events carries every approval.* event, so
  * a decision made elsewhere removes the request and shows it resolved within a second; nothing polls.
- * The task service has no list of past approvals, so the history starts when the board opens (docs/ui.md).
  */
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
-import { type Approval, getApproval, respondToApproval, usePendingApprovals } from '../api/approvals';
+import { type Approval, fetchApprovalHistory, getApproval, respondToApproval, usePendingApprovals } from '../api/approvals';
 import { queryKeys, useWebSocketStream } from '../api';
 import type { DomainEvent } from '../api/tasks';
 import { Dialog, ErrorMessage, showToast } from '../components';
@@ -39,7 +38,7 @@ export function countdown(expiresAt: string | null, now: number): string {
 const HISTORY_KEY = queryKeys.approvals('history');
 
 function addToHistory(qc: ReturnType<typeof useQueryClient>, a: Approval) {
-  qc.setQueryData<Approval[]>(HISTORY_KEY, (old = []) => [a, ...old.filter((x) => x.id !== a.id)].slice(0, 200));
+  qc.setQueryData<Approval[]>(HISTORY_KEY, (old = []) => [a, ...old.filter((x) => x.id !== a.id)].slice(0, 50));
 }
 
 function useApprovalEvents() {
@@ -48,20 +47,26 @@ function useApprovalEvents() {
     seqOf: (e) => e.seq,
     dedupe: 'seen',
     resumeQuery: (seq) => ({ after: String(seq) }),
-    onReconnect: () => void qc.invalidateQueries({ queryKey: queryKeys.approvals('pending') }),
+    onReconnect: () => void qc.invalidateQueries({ queryKey: ['approvals'] }),
     onMessage: (e) => {
       if (!e.type.startsWith('approval.')) return;
       const id = (e.data.approvalId ?? e.data.id) as string | undefined;
       const final = e.type !== 'approval.created' && e.type !== 'approval.responded';
       if (id && final) {
-        // off the pending list at once, then into the history with its final state
-        qc.setQueryData<Approval[]>(queryKeys.approvals('pending'), (old) => old?.filter((a) => a.id !== id));
-        getApproval(id).then(
-          (a) => {
-            if (a.status !== 'pending') addToHistory(qc, a);
-          },
-          () => undefined,
-        );
+        const mine = qc.getQueryData<Approval[]>(queryKeys.approvals('pending'))?.some((a) => a.id === id);
+        if (mine) {
+          // off the pending list at once, then into the history with its final state
+          qc.setQueryData<Approval[]>(queryKeys.approvals('pending'), (old) => old?.filter((a) => a.id !== id));
+          getApproval(id).then(
+            (a) => {
+              if (a.status !== 'pending') addToHistory(qc, a);
+            },
+            () => undefined,
+          );
+        } else {
+          // maybe one this user requested or answered: the server knows whose history it belongs to
+          void qc.invalidateQueries({ queryKey: HISTORY_KEY });
+        }
       }
       void qc.invalidateQueries({ queryKey: queryKeys.approvals('pending') });
     },
@@ -120,8 +125,9 @@ export function ApprovalsPage() {
   useApprovalEvents();
   const now = useNow();
   const pending = usePendingApprovals();
-  // client-side only: filled by the stream and by answers given here (kept while the tab lives)
-  const history = useQuery<Approval[]>({ queryKey: HISTORY_KEY, queryFn: () => [], initialData: [], staleTime: Number.POSITIVE_INFINITY, gcTime: Number.POSITIVE_INFINITY }).data;
+  // loaded once, then kept current by the stream and by answers given here
+  const historyQuery = useQuery({ queryKey: HISTORY_KEY, queryFn: ({ signal }) => fetchApprovalHistory(signal), meta: { inlineError: true } });
+  const history = historyQuery.data ?? [];
   const [acting, setActing] = useState<{ approval: Approval; decision: Decision } | null>(null);
 
   return (
@@ -176,10 +182,12 @@ export function ApprovalsPage() {
       ) : null}
 
       <h2 className="section-title">History</h2>
-      <p className="muted">Requests resolved since this board was opened (here or elsewhere).</p>
-      {history.length === 0 ? (
+      <p className="muted">Closed requests you made, answered or could answer; latest first.</p>
+      {historyQuery.error ? <ErrorMessage error={historyQuery.error} onRetry={() => void historyQuery.refetch()} /> : null}
+      {historyQuery.isPending && !historyQuery.error ? <p className="muted">Loading…</p> : null}
+      {historyQuery.isSuccess && history.length === 0 ? (
         <p className="empty">None yet.</p>
-      ) : (
+      ) : history.length === 0 ? null : (
         <table className="table" aria-label="Approval history">
           <thead>
             <tr>
