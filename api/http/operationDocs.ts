@@ -30,6 +30,7 @@ const TASK: Catalogue = {
   'POST /api/tasks/bulk/update': ['bulkUpdateTasks', 'Update many tasks', 'Applies the same change to a list of tasks in one request.'],
   'POST /api/tasks/bulk/delete': ['bulkDeleteTasks', 'Delete many tasks', 'Deletes a list of tasks in one request.'],
   'GET /api/approvals/pending': ['listPendingApprovals', 'List pending approvals', 'The approval requests still waiting for an answer from the current user.'],
+  'GET /api/approvals/history': ['listApprovalHistory', 'List closed approvals', 'The closed approval requests (approved, rejected, expired, cancelled) the current user requested, answered or could answer, latest decided first.'],
   'POST /api/approvals': ['createApproval', 'Request an approval', 'Creates an approval request (its approval workflow waits for the answer).'],
   'GET /api/approvals/{id}': ['getApproval', 'Get an approval', 'One approval request with its status and response.'],
   'POST /api/approvals/{id}/respond': ['respondToApproval', 'Answer an approval', 'Approves or rejects a pending approval request; the waiting workflow continues.'],

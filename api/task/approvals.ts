@@ -1,12 +1,12 @@
 /**
  * Approval routes: create (starts approvalWorkflow), detail, respond and cancel (Temporal updates), and the current
- * user's pending list (SQL over the projection). See docs/approvals.md.
+ * user's pending list and history (SQL over the projection). See docs/approvals.md.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { conflict, forbidden, notFound, validationError } from '../../lib/errors';
 import { newId } from '../../lib/ids';
-import { getApproval, insertApproval, listPendingFor, listResponses, type ApprovalRow, type ApprovalResponseRow } from '../../lib/db/approvals';
+import { getApproval, insertApproval, listHistoryFor, listPendingFor, listResponses, type ApprovalRow, type ApprovalResponseRow } from '../../lib/db/approvals';
 import { withTransaction } from '../../lib/db/pool';
 import { approvalWorkflow, cancelApprovalUpdate, respondUpdate, type ApprovalRequest } from '../../workflows/approvalWorkflow';
 import { actingUser } from '../http/actingUser';
@@ -64,6 +64,18 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       const { type, page, limit } = request.query;
       const user = actingUser(request, deps.localUser);
       const { rows, total } = await listPendingFor(deps.db, user, { type, limit, offset: (page - 1) * limit });
+      const views = await Promise.all(rows.map(async (r) => approvalView(r, await listResponses(deps.db, r.id))));
+      return okPage(version, views, pagination(page, limit, total));
+    },
+  );
+
+  app.get(
+    '/approvals/history',
+    { schema: { tags, querystring: PendingQuery, response: { 200: PagedEnvelope(Approval), ...ErrorResponses } } },
+    async (request) => {
+      const { type, page, limit } = request.query;
+      const user = actingUser(request, deps.localUser);
+      const { rows, total } = await listHistoryFor(deps.db, user, { type, limit, offset: (page - 1) * limit });
       const views = await Promise.all(rows.map(async (r) => approvalView(r, await listResponses(deps.db, r.id))));
       return okPage(version, views, pagination(page, limit, total));
     },

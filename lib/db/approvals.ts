@@ -139,6 +139,30 @@ export async function listPendingFor(
 }
 
 /**
+ * Closed approvals (approved, rejected, expired, cancelled) `user` took part in or could have answered: listed as an
+ * approver (or no list), the requester, or a responder. Latest decided first.
+ */
+export async function listHistoryFor(
+  db: Queryable,
+  user: string,
+  opts: { type?: ApprovalType; limit: number; offset: number },
+): Promise<{ rows: ApprovalRow[]; total: number }> {
+  const where = `a.status <> 'pending' AND (a.approvers IS NULL OR $1 = ANY (a.approvers) OR a.created_by = $1
+      OR EXISTS (SELECT 1 FROM approval_responses r WHERE r.approval_id = a.id AND r.approver = $1))
+    AND ($2::text IS NULL OR a.type = $2)`;
+  const params = [user, opts.type ?? null];
+  const [list, count] = await Promise.all([
+    db.query<ApprovalRow>(`SELECT a.* FROM approvals a WHERE ${where} ORDER BY a.decided_at DESC NULLS LAST, a.created_at DESC, a.id LIMIT $3 OFFSET $4`, [
+      ...params,
+      opts.limit,
+      opts.offset,
+    ]),
+    db.query<{ n: string }>(`SELECT count(*) AS n FROM approvals a WHERE ${where}`, params),
+  ]);
+  return { rows: list.rows, total: Number(count.rows[0]?.n ?? 0) };
+}
+
+/**
  * What blocks the merge of an attempt: a pending `merge` approval, or else the latest decided one when it was
  * rejected. Expired and cancelled requests do not block. Null when the merge may go ahead.
  */

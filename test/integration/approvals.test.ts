@@ -114,6 +114,36 @@ describe('approvals', () => {
     expect((await inject('POST', `/api/approvals/${approval.id}/cancel`, C)).statusCode).toBe(409);
   });
 
+  test('history: closed approvals the user requested, answered or could answer, latest decided first; pending ones are not in it', async () => {
+    const D = 'dave@example.com';
+    const E = 'erin@example.com';
+    const { approval: forD } = await createApproval({ approvers: [D], title: 'for dave' }, E);
+    const { approval: forE } = await createApproval({ approvers: [E], title: 'for erin' }, E);
+    const { approval: open } = await createApproval({ approvers: [D], title: 'still open' }, E);
+    expect((await inject('POST', `/api/approvals/${forD.id}/respond`, D, { decision: 'rejected', comment: 'no' })).statusCode).toBe(200);
+    expect((await inject('POST', `/api/approvals/${forE.id}/respond`, E, { decision: 'approved' })).statusCode).toBe(200);
+
+    const history = async (user: string, query = '') => {
+      const r = await inject('GET', `/api/approvals/history${query}`, user);
+      expect(r.statusCode).toBe(200);
+      return r.json() as { data: { id: string; status: string; responses: { comment: string }[] }[]; pagination: { total: number } };
+    };
+    // (approvals of other tests without an approver list are anyone's to answer, so in everyone's history: they are
+    // all `deploy`, hence the type filter)
+    const ofD = await history(D, '?type=merge');
+    expect(ofD.data.map((a) => a.id)).toEqual([forD.id]); // an approver of it; not of forE; `open` is pending
+    expect(ofD.data[0]).toMatchObject({ status: 'rejected', responses: [expect.objectContaining({ comment: 'no' })] });
+    const all = (await history(D)).data.map((a) => a.id);
+    expect(all).toContain(forD.id);
+    expect(all).not.toContain(forE.id);
+    expect(all).not.toContain(open.id);
+    const ofE = await history(E, '?type=merge'); // the requester of both: latest decided first
+    expect(ofE.data.map((a) => a.id)).toEqual([forE.id, forD.id]);
+    expect(ofE.pagination.total).toBe(2);
+    expect((await history(E, '?type=merge&limit=1&page=2')).data.map((a) => a.id)).toEqual([forD.id]);
+    expect((await inject('GET', '/api/approvals/history?type=nope', E)).statusCode).toBe(400);
+  });
+
   test('bad input: 400 on a bad body, 404 on an unknown attempt or approval; /pending is not taken as an id', async () => {
     const attemptId = await insertAttempt(stack, taskId);
     const bad = await inject('POST', '/api/approvals', C, { taskAttemptId: attemptId, type: 'launch', title: 'x' });

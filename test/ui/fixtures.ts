@@ -70,3 +70,15 @@ export const test = base.extend<{ apiKey: string | null; allowConsoleErrors: Reg
     await use(page);
   },
 });
+
+/** A scheduler / agents / traces call through the task service's proxy (/svc/<service>/api/v1…); resolves with the body. */
+export async function svcApi<T = Record<string, unknown>>(service: 'scheduler' | 'agents' | 'traces', method: string, urlPath: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${BASE_URL}/svc/${service}/api/v1${urlPath}`, {
+    method,
+    headers: { authorization: `Bearer ${KEYS.task}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} /svc/${service}/api/v1${urlPath} answered ${res.status}: ${text}`);
+  return (text ? JSON.parse(text) : {}) as T;
+}

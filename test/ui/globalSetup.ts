@@ -31,6 +31,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     JSON.stringify({
       agents: { scripted: { command: [process.execPath, agent] } },
       filesystem: { allowedPaths: [os.homedir(), browseRoot] },
+      multiAgent: { agents: [{ name: 'ui-helper', role: 'answers board questions', llm: 'scripted' }] },
       users: [
         { email: 'alice@example.com', apiKey: UI_KEYS.alice, admin: true },
         { email: 'bob@example.com', apiKey: UI_KEYS.bob },

@@ -1,5 +1,154 @@
-import { Placeholder } from '../components';
+/**
+ * Agents: each agent of the multi-agent service with its status and queue, assigning a task to one, and the latest
+ * tasks. The service has no event stream: refetched when the window gets focus and after an assignment (docs/ui.md).
+ */
+import { useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { type Agent, assignAgentTask, useAgentStatuses, useAgents, useAgentTasks } from '../api/agentsTraces';
+import { queryKeys } from '../api';
+import { Dialog, ErrorMessage, showToast } from '../components';
+
+function AssignDialog({ agent, onClose }: { agent: Agent; onClose: () => void }) {
+  const qc = useQueryClient();
+  const [task, setTask] = useState('');
+  const [priority, setPriority] = useState('normal');
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  return (
+    <Dialog open title={`Assign a task to ${agent.name}`} onClose={onClose}>
+      <form
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setBusy(true);
+          setError(null);
+          try {
+            const t = await assignAgentTask(agent.name, task.trim(), priority);
+            showToast('info', `Task ${t.taskId} assigned to ${agent.name}`);
+            await qc.invalidateQueries({ queryKey: queryKeys.agents() });
+            onClose();
+          } catch (err) {
+            setError(err);
+          } finally {
+            setBusy(false);
+          }
+        }}
+      >
+        <label className="field">
+          <span>Task</span>
+          <input data-autofocus required value={task} onChange={(e) => setTask(e.target.value)} maxLength={100_000} />
+        </label>
+        <label className="field">
+          <span>Priority</span>
+          <select value={priority} onChange={(e) => setPriority(e.target.value)}>
+            <option value="high">high</option>
+            <option value="normal">normal</option>
+            <option value="low">low</option>
+          </select>
+        </label>
+        {error ? <ErrorMessage error={error} /> : null}
+        <div className="dialog-actions">
+          <button type="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" className="primary" disabled={busy}>
+            Assign
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}
 
 export function AgentsPage() {
-  return <Placeholder title="Agents" text="Agents with their status and queue." />;
+  const agents = useAgents();
+  const statuses = useAgentStatuses((agents.data ?? []).map((a) => a.name));
+  const tasks = useAgentTasks();
+  const [assigning, setAssigning] = useState<Agent | null>(null);
+  return (
+    <div className="stack">
+      <div className="page-head">
+        <h1>Agents</h1>
+      </div>
+      <section className="panel" aria-label="Agents">
+        {agents.error ? <ErrorMessage error={agents.error} onRetry={() => void agents.refetch()} /> : null}
+        {agents.isPending && !agents.error ? <p className="muted">Loading…</p> : null}
+        {agents.data?.length === 0 ? <p className="empty">No agents are configured.</p> : null}
+        {agents.data?.length ? (
+          <table className="table" aria-label="Agents">
+            <thead>
+              <tr>
+                <th>Agent</th>
+                <th>Role</th>
+                <th>Model</th>
+                <th>Status</th>
+                <th>Current task</th>
+                <th>Queued</th>
+                <th>Done / failed</th>
+                <th>
+                  <span className="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {agents.data.map((a, i) => {
+                const st = statuses[i]?.data;
+                const current = st?.currentTask ? (tasks.data?.find((t) => t.taskId === st.currentTask)?.task ?? st.currentTask) : null;
+                return (
+                  <tr key={a.name} data-agent={a.name}>
+                    <td>{a.name}</td>
+                    <td>{a.role}</td>
+                    <td className="mono">{a.llm}</td>
+                    <td>
+                      <span className={`badge agent-${a.status}`}>{a.status}</span>
+                    </td>
+                    <td title={st?.currentTask ?? undefined}>{current ?? '—'}</td>
+                    <td className="num">{st?.queued ?? '—'}</td>
+                    <td className="num">{st ? `${st.tasksCompleted} / ${st.tasksFailed}` : '—'}</td>
+                    <td className="actions-cell">
+                      <button type="button" className="small primary" aria-label={`Assign a task to ${a.name}`} onClick={() => setAssigning(a)}>
+                        Assign task
+                      </button>
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        ) : null}
+      </section>
+      <section className="panel" aria-label="Latest agent tasks">
+        <h2>Latest tasks</h2>
+        {tasks.error ? <ErrorMessage error={tasks.error} onRetry={() => void tasks.refetch()} /> : null}
+        {tasks.data?.length === 0 ? <p className="empty">No tasks yet.</p> : null}
+        {tasks.data?.length ? (
+          <table className="table" aria-label="Latest tasks">
+            <thead>
+              <tr>
+                <th>Agent</th>
+                <th>Task</th>
+                <th>Priority</th>
+                <th>Status</th>
+                <th>Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {tasks.data.map((t) => (
+                <tr key={t.taskId}>
+                  <td>{t.agent}</td>
+                  <td>{t.task}</td>
+                  <td>{t.priority}</td>
+                  <td>
+                    {t.status}
+                    {t.error ? <div className="muted">{t.error}</div> : null}
+                  </td>
+                  <td>{new Date(t.createdAt).toLocaleString()}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ) : null}
+      </section>
+      {assigning ? <AssignDialog agent={assigning} onClose={() => setAssigning(null)} /> : null}
+    </div>
+  );
 }

@@ -1,5 +1,224 @@
-import { Placeholder } from '../components';
+/**
+ * Approvals inbox of the acting user: pending requests with a countdown to expiry, approve or reject with a comment,
+ * and the history of closed requests (GET /api/approvals/history). Live: /ws/events carries every approval.* event, so
+ * a decision made elsewhere removes the request and shows it resolved within a second; nothing polls.
+ */
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useState } from 'react';
+import { type Approval, fetchApprovalHistory, getApproval, respondToApproval, usePendingApprovals } from '../api/approvals';
+import { queryKeys, useWebSocketStream } from '../api';
+import type { DomainEvent } from '../api/tasks';
+import { Dialog, ErrorMessage, showToast } from '../components';
+
+type Decision = 'approved' | 'rejected';
+
+function useNow(): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    // a display clock for the countdowns, not a request loop
+    const t = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(t);
+  }, []);
+  return now;
+}
+
+export function countdown(expiresAt: string | null, now: number): string {
+  if (!expiresAt) return 'no expiry';
+  const ms = Date.parse(expiresAt) - now;
+  if (ms <= 0) return 'expiring…';
+  const s = Math.floor(ms / 1000);
+  const d = Math.floor(s / 86_400);
+  const h = Math.floor((s % 86_400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (d > 0) return `${d}d ${h}h left`;
+  if (h > 0) return `${h}h ${m}m left`;
+  return `${m}m ${String(s % 60).padStart(2, '0')}s left`;
+}
+
+const HISTORY_KEY = queryKeys.approvals('history');
+
+function addToHistory(qc: ReturnType<typeof useQueryClient>, a: Approval) {
+  qc.setQueryData<Approval[]>(HISTORY_KEY, (old = []) => [a, ...old.filter((x) => x.id !== a.id)].slice(0, 50));
+}
+
+function useApprovalEvents() {
+  const qc = useQueryClient();
+  useWebSocketStream<DomainEvent>('/ws/events', {
+    seqOf: (e) => e.seq,
+    dedupe: 'seen',
+    resumeQuery: (seq) => ({ after: String(seq) }),
+    onReconnect: () => void qc.invalidateQueries({ queryKey: ['approvals'] }),
+    onMessage: (e) => {
+      if (!e.type.startsWith('approval.')) return;
+      const id = (e.data.approvalId ?? e.data.id) as string | undefined;
+      const final = e.type !== 'approval.created' && e.type !== 'approval.responded';
+      if (id && final) {
+        const mine = qc.getQueryData<Approval[]>(queryKeys.approvals('pending'))?.some((a) => a.id === id);
+        if (mine) {
+          // off the pending list at once, then into the history with its final state
+          qc.setQueryData<Approval[]>(queryKeys.approvals('pending'), (old) => old?.filter((a) => a.id !== id));
+          getApproval(id).then(
+            (a) => {
+              if (a.status !== 'pending') addToHistory(qc, a);
+            },
+            () => undefined,
+          );
+        } else {
+          // maybe one this user requested or answered: the server knows whose history it belongs to
+          void qc.invalidateQueries({ queryKey: HISTORY_KEY });
+        }
+      }
+      void qc.invalidateQueries({ queryKey: queryKeys.approvals('pending') });
+    },
+  });
+}
+
+function RespondDialog({ approval, decision, onClose }: { approval: Approval; decision: Decision; onClose: () => void }) {
+  const qc = useQueryClient();
+  const [comment, setComment] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const verb = decision === 'approved' ? 'Approve' : 'Reject';
+  return (
+    <Dialog open title={`${verb} “${approval.title}”`} onClose={onClose}>
+      <form
+        onSubmit={async (ev) => {
+          ev.preventDefault();
+          setBusy(true);
+          setError(null);
+          try {
+            const r = await respondToApproval(approval.id, decision, comment.trim());
+            showToast('info', `${verb}d: ${approval.title} (${r.approvalStatus})`);
+            qc.setQueryData<Approval[]>(queryKeys.approvals('pending'), (old) => old?.filter((a) => a.id !== approval.id));
+            addToHistory(qc, await getApproval(approval.id));
+            onClose();
+          } catch (err) {
+            setError(err);
+          } finally {
+            setBusy(false);
+          }
+        }}
+      >
+        <label className="field">
+          <span>Comment</span>
+          <input data-autofocus value={comment} onChange={(e) => setComment(e.target.value)} maxLength={10_000} placeholder="optional" />
+        </label>
+        {error ? <ErrorMessage error={error} /> : null}
+        <div className="dialog-actions">
+          <button type="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" className={decision === 'approved' ? 'primary' : 'danger'} disabled={busy}>
+            {verb}
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}
+
+function StatusBadge({ status }: { status: string }) {
+  return <span className={`badge approval-${status}`}>{status}</span>;
+}
 
 export function ApprovalsPage() {
-  return <Placeholder title="Approvals" text="Pending approvals for you, with expiry, and their history." />;
+  useApprovalEvents();
+  const now = useNow();
+  const pending = usePendingApprovals();
+  // loaded once, then kept current by the stream and by answers given here
+  const historyQuery = useQuery({ queryKey: HISTORY_KEY, queryFn: ({ signal }) => fetchApprovalHistory(signal), meta: { inlineError: true } });
+  const history = historyQuery.data ?? [];
+  const [acting, setActing] = useState<{ approval: Approval; decision: Decision } | null>(null);
+
+  return (
+    <section>
+      <div className="page-head">
+        <h1>Approvals</h1>
+      </div>
+      <h2 className="section-title">Pending for you</h2>
+      {pending.error ? <ErrorMessage error={pending.error} onRetry={() => void pending.refetch()} /> : null}
+      {pending.isPending ? <p className="muted">Loading…</p> : null}
+      {pending.data && pending.data.length === 0 ? <p className="empty">Nothing waits for your answer.</p> : null}
+      {pending.data && pending.data.length > 0 ? (
+        <table className="table" aria-label="Pending approvals">
+          <thead>
+            <tr>
+              <th>Request</th>
+              <th>Type</th>
+              <th>Requested by</th>
+              <th>Expires</th>
+              <th>Answers</th>
+              <th>
+                <span className="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {pending.data.map((a) => (
+              <tr key={a.id} data-approval={a.id}>
+                <td>
+                  <strong>{a.title}</strong>
+                  {a.description ? <div className="muted">{a.description}</div> : null}
+                </td>
+                <td>{a.type}</td>
+                <td>{a.createdBy}</td>
+                <td title={a.expiresAt ?? undefined}>{countdown(a.expiresAt, now)}</td>
+                <td>
+                  {a.responses.length}
+                  {a.approvers ? ` of ${a.approvers.length}` : ''}
+                </td>
+                <td className="actions-cell">
+                  <button type="button" className="primary small" aria-label={`Approve ${a.title}`} onClick={() => setActing({ approval: a, decision: 'approved' })}>
+                    Approve
+                  </button>
+                  <button type="button" className="danger small" aria-label={`Reject ${a.title}`} onClick={() => setActing({ approval: a, decision: 'rejected' })}>
+                    Reject
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+
+      <h2 className="section-title">History</h2>
+      <p className="muted">Closed requests you made, answered or could answer; latest first.</p>
+      {historyQuery.error ? <ErrorMessage error={historyQuery.error} onRetry={() => void historyQuery.refetch()} /> : null}
+      {historyQuery.isPending && !historyQuery.error ? <p className="muted">Loading…</p> : null}
+      {historyQuery.isSuccess && history.length === 0 ? (
+        <p className="empty">None yet.</p>
+      ) : history.length === 0 ? null : (
+        <table className="table" aria-label="Approval history">
+          <thead>
+            <tr>
+              <th>Request</th>
+              <th>Status</th>
+              <th>Decided</th>
+              <th>Responses</th>
+            </tr>
+          </thead>
+          <tbody>
+            {history.map((a) => (
+              <tr key={a.id} data-approval={a.id}>
+                <td>{a.title}</td>
+                <td>
+                  <StatusBadge status={a.status} />
+                </td>
+                <td>{a.decidedAt ? new Date(a.decidedAt).toLocaleString() : '—'}</td>
+                <td>
+                  {a.responses.map((r) => (
+                    <div key={`${r.approver}-${r.respondedAt}`}>
+                      {r.approver}: {r.decision}
+                      {r.comment ? ` — “${r.comment}”` : ''}
+                    </div>
+                  ))}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {acting ? <RespondDialog approval={acting.approval} decision={acting.decision} onClose={() => setActing(null)} /> : null}
+    </section>
+  );
 }

@@ -1,5 +1,275 @@
-import { Placeholder } from '../components';
+/**
+ * Scheduler: sources with their health (check now), workflows (run now), schedules (cron, zone, next run, pause and
+ * resume), executions (stop, logs). The scheduler service has no event stream, so this screen refetches when the
+ * window gets focus and after each action, never on a timer (docs/ui.md).
+ */
+import { useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import {
+  checkSourceHealth,
+  type Execution,
+  runWorkflow,
+  setSchedulePaused,
+  stopExecution,
+  useExecutionLogs,
+  useExecutions,
+  useSchedules,
+  useSources,
+  useWorkflows,
+} from '../api/scheduler';
+import { Dialog, ErrorMessage, showError, showToast } from '../components';
+
+const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
+
+function useAction() {
+  const qc = useQueryClient();
+  const [busy, setBusy] = useState<string | null>(null);
+  const run = async (key: string, fn: () => Promise<unknown>, done?: string) => {
+    setBusy(key);
+    try {
+      await fn();
+      if (done) showToast('info', done);
+    } catch (err) {
+      showError(err);
+    } finally {
+      setBusy(null);
+      await qc.invalidateQueries({ queryKey: ['scheduler'] });
+    }
+  };
+  return { busy, run };
+}
+
+function Section({ title, query, children }: { title: string; query: { error: unknown; isPending: boolean; refetch: () => unknown }; children: React.ReactNode }) {
+  return (
+    <section className="panel" aria-label={title}>
+      <h2>{title}</h2>
+      {query.error ? <ErrorMessage error={query.error} onRetry={() => void query.refetch()} /> : null}
+      {query.isPending && !query.error ? <p className="muted">Loading…</p> : null}
+      {children}
+    </section>
+  );
+}
+
+function LogsDialog({ execution, onClose }: { execution: Execution; onClose: () => void }) {
+  const logs = useExecutionLogs(execution.id);
+  return (
+    <Dialog open title={`Logs of ${execution.workflow} (${execution.status})`} onClose={onClose} className="dialog-logs">
+      {logs.error ? <ErrorMessage error={logs.error} onRetry={() => void logs.refetch()} /> : null}
+      <pre className="log-view" role="log" aria-label="Execution logs">
+        {logs.data?.logs.length ? logs.data.logs.map((l) => `${l.timestamp} ${l.level.toUpperCase()} ${l.message}`).join('\n') : logs.isPending ? 'Loading…' : '(no log lines)'}
+      </pre>
+      <div className="dialog-actions">
+        <button type="button" onClick={() => void logs.refetch()}>
+          Refresh
+        </button>
+        <button type="button" className="primary" data-autofocus onClick={onClose}>
+          Close
+        </button>
+      </div>
+    </Dialog>
+  );
+}
 
 export function SchedulerPage() {
-  return <Placeholder title="Scheduler" text="Sources, workflows, schedules and executions." />;
+  const sources = useSources();
+  const workflows = useWorkflows();
+  const schedules = useSchedules();
+  const executions = useExecutions();
+  const { busy, run } = useAction();
+  const qc = useQueryClient();
+  const [logsOf, setLogsOf] = useState<Execution | null>(null);
+
+  return (
+    <div className="stack">
+      <div className="page-head">
+        <h1>Scheduler</h1>
+        <button type="button" onClick={() => void qc.invalidateQueries({ queryKey: ['scheduler'] })}>
+          Refresh
+        </button>
+      </div>
+
+      <Section title="Sources" query={sources}>
+        {sources.data?.length === 0 ? <p className="empty">No sources.</p> : null}
+        {sources.data?.length ? (
+          <table className="table" aria-label="Sources">
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th>Type</th>
+                <th>URL</th>
+                <th>Health</th>
+                <th>Last check</th>
+                <th>
+                  <span className="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {sources.data.map((s) => {
+                const healthy = s.status === 'active' && !s.last_health_error;
+                return (
+                  <tr key={s.id} data-source={s.name}>
+                    <td>{s.name}</td>
+                    <td>{s.source_type}</td>
+                    <td className="mono">{s.url}</td>
+                    <td>
+                      <span className={`badge ${healthy ? 'health-ok' : 'health-bad'}`}>{healthy ? 'healthy' : 'unhealthy'}</span>
+                      {s.last_health_error ? <div className="muted">{s.last_health_error}</div> : null}
+                    </td>
+                    <td>{when(s.last_health_check)}</td>
+                    <td className="actions-cell">
+                      <button
+                        type="button"
+                        className="small"
+                        disabled={busy === `health:${s.id}`}
+                        aria-label={`Check health of ${s.name}`}
+                        onClick={() => void run(`health:${s.id}`, () => checkSourceHealth(s.id))}
+                      >
+                        Check now
+                      </button>
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        ) : null}
+      </Section>
+
+      <Section title="Workflows" query={workflows}>
+        {workflows.data?.length === 0 ? <p className="empty">No workflows.</p> : null}
+        {workflows.data?.length ? (
+          <table className="table" aria-label="Workflows">
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th>Description</th>
+                <th>Tasks</th>
+                <th>Last run</th>
+                <th>
+                  <span className="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {workflows.data.map((w) => (
+                <tr key={w.name} data-workflow={w.name}>
+                  <td>{w.name}</td>
+                  <td>{w.description || <span className="muted">—</span>}</td>
+                  <td>{w.tasks.map((t) => `${t.name} (${t.type})`).join(', ')}</td>
+                  <td>{when(w.lastRun)}</td>
+                  <td className="actions-cell">
+                    <button
+                      type="button"
+                      className="primary small"
+                      disabled={busy === `run:${w.name}`}
+                      aria-label={`Run ${w.name} now`}
+                      onClick={() => void run(`run:${w.name}`, () => runWorkflow(w.name), `${w.name} started`)}
+                    >
+                      Run now
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ) : null}
+      </Section>
+
+      <Section title="Schedules" query={schedules}>
+        {schedules.data?.length === 0 ? <p className="empty">No scheduled workflows.</p> : null}
+        {schedules.data?.length ? (
+          <table className="table" aria-label="Schedules">
+            <thead>
+              <tr>
+                <th>Workflow</th>
+                <th>Cron</th>
+                <th>Zone</th>
+                <th>Next run</th>
+                <th>State</th>
+                <th>
+                  <span className="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {schedules.data.map((s) => (
+                <tr key={s.workflow} data-schedule={s.workflow}>
+                  <td>{s.workflow}</td>
+                  <td className="mono">{s.schedule}</td>
+                  <td>{s.timezone}</td>
+                  <td>{s.enabled ? when(s.nextRun) : '— (paused)'}</td>
+                  <td>
+                    <span className={`badge ${s.enabled ? 'health-ok' : 'health-bad'}`}>{s.enabled ? 'active' : 'paused'}</span>
+                  </td>
+                  <td className="actions-cell">
+                    <button
+                      type="button"
+                      className="small"
+                      disabled={busy === `pause:${s.workflow}`}
+                      aria-label={`${s.enabled ? 'Pause' : 'Resume'} ${s.workflow}`}
+                      onClick={() => void run(`pause:${s.workflow}`, () => setSchedulePaused(s.workflow, s.enabled))}
+                    >
+                      {s.enabled ? 'Pause' : 'Resume'}
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ) : null}
+      </Section>
+
+      <Section title="Executions" query={executions}>
+        {executions.data?.length === 0 ? <p className="empty">No executions yet.</p> : null}
+        {executions.data?.length ? (
+          <table className="table" aria-label="Executions">
+            <thead>
+              <tr>
+                <th>Workflow</th>
+                <th>Status</th>
+                <th>Trigger</th>
+                <th>Started</th>
+                <th>Duration</th>
+                <th>
+                  <span className="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {executions.data.map((e) => (
+                <tr key={e.id} data-execution={e.id}>
+                  <td>{e.workflow}</td>
+                  <td>
+                    <span className={`badge exec-${e.status}`}>{e.status}</span>
+                    {e.error ? <div className="muted">{e.error}</div> : null}
+                  </td>
+                  <td>{e.trigger}</td>
+                  <td>{when(e.startedAt)}</td>
+                  <td>{e.duration ?? '—'}</td>
+                  <td className="actions-cell">
+                    <button type="button" className="small" aria-label={`Logs of execution ${e.id}`} onClick={() => setLogsOf(e)}>
+                      Logs
+                    </button>
+                    {e.status === 'running' ? (
+                      <button
+                        type="button"
+                        className="danger small"
+                        disabled={busy === `stop:${e.id}`}
+                        aria-label={`Stop execution ${e.id}`}
+                        onClick={() => void run(`stop:${e.id}`, () => stopExecution(e.id), 'Execution stopped')}
+                      >
+                        Stop
+                      </button>
+                    ) : null}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ) : null}
+      </Section>
+      {logsOf ? <LogsDialog execution={logsOf} onClose={() => setLogsOf(null)} /> : null}
+    </div>
+  );
 }

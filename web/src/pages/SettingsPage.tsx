@@ -1,5 +1,277 @@
-import { Placeholder } from '../components';
+/**
+ * Settings: the API key this tab sends (set or clear), the agent profiles in use (projects' default profile and the
+ * multi-agent service's agents), and outbound webhooks with their delivery log. None of these has a stream:
+ * refetched on focus and after each action (docs/ui.md).
+ */
+import { useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { getApiKey, queryKeys, setApiKey } from '../api';
+import { useAgents } from '../api/agentsTraces';
+import { useProjects } from '../api/projects';
+import { createWebhook, deleteWebhook, type Webhook, WEBHOOK_EVENTS, useDeliveries, useWebhooks } from '../api/settings';
+import { ConfirmDialog, Dialog, ErrorMessage, showError, showToast } from '../components';
+
+function ApiKeySection() {
+  const qc = useQueryClient();
+  const [stored, setStored] = useState(() => getApiKey());
+  const [value, setValue] = useState('');
+  const mask = (k: string) => (k.length > 8 ? `${k.slice(0, 4)}…${k.slice(-2)}` : '••••');
+  return (
+    <section className="panel" aria-label="API key">
+      <h2>API key</h2>
+      <p className="muted">
+        Kept for this browser tab only (sessionStorage) and sent as a bearer header. Stored key: <strong data-testid="stored-key">{stored ? mask(stored) : 'none'}</strong>
+      </p>
+      <form
+        className="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const k = value.trim();
+          if (!k) return;
+          setApiKey(k);
+          setStored(k);
+          setValue('');
+          showToast('info', 'API key saved');
+          void qc.invalidateQueries();
+        }}
+      >
+        <label className="field inline">
+          <span>New key</span>
+          <input type="password" autoComplete="off" value={value} onChange={(e) => setValue(e.target.value)} />
+        </label>
+        <button type="submit" className="primary">
+          Save key
+        </button>
+        <button
+          type="button"
+          className="danger"
+          disabled={!stored}
+          onClick={() => {
+            setApiKey(null);
+            setStored(null);
+            showToast('info', 'API key cleared');
+          }}
+        >
+          Clear key
+        </button>
+      </form>
+    </section>
+  );
+}
+
+function ProfilesSection() {
+  const projects = useProjects();
+  const agents = useAgents();
+  const uses = new Map<string, string[]>();
+  const add = (profile: string, by: string) => uses.set(profile, [...(uses.get(profile) ?? []), by]);
+  for (const p of projects.data ?? []) if (p.defaultLLM) add(p.defaultLLM, `project ${p.name}`);
+  for (const a of agents.data ?? []) add(a.llm, `agent ${a.name}`);
+  return (
+    <section className="panel" aria-label="Agent profiles in use">
+      <h2>Agent profiles in use</h2>
+      <p className="muted">Profiles are defined in the config file (<code>agents</code>); this lists the ones projects and multi-agent agents name.</p>
+      {projects.error ? <ErrorMessage error={projects.error} onRetry={() => void projects.refetch()} /> : null}
+      {agents.error ? <ErrorMessage error={agents.error} onRetry={() => void agents.refetch()} /> : null}
+      {uses.size === 0 ? (
+        <p className="empty">No project or agent names a profile (projects use the server default).</p>
+      ) : (
+        <table className="table" aria-label="Agent profiles">
+          <thead>
+            <tr>
+              <th>Profile</th>
+              <th>Used by</th>
+            </tr>
+          </thead>
+          <tbody>
+            {[...uses.entries()].map(([profile, by]) => (
+              <tr key={profile} data-profile={profile}>
+                <td className="mono">{profile}</td>
+                <td>{by.join(', ')}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+function NewWebhookDialog({ onClose }: { onClose: () => void }) {
+  const qc = useQueryClient();
+  const [url, setUrl] = useState('');
+  const [secret, setSecret] = useState('');
+  const [events, setEvents] = useState<string[]>(['task.status_changed']);
+  const [error, setError] = useState<unknown>(null);
+  return (
+    <Dialog open title="New webhook" onClose={onClose}>
+      <form
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          try {
+            await createWebhook(url.trim(), events, secret);
+            await qc.invalidateQueries({ queryKey: queryKeys.webhooks() });
+            onClose();
+          } catch (err) {
+            setError(err);
+          }
+        }}
+      >
+        <label className="field">
+          <span>URL</span>
+          <input data-autofocus required value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://example.com/hook" />
+        </label>
+        <label className="field">
+          <span>Secret</span>
+          <input type="password" required autoComplete="off" value={secret} onChange={(e) => setSecret(e.target.value)} />
+        </label>
+        <fieldset className="event-list">
+          <legend>Events</legend>
+          {WEBHOOK_EVENTS.map((ev) => (
+            <label key={ev}>
+              <input
+                type="checkbox"
+                checked={events.includes(ev)}
+                onChange={(e) => setEvents(e.target.checked ? [...events, ev] : events.filter((x) => x !== ev))}
+              />{' '}
+              {ev}
+            </label>
+          ))}
+        </fieldset>
+        {error ? <ErrorMessage error={error} /> : null}
+        <div className="dialog-actions">
+          <button type="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" className="primary">
+            Create webhook
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}
+
+function DeliveryLog({ webhook }: { webhook: Webhook }) {
+  const d = useDeliveries(webhook.id);
+  return (
+    <div className="delivery-log">
+      <h3>Deliveries of {webhook.url}</h3>
+      {d.error ? <ErrorMessage error={d.error} onRetry={() => void d.refetch()} /> : null}
+      {d.data?.length === 0 ? <p className="empty">No deliveries yet.</p> : null}
+      {d.data?.length ? (
+        <table className="table" aria-label="Deliveries">
+          <thead>
+            <tr>
+              <th>When</th>
+              <th>Event</th>
+              <th>Try</th>
+              <th>Result</th>
+              <th>Time</th>
+            </tr>
+          </thead>
+          <tbody>
+            {d.data.map((x) => (
+              <tr key={x.id}>
+                <td>{new Date(x.createdAt).toLocaleString()}</td>
+                <td>{x.event}</td>
+                <td className="num">{x.attempt}</td>
+                <td>
+                  <span className={`badge ${x.success ? 'health-ok' : 'health-bad'}`}>{x.statusCode ?? 'no answer'}</span>
+                  {x.error ? <span className="muted"> {x.error}</span> : null}
+                </td>
+                <td className="num">{x.durationMs} ms</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </div>
+  );
+}
+
+function WebhooksSection() {
+  const qc = useQueryClient();
+  const hooks = useWebhooks();
+  const [creating, setCreating] = useState(false);
+  const [open, setOpen] = useState<Webhook | null>(null);
+  const [deleting, setDeleting] = useState<Webhook | null>(null);
+  return (
+    <section className="panel" aria-label="Webhooks">
+      <div className="toolbar">
+        <h2>Webhooks</h2>
+        <button type="button" className="primary" onClick={() => setCreating(true)}>
+          New webhook
+        </button>
+      </div>
+      {hooks.error ? <ErrorMessage error={hooks.error} onRetry={() => void hooks.refetch()} /> : null}
+      {hooks.data?.length === 0 ? <p className="empty">No webhooks.</p> : null}
+      {hooks.data?.length ? (
+        <table className="table" aria-label="Webhook list">
+          <thead>
+            <tr>
+              <th>URL</th>
+              <th>Events</th>
+              <th>Active</th>
+              <th>
+                <span className="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {hooks.data.map((w) => (
+              <tr key={w.id} data-webhook={w.url}>
+                <td className="mono">{w.url}</td>
+                <td>{w.events.join(', ')}</td>
+                <td>{w.active ? 'yes' : 'no'}</td>
+                <td className="actions-cell">
+                  <button type="button" className="small" aria-pressed={open?.id === w.id} onClick={() => setOpen(open?.id === w.id ? null : w)}>
+                    Deliveries
+                  </button>
+                  <button type="button" className="small danger" aria-label={`Delete webhook ${w.url}`} onClick={() => setDeleting(w)}>
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      {open ? <DeliveryLog webhook={open} /> : null}
+      {creating ? <NewWebhookDialog onClose={() => setCreating(false)} /> : null}
+      <ConfirmDialog
+        open={deleting !== null}
+        title="Delete webhook"
+        message={`Stop sending events to ${deleting?.url ?? ''}?`}
+        confirmLabel="Delete"
+        danger
+        onCancel={() => setDeleting(null)}
+        onConfirm={async () => {
+          const w = deleting;
+          setDeleting(null);
+          if (!w) return;
+          try {
+            await deleteWebhook(w.id);
+            if (open?.id === w.id) setOpen(null);
+          } catch (err) {
+            showError(err);
+          }
+          await qc.invalidateQueries({ queryKey: queryKeys.webhooks() });
+        }}
+      />
+    </section>
+  );
+}
 
 export function SettingsPage() {
-  return <Placeholder title="Settings" text="Agent profiles, webhooks and the API key." />;
+  return (
+    <div className="stack">
+      <div className="page-head">
+        <h1>Settings</h1>
+      </div>
+      <ApiKeySection />
+      <ProfilesSection />
+      <WebhooksSection />
+    </div>
+  );
 }

@@ -1,5 +1,187 @@
-import { Placeholder } from '../components';
+/**
+ * Message traces: the analytics of the last N days as a chart of messages per day plus the split by status, and the
+ * trace list with instance / phone / status filters (kept in the URL). The trace service has no event stream:
+ * refetched when the window gets focus (docs/ui.md). The chart is a small SVG, no library.
+ */
+import { useState } from 'react';
+import { useSearchParams } from 'react-router';
+import { TRACE_STATUSES, type TraceAnalytics, type TraceStatus, useTraceAnalytics, useTraces } from '../api/agentsTraces';
+import { ErrorMessage } from '../components';
+
+const STATUS_COLOR: Record<TraceStatus, string> = { sent: '#3b82f6', delivered: '#22c55e', read: '#8b5cf6', failed: '#ef4444' };
+
+/** Bars of messages per day (UTC) over the period; a day without messages is an empty slot. */
+export function DailyChart({ a }: { a: TraceAnalytics }) {
+  const W = 720;
+  const H = 200;
+  const pad = { l: 36, r: 8, t: 24, b: 28 };
+  const max = Math.max(1, ...a.byDay.map((d) => d.count));
+  const n = Math.max(1, a.byDay.length);
+  const slot = (W - pad.l - pad.r) / n;
+  const y = (v: number) => pad.t + (H - pad.t - pad.b) * (1 - v / max);
+  const summary = a.byDay.map((d) => `${d.date}: ${d.count}`).join(', ');
+  return (
+    <figure className="chart-figure">
+      <svg className="chart" viewBox={`0 0 ${W} ${H}`} role="img" aria-label={`Messages per day: ${summary || 'none'}`} data-testid="trace-chart">
+        <line x1={pad.l} x2={W - pad.r} y1={y(0)} y2={y(0)} stroke="#94a3b8" />
+        <text x={pad.l - 6} y={y(max) + 4} textAnchor="end" fontSize="11" fill="#64748b">
+          {max}
+        </text>
+        <text x={pad.l - 6} y={y(0) + 4} textAnchor="end" fontSize="11" fill="#64748b">
+          0
+        </text>
+        {a.byDay.map((d, i) => {
+          const x = pad.l + i * slot + slot * 0.15;
+          return (
+            <g key={d.date} data-day={d.date}>
+              <rect x={x} y={y(d.count)} width={slot * 0.7} height={y(0) - y(d.count)} fill="#3b82f6" rx="2">
+                <title>{`${d.date}: ${d.count} messages`}</title>
+              </rect>
+              {d.count > 0 ? (
+                <text x={x + slot * 0.35} y={y(d.count) - 3} textAnchor="middle" fontSize="11" fill="#334155">
+                  {d.count}
+                </text>
+              ) : null}
+              <text x={x + slot * 0.35} y={H - 10} textAnchor="middle" fontSize="11" fill="#64748b">
+                {d.date.slice(5)}
+              </text>
+            </g>
+          );
+        })}
+      </svg>
+      <StatusBar a={a} />
+    </figure>
+  );
+}
+
+/** One horizontal bar split by status over the whole period. */
+function StatusBar({ a }: { a: TraceAnalytics }) {
+  const total = Math.max(1, a.totalMessages);
+  let x = 0;
+  return (
+    <div>
+      <svg className="chart" viewBox="0 0 720 18" preserveAspectRatio="none" role="img" aria-label={`By status: ${TRACE_STATUSES.map((s) => `${s} ${a.byStatus[s]}`).join(', ')}`}>
+        {TRACE_STATUSES.map((s) => {
+          const w = (720 * a.byStatus[s]) / total;
+          const r = <rect key={s} x={x} y={0} width={w} height={18} fill={STATUS_COLOR[s]} />;
+          x += w;
+          return r;
+        })}
+      </svg>
+      <div className="chart-legend">
+        {TRACE_STATUSES.map((s) => (
+          <span key={s} style={{ '--swatch': STATUS_COLOR[s] } as React.CSSProperties}>
+            {s}: {a.byStatus[s]}
+          </span>
+        ))}
+      </div>
+    </div>
+  );
+}
 
 export function TracesPage() {
-  return <Placeholder title="Traces" text="Message traces with filters and analytics." />;
+  const [params, setParams] = useSearchParams();
+  const filters = { instance: params.get('instance') ?? undefined, phone: params.get('phone') ?? undefined, status: params.get('status') ?? undefined };
+  const [days, setDays] = useState(7);
+  const analytics = useTraceAnalytics(days);
+  const traces = useTraces(filters);
+  const [draft, setDraft] = useState({ instance: filters.instance ?? '', phone: filters.phone ?? '' });
+  const setFilter = (next: Record<string, string>) => {
+    const p = new URLSearchParams(params);
+    for (const [k, v] of Object.entries(next)) {
+      if (v) p.set(k, v);
+      else p.delete(k);
+    }
+    setParams(p, { replace: true });
+  };
+
+  return (
+    <div className="stack">
+      <div className="page-head">
+        <h1>Message traces</h1>
+      </div>
+      <section className="panel" aria-label="Analytics">
+        <div className="toolbar">
+          <h2>Messages per day</h2>
+          <label className="field inline">
+            <span>Period</span>
+            <select value={days} onChange={(e) => setDays(Number(e.target.value))}>
+              <option value={7}>7 days</option>
+              <option value={14}>14 days</option>
+              <option value={30}>30 days</option>
+            </select>
+          </label>
+        </div>
+        {analytics.error ? <ErrorMessage error={analytics.error} onRetry={() => void analytics.refetch()} /> : null}
+        {analytics.data ? (
+          <>
+            <p className="muted">
+              {analytics.data.totalMessages} messages from {analytics.data.period.start.slice(0, 10)} to {analytics.data.period.end.slice(0, 10)} (UTC)
+            </p>
+            <DailyChart a={analytics.data} />
+          </>
+        ) : null}
+      </section>
+      <section className="panel" aria-label="Traces">
+        <h2>Traces</h2>
+        <form
+          className="filters"
+          aria-label="Trace filters"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setFilter({ instance: draft.instance.trim(), phone: draft.phone.trim() });
+          }}
+        >
+          <label className="field inline">
+            <span>Instance</span>
+            <input value={draft.instance} onChange={(e) => setDraft({ ...draft, instance: e.target.value })} />
+          </label>
+          <label className="field inline">
+            <span>Phone</span>
+            <input value={draft.phone} onChange={(e) => setDraft({ ...draft, phone: e.target.value })} placeholder="+15550102000" />
+          </label>
+          <label className="field inline">
+            <span>Status</span>
+            <select value={filters.status ?? ''} onChange={(e) => setFilter({ status: e.target.value })}>
+              <option value="">any</option>
+              {TRACE_STATUSES.map((s) => (
+                <option key={s} value={s}>
+                  {s}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button type="submit">Apply</button>
+        </form>
+        {traces.error ? <ErrorMessage error={traces.error} onRetry={() => void traces.refetch()} /> : null}
+        {traces.data ? <p className="muted">{traces.data.total} matching</p> : null}
+        {traces.data?.traces.length ? (
+          <table className="table" aria-label="Trace list">
+            <thead>
+              <tr>
+                <th>Sent</th>
+                <th>Instance</th>
+                <th>To</th>
+                <th>Message</th>
+                <th>Status</th>
+              </tr>
+            </thead>
+            <tbody>
+              {traces.data.traces.map((t) => (
+                <tr key={t.id} data-trace={t.messageId}>
+                  <td>{new Date(t.sentAt).toLocaleString()}</td>
+                  <td>{t.instance}</td>
+                  <td className="mono">{t.to}</td>
+                  <td>{t.message.length > 80 ? `${t.message.slice(0, 80)}…` : t.message}</td>
+                  <td>
+                    <span className={`badge trace-${t.status}`}>{t.status}</span>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ) : null}
+      </section>
+    </div>
+  );
 }

@@ -1,0 +1,140 @@
+/** Agents (status, queue, assign), traces (filters, the per-day chart) and settings (API key, webhooks and deliveries). */
+import { api, createProject, expect, KEYS, svcApi, test } from './fixtures';
+import { screenshot } from './screenshot';
+
+test('an agent shows its status; assigning a task from its dialog (Enter) lands in the agent service', async ({ page }) => {
+  await page.goto('/agents');
+  const row = page.getByRole('table', { name: 'Agents' }).locator('[data-agent="ui-helper"]');
+  await expect(row).toContainText('answers board questions');
+  await expect(row).toContainText(/active|inactive/);
+  await row.getByRole('button', { name: 'Assign a task to ui-helper' }).click();
+  const dialog = page.getByRole('dialog', {
+    name: 'Assign a task to ui-helper',
+  });
+  await dialog.getByLabel('Priority').selectOption('high');
+  await dialog.getByLabel('Task').fill('NOOP summarise the board');
+  await dialog.getByLabel('Task').press('Enter');
+  await expect(dialog).toBeHidden();
+  await expect(page.getByRole('table', { name: 'Latest tasks' })).toContainText('NOOP summarise the board');
+  const { tasks } = await svcApi<{
+    tasks: { agent: string; task: string; priority: string }[];
+  }>('agents', 'GET', '/tasks?agent=ui-helper');
+  expect(tasks).toEqual(
+    expect.arrayContaining([
+      expect.objectContaining({
+        task: 'NOOP summarise the board',
+        priority: 'high',
+      }),
+    ]),
+  );
+  await screenshot(page, 'agents');
+});
+
+test.describe('refusals', () => {
+  // the service's 400 answers are logged by the browser as failed loads; they are what these tests provoke
+  test.use({ allowConsoleErrors: /status of 400/ });
+
+  test('a refused assignment shows the service message, not a crash', async ({ page }) => {
+    await page.goto('/agents');
+    const row = page.getByRole('table', { name: 'Agents' }).locator('[data-agent="ui-helper"]');
+    await row.getByRole('button', { name: 'Assign a task to ui-helper' }).click();
+    const dialog = page.getByRole('dialog', {
+      name: 'Assign a task to ui-helper',
+    });
+    // an empty task is refused by the browser (required); whitespace reaches the service, which answers 400 {detail}
+    await dialog.getByLabel('Task').fill('   ');
+    await dialog.getByRole('button', { name: 'Assign' }).click();
+    await expect(dialog.getByRole('alert')).not.toBeEmpty();
+    await page.keyboard.press('Escape');
+    await expect(dialog).toBeHidden();
+  });
+});
+
+test('traces: the chart of messages per day is drawn from the analytics, and the status filter narrows the list', async ({ page }) => {
+  const day = 86_400_000;
+  const now = Date.now();
+  const mk = (i: number, status: string, ago: number) =>
+    svcApi('traces', 'POST', '/traces', {
+      messageId: `ui-msg-${i}`,
+      instance: 'ui-inst',
+      to: '+15550102000',
+      message: `hello ${i}`,
+      status,
+      sentAt: new Date(now - ago * day).toISOString(),
+    });
+  await Promise.all([mk(1, 'sent', 0), mk(2, 'delivered', 0), mk(3, 'read', 1), mk(4, 'failed', 1), mk(5, 'delivered', 1), mk(6, 'read', 3)]);
+  const analytics = await svcApi<{ byDay: { date: string; count: number }[] }>('traces', 'GET', '/traces/analytics?days=7');
+
+  await page.goto('/traces');
+  const chart = page.getByTestId('trace-chart');
+  await expect(chart).toBeVisible();
+  // one bar per day of the period, each as tall as its count says (the title carries it)
+  await expect(chart.locator('rect')).toHaveCount(analytics.byDay.length);
+  for (const d of analytics.byDay) await expect(chart.locator(`[data-day="${d.date}"] title`)).toHaveText(`${d.date}: ${d.count} messages`);
+  const heights = await chart.locator('rect').evaluateAll((rs) => rs.map((r) => Number(r.getAttribute('height'))));
+  const counts = analytics.byDay.map((d) => d.count);
+  const maxAt = counts.indexOf(Math.max(...counts));
+  expect(heights[maxAt]).toBe(Math.max(...heights));
+  expect(heights[maxAt]).toBeGreaterThan(0);
+
+  await page.getByRole('form', { name: 'Trace filters' }).getByLabel('Status').selectOption('failed');
+  await expect(page).toHaveURL(/status=failed/);
+  const list = page.getByRole('table', { name: 'Trace list' });
+  await expect(list.locator('tbody tr')).toHaveCount(1);
+  await expect(list).toContainText('hello 4');
+  await screenshot(page, 'traces');
+});
+
+test.describe('settings', () => {
+  test.use({ allowConsoleErrors: /status of 400/ });
+
+  test('settings: a webhook is created from the dialog and shows its delivery log; the stored key can be cleared and set', async ({ page }) => {
+    await page.goto('/settings');
+    await page.getByRole('button', { name: 'New webhook' }).click();
+    const dialog = page.getByRole('dialog', { name: 'New webhook' });
+    // a URL the service refuses: its message is shown in the dialog
+    await dialog.getByLabel('URL').fill('ftp://example.com/hook');
+    await dialog.getByLabel('Secret').fill('s3cret');
+    await dialog.getByRole('button', { name: 'Create webhook' }).click();
+    await expect(dialog.getByRole('alert')).toContainText(/url/i);
+    await dialog.getByLabel('URL').fill('http://127.0.0.1:9/ui-hook');
+    await dialog.getByLabel('task.created').check();
+    await dialog.getByLabel('URL').press('Enter');
+    await expect(dialog).toBeHidden();
+    const row = page.getByRole('table', { name: 'Webhook list' }).locator('[data-webhook="http://127.0.0.1:9/ui-hook"]');
+    await expect(row).toContainText('task.created');
+    const hooks = await api<{ url: string; events: string[] }[]>('GET', '/webhooks');
+    expect(hooks).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          url: 'http://127.0.0.1:9/ui-hook',
+          events: expect.arrayContaining(['task.status_changed', 'task.created']),
+        }),
+      ]),
+    );
+    await row.getByRole('button', { name: 'Deliveries' }).click();
+    await expect(
+      page.getByRole('heading', {
+        name: 'Deliveries of http://127.0.0.1:9/ui-hook',
+      }),
+    ).toBeVisible();
+    // an event the hook listens to: its delivery (failed: nothing listens on port 9) shows in the log once the page
+    // refetches (on focus: there is no stream of deliveries)
+    const source = await createProject('Webhook Source');
+    await api('POST', '/tasks', { projectId: source.id, title: 'fires a webhook' });
+    const deliveries = page.getByRole('table', { name: 'Deliveries' });
+    await expect(async () => {
+      await page.evaluate(() => window.dispatchEvent(new Event('visibilitychange')));
+      await expect(deliveries).toContainText('task.created', { timeout: 1000 });
+    }).toPass({ timeout: 30_000 });
+    await screenshot(page, 'settings');
+
+    await expect(page.getByTestId('stored-key')).not.toHaveText('none');
+    await page.getByRole('button', { name: 'Clear key' }).click();
+    await expect(page.getByTestId('stored-key')).toHaveText('none');
+    expect(await page.evaluate(() => window.sessionStorage.getItem('armada.apiKey'))).toBeNull();
+    await page.getByLabel('New key').fill(KEYS.task);
+    await page.getByRole('button', { name: 'Save key' }).click();
+    expect(await page.evaluate(() => window.sessionStorage.getItem('armada.apiKey'))).toBe(KEYS.task);
+  });
+});

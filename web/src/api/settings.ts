@@ -1,0 +1,62 @@
+/** Webhooks and their delivery log (api/task/webhooks.ts; docs/webhooks.md). */
+import { useQuery } from '@tanstack/react-query';
+import { api, apiPage } from './client';
+import { queryKeys } from './queryKeys';
+
+export const WEBHOOK_EVENTS = [
+  'task.created',
+  'task.status_changed',
+  'task.completed',
+  'task.failed',
+  'task.cancelled',
+  'attempt.started',
+  'attempt.completed',
+  'attempt.failed',
+  'attempt.cancelled',
+  'approval.created',
+  'approval.approved',
+  'approval.rejected',
+  'approval.expired',
+  'approval.cancelled',
+] as const;
+
+export interface Webhook {
+  id: string;
+  url: string;
+  events: string[];
+  active: boolean;
+  createdAt: string;
+}
+export interface Delivery {
+  id: string;
+  eventSeq: number;
+  event: string;
+  attempt: number;
+  statusCode: number | null;
+  success: boolean;
+  error: string | null;
+  durationMs: number;
+  createdAt: string;
+}
+
+// deliveries have no stream: refetched on focus
+export const useWebhooks = () =>
+  useQuery({
+    queryKey: queryKeys.webhooks(),
+    queryFn: async ({ signal }) => (await apiPage<Webhook>('/webhooks', { query: { limit: 100 }, signal })).data,
+    refetchOnWindowFocus: true,
+    meta: { inlineError: true },
+  });
+
+export const useDeliveries = (id: string | null) =>
+  useQuery({
+    queryKey: [...queryKeys.webhooks(), id, 'deliveries'],
+    queryFn: async ({ signal }) => (await apiPage<Delivery>(`/webhooks/${encodeURIComponent(id ?? '')}/deliveries`, { query: { limit: 50 }, signal })).data,
+    enabled: !!id,
+    refetchOnWindowFocus: true,
+    staleTime: 0,
+    meta: { inlineError: true },
+  });
+
+export const createWebhook = (url: string, events: string[], secret: string) => api<Webhook>('/webhooks', { method: 'POST', body: { url, events, secret } });
+export const deleteWebhook = (id: string) => api(`/webhooks/${encodeURIComponent(id)}`, { method: 'DELETE' });
