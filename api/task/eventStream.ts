@@ -3,7 +3,8 @@
  * process_*, draft_*: lib/events) as they commit, for the web board's live screens. `topics` (comma-separated, e.g.
  * `project:<id>` or `task:<id>`; none = every event) narrows them; `after=<seq>` first replays the stored events
  * after that seq, so a client that lost its connection resumes without a gap. Each message is one event
- * `{seq, type, topics, data, createdAt}`, replayed events in seq order, then live ones as they commit; none twice.
+ * `{seq, type, topics, data, createdAt}`; once live, a `stream.ready` message's seq is where a reconnect may resume
+ * (`after`) even if no event of the topics came; replayed events in seq order, then live ones as they commit; none twice.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
@@ -38,7 +39,13 @@ export const eventStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (a
       else send(e);
     });
     socket.on('close', unsubscribe);
-    if (!pending) return;
+    // where this client may resume from even when no event of its topics comes: everything up to here was delivered
+    // before it subscribed (or is replayed below)
+    const subscribedAt = deps.events.lastSeq();
+    const ready = (seq: number) => {
+      if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ seq, type: 'stream.ready', topics, data: {}, createdAt: new Date().toISOString() }));
+    };
+    if (!pending) return ready(subscribedAt);
     const replay = async () => {
       const replayed = new Set<number>();
       let after = q.after ?? 0;
@@ -54,6 +61,7 @@ export const eventStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (a
       const live = pending ?? [];
       pending = null;
       for (const e of live) if (!replayed.has(e.seq) && e.seq > (q.after ?? 0)) send(e);
+      ready(Math.max(after, subscribedAt));
     };
     replay().catch((err) => {
       request.log.warn({ err: { message: (err as Error).message } }, 'event stream replay failed');

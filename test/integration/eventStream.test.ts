@@ -27,11 +27,17 @@ async function call<T>(method: string, url: string, payload?: unknown): Promise<
   return res.json().data as T;
 }
 
+const readySeqs: number[] = [];
+
 function open(query: string): Promise<{ ws: WebSocket; events: Event[] }> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(`${base}/ws/events?${query}&access_token=${KEY}`);
     const events: Event[] = [];
-    ws.on('message', (d) => events.push(JSON.parse(String(d)) as Event));
+    ws.on('message', (d) => {
+      const e = JSON.parse(String(d)) as Event;
+      if (e.type === 'stream.ready') readySeqs.push(e.seq);
+      else events.push(e);
+    });
     ws.on('open', () => resolve({ ws, events }));
     ws.on('error', reject);
   });
@@ -63,6 +69,20 @@ test("a project's task events arrive live; after a reconnect with after=<seq> th
     ['task.created', t3.id],
   ]);
   expect(resumed.events[0]?.seq).toBeGreaterThan(lastSeq);
+  resumed.ws.close();
+});
+
+test('stream.ready gives a resume point even when no event of the topics came', async () => {
+  const project = await call<{ id: string }>('POST', '/api/projects', { name: 'Quiet', repository: { url: makeGitRepo() } });
+  readySeqs.length = 0;
+  const quiet = await open(`topics=project:${project.id}`);
+  await eventually(async () => readySeqs.length === 1);
+  quiet.ws.close();
+  const t = await call<{ id: string }>('POST', '/api/tasks', { projectId: project.id, title: 'while nobody listened' });
+  const resumed = await open(`topics=project:${project.id}&after=${readySeqs[0]}`);
+  await eventually(async () => resumed.events.length >= 1 && readySeqs.length === 2);
+  expect(resumed.events.map((e) => [e.type, e.data.taskId])).toEqual([['task.created', t.id]]);
+  expect(readySeqs[1]).toBeGreaterThanOrEqual(resumed.events[0]?.seq as number);
   resumed.ws.close();
 });
 

@@ -13,7 +13,7 @@ test('the board reconnects after a dropped stream and catches up on what it miss
   await page.routeWebSocket(/\/ws\/events/, (ws) => {
     urls.push(ws.url());
     if (refuse) {
-      ws.close({ code: 1006, reason: 'test: network down' });
+      ws.close({ code: 4000, reason: 'test: network down' });
       return;
     }
     ws.connectToServer();
@@ -25,7 +25,7 @@ test('the board reconnects after a dropped stream and catches up on what it miss
 
   // the network goes away: the open socket closes and new ones are refused for a while
   refuse = true;
-  await sockets[0]?.close({ code: 1006, reason: 'test: dropped' });
+  await sockets[0]?.close({ code: 4000, reason: 'test: dropped' });
   await expect(page.getByText('Connection lost — reconnecting…')).toBeVisible();
   await api('POST', '/tasks', { projectId: project.id, title: 'Created while away' });
   await page.waitForTimeout(600); // a refused retry or two
