@@ -19,7 +19,7 @@ import {
   type TaskRow,
   type TaskWithRepository,
 } from '../../lib/db/tasks';
-import { publishTaskCreated, publishTaskStatusChanged } from '../../lib/events/taskEvents';
+import { publishTaskCreated, publishTaskDeleted, publishTaskStatusChanged, publishTaskUpdated } from '../../lib/events/taskEvents';
 import { createInvalidatingCache } from '../../lib/events/invalidatingCache';
 import { counter } from '../../lib/metrics';
 import type { Queryable } from '../../lib/db/pool';
@@ -133,7 +133,12 @@ function parseLabels(labels: string | undefined): string[] | undefined {
 /** Applies a client's patch (trimmed title, de-duplicated labels) and publishes the status changes it caused. */
 async function patchTasks(c: Queryable, ids: string[], patch: TaskPatch) {
   const rows = await updateTasks(c, ids, { ...patch, title: patch.title?.trim(), labels: patch.labels ? [...new Set(patch.labels)] : undefined });
-  for (const r of rows) await publishTaskStatusChanged(c, r, r.previous_status);
+  const fields = Object.entries(patch).flatMap(([k, v]) => (v === undefined ? [] : [k]));
+  for (const r of rows) {
+    await publishTaskStatusChanged(c, r, r.previous_status);
+    // a PATCH that only repeats the current status changes nothing: no event at all
+    if (fields.some((f) => f !== 'status') || r.status !== r.previous_status) await publishTaskUpdated(c, r, fields);
+  }
   return rows;
 }
 
@@ -273,9 +278,13 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
       if (!(await getTask(deps.db, request.params.id))) throw notFound(`Task ${request.params.id} not found`);
       // the attempts' worktrees and branches go with the task, not at the next janitor run
       const cleanup = await removeAttemptsOfTasks(serviceDeps(deps), [request.params.id]);
-      const [deleted] = await deleteTasks(deps.db, [request.params.id]);
+      const [deleted] = await withTransaction(deps.db, async (c) => {
+        const rows = await deleteTasks(c, [request.params.id]);
+        for (const r of rows) await publishTaskDeleted(c, r);
+        return rows;
+      });
       if (!deleted) throw notFound(`Task ${request.params.id} not found`);
-      return ok(version, { deleted: true as const, taskId: deleted, cleanup });
+      return ok(version, { deleted: true as const, taskId: deleted.id, cleanup });
     },
   );
 
@@ -301,7 +310,13 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
     async (request) => {
       const { taskIds } = request.body;
       await removeAttemptsOfTasks(serviceDeps(deps), taskIds);
-      const deleted = new Set(await withTransaction(deps.db, (c) => deleteTasks(c, taskIds)));
+      const deleted = new Set(
+        await withTransaction(deps.db, async (c) => {
+          const rows = await deleteTasks(c, taskIds);
+          for (const r of rows) await publishTaskDeleted(c, r);
+          return rows.map((r) => r.id);
+        }),
+      );
       return ok(version, {
         deleted: deleted.size,
         taskIds: taskIds.filter((id) => deleted.has(id)),

@@ -230,7 +230,8 @@ export async function updateTasks(db: Queryable, ids: string[], patch: TaskPatch
   return rows;
 }
 
-export async function deleteTasks(db: Queryable, ids: string[]): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>('DELETE FROM tasks WHERE id = ANY($1::text[]) RETURNING id', [ids]);
-  return rows.map((r) => r.id);
+/** Deletes the tasks; answers the ids and projects of those that existed. */
+export async function deleteTasks(db: Queryable, ids: string[]): Promise<Array<{ id: string; project_id: string }>> {
+  const { rows } = await db.query<{ id: string; project_id: string }>('DELETE FROM tasks WHERE id = ANY($1::text[]) RETURNING id, project_id', [ids]);
+  return rows;
 }

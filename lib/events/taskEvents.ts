@@ -16,6 +16,23 @@ export async function publishTaskCreated(db: Queryable, t: TaskRow): Promise<voi
 }
 
 /**
+ * `task.updated` for every PATCH of a task (title, description, priority, labels, assignee, metadata or status), so
+ * an open board shows edits made elsewhere; `fields` names what the request set. Not a webhook event.
+ */
+export async function publishTaskUpdated(db: Queryable, t: TaskRow, fields: string[]): Promise<void> {
+  await publishEvent(db, {
+    type: 'task.updated',
+    topics: taskTopics(t),
+    data: { taskId: t.id, projectId: t.project_id, fields, timestamp: t.updated_at.toISOString() },
+  });
+}
+
+/** `task.deleted` when a task is deleted (its attempts and logs go with it). Not a webhook event. */
+export async function publishTaskDeleted(db: Queryable, t: { id: string; project_id: string }): Promise<void> {
+  await publishEvent(db, { type: 'task.deleted', topics: taskTopics(t), data: { taskId: t.id, projectId: t.project_id } });
+}
+
+/**
  * `task.status_changed` for every change, plus `task.completed` / `task.failed` / `task.cancelled` when the task
  * reached that state (the outbound webhook events). Call inside the transaction that changed the status.
  */

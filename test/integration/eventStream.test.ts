@@ -50,15 +50,17 @@ test("a project's task events arrive live; after a reconnect with after=<seq> th
   const t1 = await call<{ id: string }>('POST', '/api/tasks', { projectId: project.id, title: 'one' });
   await call('POST', '/api/tasks', { projectId: other.id, title: 'elsewhere' });
   await call('PATCH', `/api/tasks/${t1.id}`, { status: 'in_progress' });
-  await eventually(async () => first.events.length >= 2);
+  await eventually(async () => first.events.length >= 3);
   expect(first.events.map((e) => [e.type, e.data.taskId])).toEqual([
     ['task.created', t1.id],
     ['task.status_changed', t1.id],
+    ['task.updated', t1.id],
   ]);
   expect(first.events[1]?.data).toMatchObject({ status: 'in_progress', previousStatus: 'pending', projectId: project.id });
+  expect(first.events[2]?.data).toMatchObject({ fields: ['status'], projectId: project.id });
   first.ws.close();
 
-  const lastSeq = first.events[1]?.seq as number;
+  const lastSeq = first.events[2]?.seq as number;
   const t2 = await call<{ id: string }>('POST', '/api/tasks', { projectId: project.id, title: 'two, while away' });
   const resumed = await open(`topics=project:${project.id}&after=${lastSeq}`);
   const t3 = await call<{ id: string }>('POST', '/api/tasks', { projectId: project.id, title: 'three, live' });
@@ -70,6 +72,30 @@ test("a project's task events arrive live; after a reconnect with after=<seq> th
   ]);
   expect(resumed.events[0]?.seq).toBeGreaterThan(lastSeq);
   resumed.ws.close();
+});
+
+test('edits and deletes made anywhere are events too: task.updated names the fields, task.deleted (single and bulk)', async () => {
+  const project = await call<{ id: string }>('POST', '/api/projects', { name: 'Edits', repository: { url: makeGitRepo() } });
+  const a = await call<{ id: string }>('POST', '/api/tasks', { projectId: project.id, title: 'a' });
+  const b = await call<{ id: string }>('POST', '/api/tasks', { projectId: project.id, title: 'b' });
+  const c = await call<{ id: string }>('POST', '/api/tasks', { projectId: project.id, title: 'c' });
+  const s = await open(`topics=project:${project.id}`);
+  await call('PATCH', `/api/tasks/${a.id}`, { title: 'a, renamed', labels: ['x'] });
+  await call('POST', '/api/tasks/bulk/update', { taskIds: [b.id], updates: { priority: 'high' } });
+  await call('DELETE', `/api/tasks/${a.id}`);
+  await call('POST', '/api/tasks/bulk/delete', { taskIds: [b.id, c.id, 'no-such-task'] });
+  await eventually(async () => s.events.length >= 5);
+  await new Promise((r) => setTimeout(r, 300));
+  expect(s.events.slice(0, 3).map((e) => [e.type, e.data.taskId, e.data.fields])).toEqual([
+    ['task.updated', a.id, ['title', 'labels']],
+    ['task.updated', b.id, ['priority']],
+    ['task.deleted', a.id, undefined],
+  ]);
+  // one bulk delete: one event per deleted task, none for the unknown id
+  expect(s.events.slice(3).map((e) => [e.type, e.data.taskId]).sort()).toEqual([['task.deleted', b.id], ['task.deleted', c.id]].sort());
+  expect(s.events).toHaveLength(5);
+  expect(s.events[2]?.data).toEqual({ taskId: a.id, projectId: project.id });
+  s.ws.close();
 });
 
 test('stream.ready gives a resume point even when no event of the topics came', async () => {

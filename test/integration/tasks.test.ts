@@ -202,7 +202,7 @@ describe('metrics', () => {
 });
 
 describe('task events', () => {
-  test('create publishes task.created; a status patch publishes task.status_changed and task.completed; a no-op status publishes nothing', async () => {
+  test('create publishes task.created; a status patch publishes task.status_changed, task.completed and task.updated; a no-op status publishes nothing', async () => {
     const t = await createTask({ title: 'Evented' });
     await inject('PATCH', `/api/tasks/${t.id}`, { status: 'completed' });
     await inject('PATCH', `/api/tasks/${t.id}`, { status: 'completed' });
@@ -210,8 +210,9 @@ describe('task events', () => {
       `SELECT type, data FROM events WHERE $1 = ANY(topics) ORDER BY seq`,
       [`task:${t.id}`],
     );
-    expect(rows.map((r) => r.type)).toEqual(['task.created', 'task.status_changed', 'task.completed']);
+    expect(rows.map((r) => r.type)).toEqual(['task.created', 'task.status_changed', 'task.completed', 'task.updated']);
     expect(rows[1]?.data).toMatchObject({ taskId: t.id, status: 'completed', previousStatus: 'pending' });
+    expect(rows[3]?.data).toMatchObject({ taskId: t.id, fields: ['status'] });
   });
 });
 

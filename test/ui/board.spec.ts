@@ -53,6 +53,13 @@ test('a task created through the API appears on the open board within 1 s', asyn
   const [t] = await api<Task[]>('GET', `/projects/${project.id}/tasks?search=Arrives`);
   await api('PATCH', `/tasks/${t?.id}`, { status: 'review' });
   await expect(column(page, 'in-review').getByRole('article', { name: 'Arrives live' })).toBeVisible({ timeout: 1000 });
+  // so does an edit (task.updated) and a delete (task.deleted) made elsewhere
+  await api('PATCH', `/tasks/${t?.id}`, { title: 'Renamed elsewhere', labels: ['ops'] });
+  await expect(column(page, 'in-review').getByRole('article', { name: 'Renamed elsewhere' })).toBeVisible({ timeout: 1000 });
+  await expect(card(page, 'Arrives live')).toHaveCount(0);
+  await api('DELETE', `/tasks/${t?.id}`);
+  await expect(card(page, 'Renamed elsewhere')).toHaveCount(0, { timeout: 1000 });
+  await expect(card(page, 'probe')).toBeVisible();
 });
 
 test('drag a card to another column, or move it with its status select: the status changes', async ({ page }) => {

@@ -96,7 +96,7 @@ export interface DomainEvent {
 
 /**
  * Keeps a project's cached task list live: task.created adds the task (at once from the event, then completed with
- * the task itself), task.status_changed moves it. Resumes after the last seq on reconnect (/ws/events?after=).
+ * the task itself), task.status_changed moves it, task.updated refreshes it, task.deleted removes it. Resumes after the last seq on reconnect (/ws/events?after=).
  * Returns whether the list may load: once the stream is open (or failed once), so no task created between the
  * list's read and the subscription is missed. A list loaded while the stream was down is reloaded when it opens.
  */
@@ -145,6 +145,15 @@ export function useProjectTaskEvents(projectId: string): boolean {
         );
       } else if (e.type === 'task.status_changed') {
         upsertTasks(qc, projectId, [{ id: taskId, status: e.data.status as TaskStatus } as Task]);
+      } else if (e.type === 'task.updated') {
+        // an edit made anywhere (title, labels, assignee…): the task as it is now replaces the card
+        if (!qc.getQueryData<Task[]>(queryKeys.projectTasks(projectId))?.some((t) => t.id === taskId)) return;
+        getTask(taskId).then(
+          (t) => upsertTasks(qc, projectId, [t]),
+          () => undefined, // deleted meanwhile: task.deleted removes it
+        );
+      } else if (e.type === 'task.deleted') {
+        removeTasks(qc, projectId, [taskId]);
       }
     },
   });
