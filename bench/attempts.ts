@@ -2,8 +2,10 @@
  * Attempt engine benchmark, one run on a local dev server (run: `npx tsx bench/attempts.ts`; < 2 min):
  *  1. attempts/s end to end: POST /api/tasks/:id/start → attempt completed, with a no-op agent (`true`);
  *  2. the same-shape bare Temporal workflow (4 no-op activities) rate in the same run, and the ratio;
- *  3. p50/p99 of POST /api/tasks/:id/start at a fixed 20 req/s (autocannon).
- * Env: BENCH_ATTEMPTS (default 40), BENCH_CONCURRENCY (10), BENCH_RATE_SECONDS (6).
+ *  3. p50/p99 of POST /api/tasks/:id/start at a fixed 20 req/s (autocannon), with the worker running;
+ *  4. the start path alone (worker stopped) against its baseline, a bare `client.workflow.start` at the same fixed
+ *     rate on the same server, in alternating rounds (BENCH_RATE_ROUNDS) so both see the same machine.
+ * Env: BENCH_ATTEMPTS (default 40), BENCH_CONCURRENCY (10), BENCH_RATE_SECONDS (6), BENCH_RATE_ROUNDS (2).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -26,6 +28,40 @@ import { startWorkers } from '../workers/createWorker';
 const N = Number(process.env.BENCH_ATTEMPTS ?? 40);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 10);
 const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 6);
+const RATE_ROUNDS = Number(process.env.BENCH_RATE_ROUNDS ?? 2);
+const RATE = 20;
+
+/** Open-loop load: call i starts at i / rate seconds whatever the earlier ones do; returns each call's latency (ms). */
+async function fixedRate(seconds: number, rate: number, call: (i: number) => Promise<void>): Promise<{ latencies: number[]; errors: number }> {
+  const latencies: number[] = [];
+  let errors = 0;
+  const t0 = performance.now();
+  const calls: Promise<void>[] = [];
+  for (let i = 0; i < seconds * rate; i++) {
+    const due = t0 + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    calls.push(
+      (async () => {
+        const s = performance.now();
+        try {
+          await call(i);
+          latencies.push(performance.now() - s);
+        } catch {
+          errors++;
+        }
+      })(),
+    );
+  }
+  await Promise.all(calls);
+  return { latencies, errors };
+}
+
+function percentiles(xs: number[]) {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (q: number) => Number((s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)] ?? 0).toFixed(1));
+  return { requests: s.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1) };
+}
 
 async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>): Promise<void> {
   let i = 0;
@@ -106,12 +142,13 @@ async function main() {
   const bareRate = N / bareSecs;
   bareWorker.shutdown();
   await bareRun;
+  // the start baseline below uses the same client
 
   // 3. POST start latency at a fixed 20 req/s, each request on a task of its own (a start locks its task row):
   //    (a) with the worker running the attempts it starts (in this process, on the same 2 cores), (b) with the worker
   //    stopped, so only the start path (validation, 6 SQL writes + events, workflow start) is measured
   const rateTasks: string[] = [];
-  for (let i = 0; i < 2 * (20 * RATE_SECONDS + 40); i++) rateTasks.push((await post('/api/tasks', { projectId, title: `rate ${i}` })).data.id);
+  for (let i = 0; i < (1 + RATE_ROUNDS) * (RATE * RATE_SECONDS + 40); i++) rateTasks.push((await post('/api/tasks', { projectId, title: `rate ${i}` })).data.id);
   let next = 0;
   const rate = () =>
     autocannon({
@@ -131,9 +168,31 @@ async function main() {
   const withWorker = await rate();
   await new Promise((r) => setTimeout(r, 3000)); // let in-flight starts finish
   await workers.stop();
-  const startOnly = await rate();
-  await new Promise((r) => setTimeout(r, 2000));
-  const lat = (r: Awaited<ReturnType<typeof autocannon>>) => ({ rate: 20, requests: r.requests.total, non2xx: r.non2xx, p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max });
+  // the start path alone vs a bare workflow start (to a queue no worker polls, as the attempts' queue now is)
+  const armadaStart: number[] = [];
+  const bareStart: number[] = [];
+  let armadaErrors = 0;
+  let bareErrors = 0;
+  let bareN = 0;
+  for (let round = 0; round < RATE_ROUNDS; round++) {
+    const b = await fixedRate(RATE_SECONDS, RATE, async () => {
+      await client.workflow.start('bareAttemptShapeWorkflow', { workflowId: `bare-start-${bareN++}`, taskQueue: 'bench-bare-unpolled', args: ['x'] });
+    });
+    bareStart.push(...b.latencies);
+    bareErrors += b.errors;
+    await new Promise((r) => setTimeout(r, 1000));
+    const a = await fixedRate(RATE_SECONDS, RATE, async () => {
+      const res = await fetch(`${base}/api/tasks/${rateTasks[next++ % rateTasks.length]}/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ llm: 'noop' }) });
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`status ${res.status}`);
+    });
+    armadaStart.push(...a.latencies);
+    armadaErrors += a.errors;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  const lat = (r: Awaited<ReturnType<typeof autocannon>>) => ({ rate: RATE, requests: r.requests.total, non2xx: r.non2xx, p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max });
+  const startOnly = { rate: RATE, ...percentiles(armadaStart), errors: armadaErrors };
+  const bareStartLat = { rate: RATE, ...percentiles(bareStart), errors: bareErrors };
 
   const out = {
     attempts: N,
@@ -142,7 +201,9 @@ async function main() {
     bareWorkflowsPerSecond: Number(bareRate.toFixed(2)),
     ratio: Number((attemptRate / bareRate).toFixed(3)),
     startLatencyMsWithWorker: lat(withWorker),
-    startLatencyMsStartPathOnly: lat(startOnly),
+    startLatencyMsStartPathOnly: startOnly,
+    bareWorkflowStartLatencyMs: bareStartLat,
+    startP99OverBareP99: Number((startOnly.p99 / bareStartLat.p99).toFixed(2)),
     cpus: os.cpus().length,
     loadavg: os.loadavg().map((l) => Number(l.toFixed(2))),
   };
