@@ -7,11 +7,9 @@
  *     rate on the same server, in alternating rounds (BENCH_RATE_ROUNDS) so both see the same machine.
  * Env: BENCH_ATTEMPTS (default 40), BENCH_CONCURRENCY (10), BENCH_RATE_SECONDS (6), BENCH_RATE_ROUNDS (2).
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import autocannon from 'autocannon';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
@@ -24,44 +22,13 @@ import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle } from '../lib/temporal/client';
 import { sdkLogger } from '../lib/temporal/sdkLogger';
 import { startWorkers } from '../workers/createWorker';
+import { fixedRate, percentiles, startInfra } from './benchInfra';
 
 const N = Number(process.env.BENCH_ATTEMPTS ?? 40);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 10);
 const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 6);
 const RATE_ROUNDS = Number(process.env.BENCH_RATE_ROUNDS ?? 2);
 const RATE = 20;
-
-/** Open-loop load: call i starts at i / rate seconds whatever the earlier ones do; returns each call's latency (ms). */
-async function fixedRate(seconds: number, rate: number, call: (i: number) => Promise<void>): Promise<{ latencies: number[]; errors: number }> {
-  const latencies: number[] = [];
-  let errors = 0;
-  const t0 = performance.now();
-  const calls: Promise<void>[] = [];
-  for (let i = 0; i < seconds * rate; i++) {
-    const due = t0 + (i * 1000) / rate;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    calls.push(
-      (async () => {
-        const s = performance.now();
-        try {
-          await call(i);
-          latencies.push(performance.now() - s);
-        } catch {
-          errors++;
-        }
-      })(),
-    );
-  }
-  await Promise.all(calls);
-  return { latencies, errors };
-}
-
-function percentiles(xs: number[]) {
-  const s = [...xs].sort((a, b) => a - b);
-  const at = (q: number) => Number((s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)] ?? 0).toFixed(1));
-  return { requests: s.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1) };
-}
 
 async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>): Promise<void> {
   let i = 0;
@@ -72,18 +39,7 @@ async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>): Prom
 
 async function main() {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-bench-'));
-  const freePort = async () => {
-    const net = await import('node:net');
-    return new Promise<number>((r) => {
-      const s = net.createServer().listen(0, '127.0.0.1', () => {
-        const p = (s.address() as { port: number }).port;
-        s.close(() => r(p));
-      });
-    });
-  };
-  const pgPort = await freePort();
-  const tPort = await freePort();
-  const inf = await infraWithPorts(home, pgPort, tPort);
+  const inf = await startInfra(home);
   const logger = createLogger('warn');
   Runtime.install({ logger: sdkLogger(logger), shutdownSignals: [] });
   const configPath = path.join(home, 'config.json');
@@ -213,26 +169,6 @@ async function main() {
   await db.end();
   inf.stop();
   process.exit(0);
-}
-
-async function infraWithPorts(home: string, pgPort: number, tPort: number) {
-  const bundle = path.join(home, 'bundle.js');
-  const child = spawn(process.execPath, [path.join(__dirname, '..', 'bin', 'armada'), 'infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(tPort), '--bundle', bundle], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, ARMADA_LOG_LEVEL: 'warn', DATABASE_URL: '', TEMPORAL_ADDRESS: '' },
-  });
-  const ready = await new Promise<{ databaseUrl: string; temporalAddress: string }>((resolve, reject) => {
-    child.once('exit', (c) => reject(new Error(`armada infra exited ${c}`)));
-    readline.createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
-      try {
-        const m = JSON.parse(l);
-        if (m.event === 'ready') resolve(m);
-      } catch {
-        /* log line */
-      }
-    });
-  });
-  return { ...ready, bundle, stop: () => child.kill('SIGTERM') };
 }
 
 async function waitCompleted(db: ReturnType<typeof createPool>, ids: string[]): Promise<void> {
