@@ -165,6 +165,8 @@ async function main() {
     await Promise.all(children.map((c) => new Promise((r) => (c.exitCode === null && c.signalCode === null ? c.once('exit', r) : r(null)))));
     await db.end();
     inf.stop();
+    await new Promise((r) => setTimeout(r, 5000)); // the embedded servers stop
+    fs.rmSync(home, { recursive: true, force: true });
   }
   process.exit(0);
 }

@@ -34,7 +34,8 @@ export async function runWorker(opts: WorkerFlags): Promise<number> {
   positiveInt('--max-agents', opts.maxAgents);
   const identity = opts.identity ?? `${os.hostname()}-${process.pid}`;
   installTemporalRuntime(config.host, process.env.ARMADA_TEMPORAL_METRICS_PORT ? config.temporal.metricsPort : null, logger);
-  const pool = createPool(config.databaseUrl, logger);
+  // 20 like an API process: a worker running hundreds of agents writes their samples, logs and ends concurrently
+  const pool = createPool(config.databaseUrl, logger, { max: 20 });
   const metrics = createMetrics();
   const workers = await startWorkers({
     config,

@@ -8,7 +8,7 @@ import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../../lib/config';
 import { withTransaction } from '../../lib/db/pool';
 import {
-  addMetricSample,
+  recordResourceSample,
   appendLogs,
   getProcess,
   insertProcess,
@@ -289,9 +289,7 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
     setInterval(() => {
       const s = sampler.sample();
       const resources = { cpuUsage: s.cpu, memoryUsage: s.memory, diskIO: s.diskIO, networkIO: s.networkIO };
-      void setProcessLive(deps.db, input.processId, { resources })
-        .then(() => addMetricSample(deps.db, input.processId, { timestamp: new Date().toISOString(), ...s }))
-        .catch(() => undefined);
+      void recordResourceSample(deps.db, input.processId, resources, { timestamp: new Date().toISOString(), ...s }).catch(() => undefined);
     }, SAMPLE_MS),
   ];
   // the attempt cancelled (or deleted) ends the attempt; a stopped/cancelled process only ends this run
