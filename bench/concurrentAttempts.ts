@@ -115,10 +115,13 @@ async function main() {
     );
     const startSeconds = (performance.now() - t0) / 1000;
     let runningNow = 0;
+    // every attempt either has its agent running or has ended (an attempt that failed to start is counted below)
     const running = async () => {
-      const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM processes WHERE status = 'running' AND pid IS NOT NULL`);
-      runningNow = Number(rows[0]?.n);
-      return runningNow >= N;
+      const { rows } = await db.query<{ r: string; ended: string }>(
+        `SELECT (SELECT count(*) FROM processes WHERE status = 'running' AND pid > 0) AS r, (SELECT count(*) FROM attempts WHERE status <> 'running') AS ended`,
+      );
+      runningNow = Number(rows[0]?.r);
+      return runningNow + Number(rows[0]?.ended) >= N;
     };
     const allRunningSeconds =
       startSeconds +
@@ -132,6 +135,7 @@ async function main() {
     }, 1000);
     const busyList = await list();
     const runningRss = rssMiB(worker.child.pid as number);
+    const agentsRunning = runningNow;
 
     process.kill(-(holder.pid as number), 'SIGKILL'); // the agents' lock is free: all N exit now
     const finishSeconds = await until(`all ${N} attempts completed`, 20 * 60_000, async () => {
@@ -144,6 +148,7 @@ async function main() {
 
     const out = {
       concurrent: N,
+      agentsRunningAtOnce: agentsRunning,
       workerArgs: values['worker-args'],
       workerRssMiB: { idle: idleRss, allRunning: runningRss, peakWhileRunning: Math.max(peakRss, runningRss), afterAllFinished: afterRss },
       listTasksLimit20Ms: { rate: RATE, idle: { ...percentiles(idleList.latencies), errors: idleList.errors }, whileAllRun: { ...percentiles(busyList.latencies), errors: busyList.errors } },
