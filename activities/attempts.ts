@@ -3,19 +3,46 @@ import { attemptMetrics } from '../lib/attempts/metrics';
 import { recordAttemptFinished, recordAttemptMerged, recordAttemptResumed, requestProcessEnd } from '../lib/attempts/projections';
 import { withTransaction } from '../lib/db/pool';
 import { attemptDurationSeconds, getAttempt } from '../lib/db/attempts';
-import { runAgent, type RunAgentInput } from './agent/runAgent';
+import { runAgent, type RunAgentInput, type RunAgentResult } from './agent/runAgent';
 import { mergeBranch, type MergeInput } from './git/mergeAttempt';
 import { pushBranch, type PushBranchInput } from './git/pushBranch';
 import { readWorktree, type WorktreeRead } from '../lib/attempts/readWorktree';
 import { commitChanges, prepareWorktree, removeWorktree } from './git/worktree';
+import { commitWorktree } from './git/commitWorktree';
+import type { AttemptChanges } from '../lib/db/attempts';
+import { Context } from '@temporalio/activity';
 import { keepAlive } from './keepAlive';
 import type { ActivityDeps } from './index';
 
+/** Tries of commitAndRecordOutcome's git part before the outcome is recorded as failed with the commit's error. */
+export const COMMIT_TRIES = 5;
+
+export interface CommitAndRecordInput {
+  attemptId: string;
+  worktreePath: string;
+  repoPath: string;
+  baseCommit: string;
+  message: string;
+  agentStatus: Exclude<RunAgentResult['status'], 'cancelled'>;
+  agentError: string | null;
+  summary: string;
+}
+
 export function createAttemptActivities(deps: ActivityDeps) {
   const m = attemptMetrics(deps.metrics.registry);
+  /** running → completed | failed (with the run's change statistics), with events, the task status rule and metrics. */
+  const recordOutcome = async (attemptId: string, status: 'completed' | 'failed', error: string | null, summary: string, changes?: AttemptChanges) => {
+    const a = await recordAttemptFinished(deps.db, attemptId, status, error, summary, changes);
+    if (a) {
+      m.attempts.inc({ llm: a.llm, status: a.status });
+      m.duration.observe({ llm: a.llm, status: a.status }, attemptDurationSeconds(a) ?? 0);
+    }
+    return a;
+  };
   return {
     prepareWorktree: (input: { attemptId: string; processId: string }) => keepAlive(() => prepareWorktree(deps, input)),
     runAgent: (input: RunAgentInput) => runAgent(deps, input),
+    /** Before lean-attempt-v1: the commit alone (histories of running attempts still schedule it). */
     commitChanges: (input: { attemptId: string; worktreePath: string; baseCommit: string; message: string }) => keepAlive(() => commitChanges(deps, input)),
     removeWorktree: (input: { attemptId: string | null; repoPath: string; worktreePath: string | null; branch: string | null; deleteBranch: boolean }) =>
       keepAlive(() => removeWorktree(deps, input)),
@@ -26,13 +53,29 @@ export function createAttemptActivities(deps: ActivityDeps) {
     mergeBranch: (input: MergeInput) => keepAlive(() => mergeBranch(input, { faults: deps.faults })),
     /** running → completed | failed, with events and the task status rule. */
     async recordAttemptOutcome(input: { attemptId: string; status: 'completed' | 'failed'; error: string | null; summary: string }): Promise<boolean> {
-      const a = await recordAttemptFinished(deps.db, input.attemptId, input.status, input.error, input.summary);
-      if (a) {
-        m.attempts.inc({ llm: a.llm, status: a.status });
-        m.duration.observe({ llm: a.llm, status: a.status }, attemptDurationSeconds(a) ?? 0);
-      }
-      return Boolean(a);
+      return Boolean(await recordOutcome(input.attemptId, input.status, input.error, input.summary));
     },
+    /**
+     * After an agent run (lean-attempt-v1): commit the worktree's changes on the attempt branch and record the
+     * outcome with the change statistics, in one activity on the attempt's host and one transaction. A commit that
+     * still fails on the last of COMMIT_TRIES is recorded as the attempt's failure; a database error is retried.
+     * Idempotent: a retry finds the tree committed, and the outcome is written only while the attempt runs.
+     */
+    commitAndRecordOutcome: (input: CommitAndRecordInput): Promise<'completed' | 'failed'> =>
+      keepAlive(async () => {
+        let error = input.agentError;
+        let changes: AttemptChanges | undefined;
+        try {
+          changes = await commitWorktree(input);
+        } catch (err) {
+          if (Context.current().info.attempt < COMMIT_TRIES) throw err;
+          error = error ?? `committing the agent's changes failed: ${(err as Error).message}`;
+        }
+        // a stopped process ends the run early on purpose: its changes are kept for review
+        const status = (input.agentStatus === 'completed' || input.agentStatus === 'stopped') && !error ? 'completed' : 'failed';
+        await recordOutcome(input.attemptId, status, error, input.summary, changes);
+        return status;
+      }),
     /** Marks the attempt merged (and its task completed); returns mergedAt. */
     async recordAttemptMergedActivity(input: { attemptId: string; commitSha: string; cleanup: boolean }): Promise<string> {
       const a = await recordAttemptMerged(deps.db, input.attemptId, input.commitSha, input.cleanup);

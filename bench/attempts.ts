@@ -2,14 +2,14 @@
  * Attempt engine benchmark, one run on a local dev server (run: `npx tsx bench/attempts.ts`; < 2 min):
  *  1. attempts/s end to end: POST /api/tasks/:id/start → attempt completed, with a no-op agent (`true`);
  *  2. the same-shape bare Temporal workflow (4 no-op activities) rate in the same run, and the ratio;
- *  3. p50/p99 of POST /api/tasks/:id/start at a fixed 20 req/s (autocannon).
- * Env: BENCH_ATTEMPTS (default 40), BENCH_CONCURRENCY (10), BENCH_RATE_SECONDS (6).
+ *  3. p50/p99 of POST /api/tasks/:id/start at a fixed 20 req/s (autocannon), with the worker running;
+ *  4. the start path alone (worker stopped) against its baseline, a bare `client.workflow.start` at the same fixed
+ *     rate on the same server, in alternating rounds (BENCH_RATE_ROUNDS) so both see the same machine.
+ * Env: BENCH_ATTEMPTS (default 40), BENCH_CONCURRENCY (10), BENCH_RATE_SECONDS (6), BENCH_RATE_ROUNDS (2).
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import autocannon from 'autocannon';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
@@ -22,10 +22,13 @@ import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle } from '../lib/temporal/client';
 import { sdkLogger } from '../lib/temporal/sdkLogger';
 import { startWorkers } from '../workers/createWorker';
+import { fixedRate, percentiles, startInfra } from './benchInfra';
 
 const N = Number(process.env.BENCH_ATTEMPTS ?? 40);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 10);
 const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 6);
+const RATE_ROUNDS = Number(process.env.BENCH_RATE_ROUNDS ?? 2);
+const RATE = 20;
 
 async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>): Promise<void> {
   let i = 0;
@@ -36,18 +39,7 @@ async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>): Prom
 
 async function main() {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-bench-'));
-  const freePort = async () => {
-    const net = await import('node:net');
-    return new Promise<number>((r) => {
-      const s = net.createServer().listen(0, '127.0.0.1', () => {
-        const p = (s.address() as { port: number }).port;
-        s.close(() => r(p));
-      });
-    });
-  };
-  const pgPort = await freePort();
-  const tPort = await freePort();
-  const inf = await infraWithPorts(home, pgPort, tPort);
+  const inf = await startInfra(home);
   const logger = createLogger('warn');
   Runtime.install({ logger: sdkLogger(logger), shutdownSignals: [] });
   const configPath = path.join(home, 'config.json');
@@ -106,12 +98,13 @@ async function main() {
   const bareRate = N / bareSecs;
   bareWorker.shutdown();
   await bareRun;
+  // the start baseline below uses the same client
 
   // 3. POST start latency at a fixed 20 req/s, each request on a task of its own (a start locks its task row):
   //    (a) with the worker running the attempts it starts (in this process, on the same 2 cores), (b) with the worker
   //    stopped, so only the start path (validation, 6 SQL writes + events, workflow start) is measured
   const rateTasks: string[] = [];
-  for (let i = 0; i < 2 * (20 * RATE_SECONDS + 40); i++) rateTasks.push((await post('/api/tasks', { projectId, title: `rate ${i}` })).data.id);
+  for (let i = 0; i < (1 + RATE_ROUNDS) * (RATE * RATE_SECONDS + 40); i++) rateTasks.push((await post('/api/tasks', { projectId, title: `rate ${i}` })).data.id);
   let next = 0;
   const rate = () =>
     autocannon({
@@ -131,9 +124,31 @@ async function main() {
   const withWorker = await rate();
   await new Promise((r) => setTimeout(r, 3000)); // let in-flight starts finish
   await workers.stop();
-  const startOnly = await rate();
-  await new Promise((r) => setTimeout(r, 2000));
-  const lat = (r: Awaited<ReturnType<typeof autocannon>>) => ({ rate: 20, requests: r.requests.total, non2xx: r.non2xx, p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max });
+  // the start path alone vs a bare workflow start (to a queue no worker polls, as the attempts' queue now is)
+  const armadaStart: number[] = [];
+  const bareStart: number[] = [];
+  let armadaErrors = 0;
+  let bareErrors = 0;
+  let bareN = 0;
+  for (let round = 0; round < RATE_ROUNDS; round++) {
+    const b = await fixedRate(RATE_SECONDS, RATE, async () => {
+      await client.workflow.start('bareAttemptShapeWorkflow', { workflowId: `bare-start-${bareN++}`, taskQueue: 'bench-bare-unpolled', args: ['x'] });
+    });
+    bareStart.push(...b.latencies);
+    bareErrors += b.errors;
+    await new Promise((r) => setTimeout(r, 1000));
+    const a = await fixedRate(RATE_SECONDS, RATE, async () => {
+      const res = await fetch(`${base}/api/tasks/${rateTasks[next++ % rateTasks.length]}/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ llm: 'noop' }) });
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`status ${res.status}`);
+    });
+    armadaStart.push(...a.latencies);
+    armadaErrors += a.errors;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  const lat = (r: Awaited<ReturnType<typeof autocannon>>) => ({ rate: RATE, requests: r.requests.total, non2xx: r.non2xx, p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max });
+  const startOnly = { rate: RATE, ...percentiles(armadaStart), errors: armadaErrors };
+  const bareStartLat = { rate: RATE, ...percentiles(bareStart), errors: bareErrors };
 
   const out = {
     attempts: N,
@@ -142,7 +157,9 @@ async function main() {
     bareWorkflowsPerSecond: Number(bareRate.toFixed(2)),
     ratio: Number((attemptRate / bareRate).toFixed(3)),
     startLatencyMsWithWorker: lat(withWorker),
-    startLatencyMsStartPathOnly: lat(startOnly),
+    startLatencyMsStartPathOnly: startOnly,
+    bareWorkflowStartLatencyMs: bareStartLat,
+    startP99OverBareP99: Number((startOnly.p99 / bareStartLat.p99).toFixed(2)),
     cpus: os.cpus().length,
     loadavg: os.loadavg().map((l) => Number(l.toFixed(2))),
   };
@@ -152,26 +169,6 @@ async function main() {
   await db.end();
   inf.stop();
   process.exit(0);
-}
-
-async function infraWithPorts(home: string, pgPort: number, tPort: number) {
-  const bundle = path.join(home, 'bundle.js');
-  const child = spawn(process.execPath, [path.join(__dirname, '..', 'bin', 'armada'), 'infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(tPort), '--bundle', bundle], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, ARMADA_LOG_LEVEL: 'warn', DATABASE_URL: '', TEMPORAL_ADDRESS: '' },
-  });
-  const ready = await new Promise<{ databaseUrl: string; temporalAddress: string }>((resolve, reject) => {
-    child.once('exit', (c) => reject(new Error(`armada infra exited ${c}`)));
-    readline.createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
-      try {
-        const m = JSON.parse(l);
-        if (m.event === 'ready') resolve(m);
-      } catch {
-        /* log line */
-      }
-    });
-  });
-  return { ...ready, bundle, stop: () => child.kill('SIGTERM') };
 }
 
 async function waitCompleted(db: ReturnType<typeof createPool>, ids: string[]): Promise<void> {

@@ -24,7 +24,8 @@ Commands:
                         Run a Temporal worker (default queues: the shared queue and this host's queue).
                         --health-port serves /health, /metrics and POST /drain; SIGTERM or /drain stops
                         polling and gives running activities S seconds (default 30) to finish.
-                        --max-agents caps the agent processes this worker runs at once.
+                        --concurrency N: short activities at once (default 20); --max-agents caps the
+                        agent processes this worker runs at once (default: up to 250 agent runs).
   bundle --out FILE     Prebuild the workflow bundle for production workers (ARMADA_WORKFLOW_BUNDLE=FILE).
   migrate               Apply database migrations (DATABASE_URL, or the embedded server of ARMADA_HOME).
   worktrees prune [--dry-run]

@@ -80,6 +80,9 @@ export interface RunningWorkers {
   stop(): Promise<void>;
 }
 
+/** Agent runs one worker takes at once when `--max-agents` is not set (docs/operations.md, "Sizing a worker"). */
+export const DEFAULT_AGENT_RUNS = 250;
+
 export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers> {
   const connection = await NativeConnection.connect({ address: opts.address });
   // workflows start with and upsert Armada's search attributes: without them every workflow task would fail
@@ -92,6 +95,10 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   const activities = createActivities({ db: opts.db, config: opts.config, logger: opts.logger, metrics: opts.metrics, worker, agentSlots: opts.maxAgents ? createSlots(opts.maxAgents) : undefined, faults: opts.faults });
   const shared = opts.config.temporal.taskQueue;
   const queues = opts.taskQueues?.length ? opts.taskQueues : [shared, hostQueue(shared)];
+  const concurrency = opts.concurrency ?? 20;
+  // an agent run holds a slot of the host queue for as long as its agent runs (minutes to hours, waiting on a child
+  // process), so that queue has room for the agents (--max-agents, else DEFAULT_AGENT_RUNS) besides the short git work
+  const hostSlots = (opts.maxAgents ?? DEFAULT_AGENT_RUNS) + concurrency;
   const workers = await Promise.all(
     queues.map((taskQueue) =>
       Worker.create({
@@ -100,7 +107,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
         taskQueue,
         workflowBundle,
         activities,
-        maxConcurrentActivityTaskExecutions: opts.concurrency ?? 20,
+        maxConcurrentActivityTaskExecutions: taskQueue === hostQueue(shared) ? hostSlots : concurrency,
         shutdownGraceTime: opts.shutdownGraceMs ?? 10_000,
         identity: worker.identity,
       }),

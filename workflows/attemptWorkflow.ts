@@ -95,8 +95,20 @@ function hostActivities(hostQueue: string, input: AttemptWorkflowInput) {
     scheduleToStartTimeout: '15 minutes',
     retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: 5 },
   });
-  return { runAgent: agent.runAgent, commitChanges: git.commitChanges, removeWorktree: git.removeWorktree };
+  // the commit and the recorded outcome (lean-attempt-v1): git failures give up after COMMIT_TRIES inside the
+  // activity (recorded as the attempt's failure); a database outage is retried like any projection write
+  const commitAndRecord = proxyActivities<Activities>({
+    taskQueue: hostQueue,
+    startToCloseTimeout: '5 minutes',
+    heartbeatTimeout: '15 seconds',
+    scheduleToStartTimeout: '15 minutes',
+    retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 20 },
+  });
+  return { runAgent: agent.runAgent, commitChanges: git.commitChanges, removeWorktree: git.removeWorktree, commitAndRecordOutcome: commitAndRecord.commitAndRecordOutcome };
 }
+
+/** Patch id of the lean attempt path: one activity commits and records the outcome (was commitChanges + recordAttemptOutcome). */
+export const LEAN_ATTEMPT_PATCH = 'lean-attempt-v1';
 
 export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<AttemptProgress['lastOutcome']> {
   const queue: FollowUpRequest[] = [...(input.carried?.queue ?? [])];
@@ -146,6 +158,27 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
     state.currentProcessId = null;
     if (r.status === 'cancelled') return 'cancelled' as const;
     state.stage = 'committing';
+    if (patched(LEAN_ATTEMPT_PATCH)) {
+      try {
+        return await host.commitAndRecordOutcome({
+          attemptId: input.attemptId,
+          worktreePath: wt.worktreePath,
+          repoPath: wt.repoPath,
+          baseCommit: wt.baseCommit,
+          message: input.commitMessage,
+          agentStatus: r.status,
+          agentError: r.error,
+          summary: r.summary,
+        });
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        // the host could not record it (its retries ran out): the failure is recorded from here
+        state.stage = 'recording';
+        const error = r.error ?? `recording the run's outcome failed: ${message(err)}`;
+        await projection.recordAttemptOutcome({ attemptId: input.attemptId, status: 'failed', error, summary: r.summary });
+        return 'failed' as const;
+      }
+    }
     let error = r.error;
     try {
       await host.commitChanges({ attemptId: input.attemptId, worktreePath: wt.worktreePath, baseCommit: wt.baseCommit, message: input.commitMessage });

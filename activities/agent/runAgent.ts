@@ -8,7 +8,7 @@ import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../../lib/config';
 import { withTransaction } from '../../lib/db/pool';
 import {
-  addMetricSample,
+  recordResourceSample,
   appendLogs,
   getProcess,
   insertProcess,
@@ -32,6 +32,7 @@ import { createFinalMessage, createParser } from './parsers';
 import { resolveAgentProfile, type AgentProfile } from '../../lib/agents/profiles';
 import { createGroupSampler } from './resourceSampler';
 import { createLogSink, type LogSink } from '../../lib/attempts/logSink';
+import { processWatch } from './processWatch';
 
 /** An attempt's output summary is cut to its last 64 KiB (like multi-agent results). */
 const SUMMARY_MAX_BYTES = 64 * 1024;
@@ -295,24 +296,15 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
     setInterval(() => {
       const s = sampler.sample();
       const resources = { cpuUsage: s.cpu, memoryUsage: s.memory, diskIO: s.diskIO, networkIO: s.networkIO };
-      void setProcessLive(deps.db, input.processId, { resources })
-        .then(() => addMetricSample(deps.db, input.processId, { timestamp: new Date().toISOString(), ...s }))
-        .catch(() => undefined);
+      void recordResourceSample(deps.db, input.processId, resources, { timestamp: new Date().toISOString(), ...s }).catch(() => undefined);
     }, SAMPLE_MS),
-    setInterval(() => {
-      void deps.db
-        .query<{ p: string; a: string }>('SELECT p.status AS p, a.status AS a FROM processes p JOIN attempts a ON a.id = p.attempt_id WHERE p.id = $1', [input.processId])
-        .then(({ rows }) => {
-          const r = rows[0];
-          if (!stopReason && (!r || r.p === 'stopped' || r.p === 'cancelled' || r.a === 'cancelled')) {
-            // the attempt cancelled (or deleted) ends the attempt; a stopped/cancelled process only ends this run
-            stopReason = r && r.a !== 'cancelled' ? 'stopped' : 'cancelled';
-            void proc.stop('abort');
-          }
-        })
-        .catch(() => undefined);
-    }, WATCH_MS),
   ];
+  // the attempt cancelled (or deleted) ends the attempt; a stopped/cancelled process only ends this run
+  const unwatch = processWatch(deps.db, WATCH_MS).watch(input.processId, (reason) => {
+    if (stopReason) return;
+    stopReason = reason;
+    void proc.stop('abort');
+  });
   const onCancel = () => {
     if (!stopReason) stopReason = 'cancelled';
     void proc.stop('abort');
@@ -323,6 +315,7 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
     stopReason: () => stopReason,
     stop() {
       for (const t of timers) clearInterval(t);
+      unwatch();
       ctx.cancellationSignal.removeEventListener('abort', onCancel);
     },
   };

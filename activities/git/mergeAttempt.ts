@@ -12,7 +12,7 @@ import path from 'node:path';
 import { git, gitOrThrow } from '../../lib/git';
 import { faultPoint, type Faults } from '../../lib/faults';
 import { earlierMerge, markerRef } from './mergeMarkers';
-import { COMMIT_IDENTITY } from './worktree';
+import { COMMIT_IDENTITY } from './commitWorktree';
 import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
 
 

@@ -3,11 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { ArmadaConfig } from '../../lib/config';
-import { getAttempt, setAttemptChanges, setAttemptCleanedUp, setAttemptWorktree, type AttemptChanges } from '../../lib/db/attempts';
+import { getAttemptWorktreeContext, setAttemptChanges, setAttemptCleanedUp, setAttemptWorktree, type AttemptChanges } from '../../lib/db/attempts';
 import type { Pool } from 'pg';
-import { getProject } from '../../lib/db/projects';
 import { appendLogs } from '../../lib/db/processes';
-import { getTask } from '../../lib/db/tasks';
 import { git, gitOrThrow } from '../../lib/git';
 import { childEnv } from '../../lib/process/childEnv';
 import { faultPoint, type Faults } from '../../lib/faults';
@@ -15,6 +13,7 @@ import { killProcessesUnder, startGroupProcess } from '../../lib/process/process
 import { hostQueue } from '../../lib/temporal/queues';
 import { keepAlive } from '../keepAlive';
 import { removeMergeMarkers } from './mergeMarkers';
+import { commitWorktree } from './commitWorktree';
 
 export interface PreparedWorktree {
   worktreePath: string;
@@ -51,32 +50,18 @@ export async function withRepoLock<T>(repo: string, fn: () => Promise<T>): Promi
   }
 }
 
-/** Identity for commits made by Armada when the repository has none configured. */
-export const COMMIT_IDENTITY = ['-c', 'user.name=Armada', '-c', 'user.email=armada@localhost'];
-
-async function identityArgs(cwd: string): Promise<string[]> {
-  const r = await git(cwd, ['config', 'user.email']);
-  return r.code === 0 && r.stdout.trim() ? [] : COMMIT_IDENTITY;
-}
-
-export async function loadAttemptContext(db: Pool, attemptId: string) {
-  const attempt = await getAttempt(db, attemptId);
-  if (!attempt) throw ApplicationFailure.nonRetryable(`attempt ${attemptId} no longer exists`, 'AttemptGone');
-  const task = await getTask(db, attempt.task_id);
-  if (!task) throw ApplicationFailure.nonRetryable(`task ${attempt.task_id} no longer exists`, 'AttemptGone');
-  const project = await getProject(db, task.project_id);
-  if (!project) throw ApplicationFailure.nonRetryable(`project ${task.project_id} no longer exists`, 'AttemptGone');
-  return { attempt, task, project };
-}
-
 /**
- * `git worktree add -b <branch> <path> <base>` under $ARMADA_HOME/worktrees, then the project's setup_script.
+ * `git worktree add -b <branch> <path> <base commit>` under $ARMADA_HOME/worktrees, then the project's setup_script.
+ * Two git processes on the common path: one `for-each-ref` for the base and attempt branches, one `worktree add`
+ * (a `worktree prune` only when the add fails on a stale registration).
  * Idempotent: a worktree left by an earlier try of this activity is reused, and the setup script runs until one try
  * has seen it succeed (a marker in the worktree's git directory), so a retry after the worktree was made, or while
  * the setup script ran, runs it again to completion. Setup scripts must therefore be safe to run more than once.
  */
 export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig; faults?: Faults }, input: { attemptId: string; processId: string }): Promise<PreparedWorktree> {
-  const { attempt, project } = await loadAttemptContext(deps.db, input.attemptId);
+  const ctx = await getAttemptWorktreeContext(deps.db, input.attemptId);
+  if (!ctx) throw ApplicationFailure.nonRetryable(`attempt ${input.attemptId} no longer exists`, 'AttemptGone');
+  const { attempt, project } = ctx;
   const repo = project.git_repo_path;
   if (!repo) {
     if (project.clone_status === 'cloning') throw new Error(`project ${project.id} is still being cloned`);
@@ -84,23 +69,30 @@ export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig; fa
   }
   const branch = attempt.branch as string;
   let baseBranch = attempt.base_branch ?? project.repo_branch;
-  if ((await git(repo, ['rev-parse', '--verify', '--quiet', `refs/heads/${baseBranch}^{commit}`])).code !== 0) {
+  const refs = await branchCommits(repo, [baseBranch, branch]);
+  let baseHead = refs.get(baseBranch);
+  if (!baseHead) {
     // the configured branch does not exist locally: use the repository's current branch
     baseBranch = (await gitOrThrow(repo, ['symbolic-ref', '--short', 'HEAD'])).trim();
+    baseHead = (await gitOrThrow(repo, ['rev-parse', '--verify', `refs/heads/${baseBranch}^{commit}`])).trim();
   }
   const worktreePath = path.join(deps.config.home, 'worktrees', attempt.id);
   fs.mkdirSync(path.dirname(worktreePath), { recursive: true });
   let baseCommit = attempt.base_commit;
   const existing = fs.existsSync(path.join(worktreePath, '.git'));
   if (!existing) {
+    // a new branch starts at the base commit just read, so baseCommit is exactly where it forked
+    const add = refs.has(branch) ? ['worktree', 'add', worktreePath, branch] : ['worktree', 'add', '-b', branch, worktreePath, baseHead];
     await withRepoLock(repo, async () => {
+      fs.rmSync(worktreePath, { recursive: true, force: true });
+      if ((await git(repo, add)).code === 0) return;
+      // a worktree of an earlier try removed from disk but still registered: prune it and add again
       await git(repo, ['worktree', 'prune']);
       fs.rmSync(worktreePath, { recursive: true, force: true });
-      const branchExists = (await git(repo, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`])).code === 0;
-      if (branchExists) await gitOrThrow(repo, ['worktree', 'add', worktreePath, branch]);
-      else await gitOrThrow(repo, ['worktree', 'add', '-b', branch, worktreePath, baseBranch]);
+      const branchNow = (await git(repo, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`])).code === 0;
+      await gitOrThrow(repo, branchNow ? ['worktree', 'add', worktreePath, branch] : ['worktree', 'add', '-b', branch, worktreePath, baseHead as string]);
     });
-    if (!baseCommit) baseCommit = (await gitOrThrow(repo, ['rev-parse', `refs/heads/${baseBranch}`])).trim();
+    if (!baseCommit) baseCommit = refs.has(branch) ? (await gitOrThrow(repo, ['merge-base', branch, baseBranch])).trim() : baseHead;
   } else if (!baseCommit) {
     baseCommit = (await gitOrThrow(repo, ['merge-base', branch, baseBranch])).trim();
   }
@@ -109,6 +101,23 @@ export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig; fa
   await faultPoint(deps.faults, 'prepareWorktree.afterWorktree', { worktreePath });
   if (project.setup_script.trim()) await runSetupOnce(deps, { attemptId: attempt.id, taskId: attempt.task_id, processId: input.processId, worktreePath, script: project.setup_script });
   return prepared;
+}
+
+/** The commit of refs/heads/<name> for each of `names` that exists, in one `git for-each-ref`. */
+async function branchCommits(repo: string, names: string[]): Promise<Map<string, string>> {
+  const out = await gitOrThrow(repo, ['for-each-ref', '--format=%(objectname) %(refname)', ...names.map((n) => `refs/heads/${n}`)]);
+  const byRef = new Map<string, string>();
+  for (const l of out.split('\n')) {
+    const i = l.indexOf(' ');
+    if (i > 0) byRef.set(l.slice(i + 1), l.slice(0, i));
+  }
+  // for-each-ref also matches refs below a pattern (refs/heads/main/x): only exact names count
+  const found = new Map<string, string>();
+  for (const n of names) {
+    const c = byRef.get(`refs/heads/${n}`);
+    if (c) found.set(n, c);
+  }
+  return found;
 }
 
 /** Written in the worktree's git directory (never part of its tree) once the setup script succeeded there. */
@@ -144,42 +153,14 @@ async function runSetupOnce(deps: { db: Pool }, s: { attemptId: string; taskId: 
   fs.writeFileSync(marker, `${new Date().toISOString()}\n`);
 }
 
-/** Change statistics of base..HEAD in the worktree. */
-export async function changeStats(cwd: string, baseCommit: string): Promise<AttemptChanges> {
-  const numstat = await gitOrThrow(cwd, ['diff', '--numstat', '-M', baseCommit, 'HEAD']);
-  const nameStatus = await gitOrThrow(cwd, ['diff', '--name-status', '-M', baseCommit, 'HEAD']);
-  let linesAdded = 0;
-  let linesRemoved = 0;
-  for (const l of numstat.split('\n').filter(Boolean)) {
-    const [a, d] = l.split('\t');
-    linesAdded += Number(a) || 0;
-    linesRemoved += Number(d) || 0;
-  }
-  const c: AttemptChanges = { filesChanged: 0, filesCreated: 0, filesModified: 0, filesDeleted: 0, linesAdded, linesRemoved, files: [] };
-  for (const l of nameStatus.split('\n').filter(Boolean)) {
-    const [st, ...paths] = l.split('\t');
-    c.filesChanged++;
-    c.files.push(paths[paths.length - 1] as string);
-    if (st?.startsWith('A')) c.filesCreated++;
-    else if (st?.startsWith('D')) c.filesDeleted++;
-    else c.filesModified++;
-  }
-  return c;
-}
-
 /** Commits everything in the worktree on the attempt branch (nothing to commit is fine) and records the stats. */
 export async function commitChanges(
   deps: { db: Pool },
-  input: { attemptId: string; worktreePath: string; baseCommit: string; message: string },
-): Promise<AttemptChanges & { commit: string }> {
-  const cwd = input.worktreePath;
-  await gitOrThrow(cwd, ['add', '-A']);
-  const staged = await git(cwd, ['diff', '--cached', '--quiet']);
-  if (staged.code === 1) await gitOrThrow(cwd, [...(await identityArgs(cwd)), 'commit', '-q', '--no-verify', '-m', input.message]);
-  const commit = (await gitOrThrow(cwd, ['rev-parse', 'HEAD'])).trim();
-  const stats = await changeStats(cwd, input.baseCommit);
+  input: { attemptId: string; worktreePath: string; baseCommit: string; message: string; repoPath?: string },
+): Promise<AttemptChanges> {
+  const stats = await commitWorktree(input);
   await setAttemptChanges(deps.db, input.attemptId, stats);
-  return { ...stats, commit };
+  return stats;
 }
 
 /** Removes the worktree and (optionally) the branch. Idempotent. */

@@ -9,18 +9,19 @@ import { withTransaction, type Queryable } from '../../lib/db/pool';
 import {
   abandonAttemptStart,
   claimIdempotencyKey,
-  confirmAttemptStart,
   deleteAttemptRow,
   findIdempotentAttempt,
   getAttempt,
   insertAttempt,
+  insertStartingAttempt,
   markAttemptRunning,
   stalePendingStarts,
   type AttemptRow,
+  type StartingTask,
 } from '../../lib/db/attempts';
 import { getProject, type ProjectRow } from '../../lib/db/projects';
 import { getProcess, insertProcess, processesOfAttempt, type ProcessRow } from '../../lib/db/processes';
-import { getTask, type TaskRow } from '../../lib/db/tasks';
+import { getTask, getTaskAgentDefaults, type TaskRow } from '../../lib/db/tasks';
 import { conflict, notFound, validationError, AppError } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import type { TemporalHandle } from '../../lib/temporal/client';
@@ -32,7 +33,7 @@ import { attemptWorkflowId, followUpSignal, stopProcessSignal } from '../../work
 import { attemptMetrics } from '../../lib/attempts/metrics';
 import { attemptSearchAttributes } from '../../lib/temporal/searchAttributes';
 import { checkMergePreconditions } from '../../lib/attempts/mergePreconditions';
-import { moveTask, publishAttemptEvent, recordAttemptCancelled, requestProcessEnd } from '../../lib/attempts/projections';
+import { confirmAttemptStarted, moveTask, recordAttemptCancelled, requestProcessEnd } from '../../lib/attempts/projections';
 import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
 
 export interface AttemptServiceDeps {
@@ -64,7 +65,7 @@ async function temporalClient(deps: AttemptServiceDeps): Promise<Client> {
   }
 }
 
-function resolveLlm(config: ArmadaConfig, llm: string | undefined, task: TaskRow, project: ProjectRow) {
+function resolveLlm(config: ArmadaConfig, llm: string | undefined, task: Pick<TaskRow, 'assignee'>, project: Pick<ProjectRow, 'default_llm'>) {
   const name = llm ?? task.assignee ?? project.default_llm ?? undefined;
   // The body is valid; what is missing is state (no assignee, no project default), so this is a conflict, not a 400.
   if (!name) {
@@ -84,13 +85,13 @@ async function lockTask(c: Queryable, taskId: string): Promise<TaskRow> {
   return t;
 }
 
-function promptOf(task: TaskRow, attempt: AttemptRow): string {
+function promptOf(task: Pick<TaskRow, 'title' | 'description'>, attempt: AttemptRow): string {
   return [task.title, task.description, attempt.description].filter((s) => s?.trim()).join('\n\n');
 }
 
 const START_TIMEOUT_MS = 20_000;
 
-async function startWorkflow(deps: AttemptServiceDeps, client: Client, task: TaskRow, attempt: AttemptRow, processId: string): Promise<void> {
+async function startWorkflow(deps: AttemptServiceDeps, client: Client, task: StartingTask, attempt: AttemptRow, processId: string, prompt = promptOf(task, attempt)): Promise<void> {
   const f = deps.config.file.attempts ?? {};
   const timeoutSec = Number((attempt.options as AttemptOptions).timeout ?? f.defaultTimeoutSec ?? 3600);
   const input: AttemptWorkflowInput = {
@@ -98,7 +99,7 @@ async function startWorkflow(deps: AttemptServiceDeps, client: Client, task: Tas
     taskId: task.id,
     llm: attempt.llm,
     processId,
-    prompt: promptOf(task, attempt),
+    prompt,
     commitMessage: `${task.title} (attempt ${attempt.number})`,
     timeoutMs: timeoutSec * 1000,
     heartbeatTimeoutMs: f.heartbeatTimeoutMs ?? 30_000,
@@ -131,23 +132,26 @@ function insertFirstProcess(c: Queryable, task: TaskRow, attempt: AttemptRow): P
   });
 }
 
-/** Phase 3 of a start, once the workflow runs: task in_progress and attempt.started, exactly once. */
-async function confirmStart(deps: AttemptServiceDeps, task: TaskRow, attemptId: string, processId: string): Promise<void> {
-  await withTransaction(deps.db, async (c) => {
-    const confirmed = await confirmAttemptStart(c, attemptId);
-    if (!confirmed) return; // confirmed already (a concurrent retry or the reconciler), or deleted meanwhile
-    await moveTask(c, task.id, 'in_progress');
-    await publishAttemptEvent(c, 'attempt.started', confirmed, task.project_id, { processId });
-  });
+/** Phase 3 of a start, once the workflow runs: task in_progress and attempt.started, exactly once, in one statement. */
+async function confirmStart(deps: AttemptServiceDeps, task: StartingTask, attemptId: string, processId: string): Promise<void> {
+  await confirmAttemptStarted(deps.db, attemptId, task.project_id, processId);
 }
 
 /**
  * Phases 2 and 3 of a start whose rows are committed: start the workflow, then confirm. When Temporal cannot start
  * it, the start is undone (nothing stays behind) and the caller gets 503 — unless it was confirmed meanwhile.
  */
-async function finishStart(deps: AttemptServiceDeps, client: Client, task: TaskRow, attempt: AttemptRow, processId: string, wasCreated: boolean): Promise<void> {
+async function finishStart(
+  deps: AttemptServiceDeps,
+  client: Client,
+  task: StartingTask,
+  attempt: AttemptRow,
+  processId: string,
+  wasCreated: boolean,
+  prompt?: string,
+): Promise<void> {
   try {
-    await startWorkflow(deps, client, task, attempt, processId);
+    await startWorkflow(deps, client, task, attempt, processId, prompt);
   } catch (err) {
     if (await abandonAttemptStart(deps.db, attempt.id, processId, wasCreated)) throw engineUnavailable(err);
     return;
@@ -193,41 +197,76 @@ export async function startNewAttempt(
   body: { llm?: string; options?: AttemptOptions; description?: string },
   idempotencyKey?: string,
 ): Promise<StartResult> {
-  const pre = await getTask(deps.db, taskId);
-  if (!pre) throw notFound(`Task ${taskId} not found`, 'TASK_NOT_FOUND');
-  const project = await getProject(deps.db, pre.project_id);
-  if (!project) throw notFound(`Project ${pre.project_id} not found`, 'PROJECT_NOT_FOUND');
-  const { name, profile } = resolveLlm(deps.config, body.llm, pre, project);
+  const { name, profile } = await startingAgent(deps, taskId, body.llm);
   const client = await temporalClient(deps);
+  if (idempotencyKey) return startNewAttemptOnce(deps, client, taskId, { name, model: profile.model ?? null }, body, idempotencyKey);
+  // phase 1 in one round trip (one statement: task lock, attempt, first process)
+  const started = await insertStartingAttempt(deps.db, {
+    id: newId(),
+    taskId,
+    llm: name,
+    model: profile.model ?? null,
+    branchPrefix: deps.config.branchPrefix,
+    options: { ...body.options },
+    description: body.description ?? '',
+    processId: newId(),
+  });
+  if (!started) throw notFound(`Task ${taskId} not found`, 'TASK_NOT_FOUND');
+  await finishStart(deps, client, started.task, started.attempt, started.processId, false, started.prompt);
+  attemptMetrics(deps.metrics.registry).attempts.inc({ llm: name, status: 'started' });
+  return { attempt: started.attempt, processId: started.processId, replayed: false };
+}
+
+/**
+ * The agent of a start: the one named, else the task's assignee, else the project's default. The task is read only
+ * when no agent is named or the named one is unknown (a missing task is 404 before an unknown agent is 400).
+ */
+async function startingAgent(deps: AttemptServiceDeps, taskId: string, llm: string | undefined) {
+  const named = llm ? resolveAgentProfile(deps.config, llm) : undefined;
+  if (llm && named) return { name: llm, profile: named };
+  const defaults = await getTaskAgentDefaults(deps.db, taskId);
+  if (!defaults) throw notFound(`Task ${taskId} not found`, 'TASK_NOT_FOUND');
+  return resolveLlm(deps.config, llm, defaults, defaults);
+}
+
+/** A start with an Idempotency-Key: repeats of the key return the first attempt (finishing its start if pending). */
+async function startNewAttemptOnce(
+  deps: AttemptServiceDeps,
+  client: Client,
+  taskId: string,
+  agent: { name: string; model: string | null },
+  body: { options?: AttemptOptions; description?: string },
+  idempotencyKey: string,
+): Promise<StartResult> {
   const scope = `task-start:${taskId}`;
   const result = await withTransaction(deps.db, async (c) => {
     const task = await lockTask(c, taskId);
-    if (idempotencyKey) {
-      const existing = await findIdempotentAttempt(c, scope, idempotencyKey);
-      if (existing) {
-        const a = (await getAttempt(c, existing)) as AttemptRow;
-        const first = (await processesOfAttempt(c, existing))[0];
-        return { task, attempt: a, processId: first?.id ?? '', replayed: true };
-      }
+    const existing = await findIdempotentAttempt(c, scope, idempotencyKey);
+    if (existing) {
+      const a = (await getAttempt(c, existing)) as AttemptRow;
+      const first = (await processesOfAttempt(c, existing))[0];
+      return { task, attempt: a, processId: first?.id ?? '', replayed: true };
     }
+    const project = await getProject(c, task.project_id);
+    if (!project) throw notFound(`Project ${task.project_id} not found`, 'PROJECT_NOT_FOUND');
     const attempt = await insertAttempt(c, {
       id: newId(),
       taskId,
-      llm: name,
-      model: profile.model,
+      llm: agent.name,
+      model: agent.model,
       status: 'running',
       branchPrefix: deps.config.branchPrefix,
       baseBranch: project.repo_branch,
       options: { ...body.options },
       description: body.description ?? '',
     });
-    if (idempotencyKey) await claimIdempotencyKey(c, scope, idempotencyKey, attempt.id);
+    await claimIdempotencyKey(c, scope, idempotencyKey, attempt.id);
     const proc = await insertFirstProcess(c, task, attempt);
     return { task, attempt, processId: proc.id, replayed: false };
   });
   // a replay of a start still pending (its first request is in flight or died) finishes it the same way
   if (!result.replayed || result.attempt.start_pending_since) await finishStart(deps, client, result.task, result.attempt, result.processId, false);
-  if (!result.replayed) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: name, status: 'started' });
+  if (!result.replayed) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: agent.name, status: 'started' });
   return { attempt: result.attempt, processId: result.processId, replayed: result.replayed };
 }
 

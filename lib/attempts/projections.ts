@@ -11,12 +11,14 @@ import {
   cancelAttemptRow,
   finishAttemptRow,
   getAttempt,
+  setAttemptChanges,
   setAttemptMerged,
+  type AttemptChanges,
   type AttemptRow,
 } from '../db/attempts';
 import { finishProcessRow, type ProcessRow } from '../db/processes';
 import { getTask, updateTasks, type TaskStatus } from '../db/tasks';
-import { publishEvent } from '../events/publish';
+import { notifyInsertedEventsSql, publishEvent } from '../events/publish';
 import { publishTaskStatusChanged } from '../events/taskEvents';
 
 export function attemptTopics(a: Pick<AttemptRow, 'id' | 'task_id'>, projectId: string): string[] {
@@ -60,9 +62,21 @@ export async function publishProcessEvent(c: Queryable, type: string, p: Process
   });
 }
 
-/** running → completed | failed. Returns the row, or undefined when the attempt was no longer running. */
-export async function recordAttemptFinished(db: Pool, attemptId: string, status: 'completed' | 'failed', error: string | null, summary: string): Promise<AttemptRow | undefined> {
+/**
+ * running → completed | failed, with the change statistics when given, in one transaction. Returns the row, or
+ * undefined when the attempt was no longer running.
+ */
+export async function recordAttemptFinished(
+  db: Pool,
+  attemptId: string,
+  status: 'completed' | 'failed',
+  error: string | null,
+  summary: string,
+  changes?: AttemptChanges,
+): Promise<AttemptRow | undefined> {
   return withTransaction(db, async (c) => {
+    // the change statistics of the run's commit are recorded whatever the status (a cancelled attempt keeps them)
+    if (changes) await setAttemptChanges(c, attemptId, changes);
     const a = await finishAttemptRow(c, attemptId, status, { error, summary });
     if (!a) return undefined;
     // a process still running here never got its agent started (setup failed, repository missing): it failed too
@@ -142,6 +156,47 @@ export async function recordAttemptResumed(db: Pool, attemptId: string): Promise
     await publishAttemptEvent(c, 'attempt.started', a, await projectOf(c, a.task_id), { followUp: true });
     await moveTask(c, a.task_id, 'in_progress', ['review', 'failed', 'pending']);
   });
+}
+
+/** An ISO-8601 UTC text of a timestamptz with milliseconds, as Date.toISOString() writes it. */
+const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * Phase 3 of a start in one statement (docs/attempts.md, "Starting an attempt"): clear `start_pending_since` (only
+ * the caller that clears it goes on), move the task to `in_progress` and publish task.status_changed and
+ * attempt.started with their NOTIFYs. One statement, so the task's counter rows are locked only for its duration.
+ * Undefined when the start was confirmed already or the attempt is gone.
+ */
+export async function confirmAttemptStarted(db: Queryable, attemptId: string, projectId: string, processId: string): Promise<AttemptRow | undefined> {
+  const { rows } = await db.query<AttemptRow & { notified: string }>(
+    `WITH c AS (
+       UPDATE attempts SET start_pending_since = NULL, updated_at = now() WHERE id = $1 AND start_pending_since IS NOT NULL RETURNING *),
+     prev AS (
+       SELECT t.id, t.status FROM tasks t JOIN c ON t.id = c.task_id WHERE t.status <> 'in_progress' FOR UPDATE OF t),
+     moved AS (
+       UPDATE tasks SET status = 'in_progress', completed_at = NULL, updated_at = clock_timestamp() FROM prev WHERE tasks.id = prev.id
+       RETURNING tasks.id, tasks.project_id, tasks.updated_at, prev.status AS previous_status),
+     ev AS (
+       INSERT INTO events (type, topics, data)
+       SELECT e.type, e.topics, e.data FROM (
+         SELECT 1 AS ord, 'task.status_changed' AS type, ARRAY['task:' || m.id, 'project:' || m.project_id] AS topics,
+                jsonb_build_object('taskId', m.id, 'projectId', m.project_id, 'status', 'in_progress', 'previousStatus', m.previous_status,
+                                   'timestamp', ${isoSql('m.updated_at')}) AS data
+           FROM moved m
+         UNION ALL
+         SELECT 2, 'attempt.started', ARRAY['attempt:' || c.id, 'task:' || c.task_id, 'project:' || $2::text],
+                jsonb_build_object('taskId', c.task_id, 'attemptId', c.id, 'llm', c.llm, 'status', c.status,
+                                   'duration', GREATEST(0, extract(epoch FROM clock_timestamp() - c.started_at))::float8, 'error', c.error, 'processId', $3::text)
+           FROM c) e
+       ORDER BY e.ord
+       RETURNING seq, type, topics, data, created_at)
+     SELECT c.*, ${notifyInsertedEventsSql('ev')} AS notified FROM c`,
+    [attemptId, projectId, processId],
+  );
+  const r = rows[0];
+  if (!r) return undefined;
+  const { notified: _, ...attempt } = r;
+  return attempt as AttemptRow;
 }
 
 export { getAttempt };

@@ -60,6 +60,28 @@ export async function getAttempt(db: Queryable, id: string, forUpdate = false): 
   return rows[0];
 }
 
+/** What preparing an attempt's worktree reads: the attempt and its project's repository, in one query. */
+export interface AttemptWorktreeContext {
+  attempt: AttemptRow;
+  project: { id: string; git_repo_path: string | null; clone_status: string | null; clone_error: string | null; repo_branch: string; setup_script: string };
+}
+
+export async function getAttemptWorktreeContext(db: Queryable, id: string): Promise<AttemptWorktreeContext | undefined> {
+  const { rows } = await db.query<AttemptRow & { p_id: string; p_git_repo_path: string | null; p_clone_status: string | null; p_clone_error: string | null; p_repo_branch: string; p_setup_script: string }>(
+    `SELECT a.*, p.id AS p_id, p.git_repo_path AS p_git_repo_path, p.clone_status AS p_clone_status, p.clone_error AS p_clone_error,
+            p.repo_branch AS p_repo_branch, p.setup_script AS p_setup_script
+       FROM attempts a JOIN tasks t ON t.id = a.task_id JOIN projects p ON p.id = t.project_id WHERE a.id = $1`,
+    [id],
+  );
+  const r = rows[0];
+  if (!r) return undefined;
+  const { p_id, p_git_repo_path, p_clone_status, p_clone_error, p_repo_branch, p_setup_script, ...attempt } = r;
+  return {
+    attempt: attempt as AttemptRow,
+    project: { id: p_id, git_repo_path: p_git_repo_path, clone_status: p_clone_status, clone_error: p_clone_error, repo_branch: p_repo_branch, setup_script: p_setup_script },
+  };
+}
+
 export interface NewAttempt {
   id: string;
   taskId: string;
@@ -91,6 +113,50 @@ export async function insertAttempt(db: Queryable, a: NewAttempt): Promise<Attem
   return rows[0] as AttemptRow;
 }
 
+/** The task fields a start needs besides the attempt (its prompt, commit message and events). */
+export interface StartingTask {
+  id: string;
+  project_id: string;
+  title: string;
+  description: string;
+}
+
+/**
+ * Phase 1 of a start in one statement (its own transaction): the next-numbered attempt of the task, `running` with
+ * `start_pending_since`, based on the project's branch, and its first process with the prompt (task title,
+ * description, attempt description, the non-blank ones). The task row's update takes its lock, so numbers stay per
+ * task under concurrent starts. Undefined when the task does not exist.
+ */
+export async function insertStartingAttempt(
+  db: Queryable,
+  a: Omit<NewAttempt, 'status' | 'baseBranch'> & { processId: string },
+): Promise<{ attempt: AttemptRow; task: StartingTask; processId: string; prompt: string } | undefined> {
+  const { rows } = await db.query<AttemptRow & { t_project_id: string; t_title: string; t_description: string; p_id: string; p_prompt: string }>(
+    `WITH n AS (
+       UPDATE tasks SET attempts_numbered = GREATEST(attempts_numbered, (SELECT COALESCE(max(number), 0) FROM attempts WHERE task_id = $2)) + 1
+        WHERE id = $2 RETURNING attempts_numbered AS n, project_id, title, description),
+     a AS (
+       INSERT INTO attempts (id, task_id, number, llm, model, status, branch, base_branch, options, description, started_at, start_pending_since)
+       SELECT $1, $2, n.n, $3, $4, 'running', $5 || '/task-' || $2 || '-attempt-' || n.n, (SELECT repo_branch FROM projects WHERE id = n.project_id),
+              $6, $7, now(), now()
+         FROM n
+       RETURNING *),
+     p AS (
+       INSERT INTO processes (id, attempt_id, task_id, llm, model, kind, prompt)
+       SELECT $8, a.id, a.task_id, a.llm, a.model, 'initial',
+              concat_ws(E'\\n\\n', CASE WHEN n.title ~ '\\S' THEN n.title END, CASE WHEN n.description ~ '\\S' THEN n.description END,
+                        CASE WHEN a.description ~ '\\S' THEN a.description END)
+         FROM a, n
+       RETURNING id, prompt)
+     SELECT a.*, n.project_id AS t_project_id, n.title AS t_title, n.description AS t_description, p.id AS p_id, p.prompt AS p_prompt FROM a, n, p`,
+    [a.id, a.taskId, a.llm, a.model, a.branchPrefix, a.options, a.description, a.processId],
+  );
+  const r = rows[0];
+  if (!r) return undefined;
+  const { t_project_id, t_title, t_description, p_id, p_prompt, ...attempt } = r;
+  return { attempt: attempt as AttemptRow, task: { id: attempt.task_id, project_id: t_project_id, title: t_title, description: t_description }, processId: p_id, prompt: p_prompt };
+}
+
 export interface AttemptFilter {
   taskId?: string;
   llm?: string;
@@ -113,15 +179,6 @@ export async function listAttempts(db: Queryable, f: AttemptFilter, limit: numbe
     db.query<{ n: string }>(`SELECT count(*) AS n FROM attempts ${w}`, values),
   ]);
   return { rows: list.rows, total: Number(count.rows[0]?.n ?? 0) };
-}
-
-/** The attempt's workflow start was confirmed: returns the row when this call cleared the pending mark. */
-export async function confirmAttemptStart(db: Queryable, id: string): Promise<AttemptRow | undefined> {
-  const { rows } = await db.query<AttemptRow>(
-    'UPDATE attempts SET start_pending_since = NULL, updated_at = now() WHERE id = $1 AND start_pending_since IS NOT NULL RETURNING *',
-    [id],
-  );
-  return rows[0];
 }
 
 /**

@@ -209,12 +209,17 @@ export interface MetricSample {
 
 export const MAX_SAMPLES_PER_PROCESS = 300;
 
-export async function addMetricSample(db: Queryable, processId: string, s: MetricSample): Promise<void> {
+/**
+ * A running process's resource sample: its live `resources` and one row of its sample history (kept to the last
+ * MAX_SAMPLES_PER_PROCESS), in one statement — a worker running hundreds of agents writes one per agent every 2 s.
+ */
+export async function recordResourceSample(db: Queryable, processId: string, resources: ProcessResources, s: MetricSample): Promise<void> {
   await db.query(
-    `WITH ins AS (INSERT INTO process_metric_samples (process_id, ts, cpu, memory, disk_io, network_io) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING)
+    `WITH live AS (UPDATE processes SET resources = $8 WHERE id = $1),
+          ins AS (INSERT INTO process_metric_samples (process_id, ts, cpu, memory, disk_io, network_io) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING)
      DELETE FROM process_metric_samples WHERE process_id = $1 AND ts < (
        SELECT ts FROM process_metric_samples WHERE process_id = $1 ORDER BY ts DESC OFFSET $7 LIMIT 1)`,
-    [processId, s.timestamp, s.cpu, s.memory, s.diskIO, s.networkIO, MAX_SAMPLES_PER_PROCESS - 1],
+    [processId, s.timestamp, s.cpu, s.memory, s.diskIO, s.networkIO, MAX_SAMPLES_PER_PROCESS - 1, resources],
   );
 }
 

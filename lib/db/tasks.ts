@@ -48,6 +48,15 @@ export async function getTask(db: Queryable, id: string): Promise<TaskRow | unde
   return rows[0];
 }
 
+/** Who runs a task's attempts when a start names no agent: the task's assignee, else its project's default. */
+export async function getTaskAgentDefaults(db: Queryable, id: string): Promise<{ assignee: string | null; default_llm: string | null } | undefined> {
+  const { rows } = await db.query<{ assignee: string | null; default_llm: string | null }>(
+    'SELECT t.assignee, p.default_llm FROM tasks t JOIN projects p ON p.id = t.project_id WHERE t.id = $1',
+    [id],
+  );
+  return rows[0];
+}
+
 export type TaskWithRepository = TaskRow & { project_repo_url: string; project_repo_branch: string };
 
 /** A task with its project's repository URL and branch (the detail view), in one query. */

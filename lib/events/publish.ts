@@ -34,6 +34,18 @@ export async function publishEvent(db: Queryable, event: DomainEvent): Promise<S
   return stored;
 }
 
+/**
+ * The NOTIFYs of events inserted by a statement's own CTE (`INSERT INTO events … RETURNING seq, type, topics, data,
+ * created_at`), as an SQL expression for its final SELECT, so a state change and its events take one round trip.
+ * Same payload as publishEvent: the stored event inline when it fits, else its seq; in seq order.
+ */
+export function notifyInsertedEventsSql(cte: string): string {
+  return `(SELECT count(pg_notify('${EVENTS_CHANNEL}', CASE WHEN length(x.p) <= ${MAX_INLINE} THEN x.p ELSE json_build_object('seq', x.seq)::text END))
+     FROM (SELECT seq, json_build_object('type', type, 'topics', topics, 'data', data, 'seq', seq,
+                  'createdAt', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::text AS p
+             FROM ${cte} ORDER BY seq) x)`;
+}
+
 interface EventRow {
   seq: string;
   type: string;

@@ -62,7 +62,8 @@ export function api(stack: TestStack) {
 
 /**
  * Saves a workflow's history as a replay fixture (test/fixtures/histories/<name>.json) when ARMADA_RECORD_HISTORIES
- * is set; the replay test (test/integration/attemptReplay.test.ts) runs every saved history.
+ * is set; the replay test (test/integration/attemptReplay.test.ts) runs every saved history. A value other than `1`
+ * (a patch id, e.g. `lean-attempt-v1`) is appended to the name, so the histories of the code before a patch stay.
  */
 export async function recordHistory(stack: TestStack, workflowId: string, name: string, runId?: string): Promise<void> {
   if (!process.env.ARMADA_RECORD_HISTORIES) return;
@@ -73,5 +74,7 @@ export async function recordHistory(stack: TestStack, workflowId: string, name: 
   const historyBase64 = Buffer.from(temporal.api.history.v1.History.encode(history).finish()).toString('base64');
   const dir = path.join(__dirname, '..', 'fixtures', 'histories');
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, `${name}.json`), `${JSON.stringify({ workflowId, events: history.events?.length ?? 0, historyBase64 })}\n`);
+  const tag = process.env.ARMADA_RECORD_HISTORIES;
+  const file = /^[a-z0-9-]+$/.test(tag) && tag !== '1' ? `${name}.${tag}` : name;
+  fs.writeFileSync(path.join(dir, `${file}.json`), `${JSON.stringify({ workflowId, events: history.events?.length ?? 0, historyBase64 })}\n`);
 }

@@ -1,0 +1,77 @@
+/**
+ * Commits an attempt's worktree with as few git processes as the state allows: one `git status --porcelain=v2
+ * --branch` says both whether there is anything to commit and which commit HEAD is, so an agent that changed nothing
+ * on a fresh branch costs one process; otherwise `git add -A`, `git commit`, and one `git diff --raw --numstat` for
+ * the statistics of base..HEAD (the commit just made).
+ */
+import type { AttemptChanges } from '../../lib/db/attempts';
+import { git, gitOrThrow } from '../../lib/git';
+
+/** Identity for commits made by Armada when the repository has none configured. */
+export const COMMIT_IDENTITY = ['-c', 'user.name=Armada', '-c', 'user.email=armada@localhost'];
+
+const IDENTITY_TTL_MS = 60_000;
+/** Whether a repository has an identity configured, per repository (its worktrees share its config), briefly cached. */
+const identityCache = new Map<string, { args: string[]; at: number }>();
+
+async function identityArgs(cwd: string, repoPath: string | undefined): Promise<string[]> {
+  const key = repoPath ?? cwd;
+  const hit = identityCache.get(key);
+  if (hit && Date.now() - hit.at < IDENTITY_TTL_MS) return hit.args;
+  const r = await git(cwd, ['config', 'user.email']);
+  const args = r.code === 0 && r.stdout.trim() ? [] : COMMIT_IDENTITY;
+  identityCache.set(key, { args, at: Date.now() });
+  return args;
+}
+
+export const NO_CHANGES: AttemptChanges = { filesChanged: 0, filesCreated: 0, filesModified: 0, filesDeleted: 0, linesAdded: 0, linesRemoved: 0, files: [] };
+
+/** Statistics of `git diff --raw --numstat -M base HEAD` (one process; raw lines start with ':'). */
+export function parseRawNumstat(out: string): AttemptChanges {
+  const c: AttemptChanges = { ...NO_CHANGES, files: [] };
+  for (const l of out.split('\n')) {
+    if (!l) continue;
+    if (l.startsWith(':')) {
+      const [meta, ...paths] = l.split('\t');
+      const st = meta?.split(' ').at(-1) ?? '';
+      c.filesChanged++;
+      c.files.push(paths[paths.length - 1] as string);
+      if (st.startsWith('A')) c.filesCreated++;
+      else if (st.startsWith('D')) c.filesDeleted++;
+      else c.filesModified++;
+    } else {
+      const [a, d] = l.split('\t');
+      c.linesAdded += Number(a) || 0;
+      c.linesRemoved += Number(d) || 0;
+    }
+  }
+  return c;
+}
+
+/** Change statistics of base..HEAD in the worktree. */
+export async function changeStats(cwd: string, baseCommit: string): Promise<AttemptChanges> {
+  return parseRawNumstat(await gitOrThrow(cwd, ['diff', '--raw', '--numstat', '-M', baseCommit, 'HEAD']));
+}
+
+/**
+ * Commits everything in the worktree on the attempt branch (nothing to commit is fine) and returns the statistics of
+ * base..HEAD. Idempotent: a retry after the commit finds a clean tree and computes the same statistics.
+ */
+export async function commitWorktree(input: { worktreePath: string; baseCommit: string; message: string; repoPath?: string }): Promise<AttemptChanges> {
+  const cwd = input.worktreePath;
+  const status = await gitOrThrow(cwd, ['status', '--porcelain=v2', '--branch', '--untracked-files=all']);
+  const lines = status.split('\n').filter(Boolean);
+  const head = lines.find((l) => l.startsWith('# branch.oid '))?.slice('# branch.oid '.length).trim();
+  const dirty = lines.some((l) => !l.startsWith('#'));
+  if (dirty) {
+    await gitOrThrow(cwd, ['add', '-A']);
+    // an add that only touched ignored or mode-filtered paths leaves nothing staged: that is no commit, not an error
+    const r = await git(cwd, [...(await identityArgs(cwd, input.repoPath)), 'commit', '-q', '--no-verify', '-m', input.message]);
+    if (r.code !== 0 && !/nothing to commit|nothing added to commit|no changes added/i.test(r.stdout + r.stderr)) {
+      throw new Error(`git commit failed: ${r.stderr.trim() || r.stdout.trim() || `exit ${r.code}`}`);
+    }
+  } else if (head === input.baseCommit) {
+    return { ...NO_CHANGES, files: [] };
+  }
+  return changeStats(cwd, input.baseCommit);
+}

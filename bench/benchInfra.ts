@@ -1,0 +1,67 @@
+/** What the attempt benchmarks share: `armada infra` on free ports in a fresh home, and open-loop load with percentiles. */
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import readline from 'node:readline';
+
+export function freePort(): Promise<number> {
+  return new Promise<number>((r) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => r(p));
+    });
+  });
+}
+
+/** Embedded PostgreSQL and a Temporal dev server (`armada infra`), plus the prebuilt workflow bundle. */
+export async function startInfra(home: string): Promise<{ databaseUrl: string; temporalAddress: string; bundle: string; stop: () => void }> {
+  const bundle = path.join(home, 'bundle.js');
+  const args = ['infra', '--home', home, '--pg-port', String(await freePort()), '--temporal-port', String(await freePort()), '--bundle', bundle];
+  const child = spawn(process.execPath, [path.join(__dirname, '..', 'bin', 'armada'), ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ARMADA_LOG_LEVEL: 'warn', DATABASE_URL: '', TEMPORAL_ADDRESS: '' },
+  });
+  const ready = await new Promise<{ databaseUrl: string; temporalAddress: string }>((resolve, reject) => {
+    child.once('exit', (c) => reject(new Error(`armada infra exited ${c}`)));
+    readline.createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
+      try {
+        const m = JSON.parse(l);
+        if (m.event === 'ready') resolve(m);
+      } catch {
+        /* log line */
+      }
+    });
+  });
+  return { ...ready, bundle, stop: () => child.kill('SIGTERM') };
+}
+
+/** Open-loop load: call i starts at i / rate seconds whatever the earlier ones do; returns each call's latency (ms). */
+export async function fixedRate(seconds: number, rate: number, call: (i: number) => Promise<void>): Promise<{ latencies: number[]; errors: number }> {
+  const latencies: number[] = [];
+  let errors = 0;
+  const t0 = performance.now();
+  const calls: Promise<void>[] = [];
+  for (let i = 0; i < seconds * rate; i++) {
+    const wait = t0 + (i * 1000) / rate - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    calls.push(
+      (async () => {
+        const s = performance.now();
+        try {
+          await call(i);
+          latencies.push(performance.now() - s);
+        } catch {
+          errors++;
+        }
+      })(),
+    );
+  }
+  await Promise.all(calls);
+  return { latencies, errors };
+}
+
+export function percentiles(xs: number[]) {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (q: number) => Number((s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] ?? 0).toFixed(1));
+  return { requests: s.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1) };
+}
