@@ -67,12 +67,14 @@ export const AnalyticsQuery = Type.Object({
   days: Type.Integer({ minimum: 1, maximum: 366, default: 7, description: 'UTC calendar days, today included' }),
 });
 
+const StatusCounts = Type.Object({ sent: Type.Integer(), delivered: Type.Integer(), read: Type.Integer(), failed: Type.Integer() });
+
 export const Analytics = Type.Object({
   period: Type.Object({ start: Type.String(), end: Type.String() }),
   totalMessages: Type.Integer(),
-  byStatus: Type.Object({ sent: Type.Integer(), delivered: Type.Integer(), read: Type.Integer(), failed: Type.Integer() }),
+  byStatus: StatusCounts,
   byInstance: Type.Record(Type.String(), Type.Integer()),
-  byDay: Type.Array(Type.Object({ date: Type.String(), count: Type.Integer() })),
+  byDay: Type.Array(Type.Object({ date: Type.String(), count: Type.Integer(), byStatus: StatusCounts })),
 });
 
 export const TraceIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });

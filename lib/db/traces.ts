@@ -142,13 +142,13 @@ export interface TraceAnalytics {
   totalMessages: number;
   byStatus: Record<TraceStatus, number>;
   byInstance: Record<string, number>;
-  byDay: { date: string; count: number }[];
+  byDay: { date: string; count: number; byStatus: Record<TraceStatus, number> }[];
 }
 
 /**
  * Counts of the traces sent in the last `days` UTC calendar days (today included, from 00:00 UTC of the first day
  * up to now), in one statement: one aggregate pass over the window (an index-only scan of traces_sent_idx), rolled up per
- * status, instance and day; every day present (generate_series).
+ * status, instance and day (each day also split by status); every day present (generate_series).
  */
 export async function traceAnalytics(db: Queryable, days: number): Promise<TraceAnalytics> {
   const { rows } = await db.query<{ result: TraceAnalytics }>(
@@ -172,9 +172,18 @@ export async function traceAnalytics(db: Queryable, days: number): Promise<Trace
                       FROM unnest(ARRAY['sent', 'delivered', 'read', 'failed']) WITH ORDINALITY AS s(status, ord)),
        'byInstance', COALESCE((SELECT json_object_agg(i.instance, i.n ORDER BY i.instance)
                                  FROM (SELECT instance, sum(n)::int AS n FROM g GROUP BY instance) i), '{}'::json),
-       'byDay', (SELECT json_agg(json_build_object('date', to_char(d.day, 'YYYY-MM-DD'), 'count', COALESCE(c.n, 0)) ORDER BY d.day)
+       'byDay', (SELECT json_agg(json_build_object(
+                          'date', to_char(d.day, 'YYYY-MM-DD'),
+                          'count', COALESCE(c.n, 0),
+                          'byStatus', json_build_object('sent', COALESCE(c.sent, 0), 'delivered', COALESCE(c.delivered, 0),
+                                                        'read', COALESCE(c.read, 0), 'failed', COALESCE(c.failed, 0))) ORDER BY d.day)
                    FROM generate_series((b.start_at AT TIME ZONE 'UTC')::date, (b.end_at AT TIME ZONE 'UTC')::date, interval '1 day') AS d(day)
-                   LEFT JOIN (SELECT day, sum(n)::int AS n FROM g GROUP BY day) c ON c.day = d.day::date)
+                   LEFT JOIN (SELECT day, sum(n)::int AS n,
+                                     (sum(n) FILTER (WHERE status = 'sent'))::int AS sent,
+                                     (sum(n) FILTER (WHERE status = 'delivered'))::int AS delivered,
+                                     (sum(n) FILTER (WHERE status = 'read'))::int AS read,
+                                     (sum(n) FILTER (WHERE status = 'failed'))::int AS failed
+                                FROM g GROUP BY day) c ON c.day = d.day::date)
      ) AS result
      FROM bounds b`,
     [days],

@@ -280,11 +280,16 @@ describe('analytics', () => {
     const expectedDays = Array.from({ length: 7 }, (_, i) => utcDate(new Date(today.getTime() - (6 - i) * DAY)));
     expect(a.byDay.map((d: { date: string }) => d.date)).toEqual(expectedDays);
     const counts: Record<string, number> = Object.fromEntries(expectedDays.map((d) => [d, 0]));
+    const perStatus: Record<string, Record<string, number>> = Object.fromEntries(expectedDays.map((d) => [d, { sent: 0, delivered: 0, read: 0, failed: 0 }]));
     for (const s of sent.slice(0, 4)) {
       const d = utcDate(new Date(now - s.ago));
-      if (d in counts) counts[d] = (counts[d] ?? 0) + 1;
+      if (d in counts) {
+        counts[d] = (counts[d] ?? 0) + 1;
+        (perStatus[d] as Record<string, number>)[s.status] += 1;
+      }
     }
-    expect(a.byDay).toEqual(expectedDays.map((date) => ({ date, count: counts[date] })));
+    // each day is split by status too (the board's chart of messages per day by status)
+    expect(a.byDay).toEqual(expectedDays.map((date) => ({ date, count: counts[date], byStatus: perStatus[date] })));
     expect(a.byDay.filter((d: { count: number }) => d.count === 0).length).toBeGreaterThanOrEqual(3);
     const inWindow = Object.values(counts).reduce((x, y) => x + y, 0);
     expect(a.totalMessages).toBe(inWindow);

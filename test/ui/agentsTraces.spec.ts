@@ -63,18 +63,29 @@ test('traces: the chart of messages per day is drawn from the analytics, and the
       sentAt: new Date(now - ago * day).toISOString(),
     });
   await Promise.all([mk(1, 'sent', 0), mk(2, 'delivered', 0), mk(3, 'read', 1), mk(4, 'failed', 1), mk(5, 'delivered', 1), mk(6, 'read', 3)]);
-  const analytics = await svcApi<{ byDay: { date: string; count: number }[] }>('traces', 'GET', '/traces/analytics?days=7');
+  const analytics = await svcApi<{ byDay: { date: string; count: number; byStatus: Record<string, number> }[] }>('traces', 'GET', '/traces/analytics?days=7');
 
   await page.goto('/traces');
   const chart = page.getByTestId('trace-chart');
   await expect(chart).toBeVisible();
-  // one bar per day of the period, each as tall as its count says (the title carries it)
-  await expect(chart.locator('rect')).toHaveCount(analytics.byDay.length);
-  for (const d of analytics.byDay) await expect(chart.locator(`[data-day="${d.date}"] title`)).toHaveText(`${d.date}: ${d.count} messages`);
-  const heights = await chart.locator('rect').evaluateAll((rs) => rs.map((r) => Number(r.getAttribute('height'))));
+  // one stacked bar per day of the period, a segment per status, as tall as its count says (the title carries it)
+  await expect(chart.locator('g[data-day]')).toHaveCount(analytics.byDay.length);
+  await expect(chart.locator('rect[data-status]')).toHaveCount(analytics.byDay.length * 4);
+  for (const d of analytics.byDay) {
+    await expect(chart.locator(`[data-day="${d.date}"] > title`)).toHaveText(new RegExp(`^${d.date}: ${d.count} messages`));
+    for (const s of ['sent', 'delivered', 'read', 'failed']) {
+      await expect(chart.locator(`[data-day="${d.date}"] rect[data-status="${s}"]`)).toHaveAttribute('data-value', String(d.byStatus[s]));
+    }
+  }
+  // yesterday: one read, one failed, one delivered, stacked
+  const yesterday = analytics.byDay[analytics.byDay.length - 2] as { byStatus: Record<string, number> };
+  expect(yesterday.byStatus).toEqual({ sent: 0, delivered: 1, read: 1, failed: 1 });
+  const heights = await chart.locator('g[data-day]').evaluateAll((gs) =>
+    gs.map((g) => [...g.querySelectorAll('rect')].reduce((sum, r) => sum + Number(r.getAttribute('height')), 0)),
+  );
   const counts = analytics.byDay.map((d) => d.count);
   const maxAt = counts.indexOf(Math.max(...counts));
-  expect(heights[maxAt]).toBe(Math.max(...heights));
+  expect(heights[maxAt]).toBeCloseTo(Math.max(...heights), 5);
   expect(heights[maxAt]).toBeGreaterThan(0);
 
   await page.getByRole('form', { name: 'Trace filters' }).getByLabel('Status').selectOption('failed');

@@ -46,7 +46,7 @@ export interface TraceAnalytics {
   totalMessages: number;
   byStatus: Record<TraceStatus, number>;
   byInstance: Record<string, number>;
-  byDay: { date: string; count: number }[];
+  byDay: { date: string; count: number; byStatus: Record<TraceStatus, number> }[];
 }
 export interface TraceFilters {
   instance?: string;

@@ -1,5 +1,6 @@
 /**
- * Message traces: the analytics of the last N days as a chart of messages per day plus the split by status, and the
+ * Message traces: the analytics of the last N days as a chart of messages per day by status (stacked), the split by
+ * status over the period, and the
  * trace list with instance / phone / status filters (kept in the URL). The trace service has no event stream:
  * refetched when the window gets focus (docs/ui.md). The chart is a small SVG, no library.
  */
@@ -10,7 +11,7 @@ import { ErrorMessage } from '../components';
 
 const STATUS_COLOR: Record<TraceStatus, string> = { sent: '#3b82f6', delivered: '#22c55e', read: '#8b5cf6', failed: '#ef4444' };
 
-/** Bars of messages per day (UTC) over the period; a day without messages is an empty slot. */
+/** Stacked bars of messages per day (UTC) by status over the period; a day without messages is an empty slot. */
 export function DailyChart({ a }: { a: TraceAnalytics }) {
   const W = 720;
   const H = 200;
@@ -32,11 +33,20 @@ export function DailyChart({ a }: { a: TraceAnalytics }) {
         </text>
         {a.byDay.map((d, i) => {
           const x = pad.l + i * slot + slot * 0.15;
+          // one stacked bar per day: a segment per status, bottom to top in TRACE_STATUSES order
+          let below = 0;
+          const segments = TRACE_STATUSES.map((s) => {
+            const v = d.byStatus?.[s] ?? 0;
+            const seg = { s, v, top: y(below + v), height: y(below) - y(below + v) };
+            below += v;
+            return seg;
+          });
           return (
-            <g key={d.date} data-day={d.date}>
-              <rect x={x} y={y(d.count)} width={slot * 0.7} height={y(0) - y(d.count)} fill="#3b82f6" rx="2">
-                <title>{`${d.date}: ${d.count} messages`}</title>
-              </rect>
+            <g key={d.date} data-day={d.date} data-count={d.count}>
+              <title>{`${d.date}: ${d.count} messages (${TRACE_STATUSES.map((s) => `${s} ${d.byStatus?.[s] ?? 0}`).join(', ')})`}</title>
+              {segments.map((seg) => (
+                <rect key={seg.s} data-status={seg.s} data-value={seg.v} x={x} y={seg.top} width={slot * 0.7} height={seg.height} fill={STATUS_COLOR[seg.s]} />
+              ))}
               {d.count > 0 ? (
                 <text x={x + slot * 0.35} y={y(d.count) - 3} textAnchor="middle" fontSize="11" fill="#334155">
                   {d.count}
@@ -102,7 +112,7 @@ export function TracesPage() {
       </div>
       <section className="panel" aria-label="Analytics">
         <div className="toolbar">
-          <h2>Messages per day</h2>
+          <h2>Messages per day by status</h2>
           <label className="field inline">
             <span>Period</span>
             <select value={days} onChange={(e) => setDays(Number(e.target.value))}>
