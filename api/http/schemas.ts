@@ -47,6 +47,8 @@ export const ErrorResponses = {
 /** A page number (from 1) and an offset (from 0), bounded so no page × limit or offset overflows (docs/security.md). */
 export const PageNumber = Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1 });
 export const Offset = Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 });
+/** A stream's resume point (`after=<seq>`): a sequence number the server handed out, bounded like every numeric parameter. */
+export const SeqAfter = (description: string) => Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description });
 
 export const PageQuery = {
   page: PageNumber,

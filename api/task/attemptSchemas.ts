@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import { MERGE_STRATEGIES } from '../../lib/attempts/mergeStrategy';
 import { ATTEMPT_STATUSES } from '../../lib/db/attempts';
-import { Nullable, PageQuery, StringEnum } from '../http/schemas';
+import { Nullable, PageQuery, SeqAfter, StringEnum } from '../http/schemas';
 
 export const AttemptOptionsSchema = Type.Object(
   {
@@ -107,7 +107,7 @@ export const ProcessLogsQuery = Type.Object(
   {
     follow: Type.Optional(Type.Boolean()),
     tail: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000 })),
-    after: Type.Optional(Type.Integer({ minimum: 0, description: 'resume: only lines with a seq greater than this' })),
+    after: Type.Optional(SeqAfter('resume: only lines with a seq greater than this')),
   },
   { additionalProperties: false },
 );

@@ -11,12 +11,13 @@ import { Type } from 'typebox';
 import type { WebSocket } from 'ws';
 import { readEventsAfter, type StoredEvent } from '../../lib/events/publish';
 import { STREAM_ROUTE } from '../http/bearerAuth';
+import { SeqAfter } from '../http/schemas';
 import type { TaskPluginOptions } from './deps';
 
 const Query = Type.Object(
   {
     topics: Type.Optional(Type.String({ maxLength: 2000, pattern: '^[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*$', description: 'comma-separated topics, e.g. project:<id>' })),
-    after: Type.Optional(Type.Integer({ minimum: 0, description: 'replay the stored events after this seq first' })),
+    after: Type.Optional(SeqAfter('replay the stored events after this seq first')),
   },
   { additionalProperties: false },
 );

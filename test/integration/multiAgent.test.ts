@@ -208,7 +208,10 @@ describe('multi-agent service', () => {
     const id = await assign(REMEMBERER, 'deploy the staging cluster');
     const t = await finished(id);
     expect(t.status).toBe('completed');
-    expect((await (await stack.temporal.client()).workflow.getHandle(`agent-task:${id}`).describe()).status.name).toBe('COMPLETED');
+    // the task row is written before the task's workflow returns: wait for the workflow's end, then read its status
+    const taskWorkflow = (await stack.temporal.client()).workflow.getHandle(`agent-task:${id}`);
+    await taskWorkflow.result();
+    expect((await taskWorkflow.describe()).status.name).toBe('COMPLETED');
     expect(t.result).toMatch(/^working in [\w-]+\nRelevant memory:\n- \[ops, \d{4}-\d\d-\d\dT[\d:.]+Z\] The staging cluster is deployed with helm from the ops repo\n\nTask:\ndeploy the staging cluster\n/);
     expect(t.result).not.toContain('Lunch');
     const stats = (await call('GET', '/api/v1/memory/stats')).json();
