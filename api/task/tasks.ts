@@ -6,18 +6,18 @@ import { notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { getProject } from '../../lib/db/projects';
 import { withTransaction } from '../../lib/db/pool';
-import { attemptDurationSeconds, listAttemptsForTask, type AttemptRow } from '../../lib/db/attempts';
+import { attemptDurationSeconds, type AttemptSummaryRow } from '../../lib/db/attempts';
 import {
   deleteTasks,
   getTask,
-  getTaskWithRepository,
+  getTaskDetail,
   insertTask,
   listTasksJson,
   updateTasks,
   type TaskFilter,
   type TaskPatch,
+  type TaskDetailRows,
   type TaskRow,
-  type TaskWithRepository,
 } from '../../lib/db/tasks';
 import { publishTaskCreated, publishTaskDeleted, publishTaskStatusChanged, publishTaskUpdated } from '../../lib/events/taskEvents';
 import { createInvalidatingCache } from '../../lib/events/invalidatingCache';
@@ -61,7 +61,7 @@ export function taskView(t: TaskRow) {
   };
 }
 
-export function attemptSummary(a: AttemptRow) {
+export function attemptSummary(a: AttemptSummaryRow) {
   return {
     id: a.id,
     number: a.number,
@@ -78,15 +78,9 @@ export function attemptSummary(a: AttemptRow) {
   };
 }
 
-interface TaskDetailRows {
-  t: TaskWithRepository;
-  attempts: AttemptRow[];
-}
-
-/** What the detail view is built from: one round trip (the task with its project's repository, and its attempts, in parallel). */
+/** What the detail view is built from, in one round trip (lib/db/tasks.ts getTaskDetail); null for an unknown task. */
 async function loadTaskDetail(deps: TaskServiceDeps, id: string): Promise<TaskDetailRows | null> {
-  const [t, attempts] = await Promise.all([getTaskWithRepository(deps.db, id), listAttemptsForTask(deps.db, id)]);
-  return t ? { t, attempts } : null;
+  return (await getTaskDetail(deps.db, id)) ?? null;
 }
 
 /** The detail view, built per request (a running attempt's duration runs up to now). The rows are never modified. */

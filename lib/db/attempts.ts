@@ -43,6 +43,12 @@ export interface AttemptRow {
   start_pending_since: Date | null;
 }
 
+/** The fields of an attempt that its summary (and the task detail) shows. */
+export type AttemptSummaryRow = Pick<
+  AttemptRow,
+  'id' | 'number' | 'llm' | 'status' | 'branch' | 'worktree_path' | 'started_at' | 'completed_at' | 'cancelled_at' | 'total_cost' | 'files_changed' | 'lines_added' | 'lines_removed'
+>;
+
 export async function listAttemptsForTask(db: Queryable, taskId: string): Promise<AttemptRow[]> {
   const { rows } = await db.query<AttemptRow>('SELECT * FROM attempts WHERE task_id = $1 ORDER BY number', [taskId]);
   return rows;

@@ -1,4 +1,5 @@
 /** SQL for the tasks table. Column names come from whitelists; every value is a parameter. */
+import type { AttemptSummaryRow } from './attempts';
 import type { Queryable } from './pool';
 
 export const TASK_STATUSES = ['pending', 'in_progress', 'review', 'completed', 'failed', 'cancelled'] as const;
@@ -59,14 +60,78 @@ export async function getTaskAgentDefaults(db: Queryable, id: string): Promise<{
 
 export type TaskWithRepository = TaskRow & { project_repo_url: string; project_repo_branch: string };
 
-/** A task with its project's repository URL and branch (the detail view), in one query. */
-export async function getTaskWithRepository(db: Queryable, id: string): Promise<TaskWithRepository | undefined> {
-  const { rows } = await db.query<TaskWithRepository>(
-    `SELECT t.*, p.repo_url AS project_repo_url, p.repo_branch AS project_repo_branch
-       FROM tasks t JOIN projects p ON p.id = t.project_id WHERE t.id = $1`,
-    [id],
-  );
-  return rows[0];
+/** What the detail view is built from: the task with its project's repository, and its attempts by number. */
+export interface TaskDetailRows {
+  t: TaskWithRepository;
+  attempts: AttemptSummaryRow[];
+}
+
+/** Array columns of the detail statement, one per attempt field, each ordered by attempt number. */
+const ATTEMPT_ARRAYS: Record<keyof AttemptSummaryRow, string> = {
+  id: 'attempt_ids',
+  number: 'attempt_numbers',
+  llm: 'attempt_llms',
+  status: 'attempt_statuses',
+  branch: 'attempt_branches',
+  worktree_path: 'attempt_worktree_paths',
+  started_at: 'attempt_started_ats',
+  completed_at: 'attempt_completed_ats',
+  cancelled_at: 'attempt_cancelled_ats',
+  total_cost: 'attempt_total_costs',
+  files_changed: 'attempt_files_changed',
+  lines_added: 'attempt_lines_added',
+  lines_removed: 'attempt_lines_removed',
+};
+const ATTEMPT_FIELDS = Object.keys(ATTEMPT_ARRAYS) as (keyof AttemptSummaryRow)[];
+
+/**
+ * One round trip for the detail view: the task's columns, its project's repository, and its attempts as one array
+ * per field (array_agg … ORDER BY number). Arrays of timestamptz, float8 and int4 go through the same pg type parsers
+ * as the plain columns, so the rows equal what `SELECT *` gave (Dates, numbers), to the millisecond. Named, so each
+ * connection parses and plans it once; the columns are listed, so a column added to tasks later cannot change the
+ * prepared statement's result type.
+ */
+const TASK_DETAIL_SQL = `SELECT t.id, t.project_id, t.title, t.description, t.status, t.priority, t.labels, t.assignee, t.created_by,
+       t.metadata, t.created_at, t.updated_at, t.completed_at, p.repo_url AS project_repo_url, p.repo_branch AS project_repo_branch, a.*
+  FROM tasks t
+  JOIN projects p ON p.id = t.project_id
+ CROSS JOIN LATERAL (
+   SELECT ${ATTEMPT_FIELDS.map((f) => `array_agg(${f} ORDER BY number) AS ${ATTEMPT_ARRAYS[f]}`).join(', ')}
+     FROM attempts WHERE task_id = t.id) a
+ WHERE t.id = $1`;
+
+type TaskDetailRow = TaskWithRepository & { [K in keyof AttemptSummaryRow as (typeof ATTEMPT_ARRAYS)[K]]: AttemptSummaryRow[K][] | null };
+
+export async function getTaskDetail(db: Queryable, id: string): Promise<TaskDetailRows | undefined> {
+  const { rows } = await db.query<TaskDetailRow>({ name: 'task_detail', text: TASK_DETAIL_SQL, values: [id] });
+  const row = rows[0];
+  if (!row) return undefined;
+  const columns = ATTEMPT_FIELDS.map((f) => [f, row[ATTEMPT_ARRAYS[f] as keyof TaskDetailRow] as unknown[] | null] as const);
+  const count = row.attempt_ids?.length ?? 0;
+  const attempts: AttemptSummaryRow[] = [];
+  for (let i = 0; i < count; i++) {
+    const a: Record<string, unknown> = {};
+    for (const [f, values] of columns) a[f] = (values as unknown[])[i];
+    attempts.push(a as unknown as AttemptSummaryRow);
+  }
+  const t: TaskWithRepository = {
+    id: row.id,
+    project_id: row.project_id,
+    title: row.title,
+    description: row.description,
+    status: row.status,
+    priority: row.priority,
+    labels: row.labels,
+    assignee: row.assignee,
+    created_by: row.created_by,
+    metadata: row.metadata,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    completed_at: row.completed_at,
+    project_repo_url: row.project_repo_url,
+    project_repo_branch: row.project_repo_branch,
+  };
+  return { t, attempts };
 }
 
 export interface TaskFilter {
