@@ -159,8 +159,9 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
     if (r.status === 'cancelled') return 'cancelled' as const;
     state.stage = 'committing';
     if (patched(LEAN_ATTEMPT_PATCH)) {
+      let outcome: 'completed' | 'failed';
       try {
-        return await host.commitAndRecordOutcome({
+        outcome = await host.commitAndRecordOutcome({
           attemptId: input.attemptId,
           worktreePath: wt.worktreePath,
           repoPath: wt.repoPath,
@@ -176,8 +177,11 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
         state.stage = 'recording';
         const error = r.error ?? `recording the run's outcome failed: ${message(err)}`;
         await projection.recordAttemptOutcome({ attemptId: input.attemptId, status: 'failed', error, summary: r.summary });
-        return 'failed' as const;
+        outcome = 'failed';
       }
+      // the outcome in ArmadaAttemptStatus, as on the path before (search-attributes-v1)
+      showStatus(input, outcome);
+      return outcome;
     }
     let error = r.error;
     try {
