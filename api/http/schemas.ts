@@ -47,8 +47,13 @@ export const ErrorResponses = {
 /** A page number (from 1) and an offset (from 0), bounded so no page × limit or offset overflows (docs/security.md). */
 export const PageNumber = Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1 });
 export const Offset = Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 });
-/** A stream's resume point (`after=<seq>`): a sequence number the server handed out, bounded like every numeric parameter. */
-export const SeqAfter = (description: string) => Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description });
+/**
+ * A stream's resume point (`after=<seq>`): a sequence number the server handed out, bounded like every numeric
+ * parameter by what its column holds: `events.seq` is a bigint (the bound is JavaScript's safe integers),
+ * `process_logs.seq` an integer (2^31 − 1; above it PostgreSQL would refuse the comparison).
+ */
+export const SEQ_MAX = { bigint: Number.MAX_SAFE_INTEGER, integer: 2_147_483_647 } as const;
+export const SeqAfter = (description: string, column: keyof typeof SEQ_MAX) => Type.Integer({ minimum: 0, maximum: SEQ_MAX[column], description });
 
 export const PageQuery = {
   page: PageNumber,

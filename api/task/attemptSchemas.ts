@@ -107,7 +107,7 @@ export const ProcessLogsQuery = Type.Object(
   {
     follow: Type.Optional(Type.Boolean()),
     tail: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000 })),
-    after: Type.Optional(SeqAfter('resume: only lines with a seq greater than this')),
+    after: Type.Optional(SeqAfter('resume: only lines with a seq greater than this', 'integer')),
   },
   { additionalProperties: false },
 );

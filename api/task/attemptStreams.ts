@@ -15,7 +15,7 @@ import { logLine, streamLogRows } from '../../lib/attempts/logStream';
 import { getAttempt } from '../../lib/db/attempts';
 import { getProcess } from '../../lib/db/processes';
 import { notFound } from '../../lib/errors';
-import { ErrorResponses, IdParams, SeqAfter } from '../http/schemas';
+import { ErrorResponses, IdParams, SEQ_MAX, SeqAfter } from '../http/schemas';
 import { openSse } from '../http/sse';
 import { createDiffFeeds, type DiffFeedEvent } from './attemptDiffFeed';
 import type { TaskPluginOptions } from './deps';
@@ -26,7 +26,7 @@ const send = (socket: WebSocket, msg: unknown) => {
 };
 
 /** Resume a log socket after the seq of the last line received (the normalized messages carry `seq`). */
-const LogSocketQuery = Type.Object({ after: Type.Optional(SeqAfter('only lines with a seq greater than this')) });
+const LogSocketQuery = Type.Object({ after: Type.Optional(SeqAfter('only lines with a seq greater than this', 'integer')) });
 
 const SseResponse = { 200: Type.String({ description: 'text/event-stream' }), ...ErrorResponses };
 
@@ -121,7 +121,8 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
         follow: true,
         feed: deps.logs,
         topics: [`process:${id}`],
-        after: Number.isInteger(last) && last > 0 ? { [id]: last } : undefined,
+        // a Last-Event-ID past any seq the column can hold resumes after everything (never an out-of-range query)
+        after: Number.isInteger(last) && last > 0 ? { [id]: Math.min(last, SEQ_MAX.integer) } : undefined,
         signal: out.signal,
       })) {
         for (const r of rows) {

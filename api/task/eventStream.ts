@@ -17,7 +17,7 @@ import type { TaskPluginOptions } from './deps';
 const Query = Type.Object(
   {
     topics: Type.Optional(Type.String({ maxLength: 2000, pattern: '^[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*$', description: 'comma-separated topics, e.g. project:<id>' })),
-    after: Type.Optional(SeqAfter('replay the stored events after this seq first')),
+    after: Type.Optional(SeqAfter('replay the stored events after this seq first', 'bigint')),
   },
   { additionalProperties: false },
 );

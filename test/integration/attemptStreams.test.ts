@@ -100,6 +100,15 @@ describe('attempt streams', () => {
     const resumed = await readSse(`/api/events/processes/${processId}/logs`, { 'last-event-id': '3' });
     expect(resumed.filter((e) => e.event === 'log').map((e) => Number(e.id))).toEqual(logs.slice(3).map((e) => Number(e.id)));
 
+    // resume points at and past the largest seq a process log can have: nothing more, never a 500
+    const beyond = await readSse(`/api/events/processes/${processId}/logs`, { 'last-event-id': '99999999999999' });
+    expect(beyond.map((e) => e.event)).toEqual(['end']);
+    const atMax = await h.inject('GET', `/api/processes/${processId}/logs?after=2147483647&follow=true&tail=1`);
+    expect(atMax.statusCode).toBe(200);
+    expect(atMax.body).toBe('');
+    const overMax = await h.inject('GET', `/api/processes/${processId}/logs?after=2147483648`);
+    expect(overMax.statusCode).toBe(400);
+
     const diff = await readSse(`/api/events/task-attempts/${attemptId}/diff`);
     expect(diff[0]).toMatchObject({ event: 'diff', data: { attemptId, summary: { filesChanged: 2, additions: 4, deletions: 0 } } });
     const again = await readSse(`/api/events/task-attempts/${attemptId}/diff`, { 'last-event-id': diff[0]?.id as string });
