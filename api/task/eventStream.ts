@@ -34,10 +34,13 @@ export const eventStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (a
     const send = (e: StoredEvent) => {
       if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ seq: e.seq, type: e.type, topics: e.topics, data: e.data, createdAt: e.createdAt }));
     };
+    // the seqs sent by the replay: a replayed event's notification may still arrive after the replay is out (NOTIFY
+    // is heard asynchronously, so an event committed before the subscription can be heard after it); never twice
+    const replayed = new Set<number>();
     // subscribe before anything async, so nothing committed after the handshake is missed
     const unsubscribe = deps.events.subscribe(topics, (e) => {
       if (pending) pending.push(e);
-      else send(e);
+      else if (!replayed.has(e.seq)) send(e);
     });
     socket.on('close', unsubscribe);
     // where this client may resume from even when no event of its topics comes: everything up to here was delivered
@@ -48,7 +51,6 @@ export const eventStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (a
     };
     if (!pending) return ready(subscribedAt);
     const replay = async () => {
-      const replayed = new Set<number>();
       let after = q.after ?? 0;
       for (;;) {
         const page = await readEventsAfter(deps.db, after, { topics, limit: BACKLOG_PAGE });
@@ -63,6 +65,8 @@ export const eventStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (a
       pending = null;
       for (const e of live) if (!replayed.has(e.seq) && e.seq > (q.after ?? 0)) send(e);
       ready(Math.max(after, subscribedAt));
+      // a late notification comes within moments; after a minute the set only holds memory
+      setTimeout(() => replayed.clear(), 60_000).unref();
     };
     replay().catch((err) => {
       request.log.warn({ err: { message: (err as Error).message } }, 'event stream replay failed');

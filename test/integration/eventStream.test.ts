@@ -74,6 +74,25 @@ test("a project's task events arrive live; after a reconnect with after=<seq> th
   resumed.ws.close();
 });
 
+test('a resume right after a commit: the replayed event is not sent again when its notification is heard late (20 rounds)', async () => {
+  const project = await call<{ id: string }>('POST', '/api/projects', { name: 'Late notify', repository: { url: makeGitRepo() } });
+  readySeqs.length = 0;
+  const first = await open(`topics=project:${project.id}`);
+  await eventually(async () => readySeqs.length === 1);
+  let after = readySeqs[0] as number;
+  first.ws.close();
+  for (let round = 0; round < 20; round++) {
+    // committed before the stream opens; its NOTIFY may reach the listener after the replay has sent it
+    const t = await call<{ id: string }>('POST', '/api/tasks', { projectId: project.id, title: `round ${round}` });
+    const s = await open(`topics=project:${project.id}&after=${after}`);
+    await eventually(async () => s.events.some((e) => e.data.taskId === t.id));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(s.events.filter((e) => e.data.taskId === t.id).map((e) => e.type)).toEqual(['task.created']);
+    after = Math.max(...s.events.map((e) => e.seq));
+    s.ws.close();
+  }
+});
+
 test('edits and deletes made anywhere are events too: task.updated names the fields, task.deleted (single and bulk)', async () => {
   const project = await call<{ id: string }>('POST', '/api/projects', { name: 'Edits', repository: { url: makeGitRepo() } });
   const a = await call<{ id: string }>('POST', '/api/tasks', { projectId: project.id, title: 'a' });
