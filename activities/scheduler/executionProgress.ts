@@ -13,6 +13,7 @@ import {
   type LogLine,
   type TaskRunState,
 } from '../../lib/db/schedulerExecutions';
+import { withTransaction } from '../../lib/db/pool';
 import { getSchedule, markScheduleRan } from '../../lib/db/schedulerSchedules';
 import { getWorkflow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { schedulerMetrics, type SchedulerMetrics } from '../../lib/scheduler/metrics';
@@ -58,8 +59,12 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
   async function write(e: ExecutionRecord, lines: LogLine[]): Promise<{ exists: boolean; changed: boolean }> {
     let changed: Awaited<ReturnType<typeof upsertExecution>>;
     try {
-      changed = await upsertExecution(deps.db, e);
-      await appendExecutionLogs(deps.db, e.id, lines);
+      // one transaction: a reader never sees the new status without the log lines of the same step
+      changed = await withTransaction(deps.db, async (c) => {
+        const result = await upsertExecution(c, e);
+        await appendExecutionLogs(c, e.id, lines);
+        return result;
+      });
     } catch (err) {
       if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) return { exists: false, changed: false };
       throw err;
