@@ -23,6 +23,7 @@ import { createTemporalHandle } from '../lib/temporal/client';
 import { sdkLogger } from '../lib/temporal/sdkLogger';
 import { startWorkers } from '../workers/createWorker';
 import { fixedRate, percentiles, startInfra } from './benchInfra';
+import { cpuShare } from './cpuShare';
 
 const N = Number(process.env.BENCH_ATTEMPTS ?? 40);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 10);
@@ -70,12 +71,14 @@ async function main() {
 
   // 1. attempts end to end
   const t0 = Date.now();
+  const attemptCpu = cpuShare();
   const ids: string[] = [];
   await pool(taskIds, CONCURRENCY, async (id) => {
     ids.push((await post(`/api/tasks/${id}/start`, { llm: 'noop' })).data.attemptId);
   });
   await waitCompleted(db, ids);
   const attemptSecs = (Date.now() - t0) / 1000;
+  const attemptCpuSeconds = attemptCpu();
   const attemptRate = N / attemptSecs;
 
   // 2. bare same-shape workflow, same server, same run
@@ -91,10 +94,12 @@ async function main() {
   const client = new Client({ connection: await Connection.connect({ address: inf.temporalAddress }) });
   await client.workflow.execute('bareAttemptShapeWorkflow', { workflowId: 'bare-warm', taskQueue: 'bench-bare', args: ['warm'] });
   const t1 = Date.now();
+  const bareCpu = cpuShare();
   await pool(Array.from({ length: N }, (_, i) => i), CONCURRENCY, async (i) => {
     await client.workflow.execute('bareAttemptShapeWorkflow', { workflowId: `bare-${i}`, taskQueue: 'bench-bare', args: [String(i)] });
   });
   const bareSecs = (Date.now() - t1) / 1000;
+  const bareCpuSeconds = bareCpu();
   const bareRate = N / bareSecs;
   bareWorker.shutdown();
   await bareRun;
@@ -156,6 +161,9 @@ async function main() {
     attemptsPerSecond: Number(attemptRate.toFixed(2)),
     bareWorkflowsPerSecond: Number(bareRate.toFixed(2)),
     ratio: Number((attemptRate / bareRate).toFixed(3)),
+    // CPU seconds per program during each part (where the time goes; the machine has os.cpus().length cores)
+    cpuSecondsAttempts: attemptCpuSeconds,
+    cpuSecondsBare: bareCpuSeconds,
     startLatencyMsWithWorker: lat(withWorker),
     startLatencyMsStartPathOnly: startOnly,
     bareWorkflowStartLatencyMs: bareStartLat,
