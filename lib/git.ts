@@ -1,8 +1,8 @@
 /** Runs git as a child process (never through a shell) and answers the questions the services ask of a repository. */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { childEnv } from './process/childEnv';
+import { runProcess } from './process/launcher';
 
 export interface GitResult {
   code: number;
@@ -23,20 +23,12 @@ function gitEnv(): Record<string, string> {
   return childEnv({ vars: { ...Object.fromEntries(GIT_PASS.map((k) => [k, process.env[k]])), ...GIT_ENV } });
 }
 
-/** Runs `git args…` in cwd; resolves with the exit code instead of throwing on failure. */
+/**
+ * Runs `git args…` in cwd; resolves with the exit code instead of throwing on failure. The process is started by the
+ * launcher (lib/process/launcher.ts), not forked from this large process.
+ */
 export function git(cwd: string, args: string[], opts: { timeoutMs?: number; input?: string } = {}): Promise<GitResult> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      'git',
-      args,
-      { cwd, env: gitEnv(), timeout: opts.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof (err as NodeJS.ErrnoException & { code?: unknown }).code === 'number' ? (err as unknown as { code: number }).code : 1) : 0;
-        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-      },
-    );
-    if (opts.input !== undefined) child.stdin?.end(opts.input);
-  });
+  return runProcess({ file: 'git', args, cwd, env: gitEnv(), timeoutMs: opts.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024, input: opts.input });
 }
 
 /** Runs git and throws with its stderr when it fails. */
