@@ -19,28 +19,41 @@ export interface StoredEvent extends DomainEvent {
   createdAt: string;
 }
 
-/** NOTIFY payloads are limited to 8000 bytes: large events travel by seq and are read back by the listener. */
+/**
+ * NOTIFY payloads are limited to 8000 bytes: larger events travel by seq and are read back by the listener. Counted
+ * in bytes (octet_length), so an event with multi-byte text never makes pg_notify fail its transaction.
+ */
 const MAX_INLINE = 7000;
 
+/** One event: its row in the outbox and its NOTIFY, in one round trip (one statement). */
 export async function publishEvent(db: Queryable, event: DomainEvent): Promise<StoredEvent> {
-  const { rows } = await db.query<{ seq: string; created_at: Date }>(
-    'INSERT INTO events (type, topics, data) VALUES ($1, $2, $3) RETURNING seq, created_at',
-    [event.type, event.topics, event.data],
+  return (await publishEvents(db, [event]))[0] as StoredEvent;
+}
+
+/** Several events in one statement (one round trip): rows in the given order (ascending seq), NOTIFYs in seq order. */
+export async function publishEvents(db: Queryable, events: DomainEvent[]): Promise<StoredEvent[]> {
+  if (!events.length) return [];
+  const { rows } = await db.query<{ seq: string; created_at: Date; notified: string }>(
+    `WITH ev AS (
+       INSERT INTO events (type, topics, data)
+       SELECT x.t, x.tp, x.d FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (t text, tp text[], d jsonb)) WITH ORDINALITY AS x(t, tp, d, o) ORDER BY x.o
+       RETURNING seq, type, topics, data, created_at)
+     SELECT seq, created_at, ${notifyInsertedEventsSql('ev')} AS notified FROM ev ORDER BY seq`,
+    [JSON.stringify(events.map((e) => ({ t: e.type, tp: e.topics, d: e.data })))],
   );
-  const row = rows[0] as { seq: string; created_at: Date };
-  const stored: StoredEvent = { ...event, seq: Number(row.seq), createdAt: row.created_at.toISOString() };
-  const inline = JSON.stringify(stored);
-  await db.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, inline.length <= MAX_INLINE ? inline : JSON.stringify({ seq: stored.seq })]);
-  return stored;
+  return events.map((e, i) => {
+    const row = rows[i] as { seq: string; created_at: Date };
+    return { ...e, seq: Number(row.seq), createdAt: row.created_at.toISOString() };
+  });
 }
 
 /**
  * The NOTIFYs of events inserted by a statement's own CTE (`INSERT INTO events … RETURNING seq, type, topics, data,
  * created_at`), as an SQL expression for its final SELECT, so a state change and its events take one round trip.
- * Same payload as publishEvent: the stored event inline when it fits, else its seq; in seq order.
+ * The payload is the stored event inline when it fits, else its seq; in seq order.
  */
 export function notifyInsertedEventsSql(cte: string): string {
-  return `(SELECT count(pg_notify('${EVENTS_CHANNEL}', CASE WHEN length(x.p) <= ${MAX_INLINE} THEN x.p ELSE json_build_object('seq', x.seq)::text END))
+  return `(SELECT count(pg_notify('${EVENTS_CHANNEL}', CASE WHEN octet_length(x.p) <= ${MAX_INLINE} THEN x.p ELSE json_build_object('seq', x.seq)::text END))
      FROM (SELECT seq, json_build_object('type', type, 'topics', topics, 'data', data, 'seq', seq,
                   'createdAt', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::text AS p
              FROM ${cte} ORDER BY seq) x)`;

@@ -1,7 +1,7 @@
 /** The task events every writer of task status publishes the same way (API patches, attempt projections, PR merges). */
 import type { Queryable } from '../db/pool';
 import type { TaskRow } from '../db/tasks';
-import { publishEvent } from './publish';
+import { type DomainEvent, publishEvent, publishEvents } from './publish';
 
 export function taskTopics(t: Pick<TaskRow, 'id' | 'project_id'>): string[] {
   return [`task:${t.id}`, `project:${t.project_id}`];
@@ -39,9 +39,10 @@ export async function publishTaskDeleted(db: Queryable, t: { id: string; project
 export async function publishTaskStatusChanged(db: Queryable, t: TaskRow, previous: string): Promise<void> {
   if (t.status === previous) return;
   const data = { taskId: t.id, projectId: t.project_id, status: t.status, previousStatus: previous, timestamp: t.updated_at.toISOString() };
-  await publishEvent(db, { type: 'task.status_changed', topics: taskTopics(t), data });
+  const events: DomainEvent[] = [{ type: 'task.status_changed', topics: taskTopics(t), data }];
   if (t.status === 'completed' || t.status === 'failed' || t.status === 'cancelled') {
     const duration = t.completed_at ? (t.completed_at.getTime() - t.created_at.getTime()) / 1000 : undefined;
-    await publishEvent(db, { type: `task.${t.status}`, topics: taskTopics(t), data: { ...data, duration } });
+    events.push({ type: `task.${t.status}`, topics: taskTopics(t), data: { ...data, duration } });
   }
+  await publishEvents(db, events); // one round trip
 }

@@ -1,5 +1,5 @@
 import { createEventListener } from '../../lib/events/listener';
-import { publishEvent, readEventsAfter, type StoredEvent } from '../../lib/events/publish';
+import { publishEvent, publishEvents, readEventsAfter, type StoredEvent } from '../../lib/events/publish';
 import { withTransaction } from '../../lib/db/pool';
 import { createTestDatabase, eventually, logger } from '../support/harness';
 
@@ -38,6 +38,28 @@ describe('event bus (outbox + LISTEN/NOTIFY)', () => {
     expect(all.map((e) => e.seq)).toEqual([...all.map((e) => e.seq)].sort((a, b) => a - b));
     const after = await readEventsAfter(database.pool, all[0]?.seq ?? 0, { topics: ['task:b'] });
     expect(after.map((e) => e.data.n)).toEqual([2]);
+    await listener.close();
+  });
+
+  test('several events in one statement keep their order; multi-byte text over the NOTIFY limit travels by seq', async () => {
+    const listener = await createEventListener(database.url, database.pool, logger);
+    const seen: StoredEvent[] = [];
+    listener.subscribe(['multi'], (e) => seen.push(e));
+    // 3,000 three-byte characters: 3,000 UTF-16 units but 9,000 bytes, over pg_notify's 8,000-byte payload limit
+    const wide = '\u65e5'.repeat(3000);
+    const stored = await publishEvents(database.pool, [
+      { type: 'one', topics: ['multi'], data: { i: 1 } },
+      { type: 'two', topics: ['multi', 'other'], data: { text: wide } },
+      { type: 'three', topics: ['multi'], data: { i: 3 } },
+    ]);
+    expect(stored.map((e) => e.type)).toEqual(['one', 'two', 'three']);
+    expect(stored[1]?.seq).toBe((stored[0]?.seq ?? 0) + 1);
+    expect(stored[2]?.seq).toBe((stored[1]?.seq ?? 0) + 1);
+    await eventually(async () => seen.length === 3);
+    expect(seen.map((e) => [e.type, e.seq, e.topics])).toEqual(stored.map((e) => [e.type, e.seq, e.topics]));
+    expect(seen[1]?.data.text).toBe(wide);
+    expect(seen[0]?.createdAt).toBe(stored[0]?.createdAt);
+    expect(await publishEvents(database.pool, [])).toEqual([]);
     await listener.close();
   });
 
