@@ -14,13 +14,12 @@ import {
   insertProcess,
   setProcessExit,
   setProcessLive,
-  setProcessPid,
   type LogEntry,
   type ProcessProgress,
 } from '../../lib/db/processes';
 import type { Logger } from '../../lib/logger';
 import { attemptMetrics } from '../../lib/attempts/metrics';
-import { publishProcessEvent, recordProcessEnded } from '../../lib/attempts/projections';
+import { publishProcessEvent, recordProcessEnded, recordProcessStarted } from '../../lib/attempts/projections';
 import type { Metrics } from '../../lib/metrics';
 import type { WorkerIdentity } from '../../lib/workerIdentity';
 import type { Slots } from '../../lib/process/slots';
@@ -108,7 +107,8 @@ interface PreparedRun {
 /** The process row, a lost earlier try cleaned up, the agent's fleet slot and this worker's slot; or the result of a run that ends here. */
 async function prepareRun(deps: RunAgentDeps, input: RunAgentInput): Promise<PreparedRun | RunAgentResult> {
   const profile = resolveAgentProfile(deps.config, input.llm);
-  await insertProcess(deps.db, {
+  // the row as it is now: new, or as an earlier try (or a stop before the start) left it
+  const before = await insertProcess(deps.db, {
     id: input.processId,
     attemptId: input.attemptId,
     taskId: input.taskId,
@@ -117,18 +117,17 @@ async function prepareRun(deps: RunAgentDeps, input: RunAgentInput): Promise<Pre
     kind: input.kind,
     prompt: input.prompt,
   });
-  const before = await getProcess(deps.db, input.processId);
-  if (before && before.status !== 'running') {
+  if (before.status !== 'running') {
     // stopped or cancelled before it started (or a retry of a run that already ended)
     return { status: before.status === 'completed' ? 'completed' : before.status === 'failed' ? 'failed' : before.status, exitCode: before.exit_code, error: before.error, summary: '', sessionId: null };
   }
   const pending: LogEntry[] = [];
   const log = (level: LogEntry['level'], message: string, source = 'armada') => void pending.push({ level, message, timestamp: new Date().toISOString(), source });
-  await cleanUpLostRun(input, before?.pid ?? null, log);
+  await cleanUpLostRun(input, before.pid ?? null, log);
   if (!profile) {
     log('error', `unknown agent "${input.llm}"`);
     await appendLogs(deps.db, input.processId, input.attemptId, pending);
-    await withTransaction(deps.db, (c) => recordProcessEnded(c, input.processId, 'failed', null, `unknown agent "${input.llm}"`));
+    await recordProcessEnded(deps.db, input.processId, 'failed', null, `unknown agent "${input.llm}"`);
     return { status: 'failed', exitCode: null, error: `unknown agent "${input.llm}"`, summary: '', sessionId: null };
   }
   if (profile.maxConcurrent) {
@@ -242,11 +241,7 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
   let ended = false;
   const watch = watchRun(deps, input, prep, proc, output, sink);
   try {
-    await withTransaction(deps.db, async (c) => {
-      await setProcessPid(c, input.processId, proc.pid, deps.worker);
-      const p = await getProcess(c, input.processId);
-      if (p) await publishProcessEvent(c, 'process_started', p, { pid: proc.pid, kind: input.kind });
-    });
+    await recordProcessStarted(deps.db, input.processId, proc.pid, input.kind, deps.worker);
     await faultPoint(deps.faults, 'runAgent.afterSpawn', { pid: proc.pid, processId: input.processId });
     const result = await proc.done;
     ended = true;
@@ -354,10 +349,9 @@ async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: Prepare
   }
   const cost = costOf(prep.profile, output);
   if (cost > 0) m.cost.inc({ llm: input.llm }, cost);
-  await withTransaction(deps.db, async (c) => {
-    const ended = await recordProcessEnded(c, input.processId, status, result.code, error);
-    if (!ended) await setProcessExit(c, input.processId, result.code, error);
-  });
+  // a process a stop or cancel already moved gets its real exit code filled in
+  const ended = await recordProcessEnded(deps.db, input.processId, status, result.code, error);
+  if (!ended) await setProcessExit(deps.db, input.processId, result.code, error);
   if (ctx.cancellationSignal.aborted) throw new CancelledFailure('agent run cancelled');
   return { status, exitCode: result.code, error, summary: output.summary || (output.finalMessage.text() ?? ''), sessionId: output.sessionId };
 }

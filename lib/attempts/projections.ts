@@ -7,16 +7,14 @@ import type { Queryable } from '../db/pool';
 import { withTransaction } from '../db/pool';
 import {
   attemptDurationSeconds,
-  attemptStatusCounts,
   cancelAttemptRow,
-  finishAttemptRow,
   getAttempt,
-  setAttemptChanges,
   setAttemptMerged,
   type AttemptChanges,
   type AttemptRow,
 } from '../db/attempts';
-import { finishProcessRow, type ProcessRow } from '../db/processes';
+import type { ProcessRow } from '../db/processes';
+import type { WorkerIdentity } from '../workerIdentity';
 import { getTask, updateTasks, type TaskStatus } from '../db/tasks';
 import { notifyInsertedEventsSql, publishEvent } from '../events/publish';
 import { publishTaskStatusChanged } from '../events/taskEvents';
@@ -37,13 +35,32 @@ export async function moveTask(c: Queryable, taskId: string, to: TaskStatus, onl
   if (row) await publishTaskStatusChanged(c, row, row.previous_status);
 }
 
-/** After an attempt ended: review when one completed, failed when none did and none runs, else unchanged. */
-async function settleTask(c: Queryable, taskId: string): Promise<void> {
-  const n = await attemptStatusCounts(c, taskId);
-  if (n.running > 0) return;
-  if (n.completed > 0) await moveTask(c, taskId, 'review', ['pending', 'in_progress', 'failed']);
-  else if (n.failed > 0) await moveTask(c, taskId, 'failed', ['pending', 'in_progress']);
-  else await moveTask(c, taskId, 'pending', ['in_progress']);
+/**
+ * After an attempt ended: review when one completed, failed when none did and none runs, else unchanged.
+ * The counts are read by a statement that starts after the task row is locked (`taskLocked`, or a lock taken here
+ * first), so of two attempts of one task ending at once the second sees the first's outcome.
+ */
+async function settleTask(c: Queryable, taskId: string, taskLocked = false): Promise<void> {
+  if (!taskLocked) await c.query('SELECT 1 FROM tasks WHERE id = $1 FOR UPDATE', [taskId]);
+  const { rows } = await c.query<{ status: TaskStatus; running: number; completed: number; failed: number }>(
+    `SELECT t.status, n.running, n.completed, n.failed
+       FROM tasks t,
+            LATERAL (SELECT count(*) FILTER (WHERE status = 'running')::int AS running, count(*) FILTER (WHERE status = 'completed')::int AS completed,
+                            count(*) FILTER (WHERE status = 'failed')::int AS failed
+                       FROM attempts WHERE task_id = t.id) n
+      WHERE t.id = $1`,
+    [taskId],
+  );
+  const n = rows[0];
+  if (!n || n.running > 0) return;
+  const move = async (to: TaskStatus, onlyFrom: TaskStatus[]) => {
+    if (n.status === to || !onlyFrom.includes(n.status)) return;
+    const [row] = await updateTasks(c, [taskId], { status: to });
+    if (row) await publishTaskStatusChanged(c, row, row.previous_status);
+  };
+  if (n.completed > 0) await move('review', ['pending', 'in_progress', 'failed']);
+  else if (n.failed > 0) await move('failed', ['pending', 'in_progress']);
+  else await move('pending', ['in_progress']);
 }
 
 export async function publishAttemptEvent(c: Queryable, type: string, a: AttemptRow, projectId: string, extra: Record<string, unknown> = {}): Promise<void> {
@@ -64,7 +81,9 @@ export async function publishProcessEvent(c: Queryable, type: string, p: Process
 
 /**
  * running → completed | failed, with the change statistics when given, in one transaction. Returns the row, or
- * undefined when the attempt was no longer running.
+ * undefined when the attempt was no longer running. Round trips: the attempt's update (statistics, outcome, token
+ * totals, its project and its processes still running, in one statement), its event, the task's settling (one read,
+ * and one update and one event statement when the task moves), besides BEGIN and COMMIT.
  */
 export async function recordAttemptFinished(
   db: Pool,
@@ -76,15 +95,44 @@ export async function recordAttemptFinished(
 ): Promise<AttemptRow | undefined> {
   return withTransaction(db, async (c) => {
     // the change statistics of the run's commit are recorded whatever the status (a cancelled attempt keeps them)
-    if (changes) await setAttemptChanges(c, attemptId, changes);
-    const a = await finishAttemptRow(c, attemptId, status, { error, summary });
-    if (!a) return undefined;
+    const ch = changes ?? null;
+    const { rows } = await c.query<AttemptRow & { was_running: boolean; t_project_id: string | null; running_processes: string[] }>(
+      `WITH prev AS (SELECT id, task_id, status = 'running' AS was_running FROM attempts WHERE id = $1 FOR UPDATE),
+            -- the task is locked now, so the settling read below (a later statement) sees every attempt of it that
+            -- finished before this one, and one that finishes meanwhile waits here and sees this one
+            task AS (SELECT t.project_id FROM tasks t JOIN prev ON t.id = prev.task_id FOR UPDATE OF t),
+            tot AS (SELECT COALESCE(sum(input_tokens), 0) AS i, COALESCE(sum(output_tokens), 0) AS o, COALESCE(sum(estimated_cost), 0)::float8 AS c
+                      FROM processes WHERE attempt_id = $1),
+            upd AS (
+              UPDATE attempts a SET
+                files_changed = COALESCE($5::int, a.files_changed), files_created = COALESCE($6::int, a.files_created),
+                files_modified = COALESCE($7::int, a.files_modified), files_deleted = COALESCE($8::int, a.files_deleted),
+                lines_added = COALESCE($9::int, a.lines_added), lines_removed = COALESCE($10::int, a.lines_removed),
+                output_changes = COALESCE($11::text[], a.output_changes),
+                status = CASE WHEN prev.was_running THEN $2::text ELSE a.status END,
+                completed_at = CASE WHEN prev.was_running THEN now() ELSE a.completed_at END,
+                error = CASE WHEN prev.was_running THEN $3::text ELSE a.error END,
+                summary = CASE WHEN prev.was_running THEN $4::text ELSE a.summary END,
+                input_tokens = CASE WHEN prev.was_running THEN tot.i ELSE a.input_tokens END,
+                output_tokens = CASE WHEN prev.was_running THEN tot.o ELSE a.output_tokens END,
+                total_cost = CASE WHEN prev.was_running THEN tot.c ELSE a.total_cost END,
+                updated_at = now()
+               FROM prev, tot
+              WHERE a.id = prev.id AND (prev.was_running OR $5::int IS NOT NULL)
+              RETURNING a.*, prev.was_running)
+       SELECT upd.*, task.project_id AS t_project_id,
+              ARRAY(SELECT id FROM processes WHERE attempt_id = $1 AND status = 'running' ORDER BY created_at, id) AS running_processes
+         FROM upd LEFT JOIN task ON true`,
+      [attemptId, status, error, summary, ch?.filesChanged ?? null, ch?.filesCreated ?? null, ch?.filesModified ?? null, ch?.filesDeleted ?? null, ch?.linesAdded ?? null, ch?.linesRemoved ?? null, ch?.files ?? null],
+    );
+    const r = rows[0];
+    if (!r?.was_running) return undefined;
+    const { was_running: _w, t_project_id, running_processes, ...a } = r;
     // a process still running here never got its agent started (setup failed, repository missing): it failed too
-    const { rows } = await c.query<{ id: string }>(`SELECT id FROM processes WHERE attempt_id = $1 AND status = 'running'`, [attemptId]);
-    for (const p of rows) await recordProcessEnded(c, p.id, 'failed', null, error ?? 'the attempt ended before the agent ran');
-    await publishAttemptEvent(c, `attempt.${status}`, a, await projectOf(c, a.task_id));
-    await settleTask(c, a.task_id);
-    return a;
+    for (const id of running_processes) await recordProcessEnded(c, id, 'failed', null, error ?? 'the attempt ended before the agent ran');
+    await publishAttemptEvent(c, `attempt.${status}`, a as AttemptRow, t_project_id ?? '');
+    await settleTask(c, a.task_id, true);
+    return a as AttemptRow;
   });
 }
 
@@ -101,7 +149,27 @@ export async function recordAttemptCancelled(c: Queryable, attemptId: string, se
 
 const PROCESS_EVENT: Record<string, string> = { completed: 'process_completed', failed: 'process_failed', stopped: 'process_stopped', cancelled: 'process_stopped' };
 
-/** running → completed | failed | cancelled | stopped with its WebSocket event; undefined when not running. */
+/**
+ * INSERT … SELECT of one process event per row of `cte` (a CTE of process rows), with the data publishProcessEvent
+ * writes plus `extra` (a jsonb expression over the row), for statements that change a process and publish its event
+ * in one round trip.
+ */
+function insertProcessEventSql(cte: string, type: string, extra: string): string {
+  return `INSERT INTO events (type, topics, data)
+          SELECT ${type}, ARRAY['process:' || ${cte}.id, 'attempt:' || ${cte}.attempt_id, 'task:' || ${cte}.task_id, 'processes'],
+                 jsonb_build_object('processId', ${cte}.id, 'attemptId', ${cte}.attempt_id, 'taskId', ${cte}.task_id, 'llm', ${cte}.llm,
+                                    'status', ${cte}.status, 'exitCode', ${cte}.exit_code) || ${extra}
+            FROM ${cte}
+          RETURNING seq, type, topics, data, created_at`;
+}
+
+/** Seconds between two timestamptz columns with milliseconds, as (b − a) / 1000 of their Dates gives. */
+const secondsSql = (a: string, b: string) => `round((extract(epoch FROM ${b} - ${a}) * 1000)::numeric) / 1000.0`;
+
+/**
+ * running → completed | failed | cancelled | stopped with its WebSocket event, in one statement; undefined when not
+ * running.
+ */
 export async function recordProcessEnded(
   c: Queryable,
   processId: string,
@@ -109,11 +177,39 @@ export async function recordProcessEnded(
   exitCode: number | null,
   error: string | null,
 ): Promise<ProcessRow | undefined> {
-  const p = await finishProcessRow(c, processId, status, { exitCode, error });
-  if (!p) return undefined;
-  const duration = p.finished_at ? (p.finished_at.getTime() - p.started_at.getTime()) / 1000 : null;
-  await publishProcessEvent(c, PROCESS_EVENT[status] as string, p, { error, duration });
-  return p;
+  const { rows } = await c.query<ProcessRow & { notified: string }>(
+    `WITH p AS (
+       UPDATE processes SET status = $2, exit_code = $3, error = $4, finished_at = now(),
+              cancelled_at = CASE WHEN $2 = 'cancelled' THEN now() ELSE cancelled_at END,
+              stopped_at = CASE WHEN $2 = 'stopped' THEN now() ELSE stopped_at END,
+              progress = progress || jsonb_build_object('stage', $2::text, 'percentage', 100)
+        WHERE id = $1 AND status = 'running' RETURNING *),
+     ev AS (${insertProcessEventSql('p', '$5::text', `jsonb_build_object('error', $4::text, 'duration', (${secondsSql('p.started_at', 'p.finished_at')})::float8)`)})
+     SELECT p.*, ${notifyInsertedEventsSql('ev')} AS notified FROM p`,
+    [processId, status, exitCode, error, PROCESS_EVENT[status]],
+  );
+  const r = rows[0];
+  if (!r) return undefined;
+  const { notified: _, ...row } = r;
+  return row as ProcessRow;
+}
+
+/** The agent's process started: its pid, worker and stage, with process_started, in one statement. */
+export async function recordProcessStarted(
+  c: Queryable,
+  processId: string,
+  pid: number,
+  kind: 'initial' | 'follow_up',
+  worker?: WorkerIdentity,
+): Promise<void> {
+  await c.query(
+    `WITH p AS (
+       UPDATE processes SET pid = $2, started_at = now(), progress = progress || '{"stage":"running"}'::jsonb,
+              worker_identity = $3, worker_host = $4 WHERE id = $1 RETURNING *),
+     ev AS (${insertProcessEventSql('p', "'process_started'", `jsonb_build_object('pid', $2::int, 'kind', $5::text)`)})
+     SELECT ${notifyInsertedEventsSql('ev')} AS notified`,
+    [processId, pid, worker?.identity ?? null, worker?.host ?? null, kind],
+  );
 }
 
 /**

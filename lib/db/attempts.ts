@@ -254,28 +254,6 @@ export async function setAttemptChanges(db: Queryable, id: string, c: AttemptCha
   );
 }
 
-/**
- * running → completed | failed (only from running: an attempt cancelled by the API meanwhile stays cancelled).
- * Token and cost totals are summed from the attempt's processes.
- */
-export async function finishAttemptRow(
-  db: Queryable,
-  id: string,
-  status: 'completed' | 'failed',
-  fields: { error: string | null; summary: string },
-): Promise<AttemptRow | undefined> {
-  const { rows } = await db.query<AttemptRow>(
-    `UPDATE attempts a SET status = $2, completed_at = now(), error = $3, summary = $4, updated_at = now(),
-            input_tokens = p.i, output_tokens = p.o, total_cost = p.c
-       FROM (SELECT COALESCE(sum(input_tokens), 0) AS i, COALESCE(sum(output_tokens), 0) AS o, COALESCE(sum(estimated_cost), 0)::float8 AS c
-               FROM processes WHERE attempt_id = $1) p
-      WHERE a.id = $1 AND a.status = 'running'
-      RETURNING a.*`,
-    [id, status, fields.error, fields.summary],
-  );
-  return rows[0];
-}
-
 /** Sums token/cost totals again (follow-ups after completion add to them). */
 export async function refreshAttemptTotals(db: Queryable, id: string): Promise<void> {
   await db.query(
@@ -320,14 +298,6 @@ export async function attemptBranchesOfProject(db: Queryable, projectId: string)
     [projectId],
   );
   return rows;
-}
-
-/** The task's attempt counts by status, for the task status rules. */
-export async function attemptStatusCounts(db: Queryable, taskId: string): Promise<Record<AttemptStatus, number>> {
-  const { rows } = await db.query<{ status: AttemptStatus; n: string }>('SELECT status, count(*) AS n FROM attempts WHERE task_id = $1 GROUP BY status', [taskId]);
-  const out: Record<AttemptStatus, number> = { created: 0, running: 0, completed: 0, failed: 0, cancelled: 0 };
-  for (const r of rows) out[r.status] = Number(r.n);
-  return out;
 }
 
 export async function findIdempotentAttempt(db: Queryable, scope: string, key: string): Promise<string | undefined> {

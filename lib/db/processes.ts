@@ -1,5 +1,4 @@
 /** SQL for execution processes, their append-only log rows and their resource samples. */
-import type { WorkerIdentity } from '../workerIdentity';
 import type { Queryable } from './pool';
 
 export const PROCESS_STATUSES = ['running', 'completed', 'failed', 'cancelled', 'stopped'] as const;
@@ -83,14 +82,6 @@ export async function listProcesses(db: Queryable, f: { status?: string; llm?: s
 export async function processesOfAttempt(db: Queryable, attemptId: string): Promise<ProcessRow[]> {
   const { rows } = await db.query<ProcessRow>('SELECT * FROM processes WHERE attempt_id = $1 ORDER BY created_at, id', [attemptId]);
   return rows;
-}
-
-export async function setProcessPid(db: Queryable, id: string, pid: number, worker?: WorkerIdentity): Promise<void> {
-  await db.query(
-    `UPDATE processes SET pid = $2, started_at = now(), progress = progress || '{"stage":"running"}'::jsonb,
-            worker_identity = $3, worker_host = $4 WHERE id = $1`,
-    [id, pid, worker?.identity ?? null, worker?.host ?? null],
-  );
 }
 
 export async function setProcessLive(
