@@ -70,10 +70,10 @@ export async function deleteWebhook(db: Queryable, id: string): Promise<boolean>
   return (rowCount ?? 0) > 0;
 }
 
-/** Ids of the active webhooks subscribed to `type`. */
-export async function webhooksFor(db: Queryable, type: string): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>('SELECT id FROM webhooks WHERE active AND $1 = ANY (events) ORDER BY id', [type]);
-  return rows.map((r) => r.id);
+/** The active webhooks and the event types each subscribes to, by id (one read per dispatch pass). */
+export async function activeSubscriptions(db: Queryable): Promise<Array<{ id: string; events: string[] }>> {
+  const { rows } = await db.query<{ id: string; events: string[] }>('SELECT id, events FROM webhooks WHERE active ORDER BY id');
+  return rows;
 }
 
 /** One row per try, idempotent when Temporal re-runs the same try's activity. */

@@ -17,7 +17,7 @@ import type { EventListener } from '../events/listener';
 import type { Logger } from '../logger';
 import type { TemporalHandle } from '../temporal/client';
 import { withTransaction, type Queryable } from '../db/pool';
-import { WEBHOOK_EVENTS, webhooksFor } from '../db/webhooks';
+import { WEBHOOK_EVENTS, activeSubscriptions } from '../db/webhooks';
 
 const BATCH = 200;
 /** How long a gap is seen before its horizon is taken (see gapIsFinal). */
@@ -80,6 +80,8 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapS
       if (!cur.rows[0]) return false; // another replica is dispatching; the sweep comes back
       let last = Number(cur.rows[0].last_seq);
       const { rows } = await c.query<{ seq: string; type: string }>('SELECT seq, type FROM events WHERE seq > $1 ORDER BY seq LIMIT $2', [last, BATCH]);
+      // the subscriptions are read once per pass, and only when it has an event a webhook can subscribe to
+      let subscriptions: Array<{ id: string; events: string[] }> | undefined;
       for (const r of rows) {
         const seq = Number(r.seq);
         if (seq !== last + 1) {
@@ -96,7 +98,8 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapS
           }
         }
         if (SUPPORTED.has(r.type)) {
-          for (const webhookId of await webhooksFor(c, r.type)) {
+          subscriptions ??= await activeSubscriptions(c);
+          for (const { id: webhookId } of subscriptions.filter((w) => w.events.includes(r.type))) {
             const client = await deps.temporal.client();
             try {
               await client.workflow.start('webhookDeliveryWorkflow', {
