@@ -28,3 +28,6 @@ export const stopProcessSignal = defineSignal<[{ processId: string }]>('stopProc
 /** Close the attempt workflow (after a merge with cleanup): no more follow-ups. */
 export const closeAttemptSignal = defineSignal('closeAttempt');
 export const progressQuery = defineQuery<AttemptProgress>('progress');
+
+/** `paths` of the attempt runs the API starts now (AttemptWorkflowInput.paths: every patch in effect, no markers). */
+export const ATTEMPT_PATHS = 2;

@@ -20,7 +20,7 @@ import {
 import type { Activities } from '../activities';
 import type { PreparedWorktree } from '../activities/git/worktree';
 import type { RunAgentResult } from '../activities/agent/runAgent';
-import { closeAttemptSignal, followUpSignal, progressQuery, stopProcessSignal, type AttemptProgress, type FollowUpRequest } from './attemptMessages';
+import { ATTEMPT_PATHS, closeAttemptSignal, followUpSignal, progressQuery, stopProcessSignal, type AttemptProgress, type FollowUpRequest } from './attemptMessages';
 import { failureMessage as message } from './failureMessage';
 import { ArmadaAgent, ArmadaAttemptId, ArmadaAttemptStatus, ArmadaTaskId } from '../lib/temporal/searchAttributes';
 
@@ -39,6 +39,12 @@ export interface AttemptWorkflowInput {
   requestedAt: string;
   /** continue-as-new after this many follow-ups in one run (besides Temporal's suggestion); absent = no such bound */
   continueAsNewEvery?: number;
+  /**
+   * The code paths this run takes, fixed at its start: 2 (ATTEMPT_PATHS, every start since) means every patch of
+   * this workflow is in effect, with no `patched()` call and so no marker and no TemporalChangeVersion search
+   * attribute update per patch in its history; absent (runs started before), each patch is asked with `patched()`.
+   */
+  paths?: number;
   /** state carried over by continue-as-new */
   carried?: {
     worktree: PreparedWorktree;
@@ -48,6 +54,14 @@ export interface AttemptWorkflowInput {
     /** a closeAttempt received before continue-as-new: the next run closes at once, as this one would have */
     closing?: boolean;
   };
+}
+
+/**
+ * Whether a patch of this workflow is in effect: always in a run started with `paths` ≥ 2 (its input decides, so
+ * replay takes the same branch), else as `patched()` answers, for the histories of runs started before.
+ */
+function inEffect(input: AttemptWorkflowInput, patchId: string): boolean {
+  return (input.paths ?? 0) >= ATTEMPT_PATHS || patched(patchId);
 }
 
 const projection = proxyActivities<Activities>({
@@ -66,7 +80,7 @@ const { prepareWorktree } = proxyActivities<Activities>({
  * so its own status cannot say that the agent failed (docs/operations.md#search-attributes).
  */
 function showStatus(input: AttemptWorkflowInput, status: 'running' | NonNullable<AttemptProgress['lastOutcome']>): void {
-  if (!patched('search-attributes-v1')) return;
+  if (!inEffect(input, 'search-attributes-v1')) return;
   // the ids too: an attempt started before the attributes existed becomes findable by its task at its next outcome
   upsertSearchAttributes([
     { key: ArmadaAttemptStatus, value: status },
@@ -158,7 +172,7 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
     state.currentProcessId = null;
     if (r.status === 'cancelled') return 'cancelled' as const;
     state.stage = 'committing';
-    if (patched(LEAN_ATTEMPT_PATCH)) {
+    if (inEffect(input, LEAN_ATTEMPT_PATCH)) {
       let outcome: 'completed' | 'failed';
       try {
         outcome = await host.commitAndRecordOutcome({
@@ -220,7 +234,7 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
   }
   /** The attempt row was deleted with its task or project: remove what it left on disk. */
   const cleanupIfDeleted = async (wt: PreparedWorktree) => {
-    if (!patched('cleanup-deleted-attempt')) return;
+    if (!inEffect(input, 'cleanup-deleted-attempt')) return;
     if ((await projection.attemptStatus({ attemptId: input.attemptId })) !== null) return;
     await CancellationScope.nonCancellable(() =>
       hostActivities(wt.hostQueue, input).removeWorktree({ attemptId: null, repoPath: wt.repoPath, worktreePath: wt.worktreePath, branch: wt.branch, deleteBranch: true }),
@@ -277,7 +291,7 @@ async function continueAsNewKeepingMessages(
   state: AttemptProgress,
   closing: () => boolean,
 ): Promise<never> {
-  const keep = patched('continue-as-new-keeps-messages');
+  const keep = inEffect(input, 'continue-as-new-keeps-messages');
   if (keep) await condition(allHandlersFinished);
   return continueAsNew<typeof attemptWorkflow>({
     ...input,

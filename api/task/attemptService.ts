@@ -29,7 +29,7 @@ import type { Metrics } from '../../lib/metrics';
 import { resolveAgentProfile } from '../../lib/agents/profiles';
 import type { AttemptWorkflowInput } from '../../workflows/attemptWorkflow';
 import type { MergeWorkflowInput, MergeWorkflowResult } from '../../workflows/mergeWorkflow';
-import { attemptWorkflowId, followUpSignal, stopProcessSignal } from '../../workflows/attemptMessages';
+import { ATTEMPT_PATHS, attemptWorkflowId, followUpSignal, stopProcessSignal } from '../../workflows/attemptMessages';
 import { attemptMetrics } from '../../lib/attempts/metrics';
 import { attemptSearchAttributes } from '../../lib/temporal/searchAttributes';
 import { checkMergePreconditions } from '../../lib/attempts/mergePreconditions';
@@ -105,6 +105,7 @@ async function startWorkflow(deps: AttemptServiceDeps, client: Client, task: Sta
     heartbeatTimeoutMs: f.heartbeatTimeoutMs ?? 30_000,
     idleTimeoutMs: f.idleTimeoutMs ?? 24 * 3600_000,
     requestedAt: new Date().toISOString(),
+    paths: ATTEMPT_PATHS,
     ...(f.continueAsNewEvery ? { continueAsNewEvery: f.continueAsNewEvery } : {}),
   };
   // idempotent by workflow id: a repeated start (retry, reconciler) joins the running workflow
