@@ -70,9 +70,9 @@ export async function deleteWebhook(db: Queryable, id: string): Promise<boolean>
   return (rowCount ?? 0) > 0;
 }
 
-/** The active webhooks and the event types each subscribes to, by id (one read per dispatch pass). */
-export async function activeSubscriptions(db: Queryable): Promise<Array<{ id: string; events: string[] }>> {
-  const { rows } = await db.query<{ id: string; events: string[] }>('SELECT id, events FROM webhooks WHERE active ORDER BY id');
+/** The active webhooks, the event types each subscribes to and when it was made, by id (one read per dispatch pass). */
+export async function activeSubscriptions(db: Queryable): Promise<Array<{ id: string; events: string[]; created_at: Date }>> {
+  const { rows } = await db.query<{ id: string; events: string[]; created_at: Date }>('SELECT id, events, created_at FROM webhooks WHERE active ORDER BY id');
   return rows;
 }
 

@@ -10,6 +10,10 @@
  * back, never on a timer alone: the transaction holding the seq was running when the gap was seen, so once no
  * transaction id older than a horizon taken then is still running (pg_snapshot_xmin), the seq either committed (and
  * is read) or never will. See gapIsFinal.
+ *
+ * While no webhook is active (the last pass read none), an event starts no pass: the sweep still moves the cursor,
+ * and a change to the webhooks table (a NOTIFY on armada_webhooks_changed, migration 080) starts one at once. A
+ * webhook gets the events created from its own creation on, so one created while the cursor lagged gets no older ones.
  */
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Pool } from 'pg';
@@ -24,6 +28,7 @@ const BATCH = 200;
 const GAP_SETTLE_MS = 1000;
 const SWEEP_MS = 5_000;
 const SUPPORTED = new Set<string>(WEBHOOK_EVENTS);
+export const WEBHOOKS_CHANGED_CHANNEL = 'armada_webhooks_changed';
 
 export interface WebhookDispatcherDeps {
   db: Pool;
@@ -52,6 +57,8 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapS
   let again = false;
   let running: Promise<void> | undefined;
   let recheck: NodeJS.Timeout | undefined;
+  /** whether an active webhook exists, as the last read of the subscriptions said (undefined: not known) */
+  let subscribed: boolean | undefined;
 
   /**
    * True once the missing seq can no longer commit. The insert that took it runs in a transaction that had started
@@ -79,9 +86,16 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapS
       const cur = await c.query<{ last_seq: string }>('SELECT last_seq FROM webhook_dispatch_cursor WHERE id = 1 FOR UPDATE SKIP LOCKED');
       if (!cur.rows[0]) return false; // another replica is dispatching; the sweep comes back
       let last = Number(cur.rows[0].last_seq);
-      const { rows } = await c.query<{ seq: string; type: string }>('SELECT seq, type FROM events WHERE seq > $1 ORDER BY seq LIMIT $2', [last, BATCH]);
-      // the subscriptions are read once per pass, and only when it has an event a webhook can subscribe to
-      let subscriptions: Array<{ id: string; events: string[] }> | undefined;
+      const { rows } = await c.query<{ seq: string; type: string; created_at: Date }>('SELECT seq, type, created_at FROM events WHERE seq > $1 ORDER BY seq LIMIT $2', [last, BATCH]);
+      // the subscriptions are read at most once per pass: when it has an event a webhook can subscribe to, or when
+      // whether any webhook is active is not known (at start, after a change to the webhooks)
+      let subscriptions: Array<{ id: string; events: string[]; created_at: Date }> | undefined;
+      const readSubscriptions = async () => {
+        subscriptions = await activeSubscriptions(c);
+        subscribed = subscriptions.length > 0;
+        return subscriptions;
+      };
+      if (subscribed === undefined) await readSubscriptions();
       for (const r of rows) {
         const seq = Number(r.seq);
         if (seq !== last + 1) {
@@ -98,8 +112,8 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapS
           }
         }
         if (SUPPORTED.has(r.type)) {
-          subscriptions ??= await activeSubscriptions(c);
-          for (const { id: webhookId } of subscriptions.filter((w) => w.events.includes(r.type))) {
+          const subs = subscriptions ?? (await readSubscriptions());
+          for (const { id: webhookId } of subs.filter((w) => w.events.includes(r.type) && w.created_at <= r.created_at)) {
             const client = await deps.temporal.client();
             try {
               await client.workflow.start('webhookDeliveryWorkflow', {
@@ -151,7 +165,12 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapS
   };
 
   const unsubscribe = deps.events.subscribe([], (e) => {
-    if (SUPPORTED.has(e.type)) kick();
+    if (SUPPORTED.has(e.type) && subscribed !== false) kick();
+  });
+  // a webhook created, changed or deleted anywhere (or a lost listener connection: null): read them again
+  const unwatch = deps.events.watch(WEBHOOKS_CHANGED_CHANNEL, () => {
+    subscribed = undefined;
+    kick();
   });
   const sweep = setInterval(kick, opts.sweepMs ?? SWEEP_MS);
   sweep.unref();
@@ -167,6 +186,7 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapS
       clearInterval(sweep);
       if (recheck) clearTimeout(recheck);
       unsubscribe();
+      unwatch();
       while (running) await running;
     },
   };

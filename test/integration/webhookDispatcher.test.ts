@@ -41,10 +41,10 @@ function countingTemporal(inner: TemporalHandle): TemporalHandle {
   };
 }
 
-async function dispatcher(opts: { gapSettleMs?: number } = {}) {
+async function dispatcher(opts: { gapSettleMs?: number; sweepMs?: number } = {}) {
   const events = await createEventListener(database.url, database.pool, logger);
   listeners.push(events);
-  const d = startWebhookDispatcher({ db: database.pool, events, temporal: countingTemporal(temporal), logger, config: { temporal: { taskQueue } } }, { ...opts, sweepMs: 200 });
+  const d = startWebhookDispatcher({ db: database.pool, events, temporal: countingTemporal(temporal), logger, config: { temporal: { taskQueue } } }, { sweepMs: 200, ...opts });
   dispatchers.push(d);
   return d;
 }
@@ -125,5 +125,26 @@ describe('webhook dispatcher', () => {
     expect(Date.now() - t0).toBeLessThan(5000);
     expect(started).toContain(`webhook:${webhookId}:${after.seq}`);
     expect(started).not.toContain(`webhook:${webhookId}:${rolledBack}`);
+  });
+
+  test('no active webhook: events start no pass; a webhook made later starts one and gets only the events after its creation', async () => {
+    for (const d of dispatchers.splice(0)) await d.stop();
+    await database.pool.query('UPDATE webhooks SET active = false');
+    const d = await dispatcher({ sweepMs: 600_000 }); // no sweep during the test: only events and changes start passes
+    await new Promise((r) => setTimeout(r, 300));
+    await d.idle();
+    const before = await cursor();
+    const quiet: { seq: number }[] = [];
+    for (let i = 0; i < 5; i++) quiet.push(await publishEvent(database.pool, { type: 'attempt.failed', topics: [], data: { quiet: i } }));
+    await new Promise((r) => setTimeout(r, 800));
+    expect(await cursor()).toBe(before); // no pass ran for them
+    const startedBefore = started.length;
+    const later = `wh-${crypto.randomBytes(4).toString('hex')}`;
+    await database.pool.query("INSERT INTO webhooks (id, url, events, secret) VALUES ($1, 'http://127.0.0.1:9/x', '{attempt.failed}', 'v1:x:y:z')", [later]);
+    await eventually(async () => (await cursor()) === quiet.at(-1)?.seq, 10_000, 50);
+    expect(started.length).toBe(startedBefore); // the events before its creation are not its events
+    const after = await publishEvent(database.pool, { type: 'attempt.failed', topics: [], data: { after: true } });
+    await eventually(async () => started.includes(`webhook:${later}:${after.seq}`), 10_000, 50);
+    expect(started.slice(startedBefore)).toEqual([`webhook:${later}:${after.seq}`]);
   });
 });
