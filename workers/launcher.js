@@ -1,12 +1,17 @@
 'use strict';
-// The process launcher (lib/process/launcher.ts): this small process starts the short-lived child processes of a
-// large one (git), because every spawn forks the calling process, and forking a worker or API process of a few
+// The process launcher (lib/process/launcher.ts): this small process starts the child processes of a large one (git
+// commands, agents), because every spawn forks the calling process, and forking a worker or API process of a few
 // hundred MB costs milliseconds of CPU and blocked event loop per spawn, against a fraction of one from here.
-// Plain JS with no dependencies, so it starts fast and stays small. It exits when its parent goes away.
-const { execFile } = require('node:child_process');
+// Plain JS with no dependencies, so it starts fast and stays small. It exits when its parent goes away; the process
+// groups it started are the parent's to stop (it knows their pids).
+const { execFile, spawn } = require('node:child_process');
 
-process.on('message', (m) => {
-  if (!m || m.op !== 'run') return;
+function reply(r) {
+  if (process.connected) process.send(r);
+}
+
+/** `run`: one command to completion, its output buffered (execFile). */
+function run(m) {
   let child;
   try {
     child = execFile(m.file, m.args, { cwd: m.cwd, env: m.env, timeout: m.timeoutMs, maxBuffer: m.maxBuffer }, (err, stdout, stderr) => {
@@ -21,10 +26,36 @@ process.on('message', (m) => {
     child.stdin.on('error', () => undefined);
     if (typeof m.input === 'string') child.stdin.end(m.input);
   }
-});
-
-function reply(r) {
-  if (process.connected) process.send(r);
 }
+
+/** `spawn`: a process in its own group, its output streamed back as it comes (ev: spawned, data, end, exit, error). */
+function spawnGroup(m) {
+  const id = m.id;
+  let child;
+  try {
+    child = spawn(m.command, m.args, { cwd: m.cwd, env: m.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+  } catch (err) {
+    reply({ id, ev: 'error', message: err && err.message ? err.message : String(err) });
+    return;
+  }
+  child.once('error', (err) => reply({ id, ev: 'error', message: err.message }));
+  if (child.pid) reply({ id, ev: 'spawned', pid: child.pid });
+  child.stdin.on('error', () => undefined); // a process that never reads stdin
+  if (typeof m.stdin === 'string') child.stdin.end(m.stdin);
+  else child.stdin.end();
+  for (const stream of ['stdout', 'stderr']) {
+    const s = child[stream];
+    s.setEncoding('utf8'); // a multi-byte character split between chunks stays whole
+    s.on('data', (chunk) => reply({ id, ev: 'data', stream, chunk }));
+    s.once('close', () => reply({ id, ev: 'end', stream }));
+  }
+  child.once('exit', (code, signal) => reply({ id, ev: 'exit', code, signal }));
+}
+
+process.on('message', (m) => {
+  if (!m) return;
+  if (m.op === 'run') run(m);
+  else if (m.op === 'spawn') spawnGroup(m);
+});
 
 process.on('disconnect', () => process.exit(0));

@@ -26,7 +26,7 @@ import type { Slots } from '../../lib/process/slots';
 import { git } from '../../lib/git';
 import { childEnv } from '../../lib/process/childEnv';
 import { faultPoint, type Faults } from '../../lib/faults';
-import { groupAlive, killProcessesUnder, startGroupProcess, type GroupProcess, type GroupProcessResult } from '../../lib/process/processGroup';
+import { groupAlive, killProcessesUnder, launchGroupProcess, type GroupProcess, type GroupProcessResult } from '../../lib/process/processGroup';
 import { createFinalMessage, createParser } from './parsers';
 import { resolveAgentProfile, type AgentProfile } from '../../lib/agents/profiles';
 import { createGroupSampler } from './resourceSampler';
@@ -213,7 +213,8 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
   const { output, onLine } = collectOutput(profile, prep.pending);
   const sink = createLogSink({ db: deps.db, processId: input.processId, attemptId: input.attemptId, queue: prep.pending, logger: deps.logger });
   const argv = input.kind === 'follow_up' ? profile.resumeCommand : profile.command;
-  const proc = startGroupProcess({
+  // started from the process launcher: forking this worker for every agent cost milliseconds of its event loop
+  const proc = await launchGroupProcess({
     command: argv[0] as string,
     args: argv.slice(1),
     cwd: input.worktreePath,

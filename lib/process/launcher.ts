@@ -1,6 +1,6 @@
 /**
- * Short-lived child processes (git) started from one small helper process (workers/launcher.js) instead of this
- * one. Every spawn forks the calling process, and a fork copies its page tables: from a worker or API process of a
+ * Child processes (git commands, agents) started from one small helper process (workers/launcher.js) instead of
+ * this one. Every spawn forks the calling process, and a fork copies its page tables: from a worker or API process of a
  * few hundred MB that costs about 5 ms of CPU and blocked event loop per spawn (more under load), against well
  * under 1 ms from the helper (docs/benchmarks.md, "Attempts"). The helper is started on first use, shared by all
  * callers of this process, restarted when it dies, and never keeps this process alive when nothing waits on it.
@@ -10,6 +10,7 @@
 import { type ChildProcess, execFile, fork } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 
 export interface RunRequest {
   file: string;
@@ -31,12 +32,85 @@ export interface RunResult {
 
 type Pending = { resolve(r: RunResult): void; reject(e: Error): void };
 
+/** A process group started by the launcher, as seen from here. */
+export interface LaunchedGroup {
+  pid: number;
+  stdout: NodeJS.ReadableStream;
+  stderr: NodeJS.ReadableStream;
+  /** The leader's exit; spawnError when it could not be started. Rejects when the launcher died under it. */
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null; spawnError?: string }>;
+}
+
+export interface SpawnRequest {
+  command: string;
+  args: string[];
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  stdin?: string;
+}
+
+interface OpenGroup {
+  pid: number;
+  started(g: LaunchedGroup): void;
+  streams: { stdout: PassThrough; stderr: PassThrough };
+  exited(r: { code: number | null; signal: NodeJS.Signals | null; spawnError?: string }): void;
+  ended(stream: 'stdout' | 'stderr'): void;
+  lost(e: Error): void;
+}
+
+type GroupEvent =
+  | { id: number; ev: 'spawned'; pid: number }
+  | { id: number; ev: 'data'; stream: 'stdout' | 'stderr'; chunk: string }
+  | { id: number; ev: 'end'; stream: 'stdout' | 'stderr' }
+  | { id: number; ev: 'exit'; code: number | null; signal: NodeJS.Signals | null }
+  | { id: number; ev: 'error'; message: string };
+
 const SCRIPT = path.join(__dirname, '..', '..', 'workers', 'launcher.js');
 
 let child: ChildProcess | undefined;
 let unavailable = false;
 let nextId = 1;
 const pending = new Map<number, Pending>();
+const groups = new Map<number, OpenGroup>();
+
+/** Requests in flight and groups running keep this process alive, like children it spawned itself would. */
+function reference(c: ChildProcess): void {
+  if (pending.size || groups.size) c.channel?.ref();
+  else c.channel?.unref();
+}
+
+function onGroupEvent(m: GroupEvent): void {
+  const g = groups.get(m.id);
+  if (!g) return;
+  switch (m.ev) {
+    case 'spawned':
+      g.pid = m.pid;
+      g.started({ pid: m.pid, stdout: g.streams.stdout, stderr: g.streams.stderr, exit: exitOf(m.id) });
+      break;
+    case 'data':
+      g.streams[m.stream].write(m.chunk);
+      break;
+    case 'end':
+      g.streams[m.stream].end();
+      g.ended(m.stream);
+      break;
+    case 'exit':
+      g.exited({ code: m.code, signal: m.signal });
+      break;
+    case 'error':
+      if (!g.pid) {
+        // never started: no pid, no output, an exit that says why
+        g.streams.stdout.end();
+        g.streams.stderr.end();
+        g.started({ pid: 0, stdout: g.streams.stdout, stderr: g.streams.stderr, exit: exitOf(m.id) });
+        g.exited({ code: null, signal: null, spawnError: m.message });
+      }
+      break;
+  }
+}
+
+const exits = new Map<number, LaunchedGroup['exit']>();
+const exitOf = (id: number) => exits.get(id) as LaunchedGroup['exit'];
 
 /** Whether requests go through the helper (ARMADA_LAUNCHER=off spawns in this process, as before). */
 function enabled(): boolean {
@@ -46,11 +120,12 @@ function enabled(): boolean {
 function start(): ChildProcess {
   // the helper needs no environment of its own: each request carries the child's (already filtered) environment
   const c = fork(SCRIPT, [], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, execArgv: [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' });
-  c.on('message', (m: RunResult & { id: number }) => {
+  c.on('message', (m: (RunResult & { id: number; ev?: undefined }) | GroupEvent) => {
+    if (m.ev) return onGroupEvent(m);
     const p = pending.get(m.id);
     if (!p) return;
     pending.delete(m.id);
-    if (!pending.size) c.channel?.unref();
+    reference(c);
     p.resolve({ code: m.code, stdout: m.stdout, stderr: m.stderr });
   });
   c.on('error', () => undefined); // reported through 'exit'
@@ -59,6 +134,9 @@ function start(): ChildProcess {
     const lost = [...pending.values()];
     pending.clear();
     for (const p of lost) p.reject(new Error('the process launcher exited while a command ran; try again'));
+    const orphans = [...groups.values()];
+    groups.clear();
+    for (const g of orphans) g.lost(new Error('the process launcher exited while the process ran'));
   });
   c.unref();
   c.channel?.unref();
@@ -79,10 +157,89 @@ export function runProcess(req: RunRequest): Promise<RunResult> {
   const id = nextId++;
   return new Promise<RunResult>((resolve, reject) => {
     pending.set(id, { resolve, reject });
-    c.channel?.ref(); // a request in flight keeps this process alive, like a child it spawned itself would
+    reference(c);
     c.send({ op: 'run', id, ...req }, (err) => {
       if (!err || !pending.delete(id)) return;
-      if (!pending.size) c.channel?.unref();
+      reference(c);
+      reject(err);
+    });
+  });
+}
+
+/**
+ * Starts `command args…` in its own process group from the launcher. Resolves once it runs (or could not start:
+ * pid 0 and an exit with spawnError); its output arrives on the streams. Stopping it is the caller's: signal the
+ * group (`process.kill(-pid, …)`). Undefined when the launcher is off or cannot be used (start it here instead).
+ */
+export function spawnGroupInLauncher(req: SpawnRequest): Promise<LaunchedGroup> | undefined {
+  if (!enabled()) return undefined;
+  if (!child) {
+    if (!fs.existsSync(SCRIPT)) {
+      unavailable = true;
+      return undefined;
+    }
+    child = start();
+  }
+  const c = child;
+  const id = nextId++;
+  return new Promise<LaunchedGroup>((resolve, reject) => {
+    let settled = false;
+    const streams = { stdout: new PassThrough({ encoding: 'utf8' }), stderr: new PassThrough({ encoding: 'utf8' }) };
+    let exited!: OpenGroup['exited'];
+    let lostExit!: (e: Error) => void;
+    exits.set(
+      id,
+      new Promise((res, rej) => {
+        exited = res;
+        lostExit = rej;
+      }),
+    );
+    exitOf(id).catch(() => undefined); // observed by the caller through LaunchedGroup.exit
+    // forgotten once the leader exited and both streams ended (output can follow the exit: a grandchild may hold
+    // the pipes open), or at once when it never started
+    const open = new Set(['exit', 'stdout', 'stderr']);
+    const finished = (part: string) => {
+      open.delete(part);
+      if (open.size) return;
+      groups.delete(id);
+      exits.delete(id);
+      reference(c);
+    };
+    const g: OpenGroup = {
+      pid: 0,
+      streams,
+      started(launched) {
+        settled = true;
+        resolve(launched);
+      },
+      exited(r) {
+        exited(r);
+        if (r.spawnError) open.clear();
+        finished('exit');
+      },
+      ended: finished,
+      lost(e) {
+        if (g.pid) {
+          try {
+            process.kill(-g.pid, 'SIGKILL'); // its output has nowhere to go; the caller's retry starts it again
+          } catch {
+            /* gone */
+          }
+        }
+        streams.stdout.end();
+        streams.stderr.end();
+        lostExit(e);
+        exits.delete(id);
+        if (!settled) reject(e);
+      },
+    };
+    groups.set(id, g);
+    reference(c);
+    c.send({ op: 'spawn', id, command: req.command, args: req.args, cwd: req.cwd, env: req.env, stdin: req.stdin }, (err) => {
+      if (!err || settled) return;
+      groups.delete(id);
+      exits.delete(id);
+      reference(c);
       reject(err);
     });
   });

@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import readline from 'node:readline';
+import { spawnGroupInLauncher } from './launcher';
 
 export interface GroupProcessOptions {
   command: string;
@@ -80,6 +81,15 @@ export function groupAlive(pgid: number): boolean {
   return fs.existsSync('/proc/self/stat') ? groupMembers(pgid).length > 0 : true;
 }
 
+/** A started group leader as the supervision below needs it: from a local spawn or from the launcher. */
+interface Leader {
+  pid: number;
+  stdout: NodeJS.ReadableStream | null;
+  stderr: NodeJS.ReadableStream | null;
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null; spawnError?: string }>;
+}
+
+/** Starts the group here (a fork of this process); synchronous, with the pid known at once. */
 export function startGroupProcess(opts: GroupProcessOptions): GroupProcess {
   const child = spawn(opts.command, opts.args ?? [], {
     cwd: opts.cwd,
@@ -87,36 +97,51 @@ export function startGroupProcess(opts: GroupProcessOptions): GroupProcess {
     detached: true,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  const pid = child.pid ?? 0;
+  child.stdin?.on('error', () => undefined); // a process that never reads stdin
+  if (opts.stdin !== undefined) child.stdin?.end(opts.stdin);
+  else child.stdin?.end();
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; spawnError?: string }>((resolve) => {
+    child.once('error', (err) => resolve({ code: null, signal: null, spawnError: err.message }));
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  return supervise({ pid: child.pid ?? 0, stdout: child.stdout, stderr: child.stderr, exit }, opts);
+}
+
+/**
+ * Starts the group from the process launcher (lib/process/launcher.ts), so this large process is not forked; the
+ * same supervision as startGroupProcess (lines, stop, timeout). Resolves once the leader runs (or failed to start:
+ * the result's spawnError). Falls back to startGroupProcess when the launcher is off or unavailable.
+ */
+export async function launchGroupProcess(opts: GroupProcessOptions): Promise<GroupProcess> {
+  const launched = spawnGroupInLauncher({ command: opts.command, args: opts.args ?? [], cwd: opts.cwd, env: opts.env ?? process.env, stdin: opts.stdin });
+  if (!launched) return startGroupProcess(opts);
+  return supervise(await launched, opts);
+}
+
+function supervise(leader: Leader, opts: GroupProcessOptions): GroupProcess {
+  const pid = leader.pid;
   let timedOut = false;
   let aborted = false;
   let exited = false;
   let killTimer: NodeJS.Timeout | undefined;
   let spawnError: string | undefined;
 
-  child.stdin?.on('error', () => undefined); // a process that never reads stdin
-  if (opts.stdin !== undefined) child.stdin?.end(opts.stdin);
-  else child.stdin?.end();
-
   const lineReaders: Promise<void>[] = [];
   for (const stream of ['stdout', 'stderr'] as const) {
-    const s = child[stream];
+    const s = leader[stream];
     if (!s) continue;
     const rl = readline.createInterface({ input: s, crlfDelay: Number.POSITIVE_INFINITY });
     rl.on('line', (line) => opts.onLine?.(stream, line));
     lineReaders.push(new Promise((r) => rl.once('close', () => r())));
   }
 
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('error', (err) => {
-      spawnError = err.message;
-      exited = true;
-      resolve({ code: null, signal: null });
-    });
-    child.once('exit', (code, signal) => {
-      exited = true;
-      resolve({ code, signal });
-    });
+  const exit = leader.exit.then((r) => {
+    exited = true;
+    spawnError = r.spawnError;
+    return { code: r.code, signal: r.signal };
+  });
+  exit.catch(() => {
+    exited = true; // the launcher died under it (it killed the group): done rejects
   });
 
   const stop = async (reason: 'abort' | 'timeout' = 'abort') => {
@@ -128,7 +153,7 @@ export function startGroupProcess(opts: GroupProcessOptions): GroupProcess {
       killTimer = setTimeout(() => signalGroup(pid, 'SIGKILL'), opts.graceMs ?? 3000);
       killTimer.unref();
     }
-    await exit;
+    await exit.catch(() => undefined);
   };
 
   const onAbort = () => void stop('abort');

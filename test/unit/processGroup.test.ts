@@ -1,12 +1,18 @@
 import os from 'node:os';
-import { groupAlive, killProcessesUnder, startGroupProcess } from '../../lib/process/processGroup';
+import { launcherPid, stopLauncher } from '../../lib/process/launcher';
+import { type GroupProcess, type GroupProcessOptions, groupAlive, killProcessesUnder, launchGroupProcess, startGroupProcess } from '../../lib/process/processGroup';
 
 const cwd = os.tmpdir();
+afterAll(() => stopLauncher());
 
-describe('startGroupProcess', () => {
+// the same behaviour whether the group is forked from here or started by the process launcher
+describe.each([
+  ['startGroupProcess', async (o: GroupProcessOptions): Promise<GroupProcess> => startGroupProcess(o)],
+  ['launchGroupProcess', launchGroupProcess],
+])('%s', (_name, start) => {
   test('gets stdin, reports lines from both streams and the exit code', async () => {
     const lines: string[] = [];
-    const p = startGroupProcess({
+    const p = await start({
       command: 'bash',
       args: ['-c', 'read x; echo "got $x"; echo oops >&2; exit 3'],
       cwd,
@@ -20,7 +26,7 @@ describe('startGroupProcess', () => {
 
   test('abort stops the whole group, grandchildren included', async () => {
     const ac = new AbortController();
-    const p = startGroupProcess({ command: 'bash', args: ['-c', 'sleep 60 & sleep 60; wait'], cwd, signal: ac.signal, graceMs: 500 });
+    const p = await start({ command: 'bash', args: ['-c', 'sleep 60 & sleep 60; wait'], cwd, signal: ac.signal, graceMs: 500 });
     await new Promise((r) => setTimeout(r, 300));
     expect(groupAlive(p.pid)).toBe(true);
     const t0 = Date.now();
@@ -33,15 +39,47 @@ describe('startGroupProcess', () => {
   });
 
   test('a process ignoring SIGTERM is killed after the grace period; timeout is reported', async () => {
-    const p = startGroupProcess({ command: 'bash', args: ['-c', 'trap "" TERM; sleep 30'], cwd, timeoutMs: 200, graceMs: 300 });
+    const p = await start({ command: 'bash', args: ['-c', 'trap "" TERM; sleep 30'], cwd, timeoutMs: 200, graceMs: 300 });
     const r = await p.done;
     expect(r.timedOut).toBe(true);
     expect(r.signal).toBe('SIGKILL');
   });
 
   test('a missing command is a spawn error, not a throw', async () => {
-    const r = await startGroupProcess({ command: '/nonexistent/agent', cwd }).done;
+    const r = await (await start({ command: '/nonexistent/agent', cwd })).done;
     expect(r.spawnError).toMatch(/ENOENT/);
+  });
+
+  test('output written right before the exit and multi-byte characters split across chunks arrive whole, in order', async () => {
+    const lines: string[] = [];
+    // 20,000 lines of 3-byte characters in one burst, then exit at once: every line, whole and in order
+    const script = 'for (let i = 0; i < 20000; i++) process.stdout.write(i + " " + "\u65e5".repeat(7) + "\\n");';
+    const p = await start({ command: process.execPath, args: ['-e', script], cwd, onLine: (_s, l) => lines.push(l) });
+    expect((await p.done).code).toBe(0);
+    expect(lines.length).toBe(20000);
+    expect(lines.every((l, i) => l === `${i} ${'\u65e5'.repeat(7)}`)).toBe(true);
+  });
+});
+
+describe('launchGroupProcess and the launcher', () => {
+  test('the group is a child of the launcher, not of this process', async () => {
+    const lines: string[] = [];
+    const p = await launchGroupProcess({ command: 'bash', args: ['-c', 'echo $PPID'], cwd, onLine: (_s, l) => lines.push(l) });
+    await p.done;
+    expect(lines).toEqual([String(launcherPid())]);
+  });
+
+  test('a launcher that dies under a running group kills the group and fails the run (the activity retries it)', async () => {
+    const p = await launchGroupProcess({ command: 'bash', args: ['-c', 'sleep 60 & sleep 60; wait'], cwd });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(groupAlive(p.pid)).toBe(true);
+    process.kill(launcherPid() as number, 'SIGKILL');
+    await expect(p.done).rejects.toThrow(/launcher exited/);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(groupAlive(p.pid)).toBe(false);
+    // the next one starts a new launcher
+    const again = await launchGroupProcess({ command: 'true', args: [], cwd });
+    expect((await again.done).code).toBe(0);
   });
 });
 
