@@ -262,10 +262,14 @@ const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"
  * the caller that clears it goes on), move the task to `in_progress` and publish task.status_changed and
  * attempt.started with their NOTIFYs. One statement, so the task's counter rows are locked only for its duration.
  * Undefined when the start was confirmed already or the attempt is gone.
+ * Its commit does not wait for the WAL flush (synchronous_commit off for this statement's transaction alone): a
+ * confirmation lost in a PostgreSQL crash leaves the start pending, and the reconciler (reconcilePendingStarts)
+ * confirms it again, so nothing accepted is lost; the client's answer no longer waits for a disk flush here.
  */
 export async function confirmAttemptStarted(db: Queryable, attemptId: string, projectId: string, processId: string): Promise<AttemptRow | undefined> {
   const { rows } = await db.query<AttemptRow & { notified: string }>(
-    `WITH c AS (
+    `WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
+     c AS (
        UPDATE attempts SET start_pending_since = NULL, updated_at = now() WHERE id = $1 AND start_pending_since IS NOT NULL RETURNING *),
      prev AS (
        SELECT t.id, t.status FROM tasks t JOIN c ON t.id = c.task_id WHERE t.status <> 'in_progress' FOR UPDATE OF t),
@@ -286,7 +290,7 @@ export async function confirmAttemptStarted(db: Queryable, attemptId: string, pr
            FROM c) e
        ORDER BY e.ord
        RETURNING seq, type, topics, data, created_at)
-     SELECT c.*, ${notifyInsertedEventsSql('ev')} AS notified FROM c`,
+     SELECT c.*, ${notifyInsertedEventsSql('ev')} AS notified FROM c, relaxed`,
     [attemptId, projectId, processId],
   );
   const r = rows[0];
