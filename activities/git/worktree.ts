@@ -14,6 +14,7 @@ import { hostQueue } from '../../lib/temporal/queues';
 import { keepAlive } from '../keepAlive';
 import { removeMergeMarkers } from './mergeMarkers';
 import { commitWorktree } from './commitWorktree';
+import { addWorktreeFast, readBranchCommits } from './fastWorktree';
 
 export interface PreparedWorktree {
   worktreePath: string;
@@ -52,8 +53,9 @@ export async function withRepoLock<T>(repo: string, fn: () => Promise<T>): Promi
 
 /**
  * `git worktree add -b <branch> <path> <base commit>` under $ARMADA_HOME/worktrees, then the project's setup_script.
- * Two git processes on the common path: one `for-each-ref` for the base and attempt branches, one `worktree add`
- * (a `worktree prune` only when the add fails on a stale registration).
+ * One git process on the common path: the base and attempt branches are read from the ref files, and a new branch's
+ * worktree is made by activities/git/fastWorktree.ts with one `git read-tree`; other repositories take
+ * `for-each-ref` and `worktree add` (a `worktree prune` only when the add fails on a stale registration).
  * Idempotent: a worktree left by an earlier try of this activity is reused, and the setup script runs until one try
  * has seen it succeed (a marker in the worktree's git directory), so a retry after the worktree was made, or while
  * the setup script ran, runs it again to completion. Setup scripts must therefore be safe to run more than once.
@@ -69,7 +71,8 @@ export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig; fa
   }
   const branch = attempt.branch as string;
   let baseBranch = attempt.base_branch ?? project.repo_branch;
-  const refs = await branchCommits(repo, [baseBranch, branch]);
+  // the ref files when they can be read directly (no git process), else `git for-each-ref`
+  const refs = readBranchCommits(repo, [baseBranch, branch]) ?? (await branchCommits(repo, [baseBranch, branch]));
   let baseHead = refs.get(baseBranch);
   if (!baseHead) {
     // the configured branch does not exist locally: use the repository's current branch
@@ -85,6 +88,8 @@ export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig; fa
     const add = refs.has(branch) ? ['worktree', 'add', worktreePath, branch] : ['worktree', 'add', '-b', branch, worktreePath, baseHead];
     await withRepoLock(repo, async () => {
       fs.rmSync(worktreePath, { recursive: true, force: true });
+      // a new branch in a plain repository: one git process (activities/git/fastWorktree.ts), else `git worktree add`
+      if (!refs.has(branch) && (await addWorktreeFast(repo, worktreePath, branch, baseHead as string))) return;
       if ((await git(repo, add)).code === 0) return;
       // a worktree of an earlier try removed from disk but still registered: prune it and add again
       await git(repo, ['worktree', 'prune']);
