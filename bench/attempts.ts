@@ -5,7 +5,8 @@
  *  3. p50/p99 of POST /api/tasks/:id/start at a fixed 20 req/s (autocannon), with the worker running;
  *  4. the start path alone (worker stopped) against its baseline, a bare `client.workflow.start` at the same fixed
  *     rate on the same server, in alternating rounds (BENCH_RATE_ROUNDS) so both see the same machine.
- * Env: BENCH_ATTEMPTS (default 40), BENCH_CONCURRENCY (10), BENCH_RATE_SECONDS (6), BENCH_RATE_ROUNDS (2).
+ * Env: BENCH_ATTEMPTS (default 100), BENCH_CONCURRENCY (10), BENCH_RATE_SECONDS (10), BENCH_RATE_ROUNDS (3): 100 attempts
+ * and 600 starts per side, so neither the rate nor the p99 (the 6th slowest start) rests on a handful of samples.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -25,10 +26,10 @@ import { startWorkers } from '../workers/createWorker';
 import { fixedRate, percentiles, startInfra } from './benchInfra';
 import { cpuShare } from './cpuShare';
 
-const N = Number(process.env.BENCH_ATTEMPTS ?? 40);
+const N = Number(process.env.BENCH_ATTEMPTS ?? 100);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 10);
-const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 6);
-const RATE_ROUNDS = Number(process.env.BENCH_RATE_ROUNDS ?? 2);
+const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 10);
+const RATE_ROUNDS = Number(process.env.BENCH_RATE_ROUNDS ?? 3);
 const RATE = 20;
 
 async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>): Promise<void> {
