@@ -181,7 +181,7 @@ interface ProcessRun {
   stopReason: 'stopped' | 'cancelled' | null;
   output: AgentOutput;
   /** writes pending logs and live state; resolves when everything queued so far is written */
-  flush: () => Promise<void>;
+  flush: (logs?: boolean) => Promise<void>;
 }
 
 function collectOutput(profile: AgentProfile, pending: LogEntry[]): { output: AgentOutput; onLine: (stream: 'stdout' | 'stderr', line: string) => void } {
@@ -273,9 +273,10 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
   let stopReason: 'stopped' | 'cancelled' | null = null;
   let lastProgressEvent = 0;
   let flushing = Promise.resolve();
-  const flush = () => {
+  /** Live state; with `logs` (the run's end) first every log line queued so far (the periodic tick leaves the lines to the sink's own batching). */
+  const flush = (logs = true) => {
     flushing = flushing.then(async () => {
-      await sink.flush();
+      if (logs) await sink.flush();
       if (output.progress || output.tokens) {
         const p = output.progress;
         output.progress = undefined;
@@ -291,7 +292,7 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
   };
   const sampler = createGroupSampler(proc.pid);
   const timers = [
-    setInterval(() => void flush(), FLUSH_MS),
+    setInterval(() => void flush(false), FLUSH_MS),
     setInterval(() => ctx.heartbeat({ lines: output.lines }), 1000),
     setInterval(() => {
       const s = sampler.sample();
