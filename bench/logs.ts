@@ -203,7 +203,6 @@ async function main() {
       }
     };
     const pgBefore = await pgStats();
-    if (process.env.BENCH_PGSS) { const c = new Client({ connectionString: databaseUrl }); await c.connect(); await c.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements'); await c.query('SELECT pg_stat_statements_reset()'); await c.end(); }
     const apiPid = api.child.pid as number;
     const workerPid = worker.child.pid as number;
     const before = { api: usage(apiPid), worker: usage(workerPid) };
@@ -250,7 +249,6 @@ async function main() {
     // the stats collector reports with a delay of up to PGSTAT_MIN_INTERVAL (1 s)
     await new Promise((r) => setTimeout(r, 1500));
     const pgAfter = await pgStats();
-    if (process.env.BENCH_PGSS) { const c = new Client({ connectionString: databaseUrl }); await c.connect(); const { rows } = await c.query("SELECT calls, round(total_exec_time) AS ms, rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 150) AS q FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25"); for (const r of rows) process.stderr.write(`PGSS ${r.calls} calls ${r.ms} ms ${r.rows} rows: ${r.q}\n`); await c.end(); }
     const pgWork: Record<string, number | string> = { commits: pgAfter.commits - pgBefore.commits };
     for (const [name, v] of pgAfter.tables) {
       const b = pgBefore.tables.get(name) ?? { ins: 0, upd: 0 };
