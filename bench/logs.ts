@@ -6,9 +6,14 @@
  *  - emit → follower latency p50/p99/max, lines lost and out of order (both must be 0), per follower;
  *  - lines stored/s, and a raw multi-row INSERT of the same lines into a trigger-free copy of process_logs in the
  *    same run (lines/s and the ratio);
- *  - CPU (seconds and % of one core over the emitting window) and peak RSS of the API and the worker.
- * Run: `npx tsx bench/logs.ts [--agents 50] [--rate 200] [--seconds 30] [--followers 100]`; the issue table's
- * smaller figure: `--agents 10 --followers 10`.
+ *  - CPU (seconds and % of one core over the emitting window) and peak RSS of the API and the worker;
+ *  - the machine: load average at the start and the end, CPU seconds per program over the run (the agents, API,
+ *    worker, PostgreSQL, Temporal, this process's followers, everything else) of cores × wall seconds, and what
+ *    PostgreSQL was asked to do (commits, rows written per table); a last line says whether the goal was met.
+ * Followers connect as soon as their process's start returns; lines emitted before a follower's socket opened
+ * count for lost/out of order but not for the latency (`backlogLines`).
+ * Run: `node bin/armada-ts bench/logs.ts [--agents 50] [--rate 200] [--seconds 30] [--followers 100] [--profile dir]`;
+ * the issue table's row: `--agents 10 --followers 10`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -319,12 +324,18 @@ async function main() {
       api: { cpuSeconds: Number(cpu('api').toFixed(1)), cpuPercentOfOneCore: Math.round((cpu('api') / wall) * 100), peakRssMiB: Math.round(after.api.hwmMiB) },
       worker: { cpuSeconds: Number(cpu('worker').toFixed(1)), cpuPercentOfOneCore: Math.round((cpu('worker') / wall) * 100), peakRssMiB: Math.round(after.worker.hwmMiB) },
     };
+    const available = result.machine.cpuSecondsAvailable;
+    const busy = Math.round((Object.values(cpuBreakdown).reduce((a, b) => a + b, 0) / available) * 100);
+    const agentShare = Math.round((cpuBreakdown.agents / available) * 100);
+    const otherShare = Math.round((cpuBreakdown.other / available) * 100);
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     process.stdout.write(
       `\n${AGENTS} agents × ${RATE} lines/s × ${SECONDS} s, ${FOLLOWERS} WebSocket followers: emit → follower p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms; ` +
         `lost ${result.lost}, out of order ${result.reordered}, duplicates ${result.duplicates}; stored ${result.storedPerSecond} lines/s vs raw INSERT ${result.rawInsertPerSecond} lines/s (${result.storedOverRaw})\n` +
         `machine: ${result.machine.cores} cores, load average ${load0[0]?.toFixed(2)} at the start, ${load1[0]?.toFixed(2)} at the end; CPU seconds of the ${result.machine.cpuSecondsAvailable} available: ` +
-        `${Object.entries(cpuBreakdown).map(([k, v]) => `${k} ${v}`).join(', ')}\n`,
+        `${Object.entries(cpuBreakdown).map(([k, v]) => `${k} ${v}`).join(', ')}\n` +
+        `goal (0 lost, 0 out of order, p99 ≤ 100 ms): ${result.lost === 0 && result.reordered === 0 && result.latencyMs.p99 <= 100 ? 'met' : 'NOT met'}` +
+        ` (the machine was ${busy}% busy over the run; the agents alone used ${agentShare}% of it, programs outside this run ${otherShare}%)\n`,
     );
   } finally {
     for (const c of children.reverse()) {
