@@ -74,6 +74,8 @@ interface Follower {
   processId: string;
   /** emit → follower of the lines emitted while this follower's socket was open (live lines) */
   latencies: number[];
+  /** worker (the row's ts) → follower of the same lines */
+  fromWorker: number[];
   /** lines emitted before the socket opened (read back from the database on connect): not in the latency */
   backlog: number;
   received: number;
@@ -86,7 +88,7 @@ interface Follower {
 
 /** One WebSocket follower of a process's normalized log, retried while the process row does not exist yet. */
 function follow(base: string, processId: string): Follower {
-  const f: Follower = { processId, latencies: [], backlog: 0, received: 0, distinct: 0, lost: 0, reordered: 0, duplicates: 0, done: Promise.resolve() };
+  const f: Follower = { processId, latencies: [], fromWorker: [], backlog: 0, received: 0, distinct: 0, lost: 0, reordered: 0, duplicates: 0, done: Promise.resolve() };
   const seen = new Set<number>();
   let last = 0;
   f.done = (async () => {
@@ -97,12 +99,16 @@ function follow(base: string, processId: string): Follower {
         ws.on('open', () => (openedAt = performance.timeOrigin + performance.now()));
         ws.on('message', (d) => {
           const now = performance.timeOrigin + performance.now();
-          const m = JSON.parse(String(d)) as { message?: string };
+          const m = JSON.parse(String(d)) as { message?: string; timestamp?: string };
           const hit = /^chatty (\d+) ([\d.]+)$/.exec(m.message ?? '');
           if (!hit) return;
           const n = Number(hit[1]);
           const emitted = Number(hit[2]);
-          if (emitted >= openedAt) f.latencies.push(now - emitted);
+          if (emitted >= openedAt) {
+            f.latencies.push(now - emitted);
+            // the row's timestamp is when the worker parsed the line: the rest is the sink, PostgreSQL and the API
+            f.fromWorker.push(now - Date.parse(m.timestamp ?? ''));
+          }
           else f.backlog++;
           if (seen.has(n)) f.duplicates++;
           else {
@@ -228,6 +234,7 @@ async function main() {
     let finished = 0;
     for (const f of followers) void f.done.then(() => finished++);
     const progressDb = new Client({ connectionString: databaseUrl });
+    progressDb.on('error', () => undefined); // a lost progress connection does not end the run
     await progressDb.connect();
     const progress = setInterval(() => {
       void progressDb
@@ -278,6 +285,7 @@ async function main() {
     await db.end();
 
     const lat = followers.flatMap((f) => f.latencies).sort((a, b) => a - b);
+    const fromWorker = followers.flatMap((f) => f.fromWorker).sort((a, b) => a - b);
     const sum = (k: 'lost' | 'reordered' | 'duplicates' | 'received') => followers.reduce((a, f) => a + f[k], 0);
     const cpu = (k: 'api' | 'worker') => after[k].cpu - before[k].cpu;
     const agentsCpu = after.worker.childrenCpu - before.worker.childrenCpu;
@@ -317,6 +325,7 @@ async function main() {
       backlogLines: followers.reduce((a, f) => a + f.backlog, 0),
       latencyMs: { p50: Number(pct(lat, 50).toFixed(1)), p99: Number(pct(lat, 99).toFixed(1)), max: Number((lat.at(-1) ?? Number.NaN).toFixed(1)) },
       emitToWorkerMs: { p50: Math.round(pct(toWorker, 50)), p99: Math.round(pct(toWorker, 99)) },
+      workerToFollowerMs: { p50: Math.round(pct(fromWorker, 50)), p99: Math.round(pct(fromWorker, 99)) },
       lost: sum('lost'),
       reordered: sum('reordered'),
       duplicates: sum('duplicates'),
