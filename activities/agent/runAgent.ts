@@ -32,6 +32,7 @@ import { createFinalMessage, createParser } from './parsers';
 import { resolveAgentProfile, type AgentProfile } from '../../lib/agents/profiles';
 import { createGroupSampler } from './resourceSampler';
 import { createLogSink, type LogSink } from '../../lib/attempts/logSink';
+import { queueLiveState, settleLiveState } from '../../lib/attempts/liveState';
 import { processWatch } from './processWatch';
 
 /** An attempt's output summary is cut to its last 64 KiB (like multi-agent results). */
@@ -277,10 +278,15 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
   const flush = (logs = true) => {
     flushing = flushing.then(async () => {
       if (logs) await sink.flush();
-      if (output.progress || output.tokens) {
-        const p = output.progress;
+      // the run's end writes its last values itself, after anything queued for it (lib/attempts/liveState.ts)
+      const queued = logs ? await settleLiveState(deps.db, input.processId) : undefined;
+      if (output.progress || output.tokens || queued) {
+        const p = output.progress || queued?.progress ? { ...queued?.progress, ...output.progress } : undefined;
         output.progress = undefined;
-        await setProcessLive(deps.db, input.processId, { progress: p, tokens: output.tokens ? { ...output.tokens, cost: costOf(prep.profile, output) } : undefined });
+        const values = { progress: p, tokens: output.tokens ? { ...output.tokens, cost: costOf(prep.profile, output) } : queued?.tokens };
+        // ticks: one update for all of this worker's agents
+        if (logs) await setProcessLive(deps.db, input.processId, values);
+        else await queueLiveState(deps.db, input.processId, values);
         if (p && Date.now() - lastProgressEvent > 1000) {
           lastProgressEvent = Date.now();
           const row = await getProcess(deps.db, input.processId);

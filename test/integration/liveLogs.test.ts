@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import WebSocket from 'ws';
 import { buildService } from '../../api/services';
+import { queueLiveState, settleLiveState } from '../../lib/attempts/liveState';
 import { createLogSink } from '../../lib/attempts/logSink';
 import { recordAttemptFinished, recordProcessEnded } from '../../lib/attempts/projections';
 import { getAttempt, insertAttempt } from '../../lib/db/attempts';
@@ -251,6 +252,38 @@ describe('live logs', () => {
       expect(rows.map((r) => r.seq)).toEqual(seqs(LINES + 100));
     }
   }, 60_000);
+
+  test("running agents' live state: one update for all of a worker's processes; a run's end settles what is queued for it", async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'live state');
+    const attemptId = 'att-live-state';
+    await insertAttempt(stack.db, { id: attemptId, taskId, llm: 'scripted', model: null, status: 'running', branchPrefix: 'armada', baseBranch: 'main', options: {}, description: '' });
+    const ids = Array.from({ length: 6 }, (_, i) => `proc-live-state-${i}`);
+    for (const id of ids) await insertProcess(stack.db, { id, attemptId, taskId, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
+    const commits = async () => Number((await stack.db.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0]?.n);
+    const c0 = await commits();
+    await Promise.all(
+      ids.flatMap((id, i) => [
+        queueLiveState(stack.db, id, { progress: { stage: 'running', current: `first ${i}` } }),
+        queueLiveState(stack.db, id, { progress: { current: `second ${i}` }, tokens: { input: 10 + i, output: 20 + i, cost: 0.5 } }),
+      ]),
+    );
+    expect((await commits()) - c0).toBeLessThan(ids.length); // one update (and the stats query), not one per process
+    const { rows } = await stack.db.query<{ id: string; progress: { stage: string; current: string }; input_tokens: string; output_tokens: string; estimated_cost: number }>(
+      'SELECT id, progress, input_tokens, output_tokens, estimated_cost FROM processes WHERE id = ANY($1) ORDER BY id',
+      [ids],
+    );
+    expect(rows.map((r) => [r.progress.stage, r.progress.current, Number(r.input_tokens), Number(r.output_tokens), r.estimated_cost])).toEqual(
+      ids.map((_, i) => ['running', `second ${i}`, 10 + i, 20 + i, 0.5]),
+    );
+    // settled: what was queued comes back to the caller and is not written later over the run's last values
+    const late = queueLiveState(stack.db, ids[0] as string, { progress: { current: 'late' } });
+    expect(await settleLiveState(stack.db, ids[0] as string)).toEqual({ progress: { current: 'late' }, tokens: undefined });
+    await late;
+    await new Promise((r) => setTimeout(r, 300));
+    const { rows: after } = await stack.db.query<{ progress: { current: string } }>('SELECT progress FROM processes WHERE id = $1', [ids[0]]);
+    expect(after[0]?.progress.current).toBe('second 0');
+  });
 
   test('idle followers do not query the logs: 20 sockets on a quiet process cost no process_logs reads', async () => {
     const base = stack.app('task').server.listening
