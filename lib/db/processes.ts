@@ -174,9 +174,9 @@ export async function appendLogs(db: Queryable, processId: string, attemptId: st
 export async function appendLogsOfProcesses(db: Queryable, batches: { processId: string; attemptId: string; entries: LogEntry[] }[]): Promise<void> {
   const rows: Record<string, unknown>[] = [];
   for (const b of batches) {
-    b.entries.forEach((e, i) =>
-      rows.push({ p: b.processId, a: b.attemptId, ord: i + 1, level: e.level, message: e.message, source: e.source, raw: e.raw ?? e.message, metadata: e.metadata ?? {}, ts: e.timestamp }),
-    );
+    b.entries.forEach((e, i) => {
+      rows.push({ p: b.processId, a: b.attemptId, ord: i + 1, level: e.level, message: e.message, source: e.source, raw: e.raw ?? e.message, metadata: e.metadata ?? {}, ts: e.timestamp });
+    });
   }
   if (!rows.length) return;
   await db.query(
