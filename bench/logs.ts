@@ -162,6 +162,7 @@ async function main() {
   const databaseUrl = infra.ready.databaseUrl as string;
   const temporalAddress = infra.ready.temporalAddress as string;
   const children: ChildProcess[] = [infra.child];
+  const cleanup: string[] = [];
   try {
     const configPath = path.join(home, 'config.json');
     fs.writeFileSync(
@@ -191,6 +192,7 @@ async function main() {
       return j.data;
     };
     const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-bench-repo-'));
+    cleanup.push(repo);
     const { execFileSync } = await import('node:child_process');
     const g = (...a: string[]) => execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@example.com', ...a], { cwd: repo, stdio: 'ignore' });
     g('init', '-q', '-b', 'main');
@@ -351,7 +353,7 @@ async function main() {
       c.kill('SIGTERM');
       await new Promise((r) => (c.exitCode !== null ? r(undefined) : c.once('exit', r)));
     }
-    fs.rmSync(home, { recursive: true, force: true });
+    for (const dir of [home, ...cleanup]) fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
