@@ -6,9 +6,14 @@
  *  - emit → follower latency p50/p99/max, lines lost and out of order (both must be 0), per follower;
  *  - lines stored/s, and a raw multi-row INSERT of the same lines into a trigger-free copy of process_logs in the
  *    same run (lines/s and the ratio);
- *  - CPU (seconds and % of one core over the emitting window) and peak RSS of the API and the worker.
- * Run: `npx tsx bench/logs.ts [--agents 50] [--rate 200] [--seconds 30] [--followers 100]`; the issue table's
- * smaller figure: `--agents 10 --followers 10`.
+ *  - CPU (seconds and % of one core over the emitting window) and peak RSS of the API and the worker;
+ *  - the machine: load average at the start and the end, CPU seconds per program over the run (the agents, API,
+ *    worker, PostgreSQL, Temporal, this process's followers, everything else) of cores × wall seconds, and what
+ *    PostgreSQL was asked to do (commits, rows written per table); a last line says whether the goal was met.
+ * Followers connect as soon as their process's start returns; lines emitted before a follower's socket opened
+ * count for lost/out of order but not for the latency (`backlogLines`).
+ * Run: `node bin/armada-ts bench/logs.ts [--agents 50] [--rate 200] [--seconds 30] [--followers 100] [--profile dir]`;
+ * the issue table's row: `--agents 10 --followers 10`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -17,6 +22,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
+import { cpuShare } from './cpuShare';
 import WebSocket from 'ws';
 
 const { values: flags } = parseArgs({
@@ -25,6 +31,8 @@ const { values: flags } = parseArgs({
     rate: { type: 'string', default: '200' },
     seconds: { type: 'string', default: '30' },
     followers: { type: 'string', default: '100' },
+    // writes V8 CPU profiles of the API and the worker (node --cpu-prof) into this directory
+    profile: { type: 'string' },
   },
 });
 const AGENTS = Number(flags.agents);
@@ -36,7 +44,8 @@ const ARMADA = path.join(__dirname, '..', 'bin', 'armada');
 
 /** Spawns `bin/armada <args>` and resolves with the parsed JSON line whose event is `event`. */
 function armada(args: string[], event: string, env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; ready: Record<string, unknown> }> {
-  const child = spawn(process.execPath, [ARMADA, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ARMADA_LOG_LEVEL: 'warn', ARMADA_LOG_FORMAT: 'json', ...env } });
+  const prof = flags.profile && (args[0] === 'api' || args[0] === 'worker') ? [`--cpu-prof`, `--cpu-prof-dir=${path.resolve(flags.profile)}`, `--cpu-prof-name=${args[0]}.cpuprofile`] : [];
+  const child = spawn(process.execPath, [...prof, ARMADA, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ARMADA_LOG_LEVEL: 'warn', ARMADA_LOG_FORMAT: 'json', ...env } });
   return new Promise((resolve, reject) => {
     child.once('exit', (c) => reject(new Error(`armada ${args[0]} exited ${c}`)));
     readline.createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
@@ -50,20 +59,25 @@ function armada(args: string[], event: string, env: NodeJS.ProcessEnv): Promise<
   });
 }
 
-/** CPU seconds (user + system) and peak RSS (MiB) of a pid, from /proc. */
-function usage(pid: number): { cpu: number; hwmMiB: number } {
+/** CPU seconds (user + system) of a pid and of its reaped children, and its peak RSS (MiB), from /proc. */
+function usage(pid: number): { cpu: number; childrenCpu: number; hwmMiB: number } {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const ticks = Number(fields[11]) + Number(fields[12]);
   const hwm = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return { cpu: ticks / 100, hwmMiB: Number(hwm?.[1] ?? 0) / 1024 };
+  return { cpu: ticks / 100, childrenCpu: (Number(fields[13]) + Number(fields[14])) / 100, hwmMiB: Number(hwm?.[1] ?? 0) / 1024 };
 }
 
 const pct = (xs: number[], p: number) => (xs.length ? (xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] as number) : Number.NaN);
 
 interface Follower {
   processId: string;
+  /** emit → follower of the lines emitted while this follower's socket was open (live lines) */
   latencies: number[];
+  /** worker (the row's ts) → follower of the same lines */
+  fromWorker: number[];
+  /** lines emitted before the socket opened (read back from the database on connect): not in the latency */
+  backlog: number;
   received: number;
   distinct: number;
   lost: number;
@@ -74,20 +88,28 @@ interface Follower {
 
 /** One WebSocket follower of a process's normalized log, retried while the process row does not exist yet. */
 function follow(base: string, processId: string): Follower {
-  const f: Follower = { processId, latencies: [], received: 0, distinct: 0, lost: 0, reordered: 0, duplicates: 0, done: Promise.resolve() };
+  const f: Follower = { processId, latencies: [], fromWorker: [], backlog: 0, received: 0, distinct: 0, lost: 0, reordered: 0, duplicates: 0, done: Promise.resolve() };
   const seen = new Set<number>();
   let last = 0;
   f.done = (async () => {
     for (let tries = 0; ; tries++) {
+      let openedAt = Number.POSITIVE_INFINITY;
       const closed = await new Promise<{ code: number }>((resolve, reject) => {
         const ws = new WebSocket(`${base.replace('http', 'ws')}/ws/execution-processes/${processId}/logs/normalized`);
+        ws.on('open', () => (openedAt = performance.timeOrigin + performance.now()));
         ws.on('message', (d) => {
           const now = performance.timeOrigin + performance.now();
-          const m = JSON.parse(String(d)) as { message?: string };
+          const m = JSON.parse(String(d)) as { message?: string; timestamp?: string };
           const hit = /^chatty (\d+) ([\d.]+)$/.exec(m.message ?? '');
           if (!hit) return;
           const n = Number(hit[1]);
-          f.latencies.push(now - Number(hit[2]));
+          const emitted = Number(hit[2]);
+          if (emitted >= openedAt) {
+            f.latencies.push(now - emitted);
+            // the row's timestamp is when the worker parsed the line: the rest is the sink, PostgreSQL and the API
+            f.fromWorker.push(now - Date.parse(m.timestamp ?? ''));
+          }
+          else f.backlog++;
           if (seen.has(n)) f.duplicates++;
           else {
             seen.add(n);
@@ -140,6 +162,7 @@ async function main() {
   const databaseUrl = infra.ready.databaseUrl as string;
   const temporalAddress = infra.ready.temporalAddress as string;
   const children: ChildProcess[] = [infra.child];
+  const cleanup: string[] = [];
   try {
     const configPath = path.join(home, 'config.json');
     fs.writeFileSync(
@@ -169,6 +192,7 @@ async function main() {
       return j.data;
     };
     const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-bench-repo-'));
+    cleanup.push(repo);
     const { execFileSync } = await import('node:child_process');
     const g = (...a: string[]) => execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@example.com', ...a], { cwd: repo, stdio: 'ignore' });
     g('init', '-q', '-b', 'main');
@@ -177,20 +201,42 @@ async function main() {
     g('commit', '-qm', 'init');
     const projectId = (await post('/api/projects', { name: 'bench-logs', repository: { url: repo } })).id as string;
 
+    // what PostgreSQL was asked to do during the run: commits, and rows written per table
+    const pgStats = async () => {
+      const c = new Client({ connectionString: databaseUrl });
+      await c.connect();
+      try {
+        const { rows: d } = await c.query<{ xact_commit: string }>('SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()');
+        const { rows: t } = await c.query<{ relname: string; ins: string; upd: string }>(
+          'SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd FROM pg_stat_user_tables WHERE n_tup_ins + n_tup_upd > 0',
+        );
+        return { commits: Number(d[0]?.xact_commit ?? 0), tables: new Map(t.map((r) => [r.relname, { ins: Number(r.ins), upd: Number(r.upd) }])) };
+      } finally {
+        await c.end();
+      }
+    };
+    const pgBefore = await pgStats();
     const apiPid = api.child.pid as number;
     const workerPid = worker.child.pid as number;
     const before = { api: usage(apiPid), worker: usage(workerPid) };
+    const machineCpu = cpuShare();
+    const load0 = os.loadavg();
     const t0 = Date.now();
     const processIds: string[] = [];
     const followers: Follower[] = [];
+    // each process's followers connect as soon as its start returns (they retry until the process row exists), so
+    // they follow it live, as a user watching the run would: a line emitted before a follower's socket opened
+    // still counts for lost/out of order, but not for the latency (it is the backlog read on connect)
     for (let i = 0; i < AGENTS; i++) {
       const taskId = (await post('/api/tasks', { projectId, title: `chatty ${i}` })).id as string;
-      processIds.push((await post(`/api/tasks/${taskId}/start`, { llm: 'chatty' })).processId as string);
+      const processId = (await post(`/api/tasks/${taskId}/start`, { llm: 'chatty' })).processId as string;
+      processIds.push(processId);
+      for (let j = i; j < FOLLOWERS; j += AGENTS) followers.push(follow(base, processId));
     }
-    for (let i = 0; i < FOLLOWERS; i++) followers.push(follow(base, processIds[i % processIds.length] as string));
     let finished = 0;
     for (const f of followers) void f.done.then(() => finished++);
     const progressDb = new Client({ connectionString: databaseUrl });
+    progressDb.on('error', () => undefined); // a lost progress connection does not end the run
     await progressDb.connect();
     const progress = setInterval(() => {
       void progressDb
@@ -211,7 +257,17 @@ async function main() {
     if (timedOut) for (const f of followers) f.lost = PER_AGENT - f.distinct;
     const wall = (Date.now() - t0) / 1000;
     const after = { api: usage(apiPid), worker: usage(workerPid) };
+    const machine = machineCpu();
+    const load1 = os.loadavg();
 
+    // the stats collector reports with a delay of up to PGSTAT_MIN_INTERVAL (1 s)
+    await new Promise((r) => setTimeout(r, 1500));
+    const pgAfter = await pgStats();
+    const pgWork: Record<string, number | string> = { commits: pgAfter.commits - pgBefore.commits };
+    for (const [name, v] of pgAfter.tables) {
+      const b = pgBefore.tables.get(name) ?? { ins: 0, upd: 0 };
+      if (v.ins - b.ins + v.upd - b.upd > 0) pgWork[name] = `${v.ins - b.ins} inserted, ${v.upd - b.upd} updated`;
+    }
     const db = new Client({ connectionString: databaseUrl });
     await db.connect();
     const { rows: stored } = await db.query<{ n: string; first: Date; last: Date }>(
@@ -231,14 +287,35 @@ async function main() {
     await db.end();
 
     const lat = followers.flatMap((f) => f.latencies).sort((a, b) => a - b);
+    const fromWorker = followers.flatMap((f) => f.fromWorker).sort((a, b) => a - b);
     const sum = (k: 'lost' | 'reordered' | 'duplicates' | 'received') => followers.reduce((a, f) => a + f[k], 0);
     const cpu = (k: 'api' | 'worker') => after[k].cpu - before[k].cpu;
+    const agentsCpu = after.worker.childrenCpu - before.worker.childrenCpu;
+    const cpuBreakdown = {
+      agents: Number(agentsCpu.toFixed(1)),
+      api: Number(cpu('api').toFixed(1)),
+      worker: Number(cpu('worker').toFixed(1)),
+      postgres: Number((machine.postgres ?? 0).toFixed(1)),
+      temporal: Number((machine.temporal ?? 0).toFixed(1)),
+      // this process: the 100 WebSocket followers parsing every message, and the progress query
+      benchFollowers: Number((machine.bench ?? 0).toFixed(1)),
+      // everything else on the machine (other users' jobs, `armada infra`'s own node process)
+      other: Number(Math.max(0, (machine.other ?? 0) - cpu('api') - cpu('worker')).toFixed(1)),
+    };
     const result = {
       agents: AGENTS,
       linesPerSecondPerAgent: RATE,
       seconds: SECONDS,
       followers: FOLLOWERS,
-      machine: { cores: os.cpus().length, loadavg1m: os.loadavg()[0] },
+      machine: {
+        cores: os.cpus().length,
+        loadavg: { atStart: load0.map((x) => Number(x.toFixed(2))), atEnd: load1.map((x) => Number(x.toFixed(2))) },
+        // CPU seconds per program over the run (from the first start to the last follower done), of the
+        // cores × wall seconds the machine had: the agents are the worker's reaped children
+        cpuSeconds: cpuBreakdown,
+        cpuSecondsAvailable: Number((os.cpus().length * wall).toFixed(1)),
+      },
+      postgres: pgWork,
       timedOut,
       linesEmitted: AGENTS * PER_AGENT,
       linesStored: storedLines,
@@ -246,8 +323,11 @@ async function main() {
       rawInsertPerSecond: Math.round(raw.perSecond),
       storedOverRaw: Number((storedPerSecond / raw.perSecond).toFixed(3)),
       followerLines: sum('received'),
+      // lines emitted before their follower's socket opened (read back on connect, not in the latency)
+      backlogLines: followers.reduce((a, f) => a + f.backlog, 0),
       latencyMs: { p50: Number(pct(lat, 50).toFixed(1)), p99: Number(pct(lat, 99).toFixed(1)), max: Number((lat.at(-1) ?? Number.NaN).toFixed(1)) },
       emitToWorkerMs: { p50: Math.round(pct(toWorker, 50)), p99: Math.round(pct(toWorker, 99)) },
+      workerToFollowerMs: { p50: Math.round(pct(fromWorker, 50)), p99: Math.round(pct(fromWorker, 99)) },
       lost: sum('lost'),
       reordered: sum('reordered'),
       duplicates: sum('duplicates'),
@@ -255,17 +335,25 @@ async function main() {
       api: { cpuSeconds: Number(cpu('api').toFixed(1)), cpuPercentOfOneCore: Math.round((cpu('api') / wall) * 100), peakRssMiB: Math.round(after.api.hwmMiB) },
       worker: { cpuSeconds: Number(cpu('worker').toFixed(1)), cpuPercentOfOneCore: Math.round((cpu('worker') / wall) * 100), peakRssMiB: Math.round(after.worker.hwmMiB) },
     };
+    const available = result.machine.cpuSecondsAvailable;
+    const busy = Math.round((Object.values(cpuBreakdown).reduce((a, b) => a + b, 0) / available) * 100);
+    const agentShare = Math.round((cpuBreakdown.agents / available) * 100);
+    const otherShare = Math.round((cpuBreakdown.other / available) * 100);
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     process.stdout.write(
       `\n${AGENTS} agents × ${RATE} lines/s × ${SECONDS} s, ${FOLLOWERS} WebSocket followers: emit → follower p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms; ` +
-        `lost ${result.lost}, out of order ${result.reordered}, duplicates ${result.duplicates}; stored ${result.storedPerSecond} lines/s vs raw INSERT ${result.rawInsertPerSecond} lines/s (${result.storedOverRaw})\n`,
+        `lost ${result.lost}, out of order ${result.reordered}, duplicates ${result.duplicates}; stored ${result.storedPerSecond} lines/s vs raw INSERT ${result.rawInsertPerSecond} lines/s (${result.storedOverRaw})\n` +
+        `machine: ${result.machine.cores} cores, load average ${load0[0]?.toFixed(2)} at the start, ${load1[0]?.toFixed(2)} at the end; CPU seconds of the ${result.machine.cpuSecondsAvailable} available: ` +
+        `${Object.entries(cpuBreakdown).map(([k, v]) => `${k} ${v}`).join(', ')}\n` +
+        `goal (0 lost, 0 out of order, p99 ≤ 100 ms): ${result.lost === 0 && result.reordered === 0 && result.latencyMs.p99 <= 100 ? 'met' : 'NOT met'}` +
+        ` (the machine was ${busy}% busy over the run; the agents alone used ${agentShare}% of it, programs outside this run ${otherShare}%)\n`,
     );
   } finally {
     for (const c of children.reverse()) {
       c.kill('SIGTERM');
       await new Promise((r) => (c.exitCode !== null ? r(undefined) : c.once('exit', r)));
     }
-    fs.rmSync(home, { recursive: true, force: true });
+    for (const dir of [home, ...cleanup]) fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -1,9 +1,11 @@
 /** Samples a process group's resources from /proc: CPU % since the last sample, RSS bytes, bytes read+written. */
 import fs from 'node:fs';
-import { groupMembers } from '../../lib/process/processGroup';
+import { recentGroupMembers } from '../../lib/process/processGroup';
 
 const CLK_TCK = 100;
 const PAGE = 4096;
+/** Group membership may be this old: one /proc pass serves every sampler of the worker (they sample every 2 s). */
+const MEMBERS_MAX_AGE_MS = 1000;
 
 export interface GroupSample {
   cpu: number;
@@ -21,7 +23,7 @@ export function createGroupSampler(pgid: number) {
       let ticks = 0;
       let rss = 0;
       let io = 0;
-      for (const pid of groupMembers(pgid)) {
+      for (const pid of recentGroupMembers(pgid, MEMBERS_MAX_AGE_MS)) {
         try {
           const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
           const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

@@ -31,6 +31,7 @@ import { createFinalMessage, createParser } from './parsers';
 import { resolveAgentProfile, type AgentProfile } from '../../lib/agents/profiles';
 import { createGroupSampler } from './resourceSampler';
 import { createLogSink, type LogSink } from '../../lib/attempts/logSink';
+import { queueLiveState, settleLiveState } from '../../lib/attempts/liveState';
 import { processWatch } from './processWatch';
 
 /** An attempt's output summary is cut to its last 64 KiB (like multi-agent results). */
@@ -180,7 +181,7 @@ interface ProcessRun {
   stopReason: 'stopped' | 'cancelled' | null;
   output: AgentOutput;
   /** writes pending logs and live state; resolves when everything queued so far is written */
-  flush: () => Promise<void>;
+  flush: (logs?: boolean) => Promise<void>;
 }
 
 function collectOutput(profile: AgentProfile, pending: LogEntry[]): { output: AgentOutput; onLine: (stream: 'stdout' | 'stderr', line: string) => void } {
@@ -269,13 +270,19 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
   let stopReason: 'stopped' | 'cancelled' | null = null;
   let lastProgressEvent = 0;
   let flushing = Promise.resolve();
-  const flush = () => {
+  /** Live state; with `logs` (the run's end) first every log line queued so far (the periodic tick leaves the lines to the sink's own batching). */
+  const flush = (logs = true) => {
     flushing = flushing.then(async () => {
-      await sink.flush();
-      if (output.progress || output.tokens) {
-        const p = output.progress;
+      if (logs) await sink.flush();
+      // the run's end writes its last values itself, after anything queued for it (lib/attempts/liveState.ts)
+      const queued = logs ? await settleLiveState(deps.db, input.processId) : undefined;
+      if (output.progress || output.tokens || queued) {
+        const p = output.progress || queued?.progress ? { ...queued?.progress, ...output.progress } : undefined;
         output.progress = undefined;
-        await setProcessLive(deps.db, input.processId, { progress: p, tokens: output.tokens ? { ...output.tokens, cost: costOf(prep.profile, output) } : undefined });
+        const values = { progress: p, tokens: output.tokens ? { ...output.tokens, cost: costOf(prep.profile, output) } : queued?.tokens };
+        // ticks: one update for all of this worker's agents
+        if (logs) await setProcessLive(deps.db, input.processId, values);
+        else await queueLiveState(deps.db, input.processId, values);
         if (p && Date.now() - lastProgressEvent > 1000) {
           lastProgressEvent = Date.now();
           const row = await getProcess(deps.db, input.processId);
@@ -287,7 +294,7 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
   };
   const sampler = createGroupSampler(proc.pid);
   const timers = [
-    setInterval(() => void flush(), FLUSH_MS),
+    setInterval(() => void flush(false), FLUSH_MS),
     setInterval(() => ctx.heartbeat({ lines: output.lines }), 1000),
     setInterval(() => {
       const s = sampler.sample();

@@ -13,7 +13,7 @@ import type { WebSocket } from 'ws';
 import type { CpuPool } from '../../lib/attempts/cpuPool';
 import { logLine, streamLogRows } from '../../lib/attempts/logStream';
 import { getAttempt } from '../../lib/db/attempts';
-import { getProcess } from '../../lib/db/processes';
+import { getProcess, type LogRow } from '../../lib/db/processes';
 import { notFound } from '../../lib/errors';
 import { ErrorResponses, IdParams, SEQ_MAX, SeqAfter } from '../http/schemas';
 import { openSse } from '../http/sse';
@@ -24,6 +24,37 @@ import { STREAM_ROUTE } from '../http/bearerAuth';
 const send = (socket: WebSocket, msg: unknown) => {
   if (socket.readyState === socket.OPEN) socket.send(typeof msg === 'string' ? msg : JSON.stringify(msg));
 };
+
+/**
+ * A log row as a WebSocket message, encoded once: rows from the log feed's buffer are the same objects for every
+ * follower of a process, so each line is serialised once per API process, not once per follower.
+ */
+const encoded = { raw: new WeakMap<LogRow, Buffer>(), normalized: new WeakMap<LogRow, Buffer>() };
+function encodeRow(kind: 'raw' | 'normalized', r: LogRow): Buffer {
+  let b = encoded[kind].get(r);
+  if (!b) {
+    b = Buffer.from(
+      kind === 'raw' ? `${r.raw}\n` : JSON.stringify({ level: r.level, message: r.message, timestamp: r.ts.toISOString(), source: r.source, metadata: r.metadata, seq: r.seq }),
+    );
+    encoded[kind].set(r, b);
+  }
+  return b;
+}
+
+/**
+ * Sends a batch of rows, one text message per row as before, with the TCP socket corked meanwhile: the frames of
+ * the batch leave in one write (one syscall), not one per line.
+ */
+function sendRows(socket: WebSocket, kind: 'raw' | 'normalized', rows: LogRow[]): void {
+  if (socket.readyState !== socket.OPEN || !rows.length) return;
+  const tcp = (socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
+  tcp?.cork();
+  try {
+    for (const r of rows) socket.send(encodeRow(kind, r), { binary: false });
+  } finally {
+    tcp?.uncork();
+  }
+}
 
 /** Resume a log socket after the seq of the last line received (the normalized messages carry `seq`). */
 const LogSocketQuery = Type.Object({ after: Type.Optional(SeqAfter('only lines with a seq greater than this', 'integer')) });
@@ -98,7 +129,7 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
         after: after !== undefined ? { [id]: after } : undefined,
         signal: ac.signal,
       })) {
-        for (const r of rows) send(socket, kind === 'raw' ? `${r.raw}\n` : { level: r.level, message: r.message, timestamp: r.ts.toISOString(), source: r.source, metadata: r.metadata, seq: r.seq });
+        sendRows(socket, kind, rows);
       }
     } catch (err) {
       request.log.warn({ err: { message: (err as Error).message } }, 'log socket failed');

@@ -1,14 +1,25 @@
 /**
- * The write side of live logs: a process's log rows go to PostgreSQL in multi-row inserts, at most FLUSH_DELAY_MS
- * after a line arrives or at once when MAX_BATCH lines wait, one insert at a time so seqs follow the lines' order.
- * Each insert NOTIFYs the new high-water mark (migration 070), which is what API followers wait for.
+ * The write side of live logs. Every agent run has a sink (its queue of parsed lines); all sinks of one database
+ * pool (one worker process) share one writer, which stores the lines of every process with news in ONE multi-row
+ * insert (one statement, one commit, one NOTIFY per process: migration 070), at most FLUSH_DELAY_MS after the
+ * oldest waiting line arrived, or at once when a process has MAX_BATCH lines waiting. A worker running 50 chatty
+ * agents makes at most ~40 inserts a second, not ~1,000 (one per process per 50 ms before).
+ * Statements of a writer run one at a time, so each process's seqs follow its lines' order and what is committed is
+ * always a prefix 1..n (what followers rely on to resume by seq).
+ * A failed insert with several processes is retried once per process (so one process whose row is gone does not
+ * hold back the others); a process's lines whose insert failed ATTEMPTS times are dropped with a warning.
  */
 import type { Queryable } from '../db/pool';
-import { appendLogs, type LogEntry } from '../db/processes';
+import { appendLogs, appendLogsOfProcesses, type LogEntry } from '../db/processes';
 import type { Logger } from '../logger';
 
-export const FLUSH_DELAY_MS = 50;
+/** The longest a line waits for its insert (the writer's inserts serve every process of the worker, so a short delay costs
+ * ~40 commits a second whatever the number of agents). */
+export const FLUSH_DELAY_MS = 25;
+/** Lines of one process per insert. */
 export const MAX_BATCH = 500;
+/** Lines of all processes per insert. */
+const MAX_ROWS = 5000;
 /** A batch whose insert failed is retried this many times (then dropped with a warning: the process row is gone). */
 const ATTEMPTS = 3;
 const RETRY_MS = 500;
@@ -18,57 +29,161 @@ export interface LogSink {
   poke(): void;
   /** Writes everything queued so far; resolves once it is stored (or given up on). */
   flush(): Promise<void>;
-  /** Stops the timer (call flush first to write what is left). */
+  /** The run is over (call flush first to write what is left). */
   close(): void;
+}
+
+interface SinkState {
+  processId: string;
+  attemptId: string;
+  queue: LogEntry[];
+  logger: Logger;
+  failures: number;
+  /** after a failed insert: not written again before this time (the other processes' lines go on meanwhile) */
+  retryAt: number;
+  /** lines taken from the queue by the insert running now */
+  inFlight: number;
+}
+
+interface Writer {
+  db: Queryable;
+  /** sinks with lines waiting (or in flight) */
+  active: Set<SinkState>;
+  timer: NodeJS.Timeout | undefined;
+  /** when the oldest line not yet taken by an insert arrived */
+  waitingSince: number | undefined;
+  /** the insert running now */
+  round: Promise<void> | undefined;
+  /** after a failed combined insert: the next round writes each process on its own */
+  isolate: boolean;
+}
+
+const writers = new WeakMap<Queryable, Writer>();
+
+function writerFor(db: Queryable): Writer {
+  let w = writers.get(db);
+  if (!w) {
+    w = { db, active: new Set(), timer: undefined, waitingSince: undefined, round: undefined, isolate: false };
+    writers.set(db, w);
+  }
+  return w;
+}
+
+/** Starts an insert of everything due, unless one is running (its end schedules the next). */
+function runRound(w: Writer): Promise<void> {
+  if (w.timer) clearTimeout(w.timer);
+  w.timer = undefined;
+  if (w.round) return w.round;
+  w.round = writeRound(w).finally(() => {
+    w.round = undefined;
+    schedule(w);
+  });
+  return w.round;
+}
+
+/** After lines arrived or an insert ended: the next insert now (a full batch, or the oldest line is due) or on a timer. */
+function schedule(w: Writer): void {
+  if (w.round) return; // its end schedules the next
+  const now = Date.now();
+  let waiting = false;
+  let full = false;
+  let retry = Number.POSITIVE_INFINITY;
+  for (const x of w.active) {
+    if (!x.queue.length) continue;
+    if (x.retryAt > now) retry = Math.min(retry, x.retryAt);
+    else {
+      waiting = true;
+      if (x.queue.length >= MAX_BATCH) full = true;
+    }
+  }
+  if (!waiting) w.waitingSince = undefined;
+  else w.waitingSince ??= now;
+  const due = Math.min(waiting ? (w.waitingSince as number) + FLUSH_DELAY_MS : Number.POSITIVE_INFINITY, retry) - now;
+  if (due === Number.POSITIVE_INFINITY) return;
+  if (full || due <= 0) void runRound(w);
+  else if (!w.timer) w.timer = setTimeout(() => void runRound(w), due);
 }
 
 /** `queue` is the array the producer pushes entries into; the sink takes them out from the front. */
 export function createLogSink(o: { db: Queryable; processId: string; attemptId: string; queue: LogEntry[]; logger: Logger }): LogSink {
-  let timer: NodeJS.Timeout | undefined;
-  let writing: Promise<void> | undefined;
-  let failures = 0;
-  const write = (): Promise<void> => {
-    if (timer) clearTimeout(timer);
-    timer = undefined;
-    if (writing) return writing;
-    if (!o.queue.length) return Promise.resolve();
-    writing = drain().finally(() => {
-      writing = undefined;
-      if (o.queue.length) sink.poke(); // lines that arrived after the loop's last look
-    });
-    return writing;
-  };
-  const drain = async () => {
-    while (o.queue.length) {
-      const batch = o.queue.splice(0, MAX_BATCH);
-      try {
-        await appendLogs(o.db, o.processId, o.attemptId, batch);
-        failures = 0;
-      } catch (err) {
-        if (++failures >= ATTEMPTS) {
-          o.logger.warn({ err: { message: (err as Error).message }, processId: o.processId, lines: batch.length }, 'log lines dropped after failed inserts');
-          failures = 0;
-          continue;
-        }
-        o.queue.unshift(...batch); // keep the order: retried before anything newer
-        await new Promise((r) => setTimeout(r, RETRY_MS));
-      }
-    }
-  };
-  const sink: LogSink = {
+  const w = writerFor(o.db);
+  const s: SinkState = { processId: o.processId, attemptId: o.attemptId, queue: o.queue, logger: o.logger, failures: 0, retryAt: 0, inFlight: 0 };
+  return {
     poke() {
-      if (writing) return; // the running write loop takes whatever arrives before it ends
-      if (o.queue.length >= MAX_BATCH) void write();
-      else if (!timer && o.queue.length) timer = setTimeout(() => void write(), FLUSH_DELAY_MS);
+      if (!s.queue.length) return;
+      w.active.add(s);
+      if (s.retryAt > Date.now()) return schedule(w);
+      w.waitingSince ??= Date.now();
+      if (w.round) return; // the running insert's end takes whatever arrives meanwhile
+      schedule(w);
     },
     async flush() {
-      if (writing) await writing;
-      await write();
+      // until this sink's lines queued so far (and any in flight) are written: other sinks' lines ride along
+      while (s.queue.length || s.inFlight) {
+        w.active.add(s);
+        const wait = s.retryAt - Date.now();
+        if (wait > 0 && !s.inFlight) await new Promise((r) => setTimeout(r, wait));
+        await runRound(w);
+      }
     },
     close() {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
+      if (!s.queue.length && !s.inFlight) w.active.delete(s);
     },
   };
-  return sink;
+}
+
+/** One insert: up to MAX_BATCH lines of every sink with lines due (or one insert per process after a failure). */
+async function writeRound(w: Writer): Promise<void> {
+  const taken: { sink: SinkState; entries: LogEntry[] }[] = [];
+  const now = Date.now();
+  let rows = 0;
+  for (const sink of w.active) {
+    if (!sink.queue.length) {
+      w.active.delete(sink);
+      continue;
+    }
+    if (sink.retryAt > now) continue;
+    if (rows >= MAX_ROWS) break;
+    const entries = sink.queue.splice(0, Math.min(MAX_BATCH, MAX_ROWS - rows));
+    sink.inFlight = entries.length;
+    rows += entries.length;
+    taken.push({ sink, entries });
+  }
+  // lines arriving from now on wait for the next round; lines left behind (a full batch) keep their age
+  if (![...w.active].some((x) => x.queue.length && x.retryAt <= now)) w.waitingSince = undefined;
+  if (!taken.length) return;
+  try {
+    if (taken.length > 1 && !w.isolate) {
+      try {
+        await appendLogsOfProcesses(
+          w.db,
+          taken.map((t) => ({ processId: t.sink.processId, attemptId: t.sink.attemptId, entries: t.entries })),
+        );
+        for (const t of taken) t.sink.failures = 0;
+        return;
+      } catch {
+        // one process's row may be gone (a foreign key): write each on its own, at once, to find out which
+        w.isolate = true;
+        for (const t of taken) t.sink.queue.unshift(...t.entries);
+        return;
+      }
+    }
+    w.isolate = false;
+    for (const t of taken) {
+      try {
+        await appendLogs(w.db, t.sink.processId, t.sink.attemptId, t.entries);
+        t.sink.failures = 0;
+      } catch (err) {
+        if (++t.sink.failures >= ATTEMPTS) {
+          t.sink.logger.warn({ err: { message: (err as Error).message }, processId: t.sink.processId, lines: t.entries.length }, 'log lines dropped after failed inserts');
+          t.sink.failures = 0;
+          continue;
+        }
+        t.sink.queue.unshift(...t.entries); // keep the order: retried before anything newer
+        t.sink.retryAt = Date.now() + RETRY_MS;
+      }
+    }
+  } finally {
+    for (const t of taken) t.sink.inFlight = 0;
+  }
 }

@@ -158,6 +158,27 @@ export async function appendLogs(db: Queryable, processId: string, attemptId: st
   return Math.max(0, ...rows.map((r) => r.seq));
 }
 
+/**
+ * Appends the entries of several processes in one statement (the worker's log writer, lib/attempts/logSink.ts),
+ * each after its process's last seq, in the given order. One writer per process at a time, as for appendLogs.
+ */
+export async function appendLogsOfProcesses(db: Queryable, batches: { processId: string; attemptId: string; entries: LogEntry[] }[]): Promise<void> {
+  const rows: Record<string, unknown>[] = [];
+  for (const b of batches) {
+    b.entries.forEach((e, i) => {
+      rows.push({ p: b.processId, a: b.attemptId, ord: i + 1, level: e.level, message: e.message, source: e.source, raw: e.raw ?? e.message, metadata: e.metadata ?? {}, ts: e.timestamp });
+    });
+  }
+  if (!rows.length) return;
+  await db.query(
+    `INSERT INTO process_logs (process_id, seq, attempt_id, level, message, source, raw, metadata, ts)
+     SELECT e.p, COALESCE(m.seq, 0) + e.ord, e.a, e.level, e.message, e.source, e.raw, e.metadata, e.ts
+       FROM jsonb_to_recordset($1::jsonb) AS e(p text, a text, ord int, level text, message text, source text, raw text, metadata jsonb, ts timestamptz)
+       JOIN (SELECT w.id, (SELECT max(seq) FROM process_logs l WHERE l.process_id = w.id) AS seq FROM unnest($2::text[]) AS w(id)) m ON m.id = e.p`,
+    [JSON.stringify(rows), batches.map((b) => b.processId)],
+  );
+}
+
 export interface LogQuery {
   processIds: string[];
   afterSeq?: number;

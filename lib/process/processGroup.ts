@@ -50,12 +50,17 @@ function signalGroup(pid: number, sig: NodeJS.Signals): void {
 
 /** Live (non-zombie) members of a process group, read from /proc (Linux). */
 export function groupMembers(pgid: number): number[] {
-  const members: number[] = [];
+  return scanGroups().get(pgid) ?? [];
+}
+
+/** Every live (non-zombie) process on the machine by process group: one pass over /proc. */
+function scanGroups(): Map<number, number[]> {
+  const groups = new Map<number, number[]>();
   let entries: string[];
   try {
     entries = fs.readdirSync('/proc');
   } catch {
-    return [];
+    return groups;
   }
   for (const e of entries) {
     if (!/^\d+$/.test(e)) continue;
@@ -63,12 +68,28 @@ export function groupMembers(pgid: number): number[] {
       const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
       // pid (comm) state ppid pgrp …; comm may contain spaces and parentheses, so split after the last ')'
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') members.push(Number(e));
+      if (fields[0] === 'Z' || fields[0] === 'X') continue;
+      const pgrp = Number(fields[2]);
+      const list = groups.get(pgrp);
+      if (list) list.push(Number(e));
+      else groups.set(pgrp, [Number(e)]);
     } catch {
       /* exited meanwhile */
     }
   }
-  return members;
+  return groups;
+}
+
+let recentScan: { at: number; groups: Map<number, number[]> } | undefined;
+/**
+ * Members of a process group from a /proc pass at most `maxAgeMs` old, shared by all callers: for periodic samplers
+ * (one pass serves every agent a worker runs, instead of one whole-/proc pass per agent per sample). Not for
+ * decisions about whether a group is alive: those use groupMembers.
+ */
+export function recentGroupMembers(pgid: number, maxAgeMs: number): number[] {
+  const now = Date.now();
+  if (!recentScan || now - recentScan.at > maxAgeMs) recentScan = { at: now, groups: scanGroups() };
+  return recentScan.groups.get(pgid) ?? [];
 }
 
 /** True while any process of the group is alive (zombies waiting to be reaped do not count). */

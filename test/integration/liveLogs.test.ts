@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import WebSocket from 'ws';
 import { buildService } from '../../api/services';
+import { queueLiveState, settleLiveState } from '../../lib/attempts/liveState';
 import { createLogSink } from '../../lib/attempts/logSink';
 import { recordAttemptFinished, recordProcessEnded } from '../../lib/attempts/projections';
 import { getAttempt, insertAttempt } from '../../lib/db/attempts';
@@ -150,7 +151,7 @@ describe('live logs', () => {
       const sseFull = readSse(baseA, `/api/events/processes/${ids[0]}/logs`);
       const ssePart = readSse(baseB, `/api/events/processes/${ids[1]}/logs`, {}, 300);
 
-      // four writers at once, each through its own sink (multi-row inserts, 50 ms or 500 lines)
+      // four writers at once, each through its own sink (the shared writer: multi-row inserts, 25 ms or 500 lines)
       await Promise.all(
         ids.map(async (id) => {
           const queue: LogEntry[] = [];
@@ -192,6 +193,97 @@ describe('live logs', () => {
       await replicaB.close();
     }
   }, 120_000);
+
+  test('one writer for all sinks: the lines of many processes go in shared inserts, in order, and a process whose row is gone does not hold back the others', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'shared log writer');
+    const attemptId = 'att-live-logs-writer';
+    await insertAttempt(stack.db, { id: attemptId, taskId, llm: 'scripted', model: null, status: 'running', branchPrefix: 'armada', baseBranch: 'main', options: {}, description: '' });
+    const ids = Array.from({ length: 8 }, (_, i) => `proc-writer-${i}`);
+    for (const id of ids) await insertProcess(stack.db, { id, attemptId, taskId, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
+    const gone = 'proc-writer-gone'; // no process row: its inserts fail on the foreign key
+    const warnings: string[] = [];
+    const warnLogger = { ...logger, warn: (_o: unknown, msg: string) => void warnings.push(msg) } as unknown as typeof logger;
+    const commits = async () => Number((await stack.db.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0]?.n);
+    const LINES = 400;
+    const sinks = [...ids, gone].map((id) => {
+      const queue: LogEntry[] = [];
+      return { id, queue, sink: createLogSink({ db: stack.db, processId: id, attemptId, queue, logger: warnLogger }) };
+    });
+    // every writer adds a line every few ms, as chatty agents do
+    for (let i = 1; i <= LINES; i++) {
+      for (const w of sinks) {
+        w.queue.push({ level: 'info', message: `${w.id} line ${i}`, timestamp: new Date().toISOString(), source: 'stdout' });
+        w.sink.poke();
+      }
+      if (i % 20 === 0) await new Promise((r) => setTimeout(r, 5));
+    }
+    const t0 = Date.now();
+    const done = sinks.map((w) => w.sink.flush().then(() => Date.now() - t0));
+    const healthyMs = Math.max(...(await Promise.all(done.slice(0, ids.length))));
+    const goneMs = (await done.at(-1)) as number;
+    for (const w of sinks) w.sink.close();
+    // the failing process is retried, 500 ms apart, before its lines are dropped; the others did not wait for it
+    expect(goneMs).toBeGreaterThanOrEqual(500);
+    expect(healthyMs).toBeLessThan(goneMs);
+    for (const id of ids) {
+      const { rows } = await stack.db.query<{ seq: number; message: string }>('SELECT seq, message FROM process_logs WHERE process_id = $1 ORDER BY seq', [id]);
+      expect(rows.map((r) => r.seq)).toEqual(seqs(LINES));
+      expect(rows.map((r) => r.message)).toEqual(seqs(LINES).map((n) => `${id} line ${n}`));
+    }
+    expect((await stack.db.query('SELECT 1 FROM process_logs WHERE process_id = $1', [gone])).rowCount).toBe(0);
+    expect(warnings).toContain('log lines dropped after failed inserts');
+    // with no failing process, 8 writers × 400 lines are a handful of shared inserts, not one per process per batch
+    const healthy = ids.map((id) => {
+      const queue: LogEntry[] = [];
+      return { id, queue, sink: createLogSink({ db: stack.db, processId: id, attemptId, queue, logger }) };
+    });
+    const c0 = await commits();
+    for (let i = 1; i <= 100; i++) {
+      for (const w of healthy) {
+        w.queue.push({ level: 'info', message: `${w.id} more ${i}`, timestamp: new Date().toISOString(), source: 'stdout' });
+        w.sink.poke();
+      }
+    }
+    await Promise.all(healthy.map((w) => w.sink.flush()));
+    expect((await commits()) - c0).toBeLessThan(ids.length); // one insert for all eight (plus the stats query itself)
+    for (const id of ids) {
+      const { rows } = await stack.db.query<{ seq: number }>('SELECT seq FROM process_logs WHERE process_id = $1 ORDER BY seq', [id]);
+      expect(rows.map((r) => r.seq)).toEqual(seqs(LINES + 100));
+    }
+  }, 60_000);
+
+  test("running agents' live state: one update for all of a worker's processes; a run's end settles what is queued for it", async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'live state');
+    const attemptId = 'att-live-state';
+    await insertAttempt(stack.db, { id: attemptId, taskId, llm: 'scripted', model: null, status: 'running', branchPrefix: 'armada', baseBranch: 'main', options: {}, description: '' });
+    const ids = Array.from({ length: 6 }, (_, i) => `proc-live-state-${i}`);
+    for (const id of ids) await insertProcess(stack.db, { id, attemptId, taskId, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
+    const commits = async () => Number((await stack.db.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0]?.n);
+    const c0 = await commits();
+    await Promise.all(
+      ids.flatMap((id, i) => [
+        queueLiveState(stack.db, id, { progress: { stage: 'running', current: `first ${i}` } }),
+        queueLiveState(stack.db, id, { progress: { current: `second ${i}` }, tokens: { input: 10 + i, output: 20 + i, cost: 0.5 } }),
+      ]),
+    );
+    expect((await commits()) - c0).toBeLessThan(ids.length); // one update (and the stats query), not one per process
+    const { rows } = await stack.db.query<{ id: string; progress: { stage: string; current: string }; input_tokens: string; output_tokens: string; estimated_cost: number }>(
+      'SELECT id, progress, input_tokens, output_tokens, estimated_cost FROM processes WHERE id = ANY($1) ORDER BY id',
+      [ids],
+    );
+    expect(rows.map((r) => [r.progress.stage, r.progress.current, Number(r.input_tokens), Number(r.output_tokens), r.estimated_cost])).toEqual(
+      ids.map((_, i) => ['running', `second ${i}`, 10 + i, 20 + i, 0.5]),
+    );
+    // settled: what was queued comes back to the caller and is not written later over the run's last values
+    const late = queueLiveState(stack.db, ids[0] as string, { progress: { current: 'late' } });
+    expect(await settleLiveState(stack.db, ids[0] as string)).toEqual({ progress: { current: 'late' }, tokens: undefined });
+    await late;
+    await new Promise((r) => setTimeout(r, 300));
+    const { rows: after } = await stack.db.query<{ progress: { current: string } }>('SELECT progress FROM processes WHERE id = $1', [ids[0]]);
+    expect(after[0]?.progress.current).toBe('second 0');
+  });
 
   test('idle followers do not query the logs: 20 sockets on a quiet process cost no process_logs reads', async () => {
     const base = stack.app('task').server.listening
