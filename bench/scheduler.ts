@@ -4,14 +4,18 @@
  * --runs scheduled executions completed. Per run it prints, in milliseconds:
  *   - nominal: the cron time (TemporalScheduledStartTime);
  *   - temporal: Temporal's own schedule start lag, the workflow's start time minus the nominal time;
- *   - then, from the workflow's start: Armada's execution start (the row's startedAt: the run's first workflow task),
- *     the first task's start (its activity began) and the platform's receipt of the run request.
+ *   - then, from the workflow's start (history event times): the first workflow task's start and completion, the
+ *     first activity's start (ActivityTaskStarted: eager, it is handed out with the workflow task's completion; else
+ *     through matching), the first task's start as the row records it (the flow request is about to leave) and the
+ *     platform's receipt of the run request.
  * Then the distributions: Temporal's start lag (the baseline, from the same runs), Armada's share (receipt −
- * workflow start) and the whole way (receipt − nominal).
+ * workflow start) and its parts, and the whole way (receipt − nominal). p99 is the nearest rank, so with --runs 100 it
+ * is the second largest, not the maximum.
  *
- *   node bin/armada-ts bench/scheduler.ts [--workflows 1] [--schedule '@every 5s'] [--runs 30] [--timeout 900]
+ *   node bin/armada-ts bench/scheduler.ts [--workflows 1] [--schedule '@every 2s'] [--runs 100] [--timeout 900] [--eager on|off]
  *
- * Uses DATABASE_URL / TEMPORAL_ADDRESS when set, else an embedded PostgreSQL and a Temporal dev server in a temp dir.
+ * Uses DATABASE_URL / TEMPORAL_ADDRESS when set, else an embedded PostgreSQL and a Temporal dev server in a temp dir
+ * (started as `armada start` does, with eager activity execution; `--eager off` starts it with that switched off).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -22,6 +26,7 @@ import { temporal as proto } from '@temporalio/proto';
 import { Runtime } from '@temporalio/worker';
 import { buildSchedulerApp } from '../api/scheduler/app';
 import { bootstrap, startInfrastructure } from '../cli/runtime';
+import { startTemporalDevServer } from '../lib/runtime/temporalDevServer';
 import { migrate } from '../lib/db/migrate';
 import { createPool } from '../lib/db/pool';
 import { resolveKeys } from '../lib/keys';
@@ -37,15 +42,17 @@ const { values } = parseArgs({
   args: process.argv.slice(2),
   options: {
     workflows: { type: 'string', default: '1' },
-    schedule: { type: 'string', default: '@every 5s' },
-    runs: { type: 'string', default: '30' },
+    schedule: { type: 'string', default: '@every 2s' },
+    runs: { type: 'string', default: '100' },
     timeout: { type: 'string', default: '900' },
+    eager: { type: 'string', default: 'on' },
   },
 });
 const N = Number(values.workflows);
 const RUNS = Number(values.runs);
 const TIMEOUT_MS = Number(values.timeout) * 1000;
-const WFT_COMPLETED = proto.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED;
+const EventType = proto.api.enums.v1.EventType;
+if (values.eager !== 'on' && values.eager !== 'off') throw new Error('--eager is on or off');
 
 function quantile(sorted: number[], q: number): number {
   if (!sorted.length) return Number.NaN;
@@ -74,7 +81,24 @@ async function main(): Promise<void> {
   process.env.ARMADA_TASK_QUEUE = `bench-${crypto.randomBytes(4).toString('hex')}`;
   fs.writeFileSync(path.join(home, 'config.json'), JSON.stringify({ scheduler: { healthCheckIntervalSeconds: 0 } }));
   const { config: base, logger } = bootstrap();
-  const config = { ...base, embedded: { pgPort: await freePort(), temporalPort: await freePort(), temporalUiPort: null } };
+  let config = { ...base, embedded: { pgPort: await freePort(), temporalPort: await freePort(), temporalUiPort: null } };
+  // --eager off: the same dev server as startInfrastructure's, with eager activity execution switched off
+  const devServer =
+    values.eager === 'off' && !config.temporal.address
+      ? await startTemporalDevServer({
+          cliPath: config.temporal.cliPath,
+          toolsDir: config.toolsDir,
+          onProgress: (line) => process.stderr.write(`${line}\n`),
+          dbFile: path.join(home, 'temporal.db'),
+          ip: '127.0.0.1',
+          port: config.embedded.temporalPort,
+          uiPort: null,
+          namespace: config.temporal.namespace,
+          logger,
+          dynamicConfig: ['system.enableActivityEagerExecution=false'],
+        })
+      : undefined;
+  if (devServer) config = { ...config, temporal: { ...config.temporal, address: devServer.address } };
   const infra = await startInfrastructure(config, logger);
   const pool = createPool(infra.databaseUrl, logger, { max: 20 });
   await migrate(pool);
@@ -116,26 +140,35 @@ async function main(): Promise<void> {
     const temporalLags: number[] = [];
     const armadaShares: number[] = [];
     const wholeWay: number[] = [];
+    const parts = { wftStart: [] as number[], wft: [] as number[], dispatch: [] as number[], activity: [] as number[] };
     const lines = [
-      `${'nominal'.padEnd(24)} ${'workflow'.padEnd(9)} ${'temporal'.padStart(9)} | from workflow start: ${'execution'.padStart(9)} ${'wft done'.padStart(9)} ${'1st task'.padStart(9)} ${'platform'.padStart(9)}`,
+      `${'nominal'.padEnd(24)} ${'workflow'.padEnd(9)} ${'temporal'.padStart(9)} | from workflow start: ${'wft start'.padStart(9)} ${'wft done'.padStart(9)} ${'act start'.padStart(9)} ${'1st task'.padStart(9)} ${'platform'.padStart(9)}`,
     ];
     const ms = (v: number) => `${v.toFixed(1)}`.padStart(9);
+    const eventMs = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) => (t ? Number(t.seconds) * 1000 + (t.nanos ?? 0) / 1e6 : Number.NaN);
     for (const r of rows) {
       const handle = client.workflow.getHandle(r.temporal_workflow_id);
       const wfStart = (await handle.describe()).startTime.getTime();
-      // the first workflow task's completion: the start's local activity done and the first task's activity scheduled
-      const firstWftDone = (await handle.fetchHistory()).events?.find((e) => e.eventType === WFT_COMPLETED)?.eventTime;
-      const wftDone = firstWftDone ? Number(firstWftDone.seconds) * 1000 + Math.floor((firstWftDone.nanos ?? 0) / 1e6) : Number.NaN;
+      const events = (await handle.fetchHistory()).events ?? [];
+      const at = (type: number) => eventMs(events.find((e) => e.eventType === type)?.eventTime) - wfStart;
+      // the first workflow task (it schedules the first activity: beginRun, or on older runs after the start's local activity)
+      const wftStart = at(EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
+      const wftDone = at(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+      const actStart = at(EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED);
       const receipt = platform.receipts.find((x) => x.input === r.workflow && x.at >= wfStart - 1 && x.at < wfStart + 60_000);
       const nominal = r.scheduled_at.getTime();
       temporalLags.push(wfStart - nominal);
-      const firstTask = r.first_task_started ? Date.parse(r.first_task_started) : Number.NaN;
+      const firstTask = r.first_task_started ? Date.parse(r.first_task_started) - wfStart : Number.NaN;
       if (receipt) {
         armadaShares.push(receipt.at - wfStart);
         wholeWay.push(receipt.at - nominal);
+        parts.wftStart.push(wftStart);
+        parts.wft.push(wftDone - wftStart);
+        parts.dispatch.push(actStart - wftDone);
+        parts.activity.push(receipt.at - wfStart - actStart);
       }
       lines.push(
-        `${r.scheduled_at.toISOString().padEnd(24)} ${r.workflow.padEnd(9)} ${ms(wfStart - nominal)} | ${''.padEnd(20)} ${ms(r.started_at.getTime() - wfStart)} ${ms(wftDone - wfStart)} ${ms(firstTask - wfStart)} ${receipt ? ms(receipt.at - wfStart) : '  missing'.padStart(9)}`,
+        `${r.scheduled_at.toISOString().padEnd(24)} ${r.workflow.padEnd(9)} ${ms(wfStart - nominal)} | ${''.padEnd(20)} ${ms(wftStart)} ${ms(wftDone)} ${ms(actStart)} ${ms(firstTask)} ${receipt ? ms(receipt.at - wfStart) : '  missing'.padStart(9)}`,
       );
     }
     const notCompleted = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM scheduler_executions WHERE status <> 'completed' AND trigger = 'schedule'`);
@@ -143,9 +176,13 @@ async function main(): Promise<void> {
       [
         ...lines,
         '',
-        `scheduled runs completed: ${rows.length} in ${elapsed.toFixed(1)} s (${os.cpus().length} CPUs, load average ${os.loadavg()[0]?.toFixed(1)}, Temporal dev server on SQLite)`,
+        `scheduled runs completed: ${rows.length} in ${elapsed.toFixed(1)} s (${os.cpus().length} CPUs, load average ${os.loadavg()[0]?.toFixed(1)}, Temporal dev server on SQLite${config.temporal.address && !devServer ? ` at ${config.temporal.address}` : `, eager activity execution ${values.eager}`})`,
         distribution('Temporal schedule start lag (baseline)', temporalLags),
         distribution("Armada's share (platform receipt − wf start)", armadaShares),
+        distribution('  of which: wf start → first wft started', parts.wftStart),
+        distribution('  first wft started → completed', parts.wft),
+        distribution('  wft completed → activity started', parts.dispatch),
+        distribution('  activity started → platform receipt', parts.activity),
         distribution('nominal time → platform receipt', wholeWay),
         `runs without a platform receipt: ${rows.length - armadaShares.length}; not completed at pause: ${notCompleted.rows[0]?.n ?? 0}`,
         '',
@@ -160,6 +197,7 @@ async function main(): Promise<void> {
     await temporal.close();
     await pool.end();
     await infra.stop();
+    await devServer?.stop();
     fs.rmSync(home, { recursive: true, force: true });
   }
 }
