@@ -17,8 +17,7 @@ import {
 } from '../../lib/db/schedulerExecutions';
 import { withTransaction } from '../../lib/db/pool';
 import { getSchedule, markScheduleRan } from '../../lib/db/schedulerSchedules';
-import { getSource } from '../../lib/db/schedulerSources';
-import { getWorkflow, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
+import { getWorkflow, getWorkflowForRun, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { resolveKeys } from '../../lib/keys';
 import { schedulerMetrics, type SchedulerMetrics } from '../../lib/scheduler/metrics';
 import { actionScheduledAt } from '../../lib/scheduler/temporalSchedules';
@@ -161,35 +160,37 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     },
 
     /**
-     * The run's start as one activity (lean-run-v2): loads the definition, writes the row with its first task running
-     * and the first log lines and, when that task is a flow, sends its run request as soon as the row is committed (a
-     * reader never sees a platform run without its execution) and returns the answer. A script is left to the
-     * workflow (runScript: one attempt, never run twice). null = the workflow was deleted.
+     * The run's start as one activity (lean-run-v2): loads the definition with the first task's source (one query),
+     * writes the row with its first task running and the first log lines and, when that task is a flow, sends its run
+     * request at once, while the row is written, and returns the answer. A script is left to the workflow (runScript:
+     * one attempt, never run twice). null = the workflow was deleted.
+     * What a reader sees: the row (first task running, its two lines) is committed before the activity reports
+     * anything and before any line of the task is written, so Armada never shows an answer, a task line or a later
+     * state without the start. Only the platform can get the request up to one transaction before the row is
+     * visible; if the workflow was deleted in that instant, the request has left and the run ends "deleted".
      * Idempotent: the row never leaves a terminal status and the lines carry stable keys; a retry (platform
      * unreachable, worker lost) writes the same start again and sends the request again, as runSourceFlow's do.
      */
     async beginRun(input: ExecutionStart): Promise<BegunRun | null> {
       return keepAlive(
         async () => {
-          const def = await untilAnswered('load workflow', () => getWorkflow(deps.db, input.workflow));
+          const def = await untilAnswered('load workflow', () => getWorkflowForRun(deps.db, input.workflow));
           if (!def) return null; // the workflow was deleted after this start was queued
           const { states, lines, record } = firstState(input, def);
           const first = def.tasks[0];
-          const flow = first?.type === 'flow' ? first : null;
-          // the source is read while the row is written
-          const [written, source] = await Promise.all([
-            untilAnswered('write execution', () => write(record, lines)),
-            flow ? untilAnswered('load source', () => getSource(deps.db, flow.source)) : undefined,
-          ]);
-          if (!written.exists) return null;
-          const bookkeeping = untilAnswered('after start', () => afterStart(input, def, written.changed));
+          const writing = untilAnswered('write execution', () => write(record, lines));
+          const started = writing.then((w) => (w.exists ? untilAnswered('after start', () => afterStart(input, def, w.changed)) : undefined));
+          started.catch(() => undefined); // awaited below; a stop during the flow ends both with the same cancellation
           let result: TaskRunResult | null = null;
-          if (flow) {
+          if (first?.type === 'flow') {
             encryptionKey ??= resolveKeys(deps.config).encryption;
-            const task = { executionId: input.id, taskIndex: 0, source: flow.source, flow: flow.flow, input: input.input ?? flow.input ?? null, timeoutSeconds: flow.timeout ?? null };
-            result = await runFlowTask(deps, encryptionKey, task, source, { lastTry: Context.current().info.attempt >= BEGIN_RUN_ATTEMPTS });
+            const task = { executionId: input.id, taskIndex: 0, source: first.source, flow: first.flow, input: input.input ?? first.input ?? null, timeoutSeconds: first.timeout ?? null };
+            const lastTry = Context.current().info.attempt >= BEGIN_RUN_ATTEMPTS;
+            result = await runFlowTask(deps, encryptionKey, task, def.first_source ?? undefined, { lastTry, rowWritten: writing });
           }
-          await bookkeeping;
+          const written = await writing;
+          await started;
+          if (!written.exists) return null; // deleted between the read and the write
           return { tasks: def.tasks, states, logLines: lines.length, first: result };
         },
         { intervalMs: 1000 },

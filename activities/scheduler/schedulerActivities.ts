@@ -16,7 +16,7 @@ import {
   type ExecutionStatus,
   type LogLine,
 } from '../../lib/db/schedulerExecutions';
-import { allSources, getSource, recordSourceHealth, type SourceRow } from '../../lib/db/schedulerSources';
+import { allSources, getSource, recordSourceHealth, type RunSource } from '../../lib/db/schedulerSources';
 import { markScheduleRan } from '../../lib/db/schedulerSchedules';
 import { getWorkflow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { resolveKeys } from '../../lib/keys';
@@ -44,11 +44,14 @@ function capped(buf: string): string {
   return buf.length > MAX_OUTPUT ? `${buf.slice(0, MAX_OUTPUT)}\n… (output truncated; see the execution logs)` : buf;
 }
 
-/** Buffers log lines and writes them in batches, each with a stable key (`t<task>:<n>`), so a retry adds no duplicates. */
-function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number) {
+/**
+ * Buffers log lines and writes them in batches, each with a stable key (`t<task>:<n>`), so a retry adds no duplicates.
+ * With `after`, nothing is written before it settles (the execution row the lines belong to is being written).
+ */
+function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number, after?: Promise<unknown>) {
   let seq = 0;
   let pending: LogLine[] = [];
-  let flushing: Promise<void> = Promise.resolve();
+  let flushing: Promise<void> = after ? after.then(() => undefined, () => undefined) : Promise.resolve();
   const flush = () => {
     const batch = pending;
     pending = [];
@@ -96,18 +99,19 @@ export interface FlowTaskInput {
  * Sends a flow task's run request to its source (loaded by the caller) and waits for the answer, heartbeating. An
  * HTTP answer or a timeout is the task's result; a platform that could not be reached throws a retryable
  * PlatformUnreachable, unless `lastTry` (the caller's last attempt), when it is the task's (failed) result too.
+ * `rowWritten`: the execution row is still being written; the task's log lines wait for it.
  */
 export async function runFlowTask(
   deps: ActivityDeps,
   encryptionKey: Buffer,
   input: FlowTaskInput,
-  source: SourceRow | undefined,
-  opts: { lastTry: boolean },
+  source: RunSource | undefined,
+  opts: { lastTry: boolean; rowWritten?: Promise<unknown> },
 ): Promise<TaskRunResult> {
   const ctx = Context.current();
   const settings = schedulerSettings(deps.config);
   const startedAt = new Date().toISOString();
-  const logs = logWriter(deps, input.executionId, input.taskIndex);
+  const logs = logWriter(deps, input.executionId, input.taskIndex, opts.rowWritten);
   try {
     const done = (ok: boolean, output: string, error?: string): TaskRunResult => ({ ok, output: capped(output), error, startedAt, completedAt: new Date().toISOString() });
     if (!source) return done(false, '', 'Source not found');
