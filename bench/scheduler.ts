@@ -11,6 +11,10 @@
  * Then the distributions: Temporal's start lag (the baseline, from the same runs), Armada's share (receipt −
  * workflow start) and its parts, and the whole way (receipt − nominal). p99 is the nearest rank, so with --runs 100 it
  * is the second largest, not the maximum.
+ * A second baseline runs beside it on the same server and worker process: a bare Temporal Schedule
+ * (bench/bareScheduledFlowWorkflow.ts: one activity that sends the same request with the same HTTP client, nothing of
+ * Armada's), on the same spec shifted by 1 s for `@every` schedules so the two do not fire together. Its
+ * workflow start → receipt is what Temporal itself costs before a scheduled request can leave.
  *
  *   node bin/armada-ts bench/scheduler.ts [--workflows 1] [--schedule '@every 2s'] [--runs 100] [--timeout 900] [--eager on|off]
  *
@@ -23,7 +27,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { temporal as proto } from '@temporalio/proto';
-import { Runtime } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { ScheduleOverlapPolicy } from '@temporalio/client';
+import { runRemoteFlow } from '../lib/scheduler/platforms';
 import { buildSchedulerApp } from '../api/scheduler/app';
 import { bootstrap, startInfrastructure } from '../cli/runtime';
 import { startTemporalDevServer } from '../lib/runtime/temporalDevServer';
@@ -64,6 +70,9 @@ function distribution(label: string, lagsMs: number[]): string {
   const f = (v: number) => `${v.toFixed(1)} ms`;
   return `${label.padEnd(44)} n=${String(s.length).padEnd(4)} p50 ${f(quantile(s, 0.5)).padEnd(10)} p90 ${f(quantile(s, 0.9)).padEnd(10)} p99 ${f(quantile(s, 0.99)).padEnd(10)} max ${f(s[s.length - 1] ?? Number.NaN)}`;
 }
+
+const BARE_SCHEDULE = 'bench-bare';
+const BARE_INPUT = 'bare';
 
 interface RunRow {
   workflow: string;
@@ -115,9 +124,37 @@ async function main(): Promise<void> {
     return r.json();
   };
   const names = Array.from({ length: N }, (_v, i) => `bench-${i}`);
+  let bareConnection: NativeConnection | undefined;
+  let bareRun: Promise<void> | undefined;
+  let stopBare: (() => void) | undefined;
   const platform = await startRecordingPlatform();
   try {
     const source = (await call('POST', '/api/v1/sources', { name: 'bench-platform', source_type: 'flow-builder', url: platform.url, api_key: 'bench-platform-key' })) as { id: string };
+    // the bare baseline: its own queue and worker (same process, same server), its schedule shifted by 1 s
+    const bareQueue = `${process.env.ARMADA_TASK_QUEUE}-bare`;
+    const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
+    bareConnection = await NativeConnection.connect({ address: infra.temporalAddress });
+    const bareWorker = await Worker.create({
+      connection: bareConnection,
+      namespace: config.temporal.namespace,
+      taskQueue: bareQueue,
+      workflowBundle: await bundleWorkflowCode({ workflowsPath: path.join(__dirname, 'bareScheduledFlowWorkflow.ts'), logger: quiet }),
+      activities: {
+        postFlow: async (input: string) => {
+          await runRemoteFlow({ sourceType: 'flow-builder', url: platform.url, apiKey: null }, BENCH_FLOW, input, 10_000);
+        },
+      },
+    });
+    bareRun = bareWorker.run();
+    stopBare = () => bareWorker.shutdown();
+    const client = await temporal.client();
+    const bareCron = /^@every \S+$/.test(values.schedule) ? `${values.schedule}/1s` : values.schedule;
+    await client.schedule.create({
+      scheduleId: BARE_SCHEDULE,
+      spec: { cronExpressions: [bareCron] },
+      action: { type: 'startWorkflow', workflowType: 'bareScheduledFlowWorkflow', workflowId: 'bare', taskQueue: bareQueue, args: [BARE_INPUT] },
+      policies: { overlap: ScheduleOverlapPolicy.SKIP },
+    });
     const t0 = Date.now();
     for (const name of names) {
       await call('POST', '/api/v1/workflows', { name, schedule: values.schedule, tasks: [{ name: 'flow', type: 'flow', source: source.id, flow: BENCH_FLOW, input: name }] });
@@ -132,7 +169,7 @@ async function main(): Promise<void> {
     }
     const elapsed = (Date.now() - t0) / 1000;
     for (const name of names) await call('POST', `/api/v1/schedules/${name}/pause`);
-    const client = await temporal.client();
+    await client.schedule.getHandle(BARE_SCHEDULE).pause();
     const { rows } = await pool.query<RunRow>(
       `SELECT workflow, temporal_workflow_id, scheduled_at, started_at, tasks->0->>'startedAt' AS first_task_started
          FROM scheduler_executions WHERE trigger = 'schedule' AND status = 'completed' AND scheduled_at IS NOT NULL ORDER BY scheduled_at, workflow`,
@@ -171,6 +208,22 @@ async function main(): Promise<void> {
         `${r.scheduled_at.toISOString().padEnd(24)} ${r.workflow.padEnd(9)} ${ms(wfStart - nominal)} | ${''.padEnd(20)} ${ms(wftStart)} ${ms(wftDone)} ${ms(actStart)} ${ms(firstTask)} ${receipt ? ms(receipt.at - wfStart) : '  missing'.padStart(9)}`,
       );
     }
+    // the bare baseline's runs: workflow id `bare-<nominal time>`, started by the schedule
+    const bareLags: number[] = [];
+    const bareShares: number[] = [];
+    const bareParts = { wft: [] as number[], activity: [] as number[] };
+    for await (const w of client.workflow.list({ query: `TemporalScheduledById = '${BARE_SCHEDULE}' AND ExecutionStatus = 'Completed'` })) {
+      const nominal = Date.parse(w.workflowId.slice('bare-'.length));
+      const wfStart = w.startTime.getTime();
+      const receipt = platform.receipts.find((x) => x.input === BARE_INPUT && x.at >= wfStart - 1 && x.at < wfStart + 60_000);
+      bareLags.push(wfStart - nominal);
+      if (!receipt) continue;
+      bareShares.push(receipt.at - wfStart);
+      const events = (await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory()).events ?? [];
+      const at = (type: number) => eventMs(events.find((e) => e.eventType === type)?.eventTime) - wfStart;
+      bareParts.wft.push(at(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) - at(EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED));
+      bareParts.activity.push(receipt.at - wfStart - at(EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED));
+    }
     const notCompleted = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM scheduler_executions WHERE status <> 'completed' AND trigger = 'schedule'`);
     process.stdout.write(
       [
@@ -184,6 +237,11 @@ async function main(): Promise<void> {
         distribution('  wft completed → activity started', parts.dispatch),
         distribution('  activity started → platform receipt', parts.activity),
         distribution('nominal time → platform receipt', wholeWay),
+        `bare Temporal baseline (${BARE_SCHEDULE} on ${bareCron}: workflow → one activity → the same request), same server, same run:`,
+        distribution('  its schedule start lag', bareLags),
+        distribution('  wf start → platform receipt (bare share)', bareShares),
+        distribution('  of which: first wft started → completed', bareParts.wft),
+        distribution('  activity started → platform receipt', bareParts.activity),
         `runs without a platform receipt: ${rows.length - armadaShares.length}; not completed at pause: ${notCompleted.rows[0]?.n ?? 0}`,
         '',
       ].join('\n'),
@@ -191,6 +249,10 @@ async function main(): Promise<void> {
   } finally {
     const client = await temporal.client().catch(() => undefined);
     for (const name of names) await client?.schedule.getHandle(`schedule:${name}`).delete().catch(() => undefined);
+    await client?.schedule.getHandle(BARE_SCHEDULE).delete().catch(() => undefined);
+    stopBare?.();
+    await bareRun?.catch(() => undefined);
+    await bareConnection?.close();
     await platform.close();
     await app.close();
     await workers.stop();
