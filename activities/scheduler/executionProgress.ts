@@ -178,15 +178,16 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
           if (!def) return null; // the workflow was deleted after this start was queued
           const { states, lines, record } = firstState(input, def);
           const first = def.tasks[0];
+          const { attempt } = Context.current().info;
           const writing = untilAnswered('write execution', () => write(record, lines));
-          const started = writing.then((w) => (w.exists ? untilAnswered('after start', () => afterStart(input, def, w.changed)) : undefined));
+          // counted on the first attempt only: a retry (platform unreachable) rewrites the same start
+          const started = writing.then((w) => (w.exists ? untilAnswered('after start', () => afterStart(input, def, w.changed && attempt === 1)) : undefined));
           started.catch(() => undefined); // awaited below; a stop during the flow ends both with the same cancellation
           let result: TaskRunResult | null = null;
           if (first?.type === 'flow') {
             encryptionKey ??= resolveKeys(deps.config).encryption;
             const task = { executionId: input.id, taskIndex: 0, source: first.source, flow: first.flow, input: input.input ?? first.input ?? null, timeoutSeconds: first.timeout ?? null };
-            const lastTry = Context.current().info.attempt >= BEGIN_RUN_ATTEMPTS;
-            result = await runFlowTask(deps, encryptionKey, task, def.first_source ?? undefined, { lastTry, rowWritten: writing });
+            result = await runFlowTask(deps, encryptionKey, task, def.first_source ?? undefined, { lastTry: attempt >= BEGIN_RUN_ATTEMPTS, rowWritten: writing });
           }
           const written = await writing;
           await started;
