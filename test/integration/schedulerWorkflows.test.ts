@@ -395,7 +395,11 @@ describe('scheduler workflows, schedules and executions', () => {
     try {
       const id = (await inject('POST', `/api/v1/workflows/${name}/run`)).json().executionId;
       await eventually(async () => posts() > before, 10_000, 20); // the request is at the platform, beginRun waits for it
-      const running = (await inject('GET', `/api/v1/executions/${id}`)).json();
+      // the request leaves while the start is written: the row shows the first task running a moment later at most
+      const running = await eventually(async () => {
+        const body = (await inject('GET', `/api/v1/executions/${id}`)).json();
+        return body.tasks[0].status === 'running' && body;
+      }, 5000, 10);
       expect([running.status, running.tasks.map((t: { status: string }) => t.status)]).toEqual(['running', ['running', 'pending']]);
       expect((await inject('POST', `/api/v1/executions/${id}/stop`)).json()).toEqual({ executionId: id, status: 'stopped' });
       const e = await eventually(async () => {
