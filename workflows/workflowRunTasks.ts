@@ -17,3 +17,11 @@ export const { runSourceFlow } = proxyActivities<Activities>({
   cancellationType: 'WAIT_CANCELLATION_COMPLETED',
   retry: { initialInterval: '2s', backoffCoefficient: 2, maximumAttempts: 3 },
 });
+// The run's start and, when it is a flow, its first task, as one activity (lean-run-v2): the flow's policy, so a
+// platform that cannot be reached is tried three times (BEGIN_RUN_ATTEMPTS: the third try's failure is its result).
+export const { beginRun } = proxyActivities<Activities>({
+  startToCloseTimeout: '25 hours',
+  heartbeatTimeout: '3s',
+  cancellationType: 'WAIT_CANCELLATION_COMPLETED',
+  retry: { initialInterval: '2s', backoffCoefficient: 2, maximumAttempts: 3 },
+});

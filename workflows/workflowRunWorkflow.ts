@@ -1,25 +1,30 @@
 /**
  * One execution of a scheduler workflow (service B): its tasks in order, each an activity; a failed task fails the
  * execution and skips the rest. Cancellation (POST /executions/{id}/stop) kills the running task's process and
- * records `stopped`. The execution row and its logs are projections written by idempotent local activities: one
- * before the first task (definition, row, first log lines), one per state change after it, so the first task starts
- * one workflow task after the run does. A failed execution fails the Temporal workflow too (ApplicationFailure
- * `ScheduledRunFailed`, not retried), after its row and logs are written, so Temporal's UI and metrics see it.
+ * records `stopped`. The execution row and its logs are projections, written by idempotent local activities one
+ * per state change. The start (definition, row, first log lines) is one activity, beginRun, which also runs the first
+ * task when it is a flow (patch `lean-run-v2`): the first workflow task only schedules it, so a flow's request leaves
+ * after one workflow task and one activity dispatch. A first script runs after it in runScript (one attempt, never
+ * twice). Runs from before `lean-run-v2` start with the startExecution local activity, those from before `lean-run`
+ * run workflowRunV1. A failed execution fails the Temporal workflow too (ApplicationFailure `ScheduledRunFailed`, not
+ * retried), after its row and logs are written, so Temporal's UI and metrics see it.
  */
 import { ApplicationFailure, CancellationScope, isCancellation, patched, proxyLocalActivities, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { ExecutionStatus, LogLine, TaskRunState } from '../lib/db/schedulerExecutions';
+import type { WorkflowTask } from '../lib/db/schedulerWorkflows';
+import type { TaskRunResult } from '../activities/scheduler/schedulerActivities';
 import type { WorkflowRunInput } from '../lib/scheduler/temporalSchedules';
 import { failureMessage } from './failureMessage';
 import { scheduleIdOfRun, scheduledTime } from './scheduledTime';
 import { workflowRunV1 } from './workflowRunV1';
-import { runScript, runSourceFlow } from './workflowRunTasks';
+import { beginRun, runScript, runSourceFlow } from './workflowRunTasks';
 
 /** The error type of a failed execution's workflow failure. */
 export const SCHEDULED_RUN_FAILED = 'ScheduledRunFailed';
 
 // Projection writes retry until PostgreSQL answers.
-const { startExecution, recordProgress } = proxyLocalActivities<Activities>({
+const { startExecution, recordProgress, loadRunState } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '500ms', maximumInterval: '30s' },
 });
@@ -36,19 +41,29 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
     scheduledAt: input.trigger === 'schedule' ? scheduledTime() : null,
     startedAt: input.startedAt ?? now(),
   };
-  const started = await startExecution({
+  const start = {
     ...run,
     temporalScheduleId: input.trigger === 'schedule' ? scheduleIdOfRun() : null,
     scheduleId: input.scheduleId ?? null,
     input: input.input ?? null,
     retryOf: input.retryOf ?? null,
-  });
-  if (!started) return 'deleted';
-  const { tasks: defs, states } = started;
+  };
+  let defs: WorkflowTask[] = [];
+  let states: TaskRunState[] = [];
+  let logSeq = 0;
+  /** the first task's result when beginRun ran it (a flow) */
+  let firstResult: TaskRunResult | null = null;
+  /** false until a lean-run-v2 run's beginRun returned: till then the task states are not known here */
+  let begun = true;
+  if (patched('lean-run-v2')) begun = false;
+  else {
+    const started = await startExecution(start);
+    if (!started) return 'deleted';
+    ({ tasks: defs, states, logLines: logSeq } = started);
+  }
 
   // the run's input (a schedule's or a retried execution's): flow tasks get it instead of their own, scripts in ARMADA_INPUT
   const runInput = input.input ?? null;
-  let logSeq = started.logLines;
   const line = (level: LogLine['level'], message: string): LogLine => ({ key: `w:${logSeq++}`, ts: now(), level, message });
   const record = (status: ExecutionStatus, error: string | null, logs: LogLine[]) =>
     recordProgress({ ...run, status, completedAt: status === 'running' ? null : now(), tasks: states, error, logs });
@@ -68,6 +83,12 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
 
   let current = 0;
   try {
+    if (!begun) {
+      const started = await beginRun(start);
+      if (!started) return 'deleted';
+      ({ tasks: defs, states, logLines: logSeq, first: firstResult } = started);
+      begun = true;
+    }
     for (let i = 0; i < defs.length; i++) {
       current = i;
       const task = defs[i] as (typeof defs)[number];
@@ -78,7 +99,9 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
         await record('running', null, [line('info', `Task ${defs[i - 1]?.name} completed`), line('info', `Task ${task.name} started`)]);
       }
       const result =
-        task.type === 'script'
+        i === 0 && firstResult
+          ? firstResult
+          : task.type === 'script'
           ? await runScript({ executionId: run.id, taskIndex: i, script: task.script, timeoutSeconds: task.timeout ?? null, input: runInput })
           : await runSourceFlow({
               executionId: run.id,
@@ -105,6 +128,10 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
     return 'completed';
   } catch (err) {
     if (err instanceof ApplicationFailure && err.type === SCHEDULED_RUN_FAILED) throw err;
+    if (!begun) {
+      // beginRun failed or was stopped before it returned: the states it wrote (or the definition's) are read back
+      ({ states, logLines: logSeq } = await CancellationScope.nonCancellable(() => loadRunState({ executionId: run.id, workflow: run.workflow })));
+    }
     if (isCancellation(err)) {
       await CancellationScope.nonCancellable(() => finish(current, 'stopped', 'Stopped by request', null, [line('warning', 'Execution stopped')]));
       throw err;

@@ -5,9 +5,11 @@
  * row never leaves a terminal status, log lines carry stable keys).
  */
 import { Context } from '@temporalio/activity';
+import { CancelledFailure } from '@temporalio/common';
 import {
   FOREIGN_KEY_VIOLATION,
   appendExecutionLogs,
+  getExecution,
   upsertExecution,
   type ExecutionRecord,
   type LogLine,
@@ -15,11 +17,13 @@ import {
 } from '../../lib/db/schedulerExecutions';
 import { withTransaction } from '../../lib/db/pool';
 import { getSchedule, markScheduleRan } from '../../lib/db/schedulerSchedules';
-import { getWorkflow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
+import { getWorkflow, getWorkflowForRun, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
+import { resolveKeys } from '../../lib/keys';
 import { schedulerMetrics, type SchedulerMetrics } from '../../lib/scheduler/metrics';
 import { actionScheduledAt } from '../../lib/scheduler/temporalSchedules';
 import type { ActivityDeps } from '../index';
-import { countFinish } from './schedulerActivities';
+import { keepAlive } from '../keepAlive';
+import { countFinish, runFlowTask, type TaskRunResult } from './schedulerActivities';
 
 /** What the workflow knows when it starts: the row's identity and times. */
 export interface ExecutionStart {
@@ -48,6 +52,14 @@ export interface StartedExecution {
   logLines: number;
 }
 
+/** The start of a run and, when the first task is a flow, that task's result (null for a script: the workflow runs it). */
+export interface BegunRun extends StartedExecution {
+  first: TaskRunResult | null;
+}
+
+/** beginRun's attempts (workflows/workflowRunTasks.ts): a platform that cannot be reached is tried three times, 2 s and 4 s apart. */
+export const BEGIN_RUN_ATTEMPTS = 3;
+
 /** How long a jittered run waits for its Schedule to list the action (the Schedule records it right after the start). */
 const ACTION_LOOKUP_TRIES = 10;
 const ACTION_LOOKUP_PAUSE_MS = 200;
@@ -73,39 +85,131 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     return { exists: true, changed: changed !== null };
   }
 
+  /** The row's first state: the first task running, with the first log lines ("Execution started", "Task … started"). */
+  function firstState(input: ExecutionStart, def: WorkflowRow) {
+    const now = new Date().toISOString();
+    const first = def.tasks[0];
+    const states: TaskRunState[] = def.tasks.map((t, i) => ({
+      name: t.name,
+      type: t.type,
+      status: i === 0 ? 'running' : 'pending',
+      startedAt: i === 0 ? now : null,
+      completedAt: null,
+      output: '',
+    }));
+    const started = `Execution started (${input.trigger}${input.retryOf ? `, retry of ${input.retryOf}` : ''})`;
+    const lines: LogLine[] = [{ key: 'w:0', ts: now, level: 'info', message: started }];
+    if (first) lines.push({ key: 'w:1', ts: now, level: 'info', message: `Task ${first.name} started` });
+    const { temporalScheduleId: _scheduleId, ...row } = input;
+    const record: ExecutionRecord = { ...row, status: 'running', completedAt: null, tasks: states, error: null };
+    return { states, lines, record };
+  }
+
+  /** What follows a written start: a one-time schedule marked ran, the started count and the schedule lag. */
+  async function afterStart(input: ExecutionStart, def: WorkflowRow, changed: boolean): Promise<void> {
+    // a one-time schedule is complete once its run started (idempotent: the first time wins)
+    if (input.scheduleId) await markScheduleRan(deps.db, input.scheduleId, input.startedAt);
+    if (!changed) return;
+    metrics.executions.inc({ workflow: input.workflow, status: 'started' });
+    if (input.scheduledAt) {
+      // the jitter of the schedule that started the run (its row; the default schedule's on schedules from before rows)
+      const jitterMs = input.scheduleId ? ((await getSchedule(deps.db, input.workflow, input.scheduleId))?.jitter_ms ?? 0) : def.jitter_ms;
+      if (jitterMs > 0 && input.temporalScheduleId) void observeJitteredLag(deps, metrics, input.temporalScheduleId, input);
+      else metrics.lag.observe(Math.max(0, Date.parse(input.startedAt) - Date.parse(input.scheduledAt)) / 1000);
+    }
+  }
+
+  /**
+   * Inside an activity: runs a PostgreSQL step until PostgreSQL answers (500 ms doubling to 30 s between tries, as the
+   * projection's local activities retry), so an outage delays the run instead of failing it; a stop ends the wait.
+   */
+  async function untilAnswered<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    const signal = Context.current().cancellationSignal;
+    for (let pause = 500; ; pause = Math.min(pause * 2, 30_000)) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (signal.aborted) throw new CancelledFailure('execution stopped');
+        deps.logger.warn({ err: { message: (err as Error).message }, what }, 'scheduler run: PostgreSQL did not answer; trying again');
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            signal.removeEventListener('abort', done);
+            resolve();
+          };
+          const timer = setTimeout(done, pause);
+          signal.addEventListener('abort', done);
+        });
+        if (signal.aborted) throw new CancelledFailure('execution stopped');
+      }
+    }
+  }
+
+  let encryptionKey: Buffer | undefined;
+
   return {
     /** Loads the definition, writes the row with its first task running and the first log lines. null = deleted. */
     async startExecution(input: ExecutionStart): Promise<StartedExecution | null> {
       const def = await getWorkflow(deps.db, input.workflow);
       if (!def) return null; // the workflow was deleted after this start was queued
-      const now = new Date().toISOString();
-      const first = def.tasks[0];
-      const states: TaskRunState[] = def.tasks.map((t, i) => ({
-        name: t.name,
-        type: t.type,
-        status: i === 0 ? 'running' : 'pending',
-        startedAt: i === 0 ? now : null,
-        completedAt: null,
-        output: '',
-      }));
-      const started = `Execution started (${input.trigger}${input.retryOf ? `, retry of ${input.retryOf}` : ''})`;
-      const lines: LogLine[] = [{ key: 'w:0', ts: now, level: 'info', message: started }];
-      if (first) lines.push({ key: 'w:1', ts: now, level: 'info', message: `Task ${first.name} started` });
-      const { temporalScheduleId, ...row } = input;
-      const written = await write({ ...row, status: 'running', completedAt: null, tasks: states, error: null }, lines);
+      const { states, lines, record } = firstState(input, def);
+      const written = await write(record, lines);
       if (!written.exists) return null;
-      // a one-time schedule is complete once its run started (idempotent: the first time wins)
-      if (input.scheduleId) await markScheduleRan(deps.db, input.scheduleId, input.startedAt);
-      if (written.changed) {
-        metrics.executions.inc({ workflow: input.workflow, status: 'started' });
-        if (input.scheduledAt) {
-          // the jitter of the schedule that started the run (its row; the default schedule's on schedules from before rows)
-          const jitterMs = input.scheduleId ? ((await getSchedule(deps.db, input.workflow, input.scheduleId))?.jitter_ms ?? 0) : def.jitter_ms;
-          if (jitterMs > 0 && temporalScheduleId) void observeJitteredLag(deps, metrics, temporalScheduleId, input);
-          else metrics.lag.observe(Math.max(0, Date.parse(input.startedAt) - Date.parse(input.scheduledAt)) / 1000);
-        }
-      }
+      await afterStart(input, def, written.changed);
       return { tasks: def.tasks, states, logLines: lines.length };
+    },
+
+    /**
+     * The run's start as one activity (lean-run-v2): loads the definition with the first task's source (one query),
+     * writes the row with its first task running and the first log lines and, when that task is a flow, sends its run
+     * request at once, while the row is written, and returns the answer. A script is left to the workflow (runScript:
+     * one attempt, never run twice). null = the workflow was deleted.
+     * What a reader sees: the row (first task running, its two lines) is committed before the activity reports
+     * anything and before any line of the task is written, so Armada never shows an answer, a task line or a later
+     * state without the start. Only the platform can get the request up to one transaction before the row is
+     * visible; if the workflow was deleted in that instant, the request has left and the run ends "deleted".
+     * Idempotent: the row never leaves a terminal status and the lines carry stable keys; a retry (platform
+     * unreachable, worker lost) writes the same start again and sends the request again, as runSourceFlow's do.
+     */
+    async beginRun(input: ExecutionStart): Promise<BegunRun | null> {
+      return keepAlive(
+        async () => {
+          const def = await untilAnswered('load workflow', () => getWorkflowForRun(deps.db, input.workflow));
+          if (!def) return null; // the workflow was deleted after this start was queued
+          const { states, lines, record } = firstState(input, def);
+          const first = def.tasks[0];
+          const { attempt } = Context.current().info;
+          const writing = untilAnswered('write execution', () => write(record, lines));
+          // counted on the first attempt only: a retry (platform unreachable) rewrites the same start
+          const started = writing.then((w) => (w.exists ? untilAnswered('after start', () => afterStart(input, def, w.changed && attempt === 1)) : undefined));
+          started.catch(() => undefined); // awaited below; a stop during the flow ends both with the same cancellation
+          let result: TaskRunResult | null = null;
+          if (first?.type === 'flow') {
+            encryptionKey ??= resolveKeys(deps.config).encryption;
+            const task = { executionId: input.id, taskIndex: 0, source: first.source, flow: first.flow, input: input.input ?? first.input ?? null, timeoutSeconds: first.timeout ?? null };
+            result = await runFlowTask(deps, encryptionKey, task, def.first_source ?? undefined, { lastTry: attempt >= BEGIN_RUN_ATTEMPTS, rowWritten: writing });
+          }
+          const written = await writing;
+          await started;
+          if (!written.exists) return null; // deleted between the read and the write
+          return { tasks: def.tasks, states, logLines: lines.length, first: result };
+        },
+        { intervalMs: 1000 },
+      );
+    },
+
+    /**
+     * The task states and the next log key of a run whose beginRun failed or was stopped before it returned (the
+     * workflow does not know them): the row's states when it was written, else the definition's, all pending.
+     */
+    async loadRunState(input: { executionId: string; workflow: string }): Promise<{ states: TaskRunState[]; logLines: number }> {
+      const row = await getExecution(deps.db, input.executionId);
+      const { rows } = await deps.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM scheduler_execution_logs WHERE execution_id = $1 AND key LIKE 'w:%'`, [input.executionId]);
+      const logLines = rows[0]?.n ?? 0;
+      if (row?.tasks.length) return { states: row.tasks, logLines };
+      const def = await getWorkflow(deps.db, input.workflow);
+      const states: TaskRunState[] = (def?.tasks ?? []).map((t) => ({ name: t.name, type: t.type, status: 'pending', startedAt: null, completedAt: null, output: '' }));
+      return { states, logLines };
     },
 
     /** Writes one state change: the row and its log lines. `exists: false` when the execution is gone. */

@@ -16,7 +16,7 @@ import {
   type ExecutionStatus,
   type LogLine,
 } from '../../lib/db/schedulerExecutions';
-import { allSources, getSource, recordSourceHealth } from '../../lib/db/schedulerSources';
+import { allSources, getSource, recordSourceHealth, type RunSource } from '../../lib/db/schedulerSources';
 import { markScheduleRan } from '../../lib/db/schedulerSchedules';
 import { getWorkflow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { resolveKeys } from '../../lib/keys';
@@ -44,11 +44,14 @@ function capped(buf: string): string {
   return buf.length > MAX_OUTPUT ? `${buf.slice(0, MAX_OUTPUT)}\n… (output truncated; see the execution logs)` : buf;
 }
 
-/** Buffers log lines and writes them in batches, each with a stable key (`t<task>:<n>`), so a retry adds no duplicates. */
-function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number) {
+/**
+ * Buffers log lines and writes them in batches, each with a stable key (`t<task>:<n>`), so a retry adds no duplicates.
+ * With `after`, nothing is written before it settles (the execution row the lines belong to is being written).
+ */
+function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number, after?: Promise<unknown>) {
   let seq = 0;
   let pending: LogLine[] = [];
-  let flushing: Promise<void> = Promise.resolve();
+  let flushing: Promise<void> = after ? after.then(() => undefined, () => undefined) : Promise.resolve();
   const flush = () => {
     const batch = pending;
     pending = [];
@@ -81,6 +84,68 @@ export function countFinish(metrics: SchedulerMetrics, e: ExecutionRecord, previ
 function scriptInputVar(input: unknown): Record<string, string> {
   if (input === undefined || input === null) return {};
   return { ARMADA_INPUT: typeof input === 'string' ? input : JSON.stringify(input) };
+}
+
+export interface FlowTaskInput {
+  executionId: string;
+  taskIndex: number;
+  source: string;
+  flow: string;
+  input: unknown;
+  timeoutSeconds: number | null;
+}
+
+/**
+ * Sends a flow task's run request to its source (loaded by the caller) and waits for the answer, heartbeating. An
+ * HTTP answer or a timeout is the task's result; a platform that could not be reached throws a retryable
+ * PlatformUnreachable, unless `lastTry` (the caller's last attempt), when it is the task's (failed) result too.
+ * `rowWritten`: the execution row is still being written; the task's log lines wait for it.
+ */
+export async function runFlowTask(
+  deps: ActivityDeps,
+  encryptionKey: Buffer,
+  input: FlowTaskInput,
+  source: RunSource | undefined,
+  opts: { lastTry: boolean; rowWritten?: Promise<unknown> },
+): Promise<TaskRunResult> {
+  const ctx = Context.current();
+  const settings = schedulerSettings(deps.config);
+  const startedAt = new Date().toISOString();
+  const logs = logWriter(deps, input.executionId, input.taskIndex, opts.rowWritten);
+  try {
+    const done = (ok: boolean, output: string, error?: string): TaskRunResult => ({ ok, output: capped(output), error, startedAt, completedAt: new Date().toISOString() });
+    if (!source) return done(false, '', 'Source not found');
+    if (source.status !== 'active') return done(false, '', `source ${source.name} is inactive`);
+    logs.add('info', `POST flow ${input.flow} on source ${source.name}`);
+    try {
+      const r = await keepAlive(
+        () =>
+          runRemoteFlow(
+            sourceTarget(source, encryptionKey),
+            input.flow,
+            input.input,
+            input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs,
+            ctx.cancellationSignal,
+          ),
+        { intervalMs: 1000 },
+      );
+      const output = typeof r.body === 'string' ? r.body : JSON.stringify(r.body);
+      logs.add('info', output.slice(0, 8192));
+      return done(true, output);
+    } catch (err) {
+      if (ctx.cancellationSignal.aborted) throw new CancelledFailure('execution stopped');
+      const e = err as Error;
+      // the platform's own words (e.g. {"detail":"Invalid or missing API key"}) are in the message
+      logs.add('error', e.message);
+      // An answer (any HTTP status) or a timeout (the platform may be running it) is final; only a platform
+      // that could not be reached at all is tried again, and not after the caller's last try.
+      if (e instanceof PlatformError && (e.httpStatus !== undefined || e instanceof PlatformTimeout)) return done(false, '', e.message);
+      if (opts.lastTry) return done(false, '', e.message);
+      throw ApplicationFailure.retryable(e.message, 'PlatformUnreachable');
+    }
+  } finally {
+    await logs.close();
+  }
 }
 
 export function createSchedulerActivities(deps: ActivityDeps) {
@@ -164,51 +229,9 @@ export function createSchedulerActivities(deps: ActivityDeps) {
     },
 
     /** Runs a flow on a source. An HTTP answer is the task's result; a platform that cannot be reached is retried. */
-    async runSourceFlow(input: {
-      executionId: string;
-      taskIndex: number;
-      source: string;
-      flow: string;
-      input: unknown;
-      timeoutSeconds: number | null;
-    }): Promise<TaskRunResult> {
-      const ctx = Context.current();
-      const startedAt = new Date().toISOString();
-      const logs = logWriter(deps, input.executionId, input.taskIndex);
-      try {
-        const source = await getSource(deps.db, input.source);
-        const done = (ok: boolean, output: string, error?: string): TaskRunResult => ({ ok, output: capped(output), error, startedAt, completedAt: new Date().toISOString() });
-        if (!source) return done(false, '', 'Source not found');
-        if (source.status !== 'active') return done(false, '', `source ${source.name} is inactive`);
-        logs.add('info', `POST flow ${input.flow} on source ${source.name}`);
-        try {
-          const r = await keepAlive(
-            () =>
-              runRemoteFlow(
-                sourceTarget(source, key()),
-                input.flow,
-                input.input,
-                input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs,
-                ctx.cancellationSignal,
-              ),
-            { intervalMs: 1000 },
-          );
-          const output = typeof r.body === 'string' ? r.body : JSON.stringify(r.body);
-          logs.add('info', output.slice(0, 8192));
-          return done(true, output);
-        } catch (err) {
-          if (ctx.cancellationSignal.aborted) throw new CancelledFailure('execution stopped');
-          const e = err as Error;
-          // the platform's own words (e.g. {"detail":"Invalid or missing API key"}) are in the message
-          logs.add('error', e.message);
-          // An answer (any HTTP status) or a timeout (the platform may be running it) is final; only a platform
-          // that could not be reached at all is tried again.
-          if (e instanceof PlatformError && (e.httpStatus !== undefined || e instanceof PlatformTimeout)) return done(false, '', e.message);
-          throw ApplicationFailure.retryable(e.message, 'PlatformUnreachable');
-        }
-      } finally {
-        await logs.close();
-      }
+    async runSourceFlow(input: FlowTaskInput): Promise<TaskRunResult> {
+      const source = await getSource(deps.db, input.source);
+      return runFlowTask(deps, key(), input, source, { lastTry: false });
     },
 
     /** Checks every source's health, records it on the row (status follows it) and on the gauge. */

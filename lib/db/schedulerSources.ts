@@ -21,6 +21,9 @@ export interface SourceRow {
   updated_at: Date;
 }
 
+/** What running a flow needs of its source (sourceTarget, the inactive check, the log line). */
+export type RunSource = Pick<SourceRow, 'id' | 'name' | 'source_type' | 'url' | 'api_key_sealed' | 'status'>;
+
 export interface NewSource {
   id: string;
   name: string;

@@ -3,6 +3,7 @@
  * fields (`schedule`, `timezone`, `jitter_ms`, `enabled`), joined from scheduler_schedules (lib/db/schedulerSchedules.ts).
  */
 import type { Queryable } from './pool';
+import type { RunSource } from './schedulerSources';
 
 export interface ScriptTask {
   name: string;
@@ -78,6 +79,20 @@ const WORKFLOW_SELECT = `SELECT w.*, d.id AS default_schedule_id, d.cron AS sche
 
 export async function getWorkflow(db: Queryable, name: string): Promise<WorkflowRow | undefined> {
   const { rows } = await db.query<WorkflowRow>(`${WORKFLOW_SELECT} WHERE w.name = $1`, [name]);
+  return rows[0];
+}
+
+/**
+ * A workflow as a run starts it, with the source of its first task when that is a flow (null otherwise, or when the
+ * source is gone): one round trip before the run's request can leave.
+ */
+export async function getWorkflowForRun(db: Queryable, name: string): Promise<(WorkflowRow & { first_source: RunSource | null }) | undefined> {
+  const { rows } = await db.query<WorkflowRow & { first_source: RunSource | null }>(
+    `SELECT x.*, (SELECT json_build_object('id', s.id, 'name', s.name, 'source_type', s.source_type, 'url', s.url, 'api_key_sealed', s.api_key_sealed, 'status', s.status)
+                    FROM scheduler_sources s WHERE x.tasks->0->>'type' = 'flow' AND s.id::text = x.tasks->0->>'source') AS first_source
+       FROM (${WORKFLOW_SELECT} WHERE w.name = $1) x`,
+    [name],
+  );
   return rows[0];
 }
 

@@ -73,6 +73,14 @@ export async function resolveTemporalCli(cliPath: string, toolsDir: string, onPr
   return provisionTemporalCli({ toolsDir, onProgress });
 }
 
+/**
+ * Dynamic config of the dev server. Eager activity execution: a worker completing a workflow task that schedules an
+ * activity on its own task queue gets the activity task in the completion's answer (the SDK asks by default), so the
+ * activity starts without a trip through matching. Off by default in the server; docs/operations.md recommends it
+ * for production servers too.
+ */
+export const DEV_SERVER_DYNAMIC_CONFIG: readonly string[] = ['system.enableActivityEagerExecution=true'];
+
 export interface DevServerOptions {
   cliPath: string;
   /** Where a missing Temporal CLI is provisioned ($ARMADA_TOOLS_DIR). */
@@ -85,6 +93,8 @@ export interface DevServerOptions {
   namespace: string;
   logger: Logger;
   readyTimeoutMs?: number;
+  /** `KEY=VALUE` dynamic config (default DEV_SERVER_DYNAMIC_CONFIG) */
+  dynamicConfig?: readonly string[];
 }
 
 export interface RunningDevServer {
@@ -177,6 +187,7 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<Ru
     'json',
     // registered on a new SQLite file only; an existing one gets the missing attributes added once it answers
     ...devServerSearchAttributeArgs(),
+    ...(opts.dynamicConfig ?? DEV_SERVER_DYNAMIC_CONFIG).flatMap((kv) => ['--dynamic-config-value', kv]),
   ];
   if (opts.uiPort === null) args.push('--headless');
   else args.push('--ui-port', String(opts.uiPort), '--ui-disable-news-fetch');

@@ -378,6 +378,61 @@ describe('scheduler workflows, schedules and executions', () => {
     expect(after.sum - before.sum).toBeCloseTo(expectedSum, 2); // what was observed is start − jittered time, run by run
   });
 
+  test('a stop while the first task, a flow, waits on the platform records stopped with the states beginRun wrote', async () => {
+    const held = await startFakeFlowBuilder(); // a platform of its own (a source's URL is unique), holding every run 10 s
+    held.runDelayMs = 10_000;
+    const src = (await inject('POST', '/api/v1/sources', { name: `held-src-${uniq}`, source_type: 'flow-builder', url: held.url, api_key: 'flow-key' })).json();
+    const name = `held-${uniq}`;
+    await inject('POST', '/api/v1/workflows', {
+      name,
+      tasks: [
+        { name: 'slow', type: 'flow', source: src.id, flow: 'Summarise', input: 'wait' },
+        { name: 'after', type: 'script', script: 'echo after' },
+      ],
+    });
+    const posts = () => held.requests.filter((r) => r.method === 'POST' && r.path === `/api/v1/run/${FAKE_FLOWS.summarise.id}`).length;
+    const before = posts();
+    try {
+      const id = (await inject('POST', `/api/v1/workflows/${name}/run`)).json().executionId;
+      await eventually(async () => posts() > before, 10_000, 20); // the request is at the platform, beginRun waits for it
+      // the request leaves while the start is written: the row shows the first task running a moment later at most
+      const running = await eventually(async () => {
+        const body = (await inject('GET', `/api/v1/executions/${id}`)).json();
+        return body.tasks[0].status === 'running' && body;
+      }, 5000, 10);
+      expect([running.status, running.tasks.map((t: { status: string }) => t.status)]).toEqual(['running', ['running', 'pending']]);
+      expect((await inject('POST', `/api/v1/executions/${id}/stop`)).json()).toEqual({ executionId: id, status: 'stopped' });
+      const e = await eventually(async () => {
+        const body = (await inject('GET', `/api/v1/executions/${id}`)).json();
+        return body.status !== 'running' && body;
+      }, 10_000);
+      expect(e).toMatchObject({ status: 'stopped', error: 'Stopped by request' });
+      expect(e.tasks.map((t: { status: string }) => t.status)).toEqual(['stopped', 'skipped']);
+      const logs = (await inject('GET', `/api/v1/executions/${id}/logs`)).json().logs.map((l: { level: string; message: string }) => `${l.level} ${l.message}`);
+      expect(logs).toEqual(['info Execution started (manual)', 'info Task slow started', `info POST flow ${FAKE_FLOWS.summarise.id} on source held-src-${uniq}`, 'warning Execution stopped']);
+      expect(posts() - before).toBe(1); // sent once, not again on the stop
+      const handle = (await stack.temporal.client()).workflow.getHandle(`execution:${id}`);
+      await expect(handle.result()).rejects.toThrow();
+      expect((await handle.describe()).status.name).toBe('CANCELLED');
+      await recordHistory(stack, `execution:${id}`, 'workflow-run-stopped-in-first-flow');
+    } finally {
+      await held.close();
+    }
+  });
+
+  test('a run of a workflow deleted before it started ends "deleted" and writes nothing', async () => {
+    const client = await stack.temporal.client();
+    const workflowId = `execution:ghost-${uniq}`;
+    const result = await client.workflow.execute('workflowRunWorkflow', {
+      workflowId,
+      taskQueue: stack.config.temporal.taskQueue,
+      args: [{ workflow: `ghost-${uniq}`, trigger: 'manual' }],
+    });
+    expect(result).toBe('deleted');
+    expect((await stack.db.query('SELECT count(*)::int AS n FROM scheduler_executions WHERE workflow = $1', [`ghost-${uniq}`])).rows[0].n).toBe(0);
+    await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string } }, await client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
+  });
+
   test('replaying the histories of this file (completed, failed, stopped, scheduled) is deterministic', async () => {
     const client = await stack.temporal.client();
     const { rows } = await stack.db.query(`SELECT DISTINCT ON (status, trigger) temporal_workflow_id, status, trigger FROM scheduler_executions WHERE status <> 'running'`);
