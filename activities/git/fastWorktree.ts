@@ -4,8 +4,8 @@
  * one-file repository, the largest cost of an attempt after the agent). Here the branch ref and the worktree's
  * administrative files (gitrepository-layout(5): `worktrees/<id>/{gitdir,commondir,HEAD}` and the worktree's `.git`
  * file) are written directly, and one `git read-tree -u --reset` fills the index and the files.
- * Only for a plain repository (a `.git` directory, the files ref backend) and a new branch and worktree; anything
- * else answers false and the caller runs `git worktree add`. Callers hold the repository's lock (withRepoLock).
+ * Only for a plain repository (a `.git` directory, the files ref backend, no post-checkout hook git could run) and
+ * a new branch and worktree; anything else answers false and the caller runs `git worktree add`. Callers hold the repository's lock (withRepoLock).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -26,6 +26,33 @@ function plainGitDir(repo: string): string | undefined {
     return undefined;
   }
   return gitDir;
+}
+
+/**
+ * Whether a checkout in this repository could run a post-checkout hook (`git worktree add` runs it; read-tree does
+ * not): a hook in the repository's hooks directory, or any hooks path or include in the configuration files git
+ * reads. Conservative: when in doubt, the caller runs `git worktree add`.
+ */
+function mayRunCheckoutHook(gitDir: string): boolean {
+  if (fs.existsSync(path.join(gitDir, 'hooks', 'post-checkout'))) return true;
+  const home = process.env.HOME ?? '';
+  const configs = [
+    path.join(gitDir, 'config'),
+    process.env.GIT_CONFIG_GLOBAL ?? path.join(home, '.gitconfig'),
+    path.join(process.env.XDG_CONFIG_HOME ?? path.join(home, '.config'), 'git', 'config'),
+    process.env.GIT_CONFIG_NOSYSTEM ? '' : '/etc/gitconfig',
+  ];
+  for (const f of configs) {
+    if (!f) continue;
+    let text: string;
+    try {
+      text = fs.readFileSync(f, 'utf8');
+    } catch {
+      continue;
+    }
+    if (/hookspath|\[include/i.test(text)) return true;
+  }
+  return false;
 }
 
 /**
@@ -76,7 +103,7 @@ export function readBranchCommits(repo: string, names: string[]): Map<string, st
  */
 export async function addWorktreeFast(repo: string, worktreePath: string, branch: string, commit: string): Promise<boolean> {
   const gitDir = plainGitDir(repo);
-  if (!gitDir || !SHA.test(commit) || !plainBranch(branch)) return false;
+  if (!gitDir || !SHA.test(commit) || !plainBranch(branch) || mayRunCheckoutHook(gitDir)) return false;
   const id = path.basename(worktreePath);
   const admin = path.join(gitDir, 'worktrees', id);
   const ref = path.join(gitDir, 'refs', 'heads', ...branch.split('/'));

@@ -89,6 +89,18 @@ describe('addWorktreeFast', () => {
     expect(fs.existsSync(path.join(dir, 'c'))).toBe(false);
   });
 
+  test('a repository with a post-checkout hook (or a hooks path in its config) is left to git worktree add, which runs it', async () => {
+    const repo = makeGitRepo();
+    const commit = g(repo, 'rev-parse', 'HEAD');
+    const dir = tmp();
+    fs.writeFileSync(path.join(repo, '.git', 'hooks', 'post-checkout'), '#!/bin/sh\ntrue\n', { mode: 0o755 });
+    expect(await addWorktreeFast(repo, path.join(dir, 'hooked'), 'hooked', commit)).toBe(false);
+    fs.rmSync(path.join(repo, '.git', 'hooks', 'post-checkout'));
+    g(repo, 'config', 'core.hooksPath', path.join(dir, 'hooks'));
+    expect(await addWorktreeFast(repo, path.join(dir, 'hooked2'), 'hooked2', commit)).toBe(false);
+    expect(g(repo, 'branch', '--list', 'hooked*')).toBe('');
+  });
+
   test('a checkout git refuses (an unknown commit) throws and leaves no branch, worktree or registration', async () => {
     const repo = makeGitRepo();
     const dir = path.join(tmp(), 'bad');
