@@ -59,13 +59,33 @@ function armada(args: string[], event: string, env: NodeJS.ProcessEnv): Promise<
   });
 }
 
-/** CPU seconds (user + system) of a pid and of its reaped children, and its peak RSS (MiB), from /proc. */
-function usage(pid: number): { cpu: number; childrenCpu: number; hwmMiB: number } {
+/** [ppid, own CPU ticks, reaped children's CPU ticks] of a pid, from /proc/<pid>/stat. */
+function statOf(pid: number | string): [number, number, number] {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]);
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return [Number(f[1]), Number(f[11]) + Number(f[12]), Number(f[13]) + Number(f[14])];
+}
+
+/**
+ * CPU seconds (user + system) of a pid and of its reaped children, and its peak RSS (MiB), from /proc. Its live
+ * children count with it: the process launcher (lib/process/launcher.ts) is the pid's helper, and what the launcher
+ * reaped (the agents and git it started) counts as the pid's children.
+ */
+function usage(pid: number): { cpu: number; childrenCpu: number; hwmMiB: number } {
+  let [, ticks, reaped] = statOf(pid);
+  for (const e of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const [ppid, own, theirs] = statOf(e);
+      if (ppid !== pid) continue;
+      ticks += own;
+      reaped += theirs;
+    } catch {
+      /* exited */
+    }
+  }
   const hwm = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return { cpu: ticks / 100, childrenCpu: (Number(fields[13]) + Number(fields[14])) / 100, hwmMiB: Number(hwm?.[1] ?? 0) / 1024 };
+  return { cpu: ticks / 100, childrenCpu: reaped / 100, hwmMiB: Number(hwm?.[1] ?? 0) / 1024 };
 }
 
 const pct = (xs: number[], p: number) => (xs.length ? (xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] as number) : Number.NaN);
