@@ -23,7 +23,7 @@ import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle } from '../lib/temporal/client';
 import { sdkLogger } from '../lib/temporal/sdkLogger';
 import { startWorkers } from '../workers/createWorker';
-import { fixedRate, percentiles, startInfra } from './benchInfra';
+import { benchRepo, fixedRate, percentiles, startInfra } from './benchInfra';
 import { cpuShare } from './cpuShare';
 
 const N = Number(process.env.BENCH_ATTEMPTS ?? 100);
@@ -54,13 +54,7 @@ async function main() {
   const app = await buildService('task', { db, config, keys: resolveKeys(config), temporal, logger, metrics });
   const base = await app.listen({ port: 0, host: '127.0.0.1' });
 
-  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-bench-repo-'));
-  const { execFileSync } = await import('node:child_process');
-  const g = (...a: string[]) => execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@example.com', ...a], { cwd: repo, stdio: 'ignore' });
-  g('init', '-q', '-b', 'main');
-  fs.writeFileSync(path.join(repo, 'README.md'), '# bench\n');
-  g('add', '-A');
-  g('commit', '-qm', 'init');
+  const repo = benchRepo(path.join(home, 'repo'));
   const post = async (url: string, body: unknown) => (await app.inject({ method: 'POST', url, payload: body as object })).json();
   const projectId = (await post('/api/projects', { name: 'bench', repository: { url: repo } })).data.id;
   const taskIds: string[] = [];

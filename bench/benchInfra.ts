@@ -1,5 +1,6 @@
 /** What the attempt benchmarks share: `armada infra` on free ports in a fresh home, and open-loop load with percentiles. */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -11,6 +12,17 @@ export function freePort(): Promise<number> {
       s.close(() => r(p));
     });
   });
+}
+
+/** A git repository at `dir` (created) with one commit on `main`: the project the attempt benchmarks work in. */
+export function benchRepo(dir: string): string {
+  fs.mkdirSync(dir, { recursive: true });
+  const g = (...a: string[]) => execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@example.com', ...a], { cwd: dir, stdio: 'ignore' });
+  g('init', '-q', '-b', 'main');
+  fs.writeFileSync(path.join(dir, 'README.md'), '# bench\n');
+  g('add', '-A');
+  g('commit', '-qm', 'init');
+  return dir;
 }
 
 /** Embedded PostgreSQL and a Temporal dev server (`armada infra`), plus the prebuilt workflow bundle. */

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'pg';
 import { spawnArmada } from '../test/support/armadaProcess';
-import { fixedRate, freePort, percentiles, startInfra } from './benchInfra';
+import { benchRepo, fixedRate, freePort, percentiles, startInfra } from './benchInfra';
 
 const { values } = parseArgs({
   options: {
@@ -90,14 +90,7 @@ async function main() {
       if (r.status !== 200) throw new Error(`status ${r.status}`);
     });
   try {
-    const repo = path.join(home, 'repo');
-    fs.mkdirSync(repo);
-    const { execFileSync } = await import('node:child_process');
-    const g = (...a: string[]) => execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@example.com', ...a], { cwd: repo, stdio: 'ignore' });
-    g('init', '-q', '-b', 'main');
-    fs.writeFileSync(path.join(repo, 'README.md'), '# bench\n');
-    g('add', '-A');
-    g('commit', '-qm', 'init');
+    const repo = benchRepo(path.join(home, 'repo'));
     const projectId = (await post('/api/projects', { name: 'bench', repository: { url: repo } })).id as string;
     const taskIds: string[] = [];
     for (let i = 0; i < N; i++) taskIds.push((await post('/api/tasks', { projectId, title: `concurrent ${i}` })).id as string);

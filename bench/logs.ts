@@ -23,6 +23,7 @@ import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
 import { cpuShare } from './cpuShare';
+import { benchRepo } from './benchInfra';
 import WebSocket from 'ws';
 
 const { values: flags } = parseArgs({
@@ -211,14 +212,8 @@ async function main() {
       if (!r.ok) throw new Error(`${url}: ${r.status} ${JSON.stringify(j)}`);
       return j.data;
     };
-    const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-bench-repo-'));
+    const repo = benchRepo(fs.mkdtempSync(path.join(os.tmpdir(), 'armada-bench-repo-')));
     cleanup.push(repo);
-    const { execFileSync } = await import('node:child_process');
-    const g = (...a: string[]) => execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@example.com', ...a], { cwd: repo, stdio: 'ignore' });
-    g('init', '-q', '-b', 'main');
-    fs.writeFileSync(path.join(repo, 'README.md'), '# bench\n');
-    g('add', '-A');
-    g('commit', '-qm', 'init');
     const projectId = (await post('/api/projects', { name: 'bench-logs', repository: { url: repo } })).id as string;
 
     // what PostgreSQL was asked to do during the run: commits, and rows written per table
