@@ -51,7 +51,8 @@ export interface SpawnRequest {
 
 interface OpenGroup {
   pid: number;
-  started(g: LaunchedGroup): void;
+  /** the leader runs (pid), or never started (0) */
+  started(pid: number): void;
   streams: { stdout: PassThrough; stderr: PassThrough };
   exited(r: { code: number | null; signal: NodeJS.Signals | null; spawnError?: string }): void;
   ended(stream: 'stdout' | 'stderr'): void;
@@ -85,7 +86,7 @@ function onGroupEvent(m: GroupEvent): void {
   switch (m.ev) {
     case 'spawned':
       g.pid = m.pid;
-      g.started({ pid: m.pid, stdout: g.streams.stdout, stderr: g.streams.stderr, exit: exitOf(m.id) });
+      g.started(m.pid);
       break;
     case 'data':
       g.streams[m.stream].write(m.chunk);
@@ -102,15 +103,13 @@ function onGroupEvent(m: GroupEvent): void {
         // never started: no pid, no output, an exit that says why
         g.streams.stdout.end();
         g.streams.stderr.end();
-        g.started({ pid: 0, stdout: g.streams.stdout, stderr: g.streams.stderr, exit: exitOf(m.id) });
+        g.started(0);
         g.exited({ code: null, signal: null, spawnError: m.message });
       }
       break;
   }
 }
 
-const exits = new Map<number, LaunchedGroup['exit']>();
-const exitOf = (id: number) => exits.get(id) as LaunchedGroup['exit'];
 
 /** Whether requests go through the helper (ARMADA_LAUNCHER=off spawns in this process, as before). */
 function enabled(): boolean {
@@ -143,17 +142,23 @@ function start(): ChildProcess {
   return c;
 }
 
-/** Runs `file args…` to completion and resolves with its exit code and output (never rejects for a failing command). */
-export function runProcess(req: RunRequest): Promise<RunResult> {
-  if (!enabled()) return runHere(req);
+/** The running launcher, started on first use; undefined when it is off or cannot be used (spawn here instead). */
+function launcher(): ChildProcess | undefined {
+  if (!enabled()) return undefined;
   if (!child) {
     if (!fs.existsSync(SCRIPT)) {
       unavailable = true;
-      return runHere(req);
+      return undefined;
     }
     child = start();
   }
-  const c = child;
+  return child;
+}
+
+/** Runs `file args…` to completion and resolves with its exit code and output (never rejects for a failing command). */
+export function runProcess(req: RunRequest): Promise<RunResult> {
+  const c = launcher();
+  if (!c) return runHere(req);
   const id = nextId++;
   return new Promise<RunResult>((resolve, reject) => {
     pending.set(id, { resolve, reject });
@@ -172,29 +177,19 @@ export function runProcess(req: RunRequest): Promise<RunResult> {
  * group (`process.kill(-pid, …)`). Undefined when the launcher is off or cannot be used (start it here instead).
  */
 export function spawnGroupInLauncher(req: SpawnRequest): Promise<LaunchedGroup> | undefined {
-  if (!enabled()) return undefined;
-  if (!child) {
-    if (!fs.existsSync(SCRIPT)) {
-      unavailable = true;
-      return undefined;
-    }
-    child = start();
-  }
-  const c = child;
+  const c = launcher();
+  if (!c) return undefined;
   const id = nextId++;
   return new Promise<LaunchedGroup>((resolve, reject) => {
     let settled = false;
     const streams = { stdout: new PassThrough({ encoding: 'utf8' }), stderr: new PassThrough({ encoding: 'utf8' }) };
     let exited!: OpenGroup['exited'];
     let lostExit!: (e: Error) => void;
-    exits.set(
-      id,
-      new Promise((res, rej) => {
-        exited = res;
-        lostExit = rej;
-      }),
-    );
-    exitOf(id).catch(() => undefined); // observed by the caller through LaunchedGroup.exit
+    const exit: LaunchedGroup['exit'] = new Promise((res, rej) => {
+      exited = res;
+      lostExit = rej;
+    });
+    exit.catch(() => undefined); // observed by the caller through LaunchedGroup.exit
     // forgotten once the leader exited and both streams ended (output can follow the exit: a grandchild may hold
     // the pipes open), or at once when it never started
     const open = new Set(['exit', 'stdout', 'stderr']);
@@ -202,15 +197,14 @@ export function spawnGroupInLauncher(req: SpawnRequest): Promise<LaunchedGroup> 
       open.delete(part);
       if (open.size) return;
       groups.delete(id);
-      exits.delete(id);
       reference(c);
     };
     const g: OpenGroup = {
       pid: 0,
       streams,
-      started(launched) {
+      started(pid) {
         settled = true;
-        resolve(launched);
+        resolve({ pid, stdout: streams.stdout, stderr: streams.stderr, exit });
       },
       exited(r) {
         exited(r);
@@ -229,7 +223,6 @@ export function spawnGroupInLauncher(req: SpawnRequest): Promise<LaunchedGroup> 
         streams.stdout.end();
         streams.stderr.end();
         lostExit(e);
-        exits.delete(id);
         if (!settled) reject(e);
       },
     };
@@ -238,7 +231,6 @@ export function spawnGroupInLauncher(req: SpawnRequest): Promise<LaunchedGroup> 
     c.send({ op: 'spawn', id, command: req.command, args: req.args, cwd: req.cwd, env: req.env, stdin: req.stdin }, (err) => {
       if (!err || settled) return;
       groups.delete(id);
-      exits.delete(id);
       reference(c);
       reject(err);
     });
