@@ -9,7 +9,7 @@ import { appendLogs } from '../../lib/db/processes';
 import { git, gitOrThrow } from '../../lib/git';
 import { childEnv } from '../../lib/process/childEnv';
 import { faultPoint, type Faults } from '../../lib/faults';
-import { killProcessesUnder, startGroupProcess } from '../../lib/process/processGroup';
+import { killProcessesUnder, launchGroupProcess } from '../../lib/process/processGroup';
 import { hostQueue } from '../../lib/temporal/queues';
 import { keepAlive } from '../keepAlive';
 import { removeMergeMarkers } from './mergeMarkers';
@@ -139,7 +139,7 @@ async function runSetupOnce(deps: { db: Pool }, s: { attemptId: string; taskId: 
   const orphans = killProcessesUnder(s.worktreePath);
   if (orphans.length) log('warn', `stopped ${orphans.length} process(es) of an earlier setup run`);
   let n = 0;
-  const proc = startGroupProcess({
+  const proc = await launchGroupProcess({
     command: 'bash',
     args: ['-c', s.script],
     cwd: s.worktreePath,

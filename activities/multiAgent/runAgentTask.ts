@@ -18,7 +18,7 @@ import type { Logger } from '../../lib/logger';
 import { counter, histogram, type Metrics } from '../../lib/metrics';
 import type { Pool } from 'pg';
 import { childEnv } from '../../lib/process/childEnv';
-import { startGroupProcess } from '../../lib/process/processGroup';
+import { launchGroupProcess } from '../../lib/process/processGroup';
 import { createFinalMessage, lastBytes } from '../agent/parsers';
 import { resolveAgentCommand } from '../../lib/agents/agentCommand';
 import { findMultiAgent, multiAgentSettings } from '../../lib/agents/agentRoster';
@@ -100,7 +100,7 @@ export async function runAgentTask(deps: Deps, input: { agent: string; taskId: s
   try {
     return await keepAlive(
       async () => {
-        const proc = startGroupProcess({
+        const proc = await launchGroupProcess({
           command: command.command,
           args: command.args,
           cwd,

@@ -21,7 +21,7 @@ import { markScheduleRan } from '../../lib/db/schedulerSchedules';
 import { getWorkflow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { resolveKeys } from '../../lib/keys';
 import { childEnv } from '../../lib/process/childEnv';
-import { startGroupProcess } from '../../lib/process/processGroup';
+import { launchGroupProcess } from '../../lib/process/processGroup';
 import { schedulerMetrics, type SchedulerMetrics } from '../../lib/scheduler/metrics';
 import { PlatformError, PlatformTimeout, checkHealth, runRemoteFlow } from '../../lib/scheduler/platforms';
 import { sourceTarget } from '../../lib/scheduler/sourceTarget';
@@ -200,7 +200,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
       const logs = logWriter(deps, input.executionId, input.taskIndex);
       let output = '';
       const timeoutMs = input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs;
-      const proc = startGroupProcess({
+      const proc = await launchGroupProcess({
         command: 'bash',
         args: ['-c', input.script],
         cwd: dir,
