@@ -15,21 +15,28 @@ export interface DependencyState {
   /** The dependencies known to be down, in a stable order (empty when all are up). */
   down(): DependencyName[];
   isDown(name: DependencyName): boolean;
-  markDown(name: DependencyName, reason: string): void;
+  /**
+   * `observedAt`: when the failing observation began (a probe's start). A failure that began before the latest sign of
+   * life (markUp) is stale, e.g. a probe that dialled while the restarted server was still coming up, and is ignored.
+   */
+  markDown(name: DependencyName, reason: string, observedAt?: number): void;
   markUp(name: DependencyName): void;
 }
 
 export function createDependencyState(logger: Logger): DependencyState {
   const downSince = new Map<DependencyName, number>();
+  const lastUp = new Map<DependencyName, number>();
   return {
     down: () => NAMES.filter((n) => downSince.has(n)),
     isDown: (name) => downSince.has(name),
-    markDown(name, reason) {
+    markDown(name, reason, observedAt) {
       if (downSince.has(name)) return;
+      if (observedAt !== undefined && (lastUp.get(name) ?? -1) >= observedAt) return;
       downSince.set(name, Date.now());
       logger.warn({ dependency: name, reason }, `${name} is unavailable; requests that need it answer 503 until it is back`);
     },
     markUp(name) {
+      lastUp.set(name, Date.now());
       const since = downSince.get(name);
       if (since === undefined) return;
       downSince.delete(name);
@@ -77,12 +84,12 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
   // A refused or dropped connection marks a dependency down at once; a slow answer only after several in a row, so
   // a busy machine (a 2-core host under load answers SELECT 1 in seconds) is not mistaken for a dead server.
   const slow = new Map<DependencyName, number>();
-  const failed = (name: DependencyName, err: unknown) => {
+  const failed = (name: DependencyName, err: unknown, startedAt: number) => {
     if (stopped) return;
     const isSlow = err instanceof SlowProbe || /timeout|deadline/i.test(firstLine(err) ?? '');
     const n = isSlow ? (slow.get(name) ?? 0) + 1 : slowProbesToDown;
     slow.set(name, n);
-    if (n >= slowProbesToDown) state.markDown(name, firstLine(err) ?? 'no answer');
+    if (n >= slowProbesToDown) state.markDown(name, firstLine(err) ?? 'no answer', startedAt);
   };
   const answered = (name: DependencyName) => {
     slow.delete(name);
@@ -92,6 +99,7 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
   let temporal: Connection | undefined;
 
   const probePostgres = async (url: string) => {
+    const startedAt = Date.now();
     try {
       if (!pg) {
         const c = new Client({ connectionString: url, application_name: 'armada-probe', connectionTimeoutMillis: timeoutMs });
@@ -104,17 +112,18 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
     } catch (err) {
       pg?.end().catch(() => undefined);
       pg = undefined;
-      failed('postgres', err);
+      failed('postgres', err, startedAt);
     }
   };
   const probeTemporal = async (address: string) => {
+    const startedAt = Date.now();
     try {
       temporal ??= await Connection.connect({ address, connectTimeout: timeoutMs, channelArgs: TEMPORAL_CHANNEL_ARGS });
       const c = temporal;
       await within(timeoutMs, c.withDeadline(Date.now() + timeoutMs, () => c.workflowService.getSystemInfo({})));
       answered('temporal');
     } catch (err) {
-      failed('temporal', err);
+      failed('temporal', err, startedAt);
     }
   };
 
@@ -138,4 +147,12 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
       await temporal?.close().catch(() => undefined);
     },
   };
+}
+
+/**
+ * A client of the pool that connects is a sign of life: PostgreSQL is up again at once, not at the next probe (so a
+ * write that was just served never sits beside a /health that still says the database is down).
+ */
+export function markUpOnPoolConnect(state: DependencyState, pool: { on(event: 'connect', fn: () => void): unknown }): void {
+  pool.on('connect', () => state.markUp('postgres'));
 }

@@ -57,3 +57,39 @@ test('a server that never answers is down only after three slow probes in a row'
     await new Promise((r) => silent.close(r));
   }
 });
+
+test('a failure that began before the latest sign of life is stale and does not mark the dependency down', () => {
+  const state = createDependencyState(logger);
+  const before = Date.now() - 5;
+  state.markUp('postgres'); // e.g. the supervisor restarted the server, or a pooled client connected
+  state.markDown('postgres', 'refused while it was coming up', before);
+  expect(state.isDown('postgres')).toBe(false);
+  state.markDown('postgres', 'refused after it was up', Date.now() + 1);
+  expect(state.down()).toEqual(['postgres']);
+  state.markDown('temporal', 'no observation time: always counts');
+  expect(state.down()).toEqual(['postgres', 'temporal']);
+});
+
+test('a probe in flight when the server came back does not mark it down when it fails; the next probe does', async () => {
+  const sockets: net.Socket[] = [];
+  let accepted = 0;
+  const silent = net.createServer((s) => {
+    accepted++;
+    sockets.push(s);
+  });
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const { port } = silent.address() as net.AddressInfo;
+  const state = createDependencyState(logger);
+  const probes = startDependencyProbes(state, { databaseUrl: `postgres://x:y@127.0.0.1:${port}/db`, namespace: 'default', intervalMs: 20, timeoutMs: 300, slowProbesToDown: 1 });
+  try {
+    await until(() => accepted >= 1, 5000);
+    state.markUp('postgres'); // while the first probe waits for its answer
+    await until(() => accepted >= 2, 5000); // the first probe has failed by now
+    expect(state.isDown('postgres')).toBe(false);
+    await until(() => state.isDown('postgres'), 5000); // the second one began after the sign of life
+  } finally {
+    await probes.stop();
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => silent.close(r));
+  }
+});
