@@ -24,6 +24,7 @@ import { attemptStreamRoutes } from './attemptStreams';
 import { webAssetRoutes } from './webAssets';
 import { serviceProxyRoutes } from './serviceProxy';
 import { eventStreamRoutes } from './eventStream';
+import { createBackgroundWork } from '../../lib/runtime/background';
 
 export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   const app = createBaseApp({
@@ -46,7 +47,9 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
     logs.close();
     await events.close();
   });
-  const deps: TaskAppDeps = { ...base, events, logs, metrics };
+  const background = createBackgroundWork(base.logger);
+  app.addHook('onClose', async () => background.settle());
+  const deps: TaskAppDeps = { ...base, events, logs, metrics, background };
   await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
   await app.register(projectRoutes, { prefix: '/api', deps });
   await app.register(taskRoutes, { prefix: '/api', deps });

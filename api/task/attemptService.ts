@@ -7,7 +7,6 @@ import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../../lib/config';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
 import {
-  abandonAttemptStart,
   claimIdempotencyKey,
   deleteAttemptRow,
   findIdempotentAttempt,
@@ -33,7 +32,8 @@ import { ATTEMPT_PATHS, attemptWorkflowId, followUpSignal, stopProcessSignal } f
 import { attemptMetrics } from '../../lib/attempts/metrics';
 import { attemptSearchAttributes } from '../../lib/temporal/searchAttributes';
 import { checkMergePreconditions } from '../../lib/attempts/mergePreconditions';
-import { confirmAttemptStarted, moveTask, recordAttemptCancelled, requestProcessEnd } from '../../lib/attempts/projections';
+import { confirmAttemptStarted, moveTask, recordAttemptCancelled, requestProcessEnd, undoAttemptStart } from '../../lib/attempts/projections';
+import type { BackgroundWork } from '../../lib/runtime/background';
 import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
 
 export interface AttemptServiceDeps {
@@ -41,6 +41,8 @@ export interface AttemptServiceDeps {
   config: ArmadaConfig;
   temporal: TemporalHandle;
   metrics: Metrics;
+  /** Where a start's confirmation runs after the answer (when phase 1 moved the task); unset: before the answer. */
+  background?: BackgroundWork;
 }
 
 export interface AttemptOptions {
@@ -141,6 +143,9 @@ async function confirmStart(deps: AttemptServiceDeps, task: StartingTask, attemp
 /**
  * Phases 2 and 3 of a start whose rows are committed: start the workflow, then confirm. When Temporal cannot start
  * it, the start is undone (nothing stays behind) and the caller gets 503 — unless it was confirmed meanwhile.
+ * `confirmAfterAnswer` (a start whose phase 1 moved the task): what a reader sees no longer changes with the
+ * confirmation (its events do), so the answer does not wait for it; it runs in the background, and the start
+ * reconciler confirms a start whose confirmation failed or was cut short.
  */
 async function finishStart(
   deps: AttemptServiceDeps,
@@ -148,16 +153,16 @@ async function finishStart(
   task: StartingTask,
   attempt: AttemptRow,
   processId: string,
-  wasCreated: boolean,
-  prompt?: string,
+  how: { wasCreated: boolean; prompt?: string; confirmAfterAnswer?: boolean },
 ): Promise<void> {
   try {
-    await startWorkflow(deps, client, task, attempt, processId, prompt);
+    await startWorkflow(deps, client, task, attempt, processId, how.prompt);
   } catch (err) {
-    if (await abandonAttemptStart(deps.db, attempt.id, processId, wasCreated)) throw engineUnavailable(err);
+    if (await undoAttemptStart(deps.db, attempt.id, processId, how.wasCreated)) throw engineUnavailable(err);
     return;
   }
-  await confirmStart(deps, task, attempt.id, processId);
+  if (how.confirmAfterAnswer && deps.background) deps.background.run('confirming an attempt start', () => confirmStart(deps, task, attempt.id, processId));
+  else await confirmStart(deps, task, attempt.id, processId);
 }
 
 /**
@@ -189,8 +194,9 @@ export interface StartResult {
 /**
  * POST /api/tasks/:id/start: a new running attempt. With an idempotency key, repeats return the first attempt.
  * Three phases, never holding a transaction while Temporal answers (docs/attempts.md, "Starting an attempt"):
- * commit the attempt and its first process (start pending), start the workflow by id, confirm (task in_progress,
- * attempt.started). A start Temporal refuses is undone: a 503 leaves nothing behind, a 2xx runs.
+ * commit the attempt, its first process (start pending) and the task's move to in_progress, start the workflow by id,
+ * answer, and confirm (the events) after the answer. A start Temporal refuses is undone: a 503 leaves nothing behind,
+ * a 2xx runs.
  */
 export async function startNewAttempt(
   deps: AttemptServiceDeps,
@@ -213,7 +219,7 @@ export async function startNewAttempt(
     processId: newId(),
   });
   if (!started) throw notFound(`Task ${taskId} not found`, 'TASK_NOT_FOUND');
-  await finishStart(deps, client, started.task, started.attempt, started.processId, false, started.prompt);
+  await finishStart(deps, client, started.task, started.attempt, started.processId, { wasCreated: false, prompt: started.prompt, confirmAfterAnswer: true });
   attemptMetrics(deps.metrics.registry).attempts.inc({ llm: name, status: 'started' });
   return { attempt: started.attempt, processId: started.processId, replayed: false };
 }
@@ -266,7 +272,7 @@ async function startNewAttemptOnce(
     return { task, attempt, processId: proc.id, replayed: false };
   });
   // a replay of a start still pending (its first request is in flight or died) finishes it the same way
-  if (!result.replayed || result.attempt.start_pending_since) await finishStart(deps, client, result.task, result.attempt, result.processId, false);
+  if (!result.replayed || result.attempt.start_pending_since) await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: false });
   if (!result.replayed) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: agent.name, status: 'started' });
   return { attempt: result.attempt, processId: result.processId, replayed: result.replayed };
 }
@@ -306,7 +312,7 @@ export async function startCreatedAttempt(deps: AttemptServiceDeps, attemptId: s
     const proc = await insertFirstProcess(c, task, running);
     return { task, attempt: running, processId: proc.id };
   });
-  await finishStart(deps, client, result.task, result.attempt, result.processId, true);
+  await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: true });
   attemptMetrics(deps.metrics.registry).attempts.inc({ llm: result.attempt.llm, status: 'started' });
   return { attempt: result.attempt, processId: result.processId, replayed: false };
 }

@@ -7,6 +7,7 @@ import type { ResolvedKeys } from '../../lib/keys';
 import type { Logger } from '../../lib/logger';
 import type { Metrics } from '../../lib/metrics';
 import type { TemporalHandle } from '../../lib/temporal/client';
+import type { BackgroundWork } from '../../lib/runtime/background';
 import type { DependencyState } from '../../lib/runtime/dependencies';
 
 export interface TaskServiceDeps {
@@ -27,6 +28,8 @@ export interface TaskAppDeps extends TaskServiceDeps {
   events: EventListener;
   logs: LogFeed;
   metrics: Metrics;
+  /** Work requests start without waiting for it (attempt start confirmations); the app's close waits for it. */
+  background: BackgroundWork;
 }
 
 export interface TaskPluginOptions {

@@ -6,7 +6,11 @@ import type { Pool } from 'pg';
 import type { Queryable } from '../db/pool';
 import { withTransaction } from '../db/pool';
 import {
+  abandonCreatedAttemptStart,
   attemptDurationSeconds,
+  lockPendingStart,
+  otherAttemptsActiveSince,
+  restoreTaskBeforeStart,
   cancelAttemptRow,
   getAttempt,
   setAttemptMerged,
@@ -259,30 +263,41 @@ const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"
 
 /**
  * Phase 3 of a start in one statement (docs/attempts.md, "Starting an attempt"): clear `start_pending_since` (only
- * the caller that clears it goes on), move the task to `in_progress` and publish task.status_changed and
- * attempt.started with their NOTIFYs. One statement, so the task's counter rows are locked only for its duration.
- * Undefined when the start was confirmed already or the attempt is gone.
+ * the caller that clears it goes on) and publish task.status_changed and attempt.started with their NOTIFYs.
+ * The task's move to `in_progress` was made by phase 1 when it kept `start_task_before` (then the change is announced
+ * here, unless the task moved on since); otherwise (a `created` attempt's start, a start with an Idempotency-Key, a
+ * start pending from before migration 082) it is made here. One statement, so a task's counter rows are locked only
+ * for its duration, and not at all when phase 1 moved the task. Undefined when the start was confirmed already or the
+ * attempt is gone.
  * Its commit does not wait for the WAL flush (synchronous_commit off for this statement's transaction alone): a
  * confirmation lost in a PostgreSQL crash leaves the start pending, and the reconciler (reconcilePendingStarts)
- * confirms it again, so nothing accepted is lost; the client's answer no longer waits for a disk flush here.
+ * confirms it again, so nothing accepted is lost.
  */
 export async function confirmAttemptStarted(db: Queryable, attemptId: string, projectId: string, processId: string): Promise<AttemptRow | undefined> {
-  const { rows } = await db.query<AttemptRow & { notified: string }>(
+  const { rows } = await db.query<AttemptRow & { notified: string; moved_before: unknown }>(
     `WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
+     c0 AS (
+       SELECT id, start_task_before FROM attempts WHERE id = $1 AND start_pending_since IS NOT NULL FOR UPDATE),
      c AS (
-       UPDATE attempts SET start_pending_since = NULL, updated_at = now() WHERE id = $1 AND start_pending_since IS NOT NULL RETURNING *),
+       UPDATE attempts SET start_pending_since = NULL, start_task_before = NULL, updated_at = now() FROM c0 WHERE attempts.id = c0.id
+       RETURNING attempts.*, c0.start_task_before AS moved_before),
      prev AS (
-       SELECT t.id, t.status FROM tasks t JOIN c ON t.id = c.task_id WHERE t.status <> 'in_progress' FOR UPDATE OF t),
+       SELECT t.id, t.status FROM tasks t JOIN c ON t.id = c.task_id WHERE c.moved_before IS NULL AND t.status <> 'in_progress' FOR UPDATE OF t),
      moved AS (
        UPDATE tasks SET status = 'in_progress', completed_at = NULL, updated_at = clock_timestamp() FROM prev WHERE tasks.id = prev.id
        RETURNING tasks.id, tasks.project_id, tasks.updated_at, prev.status AS previous_status),
+     changed AS (
+       SELECT m.id, m.project_id, m.updated_at AS at, m.previous_status FROM moved m
+       UNION ALL
+       SELECT t.id, t.project_id, (c.moved_before->>'movedAt')::timestamptz, c.moved_before->>'status'
+         FROM c JOIN tasks t ON t.id = c.task_id WHERE c.moved_before IS NOT NULL AND t.status = 'in_progress'),
      ev AS (
        INSERT INTO events (type, topics, data)
        SELECT e.type, e.topics, e.data FROM (
          SELECT 1 AS ord, 'task.status_changed' AS type, ARRAY['task:' || m.id, 'project:' || m.project_id] AS topics,
                 jsonb_build_object('taskId', m.id, 'projectId', m.project_id, 'status', 'in_progress', 'previousStatus', m.previous_status,
-                                   'timestamp', ${isoSql('m.updated_at')}) AS data
-           FROM moved m
+                                   'timestamp', ${isoSql('m.at')}) AS data
+           FROM changed m
          UNION ALL
          SELECT 2, 'attempt.started', ARRAY['attempt:' || c.id, 'task:' || c.task_id, 'project:' || $2::text],
                 jsonb_build_object('taskId', c.task_id, 'attemptId', c.id, 'llm', c.llm, 'status', c.status,
@@ -295,8 +310,35 @@ export async function confirmAttemptStarted(db: Queryable, attemptId: string, pr
   );
   const r = rows[0];
   if (!r) return undefined;
-  const { notified: _, ...attempt } = r;
+  const { notified: _, moved_before: __, ...attempt } = r;
   return attempt as AttemptRow;
+}
+
+/**
+ * Undoes a start whose workflow could not be started (docs/attempts.md, "Starting an attempt"), in one transaction:
+ * a new attempt is deleted (its process and idempotency key cascade); a `created` one goes back to `created` without
+ * its process. The task: when no other attempt of it started or changed meanwhile, it is put back exactly as it was
+ * before phase 1 moved it, and nothing is announced (nothing was). Otherwise what the others did decides, as after an
+ * attempt ends (settleTask: review when one completed, …); a task left in progress that only this start had moved
+ * there is announced here, since the other starts found it in progress and did not.
+ * False when the start was confirmed meanwhile (the attempt runs) or the attempt is gone.
+ */
+export async function undoAttemptStart(db: Pool, attemptId: string, processId: string, wasCreated: boolean): Promise<boolean> {
+  if (wasCreated) return abandonCreatedAttemptStart(db, attemptId, processId);
+  return withTransaction(db, async (c) => {
+    const pending = await lockPendingStart(c, attemptId);
+    if (!pending) return false;
+    const { taskId, before } = pending;
+    await c.query('DELETE FROM attempts WHERE id = $1', [attemptId]);
+    if (!(await otherAttemptsActiveSince(c, taskId, attemptId, pending.startedAt))) {
+      if (before) await restoreTaskBeforeStart(c, taskId, before);
+      return true;
+    }
+    await settleTask(c, taskId, true);
+    const t = before ? await getTask(c, taskId) : undefined;
+    if (before && t?.status === 'in_progress') await publishTaskStatusChanged(c, { ...t, updated_at: new Date(before.movedAt) }, before.status);
+    return true;
+  });
 }
 
 export { getAttempt };

@@ -41,6 +41,8 @@ export interface AttemptRow {
   updated_at: Date;
   /** set while the workflow start is not yet confirmed (migration 064) */
   start_pending_since: Date | null;
+  /** While a start is pending: what its phase 1 moved the task from (migration 082); null otherwise. */
+  start_task_before: { status: string; completedAt: string | null; updatedAt: string; movedAt: string } | null;
 }
 
 /** The fields of an attempt that its summary (and the task detail) shows. */
@@ -130,21 +132,30 @@ export interface StartingTask {
 /**
  * Phase 1 of a start in one statement (its own transaction): the next-numbered attempt of the task, `running` with
  * `start_pending_since`, based on the project's branch, and its first process with the prompt (task title,
- * description, attempt description, the non-blank ones). The task row's update takes its lock, so numbers stay per
- * task under concurrent starts. Undefined when the task does not exist.
+ * description, attempt description, the non-blank ones); the task moves to `in_progress`, and what it was before is
+ * kept in the attempt's `start_task_before` (the confirmation publishes the change, a refused start undoes it). The
+ * task row is locked first, so numbers stay per task under concurrent starts and `start_task_before` is the task as
+ * it was when this start got it. Undefined when the task does not exist.
  */
 export async function insertStartingAttempt(
   db: Queryable,
   a: Omit<NewAttempt, 'status' | 'baseBranch'> & { processId: string },
 ): Promise<{ attempt: AttemptRow; task: StartingTask; processId: string; prompt: string } | undefined> {
   const { rows } = await db.query<AttemptRow & { t_project_id: string; t_title: string; t_description: string; p_id: string; p_prompt: string }>(
-    `WITH n AS (
-       UPDATE tasks SET attempts_numbered = GREATEST(attempts_numbered, (SELECT COALESCE(max(number), 0) FROM attempts WHERE task_id = $2)) + 1
-        WHERE id = $2 RETURNING attempts_numbered AS n, project_id, title, description),
+    `WITH o AS (
+       SELECT id, status, completed_at, updated_at FROM tasks WHERE id = $2 FOR UPDATE),
+     n AS (
+       UPDATE tasks t SET attempts_numbered = GREATEST(t.attempts_numbered, (SELECT COALESCE(max(number), 0) FROM attempts WHERE task_id = $2)) + 1,
+              status = 'in_progress', completed_at = NULL,
+              updated_at = CASE WHEN o.status <> 'in_progress' THEN clock_timestamp() ELSE t.updated_at END
+         FROM o WHERE t.id = o.id
+       RETURNING t.attempts_numbered AS n, t.project_id, t.title, t.description,
+                 CASE WHEN o.status <> 'in_progress' THEN jsonb_build_object('status', o.status, 'completedAt', o.completed_at,
+                                                                             'updatedAt', o.updated_at, 'movedAt', t.updated_at) END AS before),
      a AS (
-       INSERT INTO attempts (id, task_id, number, llm, model, status, branch, base_branch, options, description, started_at, start_pending_since)
+       INSERT INTO attempts (id, task_id, number, llm, model, status, branch, base_branch, options, description, started_at, start_pending_since, start_task_before)
        SELECT $1, $2, n.n, $3, $4, 'running', $5 || '/task-' || $2 || '-attempt-' || n.n, (SELECT repo_branch FROM projects WHERE id = n.project_id),
-              $6, $7, now(), now()
+              $6, $7, now(), now(), n.before
          FROM n
        RETURNING *),
      p AS (
@@ -187,24 +198,62 @@ export async function listAttempts(db: Queryable, f: AttemptFilter, limit: numbe
   return { rows: list.rows, total: Number(count.rows[0]?.n ?? 0) };
 }
 
+export type StartTaskBefore = NonNullable<AttemptRow['start_task_before']>;
+
 /**
- * Undoes a start whose workflow could not be started: a new attempt is deleted (its process and idempotency key go
- * with it), a started `created` one goes back to `created` without its process. False when the start was confirmed
- * meanwhile (the attempt runs) or the attempt is gone.
+ * Undoes a `created` attempt's start whose workflow could not be started: it goes back to `created` without its
+ * process. False when the start was confirmed meanwhile (the attempt runs) or the attempt is gone.
  */
-export async function abandonAttemptStart(db: Queryable, id: string, processId: string, wasCreated: boolean): Promise<boolean> {
-  if (!wasCreated) {
-    const { rowCount } = await db.query('DELETE FROM attempts WHERE id = $1 AND start_pending_since IS NOT NULL', [id]);
-    return (rowCount ?? 0) > 0;
-  }
+export async function abandonCreatedAttemptStart(db: Queryable, id: string, processId: string): Promise<boolean> {
   const { rowCount } = await db.query(
-    `UPDATE attempts SET status = 'created', started_at = NULL, start_pending_since = NULL, updated_at = now()
+    `UPDATE attempts SET status = 'created', started_at = NULL, start_pending_since = NULL, start_task_before = NULL, updated_at = now()
       WHERE id = $1 AND start_pending_since IS NOT NULL`,
     [id],
   );
   if (!rowCount) return false;
   await db.query('DELETE FROM processes WHERE id = $1', [processId]);
   return true;
+}
+
+/**
+ * Locks a pending start's attempt row, then its task's row (the order every writer of both takes), for undoing it.
+ * Undefined when the start is no longer pending (confirmed meanwhile) or the attempt is gone.
+ */
+export async function lockPendingStart(
+  c: Queryable,
+  id: string,
+): Promise<{ taskId: string; startedAt: Date; before: StartTaskBefore | null } | undefined> {
+  const a = await c.query<{ task_id: string; started_at: Date; start_task_before: StartTaskBefore | null }>(
+    'SELECT task_id, started_at, start_task_before FROM attempts WHERE id = $1 AND start_pending_since IS NOT NULL FOR UPDATE',
+    [id],
+  );
+  const row = a.rows[0];
+  if (!row) return undefined;
+  await c.query('SELECT 1 FROM tasks WHERE id = $1 FOR UPDATE', [row.task_id]);
+  return { taskId: row.task_id, startedAt: row.started_at, before: row.start_task_before };
+}
+
+/**
+ * Whether another attempt of the task started or changed since `since` (a start being undone then cannot simply put
+ * the task back: what those attempts did decides). Read after the task row lock, so it sees every such attempt.
+ */
+export async function otherAttemptsActiveSince(c: Queryable, taskId: string, attemptId: string, since: Date): Promise<boolean> {
+  const { rows } = await c.query(
+    `SELECT 1 FROM attempts WHERE task_id = $1 AND id <> $2 AND status <> 'created' AND (started_at >= $3 OR updated_at >= $3) LIMIT 1`,
+    [taskId, attemptId, since],
+  );
+  return rows.length > 0;
+}
+
+/**
+ * Puts a task back exactly as it was before a start (being undone) moved it to `in_progress`, unless it moved on
+ * since. The caller holds the task row lock (lockPendingStart).
+ */
+export async function restoreTaskBeforeStart(c: Queryable, taskId: string, before: StartTaskBefore): Promise<void> {
+  await c.query(
+    `UPDATE tasks SET status = $2, completed_at = $3::timestamptz, updated_at = $4::timestamptz WHERE id = $1 AND status = 'in_progress'`,
+    [taskId, before.status, before.completedAt, before.updatedAt],
+  );
 }
 
 /** Attempts whose start has been pending since before `olderThan` (their starting process died or stalled). */

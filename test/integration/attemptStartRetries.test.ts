@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildService } from '../../api/services';
-import { reconcilePendingStarts } from '../../api/task/attemptService';
+import { reconcilePendingStarts, startNewAttempt } from '../../api/task/attemptService';
 import { createTemporalHandle, type TemporalHandle } from '../../lib/temporal/client';
 import { agentConfig, api } from '../support/attemptHelpers';
 import { env, eventually, logger, startTestStack, type TestStack } from '../support/harness';
@@ -87,7 +87,8 @@ test('a start waiting on a slow Temporal holds no lock; once Temporal answers it
   const r = await answer;
   expect(r.statusCode).toBe(200);
   const attemptId = r.json().data.attemptId as string;
-  expect((await attemptsOf(taskId))[0]?.start_pending_since).toBeNull();
+  // the confirmation follows the answer (docs/attempts.md, "Starting an attempt")
+  await eventually(async () => ((await attemptsOf(taskId))[0]?.start_pending_since === null ? true : undefined), 10_000, 20);
   expect(await startedEvents(attemptId)).toBe(1);
   await eventually(async () => received.some((e) => e.event === 'attempt.started' && e.data.attemptId === attemptId), 30_000, 100);
   await h.until(attemptId, ['completed'], 60_000);
@@ -97,7 +98,7 @@ test('a start waiting on a slow Temporal holds no lock; once Temporal answers it
 test('a start Temporal cannot take answers 503 and leaves nothing; the same idempotency key then starts one that runs', async () => {
   const p = await h.project();
   const taskId = await h.task(p.id, 'NOOP refused start');
-  const statusBefore = (await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status;
+  const before = (await h.inject('GET', `/api/tasks/${taskId}`)).json().data;
   const eventsBefore = Number((await stack.db.query('SELECT max(seq) AS s FROM events')).rows[0].s);
   proxy.setMode('refuse');
   let r: Awaited<ReturnType<typeof h.inject>>;
@@ -111,8 +112,9 @@ test('a start Temporal cannot take answers 503 and leaves nothing; the same idem
   expect(r.body).not.toMatch(/\n\s+at /);
   expect(await attemptsOf(taskId)).toEqual([]);
   expect((await stack.db.query('SELECT count(*) AS n FROM processes WHERE task_id = $1', [taskId])).rows[0].n).toBe('0');
-  expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status).toBe(statusBefore);
-  const later = await stack.db.query("SELECT type FROM events WHERE seq > $1 AND type LIKE 'attempt.%' AND data->>'taskId' = $2", [eventsBefore, taskId]);
+  // the task is back exactly as it was (phase 1 had moved it to in_progress), and nothing was announced
+  expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data).toEqual(before);
+  const later = await stack.db.query("SELECT type FROM events WHERE seq > $1 AND data->>'taskId' = $2", [eventsBefore, taskId]);
   expect(later.rows).toEqual([]);
 
   const again = await eventually(async () => {
@@ -181,3 +183,76 @@ test('starting a created attempt that Temporal refuses answers 503 and leaves it
   expect(s.json().data).toMatchObject({ id, status: 'running' });
   await h.until(id, ['completed'], 60_000);
 }, 120_000);
+
+test('right after a 200 the task reads in progress; task.status_changed (from pending) and attempt.started follow once each, in that order', async () => {
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'NOOP read after start');
+  const seq0 = Number((await stack.db.query('SELECT max(seq) AS s FROM events')).rows[0].s);
+  const r = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' });
+  expect(r.statusCode).toBe(200);
+  const attemptId = r.json().data.attemptId as string;
+  expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status).toBe('in_progress');
+  expect((await h.inject('GET', `/api/attempts/${attemptId}`)).json().data.status).toMatch(/running|completed/);
+  const events = await eventually(async () => {
+    const { rows } = await stack.db.query<{ type: string; data: Record<string, unknown> }>(
+      "SELECT type, data FROM events WHERE seq > $1 AND data->>'taskId' = $2 AND type IN ('task.status_changed', 'attempt.started') ORDER BY seq",
+      [seq0, taskId],
+    );
+    return rows.some((e) => e.type === 'attempt.started') ? rows : undefined;
+  }, 10_000, 20);
+  expect(events[0]).toMatchObject({ type: 'task.status_changed', data: { status: 'in_progress', previousStatus: 'pending' } });
+  expect(events.filter((e) => e.type === 'task.status_changed' && e.data.status === 'in_progress')).toHaveLength(1);
+  expect(events.filter((e) => e.type === 'attempt.started')).toEqual([expect.objectContaining({ data: expect.objectContaining({ attemptId }) })]);
+  await h.until(attemptId, ['completed'], 60_000);
+}, 90_000);
+
+test('a start refused while another attempt of its task has started: the task stays in progress and that is announced once', async () => {
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'SLOWEDIT refused beside a running one');
+  const seq0 = Number((await stack.db.query('SELECT max(seq) AS s FROM events')).rows[0].s);
+  proxy.setMode('hold');
+  let r: Awaited<ReturnType<typeof h.inject>>;
+  let other: Awaited<ReturnType<typeof startNewAttempt>>;
+  try {
+    const refused = h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' });
+    await eventually(async () => ((await attemptsOf(taskId)).length === 1 ? true : undefined), 10_000, 20); // its phase 1 moved the task
+    // a second start, with a working way to Temporal, finds the task in progress already
+    other = await startNewAttempt({ db: stack.db, config: stack.config, temporal: stack.temporal, metrics: stack.metrics }, taskId, { llm: 'scripted' });
+    proxy.setMode('refuse');
+    r = await refused;
+  } finally {
+    proxy.setMode('forward');
+  }
+  expect(r.statusCode).toBe(503);
+  expect((await attemptsOf(taskId)).map((a) => a.id)).toEqual([other.attempt.id]);
+  expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status).toBe('in_progress');
+  const { rows } = await stack.db.query<{ data: Record<string, unknown> }>(
+    "SELECT data FROM events WHERE seq > $1 AND data->>'taskId' = $2 AND type = 'task.status_changed' AND data->>'status' = 'in_progress'",
+    [seq0, taskId],
+  );
+  expect(rows).toEqual([expect.objectContaining({ data: expect.objectContaining({ previousStatus: 'pending' }) })]);
+  await h.until(other.attempt.id, ['completed'], 60_000);
+}, 120_000);
+
+test('a start without a key that Temporal refuses: 503, no attempt, the task exactly as before (phase 1 had moved it), no event', async () => {
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'NOOP refused fast start');
+  expect((await h.inject('PATCH', `/api/tasks/${taskId}`, { status: 'review' })).statusCode).toBe(200);
+  const before = (await h.inject('GET', `/api/tasks/${taskId}`)).json().data;
+  const seq0 = Number((await stack.db.query('SELECT max(seq) AS s FROM events')).rows[0].s);
+  proxy.setMode('hold');
+  let r: Awaited<ReturnType<typeof h.inject>>;
+  try {
+    const refused = h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' });
+    await eventually(async () => ((await attemptsOf(taskId)).length === 1 ? true : undefined), 10_000, 20);
+    expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status).toBe('in_progress'); // moved by phase 1
+    proxy.setMode('refuse');
+    r = await refused;
+  } finally {
+    proxy.setMode('forward');
+  }
+  expect(r.statusCode).toBe(503);
+  expect(await attemptsOf(taskId)).toEqual([]);
+  expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data).toEqual(before);
+  expect((await stack.db.query("SELECT type FROM events WHERE seq > $1 AND data->>'taskId' = $2", [seq0, taskId])).rows).toEqual([]);
+}, 60_000);
