@@ -57,7 +57,7 @@ import { attemptView } from './attemptViews';
 import type { TaskAppDeps, TaskPluginOptions } from './deps';
 
 export function serviceDeps(deps: TaskAppDeps): AttemptServiceDeps {
-  return { db: deps.db, config: deps.config, temporal: deps.temporal, metrics: deps.metrics };
+  return { db: deps.db, config: deps.config, temporal: deps.temporal, metrics: deps.metrics, background: deps.background };
 }
 
 async function requireAttempt(deps: TaskAppDeps, id: string): Promise<AttemptRow> {

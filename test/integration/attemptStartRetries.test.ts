@@ -256,3 +256,25 @@ test('a start without a key that Temporal refuses: 503, no attempt, the task exa
   expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data).toEqual(before);
   expect((await stack.db.query("SELECT type FROM events WHERE seq > $1 AND data->>'taskId' = $2", [seq0, taskId])).rows).toEqual([]);
 }, 60_000);
+
+test('the answer does not wait for the confirmation: with the events table locked the start answers 200, and its events follow the unlock', async () => {
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'NOOP answered before its events');
+  const locker = await stack.db.connect();
+  let attemptId = '';
+  try {
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE events IN EXCLUSIVE MODE'); // readers go on; no event can be written
+    const r = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' });
+    expect(r.statusCode).toBe(200);
+    attemptId = r.json().data.attemptId as string;
+    expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status).toBe('in_progress');
+    expect((await attemptsOf(taskId))[0]?.start_pending_since).not.toBeNull(); // its confirmation waits for the lock
+  } finally {
+    await locker.query('COMMIT');
+    locker.release();
+  }
+  await eventually(async () => ((await attemptsOf(taskId))[0]?.start_pending_since === null ? true : undefined), 10_000, 20);
+  expect(await startedEvents(attemptId)).toBe(1);
+  await h.until(attemptId, ['completed'], 60_000);
+}, 90_000);
