@@ -66,6 +66,9 @@ type GroupEvent =
   | { id: number; ev: 'exit'; code: number | null; signal: NodeJS.Signals | null }
   | { id: number; ev: 'error'; message: string };
 
+/** The launcher sends the group events of one turn of its event loop as one message (workers/launcher.js). */
+type GroupBatch = { id?: undefined; ev: 'batch'; events: GroupEvent[] };
+
 const SCRIPT = path.join(__dirname, '..', '..', 'workers', 'launcher.js');
 
 let child: ChildProcess | undefined;
@@ -119,7 +122,11 @@ function enabled(): boolean {
 function start(): ChildProcess {
   // the helper needs no environment of its own: each request carries the child's (already filtered) environment
   const c = fork(SCRIPT, [], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, execArgv: [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' });
-  c.on('message', (m: (RunResult & { id: number; ev?: undefined }) | GroupEvent) => {
+  c.on('message', (m: (RunResult & { id: number; ev?: undefined }) | GroupEvent | GroupBatch) => {
+    if (m.ev === 'batch') {
+      for (const e of m.events) onGroupEvent(e);
+      return;
+    }
     if (m.ev) return onGroupEvent(m);
     const p = pending.get(m.id);
     if (!p) return;

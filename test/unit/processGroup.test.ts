@@ -69,6 +69,24 @@ describe('launchGroupProcess and the launcher', () => {
     expect(lines).toEqual([String(launcherPid())]);
   });
 
+  test('output of many chatty groups at once (sent in batches) arrives whole, in order and before each exit', async () => {
+    // 20 groups each writing 300 small lines in bursts, both streams: the launcher joins what arrives in one turn
+    const script = 'for i in $(seq 1 300); do echo "out $i"; if [ $((i % 50)) -eq 0 ]; then echo "err $i" >&2; sleep 0.01; fi; done';
+    const runs = await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        const lines: string[] = [];
+        const p = await launchGroupProcess({ command: 'bash', args: ['-c', script], cwd, onLine: (s, l) => lines.push(`${s}:${l}`) });
+        const r = await p.done;
+        return { code: r.code, lines };
+      }),
+    );
+    for (const r of runs) {
+      expect(r.code).toBe(0);
+      expect(r.lines.filter((l) => l.startsWith('stdout:'))).toEqual(Array.from({ length: 300 }, (_, i) => `stdout:out ${i + 1}`));
+      expect(r.lines.filter((l) => l.startsWith('stderr:'))).toEqual(Array.from({ length: 6 }, (_, i) => `stderr:err ${(i + 1) * 50}`));
+    }
+  });
+
   test('a launcher that dies under a running group kills the group and fails the run (the activity retries it)', async () => {
     const p = await launchGroupProcess({ command: 'bash', args: ['-c', 'sleep 60 & sleep 60; wait'], cwd });
     await new Promise((r) => setTimeout(r, 200));
