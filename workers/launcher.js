@@ -46,7 +46,10 @@ function run(m) {
   }
 }
 
-/** `spawn`: a process in its own group, its output streamed back as it comes (ev: spawned, data, end, exit, error). */
+/**
+ * `spawn`: a process in its own group (ev: spawned, exit, error). Its output: with `handOff`, its stdout and stderr pipes are
+ * sent to the parent (ev: pipe, with the handle); otherwise streamed back as it comes (ev: data, end).
+ */
 function spawnGroup(m) {
   const id = m.id;
   let child;
@@ -63,6 +66,14 @@ function spawnGroup(m) {
   else child.stdin.end();
   for (const stream of ['stdout', 'stderr']) {
     const s = child[stream];
+    if (m.handOff && s._handle && typeof s._handle.readStop === 'function') {
+      // the pipe itself goes to the parent, which reads the output directly: no copy of every chunk through this
+      // process and the IPC channel. Reading stops first (Node starts it when it creates the socket): bytes this
+      // process read before the handle left would be lost, as they would sit in this process's buffer.
+      s._handle.readStop();
+      process.send({ id, ev: 'pipe', stream }, s);
+      continue;
+    }
     s.setEncoding('utf8'); // a multi-byte character split between chunks stays whole
     s.on('data', (chunk) => emit({ id, ev: 'data', stream, chunk }));
     s.once('close', () => emit({ id, ev: 'end', stream }));
