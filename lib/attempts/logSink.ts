@@ -9,8 +9,7 @@
  * A failed insert with several processes is retried once per process (so one process whose row is gone does not
  * hold back the others); a process's lines whose insert failed ATTEMPTS times are dropped with a warning.
  */
-import type { Pool, PoolClient } from 'pg';
-import { isPostgresUnreachable, type Queryable } from '../db/pool';
+import type { Queryable } from '../db/pool';
 import { appendLogs, appendLogsOfProcesses, type LogEntry } from '../db/processes';
 import type { Logger } from '../logger';
 
@@ -24,8 +23,6 @@ const MAX_ROWS = 5000;
 /** A batch whose insert failed is retried this many times (then dropped with a warning: the process row is gone). */
 const ATTEMPTS = 3;
 const RETRY_MS = 500;
-/** The writer keeps its pooled connection this long after its last insert (see `connection`). */
-const HOLD_MS = 250;
 
 export interface LogSink {
   /** Lines were added to the queue: writes them within FLUSH_DELAY_MS, or now when MAX_BATCH are waiting. */
@@ -59,9 +56,6 @@ interface Writer {
   round: Promise<void> | undefined;
   /** after a failed combined insert: the next round writes each process on its own */
   isolate: boolean;
-  /** the connection held while inserts keep coming, and the timer that gives it back */
-  client: PoolClient | undefined;
-  release: NodeJS.Timeout | undefined;
 }
 
 const writers = new WeakMap<Queryable, Writer>();
@@ -69,7 +63,7 @@ const writers = new WeakMap<Queryable, Writer>();
 function writerFor(db: Queryable): Writer {
   let w = writers.get(db);
   if (!w) {
-    w = { db, active: new Set(), timer: undefined, waitingSince: undefined, round: undefined, isolate: false, client: undefined, release: undefined };
+    w = { db, active: new Set(), timer: undefined, waitingSince: undefined, round: undefined, isolate: false };
     writers.set(db, w);
   }
   return w;
@@ -138,41 +132,6 @@ export function createLogSink(o: { db: Queryable; processId: string; attemptId: 
   };
 }
 
-/**
- * The connection for the next insert. While lines keep coming the writer holds one pooled connection (given back
- * HOLD_MS after its last insert), so an insert never waits for a free connection behind the worker's other queries:
- * when 50 attempts start at once their activities' transactions can hold every connection of the pool.
- */
-async function connection(w: Writer): Promise<Queryable> {
-  if (w.release) clearTimeout(w.release);
-  w.release = undefined;
-  if (w.client) return w.client;
-  const pool = w.db as Partial<Pool>;
-  if (typeof pool.connect !== 'function' || typeof pool.totalCount !== 'number') return w.db; // a client: use it as is
-  w.client = await pool.connect();
-  return w.client;
-}
-
-/** After an insert: the connection goes back to the pool when no insert follows within HOLD_MS (at once when broken). */
-function keepOrRelease(w: Writer, err?: unknown): void {
-  const c = w.client;
-  if (!c) return;
-  if (err !== undefined && isPostgresUnreachable(err)) {
-    w.client = undefined;
-    c.release(true);
-    return;
-  }
-  if (w.release) clearTimeout(w.release);
-  w.release = setTimeout(() => {
-    w.release = undefined;
-    if (w.client === c && !w.round) {
-      w.client = undefined;
-      c.release();
-    }
-  }, HOLD_MS);
-  w.release.unref();
-}
-
 /** One insert: up to MAX_BATCH lines of every sink with lines due (or one insert per process after a failure). */
 async function writeRound(w: Writer): Promise<void> {
   const taken: { sink: SinkState; entries: LogEntry[] }[] = [];
@@ -193,31 +152,16 @@ async function writeRound(w: Writer): Promise<void> {
   // lines arriving from now on wait for the next round; lines left behind (a full batch) keep their age
   if (![...w.active].some((x) => x.queue.length && x.retryAt <= now)) w.waitingSince = undefined;
   if (!taken.length) return;
-  let db: Queryable;
-  try {
-    db = await connection(w);
-  } catch (err) {
-    // no connection: every process's lines wait for a retry, in order
-    for (const t of taken) {
-      t.sink.queue.unshift(...t.entries);
-      t.sink.inFlight = 0;
-      t.sink.retryAt = Date.now() + RETRY_MS;
-    }
-    warnNoConnection(taken[0]?.sink, err);
-    return;
-  }
-  let failed: unknown;
   try {
     if (taken.length > 1 && !w.isolate) {
       try {
         await appendLogsOfProcesses(
-          db,
+          w.db,
           taken.map((t) => ({ processId: t.sink.processId, attemptId: t.sink.attemptId, entries: t.entries })),
         );
         for (const t of taken) t.sink.failures = 0;
         return;
-      } catch (err) {
-        failed = err;
+      } catch {
         // one process's row may be gone (a foreign key): write each on its own, at once, to find out which
         w.isolate = true;
         for (const t of taken) t.sink.queue.unshift(...t.entries);
@@ -227,10 +171,9 @@ async function writeRound(w: Writer): Promise<void> {
     w.isolate = false;
     for (const t of taken) {
       try {
-        await appendLogs(db, t.sink.processId, t.sink.attemptId, t.entries);
+        await appendLogs(w.db, t.sink.processId, t.sink.attemptId, t.entries);
         t.sink.failures = 0;
       } catch (err) {
-        failed = err;
         if (++t.sink.failures >= ATTEMPTS) {
           t.sink.logger.warn({ err: { message: (err as Error).message }, processId: t.sink.processId, lines: t.entries.length }, 'log lines dropped after failed inserts');
           t.sink.failures = 0;
@@ -242,10 +185,5 @@ async function writeRound(w: Writer): Promise<void> {
     }
   } finally {
     for (const t of taken) t.sink.inFlight = 0;
-    keepOrRelease(w, failed);
   }
-}
-
-function warnNoConnection(sink: SinkState | undefined, err: unknown): void {
-  sink?.logger.warn({ err: { message: (err as Error).message } }, 'log writer has no database connection; retrying');
 }

@@ -253,47 +253,6 @@ describe('live logs', () => {
     }
   }, 60_000);
 
-  test("the log writer keeps its connection while lines keep coming: inserts go on while the pool's other connections are all taken, and it gives it back when idle", async () => {
-    const p = await h.project();
-    const taskId = await h.task(p.id, 'writer connection');
-    const attemptId = 'att-live-logs-conn';
-    await insertAttempt(stack.db, { id: attemptId, taskId, llm: 'scripted', model: null, status: 'running', branchPrefix: 'armada', baseBranch: 'main', options: {}, description: '' });
-    const id = 'proc-writer-conn';
-    await insertProcess(stack.db, { id, attemptId, taskId, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
-    const queue: LogEntry[] = [];
-    const sink = createLogSink({ db: stack.db, processId: id, attemptId, queue, logger });
-    const line = (i: number) => {
-      queue.push({ level: 'info', message: `conn ${i}`, timestamp: new Date().toISOString(), source: 'stdout' });
-      sink.poke();
-    };
-    line(1);
-    await sink.flush();
-    // every other connection of the pool is taken (e.g. 50 activities' transactions at once)
-    const pool = stack.db as unknown as { options: { max: number }; connect(): Promise<{ release(): void }> };
-    const others = await Promise.all(Array.from({ length: pool.options.max - 1 }, () => pool.connect()));
-    // and one more caller waits for a connection: without its own, the writer would queue behind it
-    const waiting = pool.connect();
-    try {
-      for (let i = 2; i <= 20; i++) {
-        line(i);
-        await Promise.race([sink.flush(), new Promise((_r, reject) => setTimeout(() => reject(new Error('insert waited for the pool')), 2000))]);
-      }
-    } finally {
-      for (const c of others) c.release();
-      (await waiting).release();
-    }
-    sink.close();
-    const { rows } = await stack.db.query<{ seq: number }>('SELECT seq FROM process_logs WHERE process_id = $1 ORDER BY seq', [id]);
-    expect(rows.map((r) => r.seq)).toEqual(seqs(20));
-    // idle: the connection goes back, so the whole pool can be taken again
-    await new Promise((r) => setTimeout(r, 400));
-    const all = await Promise.race([
-      Promise.all(Array.from({ length: pool.options.max }, () => pool.connect())),
-      new Promise<never>((_r, reject) => setTimeout(() => reject(new Error('the writer kept its connection')), 3000)),
-    ]);
-    for (const c of all) c.release();
-  });
-
   test('the column-array insert stores every field as given: raw apart from the message, metadata, quotes, braces, NULL-like text, unicode', async () => {
     const p = await h.project();
     const taskId = await h.task(p.id, 'log encoding');
