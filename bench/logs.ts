@@ -12,7 +12,7 @@
  *    PostgreSQL was asked to do (commits, rows written per table); a last line says whether the goal was met.
  * Followers connect as soon as their process's start returns; lines emitted before a follower's socket opened
  * count for lost/out of order but not for the latency (`backlogLines`).
- * Run: `node bin/armada-ts bench/logs.ts [--agents 50] [--rate 200] [--seconds 30] [--followers 100] [--profile dir]`;
+ * Run: `node bin/armada-ts bench/logs.ts [--agents 50] [--rate 200] [--seconds 30] [--followers 100] [--profile dir] [--split]`;
  * the issue table's row: `--agents 10 --followers 10`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -34,6 +34,8 @@ const { values: flags } = parseArgs({
     followers: { type: 'string', default: '100' },
     // writes V8 CPU profiles of the API and the worker (node --cpu-prof) into this directory
     profile: { type: 'string' },
+    // the bench LISTENs on the log channel itself to split worker → follower at the commit (one more listener)
+    split: { type: 'boolean', default: false },
   },
 });
 const AGENTS = Number(flags.agents);
@@ -97,6 +99,8 @@ interface Follower {
   latencies: number[];
   /** worker (the row's ts) → follower of the same lines */
   fromWorker: number[];
+  /** [emit time, seq, receipt time] of the same live lines (split by the bench's own LISTEN, and by time window) */
+  samples: number[][];
   /** lines emitted before the socket opened (read back from the database on connect): not in the latency */
   backlog: number;
   received: number;
@@ -109,7 +113,7 @@ interface Follower {
 
 /** One WebSocket follower of a process's normalized log, retried while the process row does not exist yet. */
 function follow(base: string, processId: string): Follower {
-  const f: Follower = { processId, latencies: [], fromWorker: [], backlog: 0, received: 0, distinct: 0, lost: 0, reordered: 0, duplicates: 0, done: Promise.resolve() };
+  const f: Follower = { processId, latencies: [], fromWorker: [], samples: [], backlog: 0, received: 0, distinct: 0, lost: 0, reordered: 0, duplicates: 0, done: Promise.resolve() };
   const seen = new Set<number>();
   let last = 0;
   f.done = (async () => {
@@ -120,7 +124,7 @@ function follow(base: string, processId: string): Follower {
         ws.on('open', () => (openedAt = performance.timeOrigin + performance.now()));
         ws.on('message', (d) => {
           const now = performance.timeOrigin + performance.now();
-          const m = JSON.parse(String(d)) as { message?: string; timestamp?: string };
+          const m = JSON.parse(String(d)) as { message?: string; timestamp?: string; seq?: number };
           const hit = /^chatty (\d+) ([\d.]+)$/.exec(m.message ?? '');
           if (!hit) return;
           const n = Number(hit[1]);
@@ -129,6 +133,7 @@ function follow(base: string, processId: string): Follower {
             f.latencies.push(now - emitted);
             // the row's timestamp is when the worker parsed the line: the rest is the sink, PostgreSQL and the API
             f.fromWorker.push(now - Date.parse(m.timestamp ?? ''));
+            f.samples.push([emitted, m.seq ?? 0, now]);
           }
           else f.backlog++;
           if (seen.has(n)) f.duplicates++;
@@ -234,6 +239,24 @@ async function main() {
     const apiPid = api.child.pid as number;
     const workerPid = worker.child.pid as number;
     const before = { api: usage(apiPid), worker: usage(workerPid) };
+    // the bench's own LISTEN on the log channel: when each process's rows were committed (the notification's
+    // receipt here), to split worker → follower into worker → committed and committed → follower
+    const notes = new Map<string, number[][]>();
+    const listenDb = new Client({ connectionString: databaseUrl });
+    listenDb.on('error', () => undefined);
+    if (flags.split) await listenDb.connect();
+    listenDb.on('notification', (n) => {
+      const at = performance.timeOrigin + performance.now();
+      try {
+        const m = JSON.parse(n.payload ?? '') as { p: string; s: number };
+        const list = notes.get(m.p);
+        if (list) list.push([m.s, at]);
+        else notes.set(m.p, [[m.s, at]]);
+      } catch {
+        /* not ours */
+      }
+    });
+    if (flags.split) await listenDb.query('LISTEN armada_logs');
     const machineCpu = cpuShare();
     const load0 = os.loadavg();
     const t0 = Date.now();
@@ -268,6 +291,7 @@ async function main() {
     ]);
     clearInterval(progress);
     await progressDb.end();
+    if (flags.split) await listenDb.end();
     // a follower still open when the run gives up counts what it has not received as lost
     if (timedOut) for (const f of followers) f.lost = PER_AGENT - f.distinct;
     const wall = (Date.now() - t0) / 1000;
@@ -302,6 +326,40 @@ async function main() {
     await db.end();
 
     const lat = followers.flatMap((f) => f.latencies).sort((a, b) => a - b);
+    // emit → committed (the first notification covering the line's seq, heard by this process) and committed →
+    // follower; and emit → follower p99 per 5 s window of emit time (is the tail the start burst?)
+    const toCommit: number[] = [];
+    const commitToFollower: number[] = [];
+    const windows = new Map<number, number[]>();
+    for (const f of followers) {
+      const list = notes.get(f.processId) ?? [];
+      for (const [emitted, seq, at] of f.samples as [number, number, number][]) {
+        let lo = 0;
+        let hi = list.length;
+        while (lo < hi) {
+          const mid = (lo + hi) >> 1;
+          if ((list[mid] as number[])[0] as number >= seq) hi = mid;
+          else lo = mid + 1;
+        }
+        const note = list[lo];
+        if (note) {
+          toCommit.push((note[1] as number) - emitted);
+          commitToFollower.push(at - (note[1] as number));
+        }
+        const w = Math.floor((emitted - t0) / 5000) * 5;
+        const ws = windows.get(w);
+        if (ws) ws.push(at - emitted);
+        else windows.set(w, [at - emitted]);
+      }
+    }
+    toCommit.sort((a, b) => a - b);
+    commitToFollower.sort((a, b) => a - b);
+    const byWindow = Object.fromEntries(
+      [...windows].sort((a, b) => a[0] - b[0]).map(([w, xs]) => {
+        xs.sort((a, b) => a - b);
+        return [`${w}-${w + 5}s`, { lines: xs.length, p50: Math.round(pct(xs, 50)), p99: Math.round(pct(xs, 99)) }];
+      }),
+    );
     const fromWorker = followers.flatMap((f) => f.fromWorker).sort((a, b) => a - b);
     const sum = (k: 'lost' | 'reordered' | 'duplicates' | 'received') => followers.reduce((a, f) => a + f[k], 0);
     const cpu = (k: 'api' | 'worker') => after[k].cpu - before[k].cpu;
@@ -343,6 +401,11 @@ async function main() {
       latencyMs: { p50: Number(pct(lat, 50).toFixed(1)), p99: Number(pct(lat, 99).toFixed(1)), max: Number((lat.at(-1) ?? Number.NaN).toFixed(1)) },
       emitToWorkerMs: { p50: Math.round(pct(toWorker, 50)), p99: Math.round(pct(toWorker, 99)) },
       workerToFollowerMs: { p50: Math.round(pct(fromWorker, 50)), p99: Math.round(pct(fromWorker, 99)) },
+      // the split by the bench's own LISTEN: emit → the rows' commit notification here, then → the follower
+      emitToCommitMs: !flags.split ? undefined : { p50: Math.round(pct(toCommit, 50)), p99: Math.round(pct(toCommit, 99)) },
+      commitToFollowerMs: !flags.split ? undefined : { p50: Math.round(pct(commitToFollower, 50)), p99: Math.round(pct(commitToFollower, 99)) },
+      // emit → follower per 5 s of emit time from the first start
+      latencyByWindow: byWindow,
       lost: sum('lost'),
       reordered: sum('reordered'),
       duplicates: sum('duplicates'),

@@ -6,10 +6,14 @@
  * callers of this process, restarted when it dies, and never keeps this process alive when nothing waits on it.
  * A request whose helper died fails (the caller's retry runs it again); a helper that cannot be started at all
  * falls back to spawning here.
+ * A process group's stdout and stderr are not copied through the helper: it hands the pipes themselves to this
+ * process (a handle sent over the IPC channel), which reads them as it would a child of its own (50 chatty agents
+ * made ~10,000 IPC messages a second through the helper: docs/benchmarks.md, "Live logs", session 22).
  */
 import { type ChildProcess, execFile, fork } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 
 export interface RunRequest {
@@ -54,6 +58,8 @@ interface OpenGroup {
   /** the leader runs (pid), or never started (0) */
   started(pid: number): void;
   streams: { stdout: PassThrough; stderr: PassThrough };
+  /** the group's pipes handed over by the launcher (read here) */
+  pipes: Socket[];
   exited(r: { code: number | null; signal: NodeJS.Signals | null; spawnError?: string }): void;
   ended(stream: 'stdout' | 'stderr'): void;
   lost(e: Error): void;
@@ -64,7 +70,11 @@ type GroupEvent =
   | { id: number; ev: 'data'; stream: 'stdout' | 'stderr'; chunk: string }
   | { id: number; ev: 'end'; stream: 'stdout' | 'stderr' }
   | { id: number; ev: 'exit'; code: number | null; signal: NodeJS.Signals | null }
-  | { id: number; ev: 'error'; message: string };
+  | { id: number; ev: 'error'; message: string }
+  | { id: number; ev: 'pipe'; stream: 'stdout' | 'stderr' };
+
+/** The launcher sends the group events of one turn of its event loop as one message (workers/launcher.js). */
+type GroupBatch = { id?: undefined; ev: 'batch'; events: GroupEvent[] };
 
 const SCRIPT = path.join(__dirname, '..', '..', 'workers', 'launcher.js');
 
@@ -80,10 +90,33 @@ function reference(c: ChildProcess): void {
   else c.channel?.unref();
 }
 
-function onGroupEvent(m: GroupEvent): void {
+function onGroupEvent(m: GroupEvent, handle?: unknown): void {
   const g = groups.get(m.id);
-  if (!g) return;
+  if (!g) {
+    if (handle instanceof Socket) handle.destroy();
+    return;
+  }
   switch (m.ev) {
+    case 'pipe': {
+      // the group's own pipe, handed over by the launcher: read here, as a local spawn's would be
+      if (!(handle instanceof Socket)) break;
+      const out = g.streams[m.stream];
+      g.pipes.push(handle);
+      handle.on('data', (chunk: Buffer) => {
+        if (!out.writableEnded) out.write(chunk);
+      });
+      let ended = false;
+      const end = () => {
+        if (ended) return;
+        ended = true;
+        if (!out.writableEnded) out.end();
+        g.ended(m.stream);
+      };
+      handle.once('end', end);
+      handle.once('close', end);
+      handle.on('error', end); // e.g. a reset pipe: what was read is kept, the stream ends
+      break;
+    }
     case 'spawned':
       g.pid = m.pid;
       g.started(m.pid);
@@ -119,8 +152,12 @@ function enabled(): boolean {
 function start(): ChildProcess {
   // the helper needs no environment of its own: each request carries the child's (already filtered) environment
   const c = fork(SCRIPT, [], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, execArgv: [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' });
-  c.on('message', (m: (RunResult & { id: number; ev?: undefined }) | GroupEvent) => {
-    if (m.ev) return onGroupEvent(m);
+  c.on('message', (m: (RunResult & { id: number; ev?: undefined }) | GroupEvent | GroupBatch, handle?: unknown) => {
+    if (m.ev === 'batch') {
+      for (const e of m.events) onGroupEvent(e);
+      return;
+    }
+    if (m.ev) return onGroupEvent(m, handle);
     const p = pending.get(m.id);
     if (!p) return;
     pending.delete(m.id);
@@ -202,6 +239,7 @@ export function spawnGroupInLauncher(req: SpawnRequest): Promise<LaunchedGroup> 
     const g: OpenGroup = {
       pid: 0,
       streams,
+      pipes: [],
       started(pid) {
         settled = true;
         resolve({ pid, stdout: streams.stdout, stderr: streams.stderr, exit });
@@ -220,6 +258,7 @@ export function spawnGroupInLauncher(req: SpawnRequest): Promise<LaunchedGroup> 
             /* gone */
           }
         }
+        for (const p of g.pipes) p.destroy();
         streams.stdout.end();
         streams.stderr.end();
         lostExit(e);
@@ -228,7 +267,9 @@ export function spawnGroupInLauncher(req: SpawnRequest): Promise<LaunchedGroup> 
     };
     groups.set(id, g);
     reference(c);
-    c.send({ op: 'spawn', id, command: req.command, args: req.args, cwd: req.cwd, env: req.env, stdin: req.stdin }, (err) => {
+    // handOff: the launcher sends the group's stdout and stderr pipes here, so its output is read by this process
+    // directly instead of copied chunk by chunk through the launcher and the IPC channel
+    c.send({ op: 'spawn', id, command: req.command, args: req.args, cwd: req.cwd, env: req.env, stdin: req.stdin, handOff: true }, (err) => {
       if (!err || settled) return;
       groups.delete(id);
       reference(c);

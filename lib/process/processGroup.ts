@@ -5,8 +5,8 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import readline from 'node:readline';
 import { spawnGroupInLauncher } from './launcher';
+import { readLines } from './lines';
 
 export interface GroupProcessOptions {
   command: string;
@@ -151,9 +151,7 @@ function supervise(leader: Leader, opts: GroupProcessOptions): GroupProcess {
   for (const stream of ['stdout', 'stderr'] as const) {
     const s = leader[stream];
     if (!s) continue;
-    const rl = readline.createInterface({ input: s, crlfDelay: Number.POSITIVE_INFINITY });
-    rl.on('line', (line) => opts.onLine?.(stream, line));
-    lineReaders.push(new Promise((r) => rl.once('close', () => r())));
+    lineReaders.push(readLines(s, (line) => opts.onLine?.(stream, line)));
   }
 
   const exit = leader.exit.then((r) => {

@@ -15,7 +15,7 @@ import { createLogSink } from '../../lib/attempts/logSink';
 import { recordAttemptFinished, recordProcessEnded } from '../../lib/attempts/projections';
 import { getAttempt, insertAttempt } from '../../lib/db/attempts';
 import { withTransaction } from '../../lib/db/pool';
-import { insertProcess, type LogEntry } from '../../lib/db/processes';
+import { appendLogs, appendLogsOfProcesses, insertProcess, readLogs, type LogEntry } from '../../lib/db/processes';
 import { createMetrics } from '../../lib/metrics';
 import { agentConfig, api } from '../support/attemptHelpers';
 import { eventually, logger, startTestStack, type TestStack } from '../support/harness';
@@ -252,6 +252,40 @@ describe('live logs', () => {
       expect(rows.map((r) => r.seq)).toEqual(seqs(LINES + 100));
     }
   }, 60_000);
+
+  test('the column-array insert stores every field as given: raw apart from the message, metadata, quotes, braces, NULL-like text, unicode', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'log encoding');
+    const attemptId = 'att-live-logs-encoding';
+    await insertAttempt(stack.db, { id: attemptId, taskId, llm: 'scripted', model: null, status: 'running', branchPrefix: 'armada', baseBranch: 'main', options: {}, description: '' });
+    const ids = ['proc-enc-a', 'proc-enc-b'];
+    for (const id of ids) await insertProcess(stack.db, { id, attemptId, taskId, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
+    const ts = '2026-11-24T04:20:00.123Z';
+    const tricky: LogEntry[] = [
+      { level: 'info', message: 'plain', timestamp: ts, source: 'stdout' },
+      { level: 'warn', message: 'NULL', raw: 'NULL', timestamp: ts, source: 'stderr' },
+      { level: 'error', message: 'parsed', raw: '{"type":"raw json","x":[1,2]}', metadata: { tool: 'bash', n: 3, nested: { ok: true } }, timestamp: ts, source: 'stdout' },
+      { level: 'debug', message: 'empty raw', raw: '', metadata: {}, timestamp: ts, source: 'armada' },
+      { level: 'info', message: 'quotes " and \\ backslash, {braces}, commas, \t tab and ✓ 😀', timestamp: ts, source: 'setup' },
+      { level: 'info', message: '', timestamp: ts, source: 'stdout' },
+    ];
+    // two processes in one statement, then one more line through the single-process insert
+    await appendLogsOfProcesses(stack.db, [
+      { processId: 'proc-enc-a', attemptId, entries: tricky },
+      { processId: 'proc-enc-b', attemptId, entries: tricky.slice(0, 2) },
+    ]);
+    expect(await appendLogs(stack.db, 'proc-enc-b', attemptId, [tricky[2] as LogEntry])).toBe(3);
+    const a = await readLogs(stack.db, { processIds: ['proc-enc-a'] });
+    expect(a.map((r) => [r.seq, r.level, r.message, r.raw, r.metadata, r.source, r.ts.toISOString(), r.attempt_id])).toEqual(
+      tricky.map((e, i) => [i + 1, e.level, e.message, e.raw ?? e.message, e.metadata ?? {}, e.source, ts, attemptId]),
+    );
+    const b = await readLogs(stack.db, { processIds: ['proc-enc-b'] });
+    expect(b.map((r) => [r.seq, r.message, r.raw, r.metadata])).toEqual([
+      [1, 'plain', 'plain', {}],
+      [2, 'NULL', 'NULL', {}],
+      [3, 'parsed', '{"type":"raw json","x":[1,2]}', { tool: 'bash', n: 3, nested: { ok: true } }],
+    ]);
+  });
 
   test("running agents' live state: one update for all of a worker's processes; a run's end settles what is queued for it", async () => {
     const p = await h.project();

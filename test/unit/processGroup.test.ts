@@ -69,6 +69,66 @@ describe('launchGroupProcess and the launcher', () => {
     expect(lines).toEqual([String(launcherPid())]);
   });
 
+  test('output of many chatty groups at once (sent in batches) arrives whole, in order and before each exit', async () => {
+    // 20 groups each writing 300 small lines in bursts, both streams: the launcher joins what arrives in one turn
+    const script = 'for i in $(seq 1 300); do echo "out $i"; if [ $((i % 50)) -eq 0 ]; then echo "err $i" >&2; sleep 0.01; fi; done';
+    const runs = await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        const lines: string[] = [];
+        const p = await launchGroupProcess({ command: 'bash', args: ['-c', script], cwd, onLine: (s, l) => lines.push(`${s}:${l}`) });
+        const r = await p.done;
+        return { code: r.code, lines };
+      }),
+    );
+    for (const r of runs) {
+      expect(r.code).toBe(0);
+      expect(r.lines.filter((l) => l.startsWith('stdout:'))).toEqual(Array.from({ length: 300 }, (_, i) => `stdout:out ${i + 1}`));
+      expect(r.lines.filter((l) => l.startsWith('stderr:'))).toEqual(Array.from({ length: 6 }, (_, i) => `stderr:err ${(i + 1) * 50}`));
+    }
+  });
+
+  test("the group's output pipes are read here, not copied through the launcher, and nothing written before the hand-over is lost", async () => {
+    const fs = require('node:fs') as typeof import('node:fs');
+    const pipesOf = (pid: number) =>
+      new Set(
+        fs
+          .readdirSync(`/proc/${pid}/fd`)
+          .map((fd) => {
+            try {
+              return fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+            } catch {
+              return '';
+            }
+          })
+          .filter((l) => /^(pipe|socket):/.test(l)),
+      );
+    const lines: string[] = [];
+    const p = await launchGroupProcess({ command: 'bash', args: ['-c', 'echo first'], cwd, onLine: (_s, l) => lines.push(l) });
+    await p.done;
+    expect(lines).toEqual(['first']);
+    // the read ends of 5 running groups' stdout and stderr: 10 more sockets here, none more in the launcher
+    await new Promise((r) => setTimeout(r, 100));
+    const [here, there] = [pipesOf(process.pid).size, pipesOf(launcherPid() as number).size];
+    const running = await Promise.all(Array.from({ length: 5 }, () => launchGroupProcess({ command: 'sleep', args: ['5'], cwd })));
+    await new Promise((r) => setTimeout(r, 200)); // the hand-over is a message behind the start
+    expect(pipesOf(process.pid).size - here).toBe(10);
+    expect(pipesOf(launcherPid() as number).size - there).toBe(0);
+    await Promise.all(running.map((g) => g.stop()));
+    // output written at once, before the pipes reached this process, arrives whole, in order (10 groups at a time)
+    const counts = await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        const got: string[] = [];
+        const g = await launchGroupProcess({ command: 'bash', args: ['-c', 'seq 1 50000; seq 1 500 >&2'], cwd, onLine: (s, l) => got.push(`${s}:${l}`) });
+        expect((await g.done).code).toBe(0);
+        const out = got.filter((l) => l.startsWith('stdout:'));
+        expect(out[0]).toBe('stdout:1');
+        expect(out.at(-1)).toBe('stdout:50000');
+        return [out.length, got.length - out.length];
+      }),
+    );
+    expect(counts).toEqual(Array.from({ length: 10 }, () => [50000, 500]));
+  });
+
   test('a launcher that dies under a running group kills the group and fails the run (the activity retries it)', async () => {
     const p = await launchGroupProcess({ command: 'bash', args: ['-c', 'sleep 60 & sleep 60; wait'], cwd });
     await new Promise((r) => setTimeout(r, 200));
