@@ -5,6 +5,7 @@
 import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../lib/config';
 import { setCloneResult } from '../lib/db/projects';
+import type { EventListener } from '../lib/events/listener';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
 import type { WorkerIdentity } from '../lib/workerIdentity';
@@ -31,6 +32,11 @@ export interface ActivityDeps {
   worker: WorkerIdentity;
   /** This worker's cap on concurrent agent processes (`--max-agents`); undefined = only activity slots bound it. */
   agentSlots?: Slots;
+  /**
+   * The worker's LISTEN connection (watch channels and barrier only): the scheduler's definition cache is invalidated
+   * through it. Without it beginRun reads PostgreSQL every time.
+   */
+  events?: EventListener;
   /** Test-only failure points after side effects (lib/faults.ts); never set in production. */
   faults?: Faults;
 }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Pool } from 'pg';
 import { createActivities } from '../activities';
+import { createEventListener } from '../lib/events/listener';
 import type { ArmadaConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
@@ -83,6 +84,9 @@ export interface RunningWorkers {
 /** Agent runs one worker takes at once when `--max-agents` is not set (docs/operations.md, "Sizing a worker"). */
 export const DEFAULT_AGENT_RUNS = 250;
 
+/** How a worker's LISTEN connection shows in pg_stat_activity. */
+export const WORKER_LISTENER_APPLICATION_NAME = 'armada-worker-listener';
+
 export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers> {
   const connection = await NativeConnection.connect({ address: opts.address });
   // workflows start with and upsert Armada's search attributes: without them every workflow task would fail
@@ -92,7 +96,21 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   });
   const worker = workerIdentity(opts.identity);
   const workflowBundle = opts.workflowBundle ?? (await loadWorkflowBundle());
-  const activities = createActivities({ db: opts.db, config: opts.config, logger: opts.logger, metrics: opts.metrics, worker, agentSlots: opts.maxAgents ? createSlots(opts.maxAgents) : undefined, faults: opts.faults });
+  // one LISTEN connection (no domain events: watch channels and barriers only) for the scheduler's definition cache
+  const connectionString = opts.db.options.connectionString;
+  const events = connectionString
+    ? await createEventListener(connectionString, opts.db, opts.logger, { events: false, applicationName: WORKER_LISTENER_APPLICATION_NAME })
+    : undefined;
+  const activities = createActivities({
+    db: opts.db,
+    config: opts.config,
+    logger: opts.logger,
+    metrics: opts.metrics,
+    worker,
+    agentSlots: opts.maxAgents ? createSlots(opts.maxAgents) : undefined,
+    faults: opts.faults,
+    events,
+  });
   const shared = opts.config.temporal.taskQueue;
   const queues = opts.taskQueues?.length ? opts.taskQueues : [shared, hostQueue(shared)];
   const concurrency = opts.concurrency ?? 20;
@@ -112,7 +130,10 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
         identity: worker.identity,
       }),
     ),
-  );
+  ).catch(async (err) => {
+    await events?.close();
+    throw err;
+  });
   const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);
   // host-local housekeeping: worktrees of deleted attempts on this host's disk (docs/attempts.md#orphaned-worktrees)
   const janitor = startWorktreeJanitor(
@@ -130,6 +151,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
         await janitor.stop(); // finishes the entry in hand, starts no other
         await done.catch((err) => opts.logger.warn({ err }, 'worker stopped with an error'));
         await connection.close();
+        await events?.close();
       })();
       return stopping;
     },

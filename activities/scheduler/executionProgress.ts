@@ -17,7 +17,8 @@ import {
 } from '../../lib/db/schedulerExecutions';
 import { withTransaction } from '../../lib/db/pool';
 import { getSchedule, markScheduleRan } from '../../lib/db/schedulerSchedules';
-import { getWorkflow, getWorkflowForRun, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
+import { SCHEDULER_DEFINITIONS_CHANNEL, getWorkflow, getWorkflowForRun, type RunDefinition, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
+import { createInvalidatingCache } from '../../lib/events/invalidatingCache';
 import { resolveKeys } from '../../lib/keys';
 import { schedulerMetrics, type SchedulerMetrics } from '../../lib/scheduler/metrics';
 import { actionScheduledAt } from '../../lib/scheduler/temporalSchedules';
@@ -64,8 +65,29 @@ export const BEGIN_RUN_ATTEMPTS = 3;
 const ACTION_LOOKUP_TRIES = 10;
 const ACTION_LOOKUP_PAUSE_MS = 200;
 
+/** Workflows whose definition the worker keeps (least recently started first out). */
+const DEFINITION_CACHE_ENTRIES = 1000;
+
 export function createExecutionProgressActivities(deps: ActivityDeps) {
   const metrics = schedulerMetrics(deps.metrics);
+
+  /**
+   * The definition a run starts from (docs/scheduler.md#definition-cache): from the worker's cache when it is current,
+   * else from PostgreSQL. Current means: a barrier round trip on the worker's LISTEN connection has delivered the
+   * NOTIFY of every change committed before this call (migration 085's triggers), and every such NOTIFY dropped the
+   * cache; while that connection is down every read goes to PostgreSQL. A missing workflow is never kept.
+   */
+  const definitions = deps.events
+    ? createInvalidatingCache<RunDefinition | undefined>({
+        listener: deps.events,
+        channels: [SCHEDULER_DEFINITIONS_CHANNEL],
+        maxEntries: DEFINITION_CACHE_ENTRIES,
+        keep: (def) => def !== undefined,
+        onOutcome: (outcome) => metrics.definitionCache.inc({ outcome }),
+      })
+    : undefined;
+  const definitionForRun = async (workflow: string): Promise<RunDefinition | undefined> =>
+    definitions ? (await definitions.read(workflow, () => getWorkflowForRun(deps.db, workflow))).value : getWorkflowForRun(deps.db, workflow);
 
   /** Writes the row, then its lines; false when the row's workflow (or the row) is gone. */
   async function write(e: ExecutionRecord, lines: LogLine[]): Promise<{ exists: boolean; changed: boolean }> {
@@ -174,7 +196,7 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     async beginRun(input: ExecutionStart): Promise<BegunRun | null> {
       return keepAlive(
         async () => {
-          const def = await untilAnswered('load workflow', () => getWorkflowForRun(deps.db, input.workflow));
+          const def = await untilAnswered('load workflow', () => definitionForRun(input.workflow));
           if (!def) return null; // the workflow was deleted after this start was queued
           const { states, lines, record } = firstState(input, def);
           const first = def.tasks[0];
