@@ -5,7 +5,6 @@
 import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../lib/config';
 import { setCloneResult } from '../lib/db/projects';
-import type { EventListener } from '../lib/events/listener';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
 import type { WorkerIdentity } from '../lib/workerIdentity';
@@ -20,6 +19,7 @@ import { createFollowUpActivities } from './followUps';
 import { createWebhookActivities } from './webhooks';
 import { createExecutionProgressActivities } from './scheduler/executionProgress';
 import { createSchedulerActivities } from './scheduler/schedulerActivities';
+import type { RunDefinitions } from './scheduler/runDefinitions';
 import { createAttemptActivities } from './attempts';
 
 export interface ActivityDeps {
@@ -33,10 +33,10 @@ export interface ActivityDeps {
   /** This worker's cap on concurrent agent processes (`--max-agents`); undefined = only activity slots bound it. */
   agentSlots?: Slots;
   /**
-   * The worker's LISTEN connection (watch channels and barrier only): the scheduler's definition cache is invalidated
-   * through it. Without it beginRun reads PostgreSQL every time.
+   * The worker's definitions of scheduled runs (cache and prefetch, activities/scheduler/runDefinitions.ts), shared
+   * with the worker's `scheduler` sink. Without it beginRun reads PostgreSQL every time.
    */
-  events?: EventListener;
+  runDefinitions?: RunDefinitions;
   /** Test-only failure points after side effects (lib/faults.ts); never set in production. */
   faults?: Faults;
 }

@@ -224,6 +224,10 @@ async function main(): Promise<void> {
       bareParts.wft.push(at(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) - at(EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED));
       bareParts.activity.push(receipt.at - wfStart - at(EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED));
     }
+    fs.writeFileSync('/tmp/s22-receipts.json', JSON.stringify(platform.receipts));
+    const cacheReads = ((await metrics.registry.getSingleMetric('armada_scheduler_definition_cache_total')?.get())?.values ?? [])
+      .map((v) => `${v.labels.outcome} ${v.value}`)
+      .join(', ');
     const notCompleted = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM scheduler_executions WHERE status <> 'completed' AND trigger = 'schedule'`);
     process.stdout.write(
       [
@@ -242,7 +246,7 @@ async function main(): Promise<void> {
         distribution('  wf start → platform receipt (bare share)', bareShares),
         distribution('  of which: first wft started → completed', bareParts.wft),
         distribution('  activity started → platform receipt', bareParts.activity),
-        `runs without a platform receipt: ${rows.length - armadaShares.length}; not completed at pause: ${notCompleted.rows[0]?.n ?? 0}`,
+        `runs without a platform receipt: ${rows.length - armadaShares.length}; not completed at pause: ${notCompleted.rows[0]?.n ?? 0}; definition reads (worker cache): ${cacheReads || 'none counted'}`,
         '',
       ].join('\n'),
     );

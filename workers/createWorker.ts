@@ -1,9 +1,11 @@
 /** Builds an Armada worker: the bundled workflows plus the activities, on the shared queue and this host's queue. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption } from '@temporalio/worker';
+import { NativeConnection, Worker, bundleWorkflowCode, type InjectedSinks, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Pool } from 'pg';
 import { createActivities } from '../activities';
+import { createRunDefinitions } from '../activities/scheduler/runDefinitions';
+import type { SchedulerSinks } from '../workflows/workflowRunWorkflow';
 import { createEventListener } from '../lib/events/listener';
 import type { ArmadaConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
@@ -97,10 +99,12 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   const worker = workerIdentity(opts.identity);
   const workflowBundle = opts.workflowBundle ?? (await loadWorkflowBundle());
   // one LISTEN connection (no domain events: watch channels and barriers only) for the scheduler's definition cache
+  // (activities/scheduler/runDefinitions.ts); without a connection string beginRun reads PostgreSQL every time
   const connectionString = opts.db.options.connectionString;
   const events = connectionString
     ? await createEventListener(connectionString, opts.db, opts.logger, { events: false, applicationName: WORKER_LISTENER_APPLICATION_NAME })
     : undefined;
+  const runDefinitions = createRunDefinitions({ db: opts.db, events, metrics: opts.metrics, logger: opts.logger });
   const activities = createActivities({
     db: opts.db,
     config: opts.config,
@@ -109,8 +113,12 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
     worker,
     agentSlots: opts.maxAgents ? createSlots(opts.maxAgents) : undefined,
     faults: opts.faults,
-    events,
+    runDefinitions,
   });
+  // a scheduled run's first workflow task asks for its definition here, so beginRun finds it read (never on replay)
+  const sinks: InjectedSinks<SchedulerSinks> = {
+    scheduler: { prefetchDefinition: { fn: (info, workflow) => runDefinitions.prefetch(workflow, `${info.workflowId}/${info.runId}`), callDuringReplay: false } },
+  };
   const shared = opts.config.temporal.taskQueue;
   const queues = opts.taskQueues?.length ? opts.taskQueues : [shared, hostQueue(shared)];
   const concurrency = opts.concurrency ?? 20;
@@ -125,6 +133,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
         taskQueue,
         workflowBundle,
         activities,
+        sinks,
         maxConcurrentActivityTaskExecutions: taskQueue === hostQueue(shared) ? hostSlots : concurrency,
         shutdownGraceTime: opts.shutdownGraceMs ?? 10_000,
         identity: worker.identity,

@@ -17,13 +17,13 @@ import {
 } from '../../lib/db/schedulerExecutions';
 import { withTransaction } from '../../lib/db/pool';
 import { getSchedule, markScheduleRan } from '../../lib/db/schedulerSchedules';
-import { SCHEDULER_DEFINITIONS_CHANNEL, getWorkflow, getWorkflowForRun, type RunDefinition, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
-import { createInvalidatingCache } from '../../lib/events/invalidatingCache';
+import { getWorkflow, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { resolveKeys } from '../../lib/keys';
 import { schedulerMetrics, type SchedulerMetrics } from '../../lib/scheduler/metrics';
 import { actionScheduledAt } from '../../lib/scheduler/temporalSchedules';
 import type { ActivityDeps } from '../index';
 import { keepAlive } from '../keepAlive';
+import { createRunDefinitions } from './runDefinitions';
 import { countFinish, runFlowTask, type TaskRunResult } from './schedulerActivities';
 
 /** What the workflow knows when it starts: the row's identity and times. */
@@ -65,29 +65,10 @@ export const BEGIN_RUN_ATTEMPTS = 3;
 const ACTION_LOOKUP_TRIES = 10;
 const ACTION_LOOKUP_PAUSE_MS = 200;
 
-/** Workflows whose definition the worker keeps (least recently started first out). */
-const DEFINITION_CACHE_ENTRIES = 1000;
-
 export function createExecutionProgressActivities(deps: ActivityDeps) {
   const metrics = schedulerMetrics(deps.metrics);
 
-  /**
-   * The definition a run starts from (docs/scheduler.md#definition-cache): from the worker's cache when it is current,
-   * else from PostgreSQL. Current means: a barrier round trip on the worker's LISTEN connection has delivered the
-   * NOTIFY of every change committed before this call (migration 085's triggers), and every such NOTIFY dropped the
-   * cache; while that connection is down every read goes to PostgreSQL. A missing workflow is never kept.
-   */
-  const definitions = deps.events
-    ? createInvalidatingCache<RunDefinition | undefined>({
-        listener: deps.events,
-        channels: [SCHEDULER_DEFINITIONS_CHANNEL],
-        maxEntries: DEFINITION_CACHE_ENTRIES,
-        keep: (def) => def !== undefined,
-        onOutcome: (outcome) => metrics.definitionCache.inc({ outcome }),
-      })
-    : undefined;
-  const definitionForRun = async (workflow: string): Promise<RunDefinition | undefined> =>
-    definitions ? (await definitions.read(workflow, () => getWorkflowForRun(deps.db, workflow))).value : getWorkflowForRun(deps.db, workflow);
+  const definitions = deps.runDefinitions ?? createRunDefinitions({ db: deps.db, metrics: deps.metrics, logger: deps.logger });
 
   /** Writes the row, then its lines; false when the row's workflow (or the row) is gone. */
   async function write(e: ExecutionRecord, lines: LogLine[]): Promise<{ exists: boolean; changed: boolean }> {
@@ -182,7 +163,8 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     },
 
     /**
-     * The run's start as one activity (lean-run-v2): loads the definition with the first task's source (one query),
+     * The run's start as one activity (lean-run-v2): takes the definition with the first task's source (prefetched
+     * by its workflow task, from the worker's cache or one query: activities/scheduler/runDefinitions.ts),
      * writes the row with its first task running and the first log lines and, when that task is a flow, sends its run
      * request at once, while the row is written, and returns the answer. A script is left to the workflow (runScript:
      * one attempt, never run twice). null = the workflow was deleted.
@@ -196,11 +178,14 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     async beginRun(input: ExecutionStart): Promise<BegunRun | null> {
       return keepAlive(
         async () => {
-          const def = await untilAnswered('load workflow', () => definitionForRun(input.workflow));
+          const { attempt, workflowExecution } = Context.current().info;
+          // the first attempt takes the read its workflow task prefetched (activities/scheduler/runDefinitions.ts)
+          const prefetched = attempt === 1 && workflowExecution ? definitions.take(`${workflowExecution.workflowId}/${workflowExecution.runId}`) : undefined;
+          const readNow = () => untilAnswered('load workflow', () => definitions.read(input.workflow));
+          const def = await (prefetched ? prefetched.catch(readNow) : readNow());
           if (!def) return null; // the workflow was deleted after this start was queued
           const { states, lines, record } = firstState(input, def);
           const first = def.tasks[0];
-          const { attempt } = Context.current().info;
           const writing = untilAnswered('write execution', () => write(record, lines));
           // counted on the first attempt only: a retry (platform unreachable) rewrites the same start
           const started = writing.then((w) => (w.exists ? untilAnswered('after start', () => afterStart(input, def, w.changed && attempt === 1)) : undefined));
