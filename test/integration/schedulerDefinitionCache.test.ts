@@ -156,7 +156,7 @@ describe('definition cache of scheduled runs', () => {
     expect(created.statusCode).toBe(201);
     await run();
     await run(); // cached
-    const { rows } = await stack.db.query(`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1`, [WORKER_LISTENER_APPLICATION_NAME]);
+    const { rows } = await stack.db.query(`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()`, [WORKER_LISTENER_APPLICATION_NAME]);
     expect(rows.length).toBeGreaterThan(0);
     await stack.db.query(`UPDATE scheduler_workflows SET tasks = jsonb_set(tasks, '{0,input}', '"edited while deaf"') WHERE name = $1`, [WORKFLOW]);
     expect((await run()).status).toBe('completed');
