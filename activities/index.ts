@@ -19,6 +19,7 @@ import { createFollowUpActivities } from './followUps';
 import { createWebhookActivities } from './webhooks';
 import { createExecutionProgressActivities } from './scheduler/executionProgress';
 import { createSchedulerActivities } from './scheduler/schedulerActivities';
+import type { RunDefinitions } from './scheduler/runDefinitions';
 import { createAttemptActivities } from './attempts';
 
 export interface ActivityDeps {
@@ -31,6 +32,11 @@ export interface ActivityDeps {
   worker: WorkerIdentity;
   /** This worker's cap on concurrent agent processes (`--max-agents`); undefined = only activity slots bound it. */
   agentSlots?: Slots;
+  /**
+   * The worker's definitions of scheduled runs (cache and prefetch, activities/scheduler/runDefinitions.ts), shared
+   * with the worker's `scheduler` sink. Without it beginRun reads PostgreSQL every time.
+   */
+  runDefinitions?: RunDefinitions;
   /** Test-only failure points after side effects (lib/faults.ts); never set in production. */
   faults?: Faults;
 }

@@ -211,7 +211,7 @@ async function main(): Promise<void> {
     // the bare baseline's runs: workflow id `bare-<nominal time>`, started by the schedule
     const bareLags: number[] = [];
     const bareShares: number[] = [];
-    const bareParts = { wft: [] as number[], activity: [] as number[] };
+    const bareParts = { wftStart: [] as number[], wft: [] as number[], dispatch: [] as number[], activity: [] as number[] };
     for await (const w of client.workflow.list({ query: `TemporalScheduledById = '${BARE_SCHEDULE}' AND ExecutionStatus = 'Completed'` })) {
       const nominal = Date.parse(w.workflowId.slice('bare-'.length));
       const wfStart = w.startTime.getTime();
@@ -221,9 +221,15 @@ async function main(): Promise<void> {
       bareShares.push(receipt.at - wfStart);
       const events = (await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory()).events ?? [];
       const at = (type: number) => eventMs(events.find((e) => e.eventType === type)?.eventTime) - wfStart;
+      bareParts.wftStart.push(at(EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED));
       bareParts.wft.push(at(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) - at(EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED));
+      bareParts.dispatch.push(at(EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED) - at(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED));
       bareParts.activity.push(receipt.at - wfStart - at(EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED));
     }
+    fs.writeFileSync('/tmp/s22-receipts.json', JSON.stringify(platform.receipts));
+    const cacheReads = ((await metrics.registry.getSingleMetric('armada_scheduler_definition_cache_total')?.get())?.values ?? [])
+      .map((v) => `${v.labels.outcome} ${v.value}`)
+      .join(', ');
     const notCompleted = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM scheduler_executions WHERE status <> 'completed' AND trigger = 'schedule'`);
     process.stdout.write(
       [
@@ -240,9 +246,11 @@ async function main(): Promise<void> {
         `bare Temporal baseline (${BARE_SCHEDULE} on ${bareCron}: workflow → one activity → the same request), same server, same run:`,
         distribution('  its schedule start lag', bareLags),
         distribution('  wf start → platform receipt (bare share)', bareShares),
-        distribution('  of which: first wft started → completed', bareParts.wft),
+        distribution('  of which: wf start → first wft started', bareParts.wftStart),
+        distribution('  first wft started → completed', bareParts.wft),
+        distribution('  wft completed → activity started', bareParts.dispatch),
         distribution('  activity started → platform receipt', bareParts.activity),
-        `runs without a platform receipt: ${rows.length - armadaShares.length}; not completed at pause: ${notCompleted.rows[0]?.n ?? 0}`,
+        `runs without a platform receipt: ${rows.length - armadaShares.length}; not completed at pause: ${notCompleted.rows[0]?.n ?? 0}; definition reads (worker cache): ${cacheReads || 'none counted'}`,
         '',
       ].join('\n'),
     );

@@ -1,9 +1,12 @@
 /** Builds an Armada worker: the bundled workflows plus the activities, on the shared queue and this host's queue. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption } from '@temporalio/worker';
+import { NativeConnection, Worker, bundleWorkflowCode, type InjectedSinks, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Pool } from 'pg';
 import { createActivities } from '../activities';
+import { createRunDefinitions } from '../activities/scheduler/runDefinitions';
+import type { SchedulerSinks } from '../workflows/workflowRunWorkflow';
+import { createEventListener } from '../lib/events/listener';
 import type { ArmadaConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
@@ -83,6 +86,9 @@ export interface RunningWorkers {
 /** Agent runs one worker takes at once when `--max-agents` is not set (docs/operations.md, "Sizing a worker"). */
 export const DEFAULT_AGENT_RUNS = 250;
 
+/** How a worker's LISTEN connection shows in pg_stat_activity. */
+export const WORKER_LISTENER_APPLICATION_NAME = 'armada-worker-listener';
+
 export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers> {
   const connection = await NativeConnection.connect({ address: opts.address });
   // workflows start with and upsert Armada's search attributes: without them every workflow task would fail
@@ -92,7 +98,27 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   });
   const worker = workerIdentity(opts.identity);
   const workflowBundle = opts.workflowBundle ?? (await loadWorkflowBundle());
-  const activities = createActivities({ db: opts.db, config: opts.config, logger: opts.logger, metrics: opts.metrics, worker, agentSlots: opts.maxAgents ? createSlots(opts.maxAgents) : undefined, faults: opts.faults });
+  // one LISTEN connection (no domain events: watch channels and barriers only) for the scheduler's definition cache
+  // (activities/scheduler/runDefinitions.ts); without a connection string beginRun reads PostgreSQL every time
+  const connectionString = opts.db.options.connectionString;
+  const events = connectionString
+    ? await createEventListener(connectionString, opts.db, opts.logger, { events: false, applicationName: WORKER_LISTENER_APPLICATION_NAME })
+    : undefined;
+  const runDefinitions = createRunDefinitions({ db: opts.db, events, metrics: opts.metrics, logger: opts.logger });
+  const activities = createActivities({
+    db: opts.db,
+    config: opts.config,
+    logger: opts.logger,
+    metrics: opts.metrics,
+    worker,
+    agentSlots: opts.maxAgents ? createSlots(opts.maxAgents) : undefined,
+    faults: opts.faults,
+    runDefinitions,
+  });
+  // a scheduled run's first workflow task asks for its definition here, so beginRun finds it read (never on replay)
+  const sinks: InjectedSinks<SchedulerSinks> = {
+    scheduler: { prefetchDefinition: { fn: (info, workflow) => runDefinitions.prefetch(workflow, `${info.workflowId}/${info.runId}`), callDuringReplay: false } },
+  };
   const shared = opts.config.temporal.taskQueue;
   const queues = opts.taskQueues?.length ? opts.taskQueues : [shared, hostQueue(shared)];
   const concurrency = opts.concurrency ?? 20;
@@ -107,12 +133,16 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
         taskQueue,
         workflowBundle,
         activities,
+        sinks,
         maxConcurrentActivityTaskExecutions: taskQueue === hostQueue(shared) ? hostSlots : concurrency,
         shutdownGraceTime: opts.shutdownGraceMs ?? 10_000,
         identity: worker.identity,
       }),
     ),
-  );
+  ).catch(async (err) => {
+    await events?.close();
+    throw err;
+  });
   const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);
   // host-local housekeeping: worktrees of deleted attempts on this host's disk (docs/attempts.md#orphaned-worktrees)
   const janitor = startWorktreeJanitor(
@@ -130,6 +160,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
         await janitor.stop(); // finishes the entry in hand, starts no other
         await done.catch((err) => opts.logger.warn({ err }, 'worker stopped with an error'));
         await connection.close();
+        await events?.close();
       })();
       return stopping;
     },

@@ -9,7 +9,7 @@
  * run workflowRunV1. A failed execution fails the Temporal workflow too (ApplicationFailure `ScheduledRunFailed`, not
  * retried), after its row and logs are written, so Temporal's UI and metrics see it.
  */
-import { ApplicationFailure, CancellationScope, isCancellation, patched, proxyLocalActivities, uuid4, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, isCancellation, patched, proxyLocalActivities, proxySinks, uuid4, workflowInfo, type Sinks } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { ExecutionStatus, LogLine, TaskRunState } from '../lib/db/schedulerExecutions';
 import type { WorkflowTask } from '../lib/db/schedulerWorkflows';
@@ -30,6 +30,16 @@ const { startExecution, recordProgress, loadRunState } = proxyLocalActivities<Ac
 });
 
 const now = (): string => new Date(Date.now()).toISOString();
+
+/**
+ * The worker's side of a run (workers/createWorker.ts): `prefetchDefinition` starts reading the run's definition
+ * while Temporal completes the first workflow task, so beginRun finds it read (activities/scheduler/runDefinitions.ts).
+ * A sink call is no command and is not made on replay, so histories are unchanged.
+ */
+export interface SchedulerSinks extends Sinks {
+  scheduler: { prefetchDefinition(workflow: string): void };
+}
+const { scheduler } = proxySinks<SchedulerSinks>();
 
 export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<string> {
   if (!patched('lean-run')) return workflowRunV1(input);
@@ -55,8 +65,10 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
   let firstResult: TaskRunResult | null = null;
   /** false until a lean-run-v2 run's beginRun returned: till then the task states are not known here */
   let begun = true;
-  if (patched('lean-run-v2')) begun = false;
-  else {
+  if (patched('lean-run-v2')) {
+    begun = false;
+    scheduler.prefetchDefinition(input.workflow);
+  } else {
     const started = await startExecution(start);
     if (!started) return 'deleted';
     ({ tasks: defs, states, logLines: logSeq } = started);

@@ -17,12 +17,13 @@ import {
 } from '../../lib/db/schedulerExecutions';
 import { withTransaction } from '../../lib/db/pool';
 import { getSchedule, markScheduleRan } from '../../lib/db/schedulerSchedules';
-import { getWorkflow, getWorkflowForRun, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
+import { getWorkflow, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { resolveKeys } from '../../lib/keys';
 import { schedulerMetrics, type SchedulerMetrics } from '../../lib/scheduler/metrics';
 import { actionScheduledAt } from '../../lib/scheduler/temporalSchedules';
 import type { ActivityDeps } from '../index';
 import { keepAlive } from '../keepAlive';
+import { createRunDefinitions } from './runDefinitions';
 import { countFinish, runFlowTask, type TaskRunResult } from './schedulerActivities';
 
 /** What the workflow knows when it starts: the row's identity and times. */
@@ -66,6 +67,8 @@ const ACTION_LOOKUP_PAUSE_MS = 200;
 
 export function createExecutionProgressActivities(deps: ActivityDeps) {
   const metrics = schedulerMetrics(deps.metrics);
+
+  const definitions = deps.runDefinitions ?? createRunDefinitions({ db: deps.db, metrics: deps.metrics, logger: deps.logger });
 
   /** Writes the row, then its lines; false when the row's workflow (or the row) is gone. */
   async function write(e: ExecutionRecord, lines: LogLine[]): Promise<{ exists: boolean; changed: boolean }> {
@@ -160,7 +163,8 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     },
 
     /**
-     * The run's start as one activity (lean-run-v2): loads the definition with the first task's source (one query),
+     * The run's start as one activity (lean-run-v2): takes the definition with the first task's source (prefetched
+     * by its workflow task, from the worker's cache or one query: activities/scheduler/runDefinitions.ts),
      * writes the row with its first task running and the first log lines and, when that task is a flow, sends its run
      * request at once, while the row is written, and returns the answer. A script is left to the workflow (runScript:
      * one attempt, never run twice). null = the workflow was deleted.
@@ -174,11 +178,14 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     async beginRun(input: ExecutionStart): Promise<BegunRun | null> {
       return keepAlive(
         async () => {
-          const def = await untilAnswered('load workflow', () => getWorkflowForRun(deps.db, input.workflow));
+          const { attempt, workflowExecution } = Context.current().info;
+          // the first attempt takes the read its workflow task prefetched (activities/scheduler/runDefinitions.ts)
+          const prefetched = attempt === 1 && workflowExecution ? definitions.take(`${workflowExecution.workflowId}/${workflowExecution.runId}`) : undefined;
+          const readNow = () => untilAnswered('load workflow', () => definitions.read(input.workflow));
+          const def = await (prefetched ? prefetched.catch(readNow) : readNow());
           if (!def) return null; // the workflow was deleted after this start was queued
           const { states, lines, record } = firstState(input, def);
           const first = def.tasks[0];
-          const { attempt } = Context.current().info;
           const writing = untilAnswered('write execution', () => write(record, lines));
           // counted on the first attempt only: a retry (platform unreachable) rewrites the same start
           const started = writing.then((w) => (w.exists ? untilAnswered('after start', () => afterStart(input, def, w.changed && attempt === 1)) : undefined));

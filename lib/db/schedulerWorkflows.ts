@@ -82,12 +82,17 @@ export async function getWorkflow(db: Queryable, name: string): Promise<Workflow
   return rows[0];
 }
 
+/** NOTIFY channel of every change to what getWorkflowForRun reads (migration 085): the worker's definition cache. */
+export const SCHEDULER_DEFINITIONS_CHANNEL = 'armada_scheduler_definitions';
+
+export type RunDefinition = WorkflowRow & { first_source: RunSource | null };
+
 /**
  * A workflow as a run starts it, with the source of its first task when that is a flow (null otherwise, or when the
  * source is gone): one round trip before the run's request can leave.
  */
-export async function getWorkflowForRun(db: Queryable, name: string): Promise<(WorkflowRow & { first_source: RunSource | null }) | undefined> {
-  const { rows } = await db.query<WorkflowRow & { first_source: RunSource | null }>(
+export async function getWorkflowForRun(db: Queryable, name: string): Promise<RunDefinition | undefined> {
+  const { rows } = await db.query<RunDefinition>(
     `SELECT x.*, (SELECT json_build_object('id', s.id, 'name', s.name, 'source_type', s.source_type, 'url', s.url, 'api_key_sealed', s.api_key_sealed, 'status', s.status)
                     FROM scheduler_sources s WHERE x.tasks->0->>'type' = 'flow' AND s.id::text = x.tasks->0->>'source') AS first_source
        FROM (${WORKFLOW_SELECT} WHERE w.name = $1) x`,

@@ -38,10 +38,15 @@ export interface EventListener {
   close(): Promise<void>;
 }
 
-export async function createEventListener(connectionString: string, db: Pool, logger: Logger): Promise<EventListener> {
+/**
+ * `events: false`: a listener for `watch` channels and `barrier` only (a worker's caches), which does not LISTEN on
+ * the events channel, so the process neither receives nor catches up on domain events; `subscribe` then hears nothing.
+ */
+export async function createEventListener(connectionString: string, db: Pool, logger: Logger, opts: { events?: boolean; applicationName?: string } = {}): Promise<EventListener> {
   const log = logger.child({ component: 'events' });
+  const withEvents = opts.events ?? true;
   const subscribers = new Set<{ topics: Set<string>; handler: EventHandler }>();
-  let last = await latestEventSeq(db);
+  let last = withEvents ? await latestEventSeq(db) : 0;
   let client: Client | undefined;
   let closed = false;
   let retryTimer: NodeJS.Timeout | undefined;
@@ -102,7 +107,7 @@ export async function createEventListener(connectionString: string, db: Pool, lo
 
   const connect = async (): Promise<void> => {
     if (closed) return;
-    const c = new Client({ connectionString, application_name: LISTENER_APPLICATION_NAME, keepAlive: true });
+    const c = new Client({ connectionString, application_name: opts.applicationName ?? LISTENER_APPLICATION_NAME, keepAlive: true });
     c.on('error', (err) => {
       log.warn({ err: { message: err.message } }, 'event listener connection lost; reconnecting');
       scheduleReconnect(c);
@@ -120,7 +125,7 @@ export async function createEventListener(connectionString: string, db: Pool, lo
     });
     try {
       await c.connect();
-      await c.query(`LISTEN ${EVENTS_CHANNEL}`);
+      if (withEvents) await c.query(`LISTEN ${EVENTS_CHANNEL}`);
       client = c;
       heard = new Set();
       for (const channel of [...watchers.keys()]) {
@@ -129,7 +134,7 @@ export async function createEventListener(connectionString: string, db: Pool, lo
         heard.add(channel);
       }
       tellAllWatchers(); // whatever was committed while we were not listening went unnoticed
-      onSeq(Number.MAX_SAFE_INTEGER); // catch up on whatever was committed while we were not listening
+      if (withEvents) onSeq(Number.MAX_SAFE_INTEGER); // catch up on whatever was committed while we were not listening
     } catch (err) {
       log.warn({ err: { message: (err as Error).message } }, 'event listener cannot connect; retrying');
       scheduleReconnect(c);

@@ -18,6 +18,12 @@ export function schedulerMetrics(m: Metrics) {
       [],
       [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
     ),
+    definitionCache: counter(
+      m.registry,
+      'armada_scheduler_definition_cache_total',
+      "Run starts (beginRun) by how the definition was read: hit (the worker's cache), miss (PostgreSQL, then kept), bypass (PostgreSQL: the cache's LISTEN connection was down)",
+      ['outcome'] as const,
+    ),
     sourceHealthy: gauge(m.registry, 'armada_scheduler_source_healthy', '1 when the source passed its last health check, 0 when it failed', ['source', 'source_type'] as const),
   };
 }

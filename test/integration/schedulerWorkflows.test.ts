@@ -12,6 +12,8 @@ let fake: FakeFlowBuilder;
 const KEY = 'test-api-key-0123456789';
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-sched-'));
 const uniq = Math.random().toString(36).slice(2, 8);
+// workflowRunWorkflow calls the worker's `scheduler` sink (never on replay): registered so the replay knows it
+const REPLAY_SINKS = { scheduler: { prefetchDefinition: { fn() {} } } };
 
 beforeAll(async () => {
   stack = await startTestStack({ services: ['scheduler'], worker: true, file: { scheduler: { healthCheckIntervalSeconds: 0 } } });
@@ -430,7 +432,7 @@ describe('scheduler workflows, schedules and executions', () => {
     });
     expect(result).toBe('deleted');
     expect((await stack.db.query('SELECT count(*)::int AS n FROM scheduler_executions WHERE workflow = $1', [`ghost-${uniq}`])).rows[0].n).toBe(0);
-    await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string } }, await client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
+    await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string }, sinks: REPLAY_SINKS }, await client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
   });
 
   test('replaying the histories of this file (completed, failed, stopped, scheduled) is deterministic', async () => {
@@ -439,7 +441,7 @@ describe('scheduler workflows, schedules and executions', () => {
     expect(rows.map((r) => r.status).sort()).toEqual(expect.arrayContaining(['completed', 'failed', 'stopped']));
     for (const r of rows) {
       const history = await client.workflow.getHandle(r.temporal_workflow_id).fetchHistory();
-      await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string } }, history, r.temporal_workflow_id);
+      await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string }, sinks: REPLAY_SINKS }, history, r.temporal_workflow_id);
       await recordHistory(stack, r.temporal_workflow_id, `workflow-run-${r.status}-${r.trigger}`);
     }
   });

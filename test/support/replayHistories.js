@@ -14,7 +14,9 @@ async function main() {
     history: temporal.api.history.v1.History.decode(Buffer.from(JSON.parse(fs.readFileSync(f, 'utf8')).historyBase64, 'base64')),
   }));
   const results = [];
-  for await (const r of Worker.runReplayHistories({ workflowBundle: { codePath: bundle } }, histories)) {
+  // workflowRunWorkflow calls the worker's `scheduler` sink (never on replay): registered so the replay knows it
+  const sinks = { scheduler: { prefetchDefinition: { fn() {} } } };
+  for await (const r of Worker.runReplayHistories({ workflowBundle: { codePath: bundle }, sinks }, histories)) {
     results.push({ workflowId: r.workflowId, error: r.error ? String(r.error.message || r.error) : null });
   }
   process.stdout.write(`${JSON.stringify(results)}\n`);
