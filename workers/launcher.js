@@ -37,7 +37,7 @@ function run(m) {
       reply({ id: m.id, code, stdout: String(stdout), stderr: String(stderr) });
     });
   } catch (err) {
-    reply({ id: m.id, code: 1, stdout: '', stderr: err && err.message ? err.message : String(err) });
+    reply({ id: m.id, code: 1, stdout: '', stderr: err?.message ? err.message : String(err) });
     return;
   }
   if (child.stdin) {
@@ -56,7 +56,7 @@ function spawnGroup(m) {
   try {
     child = spawn(m.command, m.args, { cwd: m.cwd, env: m.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
   } catch (err) {
-    emit({ id, ev: 'error', message: err && err.message ? err.message : String(err) });
+    emit({ id, ev: 'error', message: err?.message ? err.message : String(err) });
     return;
   }
   child.once('error', (err) => emit({ id, ev: 'error', message: err.message }));
