@@ -71,13 +71,19 @@ async function pickPorts(): Promise<void> {
   }
 }
 
-/** `armada start`, again on fresh ports when one picked was taken meanwhile by another test file. */
+/**
+ * `armada start`, again on fresh ports when one picked was taken meanwhile by another test file. Its output() holds
+ * the output of such failed tries too (the first try may have provisioned the CLI before its port was found taken).
+ */
 async function start(opts: { tty?: boolean } = {}) {
+  let earlier = '';
   for (let tries = 1; ; tries++) {
     try {
-      return await startArmada(env, { ...opts, timeoutMs: 600_000 });
+      const started = await startArmada(env, { ...opts, timeoutMs: 600_000 });
+      return { ...started, output: () => earlier + started.output() };
     } catch (err) {
       if (tries === 3 || !/EADDRINUSE/.test((err as Error).message)) throw err;
+      earlier += (err as { output?: string }).output ?? '';
       await pickPorts();
     }
   }

@@ -93,7 +93,7 @@ export function startArmada(env: NodeJS.ProcessEnv, opts: { tty?: boolean; timeo
     }, 100);
     child.once('exit', (code) => {
       clearInterval(timer);
-      reject(new Error(`armada start exited with ${code}: ${out.slice(-4000)}`));
+      reject(Object.assign(new Error(`armada start exited with ${code}: ${out.slice(-4000)}`), { output: out }));
     });
   });
 }
