@@ -105,6 +105,15 @@ export async function createEventListener(connectionString: string, db: Pool, lo
       .catch((err) => log.warn({ err: { message: (err as Error).message } }, 'event catch-up failed'));
   };
 
+  // Queries on the LISTEN connection go one after another: node-postgres queues a query sent while another runs, but
+  // that use is deprecated (a DeprecationWarning on the process's stderr, removed in pg 9).
+  const tails = new WeakMap<Client, Promise<unknown>>();
+  const queryOn = (c: Client, sql: string): Promise<unknown> => {
+    const next = (tails.get(c) ?? Promise.resolve()).catch(() => undefined).then(() => c.query(sql));
+    tails.set(c, next);
+    return next;
+  };
+
   const connect = async (): Promise<void> => {
     if (closed) return;
     const c = new Client({ connectionString, application_name: opts.applicationName ?? LISTENER_APPLICATION_NAME, keepAlive: true });
@@ -125,11 +134,11 @@ export async function createEventListener(connectionString: string, db: Pool, lo
     });
     try {
       await c.connect();
-      if (withEvents) await c.query(`LISTEN ${EVENTS_CHANNEL}`);
+      if (withEvents) await queryOn(c, `LISTEN ${EVENTS_CHANNEL}`);
       client = c;
       heard = new Set();
       for (const channel of [...watchers.keys()]) {
-        await c.query(`LISTEN ${channel}`);
+        await queryOn(c, `LISTEN ${channel}`);
         if (client !== c) return;
         heard.add(channel);
       }
@@ -166,7 +175,7 @@ export async function createEventListener(connectionString: string, db: Pool, lo
     const timedOut = new Promise<boolean>((resolve) => {
       timer = setTimeout(() => resolve(false), BARRIER_TIMEOUT_MS);
     });
-    const answered = c.query('SELECT 1').then(
+    const answered = queryOn(c, 'SELECT 1').then(
       () => client === c,
       () => false,
     );
@@ -210,7 +219,7 @@ export async function createEventListener(connectionString: string, db: Pool, lo
         watchers.set(channel, set);
         const c = client;
         // until this LISTEN is in place the channel is not heard: the watcher is told so once it is
-        c?.query(`LISTEN ${channel}`).then(
+        (c ? queryOn(c, `LISTEN ${channel}`) : undefined)?.then(
           () => {
             if (client !== c) return;
             heard.add(channel);

@@ -1,3 +1,4 @@
+import { Client } from 'pg';
 import { createEventListener } from '../../lib/events/listener';
 import { publishEvent, publishEvents, readEventsAfter, type StoredEvent } from '../../lib/events/publish';
 import { withTransaction } from '../../lib/db/pool';
@@ -122,5 +123,28 @@ describe('event bus (outbox + LISTEN/NOTIFY)', () => {
     await eventually(async () => seen.includes('after'), 15_000);
     expect(seen.filter((t) => t === 'while-down')).toHaveLength(1);
     await listener.close();
+  });
+
+  test('the LISTEN connection never has two queries on the wire (pg deprecates queueing them): watches and barriers at once', async () => {
+    // counts the queries sent to a pg client while another of its queries is still running (what pg warns about)
+    const proto = Client.prototype as unknown as { query: (...a: unknown[]) => unknown };
+    const original = proto.query;
+    let overlapping = 0;
+    proto.query = function (this: { _activeQuery: unknown; _queryQueue: unknown[] }, ...a: unknown[]) {
+      if (this._activeQuery || this._queryQueue.length) overlapping++;
+      return original.apply(this, a);
+    };
+    const listener = await createEventListener(database.url, database.pool, logger);
+    try {
+      const channels = ['armada_test_a', 'armada_test_b', 'armada_test_c'];
+      const unwatch = channels.map((ch) => listener.watch(ch, () => undefined));
+      expect(await Promise.all([listener.barrier(), listener.barrier(), listener.barrier()])).toEqual([true, true, true]);
+      await eventually(async () => channels.every((ch) => listener.hears(ch)), 5000, 20);
+      for (const u of unwatch) u();
+      expect(overlapping).toBe(0);
+    } finally {
+      proto.query = original;
+      await listener.close();
+    }
   });
 });
