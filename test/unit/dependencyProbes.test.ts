@@ -25,6 +25,23 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/** A TCP server on loopback that accepts connections and never answers (how a hung or overloaded server looks). */
+async function silentServer(): Promise<{ port: number; accepted(): number; close(): Promise<void> }> {
+  const sockets: net.Socket[] = [];
+  const server = net.createServer((s) => {
+    sockets.push(s);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    accepted: () => sockets.length,
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
 test('a refused connection is down at the first probe', async () => {
   const state = createDependencyState(logger);
   const probes = startDependencyProbes(state, { databaseUrl: `postgres://x:y@127.0.0.1:${await closedPort()}/db`, namespace: 'default', intervalMs: 50, timeoutMs: 500 });
@@ -36,25 +53,17 @@ test('a refused connection is down at the first probe', async () => {
 });
 
 test('a server that never answers is down only after three slow probes in a row', async () => {
-  const sockets: net.Socket[] = [];
-  let accepted = 0;
-  const silent = net.createServer((s) => {
-    accepted++;
-    sockets.push(s);
-  });
-  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
-  const { port } = silent.address() as net.AddressInfo;
+  const silent = await silentServer();
   const state = createDependencyState(logger);
-  const probes = startDependencyProbes(state, { databaseUrl: `postgres://x:y@127.0.0.1:${port}/db`, namespace: 'default', intervalMs: 20, timeoutMs: 150 });
+  const probes = startDependencyProbes(state, { databaseUrl: `postgres://x:y@127.0.0.1:${silent.port}/db`, namespace: 'default', intervalMs: 20, timeoutMs: 150 });
   try {
-    await until(() => accepted >= 2, 5000);
+    await until(() => silent.accepted() >= 2, 5000);
     expect(state.isDown('postgres')).toBe(false); // two slow probes are not an outage
     await until(() => state.isDown('postgres'), 5000);
-    expect(accepted).toBeGreaterThanOrEqual(3);
+    expect(silent.accepted()).toBeGreaterThanOrEqual(3);
   } finally {
     await probes.stop();
-    for (const s of sockets) s.destroy();
-    await new Promise((r) => silent.close(r));
+    await silent.close();
   }
 });
 
@@ -71,25 +80,17 @@ test('a failure that began before the latest sign of life is stale and does not 
 });
 
 test('a probe in flight when the server came back does not mark it down when it fails; the next probe does', async () => {
-  const sockets: net.Socket[] = [];
-  let accepted = 0;
-  const silent = net.createServer((s) => {
-    accepted++;
-    sockets.push(s);
-  });
-  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
-  const { port } = silent.address() as net.AddressInfo;
+  const silent = await silentServer();
   const state = createDependencyState(logger);
-  const probes = startDependencyProbes(state, { databaseUrl: `postgres://x:y@127.0.0.1:${port}/db`, namespace: 'default', intervalMs: 20, timeoutMs: 300, slowProbesToDown: 1 });
+  const probes = startDependencyProbes(state, { databaseUrl: `postgres://x:y@127.0.0.1:${silent.port}/db`, namespace: 'default', intervalMs: 20, timeoutMs: 300, slowProbesToDown: 1 });
   try {
-    await until(() => accepted >= 1, 5000);
+    await until(() => silent.accepted() >= 1, 5000);
     state.markUp('postgres'); // while the first probe waits for its answer
-    await until(() => accepted >= 2, 5000); // the first probe has failed by now
+    await until(() => silent.accepted() >= 2, 5000); // the first probe has failed by now
     expect(state.isDown('postgres')).toBe(false);
     await until(() => state.isDown('postgres'), 5000); // the second one began after the sign of life
   } finally {
     await probes.stop();
-    for (const s of sockets) s.destroy();
-    await new Promise((r) => silent.close(r));
+    await silent.close();
   }
 });
