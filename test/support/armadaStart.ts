@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-const { freePort } = require('./ports') as { freePort(): Promise<number> };
+const { freePort, portTakenMeanwhile } = require('./ports') as { freePort(): Promise<number>; portTakenMeanwhile(message: string): boolean };
 const BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
 
 export interface StartPorts {
@@ -75,7 +75,7 @@ export async function startArmada(home: string, extraEnv: NodeJS.ProcessEnv = {}
     try {
       return await startOnce(home, ports ?? (await pickPorts()), extraEnv);
     } catch (err) {
-      if (tries === 3 || !/EADDRINUSE/.test((err as Error).message)) throw err;
+      if (tries === 3 || !portTakenMeanwhile((err as Error).message)) throw err;
       ports = undefined;
     }
   }

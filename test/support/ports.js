@@ -1,17 +1,51 @@
 'use strict';
+const fs = require('node:fs');
 const net = require('node:net');
 
-/** A TCP port that was free a moment ago on 127.0.0.1. */
-function freePort() {
-  return new Promise((resolve, reject) => {
+/** Whether `port` can be bound on 127.0.0.1 right now (0: any port; resolves with the port bound, or 0 if taken). */
+function tryBind(port) {
+  return new Promise((resolve) => {
     const srv = net.createServer();
     srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
+    srv.once('error', () => resolve(0));
+    srv.listen(port, '127.0.0.1', () => {
+      const bound = srv.address().port;
+      srv.close(() => resolve(bound));
     });
   });
 }
 
-module.exports = { freePort };
+/** The low end of the kernel's ephemeral range (outgoing connections take their local ports from it). */
+function ephemeralLow() {
+  try {
+    return Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32768;
+  } catch {
+    return 32768;
+  }
+}
+
+/**
+ * A TCP port that was free a moment ago on 127.0.0.1, for a server a test starts a little later. Picked at random
+ * below the ephemeral range: a port from listen(0) comes from that range, where any outgoing connection of the
+ * machine's other tests (to PostgreSQL, Temporal, HTTP) can take it as its local port before the server binds it.
+ */
+async function freePort() {
+  const high = Math.min(ephemeralLow(), 65536) - 1;
+  const low = Math.max(10000, high - 15000);
+  for (let i = 0; i < 50; i++) {
+    const port = await tryBind(low + Math.floor(Math.random() * (high - low + 1)));
+    if (port) return port;
+  }
+  return tryBind(0);
+}
+
+/**
+ * Whether a server failed because a port picked by freePort was taken before it bound it (another test file got it
+ * meanwhile): Node's EADDRINUSE, Go's (the Temporal dev server) "address already in use", PostgreSQL's "could not
+ * create listen socket" / "could not create any TCP/IP sockets".
+ */
+function portTakenMeanwhile(message) {
+  return /EADDRINUSE|address already in use|could not create (any TCP\/IP sockets|listen socket)/i.test(String(message));
+}
+
+module.exports = { freePort, portTakenMeanwhile };
