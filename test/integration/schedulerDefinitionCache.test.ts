@@ -6,36 +6,28 @@
  */
 import { WORKER_LISTENER_APPLICATION_NAME } from '../../workers/createWorker';
 import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
-import { eventually, startTestStack, type TestStack } from '../support/harness';
+import { eventually, type TestStack } from '../support/harness';
+import { closeSchedulerStack, schedulerInject, startSchedulerStack } from '../support/schedulerStack';
 
 let stack: TestStack;
 let a: FakeFlowBuilder;
 let b: FakeFlowBuilder;
-const KEY = 'test-api-key-0123456789';
 const uniq = Math.random().toString(36).slice(2, 8);
 const WORKFLOW = `cached-${uniq}`;
 let sourceId: string;
 
 beforeAll(async () => {
-  stack = await startTestStack({ services: ['scheduler'], worker: true, file: { scheduler: { healthCheckIntervalSeconds: 0 } } });
+  stack = await startSchedulerStack();
   a = await startFakeFlowBuilder();
   b = await startFakeFlowBuilder();
 });
 afterAll(async () => {
-  const client = await stack.temporal.client();
-  for (const s of (await stack.db.query('SELECT temporal_id FROM scheduler_schedules')).rows) {
-    await client.schedule
-      .getHandle(s.temporal_id)
-      .delete()
-      .catch(() => undefined);
-  }
   await a.close();
   await b.close();
-  await stack.close();
+  await closeSchedulerStack(stack);
 });
 
-const inject = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) =>
-  stack.app('scheduler').inject({ method, url, payload: payload as object, headers: { 'x-api-key': KEY } });
+const inject = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) => schedulerInject(stack)(method, url, payload);
 
 interface Execution {
   status: string;

@@ -3,31 +3,23 @@
  * (`now` and a date-time in a zone), several schedules per workflow each with its own input, re-running an execution.
  */
 import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
-import { eventually, startTestStack, type TestStack } from '../support/harness';
+import { eventually, type TestStack } from '../support/harness';
+import { closeSchedulerStack, schedulerInject, startSchedulerStack } from '../support/schedulerStack';
 
 let stack: TestStack;
 let fake: FakeFlowBuilder;
-const KEY = 'test-api-key-0123456789';
 const uniq = Math.random().toString(36).slice(2, 8);
 
 beforeAll(async () => {
-  stack = await startTestStack({ services: ['scheduler'], worker: true, file: { scheduler: { healthCheckIntervalSeconds: 0 } } });
+  stack = await startSchedulerStack();
   fake = await startFakeFlowBuilder();
 });
 afterAll(async () => {
-  const client = await stack.temporal.client();
-  for (const s of (await stack.db.query('SELECT temporal_id FROM scheduler_schedules')).rows) {
-    await client.schedule
-      .getHandle(s.temporal_id)
-      .delete()
-      .catch(() => undefined);
-  }
   await fake.close();
-  await stack.close();
+  await closeSchedulerStack(stack);
 });
 
-const inject = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) =>
-  stack.app('scheduler').inject({ method, url, payload: payload as object, headers: { 'x-api-key': KEY } });
+const inject = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) => schedulerInject(stack)(method, url, payload);
 
 interface Exec {
   id: string;

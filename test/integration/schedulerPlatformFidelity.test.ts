@@ -5,17 +5,17 @@
  */
 import { startFakePlatforms, type FakePlatforms } from '../contract/fakePlatforms';
 import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
-import { eventually, startTestStack, type TestStack } from '../support/harness';
+import { eventually, type TestStack } from '../support/harness';
+import { schedulerInject, startSchedulerStack } from '../support/schedulerStack';
 
 let stack: TestStack;
 let fake: FakeFlowBuilder;
 let platforms: FakePlatforms;
-const KEY = 'test-api-key-0123456789';
 const LF_KEY = 'sk-langflow-right-key';
 const uniq = Math.random().toString(36).slice(2, 8);
 
 beforeAll(async () => {
-  stack = await startTestStack({ services: ['scheduler'], worker: true, file: { scheduler: { healthCheckIntervalSeconds: 0 } } });
+  stack = await startSchedulerStack();
   fake = await startFakeFlowBuilder();
   fake.requiredKey = LF_KEY;
   platforms = await startFakePlatforms();
@@ -26,8 +26,7 @@ afterAll(async () => {
   await stack.close();
 });
 
-const inject = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) =>
-  stack.app('scheduler').inject({ method, url, payload: payload as object, headers: { 'x-api-key': KEY } });
+const inject = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) => schedulerInject(stack)(method, url, payload);
 
 interface Execution {
   status: string;

@@ -5,35 +5,27 @@ import { Worker } from '@temporalio/worker';
 import { groupAlive } from '../../lib/process/processGroup';
 import { recordHistory } from '../support/attemptHelpers';
 import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
-import { eventually, startTestStack, type TestStack } from '../support/harness';
+import { eventually, type TestStack } from '../support/harness';
+import { closeSchedulerStack, schedulerInject, startSchedulerStack } from '../support/schedulerStack';
 
 let stack: TestStack;
 let fake: FakeFlowBuilder;
-const KEY = 'test-api-key-0123456789';
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-sched-'));
 const uniq = Math.random().toString(36).slice(2, 8);
 // workflowRunWorkflow calls the worker's `scheduler` sink (never on replay): registered so the replay knows it
 const REPLAY_SINKS = { scheduler: { prefetchDefinition: { fn() {} } } };
 
 beforeAll(async () => {
-  stack = await startTestStack({ services: ['scheduler'], worker: true, file: { scheduler: { healthCheckIntervalSeconds: 0 } } });
+  stack = await startSchedulerStack();
   fake = await startFakeFlowBuilder();
 });
 afterAll(async () => {
-  const client = await stack.temporal.client();
-  for (const s of (await stack.db.query('SELECT temporal_id FROM scheduler_schedules')).rows) {
-    await client.schedule
-      .getHandle(s.temporal_id)
-      .delete()
-      .catch(() => undefined);
-  }
   await fake.close();
-  await stack.close();
+  await closeSchedulerStack(stack);
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-const inject = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) =>
-  stack.app('scheduler').inject({ method, url, payload: payload as object, headers: { 'x-api-key': KEY } });
+const inject = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) => schedulerInject(stack)(method, url, payload);
 
 interface Exec {
   id: string;

@@ -59,6 +59,9 @@ export async function createTestDatabase(): Promise<{ url: string; pool: Pool; d
   };
 }
 
+/** The API key every service of a test config takes (ARMADA_API_KEY). */
+export const TEST_API_KEY = 'test-api-key-0123456789';
+
 /** A config in a fresh ARMADA_HOME, with a task queue of its own; `file` becomes config.json. */
 export function testConfig(file: Record<string, unknown> = {}, extraEnv: Record<string, string> = {}): ArmadaConfig {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-home-'));
@@ -68,7 +71,7 @@ export function testConfig(file: Record<string, unknown> = {}, extraEnv: Record<
     HOME: os.homedir(),
     ARMADA_HOME: home,
     ARMADA_CONFIG: configPath,
-    ARMADA_API_KEY: 'test-api-key-0123456789',
+    ARMADA_API_KEY: TEST_API_KEY,
     TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
     ARMADA_TASK_QUEUE: `test-${crypto.randomBytes(5).toString('hex')}`,
     ...extraEnv,
