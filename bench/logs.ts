@@ -330,7 +330,8 @@ async function main() {
     // follower; and emit → follower p99 per 5 s window of emit time (is the tail the start burst?)
     const toCommit: number[] = [];
     const commitToFollower: number[] = [];
-    const windows = new Map<number, number[]>();
+    /** per 5 s of emit time: emit → follower, and with --split emit → commit and commit → follower */
+    const windows = new Map<number, { total: number[]; toCommit: number[]; commitToFollower: number[] }>();
     for (const f of followers) {
       const list = notes.get(f.processId) ?? [];
       for (const [emitted, seq, at] of f.samples as [number, number, number][]) {
@@ -342,22 +343,25 @@ async function main() {
           else lo = mid + 1;
         }
         const note = list[lo];
+        const w = Math.floor((emitted - t0) / 5000) * 5;
+        let ws = windows.get(w);
+        if (!ws) windows.set(w, (ws = { total: [], toCommit: [], commitToFollower: [] }));
+        ws.total.push(at - emitted);
         if (note) {
           toCommit.push((note[1] as number) - emitted);
           commitToFollower.push(at - (note[1] as number));
+          ws.toCommit.push((note[1] as number) - emitted);
+          ws.commitToFollower.push(at - (note[1] as number));
         }
-        const w = Math.floor((emitted - t0) / 5000) * 5;
-        const ws = windows.get(w);
-        if (ws) ws.push(at - emitted);
-        else windows.set(w, [at - emitted]);
       }
     }
     toCommit.sort((a, b) => a - b);
     commitToFollower.sort((a, b) => a - b);
     const byWindow = Object.fromEntries(
-      [...windows].sort((a, b) => a[0] - b[0]).map(([w, xs]) => {
-        xs.sort((a, b) => a - b);
-        return [`${w}-${w + 5}s`, { lines: xs.length, p50: Math.round(pct(xs, 50)), p99: Math.round(pct(xs, 99)) }];
+      [...windows].sort((a, b) => a[0] - b[0]).map(([w, x]) => {
+        for (const xs of [x.total, x.toCommit, x.commitToFollower]) xs.sort((a, b) => a - b);
+        const split = flags.split ? { emitToCommitP99: Math.round(pct(x.toCommit, 99)), commitToFollowerP99: Math.round(pct(x.commitToFollower, 99)) } : {};
+        return [`${w}-${w + 5}s`, { lines: x.total.length, p50: Math.round(pct(x.total, 50)), p99: Math.round(pct(x.total, 99)), ...split }];
       }),
     );
     const fromWorker = followers.flatMap((f) => f.fromWorker).sort((a, b) => a - b);
