@@ -17,6 +17,7 @@ import { getProcess, type LogRow } from '../../lib/db/processes';
 import { notFound } from '../../lib/errors';
 import { ErrorResponses, IdParams, SEQ_MAX, SeqAfter } from '../http/schemas';
 import { openSse } from '../http/sse';
+import { textFrame, writeTextFrames } from '../http/wsTextFrames';
 import { createDiffFeeds, type DiffFeedEvent } from './attemptDiffFeed';
 import type { TaskPluginOptions } from './deps';
 import { STREAM_ROUTE } from '../http/bearerAuth';
@@ -26,34 +27,26 @@ const send = (socket: WebSocket, msg: unknown) => {
 };
 
 /**
- * A log row as a WebSocket message, encoded once: rows from the log feed's buffer are the same objects for every
- * follower of a process, so each line is serialised once per API process, not once per follower.
+ * A log row as a WebSocket frame, built once: rows from the log feed's buffer are the same objects for every
+ * follower of a process, so each line is serialised and framed once per API process, not once per follower.
  */
-const encoded = { raw: new WeakMap<LogRow, Buffer>(), normalized: new WeakMap<LogRow, Buffer>() };
-function encodeRow(kind: 'raw' | 'normalized', r: LogRow): Buffer {
-  let b = encoded[kind].get(r);
+const framed = { raw: new WeakMap<LogRow, Buffer>(), normalized: new WeakMap<LogRow, Buffer>() };
+function frameOf(kind: 'raw' | 'normalized', r: LogRow): Buffer {
+  let b = framed[kind].get(r);
   if (!b) {
-    b = Buffer.from(
-      kind === 'raw' ? `${r.raw}\n` : JSON.stringify({ level: r.level, message: r.message, timestamp: r.ts.toISOString(), source: r.source, metadata: r.metadata, seq: r.seq }),
+    b = textFrame(
+      Buffer.from(
+        kind === 'raw' ? `${r.raw}\n` : JSON.stringify({ level: r.level, message: r.message, timestamp: r.ts.toISOString(), source: r.source, metadata: r.metadata, seq: r.seq }),
+      ),
     );
-    encoded[kind].set(r, b);
+    framed[kind].set(r, b);
   }
   return b;
 }
 
-/**
- * Sends a batch of rows, one text message per row as before, with the TCP socket corked meanwhile: the frames of
- * the batch leave in one write (one syscall), not one per line.
- */
+/** Sends a batch of rows, one text message per row as before, all of them in one write (api/http/wsTextFrames.ts). */
 function sendRows(socket: WebSocket, kind: 'raw' | 'normalized', rows: LogRow[]): void {
-  if (socket.readyState !== socket.OPEN || !rows.length) return;
-  const tcp = (socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
-  tcp?.cork();
-  try {
-    for (const r of rows) socket.send(encodeRow(kind, r), { binary: false });
-  } finally {
-    tcp?.uncork();
-  }
+  if (rows.length) writeTextFrames(socket, rows.map((r) => frameOf(kind, r)));
 }
 
 /** Resume a log socket after the seq of the last line received (the normalized messages carry `seq`). */
