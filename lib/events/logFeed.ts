@@ -20,8 +20,12 @@ import type { StoredEvent } from './publish';
 export const LOGS_CHANNEL = 'armada_logs';
 /** How often the shared safety re-check runs. */
 export const SAFETY_MS = 5000;
-/** Rows kept per followed process for followers that are not behind. */
-const BUFFER_ROWS = 2000;
+/**
+ * Rows kept per followed process for followers that are not behind (2.5 s of a chatty agent's 200 lines/s; a follower
+ * further behind reads the database). 2,000 before: with 50 followed processes that kept ~100,000 rows and their
+ * frames alive, and the major GCs of that heap were the API's longest pauses in bench/logs.ts (docs/benchmarks.md).
+ */
+const BUFFER_ROWS = 500;
 /** Rows per process per read. */
 const READ_LIMIT = 1000;
 
