@@ -158,7 +158,7 @@ export async function appendLogs(db: Queryable, processId: string, attemptId: st
  */
 export async function appendLogsOfProcesses(db: Queryable, batches: { processId: string; attemptId: string; entries: LogEntry[] }[]): Promise<void> {
   if (!batches.some((b) => b.entries.length)) return;
-  await db.query(APPEND_SQL, appendParams(batches));
+  await db.query({ name: 'process_logs_append', text: APPEND_SQL, values: appendParams(batches) });
 }
 
 /**
