@@ -44,7 +44,11 @@ export async function startInfra(home: string): Promise<{ databaseUrl: string; t
       }
     });
   });
-  return { ...ready, bundle, stop: () => child.kill('SIGTERM') };
+  // a benchmark that fails (process.exit) takes its PostgreSQL and Temporal with it: left running, they would load
+  // the machine under the next benchmark
+  const stop = () => child.kill('SIGTERM');
+  process.once('exit', stop);
+  return { ...ready, bundle, stop };
 }
 
 /** Open-loop load: call i starts at i / rate seconds whatever the earlier ones do; returns each call's latency (ms). */

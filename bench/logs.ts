@@ -345,7 +345,10 @@ async function main() {
         const note = list[lo];
         const w = Math.floor((emitted - t0) / 5000) * 5;
         let ws = windows.get(w);
-        if (!ws) windows.set(w, (ws = { total: [], toCommit: [], commitToFollower: [] }));
+        if (!ws) {
+          ws = { total: [], toCommit: [], commitToFollower: [] };
+          windows.set(w, ws);
+        }
         ws.total.push(at - emitted);
         if (note) {
           toCommit.push((note[1] as number) - emitted);
