@@ -14,6 +14,7 @@ import type { Activities } from '../activities';
 import type { ExecutionStatus, LogLine, TaskRunState } from '../lib/db/schedulerExecutions';
 import type { WorkflowTask } from '../lib/db/schedulerWorkflows';
 import type { TaskRunResult } from '../activities/scheduler/schedulerActivities';
+import { RUN_PATHS } from '../lib/scheduler/runPaths';
 import type { WorkflowRunInput } from '../lib/scheduler/temporalSchedules';
 import { failureMessage } from './failureMessage';
 import { scheduleIdOfRun, scheduledTime } from './scheduledTime';
@@ -41,8 +42,16 @@ export interface SchedulerSinks extends Sinks {
 }
 const { scheduler } = proxySinks<SchedulerSinks>();
 
+/**
+ * Whether a patch is in effect: always in a run started with `paths` ≥ RUN_PATHS (its input decides, so replay takes
+ * the same branch, and no marker is recorded), else as `patched()` answers, for runs of older schedules and histories.
+ */
+function inEffect(input: WorkflowRunInput, patchId: string): boolean {
+  return (input.paths ?? 0) >= RUN_PATHS || patched(patchId);
+}
+
 export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<string> {
-  if (!patched('lean-run')) return workflowRunV1(input);
+  if (!inEffect(input, 'lean-run')) return workflowRunV1(input);
   const run = {
     id: input.executionId ?? uuid4(),
     workflow: input.workflow,
@@ -65,7 +74,7 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
   let firstResult: TaskRunResult | null = null;
   /** false until a lean-run-v2 run's beginRun returned: till then the task states are not known here */
   let begun = true;
-  if (patched('lean-run-v2')) {
+  if (inEffect(input, 'lean-run-v2')) {
     begun = false;
     scheduler.prefetchDefinition(input.workflow);
   } else {

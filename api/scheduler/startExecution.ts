@@ -9,6 +9,7 @@ import type { WorkflowRow } from '../../lib/db/schedulerWorkflows';
 import { WORKFLOW_RUN_TYPE, workflowSearchAttributes, type WorkflowRunInput } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import { temporalClient, temporalUnavailable } from './temporalAccess';
+import { RUN_PATHS } from '../../lib/scheduler/runPaths';
 
 const COULD_NOT_START = 'Could not start the execution';
 
@@ -39,6 +40,7 @@ export async function startExecution(
     startedAt,
     ...(input !== null ? { input } : {}),
     ...(opts.retryOf ? { retryOf: opts.retryOf } : {}),
+    paths: RUN_PATHS,
   };
   try {
     await client.workflow.start(WORKFLOW_RUN_TYPE, {

@@ -9,6 +9,7 @@
 import { ScheduleNotFoundError, ScheduleOverlapPolicy, isGrpcServiceError, type Client, type ScheduleSpec } from '@temporalio/client';
 import type { SearchAttributePair } from '@temporalio/common';
 import { ArmadaWorkflow } from '../temporal/searchAttributes';
+import { RUN_PATHS } from './runPaths';
 
 /** gRPC status INVALID_ARGUMENT */
 const INVALID_ARGUMENT = 3;
@@ -53,6 +54,8 @@ export interface WorkflowRunInput {
   input?: unknown;
   /** the execution a retry re-runs */
   retryOf?: string;
+  /** the code paths the run takes (RUN_PATHS, lib/scheduler/runPaths.ts); absent on runs of older schedules */
+  paths?: number;
 }
 
 const MONTHS = ['JANUARY', 'FEBRUARY', 'MARCH', 'APRIL', 'MAY', 'JUNE', 'JULY', 'AUGUST', 'SEPTEMBER', 'OCTOBER', 'NOVEMBER', 'DECEMBER'] as const;
@@ -67,7 +70,7 @@ function specOf(t: ScheduleTiming): ScheduleSpec {
 }
 
 function argsOf(t: ScheduleTarget): [WorkflowRunInput] {
-  return [{ workflow: t.workflow, trigger: 'schedule', scheduleId: t.scheduleId, ...(t.input !== null && t.input !== undefined ? { input: t.input } : {}) }];
+  return [{ workflow: t.workflow, trigger: 'schedule', scheduleId: t.scheduleId, ...(t.input !== null && t.input !== undefined ? { input: t.input } : {}), paths: RUN_PATHS }];
 }
 
 /** ArmadaWorkflow on the schedule and on every run it starts (docs/operations.md#search-attributes). */

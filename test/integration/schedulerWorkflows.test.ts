@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
+import { temporal } from '@temporalio/proto';
 import { groupAlive } from '../../lib/process/processGroup';
 import { recordHistory } from '../support/attemptHelpers';
 import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
@@ -433,6 +434,12 @@ describe('scheduler workflows, schedules and executions', () => {
     expect(rows.map((r) => r.status).sort()).toEqual(expect.arrayContaining(['completed', 'failed', 'stopped']));
     for (const r of rows) {
       const history = await client.workflow.getHandle(r.temporal_workflow_id).fetchHistory();
+      // started with run paths (lib/scheduler/runPaths.ts): the first workflow task schedules beginRun at once, with
+      // no patch marker and no TemporalChangeVersion upsert before it (later markers are local activities')
+      const { EventType } = temporal.api.enums.v1;
+      const types = (history.events ?? []).map((e) => e.eventType);
+      expect(types[types.indexOf(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) + 1]).toBe(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED);
+      expect(types).not.toContain(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES);
       await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string }, sinks: REPLAY_SINKS }, history, r.temporal_workflow_id);
       await recordHistory(stack, r.temporal_workflow_id, `workflow-run-${r.status}-${r.trigger}`);
     }
