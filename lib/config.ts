@@ -117,6 +117,8 @@ export const FileConfigSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    /** users' process groups (agents, setup and scheduler scripts): their CPU priority (lib/process/priority.ts) */
+    processes: Type.Optional(Type.Object({ nice: Type.Optional(Type.Integer({ minimum: 0, maximum: 19 })) }, { additionalProperties: false })),
     webhooks: Type.Optional(Type.Object({ timeoutMs: Type.Optional(Type.Integer({ minimum: 100 })) }, { additionalProperties: false })),
     cors: Type.Optional(Type.Object({ origins: Type.Optional(Type.Array(Type.String())) }, { additionalProperties: false })),
     scheduler: Type.Optional(

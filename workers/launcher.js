@@ -5,6 +5,23 @@
 // Plain JS with no dependencies, so it starts fast and stays small. It exits when its parent goes away; the process
 // groups it started are the parent's to stop (it knows their pids).
 const { execFile, spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+
+// A group's CPU priority, as lib/process/priority.ts sets it: the leader's nice value and its session's autogroup.
+function lowerPriority(pid, nice) {
+  if (!pid || !nice) return;
+  try {
+    os.setPriority(pid, nice);
+  } catch {
+    /* gone already, or not permitted */
+  }
+  try {
+    fs.writeFileSync(`/proc/${pid}/autogroup`, String(nice));
+  } catch {
+    /* no autogroup */
+  }
+}
 
 function reply(r) {
   if (process.connected) process.send(r);
@@ -60,6 +77,7 @@ function spawnGroup(m) {
     return;
   }
   child.once('error', (err) => emit({ id, ev: 'error', message: err.message }));
+  lowerPriority(child.pid, m.nice);
   if (child.pid) emit({ id, ev: 'spawned', pid: child.pid });
   child.stdin.on('error', () => undefined); // a process that never reads stdin
   if (typeof m.stdin === 'string') child.stdin.end(m.stdin);

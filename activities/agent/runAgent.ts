@@ -33,6 +33,7 @@ import { createGroupSampler } from './resourceSampler';
 import { createLogSink, type LogSink } from '../../lib/attempts/logSink';
 import { queueLiveState, settleLiveState } from '../../lib/attempts/liveState';
 import { processWatch } from './processWatch';
+import { groupNice } from '../../lib/process/priority';
 
 /** An attempt's output summary is cut to its last 64 KiB (like multi-agent results). */
 const SUMMARY_MAX_BYTES = 64 * 1024;
@@ -233,6 +234,7 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
     stdin: input.prompt,
     graceMs: deps.config.file.attempts?.killGraceMs ?? 2000,
     timeoutMs: input.timeoutMs,
+    nice: groupNice(deps.config),
     onLine: (stream, line) => {
       onLine(stream, line);
       sink.poke();

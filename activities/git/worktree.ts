@@ -15,6 +15,7 @@ import { keepAlive } from '../keepAlive';
 import { removeMergeMarkers } from './mergeMarkers';
 import { commitWorktree } from './commitWorktree';
 import { addWorktreeFast, readBranchCommits } from './fastWorktree';
+import { groupNice } from '../../lib/process/priority';
 
 export interface PreparedWorktree {
   worktreePath: string;
@@ -129,7 +130,7 @@ async function branchCommits(repo: string, names: string[]): Promise<Map<string,
 const SETUP_DONE_MARKER = 'armada-setup-done';
 
 /** Runs the setup script in the worktree unless a try of this activity already saw it succeed there. */
-async function runSetupOnce(deps: { db: Pool }, s: { attemptId: string; taskId: string; processId: string; worktreePath: string; script: string }): Promise<void> {
+async function runSetupOnce(deps: { db: Pool; config: ArmadaConfig }, s: { attemptId: string; taskId: string; processId: string; worktreePath: string; script: string }): Promise<void> {
   const gitDir = (await gitOrThrow(s.worktreePath, ['rev-parse', '--absolute-git-dir'])).trim();
   const marker = path.join(gitDir, SETUP_DONE_MARKER);
   if (fs.existsSync(marker)) return;
@@ -144,6 +145,7 @@ async function runSetupOnce(deps: { db: Pool }, s: { attemptId: string; taskId: 
     args: ['-c', s.script],
     cwd: s.worktreePath,
     env: childEnv({ vars: { ARMADA_WORKTREE: s.worktreePath, ARMADA_ATTEMPT_ID: s.attemptId, ARMADA_TASK_ID: s.taskId } }),
+    nice: groupNice(deps.config),
     onLine: (stream, line) => {
       n++;
       log(stream === 'stdout' ? 'info' : 'warn', line);

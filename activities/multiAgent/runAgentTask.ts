@@ -23,6 +23,7 @@ import { createFinalMessage, lastBytes } from '../agent/parsers';
 import { resolveAgentCommand } from '../../lib/agents/agentCommand';
 import { findMultiAgent, multiAgentSettings } from '../../lib/agents/agentRoster';
 import { keepAlive } from '../keepAlive';
+import { groupNice } from '../../lib/process/priority';
 
 export const RESULT_MAX_BYTES = 64 * 1024;
 const ERROR_TAIL_BYTES = 2048;
@@ -118,6 +119,7 @@ export async function runAgentTask(deps: Deps, input: { agent: string; taskId: s
           }),
           signal: ctx.cancellationSignal,
           timeoutMs: settings.taskTimeoutMs,
+          nice: groupNice(deps.config),
           onLine: (stream, line) => {
             if (stream === 'stderr') return stderr.push(line);
             stdout.push(line);

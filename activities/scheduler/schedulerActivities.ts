@@ -28,6 +28,7 @@ import { sourceTarget } from '../../lib/scheduler/sourceTarget';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import type { ActivityDeps } from '../index';
 import { keepAlive } from '../keepAlive';
+import { groupNice } from '../../lib/process/priority';
 
 /** Output kept on a task (the logs hold every line). */
 const MAX_OUTPUT = 64 * 1024;
@@ -208,6 +209,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
         signal: ctx.cancellationSignal,
         graceMs: 2000,
         timeoutMs,
+        nice: groupNice(deps.config),
         onLine: (stream, line) => {
           if (output.length <= MAX_OUTPUT) output += `${line}\n`;
           logs.add(stream === 'stderr' ? 'error' : 'info', line);

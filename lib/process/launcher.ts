@@ -51,6 +51,8 @@ export interface SpawnRequest {
   cwd: string;
   env: NodeJS.ProcessEnv;
   stdin?: string;
+  /** the group's nice value (lib/process/priority.ts) */
+  nice?: number;
 }
 
 interface OpenGroup {
@@ -269,7 +271,7 @@ export function spawnGroupInLauncher(req: SpawnRequest): Promise<LaunchedGroup> 
     reference(c);
     // handOff: the launcher sends the group's stdout and stderr pipes here, so its output is read by this process
     // directly instead of copied chunk by chunk through the launcher and the IPC channel
-    c.send({ op: 'spawn', id, command: req.command, args: req.args, cwd: req.cwd, env: req.env, stdin: req.stdin, handOff: true }, (err) => {
+    c.send({ op: 'spawn', id, command: req.command, args: req.args, cwd: req.cwd, env: req.env, stdin: req.stdin, nice: req.nice, handOff: true }, (err) => {
       if (!err || settled) return;
       groups.delete(id);
       reference(c);

@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { spawnGroupInLauncher } from './launcher';
 import { readLines } from './lines';
+import { lowerGroupPriority } from './priority';
 
 export interface GroupProcessOptions {
   command: string;
@@ -21,6 +22,8 @@ export interface GroupProcessOptions {
   graceMs?: number;
   /** Stops the group after this many ms; the result then has timedOut true. */
   timeoutMs?: number;
+  /** Lowers the group's CPU priority to this nice value (lib/process/priority.ts); absent or 0 = as this process. */
+  nice?: number;
 }
 
 export interface GroupProcessResult {
@@ -118,6 +121,7 @@ export function startGroupProcess(opts: GroupProcessOptions): GroupProcess {
     detached: true,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
+  lowerGroupPriority(child.pid, opts.nice);
   child.stdin?.on('error', () => undefined); // a process that never reads stdin
   if (opts.stdin !== undefined) child.stdin?.end(opts.stdin);
   else child.stdin?.end();
@@ -134,7 +138,7 @@ export function startGroupProcess(opts: GroupProcessOptions): GroupProcess {
  * the result's spawnError). Falls back to startGroupProcess when the launcher is off or unavailable.
  */
 export async function launchGroupProcess(opts: GroupProcessOptions): Promise<GroupProcess> {
-  const launched = spawnGroupInLauncher({ command: opts.command, args: opts.args ?? [], cwd: opts.cwd, env: opts.env ?? process.env, stdin: opts.stdin });
+  const launched = spawnGroupInLauncher({ command: opts.command, args: opts.args ?? [], cwd: opts.cwd, env: opts.env ?? process.env, stdin: opts.stdin, nice: opts.nice });
   if (!launched) return startGroupProcess(opts);
   return supervise(await launched, opts);
 }

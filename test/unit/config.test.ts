@@ -14,6 +14,9 @@ describe('config', () => {
     expect(() => parseFileConfig({ attempts: { janitorIntervalMs: -1 } }, 'c.json')).toThrow(/"attempts.janitorIntervalMs"/);
     expect(() => parseFileConfig({ attempts: { janitorIntervalMs: 2 ** 31 } }, 'c.json')).toThrow(/"attempts.janitorIntervalMs"/); // beyond setTimeout's range
     expect(parseFileConfig({ attempts: { janitorIntervalMs: 0 } }, 'c.json').attempts?.janitorIntervalMs).toBe(0);
+    expect(() => parseFileConfig({ processes: { nice: 20 } }, 'c.json')).toThrow(/"processes.nice"/); // 19 is the lowest priority
+    expect(() => parseFileConfig({ processes: { nice: -5 } }, 'c.json')).toThrow(/"processes.nice"/); // raising needs privileges
+    expect(parseFileConfig({ processes: { nice: 0 } }, 'c.json').processes?.nice).toBe(0);
     // the read cache and worktree-read keys
     expect(() => parseFileConfig({ taskReadCache: { maxEntries: 0 } }, 'c.json')).toThrow(/"taskReadCache.maxEntries"/);
     expect(() => parseFileConfig({ taskReadCache: { enabled: 'no' } }, 'c.json')).toThrow(/"taskReadCache.enabled"/);

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import os from 'node:os';
 import { launcherPid, stopLauncher } from '../../lib/process/launcher';
 import { type GroupProcess, type GroupProcessOptions, groupAlive, killProcessesUnder, launchGroupProcess, startGroupProcess } from '../../lib/process/processGroup';
@@ -22,6 +23,23 @@ describe.each([
     const r = await p.done;
     expect(r.code).toBe(3);
     expect(lines).toEqual(expect.arrayContaining(['stdout:got hello', 'stderr:oops']));
+  });
+
+  test("nice lowers the group's CPU priority: the leader's and its children's nice value, and its session's autogroup", async () => {
+    const read = async (nice?: number) => {
+      const lines: string[] = [];
+      // the priority is set right after the spawn: the script reads it a moment later
+      const script = `sleep 0.3; cut -d' ' -f19 /proc/$$/stat; bash -c 'cut -d" " -f19 /proc/$$/stat'; cat /proc/$$/autogroup 2>/dev/null || echo none`;
+      const p = await start({ command: 'bash', args: ['-c', script], cwd, nice, onLine: (_s, l) => lines.push(l) });
+      expect((await p.done).code).toBe(0);
+      return lines;
+    };
+    const [leader, child, autogroup] = await read(10);
+    expect([leader, child]).toEqual(['10', '10']);
+    if (fs.existsSync('/proc/self/autogroup')) expect(autogroup).toMatch(/ nice 10$/);
+    const [plain, , plainGroup] = await read(undefined);
+    expect(plain).toBe(String(os.getPriority()));
+    if (fs.existsSync('/proc/self/autogroup')) expect(plainGroup).toMatch(/ nice 0$/);
   });
 
   test('abort stops the whole group, grandchildren included', async () => {
