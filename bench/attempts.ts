@@ -3,8 +3,9 @@
  *  1. attempts/s end to end: POST /api/tasks/:id/start → attempt completed, with a no-op agent (`true`);
  *  2. the same-shape bare Temporal workflow (4 no-op activities) rate in the same run, and the ratio;
  *  3. p50/p99 of POST /api/tasks/:id/start at a fixed 20 req/s (autocannon), with the worker running;
- *  4. the start path alone (worker stopped) against its baseline, a bare `client.workflow.start` at the same fixed
- *     rate on the same server, in alternating rounds (BENCH_RATE_ROUNDS) so both see the same machine.
+ *  4. the start path alone (worker stopped; `armada api` in a process of its own) against its baseline, a bare
+ *     `client.workflow.start` from this process at the same fixed rate on the same server, in alternating rounds
+ *     (BENCH_RATE_ROUNDS) so both see the same machine.
  * Env: BENCH_ATTEMPTS (default 100), BENCH_CONCURRENCY (10), BENCH_RATE_SECONDS (10), BENCH_RATE_ROUNDS (3): 100 attempts
  * and 600 starts per side, so neither the rate nor the p99 (the 6th slowest start) rests on a handful of samples.
  */
@@ -24,7 +25,7 @@ import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle } from '../lib/temporal/client';
 import { sdkLogger } from '../lib/temporal/sdkLogger';
 import { startWorkers } from '../workers/createWorker';
-import { benchRepo, fixedRate, percentiles, startInfra } from './benchInfra';
+import { benchRepo, fixedRate, freePort, percentiles, spawnArmada, startInfra } from './benchInfra';
 import { cpuShare } from './cpuShare';
 
 const N = Number(process.env.BENCH_ATTEMPTS ?? 100);
@@ -143,6 +144,22 @@ async function main() {
   const withWorker = await rate();
   await new Promise((r) => setTimeout(r, 3000)); // let in-flight starts finish
   await workers.stop();
+  // the start path alone is served by `armada api` in a process of its own, as in a deployment: in this process the
+  // API's work after an answer (publishing the start's events) ran before this client could read the answer
+  const apiPort = await freePort();
+  const api = await spawnArmada(['api', '--service', 'task'], 'listening', {
+    ARMADA_HOME: home,
+    ARMADA_CONFIG: configPath,
+    DATABASE_URL: inf.databaseUrl,
+    TEMPORAL_ADDRESS: inf.temporalAddress,
+    ARMADA_TASK_QUEUE: 'bench',
+    ARMADA_TASK_PORT: String(apiPort),
+  });
+  const apiBase = `http://127.0.0.1:${apiPort}`;
+  // warm-up of the new process (its JIT, its pools' connections and their prepared statements), not measured
+  await fixedRate(5, RATE, async () => {
+    await postRaw(`${apiBase}/api/tasks/${rateTasks[next++ % rateTasks.length]}/start`, JSON.stringify({ llm: 'noop' }));
+  });
   // the start path alone vs a bare workflow start (to a queue no worker polls, as the attempts' queue now is)
   const armadaStart: number[] = [];
   const bareStart: number[] = [];
@@ -157,13 +174,14 @@ async function main() {
     bareErrors += b.errors;
     await new Promise((r) => setTimeout(r, 1000));
     const a = await fixedRate(RATE_SECONDS, RATE, async () => {
-      const status = await postRaw(`${base}/api/tasks/${rateTasks[next++ % rateTasks.length]}/start`, JSON.stringify({ llm: 'noop' }));
+      const status = await postRaw(`${apiBase}/api/tasks/${rateTasks[next++ % rateTasks.length]}/start`, JSON.stringify({ llm: 'noop' }));
       if (status !== 200) throw new Error(`status ${status}`);
     });
     armadaStart.push(...a.latencies);
     armadaErrors += a.errors;
     await new Promise((r) => setTimeout(r, 1000));
   }
+  api.child.kill('SIGTERM');
   const lat = (r: Awaited<ReturnType<typeof autocannon>>) => ({ rate: RATE, requests: r.requests.total, non2xx: r.non2xx, p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max });
   const startOnly = { rate: RATE, ...percentiles(armadaStart), errors: armadaErrors };
   const bareStartLat = { rate: RATE, ...percentiles(bareStart), errors: bareErrors };

@@ -1,5 +1,5 @@
 /** What the attempt benchmarks share: `armada infra` on free ports in a fresh home, and open-loop load with percentiles. */
-import { execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -23,6 +23,30 @@ export function benchRepo(dir: string): string {
   g('add', '-A');
   g('commit', '-qm', 'init');
   return dir;
+}
+
+/**
+ * Spawns `bin/armada <args>` (stdout JSON lines) and resolves with the line whose event is `event`; `nodeArgs` go to
+ * node (e.g. --cpu-prof). The child is stopped when this process exits.
+ */
+export function spawnArmada(args: string[], event: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<{ child: ChildProcess; ready: Record<string, unknown> }> {
+  const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, '..', 'bin', 'armada'), ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ARMADA_LOG_LEVEL: 'warn', ARMADA_LOG_FORMAT: 'json', ...env },
+  });
+  const stop = () => child.kill('SIGTERM');
+  process.once('exit', stop);
+  return new Promise((resolve, reject) => {
+    child.once('exit', (c) => reject(new Error(`armada ${args[0]} exited ${c}`)));
+    readline.createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
+      try {
+        const m = JSON.parse(l) as Record<string, unknown>;
+        if (m.event === event) resolve({ child, ready: m });
+      } catch {
+        /* a log line */
+      }
+    });
+  });
 }
 
 /** Embedded PostgreSQL and a Temporal dev server (`armada infra`), plus the prebuilt workflow bundle. */

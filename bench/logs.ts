@@ -15,15 +15,14 @@
  * Run: `node bin/armada-ts bench/logs.ts [--agents 50] [--rate 200] [--seconds 30] [--followers 100] [--profile dir] [--split]`;
  * the issue table's row: `--agents 10 --followers 10`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
 import { cpuShare } from './cpuShare';
-import { benchRepo } from './benchInfra';
+import { benchRepo, freePort, spawnArmada } from './benchInfra';
 import WebSocket from 'ws';
 
 const { values: flags } = parseArgs({
@@ -43,23 +42,11 @@ const RATE = Number(flags.rate);
 const SECONDS = Number(flags.seconds);
 const FOLLOWERS = Number(flags.followers);
 const PER_AGENT = RATE * SECONDS;
-const ARMADA = path.join(__dirname, '..', 'bin', 'armada');
 
-/** Spawns `bin/armada <args>` and resolves with the parsed JSON line whose event is `event`. */
+/** Spawns `bin/armada <args>` (benchInfra's spawnArmada), with a CPU profile of the API and the worker under --profile. */
 function armada(args: string[], event: string, env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; ready: Record<string, unknown> }> {
   const prof = flags.profile && (args[0] === 'api' || args[0] === 'worker') ? [`--cpu-prof`, `--cpu-prof-dir=${path.resolve(flags.profile)}`, `--cpu-prof-name=${args[0]}.cpuprofile`] : [];
-  const child = spawn(process.execPath, [...prof, ARMADA, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ARMADA_LOG_LEVEL: 'warn', ARMADA_LOG_FORMAT: 'json', ...env } });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (c) => reject(new Error(`armada ${args[0]} exited ${c}`)));
-    readline.createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
-      try {
-        const m = JSON.parse(l) as Record<string, unknown>;
-        if (m.event === event) resolve({ child, ready: m });
-      } catch {
-        /* a log line */
-      }
-    });
-  });
+  return spawnArmada(args, event, env, prof);
 }
 
 /** [ppid, own CPU ticks, reaped children's CPU ticks] of a pid, from /proc/<pid>/stat. */
@@ -440,16 +427,6 @@ async function main() {
     }
     for (const dir of [home, ...cleanup]) fs.rmSync(dir, { recursive: true, force: true });
   }
-}
-
-async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((r) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => r(p));
-    });
-  });
 }
 
 main().then(
