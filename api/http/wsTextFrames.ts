@@ -48,7 +48,5 @@ export function writeTextFrames(socket: WebSocket, frames: Buffer[]): void {
     return;
   }
   if (tcp.destroyed) return;
-  tcp.write(
-    frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames),
-  );
+  tcp.write(frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames));
 }
