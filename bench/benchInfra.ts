@@ -49,30 +49,23 @@ export function spawnArmada(args: string[], event: string, env: NodeJS.ProcessEn
   });
 }
 
-/** Embedded PostgreSQL and a Temporal dev server (`armada infra`), plus the prebuilt workflow bundle. */
-export async function startInfra(home: string): Promise<{ databaseUrl: string; temporalAddress: string; bundle: string; stop: () => void }> {
+/**
+ * Embedded PostgreSQL and a Temporal dev server (`armada infra`), plus the prebuilt workflow bundle. A benchmark that
+ * fails (process.exit) takes them with it (spawnArmada): left running, they would load the machine under the next one.
+ */
+export async function startInfra(home: string): Promise<{ databaseUrl: string; temporalAddress: string; bundle: string; stop: () => Promise<void> }> {
   const bundle = path.join(home, 'bundle.js');
   const args = ['infra', '--home', home, '--pg-port', String(await freePort()), '--temporal-port', String(await freePort()), '--bundle', bundle];
-  const child = spawn(process.execPath, [path.join(__dirname, '..', 'bin', 'armada'), ...args], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, ARMADA_LOG_LEVEL: 'warn', DATABASE_URL: '', TEMPORAL_ADDRESS: '' },
-  });
-  const ready = await new Promise<{ databaseUrl: string; temporalAddress: string }>((resolve, reject) => {
-    child.once('exit', (c) => reject(new Error(`armada infra exited ${c}`)));
-    readline.createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
-      try {
-        const m = JSON.parse(l);
-        if (m.event === 'ready') resolve(m);
-      } catch {
-        /* log line */
-      }
-    });
-  });
-  // a benchmark that fails (process.exit) takes its PostgreSQL and Temporal with it: left running, they would load
-  // the machine under the next benchmark
-  const stop = () => child.kill('SIGTERM');
-  process.once('exit', stop);
-  return { ...ready, bundle, stop };
+  const { child, ready } = await spawnArmada(args, 'ready', { DATABASE_URL: '', TEMPORAL_ADDRESS: '' });
+  // resolves once `armada infra` has stopped its servers and exited: a benchmark that exited right after the signal
+  // left its embedded PostgreSQL running in about half the runs
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000).unref())]);
+  };
+  return { databaseUrl: ready.databaseUrl as string, temporalAddress: ready.temporalAddress as string, bundle, stop };
 }
 
 /** Open-loop load: call i starts at i / rate seconds whatever the earlier ones do; returns each call's latency (ms). */

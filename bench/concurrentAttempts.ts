@@ -162,8 +162,7 @@ async function main() {
     for (const c of children) c.kill('SIGTERM');
     await Promise.all(children.map((c) => new Promise((r) => (c.exitCode === null && c.signalCode === null ? c.once('exit', r) : r(null)))));
     await db.end();
-    inf.stop();
-    await new Promise((r) => setTimeout(r, 5000)); // the embedded servers stop
+    await inf.stop(); // the embedded servers stop
     fs.rmSync(home, { recursive: true, force: true });
   }
   process.exit(0);
