@@ -9,6 +9,7 @@ import { resolveKeys } from '../lib/keys';
 import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle } from '../lib/temporal/client';
 import { createDependencyState, markUpOnPoolConnect, startDependencyProbes } from '../lib/runtime/dependencies';
+import { runShutdownSteps } from '../lib/runtime/shutdownSteps';
 import { startWorkers } from '../workers/createWorker';
 import type { Logger } from '../lib/logger';
 import { sdkLogger } from '../lib/temporal/sdkLogger';
@@ -53,15 +54,19 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
   let workers: Awaited<ReturnType<typeof startWorkers>> | undefined;
   let services: Awaited<ReturnType<typeof startServices>> | undefined;
   let stopping = false;
+  // each part within a limit (lib/runtime/shutdownSteps.ts): a stuck one is named and left, and the stop still ends
   const shutdown = async () => {
     stopping = true;
-    await services?.close(); // drain HTTP first: no new work accepted
-    // running activities get the grace period; a worker that cannot reach Temporal does not hold the rest up
-    await Promise.race([workers?.stop(), new Promise((r) => setTimeout(r, config.shutdownGraceMs + 5000).unref())]);
-    await probes.stop(); // the servers' own stop is not an outage
-    await temporal.close();
-    await pool.end().catch(() => undefined);
-    await infra.stop(); // last: no client is left to see PostgreSQL terminate its connection
+    await runShutdownSteps(logger, [
+      { name: 'http', limitMs: 15_000, run: () => services?.close() }, // drain HTTP first: no new work accepted
+      // running activities get the grace period; a worker that cannot reach Temporal does not hold the rest up
+      { name: 'workers', limitMs: config.shutdownGraceMs + 5000, run: () => workers?.stop() },
+      { name: 'dependency probes', limitMs: 5000, run: () => probes.stop() }, // the servers' own stop is not an outage
+      { name: 'temporal client', limitMs: 5000, run: () => temporal.close() },
+      { name: 'postgres pool', limitMs: 5000, run: () => pool.end() },
+      // last: no client is left to see PostgreSQL terminate its connection; each server gets SIGKILL after its grace
+      { name: 'postgres and temporal', limitMs: 30_000, run: () => infra.stop() },
+    ]);
   };
   try {
     const applied = await migrate(pool);

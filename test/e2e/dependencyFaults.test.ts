@@ -9,12 +9,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { makeGitRepo } from '../support/harness';
 import { processesUsing } from '../support/processes';
-import { ctrlC, serverPid, startArmada, type RunningArmada } from '../support/armadaStart';
+import { ctrlC, ctrlCWithin, serverPid, startArmada, type RunningArmada } from '../support/armadaStart';
 
 jest.setTimeout(300_000);
 
 const homes: string[] = [];
-const running: RunningArmada[] = [];
+const running: { armada: RunningArmada; home: string }[] = [];
 
 function freshHome(agents?: Record<string, unknown>): { home: string; env: NodeJS.ProcessEnv } {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-faults-'));
@@ -27,15 +27,17 @@ function freshHome(agents?: Record<string, unknown>): { home: string; env: NodeJ
 
 async function start(home: string, env: NodeJS.ProcessEnv): Promise<RunningArmada> {
   const armada = await startArmada(home, env);
-  running.push(armada);
+  running.push({ armada, home });
   return armada;
 }
 
 afterAll(async () => {
-  for (const a of running) {
-    if (a.child.exitCode === null && a.child.signalCode === null) await ctrlC(a).catch(() => undefined);
+  try {
+    // armada's own stop is bounded (lib/runtime/shutdownSteps.ts, ~70 s at most): one that is not over in 120 s is a bug
+    for (const r of running) await ctrlCWithin(r.armada, r.home, 120_000);
+  } finally {
+    for (const h of homes) fs.rmSync(h, { recursive: true, force: true });
   }
-  for (const h of homes) fs.rmSync(h, { recursive: true, force: true });
 });
 
 interface Answer {

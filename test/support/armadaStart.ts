@@ -7,6 +7,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
+import { processesUsing } from './processes';
+
 const { freePort, portTakenMeanwhile } = require('./ports') as { freePort(): Promise<number>; portTakenMeanwhile(message: string): boolean };
 const BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
 
@@ -105,6 +107,34 @@ function startOnce(home: string, ports: StartPorts, extraEnv: NodeJS.ProcessEnv)
 export function ctrlC(armada: RunningArmada): Promise<number | null> {
   process.kill(-(armada.child.pid as number), 'SIGINT');
   return armada.exited;
+}
+
+/**
+ * Ctrl-C for a clean-up hook: when armada has not exited within limitMs, its output's tail and the processes still
+ * using its home are printed, everything of it is killed, and the hook fails naming that (instead of timing out).
+ */
+export async function ctrlCWithin(armada: RunningArmada, home: string, limitMs: number): Promise<void> {
+  if (armada.child.exitCode !== null || armada.child.signalCode !== null) return;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), limitMs)));
+  const outcome = await Promise.race([ctrlC(armada), late]);
+  clearTimeout(timer);
+  if (outcome !== 'late') {
+    // a part that needed its stop limit (lib/runtime/shutdownSteps.ts) is shown, though the stop ended
+    const stuck = armada.output().split('\n').filter((l) => l.includes('did not stop within'));
+    if (stuck.length) process.stdout.write(`armada stopped, after a part hit its stop limit:\n${stuck.join('\n')}\n`);
+    return;
+  }
+  const left = processesUsing(home);
+  process.stdout.write(`armada did not stop within ${limitMs} ms of Ctrl-C; processes using ${home}:\n${left.join('\n')}\nits output's tail:\n${armada.output().split('\n').slice(-40).join('\n')}\n`);
+  for (const p of [-(armada.child.pid as number), ...left.map((l) => Number(l.split(':')[0]))]) {
+    try {
+      process.kill(p, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  throw new Error(`armada start did not stop within ${limitMs} ms of Ctrl-C (its output's tail is printed above)`);
 }
 
 /** The pid of the embedded postmaster (first line of its pid file) and of the Temporal dev server. */
