@@ -15,7 +15,7 @@ import os from 'node:os';
 import type { ArmadaConfig } from '../config';
 
 /** The default nice value of users' process groups (0 = as Armada's own; 19 = the lowest). */
-export const DEFAULT_GROUP_NICE = 10;
+export const DEFAULT_GROUP_NICE = 19;
 
 /** The nice value for users' process groups: `processes.nice` in config.json, else DEFAULT_GROUP_NICE. */
 export function groupNice(config: Pick<ArmadaConfig, 'file'>): number {
