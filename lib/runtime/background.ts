@@ -6,7 +6,10 @@
 import type { Logger } from '../logger';
 
 export interface BackgroundWork {
-  /** Runs `fn` now without the caller waiting; a failure is logged as `what` failed. */
+  /**
+   * Runs `fn` without the caller waiting, once the current I/O callbacks are done (so an answer the request is about
+   * to write leaves first, before fn's first query is even sent); a failure is logged as `what` failed.
+   */
   run(what: string, fn: () => Promise<unknown>): void;
   /** Resolves when everything started so far has ended. */
   settle(): Promise<void>;
@@ -16,7 +19,8 @@ export function createBackgroundWork(logger: Logger): BackgroundWork {
   const inFlight = new Set<Promise<unknown>>();
   return {
     run(what, fn) {
-      const p = fn()
+      const p = new Promise<void>((resolve) => setImmediate(resolve))
+        .then(fn)
         .catch((err) => logger.warn({ err: { message: (err as Error)?.message } }, `${what} failed; it is finished later`))
         .finally(() => inFlight.delete(p));
       inFlight.add(p);
