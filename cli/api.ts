@@ -8,6 +8,7 @@ import { createTemporalHandle, type TemporalHandle } from '../lib/temporal/clien
 import { requireSearchAttributes, SearchAttributesMissing } from '../lib/temporal/searchAttributeCheck';
 import type { Logger } from '../lib/logger';
 import { createDependencyState, markUpOnPoolConnect, startDependencyProbes } from '../lib/runtime/dependencies';
+import { runShutdownSteps } from '../lib/runtime/shutdownSteps';
 import { bootstrap, untilSignal } from './runtime';
 import { ensureWebAssets } from './webAssets';
 
@@ -28,11 +29,14 @@ export async function runApi(services: string[]): Promise<number> {
   markUpOnPoolConnect(dependencies, pool);
   const probes = startDependencyProbes(dependencies, { databaseUrl: config.databaseUrl, temporalAddress, namespace: config.temporal.namespace });
   const running = await startServices(names, { db: pool, config, keys: resolveKeys(config), temporal, logger, metrics: createMetrics(), dependencies });
+  // each part within a limit, as in `armada start` (lib/runtime/shutdownSteps.ts): a stuck one does not hold the stop
   const stopped = untilSignal(logger, async () => {
-    await running.close();
-    await probes.stop();
-    await temporal.close();
-    await pool.end();
+    await runShutdownSteps(logger, [
+      { name: 'http', limitMs: 15_000, run: () => running.close() },
+      { name: 'dependency probes', limitMs: 5000, run: () => probes.stop() },
+      { name: 'temporal client', limitMs: 5000, run: () => temporal.close() },
+      { name: 'postgres pool', limitMs: 5000, run: () => pool.end() },
+    ]);
   });
   process.stdout.write(`${JSON.stringify({ event: 'listening', addresses: running.addresses })}\n`);
   await stopped;

@@ -9,6 +9,7 @@ import { createPool } from '../lib/db/pool';
 import { createMetrics } from '../lib/metrics';
 import { startWorkers } from '../workers/createWorker';
 import { startWorkerHealthServer } from '../workers/healthServer';
+import { runShutdownSteps } from '../lib/runtime/shutdownSteps';
 import { bootstrap, untilSignal } from './runtime';
 import { installTemporalRuntime } from './start';
 
@@ -71,8 +72,10 @@ export async function runWorker(opts: WorkerFlags): Promise<number> {
   const stopped = Promise.race([untilSignal(logger, () => drain()), drainRequested.then(() => drain())]);
   process.stdout.write(`${JSON.stringify({ event: 'worker-started', pid: process.pid, identity, queues, health: health?.address })}\n`);
   await stopped;
-  await health?.close();
-  await pool.end();
+  await runShutdownSteps(logger, [
+    { name: 'health endpoint', limitMs: 5000, run: () => health?.close() },
+    { name: 'postgres pool', limitMs: 5000, run: () => pool.end() },
+  ]);
   process.stdout.write(`${JSON.stringify({ event: 'worker-stopped', pid: process.pid, identity })}\n`);
   return 0;
 }
