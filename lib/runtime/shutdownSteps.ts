@@ -13,7 +13,7 @@ export interface ShutdownStep {
   run: () => Promise<unknown> | undefined;
 }
 
-/** Runs the steps one after the other; resolves with the names of those that did not finish within their limit. */
+/** Runs the steps one after the other; resolves with the names of those that did not finish within their limit. A step that fails is named in a warning too. */
 export async function runShutdownSteps(logger: Pick<Logger, 'warn'>, steps: ShutdownStep[]): Promise<string[]> {
   const late: string[] = [];
   for (const step of steps) {
@@ -26,7 +26,11 @@ export async function runShutdownSteps(logger: Pick<Logger, 'warn'>, steps: Shut
       .then(step.run)
       .then(
         () => 'done' as const,
-        () => 'done' as const, // a step that fails has stopped as far as it can: the next one goes on
+        (err: unknown) => {
+          // a step that fails has stopped as far as it can: named, and the next one goes on
+          logger.warn({ step: step.name, err: { message: (err as Error)?.message } }, `shutdown: ${step.name} failed (${(err as Error)?.message}); going on`);
+          return 'done' as const;
+        },
       );
     const outcome = await Promise.race([done, timedOut]);
     clearTimeout(timer);
