@@ -208,6 +208,7 @@ async function main() {
   await temporal.close();
   await db.end();
   await inf.stop();
+  fs.rmSync(home, { recursive: true, force: true, maxRetries: 3 }); // its PostgreSQL data alone is 150–270 MB
   process.exit(0);
 }
 
