@@ -11,6 +11,12 @@ const { toolsDir } = require('../../scripts/test-tools');
 
 module.exports = async function globalSetup() {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-test-'));
+  // Every temporary directory of the run (test repos, homes, browser profiles, and those of the processes the tests
+  // start) goes under one directory that globalTeardown removes: test files and children inherit TMPDIR, and
+  // os.tmpdir() follows it. Before, each run left thousands of directories in /tmp.
+  const runTmp = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-test-tmp-'));
+  fs.chmodSync(runTmp, 0o1777); // like /tmp: the embedded PostgreSQL's own user writes there too (initdb's password file)
+  process.env.TMPDIR = runTmp;
   const [pgPort, temporalPort] = [await freePort(), await freePort()];
   const bundle = path.join(home, 'workflow-bundle.js');
   const bin = path.join(__dirname, '..', '..', 'bin', 'armada');
@@ -47,7 +53,7 @@ module.exports = async function globalSetup() {
     });
   });
   child.removeAllListeners('exit');
-  globalThis.__ARMADA_INFRA__ = { child, home };
+  globalThis.__ARMADA_INFRA__ = { child, home, runTmp };
   process.env.ARMADA_TEST_DATABASE_URL = ready.databaseUrl;
   process.env.ARMADA_TEST_ADMIN_URL = ready.adminUrl;
   process.env.ARMADA_TEST_TEMPORAL_ADDRESS = ready.temporalAddress;
