@@ -4,7 +4,7 @@
  * stopped anyway, so Ctrl-C or SIGTERM never waits forever on one stuck part (the servers are stopped last, with
  * SIGKILL after their own grace).
  */
-import type { Logger } from 'pino';
+import type { Logger } from '../logger';
 
 export interface ShutdownStep {
   /** What is being stopped, as the warning names it ("http", "workers", "postgres and temporal"). */
@@ -13,7 +13,10 @@ export interface ShutdownStep {
   run: () => Promise<unknown> | undefined;
 }
 
-/** Runs the steps one after the other; resolves with the names of those that did not finish within their limit. A step that fails is named in a warning too. */
+/**
+ * Runs the steps one after the other; resolves with the names of those that did not finish within their limit. A step
+ * that fails is named in a warning too.
+ */
 export async function runShutdownSteps(logger: Pick<Logger, 'warn'>, steps: ShutdownStep[]): Promise<string[]> {
   const late: string[] = [];
   for (const step of steps) {
