@@ -58,3 +58,29 @@ test('the filesystem browser lists and finds git repositories; choosing one fill
   await dialog.getByRole('button', { name: 'Create project' }).click();
   await expect(page.getByRole('heading', { name: path.basename(repo) })).toBeVisible();
 });
+
+test('a listing that arrives while Directory is being edited does not change the text under the cursor', async ({ page }) => {
+  // hold the first listing (of ~) until the field has the focus
+  let release = () => {};
+  const held = new Promise<void>((r) => (release = r));
+  await page.route('**/api/filesystem/list**', async (route) => {
+    await held;
+    await route.continue();
+  });
+  await page.goto('/projects');
+  await page.getByRole('button', { name: 'New project' }).click();
+  const dialog = page.getByRole('dialog', { name: 'New project' });
+  const field = dialog.getByLabel('Directory', { exact: true });
+  await field.click();
+  await expect(field).toHaveValue('~');
+  release();
+  // the home directory is listed; the field being edited still shows what it showed
+  // (its entries, or "No sub-directories in …")
+  await expect(dialog.getByRole('region', { name: 'Directories' })).toContainText(/\S/);
+  await expect(field).toHaveValue('~');
+  // once the field is left unchanged, it shows the listed directory
+  await dialog.getByLabel('Repository path').focus();
+  await expect(field).not.toHaveValue('~');
+  await expect(field).toHaveValue(/^\//);
+});
+

@@ -15,7 +15,11 @@ function parentOf(p: string): string {
  */
 export function PathPicker({ value, onChange }: { value: string; onChange: (path: string) => void }) {
   const [dir, setDir] = useState('~');
-  const [typed, setTyped] = useState('');
+  // Directory shows what the user typed, else the text it showed when it got the focus (so a listing that arrives
+  // while it is being edited, like the first one resolving `~`, cannot change the text under the cursor), else the
+  // listed directory
+  const [typed, setTyped] = useState<string | null>(null);
+  const [frozen, setFrozen] = useState<string | null>(null);
   const [searchIn, setSearchIn] = useState<string | null>(null);
   const listing = useQuery({ queryKey: ['filesystem', 'list', dir], queryFn: ({ signal }) => listDirectory(dir, signal), meta: { inlineError: true } });
   const repos = useQuery({
@@ -25,36 +29,37 @@ export function PathPicker({ value, onChange }: { value: string; onChange: (path
     meta: { inlineError: true },
   });
   const here = listing.data?.path ?? dir;
+  const go = (to: string | undefined) => {
+    if (to) setDir(to);
+    setTyped(null);
+    setFrozen(null);
+  };
+  const open = () => go(typed?.trim());
   return (
     <div>
       <Field label="Repository path">
         <input required value={value} onChange={(e) => onChange(e.target.value)} placeholder="/home/me/code/app" className="mono" />
       </Field>
       <div className="browser-path">
-        <button type="button" onClick={() => setDir(parentOf(here))} aria-label="Parent directory">
+        <button type="button" onClick={() => go(parentOf(here))} aria-label="Parent directory">
           ↑ Up
         </button>
         <Field label="Directory" inline grow>
           <input
             className="mono"
-            value={typed || here}
+            value={typed ?? frozen ?? here}
+            onFocus={() => setFrozen(here)}
+            onBlur={() => setFrozen(null)}
             onChange={(e) => setTyped(e.target.value)}
             onKeyDown={(e) => {
               if (e.key === 'Enter') {
                 e.preventDefault();
-                if (typed.trim()) setDir(typed.trim());
-                setTyped('');
+                open();
               }
             }}
           />
         </Field>
-        <button
-          type="button"
-          onClick={() => {
-            if (typed.trim()) setDir(typed.trim());
-            setTyped('');
-          }}
-        >
+        <button type="button" onClick={open}>
           Open
         </button>
         <button type="button" onClick={() => setSearchIn(here)}>
