@@ -1,11 +1,9 @@
 /**
- * Screenshots of the screens for docs/ui.md, written to docs/ui/*.png on every run (so they show the board as it
- * is). Each screen is arranged with a little realistic data first.
+ * Screenshots of the screens for docs/ui.md (test/ui/screenshot.ts: test-results/ui/screens/ on every run, docs/ui/
+ * with ARMADA_UPDATE_DOCS_SCREENSHOTS=1). Each screen is arranged with a little realistic data first.
  */
-import path from 'node:path';
 import { api, createProject, expect, test } from './fixtures';
-
-const DOCS = path.join(__dirname, '..', '..', 'docs', 'ui');
+import { screenshot } from './screenshot';
 
 test('screenshots of the Projects and Board screens', async ({ page }) => {
   // the suite is shared: other tests' projects would fill the list, so the screenshots start from an empty one
@@ -30,21 +28,21 @@ test('screenshots of the Projects and Board screens', async ({ page }) => {
 
   await page.goto('/projects');
   await expect(page.getByRole('row').filter({ hasText: 'Payments Service' }).getByRole('cell').nth(2)).toHaveText('9');
-  await page.screenshot({ path: path.join(DOCS, 'projects.png') });
+  await screenshot(page, 'projects', { fullPage: false });
 
   await page.getByRole('button', { name: 'New project' }).click();
   await expect(page.getByRole('dialog', { name: 'New project' }).getByRole('region', { name: 'Directories' })).toBeVisible();
-  await page.screenshot({ path: path.join(DOCS, 'project-new.png') });
+  await screenshot(page, 'project-new', { fullPage: false });
   await page.keyboard.press('Escape');
 
   await page.goto(`/projects/${project.id}`);
   await expect(page.getByRole('article', { name: 'Drop the legacy SOAP endpoint' })).toBeVisible();
   await page.getByLabel('Select Add idempotency keys to refunds').check();
-  await page.screenshot({ path: path.join(DOCS, 'board.png') });
+  await screenshot(page, 'board', { fullPage: false });
 
   await page.goto(`/projects/${project.id}?priority=high`);
   await expect(page.getByRole('article', { name: 'Add idempotency keys to refunds' })).toBeHidden();
   await page.getByRole('button', { name: 'Edit Rate-limit the public quote API' }).click();
   await expect(page.getByRole('dialog', { name: 'Edit task' })).toBeVisible();
-  await page.screenshot({ path: path.join(DOCS, 'board-edit.png') });
+  await screenshot(page, 'board-edit', { fullPage: false });
 });

@@ -2,11 +2,11 @@
  * The Task screen end to end: a project and a task created in the browser, the card opened, an attempt started from
  * the screen with the scripted agent (TICKS: it edits files, then prints a timestamped line every 250 ms), its log
  * lines appearing live (measured: the time from the agent's print to the line in the open log view), the diff showing
- * the agent's file while it runs, a squash merge, and the card in the board's done column. It writes
- * docs/ui/task.png (log and diff) on every run.
+ * the agent's file while it runs, a squash merge, and the card in the board's done column. It takes the `task`
+ * screenshot (log and diff; test/ui/screenshot.ts).
  */
-import path from 'node:path';
 import { api, createProject, expect, makeRepo, test } from './fixtures';
+import { screenshot } from './screenshot';
 
 const TICK = /tick (\d+) at (\d+)/;
 
@@ -109,10 +109,10 @@ test('start an attempt, watch its log live, read the diff, merge; the card moves
   await expect(diff.getByRole('region', { name: 'src/added.txt' })).toBeVisible();
   await expect(page.getByRole('cell', { name: 'completed' })).toBeVisible();
 
-  // docs/ui.md's screenshot, written on every run like test/ui/screenshots.spec.ts
+  // docs/ui.md's screenshot (test/ui/screenshot.ts)
   await search.fill('tick');
   await search.press('Enter');
-  await page.screenshot({ path: path.join(__dirname, '..', '..', 'docs', 'ui', 'task.png'), fullPage: true });
+  await screenshot(page, 'task');
   await search.fill('');
 
   // merge (squash) from the dialog: Enter merges
