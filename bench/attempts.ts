@@ -5,7 +5,8 @@
  *  3. p50/p99 of POST /api/tasks/:id/start at a fixed 20 req/s (autocannon), with the worker running;
  *  4. the start path alone (worker stopped; `armada api` in a process of its own) against its baseline, a bare
  *     `client.workflow.start` from this process at the same fixed rate on the same server, in alternating rounds
- *     (BENCH_RATE_ROUNDS) so both see the same machine.
+ *     (BENCH_RATE_ROUNDS) so both see the same machine; and the start path's parts, from each answer's Server-Timing
+ *     header (the commit, the workflow start, the rest of the service's work, and outside the handler).
  * Env: BENCH_ATTEMPTS (default 100), BENCH_CONCURRENCY (10), BENCH_RATE_SECONDS (10), BENCH_RATE_ROUNDS (3): 100 attempts
  * and 600 starts per side, so neither the rate nor the p99 (the 6th slowest start) rests on a handful of samples.
  */
@@ -47,16 +48,21 @@ async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>): Prom
  * server that answers at once (docs/benchmarks.md, "Session 23").
  */
 const keepAlive = new http.Agent({ keepAlive: true });
-function postRaw(url: string, body: string): Promise<number> {
+function postRaw(url: string, body: string): Promise<{ status: number; serverTiming: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method: 'POST', agent: keepAlive, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
       res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, serverTiming: String(res.headers['server-timing'] ?? '') }));
       res.on('error', reject);
     });
     req.on('error', reject);
     req.end(body);
   });
+}
+
+/** `db;dur=1.52, temporal;dur=4.10, total;dur=6.01` → { db: 1.52, temporal: 4.1, total: 6.01 } */
+function parseServerTiming(header: string): Record<string, number> {
+  return Object.fromEntries(header.split(',').map((p) => p.trim().split(';dur=')).filter((p) => p.length === 2).map(([n, d]) => [n, Number(d)]));
 }
 
 async function main() {
@@ -163,6 +169,8 @@ async function main() {
   // the start path alone vs a bare workflow start (to a queue no worker polls, as the attempts' queue now is)
   const armadaStart: number[] = [];
   const bareStart: number[] = [];
+  // each start's parts, from its Server-Timing header (docs/attempts.md, "Where a start's time went")
+  const startParts: { client: number; db: number; temporal: number; total: number }[] = [];
   let armadaErrors = 0;
   let bareErrors = 0;
   let bareN = 0;
@@ -174,8 +182,11 @@ async function main() {
     bareErrors += b.errors;
     await new Promise((r) => setTimeout(r, 1000));
     const a = await fixedRate(RATE_SECONDS, RATE, async () => {
-      const status = await postRaw(`${apiBase}/api/tasks/${rateTasks[next++ % rateTasks.length]}/start`, JSON.stringify({ llm: 'noop' }));
-      if (status !== 200) throw new Error(`status ${status}`);
+      const began = performance.now();
+      const r = await postRaw(`${apiBase}/api/tasks/${rateTasks[next++ % rateTasks.length]}/start`, JSON.stringify({ llm: 'noop' }));
+      if (r.status !== 200) throw new Error(`status ${r.status}`);
+      const t = parseServerTiming(r.serverTiming);
+      startParts.push({ client: performance.now() - began, db: t.db ?? 0, temporal: t.temporal ?? 0, total: t.total ?? 0 });
     });
     armadaStart.push(...a.latencies);
     armadaErrors += a.errors;
@@ -185,6 +196,18 @@ async function main() {
   const lat = (r: Awaited<ReturnType<typeof autocannon>>) => ({ rate: RATE, requests: r.requests.total, non2xx: r.non2xx, p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max });
   const startOnly = { rate: RATE, ...percentiles(armadaStart), errors: armadaErrors };
   const bareStartLat = { rate: RATE, ...percentiles(bareStart), errors: bareErrors };
+  // where the start path's time goes: phase 1's commit, the workflow start, the rest of the service's work (routing,
+  // validation, the handler), and outside the handler (the HTTP hop both ways, the answer's serialization and write)
+  const part = (f: (p: (typeof startParts)[number]) => number) => {
+    const { p50, p90, p99 } = percentiles(startParts.map(f));
+    return { p50, p90, p99 };
+  };
+  const startPathPartsMs = {
+    commit: part((p) => p.db),
+    workflowStart: part((p) => p.temporal),
+    restOfService: part((p) => p.total - p.db - p.temporal),
+    outsideHandler: part((p) => p.client - p.total),
+  };
 
   const out = {
     attempts: N,
@@ -199,6 +222,7 @@ async function main() {
     startLatencyMsStartPathOnly: startOnly,
     bareWorkflowStartLatencyMs: bareStartLat,
     startP99OverBareP99: Number((startOnly.p99 / bareStartLat.p99).toFixed(2)),
+    startPathPartsMs,
     cpus: os.cpus().length,
     loadavg: os.loadavg().map((l) => Number(l.toFixed(2))),
   };

@@ -2,6 +2,7 @@
  * The attempt commands the HTTP API runs: create, start (new or created attempt), cancel, stop a process, merge,
  * delete. Each writes its projection rows and events in one transaction and talks to Temporal by workflow id.
  */
+import { performance } from 'node:perf_hooks';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../../lib/config';
@@ -154,15 +155,18 @@ async function finishStart(
   attempt: AttemptRow,
   processId: string,
   how: { wasCreated: boolean; prompt?: string; confirmAfterAnswer?: boolean },
-): Promise<void> {
+): Promise<number> {
+  const began = performance.now();
   try {
     await startWorkflow(deps, client, task, attempt, processId, how.prompt);
   } catch (err) {
     if (await undoAttemptStart(deps.db, attempt.id, processId, how.wasCreated)) throw engineUnavailable(err);
-    return;
+    return performance.now() - began;
   }
+  const temporalMs = performance.now() - began;
   if (how.confirmAfterAnswer && deps.background) deps.background.run('confirming an attempt start', () => confirmStart(deps, task, attempt.id, processId));
   else await confirmStart(deps, task, attempt.id, processId);
+  return temporalMs;
 }
 
 /**
@@ -189,6 +193,8 @@ export interface StartResult {
   attempt: AttemptRow;
   processId: string;
   replayed: boolean;
+  /** milliseconds in PostgreSQL (the start's commit) and in Temporal (the workflow start), for Server-Timing */
+  timing: { dbMs: number; temporalMs: number };
 }
 
 /**
@@ -208,6 +214,7 @@ export async function startNewAttempt(
   const client = await temporalClient(deps);
   if (idempotencyKey) return startNewAttemptOnce(deps, client, taskId, { name, model: profile.model ?? null }, body, idempotencyKey);
   // phase 1 in one round trip (one statement: task lock, attempt, first process)
+  const began = performance.now();
   const started = await insertStartingAttempt(deps.db, {
     id: newId(),
     taskId,
@@ -218,10 +225,11 @@ export async function startNewAttempt(
     description: body.description ?? '',
     processId: newId(),
   });
+  const dbMs = performance.now() - began;
   if (!started) throw notFound(`Task ${taskId} not found`, 'TASK_NOT_FOUND');
-  await finishStart(deps, client, started.task, started.attempt, started.processId, { wasCreated: false, prompt: started.prompt, confirmAfterAnswer: true });
+  const temporalMs = await finishStart(deps, client, started.task, started.attempt, started.processId, { wasCreated: false, prompt: started.prompt, confirmAfterAnswer: true });
   attemptMetrics(deps.metrics.registry).attempts.inc({ llm: name, status: 'started' });
-  return { attempt: started.attempt, processId: started.processId, replayed: false };
+  return { attempt: started.attempt, processId: started.processId, replayed: false, timing: { dbMs, temporalMs } };
 }
 
 /**
@@ -246,6 +254,7 @@ async function startNewAttemptOnce(
   idempotencyKey: string,
 ): Promise<StartResult> {
   const scope = `task-start:${taskId}`;
+  const began = performance.now();
   const result = await withTransaction(deps.db, async (c) => {
     const task = await lockTask(c, taskId);
     const existing = await findIdempotentAttempt(c, scope, idempotencyKey);
@@ -271,10 +280,12 @@ async function startNewAttemptOnce(
     const proc = await insertFirstProcess(c, task, attempt);
     return { task, attempt, processId: proc.id, replayed: false };
   });
+  const dbMs = performance.now() - began;
   // a replay of a start still pending (its first request is in flight or died) finishes it the same way
-  if (!result.replayed || result.attempt.start_pending_since) await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: false });
+  const pending = !result.replayed || result.attempt.start_pending_since;
+  const temporalMs = pending ? await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: false }) : 0;
   if (!result.replayed) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: agent.name, status: 'started' });
-  return { attempt: result.attempt, processId: result.processId, replayed: result.replayed };
+  return { attempt: result.attempt, processId: result.processId, replayed: result.replayed, timing: { dbMs, temporalMs } };
 }
 
 /** POST /api/attempts: a `created` attempt (started later with POST /api/attempts/:id/start). */
@@ -303,6 +314,7 @@ export async function createAttempt(deps: AttemptServiceDeps, body: { taskId: st
 /** POST /api/attempts/:id/start: created → running, in the same three phases as startNewAttempt. */
 export async function startCreatedAttempt(deps: AttemptServiceDeps, attemptId: string): Promise<StartResult> {
   const client = await temporalClient(deps);
+  const began = performance.now();
   const result = await withTransaction(deps.db, async (c) => {
     const a = await getAttempt(c, attemptId, true);
     if (!a) throw notFound(`Attempt ${attemptId} not found`);
@@ -312,9 +324,10 @@ export async function startCreatedAttempt(deps: AttemptServiceDeps, attemptId: s
     const proc = await insertFirstProcess(c, task, running);
     return { task, attempt: running, processId: proc.id };
   });
-  await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: true });
+  const dbMs = performance.now() - began;
+  const temporalMs = await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: true });
   attemptMetrics(deps.metrics.registry).attempts.inc({ llm: result.attempt.llm, status: 'started' });
-  return { attempt: result.attempt, processId: result.processId, replayed: false };
+  return { attempt: result.attempt, processId: result.processId, replayed: false, timing: { dbMs, temporalMs } };
 }
 
 async function cancelWorkflow(deps: AttemptServiceDeps, attemptId: string): Promise<void> {

@@ -16,7 +16,9 @@ import {
   startCreatedAttempt,
   startNewAttempt,
   type AttemptServiceDeps,
+  type StartResult,
 } from './attemptService';
+import { serverTiming } from '../http/serverTiming';
 import type { CpuPool } from '../../lib/attempts/cpuPool';
 import { splitRows } from '../../lib/attempts/diffParse';
 import { safeRelativePath } from '../../lib/attempts/gitDiff';
@@ -55,6 +57,11 @@ import {
 } from './attemptSchemas';
 import { attemptView } from './attemptViews';
 import type { TaskAppDeps, TaskPluginOptions } from './deps';
+
+/** Server-Timing of an attempt start: PostgreSQL, Temporal, and the request's whole time in the service so far. */
+function startTiming(r: StartResult, reply: FastifyReply): string {
+  return serverTiming({ db: r.timing.dbMs, temporal: r.timing.temporalMs, total: reply.elapsedTime });
+}
 
 export function serviceDeps(deps: TaskAppDeps): AttemptServiceDeps {
   return { db: deps.db, config: deps.config, temporal: deps.temporal, metrics: deps.metrics, background: deps.background };
@@ -121,9 +128,10 @@ export const attemptRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPoo
   app.post(
     '/tasks/:id/start',
     { schema: { tags: ['attempts'], params: IdParams, body: Type.Optional(StartTaskBody), response: { 200: Envelope(StartedTask), ...ErrorResponses } } },
-    async (request) => {
+    async (request, reply) => {
       const key = request.headers['idempotency-key'];
       const r = await startNewAttempt(svc, request.params.id, request.body ?? {}, typeof key === 'string' && key ? key.slice(0, 200) : undefined);
+      reply.header('server-timing', startTiming(r, reply));
       return ok(version, { attemptId: r.attempt.id, status: r.attempt.status, startedAt: r.attempt.started_at?.toISOString() ?? null, processId: r.processId, branch: r.attempt.branch });
     },
   );
@@ -248,8 +256,9 @@ export const attemptRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPoo
     return ok(version, attemptView(a, await latestProcessId(deps, a.id)));
   });
 
-  app.post('/attempts/:id/start', { schema: { tags: ['attempts'], params: IdParams, response: { 200: Envelope(StartedAttempt), ...ErrorResponses } } }, async (request) => {
+  app.post('/attempts/:id/start', { schema: { tags: ['attempts'], params: IdParams, response: { 200: Envelope(StartedAttempt), ...ErrorResponses } } }, async (request, reply) => {
     const r = await startCreatedAttempt(svc, request.params.id);
+    reply.header('server-timing', startTiming(r, reply));
     return ok(version, { id: r.attempt.id, status: r.attempt.status, startedAt: r.attempt.started_at?.toISOString() ?? null, processId: r.processId });
   });
 

@@ -80,6 +80,31 @@ describe('attempt engine', () => {
     expect((await h.inject('POST', `/api/attempts/${a.id}/merge`, {})).statusCode).toBe(409);
   });
 
+  test('the start endpoints say where their time went: Server-Timing db, temporal, total', async () => {
+    const timing = (header: unknown) =>
+      Object.fromEntries(String(header).split(', ').map((part) => {
+        const [name, dur] = part.split(';dur=');
+        return [name, Number(dur)];
+      }));
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'Timed start', 'please edit');
+    const r = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' });
+    expect(r.statusCode).toBe(200);
+    const t = timing(r.headers['server-timing']);
+    expect(Object.keys(t)).toEqual(['db', 'temporal', 'total']);
+    expect(t.db).toBeGreaterThan(0);
+    expect(t.temporal).toBeGreaterThan(0);
+    expect(t.total).toBeGreaterThanOrEqual(t.db + t.temporal - 0.02);
+
+    const created = (await h.inject('POST', '/api/attempts', { taskId, llm: 'scripted' })).json().data;
+    const r2 = await h.inject('POST', `/api/attempts/${created.id}/start`);
+    expect(r2.statusCode).toBe(200);
+    const t2 = timing(r2.headers['server-timing']);
+    expect(Object.keys(t2)).toEqual(['db', 'temporal', 'total']);
+    expect(t2.temporal).toBeGreaterThan(0);
+    for (const id of [r.json().data.attemptId, created.id]) expect((await h.until(id, ['completed', 'failed'])).status).toBe('completed');
+  });
+
   test('no-ff merge with cleanup removes worktree and branch', async () => {
     const p = await h.project();
     const taskId = await h.task(p.id, 'Edit for no-ff');
