@@ -6,6 +6,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const readline = require('node:readline');
+const { stopInfraProcess } = require('./infraProcess');
 const { freePort } = require('./ports');
 const { toolsDir } = require('../../scripts/test-tools');
 
@@ -34,7 +35,7 @@ module.exports = async function globalSetup() {
     stderr = (stderr + d.toString()).slice(-4000);
     for (const line of d.toString().split('\n')) if (line.startsWith('armada: ')) process.stderr.write(`\n${line}\n`); // the provisioning line
   });
-  const ready = await new Promise((resolve, reject) => {
+  const waitReady = new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`armada infra did not start in 600 s: ${stderr}`)), 600_000);
     child.on('exit', (code) => {
       clearTimeout(timer);
@@ -52,6 +53,15 @@ module.exports = async function globalSetup() {
       }
     });
   });
+  let ready;
+  try {
+    ready = await waitReady;
+  } catch (err) {
+    // jest runs no globalTeardown after a failed globalSetup: stop what was started and remove the run's directories
+    await stopInfraProcess(child);
+    for (const dir of [home, runTmp]) fs.rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
   child.removeAllListeners('exit');
   globalThis.__ARMADA_INFRA__ = { child, home, runTmp };
   process.env.ARMADA_TEST_DATABASE_URL = ready.databaseUrl;

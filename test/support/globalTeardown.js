@@ -1,18 +1,11 @@
 'use strict';
 const fs = require('node:fs');
+const { stopInfraProcess } = require('./infraProcess');
 
 module.exports = async function globalTeardown() {
   const infra = globalThis.__ARMADA_INFRA__;
   if (!infra) return;
-  await new Promise((resolve) => {
-    if (infra.child.exitCode !== null) return resolve();
-    const timer = setTimeout(() => infra.child.kill('SIGKILL'), 20_000);
-    infra.child.on('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    infra.child.kill('SIGTERM');
-  });
+  await stopInfraProcess(infra.child);
   fs.rmSync(infra.home, { recursive: true, force: true });
   // the run's temporary directories (globalSetup points TMPDIR there); a process still writing there is not waited for
   try {
