@@ -1,18 +1,14 @@
 /** What the attempt benchmarks share: `armada infra` on free ports in a fresh home, and open-loop load with percentiles. */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 
-export function freePort(): Promise<number> {
-  return new Promise<number>((r) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => r(p));
-    });
-  });
-}
+/**
+ * A free port below the kernel's ephemeral range, as the tests pick theirs (test/support/ports.js): one from
+ * listen(0) can be taken meanwhile as the local port of any outgoing connection of the machine.
+ */
+export const { freePort } = require('../test/support/ports') as { freePort(): Promise<number> };
 
 /** A git repository at `dir` (created) with one commit on `main`: the project the attempt benchmarks work in. */
 export function benchRepo(dir: string): string {
