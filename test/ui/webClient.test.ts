@@ -1,6 +1,12 @@
 /** The board's API client and stream helpers that need no browser: error shapes, SSE parsing, backoff. */
 import { ApiError, buildUrl, errorFromBody } from '../../web/src/api/client';
 import { backoffDelay, createSseParser } from '../../web/src/api/streams';
+import { WEBHOOK_EVENTS as BOARD_WEBHOOK_EVENTS } from '../../web/src/api/settings';
+import { WEBHOOK_EVENTS } from '../../lib/db/webhooks';
+
+test("the board offers exactly the service's webhook events (web/src/api/settings.ts keeps a copy)", () => {
+  expect([...BOARD_WEBHOOK_EVENTS]).toEqual([...WEBHOOK_EVENTS]);
+});
 
 test("errors of both shapes carry the server's message", () => {
   const envelope = errorFromBody(409, { success: false, error: { code: 'PROJECT_EXISTS', message: 'A project named "x" already exists', details: { name: 'x' } } });

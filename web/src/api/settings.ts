@@ -3,6 +3,10 @@ import { useQuery } from '@tanstack/react-query';
 import { api, apiPage } from './client';
 import { queryKeys } from './queryKeys';
 
+/**
+ * The events a webhook may subscribe to: a copy of lib/db/webhooks.ts's list (the board bundles nothing from the
+ * server's code); test/ui/webClient.test.ts fails when the two differ.
+ */
 export const WEBHOOK_EVENTS = [
   'task.created',
   'task.status_changed',

@@ -9,3 +9,4 @@ export { Toasts } from './Toasts';
 export { dismissToast, showError, showToast } from './toastStore';
 export { Placeholder } from './Placeholder';
 export { Field } from './Field';
+export { ListTable } from './ListTable';

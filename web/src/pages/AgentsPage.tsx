@@ -6,7 +6,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { type Agent, assignAgentTask, useAgentStatuses, useAgents, useAgentTasks } from '../api/agentsTraces';
 import { queryKeys } from '../api';
-import { Dialog, ErrorMessage, showToast } from '../components';
+import { Dialog, ErrorMessage, ListTable, showToast } from '../components';
 
 function AssignDialog({ agent, onClose }: { agent: Agent; onClose: () => void }) {
   const qc = useQueryClient();
@@ -72,81 +72,58 @@ export function AgentsPage() {
       <section className="panel" aria-label="Agents">
         {agents.error ? <ErrorMessage error={agents.error} onRetry={() => void agents.refetch()} /> : null}
         {agents.isPending && !agents.error ? <p className="muted">Loading…</p> : null}
-        {agents.data?.length === 0 ? <p className="empty">No agents are configured.</p> : null}
-        {agents.data?.length ? (
-          <table className="table" aria-label="Agents">
-            <thead>
-              <tr>
-                <th>Agent</th>
-                <th>Role</th>
-                <th>Model</th>
-                <th>Status</th>
-                <th>Current task</th>
-                <th>Queued</th>
-                <th>Done / failed</th>
-                <th>
-                  <span className="sr-only">Actions</span>
-                </th>
+        <ListTable
+          label="Agents"
+          items={agents.data}
+          empty="No agents are configured."
+          columns={['Agent', 'Role', 'Model', 'Status', 'Current task', 'Queued', 'Done / failed']}
+          numeric={['Queued', 'Done / failed']}
+          actions
+          row={(a, i) => {
+            const st = statuses[i]?.data;
+            const current = st?.currentTask ? (tasks.data?.find((t) => t.taskId === st.currentTask)?.task ?? st.currentTask) : null;
+            return (
+              <tr key={a.name} data-agent={a.name}>
+                <td>{a.name}</td>
+                <td>{a.role}</td>
+                <td className="mono">{a.llm}</td>
+                <td>
+                  <span className={`badge agent-${a.status}`}>{a.status}</span>
+                </td>
+                <td title={st?.currentTask ?? undefined}>{current ?? '—'}</td>
+                <td className="num">{st?.queued ?? '—'}</td>
+                <td className="num">{st ? `${st.tasksCompleted} / ${st.tasksFailed}` : '—'}</td>
+                <td className="actions-cell">
+                  <button type="button" className="small primary" aria-label={`Assign a task to ${a.name}`} onClick={() => setAssigning(a)}>
+                    Assign task
+                  </button>
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {agents.data.map((a, i) => {
-                const st = statuses[i]?.data;
-                const current = st?.currentTask ? (tasks.data?.find((t) => t.taskId === st.currentTask)?.task ?? st.currentTask) : null;
-                return (
-                  <tr key={a.name} data-agent={a.name}>
-                    <td>{a.name}</td>
-                    <td>{a.role}</td>
-                    <td className="mono">{a.llm}</td>
-                    <td>
-                      <span className={`badge agent-${a.status}`}>{a.status}</span>
-                    </td>
-                    <td title={st?.currentTask ?? undefined}>{current ?? '—'}</td>
-                    <td className="num">{st?.queued ?? '—'}</td>
-                    <td className="num">{st ? `${st.tasksCompleted} / ${st.tasksFailed}` : '—'}</td>
-                    <td className="actions-cell">
-                      <button type="button" className="small primary" aria-label={`Assign a task to ${a.name}`} onClick={() => setAssigning(a)}>
-                        Assign task
-                      </button>
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        ) : null}
+            );
+          }}
+        />
       </section>
       <section className="panel" aria-label="Latest agent tasks">
         <h2>Latest tasks</h2>
         {tasks.error ? <ErrorMessage error={tasks.error} onRetry={() => void tasks.refetch()} /> : null}
-        {tasks.data?.length === 0 ? <p className="empty">No tasks yet.</p> : null}
-        {tasks.data?.length ? (
-          <table className="table" aria-label="Latest tasks">
-            <thead>
-              <tr>
-                <th>Agent</th>
-                <th>Task</th>
-                <th>Priority</th>
-                <th>Status</th>
-                <th>Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {tasks.data.map((t) => (
-                <tr key={t.taskId}>
-                  <td>{t.agent}</td>
-                  <td>{t.task}</td>
-                  <td>{t.priority}</td>
-                  <td>
-                    {t.status}
-                    {t.error ? <div className="muted">{t.error}</div> : null}
-                  </td>
-                  <td>{new Date(t.createdAt).toLocaleString()}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        ) : null}
+        <ListTable
+          label="Latest tasks"
+          items={tasks.data}
+          empty="No tasks yet."
+          columns={['Agent', 'Task', 'Priority', 'Status', 'Created']}
+          row={(t) => (
+            <tr key={t.taskId}>
+              <td>{t.agent}</td>
+              <td>{t.task}</td>
+              <td>{t.priority}</td>
+              <td>
+                {t.status}
+                {t.error ? <div className="muted">{t.error}</div> : null}
+              </td>
+              <td>{new Date(t.createdAt).toLocaleString()}</td>
+            </tr>
+          )}
+        />
       </section>
       {assigning ? <AssignDialog agent={assigning} onClose={() => setAssigning(null)} /> : null}
     </div>

@@ -8,7 +8,7 @@ import { useEffect, useState } from 'react';
 import { type Approval, fetchApprovalHistory, getApproval, respondToApproval, usePendingApprovals } from '../api/approvals';
 import { queryKeys, useWebSocketStream } from '../api';
 import type { DomainEvent } from '../api/tasks';
-import { Dialog, ErrorMessage, showToast } from '../components';
+import { Dialog, ErrorMessage, ListTable, showToast } from '../components';
 
 type Decision = 'approved' | 'rejected';
 
@@ -138,86 +138,64 @@ export function ApprovalsPage() {
       <h2 className="section-title">Pending for you</h2>
       {pending.error ? <ErrorMessage error={pending.error} onRetry={() => void pending.refetch()} /> : null}
       {pending.isPending ? <p className="muted">Loading…</p> : null}
-      {pending.data && pending.data.length === 0 ? <p className="empty">Nothing waits for your answer.</p> : null}
-      {pending.data && pending.data.length > 0 ? (
-        <table className="table" aria-label="Pending approvals">
-          <thead>
-            <tr>
-              <th>Request</th>
-              <th>Type</th>
-              <th>Requested by</th>
-              <th>Expires</th>
-              <th>Answers</th>
-              <th>
-                <span className="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {pending.data.map((a) => (
-              <tr key={a.id} data-approval={a.id}>
-                <td>
-                  <strong>{a.title}</strong>
-                  {a.description ? <div className="muted">{a.description}</div> : null}
-                </td>
-                <td>{a.type}</td>
-                <td>{a.createdBy}</td>
-                <td title={a.expiresAt ?? undefined}>{countdown(a.expiresAt, now)}</td>
-                <td>
-                  {a.responses.length}
-                  {a.approvers ? ` of ${a.approvers.length}` : ''}
-                </td>
-                <td className="actions-cell">
-                  <button type="button" className="primary small" aria-label={`Approve ${a.title}`} onClick={() => setActing({ approval: a, decision: 'approved' })}>
-                    Approve
-                  </button>
-                  <button type="button" className="danger small" aria-label={`Reject ${a.title}`} onClick={() => setActing({ approval: a, decision: 'rejected' })}>
-                    Reject
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
+      <ListTable
+        label="Pending approvals"
+        items={pending.data}
+        empty="Nothing waits for your answer."
+        columns={['Request', 'Type', 'Requested by', 'Expires', 'Answers']}
+        actions
+        row={(a) => (
+          <tr key={a.id} data-approval={a.id}>
+            <td>
+              <strong>{a.title}</strong>
+              {a.description ? <div className="muted">{a.description}</div> : null}
+            </td>
+            <td>{a.type}</td>
+            <td>{a.createdBy}</td>
+            <td title={a.expiresAt ?? undefined}>{countdown(a.expiresAt, now)}</td>
+            <td>
+              {a.responses.length}
+              {a.approvers ? ` of ${a.approvers.length}` : ''}
+            </td>
+            <td className="actions-cell">
+              <button type="button" className="primary small" aria-label={`Approve ${a.title}`} onClick={() => setActing({ approval: a, decision: 'approved' })}>
+                Approve
+              </button>
+              <button type="button" className="danger small" aria-label={`Reject ${a.title}`} onClick={() => setActing({ approval: a, decision: 'rejected' })}>
+                Reject
+              </button>
+            </td>
+          </tr>
+        )}
+      />
 
       <h2 className="section-title">History</h2>
       <p className="muted">Closed requests you made, answered or could answer; latest first.</p>
       {historyQuery.error ? <ErrorMessage error={historyQuery.error} onRetry={() => void historyQuery.refetch()} /> : null}
       {historyQuery.isPending && !historyQuery.error ? <p className="muted">Loading…</p> : null}
-      {historyQuery.isSuccess && history.length === 0 ? (
-        <p className="empty">None yet.</p>
-      ) : history.length === 0 ? null : (
-        <table className="table" aria-label="Approval history">
-          <thead>
-            <tr>
-              <th>Request</th>
-              <th>Status</th>
-              <th>Decided</th>
-              <th>Responses</th>
-            </tr>
-          </thead>
-          <tbody>
-            {history.map((a) => (
-              <tr key={a.id} data-approval={a.id}>
-                <td>{a.title}</td>
-                <td>
-                  <StatusBadge status={a.status} />
-                </td>
-                <td>{a.decidedAt ? new Date(a.decidedAt).toLocaleString() : '—'}</td>
-                <td>
-                  {a.responses.map((r) => (
-                    <div key={`${r.approver}-${r.respondedAt}`}>
-                      {r.approver}: {r.decision}
-                      {r.comment ? ` — “${r.comment}”` : ''}
-                    </div>
-                  ))}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ListTable
+        label="Approval history"
+        items={historyQuery.isSuccess || history.length ? history : undefined}
+        empty="None yet."
+        columns={['Request', 'Status', 'Decided', 'Responses']}
+        row={(a) => (
+          <tr key={a.id} data-approval={a.id}>
+            <td>{a.title}</td>
+            <td>
+              <StatusBadge status={a.status} />
+            </td>
+            <td>{a.decidedAt ? new Date(a.decidedAt).toLocaleString() : '—'}</td>
+            <td>
+              {a.responses.map((r) => (
+                <div key={`${r.approver}-${r.respondedAt}`}>
+                  {r.approver}: {r.decision}
+                  {r.comment ? ` — “${r.comment}”` : ''}
+                </div>
+              ))}
+            </td>
+          </tr>
+        )}
+      />
       {acting ? <RespondDialog approval={acting.approval} decision={acting.decision} onClose={() => setActing(null)} /> : null}
     </section>
   );

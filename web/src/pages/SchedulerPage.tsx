@@ -17,7 +17,7 @@ import {
   useSources,
   useWorkflows,
 } from '../api/scheduler';
-import { Dialog, ErrorMessage, showError, showToast } from '../components';
+import { Dialog, ErrorMessage, ListTable, showError, showToast } from '../components';
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 
@@ -89,185 +89,138 @@ export function SchedulerPage() {
       </div>
 
       <Section title="Sources" query={sources}>
-        {sources.data?.length === 0 ? <p className="empty">No sources.</p> : null}
-        {sources.data?.length ? (
-          <table className="table" aria-label="Sources">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Type</th>
-                <th>URL</th>
-                <th>Health</th>
-                <th>Last check</th>
-                <th>
-                  <span className="sr-only">Actions</span>
-                </th>
+        <ListTable
+          label="Sources"
+          items={sources.data}
+          empty="No sources."
+          columns={['Name', 'Type', 'URL', 'Health', 'Last check']}
+          actions
+          row={(s) => {
+            const healthy = s.status === 'active' && !s.last_health_error;
+            return (
+              <tr key={s.id} data-source={s.name}>
+                <td>{s.name}</td>
+                <td>{s.source_type}</td>
+                <td className="mono">{s.url}</td>
+                <td>
+                  <span className={`badge ${healthy ? 'health-ok' : 'health-bad'}`}>{healthy ? 'healthy' : 'unhealthy'}</span>
+                  {s.last_health_error ? <div className="muted">{s.last_health_error}</div> : null}
+                </td>
+                <td>{when(s.last_health_check)}</td>
+                <td className="actions-cell">
+                  <button
+                    type="button"
+                    className="small"
+                    disabled={busy === `health:${s.id}`}
+                    aria-label={`Check health of ${s.name}`}
+                    onClick={() => void run(`health:${s.id}`, () => checkSourceHealth(s.id))}
+                  >
+                    Check now
+                  </button>
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {sources.data.map((s) => {
-                const healthy = s.status === 'active' && !s.last_health_error;
-                return (
-                  <tr key={s.id} data-source={s.name}>
-                    <td>{s.name}</td>
-                    <td>{s.source_type}</td>
-                    <td className="mono">{s.url}</td>
-                    <td>
-                      <span className={`badge ${healthy ? 'health-ok' : 'health-bad'}`}>{healthy ? 'healthy' : 'unhealthy'}</span>
-                      {s.last_health_error ? <div className="muted">{s.last_health_error}</div> : null}
-                    </td>
-                    <td>{when(s.last_health_check)}</td>
-                    <td className="actions-cell">
-                      <button
-                        type="button"
-                        className="small"
-                        disabled={busy === `health:${s.id}`}
-                        aria-label={`Check health of ${s.name}`}
-                        onClick={() => void run(`health:${s.id}`, () => checkSourceHealth(s.id))}
-                      >
-                        Check now
-                      </button>
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        ) : null}
+            );
+          }}
+        />
       </Section>
 
       <Section title="Workflows" query={workflows}>
-        {workflows.data?.length === 0 ? <p className="empty">No workflows.</p> : null}
-        {workflows.data?.length ? (
-          <table className="table" aria-label="Workflows">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Description</th>
-                <th>Tasks</th>
-                <th>Last run</th>
-                <th>
-                  <span className="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {workflows.data.map((w) => (
-                <tr key={w.name} data-workflow={w.name}>
-                  <td>{w.name}</td>
-                  <td>{w.description || <span className="muted">—</span>}</td>
-                  <td>{w.tasks.map((t) => `${t.name} (${t.type})`).join(', ')}</td>
-                  <td>{when(w.lastRun)}</td>
-                  <td className="actions-cell">
-                    <button
-                      type="button"
-                      className="primary small"
-                      disabled={busy === `run:${w.name}`}
-                      aria-label={`Run ${w.name} now`}
-                      onClick={() => void run(`run:${w.name}`, () => runWorkflow(w.name), `${w.name} started`)}
-                    >
-                      Run now
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        ) : null}
+        <ListTable
+          label="Workflows"
+          items={workflows.data}
+          empty="No workflows."
+          columns={['Name', 'Description', 'Tasks', 'Last run']}
+          actions
+          row={(w) => (
+            <tr key={w.name} data-workflow={w.name}>
+              <td>{w.name}</td>
+              <td>{w.description || <span className="muted">—</span>}</td>
+              <td>{w.tasks.map((t) => `${t.name} (${t.type})`).join(', ')}</td>
+              <td>{when(w.lastRun)}</td>
+              <td className="actions-cell">
+                <button
+                  type="button"
+                  className="primary small"
+                  disabled={busy === `run:${w.name}`}
+                  aria-label={`Run ${w.name} now`}
+                  onClick={() => void run(`run:${w.name}`, () => runWorkflow(w.name), `${w.name} started`)}
+                >
+                  Run now
+                </button>
+              </td>
+            </tr>
+          )}
+        />
       </Section>
 
       <Section title="Schedules" query={schedules}>
-        {schedules.data?.length === 0 ? <p className="empty">No scheduled workflows.</p> : null}
-        {schedules.data?.length ? (
-          <table className="table" aria-label="Schedules">
-            <thead>
-              <tr>
-                <th>Workflow</th>
-                <th>Cron</th>
-                <th>Zone</th>
-                <th>Next run</th>
-                <th>State</th>
-                <th>
-                  <span className="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {schedules.data.map((s) => (
-                <tr key={s.workflow} data-schedule={s.workflow}>
-                  <td>{s.workflow}</td>
-                  <td className="mono">{s.schedule}</td>
-                  <td>{s.timezone}</td>
-                  <td>{s.enabled ? when(s.nextRun) : '— (paused)'}</td>
-                  <td>
-                    <span className={`badge ${s.enabled ? 'health-ok' : 'health-bad'}`}>{s.enabled ? 'active' : 'paused'}</span>
-                  </td>
-                  <td className="actions-cell">
-                    <button
-                      type="button"
-                      className="small"
-                      disabled={busy === `pause:${s.workflow}`}
-                      aria-label={`${s.enabled ? 'Pause' : 'Resume'} ${s.workflow}`}
-                      onClick={() => void run(`pause:${s.workflow}`, () => setSchedulePaused(s.workflow, s.enabled))}
-                    >
-                      {s.enabled ? 'Pause' : 'Resume'}
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        ) : null}
+        <ListTable
+          label="Schedules"
+          items={schedules.data}
+          empty="No scheduled workflows."
+          columns={['Workflow', 'Cron', 'Zone', 'Next run', 'State']}
+          actions
+          row={(s) => (
+            <tr key={s.workflow} data-schedule={s.workflow}>
+              <td>{s.workflow}</td>
+              <td className="mono">{s.schedule}</td>
+              <td>{s.timezone}</td>
+              <td>{s.enabled ? when(s.nextRun) : '— (paused)'}</td>
+              <td>
+                <span className={`badge ${s.enabled ? 'health-ok' : 'health-bad'}`}>{s.enabled ? 'active' : 'paused'}</span>
+              </td>
+              <td className="actions-cell">
+                <button
+                  type="button"
+                  className="small"
+                  disabled={busy === `pause:${s.workflow}`}
+                  aria-label={`${s.enabled ? 'Pause' : 'Resume'} ${s.workflow}`}
+                  onClick={() => void run(`pause:${s.workflow}`, () => setSchedulePaused(s.workflow, s.enabled))}
+                >
+                  {s.enabled ? 'Pause' : 'Resume'}
+                </button>
+              </td>
+            </tr>
+          )}
+        />
       </Section>
 
       <Section title="Executions" query={executions}>
-        {executions.data?.length === 0 ? <p className="empty">No executions yet.</p> : null}
-        {executions.data?.length ? (
-          <table className="table" aria-label="Executions">
-            <thead>
-              <tr>
-                <th>Workflow</th>
-                <th>Status</th>
-                <th>Trigger</th>
-                <th>Started</th>
-                <th>Duration</th>
-                <th>
-                  <span className="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {executions.data.map((e) => (
-                <tr key={e.id} data-execution={e.id}>
-                  <td>{e.workflow}</td>
-                  <td>
-                    <span className={`badge exec-${e.status}`}>{e.status}</span>
-                    {e.error ? <div className="muted">{e.error}</div> : null}
-                  </td>
-                  <td>{e.trigger}</td>
-                  <td>{when(e.startedAt)}</td>
-                  <td>{e.duration ?? '—'}</td>
-                  <td className="actions-cell">
-                    <button type="button" className="small" aria-label={`Logs of execution ${e.id}`} onClick={() => setLogsOf(e)}>
-                      Logs
-                    </button>
-                    {e.status === 'running' ? (
-                      <button
-                        type="button"
-                        className="danger small"
-                        disabled={busy === `stop:${e.id}`}
-                        aria-label={`Stop execution ${e.id}`}
-                        onClick={() => void run(`stop:${e.id}`, () => stopExecution(e.id), 'Execution stopped')}
-                      >
-                        Stop
-                      </button>
-                    ) : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        ) : null}
+        <ListTable
+          label="Executions"
+          items={executions.data}
+          empty="No executions yet."
+          columns={['Workflow', 'Status', 'Trigger', 'Started', 'Duration']}
+          actions
+          row={(e) => (
+            <tr key={e.id} data-execution={e.id}>
+              <td>{e.workflow}</td>
+              <td>
+                <span className={`badge exec-${e.status}`}>{e.status}</span>
+                {e.error ? <div className="muted">{e.error}</div> : null}
+              </td>
+              <td>{e.trigger}</td>
+              <td>{when(e.startedAt)}</td>
+              <td>{e.duration ?? '—'}</td>
+              <td className="actions-cell">
+                <button type="button" className="small" aria-label={`Logs of execution ${e.id}`} onClick={() => setLogsOf(e)}>
+                  Logs
+                </button>
+                {e.status === 'running' ? (
+                  <button
+                    type="button"
+                    className="danger small"
+                    disabled={busy === `stop:${e.id}`}
+                    aria-label={`Stop execution ${e.id}`}
+                    onClick={() => void run(`stop:${e.id}`, () => stopExecution(e.id), 'Execution stopped')}
+                  >
+                    Stop
+                  </button>
+                ) : null}
+              </td>
+            </tr>
+          )}
+        />
       </Section>
       {logsOf ? <LogsDialog execution={logsOf} onClose={() => setLogsOf(null)} /> : null}
     </div>

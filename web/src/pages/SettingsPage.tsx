@@ -9,7 +9,7 @@ import { getApiKey, queryKeys, setApiKey } from '../api';
 import { useAgents } from '../api/agentsTraces';
 import { useProjects } from '../api/projects';
 import { createWebhook, deleteWebhook, type Webhook, WEBHOOK_EVENTS, useDeliveries, useWebhooks } from '../api/settings';
-import { ConfirmDialog, Dialog, ErrorMessage, showError, showToast } from '../components';
+import { ConfirmDialog, Dialog, ErrorMessage, ListTable, showError, showToast } from '../components';
 
 function ApiKeySection() {
   const qc = useQueryClient();
@@ -72,26 +72,18 @@ function ProfilesSection() {
       <p className="muted">Profiles are defined in the config file (<code>agents</code>); this lists the ones projects and multi-agent agents name.</p>
       {projects.error ? <ErrorMessage error={projects.error} onRetry={() => void projects.refetch()} /> : null}
       {agents.error ? <ErrorMessage error={agents.error} onRetry={() => void agents.refetch()} /> : null}
-      {uses.size === 0 ? (
-        <p className="empty">No project or agent names a profile (projects use the server default).</p>
-      ) : (
-        <table className="table" aria-label="Agent profiles">
-          <thead>
-            <tr>
-              <th>Profile</th>
-              <th>Used by</th>
-            </tr>
-          </thead>
-          <tbody>
-            {[...uses.entries()].map(([profile, by]) => (
-              <tr key={profile} data-profile={profile}>
-                <td className="mono">{profile}</td>
-                <td>{by.join(', ')}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ListTable
+        label="Agent profiles"
+        items={[...uses.entries()]}
+        empty="No project or agent names a profile (projects use the server default)."
+        columns={['Profile', 'Used by']}
+        row={([profile, by]) => (
+          <tr key={profile} data-profile={profile}>
+            <td className="mono">{profile}</td>
+            <td>{by.join(', ')}</td>
+          </tr>
+        )}
+      />
     </section>
   );
 }
@@ -158,34 +150,25 @@ function DeliveryLog({ webhook }: { webhook: Webhook }) {
     <div className="delivery-log">
       <h3>Deliveries of {webhook.url}</h3>
       {d.error ? <ErrorMessage error={d.error} onRetry={() => void d.refetch()} /> : null}
-      {d.data?.length === 0 ? <p className="empty">No deliveries yet.</p> : null}
-      {d.data?.length ? (
-        <table className="table" aria-label="Deliveries">
-          <thead>
-            <tr>
-              <th>When</th>
-              <th>Event</th>
-              <th>Try</th>
-              <th>Result</th>
-              <th>Time</th>
-            </tr>
-          </thead>
-          <tbody>
-            {d.data.map((x) => (
-              <tr key={x.id}>
-                <td>{new Date(x.createdAt).toLocaleString()}</td>
-                <td>{x.event}</td>
-                <td className="num">{x.attempt}</td>
-                <td>
-                  <span className={`badge ${x.success ? 'health-ok' : 'health-bad'}`}>{x.statusCode ?? 'no answer'}</span>
-                  {x.error ? <span className="muted"> {x.error}</span> : null}
-                </td>
-                <td className="num">{x.durationMs} ms</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
+      <ListTable
+        label="Deliveries"
+        items={d.data}
+        empty="No deliveries yet."
+        columns={['When', 'Event', 'Try', 'Result', 'Time']}
+        numeric={['Try', 'Time']}
+        row={(x) => (
+          <tr key={x.id}>
+            <td>{new Date(x.createdAt).toLocaleString()}</td>
+            <td>{x.event}</td>
+            <td className="num">{x.attempt}</td>
+            <td>
+              <span className={`badge ${x.success ? 'health-ok' : 'health-bad'}`}>{x.statusCode ?? 'no answer'}</span>
+              {x.error ? <span className="muted"> {x.error}</span> : null}
+            </td>
+            <td className="num">{x.durationMs} ms</td>
+          </tr>
+        )}
+      />
     </div>
   );
 }
@@ -205,38 +188,28 @@ function WebhooksSection() {
         </button>
       </div>
       {hooks.error ? <ErrorMessage error={hooks.error} onRetry={() => void hooks.refetch()} /> : null}
-      {hooks.data?.length === 0 ? <p className="empty">No webhooks.</p> : null}
-      {hooks.data?.length ? (
-        <table className="table" aria-label="Webhook list">
-          <thead>
-            <tr>
-              <th>URL</th>
-              <th>Events</th>
-              <th>Active</th>
-              <th>
-                <span className="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {hooks.data.map((w) => (
-              <tr key={w.id} data-webhook={w.url}>
-                <td className="mono">{w.url}</td>
-                <td>{w.events.join(', ')}</td>
-                <td>{w.active ? 'yes' : 'no'}</td>
-                <td className="actions-cell">
-                  <button type="button" className="small" aria-pressed={open?.id === w.id} onClick={() => setOpen(open?.id === w.id ? null : w)}>
-                    Deliveries
-                  </button>
-                  <button type="button" className="small danger" aria-label={`Delete webhook ${w.url}`} onClick={() => setDeleting(w)}>
-                    Delete
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
+      <ListTable
+        label="Webhook list"
+        items={hooks.data}
+        empty="No webhooks."
+        columns={['URL', 'Events', 'Active']}
+        actions
+        row={(w) => (
+          <tr key={w.id} data-webhook={w.url}>
+            <td className="mono">{w.url}</td>
+            <td>{w.events.join(', ')}</td>
+            <td>{w.active ? 'yes' : 'no'}</td>
+            <td className="actions-cell">
+              <button type="button" className="small" aria-pressed={open?.id === w.id} onClick={() => setOpen(open?.id === w.id ? null : w)}>
+                Deliveries
+              </button>
+              <button type="button" className="small danger" aria-label={`Delete webhook ${w.url}`} onClick={() => setDeleting(w)}>
+                Delete
+              </button>
+            </td>
+          </tr>
+        )}
+      />
       {open ? <DeliveryLog webhook={open} /> : null}
       {creating ? <NewWebhookDialog onClose={() => setCreating(false)} /> : null}
       <ConfirmDialog

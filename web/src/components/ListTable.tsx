@@ -1,0 +1,46 @@
+import type { ReactNode } from 'react';
+
+/**
+ * A list shown as a table: its column headers (those named in `numeric` aligned like their numbers; with `actions`, a
+ * last column whose header only screen readers read), one row per item, or the `empty` text when there is none;
+ * nothing while the items are not known yet.
+ */
+export function ListTable<T>({
+  label,
+  items,
+  empty,
+  columns,
+  numeric = [],
+  actions,
+  row,
+}: {
+  label: string;
+  items: readonly T[] | undefined;
+  empty: ReactNode;
+  columns: readonly string[];
+  numeric?: readonly string[];
+  actions?: boolean;
+  row: (item: T, index: number) => ReactNode;
+}) {
+  if (!items) return null;
+  if (items.length === 0) return <p className="empty">{empty}</p>;
+  return (
+    <table className="table" aria-label={label}>
+      <thead>
+        <tr>
+          {columns.map((c) => (
+            <th key={c} className={numeric.includes(c) ? 'num' : undefined}>
+              {c}
+            </th>
+          ))}
+          {actions ? (
+            <th>
+              <span className="sr-only">Actions</span>
+            </th>
+          ) : null}
+        </tr>
+      </thead>
+      <tbody>{items.map(row)}</tbody>
+    </table>
+  );
+}
