@@ -7,7 +7,8 @@
  *    their rows from that buffer (or from the database when they are further behind, e.g. on resume);
  *  - a missed notification (listener reconnect) re-reads every feed, and a slow safety re-check (SAFETY_MS, one
  *    query per API process for all followed processes, not per follower) catches anything else: a feed behind
- *    the table is re-read, a process or attempt whose status moved wakes its followers to re-check their end.
+ *    the table is re-read, a process or attempt whose status moved (or is seen for the first time) wakes its
+ *    followers to re-check their end.
  * Seqs of one process are written by one writer in order, so what is committed is always a prefix 1..n: reading
  * `seq > last` is exact, and a follower's cursor (Last-Event-ID, `after`) resumes exactly on any replica.
  */
@@ -204,7 +205,9 @@ export function createLogFeed(db: Pool, events: EventListener, logger: Logger): 
           const f = feeds.get(r.id);
           if (!f) continue;
           const status = `${r.status}/${r.attempt_status}`;
-          if (f.status !== undefined && f.status !== status) wakeAll(f, true);
+          // seen for the first time, or moved: the followers re-check whether their stream ended, so an end whose
+          // event was missed still ends the stream (before, a status first seen already final woke no one)
+          if (f.status !== status) wakeAll(f, true);
           f.status = status;
           if ((r.seq ?? 0) > f.readUpTo) {
             f.wanted = Math.max(f.wanted, r.seq ?? 0);

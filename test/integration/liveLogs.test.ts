@@ -12,10 +12,13 @@ import WebSocket from 'ws';
 import { buildService } from '../../api/services';
 import { queueLiveState, settleLiveState } from '../../lib/attempts/liveState';
 import { createLogSink } from '../../lib/attempts/logSink';
+import { streamLogRows } from '../../lib/attempts/logStream';
 import { recordAttemptFinished, recordProcessEnded } from '../../lib/attempts/projections';
 import { getAttempt, insertAttempt } from '../../lib/db/attempts';
 import { withTransaction } from '../../lib/db/pool';
 import { appendLogs, appendLogsOfProcesses, insertProcess, readLogs, type LogEntry } from '../../lib/db/processes';
+import { createEventListener } from '../../lib/events/listener';
+import { createLogFeed, SAFETY_MS } from '../../lib/events/logFeed';
 import { createMetrics } from '../../lib/metrics';
 import { agentConfig, api } from '../support/attemptHelpers';
 import { eventually, logger, startTestStack, type TestStack } from '../support/harness';
@@ -320,6 +323,40 @@ describe('live logs', () => {
     const { rows: after } = await stack.db.query<{ progress: { current: string } }>('SELECT progress FROM processes WHERE id = $1', [ids[0]]);
     expect(after[0]?.progress.current).toBe('second 0');
   });
+
+  test('a follow ends after its attempt does even when the event saying so never arrives: the safety re-check wakes it', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'missed end');
+    const attemptId = 'att-live-logs-missed-end';
+    const processId = 'proc-live-logs-missed-end';
+    await insertAttempt(stack.db, { id: attemptId, taskId, llm: 'scripted', model: null, status: 'running', branchPrefix: 'armada', baseBranch: 'main', options: {}, description: '' });
+    await insertProcess(stack.db, { id: processId, attemptId, taskId, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
+    // a listener that hears no events (as if the attempt's end event were lost), and a fresh feed: its first safety
+    // re-check is the first time it sees the attempt's status, already final by then
+    const deaf = await createEventListener(stack.dbUrl, stack.db, logger, { events: false });
+    const feed = createLogFeed(stack.db, deaf, logger);
+    try {
+      const t0 = Date.now();
+      const following = (async () => {
+        for await (const _ of streamLogRows(stack.db, {
+          processes: async () => [processId],
+          finished: async () => (await getAttempt(stack.db, attemptId))?.status === 'completed',
+          follow: true,
+          feed,
+          topics: [`attempt:${attemptId}`],
+        }));
+        return Date.now() - t0;
+      })();
+      await new Promise((r) => setTimeout(r, 300));
+      await stack.db.query(`UPDATE attempts SET status = 'completed', completed_at = now() WHERE id = $1`, [attemptId]);
+      const endedAfter = await Promise.race([following, new Promise<number>((r) => setTimeout(() => r(-1), 3 * SAFETY_MS))]);
+      expect(endedAfter).toBeGreaterThan(0);
+      expect(endedAfter).toBeLessThan(SAFETY_MS + 2000);
+    } finally {
+      feed.close();
+      await deaf.close();
+    }
+  }, 30_000);
 
   test('idle followers do not query the logs: 20 sockets on a quiet process cost no process_logs reads', async () => {
     const base = stack.app('task').server.listening
