@@ -151,7 +151,12 @@ async function main() {
   await new Promise((r) => setTimeout(r, 3000)); // let in-flight starts finish
   await workers.stop();
   // the start path alone is served by `armada api` in a process of its own, as in a deployment: in this process the
-  // API's work after an answer (publishing the start's events) ran before this client could read the answer
+  // API's work after an answer (publishing the start's events) ran before this client could read the answer. The
+  // in-process service stops too, so this process is only a client: left running, it listened for the spawned API's
+  // notifications (task changes, events for webhooks) and did their work while its starts' answers were on the way.
+  await app.close();
+  await temporal.close();
+  await db.end();
   const apiPort = await freePort();
   const api = await spawnArmada(['api', '--service', 'task'], 'listening', {
     ARMADA_HOME: home,
@@ -228,9 +233,6 @@ async function main() {
   };
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
   keepAlive.destroy();
-  await app.close();
-  await temporal.close();
-  await db.end();
   await inf.stop();
   fs.rmSync(home, { recursive: true, force: true, maxRetries: 3 }); // its PostgreSQL data alone is 150–270 MB
   process.exit(0);
