@@ -11,6 +11,14 @@ import { validationError } from '../../lib/errors';
 /** A regular expression (ECMA-262 and Python) matching strings without NUL. */
 export const NUL_FREE_PATTERN = '^[^\\u0000]*$';
 
+/**
+ * A regular expression (ECMA-262 and Python alike) matching strings with a character that `String.prototype.trim()`
+ * keeps: names and titles are stored trimmed, so a blank one is refused (400) rather than stored empty. An explicit
+ * class, because `\S` means different things in the two: JavaScript counts U+FEFF as white space, Python counts
+ * U+001C–U+001F and U+0085, and schemathesis generates with Python's.
+ */
+export const NON_BLANK_PATTERN = '[^\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]';
+
 /** The longest path parameter any route accepts; the documents advertise it as each parameter's `maxLength`. */
 export const MAX_PATH_PARAM_LENGTH = 200;
 

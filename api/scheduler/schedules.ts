@@ -161,10 +161,13 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
   for (const action of ['pause', 'resume'] as const) {
     app.post(
       `/schedules/:workflow/${action}`,
-      { schema: { tags: ['schedules'], params: ScheduleParams, response: { 200: Schedule, ...DetailErrors } } },
+      { schema: { tags: ['schedules'], params: ScheduleParams, response: { 200: Schedule, ...DetailErrors, 409: Detail } } },
       async (request) => {
         const s = await defaultOf(request.params.workflow);
-        if (!s.cron) throw invalidRequest(`Workflow ${s.workflow} has no schedule`);
+        // a valid request the workflow's state refuses (it runs only on demand): 409, not 400
+        if (!s.cron) {
+          throw conflict(`Workflow ${s.workflow} has no schedule to ${action}; give it one with PATCH /api/v1/schedules/${s.workflow} {"schedule": "<cron>"}`);
+        }
         return view(await setPaused(deps, s, action));
       },
     );

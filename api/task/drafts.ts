@@ -27,6 +27,7 @@ import {
 import { draftQueueItemView, draftView, followUpDraftView, queueItemView, retryDraftView } from '../../lib/drafts/views';
 import { followUpDraftWorkflow, followUpQueueWorkflow } from '../../workflows/followUpWorkflows';
 import { ok } from '../http/envelope';
+import { NON_BLANK_PATTERN } from '../http/inputPolicy';
 import { Envelope, ErrorResponses, IdParams, Nullable, StringEnum, Timestamp } from '../http/schemas';
 import { callTemporal } from '../http/temporalErrors';
 import { schemaValidationError } from '../http/validation';
@@ -82,7 +83,7 @@ const DraftQueue = Type.Object({
 const Deleted = Type.Object({ deleted: Type.Literal(true), draftId: Type.String() });
 
 // A required text: present and not blank (`\S`: at least one non-whitespace character).
-const RequiredText = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '\\S' });
+const RequiredText = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: NON_BLANK_PATTERN });
 /**
  * Prompts and draft contents: 64 Ki characters. (At 100,000 with the `\S` pattern, schemathesis 4.32's coverage
  * phase cannot build a valid body and sends `0` as if it were one; 64 Ki is ample for a prompt.)

@@ -1,9 +1,10 @@
 /** Request and response schemas of the project routes. */
 import { Type } from 'typebox';
 import { REPO_URL_PATTERN } from '../../lib/git';
+import { NON_BLANK_PATTERN } from '../http/inputPolicy';
 import { Nullable, StringEnum } from '../http/schemas';
 
-const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
+const Name = Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK_PATTERN });
 
 export const ProjectListItem = Type.Object({
   id: Type.String(),

@@ -149,6 +149,13 @@ describe('scheduler workflows, schedules and executions', () => {
       expect((await inject('GET', u)).json()).toEqual({ detail: 'Execution not found' });
     }
     for (const q of ['limit=0', 'limit=101']) expect((await inject('GET', `/api/v1/executions?${q}`)).statusCode).toBe(400);
+    // a workflow that runs only on demand has no schedule to pause or resume: 409 (the request itself is valid)
+    const onDemand = `on-demand-${uniq}`;
+    expect((await inject('POST', '/api/v1/workflows', { name: onDemand, tasks: [{ name: 't', type: 'script', script: 'echo hi' }] })).statusCode).toBe(201);
+    for (const action of ['pause', 'resume']) {
+      const res = await inject('POST', `/api/v1/schedules/${onDemand}/${action}`);
+      expect([res.statusCode, res.json()]).toEqual([409, { detail: `Workflow ${onDemand} has no schedule to ${action}; give it one with PATCH /api/v1/schedules/${onDemand} {"schedule": "<cron>"}` }]);
+    }
   });
 
   test('a manual run answers at once; the execution has tasks, outputs and logs; a failing task fails it', async () => {

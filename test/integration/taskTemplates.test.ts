@@ -50,6 +50,11 @@ describe('task templates', () => {
       { ...body(), tasks: [{ title: 'x', description: 'y', order: 1.5 }] },
       { ...body(), category: 7 },
       { ...body(), extra: true },
+      // blank after trimming (names and titles are stored trimmed), also with U+FEFF, which trim() removes
+      { ...body(), name: ' \t ' },
+      { ...body(), category: '\u3000' },
+      { ...body(), tasks: [{ title: '\t', description: 'y', order: 1 }] },
+      { ...body(), tasks: [{ title: '\ufeff', description: 'y', order: 1 }] },
     ];
     for (const b of bad) {
       const r = await inject('POST', '/api/task-templates', b);
@@ -59,6 +64,11 @@ describe('task templates', () => {
     const t = (await inject('POST', '/api/task-templates', body())).json().data;
     expect((await inject('PUT', `/api/task-templates/${t.id}`, {})).statusCode).toBe(400);
     expect((await inject('PUT', `/api/task-templates/${t.id}`, { tasks: 'no' })).statusCode).toBe(400);
+    expect((await inject('PUT', `/api/task-templates/${t.id}`, { tasks: [{ title: '\f', description: '', order: 1 }] })).statusCode).toBe(400);
+    // a control character that trim() keeps is a title like any other, stored as given
+    const kept = await inject('PUT', `/api/task-templates/${t.id}`, { tasks: [{ title: ' \u001c ', description: '', order: 1 }] });
+    expect(kept.statusCode).toBe(200);
+    expect(kept.json().data.tasks[0].title).toBe('\u001c');
   });
 
   test('list: pagination, category filter, name search', async () => {
