@@ -11,7 +11,7 @@
  */
 import http from 'node:http';
 import { OPENAPI_PATHS, type ServiceKind } from '../../api/http/openapi';
-import { MAX_PATH_PARAM_LENGTH, NUL_FREE_JSON_REF, NUL_FREE_PATTERN } from '../../api/http/inputPolicy';
+import { MAX_PATH_PARAM_LENGTH, NON_BLANK_PATTERN, NUL_FREE_JSON_REF, NUL_FREE_PATTERN } from '../../api/http/inputPolicy';
 import { startTestStack, type TestStack } from '../support/harness';
 
 type Json = Record<string, unknown>;
@@ -352,7 +352,7 @@ describe('the documents state the rules the handlers enforce', () => {
       expect([path, body.required]).toEqual([path, expect.arrayContaining([field])]);
       const prop = deref(doc, (body.properties as Json)[field]);
       if (field === 'queue') expect(prop.minItems).toBe(1);
-      else expect([prop.minLength, prop.pattern]).toEqual([1, '\\S']);
+      else expect([prop.minLength, prop.pattern]).toEqual([1, NON_BLANK_PATTERN]);
       const res = await stack.app('task').inject({ method: 'POST', url: `/api/task-attempts/x/${path}`, payload: {} });
       expect([path, res.statusCode, res.json().error.code]).toEqual([path, 400, 'INVALID_REQUEST']);
     }
