@@ -6,7 +6,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { notFound } from '../../lib/errors';
+import { conflict, notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { withTransaction } from '../../lib/db/pool';
 import { getProject } from '../../lib/db/projects';
@@ -153,6 +153,12 @@ export const taskTemplateRoutes: FastifyPluginAsync<TaskPluginOptions> = async (
     },
   );
 
+  // The target of apply is the template (a missing one is 404); an unknown project in the body is a conflict with
+  // what exists, 409 with the code PROJECT_NOT_FOUND (docs/templates-and-drafts.md): a 404 here would say the template
+  // just created is missing, and a fuzzer's stateful checks read it so (schemathesis ST302)
+  const unknownProject = (projectId: string) =>
+    conflict(`Project ${projectId} not found: apply the template to an existing project (GET /api/projects lists them)`, 'PROJECT_NOT_FOUND', { projectId: 'no such project' });
+
   app.post(
     '/task-templates/:id/apply',
     { schema: { tags, params: IdParams, body: ApplyBody, response: { 201: Envelope(Applied), ...ErrorResponses } } },
@@ -160,7 +166,7 @@ export const taskTemplateRoutes: FastifyPluginAsync<TaskPluginOptions> = async (
       const t = await getTemplate(deps.db, request.params.id);
       if (!t) throw missing(request.params.id);
       const { projectId } = request.body;
-      if (!(await getProject(deps.db, projectId))) throw notFound(`Project ${projectId} not found`, 'PROJECT_NOT_FOUND');
+      if (!(await getProject(deps.db, projectId))) throw unknownProject(projectId);
       const createdBy = actingUser(request, deps.localUser);
       let rows: TaskRow[];
       try {
@@ -184,7 +190,7 @@ export const taskTemplateRoutes: FastifyPluginAsync<TaskPluginOptions> = async (
           return out;
         });
       } catch (err) {
-        if ((err as { code?: string }).code === '23503') throw notFound(`Project ${projectId} not found`, 'PROJECT_NOT_FOUND');
+        if ((err as { code?: string }).code === '23503') throw unknownProject(projectId);
         throw err;
       }
       return reply.code(201).send(ok(version, { templateId: t.id, projectId, tasks: rows.map(taskView) }));

@@ -115,9 +115,11 @@ describe('task templates', () => {
     expect(ev.rows.map((e) => e.id)).toEqual(created.map((x) => x.id));
 
     expect((await inject('POST', '/api/task-templates/nope/apply', { projectId })).statusCode).toBe(404);
+    // the template exists, the project in the body does not: 409 (404 is for the template), naming the field
     const noProject = await inject('POST', `/api/task-templates/${t.id}/apply`, { projectId: 'nope' });
-    expect(noProject.statusCode).toBe(404);
-    expect(noProject.json().error.code).toBe('PROJECT_NOT_FOUND');
+    expect(noProject.statusCode).toBe(409);
+    expect(noProject.json().error).toMatchObject({ code: 'PROJECT_NOT_FOUND', details: { projectId: 'no such project' } });
+    expect(noProject.json().error.message).toContain('GET /api/projects');
     expect((await inject('POST', `/api/task-templates/${t.id}/apply`, {})).statusCode).toBe(400);
   });
 });
