@@ -82,11 +82,11 @@ const DraftQueue = Type.Object({
 });
 const Deleted = Type.Object({ deleted: Type.Literal(true), draftId: Type.String() });
 
-// A required text: present and not blank (`\S`: at least one non-whitespace character).
+// A required text: present and not blank (NON_BLANK_PATTERN: at least one character that trim() keeps).
 const RequiredText = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: NON_BLANK_PATTERN });
 /**
- * Prompts and draft contents: 64 Ki characters. (At 100,000 with the `\S` pattern, schemathesis 4.32's coverage
- * phase cannot build a valid body and sends `0` as if it were one; 64 Ki is ample for a prompt.)
+ * Prompts and draft contents: 64 Ki characters. (At 100,000 with the non-blank pattern, then `\S`, schemathesis
+ * 4.32's coverage phase could not build a valid body and sent `0` as if it were one; 64 Ki is ample for a prompt.)
  */
 const PROMPT_MAX = 65_536;
 const Order = Type.Integer({ minimum: -2_147_483_648, maximum: 2_147_483_647 });
