@@ -4,7 +4,7 @@ import { respondUpdate } from '../../workflows/approvalWorkflow';
 import { Worker } from '@temporalio/worker';
 import type { RunningWorkers } from '../../workers/createWorker';
 import { createProjectAndTask, insertAttempt } from '../support/attempts';
-import { env, eventually, startStackWorkers, startTestStack, type TestStack } from '../support/harness';
+import { env, eventually, startStackWorkers, startTestStack, ensureTemporalRuntime, type TestStack } from '../support/harness';
 
 let stack: TestStack;
 let taskId: string;
@@ -192,6 +192,7 @@ describe('approvals', () => {
     expect(ids.length).toBeGreaterThan(5);
     for (const workflowId of ids) {
       const history = await client.workflow.getHandle(workflowId).fetchHistory();
+      ensureTemporalRuntime();
       await Worker.runReplayHistory({ workflowBundle: { codePath: env('ARMADA_WORKFLOW_BUNDLE') }, replayName: workflowId }, history, workflowId);
     }
   });

@@ -4,7 +4,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import WebSocket from 'ws';
 import { createProjectAndTask, insertAttempt } from '../support/attempts';
 import { attemptStandInWorkflow, finishSignal, followUpsQuery, type ReceivedFollowUp } from '../support/attemptStandInWorkflow';
-import { env, eventually, startTestStack, type TestStack } from '../support/harness';
+import { env, eventually, startTestStack, ensureTemporalRuntime, type TestStack } from '../support/harness';
 
 let stack: TestStack;
 let projectId: string;
@@ -27,6 +27,7 @@ async function attemptWithWorkflow() {
 beforeAll(async () => {
   stack = await startTestStack({ services: ['task'], worker: true });
   ({ projectId, taskId } = await createProjectAndTask(stack));
+  ensureTemporalRuntime();
   standInConnection = await NativeConnection.connect({ address: env('ARMADA_TEST_TEMPORAL_ADDRESS') });
   standInWorker = await Worker.create({
     connection: standInConnection,

@@ -9,7 +9,7 @@ import { buildService } from '../../api/services';
 import { insertAgentTask } from '../../lib/db/agentTasks';
 import { groupAlive } from '../../lib/process/processGroup';
 import { recordHistory } from '../support/attemptHelpers';
-import { eventually, logger, startTestStack, type TestStack } from '../support/harness';
+import { eventually, logger, startTestStack, ensureTemporalRuntime, type TestStack } from '../support/harness';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures');
 const suffix = crypto.randomBytes(3).toString('hex');
@@ -274,6 +274,7 @@ describe('multi-agent service', () => {
     const client = await stack.temporal.client();
     for (const name of [SLEEPER, REMEMBERER]) {
       const history = await client.workflow.getHandle(`agent:${name}`).fetchHistory();
+      ensureTemporalRuntime();
       await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string } }, history);
     }
   });

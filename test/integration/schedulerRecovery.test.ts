@@ -6,7 +6,7 @@ import { createTemporalHandle } from '../../lib/temporal/client';
 import { startTcpProxy } from '../support/tcpProxy';
 import { startFakeFlowBuilder } from '../support/fakeFlowBuilder';
 import { startWorkers, type RunningWorkers } from '../../workers/createWorker';
-import { env, eventually, logger, startTestStack, type TestStack } from '../support/harness';
+import { env, eventually, logger, startTestStack, ensureTemporalRuntime, type TestStack } from '../support/harness';
 
 let stack: TestStack;
 let worker: RunningWorkers | undefined;
@@ -27,8 +27,10 @@ afterAll(async () => {
   await stack.close();
 });
 
-const startWorker = () =>
-  startWorkers({ config: stack.config, db: stack.db, logger, metrics: stack.metrics, address: env('ARMADA_TEST_TEMPORAL_ADDRESS'), namespace: stack.config.temporal.namespace, shutdownGraceMs: 2000 });
+const startWorker = () => {
+  ensureTemporalRuntime();
+  return startWorkers({ config: stack.config, db: stack.db, logger, metrics: stack.metrics, address: env('ARMADA_TEST_TEMPORAL_ADDRESS'), namespace: stack.config.temporal.namespace, shutdownGraceMs: 2000 });
+};
 
 describe('scheduler recovery', () => {
   test('a schedule that fired while no worker ran executes once when a worker returns, not once per missed time', async () => {

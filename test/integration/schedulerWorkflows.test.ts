@@ -6,7 +6,7 @@ import { temporal } from '@temporalio/proto';
 import { groupAlive } from '../../lib/process/processGroup';
 import { recordHistory } from '../support/attemptHelpers';
 import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
-import { eventually, type TestStack } from '../support/harness';
+import { eventually, ensureTemporalRuntime, type TestStack } from '../support/harness';
 import { closeSchedulerStack, schedulerInject, startSchedulerStack } from '../support/schedulerStack';
 
 let stack: TestStack;
@@ -432,6 +432,7 @@ describe('scheduler workflows, schedules and executions', () => {
     });
     expect(result).toBe('deleted');
     expect((await stack.db.query('SELECT count(*)::int AS n FROM scheduler_executions WHERE workflow = $1', [`ghost-${uniq}`])).rows[0].n).toBe(0);
+    ensureTemporalRuntime();
     await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string }, sinks: REPLAY_SINKS }, await client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
   });
 
@@ -447,6 +448,7 @@ describe('scheduler workflows, schedules and executions', () => {
       const types = (history.events ?? []).map((e) => e.eventType);
       expect(types[types.indexOf(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) + 1]).toBe(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED);
       expect(types).not.toContain(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES);
+      ensureTemporalRuntime();
       await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string }, sinks: REPLAY_SINKS }, history, r.temporal_workflow_id);
       await recordHistory(stack, r.temporal_workflow_id, `workflow-run-${r.status}-${r.trigger}`);
     }

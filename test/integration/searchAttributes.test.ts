@@ -18,7 +18,7 @@ import { ARMADA_SEARCH_ATTRIBUTES, ArmadaAgent, ArmadaAttemptId, ArmadaAttemptSt
 import { startWorkers } from '../../workers/createWorker';
 import { ARMADA_BIN } from '../support/armadaProcess';
 import { agentConfig, api, recordHistory } from '../support/attemptHelpers';
-import { env, eventually, logger, startTestStack, type TestStack } from '../support/harness';
+import { env, eventually, logger, startTestStack, ensureTemporalRuntime, type TestStack } from '../support/harness';
 
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 const run = promisify(execFile);
@@ -142,6 +142,7 @@ describe('search attributes', () => {
     expect(missing).toEqual(NAMES);
 
     // a worker does not start on it
+    ensureTemporalRuntime();
     const err = await startWorkers({ config: stack.config, db: stack.db, logger, metrics: stack.metrics, address: env('ARMADA_TEST_TEMPORAL_ADDRESS'), namespace }).then(
       () => null,
       (e: unknown) => e,
