@@ -18,7 +18,7 @@ import {
   type AttemptServiceDeps,
   type StartResult,
 } from './attemptService';
-import { serverTiming } from '../http/serverTiming';
+import { serverTiming, withServerTiming } from '../http/serverTiming';
 import type { CpuPool } from '../../lib/attempts/cpuPool';
 import { splitRows } from '../../lib/attempts/diffParse';
 import { safeRelativePath } from '../../lib/attempts/gitDiff';
@@ -127,7 +127,7 @@ export const attemptRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPoo
 
   app.post(
     '/tasks/:id/start',
-    { schema: { tags: ['attempts'], params: IdParams, body: Type.Optional(StartTaskBody), response: { 200: Envelope(StartedTask), ...ErrorResponses } } },
+    { schema: { tags: ['attempts'], params: IdParams, body: Type.Optional(StartTaskBody), response: { 200: withServerTiming(Envelope(StartedTask)), ...ErrorResponses } } },
     async (request, reply) => {
       const key = request.headers['idempotency-key'];
       const r = await startNewAttempt(svc, request.params.id, request.body ?? {}, typeof key === 'string' && key ? key.slice(0, 200) : undefined);
@@ -256,7 +256,7 @@ export const attemptRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPoo
     return ok(version, attemptView(a, await latestProcessId(deps, a.id)));
   });
 
-  app.post('/attempts/:id/start', { schema: { tags: ['attempts'], params: IdParams, response: { 200: Envelope(StartedAttempt), ...ErrorResponses } } }, async (request, reply) => {
+  app.post('/attempts/:id/start', { schema: { tags: ['attempts'], params: IdParams, response: { 200: withServerTiming(Envelope(StartedAttempt)), ...ErrorResponses } } }, async (request, reply) => {
     const r = await startCreatedAttempt(svc, request.params.id);
     reply.header('server-timing', startTiming(r, reply));
     return ok(version, { id: r.attempt.id, status: r.attempt.status, startedAt: r.attempt.started_at?.toISOString() ?? null, processId: r.processId });

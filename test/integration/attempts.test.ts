@@ -102,6 +102,14 @@ describe('attempt engine', () => {
     const t2 = timing(r2.headers['server-timing']);
     expect(Object.keys(t2)).toEqual(['db', 'temporal', 'total']);
     expect(t2.temporal).toBeGreaterThan(0);
+
+    // the OpenAPI document declares the header, and what was sent matches its pattern
+    const doc = (await h.inject('GET', '/api/openapi.json')).json();
+    for (const [route, res] of [['/api/tasks/{id}/start', r], ['/api/attempts/{id}/start', r2]] as const) {
+      const declared = doc.paths[route].post.responses['200'].headers['Server-Timing'];
+      expect(declared.schema.type).toBe('string');
+      expect(String(res.headers['server-timing'])).toMatch(new RegExp(declared.schema.pattern));
+    }
     for (const id of [r.json().data.attemptId, created.id]) expect((await h.until(id, ['completed', 'failed'])).status).toBe('completed');
   });
 
