@@ -1,7 +1,7 @@
 /** Worktree activities of an attempt: prepare (worktree + branch + setup script), commit the agent's changes, remove. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ArmadaConfig } from '../../lib/config';
 import { getAttemptWorktreeContext, setAttemptChanges, setAttemptCleanedUp, setAttemptWorktree, type AttemptChanges } from '../../lib/db/attempts';
 import type { Pool } from 'pg';
@@ -62,14 +62,10 @@ export async function withRepoLock<T>(repo: string, fn: () => Promise<T>): Promi
  * the setup script ran, runs it again to completion. Setup scripts must therefore be safe to run more than once.
  */
 export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig; faults?: Faults }, input: { attemptId: string; processId: string }): Promise<PreparedWorktree> {
-  const ctx = await getAttemptWorktreeContext(deps.db, input.attemptId);
-  if (!ctx) throw ApplicationFailure.nonRetryable(`attempt ${input.attemptId} no longer exists`, 'AttemptGone');
+  const ctx = await worktreeContextOnceCloned(deps, input);
   const { attempt, project } = ctx;
   const repo = project.git_repo_path;
-  if (!repo) {
-    if (project.clone_status === 'cloning') throw new Error(`project ${project.id} is still being cloned`);
-    throw ApplicationFailure.nonRetryable(`project ${project.id} has no local repository (${project.clone_error ?? 'clone failed'})`, 'NoRepository');
-  }
+  if (!repo) throw ApplicationFailure.nonRetryable(`project ${project.id} has no local repository (${project.clone_error ?? 'clone failed'})`, 'NoRepository');
   const branch = attempt.branch as string;
   let baseBranch = attempt.base_branch ?? project.repo_branch;
   // the ref files when they can be read directly (no git process), else `git for-each-ref`
@@ -107,6 +103,37 @@ export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig; fa
   await faultPoint(deps.faults, 'prepareWorktree.afterWorktree', { worktreePath });
   if (project.setup_script.trim()) await runSetupOnce(deps, { attemptId: attempt.id, taskId: attempt.task_id, processId: input.processId, worktreePath, script: project.setup_script });
   return prepared;
+}
+
+export const CLONE_POLL_MS = 250;
+
+/**
+ * The attempt's worktree context once its project's repository is cloned. An attempt started while the clone still
+ * runs waits for it here (heartbeating, one single-row read per CLONE_POLL_MS, a line in the attempt's log) and starts
+ * as soon as the clone is done. (It used to fail the activity and wait for Temporal's retry backoff, 1 + 2 + 4 + 8 s:
+ * up to twice the clone's time, and a failed attempt when the clone took longer than the five tries.)
+ */
+async function worktreeContextOnceCloned(deps: { db: Pool }, input: { attemptId: string; processId: string }) {
+  const gone = () => ApplicationFailure.nonRetryable(`attempt ${input.attemptId} no longer exists`, 'AttemptGone');
+  let ctx = await getAttemptWorktreeContext(deps.db, input.attemptId);
+  if (!ctx) throw gone();
+  if (ctx.project.git_repo_path || ctx.project.clone_status !== 'cloning') return ctx;
+  await appendLogs(deps.db, input.processId, input.attemptId, [
+    { level: 'info', message: "waiting for the project's repository to finish cloning", timestamp: new Date().toISOString(), source: 'armada' },
+  ]);
+  const activity = Context.current();
+  const started = Date.now();
+  return keepAlive(
+    async () => {
+      for (;;) {
+        await activity.sleep(CLONE_POLL_MS); // rejects when the attempt is cancelled
+        ctx = await getAttemptWorktreeContext(deps.db, input.attemptId);
+        if (!ctx) throw gone();
+        if (ctx.project.git_repo_path || ctx.project.clone_status !== 'cloning') return ctx;
+      }
+    },
+    { details: () => ({ stage: 'cloning', waitedMs: Date.now() - started }) },
+  );
 }
 
 /** The commit of refs/heads/<name> for each of `names` that exists, in one `git for-each-ref`. */

@@ -1,6 +1,6 @@
 /** The attempt engine end to end over HTTP with a scripted agent: run, logs, diff, branches, merge strategies, cleanup. */
 import fs from 'node:fs';
-import { startTestStack, type TestStack } from '../support/harness';
+import { eventually, startTestStack, type TestStack } from '../support/harness';
 import { agentConfig, api, gitOk, gitOut, recordHistory } from '../support/attemptHelpers';
 
 let stack: TestStack;
@@ -111,6 +111,31 @@ describe('attempt engine', () => {
       expect(String(res.headers['server-timing'])).toMatch(new RegExp(declared.schema.pattern));
     }
     for (const id of [r.json().data.attemptId, created.id]) expect((await h.until(id, ['completed', 'failed'])).status).toBe('completed');
+  });
+
+  test('an attempt started while its project is still cloning waits for the clone and starts when it is done, on the first try', async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'Wait for the clone');
+    // the project's repository as it is while its clone runs (cloneProjectWorkflow sets it back)
+    const { rows } = await stack.db.query<{ git_repo_path: string }>(`SELECT git_repo_path FROM projects WHERE id = $1`, [p.id]);
+    await stack.db.query(`UPDATE projects SET clone_status = 'cloning', git_repo_path = NULL WHERE id = $1`, [p.id]);
+    const started = await h.start(taskId);
+    // it waits, saying so in its log, for longer than the old retries' first three intervals (1 + 2 s)
+    await eventually(async () => {
+      const logs = ndjson((await h.inject('GET', `/api/attempts/${started.attemptId}/logs`)).body);
+      return logs.some((l) => l.message === "waiting for the project's repository to finish cloning") || undefined;
+    });
+    await new Promise((r) => setTimeout(r, 3500));
+    expect((await h.attempt(started.attemptId)).status).toBe('running');
+    await stack.db.query(`UPDATE projects SET clone_status = 'ready', git_repo_path = $2 WHERE id = $1`, [p.id, rows[0]?.git_repo_path]);
+    expect((await h.until(started.attemptId, ['completed', 'failed'])).status).toBe('completed');
+    // one try of prepareWorktree: the wait happened inside it, not in Temporal's retry backoff
+    const history = await (await stack.temporal.client()).workflow.getHandle(`attempt:${started.attemptId}`).fetchHistory();
+    const scheduled = new Set(
+      (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'prepareWorktree').map((e) => String(e.eventId)),
+    );
+    const tries = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes && scheduled.has(String(e.activityTaskStartedEventAttributes.scheduledEventId)));
+    expect(tries.map((e) => e.activityTaskStartedEventAttributes?.attempt)).toEqual([1]);
   });
 
   test('no-ff merge with cleanup removes worktree and branch', async () => {
