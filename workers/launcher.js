@@ -71,7 +71,8 @@ function spawnGroup(m) {
   const id = m.id;
   let child;
   try {
-    child = spawn(m.command, m.args, { cwd: m.cwd, env: m.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    // no input: stdin is /dev/null (a pipe is a socket, and bash reads ~/.bashrc when its stdin is one)
+    child = spawn(m.command, m.args, { cwd: m.cwd, env: m.env, detached: true, stdio: [typeof m.stdin === 'string' ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
   } catch (err) {
     emit({ id, ev: 'error', message: err?.message ? err.message : String(err) });
     return;
@@ -79,9 +80,10 @@ function spawnGroup(m) {
   child.once('error', (err) => emit({ id, ev: 'error', message: err.message }));
   lowerPriority(child.pid, m.nice);
   if (child.pid) emit({ id, ev: 'spawned', pid: child.pid });
-  child.stdin.on('error', () => undefined); // a process that never reads stdin
-  if (typeof m.stdin === 'string') child.stdin.end(m.stdin);
-  else child.stdin.end();
+  if (child.stdin) {
+    child.stdin.on('error', () => undefined); // a process that never reads stdin
+    child.stdin.end(m.stdin);
+  }
   for (const stream of ['stdout', 'stderr']) {
     const s = child[stream];
     if (m.handOff && s._handle && typeof s._handle.readStop === 'function') {

@@ -76,7 +76,10 @@ export function expandProfileValue(value: string, base: NodeJS.ProcessEnv): stri
 /** The environment of one child process: allow-listed server variables, then the profile's env, then `vars`. */
 export function childEnv(opts: ChildEnvOptions = {}): Record<string, string> {
   const base = opts.base ?? process.env;
-  const env: Record<string, string> = {};
+  // bash reads ~/.bashrc when its stdin is a socket and SHLVL is below 2, as for a shell started by a remote shell
+  // daemon; Node's stdin pipes are sockets. An agent gets its prompt through one: SHLVL=1 makes a bash it starts level
+  // 2, which reads no startup file, as when the same command runs from a terminal (docs/security.md)
+  const env: Record<string, string> = { SHLVL: '1' };
   for (const [k, v] of Object.entries(base)) if (v !== undefined && isAllowedEnvName(k)) env[k] = v;
   for (const [k, v] of Object.entries(opts.profileEnv ?? {})) {
     const value = expandProfileValue(v, base);

@@ -14,7 +14,7 @@ export interface GroupProcessOptions {
   args?: string[];
   cwd: string;
   env?: NodeJS.ProcessEnv;
-  /** Written to stdin, which is then closed; stdin is closed at once when absent. */
+  /** Written to stdin, which is then closed; without it stdin is /dev/null. */
   stdin?: string;
   onLine?: (stream: 'stdout' | 'stderr', line: string) => void;
   /** Aborting stops the group (SIGTERM, then SIGKILL after graceMs). */
@@ -119,12 +119,13 @@ export function startGroupProcess(opts: GroupProcessOptions): GroupProcess {
     cwd: opts.cwd,
     env: opts.env ?? process.env,
     detached: true,
-    stdio: ['pipe', 'pipe', 'pipe'],
+    // no input: /dev/null, not a closed pipe. Node's pipes are sockets, and bash reads ~/.bashrc when its stdin is one
+    // (a shell "run by a remote shell daemon"), which no terminal run of the same script does (docs/security.md)
+    stdio: [opts.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe'],
   });
   lowerGroupPriority(child.pid, opts.nice);
   child.stdin?.on('error', () => undefined); // a process that never reads stdin
   if (opts.stdin !== undefined) child.stdin?.end(opts.stdin);
-  else child.stdin?.end();
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; spawnError?: string }>((resolve) => {
     child.once('error', (err) => resolve({ code: null, signal: null, spawnError: err.message }));
     child.once('exit', (code, signal) => resolve({ code, signal }));

@@ -14,8 +14,8 @@ const base = {
   ANTHROPIC_API_KEY: 'vendor',
 };
 
-test('only allow-listed server variables pass; LC_* as a family', () => {
-  expect(childEnv({ base })).toEqual({ PATH: '/usr/bin', HOME: '/home/a', LC_ALL: 'C.UTF-8' });
+test('only allow-listed server variables pass; LC_* as a family; SHLVL=1 (bash then reads no startup file)', () => {
+  expect(childEnv({ base })).toEqual({ PATH: '/usr/bin', HOME: '/home/a', LC_ALL: 'C.UTF-8', SHLVL: '1' });
 });
 
 test('profile env: literals, $NAME references to server variables, unset references left out; contract vars win', () => {
@@ -34,6 +34,7 @@ test('profile env: literals, $NAME references to server variables, unset referen
     vars: { ARMADA_TASK_ID: 'task-1', ARMADA_MODEL: undefined },
   });
   expect(env).toEqual({
+    SHLVL: '1',
     PATH: '/usr/bin',
     HOME: '/home/a',
     LC_ALL: 'C.UTF-8',
@@ -48,5 +49,5 @@ test("a built-in profile names its vendor's key, so the claude agent gets ANTHRO
   const profile = resolveAgentProfile(testConfigFrom({}), 'claude');
   const env = childEnv({ base, profileEnv: profile?.env });
   expect(env.ANTHROPIC_API_KEY).toBe('vendor');
-  expect(Object.keys(env).sort()).toEqual(['ANTHROPIC_API_KEY', 'HOME', 'LC_ALL', 'PATH']);
+  expect(Object.keys(env).sort()).toEqual(['ANTHROPIC_API_KEY', 'HOME', 'LC_ALL', 'PATH', 'SHLVL']);
 });

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
+import { childEnv } from '../../lib/process/childEnv';
 import { launcherPid, stopLauncher } from '../../lib/process/launcher';
 import { type GroupProcess, type GroupProcessOptions, groupAlive, killProcessesUnder, launchGroupProcess, startGroupProcess } from '../../lib/process/processGroup';
 
@@ -23,6 +24,29 @@ describe.each([
     const r = await p.done;
     expect(r.code).toBe(3);
     expect(lines).toEqual(expect.arrayContaining(['stdout:got hello', 'stderr:oops']));
+  });
+
+  test('bash reads no ~/.bashrc, as from a terminal: stdin is /dev/null without input, and childEnv sets SHLVL for a piped one', async () => {
+    const home = fs.mkdtempSync(`${os.tmpdir()}/armada-home-`);
+    fs.writeFileSync(`${home}/.bashrc`, 'export BASHRC_READ=yes\n');
+    try {
+      for (const stdin of [undefined, 'input\n']) {
+        const lines: string[] = [];
+        const p = await start({
+          command: 'bash',
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash parameter expansion
+          args: ['-c', 'echo "bashrc:${BASHRC_READ:-no} stdin:$(readlink /proc/self/fd/0)"'],
+          cwd,
+          env: childEnv({ base: { PATH: process.env.PATH, HOME: home } }),
+          stdin,
+          onLine: (_s, l) => lines.push(l),
+        });
+        expect((await p.done).code).toBe(0);
+        expect(lines).toEqual([expect.stringMatching(stdin === undefined ? /^bashrc:no stdin:\/dev\/null$/ : /^bashrc:no stdin:socket:/)]);
+      }
+    } finally {
+      fs.rmSync(home, { recursive: true, force: true });
+    }
   });
 
   test("nice lowers the group's CPU priority: the leader's and its children's nice value, and its session's autogroup", async () => {
