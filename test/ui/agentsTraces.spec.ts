@@ -94,6 +94,13 @@ test('traces: the chart of messages per day is drawn from the analytics, and the
   await expect(list.locator('tbody tr')).toHaveCount(1);
   await expect(list).toContainText('hello 4');
   await screenshot(page, 'traces');
+
+  // filters that match nothing: the list says so instead of an empty table
+  const filters = page.getByRole('form', { name: 'Trace filters' });
+  await filters.getByLabel('Phone').fill('+15550109999');
+  await filters.getByRole('button', { name: 'Apply' }).click();
+  await expect(page.getByText('No traces match these filters.')).toBeVisible();
+  await expect(list).toHaveCount(0);
 });
 
 test.describe('settings', () => {

@@ -11,6 +11,8 @@ test('projects show their task stats; edit saves; delete asks first (Escape canc
   const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: 'Stats Project' }) });
   await expect(row.getByRole('cell').nth(2)).toHaveText('2');
   await expect(row.getByRole('cell').nth(4)).toHaveText('1');
+  // the list is the labelled Projects table; number columns are aligned like their numbers
+  await expect(page.getByRole('table', { name: 'Projects' }).getByRole('columnheader', { name: 'Cost' })).toHaveClass(/num/);
 
   await row.getByRole('button', { name: 'Edit Stats Project' }).click();
   const dialog = page.getByRole('dialog', { name: 'Edit project' });

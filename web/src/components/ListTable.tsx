@@ -29,12 +29,12 @@ export function ListTable<T>({
       <thead>
         <tr>
           {columns.map((c) => (
-            <th key={c} className={numeric.includes(c) ? 'num' : undefined}>
+            <th key={c} scope="col" className={numeric.includes(c) ? 'num' : undefined}>
               {c}
             </th>
           ))}
           {actions ? (
-            <th>
+            <th scope="col">
               <span className="sr-only">Actions</span>
             </th>
           ) : null}

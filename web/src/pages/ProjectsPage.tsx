@@ -16,7 +16,7 @@ import {
   useProjects,
   useWebSocketStream,
 } from '../api';
-import { ConfirmDialog, ErrorMessage, showToast } from '../components';
+import { ConfirmDialog, ErrorMessage, ListTable, showToast } from '../components';
 import { ProjectDialog } from './projects/ProjectDialog';
 
 function ProjectRow({ project, onEdit, onDelete }: { project: ProjectListItem; onEdit: () => void; onDelete: () => void }) {
@@ -122,30 +122,15 @@ export function ProjectsPage() {
       </div>
       {projects.error ? <ErrorMessage error={projects.error} onRetry={() => void projects.refetch()} /> : null}
       {projects.isPending ? <p className="muted">Loading projects…</p> : null}
-      {projects.data && projects.data.length === 0 ? <p>No projects yet. Create one from a local git repository or a repository URL.</p> : null}
-      {projects.data?.length ? (
-        <table className="table">
-          <thead>
-            <tr>
-              <th scope="col">Project</th>
-              <th scope="col">Repository</th>
-              <th scope="col" className="num">Tasks</th>
-              <th scope="col" className="num">In progress</th>
-              <th scope="col" className="num">Done</th>
-              <th scope="col" className="num">Failed</th>
-              <th scope="col" className="num">Cost</th>
-              <th scope="col">
-                <span className="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {projects.data.map((p) => (
-              <ProjectRow key={p.id} project={p} onEdit={() => setDialog(p)} onDelete={() => setDeleting(p)} />
-            ))}
-          </tbody>
-        </table>
-      ) : null}
+      <ListTable
+        label="Projects"
+        items={projects.data}
+        empty="No projects yet. Create one from a local git repository or a repository URL."
+        columns={['Project', 'Repository', 'Tasks', 'In progress', 'Done', 'Failed', 'Cost']}
+        numeric={['Tasks', 'In progress', 'Done', 'Failed', 'Cost']}
+        actions
+        row={(p) => <ProjectRow key={p.id} project={p} onEdit={() => setDialog(p)} onDelete={() => setDeleting(p)} />}
+      />
       <ProjectDialog
         open={dialog !== null}
         project={dialog && dialog !== 'new' ? dialog : undefined}

@@ -7,7 +7,7 @@
 import { useState } from 'react';
 import { useSearchParams } from 'react-router';
 import { TRACE_STATUSES, type TraceAnalytics, type TraceStatus, useTraceAnalytics, useTraces } from '../api/agentsTraces';
-import { ErrorMessage } from '../components';
+import { ErrorMessage, ListTable } from '../components';
 
 const STATUS_COLOR: Record<TraceStatus, string> = { sent: '#3b82f6', delivered: '#22c55e', read: '#8b5cf6', failed: '#ef4444' };
 
@@ -165,32 +165,23 @@ export function TracesPage() {
         </form>
         {traces.error ? <ErrorMessage error={traces.error} onRetry={() => void traces.refetch()} /> : null}
         {traces.data ? <p className="muted">{traces.data.total} matching</p> : null}
-        {traces.data?.traces.length ? (
-          <table className="table" aria-label="Trace list">
-            <thead>
-              <tr>
-                <th>Sent</th>
-                <th>Instance</th>
-                <th>To</th>
-                <th>Message</th>
-                <th>Status</th>
-              </tr>
-            </thead>
-            <tbody>
-              {traces.data.traces.map((t) => (
-                <tr key={t.id} data-trace={t.messageId}>
-                  <td>{new Date(t.sentAt).toLocaleString()}</td>
-                  <td>{t.instance}</td>
-                  <td className="mono">{t.to}</td>
-                  <td>{t.message.length > 80 ? `${t.message.slice(0, 80)}…` : t.message}</td>
-                  <td>
-                    <span className={`badge trace-${t.status}`}>{t.status}</span>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        ) : null}
+        <ListTable
+          label="Trace list"
+          items={traces.data?.traces}
+          empty="No traces match these filters."
+          columns={['Sent', 'Instance', 'To', 'Message', 'Status']}
+          row={(t) => (
+            <tr key={t.id} data-trace={t.messageId}>
+              <td>{new Date(t.sentAt).toLocaleString()}</td>
+              <td>{t.instance}</td>
+              <td className="mono">{t.to}</td>
+              <td>{t.message.length > 80 ? `${t.message.slice(0, 80)}…` : t.message}</td>
+              <td>
+                <span className={`badge trace-${t.status}`}>{t.status}</span>
+              </td>
+            </tr>
+          )}
+        />
       </section>
     </div>
   );
