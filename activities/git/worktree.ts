@@ -105,7 +105,7 @@ export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig; fa
   return prepared;
 }
 
-export const CLONE_POLL_MS = 250;
+const CLONE_POLL_MS = 250;
 
 /**
  * The attempt's worktree context once its project's repository is cloned. An attempt started while the clone still
