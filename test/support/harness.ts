@@ -27,9 +27,9 @@ let runtimeInstalled = false;
  * file's first worker, native connection or replay. A test file that never uses one then creates no runtime. Each
  * file gets fresh modules, so it gets its own `Runtime` singleton in the shared jest worker process, and an
  * installed runtime that nothing ever registers with is never shut down. Installed eagerly at import, every file
- * left one behind: 48 leaked core threads and 2.7 GB in one jest worker by the end of a run, which is also where
- * two CI runs' jest workers died of SIGSEGV. The SDK shuts the runtime down when its last worker or connection
- * closes, and creates it again with these options on the next use.
+ * left one behind: up to 54 core threads in one jest worker by the end of a run (native state that two CI runs'
+ * SIGSEGV in a jest worker may have come from; not proven). The SDK shuts the runtime down when its last worker or
+ * connection closes, and creates it again with these options on the next use.
  */
 export function ensureTemporalRuntime(): void {
   if (runtimeInstalled) return;
