@@ -168,7 +168,7 @@ export function TracesPage() {
         <ListTable
           label="Trace list"
           items={traces.data?.traces}
-          empty="No traces match these filters."
+          empty={filters.instance || filters.phone || filters.status ? 'No traces match these filters.' : 'No traces yet: the trace service has recorded no messages.'}
           columns={['Sent', 'Instance', 'To', 'Message', 'Status']}
           row={(t) => (
             <tr key={t.id} data-trace={t.messageId}>
