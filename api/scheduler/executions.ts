@@ -6,7 +6,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { conflict, invalidRequest, notFound } from '../../lib/errors';
+import { conflict, notFound } from '../../lib/errors';
 import { isUuid } from '../../lib/ids';
 import { getExecution, listExecutionLogs, listExecutions, type ExecutionRow } from '../../lib/db/schedulerExecutions';
 import { humanDuration } from '../../lib/scheduler/settings';
@@ -103,10 +103,11 @@ export const executionRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async
 
   app.post(
     '/executions/:id/stop',
-    { schema: { tags: ['executions'], params: ExecutionParams, response: { 200: StopResult, ...DetailErrors } } },
+    { schema: { tags: ['executions'], params: ExecutionParams, response: { 200: StopResult, ...DetailErrors, 409: Detail } } },
     async (request) => {
       const e = await mustGet(request.params.id);
-      if (e.status !== 'running') throw invalidRequest(`Execution is not running (status ${e.status})`);
+      // a valid request that the execution's state refuses: a conflict, not a 400 (docs/scheduler.md)
+      if (e.status !== 'running') throw conflict(`Execution ${e.id} is not running (status ${e.status}); only a running execution can be stopped`);
       const client = await temporalClient(deps, 'Error stopping execution');
       try {
         await client.workflow.getHandle(e.temporal_workflow_id).cancel();

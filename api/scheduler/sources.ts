@@ -167,13 +167,8 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
     { schema: { tags: ['sources'], params: SourceIdParams, response: { 200: DeletedSource, ...DetailErrors } } },
     async (request) => {
       const source = await mustGet(request.params.id);
-      let result: Awaited<ReturnType<typeof deleteSourceCascade>>;
-      try {
-        result = await withTransaction(deps.db, (c) => deleteSourceCascade(c, source.id));
-      } catch (err) {
-        request.log.error({ err }, 'deleting a source failed');
-        throw invalidRequest('Error deleting source');
-      }
+      // a failed delete is the server's (503 while PostgreSQL is unavailable, else 500), never the client's 400
+      const result = await withTransaction(deps.db, (c) => deleteSourceCascade(c, source.id));
       if (!result.deleted) throw notFound(SOURCE_NOT_FOUND);
       // The rows are gone (one transaction); their Temporal schedules follow. A schedule left behind by a Temporal
       // outage finds no workflow row when it fires and ends at once.

@@ -292,7 +292,7 @@ describe('scheduler workflows, schedules and executions', () => {
     await expect(run.result()).rejects.toThrow(); // closes right after the row is written
     expect((await run.describe()).status.name).toBe('CANCELLED');
     const again = await inject('POST', `/api/v1/executions/${id}/stop`);
-    expect([again.statusCode, again.json()]).toEqual([400, { detail: 'Execution is not running (status stopped)' }]);
+    expect([again.statusCode, again.json()]).toEqual([409, { detail: `Execution ${id} is not running (status stopped); only a running execution can be stopped` }]);
   });
 
   test('a schedule a few seconds ahead fires; pause stops further runs and resume restarts them', async () => {
