@@ -242,11 +242,12 @@ test('compare two attempts; a follow-up sent from the screen runs and its log sh
   }
 
   await page.goto(`/tasks/${task.id}`);
+  await expect(page.getByRole('table', { name: 'Attempts' }).getByRole('columnheader')).toHaveText(['Compare', 'Attempt', 'Agent', 'Status', 'Duration', 'Cost', 'Changes']);
   await page.getByLabel('Compare attempt #1').check();
   await page.getByLabel('Compare attempt #2').check();
   await page.getByRole('button', { name: 'Compare selected' }).click();
   const compare = page.getByRole('dialog', { name: 'Compare attempts' });
-  await expect(compare.getByRole('row')).toHaveCount(3);
+  await expect(compare.getByRole('table', { name: 'Compared attempts' }).getByRole('row')).toHaveCount(3);
   await expect(compare.getByRole('heading', { name: 'In both' })).toBeVisible();
   await expect(compare).toContainText('src/added.txt');
   await page.keyboard.press('Escape');

@@ -3,10 +3,11 @@ import type { ReactNode } from 'react';
 /**
  * A list shown as a table: its column headers (those named in `numeric` aligned like their numbers; with `actions`, a
  * last column whose header only screen readers read), one row per item, or the `empty` text when there is none;
- * nothing while the items are not known yet.
+ * nothing while the items are not known yet. `className` adds to the table's own class.
  */
 export function ListTable<T>({
   label,
+  className,
   items,
   empty,
   columns,
@@ -15,6 +16,7 @@ export function ListTable<T>({
   row,
 }: {
   label: string;
+  className?: string;
   items: readonly T[] | undefined;
   empty: ReactNode;
   columns: readonly string[];
@@ -25,7 +27,7 @@ export function ListTable<T>({
   if (!items) return null;
   if (items.length === 0) return <p className="empty">{empty}</p>;
   return (
-    <table className="table" aria-label={label}>
+    <table className={className ? `table ${className}` : 'table'} aria-label={label}>
       <thead>
         <tr>
           {columns.map((c) => (

@@ -1,5 +1,6 @@
 /** The attempts of a task: status, agent, duration, cost, changes; one is selected (shown below), two can be ticked for comparing. */
 import type { AttemptSummary } from '../../api';
+import { ListTable } from '../ListTable';
 import { formatCost, formatDuration } from './taskTypes';
 
 export interface AttemptTableProps {
@@ -11,51 +12,40 @@ export interface AttemptTableProps {
 }
 
 export function AttemptTable({ attempts, selectedId, onSelect, compareIds, onToggleCompare }: AttemptTableProps) {
-  if (!attempts.length) return <p className="muted">No attempts yet.</p>;
   return (
-    <table className="table attempt-table">
-      <thead>
-        <tr>
-          <th scope="col">Compare</th>
-          <th scope="col">Attempt</th>
-          <th scope="col">Agent</th>
-          <th scope="col">Status</th>
-          <th scope="col">Duration</th>
-          <th scope="col">Cost</th>
-          <th scope="col">Changes</th>
+    <ListTable
+      label="Attempts"
+      className="attempt-table"
+      items={[...attempts].sort((a, b) => b.number - a.number)}
+      empty={<span className="muted">No attempts yet.</span>}
+      columns={['Compare', 'Attempt', 'Agent', 'Status', 'Duration', 'Cost', 'Changes']}
+      row={(a) => (
+        <tr key={a.id} className={a.id === selectedId ? 'selected' : undefined}>
+          <td>
+            <input
+              type="checkbox"
+              aria-label={`Compare attempt #${a.number}`}
+              checked={compareIds.includes(a.id)}
+              disabled={!compareIds.includes(a.id) && compareIds.length >= 2}
+              onChange={() => onToggleCompare(a.id)}
+            />
+          </td>
+          <td>
+            <button type="button" className="link-button" onClick={() => onSelect(a.id)} aria-current={a.id === selectedId ? 'true' : undefined}>
+              #{a.number}
+            </button>
+          </td>
+          <td>{a.llm}</td>
+          <td>
+            <span className={`status status-${a.status}`}>{a.status}</span>
+          </td>
+          <td>{formatDuration(a.duration)}</td>
+          <td>{formatCost(a.cost)}</td>
+          <td>
+            {a.filesChanged} files <span className="add">+{a.linesAdded}</span> <span className="del">−{a.linesRemoved}</span>
+          </td>
         </tr>
-      </thead>
-      <tbody>
-        {[...attempts]
-          .sort((a, b) => b.number - a.number)
-          .map((a) => (
-            <tr key={a.id} className={a.id === selectedId ? 'selected' : undefined}>
-              <td>
-                <input
-                  type="checkbox"
-                  aria-label={`Compare attempt #${a.number}`}
-                  checked={compareIds.includes(a.id)}
-                  disabled={!compareIds.includes(a.id) && compareIds.length >= 2}
-                  onChange={() => onToggleCompare(a.id)}
-                />
-              </td>
-              <td>
-                <button type="button" className="link-button" onClick={() => onSelect(a.id)} aria-current={a.id === selectedId ? 'true' : undefined}>
-                  #{a.number}
-                </button>
-              </td>
-              <td>{a.llm}</td>
-              <td>
-                <span className={`status status-${a.status}`}>{a.status}</span>
-              </td>
-              <td>{formatDuration(a.duration)}</td>
-              <td>{formatCost(a.cost)}</td>
-              <td>
-                {a.filesChanged} files <span className="add">+{a.linesAdded}</span> <span className="del">−{a.linesRemoved}</span>
-              </td>
-            </tr>
-          ))}
-      </tbody>
-    </table>
+      )}
+    />
   );
 }

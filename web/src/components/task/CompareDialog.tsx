@@ -3,6 +3,7 @@ import { useQuery } from '@tanstack/react-query';
 import { api } from '../../api';
 import { Dialog } from '../Dialog';
 import { ErrorMessage } from '../ErrorMessage';
+import { ListTable } from '../ListTable';
 import { type CompareResult, formatCost, formatDuration } from './taskTypes';
 
 export function CompareDialog({ open, attemptIds, numbers, onClose }: { open: boolean; attemptIds: [string, string]; numbers: Record<string, number>; onClose: () => void }) {
@@ -19,34 +20,25 @@ export function CompareDialog({ open, attemptIds, numbers, onClose }: { open: bo
       {cmp.error ? <ErrorMessage error={cmp.error} /> : null}
       {cmp.data && c ? (
         <>
-          <table className="table">
-            <thead>
-              <tr>
-                <th scope="col">Attempt</th>
-                <th scope="col">Agent</th>
-                <th scope="col">Status</th>
-                <th scope="col">Duration</th>
-                <th scope="col">Cost</th>
-                <th scope="col">Files</th>
-                <th scope="col">Lines</th>
+          <ListTable
+            label="Compared attempts"
+            items={cmp.data.attempts}
+            empty="No attempts to compare."
+            columns={['Attempt', 'Agent', 'Status', 'Duration', 'Cost', 'Files', 'Lines']}
+            row={(a) => (
+              <tr key={a.id}>
+                <td>#{numbers[a.id] ?? '?'}</td>
+                <td>{a.llm}</td>
+                <td>{a.status}</td>
+                <td>{formatDuration(a.duration)}</td>
+                <td>{formatCost(a.cost)}</td>
+                <td>{a.filesChanged}</td>
+                <td>
+                  <span className="add">+{a.linesAdded}</span> <span className="del">−{a.linesRemoved}</span>
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {cmp.data.attempts.map((a) => (
-                <tr key={a.id}>
-                  <td>#{numbers[a.id] ?? '?'}</td>
-                  <td>{a.llm}</td>
-                  <td>{a.status}</td>
-                  <td>{formatDuration(a.duration)}</td>
-                  <td>{formatCost(a.cost)}</td>
-                  <td>{a.filesChanged}</td>
-                  <td>
-                    <span className="add">+{a.linesAdded}</span> <span className="del">−{a.linesRemoved}</span>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            )}
+          />
           <p>
             Faster: {label(c.fasterAttemptId)} · cheaper: {label(c.cheaperAttemptId)} · smaller change: {label(c.smallerChangeAttemptId)}
           </p>
