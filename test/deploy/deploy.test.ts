@@ -52,6 +52,18 @@ test('docker-compose validates the compose file; the API gets its task key from 
   expect(() => run('docker-compose', [...compose, '--quiet'], env)).toThrow(/set ARMADA_TASK_API_KEY/);
 });
 
+test('the Temporal server of the compose file reads the dynamic config in deploy/temporal, which turns on eager activity execution', () => {
+  const keys = { ARMADA_API_KEY: 'x'.repeat(64), ARMADA_ENCRYPTION_KEY: 'y'.repeat(64), ARMADA_TASK_API_KEY: 'z'.repeat(64) };
+  const resolved = run('docker-compose', ['-f', path.join(DEPLOY, 'docker-compose.yml'), 'config'], { ...process.env, ...keys });
+  const file = path.join(DEPLOY, 'temporal', 'dynamicconfig.yaml');
+  // the service mounts the file where DYNAMIC_CONFIG_FILE_PATH (relative to /etc/temporal) points
+  expect(resolved).toContain('DYNAMIC_CONFIG_FILE_PATH: config/dynamicconfig/armada.yaml');
+  // docker-compose 1.x prints the short form (`<file>:<target>:ro`), Compose 2 the long one (`source:`, `target:`)
+  expect(resolved).toMatch(new RegExp(`${file}:/etc/temporal/config/dynamicconfig/armada\\.yaml:ro|source: ${file}\\s+target: /etc/temporal/config/dynamicconfig/armada\\.yaml`));
+  const keyValue = fs.readFileSync(file, 'utf8').replace(/^\s*#.*$/gm, '').trim();
+  expect(keyValue).toBe('system.enableActivityEagerExecution:\n  - value: true');
+});
+
 test('the Kubernetes API takes ARMADA_TASK_API_KEY from a Secret and no manifest carries a key', () => {
   const dir = path.join(DEPLOY, 'kubernetes');
   const api = fs.readFileSync(path.join(dir, 'api.yaml'), 'utf8');
