@@ -15,4 +15,8 @@ module.exports = {
   globalTeardown: '<rootDir>/test/support/globalTeardown.js',
   testTimeout: 60000,
   maxWorkers: 2,
+  // A worker whose heap has grown past this after a test file is replaced by a fresh one before the next file: each
+  // file leaves its module registry and native state (Temporal runtimes, sockets) in the long-lived worker, which
+  // otherwise grew to 1.6–2.8 GB RSS by the end of a run (README, "Development").
+  workerIdleMemoryLimit: '1GB',
 };
