@@ -28,23 +28,56 @@ export const MAX_OFFSET = 2_147_483_647;
 
 const NUL_MESSAGE = 'must not contain NUL (\\u0000) characters';
 
-/** The dotted path of the first string (or object key) under `value` holding a NUL, or undefined. */
-export function findNul(value: unknown, path: string[] = []): string | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? path.join('.') : undefined;
-  if (value === null || typeof value !== 'object') return undefined;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const hit = findNul(value[i], [...path, String(i)]);
-      if (hit !== undefined) return hit;
+/**
+ * The deepest nesting of arrays and objects a request's JSON may have (the body itself is level 1). Deeper input is a
+ * 400: code that walks a value recursively (serialisers, JSON.stringify, PostgreSQL's jsonb parser) would otherwise
+ * run out of stack on it, and no document of Armada needs more.
+ */
+export const MAX_JSON_DEPTH = 100;
+
+const DEPTH_MESSAGE = `must not nest arrays and objects more than ${MAX_JSON_DEPTH} levels deep`;
+
+/**
+ * What is wrong with a part of a request: the dotted path of the first NUL, or the top-level field holding a value
+ * nested too deep ('' when the part itself is an array).
+ */
+export type InputProblem = { kind: 'nul' | 'depth'; path: string };
+
+/**
+ * The first problem under `value`, walking it without recursion (so a value nested thousands of levels deep is
+ * found, not a stack overflow): a string or object key holding a NUL, or an array or object nested more than
+ * MAX_JSON_DEPTH levels deep.
+ */
+export function inputProblem(value: unknown): InputProblem | undefined {
+  const stack: { value: unknown; path: string[]; depth: number }[] = [{ value, path: [], depth: 0 }];
+  while (stack.length) {
+    const { value: v, path, depth } = stack.pop() as (typeof stack)[number];
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return { kind: 'nul', path: path.join('.') };
+      continue;
     }
-    return undefined;
-  }
-  for (const [key, v] of Object.entries(value)) {
-    if (key.includes('\u0000')) return [...path, key.replaceAll('\u0000', '\\u0000')].join('.');
-    const hit = findNul(v, [...path, key]);
-    if (hit !== undefined) return hit;
+    if (v === null || typeof v !== 'object') continue;
+    // named by the top-level field it is under (the whole path would repeat a key a hundred times)
+    if (depth + 1 > MAX_JSON_DEPTH) return { kind: 'depth', path: Array.isArray(value) ? '' : (path[0] ?? '') };
+    const children: { value: unknown; path: string[]; depth: number }[] = [];
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) children.push({ value: v[i], path: [...path, String(i)], depth: depth + 1 });
+    } else {
+      for (const [key, child] of Object.entries(v)) {
+        if (key.includes('\u0000')) return { kind: 'nul', path: [...path, key.replaceAll('\u0000', '\\u0000')].join('.') };
+        children.push({ value: child, path: [...path, key], depth: depth + 1 });
+      }
+    }
+    // in document order: the first child is taken from the stack first
+    for (let i = children.length - 1; i >= 0; i--) stack.push(children[i] as (typeof children)[number]);
   }
   return undefined;
+}
+
+/** The dotted path of the first string (or object key) under `value` holding a NUL, or undefined. */
+export function findNul(value: unknown): string | undefined {
+  const problem = inputProblem(value);
+  return problem?.kind === 'nul' ? problem.path : undefined;
 }
 
 const PARTS = [
@@ -54,18 +87,22 @@ const PARTS = [
   ['body', 'body'],
 ] as const;
 
-/** The 400 for the first NUL in a request, or undefined when there is none. */
+/** The 400 for the first NUL or too deep value in a request, or undefined when there is none. */
 export function nulError(request: Pick<FastifyRequest, 'params' | 'query' | 'headers' | 'body'>): Error | undefined {
   for (const [part, name] of PARTS) {
-    const field = findNul(request[part]);
-    if (field === undefined) continue;
-    const label = field || name;
-    return validationError(`Request ${name} is invalid: ${label} ${NUL_MESSAGE}`, { [label]: NUL_MESSAGE });
+    const problem = inputProblem(request[part]);
+    if (problem === undefined) continue;
+    const label = problem.path || name;
+    const message = problem.kind === 'nul' ? NUL_MESSAGE : DEPTH_MESSAGE;
+    return validationError(`Request ${name} is invalid: ${label} ${message}`, { [label]: message });
   }
   return undefined;
 }
 
-/** Rejects NUL in every part of every request, before schema validation (so also for routes without a schema). */
+/**
+ * Rejects NUL, and JSON nested more than MAX_JSON_DEPTH levels, in every part of every request, before schema
+ * validation (so also for routes without a schema).
+ */
 export function installNulCheck(app: FastifyInstance): void {
   app.addHook('preValidation', async (request) => {
     const err = nulError(request);

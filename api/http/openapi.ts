@@ -5,7 +5,7 @@
  */
 import { fastifySwagger } from '@fastify/swagger';
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import { NUL_FREE_JSON_SCHEMA, nulFreeStrings } from './inputPolicy';
+import { MAX_JSON_DEPTH, NUL_FREE_JSON_SCHEMA, nulFreeStrings } from './inputPolicy';
 import { operationDoc } from './operationDocs';
 
 export type ServiceKind = 'task' | 'scheduler' | 'agents' | 'traces';
@@ -63,7 +63,8 @@ export function defaultOperationId(method: string, url: string): string {
 /** The input policy (api/http/inputPolicy.ts) in words, for what a schema cannot say (free-form JSON values). */
 const INPUT_POLICY =
   'Input policy: no string in a request (path, query, header, JSON body value or object key) may contain NUL (U+0000); ' +
-  'request strings carry the pattern `^[^\\u0000]*$` and a violation is a 400. An HTTP method a path does not declare ' +
+  'request strings carry the pattern `^[^\\u0000]*$` and a violation is a 400. A JSON body may nest arrays and objects ' +
+  `at most ${MAX_JSON_DEPTH} levels deep (the body itself is level 1); deeper is a 400. An HTTP method a path does not declare ` +
   'answers 405 with an `Allow` header.';
 
 interface SecuritySetup {

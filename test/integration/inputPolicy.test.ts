@@ -3,6 +3,7 @@
  * service's OpenAPI document, so routes added later are covered without touching this file:
  * - a NUL (U+0000) in any path parameter, query parameter, header or body field is a 400 in the service's error
  *   shape naming the field (never a 500 from PostgreSQL);
+ * - a body nested more than MAX_JSON_DEPTH levels deep (thousands, too) is a 400 in that shape, never a 500;
  * - every numeric query parameter has a documented maximum, and values above it (including ones that overflow
  *   bigint, `1e20`) are a 400;
  * - a path parameter longer than its documented maxLength is a 400 in the service's shape (not Fastify's 414);
@@ -11,7 +12,7 @@
  */
 import http from 'node:http';
 import { OPENAPI_PATHS, type ServiceKind } from '../../api/http/openapi';
-import { MAX_PATH_PARAM_LENGTH, NON_BLANK_PATTERN, NUL_FREE_JSON_REF, NUL_FREE_PATTERN } from '../../api/http/inputPolicy';
+import { MAX_JSON_DEPTH, MAX_PATH_PARAM_LENGTH, NON_BLANK_PATTERN, NUL_FREE_JSON_REF, NUL_FREE_PATTERN } from '../../api/http/inputPolicy';
 import { startTestStack, type TestStack } from '../support/harness';
 
 type Json = Record<string, unknown>;
@@ -171,6 +172,34 @@ describe.each(SERVICES)('%s service', (service) => {
       }
     }
     expect(probes).toBeGreaterThan(5);
+    expect(failures).toEqual([]);
+  }, 180_000);
+
+  test('a body nested deeper than the limit (thousands of levels too) is a 400 in the service shape; the limit itself passes', async () => {
+    // `{"a":{"a":…1…}}` with `levels` objects (the body itself is level 1), as raw JSON: no recursion builds it
+    const deepObject = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
+    const deepArray = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+    const failures: string[] = [];
+    const withBody = operations(service).filter((op) => op.body);
+    expect(withBody.length).toBeGreaterThan(0);
+    for (const op of withBody) {
+      for (const [what, payload] of [
+        ['object 5,000 deep', deepObject(5000)],
+        ['array 100,000 deep', deepArray(100_000)],
+        [`object ${MAX_JSON_DEPTH + 1} deep`, deepObject(MAX_JSON_DEPTH + 1)],
+      ] as const) {
+        const res = await stack.app(service).inject({ method: op.method as 'POST', url: urlOf(op), payload, headers: { ...authHeaders(service), 'content-type': 'application/json' } });
+        const problem = res.statusCode === 400 ? shapeProblem(service, res) : `${res.statusCode} ${res.body.slice(0, 200)}`;
+        if (problem) failures.push(`${op.method} ${urlOf(op)} ${what} → ${problem}`);
+        // named by the top-level field holding the deep value, or `body` when the body itself is the deep array
+        else if (!messageOf(service, res.body).endsWith(`is invalid: ${what.startsWith('array') ? 'body' : 'a'} must not nest arrays and objects more than ${MAX_JSON_DEPTH} levels deep`)) {
+          failures.push(`${op.method} ${urlOf(op)} ${what} → ${res.body.slice(0, 200)}`);
+        }
+      }
+      // exactly the limit: whatever the route answers, it is not the depth rule
+      const res = await stack.app(service).inject({ method: op.method as 'POST', url: urlOf(op), payload: deepObject(MAX_JSON_DEPTH), headers: { ...authHeaders(service), 'content-type': 'application/json' } });
+      if (res.statusCode >= 500 || res.body.includes('levels deep')) failures.push(`${op.method} ${urlOf(op)} ${MAX_JSON_DEPTH} deep → ${res.statusCode} ${res.body.slice(0, 200)}`);
+    }
     expect(failures).toEqual([]);
   }, 180_000);
 
