@@ -22,6 +22,19 @@ export const StartTaskBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** The longest Idempotency-Key a start accepts; a longer one is a 400 (never cut short, which could merge two keys). */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
+
+/** Headers of POST /api/tasks/:id/start (other headers pass as they are). */
+export const StartTaskHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
+      description: 'Repeats of a start with the same key for the same task (also concurrent ones) return the first attempt; an empty key is the same as none.',
+    }),
+  ),
+});
+
 export const CreateAttemptBody = Type.Object(
   {
     taskId: Type.String({ minLength: 1, maxLength: 200 }),

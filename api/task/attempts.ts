@@ -52,6 +52,7 @@ import {
   StartedAttempt,
   StartedTask,
   StartTaskBody,
+  StartTaskHeaders,
   TaskCancelResult,
   TaskLogsQuery,
 } from './attemptSchemas';
@@ -127,10 +128,12 @@ export const attemptRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPoo
 
   app.post(
     '/tasks/:id/start',
-    { schema: { tags: ['attempts'], params: IdParams, body: Type.Optional(StartTaskBody), response: { 200: withServerTiming(Envelope(StartedTask)), ...ErrorResponses } } },
+    {
+      schema: { tags: ['attempts'], params: IdParams, headers: StartTaskHeaders, body: Type.Optional(StartTaskBody), response: { 200: withServerTiming(Envelope(StartedTask)), ...ErrorResponses } },
+    },
     async (request, reply) => {
       const key = request.headers['idempotency-key'];
-      const r = await startNewAttempt(svc, request.params.id, request.body ?? {}, typeof key === 'string' && key ? key.slice(0, 200) : undefined);
+      const r = await startNewAttempt(svc, request.params.id, request.body ?? {}, key || undefined);
       reply.header('server-timing', startTiming(r, reply));
       return ok(version, { attemptId: r.attempt.id, status: r.attempt.status, startedAt: r.attempt.started_at?.toISOString() ?? null, processId: r.processId, branch: r.attempt.branch });
     },

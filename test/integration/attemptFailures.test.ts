@@ -157,7 +157,7 @@ describe('attempt failures and bad input', () => {
     expect((await h.inject('GET', '/api/processes/nope')).statusCode).toBe(404);
   });
 
-  test('two concurrent starts with the same Idempotency-Key start one attempt', async () => {
+  test('two concurrent starts with the same Idempotency-Key start one attempt; keys are whole and at most 200 characters', async () => {
     const p = await h.project();
     const taskId = await h.task(p.id, 'NOOP idempotent');
     const headers = { 'idempotency-key': 'key-123' };
@@ -167,8 +167,21 @@ describe('attempt failures and bad input', () => {
     expect((await stack.db.query('SELECT count(*)::int AS n FROM attempts WHERE task_id = $1', [taskId])).rows[0].n).toBe(1);
     const other = await h.start(taskId, 'scripted', { 'idempotency-key': 'key-456' });
     expect(other.attemptId).not.toBe(x.attemptId);
+    // a key of the documented 200 characters works; a longer one is refused, not cut to 200 (which merged two keys
+    // alike in their first 200 characters into one)
+    const long = 'k'.repeat(199);
+    const a200 = await h.start(taskId, 'scripted', { 'idempotency-key': `${long}a` });
+    const b200 = await h.start(taskId, 'scripted', { 'idempotency-key': `${long}b` });
+    expect(a200.attemptId).not.toBe(b200.attemptId);
+    const tooLong = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' }, { 'idempotency-key': `${long}a!` });
+    expect([tooLong.statusCode, tooLong.json().error]).toEqual([
+      400,
+      { code: 'VALIDATION_ERROR', message: 'Request headers is invalid: idempotency-key must NOT have more than 200 characters', details: { 'idempotency-key': 'must NOT have more than 200 characters' } },
+    ]);
     await h.until(x.attemptId, ['completed']);
     await h.until(other.attemptId, ['completed']);
+    await h.until(a200.attemptId, ['completed']);
+    await h.until(b200.attemptId, ['completed']);
   });
 
   test('POST /api/attempts then start; GET lists; compare; DELETE removes the worktree', async () => {
