@@ -20,6 +20,7 @@ import { openSse } from '../http/sse';
 import { textFrame, writeTextFrames } from '../http/wsTextFrames';
 import { createDiffFeeds, type DiffFeedEvent } from './attemptDiffFeed';
 import type { TaskPluginOptions } from './deps';
+import { MAX_TASK_SUBSCRIPTIONS, parseTaskChannelMessage } from './taskChannelMessages';
 import { STREAM_ROUTE } from '../http/bearerAuth';
 
 const send = (socket: WebSocket, msg: unknown) => {
@@ -62,23 +63,20 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
   app.get('/ws', { websocket: true, config: STREAM_ROUTE, schema: { tags: ['streams'], querystring: Type.Object({}) } }, (socket) => {
     const subs = new Map<string, () => void>();
     socket.on('message', (raw) => {
-      let msg: { type?: string; channel?: string; taskId?: string };
-      try {
-        msg = JSON.parse(String(raw));
-      } catch {
-        return send(socket, { type: 'error', message: 'messages must be JSON' });
-      }
+      const parsed = parseTaskChannelMessage(String(raw));
+      if ('error' in parsed) return send(socket, { type: 'error', message: parsed.error });
+      const msg = parsed.message;
       if (msg.type === 'ping') return send(socket, { type: 'pong', timestamp: new Date().toISOString() });
-      if (msg.channel !== 'tasks' || (msg.type !== 'subscribe' && msg.type !== 'unsubscribe')) {
-        return send(socket, { type: 'error', message: 'expected {type: subscribe|unsubscribe, channel: tasks, taskId?}' });
-      }
       const key = msg.taskId ?? '*';
       if (msg.type === 'unsubscribe') {
         subs.get(key)?.();
         subs.delete(key);
-        return send(socket, { type: 'unsubscribed', channel: 'tasks', taskId: msg.taskId ?? null });
+        return send(socket, { type: 'unsubscribed', channel: 'tasks', taskId: msg.taskId });
       }
       if (!subs.has(key)) {
+        if (subs.size >= MAX_TASK_SUBSCRIPTIONS) {
+          return send(socket, { type: 'error', message: `at most ${MAX_TASK_SUBSCRIPTIONS} subscriptions per connection; unsubscribe from one, or subscribe without taskId for every task` });
+        }
         subs.set(
           key,
           deps.events.subscribe(msg.taskId ? [`task:${msg.taskId}`] : [], (e) => {
@@ -88,7 +86,7 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
           }),
         );
       }
-      send(socket, { type: 'subscribed', channel: 'tasks', taskId: msg.taskId ?? null });
+      send(socket, { type: 'subscribed', channel: 'tasks', taskId: msg.taskId });
     });
     socket.on('close', () => {
       for (const u of subs.values()) u();

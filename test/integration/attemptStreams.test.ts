@@ -3,6 +3,7 @@ import http from 'node:http';
 import WebSocket from 'ws';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
 import { agentConfig, api, recordHistory } from '../support/attemptHelpers';
+import { MAX_TASK_SUBSCRIPTIONS } from '../../api/task/taskChannelMessages';
 
 let stack: TestStack;
 let h: ReturnType<typeof api>;
@@ -59,6 +60,29 @@ function readSse(path: string, headers: Record<string, string> = {}): Promise<{ 
 }
 
 describe('attempt streams', () => {
+  test('/ws: any JSON a client sends (null, numbers, arrays, wrong fields) gets an error message; the server stays up', async () => {
+    const c = await socket('/ws');
+    const bad = ['null', '5', '"x"', '[]', 'true', 'not json', '{}', '{"type":"subscribe"}', '{"type":"subscribe","channel":"tasks","taskId":{"a":1}}', `{"type":"subscribe","channel":"tasks","taskId":"${'t'.repeat(201)}"}`];
+    for (const m of bad) c.ws.send(m);
+    c.ws.send(JSON.stringify({ type: 'ping' }));
+    await eventually(async () => c.messages.some((m) => (m as { type: string }).type === 'pong'));
+    // before this change, `null` threw in the socket's message handler and stopped the whole process
+    const errors = c.messages.filter((m) => (m as { type: string }).type === 'error').map((m) => (m as { message: string }).message);
+    expect(errors).toHaveLength(bad.length);
+    expect(errors[0]).toBe('expected {type: subscribe|unsubscribe, channel: tasks, taskId?} or {type: ping}; got null');
+    expect(errors[5]).toBe('messages must be JSON');
+    expect(errors.at(-1)).toMatch(/^taskId must be a task id/);
+    expect(c.ws.readyState).toBe(WebSocket.OPEN);
+    // subscriptions per connection are bounded
+    for (let i = 0; i < MAX_TASK_SUBSCRIPTIONS + 1; i++) c.ws.send(JSON.stringify({ type: 'subscribe', channel: 'tasks', taskId: `t-${i}` }));
+    await eventually(async () => c.messages.filter((m) => ['subscribed', 'error'].includes((m as { type: string }).type)).length === bad.length + MAX_TASK_SUBSCRIPTIONS + 1);
+    expect(c.messages.filter((m) => (m as { type: string }).type === 'subscribed')).toHaveLength(MAX_TASK_SUBSCRIPTIONS);
+    expect(c.messages.at(-1)).toEqual({ type: 'error', message: `at most ${MAX_TASK_SUBSCRIPTIONS} subscriptions per connection; unsubscribe from one, or subscribe without taskId for every task` });
+    c.ws.close();
+    const health = await fetch(`${base}/health`);
+    expect(health.status).toBe(200);
+  });
+
   test('/ws task.status_changed, /ws/execution-processes lifecycle, log sockets, SSE logs and diff with resume', async () => {
     const p = await h.project();
     const taskId = await h.task(p.id, 'Streamed edit');
