@@ -12,7 +12,7 @@ import type { DependencyState } from '../../lib/runtime/dependencies';
 import { allowedMethodsOf } from './allowedMethods';
 import { errorBody } from './envelope';
 import { frameworkErrorMessage, installDetailErrors, installEnvelopeErrors } from './errorHandlers';
-import { installNulCheck, MAX_PATH_PARAM_LENGTH } from './inputPolicy';
+import { installInputPolicy, MAX_PATH_PARAM_LENGTH } from './inputPolicy';
 import { installOpenApi, registeredRoutes } from './openapi';
 import { validatorCompiler } from './validation';
 
@@ -71,7 +71,7 @@ export function createBaseApp(opts: BaseAppOptions) {
   const allowed = allowedMethodsOf(() => registeredRoutes(app));
   if (opts.errorStyle === 'envelope') installEnvelopeErrors(app, opts.version, allowed);
   else installDetailErrors(app, allowed);
-  installNulCheck(app);
+  installInputPolicy(app);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);

@@ -74,12 +74,6 @@ export function inputProblem(value: unknown): InputProblem | undefined {
   return undefined;
 }
 
-/** The dotted path of the first string (or object key) under `value` holding a NUL, or undefined. */
-export function findNul(value: unknown): string | undefined {
-  const problem = inputProblem(value);
-  return problem?.kind === 'nul' ? problem.path : undefined;
-}
-
 const PARTS = [
   ['params', 'path'],
   ['query', 'querystring'],
@@ -88,7 +82,7 @@ const PARTS = [
 ] as const;
 
 /** The 400 for the first NUL or too deep value in a request, or undefined when there is none. */
-export function nulError(request: Pick<FastifyRequest, 'params' | 'query' | 'headers' | 'body'>): Error | undefined {
+export function inputPolicyError(request: Pick<FastifyRequest, 'params' | 'query' | 'headers' | 'body'>): Error | undefined {
   for (const [part, name] of PARTS) {
     const problem = inputProblem(request[part]);
     if (problem === undefined) continue;
@@ -103,9 +97,9 @@ export function nulError(request: Pick<FastifyRequest, 'params' | 'query' | 'hea
  * Rejects NUL, and JSON nested more than MAX_JSON_DEPTH levels, in every part of every request, before schema
  * validation (so also for routes without a schema).
  */
-export function installNulCheck(app: FastifyInstance): void {
+export function installInputPolicy(app: FastifyInstance): void {
   app.addHook('preValidation', async (request) => {
-    const err = nulError(request);
+    const err = inputPolicyError(request);
     if (err) throw err;
   });
 }
