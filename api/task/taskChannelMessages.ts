@@ -4,12 +4,13 @@
  * error message on the socket and never throws: the socket's message handler runs outside any request, where an
  * exception would stop the whole process.
  */
+import { MAX_PATH_PARAM_LENGTH } from '../http/inputPolicy';
 
 /** Distinct subscriptions one socket may hold (each task id, and `*` for every task). */
 export const MAX_TASK_SUBSCRIPTIONS = 100;
 
-/** The longest task id a message may name (the task routes' path parameter limit). */
-const MAX_TASK_ID_LENGTH = 200;
+/** The longest task id a message may name: the task routes' path parameter limit. */
+const MAX_TASK_ID_LENGTH = MAX_PATH_PARAM_LENGTH;
 
 export type TaskChannelMessage = { type: 'ping' } | { type: 'subscribe' | 'unsubscribe'; taskId: string | null };
 
