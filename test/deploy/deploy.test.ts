@@ -59,7 +59,8 @@ test('the Temporal server of the compose file reads the dynamic config in deploy
   // the service mounts the file where DYNAMIC_CONFIG_FILE_PATH (relative to /etc/temporal) points
   expect(resolved).toContain('DYNAMIC_CONFIG_FILE_PATH: config/dynamicconfig/armada.yaml');
   // docker-compose 1.x prints the short form (`<file>:<target>:ro`), Compose 2 the long one (`source:`, `target:`)
-  expect(resolved).toMatch(new RegExp(`${file}:/etc/temporal/config/dynamicconfig/armada\\.yaml:ro|source: ${file}\\s+target: /etc/temporal/config/dynamicconfig/armada\\.yaml`));
+  const source = file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  expect(resolved).toMatch(new RegExp(`${source}:/etc/temporal/config/dynamicconfig/armada\\.yaml:ro|source: ${source}\\s+target: /etc/temporal/config/dynamicconfig/armada\\.yaml`));
   const keyValue = fs.readFileSync(file, 'utf8').replace(/^\s*#.*$/gm, '').trim();
   expect(keyValue).toBe('system.enableActivityEagerExecution:\n  - value: true');
 });
