@@ -67,7 +67,8 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
       if ('error' in parsed) return send(socket, { type: 'error', message: parsed.error });
       const msg = parsed.message;
       if (msg.type === 'ping') return send(socket, { type: 'pong', timestamp: new Date().toISOString() });
-      const key = msg.taskId ?? '*';
+      // one key space for both kinds, so a task id that happens to be `*` is not taken for "every task"
+      const key = msg.taskId === null ? '*' : `task:${msg.taskId}`;
       if (msg.type === 'unsubscribe') {
         subs.get(key)?.();
         subs.delete(key);

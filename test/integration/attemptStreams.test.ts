@@ -79,6 +79,16 @@ describe('attempt streams', () => {
     expect(c.messages.filter((m) => (m as { type: string }).type === 'subscribed')).toHaveLength(MAX_TASK_SUBSCRIPTIONS);
     expect(c.messages.at(-1)).toEqual({ type: 'error', message: `at most ${MAX_TASK_SUBSCRIPTIONS} subscriptions per connection; unsubscribe from one, or subscribe without taskId for every task` });
     c.ws.close();
+    // a task id `*` is a task id: subscribing to it does not stand in for the subscription to every task
+    const d = await socket('/ws');
+    d.ws.send(JSON.stringify({ type: 'subscribe', channel: 'tasks', taskId: '*' }));
+    d.ws.send(JSON.stringify({ type: 'subscribe', channel: 'tasks' }));
+    await eventually(async () => d.messages.filter((m) => (m as { type: string }).type === 'subscribed').length === 2);
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'Watched by every-task subscribers');
+    expect((await h.inject('PATCH', `/api/tasks/${taskId}`, { status: 'in_progress' })).statusCode).toBe(200);
+    await eventually(async () => d.messages.some((m) => (m as { type: string; taskId: string }).type === 'task.status_changed' && (m as { taskId: string }).taskId === taskId));
+    d.ws.close();
     const health = await fetch(`${base}/health`);
     expect(health.status).toBe(200);
   });
