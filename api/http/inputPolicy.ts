@@ -1,15 +1,20 @@
 /**
- * The input policy every service shares (docs/security.md, "Input policy"): no string in a request (path
- * parameter, query parameter, header, JSON body value or key) may contain NUL (U+0000), which PostgreSQL text and
- * jsonb cannot store; such a request is a 400 in the service's error shape naming the field, before validation and
- * before any handler. The OpenAPI documents say the same through a `pattern` on every request string
- * (`nulFreeStrings`) and a sentence in the document's description.
+ * The input policy every service shares (docs/security.md, "Input policy"): every string in a request (path
+ * parameter, query parameter, header, JSON body value or key) is text PostgreSQL can store: no NUL (U+0000), which
+ * text and jsonb refuse, and no unpaired UTF-16 surrogate (a JSON `"\ud800"` escape without its pair), which jsonb
+ * refuses and text would store as U+FFFD. Such a request is a 400 in the service's error shape naming the field,
+ * before validation and before any handler. The OpenAPI documents say the same through a `pattern` on every request
+ * string (`storableStrings`) and a sentence in the document's description.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { validationError } from '../../lib/errors';
 
-/** A regular expression (ECMA-262 and Python) matching strings without NUL. */
-export const NUL_FREE_PATTERN = '^[^\\u0000]*$';
+/**
+ * A regular expression matching strings without NUL and without unpaired surrogates, read with Unicode semantics as
+ * JSON Schema asks (ECMA-262 with the `u` flag, Python's `re`): there a surrogate pair is one code point above U+FFFF,
+ * and only an unpaired surrogate falls in U+D800–U+DFFF.
+ */
+export const STORABLE_TEXT_PATTERN = '^[^\\u0000\\ud800-\\udfff]*$';
 
 /**
  * A regular expression (ECMA-262 and Python alike) matching strings with a character that `String.prototype.trim()`
@@ -27,6 +32,7 @@ export const MAX_PAGE = 1_000_000;
 export const MAX_OFFSET = 2_147_483_647;
 
 const NUL_MESSAGE = 'must not contain NUL (\\u0000) characters';
+const SURROGATE_MESSAGE = 'must be well-formed Unicode: it holds an unpaired UTF-16 surrogate (U+D800–U+DFFF); send each astral character as a pair, or as UTF-8';
 
 /**
  * The deepest nesting of arrays and objects a request's JSON may have (the body itself is level 1). Deeper input is a
@@ -38,24 +44,37 @@ export const MAX_JSON_DEPTH = 100;
 const DEPTH_MESSAGE = `must not nest arrays and objects more than ${MAX_JSON_DEPTH} levels deep`;
 
 /**
- * What is wrong with a part of a request: the dotted path of the first NUL, or the top-level field holding a value
- * nested too deep ('' when the part itself is an array).
+ * What is wrong with a part of a request: the dotted path of the first NUL or unpaired surrogate, or the top-level
+ * field holding a value nested too deep ('' when the part itself is an array).
  */
-export type InputProblem = { kind: 'nul' | 'depth'; path: string };
+export type InputProblem = { kind: 'nul' | 'surrogate' | 'number' | 'depth'; path: string };
+
+/** Why string `s` cannot be stored as text, if it cannot. */
+function textProblem(s: string): 'nul' | 'surrogate' | undefined {
+  if (s.includes('\u0000')) return 'nul';
+  return (s as string & { isWellFormed(): boolean }).isWellFormed() ? undefined : 'surrogate';
+}
+
+/** A key as the message shows it: NUL and unpaired surrogates escaped, so the message itself is storable text. */
+const shownKey = (key: string): string =>
+  key.replaceAll('\u0000', '\\u0000').replace(/[\ud800-\udfff]/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
 /**
  * The first problem under `value`, walking it without recursion (so a value nested thousands of levels deep is
- * found, not a stack overflow): a string or object key holding a NUL, or an array or object nested more than
- * MAX_JSON_DEPTH levels deep.
+ * found, not a stack overflow): a string or object key holding a NUL or an unpaired surrogate, a number too large to
+ * hold, or an array or object nested more than MAX_JSON_DEPTH levels deep.
  */
 export function inputProblem(value: unknown): InputProblem | undefined {
   const stack: { value: unknown; path: string[]; depth: number }[] = [{ value, path: [], depth: 0 }];
   while (stack.length) {
     const { value: v, path, depth } = stack.pop() as (typeof stack)[number];
     if (typeof v === 'string') {
-      if (v.includes('\u0000')) return { kind: 'nul', path: path.join('.') };
+      const kind = textProblem(v);
+      if (kind) return { kind, path: path.join('.') };
       continue;
     }
+    // JSON has no bound on numbers, but a parsed one beyond ±1.8e308 is Infinity and would be stored as null
+    if (typeof v === 'number' && !Number.isFinite(v)) return { kind: 'number', path: path.join('.') };
     if (v === null || typeof v !== 'object') continue;
     // named by the top-level field it is under (the whole path would repeat a key a hundred times)
     if (depth + 1 > MAX_JSON_DEPTH) return { kind: 'depth', path: Array.isArray(value) ? '' : (path[0] ?? '') };
@@ -64,7 +83,8 @@ export function inputProblem(value: unknown): InputProblem | undefined {
       for (let i = 0; i < v.length; i++) children.push({ value: v[i], path: [...path, String(i)], depth: depth + 1 });
     } else {
       for (const [key, child] of Object.entries(v)) {
-        if (key.includes('\u0000')) return { kind: 'nul', path: [...path, key.replaceAll('\u0000', '\\u0000')].join('.') };
+        const kind = textProblem(key);
+        if (kind) return { kind, path: [...path, shownKey(key)].join('.') };
         children.push({ value: child, path: [...path, key], depth: depth + 1 });
       }
     }
@@ -81,21 +101,25 @@ const PARTS = [
   ['body', 'body'],
 ] as const;
 
-/** The 400 for the first NUL or too deep value in a request, or undefined when there is none. */
+const NUMBER_MESSAGE = 'must be a number a double can hold (at most about ±1.8e308)';
+const MESSAGES: Record<InputProblem['kind'], string> = { nul: NUL_MESSAGE, surrogate: SURROGATE_MESSAGE, number: NUMBER_MESSAGE, depth: DEPTH_MESSAGE };
+
+/** The 400 for the first string that is not storable text, or too deep value, in a request; undefined when none. */
 export function inputPolicyError(request: Pick<FastifyRequest, 'params' | 'query' | 'headers' | 'body'>): Error | undefined {
   for (const [part, name] of PARTS) {
     const problem = inputProblem(request[part]);
     if (problem === undefined) continue;
     const label = problem.path || name;
-    const message = problem.kind === 'nul' ? NUL_MESSAGE : DEPTH_MESSAGE;
+    const message = MESSAGES[problem.kind];
     return validationError(`Request ${name} is invalid: ${label} ${message}`, { [label]: message });
   }
   return undefined;
 }
 
 /**
- * Rejects NUL, and JSON nested more than MAX_JSON_DEPTH levels, in every part of every request, before schema
- * validation (so also for routes without a schema).
+ * Rejects strings that are not storable text (NUL, unpaired surrogates), numbers beyond a double, and JSON nested
+ * more than MAX_JSON_DEPTH levels, in every part of every request, before schema validation (so also for routes
+ * without a schema).
  */
 export function installInputPolicy(app: FastifyInstance): void {
   app.addHook('preValidation', async (request) => {
@@ -107,35 +131,36 @@ export function installInputPolicy(app: FastifyInstance): void {
 type JsonSchema = Record<string, unknown>;
 
 /**
- * A copy of a request schema where every string without a `pattern`, `format`, `enum` or `const` (each of which
- * already excludes NUL or says what it accepts) carries NUL_FREE_PATTERN, for the OpenAPI document.
+ * A copy of a request schema where every string without a `format`, `enum` or `const` (each of which already
+ * excludes NUL and unpaired surrogates, or says what it accepts) carries STORABLE_TEXT_PATTERN, for the OpenAPI
+ * document.
  */
-export function nulFreeStrings<T>(schema: T): T {
-  if (Array.isArray(schema)) return schema.map((s) => nulFreeStrings(s)) as T;
+export function storableStrings<T>(schema: T): T {
+  if (Array.isArray(schema)) return schema.map((s) => storableStrings(s)) as T;
   if (schema === null || typeof schema !== 'object') return schema;
   const out: JsonSchema = {};
   for (const [key, value] of Object.entries(schema as JsonSchema)) {
     // `properties` maps names to schemas; `examples`, `default` and `const` are data, left as they are
     if (key === 'properties' || key === 'patternProperties' || key === '$defs' || key === 'definitions') {
-      out[key] = Object.fromEntries(Object.entries(value as JsonSchema).map(([k, v]) => [k, nulFreeStrings(v)]));
+      out[key] = Object.fromEntries(Object.entries(value as JsonSchema).map(([k, v]) => [k, storableStrings(v)]));
     } else if (['items', 'additionalProperties', 'anyOf', 'oneOf', 'allOf', 'not', 'if', 'then', 'else', 'prefixItems', 'contains', 'propertyNames'].includes(key)) {
-      out[key] = nulFreeStrings(value);
+      out[key] = storableStrings(value);
     } else out[key] = value;
   }
   const types = Array.isArray(out.type) ? out.type : [out.type];
   if (types.includes('string') && !('format' in out) && !('enum' in out) && !('const' in out)) {
-    // a string with a pattern of its own (e.g. `\S`) still must not hold NUL: both patterns apply
-    if (!('pattern' in out)) out.pattern = NUL_FREE_PATTERN;
-    else if (out.pattern !== NUL_FREE_PATTERN && !('allOf' in out)) out.allOf = [{ pattern: NUL_FREE_PATTERN }];
+    // a string with a pattern of its own (e.g. `\S`) must still be storable text: both patterns apply
+    if (!('pattern' in out)) out.pattern = STORABLE_TEXT_PATTERN;
+    else if (out.pattern !== STORABLE_TEXT_PATTERN && !('allOf' in out)) out.allOf = [{ pattern: STORABLE_TEXT_PATTERN }];
   }
-  // A free-form value (no type, no composition: TypeBox's Unknown, `{}`) may be any JSON but must hold no NUL either
-  if (isFreeForm(out)) return { ...out, $ref: NUL_FREE_JSON_REF } as T;
-  if (out.additionalProperties === true) out.additionalProperties = { $ref: NUL_FREE_JSON_REF };
-  // object keys are checked too: an object that takes keys beyond its named properties says they are NUL-free
+  // A free-form value (no type, no composition: TypeBox's Unknown, `{}`) may be any JSON, but of storable text too
+  if (isFreeForm(out)) return { ...out, $ref: STORABLE_JSON_REF } as T;
+  if (out.additionalProperties === true) out.additionalProperties = { $ref: STORABLE_JSON_REF };
+  // object keys are checked too: an object that takes keys beyond its named properties says they are storable text
   const isObject = types.includes('object') || 'properties' in out || 'patternProperties' in out;
-  if (isObject && out.additionalProperties !== false && !('propertyNames' in out)) out.propertyNames = { pattern: NUL_FREE_PATTERN };
-  // and the values of those extra keys are free-form: NUL-free JSON
-  if (isObject && out.additionalProperties === undefined && !('patternProperties' in out)) out.additionalProperties = { $ref: NUL_FREE_JSON_REF };
+  if (isObject && out.additionalProperties !== false && !('propertyNames' in out)) out.propertyNames = { pattern: STORABLE_TEXT_PATTERN };
+  // and the values of those extra keys are free-form: storable JSON
+  if (isObject && out.additionalProperties === undefined && !('patternProperties' in out)) out.additionalProperties = { $ref: STORABLE_JSON_REF };
   return out as T;
 }
 
@@ -144,16 +169,19 @@ function isFreeForm(s: JsonSchema): boolean {
   return !SCHEMA_KEYWORDS.some((k) => k in s);
 }
 
-/** Where the OpenAPI documents define NulFreeJson (components.schemas). */
-export const NUL_FREE_JSON_REF = '#/components/schemas/NulFreeJson';
+/** Where the OpenAPI documents define StorableJson (components.schemas). */
+export const STORABLE_JSON_REF = '#/components/schemas/StorableJson';
 
-/** Any JSON value whose strings and object keys hold no NUL: what the input policy accepts in free-form fields. */
-export const NUL_FREE_JSON_SCHEMA = {
-  description: 'any JSON value whose strings and object keys contain no NUL (U+0000)',
+/**
+ * Any JSON value whose strings and object keys are storable text (no NUL, no unpaired surrogate): what the input
+ * policy accepts in free-form fields.
+ */
+export const STORABLE_JSON_SCHEMA = {
+  description: 'any JSON value whose strings and object keys contain no NUL (U+0000) and no unpaired UTF-16 surrogate',
   anyOf: [
-    { type: 'string', pattern: NUL_FREE_PATTERN },
+    { type: 'string', pattern: STORABLE_TEXT_PATTERN },
     { type: ['number', 'boolean', 'null'] },
-    { type: 'array', items: { $ref: NUL_FREE_JSON_REF } },
-    { type: 'object', propertyNames: { pattern: NUL_FREE_PATTERN }, additionalProperties: { $ref: NUL_FREE_JSON_REF } },
+    { type: 'array', items: { $ref: STORABLE_JSON_REF } },
+    { type: 'object', propertyNames: { pattern: STORABLE_TEXT_PATTERN }, additionalProperties: { $ref: STORABLE_JSON_REF } },
   ],
 };

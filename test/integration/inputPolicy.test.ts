@@ -1,18 +1,18 @@
 /**
  * One input policy for the four services (docs/security.md, "Input policy"), checked over every operation of each
  * service's OpenAPI document, so routes added later are covered without touching this file:
- * - a NUL (U+0000) in any path parameter, query parameter, header or body field is a 400 in the service's error
- *   shape naming the field (never a 500 from PostgreSQL);
+ * - a NUL (U+0000) in any path parameter, query parameter, header or body field, and an unpaired UTF-16 surrogate in
+ *   any body field or key, is a 400 in the service's error shape naming the field (never a 500 from PostgreSQL);
  * - a body nested more than MAX_JSON_DEPTH levels deep (thousands, too) is a 400 in that shape, never a 500;
  * - every numeric query parameter has a documented maximum, and values above it (including ones that overflow
  *   bigint, `1e20`) are a 400;
  * - a path parameter longer than its documented maxLength is a 400 in the service's shape (not Fastify's 414);
  * - a method a known path does not declare is a 405 with `Allow`; an unknown path stays 404;
- * - the documents say it: request strings carry the NUL-free pattern.
+ * - the documents say it: request strings carry the storable-text pattern.
  */
 import http from 'node:http';
 import { OPENAPI_PATHS, type ServiceKind } from '../../api/http/openapi';
-import { MAX_JSON_DEPTH, MAX_PATH_PARAM_LENGTH, NON_BLANK_PATTERN, NUL_FREE_JSON_REF, NUL_FREE_PATTERN } from '../../api/http/inputPolicy';
+import { MAX_JSON_DEPTH, MAX_PATH_PARAM_LENGTH, NON_BLANK_PATTERN, STORABLE_JSON_REF, STORABLE_TEXT_PATTERN } from '../../api/http/inputPolicy';
 import { startTestStack, type TestStack } from '../support/harness';
 
 type Json = Record<string, unknown>;
@@ -175,6 +175,53 @@ describe.each(SERVICES)('%s service', (service) => {
     expect(failures).toEqual([]);
   }, 180_000);
 
+  // PostgreSQL's jsonb refuses a lone `\ud800` escape (22P02, a 500 before this rule) and text would store U+FFFD
+  test('an unpaired UTF-16 surrogate in any body field or key is a 400 in the service shape naming it; a pair is text like any other', async () => {
+    const failures: string[] = [];
+    const doc = docs[service] as Json;
+    const expect400 = (what: string, field: string, res: { statusCode: number; body: string }) => {
+      if (res.statusCode !== 400) failures.push(`${what} → ${res.statusCode} ${res.body.slice(0, 200)}`);
+      else if (shapeProblem(service, res)) failures.push(`${what} → ${shapeProblem(service, res)}`);
+      else if (!messageOf(service, res.body).includes(`${field} must be well-formed Unicode`)) failures.push(`${what} → message does not name ${field}: ${res.body.slice(0, 200)}`);
+    };
+    let probes = 0;
+    for (const op of operations(service).filter((o) => o.body)) {
+      for (const field of stringFields(doc, op.body as Json)) {
+        // JSON.stringify writes a lone surrogate as its escape, as a client would send it
+        for (const lone of ['a\ud800b', '\udfff']) {
+          expect400(`${op.method} ${urlOf(op)} body ${field.join('.')} ${JSON.stringify(lone)}`, field.join('.'), await send(op.method, urlOf(op), nest(field, lone)));
+          probes++;
+        }
+        // an astral character is a surrogate pair in UTF-16 and in its JSON escape: never refused by this rule
+        const pair = await send(op.method, urlOf(op), nest(field, '\ud83d\ude00 ok'));
+        if (pair.statusCode >= 500 || pair.body.includes('well-formed Unicode')) failures.push(`${op.method} ${urlOf(op)} body ${field.join('.')} pair → ${pair.statusCode} ${pair.body.slice(0, 200)}`);
+      }
+      expect400(`${op.method} ${urlOf(op)} body key`, 'k\\udc00', await send(op.method, urlOf(op), { 'k\udc00': 'v' }));
+      expect400(`${op.method} ${urlOf(op)} nested value`, 'x.y.0', await send(op.method, urlOf(op), { x: { y: ['\ud800'] } }));
+    }
+    expect(probes).toBeGreaterThan(5);
+    expect(failures).toEqual([]);
+  }, 180_000);
+
+  // JSON.parse reads 1e400 as Infinity, which jsonb would store as null: the client would get back another value
+  test('a number beyond a double (1e400, -1e999) anywhere in a body is a 400 in the service shape naming it', async () => {
+    const failures: string[] = [];
+    const withBody = operations(service).filter((op) => op.body);
+    for (const op of withBody) {
+      for (const [raw, field] of [
+        ['{"x":{"y":[1,1e400]}}', 'x.y.1'],
+        ['{"n":-1e999}', 'n'],
+      ] as const) {
+        const res = await stack.app(service).inject({ method: op.method as 'POST', url: urlOf(op), payload: raw, headers: { ...authHeaders(service), 'content-type': 'application/json' } });
+        const problem = res.statusCode === 400 ? shapeProblem(service, res) : `${res.statusCode} ${res.body.slice(0, 200)}`;
+        if (problem) failures.push(`${op.method} ${urlOf(op)} ${raw} → ${problem}`);
+        else if (!messageOf(service, res.body).includes(`${field} must be a number a double can hold`)) failures.push(`${op.method} ${urlOf(op)} ${raw} → ${res.body.slice(0, 200)}`);
+      }
+    }
+    expect(withBody.length).toBeGreaterThan(0);
+    expect(failures).toEqual([]);
+  }, 120_000);
+
   test('a body nested deeper than the limit (thousands of levels too) is a 400 in the service shape; the limit itself passes', async () => {
     // `{"a":{"a":…1…}}` with `levels` objects (the body itself is level 1), as raw JSON: no recursion builds it
     const deepObject = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
@@ -249,7 +296,7 @@ describe.each(SERVICES)('%s service', (service) => {
     const doc = docs[service] as Json;
     const unbounded: string[] = [];
     const visit = (schema: unknown, where: string, depth = 0) => {
-      if ((schema as Json | undefined)?.$ref === NUL_FREE_JSON_REF) return; // a free-form value: any JSON, numbers included
+      if ((schema as Json | undefined)?.$ref === STORABLE_JSON_REF) return; // a free-form value: any JSON, numbers included
       const s = deref(doc, schema);
       if (depth > 8 || !s || typeof s !== 'object') return;
       const types = Array.isArray(s.type) ? s.type : [s.type];
@@ -329,7 +376,7 @@ describe.each(SERVICES)('%s service', (service) => {
     }
   }, 120_000);
 
-  test('the document says it: every request string carries the NUL-free pattern or a pattern, format or enum of its own', () => {
+  test('the document says it: every request string carries the storable-text pattern or a format or enum of its own', () => {
     const doc = docs[service] as Json;
     const bare: string[] = [];
     const visit = (schema: unknown, where: string, depth = 0) => {
@@ -345,13 +392,14 @@ describe.each(SERVICES)('%s service', (service) => {
     for (const op of operations(service)) {
       for (const p of op.parameters) {
         visit(p.schema, `${op.method} ${op.path} ${p.in} ${p.name}`);
-        if (p.schema.pattern === NUL_FREE_PATTERN) patterned++;
+        if (p.schema.pattern === STORABLE_TEXT_PATTERN) patterned++;
       }
       if (op.body) visit(op.body, `${op.method} ${op.path} body`);
     }
     expect(bare).toEqual([]);
     expect(patterned).toBeGreaterThan(0);
     expect(String((doc.info as Json).description)).toMatch(/NUL/);
+    expect(String((doc.info as Json).description)).toMatch(/unpaired UTF-16 surrogate/);
   });
 });
 
