@@ -29,6 +29,11 @@ export interface BaseAppOptions {
   /** Dependencies known down make /health answer 503 at once, naming them, without running healthCheck. */
   dependencies?: DependencyState;
   bodyLimit?: number;
+  /**
+   * The body of a 400 the router gives before any route runs (a path parameter too long for it, a malformed
+   * percent-encoding), for paths whose routes document a shape of their own; undefined for the service's shape.
+   */
+  routerErrorBody?: (path: string, message: string) => object | undefined;
 }
 
 /** A health check that does not answer within this long answers 503 (health stays cheap and never hangs). */
@@ -59,9 +64,10 @@ export function createBaseApp(opts: BaseAppOptions) {
     // The schemas' `maxLength` (MAX_PATH_PARAM_LENGTH characters) is the limit; the router's own check, in UTF-16
     // units, only stops what the schema would refuse anyway (an astral character counts twice here).
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2 * MAX_PATH_PARAM_LENGTH },
-    frameworkErrors: (err, _request, reply: FastifyReply) => {
+    frameworkErrors: (err, request, reply: FastifyReply) => {
       const message = frameworkErrorMessage(err);
-      return reply.code(400).send(opts.errorStyle === 'envelope' ? errorBody(opts.version, 'VALIDATION_ERROR', message) : { detail: message });
+      const own = opts.routerErrorBody?.(request.url.split('?')[0] ?? '', message);
+      return reply.code(400).send(own ?? (opts.errorStyle === 'envelope' ? errorBody(opts.version, 'VALIDATION_ERROR', message) : { detail: message }));
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 

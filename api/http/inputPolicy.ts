@@ -4,17 +4,17 @@
  * text and jsonb refuse, and no unpaired UTF-16 surrogate (a JSON `"\ud800"` escape without its pair), which jsonb
  * refuses and text would store as U+FFFD. Such a request is a 400 in the service's error shape naming the field,
  * before validation and before any handler. The OpenAPI documents say the same through a `pattern` on every request
- * string (`storableStrings`) and a sentence in the document's description.
+ * string against NUL (`nulFreeStrings`) and sentences in the document's description.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { validationError } from '../../lib/errors';
 
 /**
- * A regular expression matching strings without NUL and without unpaired surrogates, read with Unicode semantics as
- * JSON Schema asks (ECMA-262 with the `u` flag, Python's `re`): there a surrogate pair is one code point above U+FFFF,
- * and only an unpaired surrogate falls in U+D800–U+DFFF.
+ * A regular expression (ECMA-262 and Python) matching strings without NUL. Unpaired surrogates are not in it: a
+ * pattern naming U+D800–U+DFFF is not a regular expression for Rust or Go (schemathesis's validator, jsonschema-rs,
+ * refuses it), so the documents state that rule in their description.
  */
-export const STORABLE_TEXT_PATTERN = '^[^\\u0000\\ud800-\\udfff]*$';
+export const NUL_FREE_PATTERN = '^[^\\u0000]*$';
 
 /**
  * A regular expression (ECMA-262 and Python alike) matching strings with a character that `String.prototype.trim()`
@@ -132,35 +132,34 @@ type JsonSchema = Record<string, unknown>;
 
 /**
  * A copy of a request schema where every string without a `format`, `enum` or `const` (each of which already
- * excludes NUL and unpaired surrogates, or says what it accepts) carries STORABLE_TEXT_PATTERN, for the OpenAPI
- * document.
+ * excludes NUL or says what it accepts) carries NUL_FREE_PATTERN, for the OpenAPI document.
  */
-export function storableStrings<T>(schema: T): T {
-  if (Array.isArray(schema)) return schema.map((s) => storableStrings(s)) as T;
+export function nulFreeStrings<T>(schema: T): T {
+  if (Array.isArray(schema)) return schema.map((s) => nulFreeStrings(s)) as T;
   if (schema === null || typeof schema !== 'object') return schema;
   const out: JsonSchema = {};
   for (const [key, value] of Object.entries(schema as JsonSchema)) {
     // `properties` maps names to schemas; `examples`, `default` and `const` are data, left as they are
     if (key === 'properties' || key === 'patternProperties' || key === '$defs' || key === 'definitions') {
-      out[key] = Object.fromEntries(Object.entries(value as JsonSchema).map(([k, v]) => [k, storableStrings(v)]));
+      out[key] = Object.fromEntries(Object.entries(value as JsonSchema).map(([k, v]) => [k, nulFreeStrings(v)]));
     } else if (['items', 'additionalProperties', 'anyOf', 'oneOf', 'allOf', 'not', 'if', 'then', 'else', 'prefixItems', 'contains', 'propertyNames'].includes(key)) {
-      out[key] = storableStrings(value);
+      out[key] = nulFreeStrings(value);
     } else out[key] = value;
   }
   const types = Array.isArray(out.type) ? out.type : [out.type];
   if (types.includes('string') && !('format' in out) && !('enum' in out) && !('const' in out)) {
-    // a string with a pattern of its own (e.g. `\S`) must still be storable text: both patterns apply
-    if (!('pattern' in out)) out.pattern = STORABLE_TEXT_PATTERN;
-    else if (out.pattern !== STORABLE_TEXT_PATTERN && !('allOf' in out)) out.allOf = [{ pattern: STORABLE_TEXT_PATTERN }];
+    // a string with a pattern of its own (e.g. `\S`) still must not hold NUL: both patterns apply
+    if (!('pattern' in out)) out.pattern = NUL_FREE_PATTERN;
+    else if (out.pattern !== NUL_FREE_PATTERN && !('allOf' in out)) out.allOf = [{ pattern: NUL_FREE_PATTERN }];
   }
-  // A free-form value (no type, no composition: TypeBox's Unknown, `{}`) may be any JSON, but of storable text too
-  if (isFreeForm(out)) return { ...out, $ref: STORABLE_JSON_REF } as T;
-  if (out.additionalProperties === true) out.additionalProperties = { $ref: STORABLE_JSON_REF };
-  // object keys are checked too: an object that takes keys beyond its named properties says they are storable text
+  // A free-form value (no type, no composition: TypeBox's Unknown, `{}`) may be any JSON but must hold no NUL either
+  if (isFreeForm(out)) return { ...out, $ref: NUL_FREE_JSON_REF } as T;
+  if (out.additionalProperties === true) out.additionalProperties = { $ref: NUL_FREE_JSON_REF };
+  // object keys are checked too: an object that takes keys beyond its named properties says they are NUL-free
   const isObject = types.includes('object') || 'properties' in out || 'patternProperties' in out;
-  if (isObject && out.additionalProperties !== false && !('propertyNames' in out)) out.propertyNames = { pattern: STORABLE_TEXT_PATTERN };
-  // and the values of those extra keys are free-form: storable JSON
-  if (isObject && out.additionalProperties === undefined && !('patternProperties' in out)) out.additionalProperties = { $ref: STORABLE_JSON_REF };
+  if (isObject && out.additionalProperties !== false && !('propertyNames' in out)) out.propertyNames = { pattern: NUL_FREE_PATTERN };
+  // and the values of those extra keys are free-form: NUL-free JSON
+  if (isObject && out.additionalProperties === undefined && !('patternProperties' in out)) out.additionalProperties = { $ref: NUL_FREE_JSON_REF };
   return out as T;
 }
 
@@ -169,19 +168,19 @@ function isFreeForm(s: JsonSchema): boolean {
   return !SCHEMA_KEYWORDS.some((k) => k in s);
 }
 
-/** Where the OpenAPI documents define StorableJson (components.schemas). */
-export const STORABLE_JSON_REF = '#/components/schemas/StorableJson';
+/** Where the OpenAPI documents define NulFreeJson (components.schemas). */
+export const NUL_FREE_JSON_REF = '#/components/schemas/NulFreeJson';
 
 /**
- * Any JSON value whose strings and object keys are storable text (no NUL, no unpaired surrogate): what the input
- * policy accepts in free-form fields.
+ * Any JSON value whose strings and object keys hold no NUL (and, as the description says, no unpaired surrogate):
+ * what the input policy accepts in free-form fields.
  */
-export const STORABLE_JSON_SCHEMA = {
+export const NUL_FREE_JSON_SCHEMA = {
   description: 'any JSON value whose strings and object keys contain no NUL (U+0000) and no unpaired UTF-16 surrogate',
   anyOf: [
-    { type: 'string', pattern: STORABLE_TEXT_PATTERN },
+    { type: 'string', pattern: NUL_FREE_PATTERN },
     { type: ['number', 'boolean', 'null'] },
-    { type: 'array', items: { $ref: STORABLE_JSON_REF } },
-    { type: 'object', propertyNames: { pattern: STORABLE_TEXT_PATTERN }, additionalProperties: { $ref: STORABLE_JSON_REF } },
+    { type: 'array', items: { $ref: NUL_FREE_JSON_REF } },
+    { type: 'object', propertyNames: { pattern: NUL_FREE_PATTERN }, additionalProperties: { $ref: NUL_FREE_JSON_REF } },
   ],
 };

@@ -5,7 +5,7 @@
  */
 import { fastifySwagger } from '@fastify/swagger';
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import { MAX_JSON_DEPTH, STORABLE_JSON_SCHEMA, STORABLE_TEXT_PATTERN, storableStrings } from './inputPolicy';
+import { MAX_JSON_DEPTH, NUL_FREE_JSON_SCHEMA, NUL_FREE_PATTERN, nulFreeStrings } from './inputPolicy';
 import { operationDoc } from './operationDocs';
 
 export type ServiceKind = 'task' | 'scheduler' | 'agents' | 'traces';
@@ -62,9 +62,10 @@ export function defaultOperationId(method: string, url: string): string {
 
 /** The input policy (api/http/inputPolicy.ts) in words, for what a schema cannot say (free-form JSON values). */
 const INPUT_POLICY =
-  'Input policy: no string in a request (path, query, header, JSON body value or object key) may contain NUL (U+0000) ' +
-  'or an unpaired UTF-16 surrogate (a `\\ud800` escape without its pair); request strings carry the pattern ' +
-  `\`${STORABLE_TEXT_PATTERN}\` (read with Unicode semantics, as JSON Schema asks) and a violation is a 400. A number beyond what ` +
+  'Input policy: no string in a request (path, query, header, JSON body value or object key) may contain NUL (U+0000); ' +
+  `request strings carry the pattern \`${NUL_FREE_PATTERN}\` and a violation is a 400. Nor may a string or key in a JSON body ` +
+  'hold an unpaired UTF-16 surrogate (a `\\ud800` escape without its pair; a pair such as `\\ud83d\\ude00` is one ' +
+  'character and fine): a 400. No pattern says this, because Rust and Go regular expressions cannot name surrogates. A number beyond what ' +
   'a double holds (about ±1.8e308, e.g. `1e400`) is a 400. A JSON body may nest arrays and objects ' +
   `at most ${MAX_JSON_DEPTH} levels deep (the body itself is level 1); deeper is a 400. An HTTP method a path does not declare ` +
   'answers 405 with an `Allow` header.';
@@ -117,7 +118,7 @@ export function installOpenApi(app: FastifyInstance, opts: { service: ServiceKin
     openapi: {
       openapi: OPENAPI_VERSION,
       info: { title: TITLES[opts.service], version: opts.version, description: INPUT_POLICY },
-      components: { securitySchemes: schemes as never, schemas: { StorableJson: STORABLE_JSON_SCHEMA as never } },
+      components: { securitySchemes: schemes as never, schemas: { NulFreeJson: NUL_FREE_JSON_SCHEMA as never } },
       security,
     },
     transform: ({ schema, url, route }) => {
@@ -129,7 +130,7 @@ export function installOpenApi(app: FastifyInstance, opts: { service: ServiceKin
       if (qs?.properties && Array.isArray(qs.required)) {
         s.querystring = { ...qs, required: qs.required.filter((k) => qs.properties?.[k]?.default === undefined) };
       }
-      for (const part of ['body', 'params', 'querystring', 'headers']) if (s[part]) s[part] = storableStrings(s[part]);
+      for (const part of ['body', 'params', 'querystring', 'headers']) if (s[part]) s[part] = nulFreeStrings(s[part]);
       const method = Array.isArray(route.method) ? route.method[0] : route.method;
       // operationId, summary and description from the catalogue (api/http/operationDocs.ts); a route's own value wins
       const doc = method ? operationDoc(opts.service, method, openapiPath(url)) : undefined;

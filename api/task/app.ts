@@ -5,7 +5,7 @@ import { createLogFeed } from '../../lib/events/logFeed';
 import type { Metrics } from '../../lib/metrics';
 import { createBaseApp } from '../http/baseApp';
 import type { TaskAppDeps, TaskServiceDeps } from './deps';
-import { codehostRoutes } from './codehost';
+import { codehostRouterErrorBody, codehostRoutes } from './codehost';
 import { installTaskEdges } from './edges';
 import { filesystemRoutes } from './filesystem';
 import { projectRoutes } from './projects';
@@ -33,6 +33,7 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
     metrics,
     version: base.config.version,
     errorStyle: 'envelope',
+    routerErrorBody: codehostRouterErrorBody,
     dependencies: base.dependencies,
     healthCheck: async () => {
       await base.db.query('SELECT 1');

@@ -86,6 +86,14 @@ const DeviceToken = Type.Object({ access_token: Type.String(), token_type: Type.
 
 const WEBHOOK_EVENTS = ['pull_request', 'push', 'issue_comment', 'pull_request_review'] as const;
 
+/** The paths of these routes (under /api), whose every answer, the router's 400s included, has the code-hosting shape. */
+const CODEHOST_PATH = /^\/api\/(?:auth\/codehost\/|task-attempts\/[^/]+\/(?:create-pr|attach-pr)\/?$|projects\/[^/]+\/codehost\/)/;
+
+/** A 400 of the router (before any route runs) on a code-hosting path, in that shape; undefined elsewhere. */
+export function codehostRouterErrorBody(path: string, message: string): object | undefined {
+  return CODEHOST_PATH.test(path) ? { success: false, error: 'validation_error', message } : undefined;
+}
+
 /** Renders every error of these routes (validation included) in the code-hosting shape. */
 function codehostErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const c = classifyError(err);
