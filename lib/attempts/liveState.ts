@@ -6,6 +6,7 @@
  */
 import type { Queryable } from '../db/pool';
 import type { ProcessProgress } from '../db/processes';
+import { jsonParam } from '../db/storableText';
 
 export const MIN_GAP_MS = 100;
 
@@ -68,7 +69,7 @@ async function run(db: Queryable, w: Writer): Promise<void> {
               input_tokens = COALESCE(v.i, p.input_tokens), output_tokens = COALESCE(v.o, p.output_tokens), estimated_cost = COALESCE(v.c, p.estimated_cost)
          FROM jsonb_to_recordset($1::jsonb) AS v(id text, progress jsonb, i bigint, o bigint, c double precision)
         WHERE p.id = v.id`,
-      [JSON.stringify(batch)],
+      [jsonParam(batch)],
     )
     .then(
       () => undefined,

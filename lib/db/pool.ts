@@ -1,6 +1,27 @@
 /** The one PostgreSQL pool of a process, and the transaction helper. */
-import { Pool, type PoolClient, type PoolConfig } from 'pg';
+import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
 import type { Logger } from '../logger';
+import { storableParams } from './storableText';
+
+/**
+ * The pool's client: every query's parameters are made storable first (lib/db/storableText.ts), so text from an
+ * outside process with a NUL or an unpaired surrogate is stored with U+FFFD instead of failing its statement. The
+ * pool's own `query` runs through its clients' `query`, so this covers both it and transactions.
+ */
+export class StorableTextClient extends Client {
+  // node-postgres' overloads: (text | config | submittable, values?, callback?)
+  override query(...args: unknown[]): never {
+    const [first, second] = args;
+    if (Array.isArray(second)) args[1] = storableParams(second);
+    else if (first !== null && typeof first === 'object' && Array.isArray((first as { values?: unknown }).values)) {
+      const config = first as { values: unknown[]; submit?: unknown };
+      const values = storableParams(config.values);
+      // a submittable (a cursor, a stream) must stay the same object; a plain config is copied, never changed
+      if (values !== config.values) args[0] = typeof config.submit === 'function' ? Object.assign(config, { values }) : { ...config, values };
+    }
+    return Reflect.apply(super.query, this, args) as never;
+  }
+}
 
 export type Db = Pool;
 
@@ -9,7 +30,7 @@ export type Db = Pool;
  * the pool replaces broken clients and the next query reconnects.
  */
 export function createPool(connectionString: string, logger: Logger, extra: Partial<PoolConfig> = {}): Pool {
-  const pool = new Pool({ connectionString, max: 10, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 10_000, ...extra });
+  const pool = new Pool({ connectionString, max: 10, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 10_000, Client: StorableTextClient, ...extra });
   pool.on('error', (err) => logger.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'idle postgres client error'));
   pool.on('connect', (client) => {
     client.on('error', (err) => logger.warn({ err: { message: err.message } }, 'postgres client error'));

@@ -1,5 +1,6 @@
 /** SQL for execution processes, their append-only log rows and their resource samples. */
 import type { Queryable } from './pool';
+import { jsonParam } from './storableText';
 
 export const PROCESS_STATUSES = ['running', 'completed', 'failed', 'cancelled', 'stopped'] as const;
 export type ProcessStatus = (typeof PROCESS_STATUSES)[number];
@@ -190,7 +191,7 @@ function appendParams(batches: { processId: string; attemptId: string; entries: 
       message.push(e.message);
       source.push(e.source);
       raw.push(e.raw === undefined || e.raw === e.message ? null : e.raw);
-      meta.push(e.metadata && Object.keys(e.metadata).length ? JSON.stringify(e.metadata) : null);
+      meta.push(e.metadata && Object.keys(e.metadata).length ? jsonParam(e.metadata) : null);
       ts.push(e.timestamp);
     });
   });

@@ -1,5 +1,6 @@
 /** SQL for scheduler_executions and scheduler_execution_logs: projections written by workflowRunWorkflow's activities. */
 import type { Queryable } from './pool';
+import { jsonParam } from './storableText';
 
 export type ExecutionStatus = 'running' | 'completed' | 'failed' | 'stopped';
 export type TaskRunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'stopped' | 'skipped';
@@ -51,7 +52,7 @@ export interface ExecutionRecord {
 }
 
 /** jsonb parameter: SQL NULL for no input (undefined or null), else the JSON text. */
-const jsonOrNull = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
+const jsonOrNull = (v: unknown): string | null => (v === undefined || v === null ? null : jsonParam(v));
 
 export const FOREIGN_KEY_VIOLATION = '23503';
 
@@ -82,7 +83,7 @@ export async function upsertExecution(db: Queryable, e: ExecutionRecord): Promis
       e.scheduledAt,
       e.startedAt,
       e.completedAt,
-      JSON.stringify(e.tasks),
+      jsonParam(e.tasks),
       e.error,
       e.scheduleId ?? null,
       jsonOrNull(e.input),
@@ -128,7 +129,7 @@ export async function insertManualExecution(
   await db.query(
     `INSERT INTO scheduler_executions (id, workflow, temporal_workflow_id, trigger, status, started_at, tasks, input, retry_of)
      VALUES ($1, $2, $3, 'manual', 'running', $4, $5, $6::jsonb, $7)`,
-    [e.id, e.workflow, e.temporalWorkflowId, e.startedAt, JSON.stringify(e.tasks), jsonOrNull(e.input), e.retryOf ?? null],
+    [e.id, e.workflow, e.temporalWorkflowId, e.startedAt, jsonParam(e.tasks), jsonOrNull(e.input), e.retryOf ?? null],
   );
 }
 
@@ -145,7 +146,7 @@ export async function appendExecutionLogs(db: Queryable, executionId: string, li
      SELECT $1, l.key, l.ts, l.level, l.message
        FROM jsonb_to_recordset($2::jsonb) AS l(key text, ts timestamptz, level text, message text)
      ON CONFLICT (execution_id, key) DO NOTHING`,
-    [executionId, JSON.stringify(lines)],
+    [executionId, jsonParam(lines)],
   );
 }
 

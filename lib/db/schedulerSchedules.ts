@@ -3,6 +3,7 @@
  * default schedule row exists from its creation; it counts as a schedule only once it has a cron.
  */
 import type { Queryable } from './pool';
+import { jsonParam } from './storableText';
 
 export type ScheduleType = 'cron' | 'one-time';
 
@@ -41,7 +42,7 @@ export interface NewSchedule {
 }
 
 /** jsonb parameter: SQL NULL for no input (undefined or null), else the JSON text. */
-const jsonOrNull = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
+const jsonOrNull = (v: unknown): string | null => (v === undefined || v === null ? null : jsonParam(v));
 
 const SELECT = `SELECT s.*, (SELECT max(e.started_at) FROM scheduler_executions e WHERE e.schedule_id = s.id) AS last_run
   FROM scheduler_schedules s`;

@@ -1,5 +1,6 @@
 /** SQL for scheduler_sources (service B). The platform key is only ever stored sealed (lib/secretBox.ts). */
 import type { Queryable } from './pool';
+import { jsonParam } from './storableText';
 import { temporalIdsOf } from './schedulerSchedules';
 
 export type SourceType = 'flow-builder' | 'langflow' | 'automagik-hive' | 'automagik-agents';
@@ -37,7 +38,7 @@ export async function insertSource(db: Queryable, s: NewSource): Promise<SourceR
   const { rows } = await db.query<SourceRow>(
     `INSERT INTO scheduler_sources (id, name, source_type, url, api_key_sealed, version_info, last_health_at, last_health_ok)
      VALUES ($1, $2, $3, $4, $5, $6, now(), true) RETURNING *`,
-    [s.id, s.name, s.sourceType, s.url, s.apiKeySealed, s.versionInfo === null ? null : JSON.stringify(s.versionInfo)],
+    [s.id, s.name, s.sourceType, s.url, s.apiKeySealed, s.versionInfo === null ? null : jsonParam(s.versionInfo)],
   );
   return rows[0] as SourceRow;
 }
@@ -101,7 +102,7 @@ export async function updateSource(db: Queryable, id: string, patch: SourcePatch
   if (patch.sourceType !== undefined) set('source_type', patch.sourceType);
   if (patch.url !== undefined) set('url', patch.url);
   if (patch.apiKeySealed !== undefined) set('api_key_sealed', patch.apiKeySealed);
-  if (patch.versionInfo !== undefined) set('version_info', patch.versionInfo === null ? null : JSON.stringify(patch.versionInfo));
+  if (patch.versionInfo !== undefined) set('version_info', patch.versionInfo === null ? null : jsonParam(patch.versionInfo));
   if (patch.status !== undefined) {
     set('status', patch.status);
     sets.push(`status_reason = 'user'`);

@@ -3,6 +3,7 @@
  * fields (`schedule`, `timezone`, `jitter_ms`, `enabled`), joined from scheduler_schedules (lib/db/schedulerSchedules.ts).
  */
 import type { Queryable } from './pool';
+import { jsonParam } from './storableText';
 import type { RunSource } from './schedulerSources';
 
 export interface ScriptTask {
@@ -60,7 +61,7 @@ export async function insertWorkflow(
     defaultSchedule: { id: string; temporalId: string };
   },
 ): Promise<WorkflowRow> {
-  await db.query('INSERT INTO scheduler_workflows (name, description, tasks) VALUES ($1, $2, $3)', [w.name, w.description, JSON.stringify(w.tasks)]);
+  await db.query('INSERT INTO scheduler_workflows (name, description, tasks) VALUES ($1, $2, $3)', [w.name, w.description, jsonParam(w.tasks)]);
   await db.query(
     `INSERT INTO scheduler_schedules (id, workflow, temporal_id, is_default, type, cron, timezone, jitter_ms, enabled)
      VALUES ($1, $2, $3, true, 'cron', $4, $5, $6, $7)`,

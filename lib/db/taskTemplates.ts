@@ -1,5 +1,6 @@
 /** SQL for task_templates. */
 import type { Queryable } from './pool';
+import { jsonParam } from './storableText';
 
 export interface TemplateTask {
   title: string;
@@ -31,7 +32,7 @@ export async function insertTemplate(
 ): Promise<TaskTemplateRow> {
   const { rows } = await db.query<TaskTemplateRow>(
     'INSERT INTO task_templates (id, name, description, category, tasks, metadata) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *',
-    [t.id, t.name, t.description, t.category, JSON.stringify(t.tasks), t.metadata],
+    [t.id, t.name, t.description, t.category, jsonParam(t.tasks), t.metadata],
   );
   return rows[0] as TaskTemplateRow;
 }
@@ -66,7 +67,7 @@ export async function updateTemplate(
        name = COALESCE($2, name), description = COALESCE($3, description), category = COALESCE($4, category),
        tasks = COALESCE($5::jsonb, tasks), metadata = COALESCE($6::jsonb, metadata), updated_at = now()
      WHERE id = $1 RETURNING *`,
-    [id, p.name ?? null, p.description ?? null, p.category ?? null, p.tasks ? JSON.stringify(p.tasks) : null, p.metadata ? JSON.stringify(p.metadata) : null],
+    [id, p.name ?? null, p.description ?? null, p.category ?? null, p.tasks ? jsonParam(p.tasks) : null, p.metadata ? jsonParam(p.metadata) : null],
   );
   return rows[0];
 }

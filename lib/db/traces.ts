@@ -1,5 +1,6 @@
 /** SQL for the traces table (message trace service D). */
 import type { Queryable } from './pool';
+import { jsonParam } from './storableText';
 
 export const TRACE_STATUSES = ['sent', 'delivered', 'read', 'failed'] as const;
 export type TraceStatus = (typeof TRACE_STATUSES)[number];
@@ -40,7 +41,7 @@ export interface NewTrace {
  * from its sentAt (the only time known for them).
  */
 export async function ingestTrace(db: Queryable, t: NewTrace): Promise<{ row: TraceRow; inserted: boolean }> {
-  const params = [t.id, t.messageId, t.instance, t.toPhone, t.message, t.status, t.sentAt, JSON.stringify(t.headers), JSON.stringify(t.body)];
+  const params = [t.id, t.messageId, t.instance, t.toPhone, t.message, t.status, t.sentAt, jsonParam(t.headers), jsonParam(t.body)];
   // named: the hot ingestion path is parsed and planned once per connection
   const { rows } = await db.query<TraceRow & { inserted: boolean }>({
     name: 'traces_ingest',

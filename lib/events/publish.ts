@@ -3,6 +3,7 @@
  * a transaction client, so an event exists exactly when the change it describes was committed.
  */
 import type { Queryable } from '../db/pool';
+import { jsonParam } from '../db/storableText';
 
 export const EVENTS_CHANNEL = 'armada_events';
 
@@ -39,7 +40,7 @@ export async function publishEvents(db: Queryable, events: DomainEvent[]): Promi
        SELECT x.t, x.tp, x.d FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (t text, tp text[], d jsonb)) WITH ORDINALITY AS x(t, tp, d, o) ORDER BY x.o
        RETURNING seq, type, topics, data, created_at)
      SELECT seq, created_at, ${notifyInsertedEventsSql('ev')} AS notified FROM ev ORDER BY seq`,
-    [JSON.stringify(events.map((e) => ({ t: e.type, tp: e.topics, d: e.data })))],
+    [jsonParam(events.map((e) => ({ t: e.type, tp: e.topics, d: e.data })))],
   );
   return events.map((e, i) => {
     const row = rows[i] as { seq: string; created_at: Date };
