@@ -6,9 +6,41 @@
  */
 import { StringDecoder } from 'node:string_decoder';
 
-export function readLines(input: NodeJS.ReadableStream, onLine: (line: string) => void): Promise<void> {
+/**
+ * The longest line, in UTF-16 units (1 Mi): a longer one is given as several lines of this length and a last, shorter
+ * one. Without a bound, a process printing without a newline (a minified bundle, `cat` of a binary file) grew one
+ * string until V8 refused it ("Invalid string length", ~512 Mi units), an exception that stopped the whole worker.
+ * 1 Mi keeps whole the JSON event lines of the agents' stream formats (a tool result of a few hundred KiB).
+ */
+export const MAX_LINE_LENGTH = 1024 * 1024;
+
+/** Where to cut `s` at most `max` units in: one unit earlier when that would split a surrogate pair. */
+function cutAt(s: string, max: number): number {
+  const code = s.charCodeAt(max - 1);
+  return max > 1 && code >= 0xd800 && code <= 0xdbff ? max - 1 : max;
+}
+
+export function readLines(input: NodeJS.ReadableStream, onLine: (line: string) => void, maxLineLength = MAX_LINE_LENGTH): Promise<void> {
   const decoder = new StringDecoder('utf8');
   let carry = '';
+  /** the line `carry + text`, given in pieces of at most maxLineLength */
+  const emit = (line: string) => {
+    while (line.length > maxLineLength) {
+      const cut = cutAt(line, maxLineLength);
+      onLine(line.slice(0, cut));
+      line = line.slice(cut);
+    }
+    onLine(line);
+  };
+  /** text of a line not ended yet: pieces of maxLineLength go at once, so `carry` never holds more */
+  const keep = (text: string) => {
+    carry += text;
+    while (carry.length > maxLineLength) {
+      const cut = cutAt(carry, maxLineLength);
+      onLine(carry.slice(0, cut));
+      carry = carry.slice(cut);
+    }
+  };
   /** the last text seen ended with a `\r` (its line was emitted): a `\n` right after it is part of that end */
   let afterCR = false;
   const feed = (text: string) => {
@@ -21,21 +53,21 @@ export function readLines(input: NodeJS.ReadableStream, onLine: (line: string) =
       for (;;) {
         const nl = text.indexOf('\n', from);
         if (nl === -1) break;
-        onLine(carry ? carry + text.slice(from, nl) : text.slice(from, nl));
+        emit(carry ? carry + text.slice(from, nl) : text.slice(from, nl));
         carry = '';
         from = nl + 1;
       }
-      if (from < text.length) carry += text.slice(from);
+      if (from < text.length) keep(text.slice(from));
       return;
     }
     const ends = /\r\n|\n|\r/g;
     ends.lastIndex = from;
     for (let m = ends.exec(text); m; m = ends.exec(text)) {
-      onLine(carry ? carry + text.slice(from, m.index) : text.slice(from, m.index));
+      emit(carry ? carry + text.slice(from, m.index) : text.slice(from, m.index));
       carry = '';
       from = m.index + m[0].length;
     }
-    if (from < text.length) carry += text.slice(from);
+    if (from < text.length) keep(text.slice(from));
     else if (text.charCodeAt(text.length - 1) === 13) afterCR = true;
   };
   return new Promise<void>((resolve) => {
@@ -44,7 +76,7 @@ export function readLines(input: NodeJS.ReadableStream, onLine: (line: string) =
       if (done) return;
       done = true;
       feed(decoder.end());
-      if (carry) onLine(carry);
+      if (carry) emit(carry);
       carry = '';
       resolve();
     };

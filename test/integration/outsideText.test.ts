@@ -5,6 +5,7 @@
  * character is stored as U+FFFD, every other line and character as it was, in order.
  */
 import { readLogs } from '../../lib/db/processes';
+import { MAX_LINE_LENGTH } from '../../lib/process/lines';
 import { agentConfig, api } from '../support/attemptHelpers';
 import { eventually, startTestStack, type TestStack, TEST_API_KEY } from '../support/harness';
 
@@ -22,7 +23,12 @@ beforeAll(async () => {
     services: ['task', 'scheduler'],
     worker: true,
     file: agentConfig({
-      agents: { binary: { command: ['sh', '-c', TEXT_AGENT], format: 'text' }, streamJson: { command: ['sh', '-c', JSON_AGENT], format: 'claude-stream-json' } },
+      agents: {
+        binary: { command: ['sh', '-c', TEXT_AGENT], format: 'text' },
+        streamJson: { command: ['sh', '-c', JSON_AGENT], format: 'claude-stream-json' },
+        // 3.5 Mi characters without a newline (a minified bundle, a binary file): bounded lines, not one unbounded string
+        oneLine: { command: ['sh', '-c', `head -c ${3.5 * MAX_LINE_LENGTH} /dev/zero | tr '\\000' a; echo; echo after`], format: 'text' },
+      },
       scheduler: { healthCheckIntervalSeconds: 0 },
     }),
   });
@@ -60,6 +66,14 @@ test('a stream-json agent whose JSON carries an escaped NUL and lone surrogate: 
   expect(logs.map((l) => l.seq)).toEqual(logs.map((_l, i) => i + 1));
   const stored = await stack.db.query<{ s: string }>('SELECT metadata::text AS s FROM process_logs WHERE attempt_id = $1', [attempt.id]);
   expect(stored.rows.some((r) => r.s.includes('\\u0000') || /\\ud[89a-f]/i.test(r.s))).toBe(false);
+});
+
+test('an agent printing 3.5 Mi characters without a newline: its output is stored as lines of at most 1 Mi, nothing lost', async () => {
+  const { attempt, processId } = await runAgent('oneLine');
+  expect(attempt.status).toBe('completed');
+  const { rows } = await stack.db.query<{ len: number; head: string }>('SELECT length(message) AS len, left(message, 8) AS head FROM process_logs WHERE process_id = $1 ORDER BY seq', [processId]);
+  expect(rows.map((r) => r.len)).toEqual([MAX_LINE_LENGTH, MAX_LINE_LENGTH, MAX_LINE_LENGTH, MAX_LINE_LENGTH / 2, 'after'.length, 'agent exited with code 0'.length]);
+  expect(rows.slice(0, 4).every((r) => r.head === 'aaaaaaaa')).toBe(true);
 });
 
 test('a scheduler script task printing NUL and non-UTF-8 bytes completes with its output and logs stored', async () => {

@@ -4,7 +4,7 @@
  */
 import readline from 'node:readline';
 import { PassThrough } from 'node:stream';
-import { readLines } from '../../lib/process/lines';
+import { MAX_LINE_LENGTH, readLines } from '../../lib/process/lines';
 
 async function viaReadLines(chunks: (string | Buffer)[], encoding?: BufferEncoding): Promise<string[]> {
   const s = new PassThrough(encoding ? { encoding } : {});
@@ -62,5 +62,48 @@ describe('readLines', () => {
       expect(await viaReadLines(cuts)).toEqual(expected);
       expect(await viaReadLines(cuts, 'utf8')).toEqual(expected);
     }
+  });
+
+  describe('a line longer than the limit', () => {
+    const MAX = 8;
+    async function cut(chunks: string[], max = MAX): Promise<string[]> {
+      const s = new PassThrough({ encoding: 'utf8' });
+      const lines: string[] = [];
+      const done = readLines(s, (l) => lines.push(l), max);
+      for (const c of chunks) s.write(c);
+      s.end();
+      await done;
+      return lines;
+    }
+
+    test('is given in pieces of the limit, whether it came in one chunk or many, ended or not; nothing is lost', async () => {
+      const long = 'abcdefghijklmnopqrstu'; // 21 units: 8 + 8 + 5
+      for (const chunks of [[`${long}\nnext\n`], [...long, '\n', 'next\n'], ['abc', 'defghijklmno', 'pqrstu\r\nnext']]) {
+        expect(await cut(chunks)).toEqual(['abcdefgh', 'ijklmnop', 'qrstu', 'next']);
+      }
+      expect(await cut([long])).toEqual(['abcdefgh', 'ijklmnop', 'qrstu']);
+    });
+
+    test('a line of exactly the limit is one line, not a line and an empty one', async () => {
+      expect(await cut(['abcdefgh\n', 'x\n'])).toEqual(['abcdefgh', 'x']);
+      expect(await cut(['abcd', 'efgh', '\nx'])).toEqual(['abcdefgh', 'x']);
+    });
+
+    test('a cut never splits a surrogate pair', async () => {
+      const lines = await cut(['abcdefg😀hij\n']);
+      expect(lines).toEqual(['abcdefg', '😀hij']);
+      expect(lines.every((l) => (l as string & { isWellFormed(): boolean }).isWellFormed())).toBe(true);
+    });
+
+    test('the default limit is 1 Mi units: 3.5 Mi without a newline are four lines, the first three of 1 Mi', async () => {
+      const s = new PassThrough({ encoding: 'utf8' });
+      const lengths: number[] = [];
+      const done = readLines(s, (l) => lengths.push(l.length));
+      const block = 'x'.repeat(64 * 1024);
+      for (let i = 0; i < 56; i++) s.write(block); // 3.5 Mi
+      s.end();
+      await done;
+      expect(lengths).toEqual([MAX_LINE_LENGTH, MAX_LINE_LENGTH, MAX_LINE_LENGTH, MAX_LINE_LENGTH / 2]);
+    });
   });
 });
