@@ -6,7 +6,7 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../../lib/config';
-import { withTransaction } from '../../lib/db/pool';
+import { isPostgresUnreachable, withTransaction } from '../../lib/db/pool';
 import {
   recordResourceSample,
   appendLogs,
@@ -33,6 +33,7 @@ import { createGroupSampler } from './resourceSampler';
 import { createLogSink, type LogSink } from '../../lib/attempts/logSink';
 import { queueLiveState, settleLiveState } from '../../lib/attempts/liveState';
 import { processWatch } from './processWatch';
+import { keepAlive } from '../keepAlive';
 import { groupNice } from '../../lib/process/priority';
 
 /** An attempt's output summary is cut to its last 64 KiB (like multi-agent results). */
@@ -74,6 +75,8 @@ export interface RunAgentDeps {
 const FLUSH_MS = 200;
 const WATCH_MS = 500;
 const SAMPLE_MS = 2000;
+/** How long a run that failed while its agent ran waits for its last lines' insert before giving the error back. */
+const FAILED_RUN_FLUSH_MS = 5000;
 
 /**
  * One agent run in three phases: prepare (process row, a lost run's leftovers, the agent and worker slots), run
@@ -258,7 +261,8 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
       // thrown while the agent runs: it must not outlive this try (the retry would run a second agent beside it)
       await proc.stop('abort');
       await proc.done;
-      await sink.flush(); // before the caller appends its own line: one writer at a time
+      // before the caller appends its own line (one writer at a time); not waiting long for a PostgreSQL that is away
+      await sink.flush(AbortSignal.any([Context.current().cancellationSignal, AbortSignal.timeout(FAILED_RUN_FLUSH_MS)]));
     }
   }
 }
@@ -275,7 +279,7 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
   /** Live state; with `logs` (the run's end) first every log line queued so far (the periodic tick leaves the lines to the sink's own batching). */
   const flush = (logs = true) => {
     flushing = flushing.then(async () => {
-      if (logs) await sink.flush();
+      if (logs) await sink.flush(ctx.cancellationSignal);
       // the run's end writes its last values itself, after anything queued for it (lib/attempts/liveState.ts)
       const queued = logs ? await settleLiveState(deps.db, input.processId) : undefined;
       if (output.progress || output.tokens || queued) {
@@ -291,7 +295,11 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
           if (row) await publishProcessEvent(deps.db, 'process_progress', row, { progress: row.progress });
         }
       }
-    }).catch((err) => deps.logger.warn({ err: { message: (err as Error).message } }, 'log flush failed'));
+    }).catch((err) => {
+      // while PostgreSQL is away every tick fails alike: the sink already said so once (lib/attempts/logSink.ts)
+      const level = isPostgresUnreachable(err) ? 'debug' : 'warn';
+      deps.logger[level]({ err: { message: (err as Error).message } }, 'live state flush failed');
+    });
     return flushing;
   };
   const sampler = createGroupSampler(proc.pid);
@@ -351,7 +359,8 @@ async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: Prepare
     error = `agent exited with code ${result.code ?? result.signal}`;
   }
   if (error) prep.log('error', error);
-  await run.flush();
+  // heartbeating: while PostgreSQL is away the run's last lines wait for it here, and Temporal must not retry meanwhile
+  await keepAlive(() => run.flush());
   const { tokens } = output;
   if (tokens) {
     m.tokens.inc({ llm: input.llm, direction: 'input' }, tokens.input);

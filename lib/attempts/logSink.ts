@@ -8,8 +8,11 @@
  * always a prefix 1..n (what followers rely on to resume by seq).
  * A failed insert with several processes is retried once per process (so one process whose row is gone does not
  * hold back the others); a process's lines whose insert failed ATTEMPTS times are dropped with a warning.
+ * While PostgreSQL cannot be reached (a restart, an outage), inserts are retried every RETRY_MS without limit and the
+ * lines wait in memory, up to MAX_HELD_CHARS per run: an outage no longer loses the lines printed meanwhile. Past that
+ * budget the newest lines are left out and one line in their place says how many.
  */
-import type { Queryable } from '../db/pool';
+import { isPostgresUnreachable, type Queryable } from '../db/pool';
 import { appendLogs, appendLogsOfProcesses, type LogEntry } from '../db/processes';
 import type { Logger } from '../logger';
 
@@ -20,15 +23,29 @@ export const FLUSH_DELAY_MS = 25;
 export const MAX_BATCH = 500;
 /** Lines of all processes per insert. */
 const MAX_ROWS = 5000;
+/**
+ * Characters (message and raw) of all lines per insert, at least one line: 500 lines of the longest kind (1 Mi,
+ * lib/process/lines.ts) would make a parameter past what a JavaScript string can hold, and fail every time.
+ */
+const MAX_ROUND_CHARS = 16 * 1024 * 1024;
 /** A batch whose insert failed is retried this many times (then dropped with a warning: the process row is gone). */
 const ATTEMPTS = 3;
 const RETRY_MS = 500;
+/**
+ * The characters of one run's lines that may wait in memory (UTF-16 units, ~2 bytes each): 32 Mi, so a run printing
+ * 200 lines of 100 characters a second is held for ~25 minutes of outage, and 200 runs on a worker never hold more
+ * than a few GB even at the limit.
+ */
+export const MAX_HELD_CHARS = 32 * 1024 * 1024;
 
 export interface LogSink {
   /** Lines were added to the queue: writes them within FLUSH_DELAY_MS, or now when MAX_BATCH are waiting. */
   poke(): void;
-  /** Writes everything queued so far; resolves once it is stored (or given up on). */
-  flush(): Promise<void>;
+  /**
+   * Writes everything queued so far; resolves once it is stored (or given up on). While PostgreSQL is unreachable it
+   * waits for it, until `signal` aborts (the lines then stay queued, written once it is back).
+   */
+  flush(signal?: AbortSignal): Promise<void>;
   /** The run is over (call flush first to write what is left). */
   close(): void;
 }
@@ -43,6 +60,71 @@ interface SinkState {
   retryAt: number;
   /** lines taken from the queue by the insert running now */
   inFlight: number;
+  /** characters of the queued lines counted so far, and how many of the queue's entries (from the front) they are */
+  heldChars: number;
+  counted: number;
+  /** lines left out since the budget was reached (a line says how many once there is room again) */
+  leftOut: number;
+  /** an outage was reported for this run (one warning per outage) */
+  outage: boolean;
+  /** MAX_HELD_CHARS unless the sink was made with another budget */
+  maxHeldChars: number;
+}
+
+const charsOf = (e: LogEntry) => e.message.length + (e.raw?.length ?? 0);
+
+/**
+ * Counts the entries the producer pushed since the last call and keeps the run within MAX_HELD_CHARS: over budget,
+ * the newest entries are left out; with room again, a line saying how many were left out goes before the new ones.
+ */
+function admit(s: SinkState): void {
+  const before = s.counted;
+  for (; s.counted < s.queue.length; s.counted++) s.heldChars += charsOf(s.queue[s.counted] as LogEntry);
+  if (s.heldChars <= s.maxHeldChars) {
+    if (s.leftOut && before < s.queue.length) {
+      const first = s.queue[before] as LogEntry;
+      const note: LogEntry = {
+        level: 'warn',
+        message: `${s.leftOut} line${s.leftOut === 1 ? '' : 's'} left out here: PostgreSQL was unavailable and the worker already held ${s.maxHeldChars} characters of this run's waiting lines`,
+        timestamp: first.timestamp,
+        source: 'armada',
+      };
+      s.queue.splice(before, 0, note);
+      s.counted++;
+      s.heldChars += charsOf(note);
+      s.leftOut = 0;
+    }
+    return;
+  }
+  while (s.heldChars > s.maxHeldChars && s.queue.length > before) {
+    s.heldChars -= charsOf(s.queue.pop() as LogEntry);
+    s.counted--;
+    s.leftOut++;
+  }
+}
+
+/** Entries left the queue (taken by an insert, or dropped): no longer held. */
+function release(s: SinkState, entries: LogEntry[]): void {
+  for (const e of entries) s.heldChars -= charsOf(e);
+  s.counted = Math.max(0, s.counted - entries.length);
+}
+
+/** Entries went back to the front of the queue (their insert failed): held again. */
+function requeue(s: SinkState, entries: LogEntry[]): void {
+  s.queue.unshift(...entries);
+  for (const e of entries) s.heldChars += charsOf(e);
+  s.counted += entries.length;
+}
+
+/** An insert failed because PostgreSQL is unreachable: retried later without counting, reported once per outage. */
+function heldForOutage(s: SinkState, err: unknown): boolean {
+  if (!isPostgresUnreachable(err)) return false;
+  s.retryAt = Date.now() + RETRY_MS;
+  if (!s.outage) {
+    s.outage = true;
+    s.logger.warn({ processId: s.processId, err: { message: (err as Error).message } }, 'PostgreSQL unavailable: log lines wait in memory until it is back');
+  }
+  return true;
 }
 
 interface Writer {
@@ -105,11 +187,12 @@ function schedule(w: Writer): void {
 }
 
 /** `queue` is the array the producer pushes entries into; the sink takes them out from the front. */
-export function createLogSink(o: { db: Queryable; processId: string; attemptId: string; queue: LogEntry[]; logger: Logger }): LogSink {
+export function createLogSink(o: { db: Queryable; processId: string; attemptId: string; queue: LogEntry[]; logger: Logger; maxHeldChars?: number }): LogSink {
   const w = writerFor(o.db);
-  const s: SinkState = { processId: o.processId, attemptId: o.attemptId, queue: o.queue, logger: o.logger, failures: 0, retryAt: 0, inFlight: 0 };
+  const s: SinkState = { processId: o.processId, attemptId: o.attemptId, queue: o.queue, logger: o.logger, failures: 0, retryAt: 0, inFlight: 0, heldChars: 0, counted: 0, leftOut: 0, outage: false, maxHeldChars: o.maxHeldChars ?? MAX_HELD_CHARS };
   return {
     poke() {
+      admit(s);
       if (!s.queue.length) return;
       w.active.add(s);
       if (s.retryAt > Date.now()) return schedule(w);
@@ -117,9 +200,10 @@ export function createLogSink(o: { db: Queryable; processId: string; attemptId: 
       if (w.round) return; // the running insert's end takes whatever arrives meanwhile
       schedule(w);
     },
-    async flush() {
+    async flush(signal) {
+      admit(s);
       // until this sink's lines queued so far (and any in flight) are written: other sinks' lines ride along
-      while (s.queue.length || s.inFlight) {
+      while ((s.queue.length || s.inFlight) && !signal?.aborted) {
         w.active.add(s);
         const wait = s.retryAt - Date.now();
         if (wait > 0 && !s.inFlight) await new Promise((r) => setTimeout(r, wait));
@@ -137,14 +221,24 @@ async function writeRound(w: Writer): Promise<void> {
   const taken: { sink: SinkState; entries: LogEntry[] }[] = [];
   const now = Date.now();
   let rows = 0;
+  let chars = 0;
   for (const sink of w.active) {
     if (!sink.queue.length) {
       w.active.delete(sink);
       continue;
     }
     if (sink.retryAt > now) continue;
-    if (rows >= MAX_ROWS) break;
-    const entries = sink.queue.splice(0, Math.min(MAX_BATCH, MAX_ROWS - rows));
+    if (rows >= MAX_ROWS || chars >= MAX_ROUND_CHARS) break;
+    admit(sink);
+    let n = 0;
+    for (const most = Math.min(MAX_BATCH, MAX_ROWS - rows, sink.queue.length); n < most; n++) {
+      const c = charsOf(sink.queue[n] as LogEntry);
+      if (rows + n > 0 && chars + c > MAX_ROUND_CHARS) break;
+      chars += c;
+    }
+    if (n === 0) break;
+    const entries = sink.queue.splice(0, n);
+    release(sink, entries);
     sink.inFlight = entries.length;
     rows += entries.length;
     taken.push({ sink, entries });
@@ -159,12 +253,17 @@ async function writeRound(w: Writer): Promise<void> {
           w.db,
           taken.map((t) => ({ processId: t.sink.processId, attemptId: t.sink.attemptId, entries: t.entries })),
         );
-        for (const t of taken) t.sink.failures = 0;
+        for (const t of taken) {
+          t.sink.failures = 0;
+          t.sink.outage = false;
+        }
         return;
-      } catch {
-        // one process's row may be gone (a foreign key): write each on its own, at once, to find out which
-        w.isolate = true;
-        for (const t of taken) t.sink.queue.unshift(...t.entries);
+      } catch (err) {
+        for (const t of taken) requeue(t.sink, t.entries);
+        // PostgreSQL is away: every process waits for it alike
+        if (isPostgresUnreachable(err)) for (const t of taken) heldForOutage(t.sink, err);
+        // else one process's row may be gone (a foreign key): write each on its own, at once, to find out which
+        else w.isolate = true;
         return;
       }
     }
@@ -173,13 +272,18 @@ async function writeRound(w: Writer): Promise<void> {
       try {
         await appendLogs(w.db, t.sink.processId, t.sink.attemptId, t.entries);
         t.sink.failures = 0;
+        t.sink.outage = false;
       } catch (err) {
+        if (heldForOutage(t.sink, err)) {
+          requeue(t.sink, t.entries);
+          continue;
+        }
         if (++t.sink.failures >= ATTEMPTS) {
           t.sink.logger.warn({ err: { message: (err as Error).message }, processId: t.sink.processId, lines: t.entries.length }, 'log lines dropped after failed inserts');
           t.sink.failures = 0;
           continue;
         }
-        t.sink.queue.unshift(...t.entries); // keep the order: retried before anything newer
+        requeue(t.sink, t.entries); // keep the order: retried before anything newer
         t.sink.retryAt = Date.now() + RETRY_MS;
       }
     }

@@ -1,0 +1,96 @@
+/**
+ * Agent output printed while PostgreSQL is unreachable is kept (lib/attempts/logSink.ts): the worker holds the lines
+ * and writes them once it is back, every line once, in order. Before, a batch whose insert failed three times (1.5 s)
+ * was dropped: a PostgreSQL restart lost the lines printed meanwhile. The worker's pool reaches PostgreSQL through a
+ * TCP proxy that refuses connections (and breaks open ones) for the outage; the API's pool is not cut.
+ */
+import { createLogSink } from '../../lib/attempts/logSink';
+import { createPool } from '../../lib/db/pool';
+import type { LogEntry } from '../../lib/db/processes';
+import type { RunningWorkers } from '../../workers/createWorker';
+import { agentConfig, api } from '../support/attemptHelpers';
+import { eventually, logger, startStackWorkers, startTestStack, type TestStack } from '../support/harness';
+import { startTcpProxy, type TcpProxy } from '../support/tcpProxy';
+
+const LINES = 400;
+// one numbered line every ~10 ms: ~5 s of output, the outage in its middle
+const CHATTY = `i=1; while [ $i -le ${LINES} ]; do echo "line $i"; i=$((i+1)); sleep 0.01; done`;
+
+let stack: TestStack;
+let proxy: TcpProxy;
+let workerDb: ReturnType<typeof createPool>;
+let workers: RunningWorkers;
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: ['task'], file: agentConfig({ agents: { chatty: { command: ['sh', '-c', CHATTY], format: 'text' } } }) });
+  const url = new URL(stack.dbUrl);
+  proxy = await startTcpProxy(`${url.hostname}:${url.port}`);
+  const proxied = new URL(stack.dbUrl);
+  [proxied.hostname, proxied.port] = proxy.address.split(':') as [string, string];
+  workerDb = createPool(proxied.toString(), logger, { max: 10, connectionTimeoutMillis: 1000 });
+  workers = await startStackWorkers(stack, { db: workerDb });
+}, 120_000);
+afterAll(async () => {
+  proxy?.setMode('forward');
+  await workers?.stop();
+  await workerDb?.end();
+  await proxy?.close();
+  await stack?.close();
+});
+
+test('lines an agent prints during a PostgreSQL outage of the worker are all stored, once and in order, when it is back', async () => {
+  const h = api(stack);
+  const p = await h.project();
+  const started = await h.start(await h.task(p.id, 'chatty through an outage'), 'chatty');
+  // the outage begins once the first lines are stored, and lasts 3 s (twice what a batch was retried for)
+  await eventually(async () => (await stack.db.query('SELECT count(*)::int AS n FROM process_logs WHERE process_id = $1', [started.processId])).rows[0].n >= 20, 20_000, 20);
+  proxy.setMode('refuse');
+  const during = (await stack.db.query('SELECT count(*)::int AS n FROM process_logs WHERE process_id = $1', [started.processId])).rows[0].n as number;
+  await new Promise((r) => setTimeout(r, 3000));
+  // the agent went on printing meanwhile, and none of it reached the database
+  expect((await stack.db.query('SELECT count(*)::int AS n FROM process_logs WHERE process_id = $1', [started.processId])).rows[0].n).toBe(during);
+  proxy.setMode('forward');
+
+  const attempt = await h.until(started.attemptId, ['completed', 'failed'], 60_000);
+  expect(attempt.status).toBe('completed');
+  const { rows } = await stack.db.query<{ seq: number; message: string }>('SELECT seq, message FROM process_logs WHERE process_id = $1 ORDER BY seq', [started.processId]);
+  const numbered = rows.filter((r) => r.message.startsWith('line '));
+  expect(numbered.map((r) => r.message)).toEqual(Array.from({ length: LINES }, (_v, i) => `line ${i + 1}`));
+  expect(rows.map((r) => r.seq)).toEqual(rows.map((_r, i) => i + 1)); // no gap, no repeat
+  expect(during).toBeLessThan(LINES - 100); // the outage really fell in the middle of the output
+}, 120_000);
+
+test('an outage longer than the run\'s budget: the newest lines are left out, and one line in their place says how many', async () => {
+  const h = api(stack);
+  const p = await h.project();
+  const started = await h.start(await h.task(p.id, 'budget'), 'chatty');
+  await h.until(started.attemptId, ['completed', 'failed'], 60_000);
+  const before = (await stack.db.query('SELECT max(seq)::int AS n FROM process_logs WHERE process_id = $1', [started.processId])).rows[0].n as number;
+
+  const queue: LogEntry[] = [];
+  const sink = createLogSink({ db: workerDb, processId: started.processId, attemptId: started.attemptId, queue, logger, maxHeldChars: 100 });
+  const line = (message: string): LogEntry => ({ level: 'info', message, timestamp: new Date().toISOString(), source: 'stdout' });
+  proxy.setMode('refuse');
+  try {
+    for (let i = 1; i <= 15; i++) {
+      queue.push(line(`held ${String(i).padStart(2, '0')}`)); // 7 characters each: 14 fit in 100
+      sink.poke();
+    }
+    expect(queue.map((e) => e.message)).toEqual(Array.from({ length: 14 }, (_v, i) => `held ${String(i + 1).padStart(2, '0')}`));
+    await new Promise((r) => setTimeout(r, 1200)); // inserts tried and failed meanwhile: nothing dropped for that
+  } finally {
+    proxy.setMode('forward');
+  }
+  await sink.flush();
+  queue.push(line('after the outage'));
+  sink.poke();
+  await sink.flush();
+  sink.close();
+  const { rows } = await stack.db.query<{ seq: number; message: string }>('SELECT seq, message FROM process_logs WHERE process_id = $1 AND seq > $2 ORDER BY seq', [started.processId, before]);
+  expect(rows.map((r) => r.message)).toEqual([
+    ...Array.from({ length: 14 }, (_v, i) => `held ${String(i + 1).padStart(2, '0')}`),
+    '1 line left out here: PostgreSQL was unavailable and the worker already held 100 characters of this run\'s waiting lines',
+    'after the outage',
+  ]);
+  expect(rows.map((r) => r.seq)).toEqual(rows.map((_r, i) => before + i + 1));
+}, 120_000);
