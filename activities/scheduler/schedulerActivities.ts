@@ -28,6 +28,7 @@ import { sourceTarget } from '../../lib/scheduler/sourceTarget';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import type { ActivityDeps } from '../index';
 import { keepAlive } from '../keepAlive';
+import { isPostgresUnreachable } from '../../lib/db/pool';
 import { groupNice } from '../../lib/process/priority';
 
 /** Output kept on a task (the logs hold every line). */
@@ -45,31 +46,73 @@ function capped(buf: string): string {
   return buf.length > MAX_OUTPUT ? `${buf.slice(0, MAX_OUTPUT)}\n… (output truncated; see the execution logs)` : buf;
 }
 
+/** Lines of one task that wait in memory while PostgreSQL is unreachable (each at most 8,192 characters). */
+const MAX_HELD_LINES = 10_000;
+/** How long a task's end waits (heartbeating) for PostgreSQL to come back to take its last lines. */
+const CLOSE_WAIT_MS = 60_000;
+
 /**
  * Buffers log lines and writes them in batches, each with a stable key (`t<task>:<n>`), so a retry adds no duplicates.
  * With `after`, nothing is written before it settles (the execution row the lines belong to is being written).
+ * While PostgreSQL is unreachable a batch goes back to the front and is tried again on the next tick (up to
+ * MAX_HELD_LINES wait; past that the newest are left out and a line says how many), and the task's end waits for it
+ * up to CLOSE_WAIT_MS: a restart of PostgreSQL no longer loses the lines printed meanwhile. Other failures drop the
+ * batch with a warning, as before.
  */
 function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number, after?: Promise<unknown>) {
   let seq = 0;
   let pending: LogLine[] = [];
+  let leftOut = 0;
+  let outage = false;
   let flushing: Promise<void> = after ? after.then(() => undefined, () => undefined) : Promise.resolve();
+  const line = (level: LogLine['level'], message: string): LogLine => ({ key: `t${taskIndex}:${seq++}`, ts: new Date().toISOString(), level, message: message.slice(0, 8192) });
   const flush = () => {
-    const batch = pending;
-    pending = [];
-    flushing = flushing.then(() => appendExecutionLogs(deps.db, executionId, batch)).catch((err) => {
-      deps.logger.warn({ err: { message: (err as Error).message }, executionId }, 'writing execution logs failed');
+    flushing = flushing.then(async () => {
+      const batch = pending;
+      pending = [];
+      if (!batch.length) return;
+      try {
+        await appendExecutionLogs(deps.db, executionId, batch);
+        outage = false;
+      } catch (err) {
+        if (!isPostgresUnreachable(err)) {
+          deps.logger.warn({ err: { message: (err as Error).message }, executionId }, 'writing execution logs failed');
+          return;
+        }
+        pending = batch.concat(pending);
+        if (!outage) deps.logger.warn({ err: { message: (err as Error).message }, executionId }, 'PostgreSQL unavailable: execution log lines wait in memory until it is back');
+        outage = true;
+      }
     });
     return flushing;
   };
   const timer = setInterval(() => void flush(), 250);
   return {
     add(level: LogLine['level'], message: string) {
-      pending.push({ key: `t${taskIndex}:${seq++}`, ts: new Date().toISOString(), level, message: message.slice(0, 8192) });
-      if (pending.length >= 200) void flush();
+      if (pending.length >= MAX_HELD_LINES) {
+        leftOut++;
+        return;
+      }
+      if (leftOut) {
+        pending.push(line('warning', `${leftOut} line${leftOut === 1 ? '' : 's'} left out here: PostgreSQL was unavailable and ${MAX_HELD_LINES} lines of this task were already waiting`));
+        leftOut = 0;
+      }
+      pending.push(line(level, message));
+      if (pending.length >= 200 && !outage) void flush();
     },
     async close() {
       clearInterval(timer);
       await flush();
+      if (!pending.length) return;
+      const deadline = Date.now() + CLOSE_WAIT_MS;
+      await keepAlive(async () => {
+        while (pending.length && Date.now() < deadline && !Context.current().cancellationSignal.aborted) {
+          await new Promise((r) => setTimeout(r, 500));
+          await flush();
+        }
+      });
+      if (pending.length) deps.logger.warn({ executionId, lines: pending.length }, 'execution log lines not written: PostgreSQL stayed unavailable');
+      pending = [];
     },
   };
 }

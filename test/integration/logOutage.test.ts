@@ -1,6 +1,6 @@
 /**
  * Agent output printed while PostgreSQL is unreachable is kept (lib/attempts/logSink.ts): the worker holds the lines
- * and writes them once it is back, every line once, in order. Before, a batch whose insert failed three times (1.5 s)
+ * and writes them once it is back, every line once, in order. The same for a scheduler script task's log. Before, a batch whose insert failed three times (1.5 s)
  * was dropped: a PostgreSQL restart lost the lines printed meanwhile. The worker's pool reaches PostgreSQL through a
  * TCP proxy that refuses connections (and breaks open ones) for the outage; the API's pool is not cut.
  */
@@ -9,7 +9,7 @@ import { createPool } from '../../lib/db/pool';
 import type { LogEntry } from '../../lib/db/processes';
 import type { RunningWorkers } from '../../workers/createWorker';
 import { agentConfig, api } from '../support/attemptHelpers';
-import { eventually, logger, startStackWorkers, startTestStack, type TestStack } from '../support/harness';
+import { eventually, logger, startStackWorkers, startTestStack, TEST_API_KEY, type TestStack } from '../support/harness';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy';
 
 const LINES = 400;
@@ -22,7 +22,10 @@ let workerDb: ReturnType<typeof createPool>;
 let workers: RunningWorkers;
 
 beforeAll(async () => {
-  stack = await startTestStack({ services: ['task'], file: agentConfig({ agents: { chatty: { command: ['sh', '-c', CHATTY], format: 'text' } } }) });
+  stack = await startTestStack({
+    services: ['task', 'scheduler'],
+    file: agentConfig({ agents: { chatty: { command: ['sh', '-c', CHATTY], format: 'text' } }, scheduler: { healthCheckIntervalSeconds: 0 } }),
+  });
   const url = new URL(stack.dbUrl);
   proxy = await startTcpProxy(`${url.hostname}:${url.port}`);
   const proxied = new URL(stack.dbUrl);
@@ -93,4 +96,25 @@ test('an outage longer than the run\'s budget: the newest lines are left out, an
     'after the outage',
   ]);
   expect(rows.map((r) => r.seq)).toEqual(rows.map((_r, i) => before + i + 1));
+}, 120_000);
+
+test('a scheduler script task\'s log lines printed during a PostgreSQL outage of the worker are all stored, in order', async () => {
+  const inject = (method: 'GET' | 'POST', url: string, payload?: unknown) => stack.app('scheduler').inject({ method, url, payload: payload as object, headers: { 'x-api-key': TEST_API_KEY } });
+  expect((await inject('POST', '/api/v1/workflows', { name: 'chatty-script', tasks: [{ name: 'chatty', type: 'script', script: CHATTY }] })).statusCode).toBe(201);
+  const id = (await inject('POST', '/api/v1/workflows/chatty-script/run')).json().executionId as string;
+  const count = async () => (await stack.db.query("SELECT count(*)::int AS n FROM scheduler_execution_logs WHERE execution_id = $1 AND message LIKE 'line %'", [id])).rows[0].n as number;
+  await eventually(async () => (await count()) >= 20, 20_000, 20);
+  proxy.setMode('refuse');
+  const during = await count();
+  await new Promise((r) => setTimeout(r, 3000));
+  expect(await count()).toBe(during);
+  proxy.setMode('forward');
+  const execution = await eventually(async () => {
+    const e = (await inject('GET', `/api/v1/executions/${id}`)).json();
+    return e.status !== 'running' && e;
+  }, 60_000);
+  expect(execution.status).toBe('completed');
+  const logs = (await inject('GET', `/api/v1/executions/${id}/logs`)).json().logs as { message: string }[];
+  expect(logs.map((l) => l.message).filter((m) => m.startsWith('line '))).toEqual(Array.from({ length: LINES }, (_v, i) => `line ${i + 1}`));
+  expect(during).toBeLessThan(LINES - 100);
 }, 120_000);
