@@ -2,6 +2,7 @@
  * A minimal client of the code host's REST API in GitHub's shapes (so GitHub Enterprise works by changing the base
  * URLs). Every failure is a `CodehostError` carrying the spec's lower-case string code.
  */
+import { formatBytes, readBoundedText } from '../http/readBounded';
 import { AppError } from '../errors';
 
 /** An error of the code-hosting endpoints: rendered as `{success:false, error:"<code>", message}`. */
@@ -68,6 +69,8 @@ export interface HostHook {
 }
 
 const TIMEOUT_MS = 15_000;
+/** The most of one code-host answer that is read: its API's pages (100 pulls, a hook list) are far below. */
+const MAX_CODEHOST_ANSWER_BYTES = 8 * 1024 * 1024;
 const trimSlash = (u: string) => u.replace(/\/+$/, '');
 
 async function send(url: string, init: { method: string; token?: string; body?: unknown }): Promise<{ status: number; json: unknown }> {
@@ -80,7 +83,8 @@ async function send(url: string, init: { method: string; token?: string; body?: 
   } catch (err) {
     throw new CodehostError(502, 'codehost_unavailable', `The code host did not answer: ${(err as Error).name === 'TimeoutError' ? 'timed out' : 'connection failed'}`);
   }
-  const text = await res.text();
+  const { text, truncated } = await readBoundedText(res, MAX_CODEHOST_ANSWER_BYTES);
+  if (truncated) throw new CodehostError(502, 'codehost_unavailable', `The code host answered more than ${formatBytes(MAX_CODEHOST_ANSWER_BYTES)} (HTTP ${res.status}); check ARMADA_CODEHOST_API_URL`);
   let json: unknown = null;
   try {
     json = text ? JSON.parse(text) : null;

@@ -2,6 +2,7 @@
  * An MCP server whose tools are HTTP operations (from openapiToTools): a call becomes one HTTP request, and the
  * response comes back as text, truncated with a note past a configurable size.
  */
+import { formatBytes, readBoundedText } from '../http/readBounded';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -114,7 +115,14 @@ export async function callTool(served: ServedTool, args: Record<string, unknown>
   } catch (err) {
     return { text: `${served.tool.method} ${req.url} failed: ${(err as Error).message}`, isError: true };
   }
-  let text = await res.text();
+  // never more than a UTF-8 text of `max` characters can take: a larger answer is shown cut, without reading the rest
+  const read = await readBoundedText(res, 4 * max);
+  let text = read.text;
+  const status = `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
+  if (read.truncated) {
+    const shown = `${status}\n\n${text}`.slice(0, max);
+    return { text: `${shown}\n\n[truncated: the answer was longer than ${formatBytes(4 * max)}; showing its first ${shown.length} characters]`, isError: res.status >= 400 };
+  }
   if ((res.headers.get('content-type') ?? '').includes('json')) {
     try {
       text = JSON.stringify(JSON.parse(text), null, 2);
@@ -122,7 +130,6 @@ export async function callTool(served: ServedTool, args: Record<string, unknown>
       // not actually JSON: return it as it came
     }
   }
-  const status = `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
   return { text: truncate(text ? `${status}\n\n${text}` : status, max), isError: res.status >= 400 };
 }
 

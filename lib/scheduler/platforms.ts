@@ -2,6 +2,7 @@
  * The external workflow platforms a source points at: how to check their health, read their version, list their
  * flows and run one. Plain HTTP with timeouts; the platform key travels in a header and is never logged.
  */
+import { formatBytes, readBoundedText } from '../http/readBounded';
 import type { SourceType } from '../db/schedulerSources';
 
 /** A platform call that failed; `httpStatus` is set when the platform answered (with `body`, its answer's text). */
@@ -152,6 +153,9 @@ function answeredError(what: string, r: { status: number; body: unknown }): Plat
   return new PlatformError(`${what} answered HTTP ${r.status}${text ? `: ${text}` : ''}`, r.status, text);
 }
 
+/** The most of one answer of a platform that is read (an answer past it fails its call, see call()). */
+export const MAX_PLATFORM_ANSWER_BYTES = 16 * 1024 * 1024;
+
 async function call(
   t: PlatformTarget,
   method: 'GET' | 'POST',
@@ -176,7 +180,20 @@ async function call(
     if (e.name === 'AbortError') throw new PlatformError(`${method} ${shownPath} was cancelled`);
     throw new PlatformError(`${method} ${shownPath} failed: ${e.cause?.code ?? e.cause?.errors?.[0]?.code ?? e.cause?.message ?? e.message}`);
   }
-  const text = await res.text();
+  let read: { text: string; truncated: boolean };
+  try {
+    read = await readBoundedText(res, MAX_PLATFORM_ANSWER_BYTES);
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string } };
+    throw new PlatformError(`${method} ${shownPath} failed while its answer was read: ${e.cause?.code ?? e.message}`);
+  }
+  const { text, truncated } = read;
+  if (truncated) {
+    throw new PlatformError(
+      `${method} ${shownPath} answered more than ${formatBytes(MAX_PLATFORM_ANSWER_BYTES)} (HTTP ${res.status}); Armada reads at most that much of a platform's answer: check the source's URL, or have the flow return less`,
+      res.status,
+    );
+  }
   let body: unknown = text;
   try {
     body = text ? JSON.parse(text) : null;

@@ -47,6 +47,10 @@ export interface FakeFlowBuilder {
   requiredKey: string | null;
   /** delays answers to runs (to test timeouts) */
   runDelayMs: number;
+  /** when set, a run answers a JSON string this many bytes long, streamed in 64 KiB writes (to test answer limits) */
+  runAnswerBytes: number;
+  /** bytes of such an answer written before the client went away */
+  runAnswerWritten: number;
   requests: { method: string; path: string; query: string; apiKey: string | undefined; body: unknown }[];
   /** stops listening: the platform is down (connection refused) until start() */
   stop(): Promise<void>;
@@ -61,6 +65,8 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
     mode: 'ok',
     requiredKey: null,
     runDelayMs: 0,
+    runAnswerBytes: 0,
+    runAnswerWritten: 0,
     requests: [],
     stop: async () => undefined,
     start: async () => undefined,
@@ -106,6 +112,21 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
         const wanted = decodeURIComponent(run[1] as string);
         const flow = ALL_FLOWS.find((f) => f.folder_id === USER_FOLDER && !f.is_component && (f.id === wanted || f.endpoint_name === wanted));
         if (!flow) return send(res, 404, { detail: `Flow identifier ${wanted} not found` });
+        if (fake.runAnswerBytes) {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          const block = Buffer.alloc(64 * 1024, 'a');
+          fake.runAnswerWritten = 0;
+          const write = () => {
+            while (!res.destroyed && fake.runAnswerWritten < fake.runAnswerBytes) {
+              fake.runAnswerWritten += block.length;
+              if (!res.write(block)) return void res.once('drain', write);
+            }
+            res.end();
+          };
+          res.write('"');
+          write();
+          return;
+        }
         const input = (body as { input_value?: string } | null)?.input_value ?? '';
         const answer = { session_id: flow.id, outputs: [{ inputs: { input_value: input }, outputs: [{ results: { message: { text: `ran ${flow.name} with ${input}` } } }] }] };
         if (fake.runDelayMs) {
