@@ -42,11 +42,42 @@ function payloadOf(frame: Buffer): Buffer {
  */
 export function writeTextFrames(socket: WebSocket, frames: Buffer[]): void {
   if (socket.readyState !== socket.OPEN || !frames.length) return;
-  const tcp = (socket as unknown as { _socket?: RawSocket })._socket;
-  if (!tcp || typeof tcp.write !== 'function') {
+  const tcp = tcpOf(socket);
+  if (!tcp) {
     for (const f of frames) socket.send(payloadOf(f), { binary: false });
     return;
   }
   if (tcp.destroyed) return;
   tcp.write(frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames));
+}
+
+function tcpOf(socket: WebSocket): (RawSocket & { writableLength: number; once(event: 'drain' | 'close', f: () => void): void; off(event: 'drain' | 'close', f: () => void): void }) | undefined {
+  const tcp = (socket as unknown as { _socket?: RawSocket })._socket;
+  return tcp && typeof tcp.write === 'function' ? (tcp as ReturnType<typeof tcpOf>) : undefined;
+}
+
+/** Bytes a WebSocket may have waiting to be sent before its writer waits for them (a follower that reads slowly). */
+export const WS_BACKLOG_BYTES = 1024 * 1024;
+
+/**
+ * Resolves once the socket's waiting bytes are under WS_BACKLOG_BYTES (at once when they are), or it closed, or
+ * `signal` aborted: a writer that awaits this before each write holds at most the backlog and one batch for a client
+ * that stops reading, not everything written meanwhile.
+ */
+export async function sendRoom(socket: WebSocket, signal: AbortSignal): Promise<void> {
+  const tcp = tcpOf(socket);
+  if (!tcp) return;
+  while (!tcp.destroyed && !signal.aborted && tcp.writableLength > WS_BACKLOG_BYTES) {
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        tcp.off('drain', done);
+        tcp.off('close', done);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      tcp.once('drain', done);
+      tcp.once('close', done);
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
 }

@@ -17,7 +17,7 @@ import { getProcess, type LogRow } from '../../lib/db/processes';
 import { notFound } from '../../lib/errors';
 import { ErrorResponses, IdParams, SEQ_MAX, SeqAfter } from '../http/schemas';
 import { openSse } from '../http/sse';
-import { textFrame, writeTextFrames } from '../http/wsTextFrames';
+import { sendRoom, textFrame, writeTextFrames } from '../http/wsTextFrames';
 import { createDiffFeeds, type DiffFeedEvent } from './attemptDiffFeed';
 import type { TaskPluginOptions } from './deps';
 import { MAX_TASK_SUBSCRIPTIONS, parseTaskChannelMessage } from './taskChannelMessages';
@@ -121,6 +121,8 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
         after: after !== undefined ? { [id]: after } : undefined,
         signal: ac.signal,
       })) {
+        // a follower that stops reading stalls its own stream (it reads the database by seq when it is behind)
+        await sendRoom(socket, ac.signal);
         sendRows(socket, kind, rows);
       }
     } catch (err) {
