@@ -94,6 +94,9 @@ export function buildRequest(served: ServedTool, args: Record<string, unknown>):
   return { url: `${base}${path}${qs ? `?${qs}` : ''}`, init };
 }
 
+/** The most of one answer that is read (more when `max` characters could take more in UTF-8). */
+const MAX_READ_BYTES = 16 * 1024 * 1024;
+
 /** Cuts text past `max` characters and says how much was left out. */
 export function truncate(text: string, max: number): string {
   if (text.length <= max) return text;
@@ -115,13 +118,14 @@ export async function callTool(served: ServedTool, args: Record<string, unknown>
   } catch (err) {
     return { text: `${served.tool.method} ${req.url} failed: ${(err as Error).message}`, isError: true };
   }
-  // never more than a UTF-8 text of `max` characters can take: a larger answer is shown cut, without reading the rest
-  const read = await readBoundedText(res, 4 * max);
+  // at most MAX_READ_BYTES (or what `max` characters can take in UTF-8): a larger answer is shown cut, the rest unread
+  const limit = Math.max(4 * max, MAX_READ_BYTES);
+  const read = await readBoundedText(res, limit);
   let text = read.text;
   const status = `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
   if (read.truncated) {
     const shown = `${status}\n\n${text}`.slice(0, max);
-    return { text: `${shown}\n\n[truncated: the answer was longer than ${formatBytes(4 * max)}; showing its first ${shown.length} characters]`, isError: res.status >= 400 };
+    return { text: `${shown}\n\n[truncated: the answer was longer than ${formatBytes(limit)}; showing its first ${shown.length} characters]`, isError: res.status >= 400 };
   }
   if ((res.headers.get('content-type') ?? '').includes('json')) {
     try {
