@@ -50,7 +50,8 @@ export function createWebhookActivities(deps: ActivityDeps) {
           signal: AbortSignal.timeout(deps.config.file.webhooks?.timeoutMs ?? 10_000),
         });
         statusCode = res.status;
-        await res.arrayBuffer().catch(() => undefined);
+        // the answer's body means nothing to a delivery: not read (a receiver streaming gigabytes would fill the worker)
+        await res.body?.cancel().catch(() => undefined);
         if (res.status < 200 || res.status >= 300) error = `HTTP ${res.status}`;
       } catch (err) {
         error = (err as Error).name === 'TimeoutError' ? 'timed out' : `request failed: ${(err as Error).message}`;

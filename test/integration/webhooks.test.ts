@@ -26,6 +26,8 @@ let rejectUrl: string;
 const received: Received[] = [];
 /** event type → how many more times to answer 500 */
 const failFirst = new Map<string, number>();
+/** bytes the /flood receiver wrote before the delivery hung up */
+let flooded = 0;
 
 /** The receiver's recipe from docs/webhooks.md: HMAC-SHA256 over the raw body without its trailing signature member. */
 function verify(raw: string, secret: string): boolean {
@@ -49,6 +51,20 @@ beforeAll(async () => {
     req.on('end', () => {
       if (req.url === '/reject') {
         res.writeHead(400).end('no such hook');
+        return;
+      }
+      if (req.url === '/flood') {
+        // a receiver that answers 200 with an endless body: the delivery must not read it
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        const block = Buffer.alloc(64 * 1024);
+        const write = () => {
+          while (!res.destroyed && flooded < 1024 * 1024 * 1024) {
+            flooded += block.length;
+            if (!res.write(block)) return void res.once('drain', write);
+          }
+          res.end();
+        };
+        write();
         return;
       }
       const body = JSON.parse(raw) as Received['body'];
@@ -214,6 +230,21 @@ describe('outbound webhooks', () => {
     await eventually(async () => received.some((r) => r.body.data.note === 'after rollback'), 20_000, 100);
     expect(Date.now() - t0).toBeLessThan(8000); // the settle time (1 s) and two passes, not a fixed 10 s grace
     expect(received.some((r) => r.body.data.note === 'rolled back')).toBe(false);
+  });
+
+  test('a receiver answering 200 with an endless body: delivered, the body not read (the worker hangs up)', async () => {
+    const created = await inject('POST', '/api/webhooks', { url: url.replace('/hook', '/flood'), events: ['task.created'], secret: SECRET });
+    expect(created.statusCode).toBe(201);
+    const floodId = created.json().data.id as string;
+    await createProjectAndTask(stack);
+    const delivered = await eventually(async () => {
+      const r = await inject('GET', `/api/webhooks/${floodId}/deliveries`);
+      return (r.json().data as { success: boolean; statusCode: number }[]).find((d) => d.success);
+    }, 30_000);
+    expect(delivered.statusCode).toBe(200);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(flooded).toBeLessThan(64 * 1024 * 1024); // of 1 GiB offered
+    expect((await inject('DELETE', `/api/webhooks/${floodId}`)).statusCode).toBeLessThan(300);
   });
 
   test('delete: gone from the list; unknown ids are 404', async () => {
