@@ -9,6 +9,7 @@ import { resolveKeys } from '../lib/keys';
 import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle } from '../lib/temporal/client';
 import { createDependencyState, markUpOnPoolConnect, startDependencyProbes } from '../lib/runtime/dependencies';
+import { installLastResort } from '../lib/runtime/lastResort';
 import { runShutdownSteps } from '../lib/runtime/shutdownSteps';
 import { startWorkers } from '../workers/createWorker';
 import type { Logger } from '../lib/logger';
@@ -68,6 +69,8 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
       { name: 'postgres and temporal', limitMs: 30_000, run: () => infra.stop() },
     ]);
   };
+  // from here an uncaught exception stops the servers too, instead of leaving them without their parent
+  installLastResort(logger, shutdown);
   try {
     const applied = await migrate(pool);
     if (applied.length) logger.info({ applied }, 'migrations applied');
