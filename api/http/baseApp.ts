@@ -11,7 +11,7 @@ import { isPostgresUnreachable } from '../../lib/db/pool';
 import type { DependencyState } from '../../lib/runtime/dependencies';
 import { allowedMethodsOf } from './allowedMethods';
 import { errorBody } from './envelope';
-import { frameworkErrorMessage, installDetailErrors, installEnvelopeErrors } from './errorHandlers';
+import { clientErrorAnswer, frameworkErrorMessage, installDetailErrors, installEnvelopeErrors } from './errorHandlers';
 import { installInputPolicy, MAX_PATH_PARAM_LENGTH } from './inputPolicy';
 import { installOpenApi, registeredRoutes } from './openapi';
 import { validatorCompiler } from './validation';
@@ -43,6 +43,9 @@ const HEALTH_CHECK_TIMEOUT_MS = 5000;
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** The envelope code of a parser refusal (api/http/errorHandlers.ts, clientErrorAnswer). */
+const CLIENT_ERROR_CODES: Record<number, string> = { 400: 'VALIDATION_ERROR', 408: 'REQUEST_TIMEOUT', 431: 'VALIDATION_ERROR' };
+
 export function createBaseApp(opts: BaseAppOptions) {
   const app = Fastify({
     loggerInstance: opts.logger.child({ service: opts.service }) as FastifyBaseLogger,
@@ -64,6 +67,14 @@ export function createBaseApp(opts: BaseAppOptions) {
     // The schemas' `maxLength` (MAX_PATH_PARAM_LENGTH characters) is the limit; the router's own check, in UTF-16
     // units, only stops what the schema would refuse anyway (an astral character counts twice here).
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2 * MAX_PATH_PARAM_LENGTH },
+    // the parser's refusals in the service's shape (Fastify's default has a shape of its own), then the socket closes
+    clientErrorHandler(err, socket) {
+      if ((err as { code?: string }).code === 'ECONNRESET' || socket.destroyed) return;
+      const a = clientErrorAnswer(err as { code?: string });
+      const body = JSON.stringify(opts.errorStyle === 'envelope' ? errorBody(opts.version, CLIENT_ERROR_CODES[a.status] ?? 'VALIDATION_ERROR', a.message) : { detail: a.message });
+      if (socket.writable) socket.write(`HTTP/1.1 ${a.status} ${a.reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`);
+      socket.destroy(err);
+    },
     frameworkErrors: (err, request, reply: FastifyReply) => {
       const message = frameworkErrorMessage(err);
       const own = opts.routerErrorBody?.(request.url.split('?')[0] ?? '', message);

@@ -11,6 +11,7 @@
  * - the documents say it: request strings carry the storable-text pattern.
  */
 import http from 'node:http';
+import net from 'node:net';
 import { OPENAPI_PATHS, type ServiceKind } from '../../api/http/openapi';
 import { MAX_JSON_DEPTH, MAX_PATH_PARAM_LENGTH, NON_BLANK_PATTERN, NUL_FREE_JSON_REF, NUL_FREE_PATTERN } from '../../api/http/inputPolicy';
 import { startTestStack, type TestStack } from '../support/harness';
@@ -550,6 +551,37 @@ describe('the documents state the rules the handlers enforce', () => {
     for (const length of [201, 1000]) {
       const long = await call('GET', `/api/v1/traces/${'a'.repeat(length)}`);
       expect([length, long.status, typeof JSON.parse(long.body).detail]).toEqual([length, 400, 'string']);
+    }
+  });
+
+  // what Node's parser refuses before Fastify has a request: Fastify's default answered `{error, message, statusCode}`
+  test.each(SERVICES)('%s: headers past 64 KiB and malformed requests get the service\'s error shape from the parser too', async (service) => {
+    const app = stack.app(service);
+    const address = new URL(app.server.listening ? `http://127.0.0.1:${(app.server.address() as net.AddressInfo).port}` : await app.listen({ port: 0, host: '127.0.0.1' }));
+    const raw = (request: string) =>
+      new Promise<{ status: number; body: unknown }>((resolve, reject) => {
+        const socket = net.connect(Number(address.port), address.hostname, () => socket.end(request));
+        let text = '';
+        socket.on('data', (c) => {
+          text += c;
+        });
+        socket.on('error', reject);
+        socket.on('close', () => {
+          const [head = '', body = ''] = text.split('\r\n\r\n');
+          resolve({ status: Number(head.split(' ')[1]), body: JSON.parse(body) });
+        });
+      });
+    const shaped = (body: unknown, message: RegExp) =>
+      service === 'task'
+        ? expect(body).toMatchObject({ success: false, error: { code: 'VALIDATION_ERROR', message: expect.stringMatching(message) } })
+        : expect(body).toEqual({ detail: expect.stringMatching(message) });
+    const big = await raw(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`);
+    expect(big.status).toBe(431);
+    shaped(big.body, /^Request headers are larger than 64 KiB in all; send smaller headers$/);
+    for (const bad of ['GET /health HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n', 'GARBAGE\r\n\r\n', 'GET /health HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n']) {
+      const res = await raw(bad);
+      expect(res.status).toBe(400);
+      shaped(res.body, /^Malformed HTTP request \(HPE_[A-Z_]+\); send HTTP\/1\.1 with well-formed headers$/);
     }
   });
 });
