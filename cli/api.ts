@@ -8,6 +8,7 @@ import { createTemporalHandle, type TemporalHandle } from '../lib/temporal/clien
 import { requireSearchAttributes, SearchAttributesMissing } from '../lib/temporal/searchAttributeCheck';
 import type { Logger } from '../lib/logger';
 import { createDependencyState, markUpOnPoolConnect, startDependencyProbes } from '../lib/runtime/dependencies';
+import { installLastResort } from '../lib/runtime/lastResort';
 import { runShutdownSteps } from '../lib/runtime/shutdownSteps';
 import { bootstrap, untilSignal } from './runtime';
 import { ensureWebAssets } from './webAssets';
@@ -30,14 +31,16 @@ export async function runApi(services: string[]): Promise<number> {
   const probes = startDependencyProbes(dependencies, { databaseUrl: config.databaseUrl, temporalAddress, namespace: config.temporal.namespace });
   const running = await startServices(names, { db: pool, config, keys: resolveKeys(config), temporal, logger, metrics: createMetrics(), dependencies });
   // each part within a limit, as in `armada start` (lib/runtime/shutdownSteps.ts): a stuck one does not hold the stop
-  const stopped = untilSignal(logger, async () => {
+  const shutdown = async () => {
     await runShutdownSteps(logger, [
       { name: 'http', limitMs: 15_000, run: () => running.close() },
       { name: 'dependency probes', limitMs: 5000, run: () => probes.stop() },
       { name: 'temporal client', limitMs: 5000, run: () => temporal.close() },
       { name: 'postgres pool', limitMs: 5000, run: () => pool.end() },
     ]);
-  });
+  };
+  installLastResort(logger, shutdown); // an uncaught exception: one fatal line, the same stop, exit 70
+  const stopped = untilSignal(logger, shutdown);
   process.stdout.write(`${JSON.stringify({ event: 'listening', addresses: running.addresses })}\n`);
   await stopped;
   return 0;

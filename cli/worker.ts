@@ -9,6 +9,7 @@ import { createPool } from '../lib/db/pool';
 import { createMetrics } from '../lib/metrics';
 import { startWorkers } from '../workers/createWorker';
 import { startWorkerHealthServer } from '../workers/healthServer';
+import { installLastResort } from '../lib/runtime/lastResort';
 import { runShutdownSteps } from '../lib/runtime/shutdownSteps';
 import { bootstrap, untilSignal } from './runtime';
 import { installTemporalRuntime } from './start';
@@ -70,6 +71,8 @@ export async function runWorker(opts: WorkerFlags): Promise<number> {
   // SIGTERM and POST /drain end the same way: polling stops, running work finishes (or is cancelled after the grace).
   // The handlers are in place before the started line: a supervisor may signal the moment it reads it.
   const stopped = Promise.race([untilSignal(logger, () => drain()), drainRequested.then(() => drain())]);
+  // an uncaught exception: one fatal line, the drain (running work gets the grace period), exit 70
+  installLastResort(logger, () => drain(), (opts.graceSeconds ?? 30) * 1000 + 15_000);
   process.stdout.write(`${JSON.stringify({ event: 'worker-started', pid: process.pid, identity, queues, health: health?.address })}\n`);
   await stopped;
   await runShutdownSteps(logger, [
