@@ -15,5 +15,6 @@ export interface DetailServiceDeps {
   logger: Logger;
   metrics: Metrics;
   /** What is down right now (`armada start`, `armada api`); unset = not tracked. */
-  dependencies?: DependencyState;
+  dependencies?: DependencyState;  /** Another listener of a service this process already runs (the scheduler's second port): no background work. */
+  secondListener?: boolean;
 }

@@ -24,7 +24,8 @@ export interface ServiceDeps {
   logger: Logger;
   metrics: Metrics;
   /** What is down right now (`armada start`, `armada api`); unset = not tracked. */
-  dependencies?: DependencyState;
+  dependencies?: DependencyState;  /** Another listener of a service this process already runs (the scheduler's second port): no background work. */
+  secondListener?: boolean;
 }
 
 export interface RunningServices {
@@ -78,7 +79,7 @@ export async function startServices(names: readonly ServiceName[], deps: Service
   try {
     for (const l of listeners) {
       const name = l.name === 'scheduler-alt' ? 'scheduler' : (l.name as ServiceName);
-      const app = await buildService(name, { ...deps, metrics: metrics[name] });
+      const app = await buildService(name, { ...deps, metrics: metrics[name], secondListener: l.name === 'scheduler-alt' });
       apps.push(app);
       addresses[l.name] = await app.listen({ host: config.host, port: l.port });
     }

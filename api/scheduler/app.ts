@@ -37,7 +37,8 @@ export async function buildSchedulerApp(deps: DetailServiceDeps) {
   app.addHook('onClose', async () => {
     setup.abort();
   });
-  app.addHook('onReady', async () => {
+  // once per process: the second port's app is the same service
+  if (!deps.secondListener) app.addHook('onReady', async () => {
     const { healthCheckIntervalMs } = schedulerSettings(deps.config);
     void setUpMaintenanceScheduleUntilDone({
       client: () => deps.temporal.client(),

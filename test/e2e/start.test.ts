@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { makeGitRepo } from '../support/harness';
+import { eventually, makeGitRepo } from '../support/harness';
 import { processesUsing } from '../support/processes';
 import { ctrlC, startArmada, type RunningArmada, type StartPorts } from '../support/armadaStart';
 
@@ -23,15 +23,15 @@ afterAll(() => {
 });
 
 /** `armada start` on the same home (and, for the second start, the same ports as the first). */
-async function start(): Promise<RunningArmada> {
-  const armada = await startArmada(home, {}, ports);
+async function start(env: NodeJS.ProcessEnv = {}): Promise<RunningArmada> {
+  const armada = await startArmada(home, env, ports);
   ports = armada.ports;
   return armada;
 }
 
 test('npm start brings every service up; Ctrl-C leaves nothing running; a second start keeps the data', async () => {
   const t0 = Date.now();
-  const first = await start();
+  const first = await start({ ARMADA_LOG_LEVEL: 'info' });
   const startupSeconds = (Date.now() - t0) / 1000;
   expect(first.output()).toMatch(/armada .* is up in/);
   expect(first.output()).toMatch(/API key .*shown once/);
@@ -43,6 +43,14 @@ test('npm start brings every service up; Ctrl-C leaves nothing running; a second
   const apiKey = fs.readFileSync(path.join(home, 'api-key'), 'utf8').trim();
   expect((await fetch(`http://127.0.0.1:${p.scheduler}/api/v1/x`)).status).toBe(401);
   expect((await fetch(`http://127.0.0.1:${p.scheduler}/api/v1/x`, { headers: { 'x-api-key': apiKey } })).status).toBe(404);
+
+  // the scheduler answers on two ports from one process: its background work (the maintenance schedule) is set up once
+  const setUpLines = () => first.output().split('\n').filter((l) => l.includes('"msg":"maintenance schedule set up"'));
+  await eventually(async () => setUpLines().length > 0, 30_000);
+  await new Promise((r) => setTimeout(r, 1000)); // a second one would have come by now (they came 70 ms apart)
+  expect(setUpLines()).toHaveLength(1);
+  // and the second port serves the same API as the first
+  expect((await fetch(`http://127.0.0.1:${p.schedulerAlt}/api/v1/workflows`, { headers: { 'x-api-key': apiKey } })).status).toBe(200);
 
   const repo = makeGitRepo();
   const created = await fetch(`http://127.0.0.1:${p.task}/api/projects`, {
