@@ -10,7 +10,7 @@
  * hold back the others); a process's lines whose insert failed ATTEMPTS times are dropped with a warning.
  * While PostgreSQL cannot be reached (a restart, an outage), inserts are retried every RETRY_MS without limit and the
  * lines wait in memory, up to MAX_HELD_CHARS per run: an outage no longer loses the lines printed meanwhile. Past that
- * budget the newest lines are left out and one line in their place says how many.
+ * budget (during the outage) the newest lines are left out and one line in their place says how many.
  */
 import { isPostgresUnreachable, type Queryable } from '../db/pool';
 import { appendLogs, appendLogsOfProcesses, type LogEntry } from '../db/processes';
@@ -32,7 +32,8 @@ const MAX_ROUND_CHARS = 16 * 1024 * 1024;
 const ATTEMPTS = 3;
 const RETRY_MS = 500;
 /**
- * The characters of one run's lines that may wait in memory (UTF-16 units, ~2 bytes each): 32 Mi, so a run printing
+ * The characters of one run's lines that may wait in memory while PostgreSQL is unreachable (UTF-16 units, ~2 bytes
+ * each): 32 Mi, so a run printing
  * 200 lines of 100 characters a second is held for ~25 minutes of outage, and 200 runs on a worker never hold more
  * than a few GB even at the limit.
  */
@@ -74,32 +75,34 @@ interface SinkState {
 const charsOf = (e: LogEntry) => e.message.length + (e.raw?.length ?? 0);
 
 /**
- * Counts the entries the producer pushed since the last call and keeps the run within MAX_HELD_CHARS: over budget,
- * the newest entries are left out; with room again, a line saying how many were left out goes before the new ones.
+ * Counts the entries the producer pushed since the last call. While PostgreSQL is unreachable the run is kept within
+ * its budget: over it, the newest entries are left out. Once they can go in again, a line saying how many were left
+ * out goes before the new ones. While PostgreSQL answers nothing is left out (the inserts take the lines as fast as
+ * they come, as before).
  */
 function admit(s: SinkState): void {
   const before = s.counted;
   for (; s.counted < s.queue.length; s.counted++) s.heldChars += charsOf(s.queue[s.counted] as LogEntry);
-  if (s.heldChars <= s.maxHeldChars) {
-    if (s.leftOut && before < s.queue.length) {
-      const first = s.queue[before] as LogEntry;
-      const note: LogEntry = {
-        level: 'warn',
-        message: `${s.leftOut} line${s.leftOut === 1 ? '' : 's'} left out here: PostgreSQL was unavailable and the worker already held ${s.maxHeldChars} characters of this run's waiting lines`,
-        timestamp: first.timestamp,
-        source: 'armada',
-      };
-      s.queue.splice(before, 0, note);
-      s.counted++;
-      s.heldChars += charsOf(note);
-      s.leftOut = 0;
+  if (s.outage && s.heldChars > s.maxHeldChars) {
+    while (s.heldChars > s.maxHeldChars && s.queue.length > before) {
+      s.heldChars -= charsOf(s.queue.pop() as LogEntry);
+      s.counted--;
+      s.leftOut++;
     }
     return;
   }
-  while (s.heldChars > s.maxHeldChars && s.queue.length > before) {
-    s.heldChars -= charsOf(s.queue.pop() as LogEntry);
-    s.counted--;
-    s.leftOut++;
+  if (s.leftOut && before < s.queue.length) {
+    const first = s.queue[before] as LogEntry;
+    const note: LogEntry = {
+      level: 'warn',
+      message: `${s.leftOut} line${s.leftOut === 1 ? '' : 's'} left out here: PostgreSQL was unavailable and the worker already held ${s.maxHeldChars} characters of this run's waiting lines`,
+      timestamp: first.timestamp,
+      source: 'armada',
+    };
+    s.queue.splice(before, 0, note);
+    s.counted++;
+    s.heldChars += charsOf(note);
+    s.leftOut = 0;
   }
 }
 

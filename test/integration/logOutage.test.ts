@@ -75,7 +75,11 @@ test('an outage longer than the run\'s budget: the newest lines are left out, an
   const line = (message: string): LogEntry => ({ level: 'info', message, timestamp: new Date().toISOString(), source: 'stdout' });
   proxy.setMode('refuse');
   try {
-    for (let i = 1; i <= 15; i++) {
+    queue.push(line('held 01'));
+    sink.poke();
+    // its insert fails: the sink knows PostgreSQL is away (before that, nothing is ever left out)
+    await new Promise((r) => setTimeout(r, 1200));
+    for (let i = 2; i <= 15; i++) {
       queue.push(line(`held ${String(i).padStart(2, '0')}`)); // 7 characters each: 14 fit in 100
       sink.poke();
     }
