@@ -81,3 +81,15 @@ export async function sendRoom(socket: WebSocket, signal: AbortSignal): Promise<
     });
   }
 }
+
+/**
+ * Bytes a push-only WebSocket (events as they happen, no loop that could wait) may have waiting before it is dropped:
+ * a client that stopped reading would otherwise hold every later event in the API. It reconnects and resumes where
+ * it was (`after=<seq>` of the last message it got).
+ */
+export const WS_DROP_BYTES = 8 * 1024 * 1024;
+
+/** True when a push-only socket is so far behind that it is to be dropped (WS_DROP_BYTES). */
+export function farBehind(socket: WebSocket): boolean {
+  return socket.bufferedAmount > WS_DROP_BYTES;
+}

@@ -17,14 +17,16 @@ import { getProcess, type LogRow } from '../../lib/db/processes';
 import { notFound } from '../../lib/errors';
 import { ErrorResponses, IdParams, SEQ_MAX, SeqAfter } from '../http/schemas';
 import { openSse } from '../http/sse';
-import { sendRoom, textFrame, writeTextFrames } from '../http/wsTextFrames';
+import { farBehind, sendRoom, textFrame, writeTextFrames } from '../http/wsTextFrames';
 import { createDiffFeeds, type DiffFeedEvent } from './attemptDiffFeed';
 import type { TaskPluginOptions } from './deps';
 import { MAX_TASK_SUBSCRIPTIONS, parseTaskChannelMessage } from './taskChannelMessages';
 import { STREAM_ROUTE } from '../http/bearerAuth';
 
 const send = (socket: WebSocket, msg: unknown) => {
-  if (socket.readyState === socket.OPEN) socket.send(typeof msg === 'string' ? msg : JSON.stringify(msg));
+  if (socket.readyState !== socket.OPEN) return;
+  socket.send(typeof msg === 'string' ? msg : JSON.stringify(msg));
+  if (farBehind(socket)) socket.terminate(); // it stopped reading: dropped, not holding every later message here
 };
 
 /**

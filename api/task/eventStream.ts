@@ -5,6 +5,8 @@
  * after that seq, so a client that lost its connection resumes without a gap. Each message is one event
  * `{seq, type, topics, data, createdAt}`; once live, a `stream.ready` message's seq is where a reconnect may resume
  * (`after`) even if no event of the topics came; replayed events in seq order, then live ones as they commit; none twice.
+ * A client that stops reading: the replay waits for it; live, it is dropped once 8 MiB wait for it (WS_DROP_BYTES),
+ * and resumes with `after`.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
@@ -13,6 +15,7 @@ import { readEventsAfter, type StoredEvent } from '../../lib/events/publish';
 import { STREAM_ROUTE } from '../http/bearerAuth';
 import { SeqAfter } from '../http/schemas';
 import type { TaskPluginOptions } from './deps';
+import { farBehind, sendRoom } from '../http/wsTextFrames';
 
 const Query = Type.Object(
   {
@@ -31,8 +34,16 @@ export const eventStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (a
     // events committed while the backlog is read wait here; null once the backlog is out (then events go as heard:
     // the listener delivers each once, and a later seq may commit before an earlier one, so seq is no filter then)
     let pending: StoredEvent[] | null = q.after !== undefined ? [] : null;
+    const closed = new AbortController();
+    socket.on('close', () => closed.abort());
     const send = (e: StoredEvent) => {
-      if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ seq: e.seq, type: e.type, topics: e.topics, data: e.data, createdAt: e.createdAt }));
+      if (socket.readyState !== socket.OPEN) return;
+      socket.send(JSON.stringify({ seq: e.seq, type: e.type, topics: e.topics, data: e.data, createdAt: e.createdAt }));
+      // a client that stopped reading is dropped rather than holding every later event here; it resumes with after=
+      if (farBehind(socket)) {
+        request.log.info({ seq: e.seq, bufferedBytes: socket.bufferedAmount }, 'event socket too far behind: closed (the client resumes with after=<seq>)');
+        socket.terminate();
+      }
     };
     // the seqs sent by the replay: a replayed event's notification may still arrive after the replay is out (NOTIFY
     // is heard asynchronously, so an event committed before the subscription can be heard after it); never twice
@@ -53,6 +64,7 @@ export const eventStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (a
     const replay = async () => {
       let after = q.after ?? 0;
       for (;;) {
+        await sendRoom(socket, closed.signal); // the replay waits for a slow reader instead of being dropped
         const page = await readEventsAfter(deps.db, after, { topics, limit: BACKLOG_PAGE });
         for (const e of page) {
           replayed.add(e.seq);

@@ -1,5 +1,8 @@
 /** /ws/events: domain events live, narrowed by topic, and replayed after a seq so a reconnecting client has no gap. */
+import type net from 'node:net';
 import WebSocket from 'ws';
+import { WS_DROP_BYTES } from '../../api/http/wsTextFrames';
+import { publishEvents } from '../../lib/events/publish';
 import { eventually, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
 
 const KEY = 'event-stream-key-0123456789';
@@ -141,3 +144,39 @@ test('the stream needs the key (query-string key accepted only on stream routes)
   const bad = await stack.app('task').inject({ method: 'GET', url: '/ws/events?after=-1', headers: { authorization: `Bearer ${KEY}` } });
   expect(bad.statusCode).toBe(400);
 });
+
+test('a client that stops reading is dropped once 8 MiB wait for it, never holding more; it resumes with after=<seq> and misses nothing', async () => {
+  const topic = `flood:${Math.random().toString(36).slice(2)}`;
+  const sockets = new Set<net.Socket>();
+  const onConnection = (s: net.Socket) => sockets.add(s);
+  stack.app('task').server.on('connection', onConnection);
+  const slow = await open(`topics=${topic}`);
+  stack.app('task').server.off('connection', onConnection);
+  await eventually(async () => readySeqs.length > 0 || undefined);
+  (slow.ws as unknown as { _socket: net.Socket })._socket.pause();
+  const closed = new Promise<number>((r) => slow.ws.on('close', (code) => r(code)));
+  let most = 0;
+  const sample = setInterval(() => {
+    for (const s of sockets) most = Math.max(most, s.writableLength);
+  }, 2);
+  // 6,000 events of ~2 KB each (12 MB): past what the socket's kernel buffers and the 8 MiB hold
+  const blob = 'x'.repeat(2000);
+  let last = 0;
+  for (let b = 0; b < 12; b++) {
+    const stored = await publishEvents(stack.db, Array.from({ length: 500 }, (_v, i) => ({ type: 'test.flood', topics: [topic], data: { n: b * 500 + i, blob } })));
+    last = stored[stored.length - 1]?.seq as number;
+  }
+  await eventually(async () => sockets.size > 0 && [...sockets].every((s) => s.destroyed) || undefined, 20_000);
+  clearInterval(sample);
+  expect(most).toBeLessThanOrEqual(WS_DROP_BYTES + 64 * 1024); // the limit and the one event that crossed it
+  (slow.ws as unknown as { _socket: net.Socket })._socket.resume();
+  expect(await closed).toBe(1006); // dropped, not closed by a handshake it would never have read
+  const got = slow.events.map((e) => e.data.n as number);
+  expect(got).toEqual(got.map((_v, i) => i)); // what it got came in order, from the first
+  expect(got.length).toBeLessThan(6000);
+  // it resumes after the last event it got, and gets the rest: every event once
+  const resumed = await open(`topics=${topic}&after=${slow.events[slow.events.length - 1]?.seq ?? 0}`);
+  await eventually(async () => resumed.events.some((e) => e.seq === last) || undefined, 30_000);
+  expect([...got, ...resumed.events.map((e) => e.data.n as number)]).toEqual(Array.from({ length: 6000 }, (_v, i) => i));
+  resumed.ws.close();
+}, 120_000);
