@@ -46,7 +46,7 @@ function capped(buf: string): string {
   return buf.length > MAX_OUTPUT ? `${buf.slice(0, MAX_OUTPUT)}\n… (output truncated; see the execution logs)` : buf;
 }
 
-/** Lines of one task that wait in memory while PostgreSQL is unreachable (each at most 8,192 characters). */
+/** Lines of one task that may wait in memory while PostgreSQL is unreachable (each at most 8,192 characters). */
 const MAX_HELD_LINES = 10_000;
 /** How long a task's end waits (heartbeating) for PostgreSQL to come back to take its last lines. */
 const CLOSE_WAIT_MS = 60_000;
@@ -89,7 +89,8 @@ function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number, a
   const timer = setInterval(() => void flush(), 250);
   return {
     add(level: LogLine['level'], message: string) {
-      if (pending.length >= MAX_HELD_LINES) {
+      // only while PostgreSQL is away: with it up, a fast script's lines all wait for their turn, as before
+      if (outage && pending.length >= MAX_HELD_LINES) {
         leftOut++;
         return;
       }

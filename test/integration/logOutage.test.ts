@@ -122,3 +122,19 @@ test('a scheduler script task\'s log lines printed during a PostgreSQL outage of
   expect(logs.map((l) => l.message).filter((m) => m.startsWith('line '))).toEqual(Array.from({ length: LINES }, (_v, i) => `line ${i + 1}`));
   expect(during).toBeLessThan(LINES - 100);
 }, 120_000);
+
+test('with PostgreSQL up, a script printing 30,000 lines at once keeps every one (the outage budget does not apply)', async () => {
+  const inject = (method: 'GET' | 'POST', url: string, payload?: unknown) => stack.app('scheduler').inject({ method, url, payload: payload as object, headers: { 'x-api-key': TEST_API_KEY } });
+  expect((await inject('POST', '/api/v1/workflows', { name: 'fast-script', tasks: [{ name: 'fast', type: 'script', script: 'seq 1 30000' }] })).statusCode).toBe(201);
+  const id = (await inject('POST', '/api/v1/workflows/fast-script/run')).json().executionId as string;
+  const execution = await eventually(async () => {
+    const e = (await inject('GET', `/api/v1/executions/${id}`)).json();
+    return e.status !== 'running' && e;
+  }, 60_000);
+  expect(execution.status).toBe('completed');
+  const { rows } = await stack.db.query<{ n: number; left: number }>(
+    "SELECT count(*) FILTER (WHERE message ~ '^[0-9]+$')::int AS n, count(*) FILTER (WHERE message LIKE '%left out%')::int AS left FROM scheduler_execution_logs WHERE execution_id = $1",
+    [id],
+  );
+  expect(rows[0]).toEqual({ n: 30000, left: 0 });
+}, 120_000);
