@@ -8,8 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { readBoundedText } from '../../lib/http/readBounded';
 import { MAX_PLATFORM_ANSWER_BYTES } from '../../lib/scheduler/platforms';
 import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
-import { eventually, type TestStack } from '../support/harness';
-import { schedulerInject, startSchedulerStack } from '../support/schedulerStack';
+import type { TestStack } from '../support/harness';
+import { runWorkflowToEnd, schedulerInject, startSchedulerStack } from '../support/schedulerStack';
 
 let stack: TestStack;
 let fake: FakeFlowBuilder;
@@ -28,11 +28,7 @@ test('a flow platform answering more than 16 MiB: the task fails saying so, and 
   expect((await inject('POST', '/api/v1/sources', { name: 'big', source_type: 'langflow', url: fake.url })).statusCode).toBe(201);
   expect((await inject('POST', '/api/v1/workflows', { name: 'big-answer', tasks: [{ name: 'flow', type: 'flow', source: 'big', flow: FAKE_FLOWS.summarise.id }] })).statusCode).toBe(201);
   fake.runAnswerBytes = 256 * 1024 * 1024;
-  const id = (await inject('POST', '/api/v1/workflows/big-answer/run')).json().executionId as string;
-  const execution = await eventually(async () => {
-    const e = (await inject('GET', `/api/v1/executions/${id}`)).json();
-    return e.status !== 'running' && e;
-  }, 60_000);
+  const { execution } = await runWorkflowToEnd(stack, 'big-answer');
   expect(execution.status).toBe('failed');
   expect(execution.tasks[0].error).toContain(`answered more than 16 MiB (HTTP 200); Armada reads at most that much of a platform's answer`);
   // the platform stopped being read soon after the limit (its writes are 64 KiB each, the socket buffers a few MiB)

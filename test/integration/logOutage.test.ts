@@ -9,7 +9,8 @@ import { createPool } from '../../lib/db/pool';
 import type { LogEntry } from '../../lib/db/processes';
 import type { RunningWorkers } from '../../workers/createWorker';
 import { agentConfig, api } from '../support/attemptHelpers';
-import { eventually, logger, startStackWorkers, startTestStack, TEST_API_KEY, type TestStack } from '../support/harness';
+import { eventually, logger, startStackWorkers, startTestStack, type TestStack } from '../support/harness';
+import { runWorkflowToEnd, schedulerInject } from '../support/schedulerStack';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy';
 
 const LINES = 400;
@@ -103,7 +104,7 @@ test('an outage longer than the run\'s budget: the newest lines are left out, an
 }, 120_000);
 
 test('a scheduler script task\'s log lines printed during a PostgreSQL outage of the worker are all stored, in order', async () => {
-  const inject = (method: 'GET' | 'POST', url: string, payload?: unknown) => stack.app('scheduler').inject({ method, url, payload: payload as object, headers: { 'x-api-key': TEST_API_KEY } });
+  const inject = schedulerInject(stack);
   expect((await inject('POST', '/api/v1/workflows', { name: 'chatty-script', tasks: [{ name: 'chatty', type: 'script', script: CHATTY }] })).statusCode).toBe(201);
   const id = (await inject('POST', '/api/v1/workflows/chatty-script/run')).json().executionId as string;
   const count = async () => (await stack.db.query("SELECT count(*)::int AS n FROM scheduler_execution_logs WHERE execution_id = $1 AND message LIKE 'line %'", [id])).rows[0].n as number;
@@ -124,13 +125,9 @@ test('a scheduler script task\'s log lines printed during a PostgreSQL outage of
 }, 120_000);
 
 test('with PostgreSQL up, a script printing 30,000 lines at once keeps every one (the outage budget does not apply)', async () => {
-  const inject = (method: 'GET' | 'POST', url: string, payload?: unknown) => stack.app('scheduler').inject({ method, url, payload: payload as object, headers: { 'x-api-key': TEST_API_KEY } });
+  const inject = schedulerInject(stack);
   expect((await inject('POST', '/api/v1/workflows', { name: 'fast-script', tasks: [{ name: 'fast', type: 'script', script: 'seq 1 30000' }] })).statusCode).toBe(201);
-  const id = (await inject('POST', '/api/v1/workflows/fast-script/run')).json().executionId as string;
-  const execution = await eventually(async () => {
-    const e = (await inject('GET', `/api/v1/executions/${id}`)).json();
-    return e.status !== 'running' && e;
-  }, 60_000);
+  const { id, execution } = await runWorkflowToEnd(stack, 'fast-script');
   expect(execution.status).toBe('completed');
   const { rows } = await stack.db.query<{ n: number; left: number }>(
     "SELECT count(*) FILTER (WHERE message ~ '^[0-9]+$')::int AS n, count(*) FILTER (WHERE message LIKE '%left out%')::int AS left FROM scheduler_execution_logs WHERE execution_id = $1",

@@ -7,7 +7,8 @@
 import { readLogs } from '../../lib/db/processes';
 import { MAX_LINE_LENGTH } from '../../lib/process/lines';
 import { agentConfig, api } from '../support/attemptHelpers';
-import { eventually, startTestStack, type TestStack, TEST_API_KEY } from '../support/harness';
+import { startTestStack, type TestStack } from '../support/harness';
+import { runWorkflowToEnd, schedulerInject } from '../support/schedulerStack';
 
 // printf's \000 is a NUL byte and \377 a byte that is never UTF-8; the JSON line escapes a NUL and a lone surrogate
 const TEXT_AGENT = 'printf "before\\n"; printf "a\\000b\\n"; printf "c\\377d\\n"; printf "{\\"s\\":\\"\\\\\\\\u0000 \\\\\\\\ud800\\"}\\n"; echo after';
@@ -77,14 +78,10 @@ test('an agent printing 3.5 Mi characters without a newline: its output is store
 });
 
 test('a scheduler script task printing NUL and non-UTF-8 bytes completes with its output and logs stored', async () => {
-  const inject = (method: 'GET' | 'POST', url: string, payload?: unknown) => stack.app('scheduler').inject({ method, url, payload: payload as object, headers: { 'x-api-key': TEST_API_KEY } });
+  const inject = schedulerInject(stack);
   const created = await inject('POST', '/api/v1/workflows', { name: 'outside-text', tasks: [{ name: 'bin', type: 'script', script: 'printf "x\\000y\\n"; printf "p\\377q\\n"; echo end' }] });
   expect(created.statusCode).toBe(201);
-  const id = (await inject('POST', '/api/v1/workflows/outside-text/run')).json().executionId as string;
-  const execution = await eventually(async () => {
-    const e = (await inject('GET', `/api/v1/executions/${id}`)).json();
-    return e.status !== 'running' && e;
-  }, 40_000);
+  const { id, execution } = await runWorkflowToEnd(stack, 'outside-text');
   expect(execution.status).toBe('completed');
   expect(execution.tasks[0].output.trim()).toBe('x\ufffdy\np\ufffdq\nend');
   const logs = (await inject('GET', `/api/v1/executions/${id}/logs`)).json().logs as { message: string }[];
