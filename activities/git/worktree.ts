@@ -6,7 +6,7 @@ import type { ArmadaConfig } from '../../lib/config';
 import { getAttemptWorktreeContext, setAttemptChanges, setAttemptCleanedUp, setAttemptWorktree, type AttemptChanges } from '../../lib/db/attempts';
 import type { Pool } from 'pg';
 import { appendLogs } from '../../lib/db/processes';
-import { git, gitOrThrow } from '../../lib/git';
+import { git, gitOrThrow, inspectLocalRepo } from '../../lib/git';
 import { childEnv } from '../../lib/process/childEnv';
 import { faultPoint, type Faults } from '../../lib/faults';
 import { killProcessesUnder, launchGroupProcess } from '../../lib/process/processGroup';
@@ -69,13 +69,13 @@ export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig; fa
   const branch = attempt.branch as string;
   let baseBranch = attempt.base_branch ?? project.repo_branch;
   // the ref files when they can be read directly (no git process), else `git for-each-ref`
-  const refs = readBranchCommits(repo, [baseBranch, branch]) ?? (await branchCommits(repo, [baseBranch, branch]));
+  const refs =
+    readBranchCommits(repo, [baseBranch, branch]) ??
+    (await branchCommits(repo, [baseBranch, branch]).catch(async (err) => {
+      throw (await unusableRepository(repo)) ?? err;
+    }));
   let baseHead = refs.get(baseBranch);
-  if (!baseHead) {
-    // the configured branch does not exist locally: use the repository's current branch
-    baseBranch = (await gitOrThrow(repo, ['symbolic-ref', '--short', 'HEAD'])).trim();
-    baseHead = (await gitOrThrow(repo, ['rev-parse', '--verify', `refs/heads/${baseBranch}^{commit}`])).trim();
-  }
+  if (!baseHead) ({ baseBranch, baseHead } = await currentBranchAsBase(repo, baseBranch));
   const worktreePath = path.join(deps.config.home, 'worktrees', attempt.id);
   fs.mkdirSync(path.dirname(worktreePath), { recursive: true });
   let baseCommit = attempt.base_commit;
@@ -103,6 +103,50 @@ export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig; fa
   await faultPoint(deps.faults, 'prepareWorktree.afterWorktree', { worktreePath });
   if (project.setup_script.trim()) await runSetupOnce(deps, { attemptId: attempt.id, taskId: attempt.task_id, processId: input.processId, worktreePath, script: project.setup_script });
   return prepared;
+}
+
+/**
+ * Why the project's repository cannot be used at all, as a failure not to retry (the same on every try), or undefined
+ * when it can: the path is gone from this worker's host, or it is no longer a git repository.
+ */
+async function unusableRepository(repo: string): Promise<ApplicationFailure | undefined> {
+  if (!fs.existsSync(repo)) {
+    return ApplicationFailure.nonRetryable(
+      `the project's repository ${repo} does not exist on this worker's host: restore it there (or create a project on another checkout), then start a new attempt`,
+      'NoRepository',
+    );
+  }
+  if ((await inspectLocalRepo(repo)).kind === 'none') {
+    return ApplicationFailure.nonRetryable(
+      `the project's repository ${repo} is no longer a git repository: restore its .git (or create a project on another checkout), then start a new attempt`,
+      'NoRepository',
+    );
+  }
+  return undefined;
+}
+
+/**
+ * The base when the configured branch does not exist locally: the repository's current branch. A repository with no
+ * commit yet (a fresh `git init`) or a detached HEAD has none to fork from; that fails the attempt at once with what
+ * to do, not after five tries of a git error.
+ */
+async function currentBranchAsBase(repo: string, configured: string): Promise<{ baseBranch: string; baseHead: string }> {
+  const head = await git(repo, ['symbolic-ref', '--quiet', '--short', 'HEAD']);
+  if (head.code !== 0) {
+    throw ApplicationFailure.nonRetryable(
+      `branch "${configured}" does not exist in ${repo} and its HEAD is detached, so there is no branch to start from: create the branch (git -C ${repo} branch ${configured}) or check one out, then start a new attempt`,
+      'NoBaseBranch',
+    );
+  }
+  const baseBranch = head.stdout.trim();
+  const commit = await git(repo, ['rev-parse', '--verify', '--quiet', `refs/heads/${baseBranch}^{commit}`]);
+  if (commit.code !== 0) {
+    throw ApplicationFailure.nonRetryable(
+      `${repo} has no commit yet (its branch "${baseBranch}" is empty), and an attempt's branch forks from one: make a first commit (for example git -C ${repo} commit --allow-empty -m "initial commit"), then start a new attempt`,
+      'EmptyRepository',
+    );
+  }
+  return { baseBranch, baseHead: commit.stdout.trim() };
 }
 
 const CLONE_POLL_MS = 250;

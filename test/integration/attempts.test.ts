@@ -1,5 +1,7 @@
 /** The attempt engine end to end over HTTP with a scripted agent: run, logs, diff, branches, merge strategies, cleanup. */
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
 import { agentConfig, api, gitOk, gitOut, recordHistory } from '../support/attemptHelpers';
 
@@ -15,6 +17,16 @@ afterAll(async () => {
 });
 
 const ndjson = (body: string) => body.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+
+/** The try numbers of an attempt's prepareWorktree activity, from its workflow history. */
+async function prepareTries(attemptId: string): Promise<number[]> {
+  const history = await (await stack.temporal.client()).workflow.getHandle(`attempt:${attemptId}`).fetchHistory();
+  const scheduled = new Set(
+    (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'prepareWorktree').map((e) => String(e.eventId)),
+  );
+  const tries = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes && scheduled.has(String(e.activityTaskStartedEventAttributes.scheduledEventId)));
+  return tries.map((e) => Number(e.activityTaskStartedEventAttributes?.attempt));
+}
 
 describe('attempt engine', () => {
   test('scripted agent: start → running → completed; logs, diff, branches, ff merge', async () => {
@@ -130,12 +142,39 @@ describe('attempt engine', () => {
     await stack.db.query(`UPDATE projects SET clone_status = 'ready', git_repo_path = $2 WHERE id = $1`, [p.id, rows[0]?.git_repo_path]);
     expect((await h.until(started.attemptId, ['completed', 'failed'])).status).toBe('completed');
     // one try of prepareWorktree: the wait happened inside it, not in Temporal's retry backoff
-    const history = await (await stack.temporal.client()).workflow.getHandle(`attempt:${started.attemptId}`).fetchHistory();
-    const scheduled = new Set(
-      (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'prepareWorktree').map((e) => String(e.eventId)),
+    expect(await prepareTries(started.attemptId)).toEqual([1]);
+  });
+
+  test('a repository with no commit, a detached HEAD without the branch, or a repository gone: the attempt fails on the first try, saying what to do', async () => {
+    const failed = async (repo: string, change: () => void) => {
+      const r = await h.inject('POST', '/api/projects', { name: `p-${Math.random().toString(36).slice(2)}`, repository: { url: repo } });
+      expect(r.statusCode).toBe(201);
+      change();
+      const started = await h.start(await h.task(r.json().data.id, 'On an unusable repository'));
+      const a = await h.until(started.attemptId, ['completed', 'failed']);
+      expect(a.status).toBe('failed');
+      expect(await prepareTries(started.attemptId)).toEqual([1]); // not five tries of the same git error
+      return a.error as string;
+    };
+    // a fresh `git init`: its branch has no commit to fork from
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-empty-'));
+    gitOk(empty, 'init', '-q', '-b', 'main');
+    expect(await failed(empty, () => undefined)).toBe(
+      `${empty} has no commit yet (its branch "main" is empty), and an attempt's branch forks from one: make a first commit (for example git -C ${empty} commit --allow-empty -m "initial commit"), then start a new attempt`,
     );
-    const tries = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes && scheduled.has(String(e.activityTaskStartedEventAttributes.scheduledEventId)));
-    expect(tries.map((e) => e.activityTaskStartedEventAttributes?.attempt)).toEqual([1]);
+    // the configured branch deleted while HEAD is detached
+    const detached = (await h.project()).repo;
+    expect(await failed(detached, () => gitOk(detached, 'checkout', '-q', '--detach') && gitOk(detached, 'branch', '-q', '-D', 'main'))).toMatch(
+      new RegExp(`^branch "main" does not exist in ${detached} and its HEAD is detached, so there is no branch to start from: create the branch`),
+    );
+    // the checkout removed, or its .git
+    const gone = (await h.project()).repo;
+    expect(await failed(gone, () => fs.rmSync(gone, { recursive: true, force: true }))).toMatch(new RegExp(`^the project's repository ${gone} does not exist on this worker's host: restore it there`));
+    const notGit = (await h.project()).repo;
+    expect(await failed(notGit, () => fs.rmSync(path.join(notGit, '.git'), { recursive: true, force: true }))).toMatch(
+      new RegExp(`^the project's repository ${notGit} is no longer a git repository: restore its .git`),
+    );
+    for (const d of [empty, detached, notGit]) fs.rmSync(d, { recursive: true, force: true });
   });
 
   test('no-ff merge with cleanup removes worktree and branch', async () => {
