@@ -359,6 +359,10 @@ async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: Prepare
     error = `agent exited with code ${result.code ?? result.signal}`;
   }
   if (error) prep.log('error', error);
+  if (result.leftoversEnded) {
+    const n = result.leftoversEnded;
+    prep.log('warn', `stopped ${n} process${n === 1 ? '' : 'es'} the agent left running when it exited (SIGTERM, SIGKILL after the grace period), so they do not outlive the run`);
+  }
   // heartbeating: while PostgreSQL is away the run's last lines wait for it here, and Temporal must not retry meanwhile
   await keepAlive(() => run.flush());
   const { tokens } = output;

@@ -222,6 +222,7 @@ async function runSetupOnce(deps: { db: Pool; config: ArmadaConfig }, s: { attem
       log(stream === 'stdout' ? 'info' : 'warn', line);
     },
     timeoutMs: 30 * 60_000,
+    leftovers: 'keep', // a service it starts in the background (`server &`) is there for the agent; removing the worktree ends it
   });
   const r = await keepAlive(() => proc.done, { intervalMs: 1000, details: () => ({ stage: 'setup', lines: n }) });
   const ok = r.code === 0;
@@ -245,6 +246,7 @@ export async function commitChanges(
 export async function removeWorktree(deps: { db: Pool }, input: { attemptId: string | null; repoPath: string; worktreePath: string | null; branch: string | null; deleteBranch: boolean }): Promise<void> {
   await withRepoLock(input.repoPath, async () => {
     if (input.worktreePath) {
+      killProcessesUnder(input.worktreePath); // e.g. a service the setup script left running for the agent
       await git(input.repoPath, ['worktree', 'remove', '--force', input.worktreePath]);
       fs.rmSync(input.worktreePath, { recursive: true, force: true });
     }

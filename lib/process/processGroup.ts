@@ -24,6 +24,13 @@ export interface GroupProcessOptions {
   timeoutMs?: number;
   /** Lowers the group's CPU priority to this nice value (lib/process/priority.ts); absent or 0 = as this process. */
   nice?: number;
+  /**
+   * What becomes of processes the leader left running in its group when it exits on its own: `end` (the default)
+   * stops them as a stop does (SIGTERM, SIGKILL after the grace period) before `done` resolves, so a run's end means
+   * its work stopped; `keep` leaves them (a setup script may start a service for the agent; the worktree's removal
+   * ends those).
+   */
+  leftovers?: 'end' | 'keep';
 }
 
 export interface GroupProcessResult {
@@ -34,6 +41,8 @@ export interface GroupProcessResult {
   aborted: boolean;
   /** Set when the process could not be started (e.g. ENOENT). */
   spawnError?: string;
+  /** Processes the leader left running in its group that were stopped after it exited (leftovers: 'end'). */
+  leftoversEnded: number;
 }
 
 export interface GroupProcess {
@@ -200,10 +209,37 @@ function supervise(leader: Leader, opts: GroupProcessOptions): GroupProcess {
       signalGroup(pid, 'SIGKILL');
     }
     if (killTimer) clearTimeout(killTimer);
-    return { pid, code, signal, timedOut, aborted, spawnError };
+    // what it left running on its own (`cmd &`, a daemon that kept the group) stops with the run
+    const leftoversEnded = pid && !aborted && !timedOut && !spawnError && opts.leftovers !== 'keep' ? await endGroup(pid, opts.graceMs ?? 3000) : 0;
+    return { pid, code, signal, timedOut, aborted, spawnError, leftoversEnded };
   })();
 
   return { pid, stop: (r) => (exited ? Promise.resolve() : stop(r)), done };
+}
+
+/**
+ * Stops what is left of a group whose leader exited: SIGTERM, then SIGKILL once `graceMs` passed with members still
+ * alive. Returns how many members there were (0, at once, when none: the common case costs one signal).
+ */
+async function endGroup(pgid: number, graceMs: number): Promise<number> {
+  try {
+    process.kill(-pgid, 0);
+  } catch {
+    return 0; // no member left
+  }
+  const found = groupMembers(pgid).length;
+  if (!found) return 0;
+  const until = async (ms: number) => {
+    const deadline = Date.now() + ms;
+    while (groupMembers(pgid).length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  };
+  signalGroup(pgid, 'SIGTERM');
+  await until(graceMs);
+  if (groupMembers(pgid).length) {
+    signalGroup(pgid, 'SIGKILL');
+    await until(1000); // a SIGKILL takes effect at the process's next scheduling, not at the call
+  }
+  return found;
 }
 
 /**

@@ -20,6 +20,16 @@ afterAll(async () => {
 
 const ndjson = (body: string) => body.split('\n').filter(Boolean).map((l) => JSON.parse(l));
 
+/** A process that exists and is not a zombie (a killed orphan stays one until the machine's init reaps it). */
+function running(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  } catch {
+    return false;
+  }
+}
+
 describe('attempt failures and bad input', () => {
   test('an agent exiting 3 gives a failed attempt and process with the exit code in the logs', async () => {
     const p = await h.project();
@@ -248,6 +258,26 @@ describe('attempt failures and bad input', () => {
     expect((await h.inject('GET', `/api/processes/${r.processId}`)).json().data).toMatchObject({ status: 'failed', error: expect.stringContaining('setup script failed') });
     const badLogs = ndjson((await h.inject('GET', `/api/attempts/${r.attemptId}/logs`)).body);
     expect(badLogs.map((l) => l.message)).toEqual(expect.arrayContaining(['broken', 'setup script exited with code 7']));
+  });
+
+  test("what an agent leaves running when it exits is stopped before its changes are committed; a setup script's background service lives until the worktree is removed", async () => {
+    const repo = (await h.project()).repo;
+    const service = `${repo}.service-pid`; // outside the worktree, so not part of the agent's changes
+    const p = await h.inject('POST', '/api/projects', { name: 'leaves', repository: { url: repo }, setup_script: `sleep 120 >/dev/null 2>&1 & echo $! > ${service}` });
+    const started = await h.start(await h.task(p.json().data.id, 'LEAVE something behind'));
+    const a = await h.until(started.attemptId, ['completed', 'failed']);
+    expect(a.status).toBe('completed');
+    const logs = ndjson((await h.inject('GET', `/api/attempts/${started.attemptId}/logs`)).body);
+    const left = Number(/^left (\d+)$/.exec(logs.map((l) => l.message).find((m) => m.startsWith('left ')) ?? '')?.[1]);
+    expect(left).toBeGreaterThan(0);
+    expect(logs).toContainEqual(expect.objectContaining({ level: 'warn', message: expect.stringMatching(/^stopped 1 process the agent left running when it exited/) }));
+    expect(running(left)).toBe(false);
+    // the setup script's service is still there for the agent's follow-ups, and goes with the worktree
+    const servicePid = Number(fs.readFileSync(service, 'utf8'));
+    expect(running(servicePid)).toBe(true);
+    expect((await h.inject('DELETE', `/api/attempts/${started.attemptId}`)).statusCode).toBe(200);
+    await eventually(async () => !running(servicePid));
+    fs.rmSync(service, { force: true });
   });
 
   test('an agent profile with maxConcurrent 1 runs one process at a time; the other waits queued', async () => {

@@ -80,6 +80,25 @@ describe.each([
     expect(groupAlive(p.pid)).toBe(false);
   });
 
+  test('what the leader leaves running in its group is stopped when it exits (SIGKILL for one ignoring SIGTERM), unless leftovers is keep', async () => {
+    // a background child that outlives its shell, one that ignores SIGTERM, and one that let go of the pipes
+    const script = 'sleep 60 & (trap "" TERM; sleep 60) & (sleep 60 >/dev/null 2>&1 &); sleep 0.2; echo left; exit 0';
+    const p = await start({ command: 'bash', args: ['-c', script], cwd, graceMs: 300 });
+    const r = await p.done;
+    expect(r).toMatchObject({ code: 0, aborted: false, timedOut: false });
+    expect(r.leftoversEnded).toBeGreaterThanOrEqual(3); // the trapping subshell may count with its sleep
+    expect(groupAlive(p.pid)).toBe(false);
+    // kept: the run ends, its background process stays until the caller stops it
+    const kept = await start({ command: 'bash', args: ['-c', '(sleep 60 >/dev/null 2>&1 &); exit 0'], cwd, leftovers: 'keep' });
+    expect(await kept.done).toMatchObject({ code: 0, leftoversEnded: 0 });
+    expect(groupAlive(kept.pid)).toBe(true);
+    process.kill(-kept.pid, 'SIGKILL');
+    // nothing left: nothing to stop, and no wait
+    const t0 = Date.now();
+    expect(await (await start({ command: 'true', cwd, graceMs: 5000 })).done).toMatchObject({ code: 0, leftoversEnded: 0 });
+    expect(Date.now() - t0).toBeLessThan(4000);
+  });
+
   test('a process ignoring SIGTERM is killed after the grace period; timeout is reported', async () => {
     const p = await start({ command: 'bash', args: ['-c', 'trap "" TERM; sleep 30'], cwd, timeoutMs: 200, graceMs: 300 });
     const r = await p.done;
