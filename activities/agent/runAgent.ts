@@ -27,7 +27,7 @@ import { git } from '../../lib/git';
 import { childEnv } from '../../lib/process/childEnv';
 import { faultPoint, type Faults } from '../../lib/faults';
 import { groupAlive, killProcessesUnder, launchGroupProcess, type GroupProcess, type GroupProcessResult } from '../../lib/process/processGroup';
-import { createFinalMessage, createParser } from './parsers';
+import { createFinalMessage, createParser, type ParsedLine, textParser } from './parsers';
 import { resolveAgentProfile, type AgentProfile } from '../../lib/agents/profiles';
 import { createGroupSampler } from './resourceSampler';
 import { createLogSink, type LogSink } from '../../lib/attempts/logSink';
@@ -192,9 +192,17 @@ function collectOutput(profile: AgentProfile, pending: LogEntry[]): { output: Ag
   const parser = createParser(profile.format);
   // the parser's summary is the agent's own final answer (e.g. Claude's result event); without one, the last message
   const output: AgentOutput = { lines: 0, summary: '', sessionId: null, finalMessage: createFinalMessage(profile.format, SUMMARY_MAX_BYTES) };
+  const text = textParser();
   const onLine = (stream: 'stdout' | 'stderr', line: string) => {
     output.lines++;
-    const parsed = parser.line(stream, line);
+    let parsed: ParsedLine;
+    try {
+      parsed = parser.line(stream, line);
+    } catch {
+      // a line the format's parser cannot read (a shape no version of the agent was seen to print) is kept as text:
+      // this runs in a stream handler, where a throw would end the worker
+      parsed = text.line(stream, line);
+    }
     if (stream === 'stdout') output.finalMessage.line(line);
     pending.push(...parsed.entries);
     if (parsed.tokens) output.tokens = parsed.tokens;

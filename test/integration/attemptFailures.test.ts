@@ -11,7 +11,15 @@ let stack: TestStack;
 let h: ReturnType<typeof api>;
 
 beforeAll(async () => {
-  stack = await startTestStack({ services: ['task'], worker: true, file: agentConfig() });
+  const base = agentConfig();
+  // an agent whose JSON events hold other types than its format's (an object where text belongs, strings for counts)
+  const hostile = [
+    { type: 'item.completed', item: { type: 'agent_message', text: { a: 1 } } },
+    { type: 'item.completed', item: null },
+    { type: 'turn.completed', usage: { input_tokens: '7', output_tokens: 1e308 } },
+  ];
+  const script = `cat >/dev/null; ${hostile.map((e) => `echo '${JSON.stringify(e)}'`).join('; ')}; echo done > hostile.txt`;
+  stack = await startTestStack({ services: ['task'], worker: true, file: { ...base, agents: { ...base.agents, hostile: { command: ['sh', '-c', script], format: 'codex-json' } } } });
   h = api(stack);
 });
 afterAll(async () => {
@@ -278,6 +286,18 @@ describe('attempt failures and bad input', () => {
     expect((await h.inject('DELETE', `/api/attempts/${started.attemptId}`)).statusCode).toBe(200);
     await eventually(async () => !running(servicePid));
     fs.rmSync(service, { force: true });
+  });
+
+  test('JSON events of unexpected types from an agent do not stop the worker: the attempt completes with what could be read', async () => {
+    const p = await h.project();
+    const started = await h.start(await h.task(p.id, 'Print odd JSON'), 'hostile');
+    const a = await h.until(started.attemptId, ['completed', 'failed']);
+    expect(a).toMatchObject({ status: 'completed', changes: expect.objectContaining({ filesCreated: 1 }) });
+    expect(a.cost).toMatchObject({ inputTokens: 0, outputTokens: 9007199254740991 });
+    const logs = ndjson((await h.inject('GET', `/api/attempts/${started.attemptId}/logs`)).body);
+    expect(logs.map((l) => l.message)).toEqual(expect.arrayContaining(['{"a":1}', 'item', 'turn completed (0 in, 9007199254740991 out)', 'agent exited with code 0']));
+    // the same worker goes on with the next attempt
+    expect((await h.until((await h.start(await h.task(p.id, 'After the odd one'))).attemptId, ['completed', 'failed'])).status).toBe('completed');
   });
 
   test('an agent profile with maxConcurrent 1 runs one process at a time; the other waits queued', async () => {

@@ -68,6 +68,49 @@ describe('agent output parsers', () => {
     expect(r.summary).toBe('Created src/greet.ts.');
   });
 
+  test('every field of every sample event replaced by a value of another type (null, number, string, array, object, 1e308, -1): no throw, messages are text, tokens whole counts, cost finite', () => {
+    const hostile: unknown[] = [null, 5, -1, 1.5, 1e308, 'x', '12', true, [], [1, 'a', null], {}, { a: { b: 1 } }];
+    // every path of a JSON value (objects' keys and arrays' indexes, at every depth)
+    const paths = (v: unknown, at: (string | number)[] = []): (string | number)[][] =>
+      v && typeof v === 'object' ? Object.entries(v).flatMap(([k, c]) => [[...at, Array.isArray(v) ? Number(k) : k], ...paths(c, [...at, Array.isArray(v) ? Number(k) : k])]) : [];
+    const replaced = (v: unknown, path: (string | number)[], value: unknown): unknown => {
+      const copy = structuredClone(v) as Record<string | number, unknown>;
+      let o = copy;
+      for (const k of path.slice(0, -1)) o = o[k] as Record<string | number, unknown>;
+      o[path.at(-1) as string | number] = value;
+      return copy;
+    };
+    let cases = 0;
+    for (const [format, file] of [
+      ['claude-stream-json', 'claude-stream-json.jsonl'],
+      ['codex-json', 'codex-json.jsonl'],
+      ['gemini-stream-json', 'gemini-stream-json.jsonl'],
+      ['opencode-json', 'opencode-json.jsonl'],
+    ] as const) {
+      for (const line of fixture(file)) {
+        const event = JSON.parse(line);
+        for (const path of paths(event)) {
+          for (const value of hostile) {
+            // a parser keeps totals across lines: a fresh one per case, fed a real event first
+            const p = createParser(format);
+            p.line('stdout', fixture(file)[0] as string);
+            const out = p.line('stdout', JSON.stringify(replaced(event, path, value)));
+            cases++;
+            for (const e of out.entries) expect(typeof e.message).toBe('string');
+            if (out.tokens) for (const n of [out.tokens.input, out.tokens.output]) expect(Number.isSafeInteger(n) && n >= 0).toBe(true);
+            if (out.cost !== undefined) expect(Number.isFinite(out.cost) && out.cost >= 0).toBe(true);
+            if (out.summary !== undefined) expect(typeof out.summary).toBe('string');
+            if (out.progress?.current !== undefined) expect(typeof out.progress.current).toBe('string');
+          }
+        }
+        // the event itself as another type, and with its type only
+        for (const value of hostile) createParser(format).line('stdout', JSON.stringify(value));
+        for (const k of Object.keys(event)) if (k !== 'type') expect(() => createParser(format).line('stdout', JSON.stringify({ type: event.type, [k]: null }))).not.toThrow();
+      }
+    }
+    expect(cases).toBeGreaterThan(1000);
+  });
+
   test('JSON formats keep non-JSON lines as text entries', () => {
     const p = createParser('claude-stream-json');
     expect(p.line('stdout', 'plain output').entries[0]).toMatchObject({ level: 'info', message: 'plain output' });

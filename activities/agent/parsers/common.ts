@@ -3,7 +3,50 @@ import type { LogEntry, LogLevel } from '../../../lib/db/processes';
 import type { OutputParser, ParsedLine } from './types';
 
 export function entry(level: LogLevel, message: string, source: string, now: Date, raw: string, metadata: Record<string, unknown> = {}): LogEntry {
-  return { level, message, timestamp: now.toISOString(), source, raw, metadata };
+  // the parsers read agents' JSON, which may hold anything where a string belongs: the message is always text
+  return { level, message: typeof message === 'string' ? message : text(message), timestamp: now.toISOString(), source, raw, metadata };
+}
+
+/*
+ * Fields of an agent's JSON events, read without trusting their types: an agent (or a version of it Armada has not
+ * seen) may put a number where text belongs, null where an object does, or a string where a count does.
+ */
+
+/** A field as text: a string as it is, nothing as '', a number or boolean as written, anything else as its JSON. */
+export function text(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (v === undefined || v === null) return '';
+  if (typeof v === 'object') {
+    try {
+      return JSON.stringify(v);
+    } catch {
+      return '';
+    }
+  }
+  return String(v);
+}
+
+/** A field as an object: the object, or {} when it is anything else (null, a string, an array). */
+export function record(v: unknown): Record<string, unknown> {
+  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+}
+
+/** A token count: a whole number from 0 to 2^53 − 1 (what a bigint column and JSON both hold), else 0. */
+export function count(v: unknown): number {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.min(Math.floor(v), Number.MAX_SAFE_INTEGER) : 0;
+}
+
+/** A sum of token counts, kept within count's range. */
+export function addCounts(...vs: number[]): number {
+  return Math.min(
+    vs.reduce((a, b) => a + b, 0),
+    Number.MAX_SAFE_INTEGER,
+  );
+}
+
+/** A cost in USD: a finite number ≥ 0, else undefined (not reported). */
+export function usd(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined;
 }
 
 /** `text`: every line is a log entry; stderr lines are warnings unless they say they are errors. */

@@ -1,19 +1,19 @@
 /** Gemini CLI `--output-format stream-json`: init, message (role, content, delta), tool_use, tool_result, error, result with stats. */
-import { entry, jsonLines } from './common';
+import { count, entry, jsonLines, record, text } from './common';
 import type { OutputParser, ParsedLine } from './types';
 
 export function geminiStreamJsonParser(): OutputParser {
   let pending = '';
   let answer = '';
   return jsonLines((obj, raw, now): ParsedLine => {
-    const type = String(obj.type ?? '');
+    const type = text(obj.type);
     if (type === 'init') {
       const sessionId = typeof obj.session_id === 'string' ? obj.session_id : undefined;
-      return { entries: [entry('debug', `session started${obj.model ? ` (model ${obj.model})` : ''}`, 'agent', now, raw, { sessionId })], sessionId, progress: { stage: 'starting' } };
+      return { entries: [entry('debug', `session started${obj.model ? ` (model ${text(obj.model)})` : ''}`, 'agent', now, raw, { sessionId })], sessionId, progress: { stage: 'starting' } };
     }
     if (type === 'message') {
       if (obj.role !== 'assistant') return { entries: [] };
-      const content = String(obj.content ?? '');
+      const content = text(obj.content);
       if (obj.delta === true) {
         pending += content;
         answer += content;
@@ -31,21 +31,22 @@ export function geminiStreamJsonParser(): OutputParser {
       return e;
     };
     if (type === 'tool_use') {
-      const params = (obj.parameters ?? {}) as Record<string, unknown>;
+      const params = record(obj.parameters);
       const file = params.file_path ?? params.absolute_path ?? params.path;
+      const tool = text(obj.tool_name);
       return {
-        entries: [...flush(), entry('info', `${obj.tool_name}${typeof file === 'string' ? ` ${file}` : ''}`, 'tool', now, raw, { action: obj.tool_name, ...(typeof file === 'string' ? { file } : {}) })],
-        progress: { stage: 'tool', current: String(obj.tool_name ?? '') },
+        entries: [...flush(), entry('info', `${tool}${typeof file === 'string' ? ` ${file}` : ''}`, 'tool', now, raw, { action: tool, ...(typeof file === 'string' ? { file } : {}) })],
+        progress: { stage: 'tool', current: tool },
       };
     }
-    if (type === 'tool_result') return { entries: [entry(obj.status === 'error' ? 'warn' : 'debug', `${obj.tool_id ?? 'tool'} ${obj.status ?? ''}`.trim(), 'tool_result', now, raw)] };
-    if (type === 'error') return { entries: [...flush(), entry('error', String(obj.message ?? 'error'), 'agent', now, raw)] };
+    if (type === 'tool_result') return { entries: [entry(obj.status === 'error' ? 'warn' : 'debug', `${text(obj.tool_id) || 'tool'} ${text(obj.status)}`.trim(), 'tool_result', now, raw)] };
+    if (type === 'error') return { entries: [...flush(), entry('error', text(obj.message) || 'error', 'agent', now, raw)] };
     if (type === 'result') {
-      const stats = (obj.stats ?? {}) as { input_tokens?: number; output_tokens?: number };
+      const stats = record(obj.stats);
       const failed = obj.status !== undefined && obj.status !== 'success';
       return {
-        entries: [...flush(), entry(failed ? 'error' : 'info', `result: ${obj.status ?? 'done'}`, 'result', now, raw, { stats })],
-        tokens: { input: stats.input_tokens ?? 0, output: stats.output_tokens ?? 0 },
+        entries: [...flush(), entry(failed ? 'error' : 'info', `result: ${text(obj.status) || 'done'}`, 'result', now, raw, { stats })],
+        tokens: { input: count(stats.input_tokens), output: count(stats.output_tokens) },
         summary: answer || undefined,
         progress: { stage: 'finished', percentage: 100 },
       };
