@@ -94,6 +94,76 @@ async function send(url: string, init: { method: string; token?: string; body?: 
   return { status: res.status, json };
 }
 
+/*
+ * The answers of the code host are read, not trusted: a server at ARMADA_CODEHOST_API_URL that answers another shape
+ * (a proxy's HTML error page, an API of another version, a test double) gives a 502 saying so, never a 500 or a row
+ * written from a missing field.
+ */
+
+const obj = (v: unknown): Record<string, unknown> | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
+
+function unreadable(what: string, field: string): CodehostError {
+  return new CodehostError(502, 'codehost_unavailable', `The code host answered ${what} Armada cannot read (${field} is missing or of another type); check ARMADA_CODEHOST_API_URL`);
+}
+
+function need<T>(ok: boolean, value: unknown, what: string, field: string): T {
+  if (!ok) throw unreadable(what, field);
+  return value as T;
+}
+
+const isText = (v: unknown): v is string => typeof v === 'string';
+
+/** A pull request of the host's answer, with the fields Armada reads checked. */
+export function readPull(v: unknown): HostPull {
+  const what = 'a pull request';
+  const o = need<Record<string, unknown>>(!!obj(v), v, what, 'the object');
+  const head = obj(o.head);
+  const base = obj(o.base);
+  const user = obj(o.user);
+  return {
+    number: need(Number.isSafeInteger(o.number) && (o.number as number) >= 1, o.number, what, 'number'),
+    title: isText(o.title) ? o.title : '',
+    body: isText(o.body) ? o.body : null,
+    state: need(o.state === 'open' || o.state === 'closed', o.state, what, 'state'),
+    merged: o.merged === true,
+    merged_at: isText(o.merged_at) ? o.merged_at : null,
+    user: user && isText(user.login) ? { login: user.login } : null,
+    created_at: need(isText(o.created_at), o.created_at, what, 'created_at'),
+    html_url: need(isText(o.html_url), o.html_url, what, 'html_url'),
+    url: isText(o.url) ? o.url : (o.html_url as string),
+    head: { ref: need(isText(head?.ref), head?.ref, what, 'head.ref') },
+    base: { ref: need(isText(base?.ref), base?.ref, what, 'base.ref') },
+  };
+}
+
+function readRepo(v: unknown): HostRepo {
+  const what = 'a repository';
+  const o = need<Record<string, unknown>>(!!obj(v), v, what, 'the object');
+  const owner = obj(o.owner);
+  return {
+    name: need(isText(o.name), o.name, what, 'name'),
+    full_name: need(isText(o.full_name), o.full_name, what, 'full_name'),
+    owner: { login: need(isText(owner?.login), owner?.login, what, 'owner.login') },
+    default_branch: need(isText(o.default_branch), o.default_branch, what, 'default_branch'),
+    private: o.private === true,
+    html_url: need(isText(o.html_url), o.html_url, what, 'html_url'),
+    clone_url: need(isText(o.clone_url), o.clone_url, what, 'clone_url'),
+  };
+}
+
+function readHook(v: unknown): HostHook {
+  const what = 'a webhook';
+  const o = need<Record<string, unknown>>(!!obj(v), v, what, 'the object');
+  const config = obj(o.config);
+  return {
+    id: need(Number.isSafeInteger(o.id), o.id, what, 'id'),
+    active: o.active !== false,
+    events: need(Array.isArray(o.events) && o.events.every(isText), o.events, what, 'events'),
+    config: { url: isText(config?.url) ? config.url : undefined },
+    created_at: need(isText(o.created_at), o.created_at, what, 'created_at'),
+  };
+}
+
 function hostMessage(json: unknown): string {
   const m = (json as { message?: unknown } | null)?.message;
   return typeof m === 'string' ? m : 'no message';
@@ -117,11 +187,12 @@ export function createCodehostClient(urls: CodehostUrls) {
     async requestDeviceCode(scope: string): Promise<DeviceCode> {
       if (!urls.clientId) throw new CodehostError(400, 'codehost_not_configured', 'ARMADA_CODEHOST_CLIENT_ID is not set');
       const r = await send(`${oauth}/login/device/code`, { method: 'POST', body: { client_id: urls.clientId, scope } });
-      const j = r.json as Partial<DeviceCode> | null;
-      if (r.status !== 200 || !j?.device_code || !j.user_code || !j.verification_uri) {
+      const j = obj(r.json);
+      if (r.status !== 200 || !j || !isText(j.device_code) || !j.device_code || !isText(j.user_code) || !j.user_code || !isText(j.verification_uri) || !j.verification_uri) {
         throw new CodehostError(502, 'codehost_unavailable', `The code host did not start the device flow (${r.status})`);
       }
-      return { device_code: j.device_code, user_code: j.user_code, verification_uri: j.verification_uri, expires_in: Number(j.expires_in ?? 900), interval: Number(j.interval ?? 5) };
+      const seconds = (v: unknown, fallback: number) => (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : fallback);
+      return { device_code: j.device_code, user_code: j.user_code, verification_uri: j.verification_uri, expires_in: seconds(j.expires_in, 900), interval: seconds(j.interval, 5) };
     },
 
     /** POST {oauth}/login/oauth/access_token: the token, or the host's error (authorization_pending, slow_down, …). */
@@ -130,35 +201,36 @@ export function createCodehostClient(urls: CodehostUrls) {
         method: 'POST',
         body: { client_id: urls.clientId, device_code: deviceCode, grant_type: 'urn:ietf:params:oauth:grant-type:device_code' },
       });
-      const j = (r.json ?? {}) as { access_token?: string; token_type?: string; scope?: string; error?: string; error_description?: string };
-      if (j.access_token) return { kind: 'token', access_token: j.access_token, token_type: j.token_type ?? 'bearer', scope: j.scope ?? '' };
-      if (j.error) return { kind: 'error', error: j.error, message: j.error_description ?? j.error };
+      const j = obj(r.json) ?? {};
+      if (isText(j.access_token) && j.access_token) return { kind: 'token', access_token: j.access_token, token_type: isText(j.token_type) ? j.token_type : 'bearer', scope: isText(j.scope) ? j.scope : '' };
+      if (isText(j.error) && j.error) return { kind: 'error', error: j.error, message: isText(j.error_description) ? j.error_description : j.error };
       throw new CodehostError(502, 'codehost_unavailable', `The code host answered ${r.status} without a token`);
     },
 
     async getRepository(token: string | undefined, owner: string, repo: string): Promise<HostRepo> {
       const r = await send(repoPath(owner, repo), { method: 'GET', token });
       if (r.status !== 200) throw failure(r.status, r.json, 'repository_not_found', `Repository ${owner}/${repo}`);
-      return r.json as HostRepo;
+      return readRepo(r.json);
     },
 
     async listPulls(token: string | undefined, owner: string, repo: string, q: { state: string; page: number; limit: number }): Promise<HostPull[]> {
       const qs = new URLSearchParams({ state: q.state, page: String(q.page), per_page: String(q.limit) });
       const r = await send(`${repoPath(owner, repo)}/pulls?${qs}`, { method: 'GET', token });
       if (r.status !== 200) throw failure(r.status, r.json, 'repository_not_found', `Repository ${owner}/${repo}`);
-      return r.json as HostPull[];
+      if (!Array.isArray(r.json)) throw unreadable('a list of pull requests', 'the list');
+      return r.json.map(readPull);
     },
 
     async getPull(token: string | undefined, owner: string, repo: string, n: number): Promise<HostPull> {
       const r = await send(`${repoPath(owner, repo)}/pulls/${n}`, { method: 'GET', token });
       if (r.status !== 200) throw failure(r.status, r.json, 'pr_not_found', `Pull request ${owner}/${repo}#${n}`);
-      return r.json as HostPull;
+      return readPull(r.json);
     },
 
     async createPull(token: string, owner: string, repo: string, pr: { title: string; body: string; head: string; base: string; draft: boolean }): Promise<HostPull> {
       const r = await send(`${repoPath(owner, repo)}/pulls`, { method: 'POST', token, body: pr });
       if (r.status !== 201 && r.status !== 200) throw failure(r.status, r.json, 'repository_not_found', `Repository ${owner}/${repo}`);
-      return r.json as HostPull;
+      return readPull(r.json);
     },
 
     async createHook(token: string, owner: string, repo: string, hook: { url: string; events: string[] }): Promise<HostHook> {
@@ -171,7 +243,7 @@ export function createCodehostClient(urls: CodehostUrls) {
         if (r.status === 422) return Promise.reject(new CodehostError(400, 'invalid_webhook_url', `The code host rejected the webhook: ${hostMessage(r.json)}`));
         throw failure(r.status, r.json, 'repository_not_found', `Repository ${owner}/${repo}`);
       }
-      return r.json as HostHook;
+      return readHook(r.json);
     },
   };
 }

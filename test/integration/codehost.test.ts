@@ -259,6 +259,38 @@ describe('code hosting', () => {
     expect(fake.hooks).toEqual([{ repo: 'acme/widgets', id: hook.webhookId, events: ['pull_request', 'push'], url: 'https://hooks.example/armada' }]);
   });
 
+  test('answers of another shape (an HTML page, an empty body, a list for an object, a field of another type) are a 502 saying so, never a 500 or a row', async () => {
+    const pull = { number: 7, title: 't', body: null, state: 'open', user: { login: 'octo' }, created_at: '2026-01-02T03:04:05Z', html_url: 'https://h/p/7', url: 'https://h/api/p/7', head: { ref: 'x' }, base: { ref: 'main' } };
+    const odd = ['<html>Bad gateway</html>', '', 'null', '[]', '{}', '"text"', JSON.stringify({ ...pull, number: '7' }), JSON.stringify({ ...pull, head: null }), JSON.stringify({ ...pull, state: 'draft' })];
+    const attempt = await makeAttempt(5);
+    const calls: [string, () => ReturnType<typeof inject>][] = [
+      ['repository', () => inject('GET', `/api/projects/${projectId}/codehost/repository`)],
+      ['pulls', () => inject('GET', `/api/projects/${projectId}/codehost/pulls`)],
+      ['attach-pr', () => inject('POST', `/api/task-attempts/${attempt.id}/attach-pr`, { owner: 'acme', repo: 'widgets', prNumber: 7 })],
+      ['create-pr', () => inject('POST', `/api/task-attempts/${attempt.id}/create-pr`, { title: 'Odd' })],
+      ['webhook', () => inject('POST', `/api/projects/${projectId}/codehost/webhook`, { events: ['push'], url: 'https://hooks.example/odd' })],
+    ];
+    try {
+      for (const body of odd) {
+        fake.oddAnswer = () => ({ status: 200, body });
+        for (const [name, call] of calls) {
+          if (name === 'pulls' && body === '[]') continue; // an empty list is a list
+          // a list of pulls may hold odd pulls too
+          if (name === 'pulls' && body.startsWith('{"number"')) fake.oddAnswer = () => ({ status: 200, body: `[${body}]` });
+          const res = await call();
+          expect({ name, body, status: res.statusCode }).toEqual({ name, body, status: 502 });
+          expect(res.json()).toEqual({ success: false, error: 'codehost_unavailable', message: expect.stringMatching(/^The code host answered .* Armada cannot read \(.+\); check ARMADA_CODEHOST_API_URL$/) });
+          fake.oddAnswer = () => ({ status: 200, body });
+        }
+      }
+    } finally {
+      fake.oddAnswer = undefined;
+    }
+    expect((await stack.db.query('SELECT 1 FROM attempt_pull_requests WHERE attempt_id = $1', [attempt.id])).rowCount).toBe(0);
+    // and with the host answering as it should, the same calls work
+    expect((await inject('GET', `/api/projects/${projectId}/codehost/repository`)).statusCode).toBe(200);
+  });
+
   test('a push that fails while the remote is unreachable is retried on the host queue and lands', async () => {
     const third = await makeAttempt(3);
     const away = `${bare}.away`;

@@ -48,6 +48,8 @@ export interface FakeCodehost {
   token: string;
   addPull(owner: string, repo: string, p: Partial<Omit<FakePull, 'head'>> & { title: string; head: string }): number;
   merge(owner: string, repo: string, n: number): void;
+  /** When set, the answer to every /repos/… request whose method and path it matches (an odd host, a broken proxy). */
+  oddAnswer?: (method: string, path: string) => { status: number; body: string } | undefined;
   close(): Promise<void>;
 }
 
@@ -131,6 +133,11 @@ export async function startFakeCodehost(repos: FakeRepo[]): Promise<FakeCodehost
         return send(200, { access_token: token, token_type: 'bearer', scope: 'repo' });
       }
 
+      const odd = url.pathname.startsWith('/repos/') ? fake.oddAnswer?.(req.method ?? '', url.pathname) : undefined;
+      if (odd) {
+        res.writeHead(odd.status, { 'content-type': 'application/json' });
+        return res.end(odd.body);
+      }
       const m = /^\/repos\/([^/]+)\/([^/]+)(\/.*)?$/.exec(url.pathname);
       if (!m) return send(404, { message: 'Not Found' });
       const [owner, name, rest = ''] = [decodeURIComponent(m[1] ?? ''), decodeURIComponent(m[2] ?? ''), m[3]];
@@ -188,7 +195,7 @@ export async function startFakeCodehost(repos: FakeRepo[]): Promise<FakeCodehost
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
+  const fake: FakeCodehost = {
     url: base,
     clientId,
     token,
@@ -212,6 +219,7 @@ export async function startFakeCodehost(repos: FakeRepo[]): Promise<FakeCodehost
         server.close(() => resolve());
       }),
   };
+  return fake;
 }
 
 /** The code host's own timestamp form: whole seconds, `Z` (`2026-01-02T03:04:05Z`). */
