@@ -86,6 +86,7 @@ async function runOpenapi(args: string[]): Promise<number> {
   const docSource = /^https?:\/\//i.test(source) || source.startsWith('file://') ? source : path.resolve(source);
   const doc = await loadOpenApiDocument(docSource, headers);
   const api = openapiToTools(doc, { include: list(values.include), exclude: list(values.exclude), documentUrl: docSource });
+  for (const s of api.skipped) err(`armada tools openapi: left out ${s.method ? `${s.method} ${s.path}` : `the operations of ${s.path}`}, which the document describes in a shape that cannot be read (${s.reason}); fix it there to serve it`);
   const baseUrl = values['base-url'] ?? process.env.OPENAPI_BASE_URL ?? api.serverUrl;
   if (!baseUrl) {
     err('armada tools openapi: the document names no server URL; give --base-url');

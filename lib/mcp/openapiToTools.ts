@@ -40,6 +40,8 @@ export interface ConvertedApi {
   /** Where an API key goes, from the document's security schemes (default: the X-API-Key header). */
   apiKey: { in: 'header' | 'query'; name: string; bearer: boolean };
   tools: ToolDefinition[];
+  /** Operations left out because the document describes them in a shape that cannot be read, with why (method '' = all of the path's). */
+  skipped: { method: string; path: string; reason: string }[];
 }
 
 export interface ConvertOptions {
@@ -141,25 +143,31 @@ function serverUrlOf(doc: JsonObject, documentUrl?: string): string | undefined 
   let url: string | undefined;
   if (typeof doc.swagger === 'string') {
     if (typeof doc.host === 'string') {
-      const schemes = Array.isArray(doc.schemes) ? (doc.schemes as string[]) : [];
+      const schemes = strings(doc.schemes);
       const scheme = schemes.includes('https') ? 'https' : (schemes[0] ?? 'https');
       url = `${scheme}://${doc.host}${typeof doc.basePath === 'string' ? doc.basePath : ''}`;
     } else if (typeof doc.basePath === 'string') url = doc.basePath;
   } else {
-    const server = (doc.servers as JsonObject[] | undefined)?.[0];
+    const server = objects(doc.servers)[0];
     if (server && typeof server.url === 'string') {
-      url = server.url.replace(/\{([^}]+)\}/g, (_m, v: string) => String(((server.variables as JsonObject | undefined)?.[v] as JsonObject | undefined)?.default ?? ''));
+      url = server.url.replace(/\{([^}]+)\}/g, (_m, v: string) => {
+        const d = objectOf(objectOf(server.variables)[v]).default;
+        return typeof d === 'string' || typeof d === 'number' ? String(d) : '';
+      });
     }
   }
-  if (url === undefined) return documentUrl && /^https?:/i.test(documentUrl) ? new URL(documentUrl).origin : undefined;
-  if (/^https?:\/\//i.test(url)) return url;
-  return documentUrl && /^https?:/i.test(documentUrl) ? new URL(url, documentUrl).toString() : undefined;
+  try {
+    if (url === undefined) return documentUrl && /^https?:/i.test(documentUrl) ? new URL(documentUrl).origin : undefined;
+    if (/^https?:\/\//i.test(url)) return url;
+    return documentUrl && /^https?:/i.test(documentUrl) ? new URL(url, documentUrl).toString() : undefined;
+  } catch {
+    return undefined; // not a URL: the caller asks for --base-url
+  }
 }
 
 function apiKeyPlacement(doc: JsonObject): ConvertedApi['apiKey'] {
-  const schemes = ((doc.components as JsonObject | undefined)?.securitySchemes ?? doc.securityDefinitions ?? {}) as Record<string, JsonObject>;
-  const all = Object.values(schemes);
-  const key = all.find((s) => s.type === 'apiKey' && (s.in === 'header' || s.in === 'query'));
+  const all = objects(Object.values(objectOf(objectOf(doc.components).securitySchemes ?? doc.securityDefinitions)));
+  const key = all.find((s) => s.type === 'apiKey' && (s.in === 'header' || s.in === 'query') && typeof s.name === 'string' && s.name);
   if (key) return { in: key.in as 'header' | 'query', name: String(key.name), bearer: false };
   if (all.some((s) => s.type === 'http' && String(s.scheme).toLowerCase() === 'bearer')) return { in: 'header', name: 'Authorization', bearer: true };
   return { in: 'header', name: 'X-API-Key', bearer: false };
@@ -169,105 +177,138 @@ function matches(list: string[] | undefined, t: { name: string; operationId?: st
   return !!list?.some((x) => x === t.name || x === t.operationId);
 }
 
+/** The objects of a list in the document (a parameter list, say); anything that is not a list of objects gives none. */
+function objects(v: unknown): JsonObject[] {
+  return Array.isArray(v) ? v.filter((x): x is JsonObject => !!x && typeof x === 'object' && !Array.isArray(x)) : [];
+}
+
+/** The strings of a list in the document (`required`, `consumes`). */
+function strings(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+}
+
+/** An object of the document, or {} when it is anything else. */
+function objectOf(v: unknown): JsonObject {
+  return v && typeof v === 'object' && !Array.isArray(v) ? (v as JsonObject) : {};
+}
+
 export function openapiToTools(docIn: JsonObject, opts: ConvertOptions = {}): ConvertedApi {
   const doc = docIn;
   const swagger2 = typeof doc.swagger === 'string';
-  const info = (doc.info ?? {}) as JsonObject;
+  const info = objectOf(doc.info);
   const tools: ToolDefinition[] = [];
+  const skipped: ConvertedApi['skipped'] = [];
   const names = new Set<string>();
-  for (const [path, itemRaw] of Object.entries((doc.paths ?? {}) as Record<string, unknown>)) {
-    const item = resolveRefs(doc, itemRaw) as JsonObject;
-    const shared = (item.parameters ?? []) as JsonObject[];
+  for (const [path, itemRaw] of Object.entries(objectOf(doc.paths))) {
+    let item: JsonObject;
+    try {
+      item = objectOf(resolveRefs(doc, itemRaw));
+    } catch (err) {
+      skipped.push({ method: '', path, reason: (err as Error).message }); // every operation of the path
+      continue;
+    }
     for (const method of HTTP_METHODS) {
       const op = item[method] as JsonObject | undefined;
-      if (!op || typeof op !== 'object') continue;
-      // an operation's parameters override the path item's by (in, name)
-      const params = new Map<string, JsonObject>();
-      for (const p of [...shared, ...((op.parameters ?? []) as JsonObject[])]) params.set(`${p.in}:${p.name}`, p);
-
-      const properties: JsonObject = {};
-      const required: string[] = [];
-      const args: ToolArgument[] = [];
-      let bodySchema: JsonSchema | undefined;
-      let bodyRequired = false;
-      let bodyContentType: string | undefined;
-      const formFields: JsonObject[] = [];
-
-      for (const p of params.values()) {
-        const where = String(p.in);
-        if (where === 'body') {
-          bodySchema = inputSchemaOf(p.schema);
-          bodyRequired = p.required === true;
-          bodyContentType = ((op.consumes ?? doc.consumes) as string[] | undefined)?.find((c) => c.includes('json')) ?? 'application/json';
-          continue;
-        }
-        if (where === 'formData') {
-          formFields.push(p);
-          continue;
-        }
-        if (!['path', 'query', 'header', 'cookie'].includes(where)) continue;
-        const name = String(p.name);
-        let property = name;
-        if (property in properties) property = `${where}_${name}`;
-        const schema = swagger2 ? swagger2ParamSchema(p) : inputSchemaOf(p.schema ?? Object.values((p.content ?? {}) as JsonObject)[0]);
-        properties[property] = { ...schema, ...(p.description ? { description: p.description } : {}) };
-        if (p.required === true || where === 'path') required.push(property);
-        args.push({ property, in: where as ToolArgument['in'], name });
+      if (!op || typeof op !== 'object' || Array.isArray(op)) continue;
+      try {
+        const tool = operationTool(doc, swagger2, item, op, method, path, names);
+        if (opts.include?.length && !matches(opts.include, tool)) continue;
+        if (matches(opts.exclude, tool)) continue;
+        names.add(tool.name);
+        tools.push(tool);
+      } catch (err) {
+        // one operation the converter cannot read (a shape no document of the specification has) leaves the others
+        skipped.push({ method: method.toUpperCase(), path, reason: (err as Error).message });
       }
-
-      if (formFields.length) {
-        bodySchema = { type: 'object', properties: Object.fromEntries(formFields.map((f) => [String(f.name), swagger2ParamSchema(f)])), required: formFields.filter((f) => f.required).map((f) => String(f.name)) };
-        bodyContentType = 'application/x-www-form-urlencoded';
-        bodyRequired = formFields.some((f) => f.required);
-      }
-      if (!swagger2 && op.requestBody) {
-        const rb = op.requestBody as JsonObject;
-        const content = (rb.content ?? {}) as Record<string, JsonObject>;
-        const type = Object.keys(content).find((t) => t.includes('json')) ?? Object.keys(content).find((t) => t === 'application/x-www-form-urlencoded') ?? Object.keys(content)[0];
-        if (type) {
-          bodySchema = inputSchemaOf(content[type]?.schema ?? {});
-          bodyContentType = type;
-          bodyRequired = rb.required === true;
-        }
-      }
-
-      if (bodySchema) {
-        const bodyProps = bodySchema.type === 'object' || bodySchema.properties ? ((bodySchema.properties ?? {}) as JsonObject) : undefined;
-        const clash = bodyProps && Object.keys(bodyProps).some((k) => k in properties);
-        if (bodyProps && Object.keys(bodyProps).length && !clash && !bodySchema.additionalProperties && !bodySchema.oneOf && !bodySchema.anyOf) {
-          // an object body is flattened: its fields become top-level inputs
-          const bodyReq = new Set((bodySchema.required as string[] | undefined) ?? []);
-          for (const [k, v] of Object.entries(bodyProps)) {
-            properties[k] = v;
-            if (bodyReq.has(k)) required.push(k);
-            args.push({ property: k, in: 'bodyField', name: k });
-          }
-        } else {
-          const property = 'body' in properties ? 'requestBody' : 'body';
-          properties[property] = { ...bodySchema, description: (bodySchema.description as string | undefined) ?? 'The request body.' };
-          if (bodyRequired) required.push(property);
-          args.push({ property, in: 'body', name: property });
-        }
-      }
-
-      let name = toolName(method, path, op.operationId);
-      for (let i = 2; names.has(name); i++) name = `${name.slice(0, 60)}_${i}`;
-      const description = [op.summary, op.description].filter((x) => typeof x === 'string' && x).join('\n\n') || `${method.toUpperCase()} ${path}`;
-      const tool: ToolDefinition = {
-        name,
-        operationId: typeof op.operationId === 'string' ? op.operationId : undefined,
-        description: op.deprecated ? `(deprecated) ${description}` : description,
-        method: method.toUpperCase(),
-        path,
-        inputSchema: { type: 'object', properties, ...(required.length ? { required: [...new Set(required)] } : {}) },
-        arguments: args,
-        bodyContentType,
-      };
-      if (opts.include?.length && !matches(opts.include, tool)) continue;
-      if (matches(opts.exclude, tool)) continue;
-      names.add(name);
-      tools.push(tool);
     }
   }
-  return { title: String(info.title ?? 'API'), serverUrl: serverUrlOf(doc, opts.documentUrl), apiKey: apiKeyPlacement(doc), tools };
+  return { title: typeof info.title === 'string' ? info.title : 'API', serverUrl: serverUrlOf(doc, opts.documentUrl), apiKey: apiKeyPlacement(doc), tools, skipped };
+}
+
+/** One operation as a tool. */
+function operationTool(doc: JsonObject, swagger2: boolean, item: JsonObject, op: JsonObject, method: string, path: string, names: Set<string>): ToolDefinition {
+  // an operation's parameters override the path item's by (in, name)
+  const params = new Map<string, JsonObject>();
+  for (const p of [...objects(item.parameters), ...objects(op.parameters)]) {
+    if (typeof p.in === 'string' && typeof p.name === 'string') params.set(`${p.in}:${p.name}`, p);
+  }
+
+  const properties: JsonObject = {};
+  const required: string[] = [];
+  const args: ToolArgument[] = [];
+  let bodySchema: JsonSchema | undefined;
+  let bodyRequired = false;
+  let bodyContentType: string | undefined;
+  const formFields: JsonObject[] = [];
+
+  for (const p of params.values()) {
+    const where = String(p.in);
+    if (where === 'body') {
+      bodySchema = inputSchemaOf(p.schema);
+      bodyRequired = p.required === true;
+      bodyContentType = strings(op.consumes ?? doc.consumes).find((c) => c.includes('json')) ?? 'application/json';
+      continue;
+    }
+    if (where === 'formData') {
+      formFields.push(p);
+      continue;
+    }
+    if (!['path', 'query', 'header', 'cookie'].includes(where)) continue;
+    const name = String(p.name);
+    let property = name;
+    if (property in properties) property = `${where}_${name}`;
+    const schema = swagger2 ? swagger2ParamSchema(p) : inputSchemaOf(p.schema ?? objectOf(Object.values(objectOf(p.content))[0]).schema);
+    properties[property] = { ...schema, ...(typeof p.description === 'string' && p.description ? { description: p.description } : {}) };
+    if (p.required === true || where === 'path') required.push(property);
+    args.push({ property, in: where as ToolArgument['in'], name });
+  }
+
+  if (formFields.length) {
+    bodySchema = { type: 'object', properties: Object.fromEntries(formFields.map((f) => [String(f.name), swagger2ParamSchema(f)])), required: formFields.filter((f) => f.required).map((f) => String(f.name)) };
+    bodyContentType = 'application/x-www-form-urlencoded';
+    bodyRequired = formFields.some((f) => f.required);
+  }
+  if (!swagger2 && op.requestBody) {
+    const rb = objectOf(op.requestBody);
+    const content = objectOf(rb.content);
+    const type = Object.keys(content).find((t) => t.includes('json')) ?? Object.keys(content).find((t) => t === 'application/x-www-form-urlencoded') ?? Object.keys(content)[0];
+    if (type) {
+      bodySchema = inputSchemaOf(objectOf(content[type]).schema ?? {});
+      bodyContentType = type;
+      bodyRequired = rb.required === true;
+    }
+  }
+
+  if (bodySchema) {
+    const bodyProps = bodySchema.type === 'object' || bodySchema.properties ? objectOf(bodySchema.properties) : undefined;
+    const clash = bodyProps && Object.keys(bodyProps).some((k) => k in properties);
+    if (bodyProps && Object.keys(bodyProps).length && !clash && !bodySchema.additionalProperties && !bodySchema.oneOf && !bodySchema.anyOf) {
+      // an object body is flattened: its fields become top-level inputs
+      const bodyReq = new Set(strings(bodySchema.required));
+      for (const [k, v] of Object.entries(bodyProps)) {
+        properties[k] = v;
+        if (bodyReq.has(k)) required.push(k);
+        args.push({ property: k, in: 'bodyField', name: k });
+      }
+    } else {
+      const property = 'body' in properties ? 'requestBody' : 'body';
+      properties[property] = { ...bodySchema, description: typeof bodySchema.description === 'string' ? bodySchema.description : 'The request body.' };
+      if (bodyRequired) required.push(property);
+      args.push({ property, in: 'body', name: property });
+    }
+  }
+
+  let name = toolName(method, path, op.operationId);
+  for (let i = 2; names.has(name); i++) name = `${name.slice(0, 60)}_${i}`;
+  const description = [op.summary, op.description].filter((x) => typeof x === 'string' && x).join('\n\n') || `${method.toUpperCase()} ${path}`;
+  return {
+    name,
+    operationId: typeof op.operationId === 'string' ? op.operationId : undefined,
+    description: op.deprecated ? `(deprecated) ${description}` : description,
+    method: method.toUpperCase(),
+    path,
+    inputSchema: { type: 'object', properties, ...(required.length ? { required: [...new Set(required)] } : {}) },
+    arguments: args,
+    bodyContentType,
+  };
 }

@@ -77,6 +77,63 @@ describe('openapiToTools', () => {
     expect(openapiToTools(doc, { include: ['getThing'] }).tools.map((t) => t.name)).toEqual(['getThing']);
   });
 
+  test('any field of a document replaced by a value of another type: no throw; an operation that still cannot be read is left out and named, the others served', () => {
+    const doc3 = {
+      openapi: '3.0.3',
+      info: { title: 'T', version: '1' },
+      servers: [{ url: 'http://h/v1' }],
+      components: { schemas: { A: { type: 'object', required: ['a'], properties: { a: { type: 'string' }, self: { $ref: '#/components/schemas/A' } } } } },
+      paths: {
+        '/a/{id}': {
+          parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+          post: {
+            operationId: 'postA',
+            summary: 's',
+            parameters: [{ name: 'q', in: 'query', schema: { type: 'integer' } }, { name: 'c', in: 'cookie', content: { 'text/plain': { schema: { type: 'string' } } } }],
+            requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/A' } } } },
+          },
+        },
+        '/b': { get: { operationId: 'getB' } },
+      },
+    };
+    const hostile: unknown[] = [null, 5, 'x', true, [], [null, 7, 'y'], {}, { $ref: '#/nope' }];
+    const paths = (v: unknown, at: string[] = []): string[][] =>
+      v && typeof v === 'object' ? Object.entries(v).flatMap(([k, c]) => [[...at, k], ...paths(c, [...at, k])]) : [];
+    let cases = 0;
+    for (const doc of [doc3, swagger2]) {
+      for (const path of paths(doc)) {
+        for (const value of hostile) {
+          const copy = structuredClone(doc) as Record<string, unknown>;
+          let o = copy;
+          for (const k of path.slice(0, -1)) o = o[k] as Record<string, unknown>;
+          o[path.at(-1) as string] = value;
+          let api: ReturnType<typeof openapiToTools> | undefined;
+          try {
+            api = openapiToTools(copy);
+          } catch (err) {
+            // a $ref the document cannot resolve outside any path, e.g. in the security schemes, is the one refusal
+            expect({ path, value, message: (err as Error).message }).toEqual({ path, value, message: expect.stringMatching(/unresolved \$ref/) });
+            continue;
+          }
+          cases++;
+          for (const t of api.tools) {
+            expect(typeof t.name).toBe('string');
+            expect(t.inputSchema.type).toBe('object');
+            expect(() => JSON.stringify(t.inputSchema)).not.toThrow();
+          }
+          for (const s of api.skipped) expect(typeof s.reason).toBe('string');
+        }
+      }
+    }
+    expect(cases).toBeGreaterThan(300);
+    // one operation that cannot be read does not take the others with it
+    const broken = structuredClone(doc3) as { paths: Record<string, unknown> };
+    broken.paths['/c'] = { get: { parameters: [{ $ref: '#/components/parameters/missing' }] } };
+    const api = openapiToTools(broken);
+    expect(api.tools.map((t) => t.name).sort()).toEqual(['getB', 'postA']);
+    expect(api.skipped).toEqual([{ method: '', path: '/c', reason: 'unresolved $ref #/components/parameters/missing' }]);
+  });
+
   test('curation renames, omits properties and skips operations the document lacks', () => {
     const doc = {
       openapi: '3.1.0',
