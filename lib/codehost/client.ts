@@ -112,6 +112,8 @@ function need<T>(ok: boolean, value: unknown, what: string, field: string): T {
 }
 
 const isText = (v: unknown): v is string => typeof v === 'string';
+/** A link the board shows to be followed: http(s) only (never `javascript:` from a host that says so). */
+const isWebLink = (v: unknown): v is string => isText(v) && /^https?:\/\//i.test(v);
 
 /** A pull request of the host's answer, with the fields Armada reads checked. */
 export function readPull(v: unknown): HostPull {
@@ -129,7 +131,7 @@ export function readPull(v: unknown): HostPull {
     merged_at: isText(o.merged_at) ? o.merged_at : null,
     user: user && isText(user.login) ? { login: user.login } : null,
     created_at: need(isText(o.created_at), o.created_at, what, 'created_at'),
-    html_url: need(isText(o.html_url), o.html_url, what, 'html_url'),
+    html_url: need(isWebLink(o.html_url), o.html_url, what, 'html_url'),
     url: isText(o.url) ? o.url : (o.html_url as string),
     head: { ref: need(isText(head?.ref), head?.ref, what, 'head.ref') },
     base: { ref: need(isText(base?.ref), base?.ref, what, 'base.ref') },
@@ -146,7 +148,7 @@ function readRepo(v: unknown): HostRepo {
     owner: { login: need(isText(owner?.login), owner?.login, what, 'owner.login') },
     default_branch: need(isText(o.default_branch), o.default_branch, what, 'default_branch'),
     private: o.private === true,
-    html_url: need(isText(o.html_url), o.html_url, what, 'html_url'),
+    html_url: need(isWebLink(o.html_url), o.html_url, what, 'html_url'),
     clone_url: need(isText(o.clone_url), o.clone_url, what, 'clone_url'),
   };
 }
@@ -188,7 +190,7 @@ export function createCodehostClient(urls: CodehostUrls) {
       if (!urls.clientId) throw new CodehostError(400, 'codehost_not_configured', 'ARMADA_CODEHOST_CLIENT_ID is not set');
       const r = await send(`${oauth}/login/device/code`, { method: 'POST', body: { client_id: urls.clientId, scope } });
       const j = obj(r.json);
-      if (r.status !== 200 || !j || !isText(j.device_code) || !j.device_code || !isText(j.user_code) || !j.user_code || !isText(j.verification_uri) || !j.verification_uri) {
+      if (r.status !== 200 || !j || !isText(j.device_code) || !j.device_code || !isText(j.user_code) || !j.user_code || !isWebLink(j.verification_uri)) {
         throw new CodehostError(502, 'codehost_unavailable', `The code host did not start the device flow (${r.status})`);
       }
       const seconds = (v: unknown, fallback: number) => (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : fallback);

@@ -261,7 +261,7 @@ describe('code hosting', () => {
 
   test('answers of another shape (an HTML page, an empty body, a list for an object, a field of another type) are a 502 saying so, never a 500 or a row', async () => {
     const pull = { number: 7, title: 't', body: null, state: 'open', user: { login: 'octo' }, created_at: '2026-01-02T03:04:05Z', html_url: 'https://h/p/7', url: 'https://h/api/p/7', head: { ref: 'x' }, base: { ref: 'main' } };
-    const odd = ['<html>Bad gateway</html>', '', 'null', '[]', '{}', '"text"', JSON.stringify({ ...pull, number: '7' }), JSON.stringify({ ...pull, head: null }), JSON.stringify({ ...pull, state: 'draft' })];
+    const odd = ['<html>Bad gateway</html>', '', 'null', '[]', '{}', '"text"', JSON.stringify({ ...pull, number: '7' }), JSON.stringify({ ...pull, head: null }), JSON.stringify({ ...pull, state: 'draft' }), JSON.stringify({ ...pull, html_url: 'javascript:alert(1)' })];
     const attempt = await makeAttempt(5);
     const calls: [string, () => ReturnType<typeof inject>][] = [
       ['repository', () => inject('GET', `/api/projects/${projectId}/codehost/repository`)],
