@@ -23,12 +23,16 @@ function gitEnv(): Record<string, string> {
   return childEnv({ vars: { ...Object.fromEntries(GIT_PASS.map((k) => [k, process.env[k]])), ...GIT_ENV } });
 }
 
+/** The most output of one git process that is read (past it the process is stopped and the call fails). */
+export const GIT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
+
 /**
  * Runs `git args…` in cwd; resolves with the exit code instead of throwing on failure. The process is started by the
  * launcher (lib/process/launcher.ts), not forked from this large process.
  */
-export function git(cwd: string, args: string[], opts: { timeoutMs?: number; input?: string } = {}): Promise<GitResult> {
-  return runProcess({ file: 'git', args, cwd, env: gitEnv(), timeoutMs: opts.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024, input: opts.input });
+
+export function git(cwd: string, args: string[], opts: { timeoutMs?: number; input?: string; maxBuffer?: number } = {}): Promise<GitResult> {
+  return runProcess({ file: 'git', args, cwd, env: gitEnv(), timeoutMs: opts.timeoutMs ?? 120_000, maxBuffer: opts.maxBuffer ?? GIT_MAX_OUTPUT_BYTES, input: opts.input });
 }
 
 /** Runs git and throws with its stderr when it fails. */

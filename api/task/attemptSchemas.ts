@@ -146,6 +146,7 @@ export const DiffFile = Type.Object({
   additions: Type.Integer(),
   deletions: Type.Integer(),
   changes: Type.Array(DiffLine),
+  omitted: Type.Optional(Type.Boolean({ description: 'present (true) when the file has more changed lines than a diff shows (20,000, or a new file over 8 MiB): additions and deletions are counted, changes is empty' })),
 });
 export const DiffSummary = Type.Object({ filesChanged: Type.Integer(), additions: Type.Integer(), deletions: Type.Integer() });
 const SplitSide = Nullable(Type.Object({ lineNumber: Type.Integer(), content: Type.String(), type: Type.String() }));
@@ -156,7 +157,14 @@ export const DiffResponse = Type.Object({
   files: Type.Optional(Type.Array(Type.Unknown())),
   summary: DiffSummary,
 });
-export const SplitFile = Type.Object({ path: Type.String(), status: Type.String(), additions: Type.Integer(), deletions: Type.Integer(), rows: Type.Array(Type.Object({ left: SplitSide, right: SplitSide })) });
+export const SplitFile = Type.Object({
+  path: Type.String(),
+  status: Type.String(),
+  additions: Type.Integer(),
+  deletions: Type.Integer(),
+  rows: Type.Array(Type.Object({ left: SplitSide, right: SplitSide })),
+  omitted: Type.Optional(Type.Boolean({ description: 'present (true) when the file has more changed lines than a diff shows: rows is empty' })),
+});
 
 export const MergeBody = Type.Object(
   {

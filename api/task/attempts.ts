@@ -112,7 +112,7 @@ export async function attemptDiff(deps: TaskAppDeps, cpu: CpuPool, a: AttemptRow
   const parsed = await cpu.parseDiff(text);
   if (format === 'unified') return { format, diff: text, summary: parsed.summary };
   if (format === 'split') {
-    return { format, files: parsed.files.map((f) => ({ path: f.path, status: f.status, additions: f.additions, deletions: f.deletions, rows: splitRows(f) })), summary: parsed.summary };
+    return { format, files: parsed.files.map((f) => ({ path: f.path, status: f.status, additions: f.additions, deletions: f.deletions, rows: splitRows(f), ...(f.omitted ? { omitted: true } : {}) })), summary: parsed.summary };
   }
   return {
     format,

@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { git } from '../git';
+import { cQuote, OMITTED_MARKER } from './diffParse';
 
 export interface DiffSource {
   worktreePath: string | null;
@@ -14,16 +15,104 @@ export interface DiffSource {
   branch: string | null;
 }
 
+/**
+ * The most changed lines of one file a diff shows. A larger file (a generated data file, a bundle) is listed with its
+ * counts and an OMITTED_MARKER line instead of its lines, so the whole diff stays readable and within git's output
+ * buffer (GIT_MAX_OUTPUT_BYTES, 64 MiB: past it the read used to fail, and every diff endpoint with it). Only when
+ * the whole diff is past that buffer: a smaller diff shows every file's lines, as git gives them.
+ */
+export const MAX_SHOWN_FILE_LINES = 20_000;
+/** An untracked file larger than this is not read for its diff (its lines are counted, not shown). */
+export const MAX_SHOWN_UNTRACKED_BYTES = 8 * 1024 * 1024;
+
+/** The block that stands for a file whose changes are too many to show. */
+function omittedBlock(
+  file: { path: string; oldPath?: string; status: 'added' | 'modified' | 'deleted' | 'renamed'; added: number; removed: number },
+  why = `more than the ${MAX_SHOWN_FILE_LINES} lines shown of one file`,
+): string {
+  const q = cQuote;
+  const a = q(`a/${file.oldPath ?? file.path}`);
+  const b = q(`b/${file.path}`);
+  const header =
+    file.status === 'added' ? 'new file mode 100644\n' : file.status === 'deleted' ? 'deleted file mode 100644\n' : file.status === 'renamed' ? `rename from ${q(file.oldPath ?? '')}\nrename to ${q(file.path)}\n` : '';
+  return `diff --git ${a} ${b}\n${header}${OMITTED_MARKER}: ${file.added} lines added, ${file.removed} removed (${why})\n`;
+}
+
+/** Tracked changes file by file (`--raw --numstat -z`): status, paths and line counts (binary files count 0). */
+async function trackedFiles(cwd: string, revs: string[], pathspec: string[]) {
+  const r = await git(cwd, ['diff', '--raw', '--numstat', '-z', '-M', ...revs, ...pathspec]);
+  if (r.code !== 0) throw new Error(`git diff failed: ${r.stderr.trim()}`);
+  const t = r.stdout.split('\0');
+  const files: { path: string; oldPath?: string; status: 'added' | 'modified' | 'deleted' | 'renamed'; added: number; removed: number }[] = [];
+  let i = 0;
+  // first the raw records (":meta\0path\0", renames ":meta\0old\0new\0"), then one numstat record per file in the same order
+  for (; i < t.length && t[i]?.startsWith(':'); ) {
+    const st = (t[i] as string).split(' ').at(-1) ?? '';
+    if (st.startsWith('R') || st.startsWith('C')) {
+      files.push({ oldPath: t[i + 1] as string, path: t[i + 2] as string, status: 'renamed', added: 0, removed: 0 });
+      i += 3;
+    } else {
+      files.push({ path: t[i + 1] as string, status: st.startsWith('A') ? 'added' : st.startsWith('D') ? 'deleted' : 'modified', added: 0, removed: 0 });
+      i += 2;
+    }
+  }
+  for (const f of files) {
+    const [added, removed, p] = (t[i] ?? '').split('\t');
+    f.added = Number(added) || 0;
+    f.removed = Number(removed) || 0;
+    i += p === '' ? 3 : 1; // a rename's numstat names its paths in the two records after it
+  }
+  return files;
+}
+
+/** The tracked diff with each file past MAX_SHOWN_FILE_LINES as an omitted block: one diff of the others, one numstat. */
+async function trackedDiffWithin(cwd: string, revs: string[], pathspec: string[]): Promise<string> {
+  const files = await trackedFiles(cwd, revs, pathspec);
+  const big = files.filter((f) => f.added + f.removed > MAX_SHOWN_FILE_LINES);
+  const shown = files.filter((f) => !big.includes(f));
+  let text = '';
+  if (shown.length) {
+    const paths = shown.flatMap((f) => (f.oldPath ? [f.oldPath, f.path] : [f.path])).map((p) => `:(literal)${p}`);
+    const r = await git(cwd, ['diff', '--no-color', '--no-ext-diff', '-M', ...revs, '--', ...paths]);
+    if (r.code !== 0) throw new Error(`git diff failed: ${r.stderr.trim() || 'its output is too large'}`);
+    text = r.stdout;
+  }
+  return text + big.map((f) => omittedBlock(f)).join('');
+}
+
+/** Lines of a file (counting a last line without a newline), read in chunks. */
+async function countLines(file: string): Promise<number> {
+  let n = 0;
+  let last = 10;
+  for await (const chunk of fs.createReadStream(file) as AsyncIterable<Buffer>) {
+    for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) n++;
+    if (chunk.length) last = chunk[chunk.length - 1] as number;
+  }
+  return last === 10 ? n : n + 1;
+}
+
 /** Unified diff text (optionally of one file, a path relative to the worktree already checked by the caller). */
-export async function readAttemptDiff(src: DiffSource, file?: string): Promise<string> {
+export async function readAttemptDiff(src: DiffSource, file?: string, opts: { maxBytes?: number } = {}): Promise<string> {
   if (!src.baseCommit) return '';
   const pathspec = file ? ['--', file] : [];
+  const maxBuffer = opts.maxBytes; // tests: a smaller git output buffer than GIT_MAX_OUTPUT_BYTES
   if (src.worktreePath && fs.existsSync(src.worktreePath)) {
-    const tracked = await git(src.worktreePath, ['diff', '--no-color', '--no-ext-diff', '-M', src.baseCommit, ...pathspec]);
-    if (tracked.code !== 0) throw new Error(`git diff failed: ${tracked.stderr.trim()}`);
+    const tracked = await git(src.worktreePath, ['diff', '--no-color', '--no-ext-diff', '-M', src.baseCommit, ...pathspec], { maxBuffer });
+    // failed, most likely past git's output buffer: again with the largest files as omitted blocks
+    let text = tracked.code === 0 ? tracked.stdout : await trackedDiffWithin(src.worktreePath, [src.baseCommit], pathspec);
     const untracked = await git(src.worktreePath, ['ls-files', '--others', '--exclude-standard', '-z', ...pathspec]);
-    let text = tracked.stdout;
     for (const f of untracked.stdout.split('\0').filter(Boolean)) {
+      const full = path.join(src.worktreePath, f);
+      let size = 0;
+      try {
+        size = fs.statSync(full).size;
+      } catch {
+        continue; // removed meanwhile
+      }
+      if (size > MAX_SHOWN_UNTRACKED_BYTES) {
+        text += omittedBlock({ path: f, status: 'added', added: await countLines(full).catch(() => 0), removed: 0 }, `a new file larger than the ${MAX_SHOWN_UNTRACKED_BYTES / 1024 / 1024} MiB read of one`);
+        continue;
+      }
       // --no-index exits 1 when files differ: that is the expected case
       const r = await git(src.worktreePath, ['diff', '--no-color', '--no-index', '--', '/dev/null', f]);
       text += r.stdout.replace(/^diff --git a\/\S+ b\//m, `diff --git a/${f} b/`).replace(/^\+\+\+ b\/.*$/m, `+++ b/${f}`);
@@ -33,8 +122,9 @@ export async function readAttemptDiff(src: DiffSource, file?: string): Promise<s
   if (src.repoPath && src.branch) {
     const has = await git(src.repoPath, ['rev-parse', '--verify', '--quiet', `refs/heads/${src.branch}`]);
     if (has.code !== 0) return '';
-    const r = await git(src.repoPath, ['diff', '--no-color', '--no-ext-diff', '-M', src.baseCommit, src.branch, ...pathspec]);
-    return r.code === 0 ? r.stdout : '';
+    const r = await git(src.repoPath, ['diff', '--no-color', '--no-ext-diff', '-M', src.baseCommit, src.branch, ...pathspec], { maxBuffer });
+    if (r.code === 0) return r.stdout;
+    return trackedDiffWithin(src.repoPath, [src.baseCommit, src.branch], pathspec);
   }
   return '';
 }

@@ -1,0 +1,96 @@
+/** An attempt's diff past git's output buffer: the largest files are listed with their counts, not their lines. */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseUnifiedDiff } from '../../lib/attempts/diffParse';
+import { MAX_SHOWN_FILE_LINES, readAttemptDiff } from '../../lib/attempts/gitDiff';
+
+const env = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.com' };
+const g = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env, stdio: 'pipe' }).toString().trim();
+const lines = (n: number, word: string) => `${Array.from({ length: n }, (_, i) => `${word} ${i}`).join('\n')}\n`;
+
+let dir: string;
+let base: string;
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-difflimits-'));
+  g(dir, 'init', '-q', '-b', 'main');
+  fs.writeFileSync(path.join(dir, 'small.txt'), 'one\n');
+  fs.writeFileSync(path.join(dir, 'big.txt'), 'start\n');
+  fs.writeFileSync(path.join(dir, 'sp "ace".txt'), 'x\n');
+  fs.writeFileSync(path.join(dir, 'gone.txt'), lines(MAX_SHOWN_FILE_LINES + 10, 'old'));
+  g(dir, 'add', '-A');
+  g(dir, 'commit', '-q', '-m', 'base');
+  base = g(dir, 'rev-parse', 'HEAD');
+  g(dir, 'checkout', '-q', '-b', 'attempt');
+  fs.appendFileSync(path.join(dir, 'small.txt'), 'two\n');
+  fs.appendFileSync(path.join(dir, 'big.txt'), lines(MAX_SHOWN_FILE_LINES + 5000, 'generated'));
+  fs.appendFileSync(path.join(dir, 'sp "ace".txt'), 'y\n');
+  fs.rmSync(path.join(dir, 'gone.txt'));
+});
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+const byPath = (text: string) => Object.fromEntries(parseUnifiedDiff(text).files.map((f) => [f.path, f]));
+
+test('within the buffer every file is shown whole, as git gives it', async () => {
+  const files = byPath(await readAttemptDiff({ worktreePath: dir, repoPath: dir, baseCommit: base, branch: 'attempt' }));
+  expect(files['big.txt']).toMatchObject({ additions: MAX_SHOWN_FILE_LINES + 5000, deletions: 0 });
+  expect(files['big.txt']?.omitted).toBeUndefined();
+  expect(files['big.txt']?.changes.filter((c) => c.type === 'add')).toHaveLength(MAX_SHOWN_FILE_LINES + 5000);
+});
+
+test('past the buffer: files over the line limit come with their counts and no lines, the others whole; a new file past 8 MiB is counted, not read', async () => {
+  // a new file past the untracked read limit (9 MiB of short lines)
+  const huge = path.join(dir, 'huge.csv');
+  fs.writeFileSync(huge, '1,2,3\n'.repeat(Math.ceil((9 * 1024 * 1024) / 6)));
+  fs.writeFileSync(path.join(dir, 'new.txt'), 'hello\n');
+  try {
+    const src = { worktreePath: dir, repoPath: dir, baseCommit: base, branch: 'attempt' };
+    const text = await readAttemptDiff(src, undefined, { maxBytes: 256 * 1024 });
+    const files = byPath(text);
+    expect(Object.keys(files).sort()).toEqual(['big.txt', 'gone.txt', 'huge.csv', 'new.txt', 'small.txt', 'sp "ace".txt']);
+    expect(files['big.txt']).toMatchObject({ status: 'modified', omitted: true, additions: MAX_SHOWN_FILE_LINES + 5000, deletions: 0, changes: [] });
+    expect(files['gone.txt']).toMatchObject({ status: 'deleted', omitted: true, additions: 0, deletions: MAX_SHOWN_FILE_LINES + 10 });
+    expect(files['huge.csv']).toMatchObject({ status: 'added', omitted: true, additions: Math.ceil((9 * 1024 * 1024) / 6), changes: [] });
+    expect(files['small.txt']).toMatchObject({ additions: 1, changes: expect.arrayContaining([{ type: 'add', lineNumber: 2, content: 'two' }]) });
+    expect(files['sp "ace".txt']).toMatchObject({ additions: 1, deletions: 0 });
+    expect(files['new.txt']).toMatchObject({ status: 'added', additions: 1 });
+    expect(text).toContain('Armada: changes not shown: 25000 lines added, 0 removed (more than the 20000 lines shown of one file)');
+    // one file asked for
+    expect(Object.keys(byPath(await readAttemptDiff(src, 'big.txt', { maxBytes: 64 * 1024 })))).toEqual(['big.txt']);
+    // the branch once the worktree is gone: the same rule on base..branch
+    g(dir, 'add', 'small.txt', 'big.txt', 'sp "ace".txt', 'gone.txt');
+    g(dir, 'commit', '-q', '-m', 'attempt work');
+    const branch = byPath(await readAttemptDiff({ worktreePath: null, repoPath: dir, baseCommit: base, branch: 'attempt' }, undefined, { maxBytes: 256 * 1024 }));
+    expect(Object.keys(branch).sort()).toEqual(['big.txt', 'gone.txt', 'small.txt', 'sp "ace".txt']);
+    expect(branch['big.txt']).toMatchObject({ omitted: true, additions: MAX_SHOWN_FILE_LINES + 5000 });
+    expect(branch['small.txt']?.changes.length).toBeGreaterThan(0);
+  } finally {
+    fs.rmSync(huge, { force: true });
+  }
+});
+
+test("file names with spaces, quotes, tabs, backslashes and non-ASCII letters come out as they are, from git's quoting (whole and past the buffer)", async () => {
+  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-diffnames-'));
+  try {
+    const names = ['sp ace.txt', 'q"uote.txt', 'tab\there.txt', 'back\\slash.txt', 'ü café.md', '日本.md'];
+    g(repo, 'init', '-q', '-b', 'main');
+    for (const n of names) fs.writeFileSync(path.join(repo, n), 'one\n');
+    fs.writeFileSync(path.join(repo, 'old näme.txt'), lines(50, 'keep'));
+    g(repo, 'add', '-A');
+    g(repo, 'commit', '-q', '-m', 'base');
+    const head = g(repo, 'rev-parse', 'HEAD');
+    for (const n of names) fs.appendFileSync(path.join(repo, n), 'two\n');
+    fs.writeFileSync(path.join(repo, 'nëw file.txt'), 'new\n');
+    g(repo, 'mv', 'old näme.txt', 'new näme.txt');
+    const src = { worktreePath: repo, repoPath: repo, baseCommit: head, branch: 'main' };
+    for (const maxBytes of [undefined, 64]) {
+      const files = parseUnifiedDiff(await readAttemptDiff(src, undefined, { maxBytes }));
+      expect(files.files.map((f) => f.path).sort()).toEqual([...names, 'new näme.txt', 'nëw file.txt'].sort());
+      expect(files.files.find((f) => f.path === 'new näme.txt')).toMatchObject({ status: 'renamed', oldPath: 'old näme.txt' });
+      for (const n of names) expect(files.files.find((f) => f.path === n)).toMatchObject({ additions: 1, deletions: 0 });
+    }
+  } finally {
+    fs.rmSync(repo, { recursive: true, force: true });
+  }
+});
