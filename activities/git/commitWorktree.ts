@@ -6,6 +6,7 @@
  */
 import type { AttemptChanges } from '../../lib/db/attempts';
 import { git, gitOrThrow } from '../../lib/git';
+import { parseRawNumstatZ } from '../../lib/attempts/rawNumstat';
 
 /** Identity for commits made by Armada when the repository has none configured. */
 export const COMMIT_IDENTITY = ['-c', 'user.name=Armada', '-c', 'user.email=armada@localhost'];
@@ -26,31 +27,24 @@ async function identityArgs(cwd: string, repoPath: string | undefined): Promise<
 
 export const NO_CHANGES: AttemptChanges = { filesChanged: 0, filesCreated: 0, filesModified: 0, filesDeleted: 0, linesAdded: 0, linesRemoved: 0, files: [] };
 
-/** Statistics of `git diff --raw --numstat -M base HEAD` (one process; raw lines start with ':'). */
+/** Statistics of `git diff --raw --numstat -z -M base HEAD` (one process; lib/attempts/rawNumstat.ts). */
 export function parseRawNumstat(out: string): AttemptChanges {
   const c: AttemptChanges = { ...NO_CHANGES, files: [] };
-  for (const l of out.split('\n')) {
-    if (!l) continue;
-    if (l.startsWith(':')) {
-      const [meta, ...paths] = l.split('\t');
-      const st = meta?.split(' ').at(-1) ?? '';
-      c.filesChanged++;
-      c.files.push(paths[paths.length - 1] as string);
-      if (st.startsWith('A')) c.filesCreated++;
-      else if (st.startsWith('D')) c.filesDeleted++;
-      else c.filesModified++;
-    } else {
-      const [a, d] = l.split('\t');
-      c.linesAdded += Number(a) || 0;
-      c.linesRemoved += Number(d) || 0;
-    }
+  for (const f of parseRawNumstatZ(out)) {
+    c.filesChanged++;
+    c.files.push(f.path);
+    if (f.status === 'added') c.filesCreated++;
+    else if (f.status === 'deleted') c.filesDeleted++;
+    else c.filesModified++;
+    c.linesAdded += f.added;
+    c.linesRemoved += f.removed;
   }
   return c;
 }
 
 /** Change statistics of base..HEAD in the worktree. */
 export async function changeStats(cwd: string, baseCommit: string): Promise<AttemptChanges> {
-  return parseRawNumstat(await gitOrThrow(cwd, ['diff', '--raw', '--numstat', '-M', baseCommit, 'HEAD']));
+  return parseRawNumstat(await gitOrThrow(cwd, ['diff', '--raw', '--numstat', '-z', '-M', baseCommit, 'HEAD']));
 }
 
 /**

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { git } from '../git';
 import { cQuote, OMITTED_MARKER } from './diffParse';
+import { type ChangedFile, parseRawNumstatZ } from './rawNumstat';
 
 export interface DiffSource {
   worktreePath: string | null;
@@ -27,7 +28,7 @@ export const MAX_SHOWN_UNTRACKED_BYTES = 8 * 1024 * 1024;
 
 /** The block that stands for a file whose changes are too many to show. */
 function omittedBlock(
-  file: { path: string; oldPath?: string; status: 'added' | 'modified' | 'deleted' | 'renamed'; added: number; removed: number },
+  file: ChangedFile,
   why = `more than the ${MAX_SHOWN_FILE_LINES} lines shown of one file`,
 ): string {
   const q = cQuote;
@@ -39,30 +40,10 @@ function omittedBlock(
 }
 
 /** Tracked changes file by file (`--raw --numstat -z`): status, paths and line counts (binary files count 0). */
-async function trackedFiles(cwd: string, revs: string[], pathspec: string[]) {
+async function trackedFiles(cwd: string, revs: string[], pathspec: string[]): Promise<ChangedFile[]> {
   const r = await git(cwd, ['diff', '--raw', '--numstat', '-z', '-M', ...revs, ...pathspec]);
   if (r.code !== 0) throw new Error(`git diff failed: ${r.stderr.trim()}`);
-  const t = r.stdout.split('\0');
-  const files: { path: string; oldPath?: string; status: 'added' | 'modified' | 'deleted' | 'renamed'; added: number; removed: number }[] = [];
-  let i = 0;
-  // first the raw records (":meta\0path\0", renames ":meta\0old\0new\0"), then one numstat record per file in the same order
-  for (; i < t.length && t[i]?.startsWith(':'); ) {
-    const st = (t[i] as string).split(' ').at(-1) ?? '';
-    if (st.startsWith('R') || st.startsWith('C')) {
-      files.push({ oldPath: t[i + 1] as string, path: t[i + 2] as string, status: 'renamed', added: 0, removed: 0 });
-      i += 3;
-    } else {
-      files.push({ path: t[i + 1] as string, status: st.startsWith('A') ? 'added' : st.startsWith('D') ? 'deleted' : 'modified', added: 0, removed: 0 });
-      i += 2;
-    }
-  }
-  for (const f of files) {
-    const [added, removed, p] = (t[i] ?? '').split('\t');
-    f.added = Number(added) || 0;
-    f.removed = Number(removed) || 0;
-    i += p === '' ? 3 : 1; // a rename's numstat names its paths in the two records after it
-  }
-  return files;
+  return parseRawNumstatZ(r.stdout);
 }
 
 /** The tracked diff with each file past MAX_SHOWN_FILE_LINES as an omitted block: one diff of the others, one numstat. */

@@ -53,7 +53,7 @@ test('changes are committed on the branch once, with statistics of base..HEAD fr
   const { cwd, base } = repo();
   fs.appendFileSync(path.join(cwd, 'keep.txt'), 'three\n');
   fs.rmSync(path.join(cwd, 'gone.txt'));
-  fs.writeFileSync(path.join(cwd, 'new file.txt'), 'n1\nn2\n');
+  fs.writeFileSync(path.join(cwd, 'new fïle "q".txt'), 'n1\nn2\n');
   g(cwd, 'mv', 'moved.txt', 'renamed.txt');
   const stats = await commitWorktree({ worktreePath: cwd, baseCommit: base, message: 'Fix it (attempt 1)', repoPath: cwd });
   expect(gitCalls()).toEqual(['status', 'add', 'config', 'commit', 'diff']);
@@ -67,7 +67,7 @@ test('changes are committed on the branch once, with statistics of base..HEAD fr
     filesDeleted: 1,
     linesAdded: 3,
     linesRemoved: 1,
-    files: expect.arrayContaining(['keep.txt', 'gone.txt', 'new file.txt', 'renamed.txt']),
+    files: expect.arrayContaining(['keep.txt', 'gone.txt', 'new fïle "q".txt', 'renamed.txt']),
   });
 
   fs.writeFileSync(log, '');
@@ -77,7 +77,27 @@ test('changes are committed on the branch once, with statistics of base..HEAD fr
   expect(g(cwd, 'rev-list', '--count', `${base}..HEAD`)).toBe('1');
 });
 
-test('parseRawNumstat reads raw status lines and numstat lines of one diff', () => {
-  const out = [':100644 100644 7898192 0f7bc76 M\ta', ':000000 100644 0000000 6178079 A\tc d', ':100644 100644 1111111 2222222 R087\told\tnew', '1\t0\ta', '2\t0\tc d', '1\t1\t{old => new}', '-\t-\tbin.png', ''].join('\n');
-  expect(parseRawNumstat(out)).toEqual({ filesChanged: 3, filesCreated: 1, filesModified: 2, filesDeleted: 0, linesAdded: 4, linesRemoved: 1, files: ['a', 'c d', 'new'] });
+test('parseRawNumstat reads the raw and numstat records of one diff (-z: names as on disk)', () => {
+  const out = [
+    ':100644 100644 7898192 0f7bc76 M',
+    'a',
+    ':000000 100644 0000000 6178079 A',
+    'c d',
+    ':100644 100644 1111111 2222222 R087',
+    'old',
+    'new',
+    ':000000 100644 0000000 3333333 A',
+    'bin.png',
+    ':000000 100644 0000000 4444444 A',
+    'ü\tcafé.md',
+    '1\t0\ta',
+    '2\t0\tc d',
+    '1\t1\t',
+    'old',
+    'new',
+    '-\t-\tbin.png',
+    '3\t0\tü\tcafé.md',
+    '',
+  ].join('\0');
+  expect(parseRawNumstat(out)).toEqual({ filesChanged: 5, filesCreated: 3, filesModified: 2, filesDeleted: 0, linesAdded: 7, linesRemoved: 1, files: ['a', 'c d', 'new', 'bin.png', 'ü\tcafé.md'] });
 });
