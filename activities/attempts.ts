@@ -8,7 +8,7 @@ import { mergeBranch, type MergeInput } from './git/mergeAttempt';
 import { pushBranch, type PushBranchInput } from './git/pushBranch';
 import { readWorktree, type WorktreeRead } from '../lib/attempts/readWorktree';
 import { commitChanges, prepareWorktree, removeWorktree } from './git/worktree';
-import { commitWorktree } from './git/commitWorktree';
+import { commitWorktree, WorkOffTheAttempt } from './git/commitWorktree';
 import type { AttemptChanges } from '../lib/db/attempts';
 import { Context } from '@temporalio/activity';
 import { keepAlive } from './keepAlive';
@@ -66,10 +66,10 @@ export function createAttemptActivities(deps: ActivityDeps) {
         let error = input.agentError;
         let changes: AttemptChanges | undefined;
         try {
-          changes = await commitWorktree(input);
+          changes = await commitWorktree({ ...input, attemptBranch: async () => (await getAttempt(deps.db, input.attemptId))?.branch ?? null });
         } catch (err) {
-          if (Context.current().info.attempt < COMMIT_TRIES) throw err;
-          error = error ?? `committing the agent's changes failed: ${(err as Error).message}`;
+          if (!(err instanceof WorkOffTheAttempt) && Context.current().info.attempt < COMMIT_TRIES) throw err;
+          error = error ?? (err instanceof WorkOffTheAttempt ? err.message : `committing the agent's changes failed: ${(err as Error).message}`);
         }
         // a stopped process ends the run early on purpose: its changes are kept for review
         const status = (input.agentStatus === 'completed' || input.agentStatus === 'stopped') && !error ? 'completed' : 'failed';

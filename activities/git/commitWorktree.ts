@@ -47,13 +47,48 @@ export async function changeStats(cwd: string, baseCommit: string): Promise<Atte
   return parseRawNumstat(await gitOrThrow(cwd, ['diff', '--raw', '--numstat', '-z', '-M', baseCommit, 'HEAD']));
 }
 
+/** The shape of an attempt's branch, `<prefix>/task-<task id>-attempt-<n>` (lib/attempts/branchNames.ts). */
+const ATTEMPT_BRANCH = /\/task-.+-attempt-\d+$/;
+
+/** The agent left the worktree on a line of history without the attempt's base: its work cannot become the attempt's. */
+export class WorkOffTheAttempt extends Error {}
+
+/**
+ * An agent that switched the worktree to a branch of its own (`git checkout -b fix`) or detached HEAD: its commits
+ * and its uncommitted changes are taken back onto the attempt branch (`git checkout -B <attempt branch>` from where
+ * HEAD is, keeping the tree), so the diff, merge and pull request see them. Only when HEAD still holds the base commit;
+ * otherwise (it checked out an unrelated history) the attempt fails saying where the work is.
+ */
+async function returnToAttemptBranch(cwd: string, baseCommit: string, branch: string, onBranch: string): Promise<void> {
+  const where = onBranch === '(detached)' ? 'a detached HEAD' : `branch "${onBranch}"`;
+  if ((await git(cwd, ['merge-base', '--is-ancestor', baseCommit, 'HEAD'])).code !== 0) {
+    throw new WorkOffTheAttempt(`the agent left the worktree on ${where}, which does not hold the attempt's base commit ${baseCommit.slice(0, 12)}; its work is there, not on ${branch}`);
+  }
+  await gitOrThrow(cwd, ['checkout', '-q', '-B', branch]);
+}
+
 /**
  * Commits everything in the worktree on the attempt branch (nothing to commit is fine) and returns the statistics of
  * base..HEAD. Idempotent: a retry after the commit finds a clean tree and computes the same statistics.
  */
-export async function commitWorktree(input: { worktreePath: string; baseCommit: string; message: string; repoPath?: string }): Promise<AttemptChanges> {
+export async function commitWorktree(input: {
+  worktreePath: string;
+  baseCommit: string;
+  message: string;
+  repoPath?: string;
+  /** The attempt's branch, asked for only when the worktree is not on an attempt branch (the agent switched). */
+  attemptBranch?: () => Promise<string | null>;
+}): Promise<AttemptChanges> {
   const cwd = input.worktreePath;
-  const status = await gitOrThrow(cwd, ['status', '--porcelain=v2', '--branch', '--untracked-files=all']);
+  let status = await gitOrThrow(cwd, ['status', '--porcelain=v2', '--branch', '--untracked-files=all']);
+  const onBranch = status.match(/^# branch\.head (.*)$/m)?.[1];
+  if (input.attemptBranch && onBranch !== undefined && !ATTEMPT_BRANCH.test(onBranch)) {
+    const branch = await input.attemptBranch();
+    if (branch && branch !== onBranch) {
+      await returnToAttemptBranch(cwd, input.baseCommit, branch, onBranch);
+      status = await gitOrThrow(cwd, ['status', '--porcelain=v2', '--branch', '--untracked-files=all']);
+    }
+  }
   const lines = status.split('\n').filter(Boolean);
   const head = lines.find((l) => l.startsWith('# branch.oid '))?.slice('# branch.oid '.length).trim();
   const dirty = lines.some((l) => !l.startsWith('#'));

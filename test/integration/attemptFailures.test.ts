@@ -19,7 +19,21 @@ beforeAll(async () => {
     { type: 'turn.completed', usage: { input_tokens: '7', output_tokens: 1e308 } },
   ];
   const script = `cat >/dev/null; ${hostile.map((e) => `echo '${JSON.stringify(e)}'`).join('; ')}; echo done > hostile.txt`;
-  stack = await startTestStack({ services: ['task'], worker: true, file: { ...base, agents: { ...base.agents, hostile: { command: ['sh', '-c', script], format: 'codex-json' } } } });
+  // an agent that moves the worktree off its attempt branch, as agents that run git themselves do
+  const git = 'git -c user.name=agent -c user.email=agent@example.com';
+  const switcher = [
+    'cat >/dev/null',
+    'case "$ARMADA_PROMPT" in',
+    `  *OWNBRANCH*) git checkout -q -b agent-own && echo committed > own.txt && git add own.txt && ${git} commit -q -m own && echo dirty > dirty.txt ;;`,
+    `  *DETACH*) ${git} commit -q --allow-empty -m empty && git checkout -q --detach && echo detached > detached.txt ;;`,
+    `  *ORPHAN*) git checkout -q --orphan elsewhere && git rm -rq --cached . && echo alone > alone.txt && git add alone.txt && ${git} commit -q -m alone ;;`,
+    'esac',
+  ].join('\n');
+  stack = await startTestStack({
+    services: ['task'],
+    worker: true,
+    file: { ...base, agents: { ...base.agents, hostile: { command: ['sh', '-c', script], format: 'codex-json' }, switcher: { command: ['sh', '-c', switcher], format: 'text' } } },
+  });
   h = api(stack);
 });
 afterAll(async () => {
@@ -298,6 +312,30 @@ describe('attempt failures and bad input', () => {
     expect(logs.map((l) => l.message)).toEqual(expect.arrayContaining(['{"a":1}', 'item', 'turn completed (0 in, 9007199254740991 out)', 'agent exited with code 0']));
     // the same worker goes on with the next attempt
     expect((await h.until((await h.start(await h.task(p.id, 'After the odd one'))).attemptId, ['completed', 'failed'])).status).toBe('completed');
+  });
+
+  test("an agent that switches the worktree to a branch of its own or detaches HEAD: its commits and edits land on the attempt branch; one that checks out an unrelated history fails the attempt saying where its work is", async () => {
+    const p = await h.project();
+    const own = await h.start(await h.task(p.id, 'OWNBRANCH please'), 'switcher');
+    const a = await h.until(own.attemptId, ['completed', 'failed']);
+    expect(a).toMatchObject({ status: 'completed', changes: expect.objectContaining({ filesCreated: 2 }) });
+    // the attempt branch holds the agent's commit and, committed by Armada, its uncommitted file
+    expect(gitOut(p.repo, 'show', `${a.branch}:own.txt`)).toBe('committed');
+    expect(gitOut(p.repo, 'show', `${a.branch}:dirty.txt`)).toBe('dirty');
+    const diff = (await h.inject('GET', `/api/attempts/${own.attemptId}/diff`)).json().data;
+    expect(diff.files.map((f: { path: string }) => f.path).sort()).toEqual(['dirty.txt', 'own.txt']);
+    expect((await h.inject('POST', `/api/attempts/${own.attemptId}/merge`, {})).statusCode).toBe(200);
+    expect(gitOut(p.repo, 'show', 'main:own.txt')).toBe('committed');
+
+    const detached = await h.start(await h.task(p.id, 'DETACH please'), 'switcher');
+    const d = await h.until(detached.attemptId, ['completed', 'failed']);
+    expect(d.status).toBe('completed');
+    expect(gitOut(p.repo, 'show', `${d.branch}:detached.txt`)).toBe('detached');
+
+    const orphan = await h.start(await h.task(p.id, 'ORPHAN please'), 'switcher');
+    const o = await h.until(orphan.attemptId, ['completed', 'failed']);
+    expect(o.status).toBe('failed');
+    expect(o.error).toMatch(/^the agent left the worktree on branch "elsewhere", which does not hold the attempt's base commit [0-9a-f]{12}; its work is there, not on armada\//);
   });
 
   test('an agent profile with maxConcurrent 1 runs one process at a time; the other waits queued', async () => {
