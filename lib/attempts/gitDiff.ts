@@ -75,7 +75,8 @@ async function countLines(file: string): Promise<number> {
 /** Unified diff text (optionally of one file, a path relative to the worktree already checked by the caller). */
 export async function readAttemptDiff(src: DiffSource, file?: string, opts: { maxBytes?: number } = {}): Promise<string> {
   if (!src.baseCommit) return '';
-  const pathspec = file ? ['--', file] : [];
+  // the name as it is: `*`, `?`, `[` and a leading `:` are pathspec magic to git, not to a caller naming one file
+  const pathspec = file ? ['--', `:(literal)${file}`] : [];
   const maxBuffer = opts.maxBytes; // tests: a smaller git output buffer than GIT_MAX_OUTPUT_BYTES
   if (src.worktreePath && fs.existsSync(src.worktreePath)) {
     const tracked = await git(src.worktreePath, ['diff', '--no-color', '--no-ext-diff', '-M', src.baseCommit, ...pathspec], { maxBuffer });

@@ -90,6 +90,11 @@ test("file names with spaces, quotes, tabs, backslashes and non-ASCII letters co
       expect(files.files.find((f) => f.path === 'new näme.txt')).toMatchObject({ status: 'renamed', oldPath: 'old näme.txt' });
       for (const n of names) expect(files.files.find((f) => f.path === n)).toMatchObject({ additions: 1, deletions: 0 });
     }
+    // one file asked for by name: glob characters are the name, not a pattern
+    expect(parseUnifiedDiff(await readAttemptDiff(src, '*.txt')).files).toEqual([]);
+    expect(parseUnifiedDiff(await readAttemptDiff(src, 'sp ace.txt')).files.map((f) => f.path)).toEqual(['sp ace.txt']);
+    fs.writeFileSync(path.join(repo, '*.txt'), 'star\n');
+    expect(parseUnifiedDiff(await readAttemptDiff(src, '*.txt')).files.map((f) => f.path)).toEqual(['*.txt']);
   } finally {
     fs.rmSync(repo, { recursive: true, force: true });
   }
