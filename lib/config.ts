@@ -8,11 +8,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { Type, type Static } from 'typebox';
 import Ajv from 'ajv';
+import { AGENT_OUTPUT_FORMATS } from './agents/outputFormats';
 
 const AgentProfileSchema = Type.Object(
   {
     command: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
-    format: Type.Optional(Type.String({ minLength: 1 })),
+    /** which parser reads the agent's output; a typo used to fall back to plain text without a word */
+    format: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: [...AGENT_OUTPUT_FORMATS] })),
     env: Type.Optional(Type.Record(Type.String(), Type.String())),
     model: Type.Optional(Type.String()),
     maxConcurrent: Type.Optional(Type.Integer({ minimum: 1 })),
@@ -223,6 +225,10 @@ export function parseFileConfig(raw: unknown, source: string): FileConfig {
   if (first.keyword === 'required') {
     const key = [base, (first.params as { missingProperty: string }).missingProperty].filter(Boolean).join('.');
     throw new ConfigError(`${source}: missing key "${key}"`);
+  }
+  if (first.keyword === 'enum') {
+    const allowed = (first.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ');
+    throw new ConfigError(`${source}: "${base}" must be one of ${allowed}`);
   }
   throw new ConfigError(`${source}: "${base || '(root)'}" ${first.message ?? 'is invalid'}`);
 }

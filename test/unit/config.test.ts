@@ -10,6 +10,11 @@ describe('config', () => {
   });
   test('wrong types and missing keys name the key', () => {
     expect(() => parseFileConfig({ agents: { a: {} } }, 'c.json')).toThrow('missing key "agents.a.command"');
+    // an output format nobody reads used to fall back to plain text without a word
+    expect(() => parseFileConfig({ agents: { a: { command: ['a'], format: 'claude-stream-jsno' } } }, 'c.json')).toThrow(
+      '"agents.a.format" must be one of "text", "claude-stream-json", "stream-json", "codex-json", "gemini-stream-json", "opencode-json"',
+    );
+    for (const format of ['text', 'stream-json', 'opencode-json']) expect(parseFileConfig({ agents: { a: { command: ['a'], format } } }, 'c.json').agents?.a?.format).toBe(format);
     expect(() => parseFileConfig({ webhooks: { timeoutMs: 'soon' } }, 'c.json')).toThrow(/"webhooks.timeoutMs"/);
     expect(() => parseFileConfig({ attempts: { janitorIntervalMs: -1 } }, 'c.json')).toThrow(/"attempts.janitorIntervalMs"/);
     expect(() => parseFileConfig({ attempts: { janitorIntervalMs: 2 ** 31 } }, 'c.json')).toThrow(/"attempts.janitorIntervalMs"/); // beyond setTimeout's range

@@ -1,4 +1,4 @@
-/** Output parsers by profile `format`. Unknown formats fall back to `text`. */
+/** Output parsers by profile `format` (lib/agents/outputFormats.ts; the config file refuses others). */
 import type { OutputParser } from './types';
 import { textParser } from './common';
 import { claudeStreamJsonParser } from './claudeStreamJson';
@@ -9,8 +9,6 @@ import { opencodeJsonParser } from './opencodeJson';
 export type { OutputParser, ParsedLine } from './types';
 export { entry, jsonLines, jsonObject, textParser } from './common';
 export { createFinalMessage, lastBytes, type FinalMessage } from './finalMessage';
-
-export const PARSER_FORMATS = ['text', 'claude-stream-json', 'codex-json', 'gemini-stream-json', 'opencode-json'] as const;
 
 export function createParser(format: string): OutputParser {
   switch (format) {
