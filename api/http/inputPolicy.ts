@@ -7,7 +7,7 @@
  * string against NUL (`nulFreeStrings`) and sentences in the document's description.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { validationError } from '../../lib/errors';
+import { AppError, validationError } from '../../lib/errors';
 
 /**
  * A regular expression (ECMA-262 and Python) matching strings without NUL. Unpaired surrogates are not in it: a
@@ -122,9 +122,37 @@ export function inputPolicyError(request: Pick<FastifyRequest, 'params' | 'query
  * without a schema).
  */
 export function installInputPolicy(app: FastifyInstance): void {
+  app.addHook('preParsing', async (request, reply) => {
+    const err = contentEncodingError(request);
+    if (!err) return;
+    reply.header('accept-encoding', 'identity');
+    throw err;
+  });
   app.addHook('preValidation', async (request) => {
     const err = inputPolicyError(request);
     if (err) throw err;
+  });
+}
+
+/**
+ * Request bodies are read as they arrive: a body sent compressed (`Content-Encoding: gzip`) used to be parsed as
+ * JSON and answered "Malformed JSON", or read as plain JSON when the header named a coding the body did not have.
+ * Such a request is a 415 saying to send the body uncompressed (RFC 9110 §15.5.16; `Accept-Encoding: identity`
+ * on the answer, RFC 7694). A request without a body may carry any Content-Encoding.
+ */
+export function contentEncodingError(request: FastifyRequest): AppError | undefined {
+  const header = request.headers['content-encoding'];
+  if (header === undefined) return undefined;
+  const codings = (Array.isArray(header) ? header.join(',') : header)
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '' && c !== 'identity');
+  if (codings.length === 0) return undefined;
+  const length = request.headers['content-length'];
+  const hasBody = request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  if (!hasBody) return undefined;
+  return new AppError(415, 'VALIDATION_ERROR', `Content-Encoding ${codings.join(', ')} is not supported: send the request body uncompressed (no Content-Encoding header)`, {
+    'content-encoding': 'must be absent or identity',
   });
 }
 

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { workerIdentity } from '../../lib/workerIdentity';
 import { createSchedulerActivities } from '../../activities/scheduler/schedulerActivities';
 import { openSecret } from '../../lib/secretBox';
@@ -141,6 +142,17 @@ describe('scheduler sources', () => {
       payload: '{"source_type": ',
     });
     expect([badJson.statusCode, badJson.json()]).toEqual([400, { detail: 'Malformed JSON in request body' }]);
+    const zipped = await stack.app('scheduler').inject({
+      method: 'POST',
+      url: '/api/v1/sources',
+      headers: { 'x-api-key': KEY, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      payload: gzipSync(JSON.stringify({ source_type: 'flow-builder', url: fake.url })),
+    });
+    expect([zipped.statusCode, zipped.headers['accept-encoding'], zipped.json()]).toEqual([
+      415,
+      'identity',
+      { detail: 'Content-Encoding gzip is not supported: send the request body uncompressed (no Content-Encoding header)' },
+    ]);
     const badType = await inject('POST', '/api/v1/sources', { source_type: 'zapier', url: fake.url });
     expect(badType.statusCode).toBe(400);
     expect(badType.json().detail).toContain('source_type');

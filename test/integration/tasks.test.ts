@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { makeGitRepo, startTestStack, type TestStack } from '../support/harness';
 
 let stack: TestStack;
@@ -155,6 +156,22 @@ describe('bad input never gives a 500', () => {
     const r = await stack.app('task').inject({ method: 'POST', url: '/api/tasks', headers: { 'content-type': 'text/plain' }, payload: 'title=x' });
     expect(r.statusCode).toBe(415);
     expect(r.json().success).toBe(false);
+  });
+
+  test('a compressed body gives 415 saying to send it uncompressed; a body-less request may name any coding', async () => {
+    const gz = gzipSync(JSON.stringify({ projectId, title: 'zipped' }));
+    const r = await stack.app('task').inject({ method: 'POST', url: '/api/tasks', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, payload: gz });
+    expect(r.statusCode).toBe(415);
+    expect(r.headers['accept-encoding']).toBe('identity');
+    expect(r.json().error).toMatchObject({ code: 'VALIDATION_ERROR', message: expect.stringContaining('Content-Encoding gzip is not supported: send the request body uncompressed') });
+    // a header naming a coding the body does not have is refused too (it used to be read as plain JSON)
+    const plain = JSON.stringify({ projectId, title: 'not really zipped' });
+    const lie = await stack.app('task').inject({ method: 'POST', url: '/api/tasks', headers: { 'content-type': 'application/json', 'content-encoding': 'br' }, payload: plain });
+    expect(lie.statusCode).toBe(415);
+    const identity = await stack.app('task').inject({ method: 'POST', url: '/api/tasks', headers: { 'content-type': 'application/json', 'content-encoding': 'identity' }, payload: plain });
+    expect(identity.statusCode).toBe(201);
+    const get = await stack.app('task').inject({ method: 'GET', url: `/api/tasks?projectId=${projectId}&limit=1`, headers: { 'content-encoding': 'gzip' } });
+    expect(get.statusCode).toBe(200);
   });
 
   test('oversized body gives 413', async () => {
