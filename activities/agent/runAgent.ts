@@ -6,7 +6,7 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../../lib/config';
-import { isPostgresUnreachable, withTransaction } from '../../lib/db/pool';
+import { isPostgresUnavailable, withTransaction } from '../../lib/db/pool';
 import {
   recordResourceSample,
   appendLogs,
@@ -305,7 +305,7 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
       }
     }).catch((err) => {
       // while PostgreSQL is away every tick fails alike: the sink already said so once (lib/attempts/logSink.ts)
-      const level = isPostgresUnreachable(err) ? 'debug' : 'warn';
+      const level = isPostgresUnavailable(err) ? 'debug' : 'warn';
       deps.logger[level]({ err: { message: (err as Error).message } }, 'live state flush failed');
     });
     return flushing;

@@ -28,7 +28,7 @@ import { sourceTarget } from '../../lib/scheduler/sourceTarget';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import type { ActivityDeps } from '../index';
 import { keepAlive } from '../keepAlive';
-import { isPostgresUnreachable } from '../../lib/db/pool';
+import { isPostgresUnavailable } from '../../lib/db/pool';
 import { groupNice } from '../../lib/process/priority';
 
 /** Output kept on a task (the logs hold every line). */
@@ -75,7 +75,7 @@ function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number, a
         await appendExecutionLogs(deps.db, executionId, batch);
         outage = false;
       } catch (err) {
-        if (!isPostgresUnreachable(err)) {
+        if (!isPostgresUnavailable(err)) {
           deps.logger.warn({ err: { message: (err as Error).message }, executionId }, 'writing execution logs failed');
           return;
         }

@@ -6,7 +6,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { ErrorObject } from 'ajv';
 import { errorBody } from './envelope';
 import { isAppError } from '../../lib/errors';
-import { isPostgresUnreachable } from '../../lib/db/pool';
+import { isPostgresUnavailable, postgresUnavailableMessage } from '../../lib/db/pool';
 import { isTemporalUnreachable } from '../../lib/temporal/client';
 import { validationDetails } from './validation';
 
@@ -51,7 +51,7 @@ export function classifyError(err: unknown): ClassifiedError {
     else if (err instanceof SyntaxError || fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY') message = 'Malformed JSON in request body';
     return { statusCode: status, code: CODE_BY_STATUS[status] ?? 'INVALID_REQUEST', message, internal: false };
   }
-  if (isPostgresUnreachable(err)) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: 'The database (PostgreSQL) is unavailable; try again', internal: false };
+  if (isPostgresUnavailable(err)) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: postgresUnavailableMessage(err), internal: false };
   if (isTemporalUnreachable(err)) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: 'The workflow engine (Temporal) is unavailable; try again', internal: false };
   if (status === 503) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: fe.message || 'Service unavailable', internal: false };
   return { statusCode: 500, code: 'INTERNAL_ERROR', message: 'Internal server error', internal: true };

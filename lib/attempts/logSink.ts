@@ -12,7 +12,7 @@
  * lines wait in memory, up to MAX_HELD_CHARS per run: an outage no longer loses the lines printed meanwhile. Past that
  * budget (during the outage) the newest lines are left out and one line in their place says how many.
  */
-import { isPostgresUnreachable, type Queryable } from '../db/pool';
+import { isPostgresUnavailable, type Queryable } from '../db/pool';
 import { appendLogs, appendLogsOfProcesses, type LogEntry } from '../db/processes';
 import type { Logger } from '../logger';
 
@@ -119,9 +119,12 @@ function requeue(s: SinkState, entries: LogEntry[]): void {
   s.counted += entries.length;
 }
 
-/** An insert failed because PostgreSQL is unreachable: retried later without counting, reported once per outage. */
+/**
+ * An insert failed because PostgreSQL is unreachable or short of a resource (its disk full): retried later without
+ * counting, reported once per outage.
+ */
 function heldForOutage(s: SinkState, err: unknown): boolean {
-  if (!isPostgresUnreachable(err)) return false;
+  if (!isPostgresUnavailable(err)) return false;
   s.retryAt = Date.now() + RETRY_MS;
   if (!s.outage) {
     s.outage = true;
@@ -264,7 +267,7 @@ async function writeRound(w: Writer): Promise<void> {
       } catch (err) {
         for (const t of taken) requeue(t.sink, t.entries);
         // PostgreSQL is away: every process waits for it alike
-        if (isPostgresUnreachable(err)) for (const t of taken) heldForOutage(t.sink, err);
+        if (isPostgresUnavailable(err)) for (const t of taken) heldForOutage(t.sink, err);
         // else one process's row may be gone (a foreign key): write each on its own, at once, to find out which
         else w.isolate = true;
         return;

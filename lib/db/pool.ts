@@ -51,6 +51,32 @@ export function isPostgresUnreachable(err: unknown): boolean {
   return typeof e.message === 'string' && /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(e.message);
 }
 
+/**
+ * PostgreSQL refused for want of a resource: SQLSTATE class 53 (disk full 53100, out of memory 53200, too many
+ * connections 53300, a configured limit 53400). Like an outage, it passes once the resource is back (space freed,
+ * connections closed), so the API answers 503 and writers keep what they hold; before, a full disk was a 500 on
+ * every write and an agent's log lines were dropped after three tries.
+ */
+export function isPostgresShortOfResources(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && /^53[0-9A-Z]{3}$/.test(code);
+}
+
+/** PostgreSQL cannot take the request now and may later: unreachable, or short of a resource. */
+export function isPostgresUnavailable(err: unknown): boolean {
+  return isPostgresUnreachable(err) || isPostgresShortOfResources(err);
+}
+
+/** What a client is told when PostgreSQL cannot take the request now (isPostgresUnavailable), saying what to do. */
+export function postgresUnavailableMessage(err: unknown): string {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (code === '53100') return 'The database (PostgreSQL) is out of disk space: free space on its disk, then try again';
+  if (code === '53200') return 'The database (PostgreSQL) is out of memory; try again';
+  if (code === '53300') return 'The database (PostgreSQL) has no connection slot free (too many connections); try again';
+  if (isPostgresShortOfResources(err)) return `The database (PostgreSQL) is short of a resource (SQLSTATE ${String(code)}); try again`;
+  return 'The database (PostgreSQL) is unavailable; try again';
+}
+
 /** Runs fn inside BEGIN/COMMIT, rolling back on any error; the client is always released. */
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();

@@ -131,9 +131,9 @@ function postgresUser(): { uid?: number; gid?: number } {
 
 /**
  * Spawns the postmaster in its own process group (a terminal's Ctrl-C reaches armada only, which stops it last) and
- * resolves once it accepts connections; rejects with its last output when it exits first.
+ * resolves once it accepts connections; rejects with one line saying why (postmasterFailure) when it exits first.
  */
-async function spawnPostmaster(bin: string, args: string[], log: Logger): Promise<ServerProcess> {
+async function spawnPostmaster(bin: string, args: string[], where: { dataDir: string; port: number }, log: Logger): Promise<ServerProcess> {
   const server = spawnServer(bin, args, log, { ...postgresUser(), env: { ...process.env, LC_MESSAGES: 'C' } });
   const ready = new Promise<boolean>((resolve) => {
     let seen = '';
@@ -143,8 +143,30 @@ async function spawnPostmaster(bin: string, args: string[], log: Logger): Promis
     });
     void server.exited.then(() => resolve(false));
   });
-  if (!(await ready)) throw new Error(`postgres ${await server.exited}: ${server.stderrTail().trim().split('\n').slice(-3).join(' | ')}`);
+  // from the last 20 lines: the cause (a FATAL line) comes before the shutdown lines that follow it
+  if (!(await ready)) {
+    const output = `postgres ${await server.exited}\n${server.stderrTail().trim().split('\n').slice(-20).join('\n')}`;
+    throw new EmbeddedPostgresError(postmasterFailure(output, where.dataDir, where.port));
+  }
   return server;
+}
+
+/**
+ * The one line `armada start` prints when the postmaster exits before it is ready, from its last output: what went
+ * wrong and what to do. A full disk used to be reported as "is the port in use? set ARMADA_PG_PORT" followed by
+ * PostgreSQL's shutdown lines, with the cause (a FATAL line before them) cut off.
+ */
+export function postmasterFailure(output: string, dataDir: string, port: number): string {
+  const lines = output.split(/\r?\n| \| /).map((l) => l.trim()).filter(Boolean);
+  const telling = lines.find((l) => /\b(FATAL|PANIC):/.test(l)) ?? lines.find((l) => /\bERROR:/.test(l));
+  const cause = (telling ?? lines.slice(-3).join(' | ')).replace(/^.*?\b(FATAL|PANIC|ERROR):\s*/, '');
+  if (/No space left on device/i.test(output)) {
+    return `embedded postgres did not start: the disk holding ${dataDir} is full (${cause}); free space on it, then start again`;
+  }
+  if (/Address already in use|could not create any TCP\/IP sockets/i.test(output)) {
+    return `embedded postgres did not start: port ${port} is in use (${cause}); stop what listens there, or set ARMADA_PG_PORT to a free port`;
+  }
+  return `embedded postgres did not start on port ${port}: ${cause}`;
 }
 
 function readOrCreatePassword(file: string): string {
@@ -156,6 +178,21 @@ function readOrCreatePassword(file: string): string {
     fs.writeFileSync(file, `${pw}\n`, { mode: 0o600 });
     return pw;
   }
+}
+
+/**
+ * Removes what `dir` holds, keeping `dir` itself: it may be a mount point (a volume or a tmpfs mounted at
+ * $ARMADA_HOME/pg), which cannot be removed (EBUSY) — that used to stop `armada start` on its first run.
+ */
+function emptyDirectory(dir: string): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  for (const name of names) fs.rmSync(path.join(dir, name), { recursive: true, force: true });
 }
 
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<RunningPostgres> {
@@ -179,19 +216,15 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   fs.mkdirSync(path.dirname(opts.dataDir), { recursive: true });
   grantTraversal(opts.dataDir, log);
   if (!fs.existsSync(path.join(opts.dataDir, 'PG_VERSION'))) {
-    fs.rmSync(opts.dataDir, { recursive: true, force: true }); // a half-initialised dir from a crash
+    emptyDirectory(opts.dataDir); // a half-initialised dir from a crash
     log.info({ dataDir: opts.dataDir }, 'initialising embedded postgres');
     await pg.initialise();
   }
   await stopStaleServer(opts.dataDir, log);
   const bin = await postgresBinary();
   const args = ['-D', opts.dataDir, '-p', String(opts.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'];
-  let current: ServerProcess;
-  try {
-    current = await spawnPostmaster(bin, args, log);
-  } catch (err) {
-    throw new EmbeddedPostgresError(`embedded postgres did not start on port ${opts.port} (is the port in use? set ARMADA_PG_PORT): ${(err as Error)?.message ?? 'exited'}`);
-  }
+  const where = { dataDir: opts.dataDir, port: opts.port };
+  let current = await spawnPostmaster(bin, args, where, log);
   const stop = () => current.stop('SIGINT', 10_000);
   const base = `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${opts.port}`;
   try {
@@ -212,7 +245,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     adminUrl: `${base}/postgres`,
     server: () => current,
     async restart() {
-      current = await spawnPostmaster(bin, args, log);
+      current = await spawnPostmaster(bin, args, where, log);
       return current;
     },
     stop,
