@@ -16,8 +16,70 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
 const bodyAjv = makeAjv(false);
 const paramsAjv = makeAjv('array');
 
+/** How a query, path or header string must be written to be read as a number: plain decimal, no blanks. */
+const NUMERAL = { integer: /^-?\d+$/, number: /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/ } as const;
+
+interface PropertySchema {
+  type?: string | string[];
+  anyOf?: PropertySchema[];
+  oneOf?: PropertySchema[];
+  items?: PropertySchema;
+}
+
+/** The numeral a property's strings must match when it takes numbers and not strings, or undefined. */
+function numeralOf(s: PropertySchema | undefined): RegExp | undefined {
+  if (!s || typeof s !== 'object') return undefined;
+  const types = new Set<string>();
+  for (const part of [s, ...(s.anyOf ?? []), ...(s.oneOf ?? [])]) for (const t of [part.type ?? []].flat()) types.add(t);
+  if (types.has('string')) return undefined;
+  if (types.has('number')) return NUMERAL.number;
+  if (types.has('integer')) return NUMERAL.integer;
+  return undefined;
+}
+
+/**
+ * ajv's coercion reads a string as a number the way JavaScript's `==` does: `limit=0x10` was 16, `limit=%20%201` was
+ * 1 and `1e3` an integer, none of which the OpenAPI documents allow. A string for a property that takes numbers must
+ * be a plain decimal numeral (NUMERAL), or it is refused in ajv's words before ajv coerces it.
+ */
+function strictNumerals(schema: object, validate: ReturnType<Ajv['compile']>): ReturnType<FastifySchemaCompiler<unknown>> {
+  const properties = (schema as { properties?: Record<string, PropertySchema> }).properties ?? {};
+  const checks: [string, RegExp, boolean][] = [];
+  for (const [name, prop] of Object.entries(properties)) {
+    const own = numeralOf(prop);
+    if (own) checks.push([name, own, false]);
+    const item = [prop.type].flat().includes('array') ? numeralOf(prop.items) : undefined;
+    if (item) checks.push([name, item, true]);
+  }
+  if (!checks.length) return validate as ReturnType<FastifySchemaCompiler<unknown>>;
+  const strict = (data: unknown) => {
+    if (data && typeof data === 'object') {
+      const errors: ErrorObject[] = [];
+      for (const [name, numeral, inArray] of checks) {
+        const value = (data as Record<string, unknown>)[name];
+        const values = inArray && Array.isArray(value) ? value : [value];
+        if (values.some((v) => typeof v === 'string' && !numeral.test(v))) {
+          const type = numeral === NUMERAL.integer ? 'integer' : 'number';
+          errors.push({ instancePath: `/${name.replace(/~/g, '~0').replace(/\//g, '~1')}`, schemaPath: `#/properties/${name}/type`, keyword: 'type', params: { type }, message: `must be ${type}` });
+        }
+      }
+      if (errors.length) {
+        strict.errors = errors;
+        return false;
+      }
+    }
+    const ok = validate(data);
+    strict.errors = validate.errors;
+    return ok;
+  };
+  strict.errors = null as ErrorObject[] | null | undefined;
+  return strict as ReturnType<FastifySchemaCompiler<unknown>>;
+}
+
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-  (httpPart === 'body' ? bodyAjv : paramsAjv).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+  httpPart === 'body'
+    ? (bodyAjv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>)
+    : strictNumerals(schema as object, paramsAjv.compile(schema as object));
 
 /**
  * The error Fastify makes of failed schema validation (`validation` + `validationContext`, status 400), for a route's
