@@ -4,6 +4,7 @@
  */
 import { formatBytes, readBoundedText } from '../http/readBounded';
 import { AppError } from '../errors';
+import { plainObject } from '../untrustedJson';
 
 /** An error of the code-hosting endpoints: rendered as `{success:false, error:"<code>", message}`. */
 export class CodehostError extends AppError {
@@ -100,7 +101,6 @@ async function send(url: string, init: { method: string; token?: string; body?: 
  * written from a missing field.
  */
 
-const obj = (v: unknown): Record<string, unknown> | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
 
 function unreadable(what: string, field: string): CodehostError {
   return new CodehostError(502, 'codehost_unavailable', `The code host answered ${what} Armada cannot read (${field} is missing or of another type); check ARMADA_CODEHOST_API_URL`);
@@ -118,10 +118,10 @@ const isWebLink = (v: unknown): v is string => isText(v) && /^https?:\/\//i.test
 /** A pull request of the host's answer, with the fields Armada reads checked. */
 export function readPull(v: unknown): HostPull {
   const what = 'a pull request';
-  const o = need<Record<string, unknown>>(!!obj(v), v, what, 'the object');
-  const head = obj(o.head);
-  const base = obj(o.base);
-  const user = obj(o.user);
+  const o = need<Record<string, unknown>>(!!plainObject(v), v, what, 'the object');
+  const head = plainObject(o.head);
+  const base = plainObject(o.base);
+  const user = plainObject(o.user);
   return {
     number: need(Number.isSafeInteger(o.number) && (o.number as number) >= 1, o.number, what, 'number'),
     title: isText(o.title) ? o.title : '',
@@ -140,8 +140,8 @@ export function readPull(v: unknown): HostPull {
 
 function readRepo(v: unknown): HostRepo {
   const what = 'a repository';
-  const o = need<Record<string, unknown>>(!!obj(v), v, what, 'the object');
-  const owner = obj(o.owner);
+  const o = need<Record<string, unknown>>(!!plainObject(v), v, what, 'the object');
+  const owner = plainObject(o.owner);
   return {
     name: need(isText(o.name), o.name, what, 'name'),
     full_name: need(isText(o.full_name), o.full_name, what, 'full_name'),
@@ -155,8 +155,8 @@ function readRepo(v: unknown): HostRepo {
 
 function readHook(v: unknown): HostHook {
   const what = 'a webhook';
-  const o = need<Record<string, unknown>>(!!obj(v), v, what, 'the object');
-  const config = obj(o.config);
+  const o = need<Record<string, unknown>>(!!plainObject(v), v, what, 'the object');
+  const config = plainObject(o.config);
   return {
     id: need(Number.isSafeInteger(o.id), o.id, what, 'id'),
     active: o.active !== false,
@@ -189,7 +189,7 @@ export function createCodehostClient(urls: CodehostUrls) {
     async requestDeviceCode(scope: string): Promise<DeviceCode> {
       if (!urls.clientId) throw new CodehostError(400, 'codehost_not_configured', 'ARMADA_CODEHOST_CLIENT_ID is not set');
       const r = await send(`${oauth}/login/device/code`, { method: 'POST', body: { client_id: urls.clientId, scope } });
-      const j = obj(r.json);
+      const j = plainObject(r.json);
       if (r.status !== 200 || !j || !isText(j.device_code) || !j.device_code || !isText(j.user_code) || !j.user_code || !isWebLink(j.verification_uri)) {
         throw new CodehostError(502, 'codehost_unavailable', `The code host did not start the device flow (${r.status})`);
       }
@@ -203,7 +203,7 @@ export function createCodehostClient(urls: CodehostUrls) {
         method: 'POST',
         body: { client_id: urls.clientId, device_code: deviceCode, grant_type: 'urn:ietf:params:oauth:grant-type:device_code' },
       });
-      const j = obj(r.json) ?? {};
+      const j = plainObject(r.json) ?? {};
       if (isText(j.access_token) && j.access_token) return { kind: 'token', access_token: j.access_token, token_type: isText(j.token_type) ? j.token_type : 'bearer', scope: isText(j.scope) ? j.scope : '' };
       if (isText(j.error) && j.error) return { kind: 'error', error: j.error, message: isText(j.error_description) ? j.error_description : j.error };
       throw new CodehostError(502, 'codehost_unavailable', `The code host answered ${r.status} without a token`);

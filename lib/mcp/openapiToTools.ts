@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import YAML from 'yaml';
+import { plainObject, recordOf } from '../untrustedJson';
 
 export type JsonObject = Record<string, unknown>;
 export type JsonSchema = JsonObject;
@@ -151,7 +152,7 @@ function serverUrlOf(doc: JsonObject, documentUrl?: string): string | undefined 
     const server = objects(doc.servers)[0];
     if (server && typeof server.url === 'string') {
       url = server.url.replace(/\{([^}]+)\}/g, (_m, v: string) => {
-        const d = objectOf(objectOf(server.variables)[v]).default;
+        const d = recordOf(recordOf(server.variables)[v]).default;
         return typeof d === 'string' || typeof d === 'number' ? String(d) : '';
       });
     }
@@ -166,7 +167,7 @@ function serverUrlOf(doc: JsonObject, documentUrl?: string): string | undefined 
 }
 
 function apiKeyPlacement(doc: JsonObject): ConvertedApi['apiKey'] {
-  const all = objects(Object.values(objectOf(objectOf(doc.components).securitySchemes ?? doc.securityDefinitions)));
+  const all = objects(Object.values(recordOf(recordOf(doc.components).securitySchemes ?? doc.securityDefinitions)));
   const key = all.find((s) => s.type === 'apiKey' && (s.in === 'header' || s.in === 'query') && typeof s.name === 'string' && s.name);
   if (key) return { in: key.in as 'header' | 'query', name: String(key.name), bearer: false };
   if (all.some((s) => s.type === 'http' && String(s.scheme).toLowerCase() === 'bearer')) return { in: 'header', name: 'Authorization', bearer: true };
@@ -179,7 +180,7 @@ function matches(list: string[] | undefined, t: { name: string; operationId?: st
 
 /** The objects of a list in the document (a parameter list, say); anything that is not a list of objects gives none. */
 function objects(v: unknown): JsonObject[] {
-  return Array.isArray(v) ? v.filter((x): x is JsonObject => !!x && typeof x === 'object' && !Array.isArray(x)) : [];
+  return Array.isArray(v) ? v.filter((x): x is JsonObject => plainObject(x) !== undefined) : [];
 }
 
 /** The strings of a list in the document (`required`, `consumes`). */
@@ -187,22 +188,17 @@ function strings(v: unknown): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
 }
 
-/** An object of the document, or {} when it is anything else. */
-function objectOf(v: unknown): JsonObject {
-  return v && typeof v === 'object' && !Array.isArray(v) ? (v as JsonObject) : {};
-}
-
 export function openapiToTools(docIn: JsonObject, opts: ConvertOptions = {}): ConvertedApi {
   const doc = docIn;
   const swagger2 = typeof doc.swagger === 'string';
-  const info = objectOf(doc.info);
+  const info = recordOf(doc.info);
   const tools: ToolDefinition[] = [];
   const skipped: ConvertedApi['skipped'] = [];
   const names = new Set<string>();
-  for (const [path, itemRaw] of Object.entries(objectOf(doc.paths))) {
+  for (const [path, itemRaw] of Object.entries(recordOf(doc.paths))) {
     let item: JsonObject;
     try {
-      item = objectOf(resolveRefs(doc, itemRaw));
+      item = recordOf(resolveRefs(doc, itemRaw));
     } catch (err) {
       skipped.push({ method: '', path, reason: (err as Error).message }); // every operation of the path
       continue;
@@ -257,7 +253,7 @@ function operationTool(doc: JsonObject, swagger2: boolean, item: JsonObject, op:
     const name = String(p.name);
     let property = name;
     if (property in properties) property = `${where}_${name}`;
-    const schema = swagger2 ? swagger2ParamSchema(p) : inputSchemaOf(p.schema ?? objectOf(Object.values(objectOf(p.content))[0]).schema);
+    const schema = swagger2 ? swagger2ParamSchema(p) : inputSchemaOf(p.schema ?? recordOf(Object.values(recordOf(p.content))[0]).schema);
     properties[property] = { ...schema, ...(typeof p.description === 'string' && p.description ? { description: p.description } : {}) };
     if (p.required === true || where === 'path') required.push(property);
     args.push({ property, in: where as ToolArgument['in'], name });
@@ -269,18 +265,18 @@ function operationTool(doc: JsonObject, swagger2: boolean, item: JsonObject, op:
     bodyRequired = formFields.some((f) => f.required);
   }
   if (!swagger2 && op.requestBody) {
-    const rb = objectOf(op.requestBody);
-    const content = objectOf(rb.content);
+    const rb = recordOf(op.requestBody);
+    const content = recordOf(rb.content);
     const type = Object.keys(content).find((t) => t.includes('json')) ?? Object.keys(content).find((t) => t === 'application/x-www-form-urlencoded') ?? Object.keys(content)[0];
     if (type) {
-      bodySchema = inputSchemaOf(objectOf(content[type]).schema ?? {});
+      bodySchema = inputSchemaOf(recordOf(content[type]).schema ?? {});
       bodyContentType = type;
       bodyRequired = rb.required === true;
     }
   }
 
   if (bodySchema) {
-    const bodyProps = bodySchema.type === 'object' || bodySchema.properties ? objectOf(bodySchema.properties) : undefined;
+    const bodyProps = bodySchema.type === 'object' || bodySchema.properties ? recordOf(bodySchema.properties) : undefined;
     const clash = bodyProps && Object.keys(bodyProps).some((k) => k in properties);
     if (bodyProps && Object.keys(bodyProps).length && !clash && !bodySchema.additionalProperties && !bodySchema.oneOf && !bodySchema.anyOf) {
       // an object body is flattened: its fields become top-level inputs

@@ -4,6 +4,7 @@
  */
 import { formatBytes, readBoundedText } from '../http/readBounded';
 import type { SourceType } from '../db/schedulerSources';
+import { plainObject } from '../untrustedJson';
 
 /** A platform call that failed; `httpStatus` is set when the platform answered (with `body`, its answer's text). */
 export class PlatformError extends Error {
@@ -222,8 +223,7 @@ export async function readVersion(t: PlatformTarget, timeoutMs = 5000): Promise<
   const r = await call(t, 'GET', PLATFORMS[t.sourceType].versionPath, { timeoutMs });
   if (r.status === 404) return null;
   if (r.status < 200 || r.status >= 300) throw answeredError('version endpoint', r);
-  if (r.body && typeof r.body === 'object' && !Array.isArray(r.body)) return r.body as Record<string, unknown>;
-  return { version: String(r.body) };
+  return plainObject(r.body) ?? { version: String(r.body) };
 }
 
 /** The platform refused the key (HTTP 401 or 403 on an authenticated call): the client's mistake, with its words. */

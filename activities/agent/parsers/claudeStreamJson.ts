@@ -4,8 +4,9 @@
  * final `result` with the answer, total usage and total_cost_usd.
  */
 import type { LogEntry } from '../../../lib/db/processes';
-import { addCounts, count, entry, jsonLines, record, text, usd } from './common';
+import { addCounts, count, entry, jsonLines, text, usd } from './common';
 import type { OutputParser, ParsedLine } from './types';
+import { recordOf } from '../../../lib/untrustedJson';
 
 function toolMetadata(name: string, input: Record<string, unknown> = {}): Record<string, unknown> {
   const file = input.file_path ?? input.path ?? input.notebook_path;
@@ -24,24 +25,24 @@ export function claudeStreamJsonParser(): OutputParser {
       return { entries: out, sessionId, progress: { stage: 'starting' } };
     }
     if (type === 'assistant' || type === 'user') {
-      const message = record(obj.message);
-      const blocks = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : Array.isArray(message.content) ? message.content.map(record) : [];
+      const message = recordOf(obj.message);
+      const blocks = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : Array.isArray(message.content) ? message.content.map(recordOf) : [];
       let progress: ParsedLine['progress'];
       for (const b of blocks) {
         if (b.type === 'text' && b.text) out.push(entry('info', text(b.text), type === 'assistant' ? 'assistant' : 'user', now, raw));
         else if (b.type === 'thinking') out.push(entry('debug', text(b.thinking), 'thinking', now, raw));
         else if (b.type === 'tool_use') {
           const name = text(b.name) || 'tool';
-          const meta = toolMetadata(name, record(b.input));
+          const meta = toolMetadata(name, recordOf(b.input));
           out.push(entry('info', `${name}${meta.file ? ` ${meta.file}` : meta.command ? ` ${meta.command}` : ''}`, 'tool', now, raw, meta));
           progress = { stage: 'tool', current: name };
         } else if (b.type === 'tool_result') {
-          const result = typeof b.content === 'string' ? b.content : Array.isArray(b.content) ? b.content.map((c) => text(record(c).text)).join('\n') : '';
+          const result = typeof b.content === 'string' ? b.content : Array.isArray(b.content) ? b.content.map((c) => text(recordOf(c).text)).join('\n') : '';
           out.push(entry(b.is_error ? 'warn' : 'debug', result.slice(0, 4000), 'tool_result', now, raw));
         }
       }
       if (type === 'assistant' && message.usage) {
-        const u = record(message.usage);
+        const u = recordOf(message.usage);
         input = addCounts(input, count(u.input_tokens), count(u.cache_creation_input_tokens), count(u.cache_read_input_tokens));
         output = addCounts(output, count(u.output_tokens));
         return { entries: out, tokens: { input, output }, progress };
@@ -49,7 +50,7 @@ export function claudeStreamJsonParser(): OutputParser {
       return { entries: out, progress };
     }
     if (type === 'result') {
-      const u = record(obj.usage);
+      const u = recordOf(obj.usage);
       const totalIn = addCounts(count(u.input_tokens), count(u.cache_creation_input_tokens), count(u.cache_read_input_tokens));
       const totalOut = count(u.output_tokens);
       const failed = obj.is_error === true || (typeof obj.subtype === 'string' && obj.subtype !== 'success');

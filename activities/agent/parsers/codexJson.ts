@@ -2,8 +2,9 @@
  * Codex `exec --json`: thread.started, turn.started, item.started / item.completed (agent_message, reasoning,
  * command_execution, file_change, mcp_tool_call…), turn.completed with usage, turn.failed and error.
  */
-import { addCounts, count, entry, jsonLines, record, text } from './common';
+import { addCounts, count, entry, jsonLines, text } from './common';
 import type { OutputParser, ParsedLine } from './types';
+import { recordOf } from '../../../lib/untrustedJson';
 
 export function codexJsonParser(): OutputParser {
   let input = 0;
@@ -17,12 +18,12 @@ export function codexJsonParser(): OutputParser {
     }
     if (type === 'turn.started') return { entries: [entry('debug', 'turn started', 'agent', now, raw)], progress: { stage: 'thinking' } };
     if (type === 'item.started' || type === 'item.updated') {
-      const item = record(obj.item);
+      const item = recordOf(obj.item);
       if (item.type === 'command_execution') return { entries: [], progress: { stage: 'tool', current: text(item.command) } };
       return { entries: [] };
     }
     if (type === 'item.completed') {
-      const item = record(obj.item);
+      const item = recordOf(obj.item);
       switch (item.type) {
         case 'agent_message':
           lastMessage = text(item.text);
@@ -37,7 +38,7 @@ export function codexJsonParser(): OutputParser {
         }
         case 'file_change':
           return {
-            entries: (Array.isArray(item.changes) ? item.changes.map(record) : []).map((c) =>
+            entries: (Array.isArray(item.changes) ? item.changes.map(recordOf) : []).map((c) =>
               entry('info', `${text(c.kind)} ${text(c.path)}`, 'tool', now, raw, { action: text(c.kind), file: text(c.path) }),
             ),
           };
@@ -50,7 +51,7 @@ export function codexJsonParser(): OutputParser {
       }
     }
     if (type === 'turn.completed') {
-      const u = record(obj.usage);
+      const u = recordOf(obj.usage);
       input = addCounts(input, count(u.input_tokens));
       output = addCounts(output, count(u.output_tokens));
       return {
@@ -61,7 +62,7 @@ export function codexJsonParser(): OutputParser {
       };
     }
     if (type === 'turn.failed' || type === 'error') {
-      return { entries: [entry('error', text(record(obj.error).message) || text(obj.message) || type, 'agent', now, raw)] };
+      return { entries: [entry('error', text(recordOf(obj.error).message) || text(obj.message) || type, 'agent', now, raw)] };
     }
     return { entries: [entry('debug', type || 'event', 'agent', now, raw)] };
   });

@@ -1,6 +1,7 @@
 /** Building blocks of the parsers: a log entry, the `text` parser, a JSON-lines wrapper. */
 import type { LogEntry, LogLevel } from '../../../lib/db/processes';
 import type { OutputParser, ParsedLine } from './types';
+import { plainObject } from '../../../lib/untrustedJson';
 
 export function entry(level: LogLevel, message: string, source: string, now: Date, raw: string, metadata: Record<string, unknown> = {}): LogEntry {
   // the parsers read agents' JSON, which may hold anything where a string belongs: the message is always text
@@ -26,10 +27,6 @@ export function text(v: unknown): string {
   return String(v);
 }
 
-/** A field as an object: the object, or {} when it is anything else (null, a string, an array). */
-export function record(v: unknown): Record<string, unknown> {
-  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
-}
 
 /** A token count: a whole number from 0 to 2^53 − 1 (what a bigint column and JSON both hold), else 0. */
 export function count(v: unknown): number {
@@ -69,7 +66,7 @@ export function jsonObject(line: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
-  return obj && typeof obj === 'object' && !Array.isArray(obj) ? (obj as Record<string, unknown>) : undefined;
+  return plainObject(obj);
 }
 
 /** A JSON-lines parser wrapper: non-JSON lines (and stderr) are kept as text entries. */

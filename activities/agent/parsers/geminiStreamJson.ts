@@ -1,6 +1,7 @@
 /** Gemini CLI `--output-format stream-json`: init, message (role, content, delta), tool_use, tool_result, error, result with stats. */
-import { count, entry, jsonLines, record, text } from './common';
+import { count, entry, jsonLines, text } from './common';
 import type { OutputParser, ParsedLine } from './types';
+import { recordOf } from '../../../lib/untrustedJson';
 
 export function geminiStreamJsonParser(): OutputParser {
   let pending = '';
@@ -31,7 +32,7 @@ export function geminiStreamJsonParser(): OutputParser {
       return e;
     };
     if (type === 'tool_use') {
-      const params = record(obj.parameters);
+      const params = recordOf(obj.parameters);
       const file = params.file_path ?? params.absolute_path ?? params.path;
       const tool = text(obj.tool_name);
       return {
@@ -42,7 +43,7 @@ export function geminiStreamJsonParser(): OutputParser {
     if (type === 'tool_result') return { entries: [entry(obj.status === 'error' ? 'warn' : 'debug', `${text(obj.tool_id) || 'tool'} ${text(obj.status)}`.trim(), 'tool_result', now, raw)] };
     if (type === 'error') return { entries: [...flush(), entry('error', text(obj.message) || 'error', 'agent', now, raw)] };
     if (type === 'result') {
-      const stats = record(obj.stats);
+      const stats = recordOf(obj.stats);
       const failed = obj.status !== undefined && obj.status !== 'success';
       return {
         entries: [...flush(), entry(failed ? 'error' : 'info', `result: ${text(obj.status) || 'done'}`, 'result', now, raw, { stats })],

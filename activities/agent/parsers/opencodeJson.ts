@@ -1,6 +1,7 @@
 /** OpenCode `run --format json`: step_start, text, tool_use (part.tool, part.state), step_finish with tokens and cost, error. */
-import { addCounts, count, entry, jsonLines, record, text, usd } from './common';
+import { addCounts, count, entry, jsonLines, text, usd } from './common';
 import type { OutputParser, ParsedLine } from './types';
+import { recordOf } from '../../../lib/untrustedJson';
 
 export function opencodeJsonParser(): OutputParser {
   let input = 0;
@@ -9,7 +10,7 @@ export function opencodeJsonParser(): OutputParser {
   let answer: string | undefined;
   return jsonLines((obj, raw, now): ParsedLine => {
     const type = text(obj.type);
-    const part = record(obj.part);
+    const part = recordOf(obj.part);
     const sessionId = typeof obj.sessionID === 'string' ? obj.sessionID : undefined;
     if (type === 'step_start') return { entries: [entry('debug', 'step started', 'agent', now, raw)], sessionId, progress: { stage: 'thinking' } };
     if (type === 'text') {
@@ -17,8 +18,8 @@ export function opencodeJsonParser(): OutputParser {
       return { entries: [entry('info', answer, 'assistant', now, raw)], sessionId };
     }
     if (type === 'tool_use') {
-      const state = record(part.state);
-      const inp = record(state.input);
+      const state = recordOf(part.state);
+      const inp = recordOf(state.input);
       const file = inp.filePath ?? inp.path;
       const tool = text(part.tool);
       const meta = { action: tool, ...(typeof file === 'string' ? { file } : {}) };
@@ -28,15 +29,15 @@ export function opencodeJsonParser(): OutputParser {
       };
     }
     if (type === 'step_finish') {
-      const tokens = record(part.tokens);
-      input = addCounts(input, count(tokens.input), count(record(tokens.cache).read));
+      const tokens = recordOf(part.tokens);
+      input = addCounts(input, count(tokens.input), count(recordOf(tokens.cache).read));
       output = addCounts(output, count(tokens.output), count(tokens.reasoning));
       cost = Math.min(cost + (usd(part.cost) ?? 0), Number.MAX_VALUE);
       return { entries: [entry('debug', 'step finished', 'agent', now, raw, { tokens: part.tokens })], tokens: { input, output }, cost, summary: answer };
     }
     if (type === 'error') {
-      const err = record(obj.error);
-      return { entries: [entry('error', text(record(err.data).message) || text(err.name) || 'error', 'agent', now, raw)] };
+      const err = recordOf(obj.error);
+      return { entries: [entry('error', text(recordOf(err.data).message) || text(err.name) || 'error', 'agent', now, raw)] };
     }
     return { entries: [entry('debug', type || 'event', 'agent', now, raw)] };
   });
