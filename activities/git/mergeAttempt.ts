@@ -13,8 +13,8 @@ import { git, gitOrThrow } from '../../lib/git';
 import { faultPoint, type Faults } from '../../lib/faults';
 import { earlierMerge, markerRef } from './mergeMarkers';
 import { COMMIT_IDENTITY } from './commitWorktree';
+import { withRepoLock } from './worktree';
 import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
-
 
 export type MergeOutcome =
   | { ok: true; commitSha: string }
@@ -46,7 +46,31 @@ export interface MergeInput {
   attemptId?: string;
 }
 
+/** Tries of one merge whose base branch moves under it (another merge, a push) before it is recomputed no more. */
+const MERGE_TRIES = 5;
+
+/** The base branch moved between the merge's read of it and its move: the merge is computed again on the new base. */
+class BaseMoved extends Error {}
+
+/**
+ * Merges under the repository's lock (activities/git/worktree.ts), so this worker's merges into one base run one after
+ * another; a base moved by anything else meanwhile (another worker, a push) is seen when the base is moved (a
+ * compare-and-swap) and the merge is computed again on the new base. Before, concurrent merges of different attempts
+ * built on the same base and the later ones failed with "Not possible to fast-forward" (500, the workflow failed).
+ */
 export async function mergeBranch(input: MergeInput, opts: { faults?: Faults } = {}): Promise<MergeOutcome> {
+  return withRepoLock(input.repoPath, async () => {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await mergeOnce(input, opts);
+      } catch (err) {
+        if (!(err instanceof BaseMoved) || tries >= MERGE_TRIES) throw err;
+      }
+    }
+  });
+}
+
+async function mergeOnce(input: MergeInput, opts: { faults?: Faults }): Promise<MergeOutcome> {
   const { repoPath: repo, baseBranch: base, branch } = input;
   const attemptId = input.attemptId && /^[\w-]+$/.test(input.attemptId) ? input.attemptId : undefined;
   for (const b of [base, branch]) {
@@ -67,6 +91,10 @@ export async function mergeBranch(input: MergeInput, opts: { faults?: Faults } =
   }
   if (tree.code !== 0) throw new Error(`git merge-tree failed: ${tree.stderr.trim()}`);
   const mergedTree = (tree.stdout.split('\n')[0] ?? '').trim();
+  // a squash whose changes the base already has (merged another way, or by another attempt) would be an empty commit
+  if (input.strategy === 'squash' && mergedTree === (await gitOrThrow(repo, ['rev-parse', `${baseSha}^{tree}`])).trim()) {
+    return { ok: false, reason: 'no_changes', message: `${base} already has every change of ${branch}`, files: [] };
+  }
   const fastForward = (await git(repo, ['merge-base', '--is-ancestor', baseSha, branchSha])).code === 0;
   const id = await identity(repo);
   const message = input.message;
@@ -96,7 +124,17 @@ async function moveBase(repo: string, base: string, baseSha: string, newSha: str
     }
   }
   if (marker) await gitOrThrow(repo, ['update-ref', marker, newSha]);
-  if (worktree) await gitOrThrow(worktree, ['merge', '--ff-only', '-q', newSha]);
-  else await gitOrThrow(repo, ['update-ref', '-m', `armada merge ${branch}`, `refs/heads/${base}`, newSha, baseSha]);
+  try {
+    if (worktree) {
+      // the checked-out base moves with its work tree: only from the commit the merge was computed on
+      if ((await gitOrThrow(worktree, ['rev-parse', 'HEAD'])).trim() !== baseSha) throw new BaseMoved(`${base} moved`);
+      await gitOrThrow(worktree, ['merge', '--ff-only', '-q', newSha]);
+    } else await gitOrThrow(repo, ['update-ref', '-m', `armada merge ${branch}`, `refs/heads/${base}`, newSha, baseSha]);
+  } catch (err) {
+    if (err instanceof BaseMoved) throw err;
+    // a compare-and-swap that lost (update-ref's old value, or a fast-forward from a base that moved meanwhile)
+    if ((await gitOrThrow(repo, ['rev-parse', `refs/heads/${base}`])).trim() !== baseSha) throw new BaseMoved(`${base} moved`);
+    throw err;
+  }
   return undefined;
 }

@@ -32,7 +32,17 @@ beforeAll(async () => {
   stack = await startTestStack({
     services: ['task'],
     worker: true,
-    file: { ...base, agents: { ...base.agents, hostile: { command: ['sh', '-c', script], format: 'codex-json' }, switcher: { command: ['sh', '-c', switcher], format: 'text' } } },
+    file: {
+      ...base,
+      agents: {
+        ...base.agents,
+        hostile: { command: ['sh', '-c', script], format: 'codex-json' },
+        switcher: { command: ['sh', '-c', switcher], format: 'text' },
+        // a file of its own per attempt (merges that do not conflict), and the same file every time
+        own: { command: ['sh', '-c', 'cat >/dev/null; echo "$$" > "own-$$.txt"'], format: 'text' },
+        same: { command: ['sh', '-c', 'cat >/dev/null; echo same > same.txt'], format: 'text' },
+      },
+    },
   });
   h = api(stack);
 });
@@ -153,6 +163,32 @@ describe('attempt failures and bad input', () => {
     expect(gitOut(p.repo, 'status', '--porcelain')).toBe('');
     expect(fs.readFileSync(`${p.repo}/README.md`, 'utf8')).toBe('line one changed on main\nline 2\n');
   });
+
+  test('concurrent merges of different attempts into one base all land, one after another; none is a 500', async () => {
+    const p = await h.project();
+    const started = await Promise.all(Array.from({ length: 6 }, async (_v, i) => h.start(await h.task(p.id, `own ${i}`), 'own')));
+    for (const s of started) expect((await h.until(s.attemptId, ['completed', 'failed'], 60_000)).status).toBe('completed');
+    const merged = await Promise.all(started.map((s, i) => h.inject('POST', `/api/attempts/${s.attemptId}/merge`, { strategy: i % 2 ? 'no-ff' : 'squash' })));
+    expect(merged.map((r) => r.statusCode)).toEqual(started.map(() => 200));
+    const files = gitOut(p.repo, 'ls-tree', '--name-only', 'main').split('\n').filter((f) => f.startsWith('own-'));
+    expect(files).toHaveLength(6);
+    expect(gitOut(p.repo, 'status', '--porcelain')).toBe(''); // the checked-out main moved with its work tree
+    for (const r of merged) expect(gitOut(p.repo, 'merge-base', '--is-ancestor', r.json().data.commitSha, 'main')).toBe('');
+  }, 120_000);
+
+  test('a squash whose changes the base already has is 409 no_changes, not an empty commit on the base', async () => {
+    const p = await h.project();
+    const first = await h.start(await h.task(p.id, 'same 1'), 'same');
+    const second = await h.start(await h.task(p.id, 'same 2'), 'same');
+    await h.until(first.attemptId, ['completed']);
+    await h.until(second.attemptId, ['completed']);
+    expect((await h.inject('POST', `/api/attempts/${first.attemptId}/merge`, { strategy: 'squash' })).statusCode).toBe(200);
+    const head = gitOut(p.repo, 'rev-parse', 'main');
+    const again = await h.inject('POST', `/api/attempts/${second.attemptId}/merge`, { strategy: 'squash' });
+    expect(again.statusCode).toBe(409);
+    expect(again.json().error).toMatchObject({ code: 'CONFLICT', details: { reason: 'no_changes', files: [] } });
+    expect(gitOut(p.repo, 'rev-parse', 'main')).toBe(head);
+  }, 60_000);
 
   test('bad input: unknown task 404, unknown llm 400, diff path outside the worktree 400, unknown attempt 404', async () => {
     const r = await h.inject('POST', '/api/tasks/nope/start', { llm: 'scripted' });
