@@ -30,10 +30,20 @@ function offsetMs(zone: string, utcMs: number): number {
   return wall - Math.floor(utcMs / 1000) * 1000;
 }
 
-/** The instant a wall-clock time (given as if it were UTC) stands for in a zone. */
+const DAY_MS = 86_400_000;
+
+/**
+ * The instant a wall-clock time (given as if it were UTC) stands for in a zone. The zone's offsets a day before and a
+ * day after give the candidates (one offset change at most lies between); those whose wall clock reads `wallMs` are
+ * the instants it names: the later when there are two (the repeated hour), and none in a gap, where the offset from
+ * before the change moves it forward by the gap. Two passes from the offset at `wallMs` got both cases wrong in zones
+ * west of UTC (America/New_York: 02:30 on the spring day was 01:30 EST, the autumn 01:30 the first one).
+ */
 function zonedToUtc(wallMs: number, zone: string): number {
-  const first = wallMs - offsetMs(zone, wallMs);
-  return wallMs - offsetMs(zone, first);
+  const before = offsetMs(zone, wallMs - DAY_MS);
+  const after = offsetMs(zone, wallMs + DAY_MS);
+  const named = [wallMs - before, wallMs - after].filter((t) => t + offsetMs(zone, t) === wallMs);
+  return named.length ? Math.max(...named) : wallMs - before;
 }
 
 /**

@@ -21,6 +21,18 @@ describe('one-time schedule times', () => {
     // Europe/Paris springs forward on 2030-03-31 at 02:00 (to 03:00) and falls back on 2030-10-27 at 03:00 (to 02:00)
     expect(at('2030-03-31T02:30', 'Europe/Paris')).toBe('2030-03-31T01:30:00.000Z'); // 03:30 CEST
     expect(at('2030-10-27T02:30', 'Europe/Paris')).toBe('2030-10-27T01:30:00.000Z'); // 02:30 CET, the second one
+    // zones west of UTC (New York springs forward 2027-03-14 02:00, falls back 2027-11-07 02:00; Los Angeles alike)
+    expect(at('2027-03-14T02:30', 'America/New_York')).toBe('2027-03-14T07:30:00.000Z'); // 03:30 EDT
+    expect(at('2027-11-07T01:30', 'America/New_York')).toBe('2027-11-07T06:30:00.000Z'); // 01:30 EST, the second one
+    expect(at('2027-03-14T02:30', 'America/Los_Angeles')).toBe('2027-03-14T10:30:00.000Z');
+    expect(at('2027-11-07T01:30', 'America/Los_Angeles')).toBe('2027-11-07T09:30:00.000Z');
+    // the minutes next to each change, and half-hour shifts (Lord Howe: +10:30 / +11)
+    expect(at('2027-03-14T01:59', 'America/New_York')).toBe('2027-03-14T06:59:00.000Z');
+    expect(at('2027-03-14T03:00', 'America/New_York')).toBe('2027-03-14T07:00:00.000Z');
+    expect(at('2027-11-07T00:59', 'America/New_York')).toBe('2027-11-07T04:59:00.000Z');
+    expect(at('2027-11-07T02:00', 'America/New_York')).toBe('2027-11-07T07:00:00.000Z');
+    expect(at('2027-10-03T02:15', 'Australia/Lord_Howe')).toBe('2027-10-02T15:45:00.000Z'); // in the gap: 02:45 +11
+    expect(at('2027-04-04T01:45', 'Australia/Lord_Howe')).toBe('2027-04-03T15:15:00.000Z'); // repeated: the later, +10:30
   });
 
   test('fractions of a second round up to the next whole second', () => {
