@@ -17,5 +17,9 @@ export function createFollowUpActivities(deps: Pick<ActivityDeps, 'db'>) {
     async recordQueueItemSent(input: { itemId: string }): Promise<void> {
       await setQueueItemStatus(deps.db, input.itemId, 'sent');
     },
+    /** An item the attempt could not be sent (its workflow had ended). */
+    async recordQueueItemFailed(input: { itemId: string }): Promise<void> {
+      await setQueueItemStatus(deps.db, input.itemId, 'failed');
+    },
   };
 }

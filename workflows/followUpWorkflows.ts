@@ -7,11 +7,10 @@ import { getExternalWorkflowHandle, proxyActivities, sleep } from '@temporalio/w
 import { attemptWorkflowId, followUpSignal } from './attemptMessages';
 import type { Activities } from '../activities';
 
-const { finishFollowUpDraftRecord, recordQueueItemSent } = proxyActivities<Activities>({
+const { finishFollowUpDraftRecord, recordQueueItemSent, recordQueueItemFailed } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
 });
-
 
 export interface FollowUpDraftInput {
   draftId: string;
@@ -49,12 +48,22 @@ export interface FollowUpQueueInput {
   items: { id: string; prompt: string; order: number }[];
 }
 
-/** `follow-up-queue:<queueId>`: signals every prompt in order; the attempt runs them one after another. */
-export async function followUpQueueWorkflow(input: FollowUpQueueInput): Promise<{ sent: number }> {
+/**
+ * `follow-up-queue:<queueId>`: signals every prompt in order; the attempt runs them one after another. When the
+ * attempt workflow is gone (it ended while the queue was being sent), the items not delivered are marked `failed`,
+ * as a follow-up draft is; before, the queue's workflow failed and its items stayed `pending`.
+ */
+export async function followUpQueueWorkflow(input: FollowUpQueueInput): Promise<{ sent: number; failed?: number }> {
   const attempt = getExternalWorkflowHandle(attemptWorkflowId(input.attemptId));
   let sent = 0;
   for (const item of input.items) {
-    await attempt.signal(followUpSignal, { prompt: item.prompt, draftId: item.id, source: 'follow-up-queue' });
+    try {
+      await attempt.signal(followUpSignal, { prompt: item.prompt, draftId: item.id, source: 'follow-up-queue' });
+    } catch {
+      const left = input.items.slice(sent);
+      for (const rest of left) await recordQueueItemFailed({ itemId: rest.id });
+      return { sent, failed: left.length };
+    }
     await recordQueueItemSent({ itemId: item.id });
     sent++;
   }

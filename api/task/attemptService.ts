@@ -389,6 +389,16 @@ export async function endProcess(deps: AttemptServiceDeps, processId: string, st
   return p;
 }
 
+/** Whether the attempt's workflow is running, so a follow-up signalled to it is run (false: ended, or never started). */
+export async function acceptsFollowUps(client: Client, attemptId: string): Promise<boolean> {
+  try {
+    return (await client.workflow.getHandle(attemptWorkflowId(attemptId)).describe()).status.name === 'RUNNING';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
 /** Queues a follow-up prompt on the attempt's workflow (409 when the workflow has closed). */
 export async function sendFollowUp(deps: AttemptServiceDeps, attemptId: string, f: { prompt: string; draftId?: string; source?: string }): Promise<void> {
   const a = await getAttempt(deps.db, attemptId);

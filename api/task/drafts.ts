@@ -8,7 +8,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { SchemaErrorFormatter } from 'fastify/types/schema';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { invalidRequest, notFound } from '../../lib/errors';
+import { conflict, invalidRequest, notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { withTransaction } from '../../lib/db/pool';
 import {
@@ -30,6 +30,7 @@ import { ok } from '../http/envelope';
 import { NON_BLANK_PATTERN } from '../http/inputPolicy';
 import { Envelope, ErrorResponses, IdParams, Nullable, StringEnum, Timestamp } from '../http/schemas';
 import { callTemporal } from '../http/temporalErrors';
+import { acceptsFollowUps } from './attemptService';
 import { schemaValidationError } from '../http/validation';
 import type { TaskPluginOptions } from './deps';
 import { STREAM_ROUTE } from '../http/bearerAuth';
@@ -272,6 +273,8 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
       const autoExecute = request.body.autoExecute ?? false;
       const id = newId();
       const client = autoExecute ? await deps.temporal.client() : undefined;
+      // like POST /attempts/:id/follow-up: an attempt whose workflow has ended takes no follow-ups (409, nothing made)
+      if (client && !(await callTemporal(() => acceptsFollowUps(client, attemptId)))) throw conflict(`Attempt ${attemptId} no longer accepts follow-ups`);
       const created = await withTransaction(deps.db, async (c) => {
         const q = await insertFollowUpQueue(c, { id, attemptId, autoExecute, items });
         if (client)

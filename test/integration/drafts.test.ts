@@ -110,6 +110,37 @@ describe('follow-ups sent to the attempt workflow', () => {
     expect(f.json().data.status).toBe('scheduled');
     await eventually(async () => (await stack.db.query("SELECT 1 FROM follow_up_drafts WHERE id = $1 AND status = 'failed'", [f.json().data.id])).rowCount);
   });
+
+  test('a queue with autoExecute for an attempt that takes no follow-ups (workflow ended, or never started) is a 409, like /follow-up, and makes nothing', async () => {
+    const ended = await attemptWithWorkflow();
+    await ended.finish();
+    const client = await stack.temporal.client();
+    await client.workflow.getHandle(`attempt:${ended.attemptId}`).result();
+    const never = await insertAttempt(stack, taskId);
+    for (const attemptId of [ended.attemptId, never]) {
+      const r = await inject('POST', `/api/task-attempts/${attemptId}/follow-up-queue`, { autoExecute: true, queue: [{ prompt: 'x', order: 0 }] });
+      expect(r.statusCode).toBe(409);
+      expect(r.json()).toMatchObject({ success: false, error: { code: 'CONFLICT', message: `Attempt ${attemptId} no longer accepts follow-ups` } });
+      expect((await stack.db.query('SELECT count(*)::int AS n FROM follow_up_queues WHERE task_attempt_id = $1', [attemptId])).rows[0].n).toBe(0);
+      // kept for the user without autoExecute, as before
+      expect((await inject('POST', `/api/task-attempts/${attemptId}/follow-up-queue`, { queue: [{ prompt: 'x', order: 0 }] })).statusCode).toBe(201);
+    }
+  });
+
+  test('a queue whose attempt ends before it is sent: the items not delivered are marked failed, the queue workflow completes', async () => {
+    const gone = await insertAttempt(stack, taskId); // no attempt workflow: every signal fails
+    const q = (await inject('POST', `/api/task-attempts/${gone}/follow-up-queue`, { queue: [{ prompt: 'a', order: 0 }, { prompt: 'b', order: 1 }] })).json().data;
+    const items = q.queue.map((i: { id: string; prompt: string; order: number }) => ({ id: i.id, prompt: i.prompt, order: i.order }));
+    const client = await stack.temporal.client();
+    const result = await client.workflow.execute('followUpQueueWorkflow', {
+      workflowId: `follow-up-queue:${q.id}`,
+      taskQueue: stack.config.temporal.taskQueue,
+      args: [{ queueId: q.id, attemptId: gone, items }],
+    });
+    expect(result).toEqual({ sent: 0, failed: 2 });
+    const { rows } = await stack.db.query('SELECT status FROM follow_up_queue_items WHERE queue_id = $1 ORDER BY "order"', [q.id]);
+    expect(rows.map((r) => r.status)).toEqual(['failed', 'failed']);
+  });
 });
 
 describe('drafts', () => {
