@@ -70,6 +70,9 @@ const INPUT_POLICY =
   `at most ${MAX_JSON_DEPTH} levels deep (the body itself is level 1); deeper is a 400. An HTTP method a path does not declare ` +
   'answers 405 with an `Allow` header.';
 
+/** The methods whose request body Fastify reads (and so can refuse with a 415). */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
 interface SecuritySetup {
   schemes: Record<string, Record<string, string>>;
   /** OpenAPI `security`: alternatives; `{}` = no authentication is an accepted alternative. */
@@ -141,6 +144,11 @@ export function installOpenApi(app: FastifyInstance, opts: { service: ServiceKin
         s.description = typeof s.description === 'string' && s.description ? `${doc.description}\n\n${s.description}` : doc.description;
       }
       if (!s.operationId && method) s.operationId = defaultOperationId(method, url);
+      // a body that is not JSON, or is compressed, is a 415 (api/http/baseApp.ts, inputPolicy.ts) in the shape of
+      // the operation's other errors: every method whose body Fastify reads can get one
+      const response = s.response as Record<string, unknown> | undefined;
+      const errorShape = response?.['400'] ?? response?.['404'] ?? response?.['500'];
+      if (method && BODY_METHODS.has(method) && response && errorShape && !response['415']) s.response = { ...response, 415: errorShape };
       return { schema: s as never, url };
     },
   };

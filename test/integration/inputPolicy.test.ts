@@ -268,6 +268,22 @@ describe.each(SERVICES)('%s service', (service) => {
     expect(missing).toEqual([]);
   });
 
+  test('a body that is not JSON, or is compressed, is the 415 every POST/PUT/PATCH/DELETE documents, in its documented shape', async () => {
+    const failures: string[] = [];
+    const withBody = operations(service).filter((op) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(op.method));
+    for (const op of withBody) {
+      if (op.responses['415'] === undefined) failures.push(`${op.method} ${op.path} does not document its 415`);
+      for (const headers of [{ 'content-type': 'text/plain' }, { 'content-type': 'application/json', 'content-encoding': 'gzip' }]) {
+        const res = await send(op.method, urlOf(op), 'x', headers);
+        const sent = `${op.method} ${urlOf(op)} (${Object.values(headers).join(', ')})`;
+        if (res.statusCode !== 415) failures.push(`${sent} → ${res.statusCode} ${res.body.slice(0, 200)}`);
+        else if (documentedShapeProblem(service, op, res)) failures.push(`${sent} → ${documentedShapeProblem(service, op, res)}`);
+      }
+    }
+    expect(withBody.length).toBeGreaterThan(0);
+    expect(failures).toEqual([]);
+  });
+
   test('a NUL in a header is a 400 in the service shape', async () => {
     const op = operations(service).find((o) => o.method === 'GET' && !o.path.includes('{')) as Operation;
     const res = await send('GET', op.path, undefined, { 'x-user-email': 'a\u0000@example.com' });
