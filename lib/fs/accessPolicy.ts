@@ -82,11 +82,12 @@ export async function buildAccessPolicy(input: AccessPolicyInput): Promise<Acces
 
 /**
  * Turns the `path` query value into an absolute, normalised path: percent-decoding repeated until stable (so
- * `%252e%252e` is caught too), `~` expanded, `..` and `//` folded. Relative paths and NUL bytes are refused.
+ * `%252e%252e` is caught too; `decode` false: taken as written), `~` expanded, `..` and `//` folded. Relative paths
+ * and NUL bytes are refused.
  */
-export function normaliseRequestedPath(raw: string, home: string): string {
+export function normaliseRequestedPath(raw: string, home: string, decode = true): string {
   let p = raw;
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; decode && i < 5; i++) {
     let next: string;
     try {
       next = decodeURIComponent(p);
@@ -109,6 +110,14 @@ export function normaliseRequestedPath(raw: string, home: string): string {
  */
 export async function resolveAllowedDirectory(raw: string, policy: AccessPolicy, home: string): Promise<string> {
   const lexical = normaliseRequestedPath(raw, home);
+  // A name that holds %XX (a directory `x%41y`) is taken as written when that directory exists and is allowed:
+  // decoding it again named another one (`xAy`), so a directory the listing showed could not be opened. Otherwise
+  // the decoded path is checked as before (an encoded `..` is still folded and refused).
+  const literal = normaliseRequestedPath(raw, home, false);
+  if (literal !== lexical && policy.permits(literal)) {
+    const real = await fs.realpath(literal).catch(() => undefined);
+    if (real && policy.permits(real) && (await fs.stat(real)).isDirectory()) return real;
+  }
   if (!policy.permits(lexical)) throw accessDenied(lexical);
   let real: string;
   try {

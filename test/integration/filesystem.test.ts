@@ -138,6 +138,22 @@ describe('GET /api/filesystem/list', () => {
     }
   });
 
+  test('a directory whose name holds %XX (x%41y, %2e%2e) opens from the path its listing gives; an encoded .. that names none is still refused', async () => {
+    for (const name of ['x%41y', '%2e%2e', 'a%252e']) fs.mkdirSync(path.join(root, 'pct', name), { recursive: true });
+    fs.writeFileSync(path.join(root, 'pct', '%2e%2e', 'inside.txt'), 'x');
+    const listed = (await list(path.join(root, 'pct'))).json().data.entries as { name: string; path: string }[];
+    expect(listed.map((e) => e.name).sort()).toEqual(['%2e%2e', 'a%252e', 'x%41y']);
+    for (const e of listed) {
+      const res = await list(e.path);
+      expect(res.statusCode).toBe(200);
+      expect(res.json().data.path).toBe(path.join(root, 'pct', e.name));
+    }
+    expect((await list(path.join(root, 'pct', '%2e%2e'))).json().data.entries.map((e: { name: string }) => e.name)).toEqual(['inside.txt']);
+    // no such directory: decoded, `..` folds out of the root
+    const out = await list(`${root}/pct/sub/%2e%2e/%2e%2e/%2e%2e/outside`);
+    expect(out.statusCode).toBe(403);
+  });
+
   test('doubled slashes and harmless .. inside the root are normalised', async () => {
     const res = await list(`${root}//sub/../sub`);
     expect(res.statusCode).toBe(200);
