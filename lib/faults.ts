@@ -7,6 +7,8 @@
 export type FaultPoint =
   /** mergeBranch: the base branch has been moved, before the result is returned */
   | 'mergeBranch.afterMerge'
+  /** prepareWorktree: the worktree exists, before its host is recorded on the attempt */
+  | 'prepareWorktree.beforeRecord'
   /** prepareWorktree: the worktree exists, before the setup script runs */
   | 'prepareWorktree.afterWorktree'
   /** runAgent: the agent runs and its pid is recorded, before its output is watched */

@@ -99,7 +99,12 @@ export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig; fa
     baseCommit = (await gitOrThrow(repo, ['merge-base', branch, baseBranch])).trim();
   }
   const prepared = { worktreePath, branch, baseBranch, baseCommit: baseCommit as string, hostQueue: hostQueue(deps.config.temporal.taskQueue), repoPath: repo };
-  await setAttemptWorktree(deps.db, attempt.id, prepared);
+  await faultPoint(deps.faults, 'prepareWorktree.beforeRecord', { worktreePath, branch });
+  if (!(await setAttemptWorktree(deps.db, attempt.id, prepared))) {
+    // cancelled or deleted while the worktree was made (a delete racing the start): nobody else knows it is here
+    await removeWorktree(deps, { attemptId: null, repoPath: repo, worktreePath, branch, deleteBranch: !refs.has(branch) });
+    throw ApplicationFailure.nonRetryable(`attempt ${attempt.id} was cancelled or deleted while its worktree was made; the worktree was removed`, 'AttemptGone');
+  }
   await faultPoint(deps.faults, 'prepareWorktree.afterWorktree', { worktreePath });
   if (project.setup_script.trim()) await runSetupOnce(deps, { attemptId: attempt.id, taskId: attempt.task_id, processId: input.processId, worktreePath, script: project.setup_script });
   return prepared;

@@ -330,11 +330,14 @@ export async function startCreatedAttempt(deps: AttemptServiceDeps, attemptId: s
   return { attempt: result.attempt, processId: result.processId, replayed: false, timing: { dbMs, temporalMs } };
 }
 
-async function cancelWorkflow(deps: AttemptServiceDeps, attemptId: string): Promise<void> {
+/** Requests the attempt workflow's cancellation; false when there is no such workflow (never started, or gone). */
+async function cancelWorkflow(deps: AttemptServiceDeps, attemptId: string): Promise<boolean> {
   try {
     await (await deps.temporal.client()).workflow.getHandle(attemptWorkflowId(attemptId)).cancel();
+    return true;
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
+    return false;
   }
 }
 
@@ -481,13 +484,24 @@ export async function deleteAttempt(deps: AttemptServiceDeps, attemptId: string)
  * (removeAttemptWorkflow on each host's queue). Waits up to attempts.deleteWaitMs for all of them: 'pending' when a
  * host did not answer in time (the removal runs when its worker is back). The caller deletes the rows afterwards.
  */
+/**
+ * Cancels the attempts and removes their worktrees and branches on their hosts. The row the cancel returns is read
+ * under the row lock that also guards recording a new worktree (setAttemptWorktree): either the worktree's host is
+ * in it, and it is removed here, or the run making the worktree finds the attempt cancelled and removes it itself
+ * (activities/git/worktree.ts); the cleanup is then `pending`. Before, a delete racing the start read the attempt
+ * before its host was recorded, answered cleanup "done" and left the worktree and branch behind.
+ */
 async function removeAttemptsOnHosts(deps: AttemptServiceDeps, items: { attempt: AttemptRow; repoPath: string | null }[]): Promise<'done' | 'pending'> {
+  const waitMs = deps.config.file.attempts?.deleteWaitMs ?? 15_000;
   const removals: Promise<'done' | 'pending'>[] = [];
-  for (const { attempt: a, repoPath } of items) {
-    if (a.status === 'running' || a.status === 'created') {
-      await withTransaction(deps.db, (c) => recordAttemptCancelled(c, a.id));
+  let runsStillPreparing = false;
+  for (const { attempt: before, repoPath } of items) {
+    let a = before;
+    if (before.status === 'running' || before.status === 'created') {
+      a = (await withTransaction(deps.db, (c) => recordAttemptCancelled(c, before.id))) ?? (await getAttempt(deps.db, before.id)) ?? before;
     }
-    await cancelWorkflow(deps, a.id);
+    const hadWorkflow = await cancelWorkflow(deps, a.id);
+    if (!a.host_queue && hadWorkflow && (before.status === 'running' || before.status === 'created')) runsStillPreparing = true;
     if (a.host_queue && repoPath && !a.cleaned_up) {
       const handle = await (await deps.temporal.client()).workflow.start('removeAttemptWorkflow', {
         workflowId: `attempt-remove:${a.id}`,
@@ -498,12 +512,12 @@ async function removeAttemptsOnHosts(deps: AttemptServiceDeps, items: { attempt:
       removals.push(handle.result().then(() => 'done' as const, () => 'pending' as const));
     }
   }
-  if (removals.length === 0) return 'done';
+  if (removals.length === 0) return runsStillPreparing ? 'pending' : 'done';
   let timer: NodeJS.Timeout | undefined;
   const waited = new Promise<'pending'>((resolve) => {
-    timer = setTimeout(() => resolve('pending'), deps.config.file.attempts?.deleteWaitMs ?? 15_000);
+    timer = setTimeout(() => resolve('pending'), waitMs);
   });
-  const all = Promise.all(removals).then((r) => (r.every((x) => x === 'done') ? ('done' as const) : ('pending' as const)));
+  const all = Promise.all(removals).then((r) => (!runsStillPreparing && r.every((x) => x === 'done') ? ('done' as const) : ('pending' as const)));
   const cleanup = await Promise.race([all, waited]);
   clearTimeout(timer);
   return cleanup;

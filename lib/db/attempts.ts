@@ -276,15 +276,21 @@ export async function markAttemptRunning(db: Queryable, id: string): Promise<Att
   return rows[0];
 }
 
+/**
+ * Records where an attempt's worktree is; false (nothing recorded) when the attempt was cancelled or deleted
+ * meanwhile: whoever cancels or deletes it has already read where it was, so the caller removes what it made.
+ */
 export async function setAttemptWorktree(
   db: Queryable,
   id: string,
   w: { worktreePath: string; branch: string; baseBranch: string; baseCommit: string; hostQueue: string },
-): Promise<void> {
-  await db.query(
-    `UPDATE attempts SET worktree_path = $2, branch = $3, base_branch = $4, base_commit = $5, host_queue = $6, updated_at = now() WHERE id = $1`,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE attempts SET worktree_path = $2, branch = $3, base_branch = $4, base_commit = $5, host_queue = $6, updated_at = now()
+      WHERE id = $1 AND status <> 'cancelled'`,
     [id, w.worktreePath, w.branch, w.baseBranch, w.baseCommit, w.hostQueue],
   );
+  return (rowCount ?? 0) > 0;
 }
 
 export interface AttemptChanges {

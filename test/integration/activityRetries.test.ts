@@ -96,6 +96,28 @@ test('prepareWorktree retried after the worktree was made: the setup script stil
   expect(logs.filter((l) => l.source === 'setup').map((l) => l.message)).toEqual(['setting up', 'setup script exited with code 0']);
 }, 90_000);
 
+test('a task deleted while its first run makes the worktree (its host not recorded yet): cleanup pending, and the run removes the worktree and branch it made', async () => {
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'Deleted while its worktree is made');
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let made: Record<string, unknown> | undefined;
+  faults['prepareWorktree.beforeRecord'] = async (info) => {
+    made = info;
+    await gate;
+  };
+  await h.start(taskId);
+  const worktree = await eventually(async () => made, 30_000, 20);
+  expect(fs.existsSync(worktree.worktreePath as string)).toBe(true);
+  const del = await h.inject('DELETE', `/api/tasks/${taskId}`);
+  expect(del.statusCode).toBe(200);
+  expect(del.json().data).toEqual({ deleted: true, taskId, cleanup: 'pending' }); // before: "done", and both stayed
+  release();
+  await eventually(async () => !fs.existsSync(worktree.worktreePath as string), 20_000, 50);
+  await eventually(async () => gitOut(p.repo, 'branch', '--list', worktree.branch as string) === '', 10_000, 50);
+  expect(gitOut(p.repo, 'worktree', 'list')).not.toContain(worktree.worktreePath as string);
+}, 90_000);
+
 test('runAgent failing after the spawn: the worker slot is released and the agent process group is gone', async () => {
   const p = await h.project();
   const pids: number[] = [];
