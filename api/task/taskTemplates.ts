@@ -129,7 +129,9 @@ export const taskTemplateRoutes: FastifyPluginAsync<TaskPluginOptions> = async (
   app.put('/task-templates/:id', { schema: { tags, params: IdParams, body: UpdateBody, response: { 200: Envelope(Template), ...ErrorResponses } } }, async (request) => {
     const b = request.body;
     const row = await withTransaction(deps.db, async (c) => {
-      const current = await getTemplate(c, request.params.id);
+      // locked: metadata is recomputed from this copy (totalEstimatedTime from the tasks, the other keys kept), so a
+      // concurrent update must wait and read what this one wrote, or one of the two changes would be lost
+      const current = await getTemplate(c, request.params.id, true);
       if (!current) throw missing(request.params.id);
       const tasks = b.tasks ? sortTasks(b.tasks) : undefined;
       return updateTemplate(c, request.params.id, {

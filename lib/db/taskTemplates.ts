@@ -37,8 +37,9 @@ export async function insertTemplate(
   return rows[0] as TaskTemplateRow;
 }
 
-export async function getTemplate(db: Queryable, id: string): Promise<TaskTemplateRow | undefined> {
-  const { rows } = await db.query<TaskTemplateRow>('SELECT * FROM task_templates WHERE id = $1', [id]);
+/** `forUpdate` locks the row until the transaction ends: an update recomputing from it must not read a stale copy. */
+export async function getTemplate(db: Queryable, id: string, forUpdate = false): Promise<TaskTemplateRow | undefined> {
+  const { rows } = await db.query<TaskTemplateRow>(`SELECT * FROM task_templates WHERE id = $1${forUpdate ? ' FOR UPDATE' : ''}`, [id]);
   return rows[0];
 }
 

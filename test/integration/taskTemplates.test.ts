@@ -101,6 +101,24 @@ describe('task templates', () => {
     expect((await inject('GET', `/api/task-templates/${t.id}`)).statusCode).toBe(404);
   });
 
+  test('concurrent updates keep every answered change and totalEstimatedTime derived from the tasks', async () => {
+    // a PUT of tasks and a PUT of metadata at once: each read the template unlocked and wrote metadata recomputed
+    // from its stale copy, so the sum went stale or a 200'd difficulty was lost
+    const t = (await inject('POST', '/api/task-templates', body())).json().data;
+    for (let round = 1; round <= 8; round++) {
+      const estimatedTime = 100 * round;
+      const difficulty = `d${round}`;
+      const [a, b] = await Promise.all([
+        inject('PUT', `/api/task-templates/${t.id}`, { tasks: [{ title: 'One', description: '', order: 1, estimatedTime }] }),
+        inject('PUT', `/api/task-templates/${t.id}`, { metadata: { difficulty } }),
+      ]);
+      expect([a.statusCode, b.statusCode]).toEqual([200, 200]);
+      const now = (await inject('GET', `/api/task-templates/${t.id}`)).json().data;
+      expect(now.tasks).toEqual([{ title: 'One', description: '', order: 1, estimatedTime }]);
+      expect(now.metadata).toEqual({ totalEstimatedTime: estimatedTime, difficulty });
+    }
+  });
+
   test('apply creates the tasks in order in the project, with task.created events', async () => {
     const t = (await inject('POST', '/api/task-templates', body())).json().data;
     const r = await inject('POST', `/api/task-templates/${t.id}/apply`, { projectId }, { 'x-user-email': 'lead@example.com' });
