@@ -1,6 +1,7 @@
 /** Schemas of /api/approvals. */
 import { Type } from 'typebox';
 import { APPROVAL_DECISIONS, APPROVAL_STATUSES, APPROVAL_TYPES } from '../../lib/db/approvals';
+import { NON_BLANK_PATTERN } from '../http/inputPolicy';
 import { Nullable, PageQuery, StringEnum, Timestamp } from '../http/schemas';
 
 export const ApprovalResponseSchema = Type.Object({
@@ -32,7 +33,8 @@ export const CreateApprovalBody = Type.Object(
   {
     taskAttemptId: Type.String({ minLength: 1, maxLength: 200 }),
     type: StringEnum(APPROVAL_TYPES),
-    title: Type.String({ minLength: 1, maxLength: 500 }),
+    // stored trimmed, so it needs a character that is not white space (as task titles do); a blank one was stored ""
+    title: Type.String({ minLength: 1, maxLength: 500, pattern: NON_BLANK_PATTERN }),
     description: Type.Optional(Type.String({ maxLength: 10_000 })),
     metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     approvers: Type.Optional(Type.Array(Email, { minItems: 1, maxItems: 100 })),

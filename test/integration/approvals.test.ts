@@ -163,6 +163,19 @@ describe('approvals', () => {
     expect(pending.json().pagination).toMatchObject({ page: 1, limit: 1 });
   });
 
+  test('a blank title is 400 naming title, never stored empty (it is stored trimmed)', async () => {
+    const attemptId = await insertAttempt(stack, taskId);
+    for (const title of ['   ', '\t\n', '\u3000', '\ufeff']) {
+      const r = await inject('POST', '/api/approvals', C, { taskAttemptId: attemptId, type: 'merge', title });
+      expect([JSON.stringify(title), r.statusCode, r.json().error?.code]).toEqual([JSON.stringify(title), 400, 'VALIDATION_ERROR']);
+      expect(r.json().error.details).toHaveProperty('title');
+    }
+    const { rows } = await stack.db.query('SELECT title FROM approvals WHERE task_attempt_id = $1', [attemptId]);
+    expect(rows).toEqual([]);
+    const { approval } = await createApproval({ title: '  Ship it  ' });
+    expect(approval.title).toBe('Ship it');
+  });
+
   test('expiresAt passing first makes the approval expired', async () => {
     const { approval } = await createApproval({ approvers: [A, B], expiresAt: new Date(Date.now() + 2500).toISOString() });
     await inject('POST', `/api/approvals/${approval.id}/respond`, A, { decision: 'approved' });

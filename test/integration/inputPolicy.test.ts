@@ -488,6 +488,13 @@ describe('the documents state the rules the handlers enforce', () => {
     }
   });
 
+  test('approvals: the title is required and non-blank in the schema (it is stored trimmed)', () => {
+    const body = bodyOf('task', 'POST', '/api/approvals');
+    expect(body.required).toEqual(expect.arrayContaining(['title']));
+    const title = deref(docs.task as Json, (body.properties as Json).title);
+    expect([title.minLength, title.pattern]).toEqual([1, NON_BLANK_PATTERN]);
+  });
+
   test('scheduler: a flow task needs source and flow, a script task needs script (if/then in the schema)', async () => {
     const doc = docs.scheduler as Json;
     const tasks = deref(doc, (bodyOf('scheduler', 'POST', '/api/v1/workflows').properties as Json).tasks);
