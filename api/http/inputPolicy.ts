@@ -16,13 +16,23 @@ import { AppError, validationError } from '../../lib/errors';
  */
 export const NUL_FREE_PATTERN = '^[^\\u0000]*$';
 
+/** What `String.prototype.trim()` removes, as written inside a character class. */
+const BLANK_CHARACTERS = '\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+
 /**
  * A regular expression (ECMA-262 and Python alike) matching strings with a character that `String.prototype.trim()`
  * keeps: names and titles are stored trimmed, so a blank one is refused (400) rather than stored empty. An explicit
  * class, because `\S` means different things in the two: JavaScript counts U+FEFF as white space, Python counts
  * U+001C–U+001F and U+0085, and schemathesis generates with Python's.
  */
-export const NON_BLANK_PATTERN = '[^\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]';
+export const NON_BLANK_PATTERN = `[^${BLANK_CHARACTERS}]`;
+
+/**
+ * NON_BLANK_PATTERN for a whole string that must also not hold any of `excluded` (as written inside a character
+ * class, e.g. ','): one pattern, because a schema has one `pattern` and a value that is split on a separator (task
+ * labels in the `labels` filter) must neither hold it nor be blank.
+ */
+export const nonBlankPatternWithout = (excluded: string): string => `^[^${excluded}]*[^${excluded}${BLANK_CHARACTERS}][^${excluded}]*$`;
 
 /** The longest path parameter any route accepts; the documents advertise it as each parameter's `maxLength`. */
 export const MAX_PATH_PARAM_LENGTH = 200;

@@ -1,14 +1,16 @@
 /** Request and response schemas of the task routes. */
 import { Type } from 'typebox';
 import { TASK_PRIORITIES, TASK_SORT_PATTERN, TASK_STATUSES } from '../../lib/db/tasks';
-import { NON_BLANK_PATTERN } from '../http/inputPolicy';
+import { NON_BLANK_PATTERN, nonBlankPatternWithout } from '../http/inputPolicy';
 import { Nullable, PageQuery, StringEnum } from '../http/schemas';
 
 export const TaskStatus = StringEnum(TASK_STATUSES);
 export const TaskPriority = StringEnum(TASK_PRIORITIES);
 const Title = Type.String({ minLength: 1, maxLength: 500, pattern: NON_BLANK_PATTERN });
 const Description = Type.String({ maxLength: 100_000 });
-const Labels = Type.Array(Type.String({ minLength: 1, maxLength: 100, pattern: '^[^,]+$' }), { maxItems: 50 });
+// labels are stored trimmed and the `labels` filter splits on commas and trims, so a label with a comma or a blank
+// one could never be filtered on
+const Labels = Type.Array(Type.String({ minLength: 1, maxLength: 100, pattern: nonBlankPatternWithout(',') }), { maxItems: 50 });
 const Assignee = Type.String({ minLength: 1, maxLength: 100 });
 const Metadata = Type.Record(Type.String(), Type.Unknown());
 

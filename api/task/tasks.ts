@@ -124,9 +124,12 @@ function parseLabels(labels: string | undefined): string[] | undefined {
   return list.length ? list : undefined;
 }
 
-/** Applies a client's patch (trimmed title, de-duplicated labels) and publishes the status changes it caused. */
+/** Labels as stored: trimmed (as the `labels` filter reads them) and each once, in the given order. */
+const storedLabels = (labels: string[]): string[] => [...new Set(labels.map((l) => l.trim()))];
+
+/** Applies a client's patch (trimmed title, trimmed and de-duplicated labels) and publishes the status changes it caused. */
 async function patchTasks(c: Queryable, ids: string[], patch: TaskPatch) {
-  const rows = await updateTasks(c, ids, { ...patch, title: patch.title?.trim(), labels: patch.labels ? [...new Set(patch.labels)] : undefined });
+  const rows = await updateTasks(c, ids, { ...patch, title: patch.title?.trim(), labels: patch.labels ? storedLabels(patch.labels) : undefined });
   const fields = Object.entries(patch).flatMap(([k, v]) => (v === undefined ? [] : [k]));
   for (const r of rows) {
     await publishTaskStatusChanged(c, r, r.previous_status);
@@ -238,7 +241,7 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
         title: b.title.trim(),
         description: b.description ?? '',
         priority: b.priority ?? 'medium',
-        labels: [...new Set(b.labels ?? [])],
+        labels: storedLabels(b.labels ?? []),
         assignee: b.assignee ?? null,
         createdBy: actingUser(request, deps.localUser),
         metadata: b.metadata ?? {},

@@ -495,6 +495,20 @@ describe('the documents state the rules the handlers enforce', () => {
     expect([title.minLength, title.pattern]).toEqual([1, NON_BLANK_PATTERN]);
   });
 
+  test('tasks: every label written (create, patch, bulk update) is non-blank and comma-free in the schema', () => {
+    const doc = docs.task as Json;
+    const bodies = [
+      bodyOf('task', 'POST', '/api/tasks'),
+      bodyOf('task', 'PATCH', '/api/tasks/{id}'),
+      deref(doc, (bodyOf('task', 'POST', '/api/tasks/bulk/update').properties as Json).updates),
+    ];
+    for (const body of bodies) {
+      const label = deref(doc, deref(doc, (body.properties as Json).labels).items);
+      const re = new RegExp(label.pattern as string, 'u');
+      expect(['bug', ' ui ', ' ', '\t', '\ufeff', 'a,b', ','].map((l) => re.test(l))).toEqual([true, true, false, false, false, false, false]);
+    }
+  });
+
   test('scheduler: a flow task needs source and flow, a script task needs script (if/then in the schema)', async () => {
     const doc = docs.scheduler as Json;
     const tasks = deref(doc, (bodyOf('scheduler', 'POST', '/api/v1/workflows').properties as Json).tasks);

@@ -97,6 +97,31 @@ describe('tasks', () => {
     }
   });
 
+  test('labels: a blank one is 400 naming it on create, patch and bulk update; labels are stored trimmed, as the filter reads them', async () => {
+    // the `labels` filter trims its entries and drops blank ones, so a blank label could never be filtered on
+    const t = await createTask({ title: 'Labelled', labels: ['keep'] });
+    for (const labels of [[' '], ['\t\n'], ['ok', '\u3000'], ['\ufeff']]) {
+      const at = `labels.${labels.length - 1}`;
+      for (const [method, url, payload] of [
+        ['POST', '/api/tasks', { projectId, title: 'x', labels }],
+        ['PATCH', `/api/tasks/${t.id}`, { labels }],
+        ['POST', '/api/tasks/bulk/update', { taskIds: [t.id], updates: { labels } }],
+      ] as const) {
+        const r = await inject(method, url, payload);
+        expect([method, url, JSON.stringify(labels), r.statusCode, r.json().error?.code]).toEqual([method, url, JSON.stringify(labels), 400, 'VALIDATION_ERROR']);
+        expect(Object.keys(r.json().error.details)).toContainEqual(expect.stringMatching(new RegExp(`^(updates\\.)?${at.replace('.', '\\.')}$`)));
+      }
+    }
+    expect((await inject('GET', `/api/tasks/${t.id}`)).json().data.labels).toEqual(['keep']);
+    // a padded label is kept trimmed (once), so filtering on it finds the task
+    const padded = await createTask({ title: 'Padded', labels: [' ui ', 'ui', '\u3000api'] });
+    expect(padded.labels).toEqual(['ui', 'api']);
+    const patched = (await inject('PATCH', `/api/tasks/${t.id}`, { labels: [' keep', 'keep '] })).json().data;
+    expect(patched.labels).toEqual(['keep']);
+    const found = (await inject('GET', `/api/tasks?projectId=${projectId}&labels=${encodeURIComponent(' ui , api ')}`)).json().data.map((x: { id: string }) => x.id);
+    expect(found).toEqual([padded.id]);
+  });
+
   test('bulk update and bulk delete are atomic and report unknown ids', async () => {
     const t1 = await createTask({ title: 'bulk 1' });
     const t2 = await createTask({ title: 'bulk 2' });
