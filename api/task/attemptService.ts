@@ -19,6 +19,7 @@ import {
   type AttemptRow,
   type StartingTask,
 } from '../../lib/db/attempts';
+import { closeApproval, pendingApprovalIdsOfAttempts } from '../../lib/db/approvals';
 import { getProject, type ProjectRow } from '../../lib/db/projects';
 import { getProcess, insertProcess, processesOfAttempt, type ProcessRow } from '../../lib/db/processes';
 import { getTask, getTaskAgentDefaults, type TaskRow } from '../../lib/db/tasks';
@@ -36,6 +37,7 @@ import { checkMergePreconditions } from '../../lib/attempts/mergePreconditions';
 import { confirmAttemptStarted, moveTask, recordAttemptCancelled, requestProcessEnd, undoAttemptStart } from '../../lib/attempts/projections';
 import type { BackgroundWork } from '../../lib/runtime/background';
 import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
+import { approvalWorkflowId } from './approvals';
 
 export interface AttemptServiceDeps {
   db: Pool;
@@ -330,16 +332,18 @@ export async function startCreatedAttempt(deps: AttemptServiceDeps, attemptId: s
   return { attempt: result.attempt, processId: result.processId, replayed: false, timing: { dbMs, temporalMs } };
 }
 
-/** Requests the attempt workflow's cancellation; false when there is no such workflow (never started, or gone). */
-async function cancelWorkflow(deps: AttemptServiceDeps, attemptId: string): Promise<boolean> {
+/** Requests the cancellation of a workflow; false when there is no such workflow (it has ended, or never started). */
+async function cancelWorkflowById(deps: AttemptServiceDeps, workflowId: string): Promise<boolean> {
   try {
-    await (await deps.temporal.client()).workflow.getHandle(attemptWorkflowId(attemptId)).cancel();
+    await (await deps.temporal.client()).workflow.getHandle(workflowId).cancel();
     return true;
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
     return false;
   }
 }
+
+const cancelWorkflow = (deps: AttemptServiceDeps, attemptId: string) => cancelWorkflowById(deps, attemptWorkflowId(attemptId));
 
 /** POST /api/attempts/:id/cancel: 409 when the attempt already finished. */
 export async function cancelAttempt(deps: AttemptServiceDeps, attemptId: string): Promise<AttemptRow> {
@@ -480,18 +484,36 @@ export async function deleteAttempt(deps: AttemptServiceDeps, attemptId: string)
 }
 
 /**
- * Cancels the attempts (those still running or created) and removes their worktrees and branches on their hosts
- * (removeAttemptWorkflow on each host's queue). Waits up to attempts.deleteWaitMs for all of them: 'pending' when a
- * host did not answer in time (the removal runs when its worker is back). The caller deletes the rows afterwards.
+ * The pending approvals of attempts about to be deleted end with them: their rows go with the attempts (ON DELETE
+ * CASCADE), but their workflows would wait on for their expiry, or for ever without one, and nobody would hear that
+ * they closed. Each workflow is cancelled first, then the row closed as `cancelled` with `approval.cancelled`, so a
+ * delete that fails between the two finds the approval still pending when it is repeated.
  */
+async function cancelApprovalsOfAttempts(deps: AttemptServiceDeps, attemptIds: string[]): Promise<void> {
+  if (attemptIds.length === 0) return;
+  const ids = await pendingApprovalIdsOfAttempts(deps.db, attemptIds);
+  for (const id of ids) await cancelWorkflowById(deps, approvalWorkflowId(id));
+  const at = new Date().toISOString();
+  // one decided meanwhile (a response that reached its workflow before the cancellation) keeps its decision
+  await withTransaction(deps.db, async (c) => {
+    for (const id of ids) await closeApproval(c, id, 'cancelled', at);
+  });
+}
+
 /**
- * Cancels the attempts and removes their worktrees and branches on their hosts. The row the cancel returns is read
- * under the row lock that also guards recording a new worktree (setAttemptWorktree): either the worktree's host is
- * in it, and it is removed here, or the run making the worktree finds the attempt cancelled and removes it itself
- * (activities/git/worktree.ts); the cleanup is then `pending`. Before, a delete racing the start read the attempt
- * before its host was recorded, answered cleanup "done" and left the worktree and branch behind.
+ * Cancels the attempts (those still running or created) and their pending approvals, and removes their worktrees
+ * and branches on their hosts (removeAttemptWorkflow on each host's queue). Waits up to attempts.deleteWaitMs for
+ * all of them: 'pending' when a host did not answer in time (the removal runs when its worker is back). The caller
+ * deletes the rows afterwards. Every delete of attempts (attempt, task, bulk, project) passes here.
+ *
+ * The row the cancel returns is read under the row lock that also guards recording a new worktree
+ * (setAttemptWorktree): either the worktree's host is in it, and it is removed here, or the run making the worktree
+ * finds the attempt cancelled and removes it itself (activities/git/worktree.ts); the cleanup is then `pending`.
+ * Before, a delete racing the start read the attempt before its host was recorded, answered cleanup "done" and left
+ * the worktree and branch behind.
  */
 async function removeAttemptsOnHosts(deps: AttemptServiceDeps, items: { attempt: AttemptRow; repoPath: string | null }[]): Promise<'done' | 'pending'> {
+  await cancelApprovalsOfAttempts(deps, items.map((i) => i.attempt.id));
   const waitMs = deps.config.file.attempts?.deleteWaitMs ?? 15_000;
   const removals: Promise<'done' | 'pending'>[] = [];
   let runsStillPreparing = false;

@@ -121,6 +121,15 @@ export async function closeApproval(db: Queryable, id: string, status: ApprovalF
   return true;
 }
 
+/** The ids of the pending approvals of the attempts, oldest first. */
+export async function pendingApprovalIdsOfAttempts(db: Queryable, attemptIds: string[]): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM approvals WHERE task_attempt_id = ANY($1::text[]) AND status = 'pending' ORDER BY created_at, id`,
+    [attemptIds],
+  );
+  return rows.map((r) => r.id);
+}
+
 /** Pending approvals `user` may still answer: listed as an approver (or no list) and not yet responded. */
 export async function listPendingFor(
   db: Queryable,

@@ -14,7 +14,7 @@ const A = 'alice@example.com';
 const B = 'bob@example.com';
 const C = 'carol@example.com';
 
-const inject = (method: 'GET' | 'POST', url: string, user?: string, payload?: unknown) =>
+const inject = (method: 'GET' | 'POST' | 'DELETE', url: string, user?: string, payload?: unknown) =>
   stack.app('task').inject({ method, url, payload: payload as object, headers: user ? { 'x-user-email': user } : {} });
 
 async function createApproval(body: Record<string, unknown>, user = C) {
@@ -182,6 +182,50 @@ describe('approvals', () => {
     await eventually(async () => (await status(approval.id)) === 'expired', 20_000, 200);
     expect((await inject('POST', `/api/approvals/${approval.id}/respond`, B, { decision: 'approved' })).statusCode).toBe(409);
     expect(await pendingIds(B)).not.toContain(approval.id);
+  });
+
+  describe('deleting the attempt closes its pending approvals: workflow cancelled, approval.cancelled published', () => {
+    // the rows went with the attempt (ON DELETE CASCADE) while approval:<id> ran on: to its expiry, or for ever
+    const far = () => new Date(Date.now() + 30 * 24 * 3600_000).toISOString();
+    const create = async (attemptId: string, body: Record<string, unknown> = {}) => {
+      const r = await inject('POST', '/api/approvals', C, { taskAttemptId: attemptId, type: 'merge', title: 'Merge it?', ...body });
+      expect(r.statusCode).toBe(201);
+      return r.json().data.id as string;
+    };
+    /** Every approval's workflow has closed (not RUNNING), each a cancelled one but `decided`. */
+    const expectClosed = async (ids: string[], decided?: string) => {
+      const client = await stack.temporal.client();
+      const statusOf = async (id: string) => (await client.workflow.getHandle(`approval:${id}`).describe()).status.name;
+      const all = decided ? [...ids, decided] : ids;
+      await eventually(async () => (await Promise.all(all.map(statusOf))).every((s) => s !== 'RUNNING'), 5000, 100);
+      for (const id of ids) expect([id, await statusOf(id)]).toEqual([id, 'CANCELLED']);
+      const ev = await stack.db.query("SELECT data->>'approvalId' AS id, data->>'status' AS status FROM events WHERE type = 'approval.cancelled' AND data->>'approvalId' = ANY($1)", [all]);
+      expect(ev.rows.map((r) => r.id).sort()).toEqual([...ids].sort());
+      expect(ev.rows.every((r) => r.status === 'cancelled')).toBe(true);
+      for (const id of all) expect((await inject('GET', `/api/approvals/${id}`)).statusCode).toBe(404);
+    };
+
+    test('DELETE /api/attempts/:id', async () => {
+      const attemptId = await insertAttempt(stack, taskId, 'completed');
+      const timed = await create(attemptId, { expiresAt: far() });
+      const open = await create(attemptId); // no expiry: it would never end
+      const decided = await create(attemptId, { approvers: [A] });
+      expect((await inject('POST', `/api/approvals/${decided}/respond`, A, { decision: 'approved' })).statusCode).toBe(200);
+      const del = await inject('DELETE', `/api/attempts/${attemptId}`);
+      expect(del.statusCode).toBe(200);
+      await expectClosed([timed, open], decided);
+    });
+
+    test('DELETE /api/tasks/:id and DELETE /api/projects/:id', async () => {
+      const ofTask = await createProjectAndTask(stack);
+      const byTask = [await create(await insertAttempt(stack, ofTask.taskId), { expiresAt: far() }), await create(await insertAttempt(stack, ofTask.taskId, 'completed'))];
+      expect((await inject('DELETE', `/api/tasks/${ofTask.taskId}`)).statusCode).toBe(200);
+      await expectClosed(byTask);
+      const ofProject = await createProjectAndTask(stack);
+      const byProject = [await create(await insertAttempt(stack, ofProject.taskId, 'failed'), { expiresAt: far() })];
+      expect((await inject('DELETE', `/api/projects/${ofProject.projectId}`)).statusCode).toBe(200);
+      await expectClosed(byProject);
+    });
   });
 
   test('expiry is durable: worker stopped across the expiry instant, started again afterwards', async () => {
