@@ -8,13 +8,14 @@ import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { conflict, invalidRequest, notFound } from '../../lib/errors';
 import { isUuid, newId } from '../../lib/ids';
-import { withTransaction } from '../../lib/db/pool';
+import { withTransaction, type Queryable } from '../../lib/db/pool';
 import {
   deleteScheduleRow,
   getDefaultSchedule,
   getSchedule,
   insertSchedule,
   listSchedules,
+  lockSchedule,
   updateSchedule as updateScheduleRow,
   type ScheduleRow,
 } from '../../lib/db/schedulerSchedules';
@@ -46,7 +47,7 @@ import {
   WorkflowParams,
   WorkflowScheduleParams,
 } from './schemas';
-import { checkZone, mustGetWorkflow, scheduleError, scheduleZone, temporalClient } from './workflows';
+import { WORKFLOW_NOT_FOUND, checkZone, mustGetWorkflow, scheduleError, scheduleZone, temporalClient } from './workflows';
 
 export const SCHEDULE_NOT_FOUND = 'Schedule not found';
 
@@ -59,25 +60,46 @@ interface ScheduleChange {
   input?: unknown;
 }
 
-/** Applies a change to the row and to Temporal (creating the Temporal Schedule of a default row getting its first cron). */
-async function changeSchedule(deps: DetailServiceDeps, s: ScheduleRow, change: ScheduleChange, log: FastifyBaseLogger): Promise<ScheduleRow> {
-  const next: ScheduleRow = {
-    ...s,
-    cron: change.cron ?? s.cron,
-    at: change.at ?? s.at,
-    run_at: change.runAt ?? s.run_at,
-    timezone: change.timezone ?? s.timezone,
-    jitter_ms: change.jitterMs ?? s.jitter_ms,
-    input: change.input !== undefined ? change.input : s.input,
-  };
-  const scheduled = next.type === 'one-time' || next.cron !== null;
-  const client = scheduled ? await temporalClient(deps, 'Error updating schedule') : undefined;
+/** What a PATCH of a schedule may carry (both PATCH routes). */
+type SchedulePatch = { schedule?: string; at?: string; timezone?: string; jitter?: number; input?: unknown };
+
+/**
+ * The row of a schedule being changed, read again under its lock (FOR UPDATE) inside the change's transaction: 404
+ * when it went meanwhile (through `/schedules/{workflow}` a default row needs no cron; through the schedule's own
+ * route it must still be a schedule).
+ */
+async function lockedRow(c: Queryable, s: ScheduleRow, route: 'default' | 'schedule'): Promise<ScheduleRow> {
+  const locked = await lockSchedule(c, s.id);
+  if (route === 'default' && locked) return locked;
+  if (route === 'schedule' && locked && (locked.type === 'one-time' || locked.cron !== null)) return locked;
+  throw notFound(route === 'default' ? WORKFLOW_NOT_FOUND : SCHEDULE_NOT_FOUND);
+}
+
+/**
+ * Applies a PATCH to the row and to Temporal (creating the Temporal Schedule of a default row getting its first
+ * cron). The change is checked and computed on the row as locked in the transaction, not as read before it: a
+ * concurrent PATCH of another field has committed by then, so the timing Temporal gets is the row's as it commits,
+ * and Temporal's updates come in commit order (each is sent while its transaction holds the lock).
+ */
+async function changeSchedule(deps: DetailServiceDeps, s: ScheduleRow, route: 'default' | 'schedule', body: SchedulePatch, log: FastifyBaseLogger): Promise<ScheduleRow> {
   const settings = schedulerSettings(deps.config);
-  await withTransaction(deps.db, async (c) => {
-    await updateScheduleRow(c, s.id, change);
-    if (!client) return;
+  return withTransaction(deps.db, async (c) => {
+    const current = await lockedRow(c, s, route);
+    const change = checkedChange(current, body);
+    const next: ScheduleRow = {
+      ...current,
+      cron: change.cron ?? current.cron,
+      at: change.at ?? current.at,
+      run_at: change.runAt ?? current.run_at,
+      timezone: change.timezone ?? current.timezone,
+      jitter_ms: change.jitterMs ?? current.jitter_ms,
+      input: change.input !== undefined ? change.input : current.input,
+    };
+    await updateScheduleRow(c, current.id, change);
+    if (next.type === 'cron' && next.cron === null) return next; // no schedule yet: nothing in Temporal
+    const client = await temporalClient(deps, 'Error updating schedule');
     try {
-      if (s.type === 'one-time' || s.cron !== null) await updateSchedule(client, targetOf(next), timingOf(next));
+      if (current.type === 'one-time' || current.cron !== null) await updateSchedule(client, targetOf(next), timingOf(next));
       else {
         await createSchedule(client, {
           target: targetOf(next),
@@ -88,25 +110,31 @@ async function changeSchedule(deps: DetailServiceDeps, s: ScheduleRow, change: S
         });
       }
     } catch (err) {
-      log.warn({ err: { message: (err as Error).message }, schedule: s.temporal_id }, 'updating a schedule failed');
+      log.warn({ err: { message: (err as Error).message }, schedule: current.temporal_id }, 'updating a schedule failed');
       throw scheduleError(err, next.type === 'cron' ? next.cron : null, 'Error updating schedule');
     }
+    return next;
   });
-  return next;
 }
 
-async function setPaused(deps: DetailServiceDeps, s: ScheduleRow, action: 'pause' | 'resume'): Promise<ScheduleRow> {
-  const client = await temporalClient(deps, `Error on ${action}`);
+async function setPaused(deps: DetailServiceDeps, s: ScheduleRow, route: 'default' | 'schedule', action: 'pause' | 'resume'): Promise<ScheduleRow> {
   const enabled = action === 'resume';
-  await withTransaction(deps.db, async (c) => {
-    await updateScheduleRow(c, s.id, { enabled });
-    await setSchedulePaused(client, s.temporal_id, !enabled, `${action}d through the API`);
+  return withTransaction(deps.db, async (c) => {
+    // locked like a PATCH, so the answer shows the row as this change commits it
+    const current = await lockedRow(c, s, route);
+    // a valid request the workflow's state refuses (it runs only on demand): 409, not 400
+    if (current.type === 'cron' && current.cron === null) {
+      throw conflict(`Workflow ${current.workflow} has no schedule to ${action}; give it one with PATCH /api/v1/schedules/${current.workflow} {"schedule": "<cron>"}`);
+    }
+    const client = await temporalClient(deps, `Error on ${action}`);
+    await updateScheduleRow(c, current.id, { enabled });
+    await setSchedulePaused(client, current.temporal_id, !enabled, `${action}d through the API`);
+    return { ...current, enabled };
   });
-  return { ...s, enabled };
 }
 
 /** The change a PATCH of a schedule asks for, checked against the schedule's type and state (409). */
-function checkedChange(s: ScheduleRow, body: { schedule?: string; at?: string; timezone?: string; jitter?: number; input?: unknown }): ScheduleChange {
+function checkedChange(s: ScheduleRow, body: SchedulePatch): ScheduleChange {
   // the cron string is Temporal's to judge (changeSchedule); the zone is checked here, a `CRON_TZ=` prefix's too
   const timezone = body.timezone ?? (s.type === 'cron' && body.schedule !== undefined ? cronZone(body.schedule) : undefined);
   checkZone(timezone);
@@ -154,7 +182,7 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
     { schema: { tags: ['schedules'], params: ScheduleParams, body: PatchScheduleBody, response: { 200: Schedule, ...DetailErrors } } },
     async (request) => {
       const s = await defaultOf(request.params.workflow);
-      return view(await changeSchedule(deps, s, checkedChange(s, request.body), request.log));
+      return view(await changeSchedule(deps, s, 'default', request.body, request.log));
     },
   );
 
@@ -163,12 +191,7 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       `/schedules/:workflow/${action}`,
       { schema: { tags: ['schedules'], params: ScheduleParams, response: { 200: Schedule, ...DetailErrors, 409: Detail } } },
       async (request) => {
-        const s = await defaultOf(request.params.workflow);
-        // a valid request the workflow's state refuses (it runs only on demand): 409, not 400
-        if (!s.cron) {
-          throw conflict(`Workflow ${s.workflow} has no schedule to ${action}; give it one with PATCH /api/v1/schedules/${s.workflow} {"schedule": "<cron>"}`);
-        }
-        return view(await setPaused(deps, s, action));
+        return view(await setPaused(deps, await defaultOf(request.params.workflow), 'default', action));
       },
     );
   }
@@ -252,7 +275,7 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
     { schema: { tags: ['schedules'], params: WorkflowScheduleParams, body: PatchWorkflowScheduleBody, response: { 200: Schedule, ...DetailErrors, 409: Detail } } },
     async (request) => {
       const s = await mustGetSchedule(request.params.name, request.params.id);
-      return view(await changeSchedule(deps, s, checkedChange(s, request.body), request.log));
+      return view(await changeSchedule(deps, s, 'schedule', request.body, request.log));
     },
   );
 
@@ -271,7 +294,7 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
     app.post(
       `/workflows/:name/schedules/:id/${action}`,
       { schema: { tags: ['schedules'], params: WorkflowScheduleParams, response: { 200: Schedule, ...DetailErrors } } },
-      async (request) => view(await setPaused(deps, await mustGetSchedule(request.params.name, request.params.id), action)),
+      async (request) => view(await setPaused(deps, await mustGetSchedule(request.params.name, request.params.id), 'schedule', action)),
     );
   }
 };

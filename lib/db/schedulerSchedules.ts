@@ -64,6 +64,15 @@ export async function getSchedule(db: Queryable, workflow: string, id: string): 
   return rows[0];
 }
 
+/**
+ * A schedule row (a default row with or without a cron), locked FOR UPDATE until the transaction ends: a change is
+ * computed from this read, so concurrent changes apply one after the other, each to the committed row.
+ */
+export async function lockSchedule(db: Queryable, id: string): Promise<ScheduleRow | undefined> {
+  const { rows } = await db.query<ScheduleRow>(`${SELECT} WHERE s.id = $1 FOR UPDATE OF s`, [id]);
+  return rows[0];
+}
+
 /** A workflow's default schedule row, with or without a cron. */
 export async function getDefaultSchedule(db: Queryable, workflow: string): Promise<ScheduleRow | undefined> {
   const { rows } = await db.query<ScheduleRow>(`${SELECT} WHERE s.workflow = $1 AND s.is_default`, [workflow]);
