@@ -12,6 +12,7 @@ import {
   getExecution,
   upsertExecution,
   type ExecutionRecord,
+  type ExecutionWrite,
   type LogLine,
   type TaskRunState,
 } from '../../lib/db/schedulerExecutions';
@@ -70,22 +71,27 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
 
   const definitions = deps.runDefinitions ?? createRunDefinitions({ db: deps.db, metrics: deps.metrics, logger: deps.logger });
 
-  /** Writes the row, then its lines; false when the row's workflow (or the row) is gone. */
-  async function write(e: ExecutionRecord, lines: LogLine[]): Promise<{ exists: boolean; changed: boolean }> {
-    let changed: Awaited<ReturnType<typeof upsertExecution>>;
+  /**
+   * Writes the row, then its lines; `exists: false` when the row's workflow (or the row) is gone. `start` writes the
+   * row; a later write only changes it (upsertExecution), so a run whose workflow was deleted writes nothing, even
+   * for a new workflow of the same name.
+   */
+  async function write(e: ExecutionRecord, lines: LogLine[], mode: 'start' | 'progress'): Promise<{ exists: boolean; changed: boolean }> {
+    let result: ExecutionWrite;
     try {
       // one transaction: a reader never sees the new status without the log lines of the same step
-      changed = await withTransaction(deps.db, async (c) => {
-        const result = await upsertExecution(c, e);
-        await appendExecutionLogs(c, e.id, lines);
-        return result;
+      result = await withTransaction(deps.db, async (c) => {
+        const written = await upsertExecution(c, e, mode);
+        if (written.outcome !== 'gone') await appendExecutionLogs(c, e.id, lines);
+        return written;
       });
     } catch (err) {
       if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) return { exists: false, changed: false };
       throw err;
     }
-    if (changed) countFinish(metrics, e, changed.previous);
-    return { exists: true, changed: changed !== null };
+    if (result.outcome === 'gone') return { exists: false, changed: false };
+    if (result.outcome === 'written') countFinish(metrics, e, result.previous);
+    return { exists: true, changed: result.outcome === 'written' };
   }
 
   /** The row's first state: the first task running, with the first log lines ("Execution started", "Task … started"). */
@@ -156,7 +162,7 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
       const def = await getWorkflow(deps.db, input.workflow);
       if (!def) return null; // the workflow was deleted after this start was queued
       const { states, lines, record } = firstState(input, def);
-      const written = await write(record, lines);
+      const written = await write(record, lines, 'start');
       if (!written.exists) return null;
       await afterStart(input, def, written.changed);
       return { tasks: def.tasks, states, logLines: lines.length };
@@ -186,7 +192,7 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
           if (!def) return null; // the workflow was deleted after this start was queued
           const { states, lines, record } = firstState(input, def);
           const first = def.tasks[0];
-          const writing = untilAnswered('write execution', () => write(record, lines));
+          const writing = untilAnswered('write execution', () => write(record, lines, 'start'));
           // counted on the first attempt only: a retry (platform unreachable) rewrites the same start
           const started = writing.then((w) => (w.exists ? untilAnswered('after start', () => afterStart(input, def, w.changed && attempt === 1)) : undefined));
           started.catch(() => undefined); // awaited below; a stop during the flow ends both with the same cancellation
@@ -222,7 +228,7 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     /** Writes one state change: the row and its log lines. `exists: false` when the execution is gone. */
     async recordProgress(input: ExecutionRecord & { logs: LogLine[] }): Promise<{ exists: boolean }> {
       const { logs, ...row } = input;
-      return { exists: (await write(row, logs)).exists };
+      return { exists: (await write(row, logs, 'progress')).exists };
     },
   };
 }

@@ -13,6 +13,7 @@ import {
   pruneExecutions as pruneExecutionRows,
   upsertExecution,
   type ExecutionRecord,
+  type ExecutionWrite,
   type ExecutionStatus,
   type LogLine,
 } from '../../lib/db/schedulerExecutions';
@@ -208,23 +209,27 @@ export function createSchedulerActivities(deps: ActivityDeps) {
       return w ? { tasks: w.tasks } : null;
     },
 
-    /** Upserts the execution row; `exists: false` when its workflow was deleted meanwhile. Counts each transition once. */
+    /**
+     * Upserts the execution row (the `first` write inserts it, later ones only change it: upsertExecution);
+     * `exists: false` when its workflow was deleted meanwhile. Counts each transition once.
+     */
     async recordExecution(input: ExecutionRecord & { first?: boolean }): Promise<{ exists: boolean }> {
-      let changed: Awaited<ReturnType<typeof upsertExecution>>;
+      let written: ExecutionWrite;
       try {
-        changed = await upsertExecution(deps.db, input);
+        written = await upsertExecution(deps.db, input, input.first ? 'start' : 'progress');
       } catch (err) {
         if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) return { exists: false };
         throw err;
       }
+      if (written.outcome === 'gone') return { exists: false };
       // a one-time schedule is complete once its run started (idempotent: the first time wins)
       if (input.first && input.scheduleId) await markScheduleRan(deps.db, input.scheduleId, input.startedAt);
-      if (changed) {
+      if (written.outcome === 'written') {
         if (input.first) {
           metrics.executions.inc({ workflow: input.workflow, status: 'started' });
           if (input.scheduledAt) metrics.lag.observe(Math.max(0, Date.parse(input.startedAt) - Date.parse(input.scheduledAt)) / 1000);
         }
-        countFinish(metrics, input, changed.previous);
+        countFinish(metrics, input, written.previous);
       }
       return { exists: true };
     },

@@ -5,7 +5,6 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { conflict, notFound } from '../../lib/errors';
 import { isUuid } from '../../lib/ids';
 import { getExecution, listExecutionLogs, listExecutions, type ExecutionRow } from '../../lib/db/schedulerExecutions';
@@ -13,6 +12,7 @@ import { humanDuration } from '../../lib/scheduler/settings';
 import type { SchedulerPluginOptions } from './deps';
 import { Detail, DetailErrors, ExecutionDetail, ExecutionList, ExecutionListQuery, ExecutionLogs, ExecutionParams, RetryResult, StopResult } from './schemas';
 import { startExecution } from './startExecution';
+import { cancelRun, pollUntil } from './stopRuns';
 import { temporalClient } from './temporalAccess';
 import { mustGetWorkflow } from './workflows';
 
@@ -108,20 +108,9 @@ export const executionRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async
       const e = await mustGet(request.params.id);
       // a valid request that the execution's state refuses: a conflict, not a 400 (docs/scheduler.md)
       if (e.status !== 'running') throw conflict(`Execution ${e.id} is not running (status ${e.status}); only a running execution can be stopped`);
-      const client = await temporalClient(deps, 'Error stopping execution');
-      try {
-        await client.workflow.getHandle(e.temporal_workflow_id).cancel();
-      } catch (err) {
-        if (!(err instanceof WorkflowNotFoundError)) throw err;
-      }
+      await cancelRun(await temporalClient(deps, 'Error stopping execution'), e.temporal_workflow_id);
       // Wait (bounded) for the workflow to record the stop, so the answer says `stopped` in the common case.
-      const deadline = Date.now() + 8000;
-      let status: ExecutionRow['status'] = e.status;
-      while (Date.now() < deadline) {
-        status = (await getExecution(deps.db, e.id))?.status ?? status;
-        if (status !== 'running') break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      const status = await pollUntil(async () => (await getExecution(deps.db, e.id))?.status ?? e.status, (s) => s !== 'running');
       return { executionId: e.id, status };
     },
   );

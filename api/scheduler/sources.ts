@@ -27,6 +27,7 @@ import { schedulerSettings } from '../../lib/scheduler/settings';
 import { deleteSchedule } from '../../lib/scheduler/temporalSchedules';
 import { sealSecret } from '../../lib/secretBox';
 import type { SchedulerPluginOptions } from './deps';
+import { stopRuns } from './stopRuns';
 import {
   CreateSourceBody,
   DeletedSource,
@@ -178,6 +179,14 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
           await Promise.all(result.temporalIds.map((id) => deleteSchedule(client, id)));
         } catch (err) {
           request.log.warn({ err: { message: (err as Error).message }, workflows: result.workflows }, 'could not delete the schedules of a deleted source');
+        }
+      }
+      // their running executions stop as with DELETE /workflows/{name}; one left running writes nothing
+      if (result.runningRuns.length) {
+        try {
+          await stopRuns(await deps.temporal.client(), result.runningRuns, request.log);
+        } catch (err) {
+          request.log.warn({ err: { message: (err as Error).message }, workflows: result.workflows }, 'could not stop the runs of a deleted source');
         }
       }
       metrics.sourceHealthy.remove({ source: source.name, source_type: source.source_type });

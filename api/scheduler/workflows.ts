@@ -10,7 +10,8 @@ import { newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
 import { UNIQUE_VIOLATION } from '../../lib/db/projects';
 import { getDefaultSchedule, listSchedules, temporalIdsOf } from '../../lib/db/schedulerSchedules';
-import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
+import { runningRunsOf } from '../../lib/db/schedulerExecutions';
+import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, lockWorkflows, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { cronZone, timezoneError } from '../../lib/scheduler/cron';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { createSchedule, deleteSchedule, scheduleIdOf, specRejection } from '../../lib/scheduler/temporalSchedules';
@@ -20,6 +21,7 @@ import { scheduleView, targetOf, timingOf } from './scheduleViews';
 import { resolveFlowTask, type FlowListCache } from './flowTasks';
 import { CreateWorkflowBody, CreatedWorkflow, DeletedWorkflow, Detail, DetailErrors, RunResult, Workflow, WorkflowList, WorkflowParams } from './schemas';
 import { startExecution } from './startExecution';
+import { stopRuns } from './stopRuns';
 import { temporalClient } from './temporalAccess';
 
 export { temporalClient, temporalUnavailable } from './temporalAccess';
@@ -178,7 +180,18 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
         const client = await temporalClient(deps, 'Error deleting schedule');
         for (const id of temporalIds) await deleteSchedule(client, id);
       }
-      if (!(await deleteWorkflow(deps.db, w.name))) throw notFound(WORKFLOW_NOT_FOUND);
+      // Its running executions stop with it (docs/scheduler.md#deleting). Listed under the workflow's lock,
+      // so a run started meanwhile is listed or cannot write its row; stopped after the commit, so a stopped run finds
+      // its row gone and writes nothing (it never writes a row again: upsertExecution).
+      const { client, runs } = await withTransaction(deps.db, async (c) => {
+        if (!(await lockWorkflows(c, [w.name])).length) throw notFound(WORKFLOW_NOT_FOUND);
+        const running = await runningRunsOf(c, [w.name]);
+        // Temporal must be there to stop them: without it nothing is deleted (503)
+        const stopper = running.length ? await temporalClient(deps, 'Error stopping executions') : undefined;
+        await deleteWorkflow(c, w.name);
+        return { client: stopper, runs: running };
+      });
+      if (client) await stopRuns(client, runs, request.log);
       return { name: w.name, deleted: true };
     },
   );

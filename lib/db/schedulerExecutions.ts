@@ -56,19 +56,27 @@ const jsonOrNull = (v: unknown): string | null => (v === undefined || v === null
 
 export const FOREIGN_KEY_VIOLATION = '23503';
 
+/** What an execution write did: changed the row (`previous`: its status before, undefined = inserted now), left a finished row as it was, or found no row it may write. */
+export type ExecutionWrite = { outcome: 'written'; previous: ExecutionStatus | undefined } | { outcome: 'unchanged' } | { outcome: 'gone' };
+
 /**
- * Upserts an execution. Idempotent, and a terminal state is never overwritten (a retried `running` write that
- * arrives late cannot resurrect a finished execution). Returns the previous status (undefined = inserted now), or
- * null when nothing changed.
+ * Writes an execution row. Idempotent, and a terminal state is never overwritten (a retried `running` write that
+ * arrives late cannot resurrect a finished execution). `start` is the run's first write, which inserts the row;
+ * a later write (`progress`) changes the row the start wrote and never writes it again once it is gone: its workflow
+ * was deleted, and a workflow created since with the same name must not get the old run as its execution. Only a
+ * row that was never written (the run's start failed or was stopped before it wrote it) is inserted by a later
+ * write, and only while the workflow of that name is older than the run.
  */
-export async function upsertExecution(db: Queryable, e: ExecutionRecord): Promise<{ previous: ExecutionStatus | undefined } | null> {
+export async function upsertExecution(db: Queryable, e: ExecutionRecord, write: 'start' | 'progress'): Promise<ExecutionWrite> {
   const { rows } = await db.query<{ previous: ExecutionStatus | null; inserted: boolean }>(
     `WITH prev AS (SELECT status FROM scheduler_executions WHERE id = $1)
      INSERT INTO scheduler_executions AS x
             (id, workflow, temporal_workflow_id, trigger, status, scheduled_at, started_at, completed_at, tasks, error, schedule_id, input, retry_of)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+     SELECT $1::uuid, $2::text, $3::text, $4::text, $5::text, $6::timestamptz, $7::timestamptz, $8::timestamptz, $9::jsonb, $10::text,
              -- a schedule or an original deleted meanwhile is no reason to lose the run: the link is just empty
-             (SELECT id FROM scheduler_schedules WHERE id = $11::uuid), $12::jsonb, (SELECT id FROM scheduler_executions WHERE id = $13::uuid))
+             (SELECT id FROM scheduler_schedules WHERE id = $11::uuid), $12::jsonb, (SELECT id FROM scheduler_executions WHERE id = $13::uuid)
+      WHERE $14::boolean OR EXISTS (SELECT 1 FROM prev)
+         OR EXISTS (SELECT 1 FROM scheduler_workflows w WHERE w.name = $2::text AND w.created_at <= $7::timestamptz)
      ON CONFLICT (id) DO UPDATE
         SET status = EXCLUDED.status, completed_at = EXCLUDED.completed_at, tasks = EXCLUDED.tasks, error = EXCLUDED.error,
             scheduled_at = COALESCE(x.scheduled_at, EXCLUDED.scheduled_at)
@@ -88,16 +96,27 @@ export async function upsertExecution(db: Queryable, e: ExecutionRecord): Promis
       e.scheduleId ?? null,
       jsonOrNull(e.input),
       e.retryOf ?? null,
+      write === 'start',
     ],
   );
   const r = rows[0];
-  if (!r) return null;
-  return { previous: r.inserted ? undefined : (r.previous ?? undefined) };
+  if (r) return { outcome: 'written', previous: r.inserted ? undefined : (r.previous ?? undefined) };
+  return (await getExecution(db, e.id)) ? { outcome: 'unchanged' } : { outcome: 'gone' };
 }
 
 export async function getExecution(db: Queryable, id: string): Promise<ExecutionRow | undefined> {
   const { rows } = await db.query<ExecutionRow>('SELECT * FROM scheduler_executions WHERE id = $1', [id]);
   return rows[0];
+}
+
+/** The Temporal workflow ids of the running executions of these workflows (to stop them with the workflows). */
+export async function runningRunsOf(db: Queryable, workflows: string[]): Promise<string[]> {
+  if (!workflows.length) return [];
+  const { rows } = await db.query<{ temporal_workflow_id: string }>(
+    `SELECT temporal_workflow_id FROM scheduler_executions WHERE workflow = ANY($1::text[]) AND status = 'running' ORDER BY started_at, id`,
+    [workflows],
+  );
+  return rows.map((r) => r.temporal_workflow_id);
 }
 
 export async function listExecutions(

@@ -1,7 +1,9 @@
 /** SQL for scheduler_sources (service B). The platform key is only ever stored sealed (lib/secretBox.ts). */
 import type { Queryable } from './pool';
 import { jsonParam } from './storableText';
+import { runningRunsOf } from './schedulerExecutions';
 import { temporalIdsOf } from './schedulerSchedules';
+import { lockWorkflows } from './schedulerWorkflows';
 
 export type SourceType = 'flow-builder' | 'langflow' | 'automagik-hive' | 'automagik-agents';
 export type SourceStatus = 'active' | 'inactive';
@@ -133,14 +135,18 @@ export async function recordSourceHealth(db: Queryable, id: string, ok: boolean,
 }
 
 /**
- * Deletes the source and the workflows whose flow tasks use it; returns those workflows' names and the Temporal ids
- * of their schedules (to delete those after the commit).
+ * Deletes the source and the workflows whose flow tasks use it; returns those workflows' names, the Temporal ids of
+ * their schedules and those of their running executions (to delete and stop those after the commit).
  */
-export async function deleteSourceCascade(db: Queryable, id: string): Promise<{ deleted: boolean; workflows: string[]; temporalIds: string[] }> {
+export async function deleteSourceCascade(
+  db: Queryable,
+  id: string,
+): Promise<{ deleted: boolean; workflows: string[]; temporalIds: string[]; runningRuns: string[] }> {
   const linked = await db.query<{ workflow: string }>('SELECT workflow FROM scheduler_workflow_sources WHERE source_id = $1 ORDER BY workflow', [id]);
-  const workflows = linked.rows.map((r) => r.workflow);
+  const workflows = await lockWorkflows(db, linked.rows.map((r) => r.workflow));
   const temporalIds = await temporalIdsOf(db, workflows);
+  const runningRuns = await runningRunsOf(db, workflows);
   if (workflows.length) await db.query('DELETE FROM scheduler_workflows WHERE name = ANY($1::text[])', [workflows]);
   const { rowCount } = await db.query('DELETE FROM scheduler_sources WHERE id = $1', [id]);
-  return { deleted: (rowCount ?? 0) > 0, workflows, temporalIds };
+  return { deleted: (rowCount ?? 0) > 0, workflows, temporalIds, runningRuns };
 }

@@ -126,6 +126,17 @@ export async function updateWorkflowSchedule(
   return getWorkflow(db, name);
 }
 
+/**
+ * Locks these workflows' rows until the transaction ends (FOR UPDATE); the names of those that exist. An execution row
+ * needs its workflow's row (a key-share lock of its foreign key), so a run cannot be added to a locked workflow, and
+ * once the workflow is deleted it cannot be added at all: what a deletion lists after this is every run it takes.
+ */
+export async function lockWorkflows(db: Queryable, names: string[]): Promise<string[]> {
+  if (!names.length) return [];
+  const { rows } = await db.query<{ name: string }>('SELECT name FROM scheduler_workflows WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE', [names]);
+  return rows.map((r) => r.name);
+}
+
 export async function deleteWorkflow(db: Queryable, name: string): Promise<boolean> {
   const { rowCount } = await db.query('DELETE FROM scheduler_workflows WHERE name = $1', [name]);
   return (rowCount ?? 0) > 0;
