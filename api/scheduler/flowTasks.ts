@@ -1,12 +1,12 @@
 /**
  * Flow tasks at workflow creation: the source (id or name) and the flow (id, endpoint_name or display name) are
  * resolved once, against the platform's own flow list, and the task stores the flow's id, so a run never guesses
- * and a renamed flow keeps running. A name that matches no flow is a 400, one that matches several a 409.
+ * and a renamed flow keeps running. A name that matches no flow (or source) is a 400, one that matches several a 409.
  */
 import { conflict, invalidRequest } from '../../lib/errors';
 import { isUuid } from '../../lib/ids';
 import type { Queryable } from '../../lib/db/pool';
-import { getSource, getSourceByName } from '../../lib/db/schedulerSources';
+import { getSource, getSourcesByName, type SourceRow } from '../../lib/db/schedulerSources';
 import type { FlowTask } from '../../lib/db/schedulerWorkflows';
 import { PlatformError, listRemoteFlows, matchFlow, type RemoteFlow } from '../../lib/scheduler/platforms';
 import { sourceTarget } from '../../lib/scheduler/sourceTarget';
@@ -22,9 +22,22 @@ export interface FlowTaskRequest {
 /** Flow lists by source id, so a workflow with several tasks on one source asks the platform once. */
 export type FlowListCache = Map<string, Promise<RemoteFlow[]>>;
 
-export async function resolveFlowTask(db: Queryable, encryptionKey: Buffer, timeoutMs: number, t: FlowTaskRequest, cache: FlowListCache = new Map()): Promise<FlowTask> {
-  const source = (isUuid(t.source) ? await getSource(db, t.source) : undefined) ?? (await getSourceByName(db, t.source));
+/**
+ * The source a flow task names: by id, else by name. Names are not unique, so a name several sources have is a 409
+ * naming their ids, like a display name several flows share: binding to one of them would be a guess.
+ */
+async function resolveSource(db: Queryable, t: FlowTaskRequest): Promise<SourceRow> {
+  const byId = isUuid(t.source) ? await getSource(db, t.source) : undefined;
+  if (byId) return byId;
+  const named = await getSourcesByName(db, t.source);
+  if (named.length > 1) throw conflict(`Task "${t.name}": source "${t.source}" names ${named.length} sources: ${named.map((s) => s.id).join(', ')}; give the source's id`);
+  const [source] = named;
   if (!source) throw invalidRequest(`Task "${t.name}" names an unknown source "${t.source}"`);
+  return source;
+}
+
+export async function resolveFlowTask(db: Queryable, encryptionKey: Buffer, timeoutMs: number, t: FlowTaskRequest, cache: FlowListCache = new Map()): Promise<FlowTask> {
+  const source = await resolveSource(db, t);
   let flows: RemoteFlow[];
   try {
     let listed = cache.get(source.id);

@@ -50,9 +50,10 @@ export async function getSource(db: Queryable, id: string): Promise<SourceRow | 
   return rows[0];
 }
 
-export async function getSourceByName(db: Queryable, name: string): Promise<SourceRow | undefined> {
-  const { rows } = await db.query<SourceRow>('SELECT * FROM scheduler_sources WHERE name = $1 ORDER BY created_at LIMIT 1', [name]);
-  return rows[0];
+/** Every source of that name, oldest first: names are not unique (a PATCH may give a source another's name). */
+export async function getSourcesByName(db: Queryable, name: string): Promise<SourceRow[]> {
+  const { rows } = await db.query<SourceRow>('SELECT * FROM scheduler_sources WHERE name = $1 ORDER BY created_at, id', [name]);
+  return rows;
 }
 
 export async function getSourceByUrl(db: Queryable, url: string): Promise<SourceRow | undefined> {

@@ -214,4 +214,35 @@ describe('scheduler sources', () => {
     await inject('DELETE', `/api/v1/sources/${s.id}`);
     await f.close();
   });
+  test('a flow task naming a source by a name two sources share is a 409 naming their ids; by id, or by a name one source has, it binds', async () => {
+    const [f1, f2] = [await startFakeFlowBuilder(), await startFakeFlowBuilder()];
+    try {
+      const first = (await inject('POST', '/api/v1/sources', { name: 'shared-name', source_type: 'flow-builder', url: f1.url })).json();
+      const second = (await inject('POST', '/api/v1/sources', { name: 'other-name', source_type: 'flow-builder', url: f2.url })).json();
+      const task = (source: string) => ({ name: 'f', type: 'flow', source, flow: 'summarise' });
+      const byName = await inject('POST', '/api/v1/workflows', { name: 'by-unique-name', tasks: [task('other-name')] });
+      expect(byName.statusCode).toBe(201);
+      expect((await inject('GET', '/api/v1/workflows/by-unique-name')).json().tasks[0].source).toBe(second.id);
+
+      // names are not unique (a PATCH may give a source another's name): a name two sources have names neither
+      expect((await inject('PATCH', `/api/v1/sources/${second.id}`, { name: 'shared-name' })).statusCode).toBe(200);
+      const before = f1.requests.length + f2.requests.length;
+      const ambiguous = await inject('POST', '/api/v1/workflows', { name: 'by-shared-name', tasks: [{ name: 's', type: 'script', script: 'true' }, task('shared-name')] });
+      expect([ambiguous.statusCode, ambiguous.json()]).toEqual([
+        409,
+        { detail: `Task "f": source "shared-name" names 2 sources: ${first.id}, ${second.id}; give the source's id` },
+      ]);
+      expect(f1.requests.length + f2.requests.length).toBe(before); // no platform was asked for its flows
+      expect((await inject('GET', '/api/v1/workflows/by-shared-name')).statusCode).toBe(404);
+
+      const byId = await inject('POST', '/api/v1/workflows', { name: 'by-shared-name', tasks: [task(second.id)] });
+      expect(byId.statusCode).toBe(201);
+      expect((await inject('GET', '/api/v1/workflows/by-shared-name')).json().tasks[0].source).toBe(second.id);
+      for (const w of ['by-unique-name', 'by-shared-name']) await inject('DELETE', `/api/v1/workflows/${w}`);
+      for (const s of [first, second]) await inject('DELETE', `/api/v1/sources/${s.id}`);
+    } finally {
+      await f1.close();
+      await f2.close();
+    }
+  });
 });
