@@ -126,10 +126,11 @@ test('two APIs, three workers, 30 attempts, one worker killed: all final, none r
 
   // every attempt reaches a final state
   const finals = await eventually(async () => {
-    const rows = await Promise.all(attemptIds.map(async (id, i) => (await call<{ data: { status: string; branch: string } }>(apis[i % 2] as string, 'GET', `/api/attempts/${id}`)).json.data));
+    const rows = await Promise.all(attemptIds.map(async (id, i) => (await call<{ data: { id: string; status: string; branch: string; error: string | null } }>(apis[i % 2] as string, 'GET', `/api/attempts/${id}`)).json.data));
     return rows.every((a) => ['completed', 'failed', 'cancelled'].includes(a.status)) ? rows : undefined;
   }, 240_000, 1000);
-  expect(finals.map((a) => a.status)).toEqual(Array(ATTEMPTS).fill('completed'));
+  // one that is not completed is shown with its error, so a failure in CI says what happened
+  expect(finals.map((a) => (a.status === 'completed' ? a.status : `${a.status} (${a.id}): ${a.error}`))).toEqual(Array(ATTEMPTS).fill('completed'));
 
   // none ran its agent to completion twice: each branch carries the agent's edit exactly once, in one commit
   for (const a of finals) {
