@@ -4,12 +4,32 @@
  */
 import Ajv, { type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
+import { fullFormats } from 'ajv-formats/dist/formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FastifySchemaValidationError } from 'fastify/types/schema';
+
+const RFC3339_DATE_TIME = fullFormats['date-time'] as { validate: (s: string) => boolean };
+const SECOND = /[Tt ]\d{2}:\d{2}:(\d{2})/;
+const MIN_INSTANT = Date.parse('0001-01-01T00:00:00Z');
+const MAX_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
+
+/**
+ * `date-time` as RFC 3339 has it, less what no stored time can hold: a leap second (`23:59:60`, which JavaScript's
+ * Date reads as no time at all: a 500 on five routes) and an instant outside the years 0001–9999 in UTC
+ * (`9999-12-31T23:59:59-01:00` is in year 10000: PostgreSQL refused it, or it came back as `+010000-…`, which is no
+ * date-time). Such a value is a 400 naming the field (the documents' input policy says so).
+ */
+export function isStorableDateTime(s: string): boolean {
+  if (!RFC3339_DATE_TIME.validate(s)) return false;
+  if (Number(SECOND.exec(s)?.[1] ?? 0) > 59) return false;
+  const t = Date.parse(s);
+  return !Number.isNaN(t) && t >= MIN_INSTANT && t <= MAX_INSTANT;
+}
 
 function makeAjv(coerceTypes: boolean | 'array'): Ajv {
   const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
   addFormats(ajv);
+  ajv.addFormat('date-time', { type: 'string', validate: isStorableDateTime });
   return ajv;
 }
 

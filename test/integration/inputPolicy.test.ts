@@ -285,6 +285,42 @@ describe.each(SERVICES)('%s service', (service) => {
     expect(failures).toEqual([]);
   });
 
+  test('a date-time no stored time can hold (a leap second, an instant past 9999 or before 0001 in UTC) is a 400 naming the field, in every query and body', async () => {
+    const doc = docs[service] as Json;
+    const failures: string[] = [];
+    let probes = 0;
+    const unstorable = ['2026-12-31T23:59:60Z', '2026-06-30T23:59:60+00:00', '9999-12-31T23:59:59-01:00', '0001-01-01T00:00:00+01:00'];
+    for (const op of operations(service)) {
+      const fields: { name: string; in: 'query' | 'body' }[] = [
+        ...op.parameters.filter((p) => p.in === 'query' && deref(doc, p.schema).format === 'date-time').map((p) => ({ name: p.name, in: 'query' as const })),
+        // body fields of bodies that need nothing else (the others: test/integration/dateTimes.test.ts, with whole bodies)
+        ...Object.entries(((op.body?.properties as Record<string, Json> | undefined) ?? {}))
+          .filter(([name]) => ((op.body?.required as string[] | undefined) ?? []).every((r) => r === name))
+          .filter(([, v]) => deref(doc, v).format === 'date-time' || ((deref(doc, v).anyOf as Json[] | undefined) ?? []).some((a) => deref(doc, a).format === 'date-time'))
+          .map(([name]) => ({ name, in: 'body' as const })),
+      ];
+      for (const f of fields) {
+        for (const value of unstorable) {
+          const url = f.in === 'query' ? `${urlOf(op)}?${f.name}=${encodeURIComponent(value)}` : urlOf(op);
+          const res = await send(op.method, url, f.in === 'body' ? { [f.name]: value } : undefined);
+          probes++;
+          const sent = `${op.method} ${op.path} ${f.in} ${f.name}=${value}`;
+          if (res.statusCode !== 400) failures.push(`${sent} → ${res.statusCode} ${res.body.slice(0, 200)}`);
+          else if (shapeProblem(service, res)) failures.push(`${sent} → ${shapeProblem(service, res)}`);
+          else if (!res.body.includes(f.name)) failures.push(`${sent} → does not name ${f.name}: ${res.body.slice(0, 200)}`);
+        }
+        // the latest and earliest instants that are storable pass this check (a 400 here would be about the field)
+        for (const value of ['9999-12-31T23:59:59Z', '0001-01-01T00:00:00Z']) {
+          const url = f.in === 'query' ? `${urlOf(op)}?${f.name}=${encodeURIComponent(value)}` : urlOf(op);
+          const res = await send(op.method, url, f.in === 'body' ? { [f.name]: value } : undefined);
+          if (res.statusCode === 400 && /date-time/.test(res.body) && res.body.includes(f.name)) failures.push(`${op.method} ${op.path} ${f.name}=${value} refused: ${res.body.slice(0, 200)}`);
+        }
+      }
+    }
+    if (service === 'task') expect(probes).toBeGreaterThan(0); // GET …/logs?since=
+    expect(failures).toEqual([]);
+  });
+
   test('a NUL in a header is a 400 in the service shape', async () => {
     const op = operations(service).find((o) => o.method === 'GET' && !o.path.includes('{')) as Operation;
     const res = await send('GET', op.path, undefined, { 'x-user-email': 'a\u0000@example.com' });
