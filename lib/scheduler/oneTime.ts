@@ -60,6 +60,10 @@ export function parseRunAt(at: string, zone: string, now: Date): { runAt: Date |
   if (month < 1 || month > 12 || d.getUTCDate() !== day || d.getUTCMonth() !== month - 1 || hour > 23 || minute > 59 || second > 59) {
     return { error: `Invalid time "${at}": not a date and time of the calendar` };
   }
+  // an offset past ±23:59 is no offset (RFC 3339); `+99:99` used to move the run days away without a word
+  if (m[8] && m[8] !== 'Z' && (Number(m[10]) > 23 || Number(m[11]) > 59)) {
+    return { error: `Invalid time "${at}": the UTC offset ${m[8]} is out of range (at most ±23:59)` };
+  }
   let instant: number;
   if (m[8] === 'Z') instant = wall;
   else if (m[8]) instant = wall - (m[9] === '-' ? -1 : 1) * (Number(m[10]) * 60 + Number(m[11])) * 60_000;

@@ -17,6 +17,13 @@ describe('one-time schedule times', () => {
     expect(at('2030-01-15T09:30', 'America/New_York')).toBe('2030-01-15T14:30:00.000Z'); // EST, UTC-5
   });
 
+  test('an offset past ±23:59 is refused, naming it; the largest real ones are read', () => {
+    for (const bad of ['+99:99', '-48:00', '+25:00', '+05:60']) expect(at(`2027-06-01T10:00:00${bad}`)).toBe(`Invalid time "2027-06-01T10:00:00${bad}": the UTC offset ${bad} is out of range (at most ±23:59)`);
+    expect(at('2027-06-01T10:00:00+14:00')).toBe('2027-05-31T20:00:00.000Z');
+    expect(at('2027-06-01T10:00:00-12:00')).toBe('2027-06-01T22:00:00.000Z');
+    expect(at('2027-06-01T10:00:00+23:59')).toBe('2027-05-31T10:01:00.000Z');
+  });
+
   test('daylight saving: a skipped time moves forward by the gap, a repeated one is the later', () => {
     // Europe/Paris springs forward on 2030-03-31 at 02:00 (to 03:00) and falls back on 2030-10-27 at 03:00 (to 02:00)
     expect(at('2030-03-31T02:30', 'Europe/Paris')).toBe('2030-03-31T01:30:00.000Z'); // 03:30 CEST
