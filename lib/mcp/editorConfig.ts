@@ -152,9 +152,12 @@ export function addServer(opts: { editor: Editor; scope: Scope; name: string; en
   if (existing !== undefined && (typeof existing !== 'object' || existing === null || Array.isArray(existing))) {
     throw new EditorConfigError(`${file}: "${key}" is not an object; fix or remove it first`);
   }
-  const servers = { ...((existing as Record<string, unknown> | undefined) ?? {}) };
-  const replaced = opts.name in servers;
-  servers[opts.name] = editorEntry(key, opts.entry);
+  // own keys only, and built from entries: a name such as `__proto__` or `constructor` is a server like any other
+  // (`name in servers` and `servers[name] = …` read the prototype: `add __proto__` wrote nothing and said "replace")
+  const before = Object.entries((existing as Record<string, unknown> | undefined) ?? {});
+  const replaced = before.some(([name]) => name === opts.name);
+  const entry = editorEntry(key, opts.entry);
+  const servers = Object.fromEntries(replaced ? before.map(([name, v]) => [name, name === opts.name ? entry : v]) : [...before, [opts.name, entry]]);
   const next = { ...data, [key]: servers };
   const content = `${JSON.stringify(next, null, 2)}\n`;
   if (!opts.dryRun) writeFileAtomic(file, content);
@@ -169,10 +172,10 @@ export function removeServer(opts: { editor: Editor; scope: Scope; name: string;
   if (current.state === 'malformed') throw new EditorConfigError(`${file} is not valid JSON (${current.reason}); not changing it`);
   if (current.state === 'missing') return { file, key, content: '', written: false, removed: false, messages: [`${file} does not exist`] };
   const servers = current.data[key] as Record<string, unknown> | undefined;
-  if (!servers || typeof servers !== 'object' || !(opts.name in servers)) {
+  if (!servers || typeof servers !== 'object' || !Object.hasOwn(servers, opts.name)) {
     return { file, key, content: JSON.stringify(current.data, null, 2), written: false, removed: false, messages: [`no server "${opts.name}" in ${file}`] };
   }
-  const { [opts.name]: _gone, ...rest } = servers;
+  const rest = Object.fromEntries(Object.entries(servers).filter(([name]) => name !== opts.name));
   const content = `${JSON.stringify({ ...current.data, [key]: rest }, null, 2)}\n`;
   if (!opts.dryRun) writeFileAtomic(file, content);
   return { file, key, content, written: !opts.dryRun, removed: true, messages: [`${opts.dryRun ? 'would remove' : 'removed'} server "${opts.name}" from ${file}`] };

@@ -113,6 +113,20 @@ describe('editor config files', () => {
     expect(readJson(file)).toEqual({ mcpServers: { b: { command: 'b', args: ['1'] } }, other: { x: 1 } });
   });
 
+  test('names that are properties of every object (__proto__, constructor, valueOf) are servers like any other', () => {
+    const file = path.join(cwd, '.mcp.json');
+    for (const name of ['__proto__', 'constructor', 'valueOf']) {
+      expect(removeServer({ editor: 'claude-code', scope: 'project', name, location: loc }).removed).toBe(false);
+      expect(addServer({ editor: 'claude-code', scope: 'project', name, entry: { command: name, args: [] }, location: loc }).messages).toEqual([`add server "${name}" in ${file}`]);
+    }
+    const written = readJson(file).mcpServers;
+    expect(Object.keys(written)).toEqual(['__proto__', 'constructor', 'valueOf']);
+    expect(Object.getOwnPropertyDescriptor(written, '__proto__')?.value).toEqual({ command: '__proto__', args: [] });
+    expect(addServer({ editor: 'claude-code', scope: 'project', name: 'constructor', entry: { command: 'again', args: [] }, location: loc }).messages).toEqual([`replace server "constructor" in ${file}`]);
+    expect(removeServer({ editor: 'claude-code', scope: 'project', name: '__proto__', location: loc }).removed).toBe(true);
+    expect(readJson(file)).toEqual({ mcpServers: { constructor: { command: 'again', args: [] }, valueOf: { command: 'valueOf', args: [] } } });
+  });
+
   test('dry run writes nothing; list finds the files', () => {
     const r = addServer({ editor: 'windsurf', scope: 'user', name: 'armada', entry, location: loc, dryRun: true });
     expect(r.written).toBe(false);
