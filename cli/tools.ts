@@ -1,10 +1,31 @@
 /** `armada tools …`: MCP tool servers (an OpenAPI converter, Armada's own services) and editor configuration. */
+import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { armadaTools, ServiceUnavailableError } from '../lib/mcp/armadaTools';
 import { addServer, EDITORS, EditorConfigError, listServers, removeServer, type Editor, type Location, type Scope, type ServerEntry } from '../lib/mcp/editorConfig';
 import { loadOpenApiDocument, openapiToTools } from '../lib/mcp/openapiToTools';
 import { DEFAULT_MAX_RESPONSE_CHARS, serveStdio, type ServedTool } from '../lib/mcp/toolServer';
+
+/**
+ * What `tools config add --openapi` writes for the editor to run: an http(s) URL as given, or the absolute path of a
+ * file that exists (the editor starts the server in a directory of its own, so a relative path would not be found
+ * there). Anything else is refused now, instead of being written and failing when the editor starts the server.
+ */
+function openapiSource(value: string, cwd: string): string {
+  if (/^https?:\/\/[^\s/?#]+/i.test(value)) return value;
+  let file: string | undefined;
+  try {
+    file = value.startsWith('file:') ? fileURLToPath(value) : path.resolve(cwd, value);
+  } catch {
+    file = undefined;
+  }
+  if (!file || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
+    throw new EditorConfigError(`--openapi "${value}" is neither an http(s) URL nor a file that exists; give the document's URL or the path of its file`);
+  }
+  return file;
+}
 
 export const TOOLS_HELP = `armada tools — MCP tool servers for code editors
 
@@ -211,7 +232,7 @@ function runConfig(argv: string[]): number {
       if (values.openapi !== undefined) {
         if (command.length) throw new EditorConfigError('give either --openapi URL or -- <command>, not both');
         const self = armadaCommand();
-        entry = { command: self.command, args: [...self.args, 'tools', 'openapi', values.openapi, ...(values['base-url'] ? ['--base-url', values['base-url']] : [])], env };
+        entry = { command: self.command, args: [...self.args, 'tools', 'openapi', openapiSource(values.openapi, loc.cwd), ...(values['base-url'] ? ['--base-url', values['base-url']] : [])], env };
       } else {
         if (!command.length) throw new EditorConfigError('give the server command after --, or --openapi URL');
         if (values['base-url']) throw new EditorConfigError('--base-url goes with --openapi');

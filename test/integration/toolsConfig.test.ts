@@ -158,6 +158,16 @@ describe('armada tools config (CLI)', () => {
     expect(pet.command).toBe(process.execPath);
     expect(pet.args).toEqual([BIN, 'tools', 'openapi', 'https://example.test/openapi.json', '--base-url', 'https://api.example.test']);
     expect(pet.env).toEqual({ OPENAPI_API_KEY: 'k' });
+    // a document file is written as its absolute path (the editor runs the server elsewhere); anything else is refused
+    fs.writeFileSync(path.join(cwd, 'doc.json'), '{"openapi":"3.0.0","info":{"title":"t","version":"1"},"paths":{}}');
+    expect((await cli(['add', 'local', '--editor', 'cursor', '--openapi', 'doc.json'])).code).toBe(0);
+    expect(readJson(file).mcpServers.local.args).toEqual([BIN, 'tools', 'openapi', path.join(fs.realpathSync(cwd), 'doc.json')]);
+    for (const value of ['not a url', 'missing.json', 'ftp://example.test/x', 'file:///nowhere/doc.json', '.']) {
+      const refused = await cli(['add', 'z', '--editor', 'cursor', '--openapi', value]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr.trim()).toBe(`armada tools: --openapi "${value}" is neither an http(s) URL nor a file that exists; give the document's URL or the path of its file`);
+    }
+    expect(readJson(file).mcpServers.z).toBeUndefined();
 
     const dry = await cli(['add', 'x', '--editor', 'vscode', '--scope', 'project', '--dry-run', '--', 'cmd']);
     expect(dry.code).toBe(0);
@@ -172,7 +182,7 @@ describe('armada tools config (CLI)', () => {
 
     const rm = await cli(['remove', 'fs', '--editor', 'cursor']);
     expect(rm.code).toBe(0);
-    expect(Object.keys(readJson(file).mcpServers).sort()).toEqual(['existing', 'petstore']);
+    expect(Object.keys(readJson(file).mcpServers).sort()).toEqual(['existing', 'local', 'petstore']);
     expect((await cli(['remove', 'fs', '--editor', 'cursor'])).code).toBe(1);
     const bad = await cli(['add', 'y', '--editor', 'notepad', '--', 'cmd']);
     expect(bad.code).toBe(2);
