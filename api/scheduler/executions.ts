@@ -12,7 +12,8 @@ import { humanDuration } from '../../lib/scheduler/settings';
 import type { SchedulerPluginOptions } from './deps';
 import { Detail, DetailErrors, ExecutionDetail, ExecutionList, ExecutionListQuery, ExecutionLogs, ExecutionParams, RetryResult, StopResult } from './schemas';
 import { startExecution } from './startExecution';
-import { cancelRun, pollUntil } from './stopRuns';
+import { requestCancel } from '../../lib/temporal/workflowHandles';
+import { pollUntil } from './stopRuns';
 import { temporalClient } from './temporalAccess';
 import { mustGetWorkflow } from './workflows';
 
@@ -108,7 +109,7 @@ export const executionRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async
       const e = await mustGet(request.params.id);
       // a valid request that the execution's state refuses: a conflict, not a 400 (docs/scheduler.md)
       if (e.status !== 'running') throw conflict(`Execution ${e.id} is not running (status ${e.status}); only a running execution can be stopped`);
-      await cancelRun(await temporalClient(deps, 'Error stopping execution'), e.temporal_workflow_id);
+      await requestCancel(await temporalClient(deps, 'Error stopping execution'), e.temporal_workflow_id); // an ended run is fine
       // Wait (bounded) for the workflow to record the stop, so the answer says `stopped` in the common case.
       const status = await pollUntil(async () => (await getExecution(deps.db, e.id))?.status ?? e.status, (s) => s !== 'running');
       return { executionId: e.id, status };

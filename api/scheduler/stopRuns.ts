@@ -5,20 +5,12 @@
  * it still going, so nothing of a deleted workflow keeps running.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { isRunning, requestCancel } from '../../lib/temporal/workflowHandles';
 
 /** How long a stop waits for the run to end before answering. */
 export const STOP_WAIT_MS = 8000;
 const POLL_MS = 100;
-
-/** Asks Temporal to cancel the run; a run Temporal no longer has is fine (it ended, or never started). */
-export async function cancelRun(client: Client, temporalWorkflowId: string): Promise<void> {
-  try {
-    await client.workflow.getHandle(temporalWorkflowId).cancel();
-  } catch (err) {
-    if (!(err instanceof WorkflowNotFoundError)) throw err;
-  }
-}
 
 /** Reads until `done` holds or `ms` passed; the last read. */
 export async function pollUntil<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = STOP_WAIT_MS): Promise<T> {
@@ -36,15 +28,7 @@ export async function pollUntil<T>(read: () => Promise<T>, done: (value: T) => b
  * process is gone; the runs still open then.
  */
 export async function waitClosed(client: Client, temporalWorkflowIds: string[], ms = STOP_WAIT_MS): Promise<string[]> {
-  const open = async (id: string): Promise<boolean> => {
-    try {
-      return (await client.workflow.getHandle(id).describe()).status.name === 'RUNNING';
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return false;
-      throw err;
-    }
-  };
-  const stillOpen = await Promise.all(temporalWorkflowIds.map((id) => pollUntil(() => open(id), (o) => !o, ms)));
+  const stillOpen = await Promise.all(temporalWorkflowIds.map((id) => pollUntil(() => isRunning(client, id), (o) => !o, ms)));
   return temporalWorkflowIds.filter((_id, i) => stillOpen[i]);
 }
 
@@ -54,7 +38,7 @@ export async function waitClosed(client: Client, temporalWorkflowIds: string[], 
  */
 export async function stopRuns(client: Client, temporalWorkflowIds: string[], log: FastifyBaseLogger): Promise<void> {
   try {
-    await Promise.all(temporalWorkflowIds.map((id) => cancelRun(client, id)));
+    await Promise.all(temporalWorkflowIds.map((id) => requestCancel(client, id)));
     const open = await waitClosed(client, temporalWorkflowIds);
     if (open.length) log.warn({ runs: open }, `runs of a deleted workflow had not ended ${STOP_WAIT_MS / 1000} s after their stop`);
   } catch (err) {

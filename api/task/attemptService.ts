@@ -38,6 +38,7 @@ import { confirmAttemptStarted, moveTask, recordAttemptCancelled, requestProcess
 import type { BackgroundWork } from '../../lib/runtime/background';
 import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
 import { approvalWorkflowId } from './approvals';
+import { isRunning, requestCancel } from '../../lib/temporal/workflowHandles';
 
 export interface AttemptServiceDeps {
   db: Pool;
@@ -334,13 +335,7 @@ export async function startCreatedAttempt(deps: AttemptServiceDeps, attemptId: s
 
 /** Requests the cancellation of a workflow; false when there is no such workflow (it has ended, or never started). */
 async function cancelWorkflowById(deps: AttemptServiceDeps, workflowId: string): Promise<boolean> {
-  try {
-    await (await deps.temporal.client()).workflow.getHandle(workflowId).cancel();
-    return true;
-  } catch (err) {
-    if (!(err instanceof WorkflowNotFoundError)) throw err;
-    return false;
-  }
+  return requestCancel(await deps.temporal.client(), workflowId);
 }
 
 const cancelWorkflow = (deps: AttemptServiceDeps, attemptId: string) => cancelWorkflowById(deps, attemptWorkflowId(attemptId));
@@ -397,14 +392,7 @@ export async function endProcess(deps: AttemptServiceDeps, processId: string, st
 }
 
 /** Whether the attempt's workflow is running, so a follow-up signalled to it is run (false: ended, or never started). */
-export async function acceptsFollowUps(client: Client, attemptId: string): Promise<boolean> {
-  try {
-    return (await client.workflow.getHandle(attemptWorkflowId(attemptId)).describe()).status.name === 'RUNNING';
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false;
-    throw err;
-  }
-}
+export const acceptsFollowUps = (client: Client, attemptId: string): Promise<boolean> => isRunning(client, attemptWorkflowId(attemptId));
 
 /** Queues a follow-up prompt on the attempt's workflow (409 when the workflow has closed). */
 export async function sendFollowUp(deps: AttemptServiceDeps, attemptId: string, f: { prompt: string; draftId?: string; source?: string }): Promise<void> {
