@@ -7,7 +7,7 @@ import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle, type TemporalHandle } from '../lib/temporal/client';
 import { requireSearchAttributes, SearchAttributesMissing } from '../lib/temporal/searchAttributeCheck';
 import type { Logger } from '../lib/logger';
-import { createDependencyState, tiePoolToDependencyState, startDependencyProbes } from '../lib/runtime/dependencies';
+import { createDependencyState, markUpOnPoolConnect, startDependencyProbes } from '../lib/runtime/dependencies';
 import { installLastResort } from '../lib/runtime/lastResort';
 import { runShutdownSteps } from '../lib/runtime/shutdownSteps';
 import { bootstrap, untilSignal } from './runtime';
@@ -27,7 +27,7 @@ export async function runApi(services: string[]): Promise<number> {
   const dependencies = createDependencyState(logger);
   const temporal = createTemporalHandle(temporalAddress, config.temporal.namespace, { isDown: () => dependencies.isDown('temporal') });
   await checkSearchAttributes(temporal, config.temporal.namespace, logger);
-  tiePoolToDependencyState(dependencies, pool);
+  markUpOnPoolConnect(dependencies, pool);
   const probes = startDependencyProbes(dependencies, { databaseUrl: config.databaseUrl, temporalAddress, namespace: config.temporal.namespace });
   const running = await startServices(names, { db: pool, config, keys: resolveKeys(config), temporal, logger, metrics: createMetrics(), dependencies });
   // each part within a limit, as in `armada start` (lib/runtime/shutdownSteps.ts): a stuck one does not hold the stop

@@ -8,7 +8,7 @@ import { createPool } from '../lib/db/pool';
 import { resolveKeys } from '../lib/keys';
 import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle } from '../lib/temporal/client';
-import { createDependencyState, tiePoolToDependencyState, startDependencyProbes } from '../lib/runtime/dependencies';
+import { createDependencyState, markUpOnPoolConnect, startDependencyProbes } from '../lib/runtime/dependencies';
 import { installLastResort } from '../lib/runtime/lastResort';
 import { runShutdownSteps } from '../lib/runtime/shutdownSteps';
 import { startWorkers } from '../workers/createWorker';
@@ -49,7 +49,7 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
   });
   const pool = createPool(infra.databaseUrl, logger, { max: 20 });
   const temporal = createTemporalHandle(infra.temporalAddress, config.temporal.namespace, { isDown: () => dependencies.isDown('temporal') });
-  tiePoolToDependencyState(dependencies, pool);
+  markUpOnPoolConnect(dependencies, pool);
   const probes = startDependencyProbes(dependencies, { databaseUrl: infra.databaseUrl, temporalAddress: infra.temporalAddress, namespace: config.temporal.namespace });
   const metrics = createMetrics();
   let workers: Awaited<ReturnType<typeof startWorkers>> | undefined;

@@ -4,7 +4,7 @@
  * exits. GET /health reports it, and calls that need a down dependency answer 503 at once instead of hanging.
  */
 import { Connection } from '@temporalio/client';
-import { Client, type Pool } from 'pg';
+import { Client } from 'pg';
 import type { Logger } from '../logger';
 import { TEMPORAL_CHANNEL_ARGS } from '../temporal/client';
 
@@ -21,14 +21,11 @@ export interface DependencyState {
    */
   markDown(name: DependencyName, reason: string, observedAt?: number): void;
   markUp(name: DependencyName): void;
-  /** Calls `listener` each time a dependency goes from up to down. */
-  onDown(listener: (name: DependencyName) => void): void;
 }
 
 export function createDependencyState(logger: Logger): DependencyState {
   const downSince = new Map<DependencyName, number>();
   const lastUp = new Map<DependencyName, number>();
-  const downListeners: ((name: DependencyName) => void)[] = [];
   return {
     down: () => NAMES.filter((n) => downSince.has(n)),
     isDown: (name) => downSince.has(name),
@@ -37,7 +34,6 @@ export function createDependencyState(logger: Logger): DependencyState {
       if (observedAt !== undefined && (lastUp.get(name) ?? -1) >= observedAt) return;
       downSince.set(name, Date.now());
       logger.warn({ dependency: name, reason }, `${name} is unavailable; requests that need it answer 503 until it is back`);
-      for (const listener of downListeners) listener(name);
     },
     markUp(name) {
       lastUp.set(name, Date.now());
@@ -45,9 +41,6 @@ export function createDependencyState(logger: Logger): DependencyState {
       if (since === undefined) return;
       downSince.delete(name);
       logger.info({ dependency: name, downMs: Date.now() - since }, `${name} is back`);
-    },
-    onDown(listener) {
-      downListeners.push(listener);
     },
   };
 }
@@ -156,40 +149,10 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
   };
 }
 
-/** What a pool call answers while PostgreSQL is known down: classified unreachable (08006), so a 503 (lib/errors). */
-function knownDown(): Error {
-  return Object.assign(new Error('PostgreSQL is known to be unavailable (its health probe gets no answer); try again once it is back'), { code: '08006' });
-}
-
-type ConnectCallback = (err: Error | undefined, ...rest: unknown[]) => void;
-
 /**
- * Ties a pool to what is known of PostgreSQL:
- * - while it is known down, asking the pool for a connection fails at once. Against a server that takes TCP
- *   connections but does not answer (a frozen host, a partition) it used to wait the connect timeout, 10 s a request;
- * - when it goes down, the connections still being opened are dropped, so the requests waiting for them answer 503
- *   now. A connection that has sent its query is left alone: the server may still run it when it answers again (it
- *   has the bytes), so failing the request would tell the client "not done" of a write that then commits. That
- *   request waits for the server, and its answer is true.
- * It is up again when the probe or the supervisor says so (within a probe interval, 1 s). So a new write is served
- * only while /health says the database is up; this replaces marking it up on a pool connect, which a pool that does
- * not connect while it is down can no longer give.
+ * A client of the pool that connects is a sign of life: PostgreSQL is up again at once, not at the next probe (so a
+ * write that was just served never sits beside a /health that still says the database is down).
  */
-export function tiePoolToDependencyState(state: DependencyState, pool: Pick<Pool, 'connect'>): void {
-  const connect = pool.connect.bind(pool) as (cb?: ConnectCallback) => unknown;
-  // pg-pool's own query() asks for its client through this.connect(callback): both forms are covered
-  pool.connect = ((cb?: ConnectCallback) => {
-    if (!state.isDown('postgres')) return connect(cb);
-    if (!cb) return Promise.reject(knownDown());
-    process.nextTick(() => cb(knownDown()));
-    return undefined;
-  }) as Pool['connect'];
-  state.onDown((name) => {
-    if (name !== 'postgres') return;
-    const clients = (pool as unknown as { _clients?: unknown })._clients; // pg-pool's, connecting ones included
-    if (!Array.isArray(clients)) return;
-    for (const client of clients as { _connecting?: boolean; connection?: { stream?: { destroy?(): void } } }[]) {
-      if (client._connecting === true) client.connection?.stream?.destroy?.(); // no query sent on it yet
-    }
-  });
+export function markUpOnPoolConnect(state: DependencyState, pool: { on(event: 'connect', fn: () => void): unknown }): void {
+  pool.on('connect', () => state.markUp('postgres'));
 }
