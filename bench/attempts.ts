@@ -26,7 +26,7 @@ import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle } from '../lib/temporal/client';
 import { sdkLogger } from '../lib/temporal/sdkLogger';
 import { startWorkers } from '../workers/createWorker';
-import { benchRepo, fixedRate, freePort, percentiles, spawnArmada, startInfra } from './benchInfra';
+import { benchRepo, fixedRate, freePort, percentiles, settleDisk, spawnArmada, startInfra } from './benchInfra';
 import { cpuShare } from './cpuShare';
 
 const N = Number(process.env.BENCH_ATTEMPTS ?? 100);
@@ -89,6 +89,7 @@ async function main() {
   // warm-up: one attempt end to end
   const warm = (await post(`/api/tasks/${taskIds[0]}/start`, { llm: 'noop' })).data.attemptId;
   await waitCompleted(db, [warm]);
+  await settleDisk();
 
   // 1. attempts end to end
   const t0 = Date.now();
@@ -171,6 +172,7 @@ async function main() {
   await fixedRate(5, RATE, async () => {
     await postRaw(`${apiBase}/api/tasks/${rateTasks[next++ % rateTasks.length]}/start`, JSON.stringify({ llm: 'noop' }));
   });
+  await settleDisk(); // the worktrees of the attempts above
   // the start path alone vs a bare workflow start (to a queue no worker polls, as the attempts' queue now is)
   const armadaStart: number[] = [];
   const bareStart: number[] = [];

@@ -3,6 +3,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
+import { loadConfig } from '../lib/config';
 
 /**
  * A free port below the kernel's ephemeral range, as the tests pick theirs (test/support/ports.js): one from
@@ -22,13 +23,42 @@ export function benchRepo(dir: string): string {
 }
 
 /**
+ * The Temporal CLI and other provisioned tools are taken from the user's tools dir (ARMADA_TOOLS_DIR, default
+ * $ARMADA_HOME/tools of the environment the benchmark runs in), not from each run's fresh home: provisioned into the
+ * fresh home, every run wrote a ~100 MB venv there, whose write-back 30 s later stalled PostgreSQL's commits in the
+ * measured rounds (p99 of a one-row insert 70 ms instead of 3 ms on 2026-11-28's VM).
+ */
+export const sharedToolsDir = loadConfig(process.env).toolsDir;
+
+/**
+ * Flushes the machine's dirty pages (sync) and waits until write-back is done (Dirty + Writeback under 4 MiB, at most
+ * 20 s), so a measured round does not share the disk with the write-back of what the run set up before it (git
+ * repositories, worktrees, a fresh PostgreSQL cluster) or of a previous run's deletions: on these VMs (ext4 mounted
+ * with discard) that write-back delayed single fsyncs by up to 0.5 s.
+ */
+export async function settleDisk(): Promise<void> {
+  try {
+    execFileSync('sync', { stdio: 'ignore' });
+  } catch {
+    return; // no sync(1): nothing to settle with
+  }
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const info = fs.readFileSync('/proc/meminfo', 'utf8');
+    const kib = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+    if (kib('Dirty') + kib('Writeback') < 4096) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/**
  * Spawns `bin/armada <args>` (stdout JSON lines) and resolves with the line whose event is `event`; `nodeArgs` go to
  * node (e.g. --cpu-prof). The child is stopped when this process exits.
  */
 export function spawnArmada(args: string[], event: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<{ child: ChildProcess; ready: Record<string, unknown> }> {
   const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, '..', 'bin', 'armada'), ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, ARMADA_LOG_LEVEL: 'warn', ARMADA_LOG_FORMAT: 'json', ...env },
+    env: { ...process.env, ARMADA_TOOLS_DIR: sharedToolsDir, ARMADA_LOG_LEVEL: 'warn', ARMADA_LOG_FORMAT: 'json', ...env },
   });
   const stop = () => child.kill('SIGTERM');
   process.once('exit', stop);
@@ -53,6 +83,7 @@ export async function startInfra(home: string): Promise<{ databaseUrl: string; t
   const bundle = path.join(home, 'bundle.js');
   const args = ['infra', '--home', home, '--pg-port', String(await freePort()), '--temporal-port', String(await freePort()), '--bundle', bundle];
   const { child, ready } = await spawnArmada(args, 'ready', { DATABASE_URL: '', TEMPORAL_ADDRESS: '' });
+  await settleDisk(); // the fresh cluster's and Temporal database's files
   // resolves once `armada infra` has stopped its servers and exited: a benchmark that exited right after the signal
   // left its embedded PostgreSQL running in about half the runs
   const stop = async () => {

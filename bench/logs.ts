@@ -22,7 +22,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
 import { cpuShare } from './cpuShare';
-import { benchRepo, freePort, spawnArmada } from './benchInfra';
+import { benchRepo, freePort, settleDisk, spawnArmada } from './benchInfra';
 import WebSocket from 'ws';
 
 const { values: flags } = parseArgs({
@@ -222,6 +222,7 @@ async function main() {
         await c.end();
       }
     };
+    await settleDisk(); // what the setup wrote (the cluster, the repository) is on disk before the run
     const pgBefore = await pgStats();
     const apiPid = api.child.pid as number;
     const workerPid = worker.child.pid as number;
