@@ -9,6 +9,7 @@ import type { Logger } from '../../lib/logger';
 import type { Metrics } from '../../lib/metrics';
 import { isPostgresUnreachable } from '../../lib/db/pool';
 import type { DependencyState } from '../../lib/runtime/dependencies';
+import { installDependencyGate } from './dependencyGate';
 import { allowedMethodsOf } from './allowedMethods';
 import { errorBody } from './envelope';
 import { clientErrorAnswer, frameworkErrorMessage, installDetailErrors, installEnvelopeErrors } from './errorHandlers';
@@ -89,6 +90,7 @@ export function createBaseApp(opts: BaseAppOptions) {
   if (opts.errorStyle === 'envelope') installEnvelopeErrors(app, opts.version, allowed);
   else installDetailErrors(app, allowed);
   installInputPolicy(app);
+  if (opts.dependencies) installDependencyGate(app, opts.dependencies);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);

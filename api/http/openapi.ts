@@ -6,6 +6,7 @@
 import { fastifySwagger } from '@fastify/swagger';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { MAX_JSON_DEPTH, NUL_FREE_JSON_SCHEMA, NUL_FREE_PATTERN, nulFreeStrings } from './inputPolicy';
+import { needsDatabase } from './dependencyGate';
 import { operationDoc } from './operationDocs';
 
 export type ServiceKind = 'task' | 'scheduler' | 'agents' | 'traces';
@@ -150,6 +151,10 @@ export function installOpenApi(app: FastifyInstance, opts: { service: ServiceKin
       const response = s.response as Record<string, unknown> | undefined;
       const errorShape = response?.['400'] ?? response?.['404'] ?? response?.['500'];
       if (method && BODY_METHODS.has(method) && response && errorShape && !response['415']) s.response = { ...response, 415: errorShape };
+      // while PostgreSQL is down (or short of a resource) every operation that needs it is a 503 in the same shape
+      // (api/http/dependencyGate.ts, docs/operations.md)
+      const withBodyError = s.response as Record<string, unknown> | undefined;
+      if (withBodyError && errorShape && needsDatabase(url) && !withBodyError['503']) s.response = { ...withBodyError, 503: errorShape };
       return { schema: s as never, url };
     },
   };

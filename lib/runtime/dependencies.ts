@@ -62,10 +62,37 @@ export interface DependencyProbes {
   stop(): Promise<void>;
 }
 
+/** How often `within` looks at the clock; a look later than this plus STALL_SLACK_MS means this process stalled. */
+const WITHIN_TICK_MS = 100;
+const STALL_SLACK_MS = 25;
+
+/**
+ * Waits for `p` for at most `ms` of this process's responsive time. Time in which this process itself could not run
+ * (its event loop blocked by a workflow bundle being built, a long GC, a starved CPU) is not the dependency's
+ * silence and does not count: before, a probe sent just before a 2 s stall of `armada start` timed out at the stall's
+ * end, because the expired timer ran before the answer waiting in the socket was read, and three such probes called a
+ * healthy PostgreSQL down. The verdict is given in a setImmediate, after the I/O poll phase, so an answer that has
+ * arrived by then always wins.
+ */
 function within<T>(ms: number, p: Promise<T>): Promise<T> {
+  const tickMs = Math.min(WITHIN_TICK_MS, ms);
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new SlowProbe(`no answer within ${ms} ms`)), ms);
+    const started = performance.now();
+    let last = started;
+    let stalled = 0;
+    const look = () => {
+      const now = performance.now();
+      stalled += Math.max(0, now - last - tickMs - STALL_SLACK_MS);
+      last = now;
+      if (now - started - stalled < ms) {
+        timer = setTimeout(look, tickMs);
+        return;
+      }
+      timer = undefined;
+      setImmediate(() => reject(new SlowProbe(`no answer within ${ms} ms`)));
+    };
+    timer = setTimeout(look, tickMs);
   });
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
@@ -102,7 +129,8 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
     const startedAt = Date.now();
     try {
       if (!pg) {
-        const c = new Client({ connectionString: url, application_name: 'armada-probe', connectionTimeoutMillis: timeoutMs });
+        // no connectionTimeoutMillis: its timer would count this process's own stalls; `within` bounds the connect
+        const c = new Client({ connectionString: url, application_name: 'armada-probe' });
         c.on('error', () => undefined); // a dropped connection fails the next probe
         pg = c;
         await within(timeoutMs, c.connect());
@@ -120,7 +148,8 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
     try {
       temporal ??= await Connection.connect({ address, connectTimeout: timeoutMs, channelArgs: TEMPORAL_CHANNEL_ARGS });
       const c = temporal;
-      await within(timeoutMs, c.withDeadline(Date.now() + timeoutMs, () => c.workflowService.getSystemInfo({})));
+      // the deadline only bounds a call left behind: `within` decides, without this process's own stalls
+      await within(timeoutMs, c.withDeadline(Date.now() + 4 * timeoutMs, () => c.workflowService.getSystemInfo({})));
       answered('temporal');
     } catch (err) {
       failed('temporal', err, startedAt);

@@ -127,6 +127,39 @@ describe('one armada start, faults injected one after the other', () => {
     expect(kept.status).toBe(200);
   });
 
+  test('a frozen PostgreSQL (SIGSTOP: a hung host or a partition): once called down, writes answer 503 in milliseconds, not after 10 s; a write sent into the freeze is told the truth', async () => {
+    const pid = serverPid(home, 'postgres');
+    // the postmaster and its children (each backend is a session of its own, so not in its process group)
+    const frozen = [pid, ...fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)];
+    for (const p of frozen) process.kill(p, 'SIGSTOP'); // connections are taken, nothing answers
+    let intoTheFreeze: Promise<Answer> | undefined;
+    try {
+      // sent before anything knows: its query reaches the frozen server, which may still run it
+      intoTheFreeze = post(`${task}/api/tasks`, { projectId, title: 'sent into the freeze' });
+      await until('health 503 naming postgres', 20_000, async () => {
+        const h = await call(`${task}/health`);
+        return h.status === 503 && (h.body.down as string[] | undefined)?.includes('postgres') === true;
+      });
+      const after = await post(`${task}/api/tasks`, { projectId, title: 'sent once known down' });
+      expect(after.status).toBe(503);
+      expect(after.body).toMatchObject({ success: false, error: { code: 'SERVICE_UNAVAILABLE' } });
+      expect(after.ms).toBeLessThan(1000); // before: the pool's 10 s connect timeout, each time
+    } finally {
+      for (const p of frozen) process.kill(p, 'SIGCONT');
+    }
+    // the write sent into the freeze: 503 if it was still waiting for a connection (dropped, nothing sent), else
+    // answered once the server runs again; either way its answer is true
+    const answered = await intoTheFreeze;
+    expect([201, 503]).toContain(answered.status);
+    const recovered = await until('writes served again', 30_000, async () => (await post(`${task}/api/tasks`, { projectId, title: 'written after the freeze' })).status === 201);
+    expect(recovered).toBeLessThan(30_000);
+    expect(serverPid(home, 'postgres')).toBe(pid); // the same server: nothing restarted it
+    expect(await call(`${task}/health`)).toMatchObject({ status: 200, body: { status: 'ok' } });
+    const titles = ((await call(`${task}/api/tasks?projectId=${projectId}&limit=100`)).body.data as { title: string }[]).map((t) => t.title);
+    expect(titles.filter((t) => t === 'sent into the freeze')).toHaveLength(answered.status === 201 ? 1 : 0);
+    expect(titles).not.toContain('sent once known down');
+  });
+
   test('kill -9 of the Temporal dev server: 503 within 2 s, a start meanwhile answers 503 and creates nothing; then starts run again', async () => {
     const t = await post(`${task}/api/tasks`, { projectId, title: 'started around the outage' });
     expect(t.status).toBe(201);

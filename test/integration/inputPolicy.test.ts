@@ -14,7 +14,8 @@ import http from 'node:http';
 import net from 'node:net';
 import { OPENAPI_PATHS, type ServiceKind } from '../../api/http/openapi';
 import { MAX_JSON_DEPTH, MAX_PATH_PARAM_LENGTH, NON_BLANK_PATTERN, NUL_FREE_JSON_REF, NUL_FREE_PATTERN } from '../../api/http/inputPolicy';
-import { startTestStack, type TestStack } from '../support/harness';
+import { createDependencyState, type DependencyState } from '../../lib/runtime/dependencies';
+import { logger, startTestStack, type TestStack } from '../support/harness';
 
 type Json = Record<string, unknown>;
 interface Parameter {
@@ -36,6 +37,7 @@ const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'
 const BIGINT_MAX = 2n ** 63n - 1n;
 
 let stack: TestStack;
+let dependencies: DependencyState;
 const docs: Partial<Record<ServiceKind, Json>> = {};
 
 function authHeaders(service: ServiceKind): Record<string, string> {
@@ -43,7 +45,8 @@ function authHeaders(service: ServiceKind): Record<string, string> {
 }
 
 beforeAll(async () => {
-  stack = await startTestStack({ services: SERVICES });
+  dependencies = createDependencyState(logger);
+  stack = await startTestStack({ services: SERVICES, dependencies });
   for (const service of SERVICES) {
     const res = await stack.app(service).inject({ method: 'GET', url: OPENAPI_PATHS[service].json, headers: authHeaders(service) });
     expect(res.statusCode).toBe(200);
@@ -282,6 +285,23 @@ describe.each(SERVICES)('%s service', (service) => {
       }
     }
     expect(withBody.length).toBeGreaterThan(0);
+    expect(failures).toEqual([]);
+  });
+
+  test('while PostgreSQL is known down, every operation documents its 503 and answers it at once, in its documented shape', async () => {
+    const failures: string[] = [];
+    dependencies.markDown('postgres', 'no answer (test)');
+    try {
+      for (const op of operations(service)) {
+        if (op.responses['503'] === undefined) failures.push(`${op.method} ${op.path} does not document its 503`);
+        const res = await send(op.method, urlOf(op), ['GET', 'HEAD'].includes(op.method) ? undefined : {});
+        const sent = `${op.method} ${urlOf(op)}`;
+        if (res.statusCode !== 503) failures.push(`${sent} → ${res.statusCode} ${res.body.slice(0, 200)}`);
+        else if (op.method !== 'HEAD' && documentedShapeProblem(service, op, res)) failures.push(`${sent} → ${documentedShapeProblem(service, op, res)}`);
+      }
+    } finally {
+      dependencies.markUp('postgres');
+    }
     expect(failures).toEqual([]);
   });
 

@@ -14,6 +14,7 @@ import { createPool } from '../../lib/db/pool';
 import { resolveKeys, type ResolvedKeys } from '../../lib/keys';
 import { createLogger, type Logger } from '../../lib/logger';
 import { createMetrics } from '../../lib/metrics';
+import type { DependencyState } from '../../lib/runtime/dependencies';
 import { createTemporalHandle, type TemporalHandle } from '../../lib/temporal/client';
 import { startWorkers, type RunningWorkers, type WorkerOptions } from '../../workers/createWorker';
 import { Runtime } from '@temporalio/worker';
@@ -117,6 +118,8 @@ export async function startTestStack(
     logger?: Logger;
     /** Runs on each app before ready(), e.g. to add a route that app-level hooks must cover. */
     beforeReady?: (name: ServiceName, app: FastifyInstance) => void | Promise<void>;
+    /** What the services are told is down (as `armada api`'s probes would); unset: not tracked. */
+    dependencies?: DependencyState;
   } = {},
 ): Promise<TestStack> {
   const config = testConfig(opts.file, opts.env);
@@ -129,7 +132,7 @@ export async function startTestStack(
   const names = opts.services ?? ['task'];
   const perService = serviceMetrics(names, metrics);
   for (const name of names) {
-    const app = await buildService(name, { db: database.pool, config, keys, temporal, logger: log, metrics: perService[name] });
+    const app = await buildService(name, { db: database.pool, config, keys, temporal, logger: log, metrics: perService[name], dependencies: opts.dependencies });
     apps[name] = app;
     await opts.beforeReady?.(name, app);
     await app.ready();
