@@ -2,24 +2,13 @@
  * Scheduler parity with automagik-spark (issue 18 item 6), against real Temporal and a real worker: one-time schedules
  * (`now` and a date-time in a zone), several schedules per workflow each with its own input, re-running an execution.
  */
-import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
-import { eventually, type TestStack } from '../support/harness';
-import { closeSchedulerStack, schedulerInject, startSchedulerStack } from '../support/schedulerStack';
+import { FAKE_FLOWS } from '../support/fakeFlowBuilder';
+import { eventually } from '../support/harness';
+import { schedulerStackForFile } from '../support/schedulerStack';
 
-let stack: TestStack;
-let fake: FakeFlowBuilder;
+const sched = schedulerStackForFile();
+const { inject } = sched;
 const uniq = Math.random().toString(36).slice(2, 8);
-
-beforeAll(async () => {
-  stack = await startSchedulerStack();
-  fake = await startFakeFlowBuilder();
-});
-afterAll(async () => {
-  await fake.close();
-  await closeSchedulerStack(stack);
-});
-
-const inject = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) => schedulerInject(stack)(method, url, payload);
 
 interface Exec {
   id: string;
@@ -91,7 +80,7 @@ describe('one-time schedules', () => {
     const wf = (await inject('GET', `/api/v1/workflows/${name}`)).json();
     expect(wf).toMatchObject({ schedule: null, nextRun: new Date(instant).toISOString() }); // the earliest of its schedules
 
-    const client = await stack.temporal.client();
+    const client = await sched.stack.temporal.client();
     const d = await client.schedule.getHandle(`schedule:${name}:${s.id}`).describe();
     expect(d.state.remainingActions).toBe(1);
 
@@ -156,7 +145,7 @@ describe('one-time schedules', () => {
 describe('several schedules per workflow', () => {
   test('two cron schedules with different inputs both fire; each is paused, resumed and deleted on its own', async () => {
     const name = `multi-${uniq}`;
-    const source = (await inject('POST', '/api/v1/sources', { name: `fake-${uniq}`, source_type: 'flow-builder', url: fake.url })).json();
+    const source = (await inject('POST', '/api/v1/sources', { name: `fake-${uniq}`, source_type: 'flow-builder', url: sched.fake.url })).json();
     await createWorkflow(
       name,
       [
@@ -186,7 +175,7 @@ describe('several schedules per workflow', () => {
     expect(fired.a[0]?.tasks[0]?.output).toBe('in:alpha\n');
     expect(fired.b[0]?.tasks[0]?.output).toBe('in:{"beta":2}\n');
     // the flow task got the schedule's input instead of its own
-    const inputs = fake.requests.filter((q) => q.path === `/api/v1/run/${FAKE_FLOWS.summarise.id}`).map((q) => (q.body as { input_value: string }).input_value);
+    const inputs = sched.fake.requests.filter((q) => q.path === `/api/v1/run/${FAKE_FLOWS.summarise.id}`).map((q) => (q.body as { input_value: string }).input_value);
     expect(inputs).toEqual(expect.arrayContaining(['alpha', '{"beta":2}']));
     expect(inputs).not.toContain('task default');
 
@@ -201,7 +190,7 @@ describe('several schedules per workflow', () => {
 
     const paused = await inject('POST', `/api/v1/workflows/${name}/schedules/${a.id}/pause`);
     expect(paused.json()).toMatchObject({ id: a.id, enabled: false, status: 'paused', nextRun: null });
-    const client = await stack.temporal.client();
+    const client = await sched.stack.temporal.client();
     expect((await client.schedule.getHandle(`schedule:${name}:${a.id}`).describe()).state.paused).toBe(true);
     expect((await client.schedule.getHandle(`schedule:${name}:${b.id}`).describe()).state.paused).toBe(false);
     expect((await client.schedule.getHandle(`schedule:${name}`).describe()).state.paused).toBe(false);
@@ -243,8 +232,8 @@ describe('re-running an execution', () => {
     const original = await finished((first as Exec).id);
     expect(original).toMatchObject({ status: 'failed', scheduleId: s.id, input: 'same input', error: 'Task flaky failed: exit code 3' });
     // the scheduled run (lean run) ends Failed in Temporal after its row is written, carrying the same error
-    const { rows } = await stack.db.query('SELECT temporal_workflow_id FROM scheduler_executions WHERE id = $1', [original.id]);
-    const run = (await stack.temporal.client()).workflow.getHandle(rows[0].temporal_workflow_id);
+    const { rows } = await sched.stack.db.query('SELECT temporal_workflow_id FROM scheduler_executions WHERE id = $1', [original.id]);
+    const run = (await sched.stack.temporal.client()).workflow.getHandle(rows[0].temporal_workflow_id);
     await expect(run.result()).rejects.toMatchObject({ cause: { type: 'ScheduledRunFailed', message: 'Task flaky failed: exit code 3', nonRetryable: true } });
     expect((await run.describe()).status.name).toBe('FAILED');
 

@@ -3,33 +3,18 @@
  * closed), and a run that still ends later writes nothing for a new workflow that reuses the name.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { groupAlive } from '../../lib/process/processGroup';
-import { startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
-import { eventually, type TestStack } from '../support/harness';
-import { closeSchedulerStack, schedulerInject, startSchedulerStack } from '../support/schedulerStack';
+import { eventually } from '../support/harness';
+import { schedulerStackForFile } from '../support/schedulerStack';
 
-let stack: TestStack;
-let fake: FakeFlowBuilder;
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-sched-del-'));
+const sched = schedulerStackForFile();
+const { inject } = sched;
 const uniq = Math.random().toString(36).slice(2, 8);
-
-beforeAll(async () => {
-  stack = await startSchedulerStack();
-  fake = await startFakeFlowBuilder();
-});
-afterAll(async () => {
-  await fake.close();
-  await closeSchedulerStack(stack);
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
-
-const inject = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) => schedulerInject(stack)(method, url, payload);
 
 /** Every execution row of `workflow`, as PostgreSQL holds them. */
 const rowsOf = async (workflow: string): Promise<{ id: string; status: string }[]> =>
-  (await stack.db.query<{ id: string; status: string }>('SELECT id, status FROM scheduler_executions WHERE workflow = $1', [workflow])).rows;
+  (await sched.stack.db.query<{ id: string; status: string }>('SELECT id, status FROM scheduler_executions WHERE workflow = $1', [workflow])).rows;
 
 /** Starts a run of `name` whose first task writes its process group id to `pidFile` and sleeps; returns the run's id and pid. */
 async function runSleeper(name: string, pidFile: string): Promise<{ id: string; pid: number }> {
@@ -43,7 +28,7 @@ async function runSleeper(name: string, pidFile: string): Promise<{ id: string; 
 describe('deleting a workflow that is running', () => {
   test('DELETE stops the running execution (script gone, Temporal run closed) and the re-created workflow gets no row from it', async () => {
     const name = `del-${uniq}`;
-    const pidFile = path.join(tmp, 'del.pid');
+    const pidFile = path.join(sched.tmp, 'del.pid');
     const tasks = [
       { name: 'sleep', type: 'script', script: `echo $$ > ${pidFile}; sleep 30` },
       { name: 'after', type: 'script', script: 'echo after' },
@@ -55,7 +40,7 @@ describe('deleting a workflow that is running', () => {
     const del = await inject('DELETE', `/api/v1/workflows/${name}`);
     expect([del.statusCode, del.json()]).toEqual([200, { name, deleted: true }]);
     await eventually(async () => !groupAlive(pid), 5000, 50);
-    const run = (await stack.temporal.client()).workflow.getHandle(`execution:${id}`);
+    const run = (await sched.stack.temporal.client()).workflow.getHandle(`execution:${id}`);
     const closed = await eventually(async () => {
       const status = (await run.describe()).status.name;
       return status !== 'RUNNING' && status;
@@ -73,8 +58,8 @@ describe('deleting a workflow that is running', () => {
 
   test('a run whose workflow row went without it being stopped writes nothing for a workflow re-created with that name', async () => {
     const name = `gone-${uniq}`;
-    const pidFile = path.join(tmp, 'gone.pid');
-    const go = path.join(tmp, 'gone.go');
+    const pidFile = path.join(sched.tmp, 'gone.pid');
+    const go = path.join(sched.tmp, 'gone.go');
     const tasks = [
       { name: 'wait', type: 'script', script: `echo $$ > ${pidFile}; while [ ! -f ${go} ]; do sleep 0.1; done; echo finished` },
       { name: 'second', type: 'script', script: 'echo second' },
@@ -82,21 +67,21 @@ describe('deleting a workflow that is running', () => {
     expect((await inject('POST', '/api/v1/workflows', { name, tasks })).statusCode).toBe(201);
     const { id } = await runSleeper(name, pidFile);
     // the row goes under the run (as an older Armada's DELETE left it, or a deletion that could not reach the run)
-    await stack.db.query('DELETE FROM scheduler_workflows WHERE name = $1', [name]);
+    await sched.stack.db.query('DELETE FROM scheduler_workflows WHERE name = $1', [name]);
     expect((await inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 'other', type: 'script', script: 'true' }] })).statusCode).toBe(201);
 
     fs.writeFileSync(go, '');
     // the old run goes on to its end, writing its progress as it goes
-    await (await stack.temporal.client()).workflow.getHandle(`execution:${id}`).result();
+    await (await sched.stack.temporal.client()).workflow.getHandle(`execution:${id}`).result();
     expect(await rowsOf(name)).toEqual([]);
-    expect((await stack.db.query('SELECT count(*)::int AS n FROM scheduler_execution_logs WHERE execution_id = $1', [id])).rows[0].n).toBe(0);
+    expect((await sched.stack.db.query('SELECT count(*)::int AS n FROM scheduler_execution_logs WHERE execution_id = $1', [id])).rows[0].n).toBe(0);
     expect((await inject('GET', `/api/v1/executions/${id}`)).statusCode).toBe(404);
   });
 
   test('deleting a source stops the running executions of the workflows it removes', async () => {
-    const src = (await inject('POST', '/api/v1/sources', { name: `src-${uniq}`, source_type: 'flow-builder', url: fake.url })).json();
+    const src = (await inject('POST', '/api/v1/sources', { name: `src-${uniq}`, source_type: 'flow-builder', url: sched.fake.url })).json();
     const name = `via-src-${uniq}`;
-    const pidFile = path.join(tmp, 'src.pid');
+    const pidFile = path.join(sched.tmp, 'src.pid');
     const tasks = [
       { name: 'sleep', type: 'script', script: `echo $$ > ${pidFile}; sleep 30` },
       { name: 'flow', type: 'flow', source: src.id, flow: 'Summarise' },
@@ -106,7 +91,7 @@ describe('deleting a workflow that is running', () => {
     const del = await inject('DELETE', `/api/v1/sources/${src.id}`);
     expect([del.statusCode, del.json()]).toEqual([200, { id: src.id, deleted: true, deleted_workflows: [name] }]);
     await eventually(async () => !groupAlive(pid), 5000, 50);
-    const run = (await stack.temporal.client()).workflow.getHandle(`execution:${id}`);
+    const run = (await sched.stack.temporal.client()).workflow.getHandle(`execution:${id}`);
     expect(await eventually(async () => (await run.describe()).status.name !== 'RUNNING' && (await run.describe()).status.name, 5000, 50)).toBe('CANCELLED');
   });
 });

@@ -1,32 +1,18 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { groupAlive } from '../../lib/process/processGroup';
 import { recordHistory } from '../support/attemptHelpers';
-import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
-import { eventually, ensureTemporalRuntime, type TestStack } from '../support/harness';
-import { closeSchedulerStack, schedulerInject, startSchedulerStack } from '../support/schedulerStack';
+import { FAKE_FLOWS, startFakeFlowBuilder } from '../support/fakeFlowBuilder';
+import { eventually, ensureTemporalRuntime } from '../support/harness';
+import { schedulerStackForFile } from '../support/schedulerStack';
 
-let stack: TestStack;
-let fake: FakeFlowBuilder;
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-sched-'));
+const sched = schedulerStackForFile();
+const { inject } = sched;
 const uniq = Math.random().toString(36).slice(2, 8);
 // workflowRunWorkflow calls the worker's `scheduler` sink (never on replay): registered so the replay knows it
 const REPLAY_SINKS = { scheduler: { prefetchDefinition: { fn() {} } } };
-
-beforeAll(async () => {
-  stack = await startSchedulerStack();
-  fake = await startFakeFlowBuilder();
-});
-afterAll(async () => {
-  await fake.close();
-  await closeSchedulerStack(stack);
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
-
-const inject = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) => schedulerInject(stack)(method, url, payload);
 
 interface Exec {
   id: string;
@@ -75,7 +61,7 @@ describe('scheduler workflows, schedules and executions', () => {
     await inject('POST', `/api/v1/schedules/${name}/pause`);
 
     // every form Temporal accepts is accepted (created paused, so nothing fires): 6 and 7 fields, @every in days, comments
-    const client = await stack.temporal.client();
+    const client = await sched.stack.temporal.client();
     const forms = ['0 9 * * 7', '*/5 0-6,22 1 jan-mar MON-FRI', '@every 10m/2m', '@daily', '0 0 1 */2 *', '30 0 9 * * *', '0 0 9 * * * 2030', '@every 1d', '0 9 * * * # mornings'];
     for (const [i, cron] of forms.entries()) {
       const res = await inject('POST', '/api/v1/workflows', { name: `ok-${i}-${uniq}`, schedule: cron, timezone: 'Europe/Paris', enabled: false, jitter: 30, tasks: [{ name: 't', type: 'script', script: 'true' }] });
@@ -159,7 +145,7 @@ describe('scheduler workflows, schedules and executions', () => {
   });
 
   test('a manual run answers at once; the execution has tasks, outputs and logs; a failing task fails it', async () => {
-    const src = (await inject('POST', '/api/v1/sources', { name: `fb-${uniq}`, source_type: 'flow-builder', url: fake.url, api_key: 'flow-key' })).json();
+    const src = (await inject('POST', '/api/v1/sources', { name: `fb-${uniq}`, source_type: 'flow-builder', url: sched.fake.url, api_key: 'flow-key' })).json();
     const name = `manual-${uniq}`;
     expect(
       (
@@ -189,7 +175,7 @@ describe('scheduler workflows, schedules and executions', () => {
     expect(done.tasks[1]).toMatchObject({ name: 'flow', status: 'completed' });
     expect(done.tasks[1].output).toContain('ran Summarise with hi');
     // the display name was resolved once, at creation: the run names the flow by its id
-    expect(fake.requests.find((r) => r.path === `/api/v1/run/${FAKE_FLOWS.summarise.id}`)?.apiKey).toBe('flow-key');
+    expect(sched.fake.requests.find((r) => r.path === `/api/v1/run/${FAKE_FLOWS.summarise.id}`)?.apiKey).toBe('flow-key');
 
     const logs = (await inject('GET', `/api/v1/executions/${id}/logs`)).json();
     expect(logs.executionId).toBe(id);
@@ -222,7 +208,7 @@ describe('scheduler workflows, schedules and executions', () => {
     expect(failedLogs).toEqual(['info Execution started (manual)', 'info Task boom started', 'info before', 'error Task boom failed: exit code 3']);
 
     // Temporal tells the truth: the failed execution's workflow is Failed, carrying the error; the completed one Completed
-    const client = await stack.temporal.client();
+    const client = await sched.stack.temporal.client();
     const failedRun = client.workflow.getHandle(`execution:${fid}`);
     // the row is written inside the workflow task that then fails the workflow: wait for the close
     await expect(failedRun.result()).rejects.toMatchObject({ cause: { type: 'ScheduledRunFailed', message: 'Task boom failed: exit code 3', nonRetryable: true } });
@@ -235,7 +221,7 @@ describe('scheduler workflows, schedules and executions', () => {
     }, 10_000, 200);
     expect(listed).toEqual([`execution:${fid}`]);
 
-    const metrics = await stack.metrics.registry.metrics();
+    const metrics = await sched.stack.metrics.registry.metrics();
     expect(metrics).toContain(`armada_scheduler_executions_total{workflow="${name}",status="started"} 1`);
     expect(metrics).toContain(`armada_scheduler_executions_total{workflow="${name}",status="completed"} 1`);
     expect(metrics).toContain(`armada_scheduler_executions_total{workflow="${failing}",status="failed"} 1`);
@@ -269,7 +255,7 @@ describe('scheduler workflows, schedules and executions', () => {
 
   test('stop kills a running `sleep 60` script within 5 s and records stopped', async () => {
     const name = `sleeper-${uniq}`;
-    const pidFile = path.join(tmp, 'sleeper.pid');
+    const pidFile = path.join(sched.tmp, 'sleeper.pid');
     await inject('POST', '/api/v1/workflows', {
       name,
       tasks: [
@@ -288,7 +274,7 @@ describe('scheduler workflows, schedules and executions', () => {
     const e = (await inject('GET', `/api/v1/executions/${id}`)).json();
     expect(e.status).toBe('stopped');
     expect(e.tasks.map((t: { status: string }) => t.status)).toEqual(['stopped', 'skipped']);
-    const run = (await stack.temporal.client()).workflow.getHandle(`execution:${id}`);
+    const run = (await sched.stack.temporal.client()).workflow.getHandle(`execution:${id}`);
     await expect(run.result()).rejects.toThrow(); // closes right after the row is written
     expect((await run.describe()).status.name).toBe('CANCELLED');
     const again = await inject('POST', `/api/v1/executions/${id}/stop`);
@@ -318,13 +304,13 @@ describe('scheduler workflows, schedules and executions', () => {
     expect((await inject('POST', `/api/v1/schedules/${name}/resume`)).json()).toMatchObject({ enabled: true, nextRun: expect.any(String) });
     await eventually(async () => (await executions(name)).length > paused, 15_000, 200);
     await inject('POST', `/api/v1/schedules/${name}/pause`);
-    const lag = await stack.metrics.registry.getSingleMetricAsString('armada_scheduler_schedule_lag_seconds');
+    const lag = await sched.stack.metrics.registry.getSingleMetricAsString('armada_scheduler_schedule_lag_seconds');
     expect(lag).toMatch(/armada_scheduler_schedule_lag_seconds_count [1-9]/);
   });
 
   test('a slow script with overlap skip never runs twice at once', async () => {
     const name = `slow-${uniq}`;
-    const file = path.join(tmp, 'slow.log');
+    const file = path.join(sched.tmp, 'slow.log');
     const r = await inject('POST', '/api/v1/workflows', {
       name,
       schedule: '@every 1s',
@@ -347,7 +333,7 @@ describe('scheduler workflows, schedules and executions', () => {
   test('a jittered schedule: lag is measured from the jittered time Temporal chose, not the nominal cron time', async () => {
     const name = `jitter-${uniq}`;
     const lagMetric = async () => {
-      const values = ((await stack.metrics.registry.getSingleMetric('armada_scheduler_schedule_lag_seconds')?.get())?.values ?? []) as { metricName?: string; value: number }[];
+      const values = ((await sched.stack.metrics.registry.getSingleMetric('armada_scheduler_schedule_lag_seconds')?.get())?.values ?? []) as { metricName?: string; value: number }[];
       const pick = (n: string) => values.find((v) => v.metricName === n)?.value ?? 0;
       return { sum: pick('armada_scheduler_schedule_lag_seconds_sum'), count: pick('armada_scheduler_schedule_lag_seconds_count') };
     };
@@ -356,12 +342,12 @@ describe('scheduler workflows, schedules and executions', () => {
     await eventually(async () => (await executions(name)).filter((e) => e.status === 'completed').length >= 3, 30_000, 250);
     await inject('POST', `/api/v1/schedules/${name}/pause`);
     await eventually(async () => (await executions(name)).every((e) => e.status !== 'running'), 15_000, 250);
-    const { rows } = await stack.db.query<{ temporal_workflow_id: string; scheduled_at: Date; started_at: Date }>(
+    const { rows } = await sched.stack.db.query<{ temporal_workflow_id: string; scheduled_at: Date; started_at: Date }>(
       `SELECT temporal_workflow_id, scheduled_at, started_at FROM scheduler_executions WHERE workflow = $1`,
       [name],
     );
     await eventually(async () => (await lagMetric()).count - before.count === rows.length, 10_000, 100); // observed beside the run
-    const actions = (await (await stack.temporal.client()).schedule.getHandle(`schedule:${name}`).describe()).info.recentActions;
+    const actions = (await (await sched.stack.temporal.client()).schedule.getHandle(`schedule:${name}`).describe()).info.recentActions;
     let jitterSum = 0;
     let expectedSum = 0;
     for (const r of rows) {
@@ -413,32 +399,32 @@ describe('scheduler workflows, schedules and executions', () => {
       const logs = (await inject('GET', `/api/v1/executions/${id}/logs`)).json().logs.map((l: { level: string; message: string }) => `${l.level} ${l.message}`);
       expect(logs).toEqual(['info Execution started (manual)', 'info Task slow started', `info POST flow ${FAKE_FLOWS.summarise.id} on source held-src-${uniq}`, 'warning Execution stopped']);
       expect(posts() - before).toBe(1); // sent once, not again on the stop
-      const handle = (await stack.temporal.client()).workflow.getHandle(`execution:${id}`);
+      const handle = (await sched.stack.temporal.client()).workflow.getHandle(`execution:${id}`);
       await expect(handle.result()).rejects.toThrow();
       expect((await handle.describe()).status.name).toBe('CANCELLED');
-      await recordHistory(stack, `execution:${id}`, 'workflow-run-stopped-in-first-flow');
+      await recordHistory(sched.stack, `execution:${id}`, 'workflow-run-stopped-in-first-flow');
     } finally {
       await held.close();
     }
   });
 
   test('a run of a workflow deleted before it started ends "deleted" and writes nothing', async () => {
-    const client = await stack.temporal.client();
+    const client = await sched.stack.temporal.client();
     const workflowId = `execution:ghost-${uniq}`;
     const result = await client.workflow.execute('workflowRunWorkflow', {
       workflowId,
-      taskQueue: stack.config.temporal.taskQueue,
+      taskQueue: sched.stack.config.temporal.taskQueue,
       args: [{ workflow: `ghost-${uniq}`, trigger: 'manual' }],
     });
     expect(result).toBe('deleted');
-    expect((await stack.db.query('SELECT count(*)::int AS n FROM scheduler_executions WHERE workflow = $1', [`ghost-${uniq}`])).rows[0].n).toBe(0);
+    expect((await sched.stack.db.query('SELECT count(*)::int AS n FROM scheduler_executions WHERE workflow = $1', [`ghost-${uniq}`])).rows[0].n).toBe(0);
     ensureTemporalRuntime();
     await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string }, sinks: REPLAY_SINKS }, await client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
   });
 
   test('replaying the histories of this file (completed, failed, stopped, scheduled) is deterministic', async () => {
-    const client = await stack.temporal.client();
-    const { rows } = await stack.db.query(`SELECT DISTINCT ON (status, trigger) temporal_workflow_id, status, trigger FROM scheduler_executions WHERE status <> 'running'`);
+    const client = await sched.stack.temporal.client();
+    const { rows } = await sched.stack.db.query(`SELECT DISTINCT ON (status, trigger) temporal_workflow_id, status, trigger FROM scheduler_executions WHERE status <> 'running'`);
     expect(rows.map((r) => r.status).sort()).toEqual(expect.arrayContaining(['completed', 'failed', 'stopped']));
     for (const r of rows) {
       const history = await client.workflow.getHandle(r.temporal_workflow_id).fetchHistory();
@@ -450,7 +436,7 @@ describe('scheduler workflows, schedules and executions', () => {
       expect(types).not.toContain(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES);
       ensureTemporalRuntime();
       await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string }, sinks: REPLAY_SINKS }, history, r.temporal_workflow_id);
-      await recordHistory(stack, r.temporal_workflow_id, `workflow-run-${r.status}-${r.trigger}`);
+      await recordHistory(sched.stack, r.temporal_workflow_id, `workflow-run-${r.status}-${r.trigger}`);
     }
   });
 });

@@ -1,8 +1,13 @@
 /**
  * The scheduler's integration tests' stack: the scheduler API and a worker on a fresh database, health checks off,
  * requests with the test API key, and a close that deletes the Temporal Schedules the tests created (they live in
- * the shared dev server, beyond the test's database).
+ * the shared dev server, beyond the test's database). `schedulerStackForFile` sets it up for a whole test file, with a
+ * fake flow platform and a temp dir.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startFakeFlowBuilder, type FakeFlowBuilder } from './fakeFlowBuilder';
 import { TEST_API_KEY, eventually, startTestStack, type TestStack } from './harness';
 
 export function startSchedulerStack(): Promise<TestStack> {
@@ -13,6 +18,58 @@ export function startSchedulerStack(): Promise<TestStack> {
 export function schedulerInject(stack: TestStack) {
   return (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) =>
     stack.app('scheduler').inject({ method, url, payload: payload as object, headers: { 'x-api-key': TEST_API_KEY } });
+}
+
+export type SchedulerInject = ReturnType<typeof schedulerInject>;
+
+/** What a test file gets from schedulerStackForFile(). The fields are set in its beforeAll: read them in tests and hooks. */
+export interface SchedulerFixture {
+  readonly stack: TestStack;
+  /** a fake flow platform (test/support/fakeFlowBuilder.ts), answering every source of the file */
+  readonly fake: FakeFlowBuilder;
+  /** a directory of the file's own, removed after its tests */
+  readonly tmp: string;
+  /** a request to the scheduler API with the test key */
+  inject: SchedulerInject;
+}
+
+/**
+ * The scheduler stack, a fake flow platform and a temp dir for the calling test file: started in beforeAll, closed
+ * in afterAll (the platform, then the stack and its Temporal Schedules, then the dir).
+ */
+export function schedulerStackForFile(): SchedulerFixture {
+  let started: { stack: TestStack; fake: FakeFlowBuilder; tmp: string } | undefined;
+  const get = () => {
+    if (!started) throw new Error('the scheduler stack is not started: use it inside tests and hooks');
+    return started;
+  };
+  beforeAll(async () => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-sched-'));
+    const stack = await startSchedulerStack();
+    const fake = await startFakeFlowBuilder().catch(async (err) => {
+      await closeSchedulerStack(stack);
+      throw err;
+    });
+    started = { stack, fake, tmp };
+  });
+  afterAll(async () => {
+    if (!started) return;
+    await started.fake.close();
+    await closeSchedulerStack(started.stack);
+    fs.rmSync(started.tmp, { recursive: true, force: true });
+  });
+  return {
+    get stack() {
+      return get().stack;
+    },
+    get fake() {
+      return get().fake;
+    },
+    get tmp() {
+      return get().tmp;
+    },
+    inject: (method, url, payload) => schedulerInject(get().stack)(method, url, payload),
+  };
 }
 
 /** Runs workflow `name` through the stack's API and waits until its execution is no longer running. */
