@@ -1,8 +1,10 @@
 /**
  * Test-only fault injection. Each point sits right after an activity's side effect (or, for the push, right before
- * it), where a test makes the activity fail so that Temporal retries it and the test can check the retry's outcome.
- * Off by default: only a worker built with `faults` (the test harness's `startStackWorkers(stack, { faults })`)
- * has any. No environment variable or config key turns them on, so a production worker never has a fault point.
+ * it), where a test makes the activity fail so that Temporal retries it and the test can check the retry's outcome,
+ * or between two steps of an activity, where a test does something else at that very moment (a hook may await it).
+ * Off by default: only a worker built with `faults` (the test harness's `startStackWorkers(stack, { faults })` or
+ * `startTestStack({ worker: true, faults })`) has any. No environment variable or config key turns them on, so a
+ * production worker never has a fault point.
  */
 export type FaultPoint =
   /** mergeBranch: the base branch has been moved, before the result is returned */
@@ -14,7 +16,9 @@ export type FaultPoint =
   /** runAgent: the agent runs and its pid is recorded, before its output is watched */
   | 'runAgent.afterSpawn'
   /** pushBranch: before `git push` runs */
-  | 'pushBranch.beforePush';
+  | 'pushBranch.beforePush'
+  /** beginRun: the run's workflow definition is read, before its start is written and a first flow's request leaves */
+  | 'beginRun.afterDefinition';
 
 /** A hook throws to fail the activity at that point; `info` says what the activity did (e.g. the agent's pid). */
 export type Faults = Partial<Record<FaultPoint, (info: Record<string, unknown>) => void | Promise<void>>>;

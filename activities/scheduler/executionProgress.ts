@@ -19,6 +19,7 @@ import {
 import { withTransaction } from '../../lib/db/pool';
 import { getSchedule, markScheduleRan } from '../../lib/db/schedulerSchedules';
 import { getWorkflow, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
+import { faultPoint } from '../../lib/faults';
 import { resolveKeys } from '../../lib/keys';
 import { schedulerMetrics, type SchedulerMetrics } from '../../lib/scheduler/metrics';
 import { actionScheduledAt } from '../../lib/scheduler/temporalSchedules';
@@ -74,19 +75,25 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
   /**
    * Writes the row, then its lines; `exists: false` when the row's workflow (or the row) is gone. `start` writes the
    * row; a later write only changes it (upsertExecution), so a run whose workflow was deleted writes nothing, even
-   * for a new workflow of the same name.
+   * for a new workflow of the same name. `onHeld` learns, before the commit, whether the row is there: once the
+   * upsert ran, the transaction holds the row (a new row also its workflow's, by the foreign key's lock) until it
+   * commits, so a deletion of the workflow cannot commit meanwhile without listing the run.
    */
-  async function write(e: ExecutionRecord, lines: LogLine[], mode: 'start' | 'progress'): Promise<{ exists: boolean; changed: boolean }> {
+  async function write(e: ExecutionRecord, lines: LogLine[], mode: 'start' | 'progress', onHeld?: (exists: boolean) => void): Promise<{ exists: boolean; changed: boolean }> {
     let result: ExecutionWrite;
     try {
       // one transaction: a reader never sees the new status without the log lines of the same step
       result = await withTransaction(deps.db, async (c) => {
         const written = await upsertExecution(c, e, mode);
+        onHeld?.(written.outcome !== 'gone');
         if (written.outcome !== 'gone') await appendExecutionLogs(c, e.id, lines);
         return written;
       });
     } catch (err) {
-      if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) return { exists: false, changed: false };
+      if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) {
+        onHeld?.(false);
+        return { exists: false, changed: false };
+      }
       throw err;
     }
     if (result.outcome === 'gone') return { exists: false, changed: false };
@@ -172,12 +179,14 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
      * The run's start as one activity (lean-run-v2): takes the definition with the first task's source (prefetched
      * by its workflow task, from the worker's cache or one query: activities/scheduler/runDefinitions.ts),
      * writes the row with its first task running and the first log lines and, when that task is a flow, sends its run
-     * request at once, while the row is written, and returns the answer. A script is left to the workflow (runScript:
+     * request once the row is held (see below), and returns the answer. A script is left to the workflow (runScript:
      * one attempt, never run twice). null = the workflow was deleted.
      * What a reader sees: the row (first task running, its two lines) is committed before the activity reports
      * anything and before any line of the task is written, so Armada never shows an answer, a task line or a later
-     * state without the start. Only the platform can get the request up to one transaction before the row is
-     * visible; if the workflow was deleted in that instant, the request has left and the run ends "deleted".
+     * state without the start. Only the platform can get the request before the row is visible, by the rest of the
+     * row's transaction: the request leaves once the row's upsert ran in it (write's `onHeld`), never on the
+     * definition alone. So a deletion of the workflow either committed before that upsert (nothing is sent, the run
+     * ends "deleted") or waits for the commit, then lists the run and stops it (docs/scheduler.md#deleting).
      * Idempotent: the row never leaves a terminal status and the lines carry stable keys; a retry (platform
      * unreachable, worker lost) writes the same start again and sends the request again, as runSourceFlow's do.
      */
@@ -190,14 +199,20 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
           const readNow = () => untilAnswered('load workflow', () => definitions.read(input.workflow));
           const def = await (prefetched ? prefetched.catch(readNow) : readNow());
           if (!def) return null; // the workflow was deleted after this start was queued
+          await faultPoint(deps.faults, 'beginRun.afterDefinition', { workflow: input.workflow, executionId: input.id, temporalWorkflowId: input.temporalWorkflowId });
           const { states, lines, record } = firstState(input, def);
           const first = def.tasks[0];
-          const writing = untilAnswered('write execution', () => write(record, lines, 'start'));
+          let held: (exists: boolean) => void = () => undefined;
+          const rowHeld = new Promise<boolean>((resolve) => {
+            held = resolve;
+          });
+          const writing = untilAnswered('write execution', () => write(record, lines, 'start', held));
           // counted on the first attempt only: a retry (platform unreachable) rewrites the same start
           const started = writing.then((w) => (w.exists ? untilAnswered('after start', () => afterStart(input, def, w.changed && attempt === 1)) : undefined));
           started.catch(() => undefined); // awaited below; a stop during the flow ends both with the same cancellation
           let result: TaskRunResult | null = null;
-          if (first?.type === 'flow') {
+          // the flow's request waits for the row to be held, not for its commit; a workflow deleted meanwhile gets none
+          if (first?.type === 'flow' && (await Promise.race([rowHeld, writing.then((w) => w.exists)]))) {
             encryptionKey ??= resolveKeys(deps.config).encryption;
             const task = { executionId: input.id, taskIndex: 0, source: first.source, flow: first.flow, input: input.input ?? first.input ?? null, timeoutSeconds: first.timeout ?? null };
             result = await runFlowTask(deps, encryptionKey, task, def.first_source ?? undefined, { lastTry: attempt >= BEGIN_RUN_ATTEMPTS, rowWritten: writing });

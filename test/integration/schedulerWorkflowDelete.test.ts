@@ -1,16 +1,25 @@
 /**
  * Deleting a workflow while it runs: its running executions are stopped (their scripts killed, their Temporal runs
- * closed), and a run that still ends later writes nothing for a new workflow that reuses the name.
+ * closed), a run still starting sends nothing once the deletion committed, and a run that still ends later writes
+ * nothing for a new workflow that reuses the name.
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Faults } from '../../lib/faults';
 import { groupAlive } from '../../lib/process/processGroup';
+import { FAKE_FLOWS } from '../support/fakeFlowBuilder';
 import { eventually } from '../support/harness';
 import { schedulerStackForFile } from '../support/schedulerStack';
 
-const sched = schedulerStackForFile();
+/** The worker's fault hooks (lib/faults.ts): a test sets the one it needs; cleared after each test. */
+const faults: Faults = {};
+const sched = schedulerStackForFile({ faults });
 const { inject } = sched;
 const uniq = Math.random().toString(36).slice(2, 8);
+
+afterEach(() => {
+  for (const k of Object.keys(faults)) delete faults[k as keyof Faults];
+});
 
 /** Every execution row of `workflow`, as PostgreSQL holds them. */
 const rowsOf = async (workflow: string): Promise<{ id: string; status: string }[]> =>
@@ -94,4 +103,57 @@ describe('deleting a workflow that is running', () => {
     const run = (await sched.stack.temporal.client()).workflow.getHandle(`execution:${id}`);
     expect(await eventually(async () => (await run.describe()).status.name !== 'RUNNING' && (await run.describe()).status.name, 5000, 50)).toBe('CANCELLED');
   });
+});
+
+describe('deleting a workflow while a run of it starts', () => {
+  let sourceId: string;
+  beforeAll(async () => {
+    const src = await inject('POST', '/api/v1/sources', { name: `starting-src-${uniq}`, source_type: 'flow-builder', url: sched.fake.url });
+    expect(src.statusCode).toBe(201);
+    sourceId = src.json().id;
+  });
+
+  /** The run requests the fake platform received carrying `input`. */
+  const runsSent = (input: string) =>
+    sched.fake.requests.filter((r) => r.method === 'POST' && r.path === `/api/v1/run/${FAKE_FLOWS.summarise.id}` && (r.body as { input_value?: string } | null)?.input_value === input);
+
+  /** Whether the workflow's row is gone: the deletion committed. */
+  const deleted = async (name: string) => (await sched.stack.db.query('SELECT 1 FROM scheduler_workflows WHERE name = $1', [name])).rowCount === 0;
+
+  test.each(['schedule', 'manual'] as const)(
+    'a %s run that read its definition before the deletion committed sends nothing to the platform and writes nothing',
+    async (trigger) => {
+      const name = `starting-${trigger}-${uniq}`;
+      const input = `input-${trigger}-${uniq}`;
+      expect((await inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 'flow', type: 'flow', source: sourceId, flow: 'Summarise', input }] })).statusCode).toBe(201);
+      // beginRun has the definition in hand; right then the workflow is deleted through the API, and the run goes on
+      // only once that deletion has committed (it may still be waiting for the run to close: not awaited here)
+      let deletion: ReturnType<typeof inject> | undefined;
+      let runId: string | undefined;
+      faults['beginRun.afterDefinition'] = async (info) => {
+        if (info.workflow !== name || deletion) return;
+        runId = info.temporalWorkflowId as string;
+        deletion = inject('DELETE', `/api/v1/workflows/${name}`);
+        await eventually(() => deleted(name), 10_000, 20);
+      };
+      if (trigger === 'schedule') {
+        expect((await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'one-time', at: 'now' })).statusCode).toBe(201);
+      } else {
+        expect((await inject('POST', `/api/v1/workflows/${name}/run`)).statusCode).toBe(200);
+      }
+      const id = await eventually(async () => runId, 15_000, 20);
+      const run = (await sched.stack.temporal.client()).workflow.getHandle(id);
+      const result = await run.result().catch((err: Error) => err.name);
+      const del = await (deletion as ReturnType<typeof inject>);
+      expect([del.statusCode, del.json()]).toEqual([200, { name, deleted: true }]);
+
+      expect(runsSent(input)).toEqual([]); // the platform never heard of the deleted workflow's run
+      expect(await rowsOf(name)).toEqual([]);
+      // closed in Temporal: a scheduled run (no row, so the deletion did not know it) ends at once "deleted"; the
+      // manual run, which the deletion listed and cancelled, ends cancelled or "deleted", whichever came first
+      const status = (await run.describe()).status.name;
+      if (trigger === 'schedule') expect([status, result]).toEqual(['COMPLETED', 'deleted']);
+      else expect(['COMPLETED', 'CANCELLED']).toContain(status);
+    },
+  );
 });

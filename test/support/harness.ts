@@ -19,6 +19,7 @@ import { createTemporalHandle, type TemporalHandle } from '../../lib/temporal/cl
 import { startWorkers, type RunningWorkers, type WorkerOptions } from '../../workers/createWorker';
 import { Runtime } from '@temporalio/worker';
 import { sdkLogger } from '../../lib/temporal/sdkLogger';
+import type { Faults } from '../../lib/faults';
 
 export const logger = createLogger(process.env.ARMADA_TEST_LOG_LEVEL ?? 'silent');
 
@@ -112,6 +113,8 @@ export async function startTestStack(
   opts: {
     services?: ServiceName[];
     worker?: boolean;
+    /** The worker's test-only fault hooks (lib/faults.ts), with `worker: true`. */
+    faults?: Faults;
     file?: Record<string, unknown>;
     env?: Record<string, string>;
     /** Logger of the services and worker (default: the silent test logger), e.g. to inspect what gets logged. */
@@ -139,7 +142,7 @@ export async function startTestStack(
   }
   if (opts.worker) ensureTemporalRuntime();
   const workers = opts.worker
-    ? await startWorkers({ config, db: database.pool, logger: log, metrics, address: env('ARMADA_TEST_TEMPORAL_ADDRESS'), namespace: config.temporal.namespace, shutdownGraceMs: 2000 })
+    ? await startWorkers({ config, db: database.pool, logger: log, metrics, address: env('ARMADA_TEST_TEMPORAL_ADDRESS'), namespace: config.temporal.namespace, shutdownGraceMs: 2000, faults: opts.faults })
     : undefined;
   return {
     config,

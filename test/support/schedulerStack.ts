@@ -7,11 +7,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Faults } from '../../lib/faults';
 import { startFakeFlowBuilder, type FakeFlowBuilder } from './fakeFlowBuilder';
 import { TEST_API_KEY, eventually, startTestStack, type TestStack } from './harness';
 
-export function startSchedulerStack(): Promise<TestStack> {
-  return startTestStack({ services: ['scheduler'], worker: true, file: { scheduler: { healthCheckIntervalSeconds: 0 } } });
+/** The stack; `faults`: the worker's test-only fault hooks (lib/faults.ts). */
+export function startSchedulerStack(opts: { faults?: Faults } = {}): Promise<TestStack> {
+  return startTestStack({ services: ['scheduler'], worker: true, faults: opts.faults, file: { scheduler: { healthCheckIntervalSeconds: 0 } } });
 }
 
 /** A request to the stack's scheduler API with the test key. */
@@ -37,7 +39,7 @@ export interface SchedulerFixture {
  * The scheduler stack, a fake flow platform and a temp dir for the calling test file: started in beforeAll, closed
  * in afterAll (the platform, then the stack and its Temporal Schedules, then the dir).
  */
-export function schedulerStackForFile(): SchedulerFixture {
+export function schedulerStackForFile(opts: { faults?: Faults } = {}): SchedulerFixture {
   let started: { stack: TestStack; fake: FakeFlowBuilder; tmp: string } | undefined;
   const get = () => {
     if (!started) throw new Error('the scheduler stack is not started: use it inside tests and hooks');
@@ -45,7 +47,7 @@ export function schedulerStackForFile(): SchedulerFixture {
   };
   beforeAll(async () => {
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-sched-'));
-    const stack = await startSchedulerStack();
+    const stack = await startSchedulerStack(opts);
     const fake = await startFakeFlowBuilder().catch(async (err) => {
       await closeSchedulerStack(stack);
       throw err;
