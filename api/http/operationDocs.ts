@@ -103,8 +103,16 @@ const SCHEDULER: Catalogue = {
   'GET /api/v1/workflows': ['listWorkflows', 'List workflows', 'Every registered workflow with its schedule.'],
   'POST /api/v1/workflows': ['registerWorkflow', 'Register a workflow', 'Registers (or replaces) a workflow definition and its schedule.'],
   'GET /api/v1/workflows/{name}': ['getWorkflow', 'Get a workflow', 'One workflow definition by name.'],
-  'DELETE /api/v1/workflows/{name}': ['deleteWorkflow', 'Delete a workflow', 'Removes a workflow and its schedule.'],
-  'POST /api/v1/workflows/{name}/run': ['runWorkflow', 'Run a workflow now', 'Starts an execution of the workflow at once; answers with the execution.'],
+  'DELETE /api/v1/workflows/{name}': [
+    'deleteWorkflow',
+    'Delete a workflow',
+    'Removes a workflow with its schedules and executions; its running executions are stopped (the answer waits up to 8 s for them), and a run still starting sends nothing.',
+  ],
+  'POST /api/v1/workflows/{name}/run': [
+    'runWorkflow',
+    'Run a workflow now',
+    'Starts an execution of the workflow at once; answers with the execution. 404 when the workflow does not exist, also when it is deleted while the run is requested (nothing is started then).',
+  ],
   'GET /api/v1/schedules': [
     'listSchedules',
     'List schedules',
@@ -139,7 +147,7 @@ const SCHEDULER: Catalogue = {
   'POST /api/v1/executions/{id}/retry': [
     'retryExecution',
     'Re-run an execution',
-    'Starts a new execution of the same workflow (its current tasks) with the same input, linked to the original by `retryOf`; answers 201 at once. 409 while the original is still running.',
+    'Starts a new execution of the same workflow (its current tasks) with the same input, linked to the original by `retryOf`; answers 201 at once. 409 while the original is still running; 404 when the original is gone, also when its workflow is deleted while the retry is requested (nothing is started then).',
   ],
 };
 

@@ -97,7 +97,8 @@ export const executionRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async
       // a re-run of a run still in progress would race it: stop it first, or wait
       if (e.status === 'running') throw conflict(`Execution ${e.id} is still running`);
       const w = await mustGetWorkflow(deps.db, e.workflow); // an execution's workflow exists (executions go with it)
-      const started = await startExecution(deps, w, { input: e.input, retryOf: e.id }, request.log);
+      // deleted meanwhile with its workflow: this execution is gone too
+      const started = await startExecution(deps, w, { input: e.input, retryOf: e.id, goneDetail: EXECUTION_NOT_FOUND }, request.log);
       return reply.code(201).send({ ...started, retryOf: e.id });
     },
   );

@@ -1,8 +1,11 @@
 /**
  * Starts an execution on request (a manual run or a retry): writes the execution row (`running`, tasks `pending`),
- * then starts workflowRunWorkflow as `execution:<id>` and answers without waiting for the run.
+ * then starts workflowRunWorkflow as `execution:<id>` and answers without waiting for the run. A workflow deleted
+ * after the caller read it (or the execution a retry re-runs, deleted with it) is a 404 `goneDetail`, and nothing
+ * is started: the row cannot be written once the deletion committed (docs/scheduler.md#deleting).
  */
 import type { FastifyBaseLogger } from 'fastify';
+import { notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { failExecution, insertManualExecution } from '../../lib/db/schedulerExecutions';
 import type { WorkflowRow } from '../../lib/db/schedulerWorkflows';
@@ -16,7 +19,7 @@ const COULD_NOT_START = 'Could not start the execution';
 export async function startExecution(
   deps: DetailServiceDeps,
   w: WorkflowRow,
-  opts: { input?: unknown; retryOf?: string },
+  opts: { input?: unknown; retryOf?: string; goneDetail: string },
   log: FastifyBaseLogger,
 ): Promise<{ executionId: string; workflow: string; status: 'running'; startedAt: string }> {
   const client = await temporalClient(deps, COULD_NOT_START);
@@ -24,7 +27,7 @@ export async function startExecution(
   const startedAt = new Date().toISOString();
   const workflowId = `execution:${executionId}`;
   const input = opts.input ?? null;
-  await insertManualExecution(deps.db, {
+  const inserted = await insertManualExecution(deps.db, {
     id: executionId,
     workflow: w.name,
     temporalWorkflowId: workflowId,
@@ -33,6 +36,7 @@ export async function startExecution(
     input,
     retryOf: opts.retryOf,
   });
+  if (!inserted) throw notFound(opts.goneDetail);
   const args: WorkflowRunInput = {
     workflow: w.name,
     trigger: 'manual',

@@ -199,6 +199,6 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
   app.post(
     '/workflows/:name/run',
     { schema: { tags: ['workflows'], params: WorkflowParams, response: { 200: RunResult, ...DetailErrors } } },
-    async (request) => startExecution(deps, await mustGet(request.params.name), {}, request.log),
+    async (request) => startExecution(deps, await mustGet(request.params.name), { goneDetail: WORKFLOW_NOT_FOUND }, request.log),
   );
 };

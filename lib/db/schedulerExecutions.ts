@@ -140,16 +140,26 @@ export interface LogLine {
   message: string;
 }
 
-/** The row a manual run (or a retry) writes before it starts the workflow, so the execution is visible at once. */
+/**
+ * The row a manual run (or a retry) writes before it starts the workflow, so the execution is visible at once. False
+ * when its workflow (or the execution it retries) is gone: deleted since the caller read it, or being deleted (the
+ * insert waits for the deletion's lock, then finds the row gone), so the run must not start.
+ */
 export async function insertManualExecution(
   db: Queryable,
   e: { id: string; workflow: string; temporalWorkflowId: string; startedAt: string; tasks: TaskRunState[]; input?: unknown; retryOf?: string },
-): Promise<void> {
-  await db.query(
-    `INSERT INTO scheduler_executions (id, workflow, temporal_workflow_id, trigger, status, started_at, tasks, input, retry_of)
-     VALUES ($1, $2, $3, 'manual', 'running', $4, $5, $6::jsonb, $7)`,
-    [e.id, e.workflow, e.temporalWorkflowId, e.startedAt, jsonParam(e.tasks), jsonOrNull(e.input), e.retryOf ?? null],
-  );
+): Promise<boolean> {
+  try {
+    await db.query(
+      `INSERT INTO scheduler_executions (id, workflow, temporal_workflow_id, trigger, status, started_at, tasks, input, retry_of)
+       VALUES ($1, $2, $3, 'manual', 'running', $4, $5, $6::jsonb, $7)`,
+      [e.id, e.workflow, e.temporalWorkflowId, e.startedAt, jsonParam(e.tasks), jsonOrNull(e.input), e.retryOf ?? null],
+    );
+    return true;
+  } catch (err) {
+    if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) return false;
+    throw err;
+  }
 }
 
 /** Marks an execution whose workflow could not be started. */

@@ -1,7 +1,7 @@
 /**
  * Deleting a workflow while it runs: its running executions are stopped (their scripts killed, their Temporal runs
- * closed), a run still starting sends nothing once the deletion committed, and a run that still ends later writes
- * nothing for a new workflow that reuses the name.
+ * closed), a run still starting sends nothing once the deletion committed, a run requested meanwhile is a 404 that
+ * starts nothing, and a run that still ends later writes nothing for a new workflow that reuses the name.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -9,7 +9,7 @@ import type { Faults } from '../../lib/faults';
 import { groupAlive } from '../../lib/process/processGroup';
 import { FAKE_FLOWS } from '../support/fakeFlowBuilder';
 import { eventually } from '../support/harness';
-import { schedulerStackForFile } from '../support/schedulerStack';
+import { runWorkflowToEnd, schedulerStackForFile } from '../support/schedulerStack';
 
 /** The worker's fault hooks (lib/faults.ts): a test sets the one it needs; cleared after each test. */
 const faults: Faults = {};
@@ -24,6 +24,10 @@ afterEach(() => {
 /** Every execution row of `workflow`, as PostgreSQL holds them. */
 const rowsOf = async (workflow: string): Promise<{ id: string; status: string }[]> =>
   (await sched.stack.db.query<{ id: string; status: string }>('SELECT id, status FROM scheduler_executions WHERE workflow = $1', [workflow])).rows;
+
+/** The run requests the fake platform received carrying `input`. */
+const runsSent = (input: string) =>
+  sched.fake.requests.filter((r) => r.method === 'POST' && r.path === `/api/v1/run/${FAKE_FLOWS.summarise.id}` && (r.body as { input_value?: string } | null)?.input_value === input);
 
 /** Starts a run of `name` whose first task writes its process group id to `pidFile` and sleeps; returns the run's id and pid. */
 async function runSleeper(name: string, pidFile: string): Promise<{ id: string; pid: number }> {
@@ -113,10 +117,6 @@ describe('deleting a workflow while a run of it starts', () => {
     sourceId = src.json().id;
   });
 
-  /** The run requests the fake platform received carrying `input`. */
-  const runsSent = (input: string) =>
-    sched.fake.requests.filter((r) => r.method === 'POST' && r.path === `/api/v1/run/${FAKE_FLOWS.summarise.id}` && (r.body as { input_value?: string } | null)?.input_value === input);
-
   /** Whether the workflow's row is gone: the deletion committed. */
   const deleted = async (name: string) => (await sched.stack.db.query('SELECT 1 FROM scheduler_workflows WHERE name = $1', [name])).rowCount === 0;
 
@@ -156,4 +156,57 @@ describe('deleting a workflow while a run of it starts', () => {
       else expect(['COMPLETED', 'CANCELLED']).toContain(status);
     },
   );
+});
+
+describe('a run requested while its workflow is being deleted', () => {
+  /** Waits until a connection of the test's database waits for a lock in a statement that starts with `sql`. */
+  const waitsForLock = (sql: string) =>
+    eventually(
+      async () =>
+        ((await sched.stack.db.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`, [`${sql}%`])).rowCount ?? 0) > 0,
+      10_000,
+      20,
+    );
+
+  test.each([
+    ['POST /workflows/{name}/run', 'Workflow not found'],
+    ['POST /executions/{id}/retry', 'Execution not found'],
+  ] as const)('%s that found the workflow, then lost it to a deletion before its row was written: 404 %s, nothing started', async (route, detail) => {
+    const name = `racing-${route.includes('retry') ? 'retry' : 'run'}-${uniq}`;
+    const marker = path.join(sched.tmp, `${name}.ran`);
+    expect((await inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 'mark', type: 'script', script: `touch ${marker}` }] })).statusCode).toBe(201);
+    const original = route.includes('retry') ? (await runWorkflowToEnd(sched.stack, name)).id : undefined;
+    fs.rmSync(marker, { force: true });
+
+    // The interleaving, forced with the workflow row's lock: a transaction of the test holds it; the deletion queues
+    // for it; the run request finds the workflow and queues behind the deletion to insert its row. When the test lets
+    // go, the deletion takes the lock first and commits, and the row's insert finds the workflow gone.
+    const holder = await sched.stack.db.connect();
+    let answers: Awaited<ReturnType<typeof inject>>[];
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM scheduler_workflows WHERE name = $1 FOR UPDATE', [name]);
+      const deletion = inject('DELETE', `/api/v1/workflows/${name}`);
+      await waitsForLock('SELECT name FROM scheduler_workflows'); // lockWorkflows
+      const run = original ? inject('POST', `/api/v1/executions/${original}/retry`) : inject('POST', `/api/v1/workflows/${name}/run`);
+      await waitsForLock('INSERT INTO scheduler_executions'); // insertManualExecution, behind the deletion
+      await holder.query('ROLLBACK');
+      answers = await Promise.all([deletion, run]);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+    }
+    const [del, run] = answers;
+    expect([del?.statusCode, del?.json()]).toEqual([200, { name, deleted: true }]);
+    expect([run?.statusCode, run?.json()]).toEqual([404, { detail }]);
+
+    // no orphan: no row, and no Temporal run of the workflow besides the original's (none that could start later)
+    expect(await rowsOf(name)).toEqual([]);
+    const client = await sched.stack.temporal.client();
+    await new Promise((r) => setTimeout(r, 1000));
+    const runs: string[] = [];
+    for await (const w of client.workflow.list({ query: `ArmadaWorkflow = "${name}"` })) runs.push(w.workflowId);
+    expect(runs).toEqual(original ? [`execution:${original}`] : []);
+    expect(fs.existsSync(marker)).toBe(false);
+  });
 });
