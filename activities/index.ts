@@ -12,6 +12,7 @@ import type { Slots } from '../lib/process/slots';
 import type { Faults } from '../lib/faults';
 import { checkPullRequest } from './codehost/checkPullRequest';
 import { cloneRepository } from './git/cloneRepository';
+import { removeProjectClone, type RemoveProjectCloneInput } from './git/removeProjectClone';
 import { recordAgentTaskResult, type AgentTaskResultInput } from './multiAgent/recordAgentTaskResult';
 import { runAgentTask } from './multiAgent/runAgentTask';
 import { createApprovalActivities } from './approvals';
@@ -47,9 +48,10 @@ export function createActivities(deps: ActivityDeps) {
     ...createExecutionProgressActivities(deps),
     ...createAttemptActivities(deps),
     cloneRepository: (input: { url: string; branch: string; dest: string }) => cloneRepository(input),
-    async recordCloneResult(input: { projectId: string; ok: boolean; path: string | null; error: string | null }): Promise<void> {
-      await setCloneResult(deps.db, input.projectId, input.ok, input.path, input.error);
-    },
+    /** False when the project no longer exists (deleted while its repository was cloned). */
+    recordCloneResult: (input: { projectId: string; ok: boolean; path: string | null; error: string | null }): Promise<boolean> =>
+      setCloneResult(deps.db, input.projectId, input.ok, input.path, input.error),
+    removeProjectClone: (input: RemoveProjectCloneInput) => removeProjectClone(deps, input),
     runAgentTask: (input: { agent: string; taskId: string }) => runAgentTask(deps, input),
     recordAgentTaskResult: (input: AgentTaskResultInput) => recordAgentTaskResult(deps, input),
     ...createApprovalActivities(deps),

@@ -1,8 +1,10 @@
 /**
- * The worktree janitor of a worker process: prunes orphaned attempt worktrees of this host at start and then every
+ * The worktree janitor of a worker process: prunes orphaned attempt worktrees of this host, then orphaned managed
+ * clones of deleted projects (after the worktrees, which are linked into them), at start and then every
  * `attempts.janitorIntervalMs` (default hourly, 0 = off). A plain timer, not a Temporal activity: it is housekeeping
- * of this host's disk, not business state (docs/attempts.md#orphaned-worktrees).
+ * of this host's disk, not business state (docs/attempts.md#orphaned-worktrees, docs/task-service.md#managed-clones).
  */
+import { pruneOrphanClones } from '../activities/git/cloneJanitor';
 import { pruneOrphanWorktrees, type JanitorDeps } from '../activities/git/worktreeJanitor';
 
 export const DEFAULT_JANITOR_INTERVAL_MS = 3_600_000;
@@ -23,7 +25,10 @@ export function startWorktreeJanitor(deps: JanitorDeps, intervalMs = DEFAULT_JAN
   const pass = async () => {
     try {
       const { pruned, failed } = await pruneOrphanWorktrees({ ...deps, logger: log }, { shouldStop: () => stopped });
-      if (pruned.length || failed.length) log.info({ pruned: pruned.length, failed: failed.length }, 'worktree janitor pass done');
+      const clones = await pruneOrphanClones({ ...deps, logger: log }, { shouldStop: () => stopped });
+      if (pruned.length || failed.length || clones.removed.length || clones.failed.length) {
+        log.info({ pruned: pruned.length, failed: failed.length, clonesRemoved: clones.removed.length, clonesFailed: clones.failed.length }, 'worktree janitor pass done');
+      }
     } catch (err) {
       if (!stopped) log.warn({ err: { message: (err as Error).message } }, 'worktree janitor pass failed; retrying at the next interval');
     }

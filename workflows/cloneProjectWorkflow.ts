@@ -7,7 +7,7 @@ const { cloneRepository } = proxyActivities<Activities>({
   heartbeatTimeout: '1 minute',
   retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
 });
-const { recordCloneResult } = proxyActivities<Activities>({
+const { recordCloneResult, removeProjectClone } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '1s', maximumInterval: '30s' }, // a projection write retries until Postgres is back
 });
@@ -19,14 +19,22 @@ export interface CloneProjectInput {
   dest: string;
 }
 
-/** Clones a project's remote repository into $ARMADA_HOME/repos/<id> (id `project-clone:<projectId>`). */
-export async function cloneProjectWorkflow(input: CloneProjectInput): Promise<'ready' | 'failed'> {
+/**
+ * Clones a project's remote repository into $ARMADA_HOME/repos/<id> (id `project-clone:<projectId>`). A project
+ * deleted while its repository was cloned finds no row to record the result in: the clone just made is removed here
+ * ('removed'), since the delete's own removal may have run before it existed.
+ */
+export async function cloneProjectWorkflow(input: CloneProjectInput): Promise<'ready' | 'failed' | 'removed'> {
+  let recorded: boolean | undefined;
   try {
     await cloneRepository(input);
-    await recordCloneResult({ projectId: input.projectId, ok: true, path: input.dest, error: null });
-    return 'ready';
+    recorded = await recordCloneResult({ projectId: input.projectId, ok: true, path: input.dest, error: null });
   } catch (err) {
     await recordCloneResult({ projectId: input.projectId, ok: false, path: null, error: failureMessage(err) });
     return 'failed';
   }
+  // no patch needed: histories recorded before this change hold `undefined` as recordCloneResult's result
+  if (recorded !== false) return 'ready';
+  await removeProjectClone({ projectId: input.projectId, dest: input.dest });
+  return 'removed';
 }

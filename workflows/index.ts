@@ -1,5 +1,6 @@
 /** Every workflow the Armada worker runs. Workflow code is deterministic and does no I/O. */
 export { cloneProjectWorkflow } from './cloneProjectWorkflow';
+export { removeProjectCloneWorkflow } from './removeProjectCloneWorkflow';
 export { agentWorkflow } from './agentWorkflow';
 export { agentTaskWorkflow } from './agentTaskWorkflow';
 export { approvalWorkflow } from './approvalWorkflow';

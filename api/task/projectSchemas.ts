@@ -89,5 +89,13 @@ export const PatchProjectBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 
-/** cleanup: pending when a host did not remove its attempts' worktrees and branches within attempts.deleteWaitMs. */
-export const DeletedProject = Type.Object({ id: Type.String(), deleted: Type.Literal(true), deletedAt: Type.String(), cleanup: StringEnum(['done', 'pending'] as const) });
+export const DeletedProject = Type.Object({
+  id: Type.String(),
+  deleted: Type.Literal(true),
+  deletedAt: Type.String(),
+  cleanup: StringEnum(['done', 'pending'] as const, {
+    description:
+      "done: the attempts' worktrees and branches and the project's managed clone ($ARMADA_HOME/repos/<id>) are removed; " +
+      'pending: some of it was not done within attempts.deleteWaitMs (a host or worker did not answer, or the clone was still being made): it is done when a worker is back, at the latest by the janitor of its next start or pass',
+  }),
+});

@@ -17,7 +17,9 @@ import {
   updateProject,
   type ProjectRow,
 } from '../../lib/db/projects';
-import { removeAttemptsOfProject } from './attemptService';
+import { managedClonePath } from '../../lib/projects/managedClones';
+import { cloneProjectWorkflowId } from '../../workflows/projectCloneMessages';
+import { deleteProjectWithClone } from './projectDeletion';
 import { ok, okPage, pagination } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, PageQuery, PagedEnvelope } from '../http/schemas';
 import type { TaskAppDeps as TaskServiceDeps, TaskPluginOptions } from './deps';
@@ -130,7 +132,7 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
       const id = newId();
       const branch = body.repository.branch ?? 'main';
       const repo = await resolveRepository(body.repository.url, body.git_repo_path);
-      const dest = path.join(deps.config.home, 'repos', id);
+      const dest = managedClonePath(deps.config.home, id);
       let row: ProjectRow;
       try {
         row = await insertProject(deps.db, {
@@ -153,7 +155,7 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
         try {
           const client = await deps.temporal.client();
           await client.workflow.start('cloneProjectWorkflow', {
-            workflowId: `project-clone:${id}`,
+            workflowId: cloneProjectWorkflowId(id),
             taskQueue: deps.config.temporal.taskQueue,
             args: [{ projectId: id, url: repo.cloneFrom, branch, dest }],
           });
@@ -196,10 +198,9 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
     '/projects/:id',
     { schema: { tags: ['projects'], params: IdParams, response: { 200: Envelope(DeletedProject), ...ErrorResponses } } },
     async (request) => {
-      if (!(await getProject(deps.db, request.params.id))) throw notFound(`Project ${request.params.id} not found`, 'PROJECT_NOT_FOUND');
-      // the attempts' worktrees and branches go with the project, not at the next janitor run
-      const cleanup = await removeAttemptsOfProject(serviceDeps(deps), request.params.id);
-      if (!(await deleteProject(deps.db, request.params.id))) throw notFound(`Project ${request.params.id} not found`, 'PROJECT_NOT_FOUND');
+      // the attempts' worktrees and branches, and the managed clone, go with the project, not at the next janitor run
+      const cleanup = await deleteProjectWithClone(serviceDeps(deps), await mustGet(request.params.id), request.log);
+      if (!cleanup) throw notFound(`Project ${request.params.id} not found`, 'PROJECT_NOT_FOUND');
       return ok(version, { id: request.params.id, deleted: true as const, deletedAt: new Date().toISOString(), cleanup });
     },
   );

@@ -93,13 +93,22 @@ export async function deleteProject(db: Queryable, id: string): Promise<boolean>
   return (rowCount ?? 0) > 0;
 }
 
-export async function setCloneResult(db: Queryable, id: string, ok: boolean, path: string | null, error: string | null): Promise<void> {
-  await db.query(
+/** Records a clone's outcome; false when the project no longer exists (deleted while its repository was cloned). */
+export async function setCloneResult(db: Queryable, id: string, ok: boolean, path: string | null, error: string | null): Promise<boolean> {
+  const { rowCount } = await db.query(
     `UPDATE projects SET clone_status = $2, git_repo_path = COALESCE($3, git_repo_path), clone_error = $4,
             last_sync = CASE WHEN $2 = 'ready' THEN now() ELSE last_sync END, updated_at = now()
       WHERE id = $1`,
     [id, ok ? 'ready' : 'failed', path, error],
   );
+  return (rowCount ?? 0) > 0;
+}
+
+/** Which of `ids` are projects that exist. */
+export async function existingProjectIds(db: Queryable, ids: string[]): Promise<Set<string>> {
+  if (!ids.length) return new Set();
+  const { rows } = await db.query<{ id: string }>('SELECT id FROM projects WHERE id = ANY($1::text[])', [ids]);
+  return new Set(rows.map((r) => r.id));
 }
 
 export interface ProjectTaskCounts {
