@@ -5,13 +5,17 @@
  * after that seq, so a client that lost its connection resumes without a gap. Each message is one event
  * `{seq, type, topics, data, createdAt}`; once live, a `stream.ready` message's seq is where a reconnect may resume
  * (`after`) even if no event of the topics came; replayed events in seq order, then live ones as they commit; none twice.
+ * An `after` past the newest stored event is a cursor of another history of the database (restored from a backup,
+ * recreated) or a made-up one: it is not trusted. The stream starts at the newest stored event instead, sends every
+ * event after it and every one heard meanwhile, and its `stream.ready` carries that real seq, below the `after` sent,
+ * with `data: {reset: true, requestedAfter}`: the client resumes from it from then on and reloads the state it holds.
  * A client that stops reading: the replay waits for it; live, it is dropped once 8 MiB wait for it (WS_DROP_BYTES),
  * and resumes with `after`.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import type { WebSocket } from 'ws';
-import { readEventsAfter, type StoredEvent } from '../../lib/events/publish';
+import { latestEventSeq, readEventsAfter, type StoredEvent } from '../../lib/events/publish';
 import { STREAM_ROUTE } from '../http/bearerAuth';
 import { SeqAfter } from '../http/schemas';
 import type { TaskPluginOptions } from './deps';
@@ -20,7 +24,7 @@ import { farBehind, sendRoom } from '../http/wsTextFrames';
 const Query = Type.Object(
   {
     topics: Type.Optional(Type.String({ maxLength: 2000, pattern: '^[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*$', description: 'comma-separated topics, e.g. project:<id>' })),
-    after: Type.Optional(SeqAfter('replay the stored events after this seq first', 'bigint')),
+    after: Type.Optional(SeqAfter('replay the stored events after this seq first; past the newest stored event, the stream starts at the newest (stream.ready: reset)', 'bigint')),
   },
   { additionalProperties: false },
 );
@@ -57,12 +61,16 @@ export const eventStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (a
     // where this client may resume from even when no event of its topics comes: everything up to here was delivered
     // before it subscribed (or is replayed below)
     const subscribedAt = deps.events.lastSeq();
-    const ready = (seq: number) => {
-      if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ seq, type: 'stream.ready', topics, data: {}, createdAt: new Date().toISOString() }));
+    const ready = (seq: number, data: Record<string, unknown> = {}) => {
+      if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ seq, type: 'stream.ready', topics, data, createdAt: new Date().toISOString() }));
     };
     if (!pending) return ready(subscribedAt);
     const replay = async () => {
-      let after = q.after ?? 0;
+      const requested = q.after ?? 0;
+      // read after subscribing: an event committed since is heard (it waits in `pending`) or replayed, or both
+      const newest = await latestEventSeq(deps.db);
+      const ahead = requested > newest;
+      let after = ahead ? newest : requested;
       for (;;) {
         await sendRoom(socket, closed.signal); // the replay waits for a slow reader instead of being dropped
         const page = await readEventsAfter(deps.db, after, { topics, limit: BACKLOG_PAGE });
@@ -75,8 +83,9 @@ export const eventStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (a
       }
       const live = pending ?? [];
       pending = null;
-      for (const e of live) if (!replayed.has(e.seq) && e.seq > (q.after ?? 0)) send(e);
-      ready(Math.max(after, subscribedAt));
+      // a cursor ahead knows none of this history: every event heard is new to it, whatever its seq
+      for (const e of live) if (!replayed.has(e.seq) && (ahead || e.seq > requested)) send(e);
+      ready(Math.max(after, subscribedAt), ahead ? { reset: true, requestedAfter: requested } : {});
       // a late notification comes within moments; after a minute the set only holds memory
       setTimeout(() => replayed.clear(), 60_000).unref();
     };

@@ -32,16 +32,19 @@ async function call<T>(method: string, url: string, payload?: unknown): Promise<
 
 const readySeqs: number[] = [];
 
-function open(query: string): Promise<{ ws: WebSocket; events: Event[] }> {
+function open(query: string): Promise<{ ws: WebSocket; events: Event[]; ready: Event[] }> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(`${base}/ws/events?${query}&access_token=${KEY}`);
     const events: Event[] = [];
+    const ready: Event[] = [];
     ws.on('message', (d) => {
       const e = JSON.parse(String(d)) as Event;
-      if (e.type === 'stream.ready') readySeqs.push(e.seq);
-      else events.push(e);
+      if (e.type === 'stream.ready') {
+        readySeqs.push(e.seq);
+        ready.push(e);
+      } else events.push(e);
     });
-    ws.on('open', () => resolve({ ws, events }));
+    ws.on('open', () => resolve({ ws, events, ready }));
     ws.on('error', reject);
   });
 }
@@ -131,6 +134,34 @@ test('stream.ready gives a resume point even when no event of the topics came', 
   await eventually(async () => resumed.events.length >= 1 && readySeqs.length === 2);
   expect(resumed.events.map((e) => [e.type, e.data.taskId])).toEqual([['task.created', t.id]]);
   expect(readySeqs[1]).toBeGreaterThanOrEqual(resumed.events[0]?.seq as number);
+  resumed.ws.close();
+});
+
+test('after= past the newest stored event: stream.ready gives the real newest seq and says so; a resume from it misses nothing', async () => {
+  const project = await call<{ id: string }>('POST', '/api/projects', { name: 'Cursor ahead', repository: { url: makeGitRepo() } });
+  const topics = `topics=project:${project.id}`;
+  const newest = async () => Number((await stack.db.query<{ s: string }>('SELECT max(seq) AS s FROM events')).rows[0]?.s ?? 0);
+  // a cursor from another history of the database (restored from a backup, recreated) or made up
+  const ahead = (await newest()) + 1000;
+  const first = await open(`${topics}&after=${ahead}`);
+  await eventually(async () => first.ready.length === 1);
+  const ready = first.ready[0] as Event;
+  expect(ready.seq).toBe(await newest()); // the real high-water mark, not the cursor
+  expect(ready.data).toEqual({ reset: true, requestedAfter: ahead });
+  // live events numbered below the cursor arrive
+  const live = await call<{ id: string }>('POST', '/api/tasks', { projectId: project.id, title: 'live, numbered below the cursor' });
+  await eventually(async () => first.events.some((e) => e.data.taskId === live.id));
+  expect(first.events.map((e) => e.seq).every((seq) => seq > ready.seq && seq < ahead)).toBe(true);
+  const seen = Math.max(ready.seq, ...first.events.map((e) => e.seq));
+  first.ws.close();
+
+  // away: a task is created; the client resumes from what it was told and gets it
+  const away = await call<{ id: string }>('POST', '/api/tasks', { projectId: project.id, title: 'while away' });
+  const resumed = await open(`${topics}&after=${seen}`);
+  await eventually(async () => resumed.ready.length === 1);
+  await eventually(async () => resumed.events.some((e) => e.data.taskId === away.id), 5000);
+  expect(resumed.events.map((e) => [e.type, e.data.taskId])).toEqual([['task.created', away.id]]);
+  expect(resumed.ready[0]?.data).toEqual({}); // a cursor this server knows: no reset
   resumed.ws.close();
 });
 
