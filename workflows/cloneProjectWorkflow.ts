@@ -7,9 +7,14 @@ const { cloneRepository } = proxyActivities<Activities>({
   heartbeatTimeout: '1 minute',
   retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
 });
-const { recordCloneResult, removeProjectClone } = proxyActivities<Activities>({
+const { recordCloneResult } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '1s', maximumInterval: '30s' }, // a projection write retries until Postgres is back
+});
+// as removeProjectCloneWorkflow's: deleting a large clone's files takes a while
+const { removeProjectClone } = proxyActivities<Activities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
 });
 
 export interface CloneProjectInput {
