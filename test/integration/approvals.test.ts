@@ -3,6 +3,7 @@ import { mergeBlocker } from '../../lib/db/approvals';
 import { respondUpdate } from '../../workflows/approvalWorkflow';
 import { Worker } from '@temporalio/worker';
 import type { RunningWorkers } from '../../workers/createWorker';
+import { recordHistory } from '../support/attemptHelpers';
 import { createProjectAndTask, insertAttempt } from '../support/attempts';
 import { env, eventually, startStackWorkers, startTestStack, ensureTemporalRuntime, type TestStack } from '../support/harness';
 
@@ -84,6 +85,7 @@ describe('approvals', () => {
     expect(closed.statusCode).toBe(409);
     const events = await stack.db.query('SELECT type FROM events WHERE data->>\'approvalId\' = $1 ORDER BY seq', [approval.id]);
     expect(events.rows.map((r) => r.type)).toEqual(['approval.created', 'approval.approved']);
+    await recordHistory(stack, `approval:${approval.id}`, 'approval-approved-two-approvers');
   });
 
   test('one rejection rejects; later responses 409; a rejected merge approval blocks the merge', async () => {
@@ -93,6 +95,7 @@ describe('approvals', () => {
     expect(await status(approval.id)).toBe('rejected');
     expect((await inject('POST', `/api/approvals/${approval.id}/respond`, A, { decision: 'approved' })).statusCode).toBe(409);
     expect(await mergeBlocker(stack.db, attemptId)).toEqual({ approvalId: approval.id, status: 'rejected' });
+    await recordHistory(stack, `approval:${approval.id}`, 'approval-rejected');
   });
 
   test('without approvers, any one user approves', async () => {
@@ -112,6 +115,7 @@ describe('approvals', () => {
     expect(r.json().data.status).toBe('cancelled');
     expect((await inject('POST', `/api/approvals/${approval.id}/respond`, A, { decision: 'approved' })).statusCode).toBe(409);
     expect((await inject('POST', `/api/approvals/${approval.id}/cancel`, C)).statusCode).toBe(409);
+    await recordHistory(stack, `approval:${approval.id}`, 'approval-cancelled-by-requester');
   });
 
   test('history: closed approvals the user requested, answered or could answer, latest decided first; pending ones are not in it', async () => {
@@ -182,6 +186,8 @@ describe('approvals', () => {
     await eventually(async () => (await status(approval.id)) === 'expired', 20_000, 200);
     expect((await inject('POST', `/api/approvals/${approval.id}/respond`, B, { decision: 'approved' })).statusCode).toBe(409);
     expect(await pendingIds(B)).not.toContain(approval.id);
+    expect(await (await stack.temporal.client()).workflow.getHandle(`approval:${approval.id}`).result()).toBe('expired');
+    await recordHistory(stack, `approval:${approval.id}`, 'approval-expired-after-one-approval');
   });
 
   describe('deleting the attempt closes its pending approvals: workflow cancelled, approval.cancelled published', () => {
@@ -214,6 +220,7 @@ describe('approvals', () => {
       const del = await inject('DELETE', `/api/attempts/${attemptId}`);
       expect(del.statusCode).toBe(200);
       await expectClosed([timed, open], decided);
+      await recordHistory(stack, `approval:${timed}`, 'approval-cancelled-attempt-deleted');
     });
 
     test('DELETE /api/tasks/:id and DELETE /api/projects/:id', async () => {

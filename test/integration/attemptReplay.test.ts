@@ -1,4 +1,7 @@
-/** Replays the recorded histories of attemptWorkflow / mergeWorkflow / workflowRunWorkflow (test/fixtures/histories) against today's workflow bundle. */
+/**
+ * Replays the recorded histories of attemptWorkflow / mergeWorkflow / workflowRunWorkflow / approvalWorkflow (and the
+ * others in test/fixtures/histories) against today's workflow bundle.
+ */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
