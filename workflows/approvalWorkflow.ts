@@ -81,15 +81,18 @@ export async function approvalWorkflow(request: ApprovalRequest): Promise<Approv
       if (decision === 'rejected') status = 'rejected';
       else if (request.approvers === null || request.approvers.every((a) => responses.some((r) => r.approver === a && r.decision === 'approved')))
         status = 'approved';
+      // the answer is what this response made of the request, taken before the projection write: a response of
+      // another approver accepted meanwhile moves `status` on (docs/approvals.md, "What a response answers")
+      const approvalStatus = status;
       await recordApprovalResponse({
         approvalId: request.id,
         approver: user,
         decision,
         comment,
         respondedAt,
-        close: status === 'pending' ? null : status,
+        close: approvalStatus === 'pending' ? null : approvalStatus,
       });
-      return { approvalId: request.id, decision, comment, respondedAt, approvalStatus: status };
+      return { approvalId: request.id, decision, comment, respondedAt, approvalStatus };
     },
     {
       validator: ({ user }) => {

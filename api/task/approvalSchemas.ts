@@ -53,7 +53,9 @@ export const RespondResultSchema = Type.Object({
   decision: StringEnum(APPROVAL_DECISIONS),
   comment: Type.String(),
   respondedAt: Type.String(),
-  approvalStatus: StringEnum(APPROVAL_STATUSES),
+  approvalStatus: StringEnum(APPROVAL_STATUSES, {
+    description: 'the status this response left the request in (pending while others still have to approve); never a later status another response made (docs/approvals.md)',
+  }),
 });
 
 export const PendingQuery = Type.Object({ type: Type.Optional(StringEnum(APPROVAL_TYPES)), ...PageQuery }, { additionalProperties: false });

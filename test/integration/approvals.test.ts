@@ -1,6 +1,6 @@
 import { temporalToAppError } from '../../api/http/temporalErrors';
 import { mergeBlocker } from '../../lib/db/approvals';
-import { respondUpdate } from '../../workflows/approvalWorkflow';
+import { approvalStateQuery, respondUpdate } from '../../workflows/approvalWorkflow';
 import { Worker } from '@temporalio/worker';
 import type { RunningWorkers } from '../../workers/createWorker';
 import { recordHistory } from '../support/attemptHelpers';
@@ -23,6 +23,19 @@ async function createApproval(body: Record<string, unknown>, user = C) {
   const r = await inject('POST', '/api/approvals', user, { taskAttemptId: attemptId, type: 'merge', title: 'Merge it?', ...body });
   expect(r.statusCode).toBe(201);
   return { attemptId, approval: r.json().data };
+}
+
+/** Takes a row lock with `sql` in a transaction of its own, held until `release()`: stops a writer at a chosen point. */
+async function holdLock(sql: string, params: unknown[]) {
+  const locker = await stack.db.connect();
+  await locker.query('BEGIN');
+  await locker.query(sql, params);
+  return {
+    async release() {
+      await locker.query('ROLLBACK');
+      locker.release();
+    },
+  };
 }
 
 const status = async (id: string) => (await inject('GET', `/api/approvals/${id}`)).json().data.status as string;
@@ -86,6 +99,34 @@ describe('approvals', () => {
     const events = await stack.db.query('SELECT type FROM events WHERE data->>\'approvalId\' = $1 ORDER BY seq', [approval.id]);
     expect(events.rows.map((r) => r.type)).toEqual(['approval.created', 'approval.approved']);
     await recordHistory(stack, `approval:${approval.id}`, 'approval-approved-two-approvers');
+  });
+
+  test('two approvers answering at once: each answer has the status its own response left, not the later one', async () => {
+    const { approval } = await createApproval({ approvers: [A, B] });
+    const handle = (await stack.temporal.client()).workflow.getHandle(`approval:${approval.id}`);
+    const state = () => handle.query(approvalStateQuery);
+    const respond = (user: string) => inject('POST', `/api/approvals/${approval.id}/respond`, user, { decision: 'approved' });
+    // A response row needs the approval row (a key-share lock of its foreign key): with that row locked, A's
+    // projection write waits, so B's response reaches the workflow while A's is still being written
+    const lock = await holdLock('SELECT 1 FROM approvals WHERE id = $1 FOR UPDATE', [approval.id]);
+    const first = respond(A);
+    let second: ReturnType<typeof respond> | undefined;
+    try {
+      await eventually(async () => (await state()).responses.length === 1, 10_000, 50);
+      second = respond(B);
+      await eventually(async () => (await state()).status === 'approved', 10_000, 50);
+    } finally {
+      await lock.release();
+    }
+    const [a, b] = await Promise.all([first, second]);
+    await recordHistory(stack, `approval:${approval.id}`, 'approval-approved-concurrently');
+    expect([a.statusCode, b.statusCode]).toEqual([200, 200]);
+    // A's response left the request pending (B had not answered when A's was applied); B's approved it
+    expect(a.json().data).toMatchObject({ decision: 'approved', approvalStatus: 'pending' });
+    expect(b.json().data).toMatchObject({ decision: 'approved', approvalStatus: 'approved' });
+    const detail = (await inject('GET', `/api/approvals/${approval.id}`)).json().data;
+    expect(detail.status).toBe('approved');
+    expect(detail.responses.map((r: { approver: string }) => r.approver).sort()).toEqual([A, B]);
   });
 
   test('one rejection rejects; later responses 409; a rejected merge approval blocks the merge', async () => {
