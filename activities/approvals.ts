@@ -1,13 +1,13 @@
 /** Projection writes of approvalWorkflow: idempotent upserts of the approval row, its responses and its final status. */
 import { closeApproval, insertApproval, insertResponse } from '../lib/db/approvals';
 import { withTransaction } from '../lib/db/pool';
-import { counter } from '../lib/metrics';
+import { approvalMetrics } from '../lib/approvals/metrics';
 import type { ApprovalDecision, ApprovalFinalStatus } from '../lib/db/approvals';
 import type { ApprovalRequest } from '../workflows/approvalWorkflow';
 import type { ActivityDeps } from './index';
 
 export function createApprovalActivities(deps: Pick<ActivityDeps, 'db' | 'metrics'>) {
-  const decided = counter(deps.metrics.registry, 'armada_approvals_total', 'Approval requests reaching a final state, by status', ['status']);
+  const { decided } = approvalMetrics(deps.metrics.registry);
   // closeApproval moves a request out of pending once; a retried activity finds it closed and counts nothing.
   const close = async (c: Parameters<typeof closeApproval>[0], id: string, status: ApprovalFinalStatus, at: string) => {
     if (await closeApproval(c, id, status, at)) return status;

@@ -32,6 +32,7 @@ import type { AttemptWorkflowInput } from '../../workflows/attemptWorkflow';
 import type { MergeWorkflowInput, MergeWorkflowResult } from '../../workflows/mergeWorkflow';
 import { ATTEMPT_PATHS, attemptWorkflowId, followUpSignal, stopProcessSignal } from '../../workflows/attemptMessages';
 import { attemptMetrics } from '../../lib/attempts/metrics';
+import { approvalMetrics } from '../../lib/approvals/metrics';
 import { attemptSearchAttributes } from '../../lib/temporal/searchAttributes';
 import { checkMergePreconditions } from '../../lib/attempts/mergePreconditions';
 import { confirmAttemptStarted, moveTask, recordAttemptCancelled, requestProcessEnd, undoAttemptStart } from '../../lib/attempts/projections';
@@ -482,10 +483,14 @@ async function cancelApprovalsOfAttempts(deps: AttemptServiceDeps, attemptIds: s
   const ids = await pendingApprovalIdsOfAttempts(deps.db, attemptIds);
   for (const id of ids) await cancelWorkflowById(deps, approvalWorkflowId(id));
   const at = new Date().toISOString();
-  // one decided meanwhile (a response that reached its workflow before the cancellation) keeps its decision
-  await withTransaction(deps.db, async (c) => {
-    for (const id of ids) await closeApproval(c, id, 'cancelled', at);
+  // one decided meanwhile (a response that reached its workflow before the cancellation) keeps its decision, and was
+  // counted as such by its workflow's activity
+  const closed = await withTransaction(deps.db, async (c) => {
+    let n = 0;
+    for (const id of ids) if (await closeApproval(c, id, 'cancelled', at)) n++;
+    return n;
   });
+  if (closed) approvalMetrics(deps.metrics.registry).decided.inc({ status: 'cancelled' }, closed);
 }
 
 /**

@@ -264,6 +264,29 @@ describe('approvals', () => {
       await recordHistory(stack, `approval:${timed}`, 'approval-cancelled-attempt-deleted');
     });
 
+    test('approvals cancelled by the delete are counted in armada_approvals_total{status="cancelled"}, as a requester\'s cancel is', async () => {
+      /** The counter's value for one status in the task service's /metrics text (0 while it has no series). */
+      const counted = async (status: string) => {
+        const text = (await inject('GET', '/metrics')).body;
+        const m = text.match(new RegExp(`^armada_approvals_total\\{status="${status}"\\} (\\d+)$`, 'm'));
+        return m ? Number(m[1]) : 0;
+      };
+      const attemptId = await insertAttempt(stack, taskId, 'completed');
+      const byRequester = await create(attemptId);
+      const cancelled0 = await counted('cancelled');
+      expect((await inject('POST', `/api/approvals/${byRequester}/cancel`, C)).statusCode).toBe(200);
+      expect(await counted('cancelled')).toBe(cancelled0 + 1);
+
+      const pending = [await create(attemptId, { expiresAt: far() }), await create(attemptId)];
+      const decided = await create(attemptId, { approvers: [A] });
+      expect((await inject('POST', `/api/approvals/${decided}/respond`, A, { decision: 'approved' })).statusCode).toBe(200);
+      const approved = await counted('approved');
+      expect((await inject('DELETE', `/api/attempts/${attemptId}`)).statusCode).toBe(200);
+      await expectClosed(pending, decided);
+      expect(await counted('cancelled')).toBe(cancelled0 + 1 + pending.length);
+      expect(await counted('approved')).toBe(approved); // the decided one keeps its decision and is not counted again
+    });
+
     test('DELETE /api/tasks/:id and DELETE /api/projects/:id', async () => {
       const ofTask = await createProjectAndTask(stack);
       const byTask = [await create(await insertAttempt(stack, ofTask.taskId), { expiresAt: far() }), await create(await insertAttempt(stack, ofTask.taskId, 'completed'))];
