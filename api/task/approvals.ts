@@ -7,6 +7,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { conflict, forbidden, notFound, validationError } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { getApproval, insertApproval, listHistoryFor, listPendingFor, listResponses, type ApprovalRow, type ApprovalResponseRow } from '../../lib/db/approvals';
+import { lockAttemptKey } from '../../lib/db/attempts';
 import { withTransaction } from '../../lib/db/pool';
 import { approvalWorkflow, cancelApprovalUpdate, respondUpdate, type ApprovalRequest } from '../../workflows/approvalWorkflow';
 import { actingUser } from '../http/actingUser';
@@ -86,9 +87,6 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
     { schema: { tags, body: CreateApprovalBody, response: { 201: Envelope(Approval), ...ErrorResponses } } },
     async (request, reply) => {
       const b = request.body;
-      const attempt = await deps.db.query('SELECT 1 FROM attempts WHERE id = $1', [b.taskAttemptId]);
-      if (!attempt.rowCount) throw notFound(`Task attempt ${b.taskAttemptId} not found`);
-      if (b.expiresAt && Date.parse(b.expiresAt) <= Date.now()) throw validationError('expiresAt must be in the future', { expiresAt: 'must be in the future' });
       const input: ApprovalRequest = {
         id: newId(),
         taskAttemptId: b.taskAttemptId,
@@ -101,11 +99,15 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
         createdBy: actingUser(request, deps.localUser),
         createdAt: new Date().toISOString(),
       };
-      const client = await deps.temporal.client();
       // the row and approval.created commit only when the workflow started; the workflow's first activity upserts
       // the same row, so a crash between start and commit still ends with the row
       await withTransaction(deps.db, async (c) => {
+        // the attempt's key-share lock, held to the commit: a delete of the attempt locks its row, so it comes after
+        // this and finds the approval (and cancels its workflow), or came before and this is a 404 without a workflow
+        if (!(await lockAttemptKey(c, b.taskAttemptId))) throw notFound(`Task attempt ${b.taskAttemptId} not found`);
+        if (b.expiresAt && Date.parse(b.expiresAt) <= Date.now()) throw validationError('expiresAt must be in the future', { expiresAt: 'must be in the future' });
         await insertApproval(c, input);
+        const client = await deps.temporal.client();
         await callTemporal(() =>
           client.workflow.start(approvalWorkflow, {
             workflowId: approvalWorkflowId(input.id),

@@ -19,7 +19,6 @@ import {
   type AttemptRow,
   type StartingTask,
 } from '../../lib/db/attempts';
-import { closeApproval, pendingApprovalIdsOfAttempts } from '../../lib/db/approvals';
 import { getProject, type ProjectRow } from '../../lib/db/projects';
 import { getProcess, insertProcess, processesOfAttempt, type ProcessRow } from '../../lib/db/processes';
 import { getTask, getTaskAgentDefaults, type TaskRow } from '../../lib/db/tasks';
@@ -32,13 +31,12 @@ import type { AttemptWorkflowInput } from '../../workflows/attemptWorkflow';
 import type { MergeWorkflowInput, MergeWorkflowResult } from '../../workflows/mergeWorkflow';
 import { ATTEMPT_PATHS, attemptWorkflowId, followUpSignal, stopProcessSignal } from '../../workflows/attemptMessages';
 import { attemptMetrics } from '../../lib/attempts/metrics';
-import { approvalMetrics } from '../../lib/approvals/metrics';
 import { attemptSearchAttributes } from '../../lib/temporal/searchAttributes';
 import { checkMergePreconditions } from '../../lib/attempts/mergePreconditions';
 import { confirmAttemptStarted, moveTask, recordAttemptCancelled, requestProcessEnd, undoAttemptStart } from '../../lib/attempts/projections';
 import type { BackgroundWork } from '../../lib/runtime/background';
 import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
-import { approvalWorkflowId } from './approvals';
+import { cancelApprovalsOfAttempts, deleteWithApprovals } from './approvalsOfDeletedAttempts';
 import { isRunning, requestCancel } from '../../lib/temporal/workflowHandles';
 
 export interface AttemptServiceDeps {
@@ -468,36 +466,16 @@ export async function deleteAttempt(deps: AttemptServiceDeps, attemptId: string)
   const task = await getTask(deps.db, a.task_id);
   const project = task ? await getProject(deps.db, task.project_id) : undefined;
   const cleanup = await removeAttemptsOnHosts(deps, [{ attempt: a, repoPath: project?.git_repo_path ?? null }]);
-  await deleteAttemptRow(deps.db, attemptId);
+  await deleteWithApprovals(deps, { attemptIds: [attemptId] }, (c) => deleteAttemptRow(c, attemptId));
   return { cleanup };
-}
-
-/**
- * The pending approvals of attempts about to be deleted end with them: their rows go with the attempts (ON DELETE
- * CASCADE), but their workflows would wait on for their expiry, or for ever without one, and nobody would hear that
- * they closed. Each workflow is cancelled first, then the row closed as `cancelled` with `approval.cancelled`, so a
- * delete that fails between the two finds the approval still pending when it is repeated.
- */
-async function cancelApprovalsOfAttempts(deps: AttemptServiceDeps, attemptIds: string[]): Promise<void> {
-  if (attemptIds.length === 0) return;
-  const ids = await pendingApprovalIdsOfAttempts(deps.db, attemptIds);
-  for (const id of ids) await cancelWorkflowById(deps, approvalWorkflowId(id));
-  const at = new Date().toISOString();
-  // one decided meanwhile (a response that reached its workflow before the cancellation) keeps its decision, and was
-  // counted as such by its workflow's activity
-  const closed = await withTransaction(deps.db, async (c) => {
-    let n = 0;
-    for (const id of ids) if (await closeApproval(c, id, 'cancelled', at)) n++;
-    return n;
-  });
-  if (closed) approvalMetrics(deps.metrics.registry).decided.inc({ status: 'cancelled' }, closed);
 }
 
 /**
  * Cancels the attempts (those still running or created) and their pending approvals, and removes their worktrees
  * and branches on their hosts (removeAttemptWorkflow on each host's queue). Waits up to attempts.deleteWaitMs for
  * all of them: 'pending' when a host did not answer in time (the removal runs when its worker is back). The caller
- * deletes the rows afterwards. Every delete of attempts (attempt, task, bulk, project) passes here.
+ * deletes the rows afterwards, through deleteWithApprovals (approvals requested meanwhile end with the rows). Every
+ * delete of attempts (attempt, task, bulk, project) passes here.
  *
  * The row the cancel returns is read under the row lock that also guards recording a new worktree
  * (setAttemptWorktree): either the worktree's host is in it, and it is removed here, or the run making the worktree

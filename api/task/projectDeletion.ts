@@ -15,6 +15,7 @@ import { deleteProject, type ProjectRow } from '../../lib/db/projects';
 import { hasManagedClone, managedClonePath } from '../../lib/projects/managedClones';
 import { isRunning } from '../../lib/temporal/workflowHandles';
 import { cloneProjectWorkflowId, removeProjectCloneWorkflowId } from '../../workflows/projectCloneMessages';
+import { deleteWithApprovals } from './approvalsOfDeletedAttempts';
 import { removeAttemptsOfProject, type AttemptServiceDeps } from './attemptService';
 
 export type Cleanup = 'done' | 'pending';
@@ -26,7 +27,8 @@ export async function deleteProjectWithClone(deps: AttemptServiceDeps, project: 
   const managed = hasManagedClone(project, deps.config.home);
   // asked before the row goes: a clone still running then removes what it makes itself, later than this answer
   const cloning = managed && project.clone_status === 'cloning' && (await stillCloning(deps, project.id, log));
-  if (!(await deleteProject(deps.db, project.id))) return undefined;
+  // the rows go with the approvals still pending on their attempts (their workflows cancelled before the commit)
+  if (!(await deleteWithApprovals(deps, { projectId: project.id }, (c) => deleteProject(c, project.id)))) return undefined;
   if (!managed) return attempts;
   const removed = await removeClone(deps, { projectId: project.id, dest: managedClonePath(deps.config.home, project.id) }, deadline, log);
   return attempts === 'done' && !cloning && removed ? 'done' : 'pending';

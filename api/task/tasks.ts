@@ -24,6 +24,7 @@ import { createInvalidatingCache } from '../../lib/events/invalidatingCache';
 import { counter } from '../../lib/metrics';
 import type { Queryable } from '../../lib/db/pool';
 import { removeAttemptsOfTasks } from './attemptService';
+import { deleteWithApprovals } from './approvalsOfDeletedAttempts';
 import { actingUser } from '../http/actingUser';
 import { ok, pagination, rawPage } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, PagedEnvelope } from '../http/schemas';
@@ -275,7 +276,7 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
       if (!(await getTask(deps.db, request.params.id))) throw notFound(`Task ${request.params.id} not found`);
       // the attempts' worktrees and branches go with the task, not at the next janitor run
       const cleanup = await removeAttemptsOfTasks(serviceDeps(deps), [request.params.id]);
-      const [deleted] = await withTransaction(deps.db, async (c) => {
+      const [deleted] = await deleteWithApprovals(serviceDeps(deps), { taskIds: [request.params.id] }, async (c) => {
         const rows = await deleteTasks(c, [request.params.id]);
         for (const r of rows) await publishTaskDeleted(c, r);
         return rows;
@@ -308,7 +309,7 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
       const { taskIds } = request.body;
       await removeAttemptsOfTasks(serviceDeps(deps), taskIds);
       const deleted = new Set(
-        await withTransaction(deps.db, async (c) => {
+        await deleteWithApprovals(serviceDeps(deps), { taskIds }, async (c) => {
           const rows = await deleteTasks(c, taskIds);
           for (const r of rows) await publishTaskDeleted(c, r);
           return rows.map((r) => r.id);

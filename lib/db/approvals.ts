@@ -121,10 +121,13 @@ export async function closeApproval(db: Queryable, id: string, status: ApprovalF
   return true;
 }
 
-/** The ids of the pending approvals of the attempts, oldest first. */
-export async function pendingApprovalIdsOfAttempts(db: Queryable, attemptIds: string[]): Promise<string[]> {
+/**
+ * The ids of the pending approvals of the attempts, oldest first; `forUpdate` locks their rows until the transaction
+ * ends (a response's projection write, which would decide one, waits for it or has committed and left it out).
+ */
+export async function pendingApprovalIdsOfAttempts(db: Queryable, attemptIds: string[], forUpdate = false): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
-    `SELECT id FROM approvals WHERE task_attempt_id = ANY($1::text[]) AND status = 'pending' ORDER BY created_at, id`,
+    `SELECT id FROM approvals WHERE task_attempt_id = ANY($1::text[]) AND status = 'pending' ORDER BY created_at, id${forUpdate ? ' FOR UPDATE' : ''}`,
     [attemptIds],
   );
   return rows.map((r) => r.id);

@@ -343,6 +343,39 @@ export async function setAttemptCleanedUp(db: Queryable, id: string): Promise<vo
   await db.query('UPDATE attempts SET cleaned_up = true, updated_at = now() WHERE id = $1', [id]);
 }
 
+/** What a delete of attempts removes: these attempts, these tasks' (a task's, the bulk delete) or a project's. */
+export type AttemptsToDelete = { attemptIds: string[] } | { taskIds: string[] } | { projectId: string };
+
+/**
+ * Locks the rows a delete of attempts removes (FOR UPDATE, owners first as the cascade does: project, tasks, attempts)
+ * until the transaction ends, and returns the ids of the attempts. A new task, attempt or approval needs its owner's
+ * row (a key-share lock of its foreign key), so none is added to them meanwhile: what the transaction reads of their
+ * children after this is all the delete takes with it.
+ */
+export async function lockAttemptsToDelete(c: Queryable, what: AttemptsToDelete): Promise<string[]> {
+  let taskIds: string[];
+  if ('attemptIds' in what) {
+    const { rows } = await c.query<{ id: string }>('SELECT id FROM attempts WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE', [what.attemptIds]);
+    return rows.map((r) => r.id);
+  }
+  if ('projectId' in what) {
+    await c.query('SELECT 1 FROM projects WHERE id = $1 FOR UPDATE', [what.projectId]);
+    const { rows } = await c.query<{ id: string }>('SELECT id FROM tasks WHERE project_id = $1 ORDER BY id FOR UPDATE', [what.projectId]);
+    taskIds = rows.map((r) => r.id);
+  } else {
+    const { rows } = await c.query<{ id: string }>('SELECT id FROM tasks WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE', [what.taskIds]);
+    taskIds = rows.map((r) => r.id);
+  }
+  const { rows } = await c.query<{ id: string }>('SELECT id FROM attempts WHERE task_id = ANY($1::text[]) ORDER BY id FOR UPDATE', [taskIds]);
+  return rows.map((r) => r.id);
+}
+
+/** Whether the attempt exists, holding its row's key-share lock until the transaction ends (no delete of it meanwhile). */
+export async function lockAttemptKey(c: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await c.query('SELECT 1 FROM attempts WHERE id = $1 FOR KEY SHARE', [id]);
+  return (rowCount ?? 0) > 0;
+}
+
 export async function deleteAttemptRow(db: Queryable, id: string): Promise<boolean> {
   const { rowCount } = await db.query('DELETE FROM attempts WHERE id = $1', [id]);
   return (rowCount ?? 0) > 0;

@@ -239,6 +239,12 @@ describe('approvals', () => {
       expect(r.statusCode).toBe(201);
       return r.json().data.id as string;
     };
+    /** The counter's value for one status in the task service's /metrics text (0 while it has no series). */
+    const counted = async (status: string) => {
+      const text = (await inject('GET', '/metrics')).body;
+      const m = text.match(new RegExp(`^armada_approvals_total\\{status="${status}"\\} (\\d+)$`, 'm'));
+      return m ? Number(m[1]) : 0;
+    };
     /** Every approval's workflow has closed (not RUNNING), each a cancelled one but `decided`. */
     const expectClosed = async (ids: string[], decided?: string) => {
       const client = await stack.temporal.client();
@@ -265,12 +271,6 @@ describe('approvals', () => {
     });
 
     test('approvals cancelled by the delete are counted in armada_approvals_total{status="cancelled"}, as a requester\'s cancel is', async () => {
-      /** The counter's value for one status in the task service's /metrics text (0 while it has no series). */
-      const counted = async (status: string) => {
-        const text = (await inject('GET', '/metrics')).body;
-        const m = text.match(new RegExp(`^armada_approvals_total\\{status="${status}"\\} (\\d+)$`, 'm'));
-        return m ? Number(m[1]) : 0;
-      };
       const attemptId = await insertAttempt(stack, taskId, 'completed');
       const byRequester = await create(attemptId);
       const cancelled0 = await counted('cancelled');
@@ -285,6 +285,54 @@ describe('approvals', () => {
       await expectClosed(pending, decided);
       expect(await counted('cancelled')).toBe(cancelled0 + 1 + pending.length);
       expect(await counted('approved')).toBe(approved); // the decided one keeps its decision and is not counted again
+    });
+
+    // an approval requested while a delete runs (after its first pass over the pending approvals, before the rows go)
+    // went with the rows while its workflow ran on, to its expiry or for ever
+    test.each(['attempt', 'task', 'project'] as const)('an approval created while DELETE of its %s runs ends with it too', async (what) => {
+      const owner = await createProjectAndTask(stack);
+      const attemptId = await insertAttempt(stack, owner.taskId); // running: the delete cancels it (an UPDATE of its row)
+      const early = await create(attemptId, { expiresAt: far() });
+      const url = { attempt: `/api/attempts/${attemptId}`, task: `/api/tasks/${owner.taskId}`, project: `/api/projects/${owner.projectId}` }[what];
+      // the delete's cancelling of the attempt waits for this lock; an approval's insert (a key-share lock of its
+      // foreign key) does not
+      const cancelled0 = await counted('cancelled');
+      const lock = await holdLock('SELECT 1 FROM attempts WHERE id = $1 FOR NO KEY UPDATE', [attemptId]);
+      let late = '';
+      let deleting: ReturnType<typeof inject> | undefined;
+      try {
+        deleting = inject('DELETE', url);
+        await eventually(async () => (await stack.db.query("SELECT 1 FROM approvals WHERE id = $1 AND status = 'cancelled'", [early])).rowCount, 10_000, 50);
+        late = await create(attemptId, { expiresAt: far() });
+      } finally {
+        await lock.release();
+      }
+      expect((await deleting).statusCode).toBe(200);
+      await expectClosed([early, late]);
+      expect(await counted('cancelled')).toBe(cancelled0 + 2);
+    });
+
+    test('an approval requested while a delete of its attempt commits: 404, nothing kept', async () => {
+      const attemptId = await insertAttempt(stack, taskId);
+      // stands for the delete's transaction: it holds the attempt's row, and commits the delete while the request waits
+      const deleter = await stack.db.connect();
+      try {
+        await deleter.query('BEGIN');
+        await deleter.query('SELECT 1 FROM attempts WHERE id = $1 FOR UPDATE', [attemptId]);
+        const requesting = inject('POST', '/api/approvals', C, { taskAttemptId: attemptId, type: 'merge', title: 'Merge it?' });
+        await eventually(
+          async () => (await stack.db.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rowCount,
+          10_000,
+          20,
+        );
+        await deleter.query('DELETE FROM attempts WHERE id = $1', [attemptId]);
+        await deleter.query('COMMIT');
+        const r = await requesting;
+        expect([r.statusCode, r.json().error?.code]).toEqual([404, 'NOT_FOUND']);
+      } finally {
+        deleter.release();
+      }
+      expect((await stack.db.query('SELECT 1 FROM approvals WHERE task_attempt_id = $1', [attemptId])).rowCount).toBe(0);
     });
 
     test('DELETE /api/tasks/:id and DELETE /api/projects/:id', async () => {
