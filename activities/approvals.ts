@@ -1,5 +1,6 @@
 /** Projection writes of approvalWorkflow: idempotent upserts of the approval row, its responses and its final status. */
 import { closeApproval, insertApproval, insertResponse } from '../lib/db/approvals';
+import { lockAttemptKey } from '../lib/db/attempts';
 import { withTransaction } from '../lib/db/pool';
 import { approvalMetrics } from '../lib/approvals/metrics';
 import type { ApprovalDecision, ApprovalFinalStatus } from '../lib/db/approvals';
@@ -14,10 +15,17 @@ export function createApprovalActivities(deps: Pick<ActivityDeps, 'db' | 'metric
     return undefined;
   };
   return {
-    /** Inserts the approval row if the API did not (publishes approval.created once). */
-    async recordApproval(request: ApprovalRequest): Promise<void> {
-      await withTransaction(deps.db, async (c) => {
+    /**
+     * Inserts the approval row if the API did not (publishes approval.created once). False when its attempt is gone,
+     * so there is no row and never will be: the API's transaction that started the workflow did not commit and the
+     * attempt was deleted since, or the row committed and went with the attempt's delete (which also cancelled the
+     * workflow) before this ran. The attempt's key-share lock keeps a delete from coming between check and insert.
+     */
+    async recordApproval(request: ApprovalRequest): Promise<boolean> {
+      return withTransaction(deps.db, async (c) => {
+        if (!(await lockAttemptKey(c, request.taskAttemptId))) return false;
         await insertApproval(c, request);
+        return true;
       });
     },
 

@@ -118,7 +118,12 @@ export async function approvalWorkflow(request: ApprovalRequest): Promise<Approv
     },
   );
 
-  await recordApproval(request);
+  // false: the attempt is gone, and the request's row with it (or it never committed): nobody can answer it. A
+  // history from before recordApproval answered has no result here (undefined) and goes on as it did.
+  if ((await recordApproval(request)) === false) {
+    status = 'cancelled';
+    return status;
+  }
 
   const decidedInTime =
     request.expiresAt === null

@@ -1,6 +1,7 @@
+import crypto from 'node:crypto';
 import { temporalToAppError } from '../../api/http/temporalErrors';
 import { mergeBlocker } from '../../lib/db/approvals';
-import { approvalStateQuery, respondUpdate } from '../../workflows/approvalWorkflow';
+import { approvalStateQuery, approvalWorkflow, respondUpdate, type ApprovalRequest } from '../../workflows/approvalWorkflow';
 import { Worker } from '@temporalio/worker';
 import type { RunningWorkers } from '../../workers/createWorker';
 import { recordHistory } from '../support/attemptHelpers';
@@ -245,13 +246,20 @@ describe('approvals', () => {
       const m = text.match(new RegExp(`^armada_approvals_total\\{status="${status}"\\} (\\d+)$`, 'm'));
       return m ? Number(m[1]) : 0;
     };
-    /** Every approval's workflow has closed (not RUNNING), each a cancelled one but `decided`. */
+    /**
+     * Every approval's workflow has closed (not RUNNING), each a cancelled one but `decided`: CANCELLED, or completed
+     * with `cancelled` when its first activity ran only after the delete and found the attempt gone.
+     */
     const expectClosed = async (ids: string[], decided?: string) => {
       const client = await stack.temporal.client();
       const statusOf = async (id: string) => (await client.workflow.getHandle(`approval:${id}`).describe()).status.name;
       const all = decided ? [...ids, decided] : ids;
       await eventually(async () => (await Promise.all(all.map(statusOf))).every((s) => s !== 'RUNNING'), 5000, 100);
-      for (const id of ids) expect([id, await statusOf(id)]).toEqual([id, 'CANCELLED']);
+      for (const id of ids) {
+        const status = await statusOf(id);
+        const ended = status === 'COMPLETED' ? `COMPLETED: ${await client.workflow.getHandle(`approval:${id}`).result()}` : status;
+        expect([id, ['CANCELLED', 'COMPLETED: cancelled'].includes(ended) ? 'cancelled' : ended]).toEqual([id, 'cancelled']);
+      }
       const ev = await stack.db.query("SELECT data->>'approvalId' AS id, data->>'status' AS status FROM events WHERE type = 'approval.cancelled' AND data->>'approvalId' = ANY($1)", [all]);
       expect(ev.rows.map((r) => r.id).sort()).toEqual([...ids].sort());
       expect(ev.rows.every((r) => r.status === 'cancelled')).toBe(true);
@@ -333,6 +341,33 @@ describe('approvals', () => {
         deleter.release();
       }
       expect((await stack.db.query('SELECT 1 FROM approvals WHERE task_attempt_id = $1', [attemptId])).rowCount).toBe(0);
+    });
+
+    test('a workflow whose request never committed, for an attempt deleted meanwhile, ends cancelled without a row', async () => {
+      // the create route starts the workflow inside its transaction: when that transaction does not commit (the
+      // process died) and the attempt is deleted, the workflow's first activity cannot insert the row (its attempt is
+      // gone) and retried for ever while the workflow waited on
+      const attemptId = await insertAttempt(stack, taskId, 'completed');
+      await stack.db.query('DELETE FROM attempts WHERE id = $1', [attemptId]);
+      const request: ApprovalRequest = {
+        id: crypto.randomUUID(),
+        taskAttemptId: attemptId,
+        type: 'merge',
+        title: 'Merge it?',
+        description: null,
+        metadata: {},
+        approvers: null,
+        expiresAt: far(),
+        createdBy: C,
+        createdAt: new Date().toISOString(),
+      };
+      const client = await stack.temporal.client();
+      const handle = await client.workflow.start(approvalWorkflow, { workflowId: `approval:${request.id}`, taskQueue: stack.config.temporal.taskQueue, args: [request] });
+      await eventually(async () => (await handle.describe()).status.name !== 'RUNNING', 20_000, 200);
+      expect(await handle.result()).toBe('cancelled');
+      expect((await stack.db.query('SELECT 1 FROM approvals WHERE id = $1', [request.id])).rowCount).toBe(0);
+      expect((await stack.db.query("SELECT 1 FROM events WHERE data->>'approvalId' = $1", [request.id])).rowCount).toBe(0);
+      await recordHistory(stack, handle.workflowId, 'approval-attempt-gone-before-recorded');
     });
 
     test('DELETE /api/tasks/:id and DELETE /api/projects/:id', async () => {
