@@ -33,6 +33,12 @@ const CODE_BY_STATUS: Record<number, string> = {
   429: 'RATE_LIMIT',
 };
 
+/** SQLSTATE 40P01 (deadlock detected) and 40001 (serialization failure): the transaction was rolled back whole. */
+function isConcurrencyFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return code === '40P01' || code === '40001';
+}
+
 export function classifyError(err: unknown): ClassifiedError {
   if (isAppError(err)) return { statusCode: err.statusCode, code: err.code, message: err.message, details: err.details, internal: err.statusCode >= 500 };
   const fe = err as FastifyError & { validation?: ErrorObject[]; validationContext?: string };
@@ -53,6 +59,11 @@ export function classifyError(err: unknown): ClassifiedError {
   }
   if (isPostgresUnavailable(err)) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: postgresUnavailableMessage(err), internal: false };
   if (isTemporalUnreachable(err)) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: 'The workflow engine (Temporal) is unavailable; try again', internal: false };
+  if (isConcurrencyFailure(err)) {
+    // PostgreSQL broke a deadlock between this request and a concurrent one (or could not serialise them) and rolled
+    // this one back: nothing of it was written, and the same request again succeeds
+    return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: 'The request collided with a concurrent change and was rolled back; try again', details: { retryAfterSeconds: 1 }, internal: false };
+  }
   if (status === 503) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: fe.message || 'Service unavailable', internal: false };
   return { statusCode: 500, code: 'INTERNAL_ERROR', message: 'Internal server error', internal: true };
 }
@@ -94,6 +105,12 @@ export function frameworkErrorMessage(err: FastifyError): string {
   return 'Bad request';
 }
 
+/** A 429 or 503 that knows when to try again says so in Retry-After (seconds). */
+function setRetryAfter(reply: FastifyReply, err: unknown, c: ClassifiedError): void {
+  const retryAfter = (err as { retryAfter?: number }).retryAfter ?? c.details?.retryAfterSeconds;
+  if ((c.statusCode === 429 || c.statusCode === 503) && typeof retryAfter === 'number' && retryAfter > 0) reply.header('retry-after', retryAfter);
+}
+
 /** Task service: the envelope. `version` fills meta.version. */
 export function installEnvelopeErrors(app: FastifyInstance, version: string, allowed: AllowedMethods): void {
   app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
@@ -101,8 +118,7 @@ export function installEnvelopeErrors(app: FastifyInstance, version: string, all
     if (notAllowed) return reply.code(405).send(errorBody(version, 'METHOD_NOT_ALLOWED', notAllowed));
     const c = classifyError(err);
     logIfInternal(request, err, c);
-    const retryAfter = (err as { retryAfter?: number }).retryAfter ?? c.details?.retryAfterSeconds;
-    if ((c.statusCode === 429 || c.statusCode === 503) && typeof retryAfter === 'number' && retryAfter > 0) reply.header('retry-after', retryAfter);
+    setRetryAfter(reply, err, c);
     return reply.code(c.statusCode).send(errorBody(version, c.code, c.message, c.details));
   });
   app.setNotFoundHandler((request, reply) => {
@@ -119,6 +135,7 @@ export function installDetailErrors(app: FastifyInstance, allowed: AllowedMethod
     if (notAllowed) return reply.code(405).send({ detail: notAllowed });
     const c = classifyError(err);
     logIfInternal(request, err, c);
+    setRetryAfter(reply, err, c);
     return reply.code(c.statusCode).send({ detail: c.message });
   });
   app.setNotFoundHandler((request, reply) => {
