@@ -2,7 +2,7 @@
  * Live streams of the task service. WebSocket: /ws (task status), /ws/execution-processes (process lifecycle),
  * /ws/execution-processes/:id/logs/raw|normalized. SSE: /api/events/processes/:id/logs and
  * /api/events/task-attempts/:id/diff, with `id:` lines and Last-Event-ID resume, keep-alive comments and
- * backpressure (api/http/sse.ts).
+ * backpressure (api/http/sse.ts). A log cursor past the process's last line is reset to it (lib/attempts/logCursor.ts).
  * Lifecycle events come from deps.events (LISTEN/NOTIFY fan-out to every replica); logs from deps.logs (the log feed:
  * NOTIFY-driven, read by seq); diffs from one shared reader per attempt (attemptDiffFeed.ts).
  */
@@ -11,11 +11,12 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { WebSocket } from 'ws';
 import type { CpuPool } from '../../lib/attempts/cpuPool';
+import { checkLogCursor } from '../../lib/attempts/logCursor';
 import { logLine, streamLogRows } from '../../lib/attempts/logStream';
 import { getAttempt } from '../../lib/db/attempts';
 import { getProcess, type LogRow } from '../../lib/db/processes';
 import { notFound } from '../../lib/errors';
-import { ErrorResponses, IdParams, SEQ_MAX, SeqAfter } from '../http/schemas';
+import { ErrorResponses, IdParams, SeqAfter } from '../http/schemas';
 import { openSse } from '../http/sse';
 import { farBehind, sendRoom, textFrame, writeTextFrames } from '../http/wsTextFrames';
 import { createDiffFeeds, type DiffFeedEvent } from './attemptDiffFeed';
@@ -53,7 +54,14 @@ function sendRows(socket: WebSocket, kind: 'raw' | 'normalized', rows: LogRow[])
 }
 
 /** Resume a log socket after the seq of the last line received (the normalized messages carry `seq`). */
-const LogSocketQuery = Type.Object({ after: Type.Optional(SeqAfter('only lines with a seq greater than this', 'integer')) });
+const LogSocketQuery = Type.Object({
+  after: Type.Optional(
+    SeqAfter(
+      'only lines with a seq greater than this; past the last stored line, the stream starts at that line (normalized: a first message {type: stream.ready, seq, data: {reset: true, requestedAfter}})',
+      'integer',
+    ),
+  ),
+});
 
 const SseResponse = { 200: Type.String({ description: 'text/event-stream' }), ...ErrorResponses };
 
@@ -114,13 +122,20 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
       return socket.close(4404, 'not found');
     }
     try {
+      const cursor = await checkLogCursor(deps.db, id, after);
+      // every raw message is an output line: a notice there would be taken for one, so only the lines tell. Framed
+      // like the lines, so it leaves before them (ws.send may queue behind them)
+      if (cursor.reset && kind === 'normalized') {
+        const ready = { type: 'stream.ready', seq: cursor.reset.seq, data: { reset: true, requestedAfter: cursor.reset.requestedAfter } };
+        writeTextFrames(socket, [textFrame(Buffer.from(JSON.stringify(ready)))]);
+      }
       for await (const rows of streamLogRows(deps.db, {
         processes: async () => [id],
         finished: async () => (await getProcess(deps.db, id))?.status !== 'running',
         follow: true,
         feed: deps.logs,
         topics: [`process:${id}`],
-        after: after !== undefined ? { [id]: after } : undefined,
+        after: cursor.after !== undefined ? { [id]: cursor.after } : undefined,
         signal: ac.signal,
       })) {
         // a follower that stops reading stalls its own stream (it reads the database by seq when it is behind)
@@ -140,16 +155,19 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
     const { id } = request.params;
     if (!(await getProcess(deps.db, id))) throw notFound(`Process ${id} not found`);
     const last = Number(request.headers['last-event-id']);
+    // compared with the last stored line, never put in a query: a Last-Event-ID past any seq the column can hold is a reset too
+    const cursor = await checkLogCursor(deps.db, id, Number.isInteger(last) && last > 0 ? last : undefined);
     const out = openSse(request, reply, { keepAliveMs: deps.config.sseKeepAliveMs });
     try {
+      // its id is the real last line's, so an EventSource that ignores the event still resumes from it
+      if (cursor.reset) await out.write('stream.ready', { processId: id, seq: cursor.reset.seq, reset: true, requestedAfter: cursor.reset.requestedAfter }, cursor.reset.seq);
       for await (const rows of streamLogRows(deps.db, {
         processes: async () => [id],
         finished: async () => (await getProcess(deps.db, id))?.status !== 'running',
         follow: true,
         feed: deps.logs,
         topics: [`process:${id}`],
-        // a Last-Event-ID past any seq the column can hold resumes after everything (never an out-of-range query)
-        after: Number.isInteger(last) && last > 0 ? { [id]: Math.min(last, SEQ_MAX.integer) } : undefined,
+        after: cursor.after !== undefined ? { [id]: cursor.after } : undefined,
         signal: out.signal,
       })) {
         for (const r of rows) {

@@ -198,6 +198,12 @@ function appendParams(batches: { processId: string; attemptId: string; entries: 
   return [b, ord, level, message, source, raw, meta, ts, batches.map((x) => x.processId), batches.map((x) => x.attemptId)];
 }
 
+/** The seq of the process's last stored log line; 0 when it has none. */
+export async function lastLogSeq(db: Queryable, processId: string): Promise<number> {
+  const { rows } = await db.query<{ seq: number | null }>('SELECT max(seq) AS seq FROM process_logs WHERE process_id = $1', [processId]);
+  return rows[0]?.seq ?? 0;
+}
+
 export interface LogQuery {
   processIds: string[];
   afterSeq?: number;
