@@ -1,6 +1,7 @@
-/** The board's API client and stream helpers that need no browser: error shapes, SSE parsing, backoff. */
+/** The board's API client and stream helpers that need no browser: error shapes, SSE parsing, backoff, stream resets. */
 import { ApiError, buildUrl, errorFromBody } from '../../web/src/api/client';
-import { backoffDelay, createSseParser } from '../../web/src/api/streams';
+import { backoffDelay, createSseParser, openWebSocketStream } from '../../web/src/api/streams';
+import { createStreamCursor, resetSeqOf } from '../../web/src/api/streamCursor';
 import { WEBHOOK_EVENTS as BOARD_WEBHOOK_EVENTS } from '../../web/src/api/settings';
 import { WEBHOOK_EVENTS } from '../../lib/db/webhooks';
 
@@ -45,4 +46,133 @@ test('reconnect backoff doubles from 250 ms up to 10 s, with jitter', () => {
     expect(backoffDelay(20)).toBeLessThanOrEqual(12_000);
     expect(backoffDelay(20)).toBeGreaterThanOrEqual(8000);
   }
+});
+
+test('a stream cursor: de-duplication by seq, and a reset that forgets what was seen', () => {
+  const seen = createStreamCursor('seen');
+  expect([5, 7, 6, 7].map((n) => seen.accept(n))).toEqual([true, true, true, false]);
+  expect(seen.last).toBe(7);
+  seen.reset(3);
+  expect(seen.last).toBe(3);
+  expect([5, 6, 4].map((n) => seen.accept(n))).toEqual([true, true, true]); // numbers seen before the reset are new
+  expect(seen.last).toBe(6);
+  const monotonic = createStreamCursor('monotonic');
+  expect([1, 2, 2, 1, 3].map((n) => monotonic.accept(n))).toEqual([true, true, false, false, true]);
+  monotonic.reset(0);
+  expect(monotonic.accept(1)).toBe(true);
+  expect(resetSeqOf({ type: 'stream.ready', seq: 4, data: { reset: true, requestedAfter: 9 } })).toBe(4);
+  for (const m of [{ type: 'stream.ready', seq: 4, data: {} }, { type: 'task.created', seq: 4, data: { reset: true } }, { seq: 4, message: 'x' }, null, 'line']) {
+    expect(resetSeqOf(m)).toBeUndefined();
+  }
+});
+
+/** A stand-in for the browser's WebSocket: the test plays the server. */
+class FakeSocket {
+  static all: FakeSocket[] = [];
+  onopen: (() => void) | null = null;
+  onmessage: ((ev: { data: string }) => void) | null = null;
+  onclose: ((ev: { code: number }) => void) | null = null;
+  closedByClient = false;
+  constructor(readonly url: string) {
+    FakeSocket.all.push(this);
+    queueMicrotask(() => this.onopen?.());
+  }
+  send(): void {}
+  close(): void {
+    this.closedByClient = true;
+    queueMicrotask(() => this.onclose?.({ code: 1005 }));
+  }
+  serverSends(msg: unknown): void {
+    this.onmessage?.({ data: JSON.stringify(msg) });
+  }
+  drop(): void {
+    this.onclose?.({ code: 1006 });
+  }
+}
+
+describe('openWebSocketStream after a reset (stream.ready with data.reset)', () => {
+  const globals = globalThis as unknown as { window?: unknown; WebSocket?: unknown };
+  const saved = { window: globals.window, WebSocket: globals.WebSocket };
+  beforeAll(() => {
+    globals.window = { location: { href: 'http://board.test/projects/p1' } };
+    globals.WebSocket = FakeSocket;
+  });
+  afterAll(() => {
+    globals.window = saved.window;
+    globals.WebSocket = saved.WebSocket;
+  });
+  beforeEach(() => {
+    FakeSocket.all = [];
+  });
+  const tick = () => new Promise((r) => setTimeout(r, 0));
+  const latest = () => FakeSocket.all.at(-1) as FakeSocket;
+  const afterOf = (s: FakeSocket) => new URL(s.url).searchParams.get('after');
+  const event = (seq: number) => ({ seq, type: 'task.created', topics: [], data: { taskId: `t${seq}` }, createdAt: '' });
+
+  test('events: resumes from the ready seq, not its own larger one, takes events numbered like old ones, and asks for a reload', async () => {
+    const got: number[] = [];
+    let resets = 0;
+    const h = openWebSocketStream<{ seq: number }>({
+      path: '/ws/events',
+      seqOf: (e) => e.seq,
+      dedupe: 'seen',
+      resumeQuery: (seq) => ({ after: String(seq) }),
+      onMessage: (e) => got.push(e.seq),
+      onReset: () => resets++,
+    });
+    try {
+      await tick();
+      for (const n of [5, 6, 7]) latest().serverSends(event(n));
+      latest().drop();
+      await new Promise((r) => setTimeout(r, 400)); // the first retry comes after 200–300 ms
+      expect(afterOf(latest())).toBe('7');
+      // the server's history ends at 3: it resets, then events 4 and 5 (numbers this client saw before) are new
+      latest().serverSends({ seq: 3, type: 'stream.ready', topics: [], data: { reset: true, requestedAfter: 7 }, createdAt: '' });
+      expect(resets).toBe(1);
+      for (const n of [4, 5, 5]) latest().serverSends(event(n));
+      expect(got).toEqual([5, 6, 7, 4, 5]); // the ready message is not an event; 5 twice after the reset is one
+      latest().drop();
+      await new Promise((r) => setTimeout(r, 400));
+      expect(afterOf(latest())).toBe('5');
+      expect(FakeSocket.all).toHaveLength(3);
+    } finally {
+      h.close();
+    }
+  });
+
+  test('a log (resetFrom start): forgets its lines and reads the log again from its first line', async () => {
+    const got: number[] = [];
+    let resets = 0;
+    const h = openWebSocketStream<{ seq: number }>({
+      path: '/ws/execution-processes/p1/logs/normalized',
+      seqOf: (e) => e.seq,
+      resumeQuery: (seq) => ({ after: String(seq) }),
+      resetFrom: 'start',
+      onMessage: (e) => got.push(e.seq),
+      onReset: () => {
+        resets++;
+        got.length = 0;
+      },
+    });
+    try {
+      await tick();
+      for (const n of [1, 2, 3, 4]) latest().serverSends({ seq: n, message: `line ${n}` });
+      latest().drop();
+      await new Promise((r) => setTimeout(r, 400));
+      const resumed = latest();
+      expect(afterOf(resumed)).toBe('4');
+      resumed.serverSends({ type: 'stream.ready', seq: 2, data: { reset: true, requestedAfter: 4 } });
+      resumed.serverSends({ seq: 3, message: 'late, on the replaced socket' });
+      await tick();
+      expect(resets).toBe(1);
+      expect(resumed.closedByClient).toBe(true);
+      const fromStart = latest();
+      expect(fromStart).not.toBe(resumed);
+      expect(afterOf(fromStart)).toBeNull(); // no cursor: the whole log again
+      for (const n of [1, 2, 3]) fromStart.serverSends({ seq: n, message: `line ${n}` });
+      expect(got).toEqual([1, 2, 3]);
+    } finally {
+      h.close();
+    }
+  });
 });

@@ -2,7 +2,9 @@
  * Live streams of the task service, reconnecting with backoff and resuming where they stopped.
  *  - WebSocket (`/ws…`): browsers cannot send headers on an upgrade, so the key goes as `?access_token=` (accepted
  *    only by stream routes). `resumeQuery(lastSeq)` adds the resume parameter a route understands; messages with a
- *    seq at or below the last one seen (a route that replays from the start) are dropped.
+ *    seq at or below the last one seen (a route that replays from the start) are dropped. A `stream.ready` with
+ *    `data.reset` (the server did not know the cursor sent: another history of its database) resets the cursor and
+ *    what was seen (streamCursor.ts), and `onReset` has the caller reload what the stream keeps fresh.
  *  - SSE (`/api/events/…`): read with fetch so the key goes as `Authorization: Bearer` and a reconnect sends
  *    `Last-Event-ID` with the last `id:` received (the routes resume from it).
  * While a stream is down the connection banner shows (connection.ts). A stream the server ended on purpose (log of a
@@ -11,6 +13,7 @@
  */
 import { getApiKey, isKeyRefused, onKeyChange, reportUnauthorized } from './auth';
 import { markConnected, markLost } from './connection';
+import { createStreamCursor, resetSeqOf } from './streamCursor';
 
 export interface StreamHandle {
   close(): void;
@@ -50,6 +53,17 @@ export interface WebSocketStreamOptions<M> {
   resumeQuery?: (lastSeq: number) => Record<string, string>;
   /** Called after a reconnect (not the first open): the caller may refetch what it could have missed. */
   onReconnect?: () => void;
+  /**
+   * Called when the server reset the stream (`stream.ready` with `data.reset`: the cursor sent belongs to another
+   * history of its database): what the caller holds from this stream describes that history; reload it. The reset
+   * message itself is not passed to onMessage.
+   */
+  onReset?: () => void;
+  /**
+   * Where the stream goes on after a reset: `ready` (default) resumes from the ready message's seq (the server goes on
+   * from there); `start` reopens the stream from its start (a log, whose every line the caller holds and reloads).
+   */
+  resetFrom?: 'ready' | 'start';
   /** Called each time the connection is lost and a retry is scheduled. */
   onLost?: () => void;
   /** Whether a normal close (1000) from the server ends the stream for good (default: reconnect). */
@@ -66,8 +80,7 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
   let closed = false;
   let failures = 0;
   let opened = false;
-  let lastSeq = 0;
-  const seen = new Set<number>();
+  const cursor = createStreamCursor(opts.dedupe ?? 'monotonic');
   let timer: ReturnType<typeof setTimeout> | undefined;
 
   const connect = () => {
@@ -76,7 +89,7 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
       markConnected(id); // not a lost connection: waiting for a key (onKeyChange reconnects)
       return;
     }
-    const query = lastSeq > 0 && opts.resumeQuery ? opts.resumeQuery(lastSeq) : {};
+    const query = cursor.last > 0 && opts.resumeQuery ? opts.resumeQuery(cursor.last) : {};
     const ws = new WebSocket(wsUrl(opts.path, query));
     socket = ws;
     ws.onopen = () => {
@@ -88,6 +101,7 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
       if (reconnected) opts.onReconnect?.();
     };
     ws.onmessage = (ev) => {
+      if (socket !== ws) return; // replaced (a reset reopened the stream)
       let msg: M;
       if (opts.raw) msg = ev.data as M;
       else {
@@ -97,15 +111,10 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
           return;
         }
       }
+      const resetTo = opts.raw ? undefined : resetSeqOf(msg);
+      if (resetTo !== undefined) return reset(ws, resetTo);
       const seq = opts.seqOf?.(msg);
-      if (seq !== undefined) {
-        if (opts.dedupe === 'seen') {
-          if (seen.has(seq)) return;
-          seen.add(seq);
-          if (seen.size > 10_000) seen.delete(seen.values().next().value as number);
-        } else if (seq <= lastSeq) return;
-        lastSeq = Math.max(lastSeq, seq);
-      }
+      if (seq !== undefined && !cursor.accept(seq)) return;
       opts.onMessage(msg);
     };
     ws.onclose = (ev) => {
@@ -121,6 +130,20 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
       opts.onLost?.();
       timer = setTimeout(connect, backoffDelay(failures++));
     };
+  };
+
+  // before onReset, so the caller's reload sees the new cursor; `start`: reopened at once, with no cursor
+  const reset = (ws: WebSocket, seq: number) => {
+    if (opts.resetFrom === 'start') {
+      cursor.reset(0);
+      socket = null;
+      ws.close();
+      opts.onReset?.();
+      connect();
+      return;
+    }
+    cursor.reset(seq);
+    opts.onReset?.();
   };
 
   const stopKeyWatch = onKeyChange(() => {

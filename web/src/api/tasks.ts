@@ -96,7 +96,8 @@ export interface DomainEvent {
 
 /**
  * Keeps a project's cached task list live: task.created adds the task (at once from the event, then completed with
- * the task itself), task.status_changed moves it, task.updated refreshes it, task.deleted removes it. Resumes after the last seq on reconnect (/ws/events?after=).
+ * the task itself), task.status_changed moves it, task.updated refreshes it, task.deleted removes it. Resumes after the last seq on reconnect (/ws/events?after=);
+ * when the server resets that cursor (stream.ready with reset), the list is reloaded.
  * Returns whether the list may load: once the stream is open (or failed once), so no task created between the
  * list's read and the subscription is missed. A list loaded while the stream was down is reloaded when it opens.
  */
@@ -117,6 +118,8 @@ export function useProjectTaskEvents(projectId: string): boolean {
       setReadyFor(projectId);
     },
     onLost: () => setReadyFor(projectId),
+    // the server's events are another history (a backup restored): the list held may be wrong in any way
+    onReset: () => void qc.invalidateQueries({ queryKey: queryKeys.projectTasks(projectId), exact: true }),
     onMessage: (e) => {
       const taskId = e.data.taskId as string | undefined;
       if (!taskId) return;

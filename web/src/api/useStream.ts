@@ -9,6 +9,7 @@ export function useWebSocketStream<M>(path: string | null, opts: Omit<WebSocketS
   const raw = opts.raw === true;
   const endOnNormalClose = opts.endOnNormalClose === true;
   const dedupe = opts.dedupe;
+  const resetFrom = opts.resetFrom;
   useEffect(() => {
     if (!path) return;
     const h = openWebSocketStream<M>({
@@ -16,16 +17,18 @@ export function useWebSocketStream<M>(path: string | null, opts: Omit<WebSocketS
       raw,
       endOnNormalClose,
       dedupe,
+      resetFrom,
       onOpen: (send) => ref.current.onOpen?.(send),
       onMessage: (m) => ref.current.onMessage(m),
       seqOf: (m) => ref.current.seqOf?.(m),
       resumeQuery: (seq) => ref.current.resumeQuery?.(seq) ?? {},
       onReconnect: () => ref.current.onReconnect?.(),
+      onReset: () => ref.current.onReset?.(),
       onEnd: () => ref.current.onEnd?.(),
       onLost: () => ref.current.onLost?.(),
     });
     return () => h.close();
-  }, [path, raw, endOnNormalClose, dedupe]);
+  }, [path, raw, endOnNormalClose, dedupe, resetFrom]);
 }
 
 /** An SSE stream; `path` null = closed. */

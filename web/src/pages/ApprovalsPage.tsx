@@ -48,6 +48,7 @@ function useApprovalEvents() {
     dedupe: 'seen',
     resumeQuery: (seq) => ({ after: String(seq) }),
     onReconnect: () => void qc.invalidateQueries({ queryKey: ['approvals'] }),
+    onReset: () => void qc.invalidateQueries({ queryKey: ['approvals'] }),
     onMessage: (e) => {
       if (!e.type.startsWith('approval.')) return;
       const id = (e.data.approvalId ?? e.data.id) as string | undefined;

@@ -63,6 +63,7 @@ function useProjectStatsEvents() {
     seqOf: (e) => e.seq,
     dedupe: 'seen',
     resumeQuery: (seq) => ({ after: String(seq) }),
+    onReset: () => void qc.invalidateQueries({ queryKey: queryKeys.projects() }),
     onMessage: (e) => {
       const projectId = e.topics.find((t) => t.startsWith('project:'))?.slice('project:'.length);
       if (!projectId || !e.type.startsWith('task.') || timers.current.has(projectId)) return;

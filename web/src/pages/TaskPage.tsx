@@ -160,6 +160,10 @@ export function TaskPage() {
     dedupe: 'seen',
     seqOf: (m) => m.seq,
     resumeQuery: (seq) => ({ after: String(seq) }),
+    onReset: () => {
+      refreshTask(selectedId ?? undefined);
+      if (selectedId) void qc.invalidateQueries({ queryKey: queryKeys.attemptProcesses(selectedId) });
+    },
     onMessage: (m) => {
       if (m.type === 'process_progress') return;
       const attemptId = m.data.attemptId;

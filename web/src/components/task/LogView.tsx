@@ -1,9 +1,10 @@
 /**
  * The live log of one process: the WebSocket `/ws/execution-processes/:id/logs/normalized`, resumed after a reconnect
- * from the last `seq` seen (`?after=`; entries at or below it are dropped anyway). Rows are virtualised
- * (@tanstack/react-virtual, fixed row height) over an append-only buffer, so 100k lines scroll smoothly. The view
- * follows the tail until the user scrolls up; "Jump to latest" follows again. Search highlights matches and steps
- * through them (Enter / Shift+Enter); the level and source filters hide entries.
+ * from the last `seq` seen (`?after=`; entries at or below it are dropped anyway). When the server resets that cursor
+ * (its log is another history: a backup restored), the lines held are dropped and the log is read again from the
+ * start. Rows are virtualised (@tanstack/react-virtual, fixed row height) over an append-only buffer, so 100k lines
+ * scroll smoothly. The view follows the tail until the user scrolls up; "Jump to latest" follows again. Search
+ * highlights matches and steps through them (Enter / Shift+Enter); the level and source filters hide entries.
  */
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
@@ -50,6 +51,11 @@ export function LogView({ processId, onEnd }: { processId: string; onEnd?: () =>
     endOnNormalClose: true,
     seqOf: (m) => ('seq' in m ? m.seq : undefined),
     resumeQuery: (seq) => ({ after: String(seq) }),
+    resetFrom: 'start',
+    onReset: () => {
+      buffer.clear();
+      scheduleRender();
+    },
     onMessage: (m) => {
       if (!('seq' in m)) return;
       buffer.push(m);

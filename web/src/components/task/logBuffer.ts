@@ -37,6 +37,16 @@ export class LogBuffer {
     this.version++;
   }
 
+  /** Forgets every entry (the server's log is not the one these came from: a reset). */
+  clear(): void {
+    this.entries.length = 0;
+    this.visible = [];
+    this.levels.clear();
+    this.sources.clear();
+    this.lastSeq = 0;
+    this.version++;
+  }
+
   setFilter(filter: LogFilter): void {
     this.filter = filter;
     const v: number[] = [];
