@@ -83,7 +83,7 @@ const TASK: Catalogue = {
   'GET /api/processes/{id}': ['getProcess', 'Get a process', 'One execution process with its status and exit code.'],
   'POST /api/processes/{id}/cancel': ['cancelProcess', 'Cancel a process', 'Stops a running execution process.'],
   'POST /api/execution-processes/{id}/stop': ['stopExecutionProcess', 'Stop a process (execution-processes path)', 'The same stop as POST /api/processes/{id}/cancel under the execution-processes path.'],
-  'GET /api/processes/{id}/logs': ['getProcessLogs', 'Get process logs', 'The stdout and stderr of an execution process.'],
+  'GET /api/processes/{id}/logs': ['getProcessLogs', 'Get process logs', 'The stdout and stderr of an execution process, one JSON object per line. `after` resumes after that seq; an `after` past the last stored line starts at that line and the response says so in the header `X-Log-Reset: <its seq>`.'],
   'GET /api/processes/{id}/metrics': ['getProcessMetrics', 'Get process metrics', 'The CPU and memory samples of an execution process and their averages.'],
   'GET /api/projects/{id}/branches': ['listProjectBranches', 'List project branches', 'The branches of the project repository; branches Armada manages for attempts are marked.'],
   'GET /api/containers/{id}': ['getContainer', 'Get an attempt container', 'The worktree an attempt runs in (its id is the attempt id).'],

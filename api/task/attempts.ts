@@ -85,6 +85,7 @@ export function sendNdjson(request: FastifyRequest, reply: FastifyReply, gen: (s
   request.raw.on('close', () => ac.abort());
   const body = Readable.from(
     (async function* () {
+      yield ''; // the status and headers leave now (an empty write flushes them), not with the first line
       for await (const batch of gen(ac.signal)) yield batch.map((l) => `${JSON.stringify(l)}\n`).join('');
     })(),
   );

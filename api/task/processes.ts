@@ -2,6 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { endProcess } from './attemptService';
+import { checkLogCursor } from '../../lib/attempts/logCursor';
 import { logLine, streamLogRows } from '../../lib/attempts/logStream';
 import { getProcess, listProcesses, metricSamples } from '../../lib/db/processes';
 import { notFound } from '../../lib/errors';
@@ -52,6 +53,9 @@ export const processRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
     { schema: { tags: ['processes'], params: IdParams, querystring: ProcessLogsQuery, response: { 200: NdjsonBody, ...ErrorResponses } } },
     async (request, reply) => {
       const p = await requireProcess(request.params.id);
+      // a cursor past the last stored line starts at that line (lib/attempts/logCursor.ts), said in X-Log-Reset
+      const cursor = await checkLogCursor(deps.db, p.id, request.query.after);
+      if (cursor.reset) reply.header('x-log-reset', String(cursor.reset.seq));
       return sendNdjson(request, reply, async function* (signal) {
         for await (const rows of streamLogRows(deps.db, {
           processes: async () => [p.id],
@@ -60,7 +64,7 @@ export const processRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
           feed: deps.logs,
           topics: [`process:${p.id}`],
           tail: request.query.tail,
-          after: request.query.after !== undefined ? { [p.id]: request.query.after } : undefined,
+          after: cursor.after !== undefined ? { [p.id]: cursor.after } : undefined,
           signal,
         }))
           yield rows.map(logLine);

@@ -153,3 +153,34 @@ test('a process with no line yet, and a Last-Event-ID past any seq a log can hol
   expect(events.events.map((e) => [e.event, e.id])).toEqual([['stream.ready', '0'], ['log', '1'], ['log', '2'], ['end', undefined]]);
   expect(events.events[0]?.data).toEqual({ processId, seq: 0, reset: true, requestedAfter: Number(huge) });
 });
+
+test('NDJSON (GET /api/processes/:id/logs?after=&follow=true) past the last stored line: every later line comes, X-Log-Reset names the real last line', async () => {
+  const { processId, attemptId } = await runningProcess('cursor-ahead-ndjson', 3);
+  const got: { headers: http.IncomingHttpHeaders; seqs: number[]; done: Promise<void> } = { headers: {}, seqs: [], done: Promise.resolve() };
+  const headersIn = new Promise<void>((ready) => {
+    got.done = new Promise<void>((resolve, reject) => {
+      http
+        .get(`${base}/api/processes/${processId}/logs?after=10&follow=true`, (res) => {
+          got.headers = res.headers;
+          ready();
+          let buf = '';
+          res.setEncoding('utf8');
+          res.on('data', (d) => {
+            buf += d;
+            const parts = buf.split('\n');
+            buf = parts.pop() ?? '';
+            for (const l of parts) if (l.trim()) got.seqs.push((JSON.parse(l) as { seq: number }).seq);
+          });
+          res.on('end', () => resolve());
+        })
+        .on('error', reject);
+    });
+  });
+  await headersIn;
+  await appendLogs(stack.db, processId, attemptId, lines(4, 15));
+  await eventually(async () => got.seqs.includes(15), 10_000).catch(() => undefined);
+  await withTransaction(stack.db, (c) => recordProcessEnded(c, processId, 'completed', 0, null));
+  await got.done;
+  expect(got.headers['x-log-reset']).toBe('3');
+  expect(got.seqs).toEqual(range(4, 15));
+});
