@@ -18,7 +18,7 @@ import type { Logger } from '../../lib/logger';
 import { counter, histogram, type Metrics } from '../../lib/metrics';
 import type { Pool } from 'pg';
 import { childEnv } from '../../lib/process/childEnv';
-import { launchGroupProcess } from '../../lib/process/processGroup';
+import { killProcessesUnder, launchGroupProcess } from '../../lib/process/processGroup';
 import { createFinalMessage, lastBytes } from '../agent/parsers';
 import { resolveAgentCommand } from '../../lib/agents/agentCommand';
 import { findMultiAgent, multiAgentSettings } from '../../lib/agents/agentRoster';
@@ -89,6 +89,10 @@ export async function runAgentTask(deps: Deps, input: { agent: string; taskId: s
   const hits = agent.memory && settings.memoryHits > 0 ? (await searchMemory(deps.db, row.task, { limit: settings.memoryHits })).hits : [];
   const prompt = buildPrompt(row.task, hits);
   const cwd = path.join(deps.config.home, 'agents', agent.name, 'tasks', input.taskId);
+  // A retry after a lost worker (kill -9, crash): that worker's process of this task may still run here (its group
+  // is detached); stop it, or the task would have two agents at once.
+  const lost = killProcessesUnder(cwd);
+  if (lost.length) deps.logger.warn({ agent: agent.name, taskId: input.taskId, pids: lost }, 'stopped the processes a lost worker left running for this task');
   fs.rmSync(cwd, { recursive: true, force: true }); // a retried attempt starts from an empty directory
   fs.mkdirSync(cwd, { recursive: true });
 

@@ -1,0 +1,110 @@
+/**
+ * Multi-agent faults with a separate `armada worker` process: kill -9 it while a named agent runs a task. The task
+ * is retried on a restarted worker after the heartbeat timeout; the process the lost worker left running for it is
+ * stopped before the retry runs, so one task never has two agent processes at once.
+ */
+import type { ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { groupAlive } from '../../lib/process/processGroup';
+import { spawnArmada } from '../support/armadaProcess';
+import { TEST_API_KEY, env, eventually, startTestStack, type TestStack } from '../support/harness';
+
+const FIXTURES = path.join(__dirname, '..', 'fixtures');
+const NAMED = `named-${crypto.randomBytes(3).toString('hex')}`;
+const pidDir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-agent-pids-'));
+
+let stack: TestStack;
+const workers: ChildProcess[] = [];
+const groups: number[] = [];
+
+async function startWorkerProcess(): Promise<ChildProcess> {
+  const { child } = await spawnArmada(
+    ['worker'],
+    'worker-started',
+    {
+      ...process.env,
+      DATABASE_URL: stack.dbUrl,
+      TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
+      ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue,
+      ARMADA_HOME: stack.config.home,
+      ARMADA_CONFIG: stack.config.configPath,
+      ARMADA_LOG_LEVEL: 'warn',
+      ARMADA_TEMPORAL_METRICS_PORT: '',
+    },
+    60_000,
+  );
+  workers.push(child);
+  return child;
+}
+
+beforeAll(async () => {
+  stack = await startTestStack({
+    services: ['agents'],
+    worker: false,
+    file: {
+      agents: { scripted: { command: [process.execPath, path.join(FIXTURES, 'scriptedAgent.js')], env: { PID_DIR: pidDir } } },
+      multiAgent: { agents: [{ name: NAMED, llm: 'scripted' }] },
+    },
+  });
+});
+afterAll(async () => {
+  for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
+  for (const f of fs.readdirSync(pidDir)) groups.push(Number(fs.readFileSync(path.join(pidDir, f), 'utf8')));
+  for (const pgid of groups) {
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  const client = await stack.temporal.client();
+  await client.workflow
+    .getHandle(`agent:${NAMED}`)
+    .terminate('test over')
+    .catch(() => undefined);
+  await stack.close();
+  fs.rmSync(pidDir, { recursive: true, force: true });
+});
+
+const call = (method: 'GET' | 'POST', url: string, payload?: unknown) =>
+  stack.app('agents').inject({ method, url, payload: payload as object, headers: { 'x-api-key': TEST_API_KEY } });
+
+describe('multi-agent faults', () => {
+  test('kill -9 of the worker while a named agent runs a task: the lost process is stopped, the task runs again and completes, status recovers', async () => {
+    const first = await startWorkerProcess();
+    // leave-child: a grandchild (sleep 300) left in the agent's group: the lost group outlives the agent itself
+    const res = await call('POST', '/api/v1/tasks', { agent: NAMED, task: 'leave-child sleep:1000 survive a lost worker' });
+    expect(res.statusCode).toBe(201);
+    const taskId: string = res.json().taskId;
+    const pidFile = path.join(pidDir, `${taskId}.pid`);
+    const lostPid = await eventually(async () => (fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8')) : undefined), 30_000);
+    groups.push(lostPid);
+    fs.rmSync(pidFile);
+
+    first.kill('SIGKILL');
+    await new Promise((r) => first.once('exit', r));
+    expect(groupAlive(lostPid)).toBe(true); // the agent's group is detached: it outlives the worker
+    expect((await call('GET', `/api/v1/tasks/${taskId}`)).json().status).toBe('running');
+
+    await startWorkerProcess();
+    // the retry (after the 10 s heartbeat timeout) starts a new process for the task...
+    const retryPid = await eventually(async () => (fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8')) : undefined), 45_000, 50);
+    expect(retryPid).not.toBe(lostPid);
+    // ...and the lost one no longer runs beside it (before: it ran on to its own end, a second agent on the same task)
+    await eventually(async () => !groupAlive(lostPid), 3000, 50);
+
+    const done = await eventually(async () => {
+      const t = (await call('GET', `/api/v1/tasks/${taskId}`)).json();
+      return t.status === 'completed' || t.status === 'failed' ? t : undefined;
+    }, 30_000);
+    expect(done).toMatchObject({ status: 'completed', error: null, result: expect.stringMatching(/done: leave-child sleep:1000 survive a lost worker$/) });
+    const s = await eventually(async () => {
+      const st = (await call('GET', `/api/v1/agents/${NAMED}/status`)).json();
+      return st.currentTask === null && st.tasksCompleted === 1 ? st : undefined;
+    }, 20_000);
+    expect(s).toMatchObject({ status: 'active', tasksFailed: 0, queued: 0 });
+  }, 120_000);
+});
