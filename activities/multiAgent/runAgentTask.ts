@@ -1,7 +1,7 @@
 /**
  * Runs one multi-agent task: the agent profile's process in a scratch directory under $ARMADA_HOME/agents/<name>/,
- * in its own process group, with the prompt on stdin and in ARMADA_PROMPT. Heartbeats while it runs; on cancellation
- * (agent restart) it stops the whole group before reporting cancelled.
+ * in its own process group, with the prompt on stdin and in ARMADA_PROMPT (when it fits in one environment string).
+ * Heartbeats while it runs; on cancellation (agent restart) it stops the whole group before reporting cancelled.
  *
  * Result: for a JSON-lines profile `format` the agent's final answer (parsers/finalMessage.ts); for `text`, or when the
  * JSON output has no final answer, the process's stdout with trailing whitespace trimmed. Either is cut to its last
@@ -17,7 +17,7 @@ import { searchMemory, type MemoryHit } from '../../lib/db/agentMemory';
 import type { Logger } from '../../lib/logger';
 import { counter, histogram, type Metrics } from '../../lib/metrics';
 import type { Pool } from 'pg';
-import { childEnv } from '../../lib/process/childEnv';
+import { childEnv, envValueThatFits } from '../../lib/process/childEnv';
 import { killProcessesUnder, launchGroupProcess } from '../../lib/process/processGroup';
 import { createFinalMessage, lastBytes } from '../agent/parsers';
 import { resolveAgentCommand } from '../../lib/agents/agentCommand';
@@ -114,7 +114,8 @@ export async function runAgentTask(deps: Deps, input: { agent: string; taskId: s
             profileEnv: command.env,
             vars: {
               ARMADA_MODEL: command.model,
-              ARMADA_PROMPT: prompt,
+              // always whole on stdin; in the environment only when it fits there (a longer one failed the spawn)
+              ARMADA_PROMPT: envValueThatFits('ARMADA_PROMPT', prompt),
               ARMADA_TASK_ID: input.taskId,
               ARMADA_AGENT_NAME: agent.name,
               ARMADA_AGENT_ROLE: agent.role,

@@ -61,6 +61,17 @@ export interface ChildEnvOptions {
   base?: NodeJS.ProcessEnv;
 }
 
+/**
+ * Linux refuses to start a process with an environment string (`NAME=value` and its NUL) over 128 KiB
+ * (MAX_ARG_STRLEN): the spawn fails with E2BIG.
+ */
+export const MAX_ENV_STRING_BYTES = 128 * 1024;
+
+/** `value` when `NAME=value` fits in one environment string, else undefined (the variable is left out). */
+export function envValueThatFits(name: string, value: string): string | undefined {
+  return Buffer.byteLength(`${name}=${value}`) + 1 <= MAX_ENV_STRING_BYTES ? value : undefined;
+}
+
 /** Whether `name` passes from the server's environment to a child without being named by a profile. */
 export function isAllowedEnvName(name: string): boolean {
   return ALLOWED_ENV.includes(name) || ALLOWED_PREFIXES.some((p) => name.startsWith(p));
