@@ -10,6 +10,9 @@ import { Type, type Static } from 'typebox';
 import Ajv from 'ajv';
 import { AGENT_OUTPUT_FORMATS } from './agents/outputFormats';
 
+/** The longest multi-agent name: the API's path and body schemas take no longer one (api/agents/schemas.ts). */
+export const AGENT_NAME_MAX_LENGTH = 200;
+
 const AgentProfileSchema = Type.Object(
   {
     command: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
@@ -67,7 +70,7 @@ export const FileConfigSchema = Type.Object(
             Type.Array(
               Type.Object(
                 {
-                  name: Type.String({ minLength: 1, pattern: '^[A-Za-z0-9._-]+$' }),
+                  name: Type.String({ minLength: 1, maxLength: AGENT_NAME_MAX_LENGTH, pattern: '^[A-Za-z0-9._-]+$' }),
                   role: Type.Optional(Type.String()),
                   llm: Type.String({ minLength: 1 }),
                   memory: Type.Optional(Type.Boolean()),

@@ -1,5 +1,6 @@
 /** Schemas shared by the multi-agent service's routes. */
 import { Type } from 'typebox';
+import { AGENT_NAME_MAX_LENGTH } from '../../lib/config';
 import { Nullable, StringEnum, Timestamp } from '../http/schemas';
 
 export const DetailError = Type.Object({ detail: Type.String() });
@@ -13,7 +14,7 @@ export const DetailErrorResponses = {
   503: DetailError,
 };
 
-export const AgentName = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9._-]+$' });
+export const AgentName = Type.String({ minLength: 1, maxLength: AGENT_NAME_MAX_LENGTH, pattern: '^[A-Za-z0-9._-]+$' });
 
 export const PRIORITY_INPUTS = ['high', 'normal', 'medium', 'low'] as const;
 export const TASK_STATUS_VALUES = ['assigned', 'running', 'completed', 'failed'] as const;

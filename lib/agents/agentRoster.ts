@@ -14,10 +14,14 @@ export const DEFAULT_CONTINUE_AS_NEW_EVERY = 100;
 export const DEFAULT_TASK_TIMEOUT_MS = 30 * 60_000;
 export const DEFAULT_MEMORY_HITS = 3;
 
-/** Every configured agent; throws ConfigError for a duplicate name or an `llm` that names no agent profile. */
+/** Every configured agent; throws ConfigError for a duplicate name, `.` or `..`, or an `llm` that names no agent profile. */
 export function multiAgents(config: ArmadaConfig): MultiAgent[] {
   const seen = new Set<string>();
   return (config.file.multiAgent?.agents ?? []).map((a, i) => {
+    // the scratch directory is agents/<name>/: `.` and `..` would put it in agents/ itself or in ARMADA_HOME
+    if (a.name === '.' || a.name === '..') {
+      throw new ConfigError(`${config.configPath}: multiAgent.agents.${i}.name: "${a.name}" is not an agent name: it names a directory, not one of its own under agents/`);
+    }
     if (seen.has(a.name)) throw new ConfigError(`${config.configPath}: multiAgent.agents.${i}.name: agent "${a.name}" is defined twice`);
     seen.add(a.name);
     if (!resolveAgentCommand(config, a.llm)) {

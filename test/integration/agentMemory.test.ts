@@ -125,4 +125,19 @@ describe('shared memory', () => {
     await expect(build).rejects.toThrow(ConfigError);
     await expect(build).rejects.toThrow(/multiAgent\.agents\.0\.llm: "imaginary" \(agent "x"\) is not an agent profile; define it under "agents" or use one of: .*\breal\b/);
   });
+
+  test('an agent name the API cannot address (over 200 characters), or . or .. (its scratch directory would be outside agents/), stops the service from starting', async () => {
+    const build = async (name: string) => {
+      const file = parseFileConfig({ agents: { real: { command: ['true'] } }, multiAgent: { agents: [{ name: 'fine', llm: 'real' }, { name, llm: 'real' }] } }, stack.config.configPath);
+      return buildService('agents', { db: stack.db, config: { ...stack.config, file }, keys: stack.keys, temporal: stack.temporal, logger, metrics: stack.metrics });
+    };
+    // before: the service started and listed the agent, and every path naming it was a 400 (name over 200 characters)
+    await expect(build('a'.repeat(201))).rejects.toThrow(/multiAgent\.agents\.1\.name" must NOT have more than 200 characters/);
+    for (const name of ['.', '..']) {
+      await expect(build(name)).rejects.toThrow(ConfigError);
+      await expect(build(name)).rejects.toThrow(`multiAgent.agents.1.name: "${name}" is not an agent name: it names a directory, not one of its own under agents/`);
+    }
+    // the longest name the API takes is a name like any other (not made ready: its actors are not started)
+    await (await build('a'.repeat(200))).close();
+  });
 });
