@@ -16,6 +16,11 @@ import { assignSignal, restartSignal, statusQuery, type AgentPriority, type Agen
 export const agentWorkflowId = (name: string): string => `agent:${name}`;
 
 const STATUS_TIMEOUT_MS = 5000;
+/**
+ * How long a start or signal may wait for Temporal: one that takes the connection but does not answer (frozen,
+ * stalled) is then a 503, not a request left hanging for as long as it stays silent.
+ */
+const SIGNAL_TIMEOUT_MS = 10_000;
 
 export class AgentActors {
   constructor(
@@ -38,18 +43,20 @@ export class AgentActors {
   /** Starts the actor unless it already runs. */
   async ensure(agent: string): Promise<void> {
     const client = await this.temporal.client();
-    await client.workflow.start('agentWorkflow', { ...this.startOptions(agent), workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING });
+    await withDeadline(client, () =>
+      client.workflow.start('agentWorkflow', { ...this.startOptions(agent), workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING }),
+    );
   }
 
   /** Queues a task on the agent's actor, starting the actor when it is not running. */
   async assign(agent: string, taskId: string, priority: AgentPriority): Promise<void> {
     const client = await this.temporal.client();
-    await client.workflow.signalWithStart('agentWorkflow', { ...this.startOptions(agent), signal: assignSignal, signalArgs: [{ taskId, priority }] });
+    await withDeadline(client, () => client.workflow.signalWithStart('agentWorkflow', { ...this.startOptions(agent), signal: assignSignal, signalArgs: [{ taskId, priority }] }));
   }
 
   async restart(agent: string): Promise<void> {
     const client = await this.temporal.client();
-    await client.workflow.signalWithStart('agentWorkflow', { ...this.startOptions(agent), signal: restartSignal, signalArgs: [] });
+    await withDeadline(client, () => client.workflow.signalWithStart('agentWorkflow', { ...this.startOptions(agent), signal: restartSignal, signalArgs: [] }));
   }
 
   /** The actor's status; null when it is not running. Rejects when Temporal does not answer in time. */
@@ -101,6 +108,10 @@ export class AgentActors {
       },
     };
   }
+}
+
+function withDeadline<T>(client: Client, fn: () => Promise<T>): Promise<T> {
+  return client.connection.withDeadline(Date.now() + SIGNAL_TIMEOUT_MS, fn);
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
