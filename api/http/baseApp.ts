@@ -13,7 +13,7 @@ import { installDependencyGate } from './dependencyGate';
 import { allowedMethodsOf } from './allowedMethods';
 import { errorBody } from './envelope';
 import { clientErrorAnswer, frameworkErrorMessage, installDetailErrors, installEnvelopeErrors } from './errorHandlers';
-import { installInputPolicy, MAX_PATH_PARAM_LENGTH } from './inputPolicy';
+import { installInputPolicy, MAX_BODY_BYTES, MAX_PATH_PARAM_LENGTH } from './inputPolicy';
 import { installOpenApi, registeredRoutes } from './openapi';
 import { validatorCompiler } from './validation';
 
@@ -50,7 +50,7 @@ const CLIENT_ERROR_CODES: Record<number, string> = { 400: 'VALIDATION_ERROR', 40
 export function createBaseApp(opts: BaseAppOptions) {
   const app = Fastify({
     loggerInstance: opts.logger.child({ service: opts.service }) as FastifyBaseLogger,
-    bodyLimit: opts.bodyLimit ?? 1024 * 1024,
+    bodyLimit: opts.bodyLimit ?? MAX_BODY_BYTES,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();

@@ -51,6 +51,9 @@ const SURROGATE_MESSAGE = 'must be well-formed Unicode: it holds an unpaired UTF
  */
 export const MAX_JSON_DEPTH = 100;
 
+/** The largest request body a service reads (Fastify's bodyLimit); a longer one is a 413. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
 const DEPTH_MESSAGE = `must not nest arrays and objects more than ${MAX_JSON_DEPTH} levels deep`;
 
 /**

@@ -5,7 +5,7 @@
  */
 import { fastifySwagger } from '@fastify/swagger';
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import { MAX_JSON_DEPTH, NUL_FREE_JSON_SCHEMA, NUL_FREE_PATTERN, nulFreeStrings } from './inputPolicy';
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH, NUL_FREE_JSON_SCHEMA, NUL_FREE_PATTERN, nulFreeStrings } from './inputPolicy';
 import { needsDatabase } from './dependencyGate';
 import { operationDoc } from './operationDocs';
 
@@ -70,6 +70,7 @@ const INPUT_POLICY =
   'a double holds (about ±1.8e308, e.g. `1e400`) is a 400. A JSON body may nest arrays and objects ' +
   `at most ${MAX_JSON_DEPTH} levels deep (the body itself is level 1); deeper is a 400. A \`date-time\` is RFC 3339 less a ` +
   'leap second (`23:59:60`) and less an instant outside the years 0001–9999 in UTC (`9999-12-31T23:59:59-01:00`): a 400. ' +
+  `A request body over ${MAX_BODY_BYTES} bytes (1 MiB) is a 413. ` +
   'An HTTP method a path does not declare answers 405 with an `Allow` header.';
 
 /** The methods whose request body Fastify reads (and so can refuse with a 415). */
@@ -146,11 +147,11 @@ export function installOpenApi(app: FastifyInstance, opts: { service: ServiceKin
         s.description = typeof s.description === 'string' && s.description ? `${doc.description}\n\n${s.description}` : doc.description;
       }
       if (!s.operationId && method) s.operationId = defaultOperationId(method, url);
-      // a body that is not JSON, or is compressed, is a 415 (api/http/baseApp.ts, inputPolicy.ts) in the shape of
-      // the operation's other errors: every method whose body Fastify reads can get one
+      // a body that is not JSON, or is compressed, is a 415 (api/http/baseApp.ts, inputPolicy.ts), and one over the
+      // body limit a 413, in the shape of the operation's other errors: every method whose body Fastify reads can get them
       const response = s.response as Record<string, unknown> | undefined;
       const errorShape = response?.['400'] ?? response?.['404'] ?? response?.['500'];
-      if (method && BODY_METHODS.has(method) && response && errorShape && !response['415']) s.response = { ...response, 415: errorShape };
+      if (method && BODY_METHODS.has(method) && response && errorShape) s.response = { ...response, 413: response['413'] ?? errorShape, 415: response['415'] ?? errorShape };
       // while PostgreSQL is down (or short of a resource) every operation that needs it is a 503 in the same shape
       // (api/http/dependencyGate.ts, docs/operations.md)
       const withBodyError = s.response as Record<string, unknown> | undefined;
