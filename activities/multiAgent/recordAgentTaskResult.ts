@@ -29,7 +29,14 @@ export async function recordAgentTaskResult(deps: { db: Pool; config: ArmadaConf
       id: newId(),
       content: input.result,
       agent: input.agent,
-      metadata: { source: 'agent-task', taskId: input.taskId, task: (row?.task ?? '').slice(0, 500) },
+      metadata: { source: 'agent-task', taskId: input.taskId, task: firstCharacters(row?.task ?? '', 500) },
     });
   });
+}
+
+/** The first `n` characters (code points, as the API counts a task's length): no astral character cut in half. */
+function firstCharacters(text: string, n: number): string {
+  return Array.from(text.slice(0, 2 * n))
+    .slice(0, n)
+    .join('');
 }

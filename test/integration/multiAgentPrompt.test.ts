@@ -73,4 +73,13 @@ describe('big prompts', () => {
     const [, bytes] = /^stdin: (\d+) bytes; ARMADA_PROMPT: unset\nlast line: what do we know about the okapi$/.exec(t.result) ?? [];
     expect(Number(bytes)).toBeGreaterThan(150_000);
   });
+
+  test("the memory a task's result leaves names the task by its first 500 characters, an emoji cut in none", async () => {
+    const task = `a${'😀'.repeat(600)}`;
+    const t = await runTask(RECALLER, task);
+    expect(t.status).toBe('completed');
+    const { rows } = await stack.db.query<{ metadata: { task: string } }>("SELECT metadata FROM agent_memory WHERE metadata->>'taskId' = $1", [t.taskId]);
+    // before: the first 500 UTF-16 units, whose last was half of an emoji, stored as U+FFFD
+    expect(rows[0]?.metadata.task).toBe(`a${'😀'.repeat(499)}`);
+  });
 });
