@@ -24,7 +24,7 @@ import type { Metrics } from '../../lib/metrics';
 import type { WorkerIdentity } from '../../lib/workerIdentity';
 import type { Slots } from '../../lib/process/slots';
 import { git } from '../../lib/git';
-import { childEnv } from '../../lib/process/childEnv';
+import { childEnv, envValueThatFits } from '../../lib/process/childEnv';
 import { faultPoint, type Faults } from '../../lib/faults';
 import { groupAlive, killProcessesUnder, launchGroupProcess, type GroupProcess, type GroupProcessResult } from '../../lib/process/processGroup';
 import { createFinalMessage, createParser, type ParsedLine, textParser } from './parsers';
@@ -234,7 +234,8 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
     env: childEnv({
       profileEnv: profile.env,
       vars: {
-        ARMADA_PROMPT: input.prompt,
+        // left out when it does not fit in one environment string (a long follow-up): stdin always has all of it
+        ARMADA_PROMPT: envValueThatFits('ARMADA_PROMPT', input.prompt),
         ARMADA_TASK_ID: input.taskId,
         ARMADA_ATTEMPT_ID: input.attemptId,
         ARMADA_PROCESS_ID: input.processId,
