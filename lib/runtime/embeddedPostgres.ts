@@ -145,7 +145,9 @@ async function spawnPostmaster(bin: string, args: string[], where: { dataDir: st
   });
   // from the last 20 lines: the cause (a FATAL line) comes before the shutdown lines that follow it
   if (!(await ready)) {
-    const output = `postgres ${await server.exited}\n${server.stderrTail().trim().split('\n').slice(-20).join('\n')}`;
+    const status = await server.exited;
+    await server.stderrDrained(2000); // its last lines may still be on the way after the exit
+    const output = `postgres ${status}\n${server.stderrTail().trim().split('\n').slice(-20).join('\n')}`;
     throw new EmbeddedPostgresError(postmasterFailure(output, where.dataDir, where.port));
   }
   return server;

@@ -10,6 +10,11 @@ import type { ChildServer } from './supervisor';
 export interface ServerProcess extends ChildServer {
   /** The last few KB of stderr (startup failures quote it). */
   stderrTail(): string;
+  /**
+   * Resolves once stderr has been read to its end, or after `limitMs`: 'exit' can come before the last of the
+   * output is read, so a failure quoted right at the exit missed its cause (a FATAL line), now and then.
+   */
+  stderrDrained(limitMs: number): Promise<void>;
   /** Registers a listener for each stderr chunk (readiness lines). */
   onStderr(fn: (text: string) => void): void;
   /** Sends `signal`, then SIGKILL after graceMs; resolves once the process has exited. */
@@ -21,6 +26,11 @@ export function spawnServer(bin: string, args: string[], log: Logger, options: P
   let tail = '';
   let status: string | null = null;
   const listeners: ((text: string) => void)[] = [];
+  const stderrClosed = new Promise<void>((resolve) => {
+    if (!child.stderr) resolve();
+    child.stderr?.once('close', () => resolve());
+    child.once('error', () => resolve());
+  });
   const exited = new Promise<string>((resolve) => {
     child.on('exit', (code, signal) => {
       status = `exited (code ${code}, signal ${signal})`;
@@ -42,6 +52,11 @@ export function spawnServer(bin: string, args: string[], log: Logger, options: P
     pid: child.pid ?? 0,
     exited,
     stderrTail: () => tail,
+    async stderrDrained(limitMs) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([stderrClosed, new Promise<void>((r) => (timer = setTimeout(r, limitMs)))]);
+      clearTimeout(timer);
+    },
     onStderr: (fn) => listeners.push(fn),
     async stop(signal, graceMs) {
       if (status !== null) return;

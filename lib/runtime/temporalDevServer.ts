@@ -195,7 +195,8 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<Ru
   const spawnReady = async (): Promise<ServerProcess> => {
     const server = spawnServer(bin, args, log);
     let exited: string | null = null;
-    void server.exited.then((how) => {
+    void server.exited.then(async (how) => {
+      await server.stderrDrained(2000); // its last lines may still be on the way after the exit
       exited = `temporal dev server ${how}: ${server.stderrTail().slice(-2000)}`;
     });
     if (server.pid) fs.writeFileSync(pidFile, String(server.pid));
