@@ -4,6 +4,8 @@
  * Cancellation is workflow cancellation (the API records `cancelled` first; the agent's process group is killed).
  */
 import {
+  ActivityFailure,
+  ApplicationFailure,
   allHandlersFinished,
   CancellationScope,
   condition,
@@ -121,6 +123,14 @@ function hostActivities(hostQueue: string, input: AttemptWorkflowInput) {
   return { runAgent: agent.runAgent, commitChanges: git.commitChanges, removeWorktree: git.removeWorktree, commitAndRecordOutcome: commitAndRecord.commitAndRecordOutcome };
 }
 
+/** Patch id: an attempt found cancelled or deleted by prepareWorktree ends the run as cancelled (was: failed). */
+export const ATTEMPT_GONE_PATCH = 'attempt-gone-is-cancelled';
+
+/** prepareWorktree's failure for an attempt cancelled or deleted while its worktree was made (activities/git/worktree.ts). */
+function isAttemptGone(err: unknown): boolean {
+  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'AttemptGone';
+}
+
 /** Patch id of the lean attempt path: one activity commits and records the outcome (was commitChanges + recordAttemptOutcome). */
 export const LEAN_ATTEMPT_PATCH = 'lean-attempt-v1';
 
@@ -219,9 +229,14 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
       state.branch = worktree.branch;
       state.lastOutcome = await runOnce(worktree, input.processId, input.prompt, 'initial');
     } catch (err) {
-      if (isCancellation(err)) {
+      // prepareWorktree found the attempt cancelled (or deleted) when it came to record the worktree: the API's cancel
+      // reached the row before the workflow, so this is the attempt's cancellation, not a failure (it showed 'failed').
+      // Asked with patched() only here: a history from before that failed so replays as it ran.
+      const gone = !isCancellation(err) && isAttemptGone(err) && patched(ATTEMPT_GONE_PATCH);
+      if (isCancellation(err) || gone) {
         state.lastOutcome = 'cancelled';
         showStatus(input, 'cancelled');
+        if (gone) return 'cancelled';
         throw err;
       }
       state.lastOutcome = 'failed';

@@ -10,7 +10,7 @@ import type { Faults } from '../../lib/faults';
 import { groupAlive } from '../../lib/process/processGroup';
 import type { RunningWorkers } from '../../workers/createWorker';
 import { eventually, startStackWorkers, startTestStack, type TestStack } from '../support/harness';
-import { agentConfig, api, gitOut } from '../support/attemptHelpers';
+import { agentConfig, api, gitOut, recordHistory } from '../support/attemptHelpers';
 
 let stack: TestStack;
 let workers: RunningWorkers;
@@ -116,6 +116,30 @@ test('a task deleted while its first run makes the worktree (its host not record
   await eventually(async () => !fs.existsSync(worktree.worktreePath as string), 20_000, 50);
   await eventually(async () => gitOut(p.repo, 'branch', '--list', worktree.branch as string) === '', 10_000, 50);
   expect(gitOut(p.repo, 'worktree', 'list')).not.toContain(worktree.worktreePath as string);
+}, 90_000);
+
+test('an attempt cancelled while its worktree is made, the cancel reaching its row before its workflow: the run ends cancelled (its result and ArmadaAttemptStatus), not failed', async () => {
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'Cancelled while its worktree is made');
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let made: Record<string, unknown> | undefined;
+  faults['prepareWorktree.beforeRecord'] = async (info) => {
+    made = info;
+    await gate;
+  };
+  const { attemptId } = await h.start(taskId);
+  const worktree = await eventually(async () => made, 30_000, 20);
+  // the first half of the API's cancel (the row); its second, the workflow's cancel request, comes after the
+  // activity has ended in this interleaving (seen under load: the run then ended 'failed', ArmadaAttemptStatus too)
+  await stack.db.query("UPDATE attempts SET status = 'cancelled', updated_at = now() WHERE id = $1", [attemptId]);
+  release();
+  const handle = (await stack.temporal.client()).workflow.getHandle(`attempt:${attemptId}`);
+  expect(await handle.result()).toBe('cancelled');
+  expect((await handle.describe()).searchAttributes.ArmadaAttemptStatus).toEqual(['cancelled']);
+  expect((await h.attempt(attemptId)).status).toBe('cancelled');
+  await eventually(async () => !fs.existsSync(worktree.worktreePath as string), 20_000, 50);
+  await recordHistory(stack, `attempt:${attemptId}`, 'attempt-cancelled-while-preparing');
 }, 90_000);
 
 test('runAgent failing after the spawn: the worker slot is released and the agent process group is gone', async () => {
