@@ -113,7 +113,9 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
   const slow = new Map<DependencyName, number>();
   const failed = (name: DependencyName, err: unknown, startedAt: number) => {
     if (stopped) return;
-    const isSlow = err instanceof SlowProbe || /timeout|deadline/i.test(firstLine(err) ?? '');
+    // Temporal's UNAVAILABLE counts like a slow answer: the SDK's retries (not used by the probe) used to absorb the
+    // transient ones (a connection rotated by the server's max connection age), and then it ended as a deadline
+    const isSlow = err instanceof SlowProbe || /timeout|deadline/i.test(firstLine(err) ?? '') || (name === 'temporal' && /\bUNAVAILABLE\b/.test(firstLine(err) ?? ''));
     const n = isSlow ? (slow.get(name) ?? 0) + 1 : slowProbesToDown;
     slow.set(name, n);
     if (n >= slowProbesToDown) state.markDown(name, firstLine(err) ?? 'no answer', startedAt);
@@ -146,7 +148,10 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
   const probeTemporal = async (address: string) => {
     const startedAt = Date.now();
     try {
-      temporal ??= await Connection.connect({ address, connectTimeout: timeoutMs, channelArgs: TEMPORAL_CHANNEL_ARGS });
+      // no SDK retry interceptor: one call is one probe (the probes retry every interval). Its retries waited in timers
+      // that outlived stop(): closing the connection then made the next one throw from a timer, an uncaught exception
+      // at Ctrl-C after an outage (armada exited 70)
+      temporal ??= await Connection.connect({ address, connectTimeout: timeoutMs, channelArgs: TEMPORAL_CHANNEL_ARGS, interceptors: [] });
       const c = temporal;
       // the deadline only bounds a call left behind: `within` decides, without this process's own stalls
       await within(timeoutMs, c.withDeadline(Date.now() + 4 * timeoutMs, () => c.workflowService.getSystemInfo({})));
