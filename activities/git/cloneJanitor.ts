@@ -15,6 +15,7 @@ import type { Queryable } from '../../lib/db/pool';
 import { existingProjectIds, listProjectRepoPaths } from '../../lib/db/projects';
 import type { Logger } from '../../lib/logger';
 import { REMOVAL_CLAIM, managedClonesDir, removeClaim, removeCloneDir, usedAsRepository } from '../../lib/projects/managedClones';
+import { namesIn } from '../../lib/fs/namesIn';
 
 /** A `.partial` untouched this long is not a clone in progress (one git clone is bounded by 30 minutes). */
 export const PARTIAL_GRACE_MS = 60 * 60_000;
@@ -53,13 +54,7 @@ function classify(root: string, name: string): Candidate | undefined {
 
 /** The directories under repos/ that are managed clones (or their leftovers), past their grace. */
 function candidates(root: string, now: number): Candidate[] {
-  let names: string[];
-  try {
-    names = fs.readdirSync(root);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
+  const names = namesIn(root);
   const found: Candidate[] = [];
   for (const name of names) {
     const c = classify(root, name);

@@ -17,6 +17,7 @@ import type { Logger } from '../../lib/logger';
 import { counter, type Metrics } from '../../lib/metrics';
 import { withRepoLock } from './worktree';
 import { managedBranchPattern } from '../../lib/attempts/branchNames';
+import { namesIn } from '../../lib/fs/namesIn';
 
 /** Entries younger than this (by mtime) are left alone: a worktree may be being created before its row is visible. */
 export const JANITOR_GRACE_MS = 10 * 60_000;
@@ -120,13 +121,7 @@ interface Candidate {
 
 /** The uuid-named entries (and earlier claims) older than the grace whose attempt row does not exist. */
 async function findOrphans(deps: JanitorDeps, root: string, graceMs: number): Promise<Candidate[]> {
-  let names: string[];
-  try {
-    names = fs.readdirSync(root);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
+  const names = namesIn(root);
   const now = Date.now();
   const candidates: Candidate[] = [];
   for (const name of names) {
