@@ -14,6 +14,7 @@ import {
   getAttempt,
   insertAttempt,
   insertStartingAttempt,
+  lockTasksWithAttempts,
   markAttemptRunning,
   stalePendingStarts,
   type AttemptRow,
@@ -356,7 +357,9 @@ export async function cancelAttempt(deps: AttemptServiceDeps, attemptId: string)
 /** POST /api/tasks/:id/cancel: cancels the task's unfinished attempts and moves the task to cancelled. */
 export async function cancelTask(deps: AttemptServiceDeps, taskId: string): Promise<{ task: TaskRow; cancelled: AttemptRow[] }> {
   const out = await withTransaction(deps.db, async (c) => {
-    await lockTask(c, taskId);
+    // the attempts' rows before the task's, as every writer of both takes them (lockTasksWithAttempts)
+    const { taskIds } = await lockTasksWithAttempts(c, { taskIds: [taskId] });
+    if (taskIds.length === 0) throw notFound(`Task ${taskId} not found`, 'TASK_NOT_FOUND');
     const { rows } = await c.query<{ id: string }>(`SELECT id FROM attempts WHERE task_id = $1 AND status IN ('created', 'running') ORDER BY number`, [taskId]);
     const cancelled: AttemptRow[] = [];
     for (const r of rows) {

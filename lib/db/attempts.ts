@@ -346,28 +346,39 @@ export async function setAttemptCleanedUp(db: Queryable, id: string): Promise<vo
 /** What a delete of attempts removes: these attempts, these tasks' (a task's, the bulk delete) or a project's. */
 export type AttemptsToDelete = { attemptIds: string[] } | { taskIds: string[] } | { projectId: string };
 
+/** Tasks by id, or all of a project's. */
+export type TasksToLock = { taskIds: string[] } | { projectId: string };
+
 /**
- * Locks the rows a delete of attempts removes (FOR UPDATE, owners first as the cascade does: project, tasks, attempts)
- * until the transaction ends, and returns the ids of the attempts. A new task, attempt or approval needs its owner's
- * row (a key-share lock of its foreign key), so none is added to them meanwhile: what the transaction reads of their
+ * Locks tasks and all their attempts FOR UPDATE until the transaction ends, in the order every writer of an attempt
+ * and its task takes them: the attempts first, then the tasks (starting a created attempt, cancelling one, undoing a
+ * start and the attempt workflow's projections lock the attempt, then its task). Tasks first, as deletes and the
+ * task cancel did, deadlocked with any of those. An attempt inserted between the two statements (a start holds its
+ * task's lock until it commits) is locked by the third; none is added after it, since a new attempt needs its task's
+ * row. A project's row is locked before anything (no new task of it meanwhile).
+ */
+export async function lockTasksWithAttempts(c: Queryable, what: TasksToLock): Promise<{ taskIds: string[]; attemptIds: string[] }> {
+  const [where, param] = 'projectId' in what ? ['project_id = $1', what.projectId] : ['id = ANY($1::text[])', what.taskIds];
+  if ('projectId' in what) await c.query('SELECT 1 FROM projects WHERE id = $1 FOR UPDATE', [what.projectId]);
+  await c.query(`SELECT 1 FROM attempts WHERE task_id IN (SELECT id FROM tasks WHERE ${where}) ORDER BY id FOR UPDATE`, [param]);
+  const tasks = await c.query<{ id: string }>(`SELECT id FROM tasks WHERE ${where} ORDER BY id FOR UPDATE`, [param]);
+  const taskIds = tasks.rows.map((r) => r.id);
+  const attempts = await c.query<{ id: string }>('SELECT id FROM attempts WHERE task_id = ANY($1::text[]) ORDER BY id FOR UPDATE', [taskIds]);
+  return { taskIds, attemptIds: attempts.rows.map((r) => r.id) };
+}
+
+/**
+ * Locks the rows a delete of attempts removes until the transaction ends (lockTasksWithAttempts' order for a task's
+ * or a project's), and returns the ids of the attempts. A new task, attempt or approval needs its owner's row (a
+ * key-share lock of its foreign key), so none is added to them meanwhile: what the transaction reads of their
  * children after this is all the delete takes with it.
  */
 export async function lockAttemptsToDelete(c: Queryable, what: AttemptsToDelete): Promise<string[]> {
-  let taskIds: string[];
   if ('attemptIds' in what) {
     const { rows } = await c.query<{ id: string }>('SELECT id FROM attempts WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE', [what.attemptIds]);
     return rows.map((r) => r.id);
   }
-  if ('projectId' in what) {
-    await c.query('SELECT 1 FROM projects WHERE id = $1 FOR UPDATE', [what.projectId]);
-    const { rows } = await c.query<{ id: string }>('SELECT id FROM tasks WHERE project_id = $1 ORDER BY id FOR UPDATE', [what.projectId]);
-    taskIds = rows.map((r) => r.id);
-  } else {
-    const { rows } = await c.query<{ id: string }>('SELECT id FROM tasks WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE', [what.taskIds]);
-    taskIds = rows.map((r) => r.id);
-  }
-  const { rows } = await c.query<{ id: string }>('SELECT id FROM attempts WHERE task_id = ANY($1::text[]) ORDER BY id FOR UPDATE', [taskIds]);
-  return rows.map((r) => r.id);
+  return (await lockTasksWithAttempts(c, what)).attemptIds;
 }
 
 /** Whether the attempt exists, holding its row's key-share lock until the transaction ends (no delete of it meanwhile). */
