@@ -15,7 +15,27 @@ export interface TemporalHandle {
 export const TEMPORAL_CHANNEL_ARGS = { 'grpc.initial_reconnect_backoff_ms': 250, 'grpc.max_reconnect_backoff_ms': 2000 };
 
 /** How long a call may retry UNAVAILABLE before the API answers 503 (four tries, about 1 s), instead of 10 tries. */
-const API_RETRIES = makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: 4 }));
+const API_RETRY_ATTEMPTS = 4;
+
+/**
+ * The SDK's retry interceptor, made safe to close: once `closed()` no call is retried, and `retryDue()` says when the
+ * last retry decided before that fires. The SDK starts a retry from a timer; a timer that fired after the connection
+ * closed started its call on the shut channel and threw "Channel has been shut down" from the timer (an uncaught
+ * exception: exit 70 at Ctrl-C during an outage), and that call never ended.
+ */
+function closableRetries(closed: () => boolean) {
+  const options = defaultGrpcRetryOptions({ maxAttempts: API_RETRY_ATTEMPTS });
+  let due = 0;
+  const interceptor = makeGrpcRetryInterceptor({
+    retryableDecider: (attempt, status) => !closed() && options.retryableDecider(attempt, status),
+    delayFunction: (attempt, status) => {
+      const ms = options.delayFunction(attempt, status);
+      due = Math.max(due, Date.now() + ms);
+      return ms;
+    },
+  });
+  return { interceptor, retryDue: () => due };
+}
 
 export const temporalUnavailable = (detail?: string): AppError =>
   new AppError(503, 'SERVICE_UNAVAILABLE', `The workflow engine (Temporal) is unavailable; try again${detail ? ` (${detail.slice(0, 200)})` : ''}`);
@@ -40,12 +60,14 @@ export interface TemporalHandleOptions {
 
 export function createTemporalHandle(address: string, namespace: string, opts: TemporalHandleOptions = {}): TemporalHandle {
   let pending: Promise<{ connection: Connection; client: Client }> | undefined;
+  let closing = false;
+  const retries = closableRetries(() => closing);
   const connect = async (): Promise<{ connection: Connection; client: Client }> => {
     const connection = await Connection.connect({
       address,
       connectTimeout: opts.connectTimeoutMs ?? 3000,
       channelArgs: TEMPORAL_CHANNEL_ARGS,
-      interceptors: [API_RETRIES],
+      interceptors: [retries.interceptor],
     });
     return { connection, client: new Client({ connection, namespace }) };
   };
@@ -66,12 +88,17 @@ export function createTemporalHandle(address: string, namespace: string, opts: T
     },
     async close() {
       if (!pending) return;
+      const closed = pending;
+      pending = undefined;
+      closing = true; // no new retry from now on
+      // a retry decided before this fires on the open channel, fails, and its call ends (at most ~0.6 s)
+      const wait = retries.retryDue() - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait + 50));
       try {
-        (await pending).connection.close();
+        (await closed).connection.close();
       } catch {
         /* never connected */
       }
-      pending = undefined;
     },
   };
 }
