@@ -7,8 +7,20 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parseAllDocuments } from 'yaml';
 
 const { requireTool } = require('../../scripts/test-tools') as { requireTool(command: string): string };
+
+interface K8s {
+  kind?: string;
+  metadata?: { name?: string };
+  data?: Record<string, string>;
+  spec?: {
+    accessModes?: string[];
+    volumeClaimTemplates?: unknown;
+    template?: { spec?: { volumes?: { name: string; persistentVolumeClaim?: { claimName?: string } }[]; containers?: { volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[] }[] } };
+  };
+}
 
 const ROOT = path.join(__dirname, '..', '..');
 const DEPLOY = path.join(ROOT, 'deploy');
@@ -83,6 +95,39 @@ test('the Kubernetes manifests validate against the API schemas (strict)', () =>
   expect(kinds.join('\n')).toMatch(/statefulset\/armada-worker/);
   expect(kinds.join('\n')).toMatch(/poddisruptionbudget/);
   expect(out).not.toMatch(/ERROR|failed/i);
+});
+
+test("the Kubernetes API and workers share one ReadWriteMany volume at ARMADA_HOME: every pod sees every managed clone and worktree", () => {
+  // a managed clone ($ARMADA_HOME/repos/<id>) is made by one worker and used by all of them (worktrees are linked
+  // into it), the API reads branches and worktrees in place, and `git worktree prune` in a repository drops the
+  // registration of any worktree whose directory it cannot see: per-pod volumes broke all three
+  const dir = path.join(DEPLOY, 'kubernetes');
+  const docs = fs.readdirSync(dir).filter((f) => f.endsWith('.yaml')).flatMap((f) => parseAllDocuments(fs.readFileSync(path.join(dir, f), 'utf8')).map((d) => d.toJS() as K8s));
+  const claim = docs.find((d) => d?.kind === 'PersistentVolumeClaim');
+  expect(claim?.spec?.accessModes).toEqual(['ReadWriteMany']);
+  const home = (docs.find((d) => d?.kind === 'ConfigMap')?.data ?? {}).ARMADA_HOME;
+  expect(home).toBe('/data');
+  for (const name of ['armada-api', 'armada-worker']) {
+    const workload = docs.find((d) => d?.metadata?.name === name && (d.kind === 'Deployment' || d.kind === 'StatefulSet'));
+    const pod = workload?.spec?.template?.spec;
+    const volume = pod?.volumes?.find((v) => v.persistentVolumeClaim?.claimName === claim?.metadata?.name);
+    expect([name, volume?.name]).toEqual([name, expect.any(String)]);
+    const mount = pod?.containers?.[0]?.volumeMounts?.find((m) => m.name === volume?.name);
+    expect([name, mount?.mountPath, mount?.readOnly ?? false]).toEqual([name, home, false]);
+    expect([name, workload?.spec?.volumeClaimTemplates]).toEqual([name, undefined]);
+  }
+});
+
+test('docker-compose: the API and the worker share one volume at ARMADA_HOME, and the worker keeps its host name', () => {
+  const compose = parseAllDocuments(fs.readFileSync(path.join(DEPLOY, 'docker-compose.yml'), 'utf8'))[0]?.toJS() as {
+    services: Record<string, { volumes?: string[]; hostname?: string }>;
+    volumes: Record<string, unknown>;
+  };
+  const data = (name: string) => compose.services[name]?.volumes?.find((v) => v.split(':')[1]?.split(' ')[0] === '/data');
+  expect(data('armada-api')).toBe('armada-data:/data');
+  expect(data('armada-worker')).toBe('armada-data:/data');
+  expect(Object.keys(compose.volumes)).toContain('armada-data');
+  expect(compose.services['armada-worker']?.hostname).toBe('armada-worker');
 });
 
 test('the dashboard and the alerts use only documented metrics', () => {
