@@ -105,7 +105,7 @@ test("the Kubernetes API and workers share one ReadWriteMany volume at ARMADA_HO
   const docs = fs.readdirSync(dir).filter((f) => f.endsWith('.yaml')).flatMap((f) => parseAllDocuments(fs.readFileSync(path.join(dir, f), 'utf8')).map((d) => d.toJS() as K8s));
   const claim = docs.find((d) => d?.kind === 'PersistentVolumeClaim');
   expect(claim?.spec?.accessModes).toEqual(['ReadWriteMany']);
-  const home = (docs.find((d) => d?.kind === 'ConfigMap')?.data ?? {}).ARMADA_HOME;
+  const home = docs.find((d) => d?.kind === 'ConfigMap')?.data?.ARMADA_HOME;
   expect(home).toBe('/data');
   for (const name of ['armada-api', 'armada-worker']) {
     const workload = docs.find((d) => d?.metadata?.name === name && (d.kind === 'Deployment' || d.kind === 'StatefulSet'));
