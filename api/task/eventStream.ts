@@ -3,12 +3,13 @@
  * process_*, draft_*: lib/events) as they commit, for the web board's live screens. `topics` (comma-separated, e.g.
  * `project:<id>` or `task:<id>`; none = every event) narrows them; `after=<seq>` first replays the stored events
  * after that seq, so a client that lost its connection resumes without a gap. Each message is one event
- * `{seq, type, topics, data, createdAt}`; once live, a `stream.ready` message's seq is where a reconnect may resume
+ * `{seq, type, topics, data, createdAt}`; once live (first, on a reset: below), a `stream.ready` message's seq is where a reconnect may resume
  * (`after`) even if no event of the topics came; replayed events in seq order, then live ones as they commit; none twice.
  * An `after` past the newest stored event is a cursor of another history of the database (restored from a backup,
- * recreated) or a made-up one: it is not trusted. The stream starts at the newest stored event instead, sends every
- * event after it and every one heard meanwhile, and its `stream.ready` carries that real seq, below the `after` sent,
- * with `data: {reset: true, requestedAfter}`: the client resumes from it from then on and reloads the state it holds.
+ * recreated) or a made-up one: it is not trusted. The stream starts at the newest stored event instead: its first
+ * message, before any event, is `stream.ready` with that real seq, below the `after` sent, and `data: {reset: true,
+ * requestedAfter}` (the client resumes from it from then on and reloads the state it holds); then every event after
+ * it and every one heard meanwhile, each once.
  * A client that stops reading: the replay waits for it; live, it is dropped once 8 MiB wait for it (WS_DROP_BYTES),
  * and resumes with `after`.
  */
@@ -70,6 +71,9 @@ export const eventStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (a
       // read after subscribing: an event committed since is heard (it waits in `pending`) or replayed, or both
       const newest = await latestEventSeq(deps.db);
       const ahead = requested > newest;
+      // a reset is said before anything else: the client resets its cursor and reloads, and only then gets the events
+      // after the reset point (committed since `newest` was read, they used to come before it and were reset away)
+      if (ahead) ready(newest, { reset: true, requestedAfter: requested });
       let after = ahead ? newest : requested;
       for (;;) {
         await sendRoom(socket, closed.signal); // the replay waits for a slow reader instead of being dropped
@@ -85,7 +89,7 @@ export const eventStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (a
       pending = null;
       // a cursor ahead knows none of this history: every event heard is new to it, whatever its seq
       for (const e of live) if (!replayed.has(e.seq) && (ahead || e.seq > requested)) send(e);
-      ready(Math.max(after, subscribedAt), ahead ? { reset: true, requestedAfter: requested } : {});
+      if (!ahead) ready(Math.max(after, subscribedAt));
       // a late notification comes within moments; after a minute the set only holds memory
       setTimeout(() => replayed.clear(), 60_000).unref();
     };

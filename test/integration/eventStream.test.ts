@@ -32,19 +32,21 @@ async function call<T>(method: string, url: string, payload?: unknown): Promise<
 
 const readySeqs: number[] = [];
 
-function open(query: string): Promise<{ ws: WebSocket; events: Event[]; ready: Event[] }> {
+function open(query: string): Promise<{ ws: WebSocket; events: Event[]; ready: Event[]; messages: Event[] }> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(`${base}/ws/events?${query}&access_token=${KEY}`);
     const events: Event[] = [];
     const ready: Event[] = [];
+    const messages: Event[] = []; // both, in the order they came
     ws.on('message', (d) => {
       const e = JSON.parse(String(d)) as Event;
+      messages.push(e);
       if (e.type === 'stream.ready') {
         readySeqs.push(e.seq);
         ready.push(e);
       } else events.push(e);
     });
-    ws.on('open', () => resolve({ ws, events, ready }));
+    ws.on('open', () => resolve({ ws, events, ready, messages }));
     ws.on('error', reject);
   });
 }
@@ -168,6 +170,51 @@ test('after= past the newest stored event: stream.ready gives the real newest se
   expect(resumed.events.map((e) => [e.type, e.data.taskId])).toEqual([['task.created', away.id]]);
   expect(resumed.ready[0]?.data).toEqual({}); // a cursor this server knows: no reset
   resumed.ws.close();
+});
+
+test('after= past the newest stored event, with events committing while the stream opens: stream.ready (reset) comes first, then every later event once, in order', async () => {
+  const topic = `reset-race:${Math.random().toString(36).slice(2)}`;
+  const publish = async (n: number) => (await publishEvents(stack.db, [{ type: 'test.reset', topics: [topic], data: { n } }]))[0]?.seq as number;
+  const ahead = Number((await stack.db.query<{ s: string }>('SELECT max(seq) AS s FROM events')).rows[0]?.s ?? 0) + 1000;
+  // The stream reads the newest seq, then the events after it, then sends what it heard meanwhile. Event 1 commits
+  // right after the newest seq was read, event 2 right after the first read of the events after it: both come after
+  // the reset point, in the window where the stream has not said yet that it reset.
+  const original = stack.db.query.bind(stack.db) as (...a: unknown[]) => Promise<{ rows: { seq?: string }[] }>;
+  let resetPoint: number | undefined;
+  const injected: number[] = [];
+  (stack.db as { query: unknown }).query = async (...args: unknown[]) => {
+    const result = await original(...args);
+    const sql = typeof args[0] === 'string' ? args[0] : '';
+    const values = (args[1] ?? []) as unknown[];
+    if (resetPoint === undefined && sql.startsWith('SELECT max(seq) AS seq FROM events')) {
+      resetPoint = Number(result.rows[0]?.seq ?? 0);
+      injected.push(await publish(1));
+    } else if (injected.length === 1 && sql.includes('FROM events WHERE seq >') && JSON.stringify(values[2]) === JSON.stringify([topic])) {
+      injected.push(await publish(2));
+    }
+    return result;
+  };
+  const s = await (async () => {
+    try {
+      const opened = await open(`topics=${topic}&after=${ahead}`);
+      await eventually(async () => opened.ready.length === 1 && injected.length === 2);
+      return opened;
+    } finally {
+      (stack.db as { query: unknown }).query = original;
+    }
+  })();
+  await eventually(async () => s.events.length >= 2, 5000).catch(() => undefined);
+  const live = await publish(3);
+  await eventually(async () => s.events.some((e) => e.seq === live), 5000).catch(() => undefined);
+  await new Promise((r) => setTimeout(r, 300)); // nothing more, in particular no duplicate
+  expect(s.messages[0]).toMatchObject({ type: 'stream.ready', seq: resetPoint, data: { reset: true, requestedAfter: ahead } });
+  expect(s.messages.slice(1).map((e) => [e.type, e.data.n, e.seq])).toEqual([
+    ['test.reset', 1, injected[0]],
+    ['test.reset', 2, injected[1]],
+    ['test.reset', 3, live],
+  ]);
+  expect(injected[0]).toBeGreaterThan(resetPoint as number);
+  s.ws.close();
 });
 
 test('the stream needs the key (query-string key accepted only on stream routes) and refuses bad parameters', async () => {
