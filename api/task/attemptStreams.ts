@@ -2,16 +2,19 @@
  * Live streams of the task service. WebSocket: /ws (task status), /ws/execution-processes (process lifecycle),
  * /ws/execution-processes/:id/logs/raw|normalized. SSE: /api/events/processes/:id/logs and
  * /api/events/task-attempts/:id/diff, with `id:` lines and Last-Event-ID resume, keep-alive comments and
- * backpressure (api/http/sse.ts). A log cursor past the process's last line is reset to it (lib/attempts/logCursor.ts).
+ * backpressure (api/http/sse.ts). A log cursor past the process's last line is reset to it (lib/attempts/logCursor.ts)
+ * and the stream says so before any line: `stream.ready` with `reset` first (SSE, /normalized, /raw with `notices`),
+ * and on both log sockets `X-Log-Reset` in the handshake's answer, as on the NDJSON route.
  * Lifecycle events come from deps.events (LISTEN/NOTIFY fan-out to every replica); logs from deps.logs (the log feed:
  * NOTIFY-driven, read by seq); diffs from one shared reader per attempt (attemptDiffFeed.ts).
  */
+import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { WebSocket } from 'ws';
 import type { CpuPool } from '../../lib/attempts/cpuPool';
-import { checkLogCursor } from '../../lib/attempts/logCursor';
+import { checkLogCursor, type LogCursor } from '../../lib/attempts/logCursor';
 import { logLine, streamLogRows } from '../../lib/attempts/logStream';
 import { getAttempt } from '../../lib/db/attempts';
 import { getProcess, type LogRow } from '../../lib/db/processes';
@@ -54,12 +57,17 @@ function sendRows(socket: WebSocket, kind: 'raw' | 'normalized', rows: LogRow[])
 }
 
 /** Resume a log socket after the seq of the last line received (the normalized messages carry `seq`). */
-const LogSocketQuery = Type.Object({
-  after: Type.Optional(
-    SeqAfter(
-      'only lines with a seq greater than this; past the last stored line, the stream starts at that line (normalized: a first message {type: stream.ready, seq, data: {reset: true, requestedAfter}})',
-      'integer',
-    ),
+const LogSocketAfter = SeqAfter(
+  'only lines with a seq greater than this; past the last stored line, the stream starts at that line and says so: X-Log-Reset: <its seq> in the handshake, and (normalized; raw with notices=true) a first message {type: stream.ready, seq, data: {reset: true, requestedAfter}}',
+  'integer',
+);
+const LogSocketQuery = Type.Object({ after: Type.Optional(LogSocketAfter) });
+const RawLogSocketQuery = Type.Object({
+  after: Type.Optional(LogSocketAfter),
+  notices: Type.Optional(
+    Type.Boolean({
+      description: "also send the server's notices (today the reset's stream.ready): JSON messages that, unlike every output line, do not end with a newline",
+    }),
   ),
 });
 
@@ -112,20 +120,36 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
     socket.on('close', unsubscribe);
   });
 
-  const logSocket = (kind: 'raw' | 'normalized') => async (socket: WebSocket, request: FastifyRequest) => {
+  // A log socket's process and cursor are read before the upgrade (null: no such process), so the handshake's answer
+  // can say a reset: X-Log-Reset, as the NDJSON route's headers do. It reaches every client that reads the answer's
+  // headers (not a browser) without one message more on the socket.
+  const opening = new WeakMap<IncomingMessage, LogCursor | null>();
+  fastify.websocketServer.on('headers', (headers, req) => {
+    const reset = opening.get(req)?.reset;
+    if (reset) headers.push(`X-Log-Reset: ${reset.seq}`);
+  });
+  const checkBeforeUpgrade = async (request: FastifyRequest) => {
+    if (!request.ws) return;
     const { id } = request.params as { id: string };
     const { after } = request.query as { after?: number };
+    opening.set(request.raw, (await getProcess(deps.db, id)) ? await checkLogCursor(deps.db, id, after) : null);
+  };
+
+  const logSocket = (kind: 'raw' | 'normalized') => async (socket: WebSocket, request: FastifyRequest) => {
+    const { id } = request.params as { id: string };
+    const { notices } = request.query as { notices?: boolean };
     const ac = new AbortController();
     socket.on('close', () => ac.abort());
-    if (!(await getProcess(deps.db, id))) {
+    const cursor = opening.get(request.raw);
+    if (!cursor) {
       send(socket, { type: 'error', message: `Process ${id} not found` });
       return socket.close(4404, 'not found');
     }
     try {
-      const cursor = await checkLogCursor(deps.db, id, after);
-      // every raw message is an output line: a notice there would be taken for one, so only the lines tell. Framed
-      // like the lines, so it leaves before them (ws.send may queue behind them)
-      if (cursor.reset && kind === 'normalized') {
+      // a raw message is an output line with its newline; a notice is JSON without one, so a client that asked for
+      // notices tells them apart, and one that only prints lines gets none. Framed like the lines, so it leaves
+      // before them (ws.send may queue behind them)
+      if (cursor.reset && (kind === 'normalized' || notices === true)) {
         const ready = { type: 'stream.ready', seq: cursor.reset.seq, data: { reset: true, requestedAfter: cursor.reset.requestedAfter } };
         writeTextFrames(socket, [textFrame(Buffer.from(JSON.stringify(ready)))]);
       }
@@ -147,9 +171,16 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
     }
     if (socket.readyState === socket.OPEN) socket.close(1000, 'process finished');
   };
-  const logSocketSchema = { tags: ['streams'], params: IdParams, querystring: LogSocketQuery };
-  app.get('/ws/execution-processes/:id/logs/raw', { websocket: true, config: STREAM_ROUTE, schema: logSocketSchema }, logSocket('raw'));
-  app.get('/ws/execution-processes/:id/logs/normalized', { websocket: true, config: STREAM_ROUTE, schema: logSocketSchema }, logSocket('normalized'));
+  app.get(
+    '/ws/execution-processes/:id/logs/raw',
+    { websocket: true, config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams, querystring: RawLogSocketQuery }, preHandler: checkBeforeUpgrade },
+    logSocket('raw'),
+  );
+  app.get(
+    '/ws/execution-processes/:id/logs/normalized',
+    { websocket: true, config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams, querystring: LogSocketQuery }, preHandler: checkBeforeUpgrade },
+    logSocket('normalized'),
+  );
 
   app.get('/api/events/processes/:id/logs', { config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams, response: SseResponse } }, async (request, reply) => {
     const { id } = request.params;

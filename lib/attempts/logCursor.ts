@@ -4,7 +4,9 @@
  * history of the database: a backup restored, a database recreated, or a made-up number. Taken at its word it made
  * the stream skip every line numbered up to it as they were written later. It is not refused either (a browser
  * cannot read why an upgrade failed, and an EventSource retries the same Last-Event-ID for ever): the stream starts at
- * the real last line, and the stream's first message says so (`stream.ready` with `reset`), as /ws/events does.
+ * the real last line, and the stream says so before any line, as /ws/events does: a first message `stream.ready` with
+ * `reset`, and where a message would be taken for a line (NDJSON; the raw log socket, unless its client asks for
+ * notices) the `X-Log-Reset` header (api/task/attemptStreams.ts, api/task/processes.ts).
  */
 import type { Queryable } from '../db/pool';
 import { lastLogSeq } from '../db/processes';

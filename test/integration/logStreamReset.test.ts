@@ -1,8 +1,9 @@
 /**
  * Process-log streams resumed with a cursor past the process's last stored line (`after` on the WebSockets,
  * `Last-Event-ID` on SSE): a cursor of another history of the database (restored from a backup) or a made-up one.
- * The stream starts at the real last line instead, says so first (`stream.ready` with `reset`; not on the raw socket,
- * whose every message is an output line), and every line written later comes, whatever its number.
+ * The stream starts at the real last line instead, says so first (`stream.ready` with `reset`; on the raw socket, whose
+ * every line ends with a newline, only to a client that asks for notices, and then without one; on the sockets also
+ * `X-Log-Reset` in the handshake), and every line written later comes, whatever its number.
  */
 import http from 'node:http';
 import WebSocket from 'ws';
@@ -61,6 +62,20 @@ function socket(path: string): Promise<Socket> {
       }
     });
     ws.on('open', () => resolve({ messages, closed }));
+    ws.on('error', reject);
+  });
+}
+
+/** A socket read as text, each message as it came, with the headers of its handshake's answer. */
+function textSocket(path: string): Promise<{ messages: string[]; headers: http.IncomingHttpHeaders; closed: Promise<number> }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${base.replace('http', 'ws')}${path}`);
+    const messages: string[] = [];
+    let headers: http.IncomingHttpHeaders = {};
+    const closed = new Promise<number>((r) => ws.on('close', (code) => r(code)));
+    ws.on('upgrade', (res) => (headers = res.headers));
+    ws.on('message', (d) => messages.push(String(d)));
+    ws.on('open', () => resolve({ messages, headers, closed }));
     ws.on('error', reject);
   });
 }
@@ -127,7 +142,7 @@ test('a cursor past the last stored line: the stream starts at the real last lin
 
   expect(norm.messages[0]).toEqual({ type: 'stream.ready', seq: 3, data: { reset: true, requestedAfter: ahead } });
   expect(seqsOf(norm.messages.slice(1))).toEqual(range(4, 15));
-  // the raw socket's messages are the output lines themselves: the lines come, the reset is not announced there
+  // a raw client that did not ask for notices gets the output lines only (the reset is in its handshake: next test)
   expect(raw.messages).toEqual(range(4, 15).map((n) => `line ${n}\n`));
   expect(events.events[0]).toEqual({ id: '3', event: 'stream.ready', data: { processId, seq: 3, reset: true, requestedAfter: ahead } });
   expect(events.events.slice(1).map((e) => [e.event, e.id])).toEqual([...range(4, 15).map((n) => ['log', String(n)]), ['end', undefined]]);
@@ -152,6 +167,48 @@ test('a process with no line yet, and a Last-Event-ID past any seq a log can hol
   expect(norm.messages).toEqual([{ type: 'stream.ready', seq: 0, data: { reset: true, requestedAfter: 5 } }, ...range(1, 2).map((seq) => expect.objectContaining({ seq, message: `line ${seq}` }))]);
   expect(events.events.map((e) => [e.event, e.id])).toEqual([['stream.ready', '0'], ['log', '1'], ['log', '2'], ['end', undefined]]);
   expect(events.events[0]?.data).toEqual({ processId, seq: 0, reset: true, requestedAfter: Number(huge) });
+});
+
+test('the raw socket past the last stored line: a client that asks for notices gets the reset first, as the one message without a newline; every log socket\'s handshake says X-Log-Reset', async () => {
+  const { processId, attemptId } = await runningProcess('cursor-ahead-raw', 3);
+  const ahead = 10;
+  const noticed = await textSocket(`/ws/execution-processes/${processId}/logs/raw?after=${ahead}&notices=true`);
+  // a client that only prints lines, as before
+  const printer = await textSocket(`/ws/execution-processes/${processId}/logs/raw?after=${ahead}`);
+  const norm = await textSocket(`/ws/execution-processes/${processId}/logs/normalized?after=${ahead}`);
+  // cursors the server knows: no reset, nothing said
+  const known = await textSocket(`/ws/execution-processes/${processId}/logs/raw?after=3&notices=true`);
+  const fromStart = await textSocket(`/ws/execution-processes/${processId}/logs/raw?notices=true`);
+  await opened(() => noticed.messages.length >= 1 && norm.messages.length >= 1);
+
+  // an agent line that reads like the notice is still a line: it ends with a newline, as every line does
+  const lookalike = JSON.stringify({ type: 'stream.ready', seq: 99, data: { reset: true, requestedAfter: 100 } });
+  await appendLogs(stack.db, processId, attemptId, [...lines(4, 5), { level: 'info', message: lookalike, timestamp: new Date().toISOString(), source: 'stdout' }, ...lines(7, 8)]);
+  const out = ['line 4\n', 'line 5\n', `${lookalike}\n`, 'line 7\n', 'line 8\n'];
+  await eventually(async () => [noticed, printer, known, fromStart].every((s) => s.messages.includes('line 8\n')), 10_000).catch(() => undefined);
+  await withTransaction(stack.db, (c) => recordProcessEnded(c, processId, 'completed', 0, null));
+  for (const s of [noticed, printer, norm, known, fromStart]) expect(await s.closed).toBe(1000);
+
+  const notice = { type: 'stream.ready', seq: 3, data: { reset: true, requestedAfter: ahead } };
+  expect(noticed.messages[0]).toBe(JSON.stringify(notice));
+  expect(noticed.messages.slice(1)).toEqual(out);
+  expect(noticed.messages.filter((m) => !m.endsWith('\n'))).toEqual([JSON.stringify(notice)]);
+  expect(printer.messages).toEqual(out);
+  expect(known.messages).toEqual(out);
+  expect(fromStart.messages).toEqual(['line 1\n', 'line 2\n', 'line 3\n', ...out]);
+  expect(JSON.parse(norm.messages[0] as string)).toEqual(notice);
+  // the handshake's answer says it to every client that reads it, before any message
+  for (const s of [noticed, printer, norm]) expect(s.headers['x-log-reset']).toBe('3');
+  for (const s of [known, fromStart]) expect(s.headers['x-log-reset']).toBeUndefined();
+});
+
+test('log sockets of a process that does not exist: an error message and 4404, with or without notices', async () => {
+  for (const path of ['raw?after=5&notices=true', 'raw', 'normalized?after=5']) {
+    const s = await textSocket(`/ws/execution-processes/no-such-process/logs/${path}`);
+    expect(await s.closed).toBe(4404);
+    expect(s.messages.map((m) => JSON.parse(m))).toEqual([{ type: 'error', message: 'Process no-such-process not found' }]);
+    expect(s.headers['x-log-reset']).toBeUndefined();
+  }
 });
 
 test('NDJSON (GET /api/processes/:id/logs?after=&follow=true) past the last stored line: every later line comes, X-Log-Reset names the real last line', async () => {
