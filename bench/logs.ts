@@ -1,7 +1,8 @@
 /**
  * Live-log benchmark (issue 17 item 4), one run on a local PostgreSQL and Temporal dev server (`armada infra`), with
  * `armada api --service task` and `armada worker` as their own processes so their CPU and RSS are measured apart:
- *  - A agents (bench/chattyAgent.js) each print R lines/s for S s, every line carrying its emit time;
+ *  - A agents (bench/chattyAgent.pl, or bench/chattyAgent.js with --agent node) each print R lines/s for S s, every
+ *    line carrying its emit time;
  *  - F WebSocket followers (/ws/execution-processes/:id/logs/normalized), spread round-robin over the agents;
  *  - emit → follower latency p50/p99/max, lines lost and out of order (both must be 0), per follower;
  *  - lines stored/s, and a raw multi-row INSERT of the same lines into a trigger-free copy of process_logs in the
@@ -12,7 +13,7 @@
  *    PostgreSQL was asked to do (commits, rows written per table); a last line says whether the goal was met.
  * Followers connect as soon as their process's start returns; lines emitted before a follower's socket opened
  * count for lost/out of order but not for the latency (`backlogLines`).
- * Run: `node bin/armada-ts bench/logs.ts [--agents 50] [--rate 200] [--seconds 30] [--followers 100] [--profile dir] [--split]`;
+ * Run: `node bin/armada-ts bench/logs.ts [--agents 50] [--rate 200] [--seconds 30] [--followers 100] [--agent perl|node] [--profile dir] [--split]`;
  * the issue table's row: `--agents 10 --followers 10`.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -31,6 +32,9 @@ const { values: flags } = parseArgs({
     rate: { type: 'string', default: '200' },
     seconds: { type: 'string', default: '30' },
     followers: { type: 'string', default: '100' },
+    // the chatty agent's program: perl (bench/chattyAgent.pl, lighter) or node (bench/chattyAgent.js, the one of
+    // sessions 20-31)
+    agent: { type: 'string', default: 'perl' },
     // writes V8 CPU profiles of the API and the worker (node --cpu-prof) into this directory
     profile: { type: 'string' },
     // the bench LISTENs on the log channel itself to split worker → follower at the commit (one more listener)
@@ -42,6 +46,11 @@ const RATE = Number(flags.rate);
 const SECONDS = Number(flags.seconds);
 const FOLLOWERS = Number(flags.followers);
 const PER_AGENT = RATE * SECONDS;
+if (flags.agent !== 'perl' && flags.agent !== 'node') {
+  process.stderr.write(`logs: --agent is perl or node, not ${flags.agent}\n`);
+  process.exit(2);
+}
+const AGENT_COMMAND = flags.agent === 'node' ? [process.execPath, path.join(__dirname, 'chattyAgent.js')] : ['perl', path.join(__dirname, 'chattyAgent.pl')];
 
 /** Spawns `bin/armada <args>` (benchInfra's spawnArmada), with a CPU profile of the API and the worker under --profile. */
 function armada(args: string[], event: string, env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; ready: Record<string, unknown> }> {
@@ -181,7 +190,7 @@ async function main() {
     fs.writeFileSync(
       configPath,
       JSON.stringify({
-        agents: { chatty: { command: [process.execPath, path.join(__dirname, 'chattyAgent.js')], format: 'text', env: { CHATTY_RATE: String(RATE), CHATTY_SECONDS: String(SECONDS) } } },
+        agents: { chatty: { command: AGENT_COMMAND, format: 'text', env: { CHATTY_RATE: String(RATE), CHATTY_SECONDS: String(SECONDS) } } },
       }),
     );
     const env = {
@@ -372,6 +381,7 @@ async function main() {
     };
     const result = {
       agents: AGENTS,
+      agentProgram: flags.agent,
       linesPerSecondPerAgent: RATE,
       seconds: SECONDS,
       followers: FOLLOWERS,
@@ -414,7 +424,7 @@ async function main() {
     const otherShare = Math.round((cpuBreakdown.other / available) * 100);
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     process.stdout.write(
-      `\n${AGENTS} agents × ${RATE} lines/s × ${SECONDS} s, ${FOLLOWERS} WebSocket followers: emit → follower p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms; ` +
+      `\n${AGENTS} agents (${flags.agent}) × ${RATE} lines/s × ${SECONDS} s, ${FOLLOWERS} WebSocket followers: emit → follower p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms; ` +
         `lost ${result.lost}, out of order ${result.reordered}, duplicates ${result.duplicates}; stored ${result.storedPerSecond} lines/s vs raw INSERT ${result.rawInsertPerSecond} lines/s (${result.storedOverRaw})\n` +
         `machine: ${result.machine.cores} cores, load average ${load0[0]?.toFixed(2)} at the start, ${load1[0]?.toFixed(2)} at the end; CPU seconds of the ${result.machine.cpuSecondsAvailable} available: ` +
         `${Object.entries(cpuBreakdown).map(([k, v]) => `${k} ${v}`).join(', ')}\n` +
