@@ -55,6 +55,8 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
   const run = {
     id: input.executionId ?? uuid4(),
     workflow: input.workflow,
+    // the run's rows are this workflow's, never those of another created later under the name
+    workflowId: input.workflowId ?? null,
     temporalWorkflowId: workflowInfo().workflowId,
     trigger: input.trigger,
     scheduledAt: input.trigger === 'schedule' ? scheduledTime() : null,

@@ -32,6 +32,8 @@ import { countFinish, runFlowTask, type TaskRunResult } from './schedulerActivit
 export interface ExecutionStart {
   id: string;
   workflow: string;
+  /** the id of the workflow that started the run; null or absent on runs from before runs carried it (see startedBy) */
+  workflowId?: string | null;
   temporalWorkflowId: string;
   trigger: 'manual' | 'schedule';
   /** the nominal (cron) time of a scheduled run */
@@ -73,18 +75,18 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
   const definitions = deps.runDefinitions ?? createRunDefinitions({ db: deps.db, metrics: deps.metrics, logger: deps.logger });
 
   /**
-   * Writes the row, then its lines; `exists: false` when the row's workflow (or the row) is gone. `start` writes the
-   * row; a later write only changes it (upsertExecution), so a run whose workflow was deleted writes nothing, even
-   * for a new workflow of the same name. `onHeld` learns, before the commit, whether the row is there: once the
-   * upsert ran, the transaction holds the row (a new row also its workflow's, by the foreign key's lock) until it
-   * commits, so a deletion of the workflow cannot commit meanwhile without listing the run.
+   * Writes the row, then its lines; `exists: false` when the row's workflow (or the row) is gone. The row is its
+   * workflow's by id (upsertExecution), so a run whose workflow was deleted writes nothing, even for a new workflow
+   * of the same name. `onHeld` learns, before the commit, whether the row is there: once the upsert ran, the
+   * transaction holds the row and its workflow's row (locked FOR KEY SHARE by the upsert) until it commits, so a
+   * deletion of the workflow cannot commit meanwhile without listing the run.
    */
-  async function write(e: ExecutionRecord, lines: LogLine[], mode: 'start' | 'progress', onHeld?: (exists: boolean) => void): Promise<{ exists: boolean; changed: boolean }> {
+  async function write(e: ExecutionRecord, lines: LogLine[], onHeld?: (exists: boolean) => void): Promise<{ exists: boolean; changed: boolean }> {
     let result: ExecutionWrite;
     try {
       // one transaction: a reader never sees the new status without the log lines of the same step
       result = await withTransaction(deps.db, async (c) => {
-        const written = await upsertExecution(c, e, mode);
+        const written = await upsertExecution(c, e);
         onHeld?.(written.outcome !== 'gone');
         if (written.outcome !== 'gone') await appendExecutionLogs(c, e.id, lines);
         return written;
@@ -117,7 +119,7 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     const lines: LogLine[] = [{ key: 'w:0', ts: now, level: 'info', message: started }];
     if (first) lines.push({ key: 'w:1', ts: now, level: 'info', message: `Task ${first.name} started` });
     const { temporalScheduleId: _scheduleId, ...row } = input;
-    const record: ExecutionRecord = { ...row, status: 'running', completedAt: null, tasks: states, error: null };
+    const record: ExecutionRecord = { ...row, workflowId: input.workflowId ?? def.id, status: 'running', completedAt: null, tasks: states, error: null };
     return { states, lines, record };
   }
 
@@ -167,9 +169,9 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     /** Loads the definition, writes the row with its first task running and the first log lines. null = deleted. */
     async startExecution(input: ExecutionStart): Promise<StartedExecution | null> {
       const def = await getWorkflow(deps.db, input.workflow);
-      if (!def) return null; // the workflow was deleted after this start was queued
+      if (!def || !startedBy(def, input)) return null; // the workflow was deleted after this start was queued
       const { states, lines, record } = firstState(input, def);
-      const written = await write(record, lines, 'start');
+      const written = await write(record, lines);
       if (!written.exists) return null;
       await afterStart(input, def, written.changed);
       return { tasks: def.tasks, states, logLines: lines.length };
@@ -198,7 +200,8 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
           const prefetched = attempt === 1 && workflowExecution ? definitions.take(`${workflowExecution.workflowId}/${workflowExecution.runId}`) : undefined;
           const readNow = () => untilAnswered('load workflow', () => definitions.read(input.workflow));
           const def = await (prefetched ? prefetched.catch(readNow) : readNow());
-          if (!def) return null; // the workflow was deleted after this start was queued
+          // the workflow was deleted after this start was queued (and maybe another created under its name)
+          if (!def || !startedBy(def, input)) return null;
           await faultPoint(deps.faults, 'beginRun.afterDefinition', { workflow: input.workflow, executionId: input.id, temporalWorkflowId: input.temporalWorkflowId });
           const { states, lines, record } = firstState(input, def);
           const first = def.tasks[0];
@@ -206,7 +209,7 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
           const rowHeld = new Promise<boolean>((resolve) => {
             held = resolve;
           });
-          const writing = untilAnswered('write execution', () => write(record, lines, 'start', held));
+          const writing = untilAnswered('write execution', () => write(record, lines, held));
           // counted on the first attempt only: a retry (platform unreachable) rewrites the same start
           const started = writing.then((w) => (w.exists ? untilAnswered('after start', () => afterStart(input, def, w.changed && attempt === 1)) : undefined));
           started.catch(() => undefined); // awaited below; a stop during the flow ends both with the same cancellation
@@ -243,9 +246,20 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     /** Writes one state change: the row and its log lines. `exists: false` when the execution is gone. */
     async recordProgress(input: ExecutionRecord & { logs: LogLine[] }): Promise<{ exists: boolean }> {
       const { logs, ...row } = input;
-      return { exists: (await write(row, logs, 'progress')).exists };
+      return { exists: (await write(row, logs)).exists };
     },
   };
+}
+
+/**
+ * Whether `def`, read by the run's workflow name, is the workflow that started the run: the one with the run's
+ * workflow id or, for a run that carries none (a schedule's from before runs carried it), one created before the run
+ * was fired. A workflow created later under the name is another one, and the run must not become its run
+ * (docs/scheduler.md#deleting). Compared in memory: no round trip before the first request.
+ */
+function startedBy(def: WorkflowRow, input: ExecutionStart): boolean {
+  if (input.workflowId) return def.id === input.workflowId;
+  return def.created_at.getTime() <= Date.parse(input.scheduledAt ?? input.startedAt);
 }
 
 /**

@@ -210,13 +210,13 @@ export function createSchedulerActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Upserts the execution row (the `first` write inserts it, later ones only change it: upsertExecution);
+     * Upserts the execution row (runs from before the lean run; upsertExecution decides whose row it is);
      * `exists: false` when its workflow was deleted meanwhile. Counts each transition once.
      */
     async recordExecution(input: ExecutionRecord & { first?: boolean }): Promise<{ exists: boolean }> {
       let written: ExecutionWrite;
       try {
-        written = await upsertExecution(deps.db, input, input.first ? 'start' : 'progress');
+        written = await upsertExecution(deps.db, input);
       } catch (err) {
         if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) return { exists: false };
         throw err;

@@ -6,7 +6,7 @@ import type { DetailServiceDeps } from '../detailServiceDeps';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-export const targetOf = (s: ScheduleRow): ScheduleTarget => ({ temporalId: s.temporal_id, workflow: s.workflow, scheduleId: s.id, input: s.input });
+export const targetOf = (s: ScheduleRow): ScheduleTarget => ({ temporalId: s.temporal_id, workflow: s.workflow, workflowId: s.workflow_id, scheduleId: s.id, input: s.input });
 
 export function timingOf(s: ScheduleRow): ScheduleTiming {
   if (s.type === 'cron') return { type: 'cron', cron: s.cron as string, timezone: s.timezone, jitterMs: s.jitter_ms };

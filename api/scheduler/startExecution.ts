@@ -30,6 +30,7 @@ export async function startExecution(
   const inserted = await insertManualExecution(deps.db, {
     id: executionId,
     workflow: w.name,
+    workflowId: w.id,
     temporalWorkflowId: workflowId,
     startedAt,
     tasks: w.tasks.map((t) => ({ name: t.name, type: t.type, status: 'pending', startedAt: null, completedAt: null, output: '' })),
@@ -39,6 +40,7 @@ export async function startExecution(
   if (!inserted) throw notFound(opts.goneDetail);
   const args: WorkflowRunInput = {
     workflow: w.name,
+    workflowId: w.id,
     trigger: 'manual',
     executionId,
     startedAt,

@@ -182,7 +182,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       }
       // Its running executions stop with it (docs/scheduler.md#deleting). Listed under the workflow's lock,
       // so a run started meanwhile is listed or cannot write its row; stopped after the commit, so a stopped run finds
-      // its row gone and writes nothing (it never writes a row again: upsertExecution).
+      // its row gone and writes nothing (its rows are its workflow's by id, also once the name is taken again: upsertExecution).
       const { client, runs } = await withTransaction(deps.db, async (c) => {
         if (!(await lockWorkflows(c, [w.name])).length) throw notFound(WORKFLOW_NOT_FOUND);
         const running = await runningRunsOf(c, [w.name]);

@@ -19,6 +19,8 @@ export interface TaskRunState {
 export interface ExecutionRow {
   id: string;
   workflow: string;
+  /** the workflow's immutable id (scheduler_workflows.id) */
+  workflow_id: string;
   temporal_workflow_id: string;
   trigger: 'manual' | 'schedule';
   status: ExecutionStatus;
@@ -38,6 +40,11 @@ export interface ExecutionRow {
 export interface ExecutionRecord {
   id: string;
   workflow: string;
+  /**
+   * The id of the workflow whose schedule or run request started the run (scheduler_workflows.id, immutable; a
+   * workflow re-created under the name has another). Null on runs started before runs carried it: see upsertExecution.
+   */
+  workflowId?: string | null;
   temporalWorkflowId: string;
   trigger: 'manual' | 'schedule';
   status: ExecutionStatus;
@@ -61,22 +68,29 @@ export type ExecutionWrite = { outcome: 'written'; previous: ExecutionStatus | u
 
 /**
  * Writes an execution row. Idempotent, and a terminal state is never overwritten (a retried `running` write that
- * arrives late cannot resurrect a finished execution). `start` is the run's first write, which inserts the row;
- * a later write (`progress`) changes the row the start wrote and never writes it again once it is gone: its workflow
- * was deleted, and a workflow created since with the same name must not get the old run as its execution. Only a
- * row that was never written (the run's start failed or was stopped before it wrote it) is inserted by a later
- * write, and only while the workflow of that name is older than the run.
+ * arrives late cannot resurrect a finished execution). The row belongs to its workflow by id (`workflowId`), not by
+ * name: the write happens only while that workflow's row is there, and holds it (FOR KEY SHARE, as the foreign key
+ * (workflow_id, workflow) would) until the transaction ends, so a run of a deleted workflow writes nothing, also when
+ * a workflow with the same name was created since ("gone"), and a deletion waiting for the lock lists the row once
+ * it is committed. The workflow's row is locked before any other key of the row is checked (the schedule's, the
+ * retried execution's, which the deletion's cascade removes after taking the workflow's row), so the two wait for
+ * each other in one order only. A row that was never written (the run's start failed or was stopped before its
+ * write) is inserted by a later write while the run's workflow still exists. A record without `workflowId` (a run
+ * started before runs carried it) takes the row's own, else the workflow of that name created before the run was
+ * fired (`scheduledAt`, else `startedAt`), else writes nothing.
  */
-export async function upsertExecution(db: Queryable, e: ExecutionRecord, write: 'start' | 'progress'): Promise<ExecutionWrite> {
+export async function upsertExecution(db: Queryable, e: ExecutionRecord): Promise<ExecutionWrite> {
   const { rows } = await db.query<{ previous: ExecutionStatus | null; inserted: boolean }>(
-    `WITH prev AS (SELECT status FROM scheduler_executions WHERE id = $1)
+    `WITH prev AS (SELECT status, workflow_id FROM scheduler_executions WHERE id = $1),
+          owner AS (SELECT COALESCE($14::uuid, (SELECT workflow_id FROM prev),
+                                    (SELECT w.id FROM scheduler_workflows w WHERE w.name = $2::text AND w.created_at <= COALESCE($6::timestamptz, $7::timestamptz))) AS id)
      INSERT INTO scheduler_executions AS x
-            (id, workflow, temporal_workflow_id, trigger, status, scheduled_at, started_at, completed_at, tasks, error, schedule_id, input, retry_of)
-     SELECT $1::uuid, $2::text, $3::text, $4::text, $5::text, $6::timestamptz, $7::timestamptz, $8::timestamptz, $9::jsonb, $10::text,
+            (id, workflow, workflow_id, temporal_workflow_id, trigger, status, scheduled_at, started_at, completed_at, tasks, error, schedule_id, input, retry_of)
+     SELECT $1::uuid, w.name, w.id, $3::text, $4::text, $5::text, $6::timestamptz, $7::timestamptz, $8::timestamptz, $9::jsonb, $10::text,
              -- a schedule or an original deleted meanwhile is no reason to lose the run: the link is just empty
              (SELECT id FROM scheduler_schedules WHERE id = $11::uuid), $12::jsonb, (SELECT id FROM scheduler_executions WHERE id = $13::uuid)
-      WHERE $14::boolean OR EXISTS (SELECT 1 FROM prev)
-         OR EXISTS (SELECT 1 FROM scheduler_workflows w WHERE w.name = $2::text AND w.created_at <= $7::timestamptz)
+       FROM owner JOIN scheduler_workflows w ON w.id = owner.id AND w.name = $2::text
+        FOR KEY SHARE OF w
      ON CONFLICT (id) DO UPDATE
         SET status = EXCLUDED.status, completed_at = EXCLUDED.completed_at, tasks = EXCLUDED.tasks, error = EXCLUDED.error,
             scheduled_at = COALESCE(x.scheduled_at, EXCLUDED.scheduled_at)
@@ -96,7 +110,7 @@ export async function upsertExecution(db: Queryable, e: ExecutionRecord, write: 
       e.scheduleId ?? null,
       jsonOrNull(e.input),
       e.retryOf ?? null,
-      write === 'start',
+      e.workflowId ?? null,
     ],
   );
   const r = rows[0];
@@ -142,20 +156,23 @@ export interface LogLine {
 
 /**
  * The row a manual run (or a retry) writes before it starts the workflow, so the execution is visible at once. False
- * when its workflow (or the execution it retries) is gone: deleted since the caller read it, or being deleted (the
- * insert waits for the deletion's lock, then finds the row gone), so the run must not start.
+ * when its workflow (by id: the one the caller read, not another of that name) or the execution it retries is gone:
+ * deleted since the caller read it, or being deleted (the insert waits for the deletion's lock on the workflow's row,
+ * taken first as in upsertExecution, then finds the row gone), so the run must not start.
  */
 export async function insertManualExecution(
   db: Queryable,
-  e: { id: string; workflow: string; temporalWorkflowId: string; startedAt: string; tasks: TaskRunState[]; input?: unknown; retryOf?: string },
+  e: { id: string; workflow: string; workflowId: string; temporalWorkflowId: string; startedAt: string; tasks: TaskRunState[]; input?: unknown; retryOf?: string },
 ): Promise<boolean> {
   try {
-    await db.query(
-      `INSERT INTO scheduler_executions (id, workflow, temporal_workflow_id, trigger, status, started_at, tasks, input, retry_of)
-       VALUES ($1, $2, $3, 'manual', 'running', $4, $5, $6::jsonb, $7)`,
-      [e.id, e.workflow, e.temporalWorkflowId, e.startedAt, jsonParam(e.tasks), jsonOrNull(e.input), e.retryOf ?? null],
+    const { rowCount } = await db.query(
+      `INSERT INTO scheduler_executions (id, workflow, workflow_id, temporal_workflow_id, trigger, status, started_at, tasks, input, retry_of)
+       SELECT $1, w.name, w.id, $4, 'manual', 'running', $5, $6, $7::jsonb, $8
+         FROM scheduler_workflows w WHERE w.id = $3 AND w.name = $2
+          FOR KEY SHARE`,
+      [e.id, e.workflow, e.workflowId, e.temporalWorkflowId, e.startedAt, jsonParam(e.tasks), jsonOrNull(e.input), e.retryOf ?? null],
     );
-    return true;
+    return (rowCount ?? 0) > 0;
   } catch (err) {
     if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) return false;
     throw err;

@@ -10,6 +10,8 @@ export type ScheduleType = 'cron' | 'one-time';
 export interface ScheduleRow {
   id: string;
   workflow: string;
+  /** the workflow's immutable id (scheduler_workflows.id): its runs carry it */
+  workflow_id: string;
   temporal_id: string;
   is_default: boolean;
   type: ScheduleType;
@@ -44,7 +46,8 @@ export interface NewSchedule {
 /** jsonb parameter: SQL NULL for no input (undefined or null), else the JSON text. */
 const jsonOrNull = (v: unknown): string | null => (v === undefined || v === null ? null : jsonParam(v));
 
-const SELECT = `SELECT s.*, (SELECT max(e.started_at) FROM scheduler_executions e WHERE e.schedule_id = s.id) AS last_run
+const SELECT = `SELECT s.*, (SELECT w.id FROM scheduler_workflows w WHERE w.name = s.workflow) AS workflow_id,
+       (SELECT max(e.started_at) FROM scheduler_executions e WHERE e.schedule_id = s.id) AS last_run
   FROM scheduler_schedules s`;
 // A default row without a cron is no schedule (the workflow has none yet).
 const IS_SCHEDULE = `(s.type = 'one-time' OR s.cron IS NOT NULL)`;

@@ -30,6 +30,8 @@ export interface FlowTask {
 export type WorkflowTask = ScriptTask | FlowTask;
 
 export interface WorkflowRow {
+  /** immutable: a workflow deleted and created again under its name has another id (its executions are keyed by it) */
+  id: string;
   name: string;
   description: string;
   /** the default schedule's row id */

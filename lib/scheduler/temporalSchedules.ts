@@ -24,10 +24,11 @@ export const extraScheduleIdOf = (workflow: string, id: string): string => `sche
 /** When a schedule fires: a cron string in a zone, or once (at an instant, or at once on creation). */
 export type ScheduleTiming = { type: 'cron'; cron: string; timezone: string; jitterMs: number } | { type: 'one-time'; runAt: Date | 'now' };
 
-/** What a schedule starts: its Temporal id, the workflow, the schedule row and the input of its runs. */
+/** What a schedule starts: its Temporal id, the workflow (name and id), the schedule row and the input of its runs. */
 export interface ScheduleTarget {
   temporalId: string;
   workflow: string;
+  workflowId: string;
   scheduleId: string;
   input: unknown;
 }
@@ -43,6 +44,12 @@ export interface ScheduleSettings {
 /** The arguments a start passes to workflowRunWorkflow. */
 export interface WorkflowRunInput {
   workflow: string;
+  /**
+   * The id of the workflow that started the run (scheduler_workflows.id): the run is that workflow's, not that of
+   * another workflow created later under the name (docs/scheduler.md#deleting). Absent on runs of schedules created
+   * before runs carried it (until the schedule is next changed).
+   */
+  workflowId?: string;
   trigger: 'manual' | 'schedule';
   /** set by a manual run (the API writes the row first); a scheduled run makes its own */
   executionId?: string;
@@ -70,7 +77,7 @@ function specOf(t: ScheduleTiming): ScheduleSpec {
 }
 
 function argsOf(t: ScheduleTarget): [WorkflowRunInput] {
-  return [{ workflow: t.workflow, trigger: 'schedule', scheduleId: t.scheduleId, ...(t.input !== null && t.input !== undefined ? { input: t.input } : {}), paths: RUN_PATHS }];
+  return [{ workflow: t.workflow, workflowId: t.workflowId, trigger: 'schedule', scheduleId: t.scheduleId, ...(t.input !== null && t.input !== undefined ? { input: t.input } : {}), paths: RUN_PATHS }];
 }
 
 /** ArmadaWorkflow on the schedule and on every run it starts (docs/operations.md#search-attributes). */

@@ -79,9 +79,10 @@ describe('scheduler recovery', () => {
     const src = (await inject('POST', '/api/v1/sources', { name: `m-${uniq}`, source_type: 'flow-builder', url: fake.url })).json();
     await inject('POST', '/api/v1/workflows', { name: `old-${uniq}`, tasks: [{ name: 't', type: 'script', script: 'true' }] });
     await stack.db.query(
-      `INSERT INTO scheduler_executions (id, workflow, temporal_workflow_id, trigger, status, started_at, completed_at)
-       VALUES ('11111111-1111-4111-8111-111111111111', $1, 'x', 'manual', 'completed', now() - interval '3 days', now() - interval '3 days'),
-              ('22222222-2222-4222-8222-222222222222', $1, 'y', 'manual', 'completed', now() - interval '1 hour', now() - interval '1 hour')`,
+      `INSERT INTO scheduler_executions (id, workflow, workflow_id, temporal_workflow_id, trigger, status, started_at, completed_at)
+       SELECT v.id::uuid, w.name, w.id, v.t, 'manual', 'completed', now() - v.age::interval, now() - v.age::interval
+         FROM scheduler_workflows w, (VALUES ('11111111-1111-4111-8111-111111111111', 'x', '3 days'), ('22222222-2222-4222-8222-222222222222', 'y', '1 hour')) AS v(id, t, age)
+        WHERE w.name = $1`,
       [`old-${uniq}`],
     );
     try {

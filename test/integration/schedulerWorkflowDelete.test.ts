@@ -8,7 +8,8 @@ import path from 'node:path';
 import type { Faults } from '../../lib/faults';
 import { groupAlive } from '../../lib/process/processGroup';
 import { FAKE_FLOWS } from '../support/fakeFlowBuilder';
-import { eventually } from '../support/harness';
+import { eventually, startStackWorkers } from '../support/harness';
+import type { RunningWorkers } from '../../workers/createWorker';
 import { runWorkflowToEnd, schedulerStackForFile } from '../support/schedulerStack';
 
 /** The worker's fault hooks (lib/faults.ts): a test sets the one it needs; cleared after each test. */
@@ -28,6 +29,14 @@ const rowsOf = async (workflow: string): Promise<{ id: string; status: string }[
 /** The run requests the fake platform received carrying `input`. */
 const runsSent = (input: string) =>
   sched.fake.requests.filter((r) => r.method === 'POST' && r.path === `/api/v1/run/${FAKE_FLOWS.summarise.id}` && (r.body as { input_value?: string } | null)?.input_value === input);
+
+/** The file's source on the fake platform (one per address), created on first use, after the test that deletes its own. */
+let fileSource: Promise<string> | undefined;
+const fakeSource = (): Promise<string> =>
+  (fileSource ??= inject('POST', '/api/v1/sources', { name: `src-of-file-${uniq}`, source_type: 'flow-builder', url: sched.fake.url }).then((r) => {
+    if (r.statusCode !== 201) throw new Error(`source not created: ${r.statusCode} ${r.body}`);
+    return r.json().id as string;
+  }));
 
 /** Starts a run of `name` whose first task writes its process group id to `pidFile` and sleeps; returns the run's id and pid. */
 async function runSleeper(name: string, pidFile: string): Promise<{ id: string; pid: number }> {
@@ -112,9 +121,7 @@ describe('deleting a workflow that is running', () => {
 describe('deleting a workflow while a run of it starts', () => {
   let sourceId: string;
   beforeAll(async () => {
-    const src = await inject('POST', '/api/v1/sources', { name: `starting-src-${uniq}`, source_type: 'flow-builder', url: sched.fake.url });
-    expect(src.statusCode).toBe(201);
-    sourceId = src.json().id;
+    sourceId = await fakeSource();
   });
 
   /** Whether the workflow's row is gone: the deletion committed. */
@@ -151,6 +158,49 @@ describe('deleting a workflow while a run of it starts', () => {
       expect(await rowsOf(name)).toEqual([]);
       // closed in Temporal: a scheduled run (no row, so the deletion did not know it) ends at once "deleted"; the
       // manual run, which the deletion listed and cancelled, ends cancelled or "deleted", whichever came first
+      const status = (await run.describe()).status.name;
+      if (trigger === 'schedule') expect([status, result]).toEqual(['COMPLETED', 'deleted']);
+      else expect(['COMPLETED', 'CANCELLED']).toContain(status);
+    },
+  );
+
+  test.each(['schedule', 'manual'] as const)(
+    'a %s run whose workflow is deleted and re-created under its name right after it read its definition writes nothing under the new workflow and sends nothing',
+    async (trigger) => {
+      const name = `recreated-${trigger}-${uniq}`;
+      const oldInput = `old-${trigger}-${uniq}`;
+      const newInput = `new-${trigger}-${uniq}`;
+      const tasks = (input: string) => [{ name: 'flow', type: 'flow', source: sourceId, flow: 'Summarise', input }];
+      expect((await inject('POST', '/api/v1/workflows', { name, tasks: tasks(oldInput) })).statusCode).toBe(201);
+      // beginRun holds the old workflow's definition; right then the workflow is deleted through the API and, once
+      // that committed, created again under the same name; then the run goes on to write its start
+      let deletion: ReturnType<typeof inject> | undefined;
+      let recreated: number | undefined;
+      let runId: string | undefined;
+      faults['beginRun.afterDefinition'] = async (info) => {
+        if (info.workflow !== name || deletion) return;
+        runId = info.temporalWorkflowId as string;
+        deletion = inject('DELETE', `/api/v1/workflows/${name}`);
+        await eventually(() => deleted(name), 10_000, 20);
+        recreated = (await inject('POST', '/api/v1/workflows', { name, tasks: tasks(newInput) })).statusCode;
+      };
+      if (trigger === 'schedule') {
+        expect((await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'one-time', at: 'now' })).statusCode).toBe(201);
+      } else {
+        expect((await inject('POST', `/api/v1/workflows/${name}/run`)).statusCode).toBe(200);
+      }
+      const id = await eventually(async () => runId, 15_000, 20);
+      const run = (await sched.stack.temporal.client()).workflow.getHandle(id);
+      const result = await run.result().catch((err: Error) => err.name);
+      const del = await (deletion as ReturnType<typeof inject>);
+      expect([del.statusCode, del.json()]).toEqual([200, { name, deleted: true }]);
+      expect(recreated).toBe(201);
+
+      // the new workflow of that name shows nothing of the old run, and the platform heard of neither input
+      expect(await rowsOf(name)).toEqual([]);
+      expect((await inject('GET', `/api/v1/executions?workflow=${name}`)).json().executions).toEqual([]);
+      expect(runsSent(oldInput)).toEqual([]);
+      expect(runsSent(newInput)).toEqual([]);
       const status = (await run.describe()).status.name;
       if (trigger === 'schedule') expect([status, result]).toEqual(['COMPLETED', 'deleted']);
       else expect(['COMPLETED', 'CANCELLED']).toContain(status);
@@ -208,5 +258,39 @@ describe('a run requested while its workflow is being deleted', () => {
     for await (const w of client.workflow.list({ query: `ArmadaWorkflow = "${name}"` })) runs.push(w.workflowId);
     expect(runs).toEqual(original ? [`execution:${original}`] : []);
     expect(fs.existsSync(marker)).toBe(false);
+  });
+});
+
+describe('a scheduled run that waited for a worker while its workflow was deleted and re-created', () => {
+  let workers: RunningWorkers | undefined;
+  afterAll(async () => {
+    await workers?.stop();
+  });
+
+  test('it reads the new workflow of that name when it begins, and ends "deleted" without writing or sending anything', async () => {
+    const sourceId = await fakeSource();
+    const name = `queued-${uniq}`;
+    const oldInput = `old-${name}`;
+    const newInput = `new-${name}`;
+    const tasks = (input: string) => [{ name: 'flow', type: 'flow', source: sourceId, flow: 'Summarise', input }];
+    expect((await inject('POST', '/api/v1/workflows', { name, tasks: tasks(oldInput) })).statusCode).toBe(201);
+
+    // no worker takes the run the schedule fires: it waits in the task queue while the workflow goes and comes back
+    await sched.stack.workers?.stop();
+    const schedule = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'one-time', at: 'now' });
+    expect(schedule.statusCode).toBe(201);
+    const client = await sched.stack.temporal.client();
+    const fired = await eventually(async () => {
+      const d = await client.schedule.getHandle(`schedule:${name}:${schedule.json().id}`).describe();
+      return d.info.recentActions[0]?.action.workflow.workflowId;
+    }, 15_000, 100);
+    expect((await inject('DELETE', `/api/v1/workflows/${name}`)).statusCode).toBe(200);
+    expect((await inject('POST', '/api/v1/workflows', { name, tasks: tasks(newInput) })).statusCode).toBe(201);
+
+    workers = await startStackWorkers(sched.stack, { faults });
+    expect(await client.workflow.getHandle(fired).result()).toBe('deleted');
+    expect(await rowsOf(name)).toEqual([]);
+    expect(runsSent(oldInput)).toEqual([]);
+    expect(runsSent(newInput)).toEqual([]);
   });
 });
