@@ -111,7 +111,7 @@ const SCHEDULER: Catalogue = {
   'POST /api/v1/workflows/{name}/run': [
     'runWorkflow',
     'Run a workflow now',
-    'Starts an execution of the workflow at once; answers with the execution. 404 when the workflow does not exist, also when it is deleted while the run is requested (nothing is started then).',
+    "Starts an execution of the workflow at once; answers 200 with the execution, which exists when the answer is made (a later deletion of the workflow removes it with the workflow's other executions). 404 when the workflow does not exist, also when it is deleted while the run is requested, up to the moment its run has started: no execution is left then, and the run sends and writes nothing (even when a workflow of the same name is created meanwhile).",
   ],
   'GET /api/v1/schedules': [
     'listSchedules',
@@ -147,7 +147,7 @@ const SCHEDULER: Catalogue = {
   'POST /api/v1/executions/{id}/retry': [
     'retryExecution',
     'Re-run an execution',
-    'Starts a new execution of the same workflow (its current tasks) with the same input, linked to the original by `retryOf`; answers 201 at once. 409 while the original is still running; 404 when the original is gone, also when its workflow is deleted while the retry is requested (nothing is started then).',
+    'Starts a new execution of the same workflow (its current tasks) with the same input, linked to the original by `retryOf`; answers 201 at once with the new execution, which exists when the answer is made. 409 while the original is still running; 404 when the original is gone, also when its workflow is deleted while the retry is requested, up to the moment the new run has started: no execution is left then, and the run sends and writes nothing.',
   ],
 };
 

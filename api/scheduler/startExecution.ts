@@ -1,13 +1,17 @@
 /**
  * Starts an execution on request (a manual run or a retry): writes the execution row (`running`, tasks `pending`),
  * then starts workflowRunWorkflow as `execution:<id>` and answers without waiting for the run. A workflow deleted
- * after the caller read it (or the execution a retry re-runs, deleted with it) is a 404 `goneDetail`, and nothing
- * is started: the row cannot be written once the deletion committed (docs/scheduler.md#deleting).
+ * after the caller read it (or the execution a retry re-runs, deleted with it) is a 404 `goneDetail`: before the row
+ * is written, nothing is started (the row cannot be written once the deletion committed); after it, the row is read
+ * again once the run is started, so the answer never names an execution its workflow's deletion had already removed
+ * (the run started meanwhile finds its workflow gone and ends at once, sending and writing nothing). An answer is a
+ * 200 only when the row was there after the run started: a deletion after that lists the run and stops it like any
+ * other (docs/scheduler.md#deleting).
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
-import { failExecution, insertManualExecution } from '../../lib/db/schedulerExecutions';
+import { failExecution, getExecution, insertManualExecution } from '../../lib/db/schedulerExecutions';
 import type { WorkflowRow } from '../../lib/db/schedulerWorkflows';
 import { WORKFLOW_RUN_TYPE, workflowSearchAttributes, type WorkflowRunInput } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
@@ -60,5 +64,7 @@ export async function startExecution(
     await failExecution(deps.db, executionId, COULD_NOT_START);
     throw temporalUnavailable(COULD_NOT_START);
   }
+  // the workflow was deleted between the row's insert and the start (the deletion found no run to stop yet)
+  if (!(await getExecution(deps.db, executionId))) throw notFound(opts.goneDetail);
   return { executionId, workflow: w.name, status: 'running', startedAt };
 }

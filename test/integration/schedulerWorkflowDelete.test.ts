@@ -10,7 +10,7 @@ import { groupAlive } from '../../lib/process/processGroup';
 import { FAKE_FLOWS } from '../support/fakeFlowBuilder';
 import { eventually, startStackWorkers } from '../support/harness';
 import type { RunningWorkers } from '../../workers/createWorker';
-import { runWorkflowToEnd, schedulerStackForFile } from '../support/schedulerStack';
+import { runWorkflowToEnd, schedulerApiWithStartHook, schedulerStackForFile } from '../support/schedulerStack';
 
 /** The worker's fault hooks (lib/faults.ts): a test sets the one it needs; cleared after each test. */
 const faults: Faults = {};
@@ -206,6 +206,68 @@ describe('deleting a workflow while a run of it starts', () => {
       else expect(['COMPLETED', 'CANCELLED']).toContain(status);
     },
   );
+});
+
+describe('a manual run whose row was written just before its workflow was deleted', () => {
+  let sourceId: string;
+  beforeAll(async () => {
+    sourceId = await fakeSource();
+  });
+
+  test.each([
+    ['POST /workflows/{name}/run', 'deleted', 'Workflow not found'],
+    ['POST /workflows/{name}/run', 'deleted and re-created', 'Workflow not found'],
+    ['POST /executions/{id}/retry', 'deleted and re-created', 'Execution not found'],
+  ] as const)('%s, its workflow %s before the run started in Temporal: 404 %s, and the run sends and writes nothing', async (route, what, detail) => {
+    const retry = route.includes('retry');
+    const name = `written-${retry ? 'retry' : 'run'}-${what === 'deleted' ? 'gone' : 'again'}-${uniq}`;
+    const oldInput = `old-${name}`;
+    const newInput = `new-${name}`;
+    const tasks = (input: string) => [{ name: 'flow', type: 'flow', source: sourceId, flow: 'Summarise', input }];
+    expect((await inject('POST', '/api/v1/workflows', { name, tasks: tasks(oldInput) })).statusCode).toBe(201);
+    const original = retry ? (await runWorkflowToEnd(sched.stack, name)).id : undefined;
+    const sentBefore = runsSent(oldInput).length;
+
+    // The interleaving: the request has written its execution row and is about to start the Temporal run; right then
+    // the workflow is deleted (the deletion lists the row, finds no run to stop yet, and commits) and maybe created
+    // again under its name; then the start goes on.
+    let reached: (workflowId: string) => void = () => undefined;
+    const atStart = new Promise<string>((resolve) => {
+      reached = resolve;
+    });
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const api = await schedulerApiWithStartHook(sched.stack, async (workflowId) => {
+      reached(workflowId);
+      await gate;
+    });
+    let answer: Awaited<ReturnType<typeof inject>>;
+    let started: string;
+    try {
+      const request = api.inject('POST', retry ? `/api/v1/executions/${original}/retry` : `/api/v1/workflows/${name}/run`);
+      started = await atStart;
+      expect(await rowsOf(name)).toContainEqual({ id: started.replace(/^execution:/, ''), status: 'running' });
+      const del = await inject('DELETE', `/api/v1/workflows/${name}`);
+      expect([del.statusCode, del.json()]).toEqual([200, { name, deleted: true }]);
+      if (what !== 'deleted') expect((await inject('POST', '/api/v1/workflows', { name, tasks: tasks(newInput) })).statusCode).toBe(201);
+      release();
+      answer = await request;
+    } finally {
+      release();
+      await api.close();
+    }
+    // the client is told the workflow is gone (before: 200 with an execution id whose GET was a 404 for ever)
+    expect([answer.statusCode, answer.json()]).toEqual([404, { detail }]);
+
+    // the run that was started ends at once without a task: no row (under the old or a new workflow), no request
+    const run = (await sched.stack.temporal.client()).workflow.getHandle(started);
+    expect(await run.result()).toBe('deleted');
+    expect(await rowsOf(name)).toEqual([]);
+    expect(runsSent(oldInput)).toHaveLength(sentBefore);
+    expect(runsSent(newInput)).toEqual([]);
+  });
 });
 
 describe('a run requested while its workflow is being deleted', () => {

@@ -7,9 +7,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Client } from '@temporalio/client';
+import { buildSchedulerApp } from '../../api/scheduler/app';
 import type { Faults } from '../../lib/faults';
 import { startFakeFlowBuilder, type FakeFlowBuilder } from './fakeFlowBuilder';
-import { TEST_API_KEY, eventually, startTestStack, type TestStack } from './harness';
+import { TEST_API_KEY, eventually, logger, startTestStack, type TestStack } from './harness';
 
 /** The stack; `faults`: the worker's test-only fault hooks (lib/faults.ts). */
 export function startSchedulerStack(opts: { faults?: Faults } = {}): Promise<TestStack> {
@@ -23,6 +25,39 @@ export function schedulerInject(stack: TestStack) {
 }
 
 export type SchedulerInject = ReturnType<typeof schedulerInject>;
+
+/**
+ * Another scheduler API on the stack's database and Temporal whose every workflow start first awaits
+ * `beforeStart(workflowId)`: a manual run's (or a retry's) row is written by then and its Temporal run not yet
+ * started, so a test can do something at that very moment (the start goes on when the hook returns).
+ */
+export async function schedulerApiWithStartHook(
+  stack: TestStack,
+  beforeStart: (workflowId: string) => Promise<void>,
+): Promise<{ inject: SchedulerInject; close(): Promise<void> }> {
+  const base = await stack.temporal.client();
+  const client = new Client({
+    connection: base.connection,
+    namespace: base.options.namespace,
+    interceptors: {
+      workflow: [
+        {
+          async startWithDetails(input, next) {
+            await beforeStart(input.options.workflowId);
+            return next(input);
+          },
+        },
+      ],
+    },
+  });
+  const temporal = { client: async () => client, close: async () => undefined };
+  const app = await buildSchedulerApp({ db: stack.db, config: stack.config, keys: stack.keys, temporal, logger, metrics: stack.metrics, secondListener: true });
+  await app.ready();
+  return {
+    inject: (method, url, payload) => app.inject({ method, url, payload: payload as object, headers: { 'x-api-key': TEST_API_KEY } }),
+    close: () => app.close(),
+  };
+}
 
 /** What a test file gets from schedulerStackForFile(). The fields are set in its beforeAll: read them in tests and hooks. */
 export interface SchedulerFixture {
