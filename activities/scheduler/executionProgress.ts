@@ -82,21 +82,27 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
    * deletion of the workflow cannot commit meanwhile without listing the run.
    */
   async function write(e: ExecutionRecord, lines: LogLine[], onHeld?: (exists: boolean) => void): Promise<{ exists: boolean; changed: boolean }> {
-    let result: ExecutionWrite;
-    try {
-      // one transaction: a reader never sees the new status without the log lines of the same step
-      result = await withTransaction(deps.db, async (c) => {
-        const written = await upsertExecution(c, e);
-        onHeld?.(written.outcome !== 'gone');
-        if (written.outcome !== 'gone') await appendExecutionLogs(c, e.id, lines);
-        return written;
-      });
-    } catch (err) {
-      if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) {
-        onHeld?.(false);
-        return { exists: false, changed: false };
+    let result: ExecutionWrite | undefined;
+    // A foreign-key violation is a link the statement read in its snapshot and a concurrent deletion then removed:
+    // the schedule's or the retried execution's (both ON DELETE SET NULL, so the write goes on without it, once
+    // more), or the row's own, gone with its workflow (the second try finds the workflow gone: `gone`). Before, the
+    // first was taken for "the workflow is gone" and a run whose schedule was deleted at that moment ended `deleted`.
+    for (let attempt = 1; !result; attempt++) {
+      try {
+        // one transaction: a reader never sees the new status without the log lines of the same step
+        result = await withTransaction(deps.db, async (c) => {
+          const written = await upsertExecution(c, e);
+          onHeld?.(written.outcome !== 'gone');
+          if (written.outcome !== 'gone') await appendExecutionLogs(c, e.id, lines);
+          return written;
+        });
+      } catch (err) {
+        if ((err as { code?: string }).code !== FOREIGN_KEY_VIOLATION) throw err;
+        if (attempt >= 2) {
+          onHeld?.(false);
+          return { exists: false, changed: false };
+        }
       }
-      throw err;
     }
     if (result.outcome === 'gone') return { exists: false, changed: false };
     if (result.outcome === 'written') countFinish(metrics, e, result.previous);

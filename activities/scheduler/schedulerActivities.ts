@@ -214,12 +214,16 @@ export function createSchedulerActivities(deps: ActivityDeps) {
      * `exists: false` when its workflow was deleted meanwhile. Counts each transition once.
      */
     async recordExecution(input: ExecutionRecord & { first?: boolean }): Promise<{ exists: boolean }> {
-      let written: ExecutionWrite;
-      try {
-        written = await upsertExecution(deps.db, input);
-      } catch (err) {
-        if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) return { exists: false };
-        throw err;
+      let written: ExecutionWrite | undefined;
+      // a foreign-key violation is a link a concurrent deletion removed: written once more without it, as the lean
+      // run's write does (executionProgress.ts)
+      for (let attempt = 1; !written; attempt++) {
+        try {
+          written = await upsertExecution(deps.db, input);
+        } catch (err) {
+          if ((err as { code?: string }).code !== FOREIGN_KEY_VIOLATION) throw err;
+          if (attempt >= 2) return { exists: false };
+        }
       }
       if (written.outcome === 'gone') return { exists: false };
       // a one-time schedule is complete once its run started (idempotent: the first time wins)
