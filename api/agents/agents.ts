@@ -3,6 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError, notFound } from '../../lib/errors';
+import { runningAgentTaskId } from '../../lib/db/agentTasks';
 import type { AgentStatus } from '../../workflows/agentMessages';
 import { Nullable, StringEnum, Timestamp } from '../http/schemas';
 import type { AgentsAppDeps, AgentsPluginOptions } from './deps';
@@ -61,6 +62,19 @@ function statusView(name: string, s: AgentStatus | null) {
   };
 }
 
+/**
+ * The task a restart fails, as of the request (it may finish in the meantime): the actor's current task when its
+ * status query answers (it names the task as it hands it over, before the row reads `running`), else the agent's
+ * `running` row in PostgreSQL. When neither answers, nobody can say: 503, and no restart is sent.
+ */
+async function taskARestartFails(deps: AgentsAppDeps, name: string): Promise<string | null> {
+  const [actor, row] = await Promise.allSettled([deps.actors.status(name), runningAgentTaskId(deps.db, name)]);
+  if (actor.status === 'fulfilled') return actor.value?.currentTask ?? null;
+  if (row.status === 'fulfilled') return row.value ?? null;
+  const why = (r: unknown) => (r as Error).message;
+  throw unavailable(new Error(`which task the restart would fail is unknown (actor: ${why(actor.reason)}; database: ${why(row.reason)})`));
+}
+
 export const agentRoutes: FastifyPluginAsync<AgentsPluginOptions> = async (fastify, { deps }) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
@@ -100,22 +114,31 @@ export const agentRoutes: FastifyPluginAsync<AgentsPluginOptions> = async (fasti
       schema: {
         params: NameParams,
         response: {
-          200: Type.Object({ name: Type.String(), status: Type.Literal('restarting'), restartedAt: Timestamp, failedTask: Nullable(Type.String()) }),
+          200: Type.Object({
+            name: Type.String(),
+            status: Type.Literal('restarting'),
+            restartedAt: Timestamp,
+            failedTask: Nullable(
+              Type.String({
+                description:
+                  "The task running when the request arrived, which the restart fails: the actor's current task, or when the actor cannot answer, the agent's running task in the database (neither answering: 503)",
+              }),
+            ),
+          }),
           ...DetailErrorResponses,
         },
       },
     },
     async (request) => {
       const agent = requireAgent(deps, request.params.name);
-      // Best effort: the task the restart fails is the one running now (it may finish in the meantime).
-      const before = await deps.actors.status(agent.name).catch(() => null);
+      const failedTask = await taskARestartFails(deps, agent.name);
       try {
         await deps.actors.restart(agent.name);
       } catch (err) {
         throw unavailable(err);
       }
-      request.log.info({ agent: agent.name, failedTask: before?.currentTask ?? null }, 'agent restarted');
-      return { name: agent.name, status: 'restarting' as const, restartedAt: new Date().toISOString(), failedTask: before?.currentTask ?? null };
+      request.log.info({ agent: agent.name, failedTask }, 'agent restarted');
+      return { name: agent.name, status: 'restarting' as const, restartedAt: new Date().toISOString(), failedTask };
     },
   );
 };

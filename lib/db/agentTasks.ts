@@ -96,3 +96,12 @@ export async function unfinishedAgentTasks(db: Queryable, agent: string): Promis
   );
   return rows;
 }
+
+/** The id of the agent's task that is running (the last started, should there be several), if any. */
+export async function runningAgentTaskId(db: Queryable, agent: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ id: string }>(
+    "SELECT id FROM agent_tasks WHERE agent = $1 AND status = 'running' ORDER BY started_at DESC NULLS LAST, id DESC LIMIT 1",
+    [agent],
+  );
+  return rows[0]?.id;
+}

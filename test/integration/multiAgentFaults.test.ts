@@ -1,7 +1,8 @@
 /**
  * Multi-agent faults with a separate `armada worker` process: kill -9 it while a named agent runs a task. The task
  * is retried on a restarted worker after the heartbeat timeout; the process the lost worker left running for it is
- * stopped before the retry runs, so one task never has two agent processes at once.
+ * stopped before the retry runs, so one task never has two agent processes at once. And a restart while the worker
+ * is frozen (SIGSTOP), so that the actor cannot answer its status query: the answer still names the task it fails.
  */
 import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -10,7 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { groupAlive } from '../../lib/process/processGroup';
 import { spawnArmada } from '../support/armadaProcess';
-import { TEST_API_KEY, env, eventually, startTestStack, type TestStack } from '../support/harness';
+import { buildService } from '../../api/services';
+import { createPool } from '../../lib/db/pool';
+import { TEST_API_KEY, env, eventually, logger, startTestStack, type TestStack } from '../support/harness';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures');
 const NAMED = `named-${crypto.randomBytes(3).toString('hex')}`;
@@ -107,4 +110,60 @@ describe('multi-agent faults', () => {
     }, 20_000);
     expect(s).toMatchObject({ status: 'active', tasksFailed: 0, queued: 0 });
   }, 120_000);
+
+  test('restart while the actor cannot answer its status query (its worker frozen): failedTask is the running task, read from PostgreSQL', async () => {
+    // exactly one worker, the one frozen below: no other could answer the query in its place
+    for (const w of workers) {
+      if (w.exitCode === null && w.signalCode === null) {
+        w.kill('SIGKILL');
+        await new Promise((r) => w.once('exit', r));
+      }
+    }
+    const worker = await startWorkerProcess();
+    const res = await call('POST', '/api/v1/tasks', { agent: NAMED, task: 'spawn-child sleep:60000 running when restarted' });
+    expect(res.statusCode).toBe(201);
+    const taskId: string = res.json().taskId;
+    const pidFile = path.join(pidDir, `${taskId}.pid`);
+    const pid = await eventually(async () => (fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8')) : undefined), 30_000);
+    groups.push(pid);
+    await eventually(async () => (await call('GET', `/api/v1/tasks/${taskId}`)).json().status === 'running', 10_000);
+
+    // A replica whose PostgreSQL is unreachable too: it cannot know the task, so it answers 503 and sends nothing.
+    const unreachable = createPool('postgres://armada@127.0.0.1:1/armada', logger, { connectionTimeoutMillis: 2000 });
+    const blind = await buildService('agents', { db: unreachable, config: stack.config, keys: stack.keys, temporal: stack.temporal, logger, metrics: stack.metrics });
+    await blind.ready();
+    const restartsBefore: number = (await call('GET', `/api/v1/agents/${NAMED}/status`)).json().restarts;
+
+    worker.kill('SIGSTOP'); // the actor's status query now waits for a worker that does not answer (5 s, then given up)
+    let restarted: Awaited<ReturnType<typeof call>>;
+    let unknowing: Awaited<ReturnType<typeof call>>;
+    try {
+      [restarted, unknowing] = await Promise.all([
+        call('POST', `/api/v1/agents/${NAMED}/restart`),
+        blind.inject({ method: 'POST', url: `/api/v1/agents/${NAMED}/restart`, headers: { 'x-api-key': TEST_API_KEY } }),
+      ]);
+    } finally {
+      worker.kill('SIGCONT');
+      await blind.close();
+      await unreachable.end();
+    }
+    expect(restarted.statusCode).toBe(200);
+    expect(restarted.json()).toMatchObject({ name: NAMED, status: 'restarting', failedTask: taskId });
+    expect(unknowing.statusCode).toBe(503);
+    expect(unknowing.json().detail).toMatch(/^Agent runtime unavailable: which task the restart would fail is unknown \(actor: .+; database: .+\)$/);
+
+    // and that is the task the restart failed, once the worker runs again
+    const done = await eventually(async () => {
+      const t = (await call('GET', `/api/v1/tasks/${taskId}`)).json();
+      return t.status === 'completed' || t.status === 'failed' ? t : undefined;
+    }, 60_000);
+    expect(done).toMatchObject({ status: 'failed', error: 'agent restarted', result: null });
+    await eventually(async () => !groupAlive(pid), 30_000);
+    // one restart reached the actor: the replica that could not know sent none
+    const after = await eventually(async () => {
+      const st = (await call('GET', `/api/v1/agents/${NAMED}/status`)).json();
+      return st.currentTask === null ? st : undefined;
+    }, 20_000);
+    expect(after.restarts).toBe(restartsBefore + 1);
+  }, 150_000);
 });
