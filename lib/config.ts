@@ -86,6 +86,8 @@ export const FileConfigSchema = Type.Object(
           taskTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000 })),
           /** How many memory hits are prepended to the prompt of an agent with `memory: true` (default 3). */
           memoryHits: Type.Optional(Type.Integer({ minimum: 0, maximum: 50 })),
+          /** How often the agents service looks for tasks whose actor was closed under them (default 3 s). */
+          actorCheckIntervalMs: Type.Optional(Type.Integer({ minimum: 500, maximum: 600_000 })),
         },
         { additionalProperties: false },
       ),

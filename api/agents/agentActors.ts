@@ -1,19 +1,22 @@
 /**
- * The API side of the agent actors: starts `agent:<name>` workflows idempotently (signalWithStart, or start with the
- * USE_EXISTING id-conflict policy) and asks them for their status.
+ * The API side of the agent actors: starts `agent:<name>` workflows idempotently (start with the USE_EXISTING
+ * id-conflict policy), signals them, asks them for their status, and fails the tasks an actor that was closed under
+ * them left behind (an actor is never started again with its predecessor's tasks still unfinished).
  */
 import { WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/common';
-import type { Client } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Pool } from 'pg';
-import { unfinishedAgentTasks } from '../../lib/db/agentTasks';
+import { failUnfinishedAgentTasks } from '../../lib/db/agentTasks';
 import type { ArmadaConfig } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
 import type { TemporalHandle } from '../../lib/temporal/client';
-import { multiAgentSettings, type MultiAgent } from '../../lib/agents/agentRoster';
+import { multiAgentSettings } from '../../lib/agents/agentRoster';
 import { ArmadaAgent } from '../../lib/temporal/searchAttributes';
 import { assignSignal, restartSignal, statusQuery, type AgentPriority, type AgentStatus, type AgentWorkflowInput } from '../../workflows/agentMessages';
+import { closedActor } from './closedActor';
 
-export const agentWorkflowId = (name: string): string => `agent:${name}`;
+const WORKFLOW_ID_PREFIX = 'agent:';
+export const agentWorkflowId = (name: string): string => `${WORKFLOW_ID_PREFIX}${name}`;
 
 const STATUS_TIMEOUT_MS = 5000;
 /**
@@ -50,13 +53,42 @@ export class AgentActors {
 
   /** Queues a task on the agent's actor, starting the actor when it is not running. */
   async assign(agent: string, taskId: string, priority: AgentPriority): Promise<void> {
-    const client = await this.temporal.client();
-    await withDeadline(client, () => client.workflow.signalWithStart('agentWorkflow', { ...this.startOptions(agent), signal: assignSignal, signalArgs: [{ taskId, priority }] }));
+    await this.signal(agent, (h) => h.signal(assignSignal, { taskId, priority }), taskId);
   }
 
   async restart(agent: string): Promise<void> {
+    await this.signal(agent, (h) => h.signal(restartSignal));
+  }
+
+  /**
+   * Signals the agent's running actor. When none runs (terminated by hand, or never started), the tasks a closed one
+   * left are failed first (all but `assigning`, the task being sent now), then an actor is started and signalled.
+   */
+  private async signal(agent: string, send: (handle: WorkflowHandle) => Promise<void>, assigning?: string): Promise<void> {
     const client = await this.temporal.client();
-    await withDeadline(client, () => client.workflow.signalWithStart('agentWorkflow', { ...this.startOptions(agent), signal: restartSignal, signalArgs: [] }));
+    const handle = client.workflow.getHandle(agentWorkflowId(agent)); // no run id: the latest run, the new one too
+    try {
+      await withDeadline(client, () => send(handle));
+      return;
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
+    await this.failOrphans(agent, assigning);
+    await this.ensure(agent);
+    await withDeadline(client, () => send(handle));
+  }
+
+  /**
+   * When the agent's actor is closed, fails its unfinished tasks assigned before it closed (the closed actor held
+   * them; nothing would run them) with how it ended, e.g. `agent actor terminated: <reason>`. Returns their ids.
+   */
+  async failOrphans(agent: string, except?: string): Promise<string[]> {
+    const client = await this.temporal.client();
+    const closed = await withDeadline(client, () => closedActor(client, agentWorkflowId(agent)));
+    if (!closed) return [];
+    const ids = await failUnfinishedAgentTasks(this.db, agent, closed.error, { createdBefore: closed.closedAt, except });
+    if (ids.length) this.logger.warn({ agent, taskIds: ids, error: closed.error }, 'agent actor closed under unfinished tasks: they are failed');
+    return ids;
   }
 
   /** The actor's status; null when it is not running. Rejects when Temporal does not answer in time. */
@@ -72,41 +104,6 @@ export class AgentActors {
       if (err instanceof WorkflowNotFoundError) return null;
       throw err;
     }
-  }
-
-  /**
-   * Starts every configured agent's actor in the background, retrying while Temporal is unreachable, until stop()
-   * is called, and re-sends the agent's unfinished tasks (an assignment lost between the row's insert and its
-   * signal, or a run whose actor was terminated): the actor ignores ids it already holds, and a finished row is
-   * never run again. The API answers meanwhile; a task assignment starts its actor on its own anyway.
-   */
-  startAll(agents: readonly MultiAgent[]): { stop(): void } {
-    let stopped = false;
-    let timer: NodeJS.Timeout | undefined;
-    const pending = new Set(agents.map((a) => a.name));
-    const attempt = async (delay: number) => {
-      for (const name of [...pending]) {
-        if (stopped) return;
-        try {
-          await this.ensure(name);
-          for (const t of await unfinishedAgentTasks(this.db, name)) await this.assign(name, t.id, t.priority);
-          pending.delete(name);
-        } catch (err) {
-          this.logger.warn({ agent: name, err: { message: (err as Error).message } }, 'could not start agent actor; retrying');
-        }
-      }
-      if (pending.size && !stopped) {
-        timer = setTimeout(() => void attempt(Math.min(delay * 2, 30_000)), delay);
-        timer.unref();
-      }
-    };
-    void attempt(1000);
-    return {
-      stop() {
-        stopped = true;
-        if (timer) clearTimeout(timer);
-      },
-    };
   }
 }
 

@@ -1,9 +1,10 @@
 /** The multi-agent service (C): agents, agent tasks and shared memory under /api/v1. */
-import { multiAgents } from '../../lib/agents/agentRoster';
+import { multiAgentSettings, multiAgents } from '../../lib/agents/agentRoster';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import { installApiKeyAuth } from '../http/apiKeyAuth';
 import { createBaseApp } from '../http/baseApp';
 import { AgentActors } from './agentActors';
+import { superviseActors } from './actorSupervisor';
 import { agentRoutes } from './agents';
 import type { AgentsAppDeps } from './deps';
 import { memoryRoutes } from './memory';
@@ -31,11 +32,12 @@ export async function buildAgentsApp(base: DetailServiceDeps) {
   await app.register(agentRoutes, { prefix: '/api/v1', deps });
   await app.register(agentTaskRoutes, { prefix: '/api/v1', deps });
   await app.register(memoryRoutes, { prefix: '/api/v1', deps });
-  // Every configured agent's actor runs from service start (idempotent: an actor already running is kept).
-  let starter: { stop(): void } | undefined;
+  // Every configured agent's actor runs from service start (idempotent: an actor already running is kept); tasks
+  // whose actor was closed under them are failed.
+  let supervisor: { stop(): void } | undefined;
   app.addHook('onReady', async () => {
-    starter = deps.actors.startAll(agents);
+    supervisor = superviseActors(deps, agents, multiAgentSettings(base.config).actorCheckIntervalMs);
   });
-  app.addHook('onClose', async () => starter?.stop());
+  app.addHook('onClose', async () => supervisor?.stop());
   return app;
 }

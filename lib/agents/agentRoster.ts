@@ -13,6 +13,7 @@ export interface MultiAgent {
 export const DEFAULT_CONTINUE_AS_NEW_EVERY = 100;
 export const DEFAULT_TASK_TIMEOUT_MS = 30 * 60_000;
 export const DEFAULT_MEMORY_HITS = 3;
+export const DEFAULT_ACTOR_CHECK_INTERVAL_MS = 3000;
 
 /** Every configured agent; throws ConfigError for a duplicate name, `.` or `..`, or an `llm` that names no agent profile. */
 export function multiAgents(config: ArmadaConfig): MultiAgent[] {
@@ -39,11 +40,19 @@ export function findMultiAgent(config: ArmadaConfig, name: string): MultiAgent |
   return multiAgents(config).find((a) => a.name === name);
 }
 
-export function multiAgentSettings(config: ArmadaConfig): { continueAsNewEvery: number; taskTimeoutMs: number; memoryHits: number } {
+export interface MultiAgentSettings {
+  continueAsNewEvery: number;
+  taskTimeoutMs: number;
+  memoryHits: number;
+  actorCheckIntervalMs: number;
+}
+
+export function multiAgentSettings(config: ArmadaConfig): MultiAgentSettings {
   const m = config.file.multiAgent;
   return {
     continueAsNewEvery: m?.continueAsNewEvery ?? DEFAULT_CONTINUE_AS_NEW_EVERY,
     taskTimeoutMs: m?.taskTimeoutMs ?? DEFAULT_TASK_TIMEOUT_MS,
     memoryHits: m?.memoryHits ?? DEFAULT_MEMORY_HITS,
+    actorCheckIntervalMs: m?.actorCheckIntervalMs ?? DEFAULT_ACTOR_CHECK_INTERVAL_MS,
   };
 }

@@ -97,6 +97,29 @@ export async function unfinishedAgentTasks(db: Queryable, agent: string): Promis
   return rows;
 }
 
+/** Which of `agents` have unfinished tasks (the actor watch's one query per sweep: only those agents' actors are asked). */
+export async function agentsWithUnfinishedTasks(db: Queryable, agents: readonly string[]): Promise<string[]> {
+  const { rows } = await db.query<{ agent: string }>(
+    "SELECT DISTINCT agent FROM agent_tasks WHERE status IN ('assigned', 'running') AND agent = ANY($1::text[]) ORDER BY agent",
+    [agents],
+  );
+  return rows.map((r) => r.agent);
+}
+
+/**
+ * Fails the agent's unfinished tasks created before `createdBefore`, except `except` (the task whose assignment is
+ * being sent right now), with `error`; returns their ids.
+ */
+export async function failUnfinishedAgentTasks(db: Queryable, agent: string, error: string, opts: { createdBefore: Date; except?: string }): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `UPDATE agent_tasks SET status = 'failed', result = NULL, error = $2, completed_at = clock_timestamp(), updated_at = clock_timestamp()
+      WHERE agent = $1 AND status IN ('assigned', 'running') AND created_at < $3 AND id IS DISTINCT FROM $4
+      RETURNING id`,
+    [agent, error, opts.createdBefore, opts.except ?? null],
+  );
+  return rows.map((r) => r.id);
+}
+
 /** The id of the agent's task that is running (the last started, should there be several), if any. */
 export async function runningAgentTaskId(db: Queryable, agent: string): Promise<string | undefined> {
   const { rows } = await db.query<{ id: string }>(

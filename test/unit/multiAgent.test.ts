@@ -27,10 +27,11 @@ describe('agent roster', () => {
   test('defaults and profile resolution', () => {
     const c = config({ agents: { s: { command: ['node', 'a.js', '--x'], env: { K: 'v' }, model: 'm1' } }, multiAgent: { agents: [{ name: 'a', llm: 's' }] } });
     expect(multiAgents(c)).toEqual([{ name: 'a', role: '', llm: 's', memory: false, tools: [] }]);
-    expect(multiAgentSettings(c)).toEqual({ continueAsNewEvery: 100, taskTimeoutMs: 1_800_000, memoryHits: 3 });
+    expect(multiAgentSettings(c)).toEqual({ continueAsNewEvery: 100, taskTimeoutMs: 1_800_000, memoryHits: 3, actorCheckIntervalMs: 3000 });
     expect(resolveAgentCommand(c, 's')).toEqual({ command: 'node', args: ['a.js', '--x'], env: { K: 'v' }, format: 'text', model: 'm1' });
     expect(resolveAgentCommand(c, 'toString')).toBeUndefined();
     expect(() => parseFileConfig({ multiAgent: { continueAsNewEvery: 0 } }, 'config.json')).toThrow(ConfigError);
+    expect(() => parseFileConfig({ multiAgent: { actorCheckIntervalMs: 100 } }, 'config.json')).toThrow(ConfigError);
   });
 });
 
