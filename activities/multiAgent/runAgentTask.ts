@@ -22,6 +22,7 @@ import { killProcessesUnder, launchGroupProcess } from '../../lib/process/proces
 import { createFinalMessage, lastBytes } from '../agent/parsers';
 import { resolveAgentCommand } from '../../lib/agents/agentCommand';
 import { findMultiAgent, multiAgentSettings } from '../../lib/agents/agentRoster';
+import { AGENT_REMOVED } from '../../lib/agents/agentTaskErrors';
 import { keepAlive } from '../keepAlive';
 import { groupNice } from '../../lib/process/priority';
 
@@ -81,7 +82,7 @@ export async function runAgentTask(deps: Deps, input: { agent: string; taskId: s
   const row = await markAgentTaskRunning(deps.db, input.taskId);
   if (!row) return { status: 'skipped', result: null, error: null };
   const agent = findMultiAgent(deps.config, input.agent);
-  if (!agent) return { status: 'failed', result: null, error: `agent "${input.agent}" is no longer configured` };
+  if (!agent) return { status: 'failed', result: null, error: AGENT_REMOVED };
   const command = resolveAgentCommand(deps.config, agent.llm);
   if (!command) return { status: 'failed', result: null, error: `agent profile "${agent.llm}" is not configured` };
   const settings = multiAgentSettings(deps.config);

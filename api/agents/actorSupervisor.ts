@@ -1,9 +1,10 @@
 /**
  * Keeps the agents' actors and their tasks' rows in step, in the background of the agents service.
  *
- * At service start (retried with backoff while Temporal or PostgreSQL is unreachable): every configured agent's actor
- * is started, after the tasks a closed predecessor left are failed, and its unfinished tasks are sent to it again (an
- * assignment lost between the row's insert and its signal; the actor ignores ids it already holds).
+ * At service start (retried with backoff while Temporal or PostgreSQL is unreachable): the actors of agents no longer
+ * configured are closed and their unfinished tasks failed (`agent removed from the configuration`); every configured
+ * agent's actor is started, after the tasks a closed predecessor left are failed, and its unfinished tasks are sent to
+ * it again (an assignment lost between the row's insert and its signal; the actor ignores ids it already holds).
  *
  * Then every `actorCheckIntervalMs`: for each configured agent with unfinished tasks (one SQL query finds them; only
  * their actors are asked, one describe each), whether its actor was closed under them (terminated by hand, say): those
@@ -11,8 +12,9 @@
  * purpose); the next assignment, restart or service start starts it.
  */
 import type { Pool } from 'pg';
+import { AGENT_REMOVED } from '../../lib/agents/agentTaskErrors';
 import type { MultiAgent } from '../../lib/agents/agentRoster';
-import { agentsWithUnfinishedTasks, unfinishedAgentTasks } from '../../lib/db/agentTasks';
+import { agentsWithUnfinishedTasks, failTasksOfOtherAgents, unfinishedAgentTasks } from '../../lib/db/agentTasks';
 import type { Logger } from '../../lib/logger';
 import type { AgentActors } from './agentActors';
 
@@ -39,8 +41,17 @@ export function superviseActors(deps: SupervisorDeps, agents: readonly MultiAgen
     timers.add(timer);
   };
 
+  let removedClosed = false;
   const pending = new Set(names);
   const startUp = async (delay: number) => {
+    if (!removedClosed) {
+      try {
+        await closeRemovedAgents(deps, names);
+        removedClosed = true;
+      } catch (err) {
+        deps.logger.warn({ err: { message: (err as Error).message } }, 'could not close the actors of removed agents; retrying');
+      }
+    }
     for (const name of [...pending]) {
       if (stopped) return;
       try {
@@ -50,7 +61,7 @@ export function superviseActors(deps: SupervisorDeps, agents: readonly MultiAgen
         deps.logger.warn({ agent: name, err: { message: (err as Error).message } }, 'could not start agent actor; retrying');
       }
     }
-    if (pending.size) later(() => startUp(Math.min(delay * 2, MAX_RETRY_MS)), delay);
+    if (!removedClosed || pending.size) later(() => startUp(Math.min(delay * 2, MAX_RETRY_MS)), delay);
   };
 
   const check = async () => {
@@ -81,4 +92,17 @@ async function startActor(deps: SupervisorDeps, name: string): Promise<void> {
   await deps.actors.failOrphans(name);
   await deps.actors.ensure(name);
   for (const t of await unfinishedAgentTasks(deps.db, name)) await deps.actors.assign(name, t.id, t.priority);
+}
+
+/**
+ * Agents removed from the configuration: their unfinished tasks are failed (first, so the cancelled task's own record
+ * finds its row finished and leaves it), then their actors on this deployment's task queue are closed.
+ */
+async function closeRemovedAgents(deps: SupervisorDeps, configured: readonly string[]): Promise<void> {
+  const failed = await failTasksOfOtherAgents(deps.db, configured, AGENT_REMOVED);
+  if (failed.length) deps.logger.warn({ tasks: failed }, 'failed the unfinished tasks of agents removed from the configuration');
+  for (const name of await deps.actors.runningActors()) {
+    if (configured.includes(name)) continue;
+    if (await deps.actors.close(name)) deps.logger.info({ agent: name }, 'closed the actor of an agent removed from the configuration');
+  }
 }

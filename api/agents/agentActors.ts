@@ -1,7 +1,8 @@
 /**
  * The API side of the agent actors: starts `agent:<name>` workflows idempotently (start with the USE_EXISTING
- * id-conflict policy), signals them, asks them for their status, and fails the tasks an actor that was closed under
- * them left behind (an actor is never started again with its predecessor's tasks still unfinished).
+ * id-conflict policy), signals them, asks them for their status, fails the tasks an actor that was closed under them
+ * left behind (an actor is never started again with its predecessor's tasks still unfinished), and lists and closes
+ * the running ones (those of agents removed from the configuration).
  */
 import { WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/common';
 import type { Client, WorkflowHandle } from '@temporalio/client';
@@ -10,6 +11,7 @@ import { failUnfinishedAgentTasks } from '../../lib/db/agentTasks';
 import type { ArmadaConfig } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
 import type { TemporalHandle } from '../../lib/temporal/client';
+import { requestCancel } from '../../lib/temporal/workflowHandles';
 import { multiAgentSettings } from '../../lib/agents/agentRoster';
 import { ArmadaAgent } from '../../lib/temporal/searchAttributes';
 import { assignSignal, restartSignal, statusQuery, type AgentPriority, type AgentStatus, type AgentWorkflowInput } from '../../workflows/agentMessages';
@@ -104,6 +106,27 @@ export class AgentActors {
       if (err instanceof WorkflowNotFoundError) return null;
       throw err;
     }
+  }
+
+  /** The agents whose actor runs on this deployment's task queue (Temporal's visibility, so seconds behind at most). */
+  async runningActors(): Promise<string[]> {
+    const client = await this.temporal.client();
+    return withDeadline(client, async () => {
+      const names: string[] = [];
+      for await (const w of client.workflow.list({ query: "WorkflowType = 'agentWorkflow' AND ExecutionStatus = 'Running'" })) {
+        if (w.taskQueue === this.config.temporal.taskQueue && w.workflowId.startsWith(WORKFLOW_ID_PREFIX)) names.push(w.workflowId.slice(WORKFLOW_ID_PREFIX.length));
+      }
+      return names;
+    });
+  }
+
+  /**
+   * Closes an actor by cancelling its workflow: the task it runs is cancelled first (its process group stopped, as on
+   * a restart), then the actor ends Cancelled. False when it was not running.
+   */
+  async close(agent: string): Promise<boolean> {
+    const client = await this.temporal.client();
+    return withDeadline(client, () => requestCancel(client, agentWorkflowId(agent)));
   }
 }
 

@@ -32,8 +32,8 @@ export async function buildAgentsApp(base: DetailServiceDeps) {
   await app.register(agentRoutes, { prefix: '/api/v1', deps });
   await app.register(agentTaskRoutes, { prefix: '/api/v1', deps });
   await app.register(memoryRoutes, { prefix: '/api/v1', deps });
-  // Every configured agent's actor runs from service start (idempotent: an actor already running is kept); tasks
-  // whose actor was closed under them are failed.
+  // Every configured agent's actor runs from service start (idempotent: an actor already running is kept); removed
+  // agents' actors are closed; tasks whose actor was closed under them are failed.
   let supervisor: { stop(): void } | undefined;
   app.addHook('onReady', async () => {
     supervisor = superviseActors(deps, agents, multiAgentSettings(base.config).actorCheckIntervalMs);

@@ -120,6 +120,17 @@ export async function failUnfinishedAgentTasks(db: Queryable, agent: string, err
   return rows.map((r) => r.id);
 }
 
+/** Fails the unfinished tasks of every agent not in `agents` (agents removed from the configuration) with `error`. */
+export async function failTasksOfOtherAgents(db: Queryable, agents: readonly string[], error: string): Promise<Pick<AgentTaskRow, 'id' | 'agent'>[]> {
+  const { rows } = await db.query<Pick<AgentTaskRow, 'id' | 'agent'>>(
+    `UPDATE agent_tasks SET status = 'failed', result = NULL, error = $2, completed_at = clock_timestamp(), updated_at = clock_timestamp()
+      WHERE status IN ('assigned', 'running') AND agent <> ALL($1::text[])
+      RETURNING id, agent`,
+    [agents, error],
+  );
+  return rows;
+}
+
 /** The id of the agent's task that is running (the last started, should there be several), if any. */
 export async function runningAgentTaskId(db: Queryable, agent: string): Promise<string | undefined> {
   const { rows } = await db.query<{ id: string }>(
