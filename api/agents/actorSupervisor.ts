@@ -18,7 +18,7 @@ import { agentsWithUnfinishedTasks, failTasksOfOtherAgents, unfinishedAgentTasks
 import type { Logger } from '../../lib/logger';
 import type { AgentActors } from './agentActors';
 
-interface SupervisorDeps {
+export interface SupervisorDeps {
   actors: AgentActors;
   db: Pool;
   logger: Logger;
@@ -98,7 +98,17 @@ async function startActor(deps: SupervisorDeps, name: string): Promise<void> {
  * Agents removed from the configuration: their unfinished tasks are failed (first, so the cancelled task's own record
  * finds its row finished and leaves it), then their actors on this deployment's task queue are closed.
  */
-async function closeRemovedAgents(deps: SupervisorDeps, configured: readonly string[]): Promise<void> {
+export async function closeRemovedAgents(deps: SupervisorDeps, configured: readonly string[]): Promise<void> {
+  if (!closesRemovedAgents(configured)) {
+    const running = await deps.actors.runningActors();
+    if (running.length) {
+      deps.logger.warn(
+        { agents: running },
+        'no agent is configured (multiAgent.agents is empty): the actors and tasks of the agents above are left as they are, since an empty roster is more likely a wrong ARMADA_CONFIG than every agent removed; to close them, configure at least one agent, or cancel their agent:<name> workflows',
+      );
+    }
+    return;
+  }
   const failed = await failTasksOfOtherAgents(deps.db, configured, AGENT_REMOVED);
   if (failed.length) deps.logger.warn({ tasks: failed }, 'failed the unfinished tasks of agents removed from the configuration');
   for (const name of await deps.actors.runningActors()) {
@@ -106,3 +116,10 @@ async function closeRemovedAgents(deps: SupervisorDeps, configured: readonly str
     if (await deps.actors.close(name)) deps.logger.info({ agent: name }, 'closed the actor of an agent removed from the configuration');
   }
 }
+
+/**
+ * Whether agents missing from the roster are closed: not when the roster is empty, which is far more often a config
+ * file that was not found or read (a wrong ARMADA_CONFIG) than every agent removed on purpose, and would fail every
+ * unfinished task.
+ */
+export const closesRemovedAgents = (configured: readonly string[]): boolean => configured.length > 0;

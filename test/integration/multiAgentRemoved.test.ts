@@ -4,6 +4,7 @@
  *   REMOVED's actor is cancelled, which stops its running task's process, and its tasks are failed;
  * - then the service and the worker are stopped and started again with KEPT alone (as `armada start` would): the
  *   actors of LATER (a running task) and EMPTY are closed too, and only KEPT is listed.
+ * - an empty roster (more likely a config file not read than every agent removed) closes nothing.
  * Before, every removed agent's actor ran on for ever, and its tasks stayed unfinished (or failed only as its actor
  * happened to reach them, as "no longer configured").
  */
@@ -12,6 +13,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { closeRemovedAgents } from '../../api/agents/actorSupervisor';
+import { AgentActors } from '../../api/agents/agentActors';
 import { buildService } from '../../api/services';
 import type { ArmadaConfig } from '../../lib/config';
 import { groupAlive } from '../../lib/process/processGroup';
@@ -164,3 +167,14 @@ test('service and worker stopped and started again with one agent: the others\' 
   }, 30_000);
   expect(done).toMatchObject({ status: 'completed' });
 }, 150_000);
+
+test('an empty roster closes nothing: the running actor and its unfinished task are left alone', async () => {
+  const app = stack.app('agents');
+  const task = await assign(app, KEPT, 'sleep:60000 running while the roster is empty');
+  await eventually(async () => (await call(app, 'GET', `/api/v1/tasks/${task}`)).json().status === 'running', 30_000);
+  const config = configWith();
+  // what the agents service does at start with that roster (awaited here, so the outcome is known when it returns)
+  await closeRemovedAgents({ actors: new AgentActors(stack.temporal, stack.db, config, logger), db: stack.db, logger }, []);
+  expect(await actorState(KEPT)).toBe('RUNNING');
+  expect((await call(app, 'GET', `/api/v1/tasks/${task}`)).json()).toMatchObject({ status: 'running', error: null });
+}, 90_000);
