@@ -1,10 +1,11 @@
 /**
  * The MCP configuration files of code editors: where each editor keeps them, and safe edits of them (merge with
- * what is there, atomic temp-file + rename writes, a malformed file backed up rather than lost).
+ * what is there, atomic temp-file + rename writes, a malformed file backed up rather than lost, one writer at a time).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { FileLockTimeout, withFileLock } from '../fs/fileLock';
 
 export const EDITORS = ['cursor', 'claude-code', 'claude-desktop', 'vscode', 'windsurf', 'gemini'] as const;
 export type Editor = (typeof EDITORS)[number];
@@ -123,6 +124,20 @@ export interface EditResult {
   messages: string[];
 }
 
+/**
+ * Runs a read-modify-write of `file` holding its lock (lib/fs/fileLock.ts) when it writes: two runs at once would each
+ * read the file before the other's rename, and the later rename would drop the earlier run's entry.
+ */
+function editLocked<T>(file: string, writes: boolean, edit: () => T): T {
+  if (!writes) return edit();
+  try {
+    return withFileLock(file, edit);
+  } catch (err) {
+    if (err instanceof FileLockTimeout) throw new EditorConfigError(err.message);
+    throw err;
+  }
+}
+
 /** The entry as the editor wants it: VS Code's `servers` entries also carry `type: "stdio"`. */
 function editorEntry(key: 'mcpServers' | 'servers', entry: ServerEntry): Record<string, unknown> {
   const e: Record<string, unknown> = key === 'servers' ? { type: 'stdio' } : {};
@@ -136,6 +151,11 @@ function editorEntry(key: 'mcpServers' | 'servers', entry: ServerEntry): Record<
 export function addServer(opts: { editor: Editor; scope: Scope; name: string; entry: ServerEntry; location: Location; dryRun?: boolean }): EditResult {
   if (!opts.name.trim()) throw new EditorConfigError('the server name must not be empty');
   const { file, key } = configFile(opts.editor, opts.scope, opts.location);
+  if (!opts.dryRun) fs.mkdirSync(path.dirname(file), { recursive: true }); // the lock file's place
+  return editLocked(file, !opts.dryRun, () => addLocked(opts, file, key));
+}
+
+function addLocked(opts: { name: string; entry: ServerEntry; dryRun?: boolean }, file: string, key: 'mcpServers' | 'servers'): EditResult {
   const current = readConfig(file);
   const messages: string[] = [];
   let data: Record<string, unknown> = {};
@@ -168,6 +188,11 @@ export function addServer(opts: { editor: Editor; scope: Scope; name: string; en
 /** Removes one server by name; other servers and keys stay as they are. */
 export function removeServer(opts: { editor: Editor; scope: Scope; name: string; location: Location; dryRun?: boolean }): EditResult & { removed: boolean } {
   const { file, key } = configFile(opts.editor, opts.scope, opts.location);
+  // no directory, no file: nothing to remove (and no directory made for the lock)
+  return editLocked(file, !opts.dryRun && fs.existsSync(path.dirname(file)), () => removeLocked(opts, file, key));
+}
+
+function removeLocked(opts: { name: string; dryRun?: boolean }, file: string, key: 'mcpServers' | 'servers'): EditResult & { removed: boolean } {
   const current = readConfig(file);
   if (current.state === 'malformed') throw new EditorConfigError(`${file} is not valid JSON (${current.reason}); not changing it`);
   if (current.state === 'missing') return { file, key, content: '', written: false, removed: false, messages: [`${file} does not exist`] };

@@ -2,7 +2,7 @@
  * `armada tools config` in a temporary HOME: the library for the cases, and the real CLI (HOME and cwd of a temp dir)
  * for the command line itself.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -140,6 +140,45 @@ describe('editor config files', () => {
       ['claude-desktop', 'user', ['d']],
     ]);
   });
+});
+
+describe('several writers at once', () => {
+  /**
+   * Processes that each add their own servers to one file, all starting at the same moment (they wait for a `go`
+   * file): a read-modify-write without a lock lost the entries of the runs it overwrote (250 of 600 were left).
+   */
+  test('every process keeps every entry it added, and the file is valid JSON throughout', async () => {
+    const go = path.join(home, 'go');
+    const script = path.join(home, 'writer.js');
+    fs.writeFileSync(
+      script,
+      `require(${JSON.stringify(require.resolve('tsx/cjs/api'))}).register();
+       const fs = require('node:fs');
+       const { addServer } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'lib', 'mcp', 'editorConfig.ts'))});
+       const [who, count] = process.argv.slice(2);
+       fs.writeSync(1, 'ready\\n'); // synchronous: the wait below holds the event loop
+       while (!fs.existsSync(${JSON.stringify(go)})) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
+       for (let i = 0; i < Number(count); i++) {
+         addServer({ editor: 'cursor', scope: 'user', name: who + '-' + i, entry: { command: who, args: [String(i)] }, location: ${JSON.stringify(loc)} });
+       }`,
+    );
+    const writers = ['a', 'b', 'c'].map((who) => {
+      const child = spawn(process.execPath, [script, who, '100'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      const done = new Promise<string>((resolve) => child.once('exit', (code) => resolve(`${code} ${stderr}`.trim())));
+      const ready = Promise.race([new Promise<void>((resolve) => child.stdout.once('data', () => resolve())), done.then((r) => Promise.reject(new Error(r)))]);
+      return { ready, done };
+    });
+    await Promise.all(writers.map((w) => w.ready));
+    fs.writeFileSync(go, '');
+    expect(await Promise.all(writers.map((w) => w.done))).toEqual(['0', '0', '0']);
+    const servers = readJson(path.join(home, '.cursor', 'mcp.json')).mcpServers;
+    expect(Object.keys(servers).length).toBe(300);
+    for (const who of ['a', 'b', 'c']) for (let i = 0; i < 100; i++) expect(servers[`${who}-${i}`]).toEqual({ command: who, args: [String(i)] });
+    // no lock or temp file is left behind
+    expect(fs.readdirSync(path.join(home, '.cursor'))).toEqual(['mcp.json']);
+  }, 120_000);
 });
 
 describe('armada tools config (CLI)', () => {
