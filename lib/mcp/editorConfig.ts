@@ -78,8 +78,33 @@ function readConfig(file: string): ReadResult {
   }
 }
 
-/** Writes a file atomically: a temp file in the same directory, fsync, rename over the target (mode kept). */
-export function writeFileAtomic(file: string, content: string): void {
+/**
+ * The file a path names once its symlinks are followed, also when the last one points to a file that does not exist
+ * yet (realpath fails there). A config file kept in a dotfiles repository and linked into place is written there: a
+ * rename over the link itself replaced it with a plain file, and the repository's copy never got the change.
+ */
+function followLinks(file: string): string {
+  let current = file;
+  for (let hops = 0; hops < 40; hops++) {
+    let target: string;
+    try {
+      if (!fs.lstatSync(current).isSymbolicLink()) return current;
+      target = fs.readlinkSync(current);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return current;
+      throw err;
+    }
+    current = path.resolve(path.dirname(current), target);
+  }
+  throw new EditorConfigError(`${file}: too many levels of symbolic links`);
+}
+
+/**
+ * Writes a file atomically: a temp file in the same directory, fsync, rename over the target (mode kept). A symlink
+ * is followed: its target is replaced, the link stays.
+ */
+export function writeFileAtomic(named: string, content: string): void {
+  const file = followLinks(named);
   fs.mkdirSync(path.dirname(file), { recursive: true });
   let mode = 0o600;
   try {
@@ -131,7 +156,7 @@ export interface EditResult {
 function editLocked<T>(file: string, writes: boolean, edit: () => T): T {
   if (!writes) return edit();
   try {
-    return withFileLock(file, edit);
+    return withFileLock(followLinks(file), edit); // the lock is beside the file written, wherever it is linked from
   } catch (err) {
     if (err instanceof FileLockTimeout) throw new EditorConfigError(err.message);
     throw err;
@@ -151,7 +176,7 @@ function editorEntry(key: 'mcpServers' | 'servers', entry: ServerEntry): Record<
 export function addServer(opts: { editor: Editor; scope: Scope; name: string; entry: ServerEntry; location: Location; dryRun?: boolean }): EditResult {
   if (!opts.name.trim()) throw new EditorConfigError('the server name must not be empty');
   const { file, key } = configFile(opts.editor, opts.scope, opts.location);
-  if (!opts.dryRun) fs.mkdirSync(path.dirname(file), { recursive: true }); // the lock file's place
+  if (!opts.dryRun) fs.mkdirSync(path.dirname(followLinks(file)), { recursive: true }); // the lock file's place
   return editLocked(file, !opts.dryRun, () => addLocked(opts, file, key));
 }
 
@@ -189,7 +214,7 @@ function addLocked(opts: { name: string; entry: ServerEntry; dryRun?: boolean },
 export function removeServer(opts: { editor: Editor; scope: Scope; name: string; location: Location; dryRun?: boolean }): EditResult & { removed: boolean } {
   const { file, key } = configFile(opts.editor, opts.scope, opts.location);
   // no directory, no file: nothing to remove (and no directory made for the lock)
-  return editLocked(file, !opts.dryRun && fs.existsSync(path.dirname(file)), () => removeLocked(opts, file, key));
+  return editLocked(file, !opts.dryRun && fs.existsSync(path.dirname(followLinks(file))), () => removeLocked(opts, file, key));
 }
 
 function removeLocked(opts: { name: string; dryRun?: boolean }, file: string, key: 'mcpServers' | 'servers'): EditResult & { removed: boolean } {

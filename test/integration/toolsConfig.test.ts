@@ -127,6 +127,38 @@ describe('editor config files', () => {
     expect(readJson(file)).toEqual({ mcpServers: { constructor: { command: 'again', args: [] }, valueOf: { command: 'valueOf', args: [] } } });
   });
 
+  test('a config file that is a symlink (dotfiles) is written through: the link stays, its target gets the change', () => {
+    const dotfiles = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-dotfiles-'));
+    try {
+      const target = path.join(dotfiles, 'cursor', 'mcp.json');
+      fs.mkdirSync(path.dirname(target));
+      fs.writeFileSync(target, JSON.stringify({ mcpServers: { keep: { command: 'k', args: [] } } }));
+      fs.chmodSync(target, 0o640);
+      const file = path.join(home, '.cursor', 'mcp.json');
+      fs.mkdirSync(path.dirname(file));
+      fs.symlinkSync(path.relative(path.dirname(file), target), file); // relative, as stow makes them
+      addServer({ editor: 'cursor', scope: 'user', name: 'armada', entry, location: loc });
+      expect(fs.lstatSync(file).isSymbolicLink()).toBe(true);
+      expect(readJson(target)).toEqual({ mcpServers: { keep: { command: 'k', args: [] }, armada: entry } });
+      expect(fs.statSync(target).mode & 0o777).toBe(0o640);
+      expect(removeServer({ editor: 'cursor', scope: 'user', name: 'keep', location: loc }).removed).toBe(true);
+      expect(fs.lstatSync(file).isSymbolicLink()).toBe(true);
+      expect(readJson(target)).toEqual({ mcpServers: { armada: entry } });
+      // nothing left beside the link or the target
+      expect(fs.readdirSync(path.dirname(file))).toEqual(['mcp.json']);
+      expect(fs.readdirSync(path.dirname(target))).toEqual(['mcp.json']);
+      // a link whose target does not exist yet: the target is created, the link kept
+      const vscode = path.join(home, '.config', 'Code', 'User', 'mcp.json');
+      fs.mkdirSync(path.dirname(vscode), { recursive: true });
+      fs.symlinkSync(path.join(dotfiles, 'vscode-mcp.json'), vscode);
+      addServer({ editor: 'vscode', scope: 'user', name: 'armada', entry, location: loc });
+      expect(fs.lstatSync(vscode).isSymbolicLink()).toBe(true);
+      expect(readJson(path.join(dotfiles, 'vscode-mcp.json')).servers.armada).toEqual({ type: 'stdio', ...entry });
+    } finally {
+      fs.rmSync(dotfiles, { recursive: true, force: true });
+    }
+  });
+
   test('dry run writes nothing; list finds the files', () => {
     const r = addServer({ editor: 'windsurf', scope: 'user', name: 'armada', entry, location: loc, dryRun: true });
     expect(r.written).toBe(false);
