@@ -261,8 +261,11 @@ function runConfig(argv: string[]): number {
       for (const f of found) {
         out(`${f.editor} (${f.scope}): ${f.file}${f.error ? ` — ${f.error}` : ''}`);
         for (const [n, e] of Object.entries(f.servers)) {
-          const s = e as { command?: string; args?: string[] };
-          out(`  ${n}: ${[s.command, ...(s.args ?? [])].filter(Boolean).join(' ')}`);
+          // the file is the editor's, and may hold anything: only a string command and string args are shown
+          const s = (e && typeof e === 'object' ? e : {}) as { command?: unknown; args?: unknown; url?: unknown };
+          const args = Array.isArray(s.args) ? s.args.filter((a): a is string => typeof a === 'string') : [];
+          const shown = typeof s.command === 'string' ? [s.command, ...args].join(' ') : typeof s.url === 'string' ? s.url : '(no command)';
+          out(`  ${n}: ${shown}`);
         }
       }
       return 0;

@@ -60,13 +60,47 @@ export function configFile(editor: Editor, scope: Scope, loc: Location): { file:
 
 type ReadResult = { state: 'missing' } | { state: 'ok'; data: Record<string, unknown> } | { state: 'malformed'; text: string; reason: string };
 
+/** Why the file system refused a path, in a sentence that says what to do (`cannot write <file>: <this>`). */
+function fsReason(err: NodeJS.ErrnoException, file: string): string {
+  switch (err.code) {
+    case 'EISDIR':
+      return 'it is a directory, not a file; move it away';
+    case 'ENOTDIR': {
+      // the deepest part of the path that exists is a file
+      let dir = path.dirname(file);
+      while (dir !== path.dirname(dir) && !fs.existsSync(dir)) dir = path.dirname(dir);
+      return `${dir} is a file, not a directory; move it away`;
+    }
+    case 'EEXIST':
+      return `a part of the path ${path.dirname(file)} is a file, not a directory; move it away`;
+    case 'EACCES':
+    case 'EPERM':
+      return `permission denied; check the permissions of ${path.dirname(file)} and the file`;
+    case 'EROFS':
+      return 'the file system is read-only';
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return 'no space left on the device; free some and try again';
+    default:
+      return err.message;
+  }
+}
+
+/** A file-system error of `file` as the one-line EditorConfigError the CLI prints; anything else as it is. */
+function asConfigError(err: unknown, verb: 'read' | 'write', file: string): unknown {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (err instanceof EditorConfigError || typeof code !== 'string' || !code.startsWith('E')) return err;
+  return new EditorConfigError(`cannot ${verb} ${file}: ${fsReason(err as NodeJS.ErrnoException, file)}`);
+}
+
 function readConfig(file: string): ReadResult {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { state: 'missing' };
-    throw err;
+    // ENOTDIR: a part of the path is a file, so no such file exists (a write there says what to move)
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return { state: 'missing' };
+    throw asConfigError(err, 'read', file);
   }
   if (!text.trim()) return { state: 'ok', data: {} };
   try {
@@ -153,14 +187,31 @@ export interface EditResult {
  * Runs a read-modify-write of `file` holding its lock (lib/fs/fileLock.ts) when it writes: two runs at once would each
  * read the file before the other's rename, and the later rename would drop the earlier run's entry.
  */
-function editLocked<T>(file: string, writes: boolean, edit: () => T): T {
-  if (!writes) return edit();
+function editLocked<T>(file: string, writes: boolean, edit: () => T, opts: { makeDirectory?: boolean } = {}): T {
   try {
-    return withFileLock(followLinks(file), edit); // the lock is beside the file written, wherever it is linked from
+    if (!writes) return edit();
+    // the lock is beside the file written, wherever it is linked from
+    const target = followLinks(file);
+    if (opts.makeDirectory) fs.mkdirSync(path.dirname(target), { recursive: true });
+    return withFileLock(target, edit);
   } catch (err) {
     if (err instanceof FileLockTimeout) throw new EditorConfigError(err.message);
-    throw err;
+    throw asConfigError(err, 'write', file);
   }
+}
+
+/**
+ * A file without its owner's write permission is not replaced (the rename that replaces it needs only the directory's
+ * permission, so a file made read-only on purpose was silently rewritten).
+ */
+function refuseReadOnly(file: string): void {
+  let mode: number;
+  try {
+    mode = fs.statSync(file).mode;
+  } catch {
+    return; // no file yet
+  }
+  if ((mode & 0o200) === 0) throw new EditorConfigError(`${file} is read-only; make it writable (chmod u+w ${file}) to change it`);
 }
 
 /** The entry as the editor wants it: VS Code's `servers` entries also carry `type: "stdio"`. */
@@ -176,8 +227,7 @@ function editorEntry(key: 'mcpServers' | 'servers', entry: ServerEntry): Record<
 export function addServer(opts: { editor: Editor; scope: Scope; name: string; entry: ServerEntry; location: Location; dryRun?: boolean }): EditResult {
   if (!opts.name.trim()) throw new EditorConfigError('the server name must not be empty');
   const { file, key } = configFile(opts.editor, opts.scope, opts.location);
-  if (!opts.dryRun) fs.mkdirSync(path.dirname(followLinks(file)), { recursive: true }); // the lock file's place
-  return editLocked(file, !opts.dryRun, () => addLocked(opts, file, key));
+  return editLocked(file, !opts.dryRun, () => addLocked(opts, file, key), { makeDirectory: true });
 }
 
 function addLocked(opts: { name: string; entry: ServerEntry; dryRun?: boolean }, file: string, key: 'mcpServers' | 'servers'): EditResult {
@@ -186,6 +236,7 @@ function addLocked(opts: { name: string; entry: ServerEntry; dryRun?: boolean },
   let data: Record<string, unknown> = {};
   let backupPath: string | undefined;
   if (current.state === 'ok') data = current.data;
+  if (!opts.dryRun) refuseReadOnly(file);
   if (current.state === 'malformed') {
     if (opts.dryRun) messages.push(`${file} is not valid JSON (${current.reason}); it would be backed up and replaced`);
     else {
@@ -227,7 +278,10 @@ function removeLocked(opts: { name: string; dryRun?: boolean }, file: string, ke
   }
   const rest = Object.fromEntries(Object.entries(servers).filter(([name]) => name !== opts.name));
   const content = `${JSON.stringify({ ...current.data, [key]: rest }, null, 2)}\n`;
-  if (!opts.dryRun) writeFileAtomic(file, content);
+  if (!opts.dryRun) {
+    refuseReadOnly(file);
+    writeFileAtomic(file, content);
+  }
   return { file, key, content, written: !opts.dryRun, removed: true, messages: [`${opts.dryRun ? 'would remove' : 'removed'} server "${opts.name}" from ${file}`] };
 }
 
@@ -250,10 +304,21 @@ export function listServers(opts: { editor?: Editor; scope?: Scope; location: Lo
       } catch {
         continue; // no such scope for this editor
       }
-      const r = readConfig(where.file);
+      let r: ReadResult;
+      try {
+        r = readConfig(where.file);
+      } catch (err) {
+        if (!(err instanceof EditorConfigError)) throw err;
+        out.push({ editor, scope, file: where.file, servers: {}, error: err.message }); // and the others are still listed
+        continue;
+      }
       if (r.state === 'missing') continue;
       if (r.state === 'malformed') out.push({ editor, scope, file: where.file, servers: {}, error: `not valid JSON: ${r.reason}` });
-      else out.push({ editor, scope, file: where.file, servers: (r.data[where.key] as Record<string, unknown> | undefined) ?? {} });
+      else {
+        const servers = r.data[where.key] ?? {};
+        if (typeof servers === 'object' && !Array.isArray(servers)) out.push({ editor, scope, file: where.file, servers: servers as Record<string, unknown> });
+        else out.push({ editor, scope, file: where.file, servers: {}, error: `"${where.key}" is not an object` });
+      }
     }
   }
   return out;

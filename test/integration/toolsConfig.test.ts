@@ -159,6 +159,38 @@ describe('editor config files', () => {
     }
   });
 
+  test('a read-only file is not replaced: add and remove refuse, saying how to make it writable', () => {
+    const file = path.join(cwd, '.mcp.json');
+    const before = JSON.stringify({ mcpServers: { keep: { command: 'k', args: [] } } });
+    fs.writeFileSync(file, before);
+    fs.chmodSync(file, 0o444);
+    const refusal = `${file} is read-only; make it writable (chmod u+w ${file}) to change it`;
+    expect(() => addServer({ editor: 'claude-code', scope: 'project', name: 'armada', entry, location: loc })).toThrow(refusal);
+    expect(() => removeServer({ editor: 'claude-code', scope: 'project', name: 'keep', location: loc })).toThrow(refusal);
+    expect(removeServer({ editor: 'claude-code', scope: 'project', name: 'absent', location: loc }).removed).toBe(false); // nothing to write
+    expect(fs.readFileSync(file, 'utf8')).toBe(before);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o444);
+    expect(fs.readdirSync(cwd)).toEqual(['.mcp.json']);
+    fs.chmodSync(file, 0o644);
+    expect(addServer({ editor: 'claude-code', scope: 'project', name: 'armada', entry, location: loc }).written).toBe(true);
+  });
+
+  test('a path that cannot hold the file: one message naming it and what to do; list shows it and goes on', () => {
+    fs.writeFileSync(path.join(home, '.cursor'), 'a file where the directory should be');
+    expect(() => addServer({ editor: 'cursor', scope: 'user', name: 'a', entry, location: loc })).toThrow(
+      `cannot write ${path.join(home, '.cursor', 'mcp.json')}: ${path.join(home, '.cursor')} is a file, not a directory; move it away`,
+    );
+    fs.mkdirSync(path.join(home, '.gemini', 'settings.json'), { recursive: true });
+    expect(() => addServer({ editor: 'gemini', scope: 'user', name: 'a', entry, location: loc })).toThrow(
+      `cannot read ${path.join(home, '.gemini', 'settings.json')}: it is a directory, not a file; move it away`,
+    );
+    addServer({ editor: 'windsurf', scope: 'user', name: 'w', entry, location: loc });
+    expect(listServers({ location: loc }).map((l) => [l.editor, l.error ?? Object.keys(l.servers)])).toEqual([
+      ['windsurf', ['w']],
+      ['gemini', `cannot read ${path.join(home, '.gemini', 'settings.json')}: it is a directory, not a file; move it away`],
+    ]);
+  });
+
   test('dry run writes nothing; list finds the files', () => {
     const r = addServer({ editor: 'windsurf', scope: 'user', name: 'armada', entry, location: loc, dryRun: true });
     expect(r.written).toBe(false);
@@ -255,6 +287,19 @@ describe('armada tools config (CLI)', () => {
     expect(rm.code).toBe(0);
     expect(Object.keys(readJson(file).mcpServers).sort()).toEqual(['existing', 'local', 'petstore']);
     expect((await cli(['remove', 'fs', '--editor', 'cursor'])).code).toBe(1);
+    fs.chmodSync(file, 0o444);
+    const readOnly = await cli(['add', 'ro', '--editor', 'cursor', '--', 'cmd']);
+    expect(readOnly).toMatchObject({ code: 2, stderr: `armada tools: ${file} is read-only; make it writable (chmod u+w ${file}) to change it\n` });
+    fs.chmodSync(file, 0o600);
+    // whatever the editor's files hold, list shows each server on one line and goes on
+    fs.mkdirSync(path.join(home, '.gemini'));
+    fs.writeFileSync(path.join(home, '.gemini', 'settings.json'), JSON.stringify({ mcpServers: { s: { command: 'c', args: 'notalist' }, n: 5, u: { url: 'https://mcp.example.test/sse' } } }));
+    fs.mkdirSync(path.join(home, '.codeium', 'windsurf'), { recursive: true });
+    fs.writeFileSync(path.join(home, '.codeium', 'windsurf', 'mcp_config.json'), JSON.stringify({ mcpServers: ['x'] }));
+    const odd = await cli(['list']);
+    expect(odd.code).toBe(0);
+    expect(odd.stdout).toContain('  s: c\n  n: (no command)\n  u: https://mcp.example.test/sse\n');
+    expect(odd.stdout).toContain(`windsurf (user): ${path.join(home, '.codeium', 'windsurf', 'mcp_config.json')} — "mcpServers" is not an object\n`);
     const bad = await cli(['add', 'y', '--editor', 'notepad', '--', 'cmd']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--editor: "notepad" is not one of/);
