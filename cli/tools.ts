@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { armadaTools, ServiceUnavailableError } from '../lib/mcp/armadaTools';
 import { addServer, EDITORS, EditorConfigError, listServers, removeServer, type Editor, type Location, type Scope, type ServerEntry } from '../lib/mcp/editorConfig';
-import { loadOpenApiDocument, openapiToTools } from '../lib/mcp/openapiToTools';
+import { loadOpenApiDocument, OpenApiDocumentError, openapiToTools } from '../lib/mcp/openapiToTools';
 import { DEFAULT_MAX_RESPONSE_CHARS, serveStdio, type ServedTool } from '../lib/mcp/toolServer';
 
 /**
@@ -105,7 +105,14 @@ async function runOpenapi(args: string[]): Promise<number> {
     headers[h.slice(0, i).trim().toLowerCase()] = h.slice(i + 1).trim();
   }
   const docSource = /^https?:\/\//i.test(source) || source.startsWith('file://') ? source : path.resolve(source);
-  const doc = await loadOpenApiDocument(docSource, headers);
+  let doc: Awaited<ReturnType<typeof loadOpenApiDocument>>;
+  try {
+    doc = await loadOpenApiDocument(docSource, headers);
+  } catch (e) {
+    if (!(e instanceof OpenApiDocumentError)) throw e;
+    err(`armada tools openapi: ${e.message}`);
+    return 1;
+  }
   const api = openapiToTools(doc, { include: list(values.include), exclude: list(values.exclude), documentUrl: docSource });
   for (const s of api.skipped) err(`armada tools openapi: left out ${s.method ? `${s.method} ${s.path}` : `the operations of ${s.path}`}, which the document describes in a shape that cannot be read (${s.reason}); fix it there to serve it`);
   const baseUrl = values['base-url'] ?? process.env.OPENAPI_BASE_URL ?? api.serverUrl;

@@ -4,7 +4,7 @@
  * are skipped, so the list can name routes that arrive later. Tools are named by the document's operationId (the
  * curated name is the expected operationId and the fallback) and described by its summary + description.
  */
-import { loadOpenApiDocument, openapiToTools, type ToolDefinition } from './openapiToTools';
+import { loadOpenApiDocument, OpenApiDocumentError, openapiToTools, type ToolDefinition } from './openapiToTools';
 import type { ServedTool } from './toolServer';
 
 export interface CuratedOperation {
@@ -80,12 +80,13 @@ export interface ArmadaServiceSource {
 export class ServiceUnavailableError extends Error {}
 
 /** Why a document fetch failed, in a few words: the key was rejected, or the service could not be reached. */
-function reason(err: Error): string {
-  const status = /HTTP (\d{3})/.exec(err.message)?.[1];
-  if (status === '401' || status === '403') return `rejected the API key (HTTP ${status})`;
+function reason(err: unknown): string {
+  if (!(err instanceof OpenApiDocumentError)) return `is unusable (${(err as Error).message})`;
+  const status = err.status;
+  if (status === 401 || status === 403) return `rejected the API key (HTTP ${status})`;
   if (status) return `answered HTTP ${status}`;
-  const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
-  return `is unreachable (${cause?.code ?? cause?.message ?? err.message})`;
+  if (err.unreachable) return `is unreachable (${err.unreachable})`;
+  return `is unusable (${err.message})`;
 }
 
 /**
@@ -102,7 +103,7 @@ export async function armadaTools(sources: ArmadaServiceSource[], opts: { allowP
     try {
       doc = await loadOpenApiDocument(`${base}${docPath}`, s.headers, 10_000);
     } catch (err) {
-      const msg = `the ${s.service} service at ${base} ${reason(err as Error)}`;
+      const msg = `the ${s.service} service at ${base} ${reason(err)}`;
       if (!opts.allowPartial) throw new ServiceUnavailableError(msg);
       opts.warn(`armada tools serve: ${msg}; its tools are left out (--allow-partial)`);
       continue;

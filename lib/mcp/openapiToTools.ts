@@ -5,6 +5,8 @@
  */
 import fs from 'node:fs';
 import YAML from 'yaml';
+import { fetchFailure } from '../http/fetchFailure';
+import { formatBytes, readBoundedText } from '../http/readBounded';
 import { plainObject, recordOf } from '../untrustedJson';
 
 export type JsonObject = Record<string, unknown>;
@@ -56,19 +58,73 @@ export interface ConvertOptions {
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
-/** Reads an OpenAPI document (JSON or YAML) from an http(s) URL or a file. */
-export async function loadOpenApiDocument(source: string, headers: Record<string, string> = {}, timeoutMs = 30_000): Promise<JsonObject> {
-  let text: string;
-  if (/^https?:\/\//i.test(source)) {
-    const res = await fetch(source, { headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.5', ...headers }, signal: AbortSignal.timeout(timeoutMs) });
-    if (!res.ok) throw new Error(`fetching the OpenAPI document ${source} answered HTTP ${res.status}`);
-    text = await res.text();
-  } else {
-    text = fs.readFileSync(source.startsWith('file://') ? new URL(source) : source, 'utf8');
+/** A document that could not be read: the message names it, says why and what to do (the CLI prints it as it is). */
+export class OpenApiDocumentError extends Error {
+  override name = 'OpenApiDocumentError';
+  constructor(
+    message: string,
+    /** The HTTP status the document's URL answered, when it answered one. */
+    readonly status?: number,
+    /** Why no answer came, when none did: the error code (ECONNREFUSED), else a few words (lib/http/fetchFailure.ts). */
+    readonly unreachable?: string,
+  ) {
+    super(message);
   }
-  const trimmed = text.trimStart();
-  const doc = (trimmed.startsWith('{') ? JSON.parse(text) : YAML.parse(text)) as unknown;
-  if (!doc || typeof doc !== 'object' || (!('openapi' in doc) && !('swagger' in doc))) throw new Error(`${source} is not an OpenAPI or Swagger document`);
+}
+
+/** The most of a document that is read: the largest public ones are about a tenth of it. */
+export const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
+
+async function fetchDocument(source: string, headers: Record<string, string>, timeoutMs: number): Promise<string> {
+  let res: Response;
+  try {
+    res = await fetch(source, { headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.5', ...headers }, signal: AbortSignal.timeout(timeoutMs) });
+  } catch (err) {
+    const failure = fetchFailure(err);
+    const shown = failure.reason === 'timed out' ? `timed out after ${timeoutMs} ms` : failure.reason;
+    throw new OpenApiDocumentError(`cannot fetch the OpenAPI document ${source}: ${shown}; check the URL and that its server is running`, undefined, failure.code ?? shown);
+  }
+  if (!res.ok) {
+    await res.body?.cancel().catch(() => undefined);
+    throw new OpenApiDocumentError(`the OpenAPI document ${source} answered HTTP ${res.status}; check the URL (and --header, for a document that needs a key)`, res.status);
+  }
+  let read: { text: string; truncated: boolean };
+  try {
+    read = await readBoundedText(res, MAX_DOCUMENT_BYTES);
+  } catch (err) {
+    const failure = fetchFailure(err);
+    throw new OpenApiDocumentError(`cannot fetch the OpenAPI document ${source}: ${failure.reason} while it was read; try again`, undefined, failure.code ?? failure.reason);
+  }
+  if (read.truncated) throw new OpenApiDocumentError(`the OpenAPI document ${source} is larger than ${formatBytes(MAX_DOCUMENT_BYTES)}; Armada reads at most that much of a document`);
+  return read.text;
+}
+
+function readDocumentFile(source: string): string {
+  const file = source.startsWith('file://') ? new URL(source) : source;
+  try {
+    if (fs.statSync(file).size > MAX_DOCUMENT_BYTES) throw new OpenApiDocumentError(`${source} is larger than ${formatBytes(MAX_DOCUMENT_BYTES)}; Armada reads at most that much of a document`);
+    return fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    if (err instanceof OpenApiDocumentError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
+    throw new OpenApiDocumentError(`cannot read ${source}: ${why}; give the path of the document's file or its http(s) URL`);
+  }
+}
+
+/** Reads an OpenAPI document (JSON or YAML) from an http(s) URL or a file; throws OpenApiDocumentError saying why not. */
+export async function loadOpenApiDocument(source: string, headers: Record<string, string> = {}, timeoutMs = 30_000): Promise<JsonObject> {
+  const text = /^https?:\/\//i.test(source) ? await fetchDocument(source, headers, timeoutMs) : readDocumentFile(source);
+  const json = text.trimStart().startsWith('{');
+  let doc: unknown;
+  try {
+    doc = json ? JSON.parse(text) : YAML.parse(text);
+  } catch (err) {
+    // YAML's message goes on with an excerpt of the document: its first line says what and where
+    const why = ((err as Error).message ?? String(err)).split('\n')[0]?.replace(/:$/, '');
+    throw new OpenApiDocumentError(`${source} is not valid ${json ? 'JSON' : 'YAML'} (${why}); fix the document`);
+  }
+  if (!doc || typeof doc !== 'object' || (!('openapi' in doc) && !('swagger' in doc))) throw new OpenApiDocumentError(`${source} is not an OpenAPI or Swagger document`);
   return doc as JsonObject;
 }
 

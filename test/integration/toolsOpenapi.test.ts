@@ -76,6 +76,25 @@ beforeAll(async () => {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(petstore));
         return;
       }
+      if (req.url === '/huge.json') {
+        // a valid document after 70 MiB of white space
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const block = Buffer.alloc(1024 * 1024, ' ');
+        let left = 70;
+        const write = () => {
+          while (left > 0) {
+            left--;
+            if (!res.write(block)) return void res.once('drain', write);
+          }
+          res.end(JSON.stringify(petstore));
+        };
+        write();
+        return;
+      }
+      if (req.url === '/missing.json') {
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');
+        return;
+      }
       received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
       if (req.method === 'POST') res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 7, ...JSON.parse(body || '{}') }));
       else if (req.url?.startsWith('/v1/pets/404')) res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"no such pet"}');
@@ -99,6 +118,16 @@ async function connect(args: string[]): Promise<{ client: Client; stderr: () => 
   const client = new Client({ name: 'armada-test', version: '1.0.0' });
   await client.connect(transport);
   return { client, stderr: () => stderr };
+}
+
+/** `armada tools openapi <args> --list`, asynchronously (the documents are served by this process). */
+function listRun(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const { execFile } = require('node:child_process') as typeof import('node:child_process');
+  return new Promise((resolve) =>
+    execFile(process.execPath, [BIN, 'tools', 'openapi', ...args, '--list'], { encoding: 'utf8', timeout: 90_000 }, (e, stdout, stderr) =>
+      resolve({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
 }
 
 const text = (r: object) => (((r as { content: { text: string }[] }).content)[0] as { text: string }).text;
@@ -200,6 +229,35 @@ describe('armada tools openapi', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }, 90_000);
+
+  test('a document that cannot be loaded: one line naming it, why, and what to do; exit 1', async () => {
+    const fs = require('node:fs') as typeof import('node:fs');
+    const os = require('node:os') as typeof import('node:os');
+    const net = require('node:net') as typeof import('node:net');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-openapi-'));
+    const closed = net.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const nobody = `http://127.0.0.1:${(closed.address() as AddressInfo).port}/openapi.json`;
+    await new Promise((r) => closed.close(r));
+    try {
+      fs.writeFileSync(path.join(dir, 'bad.json'), '{"openapi": "3.0.0", "paths": {\n');
+      fs.writeFileSync(path.join(dir, 'bad.yaml'), 'openapi: 3.0.0\npaths: [\n');
+      const cases: [string, string][] = [
+        [nobody, `cannot fetch the OpenAPI document ${nobody}: connection refused (ECONNREFUSED); check the URL and that its server is running`],
+        [`${base}/missing.json`, `the OpenAPI document ${base}/missing.json answered HTTP 404; check the URL (and --header, for a document that needs a key)`],
+        [`${base}/huge.json`, `the OpenAPI document ${base}/huge.json is larger than 64 MiB; Armada reads at most that much of a document`],
+        [path.join(dir, 'bad.json'), `${path.join(dir, 'bad.json')} is not valid JSON (Expected property name or '}' in JSON at position 32); fix the document`],
+        [path.join(dir, 'bad.yaml'), `${path.join(dir, 'bad.yaml')} is not valid YAML (Flow sequence in block collection must be sufficiently indented and end with a ] at line 3, column 1); fix the document`],
+        [path.join(dir, 'nowhere.json'), `cannot read ${path.join(dir, 'nowhere.json')}: no such file; give the path of the document's file or its http(s) URL`],
+      ];
+      for (const [source, message] of cases) {
+        const r = await listRun([source]);
+        expect({ source, ...r }).toEqual({ source, code: 1, stdout: '', stderr: `armada tools openapi: ${message}\n` });
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
 
   test('a document URL that never answers ends with the timeout as the message, not a crash of the error handler', async () => {
     // accepts connections and says nothing: the 30 s document fetch times out with a TimeoutError (numeric code 23)
