@@ -2,6 +2,7 @@
  * An MCP server whose tools are HTTP operations (from openapiToTools): a call becomes one HTTP request, and the
  * response comes back as text, truncated with a note past a configurable size.
  */
+import { fetchFailureReason } from '../http/fetchFailure';
 import { formatBytes, readBoundedText } from '../http/readBounded';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -41,11 +42,14 @@ function stringValue(v: unknown): string {
   return typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v);
 }
 
-/** Builds the request of one tool call: URL (base + path + query), headers and body. */
-export function buildRequest(served: ServedTool, args: Record<string, unknown>): { url: string; init: RequestInit } {
+/**
+ * Builds the request of one tool call: URL (base + path + query), headers and body. `shownUrl` is the URL without the
+ * target's own query parameters (an API key that goes in the query), for messages the model and logs see.
+ */
+export function buildRequest(served: ServedTool, args: Record<string, unknown>): { url: string; shownUrl: string; init: RequestInit } {
   const { tool, target } = served;
   let path = tool.path;
-  const query = new URLSearchParams(target.query ?? {});
+  const query = new URLSearchParams();
   const headers: Record<string, string> = { accept: 'application/json, text/plain;q=0.9, */*;q=0.5', ...target.headers };
   let body: unknown;
   const bodyFields: Record<string, unknown> = {};
@@ -90,8 +94,9 @@ export function buildRequest(served: ServedTool, args: Record<string, unknown>):
     }
   }
   const base = target.baseUrl.replace(/\/+$/, '');
-  const qs = query.toString();
-  return { url: `${base}${path}${qs ? `?${qs}` : ''}`, init };
+  const shownQs = query.toString();
+  const qs = [new URLSearchParams(target.query ?? {}).toString(), shownQs].filter(Boolean).join('&');
+  return { url: `${base}${path}${qs ? `?${qs}` : ''}`, shownUrl: `${base}${path}${shownQs ? `?${shownQs}` : ''}`, init };
 }
 
 /** The most of one answer that is read (more when `max` characters could take more in UTF-8). */
@@ -106,23 +111,36 @@ export function truncate(text: string, max: number): string {
 /** Runs one tool call; HTTP errors are results with isError (the model sees the status and body), not exceptions. */
 export async function callTool(served: ServedTool, args: Record<string, unknown>, opts: { maxResponseChars?: number; timeoutMs?: number } = {}): Promise<ToolCallResult> {
   const max = opts.maxResponseChars ?? DEFAULT_MAX_RESPONSE_CHARS;
-  let req: { url: string; init: RequestInit };
+  let req: ReturnType<typeof buildRequest>;
   try {
     req = buildRequest(served, args);
   } catch (err) {
     return { text: (err as Error).message, isError: true };
   }
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  const signal = AbortSignal.timeout(timeoutMs);
+  const what = `${served.tool.method} ${req.shownUrl}`;
   let res: Response;
   try {
-    res = await fetch(req.url, { ...req.init, signal: AbortSignal.timeout(opts.timeoutMs ?? 60_000) });
+    res = await fetch(req.url, { ...req.init, signal });
   } catch (err) {
-    return { text: `${served.tool.method} ${req.url} failed: ${(err as Error).message}`, isError: true };
+    // never err.message alone (undici's is "fetch failed" whatever happened), never req.url (it may carry the key)
+    const why = fetchFailureReason(err);
+    if (why === 'timed out') return { text: `${what} failed: no answer within ${timeoutMs / 1000} s; the service may be overloaded or stuck`, isError: true };
+    return { text: `${what} failed: ${why}; check that the service at ${served.target.baseUrl.replace(/\/+$/, '')} is running`, isError: true };
   }
+  const status = `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
   // at most MAX_READ_BYTES (or what `max` characters can take in UTF-8): a larger answer is shown cut, the rest unread
   const limit = Math.max(4 * max, MAX_READ_BYTES);
-  const read = await readBoundedText(res, limit);
+  let read: { text: string; truncated: boolean };
+  try {
+    read = await readBoundedText(res, limit);
+  } catch (err) {
+    // a result the model can read, not a protocol error: the request was sent, and may have taken effect
+    const why = signal.aborted ? `no more of it within ${timeoutMs / 1000} s` : fetchFailureReason(err);
+    return { text: `${what} answered HTTP ${res.status}, then its answer was cut off: ${why}; try again`, isError: true };
+  }
   let text = read.text;
-  const status = `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
   if (read.truncated) {
     const shown = `${status}\n\n${text}`.slice(0, max);
     return { text: `${shown}\n\n[truncated: the answer was longer than ${formatBytes(limit)}; showing its first ${shown.length} characters]`, isError: res.status >= 400 };

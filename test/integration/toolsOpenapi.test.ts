@@ -91,6 +91,11 @@ beforeAll(async () => {
         write();
         return;
       }
+      if (req.url === '/query-key.json') {
+        const keyInQuery = { ...petstore, components: { ...petstore.components, securitySchemes: { key: { type: 'apiKey', in: 'query', name: 'api_key' } } } };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(keyInQuery));
+        return;
+      }
       if (req.url === '/missing.json') {
         res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');
         return;
@@ -227,6 +232,40 @@ describe('armada tools openapi', () => {
     } finally {
       await client.close();
       fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
+
+  test('an upstream that is down or cuts its answer: a tool error at once saying why, without the query key; no hang', async () => {
+    const net = require('node:net') as typeof import('node:net');
+    const closed = net.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const down = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise((r) => closed.close(r));
+    // answers the head and part of the body, then closes the connection
+    const cut = net.createServer((sock) =>
+      sock.once('data', () => {
+        sock.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"partial":');
+        setTimeout(() => sock.destroy(), 50);
+      }),
+    );
+    await new Promise<void>((r) => cut.listen(0, '127.0.0.1', r));
+    const cutUrl = `http://127.0.0.1:${(cut.address() as AddressInfo).port}`;
+    const { client, stderr } = await connect([`${base}/query-key.json`, '--base-url', down, '--api-key', 'sk-query-secret']);
+    const second = await connect([`${base}/query-key.json`, '--base-url', cutUrl, '--api-key', 'sk-query-secret']);
+    try {
+      const t0 = Date.now();
+      const r = await client.callTool({ name: 'listPets', arguments: { limit: 5 } });
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      expect(r.isError).toBe(true);
+      expect(text(r)).toBe(`GET ${down}/pets?limit=5 failed: connection refused (ECONNREFUSED); check that the service at ${down} is running`);
+      const c = await second.client.callTool({ name: 'showPetById', arguments: { petId: 1 } });
+      expect(c.isError).toBe(true);
+      expect(text(c)).toMatch(new RegExp(`^GET ${cutUrl}/pets/1 answered HTTP 200, then its answer was cut off: .*\\((UND_ERR_SOCKET|ECONNRESET)\\); try again$`));
+      for (const t of [text(r), text(c), stderr(), second.stderr()]) expect(t).not.toContain('sk-query-secret');
+    } finally {
+      await client.close();
+      await second.client.close();
+      await new Promise((r) => cut.close(r));
     }
   }, 90_000);
 
