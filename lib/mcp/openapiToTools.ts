@@ -138,23 +138,58 @@ function pointer(doc: JsonObject, ref: string): unknown {
     .reduce<unknown>((o, k) => (o && typeof o === 'object' ? (o as JsonObject)[k] : undefined), doc);
 }
 
-/** A copy of `node` with every local `$ref` replaced by its target; a cyclic reference becomes `{}` (any value). */
-export function resolveRefs(doc: JsonObject, node: unknown, seen: string[] = []): unknown {
-  if (Array.isArray(node)) return node.map((n) => resolveRefs(doc, n, seen));
+/**
+ * The most objects and lists one path item's inlined schemas may have. Schemas that share schemas (S0 uses S1 twice,
+ * S1 uses S2 twice …) double with every level when each $ref is copied in: 22 such levels, a 2.8 KB document, were
+ * 4 million copies, and the converter ran out of time and memory. Past this, a $ref is left as a placeholder.
+ */
+export const MAX_INLINED_NODES = 10_000;
+
+/** What is left of the budget of MAX_INLINED_NODES while one path item is resolved. */
+export interface InlineBudget {
+  nodes: number;
+}
+
+/** An object whose keys are exactly the given ones, `__proto__` included (an assignment would set the prototype). */
+function objectOf(entries: Iterable<readonly [string, unknown]>): JsonObject {
+  return Object.fromEntries(entries) as JsonObject;
+}
+
+/**
+ * A copy of `node` with every local `$ref` replaced by its target; a cyclic reference becomes a placeholder that
+ * says so, and so does every $ref met once `budget` is spent.
+ */
+export function resolveRefs(doc: JsonObject, node: unknown, seen: string[] = [], budget: InlineBudget = { nodes: MAX_INLINED_NODES }): unknown {
   if (!node || typeof node !== 'object') return node;
+  budget.nodes--;
+  if (Array.isArray(node)) return node.map((n) => resolveRefs(doc, n, seen, budget));
   const obj = node as JsonObject;
   if (typeof obj.$ref === 'string') {
     const ref = obj.$ref;
     if (seen.includes(ref)) return { description: `(recursive: ${ref})` };
+    if (budget.nodes <= 0) return { description: `(not expanded: ${ref}; the operation's schemas are too large to inline)` };
     const target = pointer(doc, ref);
     if (target === undefined) throw new Error(`unresolved $ref ${ref}`);
     const { $ref: _drop, ...siblings } = obj;
-    const resolved = resolveRefs(doc, target, [...seen, ref]) as JsonObject;
-    return Object.keys(siblings).length ? { ...resolved, ...(resolveRefs(doc, siblings, seen) as JsonObject) } : resolved;
+    const resolved = resolveRefs(doc, target, [...seen, ref], budget) as JsonObject;
+    return Object.keys(siblings).length ? objectOf([...Object.entries(resolved), ...Object.entries(resolveRefs(doc, siblings, seen, budget) as JsonObject)]) : resolved;
   }
-  const out: JsonObject = {};
-  for (const [k, v] of Object.entries(obj)) out[k] = resolveRefs(doc, v, seen);
-  return out;
+  return objectOf(Object.entries(obj).map(([k, v]) => [k, resolveRefs(doc, v, seen, budget)] as const));
+}
+
+/**
+ * A path item without what no tool reads: its operations' `responses` and `callbacks` (the largest schemas of most
+ * documents, and a $ref there that points nowhere used to leave the operation out).
+ */
+function inputsOnly(item: unknown): unknown {
+  const o = plainObject(item);
+  if (!o || typeof o.$ref === 'string') return item;
+  return objectOf(
+    Object.entries(o).map(([k, v]) => {
+      const op = HTTP_METHODS.includes(k) ? plainObject(v) : undefined;
+      return [k, op ? objectOf(Object.entries(op).filter(([field]) => field !== 'responses' && field !== 'callbacks')) : v] as const;
+    }),
+  );
 }
 
 function toolName(method: string, path: string, operationId: unknown): string {
@@ -172,19 +207,24 @@ function inputSchemaOf(schema: unknown): JsonSchema {
 function cleanSchema(schema: unknown): unknown {
   if (!schema || typeof schema !== 'object') return schema;
   if (Array.isArray(schema)) return schema.map(cleanSchema);
-  const s: JsonObject = {};
+  const entries: [string, unknown][] = [];
   for (const [k, v] of Object.entries(schema as JsonObject)) {
     if (k === 'nullable' || k === 'example' || k === 'xml' || k === 'discriminator' || k === 'externalDocs') continue;
     if (k === 'properties' && v && typeof v === 'object') {
-      const props: JsonObject = {};
-      for (const [pk, pv] of Object.entries(v as JsonObject)) if (!(pv as JsonObject | null)?.readOnly) props[pk] = cleanSchema(pv);
-      s.properties = props;
-    } else if (k === 'enum' || k === 'const' || k === 'default' || k === 'examples' || k === 'required') s[k] = v;
-    else s[k] = cleanSchema(v);
+      // a property may be named like anything, `__proto__` and `constructor` included: own keys, never assigned
+      entries.push([k, objectOf(Object.entries(v as JsonObject).filter(([, pv]) => !(pv as JsonObject | null)?.readOnly).map(([pk, pv]) => [pk, cleanSchema(pv)] as const))]);
+    } else if (k === 'enum' || k === 'const' || k === 'default' || k === 'examples' || k === 'required') entries.push([k, v]);
+    else entries.push([k, cleanSchema(v)]);
   }
+  const s = objectOf(entries);
   if ((schema as JsonObject).nullable === true && typeof s.type === 'string') s.type = [s.type, 'null'];
-  if (Array.isArray(s.required) && s.properties) s.required = (s.required as string[]).filter((r) => r in (s.properties as JsonObject));
+  if (Array.isArray(s.required) && s.properties && typeof s.properties === 'object') s.required = (s.required as string[]).filter((r) => Object.hasOwn(s.properties as JsonObject, r));
   return s;
+}
+
+/** Sets an own property, also one named `__proto__` (which an assignment would take for the prototype). */
+function setOwn(o: JsonObject, key: string, value: unknown): void {
+  Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /** Swagger 2.0 puts type/format/enum on the parameter itself. */
@@ -254,7 +294,7 @@ export function openapiToTools(docIn: JsonObject, opts: ConvertOptions = {}): Co
   for (const [path, itemRaw] of Object.entries(recordOf(doc.paths))) {
     let item: JsonObject;
     try {
-      item = recordOf(resolveRefs(doc, itemRaw));
+      item = recordOf(resolveRefs(doc, inputsOnly(itemRaw), [], { nodes: MAX_INLINED_NODES }));
     } catch (err) {
       skipped.push({ method: '', path, reason: (err as Error).message }); // every operation of the path
       continue;
@@ -308,9 +348,9 @@ function operationTool(doc: JsonObject, swagger2: boolean, item: JsonObject, op:
     if (!['path', 'query', 'header', 'cookie'].includes(where)) continue;
     const name = String(p.name);
     let property = name;
-    if (property in properties) property = `${where}_${name}`;
+    if (Object.hasOwn(properties, property)) property = `${where}_${name}`;
     const schema = swagger2 ? swagger2ParamSchema(p) : inputSchemaOf(p.schema ?? recordOf(Object.values(recordOf(p.content))[0]).schema);
-    properties[property] = { ...schema, ...(typeof p.description === 'string' && p.description ? { description: p.description } : {}) };
+    setOwn(properties, property, { ...schema, ...(typeof p.description === 'string' && p.description ? { description: p.description } : {}) });
     if (p.required === true || where === 'path') required.push(property);
     args.push({ property, in: where as ToolArgument['in'], name });
   }
@@ -333,17 +373,17 @@ function operationTool(doc: JsonObject, swagger2: boolean, item: JsonObject, op:
 
   if (bodySchema) {
     const bodyProps = bodySchema.type === 'object' || bodySchema.properties ? recordOf(bodySchema.properties) : undefined;
-    const clash = bodyProps && Object.keys(bodyProps).some((k) => k in properties);
+    const clash = bodyProps && Object.keys(bodyProps).some((k) => Object.hasOwn(properties, k));
     if (bodyProps && Object.keys(bodyProps).length && !clash && !bodySchema.additionalProperties && !bodySchema.oneOf && !bodySchema.anyOf) {
       // an object body is flattened: its fields become top-level inputs
       const bodyReq = new Set(strings(bodySchema.required));
       for (const [k, v] of Object.entries(bodyProps)) {
-        properties[k] = v;
+        setOwn(properties, k, v);
         if (bodyReq.has(k)) required.push(k);
         args.push({ property: k, in: 'bodyField', name: k });
       }
     } else {
-      const property = 'body' in properties ? 'requestBody' : 'body';
+      const property = Object.hasOwn(properties, 'body') ? 'requestBody' : 'body';
       properties[property] = { ...bodySchema, description: typeof bodySchema.description === 'string' ? bodySchema.description : 'The request body.' };
       if (bodyRequired) required.push(property);
       args.push({ property, in: 'body', name: property });

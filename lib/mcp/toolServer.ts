@@ -75,7 +75,8 @@ export function buildRequest(served: ServedTool, args: Record<string, unknown>):
         body = v;
         break;
       case 'bodyField':
-        bodyFields[a.name] = v;
+        // an own property even when the field is named `__proto__` (an assignment would set the prototype)
+        Object.defineProperty(bodyFields, a.name, { value: v, enumerable: true, writable: true, configurable: true });
         hasBodyFields = true;
         break;
     }

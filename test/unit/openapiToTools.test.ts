@@ -134,6 +134,63 @@ describe('openapiToTools', () => {
     expect(api.skipped).toEqual([{ method: '', path: '/c', reason: 'unresolved $ref #/components/parameters/missing' }]);
   });
 
+  test('schemas that share schemas 22 levels deep (2.8 KB, 4 million paths inlined): converted at once, the rest a placeholder naming its $ref', () => {
+    // S0 → S1 twice → S2 twice … : inlining every $ref copies S22 2^22 times (the converter ran out of time and memory)
+    const schemas: Record<string, unknown> = { S22: { type: 'string' } };
+    for (let i = 0; i < 22; i++) schemas[`S${i}`] = { type: 'object', properties: { a: { $ref: `#/components/schemas/S${i + 1}` }, b: { $ref: `#/components/schemas/S${i + 1}` } } };
+    const deep = { $ref: '#/components/schemas/S0' };
+    const doc = {
+      openapi: '3.0.3',
+      info: { title: 'T', version: '1' },
+      servers: [{ url: 'http://h' }],
+      components: { schemas },
+      paths: {
+        '/x': { post: { operationId: 'postX', requestBody: { content: { 'application/json': { schema: deep } } } } },
+        // responses are not inputs: neither their size nor a $ref that points nowhere holds an operation back
+        '/y': { get: { operationId: 'getY', responses: { 200: { description: 'ok', content: { 'application/json': { schema: deep } } }, 404: { $ref: '#/nope' } } } },
+      },
+    };
+    const t0 = Date.now();
+    const api = openapiToTools(doc);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(api.skipped).toEqual([]);
+    expect(api.tools.map((t) => t.name)).toEqual(['postX', 'getY']);
+    const schema = JSON.stringify(api.tools[0]?.inputSchema);
+    expect(schema.length).toBeLessThan(5_000_000);
+    expect(schema).toContain('"a":{"type":"object","properties":{"a":{"type":"object"'); // the first levels are inlined
+    expect(schema).toMatch(/"\(not expanded: #\/components\/schemas\/S\d+; the operation's schemas are too large to inline\)"/);
+  });
+
+  test('names that are properties of every object (__proto__, constructor, toString) are names like any other', () => {
+    const doc = {
+      openapi: '3.0.3',
+      info: { title: 'T', version: '1' },
+      servers: [{ url: 'http://h' }],
+      paths: {
+        '/q': { get: { operationId: 'getQ', parameters: [{ name: 'constructor', in: 'query', schema: { type: 'string' } }, { name: 'toString', in: 'header', schema: { type: 'string' } }] } },
+        '/b': {
+          post: {
+            operationId: 'postB',
+            requestBody: { content: { 'application/json': { schema: { type: 'object', required: ['__proto__'], properties: JSON.parse('{"__proto__":{"type":"string"},"constructor":{"type":"integer"},"valueOf":{"type":"boolean"}}') } } } },
+          },
+        },
+      },
+    };
+    const api = openapiToTools(doc);
+    const q = api.tools.find((t) => t.name === 'getQ');
+    // not renamed to query_constructor / header_toString as if they clashed with another parameter
+    expect(Object.keys(q?.inputSchema.properties as object)).toEqual(['constructor', 'toString']);
+    expect(q?.arguments.map((a) => a.property)).toEqual(['constructor', 'toString']);
+    const b = api.tools.find((t) => t.name === 'postB');
+    // flattened (no clash with a parameter), every field kept, __proto__ too
+    const props = b?.inputSchema.properties as Record<string, unknown>;
+    expect(Object.keys(props)).toEqual(['__proto__', 'constructor', 'valueOf']);
+    expect(Object.getOwnPropertyDescriptor(props, '__proto__')?.value).toEqual({ type: 'string' });
+    expect(b?.inputSchema.required).toEqual(['__proto__']);
+    const req = buildRequest({ tool: b as never, target: { baseUrl: 'http://h', headers: {} } }, JSON.parse('{"__proto__":"p","constructor":1,"valueOf":true}'));
+    expect(req.init.body).toBe('{"__proto__":"p","constructor":1,"valueOf":true}');
+  });
+
   test('curation renames, omits properties and skips operations the document lacks', () => {
     const doc = {
       openapi: '3.1.0',
