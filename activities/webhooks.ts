@@ -2,6 +2,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { getWebhook, recordDelivery } from '../lib/db/webhooks';
 import { resolveKeys } from '../lib/keys';
+import { fetchFailureReason } from '../lib/http/fetchFailure';
 import { counter } from '../lib/metrics';
 import { openSecret } from '../lib/secretBox';
 import { SIGNATURE_HEADER, signedBody } from '../lib/webhooks/signing';
@@ -54,7 +55,9 @@ export function createWebhookActivities(deps: ActivityDeps) {
         await res.body?.cancel().catch(() => undefined);
         if (res.status < 200 || res.status >= 300) error = `HTTP ${res.status}`;
       } catch (err) {
-        error = (err as Error).name === 'TimeoutError' ? 'timed out' : `request failed: ${(err as Error).message}`;
+        // the reason, not undici's "fetch failed" (lib/http/fetchFailure.ts)
+        const why = fetchFailureReason(err);
+        error = why === 'timed out' ? 'timed out' : `request failed: ${why}`;
       }
       const success = error === null;
       await recordDelivery(deps.db, {

@@ -53,6 +53,10 @@ beforeAll(async () => {
         res.writeHead(400).end('no such hook');
         return;
       }
+      if (req.url === '/reset') {
+        req.socket.destroy(); // no answer: the connection is cut
+        return;
+      }
       if (req.url === '/flood') {
         // a receiver that answers 200 with an endless body: the delivery must not read it
         res.writeHead(200, { 'content-type': 'application/octet-stream' });
@@ -252,5 +256,50 @@ describe('outbound webhooks', () => {
     expect((await inject('DELETE', `/api/webhooks/${webhookId}`)).statusCode).toBe(404);
     expect((await inject('GET', `/api/webhooks/${webhookId}`)).statusCode).toBe(404);
     expect((await inject('GET', `/api/webhooks/${webhookId}/deliveries`)).statusCode).toBe(404);
+  });
+});
+
+describe('receivers that fail', () => {
+  const port = () => (receiver.address() as AddressInfo).port;
+  /** A webhook for approval.cancelled only (no other test publishes it), and one such event. */
+  async function hookAndEvent(hookUrl: string): Promise<{ hookId: string; seq: number }> {
+    const created = await inject('POST', '/api/webhooks', { url: hookUrl, events: ['approval.cancelled'], secret: SECRET });
+    expect(created.statusCode).toBe(201);
+    const hookId = created.json().data.id as string;
+    const ev = await publishEvent(stack.db, { type: 'approval.cancelled', topics: [], data: { approvalId: hookId } });
+    return { hookId, seq: ev.seq };
+  }
+  /** The tries of the webhook's own event (a webhook made earlier in a test also gets the later ones). */
+  const triesOf = async (hookId: string, seq: number) =>
+    ((await inject('GET', `/api/webhooks/${hookId}/deliveries?limit=100`)).json().data as { eventSeq: number; attempt: number; statusCode: number | null; success: boolean; error: string | null }[])
+      .filter((d) => d.eventSeq === seq)
+      .sort((a, b) => a.attempt - b.attempt)
+      .map((d) => [d.attempt, d.statusCode, d.success, d.error]);
+
+  test('a receiver that is down or cuts the connection: each try in the log says why, not "fetch failed"', async () => {
+    const closed = http.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const downUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}/hook`;
+    await new Promise((r) => closed.close(r));
+    const down = await hookAndEvent(downUrl);
+    const reset = await hookAndEvent(`http://127.0.0.1:${port()}/reset`);
+    try {
+      const downTries = await eventually(async () => {
+        const tries = await triesOf(down.hookId, down.seq);
+        return tries.length >= 2 ? tries : undefined;
+      }, 30_000, 250);
+      expect(downTries.slice(0, 2)).toEqual([
+        [1, null, false, 'request failed: connection refused (ECONNREFUSED)'],
+        [2, null, false, 'request failed: connection refused (ECONNREFUSED)'],
+      ]);
+      const resetTries = await eventually(async () => {
+        const tries = await triesOf(reset.hookId, reset.seq);
+        return tries.length >= 1 ? tries : undefined;
+      }, 30_000, 250);
+      expect(resetTries[0]?.[3]).toMatch(/^request failed: .+ \((ECONNRESET|UND_ERR_SOCKET)\)$/);
+    } finally {
+      await inject('DELETE', `/api/webhooks/${down.hookId}`);
+      await inject('DELETE', `/api/webhooks/${reset.hookId}`);
+    }
   });
 });
