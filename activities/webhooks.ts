@@ -8,6 +8,22 @@ import { openSecret } from '../lib/secretBox';
 import { SIGNATURE_HEADER, signedBody } from '../lib/webhooks/signing';
 import type { ActivityDeps } from './index';
 
+/**
+ * What a receiver's answer means for the delivery: null for a 2xx; `final` when asking again cannot help. A receiver
+ * that refuses the request (4xx other than timeout / rate limit) will not change its mind, and neither will one that
+ * redirects (redirects are not followed: the webhook's URL is the one to change), so both are given up at once.
+ */
+function answerError(res: Response): { error: string | null; final: boolean } {
+  const status = res.status;
+  if (status >= 200 && status < 300) return { error: null, final: false };
+  if (status >= 300 && status < 400) {
+    const location = res.headers.get('location');
+    const where = location ? `a redirect to ${location.slice(0, 500)}` : 'a redirect';
+    return { error: `HTTP ${status}, ${where} (not followed): register ${location ? 'that URL' : 'the final URL'} instead`, final: true };
+  }
+  return { error: `HTTP ${status}`, final: status >= 400 && status < 500 && status !== 408 && status !== 429 };
+}
+
 export function createWebhookActivities(deps: ActivityDeps) {
   let key: Buffer | undefined;
   const encryptionKey = () => {
@@ -35,6 +51,7 @@ export function createWebhookActivities(deps: ActivityDeps) {
       const started = Date.now();
       let statusCode: number | null = null;
       let error: string | null = null;
+      let final = false;
       try {
         const res = await fetch(webhook.url, {
           method: 'POST',
@@ -53,7 +70,9 @@ export function createWebhookActivities(deps: ActivityDeps) {
         statusCode = res.status;
         // the answer's body means nothing to a delivery: not read (a receiver streaming gigabytes would fill the worker)
         await res.body?.cancel().catch(() => undefined);
-        if (res.status < 200 || res.status >= 300) error = `HTTP ${res.status}`;
+        const answer = answerError(res);
+        error = answer.error;
+        final = answer.final;
       } catch (err) {
         // the reason, not undici's "fetch failed" (lib/http/fetchFailure.ts)
         const why = fetchFailureReason(err);
@@ -72,8 +91,6 @@ export function createWebhookActivities(deps: ActivityDeps) {
       });
       deliveries.inc({ result: success ? 'success' : 'failure' });
       if (success) return { attempt, statusCode: statusCode as number };
-      // a receiver that refuses the request (4xx other than timeout / rate limit) will not change its mind
-      const final = statusCode !== null && statusCode >= 400 && statusCode < 500 && statusCode !== 408 && statusCode !== 429;
       throw ApplicationFailure.create({ type: final ? 'WEBHOOK_REJECTED' : 'WEBHOOK_FAILED', message: `delivery to webhook ${input.webhookId}: ${error}`, nonRetryable: final });
     },
   };

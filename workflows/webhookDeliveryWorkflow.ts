@@ -1,6 +1,6 @@
 /**
  * webhookDeliveryWorkflow (`webhook:<webhookId>:<eventSeq>`): delivers one event to one webhook. The retry policy is
- * the delivery policy: exponential backoff from 1 s (×2, capped at 5 min), 8 tries; a 4xx answer other than 408/429
+ * the delivery policy: exponential backoff from 1 s (×2, capped at 5 min), 8 tries; a 3xx, or a 4xx other than 408/429,
  * is final. Every try leaves a row in the delivery log (the activity writes it). A delivery that gave up ends the
  * workflow as Failed (non-retryable WEBHOOK_GAVE_UP carrying the last error), after its last try is in the log, so
  * Temporal's UI and failure metrics show it; a webhook deleted or deactivated meanwhile is a completed skip.

@@ -53,6 +53,10 @@ beforeAll(async () => {
         res.writeHead(400).end('no such hook');
         return;
       }
+      if (req.url === '/moved') {
+        res.writeHead(301, { location: 'https://hooks.example.test/new-place' }).end();
+        return;
+      }
       if (req.url === '/reset') {
         req.socket.destroy(); // no answer: the connection is cut
         return;
@@ -300,6 +304,19 @@ describe('receivers that fail', () => {
     } finally {
       await inject('DELETE', `/api/webhooks/${down.hookId}`);
       await inject('DELETE', `/api/webhooks/${reset.hookId}`);
+    }
+  });
+
+  test('a redirect is final: one try, the log says where it points and what to do; the workflow gave up', async () => {
+    const { hookId, seq } = await hookAndEvent(`http://127.0.0.1:${port()}/moved`);
+    try {
+      const handle = (await stack.temporal.client()).workflow.getHandle(`webhook:${hookId}:${seq}`);
+      const err = await eventually(async () => handle.result().then(() => ({ resolved: true }) as const, (e: unknown) => (e instanceof WorkflowNotFoundError ? undefined : e)), 30_000);
+      const redirect = 'HTTP 301, a redirect to https://hooks.example.test/new-place (not followed): register that URL instead';
+      expect(((err as WorkflowFailedError).cause as ApplicationFailure).message).toBe(`gave up: delivery to webhook ${hookId}: ${redirect}`);
+      expect(await triesOf(hookId, seq)).toEqual([[1, 301, false, redirect]]);
+    } finally {
+      await inject('DELETE', `/api/webhooks/${hookId}`);
     }
   });
 });
