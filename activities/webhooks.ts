@@ -8,6 +8,8 @@ import { openSecret } from '../lib/secretBox';
 import { SIGNATURE_HEADER, signedBody } from '../lib/webhooks/signing';
 import type { ActivityDeps } from './index';
 
+const FOREIGN_KEY_VIOLATION = '23503';
+
 /**
  * What a receiver's answer means for the delivery: null for a 2xx; `final` when asking again cannot help. A receiver
  * that refuses the request (4xx other than timeout / rate limit) will not change its mind, and neither will one that
@@ -79,16 +81,22 @@ export function createWebhookActivities(deps: ActivityDeps) {
         error = why === 'timed out' ? 'timed out' : `request failed: ${why}`;
       }
       const success = error === null;
-      await recordDelivery(deps.db, {
-        webhookId: input.webhookId,
-        eventSeq: input.eventSeq,
-        eventType: event.type,
-        attempt,
-        statusCode,
-        success,
-        error,
-        durationMs: Date.now() - started,
-      });
+      try {
+        await recordDelivery(deps.db, {
+          webhookId: input.webhookId,
+          eventSeq: input.eventSeq,
+          eventType: event.type,
+          attempt,
+          statusCode,
+          success,
+          error,
+          durationMs: Date.now() - started,
+        });
+      } catch (err) {
+        // the webhook was deleted while this try ran (its log went with it): a skip, as when deleted before the try
+        if ((err as { code?: unknown }).code === FOREIGN_KEY_VIOLATION && !(await getWebhook(deps.db, input.webhookId))) return { attempt, skipped: true };
+        throw err;
+      }
       deliveries.inc({ result: success ? 'success' : 'failure' });
       if (success) return { attempt, statusCode: statusCode as number };
       throw ApplicationFailure.create({ type: final ? 'WEBHOOK_REJECTED' : 'WEBHOOK_FAILED', message: `delivery to webhook ${input.webhookId}: ${error}`, nonRetryable: final });

@@ -28,6 +28,8 @@ const received: Received[] = [];
 const failFirst = new Map<string, number>();
 /** bytes the /flood receiver wrote before the delivery hung up */
 let flooded = 0;
+/** deliveries to /held, not answered yet */
+const held: http.ServerResponse[] = [];
 
 /** The receiver's recipe from docs/webhooks.md: HMAC-SHA256 over the raw body without its trailing signature member. */
 function verify(raw: string, secret: string): boolean {
@@ -61,6 +63,10 @@ beforeAll(async () => {
         req.socket.destroy(); // no answer: the connection is cut
         return;
       }
+      if (req.url === '/held') {
+        held.push(res); // answered by the test
+        return;
+      }
       if (req.url === '/flood') {
         // a receiver that answers 200 with an endless body: the delivery must not read it
         res.writeHead(200, { 'content-type': 'application/octet-stream' });
@@ -89,6 +95,7 @@ beforeAll(async () => {
   rejectUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/reject`;
 });
 afterAll(async () => {
+  for (const r of held) r.destroy();
   await stack.close();
   await new Promise((r) => receiver.close(r));
 });
@@ -318,5 +325,18 @@ describe('receivers that fail', () => {
     } finally {
       await inject('DELETE', `/api/webhooks/${hookId}`);
     }
+  });
+
+  test('a webhook deleted while its delivery is in flight: the delivery ends skipped, without a failed try', async () => {
+    const { hookId, seq } = await hookAndEvent(`http://127.0.0.1:${port()}/held`);
+    await eventually(async () => held.length > 0, 30_000);
+    expect((await inject('DELETE', `/api/webhooks/${hookId}`)).statusCode).toBe(200);
+    held.shift()?.writeHead(200).end('ok');
+    const handle = (await stack.temporal.client()).workflow.getHandle(`webhook:${hookId}:${seq}`);
+    expect(await handle.result()).toEqual({ delivered: false, skipped: true });
+    // one try, which completed: before, its log row broke the foreign key, the try failed and a second one skipped
+    const started = (await handle.fetchHistory()).events?.filter((e) => e.activityTaskStartedEventAttributes) ?? [];
+    expect(started.map((e) => e.activityTaskStartedEventAttributes?.attempt)).toEqual([1]);
+    expect(started[0]?.activityTaskStartedEventAttributes?.lastFailure ?? null).toBeNull();
   });
 });
