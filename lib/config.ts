@@ -126,7 +126,8 @@ export const FileConfigSchema = Type.Object(
     ),
     /** users' process groups (agents, setup and scheduler scripts): their CPU priority (lib/process/priority.ts) */
     processes: Type.Optional(Type.Object({ nice: Type.Optional(Type.Integer({ minimum: 0, maximum: 19 })) }, { additionalProperties: false })),
-    webhooks: Type.Optional(Type.Object({ timeoutMs: Type.Optional(Type.Integer({ minimum: 100 })) }, { additionalProperties: false })),
+    // at most 110 s: a delivery try (workflows/webhookDeliveryWorkflow.ts) has 2 minutes for its request and its log row
+    webhooks: Type.Optional(Type.Object({ timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 110_000 })) }, { additionalProperties: false })),
     cors: Type.Optional(Type.Object({ origins: Type.Optional(Type.Array(Type.String())) }, { additionalProperties: false })),
     scheduler: Type.Optional(
       Type.Object(

@@ -16,6 +16,10 @@ describe('config', () => {
     );
     for (const format of ['text', 'stream-json', 'opencode-json']) expect(parseFileConfig({ agents: { a: { command: ['a'], format } } }, 'c.json').agents?.a?.format).toBe(format);
     expect(() => parseFileConfig({ webhooks: { timeoutMs: 'soon' } }, 'c.json')).toThrow(/"webhooks.timeoutMs"/);
+    // a delivery try has 2 minutes (its activity's start-to-close timeout): with a longer request timeout, Temporal
+    // timed the try out and started the next while the first was still waiting for the receiver
+    expect(() => parseFileConfig({ webhooks: { timeoutMs: 120_000 } }, 'c.json')).toThrow(/"webhooks.timeoutMs"/);
+    expect(parseFileConfig({ webhooks: { timeoutMs: 100_000 } }, 'c.json').webhooks?.timeoutMs).toBe(100_000);
     expect(() => parseFileConfig({ attempts: { janitorIntervalMs: -1 } }, 'c.json')).toThrow(/"attempts.janitorIntervalMs"/);
     expect(() => parseFileConfig({ attempts: { janitorIntervalMs: 2 ** 31 } }, 'c.json')).toThrow(/"attempts.janitorIntervalMs"/); // beyond setTimeout's range
     expect(parseFileConfig({ attempts: { janitorIntervalMs: 0 } }, 'c.json').attempts?.janitorIntervalMs).toBe(0);
