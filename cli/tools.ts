@@ -48,9 +48,10 @@ Usage:
 
   armada tools config add <name> --editor EDITOR [--scope user|project] [--env KEY=VALUE]... [--dry-run] -- <command> [args…]
   armada tools config add <name> --editor EDITOR --openapi URL [--base-url URL] [--env KEY=VALUE]... [--dry-run]
-  armada tools config list [--editor EDITOR] [--scope user|project]
+  armada tools config list [--editor EDITOR] [--scope user|project] [--json]
   armada tools config remove <name> --editor EDITOR [--scope user|project] [--dry-run]
       EDITOR: ${EDITORS.join(', ')}. Default scope: user; project writes under the current directory.
+      list --json prints the files and their servers as JSON (for scripts); without it, one line per server.
 `;
 
 const out = (s: string) => process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
@@ -258,7 +259,7 @@ function runConfig(argv: string[]): number {
       return r.removed ? 0 : 1;
     }
     case 'list': {
-      if (name) throw new EditorConfigError('usage: armada tools config list [--editor EDITOR] [--scope user|project]');
+      if (name) throw new EditorConfigError('usage: armada tools config list [--editor EDITOR] [--scope user|project] [--json]');
       const found = listServers({ editor: editorOf(values.editor, false), scope: values.scope ? scopeOf(values.scope) : undefined, location: loc });
       if (values.json) {
         out(JSON.stringify(found, null, 2));

@@ -279,6 +279,10 @@ describe('armada tools config (CLI)', () => {
 
     const list = await cli(['list']);
     expect(list.code).toBe(0);
+    // the same for machines, as the help says
+    const json = await cli(['list', '--json']);
+    expect(JSON.parse(json.stdout)).toEqual(expect.arrayContaining([expect.objectContaining({ editor: 'cursor', scope: 'user', file })]));
+    expect((await cli(['--help'])).stdout).toContain('armada tools config list [--editor EDITOR] [--scope user|project] [--json]');
     expect(list.stdout).toContain(file);
     expect(list.stdout).toMatch(/existing: keep-me/);
     expect(list.stdout).toMatch(/fs: npx -y some-server --flag/);
