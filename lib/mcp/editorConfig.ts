@@ -104,7 +104,8 @@ function readConfig(file: string): ReadResult {
   }
   if (!text.trim()) return { state: 'ok', data: {} };
   try {
-    const data = JSON.parse(text) as unknown;
+    // a UTF-8 byte order mark (Notepad and other Windows editors write one) is not part of the JSON; it is not kept
+    const data = JSON.parse(text.startsWith('\uFEFF') ? text.slice(1) : text) as unknown;
     if (!data || typeof data !== 'object' || Array.isArray(data)) return { state: 'malformed', text, reason: 'the top level is not a JSON object' };
     return { state: 'ok', data: data as Record<string, unknown> };
   } catch (err) {

@@ -159,6 +159,16 @@ describe('editor config files', () => {
     }
   });
 
+  test('a file that starts with a byte order mark (Windows editors write one) is read as the JSON it is, not backed up and replaced', () => {
+    const file = path.join(home, '.config', 'Claude', 'claude_desktop_config.json');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, `\uFEFF${JSON.stringify({ mcpServers: { keep: { command: 'k', args: [] } }, globalShortcut: 'Ctrl+Space' })}`);
+    const r = addServer({ editor: 'claude-desktop', scope: 'user', name: 'armada', entry, location: loc });
+    expect(r.backup).toBeUndefined();
+    expect(readJson(file)).toEqual({ mcpServers: { keep: { command: 'k', args: [] }, armada: entry }, globalShortcut: 'Ctrl+Space' });
+    expect(fs.readdirSync(path.dirname(file))).toEqual(['claude_desktop_config.json']);
+  });
+
   test('a read-only file is not replaced: add and remove refuse, saying how to make it writable', () => {
     const file = path.join(cwd, '.mcp.json');
     const before = JSON.stringify({ mcpServers: { keep: { command: 'k', args: [] } } });
