@@ -22,6 +22,14 @@ export interface TraceRow {
   updated_at: Date;
 }
 
+/**
+ * The columns of a TraceRow, named: the prepared statements below return exactly these. With `RETURNING *` their
+ * result changed shape when a migration added a column while the service ran, and PostgreSQL refused each pooled
+ * connection's next run ("cached plan must not change result type", a 500 and a trace not written).
+ */
+const COLUMNS = 'id, message_id, instance, to_phone, message, status, sent_at, delivered_at, read_at, failed_at, payload_headers, payload_body, created_at, updated_at';
+const columnsOf = (alias: string) => COLUMNS.split(', ').map((c) => `${alias}.${c}`).join(', ');
+
 export interface NewTrace {
   id: string;
   messageId: string;
@@ -55,17 +63,17 @@ export async function ingestTrace(db: Queryable, t: NewTrace): Promise<{ row: Tr
               $8::jsonb, $9::jsonb
          FROM v
        ON CONFLICT (instance, message_id) DO NOTHING
-       RETURNING *
+       RETURNING ${COLUMNS}
      )
-     SELECT ins.*, true AS inserted FROM ins
+     SELECT ${columnsOf('ins')}, true AS inserted FROM ins
      UNION ALL
-     SELECT t.*, false AS inserted FROM traces t WHERE t.instance = $3 AND t.message_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)`,
+     SELECT ${columnsOf('t')}, false AS inserted FROM traces t WHERE t.instance = $3 AND t.message_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)`,
     values: params,
   });
   const row = rows[0];
   if (!row) {
     // A concurrent first ingestion committed after this statement's snapshot: it is visible to a new statement.
-    const again = await db.query<TraceRow>('SELECT * FROM traces WHERE instance = $1 AND message_id = $2', [t.instance, t.messageId]);
+    const again = await db.query<TraceRow>(`SELECT ${COLUMNS} FROM traces WHERE instance = $1 AND message_id = $2`, [t.instance, t.messageId]);
     if (!again.rows[0]) throw new Error('trace vanished between its conflicting insert and the re-read');
     return { row: again.rows[0], inserted: false };
   }
@@ -74,7 +82,7 @@ export async function ingestTrace(db: Queryable, t: NewTrace): Promise<{ row: Tr
 }
 
 export async function getTrace(db: Queryable, id: string): Promise<TraceRow | undefined> {
-  const { rows } = await db.query<TraceRow>('SELECT * FROM traces WHERE id = $1', [id]);
+  const { rows } = await db.query<TraceRow>(`SELECT ${COLUMNS} FROM traces WHERE id = $1`, [id]);
   return rows[0];
 }
 
@@ -102,7 +110,7 @@ export async function applyStatusReceipt(db: Queryable, id: string, status: Trac
           THEN GREATEST(COALESCE($3::timestamptz, now()), t.sent_at) ELSE t.failed_at END,
         updated_at = now()
       WHERE t.id = $1
-      RETURNING t.*`,
+      RETURNING ${columnsOf('t')}`,
     values: [id, status, at],
   });
   return rows[0];

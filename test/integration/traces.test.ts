@@ -319,3 +319,26 @@ describe('analytics', () => {
     }
   });
 });
+
+describe('a migration of the next version while the service runs', () => {
+  // Ingestion and receipts are prepared statements (parsed once per pooled connection). With `RETURNING *` their
+  // result changed shape when a column was added, and PostgreSQL refused each connection's next run ("cached plan
+  // must not change result type"): a 500 per pooled connection, the trace not written.
+  test('a column added to traces fails no ingestion and no receipt', async () => {
+    const warm = await Promise.all(Array.from({ length: 8 }, () => ingest()));
+    await Promise.all(warm.map((t) => receipt(t.id, 'delivered')));
+    await stack.db.query('ALTER TABLE traces ADD COLUMN next_version_field integer');
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, (_v, i) => inject('POST', '/api/v1/traces', { messageId: `after-migration-${i}`, instance: 'inst-m', to: '+15550102000', message: 'x' })),
+      );
+      expect(answers.map((r) => r.statusCode)).toEqual(Array(8).fill(201));
+      const receipts = await Promise.all(warm.map((t) => receipt(t.id, 'read')));
+      expect(receipts.map((r) => [r.statusCode, r.json().status])).toEqual(Array(8).fill([200, 'read']));
+      // and the answers have the documented fields only
+      expect(Object.keys(answers[0]?.json() ?? {}).sort()).toEqual(['deliveredAt', 'failedAt', 'id', 'instance', 'message', 'messageId', 'payload', 'readAt', 'sentAt', 'status', 'to']);
+    } finally {
+      await stack.db.query('ALTER TABLE traces DROP COLUMN next_version_field');
+    }
+  });
+});
