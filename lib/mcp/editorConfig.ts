@@ -65,14 +65,13 @@ function fsReason(err: NodeJS.ErrnoException, file: string): string {
   switch (err.code) {
     case 'EISDIR':
       return 'it is a directory, not a file; move it away';
-    case 'ENOTDIR': {
-      // the deepest part of the path that exists is a file
+    case 'ENOTDIR':
+    case 'EEXIST': {
+      // the deepest part of the directory's path that exists is a file
       let dir = path.dirname(file);
       while (dir !== path.dirname(dir) && !fs.existsSync(dir)) dir = path.dirname(dir);
       return `${dir} is a file, not a directory; move it away`;
     }
-    case 'EEXIST':
-      return `a part of the path ${path.dirname(file)} is a file, not a directory; move it away`;
     case 'EACCES':
     case 'EPERM':
       return `permission denied; check the permissions of ${path.dirname(file)} and the file`;
@@ -126,7 +125,8 @@ function followLinks(file: string): string {
       if (!fs.lstatSync(current).isSymbolicLink()) return current;
       target = fs.readlinkSync(current);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return current;
+      // no such file (yet), or a part of its path is a file: nothing to follow
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return current;
       throw err;
     }
     current = path.resolve(path.dirname(current), target);
@@ -266,7 +266,15 @@ function addLocked(opts: { name: string; entry: ServerEntry; dryRun?: boolean },
 export function removeServer(opts: { editor: Editor; scope: Scope; name: string; location: Location; dryRun?: boolean }): EditResult & { removed: boolean } {
   const { file, key } = configFile(opts.editor, opts.scope, opts.location);
   // no directory, no file: nothing to remove (and no directory made for the lock)
-  return editLocked(file, !opts.dryRun && fs.existsSync(path.dirname(followLinks(file))), () => removeLocked(opts, file, key));
+  return editLocked(file, !opts.dryRun && isDirectory(path.dirname(followLinks(file))), () => removeLocked(opts, file, key));
+}
+
+function isDirectory(dir: string): boolean {
+  try {
+    return fs.statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function removeLocked(opts: { name: string; dryRun?: boolean }, file: string, key: 'mcpServers' | 'servers'): EditResult & { removed: boolean } {

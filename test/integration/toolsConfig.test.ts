@@ -190,11 +190,18 @@ describe('editor config files', () => {
     expect(() => addServer({ editor: 'cursor', scope: 'user', name: 'a', entry, location: loc })).toThrow(
       `cannot write ${path.join(home, '.cursor', 'mcp.json')}: ${path.join(home, '.cursor')} is a file, not a directory; move it away`,
     );
+    expect(removeServer({ editor: 'cursor', scope: 'user', name: 'a', location: loc }).removed).toBe(false); // no such file there
+    fs.mkdirSync(path.join(home, '.config'));
+    fs.writeFileSync(path.join(home, '.config', 'Code'), 'a file where a directory should be');
+    expect(() => addServer({ editor: 'vscode', scope: 'user', name: 'a', entry, location: loc })).toThrow(
+      `cannot write ${path.join(home, '.config', 'Code', 'User', 'mcp.json')}: ${path.join(home, '.config', 'Code')} is a file, not a directory; move it away`,
+    );
     fs.mkdirSync(path.join(home, '.gemini', 'settings.json'), { recursive: true });
     expect(() => addServer({ editor: 'gemini', scope: 'user', name: 'a', entry, location: loc })).toThrow(
       `cannot read ${path.join(home, '.gemini', 'settings.json')}: it is a directory, not a file; move it away`,
     );
     addServer({ editor: 'windsurf', scope: 'user', name: 'w', entry, location: loc });
+    fs.rmSync(path.join(home, '.config'), { recursive: true });
     expect(listServers({ location: loc }).map((l) => [l.editor, l.error ?? Object.keys(l.servers)])).toEqual([
       ['windsurf', ['w']],
       ['gemini', `cannot read ${path.join(home, '.gemini', 'settings.json')}: it is a directory, not a file; move it away`],
