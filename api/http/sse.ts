@@ -4,7 +4,8 @@
  * `keepAliveMs` so proxies and browsers do not drop an idle stream. Backpressure: `write` resolves only once the
  * socket has taken the event (it waits for 'drain' when the kernel and Node buffers are full), so a caller that
  * awaits each write never holds more than what it is about to write; a client that stops reading stalls its own
- * stream, not the server's memory. A client that goes away aborts `signal` and ends any pending write.
+ * stream, not the server's memory. A client that goes away aborts `signal` and ends any pending write. A HEAD request
+ * gets the headers and an end at once, with `signal` already aborted, so the route writes nothing and stops.
  */
 import { once } from 'node:events';
 import type { OutgoingHttpHeaders } from 'node:http';
@@ -36,7 +37,11 @@ export function openSse(request: FastifyRequest, reply: FastifyReply, opts: { ke
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
   });
-  res.write('retry: 2000\n\n');
+  if (request.method === 'HEAD') {
+    // Node sends a HEAD answer's headers when it ends, and drops its body writes: an open stream would answer nothing
+    res.end();
+    ac.abort();
+  } else res.write('retry: 2000\n\n');
   // a comment line is only worth sending when nothing is queued: a full socket is not idle
   const keepAlive = setInterval(() => {
     if (!ac.signal.aborted && !res.writableNeedDrain && !res.writableEnded) res.write(': keep-alive\n\n');

@@ -1,6 +1,6 @@
 /**
  * Issue 14 item 6: both SSE routes keep the CORS and x-request-id headers, send keep-alive comments, and respect
- * backpressure (a client that stops reading does not make the server buffer the whole log).
+ * backpressure (a client that stops reading does not make the server buffer the whole log); a HEAD is answered.
  */
 import http from 'node:http';
 import type { ServerResponse } from 'node:http';
@@ -82,6 +82,25 @@ describe('SSE', () => {
     expect(res.headers['x-request-id']).toBe('sse-headers-1');
     req.destroy();
   });
+
+  // Node sends a HEAD answer's headers only when it ends (its body writes are dropped): an SSE stream that stayed open
+  // answered nothing at all, for as long as the process ran
+  test.each([
+    ['process logs (running process)', () => `/api/events/processes/${runningProcess}/logs`],
+    ['attempt diff (running attempt)', () => `/api/events/task-attempts/${attemptId}/diff`],
+  ])('HEAD on %s answers the GET\'s headers and ends', async (_name, path) => {
+    const answer = await new Promise<{ status?: number; type?: string; body: string } | 'no answer'>((resolve) => {
+      const req = http.request(`${base}${path()}`, { method: 'HEAD' }, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode, type: res.headers['content-type'], body }));
+      });
+      req.on('error', () => resolve('no answer'));
+      req.setTimeout(20_000, () => req.destroy());
+      req.end();
+    });
+    expect(answer).toEqual({ status: 200, type: 'text/event-stream; charset=utf-8', body: '' });
+  }, 30_000);
 
   test('a disallowed origin gets no access-control-allow-origin, as on every other route', async () => {
     const { req, res } = await open(`/api/events/processes/${finishedProcess}/logs`, { origin: 'https://evil.example' });
