@@ -2,7 +2,10 @@
  * Which methods a path is served with, for the 405 + `Allow` answer to a method a known path does not declare
  * (TRACE, QUERY, PROPFIND, a PUT where only GET exists, …). Unknown paths stay 404. Built from the routes an app
  * registered; catch-all routes (the CORS preflight `OPTIONS *`) add their method to `Allow` but do not make a
- * path known.
+ * path known. Where several route templates match a path, the most concrete one is the path's resource, as in the
+ * OpenAPI documents ("concrete paths are matched before their templated counterparts"): `/api/attempts/compare`
+ * serves POST only, though a GET there reaches `/api/attempts/:id`; its Allow listed GET and DELETE too, methods the
+ * document does not give that path.
  */
 import type { RegisteredRoute } from './openapi';
 
@@ -10,6 +13,8 @@ interface Matcher {
   method: string;
   pattern: RegExp;
   catchAll: boolean;
+  /** Per segment, how concrete it is: `2` a fixed name, `1` a parameter, `0` a wildcard (compared as text). */
+  rank: string;
 }
 
 function matcherOf(route: RegisteredRoute): Matcher {
@@ -22,18 +27,26 @@ function matcherOf(route: RegisteredRoute): Matcher {
       return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     })
     .join('/');
-  // the apps ignore a trailing slash
-  return { method: route.method, pattern: new RegExp(`^${body}/?$`), catchAll };
+  const rank = route.url
+    .split('/')
+    .map((segment) => (segment === '*' ? '0' : segment.startsWith(':') ? '1' : '2'))
+    .join('');
+  return { method: route.method, pattern: new RegExp(`^${body}$`), catchAll, rank };
 }
 
 /** `allowedMethods(path)`: the methods (routes are read on first use, when all are registered) served at a concrete path, empty when no route but a catch-all matches it. */
 export function allowedMethodsOf(routes: () => RegisteredRoute[]): (path: string) => string[] {
   let matchers: Matcher[] | undefined;
-  return (path) => {
+  return (requested) => {
     matchers ??= routes().map(matcherOf);
-    const specific = matchers.filter((m) => !m.catchAll && m.pattern.test(path));
-    if (specific.length === 0) return [];
-    const methods = new Set(specific.map((m) => m.method));
+    // as the router reads it: the apps ignore a trailing slash (so `/svc/scheduler/` is `/svc/scheduler`, which
+    // `/svc/scheduler/*` does not serve; a 405 there listed the very method it refused)
+    const path = requested.length > 1 && requested.endsWith('/') ? requested.slice(0, -1) : requested;
+    const matching = matchers.filter((m) => !m.catchAll && m.pattern.test(path));
+    if (matching.length === 0) return [];
+    let concrete = '';
+    for (const m of matching) if (m.rank > concrete) concrete = m.rank;
+    const methods = new Set(matching.filter((m) => m.rank === concrete).map((m) => m.method));
     if (methods.has('GET')) methods.add('HEAD');
     for (const m of matchers) if (m.catchAll) methods.add(m.method);
     return [...methods].sort();

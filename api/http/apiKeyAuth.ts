@@ -1,6 +1,7 @@
 /** X-API-Key authentication for the scheduler, agents and traces services (constant-time compare). */
 import type { FastifyInstance } from 'fastify';
 import { keysMatch } from '../../lib/keys';
+import { isCorsPreflight } from './cors';
 
 const OPEN_PATHS = new Set(['/health', '/metrics']);
 
@@ -13,7 +14,8 @@ export interface ApiKeyAuthOptions {
 export function installApiKeyAuth(app: FastifyInstance, opts: ApiKeyAuthOptions): void {
   app.addHook('onRequest', async (request, reply) => {
     const path = request.url.split('?')[0] ?? '';
-    if (OPEN_PATHS.has(path) || request.method === 'OPTIONS') return;
+    // CORS preflights carry no credentials by design (@fastify/cors answers them); any other OPTIONS needs the key
+    if (OPEN_PATHS.has(path) || isCorsPreflight(request)) return;
     const header = request.headers['x-api-key'];
     let presented = Array.isArray(header) ? header[0] : header;
     if (presented === undefined && opts.allowBearer) {

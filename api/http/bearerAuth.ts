@@ -10,6 +10,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { keysMatch } from '../../lib/keys';
 import { headerUser } from './actingUser';
+import { isCorsPreflight } from './cors';
 import { errorBody } from './envelope';
 
 declare module 'fastify' {
@@ -100,7 +101,7 @@ export function installBearerAuth(app: FastifyInstance, opts: BearerAuthOptions)
     const path = request.url.split('?')[0] ?? '';
     if (OPEN_PATHS.has(path) || request.routeOptions.config?.publicAsset === true) return;
     // CORS preflights carry no credentials by design; @fastify/cors answers them.
-    if (request.method === 'OPTIONS' && request.headers['access-control-request-method']) return;
+    if (isCorsPreflight(request)) return;
     const presented = presentedKey(request);
     scrubAccessToken(request);
     const match = matchKey(presented, opts.keys);

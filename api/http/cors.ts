@@ -4,9 +4,14 @@
  * services (X-API-Key protected) allow all origins as the spec says; the task service, which runs without
  * authentication locally and can list directories, allows only loopback origins so an arbitrary web page open in
  * the user's browser cannot read it.
+ *
+ * Only a real preflight (OPTIONS with Origin and Access-Control-Request-Method) is answered by the plugin. Any other
+ * OPTIONS request goes on like a request of any method: authentication, then the not-found handler answers 204 with
+ * `Allow` on a served path and 404 elsewhere, in the service's shape (api/http/errorHandlers.ts). The plugin's own
+ * answer to it was a text/plain 400 "Invalid Preflight Request", on every path.
  */
 import cors from '@fastify/cors';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 
 const LOOPBACK_ORIGIN = /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/;
 
@@ -17,12 +22,22 @@ export function corsOrigin(configured: string[] | undefined, fallback: CorsDefau
   return fallback === 'all' ? '*' : LOOPBACK_ORIGIN;
 }
 
+/** A CORS preflight: what a browser sends before a cross-origin request it may not send unasked. */
+export function isCorsPreflight(request: FastifyRequest): boolean {
+  return request.method === 'OPTIONS' && request.headers.origin !== undefined && request.headers['access-control-request-method'] !== undefined;
+}
+
 export async function installCors(app: FastifyInstance, configured: string[] | undefined, fallback: CorsDefault): Promise<void> {
-  await app.register(cors, {
+  const options = {
     origin: corsOrigin(configured, fallback),
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
     allowedHeaders: ['Authorization', 'Content-Type', 'X-API-Key', 'X-User-Email', 'X-Request-Id', 'Cache-Control', 'Pragma'],
     exposedHeaders: ['X-Request-Id', 'X-Armada-Cache', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After'],
     maxAge: 600,
+  };
+  // an OPTIONS request that is no preflight gets the CORS headers of any request, and goes on to the routes
+  const plainOptions = { ...options, preflight: false };
+  await app.register(cors, {
+    delegator: (request, cb) => cb(null, request.method === 'OPTIONS' && !isCorsPreflight(request) ? plainOptions : options),
   });
 }

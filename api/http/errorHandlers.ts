@@ -86,6 +86,19 @@ function methodNotAllowed(request: FastifyRequest, reply: FastifyReply, allowed:
 }
 
 /**
+ * An OPTIONS request that is no CORS preflight (those are answered by api/http/cors.ts) reaches the not-found handler
+ * through the preflight route `OPTIONS *`: on a served path it asks which methods are served (RFC 9110 §9.3.7), and
+ * gets 204 with `Allow`; true when it was answered so.
+ */
+function answerOptions(request: FastifyRequest, reply: FastifyReply, allowed: AllowedMethods): boolean {
+  if (request.method !== 'OPTIONS') return false;
+  const methods = allowed(request.url.split('?')[0] ?? '');
+  if (methods.length === 0) return false;
+  reply.code(204).header('allow', methods.join(', ')).send();
+  return true;
+}
+
+/**
  * Fastify parses the body of a request no route serves before the not-found handler runs (a QUERY without a
  * Content-Type fails there): such an error still means "no route for this method". Authentication and rate-limit
  * errors are left alone, so a client without credentials learns nothing about the methods.
@@ -122,6 +135,7 @@ export function installEnvelopeErrors(app: FastifyInstance, version: string, all
     return reply.code(c.statusCode).send(errorBody(version, c.code, c.message, c.details));
   });
   app.setNotFoundHandler((request, reply) => {
+    if (answerOptions(request, reply, allowed)) return reply;
     const notAllowed = methodNotAllowed(request, reply, allowed);
     if (notAllowed) return reply.code(405).send(errorBody(version, 'METHOD_NOT_ALLOWED', notAllowed));
     return reply.code(404).send(errorBody(version, 'NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`));
@@ -139,6 +153,7 @@ export function installDetailErrors(app: FastifyInstance, allowed: AllowedMethod
     return reply.code(c.statusCode).send({ detail: c.message });
   });
   app.setNotFoundHandler((request, reply) => {
+    if (answerOptions(request, reply, allowed)) return reply;
     const notAllowed = methodNotAllowed(request, reply, allowed);
     if (notAllowed) return reply.code(405).send({ detail: notAllowed });
     return reply.code(404).send({ detail: `Not Found: ${request.method} ${request.url.split('?')[0]}` });

@@ -71,7 +71,9 @@ const INPUT_POLICY =
   `at most ${MAX_JSON_DEPTH} levels deep (the body itself is level 1); deeper is a 400. A \`date-time\` is RFC 3339 less a ` +
   'leap second (`23:59:60`) and less an instant outside the years 0001–9999 in UTC (`9999-12-31T23:59:59-01:00`): a 400. ' +
   `A request body over ${MAX_BODY_BYTES} bytes (1 MiB) is a 413. ` +
-  'An HTTP method a path does not declare answers 405 with an `Allow` header.';
+  'An HTTP method a path does not declare answers 405 with an `Allow` header listing the methods the path declares; ' +
+  'an OPTIONS request that is not a CORS preflight (one without `Origin` and `Access-Control-Request-Method`) answers ' +
+  '204 with that `Allow` header.';
 
 /** The methods whose request body Fastify reads (and so can refuse with a 415). */
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
