@@ -192,6 +192,8 @@ export interface ArmadaConfig {
   webDir: string;
   /** Seconds between `: keep-alive` comment lines on SSE streams (ARMADA_SSE_KEEPALIVE_MS, in ms; default 15 s). */
   sseKeepAliveMs: number;
+  /** How long a client has to send a whole request, headers and body (ARMADA_REQUEST_TIMEOUT_MS; default 60 s), else 408. */
+  requestTimeoutMs: number;
   /** Allowed CORS origins: ARMADA_CORS_ORIGINS (comma-separated) or `cors.origins`; undefined = the service default. */
   corsOrigins?: string[];
   /** `armada start`: how its embedded servers are restarted when they die (lib/runtime/supervisor.ts). */
@@ -268,6 +270,9 @@ function optionalPort(env: NodeJS.ProcessEnv, name: string, fallback: number): n
   if (env[name] === '') return null;
   return port(env, name, fallback);
 }
+
+/** config.requestTimeoutMs when ARMADA_REQUEST_TIMEOUT_MS is unset. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 
 function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
   const v = env[name];
@@ -361,6 +366,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
     },
     webDir: path.resolve(nonEmpty(env.ARMADA_WEB_DIR) ?? path.join(__dirname, '..', 'web', 'dist')),
     sseKeepAliveMs: positiveInteger(env, 'ARMADA_SSE_KEEPALIVE_MS', 15_000),
+    requestTimeoutMs: positiveInteger(env, 'ARMADA_REQUEST_TIMEOUT_MS', DEFAULT_REQUEST_TIMEOUT_MS),
     corsOrigins: nonEmpty(env.ARMADA_CORS_ORIGINS)
       ?.split(',')
       .map((o) => o.trim())

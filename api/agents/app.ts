@@ -19,6 +19,7 @@ export async function buildAgentsApp(base: DetailServiceDeps) {
     logger: base.logger,
     metrics: base.metrics,
     version: base.config.version,
+    requestTimeoutMs: base.config.requestTimeoutMs,
     errorStyle: 'detail',
     dependencies: base.dependencies,
     healthCheck: async () => {

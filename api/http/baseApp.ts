@@ -3,8 +3,10 @@
  * error style, request metrics, GET /health and GET /metrics.
  */
 import crypto from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
 import type { Metrics } from '../../lib/metrics';
 import { isPostgresUnreachable } from '../../lib/db/pool';
@@ -12,7 +14,7 @@ import type { DependencyState } from '../../lib/runtime/dependencies';
 import { installDependencyGate } from './dependencyGate';
 import { allowedMethodsOf } from './allowedMethods';
 import { errorBody } from './envelope';
-import { clientErrorAnswer, frameworkErrorMessage, installDetailErrors, installEnvelopeErrors } from './errorHandlers';
+import { clientErrorAnswer, expectationFailedAnswer, frameworkErrorMessage, installDetailErrors, installEnvelopeErrors } from './errorHandlers';
 import { installInputPolicy, MAX_BODY_BYTES, MAX_PATH_PARAM_LENGTH } from './inputPolicy';
 import { installOpenApi, registeredRoutes } from './openapi';
 import { validatorCompiler } from './validation';
@@ -31,6 +33,12 @@ export interface BaseAppOptions {
   dependencies?: DependencyState;
   bodyLimit?: number;
   /**
+   * How long a client has to send a whole request (config.requestTimeoutMs, whose default is the default here); then
+   * a 408 in the service's shape. Fastify's default is no limit: a body that stopped short of its Content-Length held
+   * its connection forever.
+   */
+  requestTimeoutMs?: number;
+  /**
    * The body of a 400 the router gives before any route runs (a path parameter too long for it, a malformed
    * percent-encoding), for paths whose routes document a shape of their own; undefined for the service's shape.
    */
@@ -48,6 +56,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const CLIENT_ERROR_CODES: Record<number, string> = { 400: 'VALIDATION_ERROR', 408: 'REQUEST_TIMEOUT', 431: 'VALIDATION_ERROR' };
 
 export function createBaseApp(opts: BaseAppOptions) {
+  const requestTimeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const app = Fastify({
     loggerInstance: opts.logger.child({ service: opts.service }) as FastifyBaseLogger,
     bodyLimit: opts.bodyLimit ?? MAX_BODY_BYTES,
@@ -59,7 +68,17 @@ export function createBaseApp(opts: BaseAppOptions) {
     return503OnClosing: true,
     // Node's default (16 KiB) answers 431 before validation to a query within the documented maxLengths (4096
     // characters of 4-byte UTF-8 are 48 KiB percent-encoded); with room for those, such a request gets its 400.
-    http: { maxHeaderSize: 64 * 1024 },
+    // A missing Host is refused by us (in the service's shape, api/http/inputPolicy.ts), not by Node with a bare 400.
+    // The request timeout takes effect only when Node's server is created with it (Fastify sets it on the server
+    // afterwards too, where it alone does nothing); expired requests are looked for every quarter of it (Node's
+    // default: every 30 s), and headers get at most as long (Node: the lesser of 60 s and it).
+    http: {
+      maxHeaderSize: 64 * 1024,
+      requireHostHeader: false,
+      requestTimeout: requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(requestTimeoutMs / 4))),
+    },
+    requestTimeout: requestTimeoutMs,
     forceCloseConnections: 'idle',
     // A `__proto__` or `constructor.prototype` key in a JSON body is dropped rather than answered with 400: the
     // documents allow any key in free-form objects (metadata, input), and a schema-valid body must be accepted.
@@ -83,7 +102,14 @@ export function createBaseApp(opts: BaseAppOptions) {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  installOpenApi(app, { service: opts.service, version: opts.version });
+  // an Expect other than 100-continue: Node's own 417 had an empty body
+  app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    const a = expectationFailedAnswer(request.headers.expect);
+    const body = JSON.stringify(opts.errorStyle === 'envelope' ? errorBody(opts.version, 'VALIDATION_ERROR', a.message) : { detail: a.message });
+    response.writeHead(a.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
+  });
+
+  installOpenApi(app, { service: opts.service, version: opts.version, requestTimeoutMs });
   app.setValidatorCompiler(validatorCompiler);
   app.removeContentTypeParser('text/plain'); // JSON only: anything else is a 415
   const allowed = allowedMethodsOf(() => registeredRoutes(app));

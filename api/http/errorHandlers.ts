@@ -170,3 +170,11 @@ export function clientErrorAnswer(err: { code?: string }): { status: number; rea
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, reason: 'Request Timeout', message: 'The request was not received in time; send it again' };
   return { status: 400, reason: 'Bad Request', message: `Malformed HTTP request (${err.code ?? 'parse error'}); send HTTP/1.1 with well-formed headers` };
 }
+
+/**
+ * A request whose `Expect` is not `100-continue`, the one expectation HTTP defines (RFC 9110 §10.1.1): Node refuses it
+ * before any route with a 417 and an empty body.
+ */
+export function expectationFailedAnswer(expect: string | undefined): { status: number; message: string } {
+  return { status: 417, message: `Expect: ${expect ?? ''} is not supported; send no Expect header, or Expect: 100-continue` };
+}

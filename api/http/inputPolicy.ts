@@ -132,9 +132,13 @@ export function inputPolicyError(request: Pick<FastifyRequest, 'params' | 'query
 /**
  * Rejects strings that are not storable text (NUL, unpaired surrogates), numbers beyond a double, and JSON nested
  * more than MAX_JSON_DEPTH levels, in every part of every request, before schema validation (so also for routes
- * without a schema).
+ * without a schema); and an HTTP/1.1 request without Host, first of all.
  */
 export function installInputPolicy(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request) => {
+    const err = missingHostError(request);
+    if (err) throw err;
+  });
   app.addHook('preParsing', async (request, reply) => {
     const err = contentEncodingError(request);
     if (!err) return;
@@ -145,6 +149,16 @@ export function installInputPolicy(app: FastifyInstance): void {
     const err = inputPolicyError(request);
     if (err) throw err;
   });
+}
+
+/**
+ * An HTTP/1.1 request must name its host (RFC 9112 §3.2: a server MUST answer 400 without one). Node refused it itself,
+ * with an empty body; the services tell Node not to (baseApp.ts) and answer here, in their shape.
+ */
+export function missingHostError(request: FastifyRequest): AppError | undefined {
+  const v = request.raw.httpVersion;
+  if (v === '1.0' || v === '0.9' || request.headers.host !== undefined) return undefined;
+  return validationError('Request headers are invalid: host is required (HTTP/1.1)', { host: 'is required' });
 }
 
 /**

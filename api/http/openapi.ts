@@ -62,7 +62,7 @@ export function defaultOperationId(method: string, url: string): string {
 }
 
 /** The input policy (api/http/inputPolicy.ts) in words, for what a schema cannot say (free-form JSON values). */
-const INPUT_POLICY =
+const inputPolicyText = (requestTimeoutMs: number): string =>
   'Input policy: no string in a request (path, query, header, JSON body value or object key) may contain NUL (U+0000); ' +
   `request strings carry the pattern \`${NUL_FREE_PATTERN}\` and a violation is a 400. Nor may a string or key in a JSON body ` +
   'hold an unpaired UTF-16 surrogate (a `\\ud800` escape without its pair; a pair such as `\\ud83d\\ude00` is one ' +
@@ -73,7 +73,9 @@ const INPUT_POLICY =
   `A request body over ${MAX_BODY_BYTES} bytes (1 MiB) is a 413. ` +
   'An HTTP method a path does not declare answers 405 with an `Allow` header listing the methods the path declares; ' +
   'an OPTIONS request that is not a CORS preflight (one without `Origin` and `Access-Control-Request-Method`) answers ' +
-  '204 with that `Allow` header.';
+  '204 with that `Allow` header. ' +
+  `A request not received whole within ${requestTimeoutMs / 1000} s is a 408; an HTTP/1.1 request without \`Host\` is a 400; an \`Expect\` ` +
+  'other than `100-continue` is a 417.';
 
 /** The methods whose request body Fastify reads (and so can refuse with a 415). */
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -105,7 +107,7 @@ function securityFor(service: ServiceKind): SecuritySetup {
  * Registers @fastify/swagger and the document routes. Call it before any route is added, so every route is seen.
  * The documents need the same authentication as the rest of the service (they are under the protected prefix).
  */
-export function installOpenApi(app: FastifyInstance, opts: { service: ServiceKind; version: string }): void {
+export function installOpenApi(app: FastifyInstance, opts: { service: ServiceKind; version: string; requestTimeoutMs: number }): void {
   const routes: RegisteredRoute[] = [];
   inventories.set(app, routes);
   app.addHook('onRoute', (route: RouteOptions & { websocket?: boolean }) => {
@@ -125,7 +127,7 @@ export function installOpenApi(app: FastifyInstance, opts: { service: ServiceKin
   const swaggerOptions: Parameters<typeof fastifySwagger>[1] = {
     openapi: {
       openapi: OPENAPI_VERSION,
-      info: { title: TITLES[opts.service], version: opts.version, description: INPUT_POLICY },
+      info: { title: TITLES[opts.service], version: opts.version, description: inputPolicyText(opts.requestTimeoutMs) },
       components: { securitySchemes: schemes as never, schemas: { NulFreeJson: NUL_FREE_JSON_SCHEMA as never } },
       security,
     },

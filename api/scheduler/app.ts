@@ -17,6 +17,7 @@ export async function buildSchedulerApp(deps: DetailServiceDeps) {
     logger: deps.logger,
     metrics: deps.metrics,
     version: deps.config.version,
+    requestTimeoutMs: deps.config.requestTimeoutMs,
     errorStyle: 'detail',
     dependencies: deps.dependencies,
     healthCheck: async () => {

@@ -32,6 +32,7 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
     logger: base.logger,
     metrics,
     version: base.config.version,
+    requestTimeoutMs: base.config.requestTimeoutMs,
     errorStyle: 'envelope',
     routerErrorBody: codehostRouterErrorBody,
     dependencies: base.dependencies,

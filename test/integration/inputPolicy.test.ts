@@ -9,6 +9,8 @@
  * - a path parameter longer than its documented maxLength is a 400 in the service's shape (not Fastify's 414);
  * - a method a known path does not declare is a 405 with `Allow` listing exactly the path's documented methods, and an
  *   OPTIONS that is no CORS preflight a 204 with that `Allow`; an unknown path stays 404;
+ * - what Node answers by itself (a body that never arrives: 408; no Host: 400; an unknown Expect: 417) is in the
+ *   service's shape;
  * - the documents say it: request strings carry the storable-text pattern.
  */
 import http from 'node:http';
@@ -36,6 +38,7 @@ interface Operation {
 const SERVICES: ServiceKind[] = ['task', 'scheduler', 'agents', 'traces'];
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
 const BIGINT_MAX = 2n ** 63n - 1n;
+const REQUEST_TIMEOUT_MS = 2000;
 
 let stack: TestStack;
 let dependencies: DependencyState;
@@ -47,7 +50,8 @@ function authHeaders(service: ServiceKind): Record<string, string> {
 
 beforeAll(async () => {
   dependencies = createDependencyState(logger);
-  stack = await startTestStack({ services: SERVICES, dependencies });
+  // a request not received whole within 2 s is answered 408 (the socket tests below)
+  stack = await startTestStack({ services: SERVICES, dependencies, env: { ARMADA_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS) } });
   for (const service of SERVICES) {
     const res = await stack.app(service).inject({ method: 'GET', url: OPENAPI_PATHS[service].json, headers: authHeaders(service) });
     expect(res.statusCode).toBe(200);
@@ -751,6 +755,54 @@ describe('the documents state the rules the handlers enforce', () => {
       shaped(res.body, /^Malformed HTTP request \(HPE_[A-Z_]+\); send HTTP\/1\.1 with well-formed headers$/);
     }
   });
+
+  /** A raw HTTP exchange with a service over a socket kept open: the answer, or 'no answer' after 30 s. */
+  const rawExchange = async (service: ServiceKind, request: string) => {
+    const app = stack.app(service);
+    const port = app.server.listening ? (app.server.address() as net.AddressInfo).port : Number(new URL(await app.listen({ port: 0, host: '127.0.0.1' })).port);
+    return new Promise<{ status: number; body: unknown } | 'no answer'>((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
+      let text = '';
+      const timer = setTimeout(() => {
+        socket.destroy();
+        resolve('no answer');
+      }, 30_000);
+      socket.on('data', (c) => {
+        text += c;
+        const [head = '', body = ''] = text.split('\r\n\r\n');
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? -1);
+        if (length >= 0 && Buffer.byteLength(body) >= length) {
+          clearTimeout(timer);
+          socket.destroy();
+          resolve({ status: Number(head.split(' ')[1]), body: length === 0 ? '' : JSON.parse(body) });
+        }
+      });
+      socket.on('error', reject);
+    });
+  };
+  const shapedAs = (service: ServiceKind, message: RegExp, code = 'VALIDATION_ERROR') =>
+    service === 'task' ? expect.objectContaining({ success: false, error: expect.objectContaining({ code, message: expect.stringMatching(message) }) }) : { detail: expect.stringMatching(message) };
+  const writePath = (service: ServiceKind) => ({ task: '/api/projects', scheduler: '/api/v1/sources', agents: '/api/v1/memory', traces: '/api/v1/traces' })[service];
+  const keyHeader = (service: ServiceKind) => (service === 'task' ? '' : `X-API-Key: ${stack.keys[service]}\r\n`);
+
+  // Fastify's default has no request timeout: a body that stopped short of its Content-Length held the connection
+  // for as long as the client kept it open, and was never answered
+  test.each(SERVICES)('%s: a request whose body stops short of its Content-Length is a 408 in the service\'s shape', async (service) => {
+    const short = await rawExchange(service, `POST ${writePath(service)} HTTP/1.1\r\nHost: x\r\n${keyHeader(service)}Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":1`);
+    expect(short).toEqual({ status: 408, body: shapedAs(service, /^The request was not received in time; send it again$/, 'REQUEST_TIMEOUT') });
+    // and the document says so, with this deployment's timeout
+    expect(String(((docs[service] as Json).info as Json).description)).toContain(`A request not received whole within ${REQUEST_TIMEOUT_MS / 1000} s is a 408`);
+  }, 60_000);
+
+  // Node answered these itself, with a 400 and a 417 whose bodies were empty
+  test.each(SERVICES)('%s: an HTTP/1.1 request without Host is a 400, an Expect other than 100-continue a 417, in the service\'s shape', async (service) => {
+    const noHost = await rawExchange(service, `GET ${writePath(service)} HTTP/1.1\r\n${keyHeader(service)}\r\n`);
+    expect(noHost).toEqual({ status: 400, body: shapedAs(service, /^Request headers are invalid: host is required \(HTTP\/1\.1\)$/) });
+    const expectation = await rawExchange(service, `POST ${writePath(service)} HTTP/1.1\r\nHost: x\r\n${keyHeader(service)}Content-Type: application/json\r\nContent-Length: 2\r\nExpect: 42-bogus\r\n\r\n{}`);
+    expect(expectation).toEqual({ status: 417, body: shapedAs(service, /^Expect: 42-bogus is not supported; send no Expect header, or Expect: 100-continue$/) });
+    // HTTP/1.0 has no Host to require
+    expect(await rawExchange(service, 'GET /health HTTP/1.0\r\n\r\n')).toMatchObject({ status: 200 });
+  }, 120_000);
 
   // the router reads `/svc/scheduler/` as `/svc/scheduler`, which `/svc/scheduler/*` does not serve
   test('a path no route serves once its trailing slash is ignored is a 404, not a 405 whose Allow lists the method refused', async () => {
