@@ -19,6 +19,8 @@ export const validationError = (message: string, details?: Record<string, string
 export const invalidRequest = (message: string, details?: Record<string, string>): AppError =>
   new AppError(400, 'INVALID_REQUEST', message, details);
 export const forbidden = (message: string): AppError => new AppError(403, 'FORBIDDEN', message);
+/** A WebSocket endpoint asked without `Upgrade: websocket`. */
+export const upgradeRequired = (message: string): AppError => new AppError(426, 'UPGRADE_REQUIRED', message);
 export const unauthorized = (message = 'Authentication required'): AppError => new AppError(401, 'UNAUTHORIZED', message);
 
 export function isAppError(err: unknown): err is AppError {

@@ -9,13 +9,13 @@
  * - a path parameter longer than its documented maxLength is a 400 in the service's shape (not Fastify's 414);
  * - a method a known path does not declare is a 405 with `Allow` listing exactly the path's documented methods, and an
  *   OPTIONS that is no CORS preflight a 204 with that `Allow`; an unknown path stays 404;
- * - what Node answers by itself (a body that never arrives: 408; no Host: 400; an unknown Expect: 417) is in the
- *   service's shape;
+ * - what Node answers by itself (a body that never arrives: 408; no Host: 400; an unknown Expect: 417) and a WebSocket
+ *   route asked without Upgrade (426) are in the service's shape;
  * - the documents say it: request strings carry the storable-text pattern.
  */
 import http from 'node:http';
 import net from 'node:net';
-import { OPENAPI_PATHS, type ServiceKind } from '../../api/http/openapi';
+import { OPENAPI_PATHS, registeredRoutes, type ServiceKind } from '../../api/http/openapi';
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH, MAX_PATH_PARAM_LENGTH, NON_BLANK_PATTERN, NUL_FREE_JSON_REF, NUL_FREE_PATTERN } from '../../api/http/inputPolicy';
 import { createDependencyState, type DependencyState } from '../../lib/runtime/dependencies';
 import { logger, startTestStack, type TestStack } from '../support/harness';
@@ -803,6 +803,28 @@ describe('the documents state the rules the handlers enforce', () => {
     // HTTP/1.0 has no Host to require
     expect(await rawExchange(service, 'GET /health HTTP/1.0\r\n\r\n')).toMatchObject({ status: 200 });
   }, 120_000);
+
+  // @fastify/websocket answered a request without Upgrade with an empty 404, as if the path did not exist
+  test('the task service\'s WebSocket routes asked without Upgrade: 426 in the envelope with Upgrade: websocket (or its 404 for what does not exist)', async () => {
+    const app = stack.app('task');
+    const sockets = registeredRoutes(app).filter((r) => r.websocket);
+    expect(sockets.map((r) => r.url)).toEqual(expect.arrayContaining(['/ws/events', '/ws/execution-processes/:id/logs/raw']));
+    const failures: string[] = [];
+    for (const route of sockets) {
+      const url = route.url.replace(/:[A-Za-z]+/g, 'x');
+      for (const method of ['GET', 'HEAD'] as const) {
+        const res = await app.inject({ method, url });
+        const what = `${method} ${url} → ${res.statusCode}`;
+        if (res.statusCode === 426) {
+          if (res.headers.upgrade !== 'websocket') failures.push(`${what} without Upgrade: websocket`);
+          if (method === 'GET' && shapeProblem('task', res)) failures.push(`${what} ${shapeProblem('task', res)}`);
+        } else if (res.statusCode !== 404 || (method === 'GET' && shapeProblem('task', res))) failures.push(`${what} ${res.body.slice(0, 120)}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    const events = await app.inject({ method: 'GET', url: '/ws/events' });
+    expect([events.statusCode, events.json().error.code, events.json().error.message]).toEqual([426, 'UPGRADE_REQUIRED', '/ws/events is a WebSocket endpoint: connect with Upgrade: websocket']);
+  });
 
   // the router reads `/svc/scheduler/` as `/svc/scheduler`, which `/svc/scheduler/*` does not serve
   test('a path no route serves once its trailing slash is ignored is a 404, not a 405 whose Allow lists the method refused', async () => {
