@@ -756,13 +756,26 @@ describe('the documents state the rules the handlers enforce', () => {
     }
   });
 
-  /** A raw HTTP exchange with a service over a socket kept open: the answer, or 'no answer' after 30 s. */
+  /**
+   * A raw HTTP exchange with a service over a socket kept open: the status and body (JSON when it is) once the
+   * answer is whole or the server closed, or 'no answer' after 30 s.
+   */
   const rawExchange = async (service: ServiceKind, request: string) => {
     const app = stack.app(service);
     const port = app.server.listening ? (app.server.address() as net.AddressInfo).port : Number(new URL(await app.listen({ port: 0, host: '127.0.0.1' })).port);
     return new Promise<{ status: number; body: unknown } | 'no answer'>((resolve, reject) => {
       const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
       let text = '';
+      const answer = () => {
+        const [head = '', body = ''] = text.split('\r\n\r\n');
+        let parsed: unknown = body;
+        try {
+          parsed = JSON.parse(body);
+        } catch {
+          // not JSON: the text as it came
+        }
+        return { status: Number(head.split(' ')[1]), body: parsed };
+      };
       const timer = setTimeout(() => {
         socket.destroy();
         resolve('no answer');
@@ -774,8 +787,12 @@ describe('the documents state the rules the handlers enforce', () => {
         if (length >= 0 && Buffer.byteLength(body) >= length) {
           clearTimeout(timer);
           socket.destroy();
-          resolve({ status: Number(head.split(' ')[1]), body: length === 0 ? '' : JSON.parse(body) });
+          resolve(answer());
         }
+      });
+      socket.on('close', () => {
+        clearTimeout(timer);
+        resolve(text ? answer() : 'no answer');
       });
       socket.on('error', reject);
     });
