@@ -178,3 +178,19 @@ export function clientErrorAnswer(err: { code?: string }): { status: number; rea
 export function expectationFailedAnswer(expect: string | undefined): { status: number; message: string } {
   return { status: 417, message: `Expect: ${expect ?? ''} is not supported; send no Expect header, or Expect: 100-continue` };
 }
+
+/**
+ * @fastify/websocket's `errorHandler`: an error on an open socket. A client that breaks the WebSocket protocol (ws
+ * codes such errors `WS_ERR_…`: a message over `maxPayload`, a text frame that is not UTF-8) has already been sent
+ * the close code RFC 6455 gives it (1009, 1007) and ws completes the close: the client's mistake, logged at info
+ * without a stack, as a 4xx is. The plugin's default logged each as an error with its stack trace, so any client could
+ * fill the error log. Anything else is ours: logged as an error, and the socket ends.
+ */
+export function websocketErrorHandler(error: Error & { code?: unknown }, socket: { terminate(): void }, request: FastifyRequest): void {
+  if (typeof error.code === 'string' && error.code.startsWith('WS_ERR_')) {
+    request.log.info({ code: error.code, reason: error.message }, 'websocket closed: the client broke the protocol');
+    return;
+  }
+  request.log.error({ err: error }, 'websocket failed');
+  socket.terminate();
+}

@@ -1,5 +1,6 @@
 /** The task service (A): Fastify app with every /api resource plugin. */
 import websocket from '@fastify/websocket';
+import { websocketErrorHandler } from '../http/errorHandlers';
 import { installUpgradeRequired } from '../http/upgradeRequired';
 import { createEventListener } from '../../lib/events/listener';
 import { createLogFeed } from '../../lib/events/logFeed';
@@ -53,7 +54,7 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   const background = createBackgroundWork(base.logger);
   app.addHook('onClose', async () => background.settle());
   const deps: TaskAppDeps = { ...base, events, logs, metrics, background };
-  await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
+  await app.register(websocket, { options: { maxPayload: 64 * 1024 }, errorHandler: websocketErrorHandler });
   installUpgradeRequired(app);
   await app.register(projectRoutes, { prefix: '/api', deps });
   await app.register(taskRoutes, { prefix: '/api', deps });
