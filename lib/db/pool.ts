@@ -9,6 +9,9 @@ import { storableParams } from './storableText';
  * pool's own `query` runs through its clients' `query`, so this covers both it and transactions.
  */
 export class StorableTextClient extends Client {
+  /** Named statements this connection prepared before their tables changed shape: prepared again on next use. */
+  private readonly stalePlans = new Set<string>();
+
   // node-postgres' overloads: (text | config | submittable, values?, callback?)
   override query(...args: unknown[]): never {
     const [first, second] = args;
@@ -19,9 +22,51 @@ export class StorableTextClient extends Client {
       // a submittable (a cursor, a stream) must stay the same object; a plain config is copied, never changed
       if (values !== config.values) args[0] = typeof config.submit === 'function' ? Object.assign(config, { values }) : { ...config, values };
     }
-    return Reflect.apply(super.query, this, args) as never;
+    const name = namedStatement(args);
+    if (!name) return Reflect.apply(super.query, this, args) as never;
+    const callback = typeof args[args.length - 1] === 'function' ? (args.pop() as (err: unknown, res?: unknown) => void) : undefined;
+    if (callback) {
+      // the pool's own query passes a callback: the same path as a promise, answered to the callback
+      (this.query(...args) as Promise<unknown>).then(
+        (res) => callback(null, res),
+        (err) => callback(err),
+      );
+      return undefined as never;
+    }
+    const run = () => Reflect.apply(super.query, this, args) as Promise<unknown>;
+    const ran = this.stalePlans.has(name) ? this.forget(name).then(run) : run();
+    return ran.catch((err: unknown) => {
+      if (!isStalePlan(err)) throw err;
+      // Prepared before a migration changed its result's shape (a column added while this process ran: a rolling
+      // upgrade migrates before the old version stops). PostgreSQL then refuses the statement on this connection for
+      // good; forgotten and prepared again, it runs: at once outside a transaction, else (the transaction is aborted
+      // now) at its next use on this connection.
+      this.stalePlans.add(name);
+      if ((this as unknown as { getTransactionStatus(): string | null }).getTransactionStatus() !== 'I') throw err;
+      return this.forget(name).then(run);
+    }) as never;
+  }
+
+  /** DEALLOCATEs a named statement and makes node-postgres parse it again. */
+  private async forget(name: string): Promise<void> {
+    await Reflect.apply(super.query, this, [`DEALLOCATE "${name.replace(/"/g, '""')}"`]);
+    const connection = (this as unknown as { connection: { parsedStatements: Record<string, unknown> } }).connection;
+    delete connection.parsedStatements[name];
+    this.stalePlans.delete(name);
   }
 }
+
+/** The name of a query's named (prepared) statement; undefined for submittables and unnamed ones. */
+function namedStatement(args: unknown[]): string | undefined {
+  const [first] = args;
+  if (first === null || typeof first !== 'object') return undefined;
+  const config = first as { name?: unknown; submit?: unknown };
+  return typeof config.name === 'string' && typeof config.submit !== 'function' ? config.name : undefined;
+}
+
+/** SQLSTATE 0A000 "cached plan must not change result type". */
+const isStalePlan = (err: unknown): boolean =>
+  (err as { code?: unknown } | undefined)?.code === '0A000' && /cached plan must not change result type/.test(String((err as Error).message));
 
 export type Db = Pool;
 
