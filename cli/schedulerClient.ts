@@ -1,4 +1,5 @@
 /** HTTP client of the scheduler for the CLI: URL from ARMADA_SCHEDULER_URL, key from ARMADA_SCHEDULER_API_KEY / ARMADA_API_KEY. */
+import { fetchFailure } from '../lib/http/fetchFailure';
 
 export interface CliIo {
   env: NodeJS.ProcessEnv;
@@ -39,8 +40,8 @@ export async function schedulerRequest<T>(env: NodeJS.ProcessEnv, method: 'GET' 
       signal: AbortSignal.timeout(30_000),
     });
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string; message?: string; errors?: { code?: string }[] } };
-    throw new CliError(`cannot reach the scheduler at ${schedulerUrl(env)}: ${e.cause?.code ?? e.cause?.errors?.[0]?.code ?? e.cause?.message ?? e.message}`);
+    const failure = fetchFailure(err);
+    throw new CliError(`cannot reach the scheduler at ${schedulerUrl(env)}: ${failure.code ?? failure.reason}`);
   }
   const text = await res.text();
   let json: unknown;

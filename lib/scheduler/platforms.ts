@@ -2,6 +2,7 @@
  * The external workflow platforms a source points at: how to check their health, read their version, list their
  * flows and run one. Plain HTTP with timeouts; the platform key travels in a header and is never logged.
  */
+import { fetchFailure } from '../http/fetchFailure';
 import { formatBytes, readBoundedText } from '../http/readBounded';
 import type { SourceType } from '../db/schedulerSources';
 import { plainObject } from '../untrustedJson';
@@ -176,17 +177,18 @@ async function call(
       signal: AbortSignal.any(signals),
     });
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string; message?: string; errors?: { code?: string }[] } };
+    const e = err as Error;
     if (e.name === 'TimeoutError') throw new PlatformTimeout(`${method} ${shownPath} timed out after ${opts.timeoutMs} ms`);
     if (e.name === 'AbortError') throw new PlatformError(`${method} ${shownPath} was cancelled`);
-    throw new PlatformError(`${method} ${shownPath} failed: ${e.cause?.code ?? e.cause?.errors?.[0]?.code ?? e.cause?.message ?? e.message}`);
+    const failure = fetchFailure(err);
+    throw new PlatformError(`${method} ${shownPath} failed: ${failure.code ?? failure.reason}`);
   }
   let read: { text: string; truncated: boolean };
   try {
     read = await readBoundedText(res, MAX_PLATFORM_ANSWER_BYTES);
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string } };
-    throw new PlatformError(`${method} ${shownPath} failed while its answer was read: ${e.cause?.code ?? e.message}`);
+    const failure = fetchFailure(err);
+    throw new PlatformError(`${method} ${shownPath} failed while its answer was read: ${failure.code ?? failure.reason}`);
   }
   const { text, truncated } = read;
   if (truncated) {
