@@ -1,5 +1,6 @@
 /** The `deliver` activity: one signed POST of one event to one webhook, logged per try. */
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { FOREIGN_KEY_VIOLATION } from '../lib/db/pool';
 import { getWebhook, recordDelivery } from '../lib/db/webhooks';
 import { resolveKeys } from '../lib/keys';
 import { fetchFailureReason } from '../lib/http/fetchFailure';
@@ -7,8 +8,6 @@ import { counter } from '../lib/metrics';
 import { openSecret } from '../lib/secretBox';
 import { SIGNATURE_HEADER, signedBody } from '../lib/webhooks/signing';
 import type { ActivityDeps } from './index';
-
-const FOREIGN_KEY_VIOLATION = '23503';
 
 /**
  * What a receiver's answer means for the delivery: null for a 2xx; `final` when asking again cannot help. A receiver

@@ -7,7 +7,6 @@
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import {
-  FOREIGN_KEY_VIOLATION,
   appendExecutionLogs,
   getExecution,
   upsertExecution,
@@ -16,7 +15,7 @@ import {
   type LogLine,
   type TaskRunState,
 } from '../../lib/db/schedulerExecutions';
-import { withTransaction } from '../../lib/db/pool';
+import { FOREIGN_KEY_VIOLATION, withTransaction } from '../../lib/db/pool';
 import { getSchedule, markScheduleRan } from '../../lib/db/schedulerSchedules';
 import { getWorkflow, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { faultPoint } from '../../lib/faults';

@@ -8,7 +8,6 @@ import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import {
-  FOREIGN_KEY_VIOLATION,
   appendExecutionLogs,
   pruneExecutions as pruneExecutionRows,
   upsertExecution,
@@ -29,7 +28,7 @@ import { sourceTarget } from '../../lib/scheduler/sourceTarget';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import type { ActivityDeps } from '../index';
 import { keepAlive } from '../keepAlive';
-import { isPostgresUnavailable } from '../../lib/db/pool';
+import { FOREIGN_KEY_VIOLATION, isPostgresUnavailable } from '../../lib/db/pool';
 import { groupNice } from '../../lib/process/priority';
 
 /** Output kept on a task (the logs hold every line). */

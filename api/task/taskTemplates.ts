@@ -8,7 +8,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { conflict, notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
-import { withTransaction } from '../../lib/db/pool';
+import { FOREIGN_KEY_VIOLATION, withTransaction } from '../../lib/db/pool';
 import { getProject } from '../../lib/db/projects';
 import { insertTask, type TaskRow } from '../../lib/db/tasks';
 import { deleteTemplate, getTemplate, insertTemplate, listTemplates, updateTemplate, type TaskTemplateRow, type TemplateMetadata, type TemplateTask } from '../../lib/db/taskTemplates';
@@ -192,7 +192,7 @@ export const taskTemplateRoutes: FastifyPluginAsync<TaskPluginOptions> = async (
           return out;
         });
       } catch (err) {
-        if ((err as { code?: string }).code === '23503') throw unknownProject(projectId);
+        if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) throw unknownProject(projectId);
         throw err;
       }
       return reply.code(201).send(ok(version, { templateId: t.id, projectId, tasks: rows.map(taskView) }));

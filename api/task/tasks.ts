@@ -5,7 +5,7 @@ import { Type, type Static } from 'typebox';
 import { notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { getProject } from '../../lib/db/projects';
-import { withTransaction } from '../../lib/db/pool';
+import { FOREIGN_KEY_VIOLATION, withTransaction } from '../../lib/db/pool';
 import { attemptDurationSeconds, type AttemptSummaryRow } from '../../lib/db/attempts';
 import {
   deleteTasks,
@@ -252,7 +252,7 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
       });
     } catch (err) {
       // the project was deleted between the check and the insert
-      if ((err as { code?: string }).code === '23503') throw notFound(`Project ${b.projectId} not found`, 'PROJECT_NOT_FOUND');
+      if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) throw notFound(`Project ${b.projectId} not found`, 'PROJECT_NOT_FOUND');
       throw err;
     }
     return reply.code(201).send(ok(version, taskView(row)));

@@ -70,6 +70,9 @@ const isStalePlan = (err: unknown): boolean =>
 
 export type Db = Pool;
 
+/** SQLSTATE of a foreign-key violation: a row the statement links to was deleted meanwhile (or never existed). */
+export const FOREIGN_KEY_VIOLATION = '23503';
+
 /**
  * Creates the pool. Idle-client errors (a Postgres restart, a dropped connection) are logged, never thrown:
  * the pool replaces broken clients and the next query reconnects.

@@ -1,5 +1,5 @@
 /** SQL for scheduler_executions and scheduler_execution_logs: projections written by workflowRunWorkflow's activities. */
-import type { Queryable } from './pool';
+import { FOREIGN_KEY_VIOLATION, type Queryable } from './pool';
 import { jsonParam } from './storableText';
 
 export type ExecutionStatus = 'running' | 'completed' | 'failed' | 'stopped';
@@ -61,7 +61,6 @@ export interface ExecutionRecord {
 /** jsonb parameter: SQL NULL for no input (undefined or null), else the JSON text. */
 const jsonOrNull = (v: unknown): string | null => (v === undefined || v === null ? null : jsonParam(v));
 
-export const FOREIGN_KEY_VIOLATION = '23503';
 
 /** What an execution write did: changed the row (`previous`: its status before, undefined = inserted now), left a finished row as it was, or found no row it may write. */
 export type ExecutionWrite = { outcome: 'written'; previous: ExecutionStatus | undefined } | { outcome: 'unchanged' } | { outcome: 'gone' };
