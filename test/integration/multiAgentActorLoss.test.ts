@@ -13,6 +13,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildService } from '../../api/services';
 import type { ArmadaConfig } from '../../lib/config';
 import { groupAlive } from '../../lib/process/processGroup';
+import { closeAgentsStack } from '../support/agentsTeardown';
 import { TEST_API_KEY, eventually, logger, startTestStack, type TestStack } from '../support/harness';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures');
@@ -34,22 +35,7 @@ beforeAll(async () => {
     },
   });
 });
-afterAll(async () => {
-  for (const pgid of groups) {
-    try {
-      process.kill(-pgid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
-  const client = await stack.temporal.client();
-  await client.workflow
-    .getHandle(`agent:${AGENT}`)
-    .terminate('test over')
-    .catch(() => undefined);
-  await stack.close();
-  fs.rmSync(pidDir, { recursive: true, force: true });
-});
+afterAll(() => closeAgentsStack(stack, { agents: [AGENT], groups, pidDir }));
 
 const call = (app: FastifyInstance, method: 'GET' | 'POST', url: string, payload?: unknown) =>
   app.inject({ method, url, payload: payload as object, headers: { 'x-api-key': TEST_API_KEY } });

@@ -13,6 +13,7 @@ import { groupAlive } from '../../lib/process/processGroup';
 import { spawnArmada } from '../support/armadaProcess';
 import { buildService } from '../../api/services';
 import { createPool } from '../../lib/db/pool';
+import { closeAgentsStack } from '../support/agentsTeardown';
 import { TEST_API_KEY, env, eventually, logger, startTestStack, type TestStack } from '../support/harness';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures');
@@ -56,20 +57,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
   for (const f of fs.readdirSync(pidDir)) groups.push(Number(fs.readFileSync(path.join(pidDir, f), 'utf8')));
-  for (const pgid of groups) {
-    try {
-      process.kill(-pgid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
-  const client = await stack.temporal.client();
-  await client.workflow
-    .getHandle(`agent:${NAMED}`)
-    .terminate('test over')
-    .catch(() => undefined);
-  await stack.close();
-  fs.rmSync(pidDir, { recursive: true, force: true });
+  await closeAgentsStack(stack, { agents: [NAMED], groups, pidDir });
 });
 
 const call = (method: 'GET' | 'POST', url: string, payload?: unknown) =>

@@ -19,6 +19,7 @@ import { buildService } from '../../api/services';
 import type { ArmadaConfig } from '../../lib/config';
 import { groupAlive } from '../../lib/process/processGroup';
 import type { RunningWorkers } from '../../workers/createWorker';
+import { closeAgentsStack } from '../support/agentsTeardown';
 import { TEST_API_KEY, eventually, logger, startStackWorkers, startTestStack, type TestStack } from '../support/harness';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures');
@@ -46,20 +47,7 @@ beforeAll(async () => {
     },
   });
 });
-afterAll(async () => {
-  for (const pgid of groups) {
-    try {
-      process.kill(-pgid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
-  const client = await stack.temporal.client();
-  await Promise.allSettled(ALL.map((n) => client.workflow.getHandle(`agent:${n}`).terminate('test over')));
-  await restartedWorkers?.stop();
-  await stack.close();
-  fs.rmSync(pidDir, { recursive: true, force: true });
-});
+afterAll(() => closeAgentsStack(stack, { agents: ALL, groups, pidDir, beforeClose: async () => restartedWorkers?.stop() }));
 
 const call = (app: FastifyInstance, method: 'GET' | 'POST', url: string, payload?: unknown) =>
   app.inject({ method, url, payload: payload as object, headers: { 'x-api-key': TEST_API_KEY } });
