@@ -24,11 +24,30 @@ export function gitUserEmail(): string {
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
+/** RFC 5321's longest address (a path of 256 octets less its angle brackets). */
+const EMAIL_MAX = 254;
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
-/** The user the X-User-Email header names (lower-cased), or undefined when it is absent or not an email. */
+/** A header value as its sender wrote it: Node hands header bytes over as Latin-1; clients send UTF-8. */
+function utf8Header(value: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the test is for bytes above ASCII
+  if (!/[^\x00-\x7f]/.test(value)) return value;
+  try {
+    return UTF8.decode(Buffer.from(value, 'latin1'));
+  } catch {
+    return value; // not UTF-8: the bytes were Latin-1
+  }
+}
+
+/**
+ * The user the X-User-Email header names (lower-cased), or undefined when it is absent or not an email (longer
+ * than an address can be, or not of the form local@domain).
+ */
 export function headerUser(request: FastifyRequest): string | undefined {
   const header = request.headers['x-user-email'];
-  return typeof header === 'string' && EMAIL.test(header.trim()) ? header.trim().toLowerCase() : undefined;
+  if (typeof header !== 'string' || header.length > EMAIL_MAX * 4 + 64) return undefined;
+  const email = utf8Header(header).trim();
+  return email.length <= EMAIL_MAX && EMAIL.test(email) ? email.toLowerCase() : undefined;
 }
 
 export function actingUser(request: FastifyRequest, localUser: string): string {

@@ -261,6 +261,20 @@ describe('local mode (no keys)', () => {
     const who = await stack.app('task').inject({ method: 'GET', url: '/api/auth-probe/whoami', headers: { 'x-user-email': 'Dev@Example.com' } });
     expect(who.json()).toEqual({ user: 'dev@example.com' });
   });
+
+  test('X-User-Email: UTF-8 is read as UTF-8, and a header longer than an address can be names nobody', async () => {
+    const whoami = async (header: string) => (await stack.app('task').inject({ method: 'GET', url: '/api/auth-probe/whoami', headers: { 'x-user-email': header } })).json();
+    // Node hands header bytes over as Latin-1: these are the UTF-8 bytes of the address, as a client sends them
+    expect(await whoami(Buffer.from('Jöhn@Exämple.org', 'utf8').toString('latin1'))).toEqual({ user: 'jöhn@exämple.org' });
+    // bytes that are not UTF-8 stay what Latin-1 says they are
+    expect(await whoami('j\xf6hn@example.org')).toEqual({ user: 'jöhn@example.org' });
+    // RFC 5321: an address is at most 254 characters; a longer header is not an email and is ignored like one
+    const local = 'a'.repeat(64);
+    const longest = `${local}@${'b'.repeat(254 - 65)}`;
+    expect(await whoami(longest)).toEqual({ user: longest });
+    expect(await whoami(`${longest}b`)).toEqual({ user: 'local@armada' });
+    expect(await whoami(`${'x'.repeat(8000)}@example.org`)).toEqual({ user: 'local@armada' });
+  });
 });
 
 describe('rate limits', () => {
