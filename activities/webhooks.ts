@@ -8,6 +8,7 @@ import { counter } from '../lib/metrics';
 import { openSecret } from '../lib/secretBox';
 import { SIGNATURE_HEADER, signedBody } from '../lib/webhooks/signing';
 import type { ActivityDeps } from './index';
+import { keepAlive } from './keepAlive';
 
 /**
  * What a receiver's answer means for the delivery: null for a 2xx; `final` when asking again cannot help. A receiver
@@ -34,71 +35,76 @@ export function createWebhookActivities(deps: ActivityDeps) {
   const deliveries = counter(deps.metrics.registry, 'armada_webhook_deliveries_total', 'Outbound webhook delivery tries by result', ['result']);
 
   return {
-    async deliver(input: { webhookId: string; eventSeq: number }): Promise<{ attempt: number; statusCode?: number; skipped?: boolean }> {
-      const attempt = Context.current().info.attempt;
-      const webhook = await getWebhook(deps.db, input.webhookId);
-      if (!webhook?.active) return { attempt, skipped: true };
-      const { rows } = await deps.db.query<{ type: string; data: Record<string, unknown>; created_at: Date }>(
-        'SELECT type, data, created_at FROM events WHERE seq = $1',
-        [input.eventSeq],
-      );
-      const event = rows[0];
-      if (!event) return { attempt, skipped: true };
-      const { body, signature } = signedBody(openSecret(encryptionKey(), webhook.secret), {
-        event: event.type,
-        timestamp: event.created_at.toISOString(),
-        data: event.data,
-      });
-      const started = Date.now();
-      let statusCode: number | null = null;
-      let error: string | null = null;
-      let final = false;
-      try {
-        const res = await fetch(webhook.url, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'user-agent': `armada-webhooks/${deps.config.version}`,
-            [SIGNATURE_HEADER]: signature,
-            'X-Armada-Event': event.type,
-            'X-Armada-Delivery': `webhook:${input.webhookId}:${input.eventSeq}`,
-            'X-Armada-Attempt': String(attempt),
-          },
-          body,
-          redirect: 'manual',
-          signal: AbortSignal.timeout(deps.config.file.webhooks?.timeoutMs ?? 10_000),
-        });
-        statusCode = res.status;
-        // the answer's body means nothing to a delivery: not read (a receiver streaming gigabytes would fill the worker)
-        await res.body?.cancel().catch(() => undefined);
-        const answer = answerError(res);
-        error = answer.error;
-        final = answer.final;
-      } catch (err) {
-        // the reason, not undici's "fetch failed" (lib/http/fetchFailure.ts)
-        const why = fetchFailureReason(err);
-        error = why === 'timed out' ? 'timed out' : `request failed: ${why}`;
-      }
-      const success = error === null;
-      try {
-        await recordDelivery(deps.db, {
-          webhookId: input.webhookId,
-          eventSeq: input.eventSeq,
-          eventType: event.type,
-          attempt,
-          statusCode,
-          success,
-          error,
-          durationMs: Date.now() - started,
-        });
-      } catch (err) {
-        // the webhook was deleted while this try ran (its log went with it): a skip, as when deleted before the try
-        if ((err as { code?: unknown }).code === FOREIGN_KEY_VIOLATION && !(await getWebhook(deps.db, input.webhookId))) return { attempt, skipped: true };
-        throw err;
-      }
-      deliveries.inc({ result: success ? 'success' : 'failure' });
-      if (success) return { attempt, statusCode: statusCode as number };
-      throw ApplicationFailure.create({ type: final ? 'WEBHOOK_REJECTED' : 'WEBHOOK_FAILED', message: `delivery to webhook ${input.webhookId}: ${error}`, nonRetryable: final });
+    deliver(input: { webhookId: string; eventSeq: number }): Promise<{ attempt: number; statusCode?: number; skipped?: boolean }> {
+      // a try beats while it runs (the workflow's heartbeatTimeout): a killed worker's try is retried in seconds
+      return keepAlive(() => deliverOnce(input));
     },
   };
+
+  async function deliverOnce(input: { webhookId: string; eventSeq: number }): Promise<{ attempt: number; statusCode?: number; skipped?: boolean }> {
+    const attempt = Context.current().info.attempt;
+    const webhook = await getWebhook(deps.db, input.webhookId);
+    if (!webhook?.active) return { attempt, skipped: true };
+    const { rows } = await deps.db.query<{ type: string; data: Record<string, unknown>; created_at: Date }>(
+      'SELECT type, data, created_at FROM events WHERE seq = $1',
+      [input.eventSeq],
+    );
+    const event = rows[0];
+    if (!event) return { attempt, skipped: true };
+    const { body, signature } = signedBody(openSecret(encryptionKey(), webhook.secret), {
+      event: event.type,
+      timestamp: event.created_at.toISOString(),
+      data: event.data,
+    });
+    const started = Date.now();
+    let statusCode: number | null = null;
+    let error: string | null = null;
+    let final = false;
+    try {
+      const res = await fetch(webhook.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': `armada-webhooks/${deps.config.version}`,
+          [SIGNATURE_HEADER]: signature,
+          'X-Armada-Event': event.type,
+          'X-Armada-Delivery': `webhook:${input.webhookId}:${input.eventSeq}`,
+          'X-Armada-Attempt': String(attempt),
+        },
+        body,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(deps.config.file.webhooks?.timeoutMs ?? 10_000),
+      });
+      statusCode = res.status;
+      // the answer's body means nothing to a delivery: not read (a receiver streaming gigabytes would fill the worker)
+      await res.body?.cancel().catch(() => undefined);
+      const answer = answerError(res);
+      error = answer.error;
+      final = answer.final;
+    } catch (err) {
+      // the reason, not undici's "fetch failed" (lib/http/fetchFailure.ts)
+      const why = fetchFailureReason(err);
+      error = why === 'timed out' ? 'timed out' : `request failed: ${why}`;
+    }
+    const success = error === null;
+    try {
+      await recordDelivery(deps.db, {
+        webhookId: input.webhookId,
+        eventSeq: input.eventSeq,
+        eventType: event.type,
+        attempt,
+        statusCode,
+        success,
+        error,
+        durationMs: Date.now() - started,
+      });
+    } catch (err) {
+      // the webhook was deleted while this try ran (its log went with it): a skip, as when deleted before the try
+      if ((err as { code?: unknown }).code === FOREIGN_KEY_VIOLATION && !(await getWebhook(deps.db, input.webhookId))) return { attempt, skipped: true };
+      throw err;
+    }
+    deliveries.inc({ result: success ? 'success' : 'failure' });
+    if (success) return { attempt, statusCode: statusCode as number };
+    throw ApplicationFailure.create({ type: final ? 'WEBHOOK_REJECTED' : 'WEBHOOK_FAILED', message: `delivery to webhook ${input.webhookId}: ${error}`, nonRetryable: final });
+  }
 }

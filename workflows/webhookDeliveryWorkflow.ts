@@ -11,6 +11,8 @@ import { failureMessage } from './failureMessage';
 
 const { deliver } = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
+  // a try beats while it waits for the receiver: a worker killed mid-try is noticed in seconds, not minutes
+  heartbeatTimeout: '10 seconds',
   retry: {
     initialInterval: '1s',
     backoffCoefficient: 2,
