@@ -2,7 +2,8 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ArmadaConfig } from './config';
+import { type ArmadaConfig, ConfigError } from './config';
+import { fsyncDirectory, writeTempDurably } from './fs/durableWrite';
 
 export interface ResolvedKeys {
   scheduler: string;
@@ -15,25 +16,43 @@ export interface ResolvedKeys {
   generatedApiKey?: string;
 }
 
-/** Reads a key file, or writes a new 32-byte hex key there (mode 0600) when absent. Atomic: temp file + rename. */
+/** What to do about an empty key file: an empty key would be used as one (an empty X-API-Key would match it). */
+function emptyKeyAdvice(file: string): string {
+  return path.basename(file) === 'encryption-key'
+    ? `${file} is empty: restore it from a backup; deleting it generates a new key, and the secrets stored with the old one (source API keys, code-host tokens, webhook secrets) can no longer be read`
+    : `${file} is empty: delete it to generate a new key (clients then need the new one), or restore it`;
+}
+
+/**
+ * Reads a key file, or writes a new 32-byte hex key there (mode 0600) when absent: a temp file fsynced, linked into
+ * place (so a concurrent first start uses the winner's key), and the directory fsynced, so a crash right after a
+ * start cannot leave an empty key file behind while data encrypted with the key is already in PostgreSQL.
+ */
 function readOrCreateKey(file: string): { key: string; created: boolean } {
+  const read = (): string => {
+    const key = fs.readFileSync(file, 'utf8').trim();
+    if (!key) throw new ConfigError(emptyKeyAdvice(file));
+    return key;
+  };
   try {
-    return { key: fs.readFileSync(file, 'utf8').trim(), created: false };
+    return { key: read(), created: false };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const dir = path.dirname(file);
+  fs.mkdirSync(dir, { recursive: true });
   const key = crypto.randomBytes(32).toString('hex');
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, `${key}\n`, { mode: 0o600 });
+  const tmp = writeTempDurably(dir, path.basename(file), `${key}\n`, 0o600);
   try {
     fs.linkSync(tmp, file); // fails if another process won the race: use its key
-    return { key, created: true };
-  } catch {
-    return { key: fs.readFileSync(file, 'utf8').trim(), created: false };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return { key: read(), created: false };
   } finally {
     fs.rmSync(tmp, { force: true });
+    fsyncDirectory(dir);
   }
+  return { key, created: true };
 }
 
 export function resolveKeys(config: ArmadaConfig): ResolvedKeys {

@@ -2,9 +2,9 @@
  * The MCP configuration files of code editors: where each editor keeps them, and safe edits of them (merge with
  * what is there, atomic temp-file + rename writes, a malformed file backed up rather than lost, one writer at a time).
  */
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fsyncDirectory, writeTempDurably } from '../fs/durableWrite';
 import { FileLockTimeout, withFileLock } from '../fs/fileLock';
 
 export const EDITORS = ['cursor', 'claude-code', 'claude-desktop', 'vscode', 'windsurf', 'gemini'] as const;
@@ -135,7 +135,8 @@ function followLinks(file: string): string {
 }
 
 /**
- * Writes a file atomically: a temp file in the same directory, fsync, rename over the target (mode kept). A symlink
+ * Writes a file atomically and durably: a temp file in the same directory, fsync, rename over the target (mode kept),
+ * fsync of the directory (lib/fs/durableWrite.ts). A symlink
  * is followed: its target is replaced, the link stays.
  */
 export function writeFileAtomic(named: string, content: string): void {
@@ -147,20 +148,14 @@ export function writeFileAtomic(named: string, content: string): void {
   } catch {
     // a new file: private by default (it may hold API keys in env)
   }
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`);
-  const fd = fs.openSync(tmp, 'wx', mode);
-  try {
-    fs.writeFileSync(fd, content);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
+  const tmp = writeTempDurably(path.dirname(file), path.basename(file), content, mode);
   try {
     fs.renameSync(tmp, file);
   } catch (err) {
     fs.rmSync(tmp, { force: true });
     throw err;
   }
+  fsyncDirectory(path.dirname(file));
 }
 
 /** Copies a file to `<file>.invalid-<timestamp>.bak` (never over an existing backup) and returns the backup path. */
