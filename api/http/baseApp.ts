@@ -2,6 +2,7 @@
  * The Fastify instance every service starts from: logger with request ids, strict validation, the service's
  * error style, request metrics, GET /health and GET /metrics.
  */
+import { installJsonBodyParser } from './jsonBody';
 import crypto from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
@@ -112,6 +113,7 @@ export function createBaseApp(opts: BaseAppOptions) {
   installOpenApi(app, { service: opts.service, version: opts.version, requestTimeoutMs });
   app.setValidatorCompiler(validatorCompiler);
   app.removeContentTypeParser('text/plain'); // JSON only: anything else is a 415
+  installJsonBodyParser(app, { onProtoPoisoning: 'remove', onConstructorPoisoning: 'remove' }); // and UTF-8 only
   const allowed = allowedMethodsOf(() => registeredRoutes(app));
   if (opts.errorStyle === 'envelope') installEnvelopeErrors(app, opts.version, allowed);
   else installDetailErrors(app, allowed);

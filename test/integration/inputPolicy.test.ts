@@ -293,6 +293,34 @@ describe.each(SERVICES)('%s service', (service) => {
     expect(failures).toEqual([]);
   });
 
+  test('a JSON body that is not UTF-8 is a 400; a charset other than UTF-8 is a 415; both in the documented shape', async () => {
+    const failures: string[] = [];
+    const withBody = operations(service).filter((op) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(op.method));
+    // Latin-1 é, a stray continuation byte, a 0xFF, and the UTF-8 form of a surrogate: none is UTF-8 (RFC 8259 §8.1)
+    const bodies = [Buffer.from('{"x":"caf\xe9"}', 'latin1'), Buffer.from('{"x":"\x80"}', 'latin1'), Buffer.from([0x7b, 0x22, 0x78, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]), Buffer.from([0x7b, 0x22, 0x78, 0x22, 0x3a, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x7d])];
+    for (const op of withBody) {
+      for (const body of bodies) {
+        const res = await stack.app(service).inject({ method: op.method as 'POST', url: urlOf(op), payload: body, headers: { ...authHeaders(service), 'content-type': 'application/json' } });
+        const sent = `${op.method} ${urlOf(op)} (${body.toString('hex')})`;
+        if (res.statusCode !== 400 || !res.body.includes('not valid UTF-8')) failures.push(`${sent} → ${res.statusCode} ${res.body.slice(0, 200)}`);
+        else if (documentedShapeProblem(service, op, res)) failures.push(`${sent} → ${documentedShapeProblem(service, op, res)}`);
+      }
+      for (const contentType of ['application/json; charset=latin1', 'application/json; charset="utf-16"', 'application/json;charset=iso-8859-1']) {
+        const res = await send(op.method, urlOf(op), {}, { 'content-type': contentType });
+        const sent = `${op.method} ${urlOf(op)} (${contentType})`;
+        if (res.statusCode !== 415 || !res.body.includes('UTF-8')) failures.push(`${sent} → ${res.statusCode} ${res.body.slice(0, 200)}`);
+        else if (documentedShapeProblem(service, op, res)) failures.push(`${sent} → ${documentedShapeProblem(service, op, res)}`);
+      }
+      // UTF-8 said in any spelling is UTF-8
+      for (const contentType of ['application/json; charset=UTF-8', 'application/json; charset="utf8"']) {
+        const res = await send(op.method, urlOf(op), {}, { 'content-type': contentType });
+        if (res.statusCode === 415) failures.push(`${op.method} ${urlOf(op)} (${contentType}) → 415 ${res.body.slice(0, 200)}`);
+      }
+    }
+    expect(withBody.length).toBeGreaterThan(0);
+    expect(failures).toEqual([]);
+  });
+
   test('while PostgreSQL is known down, every operation documents its 503 and answers it at once, in its documented shape', async () => {
     const failures: string[] = [];
     dependencies.markDown('postgres', 'no answer (test)');

@@ -1,0 +1,37 @@
+/**
+ * The JSON body parser of every service: Fastify's own (its limits and `__proto__` rules, set in baseApp.ts), fed only
+ * UTF-8. Fastify decoded the body as UTF-8 whatever its bytes were, so an invalid sequence was stored as U+FFFD
+ * (`caf\xe9` became `caf�`) and a body declared in another charset was read as UTF-8 anyway. JSON exchanged between
+ * systems must be UTF-8 (RFC 8259 §8.1): a body whose bytes are not is a 400, a charset other than UTF-8 a 415.
+ */
+import type { FastifyInstance } from 'fastify';
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** The `charset` parameter of a Content-Type (lower-cased, unquoted), or undefined when there is none. */
+function charsetOf(contentType: string | undefined): string | undefined {
+  const m = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i.exec(contentType ?? '');
+  return m ? (m[1] ?? m[2] ?? '').toLowerCase() : undefined;
+}
+
+function clientError(statusCode: number, message: string): Error & { statusCode: number } {
+  return Object.assign(new Error(message), { statusCode });
+}
+
+export function installJsonBodyParser(app: FastifyInstance, opts: { onProtoPoisoning: 'remove'; onConstructorPoisoning: 'remove' }): void {
+  const parseJson = app.getDefaultJsonParser(opts.onProtoPoisoning, opts.onConstructorPoisoning);
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const charset = charsetOf(request.headers['content-type']);
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      return done(clientError(415, `Unsupported charset "${charset.slice(0, 40)}": send the JSON body as UTF-8 (charset=utf-8, or no charset)`), undefined);
+    }
+    let text: string;
+    try {
+      text = UTF8.decode(body as Buffer);
+    } catch {
+      return done(clientError(400, 'Request body is not valid UTF-8: JSON must be sent as UTF-8'), undefined);
+    }
+    parseJson(request, text, done);
+  });
+}
