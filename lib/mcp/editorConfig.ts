@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fsyncDirectory, writeTempDurably } from '../fs/durableWrite';
 import { FileLockTimeout, withFileLock } from '../fs/fileLock';
+import { parseJsonText, setMember } from './jsonText';
 
 export const EDITORS = ['cursor', 'claude-code', 'claude-desktop', 'vscode', 'windsurf', 'gemini'] as const;
 export type Editor = (typeof EDITORS)[number];
@@ -58,7 +59,8 @@ export function configFile(editor: Editor, scope: Scope, loc: Location): { file:
   }
 }
 
-type ReadResult = { state: 'missing' } | { state: 'ok'; data: Record<string, unknown> } | { state: 'malformed'; text: string; reason: string };
+/** `text` (ok): the file as read, less a byte order mark; edits are made to it (lib/mcp/jsonText.ts). */
+type ReadResult = { state: 'missing' } | { state: 'ok'; data: Record<string, unknown>; text: string } | { state: 'malformed'; text: string; reason: string };
 
 /** Why the file system refused a path, in a sentence that says what to do (`cannot write <file>: <this>`). */
 function fsReason(err: NodeJS.ErrnoException, file: string): string {
@@ -101,15 +103,12 @@ function readConfig(file: string): ReadResult {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return { state: 'missing' };
     throw asConfigError(err, 'read', file);
   }
-  if (!text.trim()) return { state: 'ok', data: {} };
-  try {
-    // a UTF-8 byte order mark (Notepad and other Windows editors write one) is not part of the JSON; it is not kept
-    const data = JSON.parse(text.startsWith('\uFEFF') ? text.slice(1) : text) as unknown;
-    if (!data || typeof data !== 'object' || Array.isArray(data)) return { state: 'malformed', text, reason: 'the top level is not a JSON object' };
-    return { state: 'ok', data: data as Record<string, unknown> };
-  } catch (err) {
-    return { state: 'malformed', text, reason: (err as Error).message };
-  }
+  if (!text.trim()) return { state: 'ok', data: {}, text: '' };
+  // a UTF-8 byte order mark (Notepad and other Windows editors write one) is not part of the JSON; it is not kept
+  const json = text.startsWith('\uFEFF') ? text.slice(1) : text;
+  // comments and trailing commas are allowed (VS Code's mcp.json and Gemini's settings.json are JSONC) and kept
+  const parsed = parseJsonText(json);
+  return parsed.ok ? { state: 'ok', data: parsed.data, text: json } : { state: 'malformed', text, reason: parsed.reason };
 }
 
 /**
@@ -249,9 +248,8 @@ function addLocked(opts: { name: string; entry: ServerEntry; dryRun?: boolean },
   const before = Object.entries((existing as Record<string, unknown> | undefined) ?? {});
   const replaced = before.some(([name]) => name === opts.name);
   const entry = editorEntry(key, opts.entry);
-  const servers = Object.fromEntries(replaced ? before.map(([name, v]) => [name, name === opts.name ? entry : v]) : [...before, [opts.name, entry]]);
-  const next = { ...data, [key]: servers };
-  const content = `${JSON.stringify(next, null, 2)}\n`;
+  // a file that parsed is edited as text: every other byte (comments, formatting, numbers beyond a double) stays
+  const content = current.state === 'ok' && current.text.trim() ? setMember(current.text, [key, opts.name], entry) : `${JSON.stringify({ [key]: Object.fromEntries([[opts.name, entry]]) }, null, 2)}\n`;
   if (!opts.dryRun) writeFileAtomic(file, content);
   messages.push(`${opts.dryRun ? 'would ' : ''}${replaced ? 'replace' : 'add'} server "${opts.name}" in ${file}`);
   return { file, key, content, written: !opts.dryRun, backup: backupPath, messages };
@@ -278,10 +276,9 @@ function removeLocked(opts: { name: string; dryRun?: boolean }, file: string, ke
   if (current.state === 'missing') return { file, key, content: '', written: false, removed: false, messages: [`${file} does not exist`] };
   const servers = current.data[key] as Record<string, unknown> | undefined;
   if (!servers || typeof servers !== 'object' || !Object.hasOwn(servers, opts.name)) {
-    return { file, key, content: JSON.stringify(current.data, null, 2), written: false, removed: false, messages: [`no server "${opts.name}" in ${file}`] };
+    return { file, key, content: current.text, written: false, removed: false, messages: [`no server "${opts.name}" in ${file}`] };
   }
-  const rest = Object.fromEntries(Object.entries(servers).filter(([name]) => name !== opts.name));
-  const content = `${JSON.stringify({ ...current.data, [key]: rest }, null, 2)}\n`;
+  const content = setMember(current.text, [key, opts.name], undefined);
   if (!opts.dryRun) {
     refuseReadOnly(file);
     writeFileAtomic(file, content);

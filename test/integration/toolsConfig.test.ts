@@ -159,6 +159,52 @@ describe('editor config files', () => {
     }
   });
 
+  test('a JSONC file (comments, trailing commas) is edited in place: comments, layout and other values stay', () => {
+    const file = path.join(cwd, '.vscode', 'mcp.json');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const before = [
+      '// servers for this repository',
+      '{',
+      '    "servers": {',
+      '        /* the team\'s linter */',
+      '        "lint": { "type": "stdio", "command": "lint-mcp", "args": [] },',
+      '    },',
+      '    "inputs": [], // none yet',
+      '    "big": 12345678901234567890,',
+      '    "huge": 1e400',
+      '}',
+      '',
+    ].join('\n');
+    fs.writeFileSync(file, before);
+    const r = addServer({ editor: 'vscode', scope: 'project', name: 'armada', entry, location: loc });
+    expect(r.backup).toBeUndefined();
+    const after = fs.readFileSync(file, 'utf8');
+    expect(after).toBe(r.content);
+    // every line the edit did not touch is still there, byte for byte (the line it continues may be laid out anew)
+    for (const line of before.split('\n').filter((l) => !l.includes('"lint"') && l !== '    },')) expect(after).toContain(line);
+    expect(listServers({ editor: 'vscode', scope: 'project', location: loc })[0]?.servers.lint).toEqual({ type: 'stdio', command: 'lint-mcp', args: [] });
+    // the new entry is indented like its neighbours
+    expect(after).toMatch(/\n {8}"armada": \{\n {12}"type": "stdio",/);
+    const listed = listServers({ editor: 'vscode', scope: 'project', location: loc });
+    expect(Object.keys(listed[0]?.servers ?? {})).toEqual(['lint', 'armada']);
+    expect(listed[0]?.error).toBeUndefined();
+    // remove takes out only that entry
+    expect(removeServer({ editor: 'vscode', scope: 'project', name: 'armada', location: loc }).removed).toBe(true);
+    const removed = fs.readFileSync(file, 'utf8');
+    expect(removed).not.toContain('armada');
+    for (const line of ['// servers for this repository', '/* the team\'s linter */', '"inputs": [], // none yet', '"big": 12345678901234567890', '"huge": 1e400']) expect(removed).toContain(line);
+  });
+
+  test('numbers JavaScript cannot hold in other keys are written back as they were (a plain JSON file)', () => {
+    const file = path.join(cwd, '.mcp.json');
+    fs.writeFileSync(file, '{"a":1e400,"b":12345678901234567890,"mcpServers":{}}');
+    addServer({ editor: 'claude-code', scope: 'project', name: 'armada', entry, location: loc });
+    const text = fs.readFileSync(file, 'utf8');
+    expect(text).toMatch(/"a": ?1e400/);
+    expect(text).toMatch(/"b": ?12345678901234567890/);
+    expect(readJson(file).mcpServers).toEqual({ armada: entry });
+  });
+
   test('a file that starts with a byte order mark (Windows editors write one) is read as the JSON it is, not backed up and replaced', () => {
     const file = path.join(home, '.config', 'Claude', 'claude_desktop_config.json');
     fs.mkdirSync(path.dirname(file), { recursive: true });
