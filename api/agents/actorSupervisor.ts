@@ -3,20 +3,21 @@
  *
  * At service start (retried with backoff while Temporal or PostgreSQL is unreachable): the actors of agents no longer
  * configured are closed and their unfinished tasks failed (`agent removed from the configuration`); every configured
- * agent's actor is started, after the tasks a closed predecessor left are failed, and its unfinished tasks are sent to
- * it again (an assignment lost between the row's insert and its signal; the actor ignores ids it already holds).
+ * agent's actor is started, after the tasks a closed predecessor left are failed.
  *
  * Then every `actorCheckIntervalMs`: for each configured agent with unfinished tasks (one SQL query finds them; only
  * their actors are asked, one describe each), whether its actor was closed under them (terminated by hand, say): those
  * tasks are failed with how it ended. Such an actor is not started again here (an operator may have stopped it on
- * purpose); the next assignment, restart or service start starts it.
+ * purpose); the next assignment, restart or service start starts it. Then the assignments whose request lost their
+ * signal (the API replica died between the row's insert and the signal) are sent (assignments.ts).
  */
 import type { Pool } from 'pg';
 import { AGENT_REMOVED } from '../../lib/agents/agentTaskErrors';
 import type { MultiAgent } from '../../lib/agents/agentRoster';
-import { agentsWithUnfinishedTasks, failTasksOfOtherAgents, unfinishedAgentTasks } from '../../lib/db/agentTasks';
+import { agentsWithUnfinishedTasks, failTasksOfOtherAgents } from '../../lib/db/agentTasks';
 import type { Logger } from '../../lib/logger';
 import type { AgentActors } from './agentActors';
+import { deliverLostAssignments } from './assignments';
 
 export interface SupervisorDeps {
   actors: AgentActors;
@@ -73,6 +74,9 @@ export function superviseActors(deps: SupervisorDeps, agents: readonly MultiAgen
     } catch (err) {
       deps.logger.debug({ err: { message: (err as Error).message } }, 'agent actor check failed');
     }
+    if (!stopped) {
+      await deliverLostAssignments(deps, names).catch((err: Error) => deps.logger.warn({ err: { message: err.message } }, 'could not send the lost assignments; retrying at the next check'));
+    }
     later(check, checkIntervalMs);
   };
 
@@ -87,11 +91,10 @@ export function superviseActors(deps: SupervisorDeps, agents: readonly MultiAgen
   };
 }
 
-/** Fails the tasks a closed actor left, starts the actor, and sends it the agent's unfinished tasks again. */
+/** Fails the tasks a closed actor left, then starts the actor (its lost assignments are sent by the check). */
 async function startActor(deps: SupervisorDeps, name: string): Promise<void> {
   await deps.actors.failOrphans(name);
   await deps.actors.ensure(name);
-  for (const t of await unfinishedAgentTasks(deps.db, name)) await deps.actors.assign(name, t.id, t.priority);
 }
 
 /**

@@ -4,9 +4,10 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError, notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
-import { finishAgentTask, getAgentTask, insertAgentTask, listAgentTasks, type AgentTaskRow } from '../../lib/db/agentTasks';
+import { failUnqueuedAgentTask, getAgentTask, insertAgentTask, listAgentTasks, type AgentTaskRow } from '../../lib/db/agentTasks';
 import { normalisePriority } from '../../workflows/agentMessages';
 import { Offset, StringEnum } from '../http/schemas';
+import { deliverAssignment } from './assignments';
 import type { AgentsPluginOptions } from './deps';
 import { AgentName, AgentTask, DetailErrorResponses, PRIORITY_INPUTS, TASK_STATUS_VALUES } from './schemas';
 
@@ -56,11 +57,15 @@ export const agentTaskRoutes: FastifyPluginAsync<AgentsPluginOptions> = async (f
     const priority = normalisePriority(request.body.priority);
     const row = await insertAgentTask(deps.db, { id: newId(), agent: agent.name, task, priority });
     try {
-      await deps.actors.assign(agent.name, row.id, priority);
+      await deliverAssignment(deps, row);
     } catch (err) {
-      // Never leave an "assigned" row that no actor will ever run.
-      await finishAgentTask(deps.db, row.id, { status: 'failed', result: null, error: `could not be queued: ${(err as Error).message}` }).catch(() => undefined);
-      throw new AppError(503, 'SERVICE_UNAVAILABLE', `Agent runtime unavailable: ${(err as Error).message}`);
+      const message = (err as Error).message;
+      // Fail the row, so that a signal that timed out but lands later runs nothing (the actor skips a finished row)…
+      const failed = await failUnqueuedAgentTask(deps.db, row.id, `could not be queued: ${message}`).catch(() => undefined);
+      if (failed !== false) throw new AppError(503, 'SERVICE_UNAVAILABLE', `Agent runtime unavailable: ${message}`);
+      // …unless the service's lost-assignment check sent it while this request waited: it is queued, or runs, or ran.
+      request.log.info({ taskId: row.id, err: { message } }, 'the assignment was sent by the lost-assignment check while its own signal failed');
+      return reply.code(201).send(agentTaskView((await getAgentTask(deps.db, row.id)) ?? row));
     }
     return reply.code(201).send(agentTaskView(row));
   });

@@ -18,6 +18,10 @@ export interface AgentTaskRow {
   started_at: Date | null;
   completed_at: Date | null;
   updated_at: Date;
+  /** When Temporal took the actor's `assign` signal; null until then (docs/multi-agent.md#lost-assignments). */
+  queued_at: Date | null;
+  /** A replica's claim while it sends an assignment that looks lost. */
+  delivery_claimed_until: Date | null;
 }
 
 export async function insertAgentTask(db: Queryable, t: { id: string; agent: string; task: string; priority: AgentTaskPriority }): Promise<AgentTaskRow> {
@@ -88,13 +92,51 @@ export async function finishAgentTask(
   return (rowCount ?? 0) > 0;
 }
 
-/** Tasks of an agent that are not finished yet, oldest first (re-sent to the actor on service start). */
-export async function unfinishedAgentTasks(db: Queryable, agent: string): Promise<Pick<AgentTaskRow, 'id' | 'priority'>[]> {
-  const { rows } = await db.query<Pick<AgentTaskRow, 'id' | 'priority'>>(
-    "SELECT id, priority FROM agent_tasks WHERE agent = $1 AND status IN ('assigned', 'running') ORDER BY created_at, id",
-    [agent],
+/** The assignment's `assign` signal was taken by Temporal: the row is no longer one the lost-assignment check sends. */
+export async function markAgentTaskQueued(db: Queryable, id: string): Promise<void> {
+  await db.query('UPDATE agent_tasks SET queued_at = clock_timestamp() WHERE id = $1 AND queued_at IS NULL', [id]);
+}
+
+/**
+ * Fails a task whose assignment could not be sent, unless it was sent after all (by the lost-assignment check, while
+ * the request waited): only a row still `assigned` and never queued is failed. False when it was left as it is.
+ */
+export async function failUnqueuedAgentTask(db: Queryable, id: string, error: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE agent_tasks SET status = 'failed', result = NULL, error = $2, completed_at = clock_timestamp(), updated_at = clock_timestamp()
+      WHERE id = $1 AND status = 'assigned' AND queued_at IS NULL`,
+    [id, error],
   );
-  return rows;
+  return (rowCount ?? 0) > 0;
+}
+
+export type LostAssignment = Pick<AgentTaskRow, 'id' | 'agent' | 'priority'>;
+
+/**
+ * Claims the oldest assignment of one of `agents` that looks lost: `assigned`, never queued, written more than
+ * `lostAfterMs` ago, and not claimed by a replica (or its claim expired). The claim lasts `claimMs`; SKIP LOCKED and
+ * the claim keep two replicas from taking the same row, and neither waits for the other.
+ */
+export async function claimLostAssignment(db: Queryable, agents: readonly string[], lostAfterMs: number, claimMs: number): Promise<LostAssignment | undefined> {
+  const { rows } = await db.query<LostAssignment>(
+    `UPDATE agent_tasks SET delivery_claimed_until = clock_timestamp() + $3 * interval '1 millisecond'
+      WHERE id = (
+        SELECT id FROM agent_tasks
+         WHERE status = 'assigned' AND queued_at IS NULL AND agent = ANY($1::text[])
+           AND created_at < clock_timestamp() - $2 * interval '1 millisecond'
+           AND (delivery_claimed_until IS NULL OR delivery_claimed_until < clock_timestamp())
+         ORDER BY created_at, id
+         LIMIT 1
+         FOR UPDATE SKIP LOCKED)
+      RETURNING id, agent, priority`,
+    [agents, lostAfterMs, claimMs],
+  );
+  return rows[0];
+}
+
+/** Gives up a claim (the signal failed): the next check, of any replica, tries again. */
+export async function releaseAssignmentClaim(db: Queryable, id: string): Promise<void> {
+  await db.query('UPDATE agent_tasks SET delivery_claimed_until = NULL WHERE id = $1', [id]);
 }
 
 /** Which of `agents` have unfinished tasks (the actor watch's one query per sweep: only those agents' actors are asked). */
