@@ -1,9 +1,10 @@
 /**
  * Keeps the agents' actors and their tasks' rows in step, in the background of the agents service.
  *
- * At service start (retried with backoff while Temporal or PostgreSQL is unreachable): the actors of agents no longer
+ * At service start (retried with backoff while Temporal or PostgreSQL is unreachable): the roster is published
+ * (lib/db/agentRosters.ts; a new version when it differs from the one listed), the actors of agents no longer
  * configured are closed and their unfinished tasks failed (`agent removed from the configuration`); every configured
- * agent's actor is started, after the tasks a closed predecessor left are failed.
+ * agent's actor is started, after the tasks a closed predecessor left are failed, unless a newer roster removed it.
  *
  * Then every `actorCheckIntervalMs`: for each configured agent with unfinished tasks (one SQL query finds them; only
  * their actors are asked, one describe each), whether its actor was closed under them (terminated by hand, say): those
@@ -14,10 +15,12 @@
 import type { Pool } from 'pg';
 import { AGENT_REMOVED } from '../../lib/agents/agentTaskErrors';
 import type { MultiAgent } from '../../lib/agents/agentRoster';
+import { publishRoster } from '../../lib/db/agentRosters';
 import { agentsWithUnfinishedTasks, failTasksOfOtherAgents } from '../../lib/db/agentTasks';
 import type { Logger } from '../../lib/logger';
 import type { AgentActors } from './agentActors';
 import { deliverLostAssignments } from './assignments';
+import { isAgentRemoved } from './removedAgents';
 
 export interface SupervisorDeps {
   actors: AgentActors;
@@ -59,7 +62,12 @@ export function superviseActors(deps: SupervisorDeps, agents: readonly MultiAgen
         await startActor(deps, name);
         pending.delete(name);
       } catch (err) {
-        deps.logger.warn({ agent: name, err: { message: (err as Error).message } }, 'could not start agent actor; retrying');
+        if (isAgentRemoved(err)) {
+          pending.delete(name);
+          deps.logger.warn({ agent: name }, `${(err as Error).message}: its actor is not started (this replica runs with an older roster)`);
+        } else {
+          deps.logger.warn({ agent: name, err: { message: (err as Error).message } }, 'could not start agent actor; retrying');
+        }
       }
     }
     if (!removedClosed || pending.size) later(() => startUp(Math.min(delay * 2, MAX_RETRY_MS)), delay);
@@ -98,8 +106,11 @@ async function startActor(deps: SupervisorDeps, name: string): Promise<void> {
 }
 
 /**
- * Agents removed from the configuration: their unfinished tasks are failed (first, so the cancelled task's own record
- * finds its row finished and leaves it), then their actors on this deployment's task queue are closed.
+ * Agents removed from the configuration: the roster is published (those listed by an older one and not by this are
+ * marked removed, for the replicas still running with the older one), their unfinished tasks are failed (first, so the
+ * cancelled task's own record finds its row finished and leaves it), then their actors are closed: those this roster
+ * version removed by id (an actor an older replica started just before the removal may not be visible yet), and the
+ * running ones on this deployment's task queue.
  */
 export async function closeRemovedAgents(deps: SupervisorDeps, configured: readonly string[]): Promise<void> {
   if (!closesRemovedAgents(configured)) {
@@ -112,9 +123,11 @@ export async function closeRemovedAgents(deps: SupervisorDeps, configured: reado
     }
     return;
   }
+  const roster = await publishRoster(deps.db, configured);
+  deps.logger.info({ rosterVersion: roster.version, removed: roster.removed }, 'agents roster published');
   const failed = await failTasksOfOtherAgents(deps.db, configured, AGENT_REMOVED);
   if (failed.length) deps.logger.warn({ tasks: failed }, 'failed the unfinished tasks of agents removed from the configuration');
-  for (const name of await deps.actors.runningActors()) {
+  for (const name of new Set([...roster.removed, ...(await deps.actors.runningActors())])) {
     if (configured.includes(name)) continue;
     if (await deps.actors.close(name)) deps.logger.info({ agent: name }, 'closed the actor of an agent removed from the configuration');
   }

@@ -1,6 +1,6 @@
 /**
  * The API side of the agent actors: starts `agent:<name>` workflows idempotently (start with the USE_EXISTING
- * id-conflict policy), signals them, asks them for their status, fails the tasks an actor that was closed under them
+ * id-conflict policy; never for an agent a newer roster removed), signals them, asks them for their status, fails the tasks an actor that was closed under them
  * left behind (an actor is never started again with its predecessor's tasks still unfinished), and lists and closes
  * the running ones (those of agents removed from the configuration).
  */
@@ -16,6 +16,7 @@ import { multiAgentSettings } from '../../lib/agents/agentRoster';
 import { ArmadaAgent } from '../../lib/temporal/searchAttributes';
 import { assignSignal, restartSignal, statusQuery, type AgentPriority, type AgentStatus, type AgentWorkflowInput } from '../../workflows/agentMessages';
 import { closedActor } from './closedActor';
+import { whileListed } from './removedAgents';
 
 const WORKFLOW_ID_PREFIX = 'agent:';
 export const agentWorkflowId = (name: string): string => `${WORKFLOW_ID_PREFIX}${name}`;
@@ -45,11 +46,16 @@ export class AgentActors {
     };
   }
 
-  /** Starts the actor unless it already runs. */
+  /**
+   * Starts the actor unless it already runs. Rejects with a 404 (AGENT_REMOVED) when a newer roster removed the agent;
+   * a removal waits until a start under way is done, and then closes that actor.
+   */
   async ensure(agent: string): Promise<void> {
     const client = await this.temporal.client();
-    await withDeadline(client, () =>
-      client.workflow.start('agentWorkflow', { ...this.startOptions(agent), workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING }),
+    await whileListed(this.db, agent, () =>
+      withDeadline(client, () =>
+        client.workflow.start('agentWorkflow', { ...this.startOptions(agent), workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING }),
+      ),
     );
   }
 
@@ -122,11 +128,22 @@ export class AgentActors {
 
   /**
    * Closes an actor by cancelling its workflow: the task it runs is cancelled first (its process group stopped, as on
-   * a restart), then the actor ends Cancelled. False when it was not running.
+   * a restart), then the actor ends Cancelled. False when it was not running, or runs on another deployment's task
+   * queue (a shared namespace).
    */
   async close(agent: string): Promise<boolean> {
     const client = await this.temporal.client();
-    return withDeadline(client, () => requestCancel(client, agentWorkflowId(agent)));
+    return withDeadline(client, async () => {
+      const d = await client.workflow
+        .getHandle(agentWorkflowId(agent))
+        .describe()
+        .catch((err: unknown) => {
+          if (err instanceof WorkflowNotFoundError) return undefined;
+          throw err;
+        });
+      if (d?.status.name !== 'RUNNING' || d.taskQueue !== this.config.temporal.taskQueue) return false;
+      return requestCancel(client, agentWorkflowId(agent));
+    });
   }
 }
 

@@ -2,11 +2,12 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { AppError, notFound } from '../../lib/errors';
+import { AppError, isAppError } from '../../lib/errors';
 import { runningAgentTaskId } from '../../lib/db/agentTasks';
 import type { AgentStatus } from '../../workflows/agentMessages';
 import { Nullable, StringEnum, Timestamp } from '../http/schemas';
 import type { AgentsAppDeps, AgentsPluginOptions } from './deps';
+import { requireServedAgent, servedAgents } from './removedAgents';
 import { formatUptime } from './format';
 import { AgentName, DetailErrorResponses } from './schemas';
 
@@ -35,12 +36,6 @@ const AgentStatusView = Type.Object({
 });
 
 const NameParams = Type.Object({ name: AgentName });
-
-function requireAgent(deps: AgentsAppDeps, name: string) {
-  const agent = deps.agents.find((a) => a.name === name);
-  if (!agent) throw notFound(`Agent '${name}' not found`);
-  return agent;
-}
 
 const unavailable = (err: unknown) => new AppError(503, 'SERVICE_UNAVAILABLE', `Agent runtime unavailable: ${(err as Error).message}`);
 
@@ -83,7 +78,7 @@ export const agentRoutes: FastifyPluginAsync<AgentsPluginOptions> = async (fasti
     { schema: { response: { 200: Type.Object({ agents: Type.Array(Agent), total: Type.Integer() }), ...DetailErrorResponses } } },
     async () => {
       const agents = await Promise.all(
-        deps.agents.map(async (a) => {
+        (await servedAgents(deps)).map(async (a) => {
           let status: (typeof AGENT_STATES)[number];
           try {
             status = (await deps.actors.status(a.name)) ? 'active' : 'inactive';
@@ -98,7 +93,7 @@ export const agentRoutes: FastifyPluginAsync<AgentsPluginOptions> = async (fasti
   );
 
   app.get('/agents/:name/status', { schema: { params: NameParams, response: { 200: AgentStatusView, ...DetailErrorResponses } } }, async (request) => {
-    const agent = requireAgent(deps, request.params.name);
+    const agent = await requireServedAgent(deps, request.params.name);
     let s: AgentStatus | null;
     try {
       s = await deps.actors.status(agent.name);
@@ -130,11 +125,12 @@ export const agentRoutes: FastifyPluginAsync<AgentsPluginOptions> = async (fasti
       },
     },
     async (request) => {
-      const agent = requireAgent(deps, request.params.name);
+      const agent = await requireServedAgent(deps, request.params.name);
       const failedTask = await taskARestartFails(deps, agent.name);
       try {
         await deps.actors.restart(agent.name);
       } catch (err) {
+        if (isAppError(err)) throw err; // removed by a newer roster meanwhile: its actor is not started again
         throw unavailable(err);
       }
       request.log.info({ agent: agent.name, failedTask }, 'agent restarted');

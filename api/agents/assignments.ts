@@ -9,9 +9,11 @@
  * actor ignores a task it holds, and a finished row is skipped by `runAgentTask`.
  */
 import type { Pool } from 'pg';
-import { claimLostAssignment, markAgentTaskQueued, releaseAssignmentClaim, type LostAssignment } from '../../lib/db/agentTasks';
+import { AGENT_REMOVED } from '../../lib/agents/agentTaskErrors';
+import { claimLostAssignment, failUnqueuedAgentTask, markAgentTaskQueued, releaseAssignmentClaim, type LostAssignment } from '../../lib/db/agentTasks';
 import type { Logger } from '../../lib/logger';
 import type { AgentActors } from './agentActors';
+import { isAgentRemoved } from './removedAgents';
 
 export interface AssignmentDeps {
   actors: AgentActors;
@@ -47,6 +49,11 @@ export async function deliverLostAssignments(deps: AssignmentDeps, agents: reado
     try {
       await deliverAssignment(deps, task);
     } catch (err) {
+      if (isAgentRemoved(err)) {
+        // a newer roster removed the agent since the row was written (its own removal fails such rows too)
+        await failUnqueuedAgentTask(deps.db, task.id, AGENT_REMOVED);
+        continue;
+      }
       await releaseAssignmentClaim(deps.db, task.id).catch(() => undefined);
       throw err;
     }

@@ -3,12 +3,14 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError, notFound } from '../../lib/errors';
+import { AGENT_REMOVED } from '../../lib/agents/agentTaskErrors';
 import { newId } from '../../lib/ids';
 import { failUnqueuedAgentTask, getAgentTask, insertAgentTask, listAgentTasks, type AgentTaskRow } from '../../lib/db/agentTasks';
 import { normalisePriority } from '../../workflows/agentMessages';
 import { Offset, StringEnum } from '../http/schemas';
 import { deliverAssignment } from './assignments';
 import type { AgentsPluginOptions } from './deps';
+import { isAgentRemoved, requireServedAgent, whileListed } from './removedAgents';
 import { AgentName, AgentTask, DetailErrorResponses, PRIORITY_INPUTS, TASK_STATUS_VALUES } from './schemas';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
@@ -52,16 +54,18 @@ export const agentTaskRoutes: FastifyPluginAsync<AgentsPluginOptions> = async (f
 
   app.post('/tasks', { schema: { body: AssignBody, response: { 201: AgentTask, ...DetailErrorResponses } } }, async (request, reply) => {
     const { agent: name, task } = request.body;
-    const agent = deps.agents.find((a) => a.name === name);
-    if (!agent) throw notFound(`Agent '${name}' not found`);
+    const agent = await requireServedAgent(deps, name);
     const priority = normalisePriority(request.body.priority);
-    const row = await insertAgentTask(deps.db, { id: newId(), agent: agent.name, task, priority });
+    // written while no newer roster can remove the agent: a removal then finds the row and fails it
+    const row = await whileListed(deps.db, agent.name, (c) => insertAgentTask(c, { id: newId(), agent: agent.name, task, priority }));
     try {
       await deliverAssignment(deps, row);
     } catch (err) {
       const message = (err as Error).message;
+      const removed = isAgentRemoved(err); // between the insert and the signal, and its actor closed: not started again
       // Fail the row, so that a signal that timed out but lands later runs nothing (the actor skips a finished row)…
-      const failed = await failUnqueuedAgentTask(deps.db, row.id, `could not be queued: ${message}`).catch(() => undefined);
+      const failed = await failUnqueuedAgentTask(deps.db, row.id, removed ? AGENT_REMOVED : `could not be queued: ${message}`).catch(() => undefined);
+      if (removed) throw err;
       if (failed !== false) throw new AppError(503, 'SERVICE_UNAVAILABLE', `Agent runtime unavailable: ${message}`);
       // …unless the service's lost-assignment check sent it while this request waited: it is queued, or runs, or ran.
       request.log.info({ taskId: row.id, err: { message } }, 'the assignment was sent by the lost-assignment check while its own signal failed');

@@ -114,7 +114,7 @@ export type LostAssignment = Pick<AgentTaskRow, 'id' | 'agent' | 'priority'>;
 
 /**
  * Claims the oldest assignment of one of `agents` that looks lost: `assigned`, never queued, written more than
- * `lostAfterMs` ago, and not claimed by a replica (or its claim expired). The claim lasts `claimMs`; SKIP LOCKED and
+ * `lostAfterMs` ago, of an agent no roster removed, and not claimed by a replica (or its claim expired). The claim lasts `claimMs`; SKIP LOCKED and
  * the claim keep two replicas from taking the same row, and neither waits for the other.
  */
 export async function claimLostAssignment(db: Queryable, agents: readonly string[], lostAfterMs: number, claimMs: number): Promise<LostAssignment | undefined> {
@@ -125,6 +125,7 @@ export async function claimLostAssignment(db: Queryable, agents: readonly string
          WHERE status = 'assigned' AND queued_at IS NULL AND agent = ANY($1::text[])
            AND created_at < clock_timestamp() - $2 * interval '1 millisecond'
            AND (delivery_claimed_until IS NULL OR delivery_claimed_until < clock_timestamp())
+           AND NOT EXISTS (SELECT 1 FROM agent_roster r WHERE r.agent = agent_tasks.agent AND r.removed)
          ORDER BY created_at, id
          LIMIT 1
          FOR UPDATE SKIP LOCKED)
