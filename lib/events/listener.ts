@@ -1,7 +1,10 @@
 /**
  * One LISTEN connection per process fans events out to in-process subscribers (WebSocket and SSE streams).
  * It reconnects after a PostgreSQL restart and catches up from the events table by seq, so no event committed while
- * the connection was down is missed.
+ * the connection was down is missed. What it has delivered is a cursor (lib/events/eventCursor.ts), not a
+ * high-water mark: a seq that commits after a higher one is delivered when it commits, and the holes below delivered
+ * seqs are settled once their transactions have ended (lib/events/eventGaps.ts). Streams build their resume tokens
+ * on it (lib/events/eventFollow.ts).
  *
  * The same connection carries other channels (`watch`) and a read barrier (`barrier`) for caches that are dropped on
  * a NOTIFY: see lib/events/invalidatingCache.ts.
@@ -9,7 +12,9 @@
 import { Client } from 'pg';
 import type { Pool } from 'pg';
 import type { Logger } from '../logger';
-import { EVENTS_CHANNEL, latestEventSeq, readEventsAfter, type StoredEvent } from './publish';
+import { EventCursor, formatUnion } from './eventCursor';
+import { createGapProver, startingCursor } from './eventGaps';
+import { EVENTS_CHANNEL, readEventsOutside, type StoredEvent } from './publish';
 
 export type EventHandler = (event: StoredEvent) => void;
 /** A notification's payload, or null when the connection was lost or re-established (notifications may be missed). */
@@ -19,12 +24,17 @@ export type ChannelHandler = (payload: string | null) => void;
 export const LISTENER_APPLICATION_NAME = 'armada-listener';
 const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
 const BARRIER_TIMEOUT_MS = 2000;
+const CATCH_UP_PAGE = 10_000;
 
 export interface EventListener {
   /** Calls `handler` for every event with one of `topics` (every event when topics is empty). Returns unsubscribe. */
   subscribe(topics: string[], handler: EventHandler): () => void;
-  /** Seq of the last event delivered to subscribers. */
+  /** The highest seq delivered to subscribers (a lower one may still come: see cursor()). */
   lastSeq(): number;
+  /** A copy of what has been delivered to subscribers (or was stored before, or never commits): lib/events/eventCursor.ts. */
+  cursor(): EventCursor;
+  /** The resume token of a subscriber that has had everything delivered so far, and `own` besides. */
+  token(own?: EventCursor): string;
   /** LISTENs on another channel (now and after every reconnect). Returns unwatch. */
   watch(channel: string, handler: ChannelHandler): () => void;
   /**
@@ -46,7 +56,6 @@ export async function createEventListener(connectionString: string, db: Pool, lo
   const log = logger.child({ component: 'events' });
   const withEvents = opts.events ?? true;
   const subscribers = new Set<{ topics: Set<string>; handler: EventHandler }>();
-  let last = withEvents ? await latestEventSeq(db) : 0;
   let client: Client | undefined;
   let closed = false;
   let retryTimer: NodeJS.Timeout | undefined;
@@ -66,22 +75,15 @@ export async function createEventListener(connectionString: string, db: Pool, lo
     for (const channel of watchers.keys()) tellWatchers(channel, null);
   };
 
-  // Seqs of concurrent transactions can commit out of order (7 before 6), so delivery is tracked per seq within a
-  // window, not by a high-water mark alone; catch-up rereads the window and skips what was delivered.
-  const WINDOW = 2000;
-  const delivered = new Set<number>();
-  // every seq up to `complete` has been delivered (or was there before this listener started): catch-up reads
-  // only after it. Without it each out-of-order arrival reread the whole window (with 50 agents publishing progress
-  // events, ~430 rows per catch-up, 130 catch-ups in 20 s). A seq that never commits (a rolled-back insert) holds it
-  // back, and then the window bounds the read as before.
-  let complete = last;
+  // Every seq delivered to the subscribers, stored before this listener started, or proven never to commit. Seqs of
+  // concurrent transactions commit out of order (7 before 6), so this is a watermark plus the seqs above it, not a
+  // high-water mark: 6 is delivered when it commits, however late, and a resume token taken from it misses nothing.
+  const start = withEvents ? await startingCursor(db) : undefined;
+  const accounted = start?.cursor ?? EventCursor.upTo(0);
   const deliver = (e: StoredEvent) => {
-    if (delivered.has(e.seq) || e.seq <= last - WINDOW) return;
-    delivered.add(e.seq);
-    if (e.seq > last) last = e.seq;
-    complete = Math.max(complete, last - WINDOW); // below the window nothing is delivered any more
-    while (delivered.has(complete + 1)) complete++;
-    if (delivered.size > WINDOW * 2) for (const s of delivered) if (s <= last - WINDOW) delivered.delete(s);
+    if (accounted.has(e.seq)) return;
+    accounted.add(e.seq);
+    if (accounted.hasGaps()) gaps?.poke();
     for (const s of subscribers) {
       if (s.topics.size && !e.topics.some((t) => s.topics.has(t))) continue;
       try {
@@ -91,16 +93,28 @@ export async function createEventListener(connectionString: string, db: Pool, lo
       }
     }
   };
+  const gaps = withEvents ? createGapProver(db, log, accounted, deliver, start?.probe) : undefined;
 
+  // after a (re)connect: whatever committed while nobody listened (NOTIFY is heard only while connected)
   const catchUp = async () => {
-    for (const e of await readEventsAfter(db, Math.max(0, complete, last - WINDOW), { limit: 10_000 })) deliver(e);
+    let after = 0;
+    for (;;) {
+      const page = await readEventsOutside(db, accounted, { after, limit: CATCH_UP_PAGE });
+      for (const e of page) deliver(e);
+      const top = page.at(-1);
+      if (!top || page.length < CATCH_UP_PAGE) return;
+      after = top.seq;
+    }
   };
   const onSeq = (seq: number, inline?: StoredEvent) => {
     delivering = delivering
       .then(async () => {
-        if (inline && (seq === last + 1 || seq < last)) return deliver(inline);
-        await catchUp(); // a gap (or no inline body): read what is committed
-        if (inline) deliver(inline);
+        // notifications come in commit order, one per committed event, while connected: an inline one is delivered
+        // as it is (a hole below it is the gap prover's), a large one is read by its seq
+        if (inline) return deliver(inline);
+        if (seq === Number.MAX_SAFE_INTEGER) return catchUp();
+        if (accounted.has(seq)) return;
+        for (const e of await readEventsOutside(db, EventCursor.upTo(seq - 1), { upTo: seq, limit: 1 })) deliver(e);
       })
       .catch((err) => log.warn({ err: { message: (err as Error).message } }, 'event catch-up failed'));
   };
@@ -210,7 +224,9 @@ export async function createEventListener(connectionString: string, db: Pool, lo
       subscribers.add(s);
       return () => subscribers.delete(s);
     },
-    lastSeq: () => last,
+    lastSeq: () => accounted.max(),
+    cursor: () => accounted.clone(),
+    token: (own) => (own ? formatUnion(accounted, own) : accounted.toString()),
     watch(channel, handler) {
       if (!CHANNEL.test(channel)) throw new Error(`not a channel name: ${channel}`);
       let set = watchers.get(channel);
@@ -238,6 +254,7 @@ export async function createEventListener(connectionString: string, db: Pool, lo
     async close() {
       closed = true;
       if (retryTimer) clearTimeout(retryTimer);
+      gaps?.stop();
       subscribers.clear();
       watchers.clear();
       const c = client;

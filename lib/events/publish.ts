@@ -4,6 +4,7 @@
  */
 import type { Queryable } from '../db/pool';
 import { jsonParam } from '../db/storableText';
+import { EventCursor } from './eventCursor';
 
 export const EVENTS_CHANNEL = 'armada_events';
 
@@ -74,13 +75,34 @@ export function toStoredEvent(r: EventRow): StoredEvent {
 
 /** Events after `afterSeq` (optionally only those with one of `topics`), oldest first: resume and catch-up. */
 export async function readEventsAfter(db: Queryable, afterSeq: number, opts: { topics?: string[]; limit?: number } = {}): Promise<StoredEvent[]> {
-  const values: unknown[] = [afterSeq, opts.limit ?? 1000];
+  return readEventsOutside(db, EventCursor.upTo(afterSeq), opts);
+}
+
+/**
+ * Events whose seq `known` does not hold (and above `after`, at most `upTo`), optionally only those with one of
+ * `topics`, oldest first: a resume from a cursor with holes reads what fills them and what follows.
+ */
+export async function readEventsOutside(
+  db: Queryable,
+  known: EventCursor,
+  opts: { after?: number; upTo?: number; topics?: string[]; limit?: number } = {},
+): Promise<StoredEvent[]> {
+  const values: unknown[] = [Math.max(known.watermark, opts.after ?? 0), opts.limit ?? 1000];
   let filter = '';
   if (opts.topics?.length) {
     values.push(opts.topics);
-    filter = 'AND topics && $3::text[]';
+    filter += ` AND topics && $${values.length}::text[]`;
   }
-  const { rows } = await db.query<EventRow>(`SELECT * FROM events WHERE seq > $1 ${filter} ORDER BY seq LIMIT $2`, values);
+  if (opts.upTo !== undefined) {
+    values.push(opts.upTo);
+    filter += ` AND seq <= $${values.length}`;
+  }
+  const ranges = known.above();
+  if (ranges.length) {
+    values.push(ranges.map((r) => r[0]), ranges.map((r) => r[1]));
+    filter += ` AND NOT EXISTS (SELECT 1 FROM unnest($${values.length - 1}::bigint[], $${values.length}::bigint[]) AS r(lo, hi) WHERE events.seq BETWEEN r.lo AND r.hi)`;
+  }
+  const { rows } = await db.query<EventRow>(`SELECT * FROM events WHERE seq > $1${filter} ORDER BY seq LIMIT $2`, values);
   return rows.map(toStoredEvent);
 }
 

@@ -111,6 +111,53 @@ describe('event bus (outbox + LISTEN/NOTIFY)', () => {
     await listener.close();
   });
 
+  test("a seq that commits after a higher one is a hole of the listener's cursor while its transaction is open; it is delivered when it commits, a rolled-back one settled", async () => {
+    const listener = await createEventListener(database.url, database.pool, logger);
+    const seen: number[] = [];
+    listener.subscribe(['holes'], (e) => seen.push(e.seq));
+    const held = await database.pool.connect();
+    await held.query('BEGIN');
+    const n = (await publishEvent(held, { type: 'held', topics: ['holes'], data: {} })).seq;
+    const doomed = await database.pool.connect();
+    await doomed.query('BEGIN');
+    const m = (await publishEvent(doomed, { type: 'rolled-back', topics: ['holes'], data: {} })).seq;
+    const top = (await publishEvent(database.pool, { type: 'top', topics: ['holes'], data: {} })).seq;
+    expect([m, top]).toEqual([n + 1, n + 2]);
+    await eventually(async () => seen.includes(top));
+    // while both transactions are open, neither seq is taken as delivered or final, however long it takes
+    await new Promise((r) => setTimeout(r, 1500));
+    expect([n, m, top].map((s) => listener.cursor().has(s))).toEqual([false, false, true]);
+    expect([listener.token(), listener.lastSeq()]).toEqual([`${n - 1}:${top}`, top]);
+    await doomed.query('ROLLBACK');
+    doomed.release();
+    await held.query('COMMIT');
+    held.release();
+    await eventually(async () => listener.token() === String(top));
+    expect(seen).toEqual([top, n]);
+    await listener.close();
+  });
+
+  test('a listener that starts while a seq below the newest is held leaves it open: delivered when it commits; one rolled back is settled', async () => {
+    const held = await database.pool.connect();
+    await held.query('BEGIN');
+    const n = (await publishEvent(held, { type: 'held', topics: ['start'], data: {} })).seq;
+    const doomed = await database.pool.connect();
+    await doomed.query('BEGIN');
+    const m = (await publishEvent(doomed, { type: 'rolled-back', topics: ['start'], data: {} })).seq;
+    const top = (await publishEvent(database.pool, { type: 'top', topics: ['start'], data: {} })).seq;
+    const listener = await createEventListener(database.url, database.pool, logger);
+    const seen: string[] = [];
+    listener.subscribe(['start'], (e) => seen.push(e.type));
+    expect([n, m, top].map((s) => listener.cursor().has(s))).toEqual([false, false, true]);
+    await doomed.query('ROLLBACK');
+    doomed.release();
+    await held.query('COMMIT');
+    held.release();
+    await eventually(async () => listener.token() === String(top));
+    expect(seen).toEqual(['held']);
+    await listener.close();
+  });
+
   test('a listener whose connection is killed reconnects and catches up on what it missed', async () => {
     const listener = await createEventListener(database.url, database.pool, logger);
     const seen: string[] = [];

@@ -1,4 +1,5 @@
 /** The invalidating cache's rules, driven by an in-memory listener (the PostgreSQL side is in taskReadCache.test.ts). */
+import { EventCursor } from '../../lib/events/eventCursor';
 import { createInvalidatingCache } from '../../lib/events/invalidatingCache';
 import type { ChannelHandler, EventListener } from '../../lib/events/listener';
 
@@ -8,6 +9,8 @@ function memoryListener() {
   const listener = {
     subscribe: () => () => undefined,
     lastSeq: () => 0,
+    cursor: () => EventCursor.upTo(0),
+    token: () => '0',
     close: async () => undefined,
     watch: (_channel: string, h: ChannelHandler) => {
       handlers.push(h);
