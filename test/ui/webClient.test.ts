@@ -1,6 +1,6 @@
 /** The board's API client and stream helpers that need no browser: error shapes, SSE parsing, backoff, stream resets. */
 import { ApiError, buildUrl, errorFromBody } from '../../web/src/api/client';
-import { backoffDelay, createSseParser, openWebSocketStream } from '../../web/src/api/streams';
+import { backoffDelay, createSseParser, eventStreamResume, openWebSocketStream } from '../../web/src/api/streams';
 import { createStreamCursor, resetSeqOf } from '../../web/src/api/streamCursor';
 import { WEBHOOK_EVENTS as BOARD_WEBHOOK_EVENTS } from '../../web/src/api/settings';
 import { WEBHOOK_EVENTS } from '../../lib/db/webhooks';
@@ -135,6 +135,52 @@ describe('openWebSocketStream after a reset (stream.ready with data.reset)', () 
       await new Promise((r) => setTimeout(r, 400));
       expect(afterOf(latest())).toBe('5');
       expect(FakeSocket.all).toHaveLength(3);
+    } finally {
+      h.close();
+    }
+  });
+
+  test("events: resume from the last message's cursor, so a lower seq that commits after a higher one still comes; a reset's cursor replaces it", async () => {
+    const got: number[] = [];
+    let resets = 0;
+    const h = openWebSocketStream<{ seq: number; cursor?: string }>({
+      path: '/ws/events',
+      ...eventStreamResume<{ seq: number; cursor?: string }>(),
+      onMessage: (e) => got.push(e.seq),
+      onReset: () => resets++,
+    });
+    const ready = (seq: number, cursor: string, data: Record<string, unknown> = {}) => ({ seq, type: 'stream.ready', topics: [], data, createdAt: '', cursor });
+    try {
+      await tick();
+      latest().serverSends(ready(9, '9'));
+      latest().serverSends({ ...event(11), cursor: '9:11' }); // 10 has not committed yet
+      latest().drop();
+      await new Promise((r) => setTimeout(r, 400));
+      expect(afterOf(latest())).toBe('9:11'); // not 11: that would skip 10
+      latest().serverSends({ ...event(10), cursor: '11' });
+      latest().serverSends({ ...event(11), cursor: '11' }); // had already: dropped, its cursor still taken
+      latest().serverSends({ ...event(12), cursor: '12' });
+      latest().serverSends({ ...event(11), cursor: '13' });
+      expect(got).toEqual([9, 11, 10, 12]); // a ready message is passed on too (callers ignore it)
+      latest().drop();
+      await new Promise((r) => setTimeout(r, 400));
+      expect(afterOf(latest())).toBe('13');
+      latest().serverSends(ready(4, '4', { reset: true, requestedAfter: '13' }));
+      expect(resets).toBe(1);
+      latest().drop();
+      await new Promise((r) => setTimeout(r, 400));
+      expect(afterOf(latest())).toBe('4');
+      // a server without cursors (an older one): the highest seq seen, as before
+      const plain = openWebSocketStream<{ seq: number; cursor?: string }>({ path: '/ws/events', ...eventStreamResume<{ seq: number; cursor?: string }>(), onMessage: () => undefined });
+      try {
+        await tick();
+        for (const n of [5, 7, 6]) latest().serverSends(event(n));
+        latest().drop();
+        await new Promise((r) => setTimeout(r, 400));
+        expect(afterOf(latest())).toBe('7');
+      } finally {
+        plain.close();
+      }
     } finally {
       h.close();
     }

@@ -1,6 +1,6 @@
 /**
- * Where a WebSocket stream resumes (the highest seq seen) and which messages it already had (de-duplication), and
- * the server's reset of both: `/ws/events` and the log sockets answer a cursor past everything they store (a cursor
+ * Where a WebSocket stream resumes (the server's resume token of the last message, where the route sends one; else
+ * the highest seq seen) and which messages it already had (de-duplication), and the server's reset of both: `/ws/events` and the log sockets answer a cursor past everything they store (a cursor
  * of another history of the database: a backup restored, a database recreated) with
  * `{type: 'stream.ready', seq, data: {reset: true, requestedAfter}}`; from then on the seqs seen before mean nothing.
  */
@@ -8,9 +8,16 @@
 export interface StreamCursor {
   /** The resume point: the highest seq seen since the start or the last reset. */
   readonly last: number;
+  /**
+   * The server's resume token of the last message that carried one (`cursor` of /ws/events, which also holds a lower
+   * seq that committed after a higher one), since the start or the last reset; resumes from it when set.
+   */
+  readonly token: string | undefined;
+  /** Records the resume token a message carried. */
+  note(token: string): void;
   /** Records `seq`; false when the message was had already (to be dropped). */
   accept(seq: number): boolean;
-  /** The server reset the stream: resume after `seq`, and forget every seq seen. */
+  /** The server reset the stream: resume after `seq`, and forget every seq seen and the token. */
   reset(seq: number): void;
 }
 
@@ -20,10 +27,17 @@ export interface StreamCursor {
  */
 export function createStreamCursor(dedupe: 'monotonic' | 'seen'): StreamCursor {
   let last = 0;
+  let token: string | undefined;
   const seen = new Set<number>();
   return {
     get last() {
       return last;
+    },
+    get token() {
+      return token;
+    },
+    note(t) {
+      token = t;
     },
     accept(seq) {
       if (dedupe === 'seen') {
@@ -37,6 +51,7 @@ export function createStreamCursor(dedupe: 'monotonic' | 'seen'): StreamCursor {
     reset(seq) {
       seen.clear();
       last = seq;
+      token = undefined;
     },
   };
 }

@@ -1,8 +1,10 @@
 /**
  * Live streams of the task service, reconnecting with backoff and resuming where they stopped.
  *  - WebSocket (`/ws…`): browsers cannot send headers on an upgrade, so the key goes as `?access_token=` (accepted
- *    only by stream routes). `resumeQuery(lastSeq)` adds the resume parameter a route understands; messages with a
- *    seq at or below the last one seen (a route that replays from the start) are dropped. A `stream.ready` with
+ *    only by stream routes). `resumeQuery(lastSeq, token)` adds the resume parameter a route understands: the
+ *    server's resume token of the last message where the route sends one (`cursor` on /ws/events:
+ *    eventStreamResume), else the last seq; messages with a seq at or below the last one seen (a route that replays
+ *    from the start) are dropped. A `stream.ready` with
  *    `data.reset` (the server did not know the cursor sent: another history of its database) resets the cursor and
  *    what was seen (streamCursor.ts), and `onReset` has the caller reload what the stream keeps fresh.
  *  - SSE (`/api/events/…`): read with fetch so the key goes as `Authorization: Bearer` and a reconnect sends
@@ -49,8 +51,10 @@ export interface WebSocketStreamOptions<M> {
    * log replayed from its start); `seen` drops only a seq already seen (events, where a later seq may commit first).
    */
   dedupe?: 'monotonic' | 'seen';
-  /** Query parameters that make the route resume after `lastSeq` (the highest seq seen). */
-  resumeQuery?: (lastSeq: number) => Record<string, string>;
+  /** The server's resume token a message carries (it then replaces the last seq as where the stream resumes). */
+  cursorOf?: (msg: M) => string | undefined;
+  /** Query parameters that make the route resume after `lastSeq` (the highest seq seen), or from `token` when set. */
+  resumeQuery?: (lastSeq: number, token: string | undefined) => Record<string, string>;
   /** Called after a reconnect (not the first open): the caller may refetch what it could have missed. */
   onReconnect?: () => void;
   /**
@@ -89,7 +93,7 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
       markConnected(id); // not a lost connection: waiting for a key (onKeyChange reconnects)
       return;
     }
-    const query = cursor.last > 0 && opts.resumeQuery ? opts.resumeQuery(cursor.last) : {};
+    const query = (cursor.last > 0 || cursor.token !== undefined) && opts.resumeQuery ? opts.resumeQuery(cursor.last, cursor.token) : {};
     const ws = new WebSocket(wsUrl(opts.path, query));
     socket = ws;
     ws.onopen = () => {
@@ -112,7 +116,10 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
         }
       }
       const resetTo = opts.raw ? undefined : resetSeqOf(msg);
-      if (resetTo !== undefined) return reset(ws, resetTo);
+      const token = opts.cursorOf?.(msg);
+      if (resetTo !== undefined) return reset(ws, resetTo, token);
+      // every token the server sends holds the ones before it: also that of a message had already
+      if (token !== undefined) cursor.note(token);
       const seq = opts.seqOf?.(msg);
       if (seq !== undefined && !cursor.accept(seq)) return;
       opts.onMessage(msg);
@@ -133,7 +140,7 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
   };
 
   // before onReset, so the caller's reload sees the new cursor; `start`: reopened at once, with no cursor
-  const reset = (ws: WebSocket, seq: number) => {
+  const reset = (ws: WebSocket, seq: number, token: string | undefined) => {
     if (opts.resetFrom === 'start') {
       cursor.reset(0);
       socket = null;
@@ -143,6 +150,7 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
       return;
     }
     cursor.reset(seq);
+    if (token !== undefined) cursor.note(token);
     opts.onReset?.();
   };
 
@@ -166,6 +174,14 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
       socket = null;
     },
   };
+}
+
+/**
+ * How a `/ws/events` stream resumes: from the last message's `cursor` (the server's resume token: a lower seq that
+ * commits after a higher one still comes), de-duplicated by seq.
+ */
+export function eventStreamResume<M extends { seq: number; cursor?: string }>(): Pick<WebSocketStreamOptions<M>, 'seqOf' | 'dedupe' | 'cursorOf' | 'resumeQuery'> {
+  return { seqOf: (m) => m.seq, dedupe: 'seen', cursorOf: (m) => m.cursor, resumeQuery: (seq, token) => ({ after: token ?? String(seq) }) };
 }
 
 export interface SseStreamOptions {

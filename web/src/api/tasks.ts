@@ -4,6 +4,7 @@ import { useRef, useState } from 'react';
 import { api, apiPage } from './client';
 import { queryKeys } from './queryKeys';
 import type { Task, TaskPriority, TaskStatus } from './types';
+import { eventStreamResume } from './streams';
 import { useWebSocketStream } from './useStream';
 
 const PAGE = 100; // the API's largest page
@@ -92,11 +93,13 @@ export interface DomainEvent {
   topics: string[];
   data: Record<string, unknown>;
   createdAt: string;
+  /** Where the stream resumes after this message (api/task/eventStream.ts). */
+  cursor?: string;
 }
 
 /**
  * Keeps a project's cached task list live: task.created adds the task (at once from the event, then completed with
- * the task itself), task.status_changed moves it, task.updated refreshes it, task.deleted removes it. Resumes after the last seq on reconnect (/ws/events?after=);
+ * the task itself), task.status_changed moves it, task.updated refreshes it, task.deleted removes it. Resumes from the last message's cursor on reconnect (/ws/events?after=);
  * when the server resets that cursor (stream.ready with reset), the list is reloaded.
  * Returns whether the list may load: once the stream is open (or failed once), so no task created between the
  * list's read and the subscription is missed. A list loaded while the stream was down is reloaded when it opens.
@@ -107,9 +110,7 @@ export function useProjectTaskEvents(projectId: string): boolean {
   const [readyFor, setReadyFor] = useState<string | null>(null);
   const openedFor = useRef<string | null>(null);
   useWebSocketStream<DomainEvent>(`/ws/events?topics=${encodeURIComponent(`project:${projectId}`)}`, {
-    seqOf: (e) => e.seq,
-    dedupe: 'seen',
-    resumeQuery: (seq) => ({ after: String(seq) }),
+    ...eventStreamResume<DomainEvent>(),
     onOpen: () => {
       if (openedFor.current !== projectId) {
         openedFor.current = projectId;

@@ -6,7 +6,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { type Approval, fetchApprovalHistory, getApproval, respondToApproval, usePendingApprovals } from '../api/approvals';
-import { queryKeys, useWebSocketStream } from '../api';
+import { eventStreamResume, queryKeys, useWebSocketStream } from '../api';
 import type { DomainEvent } from '../api/tasks';
 import { Dialog, ErrorMessage, ListTable, showToast } from '../components';
 
@@ -44,9 +44,7 @@ function addToHistory(qc: ReturnType<typeof useQueryClient>, a: Approval) {
 function useApprovalEvents() {
   const qc = useQueryClient();
   useWebSocketStream<DomainEvent>('/ws/events', {
-    seqOf: (e) => e.seq,
-    dedupe: 'seen',
-    resumeQuery: (seq) => ({ after: String(seq) }),
+    ...eventStreamResume<DomainEvent>(),
     onReconnect: () => void qc.invalidateQueries({ queryKey: ['approvals'] }),
     onReset: () => void qc.invalidateQueries({ queryKey: ['approvals'] }),
     onMessage: (e) => {

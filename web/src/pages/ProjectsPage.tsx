@@ -10,6 +10,7 @@ import {
   type DomainEvent,
   deleteProject,
   editProject,
+  eventStreamResume,
   type ProjectListItem,
   queryKeys,
   useProject,
@@ -60,9 +61,7 @@ function useProjectStatsEvents() {
   const qc = useQueryClient();
   const timers = useRef(new Map<string, ReturnType<typeof setTimeout>>());
   useWebSocketStream<DomainEvent>('/ws/events', {
-    seqOf: (e) => e.seq,
-    dedupe: 'seen',
-    resumeQuery: (seq) => ({ after: String(seq) }),
+    ...eventStreamResume<DomainEvent>(),
     onReset: () => void qc.invalidateQueries({ queryKey: queryKeys.projects() }),
     onMessage: (e) => {
       const projectId = e.topics.find((t) => t.startsWith('project:'))?.slice('project:'.length);

@@ -6,7 +6,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { lazy, Suspense, useEffect, useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
-import { api, apiPage, type ProjectDetail, queryKeys, type Task, type TaskDetail, useWebSocketStream } from '../api';
+import { api, apiPage, type ProjectDetail, queryKeys, type Task, type TaskDetail, useWebSocketStream, eventStreamResume } from '../api';
 import { ConfirmDialog, ErrorMessage, Field } from '../components';
 import { AttemptTable } from '../components/task/AttemptTable';
 import { CompareDialog } from '../components/task/CompareDialog';
@@ -24,6 +24,7 @@ const DiffView = lazy(async () => ({ default: (await import('../components/task/
 /** A message of `/ws/events` (api/task/eventStream.ts). */
 interface TaskEvent {
   seq: number;
+  cursor?: string;
   type: string;
   data: { attemptId?: string; taskId?: string };
 }
@@ -155,11 +156,9 @@ export function TaskPage() {
     void qc.invalidateQueries({ queryKey: queryKeys.task(id) });
     if (attemptId) void qc.invalidateQueries({ queryKey: queryKeys.attempt(attemptId), exact: true });
   };
-  // the task's domain events (task.status_changed, attempt.*, process_*), resumed after a reconnect by seq
+  // the task's domain events (task.status_changed, attempt.*, process_*), resumed after a reconnect from the last message's cursor
   useWebSocketStream<TaskEvent>(`/ws/events?topics=${encodeURIComponent(`task:${id}`)}`, {
-    dedupe: 'seen',
-    seqOf: (m) => m.seq,
-    resumeQuery: (seq) => ({ after: String(seq) }),
+    ...eventStreamResume<TaskEvent>(),
     onReset: () => {
       refreshTask(selectedId ?? undefined);
       if (selectedId) void qc.invalidateQueries({ queryKey: queryKeys.attemptProcesses(selectedId) });
