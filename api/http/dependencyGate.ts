@@ -25,6 +25,6 @@ export function installDependencyGate(app: FastifyInstance, dependencies: Depend
   app.addHook('onRequest', async (request) => {
     if (!dependencies.isDown('postgres')) return;
     if (!needsDatabase(request.url.split('?')[0] ?? '')) return;
-    throw Object.assign(new AppError(503, 'SERVICE_UNAVAILABLE', 'The database (PostgreSQL) is not answering; try again'), { retryAfter: 1 });
+    throw new AppError(503, 'SERVICE_UNAVAILABLE', 'The database (PostgreSQL) is not answering; try again'); // Retry-After: errorHandlers.ts
   });
 }

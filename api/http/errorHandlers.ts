@@ -118,10 +118,18 @@ export function frameworkErrorMessage(err: FastifyError): string {
   return 'Bad request';
 }
 
-/** A 429 or 503 that knows when to try again says so in Retry-After (seconds). */
-function setRetryAfter(reply: FastifyReply, err: unknown, c: ClassifiedError): void {
-  const retryAfter = (err as { retryAfter?: number }).retryAfter ?? c.details?.retryAfterSeconds;
-  if ((c.statusCode === 429 || c.statusCode === 503) && typeof retryAfter === 'number' && retryAfter > 0) reply.header('retry-after', retryAfter);
+/**
+ * Retry-After (seconds) of a 503 whose error names no time of its own. A 503 is something that passes: a dependency
+ * down (PostgreSQL refused or known down, Temporal unreachable, another service), a collision, a busy server; the
+ * dependency probes look every second, and a client told nothing retried at once or gave up.
+ */
+export const RETRY_AFTER_SECONDS = 1;
+
+/** A 429 that knows when to try again says so in Retry-After (seconds); every 503 does (RETRY_AFTER_SECONDS unless its error says). */
+export function setRetryAfter(reply: FastifyReply, err: unknown, c: ClassifiedError): void {
+  const own = (err as { retryAfter?: unknown } | undefined)?.retryAfter ?? c.details?.retryAfterSeconds;
+  const retryAfter = typeof own === 'number' && own > 0 ? own : c.statusCode === 503 ? RETRY_AFTER_SECONDS : undefined;
+  if ((c.statusCode === 429 || c.statusCode === 503) && retryAfter !== undefined) reply.header('retry-after', retryAfter);
 }
 
 /** Task service: the envelope. `version` fills meta.version. */

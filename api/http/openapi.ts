@@ -7,6 +7,7 @@ import { fastifySwagger } from '@fastify/swagger';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH, NUL_FREE_JSON_SCHEMA, NUL_FREE_PATTERN, nulFreeStrings } from './inputPolicy';
 import { needsDatabase } from './dependencyGate';
+import { RETRY_AFTER_SECONDS } from './errorHandlers';
 import { operationDoc } from './operationDocs';
 
 export type ServiceKind = 'task' | 'scheduler' | 'agents' | 'traces';
@@ -76,6 +77,15 @@ const inputPolicyText = (requestTimeoutMs: number): string =>
   '204 with that `Allow` header. ' +
   `A request not received whole within ${requestTimeoutMs / 1000} s is a 408; an HTTP/1.1 request without \`Host\` is a 400; an \`Expect\` ` +
   'other than `100-continue` is a 417.';
+
+/** The header every 503 carries (api/http/errorHandlers.ts, setRetryAfter), documented on every 503 an operation declares. */
+const RETRY_AFTER_HEADER = {
+  'Retry-After': {
+    type: 'integer',
+    minimum: 1,
+    description: `Seconds to wait before trying again; every 503 in this shape carries it (${RETRY_AFTER_SECONDS} while PostgreSQL, Temporal or another service it needs is unavailable)`,
+  },
+};
 
 /** The methods whose request body Fastify reads (and so can refuse with a 415). */
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -160,6 +170,9 @@ export function installOpenApi(app: FastifyInstance, opts: { service: ServiceKin
       // (api/http/dependencyGate.ts, docs/operations.md)
       const withBodyError = s.response as Record<string, unknown> | undefined;
       if (withBodyError && errorShape && needsDatabase(url) && !withBodyError['503']) s.response = { ...withBodyError, 503: errorShape };
+      const withUnavailable = s.response as Record<string, Record<string, unknown>> | undefined;
+      const unavailable = withUnavailable?.['503'];
+      if (withUnavailable && unavailable && !unavailable.headers) s.response = { ...withUnavailable, 503: { ...unavailable, headers: RETRY_AFTER_HEADER } };
       return { schema: s as never, url };
     },
   };

@@ -109,6 +109,7 @@ test('a start Temporal cannot take answers 503 and leaves nothing; the same idem
   }
   expect(r.statusCode).toBe(503);
   expect(r.json()).toMatchObject({ success: false, error: { code: 'SERVICE_UNAVAILABLE' } });
+  expect(r.headers['retry-after']).toBe('1'); // like every 503 of a dependency outage (docs/operations.md)
   expect(r.body).not.toMatch(/\n\s+at /);
   expect(await attemptsOf(taskId)).toEqual([]);
   expect((await stack.db.query('SELECT count(*) AS n FROM processes WHERE task_id = $1', [taskId])).rows[0].n).toBe('0');

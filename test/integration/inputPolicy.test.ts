@@ -11,6 +11,7 @@
  *   OPTIONS that is no CORS preflight a 204 with that `Allow`; an unknown path stays 404;
  * - what Node answers by itself (a body that never arrives: 408; no Host: 400; an unknown Expect: 417) and a WebSocket
  *   route asked without Upgrade (426) are in the service's shape;
+ * - while PostgreSQL is known down, every operation answers 503 with Retry-After, and documents both;
  * - the documents say it: request strings carry the storable-text pattern.
  */
 import http from 'node:http';
@@ -321,16 +322,19 @@ describe.each(SERVICES)('%s service', (service) => {
     expect(failures).toEqual([]);
   });
 
-  test('while PostgreSQL is known down, every operation documents its 503 and answers it at once, in its documented shape', async () => {
+  test('while PostgreSQL is known down, every operation documents its 503 with Retry-After and answers it at once, in its documented shape, with Retry-After', async () => {
     const failures: string[] = [];
+    const doc = docs[service] as Json;
     dependencies.markDown('postgres', 'no answer (test)');
     try {
       for (const op of operations(service)) {
         if (op.responses['503'] === undefined) failures.push(`${op.method} ${op.path} does not document its 503`);
+        else if (!((deref(doc, op.responses['503']) as Json).headers as Json | undefined)?.['Retry-After']) failures.push(`${op.method} ${op.path} does not document Retry-After on its 503`);
         const res = await send(op.method, urlOf(op), ['GET', 'HEAD'].includes(op.method) ? undefined : {});
         const sent = `${op.method} ${urlOf(op)}`;
         if (res.statusCode !== 503) failures.push(`${sent} → ${res.statusCode} ${res.body.slice(0, 200)}`);
         else if (op.method !== 'HEAD' && documentedShapeProblem(service, op, res)) failures.push(`${sent} → ${documentedShapeProblem(service, op, res)}`);
+        else if (res.headers['retry-after'] !== '1') failures.push(`${sent} → 503 with Retry-After ${String(res.headers['retry-after'])}, not 1`);
       }
     } finally {
       dependencies.markUp('postgres');

@@ -1,0 +1,218 @@
+/**
+ * PostgreSQL stopped under running services: every service answers 503 from the first request on, at once, in its
+ * own shape, with Retry-After, and serves the same requests again once the server is back, without a restart.
+ * `armada api` runs the four services against a PostgreSQL of this file's own (the embedded one, which the test stops
+ * and starts: test/support/ownPostgres.ts), once stopped (a fast shutdown) and once killed (kill -9).
+ *
+ * Measured on the old code: those first requests were already answered in milliseconds (a refused connection fails at
+ * once) but without Retry-After, until the probes' next look (up to a second later) had the gate answer them with it.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import type { FastifyInstance } from 'fastify';
+import { buildService, serviceMetrics } from '../../api/services';
+import { createPool } from '../../lib/db/pool';
+import { resolveKeys } from '../../lib/keys';
+import { createMetrics } from '../../lib/metrics';
+import { createTemporalHandle } from '../../lib/temporal/client';
+import { spawnArmada } from '../support/armadaProcess';
+import { env, eventually, logger, TEST_API_KEY, testConfig } from '../support/harness';
+import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
+
+const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
+
+jest.setTimeout(300_000);
+
+type Service = 'task' | 'scheduler' | 'agents' | 'traces';
+const SERVICES: Service[] = ['task', 'scheduler', 'agents', 'traces'];
+
+let home: string;
+let pg: OwnPostgres;
+let api: ChildProcess;
+let apiOutput = '';
+const ports = {} as Record<Service, number>;
+
+beforeAll(async () => {
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-pg-outage-'));
+  pg = await startOwnPostgres(path.join(home, 'pg'));
+  for (const s of SERVICES) ports[s] = await freePort();
+  const started = await spawnArmada(
+    ['api'],
+    'listening',
+    {
+      ...process.env,
+      ARMADA_HOME: home,
+      ARMADA_CONFIG: '',
+      DATABASE_URL: pg.url,
+      TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
+      ARMADA_API_KEY: TEST_API_KEY,
+      ARMADA_TASK_PORT: String(ports.task),
+      ARMADA_SCHEDULER_PORT: String(ports.scheduler),
+      ARMADA_SCHEDULER_ALT_PORT: '',
+      ARMADA_AGENTS_PORT: String(ports.agents),
+      ARMADA_TRACES_PORT: String(ports.traces),
+      ARMADA_LOG_LEVEL: 'warn',
+      ARMADA_LOG_FORMAT: 'json',
+    },
+    180_000,
+  );
+  api = started.child;
+  const keep = (d: Buffer) => (apiOutput = (apiOutput + d.toString()).slice(-20_000));
+  api.stdout?.on('data', keep);
+  api.stderr?.on('data', keep);
+});
+
+afterAll(async () => {
+  if (api && api.exitCode === null && api.signalCode === null) {
+    const exited = new Promise((r) => api.once('exit', r));
+    api.kill('SIGINT');
+    await exited;
+  }
+  await pg?.close();
+  if (home) fs.rmSync(home, { recursive: true, force: true });
+});
+
+interface Answer {
+  status: number;
+  ms: number;
+  retryAfter: string | null;
+  body: Record<string, unknown>;
+}
+
+/** Where each service listens: `armada api`'s ports, or apps of this process. */
+type Bases = Record<Service, string>;
+const apiBases = () => Object.fromEntries(SERVICES.map((s) => [s, `http://127.0.0.1:${ports[s]}`])) as Bases;
+
+async function send(bases: Bases, service: Service, method: 'GET' | 'POST', url: string, payload?: unknown): Promise<Answer> {
+  const headers: Record<string, string> = service === 'task' ? {} : { 'x-api-key': TEST_API_KEY };
+  if (payload !== undefined) headers['content-type'] = 'application/json';
+  const t0 = Date.now();
+  const r = await fetch(`${bases[service]}${url}`, { method, headers, body: payload === undefined ? undefined : JSON.stringify(payload), signal: AbortSignal.timeout(60_000) });
+  const text = await r.text();
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    body = { text };
+  }
+  return { status: r.status, ms: Date.now() - t0, retryAfter: r.headers.get('retry-after'), body };
+}
+
+/** One read of each service and a write of two, as a client sends them; `ok` is the status when PostgreSQL answers. */
+let traceSeq = 0;
+
+function requests(bases: Bases, round: string): { name: string; service: Service; ok: number; send(): Promise<Answer> }[] {
+  return [
+    { name: 'task: list projects', service: 'task', ok: 200, send: () => send(bases, 'task', 'GET', '/api/projects') },
+    { name: 'scheduler: list workflows', service: 'scheduler', ok: 200, send: () => send(bases, 'scheduler', 'GET', '/api/v1/workflows') },
+    { name: 'agents: memory stats', service: 'agents', ok: 200, send: () => send(bases, 'agents', 'GET', '/api/v1/memory/stats') },
+    { name: 'agents: store memory', service: 'agents', ok: 201, send: () => send(bases, 'agents', 'POST', '/api/v1/memory', { content: `kept in ${round}` }) },
+    { name: 'traces: list traces', service: 'traces', ok: 200, send: () => send(bases, 'traces', 'GET', `/api/v1/traces?instance=${round}`) },
+    {
+      name: 'traces: record a trace',
+      service: 'traces',
+      ok: 201,
+      send: () => send(bases, 'traces', 'POST', '/api/v1/traces', { messageId: `${round}-${++traceSeq}`, instance: round, to: '+15550102000', message: 'hello' }),
+    },
+  ];
+}
+
+const UNAVAILABLE_MESSAGE = /PostgreSQL.*try again/;
+
+/** What is wrong with a 503 of a PostgreSQL outage (status, time, shape, Retry-After), or undefined. */
+function outageAnswerProblem(service: Service, a: Answer): string | undefined {
+  if (a.status !== 503) return `status ${a.status}`;
+  if (a.ms >= 3000) return `answered after ${a.ms} ms`;
+  if (a.retryAfter !== '1') return `Retry-After ${a.retryAfter}`; // docs/operations.md: one second
+  if (service === 'task') {
+    const error = a.body.error as { code?: unknown; message?: unknown } | undefined;
+    if (a.body.success !== false || error?.code !== 'SERVICE_UNAVAILABLE' || !UNAVAILABLE_MESSAGE.test(String(error.message))) return `body ${JSON.stringify(a.body)}`;
+  } else if (Object.keys(a.body).join() !== 'detail' || !UNAVAILABLE_MESSAGE.test(String(a.body.detail))) return `body ${JSON.stringify(a.body)}`;
+  return undefined;
+}
+
+/** True once every request of the round is served (throws saying which is not). */
+async function allServed(bases: Bases, round: string): Promise<true> {
+  for (const r of requests(bases, round)) {
+    const a = await r.send();
+    if (a.status !== r.ok) throw new Error(`${r.name}: ${a.status} ${JSON.stringify(a.body)}`);
+  }
+  return true;
+}
+
+/** Sends the round's requests right after `outage`, and finds what is wrong with each answer (expected: none). */
+async function firstAnswersProblems(bases: Bases, round: string): Promise<string[][]> {
+  const answers = await Promise.all(requests(bases, round).map(async (r) => ({ r, a: await r.send() })));
+  return answers.map(({ r, a }) => [r.name, outageAnswerProblem(r.service, a) ?? '']).filter(([, p]) => p);
+}
+
+describe.each([
+  ['stopped (fast shutdown)', 'stop'],
+  ['killed (kill -9)', 'kill'],
+] as const)('PostgreSQL %s under armada api', (_what, how) => {
+  test('the first requests to each service answer 503 at once with Retry-After; served again once it is back, by the same process', async () => {
+    const bases = apiBases();
+    const round = `api-${how}`;
+    await eventually(() => allServed(bases, round), 60_000, 200); // up, and the pools have connections
+    const pid = api.pid;
+
+    await (how === 'stop' ? pg.stop() : pg.kill());
+    try {
+      expect(await firstAnswersProblems(bases, round)).toEqual([]);
+      // and each service says what is down
+      for (const s of SERVICES) {
+        await eventually(async () => {
+          const h = await send(bases, s, 'GET', '/health');
+          return h.status === 503 && (h.body.down as string[] | undefined)?.includes('postgres');
+        }, 20_000);
+      }
+    } finally {
+      await pg.start(); // also after a failure: the next test needs it
+    }
+    try {
+      await eventually(() => allServed(bases, round), 60_000, 200);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\narmada api output:\n${apiOutput.slice(-4000)}`);
+    }
+    expect(api.pid).toBe(pid);
+    expect(api.exitCode).toBeNull();
+    for (const s of SERVICES) expect((await send(bases, s, 'GET', '/health')).status).toBe(200);
+    // the trace refused during the outage was not written: the one before and the one after are
+    expect((await send(bases, 'traces', 'GET', `/api/v1/traces?instance=${round}`)).body.total).toBe(2);
+  });
+});
+
+test('before anything knows it is down, a refused connection is a 503 with Retry-After in each service too', async () => {
+  // the four services in this process with no dependency tracking: every request goes to the pool, as those sent in
+  // `armada api` before the probes have looked do
+  const config = testConfig();
+  const pool = createPool(pg.url, logger);
+  const temporal = createTemporalHandle(env('ARMADA_TEST_TEMPORAL_ADDRESS'), config.temporal.namespace);
+  const metrics = serviceMetrics(SERVICES, createMetrics());
+  const apps: FastifyInstance[] = [];
+  try {
+    const bases = {} as Bases;
+    for (const s of SERVICES) {
+      const app = await buildService(s, { db: pool, config, keys: resolveKeys(config), temporal, logger, metrics: metrics[s] });
+      apps.push(app);
+      bases[s] = await app.listen({ host: '127.0.0.1', port: 0 });
+    }
+    const round = 'in-process';
+    await allServed(bases, round);
+    await pg.stop();
+    try {
+      expect(await firstAnswersProblems(bases, round)).toEqual([]);
+    } finally {
+      await pg.start();
+    }
+    await eventually(() => allServed(bases, round), 60_000, 200); // the pool connects again by itself
+    expect((await send(bases, 'traces', 'GET', `/api/v1/traces?instance=${round}`)).body.total).toBe(2);
+  } finally {
+    await Promise.allSettled(apps.map((a) => a.close()));
+    await pool.end();
+    await temporal.close();
+    fs.rmSync(config.home, { recursive: true, force: true });
+  }
+});

