@@ -1,7 +1,8 @@
 /**
  * Which of the process's dependencies (PostgreSQL, Temporal) are down right now, as the API sees them: set by cheap
- * periodic probes on their own connections and, in `armada start`, at once by the supervisor when a server it owns
- * exits. GET /health reports it, and calls that need a down dependency answer 503 at once instead of hanging.
+ * periodic probes on their own connections (which also look at once when their PostgreSQL connection ends) and, in
+ * `armada start`, at once by the supervisor when a server it owns exits. GET /health reports it, and calls that need
+ * a down dependency answer 503 at once instead of hanging.
  */
 import { Connection } from '@temporalio/client';
 import { Client } from 'pg';
@@ -99,10 +100,16 @@ function within<T>(ms: number, p: Promise<T>): Promise<T> {
 
 const firstLine = (err: unknown) => ((err as Error)?.message ?? String(err)).split('\n')[0];
 
+/** Looks out of turn (the probe's PostgreSQL connection ended) come at most this often. */
+const MIN_LOOK_GAP_MS = 100;
+
 /** A probe that got no answer in time (as opposed to a refused or dropped connection, which is an answer). */
 class SlowProbe extends Error {}
 
-/** Probes each dependency every intervalMs on a connection of its own (a busy pool does not look like a dead server). */
+/**
+ * Probes each dependency every intervalMs on a connection of its own (a busy pool does not look like a dead server),
+ * and PostgreSQL again at once when the server ends the probe's connection.
+ */
 export function startDependencyProbes(state: DependencyState, opts: ProbeOptions): DependencyProbes {
   const intervalMs = opts.intervalMs ?? 1000;
   const timeoutMs = opts.timeoutMs ?? 1500;
@@ -125,6 +132,7 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
     state.markUp(name);
   };
   let pg: Client | undefined;
+  let answeredOn: Client | undefined; // the last connection a probe got an answer on
   let temporal: Connection | undefined;
 
   const probePostgres = async (url: string) => {
@@ -133,11 +141,22 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
       if (!pg) {
         // no connectionTimeoutMillis: its timer would count this process's own stalls; `within` bounds the connect
         const c = new Client({ connectionString: url, application_name: 'armada-probe' });
-        c.on('error', () => undefined); // a dropped connection fails the next probe
+        c.on('error', () => undefined); // the 'end' that follows is what counts
+        // The server ended a connection that had answered (stopped, crashed, restarting; or only this session was
+        // ended): look again now, on a new connection, instead of at the next interval. A refused connect is then an
+        // outage at once, so requests get the gate's 503 from the first moment; a server that takes the new
+        // connection is up, as before. One that never answered does not count: a proxy in front of a dead server
+        // takes connections and drops them, and each would have asked for the next look at once, in a loop.
+        c.on('end', () => {
+          if (pg !== c || answeredOn !== c) return; // ended by the probe itself, or never up
+          pg = undefined;
+          lookNow();
+        });
         pg = c;
         await within(timeoutMs, c.connect());
       }
       await within(timeoutMs, pg.query('SELECT 1'));
+      answeredOn = pg;
       answered('postgres');
     } catch (err) {
       pg?.end().catch(() => undefined);
@@ -163,14 +182,34 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
 
   let timer: NodeJS.Timeout | undefined;
   let current: Promise<unknown> = Promise.resolve();
+  let looking = false;
+  let lookAgain = false; // asked to look while a look was under way: once more right after it
+  let lastLook = Number.NEGATIVE_INFINITY;
   const tick = () => {
+    looking = true;
+    lastLook = performance.now();
     current = Promise.all([
       opts.databaseUrl ? probePostgres(opts.databaseUrl) : undefined,
       opts.temporalAddress ? probeTemporal(opts.temporalAddress) : undefined,
     ]).finally(() => {
-      if (!stopped) timer = setTimeout(tick, intervalMs);
+      looking = false;
+      if (stopped) return;
+      if (lookAgain) {
+        lookAgain = false;
+        lookNow();
+      } else timer = setTimeout(tick, intervalMs);
     });
   };
+  /** A look out of turn: at once, or right after the one under way; never sooner than MIN_LOOK_GAP_MS after the last. */
+  function lookNow() {
+    if (stopped) return;
+    if (looking) {
+      lookAgain = true;
+      return;
+    }
+    clearTimeout(timer);
+    timer = setTimeout(tick, Math.max(0, lastLook + Math.min(MIN_LOOK_GAP_MS, intervalMs) - performance.now()));
+  }
   tick();
   return {
     async stop() {

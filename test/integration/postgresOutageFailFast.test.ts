@@ -6,16 +6,19 @@
  *
  * Measured on the old code: those first requests were already answered in milliseconds (a refused connection fails at
  * once) but without Retry-After, until the probes' next look (up to a second later) had the gate answer them with it.
+ * The probes now also look at once when the server ends their connection, shown here with an interval of ten minutes.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import type { FastifyInstance } from 'fastify';
+import { Client } from 'pg';
 import { buildService, serviceMetrics } from '../../api/services';
 import { createPool } from '../../lib/db/pool';
 import { resolveKeys } from '../../lib/keys';
 import { createMetrics } from '../../lib/metrics';
+import { createDependencyState, startDependencyProbes } from '../../lib/runtime/dependencies';
 import { createTemporalHandle } from '../../lib/temporal/client';
 import { spawnArmada } from '../support/armadaProcess';
 import { env, eventually, logger, TEST_API_KEY, testConfig } from '../support/harness';
@@ -214,5 +217,36 @@ test('before anything knows it is down, a refused connection is a 503 with Retry
     await pool.end();
     await temporal.close();
     fs.rmSync(config.home, { recursive: true, force: true });
+  }
+});
+
+test('the probes look at once when PostgreSQL ends their connection: a stopped server is down at once; one session ended is no outage', async () => {
+  const state = createDependencyState(logger);
+  let answered = 0;
+  const markUp = state.markUp.bind(state);
+  state.markUp = (name) => {
+    if (name === 'postgres') answered++;
+    markUp(name);
+  };
+  // the next look by the clock would come only after ten minutes
+  const probes = startDependencyProbes(state, { databaseUrl: pg.url, namespace: 'default', intervalMs: 600_000 });
+  try {
+    await eventually(async () => answered >= 1, 30_000);
+    // an administrator ends the probes' sessions (pg_terminate_backend) while the server runs
+    const admin = new Client({ connectionString: pg.url });
+    await admin.connect();
+    try {
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'armada-probe'");
+    } finally {
+      await admin.end();
+    }
+    await eventually(async () => answered >= 2, 30_000); // looked again on a new connection, and it answered
+    expect(state.isDown('postgres')).toBe(false);
+
+    await pg.stop();
+    await eventually(async () => state.isDown('postgres'), 30_000);
+  } finally {
+    await probes.stop();
+    await pg.start();
   }
 });

@@ -1,7 +1,8 @@
 /**
  * Dependency probes: a refused connection marks PostgreSQL down at the first probe; a server that accepts but never
- * answers (an overloaded host looks the same) only after several slow probes in a row; an answer marks it up again.
- * Real sockets on loopback: a closed port, and a TCP server that accepts and stays silent.
+ * answers (an overloaded host looks the same) only after several slow probes in a row; an answer marks it up again;
+ * one that takes connections and drops them is probed at the interval, not in a loop. Real sockets on loopback: a
+ * closed port, a TCP server that accepts and stays silent, one that accepts and drops.
  */
 import net from 'node:net';
 import { createDependencyState, startDependencyProbes } from '../../lib/runtime/dependencies';
@@ -93,4 +94,23 @@ test('a probe in flight when the server came back does not mark it down when it 
     await probes.stop();
     await silent.close();
   }
+});
+
+test('a server that takes connections and drops them at once (a proxy before a dead server) is down, and probed once per interval, not in a loop', async () => {
+  let accepted = 0;
+  const dropper = net.createServer((s) => {
+    accepted++;
+    s.destroy();
+  });
+  await new Promise<void>((r) => dropper.listen(0, '127.0.0.1', r));
+  const state = createDependencyState(logger);
+  const probes = startDependencyProbes(state, { databaseUrl: `postgres://x:y@127.0.0.1:${(dropper.address() as net.AddressInfo).port}/db`, namespace: 'default', intervalMs: 200 });
+  try {
+    await until(() => state.isDown('postgres'), 3000);
+    await new Promise((r) => setTimeout(r, 2000));
+  } finally {
+    await probes.stop();
+    await new Promise((r) => dropper.close(r));
+  }
+  expect(accepted).toBeLessThan(40); // about one a 200 ms; looking again at each dropped connection made thousands
 });
