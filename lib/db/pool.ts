@@ -86,11 +86,13 @@ export function createPool(connectionString: string, logger: Logger, extra: Part
   return pool;
 }
 
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
+// ENOTFOUND / EAI_AGAIN: its host name does not resolve (now): a compose service's name while its container is
+// stopped, or DNS down; EHOSTUNREACH / ENETUNREACH: no route to its host
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
 
 /**
- * The query failed because PostgreSQL could not be reached or went away (refused, reset, shutting down, starting up,
- * a pool connect timeout): the API answers 503, not 500.
+ * The query failed because PostgreSQL could not be reached or went away (refused, reset, its host name not resolving,
+ * no route to it, shutting down, starting up, a pool connect timeout): the API answers 503, not 500.
  */
 export function isPostgresUnreachable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | undefined;

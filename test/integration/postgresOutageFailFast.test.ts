@@ -250,3 +250,28 @@ test('the probes look at once when PostgreSQL ends their connection: a stopped s
     await pg.start();
   }
 });
+
+test('a PostgreSQL host name that no longer resolves (a stopped compose container) is a 503 with Retry-After, not a 500', async () => {
+  const config = testConfig();
+  // `.invalid` never resolves (RFC 2606): getaddrinfo answers ENOTFOUND, or EAI_AGAIN without a resolver
+  const pool = createPool('postgres://armada:armada@armada-postgres.invalid:5432/armada', logger);
+  const temporal = createTemporalHandle(env('ARMADA_TEST_TEMPORAL_ADDRESS'), config.temporal.namespace);
+  const apps: FastifyInstance[] = [];
+  try {
+    const bases = {} as Bases;
+    for (const s of ['scheduler', 'traces'] as const) {
+      const app = await buildService(s, { db: pool, config, keys: resolveKeys(config), temporal, logger, metrics: createMetrics() });
+      apps.push(app);
+      bases[s] = await app.listen({ host: '127.0.0.1', port: 0 });
+    }
+    for (const [service, url] of [['scheduler', '/api/v1/workflows'], ['traces', '/api/v1/traces']] as const) {
+      const a = await send(bases, service, 'GET', url);
+      expect({ service, status: a.status, retryAfter: a.retryAfter, body: a.body }).toEqual({ service, status: 503, retryAfter: '1', body: { detail: expect.stringMatching(UNAVAILABLE_MESSAGE) } });
+    }
+  } finally {
+    await Promise.allSettled(apps.map((a) => a.close()));
+    await pool.end();
+    await temporal.close();
+    fs.rmSync(config.home, { recursive: true, force: true });
+  }
+});
