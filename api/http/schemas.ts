@@ -1,6 +1,7 @@
 /** Schemas shared by every task-service route: the envelope, pagination and error bodies. */
-import { Type, type TSchema, type TUnsafe } from 'typebox';
-import { MAX_OFFSET, MAX_PAGE } from './inputPolicy';
+import { Type, type TSchema, type TString, type TUnsafe } from 'typebox';
+import { MAX_OFFSET, MAX_PAGE, MAX_PATH_PARAM_LENGTH } from './inputPolicy';
+import { UUID_ANY_CASE } from './validation';
 
 export const MetaSchema = Type.Object({ timestamp: Type.String(), version: Type.String() });
 
@@ -60,7 +61,15 @@ export const PageQuery = {
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
 };
 
-export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
+/**
+ * An id in a request (path, query or body; 1 to 200 characters unless `bounds` say otherwise). The ids handed out are UUIDs, which
+ * are case-insensitive (RFC 9562): a UUID written in upper or mixed case is read in lower case (UUID_ANY_CASE,
+ * api/http/validation.ts), so it names the same row. Any other string is looked up as written.
+ */
+export const Id = (bounds: { minLength?: number; maxLength?: number } = { minLength: 1, maxLength: MAX_PATH_PARAM_LENGTH }): TString =>
+  Type.String({ ...bounds, description: 'an id; a UUID may be written in any letter case', [UUID_ANY_CASE]: true });
+
+export const IdParams = Type.Object({ id: Id() });
 
 /** JSON Schema `if`/`then`: when `condition` holds, `consequence` must too (for `allOf` in a schema's options). */
 export function ifThen(condition: Record<string, unknown>, consequence: Record<string, unknown>): Record<string, unknown> {

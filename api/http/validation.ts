@@ -7,6 +7,7 @@ import addFormats from 'ajv-formats';
 import { fullFormats } from 'ajv-formats/dist/formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FastifySchemaValidationError } from 'fastify/types/schema';
+import { lowerCaseUuids } from '../../lib/ids';
 
 const RFC3339_DATE_TIME = fullFormats['date-time'] as { validate: (s: string) => boolean };
 const SECOND = /[Tt ]\d{2}:\d{2}:(\d{2})/;
@@ -26,10 +27,29 @@ export function isStorableDateTime(s: string): boolean {
   return !Number.isNaN(t) && t >= MIN_INSTANT && t <= MAX_INSTANT;
 }
 
+/**
+ * A schema keyword of request strings that hold ids (api/http/schemas.ts `Id`): validation writes every UUID in the
+ * value in lower case, so an id in upper or mixed case names the row it names in lower case (UUIDs are
+ * case-insensitive, RFC 9562). One place for every path, query and body parameter; the OpenAPI documents show the
+ * keyword as the extension it is.
+ */
+export const UUID_ANY_CASE = 'x-uuid-any-case';
+
 function makeAjv(coerceTypes: boolean | 'array'): Ajv {
   const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
   addFormats(ajv);
   ajv.addFormat('date-time', { type: 'string', validate: isStorableDateTime });
+  ajv.addKeyword({
+    keyword: UUID_ANY_CASE,
+    type: 'string',
+    schemaType: 'boolean',
+    modifying: true,
+    errors: false,
+    validate: (on: boolean, data: string, _schema?: unknown, cxt?: { parentData: Record<string | number, unknown>; parentDataProperty: string | number }) => {
+      if (on && cxt?.parentData) cxt.parentData[cxt.parentDataProperty] = lowerCaseUuids(data);
+      return true;
+    },
+  });
   return ajv;
 }
 

@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import { APPROVAL_DECISIONS, APPROVAL_STATUSES, APPROVAL_TYPES } from '../../lib/db/approvals';
 import { NON_BLANK_PATTERN } from '../http/inputPolicy';
-import { Nullable, PageQuery, StringEnum, Timestamp } from '../http/schemas';
+import { Id, Nullable, PageQuery, StringEnum, Timestamp } from '../http/schemas';
 
 export const ApprovalResponseSchema = Type.Object({
   approver: Type.String(),
@@ -31,7 +31,7 @@ const Email = Type.String({ minLength: 3, maxLength: 320, pattern: '^[^\\s@]+@[^
 
 export const CreateApprovalBody = Type.Object(
   {
-    taskAttemptId: Type.String({ minLength: 1, maxLength: 200 }),
+    taskAttemptId: Id(),
     type: StringEnum(APPROVAL_TYPES),
     // stored trimmed, so it needs a character that is not white space (as task titles do); a blank one was stored ""
     title: Type.String({ minLength: 1, maxLength: 500, pattern: NON_BLANK_PATTERN }),

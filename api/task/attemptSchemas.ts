@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import { MERGE_STRATEGIES } from '../../lib/attempts/mergeStrategy';
 import { ATTEMPT_STATUSES } from '../../lib/db/attempts';
-import { Nullable, PageQuery, SeqAfter, StringEnum } from '../http/schemas';
+import { Id, Nullable, PageQuery, SeqAfter, StringEnum } from '../http/schemas';
 
 export const AttemptOptionsSchema = Type.Object(
   {
@@ -37,7 +37,7 @@ export const StartTaskHeaders = Type.Object({
 
 export const CreateAttemptBody = Type.Object(
   {
-    taskId: Type.String({ minLength: 1, maxLength: 200 }),
+    taskId: Id(),
     llm: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     options: Type.Optional(AttemptOptionsSchema),
     description: Type.Optional(Type.String({ maxLength: 20000 })),
@@ -88,7 +88,7 @@ export const Attempt = Type.Object({
 
 export const AttemptListQuery = Type.Object(
   {
-    taskId: Type.Optional(Type.String({ minLength: 1 })),
+    taskId: Type.Optional(Id({ minLength: 1 })),
     llm: Type.Optional(Type.String({ minLength: 1 })),
     status: Type.Optional(StringEnum(ATTEMPT_STATUSES)),
     ...PageQuery,
@@ -109,7 +109,7 @@ export const AttemptLogsQuery = Type.Object(
 
 export const TaskLogsQuery = Type.Object(
   {
-    attemptId: Type.Optional(Type.String({ minLength: 1 })),
+    attemptId: Type.Optional(Id({ minLength: 1 })),
     follow: Type.Optional(Type.Boolean()),
     level: Type.Optional(StringEnum(LEVELS)),
   },
@@ -176,7 +176,7 @@ export const MergeBody = Type.Object(
 );
 export const MergeResult = Type.Object({ attemptId: Type.String(), commitSha: Type.String(), merged: Type.Boolean(), mergedAt: Type.String(), cleanup: Type.Boolean(), strategy: Type.String() });
 
-export const CompareBody = Type.Object({ attemptIds: Type.Array(Type.String({ minLength: 1 }), { minItems: 2, maxItems: 2 }) }, { additionalProperties: false });
+export const CompareBody = Type.Object({ attemptIds: Type.Array(Id({ minLength: 1 }), { minItems: 2, maxItems: 2 }) }, { additionalProperties: false });
 export const CompareRow = Type.Object({
   id: Type.String(),
   llm: Type.String(),
@@ -200,7 +200,7 @@ export const CompareResult = Type.Object({
   }),
 });
 
-export const FollowUpBody = Type.Object({ prompt: Type.String({ minLength: 1, maxLength: 100000 }), draftId: Type.Optional(Type.String()), source: Type.Optional(Type.String()) }, { additionalProperties: false });
+export const FollowUpBody = Type.Object({ prompt: Type.String({ minLength: 1, maxLength: 100000 }), draftId: Type.Optional(Id({})), source: Type.Optional(Type.String()) }, { additionalProperties: false });
 
 export const Process = Type.Object({
   id: Type.String(),
@@ -228,7 +228,7 @@ export const ProcessListQuery = Type.Object(
   {
     status: Type.Optional(StringEnum(['running', 'completed', 'failed', 'cancelled', 'stopped'] as const)),
     llm: Type.Optional(Type.String({ minLength: 1 })),
-    attemptId: Type.Optional(Type.String({ minLength: 1 })),
+    attemptId: Type.Optional(Id({ minLength: 1 })),
     ...PageQuery,
   },
   { additionalProperties: false },

@@ -28,7 +28,7 @@ import { draftQueueItemView, draftView, followUpDraftView, queueItemView, retryD
 import { followUpDraftWorkflow, followUpQueueWorkflow } from '../../workflows/followUpWorkflows';
 import { ok } from '../http/envelope';
 import { NON_BLANK_PATTERN } from '../http/inputPolicy';
-import { Envelope, ErrorResponses, IdParams, Nullable, StringEnum, Timestamp } from '../http/schemas';
+import { Envelope, ErrorResponses, Id, IdParams, Nullable, StringEnum, Timestamp } from '../http/schemas';
 import { callTemporal } from '../http/temporalErrors';
 import { acceptsFollowUps } from './attemptService';
 import { schemaValidationError } from '../http/validation';
@@ -124,8 +124,8 @@ const DraftQueueBody = Type.Object(
   },
   { additionalProperties: false },
 );
-const DraftParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }), draftId: Type.String({ minLength: 1, maxLength: 200 }) });
-const ProjectParams = Type.Object({ projectId: Type.String({ minLength: 1, maxLength: 200 }) });
+const DraftParams = Type.Object({ id: Id(), draftId: Id() });
+const ProjectParams = Type.Object({ projectId: Id() });
 
 // What makes a required field "missing" in the spec's sense (INVALID_REQUEST) rather than malformed.
 const MISSING_KEYWORDS = new Set(['minLength', 'pattern', 'type', 'minItems']);

@@ -26,12 +26,13 @@ import { followEvents } from '../../lib/events/eventFollow';
 import type { StoredEvent } from '../../lib/events/publish';
 import { validationError } from '../../lib/errors';
 import { STREAM_ROUTE } from '../http/bearerAuth';
+import { UUID_ANY_CASE } from '../http/validation';
 import type { TaskPluginOptions } from './deps';
 import { farBehind, sendRoom } from '../http/wsTextFrames';
 
 const Query = Type.Object(
   {
-    topics: Type.Optional(Type.String({ maxLength: 2000, pattern: '^[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*$', description: 'comma-separated topics, e.g. project:<id>' })),
+    topics: Type.Optional(Type.String({ maxLength: 2000, pattern: '^[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*$', description: 'comma-separated topics, e.g. project:<id>; a UUID in a topic may be written in any letter case', [UUID_ANY_CASE]: true })),
     after: Type.Optional(
       Type.String({
         maxLength: EVENT_CURSOR_MAX_LENGTH,

@@ -4,6 +4,7 @@
  * error message on the socket and never throws: the socket's message handler runs outside any request, where an
  * exception would stop the whole process.
  */
+import { lowerCaseUuids } from '../../lib/ids';
 import { MAX_PATH_PARAM_LENGTH } from '../http/inputPolicy';
 
 /** Distinct subscriptions one socket may hold (each task id, and `*` for every task). */
@@ -32,5 +33,6 @@ export function parseTaskChannelMessage(raw: string): { message: TaskChannelMess
   if (typeof m.taskId !== 'string' || m.taskId.length === 0 || m.taskId.length > MAX_TASK_ID_LENGTH) {
     return { error: `taskId must be a task id (a string of 1 to ${MAX_TASK_ID_LENGTH} characters), or left out for every task` };
   }
-  return { message: { type: m.type, taskId: m.taskId } };
+  // a task id in upper or mixed case names the same task, as in the routes' parameters
+  return { message: { type: m.type, taskId: lowerCaseUuids(m.taskId) } };
 }

@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import { TASK_PRIORITIES, TASK_SORT_PATTERN, TASK_STATUSES } from '../../lib/db/tasks';
 import { NON_BLANK_PATTERN, nonBlankPatternWithout } from '../http/inputPolicy';
-import { Nullable, PageQuery, StringEnum } from '../http/schemas';
+import { Id, Nullable, PageQuery, StringEnum } from '../http/schemas';
 
 export const TaskStatus = StringEnum(TASK_STATUSES);
 export const TaskPriority = StringEnum(TASK_PRIORITIES);
@@ -58,7 +58,7 @@ export const TaskDetail = Type.Intersect([Task, Type.Object({ attempts: Type.Arr
 export const TaskListQuery = Type.Object(
   {
     ...PageQuery,
-    projectId: Type.Optional(Type.String({ minLength: 1 })),
+    projectId: Type.Optional(Id({ minLength: 1 })),
     status: Type.Optional(TaskStatus),
     priority: Type.Optional(TaskPriority),
     labels: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'comma-separated; a task matches when it has every label' })),
@@ -71,7 +71,7 @@ export const TaskListQuery = Type.Object(
 
 export const CreateTaskBody = Type.Object(
   {
-    projectId: Type.String({ minLength: 1 }),
+    projectId: Id({ minLength: 1 }),
     title: Title,
     description: Type.Optional(Description),
     priority: Type.Optional(TaskPriority),
@@ -94,7 +94,7 @@ const PatchFields = {
 
 export const PatchTaskBody = Type.Object(PatchFields, { additionalProperties: false, minProperties: 1 });
 
-const TaskIds = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { minItems: 1, maxItems: 100, uniqueItems: true });
+const TaskIds = Type.Array(Id(), { minItems: 1, maxItems: 100, uniqueItems: true });
 
 export const BulkUpdateBody = Type.Object(
   { taskIds: TaskIds, updates: Type.Object(PatchFields, { additionalProperties: false, minProperties: 1 }) },

@@ -16,7 +16,7 @@ import { publishTaskCreated } from '../../lib/events/taskEvents';
 import { actingUser } from '../http/actingUser';
 import { ok, okPage, pagination } from '../http/envelope';
 import { NON_BLANK_PATTERN } from '../http/inputPolicy';
-import { Envelope, ErrorResponses, IdParams, PagedEnvelope, PageQuery } from '../http/schemas';
+import { Envelope, ErrorResponses, Id, IdParams, PagedEnvelope, PageQuery } from '../http/schemas';
 import type { TaskPluginOptions } from './deps';
 import { Task } from './taskSchemas';
 import { taskView } from './tasks';
@@ -70,7 +70,7 @@ const ListQuery = Type.Object(
   { ...PageQuery, category: Type.Optional(Type.String({ maxLength: 100 })), search: Type.Optional(Type.String({ maxLength: 200 })) },
   { additionalProperties: false },
 );
-const ApplyBody = Type.Object({ projectId: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false });
+const ApplyBody = Type.Object({ projectId: Id() }, { additionalProperties: false });
 const Applied = Type.Object({ templateId: Type.String(), projectId: Type.String(), tasks: Type.Array(Task) });
 
 const templateView = (t: TaskTemplateRow) => ({
