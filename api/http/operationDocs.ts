@@ -87,8 +87,8 @@ const TASK: Catalogue = {
   'GET /api/processes/{id}/metrics': ['getProcessMetrics', 'Get process metrics', 'The CPU and memory samples of an execution process and their averages.'],
   'GET /api/projects/{id}/branches': ['listProjectBranches', 'List project branches', 'The branches of the project repository; branches Armada manages for attempts are marked.'],
   'GET /api/containers/{id}': ['getContainer', 'Get an attempt container', 'The worktree an attempt runs in (its id is the attempt id).'],
-  'GET /api/events/processes/{id}/logs': ['streamProcessLogs', 'Stream process logs', 'Server-sent events with the log lines of an execution process as they are written (`event: log`, `id: <seq>`); `Last-Event-ID` resumes after that seq. A Last-Event-ID past the last stored line starts at that line, announced first by `event: stream.ready` with `id: <its seq>` and data `{processId, seq, reset: true, requestedAfter}`.'],
-  'GET /api/events/task-attempts/{id}/diff': ['streamAttemptDiff', 'Stream an attempt diff', 'Server-sent events with the diff of an attempt as it changes.'],
+  'GET /api/events/processes/{id}/logs': ['streamProcessLogs', 'Stream process logs', 'Server-sent events with the log lines of an execution process as they are written (`event: log`, `id: <seq>`); `Last-Event-ID` resumes after that seq (a plain decimal numeral up to 2147483647, as `after`; any other value is a 400). A Last-Event-ID past the last stored line starts at that line, announced first by `event: stream.ready` with `id: <its seq>` and data `{processId, seq, reset: true, requestedAfter}`.'],
+  'GET /api/events/task-attempts/{id}/diff': ['streamAttemptDiff', 'Stream an attempt diff', 'Server-sent events with the diff of an attempt as it changes (`event: diff`, `id: <hash of the diff>`); `Last-Event-ID` with such an id sends nothing until the diff differs from it (any other value is a 400).'],
 };
 
 const SCHEDULER: Catalogue = {

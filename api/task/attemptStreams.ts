@@ -73,6 +73,28 @@ const RawLogSocketQuery = Type.Object({
 
 const SseResponse = { 200: Type.String({ description: 'text/event-stream' }), ...ErrorResponses };
 
+/**
+ * `Last-Event-ID` of the log stream: the seq of the last line received, read by the rule of every numeric parameter
+ * (a plain decimal numeral, bounded like `after`; api/http/validation.ts), so `0x2`, `1e0`, `2.5` or a seq beyond
+ * the column are a 400 naming the header, not a resume after some other line or from the first. An EventSource only
+ * ever sends back an id this route wrote, so a malformed one comes from another client, which reads the 400.
+ */
+const LogStreamHeaders = Type.Object({
+  'last-event-id': Type.Optional(
+    SeqAfter(
+      "resume after this seq (the `id:` of the last event received); past the last stored line, the stream starts at that line and says so first (`event: stream.ready`, data `{reset: true, requestedAfter}`); anything but a plain decimal numeral from 0 to 2147483647 is a 400",
+      'integer',
+    ),
+  ),
+});
+
+/** `Last-Event-ID` of the diff stream: the id of the diff event received (a hash of it: 16 lower-case hex digits). */
+const DiffStreamHeaders = Type.Object({
+  'last-event-id': Type.Optional(
+    Type.String({ pattern: '^[0-9a-f]{16}$', description: 'the `id:` of the last diff event received (16 hex digits): nothing is sent until the diff differs from it; any other value is a 400' }),
+  ),
+});
+
 export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPool }> = async (fastify, { deps, cpu }) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const diffFeeds = createDiffFeeds(deps, cpu);
@@ -182,12 +204,11 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
     logSocket('normalized'),
   );
 
-  app.get('/api/events/processes/:id/logs', { config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams, response: SseResponse } }, async (request, reply) => {
+  app.get('/api/events/processes/:id/logs', { config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams, headers: LogStreamHeaders, response: SseResponse } }, async (request, reply) => {
     const { id } = request.params;
     if (!(await getProcess(deps.db, id))) throw notFound(`Process ${id} not found`);
-    const last = Number(request.headers['last-event-id']);
-    // compared with the last stored line, never put in a query: a Last-Event-ID past any seq the column can hold is a reset too
-    const cursor = await checkLogCursor(deps.db, id, Number.isInteger(last) && last > 0 ? last : undefined);
+    // validated and read as a number (LogStreamHeaders); past the last stored line it is a reset
+    const cursor = await checkLogCursor(deps.db, id, request.headers['last-event-id']);
     const out = openSse(request, reply, { keepAliveMs: deps.config.sseKeepAliveMs });
     try {
       // its id is the real last line's, so an EventSource that ignores the event still resumes from it
@@ -213,12 +234,12 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
     }
   });
 
-  app.get('/api/events/task-attempts/:id/diff', { config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams, response: SseResponse } }, async (request, reply) => {
+  app.get('/api/events/task-attempts/:id/diff', { config: STREAM_ROUTE, schema: { tags: ['streams'], params: IdParams, headers: DiffStreamHeaders, response: SseResponse } }, async (request, reply) => {
     const { id } = request.params;
     if (!(await getAttempt(deps.db, id))) throw notFound(`Attempt ${id} not found`);
     // a diff is state, not a log: each event is the whole current diff, its id a hash of it; a client resuming
     // with the id of the diff it has gets nothing until the diff changes
-    let lastHash = typeof request.headers['last-event-id'] === 'string' ? request.headers['last-event-id'] : '';
+    let lastHash = request.headers['last-event-id'] ?? '';
     const out = openSse(request, reply, { keepAliveMs: deps.config.sseKeepAliveMs });
     // only the latest state matters: a viewer that is slow to write skips to it
     let latest: DiffFeedEvent | undefined;

