@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { listProjectRepoPaths } from '../../lib/db/projects';
 import { buildAccessPolicy, resolveAllowedDirectory } from '../../lib/fs/accessPolicy';
-import { listDirectory } from '../../lib/fs/directoryListing';
+import { ENTRY_TYPES, listDirectory } from '../../lib/fs/directoryListing';
 import { discoverGitRepositories } from '../../lib/fs/gitDiscovery';
 import { createRepoInspector } from '../../lib/fs/repoInspector';
 import { createWalkGate } from '../../lib/fs/walkGate';
@@ -15,13 +15,13 @@ import type { TaskPluginOptions } from './deps';
 
 const FilesystemEntry = Type.Object({
   name: Type.String(),
-  path: Type.String(),
-  type: StringEnum(['file', 'directory'] as const),
+  type: StringEnum(ENTRY_TYPES, { description: 'what the entry is, a symbolic link followed: file is a regular file' }),
+  path: Type.String({ description: 'absolute; given back as the `path` of a listing, it opens this entry as it is written, blanks and %XX included' }),
   isGitRepo: Type.Boolean(),
   hidden: Type.Boolean(),
   size: Type.Integer(),
   modifiedAt: Type.String(),
-  permissions: Type.String(),
+  permissions: Type.String({ description: '`ls -l` style: the type letter (d, -, p, s, b or c), then rwx for owner, group and others' }),
 });
 
 const DirectoryListing = Type.Object({
@@ -29,9 +29,12 @@ const DirectoryListing = Type.Object({
   entries: Type.Array(FilesystemEntry),
   totalEntries: Type.Integer(),
   directories: Type.Integer(),
-  files: Type.Integer(),
+  files: Type.Integer({ description: 'regular files; FIFOs, sockets and devices count in totalEntries only' }),
   gitRepos: Type.Integer(),
   truncated: Type.Boolean({ description: 'the 5,000-entry cap or the time budget ended the listing early' }),
+  skippedNonUtf8: Type.Integer({
+    description: 'entries left out because their name is not UTF-8 (JSON text cannot carry such a name, and no project can use a path holding one); hidden ones count only with showHidden',
+  }),
 });
 
 const GitRepository = Type.Object({

@@ -82,8 +82,9 @@ export async function buildAccessPolicy(input: AccessPolicyInput): Promise<Acces
 
 /**
  * Turns the `path` query value into an absolute, normalised path: percent-decoding repeated until stable (so
- * `%252e%252e` is caught too; `decode` false: taken as written), `~` expanded, `..` and `//` folded. Relative paths
- * and NUL bytes are refused.
+ * `%252e%252e` is caught too), blanks around it dropped, `~` expanded, `..` and `//` folded. Relative paths and NUL
+ * bytes are refused. `decode` false: taken as written, not decoded and only blanks before it dropped (no absolute
+ * path starts with one), so a name ending in a blank is kept.
  */
 export function normaliseRequestedPath(raw: string, home: string, decode = true): string {
   let p = raw;
@@ -98,7 +99,7 @@ export function normaliseRequestedPath(raw: string, home: string, decode = true)
     p = next;
   }
   if (p.includes('\0')) throw accessDenied(raw);
-  p = expandHome(p.trim(), home);
+  p = expandHome(decode ? p.trim() : p.trimStart(), home);
   if (!path.isAbsolute(p)) throw new AppError(400, 'VALIDATION_ERROR', 'path must be an absolute path', { path: 'must be an absolute path' });
   return path.resolve(p);
 }
@@ -110,11 +111,17 @@ export function normaliseRequestedPath(raw: string, home: string, decode = true)
  */
 export async function resolveAllowedDirectory(raw: string, policy: AccessPolicy, home: string): Promise<string> {
   const lexical = normaliseRequestedPath(raw, home);
-  // A name that holds %XX (a directory `x%41y`) is taken as written when that directory exists and is allowed:
-  // decoding it again named another one (`xAy`), so a directory the listing showed could not be opened. Otherwise
-  // the decoded path is checked as before (an encoded `..` is still folded and refused).
-  const literal = normaliseRequestedPath(raw, home, false);
-  if (literal !== lexical && policy.permits(literal)) {
+  // A name that holds %XX (a directory `x%41y`) or ends in a blank (` spaced `) is taken as written when that
+  // directory exists and is allowed: decoding it again named another one (`xAy`), and trimming it one without the
+  // blank, so a directory the listing showed could not be opened. Otherwise the decoded, trimmed path is checked as
+  // before (an encoded `..` is still folded and refused).
+  let literal: string | undefined;
+  try {
+    literal = normaliseRequestedPath(raw, home, false);
+  } catch {
+    literal = undefined; // not a path as written (`~ `): only the trimmed form names one
+  }
+  if (literal !== undefined && literal !== lexical && policy.permits(literal)) {
     const real = await fs.realpath(literal).catch(() => undefined);
     if (real && policy.permits(real) && (await fs.stat(real)).isDirectory()) return real;
   }

@@ -1,13 +1,18 @@
 /** Directory listing for GET /api/filesystem/list: entries of a directory already checked by the access policy. */
+import { isUtf8 } from 'node:buffer';
 import fs from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import path from 'node:path';
 import type { AccessPolicy } from './accessPolicy';
 
+/** What an entry is (after following a symbolic link): `file` is a regular file. */
+export const ENTRY_TYPES = ['file', 'directory', 'fifo', 'socket', 'block_device', 'character_device'] as const;
+export type EntryType = (typeof ENTRY_TYPES)[number];
+
 export interface FilesystemEntry {
   name: string;
   path: string;
-  type: 'file' | 'directory';
+  type: EntryType;
   isGitRepo: boolean;
   hidden: boolean;
   size: number;
@@ -20,10 +25,16 @@ export interface DirectoryListing {
   entries: FilesystemEntry[];
   totalEntries: number;
   directories: number;
+  /** regular files (FIFOs, sockets and devices are in totalEntries only) */
   files: number;
   gitRepos: number;
   /** true when the entry cap or the time budget stopped the listing early. */
   truncated: boolean;
+  /**
+   * Entries left out because their name is not UTF-8: JSON text cannot carry it, no path given back could name it,
+   * and no project can use a path holding it (PostgreSQL text is UTF-8). Hidden ones count only with showHidden.
+   */
+  skippedNonUtf8: number;
 }
 
 /** Directories a recursive listing never descends into (their contents are rarely wanted and can be huge). */
@@ -31,9 +42,19 @@ export const SKIP_DESCEND = new Set(['node_modules', '.git', 'vendor', 'bower_co
 
 export const MAX_ENTRIES = 5000;
 
-/** `drwxr-xr-x`-style permissions of a stat result. */
+/** The entry type of a stat result (a symbolic link's target: links are followed). */
+export function entryType(st: Stats): EntryType {
+  if (st.isDirectory()) return 'directory';
+  if (st.isFIFO()) return 'fifo';
+  if (st.isSocket()) return 'socket';
+  if (st.isBlockDevice()) return 'block_device';
+  if (st.isCharacterDevice()) return 'character_device';
+  return 'file';
+}
+
+/** `drwxr-xr-x`-style permissions of a stat result; the first letter is the type's, as `ls -l` writes it. */
 export function permissionString(st: Stats): string {
-  const kind = st.isDirectory() ? 'd' : st.isSymbolicLink() ? 'l' : '-';
+  const kind = st.isDirectory() ? 'd' : st.isSymbolicLink() ? 'l' : st.isFIFO() ? 'p' : st.isSocket() ? 's' : st.isBlockDevice() ? 'b' : st.isCharacterDevice() ? 'c' : '-';
   const bits = 'rwxrwxrwx';
   let out = kind;
   for (let i = 0; i < 9; i++) out += st.mode & (1 << (8 - i)) ? bits[i] : '-';
@@ -59,19 +80,25 @@ export interface ListOptions {
 
 /**
  * Up to `cap` names of `dir`, sorted, read with `opendir` so a directory of a million entries is never read (nor
- * sorted on the event loop) whole; `more` says names were left unread. Throws when the directory cannot be read.
+ * sorted on the event loop) whole; `more` says names were left unread. Names are read as bytes: one that is not
+ * UTF-8 would come back from a string read with U+FFFD in it, naming no entry, so it is set apart (`nonUtf8`, with
+ * whether it is hidden). Throws when the directory cannot be read.
  */
-async function readNames(dir: string, cap: number): Promise<{ names: string[]; more: boolean }> {
+async function readNames(dir: string, cap: number): Promise<{ names: string[]; more: boolean; nonUtf8: { hidden: boolean }[] }> {
   const names: string[] = [];
+  const nonUtf8: { hidden: boolean }[] = [];
   let more = false;
-  for await (const d of await fs.opendir(dir, { bufferSize: 64 })) {
-    if (names.length >= cap) {
+  // Node reads names as bytes with encoding 'buffer' (as readdir does); its typings only list string encodings here
+  for await (const d of await fs.opendir(dir, { bufferSize: 64, encoding: 'buffer' as BufferEncoding })) {
+    if (names.length + nonUtf8.length >= cap) {
       more = true;
       break;
     }
-    names.push(d.name);
+    const raw = d.name as unknown as Buffer;
+    if (isUtf8(raw)) names.push(raw.toString('utf8'));
+    else nonUtf8.push({ hidden: raw[0] === 0x2e });
   }
-  return { names: names.sort((a, b) => a.localeCompare(b)), more };
+  return { names: names.sort((a, b) => a.localeCompare(b)), more, nonUtf8 };
 }
 
 /**
@@ -82,6 +109,7 @@ export async function listDirectory(dir: string, policy: AccessPolicy, opts: Lis
   const entries: FilesystemEntry[] = [];
   const depthLimit = opts.recursive ? Math.max(1, opts.maxDepth) : 1;
   let truncated = false;
+  let skippedNonUtf8 = 0;
   const deadline = Date.now() + (opts.timeBudgetMs ?? 10_000);
   const walk = async (current: string, depth: number): Promise<void> => {
     let names: string[];
@@ -89,6 +117,7 @@ export async function listDirectory(dir: string, policy: AccessPolicy, opts: Lis
       const read = await readNames(current, MAX_ENTRIES);
       names = read.names;
       if (read.more) truncated = true;
+      skippedNonUtf8 += read.nonUtf8.filter((n) => opts.showHidden || !n.hidden).length;
     } catch {
       return; // unreadable directory: nothing to show
     }
@@ -117,7 +146,7 @@ export async function listDirectory(dir: string, policy: AccessPolicy, opts: Lis
       entries.push({
         name,
         path: full,
-        type: directory ? 'directory' : 'file',
+        type: entryType(st),
         isGitRepo: directory ? await isGitRepo(full) : false,
         hidden,
         size: st.size,
@@ -128,14 +157,14 @@ export async function listDirectory(dir: string, policy: AccessPolicy, opts: Lis
     }
   };
   await walk(dir, 1);
-  const directories = entries.filter((e) => e.type === 'directory').length;
   return {
     path: dir,
     entries,
     totalEntries: entries.length,
-    directories,
-    files: entries.length - directories,
+    directories: entries.filter((e) => e.type === 'directory').length,
+    files: entries.filter((e) => e.type === 'file').length,
     gitRepos: entries.filter((e) => e.isGitRepo).length,
     truncated,
+    skippedNonUtf8,
   };
 }

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import net from 'node:net';
 import path from 'node:path';
 import { makeGitRepo, startTestStack, type TestStack } from '../support/harness';
 
@@ -179,6 +180,50 @@ describe('GET /api/filesystem/list', () => {
     expect((await list(path.join(tree, 'outside', 'nope'))).statusCode).toBe(403);
     expect((await list('relative/path')).statusCode).toBe(400);
     expect((await stack.app('task').inject({ method: 'GET', url: '/api/filesystem/list' })).json().error.code).toBe('VALIDATION_ERROR');
+  });
+
+  test('odd names and special files: every listed path opens as given, a name that is not UTF-8 is counted as skipped, FIFOs and sockets have their own type', async () => {
+    const odd = path.join(root, 'odd');
+    for (const name of [' spaced ', ' lead', 'trail ', 'tab\tname']) fs.mkdirSync(path.join(odd, name), { recursive: true });
+    fs.writeFileSync(path.join(odd, ' spaced ', 'inside.txt'), 'x');
+    // a directory whose name is not UTF-8 (bad\xff\xfename), and one beside it that is fine
+    const badName = Buffer.concat([Buffer.from(`${odd}/bad`), Buffer.from([0xff, 0xfe]), Buffer.from('name')]);
+    fs.mkdirSync(badName);
+    execFileSync('mkfifo', [path.join(odd, 'pipe')]);
+    const server = net.createServer();
+    await new Promise<void>((r) => server.listen(path.join(odd, 'sock'), r));
+    try {
+      const res = await list(odd);
+      expect(res.statusCode).toBe(200);
+      const data = res.json().data;
+      const byName = Object.fromEntries(data.entries.map((e: { name: string }) => [e.name, e]));
+      expect(Object.keys(byName).sort()).toEqual([' lead', ' spaced ', 'pipe', 'sock', 'tab\tname', 'trail '].sort());
+      // every directory listed opens from the path the listing gives, blanks and all
+      for (const e of data.entries.filter((x: { type: string }) => x.type === 'directory')) {
+        const again = await list(e.path);
+        expect([e.path, again.statusCode]).toEqual([e.path, 200]);
+        expect(again.json().data.path).toBe(e.path);
+      }
+      expect((await list(path.join(odd, ' spaced '))).json().data.entries.map((e: { name: string }) => e.name)).toEqual(['inside.txt']);
+      // the name that JSON text cannot carry is not left out silently
+      expect(data.skippedNonUtf8).toBe(1);
+      expect(data.truncated).toBe(false);
+      expect(byName.pipe).toMatchObject({ type: 'fifo', size: 0 });
+      expect(byName.pipe.permissions).toMatch(/^p[rwx-]{9}$/);
+      expect(byName.sock).toMatchObject({ type: 'socket' });
+      expect(byName.sock.permissions).toMatch(/^s[rwx-]{9}$/);
+      expect(data).toMatchObject({ totalEntries: 6, directories: 4, files: 0 });
+      // a recursive listing counts it too
+      expect((await list(root, '&recursive=true&maxDepth=2')).json().data.skippedNonUtf8).toBe(1);
+      // blanks before the leading / are dropped; trailing ones only when the path does not exist with them
+      expect((await list(` ${odd}/ spaced `)).json().data.path).toBe(path.join(odd, ' spaced '));
+      expect((await list(`${odd}/ lead  `)).json().data.path).toBe(path.join(odd, ' lead'));
+      expect((await list(`${odd}/spaced`)).statusCode).toBe(404);
+    } finally {
+      server.close();
+      fs.rmdirSync(badName);
+      fs.rmSync(odd, { recursive: true, force: true });
+    }
   });
 
   test('the directory of a registered project is allowed', async () => {

@@ -44,7 +44,7 @@ export const deleteProject = (id: string) => api(`/projects/${encodeURIComponent
 export interface DirectoryEntry {
   name: string;
   path: string;
-  type: 'file' | 'directory';
+  type: 'file' | 'directory' | 'fifo' | 'socket' | 'block_device' | 'character_device';
   isGitRepo: boolean;
   hidden: boolean;
 }
