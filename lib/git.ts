@@ -59,6 +59,29 @@ export async function inspectLocalRepo(p: string): Promise<{ kind: RepoKind; top
   return { kind: 'worktree', topLevel: path.resolve(top.stdout.trim()) };
 }
 
+/**
+ * A branch name as `git check-ref-format --branch` accepts it, as a JSON Schema `pattern` (ECMA-262, Python and Rust's
+ * fancy-regex alike), so validation refuses what git would refuse and the OpenAPI document says exactly what is
+ * accepted. git's rules (refs/heads/<name>): not `HEAD`, no leading `-` (it would be read as an option: `--orphan=x`);
+ * no control character, space, `~ ^ : ? * [ \`; no `..`, no `@{`; not starting or ending with `/`, no `//`; no
+ * component starting with `.` or ending with `.lock`; not ending with `.`. `[\s\S]` rather than `.`, which stops at
+ * line terminators (U+2028 is a character git allows). test/unit/branchName.test.ts checks it against git.
+ */
+export const BRANCH_NAME_PATTERN = [
+  '^',
+  '(?!-)',
+  '(?!HEAD$)',
+  '(?!/)',
+  '(?![\\s\\S]*//)',
+  '(?![\\s\\S]*/$)',
+  '(?![\\s\\S]*\\.$)',
+  '(?![\\s\\S]*\\.\\.)',
+  '(?![\\s\\S]*@\\{)',
+  '(?!(?:[\\s\\S]*/)?\\.)',
+  '(?![\\s\\S]*\\.lock(?:/|$))',
+  '[^\\x00-\\x20\\x7f~^:?*\\[\\\\]+$',
+].join('');
+
 export type RepoUrlKind = { kind: 'local'; path: string } | { kind: 'remote'; url: string } | { kind: 'invalid' };
 
 /** Classifies a project's repository URL: a local path / file:// URL, or a remote (https, ssh, git, scp-like). */

@@ -1,6 +1,7 @@
 /** Schemas shared by every task-service route: the envelope, pagination and error bodies. */
 import { Type, type TSchema, type TString, type TUnsafe } from 'typebox';
 import { MAX_OFFSET, MAX_PAGE, MAX_PATH_PARAM_LENGTH } from './inputPolicy';
+import { BRANCH_NAME_PATTERN } from '../../lib/git';
 import { UUID_ANY_CASE } from './validation';
 
 export const MetaSchema = Type.Object({ timestamp: Type.String(), version: Type.String() });
@@ -70,6 +71,19 @@ export const Id = (bounds: { minLength?: number; maxLength?: number } = { minLen
   Type.String({ ...bounds, description: 'an id; a UUID may be written in any letter case', [UUID_ANY_CASE]: true });
 
 export const IdParams = Type.Object({ id: Id() });
+
+/**
+ * A git branch name: what `git check-ref-format --branch` accepts (BRANCH_NAME_PATTERN, lib/git.ts), so a name git
+ * would refuse, or read as an option (`--orphan=x`), is a 400 naming the field, and the document says the rule.
+ */
+export const BranchName = (options: { default?: string; description?: string } = {}): TString =>
+  Type.String({
+    minLength: 1,
+    maxLength: 250,
+    pattern: BRANCH_NAME_PATTERN,
+    ...options,
+    description: `${options.description ? `${options.description}; ` : ''}a branch name git accepts (git check-ref-format --branch): not HEAD, no leading -, no control characters, spaces or ~^:?*[\\, no .. or @{, no leading, trailing or doubled /, no component starting with . or ending with .lock, not ending with .`,
+  });
 
 /** JSON Schema `if`/`then`: when `condition` holds, `consequence` must too (for `allOf` in a schema's options). */
 export function ifThen(condition: Record<string, unknown>, consequence: Record<string, unknown>): Record<string, unknown> {

@@ -24,7 +24,7 @@ import { actingUser } from '../http/actingUser';
 import { classifyError, setRetryAfter } from '../http/errorHandlers';
 import { schemaValidationError } from '../http/validation';
 import { ok } from '../http/envelope';
-import { Envelope, ErrorSchema, IdParams, PageNumber, StringEnum } from '../http/schemas';
+import { BranchName, Envelope, ErrorSchema, IdParams, PageNumber, StringEnum } from '../http/schemas';
 import type { TaskAppDeps, TaskPluginOptions } from './deps';
 import { WEBHOOK_URL_PATTERN } from './webhooks';
 
@@ -257,7 +257,7 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
           {
             title: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
             body: Type.Optional(Type.String({ maxLength: 65536 })),
-            baseBranch: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+            baseBranch: Type.Optional(BranchName({ description: "the pull request's base (default: the attempt's base branch)" })),
             draft: Type.Optional(Type.Boolean()),
           },
           { additionalProperties: false },

@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import { REPO_URL_PATTERN } from '../../lib/git';
 import { NON_BLANK_PATTERN } from '../http/inputPolicy';
-import { Nullable, StringEnum } from '../http/schemas';
+import { BranchName, Nullable, StringEnum } from '../http/schemas';
 
 const Name = Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK_PATTERN });
 
@@ -66,7 +66,7 @@ export const CreateProjectBody = Type.Object(
     repository: Type.Object(
       {
         url: Type.String({ minLength: 1, maxLength: 2000, pattern: REPO_URL_PATTERN, description: 'a code hosting URL (https, ssh or git@host:path), an absolute local path or a file:// URL' }),
-        branch: Type.Optional(Type.String({ minLength: 1, maxLength: 250, pattern: '^[^\\s~^:?*\\[\\\\]+$', default: 'main' })),
+        branch: Type.Optional(BranchName({ default: 'main', description: 'the branch attempts fork from and merge into (default main)' })),
       },
       { additionalProperties: false },
     ),
