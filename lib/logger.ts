@@ -1,8 +1,10 @@
 /**
- * pino logging; keys, tokens and secrets are redacted wherever they appear in a logged object. Lines are JSON, or
+ * pino logging; keys, tokens and secrets are redacted wherever they appear in a logged object, and so are the
+ * credentials of URLs in messages, top-level string fields and errors (lib/urlCredentials.ts). Lines are JSON, or
  * human-readable (`HH:MM:SS.mmm LEVEL [component] message key=value`) with format `pretty`: the default on a TTY.
  */
 import pino, { type Logger } from 'pino';
+import { redactUrlCredentials } from './urlCredentials';
 
 export const REDACT_PATHS = [
   'req.headers.authorization',
@@ -69,9 +71,36 @@ export function prettyDestination(out: { write(s: string): unknown } = process.s
   return { write: (line: string) => void out.write(formatPrettyLine(line.trimEnd())) };
 }
 
+/** pino's error serializer, with the credentials of URLs in the message and stack redacted. */
+function errWithoutCredentials(e: Error): unknown {
+  const s = pino.stdSerializers.err(e) as unknown;
+  if (!s || typeof s !== 'object') return s;
+  const out = s as { message?: unknown; stack?: unknown };
+  if (typeof out.message === 'string') out.message = redactUrlCredentials(out.message);
+  if (typeof out.stack === 'string') out.stack = redactUrlCredentials(out.stack);
+  return out;
+}
+
 export function createLogger(level: string, name = 'armada', destination?: pino.DestinationStream, format: LogFormat = 'json'): Logger {
   const dest = format === 'pretty' ? prettyDestination(destination ?? process.stdout) : destination;
-  return pino({ name, level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, dest);
+  return pino(
+    {
+      name,
+      level,
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      serializers: { err: errWithoutCredentials },
+      hooks: {
+        // the message (and any format arguments) of every call
+        logMethod(args, method) {
+          method.apply(this, args.map((a) => (typeof a === 'string' ? redactUrlCredentials(a) : a)) as Parameters<typeof method>);
+        },
+      },
+      formatters: {
+        log: (o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, typeof v === 'string' ? redactUrlCredentials(v) : v])),
+      },
+    },
+    dest,
+  );
 }
 
 export type { Logger };

@@ -6,6 +6,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { faultPoint, type Faults } from '../../lib/faults';
 import { git, gitOrThrow } from '../../lib/git';
+import { redactUrlCredentials } from '../../lib/urlCredentials';
 
 export interface PushBranchInput {
   /** the attempt's worktree, else the project repository */
@@ -13,9 +14,9 @@ export interface PushBranchInput {
   branch: string;
 }
 
-/** The first line of git's message, with any credentials in URLs removed. */
+/** The first line of git's message, with any credentials in URLs redacted. */
 export function pushErrorMessage(stderr: string): string {
-  return (stderr.trim().split('\n')[0] ?? '').replace(/\/\/[^@/\s]+@/g, '//');
+  return redactUrlCredentials(stderr.trim().split('\n')[0] ?? '');
 }
 
 export async function pushBranch(deps: { faults?: Faults }, input: PushBranchInput): Promise<{ commit: string }> {

@@ -45,7 +45,13 @@ const GitRepository = Type.Object({
   branch: Type.String(),
   hasUncommittedChanges: Type.Boolean(),
   hasUnpushedCommits: Type.Boolean(),
-  remotes: Type.Array(Type.Object({ name: Type.String(), url: Type.String(), type: StringEnum(['https', 'ssh', 'file'] as const) })),
+  remotes: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      url: Type.String({ description: 'the remote URL with any credentials redacted (user:***@, or ***@ for an http(s) user name alone)' }),
+      type: StringEnum(['https', 'ssh', 'file'] as const),
+    }),
+  ),
   lastCommit: Nullable(Type.Object({ hash: Type.String(), message: Type.String(), author: Type.String(), date: Type.String() })),
 });
 

@@ -6,6 +6,9 @@ import { BranchName, Nullable, StringEnum } from '../http/schemas';
 
 const Name = Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK_PATTERN });
 
+/** repository.url in responses: as given, less its credentials (docs/security.md, "Credentials in URLs"). */
+const RepositoryUrlShown = Type.String({ description: 'the URL as given, with any credentials redacted: user:***@ for a password, ***@ for an http(s) user name alone (a token)' });
+
 export const ProjectListItem = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -13,14 +16,14 @@ export const ProjectListItem = Type.Object({
   git_repo_path: Type.String(),
   setup_script: Type.String(),
   dev_script: Type.String(),
-  repository: Type.Object({ url: Type.String(), branch: Type.String() }),
+  repository: Type.Object({ url: RepositoryUrlShown, branch: Type.String() }),
   defaultLLM: Nullable(Type.String()),
   createdAt: Type.String(),
   updatedAt: Type.String(),
 });
 
 export const Repository = Type.Object({
-  url: Type.String(),
+  url: RepositoryUrlShown,
   branch: Type.String(),
   lastSync: Nullable(Type.String()),
   status: Type.String({ description: 'ready, cloning (a remote URL being cloned by a worker) or failed' }),
@@ -65,7 +68,7 @@ export const CreateProjectBody = Type.Object(
     description: Type.Optional(Type.String({ maxLength: 10_000 })),
     repository: Type.Object(
       {
-        url: Type.String({ minLength: 1, maxLength: 2000, pattern: REPO_URL_PATTERN, description: 'a code hosting URL (https, ssh or git@host:path), an absolute local path or a file:// URL' }),
+        url: Type.String({ minLength: 1, maxLength: 2000, pattern: REPO_URL_PATTERN, description: 'a code hosting URL (https, ssh or git@host:path), an absolute local path or a file:// URL; credentials in it (https://user:password@host/…) are used to clone and never shown (responses and logs redact them)' }),
         branch: Type.Optional(BranchName({ default: 'main', description: 'the branch attempts fork from and merge into (default main)' })),
       },
       { additionalProperties: false },

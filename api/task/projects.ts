@@ -4,6 +4,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { conflict, notFound, validationError } from '../../lib/errors';
+import { redactUrlCredentials } from '../../lib/urlCredentials';
 import { newId } from '../../lib/ids';
 import { classifyRepoUrl, inspectLocalRepo } from '../../lib/git';
 import {
@@ -36,7 +37,8 @@ export function projectListItem(p: ProjectRow) {
     git_repo_path: p.git_repo_path ?? '',
     setup_script: p.setup_script,
     dev_script: p.dev_script,
-    repository: { url: p.repo_url, branch: p.repo_branch },
+    // stored with its credentials (the clone needs them), shown without (lib/urlCredentials.ts)
+    repository: { url: redactUrlCredentials(p.repo_url), branch: p.repo_branch },
     defaultLLM: p.default_llm,
     createdAt: p.created_at.toISOString(),
     updatedAt: p.updated_at.toISOString(),
@@ -52,11 +54,11 @@ async function projectDetail(deps: TaskServiceDeps, p: ProjectRow) {
     name: p.name,
     description: p.description,
     repository: {
-      url: p.repo_url,
+      url: redactUrlCredentials(p.repo_url),
       branch: p.repo_branch,
       lastSync: iso(p.last_sync),
       status: p.clone_status,
-      ...(p.clone_error ? { error: p.clone_error } : {}),
+      ...(p.clone_error ? { error: redactUrlCredentials(p.clone_error) } : {}),
     },
     git_repo_path: p.git_repo_path ?? '',
     setup_script: p.setup_script,

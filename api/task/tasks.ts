@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import { notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
+import { redactUrlCredentials } from '../../lib/urlCredentials';
 import { getProject } from '../../lib/db/projects';
 import { FOREIGN_KEY_VIOLATION, withTransaction } from '../../lib/db/pool';
 import { attemptDurationSeconds, type AttemptSummaryRow } from '../../lib/db/attempts';
@@ -93,7 +94,7 @@ function taskDetail({ t, attempts }: TaskDetailRows) {
     ...taskView(t),
     metadata: {
       ...t.metadata,
-      repository: project?.repo_url ?? null,
+      repository: project?.repo_url ? redactUrlCredentials(project.repo_url) : null,
       branch: latest?.branch ?? project?.repo_branch ?? null,
       worktreePath: latest?.worktree_path ?? null,
     },

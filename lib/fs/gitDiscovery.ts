@@ -5,6 +5,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { git } from '../git';
+import { redactUrlCredentials } from '../urlCredentials';
 import type { AccessPolicy } from './accessPolicy';
 import { SKIP_DESCEND } from './directoryListing';
 
@@ -69,7 +70,8 @@ export async function inspectRepository(dir: string): Promise<GitRepositoryRecor
   const remotes: GitRemote[] = [];
   for (const line of remotesOut.stdout.split('\n')) {
     const m = /^(\S+)\t(\S+) \(fetch\)$/.exec(line);
-    if (m?.[1] && m[2]) remotes.push({ name: m[1], url: m[2], type: remoteType(m[2]) });
+    // shown without its credentials (a remote may carry a password or token: lib/urlCredentials.ts)
+    if (m?.[1] && m[2]) remotes.push({ name: m[1], url: redactUrlCredentials(m[2]), type: remoteType(m[2]) });
   }
   let branch = head.code === 0 ? head.stdout.trim() : '';
   if (!branch) {

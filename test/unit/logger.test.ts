@@ -26,6 +26,15 @@ test('json: pino lines', () => {
   expect(JSON.parse(lines[0])).toMatchObject({ level: 30, msg: 'hello', apiKey: '[redacted]' });
 });
 
+test('credentials in URLs are redacted in messages and errors (docs/security.md)', () => {
+  const { logger, lines } = capture('json');
+  logger.warn({ url: 'https://user:s3cret@host/x.git' }, 'cloning https://t0ken@github.com/a/b.git');
+  logger.error({ err: new Error("fatal: unable to access 'http://user:s3cret@127.0.0.1:1/x.git/'") }, 'clone failed');
+  expect(lines.join('\n')).not.toMatch(/s3cret|t0ken/);
+  expect(JSON.parse(lines[0] as string)).toMatchObject({ msg: 'cloning https://***@github.com/a/b.git', url: 'https://user:***@host/x.git' });
+  expect(JSON.parse(lines[1] as string).err.message).toBe("fatal: unable to access 'http://user:***@127.0.0.1:1/x.git/'");
+});
+
 test('ARMADA_LOG_FORMAT wins; otherwise pretty on a TTY and JSON elsewhere; bad values name the key', () => {
   expect(resolveLogFormat(undefined, true)).toBe('pretty');
   expect(resolveLogFormat(undefined, false)).toBe('json');
