@@ -54,7 +54,9 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   const background = createBackgroundWork(base.logger);
   app.addHook('onClose', async () => background.settle());
   const deps: TaskAppDeps = { ...base, events, logs, metrics, background };
-  await app.register(websocket, { options: { maxPayload: 64 * 1024 }, errorHandler: websocketErrorHandler });
+  // handleProtocols: the sockets implement no subprotocol, so none is ever selected (RFC 6455 §4.2.2); ws's default
+  // echoed the first one a client offered, telling it the server spoke that protocol
+  await app.register(websocket, { options: { maxPayload: 64 * 1024, handleProtocols: () => false }, errorHandler: websocketErrorHandler });
   installUpgradeRequired(app);
   await app.register(projectRoutes, { prefix: '/api', deps });
   await app.register(taskRoutes, { prefix: '/api', deps });
