@@ -6,7 +6,7 @@ import { attemptDurationSeconds, getAttempt } from '../lib/db/attempts';
 import { runAgent, type RunAgentInput, type RunAgentResult } from './agent/runAgent';
 import { mergeBranch, type MergeInput } from './git/mergeAttempt';
 import { pushBranch, type PushBranchInput } from './git/pushBranch';
-import { readWorktree, type WorktreeRead } from '../lib/attempts/readWorktree';
+import { MAX_REMOTE_DIFF_BYTES, readWorktree, type WorktreeRead } from '../lib/attempts/readWorktree';
 import { commitChanges, prepareWorktree, removeWorktree } from './git/worktree';
 import { commitWorktree, WorkOffTheAttempt } from './git/commitWorktree';
 import type { AttemptChanges } from '../lib/db/attempts';
@@ -46,8 +46,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
     commitChanges: (input: { attemptId: string; worktreePath: string; baseCommit: string; message: string }) => keepAlive(() => commitChanges(deps, input)),
     removeWorktree: (input: { attemptId: string | null; repoPath: string; worktreePath: string | null; branch: string | null; deleteBranch: boolean }) =>
       keepAlive(() => removeWorktree(deps, input)),
-    /** A read of a worktree on its host, for API replicas elsewhere (hostReadWorkflow). */
-    readWorktree: (request: WorktreeRead) => readWorktree(request),
+    /** A read of a worktree on its host, for API replicas elsewhere (hostReadWorkflow): a diff fitted within one payload. */
+    readWorktree: (request: WorktreeRead) => readWorktree(request, { maxDiffBytes: MAX_REMOTE_DIFF_BYTES }),
     /** create-pr's push of the attempt branch, on the attempt's host (pushBranchWorkflow). */
     pushBranch: (input: PushBranchInput) => keepAlive(() => pushBranch(deps, input)),
     mergeBranch: (input: MergeInput) => keepAlive(() => mergeBranch(input, { faults: deps.faults })),

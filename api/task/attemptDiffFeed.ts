@@ -10,7 +10,7 @@ import { getProject } from '../../lib/db/projects';
 import { getTask } from '../../lib/db/tasks';
 import type { CpuPool } from '../../lib/attempts/cpuPool';
 import type { DiffEventBody } from '../../lib/attempts/diffEvent';
-import { readAttemptWorktree } from '../../lib/attempts/hostReads';
+import { diffText, readAttemptWorktree } from '../../lib/attempts/hostReads';
 import type { DiffSource } from '../../lib/attempts/gitDiff';
 import { isAppError } from '../../lib/errors';
 import { counter } from '../../lib/metrics';
@@ -59,7 +59,7 @@ export function createDiffFeeds(deps: TaskAppDeps, cpu: CpuPool, intervalMs = 10
       if (fingerprint === undefined || fingerprint !== f.fingerprint || f.current?.type !== 'diff') {
         const read = await readAttemptWorktree(deps, at, { op: 'diff', source });
         reads.inc({ kind: 'diff' });
-        const body = await cpu.diffEvent(read.op === 'diff' ? read.text : '');
+        const body = await cpu.diffEvent(diffText(read));
         f.fingerprint = fingerprint;
         if (f.current?.type !== 'diff' || f.current.body.hash !== body.hash || f.current.status !== a.status) emit(f, { type: 'diff', status: a.status, body });
       }

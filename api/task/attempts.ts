@@ -22,7 +22,7 @@ import { serverTiming, withServerTiming } from '../http/serverTiming';
 import type { CpuPool } from '../../lib/attempts/cpuPool';
 import { splitRows } from '../../lib/attempts/diffParse';
 import { safeRelativePath } from '../../lib/attempts/gitDiff';
-import { readAttemptWorktree } from '../../lib/attempts/hostReads';
+import { diffText, readAttemptWorktree } from '../../lib/attempts/hostReads';
 import { levelsFrom, logLine, streamLogRows } from '../../lib/attempts/logStream';
 import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
 import { attemptDurationSeconds, getAttempt, listAttempts, listAttemptsForTask, TERMINAL_ATTEMPT_STATUSES, type AttemptRow } from '../../lib/db/attempts';
@@ -109,7 +109,7 @@ export async function attemptDiff(deps: TaskAppDeps, cpu: CpuPool, a: AttemptRow
     source: { worktreePath, repoPath: project?.git_repo_path ?? null, baseCommit: a.base_commit, branch: a.branch },
     file: rel,
   });
-  const text = read.op === 'diff' ? read.text : '';
+  const text = diffText(read);
   const parsed = await cpu.parseDiff(text);
   if (format === 'unified') return { format, diff: text, summary: parsed.summary };
   if (format === 'split') {

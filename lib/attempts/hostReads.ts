@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import type { ArmadaConfig } from '../config';
 import { AppError } from '../errors';
 import type { TemporalHandle } from '../temporal/client';
-import { readWorktree, type WorktreeRead, type WorktreeReadResult } from './readWorktree';
+import { diffReadFailed, diffTooLarge } from './diffErrors';
+import { MAX_REMOTE_DIFF_BYTES, readWorktree, type WorktreeRead, type WorktreeReadResult } from './readWorktree';
 
 export interface HostReadDeps {
   config: ArmadaConfig;
@@ -53,4 +54,14 @@ export async function readAttemptWorktree(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The diff text of a diff read, or the error that it is not one: a diff that does not fit a host read even with every
+ * file omitted, or an answer of another kind (a worker of an older version). Never an empty diff in their place.
+ */
+export function diffText(read: WorktreeReadResult): string {
+  if (read.op !== 'diff') throw diffReadFailed("the read on the attempt's host", `it answered a ${read.op} read, not a diff`);
+  if (read.truncated) throw diffTooLarge(`even its list of files, without their lines, is past the ${MAX_REMOTE_DIFF_BYTES / 1_000_000} MB a read from the attempt's host carries`);
+  return read.text;
 }
