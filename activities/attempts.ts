@@ -7,10 +7,11 @@ import { runAgent, type RunAgentInput, type RunAgentResult } from './agent/runAg
 import { mergeBranch, type MergeInput } from './git/mergeAttempt';
 import { pushBranch, type PushBranchInput } from './git/pushBranch';
 import { MAX_REMOTE_DIFF_BYTES, readWorktree, type WorktreeRead } from '../lib/attempts/readWorktree';
+import { isAppError } from '../lib/errors';
 import { commitChanges, prepareWorktree, removeWorktree } from './git/worktree';
 import { commitWorktree, WorkOffTheAttempt } from './git/commitWorktree';
 import type { AttemptChanges } from '../lib/db/attempts';
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { keepAlive } from './keepAlive';
 import type { ActivityDeps } from './index';
 
@@ -46,8 +47,19 @@ export function createAttemptActivities(deps: ActivityDeps) {
     commitChanges: (input: { attemptId: string; worktreePath: string; baseCommit: string; message: string }) => keepAlive(() => commitChanges(deps, input)),
     removeWorktree: (input: { attemptId: string | null; repoPath: string; worktreePath: string | null; branch: string | null; deleteBranch: boolean }) =>
       keepAlive(() => removeWorktree(deps, input)),
-    /** A read of a worktree on its host, for API replicas elsewhere (hostReadWorkflow): a diff fitted within one payload. */
-    readWorktree: (request: WorktreeRead) => readWorktree(request, { maxDiffBytes: MAX_REMOTE_DIFF_BYTES }),
+    /**
+     * A read of a worktree on its host, for API replicas elsewhere (hostReadWorkflow): a diff fitted within one
+     * payload. A read that fails for good (an AppError: the diff cannot be read or is too large) is not retried and
+     * reaches the API as that error (lib/attempts/hostReads.ts).
+     */
+    readWorktree: async (request: WorktreeRead) => {
+      try {
+        return await readWorktree(request, { maxDiffBytes: MAX_REMOTE_DIFF_BYTES });
+      } catch (err) {
+        if (!isAppError(err)) throw err;
+        throw ApplicationFailure.create({ type: err.code, message: err.message, nonRetryable: true, details: [{ statusCode: err.statusCode }] });
+      }
+    },
     /** create-pr's push of the attempt branch, on the attempt's host (pushBranchWorkflow). */
     pushBranch: (input: PushBranchInput) => keepAlive(() => pushBranch(deps, input)),
     mergeBranch: (input: MergeInput) => keepAlive(() => mergeBranch(input, { faults: deps.faults })),

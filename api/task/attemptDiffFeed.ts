@@ -19,6 +19,8 @@ import type { TaskAppDeps } from './deps';
 export type DiffFeedEvent =
   | { type: 'diff'; status: AttemptRow['status']; body: DiffEventBody }
   | { type: 'unavailable'; message: string }
+  /** the diff could not be read (logged); the stream ends after it */
+  | { type: 'error'; code: string; message: string }
   | { type: 'end' };
 
 export interface DiffFeeds {
@@ -80,7 +82,10 @@ export function createDiffFeeds(deps: TaskAppDeps, cpu: CpuPool, intervalMs = 10
         await new Promise((r) => setTimeout(r, intervalMs));
       }
     } catch (err) {
-      deps.logger.warn({ err: { message: (err as Error).message }, attemptId }, 'live diff read failed');
+      deps.logger.error({ err, attemptId }, 'live diff read failed');
+      // the viewers are told, not left with a stream that just ends (an internal error's text stays in the log)
+      const said = isAppError(err) ? { code: err.code, message: err.message } : { code: 'INTERNAL_ERROR', message: 'The diff could not be read' };
+      emit(f, { type: 'error', ...said });
     } finally {
       if (feeds.get(attemptId) === f) feeds.delete(attemptId);
       emit(f, { type: 'end' });

@@ -261,6 +261,8 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
         if (e?.type === 'unavailable' && lastHash !== 'unavailable') {
           await out.write('unavailable', { attemptId: id, message: e.message }, lastHash || undefined);
           lastHash = 'unavailable';
+        } else if (e?.type === 'error') {
+          await out.write('error', { attemptId: id, code: e.code, message: e.message });
         } else if (e?.type === 'diff' && e.body.hash !== lastHash) {
           const json = `{"attemptId":${JSON.stringify(id)},"status":${JSON.stringify(e.status)},"files":${e.body.filesJson},"summary":${JSON.stringify(e.body.summary)}}`;
           await out.writeJson('diff', json, e.body.hash);

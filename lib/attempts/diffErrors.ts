@@ -1,6 +1,6 @@
 /**
  * The errors of a diff read, one place for their codes: a diff that cannot be read is one of these for the reader
- * (a 500 the error handler logs), never an empty or partial diff in its place.
+ * (a 500 the error handler logs, `event: error` on the live stream), never an empty or partial diff in its place.
  */
 import { AppError } from '../errors';
 

@@ -5,7 +5,8 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { git } from '../git';
+import { GIT_MAX_OUTPUT_BYTES, git } from '../git';
+import { diffReadFailed, diffTooLarge } from './diffErrors';
 import { cQuote, OMITTED_MARKER } from './diffParse';
 import { type ChangedFile, parseRawNumstatZ } from './rawNumstat';
 
@@ -39,26 +40,33 @@ function omittedBlock(
   return `diff --git ${a} ${b}\n${header}${OMITTED_MARKER}: ${file.added} lines added, ${file.removed} removed (${why})\n`;
 }
 
-/** Tracked changes file by file (`--raw --numstat -z`): status, paths and line counts (binary files count 0). */
-async function trackedFiles(cwd: string, revs: string[], pathspec: string[]): Promise<ChangedFile[]> {
-  const r = await git(cwd, ['diff', '--raw', '--numstat', '-z', '-M', ...revs, ...pathspec]);
-  if (r.code !== 0) throw new Error(`git diff failed: ${r.stderr.trim()}`);
+/** Changes file by file (`--raw --numstat -z`): status, paths and line counts (binary files count 0). */
+async function changedFiles(cwd: string, revs: string[], pathspec: string[]): Promise<ChangedFile[]> {
+  const r = await git(cwd, ['diff', '--raw', '--numstat', '-z', '-M', ...revs, '--', ...pathspec]);
+  if (r.code !== 0) throw diffReadFailed('git diff --numstat', r);
   return parseRawNumstatZ(r.stdout);
 }
 
-/** The tracked diff with each file past MAX_SHOWN_FILE_LINES as an omitted block: one diff of the others, one numstat. */
-async function trackedDiffWithin(cwd: string, revs: string[], pathspec: string[]): Promise<string> {
-  const files = await trackedFiles(cwd, revs, pathspec);
-  const big = files.filter((f) => f.added + f.removed > MAX_SHOWN_FILE_LINES);
-  const shown = files.filter((f) => !big.includes(f));
-  let text = '';
-  if (shown.length) {
-    const paths = shown.flatMap((f) => (f.oldPath ? [f.oldPath, f.path] : [f.path])).map((p) => `:(literal)${p}`);
-    const r = await git(cwd, ['diff', '--no-color', '--no-ext-diff', '-M', ...revs, '--', ...paths]);
-    if (r.code !== 0) throw new Error(`git diff failed: ${r.stderr.trim() || 'its output is too large'}`);
-    text = r.stdout;
-  }
-  return text + big.map((f) => omittedBlock(f)).join('');
+/**
+ * `git diff revs -- pathspec` whole when it is within git's output buffer; past it, again without the files over
+ * MAX_SHOWN_FILE_LINES, which are listed as omitted blocks (one diff of the others, one numstat). Still past it: a
+ * DIFF_TOO_LARGE error, not a part of the diff.
+ */
+async function diffWithin(cwd: string, revs: string[], pathspec: string[], maxBuffer?: number): Promise<string> {
+  const args = ['diff', '--no-color', '--no-ext-diff', '-M', ...revs, '--'];
+  const whole = await git(cwd, [...args, ...pathspec], { maxBuffer });
+  if (whole.code === 0) return whole.stdout;
+  // git's own failures exit 128 or 129; a git stopped at the buffer is 1 (lib/process/launcher.ts)
+  if (whole.code >= 128) throw diffReadFailed('git diff', whole);
+  const big = (await changedFiles(cwd, revs, pathspec)).filter((f) => f.added + f.removed > MAX_SHOWN_FILE_LINES);
+  const tooLarge = () => diffTooLarge(`past the ${(maxBuffer ?? GIT_MAX_OUTPUT_BYTES) / 1024 / 1024} MiB read of one even without the files over ${MAX_SHOWN_FILE_LINES} changed lines`);
+  if (!big.length) throw tooLarge();
+  // the others: everything but the big files (their old names too), so no name has to be spelled back to git
+  const exclude = big.flatMap((f) => (f.oldPath ? [f.oldPath, f.path] : [f.path])).map((p) => `:(exclude,literal)${p}`);
+  const rest = await git(cwd, [...args, ...(pathspec.length ? pathspec : ['.']), ...exclude], { maxBuffer });
+  if (rest.code >= 128) throw diffReadFailed('git diff', rest);
+  if (rest.code !== 0) throw tooLarge();
+  return rest.stdout + big.map((f) => omittedBlock(f)).join('');
 }
 
 /** Lines of a file (counting a last line without a newline), read in chunks. */
@@ -76,13 +84,11 @@ async function countLines(file: string): Promise<number> {
 export async function readAttemptDiff(src: DiffSource, file?: string, opts: { maxBytes?: number } = {}): Promise<string> {
   if (!src.baseCommit) return '';
   // the name as it is: `*`, `?`, `[` and a leading `:` are pathspec magic to git, not to a caller naming one file
-  const pathspec = file ? ['--', `:(literal)${file}`] : [];
+  const pathspec = file ? [`:(literal)${file}`] : [];
   const maxBuffer = opts.maxBytes; // tests: a smaller git output buffer than GIT_MAX_OUTPUT_BYTES
   if (src.worktreePath && fs.existsSync(src.worktreePath)) {
-    const tracked = await git(src.worktreePath, ['diff', '--no-color', '--no-ext-diff', '-M', src.baseCommit, ...pathspec], { maxBuffer });
-    // failed, most likely past git's output buffer: again with the largest files as omitted blocks
-    let text = tracked.code === 0 ? tracked.stdout : await trackedDiffWithin(src.worktreePath, [src.baseCommit], pathspec);
-    const untracked = await git(src.worktreePath, ['ls-files', '--others', '--exclude-standard', '-z', ...pathspec]);
+    let text = await diffWithin(src.worktreePath, [src.baseCommit], pathspec, maxBuffer);
+    const untracked = await git(src.worktreePath, ['ls-files', '--others', '--exclude-standard', '-z', '--', ...pathspec]);
     for (const f of untracked.stdout.split('\0').filter(Boolean)) {
       const full = path.join(src.worktreePath, f);
       let size = 0;
@@ -104,9 +110,7 @@ export async function readAttemptDiff(src: DiffSource, file?: string, opts: { ma
   if (src.repoPath && src.branch) {
     const has = await git(src.repoPath, ['rev-parse', '--verify', '--quiet', `refs/heads/${src.branch}`]);
     if (has.code !== 0) return '';
-    const r = await git(src.repoPath, ['diff', '--no-color', '--no-ext-diff', '-M', src.baseCommit, src.branch, ...pathspec], { maxBuffer });
-    if (r.code === 0) return r.stdout;
-    return trackedDiffWithin(src.repoPath, [src.baseCommit, src.branch], pathspec);
+    return diffWithin(src.repoPath, [src.baseCommit, src.branch], pathspec, maxBuffer);
   }
   return '';
 }

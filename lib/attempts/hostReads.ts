@@ -5,6 +5,7 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import { ApplicationFailure } from '@temporalio/common';
 import type { ArmadaConfig } from '../config';
 import { AppError } from '../errors';
 import type { TemporalHandle } from '../temporal/client';
@@ -21,6 +22,16 @@ function onOtherHost(config: ArmadaConfig, worktreePath: string | null, hostQueu
   if (!worktreePath || !hostQueue) return false;
   if (config.file.attempts?.worktreeReads === 'host') return true;
   return !fs.existsSync(worktreePath);
+}
+
+/** The AppError a host's read failed with for good (the readWorktree activity sends it as an ApplicationFailure). */
+function hostReadFailure(err: unknown): AppError | undefined {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if (!(e instanceof ApplicationFailure) || !e.type) continue;
+    const statusCode = (e.details?.[0] as { statusCode?: unknown } | undefined)?.statusCode;
+    if (typeof statusCode === 'number') return new AppError(statusCode, e.type, e.message);
+  }
+  return undefined;
 }
 
 /** Runs `request` here or on the worktree's host; a host whose worker does not answer is a 503. */
@@ -47,6 +58,8 @@ export async function readAttemptWorktree(
     });
     return (await Promise.race([handle.result(), timedOut])) as WorktreeReadResult;
   } catch (err) {
+    const failed = hostReadFailure(err);
+    if (failed) throw failed;
     throw new AppError(503, 'HOST_UNAVAILABLE', `The worker of the attempt's host (${at.hostQueue}) did not answer; try again when it is up`, {
       hostQueue: at.hostQueue,
       reason: (err as Error).message,

@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import type { FastifyInstance } from 'fastify';
 import { buildService } from '../../api/services';
 import { MAX_REMOTE_DIFF_BYTES } from '../../lib/attempts/readWorktree';
+import { createLogger } from '../../lib/logger';
 import { createMetrics } from '../../lib/metrics';
 import { agentConfig, api } from '../support/attemptHelpers';
 import { logger, makeGitRepo, startTestStack, testConfig, type TestStack } from '../support/harness';
@@ -54,9 +55,11 @@ let stack: TestStack;
 let viaHost: FastifyInstance;
 /** the in-place service's address, for the SSE stream */
 let base: string;
+const logLines: string[] = [];
+const captureLogger = createLogger('warn', 'armada', { write: (line: string) => void logLines.push(line) });
 
 beforeAll(async () => {
-  stack = await startTestStack({ services: ['task'], worker: true, file: agentConfig() });
+  stack = await startTestStack({ services: ['task'], worker: true, file: agentConfig(), logger: captureLogger });
   // a replica on "another host": every worktree read goes through hostReadWorkflow on the attempt's host
   viaHost = await buildService('task', { db: stack.db, config: testConfig(agentConfig({ attempts: { worktreeReads: 'host', hostReadTimeoutMs: 30_000 } }), { ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue }), keys: stack.keys, temporal: stack.temporal, logger, metrics: createMetrics() });
   await viaHost.ready();
@@ -141,3 +144,22 @@ test('a diff of a few MB shows every file whole (json, unified, split, file=, th
   expect(remoteOne.files).toEqual([expect.objectContaining({ path: 'many.txt', omitted: true, additions: 200_000 })]);
   expect((await get(viaHost, '?file=zz.txt')).files).toEqual([files['zz.txt']]);
 }, 180_000);
+
+test('a diff git cannot read is an error on the endpoint (in place and through the host) and on the live stream, and logged; never an empty diff', async () => {
+  const h = api(stack);
+  const p = await h.project();
+  const { attemptId } = await h.start(await h.task(p.id, 'Edit the readme'));
+  expect((await h.until(attemptId, ['completed', 'failed'], 60_000)).status).toBe('completed');
+  await stack.db.query('UPDATE attempts SET base_commit = $2 WHERE id = $1', [attemptId, 'f'.repeat(40)]);
+  for (const app of [stack.app('task'), viaHost]) {
+    const r = await app.inject({ method: 'GET', url: `/api/attempts/${attemptId}/diff?format=unified` });
+    expect(r.statusCode).toBe(500);
+    expect(r.json()).toMatchObject({ success: false, error: { code: 'DIFF_READ_FAILED', message: expect.stringContaining("The attempt's diff could not be read: git diff failed: ") } });
+  }
+  expect(logLines.some((l) => l.includes('"level":50') && l.includes('DIFF_READ_FAILED') && l.includes('request failed'))).toBe(true);
+  const sse = await (await fetch(`${base}/api/events/task-attempts/${attemptId}/diff`)).text();
+  expect(sse).toMatch(/event: error\ndata: \{"attemptId":"[^"]+","code":"DIFF_READ_FAILED","message":"The attempt's diff could not be read: git/);
+  expect(sse.indexOf('event: end')).toBeGreaterThan(sse.indexOf('event: error'));
+  expect(sse).not.toContain('event: diff');
+  expect(logLines.some((l) => l.includes('live diff read failed') && l.includes(attemptId))).toBe(true);
+}, 120_000);

@@ -82,14 +82,20 @@ test("file names with spaces, quotes, tabs, backslashes and non-ASCII letters co
     const head = g(repo, 'rev-parse', 'HEAD');
     for (const n of names) fs.appendFileSync(path.join(repo, n), 'two\n');
     fs.writeFileSync(path.join(repo, 'nëw file.txt'), 'new\n');
+    // past the buffer this one is omitted: its name is read from git and handed back to it
+    const bigName = 'bïg\t"one".txt';
+    fs.writeFileSync(path.join(repo, bigName), lines(MAX_SHOWN_FILE_LINES + 1, 'big'));
+    g(repo, 'add', '--', bigName);
     g(repo, 'mv', 'old näme.txt', 'new näme.txt');
     const src = { worktreePath: repo, repoPath: repo, baseCommit: head, branch: 'main' };
-    for (const maxBytes of [undefined, 64]) {
+    for (const maxBytes of [undefined, 64 * 1024]) {
       const files = parseUnifiedDiff(await readAttemptDiff(src, undefined, { maxBytes }));
-      expect(files.files.map((f) => f.path).sort()).toEqual([...names, 'new näme.txt', 'nëw file.txt'].sort());
+      expect(files.files.map((f) => f.path).sort()).toEqual([...names, 'new näme.txt', 'nëw file.txt', bigName].sort());
       expect(files.files.find((f) => f.path === 'new näme.txt')).toMatchObject({ status: 'renamed', oldPath: 'old näme.txt' });
       for (const n of names) expect(files.files.find((f) => f.path === n)).toMatchObject({ additions: 1, deletions: 0 });
+      expect(files.files.find((f) => f.path === bigName)).toMatchObject({ status: 'added', additions: MAX_SHOWN_FILE_LINES + 1, ...(maxBytes ? { omitted: true } : {}) });
     }
+    g(repo, 'rm', '-q', '-f', '--', bigName);
     // one file asked for by name: glob characters are the name, not a pattern
     expect(parseUnifiedDiff(await readAttemptDiff(src, '*.txt')).files).toEqual([]);
     expect(parseUnifiedDiff(await readAttemptDiff(src, 'sp ace.txt')).files.map((f) => f.path)).toEqual(['sp ace.txt']);
@@ -98,4 +104,11 @@ test("file names with spaces, quotes, tabs, backslashes and non-ASCII letters co
   } finally {
     fs.rmSync(repo, { recursive: true, force: true });
   }
+});
+
+test('a diff still past the buffer without the files over the line limit is a DIFF_TOO_LARGE error; one git cannot read is DIFF_READ_FAILED', async () => {
+  const src = { worktreePath: dir, repoPath: dir, baseCommit: base, branch: 'attempt' };
+  await expect(readAttemptDiff(src, 'small.txt', { maxBytes: 16 })).rejects.toMatchObject({ statusCode: 500, code: 'DIFF_TOO_LARGE' });
+  await expect(readAttemptDiff({ ...src, baseCommit: 'f'.repeat(40) })).rejects.toMatchObject({ statusCode: 500, code: 'DIFF_READ_FAILED' });
+  await expect(readAttemptDiff({ ...src, worktreePath: null, baseCommit: 'f'.repeat(40) })).rejects.toMatchObject({ code: 'DIFF_READ_FAILED' });
 });
