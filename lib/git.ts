@@ -31,8 +31,12 @@ export const GIT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
  * launcher (lib/process/launcher.ts), not forked from this large process.
  */
 
-export function git(cwd: string, args: string[], opts: { timeoutMs?: number; input?: string; maxBuffer?: number } = {}): Promise<GitResult> {
-  return runProcess({ file: 'git', args, cwd, env: gitEnv(), timeoutMs: opts.timeoutMs ?? 120_000, maxBuffer: opts.maxBuffer ?? GIT_MAX_OUTPUT_BYTES, input: opts.input });
+export function git(
+  cwd: string,
+  args: string[],
+  opts: { timeoutMs?: number; input?: string; maxBuffer?: number; /** git's own variables for this run (GIT_INDEX_FILE) */ env?: Record<string, string> } = {},
+): Promise<GitResult> {
+  return runProcess({ file: 'git', args, cwd, env: { ...gitEnv(), ...opts.env }, timeoutMs: opts.timeoutMs ?? 120_000, maxBuffer: opts.maxBuffer ?? GIT_MAX_OUTPUT_BYTES, input: opts.input });
 }
 
 /** Runs git and throws with its stderr when it fails. */

@@ -41,6 +41,12 @@ const C_ESCAPES: Record<string, number> = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 1
  */
 export function unquote(p: string): string {
   if (!(p.length >= 2 && p.startsWith('"') && p.endsWith('"'))) return p;
+  return unquoteBytes(p).toString('utf8');
+}
+
+/** The bytes of a name as git writes it (see unquote): a name need not be UTF-8, and the file system takes bytes. */
+export function unquoteBytes(p: string): Buffer {
+  if (!(p.length >= 2 && p.startsWith('"') && p.endsWith('"'))) return Buffer.from(p);
   const bytes: number[] = [];
   for (let i = 1; i < p.length - 1; i++) {
     const c = p[i] as string;
@@ -58,7 +64,7 @@ export function unquote(p: string): string {
       i += 1;
     }
   }
-  return Buffer.from(bytes).toString('utf8');
+  return Buffer.from(bytes);
 }
 
 /** A path C-quoted as git quotes it in a diff (see unquote), or as it is when it needs no quoting. */

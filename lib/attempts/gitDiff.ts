@@ -9,6 +9,7 @@ import { GIT_MAX_OUTPUT_BYTES, git } from '../git';
 import { diffReadFailed, diffTooLarge } from './diffErrors';
 import { cQuote, OMITTED_MARKER } from './diffParse';
 import { type ChangedFile, parseRawNumstatZ } from './rawNumstat';
+import { countLines, untrackedFiles, withUntrackedAdded } from './untrackedFiles';
 
 export interface DiffSource {
   worktreePath: string | null;
@@ -41,8 +42,8 @@ function omittedBlock(
 }
 
 /** Changes file by file (`--raw --numstat -z`): status, paths and line counts (binary files count 0). */
-async function changedFiles(cwd: string, revs: string[], pathspec: string[]): Promise<ChangedFile[]> {
-  const r = await git(cwd, ['diff', '--raw', '--numstat', '-z', '-M', ...revs, '--', ...pathspec]);
+async function changedFiles(cwd: string, revs: string[], pathspec: string[], env: Record<string, string>): Promise<ChangedFile[]> {
+  const r = await git(cwd, ['diff', '--raw', '--numstat', '-z', '-M', ...revs, '--', ...pathspec], { env });
   if (r.code !== 0) throw diffReadFailed('git diff --numstat', r);
   return parseRawNumstatZ(r.stdout);
 }
@@ -52,32 +53,21 @@ async function changedFiles(cwd: string, revs: string[], pathspec: string[]): Pr
  * MAX_SHOWN_FILE_LINES, which are listed as omitted blocks (one diff of the others, one numstat). Still past it: a
  * DIFF_TOO_LARGE error, not a part of the diff.
  */
-async function diffWithin(cwd: string, revs: string[], pathspec: string[], maxBuffer?: number): Promise<string> {
+async function diffWithin(cwd: string, revs: string[], pathspec: string[], env: Record<string, string>, maxBuffer?: number): Promise<string> {
   const args = ['diff', '--no-color', '--no-ext-diff', '-M', ...revs, '--'];
-  const whole = await git(cwd, [...args, ...pathspec], { maxBuffer });
+  const whole = await git(cwd, [...args, ...pathspec], { maxBuffer, env });
   if (whole.code === 0) return whole.stdout;
   // git's own failures exit 128 or 129; a git stopped at the buffer is 1 (lib/process/launcher.ts)
   if (whole.code >= 128) throw diffReadFailed('git diff', whole);
-  const big = (await changedFiles(cwd, revs, pathspec)).filter((f) => f.added + f.removed > MAX_SHOWN_FILE_LINES);
+  const big = (await changedFiles(cwd, revs, pathspec, env)).filter((f) => f.added + f.removed > MAX_SHOWN_FILE_LINES);
   const tooLarge = () => diffTooLarge(`past the ${(maxBuffer ?? GIT_MAX_OUTPUT_BYTES) / 1024 / 1024} MiB read of one even without the files over ${MAX_SHOWN_FILE_LINES} changed lines`);
   if (!big.length) throw tooLarge();
   // the others: everything but the big files (their old names too), so no name has to be spelled back to git
   const exclude = big.flatMap((f) => (f.oldPath ? [f.oldPath, f.path] : [f.path])).map((p) => `:(exclude,literal)${p}`);
-  const rest = await git(cwd, [...args, ...(pathspec.length ? pathspec : ['.']), ...exclude], { maxBuffer });
+  const rest = await git(cwd, [...args, ...(pathspec.length ? pathspec : ['.']), ...exclude], { maxBuffer, env });
   if (rest.code >= 128) throw diffReadFailed('git diff', rest);
   if (rest.code !== 0) throw tooLarge();
   return rest.stdout + big.map((f) => omittedBlock(f)).join('');
-}
-
-/** Lines of a file (counting a last line without a newline), read in chunks. */
-async function countLines(file: string): Promise<number> {
-  let n = 0;
-  let last = 10;
-  for await (const chunk of fs.createReadStream(file) as AsyncIterable<Buffer>) {
-    for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) n++;
-    if (chunk.length) last = chunk[chunk.length - 1] as number;
-  }
-  return last === 10 ? n : n + 1;
 }
 
 /** Unified diff text (optionally of one file, a path relative to the worktree already checked by the caller). */
@@ -87,30 +77,20 @@ export async function readAttemptDiff(src: DiffSource, file?: string, opts: { ma
   const pathspec = file ? [`:(literal)${file}`] : [];
   const maxBuffer = opts.maxBytes; // tests: a smaller git output buffer than GIT_MAX_OUTPUT_BYTES
   if (src.worktreePath && fs.existsSync(src.worktreePath)) {
-    let text = await diffWithin(src.worktreePath, [src.baseCommit], pathspec, maxBuffer);
-    const untracked = await git(src.worktreePath, ['ls-files', '--others', '--exclude-standard', '-z', '--', ...pathspec]);
-    for (const f of untracked.stdout.split('\0').filter(Boolean)) {
-      const full = path.join(src.worktreePath, f);
-      let size = 0;
-      try {
-        size = fs.statSync(full).size;
-      } catch {
-        continue; // removed meanwhile
-      }
-      if (size > MAX_SHOWN_UNTRACKED_BYTES) {
-        text += omittedBlock({ path: f, status: 'added', added: await countLines(full).catch(() => 0), removed: 0 }, `a new file larger than the ${MAX_SHOWN_UNTRACKED_BYTES / 1024 / 1024} MiB read of one`);
-        continue;
-      }
-      // --no-index exits 1 when files differ: that is the expected case
-      const r = await git(src.worktreePath, ['diff', '--no-color', '--no-index', '--', '/dev/null', f]);
-      text += r.stdout.replace(/^diff --git a\/\S+ b\//m, `diff --git a/${f} b/`).replace(/^\+\+\+ b\/.*$/m, `+++ b/${f}`);
-    }
-    return text;
+    const cwd = src.worktreePath;
+    const base = src.baseCommit;
+    const untracked = await untrackedFiles(cwd, pathspec);
+    const large = untracked.filter((f) => f.size > MAX_SHOWN_UNTRACKED_BYTES);
+    const text = untracked.length > large.length ? await withUntrackedAdded(cwd, large, (env) => diffWithin(cwd, [base], pathspec, env, maxBuffer)) : await diffWithin(cwd, [base], pathspec, {}, maxBuffer);
+    const why = `a new file larger than the ${MAX_SHOWN_UNTRACKED_BYTES / 1024 / 1024} MiB read of one`;
+    let omitted = '';
+    for (const f of large) omitted += omittedBlock({ path: f.name, status: 'added', added: await countLines(f.full).catch(() => 0), removed: 0 }, why);
+    return text + omitted;
   }
   if (src.repoPath && src.branch) {
     const has = await git(src.repoPath, ['rev-parse', '--verify', '--quiet', `refs/heads/${src.branch}`]);
     if (has.code !== 0) return '';
-    return diffWithin(src.repoPath, [src.baseCommit, src.branch], pathspec, maxBuffer);
+    return diffWithin(src.repoPath, [src.baseCommit, src.branch], pathspec, {}, maxBuffer);
   }
   return '';
 }

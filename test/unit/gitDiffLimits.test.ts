@@ -106,6 +106,42 @@ test("file names with spaces, quotes, tabs, backslashes and non-ASCII letters co
   }
 });
 
+test('untracked files of any name are new files in the diff: a newline, a byte that is not UTF-8, a symlink, a dangling symlink; past the buffer held to the line limit', async () => {
+  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-diffuntracked-'));
+  try {
+    g(repo, 'init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(repo, 'README.md'), 'one\n');
+    g(repo, 'add', '-A');
+    g(repo, 'commit', '-q', '-m', 'base');
+    const head = g(repo, 'rev-parse', 'HEAD');
+    fs.writeFileSync(path.join(repo, 'new\nline.txt'), 'x\n');
+    fs.writeFileSync(Buffer.concat([Buffer.from(`${repo}/bad`), Buffer.from([0xff]), Buffer.from('byte.txt')]), 'x\ny\n');
+    fs.symlinkSync('README.md', path.join(repo, 'link'));
+    fs.symlinkSync('nowhere', path.join(repo, 'dangling'));
+    const indexBefore = fs.readFileSync(path.join(repo, '.git', 'index'));
+    const src = { worktreePath: repo, repoPath: repo, baseCommit: head, branch: 'main' };
+    const files = byPath(await readAttemptDiff(src));
+    expect(Object.keys(files).sort()).toEqual(['bad\uFFFDbyte.txt', 'dangling', 'link', 'new\nline.txt'].sort());
+    expect(files['bad\uFFFDbyte.txt']).toMatchObject({ status: 'added', additions: 2 });
+    expect(files.dangling).toMatchObject({ status: 'added', additions: 1, changes: [{ type: 'add', lineNumber: 1, content: 'nowhere' }] });
+    expect(files.link).toMatchObject({ status: 'added', changes: [{ type: 'add', lineNumber: 1, content: 'README.md' }] });
+    expect(files['new\nline.txt']).toMatchObject({ status: 'added', additions: 1 });
+    // one asked for; and the worktree's own index is as it was (the reads used a copy)
+    expect(Object.keys(byPath(await readAttemptDiff(src, 'dangling')))).toEqual(['dangling']);
+    expect(fs.readFileSync(path.join(repo, '.git', 'index')).equals(indexBefore)).toBe(true);
+    expect(g(repo, 'status', '--porcelain')).toContain('?? dangling');
+    // an untracked file is held to the same rule as a tracked one: past the buffer, over the line limit, omitted
+    fs.writeFileSync(path.join(repo, 'many.txt'), lines(MAX_SHOWN_FILE_LINES + 1, 'many'));
+    expect(byPath(await readAttemptDiff(src))['many.txt']).toMatchObject({ additions: MAX_SHOWN_FILE_LINES + 1, deletions: 0 });
+    const past = byPath(await readAttemptDiff(src, undefined, { maxBytes: 64 * 1024 }));
+    expect(Object.keys(past).sort()).toEqual(['bad\uFFFDbyte.txt', 'dangling', 'link', 'many.txt', 'new\nline.txt'].sort());
+    expect(past['many.txt']).toMatchObject({ status: 'added', omitted: true, additions: MAX_SHOWN_FILE_LINES + 1, changes: [] });
+    expect(past.dangling).toMatchObject({ status: 'added', additions: 1 });
+  } finally {
+    fs.rmSync(repo, { recursive: true, force: true });
+  }
+});
+
 test('a diff still past the buffer without the files over the line limit is a DIFF_TOO_LARGE error; one git cannot read is DIFF_READ_FAILED', async () => {
   const src = { worktreePath: dir, repoPath: dir, baseCommit: base, branch: 'attempt' };
   await expect(readAttemptDiff(src, 'small.txt', { maxBytes: 16 })).rejects.toMatchObject({ statusCode: 500, code: 'DIFF_TOO_LARGE' });
