@@ -137,7 +137,7 @@ async function setPaused(deps: DetailServiceDeps, s: ScheduleRow, route: 'defaul
 function checkedChange(s: ScheduleRow, body: SchedulePatch): ScheduleChange {
   // the cron string is Temporal's to judge (changeSchedule); the zone is checked here, a `CRON_TZ=` prefix's too
   const timezone = body.timezone ?? (s.type === 'cron' && body.schedule !== undefined ? cronZone(body.schedule) : undefined);
-  checkZone(timezone);
+  checkZone(timezone, s.type === 'cron' ? body.schedule : undefined);
   const jitterMs = body.jitter === undefined ? undefined : body.jitter * 1000;
   // The body is valid; what it asks for conflicts with the schedule's type, which no schema of the route can know: 409.
   if (s.type === 'cron') {
@@ -215,7 +215,7 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       const body = request.body;
       // a cron schedule's zone may come from a `CRON_TZ=` prefix; the cron string itself is Temporal's to judge
       const timezone = body.type === 'cron' ? scheduleZone(body.timezone, body.schedule, 'UTC') : (body.timezone ?? 'UTC');
-      checkZone(timezone);
+      checkZone(timezone, body.type === 'cron' ? body.schedule : undefined);
       let timing: ScheduleTiming;
       if (body.type === 'cron') {
         timing = { type: 'cron', cron: body.schedule as string, timezone, jitterMs: (body.jitter ?? 0) * 1000 };

@@ -12,7 +12,7 @@ import { UNIQUE_VIOLATION } from '../../lib/db/projects';
 import { getDefaultSchedule, listSchedules, temporalIdsOf } from '../../lib/db/schedulerSchedules';
 import { runningRunsOf } from '../../lib/db/schedulerExecutions';
 import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, lockWorkflows, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
-import { cronZone, timezoneError } from '../../lib/scheduler/cron';
+import { cronZone, nthWeekdayError, temporalZoneRejection, timezoneError } from '../../lib/scheduler/cron';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { createSchedule, deleteSchedule, scheduleIdOf, specRejection } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
@@ -65,10 +65,15 @@ export async function workflowView(deps: DetailServiceDeps, w: WorkflowRow & { l
   };
 }
 
-/** Checks a zone; throws 400 with the precise reason. The cron string is Temporal's to judge (scheduleError). */
-export function checkZone(timezone: string | undefined): void {
+/**
+ * Checks a zone, and what Temporal would take silently in a cron string (the nth weekday, which it reads as a
+ * comment); throws 400 with the precise reason. The rest of the cron string is Temporal's to judge (scheduleError).
+ */
+export function checkZone(timezone: string | undefined, cron?: string | null): void {
   const err = timezone !== undefined ? timezoneError(timezone) : null;
   if (err) throw invalidRequest(err);
+  const nth = cron ? nthWeekdayError(cron) : null;
+  if (nth) throw invalidRequest(`Invalid cron expression "${cron}": ${nth}`);
 }
 
 /** The zone of a schedule: the one given, else a `CRON_TZ=` prefix's, else `fallback`. */
@@ -83,6 +88,8 @@ export function scheduleZone(given: string | undefined, schedule: string | null 
 export function scheduleError(err: unknown, cron: string | null, what: string): AppError {
   const reason = specRejection(err);
   if (reason === null) return invalidRequest(`${what}: ${(err as Error).message}`);
+  const zone = temporalZoneRejection(reason);
+  if (zone) return invalidRequest(zone);
   return invalidRequest(cron !== null ? `Invalid cron expression "${cron}": ${reason}` : `Invalid schedule time: ${reason}`);
 }
 
@@ -113,7 +120,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       const body = request.body;
       const schedule = body.schedule ?? null;
       const timezone = scheduleZone(body.timezone, schedule, 'UTC');
-      checkZone(timezone);
+      checkZone(timezone, schedule);
       const seen = new Set<string>();
       const tasks: WorkflowTask[] = [];
       const flowLists: FlowListCache = new Map();

@@ -9,13 +9,36 @@ export function cronZone(expr: string): string | undefined {
   return /^\s*(?:CRON_)?TZ=(\S+)\s/.exec(expr)?.[1];
 }
 
-/** Returns null for an IANA zone name the runtime knows (e.g. Asia/Kolkata, UTC), else the reason. */
+const UNKNOWN_ZONE = (zone: string) => `Unknown time zone "${zone}": use an IANA name such as UTC or Europe/Paris`;
+
+/**
+ * Returns null for an IANA zone name the runtime knows (e.g. Asia/Kolkata, UTC), else the reason. Names are
+ * case-sensitive, as in Temporal (Go's tz database): the runtime's Intl takes `utc` and `europe/paris`, Temporal then
+ * refused them in words about the cron string.
+ */
 export function timezoneError(zone: string): string | null {
-  if (!/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(zone) || zone.length > 64) return `Unknown time zone "${zone}": use an IANA name such as UTC or Europe/Paris`;
+  if (!/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(zone) || zone.length > 64) return UNKNOWN_ZONE(zone);
+  let resolved: string;
   try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
-    return null;
+    resolved = new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;
   } catch {
-    return `Unknown time zone "${zone}": use an IANA name such as UTC or Europe/Paris`;
+    return UNKNOWN_ZONE(zone);
   }
+  if (resolved !== zone && resolved.toLowerCase() === zone.toLowerCase()) return `${UNKNOWN_ZONE(zone)} (names are case-sensitive: "${resolved}")`;
+  return null;
+}
+
+/** Temporal's refusal of a zone (one the runtime knows and its tz database does not), said as the zone it is. */
+export function temporalZoneRejection(reason: string): string | null {
+  const zone = /unknown time zone (\S+)/i.exec(reason)?.[1];
+  return zone ? UNKNOWN_ZONE(zone) : null;
+}
+
+/**
+ * The nth weekday of a month (`MON#2`, `1#1`, Quartz's notation), which Temporal's cron does not have: there `#` starts
+ * a comment, so `0 9 * * MON#2` ran every Monday. The reason it is refused, or null.
+ */
+export function nthWeekdayError(expr: string): string | null {
+  const m = /(?:^|\s)([A-Za-z0-9,-]*[A-Za-z0-9])#(\d+)/.exec(expr);
+  return m ? `"${m[1]}#${m[2]}" is not supported (the nth weekday of a month); "#" starts a comment here, so it would run on every ${m[1]}` : null;
 }

@@ -92,6 +92,15 @@ describe('scheduler workflows, schedules and executions', () => {
     await bad({ schedule: '@every 0s' }, 'Invalid cron expression "@every 0s": interval is too small');
     await bad({ schedule: 'CRON_TZ=Asia/Tokyo 0 9 * * *', timezone: 'UTC' }, 'Invalid cron expression "CRON_TZ=Asia/Tokyo 0 9 * * *": conflicting timezone names');
     await bad({ schedule: '0 9 * * *', timezone: 'Mars/Olympus' }, 'Unknown time zone "Mars/Olympus": use an IANA name such as UTC or Europe/Paris');
+    // zone names are case-sensitive in Temporal (Go's tz database) though not in the runtime's Intl: said as a zone
+    await bad({ schedule: '0 9 * * *', timezone: 'utc' }, 'Unknown time zone "utc": use an IANA name such as UTC or Europe/Paris (names are case-sensitive: "UTC")');
+    await bad({ schedule: '0 9 * * *', timezone: 'europe/paris' }, 'Unknown time zone "europe/paris": use an IANA name such as UTC or Europe/Paris (names are case-sensitive: "Europe/Paris")');
+    await bad({ schedule: 'CRON_TZ=asia/tokyo 0 9 * * *' }, 'Unknown time zone "asia/tokyo": use an IANA name such as UTC or Europe/Paris (names are case-sensitive: "Asia/Tokyo")');
+    // a zone the runtime knows and Temporal does not (withdrawn names): Temporal's refusal, said as a zone too
+    await bad({ schedule: '0 9 * * *', timezone: 'US/Pacific-New' }, 'Unknown time zone "US/Pacific-New": use an IANA name such as UTC or Europe/Paris');
+    // `#` starts a comment in Temporal's cron: MON#2 ("the second Monday") would silently run every Monday
+    await bad({ schedule: '0 9 * * MON#2' }, 'Invalid cron expression "0 9 * * MON#2": "MON#2" is not supported (the nth weekday of a month); "#" starts a comment here, so it would run on every MON');
+    await bad({ schedule: '0 9 * * 1#1' }, 'Invalid cron expression "0 9 * * 1#1": "1#1" is not supported (the nth weekday of a month); "#" starts a comment here, so it would run on every 1');
     expect((await inject('GET', `/api/v1/workflows/bad-${uniq}`)).statusCode).toBe(404); // a rejected schedule leaves no workflow behind
     const badPatch = await inject('PATCH', `/api/v1/schedules/${name}`, { timezone: 'Nowhere/City' });
     expect([badPatch.statusCode, badPatch.json()]).toEqual([400, { detail: 'Unknown time zone "Nowhere/City": use an IANA name such as UTC or Europe/Paris' }]);
