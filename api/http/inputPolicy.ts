@@ -146,9 +146,37 @@ export function installInputPolicy(app: FastifyInstance): void {
     throw err;
   });
   app.addHook('preValidation', async (request) => {
-    const err = inputPolicyError(request);
+    const err = queryEncodingError(request.url) ?? inputPolicyError(request);
     if (err) throw err;
   });
+}
+
+/**
+ * A query string whose percent-encoding is malformed (`%FF` alone is no UTF-8, `%zz` no escape) is a 400 naming the
+ * parameter, as such a path is. The query parser kept such a value as its literal text, so `path=%2Ftmp%FF` got a
+ * pattern error about a value the client never meant.
+ */
+export function queryEncodingError(url: string): AppError | undefined {
+  const q = url.indexOf('?');
+  if (q < 0 || !url.includes('%', q)) return undefined;
+  for (const pair of url.slice(q + 1).split('&')) {
+    if (!pair.includes('%')) continue;
+    const eq = pair.indexOf('=');
+    const rawName = eq < 0 ? pair : pair.slice(0, eq);
+    try {
+      decodeURIComponent(pair.replace(/\+/g, ' '));
+    } catch {
+      let name = rawName;
+      try {
+        name = decodeURIComponent(rawName.replace(/\+/g, ' '));
+      } catch {
+        name = 'querystring';
+      }
+      const message = 'is not valid percent-encoding (each % takes two hex digits, and the bytes must be UTF-8)';
+      return validationError(`Request querystring is invalid: ${name.slice(0, 100)} ${message}`, { [name.slice(0, 100)]: message });
+    }
+  }
+  return undefined;
 }
 
 /**

@@ -451,6 +451,29 @@ describe.each(SERVICES)('%s service', (service) => {
     expect(failures).toEqual([]);
   }, 120_000);
 
+  test('a query value whose percent-encoding is malformed (%FF alone, %zz) is a 400 naming the parameter; a good one passes', async () => {
+    const failures: string[] = [];
+    let probes = 0;
+    for (const op of operations(service)) {
+      if (op.method !== 'GET') continue;
+      for (const p of op.parameters.filter((q) => q.in === 'query' && q.schema.type === 'string' && !q.schema.enum)) {
+        for (const value of ['a%FFb', '%zz', 'x%E2%82']) {
+          const url = `${urlOf(op)}?${p.name}=${value}`;
+          const res = await send(op.method, url);
+          probes++;
+          if (res.statusCode !== 400) failures.push(`${op.method} ${url} → ${res.statusCode} ${res.body.slice(0, 200)}`);
+          else if (shapeProblem(service, res)) failures.push(`${op.method} ${url} → ${shapeProblem(service, res)}`);
+          else if (!messageOf(service, res.body).includes(`${p.name} is not valid percent-encoding`)) failures.push(`${op.method} ${url} → ${res.body.slice(0, 200)}`);
+        }
+        // a well-formed escape of a multi-byte character is read as that character, not refused for its encoding
+        const good = await send(op.method, `${urlOf(op)}?${p.name}=%E2%82%AC`);
+        if (good.statusCode === 400 && messageOf(service, good.body).includes('percent-encoding')) failures.push(`${op.method} ?${p.name}=%E2%82%AC → ${good.body.slice(0, 200)}`);
+      }
+    }
+    expect(probes).toBeGreaterThan(0);
+    expect(failures).toEqual([]);
+  }, 120_000);
+
   test('every numeric field of a request body has a documented maximum', () => {
     const doc = docs[service] as Json;
     const unbounded: string[] = [];
