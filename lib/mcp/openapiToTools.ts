@@ -354,6 +354,14 @@ function operationTool(doc: JsonObject, swagger2: boolean, item: JsonObject, op:
     if (p.required === true || where === 'path') required.push(property);
     args.push({ property, in: where as ToolArgument['in'], name });
   }
+  // a `{name}` of the path template the document does not declare: still an argument (without it, no call could fill it)
+  for (const [, name] of path.matchAll(/\{([^}]+)\}/g)) {
+    if (name === undefined || args.some((a) => a.in === 'path' && a.name === name)) continue;
+    const property = Object.hasOwn(properties, name) ? `path_${name}` : name;
+    setOwn(properties, property, { type: 'string', minLength: 1, description: 'path parameter (not declared in the document)' });
+    required.push(property);
+    args.push({ property, in: 'path', name });
+  }
 
   if (formFields.length) {
     bodySchema = { type: 'object', properties: Object.fromEntries(formFields.map((f) => [String(f.name), swagger2ParamSchema(f)])), required: formFields.filter((f) => f.required).map((f) => String(f.name)) };

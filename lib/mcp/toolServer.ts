@@ -59,6 +59,8 @@ export function buildRequest(served: ServedTool, args: Record<string, unknown>):
     if (v === undefined) continue;
     switch (a.in) {
       case 'path':
+        // an empty segment would call another resource (`/items/` is the collection, not an item)
+        if (stringValue(v) === '') throw new Error(`path parameter ${a.name} must not be empty`);
         path = path.replace(`{${a.name}}`, encodeURIComponent(stringValue(v)));
         break;
       case 'query':

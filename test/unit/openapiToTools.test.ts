@@ -191,6 +191,27 @@ describe('openapiToTools', () => {
     expect(req.init.body).toBe('{"__proto__":"p","constructor":1,"valueOf":true}');
   });
 
+  test('path parameters: one the document forgot to declare is still an argument; an empty value is refused, not sent to the collection', () => {
+    const doc = {
+      openapi: '3.0.3',
+      info: { title: 'T', version: '1' },
+      servers: [{ url: 'http://h' }],
+      paths: {
+        '/items/{id}': { get: { operationId: 'getItem', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }] } },
+        '/groups/{group}/items': { get: { operationId: 'listGroupItems' } },
+      },
+    };
+    const api = openapiToTools(doc);
+    const undeclared = api.tools.find((t) => t.name === 'listGroupItems');
+    expect(undeclared?.inputSchema.properties).toEqual({ group: { type: 'string', minLength: 1, description: 'path parameter (not declared in the document)' } });
+    expect(undeclared?.inputSchema.required).toEqual(['group']);
+    expect(buildRequest({ tool: undeclared as never, target: { baseUrl: 'http://h', headers: {} } }, { group: 'a b' }).url).toBe('http://h/groups/a%20b/items');
+    const item = api.tools.find((t) => t.name === 'getItem');
+    // '' would have called /items/ (the collection), not an item
+    expect(() => buildRequest({ tool: item as never, target: { baseUrl: 'http://h', headers: {} } }, { id: '' })).toThrow('path parameter id must not be empty');
+    expect(buildRequest({ tool: item as never, target: { baseUrl: 'http://h', headers: {} } }, { id: 'x' }).url).toBe('http://h/items/x');
+  });
+
   test('curation renames, omits properties and skips operations the document lacks', () => {
     const doc = {
       openapi: '3.1.0',
