@@ -31,7 +31,9 @@ const AgentProfileSchema = Type.Object(
 
 export const FileConfigSchema = Type.Object(
   {
-    branchPrefix: Type.Optional(Type.String({ minLength: 1, pattern: '^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$' })),
+    // git's rules for what starts a branch name (lib/git.ts BRANCH_NAME_PATTERN): no leading `-`, no component starting
+    // with `.` or ending with `.lock`, no `..`, not ending with `.`
+    branchPrefix: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^(?!-)(?!(?:.*/)?\\.)(?!.*\\.\\.)(?!.*\\.lock(?:/|$))(?!.*\\.$)[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$' })),
     agents: Type.Optional(Type.Record(Type.String({ minLength: 1 }), AgentProfileSchema)),
     filesystem: Type.Optional(
       Type.Object(

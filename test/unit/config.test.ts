@@ -53,6 +53,9 @@ describe('config', () => {
     expect(c.home).toBe(home);
     expect(c.ports).toMatchObject({ task: 9999, scheduler: 8883, schedulerAlt: null, agents: 8001, traces: 8000 });
     expect(c.branchPrefix).toBe('armada');
+    // a prefix git would refuse as the start of a branch name is refused here, not at the first attempt
+    for (const bad of ['-x', 'a..b', '.x', 'team/.x', 'x.lock', 'x.lock/y', 'x.', 'a//b', 'a b']) expect(() => parseFileConfig({ branchPrefix: bad }, 'c.json')).toThrow(/"branchPrefix"/);
+    for (const good of ['armada', 'team/armada', 'v1.2', 'a-b_c', 'x.locked']) expect(parseFileConfig({ branchPrefix: good }, 'c.json').branchPrefix).toBe(good);
     expect(c.filesystemWalks).toEqual({ timeBudgetMs: 10_000, maxEntries: 50_000, concurrency: 2, queue: 16 });
     expect(c.sseKeepAliveMs).toBe(15_000);
     expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_SSE_KEEPALIVE_MS: '0' })).toThrow(/ARMADA_SSE_KEEPALIVE_MS/);
