@@ -8,8 +8,8 @@ import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { buildService } from '../../api/services';
 import { groupAlive } from '../../lib/process/processGroup';
-import { spawnArmada } from '../support/armadaProcess';
-import { env, eventually, logger, startTestStack, type TestStack } from '../support/harness';
+import { eventually, logger, startTestStack, type TestStack } from '../support/harness';
+import { spawnStackWorker } from '../support/workerProcess';
 import { agentConfig, api, recordHistory } from '../support/attemptHelpers';
 
 let stack: TestStack;
@@ -17,16 +17,7 @@ let h: ReturnType<typeof api>;
 const workers: ChildProcess[] = [];
 
 async function startWorkerProcess(): Promise<ChildProcess> {
-  const { child } = await spawnArmada(['worker'], 'worker-started', {
-    ...process.env,
-    DATABASE_URL: stack.dbUrl,
-    TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
-    ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue,
-    ARMADA_HOME: stack.config.home,
-    ARMADA_CONFIG: stack.config.configPath,
-    ARMADA_LOG_LEVEL: 'warn',
-    ARMADA_TEMPORAL_METRICS_PORT: '',
-  }, 60_000);
+  const child = await spawnStackWorker(stack);
   workers.push(child);
   return child;
 }

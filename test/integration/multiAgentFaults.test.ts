@@ -10,11 +10,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { groupAlive } from '../../lib/process/processGroup';
-import { spawnArmada } from '../support/armadaProcess';
 import { buildService } from '../../api/services';
 import { createPool } from '../../lib/db/pool';
 import { closeAgentsStack } from '../support/agentsTeardown';
-import { TEST_API_KEY, env, eventually, logger, startTestStack, type TestStack } from '../support/harness';
+import { TEST_API_KEY, eventually, logger, startTestStack, type TestStack } from '../support/harness';
+import { spawnStackWorker } from '../support/workerProcess';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures');
 const NAMED = `named-${crypto.randomBytes(3).toString('hex')}`;
@@ -25,21 +25,7 @@ const workers: ChildProcess[] = [];
 const groups: number[] = [];
 
 async function startWorkerProcess(): Promise<ChildProcess> {
-  const { child } = await spawnArmada(
-    ['worker'],
-    'worker-started',
-    {
-      ...process.env,
-      DATABASE_URL: stack.dbUrl,
-      TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
-      ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue,
-      ARMADA_HOME: stack.config.home,
-      ARMADA_CONFIG: stack.config.configPath,
-      ARMADA_LOG_LEVEL: 'warn',
-      ARMADA_TEMPORAL_METRICS_PORT: '',
-    },
-    60_000,
-  );
+  const child = await spawnStackWorker(stack);
   workers.push(child);
   return child;
 }

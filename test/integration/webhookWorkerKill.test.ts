@@ -6,8 +6,8 @@ import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { publishEvent } from '../../lib/events/publish';
-import { spawnArmada } from '../support/armadaProcess';
-import { env, eventually, startTestStack, type TestStack } from '../support/harness';
+import { eventually, startTestStack, type TestStack } from '../support/harness';
+import { spawnStackWorker } from '../support/workerProcess';
 
 jest.setTimeout(240_000);
 
@@ -19,16 +19,7 @@ const arrivals: number[] = [];
 const held: http.ServerResponse[] = [];
 
 async function startWorkerProcess(): Promise<ChildProcess> {
-  const { child } = await spawnArmada(['worker'], 'worker-started', {
-    ...process.env,
-    DATABASE_URL: stack.dbUrl,
-    TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
-    ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue,
-    ARMADA_HOME: stack.config.home,
-    ARMADA_CONFIG: stack.config.configPath,
-    ARMADA_LOG_LEVEL: 'warn',
-    ARMADA_TEMPORAL_METRICS_PORT: '',
-  }, 60_000);
+  const child = await spawnStackWorker(stack);
   workers.push(child);
   return child;
 }

@@ -1,0 +1,23 @@
+/** An `armada worker` of its own process for a test stack started with `worker: false` (for kill -9 tests). */
+import type { ChildProcess } from 'node:child_process';
+import { spawnArmada } from './armadaProcess';
+import { env, type TestStack } from './harness';
+
+export async function spawnStackWorker(stack: TestStack): Promise<ChildProcess> {
+  const { child } = await spawnArmada(
+    ['worker'],
+    'worker-started',
+    {
+      ...process.env,
+      DATABASE_URL: stack.dbUrl,
+      TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
+      ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue,
+      ARMADA_HOME: stack.config.home,
+      ARMADA_CONFIG: stack.config.configPath,
+      ARMADA_LOG_LEVEL: 'warn',
+      ARMADA_TEMPORAL_METRICS_PORT: '',
+    },
+    60_000,
+  );
+  return child;
+}
