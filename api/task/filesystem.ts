@@ -62,6 +62,7 @@ const GitSearchResult = Type.Object({
   searchDepth: Type.Integer(),
   searchDuration: Type.Integer(),
   truncated: Type.Boolean({ description: 'the time budget or the entry cap ended the walk or the inspection early; repositories holds what was found' }),
+  skippedNonUtf8: Type.Integer({ description: 'directories not searched because their name is not UTF-8 (JSON text cannot carry such a path, and no project can use one)' }),
 });
 
 const Busy = { ...ErrorSchema, description: 'BUSY: too many filesystem walks at once; Retry-After says when to try again' };

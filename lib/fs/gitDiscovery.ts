@@ -3,6 +3,7 @@
  * budget and an entry cap, skipping dependency and VCS-internal directories and never following symlinks.
  */
 import fs from 'node:fs/promises';
+import { isUtf8 } from 'node:buffer';
 import path from 'node:path';
 import { git } from '../git';
 import { redactUrlCredentials } from '../urlCredentials';
@@ -36,6 +37,8 @@ export interface GitSearchResult {
   searchDuration: number;
   /** true when the time budget or the entry cap stopped the walk or the inspection early. */
   truncated: boolean;
+  /** directories not searched because their name is not UTF-8 (no path in JSON text can name them) */
+  skippedNonUtf8: number;
 }
 
 export interface DiscoveryOptions {
@@ -114,6 +117,7 @@ export async function discoverGitRepositories(root: string, policy: AccessPolicy
   const found: string[] = [];
   let entries = 0;
   let truncated = false;
+  let skippedNonUtf8 = 0;
   const overBudget = () => {
     if (Date.now() > deadline || entries >= maxEntries) truncated = true;
     return truncated;
@@ -125,7 +129,8 @@ export async function discoverGitRepositories(root: string, policy: AccessPolicy
       if (overBudget()) break;
       let handle: import('node:fs').Dir;
       try {
-        handle = await fs.opendir(dir, { bufferSize: 64 });
+        // names as bytes: one that is not UTF-8 read as a string names no entry (U+FFFD), and its walk failed unseen
+        handle = await fs.opendir(dir, { bufferSize: 64, encoding: 'buffer' as BufferEncoding });
       } catch {
         continue; // unreadable or vanished
       }
@@ -136,9 +141,15 @@ export async function discoverGitRepositories(root: string, policy: AccessPolicy
             truncated = true;
             break;
           }
-          if (d.name === '.git' && (d.isDirectory() || d.isFile())) isRepo = true;
-          if (depth === opts.maxDepth || !d.isDirectory() || SKIP_DESCEND.has(d.name)) continue; // isDirectory() is false for symlinks
-          const child = path.join(dir, d.name);
+          const raw = d.name as unknown as Buffer;
+          const name = raw.toString('utf8');
+          if (name === '.git' && (d.isDirectory() || d.isFile())) isRepo = true;
+          if (depth === opts.maxDepth || !d.isDirectory() || SKIP_DESCEND.has(name)) continue; // isDirectory() is false for symlinks
+          if (!isUtf8(raw)) {
+            skippedNonUtf8++;
+            continue;
+          }
+          const child = path.join(dir, name);
           if (policy.permits(child)) next.push(child);
         }
       } catch {
@@ -168,5 +179,6 @@ export async function discoverGitRepositories(root: string, policy: AccessPolicy
     searchDepth: opts.maxDepth,
     searchDuration: Date.now() - started,
     truncated,
+    skippedNonUtf8,
   };
 }

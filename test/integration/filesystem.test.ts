@@ -234,6 +234,25 @@ describe('GET /api/filesystem/list', () => {
 });
 
 describe('GET /api/filesystem/git-repos', () => {
+  test('a directory whose name is not UTF-8 is counted as not searched, not walked into unseen; the others are found', async () => {
+    const base = path.join(root, 'nonutf');
+    fs.mkdirSync(path.join(base, 'good'), { recursive: true });
+    execFileSync('git', ['init', '-q', path.join(base, 'good')]);
+    fs.mkdirSync(path.join(base, 'tmp-bad'));
+    execFileSync('git', ['init', '-q', path.join(base, 'tmp-bad')]);
+    const badName = Buffer.concat([Buffer.from(`${base}/bad`), Buffer.from([0xff, 0xfe])]);
+    fs.renameSync(path.join(base, 'tmp-bad'), badName);
+    try {
+      const data = (await repos(base)).json().data;
+      expect(data.repositories.map((r: { path: string }) => r.path)).toEqual([path.join(base, 'good')]);
+      expect(data).toMatchObject({ skippedNonUtf8: 1, truncated: false });
+      expect((await repos(path.join(base, 'good'))).json().data.skippedNonUtf8).toBe(0);
+    } finally {
+      fs.rmSync(badName, { recursive: true, force: true });
+      fs.rmSync(base, { recursive: true, force: true });
+    }
+  });
+
   test('finds repositories with their records, skipping node_modules', async () => {
     const res = await repos(root);
     expect(res.statusCode).toBe(200);
