@@ -1,7 +1,7 @@
 /** The attempt engine's activities, built from the worker's dependencies. */
 import { attemptMetrics } from '../lib/attempts/metrics';
 import { recordAttemptFinished, recordAttemptMerged, recordAttemptResumed, requestProcessEnd } from '../lib/attempts/projections';
-import { withTransaction } from '../lib/db/pool';
+import { isPostgresUnavailable, withTransaction } from '../lib/db/pool';
 import { attemptDurationSeconds, getAttempt } from '../lib/db/attempts';
 import { runAgent, type RunAgentInput, type RunAgentResult } from './agent/runAgent';
 import { mergeBranch, type MergeInput } from './git/mergeAttempt';
@@ -13,6 +13,7 @@ import { commitWorktree, WorkOffTheAttempt } from './git/commitWorktree';
 import type { AttemptChanges } from '../lib/db/attempts';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { keepAlive } from './keepAlive';
+import { untilPostgresAnswers } from './untilPostgresAnswers';
 import type { ActivityDeps } from './index';
 
 /** Tries of commitAndRecordOutcome's git part before the outcome is recorded as failed with the commit's error. */
@@ -41,12 +42,13 @@ export function createAttemptActivities(deps: ActivityDeps) {
     return a;
   };
   return {
-    prepareWorktree: (input: { attemptId: string; processId: string }) => keepAlive(() => prepareWorktree(deps, input)),
+    prepareWorktree: (input: { attemptId: string; processId: string }) => keepAlive(() => untilPostgresAnswers(() => prepareWorktree(deps, input))),
     runAgent: (input: RunAgentInput) => runAgent(deps, input),
     /** Before lean-attempt-v1: the commit alone (histories of running attempts still schedule it). */
-    commitChanges: (input: { attemptId: string; worktreePath: string; baseCommit: string; message: string }) => keepAlive(() => commitChanges(deps, input)),
+    commitChanges: (input: { attemptId: string; worktreePath: string; baseCommit: string; message: string }) =>
+      keepAlive(() => untilPostgresAnswers(() => commitChanges(deps, input))),
     removeWorktree: (input: { attemptId: string | null; repoPath: string; worktreePath: string | null; branch: string | null; deleteBranch: boolean }) =>
-      keepAlive(() => removeWorktree(deps, input)),
+      keepAlive(() => untilPostgresAnswers(() => removeWorktree(deps, input))),
     /**
      * A read of a worktree on its host, for API replicas elsewhere (hostReadWorkflow): a diff fitted within one
      * payload. A read that fails for good (an AppError: the diff cannot be read or is too large) is not retried and
@@ -65,7 +67,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
     mergeBranch: (input: MergeInput) => keepAlive(() => mergeBranch(input, { faults: deps.faults })),
     /** running → completed | failed, with events and the task status rule. */
     async recordAttemptOutcome(input: { attemptId: string; status: 'completed' | 'failed'; error: string | null; summary: string }): Promise<boolean> {
-      return Boolean(await recordOutcome(input.attemptId, input.status, input.error, input.summary));
+      return Boolean(await untilPostgresAnswers(() => recordOutcome(input.attemptId, input.status, input.error, input.summary)));
     },
     /**
      * After an agent run (lean-attempt-v1): commit the worktree's changes on the attempt branch and record the
@@ -74,12 +76,14 @@ export function createAttemptActivities(deps: ActivityDeps) {
      * Idempotent: a retry finds the tree committed, and the outcome is written only while the attempt runs.
      */
     commitAndRecordOutcome: (input: CommitAndRecordInput): Promise<'completed' | 'failed'> =>
-      keepAlive(async () => {
+      keepAlive(() => untilPostgresAnswers(async () => {
         let error = input.agentError;
         let changes: AttemptChanges | undefined;
         try {
           changes = await commitWorktree({ ...input, attemptBranch: async () => (await getAttempt(deps.db, input.attemptId))?.branch ?? null });
         } catch (err) {
+          // PostgreSQL away (the attempt's branch is read from it): waited out, never the commit's failure
+          if (isPostgresUnavailable(err)) throw err;
           if (!(err instanceof WorkOffTheAttempt) && Context.current().info.attempt < COMMIT_TRIES) throw err;
           error = error ?? (err instanceof WorkOffTheAttempt ? err.message : `committing the agent's changes failed: ${(err as Error).message}`);
         }
@@ -87,22 +91,22 @@ export function createAttemptActivities(deps: ActivityDeps) {
         const status = (input.agentStatus === 'completed' || input.agentStatus === 'stopped') && !error ? 'completed' : 'failed';
         await recordOutcome(input.attemptId, status, error, input.summary, changes);
         return status;
-      }),
+      })),
     /** Marks the attempt merged (and its task completed); returns mergedAt. */
     async recordAttemptMergedActivity(input: { attemptId: string; commitSha: string; cleanup: boolean }): Promise<string> {
-      const a = await recordAttemptMerged(deps.db, input.attemptId, input.commitSha, input.cleanup);
+      const a = await untilPostgresAnswers(() => recordAttemptMerged(deps.db, input.attemptId, input.commitSha, input.cleanup));
       return (a?.merged_at ?? new Date()).toISOString();
     },
     /** The stopProcess signal: marks the process stopped (no-op when it is not running); its runAgent stops the group. */
     async requestProcessStop(input: { processId: string }): Promise<boolean> {
-      return Boolean(await withTransaction(deps.db, (c) => requestProcessEnd(c, input.processId, 'stopped')));
+      return Boolean(await untilPostgresAnswers(() => withTransaction(deps.db, (c) => requestProcessEnd(c, input.processId, 'stopped'))));
     },
     async recordAttemptResumed(input: { attemptId: string }): Promise<void> {
-      await recordAttemptResumed(deps.db, input.attemptId);
+      await untilPostgresAnswers(() => recordAttemptResumed(deps.db, input.attemptId));
     },
     /** The attempt's status now (a workflow asks before doing more work for an attempt deleted or cancelled meanwhile). */
     async attemptStatus(input: { attemptId: string }): Promise<string | null> {
-      return (await getAttempt(deps.db, input.attemptId))?.status ?? null;
+      return (await untilPostgresAnswers(() => getAttempt(deps.db, input.attemptId)))?.status ?? null;
     },
   };
 }

@@ -25,6 +25,7 @@ import type { RunAgentResult } from '../activities/agent/runAgent';
 import { ATTEMPT_PATHS, closeAttemptSignal, followUpSignal, progressQuery, stopProcessSignal, type AttemptProgress, type FollowUpRequest } from './attemptMessages';
 import { failureMessage as message } from './failureMessage';
 import { ArmadaAgent, ArmadaAttemptId, ArmadaAttemptStatus, ArmadaTaskId } from '../lib/temporal/searchAttributes';
+import { POSTGRES_OUTAGE_WAIT_MS } from '../lib/db/outage';
 
 export interface AttemptWorkflowInput {
   attemptId: string;
@@ -96,12 +97,15 @@ function showStatus(input: AttemptWorkflowInput, status: 'running' | NonNullable
 function hostActivities(hostQueue: string, input: AttemptWorkflowInput) {
   const agent = proxyActivities<Activities>({
     taskQueue: hostQueue,
-    startToCloseTimeout: input.timeoutMs + 5 * 60_000,
+    // the run, plus time to wait for PostgreSQL before the agent starts and again after it ended (an outage is
+    // waited out inside the activity: activities/untilPostgresAnswers.ts), plus the recording
+    startToCloseTimeout: input.timeoutMs + 2 * POSTGRES_OUTAGE_WAIT_MS + 5 * 60_000,
     heartbeatTimeout: input.heartbeatTimeoutMs,
     // a host whose worker never comes back: give up after this long without a worker picking the run up
     scheduleToStartTimeout: '15 minutes',
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    // one retry: a run lost with its worker (heartbeat timeout) restarts once on the restarted worker
+    // one retry: a run lost with its worker (heartbeat timeout) restarts once on the restarted worker; a PostgreSQL
+    // outage costs no try (the activity waits for it)
     retry: { initialInterval: '1s', maximumAttempts: 2 },
   });
   const git = proxyActivities<Activities>({

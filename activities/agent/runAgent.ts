@@ -34,6 +34,7 @@ import { createLogSink, type LogSink } from '../../lib/attempts/logSink';
 import { queueLiveState, settleLiveState } from '../../lib/attempts/liveState';
 import { processWatch } from './processWatch';
 import { keepAlive } from '../keepAlive';
+import { untilPostgresAnswers } from '../untilPostgresAnswers';
 import { groupNice } from '../../lib/process/priority';
 
 /** An attempt's output summary is cut to its last 64 KiB (like multi-agent results). */
@@ -77,6 +78,8 @@ const WATCH_MS = 500;
 const SAMPLE_MS = 2000;
 /** How long a run that failed while its agent ran waits for its last lines' insert before giving the error back. */
 const FAILED_RUN_FLUSH_MS = 5000;
+/** Kept after the agent's run for recording it, when the prepare phase waits for PostgreSQL. */
+const RECORD_RESERVE_MS = 60_000;
 
 /**
  * One agent run in three phases: prepare (process row, a lost run's leftovers, the agent and worker slots), run
@@ -85,7 +88,9 @@ const FAILED_RUN_FLUSH_MS = 5000;
  * failed try never leaves a slot taken or an agent editing the worktree while Temporal retries.
  */
 export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promise<RunAgentResult> {
-  const prepared = await prepareRun(deps, input);
+  // nothing of the prepare phase needs undoing before the agent starts: a PostgreSQL outage is waited out here (the
+  // phase runs again once it answers), leaving the agent's whole run and its recording before the activity's deadline
+  const prepared = await untilPostgresAnswers(() => prepareRun(deps, input), { reserveMs: input.timeoutMs + RECORD_RESERVE_MS });
   if (!('profile' in prepared)) return prepared;
   try {
     const run = await runProcess(deps, input, prepared);
@@ -257,7 +262,8 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
   let ended = false;
   const watch = watchRun(deps, input, prep, proc, output, sink);
   try {
-    await recordProcessStarted(deps.db, input.processId, proc.pid, input.kind, deps.worker);
+    // the agent runs: an outage is waited out, since a failed try would stop it and the retry would run it again
+    await untilPostgresAnswers(() => recordProcessStarted(deps.db, input.processId, proc.pid, input.kind, deps.worker));
     await faultPoint(deps.faults, 'runAgent.afterSpawn', { pid: proc.pid, processId: input.processId });
     const result = await proc.done;
     ended = true;
@@ -381,9 +387,12 @@ async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: Prepare
   }
   const cost = costOf(prep.profile, output);
   if (cost > 0) m.cost.inc({ llm: input.llm }, cost);
-  // a process a stop or cancel already moved gets its real exit code filled in
-  const ended = await recordProcessEnded(deps.db, input.processId, status, result.code, error);
-  if (!ended) await setProcessExit(deps.db, input.processId, result.code, error);
+  // a process a stop or cancel already moved gets its real exit code filled in; the agent has run, so an outage is
+  // waited out rather than failing the try (its retry would run the agent again)
+  await untilPostgresAnswers(async () => {
+    const ended = await recordProcessEnded(deps.db, input.processId, status, result.code, error);
+    if (!ended) await setProcessExit(deps.db, input.processId, result.code, error);
+  });
   if (ctx.cancellationSignal.aborted) throw new CancelledFailure('agent run cancelled');
   return { status, exitCode: result.code, error, summary: output.summary || (output.finalMessage.text() ?? ''), sessionId: output.sessionId };
 }

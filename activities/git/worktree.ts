@@ -12,6 +12,7 @@ import { faultPoint, type Faults } from '../../lib/faults';
 import { killProcessesUnder, launchGroupProcess } from '../../lib/process/processGroup';
 import { hostQueue } from '../../lib/temporal/queues';
 import { keepAlive } from '../keepAlive';
+import { untilPostgresAnswers } from '../untilPostgresAnswers';
 import { removeMergeMarkers } from './mergeMarkers';
 import { commitWorktree } from './commitWorktree';
 import { addWorktreeFast, readBranchCommits } from './fastWorktree';
@@ -232,7 +233,8 @@ async function runSetupOnce(deps: { db: Pool; config: ArmadaConfig }, s: { attem
   const r = await keepAlive(() => proc.done, { intervalMs: 1000, details: () => ({ stage: 'setup', lines: n }) });
   const ok = r.code === 0;
   log(ok ? 'info' : 'error', `setup script exited with code ${r.code ?? r.signal}`);
-  await appendLogs(deps.db, s.processId, s.attemptId, pending);
+  // the script has run: its lines wait for PostgreSQL here, or a failed try would run it again
+  await untilPostgresAnswers(() => appendLogs(deps.db, s.processId, s.attemptId, pending));
   if (!ok) throw ApplicationFailure.nonRetryable(`setup script failed with exit code ${r.code ?? r.signal}`, 'SetupFailed');
   fs.writeFileSync(marker, `${new Date().toISOString()}\n`);
 }

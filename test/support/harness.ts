@@ -76,6 +76,12 @@ export async function createTestDatabase(): Promise<{ url: string; pool: Pool; d
   };
 }
 
+/** A pool on a database the caller owns: `drop` only closes the pool. */
+function existingDatabase(url: string): { url: string; pool: Pool; drop(): Promise<void> } {
+  const pool = createPool(url, logger);
+  return { url, pool, drop: () => pool.end().catch(() => undefined) };
+}
+
 /** The API key every service of a test config takes (ARMADA_API_KEY). */
 export const TEST_API_KEY = 'test-api-key-0123456789';
 
@@ -123,10 +129,15 @@ export async function startTestStack(
     beforeReady?: (name: ServiceName, app: FastifyInstance) => void | Promise<void>;
     /** What the services are told is down (as `armada api`'s probes would); unset: not tracked. */
     dependencies?: DependencyState;
+    /**
+     * A migrated database to use instead of a fresh clone of the run's template (kept at close), e.g. one on a
+     * PostgreSQL of the test's own that it kills and restarts (test/support/ownPostgres.ts).
+     */
+    databaseUrl?: string;
   } = {},
 ): Promise<TestStack> {
   const config = testConfig(opts.file, opts.env);
-  const database = await createTestDatabase();
+  const database = opts.databaseUrl ? existingDatabase(opts.databaseUrl) : await createTestDatabase();
   const keys = resolveKeys(config);
   const temporal = createTemporalHandle(env('ARMADA_TEST_TEMPORAL_ADDRESS'), config.temporal.namespace);
   const metrics = createMetrics();

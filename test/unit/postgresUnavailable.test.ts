@@ -25,3 +25,24 @@ test.each(['23505', '22P02', '42601', '5310', '531000', '54000'])('%s is not an 
 test('values that are not errors are not outages', () => {
   for (const v of [undefined, null, 'ECONNREFUSED', 53100, { code: 53100 }]) expect(isPostgresUnavailable(v)).toBe(false);
 });
+
+test("an activity step that gives up on PostgreSQL fails with the cause, never the server's address (clients read it as an attempt's error)", async () => {
+  const { Client } = await import('pg');
+  const { postgresOutageFailure, POSTGRES_UNAVAILABLE } = await import('../../activities/untilPostgresAnswers');
+  const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
+  const port = await freePort(); // nothing listens there: a real refused connection
+  const refused = await new Client({ connectionString: `postgres://armada@127.0.0.1:${port}/armada` }).connect().then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(isPostgresUnavailable(refused)).toBe(true);
+  expect(String((refused as Error).message)).toContain(`127.0.0.1:${port}`);
+  const failure = postgresOutageFailure(refused, 600_000);
+  expect(failure.message).toBe('the database (PostgreSQL) was unavailable (ECONNREFUSED) and did not answer again within 600 s');
+  expect(failure.type).toBe(POSTGRES_UNAVAILABLE);
+  expect(failure.nonRetryable).toBe(false);
+  // without a code (a connection ended by the server), a plain cause
+  expect(postgresOutageFailure(new Error('Connection terminated unexpectedly'), 1500).message).toBe(
+    'the database (PostgreSQL) was unavailable (connection lost) and did not answer again within 2 s',
+  );
+});
