@@ -24,6 +24,7 @@ import { resolveAgentCommand } from '../../lib/agents/agentCommand';
 import { findMultiAgent, multiAgentSettings } from '../../lib/agents/agentRoster';
 import { AGENT_REMOVED } from '../../lib/agents/agentTaskErrors';
 import { keepAlive } from '../keepAlive';
+import { untilPostgresAnswers } from '../untilPostgresAnswers';
 import { groupNice } from '../../lib/process/priority';
 
 export const RESULT_MAX_BYTES = 64 * 1024;
@@ -79,7 +80,9 @@ export function buildPrompt(task: string, hits: readonly MemoryHit[]): string {
 
 export async function runAgentTask(deps: Deps, input: { agent: string; taskId: string }): Promise<AgentTaskOutcome> {
   const ctx = Context.current();
-  const row = await markAgentTaskRunning(deps.db, input.taskId);
+  // before the process starts a PostgreSQL outage is waited out here (activities/untilPostgresAnswers.ts): it costs
+  // no try of the activity's retry policy, which is kept for a lost worker
+  const row = await untilPostgresAnswers(() => markAgentTaskRunning(deps.db, input.taskId));
   if (!row) return { status: 'skipped', result: null, error: null };
   const agent = findMultiAgent(deps.config, input.agent);
   if (!agent) return { status: 'failed', result: null, error: AGENT_REMOVED };
@@ -87,7 +90,7 @@ export async function runAgentTask(deps: Deps, input: { agent: string; taskId: s
   if (!command) return { status: 'failed', result: null, error: `agent profile "${agent.llm}" is not configured` };
   const settings = multiAgentSettings(deps.config);
 
-  const hits = agent.memory && settings.memoryHits > 0 ? (await searchMemory(deps.db, row.task, { limit: settings.memoryHits })).hits : [];
+  const hits = agent.memory && settings.memoryHits > 0 ? (await untilPostgresAnswers(() => searchMemory(deps.db, row.task, { limit: settings.memoryHits }))).hits : [];
   const prompt = buildPrompt(row.task, hits);
   const cwd = path.join(deps.config.home, 'agents', agent.name, 'tasks', input.taskId);
   // A retry after a lost worker (kill -9, crash): that worker's process of this task may still run here (its group
