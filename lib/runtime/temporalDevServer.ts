@@ -4,6 +4,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -139,11 +140,43 @@ export async function waitForTemporal(
   throw new Error(`Temporal at ${address} did not become ready in ${timeoutMs} ms: ${lastError}`);
 }
 
+/** How long a stale dev server may take, after its SIGKILL, to exit and to free its ports. */
+const STALE_EXIT_WAIT_MS = 30_000;
+
+/** The process exists and is no zombie (a killed orphan stays one until it is reaped, with its ports already closed). */
+function processRunning(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** Whether a listener could bind ip:port now. */
+function portFree(ip: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen({ host: ip, port, exclusive: true }, () => probe.close(() => resolve(true)));
+  });
+}
+
+async function waitFor(done: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + STALE_EXIT_WAIT_MS;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`${what} (waited ${STALE_EXIT_WAIT_MS / 1000} s)`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /**
  * Kills a dev server left running by a killed `armada start` (its pid file sits beside the SQLite file); one whose
- * armada is still running is refused (ArmadaHomeInUse), never killed.
+ * armada is still running is refused (ArmadaHomeInUse), never killed. Returns once it has exited and its ports
+ * (`ports` on `ip`) are free: SIGKILL only starts the teardown, and a new server spawned meanwhile found its port
+ * still bound and exited (`bind: address already in use`).
  */
-function stopStale(pidFile: string, dbFile: string, logger: Logger): void {
+async function stopStale(pidFile: string, dbFile: string, ip: string, ports: number[], logger: Logger): Promise<void> {
   let pid: number;
   try {
     pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
@@ -158,6 +191,10 @@ function stopStale(pidFile: string, dbFile: string, logger: Logger): void {
   } catch {
     /* gone meanwhile */
   }
+  await waitFor(() => !processRunning(pid), `the temporal dev server left running (pid ${pid}) did not exit`);
+  for (const port of ports) {
+    await waitFor(() => portFree(ip, port), `port ${port} on ${ip} was still in use when the temporal dev server left running (pid ${pid}) had exited`);
+  }
 }
 
 export async function startTemporalDevServer(opts: DevServerOptions): Promise<RunningDevServer> {
@@ -165,7 +202,7 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<Ru
   const log = opts.logger.child({ component: 'temporal' });
   fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
   const pidFile = `${opts.dbFile}.pid`;
-  stopStale(pidFile, opts.dbFile, log);
+  await stopStale(pidFile, opts.dbFile, opts.ip, opts.uiPort === null ? [opts.port] : [opts.port, opts.uiPort], log);
   const args = [
     'server',
     'start-dev',
