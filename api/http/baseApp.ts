@@ -128,7 +128,9 @@ export function createBaseApp(opts: BaseAppOptions) {
     const labels = { service: opts.service, method: request.method, route, status_code: String(reply.statusCode) };
     opts.metrics.httpRequests.inc(labels);
     opts.metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
-    if (reply.statusCode >= 500) request.log.warn({ method: request.method, route, statusCode: reply.statusCode }, 'request answered 5xx');
+    // a 503 (a dependency down, /health saying so) is an expected answer, logged at debug where it is given: an outage
+    // must not add a warning per request (it is logged once when it begins and once when it ends)
+    if (reply.statusCode >= 500 && reply.statusCode !== 503) request.log.warn({ method: request.method, route, statusCode: reply.statusCode }, 'request answered 5xx');
   });
 
   app.get('/health', { schema: { hide: true } as object }, async (_request, reply) => {

@@ -15,7 +15,7 @@ export interface ClassifiedError {
   code: string;
   message: string;
   details?: Record<string, unknown>;
-  /** true when the error is ours (5xx) and must be logged with its stack */
+  /** true when the error is ours (a 5xx other than 503) and must be logged with its stack */
   internal: boolean;
 }
 
@@ -40,7 +40,9 @@ function isConcurrencyFailure(err: unknown): boolean {
 }
 
 export function classifyError(err: unknown): ClassifiedError {
-  if (isAppError(err)) return { statusCode: err.statusCode, code: err.code, message: err.message, details: err.details, internal: err.statusCode >= 500 };
+  // a 503 is something unavailable that passes (a dependency known down, Temporal or another service unreachable),
+  // thrown on purpose: an answer, not a failure of ours
+  if (isAppError(err)) return { statusCode: err.statusCode, code: err.code, message: err.message, details: err.details, internal: err.statusCode >= 500 && err.statusCode !== 503 };
   const fe = err as FastifyError & { validation?: ErrorObject[]; validationContext?: string };
   if (fe && Array.isArray(fe.validation)) {
     const details = validationDetails(fe.validation, fe.validationContext);
@@ -68,9 +70,16 @@ export function classifyError(err: unknown): ClassifiedError {
   return { statusCode: 500, code: 'INTERNAL_ERROR', message: 'Internal server error', internal: true };
 }
 
-function logIfInternal(request: FastifyRequest, err: unknown, c: ClassifiedError): void {
-  if (c.internal) request.log.error({ err }, 'request failed');
-  else request.log.info({ code: c.code, statusCode: c.statusCode }, c.message);
+/**
+ * Logs an error answer: ours (internal) at error with its stack; a 503 (a dependency down or unreachable, a
+ * collision: something that passes) at debug, one line without a stack, since an outage brings one per request and
+ * is itself logged once when it begins and once when it ends (lib/runtime/dependencies.ts); any other (the client's
+ * mistake) at info. `code` is the code the answer names, `failed` the message of an internal one.
+ */
+export function logErrorAnswer(request: FastifyRequest, err: unknown, c: ClassifiedError, opts: { code?: string; failed?: string } = {}): void {
+  if (c.internal) request.log.error({ err }, opts.failed ?? 'request failed');
+  else if (c.statusCode === 503) request.log.debug({ code: opts.code ?? c.code, statusCode: c.statusCode }, c.message);
+  else request.log.info({ code: opts.code ?? c.code, statusCode: c.statusCode }, c.message);
 }
 
 /** Where a request for an undeclared method on a known path gets its 405; `allowed(path)` lists the served methods. */
@@ -138,7 +147,7 @@ export function installEnvelopeErrors(app: FastifyInstance, version: string, all
     const notAllowed = bodyOfUnroutedRequest(request, err) ? methodNotAllowed(request, reply, allowed) : undefined;
     if (notAllowed) return reply.code(405).send(errorBody(version, 'METHOD_NOT_ALLOWED', notAllowed));
     const c = classifyError(err);
-    logIfInternal(request, err, c);
+    logErrorAnswer(request, err, c);
     setRetryAfter(reply, err, c);
     return reply.code(c.statusCode).send(errorBody(version, c.code, c.message, c.details));
   });
@@ -156,7 +165,7 @@ export function installDetailErrors(app: FastifyInstance, allowed: AllowedMethod
     const notAllowed = bodyOfUnroutedRequest(request, err) ? methodNotAllowed(request, reply, allowed) : undefined;
     if (notAllowed) return reply.code(405).send({ detail: notAllowed });
     const c = classifyError(err);
-    logIfInternal(request, err, c);
+    logErrorAnswer(request, err, c);
     setRetryAfter(reply, err, c);
     return reply.code(c.statusCode).send({ detail: c.message });
   });

@@ -21,7 +21,7 @@ import { withTransaction } from '../../lib/db/pool';
 import { getProject, type ProjectRow } from '../../lib/db/projects';
 import { git } from '../../lib/git';
 import { actingUser } from '../http/actingUser';
-import { classifyError, setRetryAfter } from '../http/errorHandlers';
+import { classifyError, logErrorAnswer, setRetryAfter } from '../http/errorHandlers';
 import { schemaValidationError } from '../http/validation';
 import { ok } from '../http/envelope';
 import { BranchName, Envelope, ErrorSchema, IdParams, PageNumber, StringEnum } from '../http/schemas';
@@ -98,8 +98,7 @@ export function codehostRouterErrorBody(path: string, message: string): object |
 function codehostErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const c = classifyError(err);
   const code = err instanceof CodehostError ? err.code : c.code.toLowerCase();
-  if (c.internal) request.log.error({ err }, 'code-hosting request failed');
-  else request.log.info({ code, statusCode: c.statusCode }, c.message);
+  logErrorAnswer(request, err, c, { code, failed: 'code-hosting request failed' });
   setRetryAfter(reply, err, c);
   return reply.code(c.statusCode).send({ success: false, error: code, message: c.message });
 }
