@@ -22,6 +22,7 @@ import { createExecutionProgressActivities } from './scheduler/executionProgress
 import { createSchedulerActivities } from './scheduler/schedulerActivities';
 import type { RunDefinitions } from './scheduler/runDefinitions';
 import { createAttemptActivities } from './attempts';
+import { untilPostgresAnswers } from './untilPostgresAnswers';
 
 export interface ActivityDeps {
   db: Pool;
@@ -51,7 +52,7 @@ export function createActivities(deps: ActivityDeps) {
     /** False when the project no longer exists (deleted while its repository was cloned). */
     recordCloneResult: (input: { projectId: string; ok: boolean; path: string | null; error: string | null }): Promise<boolean> =>
       setCloneResult(deps.db, input.projectId, input.ok, input.path, input.error),
-    removeProjectClone: (input: RemoveProjectCloneInput) => removeProjectClone(deps, input),
+    removeProjectClone: (input: RemoveProjectCloneInput) => untilPostgresAnswers(() => removeProjectClone(deps, input)),
     runAgentTask: (input: { agent: string; taskId: string }) => runAgentTask(deps, input),
     recordAgentTaskResult: (input: AgentTaskResultInput) => recordAgentTaskResult(deps, input),
     ...createApprovalActivities(deps),

@@ -31,7 +31,8 @@ export async function untilPostgresAnswers<T>(step: () => Promise<T>, opts: Post
     return await step();
   } catch (err) {
     if (!isPostgresUnavailable(err)) throw err;
-    return keepAlive(() => waitForAnswer(step, err, opts));
+    // beats every second: some of the activities waiting here have a heartbeat timeout of 3 s
+    return keepAlive(() => waitForAnswer(step, err, opts), { intervalMs: 1000 });
   }
 }
 

@@ -9,6 +9,10 @@ import { openSecret } from '../lib/secretBox';
 import { SIGNATURE_HEADER, signedBody } from '../lib/webhooks/signing';
 import type { ActivityDeps } from './index';
 import { keepAlive } from './keepAlive';
+import { untilPostgresAnswers } from './untilPostgresAnswers';
+
+/** Kept, besides the request's own timeout, when a try waits for PostgreSQL before its request: the delivery's row. */
+const RECORD_RESERVE_MS = 15_000;
 
 /**
  * What a receiver's answer means for the delivery: null for a 2xx; `final` when asking again cannot help. A receiver
@@ -43,14 +47,23 @@ export function createWebhookActivities(deps: ActivityDeps) {
 
   async function deliverOnce(input: { webhookId: string; eventSeq: number }): Promise<{ attempt: number; statusCode?: number; skipped?: boolean }> {
     const attempt = Context.current().info.attempt;
-    const webhook = await getWebhook(deps.db, input.webhookId);
-    if (!webhook?.active) return { attempt, skipped: true };
-    const { rows } = await deps.db.query<{ type: string; data: Record<string, unknown>; created_at: Date }>(
-      'SELECT type, data, created_at FROM events WHERE seq = $1',
-      [input.eventSeq],
+    const timeoutMs = deps.config.file.webhooks?.timeoutMs ?? 10_000;
+    // a PostgreSQL outage is waited out before the request leaves (activities/untilPostgresAnswers.ts): it uses up
+    // none of the delivery's tries, which are the receiver's
+    const loaded = await untilPostgresAnswers(
+      async () => {
+        const webhook = await getWebhook(deps.db, input.webhookId);
+        if (!webhook?.active) return undefined;
+        const { rows } = await deps.db.query<{ type: string; data: Record<string, unknown>; created_at: Date }>(
+          'SELECT type, data, created_at FROM events WHERE seq = $1',
+          [input.eventSeq],
+        );
+        return rows[0] ? { webhook, event: rows[0] } : undefined;
+      },
+      { reserveMs: timeoutMs + RECORD_RESERVE_MS },
     );
-    const event = rows[0];
-    if (!event) return { attempt, skipped: true };
+    if (!loaded) return { attempt, skipped: true };
+    const { webhook, event } = loaded;
     const { body, signature } = signedBody(openSecret(encryptionKey(), webhook.secret), {
       event: event.type,
       timestamp: event.created_at.toISOString(),
@@ -73,7 +86,7 @@ export function createWebhookActivities(deps: ActivityDeps) {
         },
         body,
         redirect: 'manual',
-        signal: AbortSignal.timeout(deps.config.file.webhooks?.timeoutMs ?? 10_000),
+        signal: AbortSignal.timeout(timeoutMs),
       });
       statusCode = res.status;
       // the answer's body means nothing to a delivery: not read (a receiver streaming gigabytes would fill the worker)
@@ -88,7 +101,8 @@ export function createWebhookActivities(deps: ActivityDeps) {
     }
     const success = error === null;
     try {
-      await recordDelivery(deps.db, {
+      // the request was sent: its row waits for PostgreSQL here, or the failed try would send it again
+      await untilPostgresAnswers(() => recordDelivery(deps.db, {
         webhookId: input.webhookId,
         eventSeq: input.eventSeq,
         eventType: event.type,
@@ -97,7 +111,7 @@ export function createWebhookActivities(deps: ActivityDeps) {
         success,
         error,
         durationMs: Date.now() - started,
-      });
+      }));
     } catch (err) {
       // the webhook was deleted while this try ran (its log went with it): a skip, as when deleted before the try
       if ((err as { code?: unknown }).code === FOREIGN_KEY_VIOLATION && !(await getWebhook(deps.db, input.webhookId))) return { attempt, skipped: true };

@@ -19,9 +19,11 @@ export interface MergeWorkflowInput {
 
 export type MergeWorkflowResult = MergeOutcome & { cleanedUp: boolean; mergedAt?: string };
 
+// as the attempt's projections: the merge is done in git by then, and its record retries until PostgreSQL is back
+// (each try waits for it up to its timeout: activities/untilPostgresAnswers.ts), about 15 minutes in all
 const projection = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
-  retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 10 },
+  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 20 },
 });
 
 export async function mergeWorkflow(input: MergeWorkflowInput): Promise<MergeWorkflowResult> {

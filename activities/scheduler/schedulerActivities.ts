@@ -28,6 +28,7 @@ import { sourceTarget } from '../../lib/scheduler/sourceTarget';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import type { ActivityDeps } from '../index';
 import { keepAlive } from '../keepAlive';
+import { untilPostgresAnswers } from '../untilPostgresAnswers';
 import { FOREIGN_KEY_VIOLATION, isPostgresUnavailable } from '../../lib/db/pool';
 import { groupNice } from '../../lib/process/priority';
 
@@ -284,13 +285,14 @@ export function createSchedulerActivities(deps: ActivityDeps) {
 
     /** Runs a flow on a source. An HTTP answer is the task's result; a platform that cannot be reached is retried. */
     async runSourceFlow(input: FlowTaskInput): Promise<TaskRunResult> {
-      const source = await getSource(deps.db, input.source);
+      // a PostgreSQL outage is waited out (activities/untilPostgresAnswers.ts): the three tries are the platform's
+      const source = await untilPostgresAnswers(() => getSource(deps.db, input.source));
       return runFlowTask(deps, key(), input, source, { lastTry: false });
     },
 
     /** Checks every source's health, records it on the row (status follows it) and on the gauge. */
     async checkSourcesHealth(): Promise<{ checked: number; healthy: number }> {
-      const sources = await allSources(deps.db);
+      const sources = await untilPostgresAnswers(() => allSources(deps.db));
       let healthy = 0;
       await Promise.all(
         sources.map(async (s) => {
@@ -301,7 +303,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
           } catch (err) {
             error = (err as Error).message;
           }
-          await recordSourceHealth(deps.db, s.id, error === null, error);
+          await untilPostgresAnswers(() => recordSourceHealth(deps.db, s.id, error === null, error));
           metrics.sourceHealthy.set({ source: s.name, source_type: s.source_type }, error === null ? 1 : 0);
         }),
       );
@@ -310,7 +312,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
 
     /** Retention: deletes finished executions older than the configured age. */
     async pruneExecutions(): Promise<{ deleted: number }> {
-      return { deleted: await pruneExecutionRows(deps.db, new Date(Date.now() - settings.retentionMs)) };
+      return { deleted: await untilPostgresAnswers(() => pruneExecutionRows(deps.db, new Date(Date.now() - settings.retentionMs))) };
     },
   };
 }
