@@ -5,7 +5,6 @@
  * row never leaves a terminal status, log lines carry stable keys).
  */
 import { Context } from '@temporalio/activity';
-import { CancelledFailure } from '@temporalio/common';
 import {
   appendExecutionLogs,
   getExecution,
@@ -25,7 +24,8 @@ import { actionScheduledAt } from '../../lib/scheduler/temporalSchedules';
 import type { ActivityDeps } from '../index';
 import { keepAlive } from '../keepAlive';
 import { createRunDefinitions } from './runDefinitions';
-import { countFinish, runFlowTask, type TaskRunResult } from './schedulerActivities';
+import { claimFlowTask, countFinish, runFlowTask, type TaskRunResult } from './schedulerActivities';
+import { untilAnswered as untilPostgresAnswers } from './untilAnswered';
 
 /** What the workflow knows when it starts: the row's identity and times. */
 export interface ExecutionStart {
@@ -142,31 +142,8 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     }
   }
 
-  /**
-   * Inside an activity: runs a PostgreSQL step until PostgreSQL answers (500 ms doubling to 30 s between tries, as the
-   * projection's local activities retry), so an outage delays the run instead of failing it; a stop ends the wait.
-   */
-  async function untilAnswered<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    const signal = Context.current().cancellationSignal;
-    for (let pause = 500; ; pause = Math.min(pause * 2, 30_000)) {
-      try {
-        return await fn();
-      } catch (err) {
-        if (signal.aborted) throw new CancelledFailure('execution stopped');
-        deps.logger.warn({ err: { message: (err as Error).message }, what }, 'scheduler run: PostgreSQL did not answer; trying again');
-        await new Promise<void>((resolve) => {
-          const done = () => {
-            clearTimeout(timer);
-            signal.removeEventListener('abort', done);
-            resolve();
-          };
-          const timer = setTimeout(done, pause);
-          signal.addEventListener('abort', done);
-        });
-        if (signal.aborted) throw new CancelledFailure('execution stopped');
-      }
-    }
-  }
+  /** A PostgreSQL step of beginRun, run until PostgreSQL answers (an outage delays the run); a stop ends the wait. */
+  const untilAnswered = <T>(what: string, fn: () => Promise<T>): Promise<T> => untilPostgresAnswers(deps.logger, what, Context.current().cancellationSignal, fn);
 
   let encryptionKey: Buffer | undefined;
 
@@ -194,8 +171,9 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
      * row's transaction: the request leaves once the row's upsert ran in it (write's `onHeld`), never on the
      * definition alone. So a deletion of the workflow either committed before that upsert (nothing is sent, the run
      * ends "deleted") or waits for the commit, then lists the run and stops it (docs/scheduler.md#deleting).
-     * Idempotent: the row never leaves a terminal status and the lines carry stable keys; a retry (platform
-     * unreachable, worker lost) writes the same start again and sends the request again, as runSourceFlow's do.
+     * Idempotent: the row never leaves a terminal status and the lines carry stable keys; a retry writes the same
+     * start again, and sends the first flow's request again only when the earlier try gave the task back (the platform
+     * could not be reached); otherwise it reports that try's outcome (docs/scheduler.md#task-outcomes).
      */
     async beginRun(input: ExecutionStart): Promise<BegunRun | null> {
       return keepAlive(
@@ -210,6 +188,10 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
           await faultPoint(deps.faults, 'beginRun.afterDefinition', { workflow: input.workflow, executionId: input.id, temporalWorkflowId: input.temporalWorkflowId });
           const { states, lines, record } = firstState(input, def);
           const first = def.tasks[0];
+          // a first flow is claimed for this try beside the row's write (no round trip added before the request):
+          // a try that finds the request already sent by an earlier one reports that one's outcome instead of sending
+          const claim = first?.type === 'flow' ? claimFlowTask(deps, { executionId: input.id, taskIndex: 0 }, Context.current().cancellationSignal) : undefined;
+          claim?.catch(() => undefined); // awaited below; a stop ends it with the same cancellation
           let held: (exists: boolean) => void = () => undefined;
           const rowHeld = new Promise<boolean>((resolve) => {
             held = resolve;
@@ -220,11 +202,11 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
           started.catch(() => undefined); // awaited below; a stop during the flow ends both with the same cancellation
           let result: TaskRunResult | null = null;
           // the flow's request waits for the row to be held, not for its commit; a workflow deleted meanwhile gets none
-          if (first?.type === 'flow' && (await Promise.race([rowHeld, writing.then((w) => w.exists)]))) {
+          if (claim && first?.type === 'flow' && (await Promise.race([rowHeld, writing.then((w) => w.exists)]))) {
             encryptionKey ??= resolveKeys(deps.config).encryption;
             const task = { executionId: input.id, taskIndex: 0, source: first.source, flow: first.flow, input: input.input ?? first.input ?? null, timeoutSeconds: first.timeout ?? null };
-            result = await runFlowTask(deps, encryptionKey, task, def.first_source ?? undefined, { lastTry: attempt >= BEGIN_RUN_ATTEMPTS, rowWritten: writing });
-          }
+            result = await runFlowTask(deps, encryptionKey, task, def.first_source ?? undefined, { lastTry: attempt >= BEGIN_RUN_ATTEMPTS, rowWritten: writing, claim });
+          } else if (claim) void claim.then((c) => c.kind === 'held' && c.holder.stop(), () => undefined); // nothing is sent
           const written = await writing;
           await started;
           if (!written.exists) return null; // deleted between the read and the write

@@ -19,6 +19,7 @@ import {
 import { allSources, getSource, recordSourceHealth, type RunSource } from '../../lib/db/schedulerSources';
 import { markScheduleRan } from '../../lib/db/schedulerSchedules';
 import { getWorkflow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
+import { pruneTaskOutcomes, type TaskRunResult } from '../../lib/db/schedulerTaskOutcomes';
 import { resolveKeys } from '../../lib/keys';
 import { childEnv } from '../../lib/process/childEnv';
 import { launchGroupProcess } from '../../lib/process/processGroup';
@@ -29,19 +30,15 @@ import { schedulerSettings } from '../../lib/scheduler/settings';
 import type { ActivityDeps } from '../index';
 import { keepAlive } from '../keepAlive';
 import { untilPostgresAnswers } from '../untilPostgresAnswers';
+import { claimTaskOrOutcome, failedNow, type Claim } from './taskOutcomes';
+import { untilAnswered } from './untilAnswered';
 import { FOREIGN_KEY_VIOLATION, isPostgresUnavailable } from '../../lib/db/pool';
 import { groupNice } from '../../lib/process/priority';
 
 /** Output kept on a task (the logs hold every line). */
 const MAX_OUTPUT = 64 * 1024;
 
-export interface TaskRunResult {
-  ok: boolean;
-  output: string;
-  error?: string;
-  startedAt: string;
-  completedAt: string;
-}
+export type { TaskRunResult };
 
 function capped(buf: string): string {
   return buf.length > MAX_OUTPUT ? `${buf.slice(0, MAX_OUTPUT)}\n… (output truncated; see the execution logs)` : buf;
@@ -102,17 +99,16 @@ function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number, a
       pending.push(line(level, message));
       if (pending.length >= 200 && !outage) void flush();
     },
+    /** Writes what is left (waiting up to CLOSE_WAIT_MS for PostgreSQL); the caller heartbeats meanwhile (keepAlive). */
     async close() {
       clearInterval(timer);
       await flush();
       if (!pending.length) return;
       const deadline = Date.now() + CLOSE_WAIT_MS;
-      await keepAlive(async () => {
-        while (pending.length && Date.now() < deadline && !Context.current().cancellationSignal.aborted) {
-          await new Promise((r) => setTimeout(r, 500));
-          await flush();
-        }
-      });
+      while (pending.length && Date.now() < deadline && !Context.current().cancellationSignal.aborted) {
+        await new Promise((r) => setTimeout(r, 500));
+        await flush();
+      }
       if (pending.length) deps.logger.warn({ executionId, lines: pending.length }, 'execution log lines not written: PostgreSQL stayed unavailable');
       pending = [];
     },
@@ -132,6 +128,14 @@ function scriptInputVar(input: unknown): Record<string, string> {
   return { ARMADA_INPUT: typeof input === 'string' ? input : JSON.stringify(input) };
 }
 
+export interface ScriptTaskInput {
+  executionId: string;
+  taskIndex: number;
+  script: string;
+  timeoutSeconds: number | null;
+  input?: unknown;
+}
+
 export interface FlowTaskInput {
   executionId: string;
   taskIndex: number;
@@ -141,10 +145,22 @@ export interface FlowTaskInput {
   timeoutSeconds: number | null;
 }
 
+/** What a try of a flow task that finds an earlier try lost reports: the request may have left, so it is not sent again. */
+export const LOST_FLOW_ERROR =
+  'the worker running this task was lost after its request may have been sent; the answer is unknown, and the flow is not sent again (it could run twice)';
+
+/** Claims a flow task for this try, or the outcome an earlier try reached (activities/scheduler/taskOutcomes.ts). */
+export function claimFlowTask(deps: ActivityDeps, input: { executionId: string; taskIndex: number }, signal: AbortSignal): Promise<Claim> {
+  return claimTaskOrOutcome(deps, { executionId: input.executionId, taskIndex: input.taskIndex }, signal, () => failedNow(LOST_FLOW_ERROR));
+}
+
 /**
- * Sends a flow task's run request to its source (loaded by the caller) and waits for the answer, heartbeating. An
- * HTTP answer or a timeout is the task's result; a platform that could not be reached throws a retryable
- * PlatformUnreachable, unless `lastTry` (the caller's last attempt), when it is the task's (failed) result too.
+ * Sends a flow task's run request to its source (loaded by the caller) and waits for the answer; the caller
+ * heartbeats for the whole activity (keepAlive). The request leaves only once `claim` holds the task for this try:
+ * when an earlier try already sent it, its outcome is the result and nothing is sent (docs/scheduler.md#task-outcomes).
+ * An HTTP answer or a timeout is the task's result, recorded before the log lines are written; a platform that could
+ * not be reached gives the task back and throws a retryable PlatformUnreachable, unless `lastTry` (the caller's last
+ * attempt), when it is the task's (failed) result too.
  * `rowWritten`: the execution row is still being written; the task's log lines wait for it.
  */
 export async function runFlowTask(
@@ -152,45 +168,63 @@ export async function runFlowTask(
   encryptionKey: Buffer,
   input: FlowTaskInput,
   source: RunSource | undefined,
-  opts: { lastTry: boolean; rowWritten?: Promise<unknown> },
+  opts: { lastTry: boolean; claim: Promise<Claim>; rowWritten?: Promise<unknown> },
+): Promise<TaskRunResult> {
+  const claim = await opts.claim;
+  if (claim.kind === 'outcome') return claim.result;
+  const { holder } = claim;
+  const logs = logWriter(deps, input.executionId, input.taskIndex, opts.rowWritten);
+  try {
+    const result = await sendFlow(deps, encryptionKey, input, source, logs, opts.lastTry);
+    await holder.record(result);
+    return result;
+  } catch (err) {
+    if (err instanceof ApplicationFailure && err.type === PLATFORM_UNREACHABLE) await holder.release();
+    throw err;
+  } finally {
+    holder.stop();
+    await logs.close();
+  }
+}
+
+const PLATFORM_UNREACHABLE = 'PlatformUnreachable';
+
+async function sendFlow(
+  deps: ActivityDeps,
+  encryptionKey: Buffer,
+  input: FlowTaskInput,
+  source: RunSource | undefined,
+  logs: ReturnType<typeof logWriter>,
+  lastTry: boolean,
 ): Promise<TaskRunResult> {
   const ctx = Context.current();
   const settings = schedulerSettings(deps.config);
   const startedAt = new Date().toISOString();
-  const logs = logWriter(deps, input.executionId, input.taskIndex, opts.rowWritten);
+  const done = (ok: boolean, output: string, error?: string): TaskRunResult => ({ ok, output: capped(output), error, startedAt, completedAt: new Date().toISOString() });
+  if (!source) return done(false, '', 'Source not found');
+  if (source.status !== 'active') return done(false, '', `source ${source.name} is inactive`);
+  logs.add('info', `POST flow ${input.flow} on source ${source.name}`);
   try {
-    const done = (ok: boolean, output: string, error?: string): TaskRunResult => ({ ok, output: capped(output), error, startedAt, completedAt: new Date().toISOString() });
-    if (!source) return done(false, '', 'Source not found');
-    if (source.status !== 'active') return done(false, '', `source ${source.name} is inactive`);
-    logs.add('info', `POST flow ${input.flow} on source ${source.name}`);
-    try {
-      const r = await keepAlive(
-        () =>
-          runRemoteFlow(
-            sourceTarget(source, encryptionKey),
-            input.flow,
-            input.input,
-            input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs,
-            ctx.cancellationSignal,
-          ),
-        { intervalMs: 1000 },
-      );
-      const output = typeof r.body === 'string' ? r.body : JSON.stringify(r.body);
-      logs.add('info', output.slice(0, 8192));
-      return done(true, output);
-    } catch (err) {
-      if (ctx.cancellationSignal.aborted) throw new CancelledFailure('execution stopped');
-      const e = err as Error;
-      // the platform's own words (e.g. {"detail":"Invalid or missing API key"}) are in the message
-      logs.add('error', e.message);
-      // An answer (any HTTP status) or a timeout (the platform may be running it) is final; only a platform
-      // that could not be reached at all is tried again, and not after the caller's last try.
-      if (e instanceof PlatformError && (e.httpStatus !== undefined || e instanceof PlatformTimeout)) return done(false, '', e.message);
-      if (opts.lastTry) return done(false, '', e.message);
-      throw ApplicationFailure.retryable(e.message, 'PlatformUnreachable');
-    }
-  } finally {
-    await logs.close();
+    const r = await runRemoteFlow(
+      sourceTarget(source, encryptionKey),
+      input.flow,
+      input.input,
+      input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs,
+      ctx.cancellationSignal,
+    );
+    const output = typeof r.body === 'string' ? r.body : JSON.stringify(r.body);
+    logs.add('info', output.slice(0, 8192));
+    return done(true, output);
+  } catch (err) {
+    if (ctx.cancellationSignal.aborted) throw new CancelledFailure('execution stopped');
+    const e = err as Error;
+    // the platform's own words (e.g. {"detail":"Invalid or missing API key"}) are in the message
+    logs.add('error', e.message);
+    // An answer (any HTTP status) or a timeout (the platform may be running it) is final; only a platform
+    // that could not be reached at all is tried again, and not after the caller's last try.
+    if (e instanceof PlatformError && (e.httpStatus !== undefined || e instanceof PlatformTimeout)) return done(false, '', e.message);
+    if (lastTry) return done(false, '', e.message);
+    throw ApplicationFailure.retryable(e.message, PLATFORM_UNREACHABLE);
   }
 }
 
@@ -202,6 +236,42 @@ export function createSchedulerActivities(deps: ActivityDeps) {
     encryptionKey ??= resolveKeys(deps.config).encryption;
     return encryptionKey;
   };
+
+  /** runScript's try: a bash script in its own temp dir and process group; a stop (cancellation) kills the whole group. */
+  async function runScriptTask(input: ScriptTaskInput): Promise<TaskRunResult> {
+    const ctx = Context.current();
+    const startedAt = new Date().toISOString();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-script-'));
+    const logs = logWriter(deps, input.executionId, input.taskIndex);
+    let output = '';
+    const timeoutMs = input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs;
+    try {
+      const proc = await launchGroupProcess({
+        command: 'bash',
+        args: ['-c', input.script],
+        cwd: dir,
+        env: childEnv({ vars: { ARMADA_EXECUTION_ID: input.executionId, ARMADA_TASK_INDEX: String(input.taskIndex), ...scriptInputVar(input.input) } }),
+        signal: ctx.cancellationSignal,
+        graceMs: 2000,
+        timeoutMs,
+        nice: groupNice(deps.config),
+        onLine: (stream, line) => {
+          if (output.length <= MAX_OUTPUT) output += `${line}\n`;
+          logs.add(stream === 'stderr' ? 'error' : 'info', line);
+        },
+      });
+      const r = await proc.done;
+      const completedAt = new Date().toISOString();
+      if (r.aborted) throw new CancelledFailure('execution stopped');
+      if (r.spawnError) return { ok: false, output: capped(output), error: `could not start bash: ${r.spawnError}`, startedAt, completedAt };
+      if (r.timedOut) return { ok: false, output: capped(output), error: `timed out after ${timeoutMs / 1000}s`, startedAt, completedAt };
+      if (r.code !== 0) return { ok: false, output: capped(output), error: r.signal ? `killed by ${r.signal}` : `exit code ${r.code}`, startedAt, completedAt };
+      return { ok: true, output: capped(output), startedAt, completedAt };
+    } finally {
+      await logs.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
 
   return {
     async loadWorkflowDefinition(input: { workflow: string }): Promise<{ tasks: WorkflowTask[] } | null> {
@@ -247,47 +317,25 @@ export function createSchedulerActivities(deps: ActivityDeps) {
     },
 
     /** Runs a bash script in its own temp dir and process group; a stop (cancellation) kills the whole group. */
-    async runScript(input: { executionId: string; taskIndex: number; script: string; timeoutSeconds: number | null; input?: unknown }): Promise<TaskRunResult> {
-      const ctx = Context.current();
-      const startedAt = new Date().toISOString();
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-script-'));
-      const logs = logWriter(deps, input.executionId, input.taskIndex);
-      let output = '';
-      const timeoutMs = input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs;
-      const proc = await launchGroupProcess({
-        command: 'bash',
-        args: ['-c', input.script],
-        cwd: dir,
-        env: childEnv({ vars: { ARMADA_EXECUTION_ID: input.executionId, ARMADA_TASK_INDEX: String(input.taskIndex), ...scriptInputVar(input.input) } }),
-        signal: ctx.cancellationSignal,
-        graceMs: 2000,
-        timeoutMs,
-        nice: groupNice(deps.config),
-        onLine: (stream, line) => {
-          if (output.length <= MAX_OUTPUT) output += `${line}\n`;
-          logs.add(stream === 'stderr' ? 'error' : 'info', line);
-        },
-      });
-      try {
-        const r = await keepAlive(() => proc.done, { intervalMs: 1000 });
-        await logs.close();
-        const completedAt = new Date().toISOString();
-        if (r.aborted) throw new CancelledFailure('execution stopped');
-        if (r.spawnError) return { ok: false, output: capped(output), error: `could not start bash: ${r.spawnError}`, startedAt, completedAt };
-        if (r.timedOut) return { ok: false, output: capped(output), error: `timed out after ${timeoutMs / 1000}s`, startedAt, completedAt };
-        if (r.code !== 0) return { ok: false, output: capped(output), error: r.signal ? `killed by ${r.signal}` : `exit code ${r.code}`, startedAt, completedAt };
-        return { ok: true, output: capped(output), startedAt, completedAt };
-      } finally {
-        await logs.close();
-        fs.rmSync(dir, { recursive: true, force: true });
-      }
+    async runScript(input: ScriptTaskInput): Promise<TaskRunResult> {
+      // heartbeats from its first step to its last (the last log lines' write included)
+      return keepAlive(() => runScriptTask(input), { intervalMs: 1000 });
     },
 
     /** Runs a flow on a source. An HTTP answer is the task's result; a platform that cannot be reached is retried. */
     async runSourceFlow(input: FlowTaskInput): Promise<TaskRunResult> {
-      // a PostgreSQL outage is waited out (activities/untilPostgresAnswers.ts): the three tries are the platform's
-      const source = await untilPostgresAnswers(() => getSource(deps.db, input.source));
-      return runFlowTask(deps, key(), input, source, { lastTry: false });
+      // heartbeats from its first step to its last: a stall anywhere (loading the source, writing the outcome or the
+      // log lines) is a slow try, not a lost one
+      return keepAlive(
+        async () => {
+          const signal = Context.current().cancellationSignal;
+          const claim = claimFlowTask(deps, input, signal);
+          claim.catch(() => undefined); // awaited by runFlowTask; a stop ends both with the same cancellation
+          const source = await untilAnswered(deps.logger, 'load source', signal, () => getSource(deps.db, input.source));
+          return runFlowTask(deps, key(), input, source, { lastTry: false, claim });
+        },
+        { intervalMs: 1000 },
+      );
     },
 
     /** Checks every source's health, records it on the row (status follows it) and on the gauge. */
@@ -312,7 +360,9 @@ export function createSchedulerActivities(deps: ActivityDeps) {
 
     /** Retention: deletes finished executions older than the configured age. */
     async pruneExecutions(): Promise<{ deleted: number }> {
-      return { deleted: await untilPostgresAnswers(() => pruneExecutionRows(deps.db, new Date(Date.now() - settings.retentionMs))) };
+      const olderThan = new Date(Date.now() - settings.retentionMs);
+      await untilPostgresAnswers(() => pruneTaskOutcomes(deps.db, olderThan));
+      return { deleted: await untilPostgresAnswers(() => pruneExecutionRows(deps.db, olderThan)) };
     },
   };
 }

@@ -130,7 +130,7 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
         const input = (body as { input_value?: string } | null)?.input_value ?? '';
         const answer = { session_id: flow.id, outputs: [{ inputs: { input_value: input }, outputs: [{ results: { message: { text: `ran ${flow.name} with ${input}` } } }] }] };
         if (fake.runDelayMs) {
-          setTimeout(() => send(res, 200, answer), fake.runDelayMs);
+          setTimeout(() => send(res, 200, answer), fake.runDelayMs).unref(); // a long delay does not keep the test process
           return;
         }
         return send(res, 200, answer);

