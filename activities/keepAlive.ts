@@ -16,7 +16,12 @@ export interface KeepAliveOptions {
 
 export async function keepAlive<T>(fn: () => Promise<T>, opts: KeepAliveOptions = {}): Promise<T> {
   const ctx = Context.current();
-  const beat = setInterval(() => (opts.details ? ctx.heartbeat(opts.details()) : ctx.heartbeat()), opts.intervalMs ?? KEEP_ALIVE_INTERVAL_MS);
+  const beat = setInterval(() => {
+    // once cancelled (a stop, or Temporal no longer knows this try) a beat tells Temporal nothing
+    if (ctx.cancellationSignal.aborted) return;
+    if (opts.details) ctx.heartbeat(opts.details());
+    else ctx.heartbeat();
+  }, opts.intervalMs ?? KEEP_ALIVE_INTERVAL_MS);
   try {
     return await fn();
   } finally {

@@ -3,11 +3,11 @@
  * "failed"). Executions started before that change replay through this code (patch `lean-run`); delete it once none
  * of them can still be running (the longest script timeout is 25 hours) and deprecate the patch.
  */
-import { CancellationScope, isCancellation, proxyActivities, uuid4, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, CancelledFailure, isCancellation, proxyActivities, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { TaskRunState } from '../lib/db/schedulerExecutions';
 import type { WorkflowRunInput } from '../lib/scheduler/temporalSchedules';
-import { failureMessage } from './failureMessage';
+import { failureMessage, stoppedByRequest } from './failureMessage';
 import { runScript, runSourceFlow } from './workflowRunTasks';
 import { scheduledTime } from './scheduledTime';
 
@@ -85,7 +85,7 @@ export async function workflowRunV1(input: WorkflowRunInput): Promise<string> {
     await record('completed');
     return 'completed';
   } catch (err) {
-    if (isCancellation(err)) {
+    if (isCancellation(err) || stoppedByRequest(err)) {
       await CancellationScope.nonCancellable(async () => {
         const state = tasks[current];
         if (state) {
@@ -96,7 +96,7 @@ export async function workflowRunV1(input: WorkflowRunInput): Promise<string> {
         await log('warning', 'Execution stopped');
         await record('stopped', 'Stopped by request');
       });
-      throw err;
+      throw isCancellation(err) ? err : new CancelledFailure('Stopped by request');
     }
     const message = failureMessage(err);
     await CancellationScope.nonCancellable(async () => {

@@ -9,14 +9,14 @@
  * run workflowRunV1. A failed execution fails the Temporal workflow too (ApplicationFailure `ScheduledRunFailed`, not
  * retried), after its row and logs are written, so Temporal's UI and metrics see it.
  */
-import { ApplicationFailure, CancellationScope, isCancellation, patched, proxyLocalActivities, proxySinks, uuid4, workflowInfo, type Sinks } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, CancelledFailure, isCancellation, patched, proxyLocalActivities, proxySinks, uuid4, workflowInfo, type Sinks } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { ExecutionStatus, LogLine, TaskRunState } from '../lib/db/schedulerExecutions';
 import type { WorkflowTask } from '../lib/db/schedulerWorkflows';
 import type { TaskRunResult } from '../activities/scheduler/schedulerActivities';
 import { RUN_PATHS } from '../lib/scheduler/runPaths';
 import type { WorkflowRunInput } from '../lib/scheduler/temporalSchedules';
-import { failureMessage } from './failureMessage';
+import { failureMessage, stoppedByRequest } from './failureMessage';
 import { scheduleIdOfRun, scheduledTime } from './scheduledTime';
 import { workflowRunV1 } from './workflowRunV1';
 import { beginRun, runScript, runSourceFlow } from './workflowRunTasks';
@@ -155,9 +155,10 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
       // beginRun failed or was stopped before it returned: the states it wrote (or the definition's) are read back
       ({ states, logLines: logSeq } = await CancellationScope.nonCancellable(() => loadRunState({ executionId: run.id, workflow: run.workflow })));
     }
-    if (isCancellation(err)) {
+    // a stop reaches the running task's try through PostgreSQL before Temporal's cancellation does (taskStop.ts)
+    if (isCancellation(err) || stoppedByRequest(err)) {
       await CancellationScope.nonCancellable(() => finish(current, 'stopped', 'Stopped by request', null, [line('warning', 'Execution stopped')]));
-      throw err;
+      throw isCancellation(err) ? err : new CancelledFailure('Stopped by request');
     }
     const message = failureMessage(err);
     // the same words as a task that returned a failure (e.g. a platform still unreachable after the retries)

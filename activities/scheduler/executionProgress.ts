@@ -24,7 +24,8 @@ import { actionScheduledAt } from '../../lib/scheduler/temporalSchedules';
 import type { ActivityDeps } from '../index';
 import { keepAlive } from '../keepAlive';
 import { createRunDefinitions } from './runDefinitions';
-import { claimFlowTask, countFinish, runFlowTask, type TaskRunResult } from './schedulerActivities';
+import { claimFlowTask, countFinish, runFlowTask, withTaskStop, type TaskRunResult } from './schedulerActivities';
+import type { TaskStop } from './taskStop';
 import { untilAnswered as untilPostgresAnswers } from './untilAnswered';
 
 /** What the workflow knows when it starts: the row's identity and times. */
@@ -142,10 +143,46 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     }
   }
 
-  /** A PostgreSQL step of beginRun, run until PostgreSQL answers (an outage delays the run); a stop ends the wait. */
-  const untilAnswered = <T>(what: string, fn: () => Promise<T>): Promise<T> => untilPostgresAnswers(deps.logger, what, Context.current().cancellationSignal, fn);
-
   let encryptionKey: Buffer | undefined;
+
+  /** One try of beginRun (below), its stop watched by the caller. */
+  async function beginRunTry(input: ExecutionStart, stop: TaskStop): Promise<BegunRun | null> {
+    /** A PostgreSQL step, run until PostgreSQL answers (an outage delays the run); a stop ends the wait. */
+    const untilAnswered = <T>(what: string, fn: () => Promise<T>): Promise<T> => untilPostgresAnswers(deps.logger, what, stop.signal, fn);
+    const { attempt, workflowExecution } = Context.current().info;
+    // the first attempt takes the read its workflow task prefetched (activities/scheduler/runDefinitions.ts)
+    const prefetched = attempt === 1 && workflowExecution ? definitions.take(`${workflowExecution.workflowId}/${workflowExecution.runId}`) : undefined;
+    const readNow = () => untilAnswered('load workflow', () => definitions.read(input.workflow));
+    const def = await (prefetched ? prefetched.catch(readNow) : readNow());
+    // the workflow was deleted after this start was queued (and maybe another created under its name)
+    if (!def || !startedBy(def, input)) return null;
+    await faultPoint(deps.faults, 'beginRun.afterDefinition', { workflow: input.workflow, executionId: input.id, temporalWorkflowId: input.temporalWorkflowId });
+    const { states, lines, record } = firstState(input, def);
+    const first = def.tasks[0];
+    // a first flow is claimed for this try beside the row's write (no round trip added before the request):
+    // a try that finds the request already sent by an earlier one reports that one's outcome instead of sending
+    const claim = first?.type === 'flow' ? claimFlowTask(deps, { executionId: input.id, taskIndex: 0 }, stop.signal) : undefined;
+    claim?.catch(() => undefined); // awaited below; a stop ends it with the same cancellation
+    let held: (exists: boolean) => void = () => undefined;
+    const rowHeld = new Promise<boolean>((resolve) => {
+      held = resolve;
+    });
+    const writing = untilAnswered('write execution', () => write(record, lines, held));
+    // counted on the first attempt only: a retry (platform unreachable) rewrites the same start
+    const started = writing.then((w) => (w.exists ? untilAnswered('after start', () => afterStart(input, def, w.changed && attempt === 1)) : undefined));
+    started.catch(() => undefined); // awaited below; a stop during the flow ends both with the same cancellation
+    let result: TaskRunResult | null = null;
+    // the flow's request waits for the row to be held, not for its commit; a workflow deleted meanwhile gets none
+    if (claim && first?.type === 'flow' && (await Promise.race([rowHeld, writing.then((w) => w.exists)]))) {
+      encryptionKey ??= resolveKeys(deps.config).encryption;
+      const task = { executionId: input.id, taskIndex: 0, source: first.source, flow: first.flow, input: input.input ?? first.input ?? null, timeoutSeconds: first.timeout ?? null };
+      result = await runFlowTask(deps, encryptionKey, task, def.first_source ?? undefined, { lastTry: attempt >= BEGIN_RUN_ATTEMPTS, rowWritten: writing, claim, stop });
+    } else if (claim) void claim.then((c) => c.kind === 'held' && c.holder.stop(), () => undefined); // nothing is sent
+    const written = await writing;
+    await started;
+    if (!written.exists) return null; // deleted between the read and the write
+    return { tasks: def.tasks, states, logLines: lines.length, first: result };
+  }
 
   return {
     /** Loads the definition, writes the row with its first task running and the first log lines. null = deleted. */
@@ -163,8 +200,8 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
      * The run's start as one activity (lean-run-v2): takes the definition with the first task's source (prefetched
      * by its workflow task, from the worker's cache or one query: activities/scheduler/runDefinitions.ts),
      * writes the row with its first task running and the first log lines and, when that task is a flow, sends its run
-     * request once the row is held (see below), and returns the answer. A script is left to the workflow (runScript:
-     * one attempt, never run twice). null = the workflow was deleted.
+     * request once the row is held (see below), and returns the answer. A script is left to the workflow (runScript,
+     * never run twice). null = the workflow was deleted.
      * What a reader sees: the row (first task running, its two lines) is committed before the activity reports
      * anything and before any line of the task is written, so Armada never shows an answer, a task line or a later
      * state without the start. Only the platform can get the request before the row is visible, by the rest of the
@@ -176,44 +213,8 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
      * could not be reached); otherwise it reports that try's outcome (docs/scheduler.md#task-outcomes).
      */
     async beginRun(input: ExecutionStart): Promise<BegunRun | null> {
-      return keepAlive(
-        async () => {
-          const { attempt, workflowExecution } = Context.current().info;
-          // the first attempt takes the read its workflow task prefetched (activities/scheduler/runDefinitions.ts)
-          const prefetched = attempt === 1 && workflowExecution ? definitions.take(`${workflowExecution.workflowId}/${workflowExecution.runId}`) : undefined;
-          const readNow = () => untilAnswered('load workflow', () => definitions.read(input.workflow));
-          const def = await (prefetched ? prefetched.catch(readNow) : readNow());
-          // the workflow was deleted after this start was queued (and maybe another created under its name)
-          if (!def || !startedBy(def, input)) return null;
-          await faultPoint(deps.faults, 'beginRun.afterDefinition', { workflow: input.workflow, executionId: input.id, temporalWorkflowId: input.temporalWorkflowId });
-          const { states, lines, record } = firstState(input, def);
-          const first = def.tasks[0];
-          // a first flow is claimed for this try beside the row's write (no round trip added before the request):
-          // a try that finds the request already sent by an earlier one reports that one's outcome instead of sending
-          const claim = first?.type === 'flow' ? claimFlowTask(deps, { executionId: input.id, taskIndex: 0 }, Context.current().cancellationSignal) : undefined;
-          claim?.catch(() => undefined); // awaited below; a stop ends it with the same cancellation
-          let held: (exists: boolean) => void = () => undefined;
-          const rowHeld = new Promise<boolean>((resolve) => {
-            held = resolve;
-          });
-          const writing = untilAnswered('write execution', () => write(record, lines, held));
-          // counted on the first attempt only: a retry (platform unreachable) rewrites the same start
-          const started = writing.then((w) => (w.exists ? untilAnswered('after start', () => afterStart(input, def, w.changed && attempt === 1)) : undefined));
-          started.catch(() => undefined); // awaited below; a stop during the flow ends both with the same cancellation
-          let result: TaskRunResult | null = null;
-          // the flow's request waits for the row to be held, not for its commit; a workflow deleted meanwhile gets none
-          if (claim && first?.type === 'flow' && (await Promise.race([rowHeld, writing.then((w) => w.exists)]))) {
-            encryptionKey ??= resolveKeys(deps.config).encryption;
-            const task = { executionId: input.id, taskIndex: 0, source: first.source, flow: first.flow, input: input.input ?? first.input ?? null, timeoutSeconds: first.timeout ?? null };
-            result = await runFlowTask(deps, encryptionKey, task, def.first_source ?? undefined, { lastTry: attempt >= BEGIN_RUN_ATTEMPTS, rowWritten: writing, claim });
-          } else if (claim) void claim.then((c) => c.kind === 'held' && c.holder.stop(), () => undefined); // nothing is sent
-          const written = await writing;
-          await started;
-          if (!written.exists) return null; // deleted between the read and the write
-          return { tasks: def.tasks, states, logLines: lines.length, first: result };
-        },
-        { intervalMs: 1000 },
-      );
+      // heartbeats from its first step to its last; a stop (activities/scheduler/taskStop.ts) ends it
+      return keepAlive(() => withTaskStop(deps, input.id, (stop) => beginRunTry(input, stop)), { intervalMs: 1000 });
     },
 
     /**

@@ -5,11 +5,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Context } from '@temporalio/activity';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
 import {
   appendExecutionLogs,
   pruneExecutions as pruneExecutionRows,
+  pruneStopRequests,
   upsertExecution,
   type ExecutionRecord,
   type ExecutionWrite,
@@ -31,6 +31,7 @@ import type { ActivityDeps } from '../index';
 import { keepAlive } from '../keepAlive';
 import { untilPostgresAnswers } from '../untilPostgresAnswers';
 import { claimTaskOrOutcome, failedNow, type Claim } from './taskOutcomes';
+import { watchTaskStop, type TaskStop } from './taskStop';
 import { untilAnswered } from './untilAnswered';
 import { FOREIGN_KEY_VIOLATION, isPostgresUnavailable } from '../../lib/db/pool';
 import { groupNice } from '../../lib/process/priority';
@@ -51,13 +52,14 @@ const CLOSE_WAIT_MS = 60_000;
 
 /**
  * Buffers log lines and writes them in batches, each with a stable key (`t<task>:<n>`), so a retry adds no duplicates.
- * With `after`, nothing is written before it settles (the execution row the lines belong to is being written).
+ * With `after`, nothing is written before it settles (the execution row the lines belong to is being written); `stop`
+ * (the try's stop: activities/scheduler/taskStop.ts) ends the wait for PostgreSQL at the end.
  * While PostgreSQL is unreachable a batch goes back to the front and is tried again on the next tick (up to
  * MAX_HELD_LINES wait; past that the newest are left out and a line says how many), and the task's end waits for it
  * up to CLOSE_WAIT_MS: a restart of PostgreSQL no longer loses the lines printed meanwhile. Other failures drop the
  * batch with a warning, as before.
  */
-function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number, after?: Promise<unknown>) {
+function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number, stop: AbortSignal, after?: Promise<unknown>) {
   let seq = 0;
   let pending: LogLine[] = [];
   let leftOut = 0;
@@ -105,7 +107,7 @@ function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number, a
       await flush();
       if (!pending.length) return;
       const deadline = Date.now() + CLOSE_WAIT_MS;
-      while (pending.length && Date.now() < deadline && !Context.current().cancellationSignal.aborted) {
+      while (pending.length && Date.now() < deadline && !stop.aborted) {
         await new Promise((r) => setTimeout(r, 500));
         await flush();
       }
@@ -145,6 +147,11 @@ export interface FlowTaskInput {
   timeoutSeconds: number | null;
 }
 
+/** What a try of a script task that finds an earlier try lost reports: scripts are not idempotent, so it is not run again. */
+export const LOST_SCRIPT_ERROR = 'the worker running the script was lost; the script is not run again (it may have run in part or to its end)';
+/** What a script cut short by its worker's shutdown reports (to the next try). */
+const SHUTDOWN_SCRIPT_ERROR = 'the worker shut down while the script ran and stopped it; the script is not run again';
+
 /** What a try of a flow task that finds an earlier try lost reports: the request may have left, so it is not sent again. */
 export const LOST_FLOW_ERROR =
   'the worker running this task was lost after its request may have been sent; the answer is unknown, and the flow is not sent again (it could run twice)';
@@ -156,26 +163,26 @@ export function claimFlowTask(deps: ActivityDeps, input: { executionId: string; 
 
 /**
  * Sends a flow task's run request to its source (loaded by the caller) and waits for the answer; the caller
- * heartbeats for the whole activity (keepAlive). The request leaves only once `claim` holds the task for this try:
- * when an earlier try already sent it, its outcome is the result and nothing is sent (docs/scheduler.md#task-outcomes).
- * An HTTP answer or a timeout is the task's result, recorded before the log lines are written; a platform that could
- * not be reached gives the task back and throws a retryable PlatformUnreachable, unless `lastTry` (the caller's last
- * attempt), when it is the task's (failed) result too.
- * `rowWritten`: the execution row is still being written; the task's log lines wait for it.
+ * heartbeats for the whole activity (keepAlive) and watches for its stop (`stop`, activities/scheduler/taskStop.ts).
+ * The request leaves only once `claim` holds the task for this try: when an earlier try already sent it, its outcome
+ * is the result and nothing is sent (docs/scheduler.md#task-outcomes). An HTTP answer or a timeout is the task's
+ * result, recorded before the log lines are written; a platform that could not be reached gives the task back and
+ * throws a retryable PlatformUnreachable, unless `lastTry` (the caller's last attempt), when it is the task's (failed)
+ * result too. `rowWritten`: the execution row is still being written; the task's log lines wait for it.
  */
 export async function runFlowTask(
   deps: ActivityDeps,
   encryptionKey: Buffer,
   input: FlowTaskInput,
   source: RunSource | undefined,
-  opts: { lastTry: boolean; claim: Promise<Claim>; rowWritten?: Promise<unknown> },
+  opts: { lastTry: boolean; claim: Promise<Claim>; stop: TaskStop; rowWritten?: Promise<unknown> },
 ): Promise<TaskRunResult> {
   const claim = await opts.claim;
   if (claim.kind === 'outcome') return claim.result;
   const { holder } = claim;
-  const logs = logWriter(deps, input.executionId, input.taskIndex, opts.rowWritten);
+  const logs = logWriter(deps, input.executionId, input.taskIndex, opts.stop.signal, opts.rowWritten);
   try {
-    const result = await sendFlow(deps, encryptionKey, input, source, logs, opts.lastTry);
+    const result = await sendFlow(deps, encryptionKey, input, source, logs, opts);
     await holder.record(result);
     return result;
   } catch (err) {
@@ -195,9 +202,8 @@ async function sendFlow(
   input: FlowTaskInput,
   source: RunSource | undefined,
   logs: ReturnType<typeof logWriter>,
-  lastTry: boolean,
+  opts: { lastTry: boolean; stop: TaskStop },
 ): Promise<TaskRunResult> {
-  const ctx = Context.current();
   const settings = schedulerSettings(deps.config);
   const startedAt = new Date().toISOString();
   const done = (ok: boolean, output: string, error?: string): TaskRunResult => ({ ok, output: capped(output), error, startedAt, completedAt: new Date().toISOString() });
@@ -210,21 +216,37 @@ async function sendFlow(
       input.flow,
       input.input,
       input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs,
-      ctx.cancellationSignal,
+      opts.stop.signal,
     );
     const output = typeof r.body === 'string' ? r.body : JSON.stringify(r.body);
     logs.add('info', output.slice(0, 8192));
     return done(true, output);
   } catch (err) {
-    if (ctx.cancellationSignal.aborted) throw new CancelledFailure('execution stopped');
+    if (opts.stop.signal.aborted) throw opts.stop.failure();
     const e = err as Error;
     // the platform's own words (e.g. {"detail":"Invalid or missing API key"}) are in the message
     logs.add('error', e.message);
     // An answer (any HTTP status) or a timeout (the platform may be running it) is final; only a platform
     // that could not be reached at all is tried again, and not after the caller's last try.
     if (e instanceof PlatformError && (e.httpStatus !== undefined || e instanceof PlatformTimeout)) return done(false, '', e.message);
-    if (lastTry) return done(false, '', e.message);
+    if (opts.lastTry) return done(false, '', e.message);
     throw ApplicationFailure.retryable(e.message, PLATFORM_UNREACHABLE);
+  }
+}
+
+/**
+ * Runs `work` with the try's stop watched (activities/scheduler/taskStop.ts): once the try is stopped, what it throws
+ * is the stop's failure (a cancellation, or a non-retryable ExecutionStopped the run records as stopped).
+ */
+export async function withTaskStop<T>(deps: ActivityDeps, executionId: string, work: (stop: TaskStop) => Promise<T>): Promise<T> {
+  const stop = watchTaskStop(deps, executionId);
+  try {
+    return await work(stop);
+  } catch (err) {
+    if (stop.signal.aborted) throw stop.failure();
+    throw err;
+  } finally {
+    stop.dispose();
   }
 }
 
@@ -237,12 +259,18 @@ export function createSchedulerActivities(deps: ActivityDeps) {
     return encryptionKey;
   };
 
-  /** runScript's try: a bash script in its own temp dir and process group; a stop (cancellation) kills the whole group. */
-  async function runScriptTask(input: ScriptTaskInput): Promise<TaskRunResult> {
-    const ctx = Context.current();
+  /**
+   * runScript's try: claims the task (a try that finds it claimed reports the earlier try's outcome and runs nothing,
+   * docs/scheduler.md#task-outcomes), then runs the bash script in its own temp dir and process group until it ends
+   * or the try is stopped (the whole group killed), records the outcome, then writes the last log lines.
+   */
+  async function runScriptTask(input: ScriptTaskInput, stop: TaskStop): Promise<TaskRunResult> {
+    const claim = await claimTaskOrOutcome(deps, { executionId: input.executionId, taskIndex: input.taskIndex }, stop.signal, () => failedNow(LOST_SCRIPT_ERROR));
+    if (claim.kind === 'outcome') return claim.result;
+    const { holder } = claim;
     const startedAt = new Date().toISOString();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-script-'));
-    const logs = logWriter(deps, input.executionId, input.taskIndex);
+    const logs = logWriter(deps, input.executionId, input.taskIndex, stop.signal);
     let output = '';
     const timeoutMs = input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs;
     try {
@@ -251,7 +279,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
         args: ['-c', input.script],
         cwd: dir,
         env: childEnv({ vars: { ARMADA_EXECUTION_ID: input.executionId, ARMADA_TASK_INDEX: String(input.taskIndex), ...scriptInputVar(input.input) } }),
-        signal: ctx.cancellationSignal,
+        signal: stop.signal,
         graceMs: 2000,
         timeoutMs,
         nice: groupNice(deps.config),
@@ -262,12 +290,21 @@ export function createSchedulerActivities(deps: ActivityDeps) {
       });
       const r = await proc.done;
       const completedAt = new Date().toISOString();
-      if (r.aborted) throw new CancelledFailure('execution stopped');
-      if (r.spawnError) return { ok: false, output: capped(output), error: `could not start bash: ${r.spawnError}`, startedAt, completedAt };
-      if (r.timedOut) return { ok: false, output: capped(output), error: `timed out after ${timeoutMs / 1000}s`, startedAt, completedAt };
-      if (r.code !== 0) return { ok: false, output: capped(output), error: r.signal ? `killed by ${r.signal}` : `exit code ${r.code}`, startedAt, completedAt };
-      return { ok: true, output: capped(output), startedAt, completedAt };
+      const result = (ok: boolean, error?: string): TaskRunResult => ({ ok, output: capped(output), ...(error !== undefined ? { error } : {}), startedAt, completedAt });
+      if (r.aborted) {
+        // cut short by the worker's shutdown: the next try reports it instead of waiting for this one (one attempt)
+        if (stop.byShutdown) await holder.record(result(false, SHUTDOWN_SCRIPT_ERROR)).catch(() => false);
+        throw stop.failure();
+      }
+      let outcome: TaskRunResult;
+      if (r.spawnError) outcome = result(false, `could not start bash: ${r.spawnError}`);
+      else if (r.timedOut) outcome = result(false, `timed out after ${timeoutMs / 1000}s`);
+      else if (r.code !== 0) outcome = result(false, r.signal ? `killed by ${r.signal}` : `exit code ${r.code}`);
+      else outcome = result(true);
+      await holder.record(outcome); // before the last log lines: their write may stall, the outcome stands
+      return outcome;
     } finally {
+      holder.stop();
       await logs.close();
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -319,7 +356,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
     /** Runs a bash script in its own temp dir and process group; a stop (cancellation) kills the whole group. */
     async runScript(input: ScriptTaskInput): Promise<TaskRunResult> {
       // heartbeats from its first step to its last (the last log lines' write included)
-      return keepAlive(() => runScriptTask(input), { intervalMs: 1000 });
+      return keepAlive(() => withTaskStop(deps, input.executionId, (stop) => runScriptTask(input, stop)), { intervalMs: 1000 });
     },
 
     /** Runs a flow on a source. An HTTP answer is the task's result; a platform that cannot be reached is retried. */
@@ -327,13 +364,13 @@ export function createSchedulerActivities(deps: ActivityDeps) {
       // heartbeats from its first step to its last: a stall anywhere (loading the source, writing the outcome or the
       // log lines) is a slow try, not a lost one
       return keepAlive(
-        async () => {
-          const signal = Context.current().cancellationSignal;
-          const claim = claimFlowTask(deps, input, signal);
-          claim.catch(() => undefined); // awaited by runFlowTask; a stop ends both with the same cancellation
-          const source = await untilAnswered(deps.logger, 'load source', signal, () => getSource(deps.db, input.source));
-          return runFlowTask(deps, key(), input, source, { lastTry: false, claim });
-        },
+        () =>
+          withTaskStop(deps, input.executionId, async (stop) => {
+            const claim = claimFlowTask(deps, input, stop.signal);
+            claim.catch(() => undefined); // awaited by runFlowTask; a stop ends both
+            const source = await untilAnswered(deps.logger, 'load source', stop.signal, () => getSource(deps.db, input.source));
+            return runFlowTask(deps, key(), input, source, { lastTry: false, claim, stop });
+          }),
         { intervalMs: 1000 },
       );
     },
@@ -362,6 +399,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
     async pruneExecutions(): Promise<{ deleted: number }> {
       const olderThan = new Date(Date.now() - settings.retentionMs);
       await untilPostgresAnswers(() => pruneTaskOutcomes(deps.db, olderThan));
+      await untilPostgresAnswers(() => pruneStopRequests(deps.db, olderThan));
       return { deleted: await untilPostgresAnswers(() => pruneExecutionRows(deps.db, olderThan)) };
     },
   };

@@ -7,7 +7,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { conflict, notFound } from '../../lib/errors';
 import { isUuid } from '../../lib/ids';
-import { getExecution, listExecutionLogs, listExecutions, type ExecutionRow } from '../../lib/db/schedulerExecutions';
+import { getExecution, listExecutionLogs, listExecutions, requestExecutionStops, type ExecutionRow } from '../../lib/db/schedulerExecutions';
 import { humanDuration } from '../../lib/scheduler/settings';
 import type { SchedulerPluginOptions } from './deps';
 import { Detail, DetailErrors, ExecutionDetail, ExecutionList, ExecutionListQuery, ExecutionLogs, ExecutionParams, RetryResult, StopResult } from './schemas';
@@ -111,6 +111,8 @@ export const executionRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async
       // a valid request that the execution's state refuses: a conflict, not a 400 (docs/scheduler.md)
       if (e.status !== 'running') throw conflict(`Execution ${e.id} is not running (status ${e.status}); only a running execution can be stopped`);
       await requestCancel(await temporalClient(deps, 'Error stopping execution'), e.temporal_workflow_id); // an ended run is fine
+      // the running task's try reads this every second: it stops at once, not when the cancel reaches it with a heartbeat
+      await requestExecutionStops(deps.db, [e.id]);
       // Wait (bounded) for the workflow to record the stop, so the answer says `stopped` in the common case.
       const status = await pollUntil(async () => (await getExecution(deps.db, e.id))?.status ?? e.status, (s) => s !== 'running');
       return { executionId: e.id, status };

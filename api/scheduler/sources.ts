@@ -184,7 +184,7 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
       // their running executions stop as with DELETE /workflows/{name}; one left running writes nothing
       if (result.runningRuns.length) {
         try {
-          await stopRuns(await deps.temporal.client(), result.runningRuns, request.log);
+          await stopRuns(await deps.temporal.client(), deps.db, result.runningRuns, request.log);
         } catch (err) {
           request.log.warn({ err: { message: (err as Error).message }, workflows: result.workflows }, 'could not stop the runs of a deleted source');
         }

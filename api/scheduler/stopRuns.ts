@@ -6,6 +6,8 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Client } from '@temporalio/client';
+import type { Queryable } from '../../lib/db/pool';
+import { requestExecutionStops, type RunningRun } from '../../lib/db/schedulerExecutions';
 import { isRunning, requestCancel } from '../../lib/temporal/workflowHandles';
 
 /** How long a stop waits for the run to end before answering. */
@@ -33,12 +35,16 @@ export async function waitClosed(client: Client, temporalWorkflowIds: string[], 
 }
 
 /**
- * Stops the runs of workflows just deleted and waits (bounded) for them to end. The deletion has committed, so this
- * never throws: a run it could not stop is logged, and writes nothing when it ends (its row is gone).
+ * Stops the runs of workflows just deleted and waits (bounded) for them to end: Temporal's cancel, then the stop
+ * request their running tasks' tries read every second (so they stop at once, not when the cancel reaches them with a
+ * heartbeat). The deletion has committed, so this never throws: a run it could not stop is logged, and writes nothing
+ * when it ends (its row is gone).
  */
-export async function stopRuns(client: Client, temporalWorkflowIds: string[], log: FastifyBaseLogger): Promise<void> {
+export async function stopRuns(client: Client, db: Queryable, runs: RunningRun[], log: FastifyBaseLogger): Promise<void> {
+  const temporalWorkflowIds = runs.map((r) => r.temporalWorkflowId);
   try {
     await Promise.all(temporalWorkflowIds.map((id) => requestCancel(client, id)));
+    await requestExecutionStops(db, runs.map((r) => r.executionId));
     const open = await waitClosed(client, temporalWorkflowIds);
     if (open.length) log.warn({ runs: open }, `runs of a deleted workflow had not ended ${STOP_WAIT_MS / 1000} s after their stop`);
   } catch (err) {

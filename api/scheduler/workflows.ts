@@ -198,7 +198,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
         await deleteWorkflow(c, w.name);
         return { client: stopper, runs: running };
       });
-      if (client) await stopRuns(client, runs, request.log);
+      if (client) await stopRuns(client, deps.db, runs, request.log);
       return { name: w.name, deleted: true };
     },
   );

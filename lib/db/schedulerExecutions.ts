@@ -122,14 +122,20 @@ export async function getExecution(db: Queryable, id: string): Promise<Execution
   return rows[0];
 }
 
-/** The Temporal workflow ids of the running executions of these workflows (to stop them with the workflows). */
-export async function runningRunsOf(db: Queryable, workflows: string[]): Promise<string[]> {
+/** A running execution to stop: its id and its Temporal workflow's. */
+export interface RunningRun {
+  executionId: string;
+  temporalWorkflowId: string;
+}
+
+/** The running executions of these workflows (to stop them with the workflows). */
+export async function runningRunsOf(db: Queryable, workflows: string[]): Promise<RunningRun[]> {
   if (!workflows.length) return [];
-  const { rows } = await db.query<{ temporal_workflow_id: string }>(
-    `SELECT temporal_workflow_id FROM scheduler_executions WHERE workflow = ANY($1::text[]) AND status = 'running' ORDER BY started_at, id`,
+  const { rows } = await db.query<{ id: string; temporal_workflow_id: string }>(
+    `SELECT id, temporal_workflow_id FROM scheduler_executions WHERE workflow = ANY($1::text[]) AND status = 'running' ORDER BY started_at, id`,
     [workflows],
   );
-  return rows.map((r) => r.temporal_workflow_id);
+  return rows.map((r) => ({ executionId: r.id, temporalWorkflowId: r.temporal_workflow_id }));
 }
 
 export async function listExecutions(
@@ -176,6 +182,27 @@ export async function insertManualExecution(
     if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) return false;
     throw err;
   }
+}
+
+/**
+ * Records that these executions are to stop (after Temporal took their cancel), for their running tasks' tries, which
+ * read it every second (activities/scheduler/taskStop.ts).
+ */
+export async function requestExecutionStops(db: Queryable, executionIds: string[]): Promise<void> {
+  if (!executionIds.length) return;
+  await db.query('INSERT INTO scheduler_stop_requests (execution_id) SELECT unnest($1::uuid[]) ON CONFLICT (execution_id) DO NOTHING', [executionIds]);
+}
+
+/** Whether a stop of the execution was asked for. */
+export async function stopRequested(db: Queryable, executionId: string): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM scheduler_stop_requests WHERE execution_id = $1', [executionId]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** Retention: stop requests older than `olderThan`. */
+export async function pruneStopRequests(db: Queryable, olderThan: Date): Promise<number> {
+  const { rowCount } = await db.query('DELETE FROM scheduler_stop_requests WHERE requested_at < $1', [olderThan]);
+  return rowCount ?? 0;
 }
 
 /** Marks an execution whose workflow could not be started. */

@@ -1,7 +1,7 @@
 /** SQL for scheduler_sources (service B). The platform key is only ever stored sealed (lib/secretBox.ts). */
 import type { Queryable } from './pool';
 import { jsonParam } from './storableText';
-import { runningRunsOf } from './schedulerExecutions';
+import { runningRunsOf, type RunningRun } from './schedulerExecutions';
 import { temporalIdsOf } from './schedulerSchedules';
 import { lockWorkflows } from './schedulerWorkflows';
 
@@ -142,7 +142,7 @@ export async function recordSourceHealth(db: Queryable, id: string, ok: boolean,
 export async function deleteSourceCascade(
   db: Queryable,
   id: string,
-): Promise<{ deleted: boolean; workflows: string[]; temporalIds: string[]; runningRuns: string[] }> {
+): Promise<{ deleted: boolean; workflows: string[]; temporalIds: string[]; runningRuns: RunningRun[] }> {
   const linked = await db.query<{ workflow: string }>('SELECT workflow FROM scheduler_workflow_sources WHERE source_id = $1 ORDER BY workflow', [id]);
   const workflows = await lockWorkflows(db, linked.rows.map((r) => r.workflow));
   const temporalIds = await temporalIdsOf(db, workflows);
