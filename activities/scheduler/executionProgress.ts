@@ -77,11 +77,13 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
   /**
    * Writes the row, then its lines; `exists: false` when the row's workflow (or the row) is gone. The row is its
    * workflow's by id (upsertExecution), so a run whose workflow was deleted writes nothing, even for a new workflow
-   * of the same name. `onHeld` learns, before the commit, whether the row is there: once the upsert ran, the
-   * transaction holds the row and its workflow's row (locked FOR KEY SHARE by the upsert) until it commits, so a
-   * deletion of the workflow cannot commit meanwhile without listing the run.
+   * of the same name. `onHeld` (a run's start) learns, before the commit, whether the run goes on: once the upsert
+   * wrote the row, the transaction holds it and its workflow's row (locked FOR KEY SHARE by the upsert) until it
+   * commits, so a deletion of the workflow cannot commit meanwhile without listing the run. A start goes on only when
+   * its row was written `running`: a row already finished (a manual run the API gave up on when Temporal did not answer
+   * its start: docs/scheduler.md#temporal-deadlines) gets no start lines, and the run does nothing.
    */
-  async function write(e: ExecutionRecord, lines: LogLine[], onHeld?: (exists: boolean) => void): Promise<{ exists: boolean; changed: boolean }> {
+  async function write(e: ExecutionRecord, lines: LogLine[], onHeld?: (goesOn: boolean) => void): Promise<{ exists: boolean; changed: boolean }> {
     let result: ExecutionWrite | undefined;
     // A foreign-key violation is a link the statement read in its snapshot and a concurrent deletion then removed:
     // the schedule's or the retried execution's (both ON DELETE SET NULL, so the write goes on without it, once
@@ -92,8 +94,9 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
         // one transaction: a reader never sees the new status without the log lines of the same step
         result = await withTransaction(deps.db, async (c) => {
           const written = await upsertExecution(c, e);
-          onHeld?.(written.outcome !== 'gone');
-          if (written.outcome !== 'gone') await appendExecutionLogs(c, e.id, lines);
+          const goesOn = onHeld ? written.outcome === 'written' : written.outcome !== 'gone';
+          onHeld?.(goesOn);
+          if (goesOn) await appendExecutionLogs(c, e.id, lines);
           return written;
         });
       } catch (err) {
@@ -163,24 +166,25 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     // a try that finds the request already sent by an earlier one reports that one's outcome instead of sending
     const claim = first?.type === 'flow' ? claimFlowTask(deps, { executionId: input.id, taskIndex: 0 }, stop.signal) : undefined;
     claim?.catch(() => undefined); // awaited below; a stop ends it with the same cancellation
-    let held: (exists: boolean) => void = () => undefined;
+    let held: (goesOn: boolean) => void = () => undefined;
     const rowHeld = new Promise<boolean>((resolve) => {
       held = resolve;
     });
     const writing = untilAnswered('write execution', () => write(record, lines, held));
     // counted on the first attempt only: a retry (platform unreachable) rewrites the same start
-    const started = writing.then((w) => (w.exists ? untilAnswered('after start', () => afterStart(input, def, w.changed && attempt === 1)) : undefined));
+    const started = writing.then((w) => (w.changed ? untilAnswered('after start', () => afterStart(input, def, attempt === 1)) : undefined));
     started.catch(() => undefined); // awaited below; a stop during the flow ends both with the same cancellation
     let result: TaskRunResult | null = null;
     // the flow's request waits for the row to be held, not for its commit; a workflow deleted meanwhile gets none
-    if (claim && first?.type === 'flow' && (await Promise.race([rowHeld, writing.then((w) => w.exists)]))) {
+    if (claim && first?.type === 'flow' && (await Promise.race([rowHeld, writing.then((w) => w.changed)]))) {
       encryptionKey ??= resolveKeys(deps.config).encryption;
       const task = { executionId: input.id, taskIndex: 0, source: first.source, flow: first.flow, input: input.input ?? first.input ?? null, timeoutSeconds: first.timeout ?? null };
       result = await runFlowTask(deps, encryptionKey, task, def.first_source ?? undefined, { lastTry: attempt >= BEGIN_RUN_ATTEMPTS, rowWritten: writing, claim, stop });
     } else if (claim) void claim.then((c) => c.kind === 'held' && c.holder.stop(), () => undefined); // nothing is sent
     const written = await writing;
     await started;
-    if (!written.exists) return null; // deleted between the read and the write
+    // deleted between the read and the write, or a manual run whose start the API gave up on (its row is finished)
+    if (!written.changed) return null;
     return { tasks: def.tasks, states, logLines: lines.length, first: result };
   }
 
@@ -201,7 +205,8 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
      * by its workflow task, from the worker's cache or one query: activities/scheduler/runDefinitions.ts),
      * writes the row with its first task running and the first log lines and, when that task is a flow, sends its run
      * request once the row is held (see below), and returns the answer. A script is left to the workflow (runScript,
-     * never run twice). null = the workflow was deleted.
+     * never run twice). null = the workflow was deleted, or the run's row is finished already (a manual run the API
+     * answered 503 for, its start having got no answer in time): the run then does nothing.
      * What a reader sees: the row (first task running, its two lines) is committed before the activity reports
      * anything and before any line of the task is written, so Armada never shows an answer, a task line or a later
      * state without the start. Only the platform can get the request before the row is visible, by the rest of the

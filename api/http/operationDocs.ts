@@ -111,7 +111,7 @@ const SCHEDULER: Catalogue = {
   'POST /api/v1/workflows/{name}/run': [
     'runWorkflow',
     'Run a workflow now',
-    "Starts an execution of the workflow at once; answers 200 with the execution, which exists when the answer is made (a later deletion of the workflow removes it with the workflow's other executions). 404 when the workflow does not exist, also when it is deleted while the run is requested, up to the moment its run has started: no execution is left then, and the run sends and writes nothing (even when a workflow of the same name is created meanwhile).",
+    "Starts an execution of the workflow at once; answers 200 with the execution, which exists when the answer is made (a later deletion of the workflow removes it with the workflow's other executions). 404 when the workflow does not exist, also when it is deleted while the run is requested, up to the moment its run has started: no execution is left then, and the run sends and writes nothing (even when a workflow of the same name is created meanwhile). 503 when Temporal cannot be reached or does not answer the start within 10 s, unless the run has begun meanwhile: an execution answered 503 never runs.",
   ],
   'GET /api/v1/schedules': [
     'listSchedules',
@@ -143,11 +143,15 @@ const SCHEDULER: Catalogue = {
   'GET /api/v1/executions': ['listExecutions', 'List executions', 'Workflow executions, newest first, filtered by workflow or status.'],
   'GET /api/v1/executions/{id}': ['getExecution', 'Get an execution', 'One workflow execution with its status and result.'],
   'GET /api/v1/executions/{id}/logs': ['getExecutionLogs', 'Get execution logs', 'The log lines of a workflow execution.'],
-  'POST /api/v1/executions/{id}/stop': ['stopExecution', 'Stop an execution', 'Cancels a running workflow execution.'],
+  'POST /api/v1/executions/{id}/stop': [
+    'stopExecution',
+    'Stop an execution',
+    'Cancels a running workflow execution: its running task stops within about a second, and the answer waits up to 8 s for `stopped`. 503 when Temporal cannot be reached or does not answer within 10 s (the stop may still take effect: send it again).',
+  ],
   'POST /api/v1/executions/{id}/retry': [
     'retryExecution',
     'Re-run an execution',
-    'Starts a new execution of the same workflow (its current tasks) with the same input, linked to the original by `retryOf`; answers 201 at once with the new execution, which exists when the answer is made. 409 while the original is still running; 404 when the original is gone, also when its workflow is deleted while the retry is requested, up to the moment the new run has started: no execution is left then, and the run sends and writes nothing.',
+    'Starts a new execution of the same workflow (its current tasks) with the same input, linked to the original by `retryOf`; answers 201 at once with the new execution, which exists when the answer is made. 409 while the original is still running; 404 when the original is gone, also when its workflow is deleted while the retry is requested, up to the moment the new run has started: no execution is left then, and the run sends and writes nothing. 503 when Temporal cannot be reached or does not answer the start within 10 s, unless the run has begun meanwhile: an execution answered 503 never runs.',
   ],
 };
 

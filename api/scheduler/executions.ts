@@ -14,10 +14,11 @@ import { Detail, DetailErrors, ExecutionDetail, ExecutionList, ExecutionListQuer
 import { startExecution } from './startExecution';
 import { requestCancel } from '../../lib/temporal/workflowHandles';
 import { pollUntil } from './stopRuns';
-import { temporalClient } from './temporalAccess';
+import { temporalClient, withinDeadline } from './temporalAccess';
 import { mustGetWorkflow } from './workflows';
 
 export const EXECUTION_NOT_FOUND = 'Execution not found';
+const STOP_FAILED = 'Error stopping execution';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 const span = (from: string | Date | null, to: string | Date | null): number | null =>
@@ -110,7 +111,8 @@ export const executionRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async
       const e = await mustGet(request.params.id);
       // a valid request that the execution's state refuses: a conflict, not a 400 (docs/scheduler.md)
       if (e.status !== 'running') throw conflict(`Execution ${e.id} is not running (status ${e.status}); only a running execution can be stopped`);
-      await requestCancel(await temporalClient(deps, 'Error stopping execution'), e.temporal_workflow_id); // an ended run is fine
+      const client = await temporalClient(deps, STOP_FAILED);
+      await withinDeadline(client, STOP_FAILED, () => requestCancel(client, e.temporal_workflow_id)); // an ended run is fine
       // the running task's try reads this every second: it stops at once, not when the cancel reaches it with a heartbeat
       await requestExecutionStops(deps.db, [e.id]);
       // Wait (bounded) for the workflow to record the stop, so the answer says `stopped` in the common case.

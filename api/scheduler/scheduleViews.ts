@@ -3,6 +3,7 @@ import type { ScheduleRow } from '../../lib/db/schedulerSchedules';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { scheduleState, type ScheduleTarget, type ScheduleTiming } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
+import { TEMPORAL_READ_TIMEOUT_MS } from './temporalAccess';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
@@ -13,10 +14,11 @@ export function timingOf(s: ScheduleRow): ScheduleTiming {
   return { type: 'one-time', runAt: s.at === 'now' ? 'now' : (s.run_at as Date) };
 }
 
-/** Temporal's view of a schedule; null (not an error) when Temporal cannot be asked right now. */
+/** Temporal's view of a schedule; null (not an error) when Temporal cannot be asked right now or does not answer in time. */
 async function temporalState(deps: DetailServiceDeps, s: ScheduleRow) {
   try {
-    return await scheduleState(await deps.temporal.client(), s.temporal_id);
+    const client = await deps.temporal.client();
+    return await client.connection.withDeadline(Date.now() + TEMPORAL_READ_TIMEOUT_MS, () => scheduleState(client, s.temporal_id));
   } catch (err) {
     deps.logger.warn({ err: { message: (err as Error).message }, schedule: s.temporal_id }, 'could not read a schedule from Temporal');
     return null;

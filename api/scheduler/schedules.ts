@@ -16,6 +16,7 @@ import {
   insertSchedule,
   listSchedules,
   lockSchedule,
+  lockTemporalSchedule,
   updateSchedule as updateScheduleRow,
   type ScheduleRow,
 } from '../../lib/db/schedulerSchedules';
@@ -47,9 +48,13 @@ import {
   WorkflowParams,
   WorkflowScheduleParams,
 } from './schemas';
-import { WORKFLOW_NOT_FOUND, checkZone, mustGetWorkflow, scheduleError, scheduleZone, temporalClient } from './workflows';
+import { withinDeadline } from './temporalAccess';
+import { WORKFLOW_NOT_FOUND, checkZone, mustGetWorkflow, scheduleError, scheduleZone, temporalClient, unknownOutcomeResynced } from './workflows';
 
 export const SCHEDULE_NOT_FOUND = 'Schedule not found';
+const CREATE_FAILED = 'Error creating schedule';
+const UPDATE_FAILED = 'Error updating schedule';
+const DELETE_FAILED = 'Error deleting schedule';
 
 interface ScheduleChange {
   cron?: string;
@@ -97,27 +102,29 @@ async function changeSchedule(deps: DetailServiceDeps, s: ScheduleRow, route: 'd
     };
     await updateScheduleRow(c, current.id, change);
     if (next.type === 'cron' && next.cron === null) return next; // no schedule yet: nothing in Temporal
-    const client = await temporalClient(deps, 'Error updating schedule');
+    const client = await temporalClient(deps, UPDATE_FAILED);
     try {
-      if (current.type === 'one-time' || current.cron !== null) await updateSchedule(client, targetOf(next), timingOf(next));
-      else {
-        await createSchedule(client, {
-          target: targetOf(next),
-          timing: timingOf(next),
-          paused: !next.enabled,
-          taskQueue: deps.config.temporal.taskQueue,
-          catchupWindowMs: settings.catchupWindowMs,
-        });
-      }
+      await withinDeadline(client, UPDATE_FAILED, async () => {
+        if (current.type === 'one-time' || current.cron !== null) await updateSchedule(client, targetOf(next), timingOf(next));
+        else {
+          await createSchedule(client, {
+            target: targetOf(next),
+            timing: timingOf(next),
+            paused: !next.enabled,
+            taskQueue: deps.config.temporal.taskQueue,
+            catchupWindowMs: settings.catchupWindowMs,
+          });
+        }
+      });
     } catch (err) {
       log.warn({ err: { message: (err as Error).message }, schedule: current.temporal_id }, 'updating a schedule failed');
-      throw scheduleError(err, next.type === 'cron' ? next.cron : null, 'Error updating schedule');
+      throw unknownOutcomeResynced(deps, err, [current.temporal_id], log) ?? scheduleError(err, next.type === 'cron' ? next.cron : null, UPDATE_FAILED);
     }
     return next;
   });
 }
 
-async function setPaused(deps: DetailServiceDeps, s: ScheduleRow, route: 'default' | 'schedule', action: 'pause' | 'resume'): Promise<ScheduleRow> {
+async function setPaused(deps: DetailServiceDeps, s: ScheduleRow, route: 'default' | 'schedule', action: 'pause' | 'resume', log: FastifyBaseLogger): Promise<ScheduleRow> {
   const enabled = action === 'resume';
   return withTransaction(deps.db, async (c) => {
     // locked like a PATCH, so the answer shows the row as this change commits it
@@ -126,9 +133,14 @@ async function setPaused(deps: DetailServiceDeps, s: ScheduleRow, route: 'defaul
     if (current.type === 'cron' && current.cron === null) {
       throw conflict(`Workflow ${current.workflow} has no schedule to ${action}; give it one with PATCH /api/v1/schedules/${current.workflow} {"schedule": "<cron>"}`);
     }
-    const client = await temporalClient(deps, `Error on ${action}`);
+    const what = `Error on ${action}`;
+    const client = await temporalClient(deps, what);
     await updateScheduleRow(c, current.id, { enabled });
-    await setSchedulePaused(client, current.temporal_id, !enabled, `${action}d through the API`);
+    try {
+      await withinDeadline(client, what, () => setSchedulePaused(client, current.temporal_id, !enabled, `${action}d through the API`));
+    } catch (err) {
+      throw unknownOutcomeResynced(deps, err, [current.temporal_id], log) ?? err;
+    }
     return { ...current, enabled };
   });
 }
@@ -191,7 +203,7 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       `/schedules/:workflow/${action}`,
       { schema: { tags: ['schedules'], params: ScheduleParams, response: { 200: Schedule, ...DetailErrors, 409: Detail } } },
       async (request) => {
-        return view(await setPaused(deps, await defaultOf(request.params.workflow), 'default', action));
+        return view(await setPaused(deps, await defaultOf(request.params.workflow), 'default', action, request.log));
       },
     );
   }
@@ -225,8 +237,9 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
         timing = { type: 'one-time', runAt: parsed.runAt };
       }
       const id = newId();
-      const client = await temporalClient(deps, 'Error creating schedule');
+      const client = await temporalClient(deps, CREATE_FAILED);
       const row = await withTransaction(deps.db, async (c) => {
+        await lockTemporalSchedule(c, extraScheduleIdOf(w.name, id)); // a resync of this id waits for the commit
         const inserted = await insertSchedule(c, {
           id,
           workflow: w.name,
@@ -242,22 +255,25 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
         });
         // created before COMMIT: a Temporal refusal leaves no row behind
         try {
-          await createSchedule(client, { target: targetOf(inserted), timing, paused: !inserted.enabled, taskQueue: deps.config.temporal.taskQueue, catchupWindowMs: settings.catchupWindowMs });
+          await withinDeadline(client, CREATE_FAILED, () =>
+            createSchedule(client, { target: targetOf(inserted), timing, paused: !inserted.enabled, taskQueue: deps.config.temporal.taskQueue, catchupWindowMs: settings.catchupWindowMs }),
+          );
         } catch (err) {
           request.log.warn({ err: { message: (err as Error).message }, workflow: w.name }, 'creating a schedule failed');
-          throw scheduleError(err, timing.type === 'cron' ? timing.cron : null, 'Error creating schedule');
+          throw unknownOutcomeResynced(deps, err, [inserted.temporal_id], request.log) ?? scheduleError(err, timing.type === 'cron' ? timing.cron : null, CREATE_FAILED);
         }
         return inserted;
       });
       if (timing.type === 'one-time' && timing.runAt === 'now') {
         // after COMMIT, so the run finds the row it links to; if the trigger fails, the schedule goes again
         try {
-          await triggerSchedule(client, row.temporal_id);
+          await withinDeadline(client, CREATE_FAILED, () => triggerSchedule(client, row.temporal_id));
         } catch (err) {
           request.log.warn({ err: { message: (err as Error).message }, workflow: w.name }, 'triggering a schedule failed');
-          await deleteSchedule(client, row.temporal_id).catch(() => undefined);
+          await withinDeadline(client, CREATE_FAILED, () => deleteSchedule(client, row.temporal_id)).catch(() => undefined);
           await deleteScheduleRow(deps.db, row.id);
-          throw invalidRequest(`Error creating schedule: ${(err as Error).message}`);
+          // Temporal did not answer: the schedule goes from Temporal once it answers (its row is gone)
+          throw unknownOutcomeResynced(deps, err, [row.temporal_id], request.log) ?? invalidRequest(`${CREATE_FAILED}: ${(err as Error).message}`);
         }
       }
       return reply.code(201).send(await view(row));
@@ -284,7 +300,12 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
     { schema: { tags: ['schedules'], params: WorkflowScheduleParams, response: { 200: DeletedSchedule, ...DetailErrors } } },
     async (request) => {
       const s = await mustGetSchedule(request.params.name, request.params.id);
-      await deleteSchedule(await temporalClient(deps, 'Error deleting schedule'), s.temporal_id);
+      const client = await temporalClient(deps, DELETE_FAILED);
+      try {
+        await withinDeadline(client, DELETE_FAILED, () => deleteSchedule(client, s.temporal_id));
+      } catch (err) {
+        throw unknownOutcomeResynced(deps, err, [s.temporal_id], request.log) ?? err;
+      }
       await deleteScheduleRow(deps.db, s.id);
       return { id: s.id, workflow: s.workflow, deleted: true };
     },
@@ -294,7 +315,7 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
     app.post(
       `/workflows/:name/schedules/:id/${action}`,
       { schema: { tags: ['schedules'], params: WorkflowScheduleParams, response: { 200: Schedule, ...DetailErrors } } },
-      async (request) => view(await setPaused(deps, await mustGetSchedule(request.params.name, request.params.id), 'schedule', action)),
+      async (request) => view(await setPaused(deps, await mustGetSchedule(request.params.name, request.params.id), 'schedule', action, request.log)),
     );
   }
 };

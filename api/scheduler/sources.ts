@@ -27,7 +27,9 @@ import { schedulerSettings } from '../../lib/scheduler/settings';
 import { deleteSchedule } from '../../lib/scheduler/temporalSchedules';
 import { sealSecret } from '../../lib/secretBox';
 import type { SchedulerPluginOptions } from './deps';
+import { resyncScheduleLater } from './scheduleResync';
 import { stopRuns } from './stopRuns';
+import { withinDeadline } from './temporalAccess';
 import {
   CreateSourceBody,
   DeletedSource,
@@ -176,9 +178,10 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
       if (result.temporalIds.length) {
         try {
           const client = await deps.temporal.client();
-          await Promise.all(result.temporalIds.map((id) => deleteSchedule(client, id)));
+          await withinDeadline(client, 'Deleting the schedules of a deleted source', () => Promise.all(result.temporalIds.map((id) => deleteSchedule(client, id))));
         } catch (err) {
-          request.log.warn({ err: { message: (err as Error).message }, workflows: result.workflows }, 'could not delete the schedules of a deleted source');
+          request.log.warn({ err: { message: (err as Error).message }, workflows: result.workflows }, 'could not delete the schedules of a deleted source; deleting them once Temporal answers');
+          for (const id of result.temporalIds) resyncScheduleLater(deps, id, request.log); // their rows are gone
         }
       }
       // their running executions stop as with DELETE /workflows/{name}; one left running writes nothing

@@ -1,6 +1,8 @@
 /**
  * Starts an execution on request (a manual run or a retry): writes the execution row (`running`, tasks `pending`),
- * then starts workflowRunWorkflow as `execution:<id>` and answers without waiting for the run. A workflow deleted
+ * then starts workflowRunWorkflow as `execution:<id>` (within TEMPORAL_CALL_TIMEOUT_MS) and answers without waiting for
+ * the run. A start Temporal does not answer in time is a 503 only once the row says the run never started, so a run
+ * Temporal starts later anyway does nothing; a run that began meanwhile is the 200 (docs/scheduler.md#temporal-deadlines). A workflow deleted
  * after the caller read it (or the execution a retry re-runs, deleted with it) is a 404 `goneDetail`: before the row
  * is written, nothing is started (the row cannot be written once the deletion committed); after it, the row is read
  * again once the run is started, so the answer never names an execution its workflow's deletion had already removed
@@ -11,11 +13,11 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
-import { failExecution, getExecution, insertManualExecution } from '../../lib/db/schedulerExecutions';
+import { failUnbegunExecution, getExecution, insertManualExecution } from '../../lib/db/schedulerExecutions';
 import type { WorkflowRow } from '../../lib/db/schedulerWorkflows';
 import { WORKFLOW_RUN_TYPE, workflowSearchAttributes, type WorkflowRunInput } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
-import { temporalClient, temporalUnavailable } from './temporalAccess';
+import { temporalClient, temporalUnavailable, withinDeadline } from './temporalAccess';
 import { RUN_PATHS } from '../../lib/scheduler/runPaths';
 
 const COULD_NOT_START = 'Could not start the execution';
@@ -53,16 +55,19 @@ export async function startExecution(
     paths: RUN_PATHS,
   };
   try {
-    await client.workflow.start(WORKFLOW_RUN_TYPE, {
-      workflowId,
-      taskQueue: deps.config.temporal.taskQueue,
-      args: [args],
-      typedSearchAttributes: workflowSearchAttributes(w.name),
-    });
+    await withinDeadline(client, COULD_NOT_START, () =>
+      client.workflow.start(WORKFLOW_RUN_TYPE, {
+        workflowId,
+        taskQueue: deps.config.temporal.taskQueue,
+        args: [args],
+        typedSearchAttributes: workflowSearchAttributes(w.name),
+      }),
+    );
   } catch (err) {
     log.warn({ err: { message: (err as Error).message }, workflow: w.name }, 'starting an execution failed');
-    await failExecution(deps.db, executionId, COULD_NOT_START);
-    throw temporalUnavailable(COULD_NOT_START);
+    // Temporal may still start the run (the request reached it, the answer did not): either the run has begun by now
+    // (the answer is the 200 below) or its row says it never started, and the run ends at once when it begins
+    if (await failUnbegunExecution(deps.db, executionId, COULD_NOT_START)) throw temporalUnavailable(COULD_NOT_START);
   }
   // the workflow was deleted between the row's insert and the start (the deletion found no run to stop yet)
   if (!(await getExecution(deps.db, executionId))) throw notFound(opts.goneDetail);

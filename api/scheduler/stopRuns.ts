@@ -9,6 +9,7 @@ import type { Client } from '@temporalio/client';
 import type { Queryable } from '../../lib/db/pool';
 import { requestExecutionStops, type RunningRun } from '../../lib/db/schedulerExecutions';
 import { isRunning, requestCancel } from '../../lib/temporal/workflowHandles';
+import { withinDeadline } from './temporalAccess';
 
 /** How long a stop waits for the run to end before answering. */
 export const STOP_WAIT_MS = 8000;
@@ -30,7 +31,10 @@ export async function pollUntil<T>(read: () => Promise<T>, done: (value: T) => b
  * process is gone; the runs still open then.
  */
 export async function waitClosed(client: Client, temporalWorkflowIds: string[], ms = STOP_WAIT_MS): Promise<string[]> {
-  const stillOpen = await Promise.all(temporalWorkflowIds.map((id) => pollUntil(() => isRunning(client, id), (o) => !o, ms)));
+  const deadline = Date.now() + ms;
+  // each look within what is left of the wait: a Temporal that does not answer ends it (the run counts as open)
+  const running = (id: string) => client.connection.withDeadline(Math.max(deadline, Date.now() + POLL_MS), () => isRunning(client, id)).catch(() => true);
+  const stillOpen = await Promise.all(temporalWorkflowIds.map((id) => pollUntil(() => running(id), (o) => !o, ms)));
   return temporalWorkflowIds.filter((_id, i) => stillOpen[i]);
 }
 
@@ -43,7 +47,7 @@ export async function waitClosed(client: Client, temporalWorkflowIds: string[], 
 export async function stopRuns(client: Client, db: Queryable, runs: RunningRun[], log: FastifyBaseLogger): Promise<void> {
   const temporalWorkflowIds = runs.map((r) => r.temporalWorkflowId);
   try {
-    await Promise.all(temporalWorkflowIds.map((id) => requestCancel(client, id)));
+    await withinDeadline(client, 'Stopping the runs of a deleted workflow', () => Promise.all(temporalWorkflowIds.map((id) => requestCancel(client, id))));
     await requestExecutionStops(db, runs.map((r) => r.executionId));
     const open = await waitClosed(client, temporalWorkflowIds);
     if (open.length) log.warn({ runs: open }, `runs of a deleted workflow had not ended ${STOP_WAIT_MS / 1000} s after their stop`);

@@ -1,9 +1,26 @@
-/** The Temporal client for scheduler routes, or a 503 `{detail}` naming the operation when Temporal cannot be reached. */
+/**
+ * The scheduler routes' access to Temporal: the client, and a deadline on every call, so a Temporal that takes the
+ * connection but does not answer (frozen, stalled) is a 503 `{detail}` naming the operation (with Retry-After) within
+ * the deadline, not a request left hanging for as long as it stays silent (docs/scheduler.md#temporal-deadlines).
+ */
 import type { Client } from '@temporalio/client';
 import { AppError } from '../../lib/errors';
+import { isTemporalUnreachable } from '../../lib/temporal/client';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 
-export const temporalUnavailable = (what: string) => new AppError(503, 'SERVICE_UNAVAILABLE', `${what}: Temporal is unavailable`);
+/** How long one operation of a route (a start, a cancel, a schedule change) may wait for Temporal. */
+export const TEMPORAL_CALL_TIMEOUT_MS = 10_000;
+/** How long a read for a view (a schedule's next run) may wait; the view then shows what it shows without Temporal. */
+export const TEMPORAL_READ_TIMEOUT_MS = 5_000;
+
+/** The 503 of an operation Temporal did not answer (or could not be reached for): what it asked for may still happen. */
+export class TemporalUnavailable extends AppError {
+  constructor(what: string) {
+    super(503, 'SERVICE_UNAVAILABLE', `${what}: Temporal is unavailable`);
+  }
+}
+
+export const temporalUnavailable = (what: string): TemporalUnavailable => new TemporalUnavailable(what);
 
 /** The client, or a 503 with a clear detail when Temporal cannot be reached. */
 export async function temporalClient(deps: DetailServiceDeps, what: string): Promise<Client> {
@@ -11,5 +28,18 @@ export async function temporalClient(deps: DetailServiceDeps, what: string): Pro
     return await deps.temporal.client();
   } catch {
     throw temporalUnavailable(what);
+  }
+}
+
+/**
+ * Runs `fn`'s Temporal calls under one deadline (`ms` from now). A call that gets no answer by then, or cannot reach
+ * Temporal, is the 503 `<what>: Temporal is unavailable`; Temporal's other answers (a refusal, not found) pass as they are.
+ */
+export async function withinDeadline<T>(client: Client, what: string, fn: () => Promise<T>, ms = TEMPORAL_CALL_TIMEOUT_MS): Promise<T> {
+  try {
+    return await client.connection.withDeadline(Date.now() + ms, fn);
+  } catch (err) {
+    if (isTemporalUnreachable(err)) throw temporalUnavailable(what);
+    throw err;
   }
 }

@@ -3,13 +3,14 @@
  * schedule in an IANA zone (a Temporal Schedule `schedule:<name>`). A run answers at once; the execution runs in
  * Temporal (workflowRunWorkflow), so it survives an API restart.
  */
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type AppError, conflict, invalidRequest, notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
 import { UNIQUE_VIOLATION } from '../../lib/db/projects';
-import { getDefaultSchedule, listSchedules, temporalIdsOf } from '../../lib/db/schedulerSchedules';
+import { getDefaultSchedule, listSchedules, lockTemporalSchedule, temporalIdsOf } from '../../lib/db/schedulerSchedules';
+import { isTemporalUnreachable } from '../../lib/temporal/client';
 import { runningRunsOf } from '../../lib/db/schedulerExecutions';
 import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, lockWorkflows, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { cronZone, nthWeekdayError, temporalZoneRejection, timezoneError } from '../../lib/scheduler/cron';
@@ -22,11 +23,24 @@ import { resolveFlowTask, type FlowListCache } from './flowTasks';
 import { CreateWorkflowBody, CreatedWorkflow, DeletedWorkflow, Detail, DetailErrors, RunResult, Workflow, WorkflowList, WorkflowParams } from './schemas';
 import { startExecution } from './startExecution';
 import { stopRuns } from './stopRuns';
-import { temporalClient } from './temporalAccess';
+import { resyncScheduleLater } from './scheduleResync';
+import { TemporalUnavailable, temporalClient, temporalUnavailable, withinDeadline } from './temporalAccess';
 
 export { temporalClient, temporalUnavailable } from './temporalAccess';
 
 export const WORKFLOW_NOT_FOUND = 'Workflow not found';
+const CREATE_FAILED = 'Error creating schedule';
+const DELETE_FAILED = 'Error deleting schedule';
+
+/**
+ * When `err` says Temporal did not answer a call on these Temporal Schedules (TemporalUnavailable: the call may still
+ * take effect), resyncs them with their rows once Temporal answers and returns that 503 to throw; else undefined.
+ */
+export function unknownOutcomeResynced(deps: DetailServiceDeps, err: unknown, temporalIds: string[], log: FastifyBaseLogger): TemporalUnavailable | undefined {
+  if (!(err instanceof TemporalUnavailable)) return undefined;
+  for (const id of temporalIds) resyncScheduleLater(deps, id, log);
+  return err;
+}
 
 /** The workflow named `name`, or 404 "Workflow not found". */
 export async function mustGetWorkflow(db: Queryable, name: string): Promise<WorkflowRow> {
@@ -86,6 +100,7 @@ export function scheduleZone(given: string | undefined, schedule: string | null 
  * (of a cron schedule: naming the cron string; of a one-time schedule: its calendar time).
  */
 export function scheduleError(err: unknown, cron: string | null, what: string): AppError {
+  if (isTemporalUnreachable(err)) return temporalUnavailable(what); // Temporal's outage is no client's mistake
   const reason = specRejection(err);
   if (reason === null) return invalidRequest(`${what}: ${(err as Error).message}`);
   const zone = temporalZoneRejection(reason);
@@ -154,17 +169,20 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
           // The schedule is created before COMMIT: a Temporal failure leaves no row behind.
           const s = await getDefaultSchedule(c, body.name);
           if (s?.cron && client) {
+            await lockTemporalSchedule(c, s.temporal_id); // a resync of this id waits for the commit
             try {
-              await createSchedule(client, {
-                target: targetOf(s),
-                timing: timingOf(s),
-                paused: !enabled,
-                taskQueue: deps.config.temporal.taskQueue,
-                catchupWindowMs: settings.catchupWindowMs,
-              });
+              await withinDeadline(client, CREATE_FAILED, () =>
+                createSchedule(client, {
+                  target: targetOf(s),
+                  timing: timingOf(s),
+                  paused: !enabled,
+                  taskQueue: deps.config.temporal.taskQueue,
+                  catchupWindowMs: settings.catchupWindowMs,
+                }),
+              );
             } catch (err) {
               request.log.warn({ err: { message: (err as Error).message }, workflow: body.name }, 'creating a schedule failed');
-              throw scheduleError(err, schedule, 'Error creating schedule');
+              throw unknownOutcomeResynced(deps, err, [s.temporal_id], request.log) ?? scheduleError(err, schedule, CREATE_FAILED);
             }
           }
           return inserted;
@@ -184,8 +202,14 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       const w = await mustGet(request.params.name);
       const temporalIds = await temporalIdsOf(deps.db, [w.name]);
       if (temporalIds.length) {
-        const client = await temporalClient(deps, 'Error deleting schedule');
-        for (const id of temporalIds) await deleteSchedule(client, id);
+        const client = await temporalClient(deps, DELETE_FAILED);
+        try {
+          await withinDeadline(client, DELETE_FAILED, async () => {
+            for (const id of temporalIds) await deleteSchedule(client, id);
+          });
+        } catch (err) {
+          throw unknownOutcomeResynced(deps, err, temporalIds, request.log) ?? err;
+        }
       }
       // Its running executions stop with it (docs/scheduler.md#deleting). Listed under the workflow's lock,
       // so a run started meanwhile is listed or cannot write its row; stopped after the commit, so a stopped run finds

@@ -205,9 +205,19 @@ export async function pruneStopRequests(db: Queryable, olderThan: Date): Promise
   return rowCount ?? 0;
 }
 
-/** Marks an execution whose workflow could not be started. */
-export async function failExecution(db: Queryable, id: string, error: string): Promise<void> {
-  await db.query(`UPDATE scheduler_executions SET status = 'failed', completed_at = now(), error = $2 WHERE id = $1 AND status = 'running'`, [id, error]);
+/**
+ * Marks a manual execution whose Temporal run could not be started (or whose start got no answer) as failed with
+ * `error`, unless its run has begun meanwhile (a task is no longer `pending`: the start did reach Temporal). True when
+ * marked: a run Temporal still starts later finds its row finished and ends at once without running a task
+ * (activities/scheduler/executionProgress.ts, beginRun); false: the run is going.
+ */
+export async function failUnbegunExecution(db: Queryable, id: string, error: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE scheduler_executions SET status = 'failed', completed_at = now(), error = $2
+      WHERE id = $1 AND status = 'running' AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(tasks) t WHERE t->>'status' <> 'pending')`,
+    [id, error],
+  );
+  return (rowCount ?? 0) > 0;
 }
 
 /** Appends log lines; a line whose key was already written is skipped (activity retries). */

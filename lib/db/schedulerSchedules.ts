@@ -76,6 +76,21 @@ export async function lockSchedule(db: Queryable, id: string): Promise<ScheduleR
   return rows[0];
 }
 
+/**
+ * Serialises the writers of one Temporal Schedule id inside their transactions (an advisory lock, held to the end of
+ * the transaction): a route creating it with its row, and a resync making Temporal match the row (which must not see
+ * "no row" while the row is being inserted).
+ */
+export async function lockTemporalSchedule(db: Queryable, temporalId: string): Promise<void> {
+  await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`armada-scheduler-schedule:${temporalId}`]);
+}
+
+/** The schedule row whose Temporal Schedule is `temporalId`, locked (FOR UPDATE); undefined when there is none. */
+export async function lockScheduleByTemporalId(db: Queryable, temporalId: string): Promise<ScheduleRow | undefined> {
+  const { rows } = await db.query<ScheduleRow>(`${SELECT} WHERE s.temporal_id = $1 FOR UPDATE OF s`, [temporalId]);
+  return rows[0];
+}
+
 /** A workflow's default schedule row, with or without a cron. */
 export async function getDefaultSchedule(db: Queryable, workflow: string): Promise<ScheduleRow | undefined> {
   const { rows } = await db.query<ScheduleRow>(`${SELECT} WHERE s.workflow = $1 AND s.is_default`, [workflow]);
