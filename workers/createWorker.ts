@@ -5,6 +5,7 @@ import { NativeConnection, Worker, bundleWorkflowCode, type InjectedSinks, type 
 import type { Pool } from 'pg';
 import { createActivities } from '../activities';
 import { createRunDefinitions } from '../activities/scheduler/runDefinitions';
+import { pruneStaleScriptDirs } from '../activities/scheduler/scriptDirs';
 import type { SchedulerSinks } from '../workflows/workflowRunWorkflow';
 import { createEventListener } from '../lib/events/listener';
 import type { ArmadaConfig } from '../lib/config';
@@ -144,6 +145,8 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
     throw err;
   });
   const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);
+  // a worker killed outright left its scripts' temp dirs: removed at every start (the janitor below may be off)
+  pruneStaleScriptDirs(opts.logger);
   // host-local housekeeping: worktrees of deleted attempts on this host's disk (docs/attempts.md#orphaned-worktrees)
   const janitor = startWorktreeJanitor(
     { db: opts.db, config: opts.config, logger: opts.logger, metrics: opts.metrics },

@@ -1,10 +1,12 @@
 /**
  * The worktree janitor of a worker process: prunes orphaned attempt worktrees of this host, then orphaned managed
- * clones of deleted projects (after the worktrees, which are linked into them), at start and then every
+ * clones of deleted projects (after the worktrees, which are linked into them), then the temp dirs scheduler scripts
+ * of dead workers left (activities/scheduler/scriptDirs.ts), at start and then every
  * `attempts.janitorIntervalMs` (default hourly, 0 = off). A plain timer, not a Temporal activity: it is housekeeping
  * of this host's disk, not business state (docs/attempts.md#orphaned-worktrees, docs/task-service.md#managed-clones).
  */
 import { pruneOrphanClones } from '../activities/git/cloneJanitor';
+import { pruneStaleScriptDirs } from '../activities/scheduler/scriptDirs';
 import { pruneOrphanWorktrees, type JanitorDeps } from '../activities/git/worktreeJanitor';
 
 export const DEFAULT_JANITOR_INTERVAL_MS = 3_600_000;
@@ -26,6 +28,7 @@ export function startWorktreeJanitor(deps: JanitorDeps, intervalMs = DEFAULT_JAN
     try {
       const { pruned, failed } = await pruneOrphanWorktrees({ ...deps, logger: log }, { shouldStop: () => stopped });
       const clones = await pruneOrphanClones({ ...deps, logger: log }, { shouldStop: () => stopped });
+      pruneStaleScriptDirs(log); // scheduler scripts' temp dirs of workers killed outright
       if (pruned.length || failed.length || clones.removed.length || clones.failed.length) {
         log.info({ pruned: pruned.length, failed: failed.length, clonesRemoved: clones.removed.length, clonesFailed: clones.failed.length }, 'worktree janitor pass done');
       }

@@ -3,8 +3,6 @@
  * runners (runScript, runSourceFlow), the periodic source health check and execution retention.
  */
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import {
   appendExecutionLogs,
@@ -30,6 +28,7 @@ import { schedulerSettings } from '../../lib/scheduler/settings';
 import type { ActivityDeps } from '../index';
 import { keepAlive } from '../keepAlive';
 import { untilPostgresAnswers } from '../untilPostgresAnswers';
+import { makeScriptDir } from './scriptDirs';
 import { claimTaskOrOutcome, failedNow, type Claim } from './taskOutcomes';
 import { watchTaskStop, type TaskStop } from './taskStop';
 import { untilAnswered } from './untilAnswered';
@@ -269,7 +268,7 @@ export function createSchedulerActivities(deps: ActivityDeps) {
     if (claim.kind === 'outcome') return claim.result;
     const { holder } = claim;
     const startedAt = new Date().toISOString();
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-script-'));
+    const dir = makeScriptDir(); // named after this process: a worker removes it if this one is killed (scriptDirs.ts)
     const logs = logWriter(deps, input.executionId, input.taskIndex, stop.signal);
     let output = '';
     const timeoutMs = input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs;
