@@ -4,8 +4,9 @@
  * records `stopped`. The execution row and its logs are projections, written by idempotent local activities one
  * per state change. The start (definition, row, first log lines) is one activity, beginRun, which also runs the first
  * task when it is a flow (patch `lean-run-v2`): the first workflow task only schedules it, so a flow's request leaves
- * after one workflow task and one activity dispatch. A first script runs after it in runScript (one attempt, never
- * twice). Runs from before `lean-run-v2` start with the startExecution local activity, those from before `lean-run`
+ * after one workflow task and one activity dispatch. A first script runs after it in runScript (never twice: a
+ * retried try reports the earlier try's outcome, activities/scheduler/taskOutcomes.ts). A stop reaches a running task
+ * through PostgreSQL (its try fails ExecutionStopped) or Temporal (a cancellation); both are recorded `stopped`. Runs from before `lean-run-v2` start with the startExecution local activity, those from before `lean-run`
  * run workflowRunV1. A failed execution fails the Temporal workflow too (ApplicationFailure `ScheduledRunFailed`, not
  * retried), after its row and logs are written, so Temporal's UI and metrics see it.
  */
