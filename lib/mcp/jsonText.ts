@@ -8,12 +8,12 @@ import { applyEdits, type Node, modify, parseTree, printParseErrorCode, type Par
 export type ParsedText = { ok: true; data: Record<string, unknown> } | { ok: false; reason: string };
 
 /** A node's value with every object member an own property (`__proto__` included), as JSON.parse builds them. */
-function valueOf(node: Node): unknown {
+function nodeValue(node: Node): unknown {
   switch (node.type) {
     case 'object':
-      return Object.fromEntries((node.children ?? []).map((member) => [member.children?.[0]?.value as string, member.children?.[1] ? valueOf(member.children[1]) : undefined]));
+      return Object.fromEntries((node.children ?? []).map((member) => [member.children?.[0]?.value as string, member.children?.[1] ? nodeValue(member.children[1]) : undefined]));
     case 'array':
-      return (node.children ?? []).map(valueOf);
+      return (node.children ?? []).map(nodeValue);
     default:
       return node.value;
   }
@@ -30,8 +30,8 @@ export function parseJsonText(text: string): ParsedText {
     const column = first.offset - before.lastIndexOf('\n');
     return { ok: false, reason: `${printParseErrorCode(first.error)} at line ${line} column ${column}` };
   }
-  if (!tree || tree.type !== 'object') return { ok: false, reason: 'the top level is not a JSON object' };
-  return { ok: true, data: valueOf(tree) as Record<string, unknown> };
+  if (tree?.type !== 'object') return { ok: false, reason: 'the top level is not a JSON object' };
+  return { ok: true, data: nodeValue(tree) as Record<string, unknown> };
 }
 
 /** The file's own indentation (the first indented member), so an added entry looks like its neighbours. */
