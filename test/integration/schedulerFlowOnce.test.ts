@@ -15,9 +15,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { LOST_FLOW_ERROR } from '../../activities/scheduler/schedulerActivities';
-import { spawnArmada } from '../support/armadaProcess';
 import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
-import { env, eventually, startTestStack, type TestStack } from '../support/harness';
+import { eventually, startTestStack, type TestStack } from '../support/harness';
+import { spawnStackWorker } from '../support/workerProcess';
 import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
 import { closeSchedulerStack, schedulerInject, type SchedulerInject } from '../support/schedulerStack';
 
@@ -73,21 +73,7 @@ async function runToEnd(name: string, limitMs: number, sentAgain?: () => boolean
 }
 
 async function startWorkerProcess(): Promise<ChildProcess> {
-  const { child } = await spawnArmada(
-    ['worker'],
-    'worker-started',
-    {
-      ...process.env,
-      DATABASE_URL: pg.url,
-      TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
-      ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue,
-      ARMADA_HOME: stack.config.home,
-      ARMADA_CONFIG: stack.config.configPath,
-      ARMADA_LOG_LEVEL: 'warn',
-      ARMADA_TEMPORAL_METRICS_PORT: '',
-    },
-    120_000,
-  );
+  const child = await spawnStackWorker(stack, { databaseUrl: pg.url, readyTimeoutMs: 120_000 });
   workers.push(child);
   return child;
 }

@@ -9,8 +9,8 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawnArmada } from '../support/armadaProcess';
-import { env, eventually, startTestStack, type TestStack } from '../support/harness';
+import { eventually, startTestStack, type TestStack } from '../support/harness';
+import { spawnStackWorker } from '../support/workerProcess';
 import { closeSchedulerStack, schedulerInject } from '../support/schedulerStack';
 
 jest.setTimeout(240_000);
@@ -39,21 +39,7 @@ afterAll(async () => {
 });
 
 async function startWorkerProcess(): Promise<ChildProcess> {
-  const { child } = await spawnArmada(
-    ['worker'],
-    'worker-started',
-    {
-      ...process.env,
-      DATABASE_URL: stack.dbUrl,
-      TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
-      ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue,
-      ARMADA_HOME: stack.config.home,
-      ARMADA_CONFIG: stack.config.configPath,
-      ARMADA_LOG_LEVEL: 'warn',
-      ARMADA_TEMPORAL_METRICS_PORT: '',
-    },
-    120_000,
-  );
+  const child = await spawnStackWorker(stack, { readyTimeoutMs: 120_000 });
   workers.push(child);
   return child;
 }

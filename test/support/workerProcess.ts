@@ -3,13 +3,16 @@ import type { ChildProcess } from 'node:child_process';
 import { spawnArmada } from './armadaProcess';
 import { env, type TestStack } from './harness';
 
-export async function spawnStackWorker(stack: TestStack): Promise<ChildProcess> {
+export async function spawnStackWorker(
+  stack: Pick<TestStack, 'dbUrl' | 'config'>,
+  opts: { /** a database other than the stack's (e.g. a PostgreSQL of the test's own) */ databaseUrl?: string; readyTimeoutMs?: number } = {},
+): Promise<ChildProcess> {
   const { child } = await spawnArmada(
     ['worker'],
     'worker-started',
     {
       ...process.env,
-      DATABASE_URL: stack.dbUrl,
+      DATABASE_URL: opts.databaseUrl ?? stack.dbUrl,
       TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
       ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue,
       ARMADA_HOME: stack.config.home,
@@ -17,7 +20,7 @@ export async function spawnStackWorker(stack: TestStack): Promise<ChildProcess> 
       ARMADA_LOG_LEVEL: 'warn',
       ARMADA_TEMPORAL_METRICS_PORT: '',
     },
-    60_000,
+    opts.readyTimeoutMs ?? 60_000,
   );
   return child;
 }
