@@ -13,6 +13,7 @@ import type { Metrics } from '../../lib/metrics';
 import { isPostgresUnreachable } from '../../lib/db/pool';
 import type { DependencyState } from '../../lib/runtime/dependencies';
 import { installDependencyGate } from './dependencyGate';
+import { installStoppingAnswer } from './stoppingAnswer';
 import { allowedMethodsOf } from './allowedMethods';
 import { errorBody } from './envelope';
 import { clientErrorAnswer, expectationFailedAnswer, frameworkErrorMessage, installDetailErrors, installEnvelopeErrors } from './errorHandlers';
@@ -66,7 +67,8 @@ export function createBaseApp(opts: BaseAppOptions) {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
     },
     logController: new LogController({ disableRequestLogging: true }),
-    return503OnClosing: true,
+    // our own 503 while stopping (installStoppingAnswer below), in the service's shape: Fastify's has a shape of its own
+    return503OnClosing: false,
     // Node's default (16 KiB) answers 431 before validation to a query within the documented maxLengths (4096
     // characters of 4-byte UTF-8 are 48 KiB percent-encoded); with room for those, such a request gets its 400.
     // A missing Host is refused by us (in the service's shape, api/http/inputPolicy.ts), not by Node with a bare 400.
@@ -117,6 +119,7 @@ export function createBaseApp(opts: BaseAppOptions) {
   const allowed = allowedMethodsOf(() => registeredRoutes(app));
   if (opts.errorStyle === 'envelope') installEnvelopeErrors(app, opts.version, allowed);
   else installDetailErrors(app, allowed);
+  installStoppingAnswer(app);
   installInputPolicy(app);
   if (opts.dependencies) installDependencyGate(app, opts.dependencies);
 
