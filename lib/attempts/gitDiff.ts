@@ -50,8 +50,11 @@ async function changedFiles(cwd: string, revs: string[], pathspec: string[], env
 
 /**
  * `git diff revs -- pathspec` whole when it is within git's output buffer; past it, again without the files over
- * MAX_SHOWN_FILE_LINES, which are listed as omitted blocks (one diff of the others, one numstat). Still past it: a
- * DIFF_TOO_LARGE error, not a part of the diff.
+ * MAX_SHOWN_FILE_LINES, which are listed as omitted blocks (one diff of the others, one numstat). Still past it (many
+ * files, none over that limit), the limit is halved from the largest file still shown until the rest fits, down to
+ * listing every file by its counts: files are never dropped, the largest lose their lines first. Still past it then
+ * (the headers alone of changes without lines, e.g. mode changes of very many files): a DIFF_TOO_LARGE error, not a
+ * part of the diff.
  */
 async function diffWithin(cwd: string, revs: string[], pathspec: string[], env: Record<string, string>, maxBuffer?: number): Promise<string> {
   const args = ['diff', '--no-color', '--no-ext-diff', '-M', ...revs, '--'];
@@ -59,15 +62,26 @@ async function diffWithin(cwd: string, revs: string[], pathspec: string[], env: 
   if (whole.code === 0) return whole.stdout;
   // git's own failures exit 128 or 129; a git stopped at the buffer is 1 (lib/process/launcher.ts)
   if (whole.code >= 128) throw diffReadFailed('git diff', whole);
-  const big = (await changedFiles(cwd, revs, pathspec, env)).filter((f) => f.added + f.removed > MAX_SHOWN_FILE_LINES);
-  const tooLarge = () => diffTooLarge(`past the ${(maxBuffer ?? GIT_MAX_OUTPUT_BYTES) / 1024 / 1024} MiB read of one even without the files over ${MAX_SHOWN_FILE_LINES} changed lines`);
-  if (!big.length) throw tooLarge();
-  // the others: everything but the big files (their old names too), so no name has to be spelled back to git
-  const exclude = big.flatMap((f) => (f.oldPath ? [f.oldPath, f.path] : [f.path])).map((p) => `:(exclude,literal)${p}`);
-  const rest = await git(cwd, [...args, ...(pathspec.length ? pathspec : ['.']), ...exclude], { maxBuffer, env });
-  if (rest.code >= 128) throw diffReadFailed('git diff', rest);
-  if (rest.code !== 0) throw tooLarge();
-  return rest.stdout + big.map((f) => omittedBlock(f)).join('');
+  const bytes = maxBuffer ?? GIT_MAX_OUTPUT_BYTES;
+  const buffer = bytes >= 1024 * 1024 ? `${bytes / 1024 / 1024} MiB` : `${Math.ceil(bytes / 1024)} KiB`;
+  const files = await changedFiles(cwd, revs, pathspec, env);
+  const linesOf = (f: ChangedFile) => f.added + f.removed;
+  for (let limit = MAX_SHOWN_FILE_LINES; ; ) {
+    const big = files.filter((f) => linesOf(f) > limit);
+    if (big.length) {
+      // the others: everything but the big files (their old names too), so no name has to be spelled back to git
+      const exclude = big.flatMap((f) => (f.oldPath ? [f.oldPath, f.path] : [f.path])).map((p) => `:(exclude,literal)${p}`);
+      const rest = await git(cwd, [...args, ...(pathspec.length ? pathspec : ['.']), ...exclude], { maxBuffer, env });
+      if (rest.code >= 128) throw diffReadFailed('git diff', rest);
+      if (rest.code === 0) {
+        const why = limit === MAX_SHOWN_FILE_LINES ? undefined : `among the largest files of a diff past the ${buffer} read of one`;
+        return rest.stdout + big.map((f) => omittedBlock(f, why)).join('');
+      }
+    }
+    const most = files.reduce((m, f) => (linesOf(f) <= limit ? Math.max(m, linesOf(f)) : m), 0);
+    if (most === 0) throw diffTooLarge(`past the ${buffer} read of one even with every file listed by its counts only`);
+    limit = Math.floor(most / 2);
+  }
 }
 
 /** Unified diff text (optionally of one file, a path relative to the worktree already checked by the caller). */

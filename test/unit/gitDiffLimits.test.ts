@@ -142,9 +142,56 @@ test('untracked files of any name are new files in the diff: a newline, a byte t
   }
 });
 
-test('a diff still past the buffer without the files over the line limit is a DIFF_TOO_LARGE error; one git cannot read is DIFF_READ_FAILED', async () => {
+test('past the buffer with no file over the line limit: the largest files lose their lines until the rest fits, none is dropped', async () => {
+  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-diffmany-'));
+  try {
+    g(repo, 'init', '-q', '-b', 'main');
+    for (let i = 0; i < 30; i++) fs.writeFileSync(path.join(repo, `f${i}.txt`), 'start\n');
+    g(repo, 'add', '-A');
+    g(repo, 'commit', '-q', '-m', 'base');
+    const start = g(repo, 'rev-parse', 'HEAD');
+    // 30 files of 100 to 3,000 new lines (~16 bytes each): ~750 KB of diff, every file far under the line limit
+    for (let i = 0; i < 30; i++) fs.appendFileSync(path.join(repo, `f${i}.txt`), lines(100 * (i + 1), 'generated line'));
+    const src = { worktreePath: repo, repoPath: repo, baseCommit: start, branch: 'main' };
+    const text = await readAttemptDiff(src, undefined, { maxBytes: 256 * 1024 });
+    const files = byPath(text);
+    expect(Object.keys(files)).toHaveLength(30);
+    for (let i = 0; i < 30; i++) expect(files[`f${i}.txt`]).toMatchObject({ additions: 100 * (i + 1), deletions: 0 });
+    const omitted = Object.values(files).filter((f) => f.omitted).map((f) => f.additions);
+    const shown = Object.values(files).filter((f) => !f.omitted);
+    // the largest lost their lines, the smallest are whole, and what is shown fits the buffer
+    expect(omitted.length).toBeGreaterThan(0);
+    expect(shown.length).toBeGreaterThan(0);
+    expect(Math.min(...omitted)).toBeGreaterThan(Math.max(...shown.map((f) => f.additions)));
+    for (const f of shown) expect(f.changes.filter((c) => c.type === 'add')).toHaveLength(f.additions);
+    expect(Buffer.byteLength(text)).toBeLessThan(256 * 1024 + 30 * 300);
+    expect(text).toContain('among the largest files of a diff past the 256 KiB read of one');
+  } finally {
+    fs.rmSync(repo, { recursive: true, force: true });
+  }
+});
+
+test('a diff past the buffer even with every file listed by its counts is a DIFF_TOO_LARGE error; one git cannot read is DIFF_READ_FAILED', async () => {
   const src = { worktreePath: dir, repoPath: dir, baseCommit: base, branch: 'attempt' };
-  await expect(readAttemptDiff(src, 'small.txt', { maxBytes: 16 })).rejects.toMatchObject({ statusCode: 500, code: 'DIFF_TOO_LARGE' });
+  // one small file past a tiny buffer: listed by its counts
+  expect(byPath(await readAttemptDiff(src, 'small.txt', { maxBytes: 16 }))['small.txt']).toMatchObject({ omitted: true, additions: 1 });
+  // a mode change has no lines to leave out: its header alone is past the buffer
+  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-diffmode-'));
+  try {
+    g(repo, 'init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(repo, 'run.sh'), 'echo hi\n');
+    g(repo, 'add', '-A');
+    g(repo, 'commit', '-q', '-m', 'base');
+    const start = g(repo, 'rev-parse', 'HEAD');
+    fs.chmodSync(path.join(repo, 'run.sh'), 0o755);
+    await expect(readAttemptDiff({ worktreePath: repo, repoPath: repo, baseCommit: start, branch: 'main' }, undefined, { maxBytes: 16 })).rejects.toMatchObject({
+      statusCode: 500,
+      code: 'DIFF_TOO_LARGE',
+      message: expect.stringContaining('even with every file listed by its counts only'),
+    });
+  } finally {
+    fs.rmSync(repo, { recursive: true, force: true });
+  }
   await expect(readAttemptDiff({ ...src, baseCommit: 'f'.repeat(40) })).rejects.toMatchObject({ statusCode: 500, code: 'DIFF_READ_FAILED' });
   await expect(readAttemptDiff({ ...src, worktreePath: null, baseCommit: 'f'.repeat(40) })).rejects.toMatchObject({ code: 'DIFF_READ_FAILED' });
 });
