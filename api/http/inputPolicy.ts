@@ -136,7 +136,7 @@ export function inputPolicyError(request: Pick<FastifyRequest, 'params' | 'query
  */
 export function installInputPolicy(app: FastifyInstance): void {
   app.addHook('onRequest', async (request) => {
-    const err = missingHostError(request);
+    const err = hostHeaderError(request);
     if (err) throw err;
   });
   app.addHook('preParsing', async (request, reply) => {
@@ -180,13 +180,26 @@ export function queryEncodingError(url: string): AppError | undefined {
 }
 
 /**
- * An HTTP/1.1 request must name its host (RFC 9112 §3.2: a server MUST answer 400 without one). Node refused it itself,
- * with an empty body; the services tell Node not to (baseApp.ts) and answer here, in their shape.
+ * An HTTP/1.1 request must name its host, once, as a valid `uri-host[:port]` (RFC 9112 §3.2: a server MUST answer 400
+ * to a request without one, with more than one Host line, or with an invalid value). Node refused a missing one
+ * itself, with an empty body, and let the others through; the services tell Node not to (baseApp.ts) and answer all
+ * three here, in their shape. An empty Host is valid (a target URI without an authority).
  */
-export function missingHostError(request: FastifyRequest): AppError | undefined {
+const HOST_VALUE = /^(?:\[(?:[0-9A-Fa-f:.]+|v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+)\]|(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)(?::[0-9]*)?$/;
+
+export function hostHeaderError(request: FastifyRequest): AppError | undefined {
   const v = request.raw.httpVersion;
-  if (v === '1.0' || v === '0.9' || request.headers.host !== undefined) return undefined;
-  return validationError('Request headers are invalid: host is required (HTTP/1.1)', { host: 'is required' });
+  const raw = request.raw.rawHeaders;
+  let lines = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]?.length === 4 && raw[i]?.toLowerCase() === 'host') lines++;
+  if (lines > 1) return validationError('Request headers are invalid: host must be sent once', { host: 'must be sent once' });
+  const host = request.headers.host;
+  if (host === undefined) {
+    if (v === '1.0' || v === '0.9') return undefined;
+    return validationError('Request headers are invalid: host is required (HTTP/1.1)', { host: 'is required' });
+  }
+  if (!HOST_VALUE.test(host)) return validationError('Request headers are invalid: host must be a host name or address with an optional port', { host: 'must be a host name or address with an optional port' });
+  return undefined;
 }
 
 /**

@@ -876,6 +876,18 @@ describe('the documents state the rules the handlers enforce', () => {
     expect(await rawExchange(service, 'GET /health HTTP/1.0\r\n\r\n')).toMatchObject({ status: 200 });
   }, 120_000);
 
+  // RFC 9112 §3.2: more than one Host line, or a Host that is no uri-host[:port], MUST be a 400; all were answered 200
+  test.each(SERVICES)('%s: two Host lines or an invalid Host value is a 400 in the service\'s shape; valid forms pass', async (service) => {
+    for (const host of ['Host: a\r\nHost: b', 'Host: a b', 'Host: [::1', 'Host: user@evil', 'Host: x:80x', 'Host: a/b', 'Host: ex ample.com:80']) {
+      const answer = await rawExchange(service, `GET ${writePath(service)} HTTP/1.1\r\n${host}\r\n${keyHeader(service)}\r\n`);
+      expect({ host, answer }).toEqual({ host, answer: { status: 400, body: shapedAs(service, /^Request headers are invalid: host /) } });
+    }
+    for (const host of ['Host: example.com', 'Host: 127.0.0.1:8887', 'Host: [::1]:80', 'Host: xn--caf-dma.example', 'Host: x:99999', 'Host: a_b.local', 'Host: ']) {
+      const answer = await rawExchange(service, `GET /health HTTP/1.1\r\n${host}\r\n\r\n`);
+      expect({ host, status: (answer as { status: number }).status }).toEqual({ host, status: 200 });
+    }
+  }, 120_000);
+
   // @fastify/websocket answered a request without Upgrade with an empty 404, as if the path did not exist
   test('the task service\'s WebSocket routes asked without Upgrade: 426 in the envelope with Upgrade: websocket (or its 404 for what does not exist)', async () => {
     const app = stack.app('task');
