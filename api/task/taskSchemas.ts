@@ -12,7 +12,9 @@ const Description = Type.String({ maxLength: 100_000 });
 // one could never be filtered on
 const Labels = Type.Array(Type.String({ minLength: 1, maxLength: 100, pattern: nonBlankPatternWithout(',') }), { maxItems: 50 });
 const Assignee = Type.String({ minLength: 1, maxLength: 100 });
-const Metadata = Type.Record(Type.String(), Type.Unknown());
+const Metadata = Type.Record(Type.String(), Type.Unknown(), {
+  description: 'Free-form. The keys repository, branch and worktreePath are set by the task detail view and are not stored from a request.',
+});
 
 export const Task = Type.Object({
   id: Type.String(),

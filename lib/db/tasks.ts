@@ -35,11 +35,25 @@ export interface NewTask {
   metadata: Record<string, unknown>;
 }
 
+/**
+ * The metadata keys the task detail view sets itself (from the project and the latest attempt, as the spec has it). A
+ * client's own values for them are not stored: they used to be, and every view but the detail showed them, so one
+ * task read back with two different metadata. Not refused either, so a client can send the detail's metadata back.
+ */
+export const DERIVED_METADATA_KEYS = ['repository', 'branch', 'worktreePath'] as const;
+
+export function storableMetadata(m: Record<string, unknown>): Record<string, unknown> {
+  if (!DERIVED_METADATA_KEYS.some((k) => Object.hasOwn(m, k))) return m;
+  const own = { ...m };
+  for (const k of DERIVED_METADATA_KEYS) delete own[k];
+  return own;
+}
+
 export async function insertTask(db: Queryable, t: NewTask): Promise<TaskRow> {
   const { rows } = await db.query<TaskRow>(
     `INSERT INTO tasks (id, project_id, title, description, priority, labels, assignee, created_by, metadata)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
-    [t.id, t.projectId, t.title, t.description, t.priority, t.labels, t.assignee, t.createdBy, t.metadata],
+    [t.id, t.projectId, t.title, t.description, t.priority, t.labels, t.assignee, t.createdBy, storableMetadata(t.metadata)],
   );
   return rows[0] as TaskRow;
 }
@@ -288,7 +302,7 @@ export async function updateTasks(db: Queryable, ids: string[], patch: TaskPatch
   const sets: string[] = [];
   for (const [key, column] of Object.entries(PATCH_COLUMNS) as [keyof TaskPatch, string][]) {
     if (patch[key] === undefined) continue;
-    values.push(patch[key]);
+    values.push(key === 'metadata' && patch.metadata ? storableMetadata(patch.metadata) : patch[key]);
     sets.push(`${column} = $${values.length}`);
     if (key === 'status') {
       sets.push(`completed_at = CASE WHEN $${values.length}::text = 'completed' THEN COALESCE(completed_at, now()) ELSE NULL END`);

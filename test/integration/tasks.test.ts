@@ -35,6 +35,23 @@ describe('tasks', () => {
     expect(detail.metadata).toMatchObject({ files: ['a.ts'], branch: 'main', worktreePath: null });
   });
 
+  // the detail view sets repository, branch and worktreePath itself (the spec); a client's own values for them used to
+  // be stored and shown by every other view, so one task read back with two different metadata
+  test('metadata keys the detail view derives (repository, branch, worktreePath) are not stored: every view reads the same', async () => {
+    const given = { keep: 1, repository: 'https://evil.example/x.git', branch: '../../etc', worktreePath: '/etc' };
+    const created = await createTask({ title: 'Derived keys', metadata: given });
+    expect(created.metadata).toEqual({ keep: 1 });
+    const listed = (await inject('GET', `/api/tasks?projectId=${projectId}&search=Derived%20keys`)).json().data;
+    expect(listed.map((t: { metadata: unknown }) => t.metadata)).toEqual([{ keep: 1 }]);
+    const detail = (await inject('GET', `/api/tasks/${created.id}`)).json().data;
+    expect(detail.metadata).toMatchObject({ keep: 1, branch: 'main', worktreePath: null });
+    expect(detail.metadata.repository).not.toBe(given.repository);
+    // a client that sends the detail's metadata back (a read-modify-write) stores only its own keys
+    const patched = await inject('PATCH', `/api/tasks/${created.id}`, { metadata: { ...detail.metadata, more: 2 } });
+    expect(patched.statusCode).toBe(200);
+    expect(patched.json().data.metadata).toEqual({ keep: 1, more: 2 });
+  });
+
   test('a __proto__ or constructor.prototype key in metadata is dropped, not answered with 400 (the document allows any key)', async () => {
     const raw = '{"projectId":"PID","title":"Proto","metadata":{"keep":1,"__proto__":{"polluted":true},"nested":{"constructor":{"prototype":{"polluted":true}},"ok":true}}}';
     const r = await stack.app('task').inject({ method: 'POST', url: '/api/tasks', payload: raw.replace('PID', projectId), headers: { 'content-type': 'application/json' } });
