@@ -28,6 +28,8 @@ import { serviceDeps } from './attempts';
 import { CreateProjectBody, DeletedProject, PatchProjectBody, ProjectDetail, ProjectListItem, ProjectStats } from './projectSchemas';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+/** A project name as stored: trimmed and in Unicode NFC, so a decomposed twin of a name is the same name (409). */
+const projectName = (raw: string): string => raw.trim().normalize('NFC');
 
 export function projectListItem(p: ProjectRow) {
   return {
@@ -139,7 +141,7 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
       try {
         row = await insertProject(deps.db, {
           id,
-          name: body.name.trim(),
+          name: projectName(body.name),
           description: body.description ?? '',
           repoUrl: body.repository.url,
           repoBranch: branch,
@@ -150,7 +152,7 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
           defaultLlm: body.defaultLLM ?? null,
         });
       } catch (err) {
-        if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw conflict(`A project named "${body.name.trim()}" already exists`, 'PROJECT_EXISTS');
+        if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw conflict(`A project named "${projectName(body.name)}" already exists`, 'PROJECT_EXISTS');
         throw err;
       }
       if (repo.cloneFrom) {
@@ -181,14 +183,14 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
       let row: ProjectRow | undefined;
       try {
         row = await updateProject(deps.db, request.params.id, {
-          name: b.name?.trim(),
+          name: b.name === undefined ? undefined : projectName(b.name),
           description: b.description,
           defaultLlm: b.defaultLLM,
           setupScript: b.setup_script,
           devScript: b.dev_script,
         });
       } catch (err) {
-        if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw conflict(`A project named "${b.name?.trim()}" already exists`, 'PROJECT_EXISTS');
+        if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw conflict(`A project named "${projectName(b.name ?? '')}" already exists`, 'PROJECT_EXISTS');
         throw err;
       }
       if (!row) throw notFound(`Project ${request.params.id} not found`, 'PROJECT_NOT_FOUND');

@@ -61,6 +61,25 @@ describe('projects', () => {
     expect(again.json()).toMatchObject({ success: false, error: { code: 'PROJECT_EXISTS' } });
   });
 
+  // an NFD name looked the same as its NFC twin and became a second project; control and bidi characters in a name
+  // reach terminals (the CLI prints names) and file lists as they are
+  test('names are compared in Unicode NFC (a decomposed twin is a 409) and control or bidi characters are refused', async () => {
+    const nfc = 'Caf\u00e9 board';
+    const created = await inject('POST', '/api/projects', { name: nfc, repository: { url: repo } });
+    expect(created.statusCode).toBe(201);
+    const twin = await inject('POST', '/api/projects', { name: 'CAFE\u0301 BOARD', repository: { url: repo } });
+    expect(twin.json()).toMatchObject({ success: false, error: { code: 'PROJECT_EXISTS' } });
+    // stored composed, whatever form it was sent in
+    const other = await inject('POST', '/api/projects', { name: 'Re\u0301sume\u0301', repository: { url: repo } });
+    expect(other.json().data.name).toBe('R\u00e9sum\u00e9');
+    const renamed = await inject('PATCH', `/api/projects/${other.json().data.id}`, { name: 'cafe\u0301 board' });
+    expect(renamed.json()).toMatchObject({ success: false, error: { code: 'PROJECT_EXISTS' } });
+    for (const name of ['ctl\u0007bell', 'esc\u001b[31mred', 'x\u202eexe.txt', 'iso\u2066late', 'c1\u0085x']) {
+      const bad = await inject('POST', '/api/projects', { name, repository: { url: repo } });
+      expect({ name, status: bad.statusCode, code: bad.json().error?.code, field: Object.keys(bad.json().error?.details ?? {}) }).toEqual({ name, status: 400, code: 'VALIDATION_ERROR', field: ['name'] });
+    }
+  });
+
   test('missing repository.url and other bad bodies give VALIDATION_ERROR with field details', async () => {
     const missing = await inject('POST', '/api/projects', { name: 'x', repository: {} });
     expect(missing.statusCode).toBe(400);
