@@ -13,6 +13,7 @@ import { commitWorktree, WorkOffTheAttempt } from './git/commitWorktree';
 import type { AttemptChanges } from '../lib/db/attempts';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { keepAlive } from './keepAlive';
+import { lazyEncryptionKey } from '../lib/keys';
 import { untilPostgresAnswers } from './untilPostgresAnswers';
 import type { ActivityDeps } from './index';
 
@@ -32,6 +33,7 @@ export interface CommitAndRecordInput {
 
 export function createAttemptActivities(deps: ActivityDeps) {
   const m = attemptMetrics(deps.metrics.registry);
+  const encryptionKey = lazyEncryptionKey(deps.config);
   /** running → completed | failed (with the run's change statistics), with events, the task status rule and metrics. */
   const recordOutcome = async (attemptId: string, status: 'completed' | 'failed', error: string | null, summary: string, changes?: AttemptChanges) => {
     const a = await recordAttemptFinished(deps.db, attemptId, status, error, summary, changes);
@@ -63,7 +65,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
       }
     },
     /** create-pr's push of the attempt branch, on the attempt's host (pushBranchWorkflow). */
-    pushBranch: (input: PushBranchInput) => keepAlive(() => pushBranch(deps, input)),
+    pushBranch: (input: PushBranchInput) => keepAlive(() => pushBranch({ ...deps, encryptionKey }, input)),
     mergeBranch: (input: MergeInput) => keepAlive(() => mergeBranch(input, { faults: deps.faults })),
     /** running → completed | failed, with events and the task status rule. */
     async recordAttemptOutcome(input: { attemptId: string; status: 'completed' | 'failed'; error: string | null; summary: string }): Promise<boolean> {

@@ -10,8 +10,9 @@ import type { Metrics } from '../lib/metrics';
 import type { WorkerIdentity } from '../lib/workerIdentity';
 import type { Slots } from '../lib/process/slots';
 import type { Faults } from '../lib/faults';
+import { lazyEncryptionKey } from '../lib/keys';
 import { checkPullRequest } from './codehost/checkPullRequest';
-import { cloneRepository } from './git/cloneRepository';
+import { cloneRepository, type CloneRepositoryInput } from './git/cloneRepository';
 import { removeProjectClone, type RemoveProjectCloneInput } from './git/removeProjectClone';
 import { recordAgentTaskResult, type AgentTaskResultInput } from './multiAgent/recordAgentTaskResult';
 import { runAgentTask } from './multiAgent/runAgentTask';
@@ -44,11 +45,12 @@ export interface ActivityDeps {
 }
 
 export function createActivities(deps: ActivityDeps) {
+  const remoteAuth = { db: deps.db, encryptionKey: lazyEncryptionKey(deps.config) };
   return {
     ...createSchedulerActivities(deps),
     ...createExecutionProgressActivities(deps),
     ...createAttemptActivities(deps),
-    cloneRepository: (input: { url: string; branch: string; dest: string }) => cloneRepository(input),
+    cloneRepository: (input: CloneRepositoryInput) => cloneRepository(remoteAuth, input),
     /** False when the project no longer exists (deleted while its repository was cloned). */
     recordCloneResult: (input: { projectId: string; ok: boolean; path: string | null; error: string | null }): Promise<boolean> =>
       setCloneResult(deps.db, input.projectId, input.ok, input.path, input.error),

@@ -40,7 +40,7 @@ export function git(
 }
 
 /** Runs git and throws with its stderr when it fails. */
-export async function gitOrThrow(cwd: string, args: string[], opts: { timeoutMs?: number } = {}): Promise<string> {
+export async function gitOrThrow(cwd: string, args: string[], opts: { timeoutMs?: number; env?: Record<string, string> } = {}): Promise<string> {
   const r = await git(cwd, args, opts);
   if (r.code !== 0) throw new Error(`git ${args[0]} failed: ${r.stderr.trim() || r.stdout.trim() || `exit ${r.code}`}`);
   return r.stdout;

@@ -75,6 +75,15 @@ export function resolveKeys(config: ArmadaConfig): ResolvedKeys {
   };
 }
 
+/** The encryption key, resolved on first use (workers need it only for the few activities that open secrets). */
+export function lazyEncryptionKey(config: ArmadaConfig): () => Buffer {
+  let key: Buffer | undefined;
+  return () => {
+    key ??= resolveKeys(config).encryption;
+    return key;
+  };
+}
+
 /** Constant-time comparison of a presented key with the expected one. */
 export function keysMatch(presented: string | undefined, expected: string): boolean {
   if (typeof presented !== 'string') return false;

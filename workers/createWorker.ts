@@ -16,6 +16,7 @@ import { requireSearchAttributes } from '../lib/temporal/searchAttributeCheck';
 import { workerIdentity } from '../lib/workerIdentity';
 import { createSlots } from '../lib/process/slots';
 import type { Faults } from '../lib/faults';
+import { scrubManagedClones } from '../activities/git/scrubRemoteCredentials';
 import { DEFAULT_JANITOR_INTERVAL_MS, startWorktreeJanitor, type WorktreeJanitor } from './worktreeJanitor';
 
 /** True when this module runs from the compiled output of `npm run build` (dist/), not through tsx. */
@@ -147,6 +148,8 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);
   // a worker killed outright left its scripts' temp dirs: removed at every start (the janitor below may be off)
   pruneStaleScriptDirs(opts.logger);
+  // managed clones made before repository credentials were sealed hold them in their origin's URL (docs/security.md)
+  const scrubbed = scrubManagedClones(opts.config.home, opts.logger).catch((err) => opts.logger.warn({ err: { message: (err as Error).message } }, 'cleaning the remote URLs of managed clones failed'));
   // host-local housekeeping: worktrees of deleted attempts on this host's disk (docs/attempts.md#orphaned-worktrees)
   const janitor = startWorktreeJanitor(
     { db: opts.db, config: opts.config, logger: opts.logger, metrics: opts.metrics },
@@ -161,6 +164,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
       stopping ??= (async () => {
         for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
         await janitor.stop(); // finishes the entry in hand, starts no other
+        await scrubbed;
         await done.catch((err) => opts.logger.warn({ err }, 'worker stopped with an error'));
         await connection.close();
         await events?.close();

@@ -15,5 +15,6 @@ export async function pushBranchWorkflow(input: PushBranchInput & { hostQueue: s
     heartbeatTimeout: '15 seconds',
     retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 4, nonRetryableErrorTypes: ['PushRejected'] },
   });
-  return host.pushBranch({ repoDir: input.repoDir, branch: input.branch });
+  // projectId: the activity reads the project's sealed credentials with it (no command changes: an activity's input is not replayed)
+  return host.pushBranch({ repoDir: input.repoDir, branch: input.branch, projectId: input.projectId });
 }

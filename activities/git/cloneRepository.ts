@@ -1,41 +1,54 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { git, gitOrThrow, inspectLocalRepo } from '../../lib/git';
+import { holdsUrlSecret, splitUrlCredentials } from '../../lib/urlCredentials';
 import { keepAlive } from '../keepAlive';
+import { projectCredentials, remoteAuthEnv, type RemoteAuthDeps } from './projectRemoteAuth';
+import { scrubRemoteCredentials } from './scrubRemoteCredentials';
 
 export interface CloneRepositoryInput {
+  /** The project whose row holds the URL's credentials, sealed (docs/security.md, "Credentials in URLs"). */
+  projectId?: string;
+  /** What to clone: a URL without credentials, or a local bare repository (clones started before they were sealed held them here). */
   url: string;
   branch: string;
   dest: string;
 }
 
 /**
- * Clones `url` into `dest`. Idempotent: an existing clone of the same URL is kept; a partial one left by a crash
- * is removed, since the clone goes to a temp dir first and is renamed into place only when complete.
+ * Clones `url` into `dest`, authenticating with the project's credentials, with the URL without them as the clone's
+ * origin. Idempotent: an existing clone of the same URL is kept (its origin cleaned of credentials); a partial one
+ * left by a crash is removed, since the clone goes to a temp dir first and is renamed into place only when complete.
  */
-export async function cloneRepository(input: CloneRepositoryInput): Promise<void> {
+export async function cloneRepository(deps: RemoteAuthDeps, input: CloneRepositoryInput): Promise<void> {
+  const remote = splitUrlCredentials(input.url);
   const existing = await inspectLocalRepo(input.dest);
   if (existing.kind === 'worktree') {
     const origin = await git(input.dest, ['remote', 'get-url', 'origin']);
-    if (origin.code === 0 && origin.stdout.trim() === input.url) return;
+    if (origin.code === 0 && splitUrlCredentials(origin.stdout.trim()).url === remote.url) {
+      await scrubRemoteCredentials(input.dest);
+      return;
+    }
     throw new Error(`${input.dest} already holds a different repository`);
   }
+  const credentials = (input.projectId ? await projectCredentials(deps, input.projectId) : null) ?? (holdsUrlSecret(input.url) ? remote.credentials : null);
   fs.mkdirSync(path.dirname(input.dest), { recursive: true });
   const tmp = `${input.dest}.partial`;
   fs.rmSync(tmp, { recursive: true, force: true });
   try {
-    await keepAlive(() => cloneInto(input, tmp), { intervalMs: 5_000 });
+    await keepAlive(() => cloneInto(remote.url, input.branch, tmp, remoteAuthEnv(remote.url, credentials)), { intervalMs: 5_000 });
     fs.renameSync(tmp, input.dest);
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 }
 
-async function cloneInto(input: CloneRepositoryInput, tmp: string): Promise<void> {
-  const r = await git(path.dirname(input.dest), ['clone', '--branch', input.branch, '--', input.url, tmp], { timeoutMs: 30 * 60_000 });
+async function cloneInto(url: string, branch: string, tmp: string, env: Record<string, string>): Promise<void> {
+  const cwd = path.dirname(tmp);
+  const r = await git(cwd, ['clone', '--branch', branch, '--', url, tmp], { timeoutMs: 30 * 60_000, env });
   if (r.code !== 0) {
     // An empty remote or a missing branch: clone the default branch instead.
     fs.rmSync(tmp, { recursive: true, force: true });
-    await gitOrThrow(path.dirname(input.dest), ['clone', '--', input.url, tmp], { timeoutMs: 30 * 60_000 });
+    await gitOrThrow(cwd, ['clone', '--', url, tmp], { timeoutMs: 30 * 60_000, env });
   }
 }

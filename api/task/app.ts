@@ -27,6 +27,7 @@ import { webAssetRoutes } from './webAssets';
 import { serviceProxyRoutes } from './serviceProxy';
 import { eventStreamRoutes } from './eventStream';
 import { createBackgroundWork } from '../../lib/runtime/background';
+import { sealStoredRepoUrls } from '../../lib/projects/repoCredentials';
 
 export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   const app = createBaseApp({
@@ -53,6 +54,9 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   });
   const background = createBackgroundWork(base.logger);
   app.addHook('onClose', async () => background.settle());
+  // rows written before repository credentials were sealed (SQL migrations cannot see the key); a failed pass is
+  // done again at the next start, and the worker uses such a row's URL as it is meanwhile
+  background.run('sealing the credentials of stored repository URLs', () => sealStoredRepoUrls(base.db, base.keys.encryption, base.logger));
   const deps: TaskAppDeps = { ...base, events, logs, metrics, background };
   // handleProtocols: the sockets implement no subprotocol, so none is ever selected (RFC 6455 §4.2.2); ws's default
   // echoed the first one a client offered, telling it the server spoke that protocol

@@ -121,7 +121,7 @@ async function pushAttemptBranch(deps: TaskAppDeps, attempt: AttemptWithProject,
     await (await deps.temporal.client()).workflow.execute('pushBranchWorkflow', {
       workflowId: `push:${attempt.attempt_id}`,
       taskQueue: shared,
-      args: [{ hostQueue: attempt.host_queue ?? shared, repoDir, branch: attempt.branch as string }],
+      args: [{ hostQueue: attempt.host_queue ?? shared, repoDir, branch: attempt.branch as string, projectId: attempt.project_id }],
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
   } catch (err) {

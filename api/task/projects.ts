@@ -4,7 +4,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { conflict, notFound, validationError } from '../../lib/errors';
-import { redactUrlCredentials } from '../../lib/urlCredentials';
+import { redactUrlCredentials, splitUrlCredentials } from '../../lib/urlCredentials';
+import { storedRepoUrl } from '../../lib/projects/repoCredentials';
 import { newId } from '../../lib/ids';
 import { classifyRepoUrl, inspectLocalRepo } from '../../lib/git';
 import {
@@ -39,7 +40,7 @@ export function projectListItem(p: ProjectRow) {
     git_repo_path: p.git_repo_path ?? '',
     setup_script: p.setup_script,
     dev_script: p.dev_script,
-    // stored with its credentials (the clone needs them), shown without (lib/urlCredentials.ts)
+    // stored as shown, its credentials sealed apart (lib/projects/repoCredentials.ts); redacted again for older rows
     repository: { url: redactUrlCredentials(p.repo_url), branch: p.repo_branch },
     defaultLLM: p.default_llm,
     createdAt: p.created_at.toISOString(),
@@ -137,13 +138,15 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
       const branch = body.repository.branch ?? 'main';
       const repo = await resolveRepository(body.repository.url, body.git_repo_path);
       const dest = managedClonePath(deps.config.home, id);
+      const stored = storedRepoUrl(deps.keys.encryption, body.repository.url);
       let row: ProjectRow;
       try {
         row = await insertProject(deps.db, {
           id,
           name: projectName(body.name),
           description: body.description ?? '',
-          repoUrl: body.repository.url,
+          repoUrl: stored.repoUrl,
+          repoCredentialsSealed: stored.credentialsSealed,
           repoBranch: branch,
           gitRepoPath: repo.gitRepoPath,
           cloneStatus: repo.cloneFrom ? 'cloning' : 'ready',
@@ -161,7 +164,8 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
           await client.workflow.start('cloneProjectWorkflow', {
             workflowId: cloneProjectWorkflowId(id),
             taskQueue: deps.config.temporal.taskQueue,
-            args: [{ projectId: id, url: repo.cloneFrom, branch, dest }],
+            // the URL without its credentials: the activity opens them from the row (no workflow history holds them)
+            args: [{ projectId: id, url: splitUrlCredentials(repo.cloneFrom).url, branch, dest }],
           });
         } catch (err) {
           await deleteProject(deps.db, id); // nothing half-made is left when the clone cannot be scheduled

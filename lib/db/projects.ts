@@ -5,7 +5,10 @@ export interface ProjectRow {
   id: string;
   name: string;
   description: string;
+  /** The URL as shown: credentials redacted (rows from before migration 099 may still hold them, until sealed). */
   repo_url: string;
+  /** The URL's credentials, sealed (lib/projects/repoCredentials.ts); never in a response. */
+  repo_credentials_sealed: string | null;
   repo_branch: string;
   git_repo_path: string | null;
   clone_status: 'ready' | 'cloning' | 'failed';
@@ -24,6 +27,7 @@ export interface NewProject {
   name: string;
   description: string;
   repoUrl: string;
+  repoCredentialsSealed: string | null;
   repoBranch: string;
   gitRepoPath: string | null;
   cloneStatus: 'ready' | 'cloning';
@@ -36,10 +40,10 @@ export const UNIQUE_VIOLATION = '23505';
 
 export async function insertProject(db: Queryable, p: NewProject): Promise<ProjectRow> {
   const { rows } = await db.query<ProjectRow>(
-    `INSERT INTO projects (id, name, description, repo_url, repo_branch, git_repo_path, clone_status, setup_script, dev_script, default_llm, last_sync)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $7 = 'ready' THEN now() END)
+    `INSERT INTO projects (id, name, description, repo_url, repo_branch, git_repo_path, clone_status, setup_script, dev_script, default_llm, last_sync, repo_credentials_sealed)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $7 = 'ready' THEN now() END, $11)
      RETURNING *`,
-    [p.id, p.name, p.description, p.repoUrl, p.repoBranch, p.gitRepoPath, p.cloneStatus, p.setupScript, p.devScript, p.defaultLlm],
+    [p.id, p.name, p.description, p.repoUrl, p.repoBranch, p.gitRepoPath, p.cloneStatus, p.setupScript, p.devScript, p.defaultLlm, p.repoCredentialsSealed],
   );
   return rows[0] as ProjectRow;
 }
@@ -100,6 +104,32 @@ export async function setCloneResult(db: Queryable, id: string, ok: boolean, pat
             last_sync = CASE WHEN $2 = 'ready' THEN now() ELSE last_sync END, updated_at = now()
       WHERE id = $1`,
     [id, ok ? 'ready' : 'failed', path, error],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** What git needs of a project's repository: its URL as stored, its sealed credentials, where it is. */
+export type ProjectRemoteRow = Pick<ProjectRow, 'id' | 'repo_url' | 'repo_credentials_sealed' | 'git_repo_path'>;
+
+export async function getProjectRemote(db: Queryable, id: string): Promise<ProjectRemoteRow | undefined> {
+  const { rows } = await db.query<ProjectRemoteRow>('SELECT id, repo_url, repo_credentials_sealed, git_repo_path FROM projects WHERE id = $1', [id]);
+  return rows[0];
+}
+
+/** Projects whose repo_url has userinfo over http(s) and nothing sealed: rows from before migration 099 (and `***`). */
+export async function listUnsealedRepoUrls(db: Queryable): Promise<Pick<ProjectRow, 'id' | 'repo_url' | 'clone_error'>[]> {
+  const { rows } = await db.query<Pick<ProjectRow, 'id' | 'repo_url' | 'clone_error'>>(
+    `SELECT id, repo_url, clone_error FROM projects WHERE repo_credentials_sealed IS NULL AND repo_url ~* '^https?://[^/?#]*@'`,
+  );
+  return rows;
+}
+
+/** Replaces a row's URL as given by the URL as shown and the sealed credentials, unless another process did first. */
+export async function sealRepoUrl(db: Queryable, id: string, given: string, shown: string, sealed: string, cloneError: string | null): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE projects SET repo_url = $3, repo_credentials_sealed = $4, clone_error = $5
+      WHERE id = $1 AND repo_url = $2 AND repo_credentials_sealed IS NULL`,
+    [id, given, shown, sealed, cloneError],
   );
   return (rowCount ?? 0) > 0;
 }

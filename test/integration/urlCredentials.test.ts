@@ -9,7 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../lib/logger';
-import { redactUrlCredentials } from '../../lib/urlCredentials';
+import { openSecret } from '../../lib/secretBox';
+import { holdsUrlSecret, redactUrlCredentials, splitUrlCredentials } from '../../lib/urlCredentials';
 import { eventually, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
 
 let stack: TestStack;
@@ -45,6 +46,21 @@ test('the rule: a password becomes ***, an https user alone (often a token) beco
   expect(redactUrlCredentials('/srv/repos/a@b')).toBe('/srv/repos/a@b');
 });
 
+test('split: an http(s) URL without its userinfo and the credentials it carried, decoded as git decodes them', () => {
+  expect(splitUrlCredentials('http://user:s3cretpw@127.0.0.1:1/x.git')).toEqual({ url: 'http://127.0.0.1:1/x.git', credentials: { username: 'user', password: 's3cretpw' } });
+  expect(splitUrlCredentials('https://ghp_abc123@github.com/a/b.git')).toEqual({ url: 'https://github.com/a/b.git', credentials: { username: 'ghp_abc123', password: '' } });
+  expect(splitUrlCredentials('https://user:p@ss@host/x')).toEqual({ url: 'https://host/x', credentials: { username: 'user', password: 'p@ss' } });
+  expect(splitUrlCredentials('https://us%40er:p%3Ass%2F@host/x')).toEqual({ url: 'https://host/x', credentials: { username: 'us@er', password: 'p:ss/' } });
+  expect(splitUrlCredentials('ssh://git@host/a/b.git')).toEqual({ url: 'ssh://git@host/a/b.git', credentials: null });
+  expect(splitUrlCredentials('/srv/repos/a@b')).toEqual({ url: '/srv/repos/a@b', credentials: null });
+  // a URL as shown holds no secret; one as given does
+  expect(holdsUrlSecret('http://user:***@127.0.0.1:1/x.git')).toBe(false);
+  expect(holdsUrlSecret('https://***@github.com/a/b.git')).toBe(false);
+  expect(holdsUrlSecret('https://github.com/a/b.git')).toBe(false);
+  expect(holdsUrlSecret('http://user:s3cretpw@127.0.0.1:1/x.git')).toBe(true);
+  expect(holdsUrlSecret('https://ghp_abc123@github.com/a/b.git')).toBe(true);
+});
+
 test('a project made from a URL with credentials: accepted, never shown (detail, list, task detail, clone error, logs)', async () => {
   const url = 'http://user:s3cretpw@127.0.0.1:1/x.git';
   const created = await inject('POST', '/api/projects', { name: 'with-credentials', repository: { url } });
@@ -52,7 +68,7 @@ test('a project made from a URL with credentials: accepted, never shown (detail,
   const id = created.json().data.id;
   const shown = 'http://user:***@127.0.0.1:1/x.git';
   expect(created.json().data.repository.url).toBe(shown);
-  // the clone is made with the URL as given (it fails here: nothing listens on port 1; five tries, ~30 s of backoff)
+  // the clone is tried with the credentials (it fails here: nothing listens on port 1; five tries, ~30 s of backoff)
   const failed = await eventually(async () => {
     const p = (await inject('GET', `/api/projects/${id}`)).json().data;
     return p.repository.status === 'failed' ? p : undefined;
@@ -68,8 +84,11 @@ test('a project made from a URL with credentials: accepted, never shown (detail,
   for (const body of bodies) expect(body).not.toContain('s3cretpw');
   expect(JSON.parse(bodies[3] as string).data.metadata.repository).toBe(shown);
   expect(logged.join('')).not.toContain('s3cretpw');
-  // stored as given: the clone needs it
-  expect((await stack.db.query('SELECT repo_url FROM projects WHERE id = $1', [id])).rows[0].repo_url).toBe(url);
+  // stored as shown, the credentials sealed apart (test/integration/repoCredentials.test.ts clones and pushes with them)
+  const row = (await stack.db.query('SELECT * FROM projects WHERE id = $1', [id])).rows[0];
+  expect(JSON.stringify(row)).not.toContain('s3cretpw');
+  expect(row.repo_url).toBe(shown);
+  expect(JSON.parse(openSecret(stack.keys.encryption, row.repo_credentials_sealed))).toEqual({ username: 'user', password: 's3cretpw' });
 }, 180_000);
 
 test('git-repos shows a remote without its secret', async () => {
