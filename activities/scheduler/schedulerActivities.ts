@@ -22,7 +22,7 @@ import { resolveKeys } from '../../lib/keys';
 import { childEnv } from '../../lib/process/childEnv';
 import { launchGroupProcess } from '../../lib/process/processGroup';
 import { schedulerMetrics, type SchedulerMetrics } from '../../lib/scheduler/metrics';
-import { PlatformError, PlatformTimeout, checkHealth, runRemoteFlow } from '../../lib/scheduler/platforms';
+import { PlatformError, PlatformUnreachable, checkHealth, runRemoteFlow } from '../../lib/scheduler/platforms';
 import { sourceTarget } from '../../lib/scheduler/sourceTarget';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import type { ActivityDeps } from '../index';
@@ -209,6 +209,7 @@ async function sendFlow(
   if (!source) return done(false, '', 'Source not found');
   if (source.status !== 'active') return done(false, '', `source ${source.name} is inactive`);
   logs.add('info', `POST flow ${input.flow} on source ${source.name}`);
+  let output: string;
   try {
     const r = await runRemoteFlow(
       sourceTarget(source, encryptionKey),
@@ -217,19 +218,28 @@ async function sendFlow(
       input.timeoutSeconds ? input.timeoutSeconds * 1000 : settings.scriptTimeoutMs,
       opts.stop.signal,
     );
-    const output = typeof r.body === 'string' ? r.body : JSON.stringify(r.body);
-    logs.add('info', output.slice(0, 8192));
-    return done(true, output);
+    output = answerOutput(r.body);
   } catch (err) {
     if (opts.stop.signal.aborted) throw opts.stop.failure();
     const e = err as Error;
     // the platform's own words (e.g. {"detail":"Invalid or missing API key"}) are in the message
     logs.add('error', e.message);
-    // An answer (any HTTP status) or a timeout (the platform may be running it) is final; only a platform
-    // that could not be reached at all is tried again, and not after the caller's last try.
-    if (e instanceof PlatformError && (e.httpStatus !== undefined || e instanceof PlatformTimeout)) return done(false, '', e.message);
-    if (opts.lastTry) return done(false, '', e.message);
+    // Sent again only when the platform could not be reached at all, and not after the caller's last try. An answer
+    // (any HTTP status), a timeout (the platform may be running it) and anything that failed once the answer came
+    // are final: the flow may have run, and sending it again could run it twice.
+    if (!(e instanceof PlatformUnreachable) || opts.lastTry) return done(false, '', e.message);
     throw ApplicationFailure.retryable(e.message, PLATFORM_UNREACHABLE);
+  }
+  logs.add('info', output.slice(0, 8192));
+  return done(true, output);
+}
+
+/** A flow's answer as the task's output; an answer that cannot be written out is the task's failure (final). */
+function answerOutput(body: unknown): string {
+  try {
+    return typeof body === 'string' ? body : JSON.stringify(body);
+  } catch (err) {
+    throw new PlatformError(`the platform's answer could not be read: ${(err as Error).message}`);
   }
 }
 

@@ -22,6 +22,12 @@ export class PlatformError extends Error {
 /** The platform took the request but did not answer in time: it may be running it, so a run is not sent again. */
 export class PlatformTimeout extends PlatformError {}
 
+/**
+ * The platform could not be reached: the connection failed before any answer came. The one failure after which a run
+ * may be sent again; whatever fails once an answer began to arrive (reading it, an odd answer) is not this.
+ */
+export class PlatformUnreachable extends PlatformError {}
+
 /** A request body and its content type (LangFlow and automagik-agents take JSON, AgentOS form fields). */
 interface EncodedBody {
   contentType: string;
@@ -181,7 +187,7 @@ async function call(
     if (e.name === 'TimeoutError') throw new PlatformTimeout(`${method} ${shownPath} timed out after ${opts.timeoutMs} ms`);
     if (e.name === 'AbortError') throw new PlatformError(`${method} ${shownPath} was cancelled`);
     const failure = fetchFailure(err);
-    throw new PlatformError(`${method} ${shownPath} failed: ${failure.code ?? failure.reason}`);
+    throw new PlatformUnreachable(`${method} ${shownPath} failed: ${failure.code ?? failure.reason}`);
   }
   let read: { text: string; truncated: boolean };
   try {

@@ -4,7 +4,8 @@
  * starter examples unless `remove_example_flows=true`, whole graphs unless `header_flows=true`, saved components
  * too) and POST /api/v1/run/{id or endpoint_name}. With `requiredKey` set, the flow list and runs need that key in
  * `x-api-key` and answer LangFlow's 403 texts otherwise. `mode` switches its behaviour: ok, error (HTTP 500) or bad
- * (`status: bad`); stop() makes it refuse connections. Requests are recorded (with the x-api-key header they carried).
+ * (`status: bad`); stop() makes it refuse connections. `rawAnswers` replaces the text of its 200 answers to the
+ * version, the flow list or a run (odd platforms). Requests are recorded (with the x-api-key header they carried).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -51,6 +52,8 @@ export interface FakeFlowBuilder {
   runAnswerBytes: number;
   /** bytes of such an answer written before the client went away */
   runAnswerWritten: number;
+  /** when set, the JSON text of the 200 answer to GET /api/v1/version, GET /api/v1/flows/ or a run */
+  rawAnswers: { version?: string; flows?: string; run?: string };
   requests: { method: string; path: string; query: string; apiKey: string | undefined; body: unknown }[];
   /** stops listening: the platform is down (connection refused) until start() */
   stop(): Promise<void>;
@@ -67,6 +70,7 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
     runDelayMs: 0,
     runAnswerBytes: 0,
     runAnswerWritten: 0,
+    rawAnswers: {},
     requests: [],
     stop: async () => undefined,
     start: async () => undefined,
@@ -76,6 +80,10 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
     if (res.destroyed) return;
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
+  };
+  const sendRaw = (res: http.ServerResponse, text: string) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(text);
   };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -95,12 +103,14 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
       fake.requests.push({ method: req.method ?? 'GET', path, query, apiKey, body });
       if (fake.mode === 'error') return send(res, 500, { detail: 'internal error' });
       if (req.method === 'GET' && path === '/health') return send(res, 200, { status: fake.mode === 'bad' ? 'bad' : 'ok' });
+      if (req.method === 'GET' && path === '/api/v1/version' && fake.rawAnswers.version !== undefined) return sendRaw(res, fake.rawAnswers.version);
       if (req.method === 'GET' && path === '/api/v1/version') return send(res, 200, { version: '1.4.2', package: 'fake-flow-builder' });
       // LangFlow's own texts (1.13): no key at all, a wrong key on the flow list, a wrong key on a run
       const keyRefusal = (wrong: string) => (!fake.requiredKey || apiKey === fake.requiredKey ? null : apiKey ? wrong : 'An API key must be passed as query or header');
       if (req.method === 'GET' && path === '/api/v1/flows/') {
         const refused = keyRefusal('Invalid API key');
         if (refused) return send(res, 403, { detail: refused });
+        if (fake.rawAnswers.flows !== undefined) return sendRaw(res, fake.rawAnswers.flows);
         const flows = ALL_FLOWS.filter((f) => params.get('remove_example_flows') !== 'true' || f.folder_id !== STARTER_FOLDER);
         const graph = { nodes: [{ id: 'ChatInput-x', data: { type: 'ChatInput' } }], edges: [] };
         return send(res, 200, params.get('header_flows') === 'true' ? flows : flows.map((f) => ({ ...f, data: graph })));
@@ -112,6 +122,7 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
         const wanted = decodeURIComponent(run[1] as string);
         const flow = ALL_FLOWS.find((f) => f.folder_id === USER_FOLDER && !f.is_component && (f.id === wanted || f.endpoint_name === wanted));
         if (!flow) return send(res, 404, { detail: `Flow identifier ${wanted} not found` });
+        if (fake.rawAnswers.run !== undefined) return sendRaw(res, fake.rawAnswers.run);
         if (fake.runAnswerBytes) {
           res.writeHead(200, { 'content-type': 'application/json' });
           const block = Buffer.alloc(64 * 1024, 'a');
