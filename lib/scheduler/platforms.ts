@@ -5,7 +5,7 @@
 import { fetchFailure } from '../http/fetchFailure';
 import { formatBytes, readBoundedText } from '../http/readBounded';
 import type { SourceType } from '../db/schedulerSources';
-import { plainObject } from '../untrustedJson';
+import { parseUntrustedJson, plainObject } from '../untrustedJson';
 
 /** A platform call that failed; `httpStatus` is set when the platform answered (with `body`, its answer's text). */
 export class PlatformError extends Error {
@@ -149,10 +149,12 @@ export function normaliseSourceUrl(url: string): string {
   return url.trim().replace(/\/+$/, '');
 }
 
+/** Text for an error message: at most 500 characters. */
+const clipped = (text: string): string => (text.length > 500 ? `${text.slice(0, 500)}…` : text);
+
 /** The answer's text for an error message: compact, at most 500 characters. */
 function answerText(body: unknown): string {
-  const text = typeof body === 'string' ? body : JSON.stringify(body);
-  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
+  return clipped(typeof body === 'string' ? body : JSON.stringify(body));
 }
 
 /** `<what> answered HTTP <status>: <the platform's answer>`, so its own words (`{"detail":"…"}`) reach the user. */
@@ -163,6 +165,16 @@ function answeredError(what: string, r: { status: number; body: unknown }): Plat
 
 /** The most of one answer of a platform that is read (an answer past it fails its call, see call()). */
 export const MAX_PLATFORM_ANSWER_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The deepest nesting of arrays and objects a platform's JSON answer may have (an answer deeper fails its call, see
+ * call()). Real answers nest a dozen levels (LangFlow's run answer); JSON.stringify and the serialisers that write
+ * an answer out recurse, and ran out of stack on one a few thousand levels deep.
+ */
+export const MAX_PLATFORM_ANSWER_DEPTH = 200;
+
+/** The most of a platform's version information kept on its source (characters of its JSON text). */
+export const MAX_VERSION_INFO_CHARS = 16 * 1024;
 
 async function call(
   t: PlatformTarget,
@@ -203,13 +215,14 @@ async function call(
       res.status,
     );
   }
-  let body: unknown = text;
-  try {
-    body = text ? JSON.parse(text) : null;
-  } catch {
-    /* not JSON: keep the text */
-  }
-  return { status: res.status, body };
+  if (!text) return { status: res.status, body: null };
+  const parsed = parseUntrustedJson(text, MAX_PLATFORM_ANSWER_DEPTH);
+  if (!('error' in parsed)) return { status: res.status, body: parsed.value };
+  if (parsed.error === 'not-json') return { status: res.status, body: text };
+  throw new PlatformError(
+    `${method} ${shownPath} answered JSON nested more than ${MAX_PLATFORM_ANSWER_DEPTH} levels deep (HTTP ${res.status}); Armada reads a platform's answer up to that depth: check the source's URL, or have the flow return a flatter answer`,
+    res.status,
+  );
 }
 
 /** Throws PlatformError unless the platform's health endpoint answers 2xx with the healthy status of its type. */
@@ -223,7 +236,7 @@ export async function checkHealth(t: PlatformTarget, timeoutMs = 5000): Promise<
   }
   if (r.status < 200 || r.status >= 300) throw answeredError('health check', r);
   const status = r.body && typeof r.body === 'object' ? (r.body as Record<string, unknown>).status : undefined;
-  if (status !== check.status) throw new PlatformError(`health check answered status ${JSON.stringify(status ?? null)}, expected "${check.status}"`);
+  if (status !== check.status) throw new PlatformError(`health check answered status ${clipped(JSON.stringify(status ?? null))}, expected "${check.status}"`);
 }
 
 /** The platform's version information (an object), or null when it has no version endpoint (404). */
@@ -231,7 +244,12 @@ export async function readVersion(t: PlatformTarget, timeoutMs = 5000): Promise<
   const r = await call(t, 'GET', PLATFORMS[t.sourceType].versionPath, { timeoutMs });
   if (r.status === 404) return null;
   if (r.status < 200 || r.status >= 300) throw answeredError('version endpoint', r);
-  return plainObject(r.body) ?? { version: String(r.body) };
+  const info = plainObject(r.body) ?? { version: String(r.body) };
+  const size = JSON.stringify(info).length;
+  if (size > MAX_VERSION_INFO_CHARS) {
+    throw new PlatformError(`version endpoint answered ${size} characters of version information; Armada keeps at most ${MAX_VERSION_INFO_CHARS}`, r.status);
+  }
+  return info;
 }
 
 /** The platform refused the key (HTTP 401 or 403 on an authenticated call): the client's mistake, with its words. */

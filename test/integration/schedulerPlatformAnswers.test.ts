@@ -4,6 +4,7 @@
  * a RangeError in JSON.stringify after it arrived; the try took it for an unreachable platform, gave the task back and
  * the flow was sent three times (`Task f failed: Maximum call stack size exceeded`).
  */
+import { MAX_PLATFORM_ANSWER_DEPTH, MAX_VERSION_INFO_CHARS } from '../../lib/scheduler/platforms';
 import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
 import type { TestStack } from '../support/harness';
 import { closeSchedulerStack, runWorkflowToEnd, schedulerInject, startSchedulerStack } from '../support/schedulerStack';
@@ -41,10 +42,74 @@ async function runWithAnswer(name: string, answer: string) {
 }
 
 describe('a flow is sent once whatever its answer', () => {
-  test('an answer nested 5000 levels deep: one POST, the task fails saying the answer could not be read', async () => {
-    const { execution, sent } = await runWithAnswer('deep-5000', nested(5000));
+  test.each([201, 2500, 3500, 5000])('an answer nested %i levels deep: one POST, the task fails saying so', async (depth) => {
+    const { execution, sent } = await runWithAnswer(`deep-${depth}`, nested(depth));
     expect(sent).toBe(1);
     expect(execution.status).toBe('failed');
-    expect(execution.tasks[0]?.error).toContain("the platform's answer could not be read");
+    expect(execution.tasks[0]?.error).toBe(
+      `POST /api/v1/run/${FAKE_FLOWS.summarise.id} answered JSON nested more than ${MAX_PLATFORM_ANSWER_DEPTH} levels deep (HTTP 200); Armada reads a platform's answer up to that depth: check the source's URL, or have the flow return a flatter answer`,
+    );
   }, 90_000);
+
+  test(`an answer nested ${MAX_PLATFORM_ANSWER_DEPTH} levels deep is the task's output`, async () => {
+    const answer = nested(MAX_PLATFORM_ANSWER_DEPTH);
+    const { execution, sent } = await runWithAnswer('deep-max', answer);
+    expect(sent).toBe(1);
+    expect(execution.status).toBe('completed');
+    expect(execution.tasks[0]?.output).toBe(answer);
+  }, 90_000);
+
+  test('an answer cut off while it is read: one POST, the task fails (the platform may have run the flow)', async () => {
+    expect((await inject('POST', '/api/v1/workflows', { name: 'cut-answer', tasks: [{ name: 'f', type: 'flow', source: 'odd', flow: FAKE_FLOWS.summarise.id }] })).statusCode).toBe(201);
+    fake.rawAnswers.runCut = JSON.stringify({ outputs: 'x'.repeat(256 * 1024) });
+    const before = runsSent();
+    try {
+      const { execution } = await runWorkflowToEnd(stack, 'cut-answer');
+      expect(runsSent() - before).toBe(1);
+      expect(execution.status).toBe('failed');
+      expect(execution.tasks[0]?.error).toContain(`POST /api/v1/run/${FAKE_FLOWS.summarise.id} failed while its answer was read`);
+    } finally {
+      fake.rawAnswers.runCut = undefined;
+    }
+  }, 90_000);
+});
+
+describe("a platform's version answer is stored bounded", () => {
+  let other: FakeFlowBuilder;
+  beforeAll(async () => {
+    other = await startFakeFlowBuilder();
+  });
+  afterAll(async () => {
+    await other?.close();
+  });
+  const sourceCount = async () => (await stack.db.query('SELECT count(*)::int AS n FROM scheduler_sources')).rows[0].n as number;
+
+  test('nested 5000 levels deep: POST and PATCH of a source are a 400 Failed to validate source, nothing stored', async () => {
+    other.rawAnswers.version = nested(5000);
+    const before = await sourceCount();
+    const created = await inject('POST', '/api/v1/sources', { name: 'deep-version', source_type: 'langflow', url: other.url });
+    expect(created.statusCode).toBe(400);
+    expect(created.json()).toEqual({ detail: 'Failed to validate source' });
+    expect(await sourceCount()).toBe(before);
+
+    const odd = (await inject('GET', '/api/v1/sources')).json().items.find((s: { name: string }) => s.name === 'odd');
+    const patched = await inject('PATCH', `/api/v1/sources/${odd.id}`, { url: other.url });
+    expect(patched.statusCode).toBe(400);
+    expect(patched.json()).toEqual({ detail: 'Failed to validate source' });
+    expect((await inject('GET', `/api/v1/sources/${odd.id}`)).json().url).toBe(fake.url);
+  });
+
+  test(`more than ${MAX_VERSION_INFO_CHARS} characters of version information: a 400; up to ${MAX_PLATFORM_ANSWER_DEPTH} levels deep: stored`, async () => {
+    other.rawAnswers.version = JSON.stringify({ version: '1.0', notes: 'n'.repeat(MAX_VERSION_INFO_CHARS) });
+    const big = await inject('POST', '/api/v1/sources', { name: 'big-version', source_type: 'langflow', url: other.url });
+    expect(big.statusCode).toBe(400);
+    expect(big.json()).toEqual({ detail: 'Failed to validate source' });
+
+    other.rawAnswers.version = nested(MAX_PLATFORM_ANSWER_DEPTH);
+    const created = await inject('POST', '/api/v1/sources', { name: 'nested-version', source_type: 'langflow', url: other.url });
+    expect(created.statusCode).toBe(201);
+    expect(JSON.stringify(created.json().version_info)).toBe(nested(MAX_PLATFORM_ANSWER_DEPTH));
+    expect(JSON.stringify((await inject('GET', `/api/v1/sources/${created.json().id}`)).json().version_info)).toBe(nested(MAX_PLATFORM_ANSWER_DEPTH));
+    expect((await inject('DELETE', `/api/v1/sources/${created.json().id}`)).statusCode).toBe(200);
+  });
 });

@@ -52,8 +52,11 @@ export interface FakeFlowBuilder {
   runAnswerBytes: number;
   /** bytes of such an answer written before the client went away */
   runAnswerWritten: number;
-  /** when set, the JSON text of the 200 answer to GET /api/v1/version, GET /api/v1/flows/ or a run */
-  rawAnswers: { version?: string; flows?: string; run?: string };
+  /**
+   * when set, the JSON text of the 200 answer to GET /api/v1/version, GET /api/v1/flows/ or a run; `runCut`: a run's
+   * answer whose first half is written, then the connection is dropped
+   */
+  rawAnswers: { version?: string; flows?: string; run?: string; runCut?: string };
   requests: { method: string; path: string; query: string; apiKey: string | undefined; body: unknown }[];
   /** stops listening: the platform is down (connection refused) until start() */
   stop(): Promise<void>;
@@ -123,6 +126,12 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
         const flow = ALL_FLOWS.find((f) => f.folder_id === USER_FOLDER && !f.is_component && (f.id === wanted || f.endpoint_name === wanted));
         if (!flow) return send(res, 404, { detail: `Flow identifier ${wanted} not found` });
         if (fake.rawAnswers.run !== undefined) return sendRaw(res, fake.rawAnswers.run);
+        const cut = fake.rawAnswers.runCut;
+        if (cut !== undefined) {
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(cut)) });
+          res.write(cut.slice(0, cut.length >> 1), () => res.destroy());
+          return;
+        }
         if (fake.runAnswerBytes) {
           res.writeHead(200, { 'content-type': 'application/json' });
           const block = Buffer.alloc(64 * 1024, 'a');
