@@ -32,9 +32,28 @@ function nestsDeeperThan(text: string, maxDepth: number): boolean {
 }
 
 /**
+ * Removes, in place, what a request body would lose too (api/http/baseApp.ts): `__proto__` keys and `constructor`
+ * keys holding an object with `prototype`, so code merging the value later cannot be steered by them. Recursive:
+ * only for values whose depth is bounded (parseUntrustedJson).
+ */
+function dropPrototypeKeys(v: unknown): void {
+  if (v === null || typeof v !== 'object') return;
+  if (Array.isArray(v)) {
+    for (const x of v) dropPrototypeKeys(x);
+    return;
+  }
+  const o = v as Record<string, unknown>;
+  if (Object.hasOwn(o, '__proto__')) Reflect.deleteProperty(o, '__proto__');
+  const ctor = Object.getOwnPropertyDescriptor(o, 'constructor')?.value;
+  if (ctor !== null && typeof ctor === 'object' && Object.hasOwn(ctor, 'prototype')) Reflect.deleteProperty(o, 'constructor');
+  for (const x of Object.values(o)) dropPrototypeKeys(x);
+}
+
+/**
  * The value of a JSON text from outside, with a bounded depth: 'not-json' when the text is no JSON, 'too-deep' when
  * it nests arrays and objects more than `maxDepth` levels (code that walks a value recursively, JSON.stringify and
- * the serialisers, runs out of stack a few thousand levels down).
+ * the serialisers, runs out of stack a few thousand levels down). Its `__proto__` and `constructor.prototype` keys
+ * are removed, as from a request body.
  */
 export function parseUntrustedJson(text: string, maxDepth: number): { value: unknown } | { error: 'not-json' | 'too-deep' } {
   let value: unknown;
@@ -44,5 +63,6 @@ export function parseUntrustedJson(text: string, maxDepth: number): { value: unk
     return { error: 'not-json' };
   }
   if (nestsDeeperThan(text, maxDepth)) return { error: 'too-deep' };
+  dropPrototypeKeys(value);
   return { value };
 }

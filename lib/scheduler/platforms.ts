@@ -5,6 +5,7 @@
 import { fetchFailure } from '../http/fetchFailure';
 import { formatBytes, readBoundedText } from '../http/readBounded';
 import type { SourceType } from '../db/schedulerSources';
+import { storableText } from '../db/storableText';
 import { parseUntrustedJson, plainObject } from '../untrustedJson';
 
 /** A platform call that failed; `httpStatus` is set when the platform answered (with `body`, its answer's text). */
@@ -71,7 +72,8 @@ function asList(body: unknown): Record<string, unknown>[] {
   return Array.isArray(list) ? list.filter((x): x is Record<string, unknown> => !!x && typeof x === 'object') : [];
 }
 
-const str = (v: unknown): string => (typeof v === 'string' ? v : typeof v === 'number' ? String(v) : '');
+/** A field of a listed flow: text as the platform wrote it, NUL and unpaired surrogates as U+FFFD (storableText). */
+const str = (v: unknown): string => (typeof v === 'string' ? storableText(v) : typeof v === 'number' ? String(v) : '');
 const strOrNull = (v: unknown): string | null => str(v) || null;
 const json = (input: Record<string, unknown>): EncodedBody => ({ contentType: 'application/json', text: JSON.stringify(input) });
 const xKey = (key: string) => ({ 'x-api-key': key });

@@ -113,3 +113,40 @@ describe("a platform's version answer is stored bounded", () => {
     expect((await inject('DELETE', `/api/v1/sources/${created.json().id}`)).statusCode).toBe(200);
   });
 });
+
+describe("platform-provided text is read like a request's", () => {
+  test('a __proto__ or constructor.prototype key in version information is dropped, in the answer and the row', async () => {
+    const other = await startFakeFlowBuilder();
+    try {
+      other.rawAnswers.version = '{"version":"1.0","__proto__":{"polluted":true},"nested":{"constructor":{"prototype":{"x":1}},"ok":true}}';
+      const created = await inject('POST', '/api/v1/sources', { name: 'proto-version', source_type: 'langflow', url: other.url });
+      expect(created.statusCode).toBe(201);
+      const expected = { version: '1.0', nested: { ok: true } };
+      expect(created.json().version_info).toEqual(expected);
+      expect(Object.keys(created.json().version_info)).not.toContain('__proto__');
+      const row = await stack.db.query('SELECT version_info::text AS v FROM scheduler_sources WHERE id = $1', [created.json().id]);
+      expect(JSON.parse(row.rows[0].v)).toEqual(expected);
+      expect(row.rows[0].v).not.toContain('__proto__');
+      expect(row.rows[0].v).not.toContain('constructor');
+      expect((await inject('DELETE', `/api/v1/sources/${created.json().id}`)).statusCode).toBe(200);
+    } finally {
+      await other.close();
+    }
+  });
+
+  test('NUL and unpaired surrogates in flow names and fields are U+FFFD in both flow lists', async () => {
+    fake.rawAnswers.flows = String.raw`[{"id":"f\u00001","name":"N\u0000ul\ud800","endpoint_name":"e\udc00","description":"d\u0000","updated_at":null,"is_component":false}]`;
+    try {
+      const odd = (await inject('GET', '/api/v1/sources')).json().items.find((s: { name: string }) => s.name === 'odd');
+      const expected = { id: 'f\ufffd1', name: 'N\ufffdul\ufffd', endpoint_name: 'e\ufffd', description: 'd\ufffd', updated_at: null };
+      const own = await inject('GET', `/api/v1/sources/${odd.id}/flows`);
+      expect(own.statusCode).toBe(200);
+      expect(own.json().flows).toEqual([expected]);
+      const all = await inject('GET', '/api/v1/flows');
+      expect(all.statusCode).toBe(200);
+      expect(all.json().flows.filter((f: { source_id: string }) => f.source_id === odd.id)).toEqual([expect.objectContaining(expected)]);
+    } finally {
+      fake.rawAnswers.flows = undefined;
+    }
+  });
+});
