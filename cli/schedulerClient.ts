@@ -26,6 +26,15 @@ export function schedulerUrl(env: NodeJS.ProcessEnv): string {
   return (env.ARMADA_SCHEDULER_URL || 'http://127.0.0.1:8883').replace(/\/+$/, '');
 }
 
+/**
+ * `name` as one segment of a request path. `.` and `..` cannot be one: every URL parser resolves them (and their
+ * %2E forms) away, so `/workflows/../schedules` would ask for `/schedules`; no workflow can have such a name.
+ */
+export function pathSegment(what: string, name: string): string {
+  if (name === '.' || name === '..') throw new CliError(`no ${what} is named "${name}": . and .. are never names (a URL path cannot carry them)`);
+  return encodeURIComponent(name);
+}
+
 /** Calls the scheduler; a non-2xx answer becomes a CliError carrying the API's `detail`. */
 export async function schedulerRequest<T>(env: NodeJS.ProcessEnv, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
   const key = env.ARMADA_SCHEDULER_API_KEY || env.ARMADA_API_KEY;

@@ -1,6 +1,6 @@
 /** `armada schedules list|add|pause|resume|delete`: the schedules of the scheduler's workflows over HTTP. */
 import { parseArgs } from 'node:util';
-import { CliError, processIo, schedulerRequest, table, type CliIo } from './schedulerClient';
+import { CliError, pathSegment, processIo, schedulerRequest, table, type CliIo } from './schedulerClient';
 
 export const SCHEDULES_HELP = `armada schedules — the schedules of the scheduler's workflows (several per workflow)
 
@@ -73,7 +73,7 @@ export async function runSchedules(argv: string[], io: CliIo = processIo()): Pro
   try {
     switch (sub) {
       case 'list': {
-        const path = values.workflow ? `/api/v1/workflows/${encodeURIComponent(values.workflow)}/schedules` : '/api/v1/schedules';
+        const path = values.workflow ? `/api/v1/workflows/${pathSegment('workflow', values.workflow)}/schedules` : '/api/v1/schedules';
         const { schedules } = await schedulerRequest<{ schedules: ScheduleView[] }>(io.env, 'GET', path);
         show(
           { schedules },
@@ -106,7 +106,7 @@ export async function runSchedules(argv: string[], io: CliIo = processIo()): Pro
           ...(values.input !== undefined ? { input: inputValue(values.input) } : {}),
           ...(values.paused ? { enabled: false } : {}),
         };
-        const s = await schedulerRequest<ScheduleView>(io.env, 'POST', `/api/v1/workflows/${encodeURIComponent(workflow)}/schedules`, body);
+        const s = await schedulerRequest<ScheduleView>(io.env, 'POST', `/api/v1/workflows/${pathSegment('workflow', workflow)}/schedules`, body);
         show(s, `added ${s.type} schedule ${s.id} to ${s.workflow}${s.nextRun ? `; next run ${s.nextRun}` : ''}\n`);
         return 0;
       }
@@ -116,7 +116,7 @@ export async function runSchedules(argv: string[], io: CliIo = processIo()): Pro
         const id = positionals[0];
         if (!id) throw usage('the schedule ID is required');
         const s = await findSchedule(io.env, id);
-        const base = `/api/v1/workflows/${encodeURIComponent(s.workflow)}/schedules/${encodeURIComponent(s.id)}`;
+        const base = `/api/v1/workflows/${pathSegment('workflow', s.workflow)}/schedules/${pathSegment('schedule', s.id)}`;
         const result =
           sub === 'delete'
             ? await schedulerRequest<unknown>(io.env, 'DELETE', base)

@@ -1,7 +1,7 @@
 /** `armada sources list|add|update|delete|health|flows`: the scheduler's sources over HTTP. */
 import { parseArgs } from 'node:util';
 import { isUuid } from '../lib/ids';
-import { CliError, processIo, schedulerRequest, table, type CliIo } from './schedulerClient';
+import { CliError, pathSegment, processIo, schedulerRequest, table, type CliIo } from './schedulerClient';
 
 export const SOURCES_HELP = `armada sources — manage the scheduler's sources (external workflow platforms)
 
@@ -81,7 +81,7 @@ export async function runSources(argv: string[], io: CliIo = processIo()): Promi
   const id = async () => {
     const v = positionals[0];
     if (!v) throw new CliError(`armada sources ${sub}: the SOURCE (id or name) is required\n\n${SOURCES_HELP}`, 2);
-    return encodeURIComponent(await sourceId(io.env, v));
+    return pathSegment('source', await sourceId(io.env, v));
   };
   try {
     switch (sub) {

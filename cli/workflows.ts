@@ -1,6 +1,6 @@
 /** `armada workflows list|run|retry`: the scheduler's workflows over HTTP. */
 import { parseArgs } from 'node:util';
-import { CliError, processIo, schedulerRequest, table, type CliIo } from './schedulerClient';
+import { CliError, pathSegment, processIo, schedulerRequest, table, type CliIo } from './schedulerClient';
 
 export const WORKFLOWS_HELP = `armada workflows — list and run the scheduler's workflows
 
@@ -66,8 +66,8 @@ export async function runWorkflows(argv: string[], io: CliIo = processIo()): Pro
         if (!target) throw new CliError(`armada workflows ${sub}: the ${sub === 'run' ? 'workflow NAME' : 'EXECUTION_ID'} is required\n\n${WORKFLOWS_HELP}`, 2);
         const run =
           sub === 'run'
-            ? await schedulerRequest<StartedRun>(io.env, 'POST', `/api/v1/workflows/${encodeURIComponent(target)}/run`)
-            : await schedulerRequest<StartedRun>(io.env, 'POST', `/api/v1/executions/${encodeURIComponent(target)}/retry`);
+            ? await schedulerRequest<StartedRun>(io.env, 'POST', `/api/v1/workflows/${pathSegment('workflow', target)}/run`)
+            : await schedulerRequest<StartedRun>(io.env, 'POST', `/api/v1/executions/${pathSegment('execution', target)}/retry`);
         const what = `execution ${run.executionId} of ${run.workflow}${run.retryOf ? ` (retry of ${run.retryOf})` : ''}`;
         if (!values.wait) {
           show(run, `started ${what}\n`);

@@ -12,7 +12,12 @@ export const DetailErrors = { 400: Detail, 401: Detail, 404: Detail, 500: Detail
 export const SOURCE_TYPES = ['flow-builder', 'langflow', 'automagik-hive', 'automagik-agents'] as const;
 export const SOURCE_STATUSES = ['active', 'inactive'] as const;
 
-export const WORKFLOW_NAME = '^[A-Za-z0-9._-]{1,100}$';
+/**
+ * 1–100 of `A-Z a-z 0-9 . _ -`, but not `.` or `..`: a name is a URL path segment, and those two are dot segments
+ * every client resolves away (`/workflows/../schedules` is `/schedules`). Written without a lookahead, which
+ * JSON Schema's portable regular expressions (and Go's) do not have.
+ */
+export const WORKFLOW_NAME = '^([A-Za-z0-9_-][A-Za-z0-9._-]{0,99}|\\.[A-Za-z0-9_-][A-Za-z0-9._-]{0,98}|\\.\\.[A-Za-z0-9._-]{1,98})$';
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://[^\\s/?#]+[^\\s]*$' });
 
