@@ -1,7 +1,7 @@
 /** Schemas of the scheduler's routes: bare JSON bodies, errors as `{detail}`. */
 import { Type } from 'typebox';
 import { MAX_PATH_PARAM_LENGTH } from '../http/inputPolicy';
-import { AT_PATTERN, DATE_TIME_PATTERN } from '../../lib/scheduler/oneTime';
+import { AT_PATTERN, DATE_TIME_PATTERN, LATEST_RUN_AT } from '../../lib/scheduler/oneTime';
 import { ifThen, Nullable, Offset, StringEnum } from '../http/schemas';
 
 export const Detail = Type.Object({ detail: Type.String() });
@@ -188,7 +188,7 @@ const ZoneName = Type.String({ minLength: 1, maxLength: 64, description: 'IANA t
 const Jitter = Type.Integer({ minimum: 0, maximum: 3600, description: 'seconds of random delay added to each scheduled time' });
 const At = Type.String({
   pattern: AT_PATTERN,
-  description: 'now, or an ISO 8601 date-time in the future; without Z or an offset it is a wall-clock time in `timezone`',
+  description: `now, or an ISO 8601 date-time in the future and at the latest ${LATEST_RUN_AT}; without Z or an offset it is a wall-clock time in \`timezone\``,
 });
 const RunInput = Type.Unknown({ description: "input of the runs it starts: flow tasks get it instead of their own input, scripts in ARMADA_INPUT; null = none" });
 
@@ -251,7 +251,7 @@ export const CreateScheduleBody = Type.Object(
 export const PatchWorkflowScheduleBody = Type.Object(
   {
     schedule: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'cron schedules only (409 otherwise)' })),
-    at: Type.Optional(Type.String({ pattern: DATE_TIME_PATTERN, description: 'one-time schedules only, before they ran (409 otherwise)' })),
+    at: Type.Optional(Type.String({ pattern: DATE_TIME_PATTERN, description: `one-time schedules only, before they ran (409 otherwise); in the future and at the latest ${LATEST_RUN_AT}` })),
     timezone: Type.Optional(ZoneName),
     jitter: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600, description: 'cron schedules only (409 otherwise)' })),
     input: Type.Optional(RunInput),

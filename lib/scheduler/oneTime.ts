@@ -6,10 +6,17 @@
  * second round up to the next whole second (Temporal's calendar counts whole seconds).
  */
 
-/** The pattern the API schema gives `at`; the calendar checks (month 13, 30 February, in the past) are parseRunAt's. */
+/** The pattern the API schema gives `at`; the calendar checks (month 13, 30 February, in the past, after 2100) are parseRunAt's. */
 export const AT_PATTERN = '^(now|\\d{4}-\\d{2}-\\d{2}[T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})?)$';
 /** The same without `now`: a one-time schedule can be moved to another time, not to now (that is a new schedule). */
 export const DATE_TIME_PATTERN = '^\\d{4}-\\d{2}-\\d{2}[T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})?$';
+
+/**
+ * The latest instant a one-time schedule may run: the end of the last year Temporal's calendar specs take (years
+ * 2000–2100); a later one was refused by Temporal in its own words (`Year Start is not in range [2000-2100]`).
+ */
+export const LATEST_RUN_AT = '2100-12-31T23:59:59Z';
+const LATEST_RUN_AT_MS = Date.parse(LATEST_RUN_AT);
 
 const AT = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|([+-])(\d{2}):(\d{2}))?$/;
 
@@ -47,7 +54,8 @@ function zonedToUtc(wallMs: number, zone: string): number {
 }
 
 /**
- * The instant of `at` (or 'now'), or the reason it is refused: not a calendar date, or not in the future of `now`.
+ * The instant of `at` (or 'now'), or the reason it is refused: not a calendar date, not in the future of `now`, or
+ * after LATEST_RUN_AT.
  * `zone` must be a valid IANA zone (checked before).
  */
 export function parseRunAt(at: string, zone: string, now: Date): { runAt: Date | 'now' } | { error: string } {
@@ -70,5 +78,6 @@ export function parseRunAt(at: string, zone: string, now: Date): { runAt: Date |
   else instant = zonedToUtc(wall, zone);
   if (m[7] && Number(m[7]) > 0) instant += 1000;
   if (instant <= now.getTime()) return { error: `Time "${at}" is in the past (now is ${now.toISOString()}); use now to run at once` };
+  if (instant > LATEST_RUN_AT_MS) return { error: `Time "${at}" is past ${LATEST_RUN_AT} (UTC), the latest time a one-time schedule can run` };
   return { runAt: new Date(instant) };
 }
