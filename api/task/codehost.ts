@@ -84,6 +84,13 @@ const DeviceCode = Type.Object({
 
 const DeviceToken = Type.Object({ access_token: Type.String(), token_type: Type.String(), scope: Type.String() });
 
+/**
+ * A code host's owner or repository name: letters, digits, `.`, `_`, `-`, but not the dot segments `.` and `..`, which
+ * the code host's URL (/repos/{owner}/{repo}/…) would resolve to another resource. Written without a lookahead, as
+ * portable JSON Schema patterns are.
+ */
+const CODEHOST_NAME = '^([A-Za-z0-9_-][A-Za-z0-9._-]*|\\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\\.\\.[A-Za-z0-9._-]+)$';
+
 const WEBHOOK_EVENTS = ['pull_request', 'push', 'issue_comment', 'pull_request_review'] as const;
 
 /** The paths of these routes (under /api), whose every answer, the router's 400s included, has the code-hosting shape. */
@@ -294,8 +301,8 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
         params: IdParams,
         body: Type.Object(
           {
-            owner: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]+$' }),
-            repo: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]+$' }),
+            owner: Type.String({ minLength: 1, maxLength: 100, pattern: CODEHOST_NAME }),
+            repo: Type.String({ minLength: 1, maxLength: 100, pattern: CODEHOST_NAME }),
             prNumber: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }),
           },
           { additionalProperties: false },

@@ -234,6 +234,11 @@ describe('code hosting', () => {
     const row = await stack.db.query('SELECT number, state FROM attempt_pull_requests WHERE attempt_id = $1', [second.id]);
     expect(row.rows[0]).toEqual({ number: 2, state: 'open' });
 
+    // `.` and `..` are dot segments: the code host's URL (/repos/{owner}/{repo}/…) would resolve them to another resource
+    for (const [owner, repo] of [['..', 'widgets'], ['acme', '..'], ['.', 'widgets'], ['acme', '.']]) {
+      const dots = await inject('POST', `/api/task-attempts/${second.id}/attach-pr`, { owner, repo, prNumber: 2 });
+      expect({ owner, repo, status: dots.statusCode }).toEqual({ owner, repo, status: 400 });
+    }
     const missing = await inject('POST', `/api/task-attempts/${second.id}/attach-pr`, { owner: 'acme', repo: 'widgets', prNumber: 99 });
     expect(missing.statusCode).toBe(404);
     expect(missing.json()).toEqual({ success: false, error: 'pr_not_found', message: expect.any(String) });
