@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fsyncDirectory, writeTempDurably } from '../fs/durableWrite';
 import { FileLockTimeout, withFileLock } from '../fs/fileLock';
+import { NotAFileError, notAFile, statIfExists } from '../fs/regularFile';
 import { parseJsonText, setMember } from './jsonText';
 
 export const EDITORS = ['cursor', 'claude-code', 'claude-desktop', 'vscode', 'windsurf', 'gemini'] as const;
@@ -66,7 +67,9 @@ type ReadResult = { state: 'missing' } | { state: 'ok'; data: Record<string, unk
 function fsReason(err: NodeJS.ErrnoException, file: string): string {
   switch (err.code) {
     case 'EISDIR':
-      return 'it is a directory, not a file; move it away';
+      return notAFileReason(file, 'a directory');
+    case 'ENOTAFILE':
+      return notAFileReason(file, (err as NotAFileError).kind);
     case 'ENOTDIR':
     case 'EEXIST': {
       // the deepest part of the directory's path that exists is a file
@@ -92,6 +95,28 @@ function asConfigError(err: unknown, verb: 'read' | 'write', file: string): unkn
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (err instanceof EditorConfigError || typeof code !== 'string' || !code.startsWith('E')) return err;
   return new EditorConfigError(`cannot ${verb} ${file}: ${fsReason(err as NodeJS.ErrnoException, file)}`);
+}
+
+/** Why `file` cannot hold the config when it (or what it links to) is `kind` (a directory, a device, a FIFO, a socket). */
+function notAFileReason(file: string, kind: string): string {
+  let target = file;
+  try {
+    target = followLinks(file);
+  } catch {
+    // too many links: the file itself is named
+  }
+  if (target === file) return `it is ${kind}, not a file; move it away`;
+  return `it links to ${target}, which is ${kind}, not a file; point the link at a file or remove the link`;
+}
+
+/**
+ * Refuses a path that names (after its links) something other than a regular file or nothing yet: a rename over a
+ * device or a FIFO replaced it with a plain file, and a lock file beside it was made in the device's directory.
+ */
+function refuseNotAFile(file: string, verb: 'read' | 'write'): void {
+  const st = statIfExists(file);
+  const kind = st && notAFile(st);
+  if (kind) throw asConfigError(new NotAFileError(file, kind), verb, file);
 }
 
 function readConfig(file: string): ReadResult {
@@ -135,18 +160,15 @@ function followLinks(file: string): string {
 
 /**
  * Writes a file atomically and durably: a temp file in the same directory, fsync, rename over the target (mode kept),
- * fsync of the directory (lib/fs/durableWrite.ts). A symlink
- * is followed: its target is replaced, the link stays.
+ * fsync of the directory (lib/fs/durableWrite.ts). A symlink is followed: its target is replaced, the link stays.
+ * A target that is not a regular file (a directory, a device, a FIFO, a socket) is refused, not replaced.
  */
 export function writeFileAtomic(named: string, content: string): void {
   const file = followLinks(named);
+  refuseNotAFile(named, 'write');
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  let mode = 0o600;
-  try {
-    mode = fs.statSync(file).mode & 0o777;
-  } catch {
-    // a new file: private by default (it may hold API keys in env)
-  }
+  // a new file is private by default (it may hold API keys in env)
+  const mode = (statIfExists(file)?.mode ?? 0o600) & 0o777;
   const tmp = writeTempDurably(path.dirname(file), path.basename(file), content, mode);
   try {
     fs.renameSync(tmp, file);
@@ -185,8 +207,9 @@ export interface EditResult {
 function editLocked<T>(file: string, writes: boolean, edit: () => T, opts: { makeDirectory?: boolean } = {}): T {
   try {
     if (!writes) return edit();
-    // the lock is beside the file written, wherever it is linked from
+    // the lock is beside the file written, wherever it is linked from: never beside a device or a FIFO
     const target = followLinks(file);
+    refuseNotAFile(file, 'write');
     if (opts.makeDirectory) fs.mkdirSync(path.dirname(target), { recursive: true });
     return withFileLock(target, edit);
   } catch (err) {

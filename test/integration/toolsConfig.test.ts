@@ -2,12 +2,13 @@
  * `armada tools config` in a temporary HOME: the library for the cases, and the real CLI (HOME and cwd of a temp dir)
  * for the command line itself.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { addServer, configFile, EDITORS, listServers, removeServer, type Location } from '../../lib/mcp/editorConfig';
+import { addServer, configFile, EDITORS, listServers, removeServer, writeFileAtomic, type Location } from '../../lib/mcp/editorConfig';
 
 const BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
 let home: string;
@@ -24,16 +25,25 @@ afterEach(() => {
   fs.rmSync(cwd, { recursive: true, force: true });
 });
 
+/** Our own null (minor 3) or zero (minor 5) device under the temp HOME: never a link to the system's. */
+const mknod = (file: string, minor: 3 | 5) => execFileSync('mknod', ['-m', '666', file, 'c', '1', String(minor)]);
+async function listenOn(file: string): Promise<net.Server> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(file, resolve));
+  return server;
+}
 const readJson = (file: string) => JSON.parse(fs.readFileSync(file, 'utf8'));
 const entry = { command: 'node', args: ['server.js', '--port', '1'], env: { API_KEY: 'sk-abc=123 "quoted"', BASE_URL: 'http://127.0.0.1:9/x?y=1&z' } };
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+/** `code` is the exit code, or the signal that ended the run. */
+async function cli(args: string[]): Promise<{ code: number | string; stdout: string; stderr: string }> {
   try {
-    const r = await promisify(execFile)(process.execPath, [BIN, 'tools', 'config', ...args], { cwd, env: { ...process.env, HOME: home } });
+    // a generous deadline: a run that hangs (an open that waits for a FIFO's writer) ends as a failure, not a stuck test
+    const r = await promisify(execFile)(process.execPath, [BIN, 'tools', 'config', ...args], { cwd, env: { ...process.env, HOME: home }, timeout: 30_000 });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+    const err = e as { code: number | null; signal: string | null; stdout: string; stderr: string };
+    return { code: err.code ?? err.signal ?? 'unknown', stdout: err.stdout, stderr: err.stderr };
   }
 }
 
@@ -244,7 +254,7 @@ describe('editor config files', () => {
     );
     fs.mkdirSync(path.join(home, '.gemini', 'settings.json'), { recursive: true });
     expect(() => addServer({ editor: 'gemini', scope: 'user', name: 'a', entry, location: loc })).toThrow(
-      `cannot read ${path.join(home, '.gemini', 'settings.json')}: it is a directory, not a file; move it away`,
+      `cannot write ${path.join(home, '.gemini', 'settings.json')}: it is a directory, not a file; move it away`,
     );
     addServer({ editor: 'windsurf', scope: 'user', name: 'w', entry, location: loc });
     fs.rmSync(path.join(home, '.config'), { recursive: true });
@@ -252,6 +262,30 @@ describe('editor config files', () => {
       ['windsurf', ['w']],
       ['gemini', `cannot read ${path.join(home, '.gemini', 'settings.json')}: it is a directory, not a file; move it away`],
     ]);
+  });
+
+  test('the atomic write refuses a target that is not a regular file (a device, a FIFO, a socket), also through a link', async () => {
+    const dev = path.join(home, 'dev');
+    fs.mkdirSync(dev);
+    const nul = path.join(dev, 'mynull');
+    mknod(nul, 3);
+    const fifo = path.join(dev, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    const sock = path.join(dev, 'sock');
+    const server = await listenOn(sock);
+    try {
+      const link = path.join(home, 'link.json');
+      fs.symlinkSync(nul, link);
+      expect(() => writeFileAtomic(link, '{}')).toThrow(`cannot write ${link}: it links to ${nul}, which is a character device, not a file; point the link at a file or remove the link`);
+      expect(() => writeFileAtomic(fifo, '{}')).toThrow(`cannot write ${fifo}: it is a FIFO (named pipe), not a file; move it away`);
+      expect(() => writeFileAtomic(sock, '{}')).toThrow(`cannot write ${sock}: it is a socket, not a file; move it away`);
+      expect(fs.statSync(nul).isCharacterDevice()).toBe(true);
+      expect(fs.statSync(fifo).isFIFO()).toBe(true);
+      expect(fs.statSync(sock).isSocket()).toBe(true);
+      expect(fs.readdirSync(dev).sort()).toEqual(['fifo', 'mynull', 'sock']);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   test('dry run writes nothing; list finds the files', () => {
@@ -370,5 +404,36 @@ describe('armada tools config (CLI)', () => {
     const bad = await cli(['add', 'y', '--editor', 'notepad', '--', 'cmd']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--editor: "notepad" is not one of/);
+  }, 120_000);
+
+  test('an mcp.json that is, or links to, a device or a socket: add and remove refuse in one line, exit 2, and leave it as it was', async () => {
+    const dev = path.join(home, 'dev');
+    fs.mkdirSync(dev);
+    const nul = path.join(dev, 'mynull');
+    mknod(nul, 3);
+    const file = path.join(home, '.cursor', 'mcp.json');
+    fs.mkdirSync(path.dirname(file));
+    fs.symlinkSync(nul, file);
+    const refusal = `armada tools: cannot write ${file}: it links to ${nul}, which is a character device, not a file; point the link at a file or remove the link\n`;
+    expect(await cli(['add', 's1', '--editor', 'cursor', '--', 'echo', 'hi'])).toEqual({ code: 2, stdout: '', stderr: refusal });
+    expect(await cli(['remove', 's1', '--editor', 'cursor'])).toEqual({ code: 2, stdout: '', stderr: refusal });
+    expect(fs.statSync(nul).isCharacterDevice()).toBe(true);
+    expect(fs.lstatSync(file).isSymbolicLink()).toBe(true);
+    // no lock and no temp file beside the device
+    expect(fs.readdirSync(dev)).toEqual(['mynull']);
+    // a socket where the project's file should be: the same one line, not the open's raw ENXIO
+    const project = path.join(fs.realpathSync(cwd), '.mcp.json');
+    const server = await listenOn(project);
+    try {
+      expect(await cli(['add', 's1', '--editor', 'claude-code', '--scope', 'project', '--', 'echo'])).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `armada tools: cannot write ${project}: it is a socket, not a file; move it away\n`,
+      });
+      expect(fs.statSync(project).isSocket()).toBe(true);
+      expect(fs.readdirSync(cwd)).toEqual(['.mcp.json']);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   }, 120_000);
 });
