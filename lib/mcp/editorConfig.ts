@@ -6,7 +6,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fsyncDirectory, writeTempDurably } from '../fs/durableWrite';
 import { FileLockTimeout, withFileLock } from '../fs/fileLock';
-import { NotAFileError, notAFile, statIfExists } from '../fs/regularFile';
+import { NotAFileError, notAFile, readRegularFile, statIfExists } from '../fs/regularFile';
+import { formatBytes } from '../http/readBounded';
 import { parseJsonText, setMember } from './jsonText';
 
 export const EDITORS = ['cursor', 'claude-code', 'claude-desktop', 'vscode', 'windsurf', 'gemini'] as const;
@@ -60,6 +61,12 @@ export function configFile(editor: Editor, scope: Scope, loc: Location): { file:
   }
 }
 
+/**
+ * The most of a config file that is read. Editors' files are a few KiB, but Claude Code's ~/.claude.json also keeps
+ * per-project state and grows with use: the limit is far above both. A larger file is refused, not read into memory.
+ */
+export const MAX_CONFIG_BYTES = 64 * 1024 * 1024;
+
 /** `text` (ok): the file as read, less a byte order mark; edits are made to it (lib/mcp/jsonText.ts). */
 type ReadResult = { state: 'missing' } | { state: 'ok'; data: Record<string, unknown>; text: string } | { state: 'malformed'; text: string; reason: string };
 
@@ -70,6 +77,8 @@ function fsReason(err: NodeJS.ErrnoException, file: string): string {
       return notAFileReason(file, 'a directory');
     case 'ENOTAFILE':
       return notAFileReason(file, (err as NotAFileError).kind);
+    case 'ETOOLARGE':
+      return `it is larger than ${formatBytes(MAX_CONFIG_BYTES)} (Armada reads at most that much of a config file); move it away or make it smaller`;
     case 'ENOTDIR':
     case 'EEXIST': {
       // the deepest part of the directory's path that exists is a file
@@ -122,7 +131,8 @@ function refuseNotAFile(file: string, verb: 'read' | 'write'): void {
 function readConfig(file: string): ReadResult {
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    // never fs.readFileSync: it waits forever on a FIFO and reads a zero device until the process aborts
+    text = readRegularFile(file, MAX_CONFIG_BYTES);
   } catch (err) {
     // ENOTDIR: a part of the path is a file, so no such file exists (a write there says what to move)
     if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return { state: 'missing' };

@@ -436,4 +436,51 @@ describe('armada tools config (CLI)', () => {
       await new Promise((resolve) => server.close(resolve));
     }
   }, 120_000);
+
+  test('a zero device, a FIFO or a file past the size limit as a config file: list shows why and goes on, add refuses; no abort, no hang, no lock left', async () => {
+    const dev = path.join(home, 'dev');
+    fs.mkdirSync(dev);
+    const zero = path.join(dev, 'myzero');
+    mknod(zero, 5);
+    const cursor = path.join(home, '.cursor', 'mcp.json');
+    fs.mkdirSync(path.dirname(cursor));
+    fs.symlinkSync(zero, cursor);
+    const claude = path.join(home, '.claude.json');
+    fs.writeFileSync(claude, JSON.stringify({ mcpServers: { keep: { command: 'k', args: [] } } }));
+    const big = path.join(home, '.codeium', 'windsurf', 'mcp_config.json');
+    fs.mkdirSync(path.dirname(big), { recursive: true });
+    fs.writeFileSync(big, '{}');
+    fs.truncateSync(big, 64 * 1024 * 1024 + 1); // sparse: no disk used
+    const fifo = path.join(home, '.gemini', 'settings.json');
+    fs.mkdirSync(path.dirname(fifo));
+    execFileSync('mkfifo', [fifo]);
+    const zeroReason = `it links to ${zero}, which is a character device, not a file; point the link at a file or remove the link`;
+    const bigReason = 'it is larger than 64 MiB (Armada reads at most that much of a config file); move it away or make it smaller';
+    const fifoReason = 'it is a FIFO (named pipe), not a file; move it away';
+
+    const list = await cli(['list']);
+    expect(list).toEqual({
+      code: 0,
+      stderr: '',
+      stdout: [
+        `cursor (user): ${cursor} — cannot read ${cursor}: ${zeroReason}`,
+        `claude-code (user): ${claude}`,
+        '  keep: k',
+        `windsurf (user): ${big} — cannot read ${big}: ${bigReason}`,
+        `gemini (user): ${fifo} — cannot read ${fifo}: ${fifoReason}`,
+        '',
+      ].join('\n'),
+    });
+    expect(await cli(['add', 's1', '--editor', 'cursor', '--', 'echo'])).toEqual({ code: 2, stdout: '', stderr: `armada tools: cannot write ${cursor}: ${zeroReason}\n` });
+    expect(await cli(['add', 's1', '--editor', 'gemini', '--', 'echo'])).toEqual({ code: 2, stdout: '', stderr: `armada tools: cannot write ${fifo}: ${fifoReason}\n` });
+    expect(await cli(['add', 's1', '--editor', 'gemini', '--dry-run', '--', 'echo'])).toEqual({ code: 2, stdout: '', stderr: `armada tools: cannot read ${fifo}: ${fifoReason}\n` });
+    expect(await cli(['add', 's1', '--editor', 'windsurf', '--', 'echo'])).toEqual({ code: 2, stdout: '', stderr: `armada tools: cannot read ${big}: ${bigReason}\n` });
+    // each left as it was, and no lock, temp file or backup beside it
+    expect(fs.statSync(zero).isCharacterDevice()).toBe(true);
+    expect(fs.statSync(fifo).isFIFO()).toBe(true);
+    expect(fs.statSync(big).size).toBe(64 * 1024 * 1024 + 1);
+    expect(fs.readdirSync(dev)).toEqual(['myzero']);
+    expect(fs.readdirSync(path.dirname(fifo))).toEqual(['settings.json']);
+    expect(fs.readdirSync(path.dirname(big))).toEqual(['mcp_config.json']);
+  }, 240_000);
 });
