@@ -7,7 +7,8 @@ import { formatBytes, readBoundedText } from '../http/readBounded';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
-import type { ToolDefinition } from './openapiToTools';
+import type { JsonSchema, ToolDefinition } from './openapiToTools';
+import { checkedPath, headerValue, pathSegment, stringValue } from './requestValues';
 
 export const DEFAULT_MAX_RESPONSE_CHARS = 50_000;
 
@@ -38,10 +39,6 @@ export interface ToolCallResult {
   isError: boolean;
 }
 
-function stringValue(v: unknown): string {
-  return typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v);
-}
-
 /**
  * Builds the request of one tool call: URL (base + path + query), headers and body. `shownUrl` is the URL without the
  * target's own query parameters (an API key that goes in the query), for messages the model and logs see.
@@ -54,21 +51,22 @@ export function buildRequest(served: ServedTool, args: Record<string, unknown>):
   let body: unknown;
   const bodyFields: Record<string, unknown> = {};
   let hasBodyFields = false;
+  const schemas = (tool.inputSchema.properties ?? {}) as Record<string, JsonSchema>;
   for (const a of tool.arguments) {
     const v = args[a.property];
     if (v === undefined) continue;
     switch (a.in) {
       case 'path':
-        // an empty segment would call another resource (`/items/` is the collection, not an item)
-        if (stringValue(v) === '') throw new Error(`path parameter ${a.name} must not be empty`);
-        path = path.replace(`{${a.name}}`, encodeURIComponent(stringValue(v)));
+        // an empty, `.` or `..` segment would call another resource (`/items/` is the collection, not an item)
+        path = path.replace(`{${a.name}}`, pathSegment(a.name, v, Object.hasOwn(schemas, a.property) ? schemas[a.property] : undefined));
         break;
       case 'query':
         if (Array.isArray(v)) for (const x of v) query.append(a.name, stringValue(x));
         else query.append(a.name, stringValue(v));
         break;
       case 'header':
-        headers[a.name.toLowerCase()] = stringValue(v);
+        // refused here: fetch's own refusal read as a service that is down
+        headers[a.name.toLowerCase()] = headerValue(a.name, v);
         break;
       case 'cookie':
         headers.cookie = [headers.cookie, `${a.name}=${encodeURIComponent(stringValue(v))}`].filter(Boolean).join('; ');
@@ -85,6 +83,7 @@ export function buildRequest(served: ServedTool, args: Record<string, unknown>):
   }
   const missing = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
   if (missing.length) throw new Error(`missing path parameter(s): ${missing.join(', ')}`);
+  checkedPath(path, tool.path);
   if (hasBodyFields) body = { ...(body && typeof body === 'object' ? (body as object) : {}), ...bodyFields };
   const init: RequestInit = { method: tool.method, headers };
   if (body !== undefined && tool.method !== 'GET' && tool.method !== 'HEAD') {

@@ -235,6 +235,60 @@ describe('armada tools openapi', () => {
     }
   }, 90_000);
 
+  test('a path parameter ".", ".." or not a string or number, a header value with a line break: a tool error saying why, and no request sent', async () => {
+    const fs = require('node:fs') as typeof import('node:fs');
+    const os = require('node:os') as typeof import('node:os');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-openapi-'));
+    const file = path.join(dir, 'items.json');
+    const items = {
+      openapi: '3.0.3',
+      info: { title: 'Items', version: '1' },
+      servers: [{ url: `${base}/base` }],
+      paths: {
+        '/items/{id}': {
+          get: {
+            operationId: 'getItem',
+            parameters: [
+              { name: 'id', in: 'path', required: true, schema: { type: 'string' } },
+              { name: 'X-Trace', in: 'header', schema: { type: 'string' } },
+            ],
+          },
+        },
+      },
+    };
+    fs.writeFileSync(file, JSON.stringify(items));
+    const { client } = await connect([file]);
+    try {
+      const dots = (v: string) => `path parameter id must not be "${v}": a URL drops "." and ".." path segments, so the call would go to another resource`;
+      const refused: [Record<string, unknown>, string][] = [
+        // were sent as GET /base/ and GET /base/items/
+        [{ id: '..' }, dots('..')],
+        [{ id: '.' }, dots('.')],
+        // was sent as GET /base/items/null
+        [{ id: null }, 'path parameter id must be a string or a number, not null'],
+        [{ id: { a: 1 } }, 'path parameter id must be a string or a number, not an object'],
+        [{ id: true }, 'path parameter id must be a string or a number, not a boolean'],
+        // was "… failed: …; check that the service at … is running"
+        [{ id: 'x', 'X-Trace': 'a\r\nX-Injected: 1' }, 'the value of header parameter X-Trace is not allowed in an HTTP header: it holds a line break or NUL (CR, LF, NUL); give it without them'],
+      ];
+      received.length = 0;
+      for (const [args, message] of refused) {
+        const r = await client.callTool({ name: 'getItem', arguments: args });
+        expect({ args, isError: r.isError, text: text(r) }).toEqual({ args, isError: true, text: message });
+      }
+      expect(received).toEqual([]);
+      // values that only look like dot segments are sent, encoded, to the item
+      for (const id of ['%2e%2e', '..x', '.hidden', 7]) {
+        const r = await client.callTool({ name: 'getItem', arguments: { id } });
+        expect(r.isError).toBeFalsy();
+      }
+      expect(received.map((r) => r.url)).toEqual(['/base/items/%252e%252e', '/base/items/..x', '/base/items/.hidden', '/base/items/7']);
+    } finally {
+      await client.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
+
   test('an upstream that is down or cuts its answer: a tool error at once saying why, without the query key; no hang', async () => {
     const net = require('node:net') as typeof import('node:net');
     const closed = net.createServer();

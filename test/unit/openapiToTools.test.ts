@@ -212,6 +212,25 @@ describe('openapiToTools', () => {
     expect(buildRequest({ tool: item as never, target: { baseUrl: 'http://h', headers: {} } }, { id: 'x' }).url).toBe('http://h/items/x');
   });
 
+  test('path and header values that cannot be sent as given are refused: "."/".." made of parameters side by side, a boolean the schema does not allow, a header character past U+00FF', () => {
+    const doc = {
+      openapi: '3.0.3',
+      info: { title: 'T', version: '1' },
+      paths: {
+        '/files/{a}{b}': { get: { operationId: 'getFile', parameters: [{ name: 'X-Note', in: 'header', schema: { type: 'string' } }] } },
+        '/flags/{on}': { get: { operationId: 'getFlag', parameters: [{ name: 'on', in: 'path', required: true, schema: { type: 'boolean' } }] } },
+      },
+    };
+    const api = openapiToTools(doc);
+    const served = (name: string) => ({ tool: api.tools.find((t) => t.name === name) as never, target: { baseUrl: 'http://h/base', headers: {} } });
+    expect(() => buildRequest(served('getFile'), { a: '.', b: '.' })).toThrow('the path /files/.. has a ".." segment: a URL drops "." and ".." path segments, so the call would go to another resource; give other path parameters');
+    expect(buildRequest(served('getFile'), { a: '.', b: 'x' }).url).toBe('http://h/base/files/.x');
+    expect(() => buildRequest(served('getFile'), { a: 'a', b: 'b', 'X-Note': '5 €' })).toThrow('the value of header parameter X-Note is not allowed in an HTTP header: it holds "€", a character an HTTP header cannot carry (past U+00FF)');
+    expect((buildRequest(served('getFile'), { a: 'a', b: 'b', 'X-Note': 'café' }).init.headers as Record<string, string>)['x-note']).toBe('café');
+    // a boolean where the schema says boolean
+    expect(buildRequest(served('getFlag'), { on: true }).url).toBe('http://h/base/flags/true');
+  });
+
   test('curation renames, omits properties and skips operations the document lacks', () => {
     const doc = {
       openapi: '3.1.0',

@@ -1,0 +1,65 @@
+/**
+ * The values of a tool call's arguments as parts of an HTTP request, refused (an Error saying why, which the model
+ * gets as a tool error) when they would send the request somewhere else or cannot be sent at all.
+ */
+import type { JsonSchema } from './openapiToTools';
+
+/** An argument as text: strings as they are, numbers and booleans written out, anything else as JSON. */
+export function stringValue(v: unknown): string {
+  return typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v);
+}
+
+function typesOf(schema: JsonSchema | undefined): string[] {
+  const t = (schema as { type?: unknown } | undefined)?.type;
+  return Array.isArray(t) ? t.filter((x): x is string => typeof x === 'string') : typeof t === 'string' ? [t] : [];
+}
+
+function described(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'an object';
+  if (typeof v === 'number') return String(v); // NaN, Infinity
+  return `a ${typeof v}`;
+}
+
+/**
+ * A path parameter's value, percent-encoded for its place in the path. Refused: a value that is not a string or a
+ * finite number (a boolean too when the schema's type is boolean): `null` was sent as `/items/null`; and an empty
+ * value: `/items/` is the collection, not an item.
+ */
+export function pathSegment(name: string, v: unknown, schema: JsonSchema | undefined): string {
+  const ok = typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v)) || (typeof v === 'boolean' && typesOf(schema).includes('boolean'));
+  if (!ok) throw new Error(`path parameter ${name} must be a string or a number, not ${described(v)}`);
+  const s = stringValue(v);
+  if (s === '') throw new Error(`path parameter ${name} must not be empty`);
+  return encodeURIComponent(s);
+}
+
+/**
+ * The path of `template` once its parameters are put in, refused when it has a `.` or `..` segment: a URL drops them
+ * (percent-encoded too), so `/base/items/..` called `/base/`. The parameter is named when it is the whole segment.
+ */
+export function checkedPath(path: string, template: string): string {
+  const segments = path.split('/');
+  const templateSegments = template.split('/');
+  segments.forEach((segment, i) => {
+    const plain = segment.toLowerCase().replaceAll('%2e', '.');
+    if (plain !== '.' && plain !== '..') return;
+    const whole = /^\{([^{}]+)\}$/.exec(templateSegments[i] ?? '');
+    const why = `a URL drops "." and ".." path segments, so the call would go to another resource`;
+    if (whole) throw new Error(`path parameter ${whole[1]} must not be "${plain}": ${why}`);
+    throw new Error(`the path ${path} has a "${plain}" segment: ${why}; give other path parameters`);
+  });
+  return path;
+}
+
+/** A header parameter's value; refused when HTTP cannot carry it (a line break, NUL, a character past U+00FF). */
+export function headerValue(name: string, v: unknown): string {
+  const s = stringValue(v);
+  for (const ch of s) {
+    const code = ch.codePointAt(0) ?? 0;
+    if (code === 0x0d || code === 0x0a || code === 0x00) throw new Error(`the value of header parameter ${name} is not allowed in an HTTP header: it holds a line break or NUL (CR, LF, NUL); give it without them`);
+    if (code > 0xff) throw new Error(`the value of header parameter ${name} is not allowed in an HTTP header: it holds "${ch}", a character an HTTP header cannot carry (past U+00FF)`);
+  }
+  return s;
+}
