@@ -118,7 +118,7 @@ async function runOpenapi(args: string[]): Promise<number> {
   for (const s of api.skipped) err(`armada tools openapi: left out ${s.method ? `${s.method} ${s.path}` : `the operations of ${s.path}`}, which the document describes in a shape that cannot be read (${s.reason}); fix it there to serve it`);
   const baseUrl = values['base-url'] ?? process.env.OPENAPI_BASE_URL ?? api.serverUrl;
   if (!baseUrl) {
-    err('armada tools openapi: the document names no server URL; give --base-url');
+    err(`armada tools openapi: ${api.serverUrlUnusable ? `the document's server URL ${api.serverUrlUnusable}` : 'the document names no server URL'}; give --base-url`);
     return 2;
   }
   const apiKey = values['api-key'] ?? process.env.OPENAPI_API_KEY;

@@ -40,6 +40,8 @@ export interface ConvertedApi {
   title: string;
   /** The document's server URL (servers[0] / Swagger host+basePath), resolved against the document's own URL. */
   serverUrl?: string;
+  /** Why the server URL the document names cannot be used (`file:///etc is not an http(s) URL`), when it names one. */
+  serverUrlUnusable?: string;
   /** Where an API key goes, from the document's security schemes (default: the X-API-Key header). */
   apiKey: { in: 'header' | 'query'; name: string; bearer: boolean };
   tools: ToolDefinition[];
@@ -130,10 +132,10 @@ export async function loadOpenApiDocument(source: string, headers: Record<string
 
 function pointer(doc: JsonObject, ref: string): unknown {
   if (!ref.startsWith('#')) throw new Error(`only local $refs are supported, not ${ref}`);
-  return ref
-    .slice(1)
-    .split('/')
-    .filter(Boolean)
+  const parts = ref.slice(1).split('/').filter(Boolean);
+  // the whole document inlined would bring every other operation's $refs (and their faults) into this one
+  if (!parts.length) throw new Error(`$ref "${ref}" points to the whole document, not to a part of it`);
+  return parts
     .map((p) => decodeURIComponent(p).replace(/~1/g, '/').replace(/~0/g, '~'))
     .reduce<unknown>((o, k) => (o && typeof o === 'object' ? (o as JsonObject)[k] : undefined), doc);
 }
@@ -236,7 +238,13 @@ function swagger2ParamSchema(p: JsonObject): JsonSchema {
   return s;
 }
 
-function serverUrlOf(doc: JsonObject, documentUrl?: string): string | undefined {
+function serverOf(doc: JsonObject, documentUrl?: string): Pick<ConvertedApi, 'serverUrl' | 'serverUrlUnusable'> {
+  const { url, unusable } = serverUrlOf(doc, documentUrl);
+  return { serverUrl: url, serverUrlUnusable: unusable };
+}
+
+/** The document's server URL (`url`), or why the one it names cannot be used (`unusable`); neither when it names none. */
+function serverUrlOf(doc: JsonObject, documentUrl?: string): { url?: string; unusable?: string } {
   let url: string | undefined;
   if (typeof doc.swagger === 'string') {
     if (typeof doc.host === 'string') {
@@ -253,12 +261,17 @@ function serverUrlOf(doc: JsonObject, documentUrl?: string): string | undefined 
       });
     }
   }
+  const fetched = documentUrl !== undefined && /^https?:/i.test(documentUrl);
   try {
-    if (url === undefined) return documentUrl && /^https?:/i.test(documentUrl) ? new URL(documentUrl).origin : undefined;
-    if (/^https?:\/\//i.test(url)) return url;
-    return documentUrl && /^https?:/i.test(documentUrl) ? new URL(url, documentUrl).toString() : undefined;
+    if (url === undefined) return fetched ? { url: new URL(documentUrl as string).origin } : {};
+    if (/^https?:\/\//i.test(url)) return { url };
+    // a URL of another scheme (file:, ftp:) is named, not taken for no URL at all: the caller asks for --base-url
+    if (/^[a-z][a-z0-9+.-]*:/i.test(url)) return { unusable: `${url} is not an http(s) URL` };
+    if (!fetched) return { unusable: `${url} is relative, and the document was read from a file` };
+    const resolved = new URL(url, documentUrl as string);
+    return /^https?:$/.test(resolved.protocol) ? { url: resolved.toString() } : { unusable: `${url} is not an http(s) URL` };
   } catch {
-    return undefined; // not a URL: the caller asks for --base-url
+    return { unusable: `${url} is not a URL` };
   }
 }
 
@@ -284,6 +297,38 @@ function strings(v: unknown): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
 }
 
+/**
+ * A path item with its $refs resolved. When that fails, its shared parts and each operation are resolved apart, so
+ * that the message names the operation at fault and the path's other operations are still served; `undefined` (and
+ * the path in `skipped`) when the shared parts cannot be read.
+ */
+function resolvedPathItem(doc: JsonObject, path: string, raw: unknown, skipped: ConvertedApi['skipped']): JsonObject | undefined {
+  const item = inputsOnly(raw);
+  try {
+    return recordOf(resolveRefs(doc, item, [], { nodes: MAX_INLINED_NODES }));
+  } catch (err) {
+    const o = plainObject(item);
+    const budget = { nodes: MAX_INLINED_NODES };
+    const operations = o && typeof o.$ref !== 'string' ? Object.entries(o).filter(([k]) => HTTP_METHODS.includes(k)) : [];
+    let resolved: JsonObject;
+    try {
+      if (!o || !operations.length) throw err;
+      resolved = recordOf(resolveRefs(doc, objectOf(Object.entries(o).filter(([k]) => !HTTP_METHODS.includes(k))), [], budget));
+    } catch (shared) {
+      skipped.push({ method: '', path, reason: (shared as Error).message }); // every operation of the path
+      return undefined;
+    }
+    for (const [method, op] of operations) {
+      try {
+        setOwn(resolved, method, resolveRefs(doc, op, [], budget));
+      } catch (opErr) {
+        skipped.push({ method: method.toUpperCase(), path, reason: (opErr as Error).message });
+      }
+    }
+    return resolved;
+  }
+}
+
 export function openapiToTools(docIn: JsonObject, opts: ConvertOptions = {}): ConvertedApi {
   const doc = docIn;
   const swagger2 = typeof doc.swagger === 'string';
@@ -292,13 +337,8 @@ export function openapiToTools(docIn: JsonObject, opts: ConvertOptions = {}): Co
   const skipped: ConvertedApi['skipped'] = [];
   const names = new Set<string>();
   for (const [path, itemRaw] of Object.entries(recordOf(doc.paths))) {
-    let item: JsonObject;
-    try {
-      item = recordOf(resolveRefs(doc, inputsOnly(itemRaw), [], { nodes: MAX_INLINED_NODES }));
-    } catch (err) {
-      skipped.push({ method: '', path, reason: (err as Error).message }); // every operation of the path
-      continue;
-    }
+    const item = resolvedPathItem(doc, path, itemRaw, skipped);
+    if (!item) continue;
     for (const method of HTTP_METHODS) {
       const op = item[method] as JsonObject | undefined;
       if (!op || typeof op !== 'object' || Array.isArray(op)) continue;
@@ -314,7 +354,7 @@ export function openapiToTools(docIn: JsonObject, opts: ConvertOptions = {}): Co
       }
     }
   }
-  return { title: typeof info.title === 'string' ? info.title : 'API', serverUrl: serverUrlOf(doc, opts.documentUrl), apiKey: apiKeyPlacement(doc), tools, skipped };
+  return { title: typeof info.title === 'string' ? info.title : 'API', ...serverOf(doc, opts.documentUrl), apiKey: apiKeyPlacement(doc), tools, skipped };
 }
 
 /** One operation as a tool. */

@@ -352,6 +352,41 @@ describe('armada tools openapi', () => {
     }
   }, 180_000);
 
+  test('a server URL that is not http(s), a $ref to the whole document: the messages name what is there and the operation left out', async () => {
+    const fs = require('node:fs') as typeof import('node:fs');
+    const os = require('node:os') as typeof import('node:os');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-openapi-'));
+    const file = path.join(dir, 'odd.json');
+    const doc = (serverUrl: string) => ({
+      openapi: '3.0.3',
+      info: { title: 'Odd', version: '1' },
+      servers: [{ url: serverUrl }],
+      paths: {
+        '/a': { get: { operationId: 'getA', parameters: [{ $ref: '#' }] }, post: { operationId: 'postA' } },
+        '/b': { get: { operationId: 'getB', parameters: [{ $ref: 'other.yaml#/p' }] } },
+        '/c': { get: { operationId: 'getC' } },
+      },
+    });
+    const leftOut = [
+      // was blamed on /b's external $ref, and named "the operations of /a"
+      'armada tools openapi: left out GET /a, which the document describes in a shape that cannot be read ($ref "#" points to the whole document, not to a part of it); fix it there to serve it',
+      'armada tools openapi: left out GET /b, which the document describes in a shape that cannot be read (only local $refs are supported, not other.yaml#/p); fix it there to serve it',
+    ];
+    try {
+      fs.writeFileSync(file, JSON.stringify(doc('file:///etc')));
+      // was "the document names no server URL"
+      expect(await listRun([file])).toEqual({ code: 2, stdout: '', stderr: [...leftOut, "armada tools openapi: the document's server URL file:///etc is not an http(s) URL; give --base-url", ''].join('\n') });
+      fs.writeFileSync(file, JSON.stringify(doc('/v1')));
+      expect((await listRun([file])).stderr.split('\n').at(-2)).toBe("armada tools openapi: the document's server URL /v1 is relative, and the document was read from a file; give --base-url");
+      const served = await listRun([file, '--base-url', 'http://127.0.0.1:9']);
+      expect(served.code).toBe(0);
+      // the other operation of /a is still served
+      expect((JSON.parse(served.stdout) as { name: string }[]).map((t) => t.name)).toEqual(['postA', 'getC']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   test('a document URL that never answers ends with the timeout as the message, not a crash of the error handler', async () => {
     // accepts connections and says nothing: the 30 s document fetch times out with a TimeoutError (numeric code 23)
     const net = require('node:net') as typeof import('node:net');

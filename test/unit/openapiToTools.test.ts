@@ -131,7 +131,7 @@ describe('openapiToTools', () => {
     broken.paths['/c'] = { get: { parameters: [{ $ref: '#/components/parameters/missing' }] } };
     const api = openapiToTools(broken);
     expect(api.tools.map((t) => t.name).sort()).toEqual(['getB', 'postA']);
-    expect(api.skipped).toEqual([{ method: '', path: '/c', reason: 'unresolved $ref #/components/parameters/missing' }]);
+    expect(api.skipped).toEqual([{ method: 'GET', path: '/c', reason: 'unresolved $ref #/components/parameters/missing' }]);
   });
 
   test('schemas that share schemas 22 levels deep (2.8 KB, 4 million paths inlined): converted at once, the rest a placeholder naming its $ref', () => {
