@@ -53,6 +53,7 @@ export interface ProbeOptions {
   temporalAddress?: string;
   namespace: string;
   intervalMs?: number;
+  /** A probe's deadline (default: PostgreSQL 1000 ms, Temporal 1500 ms). */
   timeoutMs?: number;
   /** Probes in a row that got no answer in time before a dependency counts as down (default 3). */
   slowProbesToDown?: number;
@@ -109,23 +110,31 @@ class SlowProbe extends Error {}
 /**
  * Probes each dependency every intervalMs on a connection of its own (a busy pool does not look like a dead server),
  * and PostgreSQL again at once when the server ends the probe's connection.
+ *
+ * A PostgreSQL probe that gets no answer within its deadline is followed by the next at once, on a new connection,
+ * and the one left behind keeps waiting: an answer that comes late is a sign of life like any other. So PostgreSQL is
+ * called down only after it has answered nothing on any probe connection for three deadlines in a row (about 3 s of
+ * this process's responsive time), as a frozen server does; a slow one (a loaded host) has answered one by then.
  */
 export function startDependencyProbes(state: DependencyState, opts: ProbeOptions): DependencyProbes {
   const intervalMs = opts.intervalMs ?? 1000;
-  const timeoutMs = opts.timeoutMs ?? 1500;
+  const postgresTimeoutMs = opts.timeoutMs ?? 1000;
+  const temporalTimeoutMs = opts.timeoutMs ?? 1500;
   const slowProbesToDown = opts.slowProbesToDown ?? 3;
   let stopped = false;
   // A refused or dropped connection marks a dependency down at once; a slow answer only after several in a row, so
   // a busy machine (a 2-core host under load answers SELECT 1 in seconds) is not mistaken for a dead server.
   const slow = new Map<DependencyName, number>();
-  const failed = (name: DependencyName, err: unknown, startedAt: number) => {
-    if (stopped) return;
+  /** Records a failed probe; true when the next probe should look at once (slow, and not yet called down). */
+  const failed = (name: DependencyName, err: unknown, startedAt: number): boolean => {
+    if (stopped) return false;
     // Temporal's UNAVAILABLE counts like a slow answer: the SDK's retries (not used by the probe) used to absorb the
     // transient ones (a connection rotated by the server's max connection age), and then it ended as a deadline
     const isSlow = err instanceof SlowProbe || /timeout|deadline/i.test(firstLine(err) ?? '') || (name === 'temporal' && /\bUNAVAILABLE\b/.test(firstLine(err) ?? ''));
     const n = isSlow ? (slow.get(name) ?? 0) + 1 : slowProbesToDown;
     slow.set(name, n);
     if (n >= slowProbesToDown) state.markDown(name, firstLine(err) ?? 'no answer', startedAt);
+    return err instanceof SlowProbe && n < slowProbesToDown;
   };
   const answered = (name: DependencyName) => {
     slow.delete(name);
@@ -133,10 +142,27 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
   };
   let pg: Client | undefined;
   let answeredOn: Client | undefined; // the last connection a probe got an answer on
+  const leftWaiting = new Set<Client>(); // connections whose probe got no answer in time, still waiting for one
   let temporal: Connection | undefined;
 
-  const probePostgres = async (url: string) => {
+  /** `step` (a connect or a SELECT 1 on `c`) got no answer in time: an answer it gets later still counts. */
+  const leaveWaiting = (c: Client, step: Promise<unknown>) => {
+    leftWaiting.add(c);
+    step
+      .then(
+        () => {
+          if (!stopped) answered('postgres');
+        },
+        () => undefined,
+      )
+      .finally(() => {
+        leftWaiting.delete(c);
+        c.end().catch(() => undefined);
+      });
+  };
+  const probePostgres = async (url: string): Promise<boolean> => {
     const startedAt = Date.now();
+    let step: Promise<unknown> | undefined;
     try {
       if (!pg) {
         // no connectionTimeoutMillis: its timer would count this process's own stalls; `within` bounds the connect
@@ -150,36 +176,65 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
         c.on('end', () => {
           if (pg !== c || answeredOn !== c) return; // ended by the probe itself, or never up
           pg = undefined;
-          lookNow();
+          postgresLooks?.lookNow();
         });
         pg = c;
-        await within(timeoutMs, c.connect());
+        step = c.connect();
+        await within(postgresTimeoutMs, step);
       }
-      await within(timeoutMs, pg.query('SELECT 1'));
+      step = pg.query('SELECT 1');
+      await within(postgresTimeoutMs, step);
       answeredOn = pg;
       answered('postgres');
+      return false;
     } catch (err) {
-      pg?.end().catch(() => undefined);
+      const c = pg;
       pg = undefined;
-      failed('postgres', err, startedAt);
+      if (c && step && err instanceof SlowProbe && !stopped) leaveWaiting(c, step);
+      else c?.end().catch(() => undefined);
+      return failed('postgres', err, startedAt);
     }
   };
-  const probeTemporal = async (address: string) => {
+  const probeTemporal = async (address: string): Promise<boolean> => {
     const startedAt = Date.now();
     try {
       // no SDK retry interceptor: one call is one probe (the probes retry every interval). Its retries waited in timers
       // that outlived stop(): closing the connection then made the next one throw from a timer, an uncaught exception
       // at Ctrl-C after an outage (armada exited 70)
-      temporal ??= await Connection.connect({ address, connectTimeout: timeoutMs, channelArgs: TEMPORAL_CHANNEL_ARGS, interceptors: [] });
+      temporal ??= await Connection.connect({ address, connectTimeout: temporalTimeoutMs, channelArgs: TEMPORAL_CHANNEL_ARGS, interceptors: [] });
       const c = temporal;
       // the deadline only bounds a call left behind: `within` decides, without this process's own stalls
-      await within(timeoutMs, c.withDeadline(Date.now() + 4 * timeoutMs, () => c.workflowService.getSystemInfo({})));
+      await within(temporalTimeoutMs, c.withDeadline(Date.now() + 4 * temporalTimeoutMs, () => c.workflowService.getSystemInfo({})));
       answered('temporal');
     } catch (err) {
       failed('temporal', err, startedAt);
     }
+    return false; // Temporal's probes keep to the interval
   };
 
+  const isStopped = () => stopped;
+  const postgresLooks: Looks | undefined = opts.databaseUrl ? repeatLooks(intervalMs, isStopped, probePostgres.bind(null, opts.databaseUrl)) : undefined;
+  const temporalLooks = opts.temporalAddress ? repeatLooks(intervalMs, isStopped, probeTemporal.bind(null, opts.temporalAddress)) : undefined;
+  return {
+    async stop() {
+      stopped = true;
+      await Promise.all([postgresLooks?.stop(), temporalLooks?.stop()]);
+      for (const c of leftWaiting) c.end().catch(() => undefined); // not awaited: a frozen server never says goodbye
+      await pg?.end().catch(() => undefined);
+      await temporal?.close().catch(() => undefined);
+    },
+  };
+}
+
+interface Looks {
+  /** A look out of turn: at once, or right after the one under way; never sooner than MIN_LOOK_GAP_MS after the last. */
+  lookNow(): void;
+  /** No look after the one under way, which it waits for. */
+  stop(): Promise<void>;
+}
+
+/** Runs `look` every intervalMs, or at once after a look that asks for it (resolves true). */
+function repeatLooks(intervalMs: number, stopped: () => boolean, look: () => Promise<boolean>): Looks {
   let timer: NodeJS.Timeout | undefined;
   let current: Promise<unknown> = Promise.resolve();
   let looking = false;
@@ -188,21 +243,19 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
   const tick = () => {
     looking = true;
     lastLook = performance.now();
-    current = Promise.all([
-      opts.databaseUrl ? probePostgres(opts.databaseUrl) : undefined,
-      opts.temporalAddress ? probeTemporal(opts.temporalAddress) : undefined,
-    ]).finally(() => {
-      looking = false;
-      if (stopped) return;
-      if (lookAgain) {
-        lookAgain = false;
-        lookNow();
-      } else timer = setTimeout(tick, intervalMs);
-    });
+    current = look()
+      .catch(() => false)
+      .then((soon) => {
+        looking = false;
+        if (stopped()) return;
+        if (lookAgain || soon) {
+          lookAgain = false;
+          lookNow();
+        } else timer = setTimeout(tick, intervalMs);
+      });
   };
-  /** A look out of turn: at once, or right after the one under way; never sooner than MIN_LOOK_GAP_MS after the last. */
   function lookNow() {
-    if (stopped) return;
+    if (stopped()) return;
     if (looking) {
       lookAgain = true;
       return;
@@ -212,12 +265,10 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
   }
   tick();
   return {
+    lookNow,
     async stop() {
-      stopped = true;
       if (timer) clearTimeout(timer);
       await current.catch(() => undefined);
-      await pg?.end().catch(() => undefined);
-      await temporal?.close().catch(() => undefined);
     },
   };
 }
