@@ -6,6 +6,7 @@ import type { ResolvedKeys } from '../lib/keys';
 import type { Logger } from '../lib/logger';
 import { createServiceMetrics, type Metrics } from '../lib/metrics';
 import type { TemporalHandle } from '../lib/temporal/client';
+import { releasedWhenDown } from '../lib/db/releasedWhenDown';
 import type { DependencyState } from '../lib/runtime/dependencies';
 import { gitUserEmail } from './http/actingUser';
 import { buildAgentsApp } from './agents/app';
@@ -47,8 +48,12 @@ export function serviceMetrics(names: readonly ServiceName[], processMetrics: Me
   return out;
 }
 
-/** Builds the app of one service with `deps.metrics` as its registry (see serviceMetrics). */
-export async function buildService(name: ServiceName, deps: ServiceDeps): Promise<FastifyInstance> {
+/**
+ * Builds the app of one service with `deps.metrics` as its registry (see serviceMetrics). With dependency tracking, its
+ * requests waiting on PostgreSQL are released with a 503 when it is called down (lib/db/releasedWhenDown.ts).
+ */
+export async function buildService(name: ServiceName, given: ServiceDeps): Promise<FastifyInstance> {
+  const deps = given.dependencies ? { ...given, db: releasedWhenDown(given.db, given.dependencies) } : given;
   switch (name) {
     case 'task':
       return buildTaskApp({ db: deps.db, config: deps.config, temporal: deps.temporal, logger: deps.logger, keys: deps.keys, localUser: gitUserEmail(), dependencies: deps.dependencies }, deps.metrics);

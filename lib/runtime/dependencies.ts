@@ -22,11 +22,14 @@ export interface DependencyState {
    */
   markDown(name: DependencyName, reason: string, observedAt?: number): void;
   markUp(name: DependencyName): void;
+  /** Calls `listener` once, the next time `name` is called down; returns what unsubscribes it. */
+  onceDown(name: DependencyName, listener: () => void): () => void;
 }
 
 export function createDependencyState(logger: Logger): DependencyState {
   const downSince = new Map<DependencyName, number>();
   const lastUp = new Map<DependencyName, number>();
+  const waiting = new Map<DependencyName, Set<() => void>>(NAMES.map((n) => [n, new Set()]));
   return {
     down: () => NAMES.filter((n) => downSince.has(n)),
     isDown: (name) => downSince.has(name),
@@ -35,6 +38,9 @@ export function createDependencyState(logger: Logger): DependencyState {
       if (observedAt !== undefined && (lastUp.get(name) ?? -1) >= observedAt) return;
       downSince.set(name, Date.now());
       logger.warn({ dependency: name, reason }, `${name} is unavailable; requests that need it answer 503 until it is back`);
+      const listeners = [...(waiting.get(name) ?? [])];
+      waiting.get(name)?.clear();
+      for (const listener of listeners) listener();
     },
     markUp(name) {
       lastUp.set(name, Date.now());
@@ -42,6 +48,11 @@ export function createDependencyState(logger: Logger): DependencyState {
       if (since === undefined) return;
       downSince.delete(name);
       logger.info({ dependency: name, downMs: Date.now() - since }, `${name} is back`);
+    },
+    onceDown(name, listener) {
+      const set = waiting.get(name);
+      set?.add(listener);
+      return () => set?.delete(listener);
     },
   };
 }
