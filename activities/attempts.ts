@@ -11,7 +11,8 @@ import { isAppError } from '../lib/errors';
 import { commitChanges, prepareWorktree, removeWorktree } from './git/worktree';
 import { commitWorktree, WorkOffTheAttempt } from './git/commitWorktree';
 import type { AttemptChanges } from '../lib/db/attempts';
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { Context } from '@temporalio/activity';
+import { appErrorFailure } from '../lib/temporal/appErrorFailure';
 import { keepAlive } from './keepAlive';
 import { lazyEncryptionKey } from '../lib/keys';
 import { untilPostgresAnswers } from './untilPostgresAnswers';
@@ -61,7 +62,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
         return await readWorktree(request, { maxDiffBytes: MAX_REMOTE_DIFF_BYTES });
       } catch (err) {
         if (!isAppError(err)) throw err;
-        throw ApplicationFailure.create({ type: err.code, message: err.message, nonRetryable: true, details: [{ statusCode: err.statusCode }] });
+        throw appErrorFailure(err);
       }
     },
     /** create-pr's push of the attempt branch, on the attempt's host (pushBranchWorkflow). */

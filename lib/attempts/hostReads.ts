@@ -5,9 +5,9 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { ApplicationFailure } from '@temporalio/common';
 import type { ArmadaConfig } from '../config';
 import { AppError } from '../errors';
+import { appErrorOfFailure } from '../temporal/appErrorFailure';
 import type { TemporalHandle } from '../temporal/client';
 import { diffReadFailed, diffTooLarge } from './diffErrors';
 import { MAX_REMOTE_DIFF_BYTES, readWorktree, type WorktreeRead, type WorktreeReadResult } from './readWorktree';
@@ -22,16 +22,6 @@ function onOtherHost(config: ArmadaConfig, worktreePath: string | null, hostQueu
   if (!worktreePath || !hostQueue) return false;
   if (config.file.attempts?.worktreeReads === 'host') return true;
   return !fs.existsSync(worktreePath);
-}
-
-/** The AppError a host's read failed with for good (the readWorktree activity sends it as an ApplicationFailure). */
-function hostReadFailure(err: unknown): AppError | undefined {
-  for (let e: unknown = err; e instanceof Error; e = e.cause) {
-    if (!(e instanceof ApplicationFailure) || !e.type) continue;
-    const statusCode = (e.details?.[0] as { statusCode?: unknown } | undefined)?.statusCode;
-    if (typeof statusCode === 'number') return new AppError(statusCode, e.type, e.message);
-  }
-  return undefined;
 }
 
 /** Runs `request` here or on the worktree's host; a host whose worker does not answer is a 503. */
@@ -58,7 +48,8 @@ export async function readAttemptWorktree(
     });
     return (await Promise.race([handle.result(), timedOut])) as WorktreeReadResult;
   } catch (err) {
-    const failed = hostReadFailure(err);
+    // a read that failed on the host for good (the readWorktree activity sends its AppError)
+    const failed = appErrorOfFailure(err);
     if (failed) throw failed;
     throw new AppError(503, 'HOST_UNAVAILABLE', `The worker of the attempt's host (${at.hostQueue}) did not answer; try again when it is up`, {
       hostQueue: at.hostQueue,
