@@ -12,6 +12,7 @@ import path from 'node:path';
 import { git, gitOrThrow } from '../../lib/git';
 import { faultPoint, type Faults } from '../../lib/faults';
 import { earlierMerge, markerRef } from './mergeMarkers';
+import { lockFileOf, lockStillThere, RepositoryLocked, repositoryLocked } from './gitLocks';
 import { COMMIT_IDENTITY } from './commitWorktree';
 import { withRepoLock } from './worktree';
 import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
@@ -59,15 +60,23 @@ class BaseMoved extends Error {}
  * built on the same base and the later ones failed with "Not possible to fast-forward" (500, the workflow failed).
  */
 export async function mergeBranch(input: MergeInput, opts: { faults?: Faults } = {}): Promise<MergeOutcome> {
-  return withRepoLock(input.repoPath, async () => {
-    for (let tries = 1; ; tries++) {
-      try {
-        return await mergeOnce(input, opts);
-      } catch (err) {
-        if (!(err instanceof BaseMoved) || tries >= MERGE_TRIES) throw err;
+  try {
+    return await withRepoLock(input.repoPath, async () => {
+      for (let tries = 1; ; tries++) {
+        try {
+          return await mergeOnce(input, opts);
+        } catch (err) {
+          if (!(err instanceof BaseMoved) || tries >= MERGE_TRIES) throw err;
+        }
       }
-    }
-  });
+    });
+  } catch (err) {
+    // a lock file still there after a brief wait (lockStillThere's, or withRepoLock's for a lock git met itself):
+    // a crashed git's, which no retry of ours removes
+    const lockFile = lockFileOf(err);
+    if (lockFile) throw repositoryLocked(input.repoPath, lockFile, 'merge again');
+    throw err;
+  }
 }
 
 async function mergeOnce(input: MergeInput, opts: { faults?: Faults }): Promise<MergeOutcome> {
@@ -123,6 +132,11 @@ async function moveBase(repo: string, base: string, baseSha: string, newSha: str
       return { ok: false, reason: 'dirty_base', message: `${base} has uncommitted changes in ${path.basename(worktree)}`, files };
     }
   }
+  // a lock file in the way is seen before anything is written (a crashed git's stays: no retry helps). `merge
+  // --ff-only` writes the work tree and the index before HEAD and the branch, and a lock of either found only then
+  // would leave the base's checkout holding the merge, uncommitted, under the old HEAD
+  const lock = await lockStillThere(worktree ?? repo, worktree ? ['index', 'HEAD', `refs/heads/${base}`] : [`refs/heads/${base}`]);
+  if (lock) throw new RepositoryLocked(lock);
   if (marker) await gitOrThrow(repo, ['update-ref', marker, newSha]);
   try {
     if (worktree) {

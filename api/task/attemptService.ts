@@ -26,6 +26,7 @@ import { getTask, getTaskAgentDefaults, type TaskRow } from '../../lib/db/tasks'
 import { conflict, notFound, validationError, AppError } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import type { TemporalHandle } from '../../lib/temporal/client';
+import { appErrorOfFailure } from '../../lib/temporal/appErrorFailure';
 import type { Metrics } from '../../lib/metrics';
 import { resolveAgentProfile } from '../../lib/agents/profiles';
 import type { AttemptWorkflowInput } from '../../workflows/attemptWorkflow';
@@ -414,7 +415,10 @@ export interface MergeRequest {
   cleanup: boolean;
 }
 
-/** POST /api/attempts/:id/merge. Conflicts and empty merges are 409 with the files; the base branch stays untouched. */
+/**
+ * POST /api/attempts/:id/merge. Conflicts and empty merges are 409 with the files, a lock file left in the repository
+ * a 409 REPOSITORY_LOCKED naming it; the base branch stays untouched.
+ */
 export async function mergeAttempt(deps: AttemptServiceDeps, attemptId: string, req: MergeRequest): Promise<MergeWorkflowResult & { ok: true }> {
   const a = await getAttempt(deps.db, attemptId);
   if (!a) throw notFound(`Attempt ${attemptId} not found`);
@@ -443,7 +447,8 @@ export async function mergeAttempt(deps: AttemptServiceDeps, attemptId: string, 
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) throw conflict(`A merge of attempt ${attemptId} is already running`);
-    throw err;
+    // a merge the repository refused for good, in a way the user can clear (REPOSITORY_LOCKED: a stale lock file)
+    throw appErrorOfFailure(err) ?? err;
   }
   if (!r.ok) {
     const messages: Record<string, string> = {

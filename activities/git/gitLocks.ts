@@ -1,0 +1,60 @@
+/**
+ * git's lock files (`index.lock`, `HEAD.lock`, `refs/heads/<branch>.lock`): git creates one before it writes the
+ * file and renames it over the file when done. One that exists means another git process is writing there, or one
+ * crashed and left it; git then refuses the write ("Unable to create '<file>.lock': File exists"). A crashed git's
+ * lock never goes away by itself, so such a write fails for good, naming the lock, instead of being retried.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { conflict } from '../../lib/errors';
+import { gitOrThrow } from '../../lib/git';
+import { appErrorFailure } from '../../lib/temporal/appErrorFailure';
+import type { ApplicationFailure } from '@temporalio/activity';
+
+/** A lock file still there before a write, after waiting LOCK_WAIT_MS for it to go (withRepoLock does not wait again). */
+export class RepositoryLocked extends Error {
+  constructor(readonly lockFile: string) {
+    super(`Unable to create '${lockFile}': File exists`);
+  }
+}
+
+const LOCK_EXISTS = /Unable to create '([^'\n]+\.lock)': File exists/;
+
+/** The lock file a failed git write names, if it failed on one (git's message, or a RepositoryLocked). */
+export function lockFileOf(err: unknown): string | undefined {
+  if (err instanceof RepositoryLocked) return err.lockFile;
+  return err instanceof Error ? LOCK_EXISTS.exec(err.message)?.[1] : undefined;
+}
+
+/** How long a write waits for a lock file it finds to go (a git process that is running lets go of it). */
+export const LOCK_WAIT_MS = 2000;
+
+/**
+ * The lock file of one of `gitPaths` (as `git rev-parse --git-path` names them: `index`, `HEAD`, `refs/heads/main`,
+ * per work tree where git keeps them so) that still exists in the work tree `cwd` after waiting up to `waitMs` for it
+ * to go; undefined when there is none.
+ */
+export async function lockStillThere(cwd: string, gitPaths: string[], waitMs = LOCK_WAIT_MS): Promise<string | undefined> {
+  const out = await gitOrThrow(cwd, ['rev-parse', ...gitPaths.flatMap((p) => ['--git-path', p])]);
+  const locks = out.split('\n').filter(Boolean).map((p) => `${path.resolve(cwd, p)}.lock`);
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const lock = locks.find((l) => fs.existsSync(l));
+    if (!lock || Date.now() >= deadline) return lock;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * The non-retryable failure of a write to `repository` that a lock file refused: a 409 REPOSITORY_LOCKED for the API,
+ * saying how to clear it; `retry` is what to do once it is gone ("merge again").
+ */
+export function repositoryLocked(repository: string, lockFile: string, retry: string): ApplicationFailure {
+  return appErrorFailure(
+    conflict(
+      `${lockFile} exists: another git process is running in ${repository}, or one crashed and left it behind. If no git process is running there, remove ${lockFile}, then ${retry}`,
+      'REPOSITORY_LOCKED',
+      { lockFile, repository },
+    ),
+  );
+}
