@@ -1,6 +1,7 @@
 /**
  * runAgent: one agent process in the attempt's worktree, in its own process group. Output is parsed into log rows
- * (appended in batches), progress/tokens/resources go to the process row. It heartbeats; a Temporal cancellation,
+ * (appended in batches), progress/tokens/resources go to the process row. It heartbeats; a Temporal cancellation (not
+ * the one of a try Temporal merely timed out: activities/agent/runsInProgress.ts),
  * or the process/attempt row moving to stopped/cancelled (the API's stop and cancel), stops the whole group.
  */
 import { CancelledFailure, Context } from '@temporalio/activity';
@@ -34,6 +35,7 @@ import { createLogSink, type LogSink } from '../../lib/attempts/logSink';
 import { queueLiveState, settleLiveState } from '../../lib/attempts/liveState';
 import { processWatch } from './processWatch';
 import { keepAlive } from '../keepAlive';
+import { runsInProgress, type TryOutcome } from './runsInProgress';
 import { untilPostgresAnswers } from '../untilPostgresAnswers';
 import { groupNice } from '../../lib/process/priority';
 
@@ -88,22 +90,64 @@ const RECORD_RESERVE_MS = 60_000;
  * failed try never leaves a slot taken or an agent editing the worktree while Temporal retries.
  */
 export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promise<RunAgentResult> {
-  // nothing of the prepare phase needs undoing before the agent starts: a PostgreSQL outage is waited out here (the
-  // phase runs again once it answers), leaving the agent's whole run and its recording before the activity's deadline
-  const prepared = await untilPostgresAnswers(() => prepareRun(deps, input), { reserveMs: input.timeoutMs + RECORD_RESERVE_MS });
-  if (!('profile' in prepared)) return prepared;
+  const runs = runsInProgress<RunAgentResult>(deps.db);
+  const earlier = runs.current(input.processId);
+  const thisTry = runs.begin(input.processId, Context.current().info.attempt);
   try {
-    const run = await runProcess(deps, input, prepared);
-    return await recordRun(deps, input, prepared, run);
-  } catch (err) {
-    if (!(err instanceof CancelledFailure)) {
-      prepared.log('error', `agent run failed: ${(err as Error).message}`);
-      await appendLogs(deps.db, input.processId, input.attemptId, prepared.pending.splice(0)).catch(() => undefined);
+    if (earlier) {
+      const result = await awaitEarlierTry(deps, input, earlier);
+      if (result) {
+        thisTry.recorded(result);
+        return result;
+      }
     }
-    throw err;
+    // nothing of the prepare phase needs undoing before the agent starts: a PostgreSQL outage is waited out here (the
+    // phase runs again once it answers), leaving the agent's whole run and its recording before the activity's deadline
+    const prepared = await untilPostgresAnswers(() => prepareRun(deps, input), { reserveMs: input.timeoutMs + RECORD_RESERVE_MS });
+    if (!('profile' in prepared)) {
+      thisTry.recorded(prepared);
+      return prepared;
+    }
+    try {
+      const run = await runProcess(deps, input, prepared);
+      const result = await recordRun(deps, input, prepared, run);
+      // recorded in the process row: a retry of this run waiting in this worker takes it, even when Temporal will
+      // reject this try's own completion (it timed the try out)
+      thisTry.recorded(result);
+      if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('agent run cancelled');
+      return result;
+    } catch (err) {
+      if (!(err instanceof CancelledFailure)) {
+        prepared.log('error', `agent run failed: ${(err as Error).message}`);
+        await appendLogs(deps.db, input.processId, input.attemptId, prepared.pending.splice(0)).catch(() => undefined);
+      }
+      throw err;
+    } finally {
+      prepared.releaseSlot();
+    }
   } finally {
-    prepared.releaseSlot();
+    thisTry.settle();
   }
+}
+
+/**
+ * A retry that came to the worker process where an earlier try of the same run is still in progress: Temporal timed
+ * that try out because it missed its heartbeats (the worker was paused: SIGSTOP, a frozen VM), but its agent went on
+ * or has already finished. This try waits for it, heartbeating, and returns what it recorded, so the agent is not
+ * started again and its changes are not discarded (the commit after runAgent takes them). Undefined when the earlier
+ * try recorded no end (it failed before its agent ran, or was stopped by a worker shutdown): the run then goes on as
+ * a lost one.
+ */
+async function awaitEarlierTry(deps: RunAgentDeps, input: RunAgentInput, earlier: TryOutcome<RunAgentResult>): Promise<RunAgentResult | undefined> {
+  const attempt = Context.current().info.attempt;
+  const note = (level: LogEntry['level'], message: string) =>
+    // a lost line costs less than a failed try (its retry would start the agent again)
+    appendLogs(deps.db, input.processId, input.attemptId, [{ level, message, timestamp: new Date().toISOString(), source: 'armada' }]).catch(() => undefined);
+  await note('warn', `activity attempt ${earlier.attempt} of this run, timed out by Temporal (missed heartbeats), is still in progress in this worker: activity attempt ${attempt} waits for it instead of starting the agent again`);
+  const result = await keepAlive(() => earlier.settled);
+  if (!result) return undefined;
+  await note('info', `the run of activity attempt ${earlier.attempt} ended ${result.status}${result.exitCode === null ? '' : ` (exit ${result.exitCode})`}; activity attempt ${attempt} reports it`);
+  return result;
 }
 
 interface PreparedRun {
@@ -260,7 +304,8 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
   m.running.inc({ llm: input.llm });
   if (input.requestedAt) m.queueWait.observe({ llm: input.llm }, Math.max(0, (Date.now() - Date.parse(input.requestedAt)) / 1000));
   let ended = false;
-  const watch = watchRun(deps, input, prep, proc, output, sink);
+  const cancel = runCancellation(prep);
+  const watch = watchRun(deps, input, prep, proc, output, sink, cancel.signal);
   try {
     // the agent runs: an outage is waited out, since a failed try would stop it and the retry would run it again
     await untilPostgresAnswers(() => recordProcessStarted(deps.db, input.processId, proc.pid, input.kind, deps.worker));
@@ -270,6 +315,7 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
     return { result, stopReason: watch.stopReason(), output, flush: watch.flush };
   } finally {
     watch.stop();
+    cancel.dispose();
     m.running.dec({ llm: input.llm });
     sink.close();
     if (!ended) {
@@ -277,16 +323,39 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
       await proc.stop('abort');
       await proc.done;
       // before the caller appends its own line (one writer at a time); not waiting long for a PostgreSQL that is away
-      await sink.flush(AbortSignal.any([Context.current().cancellationSignal, AbortSignal.timeout(FAILED_RUN_FLUSH_MS)]));
+      await sink.flush(AbortSignal.any([cancel.signal, AbortSignal.timeout(FAILED_RUN_FLUSH_MS)]));
     }
   }
+}
+
+/**
+ * Temporal's cancellation of this try, but for the one that says only that Temporal no longer knows the try: it timed
+ * the try out because the worker missed its heartbeats (paused by SIGSTOP, a frozen VM). That one stops nothing: the
+ * agent goes on, its end is recorded, and a retry that comes to this worker waits for it (awaitEarlierTry) instead of
+ * running the agent again. The attempt's cancel and the process's stop still reach the run through its rows
+ * (processWatch), a worker shutdown through this signal.
+ */
+function runCancellation(prep: PreparedRun): { signal: AbortSignal; dispose(): void } {
+  const ctx = Context.current();
+  const controller = new AbortController();
+  const onAbort = () => {
+    const d = ctx.cancellationDetails;
+    if (d && (d.notFound || d.timedOut) && !d.cancelRequested && !d.workerShutdown) {
+      prep.log('warn', 'Temporal timed this try out (the worker missed its heartbeats); the agent goes on and its end is recorded for the retry');
+      return;
+    }
+    controller.abort(ctx.cancellationSignal.reason);
+  };
+  if (ctx.cancellationSignal.aborted) onAbort();
+  else ctx.cancellationSignal.addEventListener('abort', onAbort, { once: true });
+  return { signal: controller.signal, dispose: () => ctx.cancellationSignal.removeEventListener('abort', onAbort) };
 }
 
 /**
  * The timers of a running agent: log/progress flushes, heartbeats, resource samples, and the watch on the process
  * and attempt rows (the API's stop and cancel) and on Temporal cancellation, both of which stop the group.
  */
-function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, proc: GroupProcess, output: AgentOutput, sink: LogSink) {
+function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, proc: GroupProcess, output: AgentOutput, sink: LogSink, cancelled: AbortSignal) {
   const ctx = Context.current();
   let stopReason: 'stopped' | 'cancelled' | null = null;
   let lastProgressEvent = 0;
@@ -294,7 +363,7 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
   /** Live state; with `logs` (the run's end) first every log line queued so far (the periodic tick leaves the lines to the sink's own batching). */
   const flush = (logs = true) => {
     flushing = flushing.then(async () => {
-      if (logs) await sink.flush(ctx.cancellationSignal);
+      if (logs) await sink.flush(cancelled);
       // the run's end writes its last values itself, after anything queued for it (lib/attempts/liveState.ts)
       const queued = logs ? await settleLiveState(deps.db, input.processId) : undefined;
       if (output.progress || output.tokens || queued) {
@@ -337,21 +406,20 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
     if (!stopReason) stopReason = 'cancelled';
     void proc.stop('abort');
   };
-  ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
+  cancelled.addEventListener('abort', onCancel, { once: true });
   return {
     flush,
     stopReason: () => stopReason,
     stop() {
       for (const t of timers) clearInterval(t);
       unwatch();
-      ctx.cancellationSignal.removeEventListener('abort', onCancel);
+      cancelled.removeEventListener('abort', onCancel);
     },
   };
 }
 
 /** The run's status from how the process ended; logs, metrics and the process row written. */
 async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, run: ProcessRun): Promise<RunAgentResult> {
-  const ctx = Context.current();
   const m = attemptMetrics(deps.metrics.registry);
   const { result, stopReason, output } = run;
   const argv0 = (input.kind === 'follow_up' ? prep.profile.resumeCommand : prep.profile.command)[0];
@@ -393,7 +461,6 @@ async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: Prepare
     const ended = await recordProcessEnded(deps.db, input.processId, status, result.code, error);
     if (!ended) await setProcessExit(deps.db, input.processId, result.code, error);
   });
-  if (ctx.cancellationSignal.aborted) throw new CancelledFailure('agent run cancelled');
   return { status, exitCode: result.code, error, summary: output.summary || (output.finalMessage.text() ?? ''), sessionId: output.sessionId };
 }
 
