@@ -26,6 +26,8 @@ export async function runApi(services: string[]): Promise<number> {
   const temporalAddress = config.temporal.address ?? '127.0.0.1:7233';
   const dependencies = createDependencyState(logger);
   const temporal = createTemporalHandle(temporalAddress, config.temporal.namespace, { isDown: () => dependencies.isDown('temporal') });
+  // a connection that hung stays hung: calls waiting on it get their 503 now, and the next call after the outage dials afresh
+  dependencies.onDown('temporal', () => temporal.reconnect());
   await checkSearchAttributes(temporal, config.temporal.namespace, logger);
   markUpOnPoolConnect(dependencies, pool);
   const probes = startDependencyProbes(dependencies, { databaseUrl: config.databaseUrl, temporalAddress, namespace: config.temporal.namespace });

@@ -49,6 +49,8 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
   });
   const pool = createPool(infra.databaseUrl, logger, { max: 20 });
   const temporal = createTemporalHandle(infra.temporalAddress, config.temporal.namespace, { isDown: () => dependencies.isDown('temporal') });
+  // a connection that hung stays hung: calls waiting on it get their 503 now, and the next call after the outage dials afresh
+  dependencies.onDown('temporal', () => temporal.reconnect());
   markUpOnPoolConnect(dependencies, pool);
   const probes = startDependencyProbes(dependencies, { databaseUrl: infra.databaseUrl, temporalAddress: infra.temporalAddress, namespace: config.temporal.namespace });
   const metrics = createMetrics();

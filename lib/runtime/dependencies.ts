@@ -4,10 +4,10 @@
  * `armada start`, at once by the supervisor when a server it owns exits. GET /health reports it, and calls that need
  * a down dependency answer 503 at once instead of hanging.
  */
-import { Connection } from '@temporalio/client';
+import type { Connection } from '@temporalio/client';
 import { Client } from 'pg';
 import type { Logger } from '../logger';
-import { TEMPORAL_CHANNEL_ARGS } from '../temporal/client';
+import { connectOrClose, TEMPORAL_CHANNEL_ARGS } from '../temporal/client';
 
 export type DependencyName = 'postgres' | 'temporal';
 const NAMES: readonly DependencyName[] = ['postgres', 'temporal'];
@@ -24,12 +24,15 @@ export interface DependencyState {
   markUp(name: DependencyName): void;
   /** Calls `listener` once, the next time `name` is called down; returns what unsubscribes it. */
   onceDown(name: DependencyName, listener: () => void): () => void;
+  /** Calls `fn` each time `name` goes down (after the warning is logged). */
+  onDown(name: DependencyName, fn: () => void): void;
 }
 
 export function createDependencyState(logger: Logger): DependencyState {
   const downSince = new Map<DependencyName, number>();
   const lastUp = new Map<DependencyName, number>();
   const waiting = new Map<DependencyName, Set<() => void>>(NAMES.map((n) => [n, new Set()]));
+  const onDown = new Map<DependencyName, (() => void)[]>();
   return {
     down: () => NAMES.filter((n) => downSince.has(n)),
     isDown: (name) => downSince.has(name),
@@ -41,6 +44,7 @@ export function createDependencyState(logger: Logger): DependencyState {
       const listeners = [...(waiting.get(name) ?? [])];
       waiting.get(name)?.clear();
       for (const listener of listeners) listener();
+      for (const fn of onDown.get(name) ?? []) fn();
     },
     markUp(name) {
       lastUp.set(name, Date.now());
@@ -53,6 +57,9 @@ export function createDependencyState(logger: Logger): DependencyState {
       const set = waiting.get(name);
       set?.add(listener);
       return () => set?.delete(listener);
+    },
+    onDown(name, fn) {
+      onDown.set(name, [...(onDown.get(name) ?? []), fn]);
     },
   };
 }
@@ -119,8 +126,9 @@ const MIN_LOOK_GAP_MS = 100;
 class SlowProbe extends Error {}
 
 /**
- * Probes each dependency every intervalMs on a connection of its own (a busy pool does not look like a dead server),
- * and PostgreSQL again at once when the server ends the probe's connection.
+ * Probes each dependency every intervalMs on a connection of its own (a busy pool does not look like a dead server; a
+ * hung connection of the API's client is not the probe's), a fresh one after a failed Temporal probe, and PostgreSQL
+ * again at once when the server ends the probe's connection.
  *
  * A PostgreSQL probe that gets no answer within its deadline is followed by the next at once, on a new connection,
  * and the one left behind keeps waiting: an answer that comes late is a sign of life like any other. So PostgreSQL is
@@ -212,12 +220,18 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
       // no SDK retry interceptor: one call is one probe (the probes retry every interval). Its retries waited in timers
       // that outlived stop(): closing the connection then made the next one throw from a timer, an uncaught exception
       // at Ctrl-C after an outage (armada exited 70)
-      temporal ??= await Connection.connect({ address, connectTimeout: temporalTimeoutMs, channelArgs: TEMPORAL_CHANNEL_ARGS, interceptors: [] });
+      temporal ??= await connectOrClose({ address, connectTimeout: temporalTimeoutMs, channelArgs: TEMPORAL_CHANNEL_ARGS, interceptors: [] });
       const c = temporal;
       // the deadline only bounds a call left behind: `within` decides, without this process's own stalls
       await within(temporalTimeoutMs, c.withDeadline(Date.now() + 4 * temporalTimeoutMs, () => c.workflowService.getSystemInfo({})));
       answered('temporal');
     } catch (err) {
+      // the next probe dials afresh: a connection whose peer took it and went silent (a hung host, a partition, a
+      // black-holing proxy) is never given up by grpc-js while its handshake waits, so probing on it again would
+      // report Temporal down for as long as that socket stays open, also once the server answers new connections
+      const gone = temporal;
+      temporal = undefined;
+      await gone?.close().catch(() => undefined);
       failed('temporal', err, startedAt);
     }
     return false; // Temporal's probes keep to the interval

@@ -1,18 +1,41 @@
 /** The Temporal client of a process, connected lazily so an API can start (and answer /health) before Temporal is up. */
-import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
+import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type ConnectionOptions } from '@temporalio/client';
 import { AppError } from '../errors';
 
 export interface TemporalHandle {
   /** Connects on first use; later calls share the connection. Throws a 503 AppError while Temporal is known down. */
   client(): Promise<Client>;
+  /**
+   * Gives up the current connection (Temporal was found down): calls still waiting for it to connect fail at once,
+   * and the next client() opens a fresh one. A connection whose TCP peer takes bytes and never answers (a hung host,
+   * a partition) is otherwise never replaced: grpc-js has no connect timeout, and keepalive only runs on a connection
+   * that completed its HTTP/2 handshake.
+   */
+  reconnect(): void;
   close(): Promise<void>;
 }
 
 /**
  * gRPC reconnects within about 2 s of the server coming back (the default backoff grows to 2 minutes, which left the
  * API failing long after a restarted dev server was up again).
+ *
+ * Keepalive (written out; the SDK's defaults are 30 s and 15 s): an established connection that goes silent is closed
+ * within about 25 s and the next call dials again. Temporal's frontend refuses pings more often than every 10 s
+ * (`frontend.keepAliveMinTime`, also in the CLI's dev server; it permits pings without calls) with GOAWAY
+ * too_many_pings, so 15 s keeps a margin above it.
+ *
+ * A local subchannel pool: grpc-js otherwise shares one subchannel (one TCP connection) between all channels with the
+ * same target and options, so the dependency probe and the API's client used the same socket, and a fresh Connection
+ * after an outage got the old, hung one back.
  */
-export const TEMPORAL_CHANNEL_ARGS = { 'grpc.initial_reconnect_backoff_ms': 250, 'grpc.max_reconnect_backoff_ms': 2000 };
+export const TEMPORAL_CHANNEL_ARGS = {
+  'grpc.initial_reconnect_backoff_ms': 250,
+  'grpc.max_reconnect_backoff_ms': 2000,
+  'grpc.keepalive_time_ms': 15_000,
+  'grpc.keepalive_timeout_ms': 10_000,
+  'grpc.keepalive_permit_without_calls': 1,
+  'grpc.use_local_subchannel_pool': 1,
+};
 
 /** How long a call may retry UNAVAILABLE before the API answers 503 (four tries, about 1 s), instead of 10 tries. */
 const API_RETRY_ATTEMPTS = 4;
@@ -58,26 +81,75 @@ export interface TemporalHandleOptions {
   connectTimeoutMs?: number;
 }
 
+/**
+ * Connection.connect, but a connection that did not get through is closed (the SDK leaves it open, and with a local
+ * subchannel pool each one would keep its own hung socket).
+ */
+export async function connectOrClose(options: ConnectionOptions): Promise<Connection> {
+  const connection = Connection.lazy(options);
+  try {
+    await connection.ensureConnected();
+    return connection;
+  } catch (err) {
+    await connection.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+interface OpenConnection {
+  connection: Connection;
+  client: Client;
+  /** stops retries on this connection (set before it is closed) */
+  closing: boolean;
+  retryDue(): number;
+}
+
+/** Closes a connection once the retries it had already scheduled have fired (at most ~0.6 s), so none starts on it closed. */
+async function retire(pending: Promise<OpenConnection>): Promise<void> {
+  let open: OpenConnection;
+  try {
+    open = await pending;
+  } catch {
+    return; // never connected
+  }
+  open.closing = true; // no new retry from now on
+  // a retry decided before this fires on the open channel, fails, and its call ends (at most ~0.6 s)
+  const wait = open.retryDue() - Date.now();
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait + 50));
+  await open.connection.close().catch(() => undefined);
+}
+
 export function createTemporalHandle(address: string, namespace: string, opts: TemporalHandleOptions = {}): TemporalHandle {
-  let pending: Promise<{ connection: Connection; client: Client }> | undefined;
-  let closing = false;
-  const retries = closableRetries(() => closing);
-  const connect = async (): Promise<{ connection: Connection; client: Client }> => {
-    const connection = await Connection.connect({
+  let pending: Promise<OpenConnection> | undefined;
+  const retiring = new Set<Promise<void>>();
+  const connect = async (): Promise<OpenConnection> => {
+    const open = { closing: false } as OpenConnection;
+    const retries = closableRetries(() => open.closing);
+    open.retryDue = retries.retryDue;
+    open.connection = await connectOrClose({
       address,
       connectTimeout: opts.connectTimeoutMs ?? 3000,
       channelArgs: TEMPORAL_CHANNEL_ARGS,
       interceptors: [retries.interceptor],
     });
-    return { connection, client: new Client({ connection, namespace }) };
+    open.client = new Client({ connection: open.connection, namespace });
+    return open;
+  };
+  const drop = () => {
+    if (!pending) return;
+    const r = retire(pending);
+    pending = undefined;
+    retiring.add(r);
+    void r.finally(() => retiring.delete(r));
   };
   return {
     async client() {
       if (opts.isDown?.()) throw temporalUnavailable();
       if (!pending) {
-        pending = connect();
-        pending.catch(() => {
-          pending = undefined; // retry the connection on the next call
+        const p = connect();
+        pending = p;
+        p.catch(() => {
+          if (pending === p) pending = undefined; // retry the connection on the next call
         });
       }
       try {
@@ -86,19 +158,10 @@ export function createTemporalHandle(address: string, namespace: string, opts: T
         throw isTemporalUnreachable(err) ? temporalUnavailable((err as Error).message) : err;
       }
     },
+    reconnect: drop,
     async close() {
-      if (!pending) return;
-      const closed = pending;
-      pending = undefined;
-      closing = true; // no new retry from now on
-      // a retry decided before this fires on the open channel, fails, and its call ends (at most ~0.6 s)
-      const wait = retries.retryDue() - Date.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait + 50));
-      try {
-        (await closed).connection.close();
-      } catch {
-        /* never connected */
-      }
+      drop();
+      await Promise.all([...retiring]);
     },
   };
 }

@@ -37,6 +37,7 @@ function countingTemporal(inner: TemporalHandle): TemporalHandle {
         },
       }) as Client;
     },
+    reconnect: () => inner.reconnect(),
     close: () => inner.close(),
   };
 }

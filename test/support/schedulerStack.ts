@@ -50,7 +50,7 @@ export async function schedulerApiWithStartHook(
       ],
     },
   });
-  const temporal = { client: async () => client, close: async () => undefined };
+  const temporal = { client: async () => client, reconnect: () => undefined, close: async () => undefined };
   const app = await buildSchedulerApp({ db: stack.db, config: stack.config, keys: stack.keys, temporal, logger, metrics: stack.metrics, secondListener: true });
   await app.ready();
   return {

@@ -1,52 +1,79 @@
 /**
  * A TCP proxy on loopback in front of a real server (the Temporal dev server), to make it unreachable or slow for a
  * while: `refuse` breaks open connections and closes new ones at once, `hold` keeps every byte a client sends (new and open connections)
- * until the mode goes back to `forward`, which then delivers them in order.
+ * until the mode goes back to `forward`, which then delivers them in order. `blackhole` is a hung host or a partition:
+ * open connections go silent and new ones are accepted but never reach the server; all of them stay silent (open,
+ * nothing forwarded, nothing answered) also after the mode goes back to `forward`, which only new connections see.
  */
 import net from 'node:net';
 
-export type ProxyMode = 'forward' | 'refuse' | 'hold';
+export type ProxyMode = 'forward' | 'refuse' | 'hold' | 'blackhole';
 
 export interface TcpProxy {
   /** host:port to connect to instead of the target */
   address: string;
   setMode(mode: ProxyMode): void;
+  /** Breaks every open connection (as `refuse` does) without changing the mode. */
+  reset(): void;
+  /** The connections open now, black-holed ones included. */
+  openConnections(): number;
   close(): Promise<void>;
+}
+
+interface Piped {
+  upstream?: net.Socket;
+  chunks: Buffer[];
+  /** black-holed: nothing is forwarded either way, for good */
+  silent: boolean;
 }
 
 export async function startTcpProxy(target: string, mode: ProxyMode = 'forward'): Promise<TcpProxy> {
   const [host, port] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
   let current = mode;
-  const held: { upstream: net.Socket; chunks: Buffer[] }[] = [];
+  const held: Piped[] = [];
   const sockets = new Set<net.Socket>();
+  const clients = new Map<net.Socket, Piped>();
   const flush = () => {
-    for (const h of held.splice(0)) for (const c of h.chunks) h.upstream.write(c);
+    for (const h of held.splice(0)) if (!h.silent) for (const c of h.chunks) h.upstream?.write(c);
+  };
+  const resetAll = () => {
+    for (const s of sockets) s.destroy();
   };
   const server = net.createServer((client) => {
     if (current === 'refuse') {
       client.destroy();
       return;
     }
-    const upstream = net.connect(port, host);
+    const entry: Piped = { chunks: [], silent: current === 'blackhole' };
     sockets.add(client);
+    clients.set(client, entry);
+    const end = () => {
+      client.destroy();
+      entry.upstream?.destroy();
+      sockets.delete(client);
+      if (entry.upstream) sockets.delete(entry.upstream);
+      clients.delete(client);
+    };
+    client.on('close', end);
+    client.on('error', end);
+    if (entry.silent) {
+      client.on('data', () => undefined); // read and dropped: the peer sees its bytes taken and never answered
+      return;
+    }
+    const upstream = net.connect(port, host);
+    entry.upstream = upstream;
     sockets.add(upstream);
-    const entry = { upstream, chunks: [] as Buffer[] };
     client.on('data', (chunk) => {
+      if (entry.silent) return;
       if (current === 'hold') {
         if (!held.includes(entry)) held.push(entry);
         entry.chunks.push(chunk);
       } else upstream.write(chunk);
     });
-    upstream.pipe(client);
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    client.on('close', end);
+    upstream.on('data', (chunk) => {
+      if (!entry.silent) client.write(chunk);
+    });
     upstream.on('close', end);
-    client.on('error', end);
     upstream.on('error', end);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -55,10 +82,13 @@ export async function startTcpProxy(target: string, mode: ProxyMode = 'forward')
     setMode(m) {
       current = m;
       if (m === 'forward') flush();
-      if (m === 'refuse') for (const s of sockets) s.destroy(); // open connections break too
+      if (m === 'refuse') resetAll(); // open connections break too
+      if (m === 'blackhole') for (const e of clients.values()) e.silent = true; // open connections go silent too
     },
+    reset: resetAll,
+    openConnections: () => clients.size,
     async close() {
-      for (const s of sockets) s.destroy();
+      resetAll();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
