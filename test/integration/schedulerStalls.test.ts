@@ -214,9 +214,12 @@ test('a stop still takes effect at once: a sleeping script is killed within 5 s,
     const handle = client.workflow.getHandle(`execution:${execution}`);
     await expect(handle.result()).rejects.toThrow();
     expect((await handle.describe()).status.name).toBe('CANCELLED');
-    // the stop reached the task's try through PostgreSQL (its heartbeats go out every 24 s): it ended ExecutionStopped
+    // the stop reached the task's try through PostgreSQL (its heartbeats go out every 24 s): it ended ExecutionStopped.
+    // The workflow's own cancellation races it: when the workflow closed first (the try is cancelled, not waited for),
+    // the try's failure came after the close and is not in the history; no other failure ever is
     const failures = ((await handle.fetchHistory()).events ?? []).flatMap((ev) => (ev.activityTaskFailedEventAttributes ? [ev.activityTaskFailedEventAttributes.failure] : []));
-    expect(failures.map((f) => f?.applicationFailureInfo?.type)).toEqual([EXECUTION_STOPPED]);
+    expect(failures.map((f) => f?.applicationFailureInfo?.type).filter((t) => t !== EXECUTION_STOPPED)).toEqual([]);
+    expect(failures.length).toBeLessThanOrEqual(1);
     await recordHistory(stack, `execution:${execution}`, execution === id ? 'workflow-run-stopped-by-request' : 'workflow-run-stopped-by-request-in-first-flow');
   }
   expect(runsSent() - before).toBe(1);
