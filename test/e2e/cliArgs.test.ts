@@ -1,0 +1,67 @@
+/**
+ * The real `bin/armada` executable parses every command's options strictly: `--help`/`-h` prints that command's own
+ * help and exits 0, an unknown option is one line naming it (exit 2); neither touches ARMADA_HOME or a database.
+ * Without a command, or with an unknown one, it is a usage error (exit 2).
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ARMADA_BIN } from '../support/armadaProcess';
+const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
+
+jest.setTimeout(300_000);
+
+let home: string;
+let env: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-cli-args-'));
+  // nothing may be started or migrated; were it, it would be this empty home on a free port, not the run's database
+  env = { ...process.env, ARMADA_HOME: home, ARMADA_CONFIG: '', DATABASE_URL: '', TEMPORAL_ADDRESS: '', ARMADA_PG_PORT: String(await freePort()), ARMADA_LOG_LEVEL: 'warn' };
+});
+afterAll(() => {
+  fs.rmSync(home, { recursive: true, force: true });
+});
+
+function armada(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [ARMADA_BIN, ...args], { env, timeout: 120_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** Runs `fn` over `items`, two at a time (the machine has two cores). */
+async function twoAtATime<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (let i = 0; i < items.length; i += 2) results.push(...(await Promise.all(items.slice(i, i + 2).map(fn))));
+  return results;
+}
+
+const COMMANDS = ['start', 'status', 'api', 'worker', 'bundle', 'migrate', 'infra'];
+
+test('armada <command> --help (and -h) prints that command\'s help, exit 0, and touches nothing', async () => {
+  const runs = await twoAtATime([...COMMANDS.map((c) => [c, '--help']), ['migrate', '-h']], async (args) => ({ args, ...(await armada(args)) }));
+  for (const r of runs) {
+    const command = r.args[0] as string;
+    expect([r.args, r.code, r.stderr]).toEqual([r.args, 0, '']);
+    expect(r.stdout).toMatch(new RegExp(`^Usage: armada ${command}\\b`, 'm'));
+    expect(r.stdout).not.toContain('Commands:'); // its own help, not the list of all commands
+  }
+  expect(fs.readdirSync(home)).toEqual([]);
+});
+
+test('an unknown option is one line naming it, exit 2, and touches nothing', async () => {
+  const commands = [...COMMANDS, 'sources list', 'workflows list', 'schedules list', 'tools serve'];
+  const runs = await twoAtATime(commands, async (c) => ({ c, ...(await armada([...c.split(' '), '--any-bogus-flag'])) }));
+  for (const r of runs) {
+    const command = r.c.split(' ')[0];
+    expect([r.c, r.code, r.stdout, r.stderr]).toEqual([r.c, 2, '', `armada ${command}: unknown option '--any-bogus-flag'; run armada ${command} --help\n`]);
+  }
+  const positional = await armada(['migrate', 'now']);
+  expect([positional.code, positional.stderr]).toEqual([2, "armada migrate: unexpected argument 'now'; run armada migrate --help\n"]);
+  const noOut = await armada(['bundle']);
+  expect([noOut.code, noOut.stderr]).toEqual([2, 'armada bundle: --out FILE is required; run armada bundle --help\n']);
+  expect(fs.readdirSync(home)).toEqual([]);
+});
