@@ -20,12 +20,21 @@ export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
     switch (command) {
-      case undefined:
+      case undefined: // a usage error: the list of commands, on stderr
+        process.stderr.write(HELP);
+        return 2;
       case '-h':
       case '--help':
-      case 'help':
         process.stdout.write(HELP);
         return 0;
+      case 'help': {
+        const about = rest[0];
+        if (about !== undefined && Object.hasOwn(COMMAND_HELP, about)) return printHelp(about as HelpedCommand);
+        if (about !== undefined && ['sources', 'workflows', 'schedules', 'worktrees', 'tools'].includes(about)) return main([about, '--help']);
+        if (about !== undefined) return main([about]); // an unknown command: its one line
+        process.stdout.write(HELP);
+        return 0;
+      }
       case '-v':
       case '--version': {
         const { loadConfig } = require('../lib/config') as typeof import('../lib/config');
@@ -124,7 +133,7 @@ export async function main(argv: string[]): Promise<number> {
         return await runTools(rest);
       }
       default:
-        process.stderr.write(`armada: unknown command "${command}"\n\n${HELP}`);
+        process.stderr.write(`armada: unknown ${command.startsWith('-') ? 'option' : 'command'} '${command}'; run armada --help\n`);
         return 2;
     }
   } catch (err) {

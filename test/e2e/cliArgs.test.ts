@@ -65,3 +65,18 @@ test('an unknown option is one line naming it, exit 2, and touches nothing', asy
   expect([noOut.code, noOut.stderr]).toEqual([2, 'armada bundle: --out FILE is required; run armada bundle --help\n']);
   expect(fs.readdirSync(home)).toEqual([]);
 });
+
+test('no command prints the help on stderr with exit 2; an unknown command is one line, exit 2', async () => {
+  const none = await armada([]);
+  expect([none.code, none.stdout]).toEqual([2, '']);
+  expect(none.stderr).toContain('Usage: armada <command> [options]');
+  const unknown = await armada(['strat']);
+  expect([unknown.code, unknown.stdout, unknown.stderr]).toEqual([2, '', "armada: unknown command 'strat'; run armada --help\n"]);
+  const help = await armada(['--help']);
+  expect([help.code, help.stderr]).toEqual([0, '']);
+  expect(help.stdout).toContain('Usage: armada <command> [options]');
+  const helpMigrate = await armada(['help', 'migrate']);
+  expect([helpMigrate.code, helpMigrate.stderr]).toEqual([0, '']);
+  expect(helpMigrate.stdout).toMatch(/^Usage: armada migrate\b/m);
+  expect(fs.readdirSync(home)).toEqual([]);
+});
