@@ -55,8 +55,9 @@ Usage: armada start
 
 Starts an embedded PostgreSQL in $ARMADA_HOME/pg (unless DATABASE_URL is set) and a Temporal dev server
 (unless TEMPORAL_ADDRESS is set), applies migrations, then runs the four HTTP services and one worker in this
-process. Ctrl-C or SIGTERM stops everything it started. When ready it prints the addresses (and, on the first
-start, the generated API key, stored in $ARMADA_HOME/api-key). A missing Temporal CLI is provisioned once into
+process. Ctrl-C or SIGTERM stops everything it started. When ready it prints the addresses: as text on a
+terminal (with the API key generated on the first start), as one JSON line {"event":"ready",…} otherwise, which
+names the key's file ($ARMADA_HOME/api-key) and never the key. A missing Temporal CLI is provisioned once into
 ARMADA_TOOLS_DIR.
 
 Environment: ARMADA_HOME, ARMADA_CONFIG, DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_CLI_PATH,

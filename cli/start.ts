@@ -12,9 +12,10 @@ import { createDependencyState, markUpOnPoolConnect, startDependencyProbes } fro
 import { installLastResort } from '../lib/runtime/lastResort';
 import { runShutdownSteps } from '../lib/runtime/shutdownSteps';
 import { startWorkers } from '../workers/createWorker';
-import type { Logger } from '../lib/logger';
+import { resolveLogFormat, type Logger } from '../lib/logger';
 import { sdkLogger } from '../lib/temporal/sdkLogger';
 import { bootstrap, startInfrastructure, untilSignal } from './runtime';
+import { readyBanner, stoppedBanner } from './startBanner';
 
 /**
  * Installs the Temporal SDK runtime before any worker exists: our own shutdown owns SIGINT/SIGTERM (so HTTP drains
@@ -115,18 +116,26 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
     await shutdown();
     throw err;
   }
-  const lines = [
-    `armada ${config.version} is up in ${((Date.now() - t0) / 1000).toFixed(1)} s (data in ${config.home})`,
-    ...Object.entries(services.addresses).map(([name, addr]) => `  ${name.padEnd(14)} ${addr}`),
-    `  temporal       ${infra.temporalAddress}${infra.temporal && config.embedded.temporalUiPort ? ` (UI http://127.0.0.1:${config.embedded.temporalUiPort})` : ''}`,
-    `  postgres       ${infra.postgres ? `embedded, port ${config.embedded.pgPort}` : 'DATABASE_URL'}`,
-  ];
-  if (keys.generatedApiKey) lines.push(`  API key (X-API-Key for scheduler, agents, traces; shown once, stored in ${config.home}/api-key):`, `    ${keys.generatedApiKey}`);
+  // the log stream's format: a JSON line among JSON log lines, text for a person at a terminal
+  const output = { format: resolveLogFormat(config.logFormat, process.stdout.isTTY === true), tty: process.stdout.isTTY === true };
+  const banner = readyBanner(
+    {
+      version: config.version,
+      startupSeconds: (Date.now() - t0) / 1000,
+      home: config.home,
+      addresses: services.addresses,
+      temporal: { address: infra.temporalAddress, uiUrl: infra.temporal && config.embedded.temporalUiPort ? `http://127.0.0.1:${config.embedded.temporalUiPort}` : undefined },
+      postgresPort: infra.postgres ? config.embedded.pgPort : null,
+      apiKeyFile: keys.apiKeyFile,
+      generatedApiKey: keys.generatedApiKey,
+    },
+    output,
+  );
   const stopped = untilSignal(logger, shutdown); // before the banner: a supervisor may signal as soon as it reads it
-  process.stdout.write(`${lines.join('\n')}\nPress Ctrl-C to stop.\n`);
+  process.stdout.write(banner);
   const failed = await Promise.race([stopped.then(() => undefined), gaveUp]);
   if (failed === undefined) {
-    process.stdout.write('armada stopped\n');
+    process.stdout.write(stoppedBanner(output));
     return 0;
   }
   // a dependency keeps dying: stop the rest and exit non-zero, so systemd or Kubernetes restarts the whole suite

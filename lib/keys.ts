@@ -14,6 +14,8 @@ export interface ResolvedKeys {
   encryption: Buffer;
   /** Set when this call generated the shared API key, so the caller prints it once. */
   generatedApiKey?: string;
+  /** Where the shared API key is kept ($ARMADA_HOME/api-key); undefined when the environment gives the keys. */
+  apiKeyFile?: string;
 }
 
 /** What to do about an empty key file: an empty key would be used as one (an empty X-API-Key would match it). */
@@ -58,9 +60,11 @@ function readOrCreateKey(file: string): { key: string; created: boolean } {
 export function resolveKeys(config: ArmadaConfig): ResolvedKeys {
   let shared = config.apiKeys.default;
   let generatedApiKey: string | undefined;
+  let apiKeyFile: string | undefined;
   const needShared = !(config.apiKeys.scheduler && config.apiKeys.agents && config.apiKeys.traces);
   if (!shared && needShared) {
-    const r = readOrCreateKey(path.join(config.home, 'api-key'));
+    apiKeyFile = path.join(config.home, 'api-key');
+    const r = readOrCreateKey(apiKeyFile);
     shared = r.key;
     if (r.created) generatedApiKey = r.key;
   }
@@ -72,6 +76,7 @@ export function resolveKeys(config: ArmadaConfig): ResolvedKeys {
     task: config.apiKeys.task,
     encryption: crypto.createHash('sha256').update(enc).digest(),
     generatedApiKey,
+    apiKeyFile,
   };
 }
 

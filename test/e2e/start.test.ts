@@ -1,24 +1,27 @@
 /**
  * `armada start` as a user runs it: a real process with embedded PostgreSQL and a Temporal dev server in a fresh
  * ARMADA_HOME. Checks every port answers /health, Ctrl-C (SIGINT) leaves no process behind, and a second start
- * keeps the data of the first.
+ * keeps the data of the first. Its stdout is a pipe, so its banner is a JSON line that never holds the API key.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { eventually, makeGitRepo } from '../support/harness';
 import { processesUsing } from '../support/processes';
-import { ctrlC, startArmada, type RunningArmada, type StartPorts } from '../support/armadaStart';
+import { ctrlC, readyLine, startArmada, type RunningArmada, type StartPorts } from '../support/armadaStart';
 
 jest.setTimeout(300_000);
 
 let home: string;
 let ports: StartPorts | undefined;
+let last: RunningArmada | undefined;
 
 beforeAll(() => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-start-'));
 });
-afterAll(() => {
+afterAll(async () => {
+  // a failed expectation must not leave armada and its servers running
+  if (last && last.child.exitCode === null && last.child.signalCode === null) await ctrlC(last);
   fs.rmSync(home, { recursive: true, force: true });
 });
 
@@ -26,6 +29,7 @@ afterAll(() => {
 async function start(env: NodeJS.ProcessEnv = {}): Promise<RunningArmada> {
   const armada = await startArmada(home, env, ports);
   ports = armada.ports;
+  last = armada;
   return armada;
 }
 
@@ -33,14 +37,29 @@ test('npm start brings every service up; Ctrl-C leaves nothing running; a second
   const t0 = Date.now();
   const first = await start({ ARMADA_LOG_LEVEL: 'info' });
   const startupSeconds = (Date.now() - t0) / 1000;
-  expect(first.output()).toMatch(/armada .* is up in/);
-  expect(first.output()).toMatch(/API key .*shown once/);
   const p = first.ports;
+  // stdout is a pipe: the banner is one JSON line with the addresses, naming the key's file and never the key
+  const apiKey = fs.readFileSync(path.join(home, 'api-key'), 'utf8').trim();
+  expect(readyLine(first.output())).toMatchObject({
+    level: 30,
+    event: 'ready',
+    home,
+    addresses: {
+      task: `http://127.0.0.1:${p.task}`,
+      scheduler: `http://127.0.0.1:${p.scheduler}`,
+      'scheduler-alt': `http://127.0.0.1:${p.schedulerAlt}`,
+      agents: `http://127.0.0.1:${p.agents}`,
+      traces: `http://127.0.0.1:${p.traces}`,
+    },
+    apiKeyFile: path.join(home, 'api-key'),
+    apiKeyGenerated: true,
+  });
+  expect(first.output()).not.toContain(apiKey);
+  expect(first.output()).not.toMatch(/Press Ctrl-C|is up in/);
   for (const port of [p.task, p.scheduler, p.schedulerAlt, p.agents, p.traces]) {
     const r = await fetch(`http://127.0.0.1:${port}/health`);
     expect(r.status).toBe(200);
   }
-  const apiKey = fs.readFileSync(path.join(home, 'api-key'), 'utf8').trim();
   expect((await fetch(`http://127.0.0.1:${p.scheduler}/api/v1/x`)).status).toBe(401);
   expect((await fetch(`http://127.0.0.1:${p.scheduler}/api/v1/x`, { headers: { 'x-api-key': apiKey } })).status).toBe(404);
 
@@ -62,11 +81,13 @@ test('npm start brings every service up; Ctrl-C leaves nothing running; a second
   const projectId = ((await created.json()) as { data: { id: string } }).data.id;
 
   expect(await ctrlC(first)).toBe(0);
+  expect(first.output()).toMatch(/^\{.*"event":"stopped".*\}$/m);
+  expect(first.output()).not.toMatch(/^armada stopped$/m);
   await new Promise((r) => setTimeout(r, 500));
   expect(processesUsing(home)).toEqual([]);
 
   const second = await start();
-  expect(second.output()).not.toMatch(/shown once/); // the key was generated once and kept
+  expect(readyLine(second.output())).toMatchObject({ event: 'ready', apiKeyFile: path.join(home, 'api-key'), apiKeyGenerated: false }); // kept
   const again = await fetch(`http://127.0.0.1:${second.ports.task}/api/projects/${projectId}`);
   expect(again.status).toBe(200);
   expect(((await again.json()) as { data: { name: string } }).data.name).toBe('Survives restarts');

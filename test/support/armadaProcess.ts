@@ -61,8 +61,9 @@ function firstChild(pid: number): number | undefined {
 }
 
 /**
- * `armada start` as a user runs it, resolved once it prints "Press Ctrl-C". With tty, it runs under util-linux's
- * `script`, so its stdout is a terminal (as in an interactive shell); Ctrl-C then goes to armada itself.
+ * `armada start` as a user runs it, resolved once it prints its banner: "Press Ctrl-C" on a terminal, the
+ * `{"event":"ready",…}` line otherwise. With tty, it runs under util-linux's `script`, so its stdout is a terminal
+ * (as in an interactive shell); Ctrl-C then goes to armada itself.
  */
 export function startArmada(env: NodeJS.ProcessEnv, opts: { tty?: boolean; timeoutMs?: number } = {}): Promise<StartedArmada> {
   const child = opts.tty
@@ -82,7 +83,7 @@ export function startArmada(env: NodeJS.ProcessEnv, opts: { tty?: boolean; timeo
   return new Promise((resolve, reject) => {
     const deadline = Date.now() + (opts.timeoutMs ?? 300_000);
     const timer = setInterval(() => {
-      if (out.includes('Press Ctrl-C')) {
+      if (out.includes('Press Ctrl-C') || out.includes('"event":"ready"')) {
         clearInterval(timer);
         resolve({ child, output: () => out, stop });
       } else if (Date.now() > deadline) {

@@ -69,7 +69,7 @@ function envFor(home: string, ports: StartPorts, extra: NodeJS.ProcessEnv): Node
 }
 
 /**
- * `armada start` on ARMADA_HOME `home`, resolved once it prints its banner; when a port picked for it was taken
+ * `armada start` on ARMADA_HOME `home`, resolved once it prints its banner (its ready line); when a port picked for it was taken
  * meanwhile by another test file, again on fresh ports. `ports` reuses the ports of an earlier start.
  */
 export async function startArmada(home: string, extraEnv: NodeJS.ProcessEnv = {}, ports?: StartPorts): Promise<RunningArmada> {
@@ -91,7 +91,7 @@ function startOnce(home: string, ports: StartPorts, extraEnv: NodeJS.ProcessEnv)
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
     const timer = setInterval(() => {
-      if (out.includes('Press Ctrl-C')) {
+      if (isUp(out)) {
         clearInterval(timer);
         resolve({ child, ports, output: () => out, exited });
       }
@@ -101,6 +101,17 @@ function startOnce(home: string, ports: StartPorts, extraEnv: NodeJS.ProcessEnv)
       reject(new Error(`armada start exited with ${code}: ${out}`));
     });
   });
+}
+
+/** Whether `armada start` printed its banner: the ready JSON line (stdout not a terminal) or "Press Ctrl-C" (a terminal). */
+export function isUp(output: string): boolean {
+  return output.includes('"event":"ready"') || output.includes('Press Ctrl-C');
+}
+
+/** The ready line of `armada start` whose stdout is not a terminal, parsed; undefined before it came. */
+export function readyLine(output: string): Record<string, unknown> | undefined {
+  const line = output.split('\n').find((l) => l.includes('"event":"ready"'));
+  return line === undefined ? undefined : (JSON.parse(line) as Record<string, unknown>);
 }
 
 /** Ctrl-C in a terminal: SIGINT to armada's whole process group. Resolves with the exit code. */
