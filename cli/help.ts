@@ -70,9 +70,10 @@ See README.md and docs/operations.md.
 
 Usage: armada status [--json]
 
-Shows whether an armada runs on $ARMADA_HOME, each configured service port and its /health, the worker queues
-and their pollers, PostgreSQL and Temporal, versions and the data directory's size. Changes nothing; works on a
-stopped home.
+Shows whether an armada runs on $ARMADA_HOME (decided by the home's own processes: the armada owning its embedded
+servers, or one started with this ARMADA_HOME serving a port), each configured service port and its /health (a
+service of another home on that port is "other", naming that home), the worker queues and their pollers,
+PostgreSQL and Temporal, versions and the data directory's size. Changes nothing; works on a stopped home.
 
 Options:
   --json                One JSON object instead of text.

@@ -1,7 +1,8 @@
 /**
  * `armada status`: what runs on this ARMADA_HOME. Reads the home (the embedded PostgreSQL's postmaster.pid, the
  * Temporal dev server's pid file beside temporal.db, the provisioned tools), probes every configured service's
- * /health, asks Temporal for the pollers of the worker queues, and sums the data directory. Changes nothing.
+ * /health and tells this home's services from another home's by the process listening on the port, asks Temporal
+ * for the pollers of the worker queues, and sums the data directory. Changes nothing.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -9,6 +10,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { loadConfig, type ArmadaConfig } from '../lib/config';
 import { liveArmadaOwner } from '../lib/runtime/homeInUse';
+import { portListener } from '../lib/runtime/portListener';
 import { checkProvisioned } from '../lib/runtime/provisionTemporalCli';
 import { findTemporalCli } from '../lib/runtime/temporalDevServer';
 import { hostQueue } from '../lib/temporal/queues';
@@ -17,9 +19,11 @@ import { dirSize } from '../lib/fs/dirSize';
 interface ServiceStatus {
   name: string;
   url: string;
-  state: 'up' | 'unhealthy' | 'down';
+  /** `other`: something answers on the port, but not an armada of this home (`owner` names it when it can) */
+  state: 'up' | 'unhealthy' | 'down' | 'other';
   detail?: string;
   version?: string;
+  owner?: { pid: number; home?: string };
 }
 
 interface ServerStatus {
@@ -136,6 +140,27 @@ async function queuePollers(address: string, namespace: string, names: string[])
   }
 }
 
+const ARMADA_COMMAND = /\barmada\b/;
+
+/**
+ * Which of the answering services belong to an armada of this home (the process listening on the port runs with
+ * this ARMADA_HOME); the others are marked `other`. Returns the pid of this home's armada among them, if any.
+ */
+function claimServices(config: ArmadaConfig, services: (ServiceStatus & { port: number })[], knownArmada: number | undefined): number | undefined {
+  let own: number | undefined;
+  for (const s of services) {
+    if (s.state === 'down') continue;
+    const listener = portListener(s.port, knownArmada ? [knownArmada] : []);
+    if (listener && listener.home === config.home && ARMADA_COMMAND.test(listener.command)) {
+      own ??= listener.pid;
+      continue;
+    }
+    s.state = 'other';
+    if (listener) s.owner = { pid: listener.pid, home: listener.home };
+  }
+  return own;
+}
+
 export async function collectStatus(config: ArmadaConfig): Promise<ArmadaStatus> {
   const base = (port: number) => `http://${config.host}:${port}`;
   const ports: [string, number | null][] = [
@@ -147,18 +172,23 @@ export async function collectStatus(config: ArmadaConfig): Promise<ArmadaStatus>
   ];
   const postgres = postgresStatus(config);
   const temporal = temporalStatus(config);
-  const services = await Promise.all(ports.filter((p): p is [string, number] => p[1] !== null).map(([name, port]) => probe(name, base(port))));
+  const probed = await Promise.all(ports.filter((p): p is [string, number] => p[1] !== null).map(async ([name, port]) => ({ ...(await probe(name, base(port))), port })));
   const shared = config.temporal.taskQueue;
   const workerQueues =
     temporal.state === 'stopped' ? [shared, hostQueue(shared)].map((name) => ({ name, pollers: null })) : await queuePollers(temporal.address as string, config.temporal.namespace, [shared, hostQueue(shared)]);
+  // running is decided by this home's own processes: the armada that owns its embedded servers, or one of this home
+  // serving a port; never by whatever answers on the configured ports (an armada of another home may)
   const owner = [postgres.pid, temporal.pid].map((pid) => (pid ? liveArmadaOwner(pid) : undefined)).find(Boolean);
+  const serving = claimServices(config, probed, owner?.pid);
+  const armadaPid = owner?.pid ?? serving;
+  const services: ServiceStatus[] = probed.map(({ port: _port, ...s }) => s);
   const versions: Record<string, string> = { armada: config.version, node: process.version };
   if (postgres.version) versions.postgresql = postgres.version;
   if (temporal.version) versions.temporal = temporal.version.replace(/^temporal version /, '');
   return {
     home: config.home,
-    running: services.some((s) => s.state !== 'down') || postgres.state === 'running' || temporal.state === 'running',
-    armadaPid: owner?.pid,
+    running: armadaPid !== undefined,
+    armadaPid,
     services,
     postgres,
     temporal,
@@ -179,13 +209,20 @@ function human(bytes: number): string {
   return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
 }
 
+function serviceState(v: ServiceStatus): string {
+  if (v.state === 'unhealthy' && v.detail) return `unhealthy (${v.detail})`;
+  if (v.state !== 'other') return v.state;
+  if (!v.owner) return 'answering, but not an armada of this home';
+  return `answering for ${v.owner.home ? `another home, ${v.owner.home}` : 'another process'} (pid ${v.owner.pid})`;
+}
+
 export function formatStatus(s: ArmadaStatus): string {
   const server = (x: ServerStatus) =>
     x.mode === 'external' ? `external (${x.address})` : `embedded, ${x.address}, ${x.state}${x.pid ? ` (pid ${x.pid})` : ''}`;
   const lines = [
     `armada on ${s.home}: ${s.running ? `running${s.armadaPid ? ` (pid ${s.armadaPid})` : ''}` : 'stopped'}`,
     '  services',
-    ...s.services.map((v) => `    ${v.name.padEnd(14)} ${v.url.padEnd(24)} ${v.state}${v.state === 'unhealthy' && v.detail ? ` (${v.detail})` : ''}`),
+    ...s.services.map((v) => `    ${v.name.padEnd(14)} ${v.url.padEnd(24)} ${serviceState(v)}`),
     `  postgres       ${server(s.postgres)}`,
     `  temporal       ${server(s.temporal)}`,
     `  worker queues  ${s.workerQueues.map((q) => `${q.name} (${q.pollers === null ? 'unknown' : `${q.pollers} poller${q.pollers === 1 ? '' : 's'}`})`).join(', ')}`,

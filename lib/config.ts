@@ -303,9 +303,17 @@ function packageVersion(): string {
   }
 }
 
+/**
+ * The ARMADA_HOME an environment names: ARMADA_HOME, else ~/.armada (HOME of that environment, else this user's),
+ * resolved against `cwd`.
+ */
+export function armadaHome(env: NodeJS.ProcessEnv, cwd = process.cwd()): string {
+  return path.resolve(cwd, nonEmpty(env.ARMADA_HOME) ?? path.join(nonEmpty(env.HOME) ?? os.homedir(), '.armada'));
+}
+
 /** Builds the configuration from an environment (process.env by default) and the config file it names. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
-  const home = path.resolve(nonEmpty(env.ARMADA_HOME) ?? path.join(os.homedir(), '.armada'));
+  const home = armadaHome(env);
   const configPath = path.resolve(nonEmpty(env.ARMADA_CONFIG) ?? path.join(home, 'config.json'));
   const file = readFileConfig(configPath);
   const logLevel = nonEmpty(env.ARMADA_LOG_LEVEL) ?? 'info';

@@ -3,9 +3,12 @@
  * ARMADA_HOME. Checks every port answers /health, Ctrl-C (SIGINT) leaves no process behind, and a second start
  * keeps the data of the first. Its stdout is a pipe, so its banner is a JSON line that never holds the API key.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { ArmadaStatus } from '../../cli/status';
+import { ARMADA_BIN } from '../support/armadaProcess';
 import { eventually, makeGitRepo } from '../support/harness';
 import { processesUsing } from '../support/processes';
 import { ctrlC, readyLine, startArmada, type RunningArmada, type StartPorts } from '../support/armadaStart';
@@ -60,6 +63,28 @@ test('npm start brings every service up; Ctrl-C leaves nothing running; a second
     const r = await fetch(`http://127.0.0.1:${port}/health`);
     expect(r.status).toBe(200);
   }
+  // armada status on this home: running, by this armada, every service its own
+  const env = {
+    ...process.env,
+    ARMADA_HOME: home,
+    ARMADA_CONFIG: '',
+    DATABASE_URL: '',
+    TEMPORAL_ADDRESS: '',
+    ARMADA_TASK_PORT: String(p.task),
+    ARMADA_SCHEDULER_PORT: String(p.scheduler),
+    ARMADA_SCHEDULER_ALT_PORT: String(p.schedulerAlt),
+    ARMADA_AGENTS_PORT: String(p.agents),
+    ARMADA_TRACES_PORT: String(p.traces),
+    ARMADA_PG_PORT: String(p.pg),
+    ARMADA_TEMPORAL_PORT: String(p.temporal),
+  };
+  const status = JSON.parse(execFileSync(process.execPath, [ARMADA_BIN, 'status', '--json'], { env, encoding: 'utf8', timeout: 60_000 })) as ArmadaStatus;
+  expect([status.running, status.armadaPid]).toEqual([true, first.child.pid]);
+  expect(status.services.map((s) => `${s.name}:${s.state}`)).toEqual(['task:up', 'scheduler:up', 'scheduler-alt:up', 'agents:up', 'traces:up']);
+  // and on another home with the same ports: stopped, the services named as this home's
+  const elsewhere = JSON.parse(execFileSync(process.execPath, [ARMADA_BIN, 'status', '--json'], { env: { ...env, ARMADA_HOME: path.join(home, 'nonexistent') }, encoding: 'utf8', timeout: 60_000 })) as ArmadaStatus;
+  expect(elsewhere.running).toBe(false);
+  expect(elsewhere.services.map((s) => [s.name, s.state, s.owner])).toEqual(status.services.map((s) => [s.name, 'other', { pid: first.child.pid, home }]));
   expect((await fetch(`http://127.0.0.1:${p.scheduler}/api/v1/x`)).status).toBe(401);
   expect((await fetch(`http://127.0.0.1:${p.scheduler}/api/v1/x`, { headers: { 'x-api-key': apiKey } })).status).toBe(404);
 

@@ -1,0 +1,80 @@
+/**
+ * `armada status` decides by the home's own processes, not by whatever answers on the configured ports: a service
+ * of an armada running on another ARMADA_HOME is reported as that home's, and this home as stopped.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ArmadaStatus } from '../../cli/status';
+import { ARMADA_BIN } from '../support/armadaProcess';
+const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
+
+jest.setTimeout(120_000);
+
+let dir: string;
+let otherHome: string;
+let port: number;
+let service: ChildProcess;
+
+/** A process started as `armada` with ARMADA_HOME=home, serving /health on `port` like an armada service does. */
+function fakeArmadaService(home: string, listenPort: number): Promise<ChildProcess> {
+  const script = path.join(dir, 'armada');
+  fs.writeFileSync(
+    script,
+    `require('node:http').createServer((req, res) => { res.setHeader('content-type', 'application/json'); res.end('{"status":"ok"}'); })` +
+      `.listen(${listenPort}, '127.0.0.1', () => process.stdout.write('listening\\n'));`,
+  );
+  const child = spawn(process.execPath, [script], { env: { ...process.env, ARMADA_HOME: home }, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.stdout?.once('data', () => resolve(child));
+    child.once('exit', (code) => reject(new Error(`the fake service exited with ${code}`)));
+  });
+}
+
+function status(home: string): Promise<ArmadaStatus> {
+  const env = {
+    ...process.env,
+    ARMADA_HOME: home,
+    ARMADA_CONFIG: '',
+    DATABASE_URL: '',
+    TEMPORAL_ADDRESS: '',
+    ARMADA_HOST: '127.0.0.1',
+    ARMADA_TASK_PORT: String(port),
+    // the other services' ports: closed
+    ARMADA_SCHEDULER_PORT: '1',
+    ARMADA_SCHEDULER_ALT_PORT: '',
+    ARMADA_AGENTS_PORT: '2',
+    ARMADA_TRACES_PORT: '3',
+  };
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [ARMADA_BIN, 'status', '--json'], { env, timeout: 60_000 }, (err, stdout) => (err ? reject(err) : resolve(JSON.parse(stdout))));
+  });
+}
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-status-home-'));
+  otherHome = path.join(dir, 'other-home');
+  fs.mkdirSync(otherHome);
+  port = await freePort();
+  service = await fakeArmadaService(otherHome, port);
+});
+afterAll(() => {
+  service?.kill('SIGKILL');
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test("a home with nothing of its own running is stopped, and the other home's service on its port is named as such", async () => {
+  const s = await status(path.join(dir, 'nonexistent'));
+  expect(s.running).toBe(false);
+  expect(s.armadaPid).toBeUndefined();
+  expect(s.services.find((x) => x.name === 'task')).toMatchObject({ state: 'other', owner: { pid: service.pid, home: otherHome } });
+  expect(s.services.filter((x) => x.name !== 'task').every((x) => x.state === 'down')).toBe(true);
+});
+
+test('the home whose armada serves the port is running, its service up', async () => {
+  const s = await status(otherHome);
+  expect(s.running).toBe(true);
+  expect(s.armadaPid).toBe(service.pid);
+  expect(s.services.find((x) => x.name === 'task')).toMatchObject({ state: 'up' });
+});
