@@ -1,5 +1,11 @@
-/** HTTP client of the scheduler for the CLI: URL from ARMADA_SCHEDULER_URL, key from ARMADA_SCHEDULER_API_KEY / ARMADA_API_KEY. */
+/**
+ * HTTP client of the scheduler for the CLI, configured like `armada start` (lib/config.ts): URL from
+ * ARMADA_SCHEDULER_URL, else ARMADA_HOST and ARMADA_SCHEDULER_PORT; key from ARMADA_SCHEDULER_API_KEY /
+ * ARMADA_API_KEY, else $ARMADA_HOME/api-key.
+ */
+import { loadConfig } from '../lib/config';
 import { fetchFailure } from '../lib/http/fetchFailure';
+import { clientApiKey } from '../lib/keys';
 
 export interface CliIo {
   env: NodeJS.ProcessEnv;
@@ -22,10 +28,6 @@ export class CliError extends Error {
   }
 }
 
-export function schedulerUrl(env: NodeJS.ProcessEnv): string {
-  return (env.ARMADA_SCHEDULER_URL || 'http://127.0.0.1:8883').replace(/\/+$/, '');
-}
-
 /**
  * `name` as one segment of a request path. `.` and `..` cannot be one: every URL parser resolves them (and their
  * %2E forms) away, so `/workflows/../schedules` would ask for `/schedules`; no workflow can have such a name.
@@ -37,9 +39,15 @@ export function pathSegment(what: string, name: string): string {
 
 /** Calls the scheduler; a non-2xx answer becomes a CliError carrying the API's `detail`. */
 export async function schedulerRequest<T>(env: NodeJS.ProcessEnv, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
-  const key = env.ARMADA_SCHEDULER_API_KEY || env.ARMADA_API_KEY;
-  if (!key) throw new CliError('ARMADA_API_KEY is not set (the scheduler key, printed by `armada start` and stored in $ARMADA_HOME/api-key)');
-  const url = `${schedulerUrl(env)}${path}`;
+  const config = loadConfig(env);
+  const key = clientApiKey(config, 'scheduler');
+  if (!key) {
+    throw new CliError(
+      `no scheduler API key: set ARMADA_API_KEY (or ARMADA_SCHEDULER_API_KEY), or use the ARMADA_HOME whose armada start wrote it (${config.home}/api-key does not exist)`,
+    );
+  }
+  const base = config.serviceUrls.scheduler;
+  const url = `${base}${path}`;
   let res: Response;
   try {
     res = await fetch(url, {
@@ -50,7 +58,9 @@ export async function schedulerRequest<T>(env: NodeJS.ProcessEnv, method: 'GET' 
     });
   } catch (err) {
     const failure = fetchFailure(err);
-    throw new CliError(`cannot reach the scheduler at ${schedulerUrl(env)}: ${failure.code ?? failure.reason}`);
+    throw new CliError(
+      `cannot reach the scheduler at ${base}: ${failure.code ?? failure.reason}; is armada running? If the scheduler is elsewhere, set ARMADA_SCHEDULER_URL (or ARMADA_HOST and ARMADA_SCHEDULER_PORT as for armada start)`,
+    );
   }
   const text = await res.text();
   let json: unknown;

@@ -14,7 +14,9 @@ Usage:
                         the runs of this schedule get it (flow tasks as their input, scripts in ARMADA_INPUT).
   armada schedules pause|resume|delete ID [--json]
 
-Environment: ARMADA_SCHEDULER_URL (default http://127.0.0.1:8883), ARMADA_API_KEY (or ARMADA_SCHEDULER_API_KEY).
+Environment: ARMADA_SCHEDULER_URL (default: where armada start serves it, ARMADA_HOST and ARMADA_SCHEDULER_PORT,
+http://127.0.0.1:8883), ARMADA_API_KEY or ARMADA_SCHEDULER_API_KEY (default: the key in $ARMADA_HOME/api-key).
+See docs/scheduler.md#cli.
 `;
 
 interface ScheduleView {

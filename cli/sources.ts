@@ -17,7 +17,9 @@ SOURCE is a source's id or its name (a name several sources share must be given 
 TYPE: flow-builder (alias langflow), automagik-hive, automagik-agents. An empty --api-key "" clears the key.
 A flow task's "flow" may be any of a flow's ID, ENDPOINT or NAME as listed by "armada sources flows".
 
-Environment: ARMADA_SCHEDULER_URL (default http://127.0.0.1:8883), ARMADA_API_KEY (or ARMADA_SCHEDULER_API_KEY).
+Environment: ARMADA_SCHEDULER_URL (default: where armada start serves it, ARMADA_HOST and ARMADA_SCHEDULER_PORT,
+http://127.0.0.1:8883), ARMADA_API_KEY or ARMADA_SCHEDULER_API_KEY (default: the key in $ARMADA_HOME/api-key).
+See docs/scheduler.md#cli.
 `;
 
 interface SourceView {

@@ -15,7 +15,9 @@ Usage:
 
 Schedules (several per workflow, cron or one-time): armada schedules --help.
 
-Environment: ARMADA_SCHEDULER_URL (default http://127.0.0.1:8883), ARMADA_API_KEY (or ARMADA_SCHEDULER_API_KEY).
+Environment: ARMADA_SCHEDULER_URL (default: where armada start serves it, ARMADA_HOST and ARMADA_SCHEDULER_PORT,
+http://127.0.0.1:8883), ARMADA_API_KEY or ARMADA_SCHEDULER_API_KEY (default: the key in $ARMADA_HOME/api-key).
+See docs/scheduler.md#cli.
 `;
 
 interface WorkflowView {

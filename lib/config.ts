@@ -188,7 +188,10 @@ export interface ArmadaConfig {
   codehost: { apiUrl: string; oauthUrl: string; clientId: string; pollIntervalMs: number };
   /** Bounds of filesystem walks (repository discovery, recursive listing): docs/filesystem.md#bounds. */
   filesystemWalks: { timeBudgetMs: number; maxEntries: number; concurrency: number; queue: number };
-  /** Where the task service forwards the board's /svc/<service>/ calls: ARMADA_<SERVICE>_URL, default this host's port. */
+  /**
+   * Where the services are reached from this host (the task service's /svc/<service>/ forwarding, the scheduler CLI):
+   * ARMADA_<SERVICE>_URL, default ARMADA_HOST (127.0.0.1 for a wildcard bind) and the service's port.
+   */
   serviceUrls: { scheduler: string; agents: string; traces: string };
   /** The board's built assets, served at `/` by the task service: ARMADA_WEB_DIR, default web/dist of the installation. */
   webDir: string;
@@ -288,9 +291,16 @@ function nonEmpty(v: string | undefined): string | undefined {
   return v === undefined || v === '' ? undefined : v;
 }
 
+/** The address a client on this host dials for a service bound to `host`: a wildcard bind (0.0.0.0, ::) is 127.0.0.1. */
+export function localAddress(host: string): string {
+  const h = host.trim().replace(/^\[(.*)\]$/, '$1');
+  if (h === '' || h === '0.0.0.0' || h === '::') return '127.0.0.1';
+  return net.isIPv6(h) ? `[${h}]` : h;
+}
+
 function serviceUrl(env: NodeJS.ProcessEnv, name: string, localPort: number): string {
   const v = nonEmpty(env[name]);
-  if (v === undefined) return `http://127.0.0.1:${localPort}`;
+  if (v === undefined) return `http://${localAddress(nonEmpty(env.ARMADA_HOST) ?? '127.0.0.1')}:${localPort}`;
   if (!/^https?:\/\/[^/]+/.test(v)) throw new ConfigError(`${name}: "${v}" is not an http(s) URL`);
   return v.replace(/\/+$/, '');
 }

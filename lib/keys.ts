@@ -89,6 +89,21 @@ export function lazyEncryptionKey(config: ArmadaConfig): () => Buffer {
   };
 }
 
+/**
+ * The shared API key a client on this host uses to reach the services of `armada start`: ARMADA_SCHEDULER_API_KEY
+ * (for the scheduler), ARMADA_API_KEY, else the key stored in $ARMADA_HOME/api-key. Never generates one; undefined
+ * when there is none.
+ */
+export function clientApiKey(config: ArmadaConfig, service: 'scheduler' | 'agents' | 'traces'): string | undefined {
+  const fromEnv = config.apiKeys[service] ?? config.apiKeys.default;
+  if (fromEnv) return fromEnv;
+  try {
+    return fs.readFileSync(path.join(config.home, 'api-key'), 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Constant-time comparison of a presented key with the expected one. */
 export function keysMatch(presented: string | undefined, expected: string): boolean {
   if (typeof presented !== 'string') return false;

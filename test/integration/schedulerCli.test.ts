@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { CliIo } from '../../cli/schedulerClient';
@@ -8,6 +10,7 @@ import { runWorkflows } from '../../cli/workflows';
 import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
 import { startServices } from '../../api/services';
 import { logger, startTestStack, type TestStack } from '../support/harness';
+const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 let stack: TestStack;
 let fake: FakeFlowBuilder;
@@ -73,9 +76,10 @@ describe('armada sources / workflows CLI', () => {
     const del = await cli(runSources, ['delete', s.id]);
     expect([del.code, del.stdout]).toEqual([0, `deleted source ${s.id}\n`]);
 
-    const noKey = await cli(runSources, ['list'], {});
+    // no key in the environment and none in the (empty) ARMADA_HOME: says which variable to set
+    const noKey = await cli(runSources, ['list'], { ARMADA_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'armada-cli-nokey-')) });
     expect(noKey.code).toBe(1);
-    expect(noKey.stderr).toContain('ARMADA_API_KEY is not set');
+    expect(noKey.stderr).toMatch(/^armada: no scheduler API key: set ARMADA_API_KEY .*api-key.*\n$/);
     const wrongKey = await cli(runSources, ['list'], { ARMADA_API_KEY: 'wrong' });
     expect([wrongKey.code, wrongKey.stderr]).toEqual([1, 'armada: Invalid API key (HTTP 401)\n']);
   });
@@ -159,6 +163,19 @@ describe('armada sources / workflows CLI', () => {
     const badAt = await cli(runSchedules, ['add', 'cli-sched', '--at', '2001-01-01T00:00']);
     expect([badAt.code, badAt.stderr]).toEqual([1, expect.stringMatching(/^armada: Time "2001-01-01T00:00" is in the past .* \(HTTP 400\)\n$/)]);
     expect((await stack.app('scheduler').inject({ method: 'DELETE', url: '/api/v1/workflows/cli-sched', headers: { 'x-api-key': KEY } })).statusCode).toBe(200);
+  });
+
+  test("without ARMADA_SCHEDULER_URL and ARMADA_API_KEY it uses armada start's: ARMADA_SCHEDULER_PORT and $ARMADA_HOME/api-key", async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-cli-home-'));
+    fs.writeFileSync(path.join(home, 'api-key'), `${KEY}\n`, { mode: 0o600 });
+    const list = await cli(runSources, ['list'], { ARMADA_SCHEDULER_URL: '', ARMADA_HOME: home, ARMADA_HOST: '127.0.0.1', ARMADA_SCHEDULER_PORT: new URL(url).port });
+    expect([list.code, list.stderr]).toEqual([0, '']);
+    expect(list.stdout).toMatch(/source\(s\)/);
+    // nothing listens there: the error names the URL and the variable to set
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const down = await cli(runWorkflows, ['list'], { ARMADA_SCHEDULER_URL: closed, ARMADA_API_KEY: KEY });
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(new RegExp(`^armada: cannot reach the scheduler at ${closed}: ECONNREFUSED; .*set ARMADA_SCHEDULER_URL`));
   });
 
   test('--help works from the real executable', async () => {
