@@ -21,11 +21,12 @@ import {
   type SourceRow,
 } from '../../lib/db/schedulerSources';
 import { schedulerMetrics } from '../../lib/scheduler/metrics';
-import { PlatformError, PlatformKeyRejected, checkHealth, listRemoteFlows, normaliseSourceUrl, validatePlatform, type PlatformTarget } from '../../lib/scheduler/platforms';
+import { PlatformError, checkHealth, listRemoteFlows, normaliseSourceUrl, validatePlatform, type PlatformTarget } from '../../lib/scheduler/platforms';
 import { sourceTarget } from '../../lib/scheduler/sourceTarget';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { deleteSchedule } from '../../lib/scheduler/temporalSchedules';
 import { sealSecret } from '../../lib/secretBox';
+import { redactUrlCredentials } from '../../lib/urlCredentials';
 import type { SchedulerPluginOptions } from './deps';
 import { resyncScheduleLater } from './scheduleResync';
 import { stopRuns } from './stopRuns';
@@ -66,6 +67,20 @@ export function sourceView(s: SourceRow) {
 
 const duplicateUrl = (url: string) => invalidRequest(`Source with URL ${url} already exists`);
 
+/** The longest reason a failed validation answers with (a platform's answer in it is already cut at 500). */
+const MAX_CAUSE_CHARS = 600;
+
+/**
+ * Why a platform failed its validation, for the client: one line, at most MAX_CAUSE_CHARS, without the key (a
+ * platform may echo it) or URL credentials. No stack: PlatformError messages name the call and the failure only.
+ */
+function validationCause(err: PlatformError, t: PlatformTarget): string {
+  let cause = redactUrlCredentials(err.message.replace(/\s+/g, ' ').trim());
+  // a key of a few characters would take letters out of the words around it (and is no secret worth hiding)
+  if (t.apiKey && t.apiKey.length >= 6) cause = cause.split(t.apiKey).join('[key]');
+  return cause.length > MAX_CAUSE_CHARS ? `${cause.slice(0, MAX_CAUSE_CHARS)}…` : cause;
+}
+
 export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (fastify, { deps }) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const settings = schedulerSettings(deps.config);
@@ -77,8 +92,9 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
     return s;
   };
   /**
-   * Validates the platform; the reason goes to the log (never the key). The client gets the documented detail, plus
-   * the platform's own words when it refused the key: that is the client's mistake to fix.
+   * Validates the platform; the reason goes to the log (never the key). The client gets the documented detail and
+   * the reason, shortened (the call and what went wrong, e.g. `GET /health failed: ECONNREFUSED`, or the platform's
+   * own words when it refused the key): without it only the server's log said why.
    */
   const validate = async (t: PlatformTarget): Promise<Record<string, unknown> | null> => {
     try {
@@ -86,8 +102,7 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
     } catch (err) {
       if (!(err instanceof PlatformError)) throw err;
       fastify.log.info({ url: t.url, sourceType: t.sourceType, reason: err.message }, 'source validation failed');
-      if (err instanceof PlatformKeyRejected) throw invalidRequest(`${SOURCE_VALIDATION_FAILED}: ${err.message}`);
-      throw invalidRequest(SOURCE_VALIDATION_FAILED);
+      throw invalidRequest(`${SOURCE_VALIDATION_FAILED}: ${validationCause(err, t)}`);
     }
   };
 

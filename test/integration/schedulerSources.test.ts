@@ -71,16 +71,16 @@ describe('scheduler sources', () => {
   });
 
   test.each([
-    ['down', 'down'],
-    ['HTTP 500', 'error'],
-    ['status: bad', 'bad'],
-  ])('creation fails with the exact detail when the platform is %s', async (_label, mode) => {
+    ['down', 'down', /^Failed to validate source: GET \/health failed: ECONNREFUSED$/],
+    ['HTTP 500', 'error', /^Failed to validate source: health check answered HTTP 500: \{"detail":"internal error"\}$/],
+    ['status: bad', 'bad', /^Failed to validate source: health check answered status "bad", expected "ok"$/],
+  ])('creation fails with the detail and its short cause when the platform is %s', async (_label, mode, detail) => {
     const other = await startFakeFlowBuilder();
     if (mode === 'down') await other.stop();
     else other.mode = mode as 'error' | 'bad';
     const r = await inject('POST', '/api/v1/sources', { source_type: 'flow-builder', url: other.url, api_key: 'k' });
     expect(r.statusCode).toBe(400);
-    expect(r.json()).toEqual({ detail: 'Failed to validate source' });
+    expect(r.json()).toEqual({ detail: expect.stringMatching(detail) });
     const n = await stack.db.query('SELECT count(*)::int AS n FROM scheduler_sources WHERE url = $1', [other.url]);
     expect(n.rows[0].n).toBe(0);
     await other.close();
@@ -112,7 +112,7 @@ describe('scheduler sources', () => {
     const down = await startFakeFlowBuilder();
     await down.stop();
     const bad = await inject('PATCH', `/api/v1/sources/${ids[1]}`, { url: down.url });
-    expect(bad.json()).toEqual({ detail: 'Failed to validate source' });
+    expect(bad.json()).toEqual({ detail: 'Failed to validate source: GET /health failed: ECONNREFUSED' });
     const taken = await inject('PATCH', `/api/v1/sources/${ids[1]}`, { url: `${fakes[2]?.url}/` });
     expect(taken.json()).toEqual({ detail: `Source with URL ${fakes[2]?.url} already exists` });
 
