@@ -1,15 +1,19 @@
 /** Pieces shared by the CLI commands: config + logger, the database URL, signals. */
 import path from 'node:path';
-import { loadConfig, type ArmadaConfig } from '../lib/config';
+import { configWarning, loadConfig, type ArmadaConfig } from '../lib/config';
 import { createLogger, resolveLogFormat, type Logger } from '../lib/logger';
 import { startEmbeddedPostgres, type RunningPostgres } from '../lib/runtime/embeddedPostgres';
 import { startTemporalDevServer, type RunningDevServer } from '../lib/runtime/temporalDevServer';
 import { supervise, type Supervisor } from '../lib/runtime/supervisor';
 import type { DependencyName } from '../lib/runtime/dependencies';
 
+/** The config and logger of a command that runs servers; a config warning is its first log line. */
 export function bootstrap(): { config: ArmadaConfig; logger: Logger } {
   const config = loadConfig();
-  return { config, logger: createLogger(config.logLevel, 'armada', undefined, resolveLogFormat(config.logFormat, process.stdout.isTTY === true)) };
+  const logger = createLogger(config.logLevel, 'armada', undefined, resolveLogFormat(config.logFormat, process.stdout.isTTY === true));
+  const warning = configWarning(config);
+  if (warning) logger.warn({ configPath: config.missingConfigFile }, warning);
+  return { config, logger };
 }
 
 export interface Infrastructure {

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { loadConfig, type ArmadaConfig } from '../lib/config';
+import { configWarning, loadConfig, type ArmadaConfig } from '../lib/config';
 import { liveArmadaOwner } from '../lib/runtime/homeInUse';
 import { portListener } from '../lib/runtime/portListener';
 import { checkProvisioned } from '../lib/runtime/provisionTemporalCli';
@@ -235,7 +235,10 @@ export function formatStatus(s: ArmadaStatus): string {
 }
 
 export async function runStatus(opts: { json?: boolean }): Promise<number> {
-  const status = await collectStatus(loadConfig());
+  const config = loadConfig();
+  const warning = configWarning(config);
+  if (warning) process.stderr.write(`armada: warning: ${warning}\n`); // stdout keeps the status (JSON with --json)
+  const status = await collectStatus(config);
   process.stdout.write(opts.json ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
   return 0;
 }

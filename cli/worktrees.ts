@@ -1,7 +1,7 @@
 /** `armada worktrees prune [--dry-run]`: the worktree janitor of this host, run once by an operator. */
 import { parseArgs } from 'node:util';
 import { pruneOrphanWorktrees } from '../activities/git/worktreeJanitor';
-import { ConfigError, loadConfig } from '../lib/config';
+import { ConfigError, configWarning, loadConfig } from '../lib/config';
 import { createPool } from '../lib/db/pool';
 import { createLogger } from '../lib/logger';
 
@@ -44,6 +44,8 @@ export async function runWorktrees(argv: string[]): Promise<number> {
   if (!config.databaseUrl) throw new ConfigError('DATABASE_URL is required for `armada worktrees prune` (the database this ARMADA_HOME belongs to)');
   // stdout carries the JSON lines; logs go to stderr
   const logger = createLogger(config.logLevel, 'armada', process.stderr);
+  const warning = configWarning(config);
+  if (warning) logger.warn({ configPath: config.missingConfigFile }, warning);
   const db = createPool(config.databaseUrl, logger, { max: 2 });
   try {
     const { pruned, failed } = await pruneOrphanWorktrees({ db, config, logger }, { dryRun: values['dry-run'] });

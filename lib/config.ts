@@ -175,6 +175,11 @@ export interface ServicePorts {
 export interface ArmadaConfig {
   home: string;
   configPath: string;
+  /**
+   * Set when ARMADA_CONFIG names a file that does not exist: the defaults apply (a missing file = defaults), and the
+   * commands say so in one warning (configWarning), since a misspelled path would otherwise go unnoticed.
+   */
+  missingConfigFile?: string;
   /** External PostgreSQL; undefined = embedded server in $ARMADA_HOME/pg. */
   databaseUrl?: string;
   temporal: { address?: string; namespace: string; cliPath: string; metricsPort: number | null; taskQueue: string };
@@ -326,6 +331,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
   const home = armadaHome(env);
   const configPath = path.resolve(nonEmpty(env.ARMADA_CONFIG) ?? path.join(home, 'config.json'));
   const file = readFileConfig(configPath);
+  // the default path missing is the normal case; a path someone set and that is not there is most likely a typo
+  const missingConfigFile = nonEmpty(env.ARMADA_CONFIG) !== undefined && !fs.existsSync(configPath) ? configPath : undefined;
   const logLevel = nonEmpty(env.ARMADA_LOG_LEVEL) ?? 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`ARMADA_LOG_LEVEL: "${logLevel}" is not a pino level`);
@@ -337,6 +344,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
   return {
     home,
     configPath,
+    missingConfigFile,
     toolsDir: path.resolve(nonEmpty(env.ARMADA_TOOLS_DIR) ?? path.join(home, 'tools')),
     databaseUrl: nonEmpty(env.DATABASE_URL),
     temporal: {
@@ -404,6 +412,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
     branchPrefix: file.branchPrefix ?? 'armada',
     version: packageVersion(),
   };
+}
+
+/** The one warning about a config that loaded: ARMADA_CONFIG names a file that does not exist. */
+export function configWarning(config: ArmadaConfig): string | undefined {
+  return config.missingConfigFile
+    ? `ARMADA_CONFIG names ${config.missingConfigFile}, which does not exist; going on with the defaults (docs/configuration.md)`
+    : undefined;
 }
 
 /** Whether `host` is a loopback bind address: 127.0.0.0/8, ::1 (also IPv4-mapped 127.x) or localhost. */

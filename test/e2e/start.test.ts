@@ -38,7 +38,8 @@ async function start(env: NodeJS.ProcessEnv = {}): Promise<RunningArmada> {
 
 test('npm start brings every service up; Ctrl-C leaves nothing running; a second start keeps the data', async () => {
   const t0 = Date.now();
-  const first = await start({ ARMADA_LOG_LEVEL: 'info' });
+  const missingConfig = path.join(home, 'no-such-config.json');
+  const first = await start({ ARMADA_LOG_LEVEL: 'info', ARMADA_CONFIG: missingConfig });
   const startupSeconds = (Date.now() - t0) / 1000;
   const p = first.ports;
   // stdout is a pipe: the banner is one JSON line with the addresses, naming the key's file and never the key
@@ -58,6 +59,10 @@ test('npm start brings every service up; Ctrl-C leaves nothing running; a second
     apiKeyGenerated: true,
   });
   expect(first.output()).not.toContain(apiKey);
+  // a misspelled ARMADA_CONFIG starts with the defaults, as documented, but says so in one warning line
+  const configWarnings = first.output().split('\n').filter((l) => l.includes(missingConfig));
+  expect(configWarnings).toHaveLength(1);
+  expect(JSON.parse(configWarnings[0] as string)).toMatchObject({ level: 40, configPath: missingConfig });
   expect(first.output()).not.toMatch(/Press Ctrl-C|is up in/);
   for (const port of [p.task, p.scheduler, p.schedulerAlt, p.agents, p.traces]) {
     const r = await fetch(`http://127.0.0.1:${port}/health`);

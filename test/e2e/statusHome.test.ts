@@ -32,7 +32,11 @@ function fakeArmadaService(home: string, listenPort: number): Promise<ChildProce
   });
 }
 
-function status(home: string): Promise<ArmadaStatus> {
+function status(home: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<ArmadaStatus> {
+  return statusRun(home, extraEnv).then((r) => JSON.parse(r.stdout));
+}
+
+function statusRun(home: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; stderr: string }> {
   const env = {
     ...process.env,
     ARMADA_HOME: home,
@@ -46,9 +50,10 @@ function status(home: string): Promise<ArmadaStatus> {
     ARMADA_SCHEDULER_ALT_PORT: '',
     ARMADA_AGENTS_PORT: '2',
     ARMADA_TRACES_PORT: '3',
+    ...extraEnv,
   };
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [ARMADA_BIN, 'status', '--json'], { env, timeout: 60_000 }, (err, stdout) => (err ? reject(err) : resolve(JSON.parse(stdout))));
+    execFile(process.execPath, [ARMADA_BIN, 'status', '--json'], { env, timeout: 60_000 }, (err, stdout, stderr) => (err ? reject(err) : resolve({ stdout, stderr })));
   });
 }
 
@@ -77,4 +82,13 @@ test('the home whose armada serves the port is running, its service up', async (
   expect(s.running).toBe(true);
   expect(s.armadaPid).toBe(service.pid);
   expect(s.services.find((x) => x.name === 'task')).toMatchObject({ state: 'up' });
+});
+
+test('an ARMADA_CONFIG naming a file that does not exist: one warning line naming it, then the defaults', async () => {
+  const missing = path.join(dir, 'armada-confg.json');
+  const r = await statusRun(otherHome, { ARMADA_CONFIG: missing });
+  expect(r.stderr).toBe(`armada: warning: ARMADA_CONFIG names ${missing}, which does not exist; going on with the defaults (docs/configuration.md)\n`);
+  expect(JSON.parse(r.stdout)).toMatchObject({ home: otherHome, running: true });
+  // the default path missing is the documented normal case: no warning
+  expect((await statusRun(otherHome)).stderr).toBe('');
 });
