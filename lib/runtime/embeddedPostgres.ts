@@ -9,6 +9,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Client } from 'pg';
 import { refuseIfOwned } from './homeInUse';
+import { isPostmasterOf } from './serverIdentity';
 import { spawnServer, type ServerProcess } from './serverProcess';
 import type { ChildServer } from './supervisor';
 import type { Logger } from '../logger';
@@ -84,6 +85,8 @@ export class EmbeddedPostgresError extends Error {
 /**
  * A postgres left running by a killed `armada start` holds the data dir: stop it before starting a new one. One whose
  * armada is still running is never touched (a second `armada start` or `armada migrate` on the same ARMADA_HOME).
+ * A postmaster.pid naming any other live process (after a reboot or a pid wrap) is stale: the process is left alone
+ * and the file removed, since postgres would refuse to start while the pid it names is alive.
  */
 async function stopStaleServer(dataDir: string, logger: Logger): Promise<void> {
   const pidFile = path.join(dataDir, 'postmaster.pid');
@@ -96,10 +99,14 @@ async function stopStaleServer(dataDir: string, logger: Logger): Promise<void> {
   if (!Number.isInteger(pid) || pid <= 0) return;
   try {
     process.kill(pid, 0);
-    const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    if (!cmd.includes('postgres')) return;
-  } catch {
-    return; // not running: postgres removes a stale pid file itself
+  } catch (err) {
+    // not running: postgres removes a stale pid file itself (EPERM: alive, another user's)
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return;
+  }
+  if (!isPostmasterOf(pid, dataDir)) {
+    logger.info({ pidFile, pid }, `removing a stale pid file: it names no postgres of ${dataDir}`);
+    fs.rmSync(pidFile, { force: true });
+    return;
   }
   refuseIfOwned(pid, `the embedded PostgreSQL of ${dataDir}`);
   logger.warn({ pid }, 'stopping a postgres left running by an earlier start');

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { refuseIfOwned } from './homeInUse';
+import { isDevServerOf } from './serverIdentity';
 import { spawnServer, type ServerProcess } from './serverProcess';
 import type { ChildServer } from './supervisor';
 import { provisionTemporalCli } from './provisionTemporalCli';
@@ -174,15 +175,20 @@ async function waitFor(done: () => boolean | Promise<boolean>, what: string): Pr
  * Kills a dev server left running by a killed `armada start` (its pid file sits beside the SQLite file); one whose
  * armada is still running is refused (ArmadaHomeInUse), never killed. Returns once it has exited and its ports
  * (`ports` on `ip`) are free: SIGKILL only starts the teardown, and a new server spawned meanwhile found its port
- * still bound and exited (`bind: address already in use`).
+ * still bound and exited (`bind: address already in use`). A pid file naming any other process (after a reboot or a
+ * pid wrap) is stale: it is removed and the process left alone.
  */
 async function stopStale(pidFile: string, dbFile: string, ip: string, ports: number[], logger: Logger): Promise<void> {
   let pid: number;
   try {
     pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
-    if (!fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('start-dev')) return;
   } catch {
     return; // none
+  }
+  if (!Number.isInteger(pid) || pid <= 0 || !isDevServerOf(pid, dbFile)) {
+    logger.info({ pidFile, pid }, `removing a stale pid file: it names no temporal dev server of ${dbFile}`);
+    fs.rmSync(pidFile, { force: true });
+    return;
   }
   refuseIfOwned(pid, `the Temporal dev server of ${dbFile}`);
   logger.warn({ pid }, 'stopping a temporal dev server left running by an earlier start');
