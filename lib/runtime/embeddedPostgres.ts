@@ -10,6 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { Client } from 'pg';
 import { refuseIfOwned } from './homeInUse';
 import { isPostmasterOf } from './serverIdentity';
+import { DataDirIncomplete, ensureDataDirInitialised } from './pgDataDir';
 import { spawnServer, type ServerProcess } from './serverProcess';
 import type { ChildServer } from './supervisor';
 import type { Logger } from '../logger';
@@ -189,21 +190,6 @@ function readOrCreatePassword(file: string): string {
   }
 }
 
-/**
- * Removes what `dir` holds, keeping `dir` itself: it may be a mount point (a volume or a tmpfs mounted at
- * $ARMADA_HOME/pg), which cannot be removed (EBUSY) — that used to stop `armada start` on its first run.
- */
-function emptyDirectory(dir: string): void {
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
-  for (const name of names) fs.rmSync(path.join(dir, name), { recursive: true, force: true });
-}
-
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<RunningPostgres> {
   const database = opts.database ?? 'armada';
   const user = 'armada';
@@ -224,10 +210,11 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   });
   fs.mkdirSync(path.dirname(opts.dataDir), { recursive: true });
   grantTraversal(opts.dataDir, log);
-  if (!fs.existsSync(path.join(opts.dataDir, 'PG_VERSION'))) {
-    emptyDirectory(opts.dataDir); // a half-initialised dir from a crash
-    log.info({ dataDir: opts.dataDir }, 'initialising embedded postgres');
-    await pg.initialise();
+  try {
+    await ensureDataDirInitialised(opts.dataDir, () => pg.initialise(), log);
+  } catch (err) {
+    if (err instanceof DataDirIncomplete) throw new EmbeddedPostgresError(`embedded postgres did not start: ${err.message}`);
+    throw err;
   }
   await stopStaleServer(opts.dataDir, log);
   const bin = await postgresBinary();
