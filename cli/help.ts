@@ -15,7 +15,7 @@ Commands:
                         Needs DATABASE_URL and TEMPORAL_ADDRESS (default 127.0.0.1:7233).
   worker [--queue Q]... [--concurrency N] [--max-agents N] [--health-port N] [--grace S] [--identity ID]
                         Run a Temporal worker (default queues: the shared queue and this host's queue).
-                        --health-port serves /health, /metrics and POST /drain; SIGTERM or /drain stops
+                        --health-port serves /health, /metrics and POST /drain; SIGTERM, SIGHUP or /drain stops
                         polling and gives running activities S seconds (default 30) to finish.
                         --concurrency N: short activities at once (default 20); --max-agents caps the
                         agent processes this worker runs at once (default: up to 250 agent runs).
@@ -55,7 +55,7 @@ Usage: armada start
 
 Starts an embedded PostgreSQL in $ARMADA_HOME/pg (unless DATABASE_URL is set) and a Temporal dev server
 (unless TEMPORAL_ADDRESS is set), applies migrations, then runs the four HTTP services and one worker in this
-process. Ctrl-C or SIGTERM stops everything it started. When ready it prints the addresses: as text on a
+process. Ctrl-C, SIGTERM or SIGHUP stops everything it started. When ready it prints the addresses: as text on a
 terminal (with the API key generated on the first start), as one JSON line {"event":"ready",…} otherwise, which
 names the key's file ($ARMADA_HOME/api-key) and never the key. A missing Temporal CLI is provisioned once into
 ARMADA_TOOLS_DIR.
@@ -88,7 +88,7 @@ Usage: armada api [--service S]...
 Options:
   --service S           task, scheduler, agents or traces; repeatable (default: all four).
 
-Prints {"event":"listening","addresses":{…}} when ready; SIGTERM drains and stops.
+Prints {"event":"listening","addresses":{…}} when ready; SIGTERM or SIGHUP drains and stops.
 
 Environment: DATABASE_URL (required), TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE, ARMADA_HOME,
 ARMADA_CONFIG, ARMADA_HOST, ARMADA_*_PORT, ARMADA_API_KEY, ARMADA_TASK_API_KEY, ARMADA_ENCRYPTION_KEY,
@@ -103,7 +103,7 @@ Options:
   --concurrency N       Short activities at once (default 20).
   --max-agents N        Agent processes this worker runs at once (default: up to 250 agent runs).
   --health-port N       Serve /health, /metrics and POST /drain on this port (0: any free port).
-  --grace S             Seconds running activities get to finish on SIGTERM or /drain (default 30).
+  --grace S             Seconds running activities get to finish on SIGTERM, SIGHUP or /drain (default 30).
   --identity ID         Worker identity in Temporal (default <hostname>-<pid>).
 
 Prints {"event":"worker-started",…} when polling and {"event":"worker-stopped",…} at the end.
@@ -136,7 +136,7 @@ Environment: DATABASE_URL, ARMADA_HOME, ARMADA_PG_PORT. See docs/operations.md.
 Usage: armada infra [--home DIR] [--pg-port N] [--temporal-port N] [--bundle FILE] [--until-stdin-closes]
 
 Starts them, applies the migrations, prints {"event":"ready","databaseUrl":…,"temporalAddress":…} and runs
-until stopped (SIGINT/SIGTERM).
+until stopped (SIGINT, SIGTERM or SIGHUP).
 
 Options:
   --home DIR            ARMADA_HOME to use (default: $ARMADA_HOME, else a new temporary directory).

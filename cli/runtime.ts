@@ -98,7 +98,13 @@ export async function startInfrastructure(config: ArmadaConfig, logger: Logger, 
   }
 }
 
-/** Runs `shutdown` on the first SIGINT/SIGTERM; a second signal exits at once. Resolves when shutdown is done. */
+/**
+ * The signals that stop a process in order: Ctrl-C, a supervisor's SIGTERM, and SIGHUP, which a closed terminal or
+ * ssh session sends (its default action killed armada at once, leaving its servers and agents running).
+ */
+export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
+/** Runs `shutdown` on the first of STOP_SIGNALS; a second signal exits at once. Resolves when shutdown is done. */
 export function untilSignal(logger: Logger, shutdown: (signal: string) => Promise<void>): Promise<void> {
   return new Promise((resolve) => {
     let stopping = false;
@@ -108,16 +114,16 @@ export function untilSignal(logger: Logger, shutdown: (signal: string) => Promis
         process.exit(130);
       }
       stopping = true;
+      // after a hangup the terminal is gone: a write to it fails (EIO), which must not cut the stop short
+      if (signal === 'SIGHUP') for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
       logger.info({ signal }, 'shutting down');
       shutdown(signal)
         .catch((err) => logger.error({ err }, 'shutdown failed'))
         .finally(() => {
-          process.removeListener('SIGINT', handler);
-          process.removeListener('SIGTERM', handler);
+          for (const s of STOP_SIGNALS) process.removeListener(s, handler);
           resolve();
         });
     };
-    process.on('SIGINT', handler);
-    process.on('SIGTERM', handler);
+    for (const s of STOP_SIGNALS) process.on(s, handler);
   });
 }
