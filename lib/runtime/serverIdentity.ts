@@ -67,3 +67,14 @@ export function isPostmasterOf(pid: number, dataDir: string): boolean {
   if (d !== undefined) return realPath(d, p.cwd) === realPath(dataDir);
   return p.cwd !== undefined && realPath(p.cwd) === realPath(dataDir);
 }
+
+/** The pid of an initdb running on `dataDir` (another start initialising it), or undefined. */
+export function initdbRunningOn(dataDir: string): number | undefined {
+  for (const name of fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    const p = describe(Number(name));
+    if (!p || path.basename(p.argv[0] ?? '') !== 'initdb') continue;
+    const d = optionValue(p.argv, '--pgdata') ?? optionValue(p.argv, '-D');
+    if (d !== undefined && realPath(d, p.cwd) === realPath(dataDir)) return Number(name);
+  }
+  return undefined;
+}
