@@ -2,6 +2,7 @@
 import { ConfigError } from '../lib/config';
 import { EmbeddedPostgresError } from '../lib/runtime/embeddedPostgres';
 import { ArmadaHomeInUse } from '../lib/runtime/homeInUse';
+import { requireOpenFileLimit } from '../lib/runtime/openFileLimit';
 import { TemporalCliProvisionError } from '../lib/runtime/provisionTemporalCli';
 import { TemporalCliMissing } from '../lib/runtime/temporalDevServer';
 import { SearchAttributesMissing } from '../lib/temporal/searchAttributeCheck';
@@ -44,6 +45,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'start': {
         const values = parseCommandOptions('start', rest, {});
         if (!values) return printHelp('start');
+        requireOpenFileLimit('start'); // before its modules load: too low a limit fails there, or later natively
         const { runStart } = require('./start') as typeof import('./start');
         return await runStart(values);
       }
@@ -70,6 +72,7 @@ export async function main(argv: string[]): Promise<number> {
         });
         if (!values) return printHelp('worker');
         const num = (v: string | undefined) => (v === undefined ? undefined : Number(v));
+        requireOpenFileLimit('worker');
         const { runWorker } = require('./worker') as typeof import('./worker');
         return await runWorker({
           queues: values.queue,
