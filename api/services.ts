@@ -1,7 +1,7 @@
 /** Builds and runs the HTTP services of one process: any of task, scheduler (two ports), agents, traces. */
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
-import type { ArmadaConfig } from '../lib/config';
+import { ConfigError, type ArmadaConfig } from '../lib/config';
 import type { ResolvedKeys } from '../lib/keys';
 import type { Logger } from '../lib/logger';
 import { createServiceMetrics, type Metrics } from '../lib/metrics';
@@ -68,12 +68,12 @@ export async function buildService(name: ServiceName, given: ServiceDeps): Promi
 
 export async function startServices(names: readonly ServiceName[], deps: ServiceDeps): Promise<RunningServices> {
   const { config } = deps;
-  const listeners: { name: string; port: number }[] = [];
+  const listeners: { name: string; port: number; variable: string }[] = [];
   for (const name of names) {
     if (name === 'scheduler') {
-      listeners.push({ name: 'scheduler', port: config.ports.scheduler });
-      if (config.ports.schedulerAlt !== null) listeners.push({ name: 'scheduler-alt', port: config.ports.schedulerAlt });
-    } else listeners.push({ name, port: config.ports[name] });
+      listeners.push({ name: 'scheduler', port: config.ports.scheduler, variable: 'ARMADA_SCHEDULER_PORT' });
+      if (config.ports.schedulerAlt !== null) listeners.push({ name: 'scheduler-alt', port: config.ports.schedulerAlt, variable: 'ARMADA_SCHEDULER_ALT_PORT' });
+    } else listeners.push({ name, port: config.ports[name], variable: `ARMADA_${name.toUpperCase()}_PORT` });
   }
   const metrics = serviceMetrics(names, deps.metrics);
   const apps: FastifyInstance[] = [];
@@ -86,7 +86,10 @@ export async function startServices(names: readonly ServiceName[], deps: Service
       const name = l.name === 'scheduler-alt' ? 'scheduler' : (l.name as ServiceName);
       const app = await buildService(name, { ...deps, metrics: metrics[name], secondListener: l.name === 'scheduler-alt' });
       apps.push(app);
-      addresses[l.name] = await app.listen({ host: config.host, port: l.port });
+      addresses[l.name] = await app.listen({ host: config.host, port: l.port }).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EADDRINUSE') throw err;
+        throw new ConfigError(`port ${l.port} on ${config.host} (the ${l.name} service) is in use: stop what listens there, or set ${l.variable} to a free port`);
+      });
     }
   } catch (err) {
     await close();

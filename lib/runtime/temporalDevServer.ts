@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { refuseIfOwned } from './homeInUse';
 import { isDevServerOf } from './serverIdentity';
+import { devServerFailure } from './devServerFailure';
 import { spawnServer, type ServerProcess } from './serverProcess';
 import type { ChildServer } from './supervisor';
 import { provisionTemporalCli } from './provisionTemporalCli';
@@ -240,7 +241,7 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<Ru
     let exited: string | null = null;
     void server.exited.then(async (how) => {
       await server.stderrDrained(2000); // its last lines may still be on the way after the exit
-      exited = `temporal dev server ${how}: ${server.stderrTail().slice(-2000)}`;
+      exited = devServerFailure(how, server.stderrTail(), { dbFile: opts.dbFile, ip: opts.ip, port: opts.port, uiPort: opts.uiPort });
     });
     if (server.pid) fs.writeFileSync(pidFile, String(server.pid));
     try {

@@ -1,0 +1,75 @@
+/**
+ * What `armada` says when a port it needs is busy or the Temporal dev server's SQLite file is damaged: one line naming
+ * the variable or the file and what to do. A busy HTTP port used to read `listen EADDRINUSE: address already in use
+ * 127.0.0.1:22000`, a busy Temporal port `temporal dev server exited … bind: address already in use`, and a damaged
+ * temporal.db `… database disk image is malformed …`.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createLogger } from '../../lib/logger';
+import { resolveTemporalCli, startTemporalDevServer } from '../../lib/runtime/temporalDevServer';
+import { ARMADA_BIN } from '../support/armadaProcess';
+const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
+
+jest.setTimeout(120_000);
+
+let dir: string;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-messages-'));
+});
+afterEach(() => {
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function listening(): Promise<{ port: number; close(): void }> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as net.AddressInfo).port, close: () => server.close() };
+}
+
+async function devServerError(dbFile: string, port: number): Promise<string> {
+  const cli = await resolveTemporalCli(process.env.TEMPORAL_CLI_PATH || 'temporal', process.env.ARMADA_TOOLS_DIR || os.tmpdir(), () => undefined);
+  const logger = createLogger('error', 'armada', { write: () => undefined });
+  try {
+    const dev = await startTemporalDevServer({ cliPath: cli, toolsDir: os.tmpdir(), onProgress: () => undefined, dbFile, ip: '127.0.0.1', port, uiPort: null, namespace: 'default', logger, readyTimeoutMs: 60_000 });
+    await dev.stop();
+    return 'started';
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+test('a busy HTTP port names its variable', async () => {
+  const taken = await listening();
+  try {
+    const env = { ...process.env, ARMADA_HOME: dir, ARMADA_LOG_LEVEL: 'error', DATABASE_URL: 'postgres://armada@127.0.0.1:1/armada', TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}`, ARMADA_TRACES_PORT: String(taken.port) };
+    const r = spawnSync(process.execPath, [ARMADA_BIN, 'api', '--service', 'traces'], { env, encoding: 'utf8', timeout: 60_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim()).toBe(`armada: port ${taken.port} on 127.0.0.1 (the traces service) is in use: stop what listens there, or set ARMADA_TRACES_PORT to a free port`);
+  } finally {
+    taken.close();
+  }
+});
+
+test('a busy Temporal port names ARMADA_TEMPORAL_PORT', async () => {
+  const taken = await listening();
+  try {
+    const message = await devServerError(path.join(dir, 'temporal.db'), taken.port);
+    expect(message).toMatch(new RegExp(`port ${taken.port} .*is in use.*stop what listens there, or set ARMADA_TEMPORAL_PORT to a free port`));
+    expect(message.split('\n')).toHaveLength(1);
+  } finally {
+    taken.close();
+  }
+});
+
+test('a damaged temporal.db names the file and what removing it costs', async () => {
+  const dbFile = path.join(dir, 'temporal.db');
+  fs.writeFileSync(dbFile, Buffer.concat([Buffer.from('SQLite format 3\0'), Buffer.alloc(4096, 0xab)]));
+  const message = await devServerError(dbFile, await freePort());
+  expect(message).toContain(dbFile);
+  expect(message).toMatch(/damaged.*move it away.*PostgreSQL/);
+  expect(message.split('\n')).toHaveLength(1);
+});
