@@ -269,6 +269,33 @@ test('compare two attempts; a follow-up sent from the screen runs and its log sh
   expect(await api<{ id: string }[]>('GET', `/processes?attemptId=${ids[1]}`)).toHaveLength(2);
 });
 
+test('the diff follows a follow-up run of a completed attempt, without a reload', async ({ page }) => {
+  test.setTimeout(120_000);
+  const project = await createProject('Diff Follow-up Project');
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Edit, then note' });
+  const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
+  await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 60_000 }).toBe('completed');
+
+  await page.goto(`/tasks/${task.id}`);
+  const diff = page.getByRole('region', { name: 'Diff' });
+  const tree = diff.getByRole('navigation', { name: 'Changed files' });
+  await expect(tree.getByRole('button', { name: /added\.txt/ })).toBeVisible({ timeout: 15_000 });
+  await expect(diff).toContainText('2 files changed');
+  // the first run's stream has ended (the attempt completed) before the follow-up is sent
+  await page.waitForTimeout(2_000);
+
+  const prompt = page.getByLabel('Prompt', { exact: true });
+  await prompt.fill('FOLLOWUP write notes');
+  await page.getByRole('button', { name: 'Send follow-up' }).click();
+  const log = page.getByRole('log', { name: 'Attempt log' });
+  await expect(log).toContainText('follow-up noted', { timeout: 30_000 });
+  // the API has the follow-up's file; the open diff shows it too, with no reload
+  await expect.poll(async () => (await api<{ diff: string }>('GET', `/attempts/${attemptId}/diff?format=unified`)).diff, { timeout: 30_000 }).toContain('notes.txt');
+  await expect(tree.getByRole('button', { name: /notes\.txt/ })).toBeVisible({ timeout: 15_000 });
+  await expect(diff).toContainText('3 files changed');
+  await expect(diff.getByRole('region', { name: 'notes.txt' })).toContainText('FOLLOWUP write notes');
+});
+
 test('cancel a running attempt from the screen (Enter confirms)', async ({ page }) => {
   const project = await createProject('Cancel Project');
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Long sleeper', description: 'SLEEP' });

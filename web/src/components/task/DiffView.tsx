@@ -1,10 +1,11 @@
 /**
  * The diff of an attempt: a file tree beside the files' hunks (react-diff-view), unified or split. Live while the
  * attempt runs: the SSE stream `/api/events/task-attempts/:id/diff` sends an event each time the diff changes (and
- * `end` once the attempt finished); each change refetches the unified text. Loaded on first use (its own chunk).
+ * `end` once the attempt finished); each change refetches the unified text. A follow-up runs the attempt again: the
+ * stream is reopened for each run. Loaded on first use (its own chunk).
  */
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useMemo, useRef, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { Diff, type FileData, Hunk, parseDiff } from 'react-diff-view';
 import 'react-diff-view/style/index.css';
 import { api, queryKeys, useSseStream } from '../../api';
@@ -68,21 +69,19 @@ function TreeList({ node, selected, onSelect }: { node: TreeNode; selected: stri
   );
 }
 
-export function DiffView({ attemptId, onEnd }: { attemptId: string; onEnd?: () => void }) {
+/**
+ * The diff's SSE stream of one run of the attempt: the server ends it once the attempt is finished, so a follow-up
+ * (which runs the attempt again) needs a new one; DiffView mounts this with a key that changes with each run.
+ */
+function DiffStream({ attemptId, onUnavailable, onEnd }: { attemptId: string; onUnavailable: (message: string | null) => void; onEnd?: () => void }) {
   const qc = useQueryClient();
   const key = queryKeys.attemptDiff(attemptId);
-  const diff = useQuery({
-    queryKey: key,
-    queryFn: ({ signal }) => api<UnifiedDiff>(`/attempts/${attemptId}/diff`, { query: { format: 'unified' }, signal }),
-    meta: { inlineError: true },
-  });
-  const [unavailable, setUnavailable] = useState<string | null>(null);
   const seen = useRef(false);
   useSseStream(`/api/events/task-attempts/${attemptId}/diff`, {
     onEvent: (event, data) => {
-      if (event === 'unavailable') setUnavailable((data as { message?: string }).message ?? 'The worktree host is unavailable');
+      if (event === 'unavailable') onUnavailable((data as { message?: string }).message ?? 'The worktree host is unavailable');
       if (event === 'diff') {
-        setUnavailable(null);
+        onUnavailable(null);
         const summary = (data as { summary: DiffSummary }).summary;
         const had = qc.getQueryData<UnifiedDiff>(key)?.summary;
         // the first event is the diff the GET just read, unless it changed in between
@@ -93,6 +92,28 @@ export function DiffView({ attemptId, onEnd }: { attemptId: string; onEnd?: () =
       if (event === 'end') onEnd?.();
     },
   });
+  return null;
+}
+
+/**
+ * `runKey` names the attempt's current run and status (a follow-up starts a new run of a finished attempt): when it
+ * changes, the diff is read again and its stream reopened, so the diff follows every run, not just the first.
+ */
+export function DiffView({ attemptId, runKey = '', onEnd }: { attemptId: string; runKey?: string; onEnd?: () => void }) {
+  const qc = useQueryClient();
+  const key = queryKeys.attemptDiff(attemptId);
+  const diff = useQuery({
+    queryKey: key,
+    queryFn: ({ signal }) => api<UnifiedDiff>(`/attempts/${attemptId}/diff`, { query: { format: 'unified' }, signal }),
+    meta: { inlineError: true },
+  });
+  const [unavailable, setUnavailable] = useState<string | null>(null);
+  const shownRun = useRef(runKey);
+  useEffect(() => {
+    if (shownRun.current === runKey) return;
+    shownRun.current = runKey;
+    void qc.invalidateQueries({ queryKey: queryKeys.attemptDiff(attemptId) });
+  }, [qc, attemptId, runKey]);
 
   const files = useMemo(() => (diff.data ? parseDiff(diff.data.diff, { nearbySequences: 'zip' }) : []), [diff.data]);
   const tree = useMemo(() => buildTree(files), [files]);
@@ -102,6 +123,7 @@ export function DiffView({ attemptId, onEnd }: { attemptId: string; onEnd?: () =
 
   return (
     <div className="diff-view">
+      <DiffStream key={runKey} attemptId={attemptId} onUnavailable={setUnavailable} onEnd={onEnd} />
       <div className="diff-toolbar">
         {diff.data ? (
           <span>
