@@ -1,9 +1,12 @@
 /**
  * A lost stream: the board shows "Connection lost — reconnecting…", reconnects by itself and resumes after the last
- * event it saw (/ws/events?after=<seq>), so a task created while it was away still appears, once.
+ * event it saw (/ws/events?after=<seq>), so a task created while it was away still appears, once. A screen that could
+ * not load while PostgreSQL was frozen (SIGSTOP, a real outage) loads again by itself once the stream is back.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import type { WebSocketRoute } from '@playwright/test';
-import { api, createProject, expect, test } from './fixtures';
+import { api, BASE_URL, createProject, expect, KEYS, test } from './fixtures';
 
 test('the board reconnects after a dropped stream and catches up on what it missed', async ({ page }) => {
   const project = await createProject('Reconnect Board');
@@ -38,4 +41,62 @@ test('the board reconnects after a dropped stream and catches up on what it miss
   // the reconnect asked for the events after the last one seen
   expect(urls[0]).not.toContain('after=');
   expect(urls.at(-1)).toMatch(/[?&]after=\d+/);
+});
+
+/** SIGSTOP of the suite's embedded PostgreSQL (the postmaster and its backends): a hung database, nothing answers. */
+function freezePostgres(): () => void {
+  const home = process.env.ARMADA_UI_HOME as string;
+  const pid = Number(fs.readFileSync(path.join(home, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const frozen = [pid, ...fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)];
+  for (const p of frozen) process.kill(p, 'SIGSTOP');
+  let thawed = false;
+  return () => {
+    if (thawed) return;
+    thawed = true;
+    for (const p of frozen) {
+      try {
+        process.kill(p, 'SIGCONT');
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+  };
+}
+
+test.describe('a screen that failed to load during a database outage', () => {
+  // the 503s of the outage and the refused sockets are logged by the browser
+  test.use({ allowConsoleErrors: /503|WebSocket|Failed to load resource/ });
+
+  test('loads again by itself once the live stream is back (Projects and Approvals), no Retry click', async ({ page }) => {
+    test.setTimeout(150_000);
+    const project = await createProject('Outage Recovered Project');
+    const approvals = await page.context().newPage();
+    await approvals.addInitScript((key) => window.sessionStorage.setItem('armada.apiKey', key), KEYS.task);
+    const thaw = freezePostgres();
+    try {
+      // once the service knows (its probes), it answers 503 at once and refuses new streams (a request that got a
+      // pooled connection first waits for the frozen server: given up after 3 s)
+      const projectsStatus = () =>
+        fetch(`${BASE_URL}/api/projects`, { headers: { authorization: `Bearer ${KEYS.task}` }, signal: AbortSignal.timeout(3_000) }).then(
+          (r) => r.status,
+          () => 0,
+        );
+      await expect.poll(projectsStatus, { timeout: 60_000, message: 'the API answers 503 once PostgreSQL is frozen' }).toBe(503);
+      await page.goto('/projects');
+      await approvals.goto('/approvals');
+      await expect(page.getByRole('alert').filter({ hasText: 'PostgreSQL' })).toBeVisible({ timeout: 30_000 });
+      await expect(approvals.getByRole('alert').filter({ hasText: 'PostgreSQL' }).first()).toBeVisible({ timeout: 30_000 });
+      await expect(page.getByText('Connection lost — reconnecting…')).toBeVisible({ timeout: 15_000 });
+    } finally {
+      thaw();
+    }
+    await expect.poll(async () => (await fetch(`${BASE_URL}/health`)).status, { timeout: 60_000 }).toBe(200);
+    // the stream reconnects (backoff up to 10 s) and the screens read their data again, with nobody clicking Retry
+    await expect(page.getByText('Connection lost — reconnecting…')).toBeHidden({ timeout: 30_000 });
+    await expect(page.getByRole('row').filter({ hasText: project.name })).toBeVisible({ timeout: 15_000 });
+    await expect(page.getByRole('alert').filter({ hasText: 'PostgreSQL' })).toHaveCount(0);
+    await expect(approvals.getByRole('table', { name: 'Pending approvals' }).or(approvals.getByText('Nothing waits for your answer.'))).toBeVisible({ timeout: 30_000 });
+    await expect(approvals.getByRole('alert').filter({ hasText: 'PostgreSQL' })).toHaveCount(0, { timeout: 15_000 });
+    await approvals.close();
+  });
 });

@@ -2,7 +2,7 @@ import { MutationCache, QueryCache, QueryClient, QueryClientProvider } from '@ta
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { createBrowserRouter, RouterProvider } from 'react-router';
-import { ApiError } from './api';
+import { ApiError, onReconnected } from './api';
 import { showError } from './components';
 import { routes } from './routes';
 import './styles.css';
@@ -30,6 +30,10 @@ const queryClient = new QueryClient({
     },
   },
 });
+
+// A screen whose load failed while the service or its database was down (its error and Retry shown) loads again by
+// itself once the live streams are back: only the queries in error, so nothing else is fetched twice.
+onReconnected(() => void queryClient.refetchQueries({ type: 'active', predicate: (q) => q.state.status === 'error' }));
 
 const router = createBrowserRouter(routes);
 const root = document.getElementById('root');

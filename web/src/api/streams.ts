@@ -14,7 +14,7 @@
  * a new key instead of retrying (the key prompt is up; no "connection lost" banner then).
  */
 import { getApiKey, isKeyRefused, onKeyChange, reportUnauthorized } from './auth';
-import { markConnected, markLost } from './connection';
+import { markConnected, markLost, markOpen } from './connection';
 import { createStreamCursor, resetSeqOf } from './streamCursor';
 
 export interface StreamHandle {
@@ -100,7 +100,7 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
       const reconnected = opened;
       opened = true;
       failures = 0;
-      markConnected(id);
+      markOpen(id);
       opts.onOpen?.((msg) => ws.send(JSON.stringify(msg)));
       if (reconnected) opts.onReconnect?.();
     };
@@ -249,7 +249,7 @@ export function openSseStream(opts: SseStreamOptions): StreamHandle {
       if (res.status === 401) reportUnauthorized();
       if (!res.ok || !res.body) throw new Error(`stream answered ${res.status}`);
       failures = 0;
-      markConnected(id);
+      markOpen(id);
       const parse = createSseParser((event, raw, eventId) => {
         if (eventId !== undefined) lastEventId = eventId;
         let data: unknown = raw;
