@@ -112,6 +112,38 @@ test('filters live in the URL and survive a reload', async ({ page }) => {
   await expect(card(page, 'Alpha feature')).toBeVisible();
 });
 
+test('a filter value in the URL that the select cannot show is dropped, or shown: what filters is always visible', async ({ page }) => {
+  const project = await createProject('Odd Filter Board');
+  await api('POST', '/tasks', { projectId: project.id, title: 'Urgent one', priority: 'high', assignee: 'ann' });
+  await api('POST', '/tasks', { projectId: project.id, title: 'Calm one', priority: 'low' });
+  const priority = page.getByLabel('Priority', { exact: true });
+  const assignee = page.getByLabel('Assignee');
+  const count = page.getByRole('status').filter({ hasText: 'of 2 tasks' });
+
+  // a priority no task can have: dropped, from the URL too; the board is unfiltered and says so
+  await page.goto(`/projects/${project.id}?priority=bogus`);
+  await expect(card(page, 'Calm one')).toBeVisible();
+  await expect(card(page, 'Urgent one')).toBeVisible();
+  await expect(priority).toHaveValue('');
+  await expect(count).toHaveText('2 of 2 tasks');
+  await expect(page).not.toHaveURL(/priority=/);
+
+  // another spelling of a known priority: applied, and the select shows it
+  await page.goto(`/projects/${project.id}?priority=HIGH`);
+  await expect(card(page, 'Urgent one')).toBeVisible();
+  await expect(card(page, 'Calm one')).toBeHidden();
+  await expect(priority).toHaveValue('high');
+  await expect(count).toHaveText('1 of 2 tasks');
+  await expect(page).toHaveURL(/priority=high/);
+
+  // an assignee no task has: applied (nothing matches), and shown as the selected one
+  await page.goto(`/projects/${project.id}?assignee=nobody`);
+  await expect(count).toHaveText('0 of 2 tasks');
+  await expect(assignee).toHaveValue('nobody');
+  await expect(assignee.locator('option:checked')).toHaveText(/nobody/);
+  await expect(page.getByRole('button', { name: 'Clear filters' })).toBeVisible();
+});
+
 test('edit a task in its dialog (Escape closes it); bulk move and bulk delete after confirmation', async ({ page }) => {
   const project = await createProject('Bulk Board');
   const a = await api<Task>('POST', '/tasks', { projectId: project.id, title: 'First of many' });

@@ -126,6 +126,20 @@ export function BoardPage() {
     setParams(p, { replace: true });
   };
   const filtered = visible.length !== (all?.length ?? 0);
+  // the URL says what filters: a priority filtersFrom dropped or respelled is written back as it is applied
+  const urlPriority = params.get('priority');
+  useEffect(() => {
+    if (urlPriority === null || urlPriority === filters.priority) return;
+    setParams(
+      (p) => {
+        const next = new URLSearchParams(p);
+        if (filters.priority) next.set('priority', filters.priority);
+        else next.delete('priority');
+        return next;
+      },
+      { replace: true },
+    );
+  }, [urlPriority, filters.priority, setParams]);
 
   return (
     <section className="board-page">
@@ -163,6 +177,8 @@ export function BoardPage() {
         <Field label="Assignee" inline>
           <select value={filters.assignee} onChange={(e) => setFilter({ assignee: e.target.value })}>
             <option value="">Anyone</option>
+            {/* an assignee from the URL whom no task has: still shown as the one that filters */}
+            {filters.assignee && !assignees.includes(filters.assignee) ? <option value={filters.assignee}>{filters.assignee} (no tasks)</option> : null}
             {assignees.map((a) => (
               <option key={a} value={a}>
                 {a}

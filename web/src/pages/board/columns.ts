@@ -1,5 +1,5 @@
 /** The board's columns and which task statuses each shows; a card dropped on a column gets the column's status. */
-import type { Task, TaskPriority, TaskStatus } from '../../api';
+import { TASK_PRIORITIES, type Task, type TaskPriority, type TaskStatus } from '../../api';
 
 export interface BoardColumn {
   key: string;
@@ -37,10 +37,15 @@ export interface BoardFilters {
   labels: string[];
 }
 
+/**
+ * The filters of a URL query. A priority the Priority select cannot show would filter out every card while the
+ * select says "Any": another letter case of a known one is taken as that one, anything else is dropped.
+ */
 export function filtersFrom(params: URLSearchParams): BoardFilters {
+  const priority = (params.get('priority') ?? '').toLowerCase();
   return {
     q: params.get('q') ?? '',
-    priority: params.get('priority') ?? '',
+    priority: (TASK_PRIORITIES as string[]).includes(priority) ? priority : '',
     assignee: params.get('assignee') ?? '',
     labels: (params.get('labels') ?? '')
       .split(',')
