@@ -1,5 +1,6 @@
 /** The board of one project: create, live arrival, drag and drop, keyboard moves, filters in the URL, edit, bulk. */
 import { api, createProject, expect, makeRepo, test } from './fixtures';
+import { screenshot } from './screenshot';
 
 interface Task {
   id: string;
@@ -75,6 +76,7 @@ test('drag a card to another column, or move it with its status select: the stat
   const select = page.getByLabel('Status of Move me by keyboard');
   await select.focus();
   await select.selectOption('review');
+  await page.getByRole('button', { name: 'Move Move me by keyboard to In review' }).click();
   await expect(column(page, 'in-review').getByRole('article', { name: 'Move me by keyboard' })).toBeVisible();
   await expect.poll(async () => (await api<Task>('GET', `/tasks/${keyed.id}`)).status).toBe('review');
   await expect(column(page, 'in-progress').locator('.count')).toHaveText('1');
@@ -142,6 +144,37 @@ test('a filter value in the URL that the select cannot show is dropped, or shown
   await expect(assignee).toHaveValue('nobody');
   await expect(assignee.locator('option:checked')).toHaveText(/nobody/);
   await expect(page.getByRole('button', { name: 'Clear filters' })).toBeVisible();
+});
+
+test('keyboard: the card status select moves the card only when confirmed, and focus follows the card', async ({ page }) => {
+  const project = await createProject('Keyboard Move Board');
+  const t = await api<Task>('POST', '/tasks', { projectId: project.id, title: 'Step by step' });
+  await page.goto(`/projects/${project.id}`);
+  const select = column(page, 'todo').getByLabel('Status of Step by step');
+  await select.focus();
+  // ArrowDown on the closed select picks the next status; nothing moves yet
+  await page.keyboard.press('ArrowDown');
+  const move = page.getByRole('button', { name: 'Move Step by step to In progress' });
+  await expect(move).toBeVisible();
+  await expect(select).toBeFocused();
+  await screenshot(page, 'board-keyboard-move');
+  expect((await api<Task>('GET', `/tasks/${t.id}`)).status).toBe('pending');
+  await expect(column(page, 'todo').getByRole('article', { name: 'Step by step' })).toBeVisible();
+  // Tab reaches the confirm button; Enter moves the card, and focus goes to its status select in the new column
+  await page.keyboard.press('Tab');
+  await expect(move).toBeFocused();
+  await page.keyboard.press('Enter');
+  await expect(column(page, 'in-progress').getByRole('article', { name: 'Step by step' })).toBeVisible();
+  await expect.poll(async () => (await api<Task>('GET', `/tasks/${t.id}`)).status).toBe('in_progress');
+  await expect(column(page, 'in-progress').getByLabel('Status of Step by step')).toBeFocused();
+  await expect(page.getByRole('button', { name: /^Move Step by step/ })).toHaveCount(0);
+  // Escape puts back a picked status that was not confirmed
+  await page.keyboard.press('ArrowDown');
+  await expect(page.getByRole('button', { name: 'Move Step by step to In review' })).toBeVisible();
+  await page.keyboard.press('Escape');
+  await expect(column(page, 'in-progress').getByLabel('Status of Step by step')).toHaveValue('in_progress');
+  await expect(page.getByRole('button', { name: /^Move Step by step/ })).toHaveCount(0);
+  expect((await api<Task>('GET', `/tasks/${t.id}`)).status).toBe('in_progress');
 });
 
 test('edit a task in its dialog (Escape closes it); bulk move and bulk delete after confirmation', async ({ page }) => {

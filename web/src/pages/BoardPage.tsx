@@ -65,9 +65,21 @@ export function BoardPage() {
       if (ctx) upsertTasks(qc, id, [ctx.previous]);
     },
   });
-  const onMove = useCallback((task: Task, status: TaskStatus) => {
-    if (task.status !== status) move.mutate({ task, status });
+  // a card moved with its status select (the keyboard way) is re-rendered in another column: focus goes to its
+  // select there, not to <body>
+  const [focusMoved, setFocusMoved] = useState<{ taskId: string; status: TaskStatus } | null>(null);
+  const onMove = useCallback((task: Task, status: TaskStatus, follow?: boolean) => {
+    if (task.status === status) return;
+    if (follow) setFocusMoved({ taskId: task.id, status });
+    move.mutate({ task, status }, { onError: () => setFocusMoved(null) });
   }, [move.mutate]);
+  useEffect(() => {
+    if (!focusMoved) return;
+    const i = COLUMNS.findIndex((c) => c.statuses.includes(focusMoved.status));
+    if (!byColumn[i]?.some((t) => t.id === focusMoved.taskId)) return;
+    setFocusMoved(null);
+    document.querySelector<HTMLSelectElement>(`[data-column="${COLUMNS[i]?.key}"] [data-task-id="${focusMoved.taskId}"] select.card-status`)?.focus();
+  }, [focusMoved, byColumn]);
   const onMoveById = useCallback(
     (taskId: string, status: TaskStatus) => {
       const task = qc.getQueryData<Task[]>(queryKeys.projectTasks(id))?.find((t) => t.id === taskId);

@@ -9,7 +9,7 @@ export interface BoardColumnViewProps {
   tasks: Task[];
   selected: Set<string>;
   onSelect: (id: string, selected: boolean) => void;
-  onMove: (task: Task, status: TaskStatus) => void;
+  onMove: (task: Task, status: TaskStatus, follow?: boolean) => void;
   onMoveById: (taskId: string, status: TaskStatus) => void;
   onEdit: (task: Task) => void;
 }
