@@ -1,4 +1,5 @@
 /** The Projects screen: stats, edit, delete after a confirmation that Escape cancels; the filesystem browser. */
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { api, BROWSE_ROOT, createProject, expect, makeRepo, test } from './fixtures';
 
@@ -59,6 +60,41 @@ test('the filesystem browser lists and finds git repositories; choosing one fill
   await expect(dialog.getByLabel('Repository path')).toHaveValue(repo);
   await dialog.getByRole('button', { name: 'Create project' }).click();
   await expect(page.getByRole('heading', { name: path.basename(repo) })).toBeVisible();
+});
+
+test("a new project from a local repository takes the branch it is on (master), not main", async ({ page }) => {
+  const onBranch = (name: string, branch: string) => {
+    const dir = makeRepo(name, BROWSE_ROOT);
+    execFileSync('git', ['branch', '-m', branch], { cwd: dir });
+    return dir;
+  };
+  const repo = onBranch('on-master', 'master');
+  await page.goto('/projects');
+  await page.getByRole('button', { name: 'New project' }).click();
+  const dialog = page.getByRole('dialog', { name: 'New project' });
+  await dialog.getByLabel('Directory', { exact: true }).fill(BROWSE_ROOT);
+  await dialog.getByRole('button', { name: 'Open', exact: true }).click();
+  await dialog.getByRole('region', { name: 'Directories' }).getByRole('button', { name: new RegExp(path.basename(repo)) }).click();
+  await expect(dialog.getByLabel('Repository path')).toHaveValue(repo);
+  await expect(dialog.getByLabel('Branch')).toHaveValue('master');
+  await dialog.getByLabel('Name').fill('On Master');
+  await dialog.getByRole('button', { name: 'Create project' }).click();
+  await expect(page.getByRole('heading', { name: 'On Master' })).toBeVisible();
+  const id = page.url().split('/projects/')[1]?.split(/[?#]/)[0] as string;
+  expect((await api<{ repository: { branch: string } }>('GET', `/projects/${id}`)).repository.branch).toBe('master');
+
+  // a typed path: its branch shows once the field is left
+  const trunk = onBranch('on-trunk', 'trunk');
+  await page.goto('/projects');
+  await page.getByRole('button', { name: 'New project' }).click();
+  await dialog.getByLabel('Repository path').fill(trunk);
+  await dialog.getByLabel('Repository path').press('Tab');
+  await expect(dialog.getByLabel('Branch')).toHaveValue('trunk');
+  await dialog.getByLabel('Name').fill('On Trunk');
+  await dialog.getByLabel('Name').press('Enter');
+  await expect(page.getByRole('heading', { name: 'On Trunk' })).toBeVisible();
+  const trunkId = page.url().split('/projects/')[1]?.split(/[?#]/)[0] as string;
+  expect((await api<{ repository: { branch: string } }>('GET', `/projects/${trunkId}`)).repository.branch).toBe('trunk');
 });
 
 test('a listing that arrives while Directory is being edited does not change the text under the cursor', async ({ page }) => {

@@ -64,3 +64,9 @@ export interface GitRepo {
 
 export const listDirectory = (path: string, signal?: AbortSignal) => api<DirectoryListing>('/filesystem/list', { query: { path }, signal });
 export const findGitRepos = (path: string, signal?: AbortSignal) => api<{ repositories: GitRepo[]; truncated: boolean }>('/filesystem/git-repos', { query: { path, maxDepth: 3 }, signal });
+/** The current branch of the repository at `path` (git-repos at depth 0: the path itself); null when it is no repository, or detached. */
+export async function currentBranchOf(path: string, signal?: AbortSignal): Promise<string | null> {
+  const found = await api<{ repositories: GitRepo[] }>('/filesystem/git-repos', { query: { path, maxDepth: 0, includeSubmodules: true }, signal });
+  const branch = found.repositories[0]?.branch;
+  return branch && !branch.startsWith('(detached') ? branch : null;
+}

@@ -13,7 +13,12 @@ function parentOf(p: string): string {
  * The local repository picker: browse directories (GET /api/filesystem/list, repositories marked) or search one
  * for git repositories (GET /api/filesystem/git-repos); choosing one fills the path.
  */
-export function PathPicker({ value, onChange }: { value: string; onChange: (path: string) => void }) {
+export function PathPicker({ value, onChange, onSettle }: { value: string; onChange: (path: string) => void; onSettle?: (path: string) => void }) {
+  // a path chosen from a list, or the field left: the dialog looks up what it needs of that repository (its branch)
+  const pick = (p: string) => {
+    onChange(p);
+    onSettle?.(p);
+  };
   const [dir, setDir] = useState('~');
   // Directory shows what the user typed, else the text it showed when it got the focus (so a listing that arrives
   // while it is being edited, like the first one resolving `~`, cannot change the text under the cursor), else the
@@ -38,7 +43,7 @@ export function PathPicker({ value, onChange }: { value: string; onChange: (path
   return (
     <div>
       <Field label="Repository path">
-        <input required value={value} onChange={(e) => onChange(e.target.value)} placeholder="/home/me/code/app" className="mono" />
+        <input required value={value} onChange={(e) => onChange(e.target.value)} onBlur={(e) => onSettle?.(e.target.value)} placeholder="/home/me/code/app" className="mono" />
       </Field>
       <div className="browser-path">
         <button type="button" onClick={() => go(parentOf(here))} aria-label="Parent directory">
@@ -74,7 +79,7 @@ export function PathPicker({ value, onChange }: { value: string; onChange: (path
             .filter((e) => e.type === 'directory')
             .map((e) => (
               <li key={e.path}>
-                <button type="button" onClick={() => (e.isGitRepo ? onChange(e.path) : setDir(e.path))}>
+                <button type="button" onClick={() => (e.isGitRepo ? pick(e.path) : setDir(e.path))}>
                   {e.isGitRepo ? '⎇ ' : '📁 '}
                   {e.name}
                   {e.isGitRepo ? <span className="muted"> — git repository (choose)</span> : null}
@@ -91,7 +96,7 @@ export function PathPicker({ value, onChange }: { value: string; onChange: (path
           <ul className="browser-list">
             {(repos.data?.repositories ?? []).map((r) => (
               <li key={r.path}>
-                <button type="button" onClick={() => onChange(r.path)}>
+                <button type="button" onClick={() => pick(r.path)}>
                   ⎇ {r.name} <span className="muted mono">{r.path}</span> <span className="badge">{r.branch}</span>
                 </button>
               </li>

@@ -1,5 +1,6 @@
+import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import type { CreateProjectFields, EditProjectFields, ProjectListItem } from '../../api';
+import { type CreateProjectFields, currentBranchOf, type EditProjectFields, type ProjectListItem } from '../../api';
 import { Dialog, Field } from '../../components';
 import { PathPicker } from './PathPicker';
 
@@ -27,17 +28,32 @@ function CreateForm({ busy, onCreate, onClose }: ProjectDialogProps) {
   const [path, setPath] = useState('');
   const [url, setUrl] = useState('');
   const [name, setName] = useState('');
-  const [branch, setBranch] = useState('main');
+  // the branch typed, else (a local repository) the one it is on: the API's default `main` is wrong for a repository on
+  // `master`, so the field shows the repository's current branch once the path is chosen or left
+  const [branch, setBranch] = useState<string | null>(null);
+  const [settled, setSettled] = useState('');
   const [description, setDescription] = useState('');
   const location = source === 'local' ? path.trim() : url.trim();
   const suggested = location.replace(/\.git$/, '').split(/[/:]/).filter(Boolean).pop() ?? '';
+  const current = useQuery({
+    queryKey: ['filesystem', 'current-branch', settled],
+    queryFn: ({ signal }) => currentBranchOf(settled, signal),
+    enabled: source === 'local' && settled.startsWith('/'),
+    // a path that is no repository (or outside the allowed roots) says so when the project is created
+    retry: false,
+    meta: { inlineError: true },
+  });
+  const detected = source === 'local' && settled === location ? (current.data ?? null) : null;
   return (
     <form
-      onSubmit={(e) => {
+      onSubmit={async (e) => {
         e.preventDefault();
         const finalName = name.trim() || suggested;
         if (!location || !finalName) return;
-        onCreate({ name: finalName, description: description || undefined, repository: { url: location, branch: branch.trim() || undefined } });
+        let chosen = (branch ?? '').trim() || detected;
+        // submitted before the lookup of a typed path was done: ask now, rather than let the API default to main
+        if (!chosen && source === 'local' && branch === null) chosen = await currentBranchOf(location).catch(() => null);
+        onCreate({ name: finalName, description: description || undefined, repository: { url: location, branch: chosen || undefined } });
       }}
     >
       <fieldset className="tabs">
@@ -50,7 +66,7 @@ function CreateForm({ busy, onCreate, onClose }: ProjectDialogProps) {
         </button>
       </fieldset>
       {source === 'local' ? (
-        <PathPicker value={path} onChange={setPath} />
+        <PathPicker value={path} onChange={setPath} onSettle={(p) => setSettled(p.trim())} />
       ) : (
         <Field label="Repository URL">
           <input required value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://github.com/org/repo.git" className="mono" />
@@ -61,7 +77,7 @@ function CreateForm({ busy, onCreate, onClose }: ProjectDialogProps) {
           <input value={name} onChange={(e) => setName(e.target.value)} placeholder={suggested || 'my-project'} maxLength={200} />
         </Field>
         <Field label="Branch">
-          <input value={branch} onChange={(e) => setBranch(e.target.value)} />
+          <input value={branch ?? detected ?? ''} onChange={(e) => setBranch(e.target.value)} placeholder={source === 'local' ? "the repository's current branch" : 'main'} />
         </Field>
       </div>
       <Field label="Description">
