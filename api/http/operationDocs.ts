@@ -54,6 +54,7 @@ const TASK: Catalogue = {
   'GET /api/webhooks/{id}': ['getWebhook', 'Get a webhook', 'One webhook by id.'],
   'DELETE /api/webhooks/{id}': ['deleteWebhook', 'Delete a webhook', 'Stops deliveries to a webhook and deletes it.'],
   'GET /api/webhooks/{id}/deliveries': ['listWebhookDeliveries', 'List webhook deliveries', 'The delivery attempts of a webhook with their status codes.'],
+  'GET /api/filesystem/roots': ['listFilesystemRoots', 'List the browsable roots', 'The directories the filesystem endpoints may show that exist on the host: where browsing can start.'],
   'GET /api/filesystem/list': ['listDirectory', 'List a directory', 'The entries of a directory on the host (for picking a project folder).'],
   'GET /api/filesystem/git-repos': ['findGitRepos', 'Find git repositories', 'Git repositories found under a directory on the host.'],
   'POST /api/auth/codehost/device': ['startCodehostLogin', 'Start a code host login', 'Starts the code host device-flow login and returns the user code and verification URL.'],

@@ -1,10 +1,10 @@
-/** Filesystem routes: GET /api/filesystem/list and /api/filesystem/git-repos, inside the access policy. */
+/** Filesystem routes: GET /api/filesystem/roots, /api/filesystem/list and /api/filesystem/git-repos, inside the access policy. */
 import os from 'node:os';
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { listProjectRepoPaths } from '../../lib/db/projects';
-import { buildAccessPolicy, resolveAllowedDirectory } from '../../lib/fs/accessPolicy';
+import { type AccessPolicyInput, browsableRoots, buildAccessPolicy, resolveAllowedDirectory } from '../../lib/fs/accessPolicy';
 import { ENTRY_TYPES, listDirectory } from '../../lib/fs/directoryListing';
 import { discoverGitRepositories } from '../../lib/fs/gitDiscovery';
 import { createRepoInspector } from '../../lib/fs/repoInspector';
@@ -65,6 +65,13 @@ const GitSearchResult = Type.Object({
   skippedNonUtf8: Type.Integer({ description: 'directories not searched because their name is not UTF-8 (JSON text cannot carry such a path, and no project can use one)' }),
 });
 
+const BrowsableRoots = Type.Object({
+  roots: Type.Array(Type.String(), {
+    description:
+      'the allowed roots (filesystem.allowedPaths, else the home directory and common project directories) that exist as directories, absolute, in their configured order: where browsing can start. The directories of registered projects are allowed too but not listed here',
+  }),
+});
+
 const Busy = { ...ErrorSchema, description: 'BUSY: too many filesystem walks at once; Retry-After says when to try again' };
 
 // absolute: starts with `/`, or is `~` / `~/…` (the home directory); leading and trailing blanks are ignored
@@ -81,13 +88,27 @@ export const filesystemRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fa
   const inspector = createRepoInspector();
   fastify.addHook('onClose', async () => inspector.close());
   // Built per request: projects registered a moment ago are allowed at once.
-  const policy = async () =>
-    buildAccessPolicy({
-      home,
-      allowedPaths: deps.config.file.filesystem?.allowedPaths,
-      blockedPaths: deps.config.file.filesystem?.blockedPaths,
-      projectPaths: await listProjectRepoPaths(deps.db),
-    });
+  const policyInput = async (): Promise<AccessPolicyInput> => ({
+    home,
+    allowedPaths: deps.config.file.filesystem?.allowedPaths,
+    blockedPaths: deps.config.file.filesystem?.blockedPaths,
+    projectPaths: await listProjectRepoPaths(deps.db),
+  });
+  const policy = async () => buildAccessPolicy(await policyInput());
+
+  app.get(
+    '/filesystem/roots',
+    {
+      schema: {
+        tags: ['filesystem'],
+        response: { 200: Envelope(BrowsableRoots), ...ErrorResponses },
+      },
+    },
+    async () => {
+      const input = await policyInput();
+      return ok(version, { roots: await browsableRoots(input, await buildAccessPolicy(input)) });
+    },
+  );
 
   app.get(
     '/filesystem/list',

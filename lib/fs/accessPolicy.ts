@@ -63,10 +63,31 @@ async function bothForms(paths: string[], home: string): Promise<string[]> {
   return [...out];
 }
 
+/** The configured roots (`filesystem.allowedPaths`, else the home and common project directories), as written. */
+function baseRoots(input: Pick<AccessPolicyInput, 'home' | 'allowedPaths'>): string[] {
+  return input.allowedPaths ? input.allowedPaths : [input.home, ...COMMON_HOME_DIRS.map((d) => path.join(input.home, d)), ...COMMON_ABSOLUTE_DIRS];
+}
+
+/**
+ * Where browsing can start: the configured roots (not the projects' own directories) that exist as directories and
+ * are permitted, `~` expanded, in their configured order, each once.
+ */
+export async function browsableRoots(input: AccessPolicyInput, policy: AccessPolicy): Promise<string[]> {
+  const out: string[] = [];
+  for (const raw of baseRoots(input)) {
+    const p = path.resolve(expandHome(raw, input.home));
+    if (out.includes(p) || !policy.permits(p)) continue;
+    try {
+      if ((await fs.stat(p)).isDirectory()) out.push(p);
+    } catch {
+      // a default root this host does not have (/workspace, ~/Projects…)
+    }
+  }
+  return out;
+}
+
 export async function buildAccessPolicy(input: AccessPolicyInput): Promise<AccessPolicy> {
-  const base = input.allowedPaths
-    ? input.allowedPaths
-    : [input.home, ...COMMON_HOME_DIRS.map((d) => path.join(input.home, d)), ...COMMON_ABSOLUTE_DIRS];
+  const base = baseRoots(input);
   const allowed = (await bothForms([...base, ...input.projectPaths], input.home)).filter((p) => p !== '/');
   const blocked = await bothForms([...ALWAYS_BLOCKED, ...(input.blockedPaths ?? [])], input.home);
   return {

@@ -65,7 +65,8 @@ beforeAll(async () => {
   projectRepo = makeGitRepo();
   stack = await startTestStack({
     services: ['task'],
-    file: { filesystem: { allowedPaths: [root], blockedPaths: [path.join(root, 'blocked')] } },
+    // a root that does not exist and one that is blocked: allowed on paper, never a place to start browsing
+    file: { filesystem: { allowedPaths: [root, path.join(tree, 'missing-root'), path.join(root, 'blocked')], blockedPaths: [path.join(root, 'blocked')] } },
   });
   const created = await stack.app('task').inject({ method: 'POST', url: '/api/projects', payload: { name: 'fs-project', repository: { url: projectRepo } } });
   expect(created.statusCode).toBe(201);
@@ -84,6 +85,19 @@ const repos = (p: string, extra = '') => stack.app('task').inject({ method: 'GET
 function expectInside(paths: string[]) {
   for (const p of paths) expect(p === root || p.startsWith(`${root}/`)).toBe(true);
 }
+
+describe('GET /api/filesystem/roots', () => {
+  test('the allowed roots that exist and are not blocked, where browsing can start (not the projects\' own directories)', async () => {
+    const res = await stack.app('task').inject({ method: 'GET', url: '/api/filesystem/roots' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ success: true, data: { roots: [root] } });
+    // each one lists
+    expect((await list(root)).statusCode).toBe(200);
+    // the project's directory is allowed, but not a root
+    expect((await list(projectRepo)).statusCode).toBe(200);
+    expect(res.json().data.roots).not.toContain(projectRepo);
+  });
+});
 
 describe('GET /api/filesystem/list', () => {
   test('lists the allowed root; links leading outside and blocked paths are not shown', async () => {

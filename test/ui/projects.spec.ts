@@ -1,7 +1,10 @@
 /** The Projects screen: stats, edit, delete after a confirmation that Escape cancels; the filesystem browser. */
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { api, BROWSE_ROOT, createProject, expect, makeRepo, test } from './fixtures';
+import { screenshot } from './screenshot';
 
 test('projects show their task stats; edit saves; delete asks first (Escape cancels, Enter confirms)', async ({ page }) => {
   const project = await createProject('Stats Project');
@@ -95,6 +98,48 @@ test("a new project from a local repository takes the branch it is on (master), 
   await expect(page.getByRole('heading', { name: 'On Trunk' })).toBeVisible();
   const trunkId = page.url().split('/projects/')[1]?.split(/[?#]/)[0] as string;
   expect((await api<{ repository: { branch: string } }>('GET', `/projects/${trunkId}`)).repository.branch).toBe('trunk');
+});
+
+test.describe('allowed directories of the filesystem browser', () => {
+  // a directory outside them is a 403, which the browser logs
+  test.use({ allowConsoleErrors: /403/ });
+
+  test('the filesystem browser shows the allowed directories; a directory outside them says so beside them', async ({ page }) => {
+    await page.goto('/projects');
+    await page.getByRole('button', { name: 'New project' }).click();
+    const dialog = page.getByRole('dialog', { name: 'New project' });
+    const allowed = dialog.getByRole('list', { name: 'Allowed directories' });
+    await expect(allowed.getByRole('button', { name: BROWSE_ROOT, exact: true })).toBeVisible();
+    await allowed.getByRole('button', { name: BROWSE_ROOT, exact: true }).click();
+    await expect(dialog.getByLabel('Directory', { exact: true })).toHaveValue(BROWSE_ROOT);
+    await expect(allowed.getByRole('button', { name: BROWSE_ROOT, exact: true })).toHaveAttribute('aria-pressed', 'true');
+
+    await dialog.getByLabel('Directory', { exact: true }).fill('/usr');
+    await dialog.getByRole('button', { name: 'Open', exact: true }).click();
+    await expect(dialog.getByRole('alert')).toContainText('Access denied: /usr is outside the allowed directories');
+    await expect(allowed.getByRole('button', { name: BROWSE_ROOT, exact: true })).toBeVisible();
+    await screenshot(page, 'project-new-denied');
+  });
+
+  test('a home directory outside the allowed ones: the browser starts at the first allowed directory, with no error', async ({ page }) => {
+    // this suite allows the home directory; its listing is answered as a service that does not allow it answers
+    await page.route(
+      (url) => url.pathname === '/api/filesystem/list' && url.searchParams.get('path') === '~',
+      (route) =>
+        route.fulfill({
+          status: 403,
+          contentType: 'application/json',
+          body: JSON.stringify({ success: false, error: { code: 'ACCESS_DENIED', message: `Access denied: ${os.homedir()} is outside the allowed directories`, details: {} } }),
+        }),
+    );
+    await page.goto('/projects');
+    await page.getByRole('button', { name: 'New project' }).click();
+    const dialog = page.getByRole('dialog', { name: 'New project' });
+    const first = (await api<{ roots: string[] }>('GET', '/filesystem/roots')).roots[0] as string;
+    await expect(dialog.getByLabel('Directory', { exact: true })).toHaveValue(fs.realpathSync(first));
+    await expect(dialog.getByRole('region', { name: 'Directories' })).toContainText(/\S/);
+    await expect(dialog.getByRole('alert')).toHaveCount(0);
+  });
 });
 
 test('a listing that arrives while Directory is being edited does not change the text under the cursor', async ({ page }) => {

@@ -62,6 +62,8 @@ export interface GitRepo {
   isSubmodule: boolean;
 }
 
+/** Where browsing can start: the allowed roots that exist (GET /api/filesystem/roots). */
+export const listFilesystemRoots = (signal?: AbortSignal) => api<{ roots: string[] }>('/filesystem/roots', { signal });
 export const listDirectory = (path: string, signal?: AbortSignal) => api<DirectoryListing>('/filesystem/list', { query: { path }, signal });
 export const findGitRepos = (path: string, signal?: AbortSignal) => api<{ repositories: GitRepo[]; truncated: boolean }>('/filesystem/git-repos', { query: { path, maxDepth: 3 }, signal });
 /** The current branch of the repository at `path` (git-repos at depth 0: the path itself); null when it is no repository, or detached. */

@@ -1,6 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
-import { useState } from 'react';
-import { findGitRepos, listDirectory } from '../../api';
+import { useEffect, useState } from 'react';
+import { ApiError, findGitRepos, listDirectory, listFilesystemRoots } from '../../api';
 import { ErrorMessage, Field } from '../../components';
 
 function parentOf(p: string): string {
@@ -11,7 +11,8 @@ function parentOf(p: string): string {
 
 /**
  * The local repository picker: browse directories (GET /api/filesystem/list, repositories marked) or search one
- * for git repositories (GET /api/filesystem/git-repos); choosing one fills the path.
+ * for git repositories (GET /api/filesystem/git-repos); choosing one fills the path. It starts at `~`, or at the first
+ * allowed root when the home directory is outside them (GET /api/filesystem/roots, listed as buttons below).
  */
 export function PathPicker({ value, onChange, onSettle }: { value: string; onChange: (path: string) => void; onSettle?: (path: string) => void }) {
   // a path chosen from a list, or the field left: the dialog looks up what it needs of that repository (its branch)
@@ -27,6 +28,13 @@ export function PathPicker({ value, onChange, onSettle }: { value: string; onCha
   const [frozen, setFrozen] = useState<string | null>(null);
   const [searchIn, setSearchIn] = useState<string | null>(null);
   const listing = useQuery({ queryKey: ['filesystem', 'list', dir], queryFn: ({ signal }) => listDirectory(dir, signal), meta: { inlineError: true } });
+  const roots = useQuery({ queryKey: ['filesystem', 'roots'], queryFn: ({ signal }) => listFilesystemRoots(signal), meta: { inlineError: true } });
+  // the home directory is not an allowed one: start at the first root instead of showing "Access denied"
+  const homeDenied = dir === '~' && listing.error instanceof ApiError && listing.error.code === 'ACCESS_DENIED';
+  const firstRoot = roots.data?.roots[0];
+  useEffect(() => {
+    if (homeDenied && firstRoot) setDir(firstRoot);
+  }, [homeDenied, firstRoot]);
   const repos = useQuery({
     queryKey: ['filesystem', 'git-repos', searchIn],
     queryFn: ({ signal }) => findGitRepos(searchIn as string, signal),
@@ -71,7 +79,24 @@ export function PathPicker({ value, onChange, onSettle }: { value: string; onCha
           Find git repositories here
         </button>
       </div>
-      {listing.error ? <ErrorMessage error={listing.error} /> : null}
+      {listing.error && !(homeDenied && (roots.isPending || firstRoot)) ? <ErrorMessage error={listing.error} /> : null}
+      {roots.data?.roots.length ? (
+        <div className="browser-roots">
+          <span className="muted">Allowed directories:</span>
+          <ul className="browser-roots-list" aria-label="Allowed directories">
+            {roots.data.roots.map((r) => (
+              <li key={r}>
+                <button type="button" className="small mono" aria-pressed={here === r} onClick={() => go(r)}>
+                  {r}
+                </button>
+              </li>
+            ))}
+          </ul>
+        </div>
+      ) : roots.data ? (
+        <p className="muted">No allowed directory exists on this host: set filesystem.allowedPaths in the configuration.</p>
+      ) : null}
+      {roots.error ? <ErrorMessage error={roots.error} /> : null}
       <section className="browser" aria-label="Directories">
         {listing.data && !listing.data.entries.some((e) => e.type === 'directory') ? <p className="muted empty">No sub-directories in {here}</p> : null}
         <ul className="browser-list">
