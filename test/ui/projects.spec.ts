@@ -142,6 +142,37 @@ test.describe('allowed directories of the filesystem browser', () => {
   });
 });
 
+test.describe('a repository path the API refuses', () => {
+  // the refused create (400) and the listing that tells a missing path apart (404) are logged by the browser
+  test.use({ allowConsoleErrors: /400|404/ });
+
+  test('is named at the Repository path field, in its words, once: does not exist / is not a git repository', async ({ page }) => {
+    await page.goto('/projects');
+    await page.getByRole('button', { name: 'New project' }).click();
+    const dialog = page.getByRole('dialog', { name: 'New project' });
+    const field = dialog.getByLabel('Repository path');
+    const missing = path.join(BROWSE_ROOT, 'no-such-repository');
+    await field.fill(missing);
+    await dialog.getByLabel('Name').fill('Missing Repo');
+    await dialog.getByRole('button', { name: 'Create project' }).click();
+    await expect(dialog.getByRole('alert')).toHaveText(`Repository path: ${missing} does not exist`);
+    await expect(field).toHaveAttribute('aria-invalid', 'true');
+    await expect(field).toHaveAccessibleDescription(`Repository path: ${missing} does not exist`);
+    // said once: no toast besides it
+    await expect(page.getByRole('alert')).toHaveCount(1);
+    await screenshot(page, 'project-new-missing-path');
+
+    const plain = fs.mkdtempSync(path.join(BROWSE_ROOT, 'plain-'));
+    await field.fill(plain);
+    await expect(dialog.getByRole('alert')).toHaveCount(0); // edited: the old message goes
+    await dialog.getByRole('button', { name: 'Create project' }).click();
+    await expect(dialog.getByRole('alert')).toHaveText(`Repository path: ${plain} is not a git repository`);
+    await expect(page.getByRole('alert')).toHaveCount(1);
+    const names = (await api<{ name: string }[]>('GET', '/projects?limit=100')).map((p) => p.name);
+    expect(names).not.toContain('Missing Repo');
+  });
+});
+
 test('a listing that arrives while Directory is being edited does not change the text under the cursor', async ({ page }) => {
   // hold the first listing (of ~) until the field has the focus
   let release = () => {};

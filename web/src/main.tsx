@@ -7,8 +7,8 @@ import { showError } from './components';
 import { routes } from './routes';
 import './styles.css';
 
-// Errors are shown, never swallowed: a failed mutation always toasts; a failed query toasts unless the screen
-// shows it inline (meta.inlineError). A 401 opens the key prompt instead (api/client.ts).
+// Errors are shown, never swallowed: a failed query or mutation toasts unless the screen shows it inline
+// (meta.inlineError). A 401 opens the key prompt instead (api/client.ts).
 const unauthorized = (err: unknown) => err instanceof ApiError && err.status === 401;
 const queryClient = new QueryClient({
   queryCache: new QueryCache({
@@ -17,8 +17,9 @@ const queryClient = new QueryClient({
     },
   }),
   mutationCache: new MutationCache({
-    onError: (err) => {
-      if (!unauthorized(err)) showError(err);
+    // a mutation marked meta.inlineError shows its error in its dialog (a toast would sit under the modal's backdrop)
+    onError: (err, _vars, _ctx, mutation) => {
+      if (!unauthorized(err) && !mutation.meta?.inlineError) showError(err);
     },
   }),
   defaultOptions: {

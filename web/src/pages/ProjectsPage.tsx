@@ -6,11 +6,14 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useRef, useState } from 'react';
 import { Link, useNavigate } from 'react-router';
 import {
+  ApiError,
+  type CreateProjectFields,
   createProject,
   type DomainEvent,
   deleteProject,
   editProject,
   eventStreamResume,
+  listDirectory,
   type ProjectListItem,
   queryKeys,
   useProject,
@@ -77,6 +80,26 @@ function useProjectStatsEvents() {
   });
 }
 
+/**
+ * POST /api/projects; for a local path it calls "not a git repository", a path that does not exist is told apart by
+ * the filesystem listing (404 there; its access policy applies, so nothing is learnt outside the allowed roots).
+ */
+async function createProjectTellingMissing(fields: CreateProjectFields) {
+  try {
+    return await createProject(fields);
+  } catch (err) {
+    const url = fields.repository.url;
+    if (err instanceof ApiError && err.details?.['repository.url'] === 'is not a git repository' && url.startsWith('/')) {
+      const missing = await listDirectory(url).then(
+        () => false,
+        (e: unknown) => e instanceof ApiError && e.code === 'PATH_NOT_FOUND',
+      );
+      if (missing) throw new ApiError(err.message, err.status, err.code, { ...err.details, 'repository.url': 'does not exist' });
+    }
+    throw err;
+  }
+}
+
 export function ProjectsPage() {
   const projects = useProjects();
   useProjectStatsEvents();
@@ -87,7 +110,9 @@ export function ProjectsPage() {
 
   const refresh = () => qc.invalidateQueries({ queryKey: queryKeys.projects() });
   const create = useMutation({
-    mutationFn: createProject,
+    mutationFn: createProjectTellingMissing,
+    // shown in the dialog, at the repository field when it is about the repository
+    meta: { inlineError: true },
     onSuccess: (p) => {
       setDialog(null);
       void refresh();
@@ -115,7 +140,14 @@ export function ProjectsPage() {
       <div className="page-head">
         <h1>Projects</h1>
         <div className="toolbar">
-          <button type="button" className="primary" onClick={() => setDialog('new')}>
+          <button
+            type="button"
+            className="primary"
+            onClick={() => {
+              create.reset();
+              setDialog('new');
+            }}
+          >
             New project
           </button>
         </div>
@@ -135,6 +167,7 @@ export function ProjectsPage() {
         open={dialog !== null}
         project={dialog && dialog !== 'new' ? dialog : undefined}
         busy={create.isPending || edit.isPending}
+        error={dialog === 'new' ? create.error : null}
         onCreate={(f) => create.mutate(f)}
         onEdit={(f) => edit.mutate(f)}
         onClose={() => setDialog(null)}

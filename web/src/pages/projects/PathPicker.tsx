@@ -14,7 +14,18 @@ function parentOf(p: string): string {
  * for git repositories (GET /api/filesystem/git-repos); choosing one fills the path. It starts at `~`, or at the first
  * allowed root when the home directory is outside them (GET /api/filesystem/roots, listed as buttons below).
  */
-export function PathPicker({ value, onChange, onSettle }: { value: string; onChange: (path: string) => void; onSettle?: (path: string) => void }) {
+export function PathPicker({
+  value,
+  onChange,
+  onSettle,
+  error,
+}: {
+  value: string;
+  onChange: (path: string) => void;
+  onSettle?: (path: string) => void;
+  /** what is wrong with the path (shown at the field) */
+  error?: string | null;
+}) {
   // a path chosen from a list, or the field left: the dialog looks up what it needs of that repository (its branch)
   const pick = (p: string) => {
     onChange(p);
@@ -50,7 +61,7 @@ export function PathPicker({ value, onChange, onSettle }: { value: string; onCha
   const open = () => go(typed?.trim());
   return (
     <div>
-      <Field label="Repository path">
+      <Field label="Repository path" error={error}>
         <input required value={value} onChange={(e) => onChange(e.target.value)} onBlur={(e) => onSettle?.(e.target.value)} placeholder="/home/me/code/app" className="mono" />
       </Field>
       <div className="browser-path">

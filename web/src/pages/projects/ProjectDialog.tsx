@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { type CreateProjectFields, currentBranchOf, type EditProjectFields, type ProjectListItem } from '../../api';
-import { Dialog, Field } from '../../components';
+import { ApiError, type CreateProjectFields, currentBranchOf, type EditProjectFields, type ProjectListItem } from '../../api';
+import { Dialog, ErrorMessage, Field } from '../../components';
 import { PathPicker } from './PathPicker';
 
 export interface ProjectDialogProps {
@@ -9,6 +9,8 @@ export interface ProjectDialogProps {
   /** the project to edit; undefined = a new one */
   project?: ProjectListItem;
   busy: boolean;
+  /** the failed create, shown in the dialog (at the repository field when the API names `repository.url`) */
+  error?: unknown;
   onCreate: (fields: CreateProjectFields) => void;
   onEdit: (fields: EditProjectFields) => void;
   onClose: () => void;
@@ -23,7 +25,13 @@ export function ProjectDialog(props: ProjectDialogProps) {
   );
 }
 
-function CreateForm({ busy, onCreate, onClose }: ProjectDialogProps) {
+/** What the API said of `repository.url`, in the field's words ("Repository path: /x does not exist"). */
+function repositoryError(error: unknown, label: string, location: string): string | null {
+  const said = error instanceof ApiError ? error.details?.['repository.url'] : undefined;
+  return typeof said === 'string' ? `${label}: ${location} ${said}` : null;
+}
+
+function CreateForm({ busy, error, onCreate, onClose }: ProjectDialogProps) {
   const [source, setSource] = useState<'local' | 'url'>('local');
   const [path, setPath] = useState('');
   const [url, setUrl] = useState('');
@@ -44,6 +52,9 @@ function CreateForm({ busy, onCreate, onClose }: ProjectDialogProps) {
     meta: { inlineError: true },
   });
   const detected = source === 'local' && settled === location ? (current.data ?? null) : null;
+  // the location the failed create was about (the field may have been edited since: then the message goes)
+  const [sent, setSent] = useState('');
+  const fieldError = sent === location ? repositoryError(error, source === 'local' ? 'Repository path' : 'Repository URL', location) : null;
   return (
     <form
       onSubmit={async (e) => {
@@ -53,6 +64,7 @@ function CreateForm({ busy, onCreate, onClose }: ProjectDialogProps) {
         let chosen = (branch ?? '').trim() || detected;
         // submitted before the lookup of a typed path was done: ask now, rather than let the API default to main
         if (!chosen && source === 'local' && branch === null) chosen = await currentBranchOf(location).catch(() => null);
+        setSent(location);
         onCreate({ name: finalName, description: description || undefined, repository: { url: location, branch: chosen || undefined } });
       }}
     >
@@ -66,9 +78,9 @@ function CreateForm({ busy, onCreate, onClose }: ProjectDialogProps) {
         </button>
       </fieldset>
       {source === 'local' ? (
-        <PathPicker value={path} onChange={setPath} onSettle={(p) => setSettled(p.trim())} />
+        <PathPicker value={path} onChange={setPath} onSettle={(p) => setSettled(p.trim())} error={fieldError} />
       ) : (
-        <Field label="Repository URL">
+        <Field label="Repository URL" error={fieldError}>
           <input required value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://github.com/org/repo.git" className="mono" />
         </Field>
       )}
@@ -83,6 +95,7 @@ function CreateForm({ busy, onCreate, onClose }: ProjectDialogProps) {
       <Field label="Description">
         <textarea value={description} onChange={(e) => setDescription(e.target.value)} />
       </Field>
+      {error && !repositoryError(error, '', '') ? <ErrorMessage error={error} /> : null}
       <div className="dialog-actions">
         <button type="button" onClick={onClose}>
           Cancel
