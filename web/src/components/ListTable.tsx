@@ -26,23 +26,26 @@ export function ListTable<T>({
 }) {
   if (!items) return null;
   if (items.length === 0) return <p className="empty">{empty}</p>;
+  // a table wider than the window scrolls sideways inside its own box, not the whole page
   return (
-    <table className={className ? `table ${className}` : 'table'} aria-label={label}>
-      <thead>
-        <tr>
-          {columns.map((c) => (
-            <th key={c} scope="col" className={numeric.includes(c) ? 'num' : undefined}>
-              {c}
-            </th>
-          ))}
-          {actions ? (
-            <th scope="col">
-              <span className="sr-only">Actions</span>
-            </th>
-          ) : null}
-        </tr>
-      </thead>
-      <tbody>{items.map(row)}</tbody>
-    </table>
+    <div className="table-scroll">
+      <table className={className ? `table ${className}` : 'table'} aria-label={label}>
+        <thead>
+          <tr>
+            {columns.map((c) => (
+              <th key={c} scope="col" className={numeric.includes(c) ? 'num' : undefined}>
+                {c}
+              </th>
+            ))}
+            {actions ? (
+              <th scope="col">
+                <span className="sr-only">Actions</span>
+              </th>
+            ) : null}
+          </tr>
+        </thead>
+        <tbody>{items.map(row)}</tbody>
+      </table>
+    </div>
   );
 }

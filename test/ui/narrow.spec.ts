@@ -1,0 +1,52 @@
+/**
+ * A phone-wide window (375 px): the navigation wraps inside its dark bar, every link readable there, and no screen
+ * scrolls sideways (wide content such as tables and the board's columns scrolls inside its own box).
+ */
+import { api, createProject, expect, test } from './fixtures';
+import { screenshot } from './screenshot';
+
+test.use({ viewport: { width: 375, height: 740 } });
+// every screen is checked and reported, not only the first that overflows
+const softly = expect.configure({ soft: true });
+
+test('at 375 px the nav wraps inside its bar and no screen scrolls sideways', async ({ page }) => {
+  test.setTimeout(120_000);
+  const project = await createProject('Narrow Project');
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Narrow task', description: 'seen on a phone', labels: ['ui'] });
+  const screens: [string, string][] = [
+    ['/projects', 'Projects'],
+    [`/projects/${project.id}`, 'Narrow Project'],
+    [`/tasks/${task.id}`, 'Narrow task'],
+    ['/approvals', 'Approvals'],
+    ['/scheduler', 'Scheduler'],
+    ['/agents', 'Agents'],
+    ['/traces', 'Traces'],
+    ['/settings', 'Settings'],
+  ];
+  for (const [url, heading] of screens) {
+    await page.goto(url);
+    await expect(page.getByRole('heading', { name: heading, level: 1 })).toBeVisible();
+    // every nav link lies inside the dark bar and inside the window
+    const bar = await page.locator('.topbar').boundingBox();
+    expect(bar).not.toBeNull();
+    for (const name of ['Projects', 'Approvals', 'Scheduler', 'Agents', 'Traces', 'Settings']) {
+      const link = await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).boundingBox();
+      expect(link, `${name} on ${url}`).not.toBeNull();
+      if (!link || !bar) continue;
+      expect(link.x + link.width, `${name} link's right edge on ${url}`).toBeLessThanOrEqual(375);
+      expect(link.y, `${name} link inside the bar on ${url}`).toBeGreaterThanOrEqual(bar.y);
+      expect(link.y + link.height, `${name} link inside the bar on ${url}`).toBeLessThanOrEqual(bar.y + bar.height);
+      expect(link.x + link.width, `${name} link inside the bar on ${url}`).toBeLessThanOrEqual(bar.x + bar.width);
+    }
+    // the page itself does not scroll sideways (polled: lazy screens settle)
+    await softly
+      .poll(() => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth), { message: `sideways overflow on ${url}` })
+      .toBeLessThanOrEqual(0);
+  }
+  await page.goto(`/projects/${project.id}`);
+  await expect(page.getByRole('heading', { name: 'Narrow Project', level: 1 })).toBeVisible();
+  await screenshot(page, 'narrow-board');
+  await page.goto('/projects');
+  await expect(page.getByRole('heading', { name: 'Projects', level: 1 })).toBeVisible();
+  await screenshot(page, 'narrow-projects');
+});
