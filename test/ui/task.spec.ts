@@ -296,6 +296,28 @@ test('the diff follows a follow-up run of a completed attempt, without a reload'
   await expect(diff.getByRole('region', { name: 'notes.txt' })).toContainText('FOLLOWUP write notes');
 });
 
+test('the diff of an attempt that changed nothing lists no file; one changed file is "1 file changed"', async ({ page }) => {
+  test.setTimeout(120_000);
+  const project = await createProject('Diff Count Project');
+  const noop = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Change nothing', description: 'NOOP' });
+  const one = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Change one file', description: 'CONFLICT' });
+  const started = [];
+  for (const t of [noop, one]) started.push((await api<{ attemptId: string }>('POST', `/tasks/${t.id}/start`, { llm: 'scripted' })).attemptId);
+  for (const id of started) await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${id}`)).status, { timeout: 60_000 }).toBe('completed');
+
+  await page.goto(`/tasks/${noop.id}`);
+  const diff = page.getByRole('region', { name: 'Diff' });
+  await expect(diff).toContainText('0 files changed');
+  await expect(diff).toContainText('No changes');
+  await expect(diff.getByRole('navigation', { name: 'Changed files' })).toHaveCount(0);
+  await expect(diff).not.toContainText('No text changes');
+
+  await page.goto(`/tasks/${one.id}`);
+  await expect(diff.getByRole('navigation', { name: 'Changed files' }).getByRole('button')).toHaveText([/README\.md/]);
+  await expect(diff).toContainText('1 file changed');
+  await expect(diff).not.toContainText('1 files changed');
+});
+
 test('cancel a running attempt from the screen (Enter confirms)', async ({ page }) => {
   const project = await createProject('Cancel Project');
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Long sleeper', description: 'SLEEP' });

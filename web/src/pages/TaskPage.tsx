@@ -107,7 +107,7 @@ function AttemptPanel({ attempt, task, projectId }: { attempt: Attempt; task: Ta
         <section className="panel" aria-labelledby={`diff-${attempt.id}`}>
           <h2 id={`diff-${attempt.id}`}>Diff</h2>
           <Suspense fallback={<p className="muted">Loading the diff viewer…</p>}>
-            <DiffView attemptId={attempt.id} runKey={`${runs.length}:${attempt.status}`} onEnd={refresh} />
+            <DiffView attemptId={attempt.id} runKey={`${runs.length}:${attempt.status}`} running={running} onEnd={refresh} />
           </Suspense>
         </section>
       </div>

@@ -99,7 +99,7 @@ function DiffStream({ attemptId, onUnavailable, onEnd }: { attemptId: string; on
  * `runKey` names the attempt's current run and status (a follow-up starts a new run of a finished attempt): when it
  * changes, the diff is read again and its stream reopened, so the diff follows every run, not just the first.
  */
-export function DiffView({ attemptId, runKey = '', onEnd }: { attemptId: string; runKey?: string; onEnd?: () => void }) {
+export function DiffView({ attemptId, runKey = '', running = false, onEnd }: { attemptId: string; runKey?: string; running?: boolean; onEnd?: () => void }) {
   const qc = useQueryClient();
   const key = queryKeys.attemptDiff(attemptId);
   const diff = useQuery({
@@ -115,7 +115,8 @@ export function DiffView({ attemptId, runKey = '', onEnd }: { attemptId: string;
     void qc.invalidateQueries({ queryKey: queryKeys.attemptDiff(attemptId) });
   }, [qc, attemptId, runKey]);
 
-  const files = useMemo(() => (diff.data ? parseDiff(diff.data.diff, { nearbySequences: 'zip' }) : []), [diff.data]);
+  // parseDiff('') gives one file with no name and no hunks: an attempt with no changes has no file
+  const files = useMemo(() => (diff.data?.diff.trim() ? parseDiff(diff.data.diff, { nearbySequences: 'zip' }).filter((f) => filePath(f)) : []), [diff.data]);
   const tree = useMemo(() => buildTree(files), [files]);
   const [viewType, setViewType] = useState<'unified' | 'split'>('unified');
   const [selected, setSelected] = useState<string | null>(null);
@@ -127,7 +128,7 @@ export function DiffView({ attemptId, runKey = '', onEnd }: { attemptId: string;
       <div className="diff-toolbar">
         {diff.data ? (
           <span>
-            {diff.data.summary.filesChanged} files changed, <span className="add">+{diff.data.summary.additions}</span> <span className="del">−{diff.data.summary.deletions}</span>
+            {diff.data.summary.filesChanged} {diff.data.summary.filesChanged === 1 ? 'file' : 'files'} changed, <span className="add">+{diff.data.summary.additions}</span> <span className="del">−{diff.data.summary.deletions}</span>
           </span>
         ) : null}
         <fieldset className="segmented">
@@ -151,7 +152,7 @@ export function DiffView({ attemptId, runKey = '', onEnd }: { attemptId: string;
         </div>
       ) : null}
       {diff.error ? <ErrorMessage error={diff.error} onRetry={() => void diff.refetch()} /> : null}
-      {diff.data && files.length === 0 ? <p className="muted">No changes yet.</p> : null}
+      {diff.data && files.length === 0 ? <p className="muted">{running ? 'No changes yet.' : 'No changes.'}</p> : null}
       {files.length ? (
         <div className="diff-body">
           <nav className="file-tree" aria-label="Changed files">
