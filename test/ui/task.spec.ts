@@ -318,6 +318,19 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   await expect(diff).not.toContainText('1 files changed');
 });
 
+test('a 500-character title (and a long description) without a space wraps: the task page does not get wider than the window', async ({ page }) => {
+  const project = await createProject('Long Title Project');
+  const title = `Unbroken${'x'.repeat(492)}`;
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title, description: `Described${'y'.repeat(992)}` });
+  await page.goto(`/tasks/${task.id}`);
+  const heading = page.getByRole('heading', { name: title, level: 1 });
+  await expect(heading).toBeVisible();
+  const box = await heading.boundingBox();
+  expect(box?.x ?? 0).toBeGreaterThanOrEqual(0);
+  expect((box?.x ?? 0) + (box?.width ?? 0)).toBeLessThanOrEqual(1360);
+  expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+});
+
 test('cancel a running attempt from the screen (Enter confirms)', async ({ page }) => {
   const project = await createProject('Cancel Project');
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Long sleeper', description: 'SLEEP' });
