@@ -331,6 +331,26 @@ test('a 500-character title (and a long description) without a space wraps: the 
   expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
 });
 
+test.describe('starting with no agent to run', () => {
+  // the refused start (409) is logged by the browser
+  test.use({ allowConsoleErrors: /409/ });
+
+  test('the Start dialog says so once, inline, in the board\'s words', async ({ page }) => {
+    const project = await createProject('No Agent Project');
+    const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Nobody to run it' });
+    await page.goto(`/tasks/${task.id}`);
+    await page.getByRole('button', { name: 'Start attempt…' }).click();
+    const start = page.getByRole('dialog', { name: 'Start an attempt' });
+    await start.getByRole('button', { name: 'Start attempt' }).click();
+    await expect(start.getByRole('alert')).toHaveText('Choose an agent profile: this task has no assignee and its project no default agent profile.');
+    // once: no toast behind the dialog
+    await expect(page.getByRole('alert')).toHaveCount(1);
+    await expect(start).not.toContainText('llm');
+    await expect(start.getByLabel('Agent profile')).toBeFocused();
+    expect(await api<unknown[]>('GET', `/tasks/${task.id}/attempts`)).toHaveLength(0);
+  });
+});
+
 test('cancel a running attempt from the screen (Enter confirms)', async ({ page }) => {
   const project = await createProject('Cancel Project');
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Long sleeper', description: 'SLEEP' });

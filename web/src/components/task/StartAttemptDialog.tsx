@@ -1,7 +1,7 @@
 /** Starts an attempt of the task: the agent profile (the project's configured profiles, or the default) and an optional extra description. */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
-import { api, queryKeys } from '../../api';
+import { useRef, useState } from 'react';
+import { api, ApiError, queryKeys } from '../../api';
 import { Dialog } from '../Dialog';
 
 export interface StartAttemptDialogProps {
@@ -14,12 +14,24 @@ export interface StartAttemptDialogProps {
   onStarted: (attemptId: string) => void;
 }
 
+/** The start's error in the dialog's words: AGENT_REQUIRED names the API's fields (`llm`, defaultLLM); the rest as the server says. */
+function startErrorText(error: Error): string {
+  if (error instanceof ApiError && error.code === 'AGENT_REQUIRED') return 'Choose an agent profile: this task has no assignee and its project no default agent profile.';
+  return error.message;
+}
+
 export function StartAttemptDialog({ open, taskId, profiles, defaultProfile, onClose, onStarted }: StartAttemptDialogProps) {
   const qc = useQueryClient();
   const [llm, setLlm] = useState('');
   const [description, setDescription] = useState('');
+  const profileSelect = useRef<HTMLSelectElement>(null);
   const start = useMutation({
     mutationFn: () => api<{ attemptId: string }>(`/tasks/${taskId}/start`, { method: 'POST', body: { ...(llm ? { llm } : {}), ...(description.trim() ? { description } : {}) } }),
+    // said once, in the dialog: a toast would repeat it under the modal's backdrop
+    meta: { inlineError: true },
+    onError: (err) => {
+      if (err instanceof ApiError && err.code === 'AGENT_REQUIRED') profileSelect.current?.focus();
+    },
     onSuccess: (r) => {
       void qc.invalidateQueries({ queryKey: queryKeys.task(taskId) });
       onStarted(r.attemptId);
@@ -38,6 +50,7 @@ export function StartAttemptDialog({ open, taskId, profiles, defaultProfile, onC
         <label className="field">
           <span>Agent profile</span>
           <select
+            ref={profileSelect}
             value={llm}
             onChange={(e) => setLlm(e.target.value)}
             data-autofocus
@@ -63,7 +76,7 @@ export function StartAttemptDialog({ open, taskId, profiles, defaultProfile, onC
         </label>
         {start.error ? (
           <p className="form-error" role="alert">
-            {start.error.message}
+            {startErrorText(start.error)}
           </p>
         ) : null}
         <div className="dialog-actions">
