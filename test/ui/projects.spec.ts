@@ -173,6 +173,29 @@ test.describe('a repository path the API refuses', () => {
   });
 });
 
+test('the default agent profile is picked from the configured profiles', async ({ page }) => {
+  const project = await createProject('Profile Project');
+  await page.goto('/projects');
+  await page.getByRole('button', { name: 'Edit Profile Project' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Edit project' });
+  const profile = dialog.getByLabel('Default agent profile');
+  await expect(profile.locator('option')).toContainText(['None', 'scripted']);
+  await profile.selectOption('scripted');
+  await dialog.getByRole('button', { name: 'Save' }).click();
+  await expect(dialog).toBeHidden();
+  await expect.poll(async () => (await api<{ defaultLLM: string | null }>('GET', `/projects/${project.id}`)).defaultLLM).toBe('scripted');
+  // a profile the configuration no longer has stays shown as the current one, marked
+  await api('PATCH', `/projects/${project.id}`, { defaultLLM: 'retired-profile' });
+  await page.reload();
+  await page.getByRole('button', { name: 'Edit Profile Project' }).click();
+  await expect(profile).toHaveValue('retired-profile');
+  await expect(profile.locator('option:checked')).toHaveText('retired-profile (not configured)');
+  await profile.selectOption('');
+  await dialog.getByRole('button', { name: 'Save' }).click();
+  await expect(dialog).toBeHidden();
+  await expect.poll(async () => (await api<{ defaultLLM: string | null }>('GET', `/projects/${project.id}`)).defaultLLM).toBeNull();
+});
+
 test('a listing that arrives while Directory is being edited does not change the text under the cursor', async ({ page }) => {
   // hold the first listing (of ~) until the field has the focus
   let release = () => {};

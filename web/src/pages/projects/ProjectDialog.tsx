@@ -1,6 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { ApiError, type CreateProjectFields, currentBranchOf, type EditProjectFields, type ProjectListItem } from '../../api';
+import { ApiError, type CreateProjectFields, currentBranchOf, type EditProjectFields, type ProjectListItem, useProject } from '../../api';
 import { Dialog, ErrorMessage, Field } from '../../components';
 import { PathPicker } from './PathPicker';
 
@@ -112,6 +112,9 @@ function EditForm({ project, busy, onEdit, onClose }: ProjectDialogProps & { pro
   const [name, setName] = useState(project.name);
   const [description, setDescription] = useState(project.description);
   const [defaultLLM, setDefaultLLM] = useState(project.defaultLLM ?? '');
+  // the profiles the configuration defines (the Start dialog offers the same); a current one it lacks stays listed
+  const detail = useProject(project.id);
+  const profiles = Object.keys(detail.data?.config.llms ?? {}).sort();
   const [setup, setSetup] = useState(project.setup_script);
   const [dev, setDev] = useState(project.dev_script);
   return (
@@ -129,7 +132,20 @@ function EditForm({ project, busy, onEdit, onClose }: ProjectDialogProps & { pro
         <textarea value={description} onChange={(e) => setDescription(e.target.value)} />
       </Field>
       <Field label="Default agent profile">
-        <input value={defaultLLM} onChange={(e) => setDefaultLLM(e.target.value)} placeholder="claude" />
+        <select value={defaultLLM} onChange={(e) => setDefaultLLM(e.target.value)}>
+          <option value="">None</option>
+          {defaultLLM && !profiles.includes(defaultLLM) ? (
+            <option value={defaultLLM}>
+              {defaultLLM}
+              {detail.data ? ' (not configured)' : ''}
+            </option>
+          ) : null}
+          {profiles.map((p) => (
+            <option key={p} value={p}>
+              {p}
+            </option>
+          ))}
+        </select>
       </Field>
       <div className="field-row">
         <Field label="Setup script">
