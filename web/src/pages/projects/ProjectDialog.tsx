@@ -1,6 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { ApiError, type CreateProjectFields, currentBranchOf, type EditProjectFields, type ProjectListItem, useProject } from '../../api';
+import { ApiError, type CreateProjectFields, currentBranchOf, type EditProjectFields, listFilesystemRoots, type ProjectListItem, useProject } from '../../api';
 import { Dialog, ErrorMessage, Field } from '../../components';
 import { PathPicker } from './PathPicker';
 
@@ -43,10 +43,14 @@ function CreateForm({ busy, error, onCreate, onClose }: ProjectDialogProps) {
   const [description, setDescription] = useState('');
   const location = source === 'local' ? path.trim() : url.trim();
   const suggested = location.replace(/\.git$/, '').split(/[/:]/).filter(Boolean).pop() ?? '';
+  // the lookup can only read inside the allowed directories (elsewhere it is a 403): a repository outside them gets
+  // the API's default, which the field's placeholder then says
+  const roots = useQuery({ queryKey: ['filesystem', 'roots'], queryFn: ({ signal }) => listFilesystemRoots(signal), meta: { inlineError: true } });
+  const readable = (p: string) => p.startsWith('/') && (roots.data?.roots ?? []).some((r) => p === r || p.startsWith(r.endsWith('/') ? r : `${r}/`));
   const current = useQuery({
     queryKey: ['filesystem', 'current-branch', settled],
     queryFn: ({ signal }) => currentBranchOf(settled, signal),
-    enabled: source === 'local' && settled.startsWith('/'),
+    enabled: source === 'local' && readable(settled),
     // a path that is no repository (or outside the allowed roots) says so when the project is created
     retry: false,
     meta: { inlineError: true },
@@ -63,7 +67,7 @@ function CreateForm({ busy, error, onCreate, onClose }: ProjectDialogProps) {
         if (!location || !finalName) return;
         let chosen = (branch ?? '').trim() || detected;
         // submitted before the lookup of a typed path was done: ask now, rather than let the API default to main
-        if (!chosen && source === 'local' && branch === null) chosen = await currentBranchOf(location).catch(() => null);
+        if (!chosen && source === 'local' && branch === null && readable(location)) chosen = await currentBranchOf(location).catch(() => null);
         setSent(location);
         onCreate({ name: finalName, description: description || undefined, repository: { url: location, branch: chosen || undefined } });
       }}
@@ -89,7 +93,7 @@ function CreateForm({ busy, error, onCreate, onClose }: ProjectDialogProps) {
           <input value={name} onChange={(e) => setName(e.target.value)} placeholder={suggested || 'my-project'} maxLength={200} />
         </Field>
         <Field label="Branch">
-          <input value={branch ?? detected ?? ''} onChange={(e) => setBranch(e.target.value)} placeholder={source === 'local' ? "the repository's current branch" : 'main'} />
+          <input value={branch ?? detected ?? ''} onChange={(e) => setBranch(e.target.value)} placeholder={source === 'local' && (!location || readable(location)) ? "the repository's current branch" : 'main'} />
         </Field>
       </div>
       <Field label="Description">
