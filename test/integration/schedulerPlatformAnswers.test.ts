@@ -84,18 +84,18 @@ describe("a platform's version answer is stored bounded", () => {
   });
   const sourceCount = async () => (await stack.db.query('SELECT count(*)::int AS n FROM scheduler_sources')).rows[0].n as number;
 
-  test('nested 5000 levels deep: POST and PATCH of a source are a 400 Failed to validate source, nothing stored', async () => {
+  test('nested 5000 levels deep: POST and PATCH of a source are a 400 Failed to validate source naming the depth, nothing stored', async () => {
     other.rawAnswers.version = nested(5000);
     const before = await sourceCount();
     const created = await inject('POST', '/api/v1/sources', { name: 'deep-version', source_type: 'langflow', url: other.url });
     expect(created.statusCode).toBe(400);
-    expect(created.json()).toEqual({ detail: 'Failed to validate source' });
+    expect(created.json()).toEqual({ detail: expect.stringMatching(/^Failed to validate source: GET \/api\/v1\/version answered JSON nested more than 200 levels deep/) });
     expect(await sourceCount()).toBe(before);
 
     const odd = (await inject('GET', '/api/v1/sources')).json().items.find((s: { name: string }) => s.name === 'odd');
     const patched = await inject('PATCH', `/api/v1/sources/${odd.id}`, { url: other.url });
     expect(patched.statusCode).toBe(400);
-    expect(patched.json()).toEqual({ detail: 'Failed to validate source' });
+    expect(patched.json()).toEqual({ detail: expect.stringMatching(/^Failed to validate source: GET \/api\/v1\/version answered JSON nested more than 200 levels deep/) });
     expect((await inject('GET', `/api/v1/sources/${odd.id}`)).json().url).toBe(fake.url);
   });
 
@@ -103,7 +103,7 @@ describe("a platform's version answer is stored bounded", () => {
     other.rawAnswers.version = JSON.stringify({ version: '1.0', notes: 'n'.repeat(MAX_VERSION_INFO_CHARS) });
     const big = await inject('POST', '/api/v1/sources', { name: 'big-version', source_type: 'langflow', url: other.url });
     expect(big.statusCode).toBe(400);
-    expect(big.json()).toEqual({ detail: 'Failed to validate source' });
+    expect(big.json()).toEqual({ detail: expect.stringMatching(/^Failed to validate source: version endpoint answered \d+ characters of version information; Armada keeps at most 16384$/) });
 
     other.rawAnswers.version = nested(MAX_PLATFORM_ANSWER_DEPTH);
     const created = await inject('POST', '/api/v1/sources', { name: 'nested-version', source_type: 'langflow', url: other.url });
