@@ -2,7 +2,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { FOREIGN_KEY_VIOLATION } from '../lib/db/pool';
 import { getWebhook, recordDelivery } from '../lib/db/webhooks';
-import { resolveKeys } from '../lib/keys';
+import { lazyEncryptionKey } from '../lib/keys';
 import { fetchFailureReason } from '../lib/http/fetchFailure';
 import { counter } from '../lib/metrics';
 import { openSecret } from '../lib/secretBox';
@@ -31,11 +31,7 @@ function answerError(res: Response): { error: string | null; final: boolean } {
 }
 
 export function createWebhookActivities(deps: ActivityDeps) {
-  let key: Buffer | undefined;
-  const encryptionKey = () => {
-    key ??= resolveKeys(deps.config).encryption;
-    return key;
-  };
+  const encryptionKey = lazyEncryptionKey(deps.config);
   const deliveries = counter(deps.metrics.registry, 'armada_webhook_deliveries_total', 'Outbound webhook delivery tries by result', ['result']);
 
   return {

@@ -18,7 +18,7 @@ import { FOREIGN_KEY_VIOLATION, withTransaction } from '../../lib/db/pool';
 import { getSchedule, markScheduleRan } from '../../lib/db/schedulerSchedules';
 import { getWorkflow, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { faultPoint } from '../../lib/faults';
-import { resolveKeys } from '../../lib/keys';
+import { lazyEncryptionKey } from '../../lib/keys';
 import { schedulerMetrics, type SchedulerMetrics } from '../../lib/scheduler/metrics';
 import { actionScheduledAt } from '../../lib/scheduler/temporalSchedules';
 import type { ActivityDeps } from '../index';
@@ -146,7 +146,7 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     }
   }
 
-  let encryptionKey: Buffer | undefined;
+  const encryptionKey = lazyEncryptionKey(deps.config);
 
   /** One try of beginRun (below), its stop watched by the caller. */
   async function beginRunTry(input: ExecutionStart, stop: TaskStop): Promise<BegunRun | null> {
@@ -177,9 +177,8 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     let result: TaskRunResult | null = null;
     // the flow's request waits for the row to be held, not for its commit; a workflow deleted meanwhile gets none
     if (claim && first?.type === 'flow' && (await Promise.race([rowHeld, writing.then((w) => w.changed)]))) {
-      encryptionKey ??= resolveKeys(deps.config).encryption;
       const task = { executionId: input.id, taskIndex: 0, source: first.source, flow: first.flow, input: input.input ?? first.input ?? null, timeoutSeconds: first.timeout ?? null };
-      result = await runFlowTask(deps, encryptionKey, task, def.first_source ?? undefined, { lastTry: attempt >= BEGIN_RUN_ATTEMPTS, rowWritten: writing, claim, stop });
+      result = await runFlowTask(deps, encryptionKey(), task, def.first_source ?? undefined, { lastTry: attempt >= BEGIN_RUN_ATTEMPTS, rowWritten: writing, claim, stop });
     } else if (claim) void claim.then((c) => c.kind === 'held' && c.holder.stop(), () => undefined); // nothing is sent
     const written = await writing;
     await started;

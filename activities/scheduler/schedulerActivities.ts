@@ -18,7 +18,7 @@ import { allSources, getSource, recordSourceHealth, type RunSource } from '../..
 import { markScheduleRan } from '../../lib/db/schedulerSchedules';
 import { getWorkflow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { pruneTaskOutcomes, type TaskRunResult } from '../../lib/db/schedulerTaskOutcomes';
-import { resolveKeys } from '../../lib/keys';
+import { lazyEncryptionKey } from '../../lib/keys';
 import { childEnv } from '../../lib/process/childEnv';
 import { launchGroupProcess } from '../../lib/process/processGroup';
 import { schedulerMetrics, type SchedulerMetrics } from '../../lib/scheduler/metrics';
@@ -262,11 +262,7 @@ export async function withTaskStop<T>(deps: ActivityDeps, executionId: string, w
 export function createSchedulerActivities(deps: ActivityDeps) {
   const metrics = schedulerMetrics(deps.metrics);
   const settings = schedulerSettings(deps.config);
-  let encryptionKey: Buffer | undefined;
-  const key = () => {
-    encryptionKey ??= resolveKeys(deps.config).encryption;
-    return encryptionKey;
-  };
+  const key = lazyEncryptionKey(deps.config);
 
   /**
    * runScript's try: claims the task (a try that finds it claimed reports the earlier try's outcome and runs nothing,
