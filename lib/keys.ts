@@ -21,7 +21,7 @@ export interface ResolvedKeys {
 /** What to do about an empty key file: an empty key would be used as one (an empty X-API-Key would match it). */
 function emptyKeyAdvice(file: string): string {
   return path.basename(file) === 'encryption-key'
-    ? `${file} is empty: restore it from a backup; deleting it generates a new key, and the secrets stored with the old one (source API keys, code-host tokens, webhook secrets) can no longer be read`
+    ? `${file} is empty: restore it from a backup; deleting it generates a new key, and the secrets stored with the old one (source API keys, code-host tokens, webhook secrets, repository URL credentials) can no longer be read`
     : `${file} is empty: delete it to generate a new key (clients then need the new one), or restore it`;
 }
 

@@ -36,5 +36,5 @@ test('an empty key file (a crash before its bytes reached the disk, or emptied b
   expect(() => resolveKeys(config())).toThrow(`${path.join(home, 'api-key')} is empty: delete it to generate a new key (clients then need the new one), or restore it`);
   fs.rmSync(path.join(home, 'api-key'));
   fs.writeFileSync(path.join(home, 'encryption-key'), '');
-  expect(() => resolveKeys(config())).toThrow(/encryption-key is empty: restore it from a backup; deleting it generates a new key, and the secrets stored with the old one \(source API keys, code-host tokens, webhook secrets\) can no longer be read/);
+  expect(() => resolveKeys(config())).toThrow(/encryption-key is empty: restore it from a backup; deleting it generates a new key, and the secrets stored with the old one \(source API keys, code-host tokens, webhook secrets, repository URL credentials\) can no longer be read/);
 });
