@@ -3,8 +3,9 @@
  * path, query, header and body parameters become one flat JSON-Schema object, and the tool keeps the mapping back
  * from input property to where the value goes in the HTTP request.
  */
-import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
+import { FileTooLargeError, NotAFileError, readRegularFile } from '../fs/regularFile';
 import { fetchFailure } from '../http/fetchFailure';
 import { formatBytes, readBoundedText } from '../http/readBounded';
 import { plainObject, recordOf } from '../untrustedJson';
@@ -102,14 +103,14 @@ async function fetchDocument(source: string, headers: Record<string, string>, ti
 }
 
 function readDocumentFile(source: string): string {
-  const file = source.startsWith('file://') ? new URL(source) : source;
+  const file = source.startsWith('file://') ? fileURLToPath(source) : source;
   try {
-    if (fs.statSync(file).size > MAX_DOCUMENT_BYTES) throw new OpenApiDocumentError(`${source} is larger than ${formatBytes(MAX_DOCUMENT_BYTES)}; Armada reads at most that much of a document`);
-    return fs.readFileSync(file, 'utf8');
+    // by type and bounded (lib/fs/regularFile.ts): a FIFO blocked the read until a writer came, a device never ended
+    return readRegularFile(file, MAX_DOCUMENT_BYTES);
   } catch (err) {
-    if (err instanceof OpenApiDocumentError) throw err;
+    if (err instanceof FileTooLargeError) throw new OpenApiDocumentError(`${source} is larger than ${formatBytes(MAX_DOCUMENT_BYTES)}; Armada reads at most that much of a document`);
     const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
+    const why = err instanceof NotAFileError ? `it is ${err.kind}, not a file` : code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
     throw new OpenApiDocumentError(`cannot read ${source}: ${why}; give the path of the document's file or its http(s) URL`);
   }
 }

@@ -2,6 +2,7 @@
  * `armada tools openapi` end to end: the real CLI as an MCP stdio server over a petstore-like document served by a
  * local HTTP server, driven by the MCP SDK's client; the local server records what the tool calls sent.
  */
+import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -342,7 +343,10 @@ describe('armada tools openapi', () => {
         [path.join(dir, 'bad.json'), `${path.join(dir, 'bad.json')} is not valid JSON (Expected property name or '}' in JSON at position 32); fix the document`],
         [path.join(dir, 'bad.yaml'), `${path.join(dir, 'bad.yaml')} is not valid YAML (Flow sequence in block collection must be sufficiently indented and end with a ] at line 3, column 1); fix the document`],
         [path.join(dir, 'nowhere.json'), `cannot read ${path.join(dir, 'nowhere.json')}: no such file; give the path of the document's file or its http(s) URL`],
+        // a FIFO blocked the read until a writer came (forever)
+        [path.join(dir, 'fifo.json'), `cannot read ${path.join(dir, 'fifo.json')}: it is a FIFO (named pipe), not a file; give the path of the document's file or its http(s) URL`],
       ];
+      execFileSync('mkfifo', [path.join(dir, 'fifo.json')]);
       for (const [source, message] of cases) {
         const r = await listRun([source]);
         expect({ source, ...r }).toEqual({ source, code: 1, stdout: '', stderr: `armada tools openapi: ${message}\n` });
