@@ -22,17 +22,21 @@ export interface DependencyState {
    */
   markDown(name: DependencyName, reason: string, observedAt?: number): void;
   markUp(name: DependencyName): void;
+  /** Calls `listener` each time `name` is called down (after the warning is logged); returns what unsubscribes it. */
+  onDown(name: DependencyName, listener: () => void): () => void;
   /** Calls `listener` once, the next time `name` is called down; returns what unsubscribes it. */
   onceDown(name: DependencyName, listener: () => void): () => void;
-  /** Calls `fn` each time `name` goes down (after the warning is logged). */
-  onDown(name: DependencyName, fn: () => void): void;
 }
 
 export function createDependencyState(logger: Logger): DependencyState {
   const downSince = new Map<DependencyName, number>();
   const lastUp = new Map<DependencyName, number>();
-  const waiting = new Map<DependencyName, Set<() => void>>(NAMES.map((n) => [n, new Set()]));
-  const onDown = new Map<DependencyName, (() => void)[]>();
+  const listeners = new Map<DependencyName, Set<() => void>>(NAMES.map((n) => [n, new Set()]));
+  const onDown = (name: DependencyName, listener: () => void) => {
+    const set = listeners.get(name);
+    set?.add(listener);
+    return () => void set?.delete(listener);
+  };
   return {
     down: () => NAMES.filter((n) => downSince.has(n)),
     isDown: (name) => downSince.has(name),
@@ -41,10 +45,7 @@ export function createDependencyState(logger: Logger): DependencyState {
       if (observedAt !== undefined && (lastUp.get(name) ?? -1) >= observedAt) return;
       downSince.set(name, Date.now());
       logger.warn({ dependency: name, reason }, `${name} is unavailable; requests that need it answer 503 until it is back`);
-      const listeners = [...(waiting.get(name) ?? [])];
-      waiting.get(name)?.clear();
-      for (const listener of listeners) listener();
-      for (const fn of onDown.get(name) ?? []) fn();
+      for (const listener of [...(listeners.get(name) ?? [])]) listener();
     },
     markUp(name) {
       lastUp.set(name, Date.now());
@@ -53,13 +54,13 @@ export function createDependencyState(logger: Logger): DependencyState {
       downSince.delete(name);
       logger.info({ dependency: name, downMs: Date.now() - since }, `${name} is back`);
     },
+    onDown,
     onceDown(name, listener) {
-      const set = waiting.get(name);
-      set?.add(listener);
-      return () => set?.delete(listener);
-    },
-    onDown(name, fn) {
-      onDown.set(name, [...(onDown.get(name) ?? []), fn]);
+      const off = onDown(name, () => {
+        off();
+        listener();
+      });
+      return off;
     },
   };
 }
