@@ -139,6 +139,8 @@ export const FileConfigSchema = Type.Object(
           healthCheckIntervalSeconds: Type.Optional(Type.Integer({ minimum: 0 })),
           scriptTimeoutSeconds: Type.Optional(Type.Integer({ minimum: 1 })),
           sourceTimeoutMs: Type.Optional(Type.Integer({ minimum: 100 })),
+          /** how long an execution may be running without a Temporal run before the reconciler fails it (default 60 s) */
+          reconcileAfterSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
         },
         { additionalProperties: false },
       ),

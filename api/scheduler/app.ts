@@ -5,6 +5,7 @@ import { createBaseApp } from '../http/baseApp';
 import { installCors } from '../http/cors';
 import { setUpMaintenanceScheduleUntilDone } from '../../lib/scheduler/maintenanceSchedule';
 import { schedulerSettings } from '../../lib/scheduler/settings';
+import { startExecutionReconciler, type ExecutionReconciler } from './executionReconciler';
 import { executionRoutes } from './executions';
 import { flowRoutes } from './flows';
 import { scheduleRoutes } from './schedules';
@@ -35,11 +36,15 @@ export async function buildSchedulerApp(deps: DetailServiceDeps) {
   // The periodic source health check and retention run on a Temporal schedule; set it up in the background so the
   // API starts (and answers /health) even while Temporal is still coming up. It retries until Temporal answers.
   const setup = new AbortController();
+  let reconciler: ExecutionReconciler | undefined;
   app.addHook('onClose', async () => {
     setup.abort();
+    await reconciler?.stop();
   });
   // once per process: the second port's app is the same service
   if (!deps.secondListener) app.addHook('onReady', async () => {
+    // executions Temporal has no run for (a run request cut short between its row and its start) are failed
+    reconciler = startExecutionReconciler(deps);
     const { healthCheckIntervalMs } = schedulerSettings(deps.config);
     void setUpMaintenanceScheduleUntilDone({
       client: () => deps.temporal.client(),

@@ -220,6 +220,86 @@ export async function failUnbegunExecution(db: Queryable, id: string, error: str
   return (rowCount ?? 0) > 0;
 }
 
+/** A running execution as the reconciler sees it (api/scheduler/executionReconciler.ts). */
+export interface UnfinishedExecution {
+  id: string;
+  workflow: string;
+  temporal_workflow_id: string;
+  started_at: Date;
+  /** a task has left `pending`: the run began (its Temporal workflow existed then) */
+  begun: boolean;
+  /** where the walk stands after this row (started_at exactly, as text: a Date would drop its microseconds) */
+  cursor: ExecutionCursor;
+}
+
+/** Where a walk over the running executions stands: the last row it saw, in (started_at, id) order. */
+export interface ExecutionCursor {
+  startedAt: string;
+  id: string;
+}
+
+/**
+ * Up to `limit` running executions started more than `olderThanMs` ago (by PostgreSQL's clock), after `after` in
+ * (started_at, id) order (from the first when undefined): one page of the reconciler's walk, read through the
+ * partial index of the running rows.
+ */
+export async function unfinishedExecutions(db: Queryable, olderThanMs: number, after: ExecutionCursor | undefined, limit: number): Promise<UnfinishedExecution[]> {
+  const { rows } = await db.query<Omit<UnfinishedExecution, 'cursor'> & { started_key: string }>(
+    `SELECT id, workflow, temporal_workflow_id, started_at, started_at::text AS started_key,
+            EXISTS (SELECT 1 FROM jsonb_array_elements(tasks) t WHERE t->>'status' <> 'pending') AS begun
+       FROM scheduler_executions
+      WHERE status = 'running' AND started_at < now() - $1 * interval '1 millisecond'
+        AND ($2::timestamptz IS NULL OR (started_at, id) > ($2::timestamptz, $3::uuid))
+      ORDER BY started_at, id
+      LIMIT $4`,
+    [olderThanMs, after?.startedAt ?? null, after?.id ?? null, limit],
+  );
+  return rows.map(({ started_key, ...r }) => ({ ...r, cursor: { startedAt: started_key, id: r.id } }));
+}
+
+/** The log line's key of a reconciler's failure (one per execution: the row leaves `running` once). */
+const RUN_LOST_LOG_KEY = 'reconciled';
+
+/**
+ * Fails a running execution that has no Temporal run (the reconciler asked Temporal), with an `error` log line of its
+ * error. `begun: false` (no task had begun when it was read): only while that is still so, in the same statement, so
+ * a run whose late start got through meanwhile (its first write made a task `running`) is left alone, and a run that
+ * begins afterwards finds its row finished and ends at once (beginRun), as after failUnbegunExecution; the error is
+ * `error` and the tasks stay `pending`. `begun: true` (its run existed and is gone): the running task fails with
+ * `taskError` and the execution with `Task <name> failed: <taskError>` (`error` when no task was running), the pending
+ * tasks are `skipped`. True when this call failed it (another process's reconciler may have been first).
+ */
+export async function failExecutionWithoutRun(db: Queryable, id: string, how: { begun: boolean; error: string; taskError: string }): Promise<boolean> {
+  const { rows } = await db.query(
+    `WITH failed AS (
+       UPDATE scheduler_executions x
+          SET status = 'failed', completed_at = now(),
+              error = CASE WHEN $3::boolean
+                        THEN COALESCE((SELECT 'Task ' || (t->>'name') || ' failed: ' || $4::text
+                                         FROM jsonb_array_elements(x.tasks) WITH ORDINALITY AS a(t, i)
+                                        WHERE t->>'status' = 'running' ORDER BY i LIMIT 1), $2::text)
+                        ELSE $2::text END,
+              tasks = CASE WHEN $3::boolean THEN
+                (SELECT COALESCE(jsonb_agg(CASE t->>'status'
+                          WHEN 'running' THEN t || jsonb_build_object('status', 'failed', 'error', $4::text,
+                                                 'completedAt', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                          WHEN 'pending' THEN t || '{"status":"skipped"}'::jsonb
+                          ELSE t END ORDER BY i), '[]'::jsonb)
+                   FROM jsonb_array_elements(x.tasks) WITH ORDINALITY AS a(t, i))
+                ELSE x.tasks END
+        WHERE x.id = $1 AND x.status = 'running'
+          AND ($3::boolean OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements(x.tasks) t WHERE t->>'status' <> 'pending'))
+       RETURNING x.id, x.completed_at, x.error),
+     logged AS (
+       INSERT INTO scheduler_execution_logs (execution_id, key, ts, level, message)
+       SELECT id, $5, completed_at, 'error', error FROM failed
+       ON CONFLICT (execution_id, key) DO NOTHING)
+     SELECT id FROM failed`,
+    [id, how.error, how.begun, how.taskError, RUN_LOST_LOG_KEY],
+  );
+  return rows.length > 0;
+}
+
 /** Appends log lines; a line whose key was already written is skipped (activity retries). */
 export async function appendExecutionLogs(db: Queryable, executionId: string, lines: LogLine[]): Promise<void> {
   if (!lines.length) return;

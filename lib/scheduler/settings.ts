@@ -12,6 +12,8 @@ export interface SchedulerSettings {
   scriptTimeoutMs: number;
   /** timeout of health, version and flow-list calls to a platform */
   sourceTimeoutMs: number;
+  /** how long an execution may be running without a Temporal run before the reconciler fails it */
+  reconcileAfterMs: number;
 }
 
 export function schedulerSettings(config: ArmadaConfig): SchedulerSettings {
@@ -22,6 +24,7 @@ export function schedulerSettings(config: ArmadaConfig): SchedulerSettings {
     healthCheckIntervalMs: (s.healthCheckIntervalSeconds ?? 300) * 1000,
     scriptTimeoutMs: (s.scriptTimeoutSeconds ?? 3600) * 1000,
     sourceTimeoutMs: s.sourceTimeoutMs ?? 5000,
+    reconcileAfterMs: (s.reconcileAfterSeconds ?? 60) * 1000,
   };
 }
 
