@@ -2,7 +2,8 @@
  * Starts an execution on request (a manual run or a retry): writes the execution row (`running`, tasks `pending`),
  * then starts workflowRunWorkflow as `execution:<id>` (within TEMPORAL_CALL_TIMEOUT_MS) and answers without waiting for
  * the run. A start Temporal does not answer in time is a 503 only once the row says the run never started, so a run
- * Temporal starts later anyway does nothing; a run that began meanwhile is the 200 (docs/scheduler.md#temporal-deadlines). A workflow deleted
+ * Temporal starts later anyway does nothing; a run that began meanwhile is the 200 (docs/scheduler.md#temporal-deadlines).
+ * So is a start so slow that the execution reconciler, finding no run, failed the row meanwhile. A workflow deleted
  * after the caller read it (or the execution a retry re-runs, deleted with it) is a 404 `goneDetail`: before the row
  * is written, nothing is started (the row cannot be written once the deletion committed); after it, the row is read
  * again once the run is started, so the answer never names an execution its workflow's deletion had already removed
@@ -70,6 +71,10 @@ export async function startExecution(
     if (await failUnbegunExecution(deps.db, executionId, COULD_NOT_START)) throw temporalUnavailable(COULD_NOT_START);
   }
   // the workflow was deleted between the row's insert and the start (the deletion found no run to stop yet)
-  if (!(await getExecution(deps.db, executionId))) throw notFound(opts.goneDetail);
+  const row = await getExecution(deps.db, executionId);
+  if (!row) throw notFound(opts.goneDetail);
+  // the start took longer than scheduler.reconcileAfterSeconds and the reconciler, finding no run, failed the row
+  // before any task began: the run, if Temporal has it now, ends at once when it begins (executionReconciler.ts)
+  if (row.status === 'failed' && row.tasks.every((t) => t.status === 'pending')) throw temporalUnavailable(COULD_NOT_START);
   return { executionId, workflow: w.name, status: 'running', startedAt };
 }

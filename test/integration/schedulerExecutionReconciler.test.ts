@@ -11,6 +11,8 @@
  * the reconciler cannot reach Temporal the orphan is left `running`, and failed once Temporal answers. Two
  * reconcilers at once (two API processes) fail an orphan once, with one log line; a run that began and whose Temporal
  * run is gone (a row written as the run writes it, under a workflow id Temporal does not have) fails its running task.
+ * A start Temporal holds (TCP proxy) past the grace: the row is failed meanwhile, and the request answers 503, not a
+ * 200 naming a run that ends at once without running (before: 200).
  *
  * Before: both rows stayed `running` for ever (nothing looked for executions without a run).
  */
@@ -23,6 +25,7 @@ import type { ChildProcess } from 'node:child_process';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { Client } from 'pg';
+import { buildSchedulerApp } from '../../api/scheduler/app';
 import { NEVER_STARTED, RUN_GONE_TASK, startExecutionReconciler } from '../../api/scheduler/executionReconciler';
 import { buildService } from '../../api/services';
 import { POSTGRES_OUTCOME_UNKNOWN } from '../../lib/db/releasedWhenDown';
@@ -342,4 +345,42 @@ test('a run that began and whose Temporal run is gone (Temporal lost it): failed
   ]);
   expect((await inject('GET', `/api/v1/executions/${id}/logs`)).json().logs).toEqual([expect.objectContaining({ level: 'error', message: `Task b failed: ${RUN_GONE_TASK}` })]);
   expect(lines.some((l) => l.level === 40 && l.executionId === id && /no longer exists/.test(l.msg))).toBe(true);
+});
+
+test('a start that Temporal holds longer than the grace: the reconciler fails the row, the request answers 503, and the run never runs', async () => {
+  await flowWorkflow('slow', 'slow');
+  // another API (no reconciler of its own: a second listener) whose way to Temporal stalls
+  const slowProxy = await startTcpProxy(env('ARMADA_TEST_TEMPORAL_ADDRESS'));
+  proxies.push(slowProxy);
+  const slowTemporal = createTemporalHandle(slowProxy.address, stack.config.temporal.namespace);
+  const slowApp = await buildSchedulerApp({ db: stack.db, config: stack.config, keys: stack.keys, temporal: slowTemporal, logger, metrics: createServiceMetrics(), secondListener: true });
+  try {
+    await slowApp.ready();
+    await slowTemporal.client(); // connected: what stalls is the start itself
+    slowProxy.setMode('hold');
+    const answer = slowApp.inject({ method: 'POST', url: '/api/v1/workflows/slow/run', headers: { 'x-api-key': TEST_API_KEY } });
+    const id = await rowOf('slow');
+    // the row is older than the grace and Temporal has no run of it yet: the file's API fails it
+    await eventually(async () => (await execution(id)).error === NEVER_STARTED, 60_000, 100);
+    slowProxy.setMode('forward'); // the start gets through now (or has timed out)
+    const answered = await answer;
+    expect(answered.statusCode).toBe(503);
+    expect(answered.json()).toEqual({ detail: 'Could not start the execution: Temporal is unavailable' });
+    // a run Temporal got after all ends at once, sending nothing
+    const client = await stack.temporal.client();
+    const result = await eventually(async () => {
+      try {
+        return { ended: await client.workflow.getHandle(`execution:${id}`).result() };
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) return { ended: 'never started' };
+        throw err;
+      }
+    }, 60_000, 500);
+    expect(['deleted', 'never started']).toContain(result.ended);
+    expect(await execution(id)).toMatchObject({ status: 'failed', error: NEVER_STARTED });
+    expect(flowsSent('slow')).toBe(0);
+  } finally {
+    await slowApp.close();
+    await slowTemporal.close();
+  }
 });
