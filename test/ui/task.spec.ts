@@ -121,7 +121,10 @@ test('start an attempt, watch its log live, read the diff, merge; the card moves
   await merge.getByLabel(/Squash/).check();
   await merge.getByRole('button', { name: 'Merge', exact: true }).press('Enter');
   await expect(merge).toBeHidden();
-  await expect(page.locator('.attempt-header').getByText('merged')).toBeVisible();
+  await expect(page.locator('.attempt-header').getByText('merged', { exact: true })).toBeVisible();
+  // merged: Merge is no longer offered, and says why
+  await expect(page.getByRole('button', { name: 'Merge…' })).toBeDisabled();
+  await expect(page.getByRole('button', { name: 'Merge…' })).toHaveAccessibleDescription('Already merged.');
   await expect(page.locator('.task-tags').getByText('completed')).toBeVisible();
   const detail = await api<{ attempts: { id: string }[] }>('GET', `/tasks/${taskId}`);
   const merged = await api<{ merged: boolean; mergeCommit: string }>('GET', `/attempts/${detail.attempts[0]?.id}`);
@@ -311,11 +314,19 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   await expect(diff).toContainText('No changes');
   await expect(diff.getByRole('navigation', { name: 'Changed files' })).toHaveCount(0);
   await expect(diff).not.toContainText('No text changes');
+  // nothing to merge (the task service's no_changes): Merge is not offered, and says why
+  const mergeButton = page.getByRole('button', { name: 'Merge…' });
+  await expect(mergeButton).toBeDisabled();
+  await expect(mergeButton).toHaveAccessibleDescription('Nothing to merge: the attempt made no changes.');
+  await expect(page.getByText('Nothing to merge: the attempt made no changes.')).toBeVisible();
+  await expect(api('POST', `/attempts/${started[0]}/merge`, { strategy: 'ff' })).rejects.toThrow(/409.*Nothing to merge/);
 
   await page.goto(`/tasks/${one.id}`);
   await expect(diff.getByRole('navigation', { name: 'Changed files' }).getByRole('button')).toHaveText([/README\.md/]);
   await expect(diff).toContainText('1 file changed');
   await expect(diff).not.toContainText('1 files changed');
+  await expect(mergeButton).toBeEnabled();
+  await expect(mergeButton).toHaveAccessibleDescription('');
 });
 
 test('a 500-character title (and a long description) without a space wraps: the task page does not get wider than the window', async ({ page }) => {
@@ -362,5 +373,13 @@ test('cancel a running attempt from the screen (Enter confirms)', async ({ page 
   await page.keyboard.press('Enter');
   await expect(confirm).toBeHidden();
   await expect(page.locator('.attempt-header').getByText('cancelled')).toBeVisible();
-  expect((await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status).toBe('cancelled');
+  const cancelled = await api<{ status: string; filesChanged: number }>('GET', `/attempts/${attemptId}`);
+  expect(cancelled).toMatchObject({ status: 'cancelled', filesChanged: 0 });
+  // cancelled before any change was committed: the task service would refuse a merge (no_changes), so the screen
+  // does not offer one (it did: Merge… was enabled on the cancelled attempt with its 0 files changed)
+  const mergeButton = page.getByRole('button', { name: 'Merge…' });
+  await expect(mergeButton).toBeDisabled();
+  await expect(mergeButton).toHaveAccessibleDescription('Nothing to merge: the attempt made no changes.');
+  await screenshot(page, 'task-cancelled-no-merge');
+  await expect(api('POST', `/attempts/${attemptId}/merge`, { strategy: 'ff' })).rejects.toThrow(/409.*Nothing to merge/);
 });

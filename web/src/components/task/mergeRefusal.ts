@@ -1,0 +1,18 @@
+import { type Attempt, RUNNING_STATUSES } from './taskTypes';
+
+/**
+ * Why the task service would refuse to merge this attempt, in the board's words, or null when it may be merged: its
+ * preconditions (lib/attempts/mergePreconditions.ts: finished, not merged, a branch that still exists) and the merge's
+ * own "no_changes" outcome (api/task/attemptService.ts: an attempt that committed nothing, e.g. one cancelled before
+ * its agent's changes were committed). A pending or rejected merge approval is the one refusal the screen cannot
+ * know beforehand: the Merge dialog shows it as the gate.
+ */
+export function mergeRefusal(attempt: Attempt): string | null {
+  if (RUNNING_STATUSES.includes(attempt.status)) return 'Merge once the attempt has finished.';
+  if (attempt.merged) return 'Already merged.';
+  if (!attempt.branch || !attempt.baseBranch) return 'Nothing to merge: the attempt has no branch.';
+  // the view shows no worktree once the attempt's worktree and branch were removed (cleaned up)
+  if (!attempt.worktreePath) return 'Nothing to merge: the attempt’s worktree and branch were removed.';
+  if (attempt.filesChanged === 0) return 'Nothing to merge: the attempt made no changes.';
+  return null;
+}
