@@ -216,3 +216,27 @@ test('edit a task in its dialog (Escape closes it); bulk move and bulk delete af
   const remaining = await api<Task[]>('GET', `/projects/${project.id}/tasks`);
   expect(remaining.map((t) => t.id).sort()).toEqual([b.id, c.id].sort());
 });
+
+test('Enter on a blank or spaces-only title names the Title field and creates nothing', async ({ page }) => {
+  const project = await createProject('Blank Title Board');
+  await page.goto(`/projects/${project.id}`);
+  await page.getByRole('button', { name: 'New task' }).click();
+  const dialog = page.getByRole('dialog', { name: 'New task' });
+  const title = dialog.getByLabel('Title');
+  for (const typed of ['', '   ']) {
+    await title.fill(typed);
+    await title.press('Enter');
+    await expect(dialog.getByRole('alert')).toHaveText('Give the task a title: it cannot be empty or only spaces.');
+    await expect(title).toHaveAccessibleDescription('Give the task a title: it cannot be empty or only spaces.');
+    await expect(title).toHaveAttribute('aria-invalid', 'true');
+    await expect(title).toBeFocused();
+  }
+  await screenshot(page, 'board-task-blank-title');
+  // a title makes the error go, and Enter creates the task
+  await title.fill('  Spaced out  ');
+  await expect(dialog.getByRole('alert')).toHaveCount(0);
+  await title.press('Enter');
+  await expect(dialog).toBeHidden();
+  await expect(card(page, 'Spaced out')).toBeVisible();
+  expect((await api<Task[]>('GET', `/projects/${project.id}/tasks`)).map((t) => t.title)).toEqual(['Spaced out']);
+});
