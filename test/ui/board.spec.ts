@@ -240,3 +240,44 @@ test('Enter on a blank or spaces-only title names the Title field and creates no
   await expect(card(page, 'Spaced out')).toBeVisible();
   expect((await api<Task[]>('GET', `/projects/${project.id}/tasks`)).map((t) => t.title)).toEqual(['Spaced out']);
 });
+
+test.describe('a label the task service refuses', () => {
+  // the refused create (400) is logged by the browser as a failed resource
+  test.use({ allowConsoleErrors: /status of 400/ });
+
+  test('is named at the Labels field, in the dialog, not in a toast behind it', async ({ page }) => {
+    const project = await createProject('Label Error Board');
+    await page.goto(`/projects/${project.id}`);
+    await page.getByRole('button', { name: 'New task' }).click();
+    const dialog = page.getByRole('dialog', { name: 'New task' });
+    const long = `l${'o'.repeat(100)}ng`;
+    await dialog.getByLabel('Title').fill('Labelled too long');
+    const labels = dialog.getByLabel('Labels (comma-separated)');
+    await labels.fill(`ok, ${long}`);
+    await labels.press('Enter');
+    const said = `Labels: "${long.slice(0, 24)}…" must NOT have more than 100 characters`;
+    await expect(dialog.getByRole('alert')).toHaveText(said);
+    await expect(labels).toHaveAccessibleDescription(said);
+    await expect(labels).toHaveAttribute('aria-invalid', 'true');
+    // once: no toast behind the dialog
+    await expect(page.getByRole('alert')).toHaveCount(1);
+    await expect(dialog).toBeVisible();
+    await screenshot(page, 'board-task-label-error');
+    expect(await api<Task[]>('GET', `/projects/${project.id}/tasks`)).toEqual([]);
+
+    // fifty-one labels: the whole field is named
+    await labels.fill(Array.from({ length: 51 }, (_, i) => `l${i}`).join(', '));
+    await expect(dialog.getByRole('alert')).toHaveCount(0);
+    await labels.press('Enter');
+    await expect(dialog.getByRole('alert')).toHaveText('Labels: must NOT have more than 50 items');
+    await expect(page.getByRole('alert')).toHaveCount(1);
+
+    // fixed, it saves
+    await labels.fill('ok, short');
+    await labels.press('Enter');
+    await expect(dialog).toBeHidden();
+    await expect(card(page, 'Labelled too long')).toBeVisible();
+    expect(await api<(Task & { labels: string[] })[]>('GET', `/projects/${project.id}/tasks`)).toMatchObject([{ title: 'Labelled too long', labels: ['ok', 'short'] }]);
+  });
+});
+

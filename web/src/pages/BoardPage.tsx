@@ -95,15 +95,24 @@ export function BoardPage() {
       return next;
     });
   }, []);
-  const onEdit = useCallback((task: Task) => setEditing(task), []);
-
   const save = useMutation({
     mutationFn: (fields: TaskFields) => (editing && editing !== 'new' ? patchTask(editing.id, fields) : createTask(id, fields)),
+    // shown in the task dialog, at the Labels field when it is about the labels (a toast sat behind the modal)
+    meta: { inlineError: true },
     onSuccess: (t) => {
       upsertTasks(qc, id, [t]);
       setEditing(null);
     },
   });
+  const resetSave = save.reset;
+  const openTaskDialog = useCallback(
+    (task: Task | 'new') => {
+      resetSave();
+      setEditing(task);
+    },
+    [resetSave],
+  );
+
   const applyTemplate = useMutation({
     mutationFn: (templateId: string) => api<{ tasks: Task[] }>(`/task-templates/${encodeURIComponent(templateId)}/apply`, { method: 'POST', body: { projectId: id } }),
     onSuccess: (r) => {
@@ -166,7 +175,7 @@ export function BoardPage() {
           <button type="button" onClick={() => setTemplateOpen(true)}>
             Apply template
           </button>
-          <button type="button" className="primary" onClick={() => setEditing('new')}>
+          <button type="button" className="primary" onClick={() => openTaskDialog('new')}>
             New task
           </button>
         </div>
@@ -259,13 +268,20 @@ export function BoardPage() {
               onSelect={onSelect}
               onMove={onMove}
               onMoveById={onMoveById}
-              onEdit={onEdit}
+              onEdit={openTaskDialog}
             />
           ))}
         </div>
       ) : null}
 
-      <TaskDialog task={editing && editing !== 'new' ? editing : undefined} open={editing !== null} busy={save.isPending} onSave={(f) => save.mutate(f)} onClose={() => setEditing(null)} />
+      <TaskDialog
+        task={editing && editing !== 'new' ? editing : undefined}
+        open={editing !== null}
+        busy={save.isPending}
+        error={save.error}
+        onSave={(f) => save.mutate(f)}
+        onClose={() => setEditing(null)}
+      />
       <TemplateDialog open={templateOpen} busy={applyTemplate.isPending} onApply={(t) => applyTemplate.mutate(t)} onClose={() => setTemplateOpen(false)} />
       <ConfirmDialog
         open={confirmDelete}

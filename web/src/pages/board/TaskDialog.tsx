@@ -1,12 +1,14 @@
 import { useRef, useState } from 'react';
-import { TASK_PRIORITIES, type Task, type TaskFields, type TaskPriority } from '../../api';
-import { Dialog, Field } from '../../components';
+import { ApiError, TASK_PRIORITIES, type Task, type TaskFields, type TaskPriority } from '../../api';
+import { Dialog, ErrorMessage, Field } from '../../components';
 
 export interface TaskDialogProps {
   /** the task to edit; undefined = a new task */
   task?: Task;
   open: boolean;
   busy: boolean;
+  /** the failed save, shown in the dialog (at the Labels field when the API names `labels`) */
+  error?: unknown;
   onSave: (fields: TaskFields) => void;
   onClose: () => void;
 }
@@ -22,6 +24,24 @@ function parseLabels(text: string): string[] {
   ];
 }
 
+/** A label as the Labels field's error quotes it: a long one is cut short. */
+const quoted = (label: string) => `"${label.length > 24 ? `${label.slice(0, 24)}…` : label}"`;
+
+/**
+ * What the API said of the labels, in the field's words ("Labels: "wip" must NOT have more than 100 characters"):
+ * `labels` is the list (too many), `labels.N` the N-th label sent.
+ */
+function labelsError(error: unknown, sent: string[]): string | null {
+  if (!(error instanceof ApiError)) return null;
+  for (const [key, said] of Object.entries(error.details ?? {})) {
+    if (typeof said !== 'string') continue;
+    if (key === 'labels') return `Labels: ${said}`;
+    const item = /^labels\.(\d+)$/.exec(key);
+    if (item) return `Labels: ${quoted(sent[Number(item[1])] ?? '')} ${said}`;
+  }
+  return null;
+}
+
 /** What the Title field says to a blank title (empty, or only spaces: the API stores titles trimmed and refuses a blank one). */
 const BLANK_TITLE = 'Give the task a title: it cannot be empty or only spaces.';
 
@@ -29,15 +49,15 @@ const BLANK_TITLE = 'Give the task a title: it cannot be empty or only spaces.';
  * Create or edit a task: title, description, priority, labels (comma-separated), assignee. Enter in a field saves; a
  * blank title is named at the Title field instead (before, Create was only disabled, so Enter said nothing).
  */
-export function TaskDialog({ task, open, busy, onSave, onClose }: TaskDialogProps) {
+export function TaskDialog({ task, open, busy, error, onSave, onClose }: TaskDialogProps) {
   return (
     <Dialog open={open} title={task ? 'Edit task' : 'New task'} onClose={onClose}>
-      {open ? <TaskForm key={task?.id ?? 'new'} task={task} busy={busy} onSave={onSave} onClose={onClose} /> : null}
+      {open ? <TaskForm key={task?.id ?? 'new'} task={task} busy={busy} error={error} onSave={onSave} onClose={onClose} /> : null}
     </Dialog>
   );
 }
 
-function TaskForm({ task, busy, onSave, onClose }: Omit<TaskDialogProps, 'open'>) {
+function TaskForm({ task, busy, error, onSave, onClose }: Omit<TaskDialogProps, 'open'>) {
   const [title, setTitle] = useState(task?.title ?? '');
   const [description, setDescription] = useState(task?.description ?? '');
   const [priority, setPriority] = useState<TaskPriority>(task?.priority ?? 'medium');
@@ -47,6 +67,10 @@ function TaskForm({ task, busy, onSave, onClose }: Omit<TaskDialogProps, 'open'>
   const [triedBlank, setTriedBlank] = useState(false);
   const titleRef = useRef<HTMLInputElement>(null);
   const titleError = triedBlank && !title.trim() ? BLANK_TITLE : null;
+  // the labels text the failed save sent (edited since: its error goes)
+  const [sentLabels, setSentLabels] = useState<string | null>(null);
+  const labelsSaidWrong = labelsError(error, parseLabels(labels));
+  const labelsFieldError = sentLabels === labels ? labelsSaidWrong : null;
   return (
     <form
       // the blank title is checked here, in the board's words, rather than by the browser's own bubble (`required`)
@@ -58,6 +82,7 @@ function TaskForm({ task, busy, onSave, onClose }: Omit<TaskDialogProps, 'open'>
           titleRef.current?.focus();
           return;
         }
+        setSentLabels(labels);
         onSave({ title: title.trim(), description, priority, labels: parseLabels(labels), assignee: assignee.trim() || (task ? null : undefined) });
       }}
     >
@@ -81,9 +106,10 @@ function TaskForm({ task, busy, onSave, onClose }: Omit<TaskDialogProps, 'open'>
           <input value={assignee} onChange={(e) => setAssignee(e.target.value)} maxLength={100} />
         </Field>
       </div>
-      <Field label="Labels (comma-separated)">
+      <Field label="Labels (comma-separated)" error={labelsFieldError}>
         <input value={labels} onChange={(e) => setLabels(e.target.value)} />
       </Field>
+      {error && !labelsSaidWrong ? <ErrorMessage error={error} /> : null}
       <div className="dialog-actions">
         <button type="button" onClick={onClose}>
           Cancel
