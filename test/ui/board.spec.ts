@@ -241,6 +241,60 @@ test('Enter on a blank or spaces-only title names the Title field and creates no
   expect((await api<Task[]>('GET', `/projects/${project.id}/tasks`)).map((t) => t.title)).toEqual(['Spaced out']);
 });
 
+test('Escape keeps a new task being typed as a draft; Create or Cancel ends the draft', async ({ page }) => {
+  const project = await createProject('Draft Board');
+  await page.goto(`/projects/${project.id}`);
+  await page.getByRole('button', { name: 'New task' }).click();
+  let dialog = page.getByRole('dialog', { name: 'New task' });
+  await dialog.getByLabel('Title').fill('Half-written idea');
+  await dialog.getByLabel('Description').fill('three paragraphs of context');
+  await dialog.getByLabel('Priority').selectOption('high');
+  await dialog.getByLabel('Labels (comma-separated)').fill('ideas');
+  await page.keyboard.press('Escape');
+  await expect(dialog).toBeHidden();
+  expect(await api<Task[]>('GET', `/projects/${project.id}/tasks`)).toEqual([]);
+
+  // New task again: what was typed is back, and the dialog says so (it was lost)
+  await page.getByRole('button', { name: 'New task' }).click();
+  dialog = page.getByRole('dialog', { name: 'New task' });
+  await expect(dialog.getByLabel('Title')).toHaveValue('Half-written idea');
+  await expect(dialog.getByLabel('Description')).toHaveValue('three paragraphs of context');
+  await expect(dialog.getByLabel('Priority')).toHaveValue('high');
+  await expect(dialog.getByLabel('Labels (comma-separated)')).toHaveValue('ideas');
+  await expect(dialog.getByRole('status')).toHaveText('Your unsaved draft is back. Cancel discards it.');
+  await screenshot(page, 'board-task-draft');
+  // the draft outlives a reload of the tab, and is this project's only
+  await page.reload();
+  await page.getByRole('button', { name: 'New task' }).click();
+  await expect(dialog.getByLabel('Title')).toHaveValue('Half-written idea');
+  await page.keyboard.press('Escape');
+  const other = await createProject('Draft Board Elsewhere');
+  await page.goto(`/projects/${other.id}`);
+  await page.getByRole('button', { name: 'New task' }).click();
+  await expect(dialog.getByLabel('Title')).toHaveValue('');
+  await expect(dialog.getByRole('status')).toHaveCount(0);
+  await dialog.getByRole('button', { name: 'Cancel' }).click();
+
+  // Create ends the draft: the next New task is empty
+  await page.goto(`/projects/${project.id}`);
+  await page.getByRole('button', { name: 'New task' }).click();
+  await dialog.getByRole('button', { name: 'Create task' }).click();
+  await expect(dialog).toBeHidden();
+  await expect(card(page, 'Half-written idea')).toBeVisible();
+  expect(await api<(Task & { description: string; labels: string[] })[]>('GET', `/projects/${project.id}/tasks`)).toMatchObject([
+    { title: 'Half-written idea', description: 'three paragraphs of context', priority: 'high', labels: ['ideas'] },
+  ]);
+  await page.getByRole('button', { name: 'New task' }).click();
+  await expect(dialog.getByLabel('Title')).toHaveValue('');
+  await expect(dialog.getByRole('status')).toHaveCount(0);
+
+  // Cancel discards: a new draft typed and cancelled does not come back
+  await dialog.getByLabel('Title').fill('Never mind');
+  await dialog.getByRole('button', { name: 'Cancel' }).click();
+  await page.getByRole('button', { name: 'New task' }).click();
+  await expect(dialog.getByLabel('Title')).toHaveValue('');
+});
+
 test.describe('a label the task service refuses', () => {
   // the refused create (400) is logged by the browser as a failed resource
   test.use({ allowConsoleErrors: /status of 400/ });
@@ -280,4 +334,3 @@ test.describe('a label the task service refuses', () => {
     expect(await api<(Task & { labels: string[] })[]>('GET', `/projects/${project.id}/tasks`)).toMatchObject([{ title: 'Labelled too long', labels: ['ok', 'short'] }]);
   });
 });
-

@@ -28,6 +28,7 @@ import { ConfirmDialog, ErrorMessage, Field, showToast } from '../components';
 import { BoardColumnView } from './board/BoardColumnView';
 import { type BoardFilters, COLUMNS, filtersFrom, matches, STATUS_LABELS } from './board/columns';
 import { TaskDialog } from './board/TaskDialog';
+import { writeTaskDraft } from './board/taskDraft';
 import { TemplateDialog } from './board/TemplateDialog';
 
 export function BoardPage() {
@@ -101,6 +102,7 @@ export function BoardPage() {
     meta: { inlineError: true },
     onSuccess: (t) => {
       upsertTasks(qc, id, [t]);
+      if (editing === 'new') writeTaskDraft(id, null);
       setEditing(null);
     },
   });
@@ -276,6 +278,7 @@ export function BoardPage() {
 
       <TaskDialog
         task={editing && editing !== 'new' ? editing : undefined}
+        projectId={id}
         open={editing !== null}
         busy={save.isPending}
         error={save.error}

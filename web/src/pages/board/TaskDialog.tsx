@@ -1,10 +1,13 @@
-import { useRef, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { ApiError, TASK_PRIORITIES, type Task, type TaskFields, type TaskPriority } from '../../api';
 import { Dialog, ErrorMessage, Field } from '../../components';
+import { readTaskDraft, writeTaskDraft } from './taskDraft';
 
 export interface TaskDialogProps {
   /** the task to edit; undefined = a new task */
   task?: Task;
+  /** the project a new task goes to: what is typed is kept as its draft (taskDraft.ts) */
+  projectId: string;
   open: boolean;
   busy: boolean;
   /** the failed save, shown in the dialog (at the Labels field when the API names `labels`) */
@@ -47,22 +50,31 @@ const BLANK_TITLE = 'Give the task a title: it cannot be empty or only spaces.';
 
 /**
  * Create or edit a task: title, description, priority, labels (comma-separated), assignee. Enter in a field saves; a
- * blank title is named at the Title field instead (before, Create was only disabled, so Enter said nothing).
+ * blank title is named at the Title field instead (before, Create was only disabled, so Enter said nothing). A new
+ * task being typed is the project's draft: Escape closes the dialog and keeps it, New task brings it back, Cancel
+ * discards it, Create ends it (the board clears it on success).
  */
-export function TaskDialog({ task, open, busy, error, onSave, onClose }: TaskDialogProps) {
+export function TaskDialog({ task, projectId, open, busy, error, onSave, onClose }: TaskDialogProps) {
   return (
     <Dialog open={open} title={task ? 'Edit task' : 'New task'} onClose={onClose}>
-      {open ? <TaskForm key={task?.id ?? 'new'} task={task} busy={busy} error={error} onSave={onSave} onClose={onClose} /> : null}
+      {open ? <TaskForm key={task?.id ?? `new:${projectId}`} task={task} projectId={projectId} busy={busy} error={error} onSave={onSave} onClose={onClose} /> : null}
     </Dialog>
   );
 }
 
-function TaskForm({ task, busy, error, onSave, onClose }: Omit<TaskDialogProps, 'open'>) {
-  const [title, setTitle] = useState(task?.title ?? '');
-  const [description, setDescription] = useState(task?.description ?? '');
-  const [priority, setPriority] = useState<TaskPriority>(task?.priority ?? 'medium');
-  const [labels, setLabels] = useState((task?.labels ?? []).join(', '));
-  const [assignee, setAssignee] = useState(task?.assignee ?? '');
+function TaskForm({ task, projectId, busy, error, onSave, onClose }: Omit<TaskDialogProps, 'open'>) {
+  // a new task starts from the project's draft, if one was left
+  const [draft] = useState(() => (task ? null : readTaskDraft(projectId)));
+  const [title, setTitle] = useState(task?.title ?? draft?.title ?? '');
+  const [description, setDescription] = useState(task?.description ?? draft?.description ?? '');
+  const [priority, setPriority] = useState<TaskPriority>(task?.priority ?? draft?.priority ?? 'medium');
+  const [labels, setLabels] = useState(task ? task.labels.join(', ') : (draft?.labels ?? ''));
+  const [assignee, setAssignee] = useState(task?.assignee ?? draft?.assignee ?? '');
+  // kept while it is typed, so whatever closes the dialog (Escape, a reload) keeps it
+  const [discarded, setDiscarded] = useState(false);
+  useEffect(() => {
+    if (!task && !discarded) writeTaskDraft(projectId, { title, description, priority, labels, assignee });
+  }, [task, discarded, projectId, title, description, priority, labels, assignee]);
   // set by a save tried with a blank title; the error stays until the title is not blank
   const [triedBlank, setTriedBlank] = useState(false);
   const titleRef = useRef<HTMLInputElement>(null);
@@ -86,6 +98,11 @@ function TaskForm({ task, busy, error, onSave, onClose }: Omit<TaskDialogProps, 
         onSave({ title: title.trim(), description, priority, labels: parseLabels(labels), assignee: assignee.trim() || (task ? null : undefined) });
       }}
     >
+      {draft ? (
+        <p className="muted" role="status">
+          Your unsaved draft is back. Cancel discards it.
+        </p>
+      ) : null}
       <Field label="Title" error={titleError}>
         <input ref={titleRef} required value={title} onChange={(e) => setTitle(e.target.value)} maxLength={500} />
       </Field>
@@ -111,7 +128,16 @@ function TaskForm({ task, busy, error, onSave, onClose }: Omit<TaskDialogProps, 
       </Field>
       {error && !labelsSaidWrong ? <ErrorMessage error={error} /> : null}
       <div className="dialog-actions">
-        <button type="button" onClick={onClose}>
+        <button
+          type="button"
+          onClick={() => {
+            if (!task) {
+              setDiscarded(true);
+              writeTaskDraft(projectId, null);
+            }
+            onClose();
+          }}
+        >
           Cancel
         </button>
         <button type="submit" className="primary" disabled={busy}>
