@@ -5,6 +5,7 @@ import { bearerKeys, installBearerAuth } from '../http/bearerAuth';
 import { installCors } from '../http/cors';
 import { installWindowLimit } from '../http/rateLimit';
 import type { TaskServiceDeps } from './deps';
+import { installBoardNotFoundPage } from './webAssets';
 
 export async function installTaskEdges(app: FastifyInstance, deps: TaskServiceDeps): Promise<void> {
   const version = deps.config.version;
@@ -17,6 +18,8 @@ export async function installTaskEdges(app: FastifyInstance, deps: TaskServiceDe
   const limits = deps.config.file.rateLimit ?? {};
   // per IP before authentication (so guessing keys is limited too), per user after it (the user is known then)
   if (limits.perMinutePerIp) installWindowLimit(app, { limit: limits.perMinutePerIp, windowMs: 60_000, keyOf: (r) => r.ip, version });
+  // public like the board's files: a browser opening an address nothing serves gets the board's not-found screen
+  installBoardNotFoundPage(app, deps.config.webDir);
   installBearerAuth(app, { keys: bearerKeys(deps.keys.task, deps.config.file.users), version, serviceUser: deps.localUser });
   if (limits.perHourPerUser) {
     installWindowLimit(app, { limit: limits.perHourPerUser, windowMs: 3_600_000, keyOf: (r) => actingUser(r, deps.localUser), version });

@@ -4,11 +4,12 @@
  * files of /assets/ with a one-year immutable cache; index.html never cached. Nothing under /api or /ws changes:
  * those paths are not routed here, and a request here that is not for HTML gets the API's JSON 404. The routes are
  * hidden from the OpenAPI document and public (no key: they hold no data, the app asks for the key itself).
- * Without a build, `/` says how to make one.
+ * Without a build, `/` says how to make one. A browser that opens any other address outside the API's paths gets
+ * index.html with a 404 (installBoardNotFoundPage), and the board shows its not-found screen.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { notFound } from '../../lib/errors';
 import { PUBLIC_ASSET_ROUTE } from '../http/bearerAuth';
 
@@ -49,24 +50,55 @@ function wantsHtml(request: FastifyRequest): boolean {
   return accept === '' || accept.includes('text/html') || accept.includes('*/*');
 }
 
+/** index.html (the board's one page), never cached; without a build, the page saying how to make one. */
+async function sendBoardPage(reply: FastifyReply, webDir: string): Promise<FastifyReply> {
+  let html: string;
+  try {
+    html = await fs.promises.readFile(path.join(webDir, 'index.html'), 'utf8');
+  } catch {
+    html = NOT_BUILT;
+  }
+  return reply
+    .header('cache-control', 'no-cache')
+    .header('content-security-policy', CSP)
+    .header('x-content-type-options', 'nosniff')
+    .header('referrer-policy', 'same-origin')
+    .type('text/html; charset=utf-8')
+    .send(html);
+}
+
+/** Paths that are the API's, whatever is asked of them: an unknown one there is always the JSON 404 (or 401). */
+const API_PATHS = ['/api', '/ws', '/svc'];
+
+/**
+ * A request no route serves that is a browser opening a page: GET or HEAD, asking for HTML by name (a browser's
+ * navigation does; a client that takes anything, as curl and fetch do by default, does not), outside the API's paths.
+ */
+function opensMissingPage(request: FastifyRequest): boolean {
+  if (!request.is404 || (request.method !== 'GET' && request.method !== 'HEAD')) return false;
+  const urlPath = request.url.split('?')[0] ?? '';
+  if (API_PATHS.some((p) => urlPath === p || urlPath.startsWith(`${p}/`))) return false;
+  return String(request.headers.accept ?? '').includes('text/html');
+}
+
+/**
+ * A browser that opens an address nothing serves (`/nope`) gets index.html with a 404, and the board shows its own
+ * not-found screen with a way back; it showed the API's JSON 404, or its JSON 401 when a key is configured (a
+ * navigation sends no key). An app-level onRequest hook, installed before authentication (api/task/edges.ts): the
+ * page is public like the board's files, and holds no data. Every other unknown request keeps the JSON 404.
+ */
+export function installBoardNotFoundPage(app: FastifyInstance, webDir: string): void {
+  app.addHook('onRequest', async (request, reply) => {
+    if (opensMissingPage(request)) return sendBoardPage(reply.code(404), webDir);
+  });
+}
+
 export const webAssetRoutes: FastifyPluginAsync<{ webDir: string }> = async (app, { webDir }) => {
   const assetsDir = path.join(webDir, 'assets');
 
   const sendIndex = async (request: FastifyRequest, reply: FastifyReply) => {
     if (!wantsHtml(request)) throw noRoute(request);
-    let html: string;
-    try {
-      html = await fs.promises.readFile(path.join(webDir, 'index.html'), 'utf8');
-    } catch {
-      html = NOT_BUILT;
-    }
-    return reply
-      .header('cache-control', 'no-cache')
-      .header('content-security-policy', CSP)
-      .header('x-content-type-options', 'nosniff')
-      .header('referrer-policy', 'same-origin')
-      .type('text/html; charset=utf-8')
-      .send(html);
+    return sendBoardPage(reply, webDir);
   };
 
   const opts = { schema: HIDDEN, config: PUBLIC_ASSET_ROUTE };

@@ -79,9 +79,50 @@ test('/api and /ws are unchanged: JSON 404 for an unknown route, 401 without the
   expect(put.statusCode).toBe(405);
   expect(put.headers.allow).toBe('GET, HEAD, OPTIONS, POST');
 
-  const unknownTop = await app.inject({ method: 'GET', url: '/nope', headers: { ...html, ...auth } });
+  const unknownTop = await app.inject({ method: 'GET', url: '/nope', headers: { accept: 'application/json', ...auth } });
   expect(unknownTop.statusCode).toBe(404);
   expect(unknownTop.json()).toMatchObject({ success: false, error: { code: 'NOT_FOUND' } });
+});
+
+test("an unknown path a browser opens answers index.html with a 404 (the board's not-found screen), without a key; the API's paths and non-HTML requests keep the JSON 404", async () => {
+  for (const url of ['/nope', '/nope/deeper?x=1', '/projectsx']) {
+    const res = await app.inject({ method: 'GET', url, headers: html });
+    expect({ url, status: res.statusCode, type: res.headers['content-type'], cache: res.headers['cache-control'], body: res.body }).toEqual({
+      url,
+      status: 404,
+      type: expect.stringMatching(/^text\/html/),
+      cache: 'no-cache',
+      body: INDEX,
+    });
+  }
+  const head = await app.inject({ method: 'HEAD', url: '/nope', headers: html });
+  expect(head.statusCode).toBe(404);
+  expect(head.headers['content-type']).toMatch(/^text\/html/);
+
+  const asked: [string, string, Record<string, string>][] = [
+    ['GET', '/api/nope', { ...html, ...auth }],
+    ['GET', '/ws/nope', { ...html, ...auth }],
+    ['GET', '/svc/nope', { ...html, ...auth }],
+    ['GET', '/nope', { accept: 'application/json', ...auth }],
+    ['GET', '/nope', { accept: '*/*', ...auth }],
+    ['GET', '/nope', auth],
+    ['POST', '/nope', { ...html, ...auth }],
+  ];
+  for (const [method, url, headers] of asked) {
+    const res = await app.inject({ method: method as 'GET' | 'POST', url, headers });
+    expect({ method, url, accept: headers.accept, status: res.statusCode, type: res.headers['content-type'] }).toEqual({
+      method,
+      url,
+      accept: headers.accept,
+      status: 404,
+      type: expect.stringMatching(/^application\/json/),
+    });
+    expect(res.json()).toMatchObject({ success: false, error: { code: 'NOT_FOUND' } });
+  }
+  // the API's unknown paths still ask a browser without a key for one
+  const noKey = await app.inject({ method: 'GET', url: '/api/nope', headers: html });
+  expect(noKey.statusCode).toBe(401);
+  expect(noKey.json()).toMatchObject({ success: false, error: { code: 'UNAUTHORIZED' } });
 });
 
 test('the static routes are not in the OpenAPI document', async () => {
