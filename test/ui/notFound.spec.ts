@@ -1,8 +1,10 @@
 /**
  * Addresses the board does not have: an unknown top-level path gets the board's own not-found screen (served by the
- * task service with a 404, public like the board's files), while /api keeps its JSON 404.
+ * task service with a 404, public like the board's files), while /api keeps its JSON 404; an unknown project's
+ * address says the project is not found and offers nothing to do on it.
  */
-import { BASE_URL, expect, KEYS, test } from './fixtures';
+import { randomUUID } from 'node:crypto';
+import { api, BASE_URL, expect, KEYS, test } from './fixtures';
 import { screenshot } from './screenshot';
 
 // the 404s are logged by the browser as failed resources
@@ -35,4 +37,22 @@ test('an unknown address shows the board\'s not-found screen with a way back; /a
     expect({ path, accept, status: r.status, type: r.headers.get('content-type') }).toEqual({ path, accept, status: 404, type: expect.stringMatching(/^application\/json/) });
     expect(await r.json()).toMatchObject({ success: false, error: { code: 'NOT_FOUND' } });
   }
+});
+
+test('an unknown project\'s address says so, with a way back and no New task', async ({ page }) => {
+  const id = randomUUID();
+  await page.goto(`/projects/${id}`);
+  await expect(page.getByRole('heading', { name: 'Project not found', level: 1 })).toBeVisible();
+  await expect(page.getByText(`There is no project ${id}`)).toBeVisible();
+  await expect(page.getByRole('button', { name: 'New task' })).toHaveCount(0);
+  await expect(page.getByRole('button', { name: 'Apply template' })).toHaveCount(0);
+  await expect(page.getByLabel('Search')).toHaveCount(0);
+  await expect(page.getByTestId('board')).toHaveCount(0);
+  // said once, on the screen: no toast and no error banner beside it
+  await expect(page.getByRole('alert')).toHaveCount(0);
+  await screenshot(page, 'project-not-found');
+  await expect(api('GET', `/projects/${id}`)).rejects.toThrow(/404/);
+  await page.getByRole('link', { name: 'Go to the projects' }).click();
+  await expect(page).toHaveURL(/\/projects$/);
+  await expect(page.getByRole('heading', { name: 'Projects', level: 1 })).toBeVisible();
 });

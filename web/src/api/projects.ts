@@ -16,8 +16,13 @@ export function useProjects() {
   return useQuery({ queryKey: queryKeys.projects(), queryFn: ({ signal }) => fetchProjects(signal), meta: { inlineError: true } });
 }
 
-export function useProject(id: string) {
-  return useQuery({ queryKey: queryKeys.project(id), queryFn: ({ signal }) => api<ProjectDetail>(`/projects/${encodeURIComponent(id)}`, { signal }) });
+/** One project; `inlineError`: its screen shows a failure itself (the board's "Project not found"), no toast. */
+export function useProject(id: string, opts: { inlineError?: boolean } = {}) {
+  return useQuery({
+    queryKey: queryKeys.project(id),
+    queryFn: ({ signal }) => api<ProjectDetail>(`/projects/${encodeURIComponent(id)}`, { signal }),
+    meta: opts.inlineError ? { inlineError: true } : undefined,
+  });
 }
 
 export interface CreateProjectFields {

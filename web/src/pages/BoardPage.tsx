@@ -7,6 +7,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import {
+  ApiError,
   api,
   bulkDeleteTasks,
   bulkUpdateTasks,
@@ -34,7 +35,9 @@ import { TemplateDialog } from './board/TemplateDialog';
 export function BoardPage() {
   const { id = '' } = useParams();
   const qc = useQueryClient();
-  const project = useProject(id);
+  // shown here, not toasted: a project that does not exist is this screen's "Project not found"
+  const project = useProject(id, { inlineError: true });
+  const projectMissing = project.error instanceof ApiError && project.error.status === 404;
   // the list loads once the live stream is open, so nothing created in between is missed
   const streamReady = useProjectTaskEvents(id);
   const tasks = useProjectTasks(id, streamReady);
@@ -164,6 +167,7 @@ export function BoardPage() {
     );
   }, [urlPriority, filters.priority, setParams]);
 
+  if (projectMissing) return <ProjectNotFound id={id} />;
   return (
     <section className="board-page">
       <div className="page-head">
@@ -258,6 +262,7 @@ export function BoardPage() {
       ) : null}
 
       {tasks.error ? <ErrorMessage error={tasks.error} onRetry={() => void tasks.refetch()} /> : null}
+      {project.error && !tasks.error ? <ErrorMessage error={project.error} onRetry={() => void project.refetch()} /> : null}
       {tasks.isPending ? <p className="muted">Loading tasks…</p> : null}
       {all ? (
         <div className="board" data-testid="board">
@@ -296,6 +301,25 @@ export function BoardPage() {
         onConfirm={() => bulkDelete.mutate()}
         onCancel={() => setConfirmDelete(false)}
       />
+    </section>
+  );
+}
+
+/** An address of a project that does not exist (deleted, or mistyped): said once, with a way back and nothing to act on. */
+function ProjectNotFound({ id }: { id: string }) {
+  return (
+    <section className="board-page">
+      <div className="page-head">
+        <div>
+          <p className="crumbs">
+            <Link to="/projects">Projects</Link> /
+          </p>
+          <h1>Project not found</h1>
+        </div>
+      </div>
+      <p>
+        There is no project {id}: it may have been deleted, or the address is mistyped. <Link to="/projects">Go to the projects</Link>.
+      </p>
     </section>
   );
 }
