@@ -221,3 +221,39 @@ test('a listing that arrives while Directory is being edited does not change the
   await expect(field).toHaveValue(/^\//);
 });
 
+
+test('the Projects list and its Edit dialog read again when the browser is back online, and when the tab is shown again', async ({ page, context }) => {
+  const project = await createProject('Offline Project');
+  await page.goto('/projects');
+  const link = (name: string) => page.getByRole('link', { name, exact: true });
+  await expect(link('Offline Project')).toBeVisible();
+
+  // the browser loses the network; meanwhile another client renames the project, sets a script and adds a project
+  await context.setOffline(true);
+  await api('PATCH', `/projects/${project.id}`, { name: 'Renamed While Offline', setup_script: 'npm ci' });
+  await createProject('Added While Offline');
+  await context.setOffline(false);
+  // back online: the list is read again, nobody reloads (projects have no events of their own)
+  await expect(link('Renamed While Offline')).toBeVisible();
+  await expect(link('Added While Offline')).toBeVisible();
+  await expect(link('Offline Project')).toHaveCount(0);
+  await screenshot(page, 'projects-back-online');
+  // the project's settings, in its Edit dialog, are as they are now
+  await page.getByRole('button', { name: 'Edit Renamed While Offline' }).click();
+  let dialog = page.getByRole('dialog', { name: 'Edit project' });
+  await expect(dialog.getByLabel('Name')).toHaveValue('Renamed While Offline');
+  await expect(dialog.getByLabel('Setup script')).toHaveValue('npm ci');
+  await page.keyboard.press('Escape');
+  await expect(dialog).toBeHidden();
+
+  // the tab shown again reads them again too: the event the browser fires then (it bubbles from the document), as a
+  // headless browser's tabs are never hidden
+  await api('PATCH', `/projects/${project.id}`, { name: 'Renamed While Away', dev_script: 'npm run dev' });
+  await page.evaluate(() => document.dispatchEvent(new Event('visibilitychange', { bubbles: true })));
+  await expect(link('Renamed While Away')).toBeVisible();
+  await page.getByRole('button', { name: 'Edit Renamed While Away' }).click();
+  dialog = page.getByRole('dialog', { name: 'Edit project' });
+  await expect(dialog.getByLabel('Dev script')).toHaveValue('npm run dev');
+  await expect(dialog.getByLabel('Setup script')).toHaveValue('npm ci');
+  await screenshot(page, 'projects-edit-after-focus');
+});

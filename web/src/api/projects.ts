@@ -12,8 +12,16 @@ export async function fetchProjects(signal?: AbortSignal): Promise<ProjectListIt
   return [first, ...rest].flatMap((p) => p.data);
 }
 
+/**
+ * Projects have no events of their own (only their tasks do: docs/ui.md, Known limits), so nothing tells a screen
+ * that one was created, edited or deleted elsewhere, or while the connection was out: the project queries are read
+ * again when the tab is shown again and when the browser is back online, however fresh they are. (The board's other
+ * queries do neither: the streams keep them.)
+ */
+const readAgainOnReturn = { refetchOnWindowFocus: 'always', refetchOnReconnect: 'always' } as const;
+
 export function useProjects() {
-  return useQuery({ queryKey: queryKeys.projects(), queryFn: ({ signal }) => fetchProjects(signal), meta: { inlineError: true } });
+  return useQuery({ queryKey: queryKeys.projects(), queryFn: ({ signal }) => fetchProjects(signal), meta: { inlineError: true }, ...readAgainOnReturn });
 }
 
 /** One project; `inlineError`: its screen shows a failure itself (the board's "Project not found"), no toast. */
@@ -22,6 +30,7 @@ export function useProject(id: string, opts: { inlineError?: boolean } = {}) {
     queryKey: queryKeys.project(id),
     queryFn: ({ signal }) => api<ProjectDetail>(`/projects/${encodeURIComponent(id)}`, { signal }),
     meta: opts.inlineError ? { inlineError: true } : undefined,
+    ...readAgainOnReturn,
   });
 }
 
