@@ -5,7 +5,7 @@
  */
 import { loadConfig } from '../lib/config';
 import { fetchFailure } from '../lib/http/fetchFailure';
-import { clientApiKey } from '../lib/keys';
+import { clientApiKey, missingClientKeyAdvice } from '../lib/keys';
 
 export interface CliIo {
   env: NodeJS.ProcessEnv;
@@ -42,9 +42,7 @@ export async function schedulerRequest<T>(env: NodeJS.ProcessEnv, method: 'GET' 
   const config = loadConfig(env);
   const key = clientApiKey(config, 'scheduler');
   if (!key) {
-    throw new CliError(
-      `no scheduler API key: set ARMADA_API_KEY (or ARMADA_SCHEDULER_API_KEY), or use the ARMADA_HOME whose armada start wrote it (${config.home}/api-key does not exist)`,
-    );
+    throw new CliError(`no scheduler API key: ${missingClientKeyAdvice(config, 'scheduler')}`);
   }
   const base = config.serviceUrls.scheduler;
   const url = `${base}${path}`;

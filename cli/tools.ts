@@ -3,6 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { loadConfig } from '../lib/config';
+import { clientApiKey, missingClientKeyAdvice } from '../lib/keys';
 import { armadaTools, ServiceUnavailableError } from '../lib/mcp/armadaTools';
 import { addServer, EDITORS, EditorConfigError, listServers, removeServer, type Editor, type Location, type Scope, type ServerEntry } from '../lib/mcp/editorConfig';
 import { loadOpenApiDocument, OpenApiDocumentError, openapiToTools } from '../lib/mcp/openapiToTools';
@@ -44,7 +46,8 @@ Usage:
       service must answer with the key accepted, else one line names the service and reason and the exit code is
       1; --allow-partial serves the tools of the services that answered instead. Env: ARMADA_TASK_URL (default
       http://127.0.0.1:8887), ARMADA_SCHEDULER_URL (default http://127.0.0.1:8883), ARMADA_API_KEY (scheduler
-      X-API-Key; also the task service's bearer unless ARMADA_TASK_API_KEY is set).
+      X-API-Key; also the task service's bearer unless ARMADA_TASK_API_KEY is set). Without ARMADA_API_KEY or
+      ARMADA_SCHEDULER_API_KEY the scheduler gets the key in $ARMADA_HOME/api-key, as armada sources does.
 
   armada tools config add <name> --editor EDITOR [--scope user|project] [--env KEY=VALUE]... [--dry-run] -- <command> [args…]
   armada tools config add <name> --editor EDITOR --openapi URL [--base-url URL] [--env KEY=VALUE]... [--dry-run]
@@ -152,15 +155,22 @@ async function runServe(args: string[]): Promise<number> {
     return 0;
   }
   const env = process.env;
-  const key = env.ARMADA_API_KEY || undefined;
-  const taskKey = env.ARMADA_TASK_API_KEY || key;
-  const schedulerKey = env.ARMADA_SCHEDULER_API_KEY || key;
+  const config = loadConfig(env);
+  // the keys as the scheduler CLI finds them: the variables, else the key armada start stored in $ARMADA_HOME/api-key.
+  // That file holds the scheduler's (agents', traces') key, never the task service's, so it is not sent there.
+  const taskKey = config.apiKeys.task ?? config.apiKeys.default;
+  const schedulerKey = clientApiKey(config, 'scheduler');
   let tools: ServedTool[];
   try {
     tools = await armadaTools(
       [
         { service: 'task', baseUrl: values['task-url'] ?? env.ARMADA_TASK_URL ?? 'http://127.0.0.1:8887', headers: taskKey ? { authorization: `Bearer ${taskKey}` } : {} },
-        { service: 'scheduler', baseUrl: values['scheduler-url'] ?? env.ARMADA_SCHEDULER_URL ?? 'http://127.0.0.1:8883', headers: schedulerKey ? { 'x-api-key': schedulerKey } : {} },
+        {
+          service: 'scheduler',
+          baseUrl: values['scheduler-url'] ?? env.ARMADA_SCHEDULER_URL ?? 'http://127.0.0.1:8883',
+          headers: schedulerKey ? { 'x-api-key': schedulerKey } : {},
+          missingKeyAdvice: schedulerKey ? undefined : missingClientKeyAdvice(config, 'scheduler'),
+        },
       ],
       { allowPartial: values['allow-partial'], warn: err },
     );

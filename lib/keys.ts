@@ -104,6 +104,11 @@ export function clientApiKey(config: ArmadaConfig, service: 'scheduler' | 'agent
   }
 }
 
+/** What to do when clientApiKey found no key for `service`: the variables to set, or the key file that is missing. */
+export function missingClientKeyAdvice(config: ArmadaConfig, service: 'scheduler' | 'agents' | 'traces'): string {
+  return `set ARMADA_API_KEY (or ARMADA_${service.toUpperCase()}_API_KEY), or use the ARMADA_HOME whose armada start wrote it (${path.join(config.home, 'api-key')} does not exist)`;
+}
+
 /** Constant-time comparison of a presented key with the expected one. */
 export function keysMatch(presented: string | undefined, expected: string): boolean {
   if (typeof presented !== 'string') return false;

@@ -74,15 +74,18 @@ export interface ArmadaServiceSource {
   baseUrl: string;
   /** Authentication headers for the service (bearer for the task service, X-API-Key for the scheduler). */
   headers: Record<string, string>;
+  /** Set when no key was found for the service: where a key comes from, said if the service asks for one. */
+  missingKeyAdvice?: string;
 }
 
 /** A configured service that cannot be used: unreachable, or it rejected the key. */
 export class ServiceUnavailableError extends Error {}
 
-/** Why a document fetch failed, in a few words: the key was rejected, or the service could not be reached. */
-function reason(err: unknown): string {
+/** Why a document fetch failed, in a few words: the key was rejected (or none was sent), or the service could not be reached. */
+function reason(err: unknown, source: ArmadaServiceSource): string {
   if (!(err instanceof OpenApiDocumentError)) return `is unusable (${(err as Error).message})`;
   const status = err.status;
+  if ((status === 401 || status === 403) && source.missingKeyAdvice) return `asked for an API key and none was found: ${source.missingKeyAdvice}`;
   if (status === 401 || status === 403) return `rejected the API key (HTTP ${status})`;
   if (status) return `answered HTTP ${status}`;
   if (err.unreachable) return `is unreachable (${err.unreachable})`;
@@ -103,7 +106,7 @@ export async function armadaTools(sources: ArmadaServiceSource[], opts: { allowP
     try {
       doc = await loadOpenApiDocument(`${base}${docPath}`, s.headers, 10_000);
     } catch (err) {
-      const msg = `the ${s.service} service at ${base} ${reason(err)}`;
+      const msg = `the ${s.service} service at ${base} ${reason(err, s)}`;
       if (!opts.allowPartial) throw new ServiceUnavailableError(msg);
       opts.warn(`armada tools serve: ${msg}; its tools are left out (--allow-partial)`);
       continue;

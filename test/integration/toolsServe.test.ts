@@ -5,7 +5,9 @@
  * the task service's own document.
  */
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -145,6 +147,48 @@ describe('tools serve at start', () => {
       expect(stderr).toContain(`the scheduler service at ${closedUrl} is unreachable (ECONNREFUSED)`);
     } finally {
       await client.close();
+    }
+  }, 60_000);
+});
+
+describe('tools serve finds its key as the other CLI commands do', () => {
+  /** No key variable set: only what ARMADA_HOME holds. */
+  const noKeyEnv = (home: string) => ({ ARMADA_HOME: home, ARMADA_CONFIG: '', ARMADA_TASK_URL: taskUrl, ARMADA_SCHEDULER_URL: schedulerUrl, ARMADA_API_KEY: '', ARMADA_SCHEDULER_API_KEY: '', ARMADA_TASK_API_KEY: '' });
+
+  test("without ARMADA_API_KEY it sends the key armada start stored in $ARMADA_HOME/api-key", async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-tools-home-'));
+    fs.writeFileSync(path.join(home, 'api-key'), `${stack.keys.scheduler}\n`, { mode: 0o600 });
+    const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, 'tools', 'serve'], env: { ...process.env, ...noKeyEnv(home) } as Record<string, string>, stderr: 'pipe' });
+    let stderr = '';
+    transport.stderr?.on('data', (c) => {
+      stderr += c;
+    });
+    const client = new Client({ name: 'armada-test', version: '1.0.0' });
+    try {
+      await client.connect(transport);
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(expect.arrayContaining(['createTask', 'runWorkflow', 'listWorkflows']));
+      // the tool calls carry it too
+      const listed = await client.callTool({ name: 'listWorkflows', arguments: {} });
+      expect(listed.isError).toBeFalsy();
+      expect(text(listed)).toMatch(/^HTTP 200\b/);
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\ntools serve stderr:\n${stderr}`);
+    } finally {
+      await client.close();
+      fs.rmSync(home, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  test('with no key anywhere, the scheduler that asks for one is one line saying where the key comes from, exit 1', async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-tools-nokey-'));
+    try {
+      const r = await run(['tools', 'serve'], noKeyEnv(home));
+      expect([r.code, r.stdout]).toEqual([1, '']);
+      expect(r.stderr).toBe(
+        `armada tools serve: the scheduler service at ${schedulerUrl} asked for an API key and none was found: set ARMADA_API_KEY (or ARMADA_SCHEDULER_API_KEY), or use the ARMADA_HOME whose armada start wrote it (${home}/api-key does not exist) (use --allow-partial to serve the other services' tools)\n`,
+      );
+    } finally {
+      fs.rmSync(home, { recursive: true, force: true });
     }
   }, 60_000);
 });
