@@ -44,10 +44,12 @@ Usage:
       Armada's own services as MCP tools over stdio (tasks, attempts, logs, diffs, approvals; workflows and
       executions), from the running services' OpenAPI documents; tools are named by operationId. At start each
       service must answer with the key accepted, else one line names the service and reason and the exit code is
-      1; --allow-partial serves the tools of the services that answered instead. Env: ARMADA_TASK_URL (default
-      http://127.0.0.1:8887), ARMADA_SCHEDULER_URL (default http://127.0.0.1:8883), ARMADA_API_KEY (scheduler
-      X-API-Key; also the task service's bearer unless ARMADA_TASK_API_KEY is set). Without ARMADA_API_KEY or
-      ARMADA_SCHEDULER_API_KEY the scheduler gets the key in $ARMADA_HOME/api-key, as armada sources does.
+      1; --allow-partial serves the tools of the services that answered instead. It listens on no port (MCP over
+      stdio); it calls the services where armada start serves them. Env: ARMADA_TASK_URL and ARMADA_SCHEDULER_URL
+      (default: ARMADA_HOST, 127.0.0.1 for 0.0.0.0/::, and ARMADA_TASK_PORT / ARMADA_SCHEDULER_PORT, i.e.
+      http://127.0.0.1:8887 and http://127.0.0.1:8883), ARMADA_API_KEY (scheduler X-API-Key; also the task
+      service's bearer unless ARMADA_TASK_API_KEY is set). Without ARMADA_API_KEY or ARMADA_SCHEDULER_API_KEY the
+      scheduler gets the key in $ARMADA_HOME/api-key, as armada sources does.
 
   armada tools config add <name> --editor EDITOR [--scope user|project] [--env KEY=VALUE]... [--dry-run] -- <command> [args…]
   armada tools config add <name> --editor EDITOR --openapi URL [--base-url URL] [--env KEY=VALUE]... [--dry-run]
@@ -164,10 +166,11 @@ async function runServe(args: string[]): Promise<number> {
   try {
     tools = await armadaTools(
       [
-        { service: 'task', baseUrl: values['task-url'] ?? env.ARMADA_TASK_URL ?? 'http://127.0.0.1:8887', headers: taskKey ? { authorization: `Bearer ${taskKey}` } : {} },
+        // where armada start serves them (ARMADA_HOST and the services' ports) unless a URL says otherwise
+        { service: 'task', baseUrl: values['task-url'] ?? config.serviceUrls.task, headers: taskKey ? { authorization: `Bearer ${taskKey}` } : {} },
         {
           service: 'scheduler',
-          baseUrl: values['scheduler-url'] ?? env.ARMADA_SCHEDULER_URL ?? 'http://127.0.0.1:8883',
+          baseUrl: values['scheduler-url'] ?? config.serviceUrls.scheduler,
           headers: schedulerKey ? { 'x-api-key': schedulerKey } : {},
           missingKeyAdvice: schedulerKey ? undefined : missingClientKeyAdvice(config, 'scheduler'),
         },
@@ -181,7 +184,7 @@ async function runServe(args: string[]): Promise<number> {
     return 1;
   }
   if (!tools.length) {
-    err('armada tools serve: no Armada service answered; start them (armada start) or set ARMADA_TASK_URL / ARMADA_SCHEDULER_URL');
+    err('armada tools serve: no Armada service answered; start them (armada start), or set ARMADA_TASK_URL / ARMADA_SCHEDULER_URL (or ARMADA_HOST and the ports, as for armada start)');
     return 1;
   }
   await serveStdio(tools, { name: 'armada', version: version(), maxResponseChars: positiveInt(values['max-response-chars'], '--max-response-chars', DEFAULT_MAX_RESPONSE_CHARS) });

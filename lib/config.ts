@@ -196,10 +196,10 @@ export interface ArmadaConfig {
   /** Bounds of filesystem walks (repository discovery, recursive listing): docs/filesystem.md#bounds. */
   filesystemWalks: { timeBudgetMs: number; maxEntries: number; concurrency: number; queue: number };
   /**
-   * Where the services are reached from this host (the task service's /svc/<service>/ forwarding, the scheduler CLI):
-   * ARMADA_<SERVICE>_URL, default ARMADA_HOST (127.0.0.1 for a wildcard bind) and the service's port.
+   * Where the services are reached from this host (the task service's /svc/<service>/ forwarding, the scheduler CLI,
+   * `armada tools serve`): ARMADA_<SERVICE>_URL, default ARMADA_HOST (127.0.0.1 for a wildcard bind) and the service's port.
    */
-  serviceUrls: { scheduler: string; agents: string; traces: string };
+  serviceUrls: { task: string; scheduler: string; agents: string; traces: string };
   /** The board's built assets, served at `/` by the task service: ARMADA_WEB_DIR, default web/dist of the installation. */
   webDir: string;
   /** Seconds between `: keep-alive` comment lines on SSE streams (ARMADA_SSE_KEEPALIVE_MS, in ms; default 15 s). */
@@ -390,6 +390,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
       queue: file.filesystem?.queuedWalks ?? 16,
     },
     serviceUrls: {
+      task: serviceUrl(env, 'ARMADA_TASK_URL', port(env, 'ARMADA_TASK_PORT', 8887)),
       scheduler: serviceUrl(env, 'ARMADA_SCHEDULER_URL', port(env, 'ARMADA_SCHEDULER_PORT', 8883)),
       agents: serviceUrl(env, 'ARMADA_AGENTS_URL', port(env, 'ARMADA_AGENTS_PORT', 8001)),
       traces: serviceUrl(env, 'ARMADA_TRACES_URL', port(env, 'ARMADA_TRACES_PORT', 8000)),

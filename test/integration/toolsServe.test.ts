@@ -193,6 +193,30 @@ describe('tools serve finds its key as the other CLI commands do', () => {
   }, 60_000);
 });
 
+test("without ARMADA_TASK_URL and ARMADA_SCHEDULER_URL it goes where armada start serves them: ARMADA_HOST and the services' ports", async () => {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-tools-ports-'));
+  const env: NodeJS.ProcessEnv = { ...process.env, ARMADA_HOME: home, ARMADA_CONFIG: '', ARMADA_API_KEY: stack.keys.scheduler, ARMADA_HOST: '127.0.0.1', ARMADA_TASK_PORT: new URL(taskUrl).port, ARMADA_SCHEDULER_PORT: new URL(schedulerUrl).port };
+  delete env.ARMADA_TASK_URL;
+  delete env.ARMADA_SCHEDULER_URL;
+  const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, 'tools', 'serve'], env: env as Record<string, string>, stderr: 'pipe' });
+  let stderr = '';
+  transport.stderr?.on('data', (c) => {
+    stderr += c;
+  });
+  const client = new Client({ name: 'armada-test', version: '1.0.0' });
+  try {
+    await client.connect(transport);
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(expect.arrayContaining(['listProjects', 'runWorkflow']));
+    const projects = await client.callTool({ name: 'listProjects', arguments: {} });
+    expect(text(projects)).toContain(projectId);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\ntools serve stderr:\n${stderr}`);
+  } finally {
+    await client.close();
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+}, 60_000);
+
 test('armada tools openapi <task document> --list names every tool from its operationId and describes it', async () => {
   const r = await run(['tools', 'openapi', `${taskUrl}/api/openapi.json`, '--list', ...(stack.keys.task ? ['--header', `Authorization: Bearer ${stack.keys.task}`] : [])], {});
   expect(r.code).toBe(0);
