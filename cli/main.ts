@@ -144,7 +144,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`${err.message}\n`);
       return 2;
     }
-    // a command that parses its own arguments (sources, workflows, schedules, tools): the same one line
+    // any other parseArgs error (the commands with subcommands turn theirs into a UsageError): the same one line
     if (isParseArgsError(err)) {
       process.stderr.write(`${new UsageError(command as string, parseArgsProblem(err)).message}\n`);
       return 2;

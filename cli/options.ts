@@ -6,13 +6,14 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
-/** A usage error: one line, exit 2. */
+/** A usage error: one line naming the problem and where the help is (`helpCommand`, default `command`), exit 2. */
 export class UsageError extends Error {
   constructor(
     readonly command: string,
     problem: string,
+    helpCommand = command,
   ) {
-    super(`armada ${command}: ${problem}; run armada ${command} --help`);
+    super(`armada ${command}: ${problem}; run armada ${helpCommand} --help`);
     this.name = 'UsageError';
   }
 }
@@ -46,6 +47,19 @@ export function parseCommandOptions<O extends Options>(command: string, args: st
   if (asksForHelp(args)) return undefined;
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: false }).values;
+  } catch (err) {
+    if (isParseArgsError(err)) throw new UsageError(command, parseArgsProblem(err));
+    throw err;
+  }
+}
+
+/**
+ * The options and positionals of a command with subcommands (`armada sources list …`), parsed strictly; a bad option
+ * is a UsageError of `command`, whose --help covers its subcommands.
+ */
+export function parseSubcommandArgs<O extends Options>(command: string, args: string[], options: O): ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: true }>> {
+  try {
+    return parseArgs({ args, options, strict: true, allowPositionals: true });
   } catch (err) {
     if (isParseArgsError(err)) throw new UsageError(command, parseArgsProblem(err));
     throw err;

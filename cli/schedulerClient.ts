@@ -6,6 +6,7 @@
 import { loadConfig } from '../lib/config';
 import { fetchFailure } from '../lib/http/fetchFailure';
 import { clientApiKey, missingClientKeyAdvice } from '../lib/keys';
+import { asksForHelp, UsageError } from './options';
 
 export interface CliIo {
   env: NodeJS.ProcessEnv;
@@ -72,6 +73,34 @@ export async function schedulerRequest<T>(env: NodeJS.ProcessEnv, method: 'GET' 
     throw new CliError(`${detail} (HTTP ${res.status})`);
   }
   return json as T;
+}
+
+/**
+ * Runs `armada <group> <sub> …` (sources, workflows, schedules) with `run`: without a subcommand the group's help goes
+ * to stderr with exit 2 (like `armada` without a command), --help/-h prints it (exit 0); a UsageError is its one line,
+ * exit 2, and a CliError its message with its exit code.
+ */
+export async function runSchedulerCommand(help: string, argv: string[], io: CliIo, run: (sub: string, args: string[]) => Promise<number>): Promise<number> {
+  const [sub, ...rest] = argv;
+  if (sub === undefined) {
+    io.stderr(help);
+    return 2;
+  }
+  if (sub === 'help' || asksForHelp(argv)) {
+    io.stdout(help);
+    return 0;
+  }
+  try {
+    return await run(sub, rest);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.stderr(`${err.message}\n`);
+      return 2;
+    }
+    if (!(err instanceof CliError)) throw err;
+    io.stderr(`armada: ${err.message}\n`);
+    return err.exitCode;
+  }
 }
 
 /** Left-aligned columns, for list output. */

@@ -1,6 +1,6 @@
 /** `armada schedules list|add|pause|resume|delete`: the schedules of the scheduler's workflows over HTTP. */
-import { parseArgs } from 'node:util';
-import { CliError, pathSegment, processIo, schedulerRequest, table, type CliIo } from './schedulerClient';
+import { parseSubcommandArgs, UsageError } from './options';
+import { CliError, pathSegment, processIo, runSchedulerCommand, schedulerRequest, table, type CliIo } from './schedulerClient';
 
 export const SCHEDULES_HELP = `armada schedules — the schedules of the scheduler's workflows (several per workflow)
 
@@ -49,89 +49,77 @@ async function findSchedule(env: NodeJS.ProcessEnv, id: string): Promise<Schedul
   return s;
 }
 
-export async function runSchedules(argv: string[], io: CliIo = processIo()): Promise<number> {
-  const [sub, ...rest] = argv;
-  const { values, positionals } = parseArgs({
-    args: rest,
-    allowPositionals: true,
-    options: {
-      json: { type: 'boolean' },
-      workflow: { type: 'string' },
-      cron: { type: 'string' },
-      at: { type: 'string' },
-      timezone: { type: 'string' },
-      jitter: { type: 'string' },
-      input: { type: 'string' },
-      paused: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+export function runSchedules(argv: string[], io: CliIo = processIo()): Promise<number> {
+  return runSchedulerCommand(SCHEDULES_HELP, argv, io, (sub, args) => schedules(sub, args, io));
+}
+
+async function schedules(sub: string, args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseSubcommandArgs('schedules', args, {
+    json: { type: 'boolean' },
+    workflow: { type: 'string' },
+    cron: { type: 'string' },
+    at: { type: 'string' },
+    timezone: { type: 'string' },
+    jitter: { type: 'string' },
+    input: { type: 'string' },
+    paused: { type: 'boolean' },
   });
-  if (sub === undefined || sub === 'help' || sub === '--help' || sub === '-h' || values.help) {
-    io.stdout(SCHEDULES_HELP);
-    return 0;
-  }
+  const usage = (problem: string) => new UsageError(`schedules ${sub}`, problem, 'schedules');
   const show = (value: unknown, human: string) => io.stdout(values.json ? `${JSON.stringify(value, null, 2)}\n` : human);
-  const usage = (message: string) => new CliError(`armada schedules ${sub}: ${message}\n\n${SCHEDULES_HELP}`, 2);
-  try {
-    switch (sub) {
-      case 'list': {
-        const path = values.workflow ? `/api/v1/workflows/${pathSegment('workflow', values.workflow)}/schedules` : '/api/v1/schedules';
-        const { schedules } = await schedulerRequest<{ schedules: ScheduleView[] }>(io.env, 'GET', path);
-        show(
-          { schedules },
-          table([
-            ['ID', 'WORKFLOW', 'TYPE', 'WHEN', 'TIMEZONE', 'STATUS', 'NEXT RUN', 'INPUT'],
-            ...schedules.map((s) => [
-              s.id,
-              s.workflow,
-              s.isDefault ? `${s.type} (default)` : s.type,
-              s.schedule ?? s.at ?? '-',
-              s.timezone,
-              s.status,
-              s.nextRun ?? '-',
-              s.input === null ? '-' : JSON.stringify(s.input),
-            ]),
+  switch (sub) {
+    case 'list': {
+      const path = values.workflow ? `/api/v1/workflows/${pathSegment('workflow', values.workflow)}/schedules` : '/api/v1/schedules';
+      const { schedules } = await schedulerRequest<{ schedules: ScheduleView[] }>(io.env, 'GET', path);
+      show(
+        { schedules },
+        table([
+          ['ID', 'WORKFLOW', 'TYPE', 'WHEN', 'TIMEZONE', 'STATUS', 'NEXT RUN', 'INPUT'],
+          ...schedules.map((s) => [
+            s.id,
+            s.workflow,
+            s.isDefault ? `${s.type} (default)` : s.type,
+            s.schedule ?? s.at ?? '-',
+            s.timezone,
+            s.status,
+            s.nextRun ?? '-',
+            s.input === null ? '-' : JSON.stringify(s.input),
           ]),
-        );
-        return 0;
-      }
-      case 'add': {
-        const workflow = positionals[0];
-        if (!workflow) throw usage('the WORKFLOW is required');
-        if ((values.cron === undefined) === (values.at === undefined)) throw usage('give exactly one of --cron and --at');
-        if (values.jitter !== undefined && !/^\d+$/.test(values.jitter)) throw usage('--jitter takes whole seconds');
-        const body = {
-          type: values.cron !== undefined ? 'cron' : 'one-time',
-          ...(values.cron !== undefined ? { schedule: values.cron } : { at: values.at }),
-          ...(values.timezone !== undefined ? { timezone: values.timezone } : {}),
-          ...(values.jitter !== undefined ? { jitter: Number(values.jitter) } : {}),
-          ...(values.input !== undefined ? { input: inputValue(values.input) } : {}),
-          ...(values.paused ? { enabled: false } : {}),
-        };
-        const s = await schedulerRequest<ScheduleView>(io.env, 'POST', `/api/v1/workflows/${pathSegment('workflow', workflow)}/schedules`, body);
-        show(s, `added ${s.type} schedule ${s.id} to ${s.workflow}${s.nextRun ? `; next run ${s.nextRun}` : ''}\n`);
-        return 0;
-      }
-      case 'pause':
-      case 'resume':
-      case 'delete': {
-        const id = positionals[0];
-        if (!id) throw usage('the schedule ID is required');
-        const s = await findSchedule(io.env, id);
-        const base = `/api/v1/workflows/${pathSegment('workflow', s.workflow)}/schedules/${pathSegment('schedule', s.id)}`;
-        const result =
-          sub === 'delete'
-            ? await schedulerRequest<unknown>(io.env, 'DELETE', base)
-            : await schedulerRequest<ScheduleView>(io.env, 'POST', `${base}/${sub}`);
-        show(result, `${sub === 'delete' ? 'deleted' : `${sub}d`} schedule ${s.id} of ${s.workflow}\n`);
-        return 0;
-      }
-      default:
-        throw new CliError(`armada schedules: unknown subcommand "${sub}"\n\n${SCHEDULES_HELP}`, 2);
+        ]),
+      );
+      return 0;
     }
-  } catch (err) {
-    if (!(err instanceof CliError)) throw err;
-    io.stderr(`armada: ${err.message}\n`);
-    return err.exitCode;
+    case 'add': {
+      const workflow = positionals[0];
+      if (!workflow) throw usage('the WORKFLOW is required');
+      if ((values.cron === undefined) === (values.at === undefined)) throw usage('give exactly one of --cron and --at');
+      if (values.jitter !== undefined && !/^\d+$/.test(values.jitter)) throw usage('--jitter takes whole seconds');
+      const body = {
+        type: values.cron !== undefined ? 'cron' : 'one-time',
+        ...(values.cron !== undefined ? { schedule: values.cron } : { at: values.at }),
+        ...(values.timezone !== undefined ? { timezone: values.timezone } : {}),
+        ...(values.jitter !== undefined ? { jitter: Number(values.jitter) } : {}),
+        ...(values.input !== undefined ? { input: inputValue(values.input) } : {}),
+        ...(values.paused ? { enabled: false } : {}),
+      };
+      const s = await schedulerRequest<ScheduleView>(io.env, 'POST', `/api/v1/workflows/${pathSegment('workflow', workflow)}/schedules`, body);
+      show(s, `added ${s.type} schedule ${s.id} to ${s.workflow}${s.nextRun ? `; next run ${s.nextRun}` : ''}\n`);
+      return 0;
+    }
+    case 'pause':
+    case 'resume':
+    case 'delete': {
+      const id = positionals[0];
+      if (!id) throw usage('the schedule ID is required');
+      const s = await findSchedule(io.env, id);
+      const base = `/api/v1/workflows/${pathSegment('workflow', s.workflow)}/schedules/${pathSegment('schedule', s.id)}`;
+      const result =
+        sub === 'delete'
+          ? await schedulerRequest<unknown>(io.env, 'DELETE', base)
+          : await schedulerRequest<ScheduleView>(io.env, 'POST', `${base}/${sub}`);
+      show(result, `${sub === 'delete' ? 'deleted' : `${sub}d`} schedule ${s.id} of ${s.workflow}\n`);
+      return 0;
+    }
+    default:
+      throw new UsageError('schedules', `unknown subcommand '${sub}'`);
   }
 }

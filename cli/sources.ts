@@ -1,7 +1,7 @@
 /** `armada sources list|add|update|delete|health|flows`: the scheduler's sources over HTTP. */
-import { parseArgs } from 'node:util';
 import { isUuid } from '../lib/ids';
-import { CliError, pathSegment, processIo, schedulerRequest, table, type CliIo } from './schedulerClient';
+import { parseSubcommandArgs, UsageError } from './options';
+import { CliError, pathSegment, processIo, runSchedulerCommand, schedulerRequest, table, type CliIo } from './schedulerClient';
 
 export const SOURCES_HELP = `armada sources — manage the scheduler's sources (external workflow platforms)
 
@@ -58,93 +58,82 @@ async function sourceId(env: NodeJS.ProcessEnv, v: string): Promise<string> {
 const sourceRows = (items: SourceView[]) =>
   table([['ID', 'NAME', 'TYPE', 'STATUS', 'URL'], ...items.map((s) => [s.id, s.name, s.source_type, s.status, s.url])]);
 
-export async function runSources(argv: string[], io: CliIo = processIo()): Promise<number> {
-  const [sub, ...rest] = argv;
-  const { values, positionals } = parseArgs({
-    args: rest,
-    allowPositionals: true,
-    options: {
-      status: { type: 'string' },
-      limit: { type: 'string' },
-      offset: { type: 'string' },
-      type: { type: 'string' },
-      url: { type: 'string' },
-      name: { type: 'string' },
-      'api-key': { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+export function runSources(argv: string[], io: CliIo = processIo()): Promise<number> {
+  return runSchedulerCommand(SOURCES_HELP, argv, io, (sub, args) => sources(sub, args, io));
+}
+
+async function sources(sub: string, args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseSubcommandArgs('sources', args, {
+    status: { type: 'string' },
+    limit: { type: 'string' },
+    offset: { type: 'string' },
+    type: { type: 'string' },
+    url: { type: 'string' },
+    name: { type: 'string' },
+    'api-key': { type: 'string' },
+    json: { type: 'boolean' },
   });
-  if (sub === undefined || sub === 'help' || sub === '--help' || sub === '-h' || values.help) {
-    io.stdout(SOURCES_HELP);
-    return 0;
-  }
+  const usage = (problem: string) => new UsageError(`sources ${sub}`, problem, 'sources');
   const show = (value: unknown, human: string) => io.stdout(values.json ? `${JSON.stringify(value, null, 2)}\n` : human);
   const id = async () => {
     const v = positionals[0];
-    if (!v) throw new CliError(`armada sources ${sub}: the SOURCE (id or name) is required\n\n${SOURCES_HELP}`, 2);
+    if (!v) throw usage('the SOURCE (id or name) is required');
     return pathSegment('source', await sourceId(io.env, v));
   };
-  try {
-    switch (sub) {
-      case 'list': {
-        const q = new URLSearchParams();
-        if (values.status) q.set('status', values.status);
-        if (values.limit) q.set('limit', values.limit);
-        if (values.offset) q.set('offset', values.offset);
-        const page = await schedulerRequest<{ items: SourceView[]; total: number; has_more: boolean }>(io.env, 'GET', `/api/v1/sources${q.size ? `?${q}` : ''}`);
-        show(page, `${sourceRows(page.items)}${page.items.length} of ${page.total} source(s)${page.has_more ? ' (more with --offset)' : ''}\n`);
-        return 0;
-      }
-      case 'add': {
-        if (!values.type || !values.url) throw new CliError(`armada sources add: --type and --url are required\n\n${SOURCES_HELP}`, 2);
-        const body: Record<string, unknown> = { source_type: values.type, url: values.url };
-        if (values.name) body.name = values.name;
-        if (values['api-key']) body.api_key = values['api-key'];
-        const s = await schedulerRequest<SourceView>(io.env, 'POST', '/api/v1/sources', body);
-        show(s, `created source ${s.name} (${s.id}), ${s.source_type} at ${s.url}, ${s.status}\n`);
-        return 0;
-      }
-      case 'update': {
-        const body: Record<string, unknown> = {};
-        if (values.name !== undefined) body.name = values.name;
-        if (values.type !== undefined) body.source_type = values.type;
-        if (values.url !== undefined) body.url = values.url;
-        if (values['api-key'] !== undefined) body.api_key = values['api-key'] === '' ? null : values['api-key'];
-        if (values.status !== undefined) body.status = values.status;
-        if (!Object.keys(body).length) throw new CliError('armada sources update: give at least one of --name, --type, --url, --api-key, --status', 2);
-        const s = await schedulerRequest<SourceView>(io.env, 'PATCH', `/api/v1/sources/${await id()}`, body);
-        show(s, `updated source ${s.name} (${s.id}), ${s.source_type} at ${s.url}, ${s.status}\n`);
-        return 0;
-      }
-      case 'delete': {
-        const r = await schedulerRequest<{ id: string; deleted_workflows: string[] }>(io.env, 'DELETE', `/api/v1/sources/${await id()}`);
-        show(r, `deleted source ${r.id}${r.deleted_workflows.length ? ` and workflows ${r.deleted_workflows.join(', ')}` : ''}\n`);
-        return 0;
-      }
-      case 'health': {
-        const r = await schedulerRequest<{ id: string; healthy: boolean; status: string; error: string | null }>(io.env, 'POST', `/api/v1/sources/${await id()}/health`);
-        show(r, `${r.healthy ? 'healthy' : `unhealthy: ${r.error}`} (status ${r.status})\n`);
-        return r.healthy ? 0 : 1;
-      }
-      case 'flows': {
-        if (positionals[0] === undefined) {
-          type Listed = FlowView & { source_name: string };
-          const all = await schedulerRequest<{ flows: Listed[]; sources: { name: string; error: string | null }[] }>(io.env, 'GET', '/api/v1/flows');
-          show(all, table([['SOURCE', 'ID', 'NAME', 'ENDPOINT', 'UPDATED', 'DESCRIPTION'], ...all.flows.map((f) => [f.source_name, ...flowCells(f)])]));
-          for (const s of all.sources) if (s.error && !values.json) io.stderr(`armada: source ${s.name}: ${s.error}\n`);
-          return all.sources.some((s) => s.error) ? 1 : 0;
-        }
-        const r = await schedulerRequest<{ flows: FlowView[] }>(io.env, 'GET', `/api/v1/sources/${await id()}/flows`);
-        show(r, table([['ID', 'NAME', 'ENDPOINT', 'UPDATED', 'DESCRIPTION'], ...r.flows.map(flowCells)]));
-        return 0;
-      }
-      default:
-        throw new CliError(`armada sources: unknown subcommand "${sub}"\n\n${SOURCES_HELP}`, 2);
+  switch (sub) {
+    case 'list': {
+      const q = new URLSearchParams();
+      if (values.status) q.set('status', values.status);
+      if (values.limit) q.set('limit', values.limit);
+      if (values.offset) q.set('offset', values.offset);
+      const page = await schedulerRequest<{ items: SourceView[]; total: number; has_more: boolean }>(io.env, 'GET', `/api/v1/sources${q.size ? `?${q}` : ''}`);
+      show(page, `${sourceRows(page.items)}${page.items.length} of ${page.total} source(s)${page.has_more ? ' (more with --offset)' : ''}\n`);
+      return 0;
     }
-  } catch (err) {
-    if (!(err instanceof CliError)) throw err;
-    io.stderr(`armada: ${err.message}\n`);
-    return err.exitCode;
+    case 'add': {
+      if (!values.type || !values.url) throw usage('--type and --url are required');
+      const body: Record<string, unknown> = { source_type: values.type, url: values.url };
+      if (values.name) body.name = values.name;
+      if (values['api-key']) body.api_key = values['api-key'];
+      const s = await schedulerRequest<SourceView>(io.env, 'POST', '/api/v1/sources', body);
+      show(s, `created source ${s.name} (${s.id}), ${s.source_type} at ${s.url}, ${s.status}\n`);
+      return 0;
+    }
+    case 'update': {
+      const body: Record<string, unknown> = {};
+      if (values.name !== undefined) body.name = values.name;
+      if (values.type !== undefined) body.source_type = values.type;
+      if (values.url !== undefined) body.url = values.url;
+      if (values['api-key'] !== undefined) body.api_key = values['api-key'] === '' ? null : values['api-key'];
+      if (values.status !== undefined) body.status = values.status;
+      if (!Object.keys(body).length) throw usage('give at least one of --name, --type, --url, --api-key, --status');
+      const s = await schedulerRequest<SourceView>(io.env, 'PATCH', `/api/v1/sources/${await id()}`, body);
+      show(s, `updated source ${s.name} (${s.id}), ${s.source_type} at ${s.url}, ${s.status}\n`);
+      return 0;
+    }
+    case 'delete': {
+      const r = await schedulerRequest<{ id: string; deleted_workflows: string[] }>(io.env, 'DELETE', `/api/v1/sources/${await id()}`);
+      show(r, `deleted source ${r.id}${r.deleted_workflows.length ? ` and workflows ${r.deleted_workflows.join(', ')}` : ''}\n`);
+      return 0;
+    }
+    case 'health': {
+      const r = await schedulerRequest<{ id: string; healthy: boolean; status: string; error: string | null }>(io.env, 'POST', `/api/v1/sources/${await id()}/health`);
+      show(r, `${r.healthy ? 'healthy' : `unhealthy: ${r.error}`} (status ${r.status})\n`);
+      return r.healthy ? 0 : 1;
+    }
+    case 'flows': {
+      if (positionals[0] === undefined) {
+        type Listed = FlowView & { source_name: string };
+        const all = await schedulerRequest<{ flows: Listed[]; sources: { name: string; error: string | null }[] }>(io.env, 'GET', '/api/v1/flows');
+        show(all, table([['SOURCE', 'ID', 'NAME', 'ENDPOINT', 'UPDATED', 'DESCRIPTION'], ...all.flows.map((f) => [f.source_name, ...flowCells(f)])]));
+        for (const s of all.sources) if (s.error && !values.json) io.stderr(`armada: source ${s.name}: ${s.error}\n`);
+        return all.sources.some((s) => s.error) ? 1 : 0;
+      }
+      const r = await schedulerRequest<{ flows: FlowView[] }>(io.env, 'GET', `/api/v1/sources/${await id()}/flows`);
+      show(r, table([['ID', 'NAME', 'ENDPOINT', 'UPDATED', 'DESCRIPTION'], ...r.flows.map(flowCells)]));
+      return 0;
+    }
+    default:
+      throw new UsageError('sources', `unknown subcommand '${sub}'`);
   }
 }

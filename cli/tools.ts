@@ -2,13 +2,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { loadConfig } from '../lib/config';
 import { clientApiKey, missingClientKeyAdvice } from '../lib/keys';
 import { armadaTools, ServiceUnavailableError } from '../lib/mcp/armadaTools';
 import { addServer, EDITORS, EditorConfigError, listServers, removeServer, type Editor, type Location, type Scope, type ServerEntry } from '../lib/mcp/editorConfig';
 import { loadOpenApiDocument, OpenApiDocumentError, openapiToTools } from '../lib/mcp/openapiToTools';
 import { DEFAULT_MAX_RESPONSE_CHARS, serveStdio, type ServedTool } from '../lib/mcp/toolServer';
+import { asksForHelp, parseSubcommandArgs, UsageError } from './options';
 
 /**
  * What `tools config add --openapi` writes for the editor to run: an http(s) URL as given, or the absolute path of a
@@ -78,36 +78,21 @@ function version(): string {
 }
 
 async function runOpenapi(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      'base-url': { type: 'string' },
-      'api-key': { type: 'string' },
-      header: { type: 'string', multiple: true },
-      include: { type: 'string', multiple: true },
-      exclude: { type: 'string', multiple: true },
-      'max-response-chars': { type: 'string' },
-      list: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+  const { values, positionals } = parseSubcommandArgs('tools', args, {
+    'base-url': { type: 'string' },
+    'api-key': { type: 'string' },
+    header: { type: 'string', multiple: true },
+    include: { type: 'string', multiple: true },
+    exclude: { type: 'string', multiple: true },
+    'max-response-chars': { type: 'string' },
+    list: { type: 'boolean' },
   });
-  if (values.help) {
-    out(TOOLS_HELP);
-    return 0;
-  }
   const source = positionals[0];
-  if (!source || positionals.length > 1) {
-    err('armada tools openapi: give exactly one OpenAPI document URL or file');
-    return 2;
-  }
+  if (!source || positionals.length > 1) throw new UsageError('tools openapi', 'give exactly one OpenAPI document URL or file', 'tools');
   const headers: Record<string, string> = {};
   for (const h of values.header ?? []) {
     const i = h.indexOf(':');
-    if (i <= 0) {
-      err(`armada tools openapi: --header "${h}" is not "Name: value"`);
-      return 2;
-    }
+    if (i <= 0) throw new UsageError('tools openapi', `--header "${h}" is not "Name: value"`, 'tools');
     headers[h.slice(0, i).trim().toLowerCase()] = h.slice(i + 1).trim();
   }
   const docSource = /^https?:\/\//i.test(source) || source.startsWith('file://') ? source : path.resolve(source);
@@ -142,20 +127,13 @@ async function runOpenapi(args: string[]): Promise<number> {
 }
 
 async function runServe(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      'task-url': { type: 'string' },
-      'scheduler-url': { type: 'string' },
-      'max-response-chars': { type: 'string' },
-      'allow-partial': { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+  const { values, positionals } = parseSubcommandArgs('tools', args, {
+    'task-url': { type: 'string' },
+    'scheduler-url': { type: 'string' },
+    'max-response-chars': { type: 'string' },
+    'allow-partial': { type: 'boolean' },
   });
-  if (values.help) {
-    out(TOOLS_HELP);
-    return 0;
-  }
+  if (positionals.length) throw new UsageError('tools serve', `unexpected argument '${positionals[0]}'`, 'tools');
   const env = process.env;
   const config = loadConfig(env);
   // the keys as the scheduler CLI finds them: the variables, else the key armada start stored in $ARMADA_HOME/api-key.
@@ -220,24 +198,19 @@ function runConfig(argv: string[]): number {
   const dashdash = argv.indexOf('--');
   const args = dashdash === -1 ? argv : argv.slice(0, dashdash);
   const command = dashdash === -1 ? [] : argv.slice(dashdash + 1);
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      editor: { type: 'string' },
-      scope: { type: 'string' },
-      env: { type: 'string', multiple: true },
-      openapi: { type: 'string' },
-      'base-url': { type: 'string' },
-      'dry-run': { type: 'boolean' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+  const { values, positionals } = parseSubcommandArgs('tools', args, {
+    editor: { type: 'string' },
+    scope: { type: 'string' },
+    env: { type: 'string', multiple: true },
+    openapi: { type: 'string' },
+    'base-url': { type: 'string' },
+    'dry-run': { type: 'boolean' },
+    json: { type: 'boolean' },
   });
   const [action, name, ...extra] = positionals;
-  if (values.help || !action) {
-    out(TOOLS_HELP);
-    return action ? 0 : 2;
+  if (!action) {
+    err(TOOLS_HELP); // like armada tools without a subcommand
+    return 2;
   }
   const loc = location();
   switch (action) {
@@ -292,21 +265,22 @@ function runConfig(argv: string[]): number {
       return 0;
     }
     default:
-      err(`armada tools config: unknown action "${action}"\n\n${TOOLS_HELP}`);
-      return 2;
+      throw new UsageError('tools config', `unknown action '${action}'`, 'tools');
   }
 }
 
 export async function runTools(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
+  if (sub === undefined) {
+    err(TOOLS_HELP); // like armada without a command: the usage on stderr, exit 2
+    return 2;
+  }
+  if (sub === 'help' || asksForHelp(argv)) {
+    out(TOOLS_HELP);
+    return 0;
+  }
   try {
     switch (sub) {
-      case undefined:
-      case '-h':
-      case '--help':
-      case 'help':
-        out(TOOLS_HELP);
-        return sub === undefined ? 2 : 0;
       case 'openapi':
         return await runOpenapi(rest);
       case 'serve':
@@ -314,10 +288,13 @@ export async function runTools(argv: string[]): Promise<number> {
       case 'config':
         return runConfig(rest);
       default:
-        err(`armada tools: unknown subcommand "${sub}"\n\n${TOOLS_HELP}`);
-        return 2;
+        throw new UsageError('tools', `unknown subcommand '${sub}'`);
     }
   } catch (e) {
+    if (e instanceof UsageError) {
+      err(e.message);
+      return 2;
+    }
     if (e instanceof EditorConfigError) {
       err(`armada tools: ${e.message}`);
       return 2;

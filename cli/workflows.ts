@@ -1,6 +1,6 @@
 /** `armada workflows list|run|retry`: the scheduler's workflows over HTTP. */
-import { parseArgs } from 'node:util';
-import { CliError, pathSegment, processIo, schedulerRequest, table, type CliIo } from './schedulerClient';
+import { parseSubcommandArgs, UsageError } from './options';
+import { pathSegment, processIo, runSchedulerCommand, schedulerRequest, table, type CliIo } from './schedulerClient';
 
 export const WORKFLOWS_HELP = `armada workflows — list and run the scheduler's workflows
 
@@ -37,59 +37,49 @@ interface StartedRun {
   retryOf?: string;
 }
 
-export async function runWorkflows(argv: string[], io: CliIo = processIo()): Promise<number> {
-  const [sub, ...rest] = argv;
-  const { values, positionals } = parseArgs({
-    args: rest,
-    allowPositionals: true,
-    options: { json: { type: 'boolean' }, wait: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-  });
-  if (sub === undefined || sub === 'help' || sub === '--help' || sub === '-h' || values.help) {
-    io.stdout(WORKFLOWS_HELP);
-    return 0;
-  }
+export function runWorkflows(argv: string[], io: CliIo = processIo()): Promise<number> {
+  return runSchedulerCommand(WORKFLOWS_HELP, argv, io, (sub, args) => workflows(sub, args, io));
+}
+
+async function workflows(sub: string, args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseSubcommandArgs('workflows', args, { json: { type: 'boolean' }, wait: { type: 'boolean' } });
+  const usage = (problem: string) => new UsageError(`workflows ${sub}`, problem, 'workflows');
   const show = (value: unknown, human: string) => io.stdout(values.json ? `${JSON.stringify(value, null, 2)}\n` : human);
-  try {
-    switch (sub) {
-      case 'list': {
-        const { workflows } = await schedulerRequest<{ workflows: WorkflowView[] }>(io.env, 'GET', '/api/v1/workflows');
-        show(
-          { workflows },
-          table([
-            ['NAME', 'SCHEDULE', 'TIMEZONE', 'ENABLED', 'TASKS', 'LAST RUN', 'NEXT RUN'],
-            ...workflows.map((w) => [w.name, w.schedule ?? '-', w.timezone, String(w.enabled), String(w.tasks.length), w.lastRun ?? '-', w.nextRun ?? '-']),
-          ]),
-        );
+  switch (sub) {
+    case 'list': {
+      const { workflows } = await schedulerRequest<{ workflows: WorkflowView[] }>(io.env, 'GET', '/api/v1/workflows');
+      show(
+        { workflows },
+        table([
+          ['NAME', 'SCHEDULE', 'TIMEZONE', 'ENABLED', 'TASKS', 'LAST RUN', 'NEXT RUN'],
+          ...workflows.map((w) => [w.name, w.schedule ?? '-', w.timezone, String(w.enabled), String(w.tasks.length), w.lastRun ?? '-', w.nextRun ?? '-']),
+        ]),
+      );
+      return 0;
+    }
+    case 'run':
+    case 'retry': {
+      const target = positionals[0];
+      if (!target) throw usage(`the ${sub === 'run' ? 'workflow NAME' : 'EXECUTION_ID'} is required`);
+      const run =
+        sub === 'run'
+          ? await schedulerRequest<StartedRun>(io.env, 'POST', `/api/v1/workflows/${pathSegment('workflow', target)}/run`)
+          : await schedulerRequest<StartedRun>(io.env, 'POST', `/api/v1/executions/${pathSegment('execution', target)}/retry`);
+      const what = `execution ${run.executionId} of ${run.workflow}${run.retryOf ? ` (retry of ${run.retryOf})` : ''}`;
+      if (!values.wait) {
+        show(run, `started ${what}\n`);
         return 0;
       }
-      case 'run':
-      case 'retry': {
-        const target = positionals[0];
-        if (!target) throw new CliError(`armada workflows ${sub}: the ${sub === 'run' ? 'workflow NAME' : 'EXECUTION_ID'} is required\n\n${WORKFLOWS_HELP}`, 2);
-        const run =
-          sub === 'run'
-            ? await schedulerRequest<StartedRun>(io.env, 'POST', `/api/v1/workflows/${pathSegment('workflow', target)}/run`)
-            : await schedulerRequest<StartedRun>(io.env, 'POST', `/api/v1/executions/${pathSegment('execution', target)}/retry`);
-        const what = `execution ${run.executionId} of ${run.workflow}${run.retryOf ? ` (retry of ${run.retryOf})` : ''}`;
-        if (!values.wait) {
-          show(run, `started ${what}\n`);
-          return 0;
-        }
-        let e: { status: string; duration: string | null; error: string | null };
-        for (;;) {
-          e = await schedulerRequest(io.env, 'GET', `/api/v1/executions/${run.executionId}`);
-          if (e.status !== 'running') break;
-          await new Promise((r) => setTimeout(r, 500));
-        }
-        show(e, `${what}: ${e.status}${e.duration ? ` in ${e.duration}` : ''}${e.error ? ` (${e.error})` : ''}\n`);
-        return e.status === 'completed' ? 0 : 1;
+      let e: { status: string; duration: string | null; error: string | null };
+      for (;;) {
+        e = await schedulerRequest(io.env, 'GET', `/api/v1/executions/${run.executionId}`);
+        if (e.status !== 'running') break;
+        await new Promise((r) => setTimeout(r, 500));
       }
-      default:
-        throw new CliError(`armada workflows: unknown subcommand "${sub}"\n\n${WORKFLOWS_HELP}`, 2);
+      show(e, `${what}: ${e.status}${e.duration ? ` in ${e.duration}` : ''}${e.error ? ` (${e.error})` : ''}\n`);
+      return e.status === 'completed' ? 0 : 1;
     }
-  } catch (err) {
-    if (!(err instanceof CliError)) throw err;
-    io.stderr(`armada: ${err.message}\n`);
-    return err.exitCode;
+    default:
+      throw new UsageError('workflows', `unknown subcommand '${sub}'`);
   }
 }

@@ -66,6 +66,34 @@ test('an unknown option is one line naming it, exit 2, and touches nothing', asy
   expect(fs.readdirSync(home)).toEqual([]);
 });
 
+test('a usage error of a subcommand (sources, workflows, schedules, tools) is one line naming it and the help, exit 2', async () => {
+  const cases: [string[], string][] = [
+    [['sources', 'frob'], "armada sources: unknown subcommand 'frob'; run armada sources --help"],
+    [['sources', 'health'], 'armada sources health: the SOURCE (id or name) is required; run armada sources --help'],
+    [['sources', 'add', '--type', 'flow-builder'], 'armada sources add: --type and --url are required; run armada sources --help'],
+    [['sources', 'update', 'fb'], 'armada sources update: give at least one of --name, --type, --url, --api-key, --status; run armada sources --help'],
+    [['workflows', 'frob'], "armada workflows: unknown subcommand 'frob'; run armada workflows --help"],
+    [['workflows', 'run'], 'armada workflows run: the workflow NAME is required; run armada workflows --help'],
+    [['workflows', 'retry'], 'armada workflows retry: the EXECUTION_ID is required; run armada workflows --help'],
+    [['schedules', 'frob'], "armada schedules: unknown subcommand 'frob'; run armada schedules --help"],
+    [['schedules', 'add'], 'armada schedules add: the WORKFLOW is required; run armada schedules --help'],
+    [['schedules', 'add', 'wf'], 'armada schedules add: give exactly one of --cron and --at; run armada schedules --help'],
+    [['schedules', 'pause'], 'armada schedules pause: the schedule ID is required; run armada schedules --help'],
+    [['tools', 'frob'], "armada tools: unknown subcommand 'frob'; run armada tools --help"],
+    [['tools', 'config', 'frob'], "armada tools config: unknown action 'frob'; run armada tools --help"],
+    [['tools', 'openapi'], 'armada tools openapi: give exactly one OpenAPI document URL or file; run armada tools --help'],
+  ];
+  const runs = await twoAtATime(cases, async ([args, line]) => ({ args, line, ...(await armada(args)) }));
+  for (const r of runs) expect([r.args, r.code, r.stdout, r.stderr]).toEqual([r.args, 2, '', `${r.line}\n`]);
+  // without a subcommand, like armada without a command: the command's help on stderr, exit 2
+  const bare = await twoAtATime(['sources', 'workflows', 'schedules', 'tools', 'tools config'], async (c) => ({ c, ...(await armada(c.split(' '))) }));
+  for (const r of bare) {
+    expect([r.c, r.code, r.stdout]).toEqual([r.c, 2, '']);
+    expect(r.stderr).toMatch(new RegExp(`^Usage:\\n  armada ${r.c.split(' ')[0]} `, 'm'));
+  }
+  expect(fs.readdirSync(home)).toEqual([]);
+});
+
 test('no command prints the help on stderr with exit 2; an unknown command is one line, exit 2', async () => {
   const none = await armada([]);
   expect([none.code, none.stdout]).toEqual([2, '']);

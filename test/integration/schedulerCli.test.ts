@@ -127,8 +127,11 @@ describe('armada sources / workflows CLI', () => {
     await client.workflow.getHandle(`execution:${retried}`).terminate('test over');
     const missing = await cli(runWorkflows, ['retry', '00000000-0000-4000-8000-000000000000']);
     expect([missing.code, missing.stderr]).toEqual([1, 'armada: Execution not found (HTTP 404)\n']);
+    // a usage error reaches the caller's stderr as one line (not the help, not a throw)
     const usage = await cli(runWorkflows, ['retry']);
-    expect(usage.code).toBe(2);
+    expect([usage.code, usage.stdout, usage.stderr]).toEqual([2, '', 'armada workflows retry: the EXECUTION_ID is required; run armada workflows --help\n']);
+    const badOption = await cli(runWorkflows, ['retry', '--bogus']);
+    expect([badOption.code, badOption.stdout, badOption.stderr]).toEqual([2, '', "armada workflows: unknown option '--bogus'; run armada workflows --help\n"]);
   });
 
   test('schedules add (cron and one-time), list, pause, resume, delete by id', async () => {
