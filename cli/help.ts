@@ -20,7 +20,7 @@ Commands:
                         --concurrency N: short activities at once (default 20); --max-agents caps the
                         agent processes this worker runs at once (default: up to 250 agent runs).
   bundle --out FILE     Prebuild the workflow bundle for production workers (ARMADA_WORKFLOW_BUNDLE=FILE).
-  migrate               Apply database migrations (DATABASE_URL, or the embedded server of ARMADA_HOME).
+  migrate [--json]      Apply database migrations (DATABASE_URL, or the embedded server of ARMADA_HOME).
   worktrees prune [--dry-run]
                         Remove this host's worktrees (and managed branches) of attempts that no longer
                         exist, printing each as a JSON line; workers do it every attempts.janitorIntervalMs.
@@ -123,13 +123,18 @@ See docs/operations.md (Upgrades and workflow versioning).
 `,
   migrate: `armada migrate — apply the database migrations
 
-Usage: armada migrate
+Usage: armada migrate [--json]
 
 Applies the migrations to DATABASE_URL, or, when it is unset, to the embedded PostgreSQL of $ARMADA_HOME
 (started for the run, and refused while an armada runs on that home). Concurrent runs wait for each other.
-Prints the migrations applied, or that the database is up to date.
+Prints the migrations applied, or that the database is up to date: as text on a terminal, as one JSON line
+{"event":"migrated","applied":[…],…} when stdout is not a terminal (a pipe, a file, a deploy job), like the logs.
 
-Environment: DATABASE_URL, ARMADA_HOME, ARMADA_PG_PORT. See docs/operations.md.
+Options:
+  --json                The JSON line on a terminal too.
+
+Environment: DATABASE_URL, ARMADA_HOME, ARMADA_PG_PORT, ARMADA_LOG_FORMAT (pretty: text on a pipe too; json: JSON
+on a terminal too). See docs/operations.md.
 `,
   infra: `armada infra — only the embedded PostgreSQL and Temporal dev server (tests and local tooling)
 

@@ -93,9 +93,10 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       }
       case 'migrate': {
-        if (!parseCommandOptions('migrate', rest, {})) return printHelp('migrate');
+        const values = parseCommandOptions('migrate', rest, { json: { type: 'boolean' } });
+        if (!values) return printHelp('migrate');
         const { runMigrate } = require('./migrate') as typeof import('./migrate');
-        return await runMigrate();
+        return await runMigrate({ json: values.json });
       }
       case 'worktrees': {
         const { runWorktrees } = require('./worktrees') as typeof import('./worktrees');

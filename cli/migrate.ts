@@ -1,15 +1,24 @@
 import { migrate } from '../lib/db/migrate';
 import { createPool } from '../lib/db/pool';
+import { resolveLogFormat } from '../lib/logger';
+import { eventLine } from './eventLine';
 import { bootstrap, startInfrastructure } from './runtime';
 
-/** `armada migrate`: DATABASE_URL, or the embedded server of $ARMADA_HOME (started for the run). */
-export async function runMigrate(): Promise<number> {
+/**
+ * `armada migrate`: DATABASE_URL, or the embedded server of $ARMADA_HOME (started for the run). Says what it applied
+ * as the log lines are written: text on a terminal, one JSON line `{"event":"migrated","applied":[…]}` on a pipe or a
+ * file, or with --json (ARMADA_LOG_FORMAT decides when set, as for the logs).
+ */
+export async function runMigrate(opts: { json?: boolean }): Promise<number> {
   const { config, logger } = bootstrap();
   const infra = await startInfrastructure({ ...config, temporal: { ...config.temporal, address: config.temporal.address ?? 'unused' } }, logger);
   const pool = createPool(infra.databaseUrl, logger);
   try {
     const applied = await migrate(pool);
-    process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
+    const json = opts.json || resolveLogFormat(config.logFormat, process.stdout.isTTY === true) === 'json';
+    const msg = applied.length ? `applied ${applied.length} migration${applied.length === 1 ? '' : 's'}` : 'database is up to date';
+    const text = applied.length ? `applied: ${applied.join(', ')}\n` : `${msg}\n`;
+    process.stdout.write(json ? eventLine('migrated', msg, { applied }) : text);
     return 0;
   } finally {
     await pool.end();

@@ -5,6 +5,7 @@
  * shown only to a person at a terminal: a pipe or a file (a log collector) gets the key file's path instead.
  */
 import type { LogFormat } from '../lib/logger';
+import { eventLine } from './eventLine';
 
 export interface ReadyInfo {
   version: string;
@@ -27,14 +28,10 @@ export interface BannerOutput {
   tty: boolean;
 }
 
-function jsonLine(event: string, msg: string, fields: Record<string, unknown>): string {
-  return `${JSON.stringify({ level: 30, time: Date.now(), event, ...fields, msg })}\n`;
-}
-
 /** The banner printed once everything runs. */
 export function readyBanner(info: ReadyInfo, out: BannerOutput): string {
   if (out.format === 'json') {
-    return jsonLine('ready', 'armada is up', {
+    return eventLine('ready', 'armada is up', {
       version: info.version,
       startupSeconds: Number(info.startupSeconds.toFixed(1)),
       home: info.home,
@@ -60,5 +57,5 @@ export function readyBanner(info: ReadyInfo, out: BannerOutput): string {
 
 /** The line printed after a clean stop. */
 export function stoppedBanner(out: BannerOutput): string {
-  return out.format === 'json' ? jsonLine('stopped', 'armada stopped', {}) : 'armada stopped\n';
+  return out.format === 'json' ? eventLine('stopped', 'armada stopped', {}) : 'armada stopped\n';
 }
