@@ -1,7 +1,9 @@
 /** Builds and runs the HTTP services of one process: any of task, scheduler (two ports), agents, traces. */
+import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import { ConfigError, type ArmadaConfig } from '../lib/config';
+import { localUrl } from '../lib/hostAddress';
 import type { ResolvedKeys } from '../lib/keys';
 import type { Logger } from '../lib/logger';
 import { createServiceMetrics, type Metrics } from '../lib/metrics';
@@ -86,10 +88,12 @@ export async function startServices(names: readonly ServiceName[], deps: Service
       const name = l.name === 'scheduler-alt' ? 'scheduler' : (l.name as ServiceName);
       const app = await buildService(name, { ...deps, metrics: metrics[name], secondListener: l.name === 'scheduler-alt' });
       apps.push(app);
-      addresses[l.name] = await app.listen({ host: config.host, port: l.port }).catch((err: NodeJS.ErrnoException) => {
+      await app.listen({ host: config.host, port: l.port }).catch((err: NodeJS.ErrnoException) => {
         if (err.code !== 'EADDRINUSE') throw err;
         throw new ConfigError(`port ${l.port} on ${config.host} (the ${l.name} service) is in use: stop what listens there, or set ${l.variable} to a free port`);
       });
+      // where a client on this host reaches it (Fastify's own answer is http://[::]:port for a bind to ::)
+      addresses[l.name] = localUrl(config.host, (app.server.address() as AddressInfo).port);
     }
   } catch (err) {
     await close();

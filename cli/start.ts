@@ -3,6 +3,7 @@ import { Runtime } from '@temporalio/worker';
 import { startServices, SERVICE_NAMES } from '../api/services';
 import { ensureWebAssets } from './webAssets';
 import { assertTaskServiceBindAllowed } from '../lib/config';
+import { listenAddress } from '../lib/hostAddress';
 import { migrate } from '../lib/db/migrate';
 import { createPool } from '../lib/db/pool';
 import { resolveKeys } from '../lib/keys';
@@ -27,7 +28,7 @@ export function installTemporalRuntime(host: string, metricsPort: number | null,
     logger: sdkLogger(logger),
     ...(metricsPort === null
       ? {}
-      : { telemetryOptions: { metrics: { prometheus: { bindAddress: `${host}:${metricsPort}`, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } } }),
+      : { telemetryOptions: { metrics: { prometheus: { bindAddress: listenAddress(host, metricsPort), countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } } }),
   });
 }
 

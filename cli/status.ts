@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { configWarning, loadConfig, type ArmadaConfig } from '../lib/config';
+import { localUrl } from '../lib/hostAddress';
 import { liveArmadaOwner } from '../lib/runtime/homeInUse';
 import { portListener } from '../lib/runtime/portListener';
 import { checkProvisioned } from '../lib/runtime/provisionTemporalCli';
@@ -119,7 +120,8 @@ function temporalStatus(config: ArmadaConfig): ServerStatus {
   } catch {
     /* not running */
   }
-  return { mode: 'embedded', state: 'stopped', address: `${config.host}:${config.embedded.temporalPort}`, version: temporalVersion(temporalBinary(config)) };
+  // where armada start would run it: on 127.0.0.1 whatever ARMADA_HOST says (cli/runtime.ts)
+  return { mode: 'embedded', state: 'stopped', address: `127.0.0.1:${config.embedded.temporalPort}`, version: temporalVersion(temporalBinary(config)) };
 }
 
 async function queuePollers(address: string, namespace: string, names: string[]): Promise<{ name: string; pollers: number | null }[]> {
@@ -162,7 +164,7 @@ function claimServices(config: ArmadaConfig, services: (ServiceStatus & { port: 
 }
 
 export async function collectStatus(config: ArmadaConfig): Promise<ArmadaStatus> {
-  const base = (port: number) => `http://${config.host}:${port}`;
+  const base = (port: number) => localUrl(config.host, port);
   const ports: [string, number | null][] = [
     ['task', config.ports.task],
     ['scheduler', config.ports.scheduler],

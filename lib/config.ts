@@ -9,6 +9,7 @@ import path from 'node:path';
 import { Type, type Static } from 'typebox';
 import Ajv from 'ajv';
 import { AGENT_OUTPUT_FORMATS } from './agents/outputFormats';
+import { localUrl } from './hostAddress';
 
 /** The longest multi-agent name: the API's path and body schemas take no longer one (api/agents/schemas.ts). */
 export const AGENT_NAME_MAX_LENGTH = 200;
@@ -298,16 +299,9 @@ function nonEmpty(v: string | undefined): string | undefined {
   return v === undefined || v === '' ? undefined : v;
 }
 
-/** The address a client on this host dials for a service bound to `host`: a wildcard bind (0.0.0.0, ::) is 127.0.0.1. */
-export function localAddress(host: string): string {
-  const h = host.trim().replace(/^\[(.*)\]$/, '$1');
-  if (h === '' || h === '0.0.0.0' || h === '::') return '127.0.0.1';
-  return net.isIPv6(h) ? `[${h}]` : h;
-}
-
 function serviceUrl(env: NodeJS.ProcessEnv, name: string, localPort: number): string {
   const v = nonEmpty(env[name]);
-  if (v === undefined) return `http://${localAddress(nonEmpty(env.ARMADA_HOST) ?? '127.0.0.1')}:${localPort}`;
+  if (v === undefined) return localUrl(nonEmpty(env.ARMADA_HOST) ?? '127.0.0.1', localPort);
   if (!/^https?:\/\/[^/]+/.test(v)) throw new ConfigError(`${name}: "${v}" is not an http(s) URL`);
   return v.replace(/\/+$/, '');
 }

@@ -3,6 +3,7 @@
  * (the worker's prom-client registry), POST /drain (stop polling and finish running work, then exit: rolling restarts).
  */
 import http from 'node:http';
+import { localUrl } from '../lib/hostAddress';
 import type { Metrics } from '../lib/metrics';
 
 export interface WorkerHealthState {
@@ -52,7 +53,7 @@ export async function startWorkerHealthServer(opts: {
   });
   const addr = server.address() as { address: string; port: number };
   return {
-    address: `http://${opts.host}:${addr.port}`,
+    address: localUrl(opts.host, addr.port),
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
