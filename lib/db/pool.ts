@@ -1,6 +1,7 @@
 /** The one PostgreSQL pool of a process, and the transaction helper. */
 import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
 import type { Logger } from '../logger';
+import { isClosedAsDead, watchForDeadConnections } from './deadConnections';
 import { storableParams } from './storableText';
 
 /**
@@ -74,15 +75,38 @@ export type Db = Pool;
 export const FOREIGN_KEY_VIOLATION = '23503';
 
 /**
+ * TCP keepalive on every pooled connection: one that has sent nothing for this long is probed (every second, ten
+ * times: Node's own settings), so an idle connection whose peer is gone (a dropped NAT entry, a host that went away)
+ * is closed within about 20 s instead of being handed to a request.
+ */
+const KEEPALIVE_IDLE_MS = 10_000;
+
+/**
  * Creates the pool. Idle-client errors (a Postgres restart, a dropped connection) are logged, never thrown:
- * the pool replaces broken clients and the next query reconnects.
+ * the pool replaces broken clients and the next query reconnects. A connection whose way to the server died while the
+ * server answers others is found and closed (lib/db/deadConnections.ts).
  */
 export function createPool(connectionString: string, logger: Logger, extra: Partial<PoolConfig> = {}): Pool {
-  const pool = new Pool({ connectionString, max: 10, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 10_000, Client: StorableTextClient, ...extra });
-  pool.on('error', (err) => logger.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'idle postgres client error'));
-  pool.on('connect', (client) => {
-    client.on('error', (err) => logger.warn({ err: { message: err.message } }, 'postgres client error'));
+  const pool = new Pool({
+    connectionString,
+    max: 10,
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: 10_000,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
+    Client: StorableTextClient,
+    ...extra,
   });
+  // a connection closed as dead is logged once, by the watch, not once per error it raises on its way out
+  pool.on('error', (err, client) => {
+    if (!isClosedAsDead(client)) logger.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'idle postgres client error');
+  });
+  pool.on('connect', (client) => {
+    client.on('error', (err) => {
+      if (!isClosedAsDead(client)) logger.warn({ err: { message: err.message } }, 'postgres client error');
+    });
+  });
+  watchForDeadConnections(pool, connectionString, logger);
   return pool;
 }
 

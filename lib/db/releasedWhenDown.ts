@@ -14,11 +14,15 @@
  * - a statement outside a transaction (other than a SELECT), or the COMMIT, in a request that may write (not
  *   GET/HEAD/OPTIONS): the server may still apply it when it runs again, so the answer says the outcome is unknown,
  *   never "try again".
+ * The same holds for a statement whose connection is closed because its way to the server died while the server
+ * answers others (lib/db/deadConnections.ts): it fails with a 503 of its own, which says that the outcome is unknown
+ * when it may have applied.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Pool, PoolClient } from 'pg';
 import { AppError } from '../errors';
 import type { DependencyState } from '../runtime/dependencies';
+import { DeadConnection } from './deadConnections';
 
 export interface DatabaseRequest {
   /** True once the request has its answer, or its response has begun (a stream, a WebSocket): not released then. */
@@ -107,7 +111,14 @@ function releasableClient(client: PoolClient, dependencies: DependencyState): Po
     const mayApply = COMMITS.test(text) || (!inTransaction && !begins && !ends && !READS.test(text));
     if (begins) inTransaction = true;
     else if (ends) inTransaction = false;
-    const pending = run() as Promise<unknown>;
+    const pending = (run() as Promise<unknown>).catch((err: unknown) => {
+      // its connection was found dead with the statement sent (lib/db/deadConnections.ts): the server may have run it
+      if (err instanceof DeadConnection && mayApply && !request.readOnly) {
+        request.outcomeUnknown = true;
+        throw unavailable(request);
+      }
+      throw err;
+    });
     return untilDown(dependencies, request, pending, () => {
       abandoned = true;
       pending.catch(() => undefined);

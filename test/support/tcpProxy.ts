@@ -4,6 +4,8 @@
  * until the mode goes back to `forward`, which then delivers them in order. `blackhole` is a hung host or a partition:
  * open connections go silent and new ones are accepted but never reach the server; all of them stay silent (open,
  * nothing forwarded, nothing answered) also after the mode goes back to `forward`, which only new connections see.
+ * `silenceOpen` is a middlebox (a NAT or firewall) that dropped the connections open now: they go silent for good, as
+ * in `blackhole`, while new ones are forwarded.
  */
 import net from 'node:net';
 
@@ -15,6 +17,8 @@ export interface TcpProxy {
   setMode(mode: ProxyMode): void;
   /** Breaks every open connection (as `refuse` does) without changing the mode. */
   reset(): void;
+  /** Silences every open connection for good (as `blackhole` does) without changing the mode: new ones still pass. */
+  silenceOpen(): void;
   /** The connections open now, black-holed ones included. */
   openConnections(): number;
   close(): Promise<void>;
@@ -86,6 +90,9 @@ export async function startTcpProxy(target: string, mode: ProxyMode = 'forward')
       if (m === 'blackhole') for (const e of clients.values()) e.silent = true; // open connections go silent too
     },
     reset: resetAll,
+    silenceOpen() {
+      for (const e of clients.values()) e.silent = true;
+    },
     openConnections: () => clients.size,
     async close() {
       resetAll();
