@@ -19,6 +19,7 @@
 import type { Socket } from 'node:net';
 import { Client, type Pool, type PoolClient } from 'pg';
 import type { Logger } from '../logger';
+import { closeAtOnce, socketOf } from './closeAtOnce';
 
 /** How long a connection that owes an answer may go without a byte before its backend is looked up. */
 const QUIET_MS = 5000;
@@ -73,8 +74,6 @@ function waitsForUs(b: BackendState | undefined): boolean {
   return b.state !== null && WAITING_FOR_COMMAND.has(b.state) && (b.still_ms ?? 0) >= IDLE_ON_SERVER_MS;
 }
 
-/** The socket of a connected node-postgres client. */
-const socketOf = (client: object): Socket | undefined => (client as { connection?: { stream?: Socket } }).connection?.stream;
 const processIdOf = (client: object): number | undefined => (client as { processID?: number | null }).processID ?? undefined;
 
 /** Follows what a connected client writes and reads: whether it waits for the server, and since when. */
@@ -113,9 +112,7 @@ function lookups(connectionString: string): Lookups {
   const close = () => {
     const c = client;
     client = undefined;
-    if (!c) return;
-    c.end().catch(() => undefined);
-    socketOf(c)?.destroy(); // a goodbye that a frozen server never reads must not keep its socket open
+    if (c) closeAtOnce(c);
   };
   const inTime = <T>(p: Promise<T>): Promise<T> => {
     let late: NodeJS.Timeout | undefined;

@@ -6,6 +6,7 @@
  */
 import type { Connection } from '@temporalio/client';
 import { Client } from 'pg';
+import { closeAtOnce } from '../db/closeAtOnce';
 import type { Logger } from '../logger';
 import { connectOrClose, TEMPORAL_CHANNEL_ARGS } from '../temporal/client';
 
@@ -120,6 +121,9 @@ function within<T>(ms: number, p: Promise<T>): Promise<T> {
 
 const firstLine = (err: unknown) => ((err as Error)?.message ?? String(err)).split('\n')[0];
 
+/** PostgreSQL probe connections kept waiting for a late answer after their deadline (see leaveWaiting). */
+const MAX_LEFT_WAITING = 2;
+
 /** Looks out of turn (the probe's PostgreSQL connection ended) come at most this often. */
 const MIN_LOOK_GAP_MS = 100;
 
@@ -132,7 +136,8 @@ class SlowProbe extends Error {}
  * again at once when the server ends the probe's connection.
  *
  * A PostgreSQL probe that gets no answer within its deadline is followed by the next at once, on a new connection,
- * and the one left behind keeps waiting: an answer that comes late is a sign of life like any other. So PostgreSQL is
+ * and the one left behind keeps waiting (two at most: leaveWaiting): an answer that comes late is a sign of life
+ * like any other. So PostgreSQL is
  * called down only after it has answered nothing on any probe connection for three deadlines in a row (about 3 s of
  * this process's responsive time), as a frozen server does; a slow one (a loaded host) has answered one by then.
  */
@@ -165,8 +170,18 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
   const leftWaiting = new Set<Client>(); // connections whose probe got no answer in time, still waiting for one
   let temporal: Connection | undefined;
 
-  /** `step` (a connect or a SELECT 1 on `c`) got no answer in time: an answer it gets later still counts. */
+  /**
+   * `step` (a connect or a SELECT 1 on `c`) got no answer in time: an answer it gets later still counts. At most
+   * MAX_LEFT_WAITING are kept: the oldest (first in a frozen server's queue, the first a slow one answers) and the
+   * newest (in case the oldest went silent on the way); the one a newer replaces is closed at once. Before, every
+   * missed deadline left one more, about one every 2 s of a freeze, each a backend when the server ran again.
+   */
   const leaveWaiting = (c: Client, step: Promise<unknown>) => {
+    if (leftWaiting.size >= MAX_LEFT_WAITING) {
+      const newest = [...leftWaiting].at(-1) as Client;
+      leftWaiting.delete(newest);
+      closeAtOnce(newest);
+    }
     leftWaiting.add(c);
     step
       .then(
@@ -206,12 +221,15 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
       await within(postgresTimeoutMs, step);
       answeredOn = pg;
       answered('postgres');
+      // an answer here makes those still waiting for one useless: closed, not kept for as long as they wait
+      for (const c of leftWaiting) closeAtOnce(c);
+      leftWaiting.clear();
       return false;
     } catch (err) {
       const c = pg;
       pg = undefined;
       if (c && step && err instanceof SlowProbe && !stopped) leaveWaiting(c, step);
-      else c?.end().catch(() => undefined);
+      else if (c) closeAtOnce(c); // no goodbye: a server that did not answer in time may never read it
       return failed('postgres', err, startedAt);
     }
   };
@@ -245,7 +263,7 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
     async stop() {
       stopped = true;
       await Promise.all([postgresLooks?.stop(), temporalLooks?.stop()]);
-      for (const c of leftWaiting) c.end().catch(() => undefined); // not awaited: a frozen server never says goodbye
+      for (const c of leftWaiting) closeAtOnce(c); // a frozen server never says goodbye
       await pg?.end().catch(() => undefined);
       await temporal?.close().catch(() => undefined);
     },
