@@ -18,12 +18,25 @@ export class RepositoryLocked extends Error {
   }
 }
 
-const LOCK_EXISTS = /Unable to create '([^'\n]+\.lock)': File exists/;
+/**
+ * git's refusal because a lock file exists, as git prints it (lockfile.c): `Unable to create '<file>.lock': File
+ * exists.` on a `fatal:` or `error:` line, alone or after what git was doing (`error: cannot lock ref '<ref>': …`,
+ * `error: could not delete reference <ref>: …`); gitOrThrow's `git <command> failed: ` may lead the line. Nothing
+ * else is lock contention: a path or branch that merely contains "lock" (`feature/unlock`, `fix/locked-door`,
+ * `/srv/cache.lock.d/`), a worktree locked with `git worktree lock` (held on purpose, not by a running git), or a
+ * lock file git could not create for another reason (`Permission denied`). (withRepoLock and the worktree janitor
+ * matched /\.lock|locked/i before, so such errors were retried for seconds as if another git held a lock.)
+ */
+const LOCK_EXISTS = /^(?:git [\w -]+ failed: )?(?:fatal|error): (?:[^\n]*?: )?Unable to create '([^\n]+?\.lock)': File exists\.?$/m;
 
-/** The lock file a failed git write names, if it failed on one (git's message, or a RepositoryLocked). */
+/**
+ * The lock file a failed git write names, if it failed on one: a RepositoryLocked, or git's message (an Error's, or
+ * git's stderr as a string).
+ */
 export function lockFileOf(err: unknown): string | undefined {
   if (err instanceof RepositoryLocked) return err.lockFile;
-  return err instanceof Error ? LOCK_EXISTS.exec(err.message)?.[1] : undefined;
+  const text = typeof err === 'string' ? err : err instanceof Error ? err.message : undefined;
+  return text === undefined ? undefined : LOCK_EXISTS.exec(text)?.[1];
 }
 
 /** How long a write waits for a lock file it finds to go (a git process that is running lets go of it). */

@@ -14,7 +14,7 @@ import { hostQueue } from '../../lib/temporal/queues';
 import { keepAlive } from '../keepAlive';
 import { untilPostgresAnswers } from '../untilPostgresAnswers';
 import { removeMergeMarkers } from './mergeMarkers';
-import { RepositoryLocked } from './gitLocks';
+import { lockFileOf, RepositoryLocked } from './gitLocks';
 import { commitWorktree } from './commitWorktree';
 import { addWorktreeFast, readBranchCommits } from './fastWorktree';
 import { groupNice } from '../../lib/process/priority';
@@ -42,7 +42,7 @@ export async function withRepoLock<T>(repo: string, fn: () => Promise<T>): Promi
         return await fn();
       } catch (err) {
         // a RepositoryLocked has waited for its lock already
-        if (i >= 10 || err instanceof RepositoryLocked || !/\.lock|locked/i.test((err as Error).message)) throw err;
+        if (i >= 10 || err instanceof RepositoryLocked || !lockFileOf(err)) throw err;
         await new Promise((r) => setTimeout(r, 100 * (i + 1)));
       }
     }

@@ -16,6 +16,7 @@ import { git, gitOrThrow } from '../../lib/git';
 import type { Logger } from '../../lib/logger';
 import { counter, type Metrics } from '../../lib/metrics';
 import { withRepoLock } from './worktree';
+import { lockFileOf } from './gitLocks';
 import { managedBranchPattern } from '../../lib/attempts/branchNames';
 import { namesIn } from '../../lib/fs/namesIn';
 
@@ -174,7 +175,7 @@ async function pruneOne(deps: JanitorDeps, root: string, c: Candidate, dryRun: b
       if (info.branch && (await wouldDelete(info))) {
         const r = await git(repo, ['branch', '-D', info.branch]);
         if (r.code === 0) branchDeleted = true;
-        else if (/\.lock|locked/i.test(r.stderr)) throw new Error(`git branch -D failed: ${r.stderr.trim()}`); // retried by the lock
+        else if (lockFileOf(r.stderr)) throw new Error(`git branch -D failed: ${r.stderr.trim()}`); // retried by the lock
         else if (!/not found/i.test(r.stderr)) deps.logger.warn({ attemptId: c.attemptId, branch: info.branch, stderr: r.stderr.trim() }, 'orphaned worktree branch kept');
       }
     });
