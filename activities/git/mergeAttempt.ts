@@ -14,7 +14,7 @@ import { faultPoint, type Faults } from '../../lib/faults';
 import { earlierMerge, markerRef } from './mergeMarkers';
 import { lockFileOf, lockStillThere, RepositoryLocked, repositoryLocked } from './gitLocks';
 import { COMMIT_IDENTITY } from './commitWorktree';
-import { withRepoLock } from './worktree';
+import { withRepoLock } from './repoLock';
 import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
 
 export type MergeOutcome =

@@ -14,7 +14,7 @@ import { hostQueue } from '../../lib/temporal/queues';
 import { keepAlive } from '../keepAlive';
 import { untilPostgresAnswers } from '../untilPostgresAnswers';
 import { removeMergeMarkers } from './mergeMarkers';
-import { lockFileOf, RepositoryLocked } from './gitLocks';
+import { withRepoLock } from './repoLock';
 import { commitWorktree } from './commitWorktree';
 import { addWorktreeFast, readBranchCommits } from './fastWorktree';
 import { groupNice } from '../../lib/process/priority';
@@ -26,33 +26,6 @@ export interface PreparedWorktree {
   baseCommit: string;
   hostQueue: string;
   repoPath: string;
-}
-
-const repoLocks = new Map<string, Promise<unknown>>();
-
-/**
- * Serialises worktree add/remove per repository within this worker (git takes repository-wide locks for them) and
- * retries briefly when another process holds a git lock.
- */
-export async function withRepoLock<T>(repo: string, fn: () => Promise<T>): Promise<T> {
-  const prev = repoLocks.get(repo) ?? Promise.resolve();
-  const run = prev.catch(() => undefined).then(async () => {
-    for (let i = 0; ; i++) {
-      try {
-        return await fn();
-      } catch (err) {
-        // a RepositoryLocked has waited for its lock already
-        if (i >= 10 || err instanceof RepositoryLocked || !lockFileOf(err)) throw err;
-        await new Promise((r) => setTimeout(r, 100 * (i + 1)));
-      }
-    }
-  });
-  repoLocks.set(repo, run);
-  try {
-    return await run;
-  } finally {
-    if (repoLocks.get(repo) === run) repoLocks.delete(repo);
-  }
 }
 
 /**

@@ -15,7 +15,7 @@ import type { Queryable } from '../../lib/db/pool';
 import { git, gitOrThrow } from '../../lib/git';
 import type { Logger } from '../../lib/logger';
 import { counter, type Metrics } from '../../lib/metrics';
-import { withRepoLock } from './worktree';
+import { withRepoLock } from './repoLock';
 import { lockFileOf } from './gitLocks';
 import { managedBranchPattern } from '../../lib/attempts/branchNames';
 import { namesIn } from '../../lib/fs/namesIn';

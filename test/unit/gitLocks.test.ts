@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { git, gitOrThrow } from '../../lib/git';
 import { lockFileOf, lockStillThere } from '../../activities/git/gitLocks';
-import { withRepoLock } from '../../activities/git/worktree';
+import { withRepoLock } from '../../activities/git/repoLock';
 import { makeGitRepo } from '../support/harness';
 
 let repo: string;
