@@ -8,7 +8,8 @@ import { mergeBranch, type MergeInput } from './git/mergeAttempt';
 import { pushBranch, type PushBranchInput } from './git/pushBranch';
 import { MAX_REMOTE_DIFF_BYTES, readWorktree, type WorktreeRead } from '../lib/attempts/readWorktree';
 import { isAppError } from '../lib/errors';
-import { commitChanges, prepareWorktree, removeWorktree } from './git/worktree';
+import { commitChanges, prepareWorktree } from './git/worktree';
+import { removeWorktree, type RemoveWorktreeInput } from './git/removeWorktree';
 import { commitWorktree, WorkOffTheAttempt } from './git/commitWorktree';
 import type { AttemptChanges } from '../lib/db/attempts';
 import { Context } from '@temporalio/activity';
@@ -50,8 +51,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
     /** Before lean-attempt-v1: the commit alone (histories of running attempts still schedule it). */
     commitChanges: (input: { attemptId: string; worktreePath: string; baseCommit: string; message: string }) =>
       keepAlive(() => untilPostgresAnswers(() => commitChanges(deps, input))),
-    removeWorktree: (input: { attemptId: string | null; repoPath: string; worktreePath: string | null; branch: string | null; deleteBranch: boolean }) =>
-      keepAlive(() => untilPostgresAnswers(() => removeWorktree(deps, input))),
+    /** Removes an attempt's worktree (and branch); what git refused is in its outcome, not thrown (removeWorktree.ts). */
+    removeWorktree: (input: RemoveWorktreeInput) => keepAlive(() => untilPostgresAnswers(() => removeWorktree(deps, input))),
     /**
      * A read of a worktree on its host, for API replicas elsewhere (hostReadWorkflow): a diff fitted within one
      * payload. A read that fails for good (an AppError: the diff cannot be read or is too large) is not retried and

@@ -2,6 +2,7 @@
 import { getExternalWorkflowHandle, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { MergeOutcome } from '../activities/git/mergeAttempt';
+import type { CleanupError, WorktreeRemoval } from '../lib/attempts/cleanup';
 import type { MergeStrategy } from '../lib/attempts/mergeStrategy';
 import { closeAttemptSignal } from './attemptMessages';
 
@@ -17,7 +18,11 @@ export interface MergeWorkflowInput {
   cleanup: boolean;
 }
 
-export type MergeWorkflowResult = MergeOutcome & { cleanedUp: boolean; mergedAt?: string };
+/**
+ * cleanedUp: the worktree and branch were removed (asked with `cleanup`); cleanupError: why not, when git refused
+ * (the merge has landed all the same).
+ */
+export type MergeWorkflowResult = MergeOutcome & { cleanedUp: boolean; cleanupError?: CleanupError | null; mergedAt?: string };
 
 // as the attempt's projections: the merge is done in git by then, and its record retries until PostgreSQL is back
 // (each try waits for it up to its timeout: activities/untilPostgresAnswers.ts), about 15 minutes in all
@@ -37,24 +42,30 @@ export async function mergeWorkflow(input: MergeWorkflowInput): Promise<MergeWor
   const outcome = await git.mergeBranch({ attemptId: input.attemptId, repoPath: input.repoPath, baseBranch: input.baseBranch, branch: input.branch, strategy: input.strategy, message: input.message });
   if (!outcome.ok) return { ...outcome, cleanedUp: false };
   const mergedAt = await projection.recordAttemptMergedActivity({ attemptId: input.attemptId, commitSha: outcome.commitSha, cleanup: input.cleanup });
-  if (input.cleanup) {
-    await git.removeWorktree({ attemptId: input.attemptId, repoPath: input.repoPath, worktreePath: input.worktreePath, branch: input.branch, deleteBranch: true });
-    try {
-      await getExternalWorkflowHandle(`attempt:${input.attemptId}`).signal(closeAttemptSignal);
-    } catch {
-      // the attempt workflow has already closed
-    }
+  if (!input.cleanup) return { ...outcome, cleanedUp: false, mergedAt };
+  const removal: WorktreeRemoval | undefined = await git.removeWorktree({
+    attemptId: input.attemptId,
+    repoPath: input.repoPath,
+    worktreePath: input.worktreePath,
+    branch: input.branch,
+    deleteBranch: true,
+  });
+  try {
+    await getExternalWorkflowHandle(`attempt:${input.attemptId}`).signal(closeAttemptSignal);
+  } catch {
+    // the attempt workflow has already closed
   }
-  return { ...outcome, cleanedUp: input.cleanup, mergedAt };
+  // a history of the activity before it answered with its outcome: it answered nothing and counted as removed
+  return { ...outcome, cleanedUp: removal?.removed ?? true, cleanupError: removal?.error ?? null, mergedAt };
 }
 
 /** removeAttemptWorkflow (`attempt-remove:<attemptId>`): remove an attempt's worktree and branch on its host (DELETE). */
-export async function removeAttemptWorkflow(input: { hostQueue: string; repoPath: string; worktreePath: string | null; branch: string | null }): Promise<void> {
+export async function removeAttemptWorkflow(input: { hostQueue: string; repoPath: string; worktreePath: string | null; branch: string | null }): Promise<WorktreeRemoval | undefined> {
   const git = proxyActivities<Activities>({
     taskQueue: input.hostQueue,
     startToCloseTimeout: '2 minutes',
     scheduleToStartTimeout: '1 minute',
     retry: { initialInterval: '1s', maximumAttempts: 3 },
   });
-  await git.removeWorktree({ attemptId: null, repoPath: input.repoPath, worktreePath: input.worktreePath, branch: input.branch, deleteBranch: true });
+  return await git.removeWorktree({ attemptId: null, repoPath: input.repoPath, worktreePath: input.worktreePath, branch: input.branch, deleteBranch: true });
 }

@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { conflict } from '../../lib/errors';
+import { conflict, type AppError } from '../../lib/errors';
 import { gitOrThrow } from '../../lib/git';
 import { appErrorFailure } from '../../lib/temporal/appErrorFailure';
 import type { ApplicationFailure } from '@temporalio/activity';
@@ -59,15 +59,18 @@ export async function lockStillThere(cwd: string, gitPaths: string[], waitMs = L
 }
 
 /**
- * The non-retryable failure of a write to `repository` that a lock file refused: a 409 REPOSITORY_LOCKED for the API,
- * saying how to clear it; `retry` is what to do once it is gone ("merge again").
+ * A write to `repository` that a lock file refused: a 409 REPOSITORY_LOCKED, saying how to clear it; `retry` is what
+ * to do once it is gone ("merge again"), `details` what else the caller knows.
  */
-export function repositoryLocked(repository: string, lockFile: string, retry: string): ApplicationFailure {
-  return appErrorFailure(
-    conflict(
-      `${lockFile} exists: another git process is running in ${repository}, or one crashed and left it behind. If no git process is running there, remove ${lockFile}, then ${retry}`,
-      'REPOSITORY_LOCKED',
-      { lockFile, repository },
-    ),
+export function repositoryLockedError(repository: string, lockFile: string, retry: string, details: Record<string, unknown> = {}): AppError {
+  return conflict(
+    `${lockFile} exists: another git process is running in ${repository}, or one crashed and left it behind. If no git process is running there, remove ${lockFile}, then ${retry}`,
+    'REPOSITORY_LOCKED',
+    { lockFile, repository, ...details },
   );
+}
+
+/** repositoryLockedError as the non-retryable failure of an activity, for the API to answer with. */
+export function repositoryLocked(repository: string, lockFile: string, retry: string): ApplicationFailure {
+  return appErrorFailure(repositoryLockedError(repository, lockFile, retry));
 }

@@ -2,7 +2,7 @@
  * Merge markers: `refs/armada/merges/<attemptId>/<branch head>` points at the commit a merge of that attempt moves
  * its base branch to. mergeBranch writes it before the base moves, so a retried merge recognises its own result.
  */
-import { git } from '../../lib/git';
+import { git, gitOrThrow } from '../../lib/git';
 
 /** The marker of a merge of `attemptId` at branch head `branchSha`: it points at the commit the base moves to. */
 export const MERGE_MARKER_PREFIX = 'refs/armada/merges/';
@@ -16,9 +16,9 @@ export async function earlierMerge(repo: string, base: string, attemptId: string
   return (await git(repo, ['merge-base', '--is-ancestor', sha, `refs/heads/${base}`])).code === 0 ? sha : null;
 }
 
-/** Removes the merge markers of an attempt (its branch is being deleted). */
+/** Removes the merge markers of an attempt (its branch is being deleted); throws with git's message when git refuses. */
 export async function removeMergeMarkers(repo: string, attemptId: string): Promise<void> {
-  const refs = await git(repo, ['for-each-ref', '--format=%(refname)', `${MERGE_MARKER_PREFIX}${attemptId}/`]);
-  for (const ref of refs.stdout.split('\n').filter(Boolean)) await git(repo, ['update-ref', '-d', ref]);
+  const refs = await gitOrThrow(repo, ['for-each-ref', '--format=%(refname)', `${MERGE_MARKER_PREFIX}${attemptId}/`]);
+  for (const ref of refs.split('\n').filter(Boolean)) await gitOrThrow(repo, ['update-ref', '-d', ref]);
 }
 

@@ -1,9 +1,9 @@
-/** Worktree activities of an attempt: prepare (worktree + branch + setup script), commit the agent's changes, remove. */
+/** Worktree activities of an attempt: prepare (worktree + branch + setup script), commit the agent's changes (removal: removeWorktree.ts). */
 import fs from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ArmadaConfig } from '../../lib/config';
-import { getAttemptWorktreeContext, setAttemptChanges, setAttemptCleanedUp, setAttemptWorktree, type AttemptChanges } from '../../lib/db/attempts';
+import { getAttemptWorktreeContext, setAttemptChanges, setAttemptWorktree, type AttemptChanges } from '../../lib/db/attempts';
 import type { Pool } from 'pg';
 import { appendLogs } from '../../lib/db/processes';
 import { git, gitOrThrow, inspectLocalRepo } from '../../lib/git';
@@ -13,8 +13,8 @@ import { killProcessesUnder, launchGroupProcess } from '../../lib/process/proces
 import { hostQueue } from '../../lib/temporal/queues';
 import { keepAlive } from '../keepAlive';
 import { untilPostgresAnswers } from '../untilPostgresAnswers';
-import { removeMergeMarkers } from './mergeMarkers';
 import { withRepoLock } from './repoLock';
+import { removeWorktree } from './removeWorktree';
 import { commitWorktree } from './commitWorktree';
 import { addWorktreeFast, readBranchCommits } from './fastWorktree';
 import { groupNice } from '../../lib/process/priority';
@@ -78,8 +78,9 @@ export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig; fa
   await faultPoint(deps.faults, 'prepareWorktree.beforeRecord', { worktreePath, branch });
   if (!(await setAttemptWorktree(deps.db, attempt.id, prepared))) {
     // cancelled or deleted while the worktree was made (a delete racing the start): nobody else knows it is here
-    await removeWorktree(deps, { attemptId: null, repoPath: repo, worktreePath, branch, deleteBranch: !refs.has(branch) });
-    throw ApplicationFailure.nonRetryable(`attempt ${attempt.id} was cancelled or deleted while its worktree was made; the worktree was removed`, 'AttemptGone');
+    const removal = await removeWorktree(deps, { attemptId: null, repoPath: repo, worktreePath, branch, deleteBranch: !refs.has(branch) });
+    const what = removal.removed ? 'the worktree was removed' : `its worktree was not removed: ${removal.error?.message}`;
+    throw ApplicationFailure.nonRetryable(`attempt ${attempt.id} was cancelled or deleted while its worktree was made; ${what}`, 'AttemptGone');
   }
   await faultPoint(deps.faults, 'prepareWorktree.afterWorktree', { worktreePath });
   if (project.setup_script.trim()) await runSetupOnce(deps, { attemptId: attempt.id, taskId: attempt.task_id, processId: input.processId, worktreePath, script: project.setup_script });
@@ -222,19 +223,4 @@ export async function commitChanges(
   const stats = await commitWorktree(input);
   await setAttemptChanges(deps.db, input.attemptId, stats);
   return stats;
-}
-
-/** Removes the worktree and (optionally) the branch. Idempotent. */
-export async function removeWorktree(deps: { db: Pool }, input: { attemptId: string | null; repoPath: string; worktreePath: string | null; branch: string | null; deleteBranch: boolean }): Promise<void> {
-  await withRepoLock(input.repoPath, async () => {
-    if (input.worktreePath) {
-      killProcessesUnder(input.worktreePath); // e.g. a service the setup script left running for the agent
-      await git(input.repoPath, ['worktree', 'remove', '--force', input.worktreePath]);
-      fs.rmSync(input.worktreePath, { recursive: true, force: true });
-    }
-    await git(input.repoPath, ['worktree', 'prune']);
-    if (input.deleteBranch && input.branch) await git(input.repoPath, ['branch', '-D', input.branch]);
-    if (input.deleteBranch && input.attemptId) await removeMergeMarkers(input.repoPath, input.attemptId);
-  });
-  if (input.attemptId) await setAttemptCleanedUp(deps.db, input.attemptId);
 }

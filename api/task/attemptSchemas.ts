@@ -50,6 +50,23 @@ export const CreatedAttempt = Type.Object({ id: Type.String(), taskId: Type.Stri
 export const StartedAttempt = Type.Object({ id: Type.String(), status: Type.String(), startedAt: Nullable(Type.String()), processId: Type.String() });
 export const CancelledAttempt = Type.Object({ id: Type.String(), status: Type.Literal('cancelled'), cancelledAt: Type.String() });
 
+/** Why the removal of an attempt's worktree and branch did not remove them (lib/attempts/cleanup.ts). */
+const cleanupErrorFields = {
+  code: Type.String({ description: 'REPOSITORY_LOCKED (a git lock file), WORKTREE_LOCKED (git worktree lock) or CLEANUP_FAILED (git refused otherwise)' }),
+  message: Type.String({ description: 'what git refused, what was kept and what to do' }),
+  details: Type.Record(Type.String(), Type.Unknown(), { description: 'repository, worktreePath, branch, and lockFile or reason' }),
+};
+export const CleanupError = Type.Object(cleanupErrorFields, { description: 'why the worktree and branch were not removed' });
+
+/** The `cleanup` of a delete (attempt, task, project) and, when it failed, why for each attempt. */
+export const DeleteCleanup = {
+  cleanup: StringEnum(['done', 'pending', 'failed'] as const, {
+    description:
+      "done: the attempts' worktrees and branches are removed; pending: a host did not remove them within attempts.deleteWaitMs (its worker is down): they are removed when it is back; failed: a host tried and git refused (cleanupErrors): what it kept stays until that is cleared, each error saying what was kept and what removes it then",
+  }),
+  cleanupErrors: Type.Optional(Type.Array(Type.Object({ attemptId: Type.String(), ...cleanupErrorFields }), { description: 'with cleanup failed: which attempts, and why' })),
+};
+
 export const Attempt = Type.Object({
   id: Type.String(),
   taskId: Type.String(),
@@ -83,6 +100,7 @@ export const Attempt = Type.Object({
   merged: Type.Boolean(),
   mergedAt: Nullable(Type.String()),
   mergeCommit: Nullable(Type.String()),
+  cleanupError: Nullable(CleanupError),
   progress: Type.Optional(Type.Unknown()),
 });
 
@@ -174,7 +192,15 @@ export const MergeBody = Type.Object(
   },
   { additionalProperties: false },
 );
-export const MergeResult = Type.Object({ attemptId: Type.String(), commitSha: Type.String(), merged: Type.Boolean(), mergedAt: Type.String(), cleanup: Type.Boolean(), strategy: Type.String() });
+export const MergeResult = Type.Object({
+  attemptId: Type.String(),
+  commitSha: Type.String(),
+  merged: Type.Boolean(),
+  mergedAt: Type.String(),
+  cleanup: Type.Boolean({ description: 'the worktree and branch were removed (asked with cleanup: true)' }),
+  cleanupError: Type.Optional(CleanupError),
+  strategy: Type.String(),
+});
 
 export const CompareBody = Type.Object({ attemptIds: Type.Array(Id({ minLength: 1 }), { minItems: 2, maxItems: 2 }) }, { additionalProperties: false });
 export const CompareRow = Type.Object({

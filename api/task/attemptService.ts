@@ -38,6 +38,7 @@ import { checkMergePreconditions } from '../../lib/attempts/mergePreconditions';
 import { confirmAttemptStarted, moveTask, recordAttemptCancelled, requestProcessEnd, undoAttemptStart } from '../../lib/attempts/projections';
 import type { BackgroundWork } from '../../lib/runtime/background';
 import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
+import type { CleanupError, WorktreeRemoval } from '../../lib/attempts/cleanup';
 import { cancelApprovalsOfAttempts, deleteWithApprovals } from './approvalsOfDeletedAttempts';
 import { isRunning, requestCancel } from '../../lib/temporal/workflowHandles';
 
@@ -462,28 +463,45 @@ export async function mergeAttempt(deps: AttemptServiceDeps, attemptId: string, 
   return r as MergeWorkflowResult & { ok: true };
 }
 
+/** An attempt whose worktree and branch its host could not remove, and why (activities/git/removeWorktree.ts). */
+export interface CleanupFailure extends CleanupError {
+  attemptId: string;
+}
+
+/**
+ * What a delete did with the attempts' worktrees and branches: `done`; `failed` when a host tried and git refused
+ * (`cleanupErrors` says which and why; they stay until that is cleared, see docs/attempts.md); `pending` when a
+ * host did not answer within attempts.deleteWaitMs (its removal runs when its worker is back).
+ */
+export interface AttemptsCleanup {
+  cleanup: 'done' | 'pending' | 'failed';
+  cleanupErrors?: CleanupFailure[];
+}
+
 /**
  * DELETE /api/attempts/:id: cancels its workflow, removes worktree and branch on their host, deletes the rows.
  * The removal is waited for up to `attempts.deleteWaitMs` (default 15 s). When the host does not do it in that time
  * (its worker is down), the rows are deleted anyway and `cleanup` is `pending`: the removal workflow runs when the
- * host is back, and that host's worktree janitor removes what is left of attempts without rows.
+ * host is back, and that host's worktree janitor removes what is left of attempts without rows. When git refused
+ * (a stale lock, a locked worktree), `cleanup` is `failed` with the reasons.
  */
-export async function deleteAttempt(deps: AttemptServiceDeps, attemptId: string): Promise<{ cleanup: 'done' | 'pending' }> {
+export async function deleteAttempt(deps: AttemptServiceDeps, attemptId: string): Promise<AttemptsCleanup> {
   const a = await getAttempt(deps.db, attemptId);
   if (!a) throw notFound(`Attempt ${attemptId} not found`);
   const task = await getTask(deps.db, a.task_id);
   const project = task ? await getProject(deps.db, task.project_id) : undefined;
   const cleanup = await removeAttemptsOnHosts(deps, [{ attempt: a, repoPath: project?.git_repo_path ?? null }]);
   await deleteWithApprovals(deps, { attemptIds: [attemptId] }, (c) => deleteAttemptRow(c, attemptId));
-  return { cleanup };
+  return cleanup;
 }
 
 /**
  * Cancels the attempts (those still running or created) and their pending approvals, and removes their worktrees
  * and branches on their hosts (removeAttemptWorkflow on each host's queue). Waits up to attempts.deleteWaitMs for
- * all of them: 'pending' when a host did not answer in time (the removal runs when its worker is back). The caller
- * deletes the rows afterwards, through deleteWithApprovals (approvals requested meanwhile end with the rows). Every
- * delete of attempts (attempt, task, bulk, project) passes here.
+ * all of them: 'failed' when a host answered that git refused (with why), else 'pending' when a host did not answer
+ * in time (the removal runs when its worker is back). The caller deletes the rows afterwards, through
+ * deleteWithApprovals (approvals requested meanwhile end with the rows). Every delete of attempts (attempt, task,
+ * bulk, project) passes here.
  *
  * The row the cancel returns is read under the row lock that also guards recording a new worktree
  * (setAttemptWorktree): either the worktree's host is in it, and it is removed here, or the run making the worktree
@@ -491,10 +509,12 @@ export async function deleteAttempt(deps: AttemptServiceDeps, attemptId: string)
  * Before, a delete racing the start read the attempt before its host was recorded, answered cleanup "done" and left
  * the worktree and branch behind.
  */
-async function removeAttemptsOnHosts(deps: AttemptServiceDeps, items: { attempt: AttemptRow; repoPath: string | null }[]): Promise<'done' | 'pending'> {
+async function removeAttemptsOnHosts(deps: AttemptServiceDeps, items: { attempt: AttemptRow; repoPath: string | null }[]): Promise<AttemptsCleanup> {
   await cancelApprovalsOfAttempts(deps, items.map((i) => i.attempt.id));
   const waitMs = deps.config.file.attempts?.deleteWaitMs ?? 15_000;
-  const removals: Promise<'done' | 'pending'>[] = [];
+  const removals: Promise<void>[] = [];
+  const failures: CleanupFailure[] = [];
+  let answered = 0;
   let runsStillPreparing = false;
   for (const { attempt: before, repoPath } of items) {
     let a = before;
@@ -510,26 +530,44 @@ async function removeAttemptsOnHosts(deps: AttemptServiceDeps, items: { attempt:
         args: [{ hostQueue: a.host_queue, repoPath, worktreePath: a.worktree_path, branch: a.branch }],
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
-      removals.push(handle.result().then(() => 'done' as const, () => 'pending' as const));
+      const attemptId = a.id;
+      removals.push(
+        handle.result().then(
+          (r: WorktreeRemoval | undefined) => {
+            answered++;
+            // a worker of the code before answered nothing: it removed them
+            if (r && !r.removed && r.error) failures.push({ attemptId, ...r.error });
+          },
+          () => undefined, // not answered (the host's worker is gone past schedule-to-start): pending
+        ),
+      );
     }
   }
-  if (removals.length === 0) return runsStillPreparing ? 'pending' : 'done';
-  let timer: NodeJS.Timeout | undefined;
-  const waited = new Promise<'pending'>((resolve) => {
-    timer = setTimeout(() => resolve('pending'), waitMs);
-  });
-  const all = Promise.all(removals).then((r) => (!runsStillPreparing && r.every((x) => x === 'done') ? ('done' as const) : ('pending' as const)));
-  const cleanup = await Promise.race([all, waited]);
-  clearTimeout(timer);
-  return cleanup;
+  if (removals.length > 0) {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, waitMs);
+    });
+    await Promise.race([Promise.all(removals), waited]);
+    clearTimeout(timer);
+  }
+  if (failures.length > 0) return { cleanup: 'failed', cleanupErrors: [...failures] };
+  return { cleanup: runsStillPreparing || answered < removals.length ? 'pending' : 'done' };
+}
+
+/** The cleanup of several deletes as one: failed when any failed (all their reasons), else pending when any is. */
+export function combinedCleanup(parts: AttemptsCleanup[]): AttemptsCleanup {
+  const errors = parts.flatMap((p) => p.cleanupErrors ?? []);
+  if (errors.length > 0) return { cleanup: 'failed', cleanupErrors: errors };
+  return { cleanup: parts.some((p) => p.cleanup !== 'done') ? 'pending' : 'done' };
 }
 
 /**
  * Before DELETE /api/tasks/:id, the bulk delete and DELETE /api/projects/:id delete the rows: cancels the tasks'
  * attempts and removes their worktrees and branches on their hosts, as DELETE /api/attempts/:id does.
  */
-export async function removeAttemptsOfTasks(deps: AttemptServiceDeps, taskIds: string[]): Promise<'done' | 'pending'> {
-  if (taskIds.length === 0) return 'done';
+export async function removeAttemptsOfTasks(deps: AttemptServiceDeps, taskIds: string[]): Promise<AttemptsCleanup> {
+  if (taskIds.length === 0) return { cleanup: 'done' };
   const { rows } = await deps.db.query<{ id: string; repo_path: string | null }>(
     `SELECT a.id, p.git_repo_path AS repo_path FROM attempts a JOIN tasks t ON t.id = a.task_id JOIN projects p ON p.id = t.project_id
       WHERE a.task_id = ANY($1::text[]) ORDER BY a.created_at`,
@@ -544,7 +582,7 @@ export async function removeAttemptsOfTasks(deps: AttemptServiceDeps, taskIds: s
 }
 
 /** removeAttemptsOfTasks for all tasks of a project. */
-export async function removeAttemptsOfProject(deps: AttemptServiceDeps, projectId: string): Promise<'done' | 'pending'> {
+export async function removeAttemptsOfProject(deps: AttemptServiceDeps, projectId: string): Promise<AttemptsCleanup> {
   const { rows } = await deps.db.query<{ id: string }>('SELECT id FROM tasks WHERE project_id = $1', [projectId]);
   return removeAttemptsOfTasks(deps, rows.map((r) => r.id));
 }

@@ -38,6 +38,7 @@ export function attemptView(a: AttemptRow, processId: string | null) {
     merged: a.merged_at !== null,
     mergedAt: iso(a.merged_at),
     mergeCommit: a.merge_commit,
+    cleanupError: a.cleanup_error ?? null,
   };
 }
 

@@ -55,6 +55,7 @@ import {
   StartTaskHeaders,
   TaskCancelResult,
   TaskLogsQuery,
+  DeleteCleanup,
 } from './attemptSchemas';
 import { attemptView } from './attemptViews';
 import type { TaskAppDeps, TaskPluginOptions } from './deps';
@@ -277,17 +278,17 @@ export const attemptRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPoo
       schema: {
         tags: ['attempts'],
         description:
-          'Cancels the attempt, removes its worktree and branch on their host and deletes it. cleanup is pending when the host did not remove them within attempts.deleteWaitMs (its worker is down): they are removed when it is back.',
+          'Cancels the attempt, removes its worktree and branch on their host and deletes it. cleanup is pending when the host did not remove them within attempts.deleteWaitMs (its worker is down): they are removed when it is back; failed, with cleanupErrors, when git refused (a stale lock file, a locked worktree).',
         params: IdParams,
         response: {
-          200: Envelope(Type.Object({ deleted: Type.Literal(true), attemptId: Type.String(), cleanup: Type.Union([Type.Literal('done'), Type.Literal('pending')]) })),
+          200: Envelope(Type.Object({ deleted: Type.Literal(true), attemptId: Type.String(), ...DeleteCleanup })),
           ...ErrorResponses,
         },
       },
     },
     async (request) => {
-      const { cleanup } = await deleteAttempt(svc, request.params.id);
-      return ok(version, { deleted: true as const, attemptId: request.params.id, cleanup });
+      const cleanup = await deleteAttempt(svc, request.params.id);
+      return ok(version, { deleted: true as const, attemptId: request.params.id, ...cleanup });
     },
   );
 
@@ -330,7 +331,8 @@ export const attemptRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPoo
     const b = request.body ?? {};
     const strategy = b.strategy ?? 'ff';
     const r = await mergeAttempt(svc, request.params.id, { strategy, message: b.message, cleanup: b.cleanup ?? false });
-    return ok(version, { attemptId: request.params.id, commitSha: r.commitSha, merged: true, mergedAt: r.mergedAt ?? new Date().toISOString(), cleanup: r.cleanedUp, strategy });
+    const cleanupError = r.cleanupError ? { cleanupError: r.cleanupError } : {};
+    return ok(version, { attemptId: request.params.id, commitSha: r.commitSha, merged: true, mergedAt: r.mergedAt ?? new Date().toISOString(), cleanup: r.cleanedUp, ...cleanupError, strategy });
   };
   const mergeSchema = { tags: ['attempts'], params: IdParams, body: Type.Optional(MergeBody), response: { 200: Envelope(MergeResult), ...ErrorResponses } };
   app.post('/attempts/:id/merge', { schema: mergeSchema }, merge);

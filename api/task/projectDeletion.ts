@@ -3,7 +3,8 @@
  * removed on their hosts: removeAttemptsOfProject), then its row (tasks, attempts and data cascade), then its managed
  * clone ($ARMADA_HOME/repos/<id>, never a repository of the user's) by removeProjectCloneWorkflow on a worker: last,
  * because the attempts' worktrees are linked into it. Everything is waited for until one deadline,
- * attempts.deleteWaitMs after the request; what is not done by then is `pending` and done later.
+ * attempts.deleteWaitMs after the request; what is not done by then is `pending` and done later, and what git
+ * refused to remove is `failed` with the reasons (`cleanupErrors`).
  *
  * Crash-safe without bookkeeping: a clone whose project row is gone is an orphan to every worker's janitor
  * (activities/git/cloneJanitor.ts, at the worker's start and every attempts.janitorIntervalMs), so a process that dies
@@ -16,12 +17,10 @@ import { hasManagedClone, managedClonePath } from '../../lib/projects/managedClo
 import { isRunning } from '../../lib/temporal/workflowHandles';
 import { cloneProjectWorkflowId, removeProjectCloneWorkflowId } from '../../workflows/projectCloneMessages';
 import { deleteWithApprovals } from './approvalsOfDeletedAttempts';
-import { removeAttemptsOfProject, type AttemptServiceDeps } from './attemptService';
-
-export type Cleanup = 'done' | 'pending';
+import { combinedCleanup, removeAttemptsOfProject, type AttemptsCleanup, type AttemptServiceDeps } from './attemptService';
 
 /** Deletes the project and what goes with it; undefined when its row was gone already (deleted meanwhile). */
-export async function deleteProjectWithClone(deps: AttemptServiceDeps, project: ProjectRow, log: FastifyBaseLogger): Promise<Cleanup | undefined> {
+export async function deleteProjectWithClone(deps: AttemptServiceDeps, project: ProjectRow, log: FastifyBaseLogger): Promise<AttemptsCleanup | undefined> {
   const deadline = Date.now() + (deps.config.file.attempts?.deleteWaitMs ?? 15_000);
   const attempts = await removeAttemptsOfProject(deps, project.id);
   const managed = hasManagedClone(project, deps.config.home);
@@ -31,7 +30,7 @@ export async function deleteProjectWithClone(deps: AttemptServiceDeps, project: 
   if (!(await deleteWithApprovals(deps, { projectId: project.id }, (c) => deleteProject(c, project.id)))) return undefined;
   if (!managed) return attempts;
   const removed = await removeClone(deps, { projectId: project.id, dest: managedClonePath(deps.config.home, project.id) }, deadline, log);
-  return attempts === 'done' && !cloning && removed ? 'done' : 'pending';
+  return combinedCleanup([attempts, { cleanup: !cloning && removed ? 'done' : 'pending' }]);
 }
 
 /** Whether the project's clone workflow still runs (true when Temporal cannot say: the removal is then not known done). */

@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import { REPO_URL_PATTERN } from '../../lib/git';
 import { nonBlankPatternWithout } from '../http/inputPolicy';
 import { BranchName, Nullable, StringEnum } from '../http/schemas';
+import { DeleteCleanup } from './attemptSchemas';
 
 /**
  * C0 and C1 controls and the bidi embedding, override and isolate characters: a name reaches terminals (the CLI prints
@@ -101,9 +102,11 @@ export const DeletedProject = Type.Object({
   id: Type.String(),
   deleted: Type.Literal(true),
   deletedAt: Type.String(),
-  cleanup: StringEnum(['done', 'pending'] as const, {
+  cleanup: StringEnum(['done', 'pending', 'failed'] as const, {
     description:
       "done: the attempts' worktrees and branches and the project's managed clone ($ARMADA_HOME/repos/<id>) are removed; " +
-      'pending: some of it was not done within attempts.deleteWaitMs (a host or worker did not answer, or the clone was still being made): it is done when a worker is back, at the latest by the janitor of its next start or pass',
+      'pending: some of it was not done within attempts.deleteWaitMs (a host or worker did not answer, or the clone was still being made): it is done when a worker is back, at the latest by the janitor of its next start or pass; ' +
+      'failed: git refused to remove some attempts\' worktrees or branches (cleanupErrors): what it kept stays until that is cleared, each error saying what was kept and what removes it then',
   }),
+  cleanupErrors: DeleteCleanup.cleanupErrors,
 });

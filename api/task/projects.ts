@@ -209,7 +209,7 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
       // the attempts' worktrees and branches, and the managed clone, go with the project, not at the next janitor run
       const cleanup = await deleteProjectWithClone(serviceDeps(deps), await mustGet(request.params.id), request.log);
       if (!cleanup) throw notFound(`Project ${request.params.id} not found`, 'PROJECT_NOT_FOUND');
-      return ok(version, { id: request.params.id, deleted: true as const, deletedAt: new Date().toISOString(), cleanup });
+      return ok(version, { id: request.params.id, deleted: true as const, deletedAt: new Date().toISOString(), ...cleanup });
     },
   );
 

@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import { TASK_PRIORITIES, TASK_SORT_PATTERN, TASK_STATUSES } from '../../lib/db/tasks';
 import { NON_BLANK_PATTERN, nonBlankPatternWithout } from '../http/inputPolicy';
 import { Id, Nullable, PageQuery, StringEnum } from '../http/schemas';
+import { DeleteCleanup } from './attemptSchemas';
 
 export const TaskStatus = StringEnum(TASK_STATUSES);
 export const TaskPriority = StringEnum(TASK_PRIORITIES);
@@ -112,5 +113,5 @@ export const BulkResult = Type.Object({
   tasks: Type.Optional(Type.Array(Task)),
 });
 
-/** cleanup: pending when a host did not remove its attempts' worktrees and branches within attempts.deleteWaitMs. */
-export const DeletedTask = Type.Object({ deleted: Type.Literal(true), taskId: Type.String(), cleanup: StringEnum(['done', 'pending'] as const) });
+/** cleanup: pending when a host did not remove its attempts' worktrees and branches within attempts.deleteWaitMs, failed when git refused. */
+export const DeletedTask = Type.Object({ deleted: Type.Literal(true), taskId: Type.String(), ...DeleteCleanup });

@@ -283,7 +283,7 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
         return rows;
       });
       if (!deleted) throw notFound(`Task ${request.params.id} not found`);
-      return ok(version, { deleted: true as const, taskId: deleted.id, cleanup });
+      return ok(version, { deleted: true as const, taskId: deleted.id, ...cleanup });
     },
   );
 

@@ -234,11 +234,12 @@ export async function requestProcessEnd(c: Queryable, processId: string, status:
   return row;
 }
 
-export async function recordAttemptMerged(db: Pool, attemptId: string, commit: string, cleanedUp: boolean): Promise<AttemptRow | undefined> {
+/** The merge, its event (`cleanup`: whether it was asked for; the removal that follows records its own outcome) and the task's move. */
+export async function recordAttemptMerged(db: Pool, attemptId: string, commit: string, cleanup: boolean): Promise<AttemptRow | undefined> {
   return withTransaction(db, async (c) => {
-    const a = await setAttemptMerged(c, attemptId, commit, cleanedUp);
+    const a = await setAttemptMerged(c, attemptId, commit);
     if (!a) return undefined;
-    await publishAttemptEvent(c, 'attempt.merged', a, await projectOf(c, a.task_id), { commitSha: commit, cleanup: cleanedUp });
+    await publishAttemptEvent(c, 'attempt.merged', a, await projectOf(c, a.task_id), { commitSha: commit, cleanup });
     await moveTask(c, a.task_id, 'completed');
     return a;
   });

@@ -1,4 +1,5 @@
 /** SQL for the attempts table (the projection of attemptWorkflow). */
+import type { CleanupError } from '../attempts/cleanup';
 import type { Queryable } from './pool';
 
 export const ATTEMPT_STATUSES = ['created', 'running', 'completed', 'failed', 'cancelled'] as const;
@@ -37,6 +38,8 @@ export interface AttemptRow {
   merged_at: Date | null;
   merge_commit: string | null;
   cleaned_up: boolean;
+  /** why the last removal of the worktree and branch did not remove them (migration 100); null otherwise */
+  cleanup_error: CleanupError | null;
   output_changes: string[];
   updated_at: Date;
   /** set while the workflow start is not yet confirmed (migration 064) */
@@ -331,16 +334,19 @@ export async function cancelAttemptRow(db: Queryable, id: string): Promise<Attem
   return rows[0];
 }
 
-export async function setAttemptMerged(db: Queryable, id: string, commit: string, cleanedUp: boolean): Promise<AttemptRow | undefined> {
-  const { rows } = await db.query<AttemptRow>(
-    `UPDATE attempts SET merged_at = now(), merge_commit = $2, cleaned_up = cleaned_up OR $3, updated_at = now() WHERE id = $1 RETURNING *`,
-    [id, commit, cleanedUp],
-  );
+/** The merge; its cleanup, when asked for, is recorded by the removal itself (setAttemptCleanedUp or setAttemptCleanupFailed). */
+export async function setAttemptMerged(db: Queryable, id: string, commit: string): Promise<AttemptRow | undefined> {
+  const { rows } = await db.query<AttemptRow>(`UPDATE attempts SET merged_at = now(), merge_commit = $2, updated_at = now() WHERE id = $1 RETURNING *`, [id, commit]);
   return rows[0];
 }
 
 export async function setAttemptCleanedUp(db: Queryable, id: string): Promise<void> {
-  await db.query('UPDATE attempts SET cleaned_up = true, updated_at = now() WHERE id = $1', [id]);
+  await db.query('UPDATE attempts SET cleaned_up = true, cleanup_error = NULL, updated_at = now() WHERE id = $1', [id]);
+}
+
+/** The removal of the attempt's worktree and branch left them (or part of them) there, for `error`. */
+export async function setAttemptCleanupFailed(db: Queryable, id: string, error: CleanupError): Promise<void> {
+  await db.query('UPDATE attempts SET cleaned_up = false, cleanup_error = $2, updated_at = now() WHERE id = $1', [id, JSON.stringify(error)]);
 }
 
 /** What a delete of attempts removes: these attempts, these tasks' (a task's, the bulk delete) or a project's. */
