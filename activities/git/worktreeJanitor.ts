@@ -16,7 +16,7 @@ import { git, gitOrThrow } from '../../lib/git';
 import type { Logger } from '../../lib/logger';
 import { counter, type Metrics } from '../../lib/metrics';
 import { withRepoLock } from './repoLock';
-import { lockFileOf } from './gitLocks';
+import { lockFileOf, lockStillThere } from './gitLocks';
 import { managedBranchPattern } from '../../lib/attempts/branchNames';
 import { namesIn } from '../../lib/fs/namesIn';
 
@@ -69,9 +69,11 @@ export interface PruneOptions {
 interface WorktreeInfo {
   repository: string | null;
   branch: string | null;
+  /** Locked with `git worktree lock`: its reason ('' without one). */
+  locked?: string;
 }
 
-/** The repository (when it still exists) and branch of a linked worktree, from its `.git` file; read-only. */
+/** The repository (when it still exists), branch and lock of a linked worktree, from its `.git` file; read-only. */
 async function inspectWorktree(dir: string): Promise<WorktreeInfo> {
   let text: string;
   try {
@@ -91,11 +93,39 @@ async function inspectWorktree(dir: string): Promise<WorktreeInfo> {
   if (!common || !fs.existsSync(path.join(common, 'HEAD'))) return { repository: null, branch: null };
   const repository = path.basename(common) === '.git' ? path.dirname(common) : common;
   let branch: string | null = null;
+  let locked: string | undefined;
   if (fs.existsSync(adminDir)) {
     const r = await git(dir, ['symbolic-ref', '-q', '--short', 'HEAD'], { timeoutMs: 30_000 });
     if (r.code === 0 && r.stdout.trim()) branch = r.stdout.trim();
+    try {
+      locked = fs.readFileSync(path.join(adminDir, 'locked'), 'utf8').trim();
+    } catch {
+      // not locked
+    }
   }
-  return { repository, branch };
+  return { repository, branch, ...(locked === undefined ? {} : { locked }) };
+}
+
+/**
+ * Throws when git itself would not let the orphan go: a worktree locked with `git worktree lock` (git keeps its
+ * registration, and with it its branch, whatever is done to its directory), or a lock file on its branch's ref
+ * (another git writing it, or one that crashed). Asked before the claim, so nothing is touched and the next pass
+ * finds the entry as it was, its branch still named by its registration; before, the claim went ahead, the files
+ * of a locked worktree were deleted, and a branch whose delete a lock refused was never named again.
+ */
+async function assertRemovable(dir: string, info: WorktreeInfo, deletesBranch: boolean): Promise<void> {
+  if (info.locked !== undefined) {
+    throw new Error(
+      `locked with git worktree lock${info.locked ? ` (${info.locked})` : ''}: left alone; git -C ${info.repository} worktree unlock ${dir} lets the janitor remove it`,
+    );
+  }
+  if (!deletesBranch || !info.repository || !info.branch) return;
+  const lock = await lockStillThere(info.repository, [`refs/heads/${info.branch}`, 'packed-refs']);
+  if (lock) {
+    throw new Error(
+      `${lock} exists: another git process is running in ${info.repository}, or one crashed and left it behind, so the branch ${info.branch} cannot be deleted and nothing was removed. If no git process is running there, remove ${lock}; the next pass removes the worktree and branch`,
+    );
+  }
 }
 
 /** True when an attempt row names the branch (a later attempt with the same number reuses the name): not ours to delete. */
@@ -151,13 +181,13 @@ async function pruneOne(deps: JanitorDeps, root: string, c: Candidate, dryRun: b
     Boolean(info.repository && info.branch && managed.test(info.branch) && !(await branchOwned(deps.db, info.branch)));
   const reportedPath = path.join(root, c.attemptId);
   assertNotRepository(c.dir);
-  if (dryRun) {
-    const info = await inspectWorktree(c.dir);
-    return { attemptId: c.attemptId, path: reportedPath, ...info, branchDeleted: await wouldDelete(info), dryRun };
-  }
   // read before the claim: once the directory has moved, any `git worktree prune` (another janitor's) drops the
   // registration that names the branch
   const info = await inspectWorktree(c.dir);
+  const deletesBranch = await wouldDelete(info);
+  await assertRemovable(c.dir, info, deletesBranch);
+  const seen = { repository: info.repository, branch: info.branch };
+  if (dryRun) return { attemptId: c.attemptId, path: reportedPath, ...seen, branchDeleted: deletesBranch, dryRun };
   const claimed = path.join(root, `.prune-${c.attemptId}.${process.pid}-${crypto.randomBytes(4).toString('hex')}`);
   try {
     fs.renameSync(c.dir, claimed);
@@ -172,7 +202,7 @@ async function pruneOne(deps: JanitorDeps, root: string, c: Candidate, dryRun: b
     const repo = info.repository;
     await withRepoLock(repo, async () => {
       await gitOrThrow(repo, ['worktree', 'prune']); // the directory moved away, so git drops its registration
-      if (info.branch && (await wouldDelete(info))) {
+      if (info.branch && deletesBranch) {
         const r = await git(repo, ['branch', '-D', info.branch]);
         if (r.code === 0) branchDeleted = true;
         else if (lockFileOf(r.stderr)) throw new Error(`git branch -D failed: ${r.stderr.trim()}`); // retried by the lock
@@ -181,7 +211,7 @@ async function pruneOne(deps: JanitorDeps, root: string, c: Candidate, dryRun: b
     });
   }
   await fs.promises.rm(claimed, { recursive: true, force: true });
-  return { attemptId: c.attemptId, path: reportedPath, ...info, branchDeleted, dryRun };
+  return { attemptId: c.attemptId, path: reportedPath, ...seen, branchDeleted, dryRun };
 }
 
 /** One pass over $ARMADA_HOME/worktrees: removes (or, dry run, lists) orphaned worktrees; a failed entry is skipped. */

@@ -183,6 +183,52 @@ describe('pruneOrphanWorktrees', () => {
     expect(branches(r)).toEqual(['feature', 'main']);
   });
 
+  test("an orphan whose branch's ref a crashed git left locked: reported, nothing claimed or pruned; once the lock is gone the next pass removes worktree and branch", async () => {
+    const r = repo();
+    const id = crypto.randomUUID();
+    const branch = managed(crypto.randomUUID(), 1);
+    const dir = worktree(r, id, branch);
+    const lock = path.join(r, '.git', 'refs', 'heads', `${branch}.lock`);
+    fs.writeFileSync(lock, '');
+
+    const refused = await pruneOrphanWorktrees(deps());
+
+    expect(refused.pruned).toEqual([]);
+    expect(refused.failed).toEqual([{ attemptId: id, path: dir, error: expect.stringContaining(`${lock} exists`) }]);
+    // before: the directory was claimed and its registration pruned, so the next pass could not name the branch any
+    // more and left it for good
+    expect(fs.readFileSync(path.join(dir, 'work.txt'), 'utf8')).toContain('agent');
+    expect(registered(r)).toEqual([fs.realpathSync(r), fs.realpathSync(dir)]);
+
+    fs.rmSync(lock);
+    const result = await pruneOrphanWorktrees(deps());
+    expect(result).toEqual({ pruned: [{ attemptId: id, path: dir, repository: r, branch, branchDeleted: true, dryRun: false }], failed: [] });
+    expect(registered(r)).toEqual([fs.realpathSync(r)]);
+    expect(branches(r)).toEqual(['feature', 'main']);
+  });
+
+  test('an orphan locked with git worktree lock is left alone and reported; once unlocked the next pass removes it', async () => {
+    const r = repo();
+    const id = crypto.randomUUID();
+    const branch = managed(crypto.randomUUID(), 1);
+    const dir = worktree(r, id, branch);
+    gitOut(r, 'worktree', 'lock', '--reason', 'on a removable disk', dir);
+
+    const refused = await pruneOrphanWorktrees(deps());
+
+    expect(refused.pruned).toEqual([]);
+    expect(refused.failed).toEqual([{ attemptId: id, path: dir, error: expect.stringContaining('on a removable disk') }]);
+    // before: its files were deleted while git kept the locked registration, and with it the branch
+    expect(fs.readFileSync(path.join(dir, 'work.txt'), 'utf8')).toContain('agent');
+    expect(branches(r)).toEqual(['feature', 'main', branch].sort());
+
+    gitOut(r, 'worktree', 'unlock', dir);
+    const result = await pruneOrphanWorktrees(deps());
+    expect(result).toEqual({ pruned: [{ attemptId: id, path: dir, repository: r, branch, branchDeleted: true, dryRun: false }], failed: [] });
+    expect(registered(r)).toEqual([fs.realpathSync(r)]);
+    expect(branches(r)).toEqual(['feature', 'main']);
+  });
+
   test('dry run lists without touching anything', async () => {
     const r = repo();
     const id = crypto.randomUUID();
