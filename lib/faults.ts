@@ -15,6 +15,8 @@ export type FaultPoint =
   | 'prepareWorktree.afterWorktree'
   /** runAgent: the agent runs and its pid is recorded, before its output is watched */
   | 'runAgent.afterSpawn'
+  /** runAgent: a retry (or the run of a lost try) has killed what was left in the worktree, before it resets it */
+  | 'runAgent.beforeReset'
   /** pushBranch: before `git push` runs */
   | 'pushBranch.beforePush'
   /** beginRun: the run's workflow definition is read, before its start is written and a first flow's request leaves */

@@ -104,9 +104,10 @@ function hostActivities(hostQueue: string, input: AttemptWorkflowInput) {
     // a host whose worker never comes back: give up after this long without a worker picking the run up
     scheduleToStartTimeout: '15 minutes',
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    // one retry: a run lost with its worker (heartbeat timeout) restarts once on the restarted worker; a PostgreSQL
-    // outage costs no try (the activity waits for it)
-    retry: { initialInterval: '1s', maximumAttempts: 2 },
+    // two retries: a run lost with its worker (heartbeat timeout) restarts on the restarted worker, and a restart
+    // whose reset of the worktree a git lock refused (WorktreeLocked: the agent was not started) gets one more try;
+    // a PostgreSQL outage costs no try (the activity waits for it). Activity options: no command of a history changes
+    retry: { initialInterval: '1s', maximumAttempts: 3 },
   });
   const git = proxyActivities<Activities>({
     taskQueue: hostQueue,

@@ -24,7 +24,7 @@ import { publishProcessEvent, recordProcessEnded, recordProcessStarted } from '.
 import type { Metrics } from '../../lib/metrics';
 import type { WorkerIdentity } from '../../lib/workerIdentity';
 import type { Slots } from '../../lib/process/slots';
-import { git } from '../../lib/git';
+import { resetWorktree } from '../git/resetWorktree';
 import { childEnv, envValueThatFits } from '../../lib/process/childEnv';
 import { faultPoint, type Faults } from '../../lib/faults';
 import { groupAlive, killProcessesUnder, launchGroupProcess, type GroupProcess, type GroupProcessResult } from '../../lib/process/processGroup';
@@ -177,7 +177,14 @@ async function prepareRun(deps: RunAgentDeps, input: RunAgentInput): Promise<Pre
   }
   const pending: LogEntry[] = [];
   const log = (level: LogEntry['level'], message: string, source = 'armada') => void pending.push({ level, message, timestamp: new Date().toISOString(), source });
-  await cleanUpLostRun(input, before.pid ?? null, log);
+  try {
+    await cleanUpLostRun(deps, input, before.pid ?? null, log);
+  } catch (err) {
+    // the worktree could not be reset: this try ends before the agent starts, its lines saying why
+    log('error', (err as Error).message);
+    await appendLogs(deps.db, input.processId, input.attemptId, pending.splice(0)).catch(() => undefined);
+    throw err;
+  }
   if (!profile) {
     log('error', `unknown agent "${input.llm}"`);
     await appendLogs(deps.db, input.processId, input.attemptId, pending);
@@ -196,9 +203,10 @@ async function prepareRun(deps: RunAgentDeps, input: RunAgentInput): Promise<Pre
 /**
  * An earlier try may have started an agent here and never finished (its worker was lost), possibly before its pid
  * was recorded. Any process still working in the worktree is killed, and whatever it left uncommitted is discarded,
- * so the retried run starts from the tree as last committed and its changes are made exactly once.
+ * so the retried run starts from the tree as last committed and its changes are made exactly once. A reset git
+ * refuses throws (activities/git/resetWorktree.ts): the agent is not started on the lost run's tree.
  */
-async function cleanUpLostRun(input: RunAgentInput, lostPid: number | null, log: PreparedRun['log']): Promise<void> {
+async function cleanUpLostRun(deps: RunAgentDeps, input: RunAgentInput, lostPid: number | null, log: PreparedRun['log']): Promise<void> {
   const attempt = Context.current().info.attempt;
   if (lostPid && groupAlive(lostPid)) {
     try {
@@ -213,8 +221,8 @@ async function cleanUpLostRun(input: RunAgentInput, lostPid: number | null, log:
   if (!lostPid && attempt <= 1) return;
   const orphans = killProcessesUnder(input.worktreePath);
   if (orphans.length) log('warn', `killed ${orphans.length} process(es) a lost run left in the worktree`);
-  await git(input.worktreePath, ['reset', '--hard', '--quiet', 'HEAD']);
-  await git(input.worktreePath, ['clean', '-fd', '--quiet']);
+  await faultPoint(deps.faults, 'runAgent.beforeReset', { attempt, processId: input.processId, worktreePath: input.worktreePath });
+  await resetWorktree(input.worktreePath);
   log('warn', 'uncommitted changes of the lost run were discarded; the agent starts again from the last commit');
 }
 

@@ -154,7 +154,7 @@ test('runAgent failing after the spawn: the worker slot is released and the agen
   const a = await h.until(attemptId, ['completed', 'failed'], 60_000);
   expect(a.status).toBe('failed');
   expect(a.error).toContain('injected fault after the agent started');
-  expect(pids).toHaveLength(2); // the try and its one retry each started an agent
+  expect(pids).toHaveLength(3); // the try and its two retries each started an agent
   // the last try's agent has no retry to clean up after it: its own try stopped the group
   for (const pid of pids) await eventually(async () => !groupAlive(pid), 10_000);
   const proc = (await h.inject('GET', `/api/processes/${processId}`)).json().data;
@@ -169,3 +169,68 @@ test('runAgent failing after the spawn: the worker slot is released and the agen
   const next = await h.start(await h.task(p.id, 'Edit after the failed run'));
   expect((await h.until(next.attemptId, ['completed', 'failed'], 30_000)).status).toBe('completed');
 }, 120_000);
+
+test('runAgent retried after a lost run whose git left an index.lock: that try fails without starting the agent; the next one, the lock gone, resets the worktree and runs it', async () => {
+  const p = await h.project();
+  const worktreeOf = async (processId: string) =>
+    (await stack.db.query<{ worktree_path: string }>('SELECT a.worktree_path FROM processes p JOIN attempts a ON a.id = p.attempt_id WHERE p.id = $1', [processId])).rows[0]
+      ?.worktree_path as string;
+  let lock = '';
+  /** What each started agent found in the worktree. */
+  const spawns: { lockThere: boolean; keep: string }[] = [];
+  faults['runAgent.afterSpawn'] = async (info) => {
+    const wt = await worktreeOf(info.processId as string);
+    lock = `${path.resolve(wt, gitOut(wt, 'rev-parse', '--git-path', 'index'))}.lock`;
+    spawns.push({ lockThere: fs.existsSync(lock), keep: fs.readFileSync(path.join(wt, 'src', 'keep.txt'), 'utf8') });
+    if (spawns.length > 1) return;
+    // the first try's worker is lost while its agent edits a tracked file and a git of the agent's holds the index
+    fs.writeFileSync(path.join(wt, 'src', 'keep.txt'), 'edited by the lost run\n');
+    fs.writeFileSync(lock, '');
+    throw new Error('injected fault: the worker of this try is lost');
+  };
+  const resets: number[] = [];
+  faults['runAgent.beforeReset'] = (info) => {
+    resets.push(info.attempt as number);
+    if (resets.length === 2) fs.rmSync(lock); // between the refused try and the next: the lock is removed
+  };
+
+  const { attemptId, processId } = await h.start(await h.task(p.id, 'Edit after a lost run left a lock'));
+  const a = await h.until(attemptId, ['completed', 'failed'], 90_000);
+  // the agent started twice, each time on the last commit's tree without the lock: the second try (refused reset)
+  // did not start it (before: it did, on the lost run's edit, and with the lock still there)
+  expect(spawns).toEqual([
+    { lockThere: false, keep: 'keep\n' },
+    { lockThere: false, keep: 'keep\n' },
+  ]);
+  expect(resets).toEqual([2, 3]);
+  expect(a.status).toBe('completed');
+  const logs = (await h.inject('GET', `/api/processes/${processId}/logs`)).body;
+  expect(logs).toContain(`${lock} exists`);
+  expect(logs).toContain('so the agent was not started');
+  // the attempt's commit holds the agent's edit once and nothing of the lost run's
+  expect(gitOut(p.repo, 'show', `${a.branch}:src/keep.txt`)).toBe('keep');
+  expect(gitOut(p.repo, 'show', `${a.branch}:README.md`)).toBe('line 1\nline 2\nadded by the agent');
+  expect((await h.inject('GET', `/api/processes/${processId}`)).json().data.status).toBe('completed');
+}, 150_000);
+
+test("runAgent retried after a lost run that took the worktree's .git with it: the reset is refused for good, the agent is not started again and the attempt fails saying why", async () => {
+  const p = await h.project();
+  let spawns = 0;
+  faults['runAgent.afterSpawn'] = async (info) => {
+    if (++spawns > 1) return;
+    const { rows } = await stack.db.query<{ worktree_path: string }>('SELECT a.worktree_path FROM processes p JOIN attempts a ON a.id = p.attempt_id WHERE p.id = $1', [
+      info.processId,
+    ]);
+    fs.rmSync(path.join(rows[0]?.worktree_path as string, '.git'));
+    throw new Error('injected fault: the worker of this try is lost');
+  };
+  const resets: number[] = [];
+  faults['runAgent.beforeReset'] = (info) => void resets.push(info.attempt as number);
+
+  const { attemptId } = await h.start(await h.task(p.id, 'Edit after a lost run broke the worktree'));
+  const a = await h.until(attemptId, ['completed', 'failed'], 90_000);
+  expect(spawns).toBe(1); // before: the retry ran the agent in a directory git no longer knew
+  expect(resets).toEqual([2]); // WorktreeResetFailed is not retried
+  expect(a.status).toBe('failed');
+  expect(a.error).toContain(`the worktree ${a.worktreePath} could not be reset before the agent runs again, so the agent was not started: fatal: not a git repository`);
+}, 150_000);
