@@ -138,10 +138,11 @@ function refusedBy(message: string, repository: string, details: Record<string, 
 async function registration(repo: string, worktreePath: string): Promise<{ locked?: string } | undefined> {
   const r = await git(repo, ['worktree', 'list', '--porcelain']);
   if (r.code !== 0) throw refusedBy(`git worktree list failed: ${r.stderr.trim() || `exit ${r.code}`}`, repo, {});
-  const wanted = canonical(worktreePath);
+  // `git worktree add` records the real path, fastWorktree.ts the path as given
+  const wanted = new Set([`worktree ${path.resolve(worktreePath)}`, `worktree ${canonical(worktreePath)}`]);
   for (const block of r.stdout.split('\n\n')) {
     const lines = block.split('\n');
-    if (lines[0] !== `worktree ${wanted}`) continue;
+    if (!wanted.has(lines[0] ?? '')) continue;
     const locked = lines.find((l) => l === 'locked' || l.startsWith('locked '));
     return locked === undefined ? {} : { locked: locked.slice('locked '.length) };
   }

@@ -6,8 +6,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { addWorktreeFast } from '../../activities/git/fastWorktree';
+import { removeWorktree } from '../../activities/git/removeWorktree';
 import { pruneOrphanWorktrees } from '../../activities/git/worktreeJanitor';
-import { logger, startTestStack, type TestStack } from '../support/harness';
+import { logger, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
 import { agentConfig, api, gitOk, gitOut } from '../support/attemptHelpers';
 
 let stack: TestStack;
@@ -132,3 +134,24 @@ test("DELETE of a task whose attempt's branch is checked out in the user's own w
     fs.rmSync(mine, { recursive: true, force: true });
   }
 }, 120_000);
+
+test('a locked worktree that fastWorktree made under a symlinked path (git then lists it by that path, not its real one) is still found locked and kept', async () => {
+  const repo = makeGitRepo();
+  const real = fs.mkdtempSync(`${repo}-home-`);
+  const link = `${repo}-link`;
+  fs.symlinkSync(real, link);
+  const worktree = path.join(link, 'worktrees', 'a1');
+  fs.mkdirSync(path.dirname(worktree), { recursive: true });
+  try {
+    expect(await addWorktreeFast(repo, worktree, 'armada/task-t-attempt-1', gitOut(repo, 'rev-parse', 'main'))).toBe(true);
+    gitOut(repo, 'worktree', 'lock', '--reason', 'on a removable disk', worktree);
+
+    const removal = await removeWorktree({ db: stack.db }, { attemptId: null, repoPath: repo, worktreePath: worktree, branch: 'armada/task-t-attempt-1', deleteBranch: true });
+
+    expect(removal).toMatchObject({ removed: false, error: { code: 'WORKTREE_LOCKED', details: { reason: 'on a removable disk' } } });
+    expect(fs.existsSync(path.join(worktree, 'README.md'))).toBe(true);
+    expect(branchThere(repo, 'armada/task-t-attempt-1')).toBe(true);
+  } finally {
+    for (const p of [repo, real, link]) fs.rmSync(p, { recursive: true, force: true });
+  }
+});
