@@ -38,7 +38,7 @@ export interface AttemptRow {
   merged_at: Date | null;
   merge_commit: string | null;
   cleaned_up: boolean;
-  /** why the last removal of the worktree and branch did not remove them (migration 100); null otherwise */
+  /** why the last removal of the worktree and branch did not remove them (migration 101); null otherwise */
   cleanup_error: CleanupError | null;
   output_changes: string[];
   updated_at: Date;
