@@ -234,6 +234,31 @@ export async function readLogs(db: Queryable, q: LogQuery): Promise<LogRow[]> {
   return rows;
 }
 
+/**
+ * The rows after each process's seq (at most `limit` each), ordered by process and seq: the live log feed's one read
+ * for every process with news (lib/events/logFeed.ts), which reads every stored line once per API process. Rows come
+ * as arrays of the few columns it needs and are built here in one shape: node-postgres' generic row objects were the
+ * API's largest cost while 50 attempts started (docs/benchmarks.md, session 35). `raw` and `metadata` equal to their
+ * defaults (the message, `{}`) are sent as NULL, and `ts` as epoch milliseconds (what a Date holds).
+ */
+export async function readNewRows(db: Queryable, processIds: string[], afterSeqs: number[], limit: number): Promise<LogRow[]> {
+  const { rows } = await db.query<NewRow>({ name: 'log_feed_new_rows', text: NEW_ROWS_SQL, values: [processIds, afterSeqs, limit], rowMode: 'array' });
+  const out: LogRow[] = new Array(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i] as NewRow;
+    out[i] = { process_id: r[0], seq: r[1], attempt_id: r[2], level: r[3], message: r[4], source: r[5], raw: r[6] ?? r[4], metadata: r[7] ?? {}, ts: new Date(r[8]) };
+  }
+  return out;
+}
+
+type NewRow = [string, number, string, LogLevel, string, string, string | null, Record<string, unknown> | null, number];
+
+const NEW_ROWS_SQL = `SELECT l.process_id, l.seq, l.attempt_id, l.level, l.message, l.source, NULLIF(l.raw, l.message), NULLIF(l.metadata, '{}'::jsonb),
+    floor(extract(epoch FROM l.ts) * 1000)::float8
+  FROM unnest($1::text[], $2::int[]) AS w(process_id, after)
+  CROSS JOIN LATERAL (SELECT * FROM process_logs p WHERE p.process_id = w.process_id AND p.seq > w.after ORDER BY p.seq LIMIT $3) l
+  ORDER BY l.process_id, l.seq`;
+
 // ---- resource samples ----
 
 export interface MetricSample {

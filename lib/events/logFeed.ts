@@ -13,7 +13,7 @@
  * `seq > last` is exact, and a follower's cursor (Last-Event-ID, `after`) resumes exactly on any replica.
  */
 import type { Pool } from 'pg';
-import { readLogs, type LogLevel, type LogRow } from '../db/processes';
+import { readLogs, readNewRows, type LogLevel, type LogRow } from '../db/processes';
 import type { Logger } from '../logger';
 import type { EventListener } from './listener';
 import type { StoredEvent } from './publish';
@@ -129,12 +129,7 @@ export function createLogFeed(db: Pool, events: EventListener, logger: Logger): 
         }
         const ready = batch.filter((f) => f.readUpTo >= 0 && f.wanted > f.readUpTo);
         if (!ready.length) continue;
-        const { rows } = await db.query<LogRow>(
-          `SELECT l.* FROM unnest($1::text[], $2::int[]) AS w(process_id, after)
-             CROSS JOIN LATERAL (SELECT * FROM process_logs p WHERE p.process_id = w.process_id AND p.seq > w.after ORDER BY p.seq LIMIT $3) l
-            ORDER BY l.process_id, l.seq`,
-          [ready.map((f) => f.processId), ready.map((f) => f.readUpTo), READ_LIMIT],
-        );
+        const rows = await readNewRows(db, ready.map((f) => f.processId), ready.map((f) => f.readUpTo), READ_LIMIT);
         const byProcess = new Map<string, LogRow[]>();
         for (const r of rows) {
           const list = byProcess.get(r.process_id);
