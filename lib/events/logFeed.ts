@@ -158,9 +158,17 @@ export function createLogFeed(db: Pool, events: EventListener, logger: Logger): 
     }
   };
 
+  // the notifications of one commit (one per process it wrote to) arrive in one read of the LISTEN socket: the pump
+  // starts after all of them, so it reads every process in one query instead of the first alone and the rest in a second
+  let pumpScheduled = false;
   const markDirty = (f: Feed) => {
     dirty.add(f);
-    void pump();
+    if (pumping || pumpScheduled) return;
+    pumpScheduled = true;
+    setImmediate(() => {
+      pumpScheduled = false;
+      void pump();
+    });
   };
 
   const onNote = (payload: string | null) => {

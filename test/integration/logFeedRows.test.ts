@@ -36,7 +36,7 @@ test('the feed rows equal the rows readLogs returns: raw, metadata, sub-millisec
   ];
   await appendLogs(stack.db, processId, attemptId, entries);
 
-  const bySeq = (rows: { seq: number }[]) => [...rows].sort((a, b) => a.seq - b.seq);
+  const bySeq = <T extends { seq: number }>(rows: T[]): T[] => [...rows].sort((a, b) => a.seq - b.seq);
   const expected = bySeq(await readLogs(stack.db, { processIds: [processId] }));
   expect(expected).toHaveLength(entries.length);
   const got = await readNewRows(stack.db, [processId], [0], 1000);
