@@ -57,7 +57,8 @@ export interface FakeFlowBuilder {
    * answer whose first half is written, then the connection is dropped
    */
   rawAnswers: { version?: string; flows?: string; run?: string; runCut?: string };
-  requests: { method: string; path: string; query: string; apiKey: string | undefined; body: unknown }[];
+  /** every request, with the time it arrived (`at`, epoch ms) */
+  requests: { method: string; path: string; query: string; apiKey: string | undefined; body: unknown; at: number }[];
   /** stops listening: the platform is down (connection refused) until start() */
   stop(): Promise<void>;
   start(): Promise<void>;
@@ -103,7 +104,7 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
       const params = new URLSearchParams(query);
       const header = req.headers['x-api-key'];
       const apiKey = Array.isArray(header) ? header[0] : header;
-      fake.requests.push({ method: req.method ?? 'GET', path, query, apiKey, body });
+      fake.requests.push({ method: req.method ?? 'GET', path, query, apiKey, body, at: Date.now() });
       if (fake.mode === 'error') return send(res, 500, { detail: 'internal error' });
       if (req.method === 'GET' && path === '/health') return send(res, 200, { status: fake.mode === 'bad' ? 'bad' : 'ok' });
       if (req.method === 'GET' && path === '/api/v1/version' && fake.rawAnswers.version !== undefined) return sendRaw(res, fake.rawAnswers.version);
