@@ -2,8 +2,9 @@
 // The process launcher (lib/process/launcher.ts): this small process starts the child processes of a large one (git
 // commands, agents), because every spawn forks the calling process, and forking a worker or API process of a few
 // hundred MB costs milliseconds of CPU and blocked event loop per spawn, against a fraction of one from here.
-// Plain JS with no dependencies, so it starts fast and stays small. It exits when its parent goes away; the process
-// groups it started are the parent's to stop (it knows their pids).
+// Plain JS with no dependencies, so it starts fast and stays small. The process groups it started are the parent's to
+// stop (it knows their pids), except when the parent goes away without stopping them (killed outright: kill -9, out
+// of memory): then this process stops the groups whose leader still runs, then exits.
 const { execFile, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -21,6 +22,36 @@ function lowerPriority(pid, nice) {
   } catch {
     /* no autogroup */
   }
+}
+
+/**
+ * The groups started here whose leader still runs: pid → the grace between their SIGTERM and SIGKILL. When the parent
+ * goes away they are the work of its activities, which nobody reads, records or stops any more: an agent would go on
+ * editing its worktree (and spending its model's budget) until a retry elsewhere killed it, or for good when none came.
+ * A group whose leader exited is left alone: its parent saw the exit and deals with what is left of it (a setup
+ * script's service is kept on purpose).
+ */
+const running = new Map();
+const DEFAULT_GRACE_MS = 3000;
+
+function signalGroup(pid, signal) {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    /* gone */
+  }
+}
+
+/** The parent is gone: SIGTERM to every group still led by its leader, SIGKILL after the longest grace, then exit. */
+function stopGroupsAndExit() {
+  if (!running.size) process.exit(0);
+  const groups = [...running.keys()];
+  const grace = Math.max(...running.values());
+  for (const pid of groups) signalGroup(pid, 'SIGTERM');
+  setTimeout(() => {
+    for (const pid of groups) signalGroup(pid, 'SIGKILL');
+    process.exit(0);
+  }, grace);
 }
 
 function reply(r) {
@@ -79,7 +110,10 @@ function spawnGroup(m) {
   }
   child.once('error', (err) => emit({ id, ev: 'error', message: err.message }));
   lowerPriority(child.pid, m.nice);
-  if (child.pid) emit({ id, ev: 'spawned', pid: child.pid });
+  if (child.pid) {
+    running.set(child.pid, typeof m.graceMs === 'number' ? m.graceMs : DEFAULT_GRACE_MS);
+    emit({ id, ev: 'spawned', pid: child.pid });
+  }
   if (child.stdin) {
     child.stdin.on('error', () => undefined); // a process that never reads stdin
     child.stdin.end(m.stdin);
@@ -98,7 +132,10 @@ function spawnGroup(m) {
     s.on('data', (chunk) => emit({ id, ev: 'data', stream, chunk }));
     s.once('close', () => emit({ id, ev: 'end', stream }));
   }
-  child.once('exit', (code, signal) => emit({ id, ev: 'exit', code, signal }));
+  child.once('exit', (code, signal) => {
+    running.delete(child.pid);
+    emit({ id, ev: 'exit', code, signal });
+  });
 }
 
 process.on('message', (m) => {
@@ -107,4 +144,4 @@ process.on('message', (m) => {
   else if (m.op === 'spawn') spawnGroup(m);
 });
 
-process.on('disconnect', () => process.exit(0));
+process.on('disconnect', stopGroupsAndExit);

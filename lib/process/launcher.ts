@@ -5,7 +5,9 @@
  * under 1 ms from the helper (docs/benchmarks.md, "Attempts"). The helper is started on first use, shared by all
  * callers of this process, restarted when it dies, and never keeps this process alive when nothing waits on it.
  * A request whose helper died fails (the caller's retry runs it again); a helper that cannot be started at all
- * falls back to spawning here.
+ * falls back to spawning here. When this process dies without stopping the groups it had started (kill -9, out of
+ * memory), the helper stops those whose leader still runs (SIGTERM, SIGKILL after their grace), so an agent does not
+ * outlive its worker.
  * A process group's stdout and stderr are not copied through the helper: it hands the pipes themselves to this
  * process (a handle sent over the IPC channel), which reads them as it would a child of its own (50 chatty agents
  * made ~10,000 IPC messages a second through the helper: docs/benchmarks.md, "Live logs", session 22).
@@ -53,6 +55,8 @@ export interface SpawnRequest {
   stdin?: string;
   /** the group's nice value (lib/process/priority.ts) */
   nice?: number;
+  /** between SIGTERM and SIGKILL when the launcher stops the group because this process went away (default 3 s) */
+  graceMs?: number;
 }
 
 interface OpenGroup {
@@ -271,7 +275,7 @@ export function spawnGroupInLauncher(req: SpawnRequest): Promise<LaunchedGroup> 
     reference(c);
     // handOff: the launcher sends the group's stdout and stderr pipes here, so its output is read by this process
     // directly instead of copied chunk by chunk through the launcher and the IPC channel
-    c.send({ op: 'spawn', id, command: req.command, args: req.args, cwd: req.cwd, env: req.env, stdin: req.stdin, nice: req.nice, handOff: true }, (err) => {
+    c.send({ op: 'spawn', id, command: req.command, args: req.args, cwd: req.cwd, env: req.env, stdin: req.stdin, nice: req.nice, graceMs: req.graceMs, handOff: true }, (err) => {
       if (!err || settled) return;
       groups.delete(id);
       reference(c);

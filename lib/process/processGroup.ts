@@ -148,7 +148,7 @@ export function startGroupProcess(opts: GroupProcessOptions): GroupProcess {
  * the result's spawnError). Falls back to startGroupProcess when the launcher is off or unavailable.
  */
 export async function launchGroupProcess(opts: GroupProcessOptions): Promise<GroupProcess> {
-  const launched = spawnGroupInLauncher({ command: opts.command, args: opts.args ?? [], cwd: opts.cwd, env: opts.env ?? process.env, stdin: opts.stdin, nice: opts.nice });
+  const launched = spawnGroupInLauncher({ command: opts.command, args: opts.args ?? [], cwd: opts.cwd, env: opts.env ?? process.env, stdin: opts.stdin, nice: opts.nice, graceMs: opts.graceMs });
   if (!launched) return startGroupProcess(opts);
   return supervise(await launched, opts);
 }

@@ -1,8 +1,9 @@
 /**
  * Multi-agent faults with a separate `armada worker` process: kill -9 it while a named agent runs a task. The task
- * is retried on a restarted worker after the heartbeat timeout; the process the lost worker left running for it is
- * stopped before the retry runs, so one task never has two agent processes at once. And a restart while the worker
- * is frozen (SIGSTOP), so that the actor cannot answer its status query: the answer still names the task it fails.
+ * is retried on a restarted worker after the heartbeat timeout; a process the lost worker left running for it (one
+ * its launcher did not stop) is stopped before the retry runs, so one task never has two agent processes at once.
+ * And a restart while the worker is frozen (SIGSTOP), so that the actor cannot answer its status query: the answer
+ * still names the task it fails.
  */
 import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -63,7 +64,8 @@ describe('multi-agent faults', () => {
 
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
-    expect(groupAlive(lostPid)).toBe(true); // the agent's group is detached: it outlives the worker
+    // the agent's group is detached, but the worker's launcher stops it when the agent still runs; the grandchild of
+    // an agent that had already exited is left for the retry
     expect((await call('GET', `/api/v1/tasks/${taskId}`)).json().status).toBe('running');
 
     await startWorkerProcess();

@@ -1,15 +1,17 @@
 /**
  * The process launcher (lib/process/launcher.ts): git runs as a child of the small helper process, not of this one;
  * results, exit codes, stdin and timeouts are those of a direct spawn; a dead helper is replaced; the helper never
- * keeps a finished process alive and carries no environment of its own.
+ * keeps a finished process alive and carries no environment of its own; a parent killed outright does not leave the
+ * process groups it was running behind.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { git, gitOrThrow } from '../../lib/git';
 import { launcherPid, runProcess, stopLauncher } from '../../lib/process/launcher';
-import { makeGitRepo } from '../support/harness';
+import { groupAlive } from '../../lib/process/processGroup';
+import { eventually, makeGitRepo } from '../support/harness';
 
 const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 const run = (args: string[], extra: Partial<Parameters<typeof runProcess>[0]> = {}) =>
@@ -86,6 +88,56 @@ describe('the process launcher', () => {
     const deadline = Date.now() + 5000;
     while (fs.existsSync(`/proc/${pid}`) && Date.now() < deadline) spawnSync('sleep', ['0.05']);
     expect(fs.existsSync(`/proc/${pid}`)).toBe(false);
+  });
+
+  test('a parent killed outright (SIGKILL): the launcher stops the groups whose leader still runs, and leaves one whose leader exited', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-launcher-'));
+    const script = path.join(dir, 'parent.js');
+    // `running`: a leader (sh) waiting on a child in its group, as an agent mid-run; `kept`: a leader that exited and
+    // left a child in its group on purpose (a setup script's service, leftovers 'keep')
+    fs.writeFileSync(
+      script,
+      `require(${JSON.stringify(require.resolve('tsx/cjs/api'))}).register();
+       const { launchGroupProcess } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'lib', 'process', 'processGroup.ts'))});
+       const { launcherPid } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'lib', 'process', 'launcher.ts'))});
+       (async () => {
+         const opts = { cwd: ${JSON.stringify(dir)}, env: { PATH: process.env.PATH }, graceMs: 1000 };
+         const running = await launchGroupProcess({ ...opts, command: 'sh', args: ['-c', 'sleep 300 & wait'] });
+         const kept = await launchGroupProcess({ ...opts, command: 'sh', args: ['-c', 'sleep 300 & echo left'], leftovers: 'keep' });
+         await kept.done;
+         console.log(JSON.stringify({ launcher: launcherPid(), running: running.pid, kept: kept.pid }));
+         setInterval(() => undefined, 1000);
+       })();`,
+    );
+    const parent = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const groups: number[] = [];
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        parent.stdout?.on('data', (d) => {
+          out += d;
+          if (out.includes('\n')) resolve(out.trim());
+        });
+        parent.once('exit', (code) => reject(new Error(`parent exited ${code}`)));
+      });
+      const pids = JSON.parse(line) as { launcher: number; running: number; kept: number };
+      groups.push(pids.running, pids.kept);
+      expect(groupAlive(pids.running)).toBe(true);
+      expect(groupAlive(pids.kept)).toBe(true);
+      parent.kill('SIGKILL');
+      await eventually(async () => !groupAlive(pids.running) && !fs.existsSync(`/proc/${pids.launcher}`), 10_000, 50);
+      expect(groupAlive(pids.kept)).toBe(true);
+    } finally {
+      parent.kill('SIGKILL');
+      for (const g of groups) {
+        try {
+          process.kill(-g, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('ARMADA_LAUNCHER=off spawns in this process', async () => {

@@ -1,0 +1,169 @@
+/**
+ * Two full `armada worker` processes on one host share the task queue and the host queue. Three attempts run a slow
+ * agent that works silently (it prints nothing while it works, as an agent waiting on its model does, so a lost
+ * worker's closed pipe does not stop it); the worker running one attempt's agent is killed (SIGKILL) mid-run.
+ *
+ * What must hold: the killed worker's agents die with it, before anything takes their runs over (the process launcher
+ * stops the groups it started whose leader still runs when its worker goes away); after the heartbeat timeout the
+ * other worker takes each lost run over, in the same worktree, from its last commit; and every attempt finishes
+ * exactly once: one process row (completed, run by the surviving worker), one `attempt.completed` event, one commit on
+ * its branch holding the agent's edit and nothing of the lost run, never two agents in one worktree at once, and no
+ * agent left running afterwards. The re-run is what a user gets: the lost run's output and its half-done edits went
+ * with its worker, so the run starts again (docs/attempts.md, "Worker killed").
+ *
+ * Before: a lost worker's agents ran on as orphans (their groups are detached) for the whole heartbeat timeout, editing
+ * the worktree and spending the agent's budget with no one reading their output, until the retry on the other worker
+ * killed them; with no worker of that host to retry, they ran to their end.
+ */
+import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { groupAlive } from '../../lib/process/processGroup';
+import { SCRIPTED_AGENT, api, gitOut } from '../support/attemptHelpers';
+import { eventually, startTestStack, type TestStack } from '../support/harness';
+import { spawnStackWorker } from '../support/workerProcess';
+
+jest.setTimeout(300_000);
+
+const HEARTBEAT_MS = 15_000;
+/** how long each agent run works: well past the kill plus LOST_AGENT_GONE_MS, so an orphan cannot pass for a dead agent by ending on its own */
+const WORK_MS = 20_000;
+/** how soon after its worker's death a lost agent is gone (it gets SIGTERM at once: a generous bound, under the heartbeat timeout) */
+const LOST_AGENT_GONE_MS = 6000;
+
+let stack: TestStack;
+let h: ReturnType<typeof api>;
+let journal: string;
+const workers: ChildProcess[] = [];
+
+beforeAll(async () => {
+  journal = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'armada-takeover-')), 'journal');
+  stack = await startTestStack({
+    services: ['task'],
+    worker: false,
+    file: {
+      agents: { quiet: { command: [process.execPath, SCRIPTED_AGENT], format: 'text', env: { ARMADA_TEST_JOURNAL: journal } } },
+      attempts: { heartbeatTimeoutMs: HEARTBEAT_MS, killGraceMs: 1000 },
+    },
+  });
+  h = api(stack);
+}, 120_000);
+
+afterAll(async () => {
+  for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
+  await stack?.close();
+  if (journal) fs.rmSync(path.dirname(journal), { recursive: true, force: true });
+});
+
+async function startWorkerProcess(): Promise<ChildProcess> {
+  const child = await spawnStackWorker(stack, { readyTimeoutMs: 120_000 });
+  workers.push(child);
+  return child;
+}
+
+const identityOf = (w: ChildProcess) => `${os.hostname()}-${w.pid}`;
+
+interface ProcessRow {
+  id: string;
+  status: string;
+  pid: number | null;
+  exit_code: number | null;
+  worker_identity: string | null;
+}
+
+async function processRows(attemptId: string): Promise<ProcessRow[]> {
+  return (await stack.db.query<ProcessRow>('SELECT id, status, pid, exit_code, worker_identity FROM processes WHERE attempt_id = $1', [attemptId])).rows;
+}
+
+/** The journal's lines of one attempt's agent runs: pid, what, when. */
+function journalOf(attemptId: string): { pid: number; what: string; at: number }[] {
+  if (!fs.existsSync(journal)) return [];
+  return fs
+    .readFileSync(journal, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith(`${attemptId} `))
+    .map((l) => {
+      const [, pid, what, at] = l.split(' ');
+      return { pid: Number(pid), what: what as string, at: Number(at) };
+    });
+}
+
+/** Live processes whose working directory is `dir` or below it. */
+function processesIn(dir: string): number[] {
+  const found: number[] = [];
+  for (const e of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const cwd = fs.readlinkSync(`/proc/${e}/cwd`);
+      const state = fs.readFileSync(`/proc/${e}/stat`, 'utf8').split(') ')[1]?.[0];
+      if ((cwd === dir || cwd.startsWith(`${dir}/`)) && state !== 'Z') found.push(Number(e));
+    } catch {
+      /* gone */
+    }
+  }
+  return found;
+}
+
+test('kill -9 of one of two workers mid-run: its agents die with it, the other worker takes their runs over, every attempt completes once', async () => {
+  const [w1, w2] = await Promise.all([startWorkerProcess(), startWorkerProcess()]);
+  const p = await h.project();
+  const attempts: { attemptId: string; processId: string }[] = [];
+  for (let i = 1; i <= 3; i++) attempts.push(await h.start(await h.task(p.id, `QUIET:${WORK_MS} takeover ${i}`), 'quiet'));
+
+  // every agent runs (its pid and its worker recorded) and has begun its work
+  const running = await eventually(async () => {
+    const rows = await Promise.all(attempts.map(async (a) => (await processRows(a.attemptId))[0]));
+    if (!rows.every((r) => r?.pid && r.worker_identity)) return undefined;
+    if (!attempts.every((a) => journalOf(a.attemptId).some((l) => l.what === 'start'))) return undefined;
+    return rows as ProcessRow[];
+  }, 60_000, 100);
+  const victimIdentity = running[0]?.worker_identity as string;
+  const [victim, survivor] = identityOf(w1) === victimIdentity ? [w1, w2] : [w2, w1];
+  expect(identityOf(victim)).toBe(victimIdentity);
+  const lost = attempts.filter((_, i) => running[i]?.worker_identity === victimIdentity);
+  const lostPids = new Map(lost.map((a) => [a.attemptId, running[attempts.indexOf(a)]?.pid as number]));
+
+  victim.kill('SIGKILL');
+  await new Promise((r) => victim.once('exit', r));
+
+  // the lost agents die with their worker: gone well before the heartbeat timeout lets the other worker take over,
+  // and their rows still name the dead worker and the lost pid (nothing has taken the runs over yet)
+  await eventually(async () => [...lostPids.values()].every((pid) => !groupAlive(pid)), LOST_AGENT_GONE_MS, 100);
+  for (const a of lost) expect((await processRows(a.attemptId))[0]).toMatchObject({ status: 'running', pid: lostPids.get(a.attemptId), worker_identity: victimIdentity });
+
+  for (const a of attempts) expect((await h.until(a.attemptId, ['completed', 'failed'], HEARTBEAT_MS + WORK_MS + 90_000)).status).toBe('completed');
+
+  for (const a of attempts) {
+    const wasLost = lostPids.has(a.attemptId);
+    const attempt = await h.attempt(a.attemptId);
+    // one process row, completed by the surviving worker (the lost run's retry reuses the row)
+    const rows = await processRows(a.attemptId);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ id: a.processId, status: 'completed', exit_code: 0, worker_identity: identityOf(survivor) });
+    if (wasLost) expect(rows[0]?.pid).not.toBe(lostPids.get(a.attemptId));
+    // one completion
+    const completed = await stack.db.query("SELECT 1 FROM events WHERE type = 'attempt.completed' AND $1 = ANY(topics)", [`attempt:${a.attemptId}`]);
+    expect(completed.rowCount).toBe(1);
+    // the agent ran once, or twice when its worker was lost; never two runs at once
+    const lines = journalOf(a.attemptId);
+    const runs = [...new Set(lines.filter((l) => l.what === 'start').map((l) => l.pid))];
+    expect(runs).toHaveLength(wasLost ? 2 : 1);
+    if (wasLost) {
+      const [first, second] = runs as [number, number];
+      expect(first).toBe(lostPids.get(a.attemptId));
+      const firstLast = Math.max(...lines.filter((l) => l.pid === first).map((l) => l.at));
+      const secondStart = Math.min(...lines.filter((l) => l.pid === second).map((l) => l.at));
+      expect(firstLast).toBeLessThan(secondStart);
+      expect(lines.some((l) => l.pid === first && l.what === 'end')).toBe(false); // the lost run never finished its work
+      const logs = (await h.inject('GET', `/api/processes/${a.processId}/logs`)).body.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { level: string; message: string });
+      expect(logs.some((l) => l.level === 'warn' && /uncommitted changes of the lost run were discarded/.test(l.message))).toBe(true);
+    }
+    expect(lines.filter((l) => l.what === 'end')).toHaveLength(1);
+    // the branch: one commit on the base with the agent's edit, nothing of the lost run
+    expect(gitOut(p.repo, 'rev-list', '--count', `main..${attempt.branch}`)).toBe('1');
+    expect(gitOut(p.repo, 'diff', '--name-only', 'main', attempt.branch).split('\n').sort()).toEqual(['README.md', 'src/added.txt']);
+    expect(gitOut(p.repo, 'show', `${attempt.branch}:README.md`).split('\n').filter((l) => l === 'added by the agent')).toHaveLength(1);
+    // no agent left running in its worktree
+    expect(processesIn(attempt.worktreePath)).toEqual([]);
+  }
+});
