@@ -27,7 +27,7 @@ import type { Slots } from '../../lib/process/slots';
 import { resetWorktree } from '../git/resetWorktree';
 import { childEnv, envValueThatFits } from '../../lib/process/childEnv';
 import { faultPoint, type Faults } from '../../lib/faults';
-import { groupAlive, killProcessesUnder, launchGroupProcess, type GroupProcess, type GroupProcessResult } from '../../lib/process/processGroup';
+import { groupAlive, groupStartedWith, killProcessesUnder, launchGroupProcess, type GroupProcess, type GroupProcessResult } from '../../lib/process/processGroup';
 import { createFinalMessage, createParser, type ParsedLine, textParser } from './parsers';
 import { resolveAgentProfile, type AgentProfile } from '../../lib/agents/profiles';
 import { createGroupSampler } from './resourceSampler';
@@ -204,17 +204,22 @@ async function prepareRun(deps: RunAgentDeps, input: RunAgentInput): Promise<Pre
  * An earlier try may have started an agent here and never finished (its worker was lost), possibly before its pid
  * was recorded. Any process still working in the worktree is killed, and whatever it left uncommitted is discarded,
  * so the retried run starts from the tree as last committed and its changes are made exactly once. A reset git
- * refuses throws (activities/git/resetWorktree.ts): the agent is not started on the lost run's tree.
+ * refuses throws (activities/git/resetWorktree.ts): the agent is not started on the lost run's tree. The recorded
+ * pid's group is killed only while it is still the lost run's (a process of it carries this run's
+ * ARMADA_PROCESS_ID): the agent may be long gone and its pid reused by another process.
  */
 async function cleanUpLostRun(deps: RunAgentDeps, input: RunAgentInput, lostPid: number | null, log: PreparedRun['log']): Promise<void> {
   const attempt = Context.current().info.attempt;
-  if (lostPid && groupAlive(lostPid)) {
+  const lostGroupAlive = !!lostPid && groupAlive(lostPid);
+  if (lostPid && lostGroupAlive && groupStartedWith(lostPid, 'ARMADA_PROCESS_ID', input.processId)) {
     try {
       process.kill(-lostPid, 'SIGKILL');
     } catch {
       /* gone */
     }
     log('warn', `previous agent run (pid ${lostPid}) was left by a lost worker and has been killed; restarting`);
+  } else if (lostGroupAlive) {
+    log('warn', `the pid recorded for the lost run (${lostPid}) now names another process, which is left alone; agent run restarted (activity attempt ${attempt})`);
   } else if (attempt > 1) {
     log('warn', `agent run restarted (activity attempt ${attempt})`);
   }

@@ -114,6 +114,23 @@ export function groupAlive(pgid: number): boolean {
   return fs.existsSync('/proc/self/stat') ? groupMembers(pgid).length > 0 : true;
 }
 
+/**
+ * Whether a live process of group `pgid` was started with `name=value` in its environment (/proc/<pid>/environ; a
+ * child inherits it). How a retry tells the group its lost run left from one that took over the recorded pid since:
+ * a pid is free again once its process is gone, and reused after pid_max more starts (32768 on many hosts). A process
+ * of another user cannot be read, and never matches.
+ */
+export function groupStartedWith(pgid: number, name: string, value: string): boolean {
+  const wanted = `${name}=${value}`;
+  return groupMembers(pgid).some((pid) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(wanted);
+    } catch {
+      return false;
+    }
+  });
+}
+
 /** A started group leader as the supervision below needs it: from a local spawn or from the launcher. */
 interface Leader {
   pid: number;
