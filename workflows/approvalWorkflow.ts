@@ -69,6 +69,11 @@ export async function approvalWorkflow(request: ApprovalRequest): Promise<Approv
   const refuse = (type: string, message: string) => ApplicationFailure.create({ type, message, nonRetryable: true });
   const requirePending = () => {
     if (status !== 'pending') throw refuse(CONFLICT, `Approval ${request.id} is ${status}, no longer pending`);
+    // Past expiresAt (the workflow's clock: when this workflow task started) a request is expired, also while its
+    // timer has not fired here yet. After Temporal or every worker was away at the expiry, the timer's firing and a
+    // response sent meanwhile arrive in one workflow task, whose updates are handled before the timer: the response
+    // used to approve a request after its expiry. Validators do not run on replay, so histories are unchanged.
+    if (request.expiresAt !== null && Date.now() >= Date.parse(request.expiresAt)) throw refuse(CONFLICT, `Approval ${request.id} is expired, no longer pending`);
   };
 
   setHandler(approvalStateQuery, () => ({ status, responses }));

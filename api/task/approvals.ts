@@ -51,6 +51,15 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
     const a = await load(id);
     return approvalView(a, await listResponses(deps.db, id));
   };
+  /**
+   * The early answer for a request that cannot take a response or a cancel any more: closed, or past its expiry
+   * although nobody has marked it expired yet (no worker ran its timer: Temporal or every worker is away). The
+   * validator decides the rest.
+   */
+  const requireOpen = (a: ApprovalRow) => {
+    if (a.status !== 'pending') throw conflict(`Approval ${a.id} is ${a.status}, no longer pending`);
+    if (a.expires_at && a.expires_at.getTime() <= Date.now()) throw conflict(`Approval ${a.id} is expired, no longer pending`);
+  };
   /** A workflow that is gone means the request was closed: answer with its projected status. */
   const closedConflict = (id: string) => async () => {
     const a = await load(id);
@@ -133,7 +142,7 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       const user = actingUser(request, deps.localUser);
       // the validator decides; these checks of the projection only answer early
       if (a.approvers !== null && !a.approvers.includes(user)) throw forbidden(`${user} is not an approver of approval ${id}`);
-      if (a.status !== 'pending') throw conflict(`Approval ${id} is ${a.status}, no longer pending`);
+      requireOpen(a);
       const handle = (await deps.temporal.client()).workflow.getHandle(approvalWorkflowId(id));
       const args = [{ user, decision: request.body.decision, comment: request.body.comment ?? '' }] as const;
       const result = await callTemporal(() => handle.executeUpdate(respondUpdate, { args: [...args] }), { whenGone: closedConflict(id) });
@@ -148,7 +157,7 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       const { id } = request.params;
       const a = await load(id);
       const user = actingUser(request, deps.localUser);
-      if (a.status !== 'pending') throw conflict(`Approval ${id} is ${a.status}, no longer pending`);
+      requireOpen(a);
       const handle = (await deps.temporal.client()).workflow.getHandle(approvalWorkflowId(id));
       await callTemporal(() => handle.executeUpdate(cancelApprovalUpdate, { args: [{ user }] }), { whenGone: closedConflict(id) });
       return ok(version, await detail(id));
