@@ -469,11 +469,17 @@ async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: Prepare
   const cost = costOf(prep.profile, output);
   if (cost > 0) m.cost.inc({ llm: input.llm }, cost);
   // a process a stop or cancel already moved gets its real exit code filled in; the agent has run, so an outage is
-  // waited out rather than failing the try (its retry would run the agent again)
-  await untilPostgresAnswers(async () => {
-    const ended = await recordProcessEnded(deps.db, input.processId, status, result.code, error);
-    if (!ended) await setProcessExit(deps.db, input.processId, result.code, error);
+  // waited out rather than failing the try (its retry would run the agent again). Only while the row still names this
+  // try's agent: a later try that took the run over (another worker, while this one was paused) owns it now
+  const ours = await untilPostgresAnswers(async () => {
+    const fence = { pid: result.pid };
+    if (await recordProcessEnded(deps.db, input.processId, status, result.code, error, fence)) return true;
+    return setProcessExit(deps.db, input.processId, result.code, error, fence);
   });
+  if (!ours) {
+    const message = `activity attempt ${Context.current().info.attempt}'s agent (pid ${result.pid}) was taken over by a later try of this run on another worker while this one was paused; its end is not recorded`;
+    await appendLogs(deps.db, input.processId, input.attemptId, [{ level: 'warn', message, timestamp: new Date().toISOString(), source: 'armada' }]).catch(() => undefined);
+  }
   return { status, exitCode: result.code, error, summary: output.summary || (output.finalMessage.text() ?? ''), sessionId: output.sessionId };
 }
 

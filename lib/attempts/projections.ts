@@ -172,7 +172,8 @@ const secondsSql = (a: string, b: string) => `round((extract(epoch FROM ${b} - $
 
 /**
  * running → completed | failed | cancelled | stopped with its WebSocket event, in one statement; undefined when not
- * running.
+ * running. With `pid`, only while the row still names that agent: the end of a run that a later try took over
+ * (another worker, while this one was paused) must not be recorded over the run that replaced it.
  */
 export async function recordProcessEnded(
   c: Queryable,
@@ -180,6 +181,7 @@ export async function recordProcessEnded(
   status: 'completed' | 'failed' | 'cancelled' | 'stopped',
   exitCode: number | null,
   error: string | null,
+  fence: { pid?: number } = {},
 ): Promise<ProcessRow | undefined> {
   const { rows } = await c.query<ProcessRow & { notified: string }>(
     `WITH p AS (
@@ -187,10 +189,10 @@ export async function recordProcessEnded(
               cancelled_at = CASE WHEN $2 = 'cancelled' THEN now() ELSE cancelled_at END,
               stopped_at = CASE WHEN $2 = 'stopped' THEN now() ELSE stopped_at END,
               progress = progress || jsonb_build_object('stage', $2::text, 'percentage', 100)
-        WHERE id = $1 AND status = 'running' RETURNING *),
+        WHERE id = $1 AND status = 'running' AND ($6::int IS NULL OR pid = $6) RETURNING *),
      ev AS (${insertProcessEventSql('p', '$5::text', `jsonb_build_object('error', $4::text, 'duration', (${secondsSql('p.started_at', 'p.finished_at')})::float8)`)})
      SELECT p.*, ${notifyInsertedEventsSql('ev')} AS notified FROM p`,
-    [processId, status, exitCode, error, PROCESS_EVENT[status]],
+    [processId, status, exitCode, error, PROCESS_EVENT[status], fence.pid ?? null],
   );
   const r = rows[0];
   if (!r) return undefined;

@@ -116,9 +116,16 @@ export async function finishProcessRow(
   return rows[0];
 }
 
-/** Fills exit code / error of a process already moved by stop or cancel (the agent's real exit arrives later). */
-export async function setProcessExit(db: Queryable, id: string, exitCode: number | null, error: string | null): Promise<void> {
-  await db.query('UPDATE processes SET exit_code = COALESCE(exit_code, $2), error = COALESCE(error, $3), finished_at = COALESCE(finished_at, now()) WHERE id = $1', [id, exitCode, error]);
+/**
+ * Fills exit code / error of a process already moved by stop or cancel (the agent's real exit arrives later). With
+ * `pid`, only while the row still names that agent (see recordProcessEnded); returns whether the row was the caller's.
+ */
+export async function setProcessExit(db: Queryable, id: string, exitCode: number | null, error: string | null, fence: { pid?: number } = {}): Promise<boolean> {
+  const r = await db.query(
+    'UPDATE processes SET exit_code = COALESCE(exit_code, $2), error = COALESCE(error, $3), finished_at = COALESCE(finished_at, now()) WHERE id = $1 AND ($4::int IS NULL OR pid = $4)',
+    [id, exitCode, error, fence.pid ?? null],
+  );
+  return (r.rowCount ?? 0) > 0;
 }
 
 // ---- logs ----

@@ -14,6 +14,10 @@
  * Before: a lost worker's agents ran on as orphans (their groups are detached) for the whole heartbeat timeout, editing
  * the worktree and spending the agent's budget with no one reading their output, until the retry on the other worker
  * killed them; with no worker of that host to retry, they ran to their end.
+ *
+ * The second test freezes (SIGSTOP) the worker running an agent instead, past the heartbeat timeout: the other worker
+ * takes the run over, and the frozen try, resumed while the new run works, finds its agent killed and must not record
+ * that end over the new run (before, the process row of the attempt that completed ended `failed`).
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -21,7 +25,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { groupAlive } from '../../lib/process/processGroup';
 import { SCRIPTED_AGENT, api, gitOut } from '../support/attemptHelpers';
-import { eventually, startTestStack, type TestStack } from '../support/harness';
+import { env, eventually, startTestStack, type TestStack } from '../support/harness';
+import { startTcpProxy } from '../support/tcpProxy';
 import { spawnStackWorker } from '../support/workerProcess';
 
 jest.setTimeout(300_000);
@@ -56,8 +61,8 @@ afterAll(async () => {
   if (journal) fs.rmSync(path.dirname(journal), { recursive: true, force: true });
 });
 
-async function startWorkerProcess(): Promise<ChildProcess> {
-  const child = await spawnStackWorker(stack, { readyTimeoutMs: 120_000 });
+async function startWorkerProcess(temporalAddress?: string): Promise<ChildProcess> {
+  const child = await spawnStackWorker(stack, { readyTimeoutMs: 120_000, temporalAddress });
   workers.push(child);
   return child;
 }
@@ -165,5 +170,62 @@ test('kill -9 of one of two workers mid-run: its agents die with it, the other w
     expect(gitOut(p.repo, 'show', `${attempt.branch}:README.md`).split('\n').filter((l) => l === 'added by the agent')).toHaveLength(1);
     // no agent left running in its worktree
     expect(processesIn(attempt.worktreePath)).toEqual([]);
+  }
+});
+
+test('one of two workers frozen (SIGSTOP) past the heartbeat timeout: the other takes the run over, and the frozen try, resumed, does not record its lost run over the new one', async () => {
+  // two fresh workers, each reaching Temporal through a proxy of its own: the frozen one's connections are broken
+  // while it is frozen (as a long VM pause ends them), so its open polls cannot be handed the retry, which then goes
+  // to the other worker for sure (a poll left open on a frozen worker can take it: docs/attempts.md, "Worker paused")
+  for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
+  const proxies = await Promise.all([startTcpProxy(env('ARMADA_TEST_TEMPORAL_ADDRESS')), startTcpProxy(env('ARMADA_TEST_TEMPORAL_ADDRESS'))]);
+  try {
+    const live = await Promise.all(proxies.map((proxy) => startWorkerProcess(proxy.address)));
+    const p = await h.project();
+    // the first run works longer than the freeze lasts before the takeover; the run that takes over, 10 s
+    const { attemptId, processId } = await h.start(await h.task(p.id, 'QUIET:60000:10000 frozen worker'), 'quiet');
+    const first = await eventually(async () => {
+      const r = (await processRows(attemptId))[0];
+      return r?.pid && r.worker_identity && journalOf(attemptId).some((l) => l.what === 'start') ? r : undefined;
+    }, 60_000, 100);
+    const frozenAt = live.findIndex((w) => identityOf(w) === first.worker_identity);
+    const frozen = live[frozenAt] as ChildProcess;
+    const other = live[1 - frozenAt] as ChildProcess;
+    frozen.kill('SIGSTOP');
+    proxies[frozenAt]?.reset();
+    let second: ProcessRow;
+    try {
+      // the other worker takes the run over: it stops the lost run's agent (its group is still the run's) and starts one
+      second = await eventually(async () => {
+        const r = (await processRows(attemptId))[0];
+        return r && r.pid !== first.pid && r.worker_identity === identityOf(other) ? r : undefined;
+      }, HEARTBEAT_MS + 60_000, 100);
+      await eventually(async () => !groupAlive(first.pid as number), 10_000, 100);
+      await eventually(async () => journalOf(attemptId).some((l) => l.pid === second.pid && l.what === 'start'), 30_000, 100);
+    } finally {
+      // resumed while the new run works: the frozen try finds its agent gone and comes to record its end
+      frozen.kill('SIGCONT');
+    }
+    expect((await h.until(attemptId, ['completed', 'failed'], 90_000)).status).toBe('completed');
+    // the resumed try has come to its end (its agent killed by the takeover): its lines are in the run's log
+    const logsOf = async () => (await h.inject('GET', `/api/processes/${processId}/logs`)).body;
+    await eventually(async () => (await logsOf()).includes('agent exited with code SIGKILL'), 60_000, 250);
+    await new Promise((r) => setTimeout(r, 2000)); // and its end record, if any, right after them
+    const rows = await processRows(attemptId);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ id: processId, status: 'completed', exit_code: 0, pid: second.pid, worker_identity: identityOf(other) });
+    expect((await h.inject('GET', `/api/processes/${processId}`)).json().data).toMatchObject({ status: 'completed', exitCode: 0, error: null });
+    const logs = await logsOf();
+    expect(logs).toContain('agent exited with code 0');
+    expect(logs).toContain(`agent (pid ${first.pid}) was taken over by a later try`);
+    const completed = await stack.db.query("SELECT 1 FROM events WHERE type = 'attempt.completed' AND $1 = ANY(topics)", [`attempt:${attemptId}`]);
+    expect(completed.rowCount).toBe(1);
+    const ended = await stack.db.query("SELECT type FROM events WHERE type IN ('process_completed', 'process_failed') AND $1 = ANY(topics)", [`process:${processId}`]);
+    expect(ended.rows.map((r) => r.type)).toEqual(['process_completed']);
+    const attempt = await h.attempt(attemptId);
+    expect(gitOut(p.repo, 'rev-list', '--count', `main..${attempt.branch}`)).toBe('1');
+    expect(gitOut(p.repo, 'diff', '--name-only', 'main', attempt.branch).split('\n').sort()).toEqual(['README.md', 'src/added.txt']);
+  } finally {
+    for (const proxy of proxies) await proxy.close();
   }
 });

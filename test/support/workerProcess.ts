@@ -5,7 +5,13 @@ import { env, type TestStack } from './harness';
 
 export async function spawnStackWorker(
   stack: Pick<TestStack, 'dbUrl' | 'config'>,
-  opts: { /** a database other than the stack's (e.g. a PostgreSQL of the test's own) */ databaseUrl?: string; readyTimeoutMs?: number } = {},
+  opts: {
+    /** a database other than the stack's (e.g. a PostgreSQL of the test's own) */
+    databaseUrl?: string;
+    /** where it reaches Temporal, when not directly (e.g. a TCP proxy of the test's, test/support/tcpProxy.ts) */
+    temporalAddress?: string;
+    readyTimeoutMs?: number;
+  } = {},
 ): Promise<ChildProcess> {
   const { child } = await spawnArmada(
     ['worker'],
@@ -13,7 +19,7 @@ export async function spawnStackWorker(
     {
       ...process.env,
       DATABASE_URL: opts.databaseUrl ?? stack.dbUrl,
-      TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
+      TEMPORAL_ADDRESS: opts.temporalAddress ?? env('ARMADA_TEST_TEMPORAL_ADDRESS'),
       ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue,
       ARMADA_HOME: stack.config.home,
       ARMADA_CONFIG: stack.config.configPath,
