@@ -15,6 +15,8 @@ module.exports = {
   globalTeardown: '<rootDir>/test/support/globalTeardown.js',
   testTimeout: 60000,
   maxWorkers: 2,
+  // the longest files start first: on a clean clone jest knows no times and would start them by file size
+  testSequencer: '<rootDir>/test/support/testSequencer.js',
   // A worker whose heap has grown past this after a test file is replaced by a fresh one before the next file: each
   // file leaves its module registry and native state (Temporal runtimes, sockets) in the long-lived worker, which
   // otherwise grew to 1.6–2.8 GB RSS by the end of a run (README, "Development").

@@ -1,0 +1,47 @@
+'use strict';
+// The order in which jest starts the test files (jest.config.js `testSequencer`; docs/testing.md, "Order").
+//
+// jest's own order is: files that failed in this machine's last run, then the longest in that run, and for a file it
+// has no time for (every file of a clean clone, so every CI run) the biggest file first. File size says little here:
+// the contract test and the browser test are small files that run for minutes, and started last they kept one
+// worker busy for ~2 minutes after the other had finished (CI run of session 34: 1207 s of jest for ~1160 s of work
+// per worker). So the files below, the longest of a CI run, start first, in this order; the rest follow in jest's
+// own order. Refresh the list from a CI log when it no longer names the longest files:
+//   grep -oE "[^ ]+\.test\.ts \([0-9.]+ s\)" <log> | sort -t'(' -k2 -rn | head -15
+const path = require('node:path');
+const Sequencer = require('@jest/test-sequencer').default;
+
+const LONGEST_FIRST = [
+  'test/contract/schemathesis.test.ts',
+  'test/ui/browser.test.ts',
+  'test/e2e/dependencyFaults.test.ts',
+  'test/integration/schedulerStalls.test.ts',
+  'test/integration/agentContinueAsNew.test.ts',
+  'test/integration/schedulerTemporalDeadlines.test.ts',
+  'test/integration/schedulerFlowOnce.test.ts',
+  'test/integration/attemptPostgresRestart.test.ts',
+  'test/integration/toolsOpenapi.test.ts',
+  'test/e2e/provision.test.ts',
+  'test/fleet/fleet.test.ts',
+  'test/integration/multiAgentFaults.test.ts',
+  'test/integration/schedulerWorkflows.test.ts',
+  'test/integration/urlCredentials.test.ts',
+];
+
+class LongestFirstSequencer extends Sequencer {
+  async sort(tests) {
+    const ordered = await super.sort(tests);
+    const rank = (test) => {
+      const i = LONGEST_FIRST.indexOf(path.relative(test.context.config.rootDir, test.path).split(path.sep).join('/'));
+      return i < 0 ? LONGEST_FIRST.length : i;
+    };
+    // a stable sort: the files not listed keep jest's order among themselves
+    return ordered
+      .map((test, i) => ({ test, i, rank: rank(test) }))
+      .sort((a, b) => a.rank - b.rank || a.i - b.i)
+      .map((x) => x.test);
+  }
+}
+
+module.exports = LongestFirstSequencer;
+module.exports.LONGEST_FIRST = LONGEST_FIRST;
