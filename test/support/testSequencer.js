@@ -6,20 +6,22 @@
 // the contract test and the browser test are small files that run for minutes, and started last they kept one
 // worker busy for ~2 minutes after the other had finished (CI run of session 34: 1207 s of jest for ~1160 s of work
 // per worker). So the files below, the longest of a CI run, start first, in this order; the rest follow in jest's
-// own order. Refresh the list from a CI log when it no longer names the longest files:
+// own order. The contract test, which keeps the CPU busy (schemathesis), starts beside the two files that mostly wait
+// (PostgreSQL and Temporal stalls, a 75 s outage); the browser test follows. Refresh the list from a CI log when it
+// no longer names the longest files:
 //   grep -oE "[^ ]+\.test\.ts \([0-9.]+ s\)" <log> | sort -t'(' -k2 -rn | head -15
 const path = require('node:path');
 const Sequencer = require('@jest/test-sequencer').default;
 
 const LONGEST_FIRST = [
   'test/contract/schemathesis.test.ts',
-  'test/ui/browser.test.ts',
-  'test/e2e/dependencyFaults.test.ts',
   'test/integration/schedulerStalls.test.ts',
+  'test/e2e/dependencyFaults.test.ts',
+  'test/ui/browser.test.ts',
   'test/integration/agentContinueAsNew.test.ts',
-  'test/integration/schedulerTemporalDeadlines.test.ts',
   'test/integration/schedulerFlowOnce.test.ts',
   'test/integration/attemptPostgresRestart.test.ts',
+  'test/integration/schedulerTemporalDeadlines.test.ts',
   'test/integration/toolsOpenapi.test.ts',
   'test/e2e/provision.test.ts',
   'test/fleet/fleet.test.ts',
