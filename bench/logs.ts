@@ -13,13 +13,17 @@
  *    PostgreSQL was asked to do (commits, rows written per table); a last line says whether the goal was met.
  * Followers connect as soon as their process's start returns; lines emitted before a follower's socket opened
  * count for lost/out of order but not for the latency (`backlogLines`).
- * Run: `node bin/armada-ts bench/logs.ts [--agents 50] [--rate 200] [--seconds 30] [--followers 100] [--agent perl|node] [--profile dir] [--split]`;
+ *  - this process's own event-loop delay (p99, max): a receipt is timed when its message event runs here, so a pause
+ *    of the bench itself would read as latency;
+ * Run: `node bin/armada-ts bench/logs.ts [--agents 50] [--rate 200] [--seconds 30] [--followers 100] [--agent perl|node] [--profile dir] [--split] [--dump file]`
+ * (--dump: every live line's emit, commit and receipt times and the processes' start and finish, as JSON lines);
  * the issue table's row: `--agents 10 --followers 10`.
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
 import { cpuShare } from './cpuShare';
@@ -39,6 +43,9 @@ const { values: flags } = parseArgs({
     profile: { type: 'string' },
     // the bench LISTENs on the log channel itself to split worker → follower at the commit (one more listener)
     split: { type: 'boolean', default: false },
+    // writes every follower's live line as JSON lines [agent, emit ms, seq, commit ms or null, receipt ms] from the
+    // first start, and the processes' start and finish, to this file (for a look at where the tail is)
+    dump: { type: 'string' },
   },
 });
 const AGENTS = Number(flags.agents);
@@ -255,6 +262,10 @@ async function main() {
     });
     if (flags.split) await listenDb.query('LISTEN armada_logs');
     const machineCpu = cpuShare();
+    // this process's own event-loop delay: a follower's receipt time is taken when its message event runs here, so a
+    // pause of this process (its GC) would show as latency that is not Armada's
+    const benchLoop = monitorEventLoopDelay({ resolution: 10 });
+    benchLoop.enable();
     const load0 = os.loadavg();
     const t0 = Date.now();
     const processIds: string[] = [];
@@ -293,6 +304,7 @@ async function main() {
     if (timedOut) for (const f of followers) f.lost = PER_AGENT - f.distinct;
     const wall = (Date.now() - t0) / 1000;
     const after = { api: usage(apiPid), worker: usage(workerPid) };
+    benchLoop.disable();
     const machine = machineCpu();
     const load1 = os.loadavg();
 
@@ -318,6 +330,23 @@ async function main() {
       `SELECT message, ts FROM process_logs WHERE process_id = ANY($1::text[]) AND message LIKE 'chatty %'`,
       [processIds],
     );
+    if (flags.dump) {
+      const { rows: procs } = await db.query<{ id: string; started_at: Date; finished_at: Date | null }>(
+        'SELECT id, started_at, finished_at FROM processes WHERE id = ANY($1::text[])',
+        [processIds],
+      );
+      const out = fs.createWriteStream(flags.dump);
+      out.write(`${JSON.stringify({ t0 })}\n`);
+      for (const p of procs) out.write(`${JSON.stringify({ agent: processIds.indexOf(p.id), started: p.started_at.getTime() - t0, finished: p.finished_at ? p.finished_at.getTime() - t0 : null })}\n`);
+      for (const f of followers) {
+        const list = notes.get(f.processId) ?? [];
+        for (const [emitted, seq, at] of f.samples as [number, number, number][]) {
+          const note = list.find((n) => (n[0] as number) >= seq);
+          out.write(`${JSON.stringify([processIds.indexOf(f.processId), Math.round(emitted - t0), seq, note ? Math.round((note[1] as number) - t0) : null, Math.round(at - t0)])}\n`);
+        }
+      }
+      await new Promise((r) => out.end(r));
+    }
     const toWorker = sample.map((r) => r.ts.getTime() - Number(r.message.split(' ')[2])).sort((a, b) => a - b);
     const raw = await rawInsertRate(db, processIds);
     await db.end();
@@ -415,6 +444,8 @@ async function main() {
       reordered: sum('reordered'),
       duplicates: sum('duplicates'),
       wallSeconds: Number(wall.toFixed(1)),
+      // this process's event-loop delay over the run (ms): what its own pauses may have added to the latency
+      benchEventLoopDelayMs: { p99: Number((benchLoop.percentile(99) / 1e6).toFixed(1)), max: Number((benchLoop.max / 1e6).toFixed(1)) },
       api: { cpuSeconds: Number(cpu('api').toFixed(1)), cpuPercentOfOneCore: Math.round((cpu('api') / wall) * 100), peakRssMiB: Math.round(after.api.hwmMiB) },
       worker: { cpuSeconds: Number(cpu('worker').toFixed(1)), cpuPercentOfOneCore: Math.round((cpu('worker') / wall) * 100), peakRssMiB: Math.round(after.worker.hwmMiB) },
     };
