@@ -4,15 +4,18 @@
  * PostgreSQL released the request with "outcome unknown" and applied the insert later) leaves a `running` row that
  * nothing would ever finish. On start and every few seconds, each running execution older than
  * `scheduler.reconcileAfterSeconds` is looked up in Temporal by its workflow id: one Temporal does not know is failed
- * (never started again: its requester got no 200, and may have asked again). One Temporal knows, running or not, is
- * left alone; so is every one while Temporal cannot be asked (unreachable is not "not found").
+ * (never started again: its requester got no 200, and may have asked again). One whose Temporal run has closed without
+ * writing its end (ended in Temporal behind Armada's back: `temporal workflow terminate`, a run timeout) is failed
+ * with what Temporal says of it. One Temporal has running is left alone; so is every one while Temporal cannot be
+ * asked (unreachable is not "not found"). Each one failed counts in `armada_scheduler_executions_reconciled_total`.
  */
 import type { Client } from '@temporalio/client';
 import { failExecutionWithoutRun, unfinishedExecutions, type ExecutionCursor, type UnfinishedExecution } from '../../lib/db/schedulerExecutions';
 import type { Logger } from '../../lib/logger';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { isTemporalUnreachable } from '../../lib/temporal/client';
-import { workflowExists } from '../../lib/temporal/workflowHandles';
+import { counter } from '../../lib/metrics';
+import { workflowStatus } from '../../lib/temporal/workflowHandles';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import { TEMPORAL_CALL_TIMEOUT_MS } from './temporalAccess';
 
@@ -22,6 +25,16 @@ export const NEVER_STARTED = 'The execution never started: the request that made
 export const RUN_GONE = "The execution's Temporal run no longer exists; its outcome is unknown";
 /** The running task's error then (the execution's: `Task <name> failed: <this>`). */
 export const RUN_GONE_TASK = "the execution's Temporal run no longer exists; what this task did is unknown";
+
+/** The execution's error when its Temporal run closed (`status`, e.g. terminated) without writing the execution's end. */
+export const runClosed = (status: string) => `The execution's Temporal run was ${closedAs(status)} before it recorded an outcome; what it did is unknown`;
+/** The running task's error then. */
+export const runClosedTask = (status: string) => `the execution's Temporal run was ${closedAs(status)}; what this task did is unknown`;
+
+/** Temporal's close status in words (TERMINATED → terminated, TIMED_OUT → timed out). */
+function closedAs(status: string): string {
+  return status === 'TIMED_OUT' ? 'timed out' : status === 'CONTINUED_AS_NEW' ? 'continued as new' : `${status.toLowerCase()}`;
+}
 
 /** Executions looked up per pass: a pass's work is bounded, and the walk goes on from there at the next pass. */
 const PAGE = 50;
@@ -34,20 +47,30 @@ export interface ExecutionReconciler {
   stop(): Promise<void>;
 }
 
-/** What asking Temporal about one execution said: it has the run, it has none, it could not be asked, or another error. */
-type Lookup = { found: 'exists' | 'missing' | 'unreachable' } | { found: 'error'; err: unknown };
+/**
+ * What asking Temporal about one execution said: its run is running, closed (with Temporal's status), it has none, it
+ * could not be asked, or another error.
+ */
+type Lookup = { found: 'running' | 'missing' | 'unreachable' } | { found: 'closed'; status: string } | { found: 'error'; err: unknown };
 
 async function lookUp(client: Client, e: UnfinishedExecution): Promise<Lookup> {
   try {
-    const exists = await client.connection.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () => workflowExists(client, e.temporal_workflow_id));
-    return { found: exists ? 'exists' : 'missing' };
+    const status = await client.connection.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () => workflowStatus(client, e.temporal_workflow_id));
+    if (status === null) return { found: 'missing' };
+    return status === 'RUNNING' ? { found: 'running' } : { found: 'closed', status };
   } catch (err) {
     return isTemporalUnreachable(err) ? { found: 'unreachable' } : { found: 'error', err };
   }
 }
 
-export function startExecutionReconciler(deps: Pick<DetailServiceDeps, 'db' | 'config' | 'temporal' | 'logger'>): ExecutionReconciler {
+export function startExecutionReconciler(deps: Pick<DetailServiceDeps, 'db' | 'config' | 'temporal' | 'logger' | 'metrics'>): ExecutionReconciler {
   const log: Logger = deps.logger.child({ component: 'execution-reconciler' });
+  const reconciled = counter(
+    deps.metrics.registry,
+    'armada_scheduler_executions_reconciled_total',
+    'scheduler executions failed by the reconciler, by why: never_started (Temporal never got the run), run_gone (Temporal no longer has it), run_closed (it closed in Temporal without recording its end)',
+    ['reason'],
+  );
   const { reconcileAfterMs } = schedulerSettings(deps.config);
   const everyMs = Math.min(MAX_EVERY_MS, Math.max(1000, Math.floor(reconcileAfterMs / 2)));
   // the walk over the running executions, in start order, a page per pass; back to the first after the last page
@@ -65,13 +88,32 @@ export function startExecutionReconciler(deps: Pick<DetailServiceDeps, 'db' | 'c
 
   const fail = async (e: UnfinishedExecution): Promise<boolean> => {
     const failed = await failExecutionWithoutRun(deps.db, e.id, { begun: e.begun, error: e.begun ? RUN_GONE : NEVER_STARTED, taskError: RUN_GONE_TASK });
-    if (failed)
+    if (failed) {
+      reconciled.inc({ reason: e.begun ? 'run_gone' : 'never_started' });
       log.warn(
         { executionId: e.id, workflow: e.workflow, temporalWorkflowId: e.temporal_workflow_id, startedAt: e.started_at.toISOString(), begun: e.begun },
         e.begun
           ? 'execution failed: its Temporal run no longer exists (Temporal does not know its workflow id)'
           : 'execution failed: it never started (Temporal has no run for it: the request that made it was interrupted before starting it)',
       );
+    }
+    return failed;
+  };
+
+  /**
+   * Its run closed in Temporal and the row still says running: the run ended without its workflow code writing the
+   * end (a terminate runs none; a run timeout stops it where it is). A run writes its end before it closes, so a row
+   * read as running before a normal close is finished by now, and the statement (the row must still be running) leaves it.
+   */
+  const failClosed = async (e: UnfinishedExecution, status: string): Promise<boolean> => {
+    const failed = await failExecutionWithoutRun(deps.db, e.id, { begun: true, error: runClosed(status), taskError: runClosedTask(status) });
+    if (failed) {
+      reconciled.inc({ reason: 'run_closed' });
+      log.warn(
+        { executionId: e.id, workflow: e.workflow, temporalWorkflowId: e.temporal_workflow_id, startedAt: e.started_at.toISOString(), temporalStatus: status },
+        `execution failed: its Temporal run was ${closedAs(status)} without recording its end`,
+      );
+    }
     return failed;
   };
 
@@ -100,6 +142,7 @@ export function startExecutionReconciler(deps: Pick<DetailServiceDeps, 'db' | 'c
       // any other refusal is no answer either: the execution is left as it is, and looked up again on the next walk
       if (lookup.found === 'error') warn('could not look an execution up in Temporal; left as it is', lookup.err, { executionId: e.id });
       if (lookup.found === 'missing' && (await fail(e))) failed++;
+      if (lookup.found === 'closed' && (await failClosed(e, lookup.status))) failed++;
       cursor = e.cursor;
     }
     if (page.length < PAGE) cursor = undefined;

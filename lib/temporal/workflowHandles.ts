@@ -25,13 +25,15 @@ export async function isRunning(client: Client, workflowId: string): Promise<boo
   }
 }
 
-/** Whether Temporal has a workflow by this id at all (running or closed); false only for its NotFound answer. */
-export async function workflowExists(client: Client, workflowId: string): Promise<boolean> {
+/**
+ * The status of the workflow's latest run (`RUNNING`, `COMPLETED`, `FAILED`, `CANCELLED`, `TERMINATED`,
+ * `CONTINUED_AS_NEW`, `TIMED_OUT`), or null when Temporal has no workflow by this id (its NotFound answer).
+ */
+export async function workflowStatus(client: Client, workflowId: string): Promise<string | null> {
   try {
-    await client.workflow.getHandle(workflowId).describe();
-    return true;
+    return (await client.workflow.getHandle(workflowId).describe()).status.name;
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false;
+    if (err instanceof WorkflowNotFoundError) return null;
     throw err;
   }
 }

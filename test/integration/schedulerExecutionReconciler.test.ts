@@ -13,6 +13,8 @@
  * run is gone (a row written as the run writes it, under a workflow id Temporal does not have) fails its running task.
  * A start Temporal holds (TCP proxy) past the grace: the row is failed meanwhile, and the request answers 503, not a
  * 200 naming a run that ends at once without running (before: 200).
+ * A run terminated in Temporal by hand while a task runs (no workflow code runs, so nothing writes its end): failed
+ * with "terminated", counted in armada_scheduler_executions_reconciled_total (before: running until retention).
  *
  * Before: both rows stayed `running` for ever (nothing looked for executions without a run).
  */
@@ -26,12 +28,12 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { Client } from 'pg';
 import { buildSchedulerApp } from '../../api/scheduler/app';
-import { NEVER_STARTED, RUN_GONE_TASK, startExecutionReconciler } from '../../api/scheduler/executionReconciler';
+import { NEVER_STARTED, RUN_GONE_TASK, runClosedTask, startExecutionReconciler } from '../../api/scheduler/executionReconciler';
 import { buildService } from '../../api/services';
 import { POSTGRES_OUTCOME_UNKNOWN } from '../../lib/db/releasedWhenDown';
 import { insertManualExecution, upsertExecution } from '../../lib/db/schedulerExecutions';
 import { createLogger } from '../../lib/logger';
-import { createServiceMetrics } from '../../lib/metrics';
+import { createServiceMetrics, type Metrics } from '../../lib/metrics';
 import { createDependencyState, type DependencyState } from '../../lib/runtime/dependencies';
 import { createTemporalHandle, type TemporalHandle } from '../../lib/temporal/client';
 import { spawnArmada } from '../support/armadaProcess';
@@ -58,6 +60,8 @@ let dependencies: DependencyState;
 let temporalProxy: TcpProxy;
 let temporal: TemporalHandle;
 let app: FastifyInstance;
+/** the in-process API's metrics: the reconciler's counter is read from them */
+let metrics: Metrics;
 let thaw: (() => void) | undefined;
 const lines: { level: number; msg: string; executionId?: string }[] = [];
 const spawned: ChildProcess[] = [];
@@ -77,6 +81,7 @@ beforeAll(async () => {
   temporalProxy = await startTcpProxy(env('ARMADA_TEST_TEMPORAL_ADDRESS'));
   temporal = createTemporalHandle(temporalProxy.address, stack.config.temporal.namespace);
   dependencies = createDependencyState(logger);
+  metrics = createServiceMetrics();
   const sink = new Writable({
     write(chunk, _enc, done) {
       for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
@@ -89,7 +94,7 @@ beforeAll(async () => {
     keys: stack.keys,
     temporal,
     logger: createLogger('info', 'test', sink),
-    metrics: createServiceMetrics(),
+    metrics,
     dependencies,
   });
   await app.ready();
@@ -286,7 +291,7 @@ test('two reconcilers (two API processes) on one execution without a run: it is 
       done();
     },
   });
-  const deps = { db: stack.db, config: stack.config, temporal: stack.temporal, logger: createLogger('info', 'test', sink) };
+  const deps = { db: stack.db, config: stack.config, temporal: stack.temporal, logger: createLogger('info', 'test', sink), metrics: createServiceMetrics() };
   const reconcilers = [startExecutionReconciler(deps), startExecutionReconciler(deps)];
   try {
     await Promise.all(reconcilers.map((r) => r.runOnce()));
@@ -345,6 +350,47 @@ test('a run that began and whose Temporal run is gone (Temporal lost it): failed
   ]);
   expect((await inject('GET', `/api/v1/executions/${id}/logs`)).json().logs).toEqual([expect.objectContaining({ level: 'error', message: `Task b failed: ${RUN_GONE_TASK}` })]);
   expect(lines.some((l) => l.level === 40 && l.executionId === id && /no longer exists/.test(l.msg))).toBe(true);
+});
+
+/** `armada_scheduler_executions_reconciled_total{reason}` of the file's API. */
+async function reconciledCount(reason: string): Promise<number> {
+  const m = (await metrics.registry.getSingleMetric('armada_scheduler_executions_reconciled_total')?.get())?.values ?? [];
+  return m.find((v) => v.labels.reason === reason)?.value ?? 0;
+}
+
+test('a run terminated in Temporal by hand while a task runs: failed with "terminated", its running task failed, the rest skipped; counted', async () => {
+  const created = await inject('POST', '/api/v1/workflows', {
+    name: 'terminated',
+    tasks: [
+      { name: 'slow', type: 'script', script: 'sleep 60' },
+      { name: 'after', type: 'script', script: 'true' },
+    ],
+  });
+  expect(created.statusCode).toBe(201);
+  const before = await reconciledCount('run_closed');
+  const run = await inject('POST', '/api/v1/workflows/terminated/run');
+  expect(run.statusCode).toBe(200);
+  const id = run.json().executionId as string;
+  await eventually(async () => (await execution(id)).tasks?.[0]?.status === 'running', 60_000, 200);
+  const temporalWorkflowId = (await stack.db.query<{ temporal_workflow_id: string }>('SELECT temporal_workflow_id FROM scheduler_executions WHERE id = $1', [id])).rows[0]
+    ?.temporal_workflow_id as string;
+  // what `temporal workflow terminate` does: the run closes at once, no workflow code runs, nothing writes its end
+  await (await stack.temporal.client()).workflow.getHandle(temporalWorkflowId).terminate('ended by hand');
+  const failed = await eventually(async () => {
+    const e = await execution(id);
+    return e.status !== 'running' && e;
+  }, 60_000, 200);
+  expect(failed).toMatchObject({ status: 'failed', error: `Task slow failed: ${runClosedTask('TERMINATED')}` });
+  expect(failed.tasks).toEqual([
+    expect.objectContaining({ name: 'slow', status: 'failed', error: runClosedTask('TERMINATED') }),
+    expect.objectContaining({ name: 'after', status: 'skipped' }),
+  ]);
+  expect((await inject('GET', `/api/v1/executions/${id}/logs`)).json().logs).toEqual(
+    expect.arrayContaining([expect.objectContaining({ level: 'error', message: `Task slow failed: ${runClosedTask('TERMINATED')}` })]),
+  );
+  expect(lines.some((l) => l.level === 40 && l.executionId === id && /was terminated without recording its end/.test(l.msg))).toBe(true);
+  expect(await reconciledCount('run_closed')).toBe(before + 1);
+  // a run that ended normally is never touched: the waiting run of the first test completed, and is still completed
 });
 
 test('a start that Temporal holds longer than the grace: the reconciler fails the row, the request answers 503, and the run never runs', async () => {
