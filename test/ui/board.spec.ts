@@ -1,5 +1,5 @@
 /** The board of one project: create, live arrival, drag and drop, keyboard moves, filters in the URL, edit, bulk. */
-import { api, createProject, expect, makeRepo, test } from './fixtures';
+import { api, createProject, expect, expectErrorState, expectNoErrorState, makeRepo, test } from './fixtures';
 import { screenshot } from './screenshot';
 
 interface Task {
@@ -228,13 +228,16 @@ test('Enter on a blank or spaces-only title names the Title field and creates no
     await title.press('Enter');
     await expect(dialog.getByRole('alert')).toHaveText('Give the task a title: it cannot be empty or only spaces.');
     await expect(title).toHaveAccessibleDescription('Give the task a title: it cannot be empty or only spaces.');
-    await expect(title).toHaveAttribute('aria-invalid', 'true');
+    // shown on the field itself too: marked invalid and bordered in red (it had the plain border)
+    await expectErrorState(title);
+    await expectNoErrorState(dialog.getByLabel('Description'));
     await expect(title).toBeFocused();
   }
   await screenshot(page, 'board-task-blank-title');
   // a title makes the error go, and Enter creates the task
   await title.fill('  Spaced out  ');
   await expect(dialog.getByRole('alert')).toHaveCount(0);
+  await expectNoErrorState(title);
   await title.press('Enter');
   await expect(dialog).toBeHidden();
   await expect(card(page, 'Spaced out')).toBeVisible();
@@ -312,7 +315,8 @@ test.describe('a label the task service refuses', () => {
     const said = `Labels: "${long.slice(0, 24)}…" must NOT have more than 100 characters`;
     await expect(dialog.getByRole('alert')).toHaveText(said);
     await expect(labels).toHaveAccessibleDescription(said);
-    await expect(labels).toHaveAttribute('aria-invalid', 'true');
+    await expectErrorState(labels);
+    await expectNoErrorState(dialog.getByLabel('Title'));
     // once: no toast behind the dialog
     await expect(page.getByRole('alert')).toHaveCount(1);
     await expect(dialog).toBeVisible();

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { test as base, expect } from '@playwright/test';
+import { test as base, expect, type Locator } from '@playwright/test';
 
 export { expect };
 
@@ -48,6 +48,21 @@ export async function createProject(name: string): Promise<{ id: string; name: s
   const repoPath = makeRepo(name.toLowerCase().replace(/[^a-z0-9]+/g, '-'));
   const p = await api<{ id: string; name: string }>('POST', '/projects', { name, repository: { url: repoPath } });
   return { ...p, repoPath };
+}
+
+/** The border colour of a field with an error (styles.css: --danger on [aria-invalid="true"]). */
+export const ERROR_BORDER = 'rgb(180, 35, 53)';
+
+/** A field shown in its error state: marked invalid for assistive technology, and bordered in red for the eye. */
+export async function expectErrorState(field: Locator): Promise<void> {
+  await expect(field).toHaveAttribute('aria-invalid', 'true');
+  for (const side of ['top', 'right', 'bottom', 'left']) await expect(field).toHaveCSS(`border-${side}-color`, ERROR_BORDER);
+}
+
+/** A field shown without an error: neither marked invalid nor bordered in red. */
+export async function expectNoErrorState(field: Locator): Promise<void> {
+  await expect(field).not.toHaveAttribute('aria-invalid', 'true');
+  await expect(field).not.toHaveCSS('border-top-color', ERROR_BORDER);
 }
 
 export const test = base.extend<{ apiKey: string | null; allowConsoleErrors: RegExp | null; consoleErrors: string[] }>({

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { api, BROWSE_ROOT, createProject, expect, makeRepo, test } from './fixtures';
+import { api, BROWSE_ROOT, createProject, expect, expectErrorState, expectNoErrorState, makeRepo, test } from './fixtures';
 import { screenshot } from './screenshot';
 
 test('projects show their task stats; edit saves; delete asks first (Escape cancels, Enter confirms)', async ({ page }) => {
@@ -156,8 +156,9 @@ test.describe('a repository path the API refuses', () => {
     await dialog.getByLabel('Name').fill('Missing Repo');
     await dialog.getByRole('button', { name: 'Create project' }).click();
     await expect(dialog.getByRole('alert')).toHaveText(`Repository path: ${missing} does not exist`);
-    await expect(field).toHaveAttribute('aria-invalid', 'true');
+    await expectErrorState(field);
     await expect(field).toHaveAccessibleDescription(`Repository path: ${missing} does not exist`);
+    await expectNoErrorState(dialog.getByLabel('Name'));
     // said once: no toast besides it
     await expect(page.getByRole('alert')).toHaveCount(1);
     await screenshot(page, 'project-new-missing-path');
@@ -165,6 +166,7 @@ test.describe('a repository path the API refuses', () => {
     const plain = fs.mkdtempSync(path.join(BROWSE_ROOT, 'plain-'));
     await field.fill(plain);
     await expect(dialog.getByRole('alert')).toHaveCount(0); // edited: the old message goes
+    await expectNoErrorState(field);
     await dialog.getByRole('button', { name: 'Create project' }).click();
     await expect(dialog.getByRole('alert')).toHaveText(`Repository path: ${plain} is not a git repository`);
     await expect(page.getByRole('alert')).toHaveCount(1);

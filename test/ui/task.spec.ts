@@ -5,7 +5,7 @@
  * the agent's file while it runs, a squash merge, and the card in the board's done column. It takes the `task`
  * screenshot (log and diff; test/ui/screenshot.ts).
  */
-import { api, createProject, expect, makeRepo, test } from './fixtures';
+import { api, createProject, expect, expectErrorState, expectNoErrorState, makeRepo, test } from './fixtures';
 import { screenshot } from './screenshot';
 
 const TICK = /tick (\d+) at (\d+)/;
@@ -358,6 +358,10 @@ test.describe('starting with no agent to run', () => {
     await expect(page.getByRole('alert')).toHaveCount(1);
     await expect(start).not.toContainText('llm');
     await expect(start.getByLabel('Agent profile')).toBeFocused();
+    // the field it names is in its error state too, and described by the message
+    await expectErrorState(start.getByLabel('Agent profile'));
+    await expect(start.getByLabel('Agent profile')).toHaveAccessibleDescription('Choose an agent profile: this task has no assignee and its project no default agent profile.');
+    await expectNoErrorState(start.getByLabel('Extra instructions (optional)'));
     expect(await api<unknown[]>('GET', `/tasks/${task.id}/attempts`)).toHaveLength(0);
   });
 });

@@ -1,6 +1,6 @@
 /** Starts an attempt of the task: the agent profile (the project's configured profiles, or the default) and an optional extra description. */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useRef, useState } from 'react';
+import { useId, useRef, useState } from 'react';
 import { api, ApiError, queryKeys } from '../../api';
 import { Dialog } from '../Dialog';
 
@@ -25,6 +25,7 @@ export function StartAttemptDialog({ open, taskId, profiles, defaultProfile, onC
   const [llm, setLlm] = useState('');
   const [description, setDescription] = useState('');
   const profileSelect = useRef<HTMLSelectElement>(null);
+  const errorId = useId();
   const start = useMutation({
     mutationFn: () => api<{ attemptId: string }>(`/tasks/${taskId}/start`, { method: 'POST', body: { ...(llm ? { llm } : {}), ...(description.trim() ? { description } : {}) } }),
     // said once, in the dialog: a toast would repeat it under the modal's backdrop
@@ -39,6 +40,8 @@ export function StartAttemptDialog({ open, taskId, profiles, defaultProfile, onC
       onClose();
     },
   });
+  // AGENT_REQUIRED is about the profile: that field shows its error state, described by the message
+  const profileMissing = start.error instanceof ApiError && start.error.code === 'AGENT_REQUIRED';
   return (
     <Dialog open={open} title="Start an attempt" onClose={onClose}>
       <form
@@ -54,6 +57,8 @@ export function StartAttemptDialog({ open, taskId, profiles, defaultProfile, onC
             value={llm}
             onChange={(e) => setLlm(e.target.value)}
             data-autofocus
+            aria-invalid={profileMissing || undefined}
+            aria-describedby={profileMissing ? errorId : undefined}
             onKeyDown={(e) => {
               // Enter starts (a select would open its list instead of submitting the form)
               if (e.key === 'Enter') {
@@ -75,7 +80,7 @@ export function StartAttemptDialog({ open, taskId, profiles, defaultProfile, onC
           <textarea value={description} onChange={(e) => setDescription(e.target.value)} maxLength={20000} />
         </label>
         {start.error ? (
-          <p className="form-error" role="alert">
+          <p id={errorId} className="form-error" role="alert">
             {startErrorText(start.error)}
           </p>
         ) : null}
