@@ -298,6 +298,60 @@ test('Escape keeps a new task being typed as a draft; Create or Cancel ends the 
   await expect(dialog.getByLabel('Title')).toHaveValue('');
 });
 
+test('Escape keeps the edits of a task as they keep a new task\'s draft; Save or Cancel ends them', async ({ page }) => {
+  const project = await createProject('Edit Draft Board');
+  const task = await api<Task>('POST', '/tasks', { projectId: project.id, title: 'Edit me', description: 'as it was' });
+  await page.goto(`/projects/${project.id}`);
+  const dialog = page.getByRole('dialog', { name: 'Edit task' });
+  await page.getByRole('button', { name: 'Edit Edit me' }).click();
+  await expect(dialog.getByRole('status')).toHaveCount(0);
+  await dialog.getByLabel('Title').fill('Edit me, better');
+  await dialog.getByLabel('Priority').selectOption('high');
+  await page.keyboard.press('Escape');
+  await expect(dialog).toBeHidden();
+  // nothing saved, and nothing lost: Edit brings the edits back and says so (Escape dropped them without a word)
+  expect(await api<Task>('GET', `/tasks/${task.id}`)).toMatchObject({ title: 'Edit me', priority: 'medium' });
+  await expect(card(page, 'Edit me')).toBeVisible();
+  await page.getByRole('button', { name: 'Edit Edit me' }).click();
+  await expect(dialog.getByLabel('Title')).toHaveValue('Edit me, better');
+  await expect(dialog.getByLabel('Priority')).toHaveValue('high');
+  await expect(dialog.getByLabel('Description')).toHaveValue('as it was');
+  await expect(dialog.getByRole('status')).toHaveText('Your unsaved edits are back. Cancel discards them.');
+  await screenshot(page, 'board-task-edit-draft');
+
+  // kept over a reload; a field changed elsewhere meanwhile shows its new value, the edited ones keep the edits
+  await page.keyboard.press('Escape');
+  await api('PATCH', `/tasks/${task.id}`, { description: 'changed elsewhere' });
+  await page.reload();
+  await page.getByRole('button', { name: 'Edit Edit me' }).click();
+  await expect(dialog.getByLabel('Title')).toHaveValue('Edit me, better');
+  await expect(dialog.getByLabel('Description')).toHaveValue('changed elsewhere');
+
+  // Cancel discards them: the next Edit shows the task as it is
+  await dialog.getByRole('button', { name: 'Cancel' }).click();
+  await expect(dialog).toBeHidden();
+  await page.getByRole('button', { name: 'Edit Edit me' }).click();
+  await expect(dialog.getByLabel('Title')).toHaveValue('Edit me');
+  await expect(dialog.getByLabel('Priority')).toHaveValue('medium');
+  await expect(dialog.getByRole('status')).toHaveCount(0);
+
+  // Save ends them: the task has them, and the next Edit has no draft
+  await dialog.getByLabel('Title').fill('Edit me, saved');
+  await page.keyboard.press('Escape');
+  await page.getByRole('button', { name: 'Edit Edit me' }).click();
+  await dialog.getByRole('button', { name: 'Save' }).click();
+  await expect(dialog).toBeHidden();
+  await expect(card(page, 'Edit me, saved')).toBeVisible();
+  expect(await api<Task>('GET', `/tasks/${task.id}`)).toMatchObject({ title: 'Edit me, saved' });
+  await page.getByRole('button', { name: 'Edit Edit me, saved' }).click();
+  await expect(dialog.getByLabel('Title')).toHaveValue('Edit me, saved');
+  await expect(dialog.getByRole('status')).toHaveCount(0);
+  // the project's New task draft is another thing: untouched by the edits
+  await page.keyboard.press('Escape');
+  await page.getByRole('button', { name: 'New task' }).click();
+  await expect(page.getByRole('dialog', { name: 'New task' }).getByLabel('Title')).toHaveValue('');
+});
+
 test.describe('a label the task service refuses', () => {
   // the refused create (400) is logged by the browser as a failed resource
   test.use({ allowConsoleErrors: /status of 400/ });

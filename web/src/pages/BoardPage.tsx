@@ -30,6 +30,7 @@ import { BoardColumnView } from './board/BoardColumnView';
 import { type BoardFilters, COLUMNS, filtersFrom, matches, STATUS_LABELS } from './board/columns';
 import { TaskDialog } from './board/TaskDialog';
 import { writeTaskDraft } from './board/taskDraft';
+import { writeTaskEdits } from './board/taskEdits';
 import { TemplateDialog } from './board/TemplateDialog';
 
 export function BoardPage() {
@@ -106,6 +107,7 @@ export function BoardPage() {
     onSuccess: (t) => {
       upsertTasks(qc, id, [t]);
       if (editing === 'new') writeTaskDraft(id, null);
+      else if (editing) writeTaskEdits(editing.id, null);
       setEditing(null);
     },
   });

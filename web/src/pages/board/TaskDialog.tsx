@@ -1,12 +1,13 @@
 import { useEffect, useRef, useState } from 'react';
 import { ApiError, TASK_PRIORITIES, type Task, type TaskFields, type TaskPriority } from '../../api';
 import { Dialog, ErrorMessage, Field } from '../../components';
-import { readTaskDraft, writeTaskDraft } from './taskDraft';
+import { readTaskDraft, type TaskDraft, writeTaskDraft } from './taskDraft';
+import { editsOf, formOf, readTaskEdits, writeTaskEdits } from './taskEdits';
 
 export interface TaskDialogProps {
   /** the task to edit; undefined = a new task */
   task?: Task;
-  /** the project a new task goes to: what is typed is kept as its draft (taskDraft.ts) */
+  /** the project a new task goes to: what is typed is kept as its draft (taskDraft.ts); a task's edits, as its own (taskEdits.ts) */
   projectId: string;
   open: boolean;
   busy: boolean;
@@ -52,7 +53,8 @@ const BLANK_TITLE = 'Give the task a title: it cannot be empty or only spaces.';
  * Create or edit a task: title, description, priority, labels (comma-separated), assignee. Enter in a field saves; a
  * blank title is named at the Title field instead (before, Create was only disabled, so Enter said nothing). A new
  * task being typed is the project's draft: Escape closes the dialog and keeps it, New task brings it back, Cancel
- * discards it, Create ends it (the board clears it on success).
+ * discards it, Create ends it (the board clears it on success). A task's edits are kept the same way: Escape keeps
+ * them, Edit brings them back, Cancel discards them, Save ends them.
  */
 export function TaskDialog({ task, projectId, open, busy, error, onSave, onClose }: TaskDialogProps) {
   return (
@@ -63,17 +65,22 @@ export function TaskDialog({ task, projectId, open, busy, error, onSave, onClose
 }
 
 function TaskForm({ task, projectId, busy, error, onSave, onClose }: Omit<TaskDialogProps, 'open'>) {
-  // a new task starts from the project's draft, if one was left
+  // a new task starts from the project's draft, if one was left; a task, with the edits left on it over it
   const [draft] = useState(() => (task ? null : readTaskDraft(projectId)));
-  const [title, setTitle] = useState(task?.title ?? draft?.title ?? '');
-  const [description, setDescription] = useState(task?.description ?? draft?.description ?? '');
-  const [priority, setPriority] = useState<TaskPriority>(task?.priority ?? draft?.priority ?? 'medium');
-  const [labels, setLabels] = useState(task ? task.labels.join(', ') : (draft?.labels ?? ''));
-  const [assignee, setAssignee] = useState(task?.assignee ?? draft?.assignee ?? '');
+  const [edits] = useState(() => (task ? readTaskEdits(task.id) : null));
+  const [initial] = useState<TaskDraft>(() => (task ? { ...formOf(task), ...edits } : (draft ?? { title: '', description: '', priority: 'medium', labels: '', assignee: '' })));
+  const [title, setTitle] = useState(initial.title);
+  const [description, setDescription] = useState(initial.description);
+  const [priority, setPriority] = useState<TaskPriority>(initial.priority);
+  const [labels, setLabels] = useState(initial.labels);
+  const [assignee, setAssignee] = useState(initial.assignee);
   // kept while it is typed, so whatever closes the dialog (Escape, a reload) keeps it
   const [discarded, setDiscarded] = useState(false);
   useEffect(() => {
-    if (!task && !discarded) writeTaskDraft(projectId, { title, description, priority, labels, assignee });
+    if (discarded) return;
+    const form = { title, description, priority, labels, assignee };
+    if (task) writeTaskEdits(task.id, editsOf(task, form));
+    else writeTaskDraft(projectId, form);
   }, [task, discarded, projectId, title, description, priority, labels, assignee]);
   // set by a save tried with a blank title; the error stays until the title is not blank
   const [triedBlank, setTriedBlank] = useState(false);
@@ -98,9 +105,9 @@ function TaskForm({ task, projectId, busy, error, onSave, onClose }: Omit<TaskDi
         onSave({ title: title.trim(), description, priority, labels: parseLabels(labels), assignee: assignee.trim() || (task ? null : undefined) });
       }}
     >
-      {draft ? (
+      {draft || edits ? (
         <p className="muted" role="status">
-          Your unsaved draft is back. Cancel discards it.
+          {draft ? 'Your unsaved draft is back. Cancel discards it.' : 'Your unsaved edits are back. Cancel discards them.'}
         </p>
       ) : null}
       <Field label="Title" error={titleError}>
@@ -131,10 +138,9 @@ function TaskForm({ task, projectId, busy, error, onSave, onClose }: Omit<TaskDi
         <button
           type="button"
           onClick={() => {
-            if (!task) {
-              setDiscarded(true);
-              writeTaskDraft(projectId, null);
-            }
+            setDiscarded(true);
+            if (task) writeTaskEdits(task.id, null);
+            else writeTaskDraft(projectId, null);
             onClose();
           }}
         >
