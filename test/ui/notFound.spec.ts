@@ -1,7 +1,7 @@
 /**
  * Addresses the board does not have: an unknown top-level path gets the board's own not-found screen (served by the
  * task service with a 404, public like the board's files), while /api keeps its JSON 404; an unknown project's
- * address says the project is not found and offers nothing to do on it.
+ * address says the project is not found and offers nothing to do on it; so does an unknown task's.
  */
 import { randomUUID } from 'node:crypto';
 import { api, BASE_URL, expect, KEYS, test } from './fixtures';
@@ -52,6 +52,24 @@ test('an unknown project\'s address says so, with a way back and no New task', a
   await expect(page.getByRole('alert')).toHaveCount(0);
   await screenshot(page, 'project-not-found');
   await expect(api('GET', `/projects/${id}`)).rejects.toThrow(/404/);
+  await page.getByRole('link', { name: 'Go to the projects' }).click();
+  await expect(page).toHaveURL(/\/projects$/);
+  await expect(page.getByRole('heading', { name: 'Projects', level: 1 })).toBeVisible();
+});
+
+test('an unknown task\'s address shows the same not-found screen, with a way back and no error banner', async ({ page }) => {
+  for (const id of [randomUUID(), 'no-such-task']) {
+    await page.goto(`/tasks/${id}`);
+    await expect(page.getByRole('heading', { name: 'Task not found', level: 1 })).toBeVisible();
+    await expect(page.getByText(`There is no task ${id}`)).toBeVisible();
+    await expect(page.getByRole('navigation', { name: 'Main' })).toBeVisible();
+    // said once, on the screen: no error banner (it showed "Task … not found" with a Retry) and no toast
+    await expect(page.getByRole('alert')).toHaveCount(0);
+    await expect(page.getByRole('button', { name: 'Retry' })).toHaveCount(0);
+    await expect(page.getByRole('button', { name: 'Start attempt…' })).toHaveCount(0);
+    await expect(api('GET', `/tasks/${id}`)).rejects.toThrow(/404/);
+  }
+  await screenshot(page, 'task-not-found');
   await page.getByRole('link', { name: 'Go to the projects' }).click();
   await expect(page).toHaveURL(/\/projects$/);
   await expect(page.getByRole('heading', { name: 'Projects', level: 1 })).toBeVisible();

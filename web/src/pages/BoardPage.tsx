@@ -26,6 +26,7 @@ import {
   useProjectTasks,
 } from '../api';
 import { ConfirmDialog, ErrorMessage, Field, showToast } from '../components';
+import { NotFoundPage } from './NotFoundPage';
 import { BoardColumnView } from './board/BoardColumnView';
 import { type BoardFilters, COLUMNS, filtersFrom, matches, STATUS_LABELS } from './board/columns';
 import { TaskDialog } from './board/TaskDialog';
@@ -169,7 +170,9 @@ export function BoardPage() {
     );
   }, [urlPriority, filters.priority, setParams]);
 
-  if (projectMissing) return <ProjectNotFound id={id} />;
+  if (projectMissing) {
+    return <NotFoundPage title="Project not found">There is no project {id}: it may have been deleted, or the address is mistyped.</NotFoundPage>;
+  }
   return (
     <section className="board-page">
       <div className="page-head">
@@ -303,25 +306,6 @@ export function BoardPage() {
         onConfirm={() => bulkDelete.mutate()}
         onCancel={() => setConfirmDelete(false)}
       />
-    </section>
-  );
-}
-
-/** An address of a project that does not exist (deleted, or mistyped): said once, with a way back and nothing to act on. */
-function ProjectNotFound({ id }: { id: string }) {
-  return (
-    <section className="board-page">
-      <div className="page-head">
-        <div>
-          <p className="crumbs">
-            <Link to="/projects">Projects</Link> /
-          </p>
-          <h1>Project not found</h1>
-        </div>
-      </div>
-      <p>
-        There is no project {id}: it may have been deleted, or the address is mistyped. <Link to="/projects">Go to the projects</Link>.
-      </p>
     </section>
   );
 }

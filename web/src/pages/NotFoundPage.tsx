@@ -1,11 +1,16 @@
+import type { ReactNode } from 'react';
 import { Link } from 'react-router';
 
-export function NotFoundPage() {
+/**
+ * The board's not-found screen: an address with no screen (`/nope`), or a screen's address whose project or task does
+ * not exist (deleted, or mistyped). Said once, with a way back to the projects and nothing to act on.
+ */
+export function NotFoundPage({ title = 'Not found', children = 'There is no screen at this address.' }: { title?: string; children?: ReactNode }) {
   return (
     <section>
-      <h1>Not found</h1>
+      <h1>{title}</h1>
       <p>
-        There is no screen at this address. <Link to="/projects">Go to the projects</Link>.
+        {children} <Link to="/projects">Go to the projects</Link>.
       </p>
     </section>
   );

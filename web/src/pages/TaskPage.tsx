@@ -6,7 +6,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { lazy, Suspense, useEffect, useId, useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
-import { api, apiPage, type ProjectDetail, queryKeys, type Task, type TaskDetail, useWebSocketStream, eventStreamResume } from '../api';
+import { ApiError, api, apiPage, type ProjectDetail, queryKeys, type Task, type TaskDetail, useWebSocketStream, eventStreamResume } from '../api';
 import { ConfirmDialog, ErrorMessage, Field } from '../components';
 import { AttemptTable } from '../components/task/AttemptTable';
 import { CompareDialog } from '../components/task/CompareDialog';
@@ -16,6 +16,7 @@ import { LogView } from '../components/task/LogView';
 import { MergeDialog } from '../components/task/MergeDialog';
 import { mergeRefusal } from '../components/task/mergeRefusal';
 import { StartAttemptDialog } from '../components/task/StartAttemptDialog';
+import { NotFoundPage } from './NotFoundPage';
 import { type Attempt, formatCost, formatDuration, type ProcessInfo, RUNNING_STATUSES } from '../components/task/taskTypes';
 
 import '../components/task/task.css';
@@ -199,6 +200,10 @@ export function TaskPage() {
     onSuccess: () => refreshTask(selectedId ?? undefined),
   });
 
+  // a task that does not exist (deleted, or a mistyped address) gets the board's not-found screen, not an error banner
+  if (task.error instanceof ApiError && task.error.status === 404) {
+    return <NotFoundPage title="Task not found">There is no task {id}: it may have been deleted, or the address is mistyped.</NotFoundPage>;
+  }
   if (task.error) return <ErrorMessage error={task.error} onRetry={() => void task.refetch()} />;
   if (!task.data) return <p className="muted">Loading…</p>;
   const t = task.data;
