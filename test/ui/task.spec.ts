@@ -9,6 +9,8 @@ import { api, createProject, expect, expectErrorState, expectNoErrorState, makeR
 import { screenshot } from './screenshot';
 
 const TICK = /tick (\d+) at (\d+)/;
+/** Why Create PR… is disabled on an attempt that committed nothing. */
+const NO_PR = 'No pull request to open: the attempt made no changes.';
 
 test('start an attempt, watch its log live, read the diff, merge; the card moves to done', async ({ page }) => {
   // project and task made in the browser, as a user does
@@ -312,6 +314,10 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   await expect(mergeButton).toHaveAccessibleDescription('Nothing to merge: the attempt made no changes.');
   await expect(page.getByText('Nothing to merge: the attempt made no changes.')).toBeVisible();
   await expect(api('POST', `/attempts/${started[0]}/merge`, { strategy: 'ff' })).rejects.toThrow(/409.*Nothing to merge/);
+  // nor a pull request: its branch has no commit the base lacks, which the code host refuses after the push
+  const prButton = page.getByRole('button', { name: 'Create PR…' });
+  await expect(prButton).toBeDisabled();
+  await expect(prButton).toHaveAccessibleDescription(NO_PR);
 
   await page.goto(`/tasks/${one.id}`);
   await expect(diff.getByRole('navigation', { name: 'Changed files' }).getByRole('button')).toHaveText([/README\.md/]);
@@ -319,6 +325,8 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   await expect(diff).not.toContainText('1 files changed');
   await expect(mergeButton).toBeEnabled();
   await expect(mergeButton).toHaveAccessibleDescription('');
+  await expect(prButton).toBeEnabled();
+  await expect(prButton).toHaveAccessibleDescription('');
 });
 
 test('a 500-character title (and a long description) without a space wraps: the task page does not get wider than the window', async ({ page }) => {
@@ -358,7 +366,7 @@ test.describe('starting with no agent to run', () => {
   });
 });
 
-test('cancel a running attempt from the screen (Enter confirms)', async ({ page }) => {
+test('cancel a running attempt from the screen (Enter confirms); Merge and Create PR are then disabled, saying why', async ({ page }) => {
   const project = await createProject('Cancel Project');
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Long sleeper', description: 'SLEEP' });
   const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
@@ -376,6 +384,11 @@ test('cancel a running attempt from the screen (Enter confirms)', async ({ page 
   const mergeButton = page.getByRole('button', { name: 'Merge…' });
   await expect(mergeButton).toBeDisabled();
   await expect(mergeButton).toHaveAccessibleDescription('Nothing to merge: the attempt made no changes.');
+  // nor a pull request (Create PR… was enabled, and its push and the code host's refusal were left to find out)
+  const prButton = page.getByRole('button', { name: 'Create PR…' });
+  await expect(prButton).toBeDisabled();
+  await expect(prButton).toHaveAccessibleDescription(NO_PR);
+  await expect(page.getByText(NO_PR)).toBeVisible();
   await screenshot(page, 'task-cancelled-no-merge');
   await expect(api('POST', `/attempts/${attemptId}/merge`, { strategy: 'ff' })).rejects.toThrow(/409.*Nothing to merge/);
 });

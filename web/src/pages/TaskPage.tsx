@@ -4,7 +4,7 @@
  * attempt and process lifecycle) refetch the task and the attempt; the log and the diff have their own streams.
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { lazy, Suspense, useEffect, useId, useState } from 'react';
+import { lazy, Suspense, useEffect, useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { ApiError, api, apiPage, type ProjectDetail, queryKeys, type Task, type TaskDetail, useWebSocketStream, eventStreamResume } from '../api';
 import { ConfirmDialog, ErrorMessage, Field } from '../components';
@@ -14,7 +14,9 @@ import { CreatePrDialog } from '../components/task/CreatePrDialog';
 import { FollowUpPanel } from '../components/task/FollowUpPanel';
 import { LogView } from '../components/task/LogView';
 import { MergeDialog } from '../components/task/MergeDialog';
+import { ActionButton } from '../components/task/ActionButton';
 import { mergeRefusal } from '../components/task/mergeRefusal';
+import { pullRequestRefusal } from '../components/task/pullRequestRefusal';
 import { StartAttemptDialog } from '../components/task/StartAttemptDialog';
 import { NotFoundPage } from './NotFoundPage';
 import { type Attempt, formatCost, formatDuration, type ProcessInfo, RUNNING_STATUSES } from '../components/task/taskTypes';
@@ -42,9 +44,6 @@ function AttemptPanel({ attempt, task, projectId }: { attempt: Attempt; task: Ta
   const runId = (pickedRun && runs.some((r) => r.id === pickedRun) ? pickedRun : runs.at(-1)?.id) ?? attempt.processId;
   const [dialog, setDialog] = useState<'merge' | 'pr' | 'cancel' | null>(null);
   const running = RUNNING_STATUSES.includes(attempt.status);
-  // offered only when the task service would merge it; otherwise disabled, saying why
-  const refusal = mergeRefusal(attempt);
-  const refusalId = useId();
   const refresh = () => {
     void qc.invalidateQueries({ queryKey: queryKeys.attempt(attempt.id) });
     void qc.invalidateQueries({ queryKey: queryKeys.task(task.id) });
@@ -77,23 +76,8 @@ function AttemptPanel({ attempt, task, projectId }: { attempt: Attempt; task: Ta
               Cancel attempt
             </button>
           ) : null}
-          <button
-            type="button"
-            className="primary"
-            disabled={refusal !== null}
-            aria-describedby={refusal ? refusalId : undefined}
-            onClick={() => setDialog('merge')}
-          >
-            Merge…
-          </button>
-          {refusal ? (
-            <span id={refusalId} className="muted merge-refusal">
-              {refusal}
-            </span>
-          ) : null}
-          <button type="button" disabled={!attempt.branch} onClick={() => setDialog('pr')}>
-            Create PR…
-          </button>
+          <ActionButton label="Merge…" primary refusal={mergeRefusal(attempt)} onClick={() => setDialog('merge')} />
+          <ActionButton label="Create PR…" refusal={pullRequestRefusal(attempt)} onClick={() => setDialog('pr')} />
         </div>
       </header>
       {attempt.error ? (

@@ -1,0 +1,15 @@
+import type { Attempt } from './taskTypes';
+
+/**
+ * Why a pull request of this attempt cannot be opened, in the board's words, or null when it can. create-pr
+ * (api/task/codehost.ts) pushes the attempt branch and asks the code host for a pull request of it: with no branch it
+ * answers 409 attempt_has_no_branch; with the worktree and branch removed (a merge's cleanup) the push fails; and a
+ * branch with no commit the base lacks (an attempt that changed nothing, or was cancelled before its changes were
+ * committed: the merge's no_changes) is pushed for nothing, then refused by the host ("No commits between …").
+ */
+export function pullRequestRefusal(attempt: Attempt): string | null {
+  if (!attempt.branch) return 'No pull request yet: the attempt has no branch.';
+  if (!attempt.worktreePath) return 'No pull request to open: the attempt’s worktree and branch were removed.';
+  if (attempt.filesChanged === 0) return 'No pull request to open: the attempt made no changes.';
+  return null;
+}
