@@ -5,6 +5,7 @@
  * the agent's file while it runs, a squash merge, and the card in the board's done column. It takes the `task`
  * screenshot (log and diff; test/ui/screenshot.ts).
  */
+import { execFileSync } from 'node:child_process';
 import { api, createProject, expect, expectErrorState, expectNoErrorState, makeRepo, test } from './fixtures';
 import { screenshot } from './screenshot';
 
@@ -171,6 +172,39 @@ test.describe('merge approval gate', () => {
     await expect(merge).toBeHidden();
     expect((await api<{ merged: boolean }>('GET', `/attempts/${attemptId}`)).merged).toBe(false);
   });
+});
+
+test('a merge whose cleanup git refused shows why, and what to do, on the attempt', async ({ page }) => {
+  const project = await createProject('Cleanup Error Project');
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Locked worktree', description: 'CONFLICT' });
+  const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
+  await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 60_000 }).toBe('completed');
+  const { worktreePath } = await api<{ worktreePath: string }>('GET', `/attempts/${attemptId}`);
+  // a worktree locked with `git worktree lock`: the merge lands, its cleanup is refused (WORKTREE_LOCKED)
+  execFileSync('git', ['-C', project.repoPath, 'worktree', 'lock', '--reason', 'held by the UI test', worktreePath]);
+
+  await page.goto(`/tasks/${task.id}`);
+  const panel = page.getByRole('region', { name: 'Attempt #1' });
+  await expect(panel.getByRole('status', { name: 'Cleanup' })).toHaveCount(0);
+  await page.getByRole('button', { name: 'Merge…' }).click();
+  const merge = page.getByRole('dialog', { name: /Merge attempt #1/ });
+  await merge.getByLabel('Remove the worktree and branch after merging').check();
+  await merge.getByRole('button', { name: 'Merge', exact: true }).click();
+  await expect(merge).toBeHidden();
+  await expect(panel.locator('.attempt-header').getByText('merged', { exact: true })).toBeVisible();
+
+  // the attempt says so where the merge was done (nothing did: the worktree and branch stayed without a word)
+  const note = panel.getByRole('status', { name: 'Cleanup' });
+  await expect(note).toContainText('Merged, but the worktree and branch were not removed: the worktree is locked.');
+  await expect(note).toContainText(`worktree unlock ${worktreePath}`);
+  await expect(note).toContainText('held by the UI test');
+  await expect(note).toContainText('then delete the attempt');
+  await screenshot(page, 'task-cleanup-error');
+  const attempt = await api<{ merged: boolean; worktreePath: string | null; cleanupError: { code: string } | null }>('GET', `/attempts/${attemptId}`);
+  expect(attempt).toMatchObject({ merged: true, worktreePath, cleanupError: { code: 'WORKTREE_LOCKED' } });
+  // it is the attempt's state, not the merge's answer: still there after a reload
+  await page.reload();
+  await expect(note).toContainText('the worktree is locked');
 });
 
 test('100k log lines: the view stays virtualised, search finds a line deep inside, scrolling is measured', async ({ page }) => {

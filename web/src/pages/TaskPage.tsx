@@ -15,6 +15,7 @@ import { FollowUpPanel } from '../components/task/FollowUpPanel';
 import { LogView } from '../components/task/LogView';
 import { MergeDialog } from '../components/task/MergeDialog';
 import { ActionButton } from '../components/task/ActionButton';
+import { CleanupNote } from '../components/task/CleanupNote';
 import { mergeRefusal } from '../components/task/mergeRefusal';
 import { pullRequestRefusal } from '../components/task/pullRequestRefusal';
 import { StartAttemptDialog } from '../components/task/StartAttemptDialog';
@@ -80,6 +81,7 @@ function AttemptPanel({ attempt, task, projectId }: { attempt: Attempt; task: Ta
           <ActionButton label="Create PR…" refusal={pullRequestRefusal(attempt)} onClick={() => setDialog('pr')} />
         </div>
       </header>
+      {attempt.cleanupError ? <CleanupNote error={attempt.cleanupError} /> : null}
       {attempt.error ? (
         <div className="banner banner-error" role="alert">
           {attempt.error}

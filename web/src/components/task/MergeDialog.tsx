@@ -32,7 +32,9 @@ export function MergeDialog({ open, attempt, taskTitle, onClose }: { open: boole
     mutationFn: () =>
       api<MergeResult>(`/attempts/${attempt.id}/merge`, { method: 'POST', body: { strategy, cleanup, ...(message.trim() ? { message } : {}) } }),
     onSuccess: (r) => {
-      showToast('info', `Merged (${r.strategy}) as ${r.commitSha.slice(0, 10)}`);
+      // a cleanup git refused: the attempt's panel says why and what to do (CleanupNote)
+      const kept = r.cleanupError ? '; the worktree and branch were not removed (see the attempt)' : '';
+      showToast('info', `Merged (${r.strategy}) as ${r.commitSha.slice(0, 10)}${kept}`);
       void qc.invalidateQueries({ queryKey: queryKeys.task(attempt.taskId) });
       void qc.invalidateQueries({ queryKey: queryKeys.attempt(attempt.id) });
       onClose();

@@ -24,6 +24,16 @@ export interface Attempt {
   merged: boolean;
   mergedAt: string | null;
   mergeCommit: string | null;
+  /** why a merge's cleanup did not remove the worktree and branch (activities/git/removeWorktree.ts); null otherwise */
+  cleanupError: CleanupError | null;
+}
+
+export interface CleanupError {
+  /** REPOSITORY_LOCKED, WORKTREE_LOCKED or CLEANUP_FAILED */
+  code: string;
+  /** what git refused, what was kept and what to do */
+  message: string;
+  details: Record<string, unknown>;
 }
 
 export interface ProcessInfo {
@@ -63,6 +73,9 @@ export interface MergeResult {
   commitSha: string;
   merged: boolean;
   mergedAt: string;
+  /** the worktree and branch were removed (asked with cleanup: true) */
+  cleanup: boolean;
+  cleanupError?: CleanupError;
   strategy: string;
 }
 
