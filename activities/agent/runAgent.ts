@@ -202,7 +202,8 @@ async function prepareRun(deps: RunAgentDeps, input: RunAgentInput): Promise<Pre
 
 /**
  * An earlier try may have started an agent here and never finished (its worker was lost), possibly before its pid
- * was recorded. Any process still working in the worktree is killed, and whatever it left uncommitted is discarded,
+ * was recorded. Any process of that run (started with its ARMADA_PROCESS_ID) still working in the worktree is
+ * killed, and nothing else there (a user's shell or editor), and whatever it left uncommitted is discarded,
  * so the retried run starts from the tree as last committed and its changes are made exactly once. A reset git
  * refuses throws (activities/git/resetWorktree.ts): the agent is not started on the lost run's tree. The recorded
  * pid's group is killed only while it is still the lost run's (a process of it carries this run's
@@ -224,7 +225,8 @@ async function cleanUpLostRun(deps: RunAgentDeps, input: RunAgentInput, lostPid:
     log('warn', `agent run restarted (activity attempt ${attempt})`);
   }
   if (!lostPid && attempt <= 1) return;
-  const orphans = killProcessesUnder(input.worktreePath);
+  // only the lost run's (its processes carry its ARMADA_PROCESS_ID): a user's shell or editor in the worktree stays
+  const orphans = killProcessesUnder(input.worktreePath, { startedWith: { name: 'ARMADA_PROCESS_ID', value: input.processId } });
   if (orphans.length) log('warn', `killed ${orphans.length} process(es) a lost run left in the worktree`);
   await faultPoint(deps.faults, 'runAgent.beforeReset', { attempt, processId: input.processId, worktreePath: input.worktreePath });
   await resetWorktree(input.worktreePath);

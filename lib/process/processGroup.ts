@@ -121,14 +121,16 @@ export function groupAlive(pgid: number): boolean {
  * of another user cannot be read, and never matches.
  */
 export function groupStartedWith(pgid: number, name: string, value: string): boolean {
-  const wanted = `${name}=${value}`;
-  return groupMembers(pgid).some((pid) => {
-    try {
-      return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(wanted);
-    } catch {
-      return false;
-    }
-  });
+  return groupMembers(pgid).some((pid) => startedWith(pid, name, value));
+}
+
+/** Whether process `pid` was started with `name=value` in its environment; false when it cannot be read (gone, another user's). */
+function startedWith(pid: number | string, name: string, value: string): boolean {
+  try {
+    return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`${name}=${value}`);
+  } catch {
+    return false;
+  }
 }
 
 /** A started group leader as the supervision below needs it: from a local spawn or from the launcher. */
@@ -261,9 +263,12 @@ async function endGroup(pgid: number, graceMs: number): Promise<number> {
 
 /**
  * Kills (SIGKILL) every process whose working directory is `dir` or below it, with its process group: the agents a
- * lost worker left running in a worktree, found even when their pid was never recorded. Returns the pids killed.
+ * lost worker left running in a worktree, found even when their pid was never recorded. With `startedWith`, only
+ * the processes started with that variable in their environment (a run's ARMADA_PROCESS_ID, which its children
+ * inherit), so a user's shell or editor in the directory, or another run's process, is left alone. Returns the pids
+ * killed.
  */
-export function killProcessesUnder(dir: string): number[] {
+export function killProcessesUnder(dir: string, opts: { startedWith?: { name: string; value: string } } = {}): number[] {
   const root = dir.endsWith('/') ? dir : `${dir}/`;
   const killed: number[] = [];
   let entries: string[];
@@ -281,6 +286,7 @@ export function killProcessesUnder(dir: string): number[] {
       continue;
     }
     if (cwd !== dir && !cwd.startsWith(root)) continue;
+    if (opts.startedWith && !startedWith(e, opts.startedWith.name, opts.startedWith.value)) continue;
     const pid = Number(e);
     try {
       const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');

@@ -11,8 +11,13 @@
  * when it works outside the worktree, where the retry's search by cwd cannot find it.
  *
  * Before: the retry killed whatever group had that pid (`kill(-pid, SIGKILL)` after checking only that it was alive).
+ *
+ * The retry's search of the worktree kills only the lost run's processes (started with its ARMADA_PROCESS_ID): a
+ * user's shell or editor sitting in the worktree, or a process of another run, is left alone. Before, it killed every
+ * process (and its group) whose cwd was in the worktree.
  */
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import type { Faults } from '../../lib/faults';
 import { groupAlive } from '../../lib/process/processGroup';
@@ -87,4 +92,39 @@ test('the group at the recorded pid is still the lost run\'s (started with its A
   await eventually(async () => !groupAlive(lost), 10_000, 50);
   const logs = (await h.inject('GET', `/api/processes/${processId}/logs`)).body;
   expect(logs).toContain(`previous agent run (pid ${lost}) was left by a lost worker and has been killed`);
+});
+
+test("the retry's search of the worktree kills the lost run's processes there, and leaves a user's shell and another run's process in it alone", async () => {
+  const p = await h.project();
+  let calls = 0;
+  const pids: Record<'user' | 'otherRun' | 'lostRun', number> = { user: 0, otherRun: 0, lostRun: 0 };
+  faults['runAgent.afterSpawn'] = async (info) => {
+    if (++calls > 1) return;
+    const { rows } = await stack.db.query<{ worktree_path: string }>(
+      'SELECT a.worktree_path FROM attempts a JOIN processes p ON p.attempt_id = a.id WHERE p.id = $1',
+      [info.processId],
+    );
+    const cwd = rows[0]?.worktree_path as string;
+    // each in a session of its own, working in the worktree (so only the search by cwd finds them)
+    const start = (who: keyof typeof pids, env: Record<string, string>) => {
+      const c = spawn('sleep', ['120'], { detached: true, stdio: 'ignore', cwd, env: { PATH: process.env.PATH as string, ...env } });
+      c.unref();
+      others.push(c.pid as number);
+      pids[who] = c.pid as number;
+    };
+    start('user', {}); // a user's shell or editor opened in the worktree
+    start('otherRun', { ARMADA_PROCESS_ID: randomUUID() }); // another run's (another attempt's setup service, say)
+    start('lostRun', { ARMADA_PROCESS_ID: info.processId as string }); // what the lost run left behind
+    throw new Error('injected fault: this try is lost');
+  };
+  const { attemptId, processId } = await h.start(await h.task(p.id, 'Edit after a lost try, a shell open in the worktree'));
+  const a = await h.until(attemptId, ['completed', 'failed'], 60_000);
+  expect(calls).toBe(2);
+  expect(a.status).toBe('completed');
+  await eventually(async () => !groupAlive(pids.lostRun), 10_000, 50);
+  // before: both killed with the lost run's
+  expect(groupAlive(pids.user)).toBe(true);
+  expect(groupAlive(pids.otherRun)).toBe(true);
+  const logs = (await h.inject('GET', `/api/processes/${processId}/logs`)).body;
+  expect(logs).toMatch(/killed [1-9]\d* process\(es\) a lost run left in the worktree/);
 });

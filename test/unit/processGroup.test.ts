@@ -220,6 +220,26 @@ describe('killProcessesUnder', () => {
     expect(groupAlive(outside.pid)).toBe(true);
     await outside.stop();
   });
+
+  test('with startedWith, kills only the processes in the directory started with that variable (and their groups)', async () => {
+    const fs = require('node:fs') as typeof import('node:fs');
+    const path = require('node:path') as typeof import('node:path');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-orphans-'));
+    const env = (extra: Record<string, string>) => ({ PATH: process.env.PATH as string, ...extra });
+    const run = startGroupProcess({ command: 'bash', args: ['-c', 'sleep 60 & wait'], cwd: dir, env: env({ ARMADA_PROCESS_ID: 'run-1' }) });
+    const shell = startGroupProcess({ command: 'sleep', args: ['60'], cwd: dir, env: env({}) });
+    const otherRun = startGroupProcess({ command: 'sleep', args: ['60'], cwd: dir, env: env({ ARMADA_PROCESS_ID: 'run-2' }) });
+    await new Promise((r) => setTimeout(r, 300));
+    const killed = killProcessesUnder(dir, { startedWith: { name: 'ARMADA_PROCESS_ID', value: 'run-1' } });
+    expect(killed).toContain(run.pid);
+    await run.done;
+    expect(groupAlive(run.pid)).toBe(false);
+    expect(groupAlive(shell.pid)).toBe(true);
+    expect(groupAlive(otherRun.pid)).toBe(true);
+    await shell.stop();
+    await otherRun.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
 });
 
 describe('longTimeout', () => {
