@@ -257,7 +257,14 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
     if (!inEffect(input, 'cleanup-deleted-attempt')) return;
     if ((await projection.attemptStatus({ attemptId: input.attemptId })) !== null) return;
     await CancellationScope.nonCancellable(() =>
-      hostActivities(wt.hostQueue, input).removeWorktree({ attemptId: null, repoPath: wt.repoPath, worktreePath: wt.worktreePath, branch: wt.branch, deleteBranch: true }),
+      hostActivities(wt.hostQueue, input).removeWorktree({
+        attemptId: null,
+        mergeMarkersOf: input.attemptId,
+        repoPath: wt.repoPath,
+        worktreePath: wt.worktreePath,
+        branch: wt.branch,
+        deleteBranch: true,
+      }),
     );
   };
 

@@ -59,13 +59,30 @@ export async function mergeWorkflow(input: MergeWorkflowInput): Promise<MergeWor
   return { ...outcome, cleanedUp: removal?.removed ?? true, cleanupError: removal?.error ?? null, mergedAt };
 }
 
-/** removeAttemptWorkflow (`attempt-remove:<attemptId>`): remove an attempt's worktree and branch on its host (DELETE). */
-export async function removeAttemptWorkflow(input: { hostQueue: string; repoPath: string; worktreePath: string | null; branch: string | null }): Promise<WorktreeRemoval | undefined> {
+/**
+ * removeAttemptWorkflow (`attempt-remove:<attemptId>`): remove an attempt's worktree, branch and merge markers on its
+ * host (DELETE). `attemptId` names the markers; a run started before it was passed leaves them.
+ */
+export async function removeAttemptWorkflow(input: {
+  hostQueue: string;
+  repoPath: string;
+  worktreePath: string | null;
+  branch: string | null;
+  attemptId?: string;
+}): Promise<WorktreeRemoval | undefined> {
   const git = proxyActivities<Activities>({
     taskQueue: input.hostQueue,
     startToCloseTimeout: '2 minutes',
     scheduleToStartTimeout: '1 minute',
     retry: { initialInterval: '1s', maximumAttempts: 3 },
   });
-  return await git.removeWorktree({ attemptId: null, repoPath: input.repoPath, worktreePath: input.worktreePath, branch: input.branch, deleteBranch: true });
+  // the row is going: the attempt names only the markers (an activity's input, so no command of a history changes)
+  return await git.removeWorktree({
+    attemptId: null,
+    mergeMarkersOf: input.attemptId ?? null,
+    repoPath: input.repoPath,
+    worktreePath: input.worktreePath,
+    branch: input.branch,
+    deleteBranch: true,
+  });
 }

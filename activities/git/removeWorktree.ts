@@ -1,8 +1,8 @@
 /**
- * removeWorktree: an attempt's worktree, and with `deleteBranch` its branch and merge markers, removed from the
- * project's repository, each git step's outcome checked. What is already gone counts as removed, so a repeat (a
- * retry, a DELETE after a merge's cleanup) converges. What git refuses is the removal's outcome, never reported done
- * while the worktree or the branch is still there:
+ * removeWorktree: an attempt's worktree, and with `deleteBranch` its branch and merge markers (`attemptId`'s, or
+ * `mergeMarkersOf`'s when the row is gone or going), removed from the project's repository, each git step's outcome
+ * checked. What is already gone counts as removed, so a repeat (a retry, a DELETE after a merge's cleanup) converges.
+ * What git refuses is the removal's outcome, never reported done while the worktree or the branch is still there:
  * - a lock file in the way of the branch's delete (another git running, or one that crashed): looked for before
  *   anything is removed and waited for briefly (lockStillThere; a lock git meets later, withRepoLock's retries), then
  *   REPOSITORY_LOCKED naming it; the worktree stays, so a later cleanup finds the branch through it;
@@ -27,6 +27,11 @@ import { withRepoLock } from './repoLock';
 export interface RemoveWorktreeInput {
   /** The attempt whose row records the outcome; null when its row is gone or going (a delete). */
   attemptId: string | null;
+  /**
+   * The attempt whose merge markers go with its branch when `attemptId` is null (a delete); absent in the inputs of
+   * workflows started before, whose deletes left the markers.
+   */
+  mergeMarkersOf?: string | null;
   repoPath: string;
   worktreePath: string | null;
   branch: string | null;
@@ -83,10 +88,16 @@ async function removeFromRepository(input: RemoveWorktreeInput, done: Progress):
   if (!branch) return;
   await deleteBranch(repo, branch);
   done.branch = true;
-  if (!input.attemptId) return;
-  await removeMergeMarkers(repo, input.attemptId).catch((err: Error) => {
+  const markersOf = markersOwner(input);
+  if (!markersOf) return;
+  await removeMergeMarkers(repo, markersOf).catch((err: Error) => {
     throw lockFileOf(err) ? err : refusedBy(err.message, repo, {});
   });
+}
+
+/** The attempt whose merge markers go with the branch. */
+function markersOwner(input: RemoveWorktreeInput): string | null {
+  return input.attemptId ?? input.mergeMarkersOf ?? null;
 }
 
 /** The worktree's directory and its registration; a worktree locked with `git worktree lock` is left as it is. */
@@ -167,7 +178,8 @@ function refusal(input: RemoveWorktreeInput, err: unknown, done: Progress): AppE
   const kept: string[] = [];
   if (input.worktreePath && !done.worktree) kept.push(`the worktree ${input.worktreePath}`);
   if (input.deleteBranch && input.branch && !done.branch) kept.push(`the branch ${input.branch}`);
-  if (!kept.length && input.attemptId) kept.push(`the merge markers ${MERGE_MARKER_PREFIX}${input.attemptId}/`);
+  const markersOf = markersOwner(input);
+  if (!kept.length && markersOf) kept.push(`the merge markers ${MERGE_MARKER_PREFIX}${markersOf}/`);
   const next = `${retryAdvice(input, done)}. Kept: ${kept.join(', ')}`;
   const details = { worktreePath: input.worktreePath, branch: input.branch };
   const lockFile = lockFileOf(err);
@@ -178,9 +190,17 @@ function refusal(input: RemoveWorktreeInput, err: unknown, done: Progress): AppE
   return new AppError(e.statusCode, e.code, `${e.message}. ${clear}, then ${next}`, { ...details, ...e.details });
 }
 
-/** What removes them later: a DELETE of the attempt while its row is there, else the janitor through the worktree. */
+/**
+ * What removes them later: a DELETE of the attempt while its row is there, else the janitor through the worktree,
+ * else the git command (the row and the worktree are gone, so nothing of Armada's finds them again).
+ */
 function retryAdvice(input: RemoveWorktreeInput, done: Progress): string {
   if (input.attemptId) return `delete the attempt (DELETE /api/attempts/${input.attemptId}) to remove them`;
   if (!done.worktree) return "this host's worktree janitor removes them at its next pass (armada worktrees prune runs one)";
+  const markersOf = markersOwner(input);
+  if (done.branch && markersOf) {
+    const repo = input.repoPath;
+    return `delete them: git -C ${repo} for-each-ref --format='delete %(refname)' ${MERGE_MARKER_PREFIX}${markersOf}/ | git -C ${repo} update-ref --stdin`;
+  }
   return `delete the branch: git -C ${input.repoPath} branch -D ${input.branch}`;
 }

@@ -56,13 +56,13 @@ const cleanupErrorFields = {
   message: Type.String({ description: 'what git refused, what was kept and what to do' }),
   details: Type.Record(Type.String(), Type.Unknown(), { description: 'repository, worktreePath, branch, and lockFile or reason' }),
 };
-export const CleanupError = Type.Object(cleanupErrorFields, { description: 'why the worktree and branch were not removed' });
+export const CleanupError = Type.Object(cleanupErrorFields, { description: 'why the worktree, branch or merge markers were not removed' });
 
 /** The `cleanup` of a delete (attempt, task, project) and, when it failed, why for each attempt. */
 export const DeleteCleanup = {
   cleanup: StringEnum(['done', 'pending', 'failed'] as const, {
     description:
-      "done: the attempts' worktrees and branches are removed; pending: a host did not remove them within attempts.deleteWaitMs (its worker is down): they are removed when it is back; failed: a host tried and git refused (cleanupErrors): what it kept stays until that is cleared, each error saying what was kept and what removes it then",
+      "done: the attempts' worktrees, branches and merge markers are removed; pending: a host did not remove them within attempts.deleteWaitMs (its worker is down): they are removed when it is back; failed: a host tried and git refused (cleanupErrors): what it kept stays until that is cleared, each error saying what was kept and what removes it then",
   }),
   cleanupErrors: Type.Optional(Type.Array(Type.Object({ attemptId: Type.String(), ...cleanupErrorFields }), { description: 'with cleanup failed: which attempts, and why' })),
 };

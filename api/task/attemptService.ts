@@ -527,7 +527,7 @@ async function removeAttemptsOnHosts(deps: AttemptServiceDeps, items: { attempt:
       const handle = await (await deps.temporal.client()).workflow.start('removeAttemptWorkflow', {
         workflowId: `attempt-remove:${a.id}`,
         taskQueue: deps.config.temporal.taskQueue,
-        args: [{ hostQueue: a.host_queue, repoPath, worktreePath: a.worktree_path, branch: a.branch }],
+        args: [{ hostQueue: a.host_queue, repoPath, worktreePath: a.worktree_path, branch: a.branch, attemptId: a.id }],
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
       const attemptId = a.id;
