@@ -4,8 +4,9 @@
  * considered; a worktree whose attempt row exists belongs to its workflow and is never touched.
  *
  * An orphan is claimed by renaming it to `.prune-<attemptId>.<pid>-<random>` (atomic: of two janitors on one host
- * only one wins), then, under the repository's lock, `git worktree prune` drops its registration and its managed
- * branch is deleted, and last the directory is removed. A claim left by a crash is finished by a later pass.
+ * only one wins), then, under the repository's lock, `git worktree prune` drops its registration, its managed
+ * branch is deleted and so are its merge markers, and last the directory is removed. A claim left by a crash is
+ * finished by a later pass.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -17,6 +18,7 @@ import type { Logger } from '../../lib/logger';
 import { counter, type Metrics } from '../../lib/metrics';
 import { withRepoLock } from './repoLock';
 import { lockFileOf, lockStillThere } from './gitLocks';
+import { removeMergeMarkers } from './mergeMarkers';
 import { managedBranchPattern } from '../../lib/attempts/branchNames';
 import { namesIn } from '../../lib/fs/namesIn';
 
@@ -208,6 +210,11 @@ async function pruneOne(deps: JanitorDeps, root: string, c: Candidate, dryRun: b
         else if (lockFileOf(r.stderr)) throw new Error(`git branch -D failed: ${r.stderr.trim()}`); // retried by the lock
         else if (!/not found/i.test(r.stderr)) deps.logger.warn({ attemptId: c.attemptId, branch: info.branch, stderr: r.stderr.trim() }, 'orphaned worktree branch kept');
       }
+      // the attempt's row is gone, so no delete removes its markers any more (the id is its own: no other attempt's)
+      await removeMergeMarkers(repo, c.attemptId).catch((err: Error) => {
+        if (lockFileOf(err)) throw err; // retried by the lock; then this entry fails, and a later pass finishes the claim
+        deps.logger.warn({ attemptId: c.attemptId, repository: repo, err: { message: err.message } }, 'orphaned attempt merge markers kept');
+      });
     });
   }
   await fs.promises.rm(claimed, { recursive: true, force: true });

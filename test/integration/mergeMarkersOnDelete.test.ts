@@ -4,13 +4,15 @@
  * markers with its worktree and branch, and leaves every other attempt's refs alone; a lock file on a marker is a
  * REPOSITORY_LOCKED cleanup error naming it and the command that removes what was kept. Before, a DELETE removed the
  * worktree and branch but never the markers (only a merge's own cleanup did), so every merged-then-deleted attempt
- * left its refs in the user's repository for good.
+ * left its refs in the user's repository for good. An attempt whose row went without its removal (a host that did not
+ * answer, a crash) has them removed by the worktree janitor with its worktree and branch.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { removeWorktree } from '../../activities/git/removeWorktree';
-import { startTestStack, type TestStack } from '../support/harness';
+import { pruneOrphanWorktrees } from '../../activities/git/worktreeJanitor';
+import { logger, startTestStack, type TestStack } from '../support/harness';
 import { agentConfig, api, gitOut } from '../support/attemptHelpers';
 
 let stack: TestStack;
@@ -127,4 +129,21 @@ test('a stale lock on a merge marker: the DELETE answers cleanup failed with REP
   expect(command).toBeDefined();
   execFileSync('bash', ['-c', command as string], { stdio: 'ignore' });
   expect(refsOf(p.repo, a)).toEqual([]);
+}, 180_000);
+
+test("a merged attempt whose row went without its removal (a delete whose host did not answer, a crash): the worktree janitor removes its markers with its worktree and branch; another attempt's stay", async () => {
+  const p = await h.project();
+  const gone = await finishedAttempt(p.id, 'Merged, its row deleted behind the API');
+  const kept = await finishedAttempt(p.id, 'Merged, kept beside it');
+  await merge(gone);
+  await merge(kept);
+  const keptRefs = refsOf(p.repo, kept);
+  await stack.db.query('DELETE FROM tasks WHERE id = $1', [gone.taskId]); // cascades to the attempt row
+
+  const pass = await pruneOrphanWorktrees({ db: stack.db, config: stack.config, logger }, { graceMs: 0 });
+  expect(pass.failed).toEqual([]);
+  expect(pass.pruned).toMatchObject([{ attemptId: gone.attemptId, branch: gone.branch, branchDeleted: true }]);
+  expect(fs.existsSync(gone.worktree)).toBe(false);
+  expect(refsOf(p.repo, gone)).toEqual([]); // before: the marker stayed
+  expect(refsOf(p.repo, kept)).toEqual(keptRefs);
 }, 180_000);
