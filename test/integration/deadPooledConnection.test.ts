@@ -11,19 +11,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { ChildProcess } from 'node:child_process';
 import { Client } from 'pg';
-import { spawnArmada } from '../support/armadaProcess';
-import { env, eventually, makeGitRepo, TEST_API_KEY } from '../support/harness';
+import { spawnApi, type ApiProcess } from '../support/apiProcess';
+import { eventually, makeGitRepo, TEST_API_KEY } from '../support/harness';
 import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy';
-
-const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 jest.setTimeout(300_000);
 
 type Service = 'task' | 'scheduler' | 'agents' | 'traces';
-const SERVICES: Service[] = ['task', 'scheduler', 'agents', 'traces'];
 /** How the API's pooled connections show in pg_stat_activity (PGAPPNAME; the probes and the listener name theirs). */
 const POOL_APPLICATION_NAME = 'armada-dead-connection-test';
 
@@ -31,10 +27,8 @@ let home: string;
 let pg: OwnPostgres;
 let proxy: TcpProxy;
 let admin: Client;
-let api: ChildProcess;
-let apiOutput = '';
+let api: ApiProcess;
 let projectId: string;
-const ports = {} as Record<Service, number>;
 
 beforeAll(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-pg-dead-conn-'));
@@ -46,46 +40,15 @@ beforeAll(async () => {
   proxied.hostname = '127.0.0.1';
   admin = new Client({ connectionString: pg.url, application_name: 'test-admin' });
   await admin.connect();
-  for (const s of SERVICES) ports[s] = await freePort();
-  const started = await spawnArmada(
-    ['api'],
-    'listening',
-    {
-      ...process.env,
-      ARMADA_HOME: home,
-      ARMADA_CONFIG: '',
-      DATABASE_URL: proxied.toString(),
-      PGAPPNAME: POOL_APPLICATION_NAME,
-      TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
-      ARMADA_API_KEY: TEST_API_KEY,
-      ARMADA_TASK_PORT: String(ports.task),
-      ARMADA_SCHEDULER_PORT: String(ports.scheduler),
-      ARMADA_SCHEDULER_ALT_PORT: '',
-      ARMADA_AGENTS_PORT: String(ports.agents),
-      ARMADA_TRACES_PORT: String(ports.traces),
-      ARMADA_LOG_LEVEL: 'warn',
-      ARMADA_LOG_FORMAT: 'json',
-    },
-    180_000,
-  );
-  api = started.child;
-  const keep = (d: Buffer) => (apiOutput = (apiOutput + d.toString()).slice(-20_000));
-  api.stdout?.on('data', keep);
-  api.stderr?.on('data', keep);
+  api = await spawnApi({ home, databaseUrl: proxied.toString(), env: { PGAPPNAME: POOL_APPLICATION_NAME } });
   const p = await send('task', 'POST', '/api/projects', { name: 'Dead connections', repository: { url: makeGitRepo() } });
   expect(p.status).toBe(201);
   projectId = (p.body.data as { id: string }).id;
 }, 240_000);
 
 afterAll(async () => {
-  if (api && api.exitCode === null && api.signalCode === null) {
-    const exited = new Promise((r) => api.once('exit', r));
-    api.kill('SIGINT');
-    // on the old code a socket left hanging kept the stopped process alive
-    const killer = setTimeout(() => api.kill('SIGKILL'), 60_000);
-    await exited;
-    clearTimeout(killer);
-  }
+  // on the old code a socket left hanging kept the stopped process alive (stop() kills it after 60 s)
+  await api?.stop();
   await admin?.end().catch(() => undefined);
   await proxy?.close();
   await pg?.close();
@@ -103,7 +66,7 @@ async function send(service: Service, method: 'GET' | 'POST', url: string, paylo
   const headers: Record<string, string> = service === 'task' ? {} : { 'x-api-key': TEST_API_KEY };
   if (payload !== undefined) headers['content-type'] = 'application/json';
   const t0 = Date.now();
-  const r = await fetch(`http://127.0.0.1:${ports[service]}${url}`, { method, headers, body: payload === undefined ? undefined : JSON.stringify(payload), signal: AbortSignal.timeout(120_000) });
+  const r = await fetch(`${api.base(service)}${url}`, { method, headers, body: payload === undefined ? undefined : JSON.stringify(payload), signal: AbortSignal.timeout(120_000) });
   const text = await r.text();
   let body: Record<string, unknown>;
   try {
@@ -192,5 +155,5 @@ test('requests on pooled connections that went silent while PostgreSQL answers o
     expect(next.map((a) => `${a.status}${a.ms < 15_000 ? '' : ` after ${a.ms} ms`}`)).toEqual(['200', '200', '201', '200']);
   }
   expect(await storedTraces('after')).toBe(6);
-  expect(apiOutput).not.toMatch(/"level":50/); // no error of ours logged
+  expect(api.output()).not.toMatch(/"level":50/); // no error of ours logged
 });

@@ -13,12 +13,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { ChildProcess } from 'node:child_process';
-import { spawnArmada } from '../support/armadaProcess';
-import { env, eventually, makeGitRepo, TEST_API_KEY } from '../support/harness';
+import { spawnApi, type ApiProcess } from '../support/apiProcess';
+import { eventually, makeGitRepo, TEST_API_KEY } from '../support/harness';
 import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
-
-const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 jest.setTimeout(300_000);
 
@@ -27,40 +24,14 @@ const SERVICES: Service[] = ['task', 'scheduler', 'agents', 'traces'];
 
 let home: string;
 let pg: OwnPostgres;
-let api: ChildProcess;
-let apiOutput = '';
+let api: ApiProcess;
 let thaw: (() => void) | undefined;
 let projectId: string;
-const ports = {} as Record<Service, number>;
 
 beforeAll(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-pg-frozen-'));
   pg = await startOwnPostgres(path.join(home, 'pg'));
-  for (const s of SERVICES) ports[s] = await freePort();
-  const started = await spawnArmada(
-    ['api'],
-    'listening',
-    {
-      ...process.env,
-      ARMADA_HOME: home,
-      ARMADA_CONFIG: '',
-      DATABASE_URL: pg.url,
-      TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
-      ARMADA_API_KEY: TEST_API_KEY,
-      ARMADA_TASK_PORT: String(ports.task),
-      ARMADA_SCHEDULER_PORT: String(ports.scheduler),
-      ARMADA_SCHEDULER_ALT_PORT: '',
-      ARMADA_AGENTS_PORT: String(ports.agents),
-      ARMADA_TRACES_PORT: String(ports.traces),
-      ARMADA_LOG_LEVEL: 'warn',
-      ARMADA_LOG_FORMAT: 'json',
-    },
-    180_000,
-  );
-  api = started.child;
-  const keep = (d: Buffer) => (apiOutput = (apiOutput + d.toString()).slice(-20_000));
-  api.stdout?.on('data', keep);
-  api.stderr?.on('data', keep);
+  api = await spawnApi({ home, databaseUrl: pg.url });
   const p = await send('task', 'POST', '/api/projects', { name: 'Frozen', repository: { url: makeGitRepo() } });
   expect(p.status).toBe(201);
   projectId = (p.body.data as { id: string }).id;
@@ -68,11 +39,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   thaw?.();
-  if (api && api.exitCode === null && api.signalCode === null) {
-    const exited = new Promise((r) => api.once('exit', r));
-    api.kill('SIGINT');
-    await exited;
-  }
+  await api?.stop();
   await pg?.close();
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
@@ -84,13 +51,11 @@ interface Answer {
   body: Record<string, unknown>;
 }
 
-const base = (service: Service) => `http://127.0.0.1:${ports[service]}`;
-
 async function send(service: Service, method: 'GET' | 'POST', url: string, payload?: unknown): Promise<Answer> {
   const headers: Record<string, string> = service === 'task' ? {} : { 'x-api-key': TEST_API_KEY };
   if (payload !== undefined) headers['content-type'] = 'application/json';
   const t0 = Date.now();
-  const r = await fetch(`${base(service)}${url}`, { method, headers, body: payload === undefined ? undefined : JSON.stringify(payload), signal: AbortSignal.timeout(120_000) });
+  const r = await fetch(`${api.base(service)}${url}`, { method, headers, body: payload === undefined ? undefined : JSON.stringify(payload), signal: AbortSignal.timeout(120_000) });
   const text = await r.text();
   let body: Record<string, unknown>;
   try {
@@ -191,7 +156,7 @@ test('frozen PostgreSQL: waiting requests are released with a 503, requests 3 s 
   // the pool keeps a dozen idle connections: the requests sent into the freeze find one each and send their first
   // statement to the frozen server, those sent later partly need a new connection, which the frozen server never gives
   await Promise.all(Array.from({ length: 12 }, () => send('traces', 'GET', '/api/v1/traces?instance=warm')));
-  const pid = api.pid;
+  const pid = api.child.pid;
 
   thaw = pg.freeze();
   const frozenAt = Date.now();
@@ -217,13 +182,13 @@ test('frozen PostgreSQL: waiting requests are released with a 503, requests 3 s 
     expect(released.map(({ r, a }) => [r.name, a ? (outageAnswerProblem(r, a) ?? '') : 'no answer while frozen']).filter(([, p]) => p)).toEqual([]);
     for (const h of health) expect({ status: h.status, down: h.body.down }).toEqual({ status: 503, down: ['postgres'] });
   } catch (err) {
-    throw new Error(`${(err as Error).message}\narmada api output:\n${apiOutput.slice(-4000)}`);
+    throw new Error(`${(err as Error).message}\narmada api output:\n${api.output().slice(-4000)}`);
   }
 
   // thawed: the same requests are served again, by the same process, without a restart
   await eventually(() => allServed('after'), 60_000, 200);
-  expect(api.pid).toBe(pid);
-  expect(api.exitCode).toBeNull();
+  expect(api.child.pid).toBe(pid);
+  expect(api.child.exitCode).toBeNull();
   for (const s of SERVICES) expect((await send(s, 'GET', '/health')).status).toBe(200);
 
   // no write applied twice or lost: what answered 503 "try again" left nothing; what was told its outcome is unknown

@@ -11,7 +11,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { ChildProcess } from 'node:child_process';
 import type { FastifyInstance } from 'fastify';
 import { Client } from 'pg';
 import { buildService, serviceMetrics } from '../../api/services';
@@ -20,11 +19,9 @@ import { resolveKeys } from '../../lib/keys';
 import { createMetrics } from '../../lib/metrics';
 import { createDependencyState, startDependencyProbes } from '../../lib/runtime/dependencies';
 import { createTemporalHandle } from '../../lib/temporal/client';
-import { spawnArmada } from '../support/armadaProcess';
+import { spawnApi, type ApiProcess } from '../support/apiProcess';
 import { env, eventually, logger, TEST_API_KEY, testConfig } from '../support/harness';
 import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
-
-const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 jest.setTimeout(300_000);
 
@@ -33,46 +30,16 @@ const SERVICES: Service[] = ['task', 'scheduler', 'agents', 'traces'];
 
 let home: string;
 let pg: OwnPostgres;
-let api: ChildProcess;
-let apiOutput = '';
-const ports = {} as Record<Service, number>;
+let api: ApiProcess;
 
 beforeAll(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-pg-outage-'));
   pg = await startOwnPostgres(path.join(home, 'pg'));
-  for (const s of SERVICES) ports[s] = await freePort();
-  const started = await spawnArmada(
-    ['api'],
-    'listening',
-    {
-      ...process.env,
-      ARMADA_HOME: home,
-      ARMADA_CONFIG: '',
-      DATABASE_URL: pg.url,
-      TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
-      ARMADA_API_KEY: TEST_API_KEY,
-      ARMADA_TASK_PORT: String(ports.task),
-      ARMADA_SCHEDULER_PORT: String(ports.scheduler),
-      ARMADA_SCHEDULER_ALT_PORT: '',
-      ARMADA_AGENTS_PORT: String(ports.agents),
-      ARMADA_TRACES_PORT: String(ports.traces),
-      ARMADA_LOG_LEVEL: 'warn',
-      ARMADA_LOG_FORMAT: 'json',
-    },
-    180_000,
-  );
-  api = started.child;
-  const keep = (d: Buffer) => (apiOutput = (apiOutput + d.toString()).slice(-20_000));
-  api.stdout?.on('data', keep);
-  api.stderr?.on('data', keep);
+  api = await spawnApi({ home, databaseUrl: pg.url });
 });
 
 afterAll(async () => {
-  if (api && api.exitCode === null && api.signalCode === null) {
-    const exited = new Promise((r) => api.once('exit', r));
-    api.kill('SIGINT');
-    await exited;
-  }
+  await api?.stop();
   await pg?.close();
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
@@ -86,7 +53,7 @@ interface Answer {
 
 /** Where each service listens: `armada api`'s ports, or apps of this process. */
 type Bases = Record<Service, string>;
-const apiBases = () => Object.fromEntries(SERVICES.map((s) => [s, `http://127.0.0.1:${ports[s]}`])) as Bases;
+const apiBases = () => Object.fromEntries(SERVICES.map((s) => [s, api.base(s)])) as Bases;
 
 async function send(bases: Bases, service: Service, method: 'GET' | 'POST', url: string, payload?: unknown): Promise<Answer> {
   const headers: Record<string, string> = service === 'task' ? {} : { 'x-api-key': TEST_API_KEY };
@@ -159,7 +126,7 @@ describe.each([
     const bases = apiBases();
     const round = `api-${how}`;
     await eventually(() => allServed(bases, round), 60_000, 200); // up, and the pools have connections
-    const pid = api.pid;
+    const pid = api.child.pid;
 
     await (how === 'stop' ? pg.stop() : pg.kill());
     try {
@@ -177,10 +144,10 @@ describe.each([
     try {
       await eventually(() => allServed(bases, round), 60_000, 200);
     } catch (err) {
-      throw new Error(`${(err as Error).message}\narmada api output:\n${apiOutput.slice(-4000)}`);
+      throw new Error(`${(err as Error).message}\narmada api output:\n${api.output().slice(-4000)}`);
     }
-    expect(api.pid).toBe(pid);
-    expect(api.exitCode).toBeNull();
+    expect(api.child.pid).toBe(pid);
+    expect(api.child.exitCode).toBeNull();
     for (const s of SERVICES) expect((await send(bases, s, 'GET', '/health')).status).toBe(200);
     // the trace refused during the outage was not written: the one before and the one after are
     expect((await send(bases, 'traces', 'GET', `/api/v1/traces?instance=${round}`)).body.total).toBe(2);

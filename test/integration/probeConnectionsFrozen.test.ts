@@ -11,53 +11,26 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { ChildProcess } from 'node:child_process';
-import { spawnArmada } from '../support/armadaProcess';
-import { env, eventually, TEST_API_KEY } from '../support/harness';
+import { spawnApi, type ApiProcess } from '../support/apiProcess';
+import { eventually } from '../support/harness';
 import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
-
-const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 jest.setTimeout(300_000);
 
 let home: string;
 let pg: OwnPostgres;
-let api: ChildProcess;
-let taskPort: number;
+let api: ApiProcess;
 let thaw: (() => void) | undefined;
 
 beforeAll(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-probe-frozen-'));
   pg = await startOwnPostgres(path.join(home, 'pg'));
-  taskPort = await freePort();
-  const started = await spawnArmada(
-    ['api', '--service', 'task'],
-    'listening',
-    {
-      ...process.env,
-      ARMADA_HOME: home,
-      ARMADA_CONFIG: '',
-      DATABASE_URL: pg.url,
-      TEMPORAL_ADDRESS: env('ARMADA_TEST_TEMPORAL_ADDRESS'),
-      ARMADA_API_KEY: TEST_API_KEY,
-      ARMADA_TASK_PORT: String(taskPort),
-      ARMADA_LOG_LEVEL: 'warn',
-      ARMADA_LOG_FORMAT: 'json',
-    },
-    180_000,
-  );
-  api = started.child;
+  api = await spawnApi({ home, databaseUrl: pg.url, services: ['task'] });
 }, 240_000);
 
 afterAll(async () => {
   thaw?.();
-  if (api && api.exitCode === null && api.signalCode === null) {
-    const exited = new Promise((r) => api.once('exit', r));
-    api.kill('SIGINT');
-    const killer = setTimeout(() => api.kill('SIGKILL'), 60_000);
-    await exited;
-    clearTimeout(killer);
-  }
+  await api?.stop();
   await pg?.close();
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
@@ -91,13 +64,13 @@ function connectionsTo(pid: number, port: number): number {
 }
 
 const get = async (url: string) => {
-  const r = await fetch(`http://127.0.0.1:${taskPort}${url}`, { signal: AbortSignal.timeout(30_000) });
+  const r = await fetch(`${api.base('task')}${url}`, { signal: AbortSignal.timeout(30_000) });
   return { status: r.status, body: (await r.json()) as Record<string, unknown> };
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('30 s of a frozen PostgreSQL: the API holds a bounded number of connections to it, and serves requests again after SIGCONT', async () => {
-  const pid = api.pid as number;
+  const pid = api.child.pid as number;
   const port = Number(new URL(pg.url).port);
   await eventually(async () => (await get('/api/projects')).status === 200 && (await get('/health')).status === 200, 60_000, 200);
   await sleep(2000); // the probe's connection and the pool's settle

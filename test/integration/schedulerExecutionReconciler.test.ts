@@ -36,15 +36,13 @@ import { createLogger } from '../../lib/logger';
 import { createServiceMetrics, type Metrics } from '../../lib/metrics';
 import { createDependencyState, type DependencyState } from '../../lib/runtime/dependencies';
 import { createTemporalHandle, type TemporalHandle } from '../../lib/temporal/client';
-import { spawnArmada } from '../support/armadaProcess';
+import { spawnApi } from '../support/apiProcess';
 import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
 import { env, eventually, logger, startStackWorkers, startTestStack, TEST_API_KEY, type TestStack } from '../support/harness';
 import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
 import { closeSchedulerStack } from '../support/schedulerStack';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy';
 import type { RunningWorkers } from '../../workers/createWorker';
-
-const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 jest.setTimeout(300_000);
 
@@ -168,28 +166,17 @@ test('the API killed (SIGKILL) between the row and the start: the execution is f
   fs.mkdirSync(apiHome);
   // its own reconciler would look only after an hour: the in-process API's is the one that must act
   fs.writeFileSync(path.join(apiHome, 'config.json'), JSON.stringify({ scheduler: { healthCheckIntervalSeconds: 0, reconcileAfterSeconds: 3600 } }));
-  const port = await freePort();
-  const api = await spawnArmada(
-    ['api', '--service', 'scheduler'],
-    'listening',
-    {
-      ...process.env,
-      ARMADA_HOME: apiHome,
-      ARMADA_CONFIG: path.join(apiHome, 'config.json'),
-      DATABASE_URL: pg.url,
-      TEMPORAL_ADDRESS: apiProxy.address,
-      ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue,
-      ARMADA_API_KEY: TEST_API_KEY,
-      ARMADA_SCHEDULER_PORT: String(port),
-      ARMADA_SCHEDULER_ALT_PORT: '',
-      ARMADA_LOG_LEVEL: 'warn',
-      ARMADA_LOG_FORMAT: 'json',
-    },
-    180_000,
-  );
+  const api = await spawnApi({
+    home: apiHome,
+    databaseUrl: pg.url,
+    temporalAddress: apiProxy.address,
+    services: ['scheduler'],
+    configPath: path.join(apiHome, 'config.json'),
+    env: { ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue },
+  });
   spawned.push(api.child);
   apiProxy.setMode('hold'); // from here its start request stays in the proxy
-  const request = fetch(`http://127.0.0.1:${port}/api/v1/workflows/killed/run`, { method: 'POST', headers: { 'x-api-key': TEST_API_KEY } }).then(
+  const request = fetch(`${api.base('scheduler')}/api/v1/workflows/killed/run`, { method: 'POST', headers: { 'x-api-key': TEST_API_KEY } }).then(
     (r) => r.status,
     () => 'no answer',
   );

@@ -15,23 +15,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import type { ChildProcess } from 'node:child_process';
 import { Client, Connection } from '@temporalio/client';
-import { spawnArmada } from '../support/armadaProcess';
+import { spawnApi, type ApiProcess } from '../support/apiProcess';
 import { agentConfig } from '../support/attemptHelpers';
 import { createTestDatabase, env, eventually, makeGitRepo } from '../support/harness';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy';
-
-const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 jest.setTimeout(300_000);
 
 let home: string;
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 let proxy: TcpProxy;
-let api: ChildProcess;
-let apiOutput = '';
-let base: string;
+let api: ApiProcess;
 const taskQueue = `blackhole-${crypto.randomBytes(4).toString('hex')}`;
 const workflowIds: string[] = [];
 
@@ -40,36 +35,18 @@ beforeAll(async () => {
   fs.writeFileSync(path.join(home, 'config.json'), JSON.stringify(agentConfig()));
   db = await createTestDatabase();
   proxy = await startTcpProxy(env('ARMADA_TEST_TEMPORAL_ADDRESS'));
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  const started = await spawnArmada(
-    ['api', '--service', 'task'],
-    'listening',
-    {
-      ...process.env,
-      ARMADA_HOME: home,
-      ARMADA_CONFIG: path.join(home, 'config.json'),
-      DATABASE_URL: db.url,
-      TEMPORAL_ADDRESS: proxy.address,
-      ARMADA_TASK_QUEUE: taskQueue,
-      ARMADA_TASK_PORT: String(port),
-      ARMADA_LOG_LEVEL: 'warn',
-      ARMADA_LOG_FORMAT: 'json',
-    },
-    180_000,
-  );
-  api = started.child;
-  const keep = (d: Buffer) => (apiOutput = (apiOutput + d.toString()).slice(-20_000));
-  api.stdout?.on('data', keep);
-  api.stderr?.on('data', keep);
+  api = await spawnApi({
+    home,
+    databaseUrl: db.url,
+    temporalAddress: proxy.address,
+    services: ['task'],
+    configPath: path.join(home, 'config.json'),
+    env: { ARMADA_TASK_QUEUE: taskQueue },
+  });
 });
 
 afterAll(async () => {
-  if (api && api.exitCode === null && api.signalCode === null) {
-    const exited = new Promise((r) => api.once('exit', r));
-    api.kill('SIGINT');
-    await exited;
-  }
+  await api?.stop();
   await proxy?.close();
   // the accepted starts' workflows have no worker on this queue: end them
   if (workflowIds.length) {
@@ -91,7 +68,7 @@ interface Answer {
 
 async function send(method: 'GET' | 'POST', url: string, payload?: unknown): Promise<Answer> {
   const t0 = Date.now();
-  const r = await fetch(`${base}${url}`, {
+  const r = await fetch(`${api.base('task')}${url}`, {
     method,
     headers: payload === undefined ? {} : { 'content-type': 'application/json' },
     body: payload === undefined ? undefined : JSON.stringify(payload),
@@ -148,7 +125,7 @@ test('a black-holed Temporal: starts answer 503 with Retry-After, and once it pa
     const h = await send('GET', '/health');
     return h.status === 200 ? h : undefined;
   }, 30_000, 250).catch(() => undefined);
-  expect({ healthyWithin30s: !!healthy, apiOutput: healthy ? '' : apiOutput }).toEqual({ healthyWithin30s: true, apiOutput: '' });
+  expect({ healthyWithin30s: !!healthy, apiOutput: healthy ? '' : api.output() }).toEqual({ healthyWithin30s: true, apiOutput: '' });
   expect(healthy?.body).toMatchObject({ status: 'ok' });
 
   const taskId = await newTask(projectId, 'after the black hole');
