@@ -16,6 +16,7 @@ import { spawnApi, type ApiProcess } from '../support/apiProcess';
 import { eventually, makeGitRepo, TEST_API_KEY } from '../support/harness';
 import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy';
+import { timedRequest, type TimedAnswer as Answer } from '../support/timedRequest';
 
 jest.setTimeout(300_000);
 
@@ -55,27 +56,8 @@ afterAll(async () => {
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
 
-interface Answer {
-  status: number;
-  ms: number;
-  retryAfter: string | null;
-  body: Record<string, unknown>;
-}
-
-async function send(service: Service, method: 'GET' | 'POST', url: string, payload?: unknown): Promise<Answer> {
-  const headers: Record<string, string> = service === 'task' ? {} : { 'x-api-key': TEST_API_KEY };
-  if (payload !== undefined) headers['content-type'] = 'application/json';
-  const t0 = Date.now();
-  const r = await fetch(`${api.base(service)}${url}`, { method, headers, body: payload === undefined ? undefined : JSON.stringify(payload), signal: AbortSignal.timeout(120_000) });
-  const text = await r.text();
-  let body: Record<string, unknown>;
-  try {
-    body = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    body = { text };
-  }
-  return { status: r.status, ms: Date.now() - t0, retryAfter: r.headers.get('retry-after'), body };
-}
+const send = (service: Service, method: 'GET' | 'POST', url: string, payload?: unknown): Promise<Answer> =>
+  timedRequest(`${api.base(service)}${url}`, { method, payload, headers: service === 'task' ? {} : { 'x-api-key': TEST_API_KEY }, timeoutMs: 120_000 });
 
 /** The answer, or a line saying it had not come within `ms`. */
 async function answerWithin(answer: Promise<Answer>, ms: number): Promise<Answer | string> {

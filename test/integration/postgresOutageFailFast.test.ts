@@ -22,6 +22,7 @@ import { createTemporalHandle } from '../../lib/temporal/client';
 import { spawnApi, type ApiProcess } from '../support/apiProcess';
 import { env, eventually, logger, TEST_API_KEY, testConfig } from '../support/harness';
 import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
+import { timedRequest, type TimedAnswer as Answer } from '../support/timedRequest';
 
 jest.setTimeout(300_000);
 
@@ -44,31 +45,12 @@ afterAll(async () => {
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
 
-interface Answer {
-  status: number;
-  ms: number;
-  retryAfter: string | null;
-  body: Record<string, unknown>;
-}
-
 /** Where each service listens: `armada api`'s ports, or apps of this process. */
 type Bases = Record<Service, string>;
 const apiBases = () => Object.fromEntries(SERVICES.map((s) => [s, api.base(s)])) as Bases;
 
-async function send(bases: Bases, service: Service, method: 'GET' | 'POST', url: string, payload?: unknown): Promise<Answer> {
-  const headers: Record<string, string> = service === 'task' ? {} : { 'x-api-key': TEST_API_KEY };
-  if (payload !== undefined) headers['content-type'] = 'application/json';
-  const t0 = Date.now();
-  const r = await fetch(`${bases[service]}${url}`, { method, headers, body: payload === undefined ? undefined : JSON.stringify(payload), signal: AbortSignal.timeout(60_000) });
-  const text = await r.text();
-  let body: Record<string, unknown>;
-  try {
-    body = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    body = { text };
-  }
-  return { status: r.status, ms: Date.now() - t0, retryAfter: r.headers.get('retry-after'), body };
-}
+const send = (bases: Bases, service: Service, method: 'GET' | 'POST', url: string, payload?: unknown): Promise<Answer> =>
+  timedRequest(`${bases[service]}${url}`, { method, payload, headers: service === 'task' ? {} : { 'x-api-key': TEST_API_KEY }, timeoutMs: 60_000 });
 
 /** One read of each service and a write of two, as a client sends them; `ok` is the status when PostgreSQL answers. */
 let traceSeq = 0;

@@ -20,6 +20,7 @@ import { spawnApi, type ApiProcess } from '../support/apiProcess';
 import { agentConfig } from '../support/attemptHelpers';
 import { createTestDatabase, env, eventually, makeGitRepo } from '../support/harness';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy';
+import { timedRequest, type TimedAnswer as Answer } from '../support/timedRequest';
 
 jest.setTimeout(300_000);
 
@@ -59,30 +60,7 @@ afterAll(async () => {
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
 
-interface Answer {
-  status: number;
-  ms: number;
-  retryAfter: string | null;
-  body: Record<string, unknown>;
-}
-
-async function send(method: 'GET' | 'POST', url: string, payload?: unknown): Promise<Answer> {
-  const t0 = Date.now();
-  const r = await fetch(`${api.base('task')}${url}`, {
-    method,
-    headers: payload === undefined ? {} : { 'content-type': 'application/json' },
-    body: payload === undefined ? undefined : JSON.stringify(payload),
-    signal: AbortSignal.timeout(60_000),
-  });
-  const text = await r.text();
-  let body: Record<string, unknown>;
-  try {
-    body = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    body = { text };
-  }
-  return { status: r.status, ms: Date.now() - t0, retryAfter: r.headers.get('retry-after'), body };
-}
+const send = (method: 'GET' | 'POST', url: string, payload?: unknown): Promise<Answer> => timedRequest(`${api.base('task')}${url}`, { method, payload, timeoutMs: 60_000 });
 
 async function newTask(projectId: string, title: string): Promise<string> {
   const r = await send('POST', '/api/tasks', { projectId, title });
