@@ -2,25 +2,16 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { eventually, startTestStack, type TestStack } from '../support/harness';
-import { agentConfig, api, gitOk, gitOut, recordHistory } from '../support/attemptHelpers';
+import { eventually } from '../support/harness';
+import { attemptStackForFile, gitOk, gitOut, recordHistory } from '../support/attemptHelpers';
 
-let stack: TestStack;
-let h: ReturnType<typeof api>;
-
-beforeAll(async () => {
-  stack = await startTestStack({ services: ['task'], worker: true, file: agentConfig() });
-  h = api(stack);
-});
-afterAll(async () => {
-  await stack.close();
-});
+const h = attemptStackForFile();
 
 const ndjson = (body: string) => body.split('\n').filter(Boolean).map((l) => JSON.parse(l));
 
 /** The try numbers of an attempt's prepareWorktree activity, from its workflow history. */
 async function prepareTries(attemptId: string): Promise<number[]> {
-  const history = await (await stack.temporal.client()).workflow.getHandle(`attempt:${attemptId}`).fetchHistory();
+  const history = await (await h.stack.temporal.client()).workflow.getHandle(`attempt:${attemptId}`).fetchHistory();
   const scheduled = new Set(
     (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'prepareWorktree').map((e) => String(e.eventId)),
   );
@@ -129,8 +120,8 @@ describe('attempt engine', () => {
     const p = await h.project();
     const taskId = await h.task(p.id, 'Wait for the clone');
     // the project's repository as it is while its clone runs (cloneProjectWorkflow sets it back)
-    const { rows } = await stack.db.query<{ git_repo_path: string }>(`SELECT git_repo_path FROM projects WHERE id = $1`, [p.id]);
-    await stack.db.query(`UPDATE projects SET clone_status = 'cloning', git_repo_path = NULL WHERE id = $1`, [p.id]);
+    const { rows } = await h.stack.db.query<{ git_repo_path: string }>(`SELECT git_repo_path FROM projects WHERE id = $1`, [p.id]);
+    await h.stack.db.query(`UPDATE projects SET clone_status = 'cloning', git_repo_path = NULL WHERE id = $1`, [p.id]);
     const started = await h.start(taskId);
     // it waits, saying so in its log, for longer than the old retries' first three intervals (1 + 2 s)
     await eventually(async () => {
@@ -139,7 +130,7 @@ describe('attempt engine', () => {
     });
     await new Promise((r) => setTimeout(r, 3500));
     expect((await h.attempt(started.attemptId)).status).toBe('running');
-    await stack.db.query(`UPDATE projects SET clone_status = 'ready', git_repo_path = $2 WHERE id = $1`, [p.id, rows[0]?.git_repo_path]);
+    await h.stack.db.query(`UPDATE projects SET clone_status = 'ready', git_repo_path = $2 WHERE id = $1`, [p.id, rows[0]?.git_repo_path]);
     expect((await h.until(started.attemptId, ['completed', 'failed'])).status).toBe('completed');
     // one try of prepareWorktree: the wait happened inside it, not in Temporal's retry backoff
     expect(await prepareTries(started.attemptId)).toEqual([1]);
@@ -200,10 +191,10 @@ describe('attempt engine', () => {
     const container = (await h.inject('GET', `/api/containers/${attemptId}`)).json().data;
     expect(container).toMatchObject({ id: attemptId, taskAttemptId: attemptId, status: 'deleted', worktreePath: null, branch: a.branch, baseBranch: 'main' });
     // the closed attempt workflow has finished
-    const client = await stack.temporal.client();
+    const client = await h.stack.temporal.client();
     await expect(client.workflow.getHandle(`attempt:${attemptId}`).result()).resolves.toBe('completed');
-    await recordHistory(stack, `attempt:${attemptId}`, 'attempt-merged-cleanup');
-    await recordHistory(stack, `merge:${attemptId}`, 'merge-no-ff-cleanup');
+    await recordHistory(h.stack, `attempt:${attemptId}`, 'attempt-merged-cleanup');
+    await recordHistory(h.stack, `merge:${attemptId}`, 'merge-no-ff-cleanup');
   });
 
   test('squash merge lands one commit with the changes on the base branch', async () => {

@@ -1,24 +1,8 @@
 /** A merge approval gates the merge: pending or rejected → 409 and the base branch untouched; approved → merged. */
-import { eventually, startTestStack, type TestStack } from '../support/harness';
-import { agentConfig, api, gitOut } from '../support/attemptHelpers';
+import { eventually } from '../support/harness';
+import { attemptStackForFile, gitOut } from '../support/attemptHelpers';
 
-let stack: TestStack;
-let h: ReturnType<typeof api>;
-beforeAll(async () => {
-  stack = await startTestStack({ services: ['task'], worker: true, file: agentConfig() });
-  h = api(stack);
-});
-afterAll(async () => {
-  await stack.close();
-});
-
-async function finishedAttempt() {
-  const p = await h.project();
-  const taskId = await h.task(p.id, 'Edit under approval');
-  const { attemptId } = await h.start(taskId);
-  await h.until(attemptId, ['completed']);
-  return { repo: p.repo, attemptId };
-}
+const h = attemptStackForFile();
 
 async function requestApproval(attemptId: string) {
   const r = await h.inject('POST', '/api/approvals', { taskAttemptId: attemptId, type: 'merge', title: 'Ship it?', approvers: ['lead@example.com'] }, { 'x-user-email': 'dev@example.com' });
@@ -27,7 +11,7 @@ async function requestApproval(attemptId: string) {
 }
 
 test('a pending merge approval refuses the merge (409); once approved the merge lands', async () => {
-  const { repo, attemptId } = await finishedAttempt();
+  const { repo, attemptId } = await h.finishedAttempt('Edit under approval');
   const before = gitOut(repo, 'rev-parse', 'main');
   const approvalId = await requestApproval(attemptId);
   const refused = await h.inject('POST', `/api/attempts/${attemptId}/merge`, {});
@@ -45,7 +29,7 @@ test('a pending merge approval refuses the merge (409); once approved the merge 
 });
 
 test('a rejected merge approval keeps refusing the merge', async () => {
-  const { repo, attemptId } = await finishedAttempt();
+  const { repo, attemptId } = await h.finishedAttempt('Edit under approval');
   const before = gitOut(repo, 'rev-parse', 'main');
   const approvalId = await requestApproval(attemptId);
   await h.inject('POST', `/api/approvals/${approvalId}/respond`, { decision: 'rejected', comment: 'no' }, { 'x-user-email': 'lead@example.com' });

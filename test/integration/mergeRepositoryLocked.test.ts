@@ -5,26 +5,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { startTestStack, type TestStack } from '../support/harness';
-import { agentConfig, api, gitOk, gitOut } from '../support/attemptHelpers';
+import { attemptStackForFile, gitOk, gitOut } from '../support/attemptHelpers';
 
-let stack: TestStack;
-let h: ReturnType<typeof api>;
-beforeAll(async () => {
-  stack = await startTestStack({ services: ['task'], worker: true, file: agentConfig() });
-  h = api(stack);
-});
-afterAll(async () => {
-  await stack.close();
-});
-
-async function finishedAttempt(title: string) {
-  const p = await h.project();
-  const taskId = await h.task(p.id, title);
-  const { attemptId } = await h.start(taskId);
-  const a = await h.until(attemptId, ['completed']);
-  return { repo: p.repo, attemptId, branch: a.branch as string, worktree: a.worktreePath as string };
-}
+const h = attemptStackForFile();
 
 const markers = (repo: string, attemptId: string) => gitOut(repo, 'for-each-ref', '--format=%(refname)', `refs/armada/merges/${attemptId}/`);
 
@@ -35,7 +18,7 @@ async function timedMerge(attemptId: string, body: Record<string, unknown>) {
 }
 
 test('a stale .git/index.lock: 409 REPOSITORY_LOCKED naming it, fast, base untouched; without it the merge lands', async () => {
-  const { repo, attemptId, branch, worktree } = await finishedAttempt('Merge past a stale index.lock');
+  const { repo, attemptId, branch, worktree } = await h.finishedAttempt('Merge past a stale index.lock');
   const before = gitOut(repo, 'rev-parse', 'main');
   const head = gitOut(repo, 'rev-parse', branch);
   const lock = path.join(repo, '.git', 'index.lock');
@@ -69,7 +52,7 @@ test('a stale .git/index.lock: 409 REPOSITORY_LOCKED naming it, fast, base untou
 }, 120_000);
 
 test("a stale lock of the base branch's ref: a no-ff merge is a 409 naming it; once removed, one merge commit lands", async () => {
-  const { repo, attemptId, branch } = await finishedAttempt('Merge past a stale ref lock');
+  const { repo, attemptId, branch } = await h.finishedAttempt('Merge past a stale ref lock');
   const before = gitOut(repo, 'rev-parse', 'main');
   const head = gitOut(repo, 'rev-parse', branch);
   const lock = path.join(repo, '.git', 'refs', 'heads', 'main.lock');
@@ -93,7 +76,7 @@ test("a stale lock of the base branch's ref: a no-ff merge is a 409 naming it; o
 }, 120_000);
 
 test('a base checked out nowhere, its ref locked: a squash merge is a 409 naming the lock; then it lands', async () => {
-  const { repo, attemptId } = await finishedAttempt('Squash past a stale ref lock');
+  const { repo, attemptId } = await h.finishedAttempt('Squash past a stale ref lock');
   gitOut(repo, 'checkout', '-q', '-b', 'elsewhere');
   const before = gitOut(repo, 'rev-parse', 'main');
   const lock = path.join(repo, '.git', 'refs', 'heads', 'main.lock');

@@ -9,25 +9,10 @@ import path from 'node:path';
 import { addWorktreeFast } from '../../activities/git/fastWorktree';
 import { removeWorktree } from '../../activities/git/removeWorktree';
 import { pruneOrphanWorktrees } from '../../activities/git/worktreeJanitor';
-import { logger, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
-import { agentConfig, api, gitOk, gitOut } from '../support/attemptHelpers';
+import { logger, makeGitRepo } from '../support/harness';
+import { attemptStackForFile, gitOk, gitOut } from '../support/attemptHelpers';
 
-let stack: TestStack;
-let h: ReturnType<typeof api>;
-beforeAll(async () => {
-  stack = await startTestStack({ services: ['task'], worker: true, file: agentConfig() });
-  h = api(stack);
-});
-afterAll(async () => {
-  await stack.close();
-});
-
-async function finishedAttempt(title: string) {
-  const p = await h.project();
-  const { attemptId } = await h.start(await h.task(p.id, title));
-  const a = await h.until(attemptId, ['completed'], 60_000);
-  return { repo: p.repo, attemptId, branch: a.branch as string, worktree: a.worktreePath as string };
-}
+const h = attemptStackForFile();
 
 const branchThere = (repo: string, branch: string) => gitOk(repo, 'rev-parse', '--verify', '--quiet', `refs/heads/${branch}`);
 /** The worktree paths git has registered in `repo` (real paths, as git records them). */
@@ -38,7 +23,7 @@ const registered = (repo: string) =>
     .map((l) => l.slice('worktree '.length));
 
 test("merge with cleanup past a stale lock of the attempt branch's ref: merged, cleanup false with REPOSITORY_LOCKED; a DELETE once it is gone removes both", async () => {
-  const { repo, attemptId, branch, worktree } = await finishedAttempt('Merge, then clean up past a stale ref lock');
+  const { repo, attemptId, branch, worktree } = await h.finishedAttempt('Merge, then clean up past a stale ref lock', 60_000);
   const head = gitOut(repo, 'rev-parse', branch);
   // a git killed while it updated the attempt branch
   const lock = path.join(repo, '.git', 'refs', 'heads', `${branch}.lock`);
@@ -71,7 +56,7 @@ test("merge with cleanup past a stale lock of the attempt branch's ref: merged, 
 }, 120_000);
 
 test('DELETE of an attempt whose worktree is locked (git worktree lock): cleanup failed with WORKTREE_LOCKED and the reason, nothing removed; once unlocked the janitor removes it', async () => {
-  const { repo, attemptId, branch, worktree } = await finishedAttempt('Delete a locked worktree');
+  const { repo, attemptId, branch, worktree } = await h.finishedAttempt('Delete a locked worktree', 60_000);
   gitOut(repo, 'worktree', 'lock', '--reason', 'kept for a demo', worktree);
 
   const del = await h.inject('DELETE', `/api/attempts/${attemptId}`);
@@ -92,7 +77,7 @@ test('DELETE of an attempt whose worktree is locked (git worktree lock): cleanup
 
   // the row is gone: the worktree is an orphan, which the worktree janitor of the host removes once it is unlocked
   gitOut(repo, 'worktree', 'unlock', worktree);
-  const pass = await pruneOrphanWorktrees({ db: stack.db, config: stack.config, logger }, { graceMs: 0 });
+  const pass = await pruneOrphanWorktrees({ db: h.stack.db, config: h.stack.config, logger }, { graceMs: 0 });
   expect(pass.failed).toEqual([]);
   expect(pass.pruned).toMatchObject([{ attemptId, branch, branchDeleted: true }]);
   expect(fs.existsSync(worktree)).toBe(false);
@@ -101,7 +86,7 @@ test('DELETE of an attempt whose worktree is locked (git worktree lock): cleanup
 }, 120_000);
 
 test('DELETE of an attempt whose worktree and branch were already removed by hand: done', async () => {
-  const { repo, attemptId, branch, worktree } = await finishedAttempt('Delete what is already gone');
+  const { repo, attemptId, branch, worktree } = await h.finishedAttempt('Delete what is already gone', 60_000);
   gitOut(repo, 'worktree', 'remove', '--force', worktree);
   gitOut(repo, 'branch', '-D', branch);
 
@@ -112,7 +97,7 @@ test('DELETE of an attempt whose worktree and branch were already removed by han
 }, 120_000);
 
 test("DELETE of a task whose attempt's branch is checked out in the user's own worktree: cleanup failed with CLEANUP_FAILED and git's message, the user's checkout untouched", async () => {
-  const { repo, attemptId, branch, worktree } = await finishedAttempt('Delete while the user has the branch checked out');
+  const { repo, attemptId, branch, worktree } = await h.finishedAttempt('Delete while the user has the branch checked out', 60_000);
   const taskId = (await h.attempt(attemptId)).taskId as string;
   // the user looks at the attempt's work in a checkout of their own
   gitOut(repo, 'worktree', 'remove', '--force', worktree);
@@ -146,7 +131,7 @@ test('a locked worktree that fastWorktree made under a symlinked path (git then 
     expect(await addWorktreeFast(repo, worktree, 'armada/task-t-attempt-1', gitOut(repo, 'rev-parse', 'main'))).toBe(true);
     gitOut(repo, 'worktree', 'lock', '--reason', 'on a removable disk', worktree);
 
-    const removal = await removeWorktree({ db: stack.db }, { attemptId: null, repoPath: repo, worktreePath: worktree, branch: 'armada/task-t-attempt-1', deleteBranch: true });
+    const removal = await removeWorktree({ db: h.stack.db }, { attemptId: null, repoPath: repo, worktreePath: worktree, branch: 'armada/task-t-attempt-1', deleteBranch: true });
 
     expect(removal).toMatchObject({ removed: false, error: { code: 'WORKTREE_LOCKED', details: { reason: 'on a removable disk' } } });
     expect(fs.existsSync(path.join(worktree, 'README.md'))).toBe(true);

@@ -1,7 +1,7 @@
 /** Helpers of the attempt-engine tests: a stack whose config knows the scripted agent, and git checks. */
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { eventually, makeGitRepo, type TestStack } from './harness';
+import { eventually, makeGitRepo, startTestStack, type TestStack } from './harness';
 
 export const SCRIPTED_AGENT = path.join(__dirname, '..', 'fixtures', 'agents', 'scripted-agent.js');
 
@@ -27,10 +27,10 @@ export function gitOk(cwd: string, ...args: string[]): boolean {
   }
 }
 
-export function api(stack: TestStack) {
+export function api(stack: Pick<TestStack, 'app'>) {
   const inject = async (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown, headers?: Record<string, string>) =>
     stack.app('task').inject({ method, url, payload: payload as object, headers });
-  return {
+  const h = {
     inject,
     async project(files?: Record<string, string>) {
       const repo = makeGitRepo(files ?? { 'README.md': 'line 1\nline 2\n', 'src/keep.txt': 'keep\n' });
@@ -56,6 +56,42 @@ export function api(stack: TestStack) {
         const a = (await inject('GET', `/api/attempts/${id}`)).json().data;
         return statuses.includes(a.status) ? a : undefined;
       }, timeoutMs, 100);
+    },
+  };
+  return {
+    ...h,
+    /** A new project and task, and an attempt of the scripted agent on it run to `completed` within `timeoutMs`. */
+    async finishedAttempt(title: string, timeoutMs = 30_000) {
+      const p = await h.project();
+      const { attemptId } = await h.start(await h.task(p.id, title));
+      const a = await h.until(attemptId, ['completed'], timeoutMs);
+      return { repo: p.repo, attemptId, branch: a.branch as string, worktree: a.worktreePath as string };
+    },
+  };
+}
+
+export type AttemptApi = ReturnType<typeof api>;
+
+/**
+ * The task service with a worker, its config knowing the scripted agent, for the calling test file: started in
+ * beforeAll, closed in afterAll. The helpers of api() on it, and `stack`: read it in tests and hooks.
+ */
+export function attemptStackForFile(): AttemptApi & { readonly stack: TestStack } {
+  let started: TestStack | undefined;
+  const get = () => {
+    if (!started) throw new Error('the attempt stack is not started: use it inside tests and hooks');
+    return started;
+  };
+  beforeAll(async () => {
+    started = await startTestStack({ services: ['task'], worker: true, file: agentConfig() });
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  return {
+    ...api({ app: (name) => get().app(name) }),
+    get stack() {
+      return get();
     },
   };
 }
