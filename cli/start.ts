@@ -2,8 +2,8 @@
 import { Runtime } from '@temporalio/worker';
 import { startServices, SERVICE_NAMES } from '../api/services';
 import { ensureWebAssets } from './webAssets';
-import { assertTaskServiceBindAllowed } from '../lib/config';
-import { listenAddress } from '../lib/hostAddress';
+import { assertTaskServiceBindAllowed, ConfigError } from '../lib/config';
+import { bindIp, HostNotResolved, listenAddress } from '../lib/hostAddress';
 import { migrate } from '../lib/db/migrate';
 import { createPool } from '../lib/db/pool';
 import { resolveKeys } from '../lib/keys';
@@ -20,15 +20,23 @@ import { readyBanner, stoppedBanner } from './startBanner';
 
 /**
  * Installs the Temporal SDK runtime before any worker exists: our own shutdown owns SIGINT/SIGTERM (so HTTP drains
- * first), and the SDK's metrics are served for Prometheus on metricsPort.
+ * first), and the SDK's metrics are served for Prometheus on metricsPort, at `host`'s IP address (the SDK takes no
+ * host name: ARMADA_HOST=localhost made it refuse to start).
  */
-export function installTemporalRuntime(host: string, metricsPort: number | null, logger: Logger): void {
+export async function installTemporalRuntime(host: string, metricsPort: number | null, logger: Logger): Promise<void> {
+  let bindAddress: string | undefined;
+  if (metricsPort !== null) {
+    try {
+      bindAddress = listenAddress(await bindIp(host), metricsPort);
+    } catch (err) {
+      if (err instanceof HostNotResolved) throw new ConfigError(err.message);
+      throw err;
+    }
+  }
   Runtime.install({
     shutdownSignals: [],
     logger: sdkLogger(logger),
-    ...(metricsPort === null
-      ? {}
-      : { telemetryOptions: { metrics: { prometheus: { bindAddress: listenAddress(host, metricsPort), countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } } }),
+    ...(bindAddress === undefined ? {} : { telemetryOptions: { metrics: { prometheus: { bindAddress, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } } }),
   });
 }
 
@@ -78,7 +86,7 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
   try {
     const applied = await migrate(pool);
     if (applied.length) logger.info({ applied }, 'migrations applied');
-    installTemporalRuntime(config.host, config.temporal.metricsPort, logger);
+    await installTemporalRuntime(config.host, config.temporal.metricsPort, logger);
     const runWorkers = async () => {
       workers = await startWorkers({
         config,

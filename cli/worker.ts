@@ -35,7 +35,7 @@ export async function runWorker(opts: WorkerFlags): Promise<number> {
   if (opts.healthPort !== undefined) positiveInt('--health-port', opts.healthPort, 0);
   positiveInt('--max-agents', opts.maxAgents);
   const identity = opts.identity ?? `${os.hostname()}-${process.pid}`;
-  installTemporalRuntime(config.host, process.env.ARMADA_TEMPORAL_METRICS_PORT ? config.temporal.metricsPort : null, logger);
+  await installTemporalRuntime(config.host, process.env.ARMADA_TEMPORAL_METRICS_PORT ? config.temporal.metricsPort : null, logger);
   // 20 like an API process: a worker running hundreds of agents writes their samples, logs and ends concurrently.
   // A burst of activities (200 attempts starting at once) waits for a connection rather than failing after 10 s
   // (runAgent has one retry): 45 of 200 attempts failed that way in bench/concurrentAttempts.ts.

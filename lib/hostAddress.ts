@@ -1,8 +1,10 @@
 /**
  * ARMADA_HOST (or any bind host) in an address. Services bind to it; clients on this host dial `localAddress`: a
  * wildcard bind (0.0.0.0, ::) is dialled at 127.0.0.1 (a Node server bound to :: takes IPv4 too), and an IPv6
- * literal is bracketed, as a URL or a host:port needs it (`http://:::8887` is no URL).
+ * literal is bracketed, as a URL or a host:port needs it (`http://:::8887` is no URL). A listener that takes only an
+ * IP literal (the Temporal SDK's Prometheus endpoint) gets `bindIp`'s address for a host name such as `localhost`.
  */
+import dns from 'node:dns/promises';
 import net from 'node:net';
 
 /** `host` trimmed and without the brackets of an IPv6 literal given as `[::1]`. */
@@ -31,4 +33,27 @@ export function localUrl(host: string, port: number): string {
 /** `host:port` to listen on (`[::]:9464`): the host as given, an IPv6 literal bracketed. */
 export function listenAddress(host: string, port: number): string {
   return `${urlHost(host)}:${port}`;
+}
+
+/** `host` could not be resolved to an address to bind to. */
+export class HostNotResolved extends Error {
+  constructor(host: string, reason: string) {
+    super(`ARMADA_HOST=${host} does not resolve to an address on this host (${reason}): set it to an IP address, or to a name this host resolves`);
+    this.name = 'HostNotResolved';
+  }
+}
+
+/**
+ * `host` as an IP literal to bind to: a literal as it is (without brackets), a host name resolved to its first address
+ * as this host's resolver orders them (`localhost` → 127.0.0.1 or ::1). Throws HostNotResolved for a name it cannot
+ * resolve.
+ */
+export async function bindIp(host: string): Promise<string> {
+  const h = bare(host);
+  if (net.isIP(h)) return h;
+  try {
+    return (await dns.lookup(h)).address;
+  } catch (err) {
+    throw new HostNotResolved(h, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
+  }
 }

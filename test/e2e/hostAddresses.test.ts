@@ -2,7 +2,8 @@
  * ARMADA_HOST as a wildcard (::, 0.0.0.0) or an IPv6 literal (::1, [::1]): the URLs the CLI prints and dials are URLs
  * a client on this host can use (lib/hostAddress.ts): a wildcard bind is reached at 127.0.0.1, an IPv6 literal is
  * bracketed. `armada api`'s listening line (the addresses `armada start` prints too), `armada worker`'s health URL
- * and its Temporal metrics listener, and `armada status`'s probes.
+ * and its Temporal metrics listener (which takes only an IP address: a host name such as localhost is resolved), and
+ * `armada status`'s probes.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -90,6 +91,22 @@ test('armada worker on :: prints a 127.0.0.1 health URL that answers, and serves
     expect(worker.ready.health).toBe(`http://127.0.0.1:${healthPort}`);
     expect((await fetch(`http://127.0.0.1:${healthPort}/health`)).status).toBe(200);
     const metrics = await fetch(`http://[::1]:${metricsPort}/metrics`);
+    expect(metrics.status).toBe(200);
+  } finally {
+    await stop(worker);
+  }
+});
+
+test('armada worker with ARMADA_HOST=localhost (a host name, not an IP literal) runs, and its Temporal metrics answer there', async () => {
+  const healthPort = await freePort();
+  const metricsPort = await freePort();
+  let worker: ArmadaProcess | undefined;
+  try {
+    // the SDK's Prometheus listener takes only an IP literal: given "localhost:<port>" it refused, and the worker exited
+    worker = await spawnArmada(['worker', '--health-port', String(healthPort)], 'worker-started', { ...base, ARMADA_HOST: 'localhost', ARMADA_TEMPORAL_METRICS_PORT: String(metricsPort) }, 120_000);
+    expect(worker.ready.health).toBe(`http://localhost:${healthPort}`);
+    expect((await fetch(`http://localhost:${healthPort}/health`)).status).toBe(200);
+    const metrics = await fetch(`http://localhost:${metricsPort}/metrics`);
     expect(metrics.status).toBe(200);
   } finally {
     await stop(worker);
