@@ -74,12 +74,13 @@ Shows whether an armada runs on $ARMADA_HOME (decided by the home's own processe
 servers, or one started with this ARMADA_HOME serving a port), each configured service port and its /health (a
 service of another home on that port is "other", naming that home), the worker queues and their pollers,
 PostgreSQL and Temporal, versions and the data directory's size. Changes nothing; works on a stopped home.
+Prints text on a terminal, and one JSON object when stdout is not a terminal (a pipe, a file, a monitoring check).
 
 Options:
-  --json                One JSON object instead of text.
+  --json                The JSON object on a terminal too.
 
 Environment: ARMADA_HOME, ARMADA_CONFIG, ARMADA_HOST, ARMADA_*_PORT, DATABASE_URL, TEMPORAL_ADDRESS,
-TEMPORAL_NAMESPACE. See README.md.
+TEMPORAL_NAMESPACE, ARMADA_LOG_FORMAT (pretty: text on a pipe too; json: JSON on a terminal too). See README.md.
 `,
   api: `armada api — run HTTP services only (production)
 

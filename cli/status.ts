@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { configWarning, loadConfig, type ArmadaConfig } from '../lib/config';
 import { localUrl } from '../lib/hostAddress';
+import { resolveLogFormat } from '../lib/logger';
 import { liveArmadaOwner } from '../lib/runtime/homeInUse';
 import { portListener } from '../lib/runtime/portListener';
 import { checkProvisioned } from '../lib/runtime/provisionTemporalCli';
@@ -236,11 +237,16 @@ export function formatStatus(s: ArmadaStatus): string {
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * Prints the status as `armada migrate` prints its result: text on a terminal, the JSON object on a pipe or a file,
+ * or with --json (ARMADA_LOG_FORMAT decides when set, as for the logs).
+ */
 export async function runStatus(opts: { json?: boolean }): Promise<number> {
   const config = loadConfig();
   const warning = configWarning(config);
-  if (warning) process.stderr.write(`armada: warning: ${warning}\n`); // stdout keeps the status (JSON with --json)
+  if (warning) process.stderr.write(`armada: warning: ${warning}\n`); // stdout keeps the status (JSON for machines)
   const status = await collectStatus(config);
-  process.stdout.write(opts.json ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
+  const json = opts.json || resolveLogFormat(config.logFormat, process.stdout.isTTY === true) === 'json';
+  process.stdout.write(json ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
   return 0;
 }

@@ -1,6 +1,7 @@
 /**
  * `armada status` decides by the home's own processes, not by whatever answers on the configured ports: a service
- * of an armada running on another ARMADA_HOME is reported as that home's, and this home as stopped.
+ * of an armada running on another ARMADA_HOME is reported as that home's, and this home as stopped. It prints JSON
+ * for machines (stdout not a terminal, or --json) and text on a terminal, as `armada migrate` does.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -36,8 +37,8 @@ function status(home: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<ArmadaS
   return statusRun(home, extraEnv).then((r) => JSON.parse(r.stdout));
 }
 
-function statusRun(home: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; stderr: string }> {
-  const env = {
+function statusEnv(home: string, extraEnv: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
     ...process.env,
     ARMADA_HOME: home,
     ARMADA_CONFIG: '',
@@ -52,8 +53,14 @@ function statusRun(home: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<{ st
     ARMADA_TRACES_PORT: '3',
     ...extraEnv,
   };
+  if (!('ARMADA_LOG_FORMAT' in extraEnv)) delete env.ARMADA_LOG_FORMAT;
+  return env;
+}
+
+function statusRun(home: string, extraEnv: NodeJS.ProcessEnv = {}, args = ['--json']): Promise<{ stdout: string; stderr: string }> {
+  const env = statusEnv(home, extraEnv);
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [ARMADA_BIN, 'status', '--json'], { env, timeout: 60_000 }, (err, stdout, stderr) => (err ? reject(err) : resolve({ stdout, stderr })));
+    execFile(process.execPath, [ARMADA_BIN, 'status', ...args], { env, timeout: 60_000 }, (err, stdout, stderr) => (err ? reject(err) : resolve({ stdout, stderr })));
   });
 }
 
@@ -91,4 +98,21 @@ test('an ARMADA_CONFIG naming a file that does not exist: one warning line namin
   expect(JSON.parse(r.stdout)).toMatchObject({ home: otherHome, running: true });
   // the default path missing is the documented normal case: no warning
   expect((await statusRun(otherHome)).stderr).toBe('');
+});
+
+test('piped (a script, a monitoring check) it prints the JSON object without --json; on a terminal, text', async () => {
+  const piped = await statusRun(otherHome, {}, []);
+  expect(piped.stderr).toBe('');
+  expect(JSON.parse(piped.stdout)).toMatchObject({ home: otherHome, running: true, armadaPid: service.pid });
+  // ARMADA_LOG_FORMAT=pretty asks for text on a pipe, as for armada migrate and the logs; --json wins over it
+  expect((await statusRun(otherHome, { ARMADA_LOG_FORMAT: 'pretty' }, [])).stdout).toMatch(new RegExp(`^armada on ${otherHome}: running \\(pid ${service.pid}\\)\n`));
+  expect(JSON.parse((await statusRun(otherHome, { ARMADA_LOG_FORMAT: 'pretty' })).stdout)).toMatchObject({ home: otherHome, running: true });
+  // a terminal (util-linux's script, as in test/e2e/migrateOutput.test.ts): text
+  const child = spawn('script', ['-qfec', `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(ARMADA_BIN)} status`, '/dev/null'], { env: statusEnv(otherHome), stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout?.on('data', (d) => (out += d.toString()));
+  child.stderr?.on('data', (d) => (out += d.toString()));
+  const code = await new Promise((resolve) => child.once('exit', resolve));
+  expect(code).toBe(0);
+  expect(out.replace(/\r\n/g, '\n')).toMatch(new RegExp(`^armada on ${otherHome}: running \\(pid ${service.pid}\\)\n {2}services\n`));
 });
