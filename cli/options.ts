@@ -65,3 +65,12 @@ export function parseSubcommandArgs<O extends Options>(command: string, args: st
     throw err;
   }
 }
+
+/**
+ * Throws the UsageError of `command` naming the first of `positionals` past the `max` it takes (parseArgs's own
+ * wording for a command that takes none): an extra argument is a mistake to point out, never something to ignore.
+ */
+export function refuseExtraArguments(command: string, positionals: readonly string[], max: number, helpCommand = command): void {
+  const extra = positionals[max];
+  if (extra !== undefined) throw new UsageError(command, `unexpected argument '${extra}'`, helpCommand);
+}

@@ -1,9 +1,9 @@
 /** `armada worktrees prune [--dry-run]`: the worktree janitor of this host, run once by an operator. */
-import { parseArgs } from 'node:util';
 import { pruneOrphanWorktrees } from '../activities/git/worktreeJanitor';
 import { ConfigError, configWarning, loadConfig } from '../lib/config';
 import { createPool } from '../lib/db/pool';
 import { createLogger } from '../lib/logger';
+import { asksForHelp, parseSubcommandArgs, refuseExtraArguments, UsageError } from './options';
 
 export const WORKTREES_HELP = `armada worktrees — attempt worktrees of this host ($ARMADA_HOME/worktrees)
 
@@ -16,30 +16,19 @@ Usage:
       Needs DATABASE_URL (the database this ARMADA_HOME belongs to). Exit 1 when an entry could not be removed.
 `;
 
-const out = (s: string) => process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
-const err = (s: string) => process.stderr.write(s.endsWith('\n') ? s : `${s}\n`);
-
 export async function runWorktrees(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
-  if (sub === undefined || sub === 'help' || sub === '--help' || sub === '-h') {
-    out(WORKTREES_HELP);
-    return sub === undefined ? 2 : 0;
-  }
-  if (sub !== 'prune') {
-    err(`armada worktrees: unknown subcommand "${sub}" (armada worktrees --help)`);
+  if (sub === undefined) {
+    process.stderr.write(WORKTREES_HELP); // like armada without a command: the usage on stderr, exit 2
     return 2;
   }
-  let values: { 'dry-run'?: boolean; help?: boolean };
-  try {
-    ({ values } = parseArgs({ args: rest, options: { 'dry-run': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } }));
-  } catch (e) {
-    err(`armada worktrees prune: ${(e as Error).message} (usage: armada worktrees prune [--dry-run])`);
-    return 2;
-  }
-  if (values.help) {
-    out(WORKTREES_HELP);
+  if (sub === 'help' || asksForHelp(argv)) {
+    process.stdout.write(WORKTREES_HELP);
     return 0;
   }
+  if (sub !== 'prune') throw new UsageError('worktrees', `unknown subcommand '${sub}'`);
+  const { values, positionals } = parseSubcommandArgs('worktrees', rest, { 'dry-run': { type: 'boolean' } });
+  refuseExtraArguments('worktrees prune', positionals, 0, 'worktrees');
   const config = loadConfig();
   if (!config.databaseUrl) throw new ConfigError('DATABASE_URL is required for `armada worktrees prune` (the database this ARMADA_HOME belongs to)');
   // stdout carries the JSON lines; logs go to stderr
@@ -49,7 +38,7 @@ export async function runWorktrees(argv: string[]): Promise<number> {
   const db = createPool(config.databaseUrl, logger, { max: 2 });
   try {
     const { pruned, failed } = await pruneOrphanWorktrees({ db, config, logger }, { dryRun: values['dry-run'] });
-    for (const p of pruned) out(JSON.stringify(p));
+    for (const p of pruned) process.stdout.write(`${JSON.stringify(p)}\n`);
     return failed.length ? 1 : 0;
   } finally {
     await db.end();

@@ -108,3 +108,26 @@ test('no command prints the help on stderr with exit 2; an unknown command is on
   expect(helpMigrate.stdout).toMatch(/^Usage: armada migrate\b/m);
   expect(fs.readdirSync(home)).toEqual([]);
 });
+
+test('armada worktrees: its usage errors have the same one-line shape and exit 2 as the other commands', async () => {
+  const cases: [string[], string][] = [
+    [['worktrees', 'clean'], "armada worktrees: unknown subcommand 'clean'; run armada worktrees --help"],
+    [['worktrees', 'prune', '--force'], "armada worktrees: unknown option '--force'; run armada worktrees --help"],
+    [['worktrees', 'prune', '--dry-run=yes'], "armada worktrees: option '--dry-run' does not take an argument; run armada worktrees --help"],
+  ];
+  const runs = await twoAtATime(cases, async ([args, line]) => ({ args, line, ...(await armada(args)) }));
+  for (const r of runs) expect([r.args, r.code, r.stdout, r.stderr]).toEqual([r.args, 2, '', `${r.line}\n`]);
+  // without a subcommand, like sources and tools: the help on stderr, exit 2; --help: on stdout, exit 0
+  const bare = await armada(['worktrees']);
+  expect([bare.code, bare.stdout]).toEqual([2, '']);
+  expect(bare.stderr).toMatch(/^Usage:\n {2}armada worktrees prune/m);
+  const help = await armada(['worktrees', 'prune', '--help']);
+  expect([help.code, help.stderr]).toEqual([0, '']);
+  expect(help.stdout).toMatch(/^Usage:\n {2}armada worktrees prune/m);
+  // a missing DATABASE_URL is the other commands' one line too: what is needed and where, exit 1
+  const noDb = await armada(['worktrees', 'prune']);
+  expect([noDb.code, noDb.stdout]).toEqual([1, '']);
+  expect(noDb.stderr).toMatch(/^armada: DATABASE_URL is required for `armada worktrees prune` .*\n$/);
+  expect(noDb.stderr.trim().split('\n')).toHaveLength(1);
+  expect(fs.readdirSync(home)).toEqual([]);
+});
