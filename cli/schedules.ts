@@ -1,5 +1,5 @@
 /** `armada schedules list|add|pause|resume|delete`: the schedules of the scheduler's workflows over HTTP. */
-import { parseSubcommandArgs, UsageError } from './options';
+import { parseSubcommandArgs, refuseExtraArguments, UsageError } from './options';
 import { CliError, pathSegment, processIo, runSchedulerCommand, schedulerRequest, table, type CliIo } from './schedulerClient';
 
 export const SCHEDULES_HELP = `armada schedules — the schedules of the scheduler's workflows (several per workflow)
@@ -49,6 +49,9 @@ async function findSchedule(env: NodeJS.ProcessEnv, id: string): Promise<Schedul
   return s;
 }
 
+/** The arguments (positionals) each subcommand takes at most: the WORKFLOW, or the schedule ID. */
+const ARGUMENTS: Record<string, number> = { list: 0, add: 1, pause: 1, resume: 1, delete: 1 };
+
 export function runSchedules(argv: string[], io: CliIo = processIo()): Promise<number> {
   return runSchedulerCommand(SCHEDULES_HELP, argv, io, (sub, args) => schedules(sub, args, io));
 }
@@ -64,6 +67,7 @@ async function schedules(sub: string, args: string[], io: CliIo): Promise<number
     input: { type: 'string' },
     paused: { type: 'boolean' },
   });
+  if (Object.hasOwn(ARGUMENTS, sub)) refuseExtraArguments(`schedules ${sub}`, positionals, ARGUMENTS[sub] as number, 'schedules');
   const usage = (problem: string) => new UsageError(`schedules ${sub}`, problem, 'schedules');
   const show = (value: unknown, human: string) => io.stdout(values.json ? `${JSON.stringify(value, null, 2)}\n` : human);
   switch (sub) {

@@ -1,6 +1,6 @@
 /** `armada sources list|add|update|delete|health|flows`: the scheduler's sources over HTTP. */
 import { isUuid } from '../lib/ids';
-import { parseSubcommandArgs, UsageError } from './options';
+import { parseSubcommandArgs, refuseExtraArguments, UsageError } from './options';
 import { CliError, pathSegment, processIo, runSchedulerCommand, schedulerRequest, table, type CliIo } from './schedulerClient';
 
 export const SOURCES_HELP = `armada sources — manage the scheduler's sources (external workflow platforms)
@@ -58,6 +58,9 @@ async function sourceId(env: NodeJS.ProcessEnv, v: string): Promise<string> {
 const sourceRows = (items: SourceView[]) =>
   table([['ID', 'NAME', 'TYPE', 'STATUS', 'URL'], ...items.map((s) => [s.id, s.name, s.source_type, s.status, s.url])]);
 
+/** The arguments (positionals) each subcommand takes at most: SOURCE for those that name one. */
+const ARGUMENTS: Record<string, number> = { list: 0, add: 0, update: 1, delete: 1, health: 1, flows: 1 };
+
 export function runSources(argv: string[], io: CliIo = processIo()): Promise<number> {
   return runSchedulerCommand(SOURCES_HELP, argv, io, (sub, args) => sources(sub, args, io));
 }
@@ -73,6 +76,7 @@ async function sources(sub: string, args: string[], io: CliIo): Promise<number> 
     'api-key': { type: 'string' },
     json: { type: 'boolean' },
   });
+  if (Object.hasOwn(ARGUMENTS, sub)) refuseExtraArguments(`sources ${sub}`, positionals, ARGUMENTS[sub] as number, 'sources');
   const usage = (problem: string) => new UsageError(`sources ${sub}`, problem, 'sources');
   const show = (value: unknown, human: string) => io.stdout(values.json ? `${JSON.stringify(value, null, 2)}\n` : human);
   const id = async () => {

@@ -8,7 +8,7 @@ import { armadaTools, ServiceUnavailableError } from '../lib/mcp/armadaTools';
 import { addServer, EDITORS, EditorConfigError, listServers, removeServer, type Editor, type Location, type Scope, type ServerEntry } from '../lib/mcp/editorConfig';
 import { loadOpenApiDocument, OpenApiDocumentError, openapiToTools } from '../lib/mcp/openapiToTools';
 import { DEFAULT_MAX_RESPONSE_CHARS, serveStdio, type ServedTool } from '../lib/mcp/toolServer';
-import { asksForHelp, parseSubcommandArgs, UsageError } from './options';
+import { asksForHelp, parseSubcommandArgs, refuseExtraArguments, UsageError } from './options';
 
 /**
  * What `tools config add --openapi` writes for the editor to run: an http(s) URL as given, or the absolute path of a
@@ -88,7 +88,8 @@ async function runOpenapi(args: string[]): Promise<number> {
     list: { type: 'boolean' },
   });
   const source = positionals[0];
-  if (!source || positionals.length > 1) throw new UsageError('tools openapi', 'give exactly one OpenAPI document URL or file', 'tools');
+  if (!source) throw new UsageError('tools openapi', 'give exactly one OpenAPI document URL or file', 'tools');
+  refuseExtraArguments('tools openapi', positionals, 1, 'tools');
   const headers: Record<string, string> = {};
   for (const h of values.header ?? []) {
     const i = h.indexOf(':');
@@ -133,7 +134,7 @@ async function runServe(args: string[]): Promise<number> {
     'max-response-chars': { type: 'string' },
     'allow-partial': { type: 'boolean' },
   });
-  if (positionals.length) throw new UsageError('tools serve', `unexpected argument '${positionals[0]}'`, 'tools');
+  refuseExtraArguments('tools serve', positionals, 0, 'tools');
   const env = process.env;
   const config = loadConfig(env);
   // the keys as the scheduler CLI finds them: the variables, else the key armada start stored in $ARMADA_HOME/api-key.
@@ -207,15 +208,17 @@ function runConfig(argv: string[]): number {
     'dry-run': { type: 'boolean' },
     json: { type: 'boolean' },
   });
-  const [action, name, ...extra] = positionals;
+  const [action, name] = positionals;
   if (!action) {
     err(TOOLS_HELP); // like armada tools without a subcommand
     return 2;
   }
+  // add and remove take the server's name, list nothing
+  if (action === 'add' || action === 'remove' || action === 'list') refuseExtraArguments(`tools config ${action}`, positionals, action === 'list' ? 1 : 2, 'tools');
   const loc = location();
   switch (action) {
     case 'add': {
-      if (!name || extra.length) throw new EditorConfigError('usage: armada tools config add <name> --editor EDITOR (-- <command> [args…] | --openapi URL)');
+      if (!name) throw new EditorConfigError('usage: armada tools config add <name> --editor EDITOR (-- <command> [args…] | --openapi URL)');
       const env: Record<string, string> = {};
       for (const kv of values.env ?? []) {
         const i = kv.indexOf('=');
@@ -238,14 +241,13 @@ function runConfig(argv: string[]): number {
       return 0;
     }
     case 'remove': {
-      if (!name || extra.length) throw new EditorConfigError('usage: armada tools config remove <name> --editor EDITOR');
+      if (!name) throw new EditorConfigError('usage: armada tools config remove <name> --editor EDITOR');
       const r = removeServer({ editor: editorOf(values.editor, true) as Editor, scope: scopeOf(values.scope), name, location: loc, dryRun: values['dry-run'] });
       if (values['dry-run'] && r.removed) out(`# ${r.file}\n${r.content}`);
       for (const m of r.messages) err(m);
       return r.removed ? 0 : 1;
     }
     case 'list': {
-      if (name) throw new EditorConfigError('usage: armada tools config list [--editor EDITOR] [--scope user|project] [--json]');
       const found = listServers({ editor: editorOf(values.editor, false), scope: values.scope ? scopeOf(values.scope) : undefined, location: loc });
       if (values.json) {
         out(JSON.stringify(found, null, 2));

@@ -1,5 +1,5 @@
 /** `armada workflows list|run|retry`: the scheduler's workflows over HTTP. */
-import { parseSubcommandArgs, UsageError } from './options';
+import { parseSubcommandArgs, refuseExtraArguments, UsageError } from './options';
 import { pathSegment, processIo, runSchedulerCommand, schedulerRequest, table, type CliIo } from './schedulerClient';
 
 export const WORKFLOWS_HELP = `armada workflows — list and run the scheduler's workflows
@@ -37,12 +37,16 @@ interface StartedRun {
   retryOf?: string;
 }
 
+/** The arguments (positionals) each subcommand takes at most: the workflow NAME or the EXECUTION_ID. */
+const ARGUMENTS: Record<string, number> = { list: 0, run: 1, retry: 1 };
+
 export function runWorkflows(argv: string[], io: CliIo = processIo()): Promise<number> {
   return runSchedulerCommand(WORKFLOWS_HELP, argv, io, (sub, args) => workflows(sub, args, io));
 }
 
 async function workflows(sub: string, args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseSubcommandArgs('workflows', args, { json: { type: 'boolean' }, wait: { type: 'boolean' } });
+  if (Object.hasOwn(ARGUMENTS, sub)) refuseExtraArguments(`workflows ${sub}`, positionals, ARGUMENTS[sub] as number, 'workflows');
   const usage = (problem: string) => new UsageError(`workflows ${sub}`, problem, 'workflows');
   const show = (value: unknown, human: string) => io.stdout(values.json ? `${JSON.stringify(value, null, 2)}\n` : human);
   switch (sub) {

@@ -109,6 +109,37 @@ test('no command prints the help on stderr with exit 2; an unknown command is on
   expect(fs.readdirSync(home)).toEqual([]);
 });
 
+test('an argument a command does not take is one line naming it, exit 2, before anything is asked of a server', async () => {
+  // no scheduler answers here: a command that went on would fail with "cannot reach the scheduler" (exit 1) instead
+  const cases: [string[], string][] = [
+    [['status', 'now'], "armada status: unexpected argument 'now'; run armada status --help"],
+    [['worker', 'q1'], "armada worker: unexpected argument 'q1'; run armada worker --help"],
+    [['api', 'task'], "armada api: unexpected argument 'task'; run armada api --help"],
+    [['sources', 'list', 'extra'], "armada sources list: unexpected argument 'extra'; run armada sources --help"],
+    [['sources', 'add', 'fb', '--type', 'flow-builder', '--url', 'http://127.0.0.1:1'], "armada sources add: unexpected argument 'fb'; run armada sources --help"],
+    [['sources', 'update', 'fb', 'extra', '--name', 'x'], "armada sources update: unexpected argument 'extra'; run armada sources --help"],
+    [['sources', 'delete', 'fb', 'extra'], "armada sources delete: unexpected argument 'extra'; run armada sources --help"],
+    [['sources', 'health', 'fb', 'extra'], "armada sources health: unexpected argument 'extra'; run armada sources --help"],
+    [['sources', 'flows', 'fb', 'extra'], "armada sources flows: unexpected argument 'extra'; run armada sources --help"],
+    [['workflows', 'list', 'extra'], "armada workflows list: unexpected argument 'extra'; run armada workflows --help"],
+    [['workflows', 'run', 'wf', 'extra'], "armada workflows run: unexpected argument 'extra'; run armada workflows --help"],
+    [['workflows', 'retry', 'e1', 'extra'], "armada workflows retry: unexpected argument 'extra'; run armada workflows --help"],
+    [['schedules', 'list', 'extra'], "armada schedules list: unexpected argument 'extra'; run armada schedules --help"],
+    [['schedules', 'add', 'wf', 'extra', '--at', 'now'], "armada schedules add: unexpected argument 'extra'; run armada schedules --help"],
+    [['schedules', 'pause', 's1', 'extra'], "armada schedules pause: unexpected argument 'extra'; run armada schedules --help"],
+    [['schedules', 'resume', 's1', 'extra'], "armada schedules resume: unexpected argument 'extra'; run armada schedules --help"],
+    [['schedules', 'delete', 's1', 'extra'], "armada schedules delete: unexpected argument 'extra'; run armada schedules --help"],
+    [['worktrees', 'prune', 'extra'], "armada worktrees prune: unexpected argument 'extra'; run armada worktrees --help"],
+    [['tools', 'openapi', 'a.json', 'b.json'], "armada tools openapi: unexpected argument 'b.json'; run armada tools --help"],
+    [['tools', 'config', 'list', 'extra'], "armada tools config list: unexpected argument 'extra'; run armada tools --help"],
+    [['tools', 'config', 'remove', 'srv', 'extra', '--editor', 'cursor'], "armada tools config remove: unexpected argument 'extra'; run armada tools --help"],
+    [['tools', 'config', 'add', 'srv', 'extra', '--editor', 'cursor', '--', 'cmd'], "armada tools config add: unexpected argument 'extra'; run armada tools --help"],
+  ];
+  const runs = await twoAtATime(cases, async ([args, line]) => ({ args, line, ...(await armada(args)) }));
+  for (const r of runs) expect([r.args, r.code, r.stdout, r.stderr]).toEqual([r.args, 2, '', `${r.line}\n`]);
+  expect(fs.readdirSync(home)).toEqual([]);
+});
+
 test('armada worktrees: its usage errors have the same one-line shape and exit 2 as the other commands', async () => {
   const cases: [string[], string][] = [
     [['worktrees', 'clean'], "armada worktrees: unknown subcommand 'clean'; run armada worktrees --help"],
