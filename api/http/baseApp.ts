@@ -14,6 +14,7 @@ import { isPostgresUnreachable } from '../../lib/db/pool';
 import type { DependencyState } from '../../lib/runtime/dependencies';
 import { installDependencyGate } from './dependencyGate';
 import { installStoppingAnswer } from './stoppingAnswer';
+import { installStreamsEndOnStop } from './streamsEndOnStop';
 import { allowedMethodsOf } from './allowedMethods';
 import { errorBody } from './envelope';
 import { clientErrorAnswer, expectationFailedAnswer, frameworkErrorMessage, installDetailErrors, installEnvelopeErrors } from './errorHandlers';
@@ -120,6 +121,7 @@ export function createBaseApp(opts: BaseAppOptions) {
   if (opts.errorStyle === 'envelope') installEnvelopeErrors(app, opts.version, allowed);
   else installDetailErrors(app, allowed);
   installStoppingAnswer(app);
+  installStreamsEndOnStop(app);
   installInputPolicy(app);
   if (opts.dependencies) installDependencyGate(app, opts.dependencies);
 

@@ -10,6 +10,7 @@
 import { once } from 'node:events';
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { endOnStop } from './streamsEndOnStop';
 
 export interface SseStream {
   /** Writes one event; resolves when it may be followed by another (after 'drain' when the socket was full). */
@@ -26,6 +27,12 @@ export function openSse(request: FastifyRequest, reply: FastifyReply, opts: { ke
   const res = reply.raw;
   request.raw.on('close', () => ac.abort());
   res.on('close', () => ac.abort());
+  // the service stopping ends the stream (api/http/streamsEndOnStop.ts): the client resumes with Last-Event-ID
+  const forget = endOnStop(request, () => {
+    ac.abort();
+    if (!res.writableEnded) res.end();
+  });
+  ac.signal.addEventListener('abort', forget, { once: true });
   // access-control-*, vary, x-request-id: set on the reply by onRequest hooks, and lost by a bare writeHead
   const hookHeaders: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) hookHeaders[name] = value;

@@ -32,6 +32,7 @@ import { getTask } from '../../lib/db/tasks';
 import { notFound, validationError } from '../../lib/errors';
 import { ok, okPage, pagination } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, PagedEnvelope } from '../http/schemas';
+import { endOnStop } from '../http/streamsEndOnStop';
 import { attemptSummary } from './tasks';
 import { AttemptSummary } from './taskSchemas';
 import {
@@ -84,6 +85,9 @@ async function latestProcessId(deps: TaskAppDeps, attemptId: string): Promise<st
 export function sendNdjson(request: FastifyRequest, reply: FastifyReply, gen: (signal: AbortSignal) => AsyncGenerator<unknown[]>) {
   const ac = new AbortController();
   request.raw.on('close', () => ac.abort());
+  // the service stopping ends a follow (api/http/streamsEndOnStop.ts): the client resumes with `after`
+  const forget = endOnStop(request, () => ac.abort());
+  reply.raw.on('close', forget);
   const body = Readable.from(
     (async function* () {
       yield ''; // the status and headers leave now (an empty write flushes them), not with the first line
