@@ -140,7 +140,7 @@ export function installInputPolicy(app: FastifyInstance): void {
     if (err) throw err;
   });
   app.addHook('preParsing', async (request, reply) => {
-    const err = contentEncodingError(request);
+    const err = contentEncodingError(request) ?? transferCodingError(request);
     if (!err) return;
     reply.header('accept-encoding', 'identity');
     throw err;
@@ -221,6 +221,26 @@ export function contentEncodingError(request: FastifyRequest): AppError | undefi
   if (!hasBody) return undefined;
   return new AppError(415, 'VALIDATION_ERROR', `Content-Encoding ${codings.join(', ')} is not supported: send the request body uncompressed (no Content-Encoding header)`, {
     'content-encoding': 'must be absent or identity',
+  });
+}
+
+/**
+ * A transfer coding other than chunked (`Transfer-Encoding: gzip, chunked`): Node's parser undoes only the chunking
+ * and handed the compressed bytes on, answered "not valid UTF-8" or "Malformed JSON". Such a body is refused as a
+ * compressed one is: the 415 of contentEncodingError (the coding is understood, the service reads bodies only as
+ * sent; no 501, which would say the fault is the server's). A list whose last coding is not chunked never gets here:
+ * the parser answers it 400 and closes (RFC 9112 §6.3). `identity` is ignored, as in Content-Encoding.
+ */
+export function transferCodingError(request: FastifyRequest): AppError | undefined {
+  const header = request.headers['transfer-encoding'];
+  if (header === undefined) return undefined;
+  const codings = (Array.isArray(header) ? header.join(',') : header)
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '' && c !== 'identity' && c !== 'chunked');
+  if (codings.length === 0) return undefined;
+  return new AppError(415, 'VALIDATION_ERROR', `Transfer-Encoding ${codings.join(', ').slice(0, 100)} is not supported: send the request body uncompressed (Transfer-Encoding: chunked or a Content-Length)`, {
+    'transfer-encoding': 'must be chunked alone, or absent',
   });
 }
 
