@@ -2,9 +2,12 @@
  * The JSON body parser of every service: Fastify's own (its limits and `__proto__` rules, set in baseApp.ts), fed only
  * UTF-8. Fastify decoded the body as UTF-8 whatever its bytes were, so an invalid sequence was stored as U+FFFD
  * (`caf\xe9` became `caf�`) and a body declared in another charset was read as UTF-8 anyway. JSON exchanged between
- * systems must be UTF-8 (RFC 8259 §8.1): a body whose bytes are not is a 400, a charset other than UTF-8 a 415.
+ * systems must be UTF-8 (RFC 8259 §8.1): a body whose bytes are not is a 400, a charset other than UTF-8 a 415. A
+ * nonzero number too small for a double (`1e-400`, which parses to 0) is a 400 naming it (api/http/jsonNumbers.ts).
  */
 import type { FastifyInstance } from 'fastify';
+import { validationError } from '../../lib/errors';
+import { UNDERFLOW_MESSAGE, underflowingNumberPath } from './jsonNumbers';
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
@@ -32,6 +35,11 @@ export function installJsonBodyParser(app: FastifyInstance, opts: { onProtoPoiso
     } catch {
       return done(clientError(400, 'Request body is not valid UTF-8: JSON must be sent as UTF-8'), undefined);
     }
-    parseJson(request, text, done);
+    parseJson(request, text, (err, parsed) => {
+      const path = err ? undefined : underflowingNumberPath(text);
+      if (path === undefined) return done(err, parsed);
+      const label = path || 'body';
+      done(validationError(`Request body is invalid: ${label} ${UNDERFLOW_MESSAGE}`, { [label]: UNDERFLOW_MESSAGE }), undefined);
+    });
   });
 }

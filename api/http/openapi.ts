@@ -68,7 +68,8 @@ const inputPolicyText = (requestTimeoutMs: number): string =>
   `request strings carry the pattern \`${NUL_FREE_PATTERN}\` and a violation is a 400. Nor may a string or key in a JSON body ` +
   'hold an unpaired UTF-16 surrogate (a `\\ud800` escape without its pair; a pair such as `\\ud83d\\ude00` is one ' +
   'character and fine): a 400. No pattern says this, because Rust and Go regular expressions cannot name surrogates. A number beyond what ' +
-  'a double holds (about ±1.8e308, e.g. `1e400`) is a 400. A JSON body may nest arrays and objects ' +
+  'a double holds (about ±1.8e308, e.g. `1e400`) is a 400, and so is a nonzero one too small for it (e.g. `1e-400`, ' +
+  'which would be read as 0). A JSON body may nest arrays and objects ' +
   `at most ${MAX_JSON_DEPTH} levels deep (the body itself is level 1); deeper is a 400. A \`date-time\` is RFC 3339 less a ` +
   'leap second (`23:59:60`) and less an instant outside the years 0001–9999 in UTC (`9999-12-31T23:59:59-01:00`): a 400. ' +
   `A request body over ${MAX_BODY_BYTES} bytes (1 MiB) is a 413. ` +
