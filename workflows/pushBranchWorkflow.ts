@@ -16,5 +16,6 @@ export async function pushBranchWorkflow(input: PushBranchInput & { hostQueue: s
     retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 4, nonRetryableErrorTypes: ['PushRejected'] },
   });
   // projectId: the activity reads the project's sealed credentials with it (no command changes: an activity's input is not replayed)
-  return host.pushBranch({ repoDir: input.repoDir, branch: input.branch, projectId: input.projectId });
+  // base: the activity refuses a branch with no changes beyond it before pushing (absent in runs started before that)
+  return host.pushBranch({ repoDir: input.repoDir, branch: input.branch, projectId: input.projectId, base: input.base });
 }

@@ -59,7 +59,7 @@ const TASK: Catalogue = {
   'GET /api/filesystem/git-repos': ['findGitRepos', 'Find git repositories', 'Git repositories found under a directory on the host.'],
   'POST /api/auth/codehost/device': ['startCodehostLogin', 'Start a code host login', 'Starts the code host device-flow login and returns the user code and verification URL.'],
   'POST /api/auth/codehost/device/poll': ['pollCodehostLogin', 'Poll a code host login', 'Checks whether the device-flow login has been completed.'],
-  'POST /api/task-attempts/{id}/create-pr': ['createPullRequest', 'Open a pull request', 'Pushes the attempt branch and opens a pull request for it on the code host.'],
+  'POST /api/task-attempts/{id}/create-pr': ['createPullRequest', 'Open a pull request', 'Pushes the attempt branch and opens a pull request for it on the code host. An attempt with no changes (no commit on its branch beyond its base, or commits that together change nothing) is refused with 409 no_changes before anything is pushed.'],
   'POST /api/task-attempts/{id}/attach-pr': ['attachPullRequest', 'Attach a pull request', 'Links an existing pull request to an attempt.'],
   'GET /api/projects/{id}/codehost/repository': ['getCodehostRepository', 'Get the code host repository', 'The code host repository of a project.'],
   'GET /api/projects/{id}/codehost/pulls': ['listPullRequests', 'List pull requests', 'The pull requests of the project repository on the code host.'],

@@ -5,7 +5,7 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { WorkflowFailedError } from '@temporalio/client';
-import { TimeoutFailure } from '@temporalio/common';
+import { ApplicationFailure, TimeoutFailure } from '@temporalio/common';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { CodehostError, codehostAuthRequired, createCodehostClient, parseRepoSlug, pullRequestView, utcIso, type HostPull } from '../../lib/codehost/client';
 import { loadCodehostToken, storeCodehostToken } from '../../lib/codehost/tokens';
@@ -119,8 +119,9 @@ function rootCause(err: Error): Error {
 
 /**
  * create-pr's `git push`: pushBranchWorkflow runs it on the worker of the attempt's host (the shared queue for an
- * attempt that never had a worktree) with retries, and this waits for it. Its failures are push_failed (502), or
- * host_unavailable (503) when no worker of that host picked it up.
+ * attempt that never had a worktree) with retries, and this waits for it. Its failures are push_failed (502),
+ * host_unavailable (503) when no worker of that host picked it up, or no_changes (409) when the branch has no changes
+ * beyond the attempt's base, which the host checks before pushing anything.
  */
 async function pushAttemptBranch(deps: TaskAppDeps, attempt: AttemptWithProject, repoDir: string): Promise<void> {
   const shared = deps.config.temporal.taskQueue;
@@ -128,12 +129,23 @@ async function pushAttemptBranch(deps: TaskAppDeps, attempt: AttemptWithProject,
     await (await deps.temporal.client()).workflow.execute('pushBranchWorkflow', {
       workflowId: `push:${attempt.attempt_id}`,
       taskQueue: shared,
-      args: [{ hostQueue: attempt.host_queue ?? shared, repoDir, branch: attempt.branch as string, projectId: attempt.project_id }],
+      args: [
+        {
+          hostQueue: attempt.host_queue ?? shared,
+          repoDir,
+          branch: attempt.branch as string,
+          projectId: attempt.project_id,
+          base: attempt.base_commit ?? undefined,
+        },
+      ],
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
   } catch (err) {
     if (!(err instanceof WorkflowFailedError)) throw err;
     const cause = rootCause(err);
+    if (cause instanceof ApplicationFailure && cause.type === 'NoChanges') {
+      throw new CodehostError(409, 'no_changes', `No pull request to open: the attempt made no changes (${cause.message})`);
+    }
     if (cause instanceof TimeoutFailure) {
       throw new CodehostError(503, 'host_unavailable', `No worker of the attempt's host (${attempt.host_queue ?? shared}) took the push; try again when it is up`);
     }
@@ -268,7 +280,15 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
           },
           { additionalProperties: false },
         ),
-        response: { 200: Envelope(PullRequest), ...CodehostErrors },
+        response: {
+          200: Envelope(PullRequest),
+          ...CodehostErrors,
+          409: {
+            ...CodehostErrorSchema,
+            description:
+              'attempt_has_no_branch, repository_not_ready: nothing to push yet; repository_not_on_codehost; no_changes: the attempt branch has no commit beyond its base (or its commits change nothing), refused before anything is pushed',
+          },
+        },
       },
     },
     async (request) => {

@@ -43,6 +43,21 @@ async function makeAttempt(n: number): Promise<{ id: string; branch: string; com
   return { id, branch, commit: g(wt, 'rev-parse', 'HEAD') };
 }
 
+/** An attempt of the task made from `base` (recorded as its base commit) whose worktree `work` shapes. */
+async function makeAttemptAt(n: number, base: string, work: (wt: string) => void): Promise<{ id: string; branch: string }> {
+  const id = `att-${n}-${Math.random().toString(36).slice(2, 8)}`;
+  const branch = `armada/task-${taskId}-attempt-${n}`;
+  const wt = path.join(tmp, `wt-${n}`);
+  g(repo, 'worktree', 'add', '-q', '-b', branch, wt, base);
+  work(wt);
+  await stack.db.query(
+    `INSERT INTO attempts (id, task_id, number, llm, status, branch, base_branch, base_commit, worktree_path, host_queue)
+     VALUES ($1, $2, $3, 'claude', 'completed', $4, 'main', $5, $6, $7)`,
+    [id, taskId, n, branch, base, wt, hostQueue(stack.config.temporal.taskQueue)],
+  );
+  return { id, branch };
+}
+
 beforeAll(async () => {
   tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'armada-codehost-')));
   bare = path.join(tmp, 'origin.git');
@@ -182,6 +197,31 @@ describe('code hosting', () => {
     expect(events.rows.map((e) => e.type).sort()).toEqual(['task.completed', 'task.status_changed']);
     const handle = (await stack.temporal.client()).workflow.getHandle(`pr-watch:${first.id}`);
     expect(await handle.result()).toBe('merged');
+  });
+
+  test('create-pr of an attempt with no changes is 409 no_changes before any push: the remote has no such branch, the code host got no pull request', async () => {
+    const base = g(repo, 'rev-parse', 'main');
+    // one attempt whose agent committed nothing, one whose commits add a file and take it out again (net no change,
+    // as the board's filesChanged 0 records it)
+    const idle = await makeAttemptAt(6, base, () => undefined);
+    const undone = await makeAttemptAt(7, base, (wt) => {
+      fs.writeFileSync(path.join(wt, 'tmp.txt'), 'x\n');
+      g(wt, 'add', '-A');
+      g(wt, 'commit', '-q', '-m', 'add');
+      g(wt, 'rm', '-q', 'tmp.txt');
+      g(wt, 'commit', '-q', '-m', 'remove');
+    });
+    const pullRequestsBefore = fake.requests.filter((r) => r.method === 'POST' && r.path === '/repos/acme/widgets/pulls').length;
+    for (const a of [idle, undone]) {
+      const res = await inject('POST', `/api/task-attempts/${a.id}/create-pr`, { title: 'Nothing' });
+      expect({ attempt: a.branch, status: res.statusCode }).toEqual({ attempt: a.branch, status: 409 });
+      expect(res.json()).toEqual({ success: false, error: 'no_changes', message: expect.stringContaining('no changes') });
+      expect(remoteHasBranch(a.branch)).toBeUndefined();
+      // refused on the attempt's host before the push, once: not a failure that retries
+      expect(await pushHistory(a.id)).toEqual({ taskQueue: hostQueue(stack.config.temporal.taskQueue), attempts: [1] });
+    }
+    expect(fake.requests.filter((r) => r.method === 'POST' && r.path === '/repos/acme/widgets/pulls')).toHaveLength(pullRequestsBefore);
+    expect((await stack.db.query('SELECT 1 FROM attempt_pull_requests WHERE attempt_id = ANY($1)', [[idle.id, undone.id]])).rowCount).toBe(0);
   });
 
   test('list pulls (state, page, limit) and repository info', async () => {

@@ -3,9 +3,10 @@ import type { Attempt } from './taskTypes';
 /**
  * Why a pull request of this attempt cannot be opened, in the board's words, or null when it can. create-pr
  * (api/task/codehost.ts) pushes the attempt branch and asks the code host for a pull request of it: with no branch it
- * answers 409 attempt_has_no_branch; with the worktree and branch removed (a merge's cleanup) the push fails; and a
- * branch with no commit the base lacks (an attempt that changed nothing, or was cancelled before its changes were
- * committed: the merge's no_changes) is pushed for nothing, then refused by the host ("No commits between …").
+ * answers 409 attempt_has_no_branch; with the worktree and branch removed (a merge's cleanup) the push fails; and an
+ * attempt that changed nothing (or was cancelled before its changes were committed) gets 409 no_changes before any
+ * push. The service's rule for that (activities/git/branchChanges.ts) is no commit beyond the attempt's base commit,
+ * or commits that together change nothing: the empty diff of base and head that filesChanged 0 records.
  */
 export function pullRequestRefusal(attempt: Attempt): string | null {
   if (!attempt.branch) return 'No pull request yet: the attempt has no branch.';
