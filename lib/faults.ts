@@ -13,6 +13,8 @@ export type FaultPoint =
   | 'prepareWorktree.beforeRecord'
   /** prepareWorktree: the worktree exists, before the setup script runs */
   | 'prepareWorktree.afterWorktree'
+  /** prepareWorktree: the setup script runs (its pid in `info`), before its end is awaited */
+  | 'prepareWorktree.setupStarted'
   /** runAgent: the agent runs and its pid is recorded, before its output is watched */
   | 'runAgent.afterSpawn'
   /** runAgent: a retry (or the run of a lost try) has killed what was left in the worktree, before it resets it */

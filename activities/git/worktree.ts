@@ -183,21 +183,23 @@ async function branchCommits(repo: string, names: string[]): Promise<Map<string,
 const SETUP_DONE_MARKER = 'armada-setup-done';
 
 /** Runs the setup script in the worktree unless a try of this activity already saw it succeed there. */
-async function runSetupOnce(deps: { db: Pool; config: ArmadaConfig }, s: { attemptId: string; taskId: string; processId: string; worktreePath: string; script: string }): Promise<void> {
+async function runSetupOnce(deps: { db: Pool; config: ArmadaConfig; faults?: Faults }, s: { attemptId: string; taskId: string; processId: string; worktreePath: string; script: string }): Promise<void> {
   const gitDir = (await gitOrThrow(s.worktreePath, ['rev-parse', '--absolute-git-dir'])).trim();
   const marker = path.join(gitDir, SETUP_DONE_MARKER);
   if (fs.existsSync(marker)) return;
   const pending: Parameters<typeof appendLogs>[3] = [];
   const log = (level: 'info' | 'warn' | 'error', message: string) => pending.push({ level, message, timestamp: new Date().toISOString(), source: 'setup' });
-  // a setup script of a lost earlier try may still run here: it is stopped before the script starts again
-  const orphans = killProcessesUnder(s.worktreePath);
+  // a setup script of a lost earlier try may still run here: it is stopped before the script starts again. Only its
+  // processes (started with this setup's ARMADA_SETUP_ID, which their children inherit): a user's shell or editor in
+  // the worktree stays
+  const orphans = killProcessesUnder(s.worktreePath, { startedWith: { name: 'ARMADA_SETUP_ID', value: s.processId } });
   if (orphans.length) log('warn', `stopped ${orphans.length} process(es) of an earlier setup run`);
   let n = 0;
   const proc = await launchGroupProcess({
     command: 'bash',
     args: ['-c', s.script],
     cwd: s.worktreePath,
-    env: childEnv({ vars: { ARMADA_WORKTREE: s.worktreePath, ARMADA_ATTEMPT_ID: s.attemptId, ARMADA_TASK_ID: s.taskId } }),
+    env: childEnv({ vars: { ARMADA_WORKTREE: s.worktreePath, ARMADA_ATTEMPT_ID: s.attemptId, ARMADA_TASK_ID: s.taskId, ARMADA_SETUP_ID: s.processId } }),
     nice: groupNice(deps.config),
     onLine: (stream, line) => {
       n++;
@@ -206,6 +208,7 @@ async function runSetupOnce(deps: { db: Pool; config: ArmadaConfig }, s: { attem
     timeoutMs: 30 * 60_000,
     leftovers: 'keep', // a service it starts in the background (`server &`) is there for the agent; removing the worktree ends it
   });
+  await faultPoint(deps.faults, 'prepareWorktree.setupStarted', { worktreePath: s.worktreePath, pid: proc.pid });
   const r = await keepAlive(() => proc.done, { intervalMs: 1000, details: () => ({ stage: 'setup', lines: n }) });
   const ok = r.code === 0;
   log(ok ? 'info' : 'error', `setup script exited with code ${r.code ?? r.signal}`);

@@ -3,6 +3,7 @@
  * (the worker's test-only fault points, lib/faults.ts), so Temporal retries it, and checks the retry's outcome on
  * disk, in git and through the API.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -94,6 +95,49 @@ test('prepareWorktree retried after the worktree was made: the setup script stil
   expect(fs.readFileSync(marker, 'utf8')).toBe(`${attemptId}\n`); // ran once, on the retry
   const logs = (await h.inject('GET', `/api/attempts/${attemptId}/logs`)).body.split('\n').filter(Boolean).map((l) => JSON.parse(l));
   expect(logs.filter((l) => l.source === 'setup').map((l) => l.message)).toEqual(['setting up', 'setup script exited with code 0']);
+}, 90_000);
+
+test("prepareWorktree retried while its setup script ran: the lost run's setup is stopped, a user's shell in the worktree is left alone", async () => {
+  const started = path.join(tmp, 'setup-started');
+  const repo = (await h.project()).repo;
+  // the first run of the script stays (as one whose worker was lost would); the retry's returns at once
+  const project = await h.inject('POST', '/api/projects', {
+    name: 'setup-lost',
+    repository: { url: repo },
+    setup_script: `echo setting up; if [ ! -e ${started} ]; then touch ${started}; sleep 300; fi`,
+  });
+  expect(project.statusCode).toBe(201);
+  const pids: { lostSetup?: number; user?: number } = {};
+  let calls = 0;
+  faults['prepareWorktree.setupStarted'] = async (info) => {
+    if (++calls > 1) return;
+    pids.lostSetup = info.pid as number;
+    // a user's shell or editor opened in the worktree meanwhile: a session of its own, no Armada marker
+    const user = spawn('sleep', ['120'], { detached: true, stdio: 'ignore', cwd: info.worktreePath as string, env: { PATH: process.env.PATH as string } });
+    user.unref();
+    pids.user = user.pid as number;
+    await eventually(async () => fs.existsSync(started), 10_000, 20);
+    throw new Error('injected fault: this try is lost while its setup script runs');
+  };
+  try {
+    const { attemptId } = await h.start(await h.task(project.json().data.id, 'Edit after a lost setup run'));
+    const a = await h.until(attemptId, ['completed', 'failed'], 60_000);
+    expect(a.status).toBe('completed');
+    expect(calls).toBe(2);
+    // the lost run's script (and its sleep) stopped; before, the user's process was killed with it
+    await eventually(async () => !groupAlive(pids.lostSetup as number), 10_000, 50);
+    expect(groupAlive(pids.user as number)).toBe(true);
+    const logs = (await h.inject('GET', `/api/attempts/${attemptId}/logs`)).body.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    expect(logs.some((l) => l.source === 'setup' && l.level === 'warn' && /stopped [1-9]\d* process\(es\) of an earlier setup run/.test(l.message))).toBe(true);
+  } finally {
+    for (const pid of [pids.lostSetup, pids.user]) {
+      try {
+        if (pid) process.kill(-pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+  }
 }, 90_000);
 
 test('a task deleted while its first run makes the worktree (its host not recorded yet): cleanup pending, and the run removes the worktree and branch it made', async () => {
