@@ -94,8 +94,9 @@ export async function runAgentTask(deps: Deps, input: { agent: string; taskId: s
   const prompt = buildPrompt(row.task, hits);
   const cwd = path.join(deps.config.home, 'agents', agent.name, 'tasks', input.taskId);
   // A retry after a lost worker (kill -9, crash): that worker's process of this task may still run here (its group
-  // is detached); stop it, or the task would have two agents at once.
-  const lost = killProcessesUnder(cwd);
+  // is detached); stop it, or the task would have two agents at once. Only the task's runs' processes (started with
+  // its ARMADA_TASK_ID, which their children inherit): a user's shell or editor sitting in the directory stays.
+  const lost = killProcessesUnder(cwd, { startedWith: { name: 'ARMADA_TASK_ID', value: input.taskId } });
   if (lost.length) deps.logger.warn({ agent: agent.name, taskId: input.taskId, pids: lost }, 'stopped the processes a lost worker left running for this task');
   fs.rmSync(cwd, { recursive: true, force: true }); // a retried attempt starts from an empty directory
   fs.mkdirSync(cwd, { recursive: true });

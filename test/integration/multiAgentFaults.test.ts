@@ -1,11 +1,12 @@
 /**
  * Multi-agent faults with a separate `armada worker` process: kill -9 it while a named agent runs a task. The task
  * is retried on a restarted worker after the heartbeat timeout; a process the lost worker left running for it (one
- * its launcher did not stop) is stopped before the retry runs, so one task never has two agent processes at once.
+ * its launcher did not stop) is stopped before the retry runs, so one task never has two agent processes at once,
+ * while a user's process in the task's directory (without the task's ARMADA_TASK_ID) is left alone.
  * And a restart while the worker is frozen (SIGSTOP), so that the actor cannot answer its status query: the answer
  * still names the task it fails.
  */
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -51,16 +52,30 @@ const call = (method: 'GET' | 'POST', url: string, payload?: unknown) =>
   stack.app('agents').inject({ method, url, payload: payload as object, headers: { 'x-api-key': TEST_API_KEY } });
 
 describe('multi-agent faults', () => {
-  test('kill -9 of the worker while a named agent runs a task: the lost process is stopped, the task runs again and completes, status recovers', async () => {
+  test("kill -9 of the worker while a named agent runs a task: the lost run's processes are stopped, not a user's shell in its directory; the task runs again and completes, status recovers", async () => {
     const first = await startWorkerProcess();
-    // leave-child: a grandchild (sleep 300) left in the agent's group: the lost group outlives the agent itself
-    const res = await call('POST', '/api/v1/tasks', { agent: NAMED, task: 'leave-child sleep:1000 survive a lost worker' });
+    // leave-child: a grandchild (sleep 300) left in the agent's group: the lost group outlives the agent itself;
+    // leave-session: one in a session of its own, which nothing but the retry's search of the directory finds
+    const res = await call('POST', '/api/v1/tasks', { agent: NAMED, task: 'leave-child leave-session sleep:1000 survive a lost worker' });
     expect(res.statusCode).toBe(201);
     const taskId: string = res.json().taskId;
     const pidFile = path.join(pidDir, `${taskId}.pid`);
+    const sessionFile = path.join(pidDir, `${taskId}.session.pid`);
     const lostPid = await eventually(async () => (fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8')) : undefined), 30_000);
     groups.push(lostPid);
     fs.rmSync(pidFile);
+    const lostSession = await eventually(async () => (fs.existsSync(sessionFile) ? Number(fs.readFileSync(sessionFile, 'utf8')) : undefined), 10_000, 20);
+    groups.push(lostSession);
+    fs.rmSync(sessionFile);
+    // a user's shell opened in the task's directory: a session of its own, without the run's ARMADA_TASK_ID
+    const user = spawn('sleep', ['120'], {
+      detached: true,
+      stdio: 'ignore',
+      cwd: path.join(stack.config.home, 'agents', NAMED, 'tasks', taskId),
+      env: { PATH: process.env.PATH as string },
+    });
+    user.unref();
+    groups.push(user.pid as number);
 
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
@@ -74,12 +89,16 @@ describe('multi-agent faults', () => {
     expect(retryPid).not.toBe(lostPid);
     // ...and the lost one no longer runs beside it (before: it ran on to its own end, a second agent on the same task)
     await eventually(async () => !groupAlive(lostPid), 3000, 50);
+    // the retry stopped what the lost run left in the directory (its processes carry the task's ARMADA_TASK_ID), and
+    // only that: before, the user's shell there was killed too
+    await eventually(async () => !groupAlive(lostSession), 3000, 50);
+    expect(groupAlive(user.pid as number)).toBe(true);
 
     const done = await eventually(async () => {
       const t = (await call('GET', `/api/v1/tasks/${taskId}`)).json();
       return t.status === 'completed' || t.status === 'failed' ? t : undefined;
     }, 30_000);
-    expect(done).toMatchObject({ status: 'completed', error: null, result: expect.stringMatching(/done: leave-child sleep:1000 survive a lost worker$/) });
+    expect(done).toMatchObject({ status: 'completed', error: null, result: expect.stringMatching(/done: leave-child leave-session sleep:1000 survive a lost worker$/) });
     const s = await eventually(async () => {
       const st = (await call('GET', `/api/v1/agents/${NAMED}/status`)).json();
       return st.currentTask === null && st.tasksCompleted === 1 ? st : undefined;
