@@ -7,7 +7,7 @@ import { TemporalCliProvisionError } from '../lib/runtime/provisionTemporalCli';
 import { TemporalCliMissing } from '../lib/runtime/temporalDevServer';
 import { SearchAttributesMissing } from '../lib/temporal/searchAttributeCheck';
 import { COMMAND_HELP, HELP, type HelpedCommand } from './help';
-import { isParseArgsError, parseArgsProblem, parseCommandOptions, UsageError } from './options';
+import { isParseArgsError, parseArgsProblem, parseCommandOptions, refuseExtraArguments, UsageError } from './options';
 
 export { HELP } from './help';
 
@@ -30,6 +30,7 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       case 'help': {
         const about = rest[0];
+        refuseExtraArguments('help', rest, 1);
         if (about !== undefined && Object.hasOwn(COMMAND_HELP, about)) return printHelp(about as HelpedCommand);
         if (about !== undefined && ['sources', 'workflows', 'schedules', 'worktrees', 'tools'].includes(about)) return main([about, '--help']);
         if (about !== undefined) return main([about]); // an unknown command: its one line
@@ -38,6 +39,7 @@ export async function main(argv: string[]): Promise<number> {
       }
       case '-v':
       case '--version': {
+        refuseExtraArguments(command, rest, 0, 'help');
         const { loadConfig } = require('../lib/config') as typeof import('../lib/config');
         process.stdout.write(`${loadConfig().version}\n`);
         return 0;

@@ -113,6 +113,9 @@ test('an argument a command does not take is one line naming it, exit 2, before 
   // no scheduler answers here: a command that went on would fail with "cannot reach the scheduler" (exit 1) instead
   const cases: [string[], string][] = [
     [['status', 'now'], "armada status: unexpected argument 'now'; run armada status --help"],
+    [['help', 'start', 'now'], "armada help: unexpected argument 'now'; run armada help --help"],
+    [['--version', 'now'], "armada --version: unexpected argument 'now'; run armada help --help"],
+    [['-v', 'now'], "armada -v: unexpected argument 'now'; run armada help --help"],
     [['worker', 'q1'], "armada worker: unexpected argument 'q1'; run armada worker --help"],
     [['api', 'task'], "armada api: unexpected argument 'task'; run armada api --help"],
     [['sources', 'list', 'extra'], "armada sources list: unexpected argument 'extra'; run armada sources --help"],
