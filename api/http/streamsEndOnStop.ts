@@ -1,8 +1,9 @@
 /**
  * Long-lived responses (SSE streams, NDJSON follows) end when their service starts to stop (app.close()'s
- * preClose), so a stop is not held for its whole HTTP limit (15 s, lib/runtime/shutdown) by a client that follows a
- * running process's log: the client sees the stream end and resumes where it was (Last-Event-ID, `after`) on another
- * replica or once this one is back. WebSockets are closed by @fastify/websocket itself at the same moment.
+ * preClose), so a stop is not held for its whole HTTP limit (15 s, lib/runtime/shutdownSteps.ts) by a client that
+ * follows a running process's log: the client sees the stream end without its `end` event (SSE) or cut short (NDJSON,
+ * whose clean end means "finished") and resumes where it was (Last-Event-ID, `after`) on another replica or once this
+ * one is back. WebSockets are closed at the same moment with 1001 (api/task/app.ts).
  * Before: `fastify.close()` waited on every open stream, and each stop with one open logged "http did not stop
  * within 15 s; going on without it".
  */

@@ -60,7 +60,16 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   const deps: TaskAppDeps = { ...base, events, logs, metrics, background };
   // handleProtocols: the sockets implement no subprotocol, so none is ever selected (RFC 6455 §4.2.2); ws's default
   // echoed the first one a client offered, telling it the server spoke that protocol
-  await app.register(websocket, { options: { maxPayload: 64 * 1024, handleProtocols: () => false }, errorHandler: websocketErrorHandler });
+  await app.register(websocket, {
+    options: { maxPayload: 64 * 1024, handleProtocols: () => false },
+    errorHandler: websocketErrorHandler,
+    // the service stopping closes every socket with 1001 "going away" (a finished log closes with 1000): the client
+    // reconnects and resumes (`after`, the event stream's cursor) on another replica or once this one is back
+    preClose(done) {
+      for (const client of app.websocketServer.clients) client.close(1001, 'service stopping');
+      done();
+    },
+  });
   installUpgradeRequired(app);
   await app.register(projectRoutes, { prefix: '/api', deps });
   await app.register(taskRoutes, { prefix: '/api', deps });

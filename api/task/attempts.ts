@@ -85,8 +85,12 @@ async function latestProcessId(deps: TaskAppDeps, attemptId: string): Promise<st
 export function sendNdjson(request: FastifyRequest, reply: FastifyReply, gen: (signal: AbortSignal) => AsyncGenerator<unknown[]>) {
   const ac = new AbortController();
   request.raw.on('close', () => ac.abort());
-  // the service stopping ends a follow (api/http/streamsEndOnStop.ts): the client resumes with `after`
-  const forget = endOnStop(request, () => ac.abort());
+  // the service stopping cuts a follow short (api/http/streamsEndOnStop.ts): the response is aborted, not ended,
+  // since its end means "finished, every line sent"; the client sees an incomplete answer and resumes with `after`
+  const forget = endOnStop(request, () => {
+    ac.abort();
+    reply.raw.destroy();
+  });
   reply.raw.on('close', forget);
   const body = Readable.from(
     (async function* () {

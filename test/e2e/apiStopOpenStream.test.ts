@@ -12,6 +12,7 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import WebSocket from 'ws';
 import { insertAttempt } from '../../lib/db/attempts';
 import { insertProcess } from '../../lib/db/processes';
 import { spawnArmada } from '../support/armadaProcess';
@@ -94,7 +95,7 @@ async function startApi(port: number) {
   return spawnArmada(['api', '--service', 'task'], 'listening', env, 120_000);
 }
 
-test.each(['SIGINT', 'SIGTERM'] as const)('%s with log streams open (SSE, NDJSON): they end when the stop begins, and the process exits 0 without waiting out the HTTP limit', async (signal) => {
+test.each(['SIGINT', 'SIGTERM'] as const)('%s with log streams open (SSE, NDJSON, WebSocket): they end when the stop begins, and the process exits 0 without waiting out the HTTP limit', async (signal) => {
   const port = await freePort();
   const api = await startApi(port);
   const exited = exitOf(api.child);
@@ -105,6 +106,9 @@ test.each(['SIGINT', 'SIGTERM'] as const)('%s with log streams open (SSE, NDJSON
     const sse = await followForever(`${base}/api/events/processes/${processId}/logs`);
     const ndjson = await followForever(`${base}/api/processes/${processId}/logs?follow=true`);
     clients.push(sse.req, ndjson.req);
+    const ws = new WebSocket(`${base.replace('http', 'ws')}/ws/execution-processes/${processId}/logs/normalized`);
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const wsClosed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
     let stoppedAt = 0;
     const ends = [endOf(sse.res, () => stoppedAt), endOf(ndjson.res, () => stoppedAt)];
     stoppedAt = Date.now();
@@ -113,6 +117,9 @@ test.each(['SIGINT', 'SIGTERM'] as const)('%s with log streams open (SSE, NDJSON
     expect(await Promise.race([exited, deadline])).toEqual({ code: 0, signal: null });
     // both streams ended well before the HTTP step's 15 s limit (a generous bound: a loaded machine is slow, not 15 s slow)
     for (const ms of await Promise.all(ends)) expect(ms).toBeLessThan(10_000);
+    // the NDJSON follow is cut short, not ended (its end would mean "finished, every line sent"); the socket says "going away"
+    expect(ndjson.res.complete).toBe(false);
+    expect(await wsClosed).toBe(1001);
     const log = api.lines.join('\n');
     expect(log).toContain(`"signal":"${signal}"`);
     expect(log).not.toMatch(/http did not stop within/);
