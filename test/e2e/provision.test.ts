@@ -136,7 +136,8 @@ test('a missing Temporal CLI is provisioned once (one line), reused silently, pr
   expect(running.workerQueues.every((q) => (q.pollers ?? 0) >= 1)).toBe(true);
   expect(running.versions.temporal).toMatch(/^1\.9\.1/);
   expect(running.dataDir.bytes).toBeGreaterThan(1_000_000);
-  const text = execFileSync(process.execPath, [ARMADA_BIN, 'status'], { env, encoding: 'utf8', timeout: 60_000 });
+  // the text a terminal gets (piped, status prints JSON unless the log format says otherwise)
+  const text = execFileSync(process.execPath, [ARMADA_BIN, 'status'], { env: { ...env, ARMADA_LOG_FORMAT: 'pretty' }, encoding: 'utf8', timeout: 60_000 });
   expect(text).toMatch(new RegExp(`^armada on ${home}: running \\(pid ${first.child.pid}\\)`));
   expect(text).toMatch(new RegExp(`task +http://127.0.0.1:${ports.task} +up`));
 
