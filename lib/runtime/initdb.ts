@@ -63,7 +63,19 @@ export async function runInitdb(opts: InitdbOptions): Promise<void> {
   const locale = bestLocale();
   const pwfile = writePasswordFile(home, opts.password, opts.runAs);
   try {
-    const args = [`--pgdata=${opts.dataDir}`, '--auth=scram-sha-256', `--username=${opts.user}`, `--pwfile=${pwfile}`, `--lc-messages=${locale}`, '--encoding=UTF8'];
+    const args = [
+      `--pgdata=${opts.dataDir}`,
+      '--auth=scram-sha-256',
+      `--username=${opts.user}`,
+      `--pwfile=${pwfile}`,
+      `--lc-messages=${locale}`,
+      '--encoding=UTF8',
+      // the default collation is PostgreSQL's own C.UTF-8 (PostgreSQL 17+): lower(), upper() and ILIKE fold every
+      // Unicode letter (Café = CAFÉ for the case-insensitive unique names) and text sorts by code point, whatever
+      // locale the host has; with the host's, a host without a UTF-8 locale made a cluster that folded only A-Z
+      '--locale-provider=builtin',
+      '--builtin-locale=C.UTF-8',
+    ];
     const child = spawn(opts.initdb, args, { ...opts.runAs, env: { ...process.env, LC_MESSAGES: locale }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => opts.log.debug(d.toString().trim()));
