@@ -286,7 +286,7 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
           409: {
             ...CodehostErrorSchema,
             description:
-              'attempt_has_no_branch, repository_not_ready: nothing to push yet; repository_not_on_codehost; no_changes: the attempt branch has no commit beyond its base (or its commits change nothing), refused before anything is pushed',
+              'attempt_has_no_branch, repository_not_ready: nothing to push yet; worktree_removed: the attempt\'s worktree and branch were removed (a merge\'s cleanup), nothing to push; repository_not_on_codehost; no_changes: the attempt branch has no commit beyond its base (or its commits change nothing), refused before anything is pushed',
           },
         },
       },
@@ -296,6 +296,9 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       const token = await tokenOf(request);
       if (!token) throw codehostAuthRequired();
       if (!attempt.branch) throw new CodehostError(409, 'attempt_has_no_branch', 'The attempt has no branch yet');
+      // the push would run in a worktree that is gone and fail after its retries (it answered 502 push_failed)
+      if (attempt.cleaned_up)
+        throw new CodehostError(409, 'worktree_removed', "No pull request to open: the attempt's worktree and branch were removed (merged with cleanup, or cleaned up)");
       const slug = await projectSlug(attempt);
       const repoDir = attempt.worktree_path ?? attempt.git_repo_path;
       if (!repoDir) throw new CodehostError(409, 'repository_not_ready', 'The project has no local repository yet');

@@ -105,6 +105,8 @@ export interface AttemptWithProject {
   /** the commit the attempt's branch was made from */
   base_commit: string | null;
   worktree_path: string | null;
+  /** its worktree and branch were removed (a merge's cleanup, a delete's) */
+  cleaned_up: boolean;
   /** the task queue of the worker that holds the attempt's worktree */
   host_queue: string | null;
   project_id: string;
@@ -116,7 +118,7 @@ export interface AttemptWithProject {
 /** An attempt with what PR creation needs of its project. */
 export async function getAttemptWithProject(db: Queryable, attemptId: string): Promise<AttemptWithProject | undefined> {
   const { rows } = await db.query<AttemptWithProject>(
-    `SELECT a.id AS attempt_id, a.task_id, t.title AS task_title, a.branch, a.base_branch, a.base_commit, a.worktree_path, a.host_queue,
+    `SELECT a.id AS attempt_id, a.task_id, t.title AS task_title, a.branch, a.base_branch, a.base_commit, a.worktree_path, a.cleaned_up, a.host_queue,
             p.id AS project_id, p.repo_url, p.repo_branch, p.git_repo_path
        FROM attempts a JOIN tasks t ON t.id = a.task_id JOIN projects p ON p.id = t.project_id
       WHERE a.id = $1`,

@@ -224,6 +224,26 @@ describe('code hosting', () => {
     expect((await stack.db.query('SELECT 1 FROM attempt_pull_requests WHERE attempt_id = ANY($1)', [[idle.id, undone.id]])).rowCount).toBe(0);
   });
 
+  test('create-pr of an attempt whose worktree and branch were removed (a merge with cleanup) is 409 worktree_removed at once, nothing pushed', async () => {
+    const base = g(repo, 'rev-parse', 'main');
+    const gone = await makeAttemptAt(8, base, (wt) => {
+      fs.writeFileSync(path.join(wt, 'kept.txt'), 'x\n');
+      g(wt, 'add', '-A');
+      g(wt, 'commit', '-q', '-m', 'add');
+    });
+    // what a merge's cleanup leaves: the worktree and the branch gone, the row marked
+    g(repo, 'worktree', 'remove', '--force', path.join(tmp, 'wt-8'));
+    g(repo, 'branch', '-D', gone.branch);
+    await stack.db.query('UPDATE attempts SET cleaned_up = true WHERE id = $1', [gone.id]);
+    const pullRequestsBefore = fake.requests.filter((r) => r.method === 'POST' && r.path === '/repos/acme/widgets/pulls').length;
+    const res = await inject('POST', `/api/task-attempts/${gone.id}/create-pr`, { title: 'Gone' });
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toEqual({ success: false, error: 'worktree_removed', message: expect.stringContaining('were removed') });
+    expect(remoteHasBranch(gone.branch)).toBeUndefined();
+    await expect(pushHistory(gone.id)).rejects.toThrow(/workflow not found/); // no push was started
+    expect(fake.requests.filter((r) => r.method === 'POST' && r.path === '/repos/acme/widgets/pulls')).toHaveLength(pullRequestsBefore);
+  });
+
   test('list pulls (state, page, limit) and repository info', async () => {
     fake.addPull('acme', 'widgets', { title: 'Other', head: 'feature/x' });
     const open = await inject('GET', `/api/projects/${projectId}/codehost/pulls`);
