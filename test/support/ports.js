@@ -42,10 +42,12 @@ async function freePort() {
 /**
  * Whether a server failed because a port picked by freePort was taken before it bound it (another test file got it
  * meanwhile): Node's EADDRINUSE, Go's (the Temporal dev server) "address already in use", PostgreSQL's "could not
- * create listen socket" / "could not create any TCP/IP sockets".
+ * create listen socket" / "could not create any TCP/IP sockets", and armada's own one-line answer for each of them
+ * ("port N … is in use: stop what listens there, or set …": api/services.ts, lib/runtime/embeddedPostgres.ts,
+ * lib/runtime/devServerFailure.ts), which is what `armada start` prints (a CI run's hangup test met it once).
  */
 function portTakenMeanwhile(message) {
-  return /EADDRINUSE|address already in use|could not create (any TCP\/IP sockets|listen socket)/i.test(String(message));
+  return /EADDRINUSE|address already in use|could not create (any TCP\/IP sockets|listen socket)|port \d+ .*is in use\b/i.test(String(message));
 }
 
 module.exports = { freePort, portTakenMeanwhile };
