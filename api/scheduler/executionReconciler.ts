@@ -31,9 +31,11 @@ export const runClosed = (status: string) => `The execution's Temporal run was $
 /** The running task's error then. */
 export const runClosedTask = (status: string) => `the execution's Temporal run was ${closedAs(status)}; what this task did is unknown`;
 
-/** Temporal's close status in words (TERMINATED → terminated, TIMED_OUT → timed out). */
+/** Temporal's close status after "was" (TERMINATED → terminated, TIMED_OUT → timed out, FAILED → closed as failed). */
 function closedAs(status: string): string {
-  return status === 'TIMED_OUT' ? 'timed out' : status === 'CONTINUED_AS_NEW' ? 'continued as new' : `${status.toLowerCase()}`;
+  if (status === 'TERMINATED' || status === 'CANCELLED') return status.toLowerCase();
+  if (status === 'TIMED_OUT') return 'timed out';
+  return `closed as ${status.toLowerCase().replace(/_/g, ' ')}`;
 }
 
 /** Executions looked up per pass: a pass's work is bounded, and the walk goes on from there at the next pass. */
