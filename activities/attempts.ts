@@ -17,6 +17,7 @@ import { appErrorFailure } from '../lib/temporal/appErrorFailure';
 import { keepAlive } from './keepAlive';
 import { lazyEncryptionKey } from '../lib/keys';
 import { untilPostgresAnswers } from './untilPostgresAnswers';
+import { faultPoint } from '../lib/faults';
 import type { ActivityDeps } from './index';
 
 /** Tries of commitAndRecordOutcome's git part before the outcome is recorded as failed with the commit's error. */
@@ -45,9 +46,79 @@ export function createAttemptActivities(deps: ActivityDeps) {
     }
     return a;
   };
+  /**
+   * The commit of a run's changes and its recorded outcome, one try: a git failure is thrown for another try, or,
+   * on the `lastTry`, recorded as the attempt's failure; PostgreSQL away is waited out (then thrown).
+   */
+  const commitAndRecordOnce = (input: CommitAndRecordInput, lastTry: boolean): Promise<'completed' | 'failed'> =>
+    untilPostgresAnswers(async () => {
+      let error = input.agentError;
+      let changes: AttemptChanges | undefined;
+      try {
+        changes = await commitWorktree({ ...input, attemptBranch: async () => (await getAttempt(deps.db, input.attemptId))?.branch ?? null });
+      } catch (err) {
+        // PostgreSQL away (the attempt's branch is read from it): waited out, never the commit's failure
+        if (isPostgresUnavailable(err)) throw err;
+        if (!(err instanceof WorkOffTheAttempt) && !lastTry) throw err;
+        error = error ?? (err instanceof WorkOffTheAttempt ? err.message : `committing the agent's changes failed: ${(err as Error).message}`);
+      }
+      // a stopped process ends the run early on purpose: its changes are kept for review
+      const status = (input.agentStatus === 'completed' || input.agentStatus === 'stopped') && !error ? 'completed' : 'failed';
+      await recordOutcome(input.attemptId, status, error, input.summary, changes);
+      return status;
+    });
+  /** A process's commit-and-record running in this worker (a retry of its runAgent arriving meanwhile waits for it). */
+  const recording = new Map<string, Promise<'completed' | 'failed'>>();
+  /**
+   * After an agent run that asked for it (agent-run-records-outcome): the commit and the recorded outcome inside the
+   * runAgent activity, with COMMIT_TRIES tries of the git part (1 s, 2 s, 4 s, 8 s apart), the last one's failure
+   * recorded as the attempt's. A database outage is waited out (untilPostgresAnswers) and, past that, thrown: the
+   * activity's retry finds the run ended (its process row) and comes back here without running the agent again.
+   */
+  const commitAndRecordAfterRun = async (processId: string, input: CommitAndRecordInput): Promise<'completed' | 'failed'> => {
+    const earlier = recording.get(processId);
+    if (earlier) {
+      const outcome = await keepAlive(() => earlier).catch(() => undefined);
+      if (outcome) return outcome;
+    }
+    const ctx = Context.current();
+    const work = (async () => {
+      for (let tryNo = 1; ; tryNo++) {
+        try {
+          return await commitAndRecordOnce(input, tryNo >= COMMIT_TRIES);
+        } catch (err) {
+          if (tryNo >= COMMIT_TRIES || isPostgresUnavailable(err) || ctx.cancellationSignal.aborted) throw err;
+          await ctx.sleep(1000 * 2 ** (tryNo - 1));
+        }
+      }
+    })();
+    recording.set(processId, work);
+    try {
+      return await keepAlive(() => work);
+    } finally {
+      if (recording.get(processId) === work) recording.delete(processId);
+    }
+  };
   return {
     prepareWorktree: (input: { attemptId: string; processId: string }) => keepAlive(() => untilPostgresAnswers(() => prepareWorktree(deps, input))),
-    runAgent: (input: RunAgentInput) => runAgent(deps, input),
+    /** One agent run; with `record` (agent-run-records-outcome), also its commit and the attempt's recorded outcome. */
+    async runAgent(input: RunAgentInput): Promise<RunAgentResult> {
+      const r = await runAgent(deps, input);
+      if (!input.record || r.status === 'cancelled') return r;
+      const { record } = input;
+      await faultPoint(deps.faults, 'runAgent.afterRun', { processId: input.processId, attempt: Context.current().info.attempt, status: r.status });
+      const outcome = await commitAndRecordAfterRun(input.processId, {
+        attemptId: input.attemptId,
+        worktreePath: input.worktreePath,
+        repoPath: record.repoPath,
+        baseCommit: record.baseCommit,
+        message: record.message,
+        agentStatus: r.status,
+        agentError: r.error,
+        summary: r.summary,
+      });
+      return { ...r, outcome };
+    },
     /** Before lean-attempt-v1: the commit alone (histories of running attempts still schedule it). */
     commitChanges: (input: { attemptId: string; worktreePath: string; baseCommit: string; message: string }) =>
       keepAlive(() => untilPostgresAnswers(() => commitChanges(deps, input))),
@@ -80,22 +151,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
      * Idempotent: a retry finds the tree committed, and the outcome is written only while the attempt runs.
      */
     commitAndRecordOutcome: (input: CommitAndRecordInput): Promise<'completed' | 'failed'> =>
-      keepAlive(() => untilPostgresAnswers(async () => {
-        let error = input.agentError;
-        let changes: AttemptChanges | undefined;
-        try {
-          changes = await commitWorktree({ ...input, attemptBranch: async () => (await getAttempt(deps.db, input.attemptId))?.branch ?? null });
-        } catch (err) {
-          // PostgreSQL away (the attempt's branch is read from it): waited out, never the commit's failure
-          if (isPostgresUnavailable(err)) throw err;
-          if (!(err instanceof WorkOffTheAttempt) && Context.current().info.attempt < COMMIT_TRIES) throw err;
-          error = error ?? (err instanceof WorkOffTheAttempt ? err.message : `committing the agent's changes failed: ${(err as Error).message}`);
-        }
-        // a stopped process ends the run early on purpose: its changes are kept for review
-        const status = (input.agentStatus === 'completed' || input.agentStatus === 'stopped') && !error ? 'completed' : 'failed';
-        await recordOutcome(input.attemptId, status, error, input.summary, changes);
-        return status;
-      })),
+      keepAlive(() => commitAndRecordOnce(input, Context.current().info.attempt >= COMMIT_TRIES)),
     /** Marks the attempt merged (and its task completed); returns mergedAt. */
     async recordAttemptMergedActivity(input: { attemptId: string; commitSha: string; cleanup: boolean }): Promise<string> {
       const a = await untilPostgresAnswers(() => recordAttemptMerged(deps.db, input.attemptId, input.commitSha, input.cleanup));

@@ -19,6 +19,8 @@ export type FaultPoint =
   | 'runAgent.afterSpawn'
   /** runAgent: a retry (or the run of a lost try) has killed what was left in the worktree, before it resets it */
   | 'runAgent.beforeReset'
+  /** runAgent with `record` (agent-run-records-outcome): the agent's end is recorded, before the commit and outcome */
+  | 'runAgent.afterRun'
   /** pushBranch: before `git push` runs */
   | 'pushBranch.beforePush'
   /** beginRun: the run's workflow definition is read, before its start is written and a first flow's request leaves */

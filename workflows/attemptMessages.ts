@@ -29,5 +29,9 @@ export const stopProcessSignal = defineSignal<[{ processId: string }]>('stopProc
 export const closeAttemptSignal = defineSignal('closeAttempt');
 export const progressQuery = defineQuery<AttemptProgress>('progress');
 
-/** `paths` of the attempt runs the API starts now (AttemptWorkflowInput.paths: every patch in effect, no markers). */
-export const ATTEMPT_PATHS = 2;
+/**
+ * `paths` of the attempt runs the API starts now (AttemptWorkflowInput.paths: every patch in effect, no markers):
+ * 2 = the patches up to `continue-as-new-keeps-messages`; 3 = also `agent-run-records-outcome` (runAgent commits and
+ * records the outcome itself). Each patch names the `paths` from which it is in effect (workflows/attemptWorkflow.ts).
+ */
+export const ATTEMPT_PATHS = 3;

@@ -22,7 +22,7 @@ import {
 import type { Activities } from '../activities';
 import type { PreparedWorktree } from '../activities/git/worktree';
 import type { RunAgentResult } from '../activities/agent/runAgent';
-import { ATTEMPT_PATHS, closeAttemptSignal, followUpSignal, progressQuery, stopProcessSignal, type AttemptProgress, type FollowUpRequest } from './attemptMessages';
+import { closeAttemptSignal, followUpSignal, progressQuery, stopProcessSignal, type AttemptProgress, type FollowUpRequest } from './attemptMessages';
 import { failureMessage as message } from './failureMessage';
 import { ArmadaAgent, ArmadaAttemptId, ArmadaAttemptStatus, ArmadaTaskId } from '../lib/temporal/searchAttributes';
 import { POSTGRES_OUTAGE_WAIT_MS } from '../lib/db/outage';
@@ -43,9 +43,10 @@ export interface AttemptWorkflowInput {
   /** continue-as-new after this many follow-ups in one run (besides Temporal's suggestion); absent = no such bound */
   continueAsNewEvery?: number;
   /**
-   * The code paths this run takes, fixed at its start: 2 (ATTEMPT_PATHS, every start since) means every patch of
-   * this workflow is in effect, with no `patched()` call and so no marker and no TemporalChangeVersion search
-   * attribute update per patch in its history; absent (runs started before), each patch is asked with `patched()`.
+   * The code paths this run takes, fixed at its start (ATTEMPT_PATHS for every start since): 2 means every patch up
+   * to `continue-as-new-keeps-messages` is in effect, 3 also `agent-run-records-outcome`, with no `patched()` call and
+   * so no marker and no TemporalChangeVersion search attribute update per patch in its history; absent (runs started
+   * before), each patch is asked with `patched()`, as is a patch newer than the run's `paths`.
    */
   paths?: number;
   /** state carried over by continue-as-new */
@@ -60,11 +61,12 @@ export interface AttemptWorkflowInput {
 }
 
 /**
- * Whether a patch of this workflow is in effect: always in a run started with `paths` ≥ 2 (its input decides, so
- * replay takes the same branch), else as `patched()` answers, for the histories of runs started before.
+ * Whether a patch of this workflow is in effect: always in a run started with `paths` ≥ `since` (its input decides,
+ * so replay takes the same branch), else as `patched()` answers, for the histories of runs started before. Every patch
+ * up to `continue-as-new-keeps-messages` is in effect from paths 2; AGENT_RUN_RECORDS_PATCH from 3.
  */
-function inEffect(input: AttemptWorkflowInput, patchId: string): boolean {
-  return (input.paths ?? 0) >= ATTEMPT_PATHS || patched(patchId);
+function inEffect(input: AttemptWorkflowInput, patchId: string, since = 2): boolean {
+  return (input.paths ?? 0) >= since || patched(patchId);
 }
 
 const projection = proxyActivities<Activities>({
@@ -97,9 +99,9 @@ function showStatus(input: AttemptWorkflowInput, status: 'running' | NonNullable
 function hostActivities(hostQueue: string, input: AttemptWorkflowInput) {
   const agent = proxyActivities<Activities>({
     taskQueue: hostQueue,
-    // the run, plus time to wait for PostgreSQL before the agent starts and again after it ended (an outage is
-    // waited out inside the activity: activities/untilPostgresAnswers.ts), plus the recording
-    startToCloseTimeout: input.timeoutMs + 2 * POSTGRES_OUTAGE_WAIT_MS + 5 * 60_000,
+    // the run, plus time to wait for PostgreSQL before the agent starts, after it ended and for the commit's record
+    // (an outage is waited out inside the activity: activities/untilPostgresAnswers.ts), plus the recording
+    startToCloseTimeout: input.timeoutMs + 3 * POSTGRES_OUTAGE_WAIT_MS + 5 * 60_000,
     heartbeatTimeout: input.heartbeatTimeoutMs,
     // a host whose worker never comes back: give up after this long without a worker picking the run up
     scheduleToStartTimeout: '15 minutes',
@@ -138,6 +140,14 @@ function isAttemptGone(err: unknown): boolean {
 
 /** Patch id of the lean attempt path: one activity commits and records the outcome (was commitChanges + recordAttemptOutcome). */
 export const LEAN_ATTEMPT_PATCH = 'lean-attempt-v1';
+
+/**
+ * Patch id: runAgent itself commits the agent's changes and records the outcome once its agent ended (its input
+ * carries `record`, its result the `outcome`), so a run ends with one activity and one workflow task, not two of
+ * each (docs/attempts.md). In effect from paths 3 (ATTEMPT_PATHS). A result without `outcome` (a worker from before,
+ * which ignores `record`) takes the commitAndRecordOutcome path as before.
+ */
+export const AGENT_RUN_RECORDS_PATCH = 'agent-run-records-outcome';
 
 export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<AttemptProgress['lastOutcome']> {
   const queue: FollowUpRequest[] = [...(input.carried?.queue ?? [])];
@@ -183,9 +193,17 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
       worktreePath: wt.worktreePath,
       timeoutMs: input.timeoutMs,
       requestedAt: kind === 'initial' ? input.requestedAt : undefined,
+      ...(inEffect(input, AGENT_RUN_RECORDS_PATCH, 3)
+        ? { record: { repoPath: wt.repoPath, baseCommit: wt.baseCommit, message: input.commitMessage } }
+        : {}),
     });
     state.currentProcessId = null;
     if (r.status === 'cancelled') return 'cancelled' as const;
+    if (r.outcome) {
+      // committed and recorded by runAgent (agent-run-records-outcome)
+      showStatus(input, r.outcome);
+      return r.outcome;
+    }
     state.stage = 'committing';
     if (inEffect(input, LEAN_ATTEMPT_PATCH)) {
       let outcome: 'completed' | 'failed';

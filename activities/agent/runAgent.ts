@@ -53,6 +53,11 @@ export interface RunAgentInput {
   timeoutMs: number;
   /** when the start was requested (queue-wait metric) */
   requestedAt?: string;
+  /**
+   * Commit the agent's changes and record the attempt's outcome once the agent ended (agent-run-records-outcome):
+   * done by the activity (activities/attempts.ts), not by runAgent itself.
+   */
+  record?: { repoPath: string; baseCommit: string; message: string };
 }
 
 export interface RunAgentResult {
@@ -61,6 +66,8 @@ export interface RunAgentResult {
   error: string | null;
   summary: string;
   sessionId: string | null;
+  /** the attempt's recorded outcome, when the input asked for it (`record`) and the run was not cancelled */
+  outcome?: 'completed' | 'failed';
 }
 
 export interface RunAgentDeps {

@@ -214,6 +214,36 @@ test('runAgent failing after the spawn: the worker slot is released and the agen
   expect((await h.until(next.attemptId, ['completed', 'failed'], 30_000)).status).toBe('completed');
 }, 120_000);
 
+test('runAgent retried after its agent ended (agent-run-records-outcome): the retry commits and records the outcome without starting the agent again; the run is two activities', async () => {
+  const p = await h.project();
+  const spawned: unknown[] = [];
+  faults['runAgent.afterSpawn'] = (info) => void spawned.push(info.pid);
+  // the first try is lost between the recorded end of its agent and the commit
+  const calls: Record<string, unknown>[] = [];
+  faults['runAgent.afterRun'] = failOnce(calls);
+  const { attemptId, processId } = await h.start(await h.task(p.id, 'Edit, the try lost before its commit'));
+  const a = await h.until(attemptId, ['completed', 'failed'], 60_000);
+  expect(a.status).toBe('completed');
+  expect(spawned).toHaveLength(1);
+  expect(calls.map((c) => [c.attempt, c.status])).toEqual([
+    [1, 'completed'],
+    [2, 'completed'],
+  ]);
+  // the agent's edit, committed once on the attempt branch
+  expect(gitOut(p.repo, 'show', `${a.branch}:README.md`)).toBe('line 1\nline 2\nadded by the agent');
+  expect(gitOut(p.repo, 'rev-list', '--count', `main..${a.branch}`)).toBe('1');
+  expect((await h.inject('GET', `/api/processes/${processId}`)).json().data.status).toBe('completed');
+  const logs = (await h.inject('GET', `/api/processes/${processId}/logs`)).body;
+  expect(logs).not.toContain('agent run restarted');
+  // no commitAndRecordOutcome activity: runAgent (tried twice) committed and recorded
+  const history = await (await stack.temporal.client()).workflow.getHandle(`attempt:${attemptId}`).fetchHistory();
+  const scheduled = (history.events ?? []).flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType?.name] : []));
+  expect(scheduled).toEqual(['prepareWorktree', 'runAgent']);
+  // prepareWorktree's first try, runAgent's second
+  const started = (history.events ?? []).flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt] : []));
+  expect(started).toEqual([1, 2]);
+}, 90_000);
+
 test('runAgent retried after a lost run whose git left an index.lock: that try fails without starting the agent; the next one, the lock gone, resets the worktree and runs it', async () => {
   const p = await h.project();
   const worktreeOf = async (processId: string) =>
