@@ -51,12 +51,19 @@ export async function settleDisk(): Promise<void> {
   }
 }
 
+/** The node flags of bin/armada's first line (`#!/usr/bin/env -S node …`): what `npm start`, `bin/armada …` and the image run with. */
+export function armadaNodeFlags(): string[] {
+  const first = fs.readFileSync(path.join(__dirname, '..', 'bin', 'armada'), 'utf8').split('\n', 1)[0] ?? '';
+  return (/^#!\S*env -S node(.*)$/.exec(first)?.[1] ?? '').split(/\s+/).filter(Boolean);
+}
+
 /**
- * Spawns `bin/armada <args>` (stdout JSON lines) and resolves with the line whose event is `event`; `nodeArgs` go to
+ * Spawns `bin/armada <args>` (stdout JSON lines), node with the flags of its first line, and resolves with the line
+ * whose event is `event`; `nodeArgs` go to
  * node (e.g. --cpu-prof). The child is stopped when this process exits.
  */
 export function spawnArmada(args: string[], event: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<{ child: ChildProcess; ready: Record<string, unknown> }> {
-  const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, '..', 'bin', 'armada'), ...args], {
+  const child = spawn(process.execPath, [...armadaNodeFlags(), ...nodeArgs, path.join(__dirname, '..', 'bin', 'armada'), ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ARMADA_TOOLS_DIR: sharedToolsDir, ARMADA_LOG_LEVEL: 'warn', ARMADA_LOG_FORMAT: 'json', ...env },
   });

@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { parseArgs } from 'node:util';
+import { armadaNodeFlags } from './benchInfra';
 
 const { freePort } = require('../test/support/ports') as { freePort(): Promise<number> };
 const ROOT = path.join(__dirname, '..');
@@ -66,7 +67,8 @@ interface Variant {
 /** One cold start: spawn, poll every /health until all answer 200, idle, read RSS, SIGTERM and wait for the exit. */
 async function measure(v: Variant): Promise<{ ms: number; rss: number }> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [v.bin, ...v.args], { env: v.env, stdio: ['ignore', 'ignore', 'pipe'] });
+  // node with bin/armada's flags, as `npm start` and the image run it
+  const child = spawn(process.execPath, [...armadaNodeFlags(), v.bin, ...v.args], { env: v.env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (d) => (stderr = (stderr + d.toString()).slice(-2000)));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -146,7 +146,9 @@ test('the image builds dist/ in its build stage and runs only the compiled outpu
   const [build, runtime] = dockerfile.split(/^FROM .*$/m).slice(1);
   expect(build).toMatch(/RUN npm run build/);
   expect(build).toMatch(/rm -rf node_modules\/tsx/);
-  expect(runtime).toContain('ENTRYPOINT ["tini", "--", "node", "dist/bin/armada"]');
+  // through its first line (`#!/usr/bin/env -S node --max-semi-space-size=64`): node with the flags every start uses
+  expect(runtime).toContain('ENTRYPOINT ["tini", "--", "dist/bin/armada"]');
+  expect(fs.readFileSync(path.join(DEPLOY, '..', 'bin', 'armada'), 'utf8').split('\n')[0]).toBe('#!/usr/bin/env -S node --max-semi-space-size=64');
   expect(runtime).toContain('ARMADA_WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js');
   // only the compiled output, the pruned node_modules and package.json reach the runtime image: no TypeScript sources
   const copies = runtime?.match(/^COPY .*$/gm) ?? [];

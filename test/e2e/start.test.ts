@@ -68,6 +68,9 @@ test('npm start brings every service up; Ctrl-C leaves nothing running; a second
     const r = await fetch(`http://127.0.0.1:${port}/health`);
     expect(r.status).toBe(200);
   }
+  // started as `npm start` starts it (bin/armada through its first line): node runs with that line's flags
+  const cmdline = fs.readFileSync(`/proc/${first.child.pid}/cmdline`, 'utf8').split('\0');
+  expect(cmdline.slice(0, 3)).toEqual([expect.stringMatching(/(^|\/)node$/), '--max-semi-space-size=64', expect.stringMatching(/bin\/armada$/)]);
   // armada status on this home: running, by this armada, every service its own
   const env = {
     ...process.env,

@@ -84,7 +84,7 @@ export async function startArmada(home: string, extraEnv: NodeJS.ProcessEnv = {}
 }
 
 function startOnce(home: string, ports: StartPorts, extraEnv: NodeJS.ProcessEnv): Promise<RunningArmada> {
-  const child = spawn(process.execPath, [BIN, 'start'], { env: envFor(home, ports, extraEnv), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(BIN, ['start'], { env: envFor(home, ports, extraEnv), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let out = '';
   child.stdout?.on('data', (d) => (out += d.toString()));
   child.stderr?.on('data', (d) => (out += d.toString()));
