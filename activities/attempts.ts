@@ -1,6 +1,6 @@
 /** The attempt engine's activities, built from the worker's dependencies. */
 import { attemptMetrics } from '../lib/attempts/metrics';
-import { recordAttemptFinished, recordAttemptMerged, recordAttemptResumed, requestProcessEnd } from '../lib/attempts/projections';
+import { recordAttemptFinished, recordAttemptMerged, recordAttemptResumed, requestProcessEnd, resumeAttemptIfPresent } from '../lib/attempts/projections';
 import { isPostgresUnavailable, withTransaction } from '../lib/db/pool';
 import { attemptDurationSeconds, getAttempt } from '../lib/db/attempts';
 import { runAgent, type RunAgentInput, type RunAgentResult } from './agent/runAgent';
@@ -163,6 +163,10 @@ export function createAttemptActivities(deps: ActivityDeps) {
     },
     async recordAttemptResumed(input: { attemptId: string }): Promise<void> {
       await untilPostgresAnswers(() => recordAttemptResumed(deps.db, input.attemptId));
+    },
+    /** A follow-up's start (follow-up-resumes-in-one): false when the attempt is gone, else it is running again. */
+    async resumeAttempt(input: { attemptId: string }): Promise<boolean> {
+      return untilPostgresAnswers(() => resumeAttemptIfPresent(deps.db, input.attemptId));
     },
     /** The attempt's status now (a workflow asks before doing more work for an attempt deleted or cancelled meanwhile). */
     async attemptStatus(input: { attemptId: string }): Promise<string | null> {

@@ -32,6 +32,6 @@ export const progressQuery = defineQuery<AttemptProgress>('progress');
 /**
  * `paths` of the attempt runs the API starts now (AttemptWorkflowInput.paths: every patch in effect, no markers):
  * 2 = the patches up to `continue-as-new-keeps-messages`; 3 = also `agent-run-records-outcome` (runAgent commits and
- * records the outcome itself). Each patch names the `paths` from which it is in effect (workflows/attemptWorkflow.ts).
+ * records the outcome itself) and `follow-up-resumes-in-one` (a follow-up starts with one activity). Each patch names the `paths` from which it is in effect (workflows/attemptWorkflow.ts).
  */
 export const ATTEMPT_PATHS = 3;

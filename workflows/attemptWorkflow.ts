@@ -44,7 +44,7 @@ export interface AttemptWorkflowInput {
   continueAsNewEvery?: number;
   /**
    * The code paths this run takes, fixed at its start (ATTEMPT_PATHS for every start since): 2 means every patch up
-   * to `continue-as-new-keeps-messages` is in effect, 3 also `agent-run-records-outcome`, with no `patched()` call and
+   * to `continue-as-new-keeps-messages` is in effect, 3 also `agent-run-records-outcome` and `follow-up-resumes-in-one`, with no `patched()` call and
    * so no marker and no TemporalChangeVersion search attribute update per patch in its history; absent (runs started
    * before), each patch is asked with `patched()`, as is a patch newer than the run's `paths`.
    */
@@ -63,7 +63,7 @@ export interface AttemptWorkflowInput {
 /**
  * Whether a patch of this workflow is in effect: always in a run started with `paths` ≥ `since` (its input decides,
  * so replay takes the same branch), else as `patched()` answers, for the histories of runs started before. Every patch
- * up to `continue-as-new-keeps-messages` is in effect from paths 2; AGENT_RUN_RECORDS_PATCH from 3.
+ * up to `continue-as-new-keeps-messages` is in effect from paths 2; AGENT_RUN_RECORDS_PATCH and FOLLOW_UP_RESUMES_PATCH from 3.
  */
 function inEffect(input: AttemptWorkflowInput, patchId: string, since = 2): boolean {
   return (input.paths ?? 0) >= since || patched(patchId);
@@ -148,6 +148,9 @@ export const LEAN_ATTEMPT_PATCH = 'lean-attempt-v1';
  * which ignores `record`) takes the commitAndRecordOutcome path as before.
  */
 export const AGENT_RUN_RECORDS_PATCH = 'agent-run-records-outcome';
+
+/** Patch id: a follow-up starts with one activity (resumeAttempt: gone, or running again), not attemptStatus + recordAttemptResumed. In effect from paths 3. */
+export const FOLLOW_UP_RESUMES_PATCH = 'follow-up-resumes-in-one';
 
 export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<AttemptProgress['lastOutcome']> {
   const queue: FollowUpRequest[] = [...(input.carried?.queue ?? [])];
@@ -301,11 +304,18 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
     followUpsThisRun++;
     const next = queue.shift() as FollowUpRequest;
     state.pendingFollowUps = queue.length;
-    if ((await projection.attemptStatus({ attemptId: input.attemptId })) === null) {
-      await cleanupIfDeleted(worktree);
-      break;
+    if (inEffect(input, FOLLOW_UP_RESUMES_PATCH, 3)) {
+      if (!(await projection.resumeAttempt({ attemptId: input.attemptId }))) {
+        await cleanupIfDeleted(worktree);
+        break;
+      }
+    } else {
+      if ((await projection.attemptStatus({ attemptId: input.attemptId })) === null) {
+        await cleanupIfDeleted(worktree);
+        break;
+      }
+      await projection.recordAttemptResumed({ attemptId: input.attemptId });
     }
-    await projection.recordAttemptResumed({ attemptId: input.attemptId });
     showStatus(input, 'running');
     const outcome = await runOnce(worktree, uuid4(), next.prompt, 'follow_up');
     state.lastOutcome = outcome;

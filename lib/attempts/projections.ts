@@ -249,15 +249,31 @@ export async function recordAttemptMerged(db: Pool, attemptId: string, commit: s
 
 /** A follow-up on a finished attempt makes it running again (and its task in_progress). */
 export async function recordAttemptResumed(db: Pool, attemptId: string): Promise<void> {
-  await withTransaction(db, async (c) => {
-    const { rows } = await c.query<AttemptRow>(
-      `UPDATE attempts SET status = 'running', completed_at = NULL, error = NULL, updated_at = now() WHERE id = $1 AND status IN ('completed', 'failed') RETURNING *`,
-      [attemptId],
-    );
-    const a = rows[0];
-    if (!a) return;
-    await publishAttemptEvent(c, 'attempt.started', a, await projectOf(c, a.task_id), { followUp: true });
-    await moveTask(c, a.task_id, 'in_progress', ['review', 'failed', 'pending']);
+  await withTransaction(db, (c) => resumeIn(c, attemptId));
+}
+
+/** A finished attempt back to running for a follow-up, with its event and the task's move (in the caller's transaction). */
+async function resumeIn(c: Queryable, attemptId: string): Promise<void> {
+  const { rows } = await c.query<AttemptRow>(
+    `UPDATE attempts SET status = 'running', completed_at = NULL, error = NULL, updated_at = now() WHERE id = $1 AND status IN ('completed', 'failed') RETURNING *`,
+    [attemptId],
+  );
+  const a = rows[0];
+  if (!a) return;
+  await publishAttemptEvent(c, 'attempt.started', a, await projectOf(c, a.task_id), { followUp: true });
+  await moveTask(c, a.task_id, 'in_progress', ['review', 'failed', 'pending']);
+}
+
+/**
+ * A follow-up's start in one transaction (follow-up-resumes-in-one): false when the attempt row is gone (deleted with
+ * its task or project: the workflow cleans up instead), else the attempt back to running as recordAttemptResumed does.
+ */
+export async function resumeAttemptIfPresent(db: Pool, attemptId: string): Promise<boolean> {
+  return withTransaction(db, async (c) => {
+    const { rowCount } = await c.query('SELECT 1 FROM attempts WHERE id = $1 FOR UPDATE', [attemptId]);
+    if (!rowCount) return false;
+    await resumeIn(c, attemptId);
+    return true;
   });
 }
 

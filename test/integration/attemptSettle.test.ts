@@ -4,7 +4,7 @@
  * statistics whatever the attempt's state.
  */
 import crypto from 'node:crypto';
-import { recordAttemptFinished } from '../../lib/attempts/projections';
+import { recordAttemptFinished, resumeAttemptIfPresent } from '../../lib/attempts/projections';
 import { createTestDatabase } from '../support/harness';
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -58,5 +58,29 @@ describe('settling a task when its attempts end', () => {
     expect(ev.rows.map((r) => r.type)).toEqual(['attempt.completed']);
     const tev = await database.pool.query<{ type: string; data: { status: string; previousStatus: string } }>(`SELECT type, data FROM events WHERE $1 = ANY (topics) AND type LIKE 'task.%' ORDER BY seq`, [`task:${taskId}`]);
     expect(tev.rows.map((r) => [r.type, r.data.previousStatus, r.data.status])).toEqual([['task.status_changed', 'in_progress', 'review']]);
+  });
+});
+
+describe("a follow-up's start (resumeAttemptIfPresent)", () => {
+  test('a finished attempt runs again (its task in_progress, attempt.started with followUp); a running one is left as it is; a deleted one answers false', async () => {
+    const { taskId, attempts } = await taskWithRunningAttempts(1);
+    const id = attempts[0] as string;
+    await recordAttemptFinished(database.pool, id, 'completed', null, 'done');
+    expect(await statusOf(taskId)).toBe('review');
+    expect(await resumeAttemptIfPresent(database.pool, id)).toBe(true);
+    const { rows } = await database.pool.query('SELECT status, completed_at FROM attempts WHERE id = $1', [id]);
+    expect(rows[0]).toEqual({ status: 'running', completed_at: null });
+    expect(await statusOf(taskId)).toBe('in_progress');
+    const ev = await database.pool.query<{ type: string; data: { followUp?: boolean } }>(`SELECT type, data FROM events WHERE $1 = ANY (topics) ORDER BY seq`, [`attempt:${id}`]);
+    expect(ev.rows.map((r) => [r.type, r.data.followUp ?? null])).toEqual([
+      ['attempt.completed', null],
+      ['attempt.started', true],
+    ]);
+    // already running (a retried activity): true, nothing written again
+    expect(await resumeAttemptIfPresent(database.pool, id)).toBe(true);
+    expect((await database.pool.query(`SELECT count(*)::int AS n FROM events WHERE $1 = ANY (topics)`, [`attempt:${id}`])).rows[0].n).toBe(2);
+    // deleted with its task
+    await database.pool.query('DELETE FROM tasks WHERE id = $1', [taskId]);
+    expect(await resumeAttemptIfPresent(database.pool, id)).toBe(false);
   });
 });
