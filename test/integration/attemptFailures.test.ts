@@ -1,7 +1,7 @@
 /** Failing, cancelled and rejected attempts: exit codes, process-group kill, 404/409/400 answers, idempotent start. */
 import fs from 'node:fs';
 import { groupAlive } from '../../lib/process/processGroup';
-import { stopProcessSignal } from '../../workflows/attemptMessages';
+import { followUpSignal, stopProcessSignal } from '../../workflows/attemptMessages';
 import { buildService } from '../../api/services';
 import { createTemporalHandle } from '../../lib/temporal/client';
 import { eventually, logger, startTestStack, type TestStack } from '../support/harness';
@@ -415,6 +415,26 @@ describe('attempt failures and bad input', () => {
       await dead.close();
     }
   }, 30_000);
+
+  test("a follow-up reaching the run of an attempt whose row is gone (deleted in plain SQL, no API delete): the run removes the worktree and branch and ends, starting no agent", async () => {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'Edit, then the rows go');
+    const { attemptId } = await h.start(taskId);
+    const a = await h.until(attemptId, ['completed', 'failed'], 60_000);
+    expect(a.status).toBe('completed');
+    const worktree = `${stack.config.home}/worktrees/${attemptId}`;
+    expect(fs.existsSync(worktree)).toBe(true);
+    await stack.db.query('DELETE FROM tasks WHERE id = $1', [taskId]);
+    const handle = (await stack.temporal.client()).workflow.getHandle(`attempt:${attemptId}`);
+    await handle.signal(followUpSignal, { prompt: 'one more thing' });
+    await handle.result();
+    expect(fs.existsSync(worktree)).toBe(false);
+    expect(gitOut(p.repo, 'branch', '--list', a.branch)).toBe('');
+    // resumeAttempt found no row (follow-up-resumes-in-one): no second runAgent
+    const history = await handle.fetchHistory();
+    const scheduled = (history.events ?? []).flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType?.name] : []));
+    expect(scheduled).toEqual(['prepareWorktree', 'runAgent', 'resumeAttempt', 'attemptStatus', 'removeWorktree']);
+  });
 
   test('deleting the task of a running attempt stops its agent and removes its worktree and branch', async () => {
     const p = await h.project();
