@@ -186,20 +186,32 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
     state.stage = 'running';
     state.currentProcessId = processId;
     state.processIds.push(processId);
-    const r: RunAgentResult = await host.runAgent({
-      attemptId: input.attemptId,
-      taskId: input.taskId,
-      processId,
-      llm: input.llm,
-      kind,
-      prompt,
-      worktreePath: wt.worktreePath,
-      timeoutMs: input.timeoutMs,
-      requestedAt: kind === 'initial' ? input.requestedAt : undefined,
-      ...(inEffect(input, AGENT_RUN_RECORDS_PATCH, 3)
-        ? { record: { repoPath: wt.repoPath, baseCommit: wt.baseCommit, message: input.commitMessage } }
-        : {}),
-    });
+    const folded = inEffect(input, AGENT_RUN_RECORDS_PATCH, 3);
+    let r: RunAgentResult;
+    try {
+      r = await host.runAgent({
+        attemptId: input.attemptId,
+        taskId: input.taskId,
+        processId,
+        llm: input.llm,
+        kind,
+        prompt,
+        worktreePath: wt.worktreePath,
+        timeoutMs: input.timeoutMs,
+        requestedAt: kind === 'initial' ? input.requestedAt : undefined,
+        ...(folded ? { record: { repoPath: wt.repoPath, baseCommit: wt.baseCommit, message: input.commitMessage } } : {}),
+      });
+    } catch (err) {
+      // a follow-up's run that failed for good (its tries spent: a lost host, PostgreSQL away past the waits) is the
+      // attempt's failure, recorded here, and the attempt stays open for the next follow-up; before, the workflow
+      // failed and left the attempt running (a first run's failure is recorded by the caller, as before)
+      if (kind !== 'follow_up' || !folded || isCancellation(err)) throw err;
+      state.currentProcessId = null;
+      state.stage = 'recording';
+      await projection.recordAttemptOutcome({ attemptId: input.attemptId, status: 'failed', error: `agent run failed: ${message(err)}`, summary: '' });
+      showStatus(input, 'failed');
+      return 'failed' as const;
+    }
     state.currentProcessId = null;
     if (r.status === 'cancelled') return 'cancelled' as const;
     if (r.outcome) {

@@ -244,6 +244,31 @@ test('runAgent retried after its agent ended (agent-run-records-outcome): the re
   expect(started).toEqual([1, 2]);
 }, 90_000);
 
+test("a follow-up whose runAgent fails for good (every try): the attempt is recorded failed saying why, and the next follow-up runs", async () => {
+  const p = await h.project();
+  const { attemptId } = await h.start(await h.task(p.id, 'Edit, then a follow-up that cannot run'));
+  expect((await h.until(attemptId, ['completed', 'failed'], 60_000)).status).toBe('completed');
+  const tries: unknown[] = [];
+  faults['runAgent.afterSpawn'] = (info) => {
+    tries.push(info.processId);
+    throw new Error('injected fault: this host cannot run the agent');
+  };
+  expect((await h.inject('POST', `/api/attempts/${attemptId}/follow-up`, { prompt: 'FOLLOWUP write notes' })).statusCode).toBe(202);
+  const failed = await eventually(async () => {
+    const a = (await h.inject('GET', `/api/attempts/${attemptId}`)).json().data;
+    return a.status === 'failed' ? a : undefined;
+  }, 60_000);
+  expect(tries).toHaveLength(3); // the follow-up's three tries, one process
+  expect(new Set(tries).size).toBe(1);
+  expect(failed.error).toMatch(/^agent run failed: .*injected fault: this host cannot run the agent/);
+  // the attempt's workflow is still open: the next follow-up runs and completes the attempt
+  delete faults['runAgent.afterSpawn'];
+  expect((await h.inject('POST', `/api/attempts/${attemptId}/follow-up`, { prompt: 'FOLLOWUP write notes' })).statusCode).toBe(202);
+  await eventually(async () => (await h.inject('GET', `/api/attempts/${attemptId}`)).json().data.status === 'completed', 60_000);
+  const processes = (await h.inject('GET', `/api/processes?attemptId=${attemptId}`)).json().data as { status: string }[];
+  expect(processes.map((x) => x.status).sort()).toEqual(['completed', 'completed', 'failed']);
+}, 120_000);
+
 test('runAgent retried after a lost run whose git left an index.lock: that try fails without starting the agent; the next one, the lock gone, resets the worktree and runs it', async () => {
   const p = await h.project();
   const worktreeOf = async (processId: string) =>
