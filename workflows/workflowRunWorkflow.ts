@@ -2,9 +2,10 @@
  * One execution of a scheduler workflow (service B): its tasks in order, each an activity; a failed task fails the
  * execution and skips the rest. Cancellation (POST /executions/{id}/stop) kills the running task's process and
  * records `stopped`. The execution row and its logs are projections, written by idempotent local activities one
- * per state change. The start (definition, row, first log lines) is one activity, beginRun, which also runs the first
- * task when it is a flow (patch `lean-run-v2`): the first workflow task only schedules it, so a flow's request leaves
- * after one workflow task and one activity dispatch. A first script runs after it in runScript (never twice: a
+ * per state change. The start (definition, row, first log lines) is one step, which also runs the first task when it
+ * is a flow: since patch `local-start` a local activity inside the first workflow task (beginRunLocal), so a flow's
+ * request leaves before that workflow task completes, handing over to the beginRun activity when it has no answer
+ * within 3 s; before, beginRun alone (patch `lean-run-v2`). A first script runs after it in runScript (never twice: a
  * retried try reports the earlier try's outcome, activities/scheduler/taskOutcomes.ts). A stop reaches a running task
  * through PostgreSQL (its try fails ExecutionStopped) or Temporal (a cancellation); both are recorded `stopped`. Runs from before `lean-run-v2` start with the startExecution local activity, those from before `lean-run`
  * run workflowRunV1. A failed execution fails the Temporal workflow too (ApplicationFailure `ScheduledRunFailed`, not
@@ -15,7 +16,7 @@ import type { Activities } from '../activities';
 import type { ExecutionStatus, LogLine, TaskRunState } from '../lib/db/schedulerExecutions';
 import type { WorkflowTask } from '../lib/db/schedulerWorkflows';
 import type { TaskRunResult } from '../activities/scheduler/schedulerActivities';
-import { RUN_PATHS } from '../lib/scheduler/runPaths';
+import type { BegunRun, ExecutionStart, LocalStart } from '../activities/scheduler/executionProgress';
 import type { WorkflowRunInput } from '../lib/scheduler/temporalSchedules';
 import { failureMessage, stoppedByRequest } from './failureMessage';
 import { scheduleIdOfRun, scheduledTime } from './scheduledTime';
@@ -29,6 +30,12 @@ export const SCHEDULED_RUN_FAILED = 'ScheduledRunFailed';
 const { startExecution, recordProgress, loadRunState } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '500ms', maximumInterval: '30s' },
+});
+// One try: it answers within LOCAL_START_MS (3 s) or hands over to beginRun, which has the retries. The timeout is
+// a backstop, below the workflow task timeout (10 s), so the first workflow task is never heartbeated.
+const { beginRunLocal } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '8s',
+  retry: { maximumAttempts: 1 },
 });
 
 const now = (): string => new Date(Date.now()).toISOString();
@@ -44,15 +51,30 @@ export interface SchedulerSinks extends Sinks {
 const { scheduler } = proxySinks<SchedulerSinks>();
 
 /**
- * Whether a patch is in effect: always in a run started with `paths` ≥ RUN_PATHS (its input decides, so replay takes
- * the same branch, and no marker is recorded), else as `patched()` answers, for runs of older schedules and histories.
+ * Whether a patch is in effect: always in a run started with `paths` ≥ `since`, the run paths the patch came with (its
+ * input decides, so replay takes the same branch, and no marker is recorded), else as `patched()` answers, for runs of
+ * older schedules and histories. `since` is fixed per patch, so raising RUN_PATHS never turns an older patch back into
+ * a `patched()` call in the replay of a run started with older paths.
  */
-function inEffect(input: WorkflowRunInput, patchId: string): boolean {
-  return (input.paths ?? 0) >= RUN_PATHS || patched(patchId);
+function inEffect(input: WorkflowRunInput, patchId: string, since: number): boolean {
+  return (input.paths ?? 0) >= since || patched(patchId);
+}
+
+/**
+ * The run's start (lean-run-v2's beginRun) inside the first workflow task (patch `local-start`): beginRunLocal, a local
+ * activity, then beginRun when it handed over (activities/scheduler/executionProgress.ts). A stop is the run's; any
+ * other failure of the local try is left to beginRun.
+ */
+async function beginRunInFirstTask(start: ExecutionStart): Promise<BegunRun | null> {
+  const local = await beginRunLocal(start).catch((err: unknown): LocalStart => {
+    if (isCancellation(err) || stoppedByRequest(err)) throw err;
+    return { handedOver: true };
+  });
+  return 'begun' in local ? local.begun : beginRun({ ...start, handedOver: true });
 }
 
 export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<string> {
-  if (!inEffect(input, 'lean-run')) return workflowRunV1(input);
+  if (!inEffect(input, 'lean-run', 2)) return workflowRunV1(input);
   const run = {
     id: input.executionId ?? uuid4(),
     workflow: input.workflow,
@@ -77,9 +99,12 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
   let firstResult: TaskRunResult | null = null;
   /** false until a lean-run-v2 run's beginRun returned: till then the task states are not known here */
   let begun = true;
-  if (inEffect(input, 'lean-run-v2')) {
+  /** the start runs inside the first workflow task (local-start) */
+  const local = inEffect(input, 'local-start', 3);
+  if (local || inEffect(input, 'lean-run-v2', 2)) {
     begun = false;
-    scheduler.prefetchDefinition(input.workflow);
+    // beginRunLocal reads it itself, at once; beginRun is dispatched after the workflow task completes
+    if (!local) scheduler.prefetchDefinition(input.workflow);
   } else {
     const started = await startExecution(start);
     if (!started) return 'deleted';
@@ -108,7 +133,7 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
   let current = 0;
   try {
     if (!begun) {
-      const started = await beginRun(start);
+      const started = local ? await beginRunInFirstTask(start) : await beginRun(start);
       if (!started) return 'deleted';
       ({ tasks: defs, states, logLines: logSeq, first: firstResult } = started);
       begun = true;

@@ -5,6 +5,8 @@
  * row never leaves a terminal status, log lines carry stable keys).
  */
 import { Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { EXECUTION_STOPPED } from '../../lib/scheduler/taskStop';
 import {
   appendExecutionLogs,
   getExecution,
@@ -25,6 +27,7 @@ import type { ActivityDeps } from '../index';
 import { keepAlive } from '../keepAlive';
 import { createRunDefinitions } from './runDefinitions';
 import { claimFlowTask, countFinish, runFlowTask, withTaskStop, type TaskRunResult } from './schedulerActivities';
+import { localTryId } from './taskOutcomes';
 import type { TaskStop } from './taskStop';
 import { untilAnswered as untilPostgresAnswers } from './untilAnswered';
 
@@ -61,6 +64,15 @@ export interface StartedExecution {
 export interface BegunRun extends StartedExecution {
   first: TaskRunResult | null;
 }
+
+/** beginRunLocal's answer: the start (as beginRun's: null = the run does nothing), or that beginRun takes over. */
+export type LocalStart = { begun: BegunRun | null } | { handedOver: true };
+
+/**
+ * How long beginRunLocal waits inside the first workflow task: well under the workflow task timeout (10 s), so the
+ * task is never heartbeated, and long enough for a flow that answers at once (docs/scheduler.md#local-start).
+ */
+export const LOCAL_START_MS = 3_000;
 
 /** beginRun's attempts (workflows/workflowRunTasks.ts): a platform that cannot be reached is tried three times, 2 s and 4 s apart. */
 export const BEGIN_RUN_ATTEMPTS = 3;
@@ -148,13 +160,17 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
 
   const encryptionKey = lazyEncryptionKey(deps.config);
 
-  /** One try of beginRun (below), its stop watched by the caller. */
-  async function beginRunTry(input: ExecutionStart, stop: TaskStop): Promise<BegunRun | null> {
+  /**
+   * One try of beginRun or beginRunLocal (below), its stop watched by the caller. `tryId`: the id its claim of a first
+   * flow is made under (beginRun's: its attempt); `prefetched`: take the read its workflow task started; `lastTry`: a
+   * platform that cannot be reached is the task's result, not given back; `count`: a written start is counted.
+   */
+  async function beginRunTry(input: ExecutionStart, stop: TaskStop, opts: { tryId?: number; prefetched: boolean; lastTry: boolean; count: boolean }): Promise<BegunRun | null> {
     /** A PostgreSQL step, run until PostgreSQL answers (an outage delays the run); a stop ends the wait. */
     const untilAnswered = <T>(what: string, fn: () => Promise<T>): Promise<T> => untilPostgresAnswers(deps.logger, what, stop.signal, fn);
-    const { attempt, workflowExecution } = Context.current().info;
+    const { workflowExecution } = Context.current().info;
     // the first attempt takes the read its workflow task prefetched (activities/scheduler/runDefinitions.ts)
-    const prefetched = attempt === 1 && workflowExecution ? definitions.take(`${workflowExecution.workflowId}/${workflowExecution.runId}`) : undefined;
+    const prefetched = opts.prefetched && workflowExecution ? definitions.take(`${workflowExecution.workflowId}/${workflowExecution.runId}`) : undefined;
     const readNow = () => untilAnswered('load workflow', () => definitions.read(input.workflow));
     const def = await (prefetched ? prefetched.catch(readNow) : readNow());
     // the workflow was deleted after this start was queued (and maybe another created under its name)
@@ -164,21 +180,20 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     const first = def.tasks[0];
     // a first flow is claimed for this try beside the row's write (no round trip added before the request):
     // a try that finds the request already sent by an earlier one reports that one's outcome instead of sending
-    const claim = first?.type === 'flow' ? claimFlowTask(deps, { executionId: input.id, taskIndex: 0 }, stop.signal) : undefined;
+    const claim = first?.type === 'flow' ? claimFlowTask(deps, { executionId: input.id, taskIndex: 0 }, stop.signal, opts.tryId) : undefined;
     claim?.catch(() => undefined); // awaited below; a stop ends it with the same cancellation
     let held: (goesOn: boolean) => void = () => undefined;
     const rowHeld = new Promise<boolean>((resolve) => {
       held = resolve;
     });
     const writing = untilAnswered('write execution', () => write(record, lines, held));
-    // counted on the first attempt only: a retry (platform unreachable) rewrites the same start
-    const started = writing.then((w) => (w.changed ? untilAnswered('after start', () => afterStart(input, def, attempt === 1)) : undefined));
+    const started = writing.then((w) => (w.changed ? untilAnswered('after start', () => afterStart(input, def, opts.count)) : undefined));
     started.catch(() => undefined); // awaited below; a stop during the flow ends both with the same cancellation
     let result: TaskRunResult | null = null;
     // the flow's request waits for the row to be held, not for its commit; a workflow deleted meanwhile gets none
     if (claim && first?.type === 'flow' && (await Promise.race([rowHeld, writing.then((w) => w.changed)]))) {
       const task = { executionId: input.id, taskIndex: 0, source: first.source, flow: first.flow, input: input.input ?? first.input ?? null, timeoutSeconds: first.timeout ?? null };
-      result = await runFlowTask(deps, encryptionKey(), task, def.first_source ?? undefined, { lastTry: attempt >= BEGIN_RUN_ATTEMPTS, rowWritten: writing, claim, stop });
+      result = await runFlowTask(deps, encryptionKey(), task, def.first_source ?? undefined, { lastTry: opts.lastTry, rowWritten: writing, claim, stop });
     } else if (claim) void claim.then((c) => c.kind === 'held' && c.holder.stop(), () => undefined); // nothing is sent
     const written = await writing;
     await started;
@@ -216,9 +231,47 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
      * start again, and sends the first flow's request again only when the earlier try gave the task back (the platform
      * could not be reached); otherwise it reports that try's outcome (docs/scheduler.md#task-outcomes).
      */
-    async beginRun(input: ExecutionStart): Promise<BegunRun | null> {
+    async beginRun(input: ExecutionStart & { handedOver?: boolean }): Promise<BegunRun | null> {
+      const { handedOver, ...start } = input;
+      const { attempt } = Context.current().info;
+      // counted on the first attempt only, and not after beginRunLocal (which counted it): a retry rewrites the same start
+      const opts = { prefetched: attempt === 1 && !handedOver, lastTry: attempt >= BEGIN_RUN_ATTEMPTS, count: attempt === 1 && !handedOver };
       // heartbeats from its first step to its last; a stop (activities/scheduler/taskStop.ts) ends it
-      return keepAlive(() => withTaskStop(deps, input.id, (stop) => beginRunTry(input, stop)), { intervalMs: 1000 });
+      return keepAlive(() => withTaskStop(deps, start.id, (stop) => beginRunTry(start, stop, opts)), { intervalMs: 1000 });
+    },
+
+    /**
+     * The run's start inside its first workflow task (patch `local-start`, docs/scheduler.md#local-start): beginRun's
+     * work as a local activity, so a first flow's request leaves before that workflow task completes, with no activity
+     * dispatch through Temporal first. It waits LOCAL_START_MS at most: what it learns by then (the run deleted, its
+     * start, a first flow's answer) is its result. Past that, or when its try fails (a platform that cannot be reached
+     * gives the task back first), it hands over: the work goes on in this worker (a request in flight gets its answer,
+     * recorded as the task's outcome, with its log lines), and the workflow runs beginRun, which writes the same start
+     * again and, for a first flow, claims the task, so it reports the outcome of the request this try sent (waiting for
+     * it, or saying the answer is unknown when this worker is lost) or, when nothing was sent, sends it.
+     * It claims under its own id (localTryId), never an activity's attempt. Local activities do not heartbeat.
+     */
+    async beginRunLocal(input: ExecutionStart): Promise<LocalStart> {
+      const work = withTaskStop(deps, input.id, (stop) => beginRunTry(input, stop, { tryId: localTryId(), prefetched: false, lastTry: false, count: true }));
+      let timer: NodeJS.Timeout | undefined;
+      const handOver = new Promise<'handover'>((resolve) => {
+        timer = setTimeout(() => resolve('handover'), LOCAL_START_MS);
+      });
+      try {
+        const first = await Promise.race([work, handOver]);
+        if (first !== 'handover') return { begun: first };
+      } catch (err) {
+        // a stop is the run's (the workflow records it); anything else is left to beginRun's tries
+        if (!isStop(err)) {
+          deps.logger.info({ executionId: input.id, err: { message: (err as Error).message } }, 'run start handed over to beginRun');
+          return { handedOver: true };
+        }
+        throw err;
+      } finally {
+        clearTimeout(timer);
+      }
+      work.catch((err) => deps.logger.info({ executionId: input.id, err: { message: (err as Error).message } }, 'run start handed over to beginRun ended with an error'));
+      return { handedOver: true };
     },
 
     /**
@@ -249,6 +302,11 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
  * was fired. A workflow created later under the name is another one, and the run must not become its run
  * (docs/scheduler.md#deleting). Compared in memory: no round trip before the first request.
  */
+/** A try's end by its run's stop (activities/scheduler/taskStop.ts): a request, or Temporal's cancellation. */
+function isStop(err: unknown): boolean {
+  return err instanceof CancelledFailure || (err instanceof ApplicationFailure && err.type === EXECUTION_STOPPED);
+}
+
 function startedBy(def: WorkflowRow, input: ExecutionStart): boolean {
   if (input.workflowId) return def.id === input.workflowId;
   return def.created_at.getTime() <= Date.parse(input.scheduledAt ?? input.startedAt);

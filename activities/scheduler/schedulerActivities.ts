@@ -156,8 +156,8 @@ export const LOST_FLOW_ERROR =
   'the worker running this task was lost after its request may have been sent; the answer is unknown, and the flow is not sent again (it could run twice)';
 
 /** Claims a flow task for this try, or the outcome an earlier try reached (activities/scheduler/taskOutcomes.ts). */
-export function claimFlowTask(deps: ActivityDeps, input: { executionId: string; taskIndex: number }, signal: AbortSignal): Promise<Claim> {
-  return claimTaskOrOutcome(deps, { executionId: input.executionId, taskIndex: input.taskIndex }, signal, () => failedNow(LOST_FLOW_ERROR));
+export function claimFlowTask(deps: ActivityDeps, input: { executionId: string; taskIndex: number }, signal: AbortSignal, tryId?: number): Promise<Claim> {
+  return claimTaskOrOutcome(deps, { executionId: input.executionId, taskIndex: input.taskIndex }, signal, () => failedNow(LOST_FLOW_ERROR), tryId);
 }
 
 /**

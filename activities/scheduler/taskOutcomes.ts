@@ -7,6 +7,7 @@
  * again: the recorded outcome, or (the earlier try still shows signs of life) that outcome once it is recorded, or
  * (its worker is lost) a failure saying so. Only a platform that could not be reached gives the task back.
  */
+import crypto from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import {
@@ -46,9 +47,9 @@ export type Claim = { kind: 'held'; holder: TaskHolder } | { kind: 'outcome'; re
  * Claims the task for this try, or returns the outcome an earlier try reached: recorded, or recorded while this try
  * waits (the earlier try still shows signs of life), or `lost()` once that try's worker is lost (no sign of life for
  * HOLDER_LOST_MS, confirmed over HOLDER_LOST_CONFIRM_MS of this try's reads). Waits for PostgreSQL; a stop ends it.
+ * `attempt` names the try in the row: the activity's attempt, or a local try's own id (localTryId).
  */
-export async function claimTaskOrOutcome(deps: ActivityDeps, key: TaskKey, signal: AbortSignal, lost: () => TaskRunResult): Promise<Claim> {
-  const { attempt } = Context.current().info;
+export async function claimTaskOrOutcome(deps: ActivityDeps, key: TaskKey, signal: AbortSignal, lost: () => TaskRunResult, attempt = Context.current().info.attempt): Promise<Claim> {
   const log = deps.logger;
   let seen: { attempt: number; mark: string; observedMs: number; lastRead: number } | undefined;
   for (;;) {
@@ -96,6 +97,15 @@ function holdTask(deps: ActivityDeps, key: TaskKey, attempt: number, signal: Abo
     release: () => untilAnswered(deps.logger, 'give task back', signal, () => releaseTask(deps.db, key, attempt)),
     stop: () => clearInterval(timer),
   };
+}
+
+/**
+ * The id a try that is a local activity claims under (beginRunLocal): negative, so it is never an activity's attempt
+ * (1, 2, …), and new for every try, so a local try run again after its worker was lost (the workflow task is retried
+ * with the local activity at attempt 1 again) finds the lost try's claim another try's, not its own, and does not send.
+ */
+export function localTryId(): number {
+  return -1 - crypto.randomInt(2 ** 31 - 2);
 }
 
 /** A failed result with `error`, at this moment. */

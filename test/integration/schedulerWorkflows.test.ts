@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
+import { LOCAL_START_MS } from '../../activities/scheduler/executionProgress';
 import { groupAlive } from '../../lib/process/processGroup';
 import { recordHistory } from '../support/attemptHelpers';
 import { FAKE_FLOWS, startFakeFlowBuilder } from '../support/fakeFlowBuilder';
@@ -375,11 +376,16 @@ describe('scheduler workflows, schedules and executions', () => {
     expect(after.sum - before.sum).toBeCloseTo(expectedSum, 2); // what was observed is start − jittered time, run by run
   });
 
-  test('a stop while the first task, a flow, waits on the platform records stopped with the states beginRun wrote', async () => {
+  // the start runs inside the first workflow task (beginRunLocal) for LOCAL_START_MS, then beginRun takes over
+  test.each([
+    ['inside the first workflow task', 0],
+    ['after beginRun took over', LOCAL_START_MS + 1000],
+  ])('a stop while the first task, a flow, waits on the platform (%s) records stopped with the states the start wrote', async (_when, stopAfterMs) => {
     const held = await startFakeFlowBuilder(); // a platform of its own (a source's URL is unique), holding every run 10 s
     held.runDelayMs = 10_000;
-    const src = (await inject('POST', '/api/v1/sources', { name: `held-src-${uniq}`, source_type: 'flow-builder', url: held.url, api_key: 'flow-key' })).json();
-    const name = `held-${uniq}`;
+    const tag = `${uniq}-${stopAfterMs}`;
+    const src = (await inject('POST', '/api/v1/sources', { name: `held-src-${tag}`, source_type: 'flow-builder', url: held.url, api_key: 'flow-key' })).json();
+    const name = `held-${tag}`;
     await inject('POST', '/api/v1/workflows', {
       name,
       tasks: [
@@ -398,6 +404,7 @@ describe('scheduler workflows, schedules and executions', () => {
         return body.tasks[0].status === 'running' && body;
       }, 5000, 10);
       expect([running.status, running.tasks.map((t: { status: string }) => t.status)]).toEqual(['running', ['running', 'pending']]);
+      await new Promise((r) => setTimeout(r, stopAfterMs));
       expect((await inject('POST', `/api/v1/executions/${id}/stop`)).json()).toEqual({ executionId: id, status: 'stopped' });
       const e = await eventually(async () => {
         const body = (await inject('GET', `/api/v1/executions/${id}`)).json();
@@ -406,12 +413,14 @@ describe('scheduler workflows, schedules and executions', () => {
       expect(e).toMatchObject({ status: 'stopped', error: 'Stopped by request' });
       expect(e.tasks.map((t: { status: string }) => t.status)).toEqual(['stopped', 'skipped']);
       const logs = (await inject('GET', `/api/v1/executions/${id}/logs`)).json().logs.map((l: { level: string; message: string }) => `${l.level} ${l.message}`);
-      expect(logs).toEqual(['info Execution started (manual)', 'info Task slow started', `info POST flow ${FAKE_FLOWS.summarise.id} on source held-src-${uniq}`, 'warning Execution stopped']);
+      expect(logs).toEqual(['info Execution started (manual)', 'info Task slow started', `info POST flow ${FAKE_FLOWS.summarise.id} on source held-src-${tag}`, 'warning Execution stopped']);
       expect(posts() - before).toBe(1); // sent once, not again on the stop
       const handle = (await sched.stack.temporal.client()).workflow.getHandle(`execution:${id}`);
       await expect(handle.result()).rejects.toThrow();
       expect((await handle.describe()).status.name).toBe('CANCELLED');
-      await recordHistory(sched.stack, `execution:${id}`, 'workflow-run-stopped-in-first-flow');
+      const dispatched = ((await handle.fetchHistory()).events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
+      expect(dispatched.includes('beginRun')).toBe(stopAfterMs > 0);
+      await recordHistory(sched.stack, `execution:${id}`, stopAfterMs ? 'workflow-run-stopped-in-handed-over-flow' : 'workflow-run-stopped-in-first-flow');
     } finally {
       await held.close();
     }
@@ -433,19 +442,71 @@ describe('scheduler workflows, schedules and executions', () => {
 
   test('replaying the histories of this file (completed, failed, stopped, scheduled) is deterministic', async () => {
     const client = await sched.stack.temporal.client();
-    const { rows } = await sched.stack.db.query(`SELECT DISTINCT ON (status, trigger) temporal_workflow_id, status, trigger FROM scheduler_executions WHERE status <> 'running'`);
+    // (the run stopped after beginRun took over is left out: its start did not answer within the first workflow task)
+    const { rows } = await sched.stack.db.query(
+      `SELECT DISTINCT ON (status, trigger) temporal_workflow_id, status, trigger FROM scheduler_executions WHERE status <> 'running' AND workflow <> $1`,
+      [`held-${uniq}-${LOCAL_START_MS + 1000}`],
+    );
     expect(rows.map((r) => r.status).sort()).toEqual(expect.arrayContaining(['completed', 'failed', 'stopped']));
     for (const r of rows) {
       const history = await client.workflow.getHandle(r.temporal_workflow_id).fetchHistory();
-      // started with run paths (lib/scheduler/runPaths.ts): the first workflow task schedules beginRun at once, with
-      // no patch marker and no TemporalChangeVersion upsert before it (later markers are local activities')
+      // started with run paths (lib/scheduler/runPaths.ts): the first workflow task ran the start as a local activity
+      // (local-start: its marker comes first, no patch marker and no TemporalChangeVersion upsert before it), and
+      // every start here answered within it, so no beginRun was dispatched
       const { EventType } = temporal.api.enums.v1;
-      const types = (history.events ?? []).map((e) => e.eventType);
-      expect(types[types.indexOf(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) + 1]).toBe(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED);
+      const events = history.events ?? [];
+      const types = events.map((e) => e.eventType);
+      const firstCommand = events[types.indexOf(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) + 1];
+      expect(firstCommand?.eventType).toBe(EventType.EVENT_TYPE_MARKER_RECORDED);
+      expect(firstCommand?.markerRecordedEventAttributes?.markerName).toBe('core_local_activity');
       expect(types).not.toContain(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES);
+      expect(events.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean)).not.toContain('beginRun');
       ensureTemporalRuntime();
       await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string }, sinks: REPLAY_SINKS }, history, r.temporal_workflow_id);
       await recordHistory(sched.stack, r.temporal_workflow_id, `workflow-run-${r.status}-${r.trigger}`);
+    }
+  });
+
+  // after the replay test above, which expects every run of this file before it to have started in its first task
+  test('a first flow answering after the first workflow task stopped waiting: beginRun takes it over and reports its answer; sent once', async () => {
+    const slow = await startFakeFlowBuilder();
+    slow.runDelayMs = LOCAL_START_MS + 2000;
+    const src = (await inject('POST', '/api/v1/sources', { name: `slow-src-${uniq}`, source_type: 'flow-builder', url: slow.url, api_key: 'flow-key' })).json();
+    const name = `slow-first-${uniq}`;
+    await inject('POST', '/api/v1/workflows', {
+      name,
+      tasks: [
+        { name: 'slow', type: 'flow', source: src.id, flow: 'Summarise', input: 'late' },
+        { name: 'after', type: 'script', script: 'echo after' },
+      ],
+    });
+    const posts = () => slow.requests.filter((r) => r.method === 'POST' && r.path === `/api/v1/run/${FAKE_FLOWS.summarise.id}`).length;
+    try {
+      const id = (await inject('POST', `/api/v1/workflows/${name}/run`)).json().executionId;
+      const e = await eventually(async () => {
+        const body = (await inject('GET', `/api/v1/executions/${id}`)).json();
+        return body.status !== 'running' && body;
+      }, 30_000);
+      expect(e).toMatchObject({ status: 'completed', error: null });
+      expect(e.tasks.map((t: { status: string }) => t.status)).toEqual(['completed', 'completed']);
+      expect(e.tasks[0].output).toContain('ran Summarise with late');
+      expect(posts()).toBe(1);
+      const logs = (await inject('GET', `/api/v1/executions/${id}/logs`)).json().logs.map((l: { message: string }) => l.message);
+      expect(logs.filter((m: string) => m.startsWith('POST flow'))).toHaveLength(1);
+      expect(logs).toEqual(expect.arrayContaining(['Execution started (manual)', 'Task slow started', 'Task slow completed', 'Task after started', 'Execution completed']));
+      const client = await sched.stack.temporal.client();
+      const history = await client.workflow.getHandle(`execution:${id}`).fetchHistory();
+      // the local try handed over once its wait ran out, and beginRun ran once: it reported the request in flight
+      const scheduled = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
+      expect(scheduled).toEqual(['beginRun', 'runScript']);
+      const outcome = await sched.stack.db.query('SELECT state, attempt FROM scheduler_task_outcomes WHERE execution_id = $1 AND task_index = 0', [id]);
+      expect(outcome.rows).toEqual([{ state: 'done', attempt: expect.any(Number) }]);
+      expect(outcome.rows[0].attempt).toBeLessThan(0); // the local try's claim: it sent the request and recorded the answer
+      ensureTemporalRuntime();
+      await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.ARMADA_WORKFLOW_BUNDLE as string }, sinks: REPLAY_SINKS }, history, `execution:${id}`);
+      await recordHistory(sched.stack, `execution:${id}`, 'workflow-run-handed-over-first-flow');
+    } finally {
+      await slow.close();
     }
   });
 });
