@@ -159,6 +159,7 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
   }
 
   const encryptionKey = lazyEncryptionKey(deps.config);
+  const inFlight = handedOverStarts();
 
   /**
    * One try of beginRun or beginRunLocal (below), its stop watched by the caller. `tryId`: the id its claim of a first
@@ -237,7 +238,22 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
       // counted on the first attempt only, and not after beginRunLocal (which counted it): a retry rewrites the same start
       const opts = { prefetched: attempt === 1 && !handedOver, lastTry: attempt >= BEGIN_RUN_ATTEMPTS, count: attempt === 1 && !handedOver };
       // heartbeats from its first step to its last; a stop (activities/scheduler/taskStop.ts) ends it
-      return keepAlive(() => withTaskStop(deps, start.id, (stop) => beginRunTry(start, stop, opts)), { intervalMs: 1000 });
+      return keepAlive(
+        () =>
+          withTaskStop(deps, start.id, async (stop) => {
+            // the local try's work goes on in this worker: its end is this start's, without a PostgreSQL poll
+            const work = handedOver && attempt === 1 ? inFlight.take(start.id) : undefined;
+            if (work) {
+              const done = await untilStopped(work, stop.signal).catch((err: unknown) => {
+                if (stop.signal.aborted || isStop(err)) throw err;
+                return undefined; // it failed (a platform that could not be reached gave the task back): a try of our own
+              });
+              if (done !== undefined) return done;
+            }
+            return beginRunTry(start, stop, opts);
+          }),
+        { intervalMs: 1000 },
+      );
     },
 
     /**
@@ -271,6 +287,7 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
         clearTimeout(timer);
       }
       work.catch((err) => deps.logger.info({ executionId: input.id, err: { message: (err as Error).message } }, 'run start handed over to beginRun ended with an error'));
+      inFlight.put(input.id, work);
       return { handedOver: true };
     },
 
@@ -302,6 +319,40 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
  * was fired. A workflow created later under the name is another one, and the run must not become its run
  * (docs/scheduler.md#deleting). Compared in memory: no round trip before the first request.
  */
+/** How long a handed-over start's work is kept for its beginRun once it ended (beginRun ran on another worker, or never). */
+const HANDED_OVER_TTL_MS = 60_000;
+
+/**
+ * The work of local tries that handed over, by execution id, in this worker: beginRun's first try, when it runs here,
+ * takes its run's and awaits it, so the answer of a request in flight reaches the workflow as it arrives. On another
+ * worker (or a retry) beginRun claims the task instead and learns the outcome from PostgreSQL (polled each second).
+ */
+function handedOverStarts() {
+  const works = new Map<string, Promise<BegunRun | null>>();
+  return {
+    put(executionId: string, work: Promise<BegunRun | null>): void {
+      works.set(executionId, work);
+      const drop = () => setTimeout(() => works.get(executionId) === work && works.delete(executionId), HANDED_OVER_TTL_MS).unref();
+      work.then(drop, drop);
+    },
+    take(executionId: string): Promise<BegunRun | null> | undefined {
+      const work = works.get(executionId);
+      works.delete(executionId);
+      return work;
+    },
+  };
+}
+
+/** `work`'s outcome, or a rejection once `signal` aborts first (the caller's withTaskStop turns it into the stop). */
+function untilStopped<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new CancelledFailure('execution stopped'));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new CancelledFailure('execution stopped'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 /** A try's end by its run's stop (activities/scheduler/taskStop.ts): a request, or Temporal's cancellation. */
 function isStop(err: unknown): boolean {
   return err instanceof CancelledFailure || (err instanceof ApplicationFailure && err.type === EXECUTION_STOPPED);

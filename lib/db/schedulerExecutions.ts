@@ -79,8 +79,11 @@ export type ExecutionWrite = { outcome: 'written'; previous: ExecutionStatus | u
  * fired (`scheduledAt`, else `startedAt`), else writes nothing.
  */
 export async function upsertExecution(db: Queryable, e: ExecutionRecord): Promise<ExecutionWrite> {
-  const { rows } = await db.query<{ previous: ExecutionStatus | null; inserted: boolean }>(
-    `WITH prev AS (SELECT status, workflow_id FROM scheduler_executions WHERE id = $1),
+  // named: prepared once per connection, so the start of a run (whose first request waits for this statement) is not
+  // parsed and planned each time
+  const { rows } = await db.query<{ previous: ExecutionStatus | null; inserted: boolean }>({
+    name: 'scheduler_execution_upsert',
+    text: `WITH prev AS (SELECT status, workflow_id FROM scheduler_executions WHERE id = $1),
           owner AS (SELECT COALESCE($14::uuid, (SELECT workflow_id FROM prev),
                                     (SELECT w.id FROM scheduler_workflows w WHERE w.name = $2::text AND w.created_at <= COALESCE($6::timestamptz, $7::timestamptz))) AS id)
      INSERT INTO scheduler_executions AS x
@@ -95,7 +98,7 @@ export async function upsertExecution(db: Queryable, e: ExecutionRecord): Promis
             scheduled_at = COALESCE(x.scheduled_at, EXCLUDED.scheduled_at)
       WHERE x.status = 'running'
      RETURNING (SELECT status FROM prev) AS previous, (xmax = 0) AS inserted`,
-    [
+    values: [
       e.id,
       e.workflow,
       e.temporalWorkflowId,
@@ -111,7 +114,7 @@ export async function upsertExecution(db: Queryable, e: ExecutionRecord): Promis
       e.retryOf ?? null,
       e.workflowId ?? null,
     ],
-  );
+  });
   const r = rows[0];
   if (r) return { outcome: 'written', previous: r.inserted ? undefined : (r.previous ?? undefined) };
   return (await getExecution(db, e.id)) ? { outcome: 'unchanged' } : { outcome: 'gone' };

@@ -38,13 +38,15 @@ export interface TaskKey {
  * when another try holds it or its outcome is recorded (read it with readTaskOutcome).
  */
 export async function claimTask(db: Queryable, k: TaskKey, attempt: number): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `INSERT INTO scheduler_task_outcomes AS o (execution_id, task_index, state, attempt) VALUES ($1, $2, 'running', $3)
+  // named (prepared once per connection): a first flow's request waits for this claim
+  const { rowCount } = await db.query({
+    name: 'scheduler_task_claim',
+    text: `INSERT INTO scheduler_task_outcomes AS o (execution_id, task_index, state, attempt) VALUES ($1, $2, 'running', $3)
      ON CONFLICT (execution_id, task_index) DO UPDATE
         SET state = 'running', attempt = EXCLUDED.attempt, alive_at = now(), result = NULL, updated_at = now()
       WHERE o.state = 'unreachable'`,
-    [k.executionId, k.taskIndex, attempt],
-  );
+    values: [k.executionId, k.taskIndex, attempt],
+  });
   return (rowCount ?? 0) > 0;
 }
 
