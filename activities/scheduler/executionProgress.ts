@@ -313,12 +313,6 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
   };
 }
 
-/**
- * Whether `def`, read by the run's workflow name, is the workflow that started the run: the one with the run's
- * workflow id or, for a run that carries none (a schedule's from before runs carried it), one created before the run
- * was fired. A workflow created later under the name is another one, and the run must not become its run
- * (docs/scheduler.md#deleting). Compared in memory: no round trip before the first request.
- */
 /** How long a handed-over start's work is kept for its beginRun once it ended (beginRun ran on another worker, or never). */
 const HANDED_OVER_TTL_MS = 60_000;
 
@@ -358,6 +352,12 @@ function isStop(err: unknown): boolean {
   return err instanceof CancelledFailure || (err instanceof ApplicationFailure && err.type === EXECUTION_STOPPED);
 }
 
+/**
+ * Whether `def`, read by the run's workflow name, is the workflow that started the run: the one with the run's
+ * workflow id or, for a run that carries none (a schedule's from before runs carried it), one created before the run
+ * was fired. A workflow created later under the name is another one, and the run must not become its run
+ * (docs/scheduler.md#deleting). Compared in memory: no round trip before the first request.
+ */
 function startedBy(def: WorkflowRow, input: ExecutionStart): boolean {
   if (input.workflowId) return def.id === input.workflowId;
   return def.created_at.getTime() <= Date.parse(input.scheduledAt ?? input.startedAt);
