@@ -128,6 +128,36 @@ test('the worker is killed (SIGKILL) while the platform holds a first flow: the 
   expect(e.tasks[0]).toMatchObject({ name: 'f1', status: 'failed', error: LOST_FLOW_ERROR });
 });
 
+test('the worker is killed (SIGKILL) after its start handed the first flow over to beginRun: beginRun on the next worker does not send it again; the task fails saying the answer is unknown', async () => {
+  // the local start waits LOCAL_START_MS, then beginRun (dispatched to the same worker) awaits the request in flight;
+  // both die with the worker, and the retried beginRun finds the local try's claim with no sign of life
+  const current = workers.find((w) => w.exitCode === null && w.signalCode === null) ?? (await startWorkerProcess());
+  const source = await flowSource();
+  expect((await inject('POST', '/api/v1/workflows', { name: 'handed-over', tasks: [{ name: 'f1', type: 'flow', source, flow: FAKE_FLOWS.summarise.id, input: 'handed' }] })).statusCode).toBe(201);
+  fake.runDelayMs = 240_000;
+  const before = runsSent();
+  const ended = runToEnd('handed-over', 180_000, () => runsSent() - before > 1);
+  await eventually(async () => runsSent() > before, 60_000, 20);
+  // the request leaves once the row is held in its transaction; the commit follows
+  const executionId = await eventually(async () => (await stack.db.query("SELECT id FROM scheduler_executions WHERE workflow = 'handed-over'")).rows[0]?.id as string, 10_000, 20);
+  const client = await stack.temporal.client();
+  // beginRun was scheduled: the local try handed over
+  await eventually(async () => {
+    const events = (await client.workflow.getHandle(`execution:${executionId}`).fetchHistory()).events ?? [];
+    return events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'beginRun');
+  }, 30_000, 100);
+  current.kill('SIGKILL');
+  await new Promise((r) => current.once('exit', r));
+  await startWorkerProcess();
+  const e = await ended;
+  fake.runDelayMs = 0;
+  expect(runsSent() - before).toBe(1);
+  expect(e).toMatchObject({ status: 'failed', error: `Task f1 failed: ${LOST_FLOW_ERROR}` });
+  const claim = await stack.db.query('SELECT state, attempt FROM scheduler_task_outcomes WHERE execution_id = $1 AND task_index = 0', [executionId]);
+  expect(claim.rows[0]).toMatchObject({ state: 'done' });
+  expect(claim.rows[0].attempt).toBeLessThan(0); // the local try's claim, recorded lost by the retried beginRun
+});
+
 test('the platform cannot be reached on the first try: the try gives the task back, the next one sends the request (once) and the task completes', async () => {
   if (!workers.some((w) => w.exitCode === null && w.signalCode === null)) await startWorkerProcess();
   const source = await flowSource();
