@@ -97,7 +97,7 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
   let logSeq = 0;
   /** the first task's result when beginRun ran it (a flow) */
   let firstResult: TaskRunResult | null = null;
-  /** false until a lean-run-v2 run's beginRun returned: till then the task states are not known here */
+  /** false until the start (beginRunLocal or beginRun) returned: till then the task states are not known here */
   let begun = true;
   /** the start runs inside the first workflow task (local-start) */
   const local = inEffect(input, 'local-start', 3);

@@ -5,8 +5,7 @@
  * row never leaves a terminal status, log lines carry stable keys).
  */
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { EXECUTION_STOPPED } from '../../lib/scheduler/taskStop';
+import { CancelledFailure } from '@temporalio/common';
 import {
   appendExecutionLogs,
   getExecution,
@@ -28,7 +27,7 @@ import { keepAlive } from '../keepAlive';
 import { createRunDefinitions } from './runDefinitions';
 import { claimFlowTask, countFinish, runFlowTask, withTaskStop, type TaskRunResult } from './schedulerActivities';
 import { localTryId } from './taskOutcomes';
-import type { TaskStop } from './taskStop';
+import { isTaskStopFailure, type TaskStop } from './taskStop';
 import { untilAnswered as untilPostgresAnswers } from './untilAnswered';
 
 /** What the workflow knows when it starts: the row's identity and times. */
@@ -245,7 +244,7 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
             const work = handedOver && attempt === 1 ? inFlight.take(start.id) : undefined;
             if (work) {
               const done = await untilStopped(work, stop.signal).catch((err: unknown) => {
-                if (stop.signal.aborted || isStop(err)) throw err;
+                if (stop.signal.aborted || isTaskStopFailure(err)) throw err;
                 return undefined; // it failed (a platform that could not be reached gave the task back): a try of our own
               });
               if (done !== undefined) return done;
@@ -278,7 +277,7 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
         if (first !== 'handover') return { begun: first };
       } catch (err) {
         // a stop is the run's (the workflow records it); anything else is left to beginRun's tries
-        if (!isStop(err)) {
+        if (!isTaskStopFailure(err)) {
           deps.logger.info({ executionId: input.id, err: { message: (err as Error).message } }, 'run start handed over to beginRun');
           return { handedOver: true };
         }
@@ -345,11 +344,6 @@ function untilStopped<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
     signal.addEventListener('abort', onAbort, { once: true });
     work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
-}
-
-/** A try's end by its run's stop (activities/scheduler/taskStop.ts): a request, or Temporal's cancellation. */
-function isStop(err: unknown): boolean {
-  return err instanceof CancelledFailure || (err instanceof ApplicationFailure && err.type === EXECUTION_STOPPED);
 }
 
 /**

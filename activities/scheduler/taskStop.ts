@@ -109,3 +109,8 @@ export function watchTaskStop(deps: ActivityDeps, executionId: string): TaskStop
     },
   };
 }
+
+/** Whether `err` is what a try throws once its stop's signal aborted (TaskStop's `failure()`): a request, or Temporal's. */
+export function isTaskStopFailure(err: unknown): boolean {
+  return err instanceof CancelledFailure || (err instanceof ApplicationFailure && err.type === EXECUTION_STOPPED);
+}
