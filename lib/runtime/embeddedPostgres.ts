@@ -138,8 +138,15 @@ function postgresUser(): { uid?: number; gid?: number } {
  * Spawns the postmaster in its own process group (a terminal's Ctrl-C reaches armada only, which stops it last) and
  * resolves once it accepts connections; rejects with one line saying why (postmasterFailure) when it exits first.
  */
-async function spawnPostmaster(bin: string, args: string[], where: { dataDir: string; port: number }, log: Logger): Promise<ServerProcess> {
+async function spawnPostmaster(
+  bin: string,
+  args: string[],
+  where: { dataDir: string; port: number },
+  log: Logger,
+  onSpawn?: (server: ServerProcess) => void,
+): Promise<ServerProcess> {
   const server = spawnServer(bin, args, log, { ...postgresUser(), env: { ...process.env, LC_MESSAGES: 'C' } });
+  onSpawn?.(server);
   const ready = new Promise<boolean>((resolve) => {
     let seen = '';
     server.onStderr((text) => {
@@ -212,7 +219,14 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   const args = ['-D', opts.dataDir, '-p', String(opts.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'];
   const where = { dataDir: opts.dataDir, port: opts.port };
   let current = await spawnPostmaster(bin.postgres, args, where, log);
-  const stop = () => current.stop('SIGINT', 10_000);
+  // stop() ends a restart still waiting for readiness too: its postmaster is stopped, and that restart rejects (a
+  // restart called after the stop starts the server again)
+  let stops = 0;
+  const starting = new Set<ServerProcess>();
+  const stop = async () => {
+    stops++;
+    await Promise.all([current, ...starting].map((server) => server.stop('SIGINT', 10_000)));
+  };
   const base = `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${opts.port}`;
   try {
     const admin = new Client({ connectionString: `${base}/postgres` });
@@ -232,7 +246,19 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     adminUrl: `${base}/postgres`,
     server: () => current,
     async restart() {
-      current = await spawnPostmaster(bin.postgres, args, where, log);
+      const stopsBefore = stops;
+      let spawned: ServerProcess | undefined;
+      const next = await spawnPostmaster(bin.postgres, args, where, log, (server) => {
+        spawned = server;
+        starting.add(server);
+      }).finally(() => {
+        if (spawned) starting.delete(spawned);
+      });
+      if (stops !== stopsBefore) {
+        await next.stop('SIGINT', 10_000);
+        throw new EmbeddedPostgresError('embedded postgres was stopped while starting');
+      }
+      current = next;
       return current;
     },
     stop,

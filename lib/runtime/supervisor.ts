@@ -37,7 +37,10 @@ export interface SuperviseOptions {
 }
 
 export interface Supervisor {
-  /** Stops watching: no restart starts after this; resolves once a restart in progress has finished. */
+  /**
+   * Stops watching: no restart starts after this. A restart in progress is not awaited (a dev server's readiness wait
+   * is up to 60 s, longer than a shutdown step): the owner's stop ends it and stops what it spawned.
+   */
   stop(): Promise<void>;
 }
 
@@ -52,7 +55,6 @@ export function supervise(first: ChildServer, opts: SuperviseOptions): Superviso
   let stopped = false;
   let wake: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
-  let restarting: Promise<unknown> | undefined;
 
   const fail = (reason: string): boolean => {
     const now = Date.now();
@@ -82,16 +84,14 @@ export function supervise(first: ChildServer, opts: SuperviseOptions): Superviso
         await pause(delay);
         if (stopped) return;
         try {
-          const next = opts.restart();
-          restarting = next.catch(() => undefined);
-          child = await next;
+          child = await opts.restart();
         } catch (err) {
           if (stopped) return;
           const reason = (err as Error)?.message?.split('\n')[0] ?? 'restart failed';
           if (!fail(reason)) return;
           continue;
         }
-        if (stopped) return; // the owner stops what restart() started
+        if (stopped) return; // the owner's stop has stopped what restart() started
         log.info({ pid: child.pid }, `${opts.name} restarted`);
         opts.onUp?.();
         break;
@@ -104,7 +104,6 @@ export function supervise(first: ChildServer, opts: SuperviseOptions): Superviso
       stopped = true;
       if (timer) clearTimeout(timer);
       wake?.();
-      await restarting;
     },
   };
 }

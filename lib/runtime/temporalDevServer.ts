@@ -236,8 +236,15 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<Ru
   if (opts.uiPort === null) args.push('--headless');
   else args.push('--ui-port', String(opts.uiPort), '--ui-disable-news-fetch');
   const address = `${opts.ip}:${opts.port}`;
+  // stop() ends a restart still waiting for readiness too: its server is stopped, and that restart rejects (a restart
+  // called after the stop starts the server again)
+  let stops = 0;
+  const starting = new Set<ServerProcess>();
   const spawnReady = async (): Promise<ServerProcess> => {
+    const stopsBefore = stops;
+    const stopped = () => stops !== stopsBefore;
     const server = spawnServer(bin, args, log);
+    starting.add(server);
     let exited: string | null = null;
     void server.exited.then(async (how) => {
       await server.stderrDrained(2000); // its last lines may still be on the way after the exit
@@ -245,13 +252,17 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<Ru
     });
     if (server.pid) fs.writeFileSync(pidFile, String(server.pid));
     try {
-      await waitForTemporal(address, opts.namespace, opts.readyTimeoutMs ?? 60_000, () => exited, async (connection) => {
+      const dead = () => exited ?? (stopped() ? 'stopped while starting' : null);
+      await waitForTemporal(address, opts.namespace, opts.readyTimeoutMs ?? 60_000, dead, async (connection) => {
         const added = await registerSearchAttributes(connection, opts.namespace);
         if (added.length) log.info({ added }, 'registered search attributes on the dev server');
       });
+      if (stopped()) throw new Error('the temporal dev server was stopped while starting');
     } catch (err) {
       await server.stop('SIGTERM', 2000);
       throw err;
+    } finally {
+      starting.delete(server);
     }
     return server;
   };
@@ -264,7 +275,8 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<Ru
       return current;
     },
     async stop() {
-      await current.stop('SIGTERM', 10_000);
+      stops++;
+      await Promise.all([current, ...starting].map((server) => server.stop('SIGTERM', 10_000)));
       fs.rmSync(pidFile, { force: true });
     },
   };

@@ -282,6 +282,9 @@ async function longTemporalOutage(): Promise<void> {
     await until('attempt completed', 120_000, async () => ((await call(`${task}/api/attempts/${attemptId}`)).body.data as { status: string }).status === 'completed');
     phase('attempt completed');
     expect(await ctrlC(armada)).toBe(0);
+    // its servers too (a stop that waited for a restart still starting left both running, test/e2e/stopDuringRestart.test.ts)
+    await new Promise((r) => setTimeout(r, 500));
+    expect(processesUsing(fresh.home)).toEqual([]);
   } catch (err) {
     process.stdout.write(`armada output:\n${armada.output().split('\n').filter((l) => !l.includes('"level":30') || /worker|temporal|supervisor/.test(l)).slice(-60).join('\n')}\n`);
     throw err;

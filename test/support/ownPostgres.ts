@@ -18,6 +18,8 @@ export interface OwnPostgres {
   kill(): Promise<void>;
   /** Starts the server again on the same data and port; resolves once it accepts connections. */
   start(): Promise<void>;
+  /** Starts the server again and stops it at once, while that start still waits for readiness; how the start ended. */
+  restartThenStop(): Promise<string>;
   /**
    * Freezes the server (SIGSTOP of the postmaster and every backend: a hung host; connections are taken, nothing
    * answers); returns the function that thaws it (SIGCONT).
@@ -80,7 +82,7 @@ export async function startOwnPostgres(dataDir: string, timeoutMs = 120_000, env
   const command = async (word: string) => {
     const answered = next(word, 60_000);
     child.stdin?.write(`${word}\n`);
-    await answered;
+    return await answered;
   };
   let ready: Record<string, unknown>;
   try {
@@ -91,9 +93,16 @@ export async function startOwnPostgres(dataDir: string, timeoutMs = 120_000, env
   }
   return {
     url: String(ready.url),
-    stop: () => command('stop'),
-    kill: () => command('kill'),
-    start: () => command('start'),
+    stop: async () => {
+      await command('stop');
+    },
+    kill: async () => {
+      await command('kill');
+    },
+    start: async () => {
+      await command('start');
+    },
+    restartThenStop: async () => String((await command('restart-stop')).outcome),
     freeze() {
       const frozen = serverProcesses(dataDir);
       for (const p of frozen) process.kill(p, 'SIGSTOP');

@@ -25,7 +25,7 @@ async function main(dataDir: string, port: number): Promise<void> {
   }
   let running = true;
   let queue = Promise.resolve();
-  const commands: Record<string, () => Promise<void>> = {
+  const commands: Record<string, () => Promise<Record<string, unknown> | void>> = {
     stop: async () => {
       if (running) await pg.stop();
       running = false;
@@ -41,6 +41,16 @@ async function main(dataDir: string, port: number): Promise<void> {
       if (!running) await pg.restart();
       running = true;
     },
+    // a stop while a restart is still starting (after `kill`): answers how that restart ended
+    'restart-stop': async () => {
+      const outcome = pg.restart().then(
+        () => 'ready',
+        (err: Error) => err.message,
+      );
+      await pg.stop();
+      running = false;
+      return { outcome: await outcome };
+    },
   };
   readline.createInterface({ input: process.stdin }).on('line', (line) => {
     const command = commands[line.trim()];
@@ -49,7 +59,7 @@ async function main(dataDir: string, port: number): Promise<void> {
       return;
     }
     queue = queue.then(command).then(
-      () => say({ event: line.trim() }),
+      (result) => say({ ...result, event: line.trim() }),
       (err: unknown) => say({ event: 'error', message: (err as Error).message }),
     );
   });

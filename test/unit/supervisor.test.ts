@@ -94,3 +94,33 @@ test('after stop() a server that dies is not restarted', async () => {
   await new Promise((r) => setTimeout(r, 200));
   expect(restarts).toBe(0);
 });
+
+test('stop() during a restart that is still starting returns at once; a restart that resolves afterwards is not reported up', async () => {
+  const first = exitsAtOnce();
+  let release: (server: ChildServer) => void = () => undefined;
+  let restartBegan: () => void = () => undefined;
+  const began = new Promise<void>((r) => (restartBegan = r));
+  const events: string[] = [];
+  const supervisor = supervise(first, {
+    name: 'temporal',
+    policy: { maxFailures: 5, windowMs: 60_000, initialBackoffMs: 10, maxBackoffMs: 10 },
+    logger,
+    restart: () =>
+      new Promise<ChildServer>((resolve) => {
+        release = resolve; // a dev server waiting up to 60 s for readiness: its owner's stop ends it
+        restartBegan();
+      }),
+    onDown: () => events.push('down'),
+    onUp: () => events.push('up'),
+    onGiveUp: () => events.push('gave up'),
+  });
+  await began;
+  const t0 = Date.now();
+  await supervisor.stop();
+  expect(Date.now() - t0).toBeLessThan(100);
+  const late = runsLong();
+  release(late);
+  await new Promise((r) => setTimeout(r, 100));
+  expect(events).toEqual(['down']);
+  late.kill();
+});
