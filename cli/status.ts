@@ -130,11 +130,14 @@ async function queuePollers(address: string, namespace: string, names: string[])
   try {
     connection = await Connection.connect({ address, connectTimeout: 2000 });
     const conn = connection;
-    return await Promise.all(
-      names.map(async (name) => {
-        const res = await conn.workflowService.describeTaskQueue({ namespace, taskQueue: { name }, taskQueueType: 1 /* WORKFLOW */ });
-        return { name, pollers: res.pollers?.length ?? 0 };
-      }),
+    // a server that is up but does not answer must not hold `armada status`: the pollers are then unknown
+    return await conn.withDeadline(Date.now() + 5000, () =>
+      Promise.all(
+        names.map(async (name) => {
+          const res = await conn.workflowService.describeTaskQueue({ namespace, taskQueue: { name }, taskQueueType: 1 /* WORKFLOW */ });
+          return { name, pollers: res.pollers?.length ?? 0 };
+        }),
+      ),
     );
   } catch {
     return names.map((name) => ({ name, pollers: null }));

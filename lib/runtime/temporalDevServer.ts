@@ -109,6 +109,9 @@ export interface RunningDevServer {
   stop(): Promise<void>;
 }
 
+/** How long one readiness check's call may take before the next try. */
+const ATTEMPT_DEADLINE_MS = 5000;
+
 /**
  * Waits until the frontend answers a real RPC. With `onReady`, runs it on the connection before returning (the dev
  * server registers Armada's search attributes there).
@@ -128,8 +131,10 @@ export async function waitForTemporal(
     try {
       const connection = await Connection.connect({ address, connectTimeout: 2000 });
       try {
-        await connection.workflowService.describeNamespace({ namespace });
-        await onReady?.(connection);
+        // each call within the wait's deadline: a server that is up but not serving yet (it answers GetSystemInfo,
+        // not DescribeNamespace) held this wait forever, and with it a supervisor's restart and armada's stop
+        await connection.withDeadline(Math.min(deadline, Date.now() + ATTEMPT_DEADLINE_MS), () => connection.workflowService.describeNamespace({ namespace }));
+        if (onReady) await connection.withDeadline(deadline, () => onReady(connection));
         return;
       } finally {
         await connection.close();

@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http2 from 'node:http2';
 import os from 'node:os';
 import path from 'node:path';
 import type { ArmadaStatus } from '../../cli/status';
@@ -115,4 +116,26 @@ test('piped (a script, a monitoring check) it prints the JSON object without --j
   const code = await new Promise((resolve) => child.once('exit', resolve));
   expect(code).toBe(0);
   expect(out.replace(/\r\n/g, '\n')).toMatch(new RegExp(`^armada on ${otherHome}: running \\(pid ${service.pid}\\)\n {2}services\n`));
+});
+
+test('an external Temporal that is up but does not answer (GetSystemInfo only): status still ends, its worker queues unknown', async () => {
+  const server = http2.createServer();
+  server.on('stream', (stream, headers) => {
+    if (!String(headers[':path']).endsWith('/GetSystemInfo')) return; // every other call stays open
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+    stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    stream.end(Buffer.from([0, 0, 0, 0, 0])); // an empty GetSystemInfoResponse
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  try {
+    const address = `127.0.0.1:${(server.address() as { port: number }).port}`;
+    const t0 = Date.now();
+    const s = await status(otherHome, { TEMPORAL_ADDRESS: address });
+    expect(Date.now() - t0).toBeLessThan(30_000);
+    expect(s.temporal).toMatchObject({ mode: 'external', address });
+    expect(s.workerQueues.length).toBeGreaterThan(0);
+    for (const q of s.workerQueues) expect(q.pollers).toBeNull();
+  } finally {
+    server.close();
+  }
 });

@@ -3,13 +3,15 @@
  * that died; a dev server whose port is taken waits up to 60 s for readiness, longer than the stop's 30 s step).
  * The stop used to wait for that restart first, so armada exited 0 with the half-started dev server and the embedded
  * PostgreSQL still running, about one CI run in three. Now a server's stop also stops the one a restart spawned, that
- * restart rejects, and nothing naming the server's files is left running.
+ * restart rejects, and nothing naming the server's files is left running. And the readiness wait itself ends at its
+ * deadline when the server is up but does not serve yet (it never did: such a restart hung for good).
  */
 import fs from 'node:fs';
+import http2 from 'node:http2';
 import os from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../../lib/logger';
-import { resolveTemporalCli, startTemporalDevServer } from '../../lib/runtime/temporalDevServer';
+import { resolveTemporalCli, startTemporalDevServer, waitForTemporal } from '../../lib/runtime/temporalDevServer';
 import { eventually } from '../support/harness';
 import { startOwnPostgres } from '../support/ownPostgres';
 import { pidsUsing } from '../support/processes';
@@ -89,4 +91,25 @@ test('embedded PostgreSQL stopped right after a restart began: the restart rejec
   await eventually(async () => postmasters().length === 1, 5000); // its new children take their titles
   await pg.close();
   expect(postmasters()).toEqual([]);
+});
+
+test('the readiness wait ends at its deadline when the frontend answers GetSystemInfo but never DescribeNamespace (a server up, not serving yet)', async () => {
+  // a gRPC server on HTTP/2 that answers GetSystemInfo (an empty message) and leaves every other call open
+  const server = http2.createServer();
+  server.on('stream', (stream, headers) => {
+    if (!String(headers[':path']).endsWith('/GetSystemInfo')) return;
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+    stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    stream.end(Buffer.from([0, 0, 0, 0, 0]));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  cleanup.push(() => new Promise<void>((r) => server.close(() => r())));
+  const port = (server.address() as { port: number }).port;
+  const t0 = Date.now();
+  const outcome = await waitForTemporal(`127.0.0.1:${port}`, 'default', 3000).then(
+    () => 'ready',
+    (err: Error) => err.message,
+  );
+  expect(outcome).toMatch(/did not become ready in 3000 ms: .*DEADLINE_EXCEEDED/);
+  expect(Date.now() - t0).toBeLessThan(10_000);
 });
