@@ -25,21 +25,24 @@ async function main(dataDir: string, port: number): Promise<void> {
   }
   let running = true;
   let queue = Promise.resolve();
-  const commands: Record<string, () => Promise<Record<string, unknown> | void>> = {
+  const commands: Record<string, () => Promise<Record<string, unknown> | undefined>> = {
     stop: async () => {
       if (running) await pg.stop();
       running = false;
+      return undefined;
     },
     kill: async () => {
-      if (!running) return;
+      if (!running) return undefined;
       const server = pg.server();
       process.kill(server.pid, 'SIGKILL');
       await server.exited;
       running = false;
+      return undefined;
     },
     start: async () => {
       if (!running) await pg.restart();
       running = true;
+      return undefined;
     },
     // a stop while a restart is still starting (after `kill`): answers how that restart ended
     'restart-stop': async () => {
