@@ -5,11 +5,11 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http2 from 'node:http2';
 import os from 'node:os';
 import path from 'node:path';
 import type { ArmadaStatus } from '../../cli/status';
 import { ARMADA_BIN } from '../support/armadaProcess';
+import { startUnansweringTemporal } from '../support/unansweringTemporal';
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 jest.setTimeout(120_000);
@@ -119,16 +119,9 @@ test('piped (a script, a monitoring check) it prints the JSON object without --j
 });
 
 test('an external Temporal that is up but does not answer (GetSystemInfo only): status still ends, its worker queues unknown', async () => {
-  const server = http2.createServer();
-  server.on('stream', (stream, headers) => {
-    if (!String(headers[':path']).endsWith('/GetSystemInfo')) return; // every other call stays open
-    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
-    stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-    stream.end(Buffer.from([0, 0, 0, 0, 0])); // an empty GetSystemInfoResponse
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const temporal = await startUnansweringTemporal();
   try {
-    const address = `127.0.0.1:${(server.address() as { port: number }).port}`;
+    const address = temporal.address;
     const t0 = Date.now();
     const s = await status(otherHome, { TEMPORAL_ADDRESS: address });
     expect(Date.now() - t0).toBeLessThan(30_000);
@@ -136,6 +129,6 @@ test('an external Temporal that is up but does not answer (GetSystemInfo only): 
     expect(s.workerQueues.length).toBeGreaterThan(0);
     for (const q of s.workerQueues) expect(q.pollers).toBeNull();
   } finally {
-    server.close();
+    await temporal.close();
   }
 });

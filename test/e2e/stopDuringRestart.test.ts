@@ -7,7 +7,6 @@
  * deadline when the server is up but does not serve yet (it never did: such a restart hung for good).
  */
 import fs from 'node:fs';
-import http2 from 'node:http2';
 import os from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../../lib/logger';
@@ -15,6 +14,7 @@ import { resolveTemporalCli, startTemporalDevServer, waitForTemporal } from '../
 import { eventually } from '../support/harness';
 import { startOwnPostgres } from '../support/ownPostgres';
 import { pidsUsing } from '../support/processes';
+import { startUnansweringTemporal } from '../support/unansweringTemporal';
 
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
@@ -94,19 +94,10 @@ test('embedded PostgreSQL stopped right after a restart began: the restart rejec
 });
 
 test('the readiness wait ends at its deadline when the frontend answers GetSystemInfo but never DescribeNamespace (a server up, not serving yet)', async () => {
-  // a gRPC server on HTTP/2 that answers GetSystemInfo (an empty message) and leaves every other call open
-  const server = http2.createServer();
-  server.on('stream', (stream, headers) => {
-    if (!String(headers[':path']).endsWith('/GetSystemInfo')) return;
-    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
-    stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-    stream.end(Buffer.from([0, 0, 0, 0, 0]));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  cleanup.push(() => new Promise<void>((r) => server.close(() => r())));
-  const port = (server.address() as { port: number }).port;
+  const temporal = await startUnansweringTemporal();
+  cleanup.push(() => temporal.close());
   const t0 = Date.now();
-  const outcome = await waitForTemporal(`127.0.0.1:${port}`, 'default', 3000).then(
+  const outcome = await waitForTemporal(temporal.address, 'default', 3000).then(
     () => 'ready',
     (err: Error) => err.message,
   );
