@@ -11,7 +11,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { ARMADA_BIN, spawnArmada } from '../support/armadaProcess';
-import { pidsUsing } from '../support/processes';
+import { killProcessesUsing } from '../support/processes';
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 let home: string;
@@ -40,13 +40,7 @@ beforeAll(() => {
   if (fs.statSync(pgDir).dev === fs.statSync(home).dev) throw new Error(`could not mount a tmpfs at ${pgDir} (the test runs as root)`);
 });
 afterAll(() => {
-  for (const pid of pidsUsing(home)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
+  killProcessesUsing(home);
   spawnSync('umount', ['-l', pgDir]);
   fs.rmSync(home, { recursive: true, force: true });
 });

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { ARMADA_BIN, spawnArmada } from '../support/armadaProcess';
 import { eventually } from '../support/harness';
-import { processesUsing, pidsUsing } from '../support/processes';
+import { killProcessesUsing, processesUsing } from '../support/processes';
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 jest.setTimeout(240_000);
@@ -21,13 +21,7 @@ const env = () => ({ ...process.env, ARMADA_HOME: home, ARMADA_LOG_LEVEL: 'warn'
 const infraArgs = async () => ['infra', '--home', home, '--pg-port', String(await freePort()), '--temporal-port', String(await freePort())];
 
 function killAllUsingHome(): void {
-  for (const pid of pidsUsing(home)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
+  killProcessesUsing(home);
 }
 
 beforeEach(() => {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { ARMADA_BIN, spawnArmada } from '../support/armadaProcess';
 import { eventually } from '../support/harness';
-import { pidsUsing } from '../support/processes';
+import { killProcessesUsing, pidsUsing } from '../support/processes';
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 let home: string;
@@ -32,13 +32,7 @@ beforeEach(() => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-pgowner-'));
 });
 afterEach(() => {
-  for (const pid of pidsUsing(home)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
+  killProcessesUsing(home);
   fs.rmSync(home, { recursive: true, force: true });
 });
 

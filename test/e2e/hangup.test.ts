@@ -8,7 +8,7 @@ import path from 'node:path';
 import { spawnArmada } from '../support/armadaProcess';
 import { startArmada } from '../support/armadaStart';
 import { eventually } from '../support/harness';
-import { pidsUsing, processesUsing } from '../support/processes';
+import { killProcessesUsing, processesUsing } from '../support/processes';
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 jest.setTimeout(300_000);
@@ -19,13 +19,7 @@ beforeEach(() => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-hangup-'));
 });
 afterEach(() => {
-  for (const pid of pidsUsing(home)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
+  killProcessesUsing(home);
   fs.rmSync(home, { recursive: true, force: true });
 });
 

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ARMADA_BIN, spawnArmada } from '../support/armadaProcess';
 import { eventually } from '../support/harness';
-import { pidsUsing } from '../support/processes';
+import { killProcessesUsing } from '../support/processes';
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 jest.setTimeout(240_000);
@@ -19,13 +19,7 @@ const env = () => ({ ...process.env, ARMADA_HOME: home, ARMADA_LOG_LEVEL: 'warn'
 const infraArgs = async () => ['infra', '--home', home, '--pg-port', String(await freePort()), '--temporal-port', String(await freePort())];
 
 function killAllUsingHome(): void {
-  for (const pid of pidsUsing(home)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
+  killProcessesUsing(home);
 }
 
 /** The --pwfile of a running initdb of `dataDir`, or undefined. */

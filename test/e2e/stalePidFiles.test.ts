@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnArmada } from '../support/armadaProcess';
-import { pidsUsing } from '../support/processes';
+import { killProcessesUsing } from '../support/processes';
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 jest.setTimeout(240_000);
@@ -43,13 +43,7 @@ beforeEach(() => {
 });
 afterEach(() => {
   for (const d of decoys.splice(0)) d.kill('SIGKILL');
-  for (const pid of pidsUsing(home)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
+  killProcessesUsing(home);
   fs.rmSync(home, { recursive: true, force: true });
 });
 

@@ -13,7 +13,7 @@ import { createLogger } from '../../lib/logger';
 import { resolveTemporalCli, startTemporalDevServer, waitForTemporal } from '../../lib/runtime/temporalDevServer';
 import { eventually } from '../support/harness';
 import { startOwnPostgres } from '../support/ownPostgres';
-import { pidsUsing } from '../support/processes';
+import { killProcessesUsing, pidsUsing } from '../support/processes';
 import { startUnansweringTemporal } from '../support/unansweringTemporal';
 
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
@@ -31,13 +31,7 @@ beforeEach(() => {
 });
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
-  for (const pid of pidsUsing(dir)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
+  killProcessesUsing(dir);
   fs.rmSync(dir, { recursive: true, force: true });
 });
 

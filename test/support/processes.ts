@@ -17,3 +17,14 @@ export function processesUsing(dir: string): string[] {
 
 /** The pids of processesUsing(dir). */
 export const pidsUsing = (dir: string): number[] => processesUsing(dir).map((p) => Number(p.split(':')[0]));
+
+/** SIGKILL to every processesUsing(dir): what a test left running (its afterEach). */
+export function killProcessesUsing(dir: string): void {
+  for (const pid of pidsUsing(dir)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+}
