@@ -1,7 +1,7 @@
 /**
  * The write side of live logs. Every agent run has a sink (its queue of parsed lines); all sinks of one database
  * pool (one worker process) share one writer, which stores the lines of every process with news in ONE multi-row
- * insert (one statement, one commit, one NOTIFY per process: migration 070), at most FLUSH_DELAY_MS after the
+ * insert (one statement, one commit, one NOTIFY per process carrying its new rows: migrations 070 and 102), at most FLUSH_DELAY_MS after the
  * oldest waiting line arrived, or at once when a process has MAX_BATCH lines waiting. A worker running 50 chatty
  * agents makes at most ~40 inserts a second, not ~1,000 (one per process per 50 ms before).
  * Statements of a writer run one at a time, so each process's seqs follow its lines' order and what is committed is

@@ -1,10 +1,12 @@
 /**
  * Live log rows for every log follower of this API process (WebSocket, SSE, NDJSON). Nobody polls per follower:
- *  - every insert into process_logs sends `NOTIFY armada_logs {p, a, s}` (migration 070: the process, its attempt and
- *    the new high-water mark), heard on the process's one LISTEN connection (lib/events/listener.ts);
- *  - one feed per followed process reads the new rows by seq range, for all processes with news in ONE query
- *    (`seq > what this feed has read`), keeps the last rows in a small buffer and wakes its followers, who take
- *    their rows from that buffer (or from the database when they are further behind, e.g. on resume);
+ *  - every insert into process_logs sends `NOTIFY armada_logs {p, a, s, r}` (migrations 070 and 102: the process, its
+ *    attempt, the new high-water mark and the new rows as far as they fit in the payload), heard on the process's one
+ *    LISTEN connection (lib/events/listener.ts);
+ *  - one feed per followed process takes the rows a notification carries when they continue what it has read, and
+ *    otherwise (rows left out of the payload, a gap) reads the new rows by seq range, for all processes with news in
+ *    ONE query (`seq > what this feed has read`); it keeps the last rows in a small buffer and wakes its followers,
+ *    who take their rows from that buffer (or from the database when they are further behind, e.g. on resume);
  *  - a missed notification (listener reconnect) re-reads every feed, and a slow safety re-check (SAFETY_MS, one
  *    query per API process for all followed processes, not per follower) catches anything else: a feed behind
  *    the table is re-read, a process or attempt whose status moved (or is seen for the first time) wakes its
@@ -88,6 +90,9 @@ interface Feed {
   followers: Set<Follower>;
 }
 
+/** A row as a notification carries it: [seq, level, message, source, raw (null: the message), metadata (null: {}), ts in epoch ms]. */
+type NoteRow = [number, LogLevel, string, string, string | null, Record<string, unknown> | null, number];
+
 /** Events that do not change whether a stream ends or which processes it reads. */
 const QUIET_EVENTS = new Set(['process_progress']);
 
@@ -100,6 +105,16 @@ export function createLogFeed(db: Pool, events: EventListener, logger: Logger): 
 
   const wakeAll = (f: Feed, rescan: boolean) => {
     for (const x of f.followers) x.wake(rescan);
+  };
+  /** Rows following the feed's readUpTo, in seq order: buffered, and the followers woken. */
+  const append = (f: Feed, got: LogRow[]) => {
+    f.rows.push(...got);
+    f.readUpTo = (got.at(-1) as LogRow).seq;
+    if (f.rows.length > BUFFER_ROWS) {
+      const cut = f.rows.splice(0, f.rows.length - BUFFER_ROWS);
+      f.base = (cut.at(-1) as LogRow).seq;
+    }
+    wakeAll(f, false);
   };
 
   /** Reads the new rows of every dirty feed: one query for all of them, repeated while any has more. */
@@ -137,18 +152,12 @@ export function createLogFeed(db: Pool, events: EventListener, logger: Logger): 
           else byProcess.set(r.process_id, [r]);
         }
         for (const f of ready) {
-          const got = (byProcess.get(f.processId) ?? []).filter((r) => r.seq > f.readUpTo);
-          const top = got.at(-1);
-          if (!top) continue;
-          f.rows.push(...got);
-          f.readUpTo = top.seq;
-          if (f.rows.length > BUFFER_ROWS) {
-            const cut = f.rows.splice(0, f.rows.length - BUFFER_ROWS);
-            f.base = (cut.at(-1) as LogRow).seq;
-          }
-          wakeAll(f, false);
+          const page = byProcess.get(f.processId) ?? [];
+          // rows a notification carried meanwhile are already in
+          const got = page.filter((r) => r.seq > f.readUpTo);
+          if (got.length) append(f, got);
           // a full page: there is more (a notification arriving meanwhile re-adds the feed itself)
-          if (got.length === READ_LIMIT) dirty.add(f);
+          if (page.length === READ_LIMIT) dirty.add(f);
         }
       }
     } catch (err) {
@@ -179,18 +188,35 @@ export function createLogFeed(db: Pool, events: EventListener, logger: Logger): 
       return;
     }
     let note: LogNote;
+    let carried: NoteRow[] | null | undefined;
     try {
-      const m = JSON.parse(payload) as { p: string; a: string; s: number };
+      const m = JSON.parse(payload) as { p: string; a: string; s: number; r?: NoteRow[] | null };
       note = { processId: m.p, attemptId: m.a, seq: m.s };
+      carried = m.r;
     } catch {
       return;
     }
     const f = feeds.get(note.processId);
     if (f) {
       f.wanted = Math.max(f.wanted, note.seq);
+      if (carried && f.readUpTo >= 0) take(f, carried, note);
       if (note.seq > f.readUpTo) markDirty(f);
     }
     for (const x of followers) if (x.discover && !x.tracked.has(note.processId) && x.discover(note)) x.wake(true);
+  };
+  /**
+   * The rows a notification carries (migration 102): taken when they continue what the feed has read, so the
+   * followers get them without a read-back; otherwise (a gap: an earlier notification carried no rows) the pump reads.
+   */
+  const take = (f: Feed, carried: NoteRow[], note: LogNote) => {
+    const first = carried[0];
+    if (!first || first[0] > f.readUpTo + 1) return;
+    const got: LogRow[] = [];
+    for (const c of carried) {
+      if (c[0] <= f.readUpTo) continue;
+      got.push({ process_id: note.processId, seq: c[0], attempt_id: note.attemptId, level: c[1], message: c[2], source: c[3], raw: c[4] ?? c[2], metadata: c[5] ?? {}, ts: new Date(c[6]) });
+    }
+    if (got.length) append(f, got);
   };
   /** The shared re-check: every followed process's high-water mark and status, in one query. */
   const check = () => {

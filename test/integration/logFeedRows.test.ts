@@ -1,13 +1,16 @@
 /**
- * The live log feed reads new rows with its own statement (lib/db/processes.ts readNewRows: a few columns as arrays,
+ * The live log feed takes the rows a notification carries (migration 102) or reads new rows with its own statement (lib/db/processes.ts readNewRows: a few columns as arrays,
  * the defaults of `raw` and `metadata` sent as NULL, `ts` as epoch milliseconds). What it builds must be exactly the
  * rows `readLogs` (the snapshot, tail and resume path) returns for the same lines, or a follower's lines would differ
  * depending on whether it was caught up (the feed) or behind (the database).
  */
+import { Client, type Pool } from 'pg';
 import { insertAttempt } from '../../lib/db/attempts';
 import { appendLogs, insertProcess, readLogs, readNewRows, type LogEntry } from '../../lib/db/processes';
+import { createEventListener } from '../../lib/events/listener';
+import { createLogFeed, LOGS_CHANNEL, type LogFollower } from '../../lib/events/logFeed';
 import { api } from '../support/attemptHelpers';
-import { startTestStack, type TestStack } from '../support/harness';
+import { logger, startTestStack, type TestStack } from '../support/harness';
 
 let stack: TestStack;
 
@@ -18,6 +21,17 @@ afterAll(async () => {
   await stack?.close();
 });
 
+const bySeq = <T extends { seq: number }>(rows: T[]): T[] => [...rows].sort((a, b) => a.seq - b.seq);
+
+const ENTRIES: LogEntry[] = [
+  { level: 'info', message: 'plain', timestamp: '2026-11-28T10:00:00.123456Z', source: 'stdout' },
+  { level: 'warn', message: 'coloured', raw: '\u001b[33mcoloured\u001b[0m', timestamp: '2026-11-28T10:00:00.999999Z', source: 'stderr' },
+  { level: 'error', message: 'with metadata', metadata: { tool: 'bash', n: 1.5, nested: { ok: true, list: [1, 'two', null] } }, timestamp: '2026-11-28T10:00:01.000500Z', source: 'stdout' },
+  { level: 'debug', message: '', raw: '', timestamp: '1969-12-31T23:59:59.999500Z', source: 'stdout' },
+  { level: 'info', message: 'raw empty, message not', raw: '', timestamp: '1969-12-31T23:59:59.000500Z', source: 'stdout' },
+  { level: 'info', message: 'unicode ✓ \u{1F680} straße "quoted" \\ {braces}', metadata: {}, timestamp: '2026-11-28T10:00:02Z', source: 'system' },
+];
+
 test('the feed rows equal the rows readLogs returns: raw, metadata, sub-millisecond and pre-1970 times, every level', async () => {
   const h = api(stack);
   const p = await h.project();
@@ -26,22 +40,102 @@ test('the feed rows equal the rows readLogs returns: raw, metadata, sub-millisec
   const processId = 'proc-feed-rows';
   await insertAttempt(stack.db, { id: attemptId, taskId, llm: 'scripted', model: null, status: 'running', branchPrefix: 'armada', baseBranch: 'main', options: {}, description: '' });
   await insertProcess(stack.db, { id: processId, attemptId, taskId, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
-  const entries: LogEntry[] = [
-    { level: 'info', message: 'plain', timestamp: '2026-11-28T10:00:00.123456Z', source: 'stdout' },
-    { level: 'warn', message: 'coloured', raw: '\u001b[33mcoloured\u001b[0m', timestamp: '2026-11-28T10:00:00.999999Z', source: 'stderr' },
-    { level: 'error', message: 'with metadata', metadata: { tool: 'bash', n: 1.5, nested: { ok: true, list: [1, 'two', null] } }, timestamp: '2026-11-28T10:00:01.000500Z', source: 'stdout' },
-    { level: 'debug', message: '', raw: '', timestamp: '1969-12-31T23:59:59.999500Z', source: 'stdout' },
-    { level: 'info', message: 'raw empty, message not', raw: '', timestamp: '1969-12-31T23:59:59.000500Z', source: 'stdout' },
-    { level: 'info', message: 'unicode ✓ \u{1F680} straße', metadata: {}, timestamp: '2026-11-28T10:00:02Z', source: 'system' },
-  ];
+  const entries = ENTRIES;
   await appendLogs(stack.db, processId, attemptId, entries);
 
-  const bySeq = <T extends { seq: number }>(rows: T[]): T[] => [...rows].sort((a, b) => a.seq - b.seq);
-  const expected = bySeq(await readLogs(stack.db, { processIds: [processId] }));
+    const expected = bySeq(await readLogs(stack.db, { processIds: [processId] }));
   expect(expected).toHaveLength(entries.length);
   const got = await readNewRows(stack.db, [processId], [0], 1000);
   expect(got).toEqual(expected);
   expect(got.map((r) => r.ts.toISOString())).toEqual(expected.map((r) => r.ts.toISOString()));
   // resuming after a seq and the per-process limit
   expect(await readNewRows(stack.db, [processId], [2], 2)).toEqual(expected.slice(2, 4));
+}, 60_000);
+
+/** A follower's rows of `processId` up to seq `until` (waits for the feed between reads; fails after 10 s). */
+async function collect(follower: LogFollower, processId: string, after: number, until: number) {
+  const got: Awaited<ReturnType<LogFollower['rowsAfter']>>['rows'] = [];
+  const deadline = Date.now() + 10_000;
+  let cursor = after;
+  while (cursor < until) {
+    const { rows, upTo } = await follower.rowsAfter(processId, cursor, {});
+    got.push(...rows);
+    cursor = upTo ?? cursor;
+    if (cursor >= until) break;
+    if (Date.now() > deadline) throw new Error(`the feed stopped at seq ${cursor} of ${until}`);
+    await follower.next(AbortSignal.timeout(1000));
+  }
+  return got;
+}
+
+test('rows a notification carries reach followers without a read-back and equal readLogs; past the budget a prefix, past 8,000 bytes none', async () => {
+  const h = api(stack);
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'carried rows');
+  const attemptId = 'att-carried-rows';
+  const processId = 'proc-carried-rows';
+  await insertAttempt(stack.db, { id: attemptId, taskId, llm: 'scripted', model: null, status: 'running', branchPrefix: 'armada', baseBranch: 'main', options: {}, description: '' });
+  await insertProcess(stack.db, { id: processId, attemptId, taskId, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
+
+  // the notifications as PostgreSQL sends them
+  const notes: { s: number; r?: unknown[][] | null }[] = [];
+  const client = new Client({ connectionString: stack.dbUrl });
+  await client.connect();
+  client.on('notification', (n) => {
+    const m = JSON.parse(n.payload ?? '{}') as { p: string; s: number; r?: unknown[][] | null };
+    if (m.p === processId) notes.push(m);
+  });
+  await client.query(`LISTEN ${LOGS_CHANNEL}`);
+  // the feed's reads of new rows, counted on the real pool
+  let reads = 0;
+  const counting = {
+    query: (...args: unknown[]) => {
+      if ((args[0] as { name?: string }).name === 'log_feed_new_rows') reads++;
+      return (stack.db.query as (...a: unknown[]) => unknown)(...args);
+    },
+  } as unknown as Pool;
+  const listener = await createEventListener(stack.dbUrl, stack.db, logger, { events: false });
+  const feed = createLogFeed(counting, listener, logger);
+  const follower = feed.follow({ topics: [] });
+  try {
+    follower.track([processId]);
+    await follower.next(AbortSignal.timeout(5000)); // the feed's first read: the log's current end
+
+    // small lines: every row rides in the notification, the feed reads nothing
+    await appendLogs(stack.db, processId, attemptId, ENTRIES);
+    const first = await collect(follower, processId, 0, ENTRIES.length);
+    const stored = bySeq(await readLogs(stack.db, { processIds: [processId] }));
+    expect(first).toEqual(stored);
+    expect(first.map((r) => r.ts.toISOString())).toEqual(stored.map((r) => r.ts.toISOString()));
+    expect(reads).toBe(0);
+    expect(notes.at(-1)?.r).toHaveLength(ENTRIES.length);
+
+    // 200 lines of 100 characters (~20 KB): the notification carries the first ones, the feed reads the rest
+    const many: LogEntry[] = Array.from({ length: 200 }, (_, i) => ({ level: 'info', message: `${String(i).padStart(4, '0')} ${'x'.repeat(95)}`, timestamp: new Date().toISOString(), source: 'stdout' }));
+    await appendLogs(stack.db, processId, attemptId, many);
+    const second = await collect(follower, processId, ENTRIES.length, ENTRIES.length + many.length);
+    expect(second.map((r) => r.message)).toEqual(many.map((e) => e.message));
+    expect(second.map((r) => r.seq)).toEqual(many.map((_, i) => ENTRIES.length + i + 1));
+    const prefix = notes.at(-1)?.r ?? [];
+    expect(prefix.length).toBeGreaterThan(10);
+    expect(prefix.length).toBeLessThan(many.length);
+    expect(prefix.map((r) => r[0])).toEqual(prefix.map((_, i) => ENTRIES.length + i + 1));
+    expect(reads).toBeGreaterThanOrEqual(1);
+
+    // a line whose JSON escapes take its payload past 8,000 bytes: a bare notification, the feed reads the row
+    reads = 0;
+    const control: LogEntry = { level: 'warn', message: '\u0001'.repeat(1500), timestamp: new Date().toISOString(), source: 'stderr' };
+    await appendLogs(stack.db, processId, attemptId, [control]);
+    const third = await collect(follower, processId, ENTRIES.length + many.length, ENTRIES.length + many.length + 1);
+    expect(third.map((r) => r.message)).toEqual([control.message]);
+    expect(notes.at(-1)).toEqual(expect.objectContaining({ s: ENTRIES.length + many.length + 1 }));
+    expect(notes.at(-1)?.r).toBeUndefined();
+    expect(reads).toBe(1);
+    expect(bySeq(await readLogs(stack.db, { processIds: [processId] }))).toEqual([...first, ...second, ...third]);
+  } finally {
+    follower.close();
+    feed.close();
+    await listener.close();
+    await client.end();
+  }
 }, 60_000);
