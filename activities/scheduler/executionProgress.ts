@@ -193,7 +193,8 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
     // the flow's request waits for the row to be held, not for its commit; a workflow deleted meanwhile gets none
     if (claim && first?.type === 'flow' && (await Promise.race([rowHeld, writing.then((w) => w.changed)]))) {
       const task = { executionId: input.id, taskIndex: 0, source: first.source, flow: first.flow, input: input.input ?? first.input ?? null, timeoutSeconds: first.timeout ?? null };
-      result = await runFlowTask(deps, encryptionKey(), task, def.first_source ?? undefined, { lastTry: opts.lastTry, rowWritten: writing, claim, stop });
+      // three tries in all, the local one counted (its give-back is in the task's row)
+      result = await runFlowTask(deps, encryptionKey(), task, def.first_source ?? undefined, { lastTry: opts.lastTry, maxTries: BEGIN_RUN_ATTEMPTS, rowWritten: writing, claim, stop });
     } else if (claim) void claim.then((c) => c.kind === 'held' && c.holder.stop(), () => undefined); // nothing is sent
     const written = await writing;
     await started;

@@ -166,22 +166,25 @@ export function claimFlowTask(deps: ActivityDeps, input: { executionId: string; 
  * The request leaves only once `claim` holds the task for this try: when an earlier try already sent it, its outcome
  * is the result and nothing is sent (docs/scheduler.md#task-outcomes). An HTTP answer or a timeout is the task's
  * result, recorded before the log lines are written; a platform that could not be reached gives the task back and
- * throws a retryable PlatformUnreachable, unless `lastTry` (the caller's last attempt), when it is the task's (failed)
- * result too. `rowWritten`: the execution row is still being written; the task's log lines wait for it.
+ * throws a retryable PlatformUnreachable, unless `lastTry` (the caller's last attempt) or this is the task's
+ * `maxTries`-th try by the tries that gave it back before (counted in its row, whichever activity made them), when it
+ * is the task's (failed) result too. `rowWritten`: the execution row is still being written; the task's log lines
+ * wait for it.
  */
 export async function runFlowTask(
   deps: ActivityDeps,
   encryptionKey: Buffer,
   input: FlowTaskInput,
   source: RunSource | undefined,
-  opts: { lastTry: boolean; claim: Promise<Claim>; stop: TaskStop; rowWritten?: Promise<unknown> },
+  opts: { lastTry: boolean; maxTries?: number; claim: Promise<Claim>; stop: TaskStop; rowWritten?: Promise<unknown> },
 ): Promise<TaskRunResult> {
   const claim = await opts.claim;
   if (claim.kind === 'outcome') return claim.result;
   const { holder } = claim;
+  const lastTry = opts.lastTry || (opts.maxTries !== undefined && claim.givenBack + 1 >= opts.maxTries);
   const logs = logWriter(deps, input.executionId, input.taskIndex, opts.stop.signal, opts.rowWritten);
   try {
-    const result = await sendFlow(deps, encryptionKey, input, source, logs, opts);
+    const result = await sendFlow(deps, encryptionKey, input, source, logs, { lastTry, stop: opts.stop });
     await holder.record(result);
     return result;
   } catch (err) {

@@ -40,8 +40,11 @@ export interface TaskHolder {
   stop(): void;
 }
 
-/** This try holds the task (do the work), or the task's outcome is known (report it, do nothing). */
-export type Claim = { kind: 'held'; holder: TaskHolder } | { kind: 'outcome'; result: TaskRunResult };
+/**
+ * This try holds the task (do the work; `givenBack`: how many tries before it found the platform unreachable), or the
+ * task's outcome is known (report it, do nothing).
+ */
+export type Claim = { kind: 'held'; holder: TaskHolder; givenBack: number } | { kind: 'outcome'; result: TaskRunResult };
 
 /**
  * Claims the task for this try, or returns the outcome an earlier try reached: recorded, or recorded while this try
@@ -53,11 +56,12 @@ export async function claimTaskOrOutcome(deps: ActivityDeps, key: TaskKey, signa
   const log = deps.logger;
   let seen: { attempt: number; mark: string; observedMs: number; lastRead: number } | undefined;
   for (;;) {
-    if (await untilAnswered(log, 'claim task', signal, () => claimTask(deps.db, key, attempt))) return { kind: 'held', holder: holdTask(deps, key, attempt, signal) };
+    const claimed = await untilAnswered(log, 'claim task', signal, () => claimTask(deps.db, key, attempt));
+    if (claimed) return { kind: 'held', holder: holdTask(deps, key, attempt, signal), givenBack: claimed.givenBack };
     const row = await untilAnswered(log, 'read task outcome', signal, () => readTaskOutcome(deps.db, key));
     if (row?.state === 'done' && row.result) return { kind: 'outcome', result: row.result };
     // this very try's claim, committed though its answer was lost (the claim was sent again)
-    if (row?.state === 'running' && row.attempt === attempt) return { kind: 'held', holder: holdTask(deps, key, attempt, signal) };
+    if (row?.state === 'running' && row.attempt === attempt) return { kind: 'held', holder: holdTask(deps, key, attempt, signal), givenBack: row.givenBack };
     if (row?.state === 'running') {
       const now = Date.now();
       if (!seen || seen.attempt !== row.attempt || seen.mark !== row.aliveMark) seen = { attempt: row.attempt, mark: row.aliveMark, observedMs: 0, lastRead: now };

@@ -25,6 +25,8 @@ export interface TaskOutcome {
   aliveMark: string;
   /** how long ago that was, by PostgreSQL's clock */
   staleMs: number;
+  /** how many tries gave the task back (the platform could not be reached) */
+  givenBack: number;
   result: TaskRunResult | null;
 }
 
@@ -34,30 +36,33 @@ export interface TaskKey {
 }
 
 /**
- * Claims the task for the try `attempt`: a task no try has claimed yet, or one a try gave back (`unreachable`). False
- * when another try holds it or its outcome is recorded (read it with readTaskOutcome).
+ * Claims the task for the try `attempt`: a task no try has claimed yet, or one a try gave back (`unreachable`). Returns
+ * how many tries gave it back before this one (migration 103), or undefined when another try holds it or its outcome
+ * is recorded (read it with readTaskOutcome).
  */
-export async function claimTask(db: Queryable, k: TaskKey, attempt: number): Promise<boolean> {
+export async function claimTask(db: Queryable, k: TaskKey, attempt: number): Promise<{ givenBack: number } | undefined> {
   // named (prepared once per connection): a first flow's request waits for this claim
-  const { rowCount } = await db.query({
+  const { rows } = await db.query<{ given_back: number }>({
     name: 'scheduler_task_claim',
     text: `INSERT INTO scheduler_task_outcomes AS o (execution_id, task_index, state, attempt) VALUES ($1, $2, 'running', $3)
      ON CONFLICT (execution_id, task_index) DO UPDATE
         SET state = 'running', attempt = EXCLUDED.attempt, alive_at = now(), result = NULL, updated_at = now()
-      WHERE o.state = 'unreachable'`,
+      WHERE o.state = 'unreachable'
+     RETURNING o.given_back`,
     values: [k.executionId, k.taskIndex, attempt],
   });
-  return (rowCount ?? 0) > 0;
+  const r = rows[0];
+  return r && { givenBack: r.given_back };
 }
 
 export async function readTaskOutcome(db: Queryable, k: TaskKey): Promise<TaskOutcome | undefined> {
-  const { rows } = await db.query<{ state: TaskOutcomeState; attempt: number; alive_mark: string; stale_ms: number; result: TaskRunResult | null }>(
-    `SELECT state, attempt, alive_at::text AS alive_mark, (extract(epoch FROM now() - alive_at) * 1000)::float8 AS stale_ms, result
+  const { rows } = await db.query<{ state: TaskOutcomeState; attempt: number; alive_mark: string; stale_ms: number; result: TaskRunResult | null; given_back: number }>(
+    `SELECT state, attempt, alive_at::text AS alive_mark, (extract(epoch FROM now() - alive_at) * 1000)::float8 AS stale_ms, result, given_back
        FROM scheduler_task_outcomes WHERE execution_id = $1 AND task_index = $2`,
     [k.executionId, k.taskIndex],
   );
   const r = rows[0];
-  return r && { state: r.state, attempt: r.attempt, aliveMark: r.alive_mark, staleMs: r.stale_ms, result: r.result };
+  return r && { state: r.state, attempt: r.attempt, aliveMark: r.alive_mark, staleMs: r.stale_ms, result: r.result, givenBack: r.given_back };
 }
 
 /** The holding try's sign of life. */
@@ -79,10 +84,10 @@ export async function recordTaskOutcome(db: Queryable, k: TaskKey, attempt: numb
   return (rowCount ?? 0) > 0;
 }
 
-/** Gives the task back: the platform could not be reached, nothing was sent, the next try may send. */
+/** Gives the task back: the platform could not be reached, nothing was sent, the next try may send (counted). */
 export async function releaseTask(db: Queryable, k: TaskKey, attempt: number): Promise<void> {
   await db.query(
-    `UPDATE scheduler_task_outcomes SET state = 'unreachable', updated_at = now() WHERE execution_id = $1 AND task_index = $2 AND attempt = $3 AND state = 'running'`,
+    `UPDATE scheduler_task_outcomes SET state = 'unreachable', given_back = given_back + 1, updated_at = now() WHERE execution_id = $1 AND task_index = $2 AND attempt = $3 AND state = 'running'`,
     [k.executionId, k.taskIndex, attempt],
   );
 }

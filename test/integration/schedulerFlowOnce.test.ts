@@ -12,6 +12,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { LOST_FLOW_ERROR } from '../../activities/scheduler/schedulerActivities';
@@ -172,4 +173,30 @@ test('the platform cannot be reached on the first try: the try gives the task ba
   expect(runsSent() - before).toBe(1);
   expect(e).toMatchObject({ status: 'completed', error: null });
   expect(e.tasks[0]?.output).toContain('ran Summarise with later');
+});
+
+test('a platform that can never be reached: three tries in all, the local one inside the first workflow task counted; the third try fails the task', async () => {
+  if (!workers.some((w) => w.exitCode === null && w.signalCode === null)) await startWorkerProcess();
+  const source = await flowSource();
+  expect((await inject('POST', '/api/v1/workflows', { name: 'never-reached', tasks: [{ name: 'f1', type: 'flow', source, flow: FAKE_FLOWS.summarise.id, input: 'never' }] })).statusCode).toBe(201);
+  // on the platform's port: a server that takes each connection and resets it at once (no answer: unreachable)
+  await fake.stop();
+  let connections = 0;
+  const port = Number(new URL(fake.url).port);
+  const resetting = net.createServer((socket) => {
+    connections++;
+    socket.resetAndDestroy();
+  });
+  await new Promise<void>((resolve, reject) => resetting.once('error', reject).listen(port, '127.0.0.1', () => resolve()));
+  try {
+    const e = await runToEnd('never-reached', 120_000);
+    expect(e).toMatchObject({ status: 'failed' });
+    expect(String(e.error)).toMatch(/^Task f1 failed: POST \/api\/v1\/run\/\S+ failed: /);
+    expect(connections).toBe(3); // before: the local try, then beginRun's three attempts (4)
+    const row = await stack.db.query('SELECT state, given_back FROM scheduler_task_outcomes WHERE execution_id = $1 AND task_index = 0', [e.id]);
+    expect(row.rows[0]).toEqual({ state: 'done', given_back: 2 });
+  } finally {
+    await new Promise((r) => resetting.close(r));
+    await fake.start();
+  }
 });
