@@ -116,10 +116,21 @@ function strictNumerals(schema: object, validate: ReturnType<Ajv['compile']>): R
   return strict as ReturnType<FastifySchemaCompiler<unknown>>;
 }
 
-export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-  httpPart === 'body'
-    ? (bodyAjv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>)
-    : strictNumerals(schema as object, paramsAjv.compile(schema as object));
+/**
+ * A route that takes query parameters refuses one it does not declare (400 naming it: `?staus=done` is never read as
+ * no filter at all), whether or not its schema says so; a route that takes none has no querystring schema and ignores
+ * any (a cache-busting `?_=1`). A schema that states `additionalProperties` keeps its own rule.
+ */
+function closedQuery(schema: object, httpPart: string | undefined): object {
+  const s = schema as { type?: unknown; properties?: unknown; additionalProperties?: unknown };
+  return httpPart === 'querystring' && s.type === 'object' && s.properties && s.additionalProperties === undefined ? { ...schema, additionalProperties: false } : schema;
+}
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  if (httpPart === 'body') return bodyAjv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+  const closed = closedQuery(schema as object, httpPart);
+  return strictNumerals(closed, paramsAjv.compile(closed));
+};
 
 /**
  * The error Fastify makes of failed schema validation (`validation` + `validationContext`, status 400), for a route's

@@ -5,7 +5,8 @@
  *   any body field or key, is a 400 in the service's error shape naming the field (never a 500 from PostgreSQL);
  * - a body nested more than MAX_JSON_DEPTH levels deep (thousands, too) is a 400 in that shape, never a 500;
  * - every numeric query parameter has a documented maximum, and values above it (including ones that overflow
- *   bigint, `1e20`) are a 400;
+ *   bigint, `1e20`) are a 400; a query parameter an operation does not declare is a 400 where it takes any, ignored where
+ *   it takes none;
  * - a path parameter longer than its documented maxLength is a 400 in the service's shape (not Fastify's 414);
  * - a method a known path does not declare is a 405 with `Allow` listing exactly the path's documented methods, and an
  *   OPTIONS that is no CORS preflight a 204 with that `Allow`; an unknown path stays 404;
@@ -424,6 +425,32 @@ describe.each(SERVICES)('%s service', (service) => {
       }
     }
     expect(probes).toBeGreaterThan(0);
+    expect(failures).toEqual([]);
+  }, 120_000);
+
+  test('a query parameter an operation does not declare: a 400 naming it where the operation takes query parameters (a misspelt filter is never read as no filter), ignored where it takes none', async () => {
+    const failures: string[] = [];
+    let probes = 0;
+    for (const op of operations(service)) {
+      if (op.method !== 'GET') continue;
+      // JSON answers only: a stream (SSE, NDJSON) does not end by itself
+      const ok = deref(docs[service] as Json, op.responses['200']) as Json;
+      const types = Object.keys((ok.content as Json | undefined) ?? {});
+      if (!types.length || types.some((t) => t !== 'application/json')) continue;
+      const url = urlOf(op);
+      const plain = await send('GET', url);
+      const extra = await send('GET', `${url}?armadaUnknownParameter=1`);
+      probes++;
+      const takesQuery = op.parameters.some((p) => p.in === 'query');
+      const what = `GET ${url} (${takesQuery ? 'takes' : 'takes no'} query parameters): ${plain.statusCode} without, ${extra.statusCode} with an unknown one`;
+      if (!takesQuery) {
+        if (extra.statusCode !== plain.statusCode) failures.push(`${what}: ${extra.body.slice(0, 200)}`);
+      } else if (extra.statusCode !== 400) failures.push(what);
+      else if (shapeProblem(service, extra)) failures.push(`${what}: ${shapeProblem(service, extra)}`);
+      // (without its required parameters the answer names those, and may stop there)
+      else if (plain.statusCode !== 400 && !extra.body.includes('armadaUnknownParameter')) failures.push(`${what}: does not name it: ${extra.body.slice(0, 300)}`);
+    }
+    expect(probes).toBeGreaterThan(2);
     expect(failures).toEqual([]);
   }, 120_000);
 
