@@ -1,10 +1,20 @@
 /** Jest runs TypeScript through SWC; one Postgres and one Temporal dev server serve the whole run (test/support/globalSetup.js). */
+const { QUIET_PHASE, WORKERS } = require('./test/support/testPhases');
+
+// `npm test` runs two phases (scripts/test.js): ARMADA_TEST_PHASE=quiet runs QUIET_PHASE's files, =rest the others
+const phase = process.env.ARMADA_TEST_PHASE;
+const escaped = (file) => `<rootDir>/${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`;
+
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
+  testMatch: phase === 'quiet' ? QUIET_PHASE.map((f) => `<rootDir>/${f}`) : ['**/*.test.ts'],
   // test/langflow needs a real LangFlow: only `npm run test:langflow` (scripts/langflow-test.js) runs it
-  testPathIgnorePatterns: ['/node_modules/', ...(process.env.ARMADA_LANGFLOW_TEST ? [] : ['/test/langflow/'])],
+  testPathIgnorePatterns: [
+    '/node_modules/',
+    ...(process.env.ARMADA_LANGFLOW_TEST ? [] : ['/test/langflow/']),
+    ...(phase === 'rest' ? QUIET_PHASE.map(escaped) : []),
+  ],
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
     // ES-module-only dependencies (cookie, used by fastify.inject; typebox) compiled to CommonJS for jest on Node 20
@@ -14,7 +24,7 @@ module.exports = {
   globalSetup: '<rootDir>/test/support/globalSetup.js',
   globalTeardown: '<rootDir>/test/support/globalTeardown.js',
   testTimeout: 60000,
-  maxWorkers: 2,
+  maxWorkers: WORKERS[phase] ?? 2,
   // the longest files start first: on a clean clone jest knows no times and would start them by file size
   testSequencer: '<rootDir>/test/support/testSequencer.js',
   // A worker whose heap has grown past this after a test file is replaced by a fresh one before the next file: each

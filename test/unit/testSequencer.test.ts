@@ -29,3 +29,27 @@ test('on a clean clone the listed files start first, in the list order, and the 
   const sorted = await new Sequencer({}).sort(tests({ 'test/unit/big.test.ts': 50_000, [second as string]: 10, 'test/unit/small.test.ts': 20, [first as string]: 5 }));
   expect(sorted.map((t) => path.relative(ROOT, t.path))).toEqual([first, second, 'test/unit/big.test.ts', 'test/unit/small.test.ts']);
 });
+
+test('the quiet phase of npm test names files that exist, once; the rest phase leaves exactly them out', () => {
+  const { QUIET_PHASE } = require('../support/testPhases') as { QUIET_PHASE: string[] };
+  for (const rel of QUIET_PHASE) expect({ rel, exists: fs.existsSync(path.join(ROOT, rel)) }).toEqual({ rel, exists: true });
+  expect(new Set(QUIET_PHASE).size).toBe(QUIET_PHASE.length);
+  const configOf = (phase: string) => {
+    const { execFileSync } = require('node:child_process') as typeof import('node:child_process');
+    const out = execFileSync(process.execPath, ['-e', 'const c = require("./jest.config.js"); console.log(JSON.stringify({ testMatch: c.testMatch, ignore: c.testPathIgnorePatterns, workers: c.maxWorkers }))'], {
+      cwd: ROOT,
+      env: { ...process.env, ARMADA_TEST_PHASE: phase },
+      encoding: 'utf8',
+    });
+    return JSON.parse(out) as { testMatch: string[]; ignore: string[]; workers: number };
+  };
+  const quiet = configOf('quiet');
+  expect(quiet.testMatch).toEqual(QUIET_PHASE.map((f) => `<rootDir>/${f}`));
+  expect(quiet.workers).toBe(2);
+  const rest = configOf('rest');
+  expect(rest.testMatch).toEqual(['**/*.test.ts']);
+  expect(rest.workers).toBe(3);
+  for (const rel of QUIET_PHASE) expect(rest.ignore.some((p) => new RegExp(p.replace('<rootDir>', ROOT)).test(path.join(ROOT, rel)))).toBe(true);
+  // a file beside one of them (same name, another folder) is not left out
+  expect(rest.ignore.some((p) => new RegExp(p.replace('<rootDir>', ROOT)).test(path.join(ROOT, 'test/unit/browser.test.ts')))).toBe(false);
+});

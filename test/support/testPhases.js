@@ -1,0 +1,21 @@
+'use strict';
+// `npm test` runs jest twice (scripts/test.js; docs/testing.md, "Run time"):
+//  - the quiet phase, 2 workers: the two files that measure latency while keeping the CPU busy themselves (the
+//    browser test: 1-1.5 s budgets; the contract test: schemathesis' response-time check), beside long files that
+//    mostly wait on real time (stalls, an outage, a heartbeat timeout), which leave them the CPU;
+//  - the rest, 3 workers: files that mostly wait on real time left 33-69% of the 2 cores idle with 2 workers (session
+//    39's vmstat), so a third runs beside them.
+// `npx jest <file>` and `npm test -- <args>` run one jest as before (all files in one phase, 2 workers).
+const QUIET_PHASE = [
+  'test/ui/browser.test.ts',
+  'test/integration/schedulerStalls.test.ts',
+  'test/e2e/dependencyFaults.test.ts',
+  'test/contract/schemathesis.test.ts',
+  'test/integration/attemptWorkerTakeover.test.ts',
+  'test/integration/approvalExpiryOutage.test.ts',
+];
+
+/** jest workers per phase; `undefined` (one run of everything) keeps 2 */
+const WORKERS = { quiet: 2, rest: 3 };
+
+module.exports = { QUIET_PHASE, WORKERS };
