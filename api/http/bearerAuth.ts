@@ -96,7 +96,13 @@ export function matchKey(presented: string | undefined, keys: BearerKey[]): Bear
 }
 
 export function installBearerAuth(app: FastifyInstance, opts: BearerAuthOptions): void {
-  if (opts.keys.length === 0) return;
+  if (opts.keys.length === 0) {
+    // no key to check, but a client that holds one (the board keeps it across a reconfiguration) may still send
+    // `?access_token=`: dropped unread all the same, so no log line shows it and query validation (which refuses
+    // undeclared parameters) does not turn it into a 400
+    app.addHook('onRequest', async (request) => scrubAccessToken(request));
+    return;
+  }
   app.addHook('onRequest', async (request, reply) => {
     const path = request.url.split('?')[0] ?? '';
     if (OPEN_PATHS.has(path) || request.routeOptions.config?.publicAsset === true) return;

@@ -262,6 +262,17 @@ describe('local mode (no keys)', () => {
     expect(who.json()).toEqual({ user: 'dev@example.com' });
   });
 
+  test('a key sent as ?access_token anyway (a board that kept one) is dropped unread: the route answers as without it, undeclared-parameter check included', async () => {
+    const app = stack.app('task');
+    // a route that takes query parameters refuses undeclared ones; access_token is not refused there
+    const plain = await app.inject({ method: 'GET', url: '/api/tasks?limit=5' });
+    const keyed = await app.inject({ method: 'GET', url: '/api/tasks?limit=5&access_token=left-over-key' });
+    expect(plain.statusCode).toBe(200);
+    expect(keyed.statusCode).toBe(200);
+    expect(keyed.json().pagination).toEqual(plain.json().pagination);
+    expect((await app.inject({ method: 'GET', url: '/api/tasks?limit=5&notAParameter=1' })).statusCode).toBe(400);
+  });
+
   test('X-User-Email: UTF-8 is read as UTF-8, and a header longer than an address can be names nobody', async () => {
     const whoami = async (header: string) => (await stack.app('task').inject({ method: 'GET', url: '/api/auth-probe/whoami', headers: { 'x-user-email': header } })).json();
     // Node hands header bytes over as Latin-1: these are the UTF-8 bytes of the address, as a client sends them
