@@ -2,6 +2,7 @@
  * All activities, built from their dependencies (db pool, config, logger) so they are testable without Temporal.
  * Every activity is idempotent: Temporal may run it more than once.
  */
+import type { WorkInHand } from '../lib/runtime/workInHand';
 import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../lib/config';
 import { setCloneResult } from '../lib/db/projects';
@@ -42,6 +43,8 @@ export interface ActivityDeps {
   runDefinitions?: RunDefinitions;
   /** Test-only failure points after side effects (lib/faults.ts); never set in production. */
   faults?: Faults;
+  /** Work returned without finishing that the worker's stop waits for (lib/runtime/workInHand.ts). */
+  workInHand?: WorkInHand;
 }
 
 export function createActivities(deps: ActivityDeps) {

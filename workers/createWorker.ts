@@ -5,6 +5,7 @@ import { NativeConnection, Worker, bundleWorkflowCode, type InjectedSinks, type 
 import type { Pool } from 'pg';
 import { createActivities } from '../activities';
 import { createRunDefinitions } from '../activities/scheduler/runDefinitions';
+import { createWorkInHand } from '../lib/runtime/workInHand';
 import { pruneStaleScriptDirs } from '../activities/scheduler/scriptDirs';
 import type { SchedulerSinks } from '../workflows/workflowRunWorkflow';
 import { createEventListener } from '../lib/events/listener';
@@ -107,6 +108,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
     ? await createEventListener(connectionString, opts.db, opts.logger, { events: false, applicationName: WORKER_LISTENER_APPLICATION_NAME })
     : undefined;
   const runDefinitions = createRunDefinitions({ db: opts.db, events, metrics: opts.metrics, logger: opts.logger });
+  const workInHand = createWorkInHand();
   const activities = createActivities({
     db: opts.db,
     config: opts.config,
@@ -116,11 +118,13 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
     agentSlots: opts.maxAgents ? createSlots(opts.maxAgents) : undefined,
     faults: opts.faults,
     runDefinitions,
+    workInHand,
   });
   // a scheduled run's first workflow task asks for its definition here, so beginRun finds it read (never on replay)
   const sinks: InjectedSinks<SchedulerSinks> = {
     scheduler: { prefetchDefinition: { fn: (info, workflow) => runDefinitions.prefetch(workflow, `${info.workflowId}/${info.runId}`), callDuringReplay: false } },
   };
+  const grace = opts.shutdownGraceMs ?? 10_000;
   const shared = opts.config.temporal.taskQueue;
   const queues = opts.taskQueues?.length ? opts.taskQueues : [shared, hostQueue(shared)];
   const concurrency = opts.concurrency ?? 20;
@@ -137,7 +141,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
         activities,
         sinks,
         maxConcurrentActivityTaskExecutions: taskQueue === hostQueue(shared) ? hostSlots : concurrency,
-        shutdownGraceTime: opts.shutdownGraceMs ?? 10_000,
+        shutdownGraceTime: grace,
         identity: worker.identity,
       }),
     ),
@@ -162,10 +166,15 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
     done,
     stop() {
       stopping ??= (async () => {
+        const graceEnds = Date.now() + grace;
         for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
         await janitor.stop(); // finishes the entry in hand, starts no other
         await scrubbed;
         await done.catch((err) => opts.logger.warn({ err }, 'worker stopped with an error'));
+        // work an activity returned without finishing (a run's start handed over), within the same grace time
+        if (!(await workInHand.settle(Math.max(0, graceEnds - Date.now())))) {
+          opts.logger.warn('worker stopped with a handed-over run start still waiting for its platform: the next try reports its answer unknown');
+        }
         await connection.close();
         await events?.close();
       })();

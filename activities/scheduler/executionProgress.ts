@@ -288,6 +288,7 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
       }
       work.catch((err) => deps.logger.info({ executionId: input.id, err: { message: (err as Error).message } }, 'run start handed over to beginRun ended with an error'));
       inFlight.put(input.id, work);
+      deps.workInHand?.track(work); // the worker's stop waits for it, when no beginRun of this worker does
       return { handedOver: true };
     },
 
