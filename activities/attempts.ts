@@ -104,7 +104,9 @@ export function createAttemptActivities(deps: ActivityDeps) {
     /** One agent run; with `record` (agent-run-records-outcome), also its commit and the attempt's recorded outcome. */
     async runAgent(input: RunAgentInput): Promise<RunAgentResult> {
       const r = await runAgent(deps, input);
-      if (!input.record || r.status === 'cancelled') return r;
+      // a taken-over try commits and records nothing: the worktree and the attempt are the later try's now (before,
+      // a paused worker resumed after the takeover recorded its killed agent as the attempt's failure over the new run)
+      if (!input.record || r.status === 'cancelled' || r.takenOver) return r;
       const { record } = input;
       await faultPoint(deps.faults, 'runAgent.afterRun', { processId: input.processId, attempt: Context.current().info.attempt, status: r.status });
       const outcome = await commitAndRecordAfterRun(input.processId, {

@@ -68,6 +68,11 @@ export interface RunAgentResult {
   sessionId: string | null;
   /** the attempt's recorded outcome, when the input asked for it (`record`) and the run was not cancelled */
   outcome?: 'completed' | 'failed';
+  /**
+   * A later try of this run took it over (on another worker, while this one was paused): this try's end is not the
+   * run's, so it records nothing, neither the process row nor (with `record`) a commit or the attempt's outcome.
+   */
+  takenOver?: true;
 }
 
 export interface RunAgentDeps {
@@ -485,11 +490,13 @@ async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: Prepare
     if (await recordProcessEnded(deps.db, input.processId, status, result.code, error, fence)) return true;
     return setProcessExit(deps.db, input.processId, result.code, error, fence);
   });
+  const ended = { status, exitCode: result.code, error, summary: output.summary || (output.finalMessage.text() ?? ''), sessionId: output.sessionId };
   if (!ours) {
     const message = `activity attempt ${Context.current().info.attempt}'s agent (pid ${result.pid}) was taken over by a later try of this run on another worker while this one was paused; its end is not recorded`;
     await appendLogs(deps.db, input.processId, input.attemptId, [{ level: 'warn', message, timestamp: new Date().toISOString(), source: 'armada' }]).catch(() => undefined);
+    return { ...ended, takenOver: true };
   }
-  return { status, exitCode: result.code, error, summary: output.summary || (output.finalMessage.text() ?? ''), sessionId: output.sessionId };
+  return ended;
 }
 
 /**
