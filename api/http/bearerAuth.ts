@@ -63,16 +63,18 @@ export function acceptsQueryKey(request: FastifyRequest): boolean {
  * plugin's that prints the URL), no handler and no query validation ever sees the key.
  */
 function scrubAccessToken(request: FastifyRequest): void {
+  // every request passes here (in local mode too): the URL is rewritten only when the query Fastify parsed (names
+  // decoded, so `access%5Ftoken` too) holds the key
+  const query = request.query as Record<string, unknown> | undefined;
+  if (!query || typeof query !== 'object' || !Object.hasOwn(query, 'access_token')) return;
+  delete query.access_token;
   const url = request.raw.url ?? '';
   const q = url.indexOf('?');
   if (q < 0) return;
   const params = new URLSearchParams(url.slice(q + 1));
-  if (!params.has('access_token')) return;
   params.delete('access_token');
   const rest = params.toString();
   request.raw.url = url.slice(0, q) + (rest ? `?${rest}` : '');
-  const query = request.query as Record<string, unknown> | undefined;
-  if (query && typeof query === 'object') delete query.access_token;
 }
 
 function presentedKey(request: FastifyRequest): string | undefined {

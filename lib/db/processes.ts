@@ -253,12 +253,30 @@ export async function readNewRows(db: Queryable, processIds: string[], afterSeqs
   const out: LogRow[] = new Array(rows.length);
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i] as NewRow;
-    out[i] = { process_id: r[0], seq: r[1], attempt_id: r[2], level: r[3], message: r[4], source: r[5], raw: r[6] ?? r[4], metadata: r[7] ?? {}, ts: new Date(r[8]) };
+    out[i] = compactLogRow(r[0], r[2], r[1], r[3], r[4], r[5], r[6], r[7], r[8]);
   }
   return out;
 }
 
 type NewRow = [string, number, string, LogLevel, string, string, string | null, Record<string, unknown> | null, number];
+
+/**
+ * A log row from its compact form, as readNewRows' statement and the log notification (migration 102) send it: `raw`
+ * NULL when it equals the message, `metadata` NULL when empty, `ts` in epoch milliseconds.
+ */
+export function compactLogRow(
+  processId: string,
+  attemptId: string,
+  seq: number,
+  level: LogLevel,
+  message: string,
+  source: string,
+  raw: string | null,
+  metadata: Record<string, unknown> | null,
+  tsMs: number,
+): LogRow {
+  return { process_id: processId, seq, attempt_id: attemptId, level, message, source, raw: raw ?? message, metadata: metadata ?? {}, ts: new Date(tsMs) };
+}
 
 const NEW_ROWS_SQL = `SELECT l.process_id, l.seq, l.attempt_id, l.level, l.message, l.source, NULLIF(l.raw, l.message), NULLIF(l.metadata, '{}'::jsonb),
     floor(extract(epoch FROM l.ts) * 1000)::float8

@@ -15,7 +15,7 @@
  * `seq > last` is exact, and a follower's cursor (Last-Event-ID, `after`) resumes exactly on any replica.
  */
 import type { Pool } from 'pg';
-import { readLogs, readNewRows, type LogLevel, type LogRow } from '../db/processes';
+import { compactLogRow, readLogs, readNewRows, type LogLevel, type LogRow } from '../db/processes';
 import type { Logger } from '../logger';
 import type { EventListener } from './listener';
 import type { StoredEvent } from './publish';
@@ -214,7 +214,7 @@ export function createLogFeed(db: Pool, events: EventListener, logger: Logger): 
     const got: LogRow[] = [];
     for (const c of carried) {
       if (c[0] <= f.readUpTo) continue;
-      got.push({ process_id: note.processId, seq: c[0], attempt_id: note.attemptId, level: c[1], message: c[2], source: c[3], raw: c[4] ?? c[2], metadata: c[5] ?? {}, ts: new Date(c[6]) });
+      got.push(compactLogRow(note.processId, note.attemptId, c[0], c[1], c[2], c[3], c[4], c[5], c[6]));
     }
     if (got.length) append(f, got);
   };
