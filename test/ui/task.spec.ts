@@ -287,10 +287,25 @@ test('compare two attempts; a follow-up sent from the screen runs and its log sh
   // the latest attempt (#2) is selected; its follow-up runs as a second run of its log
   await expect(page.getByRole('heading', { name: /Attempt #2/ })).toBeVisible();
   const prompt = page.getByLabel('Prompt', { exact: true });
+  // the draft's POST is answered only after the next prompt is typed: the draft arrives on the drafts stream first,
+  // and the late answer must not wipe what was typed meanwhile (it did: this test's flake in CI)
+  let answerDraft!: () => void;
+  const draftAnswered = new Promise<void>((resolve) => {
+    answerDraft = resolve;
+  });
+  await page.route('**/api/task-attempts/*/follow-up-draft', async (route) => {
+    const response = await route.fetch();
+    await draftAnswered;
+    await route.fulfill({ response });
+  });
   await prompt.fill('keep this for later');
   await page.getByRole('button', { name: 'Save draft' }).click();
   await expect(page.getByRole('list').filter({ hasText: 'keep this for later' })).toContainText('draft');
   await prompt.fill('FOLLOWUP write notes');
+  answerDraft();
+  await expect(page.getByRole('button', { name: 'Save draft' })).toBeEnabled();
+  await expect(prompt).toHaveValue('FOLLOWUP write notes');
+  await page.unrouteAll();
   await prompt.press('Control+Enter');
   await expect(page.getByLabel('Run', { exact: true })).toBeVisible({ timeout: 30_000 });
   const log = page.getByRole('log', { name: 'Attempt log' });
@@ -325,6 +340,48 @@ test('the diff follows a follow-up run of a completed attempt, without a reload'
   await expect(tree.getByRole('button', { name: /notes\.txt/ })).toBeVisible({ timeout: 15_000 });
   await expect(diff).toContainText('3 files changed');
   await expect(diff.getByRole('region', { name: 'notes.txt' })).toContainText('FOLLOWUP write notes');
+});
+
+test('a queue of follow-ups runs one after the other; a prompt queued while it was being sent stays queued', async ({ page }) => {
+  test.setTimeout(120_000);
+  const project = await createProject('Queue Project');
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Queue two notes' });
+  const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
+  await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 60_000 }).toBe('completed');
+
+  await page.goto(`/tasks/${task.id}`);
+  const prompt = page.getByLabel('Prompt', { exact: true });
+  for (const text of ['FOLLOWUP first note', 'FOLLOWUP second note']) {
+    await prompt.fill(text);
+    await page.getByRole('button', { name: 'Add to queue' }).click();
+  }
+  const queue = page.getByRole('list').filter({ hasText: 'FOLLOWUP first note' });
+  await expect(queue.getByRole('listitem')).toHaveCount(2);
+  // the queue's POST is answered only after a third prompt was queued
+  let answerQueue!: () => void;
+  const queueAnswered = new Promise<void>((resolve) => {
+    answerQueue = resolve;
+  });
+  await page.route('**/api/task-attempts/*/follow-up-queue', async (route) => {
+    const response = await route.fetch();
+    await queueAnswered;
+    await route.fulfill({ response });
+  });
+  await page.getByRole('button', { name: 'Run queue (2)' }).click();
+  await expect(page.getByRole('button', { name: 'Remove queued prompt 1' })).toBeDisabled();
+  await prompt.fill('FOLLOWUP for later');
+  await page.getByRole('button', { name: 'Add to queue' }).click();
+  answerQueue();
+  await expect(page.getByRole('button', { name: 'Run queue (1)' })).toBeVisible();
+  await expect(page.getByRole('list').filter({ hasText: 'FOLLOWUP for later' }).getByRole('listitem')).toHaveCount(1);
+  await page.unrouteAll();
+
+  // the two sent prompts ran, in order, as two more runs of the attempt
+  await expect
+    .poll(async () => (await api<{ diff: string }>('GET', `/attempts/${attemptId}/diff?format=unified`)).diff, { timeout: 60_000 })
+    .toMatch(/FOLLOWUP first note[\s\S]*FOLLOWUP second note/);
+  await expect.poll(async () => (await api<{ id: string }[]>('GET', `/processes?attemptId=${attemptId}`)).length, { timeout: 30_000 }).toBe(3);
+  expect((await api<{ diff: string }>('GET', `/attempts/${attemptId}/diff?format=unified`)).diff).not.toContain('for later');
 });
 
 test('the diff of an attempt that changed nothing lists no file; one changed file is "1 file changed"', async ({ page }) => {

@@ -28,6 +28,9 @@ export function FollowUpPanel({ attemptId, projectId, disabled }: { attemptId: s
   const [queue, setQueue] = useState<string[]>([]);
   const [drafts, setDrafts] = useState<DraftItem[]>([]);
   const upsert = (d: DraftItem) => setDrafts((ds) => [d, ...ds.filter((x) => x.id !== d.id)]);
+  // A prompt that was sent or saved is cleared only if it is still what the box holds: the draft often arrives on the
+  // stream before the POST answers, and what was typed after it must not be wiped by that late answer.
+  const clearIfStill = (text: string) => setPrompt((current) => (current === text ? '' : current));
 
   useWebSocketStream<{ type: string; draft?: DraftItem; draftId?: string }>(`/ws/projects/${projectId}/drafts`, {
     onMessage: (m) => {
@@ -40,22 +43,23 @@ export function FollowUpPanel({ attemptId, projectId, disabled }: { attemptId: s
     mutationFn: (p: { prompt: string; draftId?: string }) => api(`/attempts/${attemptId}/follow-up`, { method: 'POST', body: p }),
     onSuccess: (_r, p) => {
       showToast('info', 'Follow-up sent');
-      if (p.prompt === prompt) setPrompt('');
+      clearIfStill(p.prompt);
     },
   });
   const saveDraft = useMutation({
-    mutationFn: () => api<DraftItem>(`/task-attempts/${attemptId}/follow-up-draft`, { method: 'POST', body: { prompt } }),
-    onSuccess: (d) => {
+    mutationFn: (text: string) => api<DraftItem>(`/task-attempts/${attemptId}/follow-up-draft`, { method: 'POST', body: { prompt: text } }),
+    onSuccess: (d, text) => {
       upsert(d);
-      setPrompt('');
+      clearIfStill(text);
     },
   });
   const runQueue = useMutation({
-    mutationFn: () =>
-      api(`/task-attempts/${attemptId}/follow-up-queue`, { method: 'POST', body: { queue: queue.map((p, i) => ({ prompt: p, order: i + 1 })), autoExecute: true } }),
-    onSuccess: () => {
-      showToast('info', `Queued ${queue.length} follow-ups`);
-      setQueue([]);
+    mutationFn: (sent: string[]) =>
+      api(`/task-attempts/${attemptId}/follow-up-queue`, { method: 'POST', body: { queue: sent.map((p, i) => ({ prompt: p, order: i + 1 })), autoExecute: true } }),
+    onSuccess: (_r, sent) => {
+      showToast('info', `Queued ${sent.length} follow-ups`);
+      // prompts added while the queue was being sent stay for the next run
+      setQueue((q) => q.slice(sent.length));
     },
   });
   const blank = !prompt.trim();
@@ -87,7 +91,7 @@ export function FollowUpPanel({ attemptId, projectId, disabled }: { attemptId: s
           <button type="submit" className="primary" disabled={blank || disabled || send.isPending}>
             Send follow-up
           </button>
-          <button type="button" disabled={blank || saveDraft.isPending} onClick={() => saveDraft.mutate()}>
+          <button type="button" disabled={blank || saveDraft.isPending} onClick={() => saveDraft.mutate(prompt)}>
             Save draft
           </button>
           <button
@@ -110,13 +114,13 @@ export function FollowUpPanel({ attemptId, projectId, disabled }: { attemptId: s
               // biome-ignore lint/suspicious/noArrayIndexKey: the queue is edited by position
               <li key={i}>
                 <span className="clip">{q}</span>{' '}
-                <button type="button" className="link-button" onClick={() => setQueue((qs) => qs.filter((_, j) => j !== i))} aria-label={`Remove queued prompt ${i + 1}`}>
+                <button type="button" className="link-button" disabled={runQueue.isPending} onClick={() => setQueue((qs) => qs.filter((_, j) => j !== i))} aria-label={`Remove queued prompt ${i + 1}`}>
                   remove
                 </button>
               </li>
             ))}
           </ol>
-          <button type="button" className="primary" disabled={disabled || runQueue.isPending} onClick={() => runQueue.mutate()}>
+          <button type="button" className="primary" disabled={disabled || runQueue.isPending} onClick={() => runQueue.mutate(queue)}>
             Run queue ({queue.length})
           </button>
         </div>
