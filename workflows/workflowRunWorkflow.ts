@@ -103,8 +103,9 @@ export async function workflowRunWorkflow(input: WorkflowRunInput): Promise<stri
   const local = inEffect(input, 'local-start', 3);
   if (local || inEffect(input, 'lean-run-v2', 2)) {
     begun = false;
-    // beginRunLocal reads it itself, at once; beginRun is dispatched after the workflow task completes
-    if (!local) scheduler.prefetchDefinition(input.workflow);
+    // the worker starts the read as this activation ends, before it has dispatched beginRunLocal (or, without
+    // local-start, while Temporal completes this workflow task and hands out beginRun), which takes it
+    scheduler.prefetchDefinition(input.workflow);
   } else {
     const started = await startExecution(start);
     if (!started) return 'deleted';

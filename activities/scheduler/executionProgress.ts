@@ -268,7 +268,7 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
      * It claims under its own id (localTryId), never an activity's attempt. Local activities do not heartbeat.
      */
     async beginRunLocal(input: ExecutionStart): Promise<LocalStart> {
-      const work = withTaskStop(deps, input.id, (stop) => beginRunTry(input, stop, { tryId: localTryId(), prefetched: false, lastTry: false, count: true }));
+      const work = withTaskStop(deps, input.id, (stop) => beginRunTry(input, stop, { tryId: localTryId(), prefetched: true, lastTry: false, count: true }));
       let timer: NodeJS.Timeout | undefined;
       const handOver = new Promise<'handover'>((resolve) => {
         timer = setTimeout(() => resolve('handover'), LOCAL_START_MS);
