@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { test as base, expect, type Locator } from '@playwright/test';
+import { test as base, expect, type Locator, type Page } from '@playwright/test';
 
 export { expect };
 
@@ -51,6 +51,23 @@ export async function createProject(name: string): Promise<{ id: string; name: s
 }
 
 /** The border colour of a field with an error (styles.css: --danger on [aria-invalid="true"]). */
+/**
+ * Holds back the answers to requests matching `url`: each request reaches the server at once, and its answer reaches
+ * the page only after the returned function is called (what a slow network does to the answer, not to the request).
+ */
+export async function holdAnswers(page: Page, url: string): Promise<() => void> {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  await page.route(url, async (route) => {
+    const response = await route.fetch();
+    await released;
+    await route.fulfill({ response });
+  });
+  return release;
+}
+
 export const ERROR_BORDER = 'rgb(180, 35, 53)';
 
 /** A field shown in its error state: marked invalid for assistive technology, and bordered in red for the eye. */

@@ -6,7 +6,7 @@
  * screenshot (log and diff; test/ui/screenshot.ts).
  */
 import { execFileSync } from 'node:child_process';
-import { api, createProject, expect, expectErrorState, expectNoErrorState, makeRepo, test } from './fixtures';
+import { api, createProject, expect, expectErrorState, expectNoErrorState, holdAnswers, makeRepo, test } from './fixtures';
 import { screenshot } from './screenshot';
 
 const TICK = /tick (\d+) at (\d+)/;
@@ -289,15 +289,7 @@ test('compare two attempts; a follow-up sent from the screen runs and its log sh
   const prompt = page.getByLabel('Prompt', { exact: true });
   // the draft's POST is answered only after the next prompt is typed: the draft arrives on the drafts stream first,
   // and the late answer must not wipe what was typed meanwhile (it did: this test's flake in CI)
-  let answerDraft!: () => void;
-  const draftAnswered = new Promise<void>((resolve) => {
-    answerDraft = resolve;
-  });
-  await page.route('**/api/task-attempts/*/follow-up-draft', async (route) => {
-    const response = await route.fetch();
-    await draftAnswered;
-    await route.fulfill({ response });
-  });
+  const answerDraft = await holdAnswers(page, '**/api/task-attempts/*/follow-up-draft');
   await prompt.fill('keep this for later');
   await page.getByRole('button', { name: 'Save draft' }).click();
   await expect(page.getByRole('list').filter({ hasText: 'keep this for later' })).toContainText('draft');
@@ -358,15 +350,7 @@ test('a queue of follow-ups runs one after the other; a prompt queued while it w
   const queue = page.getByRole('list').filter({ hasText: 'FOLLOWUP first note' });
   await expect(queue.getByRole('listitem')).toHaveCount(2);
   // the queue's POST is answered only after a third prompt was queued
-  let answerQueue!: () => void;
-  const queueAnswered = new Promise<void>((resolve) => {
-    answerQueue = resolve;
-  });
-  await page.route('**/api/task-attempts/*/follow-up-queue', async (route) => {
-    const response = await route.fetch();
-    await queueAnswered;
-    await route.fulfill({ response });
-  });
+  const answerQueue = await holdAnswers(page, '**/api/task-attempts/*/follow-up-queue');
   await page.getByRole('button', { name: 'Run queue (2)' }).click();
   await expect(page.getByRole('button', { name: 'Remove queued prompt 1' })).toBeDisabled();
   await prompt.fill('FOLLOWUP for later');
