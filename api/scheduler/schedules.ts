@@ -5,6 +5,7 @@
  * Changes write the row and Temporal in one transaction: a Temporal refusal leaves the row as it was.
  */
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
+import type { Client } from '@temporalio/client';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { conflict, invalidRequest, notFound } from '../../lib/errors';
 import { isUuid, newId } from '../../lib/ids';
@@ -27,6 +28,7 @@ import {
   createSchedule,
   deleteSchedule,
   extraScheduleIdOf,
+  scheduleState,
   setSchedulePaused,
   triggerSchedule,
   updateSchedule,
@@ -135,6 +137,7 @@ async function setPaused(deps: DetailServiceDeps, s: ScheduleRow, route: 'defaul
     }
     const what = `Error on ${action}`;
     const client = await temporalClient(deps, what);
+    if (enabled) await refuseMissedTime(client, current, what);
     await updateScheduleRow(c, current.id, { enabled });
     try {
       await withinDeadline(client, what, () => setSchedulePaused(client, current.temporal_id, !enabled, `${action}d through the API`));
@@ -143,6 +146,18 @@ async function setPaused(deps: DetailServiceDeps, s: ScheduleRow, route: 'defaul
     }
     return { ...current, enabled };
   });
+}
+
+/**
+ * A one-time schedule whose time passed while it was paused never runs (Temporal drops a time that passes while its
+ * Schedule is paused; a resume does not bring it back): resuming it is a 409 that says how to run it, not a 200
+ * `active` for a run that never comes. One whose action was taken (its run may not have written `ran_at` yet) resumes.
+ */
+async function refuseMissedTime(client: Client, s: ScheduleRow, what: string): Promise<void> {
+  if (s.type !== 'one-time' || s.ran_at !== null || (s.run_at as Date).getTime() > Date.now()) return;
+  const state = await withinDeadline(client, what, () => scheduleState(client, s.temporal_id));
+  if ((state?.actionsTaken ?? 0) > 0) return;
+  throw conflict(`Schedule ${s.id} cannot be resumed: its time ${(s.run_at as Date).toISOString()} passed while it was paused; move it first (PATCH "at")`);
 }
 
 /** The change a PATCH of a schedule asks for, checked against the schedule's type and state (409). */
@@ -314,7 +329,7 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
   for (const action of ['pause', 'resume'] as const) {
     app.post(
       `/workflows/:name/schedules/:id/${action}`,
-      { schema: { tags: ['schedules'], params: WorkflowScheduleParams, response: { 200: Schedule, ...DetailErrors } } },
+      { schema: { tags: ['schedules'], params: WorkflowScheduleParams, response: { 200: Schedule, ...DetailErrors, 409: Detail } } },
       async (request) => view(await setPaused(deps, await mustGetSchedule(request.params.name, request.params.id), 'schedule', action, request.log)),
     );
   }
