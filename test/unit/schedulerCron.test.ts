@@ -13,6 +13,12 @@ describe('schedule zones', () => {
     expect(timezoneError('UTC')).toBeNull();
     expect(timezoneError('America/Argentina/Buenos_Aires')).toBeNull();
     for (const z of ['Mars/Olympus', '+05:30', 'Asia/', '../etc/passwd']) expect(timezoneError(z)).toBe(`Unknown time zone "${z}": use an IANA name such as UTC or Europe/Paris`);
+    // names are case-sensitive (Temporal's are), also those the runtime knows under another name (aliases)
+    expect(timezoneError('europe/paris')).toBe('Unknown time zone "europe/paris": use an IANA name such as UTC or Europe/Paris (names are case-sensitive: "Europe/Paris")');
+    for (const z of ['europe/kyiv', 'asia/kathmandu', 'est5edt', 'gmt0', 'Europe/kyiv', 'uS/Pacific']) {
+      expect(timezoneError(z)).toBe(`Unknown time zone "${z}": use an IANA name such as UTC or Europe/Paris (names are case-sensitive)`);
+    }
+    for (const z of ['Europe/Kyiv', 'Asia/Kathmandu', 'EST5EDT', 'GMT0', 'Etc/GMT-14', 'America/Port-au-Prince', 'Africa/Dar_es_Salaam']) expect(timezoneError(z)).toBeNull();
   });
 
   test('human durations', () => {
