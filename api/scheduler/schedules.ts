@@ -92,7 +92,9 @@ async function changeSchedule(deps: DetailServiceDeps, s: ScheduleRow, route: 'd
   const settings = schedulerSettings(deps.config);
   return withTransaction(deps.db, async (c) => {
     const current = await lockedRow(c, s, route);
-    const change = checkedChange(current, body);
+    // fired, its run not begun (no worker took it yet): it ran all the same, and its Temporal Schedule has no action left
+    const fired = current.type === 'one-time' && current.ran_at === null && current.at !== 'now' && (await actionTaken(await temporalClient(deps, UPDATE_FAILED), current, UPDATE_FAILED));
+    const change = checkedChange(current, body, fired);
     const next: ScheduleRow = {
       ...current,
       cron: change.cron ?? current.cron,
@@ -149,19 +151,27 @@ async function setPaused(deps: DetailServiceDeps, s: ScheduleRow, route: 'defaul
 }
 
 /**
+ * Whether Temporal took a one-time schedule's one action: its run started, also when the run has not written `ran_at`
+ * yet (no worker has taken it).
+ */
+async function actionTaken(client: Client, s: ScheduleRow, what: string): Promise<boolean> {
+  const state = await withinDeadline(client, what, () => scheduleState(client, s.temporal_id));
+  return (state?.actionsTaken ?? 0) > 0;
+}
+
+/**
  * A one-time schedule whose time passed while it was paused never runs (Temporal drops a time that passes while its
  * Schedule is paused; a resume does not bring it back): resuming it is a 409 that says how to run it, not a 200
  * `active` for a run that never comes. One whose action was taken (its run may not have written `ran_at` yet) resumes.
  */
 async function refuseMissedTime(client: Client, s: ScheduleRow, what: string): Promise<void> {
   if (s.type !== 'one-time' || s.ran_at !== null || (s.run_at as Date).getTime() > Date.now()) return;
-  const state = await withinDeadline(client, what, () => scheduleState(client, s.temporal_id));
-  if ((state?.actionsTaken ?? 0) > 0) return;
+  if (await actionTaken(client, s, what)) return;
   throw conflict(`Schedule ${s.id} cannot be resumed: its time ${(s.run_at as Date).toISOString()} passed while it was paused; move it first (PATCH "at")`);
 }
 
-/** The change a PATCH of a schedule asks for, checked against the schedule's type and state (409). */
-function checkedChange(s: ScheduleRow, body: SchedulePatch): ScheduleChange {
+/** The change a PATCH of a schedule asks for, checked against the schedule's type and state (409); `fired`: Temporal took its one action. */
+function checkedChange(s: ScheduleRow, body: SchedulePatch, fired: boolean): ScheduleChange {
   // the cron string is Temporal's to judge (changeSchedule); the zone is checked here, a `CRON_TZ=` prefix's too
   const timezone = body.timezone ?? (s.type === 'cron' && body.schedule !== undefined ? cronZone(body.schedule) : undefined);
   checkZone(timezone, s.type === 'cron' ? body.schedule : undefined);
@@ -174,7 +184,7 @@ function checkedChange(s: ScheduleRow, body: SchedulePatch): ScheduleChange {
   if (body.schedule !== undefined || body.jitter !== undefined) {
     throw conflict(`"schedule" and "jitter" apply to cron schedules; schedule ${s.id} is a one-time schedule`);
   }
-  if (s.ran_at !== null || s.at === 'now') throw conflict(`Schedule ${s.id} already ran`);
+  if (s.ran_at !== null || s.at === 'now' || fired) throw conflict(`Schedule ${s.id} already ran`);
   if (body.at === undefined && body.timezone === undefined) return { input: body.input };
   const at = body.at ?? (s.at as string);
   const zone = body.timezone ?? s.timezone;
