@@ -2,7 +2,8 @@
  * Zone names are case-sensitive (docs/scheduler.md#error-details-exact), also the names the runtime's Intl knows as
  * aliases of another (`Europe/Kyiv` → `Europe/Kiev`): `europe/kyiv` used to pass Armada's check, so a one-time
  * schedule and the zone of a workflow without a cron were stored with it (Temporal, which would refuse it, is not
- * asked for those), and a cron schedule got Temporal's refusal without the hint.
+ * asked for those), and a cron schedule got Temporal's refusal without the hint. And how a cron schedule meets a
+ * daylight-saving change, as docs/scheduler.md says it (Temporal's calendar, which `nextRun` shows).
  */
 import { startTestStack, type TestStack } from '../support/harness';
 import { closeSchedulerStack, schedulerInject } from '../support/schedulerStack';
@@ -45,4 +46,22 @@ test('the same aliases spelled right are taken, and Temporal applies them', asyn
     const d = await (await stack.temporal.client()).schedule.getHandle(`schedule:${name}:${cron.json().id}`).describe();
     expect(d.spec.timezone).toBe(zone);
   }
+});
+
+test('a cron time a daylight-saving change skips has no run that day, one it repeats runs twice: nextRun is what Temporal will do', async () => {
+  const client = await stack.temporal.client();
+  const times = async (schedule: string, timezone: string) => {
+    const r = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule, timezone });
+    expect(r.statusCode).toBe(201);
+    const d = await client.schedule.getHandle(`schedule:${name}:${r.json().id}`).describe();
+    await inject('POST', `/api/v1/workflows/${name}/schedules/${r.json().id}/pause`);
+    return { nextRun: r.json().nextRun, temporal: d.info.nextActionTimes.map((t) => t.toISOString()) };
+  };
+  // 02:30 on the spring day in Berlin does not exist (02:00 CET → 03:00 CEST): no run (the 7th field pins the year)
+  expect(await times('0 30 2 28 3 * 2027', 'Europe/Berlin')).toEqual({ nextRun: null, temporal: [] });
+  // 01:30 on the autumn day in New York happens twice (EDT, then EST)
+  expect(await times('0 30 1 7 11 * 2027', 'America/New_York')).toEqual({
+    nextRun: '2027-11-07T05:30:00.000Z',
+    temporal: ['2027-11-07T05:30:00.000Z', '2027-11-07T06:30:00.000Z'],
+  });
 });
