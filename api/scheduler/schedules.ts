@@ -5,9 +5,9 @@
  * Changes write the row and Temporal in one transaction: a Temporal refusal leaves the row as it was.
  */
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
-import type { Client } from '@temporalio/client';
+import { ScheduleNotFoundError, type Client } from '@temporalio/client';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { conflict, invalidRequest, notFound } from '../../lib/errors';
+import { type AppError, conflict, invalidRequest, notFound } from '../../lib/errors';
 import { isUuid, newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
 import {
@@ -36,6 +36,7 @@ import {
 } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import type { SchedulerPluginOptions } from './deps';
+import { resyncScheduleLater } from './scheduleResync';
 import { scheduleView, targetOf, timingOf } from './scheduleViews';
 import {
   CreateScheduleBody,
@@ -83,6 +84,17 @@ async function lockedRow(c: Queryable, s: ScheduleRow, route: 'default' | 'sched
 }
 
 /**
+ * Temporal has no Schedule for the row being changed: its workflow is being deleted (that removes the Temporal
+ * Schedules before the rows), or Temporal lost it. The change is not made: the route's 404, as once the deletion
+ * commits (it was a 500, or the 400 `Error updating schedule: schedule not found`), and the Temporal Schedule is made
+ * to match its row once this transaction is over (created again while the row is there: scheduleResync.ts).
+ */
+function scheduleGone(deps: DetailServiceDeps, s: ScheduleRow, route: 'default' | 'schedule', log: FastifyBaseLogger): AppError {
+  resyncScheduleLater(deps, s.temporal_id, log);
+  return notFound(route === 'default' ? WORKFLOW_NOT_FOUND : SCHEDULE_NOT_FOUND);
+}
+
+/**
  * Applies a PATCH to the row and to Temporal (creating the Temporal Schedule of a default row getting its first
  * cron). The change is checked and computed on the row as locked in the transaction, not as read before it: a
  * concurrent PATCH of another field has committed by then, so the timing Temporal gets is the row's as it commits,
@@ -122,6 +134,7 @@ async function changeSchedule(deps: DetailServiceDeps, s: ScheduleRow, route: 'd
       });
     } catch (err) {
       log.warn({ err: { message: (err as Error).message }, schedule: current.temporal_id }, 'updating a schedule failed');
+      if (err instanceof ScheduleNotFoundError) throw scheduleGone(deps, current, route, log);
       throw unknownOutcomeResynced(deps, err, [current.temporal_id], log) ?? scheduleError(err, next.type === 'cron' ? next.cron : null, UPDATE_FAILED);
     }
     return next;
@@ -144,6 +157,7 @@ async function setPaused(deps: DetailServiceDeps, s: ScheduleRow, route: 'defaul
     try {
       await withinDeadline(client, what, () => setSchedulePaused(client, current.temporal_id, !enabled, `${action}d through the API`));
     } catch (err) {
+      if (err instanceof ScheduleNotFoundError) throw scheduleGone(deps, current, route, log);
       throw unknownOutcomeResynced(deps, err, [current.temporal_id], log) ?? err;
     }
     return { ...current, enabled };
@@ -326,12 +340,17 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
     async (request) => {
       const s = await mustGetSchedule(request.params.name, request.params.id);
       const client = await temporalClient(deps, DELETE_FAILED);
-      try {
-        await withinDeadline(client, DELETE_FAILED, () => deleteSchedule(client, s.temporal_id));
-      } catch (err) {
-        throw unknownOutcomeResynced(deps, err, [s.temporal_id], request.log) ?? err;
-      }
-      await deleteScheduleRow(deps.db, s.id);
+      // under the row's lock, like a change: a PATCH, pause or resume at the same time comes before (and its Temporal
+      // call finds the Schedule) or after (the 404); a second DELETE is the 404
+      await withTransaction(deps.db, async (c) => {
+        const current = await lockedRow(c, s, 'schedule');
+        try {
+          await withinDeadline(client, DELETE_FAILED, () => deleteSchedule(client, current.temporal_id));
+        } catch (err) {
+          throw unknownOutcomeResynced(deps, err, [current.temporal_id], request.log) ?? err;
+        }
+        await deleteScheduleRow(c, current.id);
+      });
       return { id: s.id, workflow: s.workflow, deleted: true };
     },
   );
