@@ -3,7 +3,8 @@
  * aliases of another (`Europe/Kyiv` → `Europe/Kiev`): `europe/kyiv` used to pass Armada's check, so a one-time
  * schedule and the zone of a workflow without a cron were stored with it (Temporal, which would refuse it, is not
  * asked for those), and a cron schedule got Temporal's refusal without the hint. And how a cron schedule meets a
- * daylight-saving change, as docs/scheduler.md says it (Temporal's calendar, which `nextRun` shows).
+ * daylight-saving change, and what 6 and 7 fields mean, as docs/scheduler.md says it (Temporal's calendar, which
+ * `nextRun` shows; the document had 6 fields start with seconds, which only 7 fields do).
  */
 import { startTestStack, type TestStack } from '../support/harness';
 import { closeSchedulerStack, schedulerInject } from '../support/schedulerStack';
@@ -64,4 +65,21 @@ test('a cron time a daylight-saving change skips has no run that day, one it rep
     nextRun: '2027-11-07T05:30:00.000Z',
     temporal: ['2027-11-07T05:30:00.000Z', '2027-11-07T06:30:00.000Z'],
   });
+});
+
+test('6 fields are minute … weekday and a year; only 7 fields start with seconds (as docs/scheduler.md says)', async () => {
+  const client = await stack.temporal.client();
+  const times = async (schedule: string) => {
+    const r = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule });
+    expect([schedule, r.statusCode]).toEqual([schedule, 201]);
+    const d = await client.schedule.getHandle(`schedule:${name}:${r.json().id}`).describe();
+    await inject('POST', `/api/v1/workflows/${name}/schedules/${r.json().id}/pause`);
+    return d.info.nextActionTimes.slice(0, 2).map((t) => t.toISOString());
+  };
+  // `30 0 9 * * *` is 00:30 on the 9th of every month, not 09:00:30 every day
+  for (const t of await times('30 0 9 * * *')) expect(t).toMatch(/^\d{4}-\d{2}-09T00:30:00\.000Z$/);
+  expect(await times('0 9 * * * 2030')).toEqual(['2030-01-01T09:00:00.000Z', '2030-01-02T09:00:00.000Z']);
+  const daily = await times('30 0 9 * * * *');
+  expect(daily.map((t) => t.slice(10))).toEqual(['T09:00:30.000Z', 'T09:00:30.000Z']);
+  expect(Date.parse(daily[1] as string) - Date.parse(daily[0] as string)).toBe(86_400_000);
 });
