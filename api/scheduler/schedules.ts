@@ -104,9 +104,7 @@ async function changeSchedule(deps: DetailServiceDeps, s: ScheduleRow, route: 'd
   const settings = schedulerSettings(deps.config);
   return withTransaction(deps.db, async (c) => {
     const current = await lockedRow(c, s, route);
-    // fired, its run not begun (no worker took it yet): it ran all the same, and its Temporal Schedule has no action left
-    const fired = current.type === 'one-time' && current.ran_at === null && current.at !== 'now' && (await actionTaken(await temporalClient(deps, UPDATE_FAILED), current, UPDATE_FAILED));
-    const change = checkedChange(current, body, fired);
+    const change = await checkedChange(current, body, async () => actionTaken(await temporalClient(deps, UPDATE_FAILED), current, UPDATE_FAILED));
     const next: ScheduleRow = {
       ...current,
       cron: change.cron ?? current.cron,
@@ -184,8 +182,12 @@ async function refuseMissedTime(client: Client, s: ScheduleRow, what: string): P
   throw conflict(`Schedule ${s.id} cannot be resumed: its time ${(s.run_at as Date).toISOString()} passed while it was paused; move it first (PATCH "at")`);
 }
 
-/** The change a PATCH of a schedule asks for, checked against the schedule's type and state (409); `fired`: Temporal took its one action. */
-function checkedChange(s: ScheduleRow, body: SchedulePatch, fired: boolean): ScheduleChange {
+/**
+ * The change a PATCH of a schedule asks for, checked against the schedule's type and state (409). `fired` asks Temporal
+ * whether it took a one-time schedule's action (its run not begun yet: no worker took it): then it ran all the same,
+ * and its Temporal Schedule has no action left.
+ */
+async function checkedChange(s: ScheduleRow, body: SchedulePatch, fired: () => Promise<boolean>): Promise<ScheduleChange> {
   // the cron string is Temporal's to judge (changeSchedule); the zone is checked here, a `CRON_TZ=` prefix's too
   const timezone = body.timezone ?? (s.type === 'cron' && body.schedule !== undefined ? cronZone(body.schedule) : undefined);
   checkZone(timezone, s.type === 'cron' ? body.schedule : undefined);
@@ -198,7 +200,7 @@ function checkedChange(s: ScheduleRow, body: SchedulePatch, fired: boolean): Sch
   if (body.schedule !== undefined || body.jitter !== undefined) {
     throw conflict(`"schedule" and "jitter" apply to cron schedules; schedule ${s.id} is a one-time schedule`);
   }
-  if (s.ran_at !== null || s.at === 'now' || fired) throw conflict(`Schedule ${s.id} already ran`);
+  if (s.ran_at !== null || s.at === 'now' || (await fired())) throw conflict(`Schedule ${s.id} already ran`);
   if (body.at === undefined && body.timezone === undefined) return { input: body.input };
   const at = body.at ?? (s.at as string);
   const zone = body.timezone ?? s.timezone;
