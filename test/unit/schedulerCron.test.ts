@@ -27,5 +27,7 @@ describe('schedule zones', () => {
     expect(humanDuration(245_000)).toBe('4m 05s');
     expect(humanDuration(3_720_000)).toBe('1h 02m');
     expect(humanDuration(null)).toBeNull();
+    // at the bounds the unit follows the rounded value
+    expect([humanDuration(999.4), humanDuration(999.7), humanDuration(59_940), humanDuration(59_960)]).toEqual(['999ms', '1.0s', '59.9s', '1m 00s']);
   });
 });
