@@ -9,7 +9,7 @@ import { ScheduleNotFoundError, type Client } from '@temporalio/client';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type AppError, conflict, invalidRequest, notFound } from '../../lib/errors';
 import { isUuid, newId } from '../../lib/ids';
-import { withTransaction, type Queryable } from '../../lib/db/pool';
+import { FOREIGN_KEY_VIOLATION, withTransaction, type Queryable } from '../../lib/db/pool';
 import {
   deleteScheduleRow,
   getDefaultSchedule,
@@ -293,6 +293,9 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
           jitterMs: timing.type === 'cron' ? timing.jitterMs : 0,
           enabled: body.enabled ?? true,
           input: body.input ?? null,
+        }).catch((err: unknown) => {
+          // its workflow was deleted since it was read (the insert waited for the deletion's lock): as if not found
+          throw (err as { code?: string }).code === FOREIGN_KEY_VIOLATION ? notFound(WORKFLOW_NOT_FOUND) : err;
         });
         // created before COMMIT: a Temporal refusal leaves no row behind
         try {

@@ -60,3 +60,26 @@ test('a workflow deleted while a PATCH gives it its first cron: no Temporal Sche
   expect([again.statusCode, again.json().detail]).toEqual([201, undefined]);
   expect((await (await stack.temporal.client()).schedule.getHandle(`schedule:${name}`).describe()).spec.calendars?.[0]?.hour?.[0]?.start).toBe(4);
 });
+
+test('a schedule added while its workflow is deleted: the 404 Workflow not found (was a 500), and nothing is left in Temporal', async () => {
+  const name = `wfdel-add-${Math.random().toString(36).slice(2, 8)}`;
+  expect((await inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 's', type: 'script', script: 'true' }] })).statusCode).toBe(201);
+  // the test's transaction deletes the workflow; the request reads it before that commits and inserts its schedule after
+  const deleter: PoolClient = await stack.db.connect();
+  let added: Awaited<ReturnType<typeof inject>>;
+  try {
+    await deleter.query('BEGIN');
+    await deleter.query('DELETE FROM scheduler_workflows WHERE name = $1', [name]);
+    const adding = inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: '0 3 1 1 *' });
+    await lockWaiters(1);
+    await deleter.query('COMMIT');
+    added = await adding;
+  } finally {
+    deleter.release();
+  }
+  expect([added.statusCode, added.json()]).toEqual([404, { detail: 'Workflow not found' }]);
+  const left = await (await stack.temporal.client()).schedule.list({ query: `ArmadaWorkflow = '${name}'` });
+  const ids: string[] = [];
+  for await (const s of left) ids.push(s.scheduleId);
+  expect(ids).toEqual([]);
+});
