@@ -140,7 +140,11 @@ const SCHEDULER: Catalogue = {
   ],
   'DELETE /api/v1/workflows/{name}/schedules/{id}': ['deleteWorkflowSchedule', 'Delete a schedule', 'Deletes one schedule of a workflow and its Temporal Schedule; its past executions stay.'],
   'POST /api/v1/workflows/{name}/schedules/{id}/pause': ['pauseWorkflowSchedule', 'Pause a schedule', 'Stops the runs of one schedule until it is resumed; the others keep running.'],
-  'POST /api/v1/workflows/{name}/schedules/{id}/resume': ['resumeWorkflowSchedule', 'Resume a schedule', 'Resumes the runs of one paused schedule.'],
+  'POST /api/v1/workflows/{name}/schedules/{id}/resume': [
+    'resumeWorkflowSchedule',
+    'Resume a schedule',
+    'Resumes the runs of one paused schedule. A one-time schedule whose time passed while it was paused is a 409 (Temporal dropped that time): move it first (PATCH `at`).',
+  ],
   'GET /api/v1/executions': ['listExecutions', 'List executions', 'Workflow executions, newest first, filtered by workflow or status.'],
   'GET /api/v1/executions/{id}': ['getExecution', 'Get an execution', 'One workflow execution with its status and result.'],
   'GET /api/v1/executions/{id}/logs': ['getExecutionLogs', 'Get execution logs', 'The log lines of a workflow execution.'],

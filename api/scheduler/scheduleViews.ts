@@ -35,7 +35,8 @@ export async function scheduleView(deps: DetailServiceDeps, s: ScheduleRow) {
     const catchupMs = schedulerSettings(deps.config).catchupWindowMs;
     const due = (s.run_at as Date).getTime();
     if (ran || (state?.actionsTaken ?? 0) > 0) status = 'completed';
-    else if (!s.enabled) status = 'paused';
+    // Temporal drops a time that passes while its Schedule is paused (a resume does not bring it back)
+    else if (!s.enabled) status = due <= Date.now() ? 'expired' : 'paused';
     else if (due + catchupMs < Date.now()) status = 'expired';
     else status = 'active';
   } else status = s.enabled ? 'active' : 'paused';

@@ -5,10 +5,11 @@
  * Changes write the row and Temporal in one transaction: a Temporal refusal leaves the row as it was.
  */
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
+import { ScheduleNotFoundError, type Client } from '@temporalio/client';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { conflict, invalidRequest, notFound } from '../../lib/errors';
+import { type AppError, conflict, invalidRequest, notFound } from '../../lib/errors';
 import { isUuid, newId } from '../../lib/ids';
-import { withTransaction, type Queryable } from '../../lib/db/pool';
+import { FOREIGN_KEY_VIOLATION, withTransaction, type Queryable } from '../../lib/db/pool';
 import {
   deleteScheduleRow,
   getDefaultSchedule,
@@ -27,6 +28,7 @@ import {
   createSchedule,
   deleteSchedule,
   extraScheduleIdOf,
+  scheduleState,
   setSchedulePaused,
   triggerSchedule,
   updateSchedule,
@@ -34,6 +36,7 @@ import {
 } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 import type { SchedulerPluginOptions } from './deps';
+import { resyncScheduleLater } from './scheduleResync';
 import { scheduleView, targetOf, timingOf } from './scheduleViews';
 import {
   CreateScheduleBody,
@@ -81,6 +84,17 @@ async function lockedRow(c: Queryable, s: ScheduleRow, route: 'default' | 'sched
 }
 
 /**
+ * Temporal has no Schedule for the row being changed: its workflow is being deleted (that removes the Temporal
+ * Schedules before the rows), or Temporal lost it. The change is not made: the route's 404, as once the deletion
+ * commits (it was a 500, or the 400 `Error updating schedule: schedule not found`), and the Temporal Schedule is made
+ * to match its row once this transaction is over (created again while the row is there: scheduleResync.ts).
+ */
+function scheduleGone(deps: DetailServiceDeps, s: ScheduleRow, route: 'default' | 'schedule', log: FastifyBaseLogger): AppError {
+  resyncScheduleLater(deps, s.temporal_id, log);
+  return notFound(route === 'default' ? WORKFLOW_NOT_FOUND : SCHEDULE_NOT_FOUND);
+}
+
+/**
  * Applies a PATCH to the row and to Temporal (creating the Temporal Schedule of a default row getting its first
  * cron). The change is checked and computed on the row as locked in the transaction, not as read before it: a
  * concurrent PATCH of another field has committed by then, so the timing Temporal gets is the row's as it commits,
@@ -90,7 +104,7 @@ async function changeSchedule(deps: DetailServiceDeps, s: ScheduleRow, route: 'd
   const settings = schedulerSettings(deps.config);
   return withTransaction(deps.db, async (c) => {
     const current = await lockedRow(c, s, route);
-    const change = checkedChange(current, body);
+    const change = await checkedChange(current, body, async () => actionTaken(await temporalClient(deps, UPDATE_FAILED), current, UPDATE_FAILED));
     const next: ScheduleRow = {
       ...current,
       cron: change.cron ?? current.cron,
@@ -118,6 +132,7 @@ async function changeSchedule(deps: DetailServiceDeps, s: ScheduleRow, route: 'd
       });
     } catch (err) {
       log.warn({ err: { message: (err as Error).message }, schedule: current.temporal_id }, 'updating a schedule failed');
+      if (err instanceof ScheduleNotFoundError) throw scheduleGone(deps, current, route, log);
       throw unknownOutcomeResynced(deps, err, [current.temporal_id], log) ?? scheduleError(err, next.type === 'cron' ? next.cron : null, UPDATE_FAILED);
     }
     return next;
@@ -135,18 +150,44 @@ async function setPaused(deps: DetailServiceDeps, s: ScheduleRow, route: 'defaul
     }
     const what = `Error on ${action}`;
     const client = await temporalClient(deps, what);
+    if (enabled) await refuseMissedTime(client, current, what);
     await updateScheduleRow(c, current.id, { enabled });
     try {
       await withinDeadline(client, what, () => setSchedulePaused(client, current.temporal_id, !enabled, `${action}d through the API`));
     } catch (err) {
+      if (err instanceof ScheduleNotFoundError) throw scheduleGone(deps, current, route, log);
       throw unknownOutcomeResynced(deps, err, [current.temporal_id], log) ?? err;
     }
     return { ...current, enabled };
   });
 }
 
-/** The change a PATCH of a schedule asks for, checked against the schedule's type and state (409). */
-function checkedChange(s: ScheduleRow, body: SchedulePatch): ScheduleChange {
+/**
+ * Whether Temporal took a one-time schedule's one action: its run started, also when the run has not written `ran_at`
+ * yet (no worker has taken it).
+ */
+async function actionTaken(client: Client, s: ScheduleRow, what: string): Promise<boolean> {
+  const state = await withinDeadline(client, what, () => scheduleState(client, s.temporal_id));
+  return (state?.actionsTaken ?? 0) > 0;
+}
+
+/**
+ * A one-time schedule whose time passed while it was paused never runs (Temporal drops a time that passes while its
+ * Schedule is paused; a resume does not bring it back): resuming it is a 409 that says how to run it, not a 200
+ * `active` for a run that never comes. One whose action was taken (its run may not have written `ran_at` yet) resumes.
+ */
+async function refuseMissedTime(client: Client, s: ScheduleRow, what: string): Promise<void> {
+  if (s.type !== 'one-time' || s.ran_at !== null || (s.run_at as Date).getTime() > Date.now()) return;
+  if (await actionTaken(client, s, what)) return;
+  throw conflict(`Schedule ${s.id} cannot be resumed: its time ${(s.run_at as Date).toISOString()} passed while it was paused; move it first (PATCH "at")`);
+}
+
+/**
+ * The change a PATCH of a schedule asks for, checked against the schedule's type and state (409). `fired` asks Temporal
+ * whether it took a one-time schedule's action (its run not begun yet: no worker took it): then it ran all the same,
+ * and its Temporal Schedule has no action left.
+ */
+async function checkedChange(s: ScheduleRow, body: SchedulePatch, fired: () => Promise<boolean>): Promise<ScheduleChange> {
   // the cron string is Temporal's to judge (changeSchedule); the zone is checked here, a `CRON_TZ=` prefix's too
   const timezone = body.timezone ?? (s.type === 'cron' && body.schedule !== undefined ? cronZone(body.schedule) : undefined);
   checkZone(timezone, s.type === 'cron' ? body.schedule : undefined);
@@ -159,7 +200,7 @@ function checkedChange(s: ScheduleRow, body: SchedulePatch): ScheduleChange {
   if (body.schedule !== undefined || body.jitter !== undefined) {
     throw conflict(`"schedule" and "jitter" apply to cron schedules; schedule ${s.id} is a one-time schedule`);
   }
-  if (s.ran_at !== null || s.at === 'now') throw conflict(`Schedule ${s.id} already ran`);
+  if (s.ran_at !== null || s.at === 'now' || (await fired())) throw conflict(`Schedule ${s.id} already ran`);
   if (body.at === undefined && body.timezone === undefined) return { input: body.input };
   const at = body.at ?? (s.at as string);
   const zone = body.timezone ?? s.timezone;
@@ -252,6 +293,9 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
           jitterMs: timing.type === 'cron' ? timing.jitterMs : 0,
           enabled: body.enabled ?? true,
           input: body.input ?? null,
+        }).catch((err: unknown) => {
+          // its workflow was deleted since it was read (the insert waited for the deletion's lock): as if not found
+          throw (err as { code?: string }).code === FOREIGN_KEY_VIOLATION ? notFound(WORKFLOW_NOT_FOUND) : err;
         });
         // created before COMMIT: a Temporal refusal leaves no row behind
         try {
@@ -301,12 +345,17 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
     async (request) => {
       const s = await mustGetSchedule(request.params.name, request.params.id);
       const client = await temporalClient(deps, DELETE_FAILED);
-      try {
-        await withinDeadline(client, DELETE_FAILED, () => deleteSchedule(client, s.temporal_id));
-      } catch (err) {
-        throw unknownOutcomeResynced(deps, err, [s.temporal_id], request.log) ?? err;
-      }
-      await deleteScheduleRow(deps.db, s.id);
+      // under the row's lock, like a change: a PATCH, pause or resume at the same time comes before (and its Temporal
+      // call finds the Schedule) or after (the 404); a second DELETE is the 404
+      await withTransaction(deps.db, async (c) => {
+        const current = await lockedRow(c, s, 'schedule');
+        try {
+          await withinDeadline(client, DELETE_FAILED, () => deleteSchedule(client, current.temporal_id));
+        } catch (err) {
+          throw unknownOutcomeResynced(deps, err, [current.temporal_id], request.log) ?? err;
+        }
+        await deleteScheduleRow(c, current.id);
+      });
       return { id: s.id, workflow: s.workflow, deleted: true };
     },
   );
@@ -314,7 +363,7 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
   for (const action of ['pause', 'resume'] as const) {
     app.post(
       `/workflows/:name/schedules/:id/${action}`,
-      { schema: { tags: ['schedules'], params: WorkflowScheduleParams, response: { 200: Schedule, ...DetailErrors } } },
+      { schema: { tags: ['schedules'], params: WorkflowScheduleParams, response: { 200: Schedule, ...DetailErrors, 409: Detail } } },
       async (request) => view(await setPaused(deps, await mustGetSchedule(request.params.name, request.params.id), 'schedule', action, request.log)),
     );
   }

@@ -9,7 +9,7 @@ import { type AppError, conflict, invalidRequest, notFound } from '../../lib/err
 import { newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
 import { UNIQUE_VIOLATION } from '../../lib/db/projects';
-import { getDefaultSchedule, listSchedules, lockTemporalSchedule, temporalIdsOf } from '../../lib/db/schedulerSchedules';
+import { getDefaultSchedule, listSchedules, lockTemporalIdsOf, lockTemporalSchedule, temporalIdsOf } from '../../lib/db/schedulerSchedules';
 import { isTemporalUnreachable } from '../../lib/temporal/client';
 import { runningRunsOf } from '../../lib/db/schedulerExecutions';
 import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, lockWorkflows, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
@@ -106,6 +106,22 @@ export function scheduleError(err: unknown, cron: string | null, what: string): 
   const zone = temporalZoneRejection(reason);
   if (zone) return invalidRequest(zone);
   return invalidRequest(cron !== null ? `Invalid cron expression "${cron}": ${reason}` : `Invalid schedule time: ${reason}`);
+}
+
+/**
+ * Deletes the Temporal Schedules of rows a workflow deletion has just removed (it has committed: this never throws);
+ * one Temporal does not delete now is deleted once it answers (scheduleResync.ts: a Schedule without a row goes).
+ */
+async function deleteLateSchedules(deps: DetailServiceDeps, temporalIds: string[], log: FastifyBaseLogger): Promise<void> {
+  try {
+    const client = await temporalClient(deps, DELETE_FAILED);
+    await withinDeadline(client, DELETE_FAILED, async () => {
+      for (const id of temporalIds) await deleteSchedule(client, id);
+    });
+  } catch (err) {
+    log.warn({ err: { message: (err as Error).message }, schedules: temporalIds }, 'could not delete the schedules of a deleted workflow; deleting them once Temporal answers');
+    for (const id of temporalIds) resyncScheduleLater(deps, id, log);
+  }
 }
 
 export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (fastify, { deps }) => {
@@ -214,14 +230,18 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       // Its running executions stop with it (docs/scheduler.md#deleting). Listed under the workflow's lock,
       // so a run started meanwhile is listed or cannot write its row; stopped after the commit, so a stopped run finds
       // its row gone and writes nothing (its rows are its workflow's by id, also once the name is taken again: upsertExecution).
-      const { client, runs } = await withTransaction(deps.db, async (c) => {
+      const { client, runs, late } = await withTransaction(deps.db, async (c) => {
         if (!(await lockWorkflows(c, [w.name])).length) throw notFound(WORKFLOW_NOT_FOUND);
+        // a Temporal Schedule created since the list above (a PATCH giving the default schedule its first cron, which
+        // held its row): deleted after the commit, else it would outlive its row
+        const late = (await lockTemporalIdsOf(c, [w.name])).filter((id) => !temporalIds.includes(id));
         const running = await runningRunsOf(c, [w.name]);
         // Temporal must be there to stop them: without it nothing is deleted (503)
         const stopper = running.length ? await temporalClient(deps, 'Error stopping executions') : undefined;
         await deleteWorkflow(c, w.name);
-        return { client: stopper, runs: running };
+        return { client: stopper, runs: running, late };
       });
+      if (late.length) await deleteLateSchedules(deps, late, request.log);
       if (client) await stopRuns(client, deps.db, runs, request.log);
       return { name: w.name, deleted: true };
     },

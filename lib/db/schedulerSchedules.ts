@@ -116,6 +116,21 @@ export async function temporalIdsOf(db: Queryable, workflows: string[]): Promise
   return rows.map((r) => r.temporal_id);
 }
 
+/**
+ * The same, with every schedule row of the workflows locked (FOR UPDATE) until the transaction ends, for a deletion
+ * holding the workflows' rows: a change holding a schedule row (a PATCH giving a default row its first cron, which
+ * creates its Temporal Schedule) commits first and is listed; one after it finds the row gone. A default row without a
+ * cron is locked too (it may be getting one) but not listed.
+ */
+export async function lockTemporalIdsOf(db: Queryable, workflows: string[]): Promise<string[]> {
+  if (!workflows.length) return [];
+  const { rows } = await db.query<{ temporal_id: string; listed: boolean }>(
+    `SELECT s.temporal_id, ${IS_SCHEDULE} AS listed FROM scheduler_schedules s WHERE s.workflow = ANY($1::text[]) ORDER BY s.id FOR UPDATE OF s`,
+    [workflows],
+  );
+  return rows.filter((r) => r.listed).map((r) => r.temporal_id);
+}
+
 /** Changes a schedule (undefined keeps a field; `input: null` removes the input). */
 export async function updateSchedule(
   db: Queryable,

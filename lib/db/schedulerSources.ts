@@ -2,7 +2,7 @@
 import type { Queryable } from './pool';
 import { jsonParam } from './storableText';
 import { runningRunsOf, type RunningRun } from './schedulerExecutions';
-import { temporalIdsOf } from './schedulerSchedules';
+import { lockTemporalIdsOf } from './schedulerSchedules';
 import { lockWorkflows } from './schedulerWorkflows';
 
 export type SourceType = 'flow-builder' | 'langflow' | 'automagik-hive' | 'automagik-agents';
@@ -145,7 +145,7 @@ export async function deleteSourceCascade(
 ): Promise<{ deleted: boolean; workflows: string[]; temporalIds: string[]; runningRuns: RunningRun[] }> {
   const linked = await db.query<{ workflow: string }>('SELECT workflow FROM scheduler_workflow_sources WHERE source_id = $1 ORDER BY workflow', [id]);
   const workflows = await lockWorkflows(db, linked.rows.map((r) => r.workflow));
-  const temporalIds = await temporalIdsOf(db, workflows);
+  const temporalIds = await lockTemporalIdsOf(db, workflows);
   const runningRuns = await runningRunsOf(db, workflows);
   if (workflows.length) await db.query('DELETE FROM scheduler_workflows WHERE name = ANY($1::text[])', [workflows]);
   const { rowCount } = await db.query('DELETE FROM scheduler_sources WHERE id = $1', [id]);

@@ -14,7 +14,9 @@ const UNKNOWN_ZONE = (zone: string) => `Unknown time zone "${zone}": use an IANA
 /**
  * Returns null for an IANA zone name the runtime knows (e.g. Asia/Kolkata, UTC), else the reason. Names are
  * case-sensitive, as in Temporal (Go's tz database): the runtime's Intl takes `utc` and `europe/paris`, Temporal then
- * refused them in words about the cron string.
+ * refused them in words about the cron string. Intl answers with its own name for an alias (`Europe/Kyiv` is
+ * `Europe/Kiev`, `EST5EDT` `America/New_York`), so a wrong-cased alias (`europe/kyiv`) is not the resolved name in
+ * another case; every part of every tz database name starts with a capital letter, which such a name lacks.
  */
 export function timezoneError(zone: string): string | null {
   if (!/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(zone) || zone.length > 64) return UNKNOWN_ZONE(zone);
@@ -25,6 +27,7 @@ export function timezoneError(zone: string): string | null {
     return UNKNOWN_ZONE(zone);
   }
   if (resolved !== zone && resolved.toLowerCase() === zone.toLowerCase()) return `${UNKNOWN_ZONE(zone)} (names are case-sensitive: "${resolved}")`;
+  if (!zone.split('/').every((part) => /^[A-Z]/.test(part))) return `${UNKNOWN_ZONE(zone)} (names are case-sensitive)`;
   return null;
 }
 

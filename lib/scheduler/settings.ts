@@ -31,9 +31,10 @@ export function schedulerSettings(config: ArmadaConfig): SchedulerSettings {
 /** "850ms", "2.3s", "4m 05s", "1h 02m": the human-readable durations of executions and tasks. */
 export function humanDuration(ms: number | null): string | null {
   if (ms === null || !Number.isFinite(ms) || ms < 0) return null;
-  if (ms < 1000) return `${Math.round(ms)}ms`;
+  // the bounds are those of the rounded value: 999.7 ms is `1.0s`, 59.96 s `1m 00s` (not `1000ms`, `60.0s`)
+  if (ms < 999.5) return `${Math.round(ms)}ms`;
   const s = ms / 1000;
-  if (s < 60) return `${s.toFixed(1)}s`;
+  if (s < 59.95) return `${s.toFixed(1)}s`;
   const total = Math.round(s);
   const h = Math.floor(total / 3600);
   const m = Math.floor((total % 3600) / 60);
