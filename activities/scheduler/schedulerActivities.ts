@@ -35,7 +35,7 @@ import { untilAnswered } from './untilAnswered';
 import { FOREIGN_KEY_VIOLATION, isPostgresUnavailable } from '../../lib/db/pool';
 import { groupNice } from '../../lib/process/priority';
 
-/** Output kept on a task (the logs hold every line). */
+/** Output kept on a task (the logs hold more: TASK_HEAD_LINES and TASK_TAIL_LINES below). */
 const MAX_OUTPUT = 64 * 1024;
 
 export type { TaskRunResult };
@@ -46,6 +46,13 @@ function capped(buf: string): string {
 
 /** Lines of one task that may wait in memory while PostgreSQL is unreachable (each at most 8,192 characters). */
 const MAX_HELD_LINES = 10_000;
+/**
+ * A task's log keeps its first TASK_HEAD_LINES lines and its last TASK_TAIL_LINES, with one line between them saying
+ * how many were left out: a script printing without end (`yes`) filled the worker's memory faster than PostgreSQL took
+ * the lines, and its execution's logs could not be answered.
+ */
+export const TASK_HEAD_LINES = 10_000;
+export const TASK_TAIL_LINES = 1_000;
 /** How long a task's end waits (heartbeating) for PostgreSQL to come back to take its last lines. */
 const CLOSE_WAIT_MS = 60_000;
 
@@ -64,7 +71,23 @@ function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number, s
   let leftOut = 0;
   let outage = false;
   let flushing: Promise<void> = after ? after.then(() => undefined, () => undefined) : Promise.resolve();
-  const line = (level: LogLine['level'], message: string): LogLine => ({ key: `t${taskIndex}:${seq++}`, ts: new Date().toISOString(), level, message: message.slice(0, 8192) });
+  const line = (level: LogLine['level'], message: string, ts = new Date().toISOString()): LogLine => ({ key: `t${taskIndex}:${seq++}`, ts, level, message: message.slice(0, 8192) });
+  /** lines taken past the head (TASK_HEAD_LINES): the last TASK_TAIL_LINES of them, a ring from `tailStart` */
+  let taken = 0;
+  const tail: { level: LogLine['level']; message: string; ts: string }[] = [];
+  let tailStart = 0;
+  let tailDropped = 0;
+  /** the kept tail, after a line saying how many went (written by close) */
+  const flushTail = () => {
+    if (!tail.length) return;
+    const kept = [...tail.slice(tailStart), ...tail.slice(0, tailStart)];
+    if (tailDropped) {
+      const n = tailDropped.toLocaleString('en-US');
+      pending.push(line('warning', `${n} line${tailDropped === 1 ? '' : 's'} left out here: a task's log keeps its first ${TASK_HEAD_LINES.toLocaleString('en-US')} and last ${TASK_TAIL_LINES.toLocaleString('en-US')} lines`, kept[0]?.ts));
+    }
+    for (const l of kept) pending.push(line(l.level, l.message, l.ts));
+    tail.length = 0;
+  };
   const flush = () => {
     flushing = flushing.then(async () => {
       const batch = pending;
@@ -88,6 +111,16 @@ function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number, s
   const timer = setInterval(() => void flush(), 250);
   return {
     add(level: LogLine['level'], message: string) {
+      if (++taken > TASK_HEAD_LINES) {
+        const l = { level, message: message.slice(0, 8192), ts: new Date().toISOString() };
+        if (tail.length < TASK_TAIL_LINES) tail.push(l);
+        else {
+          tail[tailStart] = l;
+          tailStart = (tailStart + 1) % TASK_TAIL_LINES;
+          tailDropped++;
+        }
+        return;
+      }
       // only while PostgreSQL is away: with it up, a fast script's lines all wait for their turn, as before
       if (outage && pending.length >= MAX_HELD_LINES) {
         leftOut++;
@@ -103,6 +136,7 @@ function logWriter(deps: ActivityDeps, executionId: string, taskIndex: number, s
     /** Writes what is left (waiting up to CLOSE_WAIT_MS for PostgreSQL); the caller heartbeats meanwhile (keepAlive). */
     async close() {
       clearInterval(timer);
+      flushTail();
       await flush();
       if (!pending.length) return;
       const deadline = Date.now() + CLOSE_WAIT_MS;

@@ -238,6 +238,26 @@ describe('scheduler workflows, schedules and executions', () => {
     expect(metrics).toContain('armada_scheduler_execution_duration_seconds_count{status="completed"}');
   });
 
+  test("a script printing 200,000 lines: its task's log keeps the first 10,000 and last 1,000, with a line saying how many went between", async () => {
+    const name = `chatty-${uniq}`;
+    expect((await inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 'count', type: 'script', script: 'seq 1 200000' }] })).statusCode).toBe(201);
+    const id = (await inject('POST', `/api/v1/workflows/${name}/run`)).json().executionId;
+    const done = await eventually(async () => {
+      const e = (await inject('GET', `/api/v1/executions/${id}`)).json();
+      return e.status !== 'running' && e;
+    }, 60_000);
+    expect(done).toMatchObject({ status: 'completed', tasks: [{ name: 'count', status: 'completed' }] });
+    const logs: { level: string; message: string }[] = (await inject('GET', `/api/v1/executions/${id}/logs`)).json().logs;
+    const counted = logs.filter((l) => /^\d+$/.test(l.message)).map((l) => Number(l.message));
+    const expected = [...Array.from({ length: 10_000 }, (_v, i) => i + 1), ...Array.from({ length: 1_000 }, (_v, i) => 199_001 + i)];
+    expect(counted).toEqual(expected);
+    const gap = logs.findIndex((l) => l.message.includes('left out here'));
+    expect(logs[gap]).toEqual(expect.objectContaining({ level: 'warning', message: "189,000 lines left out here: a task's log keeps its first 10,000 and last 1,000 lines" }));
+    expect(logs[gap - 1]?.message).toBe('10000');
+    expect(logs[gap + 1]?.message).toBe('199001');
+    expect(logs.map((l) => l.message)).toEqual(expect.arrayContaining(['Task count completed', 'Execution completed']));
+  });
+
   test("a script gets its own temp dir and none of Armada's secrets", async () => {
     const name = `env-${uniq}`;
     process.env.ARMADA_ENCRYPTION_KEY_PROBE = 'leak';
