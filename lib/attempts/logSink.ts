@@ -10,7 +10,8 @@
  * hold back the others); a process's lines whose insert failed ATTEMPTS times are dropped with a warning.
  * While PostgreSQL cannot be reached (a restart, an outage), inserts are retried every RETRY_MS without limit and the
  * lines wait in memory, up to MAX_HELD_CHARS per run: an outage no longer loses the lines printed meanwhile. Past that
- * budget (during the outage) the newest lines are left out and one line in their place says how many.
+ * budget (during an outage, or a run printing faster than the inserts take its lines) the newest lines are left out
+ * and one line in their place says how many.
  */
 import { isPostgresUnavailable, type Queryable } from '../db/pool';
 import { appendLogs, appendLogsOfProcesses, type LogEntry } from '../db/processes';
@@ -66,6 +67,8 @@ interface SinkState {
   counted: number;
   /** lines left out since the budget was reached (a line says how many once there is room again) */
   leftOut: number;
+  /** why the lines counted in leftOut were left out: PostgreSQL away, or the run printing faster than the inserts */
+  leftOutWhy: 'outage' | 'rate';
   /** an outage was reported for this run (one warning per outage) */
   outage: boolean;
   /** MAX_HELD_CHARS unless the sink was made with another budget */
@@ -75,15 +78,17 @@ interface SinkState {
 const charsOf = (e: LogEntry) => e.message.length + (e.raw?.length ?? 0);
 
 /**
- * Counts the entries the producer pushed since the last call. While PostgreSQL is unreachable the run is kept within
- * its budget: over it, the newest entries are left out. Once they can go in again, a line saying how many were left
- * out goes before the new ones. While PostgreSQL answers nothing is left out (the inserts take the lines as fast as
- * they come, as before).
+ * Counts the entries the producer pushed since the last call, and keeps the run within its budget: over it, the newest
+ * entries are left out — while PostgreSQL is unreachable, or while the run prints faster than the inserts take its
+ * lines (an agent's tool printing without end: before session 41 its lines filled the worker's memory). Once they can
+ * go in again, a line saying how many were left out goes before the new ones, or last when `final` (a flush: the run
+ * may print nothing more). A run the inserts keep up with never reaches the budget, so nothing of it is left out.
  */
-function admit(s: SinkState): void {
+function admit(s: SinkState, final = false): void {
   const before = s.counted;
   for (; s.counted < s.queue.length; s.counted++) s.heldChars += charsOf(s.queue[s.counted] as LogEntry);
-  if (s.outage && s.heldChars > s.maxHeldChars) {
+  if (s.heldChars > s.maxHeldChars) {
+    if (!s.leftOut) s.leftOutWhy = s.outage ? 'outage' : 'rate';
     while (s.heldChars > s.maxHeldChars && s.queue.length > before) {
       s.heldChars -= charsOf(s.queue.pop() as LogEntry);
       s.counted--;
@@ -91,15 +96,19 @@ function admit(s: SinkState): void {
     }
     return;
   }
-  if (s.leftOut && before < s.queue.length) {
-    const first = s.queue[before] as LogEntry;
+  if (s.leftOut && (before < s.queue.length || final)) {
+    const at = before < s.queue.length ? before : s.queue.length;
+    const why =
+      s.leftOutWhy === 'outage'
+        ? `PostgreSQL was unavailable and the worker already held ${s.maxHeldChars} characters of this run's waiting lines`
+        : `this run printed faster than its lines could be stored, and the worker already held ${s.maxHeldChars} characters of them`;
     const note: LogEntry = {
       level: 'warn',
-      message: `${s.leftOut} line${s.leftOut === 1 ? '' : 's'} left out here: PostgreSQL was unavailable and the worker already held ${s.maxHeldChars} characters of this run's waiting lines`,
-      timestamp: first.timestamp,
+      message: `${s.leftOut} line${s.leftOut === 1 ? '' : 's'} left out here: ${why}`,
+      timestamp: s.queue[at]?.timestamp ?? new Date().toISOString(),
       source: 'armada',
     };
-    s.queue.splice(before, 0, note);
+    s.queue.splice(at, 0, note);
     s.counted++;
     s.heldChars += charsOf(note);
     s.leftOut = 0;
@@ -195,7 +204,7 @@ function schedule(w: Writer): void {
 /** `queue` is the array the producer pushes entries into; the sink takes them out from the front. */
 export function createLogSink(o: { db: Queryable; processId: string; attemptId: string; queue: LogEntry[]; logger: Logger; maxHeldChars?: number }): LogSink {
   const w = writerFor(o.db);
-  const s: SinkState = { processId: o.processId, attemptId: o.attemptId, queue: o.queue, logger: o.logger, failures: 0, retryAt: 0, inFlight: 0, heldChars: 0, counted: 0, leftOut: 0, outage: false, maxHeldChars: o.maxHeldChars ?? MAX_HELD_CHARS };
+  const s: SinkState = { processId: o.processId, attemptId: o.attemptId, queue: o.queue, logger: o.logger, failures: 0, retryAt: 0, inFlight: 0, heldChars: 0, counted: 0, leftOut: 0, leftOutWhy: 'outage', outage: false, maxHeldChars: o.maxHeldChars ?? MAX_HELD_CHARS };
   return {
     poke() {
       admit(s);
@@ -207,7 +216,7 @@ export function createLogSink(o: { db: Queryable; processId: string; attemptId: 
       schedule(w);
     },
     async flush(signal) {
-      admit(s);
+      admit(s, true);
       // until this sink's lines queued so far (and any in flight) are written: other sinks' lines ride along
       while ((s.queue.length || s.inFlight) && !signal?.aborted) {
         w.active.add(s);

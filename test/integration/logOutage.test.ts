@@ -124,7 +124,29 @@ test('a scheduler script task\'s log lines printed during a PostgreSQL outage of
   expect(during).toBeLessThan(LINES - 100);
 }, 120_000);
 
-test('with PostgreSQL up, a script printing 30,000 lines at once keeps every one (the outage budget does not apply)', async () => {
+test('with PostgreSQL up, a run printing faster than its lines are stored is kept within its budget: the newest are left out, and a line at the end says how many', async () => {
+  const h = api(stack);
+  const p = await h.project();
+  const started = await h.start(await h.task(p.id, 'rate'), 'chatty');
+  await h.until(started.attemptId, ['completed', 'failed'], 60_000);
+  const before = (await stack.db.query('SELECT max(seq)::int AS n FROM process_logs WHERE process_id = $1', [started.processId])).rows[0].n as number;
+
+  const queue: LogEntry[] = [];
+  const sink = createLogSink({ db: workerDb, processId: started.processId, attemptId: started.attemptId, queue, logger, maxHeldChars: 100 });
+  const line = (message: string): LogEntry => ({ level: 'info', message, timestamp: new Date().toISOString(), source: 'stdout' });
+  // 30 lines at once, before any insert could take one: 14 fit in 100 characters
+  for (let i = 1; i <= 30; i++) queue.push(line(`fast ${String(i).padStart(2, '0')}`));
+  sink.poke();
+  await sink.flush();
+  sink.close();
+  const { rows } = await stack.db.query<{ seq: number; message: string }>('SELECT seq, message FROM process_logs WHERE process_id = $1 AND seq > $2 ORDER BY seq', [started.processId, before]);
+  expect(rows.map((r) => r.message)).toEqual([
+    ...Array.from({ length: 14 }, (_v, i) => `fast ${String(i + 1).padStart(2, '0')}`),
+    '16 lines left out here: this run printed faster than its lines could be stored, and the worker already held 100 characters of them',
+  ]);
+}, 120_000);
+
+test('with PostgreSQL up, a script printing 30,000 lines at once keeps its first 10,000 and last 1,000 (the task\'s limit), and nothing is left out for the outage budget', async () => {
   const inject = schedulerInject(stack);
   expect((await inject('POST', '/api/v1/workflows', { name: 'fast-script', tasks: [{ name: 'fast', type: 'script', script: 'seq 1 30000' }] })).statusCode).toBe(201);
   const { id, execution } = await runWorkflowToEnd(stack, 'fast-script');
@@ -133,5 +155,7 @@ test('with PostgreSQL up, a script printing 30,000 lines at once keeps every one
     "SELECT count(*) FILTER (WHERE message ~ '^[0-9]+$')::int AS n, count(*) FILTER (WHERE message LIKE '%left out%')::int AS left FROM scheduler_execution_logs WHERE execution_id = $1",
     [id],
   );
-  expect(rows[0]).toEqual({ n: 30000, left: 0 });
+  expect(rows[0]).toEqual({ n: 11000, left: 1 });
+  const note = await stack.db.query<{ message: string }>("SELECT message FROM scheduler_execution_logs WHERE execution_id = $1 AND message LIKE '%left out%'", [id]);
+  expect(note.rows[0]?.message).toBe("19,000 lines left out here: a task's log keeps its first 10,000 and last 1,000 lines");
 }, 120_000);
