@@ -5,8 +5,8 @@
 import { fetchFailureReason } from '../http/fetchFailure';
 import { formatBytes, readBoundedText } from '../http/readBounded';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { JsonRpcStdioTransport } from './jsonRpcStdio';
 import type { JsonSchema, ToolDefinition } from './openapiToTools';
 import { checkedPath, headerValue, pathSegment, stringValue } from './requestValues';
 
@@ -177,7 +177,8 @@ export function createToolServer(tools: ServedTool[], opts: ToolServerOptions): 
 /** Serves the tools over stdio until stdin closes or a SIGINT/SIGTERM arrives. */
 export async function serveStdio(tools: ServedTool[], opts: ToolServerOptions): Promise<void> {
   const server = createToolServer(tools, opts);
-  const transport = new StdioServerTransport();
+  // the methods createToolServer's server answers: a request of one of them with params not its own is a -32602
+  const transport = new JsonRpcStdioTransport(new Set(['initialize', 'ping', 'tools/list', 'tools/call']));
   await server.connect(transport);
   await new Promise<void>((resolve) => {
     const done = () => resolve();

@@ -412,4 +412,52 @@ describe('armada tools openapi', () => {
       await new Promise((r) => silent.close(r));
     }
   }, 120_000);
+  test('malformed JSON-RPC lines are answered with JSON-RPC 2.0 errors, not dropped; the server goes on answering', async () => {
+    const { spawn } = require('node:child_process') as typeof import('node:child_process');
+    const child = spawn(process.execPath, [BIN, 'tools', 'openapi', `${base}/openapi.json`, '--base-url', `${base}/v1`], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const answers: { id?: unknown; error?: { code: number; message: string }; result?: unknown }[] = [];
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      for (let i = out.indexOf('\n'); i !== -1; i = out.indexOf('\n')) {
+        answers.push(JSON.parse(out.slice(0, i)));
+        out = out.slice(i + 1);
+      }
+    });
+    const lines = [
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '1.0', id: 2, method: 'tools/list' },
+      [{ jsonrpc: '2.0', id: 3, method: 'tools/list' }],
+      '{not json',
+      '"a string"',
+      { jsonrpc: '2.0', id: { a: 1 }, method: 'tools/list' },
+      { jsonrpc: '2.0', id: 4, method: 'no/such/method' },
+      { jsonrpc: '2.0', id: 5, method: 'tools/call', params: {} },
+      { jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'listPets', arguments: 'not an object' } },
+      { jsonrpc: '2.0', method: 'tools/list' }, // a notification: no answer
+      { jsonrpc: '2.0', id: 7, method: 'ping' },
+    ];
+    try {
+      child.stdin.write(`${lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n')}\n`);
+      const deadline = Date.now() + 30_000;
+      while (!answers.some((a) => a.id === 7) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 300)); // nothing else comes
+      const code = (id: unknown) => answers.filter((a) => JSON.stringify(a.id) === JSON.stringify(id)).map((a) => a.error?.code ?? 'result');
+      expect(code(1)).toEqual(['result']);
+      expect(code(2)).toEqual([-32600]); // wrong jsonrpc version, answered with its id
+      // a batch, a line that is not JSON, a message that is not an object, an id that is an object: id null
+      expect(code(null).sort()).toEqual([-32700, -32600, -32600, -32600].sort());
+      expect(answers.find((a) => a.error?.code === -32700)?.error?.message).toMatch(/^Parse error/);
+      expect(code(4)).toEqual([-32601]);
+      // params not those of tools/call: invalid params, not an internal error
+      expect(code(5)).toEqual([-32602]);
+      expect(code(6)).toEqual([-32602]);
+      expect(code(7)).toEqual(['result']);
+      expect(answers).toHaveLength(10);
+      for (const a of answers) expect((a as { jsonrpc?: string }).jsonrpc).toBe('2.0');
+    } finally {
+      child.kill();
+    }
+  }, 60_000);
 });
