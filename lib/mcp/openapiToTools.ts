@@ -420,6 +420,8 @@ function operationTool(doc: JsonObject, swagger2: boolean, item: JsonObject, op:
     }
   }
 
+  // fetch sends no body with GET or HEAD: a body the document gives one would be inputs that are never sent
+  if (method === 'get' || method === 'head') bodySchema = undefined;
   if (bodySchema) {
     const bodyProps = bodySchema.type === 'object' || bodySchema.properties ? recordOf(bodySchema.properties) : undefined;
     const clash = bodyProps && Object.keys(bodyProps).some((k) => Object.hasOwn(properties, k));

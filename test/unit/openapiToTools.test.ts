@@ -231,6 +231,23 @@ describe('openapiToTools', () => {
     expect(buildRequest(served('getFlag'), { on: true }).url).toBe('http://h/base/flags/true');
   });
 
+  test('a GET or HEAD with a request body (OpenAPI 3 requestBody, Swagger 2.0 in: body): no inputs for it, since fetch never sends it', async () => {
+    const body = { required: true, content: { 'application/json': { schema: { type: 'object', required: ['q'], properties: { q: { type: 'string' } } } } } };
+    const doc = {
+      openapi: '3.0.3',
+      info: { title: 'T', version: '1' },
+      servers: [{ url: 'http://h' }],
+      paths: { '/search': { get: { operationId: 'search', parameters: [{ name: 'page', in: 'query', schema: { type: 'integer' } }], requestBody: body }, head: { operationId: 'probe', requestBody: body }, post: { operationId: 'searchPost', requestBody: body } } },
+    };
+    const tools = openapiToTools(doc).tools;
+    // before, `q` was a required input of the GET, and what a model gave for it was dropped from the request
+    expect(tools.find((t) => t.name === 'search')?.inputSchema).toEqual({ type: 'object', properties: { page: { type: 'integer' } } });
+    expect(tools.find((t) => t.name === 'probe')?.inputSchema).toEqual({ type: 'object', properties: {} });
+    expect(tools.find((t) => t.name === 'searchPost')?.inputSchema).toMatchObject({ required: ['q'], properties: { q: { type: 'string' } } });
+    const swagger = { swagger: '2.0', info: { title: 'S', version: '1' }, host: 'h', paths: { '/find': { get: { operationId: 'find', parameters: [{ name: 'body', in: 'body', required: true, schema: { type: 'object', properties: { q: { type: 'string' } } } }] } } } };
+    expect(openapiToTools(swagger).tools[0]?.inputSchema).toEqual({ type: 'object', properties: {} });
+  });
+
   test('curation renames, omits properties and skips operations the document lacks', () => {
     const doc = {
       openapi: '3.1.0',
