@@ -106,6 +106,15 @@ describe('shared memory', () => {
     expect(sum).toBe(stats.totalEntries);
   });
 
+  test('a query word holding an & (a URL with a query string) is searched as written: the entry holding the URL ranks first', async () => {
+    const url = await store('The build dashboard is at http://ci.example.test/view?job=armada&branch=main', 'carol');
+    const mirror = await store('ci.example.test ci.example.test ci.example.test ci.example.test mirror', 'carol');
+    const res = (await call('GET', `/api/v1/memory/search?agent=carol&q=${encodeURIComponent('http://ci.example.test/view?job=armada&branch=main')}`)).json();
+    // before, the query looked for `…job=armada|branch=main` and matched the host alone: the mirror ranked first
+    expect(res.results.map((r: { id: string }) => r.id)).toEqual([url, mirror]);
+    expect(res.results[0].relevance).toBeGreaterThan(res.results[1].relevance);
+  });
+
   test('validation and auth', async () => {
     const missing = await call('POST', '/api/v1/memory', { metadata: {} });
     expect(missing.statusCode).toBe(400);
