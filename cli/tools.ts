@@ -15,6 +15,23 @@ import { asksForHelp, parseSubcommandArgs, refuseExtraArguments, UsageError } fr
  * file that exists (the editor starts the server in a directory of its own, so a relative path would not be found
  * there). Anything else is refused now, instead of being written and failing when the editor starts the server.
  */
+/**
+ * The base URL of `--base-url` (or OPENAPI_BASE_URL, named by `from`), refused (exit 2) unless fetch can send requests
+ * to it: an http(s) URL without a user name or password (fetch refuses those, and each tool error showed the URL, the
+ * password with it, to the model). Before, anything was taken and every tool call failed.
+ */
+function baseUrlOption(value: string, from: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new EditorConfigError(`${from} "${value}" is not an http(s) URL; give the service's URL, such as http://127.0.0.1:8080/v1`);
+  if (url.username || url.password) throw new EditorConfigError(`${from} holds a user name or password, which fetch does not send from a URL; give the key with --api-key, --header or OPENAPI_API_KEY instead`);
+  return value;
+}
+
 function openapiSource(value: string, cwd: string): string {
   if (/^https?:\/\/[^\s/?#]+/i.test(value)) return value;
   let file: string | undefined;
@@ -96,6 +113,8 @@ async function runOpenapi(args: string[]): Promise<number> {
     if (i <= 0) throw new UsageError('tools openapi', `--header "${h}" is not "Name: value"`, 'tools');
     headers[h.slice(0, i).trim().toLowerCase()] = h.slice(i + 1).trim();
   }
+  // refused before the document is fetched: a wrong --base-url is known at once
+  const given = values['base-url'] !== undefined ? baseUrlOption(values['base-url'], '--base-url') : process.env.OPENAPI_BASE_URL ? baseUrlOption(process.env.OPENAPI_BASE_URL, 'OPENAPI_BASE_URL') : undefined;
   const docSource = /^https?:\/\//i.test(source) || source.startsWith('file://') ? source : path.resolve(source);
   let doc: Awaited<ReturnType<typeof loadOpenApiDocument>>;
   try {
@@ -107,7 +126,7 @@ async function runOpenapi(args: string[]): Promise<number> {
   }
   const api = openapiToTools(doc, { include: list(values.include), exclude: list(values.exclude), documentUrl: docSource });
   for (const s of api.skipped) err(`armada tools openapi: left out ${s.method ? `${s.method} ${s.path}` : `the operations of ${s.path}`}, which the document describes in a shape that cannot be read (${s.reason}); fix it there to serve it`);
-  const baseUrl = values['base-url'] ?? process.env.OPENAPI_BASE_URL ?? api.serverUrl;
+  const baseUrl = given ?? api.serverUrl;
   if (!baseUrl) {
     err(`armada tools openapi: ${api.serverUrlUnusable ? `the document's server URL ${api.serverUrlUnusable}` : 'the document names no server URL'}; give --base-url`);
     return 2;
@@ -229,10 +248,10 @@ function runConfig(argv: string[]): number {
       if (values.openapi !== undefined) {
         if (command.length) throw new EditorConfigError('give either --openapi URL or -- <command>, not both');
         const self = armadaCommand();
-        entry = { command: self.command, args: [...self.args, 'tools', 'openapi', openapiSource(values.openapi, loc.cwd), ...(values['base-url'] ? ['--base-url', values['base-url']] : [])], env };
+        entry = { command: self.command, args: [...self.args, 'tools', 'openapi', openapiSource(values.openapi, loc.cwd), ...(values['base-url'] !== undefined ? ['--base-url', baseUrlOption(values['base-url'], '--base-url')] : [])], env };
       } else {
         if (!command.length) throw new EditorConfigError('give the server command after --, or --openapi URL');
-        if (values['base-url']) throw new EditorConfigError('--base-url goes with --openapi');
+        if (values['base-url'] !== undefined) throw new EditorConfigError('--base-url goes with --openapi');
         entry = { command: command[0] as string, args: command.slice(1), env };
       }
       const r = addServer({ editor: editorOf(values.editor, true) as Editor, scope: scopeOf(values.scope), name, entry, location: loc, dryRun: values['dry-run'] });

@@ -368,6 +368,16 @@ describe('armada tools config (CLI)', () => {
       expect(refused.stderr.trim()).toBe(`armada tools: --openapi "${value}" is neither an http(s) URL nor a file that exists; give the document's URL or the path of its file`);
     }
     expect(readJson(file).mcpServers.z).toBeUndefined();
+    // a --base-url every tool call would fail with is refused too, not written
+    for (const value of ['not a url', 'ftp://api.example.test', 'file:///etc', '']) {
+      const refused = await cli(['add', 'z', '--editor', 'cursor', '--openapi', 'https://example.test/openapi.json', '--base-url', value]);
+      expect(refused).toMatchObject({ code: 2, stderr: `armada tools: --base-url "${value}" is not an http(s) URL; give the service's URL, such as http://127.0.0.1:8080/v1\n` });
+    }
+    const withPassword = await cli(['add', 'z', '--editor', 'cursor', '--openapi', 'https://example.test/openapi.json', '--base-url', 'https://me:s3cret@api.example.test']);
+    expect(withPassword.code).toBe(2);
+    expect(withPassword.stderr).toMatch(/^armada tools: --base-url holds a user name or password/);
+    expect(withPassword.stderr).not.toContain('s3cret');
+    expect(readJson(file).mcpServers.z).toBeUndefined();
 
     const dry = await cli(['add', 'x', '--editor', 'vscode', '--scope', 'project', '--dry-run', '--', 'cmd']);
     expect(dry.code).toBe(0);

@@ -391,6 +391,25 @@ describe('armada tools openapi', () => {
     }
   }, 120_000);
 
+  test('a --base-url (or OPENAPI_BASE_URL) fetch cannot send to is refused at start, one line, exit 2, the password never shown', async () => {
+    for (const value of ['not a url', 'ftp://127.0.0.1/v1']) {
+      const r = await listRun([`${base}/openapi.json`, '--base-url', value]);
+      expect(r).toMatchObject({ code: 2, stdout: '', stderr: `armada tools: --base-url "${value}" is not an http(s) URL; give the service's URL, such as http://127.0.0.1:8080/v1\n` });
+    }
+    // before, taken as given: every call failed, and its tool error showed the URL, password included, to the model
+    const r = await listRun([`${base}/openapi.json`, '--base-url', `http://me:s3cret@127.0.0.1:${new URL(base).port}/v1`]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^armada tools: --base-url holds a user name or password, which fetch does not send from a URL/);
+    expect(r.stderr).not.toContain('s3cret');
+    const { execFile } = require('node:child_process') as typeof import('node:child_process');
+    const fromEnv = await new Promise<{ code: number; stderr: string }>((resolve) =>
+      execFile(process.execPath, [BIN, 'tools', 'openapi', `${base}/openapi.json`, '--list'], { encoding: 'utf8', env: { ...process.env, OPENAPI_BASE_URL: 'localhost:8080' } }, (e, _so, se) =>
+        resolve({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stderr: se }),
+      ),
+    );
+    expect(fromEnv).toEqual({ code: 2, stderr: `armada tools: OPENAPI_BASE_URL "localhost:8080" is not an http(s) URL; give the service's URL, such as http://127.0.0.1:8080/v1\n` });
+  }, 60_000);
+
   test('a document URL that never answers ends with the timeout as the message, not a crash of the error handler', async () => {
     // accepts connections and says nothing: the 30 s document fetch times out with a TimeoutError (numeric code 23)
     const net = require('node:net') as typeof import('node:net');
