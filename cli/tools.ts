@@ -16,11 +16,11 @@ import { asksForHelp, parseSubcommandArgs, refuseExtraArguments, UsageError } fr
  * there). Anything else is refused now, instead of being written and failing when the editor starts the server.
  */
 /**
- * The base URL of `--base-url` (or OPENAPI_BASE_URL, named by `from`), refused (exit 2) unless fetch can send requests
+ * The base URL of `--base-url` (or OPENAPI_BASE_URL, `tools serve`'s `--task-url` / `--scheduler-url`; named by `from`), refused (exit 2) unless fetch can send requests
  * to it: an http(s) URL without a user name or password (fetch refuses those, and each tool error showed the URL, the
  * password with it, to the model). Before, anything was taken and every tool call failed.
  */
-function baseUrlOption(value: string, from: string): string {
+function baseUrlOption(value: string, from: string, keyFrom = '--api-key, --header or OPENAPI_API_KEY'): string {
   let url: URL | undefined;
   try {
     url = new URL(value);
@@ -28,7 +28,7 @@ function baseUrlOption(value: string, from: string): string {
     url = undefined;
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new EditorConfigError(`${from} "${value}" is not an http(s) URL; give the service's URL, such as http://127.0.0.1:8080/v1`);
-  if (url.username || url.password) throw new EditorConfigError(`${from} holds a user name or password, which fetch does not send from a URL; give the key with --api-key, --header or OPENAPI_API_KEY instead`);
+  if (url.username || url.password) throw new EditorConfigError(`${from} holds a user name or password, which fetch does not send from a URL; give the key with ${keyFrom} instead`);
   return value;
 }
 
@@ -165,10 +165,10 @@ async function runServe(args: string[]): Promise<number> {
     tools = await armadaTools(
       [
         // where armada start serves them (ARMADA_HOST and the services' ports) unless a URL says otherwise
-        { service: 'task', baseUrl: values['task-url'] ?? config.serviceUrls.task, headers: taskKey ? { authorization: `Bearer ${taskKey}` } : {} },
+        { service: 'task', baseUrl: values['task-url'] !== undefined ? baseUrlOption(values['task-url'], '--task-url', 'ARMADA_TASK_API_KEY') : config.serviceUrls.task, headers: taskKey ? { authorization: `Bearer ${taskKey}` } : {} },
         {
           service: 'scheduler',
-          baseUrl: values['scheduler-url'] ?? config.serviceUrls.scheduler,
+          baseUrl: values['scheduler-url'] !== undefined ? baseUrlOption(values['scheduler-url'], '--scheduler-url', 'ARMADA_API_KEY or ARMADA_SCHEDULER_API_KEY') : config.serviceUrls.scheduler,
           headers: schedulerKey ? { 'x-api-key': schedulerKey } : {},
           missingKeyAdvice: schedulerKey ? undefined : missingClientKeyAdvice(config, 'scheduler'),
         },
@@ -248,7 +248,7 @@ function runConfig(argv: string[]): number {
       if (values.openapi !== undefined) {
         if (command.length) throw new EditorConfigError('give either --openapi URL or -- <command>, not both');
         const self = armadaCommand();
-        entry = { command: self.command, args: [...self.args, 'tools', 'openapi', openapiSource(values.openapi, loc.cwd), ...(values['base-url'] !== undefined ? ['--base-url', baseUrlOption(values['base-url'], '--base-url')] : [])], env };
+        entry = { command: self.command, args: [...self.args, 'tools', 'openapi', openapiSource(values.openapi, loc.cwd), ...(values['base-url'] !== undefined ? ['--base-url', baseUrlOption(values['base-url'], '--base-url', '--env OPENAPI_API_KEY=…')] : [])], env };
       } else {
         if (!command.length) throw new EditorConfigError('give the server command after --, or --openapi URL');
         if (values['base-url'] !== undefined) throw new EditorConfigError('--base-url goes with --openapi');
