@@ -5,7 +5,7 @@
  * waited forever for the answer of a request it had written wrong):
  *
  * - not JSON: `-32700` (parse error), id null;
- * - JSON that is not one JSON-RPC 2.0 message (`jsonrpc` other than "2.0", an id that is not a string or number, no
+ * - JSON that is not one JSON-RPC 2.0 message (`jsonrpc` other than "2.0", an id that is not a string or integer, no
  *   `method`, a batch array: MCP has no batches since its 2025-06-18 revision): `-32600` (invalid request), with the
  *   request's id when one can be read, else null;
  * - a request of a method the server handles whose params are not that method's (`tools/call` without a `name`):
@@ -25,7 +25,7 @@ const errorAnswer = (id: RequestId | null, code: number, message: string): Error
 
 function readableId(value: unknown): RequestId | null {
   const id = value && typeof value === 'object' && !Array.isArray(value) ? (value as { id?: unknown }).id : undefined;
-  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
+  return typeof id === 'string' || Number.isSafeInteger(id) ? (id as RequestId) : null;
 }
 
 /** Each client request's params schema, by method (the SDK's own schemas). */
@@ -56,7 +56,7 @@ export function checkMessage(line: string, handledMethods: ReadonlySet<string>):
         : typeof m.method !== 'string'
           ? '"method" must be a string'
           : readableId(m) === null
-            ? '"id" must be a string or a number'
+            ? '"id" must be a string or an integer'
             : '"params" must be an object';
     return { answer: errorAnswer(readableId(m), ErrorCode.InvalidRequest, `Invalid Request: ${why}`) };
   }
