@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import { FileTooLargeError, NotAFileError, readRegularFile } from '../fs/regularFile';
 import { fetchFailure } from '../http/fetchFailure';
+import { fetchFollowingRedirects } from '../http/redirects';
 import { formatBytes, readBoundedText } from '../http/readBounded';
 import { plainObject, recordOf } from '../untrustedJson';
 
@@ -81,7 +82,8 @@ export const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
 async function fetchDocument(source: string, headers: Record<string, string>, timeoutMs: number): Promise<string> {
   let res: Response;
   try {
-    res = await fetch(source, { headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.5', ...headers }, signal: AbortSignal.timeout(timeoutMs) });
+    // the --header values (a key) are not sent on to another origin a redirect names
+    res = await fetchFollowingRedirects(source, { headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.5', ...headers }, signal: AbortSignal.timeout(timeoutMs) }, Object.keys(headers));
   } catch (err) {
     const failure = fetchFailure(err);
     const shown = failure.reason === 'timed out' ? `timed out after ${timeoutMs} ms` : failure.reason;

@@ -4,6 +4,7 @@
  */
 import { fetchFailureReason } from '../http/fetchFailure';
 import { formatBytes, readBoundedText } from '../http/readBounded';
+import { fetchFollowingRedirects } from '../http/redirects';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { JsonRpcStdioTransport } from './jsonRpcStdio';
@@ -124,7 +125,8 @@ export async function callTool(served: ServedTool, args: Record<string, unknown>
   const what = `${served.tool.method} ${req.shownUrl}`;
   let res: Response;
   try {
-    res = await fetch(req.url, { ...req.init, signal });
+    // the target's headers (the API key, --header values) go to its own origin only, not to where a redirect points
+    res = await fetchFollowingRedirects(req.url, { ...req.init, signal }, Object.keys(served.target.headers));
   } catch (err) {
     // never err.message alone (undici's is "fetch failed" whatever happened), never req.url (it may carry the key)
     const why = fetchFailureReason(err);

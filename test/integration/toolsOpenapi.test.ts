@@ -391,6 +391,26 @@ describe('armada tools openapi', () => {
     }
   }, 120_000);
 
+  test('an answer that redirects to another origin is followed without the API key and --header values', async () => {
+    // the tools' server answers every call with a redirect to the petstore by another name (another origin)
+    const moved = http.createServer((req, res) => res.writeHead(302, { location: `http://localhost:${new URL(base).port}/v1${req.url}` }).end());
+    await new Promise<void>((r) => moved.listen(0, '127.0.0.1', r));
+    const { client } = await connect([`${base}/openapi.json`, '--base-url', `http://127.0.0.1:${(moved.address() as AddressInfo).port}`, '--api-key', 'k-secret', '--header', 'X-Extra: also-secret']);
+    try {
+      received.length = 0;
+      const listed = await client.callTool({ name: 'listPets', arguments: { limit: 2 } });
+      expect(text(listed)).toContain('"name": "Rex"');
+      expect(received).toHaveLength(1);
+      expect(received[0]).toMatchObject({ method: 'GET', url: '/v1/pets?limit=2' });
+      // before, fetch's own following dropped only Authorization: the key went along to the other host
+      expect(received[0]?.headers['x-api-key']).toBeUndefined();
+      expect(received[0]?.headers['x-extra']).toBeUndefined();
+    } finally {
+      await client.close();
+      await new Promise((r) => moved.close(r));
+    }
+  }, 60_000);
+
   test('a --base-url (or OPENAPI_BASE_URL) fetch cannot send to is refused at start, one line, exit 2, the password never shown', async () => {
     for (const value of ['not a url', 'ftp://127.0.0.1/v1']) {
       const r = await listRun([`${base}/openapi.json`, '--base-url', value]);
