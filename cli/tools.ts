@@ -125,6 +125,10 @@ async function runOpenapi(args: string[]): Promise<number> {
     return 1;
   }
   const api = openapiToTools(doc, { include: list(values.include), exclude: list(values.exclude), documentUrl: docSource });
+  // a name that selects nothing is most often a typo: said, or the tool would be missing without a word
+  for (const flag of ['include', 'exclude'] as const) {
+    for (const x of api.unmatched[flag]) err(`armada tools openapi: --${flag} ${x} names no operation of the document (neither an operationId nor a tool name that --list shows)`);
+  }
   for (const s of api.skipped) err(`armada tools openapi: left out ${s.method ? `${s.method} ${s.path}` : `the operations of ${s.path}`}, which the document describes in a shape that cannot be read (${s.reason}); fix it there to serve it`);
   const baseUrl = given ?? api.serverUrl;
   if (!baseUrl) {

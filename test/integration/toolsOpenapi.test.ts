@@ -391,6 +391,16 @@ describe('armada tools openapi', () => {
     }
   }, 120_000);
 
+  test('an --include or --exclude name that selects no operation is one line on stderr each; the rest is served', async () => {
+    const r = await listRun([`${base}/openapi.json`, '--include', 'listPets,lsitPets', '--exclude', 'nothing']);
+    expect(r.code).toBe(0);
+    expect((JSON.parse(r.stdout) as { name: string }[]).map((t) => t.name)).toEqual(['listPets']);
+    expect(r.stderr).toBe(
+      'armada tools openapi: --include lsitPets names no operation of the document (neither an operationId nor a tool name that --list shows)\n' +
+        'armada tools openapi: --exclude nothing names no operation of the document (neither an operationId nor a tool name that --list shows)\n',
+    );
+  }, 60_000);
+
   test('an answer that redirects to another origin is followed without the API key and --header values', async () => {
     // the tools' server answers every call with a redirect to the petstore by another name (another origin)
     const moved = http.createServer((req, res) => res.writeHead(302, { location: `http://localhost:${new URL(base).port}/v1${req.url}` }).end());

@@ -248,6 +248,22 @@ describe('openapiToTools', () => {
     expect(openapiToTools(swagger).tools[0]?.inputSchema).toEqual({ type: 'object', properties: {} });
   });
 
+  test('a tool has the name --list shows whatever --include and --exclude say; names that select nothing are given back', () => {
+    const doc = {
+      openapi: '3.0.3',
+      info: { title: 'T', version: '1' },
+      servers: [{ url: 'http://h' }],
+      paths: { '/a': { get: { operationId: 'dup' } }, '/b': { get: { operationId: 'dup' } }, '/c': { get: { operationId: 'other' } } },
+    };
+    expect(openapiToTools(doc).tools.map((t) => `${t.name} ${t.path}`)).toEqual(['dup /a', 'dup_2 /b', 'other /c']);
+    // before, /b was named `dup` once /a was not served, so `--include dup_2` served nothing
+    const second = openapiToTools(doc, { include: ['dup_2', 'typo'], exclude: ['nothing', 'other'] });
+    expect(second.tools.map((t) => `${t.name} ${t.path}`)).toEqual(['dup_2 /b']);
+    expect(second.unmatched).toEqual({ include: ['typo'], exclude: ['nothing'] });
+    expect(openapiToTools(doc, { include: ['dup'] }).tools.map((t) => `${t.name} ${t.path}`)).toEqual(['dup /a', 'dup_2 /b']);
+    expect(openapiToTools(doc, { exclude: ['dup'] }).unmatched).toEqual({ include: [], exclude: [] });
+  });
+
   test('curation renames, omits properties and skips operations the document lacks', () => {
     const doc = {
       openapi: '3.1.0',
