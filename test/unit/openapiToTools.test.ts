@@ -282,6 +282,11 @@ describe('openapiToTools', () => {
   test('responses are text, truncated with a note past the limit', async () => {
     expect(truncate('abcdef', 10)).toBe('abcdef');
     expect(truncate('abcdef', 3)).toBe('abc\n\n[truncated: showing the first 3 of 6 characters]');
+    // never half an emoji (a lone surrogate): the cut is one character earlier
+    const cut = truncate('ab😀cd', 3);
+    expect(cut).toBe('ab\n\n[truncated: showing the first 2 of 6 characters]');
+    expect((cut as string & { isWellFormed(): boolean }).isWellFormed()).toBe(true);
+    expect(truncate('ab😀cd', 4)).toBe('ab😀\n\n[truncated: showing the first 4 of 6 characters]');
     const server = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items: 'y'.repeat(300) })));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
