@@ -105,6 +105,14 @@ export class JsonRpcStdioTransport implements Transport {
 
   private readonly onstreamerror = (error: Error) => this.onerror?.(error);
 
+  // the client closed its end of our stdout (an editor that quit): nobody is left to answer, so the transport closes;
+  // before, the write's EPIPE was an unhandled 'error' event that ended the process with a stack trace on stderr
+  private readonly onwriteerror = (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED') void this.close();
+    else this.onerror?.(error);
+  };
+  private closed = false;
+
   private take(line: string): void {
     const checked = checkMessage(line, this.handledMethods);
     if ('message' in checked) this.onmessage?.(checked.message);
@@ -118,16 +126,19 @@ export class JsonRpcStdioTransport implements Transport {
   async start(): Promise<void> {
     this.stdin.on('data', this.ondata);
     this.stdin.on('error', this.onstreamerror);
+    this.stdout.on('error', this.onwriteerror);
   }
 
   send(message: JSONRPCMessage): Promise<void> {
     return new Promise((resolve) => {
-      if (this.stdout.write(`${JSON.stringify(message)}\n`)) resolve();
+      if (this.closed || this.stdout.write(`${JSON.stringify(message)}\n`)) resolve();
       else this.stdout.once('drain', resolve);
     });
   }
 
   async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
     this.stdin.off('data', this.ondata);
     this.stdin.off('error', this.onstreamerror);
     if (this.stdin.listenerCount('data') === 0) this.stdin.pause();

@@ -47,3 +47,26 @@ test('a message split across chunks, a character split across chunks, CRLF: one 
   expect(taken).toEqual([{ jsonrpc: '2.0', id: 'é😀', method: 'ping' }]);
   await t.close();
 });
+
+test('a client that closed its end of stdout (EPIPE): the transport closes, nothing is thrown', async () => {
+  const { Writable } = await import('node:stream');
+  const stdin = new PassThrough();
+  const gone = new Writable({
+    write(_chunk, _enc, cb) {
+      cb(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+    },
+  });
+  const t = new JsonRpcStdioTransport(new Set(['ping']), stdin, gone);
+  let closed = 0;
+  const errors: Error[] = [];
+  t.onclose = () => closed++;
+  t.onerror = (e) => errors.push(e);
+  await t.start();
+  // before, the stream's 'error' event had no listener: the process ended with a stack trace
+  await Promise.race([t.send({ jsonrpc: '2.0', id: 1, result: {} }), new Promise((r) => setTimeout(r, 100))]);
+  await tick();
+  expect(closed).toBe(1);
+  expect(errors).toEqual([]);
+  await t.send({ jsonrpc: '2.0', id: 2, result: {} }); // after closing: dropped, resolved
+  expect(closed).toBe(1);
+});
