@@ -7,6 +7,7 @@ import { clientApiKey, missingClientKeyAdvice } from '../lib/keys';
 import { armadaTools, ServiceUnavailableError } from '../lib/mcp/armadaTools';
 import { addServer, EDITORS, EditorConfigError, listServers, removeServer, type Editor, type Location, type Scope, type ServerEntry } from '../lib/mcp/editorConfig';
 import { loadOpenApiDocument, OpenApiDocumentError, openapiToTools } from '../lib/mcp/openapiToTools';
+import { headerValueProblem } from '../lib/mcp/requestValues';
 import { DEFAULT_MAX_RESPONSE_CHARS, serveStdio, type ServedTool } from '../lib/mcp/toolServer';
 import { asksForHelp, parseSubcommandArgs, refuseExtraArguments, UsageError } from './options';
 
@@ -111,7 +112,12 @@ async function runOpenapi(args: string[]): Promise<number> {
   for (const h of values.header ?? []) {
     const i = h.indexOf(':');
     if (i <= 0) throw new UsageError('tools openapi', `--header "${h}" is not "Name: value"`, 'tools');
-    headers[h.slice(0, i).trim().toLowerCase()] = h.slice(i + 1).trim();
+    const name = h.slice(0, i).trim();
+    const value = h.slice(i + 1).trim();
+    // refused here, without the value (it may be a key): fetch's refusal read as a document that cannot be fetched
+    const problem = headerValueProblem(value);
+    if (problem) throw new UsageError('tools openapi', `--header ${name}: its value is not allowed in an HTTP header: ${problem}`, 'tools');
+    headers[name.toLowerCase()] = value;
   }
   // refused before the document is fetched: a wrong --base-url is known at once
   const given = values['base-url'] !== undefined ? baseUrlOption(values['base-url'], '--base-url') : process.env.OPENAPI_BASE_URL ? baseUrlOption(process.env.OPENAPI_BASE_URL, 'OPENAPI_BASE_URL') : undefined;

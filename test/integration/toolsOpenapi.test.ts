@@ -401,6 +401,13 @@ describe('armada tools openapi', () => {
     );
   }, 60_000);
 
+  test('a --header value HTTP cannot carry (a control character) is a usage error naming the header, never showing the value', async () => {
+    const r = await listRun([`${base}/openapi.json`, '--header', 'X-API-Key: sec\u0001ret']);
+    // before: "cannot fetch the OpenAPI document …: invalid x-api-key header (UND_ERR_INVALID_ARG); check the URL and that its server is running"
+    expect(r).toMatchObject({ code: 2, stdout: '' });
+    expect(r.stderr).toBe('armada tools openapi: --header X-API-Key: its value is not allowed in an HTTP header: it holds the control character U+0001; give it without it; run armada tools --help\n');
+  }, 60_000);
+
   test('an answer that redirects to another origin is followed without the API key and --header values', async () => {
     // the tools' server answers every call with a redirect to the petstore by another name (another origin)
     const moved = http.createServer((req, res) => res.writeHead(302, { location: `http://localhost:${new URL(base).port}/v1${req.url}` }).end());

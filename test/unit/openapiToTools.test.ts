@@ -226,6 +226,11 @@ describe('openapiToTools', () => {
     expect(() => buildRequest(served('getFile'), { a: '.', b: '.' })).toThrow('the path /files/.. has a ".." segment: a URL drops "." and ".." path segments, so the call would go to another resource; give other path parameters');
     expect(buildRequest(served('getFile'), { a: '.', b: 'x' }).url).toBe('http://h/base/files/.x');
     expect(() => buildRequest(served('getFile'), { a: 'a', b: 'b', 'X-Note': '5 €' })).toThrow('the value of header parameter X-Note is not allowed in an HTTP header: it holds "€", a character an HTTP header cannot carry (past U+00FF)');
+    // fetch refuses every control character but tab: before, only CR, LF and NUL were, and an ESC read as a service that is down
+    for (const [value, code] of [['a\u001bb', '001B'], ['a\u0001', '0001'], ['\u007f', '007F']]) {
+      expect(() => buildRequest(served('getFile'), { a: 'a', b: 'b', 'X-Note': value })).toThrow(`the value of header parameter X-Note is not allowed in an HTTP header: it holds the control character U+${code}; give it without it`);
+    }
+    expect(buildRequest(served('getFile'), { a: 'a', b: 'b', 'X-Note': 'tab\there é' }).init.headers).toMatchObject({ 'x-note': 'tab\there é' });
     expect((buildRequest(served('getFile'), { a: 'a', b: 'b', 'X-Note': 'café' }).init.headers as Record<string, string>)['x-note']).toBe('café');
     // a boolean where the schema says boolean
     expect(buildRequest(served('getFlag'), { on: true }).url).toBe('http://h/base/flags/true');
