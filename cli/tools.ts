@@ -7,6 +7,7 @@ import { clientApiKey, missingClientKeyAdvice } from '../lib/keys';
 import { armadaTools, ServiceUnavailableError } from '../lib/mcp/armadaTools';
 import { addServer, EDITORS, EditorConfigError, listServers, removeServer, type Editor, type Location, type Scope, type ServerEntry } from '../lib/mcp/editorConfig';
 import { loadOpenApiDocument, OpenApiDocumentError, openapiToTools } from '../lib/mcp/openapiToTools';
+import { headerValueProblem } from '../lib/mcp/requestValues';
 import { DEFAULT_MAX_RESPONSE_CHARS, serveStdio, type ServedTool } from '../lib/mcp/toolServer';
 import { asksForHelp, parseSubcommandArgs, refuseExtraArguments, UsageError } from './options';
 
@@ -15,6 +16,23 @@ import { asksForHelp, parseSubcommandArgs, refuseExtraArguments, UsageError } fr
  * file that exists (the editor starts the server in a directory of its own, so a relative path would not be found
  * there). Anything else is refused now, instead of being written and failing when the editor starts the server.
  */
+/**
+ * The base URL of `--base-url` (or OPENAPI_BASE_URL, `tools serve`'s `--task-url` / `--scheduler-url`; named by `from`), refused (exit 2) unless fetch can send requests
+ * to it: an http(s) URL without a user name or password (fetch refuses those, and each tool error showed the URL, the
+ * password with it, to the model). Before, anything was taken and every tool call failed.
+ */
+function baseUrlOption(value: string, from: string, keyFrom = '--api-key, --header or OPENAPI_API_KEY'): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new EditorConfigError(`${from} "${value}" is not an http(s) URL; give the service's URL, such as http://127.0.0.1:8080/v1`);
+  if (url.username || url.password) throw new EditorConfigError(`${from} holds a user name or password, which fetch does not send from a URL; give the key with ${keyFrom} instead`);
+  return value;
+}
+
 function openapiSource(value: string, cwd: string): string {
   if (/^https?:\/\/[^\s/?#]+/i.test(value)) return value;
   let file: string | undefined;
@@ -94,8 +112,15 @@ async function runOpenapi(args: string[]): Promise<number> {
   for (const h of values.header ?? []) {
     const i = h.indexOf(':');
     if (i <= 0) throw new UsageError('tools openapi', `--header "${h}" is not "Name: value"`, 'tools');
-    headers[h.slice(0, i).trim().toLowerCase()] = h.slice(i + 1).trim();
+    const name = h.slice(0, i).trim();
+    const value = h.slice(i + 1).trim();
+    // refused here, without the value (it may be a key): fetch's refusal read as a document that cannot be fetched
+    const problem = headerValueProblem(value);
+    if (problem) throw new UsageError('tools openapi', `--header ${name}: its value is not allowed in an HTTP header: ${problem}`, 'tools');
+    headers[name.toLowerCase()] = value;
   }
+  // refused before the document is fetched: a wrong --base-url is known at once
+  const given = values['base-url'] !== undefined ? baseUrlOption(values['base-url'], '--base-url') : process.env.OPENAPI_BASE_URL ? baseUrlOption(process.env.OPENAPI_BASE_URL, 'OPENAPI_BASE_URL') : undefined;
   const docSource = /^https?:\/\//i.test(source) || source.startsWith('file://') ? source : path.resolve(source);
   let doc: Awaited<ReturnType<typeof loadOpenApiDocument>>;
   try {
@@ -106,8 +131,12 @@ async function runOpenapi(args: string[]): Promise<number> {
     return 1;
   }
   const api = openapiToTools(doc, { include: list(values.include), exclude: list(values.exclude), documentUrl: docSource });
+  // a name that selects nothing is most often a typo: said, or the tool would be missing without a word
+  for (const flag of ['include', 'exclude'] as const) {
+    for (const x of api.unmatched[flag]) err(`armada tools openapi: --${flag} ${x} names no operation of the document (neither an operationId nor a tool name that --list shows)`);
+  }
   for (const s of api.skipped) err(`armada tools openapi: left out ${s.method ? `${s.method} ${s.path}` : `the operations of ${s.path}`}, which the document describes in a shape that cannot be read (${s.reason}); fix it there to serve it`);
-  const baseUrl = values['base-url'] ?? process.env.OPENAPI_BASE_URL ?? api.serverUrl;
+  const baseUrl = given ?? api.serverUrl;
   if (!baseUrl) {
     err(`armada tools openapi: ${api.serverUrlUnusable ? `the document's server URL ${api.serverUrlUnusable}` : 'the document names no server URL'}; give --base-url`);
     return 2;
@@ -146,10 +175,10 @@ async function runServe(args: string[]): Promise<number> {
     tools = await armadaTools(
       [
         // where armada start serves them (ARMADA_HOST and the services' ports) unless a URL says otherwise
-        { service: 'task', baseUrl: values['task-url'] ?? config.serviceUrls.task, headers: taskKey ? { authorization: `Bearer ${taskKey}` } : {} },
+        { service: 'task', baseUrl: values['task-url'] !== undefined ? baseUrlOption(values['task-url'], '--task-url', 'ARMADA_TASK_API_KEY') : config.serviceUrls.task, headers: taskKey ? { authorization: `Bearer ${taskKey}` } : {} },
         {
           service: 'scheduler',
-          baseUrl: values['scheduler-url'] ?? config.serviceUrls.scheduler,
+          baseUrl: values['scheduler-url'] !== undefined ? baseUrlOption(values['scheduler-url'], '--scheduler-url', 'ARMADA_API_KEY or ARMADA_SCHEDULER_API_KEY') : config.serviceUrls.scheduler,
           headers: schedulerKey ? { 'x-api-key': schedulerKey } : {},
           missingKeyAdvice: schedulerKey ? undefined : missingClientKeyAdvice(config, 'scheduler'),
         },
@@ -229,10 +258,10 @@ function runConfig(argv: string[]): number {
       if (values.openapi !== undefined) {
         if (command.length) throw new EditorConfigError('give either --openapi URL or -- <command>, not both');
         const self = armadaCommand();
-        entry = { command: self.command, args: [...self.args, 'tools', 'openapi', openapiSource(values.openapi, loc.cwd), ...(values['base-url'] ? ['--base-url', values['base-url']] : [])], env };
+        entry = { command: self.command, args: [...self.args, 'tools', 'openapi', openapiSource(values.openapi, loc.cwd), ...(values['base-url'] !== undefined ? ['--base-url', baseUrlOption(values['base-url'], '--base-url', '--env OPENAPI_API_KEY=…')] : [])], env };
       } else {
         if (!command.length) throw new EditorConfigError('give the server command after --, or --openapi URL');
-        if (values['base-url']) throw new EditorConfigError('--base-url goes with --openapi');
+        if (values['base-url'] !== undefined) throw new EditorConfigError('--base-url goes with --openapi');
         entry = { command: command[0] as string, args: command.slice(1), env };
       }
       const r = addServer({ editor: editorOf(values.editor, true) as Editor, scope: scopeOf(values.scope), name, entry, location: loc, dryRun: values['dry-run'] });

@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { newId } from '../../lib/ids';
 import { insertMemory, memoryStats, searchMemory, type MemoryRow } from '../../lib/db/agentMemory';
+import { NON_BLANK_PATTERN } from '../http/inputPolicy';
 import { Offset } from '../http/schemas';
 import type { AgentsPluginOptions } from './deps';
 import { formatBytes } from './format';
@@ -15,7 +16,7 @@ function memoryView(m: MemoryRow) {
 
 const StoreBody = Type.Object(
   {
-    content: Type.String({ minLength: 1, maxLength: 65_536 }),
+    content: Type.String({ minLength: 1, maxLength: 65_536, pattern: NON_BLANK_PATTERN, description: 'not blank (only white space): it could never be found' }),
     metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     agent: Type.Optional(AgentName),
   },

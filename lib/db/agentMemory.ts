@@ -1,6 +1,6 @@
 /**
  * SQL for agent_memory: the multi-agent service's shared memory, searched with PostgreSQL full-text search.
- * A query matches entries holding ANY of its words (the AND query of plainto_tsquery turned into an OR query).
+ * A query matches entries holding ANY of its words (its lexemes joined into an OR query).
  * relevance (0..1) = the share of the query's words the entry holds × its ts_rank_cd relative to the best match of
  * the query: the best entry holding every word scores 1 (an exact single hit is 1, not ts_rank_cd's 0.1), an entry
  * holding one of three words at most 1/3.
@@ -27,8 +27,11 @@ export async function insertMemory(db: Queryable, m: { id: string; content: stri
   return rows[0] as MemoryRow;
 }
 
-// plainto_tsquery only ever joins lexemes with & (and <-> inside hyphenated words); swapping & for | gives "any word".
-const QUERY = `replace(plainto_tsquery('english', $1)::text, '&', '|')::tsquery`;
+// "Any word": the query's lexemes (plainto_tsquery's: same parser, stemming and stop words) joined with |, each quoted
+// as tsquery input wants ('' and \\ escaped). Replacing plainto_tsquery's & by | also changed the lexemes that hold
+// an & (a URL's query string): `x.com/p?q=1&r=2` searched for `x.com/p?q=1|r=2`, and an entry holding the URL ranked
+// below one that repeats its host.
+const QUERY = `array_to_string(ARRAY(SELECT '''' || replace(replace(w, '\\', '\\\\'), '''', '''''') || '''' FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS w), ' | ')::tsquery`;
 
 /** Best matches first (ties: newest first); total counts every match of the query and filter. */
 export async function searchMemory(db: Queryable, q: string, opts: { agent?: string; limit: number; offset?: number }): Promise<{ hits: MemoryHit[]; total: number }> {

@@ -8,7 +8,7 @@ import { fsyncDirectory, writeTempDurably } from '../fs/durableWrite';
 import { FileLockTimeout, withFileLock } from '../fs/fileLock';
 import { NotAFileError, notAFile, readRegularFile, statIfExists } from '../fs/regularFile';
 import { formatBytes } from '../http/readBounded';
-import { parseJsonText, setMember } from './jsonText';
+import { duplicatedParent, parseJsonText, setMember } from './jsonText';
 
 export const EDITORS = ['cursor', 'claude-code', 'claude-desktop', 'vscode', 'windsurf', 'gemini'] as const;
 export type Editor = (typeof EDITORS)[number];
@@ -252,6 +252,12 @@ function editorEntry(key: 'mcpServers' | 'servers', entry: ServerEntry): Record<
 }
 
 /** Adds (or replaces) one server, keeping every other server and every other top-level key of the file. */
+/** Refuses a file that writes the servers' key twice: editors read the last, an edit would go to the first. */
+function refuseDuplicatedKey(file: string, text: string, path: string[]): void {
+  const dup = duplicatedParent(text, path);
+  if (dup) throw new EditorConfigError(`${file} has "${dup.key}" more than once (lines ${dup.lines.join(', ')}), and editors read only the last; merge them into one first`);
+}
+
 export function addServer(opts: { editor: Editor; scope: Scope; name: string; entry: ServerEntry; location: Location; dryRun?: boolean }): EditResult {
   if (!opts.name.trim()) throw new EditorConfigError('the server name must not be empty');
   const { file, key } = configFile(opts.editor, opts.scope, opts.location);
@@ -282,6 +288,7 @@ function addLocked(opts: { name: string; entry: ServerEntry; dryRun?: boolean },
   const replaced = before.some(([name]) => name === opts.name);
   const entry = editorEntry(key, opts.entry);
   // a file that parsed is edited as text: every other byte (comments, formatting, numbers beyond a double) stays
+  if (current.state === 'ok') refuseDuplicatedKey(file, current.text, [key, opts.name]);
   const content = current.state === 'ok' && current.text.trim() ? setMember(current.text, [key, opts.name], entry) : `${JSON.stringify({ [key]: Object.fromEntries([[opts.name, entry]]) }, null, 2)}\n`;
   if (!opts.dryRun) writeFileAtomic(file, content);
   messages.push(`${opts.dryRun ? 'would ' : ''}${replaced ? 'replace' : 'add'} server "${opts.name}" in ${file}`);
@@ -307,6 +314,7 @@ function removeLocked(opts: { name: string; dryRun?: boolean }, file: string, ke
   const current = readConfig(file);
   if (current.state === 'malformed') throw new EditorConfigError(`${file} is not valid JSON (${current.reason}); not changing it`);
   if (current.state === 'missing') return { file, key, content: '', written: false, removed: false, messages: [`${file} does not exist`] };
+  refuseDuplicatedKey(file, current.text, [key, opts.name]);
   const servers = current.data[key] as Record<string, unknown> | undefined;
   if (!servers || typeof servers !== 'object' || !Object.hasOwn(servers, opts.name)) {
     return { file, key, content: current.text, written: false, removed: false, messages: [`no server "${opts.name}" in ${file}`] };

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import { FileTooLargeError, NotAFileError, readRegularFile } from '../fs/regularFile';
 import { fetchFailure } from '../http/fetchFailure';
+import { fetchFollowingRedirects } from '../http/redirects';
 import { formatBytes, readBoundedText } from '../http/readBounded';
 import { plainObject, recordOf } from '../untrustedJson';
 
@@ -48,6 +49,8 @@ export interface ConvertedApi {
   tools: ToolDefinition[];
   /** Operations left out because the document describes them in a shape that cannot be read, with why (method '' = all of the path's). */
   skipped: { method: string; path: string; reason: string }[];
+  /** The names of `include` and `exclude` that no operation has (neither its operationId nor its tool name). */
+  unmatched: { include: string[]; exclude: string[] };
 }
 
 export interface ConvertOptions {
@@ -81,7 +84,8 @@ export const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
 async function fetchDocument(source: string, headers: Record<string, string>, timeoutMs: number): Promise<string> {
   let res: Response;
   try {
-    res = await fetch(source, { headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.5', ...headers }, signal: AbortSignal.timeout(timeoutMs) });
+    // the --header values (a key) are not sent on to another origin a redirect names
+    res = await fetchFollowingRedirects(source, { headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.5', ...headers }, signal: AbortSignal.timeout(timeoutMs) }, Object.keys(headers));
   } catch (err) {
     const failure = fetchFailure(err);
     const shown = failure.reason === 'timed out' ? `timed out after ${timeoutMs} ms` : failure.reason;
@@ -337,6 +341,7 @@ export function openapiToTools(docIn: JsonObject, opts: ConvertOptions = {}): Co
   const tools: ToolDefinition[] = [];
   const skipped: ConvertedApi['skipped'] = [];
   const names = new Set<string>();
+  const named = new Set<string>();
   for (const [path, itemRaw] of Object.entries(recordOf(doc.paths))) {
     const item = resolvedPathItem(doc, path, itemRaw, skipped);
     if (!item) continue;
@@ -345,9 +350,12 @@ export function openapiToTools(docIn: JsonObject, opts: ConvertOptions = {}): Co
       if (!op || typeof op !== 'object' || Array.isArray(op)) continue;
       try {
         const tool = operationTool(doc, swagger2, item, op, method, path, names);
+        // every operation's name is taken, served or not: a tool has the name --list shows whatever --include and
+        // --exclude say (an operationId's second operation was `x` with `--include x_2`, so that named nothing)
+        names.add(tool.name);
+        for (const x of [...(opts.include ?? []), ...(opts.exclude ?? [])]) if (matches([x], tool)) named.add(x);
         if (opts.include?.length && !matches(opts.include, tool)) continue;
         if (matches(opts.exclude, tool)) continue;
-        names.add(tool.name);
         tools.push(tool);
       } catch (err) {
         // one operation the converter cannot read (a shape no document of the specification has) leaves the others
@@ -355,7 +363,8 @@ export function openapiToTools(docIn: JsonObject, opts: ConvertOptions = {}): Co
       }
     }
   }
-  return { title: typeof info.title === 'string' ? info.title : 'API', ...serverOf(doc, opts.documentUrl), apiKey: apiKeyPlacement(doc), tools, skipped };
+  const unmatched = { include: (opts.include ?? []).filter((x) => !named.has(x)), exclude: (opts.exclude ?? []).filter((x) => !named.has(x)) };
+  return { title: typeof info.title === 'string' ? info.title : 'API', ...serverOf(doc, opts.documentUrl), apiKey: apiKeyPlacement(doc), tools, skipped, unmatched };
 }
 
 /** One operation as a tool. */
@@ -420,6 +429,8 @@ function operationTool(doc: JsonObject, swagger2: boolean, item: JsonObject, op:
     }
   }
 
+  // fetch sends no body with GET or HEAD: a body the document gives one would be inputs that are never sent
+  if (method === 'get' || method === 'head') bodySchema = undefined;
   if (bodySchema) {
     const bodyProps = bodySchema.type === 'object' || bodySchema.properties ? recordOf(bodySchema.properties) : undefined;
     const clash = bodyProps && Object.keys(bodyProps).some((k) => Object.hasOwn(properties, k));

@@ -53,13 +53,25 @@ export function checkedPath(path: string, template: string): string {
   return path;
 }
 
-/** A header parameter's value; refused when HTTP cannot carry it (a line break, NUL, a character past U+00FF). */
-export function headerValue(name: string, v: unknown): string {
-  const s = stringValue(v);
+/**
+ * Why HTTP cannot carry `s` as a header value, or undefined when it can: a line break or NUL, another control
+ * character (U+0001–U+001F but tab, and U+007F: fetch refuses them too, and its refusal read as a service that is
+ * down), a character past U+00FF.
+ */
+export function headerValueProblem(s: string): string | undefined {
   for (const ch of s) {
     const code = ch.codePointAt(0) ?? 0;
-    if (code === 0x0d || code === 0x0a || code === 0x00) throw new Error(`the value of header parameter ${name} is not allowed in an HTTP header: it holds a line break or NUL (CR, LF, NUL); give it without them`);
-    if (code > 0xff) throw new Error(`the value of header parameter ${name} is not allowed in an HTTP header: it holds "${ch}", a character an HTTP header cannot carry (past U+00FF)`);
+    if (code === 0x0d || code === 0x0a || code === 0x00) return 'it holds a line break or NUL (CR, LF, NUL); give it without them';
+    if ((code < 0x20 && code !== 0x09) || code === 0x7f) return `it holds the control character U+${code.toString(16).toUpperCase().padStart(4, '0')}; give it without it`;
+    if (code > 0xff) return `it holds "${ch}", a character an HTTP header cannot carry (past U+00FF)`;
   }
+  return undefined;
+}
+
+/** A header parameter's value; refused when HTTP cannot carry it (headerValueProblem). */
+export function headerValue(name: string, v: unknown): string {
+  const s = stringValue(v);
+  const problem = headerValueProblem(s);
+  if (problem) throw new Error(`the value of header parameter ${name} is not allowed in an HTTP header: ${problem}`);
   return s;
 }

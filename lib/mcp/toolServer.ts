@@ -4,9 +4,10 @@
  */
 import { fetchFailureReason } from '../http/fetchFailure';
 import { formatBytes, readBoundedText } from '../http/readBounded';
+import { fetchFollowingRedirects } from '../http/redirects';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { JsonRpcStdioTransport } from './jsonRpcStdio';
 import type { JsonSchema, ToolDefinition } from './openapiToTools';
 import { checkedPath, headerValue, pathSegment, stringValue } from './requestValues';
 
@@ -104,10 +105,20 @@ export function buildRequest(served: ServedTool, args: Record<string, unknown>):
 /** The most of one answer that is read (more when `max` characters could take more in UTF-8). */
 const MAX_READ_BYTES = 16 * 1024 * 1024;
 
-/** Cuts text past `max` characters and says how much was left out. */
+/** The first `max` UTF-16 units of `text`, one fewer when the cut would split a surrogate pair (an emoji's halves). */
+function head(text: string, max: number): string {
+  const code = text.charCodeAt(max - 1);
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
+}
+
+/**
+ * Cuts text past `max` characters and says how much was left out. Never inside a surrogate pair: half an emoji is a
+ * lone surrogate, which the answer's JSON carries as `\ud83d` and a client's UTF-8 encoder refuses.
+ */
 export function truncate(text: string, max: number): string {
   if (text.length <= max) return text;
-  return `${text.slice(0, max)}\n\n[truncated: showing the first ${max} of ${text.length} characters]`;
+  const shown = head(text, max);
+  return `${shown}\n\n[truncated: showing the first ${shown.length} of ${text.length} characters]`;
 }
 
 /** Runs one tool call; HTTP errors are results with isError (the model sees the status and body), not exceptions. */
@@ -124,7 +135,8 @@ export async function callTool(served: ServedTool, args: Record<string, unknown>
   const what = `${served.tool.method} ${req.shownUrl}`;
   let res: Response;
   try {
-    res = await fetch(req.url, { ...req.init, signal });
+    // the target's headers (the API key, --header values) go to its own origin only, not to where a redirect points
+    res = await fetchFollowingRedirects(req.url, { ...req.init, signal }, Object.keys(served.target.headers));
   } catch (err) {
     // never err.message alone (undici's is "fetch failed" whatever happened), never req.url (it may carry the key)
     const why = fetchFailureReason(err);
@@ -144,7 +156,7 @@ export async function callTool(served: ServedTool, args: Record<string, unknown>
   }
   let text = read.text;
   if (read.truncated) {
-    const shown = `${status}\n\n${text}`.slice(0, max);
+    const shown = head(`${status}\n\n${text}`, max);
     return { text: `${shown}\n\n[truncated: the answer was longer than ${formatBytes(limit)}; showing its first ${shown.length} characters]`, isError: res.status >= 400 };
   }
   if ((res.headers.get('content-type') ?? '').includes('json')) {
@@ -177,7 +189,8 @@ export function createToolServer(tools: ServedTool[], opts: ToolServerOptions): 
 /** Serves the tools over stdio until stdin closes or a SIGINT/SIGTERM arrives. */
 export async function serveStdio(tools: ServedTool[], opts: ToolServerOptions): Promise<void> {
   const server = createToolServer(tools, opts);
-  const transport = new StdioServerTransport();
+  // the methods createToolServer's server answers: a request of one of them with params not its own is a -32602
+  const transport = new JsonRpcStdioTransport(new Set(['initialize', 'ping', 'tools/list', 'tools/call']));
   await server.connect(transport);
   await new Promise<void>((resolve) => {
     const done = () => resolve();

@@ -106,12 +106,34 @@ describe('shared memory', () => {
     expect(sum).toBe(stats.totalEntries);
   });
 
+  test('a query word holding an & (a URL with a query string) is searched as written: the entry holding the URL ranks first', async () => {
+    const url = await store('The build dashboard is at http://ci.example.test/view?job=armada&branch=main', 'carol');
+    const mirror = await store('ci.example.test ci.example.test ci.example.test ci.example.test mirror', 'carol');
+    const res = (await call('GET', `/api/v1/memory/search?agent=carol&q=${encodeURIComponent('http://ci.example.test/view?job=armada&branch=main')}`)).json();
+    // before, the query looked for `…job=armada|branch=main` and matched the host alone: the mirror ranked first
+    expect(res.results.map((r: { id: string }) => r.id)).toEqual([url, mirror]);
+    expect(res.results[0].relevance).toBeGreaterThan(res.results[1].relevance);
+  });
+
   test('validation and auth', async () => {
     const missing = await call('POST', '/api/v1/memory', { metadata: {} });
     expect(missing.statusCode).toBe(400);
     expect(missing.json().detail).toMatch(/content/);
     expect((await call('POST', '/api/v1/memory', { content: '' })).statusCode).toBe(400);
     expect((await call('POST', '/api/v1/memory', { content: 'x', metadata: 'nope' })).statusCode).toBe(400);
+    // white space only: an entry no search could ever find, a task that would run its agent on an empty prompt
+    const before = await stack.db.query<{ m: number; t: number }>('SELECT (SELECT count(*) FROM agent_memory)::int AS m, (SELECT count(*) FROM agent_tasks)::int AS t');
+    for (const blank of [' ', '\n\t ', '\u00a0\u3000']) {
+      const memory = await call('POST', '/api/v1/memory', { content: blank });
+      expect(memory.statusCode).toBe(400);
+      expect(memory.json().detail).toMatch(/^Request body is invalid: content /);
+      const task = await call('POST', '/api/v1/tasks', { agent: 'anyone', task: blank });
+      expect(task.statusCode).toBe(400);
+      expect(task.json().detail).toMatch(/^Request body is invalid: task /);
+    }
+    const after = await stack.db.query<{ m: number; t: number }>('SELECT (SELECT count(*) FROM agent_memory)::int AS m, (SELECT count(*) FROM agent_tasks)::int AS t');
+    expect(after.rows[0]).toEqual(before.rows[0]);
+    expect((await call('POST', '/api/v1/memory', { content: ' padded ' })).statusCode).toBe(201);
     const noKey = await stack.app('agents').inject({ method: 'GET', url: '/api/v1/memory/search?q=lag' });
     expect(noKey.statusCode).toBe(401);
     expect(noKey.json()).toEqual({ detail: 'Invalid API key' });

@@ -205,6 +205,30 @@ describe('editor config files', () => {
     for (const line of ['// servers for this repository', '/* the team\'s linter */', '"inputs": [], // none yet', '"big": 12345678901234567890', '"huge": 1e400']) expect(removed).toContain(line);
   });
 
+  test('a key written twice: the server editors read (the last copy) is the one replaced or removed; a servers key written twice is refused', () => {
+    const file = path.join(home, '.cursor', 'mcp.json');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    // editors (and JSON.parse) read the last "s": before, add replaced the first, and remove took it out and said "removed"
+    fs.writeFileSync(file, '{\n  // mine\n  "mcpServers": {"s": {"command": "old1"}, "t": {"command": "t"}, "s": {"command": "old2"}}\n}\n');
+    expect(addServer({ editor: 'cursor', scope: 'user', name: 's', entry, location: loc }).messages).toEqual([`replace server "s" in ${file}`]);
+    const added = fs.readFileSync(file, 'utf8');
+    expect(added).toContain('// mine');
+    expect(added.match(/"s"/g)).toHaveLength(1);
+    expect(listServers({ editor: 'cursor', scope: 'user', location: loc })[0]?.servers).toEqual({ t: { command: 't' }, s: entry });
+    fs.writeFileSync(file, '{"mcpServers": {"s": {"command": "old1"}, "t": {"command": "t"}, "s": {"command": "old2"}}}\n');
+    expect(removeServer({ editor: 'cursor', scope: 'user', name: 's', location: loc }).removed).toBe(true);
+    expect(readJson(file)).toEqual({ mcpServers: { t: { command: 't' } } });
+
+    // two "mcpServers": an added server went into the first, which no editor reads; refused, the file left as it is
+    const twice = '{\n  "mcpServers": {"a": {"command": "a"}},\n  "mcpServers": {"b": {"command": "b"}}\n}\n';
+    fs.writeFileSync(file, twice);
+    const refusal = `${file} has "mcpServers" more than once (lines 2, 3), and editors read only the last; merge them into one first`;
+    expect(() => addServer({ editor: 'cursor', scope: 'user', name: 'new', entry, location: loc })).toThrow(refusal);
+    expect(() => removeServer({ editor: 'cursor', scope: 'user', name: 'b', location: loc })).toThrow(refusal);
+    expect(fs.readFileSync(file, 'utf8')).toBe(twice);
+    expect(fs.readdirSync(path.dirname(file))).toEqual(['mcp.json']);
+  });
+
   test('numbers JavaScript cannot hold in other keys are written back as they were (a plain JSON file)', () => {
     const file = path.join(cwd, '.mcp.json');
     fs.writeFileSync(file, '{"a":1e400,"b":12345678901234567890,"mcpServers":{}}');
@@ -367,6 +391,16 @@ describe('armada tools config (CLI)', () => {
       expect(refused.code).toBe(2);
       expect(refused.stderr.trim()).toBe(`armada tools: --openapi "${value}" is neither an http(s) URL nor a file that exists; give the document's URL or the path of its file`);
     }
+    expect(readJson(file).mcpServers.z).toBeUndefined();
+    // a --base-url every tool call would fail with is refused too, not written
+    for (const value of ['not a url', 'ftp://api.example.test', 'file:///etc', '']) {
+      const refused = await cli(['add', 'z', '--editor', 'cursor', '--openapi', 'https://example.test/openapi.json', '--base-url', value]);
+      expect(refused).toMatchObject({ code: 2, stderr: `armada tools: --base-url "${value}" is not an http(s) URL; give the service's URL, such as http://127.0.0.1:8080/v1\n` });
+    }
+    const withPassword = await cli(['add', 'z', '--editor', 'cursor', '--openapi', 'https://example.test/openapi.json', '--base-url', 'https://me:s3cret@api.example.test']);
+    expect(withPassword.code).toBe(2);
+    expect(withPassword.stderr).toMatch(/^armada tools: --base-url holds a user name or password/);
+    expect(withPassword.stderr).not.toContain('s3cret');
     expect(readJson(file).mcpServers.z).toBeUndefined();
 
     const dry = await cli(['add', 'x', '--editor', 'vscode', '--scope', 'project', '--dry-run', '--', 'cmd']);

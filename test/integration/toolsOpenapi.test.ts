@@ -391,6 +391,62 @@ describe('armada tools openapi', () => {
     }
   }, 120_000);
 
+  test('an --include or --exclude name that selects no operation is one line on stderr each; the rest is served', async () => {
+    const r = await listRun([`${base}/openapi.json`, '--include', 'listPets,lsitPets', '--exclude', 'nothing']);
+    expect(r.code).toBe(0);
+    expect((JSON.parse(r.stdout) as { name: string }[]).map((t) => t.name)).toEqual(['listPets']);
+    expect(r.stderr).toBe(
+      'armada tools openapi: --include lsitPets names no operation of the document (neither an operationId nor a tool name that --list shows)\n' +
+        'armada tools openapi: --exclude nothing names no operation of the document (neither an operationId nor a tool name that --list shows)\n',
+    );
+  }, 60_000);
+
+  test('a --header value HTTP cannot carry (a control character) is a usage error naming the header, never showing the value', async () => {
+    const r = await listRun([`${base}/openapi.json`, '--header', 'X-API-Key: sec\u0001ret']);
+    // before: "cannot fetch the OpenAPI document …: invalid x-api-key header (UND_ERR_INVALID_ARG); check the URL and that its server is running"
+    expect(r).toMatchObject({ code: 2, stdout: '' });
+    expect(r.stderr).toBe('armada tools openapi: --header X-API-Key: its value is not allowed in an HTTP header: it holds the control character U+0001; give it without it; run armada tools --help\n');
+  }, 60_000);
+
+  test('an answer that redirects to another origin is followed without the API key and --header values', async () => {
+    // the tools' server answers every call with a redirect to the petstore by another name (another origin)
+    const moved = http.createServer((req, res) => res.writeHead(302, { location: `http://localhost:${new URL(base).port}/v1${req.url}` }).end());
+    await new Promise<void>((r) => moved.listen(0, '127.0.0.1', r));
+    const { client } = await connect([`${base}/openapi.json`, '--base-url', `http://127.0.0.1:${(moved.address() as AddressInfo).port}`, '--api-key', 'k-secret', '--header', 'X-Extra: also-secret']);
+    try {
+      received.length = 0;
+      const listed = await client.callTool({ name: 'listPets', arguments: { limit: 2 } });
+      expect(text(listed)).toContain('"name": "Rex"');
+      expect(received).toHaveLength(1);
+      expect(received[0]).toMatchObject({ method: 'GET', url: '/v1/pets?limit=2' });
+      // before, fetch's own following dropped only Authorization: the key went along to the other host
+      expect(received[0]?.headers['x-api-key']).toBeUndefined();
+      expect(received[0]?.headers['x-extra']).toBeUndefined();
+    } finally {
+      await client.close();
+      await new Promise((r) => moved.close(r));
+    }
+  }, 60_000);
+
+  test('a --base-url (or OPENAPI_BASE_URL) fetch cannot send to is refused at start, one line, exit 2, the password never shown', async () => {
+    for (const value of ['not a url', 'ftp://127.0.0.1/v1']) {
+      const r = await listRun([`${base}/openapi.json`, '--base-url', value]);
+      expect(r).toMatchObject({ code: 2, stdout: '', stderr: `armada tools: --base-url "${value}" is not an http(s) URL; give the service's URL, such as http://127.0.0.1:8080/v1\n` });
+    }
+    // before, taken as given: every call failed, and its tool error showed the URL, password included, to the model
+    const r = await listRun([`${base}/openapi.json`, '--base-url', `http://me:s3cret@127.0.0.1:${new URL(base).port}/v1`]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^armada tools: --base-url holds a user name or password, which fetch does not send from a URL/);
+    expect(r.stderr).not.toContain('s3cret');
+    const { execFile } = require('node:child_process') as typeof import('node:child_process');
+    const fromEnv = await new Promise<{ code: number; stderr: string }>((resolve) =>
+      execFile(process.execPath, [BIN, 'tools', 'openapi', `${base}/openapi.json`, '--list'], { encoding: 'utf8', env: { ...process.env, OPENAPI_BASE_URL: 'localhost:8080' } }, (e, _so, se) =>
+        resolve({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stderr: se }),
+      ),
+    );
+    expect(fromEnv).toEqual({ code: 2, stderr: `armada tools: OPENAPI_BASE_URL "localhost:8080" is not an http(s) URL; give the service's URL, such as http://127.0.0.1:8080/v1\n` });
+  }, 60_000);
+
   test('a document URL that never answers ends with the timeout as the message, not a crash of the error handler', async () => {
     // accepts connections and says nothing: the 30 s document fetch times out with a TimeoutError (numeric code 23)
     const net = require('node:net') as typeof import('node:net');
@@ -412,4 +468,54 @@ describe('armada tools openapi', () => {
       await new Promise((r) => silent.close(r));
     }
   }, 120_000);
+  test('malformed JSON-RPC lines are answered with JSON-RPC 2.0 errors, not dropped; the server goes on answering', async () => {
+    const { spawn } = require('node:child_process') as typeof import('node:child_process');
+    const child = spawn(process.execPath, [BIN, 'tools', 'openapi', `${base}/openapi.json`, '--base-url', `${base}/v1`], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const answers: { id?: unknown; error?: { code: number; message: string }; result?: unknown }[] = [];
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      for (let i = out.indexOf('\n'); i !== -1; i = out.indexOf('\n')) {
+        answers.push(JSON.parse(out.slice(0, i)));
+        out = out.slice(i + 1);
+      }
+    });
+    const lines = [
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '1.0', id: 2, method: 'tools/list' },
+      [{ jsonrpc: '2.0', id: 3, method: 'tools/list' }],
+      '{not json',
+      '"a string"',
+      { jsonrpc: '2.0', id: { a: 1 }, method: 'tools/list' },
+      { jsonrpc: '2.0', id: 1.5, method: 'ping' },
+      { jsonrpc: '2.0', id: 4, method: 'no/such/method' },
+      { jsonrpc: '2.0', id: 5, method: 'tools/call', params: {} },
+      { jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'listPets', arguments: 'not an object' } },
+      { jsonrpc: '2.0', method: 'tools/list' }, // a notification: no answer
+      { jsonrpc: '2.0', id: 7, method: 'ping' },
+    ];
+    try {
+      child.stdin.write(`${lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n')}\n`);
+      const deadline = Date.now() + 30_000;
+      while (!answers.some((a) => a.id === 7) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 300)); // nothing else comes
+      const code = (id: unknown) => answers.filter((a) => JSON.stringify(a.id) === JSON.stringify(id)).map((a) => a.error?.code ?? 'result');
+      expect(code(1)).toEqual(['result']);
+      expect(code(2)).toEqual([-32600]); // wrong jsonrpc version, answered with its id
+      // a batch, a line that is not JSON, a message that is not an object, an id that is an object or a fraction: id null
+      expect(code(null).sort()).toEqual([-32700, -32600, -32600, -32600, -32600].sort());
+      expect(answers.filter((a) => a.error?.message.includes('"id" must be a string or an integer'))).toHaveLength(2);
+      expect(answers.find((a) => a.error?.code === -32700)?.error?.message).toMatch(/^Parse error/);
+      expect(code(4)).toEqual([-32601]);
+      // params not those of tools/call: invalid params, not an internal error
+      expect(code(5)).toEqual([-32602]);
+      expect(code(6)).toEqual([-32602]);
+      expect(code(7)).toEqual(['result']);
+      expect(answers).toHaveLength(11);
+      for (const a of answers) expect((a as { jsonrpc?: string }).jsonrpc).toBe('2.0');
+    } finally {
+      child.kill();
+    }
+  }, 60_000);
 });

@@ -127,6 +127,16 @@ describe('tools serve at start', () => {
     expect(r.stderr).toContain(`the scheduler service at ${closedUrl} is unreachable (ECONNREFUSED)`);
   }, 60_000);
 
+  test('a --task-url or --scheduler-url that is not an http(s) URL, or holds a password: one line, exit 2, before any request', async () => {
+    // before, `not a url` was read as a file path: "cannot read not a url/api/openapi.json: no such file"
+    const junk = await run(['tools', 'serve', '--task-url', 'not a url'], { ARMADA_SCHEDULER_URL: closedUrl });
+    expect(junk).toMatchObject({ code: 2, stderr: 'armada tools: --task-url "not a url" is not an http(s) URL; give the service\'s URL, such as http://127.0.0.1:8080/v1\n' });
+    const secret = await run(['tools', 'serve', '--scheduler-url', 'http://me:s3cret@127.0.0.1:9'], { ARMADA_TASK_URL: closedUrl });
+    expect(secret.code).toBe(2);
+    expect(secret.stderr).toMatch(/^armada tools: --scheduler-url holds a user name or password/);
+    expect(secret.stderr).not.toContain('s3cret');
+  }, 60_000);
+
   test('--allow-partial serves the tools of the services that answered', async () => {
     const transport = new StdioClientTransport({
       command: process.execPath,

@@ -45,3 +45,10 @@ test('refused, reset, closed mid-answer, timed out: each named, with its code; n
     for (const s of [rude, half, silent]) s.close();
   }
 });
+
+test('a port fetch refuses to use (the Fetch standard\'s "bad ports") is said so, not "fetch failed"', async () => {
+  // undici refuses port 6000 (X11) before any connection: nothing needs to listen there
+  const failure = await failureOf('http://127.0.0.1:6000/x?key=secret');
+  expect(failure.reason).toMatch(/^the port is one fetch never connects to \(a "bad port" of the Fetch standard/);
+  expect(failure.reason).not.toContain('secret');
+});

@@ -226,9 +226,47 @@ describe('openapiToTools', () => {
     expect(() => buildRequest(served('getFile'), { a: '.', b: '.' })).toThrow('the path /files/.. has a ".." segment: a URL drops "." and ".." path segments, so the call would go to another resource; give other path parameters');
     expect(buildRequest(served('getFile'), { a: '.', b: 'x' }).url).toBe('http://h/base/files/.x');
     expect(() => buildRequest(served('getFile'), { a: 'a', b: 'b', 'X-Note': '5 €' })).toThrow('the value of header parameter X-Note is not allowed in an HTTP header: it holds "€", a character an HTTP header cannot carry (past U+00FF)');
+    // fetch refuses every control character but tab: before, only CR, LF and NUL were, and an ESC read as a service that is down
+    for (const [value, code] of [['a\u001bb', '001B'], ['a\u0001', '0001'], ['\u007f', '007F']]) {
+      expect(() => buildRequest(served('getFile'), { a: 'a', b: 'b', 'X-Note': value })).toThrow(`the value of header parameter X-Note is not allowed in an HTTP header: it holds the control character U+${code}; give it without it`);
+    }
+    expect(buildRequest(served('getFile'), { a: 'a', b: 'b', 'X-Note': 'tab\there é' }).init.headers).toMatchObject({ 'x-note': 'tab\there é' });
     expect((buildRequest(served('getFile'), { a: 'a', b: 'b', 'X-Note': 'café' }).init.headers as Record<string, string>)['x-note']).toBe('café');
     // a boolean where the schema says boolean
     expect(buildRequest(served('getFlag'), { on: true }).url).toBe('http://h/base/flags/true');
+  });
+
+  test('a GET or HEAD with a request body (OpenAPI 3 requestBody, Swagger 2.0 in: body): no inputs for it, since fetch never sends it', async () => {
+    const body = { required: true, content: { 'application/json': { schema: { type: 'object', required: ['q'], properties: { q: { type: 'string' } } } } } };
+    const doc = {
+      openapi: '3.0.3',
+      info: { title: 'T', version: '1' },
+      servers: [{ url: 'http://h' }],
+      paths: { '/search': { get: { operationId: 'search', parameters: [{ name: 'page', in: 'query', schema: { type: 'integer' } }], requestBody: body }, head: { operationId: 'probe', requestBody: body }, post: { operationId: 'searchPost', requestBody: body } } },
+    };
+    const tools = openapiToTools(doc).tools;
+    // before, `q` was a required input of the GET, and what a model gave for it was dropped from the request
+    expect(tools.find((t) => t.name === 'search')?.inputSchema).toEqual({ type: 'object', properties: { page: { type: 'integer' } } });
+    expect(tools.find((t) => t.name === 'probe')?.inputSchema).toEqual({ type: 'object', properties: {} });
+    expect(tools.find((t) => t.name === 'searchPost')?.inputSchema).toMatchObject({ required: ['q'], properties: { q: { type: 'string' } } });
+    const swagger = { swagger: '2.0', info: { title: 'S', version: '1' }, host: 'h', paths: { '/find': { get: { operationId: 'find', parameters: [{ name: 'body', in: 'body', required: true, schema: { type: 'object', properties: { q: { type: 'string' } } } }] } } } };
+    expect(openapiToTools(swagger).tools[0]?.inputSchema).toEqual({ type: 'object', properties: {} });
+  });
+
+  test('a tool has the name --list shows whatever --include and --exclude say; names that select nothing are given back', () => {
+    const doc = {
+      openapi: '3.0.3',
+      info: { title: 'T', version: '1' },
+      servers: [{ url: 'http://h' }],
+      paths: { '/a': { get: { operationId: 'dup' } }, '/b': { get: { operationId: 'dup' } }, '/c': { get: { operationId: 'other' } } },
+    };
+    expect(openapiToTools(doc).tools.map((t) => `${t.name} ${t.path}`)).toEqual(['dup /a', 'dup_2 /b', 'other /c']);
+    // before, /b was named `dup` once /a was not served, so `--include dup_2` served nothing
+    const second = openapiToTools(doc, { include: ['dup_2', 'typo'], exclude: ['nothing', 'other'] });
+    expect(second.tools.map((t) => `${t.name} ${t.path}`)).toEqual(['dup_2 /b']);
+    expect(second.unmatched).toEqual({ include: ['typo'], exclude: ['nothing'] });
+    expect(openapiToTools(doc, { include: ['dup'] }).tools.map((t) => `${t.name} ${t.path}`)).toEqual(['dup /a', 'dup_2 /b']);
+    expect(openapiToTools(doc, { exclude: ['dup'] }).unmatched).toEqual({ include: [], exclude: [] });
   });
 
   test('curation renames, omits properties and skips operations the document lacks', () => {
@@ -249,6 +287,11 @@ describe('openapiToTools', () => {
   test('responses are text, truncated with a note past the limit', async () => {
     expect(truncate('abcdef', 10)).toBe('abcdef');
     expect(truncate('abcdef', 3)).toBe('abc\n\n[truncated: showing the first 3 of 6 characters]');
+    // never half an emoji (a lone surrogate): the cut is one character earlier
+    const cut = truncate('ab😀cd', 3);
+    expect(cut).toBe('ab\n\n[truncated: showing the first 2 of 6 characters]');
+    expect((cut as string & { isWellFormed(): boolean }).isWellFormed()).toBe(true);
+    expect(truncate('ab😀cd', 4)).toBe('ab😀\n\n[truncated: showing the first 4 of 6 characters]');
     const server = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items: 'y'.repeat(300) })));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {

@@ -1,0 +1,148 @@
+/**
+ * The MCP stdio transport of the tool servers: one JSON-RPC message per line on stdin, answers on stdout, as the SDK's
+ * StdioServerTransport, but a line that is not a message the server can take is answered with the JSON-RPC 2.0
+ * error its client waits for instead of being dropped (the SDK's transport only reports it to `onerror`, so a client
+ * waited forever for the answer of a request it had written wrong):
+ *
+ * - not JSON: `-32700` (parse error), id null;
+ * - JSON that is not one JSON-RPC 2.0 message (`jsonrpc` other than "2.0", an id that is not a string or integer, no
+ *   `method`, a batch array: MCP has no batches since its 2025-06-18 revision): `-32600` (invalid request), with the
+ *   request's id when one can be read, else null;
+ * - a request of a method the server handles whose params are not that method's (`tools/call` without a `name`):
+ *   `-32602` (invalid params); the SDK answered `-32603`, an internal error, for a mistake of the client's.
+ */
+import { StringDecoder } from 'node:string_decoder';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ClientRequestSchema, ErrorCode, JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+
+/** The longest line read (the SDK's transport's bound); a longer one is answered as an invalid request. */
+export const MAX_MESSAGE_CHARS = 10 * 1024 * 1024;
+
+type RequestId = string | number;
+type ErrorAnswer = { jsonrpc: '2.0'; id: RequestId | null; error: { code: number; message: string } };
+
+const errorAnswer = (id: RequestId | null, code: number, message: string): ErrorAnswer => ({ jsonrpc: '2.0', id, error: { code, message } });
+
+function readableId(value: unknown): RequestId | null {
+  const id = value && typeof value === 'object' && !Array.isArray(value) ? (value as { id?: unknown }).id : undefined;
+  return typeof id === 'string' || Number.isSafeInteger(id) ? (id as RequestId) : null;
+}
+
+/** Each client request's params schema, by method (the SDK's own schemas). */
+const REQUEST_SCHEMAS = new Map(ClientRequestSchema.options.map((schema) => [schema.shape.method.value as string, schema]));
+
+/**
+ * One line read as a JSON-RPC message: the message the server may take, or the error to answer (null for a line
+ * that needs no answer: a blank line, or a broken response or notification, which JSON-RPC never answers).
+ */
+export function checkMessage(line: string, handledMethods: ReadonlySet<string>): { message: JSONRPCMessage } | { answer: ErrorAnswer | null } {
+  if (line.trim() === '') return { answer: null };
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (err) {
+    return { answer: errorAnswer(null, ErrorCode.ParseError, `Parse error: ${(err as Error).message}`) };
+  }
+  if (Array.isArray(value)) return { answer: errorAnswer(null, ErrorCode.InvalidRequest, 'Invalid Request: batches are not supported; send one JSON-RPC message per line') };
+  const parsed = JSONRPCMessageSchema.safeParse(value);
+  if (!parsed.success) {
+    if (value === null || typeof value !== 'object') return { answer: errorAnswer(null, ErrorCode.InvalidRequest, 'Invalid Request: a message is a JSON object') };
+    const m = value as { jsonrpc?: unknown; id?: unknown; method?: unknown; result?: unknown; error?: unknown };
+    // a JSON-RPC 2.0 response (no method) or notification (no id) gets no answer, even a broken one: its writer waits for none
+    if (m.jsonrpc === '2.0' && (m.method === undefined ? 'result' in m || 'error' in m : !('id' in m))) return { answer: null };
+    const why =
+      m.jsonrpc !== '2.0'
+        ? '"jsonrpc" must be "2.0"'
+        : typeof m.method !== 'string'
+          ? '"method" must be a string'
+          : readableId(m) === null
+            ? '"id" must be a string or an integer'
+            : '"params" must be an object';
+    return { answer: errorAnswer(readableId(m), ErrorCode.InvalidRequest, `Invalid Request: ${why}`) };
+  }
+  const message = parsed.data;
+  if ('method' in message && 'id' in message && handledMethods.has(message.method)) {
+    const schema = REQUEST_SCHEMAS.get(message.method);
+    const checked = schema?.safeParse(message);
+    if (checked && !checked.success) {
+      const issue = checked.error.issues[0];
+      const where = issue ? `${issue.path.join('.') || 'params'}: ${issue.message}` : 'not this method\'s';
+      return { answer: errorAnswer(message.id, ErrorCode.InvalidParams, `Invalid params of ${message.method}: ${where}`) };
+    }
+  }
+  return { message };
+}
+
+/** A stdio server transport that answers malformed lines (checkMessage) and hands the rest to the MCP server. */
+export class JsonRpcStdioTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+  private pending = '';
+  private skipping = false;
+  private readonly decoder = new StringDecoder('utf8');
+
+  constructor(
+    private readonly handledMethods: ReadonlySet<string>,
+    private readonly stdin: NodeJS.ReadableStream = process.stdin,
+    private readonly stdout: NodeJS.WritableStream = process.stdout,
+  ) {}
+
+  private readonly ondata = (chunk: Buffer | string) => {
+    this.pending += typeof chunk === 'string' ? chunk : this.decoder.write(chunk);
+    for (let i = this.pending.indexOf('\n'); i !== -1; i = this.pending.indexOf('\n')) {
+      const line = this.pending.slice(0, i).replace(/\r$/, '');
+      this.pending = this.pending.slice(i + 1);
+      if (this.skipping) this.skipping = false; // the end of a line that was too long, already answered
+      else this.take(line);
+    }
+    if (this.pending.length > MAX_MESSAGE_CHARS) {
+      this.pending = '';
+      if (!this.skipping) this.answer(errorAnswer(null, ErrorCode.InvalidRequest, `Invalid Request: a message is at most ${MAX_MESSAGE_CHARS} characters`));
+      this.skipping = true;
+    }
+  };
+
+  private readonly onstreamerror = (error: Error) => this.onerror?.(error);
+
+  // the client closed its end of our stdout (an editor that quit): nobody is left to answer, so the transport closes;
+  // before, the write's EPIPE was an unhandled 'error' event that ended the process with a stack trace on stderr
+  private readonly onwriteerror = (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED') void this.close();
+    else this.onerror?.(error);
+  };
+  private closed = false;
+
+  private take(line: string): void {
+    const checked = checkMessage(line, this.handledMethods);
+    if ('message' in checked) this.onmessage?.(checked.message);
+    else if (checked.answer) this.answer(checked.answer);
+  }
+
+  private answer(error: ErrorAnswer): void {
+    this.send(error as JSONRPCMessage).catch((err: Error) => this.onerror?.(err));
+  }
+
+  async start(): Promise<void> {
+    this.stdin.on('data', this.ondata);
+    this.stdin.on('error', this.onstreamerror);
+    this.stdout.on('error', this.onwriteerror);
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.closed || this.stdout.write(`${JSON.stringify(message)}\n`)) resolve();
+      else this.stdout.once('drain', resolve);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.stdin.off('data', this.ondata);
+    this.stdin.off('error', this.onstreamerror);
+    if (this.stdin.listenerCount('data') === 0) this.stdin.pause();
+    this.pending = '';
+    this.onclose?.();
+  }
+}
