@@ -5,6 +5,7 @@
  */
 import { loadConfig } from '../lib/config';
 import { fetchFailure } from '../lib/http/fetchFailure';
+import { fetchFollowingRedirects } from '../lib/http/redirects';
 import { clientApiKey, missingClientKeyAdvice } from '../lib/keys';
 import { asksForHelp, UsageError } from './options';
 
@@ -49,12 +50,17 @@ export async function schedulerRequest<T>(env: NodeJS.ProcessEnv, method: 'GET' 
   const url = `${base}${path}`;
   let res: Response;
   try {
-    res = await fetch(url, {
-      method,
-      headers: { 'x-api-key': key, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
+    // the key goes to the scheduler's origin only, not to where a redirect points
+    res = await fetchFollowingRedirects(
+      url,
+      {
+        method,
+        headers: { 'x-api-key': key, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(30_000),
+      },
+      ['x-api-key'],
+    );
   } catch (err) {
     const failure = fetchFailure(err);
     throw new CliError(

@@ -4,6 +4,7 @@
  */
 import { fetchFailure } from '../http/fetchFailure';
 import { formatBytes, readBoundedText } from '../http/readBounded';
+import { fetchFollowingRedirects, RedirectError } from '../http/redirects';
 import type { SourceType } from '../db/schedulerSources';
 import { storableText } from '../db/storableText';
 import { parseUntrustedJson, plainObject } from '../untrustedJson';
@@ -184,22 +185,25 @@ async function call(
   path: string,
   opts: { timeoutMs: number; body?: EncodedBody; signal?: AbortSignal },
 ): Promise<{ status: number; body: unknown }> {
-  const headers: Record<string, string> = { accept: 'application/json', ...(t.apiKey ? PLATFORMS[t.sourceType].keyHeaders(t.apiKey) : {}) };
+  const keyHeaders = t.apiKey ? PLATFORMS[t.sourceType].keyHeaders(t.apiKey) : {};
+  const headers: Record<string, string> = { accept: 'application/json', ...keyHeaders };
   if (opts.body !== undefined) headers['content-type'] = opts.body.contentType;
   const signals = [AbortSignal.timeout(opts.timeoutMs), ...(opts.signal ? [opts.signal] : [])];
   const shownPath = path.split('?')[0];
   let res: Response;
   try {
-    res = await fetch(`${normaliseSourceUrl(t.url)}${path}`, {
-      method,
-      headers,
-      body: opts.body?.text,
-      signal: AbortSignal.any(signals),
-    });
+    // the source's key goes to its own origin only: fetch's own following sent X-API-Key wherever a redirect pointed
+    res = await fetchFollowingRedirects(
+      `${normaliseSourceUrl(t.url)}${path}`,
+      { method, headers, body: opts.body?.text, signal: AbortSignal.any(signals) },
+      Object.keys(keyHeaders),
+    );
   } catch (err) {
     const e = err as Error;
     if (e.name === 'TimeoutError') throw new PlatformTimeout(`${method} ${shownPath} timed out after ${opts.timeoutMs} ms`);
     if (e.name === 'AbortError') throw new PlatformError(`${method} ${shownPath} was cancelled`);
+    // an answer came (a redirect that cannot be followed): not a platform that cannot be reached, so never sent again
+    if (err instanceof RedirectError) throw new PlatformError(`${method} ${shownPath} failed: ${err.message}`);
     const failure = fetchFailure(err);
     throw new PlatformUnreachable(`${method} ${shownPath} failed: ${failure.code ?? failure.reason}`);
   }

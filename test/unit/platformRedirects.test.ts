@@ -1,0 +1,81 @@
+/**
+ * A flow platform that answers a redirect: Armada follows it, but the source's key (X-API-Key, and Authorization for
+ * the platforms that take a bearer) goes to the source's own origin only. fetch's own following dropped only
+ * Authorization, so X-API-Key reached whatever host the answer named.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PlatformError, PlatformUnreachable, runRemoteFlow } from '../../lib/scheduler/platforms';
+
+interface Seen {
+  method: string;
+  path: string;
+  apiKey?: string;
+  authorization?: string;
+}
+
+function server(handler: (req: http.IncomingMessage, res: http.ServerResponse, seen: Seen[]) => void): Promise<{ url: string; seen: Seen[]; close(): Promise<void> }> {
+  const seen: Seen[] = [];
+  const s = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      seen.push({ method: req.method ?? '', path: req.url ?? '', apiKey: req.headers['x-api-key'] as string | undefined, authorization: req.headers.authorization });
+      handler(req, res, seen);
+    });
+  });
+  return new Promise((resolve) =>
+    s.listen(0, '127.0.0.1', () =>
+      resolve({ url: `http://127.0.0.1:${(s.address() as AddressInfo).port}`, seen, close: () => new Promise((r) => s.close(() => r())) }),
+    ),
+  );
+}
+
+test('a 307 to another origin is followed without the key; a redirect to the same origin keeps it', async () => {
+  const elsewhere = await server((_req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ outputs: [], session_id: 'elsewhere' }));
+  });
+  const platform = await server((req, res) => {
+    if (req.url?.startsWith('/api/v1/run/same')) {
+      res.writeHead(307, { location: '/api/v1/run/other-name?stream=false' });
+      return res.end();
+    }
+    if (req.url?.startsWith('/api/v1/run/other-name')) {
+      res.setHeader('content-type', 'application/json');
+      return res.end(JSON.stringify({ outputs: [], session_id: 'same' }));
+    }
+    res.writeHead(307, { location: `${elsewhere.url}/collect` });
+    res.end();
+  });
+  try {
+    const target = { sourceType: 'flow-builder' as const, url: platform.url, apiKey: 'source-key-1234567890' };
+    const away = await runRemoteFlow(target, 'away', 'hi', 5000);
+    expect(away.status).toBe(200);
+    expect(elsewhere.seen).toEqual([{ method: 'POST', path: '/collect', apiKey: undefined, authorization: undefined }]);
+
+    await runRemoteFlow(target, 'same', 'hi', 5000);
+    expect(platform.seen.filter((s) => s.path.startsWith('/api/v1/run/')).map((s) => [s.path.split('?')[0], s.apiKey])).toEqual([
+      ['/api/v1/run/away', 'source-key-1234567890'],
+      ['/api/v1/run/same', 'source-key-1234567890'],
+      ['/api/v1/run/other-name', 'source-key-1234567890'],
+    ]);
+  } finally {
+    await platform.close();
+    await elsewhere.close();
+  }
+});
+
+test('a redirect that cannot be followed is the task\'s final error (PlatformError), not a platform to try again', async () => {
+  const platform = await server((_req, res) => {
+    res.writeHead(302, { location: 'ftp://files.example/flow' });
+    res.end();
+  });
+  try {
+    const err = await runRemoteFlow({ sourceType: 'flow-builder', url: platform.url, apiKey: 'k-1234567890' }, 'f', 'hi', 5000).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PlatformError);
+    expect(err).not.toBeInstanceOf(PlatformUnreachable);
+    expect((err as Error).message).toBe('POST /api/v1/run/f failed: redirected (HTTP 302) to a ftp: URL, which is not followed');
+  } finally {
+    await platform.close();
+  }
+});
