@@ -12,14 +12,10 @@ import { DEFAULT_MAX_RESPONSE_CHARS, serveStdio, type ServedTool } from '../lib/
 import { asksForHelp, parseSubcommandArgs, refuseExtraArguments, UsageError } from './options';
 
 /**
- * What `tools config add --openapi` writes for the editor to run: an http(s) URL as given, or the absolute path of a
- * file that exists (the editor starts the server in a directory of its own, so a relative path would not be found
- * there). Anything else is refused now, instead of being written and failing when the editor starts the server.
- */
-/**
- * The base URL of `--base-url` (or OPENAPI_BASE_URL, `tools serve`'s `--task-url` / `--scheduler-url`; named by `from`), refused (exit 2) unless fetch can send requests
- * to it: an http(s) URL without a user name or password (fetch refuses those, and each tool error showed the URL, the
- * password with it, to the model). Before, anything was taken and every tool call failed.
+ * The base URL of `--base-url` (or OPENAPI_BASE_URL, `tools serve`'s `--task-url` / `--scheduler-url`; named by
+ * `from`), refused (exit 2) unless fetch can send requests to it: an http(s) URL without a user name or password
+ * (fetch refuses those, and each tool error showed the URL, the password with it, to the model). Before, anything was
+ * taken and every tool call failed.
  */
 function baseUrlOption(value: string, from: string, keyFrom = '--api-key, --header or OPENAPI_API_KEY'): string {
   let url: URL | undefined;
@@ -33,6 +29,11 @@ function baseUrlOption(value: string, from: string, keyFrom = '--api-key, --head
   return value;
 }
 
+/**
+ * What `tools config add --openapi` writes for the editor to run: an http(s) URL as given, or the absolute path of a
+ * file that exists (the editor starts the server in a directory of its own, so a relative path would not be found
+ * there). Anything else is refused now, instead of being written and failing when the editor starts the server.
+ */
 function openapiSource(value: string, cwd: string): string {
   if (/^https?:\/\/[^\s/?#]+/i.test(value)) return value;
   let file: string | undefined;

@@ -251,13 +251,13 @@ function editorEntry(key: 'mcpServers' | 'servers', entry: ServerEntry): Record<
   return e;
 }
 
-/** Adds (or replaces) one server, keeping every other server and every other top-level key of the file. */
 /** Refuses a file that writes the servers' key twice: editors read the last, an edit would go to the first. */
 function refuseDuplicatedKey(file: string, text: string, path: string[]): void {
   const dup = duplicatedParent(text, path);
   if (dup) throw new EditorConfigError(`${file} has "${dup.key}" more than once (lines ${dup.lines.join(', ')}), and editors read only the last; merge them into one first`);
 }
 
+/** Adds (or replaces) one server, keeping every other server and every other top-level key of the file. */
 export function addServer(opts: { editor: Editor; scope: Scope; name: string; entry: ServerEntry; location: Location; dryRun?: boolean }): EditResult {
   if (!opts.name.trim()) throw new EditorConfigError('the server name must not be empty');
   const { file, key } = configFile(opts.editor, opts.scope, opts.location);
