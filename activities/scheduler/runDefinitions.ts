@@ -8,8 +8,9 @@
  *   change committed before the read started has dropped the cache; while that connection is down every read goes to
  *   PostgreSQL.
  * - **Prefetch.** The run's first workflow task calls the `scheduler.prefetchDefinition` sink (no command, not called
- *   on replay): the worker starts that read right after the activation, while Temporal completes the workflow task and
- *   hands out beginRun, and beginRun's first attempt takes it. The read starts after the run was fired (the activation
+ *   on replay): the worker starts that read right after the activation, and the run's start takes it: the local try
+ *   beginRunLocal, which the SDK's core dispatches after that activation, or (runs before local-start) beginRun's first
+ *   attempt, which Temporal hands out once it has completed the workflow task. The read starts after the run was fired (the activation
  *   comes from the workflow task Temporal scheduled when it started the run), so it sees every change committed
  *   before the run was fired, as a read inside beginRun would. An unused prefetch is dropped after PREFETCH_TTL_MS.
  */
