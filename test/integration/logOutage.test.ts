@@ -25,7 +25,7 @@ let workers: RunningWorkers;
 beforeAll(async () => {
   stack = await startTestStack({
     services: ['task', 'scheduler'],
-    file: agentConfig({ agents: { chatty: { command: ['sh', '-c', CHATTY], format: 'text' } }, scheduler: { healthCheckIntervalSeconds: 0 } }),
+    file: agentConfig({ agents: { chatty: { command: ['sh', '-c', CHATTY], format: 'text' }, quick: { command: ['true'], format: 'text' } }, scheduler: { healthCheckIntervalSeconds: 0 } }),
   });
   const url = new URL(stack.dbUrl);
   proxy = await startTcpProxy(`${url.hostname}:${url.port}`);
@@ -67,7 +67,7 @@ test('lines an agent prints during a PostgreSQL outage of the worker are all sto
 test('an outage longer than the run\'s budget: the newest lines are left out, and one line in their place says how many', async () => {
   const h = api(stack);
   const p = await h.project();
-  const started = await h.start(await h.task(p.id, 'budget'), 'chatty');
+  const started = await h.start(await h.task(p.id, 'budget'), 'quick'); // a process row to write to
   await h.until(started.attemptId, ['completed', 'failed'], 60_000);
   const before = (await stack.db.query('SELECT max(seq)::int AS n FROM process_logs WHERE process_id = $1', [started.processId])).rows[0].n as number;
 
@@ -127,7 +127,7 @@ test('a scheduler script task\'s log lines printed during a PostgreSQL outage of
 test('with PostgreSQL up, a run printing faster than its lines are stored is kept within its budget: the newest are left out, and a line at the end says how many', async () => {
   const h = api(stack);
   const p = await h.project();
-  const started = await h.start(await h.task(p.id, 'rate'), 'chatty');
+  const started = await h.start(await h.task(p.id, 'rate'), 'quick'); // a process row to write to
   await h.until(started.attemptId, ['completed', 'failed'], 60_000);
   const before = (await stack.db.query('SELECT max(seq)::int AS n FROM process_logs WHERE process_id = $1', [started.processId])).rows[0].n as number;
 
