@@ -19,28 +19,39 @@ import { temporalClient, withinDeadline } from './temporalAccess';
 const RESYNC_FOR_MS = 15 * 60_000;
 const FIRST_PAUSE_MS = 1000;
 const MAX_PAUSE_MS = 30_000;
+/** After the resync, it is done again this long after the pass before (a late request undone). */
+const CONFIRM_AFTER_MS = [2000, 5000];
 
 /**
  * Starts (in the background) making the Temporal Schedule `temporalId` match its row once Temporal answers: tries
- * again (1 s doubling to 30 s) for up to RESYNC_FOR_MS, or until the process closes its pool. Two resyncs of one
- * schedule at once wait for each other (the locks above) and leave the same result.
+ * again (1 s doubling to 30 s) for up to RESYNC_FOR_MS, or until the process closes its pool. Once it has, it does
+ * it again CONFIRM_AFTER_MS later, twice: the request that got no answer may reach Temporal only when the connection
+ * is back, beside the resync's own calls, and be applied after the resync (seen in schedulerTemporalDeadlines under
+ * CI load: the late pause came after the resync's resume, and nothing undid it). Each pass sets the row's state
+ * again, so a late request applied before the last pass is undone. Two resyncs of one schedule at once wait for each
+ * other (the locks above) and leave the same result.
  */
 export function resyncScheduleLater(deps: DetailServiceDeps, temporalId: string, log: FastifyBaseLogger): void {
   void (async () => {
     const giveUpAt = Date.now() + RESYNC_FOR_MS;
-    for (let pause = FIRST_PAUSE_MS, tries = 1; !deps.db.ending; pause = Math.min(pause * 2, MAX_PAUSE_MS), tries++) {
+    let pause = FIRST_PAUSE_MS;
+    let passes = 0;
+    for (let tries = 1; !deps.db.ending; tries++) {
       await new Promise((r) => setTimeout(r, pause).unref());
       if (deps.db.ending) return;
       try {
         const what = await resyncSchedule(deps, temporalId);
-        log.info({ schedule: temporalId, tries, what }, 'schedule resynced with its row after Temporal did not answer');
-        return;
+        if (passes === 0) log.info({ schedule: temporalId, tries, what }, 'schedule resynced with its row after Temporal did not answer');
+        if (passes === CONFIRM_AFTER_MS.length) return;
+        pause = CONFIRM_AFTER_MS[passes++] as number;
+        continue;
       } catch (err) {
         if (Date.now() > giveUpAt) {
           log.warn({ err: { message: (err as Error).message }, schedule: temporalId, tries }, 'schedule not resynced: Temporal still does not answer; its row and Temporal may differ');
           return;
         }
       }
+      pause = Math.min(pause * 2, MAX_PAUSE_MS);
     }
   })();
 }
