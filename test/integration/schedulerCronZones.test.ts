@@ -6,15 +6,15 @@
  * daylight-saving change, and what 6 and 7 fields mean, as docs/scheduler.md says it (Temporal's calendar, which
  * `nextRun` shows; the document had 6 fields start with seconds, which only 7 fields do).
  */
-import { startTestStack, type TestStack } from '../support/harness';
-import { closeSchedulerStack, schedulerInject } from '../support/schedulerStack';
+import type { TestStack } from '../support/harness';
+import { closeSchedulerStack, schedulerInject, startSchedulerStack } from '../support/schedulerStack';
 
 let stack: TestStack;
 let inject: ReturnType<typeof schedulerInject>;
 const name = `zones-${Math.random().toString(36).slice(2, 8)}`;
 
 beforeAll(async () => {
-  stack = await startTestStack({ services: ['scheduler'], file: { scheduler: { healthCheckIntervalSeconds: 0 } } });
+  stack = await startSchedulerStack({ worker: false });
   inject = schedulerInject(stack);
   expect((await inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 's', type: 'script', script: 'true' }] })).statusCode).toBe(201);
 }, 120_000);

@@ -3,8 +3,8 @@
  * taken the run yet): a PATCH is the 409 `already ran`, as after `ran_at`. It used to move the schedule: a 200 with
  * the new time, which never came (the Temporal Schedule had no action left).
  */
-import { eventually, startTestStack, type TestStack } from '../support/harness';
-import { closeSchedulerStack, schedulerInject } from '../support/schedulerStack';
+import { eventually, type TestStack } from '../support/harness';
+import { closeSchedulerStack, schedulerInject, startSchedulerStack } from '../support/schedulerStack';
 
 let stack: TestStack;
 let inject: ReturnType<typeof schedulerInject>;
@@ -12,7 +12,7 @@ const name = `fired-${Math.random().toString(36).slice(2, 8)}`;
 
 beforeAll(async () => {
   // no worker: a run Temporal starts waits in the task queue, its row unwritten
-  stack = await startTestStack({ services: ['scheduler'], file: { scheduler: { healthCheckIntervalSeconds: 0 } } });
+  stack = await startSchedulerStack({ worker: false });
   inject = schedulerInject(stack);
   expect((await inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 's', type: 'script', script: 'true' }] })).statusCode).toBe(201);
 }, 120_000);

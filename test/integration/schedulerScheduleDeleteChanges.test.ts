@@ -5,15 +5,15 @@
  * `Error updating schedule: schedule not found`. A Temporal Schedule gone from under its row (a deleted workflow's, or
  * one Temporal lost) is the route's 404 too, and is made to match its row again (created again while the row is there).
  */
-import { eventually, startTestStack, type TestStack } from '../support/harness';
-import { closeSchedulerStack, schedulerInject } from '../support/schedulerStack';
+import { eventually, type TestStack } from '../support/harness';
+import { closeSchedulerStack, schedulerInject, startSchedulerStack } from '../support/schedulerStack';
 
 let stack: TestStack;
 let inject: ReturnType<typeof schedulerInject>;
 const name = `delchg-${Math.random().toString(36).slice(2, 8)}`;
 
 beforeAll(async () => {
-  stack = await startTestStack({ services: ['scheduler'], file: { scheduler: { healthCheckIntervalSeconds: 0 } } });
+  stack = await startSchedulerStack({ worker: false });
   inject = schedulerInject(stack);
   expect((await inject('POST', '/api/v1/workflows', { name, schedule: '0 3 1 1 *', enabled: false, tasks: [{ name: 's', type: 'script', script: 'true' }] })).statusCode).toBe(201);
 }, 120_000);

@@ -6,14 +6,14 @@
  * name could not get its schedule (`schedule:<name>` already existed).
  */
 import type { PoolClient } from 'pg';
-import { startTestStack, type TestStack } from '../support/harness';
-import { closeSchedulerStack, schedulerInject } from '../support/schedulerStack';
+import type { TestStack } from '../support/harness';
+import { closeSchedulerStack, schedulerInject, startSchedulerStack } from '../support/schedulerStack';
 
 let stack: TestStack;
 let inject: ReturnType<typeof schedulerInject>;
 
 beforeAll(async () => {
-  stack = await startTestStack({ services: ['scheduler'], file: { scheduler: { healthCheckIntervalSeconds: 0 } } });
+  stack = await startSchedulerStack({ worker: false });
   inject = schedulerInject(stack);
 }, 120_000);
 afterAll(async () => {

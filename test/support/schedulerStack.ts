@@ -13,9 +13,12 @@ import type { Faults } from '../../lib/faults';
 import { startFakeFlowBuilder, type FakeFlowBuilder } from './fakeFlowBuilder';
 import { TEST_API_KEY, eventually, logger, startTestStack, type TestStack } from './harness';
 
-/** The stack; `faults`: the worker's test-only fault hooks (lib/faults.ts). */
-export function startSchedulerStack(opts: { faults?: Faults } = {}): Promise<TestStack> {
-  return startTestStack({ services: ['scheduler'], worker: true, faults: opts.faults, file: { scheduler: { healthCheckIntervalSeconds: 0 } } });
+/**
+ * The stack; `faults`: the worker's test-only fault hooks (lib/faults.ts); `worker: false`: no worker, so a run Temporal
+ * starts waits in its task queue with its row unwritten.
+ */
+export function startSchedulerStack(opts: { faults?: Faults; worker?: boolean } = {}): Promise<TestStack> {
+  return startTestStack({ services: ['scheduler'], worker: opts.worker ?? true, faults: opts.faults, file: { scheduler: { healthCheckIntervalSeconds: 0 } } });
 }
 
 /** A request to the stack's scheduler API with the test key. */
