@@ -1,15 +1,14 @@
 /** The `armada` command line: start, status, api, worker, migrate, worktrees (and infra, for tests and local tooling). */
-import { ConfigError } from '../lib/config';
-import { EmbeddedPostgresError } from '../lib/runtime/embeddedPostgres';
-import { ArmadaHomeInUse } from '../lib/runtime/homeInUse';
-import { requireOpenFileLimit } from '../lib/runtime/openFileLimit';
-import { TemporalCliProvisionError } from '../lib/runtime/provisionTemporalCli';
-import { TemporalCliMissing } from '../lib/runtime/temporalDevServer';
-import { SearchAttributesMissing } from '../lib/temporal/searchAttributeCheck';
+import { OperatorError } from '../lib/errors';
 import { COMMAND_HELP, HELP, type HelpedCommand } from './help';
 import { isParseArgsError, parseArgsProblem, parseCommandOptions, refuseExtraArguments, UsageError } from './options';
 
 export { HELP } from './help';
+
+/** Refuses too low an open-file limit for `command` (loaded only by the commands that check it: it reads the config). */
+function requireOpenFileLimit(command: 'start' | 'worker'): void {
+  (require('../lib/runtime/openFileLimit') as typeof import('../lib/runtime/openFileLimit')).requireOpenFileLimit(command);
+}
 
 /** Prints `command`'s own help. */
 function printHelp(command: HelpedCommand): number {
@@ -152,7 +151,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`${new UsageError(command as string, parseArgsProblem(err)).message}\n`);
       return 2;
     }
-    if (err instanceof TemporalCliMissing || err instanceof TemporalCliProvisionError || err instanceof ConfigError || err instanceof EmbeddedPostgresError || err instanceof ArmadaHomeInUse || err instanceof SearchAttributesMissing) {
+    if (err instanceof OperatorError) {
       process.stderr.write(`armada: ${err.message}\n`);
       return 1;
     }

@@ -3,7 +3,6 @@
  * ARMADA_SCHEDULER_URL, else ARMADA_HOST and ARMADA_SCHEDULER_PORT; key from ARMADA_SCHEDULER_API_KEY /
  * ARMADA_API_KEY, else $ARMADA_HOME/api-key.
  */
-import { loadConfig } from '../lib/config';
 import { fetchFailure } from '../lib/http/fetchFailure';
 import { fetchFollowingRedirects } from '../lib/http/redirects';
 import { clientApiKey, missingClientKeyAdvice } from '../lib/keys';
@@ -41,6 +40,8 @@ export function pathSegment(what: string, name: string): string {
 
 /** Calls the scheduler; a non-2xx answer becomes a CliError carrying the API's `detail`. */
 export async function schedulerRequest<T>(env: NodeJS.ProcessEnv, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
+  // loaded here, not at the top, so a usage error is told before the config's schema is built
+  const { loadConfig } = require('../lib/config') as typeof import('../lib/config');
   const config = loadConfig(env);
   const key = clientApiKey(config, 'scheduler');
   if (!key) {

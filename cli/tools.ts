@@ -2,13 +2,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../lib/config';
 import { clientApiKey, missingClientKeyAdvice } from '../lib/keys';
-import { armadaTools, ServiceUnavailableError } from '../lib/mcp/armadaTools';
 import { addServer, EDITORS, EditorConfigError, listServers, removeServer, type Editor, type Location, type Scope, type ServerEntry } from '../lib/mcp/editorConfig';
-import { loadOpenApiDocument, OpenApiDocumentError, openapiToTools } from '../lib/mcp/openapiToTools';
 import { headerValueProblem } from '../lib/mcp/requestValues';
-import { DEFAULT_MAX_RESPONSE_CHARS, serveStdio, type ServedTool } from '../lib/mcp/toolServer';
+import type { ServedTool } from '../lib/mcp/toolServer';
 import { asksForHelp, parseSubcommandArgs, refuseExtraArguments, UsageError } from './options';
 
 /**
@@ -52,11 +49,12 @@ export const TOOLS_HELP = `armada tools — MCP tool servers for code editors
 
 Usage:
   armada tools openapi <openapi-url-or-file> [--base-url URL] [--api-key KEY | --header 'Name: value']...
-                       [--include OP]... [--exclude OP]... [--max-response-chars N] [--list]
+                       [--include OP]... [--exclude OP]... [--max-response-chars N] [--timeout SECONDS] [--list]
       An MCP server over stdio whose tools are the document's operations (OpenAPI 3.x or Swagger 2.0).
       --base-url overrides the document's server; --api-key goes where the document's security scheme says
       (default header X-API-Key); --include/--exclude take operationIds (repeatable or comma-separated);
-      tools are named by operationId and described by summary + description;
+      tools are named by operationId and described by summary + description; --timeout bounds the wait for the
+      document and for each call's answer (default 30 s for the document, 60 s for a call);
       --list prints the tools (name, description, method, path, input schema) as JSON and exits. Env fallbacks: OPENAPI_BASE_URL, OPENAPI_API_KEY.
 
   armada tools serve [--task-url URL] [--scheduler-url URL] [--max-response-chars N] [--allow-partial]
@@ -85,11 +83,25 @@ function list(values: string[] | undefined): string[] {
   return (values ?? []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
 }
 
-function positiveInt(value: string | undefined, flag: string, fallback: number): number {
-  if (value === undefined) return fallback;
+// The modules that read documents and serve tools (the MCP SDK, YAML, the config's schema) load once a command's
+// arguments have parsed: a usage error or a bad flag is told without them, at once.
+const openapiModule = () => require('../lib/mcp/openapiToTools') as typeof import('../lib/mcp/openapiToTools');
+const serverModule = () => require('../lib/mcp/toolServer') as typeof import('../lib/mcp/toolServer');
+
+/** A positive integer flag; undefined when not given (the tool server's default applies). */
+function positiveInt(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
   const n = Number(value);
   if (!Number.isInteger(n) || n <= 0) throw new EditorConfigError(`${flag} must be a positive integer`);
   return n;
+}
+
+/** `--timeout SECONDS` in milliseconds: a positive number of seconds, at most an hour; undefined when not given. */
+function timeoutOption(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const seconds = Number(value);
+  if (!/^\d+(\.\d+)?$/.test(value.trim()) || !(seconds > 0) || seconds > 3600) throw new EditorConfigError('--timeout must be a number of seconds above 0 and at most 3600, such as 30 or 2.5');
+  return Math.max(1, Math.round(seconds * 1000));
 }
 
 function version(): string {
@@ -104,11 +116,15 @@ async function runOpenapi(args: string[]): Promise<number> {
     include: { type: 'string', multiple: true },
     exclude: { type: 'string', multiple: true },
     'max-response-chars': { type: 'string' },
+    timeout: { type: 'string' },
     list: { type: 'boolean' },
   });
   const source = positionals[0];
   if (!source) throw new UsageError('tools openapi', 'give exactly one OpenAPI document URL or file', 'tools');
   refuseExtraArguments('tools openapi', positionals, 1, 'tools');
+  const maxResponseChars = positiveInt(values['max-response-chars'], '--max-response-chars');
+  const timeoutMs = timeoutOption(values.timeout);
+  const { loadOpenApiDocument, OpenApiDocumentError, openapiToTools } = openapiModule();
   const headers: Record<string, string> = {};
   for (const h of values.header ?? []) {
     const i = h.indexOf(':');
@@ -125,7 +141,7 @@ async function runOpenapi(args: string[]): Promise<number> {
   const docSource = /^https?:\/\//i.test(source) || source.startsWith('file://') ? source : path.resolve(source);
   let doc: Awaited<ReturnType<typeof loadOpenApiDocument>>;
   try {
-    doc = await loadOpenApiDocument(docSource, headers);
+    doc = await loadOpenApiDocument(docSource, headers, timeoutMs);
   } catch (e) {
     if (!(e instanceof OpenApiDocumentError)) throw e;
     err(`armada tools openapi: ${e.message}`);
@@ -153,7 +169,7 @@ async function runOpenapi(args: string[]): Promise<number> {
     out(JSON.stringify(api.tools.map((t) => ({ name: t.name, description: t.description, method: t.method, path: t.path, inputSchema: t.inputSchema })), null, 2));
     return 0;
   }
-  await serveStdio(tools, { name: api.title, version: version(), maxResponseChars: positiveInt(values['max-response-chars'], '--max-response-chars', DEFAULT_MAX_RESPONSE_CHARS) });
+  await serverModule().serveStdio(tools, { name: api.title, version: version(), maxResponseChars, timeoutMs });
   return 0;
 }
 
@@ -165,6 +181,9 @@ async function runServe(args: string[]): Promise<number> {
     'allow-partial': { type: 'boolean' },
   });
   refuseExtraArguments('tools serve', positionals, 0, 'tools');
+  const maxResponseChars = positiveInt(values['max-response-chars'], '--max-response-chars');
+  const { armadaTools, ServiceUnavailableError } = require('../lib/mcp/armadaTools') as typeof import('../lib/mcp/armadaTools');
+  const { loadConfig } = require('../lib/config') as typeof import('../lib/config');
   const env = process.env;
   const config = loadConfig(env);
   // the keys as the scheduler CLI finds them: the variables, else the key armada start stored in $ARMADA_HOME/api-key.
@@ -196,7 +215,7 @@ async function runServe(args: string[]): Promise<number> {
     err('armada tools serve: no Armada service answered; start them (armada start), or set ARMADA_TASK_URL / ARMADA_SCHEDULER_URL (or ARMADA_HOST and the ports, as for armada start)');
     return 1;
   }
-  await serveStdio(tools, { name: 'armada', version: version(), maxResponseChars: positiveInt(values['max-response-chars'], '--max-response-chars', DEFAULT_MAX_RESPONSE_CHARS) });
+  await serverModule().serveStdio(tools, { name: 'armada', version: version(), maxResponseChars });
   return 0;
 }
 

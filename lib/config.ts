@@ -10,6 +10,7 @@ import { Type, type Static } from 'typebox';
 import Ajv from 'ajv';
 import { AGENT_OUTPUT_FORMATS } from './agents/outputFormats';
 import { localUrl } from './hostAddress';
+import { ConfigError } from './errors';
 
 /** The longest multi-agent name: the API's path and body schemas take no longer one (api/agents/schemas.ts). */
 export const AGENT_NAME_MAX_LENGTH = 200;
@@ -223,12 +224,7 @@ export interface ArmadaConfig {
   version: string;
 }
 
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError } from './errors';
 
 const ajv = new Ajv({ allErrors: true, strict: false });
 const validateFile = ajv.compile(FileConfigSchema);

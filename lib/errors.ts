@@ -26,3 +26,18 @@ export const unauthorized = (message = 'Authentication required'): AppError => n
 export function isAppError(err: unknown): err is AppError {
   return err instanceof AppError;
 }
+
+/**
+ * A failure the operator fixes outside Armada (a missing binary, a bad setting, a home another process holds): its
+ * message is the whole story, one line naming what to do, and the CLI prints it as `armada: <message>` with exit 1.
+ * The CLI tells these apart by this class alone, so it needs none of the heavy modules that throw them to do so.
+ */
+export class OperatorError extends Error {}
+
+/** A setting (variable, config file, flag) Armada cannot use; the message names it and what it accepts. */
+export class ConfigError extends OperatorError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}

@@ -2,7 +2,8 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { type ArmadaConfig, ConfigError } from './config';
+import type { ArmadaConfig } from './config';
+import { ConfigError } from './errors';
 import { fsyncDirectory, writeTempDurably } from './fs/durableWrite';
 
 export interface ResolvedKeys {

@@ -16,6 +16,7 @@ import { removeStalePasswordFiles, runInitdb } from './initdb';
 import { spawnServer, type ServerProcess } from './serverProcess';
 import type { ChildServer } from './supervisor';
 import type { Logger } from '../logger';
+import { OperatorError } from '../errors';
 
 export interface EmbeddedPostgresOptions {
   dataDir: string;
@@ -63,7 +64,7 @@ function grantTraversal(dir: string, logger: Logger): void {
 }
 
 /** The embedded server does not come up (a one-line message). */
-export class EmbeddedPostgresError extends Error {
+export class EmbeddedPostgresError extends OperatorError {
   constructor(message: string) {
     super(message);
     this.name = 'EmbeddedPostgresError';

@@ -3,9 +3,10 @@
  * the next start; one whose armada is still running is never touched. This tells the two apart by the server's parent.
  */
 import fs from 'node:fs';
+import { OperatorError } from '../errors';
 
 /** A server of this ARMADA_HOME belongs to a running armada (a second `armada start` or `armada migrate`). */
-export class ArmadaHomeInUse extends Error {
+export class ArmadaHomeInUse extends OperatorError {
   constructor(message: string) {
     super(message);
     this.name = 'ArmadaHomeInUse';

@@ -9,6 +9,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { OperatorError } from '../errors';
 
 const execFileAsync = promisify(execFile);
 
@@ -19,7 +20,7 @@ export const TEMPORAL_VENV_DIR = 'temporal-venv';
 const RECORD_FILE = 'armada-tool.json';
 
 /** The Temporal CLI can be neither found nor provisioned (one line, with the alternatives). */
-export class TemporalCliProvisionError extends Error {
+export class TemporalCliProvisionError extends OperatorError {
   constructor(message: string) {
     super(message);
     this.name = 'TemporalCliProvisionError';

@@ -17,6 +17,7 @@ import { provisionTemporalCli } from './provisionTemporalCli';
 import { devServerSearchAttributeArgs } from '../temporal/searchAttributes';
 import { registerSearchAttributes } from '../temporal/searchAttributeCheck';
 import type { Logger } from '../logger';
+import { OperatorError } from '../errors';
 
 export const TEMPORAL_INSTALL_HINT = [
   'The Temporal CLI (`temporal`) was not found. Install it with one of:',
@@ -26,7 +27,7 @@ export const TEMPORAL_INSTALL_HINT = [
   'then put it on PATH or set TEMPORAL_CLI_PATH=/path/to/temporal, or point TEMPORAL_ADDRESS at a running server.',
 ].join('\n');
 
-export class TemporalCliMissing extends Error {
+export class TemporalCliMissing extends OperatorError {
   constructor(message: string = TEMPORAL_INSTALL_HINT) {
     super(message);
     this.name = 'TemporalCliMissing';

@@ -6,6 +6,7 @@
  * (docs/operations.md#search-attributes); starting or upserting a workflow with an unknown attribute would fail.
  */
 import { ARMADA_SEARCH_ATTRIBUTES, createSearchAttributesCommand } from './searchAttributes';
+import { OperatorError } from '../errors';
 
 /** The part of a (native or client) Temporal connection these calls need. */
 export interface OperatorConnection {
@@ -18,7 +19,7 @@ export interface OperatorConnection {
 /** IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD (a number: the proto enum is not importable without protobufjs's registry). */
 const KEYWORD = 2;
 
-export class SearchAttributesMissing extends Error {
+export class SearchAttributesMissing extends OperatorError {
   constructor(
     readonly namespace: string,
     readonly missing: string[],

@@ -447,22 +447,38 @@ describe('armada tools openapi', () => {
     expect(fromEnv).toEqual({ code: 2, stderr: `armada tools: OPENAPI_BASE_URL "localhost:8080" is not an http(s) URL; give the service's URL, such as http://127.0.0.1:8080/v1\n` });
   }, 60_000);
 
-  test('a document URL that never answers ends with the timeout as the message, not a crash of the error handler', async () => {
-    // accepts connections and says nothing: the 30 s document fetch times out with a TimeoutError (numeric code 23)
+  test('a document URL or an upstream that never answers ends with --timeout as the message, not a crash or a hang', async () => {
+    // accepts connections and says nothing: the document fetch times out with a TimeoutError (numeric code 23)
     const net = require('node:net') as typeof import('node:net');
     const sockets: import('node:net').Socket[] = [];
     const silent = net.createServer((s) => sockets.push(s));
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
     const { execFile } = require('node:child_process') as typeof import('node:child_process');
-    try {
-      const r = await new Promise<{ code: number; stderr: string }>((resolve) =>
-        execFile(process.execPath, [BIN, 'tools', 'openapi', `http://127.0.0.1:${(silent.address() as AddressInfo).port}/openapi.json`, '--list'], { encoding: 'utf8', timeout: 90_000 }, (e, _so, se) =>
-          resolve({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stderr: se }),
-        ),
+    const cli = (args: string[]) =>
+      new Promise<{ code: number; stderr: string }>((resolve) =>
+        execFile(process.execPath, [BIN, 'tools', 'openapi', ...args], { encoding: 'utf8', timeout: 90_000 }, (e, _so, se) => resolve({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, stderr: se })),
       );
-      expect(r.code).not.toBe(0);
+    try {
+      const t0 = Date.now();
+      const r = await cli([`${silentUrl}/openapi.json`, '--list', '--timeout', '2']);
+      expect(Date.now() - t0).toBeLessThan(30_000); // the 2 s given, not the 30 s default
+      expect(r.code).toBe(1);
       expect(r.stderr).not.toContain('is not a function');
-      expect(r.stderr).toMatch(/timeout|timed out/i);
+      expect(r.stderr).toMatch(/timed out after 2000 ms/);
+      // the same bound for each call's answer
+      const { client } = await connect([`${base}/openapi.json`, '--base-url', silentUrl, '--timeout', '1.5']);
+      try {
+        const c = await client.callTool({ name: 'listPets', arguments: {} });
+        expect(c.isError).toBe(true);
+        expect(text(c)).toMatch(/failed: no answer within 1\.5 s; the service may be overloaded or stuck$/);
+      } finally {
+        await client.close();
+      }
+      for (const bad of ['0', '-1', 'soon', '3601', '1e3', '']) {
+        const b = await cli([`${base}/openapi.json`, '--list', `--timeout=${bad}`]);
+        expect([bad, b.code, b.stderr]).toEqual([bad, 2, 'armada tools: --timeout must be a number of seconds above 0 and at most 3600, such as 30 or 2.5\n']);
+      }
     } finally {
       for (const s of sockets) s.destroy();
       await new Promise((r) => silent.close(r));
