@@ -10,7 +10,7 @@ import { isUuid } from '../../lib/ids';
 import { getExecution, listExecutionLogs, listExecutions, requestExecutionStops, type ExecutionRow } from '../../lib/db/schedulerExecutions';
 import { humanDuration } from '../../lib/scheduler/settings';
 import type { SchedulerPluginOptions } from './deps';
-import { Detail, DetailErrors, ExecutionDetail, ExecutionList, ExecutionListQuery, ExecutionLogs, ExecutionParams, RetryResult, StopResult } from './schemas';
+import { Detail, DetailErrors, ExecutionDetail, ExecutionList, ExecutionListQuery, ExecutionLogs, ExecutionLogsQuery, ExecutionParams, RetryResult, StopResult } from './schemas';
 import { startExecution } from './startExecution';
 import { requestCancel } from '../../lib/temporal/workflowHandles';
 import { pollUntil } from './stopRuns';
@@ -82,11 +82,12 @@ export const executionRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async
 
   app.get(
     '/executions/:id/logs',
-    { schema: { tags: ['executions'], params: ExecutionParams, response: { 200: ExecutionLogs, ...DetailErrors } } },
+    { schema: { tags: ['executions'], params: ExecutionParams, querystring: ExecutionLogsQuery, response: { 200: ExecutionLogs, ...DetailErrors } } },
     async (request) => {
       const e = await mustGet(request.params.id);
-      const logs = await listExecutionLogs(deps.db, e.id);
-      return { executionId: e.id, logs: logs.map((l) => ({ timestamp: l.ts.toISOString(), level: l.level, message: l.message })) };
+      const { offset, limit, level } = request.query;
+      const { total, lines } = await listExecutionLogs(deps.db, e.id, { offset, limit, minLevel: level });
+      return { executionId: e.id, logs: lines.map((l) => ({ timestamp: l.ts.toISOString(), level: l.level, message: l.message })), total };
     },
   );
 

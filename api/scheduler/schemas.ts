@@ -307,7 +307,17 @@ export const ExecutionParams = Type.Object({ id: Type.String({ minLength: 1, max
 export const ExecutionLogs = Type.Object({
   executionId: Type.String(),
   logs: Type.Array(Type.Object({ timestamp: Type.String(), level: Type.String(), message: Type.String() })),
+  total: Type.Integer({ minimum: 0, description: 'lines the execution has in all (with `level`, of that level and above): a page ends the log when offset + its lines reach it' }),
 });
+export const EXECUTION_LOG_LEVELS = ['debug', 'info', 'warning', 'error'] as const;
+export const ExecutionLogsQuery = Type.Object(
+  {
+    offset: Offset,
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'at most this many lines (default: all from offset on)' })),
+    level: Type.Optional(StringEnum(EXECUTION_LOG_LEVELS, { description: 'only lines of this level and above (debug < info < warning < error)' })),
+  },
+  { additionalProperties: false },
+);
 export const RetryResult = Type.Object({
   executionId: Type.String(),
   workflow: Type.String(),

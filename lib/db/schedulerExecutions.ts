@@ -315,12 +315,31 @@ export async function appendExecutionLogs(db: Queryable, executionId: string, li
   );
 }
 
-export async function listExecutionLogs(db: Queryable, executionId: string): Promise<{ ts: Date; level: LogLevel; message: string }[]> {
-  const { rows } = await db.query<{ ts: Date; level: LogLevel; message: string }>(
-    'SELECT ts, level, message FROM scheduler_execution_logs WHERE execution_id = $1 ORDER BY ts, id',
-    [executionId],
+const LEVEL_ORDER: readonly LogLevel[] = ['debug', 'info', 'warning', 'error'];
+
+/**
+ * A page of an execution's log in the order it was written (`offset` lines skipped, at most `limit`, all when
+ * undefined), of `minLevel` and above, and how many such lines there are: one statement, so both come from one
+ * snapshot of a log that may be growing.
+ */
+export async function listExecutionLogs(
+  db: Queryable,
+  executionId: string,
+  page: { offset?: number; limit?: number; minLevel?: LogLevel } = {},
+): Promise<{ total: number; lines: { ts: Date; level: LogLevel; message: string }[] }> {
+  const levels = LEVEL_ORDER.slice(LEVEL_ORDER.indexOf(page.minLevel ?? 'debug'));
+  const { rows } = await db.query<{ total: number; ts: Date | null; level: LogLevel | null; message: string | null }>(
+    `SELECT t.total, p.ts, p.level, p.message
+       FROM (SELECT count(*)::int AS total FROM scheduler_execution_logs WHERE execution_id = $1 AND level = ANY($2)) t
+       LEFT JOIN LATERAL (
+         SELECT ts, level, message FROM scheduler_execution_logs WHERE execution_id = $1 AND level = ANY($2)
+          ORDER BY ts, id OFFSET $3 LIMIT $4
+       ) p ON true`,
+    [executionId, levels, page.offset ?? 0, page.limit ?? null],
   );
-  return rows;
+  const total = rows[0]?.total ?? 0;
+  const lines = rows.flatMap((r) => (r.ts && r.level && r.message !== null ? [{ ts: r.ts, level: r.level, message: r.message }] : []));
+  return { total, lines };
 }
 
 /** Retention: deletes finished executions (and their logs) completed before `olderThan`. */

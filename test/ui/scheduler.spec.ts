@@ -72,3 +72,25 @@ test('run a workflow now: its execution appears and its logs open in a dialog th
   await expect(dialog).toBeHidden();
   await screenshot(page, 'scheduler');
 });
+
+test('a long execution log opens at its first 2,000 lines and shows the rest on request', async ({ page }) => {
+  await svcApi('scheduler', 'POST', '/workflows', { name: 'ui-long-log', tasks: [{ name: 'count', type: 'script', script: 'seq 1 2500' }] });
+  const run = await svcApi<{ executionId: string }>('scheduler', 'POST', '/workflows/ui-long-log/run');
+  await expect(async () => {
+    const e = await svcApi<{ status: string }>('scheduler', 'GET', `/executions/${run.executionId}`);
+    expect(e.status).toBe('completed');
+  }).toPass({ timeout: 30_000 });
+  const { total } = await svcApi<{ total: number }>('scheduler', 'GET', `/executions/${run.executionId}/logs?limit=1`);
+  expect(total).toBeGreaterThanOrEqual(2500);
+  await page.goto('/scheduler');
+  await page.getByRole('table', { name: 'Executions' }).locator('tr', { hasText: 'ui-long-log' }).first().getByRole('button', { name: /Logs of execution/ }).click();
+  const dialog = page.getByRole('dialog', { name: /Logs of ui-long-log/ });
+  const log = dialog.getByLabel('Execution logs');
+  await expect(dialog).toContainText(`Showing the first 2,000 of ${total.toLocaleString('en-US')} lines.`);
+  await screenshot(page, 'scheduler-logs-long');
+  await expect(log).not.toContainText(/INFO 2500$/m);
+  await dialog.getByRole('button', { name: `Show ${(total - 2000).toLocaleString('en-US')} more` }).click();
+  await expect(log).toContainText(/INFO 2500$/m);
+  await expect(dialog).not.toContainText('Showing the first');
+  expect((await log.textContent())?.split('\n')).toHaveLength(total);
+});

@@ -52,6 +52,8 @@ export interface Execution {
 export interface ExecutionLogs {
   executionId: string;
   logs: { timestamp: string; level: string; message: string }[];
+  /** lines the log has in all; more than `logs.length` when the page stops short of the end */
+  total: number;
 }
 
 const s = <T>(path: string, opts?: Parameters<typeof svc>[2]) => svc<T>('scheduler', path, opts);
@@ -70,8 +72,15 @@ export const useExecutions = () =>
     queryFn: ({ signal }) => s<{ executions: Execution[] }>('/executions', { query: { limit: 50 }, signal }).then((r) => r.executions),
     ...live,
   });
-export const useExecutionLogs = (id: string | null) =>
-  useQuery({ queryKey: [...queryKeys.scheduler('logs'), id], queryFn: ({ signal }) => s<ExecutionLogs>(`/executions/${encodeURIComponent(id ?? '')}/logs`, { signal }), enabled: !!id, ...live });
+/** The first `limit` lines of an execution's log (the API's page: at most 10,000 a request). */
+export const useExecutionLogs = (id: string | null, limit: number) =>
+  useQuery({
+    queryKey: [...queryKeys.scheduler('logs'), id, limit],
+    queryFn: ({ signal }) => s<ExecutionLogs>(`/executions/${encodeURIComponent(id ?? '')}/logs`, { query: { limit }, signal }),
+    enabled: !!id,
+    placeholderData: (previous) => previous, // "Show more" keeps the lines in view while the longer page loads
+    ...live,
+  });
 
 const enc = encodeURIComponent;
 export const checkSourceHealth = (id: string) => s<SourceHealth>(`/sources/${enc(id)}/health`, { method: 'POST' });

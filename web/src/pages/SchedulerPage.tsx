@@ -50,14 +50,36 @@ function Section({ title, query, children }: { title: string; query: { error: un
   );
 }
 
+/** Lines the logs dialog reads at first and adds on each "Show more" (the API pages at most 10,000 a request). */
+const LOG_PAGE = 2000;
+/** The most the dialog shows: one page of the API (a browser's text view of more is slow to scroll anyway). */
+const MAX_DIALOG_LINES = 10_000;
+
 function LogsDialog({ execution, onClose }: { execution: Execution; onClose: () => void }) {
-  const logs = useExecutionLogs(execution.id);
+  const [limit, setLimit] = useState(LOG_PAGE);
+  const logs = useExecutionLogs(execution.id, limit);
+  const shown = logs.data?.logs.length ?? 0;
+  const total = logs.data?.total ?? 0;
   return (
     <Dialog open title={`Logs of ${execution.workflow} (${execution.status})`} onClose={onClose} className="dialog-logs">
       {logs.error ? <ErrorMessage error={logs.error} onRetry={() => void logs.refetch()} /> : null}
       <pre className="log-view" role="log" aria-label="Execution logs">
-        {logs.data?.logs.length ? logs.data.logs.map((l) => `${l.timestamp} ${l.level.toUpperCase()} ${l.message}`).join('\n') : logs.isPending ? 'Loading…' : '(no log lines)'}
+        {shown ? logs.data?.logs.map((l) => `${l.timestamp} ${l.level.toUpperCase()} ${l.message}`).join('\n') : logs.isPending ? 'Loading…' : '(no log lines)'}
       </pre>
+      {total > shown ? (
+        <p className="muted log-more">
+          Showing the first {shown.toLocaleString('en-US')} of {total.toLocaleString('en-US')} lines.{' '}
+          {limit < MAX_DIALOG_LINES ? (
+            <button type="button" className="small" disabled={logs.isFetching} onClick={() => setLimit((l) => Math.min(l + LOG_PAGE, MAX_DIALOG_LINES))}>
+              Show {Math.min(LOG_PAGE, total - shown).toLocaleString('en-US')} more
+            </button>
+          ) : (
+            <>
+              Read the rest from the scheduler API: <code>GET /api/v1/executions/{execution.id}/logs?offset={MAX_DIALOG_LINES}</code>.
+            </>
+          )}
+        </p>
+      ) : null}
       <div className="dialog-actions">
         <button type="button" onClick={() => void logs.refetch()}>
           Refresh
