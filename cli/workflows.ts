@@ -1,4 +1,4 @@
-/** `armada workflows list|run|retry`: the scheduler's workflows over HTTP. */
+/** `armada workflows list|run|retry|logs`: the scheduler's workflows and their executions over HTTP. */
 import { parseSubcommandArgs, refuseExtraArguments, UsageError } from './options';
 import { pathSegment, processIo, runSchedulerCommand, schedulerRequest, table, type CliIo } from './schedulerClient';
 
@@ -12,6 +12,9 @@ Usage:
   armada workflows retry EXECUTION_ID [--wait] [--json]
                         Re-runs a finished execution: a new execution of the same workflow with the same
                         input, linked to the original (retryOf); --wait as for run.
+  armada workflows logs EXECUTION_ID [--level debug|info|warning|error] [--json]
+                        Prints the execution's log, every line, oldest first (read in pages of 10,000);
+                        --level keeps that level and above; --json prints one JSON object per line.
 
 Schedules (several per workflow, cron or one-time): armada schedules --help.
 
@@ -38,14 +41,17 @@ interface StartedRun {
 }
 
 /** The arguments (positionals) each subcommand takes at most: the workflow NAME or the EXECUTION_ID. */
-const ARGUMENTS: Record<string, number> = { list: 0, run: 1, retry: 1 };
+const ARGUMENTS: Record<string, number> = { list: 0, run: 1, retry: 1, logs: 1 };
+const LOG_LEVELS = ['debug', 'info', 'warning', 'error'];
+/** The largest page `GET /executions/{id}/logs` gives. */
+const LOG_PAGE = 10_000;
 
 export function runWorkflows(argv: string[], io: CliIo = processIo()): Promise<number> {
   return runSchedulerCommand(WORKFLOWS_HELP, argv, io, (sub, args) => workflows(sub, args, io));
 }
 
 async function workflows(sub: string, args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseSubcommandArgs('workflows', args, { json: { type: 'boolean' }, wait: { type: 'boolean' } });
+  const { values, positionals } = parseSubcommandArgs('workflows', args, { json: { type: 'boolean' }, wait: { type: 'boolean' }, level: { type: 'string' } });
   if (Object.hasOwn(ARGUMENTS, sub)) refuseExtraArguments(`workflows ${sub}`, positionals, ARGUMENTS[sub] as number, 'workflows');
   const usage = (problem: string) => new UsageError(`workflows ${sub}`, problem, 'workflows');
   const show = (value: unknown, human: string) => io.stdout(values.json ? `${JSON.stringify(value, null, 2)}\n` : human);
@@ -82,6 +88,20 @@ async function workflows(sub: string, args: string[], io: CliIo): Promise<number
       }
       show(e, `${what}: ${e.status}${e.duration ? ` in ${e.duration}` : ''}${e.error ? ` (${e.error})` : ''}\n`);
       return e.status === 'completed' ? 0 : 1;
+    }
+    case 'logs': {
+      const target = positionals[0];
+      if (!target) throw usage('the EXECUTION_ID is required');
+      if (values.level !== undefined && !LOG_LEVELS.includes(values.level)) throw usage(`--level must be one of ${LOG_LEVELS.join(', ')}`);
+      const base = `/api/v1/executions/${pathSegment('execution', target)}/logs?limit=${LOG_PAGE}${values.level ? `&level=${values.level}` : ''}`;
+      // page by page, each printed before the next is asked for: a long log neither waits nor sits in memory whole.
+      // A running execution's log grows meanwhile; its lines are appended, so the offsets stay valid.
+      for (let offset = 0; ; ) {
+        const page = await schedulerRequest<{ logs: { timestamp: string; level: string; message: string }[]; total: number }>(io.env, 'GET', `${base}&offset=${offset}`);
+        io.stdout(page.logs.map((l) => (values.json ? JSON.stringify(l) : `${l.timestamp} ${l.level.toUpperCase().padEnd(7)} ${l.message}`)).join('\n') + (page.logs.length ? '\n' : ''));
+        offset += page.logs.length;
+        if (page.logs.length < LOG_PAGE || offset >= page.total) return 0;
+      }
     }
     default:
       throw new UsageError('workflows', `unknown subcommand '${sub}'`);

@@ -134,6 +134,34 @@ describe('armada sources / workflows CLI', () => {
     expect([badOption.code, badOption.stdout, badOption.stderr]).toEqual([2, '', "armada workflows: unknown option '--bogus'; run armada workflows --help\n"]);
   });
 
+  test('workflows logs prints every line of an execution, across pages, oldest first; --level and --json', async () => {
+    await stack.app('scheduler').inject({ method: 'POST', url: '/api/v1/workflows', headers: { 'x-api-key': KEY }, payload: { name: 'cli-logs', tasks: [{ name: 'a', type: 'script', script: 'true' }] } });
+    const run = JSON.parse((await cli(runWorkflows, ['run', 'cli-logs', '--json'])).stdout);
+    await (await stack.temporal.client()).workflow.getHandle(`execution:${run.executionId}`).terminate('test over');
+    // no worker here: 10,005 lines as a run would have written them (more than one page of 10,000), every 1,000th a warning
+    await stack.db.query(
+      `INSERT INTO scheduler_execution_logs (execution_id, key, ts, level, message)
+       SELECT $1, 'test:' || n, timestamptz '2026-01-01T00:00:00Z' + n * interval '1 ms', CASE WHEN n % 1000 = 0 THEN 'warning' ELSE 'info' END, 'line ' || n
+         FROM generate_series(1, 10005) n`,
+      [run.executionId],
+    );
+    const all = await cli(runWorkflows, ['logs', run.executionId]);
+    expect([all.code, all.stderr]).toEqual([0, '']);
+    const lines = all.stdout.trimEnd().split('\n').filter((l) => / line \d+$/.test(l));
+    expect(lines).toHaveLength(10_005);
+    expect(lines[0]).toBe('2026-01-01T00:00:00.001Z INFO    line 1');
+    expect(lines[10_004]).toBe('2026-01-01T00:00:10.005Z INFO    line 10005');
+    expect(lines.map((l) => Number(l.split(' line ')[1]))).toEqual(Array.from({ length: 10_005 }, (_, i) => i + 1));
+    const warnings = await cli(runWorkflows, ['logs', run.executionId, '--level', 'warning', '--json']);
+    expect(warnings.stdout.trimEnd().split('\n').map((l) => JSON.parse(l)).filter((l) => l.message.startsWith('line '))).toEqual(
+      Array.from({ length: 10 }, (_, i) => ({ timestamp: new Date(Date.parse('2026-01-01T00:00:00Z') + (i + 1) * 1000).toISOString(), level: 'warning', message: `line ${(i + 1) * 1000}` })),
+    );
+    const bad = await cli(runWorkflows, ['logs', run.executionId, '--level', 'warn']);
+    expect([bad.code, bad.stderr]).toEqual([2, 'armada workflows logs: --level must be one of debug, info, warning, error; run armada workflows --help\n']);
+    const missing = await cli(runWorkflows, ['logs', '00000000-0000-4000-8000-000000000000']);
+    expect([missing.code, missing.stderr]).toEqual([1, 'armada: Execution not found (HTTP 404)\n']);
+  });
+
   test('schedules add (cron and one-time), list, pause, resume, delete by id', async () => {
     await stack.app('scheduler').inject({
       method: 'POST',
