@@ -13,7 +13,7 @@ import { getDefaultSchedule, listSchedules, lockTemporalIdsOf, lockTemporalSched
 import { isTemporalUnreachable } from '../../lib/temporal/client';
 import { runningRunsOf } from '../../lib/db/schedulerExecutions';
 import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, lockWorkflows, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
-import { cronZone, nthWeekdayError, temporalZoneRejection, timezoneError } from '../../lib/scheduler/cron';
+import { cronZone, neverFiresError, nthWeekdayError, temporalZoneRejection, timezoneError } from '../../lib/scheduler/cron';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { createSchedule, deleteSchedule, scheduleIdOf, specRejection } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
@@ -81,13 +81,15 @@ export async function workflowView(deps: DetailServiceDeps, w: WorkflowRow & { l
 
 /**
  * Checks a zone, and what Temporal would take silently in a cron string (the nth weekday, which it reads as a
- * comment); throws 400 with the precise reason. The rest of the cron string is Temporal's to judge (scheduleError).
+ * comment; a string that never fires); throws 400 with the precise reason. The rest of the cron string is Temporal's to judge (scheduleError).
  */
 export function checkZone(timezone: string | undefined, cron?: string | null): void {
   const err = timezone !== undefined ? timezoneError(timezone) : null;
   if (err) throw invalidRequest(err);
   const nth = cron ? nthWeekdayError(cron) : null;
   if (nth) throw invalidRequest(`Invalid cron expression "${cron}": ${nth}`);
+  const never = cron ? neverFiresError(cron) : null;
+  if (never) throw invalidRequest(`Invalid cron expression "${cron}": it never fires: ${never}`);
 }
 
 /** The zone of a schedule: the one given, else a `CRON_TZ=` prefix's, else `fallback`. */

@@ -45,3 +45,69 @@ export function nthWeekdayError(expr: string): string | null {
   const m = /(?:^|\s)([A-Za-z0-9,-]*[A-Za-z0-9])#(\d+)/.exec(expr);
   return m ? `"${m[1]}#${m[2]}" is not supported (the nth weekday of a month); "#" starts a comment here, so it would run on every ${m[1]}` : null;
 }
+
+const MONTHS = ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'];
+const MONTH_NAMES = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+/** The most days each month can have (February: 29, in a leap year). */
+const MONTH_DAYS = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/**
+ * The values a cron field selects within [min, max] (`*`, `?`, numbers, names, ranges, steps, lists), or null for
+ * anything else: a form this reading does not know is left to Temporal, never judged here.
+ */
+function fieldValues(field: string, min: number, max: number, names: string[] = []): Set<number> | null {
+  const value = (s: string): number | null => {
+    const named = names.indexOf(s.toUpperCase());
+    if (named >= 0) return named + min;
+    return /^\d{1,4}$/.test(s) ? Number(s) : null;
+  };
+  const out = new Set<number>();
+  for (const item of field.split(',')) {
+    const m = /^([^/]+)(?:\/(\d{1,4}))?$/.exec(item);
+    if (!m) return null;
+    const [, range = '', stepText] = m;
+    const step = stepText === undefined ? 1 : Number(stepText);
+    if (step < 1) return null;
+    let from: number | null;
+    let to: number | null;
+    if (range === '*' || range === '?') [from, to] = [min, max];
+    else if (range.includes('-')) {
+      const [a = '', b = ''] = range.split('-');
+      [from, to] = [value(a), value(b)];
+    } else {
+      from = value(range);
+      to = stepText === undefined ? from : max;
+    }
+    if (from === null || to === null || from < min || to > max || from > to) return null;
+    for (let v = from; v <= to; v += step) out.add(v);
+  }
+  return out;
+}
+
+/**
+ * Why a cron string can never fire (again), or null: a day of the month that none of its months has (`0 0 30 2 *`,
+ * `0 0 31 4,6,9,11 *`) while the day of the week is left open, or years that are all past (`0 9 * * * 2020`).
+ * Temporal takes such a string and its schedule simply never runs (`nextRun: null` while `active`), so it is refused
+ * instead. Only the plain forms are read; anything else (`@every`, a form not read here) is Temporal's to judge.
+ */
+export function neverFiresError(expr: string, now: Date = new Date()): string | null {
+  const body = expr.replace(/^\s*(?:CRON_)?TZ=\S+\s+/, '').replace(/\s#.*$/, '').trim();
+  if (body.startsWith('@')) return null;
+  const fields = body.split(/\s+/);
+  if (fields.length < 5 || fields.length > 7) return null;
+  const [dom, month, dow, year] = fields.length === 7 ? fields.slice(3) : [...fields.slice(2, 5), fields[5]];
+  if (year !== undefined) {
+    const years = fieldValues(year, 1970, 2099);
+    // the year at this moment somewhere on Earth, at the earliest (UTC-12): a year before it is past everywhere
+    const thisYear = new Date(now.getTime() - 12 * 3600_000).getUTCFullYear();
+    if (years && years.size && Math.max(...years) < thisYear) return `its years (${year}) are all past`;
+  }
+  if (dow !== '*' && dow !== '?') return null;
+  const days = fieldValues(dom as string, 1, 31);
+  const months = fieldValues(month as string, 1, 12, MONTHS);
+  if (!days?.size || !months?.size) return null;
+  const first = Math.min(...days);
+  if ([...months].some((m) => first <= (MONTH_DAYS[m - 1] as number))) return null;
+  const named = [...months].map((m) => MONTH_NAMES[m - 1]).join(', ');
+  return `none of its months (${named}) has ${first === Math.max(...days) ? `a day ${first}` : `a day ${first} or later`}`;
+}

@@ -120,11 +120,16 @@ describe('one-time schedules', () => {
     await bad({ type: 'cron', schedule: '61 * * * *' }, 'Invalid cron expression "61 * * * *": Minute is not in range [0-59]');
     await bad({ type: 'cron', schedule: 'CRON_TZ=Asia/Tokyo 0 9 * * *', timezone: 'UTC' }, 'Invalid cron expression "CRON_TZ=Asia/Tokyo 0 9 * * *": conflicting timezone names');
     await bad({ type: 'cron', schedule: '0 9 * * *', timezone: 'Mars/Olympus' }, 'Unknown time zone "Mars/Olympus": use an IANA name such as UTC or Europe/Paris');
+    // a string Temporal takes although it never fires (its schedule would sit `active` with no next run)
+    await bad({ type: 'cron', schedule: '0 0 30 2 *' }, 'Invalid cron expression "0 0 30 2 *": it never fires: none of its months (February) has a day 30');
+    await bad({ type: 'cron', schedule: '0 9 * * * 2020' }, 'Invalid cron expression "0 9 * * * 2020": it never fires: its years (2020) are all past');
     expect((await inject('GET', `/api/v1/workflows/${name}/schedules`)).json().schedules).toHaveLength(1); // rejected ones leave no row
     const tokyo = await post({ type: 'cron', schedule: 'CRON_TZ=Asia/Tokyo 0 9 * * *', enabled: false });
     expect([tokyo.statusCode, tokyo.json().timezone]).toEqual([201, 'Asia/Tokyo']); // a CRON_TZ= prefix names the zone
     const badCron = await inject('PATCH', `/api/v1/workflows/${name}/schedules/${tokyo.json().id}`, { schedule: '0 25 * * *' });
     expect([badCron.statusCode, badCron.json()]).toEqual([400, { detail: 'Invalid cron expression "0 25 * * *": Hour is not in range [0-23]' }]);
+    const never = await inject('PATCH', `/api/v1/workflows/${name}/schedules/${tokyo.json().id}`, { schedule: '0 0 31 4,6,9,11 *' });
+    expect([never.statusCode, never.json()]).toEqual([400, { detail: 'Invalid cron expression "0 0 31 4,6,9,11 *": it never fires: none of its months (April, June, September, November) has a day 31' }]);
     expect((await inject('GET', `/api/v1/workflows/${name}/schedules/${tokyo.json().id}`)).json().schedule).toBe('CRON_TZ=Asia/Tokyo 0 9 * * *'); // unchanged
     const missing = await inject('POST', '/api/v1/workflows/nope/schedules', { type: 'one-time', at: 'now' });
     expect([missing.statusCode, missing.json()]).toEqual([404, { detail: 'Workflow not found' }]);

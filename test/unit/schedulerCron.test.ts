@@ -1,4 +1,4 @@
-import { cronZone, timezoneError } from '../../lib/scheduler/cron';
+import { cronZone, neverFiresError, timezoneError } from '../../lib/scheduler/cron';
 import { humanDuration } from '../../lib/scheduler/settings';
 
 describe('schedule zones', () => {
@@ -29,5 +29,27 @@ describe('schedule zones', () => {
     expect(humanDuration(null)).toBeNull();
     // at the bounds the unit follows the rounded value
     expect([humanDuration(999.4), humanDuration(999.7), humanDuration(59_940), humanDuration(59_960)]).toEqual(['999ms', '1.0s', '59.9s', '1m 00s']);
+  });
+});
+
+describe('cron strings that never fire', () => {
+  const now = new Date('2026-11-29T12:00:00Z');
+  test('a day of the month none of its months has, with the day of the week open, is said as such', () => {
+    expect(neverFiresError('0 0 30 2 *', now)).toBe('none of its months (February) has a day 30');
+    expect(neverFiresError('CRON_TZ=UTC 0 0 30 FEB ? # leap', now)).toBe('none of its months (February) has a day 30');
+    expect(neverFiresError('0 0 31 4,6,9,11 *', now)).toBe('none of its months (April, June, September, November) has a day 31');
+    expect(neverFiresError('*/5 * 30-31 2 *', now)).toBe('none of its months (February) has a day 30 or later');
+    expect(neverFiresError('0 0 0 31 2 * *', now)).toBe('none of its months (February) has a day 31'); // 7 fields: seconds first
+  });
+  test('years that are all past', () => {
+    expect(neverFiresError('0 9 * * * 2020', now)).toBe('its years (2020) are all past');
+    expect(neverFiresError('0 0 9 * * * 2020-2025', now)).toBe('its years (2020-2025) are all past');
+    // the current year somewhere on Earth is not past: 2026 on 1 January 2027 at 05:00 UTC is still 2026 at UTC-12
+    expect(neverFiresError('0 9 * * * 2026', new Date('2027-01-01T05:00:00Z'))).toBeNull();
+  });
+  test('what can fire, and forms this reading leaves to Temporal, pass', () => {
+    for (const c of ['0 0 29 2 *', '0 0 31 2-4 *', '0 0 30 2 MON', '0 0 31 */2 *', '0 0 1/10 2 *', '0 9 * * * 2030', '@every 1d', '@yearly', '0 0 L 2 *', '0 9 * * * 2150', '0 9 * * *']) {
+      expect([c, neverFiresError(c, now)]).toEqual([c, null]);
+    }
   });
 });
