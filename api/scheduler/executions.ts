@@ -116,8 +116,10 @@ export const executionRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async
       await withinDeadline(client, STOP_FAILED, () => requestCancel(client, e.temporal_workflow_id)); // an ended run is fine
       // the running task's try reads this every second: it stops at once, not when the cancel reaches it with a heartbeat
       await requestExecutionStops(deps.db, [e.id]);
-      // Wait (bounded) for the workflow to record the stop, so the answer says `stopped` in the common case.
-      const status = await pollUntil(async () => (await getExecution(deps.db, e.id))?.status ?? e.status, (s) => s !== 'running');
+      // Wait (bounded) for the workflow to record the stop, so the answer says `stopped` in the common case. A row
+      // gone meanwhile was deleted with its workflow (which stops its runs): this execution is gone, as for a retry.
+      const status = await pollUntil(async () => (await getExecution(deps.db, e.id))?.status ?? 'gone', (s) => s !== 'running');
+      if (status === 'gone') throw notFound(EXECUTION_NOT_FOUND);
       return { executionId: e.id, status };
     },
   );

@@ -83,3 +83,21 @@ test('a schedule added while its workflow is deleted: the 404 Workflow not found
   for await (const s of left) ids.push(s.scheduleId);
   expect(ids).toEqual([]);
 });
+
+test('a stop of an execution whose workflow is deleted meanwhile: the 404 Execution not found once its row is gone (was `200 running` at the end of the stop\'s 8 s wait)', async () => {
+  const name = `wfdelstop-${Math.random().toString(36).slice(2, 8)}`;
+  expect((await inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 's', type: 'script', script: 'sleep 30' }] })).statusCode).toBe(201);
+  const run = await inject('POST', `/api/v1/workflows/${name}/run`);
+  expect(run.statusCode).toBe(200);
+  const id = run.json().executionId as string;
+  // no worker here: the run never records its stop, so the stop waits on its row, which the deletion removes
+  const stopping = inject('POST', `/api/v1/executions/${id}/stop`);
+  await new Promise((r) => setTimeout(r, 300));
+  const deleted = inject('DELETE', `/api/v1/workflows/${name}`);
+  const stop = await stopping;
+  expect([stop.statusCode, stop.json()]).toEqual([404, { detail: 'Execution not found' }]);
+  expect((await deleted).statusCode).toBe(200);
+  expect((await inject('GET', `/api/v1/executions/${id}`)).statusCode).toBe(404);
+  const handle = (await stack.temporal.client()).workflow.getHandle(`execution:${id}`);
+  await handle.terminate('test over').catch(() => undefined);
+});
