@@ -318,6 +318,7 @@ describe('code hosting', () => {
       expect(res.statusCode).toBe(404);
       expect(res.json()).toEqual({ success: false, error: 'attempt_not_found', message: expect.stringContaining(`Attempt ${doomed.id} not found`) });
     } finally {
+      await deleting.query('ROLLBACK'); // a no-op after the COMMIT
       deleting.release();
     }
     expect((await stack.db.query('SELECT 1 FROM attempt_pull_requests WHERE attempt_id = $1', [doomed.id])).rowCount).toBe(0);

@@ -208,6 +208,7 @@ describe('drafts', () => {
         const r = await answer;
         expect([p, r.statusCode, r.json().error]).toEqual([p, 404, { code: 'NOT_FOUND', message: `Task attempt ${doomed} not found` }]);
       } finally {
+        await deleting.query('ROLLBACK'); // a no-op after the COMMIT
         deleting.release();
       }
       expect([p, (await stack.db.query(`SELECT 1 FROM ${table} WHERE task_attempt_id = $1`, [doomed])).rowCount]).toEqual([p, 0]);
