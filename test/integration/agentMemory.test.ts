@@ -1,4 +1,6 @@
+import crypto from 'node:crypto';
 import { buildService } from '../../api/services';
+import { insertAgentTask } from '../../lib/db/agentTasks';
 import { ConfigError, parseFileConfig } from '../../lib/config';
 import { logger, startTestStack, type TestStack } from '../support/harness';
 
@@ -139,6 +141,16 @@ describe('shared memory', () => {
     expect(noKey.json()).toEqual({ detail: 'Invalid API key' });
     const bearer = await stack.app('agents').inject({ method: 'GET', url: '/api/v1/memory/stats', headers: { authorization: `Bearer ${KEY}` } });
     expect(bearer.statusCode).toBe(200);
+  });
+
+  test('a task id is a UUID in any letter case, as ids are in the other services (it was a 404 in upper case)', async () => {
+    const id = crypto.randomUUID();
+    await insertAgentTask(stack.db, { id, agent: 'anyone', task: 'look it up', priority: 'normal' });
+    for (const written of [id, id.toUpperCase(), `${id.slice(0, 9).toUpperCase()}${id.slice(9)}`]) {
+      const res = await call('GET', `/api/v1/tasks/${written}`);
+      expect([written, res.statusCode, res.json().taskId]).toEqual([written, 200, id]);
+    }
+    expect((await call('GET', '/api/v1/tasks/no-such-task')).statusCode).toBe(404);
   });
 
   test('an agent whose llm names no profile stops the service from starting, with a clear message', async () => {
