@@ -143,6 +143,19 @@ describe('shared memory', () => {
     expect(bearer.statusCode).toBe(200);
   });
 
+  test('agents named like the properties of a JavaScript object (__proto__, constructor) are counted in byAgent like any other', async () => {
+    const before = (await call('GET', '/api/v1/memory/stats')).json();
+    await store('kept under an odd name', '__proto__');
+    await store('kept under another odd name', 'constructor');
+    const res = await call('GET', '/api/v1/memory/stats');
+    // read from the raw text: JSON.parse of the answer would make a "__proto__" key an own property either way
+    const stats = JSON.parse(res.body.replace('"__proto__"', '"proto-key"'));
+    expect(stats.totalEntries).toBe(before.totalEntries + 2);
+    expect(stats.byAgent).toMatchObject({ 'proto-key': 1, constructor: 1 });
+    const sum = Object.values(stats.byAgent as Record<string, number>).reduce((a, b) => a + b, 0);
+    expect(sum).toBe(stats.totalEntries);
+  });
+
   test('a task id is a UUID in any letter case, as ids are in the other services (it was a 404 in upper case)', async () => {
     const id = crypto.randomUUID();
     await insertAgentTask(stack.db, { id, agent: 'anyone', task: 'look it up', priority: 'normal' });
