@@ -8,7 +8,7 @@ import { newId } from '../../lib/ids';
 import { failUnqueuedAgentTask, getAgentTask, insertAgentTask, listAgentTasks, type AgentTaskRow } from '../../lib/db/agentTasks';
 import { normalisePriority } from '../../workflows/agentMessages';
 import { NON_BLANK_PATTERN } from '../http/inputPolicy';
-import { Offset, StringEnum } from '../http/schemas';
+import { Id, Offset, StringEnum } from '../http/schemas';
 import { deliverAssignment } from './assignments';
 import type { AgentsPluginOptions } from './deps';
 import { isAgentRemoved, requireServedAgent, whileListed } from './removedAgents';
@@ -77,7 +77,7 @@ export const agentTaskRoutes: FastifyPluginAsync<AgentsPluginOptions> = async (f
 
   app.get(
     '/tasks/:taskId',
-    { schema: { params: Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 200 }) }), response: { 200: AgentTask, ...DetailErrorResponses } } },
+    { schema: { params: Type.Object({ taskId: Id() }), response: { 200: AgentTask, ...DetailErrorResponses } } },
     async (request) => {
       const row = await getAgentTask(deps.db, request.params.taskId);
       if (!row) throw notFound('Task not found');

@@ -157,12 +157,16 @@ export function fieldMessage(e: ErrorObject): string {
   return e.message ?? 'is invalid';
 }
 
-/** Maps ajv errors to `{ "<field path>": "<message>" }`, the first message per field winning. */
+/**
+ * Maps ajv errors to `{ "<field path>": "<message>" }`, the first message per field winning. Kept in a Map: on a plain
+ * object `key in details` was true for `toString` or `constructor` (inherited) and `details.__proto__ = …` set no key,
+ * so a field of such a name was named nowhere (`Request querystring is invalid`, details `{}`).
+ */
 export function validationDetails(errors: ErrorObject[], context?: string): Record<string, string> {
-  const details: Record<string, string> = {};
+  const details = new Map<string, string>();
   for (const e of errors) {
     const key = fieldPath(e) || context || 'body';
-    if (!(key in details)) details[key] = fieldMessage(e);
+    if (!details.has(key)) details.set(key, fieldMessage(e));
   }
-  return details;
+  return Object.fromEntries(details);
 }

@@ -9,10 +9,11 @@ import { type AppError, conflict, invalidRequest, notFound } from '../../lib/err
 import { newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
 import { UNIQUE_VIOLATION } from '../../lib/db/projects';
+import { lockSourceKeys } from '../../lib/db/schedulerSources';
 import { getDefaultSchedule, listSchedules, lockTemporalIdsOf, lockTemporalSchedule, temporalIdsOf } from '../../lib/db/schedulerSchedules';
 import { isTemporalUnreachable } from '../../lib/temporal/client';
 import { runningRunsOf } from '../../lib/db/schedulerExecutions';
-import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, lockWorkflows, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
+import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, lockWorkflows, type FlowTask, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { cronZone, neverFiresError, nthWeekdayError, temporalZoneRejection, timezoneError } from '../../lib/scheduler/cron';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { createSchedule, deleteSchedule, scheduleIdOf, specRejection } from '../../lib/scheduler/temporalSchedules';
@@ -174,6 +175,11 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
       let row: WorkflowRow;
       try {
         row = await withTransaction(deps.db, async (c) => {
+          // a source deleted since its flow task was resolved: refused as an unknown one (its row's foreign key failed: a 500)
+          const flowTasks = tasks.filter((t): t is FlowTask => t.type === 'flow');
+          const gone = new Set(await lockSourceKeys(c, [...new Set(flowTasks.map((t) => t.source))]));
+          const orphan = flowTasks.find((t) => gone.has(t.source));
+          if (orphan) throw invalidRequest(`Task "${orphan.name}" names an unknown source "${orphan.source}": it was deleted while the workflow was being created`);
           const inserted = await insertWorkflow(c, {
             name: body.name,
             description: body.description ?? '',

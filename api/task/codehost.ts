@@ -17,7 +17,7 @@ import {
   upsertAttemptPullRequest,
   type AttemptWithProject,
 } from '../../lib/db/codehost';
-import { withTransaction } from '../../lib/db/pool';
+import { FOREIGN_KEY_VIOLATION, withTransaction } from '../../lib/db/pool';
 import { getProject, type ProjectRow } from '../../lib/db/projects';
 import { git } from '../../lib/git';
 import { actingUser } from '../http/actingUser';
@@ -184,6 +184,11 @@ async function recordPullRequest(
     apiUrl: pr.url,
     state: pr.state,
     attachedBy: actingUser(request, deps.localUser),
+  }).catch((err: unknown) => {
+    // the attempt was deleted while the host was asked (the push and the pull request take seconds): its row is gone
+    if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION)
+      throw new CodehostError(404, 'attempt_not_found', `Attempt ${attemptId} not found: it was deleted meanwhile, so pull request #${pr.number} is not recorded or watched`);
+    throw err;
   });
   await startPullRequestWatch(deps, attemptId);
   return row;

@@ -10,7 +10,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { conflict, invalidRequest, notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
-import { withTransaction } from '../../lib/db/pool';
+import { withTransaction, type Queryable } from '../../lib/db/pool';
 import {
   DRAFT_TYPES,
   attemptProject,
@@ -22,6 +22,7 @@ import {
   insertFollowUpDraft,
   insertFollowUpQueue,
   insertRetryDraft,
+  lockAttemptProject,
   publishDraftEvent,
 } from '../../lib/db/drafts';
 import { draftQueueItemView, draftView, followUpDraftView, queueItemView, retryDraftView } from '../../lib/drafts/views';
@@ -152,9 +153,16 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
   const version = deps.config.version;
   const tags = ['drafts'];
 
+  const attemptMissing = (attemptId: string) => notFound(`Task attempt ${attemptId} not found`);
   const projectOf = async (attemptId: string) => {
     const p = await attemptProject(deps.db, attemptId);
-    if (!p) throw notFound(`Task attempt ${attemptId} not found`);
+    if (!p) throw attemptMissing(attemptId);
+    return p;
+  };
+  // in the transaction that writes the attempt's new row: a concurrent delete of the attempt then waits for it
+  const lockedProjectOf = async (c: Queryable, attemptId: string) => {
+    const p = await lockAttemptProject(c, attemptId);
+    if (!p) throw attemptMissing(attemptId);
     return p;
   };
 
@@ -167,8 +175,8 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
     async (request, reply) => {
       const { content } = request.body;
       const attemptId = request.params.id;
-      const projectId = await projectOf(attemptId);
       const view = await withTransaction(deps.db, async (c) => {
+        const projectId = await lockedProjectOf(c, attemptId);
         const v = draftView(await insertDraft(c, { id: newId(), attemptId, content, type: request.body.type, metadata: request.body.metadata ?? {} }));
         await publishDraftEvent(c, projectId, attemptId, { type: 'draft_created', draft: v });
         return v;
@@ -202,12 +210,12 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
     async (request, reply) => {
       const { prompt } = request.body;
       const attemptId = request.params.id;
-      const projectId = await projectOf(attemptId);
       const autoSend = request.body.autoSend ?? false;
       const sendAfter = request.body.sendAfter ? new Date(request.body.sendAfter).toISOString() : null;
       const id = newId();
       const client = autoSend ? await deps.temporal.client() : undefined;
       const view = await withTransaction(deps.db, async (c) => {
+        const projectId = await lockedProjectOf(c, attemptId);
         const v = followUpDraftView(await insertFollowUpDraft(c, { id, attemptId, prompt, autoSend, sendAfter, status: autoSend ? 'scheduled' : 'draft' }));
         await publishDraftEvent(c, projectId, attemptId, { type: 'draft_created', draft: v });
         // the timer lives in Temporal: started before the row commits, a failed start leaves no scheduled row behind
@@ -234,8 +242,8 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
     async (request, reply) => {
       const { retryPrompt } = request.body;
       const attemptId = request.params.id;
-      const projectId = await projectOf(attemptId);
       const view = await withTransaction(deps.db, async (c) => {
+        const projectId = await lockedProjectOf(c, attemptId);
         const v = retryDraftView(
           await insertRetryDraft(c, { id: newId(), attemptId, originalPrompt: request.body.originalPrompt ?? '', retryPrompt, retryReason: request.body.retryReason ?? '' }),
         );
@@ -276,6 +284,7 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
       // like POST /attempts/:id/follow-up: an attempt whose workflow has ended takes no follow-ups (409, nothing made)
       if (client && !(await callTemporal(() => acceptsFollowUps(client, attemptId)))) throw conflict(`Attempt ${attemptId} no longer accepts follow-ups`);
       const created = await withTransaction(deps.db, async (c) => {
+        await lockedProjectOf(c, attemptId);
         const q = await insertFollowUpQueue(c, { id, attemptId, autoExecute, items });
         if (client)
           await callTemporal(() =>
@@ -304,9 +313,11 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
         .map((item) => ({ id: newId(), title: item.title, description: item.description ?? '', order: item.order }))
         .sort((a, b) => a.order - b.order);
       const attemptId = request.params.id;
-      const projectId = await projectOf(attemptId);
       const id = newId();
-      const created = await withTransaction(deps.db, (c) => insertDraftQueue(c, { id, attemptId, projectId, items }));
+      const { projectId, created } = await withTransaction(deps.db, async (c) => {
+        const projectId = await lockedProjectOf(c, attemptId);
+        return { projectId, created: await insertDraftQueue(c, { id, attemptId, projectId, items }) };
+      });
       return reply
         .code(201)
         .send(ok(version, { id, taskAttemptId: attemptId, projectId, queue: created.items.map(draftQueueItemView), createdAt: created.created_at.toISOString() }));

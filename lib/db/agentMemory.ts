@@ -84,14 +84,13 @@ export const SHARED_AGENT_KEY = '(shared)';
 export async function memoryStats(db: Queryable): Promise<MemoryStats> {
   const { rows } = await db.query<{ agent: string | null; n: number }>('SELECT agent, count(*)::int AS n FROM agent_memory GROUP BY agent ORDER BY agent');
   const size = await db.query<{ bytes: string }>("SELECT pg_total_relation_size('agent_memory')::text AS bytes");
-  const byAgent: Record<string, number> = {};
-  let totalEntries = 0;
-  let sharedEntries = 0;
-  for (const r of rows) {
-    totalEntries += r.n;
-    if (r.agent === null) sharedEntries = r.n;
-    else byAgent[r.agent] = r.n;
-  }
-  if (sharedEntries > 0) byAgent[SHARED_AGENT_KEY] = sharedEntries;
+  const totalEntries = rows.reduce((sum, r) => sum + r.n, 0);
+  const sharedEntries = rows.find((r) => r.agent === null)?.n ?? 0;
+  // own properties whatever the name: `byAgent[name] = n` set the prototype for an agent named __proto__ (the
+  // pattern of names allows it), whose entries then were in totalEntries and in no key of byAgent
+  const byAgent: Record<string, number> = Object.fromEntries([
+    ...rows.flatMap((r) => (r.agent === null ? [] : [[r.agent, r.n] as const])),
+    ...(sharedEntries > 0 ? [[SHARED_AGENT_KEY, sharedEntries] as const] : []),
+  ]);
   return { totalEntries, byAgent, sharedEntries, storageBytes: Number(size.rows[0]?.bytes ?? 0) };
 }

@@ -1,5 +1,6 @@
 /** SQL for drafts, follow-up drafts, retry drafts, follow-up queues and draft queues of an attempt. */
 import { publishEvent } from '../events/publish';
+import { lockAttemptKey } from './attempts';
 import type { Queryable } from './pool';
 
 export const DRAFT_TYPES = ['follow_up', 'retry', 'initial'] as const;
@@ -57,6 +58,20 @@ export interface DraftQueueItemRow {
 export async function attemptProject(db: Queryable, attemptId: string): Promise<string | undefined> {
   const { rows } = await db.query<{ project_id: string }>('SELECT t.project_id FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE a.id = $1', [attemptId]);
   return rows[0]?.project_id;
+}
+
+/**
+ * attemptProject for a transaction that writes a row of the attempt (a draft, a queue): the project's and the
+ * attempt's rows are key-share locked until it ends, in the order a delete locks them (project, then attempts), so
+ * a delete of the attempt, its task or its project waits for the commit and removes the new row with the others.
+ * Without the locks such a delete could commit between the check and the insert, whose foreign key then failed
+ * (a 500). undefined when the attempt does not exist (any more).
+ */
+export async function lockAttemptProject(c: Queryable, attemptId: string): Promise<string | undefined> {
+  const projectId = await attemptProject(c, attemptId);
+  if (projectId === undefined) return undefined;
+  await c.query('SELECT 1 FROM projects WHERE id = $1 FOR KEY SHARE', [projectId]);
+  return (await lockAttemptKey(c, attemptId)) ? projectId : undefined;
 }
 
 /** draft_created / draft_updated (field draft) or draft_deleted (field draftId) on `project:<id>`. */

@@ -136,6 +136,17 @@ export async function recordSourceHealth(db: Queryable, id: string, ok: boolean,
 }
 
 /**
+ * Key-share locks the sources until the transaction ends, so a delete of one (deleteSourceCascade) waits for it and
+ * then finds the workflow written meanwhile; returns the ids of those that do not exist (any more).
+ */
+export async function lockSourceKeys(db: Queryable, ids: string[]): Promise<string[]> {
+  if (!ids.length) return [];
+  const { rows } = await db.query<{ id: string }>('SELECT id FROM scheduler_sources WHERE id = ANY($1::uuid[]) ORDER BY id FOR KEY SHARE', [ids]);
+  const found = new Set(rows.map((r) => r.id));
+  return ids.filter((id) => !found.has(id));
+}
+
+/**
  * Deletes the source and the workflows whose flow tasks use it; returns those workflows' names, the Temporal ids of
  * their schedules and those of their running executions (to delete and stop those after the commit).
  */
@@ -143,6 +154,8 @@ export async function deleteSourceCascade(
   db: Queryable,
   id: string,
 ): Promise<{ deleted: boolean; workflows: string[]; temporalIds: string[]; runningRuns: RunningRun[] }> {
+  // first: a workflow being created with this source (lockSourceKeys) commits before this reads the linked ones
+  await db.query('SELECT 1 FROM scheduler_sources WHERE id = $1 FOR UPDATE', [id]);
   const linked = await db.query<{ workflow: string }>('SELECT workflow FROM scheduler_workflow_sources WHERE source_id = $1 ORDER BY workflow', [id]);
   const workflows = await lockWorkflows(db, linked.rows.map((r) => r.workflow));
   const temporalIds = await lockTemporalIdsOf(db, workflows);

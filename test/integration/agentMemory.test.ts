@@ -1,4 +1,6 @@
+import crypto from 'node:crypto';
 import { buildService } from '../../api/services';
+import { insertAgentTask } from '../../lib/db/agentTasks';
 import { ConfigError, parseFileConfig } from '../../lib/config';
 import { logger, startTestStack, type TestStack } from '../support/harness';
 
@@ -139,6 +141,29 @@ describe('shared memory', () => {
     expect(noKey.json()).toEqual({ detail: 'Invalid API key' });
     const bearer = await stack.app('agents').inject({ method: 'GET', url: '/api/v1/memory/stats', headers: { authorization: `Bearer ${KEY}` } });
     expect(bearer.statusCode).toBe(200);
+  });
+
+  test('agents named like the properties of a JavaScript object (__proto__, constructor) are counted in byAgent like any other', async () => {
+    const before = (await call('GET', '/api/v1/memory/stats')).json();
+    await store('kept under an odd name', '__proto__');
+    await store('kept under another odd name', 'constructor');
+    const res = await call('GET', '/api/v1/memory/stats');
+    // read from the raw text: JSON.parse of the answer would make a "__proto__" key an own property either way
+    const stats = JSON.parse(res.body.replace('"__proto__"', '"proto-key"'));
+    expect(stats.totalEntries).toBe(before.totalEntries + 2);
+    expect(stats.byAgent).toMatchObject({ 'proto-key': 1, constructor: 1 });
+    const sum = Object.values(stats.byAgent as Record<string, number>).reduce((a, b) => a + b, 0);
+    expect(sum).toBe(stats.totalEntries);
+  });
+
+  test('a task id is a UUID in any letter case, as ids are in the other services (it was a 404 in upper case)', async () => {
+    const id = crypto.randomUUID();
+    await insertAgentTask(stack.db, { id, agent: 'anyone', task: 'look it up', priority: 'normal' });
+    for (const written of [id, id.toUpperCase(), `${id.slice(0, 9).toUpperCase()}${id.slice(9)}`]) {
+      const res = await call('GET', `/api/v1/tasks/${written}`);
+      expect([written, res.statusCode, res.json().taskId]).toEqual([written, 200, id]);
+    }
+    expect((await call('GET', '/api/v1/tasks/no-such-task')).statusCode).toBe(404);
   });
 
   test('an agent whose llm names no profile stops the service from starting, with a clear message', async () => {

@@ -304,6 +304,26 @@ describe('code hosting', () => {
     expect(missing.json()).toEqual({ success: false, error: 'pr_not_found', message: expect.any(String) });
   });
 
+  test('attach-pr to an attempt deleted while the host is asked is 404 attempt_not_found and records nothing (it was a 500: the insert failed its foreign key)', async () => {
+    const doomed = await makeAttempt(11);
+    // the delete is under way (its transaction holds the row) when the route reads the attempt, and commits after
+    const deleting = await stack.db.connect();
+    try {
+      await deleting.query('BEGIN');
+      await deleting.query('DELETE FROM attempts WHERE id = $1', [doomed.id]);
+      const answer = inject('POST', `/api/task-attempts/${doomed.id}/attach-pr`, { owner: 'acme', repo: 'widgets', prNumber: 2 });
+      await eventually(async () => (await stack.db.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rowCount);
+      await deleting.query('COMMIT');
+      const res = await answer;
+      expect(res.statusCode).toBe(404);
+      expect(res.json()).toEqual({ success: false, error: 'attempt_not_found', message: expect.stringContaining(`Attempt ${doomed.id} not found`) });
+    } finally {
+      await deleting.query('ROLLBACK'); // a no-op after the COMMIT
+      deleting.release();
+    }
+    expect((await stack.db.query('SELECT 1 FROM attempt_pull_requests WHERE attempt_id = $1', [doomed.id])).rowCount).toBe(0);
+  });
+
   test('webhook registration; a URL outside the documented pattern, or one that does not parse, is invalid_webhook_url', async () => {
     for (const url of ['not a url', 'ftp://hooks.example/x', 'https://user:pw@hooks.example/x']) {
       const bad = await inject('POST', `/api/projects/${projectId}/codehost/webhook`, { events: ['push'], url });

@@ -187,6 +187,34 @@ describe('drafts', () => {
     ]);
   });
 
+  test('a draft or queue written while its attempt is being deleted is a 404 and leaves no row (it was a 500: the insert failed its foreign key)', async () => {
+    const bodies: [string, unknown, string][] = [
+      ['drafts', { content: 'x', type: 'initial' }, 'drafts'],
+      ['follow-up-draft', { prompt: 'x' }, 'follow_up_drafts'],
+      ['retry-follow-up-draft', { retryPrompt: 'x' }, 'retry_drafts'],
+      ['follow-up-queue', { queue: [{ prompt: 'x', order: 1 }] }, 'follow_up_queues'],
+      ['draft-queue', { queue: [{ title: 'x', order: 1 }] }, 'draft_queues'],
+    ];
+    for (const [p, body, table] of bodies) {
+      const doomed = await insertAttempt(stack, taskId);
+      // the delete is under way (its transaction holds the row) when the request reads the attempt, and commits after
+      const deleting = await stack.db.connect();
+      try {
+        await deleting.query('BEGIN');
+        await deleting.query('DELETE FROM attempts WHERE id = $1', [doomed]);
+        const answer = inject('POST', `/api/task-attempts/${doomed}/${p}`, body);
+        await eventually(async () => (await stack.db.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rowCount);
+        await deleting.query('COMMIT');
+        const r = await answer;
+        expect([p, r.statusCode, r.json().error]).toEqual([p, 404, { code: 'NOT_FOUND', message: `Task attempt ${doomed} not found` }]);
+      } finally {
+        await deleting.query('ROLLBACK'); // a no-op after the COMMIT
+        deleting.release();
+      }
+      expect([p, (await stack.db.query(`SELECT 1 FROM ${table} WHERE task_attempt_id = $1`, [doomed])).rowCount]).toEqual([p, 0]);
+    }
+  });
+
   test('missing content / prompt / retryPrompt and empty or non-array queues are 400 INVALID_REQUEST; other bad input VALIDATION_ERROR', async () => {
     const cases: [string, unknown][] = [
       ['drafts', { type: 'initial' }],

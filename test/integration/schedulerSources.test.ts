@@ -1,9 +1,12 @@
+import crypto from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { workerIdentity } from '../../lib/workerIdentity';
 import { createSchedulerActivities } from '../../activities/scheduler/schedulerActivities';
 import { openSecret } from '../../lib/secretBox';
+import { lockSourceKeys } from '../../lib/db/schedulerSources';
+import { insertWorkflow } from '../../lib/db/schedulerWorkflows';
 import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
-import { logger, startTestStack, type TestStack } from '../support/harness';
+import { eventually, logger, startTestStack, type TestStack } from '../support/harness';
 
 let stack: TestStack;
 let fake: FakeFlowBuilder;
@@ -188,6 +191,62 @@ describe('scheduler sources', () => {
     await expect(client.schedule.getHandle('schedule:uses-doomed').describe()).rejects.toThrow();
     await inject('DELETE', '/api/v1/workflows/unrelated');
     await f.close();
+  });
+
+  const lockWaits = async () =>
+    (await stack.db.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rowCount;
+
+  test('a workflow created while its source is being deleted is a 400 naming the source and leaves no workflow (it was a 500: its row failed the foreign key)', async () => {
+    const f = await startFakeFlowBuilder();
+    const s = (await inject('POST', '/api/v1/sources', { name: 'vanishing', source_type: 'flow-builder', url: f.url })).json();
+    const deleting = await stack.db.connect();
+    try {
+      // the delete is under way (its transaction holds the row) when the route resolves the flow task, and commits after
+      await deleting.query('BEGIN');
+      await deleting.query('DELETE FROM scheduler_sources WHERE id = $1', [s.id]);
+      const answer = inject('POST', '/api/v1/workflows', { name: 'uses-vanishing', tasks: [{ name: 'f', type: 'flow', source: s.id, flow: 'summarise' }] });
+      await eventually(lockWaits);
+      await deleting.query('COMMIT');
+      const res = await answer;
+      expect([res.statusCode, res.json()]).toEqual([400, { detail: `Task "f" names an unknown source "${s.id}": it was deleted while the workflow was being created` }]);
+    } finally {
+      await deleting.query('ROLLBACK'); // a no-op after the COMMIT
+      deleting.release();
+      await f.close();
+    }
+    expect((await stack.db.query("SELECT 1 FROM scheduler_workflows WHERE name = 'uses-vanishing'")).rowCount).toBe(0);
+  });
+
+  test("a source's delete waits for a workflow being created with it, and deletes that workflow too", async () => {
+    const f = await startFakeFlowBuilder();
+    const s = (await inject('POST', '/api/v1/sources', { name: 'contested', source_type: 'flow-builder', url: f.url })).json();
+    const creating = await stack.db.connect();
+    try {
+      // what the create route's transaction holds until it commits: the source's key-share lock, then the rows
+      await creating.query('BEGIN');
+      expect(await lockSourceKeys(creating, [s.id])).toEqual([]);
+      await insertWorkflow(creating, {
+        name: 'uses-contested',
+        description: '',
+        schedule: null,
+        timezone: 'UTC',
+        jitterMs: 0,
+        enabled: true,
+        tasks: [{ name: 'f', type: 'flow', source: s.id, flow: 'summarise' }],
+        defaultSchedule: { id: crypto.randomUUID(), temporalId: 'schedule:uses-contested' },
+      });
+      const answer = inject('DELETE', `/api/v1/sources/${s.id}`);
+      await eventually(lockWaits);
+      await creating.query('COMMIT');
+      const del = await answer;
+      expect([del.statusCode, del.json()]).toEqual([200, { id: s.id, deleted: true, deleted_workflows: ['uses-contested'] }]);
+    } finally {
+      await creating.query('ROLLBACK'); // a no-op after the COMMIT
+      creating.release();
+      await f.close();
+    }
+    // before, the delete had read the workflows using the source first: this one was left, naming a source that is gone
+    expect((await stack.db.query("SELECT 1 FROM scheduler_workflows WHERE name = 'uses-contested'")).rowCount).toBe(0);
   });
 
   test('the periodic health check turns a failing source inactive and back', async () => {

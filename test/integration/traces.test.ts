@@ -257,6 +257,21 @@ describe('list', () => {
   });
 });
 
+describe('a field named like a property of every JavaScript object', () => {
+  test('an unknown query parameter or body field named toString, constructor or __proto__ is a 400 naming it (the message named none)', async () => {
+    for (const name of ['toString', 'constructor', 'hasOwnProperty', '__proto__']) {
+      const query = await inject('GET', `/api/v1/traces?${name}=1`);
+      expect([name, query.statusCode, query.json()]).toEqual([name, 400, { detail: `Request querystring is invalid: ${name} is not a known field` }]);
+      const analytics = await inject('GET', `/api/v1/traces/analytics?days=1&${name}=1`);
+      expect([name, analytics.statusCode, analytics.json()]).toEqual([name, 400, { detail: `Request querystring is invalid: ${name} is not a known field` }]);
+    }
+    for (const name of ['toString', 'valueOf']) {
+      const body = await inject('POST', '/api/v1/traces', { messageId: 'odd-field', instance: 'inst-a', to: '+15550102000', message: 'x', [name]: 1 });
+      expect([name, body.statusCode, body.json()]).toEqual([name, 400, { detail: `Request body is invalid: ${name} is not a known field` }]);
+    }
+  });
+});
+
 describe('analytics', () => {
   const DAY = 86_400_000;
   const utcDate = (d: Date) => d.toISOString().slice(0, 10);
