@@ -97,7 +97,7 @@ function admit(s: SinkState, final = false): void {
     return;
   }
   if (s.leftOut && (before < s.queue.length || final)) {
-    const at = before < s.queue.length ? before : s.queue.length;
+    const at = Math.min(before, s.queue.length);
     const why =
       s.leftOutWhy === 'outage'
         ? `PostgreSQL was unavailable and the worker already held ${s.maxHeldChars} characters of this run's waiting lines`

@@ -100,7 +100,7 @@ export function neverFiresError(expr: string, now: Date = new Date()): string | 
     const years = fieldValues(year, 1970, 2099);
     // the year at this moment somewhere on Earth, at the earliest (UTC-12): a year before it is past everywhere
     const thisYear = new Date(now.getTime() - 12 * 3600_000).getUTCFullYear();
-    if (years && years.size && Math.max(...years) < thisYear) return `its years (${year}) are all past`;
+    if (years?.size && Math.max(...years) < thisYear) return `its years (${year}) are all past`;
   }
   if (dow !== '*' && dow !== '?') return null;
   const days = fieldValues(dom as string, 1, 31);
