@@ -23,6 +23,7 @@ jest.setTimeout(420_000);
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
 let home: string;
 let baseEnv: NodeJS.ProcessEnv;
+let promDir: string | undefined;
 const children: ChildProcess[] = [];
 
 /** `armada …` with the fleet's environment; every process is killed at the end. */
@@ -70,21 +71,35 @@ afterAll(async () => {
   await new Promise((r) => setTimeout(r, 500));
   await database.drop();
   fs.rmSync(home, { recursive: true, force: true });
+  if (promDir) fs.rmSync(promDir, { recursive: true, force: true });
 });
 
 test('two APIs, three workers, 30 attempts, one worker killed: all final, none run twice, work spread, streams cross replicas, Prometheus sees it', async () => {
-  // the fleet
-  const apis: string[] = [];
-  for (let i = 0; i < 2; i++) {
-    const port = await freePort();
-    await startArmada(['api', '--service', 'task'], 'listening', { ARMADA_TASK_PORT: String(port) });
-    apis.push(`http://127.0.0.1:${port}`);
-  }
-  const workers: { child: ChildProcess; identity: string; health: string }[] = [];
-  for (let i = 1; i <= 3; i++) {
-    const { child, ready } = await startArmada(['worker', '--identity', `fleet-w${i}`, '--health-port', '0', '--grace', '2'], 'worker-started');
-    workers.push({ child, identity: String(ready.identity), health: String(ready.health) });
-  }
+  // the fleet, its five processes started at once
+  const ports = [await freePort(), await freePort()];
+  const apis = ports.map((port) => `http://127.0.0.1:${port}`);
+  const [, workers] = await Promise.all([
+    Promise.all(ports.map((port) => startArmada(['api', '--service', 'task'], 'listening', { ARMADA_TASK_PORT: String(port) }))),
+    Promise.all(
+      [1, 2, 3].map(async (i) => {
+        const { child, ready } = await startArmada(['worker', '--identity', `fleet-w${i}`, '--health-port', '0', '--grace', '2'], 'worker-started');
+        return { child, identity: String(ready.identity), health: String(ready.health) };
+      }),
+    ),
+  ]);
+
+  // a real Prometheus scraping the workers that will survive and both APIs, from the start (it takes a while to come up)
+  const promPort = await freePort();
+  promDir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-prom-'));
+  const targets = [...workers.slice(1).map((w) => new URL(w.health).host), ...apis.map((a) => new URL(a).host)];
+  fs.writeFileSync(
+    path.join(promDir, 'prometheus.yml'),
+    `global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: armada\n    static_configs:\n      - targets: ${JSON.stringify(targets)}\n`,
+  );
+  const prom = spawn(requireTool('prometheus'), [`--config.file=${path.join(promDir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(promDir, 'data')}`, `--web.listen-address=127.0.0.1:${promPort}`], {
+    stdio: 'ignore',
+  });
+  children.push(prom);
 
   const repo = makeGitRepo({ 'README.md': 'line 1\n' });
   const project = await call<{ data: { id: string } }>(apis[0] as string, 'POST', '/api/projects', { name: 'Fleet', repository: { url: repo } });
@@ -153,18 +168,7 @@ test('two APIs, three workers, 30 attempts, one worker killed: all final, none r
   expect(wsEvents.filter((e) => e.type === 'task.status_changed').every((e) => e.taskId === watched.json.data.id)).toBe(true);
   ws.close();
 
-  // a real Prometheus scrapes the surviving workers and both APIs and answers armada_attempts_total
-  const promPort = await freePort();
-  const promDir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-prom-'));
-  const targets = [...workers.slice(1).map((w) => new URL(w.health).host), ...apis.map((a) => new URL(a).host)];
-  fs.writeFileSync(
-    path.join(promDir, 'prometheus.yml'),
-    `global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: armada\n    static_configs:\n      - targets: ${JSON.stringify(targets)}\n`,
-  );
-  const prom = spawn(requireTool('prometheus'), [`--config.file=${path.join(promDir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(promDir, 'data')}`, `--web.listen-address=127.0.0.1:${promPort}`], {
-    stdio: 'ignore',
-  });
-  children.push(prom);
+  // the real Prometheus started with the fleet has scraped the surviving workers and both APIs: it answers armada_attempts_total
   try {
     const result = await eventually(async () => {
       const r = await fetch(`http://127.0.0.1:${promPort}/api/v1/query?query=${encodeURIComponent('sum by (status) (armada_attempts_total)')}`);
@@ -176,6 +180,5 @@ test('two APIs, three workers, 30 attempts, one worker killed: all final, none r
     expect(result.length).toBeGreaterThan(0);
   } finally {
     prom.kill('SIGTERM');
-    fs.rmSync(promDir, { recursive: true, force: true });
   }
 });
