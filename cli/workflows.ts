@@ -54,6 +54,7 @@ async function workflows(sub: string, args: string[], io: CliIo): Promise<number
   const { values, positionals } = parseSubcommandArgs('workflows', args, { json: { type: 'boolean' }, wait: { type: 'boolean' }, level: { type: 'string' } });
   if (Object.hasOwn(ARGUMENTS, sub)) refuseExtraArguments(`workflows ${sub}`, positionals, ARGUMENTS[sub] as number, 'workflows');
   const usage = (problem: string) => new UsageError(`workflows ${sub}`, problem, 'workflows');
+  if (values.level !== undefined && sub !== 'logs') throw usage('--level is an option of armada workflows logs');
   const show = (value: unknown, human: string) => io.stdout(values.json ? `${JSON.stringify(value, null, 2)}\n` : human);
   switch (sub) {
     case 'list': {

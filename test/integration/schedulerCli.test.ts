@@ -156,6 +156,8 @@ describe('armada sources / workflows CLI', () => {
     expect(warnings.stdout.trimEnd().split('\n').map((l) => JSON.parse(l)).filter((l) => l.message.startsWith('line '))).toEqual(
       Array.from({ length: 10 }, (_, i) => ({ timestamp: new Date(Date.parse('2026-01-01T00:00:00Z') + (i + 1) * 1000).toISOString(), level: 'warning', message: `line ${(i + 1) * 1000}` })),
     );
+    const elsewhere = await cli(runWorkflows, ['list', '--level', 'error']);
+    expect([elsewhere.code, elsewhere.stderr]).toEqual([2, 'armada workflows list: --level is an option of armada workflows logs; run armada workflows --help\n']);
     const bad = await cli(runWorkflows, ['logs', run.executionId, '--level', 'warn']);
     expect([bad.code, bad.stderr]).toEqual([2, 'armada workflows logs: --level must be one of debug, info, warning, error; run armada workflows --help\n']);
     const missing = await cli(runWorkflows, ['logs', '00000000-0000-4000-8000-000000000000']);
