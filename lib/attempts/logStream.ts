@@ -4,7 +4,7 @@
  * finished. Cursors are seqs, so a stream resumes exactly on any replica (Last-Event-ID, `after`).
  */
 import type { Queryable } from '../db/pool';
-import { readLogs, type LogLevel, type LogRow } from '../db/processes';
+import { readLogPage, readLogs, type LogLevel, type LogRow } from '../db/processes';
 import type { LogFeed, LogNote } from '../events/logFeed';
 
 const ORDER: LogLevel[] = ['debug', 'info', 'warn', 'error'];
@@ -56,13 +56,17 @@ export interface LogStreamOptions {
  */
 export async function* streamLogRows(db: Queryable, o: LogStreamOptions): AsyncGenerator<LogRow[]> {
   const last: Record<string, number> = { ...(o.after ?? {}) };
-  if (!o.follow) {
+  if (!o.follow && o.tail !== undefined) {
     const batch: LogRow[] = [];
     for (const id of await o.processes()) {
-      batch.push(...(await readLogs(db, { processIds: [id], afterSeq: last[id], since: o.since, levels: o.levels, tail: o.tail !== undefined && last[id] === undefined ? o.tail : undefined })));
+      batch.push(...(await readLogs(db, { processIds: [id], afterSeq: last[id], since: o.since, levels: o.levels, tail: last[id] === undefined ? o.tail : undefined })));
     }
     batch.sort(byTime);
     if (batch.length) yield batch;
+    return;
+  }
+  if (!o.follow) {
+    yield* storedRows(db, await o.processes(), last, o);
     return;
   }
   if (!o.feed) throw new Error('streamLogRows: follow needs the log feed');
@@ -97,3 +101,42 @@ export async function* streamLogRows(db: Queryable, o: LogStreamOptions): AsyncG
 }
 
 const byTime = (a: LogRow, b: LogRow) => a.ts.getTime() - b.ts.getTime() || a.seq - b.seq;
+
+/** Rows read from PostgreSQL at a time, per process, by a read of every stored line. */
+const STORED_PAGE = 10_000;
+
+/**
+ * Every stored row of `ids` after `after`, in batches of at most STORED_PAGE, merged in time order across the processes
+ * (each process in seq order). Each process is read a page at a time, the next page only once its rows are handed
+ * on, so a log of any length is read whole with at most one page per process in memory. Before, such a read stopped
+ * at its first 10,000 lines per process, without a word.
+ */
+async function* storedRows(db: Queryable, ids: string[], after: Record<string, number>, o: LogStreamOptions): AsyncGenerator<LogRow[]> {
+  const cursors = ids.map((id) => ({ id, after: after[id] ?? 0, rows: [] as LogRow[], at: 0, more: true }));
+  const head = async (c: (typeof cursors)[number]): Promise<LogRow | undefined> => {
+    if (c.at === c.rows.length && c.more) {
+      c.rows = await readLogPage(db, c.id, c.after, { since: o.since, levels: o.levels }, STORED_PAGE);
+      c.at = 0;
+      c.more = c.rows.length === STORED_PAGE;
+      const lastRow = c.rows[c.rows.length - 1];
+      if (lastRow) c.after = lastRow.seq;
+    }
+    return c.rows[c.at];
+  };
+  for (;;) {
+    const batch: LogRow[] = [];
+    while (batch.length < STORED_PAGE) {
+      let next: (typeof cursors)[number] | undefined;
+      let nextRow: LogRow | undefined;
+      for (const c of cursors) {
+        const r = await head(c);
+        if (r && (!nextRow || byTime(r, nextRow) < 0)) [next, nextRow] = [c, r];
+      }
+      if (!next || !nextRow) break;
+      batch.push(nextRow);
+      next.at++;
+    }
+    if (batch.length) yield batch;
+    if (batch.length < STORED_PAGE || o.signal?.aborted) return;
+  }
+}

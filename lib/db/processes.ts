@@ -241,6 +241,17 @@ export async function readLogs(db: Queryable, q: LogQuery): Promise<LogRow[]> {
   return rows;
 }
 
+/** One process's rows after `afterSeq` in seq order, at most `limit`: a page of a read of every stored line. */
+export async function readLogPage(db: Queryable, processId: string, afterSeq: number, filter: { since?: Date; levels?: LogLevel[] }, limit: number): Promise<LogRow[]> {
+  const { rows } = await db.query<LogRow>(
+    `SELECT * FROM process_logs WHERE process_id = $1 AND seq > $2
+        AND ($3::timestamptz IS NULL OR ts >= $3) AND ($4::text[] IS NULL OR level = ANY($4::text[]))
+      ORDER BY seq LIMIT $5`,
+    [processId, afterSeq, filter.since ?? null, filter.levels?.length ? filter.levels : null, limit],
+  );
+  return rows;
+}
+
 /**
  * The rows after each process's seq (at most `limit` each), ordered by process and seq: the live log feed's one read
  * for every process with news (lib/events/logFeed.ts), which reads every stored line once per API process. Rows come
