@@ -3,6 +3,7 @@ export { api, apiPage, ApiError, buildUrl, errorFromBody, svc, SERVICE_PREFIX, t
 export { getApiKey, onKeyChange, onUnauthorized, reportUnauthorized, setApiKey } from './auth';
 export { onReconnected, useConnectionLost } from './connection';
 export { backoffDelay, createSseParser, eventStreamResume, openSseStream, openWebSocketStream, type SseStreamOptions, type StreamHandle, type WebSocketStreamOptions } from './streams';
+export { readNdjson } from './ndjson';
 export { useSseStream, useWebSocketStream } from './useStream';
 export { queryKeys } from './queryKeys';
 export * from './types';

@@ -72,6 +72,11 @@ export interface WebSocketStreamOptions<M> {
   onLost?: () => void;
   /** Whether a normal close (1000) from the server ends the stream for good (default: reconnect). */
   endOnNormalClose?: boolean;
+  /**
+   * The seq the caller already holds (read another way, e.g. a log's history over HTTP): the first connection
+   * resumes after it, as a reconnect would. Default: from the start.
+   */
+  initialSeq?: number;
   /** Raw text frames (e.g. raw logs) are passed as strings instead of parsed JSON. */
   raw?: boolean;
   /** Called when the server ended the stream for good (normal close with endOnNormalClose, or 4404). */
@@ -85,6 +90,7 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
   let failures = 0;
   let opened = false;
   const cursor = createStreamCursor(opts.dedupe ?? 'monotonic');
+  if (opts.initialSeq) cursor.reset(opts.initialSeq);
   let timer: ReturnType<typeof setTimeout> | undefined;
 
   const connect = () => {

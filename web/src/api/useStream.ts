@@ -10,6 +10,7 @@ export function useWebSocketStream<M>(path: string | null, opts: Omit<WebSocketS
   const endOnNormalClose = opts.endOnNormalClose === true;
   const dedupe = opts.dedupe;
   const resetFrom = opts.resetFrom;
+  const initialSeq = opts.initialSeq;
   useEffect(() => {
     if (!path) return;
     const h = openWebSocketStream<M>({
@@ -18,6 +19,7 @@ export function useWebSocketStream<M>(path: string | null, opts: Omit<WebSocketS
       endOnNormalClose,
       dedupe,
       resetFrom,
+      initialSeq,
       onOpen: (send) => ref.current.onOpen?.(send),
       onMessage: (m) => ref.current.onMessage(m),
       seqOf: (m) => ref.current.seqOf?.(m),
@@ -29,7 +31,7 @@ export function useWebSocketStream<M>(path: string | null, opts: Omit<WebSocketS
       onLost: () => ref.current.onLost?.(),
     });
     return () => h.close();
-  }, [path, raw, endOnNormalClose, dedupe, resetFrom]);
+  }, [path, raw, endOnNormalClose, dedupe, resetFrom, initialSeq]);
 }
 
 /** An SSE stream; `path` null = closed. */
