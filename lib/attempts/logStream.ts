@@ -56,17 +56,15 @@ export interface LogStreamOptions {
  */
 export async function* streamLogRows(db: Queryable, o: LogStreamOptions): AsyncGenerator<LogRow[]> {
   const last: Record<string, number> = { ...(o.after ?? {}) };
-  if (!o.follow && o.tail !== undefined) {
-    const batch: LogRow[] = [];
-    for (const id of await o.processes()) {
-      batch.push(...(await readLogs(db, { processIds: [id], afterSeq: last[id], since: o.since, levels: o.levels, tail: last[id] === undefined ? o.tail : undefined })));
-    }
-    batch.sort(byTime);
-    if (batch.length) yield batch;
-    return;
-  }
   if (!o.follow) {
-    yield* storedRows(db, await o.processes(), last, o);
+    const ids = await o.processes();
+    // the last n lines (a resume with `after` reads on from there instead: every line after it)
+    if (o.tail !== undefined && ids.every((id) => last[id] === undefined)) {
+      const batch: LogRow[] = [];
+      for (const id of ids) batch.push(...(await readLogs(db, { processIds: [id], since: o.since, levels: o.levels, tail: o.tail })));
+      batch.sort(byTime);
+      if (batch.length) yield batch;
+    } else yield* storedRows(db, ids, last, o);
     return;
   }
   if (!o.feed) throw new Error('streamLogRows: follow needs the log feed');

@@ -47,6 +47,11 @@ test('every line of a 25,000-line process, of an attempt of two such processes a
 
   const resumed = lines((await h.inject('GET', `/api/processes/${started.processId}/logs?after=20000`)).body);
   expect(resumed.map((l) => l.seq)).toEqual(Array.from({ length: LINES + 1 - 20_000 }, (_, i) => 20_001 + i));
+  // a resume reads every line after its seq, also with tail (which picks the lines of a first read only)
+  const resumedTail = lines((await h.inject('GET', `/api/processes/${started.processId}/logs?after=2000&tail=5`)).body);
+  expect([resumedTail.length, resumedTail[0]?.seq]).toEqual([LINES + 1 - 2000, 2001]);
+  const tail = lines((await h.inject('GET', `/api/processes/${started.processId}/logs?tail=15000`)).body);
+  expect([tail.length, tail[0]?.seq, tail.at(-1)?.seq]).toEqual([15_000, LINES + 1 - 15_000 + 1, LINES + 1]);
 
   for (const url of [`/api/attempts/${started.attemptId}/logs`, `/api/tasks/${taskId}/logs`]) {
     const all = lines((await h.inject('GET', url)).body);
