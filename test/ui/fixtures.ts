@@ -5,7 +5,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { test as base, expect, type Locator, type Page } from '@playwright/test';
 
@@ -33,8 +32,11 @@ export async function api<T = Record<string, unknown>>(method: string, urlPath: 
   return json.data as T;
 }
 
-/** A git repository with one commit in a new directory under `parent` (default: the temp dir). */
-export function makeRepo(name = 'repo', parent = os.tmpdir()): string {
+/** Where the tests' repositories go unless a test says otherwise: in the run's home, removed with it (globalSetup.ts). */
+export const REPOS = process.env.ARMADA_UI_REPOS as string;
+
+/** A git repository with one commit in a new directory under `parent` (default: REPOS). */
+export function makeRepo(name = 'repo', parent = REPOS): string {
   const dir = fs.mkdtempSync(path.join(parent, `armada-ui-${name}-`));
   const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, stdio: 'pipe' });
   git('init', '-q', '-b', 'main');

@@ -25,6 +25,9 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   // where tests put repositories the filesystem browser must list (allowed beside the home directory)
   const browseRoot = path.join(home, 'browse');
   fs.mkdirSync(browseRoot);
+  // the tests' other repositories: in the run's home, so they go with it (in the temp dir they stayed, ~20 a run)
+  const repos = path.join(home, 'repos');
+  fs.mkdirSync(repos);
   const agent = path.join(__dirname, '..', 'fixtures', 'agents', 'scripted-agent.js');
   fs.writeFileSync(
     configPath,
@@ -44,6 +47,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   process.env.ARMADA_UI_BASE_URL = `http://127.0.0.1:${armada.ports.task}`;
   process.env.ARMADA_UI_HOME = home;
   process.env.ARMADA_UI_BROWSE_ROOT = browseRoot;
+  process.env.ARMADA_UI_REPOS = repos;
   process.env.ARMADA_UI_TASK_KEY = UI_KEYS.task;
   process.env.ARMADA_UI_ALICE_KEY = UI_KEYS.alice;
   process.env.ARMADA_UI_BOB_KEY = UI_KEYS.bob;

@@ -1,9 +1,8 @@
 /** Apply a task template on a board; create a project from a repository URL (cloned by a worker). */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { api, createProject, expect, makeRepo, test } from './fixtures';
+import { api, createProject, expect, makeRepo, REPOS, test } from './fixtures';
 
 test("apply a template: its tasks appear on the board, in the project's list", async ({ page }) => {
   const project = await createProject('Template Board');
@@ -30,7 +29,7 @@ test("apply a template: its tasks appear on the board, in the project's list", a
 });
 
 test('create a project from a repository URL: the board opens and the project list shows it', async ({ page }) => {
-  const bare = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-ui-bare-'));
+  const bare = fs.mkdtempSync(path.join(REPOS, 'armada-ui-bare-'));
   execFileSync('git', ['clone', '-q', '--bare', makeRepo('remote'), bare]);
   await page.goto('/projects');
   await page.getByRole('button', { name: 'New project' }).click();

@@ -2,9 +2,9 @@
  * The live log of one process. What is stored comes first as one HTTP answer (`GET /api/processes/:id/logs`, NDJSON),
  * then the WebSocket `/ws/execution-processes/:id/logs/normalized` goes on after its last line, live, resumed after a
  * reconnect from the last `seq` seen (`?after=`; entries at or below it are dropped anyway). Over the WebSocket alone a
- * 100k-line log took 12 s to show: the browser handles each message on its own; the answer takes about 1 s. When the server resets that cursor
- * (its log is another history: a backup restored), the lines held are dropped and the log is read again from the
- * start. Rows are virtualised (@tanstack/react-virtual, fixed row height) over an append-only buffer, so 100k lines
+ * 100k-line log took 12 s to show (the browser handles each message on its own); the answer takes about 1 s. When the
+ * server resets that cursor (its log is another history: a backup restored), the lines held are dropped and the log
+ * is read again from the start. Rows are virtualised (@tanstack/react-virtual, fixed row height) over an append-only buffer, so 100k lines
  * scroll smoothly. The view follows the tail until the user scrolls up; "Jump to latest" follows again. Search
  * highlights matches and steps through them (Enter / Shift+Enter); the level and source filters hide entries.
  */
