@@ -42,6 +42,7 @@ interface StartedRun {
 
 /** The arguments (positionals) each subcommand takes at most: the workflow NAME or the EXECUTION_ID. */
 const ARGUMENTS: Record<string, number> = { list: 0, run: 1, retry: 1, logs: 1 };
+// lib/db/schedulerExecutions.ts' LOG_LEVELS, not imported: this command loads no database module
 const LOG_LEVELS = ['debug', 'info', 'warning', 'error'];
 /** The largest page `GET /executions/{id}/logs` gives. */
 const LOG_PAGE = 10_000;

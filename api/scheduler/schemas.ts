@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import { MAX_PATH_PARAM_LENGTH } from '../http/inputPolicy';
 import { AT_PATTERN, DATE_TIME_PATTERN, LATEST_RUN_AT } from '../../lib/scheduler/oneTime';
 import { ifThen, Nullable, Offset, StringEnum } from '../http/schemas';
+import { LOG_LEVELS } from '../../lib/db/schedulerExecutions';
 
 export const Detail = Type.Object({ detail: Type.String() });
 
@@ -309,12 +310,11 @@ export const ExecutionLogs = Type.Object({
   logs: Type.Array(Type.Object({ timestamp: Type.String(), level: Type.String(), message: Type.String() })),
   total: Type.Integer({ minimum: 0, description: 'lines the execution has in all (with `level`, of that level and above): a page ends the log when offset + its lines reach it' }),
 });
-export const EXECUTION_LOG_LEVELS = ['debug', 'info', 'warning', 'error'] as const;
 export const ExecutionLogsQuery = Type.Object(
   {
     offset: Offset,
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'at most this many lines (default: all from offset on)' })),
-    level: Type.Optional(StringEnum(EXECUTION_LOG_LEVELS, { description: 'only lines of this level and above (debug < info < warning < error)' })),
+    level: Type.Optional(StringEnum(LOG_LEVELS, { description: 'only lines of this level and above (debug < info < warning < error)' })),
   },
   { additionalProperties: false },
 );

@@ -4,7 +4,9 @@ import { jsonParam } from './storableText';
 
 export type ExecutionStatus = 'running' | 'completed' | 'failed' | 'stopped';
 export type TaskRunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'stopped' | 'skipped';
-export type LogLevel = 'debug' | 'info' | 'warning' | 'error';
+/** The levels of an execution's log lines, lowest first (the table's CHECK, migration 040). */
+export const LOG_LEVELS = ['debug', 'info', 'warning', 'error'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface TaskRunState {
   name: string;
@@ -315,8 +317,6 @@ export async function appendExecutionLogs(db: Queryable, executionId: string, li
   );
 }
 
-const LEVEL_ORDER: readonly LogLevel[] = ['debug', 'info', 'warning', 'error'];
-
 /**
  * A page of an execution's log in the order it was written (`offset` lines skipped, at most `limit`, all when
  * undefined), of `minLevel` and above, and how many such lines there are: one statement, so both come from one
@@ -327,7 +327,7 @@ export async function listExecutionLogs(
   executionId: string,
   page: { offset?: number; limit?: number; minLevel?: LogLevel } = {},
 ): Promise<{ total: number; lines: { ts: Date; level: LogLevel; message: string }[] }> {
-  const levels = LEVEL_ORDER.slice(LEVEL_ORDER.indexOf(page.minLevel ?? 'debug'));
+  const levels = LOG_LEVELS.slice(LOG_LEVELS.indexOf(page.minLevel ?? 'debug'));
   const { rows } = await db.query<{ total: number; ts: Date | null; level: LogLevel | null; message: string | null }>(
     `SELECT t.total, p.ts, p.level, p.message
        FROM (SELECT count(*)::int AS total FROM scheduler_execution_logs WHERE execution_id = $1 AND level = ANY($2)) t
