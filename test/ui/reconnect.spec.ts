@@ -31,7 +31,8 @@ test('the board reconnects after a dropped stream and catches up on what it miss
   await sockets[0]?.close({ code: 4000, reason: 'test: dropped' });
   await expect(page.getByText('Connection lost — reconnecting…')).toBeVisible();
   await api('POST', '/tasks', { projectId: project.id, title: 'Created while away' });
-  await page.waitForTimeout(600); // a refused retry or two
+  // at least one retry is refused first (urls[0] is the first open; every retry since adds one, refused meanwhile)
+  await expect.poll(() => urls.length).toBeGreaterThanOrEqual(2);
   refuse = false;
 
   await expect(page.getByRole('article', { name: 'Created while away' })).toBeVisible({ timeout: 15_000 });
