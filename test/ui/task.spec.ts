@@ -314,13 +314,17 @@ test('the diff follows a follow-up run of a completed attempt, without a reload'
   const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
   await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 60_000 }).toBe('completed');
 
+  // the diff's stream of the first run: the server ends it, the attempt being finished
+  const firstStreamEnded = page
+    .waitForResponse((r) => new URL(r.url()).pathname === `/api/events/task-attempts/${attemptId}/diff`)
+    .then((r) => r.finished());
   await page.goto(`/tasks/${task.id}`);
   const diff = page.getByRole('region', { name: 'Diff' });
   const tree = diff.getByRole('navigation', { name: 'Changed files' });
   await expect(tree.getByRole('button', { name: /added\.txt/ })).toBeVisible({ timeout: 15_000 });
   await expect(diff).toContainText('2 files changed');
   // the first run's stream has ended (the attempt completed) before the follow-up is sent
-  await page.waitForTimeout(2_000);
+  await firstStreamEnded;
 
   const prompt = page.getByLabel('Prompt', { exact: true });
   await prompt.fill('FOLLOWUP write notes');
