@@ -7,8 +7,14 @@ import { api, createProject, expect, test } from './fixtures';
 const TASKS = 1000;
 const BUDGET_MS = 1500;
 
-async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<unknown>): Promise<void> {
-  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
+/** fn(0) … fn(n - 1), `concurrency` calls at a time: each one that ends starts the next (no batch waits for its slowest). */
+async function inParallel(n: number, concurrency: number, fn: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
 }
 
 test('a board of 1,000 tasks is interactive within 1.5 s of navigation', async ({ page }) => {
@@ -17,20 +23,16 @@ test('a board of 1,000 tasks is interactive within 1.5 s of navigation', async (
   const t0 = Date.now();
   const ids: string[] = [];
   const priorities = ['low', 'medium', 'high', 'critical'];
-  await inBatches(
-    Array.from({ length: TASKS }, (_, i) => i),
-    25,
-    async (i) => {
-      const t = await api<{ id: string }>('POST', '/tasks', {
-        projectId: project.id,
-        title: `Task ${String(i).padStart(4, '0')} of the big board`,
-        priority: priorities[i % 4],
-        labels: i % 3 === 0 ? ['bug'] : ['feature'],
-        assignee: i % 5 === 0 ? 'ann' : undefined,
-      });
-      ids.push(t.id);
-    },
-  );
+  await inParallel(TASKS, 16, async (i) => {
+    const t = await api<{ id: string }>('POST', '/tasks', {
+      projectId: project.id,
+      title: `Task ${String(i).padStart(4, '0')} of the big board`,
+      priority: priorities[i % 4],
+      labels: i % 3 === 0 ? ['bug'] : ['feature'],
+      assignee: i % 5 === 0 ? 'ann' : undefined,
+    });
+    ids[i] = t.id;
+  });
   // spread them over the columns: 400 to do, 250 in progress, 150 in review, 150 done, 50 cancelled
   const moves: [number, number, string][] = [
     [400, 650, 'in_progress'],

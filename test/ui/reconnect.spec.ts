@@ -31,7 +31,8 @@ test('the board reconnects after a dropped stream and catches up on what it miss
   await sockets[0]?.close({ code: 4000, reason: 'test: dropped' });
   await expect(page.getByText('Connection lost — reconnecting…')).toBeVisible();
   await api('POST', '/tasks', { projectId: project.id, title: 'Created while away' });
-  await page.waitForTimeout(600); // a refused retry or two
+  // at least one retry is refused first (urls[0] is the first open; every retry since adds one, refused meanwhile)
+  await expect.poll(() => urls.length).toBeGreaterThanOrEqual(2);
   refuse = false;
 
   await expect(page.getByRole('article', { name: 'Created while away' })).toBeVisible({ timeout: 15_000 });
@@ -81,7 +82,7 @@ test.describe('a screen that failed to load during a database outage', () => {
           (r) => r.status,
           () => 0,
         );
-      await expect.poll(projectsStatus, { timeout: 60_000, message: 'the API answers 503 once PostgreSQL is frozen' }).toBe(503);
+      await expect.poll(projectsStatus, { timeout: 60_000, intervals: [250], message: 'the API answers 503 once PostgreSQL is frozen' }).toBe(503);
       await page.goto('/projects');
       await approvals.goto('/approvals');
       await expect(page.getByRole('alert').filter({ hasText: 'PostgreSQL' })).toBeVisible({ timeout: 30_000 });
@@ -90,7 +91,7 @@ test.describe('a screen that failed to load during a database outage', () => {
     } finally {
       thaw();
     }
-    await expect.poll(async () => (await fetch(`${BASE_URL}/health`)).status, { timeout: 60_000 }).toBe(200);
+    await expect.poll(async () => (await fetch(`${BASE_URL}/health`)).status, { timeout: 60_000, intervals: [250] }).toBe(200);
     // the stream reconnects (backoff up to 10 s) and the screens read their data again, with nobody clicking Retry
     await expect(page.getByText('Connection lost — reconnecting…')).toBeHidden({ timeout: 30_000 });
     await expect(page.getByRole('row').filter({ hasText: project.name })).toBeVisible({ timeout: 15_000 });

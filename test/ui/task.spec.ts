@@ -13,6 +13,14 @@ const TICK = /tick (\d+) at (\d+)/;
 /** Why Create PR… is disabled on an attempt that committed nothing. */
 const NO_PR = 'No pull request to open: the attempt made no changes.';
 
+/**
+ * Resolves once the attempt is completed, asked every 250 ms: an attempt of the scripted agent takes a few seconds,
+ * and expect.poll's default steps (1 s apart after the first second) saw it finished up to a second late.
+ */
+async function attemptCompleted(attemptId: string): Promise<void> {
+  await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 60_000, intervals: [250] }).toBe('completed');
+}
+
 test('start an attempt, watch its log live, read the diff, merge; the card moves to done', async ({ page }) => {
   // project and task made in the browser, as a user does
   const repo = makeRepo('ui-task-screen');
@@ -158,7 +166,7 @@ test.describe('merge approval gate', () => {
     const project = await createProject('Gated Project');
     const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Gated change' });
     const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
-    await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 60_000 }).toBe('completed');
+    await attemptCompleted(attemptId);
     const approval = await api<{ id: string }>('POST', '/approvals', { taskAttemptId: attemptId, type: 'merge', title: 'Ship it?' });
 
     await page.goto(`/tasks/${task.id}`);
@@ -178,7 +186,7 @@ test('a merge whose cleanup git refused shows why, and what to do, on the attemp
   const project = await createProject('Cleanup Error Project');
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Locked worktree', description: 'CONFLICT' });
   const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
-  await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 60_000 }).toBe('completed');
+  await attemptCompleted(attemptId);
   const { worktreePath } = await api<{ worktreePath: string }>('GET', `/attempts/${attemptId}`);
   // a worktree locked with `git worktree lock`: the merge lands, its cleanup is refused (WORKTREE_LOCKED)
   execFileSync('git', ['-C', project.repoPath, 'worktree', 'lock', '--reason', 'held by the UI test', worktreePath]);
@@ -268,7 +276,7 @@ test('compare two attempts; a follow-up sent from the screen runs and its log sh
   const ids: string[] = [];
   for (let i = 0; i < 2; i++) {
     const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
-    await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 60_000 }).toBe('completed');
+    await attemptCompleted(attemptId);
     ids.push(attemptId);
   }
 
@@ -312,15 +320,19 @@ test('the diff follows a follow-up run of a completed attempt, without a reload'
   const project = await createProject('Diff Follow-up Project');
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Edit, then note' });
   const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
-  await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 60_000 }).toBe('completed');
+  await attemptCompleted(attemptId);
 
+  // the diff's stream of the first run: the server ends it, the attempt being finished
+  const firstStreamEnded = page
+    .waitForResponse((r) => new URL(r.url()).pathname === `/api/events/task-attempts/${attemptId}/diff`)
+    .then((r) => r.finished());
   await page.goto(`/tasks/${task.id}`);
   const diff = page.getByRole('region', { name: 'Diff' });
   const tree = diff.getByRole('navigation', { name: 'Changed files' });
   await expect(tree.getByRole('button', { name: /added\.txt/ })).toBeVisible({ timeout: 15_000 });
   await expect(diff).toContainText('2 files changed');
   // the first run's stream has ended (the attempt completed) before the follow-up is sent
-  await page.waitForTimeout(2_000);
+  await firstStreamEnded;
 
   const prompt = page.getByLabel('Prompt', { exact: true });
   await prompt.fill('FOLLOWUP write notes');
@@ -328,7 +340,7 @@ test('the diff follows a follow-up run of a completed attempt, without a reload'
   const log = page.getByRole('log', { name: 'Attempt log' });
   await expect(log).toContainText('follow-up noted', { timeout: 30_000 });
   // the API has the follow-up's file; the open diff shows it too, with no reload
-  await expect.poll(async () => (await api<{ diff: string }>('GET', `/attempts/${attemptId}/diff?format=unified`)).diff, { timeout: 30_000 }).toContain('notes.txt');
+  await expect.poll(async () => (await api<{ diff: string }>('GET', `/attempts/${attemptId}/diff?format=unified`)).diff, { timeout: 30_000, intervals: [250] }).toContain('notes.txt');
   await expect(tree.getByRole('button', { name: /notes\.txt/ })).toBeVisible({ timeout: 15_000 });
   await expect(diff).toContainText('3 files changed');
   await expect(diff.getByRole('region', { name: 'notes.txt' })).toContainText('FOLLOWUP write notes');
@@ -339,7 +351,7 @@ test('a queue of follow-ups runs one after the other; a prompt queued while it w
   const project = await createProject('Queue Project');
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Queue two notes' });
   const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
-  await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 60_000 }).toBe('completed');
+  await attemptCompleted(attemptId);
 
   await page.goto(`/tasks/${task.id}`);
   const prompt = page.getByLabel('Prompt', { exact: true });
@@ -362,9 +374,9 @@ test('a queue of follow-ups runs one after the other; a prompt queued while it w
 
   // the two sent prompts ran, in order, as two more runs of the attempt
   await expect
-    .poll(async () => (await api<{ diff: string }>('GET', `/attempts/${attemptId}/diff?format=unified`)).diff, { timeout: 60_000 })
+    .poll(async () => (await api<{ diff: string }>('GET', `/attempts/${attemptId}/diff?format=unified`)).diff, { timeout: 60_000, intervals: [250] })
     .toMatch(/FOLLOWUP first note[\s\S]*FOLLOWUP second note/);
-  await expect.poll(async () => (await api<{ id: string }[]>('GET', `/processes?attemptId=${attemptId}`)).length, { timeout: 30_000 }).toBe(3);
+  await expect.poll(async () => (await api<{ id: string }[]>('GET', `/processes?attemptId=${attemptId}`)).length, { timeout: 30_000, intervals: [250] }).toBe(3);
   expect((await api<{ diff: string }>('GET', `/attempts/${attemptId}/diff?format=unified`)).diff).not.toContain('for later');
 });
 
@@ -375,7 +387,7 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   const one = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Change one file', description: 'CONFLICT' });
   const started = [];
   for (const t of [noop, one]) started.push((await api<{ attemptId: string }>('POST', `/tasks/${t.id}/start`, { llm: 'scripted' })).attemptId);
-  for (const id of started) await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${id}`)).status, { timeout: 60_000 }).toBe('completed');
+  for (const id of started) await attemptCompleted(id);
 
   await page.goto(`/tasks/${noop.id}`);
   const diff = page.getByRole('region', { name: 'Diff' });

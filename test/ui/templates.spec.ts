@@ -43,5 +43,5 @@ test('create a project from a repository URL: the board opens and the project li
   const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: 'Cloned From A URL' }) });
   await expect(row).toContainText(`file://${bare}`);
   const id = (await row.getByRole('link', { name: 'Cloned From A URL' }).getAttribute('href'))?.split('/').pop() as string;
-  await expect.poll(async () => (await api<{ repository: { status: string } }>('GET', `/projects/${id}`)).repository.status, { timeout: 60_000 }).toBe('ready');
+  await expect.poll(async () => (await api<{ repository: { status: string } }>('GET', `/projects/${id}`)).repository.status, { timeout: 60_000, intervals: [250] }).toBe('ready');
 });
