@@ -10,6 +10,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
 import type { Metrics } from '../../lib/metrics';
+import { DeadConnection } from '../../lib/db/deadConnections';
 import { isPostgresUnreachable } from '../../lib/db/pool';
 import type { DependencyState } from '../../lib/runtime/dependencies';
 import { installDependencyGate } from './dependencyGate';
@@ -52,6 +53,22 @@ export interface BaseAppOptions {
 // Generous: a dependency known down answers 503 at once without running the check (see dependencies); this bound
 // only catches a check that hangs, and must not turn a busy machine's slow SELECT 1 into "unavailable".
 const HEALTH_CHECK_TIMEOUT_MS = 5000;
+
+/**
+ * Runs `check`, once more when its pooled connection was found dead on the way and closed (lib/db/deadConnections.ts,
+ * about 2 s after its statement was sent): PostgreSQL answers others (the probes would have called it down
+ * otherwise), and the pool has dropped that connection and the idle ones opened with it, so the second try tells
+ * whether this service can reach its database. Before, the check waited out its 5 s deadline on such a connection
+ * and answered 503, as if the server were unavailable.
+ */
+async function healthCheckOnLiveConnection(check: () => Promise<Record<string, unknown>>): Promise<Record<string, unknown>> {
+  try {
+    return await check();
+  } catch (err) {
+    if (err instanceof DeadConnection) return check();
+    throw err;
+  }
+}
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -147,7 +164,7 @@ export function createBaseApp(opts: BaseAppOptions) {
       const late = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`health check did not answer within ${HEALTH_CHECK_TIMEOUT_MS} ms`)), HEALTH_CHECK_TIMEOUT_MS);
       });
-      const checks = opts.healthCheck ? await Promise.race([opts.healthCheck(), late]) : {};
+      const checks = opts.healthCheck ? await Promise.race([healthCheckOnLiveConnection(opts.healthCheck), late]) : {};
       return { status: 'ok', service: opts.service, version: opts.version, ...checks };
     } catch (err) {
       return reply.code(503).send({ ...unavailable, ...(isPostgresUnreachable(err) ? { down: ['postgres'] } : {}), error: (err as Error).message });

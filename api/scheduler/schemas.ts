@@ -1,6 +1,6 @@
 /** Schemas of the scheduler's routes: bare JSON bodies, errors as `{detail}`. */
 import { Type } from 'typebox';
-import { MAX_PATH_PARAM_LENGTH } from '../http/inputPolicy';
+import { MAX_PATH_PARAM_LENGTH, NON_BLANK_PATTERN } from '../http/inputPolicy';
 import { AT_PATTERN, DATE_TIME_PATTERN, LATEST_RUN_AT } from '../../lib/scheduler/oneTime';
 import { ifThen, Nullable, Offset, StringEnum } from '../http/schemas';
 import { LOG_LEVELS } from '../../lib/db/schedulerExecutions';
@@ -56,9 +56,15 @@ export const SourceListQuery = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * A source's name: not blank (only white space), like every name Armada stores; kept as sent otherwise (flow tasks
+ * name a source by it, as written).
+ */
+const SourceName = Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK_PATTERN, description: 'not blank (only white space)' });
+
 export const CreateSourceBody = Type.Object(
   {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    name: Type.Optional(SourceName),
     source_type: StringEnum(SOURCE_TYPES),
     url: Url,
     api_key: Type.Optional(Nullable(ApiKey)),
@@ -68,7 +74,7 @@ export const CreateSourceBody = Type.Object(
 
 export const PatchSourceBody = Type.Object(
   {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    name: Type.Optional(SourceName),
     source_type: Type.Optional(StringEnum(SOURCE_TYPES)),
     url: Type.Optional(Url),
     api_key: Type.Optional(Nullable(ApiKey)),
@@ -114,7 +120,8 @@ export const SourceHealth = Type.Object({
   checked_at: Type.String(),
 });
 
-const TaskName = Type.String({ minLength: 1, maxLength: 200 });
+// not blank: a task is named in its execution's tasks, its logs and its errors (`Task <name> failed: …`)
+const TaskName = Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK_PATTERN, description: 'unique within the workflow; not blank (only white space)' });
 const TaskTimeout = Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400, description: 'seconds' }));
 
 /** One schema for both task types (a union would answer a bad `type` with an opaque anyOf error); `if`/`then` says
@@ -124,7 +131,7 @@ export const TaskSchema = Type.Object(
     name: TaskName,
     type: StringEnum(['script', 'flow'] as const),
     script: Type.Optional(Type.String({ minLength: 1, maxLength: 100_000 })),
-    source: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'source id or name (flow tasks)' })),
+    source: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK_PATTERN, description: 'source id or name (flow tasks); not blank' })),
     flow: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: "the flow's id, endpoint_name or display name (flow tasks), resolved once at creation" })),
     input: Type.Optional(Type.Unknown()),
     timeout: TaskTimeout,

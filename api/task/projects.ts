@@ -50,8 +50,11 @@ export function projectListItem(p: ProjectRow) {
 
 async function projectDetail(deps: TaskServiceDeps, p: ProjectRow) {
   const [counts, attempts] = await Promise.all([taskCounts(deps.db, p.id), attemptStats(deps.db, p.id)]);
-  const llms: Record<string, { model: string }> = {};
-  for (const [name, profile] of Object.entries(deps.config.file.agents ?? {})) llms[name] = { model: profile.model ?? '' };
+  // built from entries: an agent named __proto__ (a config file may name one so) is a key like any other, where
+  // `llms[name] = …` set the prototype
+  const llms: Record<string, { model: string }> = Object.fromEntries(
+    Object.entries(deps.config.file.agents ?? {}).map(([name, profile]) => [name, { model: profile.model ?? '' }]),
+  );
   return {
     id: p.id,
     name: p.name,

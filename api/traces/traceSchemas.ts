@@ -2,6 +2,7 @@
 import { Type } from 'typebox';
 import { TRACE_STATUSES } from '../../lib/db/traces';
 import { PHONE_PATTERN } from '../../lib/phone';
+import { NON_BLANK_PATTERN } from '../http/inputPolicy';
 import { Nullable, Offset, StringEnum, Timestamp } from '../http/schemas';
 
 /** `{detail}`: the error body of the detail-style services. */
@@ -28,10 +29,16 @@ export const TraceListItem = Type.Object({
 
 export const TraceDetail = Type.Object({ ...TraceListItem.properties, payload: Payload });
 
+/**
+ * A messageId or instance: not blank (only white space), which no sender means and which would make an idempotency
+ * key of nothing; kept as sent otherwise (trimming would merge keys that differ only in their blanks).
+ */
+const KeyText = (description: string) => Type.String({ minLength: 1, maxLength: 255, pattern: NON_BLANK_PATTERN, description });
+
 export const IngestTraceBody = Type.Object(
   {
-    messageId: Type.String({ minLength: 1, maxLength: 255 }),
-    instance: Type.String({ minLength: 1, maxLength: 255 }),
+    messageId: KeyText('not blank (only white space); stored as sent'),
+    instance: KeyText('not blank (only white space); stored as sent'),
     to: Type.String({ minLength: 1, maxLength: 40, pattern: PHONE_PATTERN, description: 'E.164-like, e.g. +1 (555) 010-2000; stored normalised' }),
     message: Type.String({ maxLength: 65_536 }),
     status: Type.Optional(StringEnum(TRACE_STATUSES, { default: 'sent' })),
@@ -49,7 +56,7 @@ export const StatusReceiptBody = Type.Object(
 );
 
 export const TraceListQuery = Type.Object({
-  instance: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  instance: Type.Optional(KeyText('not blank (only white space), as ingestion requires')),
   phone: Type.Optional(Type.String({ minLength: 1, maxLength: 40, pattern: PHONE_PATTERN, description: 'E.164-like, any accepted form' })),
   status: Type.Optional(Status),
   limit: Type.Integer({ minimum: 1, maximum: 500, default: 50 }),

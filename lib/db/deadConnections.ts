@@ -8,10 +8,11 @@
  * answer (it wrote to the server after the server's last ReadyForQuery) and has had no byte either way for QUIET_MS is
  * looked up in pg_stat_activity, on a connection of its own. Its backend waiting for its next command ('idle', 'idle
  * in transaction') for IDLE_ON_SERVER_MS by the server's clock, or blocked writing to us (ClientWrite), while we wait
- * for it, on two looks in a row, means that the way between is dead. Its socket is destroyed (the statement fails
- * with `DeadConnection`) and its backend terminated, so a transaction it held is rolled back and its locks freed now,
- * not when the server's own keepalive notices; the pool's idle connections that have heard nothing since are closed
- * too, since what dropped one has likely dropped those opened with it, and a request must not be handed one of them.
+ * for it, on two looks CONFIRM_AFTER_MS apart, means that the way between is dead (found about 2 s after the
+ * statement was sent). Its socket is destroyed (the statement fails with `DeadConnection`) and its backend
+ * terminated, so a transaction it held is rolled back and its locks freed now, not when the server's own keepalive
+ * notices; the pool's idle connections that have heard nothing since are closed too, since what dropped one has
+ * likely dropped those opened with it, and a request must not be handed one of them.
  * A backend that runs the statement ('active', waiting on a lock included) is slow, not dead, and is left alone. One
  * the server does not know (a pooler such as PgBouncer gives process ids of its own) is left to TCP, as are idle
  * connections nothing has found dead: keepalive (lib/db/pool.ts) closes one whose peer no longer answers.
@@ -21,11 +22,23 @@ import { Client, type Pool, type PoolClient } from 'pg';
 import type { Logger } from '../logger';
 import { closeAtOnce, socketOf } from './closeAtOnce';
 
-/** How long a connection that owes an answer may go without a byte before its backend is looked up. */
-const QUIET_MS = 5000;
+/**
+ * How long a connection that owes an answer may go without a byte before its backend is looked up. Short: a look
+ * only reads pg_stat_activity, and a statement the server runs (however slow) is left alone whatever it finds; what
+ * protects a live connection is the server's word (its backend waits for us) on two looks, not our patience. (It was
+ * 5 s, and with IDLE_ON_SERVER_MS 2 s and looks a second apart a request, or /health, waited 6–8 s for its 503.)
+ */
+const QUIET_MS = 1000;
 /** How long its backend must have been waiting for a command, by the server's clock: an answer is not on its way. */
-const IDLE_ON_SERVER_MS = 2000;
-const TICK_MS = 1000;
+const IDLE_ON_SERVER_MS = 1000;
+const TICK_MS = 250;
+/**
+ * The second look that confirms a suspect comes at least this long after the first, with no byte between: a server
+ * that was frozen with the statement in its socket can answer a look just before that backend reads it, and after
+ * this long it has read it. An answer lost on the way is then 1.5 s overdue: TCP resends a lost segment after 0.2 s,
+ * and again 0.6 s after it was first sent.
+ */
+const CONFIRM_AFTER_MS = 500;
 /** A look-up (or the termination) that gets no answer in this time decides nothing; its connection is closed. */
 const LOOK_TIMEOUT_MS = 3000;
 /** How the look-up connection shows in pg_stat_activity. */
@@ -179,10 +192,10 @@ export function watchForDeadConnections(pool: Pool, connectionString: string, lo
         w.suspectedAt = undefined;
         continue;
       }
-      // Two looks in a row, with no byte between: a server that was frozen with the statement in its socket can
-      // answer the look just before that backend reads it, looking idle for one look
-      if (w.suspectedAt !== undefined && w.lastByteAt < w.suspectedAt) dead.push([client, w]);
-      else w.suspectedAt = startedAt;
+      // Two looks CONFIRM_AFTER_MS apart, with no byte between: a server that was frozen with the statement in its
+      // socket can answer the look just before that backend reads it, looking idle for one look
+      if (w.suspectedAt === undefined || w.lastByteAt >= w.suspectedAt) w.suspectedAt = startedAt;
+      else if (startedAt - w.suspectedAt >= CONFIRM_AFTER_MS) dead.push([client, w]);
     }
     if (dead.length === 0) return;
     for (const [client, w] of dead) close(client, w, DEAD_MESSAGE);

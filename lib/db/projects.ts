@@ -202,8 +202,10 @@ export async function attemptStats(db: Queryable, projectId: string): Promise<Pr
     s.failed += Number(r.failed);
     s.running += Number(r.running);
     s.totalCost += r.cost;
-    s.byLlm[r.llm] = r.cost;
   }
+  // own properties whatever the name: `byLlm[llm] = cost` set the prototype for an agent named __proto__ (a config
+  // file may name one so), whose cost then was in totalCost and in no key of byLLM
+  s.byLlm = Object.fromEntries(byLlm.rows.map((r) => [r.llm, r.cost]));
   s.averageTaskDurationSeconds = durations.rows[0]?.avg ?? 0;
   return s;
 }

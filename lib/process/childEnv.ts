@@ -79,9 +79,12 @@ export function isAllowedEnvName(name: string): boolean {
 
 /** Resolves `${NAME}` references of one profile value against the server's environment. */
 export function expandProfileValue(value: string, base: NodeJS.ProcessEnv): string | undefined {
+  // own variables only: `${constructor}` or `${toString}` read Object.prototype's functions, and the child got their
+  // source text (`function Object() { [native code] }`) as the value
+  const variable = (name: string): string | undefined => (Object.hasOwn(base, name) ? base[name] : undefined);
   const whole = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(value);
-  if (whole) return base[whole[1] as string];
-  return value.replace(REFERENCE, (_m, name: string) => base[name] ?? '');
+  if (whole) return variable(whole[1] as string);
+  return value.replace(REFERENCE, (_m, name: string) => variable(name) ?? '');
 }
 
 /** The environment of one child process: allow-listed server variables, then the profile's env, then `vars`. */

@@ -29,6 +29,8 @@ import { startFakePlatforms, type FakePlatforms } from './fakePlatforms';
 import { ensureSchemathesis } from './schemathesisTool';
 
 const SERVICES: ServiceKind[] = ['task', 'scheduler', 'agents', 'traces'];
+/** `npm run test:contract -- --service X` sets it: only that document's two runs start (the others' tests are skipped). */
+const ONLY = process.env.ARMADA_CONTRACT_SERVICE as ServiceKind | undefined;
 const SEED = Number(process.env.ARMADA_CONTRACT_SEED || 1);
 const EXAMPLES = Number(process.env.ARMADA_CONTRACT_EXAMPLES || 5);
 // schemathesis processes at once: see the file comment
@@ -104,6 +106,7 @@ beforeAll(async () => {
     fs.writeFileSync(docFiles[service] as string, await res.text());
   }
   for (const [service, withKey] of LONGEST_FIRST) {
+    if (ONLY && service !== ONLY) continue;
     const run = inSlot(() => runSchemathesis(service, withKey));
     run.catch(() => undefined); // its test reports it
     runs.set(runKey(service, withKey), run);
@@ -223,7 +226,7 @@ function summary(output: string): string {
 // twice what one run alone needed at most: a run shares the CPU with two others
 const TIMEOUT = 2 * (300_000 + EXAMPLES * 20_000);
 
-describe.each(SERVICES)('%s document', (service) => {
+describe.each(SERVICES.filter((s) => !ONLY || s === ONLY))('%s document', (service) => {
   test.each([
     ['with the key', true],
     ['without a key', false],

@@ -244,6 +244,25 @@ describe('code hosting', () => {
     expect(fake.requests.filter((r) => r.method === 'POST' && r.path === '/repos/acme/widgets/pulls')).toHaveLength(pullRequestsBefore);
   });
 
+  test('create-pr with a blank (white space only) title is a 400 naming title before anything is pushed', async () => {
+    const base = g(repo, 'rev-parse', 'main');
+    const a = await makeAttemptAt(20, base, (wt) => {
+      fs.writeFileSync(path.join(wt, 'blank-title.txt'), 'x\n');
+      g(wt, 'add', '-A');
+      g(wt, 'commit', '-q', '-m', 'add');
+    });
+    const pullRequestsBefore = fake.requests.filter((r) => r.method === 'POST' && r.path === '/repos/acme/widgets/pulls').length;
+    for (const title of [' ', '\t\n', '\u00a0\u3000']) {
+      const res = await inject('POST', `/api/task-attempts/${a.id}/create-pr`, { title });
+      expect([JSON.stringify(title), res.statusCode]).toEqual([JSON.stringify(title), 400]);
+      expect(res.json()).toMatchObject({ success: false, error: 'validation_error' });
+      expect(JSON.stringify(res.json())).toMatch(/title/);
+    }
+    expect(remoteHasBranch(a.branch)).toBeUndefined();
+    await expect(pushHistory(a.id)).rejects.toThrow(/workflow not found/); // no push was started
+    expect(fake.requests.filter((r) => r.method === 'POST' && r.path === '/repos/acme/widgets/pulls')).toHaveLength(pullRequestsBefore);
+  });
+
   test('list pulls (state, page, limit) and repository info', async () => {
     fake.addPull('acme', 'widgets', { title: 'Other', head: 'feature/x' });
     const open = await inject('GET', `/api/projects/${projectId}/codehost/pulls`);

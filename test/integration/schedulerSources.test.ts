@@ -166,6 +166,41 @@ describe('scheduler sources', () => {
     expect((await inject('GET', '/health', undefined, {})).statusCode).toBe(200);
   });
 
+  test('a blank (white space only) source name, workflow task name or flow task source is a 400 naming it; nothing is stored', async () => {
+    const f = await startFakeFlowBuilder();
+    try {
+      const count = async () =>
+        (await stack.db.query<{ s: number; w: number }>('SELECT (SELECT count(*) FROM scheduler_sources)::int AS s, (SELECT count(*) FROM scheduler_workflows)::int AS w')).rows[0];
+      const before = await count();
+      const blanks = [' ', '\t\n', '\u00a0\u3000'];
+      for (const name of blanks) {
+        const created = await inject('POST', '/api/v1/sources', { name, source_type: 'langflow', url: f.url });
+        expect([JSON.stringify(name), created.statusCode]).toEqual([JSON.stringify(name), 400]);
+        expect(created.json().detail).toMatch(/^Request body is invalid: name /);
+      }
+      const named = await inject('POST', '/api/v1/sources', { name: ' padded ', source_type: 'langflow', url: f.url });
+      expect([named.statusCode, named.json().name]).toEqual([201, ' padded ']);
+      for (const name of blanks) {
+        const patched = await inject('PATCH', `/api/v1/sources/${named.json().id}`, { name });
+        expect([JSON.stringify(name), patched.statusCode]).toEqual([JSON.stringify(name), 400]);
+        expect(patched.json().detail).toMatch(/^Request body is invalid: name /);
+      }
+      expect((await inject('GET', `/api/v1/sources/${named.json().id}`)).json().name).toBe(' padded ');
+      for (const name of blanks) {
+        const script = await inject('POST', '/api/v1/workflows', { name: 'blank-task', tasks: [{ name, type: 'script', script: 'true' }] });
+        expect([JSON.stringify(name), script.statusCode]).toEqual([JSON.stringify(name), 400]);
+        expect(script.json().detail).toMatch(/^Request body is invalid: tasks\.0\.name /);
+        const flow = await inject('POST', '/api/v1/workflows', { name: 'blank-source', tasks: [{ name: 'f', type: 'flow', source: name, flow: 'x' }] });
+        expect([JSON.stringify(name), flow.statusCode]).toEqual([JSON.stringify(name), 400]);
+        expect(flow.json().detail).toMatch(/^Request body is invalid: tasks\.0\.source /);
+      }
+      expect(await count()).toEqual({ s: (before?.s ?? 0) + 1, w: before?.w });
+      expect((await inject('DELETE', `/api/v1/sources/${named.json().id}`)).statusCode).toBe(200);
+    } finally {
+      await f.close();
+    }
+  });
+
   test('delete removes the source, its workflows and schedules in one go', async () => {
     const f = await startFakeFlowBuilder();
     const s = (await inject('POST', '/api/v1/sources', { name: 'doomed', source_type: 'flow-builder', url: f.url })).json();

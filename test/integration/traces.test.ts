@@ -100,6 +100,40 @@ describe('ingestion', () => {
       expect(typeof res.json().detail).toBe('string');
     }
   });
+
+  test('a blank (white space only) messageId or instance is a 400 naming the field, as the document says; padded ones are kept as sent', async () => {
+    const count = async () => (await stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM traces')).rows[0]?.n;
+    const before = await count();
+    for (const blank of [' ', '\t\n ', '\u00a0\u3000\ufeff']) {
+      for (const field of ['messageId', 'instance']) {
+        const res = await inject('POST', '/api/v1/traces', { messageId: 'blank-key', instance: 'inst-a', to: '+15550102000', message: 'm', [field]: blank });
+        expect([field, res.statusCode]).toEqual([field, 400]);
+        expect(res.json().detail).toMatch(new RegExp(`^Request body is invalid: ${field} `));
+      }
+      const filter = await inject('GET', `/api/v1/traces?instance=${encodeURIComponent(blank)}`);
+      expect(filter.statusCode).toBe(400);
+      expect(filter.json().detail).toMatch(/^Request querystring is invalid: instance /);
+    }
+    expect(await count()).toBe(before);
+    const padded = await ingest({ messageId: ' padded-1 ', instance: ' inst-p ' });
+    expect(padded).toMatchObject({ messageId: ' padded-1 ', instance: ' inst-p ' });
+
+    const doc = (await inject('GET', '/api/v1/openapi.json')).json();
+    type Json = Record<string, unknown>;
+    const deref = (v: unknown): Json => {
+      let o = v as Json;
+      for (let i = 0; typeof o?.$ref === 'string' && i < 20; i++) o = (o.$ref as string).slice(2).split('/').reduce<unknown>((x, k) => (x as Json)?.[k], doc) as Json;
+      return o;
+    };
+    const post = doc.paths['/api/v1/traces'].post;
+    const body = deref((deref(post.requestBody).content as Record<string, Json>)['application/json']?.schema);
+    for (const field of ['messageId', 'instance']) {
+      const re = new RegExp(deref((body.properties as Json)[field]).pattern as string, 'u');
+      expect([field, re.test(' \t\u3000'), re.test(' x ')]).toEqual([field, false, true]);
+    }
+    const query = deref(doc.paths['/api/v1/traces'].get.parameters.map(deref).find((p: Json) => p.name === 'instance')?.schema);
+    expect(new RegExp(query.pattern as string, 'u').test('\u00a0')).toBe(false);
+  });
 });
 
 describe('single trace and routing', () => {

@@ -45,6 +45,21 @@ test('profile env: literals, $NAME references to server variables, unset referen
   });
 });
 
+test('a reference named like a property of every object (constructor, toString, __proto__) is unset, as any variable the server lacks', () => {
+  for (const server of [base, process.env]) {
+    const env = childEnv({
+      base: server,
+      profileEnv: {
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: profile reference syntax
+        WHOLE: '${constructor}',
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: profile reference syntax
+        PART: 'x-${toString}-${__proto__}-${hasOwnProperty}-y',
+      },
+    });
+    expect([env.WHOLE, env.PART]).toEqual([undefined, 'x----y']);
+  }
+});
+
 test("a built-in profile names its vendor's key, so the claude agent gets ANTHROPIC_API_KEY and nothing else secret", () => {
   const profile = resolveAgentProfile(testConfigFrom({}), 'claude');
   const env = childEnv({ base, profileEnv: profile?.env });
