@@ -20,8 +20,13 @@ afterAll(() => fs.rmSync(repo, { recursive: true, force: true }));
 test("the lock file git names when it refuses a write (index, a branch's ref)", async () => {
   const index = path.join(repo, '.git', 'index.lock');
   fs.writeFileSync(index, '');
-  const add = await git(repo, ['update-index', '--refresh']);
+  // an add must write the index, so git refuses it at once (`update-index --refresh`, used before, writes only when
+  // an entry is racily clean, which depends on the seconds the repository's files and index were written in: ci43c)
+  fs.writeFileSync(path.join(repo, 'added.txt'), 'x\n');
+  const add = await git(repo, ['add', 'added.txt']);
   fs.rmSync(index);
+  fs.rmSync(path.join(repo, 'added.txt'));
+  expect(add.code).not.toBe(0);
   expect(lockFileOf(new Error(add.stderr))).toBe(index);
 
   const ref = path.join(repo, '.git', 'refs', 'heads', 'main.lock');
