@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm test`: jest in two phases (test/support/testPhases.js; docs/testing.md, "Run time"): the files that measure
-// latency beside files that mostly wait, on 2 workers; then the rest on 4. Both phases always run; the exit status is
+// latency beside files that mostly wait, on 2 workers; then the rest on 3. Both phases always run; the exit status is
 // the first failure's. With arguments (`npm test -- test/unit`), one jest run with those arguments, as `npx jest`.
 'use strict';
 const { spawnSync } = require('node:child_process');
