@@ -5,7 +5,7 @@
 //    mostly wait on real time (stalls, an outage, a heartbeat timeout), which leave them the CPU;
 //  - the rest, 3 workers: files that mostly wait on real time left 33-69% of the 2 cores idle with 2 workers (session
 //    39's vmstat), so a third runs beside them. A fourth (sessions 41 and 43) saved ~3 minutes but failed
-//    schedulerTemporalDeadlines' resync case in 2 of 5 runs (docs/testing.md).
+//    schedulerTemporalDeadlines' resync case, also after session 41's fix (1 run of 4; docs/testing.md).
 // `npx jest <file>` and `npm test -- <args>` run one jest as before (all files in one phase, 2 workers).
 const QUIET_PHASE = [
   'test/ui/browser.test.ts',
