@@ -103,9 +103,8 @@ test('a statement that waits 10 s on a lock is slow, not dead: its request is an
   expect(await storedTraces('slow')).toBe(1);
 });
 
-// about 2 s (two looks at the backend, 0.5 s apart, after 1 s of silence); 7 s before
-test('requests on pooled connections that went silent while PostgreSQL answers others get their 503 within 5 s; the requests after them are served', async () => {
-  // several idle pooled connections: the requests below each take one of them
+/** Several idle pooled connections: the requests that follow each take one of them. */
+async function warmPool(): Promise<void> {
   await eventually(
     async () => {
       await Promise.all(Array.from({ length: 12 }, () => send('traces', 'GET', '/api/v1/traces?instance=warm')));
@@ -114,6 +113,11 @@ test('requests on pooled connections that went silent while PostgreSQL answers o
     60_000,
     200,
   );
+}
+
+// about 2 s (two looks at the backend, 0.5 s apart, after 1 s of silence); 7 s before
+test('requests on pooled connections that went silent while PostgreSQL answers others get their 503 within 5 s; the requests after them are served', async () => {
+  await warmPool();
 
   proxy.silenceOpen();
   const dead = [
@@ -143,23 +147,17 @@ test('requests on pooled connections that went silent while PostgreSQL answers o
   expect(api.output()).not.toMatch(/"level":50/); // no error of ours logged
 });
 
-test('/health that takes a silenced pooled connection answers 200 within 3 s: the connection is found dead and the check runs again on another', async () => {
-  await eventually(
-    async () => {
-      await Promise.all(Array.from({ length: 12 }, () => send('traces', 'GET', '/api/v1/traces?instance=warm')));
-      return (await pooledConnections()) >= 5;
-    },
-    60_000,
-    200,
-  );
+// 200 at all means within /health's own 5 s deadline (before, it waited that deadline out and answered 503); ~2 s here
+test('/health that takes a silenced pooled connection answers 200 within 5 s: the connection is found dead and the check runs again on another', async () => {
+  await warmPool();
   proxy.silenceOpen();
   const services: Service[] = ['task', 'scheduler', 'agents', 'traces'];
   const answers = await Promise.all(services.map((service) => answerWithin(send(service, 'GET', '/health'), 20_000)));
   const seen = answers.map((a, i) => {
     const name = services[i] as Service;
     if (typeof a === 'string') return `${name}: ${a}`;
-    return `${name}: ${a.status} ${a.body.status}${a.body.database === undefined ? '' : ` database ${a.body.database}`} ${a.ms < 3000 ? 'within 3 s' : `after ${a.ms} ms`}`;
+    return `${name}: ${a.status} ${a.body.status}${a.body.database === undefined ? '' : ` database ${a.body.database}`} ${a.ms < 5000 ? 'within 5 s' : `after ${a.ms} ms`}`;
   });
-  expect(seen).toEqual(services.map((s) => `${s}: 200 ok database ok within 3 s`));
+  expect(seen).toEqual(services.map((s) => `${s}: 200 ok database ok within 5 s`));
   expect(api.output()).not.toMatch(/"level":50/);
 });
