@@ -37,8 +37,10 @@ export async function startTcpProxy(target: string, mode: ProxyMode = 'forward')
   const held: Piped[] = [];
   const sockets = new Set<net.Socket>();
   const clients = new Map<net.Socket, Piped>();
+  // each held byte is delivered once: a connection held again later (a second stall) sent its first stall's bytes
+  // a second time, which the server took for a broken HTTP/2 stream and closed the connection over
   const flush = () => {
-    for (const h of held.splice(0)) if (!h.silent) for (const c of h.chunks) h.upstream?.write(c);
+    for (const h of held.splice(0)) for (const c of h.chunks.splice(0)) if (!h.silent) h.upstream?.write(c);
   };
   const resetAll = () => {
     for (const s of sockets) s.destroy();
