@@ -97,3 +97,9 @@ export async function listDeliveries(db: Queryable, webhookId: string, limit: nu
   ]);
   return { rows: list.rows, total: Number(count.rows[0]?.n ?? 0) };
 }
+
+/** How many tries of this delivery the log holds: the number of its last try (tries are numbered 1, 2, … in the log). */
+export async function deliveryTries(db: Queryable, webhookId: string, eventSeq: number): Promise<number> {
+  const { rows } = await db.query<{ n: number | null }>('SELECT max(attempt) AS n FROM webhook_deliveries WHERE webhook_id = $1 AND event_seq = $2', [webhookId, eventSeq]);
+  return rows[0]?.n ?? 0;
+}
