@@ -11,7 +11,7 @@ import { ok, okPage, pagination } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, Nullable, PagedEnvelope, PageQuery, StringEnum } from '../http/schemas';
 import type { TaskPluginOptions } from './deps';
 
-/** The receiver as the deliveries found it: its breaker (activities/webhooks.ts, docs/webhooks.md#the-receivers-state). */
+/** The receiver as the deliveries found it: its breaker (activities/webhooks.ts; docs/webhooks.md, The breaker). */
 const Receiver = Type.Object({
   state: StringEnum(['ok', 'failing'] as const, { description: '`failing` from the first failed try without an answer until the receiver answers again' }),
   failingSince: Nullable(Type.String({ format: 'date-time', description: 'the first failed try of this failing spell' })),
