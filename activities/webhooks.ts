@@ -36,8 +36,8 @@ export interface DeliverResult {
 interface Loaded {
   webhook: WebhookRow;
   event: { type: string; data: Record<string, unknown>; created_at: Date };
-  /** tries already in the delivery log */
-  tries: number;
+  /** the delivery's tries in the log: the last one's number, and how many count towards maxTries */
+  tries: { last: number; counted: number };
   receiver: ReceiverRow | undefined;
 }
 
@@ -103,16 +103,16 @@ export function createWebhookActivities(deps: ActivityDeps) {
     const loaded = await untilPostgresAnswers(() => load(input), { reserveMs: policy.timeoutMs + RECORD_RESERVE_MS });
     if (!loaded) return { attempt: 0, skipped: true };
     const ageMs = Date.now() - loaded.event.created_at.getTime();
-    const heldBy = await untilPostgresAnswers(() => turn(input, delivery, loaded.receiver));
-    if (heldBy) throw deferral(input, heldBy, ageMs);
+    const go = await untilPostgresAnswers(() => turn(input, delivery, loaded.receiver));
+    if ('heldBy' in go) throw deferral(input, go.heldBy, ageMs);
 
-    const attempt = Math.max(loaded.tries, sentBefore) + 1;
+    const attempt = Math.max(loaded.tries.last, sentBefore) + 1;
     sending(attempt);
     const answer = await send(input, loaded, attempt);
     try {
       // the request was sent: its row waits for PostgreSQL here, or the failed try would send it again
       await untilPostgresAnswers(() =>
-        recordDelivery(deps.db, { ...input, eventType: loaded.event.type, attempt, statusCode: answer.statusCode, success: answer.error === null, error: answer.error, durationMs: answer.durationMs }),
+        recordDelivery(deps.db, { ...input, eventType: loaded.event.type, attempt, statusCode: answer.statusCode, success: answer.error === null, error: answer.error, durationMs: answer.durationMs, probe: go.probe }),
       );
     } catch (err) {
       // the webhook was deleted while this try ran (its log went with it): a skip, as when deleted before the try
@@ -129,7 +129,9 @@ export function createWebhookActivities(deps: ActivityDeps) {
     if (answer.error === null) return { attempt, statusCode: answer.statusCode as number };
     const message = `delivery to webhook ${input.webhookId}: ${answer.error}`;
     if (answer.final) throw ApplicationFailure.create({ type: 'WEBHOOK_REJECTED', message, nonRetryable: true });
-    if (attempt >= policy.maxTries || ageMs >= policy.retryForMs) throw ApplicationFailure.create({ type: WEBHOOK_GAVE_UP, message, nonRetryable: true });
+    // an open breaker's probe tries the receiver for all the webhook's deliveries: not counted against this one's tries
+    const counted = loaded.tries.counted + (go.probe ? 0 : 1);
+    if (counted >= policy.maxTries || ageMs >= policy.retryForMs) throw ApplicationFailure.create({ type: WEBHOOK_GAVE_UP, message, nonRetryable: true });
     return retryLater(message, attempt, receiver, ageMs);
   }
 
@@ -144,16 +146,16 @@ export function createWebhookActivities(deps: ActivityDeps) {
   }
 
   /**
-   * Whether this try may send: undefined when it may (the breaker is closed, or this delivery took the probe), else
-   * the receiver's state as it is now (the breaker is open and the probe is not due or someone else has it).
+   * Whether this try may send: when the breaker is closed, or as the probe when this delivery took it; else held
+   * back by the receiver's state as it is now (the breaker is open and the probe is not due or someone else has it).
    */
-  async function turn(input: DeliveryInput, delivery: string, receiver: ReceiverRow | undefined): Promise<ReceiverRow | undefined> {
-    if (!receiver || receiver.consecutive_failures < policy.openAfterFailures) return undefined;
+  async function turn(input: DeliveryInput, delivery: string, receiver: ReceiverRow | undefined): Promise<{ probe: boolean } | { heldBy: ReceiverRow }> {
+    if (!receiver || receiver.consecutive_failures < policy.openAfterFailures) return { probe: false };
     const leaseMs = policy.timeoutMs + RECORD_RESERVE_MS;
-    if (await claimProbe(deps.db, input.webhookId, delivery, { openAfterFailures: policy.openAfterFailures, leaseMs })) return undefined;
+    if (await claimProbe(deps.db, input.webhookId, delivery, { openAfterFailures: policy.openAfterFailures, leaseMs })) return { probe: true };
     const now = await getReceiver(deps.db, input.webhookId);
     // closed meanwhile (the probe was answered): send
-    return now && now.consecutive_failures >= policy.openAfterFailures ? now : undefined;
+    return now && now.consecutive_failures >= policy.openAfterFailures ? { heldBy: now } : { probe: false };
   }
 
   /**

@@ -39,6 +39,7 @@ const Delivery = Type.Object({
   success: Type.Boolean(),
   error: Nullable(Type.String()),
   durationMs: Type.Integer(),
+  probe: Type.Boolean({ description: "the try was an open breaker's probe: it does not count towards webhooks.maxTries" }),
   createdAt: Type.String(),
 });
 
@@ -79,6 +80,7 @@ const deliveryView = (d: DeliveryRow) => ({
   success: d.success,
   error: d.error,
   durationMs: d.duration_ms,
+  probe: d.probe,
   createdAt: d.created_at.toISOString(),
 });
 

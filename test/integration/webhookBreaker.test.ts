@@ -1,12 +1,13 @@
 /**
  * The per-webhook breaker and the delivery policy of activities/webhooks.ts, against real HTTP receivers, with the
  * policy's timings shortened through the config file (webhooks.*): pauses from 100 ms doubling to 300 ms, the breaker
- * open after 3 failed tries in a row, at most 11 tries, for at most 18 s, a try timed out after 2 s. (Temporal's timers
- * fire about a second late at best here, so a pause under a second is about a second: 11 tries take about 11 s.)
+ * open after 3 failed tries in a row, at most 5 tries (probes not counted), for at most 18 s, a try timed out after
+ * 2 s. (Temporal's timers fire about a second late at best here, so a pause under a second is about a second.)
  * - a receiver answering 503 while 33 events are created gets the first tries and then one probe at a time, not 8
  *   requests per event (264 under the old policy); every event arrives once it is back;
- * - a delivery outlives the old policy's 8 tries; it gives up after webhooks.maxTries, or after webhooks.retryForMs,
- *   whichever comes first, its last try in the log;
+ * - a delivery outlives the old policy's 8 tries (its probes do not count towards webhooks.maxTries); one that a
+ *   receiver keeps refusing while it answers the others gives up after webhooks.maxTries tries; a receiver that never
+ *   answers is given up after webhooks.retryForMs; the last try is in the log;
  * - deliveries held back by the breaker end as skips when their webhook is deleted.
  */
 import http from 'node:http';
@@ -18,7 +19,7 @@ import { eventually, startTestStack, type TestStack } from '../support/harness';
 
 jest.setTimeout(120_000);
 
-const MAX_TRIES = 11;
+const MAX_TRIES = 5;
 const RETRY_FOR_MS = 18_000;
 
 interface Request {
@@ -44,9 +45,13 @@ const base = () => `http://127.0.0.1:${(receiver.address() as AddressInfo).port}
 
 beforeAll(async () => {
   receiver = http.createServer((req, res) => {
-    req.resume();
+    let raw = '';
+    req.on('data', (d) => {
+      raw += d;
+    });
     req.on('end', () => {
       const path = req.url ?? '';
+      const refused = path === '/picky' && (JSON.parse(raw) as { data: { refuse?: boolean } }).data.refuse === true;
       const r: Request = { path, delivery: String(req.headers['x-armada-delivery']), attempt: Number(req.headers['x-armada-attempt']), at: Date.now() };
       requests.push(r);
       if (path === '/hang') {
@@ -57,7 +62,7 @@ beforeAll(async () => {
       // a little time in flight, so tries sent at once overlap
       setTimeout(() => {
         inFlight.set(path, (inFlight.get(path) ?? 1) - 1);
-        r.answered = down.has(path) ? 503 : 200;
+        r.answered = down.has(path) || refused ? 503 : 200;
         res.writeHead(r.answered).end();
       }, 20);
     });
@@ -82,13 +87,13 @@ async function hook(path: string, event: string): Promise<string> {
   expect(created.json().data.receiver).toEqual({ state: 'ok', failingSince: null, nextProbeAt: null, consecutiveFailures: 0 });
   return created.json().data.id as string;
 }
-const publish = async (event: string, n: number) => {
+const publish = async (event: string, n: number, data: Record<string, unknown> = {}) => {
   const seqs: number[] = [];
-  for (let i = 0; i < n; i++) seqs.push((await publishEvent(stack.db, { type: event, topics: [], data: { i } })).seq);
+  for (let i = 0; i < n; i++) seqs.push((await publishEvent(stack.db, { type: event, topics: [], data: { i, ...data } })).seq);
   return seqs;
 };
 const receiverOf = async (hookId: string) => (await inject('GET', `/api/webhooks/${hookId}`)).json().data.receiver;
-type Try = { eventSeq: number; attempt: number; statusCode: number | null; success: boolean; error: string | null };
+type Try = { eventSeq: number; attempt: number; statusCode: number | null; success: boolean; error: string | null; probe: boolean };
 const logOf = async (hookId: string): Promise<Try[]> => {
   const rows: Try[] = [];
   for (let page = 1; ; page++) {
@@ -138,6 +143,8 @@ test('a receiver answering 503 while 33 events are created gets one probe at a t
   const log = await logOf(hookId);
   expect(log.length).toBe(during.length);
   expect(log.every((t) => t.statusCode === 503 && !t.success)).toBe(true);
+  // the tries after the breaker opened were its probes (but for a retry already on its way when it opened)
+  expect(log.filter((t) => t.probe).length).toBeGreaterThanOrEqual(afterOpen.length - 3);
   expect(await receiverOf(hookId)).toMatchObject({ state: 'failing', failingSince: open.failingSince });
 
   down.delete('/storm');
@@ -153,7 +160,7 @@ test('a receiver answering 503 while 33 events are created gets one probe at a t
   expect(await receiverOf(hookId)).toEqual({ state: 'ok', failingSince: null, nextProbeAt: null, consecutiveFailures: 0 });
 });
 
-test('a delivery outlives the old policy (8 tries): delivered on a later try once the receiver is back', async () => {
+test('a delivery outlives the old policy (8 tries) and webhooks.maxTries (5): its probes do not count; delivered once the receiver is back', async () => {
   const hookId = await hook('/long', 'approval.expired');
   down.add('/long');
   const [seq] = (await publish('approval.expired', 1)) as [number];
@@ -162,20 +169,34 @@ test('a delivery outlives the old policy (8 tries): delivered on a later try onc
   const { result } = (await outcome(hookId, seq)) as { result: { delivered: boolean; attempts: number } };
   expect(result.delivered).toBe(true);
   expect(result.attempts).toBeGreaterThanOrEqual(10);
-  expect(result.attempts).toBeLessThanOrEqual(MAX_TRIES);
+  expect(result.attempts).toBeLessThanOrEqual(14);
   const tries = (await logOf(hookId)).sort((a, b) => a.attempt - b.attempt);
   expect(tries.map((t) => t.attempt)).toEqual(Array.from({ length: result.attempts }, (_, i) => i + 1));
   expect(tries.map((t) => t.success)).toEqual([...Array(result.attempts - 1).fill(false), true]);
+  // three tries (the third opened the breaker), then the probes
+  expect(tries.map((t) => t.probe)).toEqual([false, false, false, ...Array(result.attempts - 3).fill(true)]);
   expect(requests.filter((r) => r.path === '/long').map((r) => r.attempt)).toEqual(tries.map((t) => t.attempt));
 });
 
-test('a receiver that never comes back: the delivery gives up after webhooks.maxTries tries, the last one in the log', async () => {
-  const hookId = await hook('/gone', 'approval.rejected');
-  down.add('/gone');
+test('a delivery the receiver keeps refusing (503) while it answers the others: gives up after webhooks.maxTries tries, the last one in the log', async () => {
+  const hookId = await hook('/picky', 'approval.rejected');
   const t0 = Date.now();
-  const [seq] = (await publish('approval.rejected', 1)) as [number];
-  const { error } = (await outcome(hookId, seq)) as { error: WorkflowFailedError };
+  const [seq] = (await publish('approval.rejected', 1, { refuse: true })) as [number];
+  // the others' answers keep the breaker closed: each of this delivery's tries counts
+  let others = 0;
+  const filler = setInterval(() => {
+    others++;
+    void publish('approval.rejected', 1);
+  }, 250);
+  let ended: { error: WorkflowFailedError };
+  try {
+    ended = (await outcome(hookId, seq)) as { error: WorkflowFailedError };
+  } finally {
+    clearInterval(filler);
+  }
   expect(Date.now() - t0).toBeLessThan(RETRY_FOR_MS); // so maxTries ended it, not retryForMs
+  expect(others).toBeGreaterThan(0);
+  const { error } = ended;
   expect(error).toBeInstanceOf(WorkflowFailedError);
   const cause = error.cause as ApplicationFailure;
   expect({ type: cause.type, nonRetryable: cause.nonRetryable, message: cause.message }).toEqual({
@@ -183,12 +204,14 @@ test('a receiver that never comes back: the delivery gives up after webhooks.max
     nonRetryable: true,
     message: `gave up: delivery to webhook ${hookId}: HTTP 503`,
   });
-  const tries = (await logOf(hookId)).sort((a, b) => a.attempt - b.attempt);
-  expect(tries.map((t) => [t.attempt, t.statusCode, t.success])).toEqual(Array.from({ length: MAX_TRIES }, (_, i) => [i + 1, 503, false]));
-  expect(requests.filter((r) => r.path === '/gone').map((r) => r.attempt)).toEqual(tries.map((t) => t.attempt));
+  const tries = (await logOf(hookId)).filter((t) => t.eventSeq === seq).sort((a, b) => a.attempt - b.attempt);
+  expect(tries.map((t) => [t.attempt, t.statusCode, t.success, t.probe])).toEqual(Array.from({ length: MAX_TRIES }, (_, i) => [i + 1, 503, false, false]));
+  expect(requests.filter((r) => r.delivery === `webhook:${hookId}:${seq}`).map((r) => r.attempt)).toEqual(tries.map((t) => t.attempt));
+  // the breaker never opened: no probe time was ever set for long (the others' answers closed it again at once)
+  expect((await receiverOf(hookId)).nextProbeAt).toBeNull();
 });
 
-test('a receiver that never answers (each try times out after 2 s): the delivery gives up after webhooks.retryForMs, before maxTries', async () => {
+test('a receiver that never answers (each try times out after 2 s): the delivery gives up after webhooks.retryForMs', async () => {
   const hookId = await hook('/hang', 'approval.approved');
   const [seq] = (await publish('approval.approved', 1)) as [number];
   const { rows } = await stack.db.query<{ created_at: Date }>('SELECT created_at FROM events WHERE seq = $1', [seq]);
@@ -200,7 +223,7 @@ test('a receiver that never answers (each try times out after 2 s): the delivery
   expect(endedAt - (rows[0]?.created_at.getTime() as number)).toBeGreaterThanOrEqual(RETRY_FOR_MS - 1000);
   const tries = (await logOf(hookId)).sort((a, b) => a.attempt - b.attempt);
   expect(tries.length).toBeGreaterThanOrEqual(3);
-  expect(tries.length).toBeLessThan(MAX_TRIES);
+  expect(tries.slice(3).every((t) => t.probe)).toBe(true);
   expect(tries.map((t) => t.attempt)).toEqual(Array.from({ length: tries.length }, (_, i) => i + 1));
   expect(tries.every((t) => t.error === 'timed out')).toBe(true);
   expect(requests.filter((r) => r.path === '/hang')).toHaveLength(tries.length);

@@ -14,3 +14,7 @@ CREATE TABLE IF NOT EXISTS webhook_receivers (
   probe_holder          text,
   probe_lease_until     timestamptz
 );
+
+-- Which tries of the delivery log were an open breaker's probes: they try the receiver for all the webhook's deliveries
+-- and do not count towards a delivery's webhooks.maxTries (a receiver down as a whole is bounded by retryForMs).
+ALTER TABLE webhook_deliveries ADD COLUMN IF NOT EXISTS probe boolean NOT NULL DEFAULT false;
