@@ -102,9 +102,10 @@ export function createWebhookActivities(deps: ActivityDeps) {
     // none of the delivery's tries, which are the receiver's
     const loaded = await untilPostgresAnswers(() => load(input), { reserveMs: policy.timeoutMs + RECORD_RESERVE_MS });
     if (!loaded) return { attempt: 0, skipped: true };
-    const ageMs = Date.now() - loaded.event.created_at.getTime();
+    // retryForMs runs from the event's commit (the body's timestamp), so a delivery held back ends on the same schedule
+    const ageMs = () => Date.now() - loaded.event.created_at.getTime();
     const go = await untilPostgresAnswers(() => turn(input, delivery, loaded.receiver));
-    if ('heldBy' in go) throw deferral(input, go.heldBy, ageMs);
+    if ('heldBy' in go) throw deferral(input, go.heldBy, ageMs());
 
     const attempt = Math.max(loaded.tries.last, sentBefore) + 1;
     sending(attempt);
@@ -131,8 +132,8 @@ export function createWebhookActivities(deps: ActivityDeps) {
     if (answer.final) throw ApplicationFailure.create({ type: 'WEBHOOK_REJECTED', message, nonRetryable: true });
     // an open breaker's probe tries the receiver for all the webhook's deliveries: not counted against this one's tries
     const counted = loaded.tries.counted + (go.probe ? 0 : 1);
-    if (counted >= policy.maxTries || ageMs >= policy.retryForMs) throw ApplicationFailure.create({ type: WEBHOOK_GAVE_UP, message, nonRetryable: true });
-    return retryLater(message, attempt, receiver, ageMs);
+    if (counted >= policy.maxTries || ageMs() >= policy.retryForMs) throw ApplicationFailure.create({ type: WEBHOOK_GAVE_UP, message, nonRetryable: true });
+    return retryLater(message, attempt, receiver, ageMs());
   }
 
   async function load(input: DeliveryInput): Promise<Loaded | undefined> {
@@ -181,7 +182,10 @@ export function createWebhookActivities(deps: ActivityDeps) {
     });
   }
 
-  /** A failed try to retry: after its own pause (from its real try count), and not before the next probe when the breaker is open. */
+  /**
+   * A failed try to retry: after its own pause (from its real try count), and not before the next probe when the
+   * breaker is open; a pause that would end past webhooks.retryForMs ends there instead, for a last try.
+   */
   function retryLater(message: string, attempt: number, receiver: ReceiverRow | undefined, ageMs: number): never {
     const probeInMs = receiver && receiver.consecutive_failures >= policy.openAfterFailures ? receiver.probe_in_ms : 0;
     const waitMs = withJitter(Math.max(backoffMs(policy, attempt), probeInMs));
