@@ -130,8 +130,26 @@ export const FileConfigSchema = Type.Object(
     ),
     /** users' process groups (agents, setup and scheduler scripts): their CPU priority (lib/process/priority.ts) */
     processes: Type.Optional(Type.Object({ nice: Type.Optional(Type.Integer({ minimum: 0, maximum: 19 })) }, { additionalProperties: false })),
-    // at most 110 s: a delivery try (workflows/webhookDeliveryWorkflow.ts) has 2 minutes for its request and its log row
-    webhooks: Type.Optional(Type.Object({ timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 110_000 })) }, { additionalProperties: false })),
+    /** outbound webhook delivery (lib/webhooks/deliveryPolicy.ts holds the defaults; docs/webhooks.md#delivery-durable-and-retried) */
+    webhooks: Type.Optional(
+      Type.Object(
+        {
+          // at most 110 s: a delivery try (workflows/webhookDeliveryWorkflow.ts) has 2 minutes for its request and its log row
+          timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 110_000 })),
+          /** real tries (requests sent) after which a delivery gives up (default 16) */
+          maxTries: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+          /** how long after its event was committed a delivery still tries (default 24 h) */
+          retryForMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: 30 * 86_400_000 })),
+          /** consecutive failed tries of a webhook after which its breaker opens: one probe at a time (default 3) */
+          openAfterFailures: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+          /** the first pause between a delivery's tries, and between probes; doubles after each (default 1 s) */
+          backoffInitialMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 3_600_000 })),
+          /** the longest pause between a delivery's tries, and between probes (default 5 min) */
+          backoffMaxMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 3_600_000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     cors: Type.Optional(Type.Object({ origins: Type.Optional(Type.Array(Type.String())) }, { additionalProperties: false })),
     scheduler: Type.Optional(
       Type.Object(

@@ -1,13 +1,20 @@
 /**
- * webhookDeliveryWorkflow (`webhook:<webhookId>:<eventSeq>`): delivers one event to one webhook. The retry policy is
- * the delivery policy: exponential backoff from 1 s (×2, capped at 5 min), 8 tries; a 3xx, or a 4xx other than 408/429,
- * is final. Every try leaves a row in the delivery log (the activity writes it). A delivery that gave up ends the
- * workflow as Failed (non-retryable WEBHOOK_GAVE_UP carrying the last error), after its last try is in the log, so
- * Temporal's UI and failure metrics show it; a webhook deleted or deactivated meanwhile is a completed skip.
+ * webhookDeliveryWorkflow (`webhook:<webhookId>:<eventSeq>`): delivers one event to one webhook. The `deliver`
+ * activity is the delivery policy (lib/webhooks/deliveryPolicy.ts): it holds a try back while the webhook's breaker is
+ * open, sets the pause before the next try (1 s ×2, capped at 5 min, from its real try count: nextRetryDelay) and gives
+ * up (WEBHOOK_GAVE_UP) after webhooks.maxTries tries or webhooks.retryForMs; so the retry policy here retries without
+ * a limit, its own backoff used only for failures the activity did not time (a worker lost, an unexpected error). A
+ * 3xx, or a 4xx other than 408/429, is final. Every try leaves a row in the delivery log (the activity writes it); a
+ * try held back leaves none. A delivery that gave up ends the workflow as Failed (non-retryable WEBHOOK_GAVE_UP
+ * carrying the last error), after its last try is in the log, so Temporal's UI and failure metrics show it; a webhook
+ * deleted or deactivated meanwhile is a completed skip.
  */
 import { ApplicationFailure, patched, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { WEBHOOK_GAVE_UP } from '../lib/webhooks/deliveryPolicy';
 import { failureMessage } from './failureMessage';
+
+export { WEBHOOK_GAVE_UP };
 
 const { deliver } = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
@@ -17,8 +24,8 @@ const { deliver } = proxyActivities<Activities>({
     initialInterval: '1s',
     backoffCoefficient: 2,
     maximumInterval: '5 minutes',
-    maximumAttempts: 8,
-    nonRetryableErrorTypes: ['WEBHOOK_REJECTED'],
+    // no maximumAttempts (unlimited): the activity gives up (WEBHOOK_GAVE_UP) by webhooks.maxTries and retryForMs
+    nonRetryableErrorTypes: ['WEBHOOK_REJECTED', WEBHOOK_GAVE_UP],
   },
 });
 
@@ -35,8 +42,6 @@ export interface WebhookDeliveryResult {
   /** only in results of histories from before deliveries that gave up failed (patch webhook-gave-up-fails) */
   error?: string;
 }
-
-export const WEBHOOK_GAVE_UP = 'WEBHOOK_GAVE_UP';
 
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
   try {

@@ -4,11 +4,20 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { notFound, validationError } from '../../lib/errors';
 import { newId } from '../../lib/ids';
+import { receiversOf, type ReceiverRow } from '../../lib/db/webhookReceivers';
 import { WEBHOOK_EVENTS, deleteWebhook, getWebhook, insertWebhook, listDeliveries, listWebhooks, type DeliveryRow, type WebhookRow } from '../../lib/db/webhooks';
 import { sealSecret } from '../../lib/secretBox';
 import { ok, okPage, pagination } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, Nullable, PagedEnvelope, PageQuery, StringEnum } from '../http/schemas';
 import type { TaskPluginOptions } from './deps';
+
+/** The receiver as the deliveries found it: its breaker (activities/webhooks.ts; docs/webhooks.md, The breaker). */
+const Receiver = Type.Object({
+  state: StringEnum(['ok', 'failing'] as const, { description: '`failing` from the first failed try without an answer until the receiver answers again' }),
+  failingSince: Nullable(Type.String({ format: 'date-time', description: 'the first failed try of this failing spell' })),
+  nextProbeAt: Nullable(Type.String({ format: 'date-time', description: 'while the breaker is open (deliveries held back): when the next probe may go' })),
+  consecutiveFailures: Type.Integer({ minimum: 0 }),
+});
 
 const Webhook = Type.Object({
   id: Type.String(),
@@ -17,6 +26,7 @@ const Webhook = Type.Object({
   events: Type.Array(Type.String()),
   active: Type.Boolean(),
   createdAt: Type.String(),
+  receiver: Receiver,
 });
 
 const Delivery = Type.Object({
@@ -29,6 +39,7 @@ const Delivery = Type.Object({
   success: Type.Boolean(),
   error: Nullable(Type.String()),
   durationMs: Type.Integer(),
+  probe: Type.Boolean({ description: "the try was an open breaker's probe: it does not count towards webhooks.maxTries" }),
   createdAt: Type.String(),
 });
 
@@ -44,7 +55,21 @@ const CreateWebhookBody = Type.Object(
   { additionalProperties: false },
 );
 
-const webhookView = (w: WebhookRow) => ({ id: w.id, webhookId: w.id, url: w.url, events: w.events, active: w.active, createdAt: w.created_at.toISOString() });
+const receiverView = (r: ReceiverRow | undefined) => ({
+  state: r && r.consecutive_failures > 0 ? ('failing' as const) : ('ok' as const),
+  failingSince: r?.failing_since?.toISOString() ?? null,
+  nextProbeAt: r?.probe_at?.toISOString() ?? null,
+  consecutiveFailures: r?.consecutive_failures ?? 0,
+});
+const webhookView = (w: WebhookRow, r: ReceiverRow | undefined) => ({
+  id: w.id,
+  webhookId: w.id,
+  url: w.url,
+  events: w.events,
+  active: w.active,
+  createdAt: w.created_at.toISOString(),
+  receiver: receiverView(r),
+});
 const deliveryView = (d: DeliveryRow) => ({
   id: String(d.id),
   webhookId: d.webhook_id,
@@ -55,6 +80,7 @@ const deliveryView = (d: DeliveryRow) => ({
   success: d.success,
   error: d.error,
   durationMs: d.duration_ms,
+  probe: d.probe,
   createdAt: d.created_at.toISOString(),
 });
 
@@ -78,19 +104,21 @@ export const webhookRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
   app.post('/webhooks', { schema: { tags, body: CreateWebhookBody, response: { 201: Envelope(Webhook), ...ErrorResponses } } }, async (request, reply) => {
     const b = request.body;
     const row = await insertWebhook(deps.db, { id: newId(), url: httpUrl(b.url), events: b.events, sealedSecret: sealSecret(deps.keys.encryption, b.secret) });
-    return reply.code(201).send(ok(version, webhookView(row)));
+    return reply.code(201).send(ok(version, webhookView(row, undefined)));
   });
 
   app.get('/webhooks', { schema: { tags, querystring: Page, response: { 200: PagedEnvelope(Webhook), ...ErrorResponses } } }, async (request) => {
     const { page, limit } = request.query;
     const { rows, total } = await listWebhooks(deps.db, limit, (page - 1) * limit);
-    return okPage(version, rows.map(webhookView), pagination(page, limit, total));
+    const receivers = await receiversOf(deps.db, rows.map((w) => w.id));
+    return okPage(version, rows.map((w) => webhookView(w, receivers.get(w.id))), pagination(page, limit, total));
   });
 
   app.get('/webhooks/:id', { schema: { tags, params: IdParams, response: { 200: Envelope(Webhook), ...ErrorResponses } } }, async (request) => {
     const w = await getWebhook(deps.db, request.params.id);
     if (!w) throw notFound(`Webhook ${request.params.id} not found`);
-    return ok(version, webhookView(w));
+    const receivers = await receiversOf(deps.db, [w.id]);
+    return ok(version, webhookView(w, receivers.get(w.id)));
   });
 
   app.delete(

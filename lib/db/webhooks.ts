@@ -39,6 +39,8 @@ export interface DeliveryRow {
   success: boolean;
   error: string | null;
   duration_ms: number;
+  /** the try was an open breaker's probe (migration 104) */
+  probe: boolean;
   created_at: Date;
 }
 
@@ -79,14 +81,24 @@ export async function activeSubscriptions(db: Queryable): Promise<Array<{ id: st
 /** One row per try, idempotent when Temporal re-runs the same try's activity. */
 export async function recordDelivery(
   db: Queryable,
-  d: { webhookId: string; eventSeq: number; eventType: string; attempt: number; statusCode: number | null; success: boolean; error: string | null; durationMs: number },
+  d: {
+    webhookId: string;
+    eventSeq: number;
+    eventType: string;
+    attempt: number;
+    statusCode: number | null;
+    success: boolean;
+    error: string | null;
+    durationMs: number;
+    probe: boolean;
+  },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO webhook_deliveries (webhook_id, event_seq, event_type, attempt, status_code, success, error, duration_ms)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    `INSERT INTO webhook_deliveries (webhook_id, event_seq, event_type, attempt, status_code, success, error, duration_ms, probe)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
      ON CONFLICT (webhook_id, event_seq, attempt) DO UPDATE
-       SET status_code = EXCLUDED.status_code, success = EXCLUDED.success, error = EXCLUDED.error, duration_ms = EXCLUDED.duration_ms`,
-    [d.webhookId, d.eventSeq, d.eventType, d.attempt, d.statusCode, d.success, d.error, d.durationMs],
+       SET status_code = EXCLUDED.status_code, success = EXCLUDED.success, error = EXCLUDED.error, duration_ms = EXCLUDED.duration_ms, probe = EXCLUDED.probe`,
+    [d.webhookId, d.eventSeq, d.eventType, d.attempt, d.statusCode, d.success, d.error, d.durationMs, d.probe],
   );
 }
 
@@ -96,4 +108,16 @@ export async function listDeliveries(db: Queryable, webhookId: string, limit: nu
     db.query<{ n: string }>('SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = $1', [webhookId]),
   ]);
   return { rows: list.rows, total: Number(count.rows[0]?.n ?? 0) };
+}
+
+/**
+ * A delivery's tries in the log: the number of its last try (tries are numbered 1, 2, … in the log) and how many of
+ * them count towards webhooks.maxTries (those that were not an open breaker's probe).
+ */
+export async function deliveryTries(db: Queryable, webhookId: string, eventSeq: number): Promise<{ last: number; counted: number }> {
+  const { rows } = await db.query<{ last: number | null; counted: number }>(
+    'SELECT max(attempt) AS last, (count(*) FILTER (WHERE NOT probe))::integer AS counted FROM webhook_deliveries WHERE webhook_id = $1 AND event_seq = $2',
+    [webhookId, eventSeq],
+  );
+  return { last: rows[0]?.last ?? 0, counted: rows[0]?.counted ?? 0 };
 }
