@@ -18,6 +18,9 @@ export { WEBHOOK_GAVE_UP };
 
 const { deliver } = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
+  // a backstop above webhooks.retryForMs' largest value (30 days): a try failing in a way the activity does not time
+  // (an unexpected error) is otherwise retried without end
+  scheduleToCloseTimeout: '31 days',
   // a try beats while it waits for the receiver: a worker killed mid-try is noticed in seconds, not minutes
   heartbeatTimeout: '10 seconds',
   retry: {
