@@ -24,12 +24,21 @@ export const WEBHOOK_EVENTS = [
   'approval.cancelled',
 ] as const;
 
+/** The receiver as the deliveries found it (its breaker; docs/webhooks.md, "The breaker"). */
+export interface Receiver {
+  state: 'ok' | 'failing';
+  failingSince: string | null;
+  /** while the breaker is open (deliveries held back): when the next probe may go */
+  nextProbeAt: string | null;
+  consecutiveFailures: number;
+}
 export interface Webhook {
   id: string;
   url: string;
   events: string[];
   active: boolean;
   createdAt: string;
+  receiver: Receiver;
 }
 export interface Delivery {
   id: string;
@@ -40,15 +49,18 @@ export interface Delivery {
   success: boolean;
   error: string | null;
   durationMs: number;
+  /** an open breaker's probe: it tried the receiver for all the webhook's deliveries */
+  probe: boolean;
   createdAt: string;
 }
 
-// deliveries have no stream: refetched on focus
+// webhooks and deliveries have no stream: refetched on focus (the webhooks too, for their receiver's state)
 export const useWebhooks = () =>
   useQuery({
     queryKey: queryKeys.webhooks(),
     queryFn: async ({ signal }) => (await apiPage<Webhook>('/webhooks', { query: { limit: 100 }, signal })).data,
     refetchOnWindowFocus: true,
+    staleTime: 0,
     meta: { inlineError: true },
   });
 

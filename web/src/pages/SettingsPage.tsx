@@ -8,7 +8,7 @@ import { useState } from 'react';
 import { getApiKey, queryKeys, setApiKey } from '../api';
 import { useAgents } from '../api/agentsTraces';
 import { useProjects } from '../api/projects';
-import { createWebhook, deleteWebhook, type Webhook, WEBHOOK_EVENTS, useDeliveries, useWebhooks } from '../api/settings';
+import { createWebhook, deleteWebhook, type Receiver, type Webhook, WEBHOOK_EVENTS, useDeliveries, useWebhooks } from '../api/settings';
 import { ConfirmDialog, Dialog, ErrorMessage, ListTable, showError, showToast } from '../components';
 
 function ApiKeySection() {
@@ -160,7 +160,10 @@ function DeliveryLog({ webhook }: { webhook: Webhook }) {
           <tr key={x.id}>
             <td>{new Date(x.createdAt).toLocaleString()}</td>
             <td>{x.event}</td>
-            <td className="num">{x.attempt}</td>
+            <td className="num" title={x.probe ? "A probe: it tried the receiver for all of this webhook's held-back deliveries" : undefined}>
+              {x.attempt}
+              {x.probe ? ' (probe)' : null}
+            </td>
             <td>
               <span className={`badge ${x.success ? 'health-ok' : 'health-bad'}`}>{x.statusCode ?? 'no answer'}</span>
               {x.error ? <span className="muted"> {x.error}</span> : null}
@@ -170,6 +173,23 @@ function DeliveryLog({ webhook }: { webhook: Webhook }) {
         )}
       />
     </div>
+  );
+}
+
+/** ok, or failing since when, and while deliveries are held back, when the next probe may go. */
+function ReceiverState({ receiver }: { receiver: Receiver | undefined }) {
+  if (!receiver || receiver.state === 'ok') return <span className="badge health-ok">ok</span>;
+  const since = receiver.failingSince ? ` since ${new Date(receiver.failingSince).toLocaleString()}` : '';
+  const tries = `${receiver.consecutiveFailures} failed ${receiver.consecutiveFailures === 1 ? 'try' : 'tries'} in a row`;
+  const held = receiver.nextProbeAt ? `; deliveries held back, next try ${new Date(receiver.nextProbeAt).toLocaleTimeString()}` : '';
+  return (
+    <>
+      <span className="badge health-bad">failing</span>
+      <span className="muted">
+        {since} ({tries}
+        {held})
+      </span>
+    </>
   );
 }
 
@@ -192,13 +212,16 @@ function WebhooksSection() {
         label="Webhook list"
         items={hooks.data}
         empty="No webhooks."
-        columns={['URL', 'Events', 'Active']}
+        columns={['URL', 'Events', 'Active', 'Receiver']}
         actions
         row={(w) => (
           <tr key={w.id} data-webhook={w.url}>
             <td className="mono">{w.url}</td>
             <td>{w.events.join(', ')}</td>
             <td>{w.active ? 'yes' : 'no'}</td>
+            <td>
+              <ReceiverState receiver={w.receiver} />
+            </td>
             <td className="actions-cell">
               <button type="button" className="small" aria-pressed={open?.id === w.id} onClick={() => setOpen(open?.id === w.id ? null : w)}>
                 Deliveries
