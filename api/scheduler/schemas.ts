@@ -132,7 +132,7 @@ export const TaskSchema = Type.Object(
     type: StringEnum(['script', 'flow'] as const),
     script: Type.Optional(Type.String({ minLength: 1, maxLength: 100_000 })),
     source: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK_PATTERN, description: 'source id or name (flow tasks); not blank' })),
-    flow: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: "the flow's id, endpoint_name or display name (flow tasks), resolved once at creation" })),
+    flow: Type.Optional(Type.String({ minLength: 1, maxLength: 500, pattern: NON_BLANK_PATTERN, description: "the flow's id, endpoint_name or display name (flow tasks), resolved once at creation; not blank" })),
     input: Type.Optional(Type.Unknown()),
     timeout: TaskTimeout,
   },
@@ -304,7 +304,9 @@ export const ExecutionDetail = Type.Object({
 export const ExecutionList = Type.Object({ executions: Type.Array(ExecutionSummary) });
 export const ExecutionListQuery = Type.Object(
   {
-    workflow: Type.Optional(Type.String({ minLength: 1, maxLength: 1000 })),
+    // not blank, like every name filter: no workflow is named only white space (WORKFLOW_NAME), so such a filter is a
+    // client's mistake, not a question whose answer is an empty list
+    workflow: Type.Optional(Type.String({ minLength: 1, maxLength: 1000, pattern: NON_BLANK_PATTERN, description: "the workflow's name; not blank (only white space)" })),
     status: Type.Optional(StringEnum(EXECUTION_STATUSES)),
     limit: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
     offset: Offset,
