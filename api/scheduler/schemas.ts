@@ -319,10 +319,20 @@ export const ExecutionLogs = Type.Object({
   logs: Type.Array(Type.Object({ timestamp: Type.String(), level: Type.String(), message: Type.String() })),
   total: Type.Integer({ minimum: 0, description: 'lines the execution has in all (with `level`, of that level and above): a page ends the log when offset + its lines reach it' }),
 });
+/**
+ * The lines `GET /executions/{id}/logs` gives without `limit`: a page, not the whole log (a task's log keeps up to
+ * 11,001 lines of up to 8 KiB, and an execution has up to 100 tasks); `total` tells a client there is more.
+ */
+export const DEFAULT_EXECUTION_LOG_PAGE = 1_000;
 export const ExecutionLogsQuery = Type.Object(
   {
     offset: Offset,
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'at most this many lines (default: all from offset on)' })),
+    limit: Type.Integer({
+      minimum: 1,
+      maximum: 10_000,
+      default: DEFAULT_EXECUTION_LOG_PAGE,
+      description: `at most this many lines (default ${DEFAULT_EXECUTION_LOG_PAGE}): page with offset += limit until offset reaches total`,
+    }),
     level: Type.Optional(StringEnum(LOG_LEVELS, { description: 'only lines of this level and above (debug < info < warning < error)' })),
   },
   { additionalProperties: false },
