@@ -201,6 +201,11 @@ export function clientErrorAnswer(err: { code?: string }): { status: number; rea
   return { status: 400, reason: 'Bad Request', message: `Malformed HTTP request (${err.code ?? 'parse error'}); send HTTP/1.1 with well-formed headers` };
 }
 
+/** CONNECT: a tunnel, which no service gives (see `app.server.on('connect')` in api/http/baseApp.ts). */
+export function connectAnswer(): { status: number; reason: string; message: string } {
+  return { status: 400, reason: 'Bad Request', message: 'CONNECT is not supported: this service is no proxy; send GET, POST, … to one of its paths' };
+}
+
 /**
  * A request whose `Expect` is not `100-continue`, the one expectation HTTP defines (RFC 9110 §10.1.1): Node refuses it
  * before any route with a 417 and an empty body.

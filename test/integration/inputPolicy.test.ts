@@ -857,6 +857,12 @@ describe('the documents state the rules the handlers enforce', () => {
       expect(res.status).toBe(400);
       shaped(res.body, /^Malformed HTTP request \(HPE_[A-Z_]+\); send HTTP\/1\.1 with well-formed headers$/);
     }
+    // CONNECT (a tunnel): Node closed the connection without an answer when nothing listened for it
+    for (const target of ['example.com:443', '/health', '/api/v1/no-such-path']) {
+      const res = await raw(`CONNECT ${target} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      expect(res.status).toBe(400);
+      shaped(res.body, /^CONNECT is not supported: this service is no proxy; send GET, POST, … to one of its paths$/);
+    }
   });
 
   /**
