@@ -964,6 +964,30 @@ describe('the documents state the rules the handlers enforce', () => {
     expect([events.statusCode, events.json().error.code, events.json().error.message]).toEqual([426, 'UPGRADE_REQUIRED', '/ws/events is a WebSocket endpoint: connect with Upgrade: websocket']);
   });
 
+  // ws refused such handshakes with a text/html 400 ("Missing or invalid Sec-WebSocket-Key header"), and
+  // @fastify/websocket upgraded a GET of any route (101, then a close frame) or gave ws's 400 to `Upgrade: h2c`
+  test("the task service's WebSocket handshakes: one ws would refuse is the envelope's 400 naming the header; an Upgrade on another route is ignored", async () => {
+    const handshake = (path: string, headers: string) => rawExchange('task', `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n${headers}\r\n`);
+    const key = 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
+    for (const [headers, header] of [
+      ['Upgrade: websocket\r\nSec-WebSocket-Key: junk\r\nSec-WebSocket-Version: 13\r\n', 'Sec-WebSocket-Key'],
+      ['Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n', 'Sec-WebSocket-Key'],
+      [`Upgrade: websocket\r\n${key}Sec-WebSocket-Version: 99\r\n`, 'Sec-WebSocket-Version'],
+      [`Upgrade: websocket\r\n${key}`, 'Sec-WebSocket-Version'],
+      [`Upgrade: h2c\r\n${key}Sec-WebSocket-Version: 13\r\n`, 'Upgrade'],
+      [`Upgrade: websocket\r\n${key}Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: a b,,\r\n`, 'Sec-WebSocket-Protocol'],
+    ] as const) {
+      for (const path of ['/ws/events', '/ws']) {
+        const answer = await handshake(path, headers);
+        const message = expect.stringMatching(new RegExp(`^WebSocket handshake is invalid: ${header} `));
+        expect({ path, headers, answer }).toEqual({ path, headers, answer: { status: 400, body: expect.objectContaining({ success: false, error: expect.objectContaining({ code: 'VALIDATION_ERROR', message }) }) } });
+      }
+    }
+    for (const headers of [`Upgrade: websocket\r\n${key}Sec-WebSocket-Version: 13\r\n`, 'Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n', 'Upgrade: websocket\r\nSec-WebSocket-Key: junk\r\n']) {
+      expect({ headers, answer: await handshake('/api/projects', headers) }).toEqual({ headers, answer: { status: 200, body: expect.objectContaining({ success: true }) } });
+    }
+  });
+
   // the router reads `/svc/scheduler/` as `/svc/scheduler`, which `/svc/scheduler/*` does not serve
   test('a path no route serves once its trailing slash is ignored is a 404, not a 405 whose Allow lists the method refused', async () => {
     const res = await stack.app('task').inject({ method: 'GET', url: '/svc/scheduler/' });
