@@ -112,13 +112,19 @@ function answerOptions(request: FastifyRequest, reply: FastifyReply, allowed: Al
  * a Content-Type, malformed JSON, a body that is not UTF-8 or too large, a NUL in the query failed there, and were
  * answered 400, 413 or 415 on a path that does not exist (on a known path with a method it does not serve, the 405
  * was given only for Fastify's own content-type errors). Any such client error of a request without a route still
- * means "no route for this method": 405 on a known path, else 404, as the same request without a body gets.
- * Authentication and rate-limit errors (401, 403, 429) and a dependency down (503) are left alone, so a client
- * without credentials learns nothing about the paths and methods.
+ * means "no route for this method": 405 on a known path, else 404, as the same request without a body gets. Only
+ * errors from the body stage on (preParsing, parsing, preValidation) count: what `onRequest` refuses is about the
+ * request itself, not its route (a missing or invalid Host stays its 400; authentication its 401, rate limits their
+ * 429, a dependency down its 503), so a client without credentials learns nothing about the paths and methods.
+ * Returns the predicate; install before any other preParsing hook.
  */
 const UNROUTED_INPUT_STATUSES = new Set([400, 413, 415]);
-function inputOfUnroutedRequest(request: FastifyRequest, c: ClassifiedError): boolean {
-  return request.is404 && UNROUTED_INPUT_STATUSES.has(c.statusCode);
+function unroutedInputCheck(app: FastifyInstance): (request: FastifyRequest, c: ClassifiedError) => boolean {
+  const pastOnRequest = new WeakSet<FastifyRequest>();
+  app.addHook('preParsing', async (request) => {
+    pastOnRequest.add(request);
+  });
+  return (request, c) => request.is404 && pastOnRequest.has(request) && UNROUTED_INPUT_STATUSES.has(c.statusCode);
 }
 
 /**
@@ -150,6 +156,7 @@ const detailNotFound = (request: FastifyRequest) => `Not Found: ${request.method
 
 /** Task service: the envelope. `version` fills meta.version. */
 export function installEnvelopeErrors(app: FastifyInstance, version: string, allowed: AllowedMethods): void {
+  const inputOfUnroutedRequest = unroutedInputCheck(app);
   app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const c = classifyError(err);
     if (inputOfUnroutedRequest(request, c)) {
@@ -171,6 +178,7 @@ export function installEnvelopeErrors(app: FastifyInstance, version: string, all
 
 /** Scheduler, agents, traces: `{detail}` (FastAPI style). */
 export function installDetailErrors(app: FastifyInstance, allowed: AllowedMethods): void {
+  const inputOfUnroutedRequest = unroutedInputCheck(app);
   app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const c = classifyError(err);
     if (inputOfUnroutedRequest(request, c)) {
