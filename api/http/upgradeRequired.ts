@@ -4,7 +4,8 @@
  *   @fastify/websocket answered an empty 404, in no service's shape, as if the path did not exist. It is a 426 Upgrade
  *   Required in the service's shape, with `Upgrade: websocket` (RFC 9110 §15.5.22).
  * - A WebSocket route asked with a handshake `ws` refuses (an Upgrade other than `websocket`, a Sec-WebSocket-Key that
- *   is not 16 bytes in base64, a Sec-WebSocket-Version other than 13 or 8, a malformed Sec-WebSocket-Protocol): `ws`
+ *   is not 16 bytes in base64, a Sec-WebSocket-Version other than 13 or 8, a malformed Sec-WebSocket-Protocol or one
+ *   naming a subprotocol twice): `ws`
  *   answered a `text/html` 400 (`Missing or invalid Sec-WebSocket-Key header`). It is the service's 400 naming the
  *   header, before the handshake; a version it does not speak adds `Sec-WebSocket-Version: 13, 8` (RFC 6455 §4.4).
  * - Any other route asked with an Upgrade header (`Upgrade: websocket`, or `Upgrade: h2c` as `curl --http2` sends on
@@ -32,7 +33,12 @@ function handshakeProblem(request: FastifyRequest): AppError | undefined {
   const version = h['sec-websocket-version'];
   if (version !== '13' && version !== '8') return refuse('Sec-WebSocket-Version', 'must be 13', { supported: ['13', '8'] });
   const protocols = h['sec-websocket-protocol'];
-  if (protocols !== undefined && !PROTOCOLS.test(String(protocols).trim())) return refuse('Sec-WebSocket-Protocol', 'must be a comma-separated list of tokens');
+  if (protocols !== undefined) {
+    const list = String(protocols).trim();
+    if (!PROTOCOLS.test(list)) return refuse('Sec-WebSocket-Protocol', 'must be a comma-separated list of tokens');
+    const names = list.split(',').map((p) => p.trim());
+    if (new Set(names).size !== names.length) return refuse('Sec-WebSocket-Protocol', 'must not name a subprotocol twice');
+  }
   return undefined;
 }
 

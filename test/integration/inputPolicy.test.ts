@@ -995,6 +995,7 @@ describe('the documents state the rules the handlers enforce', () => {
       [`Upgrade: websocket\r\n${key}`, 'Sec-WebSocket-Version'],
       [`Upgrade: h2c\r\n${key}Sec-WebSocket-Version: 13\r\n`, 'Upgrade'],
       [`Upgrade: websocket\r\n${key}Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: a b,,\r\n`, 'Sec-WebSocket-Protocol'],
+      [`Upgrade: websocket\r\n${key}Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: chat, chat\r\n`, 'Sec-WebSocket-Protocol'],
     ] as const) {
       for (const path of ['/ws/events', '/ws']) {
         const answer = await handshake(path, headers);
