@@ -5,6 +5,7 @@
 import { installJsonBodyParser } from './jsonBody';
 import crypto from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../lib/config';
@@ -18,7 +19,7 @@ import { installStoppingAnswer } from './stoppingAnswer';
 import { installStreamsEndOnStop } from './streamsEndOnStop';
 import { allowedMethodsOf } from './allowedMethods';
 import { errorBody } from './envelope';
-import { clientErrorAnswer, expectationFailedAnswer, frameworkErrorMessage, installDetailErrors, installEnvelopeErrors } from './errorHandlers';
+import { clientErrorAnswer, connectAnswer, expectationFailedAnswer, frameworkErrorMessage, installDetailErrors, installEnvelopeErrors } from './errorHandlers';
 import { installInputPolicy, MAX_BODY_BYTES, MAX_PATH_PARAM_LENGTH } from './inputPolicy';
 import { installOpenApi, registeredRoutes } from './openapi';
 import { validatorCompiler } from './validation';
@@ -128,6 +129,17 @@ export function createBaseApp(opts: BaseAppOptions) {
     const a = expectationFailedAnswer(request.headers.expect);
     const body = JSON.stringify(opts.errorStyle === 'envelope' ? errorBody(opts.version, 'VALIDATION_ERROR', a.message) : { detail: a.message });
     response.writeHead(a.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
+  });
+
+  // CONNECT asks for a tunnel to `host:port` (RFC 9110 §9.3.6), which no service gives: with no listener Node closed
+  // the connection without a word. Its target is no path of the service, so it is a 400, like the parser's refusals
+  // (given before authentication, it says nothing about the paths).
+  app.server.on('connect', (_request: IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => undefined); // a client gone meanwhile
+    const a = connectAnswer();
+    const body = JSON.stringify(opts.errorStyle === 'envelope' ? errorBody(opts.version, 'VALIDATION_ERROR', a.message) : { detail: a.message });
+    if (!socket.writable) return socket.destroy();
+    socket.end(`HTTP/1.1 ${a.status} ${a.reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`, () => socket.destroy());
   });
 
   installOpenApi(app, { service: opts.service, version: opts.version, requestTimeoutMs });

@@ -108,13 +108,23 @@ function answerOptions(request: FastifyRequest, reply: FastifyReply, allowed: Al
 }
 
 /**
- * Fastify parses the body of a request no route serves before the not-found handler runs (a QUERY without a
- * Content-Type fails there): such an error still means "no route for this method". Authentication and rate-limit
- * errors are left alone, so a client without credentials learns nothing about the methods.
+ * Fastify reads and checks the body of a request no route serves before the not-found handler runs: a QUERY without
+ * a Content-Type, malformed JSON, a body that is not UTF-8 or too large, a NUL in the query failed there, and were
+ * answered 400, 413 or 415 on a path that does not exist (on a known path with a method it does not serve, the 405
+ * was given only for Fastify's own content-type errors). Any such client error of a request without a route still
+ * means "no route for this method": 405 on a known path, else 404, as the same request without a body gets. Only
+ * errors from the body stage on (preParsing, parsing, preValidation) count: what `onRequest` refuses is about the
+ * request itself, not its route (a missing or invalid Host stays its 400; authentication its 401, rate limits their
+ * 429, a dependency down its 503), so a client without credentials learns nothing about the paths and methods.
+ * Returns the predicate; install before any other preParsing hook.
  */
-function bodyOfUnroutedRequest(request: FastifyRequest, err: unknown): boolean {
-  const code = (err as { code?: unknown }).code;
-  return request.is404 && typeof code === 'string' && (code.startsWith('FST_ERR_CTP_') || code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE');
+const UNROUTED_INPUT_STATUSES = new Set([400, 413, 415]);
+function unroutedInputCheck(app: FastifyInstance): (request: FastifyRequest, c: ClassifiedError) => boolean {
+  const pastOnRequest = new WeakSet<FastifyRequest>();
+  app.addHook('preParsing', async (request) => {
+    pastOnRequest.add(request);
+  });
+  return (request, c) => request.is404 && pastOnRequest.has(request) && UNROUTED_INPUT_STATUSES.has(c.statusCode);
 }
 
 /**
@@ -141,12 +151,19 @@ export function setRetryAfter(reply: FastifyReply, err: unknown, c: ClassifiedEr
   if ((c.statusCode === 429 || c.statusCode === 503) && retryAfter !== undefined) reply.header('retry-after', retryAfter);
 }
 
+const routeNotFound = (request: FastifyRequest) => `Route ${request.method} ${request.url.split('?')[0]} not found`;
+const detailNotFound = (request: FastifyRequest) => `Not Found: ${request.method} ${request.url.split('?')[0]}`;
+
 /** Task service: the envelope. `version` fills meta.version. */
 export function installEnvelopeErrors(app: FastifyInstance, version: string, allowed: AllowedMethods): void {
+  const inputOfUnroutedRequest = unroutedInputCheck(app);
   app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const notAllowed = bodyOfUnroutedRequest(request, err) ? methodNotAllowed(request, reply, allowed) : undefined;
-    if (notAllowed) return reply.code(405).send(errorBody(version, 'METHOD_NOT_ALLOWED', notAllowed));
     const c = classifyError(err);
+    if (inputOfUnroutedRequest(request, c)) {
+      const notAllowed = methodNotAllowed(request, reply, allowed);
+      if (notAllowed) return reply.code(405).send(errorBody(version, 'METHOD_NOT_ALLOWED', notAllowed));
+      return reply.code(404).send(errorBody(version, 'NOT_FOUND', routeNotFound(request)));
+    }
     logErrorAnswer(request, err, c);
     setRetryAfter(reply, err, c);
     return reply.code(c.statusCode).send(errorBody(version, c.code, c.message, c.details));
@@ -155,16 +172,20 @@ export function installEnvelopeErrors(app: FastifyInstance, version: string, all
     if (answerOptions(request, reply, allowed)) return reply;
     const notAllowed = methodNotAllowed(request, reply, allowed);
     if (notAllowed) return reply.code(405).send(errorBody(version, 'METHOD_NOT_ALLOWED', notAllowed));
-    return reply.code(404).send(errorBody(version, 'NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`));
+    return reply.code(404).send(errorBody(version, 'NOT_FOUND', routeNotFound(request)));
   });
 }
 
 /** Scheduler, agents, traces: `{detail}` (FastAPI style). */
 export function installDetailErrors(app: FastifyInstance, allowed: AllowedMethods): void {
+  const inputOfUnroutedRequest = unroutedInputCheck(app);
   app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const notAllowed = bodyOfUnroutedRequest(request, err) ? methodNotAllowed(request, reply, allowed) : undefined;
-    if (notAllowed) return reply.code(405).send({ detail: notAllowed });
     const c = classifyError(err);
+    if (inputOfUnroutedRequest(request, c)) {
+      const notAllowed = methodNotAllowed(request, reply, allowed);
+      if (notAllowed) return reply.code(405).send({ detail: notAllowed });
+      return reply.code(404).send({ detail: detailNotFound(request) });
+    }
     logErrorAnswer(request, err, c);
     setRetryAfter(reply, err, c);
     return reply.code(c.statusCode).send({ detail: c.message });
@@ -173,7 +194,7 @@ export function installDetailErrors(app: FastifyInstance, allowed: AllowedMethod
     if (answerOptions(request, reply, allowed)) return reply;
     const notAllowed = methodNotAllowed(request, reply, allowed);
     if (notAllowed) return reply.code(405).send({ detail: notAllowed });
-    return reply.code(404).send({ detail: `Not Found: ${request.method} ${request.url.split('?')[0]}` });
+    return reply.code(404).send({ detail: detailNotFound(request) });
   });
 }
 
@@ -186,6 +207,11 @@ export function clientErrorAnswer(err: { code?: string }): { status: number; rea
   if (err.code === 'HPE_HEADER_OVERFLOW') return { status: 431, reason: 'Request Header Fields Too Large', message: 'Request headers are larger than 64 KiB in all; send smaller headers' };
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, reason: 'Request Timeout', message: 'The request was not received in time; send it again' };
   return { status: 400, reason: 'Bad Request', message: `Malformed HTTP request (${err.code ?? 'parse error'}); send HTTP/1.1 with well-formed headers` };
+}
+
+/** CONNECT: a tunnel, which no service gives (see `app.server.on('connect')` in api/http/baseApp.ts). */
+export function connectAnswer(): { status: number; reason: string; message: string } {
+  return { status: 400, reason: 'Bad Request', message: 'CONNECT is not supported: this service is no proxy; send GET, POST, … to one of its paths' };
 }
 
 /**

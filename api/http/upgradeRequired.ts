@@ -1,18 +1,81 @@
 /**
- * A WebSocket route (`websocket: true`) asked without `Upgrade: websocket` (a plain GET, or the HEAD Fastify adds):
- * @fastify/websocket answered an empty 404, in no service's shape, as if the path did not exist. It is a 426 Upgrade
- * Required in the service's shape, with `Upgrade: websocket` (RFC 9110 §15.5.22). Install after registering
- * @fastify/websocket, so this runs after its own route hook.
+ * HTTP Upgrade on the task service, whose WebSocket routes come from @fastify/websocket:
+ * - A WebSocket route (`websocket: true`) asked without `Upgrade: websocket` (a plain GET, or the HEAD Fastify adds):
+ *   @fastify/websocket answered an empty 404, in no service's shape, as if the path did not exist. It is a 426 Upgrade
+ *   Required in the service's shape, with `Upgrade: websocket` (RFC 9110 §15.5.22).
+ * - A WebSocket route asked with a handshake `ws` refuses (an Upgrade other than `websocket`, a Sec-WebSocket-Key that
+ *   is not 16 bytes in base64, a Sec-WebSocket-Version other than 13 or 8, a malformed Sec-WebSocket-Protocol or one
+ *   naming a subprotocol twice): `ws`
+ *   answered a `text/html` 400 (`Missing or invalid Sec-WebSocket-Key header`). It is the service's 400 naming the
+ *   header, before the handshake; a version it does not speak adds `Sec-WebSocket-Version: 13, 8` (RFC 6455 §4.4).
+ * - Any other route asked with an Upgrade header (`Upgrade: websocket`, or `Upgrade: h2c` as `curl --http2` sends on
+ *   http://): @fastify/websocket accepted the WebSocket handshake (101) and closed the socket at once, or answered
+ *   `ws`'s text/html 400 to an h2c one. A server may ignore Upgrade (RFC 9110 §7.8): the request is answered as
+ *   without it, and its connection then closes (Node parses no further request on a socket that asked to upgrade).
+ * Install after registering @fastify/websocket, so this runs after its own route hook.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { upgradeRequired } from '../../lib/errors';
+import { AppError, upgradeRequired } from '../../lib/errors';
+
+/** What `ws` accepts as a key: 16 bytes in base64 (RFC 6455 §4.2.1). */
+const KEY = /^[+/0-9A-Za-z]{22}==$/;
+/** A subprotocol list: comma-separated tokens (RFC 6455 §4.1; `ws` refuses anything else). */
+const PROTOCOLS = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:[ \t]*,[ \t]*[!#$%&'*+\-.^_`|~0-9A-Za-z]+)*$/;
+
+/** Why `ws` would refuse this handshake, as a 400 naming the header; undefined when it would accept it. */
+function handshakeProblem(request: FastifyRequest): AppError | undefined {
+  const h = request.headers;
+  const refuse = (header: string, what: string, details: Record<string, unknown> = {}) =>
+    new AppError(400, 'VALIDATION_ERROR', `WebSocket handshake is invalid: ${header} ${what}`, { [header]: what, ...details });
+  if (String(h.upgrade ?? '').toLowerCase() !== 'websocket') return refuse('Upgrade', 'must be websocket');
+  const key = h['sec-websocket-key'];
+  if (typeof key !== 'string' || !KEY.test(key)) return refuse('Sec-WebSocket-Key', 'must be 16 random bytes in base64 (24 characters ending in ==)');
+  const version = h['sec-websocket-version'];
+  if (version !== '13' && version !== '8') return refuse('Sec-WebSocket-Version', 'must be 13', { supported: ['13', '8'] });
+  const protocols = h['sec-websocket-protocol'];
+  if (protocols !== undefined) {
+    const list = String(protocols).trim();
+    if (!PROTOCOLS.test(list)) return refuse('Sec-WebSocket-Protocol', 'must be a comma-separated list of tokens');
+    const names = list.split(',').map((p) => p.trim());
+    if (new Set(names).size !== names.length) return refuse('Sec-WebSocket-Protocol', 'must not name a subprotocol twice');
+  }
+  return undefined;
+}
+
+/** The socket @fastify/websocket keeps on the raw request of an Upgrade (its own symbol, `ws-socket`). */
+function upgradeSocketKey(request: FastifyRequest): symbol | undefined {
+  return Object.getOwnPropertySymbols(request.raw).find((s) => s.description === 'ws-socket');
+}
 
 export function installUpgradeRequired(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
-    if (!route.websocket) return;
     const handler = route.handler;
+    if (!route.websocket) {
+      route.handler = function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+        const key = request.ws ? upgradeSocketKey(request) : undefined;
+        if (key) {
+          // answered as a plain request: the plugin upgrades any request whose raw request holds the socket, and
+          // destroys it after the answer when `request.ws`; this connection then closes once the answer is out
+          const raw = request.raw as unknown as Record<symbol, { destroy(): void } | undefined>;
+          const socket = raw[key];
+          delete raw[key];
+          request.ws = false;
+          reply.header('connection', 'close');
+          reply.raw.once('finish', () => socket?.destroy());
+          reply.raw.once('close', () => socket?.destroy());
+        }
+        return handler.call(this, request, reply);
+      };
+      return;
+    }
     route.handler = function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
-      if (request.ws) return handler.call(this, request, reply);
+      if (request.ws) {
+        const problem = handshakeProblem(request);
+        if (!problem) return handler.call(this, request, reply);
+        reply.header('connection', 'close'); // the socket asked to upgrade: Node parses no further request on it
+        if (problem.details?.supported) reply.header('sec-websocket-version', '13, 8');
+        throw problem;
+      }
       reply.header('upgrade', 'websocket').header('connection', 'upgrade');
       return reply.send(upgradeRequired(`${request.url.split('?')[0]} is a WebSocket endpoint: connect with Upgrade: websocket`));
     };

@@ -126,10 +126,42 @@ function closedQuery(schema: object, httpPart: string | undefined): object {
   return httpPart === 'querystring' && s.type === 'object' && s.properties && s.additionalProperties === undefined ? { ...schema, additionalProperties: false } : schema;
 }
 
+/**
+ * A query parameter that takes one value, given more than once (`?limit=1&limit=2`), arrives as an array: ajv said
+ * `limit must be integer` (or `status must be string`), which the client, who sent integers, could not make sense of.
+ * It is refused first, in words that say what is wrong.
+ */
+function singleValues(schema: object, validate: ReturnType<FastifySchemaCompiler<unknown>>): ReturnType<FastifySchemaCompiler<unknown>> {
+  const properties = (schema as { properties?: Record<string, PropertySchema> }).properties ?? {};
+  const single = Object.entries(properties)
+    .filter(([, prop]) => prop && typeof prop === 'object' && ![prop, ...(prop.anyOf ?? []), ...(prop.oneOf ?? [])].some((part) => [part.type].flat().includes('array')))
+    .map(([name]) => name);
+  if (!single.length) return validate;
+  const checked = (data: unknown) => {
+    const repeated = data && typeof data === 'object' ? single.filter((name) => Array.isArray((data as Record<string, unknown>)[name])) : [];
+    if (repeated.length) {
+      checked.errors = repeated.map((name) => ({
+        instancePath: `/${name.replace(/~/g, '~0').replace(/\//g, '~1')}`,
+        schemaPath: `#/properties/${name}/type`,
+        keyword: 'type',
+        params: {},
+        message: 'must be given once, not repeated',
+      }));
+      return false;
+    }
+    const ok = (validate as (d: unknown) => boolean)(data);
+    checked.errors = (validate as { errors?: ErrorObject[] | null }).errors;
+    return ok;
+  };
+  checked.errors = null as ErrorObject[] | null | undefined;
+  return checked as ReturnType<FastifySchemaCompiler<unknown>>;
+}
+
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   if (httpPart === 'body') return bodyAjv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
   const closed = closedQuery(schema as object, httpPart);
-  return strictNumerals(closed, paramsAjv.compile(closed));
+  const strict = strictNumerals(closed, paramsAjv.compile(closed));
+  return httpPart === 'querystring' ? singleValues(closed, strict) : strict;
 };
 
 /**

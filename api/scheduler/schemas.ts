@@ -132,7 +132,7 @@ export const TaskSchema = Type.Object(
     type: StringEnum(['script', 'flow'] as const),
     script: Type.Optional(Type.String({ minLength: 1, maxLength: 100_000 })),
     source: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK_PATTERN, description: 'source id or name (flow tasks); not blank' })),
-    flow: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: "the flow's id, endpoint_name or display name (flow tasks), resolved once at creation" })),
+    flow: Type.Optional(Type.String({ minLength: 1, maxLength: 500, pattern: NON_BLANK_PATTERN, description: "the flow's id, endpoint_name or display name (flow tasks), resolved once at creation; not blank" })),
     input: Type.Optional(Type.Unknown()),
     timeout: TaskTimeout,
   },
@@ -304,7 +304,9 @@ export const ExecutionDetail = Type.Object({
 export const ExecutionList = Type.Object({ executions: Type.Array(ExecutionSummary) });
 export const ExecutionListQuery = Type.Object(
   {
-    workflow: Type.Optional(Type.String({ minLength: 1, maxLength: 1000 })),
+    // not blank, like every name filter: no workflow is named only white space (WORKFLOW_NAME), so such a filter is a
+    // client's mistake, not a question whose answer is an empty list
+    workflow: Type.Optional(Type.String({ minLength: 1, maxLength: 1000, pattern: NON_BLANK_PATTERN, description: "the workflow's name; not blank (only white space)" })),
     status: Type.Optional(StringEnum(EXECUTION_STATUSES)),
     limit: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
     offset: Offset,
@@ -317,10 +319,20 @@ export const ExecutionLogs = Type.Object({
   logs: Type.Array(Type.Object({ timestamp: Type.String(), level: Type.String(), message: Type.String() })),
   total: Type.Integer({ minimum: 0, description: 'lines the execution has in all (with `level`, of that level and above): a page ends the log when offset + its lines reach it' }),
 });
+/**
+ * The lines `GET /executions/{id}/logs` gives without `limit`: a page, not the whole log (a task's log keeps up to
+ * 11,001 lines of up to 8 KiB, and an execution has up to 100 tasks); `total` tells a client there is more.
+ */
+export const DEFAULT_EXECUTION_LOG_PAGE = 1_000;
 export const ExecutionLogsQuery = Type.Object(
   {
     offset: Offset,
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'at most this many lines (default: all from offset on)' })),
+    limit: Type.Integer({
+      minimum: 1,
+      maximum: 10_000,
+      default: DEFAULT_EXECUTION_LOG_PAGE,
+      description: `at most this many lines (default ${DEFAULT_EXECUTION_LOG_PAGE}): page with offset += limit until offset reaches total`,
+    }),
     level: Type.Optional(StringEnum(LOG_LEVELS, { description: 'only lines of this level and above (debug < info < warning < error)' })),
   },
   { additionalProperties: false },

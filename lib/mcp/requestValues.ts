@@ -23,6 +23,31 @@ function described(v: unknown): string {
 }
 
 /**
+ * `s` unchanged when it is well-formed UTF-16; refused when it holds an unpaired surrogate (a JSON `"\ud800"` escape
+ * without its pair), which no URL can carry: `encodeURIComponent` threw its bare "URI malformed" (the model's only
+ * answer, naming no argument), and a query value was sent with U+FFFD in its place, another value than given.
+ */
+function wellFormed(what: string, s: string): string {
+  if ((s as string & { isWellFormed(): boolean }).isWellFormed()) return s;
+  throw new Error(`${what} must be well-formed Unicode: it holds an unpaired UTF-16 surrogate (U+D800–U+DFFF), which a URL cannot carry; send each astral character as a pair`);
+}
+
+/** A query parameter's value (stringValue), refused when a URL cannot carry it (an unpaired surrogate). */
+export function queryValue(name: string, v: unknown): string {
+  return wellFormed(`query parameter ${name}`, stringValue(v));
+}
+
+/** A form-encoded body field's value, refused when a URL encoding cannot carry it (an unpaired surrogate). */
+export function formValue(name: string, v: unknown): string {
+  return wellFormed(`body field ${name}`, stringValue(v));
+}
+
+/** A cookie parameter's value, percent-encoded; refused when a URL cannot carry it (an unpaired surrogate). */
+export function cookieValue(name: string, v: unknown): string {
+  return encodeURIComponent(wellFormed(`cookie parameter ${name}`, stringValue(v)));
+}
+
+/**
  * A path parameter's value, percent-encoded for its place in the path. Refused: a value that is not a string or a
  * finite number (a boolean too when the schema's type is boolean): `null` was sent as `/items/null`; and an empty
  * value: `/items/` is the collection, not an item.
@@ -32,7 +57,7 @@ export function pathSegment(name: string, v: unknown, schema: JsonSchema | undef
   if (!ok) throw new Error(`path parameter ${name} must be a string or a number, not ${described(v)}`);
   const s = stringValue(v);
   if (s === '') throw new Error(`path parameter ${name} must not be empty`);
-  return encodeURIComponent(s);
+  return encodeURIComponent(wellFormed(`path parameter ${name}`, s));
 }
 
 /**

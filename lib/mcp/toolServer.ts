@@ -9,7 +9,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { JsonRpcStdioTransport } from './jsonRpcStdio';
 import type { JsonSchema, ToolDefinition } from './openapiToTools';
-import { checkedPath, headerValue, pathSegment, stringValue } from './requestValues';
+import { checkedPath, cookieValue, formValue, headerValue, pathSegment, queryValue } from './requestValues';
 
 export const DEFAULT_MAX_RESPONSE_CHARS = 50_000;
 
@@ -62,15 +62,15 @@ export function buildRequest(served: ServedTool, args: Record<string, unknown>):
         path = path.replace(`{${a.name}}`, pathSegment(a.name, v, Object.hasOwn(schemas, a.property) ? schemas[a.property] : undefined));
         break;
       case 'query':
-        if (Array.isArray(v)) for (const x of v) query.append(a.name, stringValue(x));
-        else query.append(a.name, stringValue(v));
+        if (Array.isArray(v)) for (const x of v) query.append(a.name, queryValue(a.name, x));
+        else query.append(a.name, queryValue(a.name, v));
         break;
       case 'header':
         // refused here: fetch's own refusal read as a service that is down
         headers[a.name.toLowerCase()] = headerValue(a.name, v);
         break;
       case 'cookie':
-        headers.cookie = [headers.cookie, `${a.name}=${encodeURIComponent(stringValue(v))}`].filter(Boolean).join('; ');
+        headers.cookie = [headers.cookie, `${a.name}=${cookieValue(a.name, v)}`].filter(Boolean).join('; ');
         break;
       case 'body':
         body = v;
@@ -89,7 +89,7 @@ export function buildRequest(served: ServedTool, args: Record<string, unknown>):
   const init: RequestInit = { method: tool.method, headers };
   if (body !== undefined && tool.method !== 'GET' && tool.method !== 'HEAD') {
     if (tool.bodyContentType === 'application/x-www-form-urlencoded') {
-      init.body = new URLSearchParams(Object.entries(body as Record<string, unknown>).map(([k, v]): [string, string] => [k, stringValue(v)])).toString();
+      init.body = new URLSearchParams(Object.entries(body as Record<string, unknown>).map(([k, v]): [string, string] => [k, formValue(k, v)])).toString();
       headers['content-type'] = 'application/x-www-form-urlencoded';
     } else {
       init.body = JSON.stringify(body);

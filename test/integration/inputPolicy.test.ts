@@ -158,6 +158,25 @@ describe.each(SERVICES)('%s service', (service) => {
       headers: { ...authHeaders(service), ...(payload === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
     });
 
+  // ajv saw the array the parser makes of a repeated parameter and said `limit must be integer`, of integers
+  test('a query parameter of one value given twice is a 400 naming it: "must be given once, not repeated"', async () => {
+    const failures: string[] = [];
+    let probes = 0;
+    for (const op of operations(service)) {
+      for (const p of op.parameters.filter((p) => p.in === 'query')) {
+        const schema = deref(docs[service] as Json, p.schema);
+        if ([schema.type].flat().includes('array')) continue;
+        probes++;
+        const res = await send(op.method, `${urlOf(op)}?${p.name}=1&${p.name}=2`);
+        const what = `${op.method} ${op.path}?${p.name}=1&${p.name}=2`;
+        if (res.statusCode !== 400) failures.push(`${what} → ${res.statusCode} ${res.body.slice(0, 160)}`);
+        else if (!messageOf(service, res.body).endsWith(`${p.name} must be given once, not repeated`)) failures.push(`${what} → ${res.body.slice(0, 200)}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(probes).toBeGreaterThan(0);
+  });
+
   test('a NUL in any path parameter, query parameter or body field is a 400 in the service shape naming the field', async () => {
     const failures: string[] = [];
     const doc = docs[service] as Json;
@@ -584,6 +603,27 @@ describe.each(SERVICES)('%s service', (service) => {
       expect(res.statusCode).toBe(404);
       expect(shapeProblem(service, res)).toBeUndefined();
     }
+    // whatever the body: Fastify reads it before the not-found handler runs, and its errors were answered instead
+    // (QUERY without a Content-Type, malformed JSON, a NUL in the query: 400; a body not UTF-8: 400; a charset: 415)
+    const bodies: [string, string | Buffer | undefined, Record<string, string>, string][] = [
+      ['QUERY', undefined, {}, ''],
+      ['QUERY', '{}', { 'content-type': 'application/json' }, ''],
+      ['POST', '{"a":', { 'content-type': 'application/json' }, ''],
+      ['PUT', '', { 'content-type': 'application/json' }, ''],
+      ['POST', Buffer.from('{"a":"caf\xe9"}', 'latin1'), { 'content-type': 'application/json' }, ''],
+      ['POST', '{}', { 'content-type': 'application/json; charset=latin1' }, ''],
+      ['PATCH', '{}', { 'content-type': 'application/json', 'content-encoding': 'gzip' }, ''],
+      ['POST', '{}', { 'content-type': 'application/json' }, '?a=%00'],
+    ];
+    const known = Object.keys(doc.paths as Json).find((p) => !p.includes('{') && !(doc.paths as Record<string, Json>)[p]?.put) as string;
+    for (const [method, payload, headers, query] of bodies) {
+      const what = `${method} ${JSON.stringify(headers)} ${String(payload)}${query}`;
+      const unknown = await stack.app(service).inject({ method: method as 'GET', url: `${prefix}/no-such-resource/x/y${query}`, payload, headers: { ...authHeaders(service), ...headers } });
+      expect([what, unknown.statusCode, shapeProblem(service, unknown)]).toEqual([what, 404, undefined]);
+      // on a known path that does not serve the method, the 405 the same request without a body gets
+      const onKnown = await stack.app(service).inject({ method: 'PUT', url: `${known}${query}`, payload, headers: { ...authHeaders(service), ...headers } });
+      expect([what, onKnown.statusCode, shapeProblem(service, onKnown)]).toEqual([what, 405, undefined]);
+    }
   }, 120_000);
 
   // @fastify/cors answered every OPTIONS without Origin and Access-Control-Request-Method with a text/plain 400
@@ -836,6 +876,12 @@ describe('the documents state the rules the handlers enforce', () => {
       expect(res.status).toBe(400);
       shaped(res.body, /^Malformed HTTP request \(HPE_[A-Z_]+\); send HTTP\/1\.1 with well-formed headers$/);
     }
+    // CONNECT (a tunnel): Node closed the connection without an answer when nothing listened for it
+    for (const target of ['example.com:443', '/health', '/api/v1/no-such-path']) {
+      const res = await raw(`CONNECT ${target} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      expect(res.status).toBe(400);
+      shaped(res.body, /^CONNECT is not supported: this service is no proxy; send GET, POST, … to one of its paths$/);
+    }
   });
 
   /**
@@ -935,6 +981,31 @@ describe('the documents state the rules the handlers enforce', () => {
     expect(failures).toEqual([]);
     const events = await app.inject({ method: 'GET', url: '/ws/events' });
     expect([events.statusCode, events.json().error.code, events.json().error.message]).toEqual([426, 'UPGRADE_REQUIRED', '/ws/events is a WebSocket endpoint: connect with Upgrade: websocket']);
+  });
+
+  // ws refused such handshakes with a text/html 400 ("Missing or invalid Sec-WebSocket-Key header"), and
+  // @fastify/websocket upgraded a GET of any route (101, then a close frame) or gave ws's 400 to `Upgrade: h2c`
+  test("the task service's WebSocket handshakes: one ws would refuse is the envelope's 400 naming the header; an Upgrade on another route is ignored", async () => {
+    const handshake = (path: string, headers: string) => rawExchange('task', `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n${headers}\r\n`);
+    const key = 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
+    for (const [headers, header] of [
+      ['Upgrade: websocket\r\nSec-WebSocket-Key: junk\r\nSec-WebSocket-Version: 13\r\n', 'Sec-WebSocket-Key'],
+      ['Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n', 'Sec-WebSocket-Key'],
+      [`Upgrade: websocket\r\n${key}Sec-WebSocket-Version: 99\r\n`, 'Sec-WebSocket-Version'],
+      [`Upgrade: websocket\r\n${key}`, 'Sec-WebSocket-Version'],
+      [`Upgrade: h2c\r\n${key}Sec-WebSocket-Version: 13\r\n`, 'Upgrade'],
+      [`Upgrade: websocket\r\n${key}Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: a b,,\r\n`, 'Sec-WebSocket-Protocol'],
+      [`Upgrade: websocket\r\n${key}Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: chat, chat\r\n`, 'Sec-WebSocket-Protocol'],
+    ] as const) {
+      for (const path of ['/ws/events', '/ws']) {
+        const answer = await handshake(path, headers);
+        const message = expect.stringMatching(new RegExp(`^WebSocket handshake is invalid: ${header} `));
+        expect({ path, headers, answer }).toEqual({ path, headers, answer: { status: 400, body: expect.objectContaining({ success: false, error: expect.objectContaining({ code: 'VALIDATION_ERROR', message }) }) } });
+      }
+    }
+    for (const headers of [`Upgrade: websocket\r\n${key}Sec-WebSocket-Version: 13\r\n`, 'Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n', 'Upgrade: websocket\r\nSec-WebSocket-Key: junk\r\n']) {
+      expect({ headers, answer: await handshake('/api/projects', headers) }).toEqual({ headers, answer: { status: 200, body: expect.objectContaining({ success: true }) } });
+    }
   });
 
   // the router reads `/svc/scheduler/` as `/svc/scheduler`, which `/svc/scheduler/*` does not serve

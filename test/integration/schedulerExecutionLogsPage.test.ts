@@ -2,20 +2,24 @@
  * `GET /api/v1/executions/{id}/logs` pages: `offset` and `limit` cut the log in the order it was written, `level` keeps
  * that level and above, and `total` says how many such lines there are, so a client reads a long log in pages instead
  * of one answer of every line (a task's log keeps up to 11,001 lines, and an execution has several tasks). Without
- * them the answer is every line, as before. Values out of range are the 400 `{detail}` the OpenAPI document describes.
+ * `limit` the answer is the first page of DEFAULT_EXECUTION_LOG_PAGE lines (it was every line, however many). Values
+ * out of range are the 400 `{detail}` the OpenAPI document describes.
  */
 import type { TestStack } from '../support/harness';
 import { closeSchedulerStack, schedulerInject, startSchedulerStack } from '../support/schedulerStack';
+import { DEFAULT_EXECUTION_LOG_PAGE } from '../../api/scheduler/schemas';
 
 let stack: TestStack;
 let inject: ReturnType<typeof schedulerInject>;
 let id: string;
+let workflow: string;
 const LEVELS = ['debug', 'info', 'warning', 'error'] as const;
 
 beforeAll(async () => {
   stack = await startSchedulerStack({ worker: false });
   inject = schedulerInject(stack);
   const name = `logpage-${Math.random().toString(36).slice(2, 8)}`;
+  workflow = name;
   expect((await inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 's', type: 'script', script: 'true' }] })).statusCode).toBe(201);
   const run = await inject('POST', `/api/v1/workflows/${name}/run`);
   expect(run.statusCode).toBe(200);
@@ -34,7 +38,28 @@ afterAll(async () => {
 const messages = (body: { logs: { message: string }[] }) => body.logs.map((l) => l.message);
 const lines = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `line ${from + i}`);
 
-test('without a query: every line in order, and the total', async () => {
+test('without limit: a page of DEFAULT_EXECUTION_LOG_PAGE lines, not the whole log; total says how many there are', async () => {
+  expect(DEFAULT_EXECUTION_LOG_PAGE).toBe(1_000);
+  const run = await inject('POST', `/api/v1/workflows/${workflow}/run`);
+  expect(run.statusCode).toBe(200);
+  const long = run.json().executionId as string;
+  await stack.db.query(
+    `INSERT INTO scheduler_execution_logs (execution_id, key, ts, level, message)
+     SELECT $1, 'test:' || i, $2::timestamptz + i * interval '1 ms', 'info', 'many ' || i FROM generate_series(1, 2500) i`,
+    [long, '2026-01-01T00:00:00Z'],
+  );
+  const first = (await inject('GET', `/api/v1/executions/${long}/logs`)).json();
+  expect(first.logs).toHaveLength(DEFAULT_EXECUTION_LOG_PAGE);
+  expect(first.total).toBeGreaterThanOrEqual(2500);
+  const rest = (await inject('GET', `/api/v1/executions/${long}/logs?offset=${DEFAULT_EXECUTION_LOG_PAGE}`)).json();
+  expect([rest.logs.length, rest.total]).toEqual([DEFAULT_EXECUTION_LOG_PAGE, first.total]);
+  // a client asking for more still gets it, up to the 10,000 of one page
+  const all = (await inject('GET', `/api/v1/executions/${long}/logs?limit=10000`)).json();
+  expect(all.logs).toHaveLength(first.total);
+  expect(messages(all).filter((m: string) => m.startsWith('many '))).toEqual(Array.from({ length: 2500 }, (_, i) => `many ${i + 1}`));
+});
+
+test('without a query, a log shorter than a page: every line in order, and the total', async () => {
   const r = await inject('GET', `/api/v1/executions/${id}/logs`);
   expect(r.statusCode).toBe(200);
   const body = r.json();

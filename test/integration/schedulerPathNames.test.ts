@@ -55,3 +55,18 @@ test('the CLI refuses . and .. as a workflow rather than asking for another path
     expect((await cli(runWorkflows, ['run', name])).stderr).toBe(`armada: no workflow is named "${name}": . and .. are never names (a URL path cannot carry them)\n`);
   }
 });
+
+test("blank names are a 400 naming the field: a flow task's flow, and the executions list's workflow filter", async () => {
+  // the flow was the one name of a workflow's tasks that could be white space alone (source and name could not)
+  for (const flow of [' ', '\t\n', '\u3000', '\ufeff']) {
+    const r = await inject('POST', '/api/v1/workflows', { name: 'blank-flow', tasks: [{ name: 'f', type: 'flow', source: 'contract', flow }] });
+    expect([JSON.stringify(flow), r.statusCode, r.json().detail]).toEqual([JSON.stringify(flow), 400, expect.stringMatching(/^Request body is invalid: tasks\.0\.flow must match pattern /)]);
+  }
+  // no workflow is named white space (WORKFLOW_NAME): such a filter was answered 200 with an empty list
+  for (const q of ['%20', '%09', '%E3%80%80', '%20%20']) {
+    const r = await inject('GET', `/api/v1/executions?workflow=${q}`);
+    expect([q, r.statusCode, r.json().detail]).toEqual([q, 400, expect.stringMatching(/^Request querystring is invalid: workflow must match pattern /)]);
+  }
+  expect((await inject('GET', '/api/v1/executions?workflow=no-such-workflow')).json()).toEqual({ executions: [] });
+  expect((await inject('GET', '/api/v1/executions?workflow=%20a%20')).statusCode).toBe(200);
+});

@@ -247,7 +247,13 @@ describe('scheduler workflows, schedules and executions', () => {
       return e.status !== 'running' && e;
     }, 60_000);
     expect(done).toMatchObject({ status: 'completed', tasks: [{ name: 'count', status: 'completed' }] });
-    const logs: { level: string; message: string }[] = (await inject('GET', `/api/v1/executions/${id}/logs`)).json().logs;
+    // more than one page (10,000 lines at most, 1,000 without limit): read them all
+    const logs: { level: string; message: string }[] = [];
+    for (let total = Infinity; logs.length < total; ) {
+      const page = (await inject('GET', `/api/v1/executions/${id}/logs?limit=10000&offset=${logs.length}`)).json();
+      logs.push(...page.logs);
+      total = page.total;
+    }
     const counted = logs.filter((l) => /^\d+$/.test(l.message)).map((l) => Number(l.message));
     const expected = [...Array.from({ length: 10_000 }, (_v, i) => i + 1), ...Array.from({ length: 1_000 }, (_v, i) => 199_001 + i)];
     expect(counted).toEqual(expected);

@@ -236,6 +236,43 @@ describe('openapiToTools', () => {
     expect(buildRequest(served('getFlag'), { on: true }).url).toBe('http://h/base/flags/true');
   });
 
+  // encodeURIComponent threw its bare "URI malformed" for a path value, and a query value went out with U+FFFD
+  test('a path, query, cookie or form value holding an unpaired surrogate is refused naming it; a pair is sent as UTF-8', () => {
+    const doc = {
+      openapi: '3.0.3',
+      info: { title: 'T', version: '1' },
+      paths: {
+        '/items/{id}': {
+          get: {
+            operationId: 'getItem',
+            parameters: [
+              { name: 'id', in: 'path', required: true, schema: { type: 'string' } },
+              { name: 'q', in: 'query', schema: { type: 'string' } },
+              { name: 'tags', in: 'query', schema: { type: 'array', items: { type: 'string' } } },
+              { name: 'session', in: 'cookie', schema: { type: 'string' } },
+            ],
+          },
+          post: {
+            operationId: 'postItem',
+            parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+            requestBody: { content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { note: { type: 'string' } } } } } },
+          },
+        },
+      },
+    };
+    const api = openapiToTools(doc);
+    const served = (name: string) => ({ tool: api.tools.find((t) => t.name === name) as never, target: { baseUrl: 'http://h', headers: {} } });
+    const why = 'must be well-formed Unicode: it holds an unpaired UTF-16 surrogate (U+D800–U+DFFF), which a URL cannot carry; send each astral character as a pair';
+    expect(() => buildRequest(served('getItem'), { id: 'a\ud800' })).toThrow(`path parameter id ${why}`);
+    expect(() => buildRequest(served('getItem'), { id: 'x', q: '\udfff' })).toThrow(`query parameter q ${why}`);
+    expect(() => buildRequest(served('getItem'), { id: 'x', tags: ['ok', '\ud83d'] })).toThrow(`query parameter tags ${why}`);
+    expect(() => buildRequest(served('getItem'), { id: 'x', session: '\ud800' })).toThrow(`cookie parameter session ${why}`);
+    // the form's fields are arguments of their own
+    expect(Object.keys(api.tools.find((t) => t.name === 'postItem')?.inputSchema.properties ?? {})).toEqual(['id', 'note']);
+    expect(() => buildRequest(served('postItem'), { id: 'x', note: '\ud800' })).toThrow(`body field note ${why}`);
+    expect(buildRequest(served('getItem'), { id: '\ud83d\ude00', q: '\ud83d\ude00' }).url).toBe('http://h/items/%F0%9F%98%80?q=%F0%9F%98%80');
+  });
+
   test('a GET or HEAD with a request body (OpenAPI 3 requestBody, Swagger 2.0 in: body): no inputs for it, since fetch never sends it', async () => {
     const body = { required: true, content: { 'application/json': { schema: { type: 'object', required: ['q'], properties: { q: { type: 'string' } } } } } };
     const doc = {

@@ -75,7 +75,7 @@ function LogsDialog({ execution, onClose }: { execution: Execution; onClose: () 
             </button>
           ) : (
             <>
-              Read the rest from the scheduler API: <code>GET /api/v1/executions/{execution.id}/logs?offset={MAX_DIALOG_LINES}</code>.
+              Read the rest from the scheduler API: <code>GET /api/v1/executions/{execution.id}/logs?offset={MAX_DIALOG_LINES}&amp;limit={MAX_DIALOG_LINES}</code> (without <code>limit</code>, a page of 1,000 lines), and on with <code>offset</code> until it reaches <code>total</code>.
             </>
           )}
         </p>
