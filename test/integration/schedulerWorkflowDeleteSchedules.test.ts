@@ -26,10 +26,14 @@ const temporalHas = async (temporalId: string): Promise<boolean> =>
     .describe()
     .then(() => true, () => false);
 
-/** Resolves once `n` backends wait for a lock (the requests sent are queued behind the test's lock). */
+/**
+ * Resolves once `n` backends of this file's database wait for a lock (the requests sent are queued behind the test's
+ * lock). Counted in this database only: pg_locks counted the waits of every file running at once on the run's
+ * PostgreSQL, so under load the DELETE could go before the PATCH had queued (and be granted first: the PATCH's 404).
+ */
 async function lockWaiters(n: number): Promise<void> {
   for (let i = 0; i < 200; i++) {
-    const { rows } = await stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted');
+    const { rows } = await stack.db.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
     if ((rows[0]?.n ?? 0) >= n) return;
     await new Promise((r) => setTimeout(r, 25));
   }

@@ -7,7 +7,7 @@ import type { ServiceName } from '../../api/services';
 import { spawnArmada } from './armadaProcess';
 import { env, TEST_API_KEY } from './harness';
 
-const { freePort } = require('./ports') as { freePort(): Promise<number> };
+const { freePort, portTakenMeanwhile } = require('./ports') as { freePort(): Promise<number>; portTakenMeanwhile(message: string): boolean };
 
 const ALL_SERVICES: ServiceName[] = ['task', 'scheduler', 'agents', 'traces'];
 const PORT_VARIABLES: Record<ServiceName, string> = {
@@ -45,6 +45,17 @@ export interface ApiProcess {
  * resolves once it listens.
  */
 export async function spawnApi(opts: ApiProcessOptions): Promise<ApiProcess> {
+  // a port freePort found free can be taken by another file's server before this one binds it: new ports, twice more
+  for (let tries = 1; ; tries++) {
+    try {
+      return await spawnApiOnce(opts);
+    } catch (err) {
+      if (tries === 3 || !portTakenMeanwhile((err as Error).message)) throw err;
+    }
+  }
+}
+
+async function spawnApiOnce(opts: ApiProcessOptions): Promise<ApiProcess> {
   const services = opts.services ?? ALL_SERVICES;
   const ports: Partial<Record<ServiceName, number>> = {};
   for (const s of services) ports[s] = await freePort();

@@ -48,7 +48,7 @@ test('the quiet phase of npm test names files that exist, once; the rest phase l
   expect(quiet.workers).toBe(2);
   const rest = configOf('rest');
   expect(rest.testMatch).toEqual(['**/*.test.ts']);
-  expect(rest.workers).toBe(3);
+  expect(rest.workers).toBe(4);
   for (const rel of QUIET_PHASE) expect(rest.ignore.some((p) => new RegExp(p.replace('<rootDir>', ROOT)).test(path.join(ROOT, rel)))).toBe(true);
   // a file beside one of them (same name, another folder) is not left out
   expect(rest.ignore.some((p) => new RegExp(p.replace('<rootDir>', ROOT)).test(path.join(ROOT, 'test/unit/browser.test.ts')))).toBe(false);
