@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { notFound, validationError } from '../../lib/errors';
 import { newId } from '../../lib/ids';
-import { receiversOf, type ReceiverRow } from '../../lib/db/webhookReceivers';
+import { getReceiver, receiversOf, type ReceiverRow } from '../../lib/db/webhookReceivers';
 import { WEBHOOK_EVENTS, deleteWebhook, getWebhook, insertWebhook, listDeliveries, listWebhooks, type DeliveryRow, type WebhookRow } from '../../lib/db/webhooks';
 import { sealSecret } from '../../lib/secretBox';
 import { ok, okPage, pagination } from '../http/envelope';
@@ -117,8 +117,7 @@ export const webhookRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
   app.get('/webhooks/:id', { schema: { tags, params: IdParams, response: { 200: Envelope(Webhook), ...ErrorResponses } } }, async (request) => {
     const w = await getWebhook(deps.db, request.params.id);
     if (!w) throw notFound(`Webhook ${request.params.id} not found`);
-    const receivers = await receiversOf(deps.db, [w.id]);
-    return ok(version, webhookView(w, receivers.get(w.id)));
+    return ok(version, webhookView(w, await getReceiver(deps.db, w.id)));
   });
 
   app.delete(

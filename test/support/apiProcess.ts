@@ -7,7 +7,7 @@ import type { ServiceName } from '../../api/services';
 import { spawnArmada } from './armadaProcess';
 import { env, TEST_API_KEY } from './harness';
 
-const { freePort, portTakenMeanwhile } = require('./ports') as { freePort(): Promise<number>; portTakenMeanwhile(message: string): boolean };
+const { freePort, whilePortTaken } = require('./ports') as { freePort(): Promise<number>; whilePortTaken<T>(start: (tries: number) => Promise<T>): Promise<T> };
 
 const ALL_SERVICES: ServiceName[] = ['task', 'scheduler', 'agents', 'traces'];
 const PORT_VARIABLES: Record<ServiceName, string> = {
@@ -44,15 +44,9 @@ export interface ApiProcess {
  * Spawns `armada api` on free ports with the test API key and warn-level JSON logs (no second scheduler listener) and
  * resolves once it listens.
  */
-export async function spawnApi(opts: ApiProcessOptions): Promise<ApiProcess> {
+export function spawnApi(opts: ApiProcessOptions): Promise<ApiProcess> {
   // a port freePort found free can be taken by another file's server before this one binds it: new ports, twice more
-  for (let tries = 1; ; tries++) {
-    try {
-      return await spawnApiOnce(opts);
-    } catch (err) {
-      if (tries === 3 || !portTakenMeanwhile((err as Error).message)) throw err;
-    }
-  }
+  return whilePortTaken(() => spawnApiOnce(opts));
 }
 
 async function spawnApiOnce(opts: ApiProcessOptions): Promise<ApiProcess> {

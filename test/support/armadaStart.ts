@@ -9,7 +9,7 @@ import path from 'node:path';
 
 import { processesUsing } from './processes';
 
-const { freePort, portTakenMeanwhile } = require('./ports') as { freePort(): Promise<number>; portTakenMeanwhile(message: string): boolean };
+const { freePort, whilePortTaken } = require('./ports') as { freePort(): Promise<number>; whilePortTaken<T>(start: (tries: number) => Promise<T>): Promise<T> };
 const BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
 
 export interface StartPorts {
@@ -72,15 +72,9 @@ function envFor(home: string, ports: StartPorts, extra: NodeJS.ProcessEnv): Node
  * `armada start` on ARMADA_HOME `home`, resolved once it prints its banner (its ready line); when a port picked for it was taken
  * meanwhile by another test file, again on fresh ports. `ports` reuses the ports of an earlier start.
  */
-export async function startArmada(home: string, extraEnv: NodeJS.ProcessEnv = {}, ports?: StartPorts): Promise<RunningArmada> {
-  for (let tries = 1; ; tries++) {
-    try {
-      return await startOnce(home, ports ?? (await pickPorts()), extraEnv);
-    } catch (err) {
-      if (tries === 3 || !portTakenMeanwhile((err as Error).message)) throw err;
-      ports = undefined;
-    }
-  }
+export function startArmada(home: string, extraEnv: NodeJS.ProcessEnv = {}, ports?: StartPorts): Promise<RunningArmada> {
+  // the given ports on the first try only: a retry picks fresh ones
+  return whilePortTaken(async (tries) => startOnce(home, (tries === 1 ? ports : undefined) ?? (await pickPorts()), extraEnv));
 }
 
 function startOnce(home: string, ports: StartPorts, extraEnv: NodeJS.ProcessEnv): Promise<RunningArmada> {

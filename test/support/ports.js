@@ -50,4 +50,18 @@ function portTakenMeanwhile(message) {
   return /EADDRINUSE|address already in use|could not create (any TCP\/IP sockets|listen socket)|port \d+ .*is in use\b/i.test(String(message));
 }
 
-module.exports = { freePort, portTakenMeanwhile };
+/**
+ * `start(tries)` (tries 1, 2, 3), again while it fails because a port it picked was taken meanwhile: each call picks
+ * its ports afresh (freePort). Any other failure, or the third, is thrown.
+ */
+async function whilePortTaken(start) {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await start(tries);
+    } catch (err) {
+      if (tries === 3 || !portTakenMeanwhile(err && err.message)) throw err;
+    }
+  }
+}
+
+module.exports = { freePort, portTakenMeanwhile, whilePortTaken };
