@@ -113,8 +113,8 @@ test('PostgreSQL frozen (SIGSTOP) 1.5 s after the platform got the request, for 
 
 /**
  * The two flows the next two tests follow, lost with one SIGKILL of the worker that sent them: one still in its local
- * try (inside the first workflow task), one already handed over to beginRun. Each waits for its own next try (the
- * workflow task's timeout; beginRun's 30 s heartbeat timeout), so they wait at once rather than one after the other.
+ * try (inside the first workflow task), one already handed over to beginRun. Each waits for its lost try to time out
+ * (beginRun's heartbeat timeout is 30 s) before its next try; with one kill those waits overlap instead of adding up.
  */
 let lostWithWorker: Promise<{ localTry: Promise<Ended>; handedOver: Promise<Ended>; handedOverId: string }> | undefined;
 type Ended = Awaited<ReturnType<typeof runToEnd>>;
