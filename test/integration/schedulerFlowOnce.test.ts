@@ -50,7 +50,9 @@ afterAll(async () => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const runsSent = () => fake.requests.filter((r) => r.method === 'POST' && r.path === `/api/v1/run/${FAKE_FLOWS.summarise.id}`).length;
+/** The flow requests the platform got (with this input: each test's flow has its own). */
+const runsSent = (input?: string) =>
+  fake.requests.filter((r) => r.method === 'POST' && r.path === `/api/v1/run/${FAKE_FLOWS.summarise.id}` && (input === undefined || (r.body as { input_value?: string } | null)?.input_value === input)).length;
 
 let sourceId: string | undefined;
 /** The fake platform as a source (one per URL). */
@@ -109,52 +111,64 @@ test('PostgreSQL frozen (SIGSTOP) 1.5 s after the platform got the request, for 
   expect(logs).toEqual(expect.arrayContaining(['Task f1 completed', 'Execution completed']));
 });
 
+/**
+ * The two flows the next two tests follow, lost with one SIGKILL of the worker that sent them: one still in its local
+ * try (inside the first workflow task), one already handed over to beginRun. Each waits for its lost try to time out
+ * (beginRun's heartbeat timeout is 30 s) before its next try; with one kill those waits overlap instead of adding up.
+ */
+let lostWithWorker: Promise<{ localTry: Promise<Ended>; handedOver: Promise<Ended>; handedOverId: string }> | undefined;
+type Ended = Awaited<ReturnType<typeof runToEnd>>;
+
+function loseBothFlowsWithTheirWorker(): NonNullable<typeof lostWithWorker> {
+  lostWithWorker ??= (async () => {
+    await stack.workers?.stop(); // only worker processes from here on
+    const first = await startWorkerProcess();
+    const source = await flowSource();
+    for (const [name, input] of [['first-flow', 'lost'], ['handed-over', 'handed']]) {
+      expect((await inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 'f1', type: 'flow', source, flow: FAKE_FLOWS.summarise.id, input }] })).statusCode).toBe(201);
+    }
+    fake.runDelayMs = 240_000; // no answer while the tests run
+    // handed over first: the local start waits LOCAL_START_MS, then beginRun (dispatched to the same worker) awaits
+    // the request in flight; both die with the worker, and the retried beginRun finds the local try's claim with no
+    // sign of life
+    const handedOver = runToEnd('handed-over', 180_000, () => runsSent('handed') > 1);
+    await eventually(async () => runsSent('handed') > 0, 60_000, 20);
+    // the request leaves once the row is held in its transaction; the commit follows
+    const handedOverId = await eventually(async () => (await stack.db.query("SELECT id FROM scheduler_executions WHERE workflow = 'handed-over'")).rows[0]?.id as string, 10_000, 20);
+    const client = await stack.temporal.client();
+    // beginRun was scheduled: the local try handed over
+    await eventually(async () => {
+      const events = (await client.workflow.getHandle(`execution:${handedOverId}`).fetchHistory()).events ?? [];
+      return events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'beginRun');
+    }, 30_000, 100);
+    // then the other flow, killed while its local try holds the request
+    const localTry = runToEnd('first-flow', 180_000, () => runsSent('lost') > 1);
+    await eventually(async () => runsSent('lost') > 0, 60_000, 20);
+    first.kill('SIGKILL');
+    await new Promise((r) => first.once('exit', r));
+    await startWorkerProcess();
+    // Temporal runs each task again once the lost try's timeout passed; that try finds the request sent
+    void Promise.allSettled([localTry, handedOver]).then(() => {
+      fake.runDelayMs = 0;
+    });
+    return { localTry, handedOver, handedOverId };
+  })();
+  return lostWithWorker;
+}
+
 test('the worker is killed (SIGKILL) while the platform holds a first flow: the next try does not send it again; the task fails saying the answer is unknown', async () => {
-  await stack.workers?.stop(); // only worker processes from here on
-  const first = await startWorkerProcess();
-  const source = await flowSource();
-  expect((await inject('POST', '/api/v1/workflows', { name: 'first-flow', tasks: [{ name: 'f1', type: 'flow', source, flow: FAKE_FLOWS.summarise.id, input: 'lost' }] })).statusCode).toBe(201);
-  fake.runDelayMs = 240_000; // no answer while the test runs
-  const before = runsSent();
-  const ended = runToEnd('first-flow', 180_000, () => runsSent() - before > 1);
-  await eventually(async () => runsSent() > before, 60_000, 20);
-  first.kill('SIGKILL');
-  await new Promise((r) => first.once('exit', r));
-  await startWorkerProcess();
-  // Temporal runs the task again once the lost try's heartbeat timeout passed; that try finds the request sent
-  const e = await ended;
-  fake.runDelayMs = 0;
-  expect(runsSent() - before).toBe(1);
+  const e = await (await loseBothFlowsWithTheirWorker()).localTry;
+  expect(runsSent('lost')).toBe(1);
   expect(e).toMatchObject({ status: 'failed', error: `Task f1 failed: ${LOST_FLOW_ERROR}` });
   expect(e.tasks[0]).toMatchObject({ name: 'f1', status: 'failed', error: LOST_FLOW_ERROR });
 });
 
 test('the worker is killed (SIGKILL) after its start handed the first flow over to beginRun: beginRun on the next worker does not send it again; the task fails saying the answer is unknown', async () => {
-  // the local start waits LOCAL_START_MS, then beginRun (dispatched to the same worker) awaits the request in flight;
-  // both die with the worker, and the retried beginRun finds the local try's claim with no sign of life
-  const current = workers.find((w) => w.exitCode === null && w.signalCode === null) ?? (await startWorkerProcess());
-  const source = await flowSource();
-  expect((await inject('POST', '/api/v1/workflows', { name: 'handed-over', tasks: [{ name: 'f1', type: 'flow', source, flow: FAKE_FLOWS.summarise.id, input: 'handed' }] })).statusCode).toBe(201);
-  fake.runDelayMs = 240_000;
-  const before = runsSent();
-  const ended = runToEnd('handed-over', 180_000, () => runsSent() - before > 1);
-  await eventually(async () => runsSent() > before, 60_000, 20);
-  // the request leaves once the row is held in its transaction; the commit follows
-  const executionId = await eventually(async () => (await stack.db.query("SELECT id FROM scheduler_executions WHERE workflow = 'handed-over'")).rows[0]?.id as string, 10_000, 20);
-  const client = await stack.temporal.client();
-  // beginRun was scheduled: the local try handed over
-  await eventually(async () => {
-    const events = (await client.workflow.getHandle(`execution:${executionId}`).fetchHistory()).events ?? [];
-    return events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'beginRun');
-  }, 30_000, 100);
-  current.kill('SIGKILL');
-  await new Promise((r) => current.once('exit', r));
-  await startWorkerProcess();
-  const e = await ended;
-  fake.runDelayMs = 0;
-  expect(runsSent() - before).toBe(1);
+  const { handedOver, handedOverId } = await loseBothFlowsWithTheirWorker();
+  const e = await handedOver;
+  expect(runsSent('handed')).toBe(1);
   expect(e).toMatchObject({ status: 'failed', error: `Task f1 failed: ${LOST_FLOW_ERROR}` });
-  const claim = await stack.db.query('SELECT state, attempt FROM scheduler_task_outcomes WHERE execution_id = $1 AND task_index = 0', [executionId]);
+  const claim = await stack.db.query('SELECT state, attempt FROM scheduler_task_outcomes WHERE execution_id = $1 AND task_index = 0', [handedOverId]);
   expect(claim.rows[0]).toMatchObject({ state: 'done' });
   expect(claim.rows[0].attempt).toBeLessThan(0); // the local try's claim, recorded lost by the retried beginRun
 });

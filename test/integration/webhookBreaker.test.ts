@@ -40,6 +40,13 @@ const down = new Set<string>();
 const inFlight = new Map<string, number>();
 const hung: http.ServerResponse[] = [];
 
+/**
+ * The delivery to a receiver that never answers waits out webhooks.retryForMs (18 s): it runs from the file's start,
+ * beside the tests before its own (each test has its own path and event type; a single delivery is never held back,
+ * so the deferral counter the others read does not move for it), and ends before the last test.
+ */
+let neverAnswered: Promise<{ hookId: string; createdAt: number; error: WorkflowFailedError; endedAt: number }>;
+
 const inject = (method: 'GET' | 'POST' | 'DELETE', path: string, payload?: unknown) => stack.app('task').inject({ method, url: path, payload: payload as object });
 const base = () => `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
@@ -73,6 +80,8 @@ beforeAll(async () => {
     worker: true,
     file: { webhooks: { timeoutMs: 2000, maxTries: MAX_TRIES, retryForMs: RETRY_FOR_MS, openAfterFailures: 3, backoffInitialMs: 100, backoffMaxMs: 300 } },
   });
+  neverAnswered = deliverToAReceiverThatNeverAnswers();
+  neverAnswered.catch(() => undefined); // its test reports it
 });
 afterAll(async () => {
   for (const r of hung) r.destroy();
@@ -106,6 +115,13 @@ const logOf = async (hookId: string): Promise<Try[]> => {
 async function outcome(hookId: string, seq: number): Promise<unknown> {
   const handle = (await stack.temporal.client()).workflow.getHandle(`webhook:${hookId}:${seq}`);
   return eventually(async () => handle.result().then((r) => ({ result: r }), (e: unknown) => (e instanceof WorkflowNotFoundError ? undefined : { error: e })), 60_000);
+}
+async function deliverToAReceiverThatNeverAnswers() {
+  const hookId = await hook('/hang', 'approval.approved');
+  const [seq] = (await publish('approval.approved', 1)) as [number];
+  const { rows } = await stack.db.query<{ created_at: Date }>('SELECT created_at FROM events WHERE seq = $1', [seq]);
+  const { error } = (await outcome(hookId, seq)) as { error: WorkflowFailedError };
+  return { hookId, createdAt: rows[0]?.created_at.getTime() as number, error, endedAt: Date.now() };
 }
 const deferred = async () => (await stack.metrics.registry.getSingleMetric('armada_webhook_deliveries_deferred_total')?.get())?.values[0]?.value ?? 0;
 
@@ -216,15 +232,11 @@ test('a delivery the receiver keeps refusing (503) while it answers the others: 
 });
 
 test('a receiver that never answers (each try times out after 2 s): the delivery gives up after webhooks.retryForMs', async () => {
-  const hookId = await hook('/hang', 'approval.approved');
-  const [seq] = (await publish('approval.approved', 1)) as [number];
-  const { rows } = await stack.db.query<{ created_at: Date }>('SELECT created_at FROM events WHERE seq = $1', [seq]);
-  const { error } = (await outcome(hookId, seq)) as { error: WorkflowFailedError };
-  const endedAt = Date.now();
+  const { hookId, createdAt, error, endedAt } = await neverAnswered;
   const cause = error.cause as ApplicationFailure;
   expect(cause.type).toBe('WEBHOOK_GAVE_UP');
   expect(cause.message.startsWith(`gave up: delivery to webhook ${hookId}: `)).toBe(true);
-  expect(endedAt - (rows[0]?.created_at.getTime() as number)).toBeGreaterThanOrEqual(RETRY_FOR_MS - 1000);
+  expect(endedAt - createdAt).toBeGreaterThanOrEqual(RETRY_FOR_MS - 1000);
   const tries = (await logOf(hookId)).sort((a, b) => a.attempt - b.attempt);
   expect(tries.length).toBeGreaterThanOrEqual(3);
   expect(tries.slice(3).every((t) => t.probe)).toBe(true);
