@@ -35,6 +35,14 @@ export interface DeliverResult {
   skipped?: boolean;
 }
 
+/**
+ * The details of a try to retry: its pause again, for the workflow (Temporal gives it the failure without its
+ * nextRetryDelay), which needs it when the retry policy of an activity scheduled before today's ran out of attempts.
+ */
+export interface RetryDetails {
+  retryInMs: number;
+}
+
 interface Loaded {
   webhook: WebhookRow;
   event: { type: string; data: Record<string, unknown>; created_at: Date };
@@ -205,10 +213,12 @@ export function createWebhookActivities(deps: ActivityDeps) {
     }
     deferrals.inc();
     const waitMs = receiver.probe_in_ms > 0 ? receiver.probe_in_ms : Math.max(policy.backoffInitialMs, Math.min(receiver.lease_left_ms, receiver.probe_interval_ms));
+    const retryInMs = Math.max(1, Math.min(withJitter(waitMs), leftMs));
     return ApplicationFailure.create({
       type: 'WEBHOOK_DEFERRED',
       message: `delivery to webhook ${input.webhookId}: held back, the receiver has been failing since ${since} (${receiver.consecutive_failures} failed tries in a row)`,
-      nextRetryDelay: Math.max(1, Math.min(withJitter(waitMs), leftMs)),
+      nextRetryDelay: retryInMs,
+      details: [{ retryInMs } satisfies RetryDetails],
       // an expected outcome, not an error: the SDK logs it at debug, not as a warning per held delivery per probe
       // pause (1,600 held deliveries made 1,600 warnings a pause), and Temporal does not count it as a failure
       category: ApplicationFailureCategory.BENIGN,
@@ -221,8 +231,8 @@ export function createWebhookActivities(deps: ActivityDeps) {
    */
   function retryLater(message: string, attempt: number, receiver: ReceiverRow | undefined, ageMs: number): never {
     const probeInMs = receiver && receiver.consecutive_failures >= policy.openAfterFailures ? receiver.probe_in_ms : 0;
-    const waitMs = withJitter(Math.max(backoffMs(policy, attempt), probeInMs));
-    throw ApplicationFailure.create({ type: 'WEBHOOK_FAILED', message, nextRetryDelay: Math.max(1, Math.min(waitMs, policy.retryForMs - ageMs)) });
+    const retryInMs = Math.max(1, Math.min(withJitter(Math.max(backoffMs(policy, attempt), probeInMs)), policy.retryForMs - ageMs));
+    throw ApplicationFailure.create({ type: 'WEBHOOK_FAILED', message, nextRetryDelay: retryInMs, details: [{ retryInMs } satisfies RetryDetails] });
   }
 
   /** The signed POST, its status read and its body never (a receiver streaming gigabytes would fill the worker). */
