@@ -10,7 +10,8 @@ import { FOREIGN_KEY_VIOLATION } from '../lib/db/pool';
 import { claimProbe, getReceiver, recordReceiverAnswered, recordReceiverFailure, type ReceiverRow } from '../lib/db/webhookReceivers';
 import { deliveryTries, getWebhook, recordDelivery, type WebhookRow } from '../lib/db/webhooks';
 import { lazyEncryptionKey } from '../lib/keys';
-import { fetchFailureReason } from '../lib/http/fetchFailure';
+import { badPortOf, badPortReason } from '../lib/http/badPorts';
+import { fetchFailureReason, isBadPortFailure } from '../lib/http/fetchFailure';
 import { counter } from '../lib/metrics';
 import { openSecret } from '../lib/secretBox';
 import { WEBHOOK_GAVE_UP, backoffMs, deliveryPolicy, withJitter } from '../lib/webhooks/deliveryPolicy';
@@ -32,6 +33,14 @@ export interface DeliverResult {
   attempt: number;
   statusCode?: number;
   skipped?: boolean;
+}
+
+/**
+ * The details of a try to retry: its pause again, for the workflow (Temporal gives it the failure without its
+ * nextRetryDelay), which needs it when the retry policy of an activity scheduled before today's ran out of attempts.
+ */
+export interface RetryDetails {
+  retryInMs: number;
 }
 
 interface Loaded {
@@ -103,6 +112,10 @@ export function createWebhookActivities(deps: ActivityDeps) {
     // none of the delivery's tries, which are the receiver's
     const loaded = await untilPostgresAnswers(() => load(input), { reserveMs: policy.timeoutMs + RECORD_RESERVE_MS });
     if (!loaded) return { attempt: 0, skipped: true };
+    // a URL on a port fetch never connects to (registered before the API refused them) cannot be delivered, ever:
+    // final at once, without a request and whatever the breaker says, instead of retried for webhooks.retryForMs
+    const badPort = badPortOf(new URL(loaded.webhook.url));
+    if (badPort !== undefined) return refuseBadPort(input, loaded, Math.max(loaded.tries.last, sentBefore) + 1, badPort);
     // retryForMs runs from the event's commit (the body's timestamp), so a delivery held back ends on the same schedule
     const ageMs = () => Date.now() - loaded.event.created_at.getTime();
     const go = await untilPostgresAnswers(() => turn(input, delivery, loaded.receiver));
@@ -144,6 +157,23 @@ export function createWebhookActivities(deps: ActivityDeps) {
     return retryLater(message, attempt, receiver, ageMs());
   }
 
+  /**
+   * The try of a webhook whose URL is on a bad port (lib/http/badPorts.ts): no request, one row in the log saying why
+   * and what to do, and a final failure (the workflow gives up). The breaker is left alone: no receiver was tried.
+   */
+  async function refuseBadPort(input: DeliveryInput, loaded: Loaded, attempt: number, port: number): Promise<DeliverResult> {
+    const error = `not sent: ${badPortReason(port)}: serve the receiver on another port and register the webhook with that URL`;
+    try {
+      await untilPostgresAnswers(() =>
+        recordDelivery(deps.db, { ...input, eventType: loaded.event.type, attempt, statusCode: null, success: false, error, durationMs: 0, probe: false }),
+      );
+    } catch (err) {
+      if ((err as { code?: unknown }).code === FOREIGN_KEY_VIOLATION && !(await getWebhook(deps.db, input.webhookId))) return { attempt: 0, skipped: true };
+      throw err;
+    }
+    throw ApplicationFailure.create({ type: 'WEBHOOK_REJECTED', message: `delivery to webhook ${input.webhookId}: ${error}`, nonRetryable: true });
+  }
+
   async function load(input: DeliveryInput): Promise<Loaded | undefined> {
     const webhook = await getWebhook(deps.db, input.webhookId);
     if (!webhook?.active) return undefined;
@@ -183,10 +213,12 @@ export function createWebhookActivities(deps: ActivityDeps) {
     }
     deferrals.inc();
     const waitMs = receiver.probe_in_ms > 0 ? receiver.probe_in_ms : Math.max(policy.backoffInitialMs, Math.min(receiver.lease_left_ms, receiver.probe_interval_ms));
+    const retryInMs = Math.max(1, Math.min(withJitter(waitMs), leftMs));
     return ApplicationFailure.create({
       type: 'WEBHOOK_DEFERRED',
       message: `delivery to webhook ${input.webhookId}: held back, the receiver has been failing since ${since} (${receiver.consecutive_failures} failed tries in a row)`,
-      nextRetryDelay: Math.max(1, Math.min(withJitter(waitMs), leftMs)),
+      nextRetryDelay: retryInMs,
+      details: [{ retryInMs } satisfies RetryDetails],
       // an expected outcome, not an error: the SDK logs it at debug, not as a warning per held delivery per probe
       // pause (1,600 held deliveries made 1,600 warnings a pause), and Temporal does not count it as a failure
       category: ApplicationFailureCategory.BENIGN,
@@ -199,8 +231,8 @@ export function createWebhookActivities(deps: ActivityDeps) {
    */
   function retryLater(message: string, attempt: number, receiver: ReceiverRow | undefined, ageMs: number): never {
     const probeInMs = receiver && receiver.consecutive_failures >= policy.openAfterFailures ? receiver.probe_in_ms : 0;
-    const waitMs = withJitter(Math.max(backoffMs(policy, attempt), probeInMs));
-    throw ApplicationFailure.create({ type: 'WEBHOOK_FAILED', message, nextRetryDelay: Math.max(1, Math.min(waitMs, policy.retryForMs - ageMs)) });
+    const retryInMs = Math.max(1, Math.min(withJitter(Math.max(backoffMs(policy, attempt), probeInMs)), policy.retryForMs - ageMs));
+    throw ApplicationFailure.create({ type: 'WEBHOOK_FAILED', message, nextRetryDelay: retryInMs, details: [{ retryInMs } satisfies RetryDetails] });
   }
 
   /** The signed POST, its status read and its body never (a receiver streaming gigabytes would fill the worker). */
@@ -231,7 +263,8 @@ export function createWebhookActivities(deps: ActivityDeps) {
     } catch (err) {
       // the reason, not undici's "fetch failed" (lib/http/fetchFailure.ts)
       const why = fetchFailureReason(err);
-      return { statusCode: null, error: why === 'timed out' ? 'timed out' : `request failed: ${why}`, final: false, durationMs: Date.now() - started };
+      // a bad port the list above missed (a Node whose fetch blocks more ports): asking again cannot help either
+      return { statusCode: null, error: why === 'timed out' ? 'timed out' : `request failed: ${why}`, final: isBadPortFailure(err), durationMs: Date.now() - started };
     }
   }
 }

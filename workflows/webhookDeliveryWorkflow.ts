@@ -9,12 +9,17 @@
  * carrying the last error), after its last try is in the log, so Temporal's UI and failure metrics show it; a webhook
  * deleted or deactivated meanwhile is a completed skip.
  */
-import { ApplicationFailure, patched, proxyActivities } from '@temporalio/workflow';
+import { RetryState } from '@temporalio/common';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import type { DeliverResult, RetryDetails } from '../activities/webhooks';
 import { WEBHOOK_GAVE_UP } from '../lib/webhooks/deliveryPolicy';
 import { failureMessage } from './failureMessage';
 
 export { WEBHOOK_GAVE_UP };
+
+/** Above the longest pause a try asks for (webhooks.backoffMaxMs, at most 1 h, and its 10 % jitter): a bound, not a policy. */
+const MAX_PAUSE_MS = 2 * 3_600_000;
 
 const { deliver } = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
@@ -48,11 +53,39 @@ export interface WebhookDeliveryResult {
 
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
   try {
-    const r = await deliver(input);
+    const r = await deliverUnderTodaysPolicy(input);
     return r.skipped ? { delivered: false, skipped: true } : { delivered: true, attempts: r.attempt };
   } catch (err) {
     const error = failureMessage(err);
     if (patched('webhook-gave-up-fails')) throw ApplicationFailure.create({ type: WEBHOOK_GAVE_UP, message: `gave up: ${error}`, nonRetryable: true });
     return { delivered: false, error };
   }
+}
+
+/**
+ * `deliver`, and once more when its tries ran out under a retry policy of 8 attempts. Temporal keeps the retry policy
+ * an activity was scheduled with, so a delivery whose activity was scheduled before the delivery policy moved into
+ * the activity (webhooks.maxTries, webhooks.retryForMs, the breaker) would otherwise end after 8 attempts, held-back
+ * tries included; today's policy has no attempt limit, so running out of attempts means exactly that. The activity
+ * scheduled again has today's retry policy and goes on from the delivery log (its tries are numbered and counted
+ * there), after the pause the last try asked for. Patch `webhook-old-retry-policy-continues`: histories that ended
+ * after 8 attempts replay as they ran.
+ */
+async function deliverUnderTodaysPolicy(input: WebhookDeliveryInput): Promise<DeliverResult> {
+  try {
+    return await deliver(input);
+  } catch (err) {
+    if (!(err instanceof ActivityFailure && err.retryState === RetryState.MAXIMUM_ATTEMPTS_REACHED)) throw err;
+    if (!patched('webhook-old-retry-policy-continues')) throw err;
+    const pauseMs = retryInMs(err.cause);
+    if (pauseMs > 0) await sleep(pauseMs);
+    return deliver(input);
+  }
+}
+
+/** The pause a failed try asked for (its nextRetryDelay, which Temporal does not hand to the workflow: the details). */
+function retryInMs(cause: unknown): number {
+  const details = cause instanceof ApplicationFailure ? (cause.details?.[0] as Partial<RetryDetails> | undefined) : undefined;
+  const ms = details?.retryInMs;
+  return typeof ms === 'number' && Number.isFinite(ms) ? Math.min(Math.max(0, ms), MAX_PAUSE_MS) : 0;
 }

@@ -3,6 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { notFound, validationError } from '../../lib/errors';
+import { BAD_PORTS, badPortOf, badPortReason } from '../../lib/http/badPorts';
 import { newId } from '../../lib/ids';
 import { getReceiver, receiversOf, type ReceiverRow } from '../../lib/db/webhookReceivers';
 import { WEBHOOK_EVENTS, deleteWebhook, getWebhook, insertWebhook, listDeliveries, listWebhooks, type DeliveryRow, type WebhookRow } from '../../lib/db/webhooks';
@@ -46,9 +47,13 @@ const Delivery = Type.Object({
 /** An absolute http(s) URL without credentials, so the document tells clients what the handler accepts. */
 export const WEBHOOK_URL_PATTERN = '^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+(?:[/?#][^\\s]*)?$';
 
+const WEBHOOK_URL_DESCRIPTION =
+  'absolute http(s) URL without credentials. Its port must not be one that fetch never connects to (the Fetch standard\'s "bad ports": ' +
+  `${[...BAD_PORTS].join(', ')}): such a URL is refused with 400 VALIDATION_ERROR naming the port; serve the receiver on another port`;
+
 const CreateWebhookBody = Type.Object(
   {
-    url: Type.String({ minLength: 1, maxLength: 2000, pattern: WEBHOOK_URL_PATTERN, description: 'absolute http(s) URL without credentials' }),
+    url: Type.String({ minLength: 1, maxLength: 2000, pattern: WEBHOOK_URL_PATTERN, description: WEBHOOK_URL_DESCRIPTION }),
     events: Type.Array(StringEnum(WEBHOOK_EVENTS), { minItems: 1, maxItems: WEBHOOK_EVENTS.length, uniqueItems: true }),
     secret: Type.String({ minLength: 1, maxLength: 500 }),
   },
@@ -92,6 +97,9 @@ function httpUrl(raw: string): string {
     throw validationError('url must be an absolute http(s) URL', { url: 'must be an absolute http(s) URL' });
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw validationError('url must use http or https', { url: 'must use http or https' });
+  // a URL fetch refuses could never be delivered: every delivery would fail for the whole of webhooks.retryForMs
+  const bad = badPortOf(u);
+  if (bad !== undefined) throw validationError(`url: ${badPortReason(bad)}: use another port`, { url: `${badPortReason(bad)}: use another port` });
   return u.toString();
 }
 

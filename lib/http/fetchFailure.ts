@@ -55,11 +55,16 @@ export function fetchFailure(err: unknown): { reason: string; code?: string } {
     return { reason: words && words !== found.code ? `${words} (${found.code})` : found.code, code: found.code };
   }
   // undici refuses the Fetch standard's blocked ports (6000, 6665–6669, …) before connecting, with no code
-  if ((e?.cause as ErrorLike | undefined)?.message === 'bad port') return { reason: BAD_PORT };
+  if (isBadPortFailure(e)) return { reason: BAD_PORT };
   return { reason: typeof e?.message === 'string' ? e.message : String(err) };
 }
 
 const BAD_PORT = 'the port is one fetch never connects to (a "bad port" of the Fetch standard, such as 6000 or 6667); serve it on another port';
+
+/** Whether fetch refused the request for its port (lib/http/badPorts.ts lists them): nothing was sent, and never will be. */
+export function isBadPortFailure(err: unknown): boolean {
+  return ((err as ErrorLike | undefined)?.cause as ErrorLike | undefined)?.message === 'bad port';
+}
 
 /** fetchFailure's reason alone. */
 export const fetchFailureReason = (err: unknown): string => fetchFailure(err).reason;

