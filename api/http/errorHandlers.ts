@@ -48,7 +48,9 @@ export function classifyError(err: unknown): ClassifiedError {
     const details = validationDetails(fe.validation, fe.validationContext);
     const first = Object.entries(details)[0];
     const where = fe.validationContext === 'body' ? 'Request body' : `Request ${fe.validationContext ?? 'input'}`;
-    return { statusCode: 400, code: 'VALIDATION_ERROR', message: first ? `${where} is invalid: ${first[0]} ${first[1]}` : `${where} is invalid`, details, internal: false };
+    // "headers" is the one plural part Fastify names ("Request headers is invalid" read as a typo in every answer)
+    const is = fe.validationContext === 'headers' ? 'are' : 'is';
+    return { statusCode: 400, code: 'VALIDATION_ERROR', message: first ? `${where} ${is} invalid: ${first[0]} ${first[1]}` : `${where} ${is} invalid`, details, internal: false };
   }
   const status = typeof fe?.statusCode === 'number' ? fe.statusCode : 500;
   if (status >= 400 && status < 500) {

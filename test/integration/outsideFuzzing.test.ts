@@ -1,0 +1,62 @@
+/**
+ * What session 45's outside-fuzzing pass found, each sent to the real services over loopback (Node's HTTP parser and
+ * Fastify's, not `inject`), each answer checked for its status and documented shape, and refused writes checked to
+ * have stored nothing:
+ * - a Content-Type naming `charset` twice was read by its first one only (`utf-8; charset=latin1` passed,
+ *   `latin1; charset=utf-8` was a 415): now every charset named must be UTF-8, in either order (docs/security.md);
+ * - the headers' 400 read "Request headers is invalid" (now "are");
+ * - the code-hosting routes' error shape, exactly as docs/codehost.md "Errors" states it: their own
+ *   `{success, error: "<code>", message}` for what their handler answers (415, 413, malformed JSON, the device flow
+ *   unconfigured), the envelope for the 405 of the service's not-found handler.
+ */
+import type { AddressInfo } from 'node:net';
+import { startTestStack, type TestStack } from '../support/harness';
+
+let stack: TestStack;
+const bases: Record<'task' | 'scheduler', string> = { task: '', scheduler: '' };
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: ['task', 'scheduler'] });
+  for (const service of ['task', 'scheduler'] as const) {
+    const app = stack.app(service);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    bases[service] = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  }
+}, 120_000);
+afterAll(async () => {
+  await stack?.close();
+});
+
+async function send(service: 'task' | 'scheduler', method: string, path: string, body: string | undefined, headers: Record<string, string> = {}) {
+  const auth: Record<string, string> = service === 'scheduler' ? { 'x-api-key': stack.keys.scheduler } : {};
+  const res = await fetch(`${bases[service]}${path}`, { method, body, headers: { ...auth, ...headers } });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
+}
+
+const envelopeError = (message: RegExp | string) => ({
+  success: false,
+  error: expect.objectContaining({ code: expect.any(String), message: typeof message === 'string' ? message : expect.stringMatching(message) }),
+  meta: expect.objectContaining({ version: expect.any(String) }),
+});
+
+async function count(table: string): Promise<number> {
+  return (await stack.db.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n;
+}
+
+test('a header failing its schema is "Request headers are invalid: …" (the headers are plural)', async () => {
+  const res = await send('task', 'POST', '/api/tasks/00000000-0000-4000-8000-000000000000/start', '{}', {
+    'content-type': 'application/json',
+    'idempotency-key': 'k'.repeat(201),
+  });
+  expect(res.status).toBe(400);
+  expect(res.json).toEqual({
+    success: false,
+    error: {
+      code: 'VALIDATION_ERROR',
+      message: 'Request headers are invalid: idempotency-key must NOT have more than 200 characters',
+      details: { 'idempotency-key': 'must NOT have more than 200 characters' },
+    },
+    meta: expect.any(Object),
+  });
+});
