@@ -44,6 +44,38 @@ async function count(table: string): Promise<number> {
   return (await stack.db.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n;
 }
 
+describe('a Content-Type naming charset more than once', () => {
+  const project = (name: string) => JSON.stringify({ name, repository: { url: '/nonexistent/repository' } });
+
+  test.each([
+    'application/json; charset=utf-8; charset=latin1',
+    'application/json; charset=latin1; charset=utf-8',
+    'application/json; charset="UTF-8"; CHARSET=utf-16',
+  ])('%s: 415 naming the other charset, whatever the order, and nothing stored', async (contentType) => {
+    const [projects, sources] = [await count('projects'), await count('scheduler_sources')];
+    const task = await send('task', 'POST', '/api/projects', project('twice'), { 'content-type': contentType });
+    expect(task.status).toBe(415);
+    expect(task.json).toEqual(envelopeError(/^Unsupported charset "(latin1|utf-16)": send the JSON body as UTF-8/));
+    const source = JSON.stringify({ name: 'twice', source_type: 'langflow', url: 'http://127.0.0.1:9/x' });
+    const scheduler = await send('scheduler', 'POST', '/api/v1/sources', source, { 'content-type': contentType });
+    expect(scheduler.status).toBe(415);
+    expect(scheduler.json).toEqual({ detail: expect.stringMatching(/^Unsupported charset "(latin1|utf-16)"/) });
+    expect([await count('projects'), await count('scheduler_sources')]).toEqual([projects, sources]);
+  });
+
+  test.each([
+    'application/json; charset=utf-8; charset=UTF8',
+    'APPLICATION/JSON;charset="utf-8";charset=utf-8',
+    // a charset inside another parameter's quoted value is that parameter's text, not a charset
+    'application/json; profile="a;charset=latin1"; charset=utf-8',
+  ])('%s: every charset UTF-8 is read as UTF-8 (the request reaches its route)', async (contentType) => {
+    const res = await send('task', 'POST', '/api/projects', project('ok'), { 'content-type': contentType });
+    // the route ran: its own answer about the repository, not the parser's 415
+    expect(res.status).not.toBe(415);
+    expect(res.text).not.toContain('charset');
+  });
+});
+
 test('a header failing its schema is "Request headers are invalid: …" (the headers are plural)', async () => {
   const res = await send('task', 'POST', '/api/tasks/00000000-0000-4000-8000-000000000000/start', '{}', {
     'content-type': 'application/json',
