@@ -92,3 +92,34 @@ test('a header failing its schema is "Request headers are invalid: …" (the hea
     meta: expect.any(Object),
   });
 });
+
+describe('code-hosting routes: the shapes docs/codehost.md "Errors" states', () => {
+  const codehostShape = (error: string, message: RegExp) => ({ success: false, error, message: expect.stringMatching(message) });
+
+  test('what their handler answers is {success, error: "<code>", message}: 415, malformed JSON, an empty JSON body, a NUL, the device flow unconfigured', async () => {
+    const poll = '/api/auth/codehost/device/poll';
+    const cases: [string | undefined, Record<string, string>, number, ReturnType<typeof codehostShape>][] = [
+      ['x', { 'content-type': 'text/plain' }, 415, codehostShape('validation_error', /^Unsupported Content-Type/)],
+      ['{"device_code":"a"}', { 'content-type': 'application/json; charset=utf-8; charset=latin1' }, 415, codehostShape('validation_error', /^Unsupported charset "latin1"/)],
+      ['{bad', { 'content-type': 'application/json' }, 400, codehostShape('validation_error', /^Malformed JSON/)],
+      [undefined, { 'content-type': 'application/json' }, 400, codehostShape('validation_error', /^Body cannot be empty/)],
+      ['{"device_code":"a\\u0000"}', { 'content-type': 'application/json' }, 400, codehostShape('validation_error', /^Request body is invalid: device_code must not contain NUL/)],
+    ];
+    for (const [body, headers, status, shape] of cases) {
+      const res = await send('task', 'POST', poll, body, headers);
+      expect({ body, status: res.status, json: res.json }).toEqual({ body, status, json: shape });
+    }
+    const start = await send('task', 'POST', '/api/auth/codehost/device', '{}', { 'content-type': 'application/json' });
+    expect([start.status, start.json]).toEqual([400, codehostShape('codehost_not_configured', /ARMADA_CODEHOST_CLIENT_ID/)]);
+    expect(await count('codehost_device_flows')).toBe(0);
+  });
+
+  test('a method a code-hosting path does not serve is the not-found handler\'s 405, in the envelope, with Allow', async () => {
+    const res = await send('task', 'GET', '/api/auth/codehost/device/poll', undefined);
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('OPTIONS, POST');
+    expect(res.json).toEqual(envelopeError('Method GET is not allowed on /api/auth/codehost/device/poll; allowed: OPTIONS, POST'));
+    const unknown = await send('task', 'GET', '/api/auth/codehost/nope', undefined);
+    expect([unknown.status, unknown.json]).toEqual([404, envelopeError('Route GET /api/auth/codehost/nope not found')]);
+  });
+});
