@@ -7,15 +7,30 @@
  * - the headers' 400 read "Request headers is invalid" (now "are");
  * - the code-hosting routes' error shape, exactly as docs/codehost.md "Errors" states it: their own
  *   `{success, error: "<code>", message}` for what their handler answers (415, 413, malformed JSON, the device flow
- *   unconfigured), the envelope for the 405 of the service's not-found handler.
+ *   unconfigured), the envelope for the 405 of the service's not-found handler;
+ * - a scheduler source URL of the documented 2048 characters, non-ASCII in its path, was a 500: its unique B-tree
+ *   entry was past PostgreSQL's 2704 bytes (54000); the uniqueness is now on the URL's MD5 (migration 105).
  */
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startTestStack, type TestStack } from '../support/harness';
 
 let stack: TestStack;
+/**
+ * A flow platform at any path (a source URL's own path is its base), with room for a long one: a 2048-character path
+ * of CJK characters is 18 KiB percent-encoded, past Node's 16 KiB of headers. Its health check is ok, its flows none.
+ */
+let platform: http.Server;
+let platformUrl = '';
 const bases: Record<'task' | 'scheduler', string> = { task: '', scheduler: '' };
 
 beforeAll(async () => {
+  platform = http.createServer({ maxHeaderSize: 64 * 1024 }, (req, res) => {
+    req.resume();
+    res.writeHead(200, { 'content-type': 'application/json' }).end(req.url?.split('?')[0]?.endsWith('/health') ? '{"status":"ok"}' : '[]');
+  });
+  await new Promise<void>((r) => platform.listen(0, '127.0.0.1', r));
+  platformUrl = `http://127.0.0.1:${(platform.address() as AddressInfo).port}`;
   stack = await startTestStack({ services: ['task', 'scheduler'] });
   for (const service of ['task', 'scheduler'] as const) {
     const app = stack.app(service);
@@ -25,6 +40,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await stack?.close();
+  await new Promise((r) => platform?.close(r));
 });
 
 async function send(service: 'task' | 'scheduler', method: string, path: string, body: string | undefined, headers: Record<string, string> = {}) {
@@ -122,4 +138,25 @@ describe('code-hosting routes: the shapes docs/codehost.md "Errors" states', () 
     const unknown = await send('task', 'GET', '/api/auth/codehost/nope', undefined);
     expect([unknown.status, unknown.json]).toEqual([404, envelopeError('Route GET /api/auth/codehost/nope not found')]);
   });
+});
+
+test('a source URL of the documented 2048 characters, non-ASCII and incompressible, is stored (it was a 500), and is still unique', async () => {
+  // random CJK characters: 3 bytes of UTF-8 each, which no compression of the index entry brings under 2704 bytes
+  let seed = 45;
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+  const prefix = `${platformUrl}/`;
+  const path = Array.from({ length: 2048 - prefix.length }, () => String.fromCodePoint(0x4e00 + Math.floor(random() * 0x5000))).join('');
+  const url = `${prefix}${path}`;
+  expect([...url]).toHaveLength(2048);
+  const create = (name: string) => send('scheduler', 'POST', '/api/v1/sources', JSON.stringify({ name, source_type: 'langflow', url }), { 'content-type': 'application/json' });
+  const first = await create('long-url');
+  expect([first.status, first.text.slice(0, 100)]).toEqual([201, expect.stringMatching(/^{"id":/)]);
+  const stored = await stack.db.query<{ url: string }>('SELECT url FROM scheduler_sources WHERE id = $1', [first.json?.id]);
+  expect(stored.rows.map((r) => r.url)).toEqual([url]);
+  const again = await create('long-url-again');
+  expect([again.status, again.json]).toEqual([400, { detail: `Source with URL ${url} already exists` }]);
+  expect((await stack.db.query('SELECT count(*)::int AS n FROM scheduler_sources WHERE url = $1', [url])).rows[0].n).toBe(1);
 });
