@@ -9,11 +9,12 @@
  *   `{success, error: "<code>", message}` for what their handler answers (415, 413, malformed JSON, the device flow
  *   unconfigured), the envelope for the 405 of the service's not-found handler;
  * - a scheduler source URL of the documented 2048 characters, non-ASCII in its path, was a 500: its unique B-tree
- *   entry was past PostgreSQL's 2704 bytes (54000); the uniqueness is now on the URL's MD5 (migration 105).
+ *   entry was past PostgreSQL's 2704 bytes (54000); the uniqueness is now on the URL's MD5 (migration 105);
+ * - a key given twice in a JSON body: the last counts, and every rule applies to the value read (documented).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startTestStack, type TestStack } from '../support/harness';
+import { makeGitRepo, startTestStack, type TestStack } from '../support/harness';
 
 let stack: TestStack;
 /**
@@ -159,4 +160,18 @@ test('a source URL of the documented 2048 characters, non-ASCII and incompressib
   const again = await create('long-url-again');
   expect([again.status, again.json]).toEqual([400, { detail: `Source with URL ${url} already exists` }]);
   expect((await stack.db.query('SELECT count(*)::int AS n FROM scheduler_sources WHERE url = $1', [url])).rows[0].n).toBe(1);
+});
+
+test('a key given twice in a JSON body: the last one counts, and the rules apply to it (docs/security.md)', async () => {
+  const repo = makeGitRepo();
+  const project = await send('task', 'POST', '/api/projects', JSON.stringify({ name: 'dup-keys', repository: { url: repo } }), { 'content-type': 'application/json' });
+  expect(project.status).toBe(201);
+  const projectId = (project.json?.data as { id?: string } | undefined)?.id;
+  const create = (body: string) => send('task', 'POST', '/api/tasks', body, { 'content-type': 'application/json' });
+  const kept = await create(`{"projectId":"${projectId}","title":"\\u0000","title":"last wins"}`);
+  expect([kept.status, (kept.json?.data as { title?: string } | undefined)?.title]).toEqual([201, 'last wins']);
+  const tasks = await count('tasks');
+  const refused = await create(`{"projectId":"${projectId}","title":"first","title":"a\\u0000b"}`);
+  expect([refused.status, refused.json]).toEqual([400, envelopeError('Request body is invalid: title must not contain NUL (\\u0000) characters')]);
+  expect(await count('tasks')).toBe(tasks);
 });
