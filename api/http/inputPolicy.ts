@@ -140,6 +140,8 @@ export function installInputPolicy(app: FastifyInstance): void {
     if (err) throw err;
   });
   app.addHook('preParsing', async (request, reply) => {
+    const once = contentTypeLinesError(request);
+    if (once) throw once;
     const err = contentEncodingError(request) ?? transferCodingError(request);
     if (!err) return;
     reply.header('accept-encoding', 'identity');
@@ -200,6 +202,18 @@ export function hostHeaderError(request: FastifyRequest): AppError | undefined {
   }
   if (!HOST_VALUE.test(host)) return validationError('Request headers are invalid: host must be a host name or address with an optional port', { host: 'must be a host name or address with an optional port' });
   return undefined;
+}
+
+/**
+ * Content-Type is one value (RFC 9110 §8.3): two lines of it (`application/json` and `text/plain`) say two things of
+ * one body. Node keeps the first line and drops the others, so the order decided: JSON first was parsed as JSON,
+ * `text/plain` first was a 415. Sent more than once, it is a 400 whatever the lines say, as two Host lines are.
+ */
+export function contentTypeLinesError(request: FastifyRequest): AppError | undefined {
+  const raw = request.raw.rawHeaders;
+  let lines = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]?.length === 12 && raw[i]?.toLowerCase() === 'content-type') lines++;
+  return lines > 1 ? validationError('Request headers are invalid: content-type must be sent once', { 'content-type': 'must be sent once' }) : undefined;
 }
 
 /**

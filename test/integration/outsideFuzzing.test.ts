@@ -10,10 +10,12 @@
  *   unconfigured), the envelope for the 405 of the service's not-found handler;
  * - a scheduler source URL of the documented 2048 characters, non-ASCII in its path, was a 500: its unique B-tree
  *   entry was past PostgreSQL's 2704 bytes (54000); the uniqueness is now on the URL's MD5 (migration 105);
- * - a key given twice in a JSON body: the last counts, and every rule applies to the value read (documented).
+ * - a key given twice in a JSON body: the last counts, and every rule applies to the value read (documented);
+ * - two Content-Type lines: Node kept the first, so `application/json` then `text/plain` was parsed as JSON and the
+ *   reverse a 415; now a 400 either way, as two Host lines are.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { makeGitRepo, startTestStack, type TestStack } from '../support/harness';
 
 let stack: TestStack;
@@ -174,4 +176,41 @@ test('a key given twice in a JSON body: the last one counts, and the rules apply
   const refused = await create(`{"projectId":"${projectId}","title":"first","title":"a\\u0000b"}`);
   expect([refused.status, refused.json]).toEqual([400, envelopeError('Request body is invalid: title must not contain NUL (\\u0000) characters')]);
   expect(await count('tasks')).toBe(tasks);
+});
+
+/** One raw HTTP/1.1 exchange (what fetch cannot send: a header line twice); the status and the body. */
+function rawExchange(service: 'task' | 'scheduler', head: string, body: string): Promise<{ status: number; body: string }> {
+  const port = Number(new URL(bases[service]).port);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(`${head}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`));
+    let out = '';
+    socket.on('data', (d) => {
+      out += d.toString('utf8');
+    });
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const [status = '', ...rest] = out.split('\r\n\r\n');
+      resolve({ status: Number(status.split(' ')[1]), body: rest.join('\r\n\r\n') });
+    });
+  });
+}
+
+test.each([
+  ['application/json', 'text/plain'],
+  ['text/plain', 'application/json'],
+  ['application/json', 'application/json'],
+])('two Content-Type lines (%s, then %s) are a 400 "content-type must be sent once" in the service shape, nothing stored', async (first, second) => {
+  const [projects, sources] = [await count('projects'), await count('scheduler_sources')];
+  const task = await rawExchange('task', `POST /api/projects HTTP/1.1\r\nHost: x\r\nContent-Type: ${first}\r\nContent-Type: ${second}\r\n`, JSON.stringify({ name: 'two-types', repository: { url: makeGitRepo() } }));
+  expect([task.status, JSON.parse(task.body)]).toEqual([
+    400,
+    { success: false, error: { code: 'VALIDATION_ERROR', message: 'Request headers are invalid: content-type must be sent once', details: { 'content-type': 'must be sent once' } }, meta: expect.any(Object) },
+  ]);
+  const scheduler = await rawExchange(
+    'scheduler',
+    `POST /api/v1/sources HTTP/1.1\r\nHost: x\r\nX-API-Key: ${stack.keys.scheduler}\r\nContent-Type: ${first}\r\nContent-Type: ${second}\r\n`,
+    JSON.stringify({ name: 'two-types', source_type: 'langflow', url: `${platformUrl}/two-types` }),
+  );
+  expect([scheduler.status, JSON.parse(scheduler.body)]).toEqual([400, { detail: 'Request headers are invalid: content-type must be sent once' }]);
+  expect([await count('projects'), await count('scheduler_sources')]).toEqual([projects, sources]);
 });
