@@ -142,6 +142,7 @@ export function installInputPolicy(app: FastifyInstance): void {
   app.addHook('preParsing', async (request, reply) => {
     const once = contentTypeLinesError(request);
     if (once) throw once;
+    ignoreContentTypeOfNothing(request);
     const err = contentEncodingError(request) ?? transferCodingError(request);
     if (!err) return;
     reply.header('accept-encoding', 'identity');
@@ -214,6 +215,22 @@ export function contentTypeLinesError(request: FastifyRequest): AppError | undef
   let lines = 0;
   for (let i = 0; i < raw.length; i += 2) if (raw[i]?.length === 12 && raw[i]?.toLowerCase() === 'content-type') lines++;
   return lines > 1 ? validationError('Request headers are invalid: content-type must be sent once', { 'content-type': 'must be sent once' }) : undefined;
+}
+
+/**
+ * A request without content (no Content-Length or 0, not chunked) to a route that takes no body (no body schema:
+ * DELETEs, cancels, an unknown path) is handled as if it named no Content-Type: the header describes nothing. A
+ * client that sends `Content-Type: application/json` on every request (a session-wide default) got 400 "Body cannot
+ * be empty" for every DELETE and cancel, and `text/plain` a 415 for a body it never sent, though those operations
+ * document no request body (a Content-Encoding of no body was already ignored, as in contentEncodingError). A route
+ * that takes a body still says its body is missing.
+ */
+export function ignoreContentTypeOfNothing(request: FastifyRequest): void {
+  const headers = request.headers;
+  if (headers['content-type'] === undefined || headers['transfer-encoding'] !== undefined) return;
+  const length = headers['content-length'];
+  if ((length !== undefined && length !== '0') || request.routeOptions.schema?.body !== undefined) return;
+  delete headers['content-type'];
 }
 
 /**

@@ -12,7 +12,10 @@
  *   entry was past PostgreSQL's 2704 bytes (54000); the uniqueness is now on the URL's MD5 (migration 105);
  * - a key given twice in a JSON body: the last counts, and every rule applies to the value read (documented);
  * - two Content-Type lines: Node kept the first, so `application/json` then `text/plain` was parsed as JSON and the
- *   reverse a 415; now a 400 either way, as two Host lines are.
+ *   reverse a 415; now a 400 either way, as two Host lines are;
+ * - a request without content that carries a Content-Type (a client's session-wide default) to an operation that
+ *   documents no request body: `application/json` was a 400 "Body cannot be empty", `text/plain` a 415; now the
+ *   header is ignored there, as a Content-Encoding of no body already was.
  */
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
@@ -213,4 +216,23 @@ test.each([
   );
   expect([scheduler.status, JSON.parse(scheduler.body)]).toEqual([400, { detail: 'Request headers are invalid: content-type must be sent once' }]);
   expect([await count('projects'), await count('scheduler_sources')]).toEqual([projects, sources]);
+});
+
+describe('a Content-Type on a request without content, to an operation that takes no body', () => {
+  test.each(['application/json', 'text/plain', 'application/json; charset=utf-8'])('%s: answered as without it (DELETE, cancel; task and scheduler)', async (contentType) => {
+    const missing = '00000000-0000-4000-8000-000000000000';
+    const del = await send('task', 'DELETE', `/api/webhooks/${missing}`, undefined, { 'content-type': contentType });
+    expect([del.status, del.json]).toEqual([404, envelopeError(/not found/)]);
+    const cancel = await send('task', 'POST', `/api/tasks/${missing}/cancel`, undefined, { 'content-type': contentType, 'content-length': '0' });
+    expect([cancel.status, cancel.json]).toEqual([404, envelopeError(/not found/)]);
+    const workflow = await send('scheduler', 'DELETE', '/api/v1/workflows/no-such-workflow', undefined, { 'content-type': contentType });
+    expect([workflow.status, workflow.json]).toEqual([404, { detail: 'Workflow not found' }]);
+  });
+
+  test('an operation that takes a body still says it is missing; content sent to a bodiless one is still read (a 415 for text)', async () => {
+    const create = await send('task', 'POST', '/api/projects', undefined, { 'content-type': 'application/json' });
+    expect([create.status, create.json]).toEqual([400, envelopeError('Body cannot be empty when Content-Type is application/json')]);
+    const text = await send('task', 'DELETE', '/api/webhooks/00000000-0000-4000-8000-000000000000', 'x', { 'content-type': 'text/plain' });
+    expect([text.status, text.json]).toEqual([415, envelopeError('Unsupported Content-Type: send application/json')]);
+  });
 });
