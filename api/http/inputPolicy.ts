@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, validationError } from '../../lib/errors';
+import { invalidPart } from './validation';
 
 /**
  * A regular expression (ECMA-262 and Python) matching strings without NUL. Unpaired surrogates are not in it: a
@@ -124,7 +125,7 @@ export function inputPolicyError(request: Pick<FastifyRequest, 'params' | 'query
     if (problem === undefined) continue;
     const label = problem.path || name;
     const message = MESSAGES[problem.kind];
-    return validationError(`Request ${name} is invalid: ${label} ${message}`, { [label]: message });
+    return validationError(`${invalidPart(name)}: ${label} ${message}`, { [label]: message });
   }
   return undefined;
 }

@@ -4,7 +4,8 @@
  * have stored nothing:
  * - a Content-Type naming `charset` twice was read by its first one only (`utf-8; charset=latin1` passed,
  *   `latin1; charset=utf-8` was a 415): now every charset named must be UTF-8, in either order (docs/security.md);
- * - the headers' 400 read "Request headers is invalid" (now "are");
+ * - the headers' 400 read "Request headers is invalid" (now "are"), a path parameter's "Request params is invalid"
+ *   (now "Request path is invalid", as the router's and the input policy's own 400s say);
  * - the code-hosting routes' error shape, exactly as docs/codehost.md "Errors" states it: their own
  *   `{success, error: "<code>", message}` for what their handler answers (415, 413, malformed JSON, the device flow
  *   unconfigured), the envelope for the 405 of the service's not-found handler;
@@ -28,7 +29,7 @@ let stack: TestStack;
  */
 let platform: http.Server;
 let platformUrl = '';
-const bases: Record<'task' | 'scheduler', string> = { task: '', scheduler: '' };
+const bases: Record<'task' | 'scheduler' | 'agents', string> = { task: '', scheduler: '', agents: '' };
 
 beforeAll(async () => {
   platform = http.createServer({ maxHeaderSize: 64 * 1024 }, (req, res) => {
@@ -37,8 +38,8 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => platform.listen(0, '127.0.0.1', r));
   platformUrl = `http://127.0.0.1:${(platform.address() as AddressInfo).port}`;
-  stack = await startTestStack({ services: ['task', 'scheduler'] });
-  for (const service of ['task', 'scheduler'] as const) {
+  stack = await startTestStack({ services: ['task', 'scheduler', 'agents'] });
+  for (const service of ['task', 'scheduler', 'agents'] as const) {
     const app = stack.app(service);
     await app.listen({ port: 0, host: '127.0.0.1' });
     bases[service] = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -49,8 +50,8 @@ afterAll(async () => {
   await new Promise((r) => platform?.close(r));
 });
 
-async function send(service: 'task' | 'scheduler', method: string, path: string, body: string | undefined, headers: Record<string, string> = {}) {
-  const auth: Record<string, string> = service === 'scheduler' ? { 'x-api-key': stack.keys.scheduler } : {};
+async function send(service: 'task' | 'scheduler' | 'agents', method: string, path: string, body: string | undefined, headers: Record<string, string> = {}) {
+  const auth: Record<string, string> = service === 'task' ? {} : { 'x-api-key': stack.keys[service] };
   const res = await fetch(`${bases[service]}${path}`, { method, body, headers: { ...auth, ...headers } });
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
@@ -113,6 +114,14 @@ test('a header failing its schema is "Request headers are invalid: …" (the hea
     },
     meta: expect.any(Object),
   });
+});
+
+test('a NUL in a header and a path parameter failing its schema: "Request headers are invalid", "Request path is invalid"', async () => {
+  // by inject: over a socket Node's parser refuses the NUL itself (HPE_INVALID_HEADER_TOKEN), before any policy
+  const raw = await stack.app('task').inject({ method: 'GET', url: '/api/projects', headers: { 'x-user-email': 'a\u0000@example.com' } });
+  expect([raw.statusCode, raw.json().error.message]).toEqual([400, 'Request headers are invalid: x-user-email must not contain NUL (\\u0000) characters']);
+  const agent = await send('agents', 'GET', '/api/v1/agents/a%20b/status', undefined);
+  expect([agent.status, agent.json]).toEqual([400, { detail: 'Request path is invalid: name must match pattern "^[A-Za-z0-9._-]+$"' }]);
 });
 
 describe('code-hosting routes: the shapes docs/codehost.md "Errors" states', () => {
@@ -182,7 +191,7 @@ test('a key given twice in a JSON body: the last one counts, and the rules apply
 });
 
 /** One raw HTTP/1.1 exchange (what fetch cannot send: a header line twice); the status and the body. */
-function rawExchange(service: 'task' | 'scheduler', head: string, body: string): Promise<{ status: number; body: string }> {
+function rawExchange(service: 'task' | 'scheduler' | 'agents', head: string, body: string): Promise<{ status: number; body: string }> {
   const port = Number(new URL(bases[service]).port);
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1', () => socket.write(`${head}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`));
