@@ -8,7 +8,7 @@ import { errorBody } from './envelope';
 import { isAppError } from '../../lib/errors';
 import { isPostgresUnavailable, postgresUnavailableMessage } from '../../lib/db/pool';
 import { isTemporalUnreachable } from '../../lib/temporal/client';
-import { validationDetails } from './validation';
+import { invalidPart, validationDetails } from './validation';
 
 export interface ClassifiedError {
   statusCode: number;
@@ -47,8 +47,8 @@ export function classifyError(err: unknown): ClassifiedError {
   if (fe && Array.isArray(fe.validation)) {
     const details = validationDetails(fe.validation, fe.validationContext);
     const first = Object.entries(details)[0];
-    const where = fe.validationContext === 'body' ? 'Request body' : `Request ${fe.validationContext ?? 'input'}`;
-    return { statusCode: 400, code: 'VALIDATION_ERROR', message: first ? `${where} is invalid: ${first[0]} ${first[1]}` : `${where} is invalid`, details, internal: false };
+    const opening = invalidPart(fe.validationContext);
+    return { statusCode: 400, code: 'VALIDATION_ERROR', message: first ? `${opening}: ${first[0]} ${first[1]}` : opening, details, internal: false };
   }
   const status = typeof fe?.statusCode === 'number' ? fe.statusCode : 500;
   if (status >= 400 && status < 500) {

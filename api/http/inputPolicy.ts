@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, validationError } from '../../lib/errors';
+import { invalidPart } from './validation';
 
 /**
  * A regular expression (ECMA-262 and Python) matching strings without NUL. Unpaired surrogates are not in it: a
@@ -124,7 +125,7 @@ export function inputPolicyError(request: Pick<FastifyRequest, 'params' | 'query
     if (problem === undefined) continue;
     const label = problem.path || name;
     const message = MESSAGES[problem.kind];
-    return validationError(`Request ${name} is invalid: ${label} ${message}`, { [label]: message });
+    return validationError(`${invalidPart(name)}: ${label} ${message}`, { [label]: message });
   }
   return undefined;
 }
@@ -140,6 +141,9 @@ export function installInputPolicy(app: FastifyInstance): void {
     if (err) throw err;
   });
   app.addHook('preParsing', async (request, reply) => {
+    const once = contentTypeLinesError(request);
+    if (once) throw once;
+    ignoreContentTypeOfNothing(request);
     const err = contentEncodingError(request) ?? transferCodingError(request);
     if (!err) return;
     reply.header('accept-encoding', 'identity');
@@ -200,6 +204,34 @@ export function hostHeaderError(request: FastifyRequest): AppError | undefined {
   }
   if (!HOST_VALUE.test(host)) return validationError('Request headers are invalid: host must be a host name or address with an optional port', { host: 'must be a host name or address with an optional port' });
   return undefined;
+}
+
+/**
+ * Content-Type is one value (RFC 9110 §8.3): two lines of it (`application/json` and `text/plain`) say two things of
+ * one body. Node keeps the first line and drops the others, so the order decided: JSON first was parsed as JSON,
+ * `text/plain` first was a 415. Sent more than once, it is a 400 whatever the lines say, as two Host lines are.
+ */
+export function contentTypeLinesError(request: FastifyRequest): AppError | undefined {
+  const raw = request.raw.rawHeaders;
+  let lines = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]?.length === 12 && raw[i]?.toLowerCase() === 'content-type') lines++;
+  return lines > 1 ? validationError('Request headers are invalid: content-type must be sent once', { 'content-type': 'must be sent once' }) : undefined;
+}
+
+/**
+ * A request without content (no Content-Length or 0, not chunked) to a route that takes no body (no body schema:
+ * DELETEs, cancels, an unknown path) is handled as if it named no Content-Type: the header describes nothing. A
+ * client that sends `Content-Type: application/json` on every request (a session-wide default) got 400 "Body cannot
+ * be empty" for every DELETE and cancel, and `text/plain` a 415 for a body it never sent, though those operations
+ * document no request body (a Content-Encoding of no body was already ignored, as in contentEncodingError). A route
+ * that takes a body still says its body is missing.
+ */
+export function ignoreContentTypeOfNothing(request: FastifyRequest): void {
+  const headers = request.headers;
+  if (headers['content-type'] === undefined || headers['transfer-encoding'] !== undefined) return;
+  const length = headers['content-length'];
+  if ((length !== undefined && length !== '0') || request.routeOptions.schema?.body !== undefined) return;
+  delete headers['content-type'];
 }
 
 /**

@@ -11,10 +11,25 @@ import { UNDERFLOW_MESSAGE, underflowingNumberPath } from './jsonNumbers';
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-/** The `charset` parameter of a Content-Type (lower-cased, unquoted), or undefined when there is none. */
-function charsetOf(contentType: string | undefined): string | undefined {
-  const m = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i.exec(contentType ?? '');
-  return m ? (m[1] ?? m[2] ?? '').toLowerCase() : undefined;
+/** One `; name=value` parameter of a Content-Type; a quoted value may hold `;` and escaped quotes (RFC 9110 §5.6.6). */
+const PARAMETER = /;\s*([^=;\s]*)\s*(?:=\s*("(?:[^"\\]|\\.)*"|[^;]*))?/g;
+
+/**
+ * Every `charset` parameter of a Content-Type (lower-cased, unquoted, in order); none when there is none. All of them,
+ * not the first: `charset=utf-8; charset=latin1` was read as UTF-8 and `charset=latin1; charset=utf-8` refused, so
+ * the order of two contradicting parameters decided. A charset inside another parameter's quoted value is no charset.
+ */
+function charsetsOf(contentType: string | undefined): string[] {
+  const type = contentType ?? '';
+  const semicolon = type.indexOf(';');
+  if (semicolon < 0) return [];
+  const charsets: string[] = [];
+  for (const m of type.slice(semicolon).matchAll(PARAMETER)) {
+    if ((m[1] ?? '').toLowerCase() !== 'charset') continue;
+    const raw = (m[2] ?? '').trim();
+    charsets.push((raw.startsWith('"') ? raw.slice(1, -1).replace(/\\(.)/g, '$1') : raw).toLowerCase());
+  }
+  return charsets;
 }
 
 function clientError(statusCode: number, message: string): Error & { statusCode: number } {
@@ -25,8 +40,9 @@ export function installJsonBodyParser(app: FastifyInstance, opts: { onProtoPoiso
   const parseJson = app.getDefaultJsonParser(opts.onProtoPoisoning, opts.onConstructorPoisoning);
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    const charset = charsetOf(request.headers['content-type']);
-    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    // every charset named must be UTF-8 (given twice, both must be), whatever their order
+    const charset = charsetsOf(request.headers['content-type']).find((c) => c !== 'utf-8' && c !== 'utf8');
+    if (charset !== undefined) {
       return done(clientError(415, `Unsupported charset "${charset.slice(0, 40)}": send the JSON body as UTF-8 (charset=utf-8, or no charset)`), undefined);
     }
     let text: string;

@@ -172,6 +172,18 @@ export function schemaValidationError(errors: FastifySchemaValidationError[], da
   return Object.assign(new Error(`${dataVar} is invalid`), { statusCode: 400, validation: errors, validationContext: dataVar });
 }
 
+/**
+ * "Request <part> is invalid" / "are invalid", the opening of every 400 about one part of a request, by Fastify's
+ * name of the part (`body`, `querystring`, `params`, `headers`). Path parameters are the request's path, as the
+ * router's own 400s say ("Request params is invalid" named Fastify's word, not the request's); headers are plural
+ * ("Request headers is invalid" read as a typo in every answer).
+ */
+export function invalidPart(part: string | undefined): string {
+  if (part === 'headers') return 'Request headers are invalid';
+  if (part === 'params' || part === 'path') return 'Request path is invalid';
+  return `Request ${part ?? 'input'} is invalid`;
+}
+
 /** The dotted path of the field an ajv error is about, e.g. `repository.url`. */
 export function fieldPath(e: ErrorObject): string {
   const parts = e.instancePath.split('/').filter(Boolean).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));

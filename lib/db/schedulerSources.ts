@@ -57,7 +57,7 @@ export async function getSourcesByName(db: Queryable, name: string): Promise<Sou
 }
 
 export async function getSourceByUrl(db: Queryable, url: string): Promise<SourceRow | undefined> {
-  const { rows } = await db.query<SourceRow>('SELECT * FROM scheduler_sources WHERE url = $1', [url]);
+  const { rows } = await db.query<SourceRow>('SELECT * FROM scheduler_sources WHERE md5(url) = md5($1) AND url = $1', [url]);
   return rows[0];
 }
 

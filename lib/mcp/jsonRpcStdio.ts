@@ -56,7 +56,10 @@ export function checkMessage(line: string, handledMethods: ReadonlySet<string>):
         : typeof m.method !== 'string'
           ? '"method" must be a string'
           : readableId(m) === null
-            ? '"id" must be a string or an integer'
+            ? Number.isInteger(m.id)
+              ? // JSON.parse already rounded it (9007199254740993 reads as …992): an answer could not name the request
+                '"id" must be a string or an integer of at most 9007199254740991 in magnitude (a larger one cannot be answered exactly)'
+              : '"id" must be a string or an integer'
             : '"params" must be an object';
     return { answer: errorAnswer(readableId(m), ErrorCode.InvalidRequest, `Invalid Request: ${why}`) };
   }

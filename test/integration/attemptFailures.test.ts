@@ -244,7 +244,7 @@ describe('attempt failures and bad input', () => {
     const tooLong = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' }, { 'idempotency-key': `${long}a!` });
     expect([tooLong.statusCode, tooLong.json().error]).toEqual([
       400,
-      { code: 'VALIDATION_ERROR', message: 'Request headers is invalid: idempotency-key must NOT have more than 200 characters', details: { 'idempotency-key': 'must NOT have more than 200 characters' } },
+      { code: 'VALIDATION_ERROR', message: 'Request headers are invalid: idempotency-key must NOT have more than 200 characters', details: { 'idempotency-key': 'must NOT have more than 200 characters' } },
     ]);
     await h.until(x.attemptId, ['completed']);
     await h.until(other.attemptId, ['completed']);

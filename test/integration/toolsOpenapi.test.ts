@@ -505,6 +505,7 @@ describe('armada tools openapi', () => {
       '"a string"',
       { jsonrpc: '2.0', id: { a: 1 }, method: 'tools/list' },
       { jsonrpc: '2.0', id: 1.5, method: 'ping' },
+      '{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}', // an integer, but past what JSON.parse keeps exactly
       { jsonrpc: '2.0', id: 4, method: 'no/such/method' },
       { jsonrpc: '2.0', id: 5, method: 'tools/call', params: {} },
       { jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'listPets', arguments: 'not an object' } },
@@ -520,15 +521,16 @@ describe('armada tools openapi', () => {
       expect(code(1)).toEqual(['result']);
       expect(code(2)).toEqual([-32600]); // wrong jsonrpc version, answered with its id
       // a batch, a line that is not JSON, a message that is not an object, an id that is an object or a fraction: id null
-      expect(code(null).sort()).toEqual([-32700, -32600, -32600, -32600, -32600].sort());
-      expect(answers.filter((a) => a.error?.message.includes('"id" must be a string or an integer'))).toHaveLength(2);
+      expect(code(null).sort()).toEqual([-32700, -32600, -32600, -32600, -32600, -32600].sort());
+      expect(answers.filter((a) => a.error?.message.includes('"id" must be a string or an integer'))).toHaveLength(3);
+      expect(answers.filter((a) => a.error?.message.includes('of at most 9007199254740991 in magnitude'))).toHaveLength(1);
       expect(answers.find((a) => a.error?.code === -32700)?.error?.message).toMatch(/^Parse error/);
       expect(code(4)).toEqual([-32601]);
       // params not those of tools/call: invalid params, not an internal error
       expect(code(5)).toEqual([-32602]);
       expect(code(6)).toEqual([-32602]);
       expect(code(7)).toEqual(['result']);
-      expect(answers).toHaveLength(11);
+      expect(answers).toHaveLength(12);
       for (const a of answers) expect((a as { jsonrpc?: string }).jsonrpc).toBe('2.0');
     } finally {
       child.kill();
