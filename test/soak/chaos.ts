@@ -602,6 +602,9 @@ class Soak {
     await Promise.all(actors);
     const healthy = await this.untilHealthy(HEALTH_BOUND_MS * 2);
     if (!healthy) this.violation('health: not 200 on every service at the end');
+    // the schedule keeps starting runs: paused first, or a run it starts after the settle below is seen running
+    for (let i = 0; i < 30 && (await this.send('scheduler', 'pause schedule', 'POST', '/api/v1/schedules/chaos-every/pause')).status !== 200; i++) await sleep(1000);
+    await sleep(3000); // a run the schedule started just before its pause writes its row
     this.log(`workload stopped after ${this.answers.length} requests; settling`);
     const db = new Client({ connectionString: this.databaseUrl() });
     await db.connect();
