@@ -213,6 +213,12 @@ class Soak {
     return undefined;
   }
 
+  /** Until some /health is not 200 (the kill noticed), at most limitMs: the outage's window starts before it. */
+  async untilNoticed(limitMs: number): Promise<void> {
+    const t0 = Date.now();
+    while (Date.now() - t0 < limitMs && (await this.allHealthy())) await sleep(100);
+  }
+
   async startWorker(): Promise<void> {
     const { child } = await spawnArmada(
       ['worker', '--identity', `chaos-w-${Date.now()}`],
@@ -417,6 +423,9 @@ class Soak {
         break;
       }
     }
+    // a kill's /health stays 200 until the probe notices (docs/operations.md: within about 2 s); a 200 before that is
+    // not the recovery, and the outage's window (faultAt) would end before the outage did
+    if (kind === 'postgres-kill' || kind === 'temporal-kill') await this.untilNoticed(3000);
     const healthy = await this.untilHealthy(HEALTH_BOUND_MS * 4);
     fault.healthyAt = healthy;
     this.log(`${kind}: ${fault.detail}; healthy ${healthy ? `${healthy - (fault.undoneAt as number)} ms` : 'NOT'} after`);
