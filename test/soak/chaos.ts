@@ -1,0 +1,692 @@
+/**
+ * The chaos soak (docs/testing.md, "The chaos soak"): one `armada start` in a fresh ARMADA_HOME plus one `armada worker`
+ * of its own, a mixed workload on the four services, and at seeded random moments a kill -9 of the armada start
+ * process (the API and its worker), of the extra worker, of the Temporal dev server or of PostgreSQL, or PostgreSQL
+ * frozen (SIGSTOP) for a while. Every request is recorded with its answer; once everything is back, the invariants
+ * are checked against the answers, the rows and the git branches. Not part of `npm test`:
+ *
+ *   node bin/armada-ts test/soak/chaos.ts [--minutes N] [--seed S] [--json]
+ *
+ * Exits 1 naming each violation, 0 when there is none.
+ */
+import { type ChildProcess, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
+import { LOST_SCRIPT_ERROR } from '../../activities/scheduler/schedulerActivities';
+import { startFakePlatforms, type FakePlatforms } from '../contract/fakePlatforms';
+import { spawnArmada } from '../support/armadaProcess';
+import { ctrlCWithin, serverPid, startArmada, type RunningArmada } from '../support/armadaStart';
+import { makeGitRepo } from '../support/harness';
+import { killProcessesUsing, processesUsing } from '../support/processes';
+
+const AGENT = path.join(__dirname, '..', 'fixtures', 'agents', 'scripted-agent.js');
+/** A request sent while a dependency is down is answered within this (docs/operations.md: ~4 s for a frozen PostgreSQL). */
+const FAST_MS = 5000;
+/** /health is 200 again within this of a dependency's restart or thaw (docs/operations.md; test/e2e/dependencyFaults). */
+const HEALTH_BOUND_MS = 30_000;
+/** A request with no answer in this has hung. */
+const HANG_MS = 30_000;
+
+type Service = 'task' | 'scheduler' | 'agents' | 'traces';
+const FAULT_KINDS = ['api-kill', 'worker-kill', 'temporal-kill', 'postgres-kill', 'postgres-freeze'] as const;
+type FaultKind = (typeof FAULT_KINDS)[number];
+
+interface Answer {
+  service: Service;
+  op: string;
+  method: string;
+  url: string;
+  /** what the write names itself by (title, messageId, content, workflow name) */
+  key?: string;
+  sentAt: number;
+  ms: number;
+  /** 0: no HTTP answer (connection refused or reset, or HANG_MS passed) */
+  status: number;
+  error?: string;
+  body: Record<string, unknown>;
+}
+
+interface Fault {
+  kind: FaultKind;
+  at: number;
+  /** when the fault was undone (the process restarted or thawed) */
+  undoneAt?: number;
+  /** when every /health answered 200 again */
+  healthyAt?: number;
+  detail: string;
+}
+
+interface Options {
+  minutes: number;
+  seed: number;
+  json: boolean;
+  /** leave the stack running at the end when a violation was found (to look into it), until SIGINT */
+  keep: boolean;
+  /** the kinds of fault to draw from (default all) */
+  faults: FaultKind[];
+}
+
+function parseArgs(argv: string[]): Options {
+  const opts: Options = { minutes: 5, seed: Date.now() % 100_000, json: false, keep: false, faults: [...FAULT_KINDS] };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--minutes') opts.minutes = Number(argv[++i]);
+    else if (a === '--seed') opts.seed = Number(argv[++i]);
+    else if (a === '--json') opts.json = true;
+    else if (a === '--keep') opts.keep = true;
+    else if (a === '--faults') opts.faults = String(argv[++i]).split(',') as FaultKind[];
+    else {
+      process.stderr.write(`chaos: unknown argument '${a}'; usage: chaos.ts [--minutes N] [--seed S] [--faults K,...] [--json] [--keep]\n`);
+      process.exit(2);
+    }
+  }
+  if (!(opts.minutes > 0) || !Number.isInteger(opts.seed) || !opts.faults.length || opts.faults.some((f) => !FAULT_KINDS.includes(f))) {
+    process.stderr.write(`chaos: --minutes takes a positive number, --seed an integer, --faults a comma-separated list of ${FAULT_KINDS.join(', ')}\n`);
+    process.exit(2);
+  }
+  return opts;
+}
+
+/** mulberry32: the same seed gives the same fault schedule and workload choices. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const FINAL_ATTEMPT = ['completed', 'failed', 'cancelled'];
+
+class Soak {
+  readonly answers: Answer[] = [];
+  readonly faults: Fault[] = [];
+  readonly violations: string[] = [];
+  /** the workload's choices; the faults draw from a stream of their own, so the same seed gives the same faults */
+  readonly random: () => number;
+  readonly faultRandom: () => number;
+  stopping = false;
+  armada!: RunningArmada;
+  worker?: ChildProcess;
+  fake!: FakePlatforms;
+  apiKey = '';
+  /** the output of the armada starts killed so far */
+  earlierOutput = '';
+  repo = '';
+  readonly home: string;
+  readonly env: NodeJS.ProcessEnv;
+
+  constructor(readonly opts: Options) {
+    this.random = rng(opts.seed ^ 0x5bd1e995);
+    this.faultRandom = rng(opts.seed);
+    this.home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-chaos-'));
+    const configPath = path.join(this.home, 'config.json');
+    fs.writeFileSync(
+      configPath,
+      JSON.stringify({
+        agents: { scripted: { command: [process.execPath, AGENT], format: 'text' } },
+        attempts: { heartbeatTimeoutMs: 5000, killGraceMs: 1000 },
+        multiAgent: { agents: [{ name: 'helper', llm: 'scripted' }] },
+        scheduler: { reconcileAfterSeconds: 20 },
+      }),
+    );
+    // the Temporal CLI provisioned once for every run (as the tests' global setup does), not into each fresh home
+    // The restart budget (5 deaths of one server in 300 s, then armada exits: docs/configuration.md) is there to stop
+    // a crash loop; the soak's kills are not one, and a long run would spend it by design.
+    this.env = {
+      ARMADA_CONFIG: configPath,
+      ARMADA_TOOLS_DIR: process.env.ARMADA_TOOLS_DIR ?? path.join(os.homedir(), '.armada', 'tools'),
+      ARMADA_RESTART_MAX_FAILURES: '1000',
+    };
+  }
+
+  log(line: string): void {
+    if (!this.opts.json) process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
+  }
+
+  pick<T>(xs: readonly T[]): T {
+    return xs[Math.floor(this.random() * xs.length)] as T;
+  }
+
+  base(service: Service): string {
+    const p = this.armada.ports;
+    return `http://127.0.0.1:${{ task: p.task, scheduler: p.scheduler, agents: p.agents, traces: p.traces }[service]}`;
+  }
+
+  databaseUrl(): string {
+    const password = fs.readFileSync(path.join(this.home, 'pg-password'), 'utf8').trim();
+    return `postgres://armada:${encodeURIComponent(password)}@127.0.0.1:${this.armada.ports.pg}/armada`;
+  }
+
+  /** One request, recorded with its answer. */
+  async send(service: Service, op: string, method: string, url: string, payload?: unknown, key?: string, headers: Record<string, string> = {}): Promise<Answer> {
+    const sentAt = Date.now();
+    const answer: Answer = { service, op, method, url, key, sentAt, ms: 0, status: 0, body: {} };
+    try {
+      const r = await fetch(`${this.base(service)}${url}`, {
+        method,
+        headers: { ...(payload === undefined ? {} : { 'content-type': 'application/json' }), ...(service === 'task' ? {} : { 'x-api-key': this.apiKey }), ...headers },
+        body: payload === undefined ? undefined : JSON.stringify(payload),
+        signal: AbortSignal.timeout(HANG_MS),
+      });
+      const text = await r.text();
+      answer.status = r.status;
+      try {
+        answer.body = JSON.parse(text) as Record<string, unknown>;
+      } catch {
+        answer.body = { text: text.slice(0, 500) };
+      }
+    } catch (err) {
+      answer.error = (err as Error).name === 'TimeoutError' ? 'timeout' : String((err as Error & { cause?: { code?: string } }).cause?.code ?? (err as Error).message);
+    }
+    answer.ms = Date.now() - sentAt;
+    if (!this.stopping || op !== 'probe') this.answers.push(answer);
+    return answer;
+  }
+
+  async allHealthy(): Promise<boolean> {
+    const services: Service[] = ['task', 'scheduler', 'agents', 'traces'];
+    const codes = await Promise.all(
+      services.map(async (s) => {
+        try {
+          return (await fetch(`${this.base(s)}/health`, { signal: AbortSignal.timeout(5000) })).status;
+        } catch {
+          return 0;
+        }
+      }),
+    );
+    return codes.every((c) => c === 200);
+  }
+
+  async untilHealthy(limitMs: number): Promise<number | undefined> {
+    const t0 = Date.now();
+    while (Date.now() - t0 < limitMs) {
+      if (await this.allHealthy()) return Date.now();
+      await sleep(250);
+    }
+    return undefined;
+  }
+
+  /** Until some /health is not 200 (the kill noticed), at most limitMs: the outage's window starts before it. */
+  async untilNoticed(limitMs: number): Promise<void> {
+    const t0 = Date.now();
+    while (Date.now() - t0 < limitMs && (await this.allHealthy())) await sleep(100);
+  }
+
+  async startWorker(): Promise<void> {
+    const { child } = await spawnArmada(
+      ['worker', '--identity', `chaos-w-${Date.now()}`],
+      'worker-started',
+      {
+        ...process.env,
+        ARMADA_HOME: this.home,
+        ARMADA_CONFIG: this.env.ARMADA_CONFIG,
+        DATABASE_URL: this.databaseUrl(),
+        TEMPORAL_ADDRESS: `127.0.0.1:${this.armada.ports.temporal}`,
+        ARMADA_LOG_LEVEL: 'warn',
+        ARMADA_TEMPORAL_METRICS_PORT: '',
+      },
+      120_000,
+    );
+    this.worker = child;
+  }
+
+  async setUp(): Promise<void> {
+    this.fake = await startFakePlatforms();
+    this.repo = makeGitRepo({ 'README.md': 'line 1\n' });
+    this.log(`starting armada in ${this.home}`);
+    this.armada = await startArmada(this.home, this.env);
+    this.apiKey = fs.readFileSync(path.join(this.home, 'api-key'), 'utf8').trim();
+    await this.startWorker();
+    this.log(`up: task :${this.armada.ports.task}, pg :${this.armada.ports.pg}, temporal :${this.armada.ports.temporal}`);
+  }
+
+  // --- the workload ---------------------------------------------------------------------------------------------
+
+  readonly projects: string[] = [];
+  readonly starts: { taskId: string; answer: Answer }[] = [];
+  readonly cancels: Answer[] = [];
+  seq = 0;
+
+  async taskActor(): Promise<void> {
+    while (!this.stopping) {
+      const n = ++this.seq;
+      if (this.projects.length === 0 || this.random() < 0.05) {
+        const name = `chaos-project-${n}`;
+        const p = await this.send('task', 'create project', 'POST', '/api/projects', { name, repository: { url: this.repo } }, name);
+        if (p.status === 201) this.projects.push((p.body.data as { id: string }).id);
+        await sleep(300);
+        continue;
+      }
+      const title = `SLOWEDIT chaos task ${n}`;
+      const t = await this.send('task', 'create task', 'POST', '/api/tasks', { projectId: this.pick(this.projects), title }, title);
+      if (t.status === 201 && this.random() < 0.6) {
+        const taskId = (t.body.data as { id: string }).id;
+        const s = await this.send('task', 'start attempt', 'POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' }, taskId);
+        this.starts.push({ taskId, answer: s });
+        const attemptId = s.status === 200 ? (s.body.data as { attemptId: string }).attemptId : undefined;
+        if (attemptId && this.random() < 0.3) {
+          const approvalTitle = `chaos approval ${n}`;
+          const a = await this.send(
+            'task',
+            'create approval',
+            'POST',
+            '/api/approvals',
+            { taskAttemptId: attemptId, type: 'merge', title: approvalTitle, approvers: ['approver@example.com'], expiresAt: new Date(Date.now() + 3_600_000).toISOString() },
+            approvalTitle,
+            { 'x-user-email': 'carol@example.com' },
+          );
+          if (a.status === 201 && this.random() < 0.5) {
+            const id = (a.body.data as { id: string }).id;
+            await this.send('task', 'respond to approval', 'POST', `/api/approvals/${id}/respond`, { decision: 'approved', comment: 'ok' }, id, { 'x-user-email': 'approver@example.com' });
+          }
+        }
+        if (attemptId && this.random() < 0.25) {
+          await sleep(this.random() * 3000);
+          this.cancels.push(await this.send('task', 'cancel attempt', 'POST', `/api/attempts/${attemptId}/cancel`, undefined, attemptId));
+        }
+      }
+      await sleep(200 + this.random() * 600);
+    }
+  }
+
+  sourceId?: string;
+  readonly runs: { workflow: string; answer: Answer }[] = [];
+
+  async schedulerActor(): Promise<void> {
+    while (!this.stopping && !this.sourceId) {
+      const s = await this.send('scheduler', 'create source', 'POST', '/api/v1/sources', { name: 'chaos-fb', source_type: 'flow-builder', url: `${this.fake.url}/flow-builder/chaos`, api_key: 'k' }, 'chaos-fb');
+      if (s.status === 201) this.sourceId = String(s.body.id);
+      else if (s.status === 409 || s.status === 400) {
+        const list = await this.send('scheduler', 'list sources', 'GET', '/api/v1/sources');
+        const found = (Array.isArray(list.body) ? list.body : ((list.body.sources as unknown[]) ?? [])) as { id: string; name: string }[];
+        this.sourceId = found.find((x) => x.name === 'chaos-fb')?.id;
+      }
+      if (!this.sourceId) await sleep(1000);
+    }
+    let every = false;
+    while (!this.stopping) {
+      const n = ++this.seq;
+      if (!every) {
+        const e = await this.send('scheduler', 'create workflow', 'POST', '/api/v1/workflows', { name: 'chaos-every', schedule: '@every 15s', tasks: [{ name: 't', type: 'script', script: 'echo tick' }] }, 'chaos-every');
+        every = e.status === 201 || e.status === 409;
+        await sleep(500);
+        continue;
+      }
+      const name = `chaos-manual-${n}`;
+      const w = await this.send(
+        'scheduler',
+        'create workflow',
+        'POST',
+        '/api/v1/workflows',
+        {
+          name,
+          tasks: [
+            { name: 'script', type: 'script', script: 'echo one; sleep 1; echo two' },
+            { name: 'flow', type: 'flow', source: this.sourceId, flow: 'Flow one', input: 'hi' },
+          ],
+        },
+        name,
+      );
+      if (w.status === 201) this.runs.push({ workflow: name, answer: await this.send('scheduler', 'run workflow', 'POST', `/api/v1/workflows/${name}/run`, undefined, name) });
+      await sleep(1000 + this.random() * 2000);
+    }
+  }
+
+  async agentsActor(): Promise<void> {
+    while (!this.stopping) {
+      const n = ++this.seq;
+      // one actor runs the agent's tasks one at a time: fewer of them than memory writes, so the queue drains
+      if (this.random() < 0.25) {
+        const task = `NOOP chaos agent task ${n}`;
+        await this.send('agents', 'assign task', 'POST', '/api/v1/tasks', { agent: 'helper', task }, task);
+      } else {
+        const content = `chaos memory entry number ${n}`;
+        await this.send('agents', 'store memory', 'POST', '/api/v1/memory', { content, metadata: { n } }, content);
+      }
+      await sleep(300 + this.random() * 700);
+    }
+  }
+
+  async tracesActor(): Promise<void> {
+    while (!this.stopping) {
+      const n = ++this.seq;
+      const messageId = `chaos-${n}`;
+      await this.send('traces', 'ingest trace', 'POST', '/api/v1/traces', { messageId, instance: 'chaos', to: '+15550102000', message: `hello ${n}` }, messageId);
+      await sleep(200 + this.random() * 500);
+    }
+  }
+
+  // --- the faults -----------------------------------------------------------------------------------------------
+
+  async inject(kind: FaultKind): Promise<void> {
+    const fault: Fault = { kind, at: Date.now(), detail: '' };
+    this.faults.push(fault);
+    switch (kind) {
+      case 'postgres-kill': {
+        const pid = serverPid(this.home, 'postgres');
+        process.kill(pid, 'SIGKILL');
+        fault.detail = `postmaster ${pid}`;
+        fault.undoneAt = fault.at;
+        break;
+      }
+      case 'temporal-kill': {
+        const pid = serverPid(this.home, 'temporal');
+        process.kill(pid, 'SIGKILL');
+        fault.detail = `dev server ${pid}`;
+        fault.undoneAt = fault.at;
+        break;
+      }
+      case 'postgres-freeze': {
+        const pid = serverPid(this.home, 'postgres');
+        const frozen = [pid, ...fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)];
+        const ms = Math.round(3000 + this.faultRandom() * 9000);
+        for (const p of frozen) process.kill(p, 'SIGSTOP');
+        await sleep(ms);
+        for (const p of frozen) {
+          try {
+            process.kill(p, 'SIGCONT');
+          } catch {
+            /* gone */
+          }
+        }
+        fault.detail = `postmaster ${pid} and ${frozen.length - 1} children for ${ms} ms`;
+        fault.undoneAt = Date.now();
+        break;
+      }
+      case 'worker-kill': {
+        const w = this.worker;
+        w?.kill('SIGKILL');
+        const ms = Math.round(1000 + this.faultRandom() * 9000);
+        fault.detail = `armada worker ${w?.pid}, restarted after ${ms} ms`;
+        await sleep(ms);
+        await this.startWorker();
+        fault.undoneAt = Date.now();
+        break;
+      }
+      case 'api-kill': {
+        const old = this.armada;
+        process.kill(old.child.pid as number, 'SIGKILL');
+        await old.exited;
+        this.earlierOutput += old.output();
+        const ms = Math.round(500 + this.faultRandom() * 4000);
+        await sleep(ms);
+        this.armada = await startArmada(this.home, this.env, old.ports);
+        fault.detail = `armada start ${old.child.pid} (the API processes and their worker), restarted after ${ms} ms as ${this.armada.child.pid}`;
+        fault.undoneAt = Date.now();
+        break;
+      }
+    }
+    // a kill's /health stays 200 until the probe notices (docs/operations.md: within about 2 s); a 200 before that is
+    // not the recovery, and the outage's window (faultAt) would end before the outage did
+    if (kind === 'postgres-kill' || kind === 'temporal-kill') await this.untilNoticed(3000);
+    const healthy = await this.untilHealthy(HEALTH_BOUND_MS * 4);
+    fault.healthyAt = healthy;
+    this.log(`${kind}: ${fault.detail}; healthy ${healthy ? `${healthy - (fault.undoneAt as number)} ms` : 'NOT'} after`);
+  }
+
+  async chaos(untilMs: number): Promise<void> {
+    const kinds = this.opts.faults;
+    await sleep(15_000); // some work in flight first
+    while (Date.now() < untilMs) {
+      await this.inject(kinds[Math.floor(this.faultRandom() * kinds.length)] as FaultKind);
+      await sleep(10_000 + this.faultRandom() * 30_000);
+    }
+  }
+
+  // --- the checks -----------------------------------------------------------------------------------------------
+
+  violation(line: string): void {
+    this.violations.push(line);
+  }
+
+  /** The fault whose outage window (from injection until healthy again) covers `t`. */
+  faultAt(t0: number, t1: number): Fault | undefined {
+    return this.faults.find((f) => f.at <= t1 && (f.healthyAt ?? Number.POSITIVE_INFINITY) >= t0);
+  }
+
+  static unknownOutcome(a: Answer): boolean {
+    if (a.status === 0) return true; // the connection went with the process: it may or may not have been applied
+    const text = JSON.stringify(a.body);
+    return a.status === 503 && (/may or may not have been applied/.test(text) || /"outcome":"unknown"/.test(text));
+  }
+
+  /** A row a 503 leaves by design: the run or assignment marked failed before the answer, never begun. */
+  static refusalRecord(op: string, row: Record<string, unknown>): boolean {
+    if (op === 'run workflow') {
+      return row.status === 'failed' && row.error === 'Could not start the execution' && (row.tasks as { status: string }[]).every((t) => t.status === 'pending');
+    }
+    if (op === 'assign task') return row.status === 'failed' && String(row.error).startsWith('could not be queued') && row.started_at === null;
+    return false;
+  }
+
+  checkAnswers(): void {
+    for (const a of this.answers) {
+      const where = `${a.method} ${a.url} (${a.op}, sent at +${Math.round((a.sentAt - this.t0) / 1000)} s)`;
+      if (a.status >= 500 && a.status !== 503) this.violation(`500: ${where} answered ${a.status} ${JSON.stringify(a.body).slice(0, 300)}`);
+      if (a.error === 'timeout') this.violation(`hang: ${where} had no answer within ${HANG_MS} ms`);
+      const fault = this.faultAt(a.sentAt, a.sentAt + a.ms);
+      const dependencyDown = fault && fault.kind !== 'worker-kill';
+      if (a.status !== 0 && a.ms > FAST_MS && (dependencyDown || a.status === 503)) {
+        this.violation(`slow: ${where} answered ${a.status} after ${a.ms} ms${fault ? ` during ${fault.kind}` : ''}`);
+      }
+    }
+    for (const f of this.faults) {
+      if (f.healthyAt === undefined) this.violation(`health: not 200 on every service within ${HEALTH_BOUND_MS * 4} ms of ${f.kind} (${f.detail})`);
+      else if (f.healthyAt - (f.undoneAt as number) > HEALTH_BOUND_MS) this.violation(`health: 200 only ${f.healthyAt - (f.undoneAt as number)} ms after ${f.kind} was undone (${f.detail})`);
+    }
+  }
+
+  /** Writes answered 2xx are stored whole; writes answered 4xx or a plain 503 left nothing. */
+  async checkRows(db: Client): Promise<void> {
+    const one = async (sql: string, params: unknown[]) => (await db.query(sql, params)).rows;
+    const lookups: Record<string, (a: Answer) => Promise<unknown[]>> = {
+      'create project': (a) => one('SELECT id FROM projects WHERE name = $1', [a.key]),
+      'create task': (a) => one('SELECT id FROM tasks WHERE title = $1', [a.key]),
+      'create approval': (a) => one('SELECT id FROM approvals WHERE title = $1', [a.key]),
+      'create source': (a) => one('SELECT id FROM scheduler_sources WHERE name = $1', [a.key]),
+      'create workflow': (a) => one('SELECT name FROM scheduler_workflows WHERE name = $1', [a.key]),
+      'run workflow': (a) => one("SELECT id, status, error, tasks FROM scheduler_executions WHERE workflow = $1 AND trigger = 'manual'", [a.key]),
+      'assign task': (a) => one('SELECT id, status, error, started_at FROM agent_tasks WHERE task = $1', [a.key]),
+      'store memory': (a) => one('SELECT id FROM agent_memory WHERE content = $1', [a.key]),
+      'ingest trace': (a) => one("SELECT id FROM traces WHERE instance = 'chaos' AND message_id = $1", [a.key]),
+      'start attempt': (a) => one('SELECT id FROM attempts WHERE task_id = $1', [a.key]),
+    };
+    for (const a of this.answers) {
+      const lookup = lookups[a.op];
+      if (!lookup || a.key === undefined) continue;
+      const rows = await lookup(a);
+      const where = `${a.op} ${a.key} (answered ${a.status || a.error} at +${Math.round((a.sentAt - this.t0) / 1000)} s)`;
+      // a repeat of an earlier write (409 duplicate name, or a retried source) is not this request's row
+      if (a.status >= 200 && a.status < 300) {
+        if (rows.length !== 1) this.violation(`lost or doubled: ${where}: ${rows.length} rows`);
+      } else if (a.status === 503 && rows.length > 0 && rows.every((r) => Soak.refusalRecord(a.op, r as Record<string, unknown>))) {
+        // documented: a refused run or assignment is recorded failed and never runs (docs/scheduler.md, "A run or retry
+        // answered 503 never runs"; docs/multi-agent.md): a whole row that says so, not half a write
+      } else if (!Soak.unknownOutcome(a) && a.status !== 409 && rows.length > 0 && !this.answers.some((b) => b !== a && b.op === a.op && b.key === a.key && b.status >= 200 && b.status < 300)) {
+        this.violation(`half-stored: ${where}: ${rows.length} rows`);
+      } else if (rows.length > 1) {
+        this.violation(`doubled: ${where}: ${rows.length} rows`);
+      }
+    }
+    // whole: what a 201 said is what is stored
+    for (const a of this.answers.filter((x) => x.op === 'create task' && x.status === 201)) {
+      const id = (a.body.data as { id: string }).id;
+      const r = await one('SELECT title, project_id FROM tasks WHERE id = $1', [id]);
+      if (r.length !== 1 || (r[0] as { title: string }).title !== a.key) this.violation(`not whole: task ${id} (${a.key}) stored as ${JSON.stringify(r)}`);
+    }
+  }
+
+  /** Every accepted attempt, run and agent task reaches a final state, once. */
+  async settle(db: Client, limitMs: number): Promise<void> {
+    const t0 = Date.now();
+    for (;;) {
+      const { rows } = await db.query<{ n: string }>(
+        `SELECT (SELECT count(*) FROM attempts WHERE status IN ('created', 'running'))
+              + (SELECT count(*) FROM scheduler_executions WHERE status = 'running')
+              + (SELECT count(*) FROM agent_tasks WHERE status IN ('assigned', 'running')) AS n`,
+      );
+      const open = Number(rows[0]?.n);
+      if (open === 0) return;
+      if (Date.now() - t0 > limitMs) {
+        this.log(`${open} attempts, executions or agent tasks still open after ${limitMs} ms`);
+        return;
+      }
+      await sleep(2000);
+    }
+  }
+
+  async checkFinals(db: Client): Promise<void> {
+    const started = this.starts.filter((s) => s.answer.status === 200);
+    for (const s of started) {
+      const attemptId = (s.answer.body.data as { attemptId: string }).attemptId;
+      const { rows } = await db.query<{ status: string; branch: string | null; error: string | null }>(
+        'SELECT a.status, a.branch, (SELECT p.error FROM processes p WHERE p.attempt_id = a.id ORDER BY p.created_at DESC LIMIT 1) AS error FROM attempts a WHERE a.id = $1',
+        [attemptId],
+      );
+      const a = rows[0];
+      if (!a) {
+        this.violation(`lost attempt: ${attemptId} (task ${s.taskId}) answered 200 but has no row`);
+        continue;
+      }
+      const cancelled = this.cancels.some((c) => c.key === attemptId && c.status === 200);
+      if (!FINAL_ATTEMPT.includes(a.status)) this.violation(`attempt not final: ${attemptId} is ${a.status}`);
+      else if (a.status === 'failed') this.violation(`attempt failed: ${attemptId}: ${a.error}`);
+      else if (a.status === 'cancelled' && !this.cancels.some((c) => c.key === attemptId)) this.violation(`attempt cancelled unasked: ${attemptId}`);
+      if (a.status === 'completed' && cancelled) this.violation(`attempt completed after its cancel was answered 200: ${attemptId}`);
+      if (a.status === 'completed' && a.branch) {
+        // ran to completion once: the agent's edit once, in one commit
+        try {
+          const readme = execFileSync('git', ['show', `${a.branch}:README.md`], { cwd: this.repo, encoding: 'utf8' });
+          const edits = (readme.match(/added by the agent/g) ?? []).length;
+          const commits = execFileSync('git', ['rev-list', '--count', `main..${a.branch}`], { cwd: this.repo, encoding: 'utf8' }).trim();
+          if (edits !== 1 || commits !== '1') this.violation(`attempt ran twice: ${attemptId} branch ${a.branch} has ${edits} edits in ${commits} commits`);
+        } catch (err) {
+          this.violation(`attempt's branch missing: ${attemptId} ${a.branch}: ${(err as Error).message.split('\n')[0]}`);
+        }
+      }
+    }
+    const execs = await db.query<{ id: string; workflow: string; trigger: string; status: string; scheduled_at: Date | null; error: string | null }>(
+      'SELECT id, workflow, trigger, status, scheduled_at, error FROM scheduler_executions',
+    );
+    for (const e of execs.rows) {
+      if (e.status === 'running') this.violation(`execution not final: ${e.id} (${e.workflow})`);
+      else if (e.status !== 'completed') {
+        // a run answered 200 must run; a row left by a run whose answer said its outcome was unknown may be failed by the reconciler
+        const answer = this.runs.find((r) => r.workflow === e.workflow)?.answer;
+        const accepted = e.trigger === 'schedule' || answer?.status === 200;
+        // a script whose worker died is failed, not run twice: the documented at-most-once outcome (docs/scheduler.md, runScript)
+        if (accepted && !e.error?.includes(LOST_SCRIPT_ERROR)) this.violation(`execution ${e.status}: ${e.id} (${e.workflow}, ${e.trigger}): ${e.error}`);
+      }
+    }
+    const perSlot = new Map<string, number>();
+    for (const e of execs.rows.filter((x) => x.trigger === 'schedule' && x.scheduled_at)) {
+      const k = `${e.workflow} ${(e.scheduled_at as Date).toISOString()}`;
+      perSlot.set(k, (perSlot.get(k) ?? 0) + 1);
+    }
+    for (const [k, n] of perSlot) if (n > 1) this.violation(`scheduled run doubled: ${k} ran ${n} times`);
+    const tasks = await db.query<{ id: string; task: string; status: string; error: string | null }>('SELECT id, task, status, error FROM agent_tasks');
+    const refused = new Set(this.answers.filter((a) => a.op === 'assign task' && a.status === 503).map((a) => a.key));
+    for (const t of tasks.rows) {
+      // a refused assignment (503) is failed by design and checked with the answers above
+      if (t.status !== 'completed' && !(t.status === 'failed' && refused.has(t.task))) this.violation(`agent task ${t.status}: ${t.id}: ${t.error}`);
+    }
+  }
+
+  t0 = Date.now();
+
+  async run(): Promise<number> {
+    await this.setUp();
+    this.t0 = Date.now();
+    const untilMs = this.t0 + this.opts.minutes * 60_000;
+    const actors = [this.taskActor(), this.taskActor(), this.schedulerActor(), this.agentsActor(), this.tracesActor()];
+    await this.chaos(untilMs);
+    this.stopping = true;
+    await Promise.all(actors);
+    const healthy = await this.untilHealthy(HEALTH_BOUND_MS * 2);
+    if (!healthy) this.violation('health: not 200 on every service at the end');
+    // the schedule keeps starting runs: paused first, or a run it starts after the settle below is seen running
+    for (let i = 0; i < 30 && (await this.send('scheduler', 'pause schedule', 'POST', '/api/v1/schedules/chaos-every/pause')).status !== 200; i++) await sleep(1000);
+    await sleep(3000); // a run the schedule started just before its pause writes its row
+    this.log(`workload stopped after ${this.answers.length} requests; settling`);
+    const db = new Client({ connectionString: this.databaseUrl() });
+    await db.connect();
+    try {
+      await this.settle(db, 300_000);
+      this.checkAnswers();
+      await this.checkRows(db);
+      await this.checkFinals(db);
+    } finally {
+      await db.end();
+    }
+    return this.violations.length ? 1 : 0;
+  }
+
+  summary(): Record<string, unknown> {
+    const byStatus: Record<string, number> = {};
+    for (const a of this.answers) {
+      const k = a.status ? String(a.status) : (a.error ?? 'none');
+      byStatus[k] = (byStatus[k] ?? 0) + 1;
+    }
+    const kills: Record<string, number> = {};
+    for (const f of this.faults) kills[f.kind] = (kills[f.kind] ?? 0) + 1;
+    return {
+      seed: this.opts.seed,
+      minutes: this.opts.minutes,
+      requests: this.answers.length,
+      byStatus,
+      faults: kills,
+      attemptsAccepted: this.starts.filter((s) => s.answer.status === 200).length,
+      runsAccepted: this.runs.filter((r) => r.answer.status === 200).length,
+      violations: this.violations,
+    };
+  }
+
+  async tearDown(): Promise<void> {
+    this.stopping = true;
+    this.worker?.kill('SIGKILL');
+    if (this.armada) fs.writeFileSync(path.join(os.tmpdir(), `armada-chaos-${this.opts.seed}.log`), this.earlierOutput + this.armada.output());
+    try {
+      if (this.armada) await ctrlCWithin(this.armada, this.home, 120_000);
+    } catch (err) {
+      this.log(String(err));
+    }
+    if (processesUsing(this.home).length) killProcessesUsing(this.home);
+    await this.fake?.close();
+    fs.rmSync(this.home, { recursive: true, force: true });
+    if (this.repo) fs.rmSync(this.repo, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const opts = parseArgs(process.argv.slice(2));
+  const soak = new Soak(opts);
+  let code = 1;
+  try {
+    code = await soak.run();
+  } catch (err) {
+    soak.violation(`the soak itself failed: ${(err as Error).stack ?? err}`);
+  } finally {
+    if (opts.keep && soak.violations.length) {
+      for (const v of soak.violations) process.stdout.write(`VIOLATION ${v}\n`);
+      process.stdout.write(`kept for a look: ARMADA_HOME=${soak.home} DATABASE_URL=${soak.databaseUrl()} ports ${JSON.stringify(soak.armada.ports)} api key ${soak.apiKey}; Ctrl-C stops it\n`);
+      await new Promise((r) => process.once('SIGINT', r));
+    }
+    await soak.tearDown();
+  }
+  const summary = soak.summary();
+  if (opts.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
+  else {
+    process.stdout.write(`${JSON.stringify({ ...summary, violations: summary.violations ? (summary.violations as string[]).length : 0 }, null, 2)}\n`);
+    for (const v of soak.violations) process.stdout.write(`VIOLATION ${v}\n`);
+  }
+  process.exit(soak.violations.length ? 1 : code);
+}
+
+void main();
