@@ -468,6 +468,11 @@ export interface CleanupFailure extends CleanupError {
   attemptId: string;
 }
 
+/** When a delete that starts now stops waiting for hosts: attempts.deleteWaitMs (default 15 s) from now. */
+export function deleteDeadline(deps: Pick<AttemptServiceDeps, 'config'>): number {
+  return Date.now() + (deps.config.file.attempts?.deleteWaitMs ?? 15_000);
+}
+
 /**
  * What a delete did with the attempts' worktrees and branches: `done`; `failed` when a host tried and git refused
  * (`cleanupErrors` says which and why; they stay until that is cleared, see docs/attempts.md); `pending` when a
@@ -497,8 +502,9 @@ export async function deleteAttempt(deps: AttemptServiceDeps, attemptId: string)
 
 /**
  * Cancels the attempts (those still running or created) and their pending approvals, and removes their worktrees
- * and branches on their hosts (removeAttemptWorkflow on each host's queue). Waits up to attempts.deleteWaitMs for
- * all of them: 'failed' when a host answered that git refused (with why), else 'pending' when a host did not answer
+ * and branches on their hosts (removeAttemptWorkflow on each host's queue). Waits for all of them until `deadline`
+ * (attempts.deleteWaitMs after the request came: the cancels and starts before the wait count towards it, so a delete
+ * of many attempts on a busy machine still answers in about that time, not that time after its last start): 'failed' when a host answered that git refused (with why), else 'pending' when a host did not answer
  * in time (the removal runs when its worker is back). The caller deletes the rows afterwards, through
  * deleteWithApprovals (approvals requested meanwhile end with the rows). Every delete of attempts (attempt, task,
  * bulk, project) passes here.
@@ -509,9 +515,12 @@ export async function deleteAttempt(deps: AttemptServiceDeps, attemptId: string)
  * Before, a delete racing the start read the attempt before its host was recorded, answered cleanup "done" and left
  * the worktree and branch behind.
  */
-async function removeAttemptsOnHosts(deps: AttemptServiceDeps, items: { attempt: AttemptRow; repoPath: string | null }[]): Promise<AttemptsCleanup> {
+async function removeAttemptsOnHosts(
+  deps: AttemptServiceDeps,
+  items: { attempt: AttemptRow; repoPath: string | null }[],
+  deadline = deleteDeadline(deps),
+): Promise<AttemptsCleanup> {
   await cancelApprovalsOfAttempts(deps, items.map((i) => i.attempt.id));
-  const waitMs = deps.config.file.attempts?.deleteWaitMs ?? 15_000;
   const removals: Promise<void>[] = [];
   const failures: CleanupFailure[] = [];
   let answered = 0;
@@ -546,7 +555,7 @@ async function removeAttemptsOnHosts(deps: AttemptServiceDeps, items: { attempt:
   if (removals.length > 0) {
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, waitMs);
+      timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
     });
     await Promise.race([Promise.all(removals), waited]);
     clearTimeout(timer);
@@ -566,7 +575,7 @@ export function combinedCleanup(parts: AttemptsCleanup[]): AttemptsCleanup {
  * Before DELETE /api/tasks/:id, the bulk delete and DELETE /api/projects/:id delete the rows: cancels the tasks'
  * attempts and removes their worktrees and branches on their hosts, as DELETE /api/attempts/:id does.
  */
-export async function removeAttemptsOfTasks(deps: AttemptServiceDeps, taskIds: string[]): Promise<AttemptsCleanup> {
+export async function removeAttemptsOfTasks(deps: AttemptServiceDeps, taskIds: string[], deadline = deleteDeadline(deps)): Promise<AttemptsCleanup> {
   if (taskIds.length === 0) return { cleanup: 'done' };
   const { rows } = await deps.db.query<{ id: string; repo_path: string | null }>(
     `SELECT a.id, p.git_repo_path AS repo_path FROM attempts a JOIN tasks t ON t.id = a.task_id JOIN projects p ON p.id = t.project_id
@@ -578,11 +587,11 @@ export async function removeAttemptsOfTasks(deps: AttemptServiceDeps, taskIds: s
     const a = await getAttempt(deps.db, r.id);
     if (a) items.push({ attempt: a, repoPath: r.repo_path });
   }
-  return removeAttemptsOnHosts(deps, items);
+  return removeAttemptsOnHosts(deps, items, deadline);
 }
 
 /** removeAttemptsOfTasks for all tasks of a project. */
-export async function removeAttemptsOfProject(deps: AttemptServiceDeps, projectId: string): Promise<AttemptsCleanup> {
+export async function removeAttemptsOfProject(deps: AttemptServiceDeps, projectId: string, deadline = deleteDeadline(deps)): Promise<AttemptsCleanup> {
   const { rows } = await deps.db.query<{ id: string }>('SELECT id FROM tasks WHERE project_id = $1', [projectId]);
-  return removeAttemptsOfTasks(deps, rows.map((r) => r.id));
+  return removeAttemptsOfTasks(deps, rows.map((r) => r.id), deadline);
 }

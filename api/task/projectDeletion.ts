@@ -17,12 +17,12 @@ import { hasManagedClone, managedClonePath } from '../../lib/projects/managedClo
 import { isRunning } from '../../lib/temporal/workflowHandles';
 import { cloneProjectWorkflowId, removeProjectCloneWorkflowId } from '../../workflows/projectCloneMessages';
 import { deleteWithApprovals } from './approvalsOfDeletedAttempts';
-import { combinedCleanup, removeAttemptsOfProject, type AttemptsCleanup, type AttemptServiceDeps } from './attemptService';
+import { combinedCleanup, deleteDeadline, removeAttemptsOfProject, type AttemptsCleanup, type AttemptServiceDeps } from './attemptService';
 
 /** Deletes the project and what goes with it; undefined when its row was gone already (deleted meanwhile). */
 export async function deleteProjectWithClone(deps: AttemptServiceDeps, project: ProjectRow, log: FastifyBaseLogger): Promise<AttemptsCleanup | undefined> {
-  const deadline = Date.now() + (deps.config.file.attempts?.deleteWaitMs ?? 15_000);
-  const attempts = await removeAttemptsOfProject(deps, project.id);
+  const deadline = deleteDeadline(deps);
+  const attempts = await removeAttemptsOfProject(deps, project.id, deadline);
   const managed = hasManagedClone(project, deps.config.home);
   // asked before the row goes: a clone still running then removes what it makes itself, later than this answer
   const cloning = managed && project.clone_status === 'cloning' && (await stillCloning(deps, project.id, log));

@@ -84,6 +84,10 @@ beforeAll(async () => {
       multiAgent: { agents: AGENTS.map((name) => ({ name, role: 'contract', llm: 'contract', memory: true })) },
       filesystem: { allowedPaths: [fsRoot] },
       webhooks: { timeoutMs: 2000 },
+      // a delete of attempts, tasks or a project answers within this (cleanup `pending` past it), well inside
+      // schemathesis' 20 s read timeout also when the worker is slow to remove worktrees on a loaded machine: ci45a's
+      // DELETE /api/projects/{id} waited out the default 15 s plus its cancels and starts and timed out
+      attempts: { deleteWaitMs: 5000 },
     },
   });
   // The source flow tasks name (hooks.py): like the agent profile `contract`, a resource the generated requests can
