@@ -35,6 +35,9 @@ export interface DeliverResult {
   skipped?: boolean;
 }
 
+/** A delivery whose webhook was deleted or deactivated: nothing to send, and nothing failed. */
+const SKIPPED: DeliverResult = { attempt: 0, skipped: true };
+
 /**
  * The details of a try to retry: its pause again, for the workflow (Temporal gives it the failure without its
  * nextRetryDelay), which needs it when the retry policy of an activity scheduled before today's ran out of attempts.
@@ -111,7 +114,7 @@ export function createWebhookActivities(deps: ActivityDeps) {
     // a PostgreSQL outage is waited out before the request leaves (activities/untilPostgresAnswers.ts): it uses up
     // none of the delivery's tries, which are the receiver's
     const loaded = await untilPostgresAnswers(() => load(input), { reserveMs: policy.timeoutMs + RECORD_RESERVE_MS });
-    if (!loaded) return { attempt: 0, skipped: true };
+    if (!loaded) return SKIPPED;
     // a URL on a port fetch never connects to (registered before the API refused them) cannot be delivered, ever:
     // final at once, without a request and whatever the breaker says, instead of retried for webhooks.retryForMs
     const badPort = badPortOf(new URL(loaded.webhook.url));
@@ -124,30 +127,25 @@ export function createWebhookActivities(deps: ActivityDeps) {
     const attempt = Math.max(loaded.tries.last, sentBefore) + 1;
     sending(attempt);
     const answer = await send(input, loaded, attempt);
-    try {
-      // the request was sent: its row waits for PostgreSQL here, or the failed try would send it again
-      await untilPostgresAnswers(() =>
+    // the request was sent: its row waits for PostgreSQL here, or the failed try would send it again
+    const recorded = await unlessDeleted(input, () =>
+      untilPostgresAnswers(() =>
         recordDelivery(deps.db, { ...input, eventType: loaded.event.type, attempt, statusCode: answer.statusCode, success: answer.error === null, error: answer.error, durationMs: answer.durationMs, probe: go.probe }),
-      );
-    } catch (err) {
-      // the webhook was deleted while this try ran (its log went with it): a skip, as when deleted before the try
-      if ((err as { code?: unknown }).code === FOREIGN_KEY_VIOLATION && !(await getWebhook(deps.db, input.webhookId))) return { attempt: 0, skipped: true };
-      throw err;
-    }
+      ),
+    );
+    if (!recorded) return SKIPPED;
     deliveries.inc({ result: answer.error === null ? 'success' : 'failure' });
     const answered = answer.error === null || answer.final;
-    let receiver: ReceiverRow | undefined;
-    try {
-      receiver = await untilPostgresAnswers(() =>
+    // the receiver row references the webhook: deleted between the try's row and this one, a skip too
+    const breaker = await unlessDeleted(input, () =>
+      untilPostgresAnswers(() =>
         answered
           ? recordReceiverAnswered(deps.db, input.webhookId).then(() => undefined)
           : recordReceiverFailure(deps.db, input.webhookId, delivery, { openAfterFailures: policy.openAfterFailures, initialMs: policy.backoffInitialMs, maxMs: policy.backoffMaxMs }),
-      );
-    } catch (err) {
-      // deleted between the try's row and the breaker's (the receiver row references the webhook): a skip too
-      if ((err as { code?: unknown }).code === FOREIGN_KEY_VIOLATION && !(await getWebhook(deps.db, input.webhookId))) return { attempt: 0, skipped: true };
-      throw err;
-    }
+      ),
+    );
+    if (!breaker) return SKIPPED;
+    const receiver = breaker.value;
     if (answer.error === null) return { attempt, statusCode: answer.statusCode as number };
     const message = `delivery to webhook ${input.webhookId}: ${answer.error}`;
     if (answer.final) throw ApplicationFailure.create({ type: 'WEBHOOK_REJECTED', message, nonRetryable: true });
@@ -163,15 +161,24 @@ export function createWebhookActivities(deps: ActivityDeps) {
    */
   async function refuseBadPort(input: DeliveryInput, loaded: Loaded, attempt: number, port: number): Promise<DeliverResult> {
     const error = `not sent: ${badPortReason(port)}: serve the receiver on another port and register the webhook with that URL`;
+    const recorded = await unlessDeleted(input, () =>
+      untilPostgresAnswers(() => recordDelivery(deps.db, { ...input, eventType: loaded.event.type, attempt, statusCode: null, success: false, error, durationMs: 0, probe: false })),
+    );
+    if (!recorded) return SKIPPED;
+    throw ApplicationFailure.create({ type: 'WEBHOOK_REJECTED', message: `delivery to webhook ${input.webhookId}: ${error}`, nonRetryable: true });
+  }
+
+  /**
+   * `write`'s result, or undefined when it failed on a foreign key because the webhook was deleted while the try ran
+   * (its log and receiver rows went with it): the delivery is then a skip, as when deleted before the try.
+   */
+  async function unlessDeleted<T>(input: DeliveryInput, write: () => Promise<T>): Promise<{ value: T } | undefined> {
     try {
-      await untilPostgresAnswers(() =>
-        recordDelivery(deps.db, { ...input, eventType: loaded.event.type, attempt, statusCode: null, success: false, error, durationMs: 0, probe: false }),
-      );
+      return { value: await write() };
     } catch (err) {
-      if ((err as { code?: unknown }).code === FOREIGN_KEY_VIOLATION && !(await getWebhook(deps.db, input.webhookId))) return { attempt: 0, skipped: true };
+      if ((err as { code?: unknown }).code === FOREIGN_KEY_VIOLATION && !(await getWebhook(deps.db, input.webhookId))) return undefined;
       throw err;
     }
-    throw ApplicationFailure.create({ type: 'WEBHOOK_REJECTED', message: `delivery to webhook ${input.webhookId}: ${error}`, nonRetryable: true });
   }
 
   async function load(input: DeliveryInput): Promise<Loaded | undefined> {

@@ -193,10 +193,7 @@ const HOST_VALUE = /^(?:\[(?:[0-9A-Fa-f:.]+|v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()
 
 export function hostHeaderError(request: FastifyRequest): AppError | undefined {
   const v = request.raw.httpVersion;
-  const raw = request.raw.rawHeaders;
-  let lines = 0;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]?.length === 4 && raw[i]?.toLowerCase() === 'host') lines++;
-  if (lines > 1) return validationError('Request headers are invalid: host must be sent once', { host: 'must be sent once' });
+  if (headerLines(request, 'host') > 1) return sentMoreThanOnce('host');
   const host = request.headers.host;
   if (host === undefined) {
     if (v === '1.0' || v === '0.9') return undefined;
@@ -212,10 +209,20 @@ export function hostHeaderError(request: FastifyRequest): AppError | undefined {
  * `text/plain` first was a 415. Sent more than once, it is a 400 whatever the lines say, as two Host lines are.
  */
 export function contentTypeLinesError(request: FastifyRequest): AppError | undefined {
+  return headerLines(request, 'content-type') > 1 ? sentMoreThanOnce('content-type') : undefined;
+}
+
+/** How many lines of the header `name` (lower case) the request has: Node's `headers` keeps only the first of some. */
+function headerLines(request: FastifyRequest, name: string): number {
   const raw = request.raw.rawHeaders;
   let lines = 0;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]?.length === 12 && raw[i]?.toLowerCase() === 'content-type') lines++;
-  return lines > 1 ? validationError('Request headers are invalid: content-type must be sent once', { 'content-type': 'must be sent once' }) : undefined;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]?.length === name.length && raw[i]?.toLowerCase() === name) lines++;
+  return lines;
+}
+
+/** The 400 for a header that is one value sent on more than one line. */
+function sentMoreThanOnce(name: string): AppError {
+  return validationError(`Request headers are invalid: ${name} must be sent once`, { [name]: 'must be sent once' });
 }
 
 /**
