@@ -9,7 +9,7 @@ export interface ProjectDialogProps {
   /** the project to edit; undefined = a new one */
   project?: ProjectListItem;
   busy: boolean;
-  /** the failed create, shown in the dialog (at the repository field when the API names `repository.url`) */
+  /** the failed create or edit, shown in the dialog (a create's at the repository field when the API names `repository.url`) */
   error?: unknown;
   onCreate: (fields: CreateProjectFields) => void;
   onEdit: (fields: EditProjectFields) => void;
@@ -112,7 +112,11 @@ function CreateForm({ busy, error, onCreate, onClose }: ProjectDialogProps) {
   );
 }
 
-function EditForm({ project, busy, onEdit, onClose }: ProjectDialogProps & { project: ProjectListItem }) {
+/** What the Edit dialog says when the project was deleted elsewhere while it was open (the PATCH answered 404). */
+const EDITED_GONE = 'This project was deleted elsewhere, so there is nothing to save. Cancel closes this dialog and removes it from the list.';
+
+function EditForm({ project, busy, error, onEdit, onClose }: ProjectDialogProps & { project: ProjectListItem }) {
+  const gone = error instanceof ApiError && error.status === 404;
   const [name, setName] = useState(project.name);
   const [description, setDescription] = useState(project.description);
   const [defaultLLM, setDefaultLLM] = useState(project.defaultLLM ?? '');
@@ -159,11 +163,12 @@ function EditForm({ project, busy, onEdit, onClose }: ProjectDialogProps & { pro
           <textarea className="mono" value={dev} onChange={(e) => setDev(e.target.value)} />
         </Field>
       </div>
+      {error ? <ErrorMessage error={gone ? EDITED_GONE : error} /> : null}
       <div className="dialog-actions">
         <button type="button" onClick={onClose}>
           Cancel
         </button>
-        <button type="submit" className="primary" disabled={busy || !name.trim()}>
+        <button type="submit" className="primary" disabled={busy || gone || !name.trim()}>
           Save
         </button>
       </div>
