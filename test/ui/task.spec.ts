@@ -479,3 +479,27 @@ test('cancel a running attempt from the screen (Enter confirms); Merge and Creat
   await screenshot(page, 'task-cancelled-no-merge');
   await expect(api('POST', `/attempts/${attemptId}/merge`, { strategy: 'ff' })).rejects.toThrow(/409.*Nothing to merge/);
 });
+
+test.describe('an attempt cancelled elsewhere while the Cancel dialog is open', () => {
+  // the refused cancel (409) is logged by the browser as a failed resource
+  test.use({ allowConsoleErrors: /status of 409/ });
+
+  test('Enter says so in the dialog, once, not in a toast under its backdrop', async ({ page }) => {
+    const project = await createProject('Cancelled Twice Project');
+    const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Sleeper cancelled twice', description: 'SLEEP' });
+    const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
+    await page.goto(`/tasks/${task.id}`);
+    await expect(page.getByRole('log', { name: 'Attempt log' })).toContainText('still working', { timeout: 30_000 });
+    await page.getByRole('button', { name: 'Cancel attempt' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Cancel attempt' });
+    await expect(confirm).toBeVisible();
+    // another operator (another tab, the API) cancels it first
+    await api('POST', `/attempts/${attemptId}/cancel`);
+    await page.keyboard.press('Enter');
+    await expect(confirm.getByRole('alert')).toHaveText(`Attempt ${attemptId} is already cancelled`);
+    await expect(page.locator('.toast')).toHaveCount(0);
+    await page.keyboard.press('Escape');
+    await expect(confirm).toBeHidden();
+    await expect(page.locator('.attempt-header').getByText('cancelled')).toBeVisible();
+  });
+});
