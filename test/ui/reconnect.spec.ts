@@ -129,6 +129,7 @@ test.describe('a screen that failed to load during a database outage', () => {
   });
   test('the Scheduler, which has no stream, names the service that is down, says it retries, and loads by itself', async ({ page }) => {
     test.setTimeout(150_000);
+    const project = await createProject('Outage Action Project');
     const thaw = freezePostgres();
     try {
       const schedulerStatus = () =>
@@ -143,6 +144,17 @@ test.describe('a screen that failed to load during a database outage', () => {
       // which service, and that nobody needs to click: before, the error stayed until Retry (no stream brings it back)
       await expect(alert).toContainText('The scheduler service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.');
       await screenshot(page, 'scheduler-unavailable');
+      // an action is not sent again by itself, and its error in the dialog says that instead (it said the screen retried)
+      await page.goto(`/projects/${project.id}`);
+      await page.getByRole('button', { name: 'New task' }).click();
+      const dialog = page.getByRole('dialog', { name: 'New task' });
+      await dialog.getByLabel('Title').fill('Typed during the outage');
+      await dialog.getByLabel('Title').press('Enter');
+      await expect(dialog.getByRole('alert')).toContainText('The task service is unavailable (HTTP 503). Nothing is sent again by itself: try again once it is back.', {
+        timeout: 30_000,
+      });
+      await page.keyboard.press('Escape');
+      await page.goto('/scheduler');
     } finally {
       thaw();
     }

@@ -24,6 +24,8 @@ test('a service down (502, 503, 504, no answer) is named, and its reads are sent
   const down = errorFromBody(503, { detail: 'The database (PostgreSQL) is not answering; try again' }, 'scheduler');
   expect(isUnavailable(down)).toBe(true);
   expect(unavailableNote(down)).toBe('The scheduler service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.');
+  // an action (a save, a delete) is not sent again by itself, and its note says so
+  expect(unavailableNote(down, false)).toBe('The scheduler service is unavailable (HTTP 503). Nothing is sent again by itself: try again once it is back.');
   const unreachable = new ApiError('Cannot reach the Armada server', 0, 'NETWORK_ERROR');
   expect(unavailableNote(unreachable)).toBe('The Armada server did not answer. This screen tries again every 5 seconds by itself.');
   for (const status of [502, 504]) expect(isUnavailable(errorFromBody(status, null))).toBe(true);

@@ -28,9 +28,12 @@ export function retryWhileUnavailable(query: { state: { status: string; error: u
   return query.state.status === 'error' && isUnavailable(query.state.error) ? UNAVAILABLE_RETRY_MS : false;
 }
 
-/** What an unavailable error adds to its message: which service, and that the screen tries again by itself. */
-export function unavailableNote(err: ApiError): string {
-  const every = `every ${UNAVAILABLE_RETRY_MS / 1000} seconds`;
-  if (err.status === 0) return `The Armada server did not answer. This screen tries again ${every} by itself.`;
-  return `${SERVICE_NAMES[err.service]} is unavailable (HTTP ${err.status}). This screen tries again ${every} by itself.`;
+/**
+ * What an unavailable error adds to its message: which service, and what happens next. A screen's read (`retried`) is
+ * sent again by itself; an action the user took (a save, a delete) is not: it says to send it again.
+ */
+export function unavailableNote(err: ApiError, retried = true): string {
+  const next = retried ? `This screen tries again every ${UNAVAILABLE_RETRY_MS / 1000} seconds by itself.` : 'Nothing is sent again by itself: try again once it is back.';
+  if (err.status === 0) return `The Armada server did not answer. ${next}`;
+  return `${SERVICE_NAMES[err.service]} is unavailable (HTTP ${err.status}). ${next}`;
 }

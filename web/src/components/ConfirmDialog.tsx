@@ -26,7 +26,7 @@ export function ConfirmDialog({ open, title, message, confirmLabel, danger, busy
         }}
       >
         <p>{message}</p>
-        {error ? <ErrorMessage error={error} /> : null}
+        {error ? <ErrorMessage error={error} action /> : null}
         <div className="dialog-actions">
           <button type="button" onClick={onCancel}>
             Cancel

@@ -1,15 +1,16 @@
 import { isUnavailable, unavailableNote } from '../api';
 
 /**
- * An inline error in a screen (a query that failed): the server's message, and a retry button when given. A service
- * that is down (503, no answer) is named, with the word that the screen tries again by itself (api/unavailable.ts).
+ * An inline error: of a screen's read (a query), with a retry button when given, or of an `action` the user took (a
+ * save, a delete, in its dialog). A service that is down (503, no answer) is named, with what happens next: a read is
+ * tried again by itself, an action is not (api/unavailable.ts).
  */
-export function ErrorMessage({ error, onRetry }: { error: unknown; onRetry?: () => void }) {
+export function ErrorMessage({ error, onRetry, action }: { error: unknown; onRetry?: () => void; action?: boolean }) {
   return (
     <div className="banner banner-error" role="alert">
       <div className="banner-text">
         <span>{error instanceof Error ? error.message : String(error)}</span>
-        {isUnavailable(error) ? <span className="banner-note">{unavailableNote(error)}</span> : null}
+        {isUnavailable(error) ? <span className="banner-note">{unavailableNote(error, !action)}</span> : null}
       </div>
       {onRetry ? (
         <button type="button" onClick={onRetry}>

@@ -139,7 +139,7 @@ function TaskForm({ task, projectId, busy, error, gone, onSave, onClose }: Omit<
       <Field label="Labels (comma-separated)" error={labelsFieldError}>
         <input value={labels} onChange={(e) => setLabels(e.target.value)} />
       </Field>
-      {gone ? <ErrorMessage error={EDITED_TASK_GONE} /> : error && !labelsSaidWrong ? <ErrorMessage error={error} /> : null}
+      {gone ? <ErrorMessage error={EDITED_TASK_GONE} /> : error && !labelsSaidWrong ? <ErrorMessage error={error} action /> : null}
       <div className="dialog-actions">
         <button
           type="button"

@@ -49,7 +49,7 @@ export function TemplateDialog({ open, busy, error, onApply, onClose }: Template
         }}
       >
         {templates.error ? <ErrorMessage error={templates.error} /> : null}
-        {error ? <ErrorMessage error={error} /> : null}
+        {error ? <ErrorMessage error={error} action /> : null}
         {templates.data && list.length === 0 ? <p className="muted">No templates yet: create one with POST /api/task-templates.</p> : null}
         {list.length ? (
           <Field label="Template">

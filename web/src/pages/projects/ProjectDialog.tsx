@@ -99,7 +99,7 @@ function CreateForm({ busy, error, onCreate, onClose }: ProjectDialogProps) {
       <Field label="Description">
         <textarea value={description} onChange={(e) => setDescription(e.target.value)} />
       </Field>
-      {error && !repositoryError(error, '', '') ? <ErrorMessage error={error} /> : null}
+      {error && !repositoryError(error, '', '') ? <ErrorMessage error={error} action /> : null}
       <div className="dialog-actions">
         <button type="button" onClick={onClose}>
           Cancel
@@ -163,7 +163,7 @@ function EditForm({ project, busy, error, onEdit, onClose }: ProjectDialogProps 
           <textarea className="mono" value={dev} onChange={(e) => setDev(e.target.value)} />
         </Field>
       </div>
-      {error ? <ErrorMessage error={gone ? EDITED_GONE : error} /> : null}
+      {error ? <ErrorMessage error={gone ? EDITED_GONE : error} action /> : null}
       <div className="dialog-actions">
         <button type="button" onClick={onClose}>
           Cancel
