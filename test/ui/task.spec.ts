@@ -158,6 +158,24 @@ test('Escape closes the Start dialog (an unknown task\'s address: notFound.spec.
   await expect(start).toBeHidden();
 });
 
+test('while a start waits for its answer, its button says Starting… (it only went pale)', async ({ page }) => {
+  const project = await createProject('Slow Start Project');
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Started slowly', description: 'SLEEP' });
+  await page.goto(`/tasks/${task.id}`);
+  await expect(page.getByRole('heading', { name: 'Started slowly' })).toBeVisible();
+  // the start reaches the server at once; its answer is held, as a workflow engine slow to answer holds it
+  const answer = await holdAnswers(page, '**/api/tasks/*/start');
+  await page.getByRole('button', { name: 'Start attempt…' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Start an attempt' });
+  await dialog.getByLabel('Agent profile').selectOption('scripted');
+  await dialog.getByLabel('Agent profile').press('Enter');
+  await expect(dialog.getByRole('button', { name: 'Starting…' })).toBeDisabled();
+  answer();
+  await expect(dialog).toBeHidden();
+  await expect(page.getByRole('region', { name: 'Attempt #1' })).toBeVisible();
+  await api('POST', `/tasks/${task.id}/cancel`);
+});
+
 test.describe('merge approval gate', () => {
   // the refused merge (409) is logged by the browser as a failed resource
   test.use({ allowConsoleErrors: /status of 409/ });
