@@ -175,6 +175,25 @@ test.describe('a repository path the API refuses', () => {
   });
 });
 
+test('Create with no repository names the repository field (the button was only disabled: Enter said nothing)', async ({ page }) => {
+  await page.goto('/projects');
+  await page.getByRole('button', { name: 'New project' }).click();
+  const dialog = page.getByRole('dialog', { name: 'New project' });
+  await dialog.getByLabel('Name').fill('Nothing chosen');
+  await dialog.getByLabel('Name').press('Enter');
+  await expect(dialog.getByRole('alert')).toHaveText('Choose a repository: type its path, or pick it in the directories below.');
+  await expectErrorState(dialog.getByLabel('Repository path'));
+  await dialog.getByRole('button', { name: 'Code-hosting URL' }).click();
+  await expect(dialog.getByRole('alert')).toHaveText('Type the repository URL to clone.');
+  await expectErrorState(dialog.getByLabel('Repository URL'));
+  await dialog.getByLabel('Repository URL').fill('https://example.invalid/x.git');
+  await expect(dialog.getByRole('alert')).toHaveCount(0);
+  await expectNoErrorState(dialog.getByLabel('Repository URL'));
+  await page.keyboard.press('Escape');
+  await expect(dialog).toBeHidden();
+  expect((await api<{ name: string }[]>('GET', '/projects?limit=100')).map((p) => p.name)).not.toContain('Nothing chosen');
+});
+
 test('the default agent profile is picked from the configured profiles', async ({ page }) => {
   const project = await createProject('Profile Project');
   await page.goto('/projects');

@@ -31,6 +31,9 @@ function repositoryError(error: unknown, label: string, location: string): strin
   return typeof said === 'string' ? `${label}: ${location} ${said}` : null;
 }
 
+/** What the repository field says to Create with nothing in it (before, Create project was only disabled: Enter said nothing). */
+const NO_REPOSITORY = { local: 'Choose a repository: type its path, or pick it in the directories below.', url: 'Type the repository URL to clone.' } as const;
+
 function CreateForm({ busy, error, onCreate, onClose }: ProjectDialogProps) {
   const [source, setSource] = useState<'local' | 'url'>('local');
   const [path, setPath] = useState('');
@@ -58,13 +61,22 @@ function CreateForm({ busy, error, onCreate, onClose }: ProjectDialogProps) {
   const detected = source === 'local' && settled === location ? (current.data ?? null) : null;
   // the location the failed create was about (the field may have been edited since: then the message goes)
   const [sent, setSent] = useState('');
-  const fieldError = sent === location ? repositoryError(error, source === 'local' ? 'Repository path' : 'Repository URL', location) : null;
+  // set by a Create tried with no repository; the message stays until one is given
+  const [triedEmpty, setTriedEmpty] = useState(false);
+  const fieldError =
+    triedEmpty && !location ? NO_REPOSITORY[source] : sent === location ? repositoryError(error, source === 'local' ? 'Repository path' : 'Repository URL', location) : null;
   return (
     <form
+      // no repository is named at its field in the board's words, rather than by the browser's own bubble (`required`)
+      noValidate
       onSubmit={async (e) => {
         e.preventDefault();
         const finalName = name.trim() || suggested;
-        if (!location || !finalName) return;
+        if (!location) {
+          setTriedEmpty(true);
+          return;
+        }
+        if (!finalName) return;
         let chosen = (branch ?? '').trim() || detected;
         // submitted before the lookup of a typed path was done: ask now, rather than let the API default to main
         if (!chosen && source === 'local' && branch === null && readable(location)) chosen = await currentBranchOf(location).catch(() => null);
@@ -104,7 +116,7 @@ function CreateForm({ busy, error, onCreate, onClose }: ProjectDialogProps) {
         <button type="button" onClick={onClose}>
           Cancel
         </button>
-        <button type="submit" className="primary" disabled={busy || !location}>
+        <button type="submit" className="primary" disabled={busy}>
           Create project
         </button>
       </div>
