@@ -55,14 +55,22 @@ test('at 375 px a long name without a space, in any script, stays inside the win
   const name = `Ünïcødé-プロジェクト-${'x'.repeat(170)}`;
   const title = `Überlange-Aufgabe-${'y'.repeat(280)}`;
   const project = await api<{ id: string; name: string }>('POST', '/projects', { name, repository: { url: makeRepo('long-name') } });
-  await api('POST', '/tasks', { projectId: project.id, title, labels: ['ünïcødé'] });
+  const label = `label-${'l'.repeat(54)}`;
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title, labels: ['ünïcødé', label] });
   const overflow = (selector: string) => page.locator(selector).first().evaluate((el) => el.scrollWidth - el.clientWidth);
 
   await page.goto(`/projects/${project.id}`);
   await expect(page.getByRole('heading', { name, level: 1 })).toBeVisible();
   await expect(page.getByRole('article', { name: title })).toBeVisible();
   await softly.poll(() => overflow('html'), { message: 'sideways overflow on the board' }).toBeLessThanOrEqual(0);
+  // a 60-character label stays inside its card (cut short, whole in its tooltip): it ran out of the card
+  await softly.poll(() => overflow('article.card'), { message: 'the label runs out of its card' }).toBeLessThanOrEqual(0);
+  await expect(page.getByRole('article', { name: title }).getByText(label)).toHaveAttribute('title', label);
   await screenshot(page, 'narrow-long-names', { fullPage: false });
+  // and wraps on the task's page (it made the page scroll sideways)
+  await page.goto(`/tasks/${task.id}`);
+  await expect(page.getByRole('heading', { name: title, level: 1 })).toBeVisible();
+  await softly.poll(() => overflow('html'), { message: 'sideways overflow on the task page' }).toBeLessThanOrEqual(0);
 
   await page.goto('/projects');
   await page.getByRole('button', { name: `Delete ${name}` }).click();
