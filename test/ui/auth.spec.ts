@@ -1,5 +1,5 @@
 /** Auth is on in this suite: without a stored key the board asks for one, keeps it for the tab and loads. */
-import { api, createProject, expect, test } from './fixtures';
+import { api, createProject, expect, expectErrorState, test } from './fixtures';
 
 test.describe('key prompt', () => {
   // the first calls are answered 401 (that is what opens the prompt): the browser logs each refused request and the
@@ -11,6 +11,17 @@ test.describe('key prompt', () => {
     await page.goto('/projects');
     const prompt = page.getByRole('dialog', { name: 'API key required' });
     await expect(prompt).toBeVisible();
+    // Enter with nothing typed is said at the field (it did nothing)
+    await prompt.getByLabel('API key').press('Enter');
+    await expect(prompt.getByRole('alert')).toHaveText('Type the key: it cannot be empty.');
+    await expectErrorState(prompt.getByLabel('API key'));
+    // closed without a key: the screen says how to get the prompt back, and Retry brings it
+    await page.keyboard.press('Escape');
+    await expect(prompt).toBeHidden();
+    await expect(page.getByRole('alert')).toContainText('This server needs an API key: Retry asks for it.');
+    await page.getByRole('button', { name: 'Retry' }).click();
+    await expect(prompt).toBeVisible();
+    await expect(prompt.getByRole('alert')).toHaveCount(0);
     await prompt.getByLabel('API key').fill('wrong-key-0123456789');
     await prompt.getByLabel('API key').press('Enter');
     await expect(page.getByRole('dialog', { name: 'API key required' })).toBeVisible();

@@ -114,6 +114,35 @@ test('filters live in the URL and survive a reload', async ({ page }) => {
   await expect(card(page, 'Alpha feature')).toBeVisible();
 });
 
+test('the Labels filter takes several labels, and a label with a space, typed key by key', async ({ page }) => {
+  const project = await createProject('Typed Labels Board');
+  await api('POST', '/tasks', { projectId: project.id, title: 'Bug in the UI', labels: ['bug', 'ui'] });
+  await api('POST', '/tasks', { projectId: project.id, title: 'Bug elsewhere', labels: ['bug'] });
+  await api('POST', '/tasks', { projectId: project.id, title: 'Waiting for a review', labels: ['needs review'] });
+  await page.goto(`/projects/${project.id}`);
+  await expect(card(page, 'Bug elsewhere')).toBeVisible();
+  const labels = page.getByLabel('Labels', { exact: true });
+  // typed as a person types: the field was rewritten from the labels at each key, so the comma and the space vanished
+  await labels.pressSequentially('bug, ui');
+  await expect(labels).toHaveValue('bug, ui');
+  await expect(page).toHaveURL(/[?&]labels=bug%2Cui(&|$)/);
+  await expect(card(page, 'Bug in the UI')).toBeVisible();
+  await expect(card(page, 'Bug elsewhere')).toBeHidden();
+  await labels.fill('');
+  await labels.pressSequentially('needs review');
+  await expect(labels).toHaveValue('needs review');
+  await expect(card(page, 'Waiting for a review')).toBeVisible();
+  await expect(card(page, 'Bug in the UI')).toBeHidden();
+  await expect(page.getByRole('status').filter({ hasText: 'of 3 tasks' })).toHaveText('1 of 3 tasks');
+  // Clear filters empties the field, and a reload shows what the URL holds
+  await page.getByRole('button', { name: 'Clear filters' }).click();
+  await expect(labels).toHaveValue('');
+  await expect(card(page, 'Bug elsewhere')).toBeVisible();
+  await page.goto(`/projects/${project.id}?labels=bug,ui`);
+  await expect(labels).toHaveValue('bug, ui');
+  await expect(card(page, 'Bug elsewhere')).toBeHidden();
+});
+
 test('a filter value in the URL that the select cannot show is dropped, or shown: what filters is always visible', async ({ page }) => {
   const project = await createProject('Odd Filter Board');
   await api('POST', '/tasks', { projectId: project.id, title: 'Urgent one', priority: 'high', assignee: 'ann' });
@@ -215,6 +244,54 @@ test('edit a task in its dialog (Escape closes it); bulk move and bulk delete af
   await expect(card(page, 'First of many')).toBeHidden();
   const remaining = await api<Task[]>('GET', `/projects/${project.id}/tasks`);
   expect(remaining.map((t) => t.id).sort()).toEqual([b.id, c.id].sort());
+});
+
+test('the selection drops a task deleted elsewhere, and says how many selected cards the filters hide', async ({ page }) => {
+  const project = await createProject('Selection Board');
+  await api<Task>('POST', '/tasks', { projectId: project.id, title: 'Selected and kept' });
+  const gone = await api<Task>('POST', '/tasks', { projectId: project.id, title: 'Selected, deleted elsewhere' });
+  await api<Task>('POST', '/tasks', { projectId: project.id, title: 'Selected, then filtered out' });
+  await page.goto(`/projects/${project.id}`);
+  for (const title of ['Selected and kept', 'Selected, deleted elsewhere', 'Selected, then filtered out']) await page.getByLabel(`Select ${title}`).check();
+  const bar = page.getByRole('region', { name: 'Selected tasks' });
+  await expect(bar.locator('strong')).toHaveText('3 selected');
+
+  // deleted in another tab or through the API: its card goes, and so does its place in the count (it said 3)
+  await api('DELETE', `/tasks/${gone.id}`);
+  await expect(card(page, 'Selected, deleted elsewhere')).toHaveCount(0);
+  await expect(bar.locator('strong')).toHaveText('2 selected');
+
+  // a filter hides a selected card: it is still selected, and the bar and the confirmation say so
+  await page.getByLabel('Search').fill('kept');
+  await expect(card(page, 'Selected, then filtered out')).toBeHidden();
+  await expect(bar.locator('strong')).toHaveText('2 selected (1 hidden by the filters)');
+  await bar.getByRole('button', { name: 'Delete' }).click();
+  const confirm = page.getByRole('dialog', { name: 'Delete tasks' });
+  await expect(confirm).toContainText('Delete 2 selected tasks (1 of them hidden by the filters)?');
+  await screenshot(page, 'board-selection-hidden');
+  await page.keyboard.press('Escape');
+  await expect(confirm).toBeHidden();
+  expect((await api<Task[]>('GET', `/projects/${project.id}/tasks`)).map((t) => t.title).sort()).toEqual(['Selected and kept', 'Selected, then filtered out']);
+});
+
+test('a task deleted elsewhere while its Edit dialog is open: the dialog says so and saves nothing', async ({ page }) => {
+  const project = await createProject('Deleted While Edited Board');
+  const t = await api<Task>('POST', '/tasks', { projectId: project.id, title: 'Edited here, deleted there' });
+  await page.goto(`/projects/${project.id}`);
+  await page.getByRole('button', { name: 'Edit Edited here, deleted there' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Edit task' });
+  await dialog.getByLabel('Description').fill('typed while it was being deleted');
+  await api('DELETE', `/tasks/${t.id}`);
+  // before: nothing said it, and Save answered "Task … not found"
+  await expect(dialog.getByRole('alert')).toHaveText(
+    'This task was deleted elsewhere (another tab, or through the API), so there is nothing to save. Cancel closes this dialog.',
+  );
+  await expect(dialog.getByRole('button', { name: 'Save' })).toBeDisabled();
+  await dialog.getByLabel('Title').press('Enter');
+  await expect(page.getByRole('alert')).toHaveCount(1);
+  await dialog.getByRole('button', { name: 'Cancel' }).click();
+  await expect(dialog).toBeHidden();
+  await expect(card(page, 'Edited here, deleted there')).toHaveCount(0);
 });
 
 test('Enter on a blank or spaces-only title names the Title field and creates nothing', async ({ page }) => {

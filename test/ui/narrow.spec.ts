@@ -2,7 +2,7 @@
  * A phone-wide window (375 px): the navigation wraps inside its dark bar, every link readable there, and no screen
  * scrolls sideways (wide content such as tables and the board's columns scrolls inside its own box).
  */
-import { api, createProject, expect, test } from './fixtures';
+import { api, createProject, expect, makeRepo, test } from './fixtures';
 import { screenshot } from './screenshot';
 
 test.use({ viewport: { width: 375, height: 740 } });
@@ -49,4 +49,35 @@ test('at 375 px the nav wraps inside its bar and no screen scrolls sideways', as
   await page.goto('/projects');
   await expect(page.getByRole('heading', { name: 'Projects', level: 1 })).toBeVisible();
   await screenshot(page, 'narrow-projects');
+});
+
+test('at 375 px a long name without a space, in any script, stays inside the window and inside its dialog', async ({ page }) => {
+  const name = `Ünïcødé-プロジェクト-${'x'.repeat(170)}`;
+  const title = `Überlange-Aufgabe-${'y'.repeat(280)}`;
+  const project = await api<{ id: string; name: string }>('POST', '/projects', { name, repository: { url: makeRepo('long-name') } });
+  const label = `label-${'l'.repeat(54)}`;
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title, labels: ['ünïcødé', label] });
+  const overflow = (selector: string) => page.locator(selector).first().evaluate((el) => el.scrollWidth - el.clientWidth);
+
+  await page.goto(`/projects/${project.id}`);
+  await expect(page.getByRole('heading', { name, level: 1 })).toBeVisible();
+  await expect(page.getByRole('article', { name: title })).toBeVisible();
+  await softly.poll(() => overflow('html'), { message: 'sideways overflow on the board' }).toBeLessThanOrEqual(0);
+  // a 60-character label stays inside its card (cut short, whole in its tooltip): it ran out of the card
+  await softly.poll(() => overflow('article.card'), { message: 'the label runs out of its card' }).toBeLessThanOrEqual(0);
+  await expect(page.getByRole('article', { name: title }).getByText(label)).toHaveAttribute('title', label);
+  await screenshot(page, 'narrow-long-names', { fullPage: false });
+  // and wraps on the task's page (it made the page scroll sideways)
+  await page.goto(`/tasks/${task.id}`);
+  await expect(page.getByRole('heading', { name: title, level: 1 })).toBeVisible();
+  await softly.poll(() => overflow('html'), { message: 'sideways overflow on the task page' }).toBeLessThanOrEqual(0);
+
+  await page.goto('/projects');
+  await page.getByRole('button', { name: `Delete ${name}` }).click();
+  const confirm = page.getByRole('dialog', { name: 'Delete project' });
+  await expect(confirm).toBeVisible();
+  await softly.poll(() => overflow('dialog[open]'), { message: "the delete dialog's text runs out of it" }).toBeLessThanOrEqual(0);
+  await softly.poll(() => overflow('html'), { message: 'sideways overflow with the delete dialog' }).toBeLessThanOrEqual(0);
+  await screenshot(page, 'narrow-long-name-dialog', { fullPage: false });
+  await page.keyboard.press('Escape');
 });

@@ -175,6 +175,25 @@ test.describe('a repository path the API refuses', () => {
   });
 });
 
+test('Create with no repository names the repository field (the button was only disabled: Enter said nothing)', async ({ page }) => {
+  await page.goto('/projects');
+  await page.getByRole('button', { name: 'New project' }).click();
+  const dialog = page.getByRole('dialog', { name: 'New project' });
+  await dialog.getByLabel('Name').fill('Nothing chosen');
+  await dialog.getByLabel('Name').press('Enter');
+  await expect(dialog.getByRole('alert')).toHaveText('Choose a repository: type its path, or pick it in the directories below.');
+  await expectErrorState(dialog.getByLabel('Repository path'));
+  await dialog.getByRole('button', { name: 'Code-hosting URL' }).click();
+  await expect(dialog.getByRole('alert')).toHaveText('Type the repository URL to clone.');
+  await expectErrorState(dialog.getByLabel('Repository URL'));
+  await dialog.getByLabel('Repository URL').fill('https://example.invalid/x.git');
+  await expect(dialog.getByRole('alert')).toHaveCount(0);
+  await expectNoErrorState(dialog.getByLabel('Repository URL'));
+  await page.keyboard.press('Escape');
+  await expect(dialog).toBeHidden();
+  expect((await api<{ name: string }[]>('GET', '/projects?limit=100')).map((p) => p.name)).not.toContain('Nothing chosen');
+});
+
 test('the default agent profile is picked from the configured profiles', async ({ page }) => {
   const project = await createProject('Profile Project');
   await page.goto('/projects');
@@ -258,4 +277,44 @@ test('the Projects list and its Edit dialog read again when the browser is back 
   await expect(dialog.getByLabel('Dev script')).toHaveValue('npm run dev');
   await expect(dialog.getByLabel('Setup script')).toHaveValue('npm ci');
   await screenshot(page, 'projects-edit-after-focus');
+});
+
+test.describe('a project deleted elsewhere while the list still shows it', () => {
+  // the refused delete and edit (404) are logged by the browser as failed resources
+  test.use({ allowConsoleErrors: /status of 404/ });
+
+  test('Delete says it was already deleted and drops the row; Edit says so in its dialog, and closing it drops the row', async ({ page }) => {
+    const first = await createProject('Gone Elsewhere One');
+    const second = await createProject('Gone Elsewhere Two');
+    await page.goto('/projects');
+    const row = (name: string) => page.getByRole('row').filter({ has: page.getByRole('link', { name }) });
+    await expect(row(first.name)).toBeVisible();
+    await expect(row(second.name)).toBeVisible();
+    // deleted in another tab, or through the API: projects have no events, so this list still shows them
+    await api('DELETE', `/projects/${first.id}`);
+    await api('DELETE', `/projects/${second.id}`);
+
+    // what Delete asks for is done already: the dialog closes, the row goes, a notice says why (the dialog stayed open
+    // with its 404 in a toast under the backdrop, and the row stayed)
+    await page.getByRole('button', { name: `Delete ${first.name}` }).click();
+    const confirm = page.getByRole('dialog', { name: 'Delete project' });
+    await confirm.getByRole('button', { name: 'Delete project' }).click();
+    await expect(confirm).toBeHidden();
+    await expect(page.getByRole('status').filter({ hasText: `${first.name} was already deleted (elsewhere)` })).toBeVisible();
+    await expect(row(first.name)).toHaveCount(0);
+    await expect(page.getByRole('alert')).toHaveCount(0);
+
+    // an edit of it is said in the dialog, once, and Save is off; closing the dialog drops the row
+    await page.getByRole('button', { name: `Edit ${second.name}` }).click();
+    const edit = page.getByRole('dialog', { name: 'Edit project' });
+    await edit.getByLabel('Description').fill('too late');
+    await edit.getByRole('button', { name: 'Save' }).click();
+    await expect(edit.getByRole('alert')).toHaveText('This project was deleted elsewhere, so there is nothing to save. Cancel closes this dialog and removes it from the list.');
+    await expect(page.getByRole('alert')).toHaveCount(1);
+    await expect(edit.getByRole('button', { name: 'Save' })).toBeDisabled();
+    await screenshot(page, 'projects-edit-gone');
+    await edit.getByRole('button', { name: 'Cancel' }).click();
+    await expect(edit).toBeHidden();
+    await expect(row(second.name)).toHaveCount(0);
+  });
 });

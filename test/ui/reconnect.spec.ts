@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { WebSocketRoute } from '@playwright/test';
 import { api, BASE_URL, createProject, expect, KEYS, test } from './fixtures';
+import { screenshot } from './screenshot';
 
 test('the board reconnects after a dropped stream and catches up on what it missed', async ({ page }) => {
   const project = await createProject('Reconnect Board');
@@ -42,6 +43,32 @@ test('the board reconnects after a dropped stream and catches up on what it miss
   // the reconnect asked for the events after the last one seen
   expect(urls[0]).not.toContain('after=');
   expect(urls.at(-1)).toMatch(/[?&]after=\d+/);
+});
+
+test.describe('a screen whose code cannot be fetched (the server went away after the page loaded)', () => {
+  // the refused chunk and the route error are logged by the browser
+  test.use({ allowConsoleErrors: /./ });
+
+  test('says so in its place, under a navigation that keeps working, and Reload brings it', async ({ page }) => {
+    await page.goto('/projects');
+    await expect(page.getByRole('heading', { name: 'Projects', level: 1 })).toBeVisible();
+    // the Scheduler's code is fetched on first visit (routes.tsx): the connection is refused, as by a server that is down
+    const chunk = /\/assets\/SchedulerPage-[^/]*\.js$/;
+    await page.route(chunk, (route) => route.abort('connectionrefused'));
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Scheduler' }).click();
+    // before: React Router's bare "Unexpected Application Error!" page, with no navigation
+    await expect(page.getByRole('heading', { name: 'This screen could not be loaded', level: 1 })).toBeVisible();
+    await expect(page.getByRole('alert')).toContainText('Its code did not arrive from the Armada server');
+    await screenshot(page, 'screen-not-loaded', { fullPage: false });
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Projects' }).click();
+    await expect(page.getByRole('heading', { name: 'Projects', level: 1 })).toBeVisible();
+    await page.goBack();
+    await expect(page.getByRole('heading', { name: 'This screen could not be loaded', level: 1 })).toBeVisible();
+    // the server is back: Reload shows the screen
+    await page.unroute(chunk);
+    await page.getByRole('button', { name: 'Reload' }).click();
+    await expect(page.getByRole('heading', { name: 'Scheduler', level: 1 })).toBeVisible();
+  });
 });
 
 /** SIGSTOP of the suite's embedded PostgreSQL (the postmaster and its backends): a hung database, nothing answers. */
@@ -99,5 +126,40 @@ test.describe('a screen that failed to load during a database outage', () => {
     await expect(approvals.getByRole('table', { name: 'Pending approvals' }).or(approvals.getByText('Nothing waits for your answer.'))).toBeVisible({ timeout: 30_000 });
     await expect(approvals.getByRole('alert').filter({ hasText: 'PostgreSQL' })).toHaveCount(0, { timeout: 15_000 });
     await approvals.close();
+  });
+  test('the Scheduler, which has no stream, names the service that is down, says it retries, and loads by itself', async ({ page }) => {
+    test.setTimeout(150_000);
+    const project = await createProject('Outage Action Project');
+    const thaw = freezePostgres();
+    try {
+      const schedulerStatus = () =>
+        fetch(`${BASE_URL}/svc/scheduler/api/v1/workflows`, { headers: { authorization: `Bearer ${KEYS.task}` }, signal: AbortSignal.timeout(3_000) }).then(
+          (r) => r.status,
+          () => 0,
+        );
+      await expect.poll(schedulerStatus, { timeout: 60_000, intervals: [250], message: 'the scheduler answers 503 once PostgreSQL is frozen' }).toBe(503);
+      await page.goto('/scheduler');
+      const alert = page.getByRole('region', { name: 'Workflows' }).getByRole('alert');
+      await expect(alert).toContainText('PostgreSQL', { timeout: 30_000 });
+      // which service, and that nobody needs to click: before, the error stayed until Retry (no stream brings it back)
+      await expect(alert).toContainText('The scheduler service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.');
+      await screenshot(page, 'scheduler-unavailable');
+      // an action is not sent again by itself, and its error in the dialog says that instead (it said the screen retried)
+      await page.goto(`/projects/${project.id}`);
+      await page.getByRole('button', { name: 'New task' }).click();
+      const dialog = page.getByRole('dialog', { name: 'New task' });
+      await dialog.getByLabel('Title').fill('Typed during the outage');
+      await dialog.getByLabel('Title').press('Enter');
+      await expect(dialog.getByRole('alert')).toContainText('The task service is unavailable (HTTP 503). Nothing is sent again by itself: try again once it is back.', {
+        timeout: 30_000,
+      });
+      await page.keyboard.press('Escape');
+      await page.goto('/scheduler');
+    } finally {
+      thaw();
+    }
+    await expect(page.getByRole('table', { name: 'Workflows' }).or(page.getByText('No workflows.'))).toBeVisible({ timeout: 60_000 });
+    await expect(page.getByRole('table', { name: 'Executions' }).or(page.getByText('No executions yet.'))).toBeVisible({ timeout: 15_000 });
+    await expect(page.getByRole('alert')).toHaveCount(0, { timeout: 15_000 });
   });
 });

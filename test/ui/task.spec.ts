@@ -158,6 +158,24 @@ test('Escape closes the Start dialog (an unknown task\'s address: notFound.spec.
   await expect(start).toBeHidden();
 });
 
+test('while a start waits for its answer, its button says Starting… (it only went pale)', async ({ page }) => {
+  const project = await createProject('Slow Start Project');
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Started slowly', description: 'SLEEP' });
+  await page.goto(`/tasks/${task.id}`);
+  await expect(page.getByRole('heading', { name: 'Started slowly' })).toBeVisible();
+  // the start reaches the server at once; its answer is held, as a workflow engine slow to answer holds it
+  const answer = await holdAnswers(page, '**/api/tasks/*/start');
+  await page.getByRole('button', { name: 'Start attempt…' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Start an attempt' });
+  await dialog.getByLabel('Agent profile').selectOption('scripted');
+  await dialog.getByLabel('Agent profile').press('Enter');
+  await expect(dialog.getByRole('button', { name: 'Starting…' })).toBeDisabled();
+  answer();
+  await expect(dialog).toBeHidden();
+  await expect(page.getByRole('region', { name: 'Attempt #1' })).toBeVisible();
+  await api('POST', `/tasks/${task.id}/cancel`);
+});
+
 test.describe('merge approval gate', () => {
   // the refused merge (409) is logged by the browser as a failed resource
   test.use({ allowConsoleErrors: /status of 409/ });
@@ -478,4 +496,28 @@ test('cancel a running attempt from the screen (Enter confirms); Merge and Creat
   await expect(page.getByText(NO_PR)).toBeVisible();
   await screenshot(page, 'task-cancelled-no-merge');
   await expect(api('POST', `/attempts/${attemptId}/merge`, { strategy: 'ff' })).rejects.toThrow(/409.*Nothing to merge/);
+});
+
+test.describe('an attempt cancelled elsewhere while the Cancel dialog is open', () => {
+  // the refused cancel (409) is logged by the browser as a failed resource
+  test.use({ allowConsoleErrors: /status of 409/ });
+
+  test('Enter says so in the dialog, once, not in a toast under its backdrop', async ({ page }) => {
+    const project = await createProject('Cancelled Twice Project');
+    const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Sleeper cancelled twice', description: 'SLEEP' });
+    const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
+    await page.goto(`/tasks/${task.id}`);
+    await expect(page.getByRole('log', { name: 'Attempt log' })).toContainText('still working', { timeout: 30_000 });
+    await page.getByRole('button', { name: 'Cancel attempt' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Cancel attempt' });
+    await expect(confirm).toBeVisible();
+    // another operator (another tab, the API) cancels it first
+    await api('POST', `/attempts/${attemptId}/cancel`);
+    await page.keyboard.press('Enter');
+    await expect(confirm.getByRole('alert')).toHaveText(`Attempt ${attemptId} is already cancelled`);
+    await expect(page.locator('.toast')).toHaveCount(0);
+    await page.keyboard.press('Escape');
+    await expect(confirm).toBeHidden();
+    await expect(page.locator('.attempt-header').getByText('cancelled')).toBeVisible();
+  });
 });

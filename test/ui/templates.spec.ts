@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { api, createProject, expect, makeRepo, REPOS, test } from './fixtures';
+import { screenshot } from './screenshot';
 
 test("apply a template: its tasks appear on the board, in the project's list", async ({ page }) => {
   const project = await createProject('Template Board');
@@ -44,4 +45,31 @@ test('create a project from a repository URL: the board opens and the project li
   await expect(row).toContainText(`file://${bare}`);
   const id = (await row.getByRole('link', { name: 'Cloned From A URL' }).getAttribute('href'))?.split('/').pop() as string;
   await expect.poll(async () => (await api<{ repository: { status: string } }>('GET', `/projects/${id}`)).repository.status, { timeout: 60_000, intervals: [250] }).toBe('ready');
+});
+
+test.describe('a template deleted while the Apply dialog is open', () => {
+  // the refused apply (404) is logged by the browser as a failed resource
+  test.use({ allowConsoleErrors: /status of 404/ });
+
+  test('Apply says so in the dialog, not in a toast behind it, and the list drops the template', async ({ page }) => {
+    const project = await createProject('Template Gone Board');
+    const doomed = await api<{ id: string }>('POST', '/task-templates', { name: 'Doomed checklist', description: 'deleted while shown', category: 'release', tasks: [{ title: 'Never added', description: '', order: 1 }] });
+    await page.goto(`/projects/${project.id}`);
+    await expect(page.getByTestId('board')).toBeVisible();
+    await page.getByRole('button', { name: 'Apply template' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Apply a template' });
+    const select = dialog.getByLabel('Template');
+    await select.selectOption(doomed.id);
+    // deleted in another tab, or through the API, while this dialog shows it
+    await api('DELETE', `/task-templates/${doomed.id}`);
+    await dialog.getByRole('button', { name: 'Apply' }).click();
+    await expect(dialog.getByRole('alert')).toHaveText(`Task template ${doomed.id} not found`);
+    // said once, where the user looks: no toast under the dialog's backdrop
+    await expect(page.getByRole('alert')).toHaveCount(1);
+    await expect(select.locator('option', { hasText: 'Doomed checklist' })).toHaveCount(0);
+    await screenshot(page, 'board-template-gone');
+    await page.keyboard.press('Escape');
+    await expect(dialog).toBeHidden();
+    expect(await api('GET', `/projects/${project.id}/tasks`)).toEqual([]);
+  });
 });

@@ -2,6 +2,7 @@
 import { ApiError, buildUrl, errorFromBody } from '../../web/src/api/client';
 import { backoffDelay, createSseParser, eventStreamResume, openWebSocketStream } from '../../web/src/api/streams';
 import { createStreamCursor, resetSeqOf } from '../../web/src/api/streamCursor';
+import { isUnavailable, retryWhileUnavailable, UNAVAILABLE_RETRY_MS, unavailableNote } from '../../web/src/api/unavailable';
 import { WEBHOOK_EVENTS as BOARD_WEBHOOK_EVENTS } from '../../web/src/api/settings';
 import { WEBHOOK_EVENTS } from '../../lib/db/webhooks';
 
@@ -17,6 +18,22 @@ test("errors of both shapes carry the server's message", () => {
   expect([detail.message, detail.status]).toEqual(['Source not found', 404]);
   expect(errorFromBody(422, { detail: [{ loc: ['body', 'cron'], msg: 'invalid' }] }).message).toContain('invalid');
   expect(errorFromBody(502, '<html>bad gateway</html>').message).toBe('Request failed with HTTP 502');
+});
+
+test('a service down (502, 503, 504, no answer) is named, and its reads are sent again every 5 s; other errors are not', () => {
+  const down = errorFromBody(503, { detail: 'The database (PostgreSQL) is not answering; try again' }, 'scheduler');
+  expect(isUnavailable(down)).toBe(true);
+  expect(unavailableNote(down)).toBe('The scheduler service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.');
+  // an action (a save, a delete) is not sent again by itself, and its note says so
+  expect(unavailableNote(down, false)).toBe('The scheduler service is unavailable (HTTP 503). Nothing is sent again by itself: try again once it is back.');
+  const unreachable = new ApiError('Cannot reach the Armada server', 0, 'NETWORK_ERROR');
+  expect(unavailableNote(unreachable)).toBe('The Armada server did not answer. This screen tries again every 5 seconds by itself.');
+  for (const status of [502, 504]) expect(isUnavailable(errorFromBody(status, null))).toBe(true);
+  for (const status of [400, 404, 409, 500]) expect(isUnavailable(errorFromBody(status, null))).toBe(false);
+  expect(isUnavailable(new Error('plain'))).toBe(false);
+  expect(retryWhileUnavailable({ state: { status: 'error', error: down } })).toBe(UNAVAILABLE_RETRY_MS);
+  expect(retryWhileUnavailable({ state: { status: 'error', error: errorFromBody(404, null) } })).toBe(false);
+  expect(retryWhileUnavailable({ state: { status: 'success', error: null } })).toBe(false);
 });
 
 test('URLs: task service under /api, the other services through the /svc proxy; empty query values are left out', () => {

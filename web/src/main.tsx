@@ -2,7 +2,7 @@ import { MutationCache, QueryCache, QueryClient, QueryClientProvider } from '@ta
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { createBrowserRouter, RouterProvider } from 'react-router';
-import { ApiError, onReconnected } from './api';
+import { ApiError, isUnavailable, onReconnected, retryWhileUnavailable } from './api';
 import { showError } from './components';
 import { routes } from './routes';
 import './styles.css';
@@ -10,11 +10,19 @@ import './styles.css';
 // Errors are shown, never swallowed: a failed query or mutation toasts unless the screen shows it inline
 // (meta.inlineError). A 401 opens the key prompt instead (api/client.ts).
 const unauthorized = (err: unknown) => err instanceof ApiError && err.status === 401;
+// a read that found its service down is read again every few seconds (below): its toast is shown once, not at each try
+const toldUnavailable = new WeakSet<object>();
 const queryClient = new QueryClient({
   queryCache: new QueryCache({
     onError: (err, query) => {
-      if (!unauthorized(err) && !query.meta?.inlineError) showError(err);
+      if (unauthorized(err) || query.meta?.inlineError) return;
+      if (isUnavailable(err)) {
+        if (toldUnavailable.has(query)) return;
+        toldUnavailable.add(query);
+      }
+      showError(err);
     },
+    onSuccess: (_data, query) => void toldUnavailable.delete(query),
   }),
   mutationCache: new MutationCache({
     // a mutation marked meta.inlineError shows its error in its dialog (a toast would sit under the modal's backdrop)
@@ -26,6 +34,8 @@ const queryClient = new QueryClient({
     queries: {
       // live updates come from the streams: no refetch on focus, no polling
       refetchOnWindowFocus: false,
+      // except for a read that found its service down (503, no answer): again every 5 s until it loads (api/unavailable.ts)
+      refetchInterval: retryWhileUnavailable,
       staleTime: 30_000,
       retry: (count, err) => !(err instanceof ApiError && err.status >= 400 && err.status < 500) && count < 2,
     },

@@ -8,22 +8,29 @@ import { Layout } from './components';
 import { BoardPage } from './pages/BoardPage';
 import { NotFoundPage } from './pages/NotFoundPage';
 import { ProjectsPage } from './pages/ProjectsPage';
+import { ScreenError } from './pages/ScreenError';
 
 export const routes: RouteObject[] = [
   {
     path: '/',
     Component: Layout,
     children: [
-      { index: true, element: <Navigate to="/projects" replace /> },
-      { path: 'projects', Component: ProjectsPage },
-      { path: 'projects/:id', Component: BoardPage },
-      { path: 'tasks/:id', lazy: async () => ({ Component: (await import('./pages/TaskPage')).TaskPage }) },
-      { path: 'approvals', lazy: async () => ({ Component: (await import('./pages/ApprovalsPage')).ApprovalsPage }) },
-      { path: 'scheduler', lazy: async () => ({ Component: (await import('./pages/SchedulerPage')).SchedulerPage }) },
-      { path: 'agents', lazy: async () => ({ Component: (await import('./pages/AgentsPage')).AgentsPage }) },
-      { path: 'traces', lazy: async () => ({ Component: (await import('./pages/TracesPage')).TracesPage }) },
-      { path: 'settings', lazy: async () => ({ Component: (await import('./pages/SettingsPage')).SettingsPage }) },
-      { path: '*', Component: NotFoundPage },
+      {
+        // a screen that fails (its lazy code not fetched, or an exception) is said in its place, under the navigation
+        ErrorBoundary: ScreenError,
+        children: [
+          { index: true, element: <Navigate to="/projects" replace /> },
+          { path: 'projects', Component: ProjectsPage },
+          { path: 'projects/:id', Component: BoardPage },
+          { path: 'tasks/:id', lazy: async () => ({ Component: (await import('./pages/TaskPage')).TaskPage }) },
+          { path: 'approvals', lazy: async () => ({ Component: (await import('./pages/ApprovalsPage')).ApprovalsPage }) },
+          { path: 'scheduler', lazy: async () => ({ Component: (await import('./pages/SchedulerPage')).SchedulerPage }) },
+          { path: 'agents', lazy: async () => ({ Component: (await import('./pages/AgentsPage')).AgentsPage }) },
+          { path: 'traces', lazy: async () => ({ Component: (await import('./pages/TracesPage')).TracesPage }) },
+          { path: 'settings', lazy: async () => ({ Component: (await import('./pages/SettingsPage')).SettingsPage }) },
+          { path: '*', Component: NotFoundPage },
+        ],
+      },
     ],
   },
 ];

@@ -14,6 +14,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     readonly details?: Record<string, unknown>,
+    /** the service that answered (through the task service's proxy for the others) */
+    readonly service: Service = 'task',
   ) {
     super(message);
     this.name = 'ApiError';
@@ -66,17 +68,17 @@ function headersFor(body: unknown): Record<string, string> {
   return h;
 }
 
-/** The message of an error body in either shape, or a fallback naming the status. */
-export function errorFromBody(status: number, body: unknown): ApiError {
+/** The message of an error body in either shape, or a fallback naming the status; `service` is who answered. */
+export function errorFromBody(status: number, body: unknown, service: Service = 'task'): ApiError {
   const b = body as { error?: { code?: string; message?: string; details?: Record<string, unknown> } | string; message?: string; detail?: unknown } | null;
   // the code-hosting routes answer {success:false, error:"<code>", message} (docs/codehost.md)
-  if (typeof b?.error === 'string') return new ApiError(b.message ?? b.error, status, b.error);
-  if (b?.error?.message) return new ApiError(b.error.message, status, b.error.code ?? String(status), b.error.details);
+  if (typeof b?.error === 'string') return new ApiError(b.message ?? b.error, status, b.error, undefined, service);
+  if (b?.error?.message) return new ApiError(b.error.message, status, b.error.code ?? String(status), b.error.details, service);
   if (b?.detail !== undefined) {
     const detail = typeof b.detail === 'string' ? b.detail : JSON.stringify(b.detail);
-    return new ApiError(detail, status, String(status));
+    return new ApiError(detail, status, String(status), undefined, service);
   }
-  return new ApiError(`Request failed with HTTP ${status}`, status, String(status));
+  return new ApiError(`Request failed with HTTP ${status}`, status, String(status), undefined, service);
 }
 
 async function send(service: Service, path: string, opts: RequestOptions): Promise<unknown> {
@@ -90,7 +92,7 @@ async function send(service: Service, path: string, opts: RequestOptions): Promi
     });
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw err;
-    throw new ApiError('Cannot reach the Armada server', 0, 'NETWORK_ERROR');
+    throw new ApiError('Cannot reach the Armada server', 0, 'NETWORK_ERROR', undefined, service);
   }
   const text = await res.text();
   let body: unknown = null;
@@ -104,7 +106,7 @@ async function send(service: Service, path: string, opts: RequestOptions): Promi
   if (!res.ok) {
     // a code-hosting 401 (codehost_auth_required) asks for a code-host sign-in, not for the Armada key
     if (res.status === 401 && typeof (body as { error?: unknown } | null)?.error !== 'string') reportUnauthorized();
-    throw errorFromBody(res.status, body);
+    throw errorFromBody(res.status, body, service);
   }
   return body;
 }

@@ -2,6 +2,7 @@
 export { api, apiPage, ApiError, buildUrl, errorFromBody, svc, SERVICE_PREFIX, type Page, type Pagination, type RequestOptions, type Service } from './client';
 export { getApiKey, onKeyChange, onUnauthorized, reportUnauthorized, setApiKey } from './auth';
 export { onReconnected, useConnectionLost } from './connection';
+export { isUnavailable, retryWhileUnavailable, SERVICE_NAMES, UNAVAILABLE_RETRY_MS, unavailableNote } from './unavailable';
 export { backoffDelay, createSseParser, eventStreamResume, openSseStream, openWebSocketStream, type SseStreamOptions, type StreamHandle, type WebSocketStreamOptions } from './streams';
 export { readNdjson } from './ndjson';
 export { useSseStream, useWebSocketStream } from './useStream';

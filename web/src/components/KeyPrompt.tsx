@@ -12,11 +12,14 @@ export function KeyPrompt() {
   const [open, setOpen] = useState(false);
   const [value, setValue] = useState('');
   const [hadKey, setHadKey] = useState(false);
+  // set by Use key with nothing typed; said at the field until a key is typed (before, Enter did nothing)
+  const [triedEmpty, setTriedEmpty] = useState(false);
   const qc = useQueryClient();
   useEffect(
     () =>
       onUnauthorized(() => {
         setHadKey(getApiKey() !== null);
+        setTriedEmpty(false);
         setOpen(true);
       }),
     [],
@@ -27,7 +30,10 @@ export function KeyPrompt() {
         onSubmit={(e) => {
           e.preventDefault();
           const key = value.trim();
-          if (!key) return;
+          if (!key) {
+            setTriedEmpty(true);
+            return;
+          }
           setApiKey(key);
           setValue('');
           setOpen(false);
@@ -35,7 +41,7 @@ export function KeyPrompt() {
         }}
       >
         <p>{hadKey ? 'The stored key was refused. ' : ''}This Armada server requires an API key (ARMADA_TASK_API_KEY or a user key).</p>
-        <Field label="API key">
+        <Field label="API key" error={triedEmpty && !value.trim() ? 'Type the key: it cannot be empty.' : null}>
           <input type="password" autoComplete="off" data-autofocus value={value} onChange={(e) => setValue(e.target.value)} />
         </Field>
         <div className="dialog-actions">

@@ -45,7 +45,7 @@ function AssignDialog({ agent, onClose }: { agent: Agent; onClose: () => void })
             <option value="low">low</option>
           </select>
         </label>
-        {error ? <ErrorMessage error={error} /> : null}
+        {error ? <ErrorMessage error={error} action /> : null}
         <div className="dialog-actions">
           <button type="button" onClick={onClose}>
             Cancel

@@ -102,7 +102,7 @@ function RespondDialog({ approval, decision, onClose }: { approval: Approval; de
           <span>Comment</span>
           <input data-autofocus value={comment} onChange={(e) => setComment(e.target.value)} maxLength={10_000} placeholder="optional" />
         </label>
-        {error ? <ErrorMessage error={error} /> : null}
+        {error ? <ErrorMessage error={error} action /> : null}
         <div className="dialog-actions">
           <button type="button" onClick={onClose}>
             Cancel

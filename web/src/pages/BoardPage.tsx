@@ -28,6 +28,7 @@ import {
 import { ConfirmDialog, ErrorMessage, Field, showToast } from '../components';
 import { NotFoundPage } from './NotFoundPage';
 import { BoardColumnView } from './board/BoardColumnView';
+import { LabelsFilter } from './board/LabelsFilter';
 import { type BoardFilters, COLUMNS, filtersFrom, matches, STATUS_LABELS } from './board/columns';
 import { TaskDialog } from './board/TaskDialog';
 import { writeTaskDraft } from './board/taskDraft';
@@ -55,6 +56,24 @@ export function BoardPage() {
   const visible = useMemo(() => (all ?? []).filter((t) => matches(t, filters)), [all, filters]);
   const byColumn = useMemo(() => COLUMNS.map((c) => visible.filter((t) => c.statuses.includes(t.status))), [visible]);
   const assignees = useMemo(() => [...new Set((all ?? []).map((t) => t.assignee).filter((a): a is string => !!a))].sort(), [all]);
+
+  // the selection holds only tasks that exist: one deleted elsewhere (another tab, the API) leaves it, so the bulk
+  // bar's count and the delete confirmation count what they act on
+  useEffect(() => {
+    if (!all) return;
+    setSelected((prev) => {
+      if (prev.size === 0) return prev;
+      const ids = new Set(all.map((t) => t.id));
+      const next = new Set([...prev].filter((t) => ids.has(t)));
+      return next.size === prev.size ? prev : next;
+    });
+  }, [all]);
+  // selected cards the filters hide are still acted on: the bulk bar and the confirmation say how many
+  const hiddenSelected = useMemo(() => {
+    if (!selected.size) return 0;
+    const shown = new Set(visible.map((t) => t.id));
+    return [...selected].filter((t) => !shown.has(t)).length;
+  }, [selected, visible]);
 
   useEffect(() => {
     if (all && !performance.getEntriesByName('armada:board-rendered').length) performance.mark('armada:board-rendered');
@@ -123,6 +142,7 @@ export function BoardPage() {
 
   const applyTemplate = useMutation({
     mutationFn: (templateId: string) => api<{ tasks: Task[] }>(`/task-templates/${encodeURIComponent(templateId)}/apply`, { method: 'POST', body: { projectId: id } }),
+    meta: { inlineError: true }, // shown in the template dialog
     onSuccess: (r) => {
       upsertTasks(qc, id, r.tasks);
       setTemplateOpen(false);
@@ -138,6 +158,7 @@ export function BoardPage() {
   });
   const bulkDelete = useMutation({
     mutationFn: () => bulkDeleteTasks([...selected]),
+    meta: { inlineError: true }, // shown in the confirmation dialog
     onSuccess: () => {
       removeTasks(qc, id, [...selected]);
       setSelected(new Set());
@@ -183,7 +204,13 @@ export function BoardPage() {
           <h1>{project.data?.name ?? 'Board'}</h1>
         </div>
         <div className="toolbar">
-          <button type="button" onClick={() => setTemplateOpen(true)}>
+          <button
+            type="button"
+            onClick={() => {
+              applyTemplate.reset();
+              setTemplateOpen(true);
+            }}
+          >
             Apply template
           </button>
           <button type="button" className="primary" onClick={() => openTaskDialog('new')}>
@@ -218,20 +245,7 @@ export function BoardPage() {
             ))}
           </select>
         </Field>
-        <Field label="Labels" inline>
-          <input
-            value={filters.labels.join(', ')}
-            placeholder="bug, ui"
-            onChange={(e) =>
-              setFilter({
-                labels: e.target.value
-                  .split(',')
-                  .map((l) => l.trim())
-                  .filter(Boolean),
-              })
-            }
-          />
-        </Field>
+        <LabelsFilter labels={filters.labels} onChange={(labels) => setFilter({ labels })} />
         {filtered || params.toString() ? (
           <button type="button" onClick={() => setParams(new URLSearchParams(), { replace: true })}>
             Clear filters
@@ -244,7 +258,9 @@ export function BoardPage() {
 
       {selected.size ? (
         <section className="bulk-bar" aria-label="Selected tasks">
-          <strong>{selected.size} selected</strong>
+          <strong>
+            {selected.size} selected{hiddenSelected ? ` (${hiddenSelected} hidden by the filters)` : ''}
+          </strong>
           <Field label="Move to" inline>
             <select value={bulkStatus} onChange={(e) => setBulkStatus(e.target.value as TaskStatus)}>
               {TASK_STATUSES.map((s) => (
@@ -257,7 +273,14 @@ export function BoardPage() {
           <button type="button" onClick={() => bulkMove.mutate(bulkStatus)} disabled={bulkMove.isPending}>
             Move
           </button>
-          <button type="button" className="danger" onClick={() => setConfirmDelete(true)}>
+          <button
+            type="button"
+            className="danger"
+            onClick={() => {
+              bulkDelete.reset();
+              setConfirmDelete(true);
+            }}
+          >
             Delete
           </button>
           <button type="button" onClick={() => setSelected(new Set())}>
@@ -292,17 +315,19 @@ export function BoardPage() {
         open={editing !== null}
         busy={save.isPending}
         error={save.error}
+        gone={!!all && !!editing && editing !== 'new' && !all.some((t) => t.id === editing.id)}
         onSave={(f) => save.mutate(f)}
         onClose={() => setEditing(null)}
       />
-      <TemplateDialog open={templateOpen} busy={applyTemplate.isPending} onApply={(t) => applyTemplate.mutate(t)} onClose={() => setTemplateOpen(false)} />
+      <TemplateDialog open={templateOpen} busy={applyTemplate.isPending} error={applyTemplate.error} onApply={(t) => applyTemplate.mutate(t)} onClose={() => setTemplateOpen(false)} />
       <ConfirmDialog
         open={confirmDelete}
         title="Delete tasks"
-        message={`Delete ${selected.size} selected task${selected.size === 1 ? '' : 's'}? Their attempts, worktrees and branches go too.`}
+        message={`Delete ${selected.size} selected task${selected.size === 1 ? '' : 's'}${hiddenSelected ? ` (${hiddenSelected} of them hidden by the filters)` : ''}? Their attempts, worktrees and branches go too.`}
         confirmLabel="Delete"
         danger
         busy={bulkDelete.isPending}
+        error={bulkDelete.error}
         onConfirm={() => bulkDelete.mutate()}
         onCancel={() => setConfirmDelete(false)}
       />

@@ -23,6 +23,9 @@ import {
 import { ConfirmDialog, ErrorMessage, ListTable, showToast } from '../components';
 import { ProjectDialog } from './projects/ProjectDialog';
 
+/** A 404 of a project's own route: it was deleted (elsewhere, since this list was read). */
+const isGone = (err: unknown) => err instanceof ApiError && err.status === 404;
+
 function ProjectRow({ project, onEdit, onDelete }: { project: ProjectListItem; onEdit: () => void; onDelete: () => void }) {
   const detail = useProject(project.id);
   const s = detail.data?.stats;
@@ -119,8 +122,11 @@ export function ProjectsPage() {
       navigate(`/projects/${p.id}`);
     },
   });
+  const dropRow = (p: ProjectListItem) => qc.setQueryData<ProjectListItem[]>(queryKeys.projects(), (old) => old?.filter((x) => x.id !== p.id));
   const edit = useMutation({
     mutationFn: (fields: Parameters<typeof editProject>[1]) => editProject((dialog as ProjectListItem).id, fields),
+    // shown in the Edit dialog (a toast sat under its backdrop); a project deleted elsewhere meanwhile says so there
+    meta: { inlineError: true },
     onSuccess: () => {
       setDialog(null);
       void refresh();
@@ -128,10 +134,18 @@ export function ProjectsPage() {
   });
   const remove = useMutation({
     mutationFn: (p: ProjectListItem) => deleteProject(p.id),
+    meta: { inlineError: true }, // shown in the confirmation dialog
     onSuccess: (_r, p) => {
       setDeleting(null);
-      qc.setQueryData<ProjectListItem[]>(queryKeys.projects(), (old) => old?.filter((x) => x.id !== p.id));
+      dropRow(p);
       showToast('info', `Deleted ${p.name}`);
+    },
+    // deleted elsewhere meanwhile (another tab, the API): what was asked is done; the row goes and the notice says so
+    onError: (err, p) => {
+      if (!isGone(err)) return;
+      setDeleting(null);
+      dropRow(p);
+      showToast('info', `${p.name} was already deleted (elsewhere)`);
     },
   });
 
@@ -161,16 +175,33 @@ export function ProjectsPage() {
         columns={['Project', 'Repository', 'Tasks', 'In progress', 'Done', 'Failed', 'Cost']}
         numeric={['Tasks', 'In progress', 'Done', 'Failed', 'Cost']}
         actions
-        row={(p) => <ProjectRow key={p.id} project={p} onEdit={() => setDialog(p)} onDelete={() => setDeleting(p)} />}
+        row={(p) => (
+          <ProjectRow
+            key={p.id}
+            project={p}
+            onEdit={() => {
+              edit.reset();
+              setDialog(p);
+            }}
+            onDelete={() => {
+              remove.reset();
+              setDeleting(p);
+            }}
+          />
+        )}
       />
       <ProjectDialog
         open={dialog !== null}
         project={dialog && dialog !== 'new' ? dialog : undefined}
         busy={create.isPending || edit.isPending}
-        error={dialog === 'new' ? create.error : null}
+        error={dialog === 'new' ? create.error : edit.error}
         onCreate={(f) => create.mutate(f)}
         onEdit={(f) => edit.mutate(f)}
-        onClose={() => setDialog(null)}
+        onClose={() => {
+          // an edit refused because the project is gone: its row goes with the dialog
+          if (dialog && dialog !== 'new' && isGone(edit.error)) dropRow(dialog);
+          setDialog(null);
+        }}
       />
       <ConfirmDialog
         open={deleting !== null}
@@ -179,6 +210,7 @@ export function ProjectsPage() {
         confirmLabel="Delete project"
         danger
         busy={remove.isPending}
+        error={isGone(remove.error) ? null : remove.error}
         onConfirm={() => deleting && remove.mutate(deleting)}
         onCancel={() => setDeleting(null)}
       />

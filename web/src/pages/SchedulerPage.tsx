@@ -1,7 +1,8 @@
 /**
  * Scheduler: sources with their health (check now), workflows (run now), schedules (cron, zone, next run, pause and
  * resume), executions (stop, logs). The scheduler service has no event stream, so this screen refetches when the
- * window gets focus and after each action, never on a timer (docs/ui.md).
+ * window gets focus and after each action, never on a timer while it answers (a read that found it down is sent again
+ * every 5 s until it loads: api/unavailable.ts; docs/ui.md).
  */
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';

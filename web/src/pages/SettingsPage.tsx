@@ -130,7 +130,7 @@ function NewWebhookDialog({ onClose }: { onClose: () => void }) {
             </label>
           ))}
         </fieldset>
-        {error ? <ErrorMessage error={error} /> : null}
+        {error ? <ErrorMessage error={error} action /> : null}
         <div className="dialog-actions">
           <button type="button" onClick={onClose}>
             Cancel

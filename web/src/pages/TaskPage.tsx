@@ -51,6 +51,7 @@ function AttemptPanel({ attempt, task, projectId }: { attempt: Attempt; task: Ta
   };
   const cancel = useMutation({
     mutationFn: () => api(`/attempts/${attempt.id}/cancel`, { method: 'POST' }),
+    meta: { inlineError: true }, // shown in the confirmation dialog
     onSuccess: () => {
       setDialog(null);
       refresh();
@@ -73,7 +74,14 @@ function AttemptPanel({ attempt, task, projectId }: { attempt: Attempt; task: Ta
         </div>
         <div className="button-row">
           {running ? (
-            <button type="button" className="danger" onClick={() => setDialog('cancel')}>
+            <button
+              type="button"
+              className="danger"
+              onClick={() => {
+                cancel.reset();
+                setDialog('cancel');
+              }}
+            >
               Cancel attempt
             </button>
           ) : null}
@@ -123,6 +131,7 @@ function AttemptPanel({ attempt, task, projectId }: { attempt: Attempt; task: Ta
         confirmLabel="Cancel attempt"
         danger
         busy={cancel.isPending}
+        error={cancel.error}
         onConfirm={() => cancel.mutate()}
         onCancel={() => setDialog(null)}
       />

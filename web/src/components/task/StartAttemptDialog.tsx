@@ -88,8 +88,9 @@ export function StartAttemptDialog({ open, taskId, profiles, defaultProfile, onC
           <button type="button" onClick={onClose}>
             Cancel
           </button>
+          {/* a start waits for the workflow engine (up to its 10 s deadline when Temporal is slow): the button says so */}
           <button type="submit" className="primary" disabled={start.isPending}>
-            Start attempt
+            {start.isPending ? 'Starting…' : 'Start attempt'}
           </button>
         </div>
       </form>

@@ -43,7 +43,7 @@ export const TaskCard = memo(function TaskCard({ task, selected, onSelect, onMov
         <span className={`badge priority-${task.priority}`}>{task.priority}</span>
         {task.status === 'failed' ? <span className="badge status-failed">failed</span> : null}
         {task.labels.slice(0, 3).map((l) => (
-          <span key={l} className="badge label">
+          <span key={l} className="badge label" title={l}>
             {l}
           </span>
         ))}

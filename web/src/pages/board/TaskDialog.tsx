@@ -13,6 +13,8 @@ export interface TaskDialogProps {
   busy: boolean;
   /** the failed save, shown in the dialog (at the Labels field when the API names `labels`) */
   error?: unknown;
+  /** the task being edited was deleted elsewhere meanwhile (its task.deleted event): said, and nothing to save */
+  gone?: boolean;
   onSave: (fields: TaskFields) => void;
   onClose: () => void;
 }
@@ -56,15 +58,18 @@ const BLANK_TITLE = 'Give the task a title: it cannot be empty or only spaces.';
  * discards it, Create ends it (the board clears it on success). A task's edits are kept the same way: Escape keeps
  * them, Edit brings them back, Cancel discards them, Save ends them.
  */
-export function TaskDialog({ task, projectId, open, busy, error, onSave, onClose }: TaskDialogProps) {
+export function TaskDialog({ task, projectId, open, busy, error, gone, onSave, onClose }: TaskDialogProps) {
   return (
     <Dialog open={open} title={task ? 'Edit task' : 'New task'} onClose={onClose}>
-      {open ? <TaskForm key={task?.id ?? `new:${projectId}`} task={task} projectId={projectId} busy={busy} error={error} onSave={onSave} onClose={onClose} /> : null}
+      {open ? <TaskForm key={task?.id ?? `new:${projectId}`} task={task} projectId={projectId} busy={busy} error={error} gone={gone} onSave={onSave} onClose={onClose} /> : null}
     </Dialog>
   );
 }
 
-function TaskForm({ task, projectId, busy, error, onSave, onClose }: Omit<TaskDialogProps, 'open'>) {
+/** What the Edit dialog says when its task was deleted elsewhere while it was open. */
+export const EDITED_TASK_GONE = 'This task was deleted elsewhere (another tab, or through the API), so there is nothing to save. Cancel closes this dialog.';
+
+function TaskForm({ task, projectId, busy, error, gone, onSave, onClose }: Omit<TaskDialogProps, 'open'>) {
   // a new task starts from the project's draft, if one was left; a task, with the edits left on it over it
   const [draft] = useState(() => (task ? null : readTaskDraft(projectId)));
   const [edits] = useState(() => (task ? readTaskEdits(task.id) : null));
@@ -96,6 +101,7 @@ function TaskForm({ task, projectId, busy, error, onSave, onClose }: Omit<TaskDi
       noValidate
       onSubmit={(e) => {
         e.preventDefault();
+        if (gone) return;
         if (!title.trim()) {
           setTriedBlank(true);
           titleRef.current?.focus();
@@ -133,7 +139,7 @@ function TaskForm({ task, projectId, busy, error, onSave, onClose }: Omit<TaskDi
       <Field label="Labels (comma-separated)" error={labelsFieldError}>
         <input value={labels} onChange={(e) => setLabels(e.target.value)} />
       </Field>
-      {error && !labelsSaidWrong ? <ErrorMessage error={error} /> : null}
+      {gone ? <ErrorMessage error={EDITED_TASK_GONE} /> : error && !labelsSaidWrong ? <ErrorMessage error={error} action /> : null}
       <div className="dialog-actions">
         <button
           type="button"
@@ -146,7 +152,7 @@ function TaskForm({ task, projectId, busy, error, onSave, onClose }: Omit<TaskDi
         >
           Cancel
         </button>
-        <button type="submit" className="primary" disabled={busy}>
+        <button type="submit" className="primary" disabled={busy || gone}>
           {task ? 'Save' : 'Create task'}
         </button>
       </div>

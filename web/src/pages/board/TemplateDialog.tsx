@@ -1,6 +1,6 @@
-import { useQuery } from '@tanstack/react-query';
-import { useState } from 'react';
-import { api, queryKeys } from '../../api';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useState } from 'react';
+import { ApiError, api, queryKeys } from '../../api';
 import { Dialog, ErrorMessage, Field } from '../../components';
 
 interface Template {
@@ -13,21 +13,33 @@ interface Template {
 export interface TemplateDialogProps {
   open: boolean;
   busy: boolean;
+  /** the failed apply, shown in the dialog (a toast would sit under the modal's backdrop) */
+  error?: unknown;
   onApply: (templateId: string) => void;
   onClose: () => void;
 }
 
-/** Pick a task template and add its tasks to this project. */
-export function TemplateDialog({ open, busy, onApply, onClose }: TemplateDialogProps) {
+/**
+ * Pick a task template and add its tasks to this project. A failed apply is said here; a template deleted since the
+ * list was read (404) also drops out of the list, which is read again.
+ */
+export function TemplateDialog({ open, busy, error, onApply, onClose }: TemplateDialogProps) {
+  const qc = useQueryClient();
+  const gone = error instanceof ApiError && error.status === 404;
+  useEffect(() => {
+    if (gone) void qc.invalidateQueries({ queryKey: queryKeys.taskTemplates() });
+  }, [gone, qc]);
   const templates = useQuery({
     queryKey: queryKeys.taskTemplates(),
     queryFn: ({ signal }) => api<Template[]>('/task-templates', { query: { limit: 100 }, signal }),
     enabled: open,
+    staleTime: 0, // templates have no events: each opening reads the list as it is now
     meta: { inlineError: true },
   });
   const [choice, setChoice] = useState('');
   const list = templates.data ?? [];
-  const selected = choice || list[0]?.id || '';
+  // the one picked while it is listed (a template deleted elsewhere leaves the list), else the first
+  const selected = list.some((t) => t.id === choice) ? choice : (list[0]?.id ?? '');
   return (
     <Dialog open={open} title="Apply a template" onClose={onClose}>
       <form
@@ -37,6 +49,7 @@ export function TemplateDialog({ open, busy, onApply, onClose }: TemplateDialogP
         }}
       >
         {templates.error ? <ErrorMessage error={templates.error} /> : null}
+        {error ? <ErrorMessage error={error} action /> : null}
         {templates.data && list.length === 0 ? <p className="muted">No templates yet: create one with POST /api/task-templates.</p> : null}
         {list.length ? (
           <Field label="Template">

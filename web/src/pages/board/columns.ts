@@ -29,6 +29,14 @@ export const STATUS_LABELS: Record<TaskStatus, string> = {
 
 export const PRIORITY_RANK: Record<TaskPriority, number> = { critical: 0, high: 1, medium: 2, low: 3 };
 
+/** The labels a comma-separated text names ("bug, ui"), trimmed, without empty ones. */
+export function labelsOf(text: string): string[] {
+  return text
+    .split(',')
+    .map((l) => l.trim())
+    .filter(Boolean);
+}
+
 /** The board's filters, as kept in the URL query: `q`, `priority`, `assignee`, `labels` (comma-separated). */
 export interface BoardFilters {
   q: string;
@@ -47,10 +55,7 @@ export function filtersFrom(params: URLSearchParams): BoardFilters {
     q: params.get('q') ?? '',
     priority: (TASK_PRIORITIES as string[]).includes(priority) ? priority : '',
     assignee: params.get('assignee') ?? '',
-    labels: (params.get('labels') ?? '')
-      .split(',')
-      .map((l) => l.trim())
-      .filter(Boolean),
+    labels: labelsOf(params.get('labels') ?? ''),
   };
 }
 

@@ -9,7 +9,7 @@ export interface ProjectDialogProps {
   /** the project to edit; undefined = a new one */
   project?: ProjectListItem;
   busy: boolean;
-  /** the failed create, shown in the dialog (at the repository field when the API names `repository.url`) */
+  /** the failed create or edit, shown in the dialog (a create's at the repository field when the API names `repository.url`) */
   error?: unknown;
   onCreate: (fields: CreateProjectFields) => void;
   onEdit: (fields: EditProjectFields) => void;
@@ -30,6 +30,9 @@ function repositoryError(error: unknown, label: string, location: string): strin
   const said = error instanceof ApiError ? error.details?.['repository.url'] : undefined;
   return typeof said === 'string' ? `${label}: ${location} ${said}` : null;
 }
+
+/** What the repository field says to Create with nothing in it (before, Create project was only disabled: Enter said nothing). */
+const NO_REPOSITORY = { local: 'Choose a repository: type its path, or pick it in the directories below.', url: 'Type the repository URL to clone.' } as const;
 
 function CreateForm({ busy, error, onCreate, onClose }: ProjectDialogProps) {
   const [source, setSource] = useState<'local' | 'url'>('local');
@@ -58,13 +61,22 @@ function CreateForm({ busy, error, onCreate, onClose }: ProjectDialogProps) {
   const detected = source === 'local' && settled === location ? (current.data ?? null) : null;
   // the location the failed create was about (the field may have been edited since: then the message goes)
   const [sent, setSent] = useState('');
-  const fieldError = sent === location ? repositoryError(error, source === 'local' ? 'Repository path' : 'Repository URL', location) : null;
+  // set by a Create tried with no repository; the message stays until one is given
+  const [triedEmpty, setTriedEmpty] = useState(false);
+  const fieldError =
+    triedEmpty && !location ? NO_REPOSITORY[source] : sent === location ? repositoryError(error, source === 'local' ? 'Repository path' : 'Repository URL', location) : null;
   return (
     <form
+      // no repository is named at its field in the board's words, rather than by the browser's own bubble (`required`)
+      noValidate
       onSubmit={async (e) => {
         e.preventDefault();
         const finalName = name.trim() || suggested;
-        if (!location || !finalName) return;
+        if (!location) {
+          setTriedEmpty(true);
+          return;
+        }
+        if (!finalName) return;
         let chosen = (branch ?? '').trim() || detected;
         // submitted before the lookup of a typed path was done: ask now, rather than let the API default to main
         if (!chosen && source === 'local' && branch === null && readable(location)) chosen = await currentBranchOf(location).catch(() => null);
@@ -99,12 +111,12 @@ function CreateForm({ busy, error, onCreate, onClose }: ProjectDialogProps) {
       <Field label="Description">
         <textarea value={description} onChange={(e) => setDescription(e.target.value)} />
       </Field>
-      {error && !repositoryError(error, '', '') ? <ErrorMessage error={error} /> : null}
+      {error && !repositoryError(error, '', '') ? <ErrorMessage error={error} action /> : null}
       <div className="dialog-actions">
         <button type="button" onClick={onClose}>
           Cancel
         </button>
-        <button type="submit" className="primary" disabled={busy || !location}>
+        <button type="submit" className="primary" disabled={busy}>
           Create project
         </button>
       </div>
@@ -112,7 +124,11 @@ function CreateForm({ busy, error, onCreate, onClose }: ProjectDialogProps) {
   );
 }
 
-function EditForm({ project, busy, onEdit, onClose }: ProjectDialogProps & { project: ProjectListItem }) {
+/** What the Edit dialog says when the project was deleted elsewhere while it was open (the PATCH answered 404). */
+const EDITED_GONE = 'This project was deleted elsewhere, so there is nothing to save. Cancel closes this dialog and removes it from the list.';
+
+function EditForm({ project, busy, error, onEdit, onClose }: ProjectDialogProps & { project: ProjectListItem }) {
+  const gone = error instanceof ApiError && error.status === 404;
   const [name, setName] = useState(project.name);
   const [description, setDescription] = useState(project.description);
   const [defaultLLM, setDefaultLLM] = useState(project.defaultLLM ?? '');
@@ -159,11 +175,12 @@ function EditForm({ project, busy, onEdit, onClose }: ProjectDialogProps & { pro
           <textarea className="mono" value={dev} onChange={(e) => setDev(e.target.value)} />
         </Field>
       </div>
+      {error ? <ErrorMessage error={gone ? EDITED_GONE : error} action /> : null}
       <div className="dialog-actions">
         <button type="button" onClick={onClose}>
           Cancel
         </button>
-        <button type="submit" className="primary" disabled={busy || !name.trim()}>
+        <button type="submit" className="primary" disabled={busy || gone || !name.trim()}>
           Save
         </button>
       </div>
