@@ -91,8 +91,17 @@ export class JsonRpcStdioTransport implements Transport {
     private readonly stdout: NodeJS.WritableStream = process.stdout,
   ) {}
 
+  /** Whether any character has been read yet: a byte order mark before the first is read past. */
+  private begun = false;
+
   private readonly ondata = (chunk: Buffer | string) => {
     this.pending += typeof chunk === 'string' ? chunk : this.decoder.write(chunk);
+    // a UTF-8 byte order mark at the start of the stream (what a Windows client's text encoder may write first) is
+    // no character of the first message: that message was answered -32700, a parse error, though it was well-formed
+    if (!this.begun && this.pending.length > 0) {
+      this.begun = true;
+      if (this.pending.charCodeAt(0) === 0xfeff) this.pending = this.pending.slice(1);
+    }
     for (let i = this.pending.indexOf('\n'); i !== -1; i = this.pending.indexOf('\n')) {
       const line = this.pending.slice(0, i).replace(/\r$/, '');
       this.pending = this.pending.slice(i + 1);
