@@ -157,11 +157,28 @@ function singleValues(schema: object, validate: ReturnType<FastifySchemaCompiler
   return checked as ReturnType<FastifySchemaCompiler<unknown>>;
 }
 
+/**
+ * A query parameter the operation does not declare is named with the ones it does (`staus is not a parameter of this
+ * operation; it takes status, limit, offset`): the client learns the spelling from the answer. The names travel in
+ * the error's params (`known`), which fieldMessage reads.
+ */
+function namedUnknownParameters(schema: object, validate: ReturnType<FastifySchemaCompiler<unknown>>): ReturnType<FastifySchemaCompiler<unknown>> {
+  const known = Object.keys((schema as { properties?: Record<string, unknown> }).properties ?? {});
+  const named = (data: unknown) => {
+    const ok = (validate as (d: unknown) => boolean)(data);
+    const errors = (validate as { errors?: ErrorObject[] | null }).errors;
+    named.errors = errors?.map((e) => (e.keyword === 'additionalProperties' && e.instancePath === '' ? { ...e, params: { ...e.params, known } } : e));
+    return ok;
+  };
+  named.errors = null as ErrorObject[] | null | undefined;
+  return named as ReturnType<FastifySchemaCompiler<unknown>>;
+}
+
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   if (httpPart === 'body') return bodyAjv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
   const closed = closedQuery(schema as object, httpPart);
   const strict = strictNumerals(closed, paramsAjv.compile(closed));
-  return httpPart === 'querystring' ? singleValues(closed, strict) : strict;
+  return httpPart === 'querystring' ? singleValues(closed, namedUnknownParameters(closed, strict)) : strict;
 };
 
 /**
@@ -176,11 +193,13 @@ export function schemaValidationError(errors: FastifySchemaValidationError[], da
  * "Request <part> is invalid" / "are invalid", the opening of every 400 about one part of a request, by Fastify's
  * name of the part (`body`, `querystring`, `params`, `headers`). Path parameters are the request's path, as the
  * router's own 400s say ("Request params is invalid" named Fastify's word, not the request's); headers are plural
- * ("Request headers is invalid" read as a typo in every answer).
+ * ("Request headers is invalid" read as a typo in every answer); the query is the query, as the OpenAPI documents
+ * (`in: query`) and RFC 3986 call it ("Request querystring is invalid" was Fastify's word too).
  */
 export function invalidPart(part: string | undefined): string {
   if (part === 'headers') return 'Request headers are invalid';
   if (part === 'params' || part === 'path') return 'Request path is invalid';
+  if (part === 'querystring' || part === 'query') return 'Request query is invalid';
   return `Request ${part ?? 'input'} is invalid`;
 }
 
@@ -195,7 +214,11 @@ export function fieldPath(e: ErrorObject): string {
 
 export function fieldMessage(e: ErrorObject): string {
   if (e.keyword === 'required') return 'is required';
-  if (e.keyword === 'additionalProperties') return 'is not a known field';
+  if (e.keyword === 'additionalProperties') {
+    const known = (e.params as { known?: string[] }).known;
+    if (!known) return 'is not a known field';
+    return known.length ? `is not a parameter of this operation; it takes ${known.join(', ')}` : 'is not a parameter of this operation, which takes none';
+  }
   if (e.keyword === 'false schema') return 'is not allowed here';
   if (e.keyword === 'enum') return `must be one of: ${((e.params as { allowedValues: unknown[] }).allowedValues ?? []).join(', ')}`;
   return e.message ?? 'is invalid';
