@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, validationError } from '../../lib/errors';
-import { invalidPart } from './validation';
+import { invalidPart, STORABLE_DATE_TIME_PATTERN } from './validation';
 
 /**
  * A regular expression (ECMA-262 and Python) matching strings without NUL. Unpaired surrogates are not in it: a
@@ -331,6 +331,8 @@ export function nulFreeStrings<T>(schema: T): T {
     } else out[key] = value;
   }
   const types = Array.isArray(out.type) ? out.type : [out.type];
+  // a date-time's bounds, which its format cannot say (api/http/validation.ts): the same pattern validation applies
+  if (types.includes('string') && out.format === 'date-time' && !('pattern' in out)) out.pattern = STORABLE_DATE_TIME_PATTERN;
   if (types.includes('string') && !('format' in out) && !('enum' in out) && !('const' in out)) {
     // a string with a pattern of its own (e.g. `\S`) still must not hold NUL: both patterns apply
     if (!('pattern' in out)) out.pattern = NUL_FREE_PATTERN;

@@ -15,10 +15,13 @@
  *   (Fastify's word, no hint of the right name); now "Request query is invalid: staus is not a parameter of this
  *   operation; it takes …"; a path parameter past the router's limit names the limit;
  * - a scheduler source name took control characters (an escape sequence `armada sources list` printed as it is),
- *   which project names already refused.
+ *   which project names already refused;
+ * - schemathesis (seed 4603, traces) found `sentAt: "0001-01-01T00:00:00+00:01"` refused though the document allowed
+ *   it: the bound was on the instant, which no schema said; now a pattern both the document and validation apply.
  */
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
+import { STORABLE_DATE_TIME_PATTERN } from '../../api/http/validation';
 import { startTestStack, type TestStack } from '../support/harness';
 
 type Service = 'task' | 'scheduler' | 'agents' | 'traces';
@@ -235,4 +238,32 @@ test('a scheduler source name with a control or bidi character is a 400, as a pr
     expect([name, res.status, (res.json as { detail: string }).detail]).toEqual([name, 400, expect.stringMatching(/^Request body is invalid: name must match pattern /)]);
   }
   expect(await count('scheduler_sources')).toBe(before);
+});
+
+test('a date-time the document refuses is refused, and one it allows is stored: the pattern is the rule (traces sentAt)', async () => {
+  const doc = (await exchange(ports.traces as number, bodyless('traces', 'GET', '/api/v1/openapi.json'))).json as { paths: Record<string, { post?: { requestBody: { content: Record<string, { schema: { properties: Record<string, { pattern?: string; format?: string }> } }> } } }> };
+  const sentAt = doc.paths['/api/v1/traces']?.post?.requestBody.content['application/json']?.schema.properties.sentAt;
+  expect(sentAt).toEqual(expect.objectContaining({ format: 'date-time', pattern: STORABLE_DATE_TIME_PATTERN }));
+  const pattern = new RegExp(STORABLE_DATE_TIME_PATTERN);
+  const ingest = (sent: string, n: number) =>
+    exchange(ports.traces as number, withBody('traces', 'POST', '/api/v1/traces', JSON.stringify({ messageId: `dt-${n}`, instance: 'dt', to: '+15550102000', message: 'm', sentAt: sent })));
+  let n = 0;
+  for (const [sent, allowed] of [
+    ['0001-01-01T00:00:00+00:01', false],
+    ['0001-01-01T00:00:00+01:00', false],
+    ['9999-12-31T23:59:59-00:01', false],
+    ['2026-06-30T23:59:60Z', false],
+    ['0000-12-31T23:00:00-02:00', false],
+    ['0001-01-01T00:00:00Z', true],
+    ['0001-01-01T00:00:00-05:00', true],
+    ['0001-01-02T03:00:00+05:00', true],
+    ['9999-12-31T23:59:59Z', true],
+    ['9999-12-31T10:00:00+09:00', true],
+  ] as const) {
+    expect([sent, pattern.test(sent)]).toEqual([sent, allowed]);
+    const res = await ingest(sent, n++);
+    expect([sent, res.status]).toEqual([sent, allowed ? 201 : 400]);
+    if (!allowed) expect((res.json as { detail: string }).detail).toBe('Request body is invalid: sentAt must match format "date-time"');
+    else expect(Date.parse((res.json as { sentAt: string }).sentAt)).toBe(Date.parse(sent));
+  }
 });
