@@ -28,6 +28,24 @@ function readableId(value: unknown): RequestId | null {
   return typeof id === 'string' || Number.isSafeInteger(id) ? (id as RequestId) : null;
 }
 
+/**
+ * What is wrong with a message's params, from the SDK's schema issues: `"params" must be an object` when it is not
+ * one, else the first issue's place (`"params._meta.progressToken" …`); it said "must be an object" of any params the
+ * schema refused, such as `{"_meta":{"progressToken":1e400}}`.
+ */
+type Issue = { path: readonly PropertyKey[]; message: string; errors?: readonly (readonly Issue[])[] };
+function paramsProblem(issues: readonly Issue[]): string {
+  // a union's issue holds each branch's issues (the request branch first), their paths from where the union is
+  const stack: { issue: Issue; at: readonly PropertyKey[] }[] = issues.map((issue) => ({ issue, at: [] })).reverse();
+  while (stack.length) {
+    const { issue, at } = stack.pop() as { issue: Issue; at: readonly PropertyKey[] };
+    const path = [...at, ...issue.path];
+    if (path[0] === 'params' && path.length > 1) return `"${path.map(String).join('.')}": ${issue.message.toLowerCase()}`;
+    for (const branch of [...(issue.errors ?? [])].reverse()) for (const inner of [...branch].reverse()) stack.push({ issue: inner, at: path });
+  }
+  return '"params" must be an object';
+}
+
 /** Each client request's params schema, by method (the SDK's own schemas). */
 const REQUEST_SCHEMAS = new Map(ClientRequestSchema.options.map((schema) => [schema.shape.method.value as string, schema]));
 
@@ -60,7 +78,7 @@ export function checkMessage(line: string, handledMethods: ReadonlySet<string>):
               ? // JSON.parse already rounded it (9007199254740993 reads as …992): an answer could not name the request
                 '"id" must be a string or an integer of at most 9007199254740991 in magnitude (a larger one cannot be answered exactly)'
               : '"id" must be a string or an integer'
-            : '"params" must be an object';
+            : paramsProblem(parsed.error.issues);
     return { answer: errorAnswer(readableId(m), ErrorCode.InvalidRequest, `Invalid Request: ${why}`) };
   }
   const message = parsed.data;
