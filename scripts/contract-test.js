@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * `npm run test:contract -- [--seed N] [--examples N] [--service task|scheduler|agents|traces]`: runs the contract
- * test (test/contract/schemathesis.test.ts) with another seed or more examples per operation than the suite's
- * run. Everything else is jest's: the same global setup, servers and assertions.
+ * `npm run test:contract -- [--seed N] [--examples N] [--service task|scheduler|agents|traces] [--schemathesis-args
+ * '…']`: runs the contract test (test/contract/schemathesis.test.ts) with another seed or more examples per operation
+ * than the suite's run, or with options of schemathesis' own added after the suite's (`--mode negative`).
+ * Everything else is jest's: the same global setup, servers and assertions.
  */
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
@@ -23,6 +24,7 @@ for (let i = 0; i < args.length; i++) {
   };
   if (a === '--seed') env.ARMADA_CONTRACT_SEED = value();
   else if (a === '--examples') env.ARMADA_CONTRACT_EXAMPLES = value();
+  else if (a === '--schemathesis-args') env.ARMADA_CONTRACT_ARGS = value();
   else if (a === '--service') {
     const service = value();
     if (!['task', 'scheduler', 'agents', 'traces'].includes(service)) {
@@ -34,7 +36,7 @@ for (let i = 0; i < args.length; i++) {
     jestArgs.push('-t', `${service} document`);
   }
   else {
-    console.error(`contract: unknown option ${a} (use --seed N, --examples N, --service NAME)`);
+    console.error(`contract: unknown option ${a} (use --seed N, --examples N, --service NAME, --schemathesis-args '…')`);
     process.exit(2);
   }
 }

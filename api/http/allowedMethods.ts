@@ -34,11 +34,20 @@ function matcherOf(route: RegisteredRoute): Matcher {
   return { method: route.method, pattern: new RegExp(`^${body}$`), catchAll, rank };
 }
 
-/** `allowedMethods(path)`: the methods (routes are read on first use, when all are registered) served at a concrete path, empty when no route but a catch-all matches it. */
+/**
+ * `allowedMethods(path)`: the methods (routes are read on first use, when all are registered) served at a concrete
+ * path, empty when no route but a catch-all matches it. For `*`, the asterisk-form target of `OPTIONS *`, which asks
+ * about the server in general (RFC 9110 §9.3.7): every method some path is served with.
+ */
 export function allowedMethodsOf(routes: () => RegisteredRoute[]): (path: string) => string[] {
   let matchers: Matcher[] | undefined;
   return (requested) => {
     matchers ??= routes().map(matcherOf);
+    if (requested === '*') {
+      const all = new Set(matchers.map((m) => m.method));
+      if (all.has('GET')) all.add('HEAD');
+      return [...all].sort();
+    }
     // as the router reads it: the apps ignore a trailing slash (so `/svc/scheduler/` is `/svc/scheduler`, which
     // `/svc/scheduler/*` does not serve; a 405 there listed the very method it refused)
     const path = requested.length > 1 && requested.endsWith('/') ? requested.slice(0, -1) : requested;

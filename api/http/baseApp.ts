@@ -22,6 +22,7 @@ import { errorBody } from './envelope';
 import { clientErrorAnswer, connectAnswer, expectationFailedAnswer, frameworkErrorMessage, installDetailErrors, installEnvelopeErrors } from './errorHandlers';
 import { installInputPolicy, MAX_BODY_BYTES, MAX_PATH_PARAM_LENGTH } from './inputPolicy';
 import { installOpenApi, registeredRoutes } from './openapi';
+import { originForm } from './requestTarget';
 import { validatorCompiler } from './validation';
 
 export type App = FastifyInstance;
@@ -86,6 +87,8 @@ export function createBaseApp(opts: BaseAppOptions) {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
     },
     logController: new LogController({ disableRequestLogging: true }),
+    // an absolute-form target (`GET http://host/api/x`) is read as its path and query, before routing and every hook
+    rewriteUrl: (req) => originForm(req.url ?? '/'),
     // our own 503 while stopping (installStoppingAnswer below), in the service's shape: Fastify's has a shape of its own
     return503OnClosing: false,
     // Node's default (16 KiB) answers 431 before validation to a query within the documented maxLengths (4096

@@ -22,6 +22,20 @@ export function corsOrigin(configured: string[] | undefined, fallback: CorsDefau
   return fallback === 'all' ? '*' : LOOPBACK_ORIGIN;
 }
 
+/**
+ * Whether a page of `origin` may open this service's WebSockets. Browsers apply no CORS to a WebSocket: any page may
+ * open one and read what it sends, its Origin header the only sign of where it came from. So the handshake is held to
+ * what CORS allows (api/http/upgradeRequired.ts), and to the service's own origin (the board, also when served on
+ * another address than loopback). Without Origin (a client that is no browser) it is not a browser's question.
+ */
+export function originMayConnect(origin: string | undefined, host: string | undefined, configured: string[] | undefined, fallback: CorsDefault): boolean {
+  if (origin === undefined) return true;
+  if (host !== undefined && (origin === `http://${host}` || origin === `https://${host}`)) return true;
+  const allowed = corsOrigin(configured, fallback);
+  if (allowed === '*') return true;
+  return typeof allowed === 'string' ? allowed === origin : Array.isArray(allowed) ? allowed.includes(origin) : allowed.test(origin);
+}
+
 /** A CORS preflight: what a browser sends before a cross-origin request it may not send unasked. */
 export function isCorsPreflight(request: FastifyRequest): boolean {
   return request.method === 'OPTIONS' && request.headers.origin !== undefined && request.headers['access-control-request-method'] !== undefined;

@@ -8,6 +8,7 @@ import { errorBody } from './envelope';
 import { isAppError } from '../../lib/errors';
 import { isPostgresUnavailable, postgresUnavailableMessage } from '../../lib/db/pool';
 import { isTemporalUnreachable } from '../../lib/temporal/client';
+import { MAX_PATH_PARAM_LENGTH } from './inputPolicy';
 import { invalidPart, validationDetails } from './validation';
 
 export interface ClassifiedError {
@@ -132,7 +133,7 @@ function unroutedInputCheck(app: FastifyInstance): (request: FastifyRequest, c: 
  * a malformed percent-encoding), in the service's shape (Fastify's `frameworkErrors` option).
  */
 export function frameworkErrorMessage(err: FastifyError): string {
-  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return 'Request path is invalid: a path parameter is too long';
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return `Request path is invalid: a path parameter is too long (at most ${MAX_PATH_PARAM_LENGTH} characters)`;
   if (err.code === 'FST_ERR_BAD_URL') return 'Request path is invalid: malformed percent-encoding';
   return 'Bad request';
 }

@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, validationError } from '../../lib/errors';
-import { invalidPart } from './validation';
+import { invalidPart, STORABLE_DATE_TIME_PATTERN } from './validation';
 
 /**
  * A regular expression (ECMA-262 and Python) matching strings without NUL. Unpaired surrogates are not in it: a
@@ -34,6 +34,13 @@ export const NON_BLANK_PATTERN = `[^${BLANK_CHARACTERS}]`;
  * labels in the `labels` filter) must neither hold it nor be blank.
  */
 export const nonBlankPatternWithout = (excluded: string): string => `^[^${excluded}]*[^${excluded}${BLANK_CHARACTERS}][^${excluded}]*$`;
+
+/**
+ * C0 and C1 controls and the bidi embedding, override and isolate characters, as written inside a character class: a
+ * name the CLI prints (a project's, a scheduler source's) reaches terminals and lists as it is, where an escape
+ * sequence or an override would change what is shown around it. Such names are `nonBlankPatternWithout(NAME_CONTROLS)`.
+ */
+export const NAME_CONTROLS = '\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069';
 
 /** The longest path parameter any route accepts; the documents advertise it as each parameter's `maxLength`. */
 export const MAX_PATH_PARAM_LENGTH = 200;
@@ -137,7 +144,7 @@ export function inputPolicyError(request: Pick<FastifyRequest, 'params' | 'query
  */
 export function installInputPolicy(app: FastifyInstance): void {
   app.addHook('onRequest', async (request) => {
-    const err = hostHeaderError(request);
+    const err = hostHeaderError(request) ?? asteriskFormError(request);
     if (err) throw err;
   });
   app.addHook('preParsing', async (request, reply) => {
@@ -150,7 +157,7 @@ export function installInputPolicy(app: FastifyInstance): void {
     throw err;
   });
   app.addHook('preValidation', async (request) => {
-    const err = queryEncodingError(request.url) ?? inputPolicyError(request);
+    const err = queryEncodingError(request.url) ?? repeatedHeaderError(request) ?? inputPolicyError(request);
     if (err) throw err;
   });
 }
@@ -177,7 +184,7 @@ export function queryEncodingError(url: string): AppError | undefined {
         name = 'querystring';
       }
       const message = 'is not valid percent-encoding (each % takes two hex digits, and the bytes must be UTF-8)';
-      return validationError(`Request querystring is invalid: ${name.slice(0, 100)} ${message}`, { [name.slice(0, 100)]: message });
+      return validationError(`${invalidPart('querystring')}: ${name.slice(0, 100)} ${message}`, { [name.slice(0, 100)]: message });
     }
   }
   return undefined;
@@ -204,12 +211,34 @@ export function hostHeaderError(request: FastifyRequest): AppError | undefined {
 }
 
 /**
+ * The asterisk-form target `*` is for OPTIONS alone (RFC 9112 §3.2.4): `OPTIONS *` asks which methods the service
+ * serves (204 with Allow, api/http/errorHandlers.ts). Any other method with it names no resource: the task service
+ * answered `GET *` with the board's page (200), the others 404 "Not Found: GET *". A 400 saying what to send.
+ */
+export function asteriskFormError(request: FastifyRequest): AppError | undefined {
+  if (request.raw.url !== '*' || request.method === 'OPTIONS') return undefined;
+  return validationError(`Request path is invalid: "*" is a target for OPTIONS only; send ${request.method} to a path of the service, such as /health`, { path: 'must be a path (an absolute path, or an http(s) URL)' });
+}
+
+/**
  * Content-Type is one value (RFC 9110 §8.3): two lines of it (`application/json` and `text/plain`) say two things of
  * one body. Node keeps the first line and drops the others, so the order decided: JSON first was parsed as JSON,
  * `text/plain` first was a 415. Sent more than once, it is a 400 whatever the lines say, as two Host lines are.
  */
 export function contentTypeLinesError(request: FastifyRequest): AppError | undefined {
   return headerLines(request, 'content-type') > 1 ? sentMoreThanOnce('content-type') : undefined;
+}
+
+/**
+ * A header the operation documents (`Last-Event-ID`, `Idempotency-Key`), sent on more than one line, is a 400 as two
+ * Host lines are: Node joins such lines with ", ", so `Last-Event-ID: 1` and `Last-Event-ID: 2` were "last-event-id
+ * must be integer", of two integers.
+ */
+export function repeatedHeaderError(request: FastifyRequest): AppError | undefined {
+  const declared = (request.routeOptions.schema?.headers as { properties?: Record<string, unknown> } | undefined)?.properties;
+  if (!declared) return undefined;
+  for (const name of Object.keys(declared)) if (headerLines(request, name.toLowerCase()) > 1) return sentMoreThanOnce(name.toLowerCase());
+  return undefined;
 }
 
 /** How many lines of the header `name` (lower case) the request has: Node's `headers` keeps only the first of some. */
@@ -302,6 +331,8 @@ export function nulFreeStrings<T>(schema: T): T {
     } else out[key] = value;
   }
   const types = Array.isArray(out.type) ? out.type : [out.type];
+  // a date-time's bounds, which its format cannot say (api/http/validation.ts): the same pattern validation applies
+  if (types.includes('string') && out.format === 'date-time' && !('pattern' in out)) out.pattern = STORABLE_DATE_TIME_PATTERN;
   if (types.includes('string') && !('format' in out) && !('enum' in out) && !('const' in out)) {
     // a string with a pattern of its own (e.g. `\S`) still must not hold NUL: both patterns apply
     if (!('pattern' in out)) out.pattern = NUL_FREE_PATTERN;

@@ -71,7 +71,8 @@ const inputPolicyText = (requestTimeoutMs: number): string =>
   'a double holds (about ±1.8e308, e.g. `1e400`) is a 400, and so is a nonzero one too small for it (e.g. `1e-400`, ' +
   'which would be read as 0). A JSON body may nest arrays and objects ' +
   `at most ${MAX_JSON_DEPTH} levels deep (the body itself is level 1); deeper is a 400. A \`date-time\` is RFC 3339 less a ` +
-  'leap second (`23:59:60`) and less an instant outside the years 0001–9999 in UTC (`9999-12-31T23:59:59-01:00`): a 400. ' +
+  'leap second (`23:59:60`) and less a time that could be outside the years 0001–9999 in UTC (an offset ahead of UTC on ' +
+  '0001-01-01, one behind it on 9999-12-31: `9999-12-31T23:59:59-01:00`): a 400; each request date-time carries the pattern. ' +
   `A request body over ${MAX_BODY_BYTES} bytes (1 MiB) is a 413. ` +
   'An HTTP method a path does not declare answers 405 with an `Allow` header listing the methods the path declares; ' +
   'an OPTIONS request that is not a CORS preflight (one without `Origin` and `Access-Control-Request-Method`) answers ' +

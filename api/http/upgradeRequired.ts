@@ -12,6 +12,9 @@
  *   http://): @fastify/websocket accepted the WebSocket handshake (101) and closed the socket at once, or answered
  *   `ws`'s text/html 400 to an h2c one. A server may ignore Upgrade (RFC 9110 §7.8): the request is answered as
  *   without it, and its connection then closes (Node parses no further request on a socket that asked to upgrade).
+ * - A WebSocket handshake from a web page whose Origin CORS does not allow (and that is not the service's own origin) is
+ *   a 403 in the service's shape: browsers apply no CORS to WebSockets, so `ws://127.0.0.1:8887/ws/events` opened from
+ *   any site the user visited was accepted and read every event (session 46's outside round).
  * Install after registering @fastify/websocket, so this runs after its own route hook.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -47,7 +50,20 @@ function upgradeSocketKey(request: FastifyRequest): symbol | undefined {
   return Object.getOwnPropertySymbols(request.raw).find((s) => s.description === 'ws-socket');
 }
 
-export function installUpgradeRequired(app: FastifyInstance): void {
+/**
+ * The 403 for a handshake from a page whose origin may not connect (originMayConnect, api/http/cors.ts): any web page
+ * the user opened could otherwise read the task service's streams (in local mode there is no key to stop it).
+ */
+function originProblem(request: FastifyRequest, mayConnect: (origin: string | undefined, host: string | undefined) => boolean): AppError | undefined {
+  const origin = request.headers.origin ?? request.headers['sec-websocket-origin'];
+  const value = Array.isArray(origin) ? origin[0] : origin;
+  if (mayConnect(value, request.headers.host)) return undefined;
+  return new AppError(403, 'FORBIDDEN', `WebSocket handshake is refused: Origin ${String(value).slice(0, 200)} may not connect; open the board from this service, or list the origin in ARMADA_CORS_ORIGINS (cors.origins)`, {
+    origin: 'not allowed by the CORS origins',
+  });
+}
+
+export function installUpgradeRequired(app: FastifyInstance, mayConnect: (origin: string | undefined, host: string | undefined) => boolean = () => true): void {
   app.addHook('onRoute', (route) => {
     const handler = route.handler;
     if (!route.websocket) {
@@ -70,7 +86,7 @@ export function installUpgradeRequired(app: FastifyInstance): void {
     }
     route.handler = function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
       if (request.ws) {
-        const problem = handshakeProblem(request);
+        const problem = handshakeProblem(request) ?? originProblem(request, mayConnect);
         if (!problem) return handler.call(this, request, reply);
         reply.header('connection', 'close'); // the socket asked to upgrade: Node parses no further request on it
         if (problem.details?.supported) reply.header('sec-websocket-version', '13, 8');

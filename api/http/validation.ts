@@ -10,21 +10,31 @@ import type { FastifySchemaValidationError } from 'fastify/types/schema';
 import { lowerCaseUuids } from '../../lib/ids';
 
 const RFC3339_DATE_TIME = fullFormats['date-time'] as { validate: (s: string) => boolean };
-const SECOND = /[Tt ]\d{2}:\d{2}:(\d{2})/;
-const MIN_INSTANT = Date.parse('0001-01-01T00:00:00Z');
-const MAX_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
 
+const TIME = '[Tt ]\\d{2}:\\d{2}:[0-5]\\d(\\.\\d+)?';
+const OFFSET = '([Zz]|[+-]\\d{2}:\\d{2})';
 /**
- * `date-time` as RFC 3339 has it, less what no stored time can hold: a leap second (`23:59:60`, which JavaScript's
- * Date reads as no time at all: a 500 on five routes) and an instant outside the years 0001–9999 in UTC
+ * The `date-time` values a stored time can hold, as a pattern (ECMA-262, Python and Rust alike: no lookaround) that
+ * the OpenAPI documents give every request `date-time` (nulFreeStrings) and that validation applies (isStorableDateTime),
+ * so the two say the same: seconds 00–59, no leap second (`23:59:60`, which JavaScript's Date reads as no time at
+ * all: a 500 on five routes); years 0001–9999, and on the first day of 0001 no offset ahead of UTC (`+01:00`), on the
+ * last day of 9999 none behind it (`-01:00`), since either could be an instant outside those years
  * (`9999-12-31T23:59:59-01:00` is in year 10000: PostgreSQL refused it, or it came back as `+010000-…`, which is no
- * date-time). Such a value is a 400 naming the field (the documents' input policy says so).
+ * date-time). Until session 46 the bound was on the instant, which no schema could say, and schemathesis found
+ * `0001-01-01T00:00:00+00:01` refused though the document allowed it.
  */
+export const STORABLE_DATE_TIME_PATTERN =
+  '^((000[2-9]|00[1-9]\\d|0[1-9]\\d{2}|[1-8]\\d{3}|9[0-8]\\d{2}|99[0-8]\\d|999[0-8])-\\d{2}-\\d{2}' +
+  `${TIME}${OFFSET}` +
+  `|0001-((0[2-9]|1[0-2])-\\d{2}|01-(0[2-9]|[1-3]\\d))${TIME}${OFFSET}` +
+  `|0001-01-01${TIME}([Zz]|\\+00:00|-\\d{2}:\\d{2})` +
+  `|9999-((0\\d|1[01])-\\d{2}|12-([0-2]\\d|30))${TIME}${OFFSET}` +
+  `|9999-12-31${TIME}([Zz]|-00:00|\\+\\d{2}:\\d{2}))$`;
+const STORABLE_DATE_TIME = new RegExp(STORABLE_DATE_TIME_PATTERN);
+
+/** `date-time` as RFC 3339 has it, within STORABLE_DATE_TIME_PATTERN; anything else is a 400 naming the field. */
 export function isStorableDateTime(s: string): boolean {
-  if (!RFC3339_DATE_TIME.validate(s)) return false;
-  if (Number(SECOND.exec(s)?.[1] ?? 0) > 59) return false;
-  const t = Date.parse(s);
-  return !Number.isNaN(t) && t >= MIN_INSTANT && t <= MAX_INSTANT;
+  return RFC3339_DATE_TIME.validate(s) && STORABLE_DATE_TIME.test(s) && !Number.isNaN(Date.parse(s));
 }
 
 /**
@@ -157,11 +167,28 @@ function singleValues(schema: object, validate: ReturnType<FastifySchemaCompiler
   return checked as ReturnType<FastifySchemaCompiler<unknown>>;
 }
 
+/**
+ * A query parameter the operation does not declare is named with the ones it does (`staus is not a parameter of this
+ * operation; it takes status, limit, offset`): the client learns the spelling from the answer. The names travel in
+ * the error's params (`known`), which fieldMessage reads.
+ */
+function namedUnknownParameters(schema: object, validate: ReturnType<FastifySchemaCompiler<unknown>>): ReturnType<FastifySchemaCompiler<unknown>> {
+  const known = Object.keys((schema as { properties?: Record<string, unknown> }).properties ?? {});
+  const named = (data: unknown) => {
+    const ok = (validate as (d: unknown) => boolean)(data);
+    const errors = (validate as { errors?: ErrorObject[] | null }).errors;
+    named.errors = errors?.map((e) => (e.keyword === 'additionalProperties' && e.instancePath === '' ? { ...e, params: { ...e.params, known } } : e));
+    return ok;
+  };
+  named.errors = null as ErrorObject[] | null | undefined;
+  return named as ReturnType<FastifySchemaCompiler<unknown>>;
+}
+
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   if (httpPart === 'body') return bodyAjv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
   const closed = closedQuery(schema as object, httpPart);
   const strict = strictNumerals(closed, paramsAjv.compile(closed));
-  return httpPart === 'querystring' ? singleValues(closed, strict) : strict;
+  return httpPart === 'querystring' ? singleValues(closed, namedUnknownParameters(closed, strict)) : strict;
 };
 
 /**
@@ -176,11 +203,13 @@ export function schemaValidationError(errors: FastifySchemaValidationError[], da
  * "Request <part> is invalid" / "are invalid", the opening of every 400 about one part of a request, by Fastify's
  * name of the part (`body`, `querystring`, `params`, `headers`). Path parameters are the request's path, as the
  * router's own 400s say ("Request params is invalid" named Fastify's word, not the request's); headers are plural
- * ("Request headers is invalid" read as a typo in every answer).
+ * ("Request headers is invalid" read as a typo in every answer); the query is the query, as the OpenAPI documents
+ * (`in: query`) and RFC 3986 call it ("Request querystring is invalid" was Fastify's word too).
  */
 export function invalidPart(part: string | undefined): string {
   if (part === 'headers') return 'Request headers are invalid';
   if (part === 'params' || part === 'path') return 'Request path is invalid';
+  if (part === 'querystring' || part === 'query') return 'Request query is invalid';
   return `Request ${part ?? 'input'} is invalid`;
 }
 
@@ -195,7 +224,11 @@ export function fieldPath(e: ErrorObject): string {
 
 export function fieldMessage(e: ErrorObject): string {
   if (e.keyword === 'required') return 'is required';
-  if (e.keyword === 'additionalProperties') return 'is not a known field';
+  if (e.keyword === 'additionalProperties') {
+    const known = (e.params as { known?: string[] }).known;
+    if (!known) return 'is not a known field';
+    return known.length ? `is not a parameter of this operation; it takes ${known.join(', ')}` : 'is not a parameter of this operation, which takes none';
+  }
   if (e.keyword === 'false schema') return 'is not allowed here';
   if (e.keyword === 'enum') return `must be one of: ${((e.params as { allowedValues: unknown[] }).allowedValues ?? []).join(', ')}`;
   return e.message ?? 'is invalid';

@@ -1,6 +1,6 @@
 /** Schemas of the scheduler's routes: bare JSON bodies, errors as `{detail}`. */
 import { Type } from 'typebox';
-import { MAX_PATH_PARAM_LENGTH, NON_BLANK_PATTERN } from '../http/inputPolicy';
+import { MAX_PATH_PARAM_LENGTH, NAME_CONTROLS, NON_BLANK_PATTERN, nonBlankPatternWithout } from '../http/inputPolicy';
 import { AT_PATTERN, DATE_TIME_PATTERN, LATEST_RUN_AT } from '../../lib/scheduler/oneTime';
 import { ifThen, Nullable, Offset, StringEnum } from '../http/schemas';
 import { LOG_LEVELS } from '../../lib/db/schedulerExecutions';
@@ -60,7 +60,8 @@ export const SourceListQuery = Type.Object(
  * A source's name: not blank (only white space), like every name Armada stores; kept as sent otherwise (flow tasks
  * name a source by it, as written).
  */
-const SourceName = Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK_PATTERN, description: 'not blank (only white space)' });
+// printed by `armada sources list`: no control or bidi characters, as project names (NAME_CONTROLS)
+const SourceName = Type.String({ minLength: 1, maxLength: 200, pattern: nonBlankPatternWithout(NAME_CONTROLS), description: 'not blank (only white space); no control or bidi override characters' });
 
 export const CreateSourceBody = Type.Object(
   {

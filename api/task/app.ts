@@ -1,6 +1,7 @@
 /** The task service (A): Fastify app with every /api resource plugin. */
 import websocket from '@fastify/websocket';
 import { websocketErrorHandler } from '../http/errorHandlers';
+import { originMayConnect } from '../http/cors';
 import { installUpgradeRequired } from '../http/upgradeRequired';
 import { createEventListener } from '../../lib/events/listener';
 import { createLogFeed } from '../../lib/events/logFeed';
@@ -70,7 +71,7 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
       done();
     },
   });
-  installUpgradeRequired(app);
+  installUpgradeRequired(app, (origin, host) => originMayConnect(origin, host, base.config.corsOrigins, 'loopback'));
   await app.register(projectRoutes, { prefix: '/api', deps });
   await app.register(taskRoutes, { prefix: '/api', deps });
   await app.register(approvalRoutes, { prefix: '/api', deps });

@@ -53,7 +53,7 @@ export const eventStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (a
     const { after } = request.query as { after?: string };
     if (after === undefined) return;
     const cursor = parseEventCursor(after);
-    if (!cursor) throw validationError('Request querystring is invalid: after holds a number past 9007199254740991 or a range that ends before it starts', { after: 'not a resume cursor' });
+    if (!cursor) throw validationError('Request query is invalid: after holds a number past 9007199254740991 or a range that ends before it starts', { after: 'not a resume cursor' });
     cursors.set(request.raw, { cursor, requested: /^[0-9]+$/.test(after) ? cursor.watermark : after });
   };
   app.get('/ws/events', { websocket: true, config: STREAM_ROUTE, preHandler, schema: { tags: ['streams'], querystring: Query } }, (socket: WebSocket, request) => {

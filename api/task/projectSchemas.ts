@@ -1,15 +1,10 @@
 /** Request and response schemas of the project routes. */
 import { Type } from 'typebox';
 import { REPO_URL_PATTERN } from '../../lib/git';
-import { nonBlankPatternWithout } from '../http/inputPolicy';
+import { NAME_CONTROLS, nonBlankPatternWithout } from '../http/inputPolicy';
 import { BranchName, Nullable, StringEnum } from '../http/schemas';
 import { DeleteCleanup } from './attemptSchemas';
 
-/**
- * C0 and C1 controls and the bidi embedding, override and isolate characters: a name reaches terminals (the CLI prints
- * it) and lists as it is, where an escape sequence or an override would change what is shown around it.
- */
-const NAME_CONTROLS = '\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069';
 const Name = Type.String({ minLength: 1, maxLength: 200, pattern: nonBlankPatternWithout(NAME_CONTROLS), description: 'Stored trimmed and in Unicode NFC; compared case-insensitively (PostgreSQL lower()). No control or bidi override characters.' });
 
 /** repository.url in responses: as given, less its credentials (docs/security.md, "Credentials in URLs"). */

@@ -21,12 +21,19 @@ export const serviceProxyRoutes: FastifyPluginAsync<TaskPluginOptions> = async (
   const forward = (service: Proxied) => async (request: FastifyRequest, reply: FastifyReply) => {
     const url = request.raw.url ?? request.url;
     const rest = url.slice(`/svc/${service}`.length) || '/';
+    // only ever the service itself: the key goes with the request (api/http/requestTarget.ts tells how a target once
+    // led elsewhere); a URL that names another origin is no path of the service
+    const base = deps.config.serviceUrls[service];
+    const target = `${base}${rest}`;
+    if (!url.startsWith(`/svc/${service}/`) || !URL.canParse(target) || new URL(target).origin !== new URL(base).origin) {
+      throw new AppError(404, 'NOT_FOUND', `Route ${request.method} ${url.split('?')[0]} not found`);
+    }
     const headers: Record<string, string> = { 'x-api-key': deps.keys[service], accept: 'application/json', 'x-request-id': request.id };
     const hasBody = request.body !== undefined && request.method !== 'GET' && request.method !== 'DELETE';
     if (hasBody) headers['content-type'] = 'application/json';
     let res: Response;
     try {
-      res = await fetch(`${deps.config.serviceUrls[service]}${rest}`, {
+      res = await fetch(target, {
         method: request.method,
         headers,
         body: hasBody ? JSON.stringify(request.body) : undefined,

@@ -28,6 +28,24 @@ function readableId(value: unknown): RequestId | null {
   return typeof id === 'string' || Number.isSafeInteger(id) ? (id as RequestId) : null;
 }
 
+/**
+ * What is wrong with a message's params, from the SDK's schema issues: `"params" must be an object` when it is not
+ * one, else the first issue's place (`"params._meta.progressToken" …`); it said "must be an object" of any params the
+ * schema refused, such as `{"_meta":{"progressToken":1e400}}`.
+ */
+type Issue = { path: readonly PropertyKey[]; message: string; errors?: readonly (readonly Issue[])[] };
+function paramsProblem(issues: readonly Issue[]): string {
+  // a union's issue holds each branch's issues (the request branch first), their paths from where the union is
+  const stack: { issue: Issue; at: readonly PropertyKey[] }[] = issues.map((issue) => ({ issue, at: [] })).reverse();
+  while (stack.length) {
+    const { issue, at } = stack.pop() as { issue: Issue; at: readonly PropertyKey[] };
+    const path = [...at, ...issue.path];
+    if (path[0] === 'params' && path.length > 1) return `"${path.map(String).join('.')}": ${issue.message.toLowerCase()}`;
+    for (const branch of [...(issue.errors ?? [])].reverse()) for (const inner of [...branch].reverse()) stack.push({ issue: inner, at: path });
+  }
+  return '"params" must be an object';
+}
+
 /** Each client request's params schema, by method (the SDK's own schemas). */
 const REQUEST_SCHEMAS = new Map(ClientRequestSchema.options.map((schema) => [schema.shape.method.value as string, schema]));
 
@@ -60,7 +78,7 @@ export function checkMessage(line: string, handledMethods: ReadonlySet<string>):
               ? // JSON.parse already rounded it (9007199254740993 reads as …992): an answer could not name the request
                 '"id" must be a string or an integer of at most 9007199254740991 in magnitude (a larger one cannot be answered exactly)'
               : '"id" must be a string or an integer'
-            : '"params" must be an object';
+            : paramsProblem(parsed.error.issues);
     return { answer: errorAnswer(readableId(m), ErrorCode.InvalidRequest, `Invalid Request: ${why}`) };
   }
   const message = parsed.data;
@@ -91,8 +109,17 @@ export class JsonRpcStdioTransport implements Transport {
     private readonly stdout: NodeJS.WritableStream = process.stdout,
   ) {}
 
+  /** Whether any character has been read yet: a byte order mark before the first is read past. */
+  private begun = false;
+
   private readonly ondata = (chunk: Buffer | string) => {
     this.pending += typeof chunk === 'string' ? chunk : this.decoder.write(chunk);
+    // a UTF-8 byte order mark at the start of the stream (what a Windows client's text encoder may write first) is
+    // no character of the first message: that message was answered -32700, a parse error, though it was well-formed
+    if (!this.begun && this.pending.length > 0) {
+      this.begun = true;
+      if (this.pending.charCodeAt(0) === 0xfeff) this.pending = this.pending.slice(1);
+    }
     for (let i = this.pending.indexOf('\n'); i !== -1; i = this.pending.indexOf('\n')) {
       const line = this.pending.slice(0, i).replace(/\r$/, '');
       this.pending = this.pending.slice(i + 1);

@@ -100,3 +100,32 @@ export function headerValue(name: string, v: unknown): string {
   if (problem) throw new Error(`the value of header parameter ${name} is not allowed in an HTTP header: ${problem}`);
   return s;
 }
+
+/**
+ * The arguments of a call that its tool does not take, refused: a misspelt optional argument (`descripton`) was
+ * dropped without a word and the call went out without it, as if it had been left out. Each service refuses a field
+ * or query parameter it does not know for the same reason (docs/security.md); the message names the ones it takes.
+ */
+export function unknownArgumentsError(toolName: string, args: Record<string, unknown>, known: readonly string[]): string | undefined {
+  const unknown = Object.keys(args).filter((k) => !known.includes(k));
+  if (unknown.length === 0) return undefined;
+  const takes = known.length ? `it takes ${known.join(', ')}` : 'it takes none';
+  return `${toolName} has no argument${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')}: ${takes}; nothing was sent`;
+}
+
+/**
+ * The dotted path of the first number in an argument's value that is not finite, or undefined. JSON has no such
+ * numbers, but the message's parser reads `1e400` as Infinity, which a JSON body carries as `null`: a field the
+ * model meant to set huge was sent as null (which clears a nullable one). Refused instead, as the services refuse
+ * such a number sent to them directly.
+ */
+export function nonFiniteNumberPath(value: unknown, path = ''): string | undefined {
+  const stack: { v: unknown; path: string }[] = [{ v: value, path }];
+  while (stack.length) {
+    const { v, path: at } = stack.pop() as { v: unknown; path: string };
+    if (typeof v === 'number' && !Number.isFinite(v)) return at;
+    if (v === null || typeof v !== 'object') continue;
+    for (const [k, child] of Object.entries(v)) stack.push({ v: child, path: at ? `${at}.${k}` : k });
+  }
+  return undefined;
+}

@@ -9,7 +9,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { JsonRpcStdioTransport } from './jsonRpcStdio';
 import type { JsonSchema, ToolDefinition } from './openapiToTools';
-import { checkedPath, cookieValue, formValue, headerValue, pathSegment, queryValue } from './requestValues';
+import { checkedPath, cookieValue, formValue, headerValue, nonFiniteNumberPath, pathSegment, queryValue, unknownArgumentsError } from './requestValues';
 
 export const DEFAULT_MAX_RESPONSE_CHARS = 50_000;
 
@@ -53,6 +53,10 @@ export function buildRequest(served: ServedTool, args: Record<string, unknown>):
   const bodyFields: Record<string, unknown> = {};
   let hasBodyFields = false;
   const schemas = (tool.inputSchema.properties ?? {}) as Record<string, JsonSchema>;
+  const unknown = unknownArgumentsError(tool.name, args, tool.arguments.map((a) => a.property));
+  if (unknown) throw new Error(unknown);
+  const huge = nonFiniteNumberPath(args);
+  if (huge !== undefined) throw new Error(`argument ${huge} must be a number a double can hold (at most about ±1.8e308); nothing was sent`);
   for (const a of tool.arguments) {
     const v = args[a.property];
     if (v === undefined) continue;

@@ -5,7 +5,9 @@
  * test/contract/hooks.py keeps generated scripts and URLs harmless.
  *
  * Seed and size: ARMADA_CONTRACT_SEED (default 1), ARMADA_CONTRACT_EXAMPLES (default 5 per operation);
- * `npm run test:contract -- --seed 7 --examples 100` sets both (docs/openapi.md).
+ * `npm run test:contract -- --seed 7 --examples 100` sets both (docs/openapi.md). ARMADA_CONTRACT_ARGS
+ * (`--schemathesis-args '…'`) adds options of schemathesis' own after the suite's (a later option wins: `--mode
+ * negative`, `--phases fuzzing`, `--generation-unique-inputs`), for a round with other generation than the suite's.
  *
  * The eight runs go three at a time, longest first, once the stack is up; each test waits for its own run and reports
  * its failures. One run alternates between schemathesis preparing, generating and checking (one Python process, one
@@ -33,6 +35,8 @@ const SERVICES: ServiceKind[] = ['task', 'scheduler', 'agents', 'traces'];
 const ONLY = process.env.ARMADA_CONTRACT_SERVICE as ServiceKind | undefined;
 const SEED = Number(process.env.ARMADA_CONTRACT_SEED || 1);
 const EXAMPLES = Number(process.env.ARMADA_CONTRACT_EXAMPLES || 5);
+/** schemathesis options after the suite's own (`npm run test:contract -- --schemathesis-args '--mode negative'`). */
+const EXTRA_ARGS = (process.env.ARMADA_CONTRACT_ARGS ?? '').split(/\s+/).filter(Boolean);
 // schemathesis processes at once: see the file comment
 const PARALLEL = 3;
 const TASK_KEY = `task-key-${crypto.randomBytes(8).toString('hex')}`;
@@ -183,6 +187,7 @@ function runSchemathesis(service: ServiceKind, withKey: boolean): Promise<RunRes
     '--generation-database', 'none',
     '--no-color',
     ...(withKey ? ['-H', authHeader(service)] : []),
+    ...EXTRA_ARGS,
   ];
   return new Promise((resolve, reject) => {
     const child = spawn(st, args, {
@@ -236,7 +241,7 @@ describe.each(SERVICES.filter((s) => !ONLY || s === ONLY))('%s document', (servi
     ['without a key', false],
   ])('schemathesis, all checks, %s: zero failures', async (_label, withKey) => {
     const r = await (runs.get(runKey(service, withKey)) as Promise<RunResult>);
-    if (r.code !== 0) throw new Error(`schemathesis exited ${r.code} on the ${service} document (seed ${SEED}, ${withKey ? 'with' : 'without'} key):\n${summary(r.output)}`);
+    if (r.code !== 0) throw new Error(`schemathesis exited ${r.code} on the ${service} document (seed ${SEED}${EXTRA_ARGS.length ? `, ${EXTRA_ARGS.join(' ')}` : ''}, ${withKey ? 'with' : 'without'} key):\n${summary(r.output)}`);
     expect(r.output).toMatch(/No issues found|passed/);
   }, TIMEOUT);
 });

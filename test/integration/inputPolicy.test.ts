@@ -838,7 +838,7 @@ describe('the documents state the rules the handlers enforce', () => {
       expect([method, res.status, res.allow, typeof JSON.parse(res.body).detail]).toEqual([method, 405, 'GET, HEAD, OPTIONS, POST', 'string']);
     }
     const nul = await call('GET', '/api/v1/traces?instance=a%00b');
-    expect([nul.status, JSON.parse(nul.body)]).toEqual([400, { detail: 'Request querystring is invalid: instance must not contain NUL (\\u0000) characters' }]);
+    expect([nul.status, JSON.parse(nul.body)]).toEqual([400, { detail: 'Request query is invalid: instance must not contain NUL (\\u0000) characters' }]);
     const badEncoding = await call('GET', '/api/v1/traces/%zz');
     expect([badEncoding.status, JSON.parse(badEncoding.body)]).toEqual([400, { detail: 'Request path is invalid: malformed percent-encoding' }]);
     for (const length of [201, 1000]) {

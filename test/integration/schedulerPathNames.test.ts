@@ -65,7 +65,7 @@ test("blank names are a 400 naming the field: a flow task's flow, and the execut
   // no workflow is named white space (WORKFLOW_NAME): such a filter was answered 200 with an empty list
   for (const q of ['%20', '%09', '%E3%80%80', '%20%20']) {
     const r = await inject('GET', `/api/v1/executions?workflow=${q}`);
-    expect([q, r.statusCode, r.json().detail]).toEqual([q, 400, expect.stringMatching(/^Request querystring is invalid: workflow must match pattern /)]);
+    expect([q, r.statusCode, r.json().detail]).toEqual([q, 400, expect.stringMatching(/^Request query is invalid: workflow must match pattern /)]);
   }
   expect((await inject('GET', '/api/v1/executions?workflow=no-such-workflow')).json()).toEqual({ executions: [] });
   expect((await inject('GET', '/api/v1/executions?workflow=%20a%20')).statusCode).toBe(200);

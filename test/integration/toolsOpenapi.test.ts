@@ -536,4 +536,48 @@ describe('armada tools openapi', () => {
       child.kill();
     }
   }, 60_000);
+
+  // session 46's outside round: a misspelt argument was dropped and the call went out without it; `1e400`, which the
+  // message's parser reads as Infinity, went out as null (clearing the nullable `tag`)
+  test('an argument the tool does not take, or a number beyond a double, is a tool error naming it, and nothing is sent', async () => {
+    const { spawn } = require('node:child_process') as typeof import('node:child_process');
+    const child = spawn(process.execPath, [BIN, 'tools', 'openapi', `${base}/openapi.json`, '--base-url', `${base}/v1`], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const answers: { id?: unknown; result?: { isError?: boolean; content: { text: string }[] } }[] = [];
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      for (let i = out.indexOf('\n'); i !== -1; i = out.indexOf('\n')) {
+        answers.push(JSON.parse(out.slice(0, i)));
+        out = out.slice(i + 1);
+      }
+    });
+    // written as text: a client's JSON.stringify would have sent 1e400 as null already
+    const call = (id: number, args: string) => `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"createPet","arguments":${args}}}`;
+    const lines = [
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }),
+      JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+      call(2, '{"name":"Rex","tga":"dog"}'),
+      call(3, '{"name":"Rex","tag":1e400}'),
+      call(4, '{"name":"Rex","owner":{"email":"a@b.c","score":-1e999}}'),
+      call(5, '{"nmae":"Rex","tga":"dog"}'),
+    ];
+    try {
+      received.length = 0;
+      child.stdin.write(`${lines.join('\n')}\n`);
+      const deadline = Date.now() + 30_000;
+      while (answers.length < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const result = (id: number) => {
+        const r = answers.find((a) => a.id === id)?.result;
+        return [r?.isError, r?.content[0]?.text];
+      };
+      const takes = 'it takes X-Request-Source, name, tag, owner; nothing was sent';
+      expect(result(2)).toEqual([true, `createPet has no argument "tga": ${takes}`]);
+      expect(result(3)).toEqual([true, 'argument tag must be a number a double can hold (at most about ±1.8e308); nothing was sent']);
+      expect(result(4)).toEqual([true, 'argument owner.score must be a number a double can hold (at most about ±1.8e308); nothing was sent']);
+      expect(result(5)).toEqual([true, `createPet has no arguments "nmae", "tga": ${takes}`]);
+      expect(received).toEqual([]);
+    } finally {
+      child.kill();
+    }
+  }, 60_000);
 });

@@ -70,3 +70,29 @@ test('a client that closed its end of stdout (EPIPE): the transport closes, noth
   await t.send({ jsonrpc: '2.0', id: 2, result: {} }); // after closing: dropped, resolved
   expect(closed).toBe(1);
 });
+
+test('a UTF-8 byte order mark at the start of the stream is read past; one before a later line is that line\'s parse error', async () => {
+  const { t, stdin, taken, answers } = transport();
+  await t.start();
+  stdin.write(Buffer.from([0xef, 0xbb]));
+  await tick();
+  stdin.write(Buffer.concat([Buffer.from([0xbf]), Buffer.from('{"jsonrpc":"2.0","id":1,"method":"ping"}\n\ufeff{"jsonrpc":"2.0","id":2,"method":"ping"}\n')]));
+  await tick();
+  expect(taken).toEqual([{ jsonrpc: '2.0', id: 1, method: 'ping' }]);
+  expect(answers.map((a) => [a.id, a.error?.code])).toEqual([[null, -32700]]);
+  await t.close();
+});
+
+test('params the message schema refuses are named where they fail, not said to be no object', async () => {
+  const { t, stdin, answers } = transport();
+  await t.start();
+  stdin.write('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"progressToken":1e400}}}\n{"jsonrpc":"2.0","id":2,"method":"ping","params":[1]}\n');
+  await tick();
+  expect(answers.map((a) => [a.id, a.error?.code, a.error?.message.startsWith('Invalid Request: ')])).toEqual([
+    [1, -32600, true],
+    [2, -32600, true],
+  ]);
+  expect(answers[0]?.error?.message).toMatch(/^Invalid Request: "params\._meta\.progressToken": /);
+  expect(answers[1]?.error?.message).toBe('Invalid Request: "params" must be an object');
+  await t.close();
+});
