@@ -24,6 +24,8 @@ import { getProject, type ProjectRow } from '../../lib/db/projects';
 import { getProcess, insertProcess, processesOfAttempt, type ProcessRow } from '../../lib/db/processes';
 import { getTask, getTaskAgentDefaults, type TaskRow } from '../../lib/db/tasks';
 import { conflict, notFound, validationError, AppError } from '../../lib/errors';
+import type { DependencyState } from '../../lib/runtime/dependencies';
+import { releasedWhenPostgresDown } from '../http/workerWait';
 import { newId } from '../../lib/ids';
 import type { TemporalHandle } from '../../lib/temporal/client';
 import { appErrorOfFailure } from '../../lib/temporal/appErrorFailure';
@@ -49,6 +51,8 @@ export interface AttemptServiceDeps {
   metrics: Metrics;
   /** Where a start's confirmation runs after the answer (when phase 1 moved the task); unset: before the answer. */
   background?: BackgroundWork;
+  /** What is down right now: a merge waiting on the worker is released when PostgreSQL goes (api/http/workerWait.ts). */
+  dependencies?: DependencyState;
 }
 
 export interface AttemptOptions {
@@ -440,12 +444,16 @@ export async function mergeAttempt(deps: AttemptServiceDeps, attemptId: string, 
   };
   let r: MergeWorkflowResult;
   try {
-    r = await (await deps.temporal.client()).workflow.execute('mergeWorkflow', {
-      workflowId: `merge:${attemptId}`,
-      taskQueue: deps.config.temporal.taskQueue,
-      args: [input],
-      workflowIdConflictPolicy: 'FAIL',
-    });
+    const client = await deps.temporal.client();
+    // the merge and its record are the worker's: a PostgreSQL outage meanwhile is a 503 now, not a wait as long as it lasts
+    r = await releasedWhenPostgresDown(deps.dependencies, () =>
+      client.workflow.execute('mergeWorkflow', {
+        workflowId: `merge:${attemptId}`,
+        taskQueue: deps.config.temporal.taskQueue,
+        args: [input],
+        workflowIdConflictPolicy: 'FAIL',
+      }),
+    );
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) throw conflict(`A merge of attempt ${attemptId} is already running`);
     // a merge the repository refused for good, in a way the user can clear (REPOSITORY_LOCKED: a stale lock file)
