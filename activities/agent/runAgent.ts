@@ -158,7 +158,12 @@ async function awaitEarlierTry(deps: RunAgentDeps, input: RunAgentInput, earlier
   await note('warn', `activity attempt ${earlier.attempt} of this run, timed out by Temporal (missed heartbeats), is still in progress in this worker: activity attempt ${attempt} waits for it instead of starting the agent again`);
   const result = await keepAlive(() => earlier.settled);
   if (!result) return undefined;
-  await note('info', `the run of activity attempt ${earlier.attempt} ended ${result.status}${result.exitCode === null ? '' : ` (exit ${result.exitCode})`}; activity attempt ${attempt} reports it`);
+  // not in the run's log: the earlier try has recorded the run's end, and a line stored after it is one a follower
+  // never gets (the log streams end with the process; the chaos soak's followers missed it)
+  deps.logger.info(
+    { processId: input.processId, attemptId: input.attemptId },
+    `the run of activity attempt ${earlier.attempt} ended ${result.status}${result.exitCode === null ? '' : ` (exit ${result.exitCode})`}; activity attempt ${attempt} reports it`,
+  );
   return result;
 }
 
