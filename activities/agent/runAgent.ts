@@ -13,6 +13,7 @@ import {
   appendLogs,
   getProcess,
   insertProcess,
+  releaseProcessPid,
   setProcessExit,
   setProcessLive,
   type LogEntry,
@@ -230,6 +231,10 @@ async function cleanUpLostRun(deps: RunAgentDeps, input: RunAgentInput, lostPid:
   const attempt = Context.current().info.attempt;
   const lostGroupAlive = !!lostPid && groupAlive(lostPid);
   if (lostPid && lostGroupAlive && groupStartedWith(lostPid, 'ARMADA_PROCESS_ID', input.processId)) {
+    // the row first stops naming the lost agent: a try of it that still runs (timed out by Temporal while its worker
+    // could not heartbeat: a frozen Temporal, a cut connection) sees its agent killed at once and would otherwise record
+    // that kill as the run's end (`agent exited with code SIGKILL`, the attempt failed) before this try starts the next
+    await releaseProcessPid(deps.db, input.processId, lostPid);
     try {
       process.kill(-lostPid, 'SIGKILL');
     } catch {
