@@ -6,9 +6,9 @@
  * kill as the run's end. The attempt completes with the second run.
  *
  * Before: the retry killed the agent first and set the row's pid only when its own agent started, so the first try's
- * end record (fenced on the row's pid) still matched: the process row and the attempt ended `failed` with `agent
- * exited with code SIGKILL` while the second agent ran on (the chaos soak: a followed attempt failed so, its log
- * stream ended at 399 of 1,906 lines).
+ * end record (fenced on the row's pid) still matched: the process row ended `failed` with `agent exited with code
+ * SIGKILL` while the second agent ran on (here, on the old code; in the chaos soak the attempt ended failed too, and
+ * its follower's log stream ended at 399 of 1,906 lines).
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
