@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { insertAttempt } from '../../lib/db/attempts';
 import { spawnApi, type ApiProcess } from '../support/apiProcess';
 import { agentConfig } from '../support/attemptHelpers';
 import { createTestDatabase, env, eventually, makeGitRepo } from '../support/harness';
@@ -90,4 +91,31 @@ test('a start sent on the connection as Temporal freezes answers 503 once Tempor
   }, 30_000, 500);
   workflowIds.push(`attempt:${(after.body.data as { attemptId: string }).attemptId}`);
   expect(Date.now() - thawed).toBeLessThan(30_000);
+});
+
+test('a merge waiting for its result when Temporal freezes: 503 saying the outcome is unknown (the merge was started and may land), not "try again"', async () => {
+  const p = await send('POST', '/api/projects', { name: 'Frozen merge', repository: { url: makeGitRepo() } });
+  expect(p.status).toBe(201);
+  const taskId = await newTask((p.body.data as { id: string }).id, 'merged as it froze');
+  // a finished attempt with a branch; no worker serves this file's queue, so the merge workflow starts and waits
+  const attemptId = crypto.randomUUID();
+  await insertAttempt(db.pool, { id: attemptId, taskId, llm: 'scripted', model: null, status: 'created', branchPrefix: 'armada', baseBranch: 'main', options: {}, description: '' });
+  await db.pool.query("UPDATE attempts SET status = 'completed', host_queue = 'nobody' WHERE id = $1", [attemptId]);
+  workflowIds.push(`merge:${attemptId}`);
+  // Temporal answers again after the first test: the start goes through
+  await eventually(async () => (await send('GET', '/health')).status === 200, 30_000, 250);
+  const merge = send('POST', `/api/attempts/${attemptId}/merge`, { strategy: 'ff' });
+  await new Promise((r) => setTimeout(r, 2000)); // started, waiting for its result
+  proxy.setMode('blackhole');
+  const answer = await merge;
+  proxy.setMode('forward');
+  expect(answer.status).toBe(503);
+  expect(answer.body).toMatchObject({ success: false, error: { code: 'SERVICE_UNAVAILABLE', message: expect.stringMatching(/may or may not have been applied/), details: { outcome: 'unknown' } } });
+  // it was started: the workflow is on the server
+  const connection = await Connection.connect({ address: env('ARMADA_TEST_TEMPORAL_ADDRESS') });
+  try {
+    expect((await new Client({ connection }).workflow.getHandle(`merge:${attemptId}`).describe()).status.name).toBe('RUNNING');
+  } finally {
+    await connection.close();
+  }
 });
