@@ -13,6 +13,7 @@ import {
   appendLogs,
   getProcess,
   insertProcess,
+  releaseProcessPid,
   setProcessExit,
   setProcessLive,
   type LogEntry,
@@ -158,7 +159,12 @@ async function awaitEarlierTry(deps: RunAgentDeps, input: RunAgentInput, earlier
   await note('warn', `activity attempt ${earlier.attempt} of this run, timed out by Temporal (missed heartbeats), is still in progress in this worker: activity attempt ${attempt} waits for it instead of starting the agent again`);
   const result = await keepAlive(() => earlier.settled);
   if (!result) return undefined;
-  await note('info', `the run of activity attempt ${earlier.attempt} ended ${result.status}${result.exitCode === null ? '' : ` (exit ${result.exitCode})`}; activity attempt ${attempt} reports it`);
+  // not in the run's log: the earlier try has recorded the run's end, and a line stored after it is one a follower
+  // never gets (the log streams end with the process; the chaos soak's followers missed it)
+  deps.logger.info(
+    { processId: input.processId, attemptId: input.attemptId },
+    `the run of activity attempt ${earlier.attempt} ended ${result.status}${result.exitCode === null ? '' : ` (exit ${result.exitCode})`}; activity attempt ${attempt} reports it`,
+  );
   return result;
 }
 
@@ -225,6 +231,10 @@ async function cleanUpLostRun(deps: RunAgentDeps, input: RunAgentInput, lostPid:
   const attempt = Context.current().info.attempt;
   const lostGroupAlive = !!lostPid && groupAlive(lostPid);
   if (lostPid && lostGroupAlive && groupStartedWith(lostPid, 'ARMADA_PROCESS_ID', input.processId)) {
+    // the row first stops naming the lost agent: a try of it that still runs (timed out by Temporal while its worker
+    // could not heartbeat: a frozen Temporal, a cut connection) sees its agent killed at once and would otherwise record
+    // that kill as the run's end (`agent exited with code SIGKILL`, the attempt failed) before this try starts the next
+    await releaseProcessPid(deps.db, input.processId, lostPid);
     try {
       process.kill(-lostPid, 'SIGKILL');
     } catch {

@@ -14,6 +14,7 @@ import { actingUser } from '../http/actingUser';
 import { ok, okPage, pagination } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, PagedEnvelope } from '../http/schemas';
 import { callTemporal } from '../http/temporalErrors';
+import { releasedWhenPostgresDown } from '../http/workerWait';
 import { Approval, CreateApprovalBody, PendingQuery, RespondBody, RespondResultSchema } from './approvalSchemas';
 import type { TaskPluginOptions } from './deps';
 
@@ -145,7 +146,8 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       requireOpen(a);
       const handle = (await deps.temporal.client()).workflow.getHandle(approvalWorkflowId(id));
       const args = [{ user, decision: request.body.decision, comment: request.body.comment ?? '' }] as const;
-      const result = await callTemporal(() => handle.executeUpdate(respondUpdate, { args: [...args] }), { whenGone: closedConflict(id) });
+      // the response is recorded by the worker: a PostgreSQL outage meanwhile is a 503 now, not a wait as long as it lasts
+      const result = await releasedWhenPostgresDown(deps.dependencies, () => callTemporal(() => handle.executeUpdate(respondUpdate, { args: [...args] }), { whenGone: closedConflict(id) }));
       return ok(version, result);
     },
   );
@@ -159,7 +161,7 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       const user = actingUser(request, deps.localUser);
       requireOpen(a);
       const handle = (await deps.temporal.client()).workflow.getHandle(approvalWorkflowId(id));
-      await callTemporal(() => handle.executeUpdate(cancelApprovalUpdate, { args: [{ user }] }), { whenGone: closedConflict(id) });
+      await releasedWhenPostgresDown(deps.dependencies, () => callTemporal(() => handle.executeUpdate(cancelApprovalUpdate, { args: [{ user }] }), { whenGone: closedConflict(id) }));
       return ok(version, await detail(id));
     },
   );

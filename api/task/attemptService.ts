@@ -24,8 +24,10 @@ import { getProject, type ProjectRow } from '../../lib/db/projects';
 import { getProcess, insertProcess, processesOfAttempt, type ProcessRow } from '../../lib/db/processes';
 import { getTask, getTaskAgentDefaults, type TaskRow } from '../../lib/db/tasks';
 import { conflict, notFound, validationError, AppError } from '../../lib/errors';
+import type { DependencyState } from '../../lib/runtime/dependencies';
+import { releasedWhenPostgresDown } from '../http/workerWait';
 import { newId } from '../../lib/ids';
-import type { TemporalHandle } from '../../lib/temporal/client';
+import { isTemporalUnreachable, type TemporalHandle } from '../../lib/temporal/client';
 import { appErrorOfFailure } from '../../lib/temporal/appErrorFailure';
 import type { Metrics } from '../../lib/metrics';
 import { resolveAgentProfile } from '../../lib/agents/profiles';
@@ -49,6 +51,8 @@ export interface AttemptServiceDeps {
   metrics: Metrics;
   /** Where a start's confirmation runs after the answer (when phase 1 moved the task); unset: before the answer. */
   background?: BackgroundWork;
+  /** What is down right now: a merge waiting on the worker is released when PostgreSQL goes (api/http/workerWait.ts). */
+  dependencies?: DependencyState;
 }
 
 export interface AttemptOptions {
@@ -420,6 +424,9 @@ export interface MergeRequest {
  * POST /api/attempts/:id/merge. Conflicts and empty merges are 409 with the files, a lock file left in the repository
  * a 409 REPOSITORY_LOCKED naming it; the base branch stays untouched.
  */
+export const MERGE_OUTCOME_UNKNOWN =
+  'The workflow engine (Temporal) stopped answering while the merge was being started or run: it may or may not have been applied; read the attempt (merged) before merging again';
+
 export async function mergeAttempt(deps: AttemptServiceDeps, attemptId: string, req: MergeRequest): Promise<MergeWorkflowResult & { ok: true }> {
   const a = await getAttempt(deps.db, attemptId);
   if (!a) throw notFound(`Attempt ${attemptId} not found`);
@@ -438,18 +445,28 @@ export async function mergeAttempt(deps: AttemptServiceDeps, attemptId: string, 
     message: req.message ?? (req.strategy === 'squash' ? task.title : `Merge ${a.branch}: ${task.title}`),
     cleanup: req.cleanup,
   };
+  // known down, or not reached: nothing was sent, and the 503 says to try again
+  const client = await deps.temporal.client();
   let r: MergeWorkflowResult;
   try {
-    r = await (await deps.temporal.client()).workflow.execute('mergeWorkflow', {
-      workflowId: `merge:${attemptId}`,
-      taskQueue: deps.config.temporal.taskQueue,
-      args: [input],
-      workflowIdConflictPolicy: 'FAIL',
-    });
+    // the merge and its record are the worker's: a PostgreSQL outage meanwhile is a 503 now, not a wait as long as it lasts
+    r = await releasedWhenPostgresDown(deps.dependencies, () =>
+      client.workflow.execute('mergeWorkflow', {
+        workflowId: `merge:${attemptId}`,
+        taskQueue: deps.config.temporal.taskQueue,
+        args: [input],
+        workflowIdConflictPolicy: 'FAIL',
+      }),
+    );
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) throw conflict(`A merge of attempt ${attemptId} is already running`);
     // a merge the repository refused for good, in a way the user can clear (REPOSITORY_LOCKED: a stale lock file)
-    throw appErrorOfFailure(err) ?? err;
+    const refused = appErrorOfFailure(err);
+    if (refused) throw refused;
+    // Temporal stopped answering after the start was sent (a freeze, a restart): the merge may have begun and land
+    // later, so this is not "try again" (the chaos soak's merge answered 503 twice, then landed)
+    if (isTemporalUnreachable(err)) throw new AppError(503, 'SERVICE_UNAVAILABLE', MERGE_OUTCOME_UNKNOWN, { outcome: 'unknown' });
+    throw err;
   }
   if (!r.ok) {
     const messages: Record<string, string> = {

@@ -190,6 +190,9 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
       }
     } catch (err) {
       request.log.warn({ err: { message: (err as Error).message } }, 'log socket failed');
+      // not the process's end (1000 says that, and a client stops there): 1011, and the client resumes with ?after=
+      if (socket.readyState === socket.OPEN) socket.close(1011, 'the log stream failed; reconnect with after=<the last seq>');
+      return;
     }
     if (socket.readyState === socket.OPEN) socket.close(1000, 'process finished');
   };

@@ -67,7 +67,7 @@ function startTiming(r: StartResult, reply: FastifyReply): string {
 }
 
 export function serviceDeps(deps: TaskAppDeps): AttemptServiceDeps {
-  return { db: deps.db, config: deps.config, temporal: deps.temporal, metrics: deps.metrics, background: deps.background };
+  return { db: deps.db, config: deps.config, temporal: deps.temporal, metrics: deps.metrics, background: deps.background, dependencies: deps.dependencies };
 }
 
 async function requireAttempt(deps: TaskAppDeps, id: string): Promise<AttemptRow> {

@@ -328,3 +328,12 @@ export async function metricSamples(db: Queryable, processId: string): Promise<M
   );
   return rows.map((r) => ({ timestamp: r.ts.toISOString(), cpu: r.cpu, memory: r.memory, diskIO: r.disk_io, networkIO: r.network_io }));
 }
+
+/**
+ * The row stops naming `pid` as its agent (a retry is about to kill that lost agent and start another): the fence of
+ * recordProcessEnded/setProcessExit then fails for the try that ran it, so that try cannot record the kill as the
+ * run's end. Only while the row is running and still names that pid.
+ */
+export async function releaseProcessPid(db: Queryable, id: string, pid: number): Promise<void> {
+  await db.query("UPDATE processes SET pid = NULL WHERE id = $1 AND pid = $2 AND status = 'running'", [id, pid]);
+}

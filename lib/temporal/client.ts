@@ -1,4 +1,5 @@
 /** The Temporal client of a process, connected lazily so an API can start (and answer /health) before Temporal is up. */
+import { InterceptingCall, ListenerBuilder, RequesterBuilder, status as grpcStatus, type Interceptor } from '@grpc/grpc-js';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type ConnectionOptions } from '@temporalio/client';
 import { AppError } from '../errors';
 
@@ -6,8 +7,8 @@ export interface TemporalHandle {
   /** Connects on first use; later calls share the connection. Throws a 503 AppError while Temporal is known down. */
   client(): Promise<Client>;
   /**
-   * Gives up the current connection (Temporal was found down): calls still waiting for it to connect fail at once,
-   * and the next client() opens a fresh one. A connection whose TCP peer takes bytes and never answers (a hung host,
+   * Gives up the current connection (Temporal was found down): calls still waiting for it to connect, and calls
+   * already sent on it and not answered, fail at once (UNAVAILABLE), and the next client() opens a fresh one. A connection whose TCP peer takes bytes and never answers (a hung host,
    * a partition) is otherwise never replaced: grpc-js has no connect timeout, and keepalive only runs on a connection
    * that completed its HTTP/2 handshake.
    */
@@ -60,6 +61,45 @@ function closableRetries(closed: () => boolean) {
   return { interceptor, retryDue: () => due };
 }
 
+/**
+ * The calls of one connection that have not ended, each try of the retry interceptor apart, so they can be ended at
+ * once when Temporal is found down. A call sent on a connection that went silent (a frozen server, a partition after
+ * the handshake) otherwise waits for its deadline (a start's 20 s) or for keepalive to give up the connection (~25 s),
+ * long after the probes called Temporal down (about 6 s, docs/operations.md).
+ */
+function callsInFlight() {
+  const calls = new Set<InterceptingCall>();
+  const interceptor: Interceptor = (options, nextCall) => {
+    const call: InterceptingCall = new InterceptingCall(
+      nextCall(options),
+      new RequesterBuilder()
+        .withStart((metadata, _listener, next) => {
+          next(
+            metadata,
+            new ListenerBuilder()
+              .withOnReceiveStatus((status, nextStatus) => {
+                calls.delete(call);
+                nextStatus(status);
+              })
+              .build(),
+          );
+        })
+        .build(),
+    );
+    calls.add(call);
+    return call;
+  };
+  return {
+    interceptor,
+    /** Ends every call still waiting on this connection with UNAVAILABLE (the API answers them 503). */
+    endAll(details: string) {
+      const ending = [...calls];
+      calls.clear();
+      for (const c of ending) c.cancelWithStatus(grpcStatus.UNAVAILABLE, details);
+    },
+  };
+}
+
 export const temporalUnavailable = (detail?: string): AppError =>
   new AppError(503, 'SERVICE_UNAVAILABLE', `The workflow engine (Temporal) is unavailable; try again${detail ? ` (${detail.slice(0, 200)})` : ''}`);
 
@@ -102,6 +142,8 @@ interface OpenConnection {
   /** stops retries on this connection (set before it is closed) */
   closing: boolean;
   retryDue(): number;
+  /** ends the calls waiting on this connection (callsInFlight) */
+  endCalls(details: string): void;
 }
 
 /** Closes a connection once the retries it had already scheduled have fired (at most ~0.6 s), so none starts on it closed. */
@@ -121,22 +163,34 @@ async function retire(pending: Promise<OpenConnection>): Promise<void> {
 
 export function createTemporalHandle(address: string, namespace: string, opts: TemporalHandleOptions = {}): TemporalHandle {
   let pending: Promise<OpenConnection> | undefined;
+  /** the connection of `pending`, known before it has connected */
+  let current: OpenConnection | undefined;
   const retiring = new Set<Promise<void>>();
   const connect = async (): Promise<OpenConnection> => {
     const open = { closing: false } as OpenConnection;
+    current = open;
     const retries = closableRetries(() => open.closing);
+    const inFlight = callsInFlight();
     open.retryDue = retries.retryDue;
+    open.endCalls = inFlight.endAll;
     open.connection = await connectOrClose({
       address,
       connectTimeout: opts.connectTimeoutMs ?? 3000,
       channelArgs: TEMPORAL_CHANNEL_ARGS,
-      interceptors: [retries.interceptor],
+      // each try of a call is one in flight: the retries' interceptor first, so it wraps them
+      interceptors: [retries.interceptor, inFlight.interceptor],
     });
     open.client = new Client({ connection: open.connection, namespace });
     return open;
   };
   const drop = () => {
     if (!pending) return;
+    // no retry of them, and the calls sent on it and not answered end now, with the 503 of an unreachable Temporal
+    if (current) {
+      current.closing = true;
+      current.endCalls('Temporal was found unavailable while this call waited for its answer');
+      current = undefined;
+    }
     const r = retire(pending);
     pending = undefined;
     retiring.add(r);

@@ -86,6 +86,11 @@ async function pausedRun(title: string, agentDoneBeforeResume: boolean) {
   expect(gitOut(p.repo, 'show', `${a.branch}:from-the-agent.txt`)).toBe(`written by run ${runs()[0]}`);
   const proc = (await h.inject('GET', `/api/processes/${processId}`)).json().data;
   expect({ status: proc.status, exitCode: proc.exitCode }).toEqual({ status: 'completed', exitCode: 0 });
+  // no line is stored after the run's end: the log streams end with the process, so a follower would never get it
+  // (the retry's "the run of activity attempt 1 ended …; activity attempt 2 reports it" was; the chaos soak's followers)
+  await new Promise((r) => setTimeout(r, 1000));
+  const late = await stack.db.query('SELECT seq, message FROM process_logs l JOIN processes p ON p.id = l.process_id WHERE p.id = $1 AND l.ts > p.finished_at', [processId]);
+  expect(late.rows).toEqual([]);
   return logs;
 }
 

@@ -15,22 +15,36 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import { LOST_SCRIPT_ERROR } from '../../activities/scheduler/schedulerActivities';
+import { WEBHOOK_EVENTS } from '../../lib/db/webhooks';
 import { startFakePlatforms, type FakePlatforms } from '../contract/fakePlatforms';
 import { spawnArmada } from '../support/armadaProcess';
 import { ctrlCWithin, serverPid, startArmada, type RunningArmada } from '../support/armadaStart';
 import { makeGitRepo } from '../support/harness';
 import { killProcessesUsing, processesUsing } from '../support/processes';
+import { followLog, type Followed, type Transport } from './logFollower';
+import { startWebhookReceiver, type WebhookReceiver } from './webhookReceiver';
 
 const AGENT = path.join(__dirname, '..', 'fixtures', 'agents', 'scripted-agent.js');
 /** A request sent while a dependency is down is answered within this (docs/operations.md: ~4 s for a frozen PostgreSQL). */
 const FAST_MS = 5000;
+/**
+ * A request waiting on a frozen Temporal is answered within this of the freeze (or of its sending, if later): Temporal
+ * is called down after about 6 s of silence, and the requests waiting on it get their 503 then (docs/operations.md);
+ * 8.5 s on the loaded VM of session 46, so 10 s.
+ */
+const TEMPORAL_FROZEN_FAST_MS = 10_000;
+/** A webhook delivery that reaches the receiver this long after its webhook's delete was answered came too late. */
+const AFTER_DELETE_GRACE_MS = 1000;
+/** Merge projects, each with a base branch of its own made at the start (so the soak runs no git of its own later). */
+const MERGE_BASES = 100;
+const WEBHOOK_SECRET = 'chaos-webhook-secret';
 /** /health is 200 again within this of a dependency's restart or thaw (docs/operations.md; test/e2e/dependencyFaults). */
 const HEALTH_BOUND_MS = 30_000;
 /** A request with no answer in this has hung. */
 const HANG_MS = 30_000;
 
 type Service = 'task' | 'scheduler' | 'agents' | 'traces';
-const FAULT_KINDS = ['api-kill', 'worker-kill', 'temporal-kill', 'postgres-kill', 'postgres-freeze'] as const;
+const FAULT_KINDS = ['api-kill', 'worker-kill', 'temporal-kill', 'postgres-kill', 'postgres-freeze', 'temporal-freeze', 'agent-kill'] as const;
 type FaultKind = (typeof FAULT_KINDS)[number];
 
 interface Answer {
@@ -66,10 +80,14 @@ interface Options {
   keep: boolean;
   /** the kinds of fault to draw from (default all) */
   faults: FaultKind[];
+  /** the share of the multi-agent client's requests that are assignments (the rest are memory writes) */
+  assignShare: number;
+  /** only session 45's workload: no webhooks, log followers or merges */
+  coreOnly: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { minutes: 5, seed: Date.now() % 100_000, json: false, keep: false, faults: [...FAULT_KINDS] };
+  const opts: Options = { minutes: 5, seed: Date.now() % 100_000, json: false, keep: false, faults: [...FAULT_KINDS], assignShare: 0.25, coreOnly: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--minutes') opts.minutes = Number(argv[++i]);
@@ -77,13 +95,15 @@ function parseArgs(argv: string[]): Options {
     else if (a === '--json') opts.json = true;
     else if (a === '--keep') opts.keep = true;
     else if (a === '--faults') opts.faults = String(argv[++i]).split(',') as FaultKind[];
+    else if (a === '--assign-share') opts.assignShare = Number(argv[++i]);
+    else if (a === '--core-only') opts.coreOnly = true;
     else {
-      process.stderr.write(`chaos: unknown argument '${a}'; usage: chaos.ts [--minutes N] [--seed S] [--faults K,...] [--json] [--keep]\n`);
+      process.stderr.write(`chaos: unknown argument '${a}'; usage: chaos.ts [--minutes N] [--seed S] [--faults K,...] [--assign-share F] [--core-only] [--json] [--keep]\n`);
       process.exit(2);
     }
   }
-  if (!(opts.minutes > 0) || !Number.isInteger(opts.seed) || !opts.faults.length || opts.faults.some((f) => !FAULT_KINDS.includes(f))) {
-    process.stderr.write(`chaos: --minutes takes a positive number, --seed an integer, --faults a comma-separated list of ${FAULT_KINDS.join(', ')}\n`);
+  if (!(opts.minutes > 0) || !Number.isInteger(opts.seed) || !opts.faults.length || opts.faults.some((f) => !FAULT_KINDS.includes(f)) || !(opts.assignShare >= 0 && opts.assignShare <= 1)) {
+    process.stderr.write(`chaos: --minutes takes a positive number, --seed an integer, --assign-share a number from 0 to 1, --faults a comma-separated list of ${FAULT_KINDS.join(', ')}\n`);
     process.exit(2);
   }
   return opts;
@@ -102,7 +122,24 @@ function rng(seed: number): () => number {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The scripted agents running an attempt's process now (their environment names the attempt), read from /proc. */
+function runningAgents(): { pid: number; attemptId: string }[] {
+  const found: { pid: number; attemptId: string }[] = [];
+  for (const pid of fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    try {
+      if (!fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(AGENT)) continue;
+      const attemptId = /(?:^|\0)ARMADA_ATTEMPT_ID=([^\0]+)/.exec(fs.readFileSync(`/proc/${pid}/environ`, 'utf8'))?.[1];
+      if (attemptId) found.push({ pid: Number(pid), attemptId });
+    } catch {
+      /* gone, or not ours to read */
+    }
+  }
+  return found;
+}
 const FINAL_ATTEMPT = ['completed', 'failed', 'cancelled'];
+/** The error of an attempt whose agent was killed from outside (activities/agent/runAgent.ts, recordRun). */
+const AGENT_KILLED = /^agent exited with code SIGKILL$/;
 
 class Soak {
   readonly answers: Answer[] = [];
@@ -239,11 +276,23 @@ class Soak {
 
   async setUp(): Promise<void> {
     this.fake = await startFakePlatforms();
+    this.receiver = await startWebhookReceiver(WEBHOOK_SECRET);
     this.repo = makeGitRepo({ 'README.md': 'line 1\n' });
+    // the merge projects' base branches, made now: the soak runs no git in the repository while armada does
+    execFileSync('git', ['update-ref', '--stdin'], { cwd: this.repo, input: Array.from({ length: MERGE_BASES }, (_, i) => `create refs/heads/chaos-base-${i + 1} main\n`).join('') });
     this.log(`starting armada in ${this.home}`);
     this.armada = await startArmada(this.home, this.env);
     this.apiKey = fs.readFileSync(path.join(this.home, 'api-key'), 'utf8').trim();
     await this.startWorker();
+    // before the workload: a webhook kept to the end (every event after it is delivered) and one deleted halfway;
+    // not task.status_changed, the most frequent event, whose thousands of delivery workflows would load the stack more
+    // than the rest of the workload does
+    for (const name of this.opts.coreOnly ? [] : (['keep', 'gone'] as const)) {
+      const events = WEBHOOK_EVENTS.filter((e) => (name === 'keep' ? e !== 'task.status_changed' : e.startsWith('attempt.')));
+      const w = await this.send('task', 'create webhook', 'POST', '/api/webhooks', { url: `${this.receiver.url}/hook/${name}`, events, secret: WEBHOOK_SECRET }, name);
+      if (w.status !== 201) throw new Error(`the ${name} webhook was not registered: ${w.status} ${JSON.stringify(w.body)}`);
+      this.webhooks[name] = (w.body.data as { id: string }).id;
+    }
     this.log(`up: task :${this.armada.ports.task}, pg :${this.armada.ports.pg}, temporal :${this.armada.ports.temporal}`);
   }
 
@@ -251,6 +300,16 @@ class Soak {
 
   readonly projects: string[] = [];
   readonly starts: { taskId: string; answer: Answer }[] = [];
+  receiver!: WebhookReceiver;
+  readonly webhooks: { keep?: string; gone?: string } = {};
+  /** when the delete of the `gone` webhook was answered 200 (or 404 after an answer that left it unknown) */
+  goneDeletedAt?: number;
+  readonly followed: Followed[] = [];
+  /** attempts whose agent edits nothing (CHATTY): no branch check */
+  readonly noEdit = new Set<string>();
+  readonly merges: { attemptId: string; base: string; cleanup: boolean; answer: Answer }[] = [];
+  /** attempt → pid of its agent killed by agent-kill */
+  readonly killedAgents = new Map<string, number>();
   readonly cancels: Answer[] = [];
   seq = 0;
 
@@ -343,7 +402,7 @@ class Soak {
     while (!this.stopping) {
       const n = ++this.seq;
       // one actor runs the agent's tasks one at a time: fewer of them than memory writes, so the queue drains
-      if (this.random() < 0.25) {
+      if (this.random() < this.opts.assignShare) {
         const task = `NOOP chaos agent task ${n}`;
         await this.send('agents', 'assign task', 'POST', '/api/v1/tasks', { agent: 'helper', task }, task);
       } else {
@@ -360,6 +419,84 @@ class Soak {
       const messageId = `chaos-${n}`;
       await this.send('traces', 'ingest trace', 'POST', '/api/v1/traces', { messageId, instance: 'chaos', to: '+15550102000', message: `hello ${n}` }, messageId);
       await sleep(200 + this.random() * 500);
+    }
+  }
+
+  /** A task in a project of the workload, started: its attempt and first process, or undefined when refused. */
+  async startedTask(title: string, projectId: string): Promise<{ taskId: string; attemptId: string; processId: string } | undefined> {
+    const t = await this.send('task', 'create task', 'POST', '/api/tasks', { projectId, title }, title);
+    if (t.status !== 201) return undefined;
+    const taskId = (t.body.data as { id: string }).id;
+    const s = await this.send('task', 'start attempt', 'POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' }, taskId);
+    this.starts.push({ taskId, answer: s });
+    if (s.status !== 200) return undefined;
+    const { attemptId, processId } = s.body.data as { attemptId: string; processId: string };
+    return { taskId, attemptId, processId };
+  }
+
+  /** Attempts whose agent prints 100 lines a second for 15 s, each log followed over a WebSocket or SSE by a client that hangs up now and then. */
+  async followerActor(transport: Transport): Promise<void> {
+    while (!this.stopping) {
+      const n = ++this.seq;
+      if (this.projects.length === 0) {
+        await sleep(1000);
+        continue;
+      }
+      const started = await this.startedTask(`CHATTY:1500 chaos followed task ${n}`, this.pick(this.projects));
+      if (started) {
+        this.noEdit.add(started.attemptId);
+        this.followed.push(
+          await followLog({ base: this.base('task'), processId: started.processId, attemptId: started.attemptId, transport, hangUps: 3, random: this.random, untilMs: Date.now() + 180_000 }),
+        );
+      }
+      await sleep(1000 + this.random() * 2000);
+    }
+  }
+
+  /** Attempts in projects of their own base branch, merged once completed (some merged twice): the base has the edit once. */
+  async mergeActor(): Promise<void> {
+    let bases = 0;
+    while (!this.stopping && bases < MERGE_BASES) {
+      const base = `chaos-base-${++bases}`;
+      const p = await this.send('task', 'create project', 'POST', '/api/projects', { name: `chaos-merge-${base}`, repository: { url: this.repo, branch: base } }, `chaos-merge-${base}`);
+      if (p.status !== 201) {
+        await sleep(1000);
+        continue;
+      }
+      const started = await this.startedTask(`chaos merged task ${base}`, (p.body.data as { id: string }).id);
+      if (!started) continue;
+      let status = '';
+      for (const t0 = Date.now(); Date.now() - t0 < 90_000 && !this.stopping && !['completed', 'failed', 'cancelled'].includes(status); ) {
+        await sleep(1000);
+        const a = await this.send('task', 'read attempt', 'GET', `/api/attempts/${started.attemptId}`);
+        if (a.status === 200) status = String((a.body.data as { status: string }).status);
+      }
+      if (status !== 'completed') continue;
+      const times = this.random() < 0.2 ? 2 : 1;
+      for (let i = 0; i < times; i++) {
+        const cleanup = this.random() < 0.5;
+        const strategy = this.pick(['ff', 'no-ff', 'squash']);
+        const answer = await this.send('task', 'merge attempt', 'POST', `/api/attempts/${started.attemptId}/merge`, { strategy, cleanup }, started.attemptId);
+        this.merges.push({ attemptId: started.attemptId, base, cleanup, answer });
+      }
+      await sleep(1000 + this.random() * 3000);
+    }
+  }
+
+  /** Deletes the `gone` webhook halfway through the run (again while the answer leaves it unknown). */
+  async webhookActor(untilMs: number): Promise<void> {
+    const halfway = this.t0 + (untilMs - this.t0) / 2;
+    while (!this.stopping && Date.now() < halfway) await sleep(500);
+    let unknown = false;
+    while (!this.stopping) {
+      const d = await this.send('task', 'delete webhook', 'DELETE', `/api/webhooks/${this.webhooks.gone}`, undefined, this.webhooks.gone);
+      if (d.status === 200 || (d.status === 404 && unknown)) {
+        this.goneDeletedAt = d.sentAt + d.ms;
+        return;
+      }
+      if (d.status === 404) throw new Error(`the gone webhook was not there to delete: ${JSON.stringify(d.body)}`);
+      if (Soak.unknownOutcome(d)) unknown = true;
+      await sleep(1000);
     }
   }
 
@@ -397,6 +534,36 @@ class Soak {
           }
         }
         fault.detail = `postmaster ${pid} and ${frozen.length - 1} children for ${ms} ms`;
+        fault.undoneAt = Date.now();
+        break;
+      }
+      case 'temporal-freeze': {
+        const pid = serverPid(this.home, 'temporal');
+        const ms = Math.round(3000 + this.faultRandom() * 12_000);
+        process.kill(pid, 'SIGSTOP');
+        await sleep(ms);
+        try {
+          process.kill(pid, 'SIGCONT');
+        } catch {
+          /* gone */
+        }
+        fault.detail = `dev server ${pid} for ${ms} ms`;
+        fault.undoneAt = Date.now();
+        break;
+      }
+      case 'agent-kill': {
+        // the agent of one of this soak's running attempts (other programs on the machine may run the scripted agent too)
+        const ours = new Set(this.starts.filter((s) => s.answer.status === 200).map((s) => (s.answer.body.data as { attemptId: string }).attemptId));
+        let agent: { pid: number; attemptId: string } | undefined;
+        for (const t0 = Date.now(); !agent && Date.now() - t0 < 10_000; await sleep(250)) {
+          const running = runningAgents().filter((a) => ours.has(a.attemptId) && !this.killedAgents.has(a.attemptId));
+          agent = running[Math.floor(this.faultRandom() * running.length)];
+        }
+        if (agent) {
+          process.kill(agent.pid, 'SIGKILL');
+          this.killedAgents.set(agent.attemptId, agent.pid);
+          fault.detail = `agent ${agent.pid} of attempt ${agent.attemptId}`;
+        } else fault.detail = 'no agent of an attempt was running for 10 s';
         fault.undoneAt = Date.now();
         break;
       }
@@ -472,8 +639,12 @@ class Soak {
       if (a.status >= 500 && a.status !== 503) this.violation(`500: ${where} answered ${a.status} ${JSON.stringify(a.body).slice(0, 300)}`);
       if (a.error === 'timeout') this.violation(`hang: ${where} had no answer within ${HANG_MS} ms`);
       const fault = this.faultAt(a.sentAt, a.sentAt + a.ms);
-      const dependencyDown = fault && fault.kind !== 'worker-kill';
-      if (a.status !== 0 && a.ms > FAST_MS && (dependencyDown || a.status === 503)) {
+      const dependencyDown = fault && fault.kind !== 'worker-kill' && fault.kind !== 'agent-kill';
+      // a frozen Temporal is known down only after about 6 s of silence (docs/operations.md); until then requests wait
+      // counted from the freeze: a request sent before it was not waiting on a frozen server until then
+      const waitedMs = fault?.kind === 'temporal-freeze' ? a.sentAt + a.ms - Math.max(a.sentAt, fault.at) : a.ms;
+      const fastMs = fault?.kind === 'temporal-freeze' ? TEMPORAL_FROZEN_FAST_MS : FAST_MS;
+      if (a.status !== 0 && waitedMs > fastMs && (dependencyDown || a.status === 503)) {
         this.violation(`slow: ${where} answered ${a.status} after ${a.ms} ms${fault ? ` during ${fault.kind}` : ''}`);
       }
     }
@@ -526,14 +697,22 @@ class Soak {
   /** Every accepted attempt, run and agent task reaches a final state, once. */
   async settle(db: Client, limitMs: number): Promise<void> {
     const t0 = Date.now();
+    let said = 0;
     for (;;) {
-      const { rows } = await db.query<{ n: string }>(
-        `SELECT (SELECT count(*) FROM attempts WHERE status IN ('created', 'running'))
-              + (SELECT count(*) FROM scheduler_executions WHERE status = 'running')
-              + (SELECT count(*) FROM agent_tasks WHERE status IN ('assigned', 'running')) AS n`,
+      const { rows } = await db.query<{ attempts: string; executions: string; assigned: string; running: string }>(
+        `SELECT (SELECT count(*) FROM attempts WHERE status IN ('created', 'running')) AS attempts,
+                (SELECT count(*) FROM scheduler_executions WHERE status = 'running') AS executions,
+                (SELECT count(*) FROM agent_tasks WHERE status = 'assigned') AS assigned,
+                (SELECT count(*) FROM agent_tasks WHERE status = 'running') AS running`,
       );
-      const open = Number(rows[0]?.n);
+      const r = rows[0] as { attempts: string; executions: string; assigned: string; running: string };
+      const open = Number(r.attempts) + Number(r.executions) + Number(r.assigned) + Number(r.running);
       if (open === 0) return;
+      // how the queues drain (a backlog drains steadily; a stuck row does not move)
+      if (Date.now() - said >= 20_000) {
+        said = Date.now();
+        this.log(`settling: ${r.attempts} attempts, ${r.executions} executions, ${r.assigned} assignments queued and ${r.running} running still open`);
+      }
       if (Date.now() - t0 > limitMs) {
         this.log(`${open} attempts, executions or agent tasks still open after ${limitMs} ms`);
         return;
@@ -556,11 +735,17 @@ class Soak {
         continue;
       }
       const cancelled = this.cancels.some((c) => c.key === attemptId && c.status === 200);
-      if (!FINAL_ATTEMPT.includes(a.status)) this.violation(`attempt not final: ${attemptId} is ${a.status}`);
-      else if (a.status === 'failed') this.violation(`attempt failed: ${attemptId}: ${a.error}`);
+      const agentKilled = this.killedAgents.get(attemptId);
+      if (!FINAL_ATTEMPT.includes(a.status)) this.violation(`attempt not final: ${attemptId} is ${a.status}${agentKilled ? ` (its agent ${agentKilled} was killed)` : ''}`);
+      else if (a.status === 'failed' && agentKilled) {
+        // documented: an agent killed from outside fails its attempt, saying so (docs/attempts.md)
+        if (!a.error || !AGENT_KILLED.test(a.error)) this.violation(`attempt whose agent was killed failed without saying so: ${attemptId}: ${a.error}`);
+      } else if (a.status === 'failed') this.violation(`attempt failed: ${attemptId}: ${a.error}`);
       else if (a.status === 'cancelled' && !this.cancels.some((c) => c.key === attemptId)) this.violation(`attempt cancelled unasked: ${attemptId}`);
       if (a.status === 'completed' && cancelled) this.violation(`attempt completed after its cancel was answered 200: ${attemptId}`);
-      if (a.status === 'completed' && a.branch) {
+      // a merge with cleanup removes the branch (and one whose answer was lost may have)
+      const branchGone = this.merges.some((m) => m.attemptId === attemptId && m.cleanup && !(m.answer.status >= 400 && m.answer.status < 500));
+      if (a.status === 'completed' && a.branch && !branchGone && !this.noEdit.has(attemptId)) {
         // ran to completion once: the agent's edit once, in one commit
         try {
           const readme = execFileSync('git', ['show', `${a.branch}:README.md`], { cwd: this.repo, encoding: 'utf8' });
@@ -599,13 +784,100 @@ class Soak {
     }
   }
 
+  /** Merges: one answered 200 put the attempt's edit on its base once; none put it there twice. */
+  async checkMerges(db: Client): Promise<void> {
+    for (const base of new Set(this.merges.map((m) => m.base))) {
+      const ofBase = this.merges.filter((m) => m.base === base);
+      const attemptId = (ofBase[0] as { attemptId: string }).attemptId;
+      const readme = execFileSync('git', ['show', `${base}:README.md`], { cwd: this.repo, encoding: 'utf8' });
+      const edits = (readme.match(/added by the agent/g) ?? []).length;
+      const accepted = ofBase.filter((m) => m.answer.status === 200);
+      const row = (await db.query<{ merged_at: Date | null; merge_commit: string | null }>('SELECT merged_at, merge_commit FROM attempts WHERE id = $1', [attemptId])).rows[0];
+      const answers = ofBase.map((m) => m.answer.status || m.answer.error).join(', ');
+      if (edits > 1) this.violation(`merged twice: attempt ${attemptId} into ${base}: ${edits} edits (answers ${answers})`);
+      if (accepted.length > 1) this.violation(`merge accepted twice: attempt ${attemptId} into ${base} (answers ${answers})`);
+      if (accepted.length && edits !== 1) this.violation(`merge lost: attempt ${attemptId} answered 200 but ${base} has ${edits} edits`);
+      if (accepted.length && !row?.merged_at) this.violation(`merge not recorded: attempt ${attemptId} answered 200 but has no merged_at`);
+      const first = accepted[0];
+      const commit = first ? String((first.answer.body.data as { commitSha?: string }).commitSha) : undefined;
+      if (commit && row?.merge_commit !== commit) this.violation(`merge commit differs: attempt ${attemptId} answered ${commit}, recorded ${row?.merge_commit}`);
+      if (commit && execFileSync('git', ['rev-parse', base], { cwd: this.repo, encoding: 'utf8' }).trim() !== commit) {
+        this.violation(`merge commit not the base: attempt ${attemptId} answered ${commit}, ${base} is elsewhere`);
+      }
+      if (!accepted.length && edits === 1 && !ofBase.some((m) => Soak.unknownOutcome(m.answer))) this.violation(`merged though refused: attempt ${attemptId} into ${base} (answers ${answers})`);
+    }
+  }
+
+  /** Log followers: the lines they got are the stored lines, in order, each once, none missing; all of them once the stream ended. */
+  async checkFollowers(db: Client): Promise<void> {
+    for (const f of this.followed) {
+      const { rows } = await db.query<{ seq: number; message: string }>('SELECT seq, message FROM process_logs WHERE process_id = $1 ORDER BY seq', [f.processId]);
+      const what = `${f.transport} follower of process ${f.processId} (attempt ${f.attemptId}, ${f.connects} connections, ${f.hangUps} hang-ups)`;
+      const bad = f.lines.findIndex((l, i) => l.seq !== rows[i]?.seq || l.message !== rows[i]?.message);
+      if (bad >= 0) {
+        const got = f.lines[bad] as { seq: number; message: string };
+        this.violation(`log out of order, doubled or with a gap: ${what}: line ${bad + 1} received is seq ${got.seq} '${got.message.slice(0, 60)}', stored is seq ${rows[bad]?.seq} '${rows[bad]?.message.slice(0, 60)}'`);
+      } else if (f.ended && f.lines.length !== rows.length) this.violation(`log ended early: ${what}: ${f.lines.length} lines received before the end, ${rows.length} stored`);
+      if (f.resets) this.violation(`log reset: ${what}: ${f.resets} stream.ready resets`);
+      if (f.gaveUp) this.violation(`log follower gave up: ${what}: ${f.gaveUp}`);
+    }
+  }
+
+  /** The events the `keep` webhook must have: every event it subscribes to committed from its creation on (lib/webhooks/dispatcher.ts). */
+  async undelivered(db: Client): Promise<{ seq: string; type: string }[]> {
+    const { rows } = await db.query<{ seq: string; type: string }>(
+      'SELECT e.seq, e.type FROM events e, webhooks w WHERE w.id = $1 AND e.type = ANY (w.events) AND e.created_at >= w.created_at ORDER BY e.seq',
+      [this.webhooks.keep],
+    );
+    const got = new Set(this.receiver.received.filter((r) => r.path === '/hook/keep').map((r) => r.delivery));
+    return rows.filter((e) => !got.has(`webhook:${this.webhooks.keep}:${e.seq}`));
+  }
+
+  async checkWebhooks(db: Client): Promise<void> {
+    const missing = await this.undelivered(db);
+    if (missing.length) this.violation(`webhook deliveries missing: ${missing.length} events, e.g. ${missing.slice(0, 5).map((e) => `${e.seq} ${e.type}`).join(', ')}`);
+    const unsigned = this.receiver.received.filter((r) => !r.signed);
+    if (unsigned.length) this.violation(`webhook deliveries with a wrong signature: ${unsigned.length}, e.g. ${unsigned[0]?.delivery}`);
+    if (this.goneDeletedAt === undefined) {
+      this.violation('the gone webhook was never deleted');
+      return;
+    }
+    const late = this.receiver.received.filter((r) => r.path === '/hook/gone' && r.at > (this.goneDeletedAt as number) + AFTER_DELETE_GRACE_MS);
+    if (late.length) this.violation(`webhook deliveries after its delete was answered: ${late.length}, e.g. ${late.slice(0, 3).map((r) => `${r.delivery} +${r.at - (this.goneDeletedAt as number)} ms`).join(', ')}`);
+    // an event committed after the delete is never sent to it
+    const seqs = this.receiver.received.filter((r) => r.path === '/hook/gone').map((r) => r.delivery.split(':')[2]);
+    if (seqs.length) {
+      const { rows } = await db.query<{ seq: string }>('SELECT seq FROM events WHERE seq = ANY ($1::bigint[]) AND created_at > $2', [seqs, new Date(this.goneDeletedAt)]);
+      if (rows.length) this.violation(`webhook got events committed after its delete: ${rows.map((r) => r.seq).join(', ')}`);
+    }
+  }
+
+  /** Until the `keep` webhook has every event, at most limitMs. */
+  async untilDelivered(db: Client, limitMs: number): Promise<void> {
+    const t0 = Date.now();
+    for (let missing = await this.undelivered(db); missing.length; missing = await this.undelivered(db)) {
+      if (Date.now() - t0 > limitMs) {
+        this.log(`${missing.length} webhook deliveries still missing after ${limitMs} ms`);
+        return;
+      }
+      await sleep(2000);
+    }
+  }
+
   t0 = Date.now();
 
   async run(): Promise<number> {
     await this.setUp();
     this.t0 = Date.now();
     const untilMs = this.t0 + this.opts.minutes * 60_000;
-    const actors = [this.taskActor(), this.taskActor(), this.schedulerActor(), this.agentsActor(), this.tracesActor()];
+    const actors = [
+      this.taskActor(),
+      this.taskActor(),
+      this.schedulerActor(),
+      this.agentsActor(),
+      this.tracesActor(),
+      ...(this.opts.coreOnly ? [] : [this.followerActor('ws'), this.followerActor('sse'), this.mergeActor(), this.webhookActor(untilMs)]),
+    ];
     await this.chaos(untilMs);
     this.stopping = true;
     await Promise.all(actors);
@@ -619,13 +891,35 @@ class Soak {
     await db.connect();
     try {
       await this.settle(db, 300_000);
+      if (!this.opts.coreOnly) await this.untilDelivered(db, 120_000);
       this.checkAnswers();
       await this.checkRows(db);
       await this.checkFinals(db);
+      await this.checkMerges(db);
+      await this.checkFollowers(db);
+      if (!this.opts.coreOnly) await this.checkWebhooks(db);
+      await this.readAgentTaskTimes(db);
     } finally {
       await db.end();
     }
     return this.violations.length ? 1 : 0;
+  }
+
+  /** How long the multi-agent actor's tasks waited for their turn and ran (it runs one at a time), in ms. */
+  agentTaskTimes?: { tasks: number; waitMs: number; runMs: number; maxWaitMs: number };
+
+  async readAgentTaskTimes(db: Client): Promise<void> {
+    const { rows } = await db.query<{ tasks: string; wait_ms: number | null; run_ms: number | null; max_wait_ms: number | null }>(
+      `WITH t AS (SELECT started_at, completed_at, lag(completed_at) OVER (ORDER BY started_at) AS previous, created_at
+                    FROM agent_tasks WHERE started_at IS NOT NULL AND completed_at IS NOT NULL)
+       SELECT count(*) AS tasks,
+              avg(extract(epoch FROM started_at - greatest(created_at, coalesce(previous, created_at))) * 1000) AS wait_ms,
+              avg(extract(epoch FROM completed_at - started_at) * 1000) AS run_ms,
+              max(extract(epoch FROM started_at - greatest(created_at, coalesce(previous, created_at))) * 1000) AS max_wait_ms
+         FROM t`,
+    );
+    const r = rows[0];
+    if (r) this.agentTaskTimes = { tasks: Number(r.tasks), waitMs: Math.round(Number(r.wait_ms)), runMs: Math.round(Number(r.run_ms)), maxWaitMs: Math.round(Number(r.max_wait_ms)) };
   }
 
   summary(): Record<string, unknown> {
@@ -644,6 +938,11 @@ class Soak {
       faults: kills,
       attemptsAccepted: this.starts.filter((s) => s.answer.status === 200).length,
       runsAccepted: this.runs.filter((r) => r.answer.status === 200).length,
+      merges: this.merges.map((m) => m.answer.status || m.answer.error).join(' '),
+      followed: this.followed.map((f) => `${f.transport} ${f.lines.length} lines ${f.connects} connections${f.ended ? '' : ' (not ended)'}`).join('; '),
+      webhookDeliveries: this.receiver?.received.length ?? 0,
+      agentsKilled: this.killedAgents.size,
+      agentTaskTimes: this.agentTaskTimes,
       violations: this.violations,
     };
   }
@@ -659,6 +958,7 @@ class Soak {
     }
     if (processesUsing(this.home).length) killProcessesUsing(this.home);
     await this.fake?.close();
+    await this.receiver?.close();
     fs.rmSync(this.home, { recursive: true, force: true });
     if (this.repo) fs.rmSync(this.repo, { recursive: true, force: true });
   }
