@@ -12,9 +12,13 @@
  * lines wait in memory, up to MAX_HELD_CHARS per run: an outage no longer loses the lines printed meanwhile. Past that
  * budget (during an outage, or a run printing faster than the inserts take its lines) the newest lines are left out
  * and one line in their place says how many.
+ * An insert that failed with PostgreSQL unreachable may have committed all the same (killed or cut off between its
+ * commit and the reply): before its lines are sent again, the process's last rows are compared with them, and lines
+ * found stored are not sent twice (a soak's PostgreSQL kill stored lines 991-995 twice, after 996: followers read
+ * them out of order).
  */
 import { isPostgresUnavailable, type Queryable } from '../db/pool';
-import { appendLogs, appendLogsOfProcesses, type LogEntry } from '../db/processes';
+import { appendLogs, appendLogsOfProcesses, lastLogsAre, type LogEntry } from '../db/processes';
 import type { Logger } from '../logger';
 
 /** The longest a line waits for its insert (the writer's inserts serve every process of the worker, so a short delay costs
@@ -73,6 +77,8 @@ interface SinkState {
   outage: boolean;
   /** MAX_HELD_CHARS unless the sink was made with another budget */
   maxHeldChars: number;
+  /** the first `uncertain` queued lines went out in an insert whose outcome is unknown (it failed with PostgreSQL away) */
+  uncertain: number;
 }
 
 const charsOf = (e: LogEntry) => e.message.length + (e.raw?.length ?? 0);
@@ -204,7 +210,7 @@ function schedule(w: Writer): void {
 /** `queue` is the array the producer pushes entries into; the sink takes them out from the front. */
 export function createLogSink(o: { db: Queryable; processId: string; attemptId: string; queue: LogEntry[]; logger: Logger; maxHeldChars?: number }): LogSink {
   const w = writerFor(o.db);
-  const s: SinkState = { processId: o.processId, attemptId: o.attemptId, queue: o.queue, logger: o.logger, failures: 0, retryAt: 0, inFlight: 0, heldChars: 0, counted: 0, leftOut: 0, leftOutWhy: 'outage', outage: false, maxHeldChars: o.maxHeldChars ?? MAX_HELD_CHARS };
+  const s: SinkState = { processId: o.processId, attemptId: o.attemptId, queue: o.queue, logger: o.logger, failures: 0, retryAt: 0, inFlight: 0, heldChars: 0, counted: 0, leftOut: 0, leftOutWhy: 'outage', outage: false, maxHeldChars: o.maxHeldChars ?? MAX_HELD_CHARS, uncertain: 0 };
   return {
     poke() {
       admit(s);
@@ -231,9 +237,31 @@ export function createLogSink(o: { db: Queryable; processId: string; attemptId: 
   };
 }
 
+/**
+ * Lines whose insert failed with PostgreSQL away, at the front of the queue: those found already stored (the insert had
+ * committed) leave the queue; the others are sent again. False while PostgreSQL is still away (the sink waits).
+ */
+async function settleUncertain(db: Queryable, s: SinkState): Promise<boolean> {
+  const entries = s.queue.slice(0, s.uncertain);
+  try {
+    if (await lastLogsAre(db, s.processId, entries)) {
+      s.queue.splice(0, entries.length);
+      release(s, entries);
+    }
+    s.uncertain = 0;
+    return true;
+  } catch (err) {
+    if (!heldForOutage(s, err)) s.uncertain = 0; // not an outage: send them again (the insert says what is wrong)
+    return s.uncertain === 0;
+  }
+}
+
 /** One insert: up to MAX_BATCH lines of every sink with lines due (or one insert per process after a failure). */
 async function writeRound(w: Writer): Promise<void> {
   const taken: { sink: SinkState; entries: LogEntry[] }[] = [];
+  for (const sink of w.active) {
+    if (sink.uncertain > 0 && sink.retryAt <= Date.now()) await settleUncertain(w.db, sink);
+  }
   const now = Date.now();
   let rows = 0;
   let chars = 0;
@@ -275,8 +303,13 @@ async function writeRound(w: Writer): Promise<void> {
         return;
       } catch (err) {
         for (const t of taken) requeue(t.sink, t.entries);
-        // PostgreSQL is away: every process waits for it alike
-        if (isPostgresUnavailable(err)) for (const t of taken) heldForOutage(t.sink, err);
+        // PostgreSQL is away: every process waits for it alike (and the insert may have committed before it went)
+        if (isPostgresUnavailable(err)) {
+          for (const t of taken) {
+            heldForOutage(t.sink, err);
+            t.sink.uncertain = t.entries.length;
+          }
+        }
         // else one process's row may be gone (a foreign key): write each on its own, at once, to find out which
         else w.isolate = true;
         return;
@@ -291,6 +324,7 @@ async function writeRound(w: Writer): Promise<void> {
       } catch (err) {
         if (heldForOutage(t.sink, err)) {
           requeue(t.sink, t.entries);
+          t.sink.uncertain = t.entries.length; // it may have committed before PostgreSQL went
           continue;
         }
         if (++t.sink.failures >= ATTEMPTS) {

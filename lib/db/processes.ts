@@ -205,6 +205,25 @@ function appendParams(batches: { processId: string; attemptId: string; entries: 
   return [b, ord, level, message, source, raw, meta, ts, batches.map((x) => x.processId), batches.map((x) => x.attemptId)];
 }
 
+/**
+ * Whether the process's last `entries.length` rows are these entries, in this order (message, source, time): an insert
+ * whose answer was lost (PostgreSQL killed or cut off between its commit and the reply) did commit, and sending it
+ * again would store each line twice, after the lines it preceded (lib/attempts/logSink.ts).
+ */
+export async function lastLogsAre(db: Queryable, processId: string, entries: LogEntry[]): Promise<boolean> {
+  if (entries.length === 0) return false;
+  const { rows } = await db.query<{ message: string; source: string; ts: Date }>(
+    'SELECT message, source, ts FROM process_logs WHERE process_id = $1 ORDER BY seq DESC LIMIT $2',
+    [processId, entries.length],
+  );
+  if (rows.length !== entries.length) return false;
+  rows.reverse();
+  return rows.every((r, i) => {
+    const e = entries[i] as LogEntry;
+    return r.message === e.message && r.source === e.source && r.ts.getTime() === Date.parse(e.timestamp);
+  });
+}
+
 /** The seq of the process's last stored log line; 0 when it has none. */
 export async function lastLogSeq(db: Queryable, processId: string): Promise<number> {
   const { rows } = await db.query<{ seq: number | null }>('SELECT max(seq) AS seq FROM process_logs WHERE process_id = $1', [processId]);

@@ -5,7 +5,7 @@
  * TCP proxy that refuses connections (and breaks open ones) for the outage; the API's pool is not cut.
  */
 import { createLogSink } from '../../lib/attempts/logSink';
-import { createPool } from '../../lib/db/pool';
+import { createPool, type Queryable } from '../../lib/db/pool';
 import type { LogEntry } from '../../lib/db/processes';
 import type { RunningWorkers } from '../../workers/createWorker';
 import { agentConfig, api } from '../support/attemptHelpers';
@@ -158,4 +158,77 @@ test('with PostgreSQL up, a script printing 30,000 lines at once keeps its first
   expect(rows[0]).toEqual({ n: 11000, left: 1 });
   const note = await stack.db.query<{ message: string }>("SELECT message FROM scheduler_execution_logs WHERE execution_id = $1 AND message LIKE '%left out%'", [id]);
   expect(note.rows[0]?.message).toBe("19,000 lines left out here: a task's log keeps its first 10,000 and last 1,000 lines");
+}, 120_000);
+
+test('an insert that committed but whose answer was lost (PostgreSQL cut off between its commit and the reply) is not sent again: each line once, in order', async () => {
+  const h = api(stack);
+  const p = await h.project();
+  const started = await h.start(await h.task(p.id, 'lost answer'), 'quick'); // a process row to write to
+  await h.until(started.attemptId, ['completed', 'failed'], 60_000);
+  const before = (await stack.db.query('SELECT max(seq)::int AS n FROM process_logs WHERE process_id = $1', [started.processId])).rows[0].n as number;
+
+  // the database as the worker saw it when PostgreSQL was killed right after committing the first insert of log lines
+  let answersLost = 0;
+  const lossy = {
+    async query(...args: unknown[]) {
+      const result = await (stack.db.query as (...a: unknown[]) => Promise<unknown>)(...args);
+      const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string }).text;
+      if (answersLost === 0 && text?.includes('INSERT INTO process_logs')) {
+        answersLost++;
+        throw new Error('Connection terminated unexpectedly');
+      }
+      return result;
+    },
+  } as unknown as Queryable;
+  const queue: LogEntry[] = [];
+  const sink = createLogSink({ db: lossy, processId: started.processId, attemptId: started.attemptId, queue, logger });
+  const line = (message: string): LogEntry => ({ level: 'info', message, timestamp: new Date().toISOString(), source: 'stdout' });
+  for (let i = 1; i <= 5; i++) queue.push(line(`sent once ${i}`));
+  sink.poke();
+  await sink.flush();
+  queue.push(line('after the lost answer'));
+  sink.poke();
+  await sink.flush();
+  sink.close();
+  expect(answersLost).toBe(1);
+  const { rows } = await stack.db.query<{ seq: number; message: string }>('SELECT seq, message FROM process_logs WHERE process_id = $1 AND seq > $2 ORDER BY seq', [started.processId, before]);
+  expect(rows.map((r) => r.message)).toEqual([...Array.from({ length: 5 }, (_v, i) => `sent once ${i + 1}`), 'after the lost answer']);
+  expect(rows.map((r) => r.seq)).toEqual(rows.map((_r, i) => before + i + 1));
+}, 120_000);
+
+test('the same for the insert that stores the lines of several processes at once: each process\'s lines once, in order', async () => {
+  const h = api(stack);
+  const p = await h.project();
+  const runs = [await h.start(await h.task(p.id, 'lost answer a'), 'quick'), await h.start(await h.task(p.id, 'lost answer b'), 'quick')];
+  for (const r of runs) await h.until(r.attemptId, ['completed', 'failed'], 60_000);
+  const maxSeq = async (processId: string) => (await stack.db.query('SELECT max(seq)::int AS n FROM process_logs WHERE process_id = $1', [processId])).rows[0].n as number;
+  const befores = [await maxSeq(runs[0]!.processId), await maxSeq(runs[1]!.processId)];
+
+  let answersLost = 0;
+  const lossy = {
+    async query(...args: unknown[]) {
+      const result = await (stack.db.query as (...a: unknown[]) => Promise<unknown>)(...args);
+      const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string }).text;
+      if (answersLost === 0 && text?.includes('INSERT INTO process_logs')) {
+        answersLost++;
+        throw new Error('Connection terminated unexpectedly');
+      }
+      return result;
+    },
+  } as unknown as Queryable;
+  const line = (message: string): LogEntry => ({ level: 'info', message, timestamp: new Date().toISOString(), source: 'stdout' });
+  const sinks = runs.map((r, k) => {
+    const queue: LogEntry[] = [];
+    for (let i = 1; i <= 3; i++) queue.push(line(`process ${k} line ${i}`));
+    return { queue, sink: createLogSink({ db: lossy, processId: r.processId, attemptId: r.attemptId, queue, logger }) };
+  });
+  for (const s of sinks) s.sink.poke(); // both wait for the same insert
+  await Promise.all(sinks.map((s) => s.sink.flush()));
+  for (const s of sinks) s.sink.close();
+  expect(answersLost).toBe(1);
+  for (const [k, r] of runs.entries()) {
+    const { rows } = await stack.db.query<{ seq: number; message: string }>('SELECT seq, message FROM process_logs WHERE process_id = $1 AND seq > $2 ORDER BY seq', [r.processId, befores[k]]);
+    expect(rows.map((x) => x.message)).toEqual([1, 2, 3].map((i) => `process ${k} line ${i}`));
+    expect(rows.map((x) => x.seq)).toEqual(rows.map((_x, i) => (befores[k] as number) + i + 1));
+  }
 }, 120_000);
