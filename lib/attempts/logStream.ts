@@ -51,7 +51,7 @@ export interface LogStreamOptions {
 }
 
 /**
- * The log rows of `processes()`, in batches ordered by time. Without follow: what is stored now. With follow: then
+ * The log rows of `processes()`, in batches ordered by time, each process's rows in seq order. Without follow: what is stored now. With follow: then
  * every new row as the feed announces it (no polling), until `finished()` and everything stored has been read.
  */
 export async function* streamLogRows(db: Queryable, o: LogStreamOptions): AsyncGenerator<LogRow[]> {
@@ -60,9 +60,9 @@ export async function* streamLogRows(db: Queryable, o: LogStreamOptions): AsyncG
     const ids = await o.processes();
     // the last n lines (a resume with `after` reads on from there instead: every line after it)
     if (o.tail !== undefined && ids.every((id) => last[id] === undefined)) {
-      const batch: LogRow[] = [];
-      for (const id of ids) batch.push(...(await readLogs(db, { processIds: [id], since: o.since, levels: o.levels, tail: o.tail })));
-      batch.sort(byTime);
+      const lists: LogRow[][] = [];
+      for (const id of ids) lists.push(await readLogs(db, { processIds: [id], since: o.since, levels: o.levels, tail: o.tail }));
+      const batch = mergeByTime(lists);
       if (batch.length) yield batch;
     } else yield* storedRows(db, ids, last, o);
     return;
@@ -81,13 +81,13 @@ export async function* streamLogRows(db: Queryable, o: LogStreamOptions): AsyncG
         ids = await o.processes();
         follower.track(ids);
       }
-      const batch: LogRow[] = [];
+      const lists: LogRow[][] = [];
       for (const id of ids) {
         const { rows, upTo } = await follower.rowsAfter(id, last[id], { levels: o.levels, since: o.since, tail: o.tail, fresh: finishedBefore });
         if (upTo !== undefined) last[id] = upTo;
-        batch.push(...rows);
+        lists.push(rows);
       }
-      batch.sort(byTime);
+      const batch = mergeByTime(lists);
       if (batch.length) yield batch;
       if (finishedBefore && batch.length === 0) return;
       // more may be stored right behind a full read; otherwise wait for the feed
@@ -99,6 +99,27 @@ export async function* streamLogRows(db: Queryable, o: LogStreamOptions): AsyncG
 }
 
 const byTime = (a: LogRow, b: LogRow) => a.ts.getTime() - b.ts.getTime() || a.seq - b.seq;
+
+/**
+ * The rows of several processes, each list in seq order, merged by time with each process's rows kept in seq order.
+ * A sort by time of them all put a line whose time went back (a clock step, a retry's note) before lines of its own
+ * process that it followed: a follower then got seqs out of order, and one resuming after the last seq it held skipped
+ * the lower ones.
+ */
+function mergeByTime(lists: LogRow[][]): LogRow[] {
+  if (lists.length <= 1) return lists[0] ?? [];
+  const at = lists.map(() => 0);
+  const out: LogRow[] = [];
+  for (;;) {
+    let best = -1;
+    for (let k = 0; k < lists.length; k++) {
+      const r = (lists[k] as LogRow[])[at[k] as number];
+      if (r && (best < 0 || byTime(r, (lists[best] as LogRow[])[at[best] as number] as LogRow) < 0)) best = k;
+    }
+    if (best < 0) return out;
+    out.push((lists[best] as LogRow[])[(at[best] as number)++] as LogRow);
+  }
+}
 
 /** Rows read from PostgreSQL at a time, per process, by a read of every stored line. */
 const STORED_PAGE = 10_000;

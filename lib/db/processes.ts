@@ -256,7 +256,11 @@ export async function readLogs(db: Queryable, q: LogQuery): Promise<LogRow[]> {
     return rows;
   }
   values.push(q.limit ?? 10_000);
-  const { rows } = await db.query<LogRow>(`SELECT * FROM process_logs WHERE ${clauses.join(' AND ')} ORDER BY ts, process_id, seq LIMIT $${values.length}`, values);
+  // one process: in seq order, the order its lines were printed in, which resumes by seq rely on (a time order put a
+  // line whose time went back, a clock step or a retry's note, before lines it followed, and a resume after the last
+  // seq read then skipped them); several: merged by time
+  const order = q.processIds.length === 1 ? 'seq' : 'ts, process_id, seq';
+  const { rows } = await db.query<LogRow>(`SELECT * FROM process_logs WHERE ${clauses.join(' AND ')} ORDER BY ${order} LIMIT $${values.length}`, values);
   return rows;
 }
 

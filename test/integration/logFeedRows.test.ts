@@ -8,6 +8,7 @@ import { Client, type Pool } from 'pg';
 import { insertAttempt } from '../../lib/db/attempts';
 import { appendLogs, insertProcess, readLogs, readNewRows, type LogEntry } from '../../lib/db/processes';
 import { createEventListener } from '../../lib/events/listener';
+import { streamLogRows } from '../../lib/attempts/logStream';
 import { createLogFeed, LOGS_CHANNEL, type LogFollower } from '../../lib/events/logFeed';
 import { api } from '../support/attemptHelpers';
 import { eventually, logger, startTestStack, type TestStack } from '../support/harness';
@@ -147,5 +148,38 @@ test('rows a notification carries reach followers without a read-back and equal 
     feed.close();
     await listener.close();
     await client.end();
+  }
+}, 60_000);
+
+test("one process's rows come in seq order whatever their times (a clock step back, a retry's note): reads after a seq, the tail, and a followed stream", async () => {
+  const h = api(stack);
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'times back');
+  const attemptId = 'att-times-back';
+  const processId = 'proc-times-back';
+  await insertAttempt(stack.db, { id: attemptId, taskId, llm: 'scripted', model: null, status: 'running', branchPrefix: 'armada', baseBranch: 'main', options: {}, description: '' });
+  await insertProcess(stack.db, { id: processId, attemptId, taskId, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
+  await appendLogs(stack.db, processId, attemptId, ENTRIES); // seqs 4 and 5 are stamped before 1970, after seq 3's 2026
+  const all = ENTRIES.map((_e, i) => i + 1);
+  // a resume after any seq gets exactly the rest, in seq order
+  for (let k = 0; k <= ENTRIES.length; k++) {
+    expect((await readLogs(stack.db, { processIds: [processId], afterSeq: k })).map((r) => r.seq)).toEqual(all.slice(k));
+  }
+  const seqsOf = async (o: Parameters<typeof streamLogRows>[1]) => {
+    const got: number[] = [];
+    for await (const batch of streamLogRows(stack.db, o)) got.push(...batch.map((r) => r.seq));
+    return got;
+  };
+  const one = { processes: async () => [processId], finished: async () => true };
+  expect(await seqsOf({ ...one, follow: false })).toEqual(all);
+  expect(await seqsOf({ ...one, follow: false, tail: 4 })).toEqual(all.slice(2));
+  const listener = await createEventListener(stack.dbUrl, stack.db, logger, { events: false });
+  const feed = createLogFeed(stack.db, listener, logger);
+  try {
+    expect(await seqsOf({ ...one, follow: true, feed })).toEqual(all);
+    expect(await seqsOf({ ...one, follow: true, feed, after: { [processId]: 2 } })).toEqual(all.slice(2));
+  } finally {
+    feed.close();
+    await listener.close();
   }
 }, 60_000);
