@@ -249,10 +249,12 @@ function WebhooksSection() {
           try {
             await deleteWebhook(w.id);
             if (open?.id === w.id) setOpen(null);
+            // its deliveries are gone with it: not read again (a 404) while its log closes
+            qc.removeQueries({ queryKey: [...queryKeys.webhooks(), w.id] });
           } catch (err) {
             showError(err);
           }
-          await qc.invalidateQueries({ queryKey: queryKeys.webhooks() });
+          await qc.invalidateQueries({ queryKey: queryKeys.webhooks(), exact: true });
         }}
       />
     </section>
