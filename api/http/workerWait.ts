@@ -8,23 +8,11 @@
  * the 503 says that the outcome is unknown.
  */
 import { AppError } from '../../lib/errors';
-import { POSTGRES_OUTCOME_UNKNOWN } from '../../lib/db/releasedWhenDown';
+import { POSTGRES_OUTCOME_UNKNOWN, settledOrDown } from '../../lib/db/releasedWhenDown';
 import type { DependencyState } from '../../lib/runtime/dependencies';
 
 export function releasedWhenPostgresDown<T>(dependencies: DependencyState | undefined, work: () => Promise<T>): Promise<T> {
   const pending = work();
   if (!dependencies) return pending;
-  return new Promise<T>((resolve, reject) => {
-    const off = dependencies.onceDown('postgres', () => reject(new AppError(503, 'SERVICE_UNAVAILABLE', POSTGRES_OUTCOME_UNKNOWN, { outcome: 'unknown' })));
-    pending.then(
-      (value) => {
-        off();
-        resolve(value);
-      },
-      (err: unknown) => {
-        off();
-        reject(err);
-      },
-    );
-  });
+  return settledOrDown(dependencies, pending, () => new AppError(503, 'SERVICE_UNAVAILABLE', POSTGRES_OUTCOME_UNKNOWN, { outcome: 'unknown' }));
 }

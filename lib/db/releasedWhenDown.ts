@@ -58,11 +58,19 @@ function unavailable(request: DatabaseRequest): AppError {
 
 /** `pending`, or the request's 503 once PostgreSQL is called down first (`abandon` then deals with `pending`). */
 function untilDown<T>(dependencies: DependencyState, request: DatabaseRequest, pending: Promise<T>, abandon: () => void): Promise<T> {
+  return settledOrDown(dependencies, pending, () => {
+    abandon();
+    return unavailable(request);
+  });
+}
+
+/**
+ * `pending`, or the error `whenDown` gives the moment PostgreSQL is called down first (`pending`'s own outcome is then
+ * left unread). Also for requests that wait on the worker's PostgreSQL work (api/http/workerWait.ts).
+ */
+export function settledOrDown<T>(dependencies: DependencyState, pending: Promise<T>, whenDown: () => Error): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const off = dependencies.onceDown('postgres', () => {
-      abandon();
-      reject(unavailable(request));
-    });
+    const off = dependencies.onceDown('postgres', () => reject(whenDown()));
     pending.then(
       (value) => {
         off();

@@ -160,6 +160,26 @@ test('with PostgreSQL up, a script printing 30,000 lines at once keeps its first
   expect(note.rows[0]?.message).toBe("19,000 lines left out here: a task's log keeps its first 10,000 and last 1,000 lines");
 }, 120_000);
 
+/**
+ * The database as the worker saw it when PostgreSQL was killed right after committing the first insert of log lines:
+ * that insert is stored, and its caller gets the error of a connection that died.
+ */
+function answerLostOnce(): { db: Queryable; answersLost: () => number } {
+  let lost = 0;
+  const db = {
+    async query(...args: unknown[]) {
+      const result = await (stack.db.query as (...a: unknown[]) => Promise<unknown>)(...args);
+      const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string }).text;
+      if (lost === 0 && text?.includes('INSERT INTO process_logs')) {
+        lost++;
+        throw new Error('Connection terminated unexpectedly');
+      }
+      return result;
+    },
+  } as unknown as Queryable;
+  return { db, answersLost: () => lost };
+}
+
 test('an insert that committed but whose answer was lost (PostgreSQL cut off between its commit and the reply) is not sent again: each line once, in order', async () => {
   const h = api(stack);
   const p = await h.project();
@@ -167,19 +187,7 @@ test('an insert that committed but whose answer was lost (PostgreSQL cut off bet
   await h.until(started.attemptId, ['completed', 'failed'], 60_000);
   const before = (await stack.db.query('SELECT max(seq)::int AS n FROM process_logs WHERE process_id = $1', [started.processId])).rows[0].n as number;
 
-  // the database as the worker saw it when PostgreSQL was killed right after committing the first insert of log lines
-  let answersLost = 0;
-  const lossy = {
-    async query(...args: unknown[]) {
-      const result = await (stack.db.query as (...a: unknown[]) => Promise<unknown>)(...args);
-      const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string }).text;
-      if (answersLost === 0 && text?.includes('INSERT INTO process_logs')) {
-        answersLost++;
-        throw new Error('Connection terminated unexpectedly');
-      }
-      return result;
-    },
-  } as unknown as Queryable;
+  const { db: lossy, answersLost } = answerLostOnce();
   const queue: LogEntry[] = [];
   const sink = createLogSink({ db: lossy, processId: started.processId, attemptId: started.attemptId, queue, logger });
   const line = (message: string): LogEntry => ({ level: 'info', message, timestamp: new Date().toISOString(), source: 'stdout' });
@@ -190,7 +198,7 @@ test('an insert that committed but whose answer was lost (PostgreSQL cut off bet
   sink.poke();
   await sink.flush();
   sink.close();
-  expect(answersLost).toBe(1);
+  expect(answersLost()).toBe(1);
   const { rows } = await stack.db.query<{ seq: number; message: string }>('SELECT seq, message FROM process_logs WHERE process_id = $1 AND seq > $2 ORDER BY seq', [started.processId, before]);
   expect(rows.map((r) => r.message)).toEqual([...Array.from({ length: 5 }, (_v, i) => `sent once ${i + 1}`), 'after the lost answer']);
   expect(rows.map((r) => r.seq)).toEqual(rows.map((_r, i) => before + i + 1));
@@ -205,18 +213,7 @@ test('the same for the insert that stores the lines of several processes at once
   const befores: number[] = [];
   for (const r of runs) befores.push(await maxSeq(r.processId));
 
-  let answersLost = 0;
-  const lossy = {
-    async query(...args: unknown[]) {
-      const result = await (stack.db.query as (...a: unknown[]) => Promise<unknown>)(...args);
-      const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string }).text;
-      if (answersLost === 0 && text?.includes('INSERT INTO process_logs')) {
-        answersLost++;
-        throw new Error('Connection terminated unexpectedly');
-      }
-      return result;
-    },
-  } as unknown as Queryable;
+  const { db: lossy, answersLost } = answerLostOnce();
   const line = (message: string): LogEntry => ({ level: 'info', message, timestamp: new Date().toISOString(), source: 'stdout' });
   const sinks = runs.map((r, k) => {
     const queue: LogEntry[] = [];
@@ -226,7 +223,7 @@ test('the same for the insert that stores the lines of several processes at once
   for (const s of sinks) s.sink.poke(); // both wait for the same insert
   await Promise.all(sinks.map((s) => s.sink.flush()));
   for (const s of sinks) s.sink.close();
-  expect(answersLost).toBe(1);
+  expect(answersLost()).toBe(1);
   for (const [k, r] of runs.entries()) {
     const { rows } = await stack.db.query<{ seq: number; message: string }>('SELECT seq, message FROM process_logs WHERE process_id = $1 AND seq > $2 ORDER BY seq', [r.processId, befores[k]]);
     expect(rows.map((x) => x.message)).toEqual([1, 2, 3].map((i) => `process ${k} line ${i}`));
