@@ -64,12 +64,18 @@ test('lines an agent prints during a PostgreSQL outage of the worker are all sto
   expect(during).toBeLessThan(LINES - 100); // the outage really fell in the middle of the output
 }, 120_000);
 
-test('an outage longer than the run\'s budget: the newest lines are left out, and one line in their place says how many', async () => {
+/** A finished attempt's process row for a sink of the test's own to write to, and its last seq so far. */
+async function processToWriteTo(title: string): Promise<{ started: { attemptId: string; processId: string }; before: number }> {
   const h = api(stack);
   const p = await h.project();
-  const started = await h.start(await h.task(p.id, 'budget'), 'quick'); // a process row to write to
+  const started = await h.start(await h.task(p.id, title), 'quick');
   await h.until(started.attemptId, ['completed', 'failed'], 60_000);
   const before = (await stack.db.query('SELECT max(seq)::int AS n FROM process_logs WHERE process_id = $1', [started.processId])).rows[0].n as number;
+  return { started, before };
+}
+
+test('an outage longer than the run\'s budget: the newest lines are left out, and one line in their place says how many', async () => {
+  const { started, before } = await processToWriteTo('budget');
 
   const queue: LogEntry[] = [];
   const sink = createLogSink({ db: workerDb, processId: started.processId, attemptId: started.attemptId, queue, logger, maxHeldChars: 100 });
@@ -125,11 +131,7 @@ test('a scheduler script task\'s log lines printed during a PostgreSQL outage of
 }, 120_000);
 
 test('with PostgreSQL up, a run printing faster than its lines are stored is kept within its budget: the newest are left out, and a line at the end says how many', async () => {
-  const h = api(stack);
-  const p = await h.project();
-  const started = await h.start(await h.task(p.id, 'rate'), 'quick'); // a process row to write to
-  await h.until(started.attemptId, ['completed', 'failed'], 60_000);
-  const before = (await stack.db.query('SELECT max(seq)::int AS n FROM process_logs WHERE process_id = $1', [started.processId])).rows[0].n as number;
+  const { started, before } = await processToWriteTo('rate');
 
   const queue: LogEntry[] = [];
   const sink = createLogSink({ db: workerDb, processId: started.processId, attemptId: started.attemptId, queue, logger, maxHeldChars: 100 });
@@ -181,11 +183,7 @@ function answerLostOnce(): { db: Queryable; answersLost: () => number } {
 }
 
 test('an insert that committed but whose answer was lost (PostgreSQL cut off between its commit and the reply) is not sent again: each line once, in order', async () => {
-  const h = api(stack);
-  const p = await h.project();
-  const started = await h.start(await h.task(p.id, 'lost answer'), 'quick'); // a process row to write to
-  await h.until(started.attemptId, ['completed', 'failed'], 60_000);
-  const before = (await stack.db.query('SELECT max(seq)::int AS n FROM process_logs WHERE process_id = $1', [started.processId])).rows[0].n as number;
+  const { started, before } = await processToWriteTo('lost answer');
 
   const { db: lossy, answersLost } = answerLostOnce();
   const queue: LogEntry[] = [];

@@ -2,7 +2,7 @@
  * `armada tools openapi` end to end: the real CLI as an MCP stdio server over a petstore-like document served by a
  * local HTTP server, driven by the MCP SDK's client; the local server records what the tool calls sent.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -137,6 +137,21 @@ function listRun(args: string[]): Promise<{ code: number; stdout: string; stderr
 }
 
 const text = (r: object) => (((r as { content: { text: string }[] }).content)[0] as { text: string }).text;
+
+/** `armada tools openapi` on the test document over stdio, and every JSON-RPC line it writes, parsed, as it comes. */
+function spawnToolServer<T>() {
+  const child = spawn(process.execPath, [BIN, 'tools', 'openapi', `${base}/openapi.json`, '--base-url', `${base}/v1`], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const answers: T[] = [];
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => {
+    out += c.toString();
+    for (let i = out.indexOf('\n'); i !== -1; i = out.indexOf('\n')) {
+      answers.push(JSON.parse(out.slice(0, i)));
+      out = out.slice(i + 1);
+    }
+  });
+  return { child, answers };
+}
 
 describe('armada tools openapi', () => {
   test('lists the operations as tools and calls them against --base-url with the API key', async () => {
@@ -485,17 +500,7 @@ describe('armada tools openapi', () => {
     }
   }, 120_000);
   test('malformed JSON-RPC lines are answered with JSON-RPC 2.0 errors, not dropped; the server goes on answering', async () => {
-    const { spawn } = require('node:child_process') as typeof import('node:child_process');
-    const child = spawn(process.execPath, [BIN, 'tools', 'openapi', `${base}/openapi.json`, '--base-url', `${base}/v1`], { stdio: ['pipe', 'pipe', 'pipe'] });
-    const answers: { id?: unknown; error?: { code: number; message: string }; result?: unknown }[] = [];
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-      for (let i = out.indexOf('\n'); i !== -1; i = out.indexOf('\n')) {
-        answers.push(JSON.parse(out.slice(0, i)));
-        out = out.slice(i + 1);
-      }
-    });
+    const { child, answers } = spawnToolServer<{ id?: unknown; error?: { code: number; message: string }; result?: unknown }>();
     const lines = [
       { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } },
       { jsonrpc: '2.0', method: 'notifications/initialized' },
@@ -540,17 +545,7 @@ describe('armada tools openapi', () => {
   // session 46's outside round: a misspelt argument was dropped and the call went out without it; `1e400`, which the
   // message's parser reads as Infinity, went out as null (clearing the nullable `tag`)
   test('an argument the tool does not take, or a number beyond a double, is a tool error naming it, and nothing is sent', async () => {
-    const { spawn } = require('node:child_process') as typeof import('node:child_process');
-    const child = spawn(process.execPath, [BIN, 'tools', 'openapi', `${base}/openapi.json`, '--base-url', `${base}/v1`], { stdio: ['pipe', 'pipe', 'pipe'] });
-    const answers: { id?: unknown; result?: { isError?: boolean; content: { text: string }[] } }[] = [];
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-      for (let i = out.indexOf('\n'); i !== -1; i = out.indexOf('\n')) {
-        answers.push(JSON.parse(out.slice(0, i)));
-        out = out.slice(i + 1);
-      }
-    });
+    const { child, answers } = spawnToolServer<{ id?: unknown; result?: { isError?: boolean; content: { text: string }[] } }>();
     // written as text: a client's JSON.stringify would have sent 1e400 as null already
     const call = (id: number, args: string) => `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"createPet","arguments":${args}}}`;
     const lines = [
