@@ -349,7 +349,9 @@ describe('live logs', () => {
       })();
       await new Promise((r) => setTimeout(r, 300));
       await stack.db.query(`UPDATE attempts SET status = 'completed', completed_at = now() WHERE id = $1`, [attemptId]);
-      const endedAfter = await Promise.race([following, new Promise<number>((r) => setTimeout(() => r(-1), 3 * SAFETY_MS))]);
+      let timer: NodeJS.Timeout | undefined;
+      const endedAfter = await Promise.race([following, new Promise<number>((r) => (timer = setTimeout(() => r(-1), 3 * SAFETY_MS)))]);
+      clearTimeout(timer);
       expect(endedAfter).toBeGreaterThan(0);
       expect(endedAfter).toBeLessThan(SAFETY_MS + 2000);
     } finally {

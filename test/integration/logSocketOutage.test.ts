@@ -68,7 +68,9 @@ test('the log socket of a running process closes with 1011 when PostgreSQL goes 
   const first = follow(`/ws/execution-processes/${processId}/logs/normalized?after=0`);
   await eventually(async () => first.seqs.length === 3, 10_000);
   proxy.setMode('refuse'); // the API's connections break and new ones are refused: its LISTEN too, so the stream reads again
-  const code = await Promise.race([first.closed, new Promise<string>((r) => setTimeout(() => r('still open after 20 s'), 20_000))]);
+  let timer: NodeJS.Timeout | undefined;
+  const code = await Promise.race([first.closed, new Promise<string>((r) => (timer = setTimeout(() => r('still open after 20 s'), 20_000)))]);
+  clearTimeout(timer); // else it holds the jest worker up to 20 s after the file (a forced exit when it is the last)
   expect(code).toBe(1011);
   expect(first.seqs).toEqual([1, 2, 3]);
 

@@ -1,0 +1,145 @@
+/**
+ * A try of runAgent that Temporal timed out (its heartbeats did not arrive: a frozen Temporal, as in the chaos soak's
+ * `temporal-freeze`, or a cut connection) while it runs on, and whose retry goes to another worker process: the retry
+ * finds the row `running`, kills the agent still running and starts it again. The first try sees its agent die at
+ * once; it must not record that kill as the run's end. The run ends with the second agent's outcome.
+ *
+ * The two tries are the runAgent activity itself, run in Temporal's activity test environment (each try in an
+ * environment of its own, as two workers would run them; each with its own pool, so neither knows the other's run in
+ * progress, as for two worker processes) against the test PostgreSQL. The first try's environment is cancelled as
+ * a worker's is once Temporal no longer knows the try (NOT_FOUND), and its heartbeats go nowhere. The retry (activity
+ * attempt 2) is held right after its kill (the test-only `runAgent.beforeReset` point) until the first try has ended:
+ * the order in which the old code recorded the kill, made certain rather than left to luck (removed in session 46, the
+ * two-worker version of this test depended on Temporal sending the retry to the right worker in time).
+ *
+ * Before (releaseProcessPid missing in cleanUpLostRun): the row still named the killed agent when the first try came
+ * to record its end, so its fenced record matched; the process row ended `failed` with `agent exited with code
+ * SIGKILL` (its exit code filled in by the second run) and a `process_failed` event, while the second agent ran on.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { ActivityCancellationDetails } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import type { Pool } from 'pg';
+import { runAgent, type RunAgentDeps, type RunAgentInput, type RunAgentResult } from '../../activities/agent/runAgent';
+import { createPool } from '../../lib/db/pool';
+import { getProcess } from '../../lib/db/processes';
+import { createMetrics } from '../../lib/metrics';
+import { stopLauncher } from '../../lib/process/launcher';
+import { groupAlive } from '../../lib/process/processGroup';
+import { createProjectAndTask, insertAttempt } from '../support/attempts';
+import { eventually, logger, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
+
+const runLogDir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-takeover-race-'));
+const RUN_LOG = path.join(runLogDir, 'runs.log');
+// each run records its pid first; the first works until it is killed, the second writes a file and exits 0
+const AGENT = [
+  'n=$(cat "$RUN_LOG" 2>/dev/null | wc -l); echo "$$" >> "$RUN_LOG"',
+  'if [ "$n" -eq 0 ]; then echo "first run $$ works until it is killed"; exec sleep 600; fi',
+  'echo "second run $$"; echo "written by $$" > from-the-agent.txt',
+].join('\n');
+
+let stack: TestStack;
+/** the retry's worker's pool: another worker process knows nothing of the first try's run in progress */
+let otherWorkerDb: Pool;
+let worktree: string;
+
+beforeAll(async () => {
+  stack = await startTestStack({
+    services: ['task'],
+    worker: false,
+    file: { agents: { racer: { command: ['bash', '-c', AGENT], format: 'text', env: { RUN_LOG } } }, attempts: { killGraceMs: 1000 } },
+  });
+  otherWorkerDb = createPool(stack.dbUrl, logger);
+});
+afterAll(async () => {
+  for (const pid of runs()) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  await otherWorkerDb?.end();
+  await stack?.close();
+  await stopLauncher();
+  fs.rmSync(runLogDir, { recursive: true, force: true });
+  if (worktree) fs.rmSync(worktree, { recursive: true, force: true });
+});
+
+const runs = () => (fs.existsSync(RUN_LOG) ? fs.readFileSync(RUN_LOG, 'utf8').split('\n').filter(Boolean).map(Number) : []);
+
+/** A try of the activity as a worker runs it: attempt `attempt`, its heartbeats going nowhere (nothing listens). */
+function activityTry(attempt: number): MockActivityEnvironment {
+  const now = Date.now();
+  return new MockActivityEnvironment(
+    { attempt, startToCloseTimeoutMs: 120_000, scheduleToCloseTimeoutMs: 0, heartbeatTimeoutMs: 5000, currentAttemptScheduledTimestampMs: now, scheduledTimestampMs: now },
+    { logger: new DefaultLogger('WARN') },
+  );
+}
+
+test('a timed-out try whose agent the retry on another worker kills does not record the kill: the run ends with the second agent', async () => {
+  const { taskId } = await createProjectAndTask(stack);
+  const attemptId = await insertAttempt(stack, taskId);
+  worktree = makeGitRepo();
+  const input: RunAgentInput = { attemptId, taskId, processId: randomUUID(), llm: 'racer', kind: 'initial', prompt: 'race', worktreePath: worktree, timeoutMs: 60_000 };
+  const deps: RunAgentDeps = { db: stack.db, config: stack.config, logger, metrics: createMetrics() };
+
+  const first = activityTry(1);
+  const firstTry = first.run(runAgent, deps, input).then(
+    (r) => ({ returned: r }),
+    (err: Error) => ({ threw: err.name }),
+  );
+  // the first agent runs and the row names it
+  await eventually(async () => runs().length === 1 && (await getProcess(stack.db, input.processId))?.pid === runs()[0], 20_000, 50);
+  const [firstPid] = runs() as [number];
+  // Temporal no longer knows the first try (it timed it out): the try goes on, its agent too
+  first.cancel('NOT_FOUND', new ActivityCancellationDetails({ notFound: true }));
+
+  // the retry, on another worker: it kills the first agent, then waits (before its reset and its own agent) for the
+  // first try to have ended, which sees its agent killed and comes to record that end meanwhile
+  const retry = activityTry(2);
+  const faults: RunAgentDeps['faults'] = {
+    'runAgent.beforeReset': async () => {
+      await firstTry;
+    },
+  };
+  const second: RunAgentResult = await retry.run(runAgent, { ...deps, db: otherWorkerDb, metrics: createMetrics(), faults }, input);
+  expect(second.status).toBe('completed');
+  expect(runs()).toHaveLength(2);
+  const [, secondPid] = runs() as [number, number];
+  expect(groupAlive(firstPid)).toBe(false);
+
+  // the row is the second run's: completed, exit 0, no error, its pid
+  const row = await getProcess(stack.db, input.processId);
+  expect({ status: row?.status, exitCode: row?.exit_code, error: row?.error, pid: row?.pid }).toEqual({ status: 'completed', exitCode: 0, error: null, pid: secondPid });
+  // one end event, the second run's (before: process_failed from the first try, then nothing from the second)
+  const { rows: events } = await stack.db.query<{ type: string }>(
+    `SELECT type FROM events WHERE $1 = ANY(topics) AND type IN ('process_completed', 'process_failed', 'process_stopped') ORDER BY seq`,
+    [`process:${input.processId}`],
+  );
+  expect(events.map((e) => e.type)).toEqual(['process_completed']);
+  // the log: both runs' lines, the kill, the first try's note that it was taken over (its own end lines stand before
+  // it, not as the run's end), and the second run's end last
+  const { rows: logs } = await stack.db.query<{ message: string }>('SELECT message FROM process_logs WHERE process_id = $1 ORDER BY seq', [input.processId]);
+  const messages = logs.map((l) => l.message);
+  expect(messages).toEqual(
+    expect.arrayContaining([
+      `first run ${firstPid} works until it is killed`,
+      `previous agent run (pid ${firstPid}) was left by a lost worker and has been killed; restarting`,
+      `second run ${secondPid}`,
+      'agent exited with code 0',
+    ]),
+  );
+  expect(messages.filter((m) => m.startsWith(`activity attempt 1's agent (pid ${firstPid}) was taken over by a later try`))).toHaveLength(1);
+  const ends = messages.filter((m) => /^agent exited with code /.test(m));
+  expect(ends.at(-1)).toBe('agent exited with code 0');
+  expect(ends.filter((m) => m === 'agent exited with code 0')).toHaveLength(1);
+  // the second agent's work is in the worktree
+  expect(fs.readFileSync(path.join(worktree, 'from-the-agent.txt'), 'utf8')).toBe(`written by ${secondPid}\n`);
+  // the first try ended as a timed-out try does (Temporal would not take its completion anyway)
+  expect(await firstTry).toEqual({ threw: 'CancelledFailure' });
+});
