@@ -3,11 +3,11 @@
  * UTF-8. Fastify decoded the body as UTF-8 whatever its bytes were, so an invalid sequence was stored as U+FFFD
  * (`caf\xe9` became `caf�`) and a body declared in another charset was read as UTF-8 anyway. JSON exchanged between
  * systems must be UTF-8 (RFC 8259 §8.1): a body whose bytes are not is a 400, a charset other than UTF-8 a 415. A
- * nonzero number too small for a double (`1e-400`, which parses to 0) is a 400 naming it (api/http/jsonNumbers.ts).
+ * nonzero number too small for a double (`1e-400`, which parses to 0) is a 400 naming it (lib/jsonNumbers.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import { validationError } from '../../lib/errors';
-import { UNDERFLOW_MESSAGE, underflowingNumberPath } from './jsonNumbers';
+import { UNDERFLOW_MESSAGE, underflowingNumberPath } from '../../lib/jsonNumbers';
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
