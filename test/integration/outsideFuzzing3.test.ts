@@ -1,0 +1,110 @@
+/**
+ * What session 47's outside-fuzzing round found, sent to the real services over loopback as raw HTTP exchanges (Node's
+ * parser and Fastify's, not `inject`) where the bytes matter, each answer checked for its status and documented shape:
+ * - a WebSocket handshake sent as HTTP/1.0 was upgraded (101); RFC 6455 §4.1 requires HTTP/1.1 or later: now the 400
+ *   of any other bad handshake;
+ * - numbers in query strings at the edges (1e400, 1e-400, past 2^53, repeated, as arrays; -0 read as 0): checked,
+ *   already the schema's 400 naming the parameter (the strict numerals of api/http/validation.ts); kept as a guard.
+ */
+import net, { type AddressInfo } from 'node:net';
+import { startTestStack, type TestStack } from '../support/harness';
+
+type Service = 'task' | 'scheduler' | 'agents' | 'traces';
+type Json = Record<string, unknown>;
+const SERVICES: Service[] = ['task', 'scheduler', 'agents', 'traces'];
+
+let stack: TestStack;
+const ports: Partial<Record<Service, number>> = {};
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: SERVICES });
+  for (const service of SERVICES) {
+    const app = stack.app(service);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    ports[service] = (app.server.address() as AddressInfo).port;
+  }
+}, 120_000);
+afterAll(async () => {
+  await stack?.close();
+});
+
+const authHeaders = (service: Service): Record<string, string> => (service === 'task' ? {} : { 'x-api-key': stack.keys[service] });
+
+/** One raw exchange on a connection that closes after it: the status line, the headers (lower-cased) and the body. */
+function exchange(port: number, request: string | Buffer): Promise<{ line: string; status: number; headers: Record<string, string>; body: string; json: unknown }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const end = text.indexOf('\r\n\r\n');
+      const [line = '', ...lines] = text.slice(0, end).split('\r\n');
+      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      const body = text.slice(end + 4);
+      let json: unknown;
+      try {
+        json = JSON.parse(body);
+      } catch {
+        json = undefined;
+      }
+      resolve({ line, status: Number(line.split(' ')[1]), headers, body, json });
+    });
+  });
+}
+
+/** The message of an error body: the task service's envelope, or `{detail}`. */
+const messageOf = (service: Service, json: unknown): string => (service === 'task' ? String(((json as Json).error as Json)?.message) : String((json as Json)?.detail));
+
+describe('a WebSocket handshake over HTTP/1.0', () => {
+  const handshake = (version: string) =>
+    `GET /ws/events HTTP/${version}\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`;
+
+  test('is the 400 of any other bad handshake, in the envelope, and the connection closes; HTTP/1.1 is still upgraded', async () => {
+    const refused = await exchange(ports.task as number, handshake('1.0'));
+    expect([refused.status, (refused.json as Json).error]).toEqual([
+      400,
+      {
+        code: 'VALIDATION_ERROR',
+        message: 'WebSocket handshake is invalid: it was sent as HTTP/1.0; a handshake must be HTTP/1.1 or later (RFC 6455 §4.1)',
+        details: { httpVersion: 'must be 1.1 or later' },
+      },
+    ]);
+    expect(refused.headers.connection).toBe('close');
+    const accepted = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(ports.task as number, '127.0.0.1', () => socket.write(handshake('1.1')));
+      socket.once('data', (c: Buffer) => {
+        socket.destroy();
+        resolve(c.toString('latin1').split('\r\n')[0] as string);
+      });
+      socket.on('error', reject);
+    });
+    expect(accepted).toBe('HTTP/1.1 101 Switching Protocols');
+  });
+});
+
+describe('numbers at the edges in query strings and headers', () => {
+  /** A list of each service and its numeric query parameters. */
+  const LISTS: [Service, string, string[]][] = [
+    ['task', '/api/tasks', ['page', 'limit']],
+    ['scheduler', '/api/v1/executions', ['offset', 'limit']],
+    ['agents', '/api/v1/tasks', ['offset', 'limit']],
+    ['traces', '/api/v1/traces', ['offset', 'limit']],
+  ];
+  test.each(LISTS)('%s: numbers past any bound, in exponent form, repeated or as arrays are a 400 naming the parameter; -0 is 0', async (service, url, names) => {
+    for (const name of names) {
+      for (const value of ['1e400', '1e-400', 'Infinity', 'NaN', '9007199254740993', '2147483648', '99999999999999999999', '-1', '%2B1', '1.0', '0x10', '1%00']) {
+        const res = await stack.app(service).inject({ method: 'GET', url: `${url}?${name}=${value}`, headers: authHeaders(service) });
+        expect([name, value, res.statusCode, messageOf(service, res.json())]).toEqual([name, value, 400, expect.stringMatching(/^Request (query|querystring) is invalid: /)]);
+      }
+      for (const q of [`${name}[]=1`, `${name}[a]=1`, `${name}=1&${name}=2`]) {
+        const res = await stack.app(service).inject({ method: 'GET', url: `${url}?${q}`, headers: authHeaders(service) });
+        expect([q, res.statusCode]).toEqual([q, 400]);
+      }
+    }
+    const zero = names.includes('offset') ? 'offset=-0' : 'page=1&limit=1';
+    const minusZero = await stack.app(service).inject({ method: 'GET', url: `${url}?${zero}`, headers: authHeaders(service) });
+    expect([zero, minusZero.statusCode]).toEqual([zero, 200]);
+  });
+});
