@@ -3,6 +3,8 @@
  * parser and Fastify's, not `inject`) where the bytes matter, each answer checked for its status and documented shape:
  * - a WebSocket handshake sent as HTTP/1.0 was upgraded (101); RFC 6455 §4.1 requires HTTP/1.1 or later: now the 400
  *   of any other bad handshake;
+ * - a Content-Type whose parameters are not `; name=value` (`application/json; charset=`, `; utf-8`, an unclosed
+ *   quote) was `Unsupported charset ""` or read as JSON: now a 415 saying what to send, on every service;
  * - numbers in query strings at the edges (1e400, 1e-400, past 2^53, repeated, as arrays; -0 read as 0): checked,
  *   already the schema's 400 naming the parameter (the strict numerals of api/http/validation.ts); kept as a guard.
  */
@@ -28,6 +30,7 @@ afterAll(async () => {
   await stack?.close();
 });
 
+const keyLine = (service: Service) => (service === 'task' ? '' : `X-API-Key: ${stack.keys[service]}\r\n`);
 const authHeaders = (service: Service): Record<string, string> => (service === 'task' ? {} : { 'x-api-key': stack.keys[service] });
 
 /** One raw exchange on a connection that closes after it: the status line, the headers (lower-cased) and the body. */
@@ -81,6 +84,38 @@ describe('a WebSocket handshake over HTTP/1.0', () => {
       socket.on('error', reject);
     });
     expect(accepted).toBe('HTTP/1.1 101 Switching Protocols');
+  });
+});
+
+describe('a Content-Type whose parameters are malformed', () => {
+  /** One JSON body route per service (the body itself need not be valid: the media type is read first). */
+  const ROUTES: Record<Service, string> = { task: '/api/projects', scheduler: '/api/v1/sources', agents: '/api/v1/memory', traces: '/api/v1/traces' };
+  const post = (service: Service, contentType: string) => {
+    const body = Buffer.from('{}');
+    return exchange(
+      ports[service] as number,
+      Buffer.concat([Buffer.from(`POST ${ROUTES[service]} HTTP/1.1\r\nHost: x\r\n${keyLine(service)}Content-Type: ${contentType}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`, 'latin1'), body]),
+    );
+  };
+
+  test.each(SERVICES)('%s: a 415 in its shape saying what to send; a well-formed or empty parameter is read as JSON', async (service) => {
+    for (const contentType of ['application/json; charset=', 'application/json; utf-8', 'application/json; charset="utf-8', 'application/json; charset = utf-8', 'application/json; =utf-8', 'application/json; charset=utf-8 x']) {
+      const res = await post(service, contentType);
+      expect([contentType, res.status, messageOf(service, res.json)]).toEqual([
+        contentType,
+        415,
+        `Content-Type ${JSON.stringify(contentType)} is malformed: each parameter after ";" must be name=value, the value not empty (such as charset=utf-8); send Content-Type: application/json`,
+      ]);
+      if (service === 'task') expect(((res.json as Json).error as Json).code).toBe('VALIDATION_ERROR');
+    }
+    // read as JSON: the body's own 400 (`{}` lacks required fields), not a 415
+    for (const contentType of ['application/json', 'application/json;', 'application/json ; ; charset="UTF-8"', 'application/json;charset=utf-8;x="a;b"']) {
+      const res = await post(service, contentType);
+      expect([contentType, res.status]).toEqual([contentType, 400]);
+    }
+    // an empty quoted charset is well-formed and names no charset the service reads
+    const empty = await post(service, 'application/json; charset=""');
+    expect([empty.status, messageOf(service, empty.json)]).toEqual([415, 'Unsupported charset "": send the JSON body as UTF-8 (charset=utf-8, or no charset)']);
   });
 });
 
