@@ -5,11 +5,15 @@
  *   of any other bad handshake;
  * - a Content-Type whose parameters are not `; name=value` (`application/json; charset=`, `; utf-8`, an unclosed
  *   quote) was `Unsupported charset ""` or read as JSON: now a 415 saying what to send, on every service;
+ * - control characters in titles, names and descriptions were stored as sent (an escape sequence in a task title
+ *   reached the board and agents' prompts): names and titles now refuse every control, multi-line text every C0
+ *   control but tab and line breaks, and the documents' patterns say exactly that;
  * - numbers in query strings at the edges (1e400, 1e-400, past 2^53, repeated, as arrays; -0 read as 0): checked,
  *   already the schema's 400 naming the parameter (the strict numerals of api/http/validation.ts); kept as a guard.
  */
 import net, { type AddressInfo } from 'node:net';
-import { startTestStack, type TestStack } from '../support/harness';
+import { NAME_PATTERN, NON_BLANK_TEXT_PATTERN, TEXT_PATTERN } from '../../api/http/inputPolicy';
+import { makeGitRepo, startTestStack, type TestStack } from '../support/harness';
 
 type Service = 'task' | 'scheduler' | 'agents' | 'traces';
 type Json = Record<string, unknown>;
@@ -59,6 +63,10 @@ function exchange(port: number, request: string | Buffer): Promise<{ line: strin
 
 /** The message of an error body: the task service's envelope, or `{detail}`. */
 const messageOf = (service: Service, json: unknown): string => (service === 'task' ? String(((json as Json).error as Json)?.message) : String((json as Json)?.detail));
+
+async function count(table: string): Promise<number> {
+  return (await stack.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]?.n ?? 0;
+}
 
 describe('a WebSocket handshake over HTTP/1.0', () => {
   const handshake = (version: string) =>
@@ -116,6 +124,92 @@ describe('a Content-Type whose parameters are malformed', () => {
     // an empty quoted charset is well-formed and names no charset the service reads
     const empty = await post(service, 'application/json; charset=""');
     expect([empty.status, messageOf(service, empty.json)]).toEqual([415, 'Unsupported charset "": send the JSON body as UTF-8 (charset=utf-8, or no charset)']);
+  });
+});
+
+describe('control characters in names, titles and multi-line text', () => {
+  const CONTROLS = ['\u0007', '\u001b[31m', '\u0008', '\u000b', '\u000c', '\u001f'];
+  const inject = (service: Service, method: string, url: string, payload: unknown) =>
+    stack.app(service).inject({ method: method as 'POST', url, payload: payload as object, headers: authHeaders(service) });
+
+  let projectId = '';
+  beforeAll(async () => {
+    const res = await inject('task', 'POST', '/api/projects', { name: 'controls', repository: { url: makeGitRepo() } });
+    expect(res.statusCode).toBe(201);
+    projectId = res.json().data.id;
+  });
+
+  test('task service: a task title or label with any control, a description with a C0 control but tab/LF/CR, is a 400; nothing is stored', async () => {
+    const before = await count('tasks');
+    const refused: [Json, string][] = [];
+    for (const c of CONTROLS) {
+      refused.push([{ projectId, title: `t${c}` }, 'title'], [{ projectId, title: 't', labels: [`l${c}`] }, 'labels.0'], [{ projectId, title: 't', description: `d${c}` }, 'description']);
+    }
+    refused.push([{ projectId, title: 'line\nbreak' }, 'title'], [{ projectId, title: 'c1\u0085' }, 'title'], [{ projectId, title: 'bidi\u202e' }, 'title'], [{ projectId, title: 't', assignee: 'a\u001b' }, 'assignee']);
+    for (const [body, field] of refused) {
+      const res = await inject('task', 'POST', '/api/tasks', body);
+      expect([body, res.statusCode, res.json().error.code, Object.keys(res.json().error.details)]).toEqual([body, 400, 'VALIDATION_ERROR', [field]]);
+    }
+    expect(await count('tasks')).toBe(before);
+    // tab, line breaks, C1 and DEL in a description are text; a title may hold any other character
+    const ok = await inject('task', 'POST', '/api/tasks', { projectId, title: 'Fix «login» 😀', description: 'step 1\r\n\tstep 2\u007f\u0085' });
+    expect(ok.statusCode).toBe(201);
+    const row = await stack.db.query<{ title: string; description: string }>('SELECT title, description FROM tasks WHERE id = $1', [ok.json().data.id]);
+    expect(row.rows[0]).toEqual({ title: 'Fix «login» 😀', description: 'step 1\r\n\tstep 2\u007f\u0085' });
+    // PATCH says the same
+    const patched = await inject('task', 'PATCH', `/api/tasks/${ok.json().data.id}`, { title: 'x\u0007' });
+    expect([patched.statusCode, Object.keys(patched.json().error.details)]).toEqual([400, ['title']]);
+  });
+
+  test('NUL anywhere is the input policy\'s 400 before validation, on each service, never a database error', async () => {
+    for (const [service, url, body] of [
+      ['task', '/api/tasks', { projectId, title: 'nul', description: 'a\u0000b' }],
+      ['scheduler', '/api/v1/workflows', { name: 'nul', description: 'a\u0000b', tasks: [{ name: 't', type: 'script', script: 'echo' }] }],
+      ['agents', '/api/v1/memory', { content: 'a\u0000b' }],
+      ['traces', '/api/v1/traces', { messageId: 'nul', instance: 'i', to: '+15550102000', message: 'a\u0000b' }],
+    ] as const) {
+      const res = await inject(service, 'POST', url, body);
+      const field = service === 'scheduler' || service === 'task' ? 'description' : service === 'agents' ? 'content' : 'message';
+      expect([service, res.statusCode, messageOf(service, res.json())]).toEqual([service, 400, `Request body is invalid: ${field} must not contain NUL (\\u0000) characters`]);
+    }
+  });
+
+  test('scheduler, agents, traces: the same rules, in {detail}; nothing is stored', async () => {
+    const workflows = await count('scheduler_workflows').catch(() => count('workflows'));
+    const memory = await count('agent_memory');
+    const traces = await count('message_traces').catch(() => -1);
+    const wf = (over: Json) => ({ name: `wf-${Math.random().toString(36).slice(2, 8)}`, tasks: [{ name: 't', type: 'script', script: 'echo hi' }], ...over });
+    for (const [service, url, body, field] of [
+      ['scheduler', '/api/v1/workflows', wf({ description: 'bell\u0007' }), 'description'],
+      ['scheduler', '/api/v1/workflows', wf({ tasks: [{ name: 'esc\u001b[0m', type: 'script', script: 'echo' }] }), 'tasks.0.name'],
+      ['scheduler', '/api/v1/workflows', wf({ tasks: [{ name: 't', type: 'script', script: 'echo \u0001' }] }), 'tasks.0.script'],
+      ['agents', '/api/v1/memory', { content: 'note\u0008' }, 'content'],
+      ['agents', '/api/v1/memory', { content: '\u000b x' }, 'content'],
+      ['traces', '/api/v1/traces', { messageId: 'm\u0007', instance: 'i', to: '+15550102000', message: 'm' }, 'messageId'],
+      ['traces', '/api/v1/traces', { messageId: 'm', instance: 'i\u202e', to: '+15550102000', message: 'm' }, 'instance'],
+      ['traces', '/api/v1/traces', { messageId: 'm', instance: 'i', to: '+15550102000', message: 'esc\u001b' }, 'message'],
+    ] as const) {
+      const res = await inject(service, 'POST', url, body);
+      expect([service, field, res.statusCode, messageOf(service, res.json())]).toEqual([service, field, 400, expect.stringMatching(new RegExp(`^Request body is invalid: ${field.replace('.', '\\.')} must match pattern `))]);
+    }
+    expect(await count('scheduler_workflows').catch(() => count('workflows'))).toBe(workflows);
+    expect(await count('agent_memory')).toBe(memory);
+    if (traces >= 0) expect(await count('message_traces')).toBe(traces);
+    // multi-line text with tabs and line breaks is stored as sent
+    const stored = await inject('agents', 'POST', '/api/v1/memory', { content: '\tline 1\r\nline 2\n' });
+    expect([stored.statusCode, stored.json().content]).toEqual([201, '\tline 1\r\nline 2\n']);
+    const trace = await inject('traces', 'POST', '/api/v1/traces', { messageId: 'multi-line', instance: 'i', to: '+15550102000', message: 'a\nb\tc' });
+    expect([trace.statusCode, trace.json().message]).toEqual([201, 'a\nb\tc']);
+  });
+
+  test('the documents show exactly those patterns on those fields', async () => {
+    const doc = (await inject('task', 'GET', '/api/openapi.json', undefined)).json();
+    const createTask = doc.paths['/api/tasks'].post.requestBody.content['application/json'].schema;
+    const props = (createTask.$ref ? doc.components.schemas[createTask.$ref.split('/').pop()] : createTask).properties;
+    expect([props.title.pattern, props.description.pattern]).toEqual([NAME_PATTERN, TEXT_PATTERN]);
+    const agents = (await inject('agents', 'GET', '/api/v1/openapi.json', undefined)).json();
+    const memory = agents.paths['/api/v1/memory'].post.requestBody.content['application/json'].schema;
+    expect((memory.$ref ? agents.components.schemas[memory.$ref.split('/').pop()] : memory).properties.content.pattern).toBe(NON_BLANK_TEXT_PATTERN);
   });
 });
 
