@@ -161,6 +161,22 @@ describe('control characters in names, titles and multi-line text', () => {
     expect([patched.statusCode, Object.keys(patched.json().error.details)]).toEqual([400, ['title']]);
   });
 
+  test('an X-User-Email with a bidi override or a C1 control (UTF-8 bytes) names nobody: the task is created by the local user', async () => {
+    const asUser = (email: string) => {
+      const body = Buffer.from(JSON.stringify({ projectId, title: 'by whom' }));
+      const head = `POST /api/tasks HTTP/1.1\r\nHost: x\r\nX-User-Email: ${Buffer.from(email, 'utf8').toString('latin1')}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`;
+      return exchange(ports.task as number, Buffer.concat([Buffer.from(head, 'latin1'), body]));
+    };
+    const localUser = (await inject('task', 'POST', '/api/tasks', { projectId, title: 'by whom' })).json().data.createdBy;
+    for (const email of ['evil\u202e@example.com', 'nel\u0085@example.com', 'a@example.com\u2066']) {
+      const res = await asUser(email);
+      expect([email, res.status, ((res.json as Json).data as Json).createdBy]).toEqual([email, 201, localUser]);
+    }
+    // a well-formed address, non-ASCII included, still names its user
+    const named = await asUser('Zoë@example.com');
+    expect([named.status, ((named.json as Json).data as Json).createdBy]).toEqual([201, 'zoë@example.com']);
+  });
+
   test('NUL anywhere is the input policy\'s 400 before validation, on each service, never a database error', async () => {
     for (const [service, url, body] of [
       ['task', '/api/tasks', { projectId, title: 'nul', description: 'a\u0000b' }],
