@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { newId } from '../../lib/ids';
 import { insertMemory, memoryStats, searchMemory, type MemoryRow } from '../../lib/db/agentMemory';
-import { NON_BLANK_PATTERN } from '../http/inputPolicy';
+import { NON_BLANK_TEXT_PATTERN } from '../http/inputPolicy';
 import { Offset } from '../http/schemas';
 import type { AgentsPluginOptions } from './deps';
 import { formatBytes } from './format';
@@ -16,7 +16,7 @@ function memoryView(m: MemoryRow) {
 
 const StoreBody = Type.Object(
   {
-    content: Type.String({ minLength: 1, maxLength: 65_536, pattern: NON_BLANK_PATTERN, description: 'not blank (only white space): it could never be found' }),
+    content: Type.String({ minLength: 1, maxLength: 65_536, pattern: NON_BLANK_TEXT_PATTERN, description: 'not blank (only white space): it could never be found; no control characters but tab and line breaks' }),
     metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     agent: Type.Optional(AgentName),
   },

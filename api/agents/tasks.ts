@@ -7,7 +7,7 @@ import { AGENT_REMOVED } from '../../lib/agents/agentTaskErrors';
 import { newId } from '../../lib/ids';
 import { failUnqueuedAgentTask, getAgentTask, insertAgentTask, listAgentTasks, type AgentTaskRow } from '../../lib/db/agentTasks';
 import { normalisePriority } from '../../workflows/agentMessages';
-import { NON_BLANK_PATTERN } from '../http/inputPolicy';
+import { NON_BLANK_TEXT_PATTERN } from '../http/inputPolicy';
 import { Id, Offset, StringEnum } from '../http/schemas';
 import { deliverAssignment } from './assignments';
 import type { AgentsPluginOptions } from './deps';
@@ -34,7 +34,7 @@ export function agentTaskView(t: AgentTaskRow) {
 const AssignBody = Type.Object(
   {
     agent: AgentName,
-    task: Type.String({ minLength: 1, maxLength: 100_000, pattern: NON_BLANK_PATTERN, description: 'the prompt; not blank (only white space)' }),
+    task: Type.String({ minLength: 1, maxLength: 100_000, pattern: NON_BLANK_TEXT_PATTERN, description: 'the prompt; not blank (only white space); no control characters but tab and line breaks' }),
     priority: Type.Optional(StringEnum(PRIORITY_INPUTS, { default: 'normal', description: '`medium` is an alias of `normal`' })),
   },
   { additionalProperties: false },

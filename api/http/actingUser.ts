@@ -6,6 +6,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import type { FastifyRequest } from 'fastify';
+import { NAME_CONTROLS } from './inputPolicy';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -23,7 +24,12 @@ export function gitUserEmail(): string {
   }
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+$/;
+/**
+ * local@domain, without white space or any of NAME_CONTROLS: the acting user is stored (createdBy, approver) and shown
+ * as a name; a header's bytes may be Latin-1 C1 controls or UTF-8 for a bidi override (`a\u202e@x`), which `\s` lets
+ * through (session 47).
+ */
+const EMAIL = new RegExp(`^[^\\s@${NAME_CONTROLS}]+@[^\\s@${NAME_CONTROLS}]+$`, 'u');
 /** RFC 5321's longest address (a path of 256 octets less its angle brackets). */
 const EMAIL_MAX = 254;
 const UTF8 = new TextDecoder('utf-8', { fatal: true });

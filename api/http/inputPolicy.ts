@@ -42,6 +42,31 @@ export const nonBlankPatternWithout = (excluded: string): string => `^[^${exclud
  */
 export const NAME_CONTROLS = '\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069';
 
+/**
+ * The pattern of a name or title shown on one line (a task's title, an assignee, a template's name, a workflow's
+ * task name, a trace's instance): not blank, and none of NAME_CONTROLS. Such fields are short (at most 500
+ * characters), which this pattern needs: a string of n characters ending in a control takes it O(n²) steps to refuse.
+ */
+export const NAME_PATTERN = nonBlankPatternWithout(NAME_CONTROLS);
+
+/**
+ * The C0 controls multi-line text may not hold, as written inside a character class: all of U+0000–U+001F but tab,
+ * line feed and carriage return. A description or a prompt is text a person wrote or pasted; an escape sequence or a
+ * bell in it reaches the board, terminals and agents' prompts as it is, and NUL cannot be stored at all.
+ */
+export const TEXT_CONTROLS = '\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f';
+
+/** The pattern of multi-line text that may be empty (descriptions, comments, scripts, messages): no TEXT_CONTROLS. */
+export const TEXT_PATTERN = `^[^${TEXT_CONTROLS}]*$`;
+
+/**
+ * The pattern of multi-line text that must not be blank (a prompt, an agent memory's content): white space that is
+ * no TEXT_CONTROLS first, then one character trim() keeps, then no TEXT_CONTROLS. Written so (not as
+ * `nonBlankPatternWithout`) because such text runs to 100 000 characters: every character is matched one way, so a
+ * match takes linear time.
+ */
+export const NON_BLANK_TEXT_PATTERN = `^[\\t\\n\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]*[^${TEXT_CONTROLS}${BLANK_CHARACTERS}][^${TEXT_CONTROLS}]*$`;
+
 /** The longest path parameter any route accepts; the documents advertise it as each parameter's `maxLength`. */
 export const MAX_PATH_PARAM_LENGTH = 200;
 

@@ -5,7 +5,7 @@
  *   Required in the service's shape, with `Upgrade: websocket` (RFC 9110 §15.5.22).
  * - A WebSocket route asked with a handshake `ws` refuses (an Upgrade other than `websocket`, a Sec-WebSocket-Key that
  *   is not 16 bytes in base64, a Sec-WebSocket-Version other than 13 or 8, a malformed Sec-WebSocket-Protocol or one
- *   naming a subprotocol twice): `ws`
+ *   naming a subprotocol twice, a request of HTTP/1.0, which RFC 6455 §4.1 does not allow but `ws` upgraded): `ws`
  *   answered a `text/html` 400 (`Missing or invalid Sec-WebSocket-Key header`). It is the service's 400 naming the
  *   header, before the handshake; a version it does not speak adds `Sec-WebSocket-Version: 13, 8` (RFC 6455 §4.4).
  * - Any other route asked with an Upgrade header (`Upgrade: websocket`, or `Upgrade: h2c` as `curl --http2` sends on
@@ -30,6 +30,13 @@ function handshakeProblem(request: FastifyRequest): AppError | undefined {
   const h = request.headers;
   const refuse = (header: string, what: string, details: Record<string, unknown> = {}) =>
     new AppError(400, 'VALIDATION_ERROR', `WebSocket handshake is invalid: ${header} ${what}`, { [header]: what, ...details });
+  // RFC 6455 §4.1: the handshake is an HTTP/1.1 (or later) GET; `ws` upgraded an HTTP/1.0 one (101) all the same
+  const { httpVersionMajor: major, httpVersionMinor: minor } = request.raw;
+  if (major < 1 || (major === 1 && minor < 1)) {
+    return new AppError(400, 'VALIDATION_ERROR', `WebSocket handshake is invalid: it was sent as HTTP/${major}.${minor}; a handshake must be HTTP/1.1 or later (RFC 6455 §4.1)`, {
+      httpVersion: 'must be 1.1 or later',
+    });
+  }
   if (String(h.upgrade ?? '').toLowerCase() !== 'websocket') return refuse('Upgrade', 'must be websocket');
   const key = h['sec-websocket-key'];
   if (typeof key !== 'string' || !KEY.test(key)) return refuse('Sec-WebSocket-Key', 'must be 16 random bytes in base64 (24 characters ending in ==)');

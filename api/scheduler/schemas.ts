@@ -1,6 +1,6 @@
 /** Schemas of the scheduler's routes: bare JSON bodies, errors as `{detail}`. */
 import { Type } from 'typebox';
-import { MAX_PATH_PARAM_LENGTH, NAME_CONTROLS, NON_BLANK_PATTERN, nonBlankPatternWithout } from '../http/inputPolicy';
+import { MAX_PATH_PARAM_LENGTH, NAME_CONTROLS, NAME_PATTERN, NON_BLANK_PATTERN, nonBlankPatternWithout, TEXT_PATTERN } from '../http/inputPolicy';
 import { AT_PATTERN, DATE_TIME_PATTERN, LATEST_RUN_AT } from '../../lib/scheduler/oneTime';
 import { ifThen, Nullable, Offset, StringEnum } from '../http/schemas';
 import { LOG_LEVELS } from '../../lib/db/schedulerExecutions';
@@ -121,8 +121,8 @@ export const SourceHealth = Type.Object({
   checked_at: Type.String(),
 });
 
-// not blank: a task is named in its execution's tasks, its logs and its errors (`Task <name> failed: …`)
-const TaskName = Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK_PATTERN, description: 'unique within the workflow; not blank (only white space)' });
+// not blank, one line: a task is named in its execution's tasks, its logs and its errors (`Task <name> failed: …`)
+const TaskName = Type.String({ minLength: 1, maxLength: 200, pattern: NAME_PATTERN, description: 'unique within the workflow; not blank (only white space); no control or bidi override characters' });
 const TaskTimeout = Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400, description: 'seconds' }));
 
 /** One schema for both task types (a union would answer a bad `type` with an opaque anyOf error); `if`/`then` says
@@ -131,7 +131,7 @@ export const TaskSchema = Type.Object(
   {
     name: TaskName,
     type: StringEnum(['script', 'flow'] as const),
-    script: Type.Optional(Type.String({ minLength: 1, maxLength: 100_000 })),
+    script: Type.Optional(Type.String({ minLength: 1, maxLength: 100_000, pattern: TEXT_PATTERN })),
     source: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK_PATTERN, description: 'source id or name (flow tasks); not blank' })),
     flow: Type.Optional(Type.String({ minLength: 1, maxLength: 500, pattern: NON_BLANK_PATTERN, description: "the flow's id, endpoint_name or display name (flow tasks), resolved once at creation; not blank" })),
     input: Type.Optional(Type.Unknown()),
@@ -149,7 +149,7 @@ export const TaskSchema = Type.Object(
 export const CreateWorkflowBody = Type.Object(
   {
     name: Type.String({ pattern: WORKFLOW_NAME }),
-    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    description: Type.Optional(Type.String({ maxLength: 10_000, pattern: TEXT_PATTERN })),
     schedule: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
     timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     jitter: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600, description: 'seconds of random delay added to each scheduled time' })),

@@ -1,7 +1,7 @@
 /** Schemas of /api/approvals. */
 import { Type } from 'typebox';
 import { APPROVAL_DECISIONS, APPROVAL_STATUSES, APPROVAL_TYPES } from '../../lib/db/approvals';
-import { NON_BLANK_PATTERN } from '../http/inputPolicy';
+import { NAME_PATTERN, TEXT_PATTERN } from '../http/inputPolicy';
 import { Id, Nullable, PageQuery, StringEnum, Timestamp } from '../http/schemas';
 
 export const ApprovalResponseSchema = Type.Object({
@@ -34,8 +34,8 @@ export const CreateApprovalBody = Type.Object(
     taskAttemptId: Id(),
     type: StringEnum(APPROVAL_TYPES),
     // stored trimmed, so it needs a character that is not white space (as task titles do); a blank one was stored ""
-    title: Type.String({ minLength: 1, maxLength: 500, pattern: NON_BLANK_PATTERN }),
-    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    title: Type.String({ minLength: 1, maxLength: 500, pattern: NAME_PATTERN }),
+    description: Type.Optional(Type.String({ maxLength: 10_000, pattern: TEXT_PATTERN })),
     metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     approvers: Type.Optional(Type.Array(Email, { minItems: 1, maxItems: 100 })),
     expiresAt: Type.Optional(Timestamp),
@@ -44,7 +44,7 @@ export const CreateApprovalBody = Type.Object(
 );
 
 export const RespondBody = Type.Object(
-  { decision: StringEnum(APPROVAL_DECISIONS), comment: Type.Optional(Type.String({ maxLength: 10_000 })) },
+  { decision: StringEnum(APPROVAL_DECISIONS), comment: Type.Optional(Type.String({ maxLength: 10_000, pattern: TEXT_PATTERN })) },
   { additionalProperties: false },
 );
 

@@ -2,6 +2,7 @@
 import { Type } from 'typebox';
 import { MERGE_STRATEGIES } from '../../lib/attempts/mergeStrategy';
 import { ATTEMPT_STATUSES } from '../../lib/db/attempts';
+import { TEXT_PATTERN } from '../http/inputPolicy';
 import { Id, Nullable, PageQuery, SeqAfter, StringEnum } from '../http/schemas';
 
 export const AttemptOptionsSchema = Type.Object(
@@ -17,7 +18,7 @@ export const StartTaskBody = Type.Object(
   {
     llm: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     options: Type.Optional(AttemptOptionsSchema),
-    description: Type.Optional(Type.String({ maxLength: 20000 })),
+    description: Type.Optional(Type.String({ maxLength: 20000, pattern: TEXT_PATTERN })),
   },
   { additionalProperties: false },
 );
@@ -40,7 +41,7 @@ export const CreateAttemptBody = Type.Object(
     taskId: Id(),
     llm: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     options: Type.Optional(AttemptOptionsSchema),
-    description: Type.Optional(Type.String({ maxLength: 20000 })),
+    description: Type.Optional(Type.String({ maxLength: 20000, pattern: TEXT_PATTERN })),
   },
   { additionalProperties: false },
 );
@@ -186,7 +187,7 @@ export const SplitFile = Type.Object({
 
 export const MergeBody = Type.Object(
   {
-    message: Type.Optional(Type.String({ minLength: 1, maxLength: 10000 })),
+    message: Type.Optional(Type.String({ minLength: 1, maxLength: 10000, pattern: TEXT_PATTERN })),
     strategy: Type.Optional(StringEnum(MERGE_STRATEGIES, { default: 'ff' })),
     cleanup: Type.Optional(Type.Boolean({ default: false })),
   },
@@ -226,7 +227,7 @@ export const CompareResult = Type.Object({
   }),
 });
 
-export const FollowUpBody = Type.Object({ prompt: Type.String({ minLength: 1, maxLength: 100000 }), draftId: Type.Optional(Id({})), source: Type.Optional(Type.String()) }, { additionalProperties: false });
+export const FollowUpBody = Type.Object({ prompt: Type.String({ minLength: 1, maxLength: 100000, pattern: TEXT_PATTERN }), draftId: Type.Optional(Id({})), source: Type.Optional(Type.String()) }, { additionalProperties: false });
 
 export const Process = Type.Object({
   id: Type.String(),

@@ -21,7 +21,7 @@ import { FOREIGN_KEY_VIOLATION, withTransaction } from '../../lib/db/pool';
 import { getProject, type ProjectRow } from '../../lib/db/projects';
 import { git } from '../../lib/git';
 import { actingUser } from '../http/actingUser';
-import { NON_BLANK_PATTERN } from '../http/inputPolicy';
+import { NAME_PATTERN, TEXT_PATTERN } from '../http/inputPolicy';
 import { classifyError, logErrorAnswer, setRetryAfter } from '../http/errorHandlers';
 import { schemaValidationError } from '../http/validation';
 import { ok } from '../http/envelope';
@@ -280,8 +280,8 @@ export const codehostRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
         body: Type.Object(
           {
             // not blank, as task titles: a code host refuses such a title only after the branch was pushed
-            title: Type.Optional(Type.String({ minLength: 1, maxLength: 256, pattern: NON_BLANK_PATTERN, description: 'not blank (only white space); default: the task title' })),
-            body: Type.Optional(Type.String({ maxLength: 65536 })),
+            title: Type.Optional(Type.String({ minLength: 1, maxLength: 256, pattern: NAME_PATTERN, description: 'not blank (only white space); default: the task title' })),
+            body: Type.Optional(Type.String({ maxLength: 65536, pattern: TEXT_PATTERN })),
             baseBranch: Type.Optional(BranchName({ description: "the pull request's base (default: the attempt's base branch)" })),
             draft: Type.Optional(Type.Boolean()),
           },

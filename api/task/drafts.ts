@@ -28,7 +28,7 @@ import {
 import { draftQueueItemView, draftView, followUpDraftView, queueItemView, retryDraftView } from '../../lib/drafts/views';
 import { followUpDraftWorkflow, followUpQueueWorkflow } from '../../workflows/followUpWorkflows';
 import { ok } from '../http/envelope';
-import { NON_BLANK_PATTERN } from '../http/inputPolicy';
+import { NAME_PATTERN, NON_BLANK_TEXT_PATTERN, TEXT_PATTERN } from '../http/inputPolicy';
 import { Envelope, ErrorResponses, Id, IdParams, Nullable, StringEnum, Timestamp } from '../http/schemas';
 import { callTemporal } from '../http/temporalErrors';
 import { acceptsFollowUps } from './attemptService';
@@ -84,8 +84,10 @@ const DraftQueue = Type.Object({
 });
 const Deleted = Type.Object({ deleted: Type.Literal(true), draftId: Type.String() });
 
-// A required text: present and not blank (NON_BLANK_PATTERN: at least one character that trim() keeps).
-const RequiredText = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: NON_BLANK_PATTERN });
+// A required text: present and not blank (at least one character that trim() keeps), with no control characters but
+// tab and line breaks (NON_BLANK_TEXT_PATTERN); a title is one line with no control characters at all (NAME_PATTERN)
+const RequiredText = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: NON_BLANK_TEXT_PATTERN });
+const Title = Type.String({ minLength: 1, maxLength: 500, pattern: NAME_PATTERN });
 /**
  * Prompts and draft contents: 64 Ki characters. (At 100,000 with the non-blank pattern, then `\S`, schemathesis
  * 4.32's coverage phase could not build a valid body and sent `0` as if it were one; 64 Ki is ample for a prompt.)
@@ -103,9 +105,9 @@ const FollowUpDraftBody = Type.Object(
 );
 const RetryDraftBody = Type.Object(
   {
-    originalPrompt: Type.Optional(Type.String({ maxLength: PROMPT_MAX })),
+    originalPrompt: Type.Optional(Type.String({ maxLength: PROMPT_MAX, pattern: TEXT_PATTERN })),
     retryPrompt: RequiredText(PROMPT_MAX),
-    retryReason: Type.Optional(Type.String({ maxLength: 10_000 })),
+    retryReason: Type.Optional(Type.String({ maxLength: 10_000, pattern: TEXT_PATTERN })),
   },
   { additionalProperties: false },
 );
@@ -118,7 +120,7 @@ const QueueBody = Type.Object(
 );
 const DraftQueueBody = Type.Object(
   {
-    queue: Type.Array(Type.Object({ title: RequiredText(500), description: Type.Optional(Type.String({ maxLength: 10_000 })), order: Order }), {
+    queue: Type.Array(Type.Object({ title: Title, description: Type.Optional(Type.String({ maxLength: 10_000, pattern: TEXT_PATTERN })), order: Order }), {
       minItems: 1,
       maxItems: 100,
     }),

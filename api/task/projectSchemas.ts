@@ -1,7 +1,7 @@
 /** Request and response schemas of the project routes. */
 import { Type } from 'typebox';
 import { REPO_URL_PATTERN } from '../../lib/git';
-import { NAME_CONTROLS, nonBlankPatternWithout } from '../http/inputPolicy';
+import { NAME_CONTROLS, nonBlankPatternWithout, TEXT_PATTERN } from '../http/inputPolicy';
 import { BranchName, Nullable, StringEnum } from '../http/schemas';
 import { DeleteCleanup } from './attemptSchemas';
 
@@ -66,7 +66,7 @@ export const ProjectStats = Type.Object({
 export const CreateProjectBody = Type.Object(
   {
     name: Name,
-    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    description: Type.Optional(Type.String({ maxLength: 10_000, pattern: TEXT_PATTERN })),
     repository: Type.Object(
       {
         url: Type.String({ minLength: 1, maxLength: 2000, pattern: REPO_URL_PATTERN, description: 'a code hosting URL (https, ssh or git@host:path), an absolute local path or a file:// URL; credentials in it (https://user:password@host/…) are used to clone and never shown (responses and logs redact them)' }),
@@ -76,8 +76,8 @@ export const CreateProjectBody = Type.Object(
     ),
     defaultLLM: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     git_repo_path: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
-    setup_script: Type.Optional(Type.String({ maxLength: 100_000 })),
-    dev_script: Type.Optional(Type.String({ maxLength: 100_000 })),
+    setup_script: Type.Optional(Type.String({ maxLength: 100_000, pattern: TEXT_PATTERN })),
+    dev_script: Type.Optional(Type.String({ maxLength: 100_000, pattern: TEXT_PATTERN })),
   },
   { additionalProperties: false },
 );
@@ -85,10 +85,10 @@ export const CreateProjectBody = Type.Object(
 export const PatchProjectBody = Type.Object(
   {
     name: Type.Optional(Name),
-    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    description: Type.Optional(Type.String({ maxLength: 10_000, pattern: TEXT_PATTERN })),
     defaultLLM: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 100 }))),
-    setup_script: Type.Optional(Type.String({ maxLength: 100_000 })),
-    dev_script: Type.Optional(Type.String({ maxLength: 100_000 })),
+    setup_script: Type.Optional(Type.String({ maxLength: 100_000, pattern: TEXT_PATTERN })),
+    dev_script: Type.Optional(Type.String({ maxLength: 100_000, pattern: TEXT_PATTERN })),
   },
   { additionalProperties: false, minProperties: 1 },
 );

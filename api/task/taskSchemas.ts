@@ -1,18 +1,20 @@
 /** Request and response schemas of the task routes. */
 import { Type } from 'typebox';
 import { TASK_PRIORITIES, TASK_SORT_PATTERN, TASK_STATUSES } from '../../lib/db/tasks';
-import { NON_BLANK_PATTERN, nonBlankPatternWithout } from '../http/inputPolicy';
+import { NAME_CONTROLS, NAME_PATTERN, nonBlankPatternWithout, TEXT_PATTERN } from '../http/inputPolicy';
 import { Id, Nullable, PageQuery, StringEnum } from '../http/schemas';
 import { DeleteCleanup } from './attemptSchemas';
 
 export const TaskStatus = StringEnum(TASK_STATUSES);
 export const TaskPriority = StringEnum(TASK_PRIORITIES);
-const Title = Type.String({ minLength: 1, maxLength: 500, pattern: NON_BLANK_PATTERN });
-const Description = Type.String({ maxLength: 100_000 });
+// a title is one line (no control or bidi override characters), a description may have lines and tabs but no other
+// control characters (NAME_PATTERN, TEXT_PATTERN)
+const Title = Type.String({ minLength: 1, maxLength: 500, pattern: NAME_PATTERN });
+const Description = Type.String({ maxLength: 100_000, pattern: TEXT_PATTERN });
 // labels are stored trimmed and the `labels` filter splits on commas and trims, so a label with a comma or a blank
 // one could never be filtered on
-const Labels = Type.Array(Type.String({ minLength: 1, maxLength: 100, pattern: nonBlankPatternWithout(',') }), { maxItems: 50 });
-const Assignee = Type.String({ minLength: 1, maxLength: 100 });
+const Labels = Type.Array(Type.String({ minLength: 1, maxLength: 100, pattern: nonBlankPatternWithout(`,${NAME_CONTROLS}`) }), { maxItems: 50 });
+const Assignee = Type.String({ minLength: 1, maxLength: 100, pattern: `^[^${NAME_CONTROLS}]*$` });
 const Metadata = Type.Record(Type.String(), Type.Unknown(), {
   description: 'Free-form. The keys repository, branch and worktreePath are set by the task detail view and are not stored from a request.',
 });

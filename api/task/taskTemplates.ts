@@ -15,7 +15,7 @@ import { deleteTemplate, getTemplate, insertTemplate, listTemplates, updateTempl
 import { publishTaskCreated } from '../../lib/events/taskEvents';
 import { actingUser } from '../http/actingUser';
 import { ok, okPage, pagination } from '../http/envelope';
-import { NON_BLANK_PATTERN } from '../http/inputPolicy';
+import { NAME_PATTERN, TEXT_PATTERN } from '../http/inputPolicy';
 import { Envelope, ErrorResponses, Id, IdParams, PagedEnvelope, PageQuery } from '../http/schemas';
 import type { TaskPluginOptions } from './deps';
 import { Task } from './taskSchemas';
@@ -24,8 +24,8 @@ import { taskView } from './tasks';
 // names and titles are stored trimmed, so each needs a character that is not white space (as task titles do)
 const TemplateTaskSchema = Type.Object(
   {
-    title: Type.String({ minLength: 1, maxLength: 500, pattern: NON_BLANK_PATTERN }),
-    description: Type.String({ maxLength: 10_000 }),
+    title: Type.String({ minLength: 1, maxLength: 500, pattern: NAME_PATTERN }),
+    description: Type.String({ maxLength: 10_000, pattern: TEXT_PATTERN }),
     order: Type.Integer({ minimum: -2_147_483_648, maximum: 2_147_483_647 }),
     estimatedTime: Type.Optional(Type.Number({ minimum: 0, maximum: 1_000_000_000 })),
   },
@@ -48,9 +48,9 @@ const InputMetadata = Type.Object({ difficulty: Type.Optional(Type.String({ maxL
 const Tasks = Type.Array(TemplateTaskSchema, { minItems: 1, maxItems: 200 });
 const CreateBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK_PATTERN }),
-    description: Type.String({ maxLength: 10_000 }),
-    category: Type.String({ minLength: 1, maxLength: 100, pattern: NON_BLANK_PATTERN }),
+    name: Type.String({ minLength: 1, maxLength: 200, pattern: NAME_PATTERN }),
+    description: Type.String({ maxLength: 10_000, pattern: TEXT_PATTERN }),
+    category: Type.String({ minLength: 1, maxLength: 100, pattern: NAME_PATTERN }),
     tasks: Tasks,
     metadata: Type.Optional(InputMetadata),
   },
@@ -58,9 +58,9 @@ const CreateBody = Type.Object(
 );
 const UpdateBody = Type.Object(
   {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK_PATTERN })),
-    description: Type.Optional(Type.String({ maxLength: 10_000 })),
-    category: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: NON_BLANK_PATTERN })),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NAME_PATTERN })),
+    description: Type.Optional(Type.String({ maxLength: 10_000, pattern: TEXT_PATTERN })),
+    category: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: NAME_PATTERN })),
     tasks: Type.Optional(Tasks),
     metadata: Type.Optional(InputMetadata),
   },

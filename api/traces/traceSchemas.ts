@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import { TRACE_STATUSES } from '../../lib/db/traces';
 import { PHONE_PATTERN } from '../../lib/phone';
-import { NON_BLANK_PATTERN } from '../http/inputPolicy';
+import { NAME_PATTERN, TEXT_PATTERN } from '../http/inputPolicy';
 import { Nullable, Offset, StringEnum, Timestamp } from '../http/schemas';
 
 /** `{detail}`: the error body of the detail-style services. */
@@ -33,14 +33,14 @@ export const TraceDetail = Type.Object({ ...TraceListItem.properties, payload: P
  * A messageId or instance: not blank (only white space), which no sender means and which would make an idempotency
  * key of nothing; kept as sent otherwise (trimming would merge keys that differ only in their blanks).
  */
-const KeyText = (description: string) => Type.String({ minLength: 1, maxLength: 255, pattern: NON_BLANK_PATTERN, description });
+const KeyText = (description: string) => Type.String({ minLength: 1, maxLength: 255, pattern: NAME_PATTERN, description });
 
 export const IngestTraceBody = Type.Object(
   {
-    messageId: KeyText('not blank (only white space); stored as sent'),
-    instance: KeyText('not blank (only white space); stored as sent'),
+    messageId: KeyText('not blank (only white space), no control or bidi override characters; stored as sent'),
+    instance: KeyText('not blank (only white space), no control or bidi override characters; stored as sent'),
     to: Type.String({ minLength: 1, maxLength: 40, pattern: PHONE_PATTERN, description: 'E.164-like, e.g. +1 (555) 010-2000; stored normalised' }),
-    message: Type.String({ maxLength: 65_536 }),
+    message: Type.String({ maxLength: 65_536, pattern: TEXT_PATTERN }),
     status: Type.Optional(StringEnum(TRACE_STATUSES, { default: 'sent' })),
     sentAt: Type.Optional(Timestamp),
     payload: Type.Optional(

@@ -9,11 +9,17 @@
  *   `method`, a batch array: MCP has no batches since its 2025-06-18 revision): `-32600` (invalid request), with the
  *   request's id when one can be read, else null;
  * - a request of a method the server handles whose params are not that method's (`tools/call` without a `name`):
- *   `-32602` (invalid params); the SDK answered `-32603`, an internal error, for a mistake of the client's.
+ *   `-32602` (invalid params); the SDK answered `-32603`, an internal error, for a mistake of the client's;
+ * - a number JSON.parse cannot read as written: beyond a double (`1e400`, read as Infinity) or nonzero and too small
+ *   for one (`1e-400`, read as 0, so a `tools/call` sent 0 for a positive-only argument): in a handled request's
+ *   params `-32602` naming it (a tool call sends nothing); as the id `-32600`, id null (an answer naming 0 would name
+ *   another request); in a notification, the notification is dropped.
  */
 import { StringDecoder } from 'node:string_decoder';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ClientRequestSchema, ErrorCode, JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { UNDERFLOW_MESSAGE, underflowingNumberPath } from '../jsonNumbers';
+import { nonFiniteNumberPath } from './requestValues';
 
 /** The longest line read (the SDK's transport's bound); a longer one is answered as an invalid request. */
 export const MAX_MESSAGE_CHARS = 10 * 1024 * 1024;
@@ -49,6 +55,19 @@ function paramsProblem(issues: readonly Issue[]): string {
 /** Each client request's params schema, by method (the SDK's own schemas). */
 const REQUEST_SCHEMAS = new Map(ClientRequestSchema.options.map((schema) => [schema.shape.method.value as string, schema]));
 
+const OVERFLOW_MESSAGE = 'must be a number a double can hold (at most about ±1.8e308)';
+
+/**
+ * The first number of a message (`line`, parsed to `value`) that JSON.parse did not read as written: one beyond a
+ * double (Infinity) or a nonzero one too small for it (±0), with its dotted path from the message's top.
+ */
+function unreadableNumber(line: string, value: unknown): { path: string; why: string } | undefined {
+  const tiny = underflowingNumberPath(line);
+  if (tiny !== undefined) return { path: tiny, why: UNDERFLOW_MESSAGE };
+  const huge = nonFiniteNumberPath(value);
+  return huge === undefined ? undefined : { path: huge, why: OVERFLOW_MESSAGE };
+}
+
 /**
  * One line read as a JSON-RPC message: the message the server may take, or the error to answer (null for a line
  * that needs no answer: a blank line, or a broken response or notification, which JSON-RPC never answers).
@@ -82,6 +101,17 @@ export function checkMessage(line: string, handledMethods: ReadonlySet<string>):
     return { answer: errorAnswer(readableId(m), ErrorCode.InvalidRequest, `Invalid Request: ${why}`) };
   }
   const message = parsed.data;
+  if ('method' in message) {
+    const unreadable = unreadableNumber(line, value);
+    if (unreadable && !('id' in message)) return { answer: null };
+    if (unreadable?.path === 'id') return { answer: errorAnswer(null, ErrorCode.InvalidRequest, `Invalid Request: "id" ${unreadable.why}`) };
+    if (unreadable && 'id' in message && handledMethods.has(message.method) && unreadable.path.startsWith('params.')) {
+      const args = /^params\.arguments\.(.+)$/.exec(unreadable.path);
+      const call = message.method === 'tools/call';
+      const what = call && args ? `argument ${args[1]}` : unreadable.path;
+      return { answer: errorAnswer(message.id, ErrorCode.InvalidParams, `Invalid params of ${message.method}: ${what} ${unreadable.why}${call ? '; nothing was sent' : ''}`) };
+    }
+  }
   if ('method' in message && 'id' in message && handledMethods.has(message.method)) {
     const schema = REQUEST_SCHEMAS.get(message.method);
     const checked = schema?.safeParse(message);

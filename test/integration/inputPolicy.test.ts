@@ -18,7 +18,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import { OPENAPI_PATHS, registeredRoutes, type ServiceKind } from '../../api/http/openapi';
-import { MAX_BODY_BYTES, MAX_JSON_DEPTH, MAX_PATH_PARAM_LENGTH, NON_BLANK_PATTERN, NUL_FREE_JSON_REF, NUL_FREE_PATTERN } from '../../api/http/inputPolicy';
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH, MAX_PATH_PARAM_LENGTH, NAME_PATTERN, NON_BLANK_TEXT_PATTERN, NUL_FREE_JSON_REF, NUL_FREE_PATTERN } from '../../api/http/inputPolicy';
 import { createDependencyState, type DependencyState } from '../../lib/runtime/dependencies';
 import { logger, startTestStack, type TestStack } from '../support/harness';
 
@@ -713,7 +713,7 @@ describe('the documents state the rules the handlers enforce', () => {
       expect([path, body.required]).toEqual([path, expect.arrayContaining([field])]);
       const prop = deref(doc, (body.properties as Json)[field]);
       if (field === 'queue') expect(prop.minItems).toBe(1);
-      else expect([prop.minLength, prop.pattern]).toEqual([1, NON_BLANK_PATTERN]);
+      else expect([prop.minLength, prop.pattern]).toEqual([1, NON_BLANK_TEXT_PATTERN]);
       const res = await stack.app('task').inject({ method: 'POST', url: `/api/task-attempts/x/${path}`, payload: {} });
       expect([path, res.statusCode, res.json().error.code]).toEqual([path, 400, 'INVALID_REQUEST']);
     }
@@ -723,7 +723,7 @@ describe('the documents state the rules the handlers enforce', () => {
     const body = bodyOf('task', 'POST', '/api/approvals');
     expect(body.required).toEqual(expect.arrayContaining(['title']));
     const title = deref(docs.task as Json, (body.properties as Json).title);
-    expect([title.minLength, title.pattern]).toEqual([1, NON_BLANK_PATTERN]);
+    expect([title.minLength, title.pattern]).toEqual([1, NAME_PATTERN]);
   });
 
   test('tasks: every label written (create, patch, bulk update) is non-blank and comma-free in the schema', () => {

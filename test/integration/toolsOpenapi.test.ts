@@ -543,9 +543,10 @@ describe('armada tools openapi', () => {
   }, 60_000);
 
   // session 46's outside round: a misspelt argument was dropped and the call went out without it; `1e400`, which the
-  // message's parser reads as Infinity, went out as null (clearing the nullable `tag`)
-  test('an argument the tool does not take, or a number beyond a double, is a tool error naming it, and nothing is sent', async () => {
-    const { child, answers } = spawnToolServer<{ id?: unknown; result?: { isError?: boolean; content: { text: string }[] } }>();
+  // message's parser reads as Infinity, went out as null (clearing the nullable `tag`); session 47's: `1e-400`, which
+  // it reads as 0, went out as 0. A number is an invalid params error (-32602) since session 47, a tool error before
+  test('an argument the tool does not take is a tool error naming it, a number JSON.parse cannot read as written is -32602, and nothing is sent', async () => {
+    const { child, answers } = spawnToolServer<{ id?: unknown; result?: { isError?: boolean; content: { text: string }[] }; error?: { code: number; message: string } }>();
     // written as text: a client's JSON.stringify would have sent 1e400 as null already
     const call = (id: number, args: string) => `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"createPet","arguments":${args}}}`;
     const lines = [
@@ -555,20 +556,26 @@ describe('armada tools openapi', () => {
       call(3, '{"name":"Rex","tag":1e400}'),
       call(4, '{"name":"Rex","owner":{"email":"a@b.c","score":-1e999}}'),
       call(5, '{"nmae":"Rex","tga":"dog"}'),
+      call(6, '{"name":"Rex","owner":{"email":"a@b.c","score":1e-400}}'),
     ];
     try {
       received.length = 0;
       child.stdin.write(`${lines.join('\n')}\n`);
       const deadline = Date.now() + 30_000;
-      while (answers.length < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      while (answers.length < 6 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       const result = (id: number) => {
         const r = answers.find((a) => a.id === id)?.result;
         return [r?.isError, r?.content[0]?.text];
       };
       const takes = 'it takes X-Request-Source, name, tag, owner; nothing was sent';
       expect(result(2)).toEqual([true, `createPet has no argument "tga": ${takes}`]);
-      expect(result(3)).toEqual([true, 'argument tag must be a number a double can hold (at most about ±1.8e308); nothing was sent']);
-      expect(result(4)).toEqual([true, 'argument owner.score must be a number a double can hold (at most about ±1.8e308); nothing was sent']);
+      const error = (id: number) => answers.find((a) => a.id === id)?.error;
+      expect(error(3)).toEqual({ code: -32602, message: 'Invalid params of tools/call: argument tag must be a number a double can hold (at most about ±1.8e308); nothing was sent' });
+      expect(error(4)).toEqual({ code: -32602, message: 'Invalid params of tools/call: argument owner.score must be a number a double can hold (at most about ±1.8e308); nothing was sent' });
+      expect(error(6)).toEqual({
+        code: -32602,
+        message: 'Invalid params of tools/call: argument owner.score must be 0 or a number a double can hold (at least about ±4.9e-324): a smaller one would be read as 0; nothing was sent',
+      });
       expect(result(5)).toEqual([true, `createPet has no arguments "nmae", "tga": ${takes}`]);
       expect(received).toEqual([]);
     } finally {

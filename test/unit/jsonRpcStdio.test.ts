@@ -1,6 +1,6 @@
 /** lib/mcp/jsonRpcStdio.ts on its own streams: what a line that is too long, or cut across chunks, gets. */
 import { PassThrough } from 'node:stream';
-import { JsonRpcStdioTransport, MAX_MESSAGE_CHARS } from '../../lib/mcp/jsonRpcStdio';
+import { checkMessage, JsonRpcStdioTransport, MAX_MESSAGE_CHARS } from '../../lib/mcp/jsonRpcStdio';
 
 function transport() {
   const stdin = new PassThrough();
@@ -95,4 +95,43 @@ test('params the message schema refuses are named where they fail, not said to b
   expect(answers[0]?.error?.message).toMatch(/^Invalid Request: "params\._meta\.progressToken": /);
   expect(answers[1]?.error?.message).toBe('Invalid Request: "params" must be an object');
   await t.close();
+});
+
+// session 47's outside round: `1e-400` reads as 0, so a call went out with 0 for an argument that must be positive
+test('a number JSON.parse cannot read as written is refused where it is: params -32602, the id -32600, a notification dropped', async () => {
+  const { t, stdin, taken, answers } = transport();
+  await t.start();
+  const call = (id: string, args: string) => `{"jsonrpc":"2.0","id":${id},"method":"ping","params":{"_meta":{},"arguments":${args}}}`;
+  const lines = [
+    call('1', '{"n":1e-400}'),
+    call('2', `{"deep":[0,{"m":-0.${'0'.repeat(400)}1}]}`),
+    call('3', '{"big":-1e999}'),
+    call('1e-400', '{}'),
+    '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"x","n":2e-400}}',
+    // read exactly as written: accepted
+    call('4', '{"zero":0e-999,"minus":-0,"s":"1e-400","small":5e-324,"int":1.0}'),
+  ];
+  stdin.write(`${lines.join('\n')}\n`);
+  await tick();
+  expect(answers).toEqual([
+    { jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'Invalid params of ping: params.arguments.n must be 0 or a number a double can hold (at least about ±4.9e-324): a smaller one would be read as 0' } },
+    { jsonrpc: '2.0', id: 2, error: { code: -32602, message: 'Invalid params of ping: params.arguments.deep.1.m must be 0 or a number a double can hold (at least about ±4.9e-324): a smaller one would be read as 0' } },
+    { jsonrpc: '2.0', id: 3, error: { code: -32602, message: 'Invalid params of ping: params.arguments.big must be a number a double can hold (at most about ±1.8e308)' } },
+    { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: "id" must be 0 or a number a double can hold (at least about ±4.9e-324): a smaller one would be read as 0' } },
+  ]);
+  expect(taken).toEqual([{ jsonrpc: '2.0', id: 4, method: 'ping', params: { _meta: {}, arguments: { zero: 0, minus: -0, s: '1e-400', small: 5e-324, int: 1 } } }]);
+  await t.close();
+});
+
+test('in a tools/call, the argument is named and the answer says nothing was sent', () => {
+  const line = '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"createPet","arguments":{"owner":{"score":1E-400}}}}';
+  expect(checkMessage(line, new Set(['tools/call']))).toEqual({
+    answer: {
+      jsonrpc: '2.0',
+      id: 9,
+      error: { code: -32602, message: 'Invalid params of tools/call: argument owner.score must be 0 or a number a double can hold (at least about ±4.9e-324): a smaller one would be read as 0; nothing was sent' },
+    },
+  });
+  // a method the server does not handle keeps its -32601 from the server
+  expect(checkMessage(line.replace('tools/call', 'tools/other'), new Set(['tools/call']))).toHaveProperty('message');
 });
