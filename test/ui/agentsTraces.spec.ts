@@ -1,4 +1,5 @@
 /** Agents (status, queue, assign), traces (filters, the per-day chart) and settings (API key, webhooks and deliveries). */
+import type { Page } from '@playwright/test';
 import { api, createProject, expect, holdAnswers, KEYS, svcApi, test } from './fixtures';
 import { screenshot } from './screenshot';
 
@@ -155,7 +156,7 @@ test.describe('settings', () => {
   test.use({ allowConsoleErrors: /status of 400/ });
 
   test('settings: a webhook is created from the dialog and shows its delivery log; the stored key can be cleared and set', async ({ page }) => {
-    await page.goto('/settings');
+    await openSettings(page);
     await page.getByRole('button', { name: 'New webhook' }).click();
     const dialog = page.getByRole('dialog', { name: 'New webhook' });
     // a URL the service refuses: its message is shown in the dialog
@@ -261,12 +262,22 @@ test.describe('settings: the agent profiles', () => {
   });
 });
 
+/**
+ * Opens Settings and waits until its lists have come: the agent profiles' table grows when the agents answer and moves
+ * the webhooks down, so a click sent meanwhile could press a button and be released beside it (no click).
+ */
+async function openSettings(page: Page): Promise<void> {
+  await page.goto('/settings');
+  await expect(page.getByRole('table', { name: 'Agent profiles' })).toBeVisible();
+  await expect(page.getByRole('region', { name: 'Webhooks' }).getByRole('status')).toHaveCount(0);
+}
+
 test.describe('settings: webhooks while a request is on its way, and refused', () => {
   test.use({ allowConsoleErrors: /status of 404/ });
 
   test('Create webhook is off while the create waits (a second Enter made a second webhook)', async ({ page }) => {
     const url = 'http://127.0.0.1:59/ui-hook-once';
-    await page.goto('/settings');
+    await openSettings(page);
     await page.getByRole('button', { name: 'New webhook' }).click();
     const dialog = page.getByRole('dialog', { name: 'New webhook' });
     await dialog.getByLabel('URL').fill(url);
@@ -289,7 +300,7 @@ test.describe('settings: webhooks while a request is on its way, and refused', (
     const mk = (url: string) => api<{ id: string }>('POST', '/webhooks', { url, events: ['approval.expired'], secret: 's3cret' });
     const first = await mk('http://127.0.0.1:59/ui-hook-held');
     const second = await mk('http://127.0.0.1:59/ui-hook-gone');
-    await page.goto('/settings');
+    await openSettings(page);
     const list = page.getByRole('table', { name: 'Webhook list' });
 
     // the answer held: the dialog stays, its Delete off, until it comes (it closed at once; a failure was a toast)
@@ -317,7 +328,7 @@ test.describe('settings: webhooks while a request is on its way, and refused', (
     const url = `http://127.0.0.1:59/${'a'.repeat(1500)}`;
     const hook = await api<{ id: string }>('POST', '/webhooks', { url, events: ['approval.expired'], secret: 's3cret' });
     try {
-      await page.goto('/settings');
+      await openSettings(page);
       const row = page.getByRole('table', { name: 'Webhook list' }).locator(`[data-webhook="${url}"]`);
       await expect(row).toBeVisible();
       await expect(row.getByRole('button', { name: `Delete webhook ${url}` })).toBeInViewport();
@@ -334,7 +345,7 @@ test.describe('settings: webhooks while a request is on its way, and refused', (
   });
 
   test('Save key with nothing typed says so at the field (it did nothing)', async ({ page }) => {
-    await page.goto('/settings');
+    await openSettings(page);
     await page.getByRole('button', { name: 'Save key' }).click();
     const field = page.getByLabel('New key');
     await expect(page.getByRole('region', { name: 'API key' }).getByRole('alert')).toHaveText('Type the key: it cannot be empty.');
