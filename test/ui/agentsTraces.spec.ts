@@ -16,6 +16,8 @@ test('an agent shows its status; assigning a task from its dialog (Enter) lands 
   await dialog.getByLabel('Task').fill('NOOP summarise the board');
   await dialog.getByLabel('Task').press('Enter');
   await expect(dialog).toBeHidden();
+  // the notice names the task in its words (it named its id, which the screen shows nowhere)
+  await expect(page.getByRole('status').filter({ hasText: 'Assigned to ui-helper' })).toContainText('Assigned to ui-helper: NOOP summarise the board');
   await expect(page.getByRole('table', { name: 'Latest tasks' })).toContainText('NOOP summarise the board');
   const { tasks } = await svcApi<{
     tasks: { agent: string; task: string; priority: string }[];

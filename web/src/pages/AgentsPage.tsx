@@ -22,8 +22,11 @@ function AssignDialog({ agent, onClose }: { agent: Agent; onClose: () => void })
           setBusy(true);
           setError(null);
           try {
-            const t = await assignAgentTask(agent.name, task.trim(), priority);
-            showToast('info', `Task ${t.taskId} assigned to ${agent.name}`);
+            const sent = task.trim();
+            await assignAgentTask(agent.name, sent, priority);
+            // the task's own words, not its id (which nothing on the screen shows)
+            const text = sent.length > 60 ? `${sent.slice(0, 60)}…` : sent;
+            showToast('info', `Assigned to ${agent.name}: ${text}`);
             await qc.invalidateQueries({ queryKey: queryKeys.agents() });
             onClose();
           } catch (err) {
