@@ -1,5 +1,6 @@
 /** Agents (status, queue, assign), traces (filters, the per-day chart) and settings (API key, webhooks and deliveries). */
-import { api, createProject, expect, KEYS, svcApi, test } from './fixtures';
+import type { Page } from '@playwright/test';
+import { api, createProject, expect, holdAnswers, KEYS, svcApi, test } from './fixtures';
 import { screenshot } from './screenshot';
 
 test('an agent shows its status; assigning a task from its dialog (Enter) lands in the agent service', async ({ page }) => {
@@ -15,6 +16,8 @@ test('an agent shows its status; assigning a task from its dialog (Enter) lands 
   await dialog.getByLabel('Task').fill('NOOP summarise the board');
   await dialog.getByLabel('Task').press('Enter');
   await expect(dialog).toBeHidden();
+  // the notice names the task in its words (it named its id, which the screen shows nowhere)
+  await expect(page.getByRole('status').filter({ hasText: 'Assigned to ui-helper' })).toContainText('Assigned to ui-helper: NOOP summarise the board');
   await expect(page.getByRole('table', { name: 'Latest tasks' })).toContainText('NOOP summarise the board');
   const { tasks } = await svcApi<{
     tasks: { agent: string; task: string; priority: string }[];
@@ -48,6 +51,36 @@ test.describe('refusals', () => {
     await page.keyboard.press('Escape');
     await expect(dialog).toBeHidden();
   });
+});
+
+test('a long agent task (no space) wraps in its column and is cut after three lines: the row\'s button stays in view', async ({ page }) => {
+  const long = `NOOP ${'x'.repeat(3000)}`;
+  await svcApi('agents', 'POST', '/tasks', { agent: 'ui-helper', task: long, priority: 'low' });
+  await page.goto('/agents');
+  const latest = page.getByRole('table', { name: 'Latest tasks' });
+  const cell = latest.getByRole('cell').filter({ hasText: 'NOOP xxx' }).first();
+  await expect(cell).toBeVisible();
+  // whole in its tooltip, cut on the screen: three lines at most (it was one 3,000-character line)
+  await expect(cell).toHaveAttribute('title', long);
+  expect((await cell.boundingBox())?.height).toBeLessThan(100);
+  // neither table scrolls sideways in its box, so the Assign button is where it was (it was 20,000 px to the right)
+  for (const box of await page.locator('.table-scroll').all()) {
+    expect(await box.evaluate((el) => el.scrollWidth - el.clientWidth)).toBeLessThanOrEqual(1);
+  }
+  await expect(page.getByRole('button', { name: 'Assign a task to ui-helper' })).toBeInViewport();
+  await expect(page.getByRole('status').filter({ hasText: 'Loading…' })).toHaveCount(0);
+});
+
+test('agents: "Loading…" in each table while its list is on its way (Latest tasks showed nothing)', async ({ page }) => {
+  const answer = await holdAnswers(page, /\/svc\/agents\/api\/v1\/(agents|tasks\?limit=20)$/);
+  await page.goto('/agents');
+  await expect(page.getByRole('status', { name: 'Agents: loading' })).toHaveText('Loading…');
+  await expect(page.getByRole('status', { name: 'Latest tasks: loading' })).toHaveText('Loading…');
+  await expect(page.getByText('No tasks yet.')).toHaveCount(0);
+  answer();
+  await expect(page.getByRole('table', { name: 'Latest tasks' })).toBeVisible();
+  await expect(page.getByRole('table', { name: 'Agents' })).toBeVisible();
+  await expect(page.getByRole('status').filter({ hasText: 'Loading…' })).toHaveCount(0);
 });
 
 test('traces: the chart of messages per day is drawn from the analytics, and the status filter narrows the list', async ({ page }) => {
@@ -103,6 +136,21 @@ test('traces: the chart of messages per day is drawn from the analytics, and the
   await expect(list).toHaveCount(0);
 });
 
+test('traces: "Loading…" while the first page of traces and the analytics load (the list showed nothing), then the list', async ({ page }) => {
+  const answer = await holdAnswers(page, /\/svc\/traces\/api\/v1\/traces(\/analytics)?\?/);
+  await page.goto('/traces');
+  const traces = page.getByRole('region', { name: 'Traces' });
+  await expect(traces.getByRole('status', { name: 'Trace list: loading' })).toHaveText('Loading…');
+  await expect(page.getByRole('region', { name: 'Analytics' }).getByRole('status')).toHaveText('Loading…');
+  // nothing is said about the traces before they are known: neither a count nor the empty text
+  await expect(traces.getByText(/matching|No traces/)).toHaveCount(0);
+  answer();
+  await expect(traces.getByRole('table', { name: 'Trace list' })).toBeVisible();
+  await expect(traces.getByText(/\d+ matching/)).toBeVisible();
+  await expect(page.getByTestId('trace-chart')).toBeVisible();
+  await expect(page.getByRole('status').filter({ hasText: 'Loading…' })).toHaveCount(0);
+});
+
 /** A receiver nobody serves: port 59 (not one of fetch's bad ports, which are refused at registration). */
 const HOOK_URL = 'http://127.0.0.1:59/ui-hook';
 
@@ -110,7 +158,7 @@ test.describe('settings', () => {
   test.use({ allowConsoleErrors: /status of 400/ });
 
   test('settings: a webhook is created from the dialog and shows its delivery log; the stored key can be cleared and set', async ({ page }) => {
-    await page.goto('/settings');
+    await openSettings(page);
     await page.getByRole('button', { name: 'New webhook' }).click();
     const dialog = page.getByRole('dialog', { name: 'New webhook' });
     // a URL the service refuses: its message is shown in the dialog
@@ -178,6 +226,134 @@ test.describe('settings', () => {
     expect(await page.evaluate(() => window.sessionStorage.getItem('armada.apiKey'))).toBeNull();
     await page.getByLabel('New key').fill(KEYS.task);
     await page.getByRole('button', { name: 'Save key' }).click();
+    expect(await page.evaluate(() => window.sessionStorage.getItem('armada.apiKey'))).toBe(KEYS.task);
+  });
+});
+
+const EMPTY_PROJECTS = { success: true, data: [], pagination: { page: 1, limit: 100, total: 0, pages: 1, hasNext: false, hasPrev: false } };
+
+test.describe('settings: the agent profiles', () => {
+  // the multi-agent service down (503) is logged by the browser as a failed load: what the last step arranges
+  test.use({ allowConsoleErrors: /status of 503/ });
+
+  test('say "Loading…" until the projects and agents have answered, and "none" only when both answered so', async ({ page }) => {
+    const answer = await holdAnswers(page, /\/svc\/agents\/api\/v1\/agents$/);
+    await page.goto('/settings');
+    const profiles = page.getByRole('region', { name: 'Agent profiles in use' });
+    // the projects have answered, the agents not yet: nothing is known to list (it said no profile was named)
+    await expect(profiles.getByRole('status', { name: 'Agent profiles: loading' })).toHaveText('Loading…');
+    await expect(profiles.getByText(/names? a profile/)).toHaveCount(0);
+    await expect(profiles.getByRole('table')).toHaveCount(0);
+    answer();
+    await expect(profiles.getByRole('table', { name: 'Agent profiles' }).locator('[data-profile="scripted"]')).toContainText('agent ui-helper');
+    await expect(profiles.getByRole('status')).toHaveCount(0);
+
+    // both answers empty: now, and only now, the empty text
+    await page.route(/\/svc\/agents\/api\/v1\/agents$/, (route) => route.fulfill({ json: { agents: [] } }));
+    await page.route(/\/api\/projects\?/, (route) => route.fulfill({ json: EMPTY_PROJECTS }));
+    await page.reload();
+    await expect(profiles.getByText('No project or agent names a profile (projects use the server default).')).toBeVisible();
+    await expect(profiles.getByRole('table')).toHaveCount(0);
+
+    // the multi-agent service down: its error, and the empty text says the agents' profiles are not known
+    await page.route(/\/svc\/agents\/api\/v1\/agents$/, (route) => route.fulfill({ status: 503, json: { detail: 'multi-agent service unavailable' } }));
+    await page.reload();
+    await expect(profiles.getByRole('alert')).toContainText('The multi-agent service is unavailable (HTTP 503)', { timeout: 20_000 });
+    await expect(profiles.getByText('No project names a profile. The agents could not be read (above), so the profiles they name are not listed.')).toBeVisible();
+    await expect(profiles.getByText('No project or agent names a profile (projects use the server default).')).toHaveCount(0);
+  });
+});
+
+/**
+ * Opens Settings and waits until its lists have come: the agent profiles' table grows when the agents answer and moves
+ * the webhooks down, so a click sent meanwhile could press a button and be released beside it (no click).
+ */
+async function openSettings(page: Page): Promise<void> {
+  await page.goto('/settings');
+  await expect(page.getByRole('table', { name: 'Agent profiles' })).toBeVisible();
+  await expect(page.getByRole('region', { name: 'Webhooks' }).getByRole('status')).toHaveCount(0);
+}
+
+test.describe('settings: webhooks while a request is on its way, and refused', () => {
+  test.use({ allowConsoleErrors: /status of 404/ });
+
+  test('Create webhook is off while the create waits (a second Enter made a second webhook)', async ({ page }) => {
+    const url = 'http://127.0.0.1:59/ui-hook-once';
+    await openSettings(page);
+    await page.getByRole('button', { name: 'New webhook' }).click();
+    const dialog = page.getByRole('dialog', { name: 'New webhook' });
+    await dialog.getByLabel('URL').fill(url);
+    await dialog.getByLabel('Secret').fill('s3cret');
+    await dialog.getByLabel('task.status_changed').uncheck();
+    await dialog.getByLabel('approval.expired').check();
+    const answer = await holdAnswers(page, /\/api\/webhooks$/);
+    await dialog.getByLabel('URL').press('Enter');
+    await expect(dialog.getByRole('button', { name: 'Creating…' })).toBeDisabled();
+    await dialog.getByLabel('URL').press('Enter');
+    answer();
+    await expect(dialog).toBeHidden();
+    await expect(page.getByRole('table', { name: 'Webhook list' }).locator(`[data-webhook="${url}"]`)).toHaveCount(1);
+    const made = (await api<{ id: string; url: string }[]>('GET', '/webhooks')).filter((h) => h.url === url);
+    expect(made).toHaveLength(1);
+    for (const h of made) await api('DELETE', `/webhooks/${h.id}`);
+  });
+
+  test('Delete waits in its dialog for the answer; one deleted elsewhere meanwhile is said to be gone already', async ({ page }) => {
+    const mk = (url: string) => api<{ id: string }>('POST', '/webhooks', { url, events: ['approval.expired'], secret: 's3cret' });
+    const first = await mk('http://127.0.0.1:59/ui-hook-held');
+    const second = await mk('http://127.0.0.1:59/ui-hook-gone');
+    await openSettings(page);
+    const list = page.getByRole('table', { name: 'Webhook list' });
+
+    // the answer held: the dialog stays, its Delete off, until it comes (it closed at once; a failure was a toast)
+    const answer = await holdAnswers(page, new RegExp(`/api/webhooks/${first.id}$`));
+    await list.getByRole('button', { name: 'Delete webhook http://127.0.0.1:59/ui-hook-held' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Delete webhook' });
+    await confirm.getByRole('button', { name: 'Delete', exact: true }).press('Enter');
+    await expect(confirm.getByRole('button', { name: 'Delete', exact: true })).toBeDisabled();
+    answer();
+    await expect(confirm).toBeHidden();
+    await expect(list.locator('[data-webhook="http://127.0.0.1:59/ui-hook-held"]')).toHaveCount(0);
+
+    // deleted through the API while listed: Delete says it is gone already and drops the row, with no error
+    await api('DELETE', `/webhooks/${second.id}`);
+    await list.getByRole('button', { name: 'Delete webhook http://127.0.0.1:59/ui-hook-gone' }).click();
+    await confirm.getByRole('button', { name: 'Delete', exact: true }).click();
+    await expect(confirm).toBeHidden();
+    await expect(page.getByRole('status').filter({ hasText: 'http://127.0.0.1:59/ui-hook-gone was already deleted (elsewhere)' })).toBeVisible();
+    await expect(page.getByRole('alert')).toHaveCount(0);
+    await expect(list.locator('[data-webhook="http://127.0.0.1:59/ui-hook-gone"]')).toHaveCount(0);
+    expect((await api<{ url: string }[]>('GET', '/webhooks')).map((h) => h.url)).not.toContain('http://127.0.0.1:59/ui-hook-held');
+  });
+
+  test('a long webhook URL (no space) wraps in its column: the row\'s buttons stay in view', async ({ page }) => {
+    const url = `http://127.0.0.1:59/${'a'.repeat(1500)}`;
+    const hook = await api<{ id: string }>('POST', '/webhooks', { url, events: ['approval.expired'], secret: 's3cret' });
+    try {
+      await openSettings(page);
+      const row = page.getByRole('table', { name: 'Webhook list' }).locator(`[data-webhook="${url}"]`);
+      await expect(row).toBeVisible();
+      await expect(row.getByRole('button', { name: `Delete webhook ${url}` })).toBeInViewport();
+      for (const box of await page.locator('.table-scroll').all()) {
+        expect(await box.evaluate((el) => el.scrollWidth - el.clientWidth)).toBeLessThanOrEqual(1);
+      }
+      // its delivery log's heading names it too, and breaks inside the page
+      await row.getByRole('button', { name: 'Deliveries' }).click();
+      await expect(page.getByRole('heading', { name: `Deliveries of ${url}` })).toBeVisible();
+      expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+    } finally {
+      await api('DELETE', `/webhooks/${hook.id}`);
+    }
+  });
+
+  test('Save key with nothing typed says so at the field (it did nothing)', async ({ page }) => {
+    await openSettings(page);
+    await page.getByRole('button', { name: 'Save key' }).click();
+    const field = page.getByLabel('New key');
+    await expect(page.getByRole('region', { name: 'API key' }).getByRole('alert')).toHaveText('Type the key: it cannot be empty.');
+    await expect(field).toHaveAttribute('aria-invalid', 'true');
+    await field.fill('x');
+    await expect(page.getByRole('region', { name: 'API key' }).getByRole('alert')).toHaveCount(0);
     expect(await page.evaluate(() => window.sessionStorage.getItem('armada.apiKey'))).toBe(KEYS.task);
   });
 });

@@ -32,7 +32,7 @@ test.describe('key prompt', () => {
     await expect(page.getByRole('link', { name: project.name })).toBeVisible();
     expect(await page.evaluate(() => window.sessionStorage.getItem('armada.apiKey'))).toBe(process.env.ARMADA_UI_TASK_KEY);
     // no "connection lost" banner: the live stream waited for the key, then connected with it
-    await expect(page.getByText('Connection lost')).toBeHidden();
+    await expect(page.getByTestId('connection-banner')).toBeHidden();
     const board = await createProject('Keyed Board');
     await page.goto(`/projects/${board.id}`);
     await expect(page.getByTestId('board')).toBeVisible();

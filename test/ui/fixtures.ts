@@ -57,7 +57,7 @@ export async function createProject(name: string): Promise<{ id: string; name: s
  * Holds back the answers to requests matching `url`: each request reaches the server at once, and its answer reaches
  * the page only after the returned function is called (what a slow network does to the answer, not to the request).
  */
-export async function holdAnswers(page: Page, url: string): Promise<() => void> {
+export async function holdAnswers(page: Page, url: string | RegExp): Promise<() => void> {
   let release!: () => void;
   const released = new Promise<void>((resolve) => {
     release = resolve;

@@ -137,6 +137,7 @@ test.describe('allowed directories of the filesystem browser', () => {
     const dialog = page.getByRole('dialog', { name: 'New project' });
     const first = (await api<{ roots: string[] }>('GET', '/filesystem/roots')).roots[0] as string;
     await expect(dialog.getByLabel('Directory', { exact: true })).toHaveValue(fs.realpathSync(first));
+    await expect(dialog.getByRole('region', { name: 'Directories' }).getByRole('status')).toHaveCount(0);
     await expect(dialog.getByRole('region', { name: 'Directories' })).toContainText(/\S/);
     await expect(dialog.getByRole('alert')).toHaveCount(0);
   });
@@ -231,10 +232,14 @@ test('a listing that arrives while Directory is being edited does not change the
   const field = dialog.getByLabel('Directory', { exact: true });
   await field.click();
   await expect(field).toHaveValue('~');
+  // while the listing is on its way, the directories say so (they were an empty box)
+  const directories = dialog.getByRole('region', { name: 'Directories' });
+  await expect(directories.getByRole('status')).toHaveText('Reading ~…');
   release();
   // the home directory is listed; the field being edited still shows what it showed
   // (its entries, or "No sub-directories in …")
-  await expect(dialog.getByRole('region', { name: 'Directories' })).toContainText(/\S/);
+  await expect(directories.getByRole('status')).toHaveCount(0);
+  await expect(directories).toContainText(/\S/);
   await expect(field).toHaveValue('~');
   // once the field is left unchanged, it shows the listed directory
   await dialog.getByLabel('Repository path').focus();

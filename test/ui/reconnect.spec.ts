@@ -1,5 +1,6 @@
 /**
- * A lost stream: the board shows "Connection lost — reconnecting…", reconnects by itself and resumes after the last
+ * A lost stream: the board says whose live updates were lost ("Live updates from the task service lost —
+ * reconnecting…"), what is not updating and what to check if it lasts, reconnects by itself and resumes after the last
  * event it saw (/ws/events?after=<seq>), so a task created while it was away still appears, once. A screen that could
  * not load while PostgreSQL was frozen (SIGSTOP, a real outage) loads again by itself once the stream is back.
  */
@@ -30,14 +31,22 @@ test('the board reconnects after a dropped stream and catches up on what it miss
   // the network goes away: the open socket closes and new ones are refused for a while
   refuse = true;
   await sockets[0]?.close({ code: 4000, reason: 'test: dropped' });
-  await expect(page.getByText('Connection lost — reconnecting…')).toBeVisible();
+  // which service's live updates, what on the screen stopped, and what to do if it lasts (it said only "Connection
+  // lost — reconnecting…")
+  const banner = page.getByTestId('connection-banner');
+  await expect(banner.getByText('Live updates from the task service lost — reconnecting…', { exact: true })).toBeVisible();
+  await expect(banner).toContainText(/Not updating since \d{1,2}:\d{2}:\d{2}.*: changes to this project's tasks\./);
+  await expect(banner).toContainText('it catches up by itself then, with no reload');
+  await expect(banner).toContainText('If this lasts, check that Armada is running (armada status on its host)');
+  await expect(banner).toContainText('passes WebSocket upgrades on /ws');
+  await screenshot(page, 'connection-lost', { fullPage: false });
   await api('POST', '/tasks', { projectId: project.id, title: 'Created while away' });
   // at least one retry is refused first (urls[0] is the first open; every retry since adds one, refused meanwhile)
   await expect.poll(() => urls.length).toBeGreaterThanOrEqual(2);
   refuse = false;
 
   await expect(page.getByRole('article', { name: 'Created while away' })).toBeVisible({ timeout: 15_000 });
-  await expect(page.getByText('Connection lost — reconnecting…')).toBeHidden();
+  await expect(banner).toBeHidden();
   await expect(page.getByRole('article', { name: 'Created while away' })).toHaveCount(1);
   await expect(page.locator('[data-column="todo"] .count')).toHaveText('2');
   // the reconnect asked for the events after the last one seen
@@ -114,13 +123,14 @@ test.describe('a screen that failed to load during a database outage', () => {
       await approvals.goto('/approvals');
       await expect(page.getByRole('alert').filter({ hasText: 'PostgreSQL' })).toBeVisible({ timeout: 30_000 });
       await expect(approvals.getByRole('alert').filter({ hasText: 'PostgreSQL' }).first()).toBeVisible({ timeout: 30_000 });
-      await expect(page.getByText('Connection lost — reconnecting…')).toBeVisible({ timeout: 15_000 });
+      await expect(page.getByText('Live updates from the task service lost — reconnecting…')).toBeVisible({ timeout: 15_000 });
+      await expect(page.getByTestId('connection-banner')).toContainText('task and approval events');
     } finally {
       thaw();
     }
     await expect.poll(async () => (await fetch(`${BASE_URL}/health`)).status, { timeout: 60_000, intervals: [250] }).toBe(200);
     // the stream reconnects (backoff up to 10 s) and the screens read their data again, with nobody clicking Retry
-    await expect(page.getByText('Connection lost — reconnecting…')).toBeHidden({ timeout: 30_000 });
+    await expect(page.getByTestId('connection-banner')).toBeHidden({ timeout: 30_000 });
     await expect(page.getByRole('row').filter({ hasText: project.name })).toBeVisible({ timeout: 15_000 });
     await expect(page.getByRole('alert').filter({ hasText: 'PostgreSQL' })).toHaveCount(0);
     await expect(approvals.getByRole('table', { name: 'Pending approvals' }).or(approvals.getByText('Nothing waits for your answer.'))).toBeVisible({ timeout: 30_000 });

@@ -1,6 +1,6 @@
 /** The scheduler screen: a source with its health, a schedule paused and resumed (checked through the API), run now and logs. */
 import { startFakeFlowBuilder } from '../support/fakeFlowBuilder';
-import { expect, svcApi, test } from './fixtures';
+import { expect, holdAnswers, svcApi, test } from './fixtures';
 import { screenshot } from './screenshot';
 
 interface Schedule {
@@ -93,4 +93,24 @@ test('a long execution log opens at its first 2,000 lines and shows the rest on 
   await expect(log).toContainText(/INFO 2500$/m);
   await expect(dialog).not.toContainText('Showing the first');
   expect((await log.textContent())?.split('\n')).toHaveLength(total);
+});
+
+test("two rows' actions on their way at once: each button stays off until its own answer (the first came back on)", async ({ page }) => {
+  for (const name of ['ui-twin-a', 'ui-twin-b']) await svcApi('scheduler', 'POST', '/workflows', { name, tasks: [{ name: 'say', type: 'script', script: `echo ${name}` }] });
+  await page.goto('/scheduler');
+  const answer = await holdAnswers(page, /\/svc\/scheduler\/api\/v1\/workflows\/ui-twin-[ab]\/run$/);
+  const runA = page.getByRole('button', { name: 'Run ui-twin-a now' });
+  const runB = page.getByRole('button', { name: 'Run ui-twin-b now' });
+  await runA.click();
+  await expect(runA).toBeDisabled();
+  await runB.click();
+  await expect(runB).toBeDisabled();
+  await expect(runA).toBeDisabled();
+  answer();
+  await expect(runA).toBeEnabled();
+  await expect(runB).toBeEnabled();
+  // one run each reached the scheduler
+  const { executions } = await svcApi<{ executions: { workflow: string }[] }>('scheduler', 'GET', '/executions?limit=50');
+  expect(executions.filter((e) => e.workflow === 'ui-twin-a')).toHaveLength(1);
+  expect(executions.filter((e) => e.workflow === 'ui-twin-b')).toHaveLength(1);
 });

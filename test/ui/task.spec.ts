@@ -300,9 +300,15 @@ test('compare two attempts; a follow-up sent from the screen runs and its log sh
 
   await page.goto(`/tasks/${task.id}`);
   await expect(page.getByRole('table', { name: 'Attempts' }).getByRole('columnheader')).toHaveText(['Compare', 'Attempt', 'Agent', 'Status', 'Duration', 'Cost', 'Changes']);
+  // off until two are ticked, saying so (it was only off)
+  const compareButton = page.getByRole('button', { name: 'Compare selected' });
+  await expect(compareButton).toBeDisabled();
+  await expect(compareButton).toHaveAccessibleDescription('Tick two attempts to compare.');
   await page.getByLabel('Compare attempt #1').check();
+  await expect(compareButton).toBeDisabled();
   await page.getByLabel('Compare attempt #2').check();
-  await page.getByRole('button', { name: 'Compare selected' }).click();
+  await expect(compareButton).not.toHaveAccessibleDescription('Tick two attempts to compare.');
+  await compareButton.click();
   const compare = page.getByRole('dialog', { name: 'Compare attempts' });
   await expect(compare.getByRole('table', { name: 'Compared attempts' }).getByRole('row')).toHaveCount(3);
   await expect(compare.getByRole('heading', { name: 'In both' })).toBeVisible();
@@ -362,6 +368,36 @@ test('the diff follows a follow-up run of a completed attempt, without a reload'
   await expect(tree.getByRole('button', { name: /notes\.txt/ })).toBeVisible({ timeout: 15_000 });
   await expect(diff).toContainText('3 files changed');
   await expect(diff.getByRole('region', { name: 'notes.txt' })).toContainText('FOLLOWUP write notes');
+});
+
+test('Ctrl+Enter while a follow-up waits for its answer sends nothing more (it sent the prompt twice)', async ({ page }) => {
+  test.setTimeout(120_000);
+  const project = await createProject('Follow-up Once Project');
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'One note only' });
+  const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
+  await attemptCompleted(attemptId);
+
+  await page.goto(`/tasks/${task.id}`);
+  const sent: string[] = [];
+  page.on('request', (r) => {
+    if (r.method() === 'POST' && new URL(r.url()).pathname === `/api/attempts/${attemptId}/follow-up`) sent.push(r.url());
+  });
+  const answer = await holdAnswers(page, `**/api/attempts/${attemptId}/follow-up`);
+  const prompt = page.getByLabel('Prompt', { exact: true });
+  await prompt.fill('FOLLOWUP once');
+  await prompt.press('Control+Enter');
+  await expect(page.getByRole('button', { name: 'Send follow-up' })).toBeDisabled();
+  await prompt.press('Control+Enter');
+  await prompt.press('Control+Enter');
+  answer();
+  await expect(page.getByRole('status').filter({ hasText: 'Follow-up sent' })).toBeVisible();
+  expect(sent).toHaveLength(1);
+  await page.unrouteAll();
+  // one follow-up run: the attempt's second process, and no third
+  const log = page.getByRole('log', { name: 'Attempt log' });
+  await expect(log).toContainText('follow-up noted', { timeout: 30_000 });
+  await attemptCompleted(attemptId);
+  expect((await api<{ id: string }[]>('GET', `/processes?attemptId=${attemptId}`)).length).toBe(2);
 });
 
 test('a queue of follow-ups runs one after the other; a prompt queued while it was being sent stays queued', async ({ page }) => {
@@ -494,8 +530,35 @@ test('cancel a running attempt from the screen (Enter confirms); Merge and Creat
   await expect(prButton).toBeDisabled();
   await expect(prButton).toHaveAccessibleDescription(NO_PR);
   await expect(page.getByText(NO_PR)).toBeVisible();
+  // nor a follow-up, saying why (Send was only off)
+  await page.getByLabel('Prompt', { exact: true }).fill('FOLLOWUP too late');
+  const sendButton = page.getByRole('button', { name: 'Send follow-up' });
+  await expect(sendButton).toBeDisabled();
+  await expect(sendButton).toHaveAccessibleDescription('A cancelled attempt takes no follow-up: start a new attempt to go on.');
   await screenshot(page, 'task-cancelled-no-merge');
   await expect(api('POST', `/attempts/${attemptId}/merge`, { strategy: 'ff' })).rejects.toThrow(/409.*Nothing to merge/);
+});
+
+test('Cancel task asks first, as Cancel attempt does (it stopped every running attempt at one click)', async ({ page }) => {
+  const project = await createProject('Cancel Task Project');
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Sleeper to stop', description: 'SLEEP' });
+  const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
+  await page.goto(`/tasks/${task.id}`);
+  await expect(page.getByRole('log', { name: 'Attempt log' })).toContainText('still working', { timeout: 30_000 });
+  await page.getByRole('button', { name: 'Cancel task' }).click();
+  const confirm = page.getByRole('dialog', { name: 'Cancel task' });
+  await expect(confirm).toContainText('Stop the agent of the running attempt of “Sleeper to stop”? Its worktree stays.');
+  // Escape stops nothing
+  await page.keyboard.press('Escape');
+  await expect(confirm).toBeHidden();
+  expect(['created', 'running']).toContain((await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status);
+  // Enter confirms
+  await page.getByRole('button', { name: 'Cancel task' }).click();
+  await expect(confirm).toBeVisible();
+  await page.keyboard.press('Enter');
+  await expect(confirm).toBeHidden();
+  await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 30_000, intervals: [250] }).toBe('cancelled');
+  await expect(page.locator('.attempt-header').getByText('cancelled')).toBeVisible();
 });
 
 test.describe('an attempt cancelled elsewhere while the Cancel dialog is open', () => {

@@ -2,7 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { api, createProject, expect, makeRepo, REPOS, test } from './fixtures';
+import { api, createProject, expect, holdAnswers, makeRepo, REPOS, test } from './fixtures';
 import { screenshot } from './screenshot';
 
 test("apply a template: its tasks appear on the board, in the project's list", async ({ page }) => {
@@ -18,8 +18,14 @@ test("apply a template: its tasks appear on the board, in the project's list", a
   });
   await page.goto(`/projects/${project.id}`);
   await expect(page.getByTestId('board')).toBeVisible();
+  // while the list is on its way the dialog says so (it showed only Cancel and a pale Apply)
+  const answer = await holdAnswers(page, /\/api\/task-templates\?/);
   await page.getByRole('button', { name: 'Apply template' }).click();
   const dialog = page.getByRole('dialog', { name: 'Apply a template' });
+  await expect(dialog.getByRole('status')).toHaveText('Loading templates…');
+  await expect(dialog.getByRole('button', { name: 'Apply' })).toBeDisabled();
+  answer();
+  await expect(dialog.getByRole('status')).toHaveCount(0);
   await dialog.getByLabel('Template').selectOption(template.id);
   await dialog.getByRole('button', { name: 'Apply' }).click();
   await expect(dialog).toBeHidden();

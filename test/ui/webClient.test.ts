@@ -2,6 +2,7 @@
 import { ApiError, buildUrl, errorFromBody } from '../../web/src/api/client';
 import { backoffDelay, createSseParser, eventStreamResume, openWebSocketStream } from '../../web/src/api/streams';
 import { createStreamCursor, resetSeqOf } from '../../web/src/api/streamCursor';
+import { describeStream, lostStreams, markLost, markOpen } from '../../web/src/api/connection';
 import { isUnavailable, retryWhileUnavailable, UNAVAILABLE_RETRY_MS, unavailableNote } from '../../web/src/api/unavailable';
 import { WEBHOOK_EVENTS as BOARD_WEBHOOK_EVENTS } from '../../web/src/api/settings';
 import { WEBHOOK_EVENTS } from '../../lib/db/webhooks';
@@ -238,4 +239,26 @@ describe('openWebSocketStream after a reset (stream.ready with data.reset)', () 
       h.close();
     }
   });
+});
+
+test('a lost stream is named by its service and by what it keeps live on the screen (the connection banner says both)', () => {
+  expect(describeStream('/ws/events')).toEqual({ service: 'task', what: 'task and approval events' });
+  expect(describeStream(`/ws/events?topics=${encodeURIComponent('project:p1')}&after=12`)).toEqual({ service: 'task', what: "changes to this project's tasks" });
+  expect(describeStream(`/ws/events?topics=${encodeURIComponent('task:t1')}`)).toEqual({ service: 'task', what: "this task's status and attempts" });
+  expect(describeStream('/ws/execution-processes/p1/logs/normalized?after=3')).toEqual({ service: 'task', what: 'the live log' });
+  expect(describeStream('/api/events/task-attempts/a1/diff')).toEqual({ service: 'task', what: 'the live diff' });
+  expect(describeStream('/ws/projects/p1/drafts')).toEqual({ service: 'task', what: 'follow-up drafts' });
+  expect(describeStream('/svc/scheduler/api/v1/executions/e1/stream')).toEqual({ service: 'scheduler', what: 'live updates' });
+
+  const log = Symbol('log');
+  const events = Symbol('events');
+  markLost(log, '/ws/execution-processes/p1/logs/normalized');
+  markLost(events, '/ws/events');
+  markLost(log, '/ws/execution-processes/p1/logs/normalized'); // still the same loss, since its first time
+  expect(lostStreams().map((s) => s.what)).toEqual(['the live log', 'task and approval events']);
+  expect(lostStreams()[0]?.since).toBeLessThanOrEqual(lostStreams()[1]?.since ?? 0);
+  markOpen(log);
+  expect(lostStreams().map((s) => s.what)).toEqual(['task and approval events']);
+  markOpen(events);
+  expect(lostStreams()).toEqual([]);
 });

@@ -139,7 +139,7 @@ export function openWebSocketStream<M>(opts: WebSocketStreamOptions<M>): StreamH
         opts.onEnd?.();
         return;
       }
-      markLost(id);
+      markLost(id, opts.path);
       opts.onLost?.();
       timer = setTimeout(connect, backoffDelay(failures++));
     };
@@ -281,7 +281,7 @@ export function openSseStream(opts: SseStreamOptions): StreamHandle {
       markConnected(id);
       return;
     }
-    markLost(id);
+    markLost(id, opts.path);
     timer = setTimeout(run, backoffDelay(failures++));
   };
 

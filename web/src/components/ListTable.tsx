@@ -2,13 +2,15 @@ import type { ReactNode } from 'react';
 
 /**
  * A list shown as a table: its column headers (those named in `numeric` aligned like their numbers; with `actions`, a
- * last column whose header only screen readers read), one row per item, or the `empty` text when there is none;
- * nothing while the items are not known yet. `className` adds to the table's own class.
+ * last column whose header only screen readers read), one row per item, or the `empty` text when there is none.
+ * While the items are not known yet: "Loading…" when `loading` says they are on their way (the query is pending),
+ * else nothing (an error the screen shows above, a query not enabled). `className` adds to the table's own class.
  */
 export function ListTable<T>({
   label,
   className,
   items,
+  loading,
   empty,
   columns,
   numeric = [],
@@ -18,13 +20,19 @@ export function ListTable<T>({
   label: string;
   className?: string;
   items: readonly T[] | undefined;
+  loading?: boolean;
   empty: ReactNode;
   columns: readonly string[];
   numeric?: readonly string[];
   actions?: boolean;
   row: (item: T, index: number) => ReactNode;
 }) {
-  if (!items) return null;
+  if (!items)
+    return loading ? (
+      <p className="muted" role="status" aria-label={`${label}: loading`}>
+        Loading…
+      </p>
+    ) : null;
   if (items.length === 0) return <p className="empty">{empty}</p>;
   // a table wider than the window scrolls sideways inside its own box, not the whole page
   return (

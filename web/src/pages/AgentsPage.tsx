@@ -22,8 +22,11 @@ function AssignDialog({ agent, onClose }: { agent: Agent; onClose: () => void })
           setBusy(true);
           setError(null);
           try {
-            const t = await assignAgentTask(agent.name, task.trim(), priority);
-            showToast('info', `Task ${t.taskId} assigned to ${agent.name}`);
+            const sent = task.trim();
+            await assignAgentTask(agent.name, sent, priority);
+            // the task's own words, not its id (which nothing on the screen shows)
+            const text = sent.length > 60 ? `${sent.slice(0, 60)}…` : sent;
+            showToast('info', `Assigned to ${agent.name}: ${text}`);
             await qc.invalidateQueries({ queryKey: queryKeys.agents() });
             onClose();
           } catch (err) {
@@ -71,10 +74,10 @@ export function AgentsPage() {
       </div>
       <section className="panel" aria-label="Agents">
         {agents.error ? <ErrorMessage error={agents.error} onRetry={() => void agents.refetch()} /> : null}
-        {agents.isPending && !agents.error ? <p className="muted">Loading…</p> : null}
         <ListTable
           label="Agents"
           items={agents.data}
+          loading={agents.isPending}
           empty="No agents are configured."
           columns={['Agent', 'Role', 'Model', 'Status', 'Current task', 'Queued', 'Done / failed']}
           numeric={['Queued', 'Done / failed']}
@@ -90,7 +93,9 @@ export function AgentsPage() {
                 <td>
                   <span className={`badge agent-${a.status}`}>{a.status}</span>
                 </td>
-                <td title={st?.currentTask ?? undefined}>{current ?? '—'}</td>
+                <td className="long-text" title={current ?? undefined}>
+                  <div className="clamp">{current ?? '—'}</div>
+                </td>
                 <td className="num">{st?.queued ?? '—'}</td>
                 <td className="num">{st ? `${st.tasksCompleted} / ${st.tasksFailed}` : '—'}</td>
                 <td className="actions-cell">
@@ -109,16 +114,23 @@ export function AgentsPage() {
         <ListTable
           label="Latest tasks"
           items={tasks.data}
+          loading={tasks.isPending}
           empty="No tasks yet."
           columns={['Agent', 'Task', 'Priority', 'Status', 'Created']}
           row={(t) => (
             <tr key={t.taskId}>
               <td>{t.agent}</td>
-              <td>{t.task}</td>
+              <td className="long-text" title={t.task}>
+                <div className="clamp">{t.task}</div>
+              </td>
               <td>{t.priority}</td>
-              <td>
+              <td className="long-text">
                 {t.status}
-                {t.error ? <div className="muted">{t.error}</div> : null}
+                {t.error ? (
+                  <div className="muted clamp" title={t.error}>
+                    {t.error}
+                  </div>
+                ) : null}
               </td>
               <td>{new Date(t.createdAt).toLocaleString()}</td>
             </tr>

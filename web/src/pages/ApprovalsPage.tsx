@@ -145,9 +145,13 @@ export function ApprovalsPage() {
         actions
         row={(a) => (
           <tr key={a.id} data-approval={a.id}>
-            <td>
+            <td className="long-text">
               <strong>{a.title}</strong>
-              {a.description ? <div className="muted">{a.description}</div> : null}
+              {a.description ? (
+                <div className="muted clamp" title={a.description}>
+                  {a.description}
+                </div>
+              ) : null}
             </td>
             <td>{a.type}</td>
             <td>{a.createdBy}</td>
@@ -179,12 +183,12 @@ export function ApprovalsPage() {
         columns={['Request', 'Status', 'Decided', 'Responses']}
         row={(a) => (
           <tr key={a.id} data-approval={a.id}>
-            <td>{a.title}</td>
+            <td className="long-text">{a.title}</td>
             <td>
               <StatusBadge status={a.status} />
             </td>
             <td>{a.decidedAt ? new Date(a.decidedAt).toLocaleString() : '—'}</td>
-            <td>
+            <td className="long-text">
               {a.responses.map((r) => (
                 <div key={`${r.approver}-${r.respondedAt}`}>
                   {r.approver}: {r.decision}

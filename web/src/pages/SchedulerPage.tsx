@@ -22,22 +22,31 @@ import { Dialog, ErrorMessage, ListTable, showError, showToast } from '../compon
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 
+/**
+ * The row actions: each one's button is off while its request waits for its answer (`busy(key)`), also while another
+ * row's action is on its way (one key at a time let the first button back on when a second was clicked).
+ */
 function useAction() {
   const qc = useQueryClient();
-  const [busy, setBusy] = useState<string | null>(null);
+  const [pending, setPending] = useState<ReadonlySet<string>>(new Set());
   const run = async (key: string, fn: () => Promise<unknown>, done?: string) => {
-    setBusy(key);
+    if (pending.has(key)) return;
+    setPending((p) => new Set(p).add(key));
     try {
       await fn();
       if (done) showToast('info', done);
     } catch (err) {
       showError(err);
     } finally {
-      setBusy(null);
+      setPending((p) => {
+        const next = new Set(p);
+        next.delete(key);
+        return next;
+      });
       await qc.invalidateQueries({ queryKey: ['scheduler'] });
     }
   };
-  return { busy, run };
+  return { busy: (key: string) => pending.has(key), run };
 }
 
 function Section({ title, query, children }: { title: string; query: { error: unknown; isPending: boolean; refetch: () => unknown }; children: React.ReactNode }) {
@@ -124,8 +133,8 @@ export function SchedulerPage() {
               <tr key={s.id} data-source={s.name}>
                 <td>{s.name}</td>
                 <td>{s.source_type}</td>
-                <td className="mono">{s.url}</td>
-                <td>
+                <td className="mono long-text">{s.url}</td>
+                <td className="long-text">
                   <span className={`badge ${healthy ? 'health-ok' : 'health-bad'}`}>{healthy ? 'healthy' : 'unhealthy'}</span>
                   {s.last_health_error ? <div className="muted">{s.last_health_error}</div> : null}
                 </td>
@@ -134,7 +143,7 @@ export function SchedulerPage() {
                   <button
                     type="button"
                     className="small"
-                    disabled={busy === `health:${s.id}`}
+                    disabled={busy(`health:${s.id}`)}
                     aria-label={`Check health of ${s.name}`}
                     onClick={() => void run(`health:${s.id}`, () => checkSourceHealth(s.id))}
                   >
@@ -157,14 +166,14 @@ export function SchedulerPage() {
           row={(w) => (
             <tr key={w.name} data-workflow={w.name}>
               <td>{w.name}</td>
-              <td>{w.description || <span className="muted">—</span>}</td>
-              <td>{w.tasks.map((t) => `${t.name} (${t.type})`).join(', ')}</td>
+              <td className="long-text">{w.description || <span className="muted">—</span>}</td>
+              <td className="long-text">{w.tasks.map((t) => `${t.name} (${t.type})`).join(', ')}</td>
               <td>{when(w.lastRun)}</td>
               <td className="actions-cell">
                 <button
                   type="button"
                   className="primary small"
-                  disabled={busy === `run:${w.name}`}
+                  disabled={busy(`run:${w.name}`)}
                   aria-label={`Run ${w.name} now`}
                   onClick={() => void run(`run:${w.name}`, () => runWorkflow(w.name), `${w.name} started`)}
                 >
@@ -196,7 +205,7 @@ export function SchedulerPage() {
                 <button
                   type="button"
                   className="small"
-                  disabled={busy === `pause:${s.workflow}`}
+                  disabled={busy(`pause:${s.workflow}`)}
                   aria-label={`${s.enabled ? 'Pause' : 'Resume'} ${s.workflow}`}
                   onClick={() => void run(`pause:${s.workflow}`, () => setSchedulePaused(s.workflow, s.enabled))}
                 >
@@ -218,9 +227,13 @@ export function SchedulerPage() {
           row={(e) => (
             <tr key={e.id} data-execution={e.id}>
               <td>{e.workflow}</td>
-              <td>
+              <td className="long-text">
                 <span className={`badge exec-${e.status}`}>{e.status}</span>
-                {e.error ? <div className="muted">{e.error}</div> : null}
+                {e.error ? (
+                  <div className="muted clamp" title={e.error}>
+                    {e.error}
+                  </div>
+                ) : null}
               </td>
               <td>{e.trigger}</td>
               <td>{when(e.startedAt)}</td>
@@ -233,7 +246,7 @@ export function SchedulerPage() {
                   <button
                     type="button"
                     className="danger small"
-                    disabled={busy === `stop:${e.id}`}
+                    disabled={busy(`stop:${e.id}`)}
                     aria-label={`Stop execution ${e.id}`}
                     onClick={() => void run(`stop:${e.id}`, () => stopExecution(e.id), 'Execution stopped')}
                   >

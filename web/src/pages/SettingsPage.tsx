@@ -5,16 +5,18 @@
  */
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { getApiKey, queryKeys, setApiKey } from '../api';
+import { ApiError, getApiKey, queryKeys, setApiKey } from '../api';
 import { useAgents } from '../api/agentsTraces';
 import { useProjects } from '../api/projects';
 import { createWebhook, deleteWebhook, type Receiver, type Webhook, WEBHOOK_EVENTS, useDeliveries, useWebhooks } from '../api/settings';
-import { ConfirmDialog, Dialog, ErrorMessage, ListTable, showError, showToast } from '../components';
+import { ConfirmDialog, Dialog, ErrorMessage, Field, ListTable, showToast } from '../components';
 
 function ApiKeySection() {
   const qc = useQueryClient();
   const [stored, setStored] = useState(() => getApiKey());
   const [value, setValue] = useState('');
+  // Save key with nothing typed: said at the field until a key is typed (it did nothing, without a word)
+  const [triedEmpty, setTriedEmpty] = useState(false);
   const mask = (k: string) => (k.length > 8 ? `${k.slice(0, 4)}…${k.slice(-2)}` : '••••');
   return (
     <section className="panel" aria-label="API key">
@@ -27,7 +29,11 @@ function ApiKeySection() {
         onSubmit={(e) => {
           e.preventDefault();
           const k = value.trim();
-          if (!k) return;
+          if (!k) {
+            setTriedEmpty(true);
+            return;
+          }
+          setTriedEmpty(false);
           setApiKey(k);
           setStored(k);
           setValue('');
@@ -35,10 +41,9 @@ function ApiKeySection() {
           void qc.invalidateQueries();
         }}
       >
-        <label className="field inline">
-          <span>New key</span>
+        <Field label="New key" inline error={triedEmpty && !value.trim() ? 'Type the key: it cannot be empty.' : null}>
           <input type="password" autoComplete="off" value={value} onChange={(e) => setValue(e.target.value)} />
-        </label>
+        </Field>
         <button type="submit" className="primary">
           Save key
         </button>
@@ -66,6 +71,15 @@ function ProfilesSection() {
   const add = (profile: string, by: string) => uses.set(profile, [...(uses.get(profile) ?? []), by]);
   for (const p of projects.data ?? []) if (p.defaultLLM) add(p.defaultLLM, `project ${p.name}`);
   for (const a of agents.data ?? []) add(a.llm, `agent ${a.name}`);
+  // the list is known once both reads have answered: until then "Loading…", not the empty text (it said that no
+  // profile was named while the projects and agents were still on their way); with both failed, only their errors
+  const loading = projects.isPending || agents.isPending;
+  const items = loading || (projects.isError && agents.isError) ? undefined : [...uses.entries()];
+  const empty = agents.isError
+    ? 'No project names a profile. The agents could not be read (above), so the profiles they name are not listed.'
+    : projects.isError
+      ? 'No agent names a profile. The projects could not be read (above), so the profiles they name are not listed.'
+      : 'No project or agent names a profile (projects use the server default).';
   return (
     <section className="panel" aria-label="Agent profiles in use">
       <h2>Agent profiles in use</h2>
@@ -74,8 +88,9 @@ function ProfilesSection() {
       {agents.error ? <ErrorMessage error={agents.error} onRetry={() => void agents.refetch()} /> : null}
       <ListTable
         label="Agent profiles"
-        items={[...uses.entries()]}
-        empty="No project or agent names a profile (projects use the server default)."
+        items={items}
+        loading={loading}
+        empty={empty}
         columns={['Profile', 'Used by']}
         row={([profile, by]) => (
           <tr key={profile} data-profile={profile}>
@@ -94,11 +109,15 @@ function NewWebhookDialog({ onClose }: { onClose: () => void }) {
   const [secret, setSecret] = useState('');
   const [events, setEvents] = useState<string[]>(['task.status_changed']);
   const [error, setError] = useState<unknown>(null);
+  // while the create waits for its answer: a second Enter or click would have made a second webhook
+  const [busy, setBusy] = useState(false);
   return (
     <Dialog open title="New webhook" onClose={onClose}>
       <form
         onSubmit={async (e) => {
           e.preventDefault();
+          if (busy) return;
+          setBusy(true);
           setError(null);
           try {
             await createWebhook(url.trim(), events, secret);
@@ -106,6 +125,8 @@ function NewWebhookDialog({ onClose }: { onClose: () => void }) {
             onClose();
           } catch (err) {
             setError(err);
+          } finally {
+            setBusy(false);
           }
         }}
       >
@@ -135,8 +156,8 @@ function NewWebhookDialog({ onClose }: { onClose: () => void }) {
           <button type="button" onClick={onClose}>
             Cancel
           </button>
-          <button type="submit" className="primary">
-            Create webhook
+          <button type="submit" className="primary" disabled={busy}>
+            {busy ? 'Creating…' : 'Create webhook'}
           </button>
         </div>
       </form>
@@ -153,6 +174,7 @@ function DeliveryLog({ webhook }: { webhook: Webhook }) {
       <ListTable
         label="Deliveries"
         items={d.data}
+        loading={d.isPending}
         empty="No deliveries yet."
         columns={['When', 'Event', 'Try', 'Result', 'Time']}
         numeric={['Try', 'Time']}
@@ -164,7 +186,7 @@ function DeliveryLog({ webhook }: { webhook: Webhook }) {
               {x.attempt}
               {x.probe ? ' (probe)' : null}
             </td>
-            <td>
+            <td className="long-text">
               <span className={`badge ${x.success ? 'health-ok' : 'health-bad'}`}>{x.statusCode ?? 'no answer'}</span>
               {x.error ? <span className="muted"> {x.error}</span> : null}
             </td>
@@ -199,6 +221,8 @@ function WebhooksSection() {
   const [creating, setCreating] = useState(false);
   const [open, setOpen] = useState<Webhook | null>(null);
   const [deleting, setDeleting] = useState<Webhook | null>(null);
+  const [deleteBusy, setDeleteBusy] = useState(false);
+  const [deleteError, setDeleteError] = useState<unknown>(null);
   return (
     <section className="panel" aria-label="Webhooks">
       <div className="toolbar">
@@ -211,12 +235,13 @@ function WebhooksSection() {
       <ListTable
         label="Webhook list"
         items={hooks.data}
+        loading={hooks.isPending}
         empty="No webhooks."
         columns={['URL', 'Events', 'Active', 'Receiver']}
         actions
         row={(w) => (
           <tr key={w.id} data-webhook={w.url}>
-            <td className="mono">{w.url}</td>
+            <td className="mono long-text">{w.url}</td>
             <td>{w.events.join(', ')}</td>
             <td>{w.active ? 'yes' : 'no'}</td>
             <td>
@@ -241,18 +266,35 @@ function WebhooksSection() {
         message={`Stop sending events to ${deleting?.url ?? ''}?`}
         confirmLabel="Delete"
         danger
-        onCancel={() => setDeleting(null)}
+        busy={deleteBusy}
+        error={deleteError}
+        onCancel={() => {
+          setDeleting(null);
+          setDeleteError(null);
+        }}
         onConfirm={async () => {
           const w = deleting;
-          setDeleting(null);
-          if (!w) return;
+          if (!w || deleteBusy) return;
+          // the dialog stays, its button off, until the answer: a refusal is said in it (it was a toast under the
+          // closed dialog), and a second Enter sends nothing
+          setDeleteBusy(true);
+          setDeleteError(null);
           try {
             await deleteWebhook(w.id);
             if (open?.id === w.id) setOpen(null);
             // its deliveries are gone with it: not read again (a 404) while its log closes
             qc.removeQueries({ queryKey: [...queryKeys.webhooks(), w.id] });
+            setDeleting(null);
           } catch (err) {
-            showError(err);
+            // deleted elsewhere meanwhile (another tab, the API): what Delete wanted is done; the list drops it below
+            if (err instanceof ApiError && err.status === 404) {
+              if (open?.id === w.id) setOpen(null);
+              qc.removeQueries({ queryKey: [...queryKeys.webhooks(), w.id] });
+              setDeleting(null);
+              showToast('info', `${w.url} was already deleted (elsewhere)`);
+            } else setDeleteError(err);
+          } finally {
+            setDeleteBusy(false);
           }
           await qc.invalidateQueries({ queryKey: queryKeys.webhooks(), exact: true });
         }}

@@ -121,7 +121,17 @@ function AttemptPanel({ attempt, task, projectId }: { attempt: Attempt; task: Ta
           </Suspense>
         </section>
       </div>
-      <FollowUpPanel attemptId={attempt.id} projectId={projectId} disabled={attempt.status === 'created' || attempt.status === 'cancelled'} />
+      <FollowUpPanel
+        attemptId={attempt.id}
+        projectId={projectId}
+        refusal={
+          attempt.status === 'cancelled'
+            ? 'A cancelled attempt takes no follow-up: start a new attempt to go on.'
+            : attempt.status === 'created'
+              ? 'Follow-ups can be sent once the agent has started.'
+              : null
+        }
+      />
       <MergeDialog open={dialog === 'merge'} attempt={attempt} taskTitle={task.title} onClose={() => setDialog(null)} />
       <CreatePrDialog open={dialog === 'pr'} attempt={attempt} taskTitle={task.title} onClose={() => setDialog(null)} />
       <ConfirmDialog
@@ -160,7 +170,7 @@ export function TaskPage() {
     meta: { inlineError: true },
   });
   const select = (attemptId: string) => setParams({ attempt: attemptId }, { replace: true });
-  const [dialog, setDialog] = useState<'start' | 'compare' | null>(null);
+  const [dialog, setDialog] = useState<'start' | 'compare' | 'cancelTask' | null>(null);
   const [compareIds, setCompareIds] = useState<string[]>([]);
 
   const refreshTask = (attemptId?: string) => {
@@ -192,7 +202,11 @@ export function TaskPage() {
   const profiles = Object.keys(project.data?.config.llms ?? {}).sort();
   const cancelTask = useMutation({
     mutationFn: () => api(`/tasks/${id}/cancel`, { method: 'POST' }),
-    onSuccess: () => refreshTask(selectedId ?? undefined),
+    meta: { inlineError: true }, // shown in the confirmation dialog
+    onSuccess: () => {
+      setDialog(null);
+      refreshTask(selectedId ?? undefined);
+    },
   });
 
   // a task that does not exist (deleted, or a mistyped address) gets the board's not-found screen, not an error banner
@@ -202,7 +216,8 @@ export function TaskPage() {
   if (task.error) return <ErrorMessage error={task.error} onRetry={() => void task.refetch()} />;
   if (!task.data) return <p className="muted">Loading…</p>;
   const t = task.data;
-  const running = attempts.some((a) => RUNNING_STATUSES.includes(a.status));
+  const runningCount = attempts.filter((a) => RUNNING_STATUSES.includes(a.status)).length;
+  const running = runningCount > 0;
   return (
     <div className="task-page">
       <nav className="breadcrumbs" aria-label="Breadcrumbs">
@@ -233,11 +248,21 @@ export function TaskPage() {
             <button type="button" className="primary" onClick={() => setDialog('start')}>
               Start attempt…
             </button>
-            <button type="button" disabled={compareIds.length !== 2} onClick={() => setDialog('compare')}>
-              Compare selected
-            </button>
+            {/* it was only off, with no word on what turns it on */}
+            <ActionButton
+              label="Compare selected"
+              refusal={attempts.length < 2 ? 'Compare needs two attempts.' : compareIds.length !== 2 ? 'Tick two attempts to compare.' : null}
+              onClick={() => setDialog('compare')}
+            />
             {running ? (
-              <button type="button" disabled={cancelTask.isPending} onClick={() => cancelTask.mutate()}>
+              <button
+                type="button"
+                disabled={cancelTask.isPending}
+                onClick={() => {
+                  cancelTask.reset();
+                  setDialog('cancelTask');
+                }}
+              >
                 Cancel task
               </button>
             ) : null}
@@ -253,6 +278,11 @@ export function TaskPage() {
       </section>
 
       {attempt.error ? <ErrorMessage error={attempt.error} onRetry={() => void attempt.refetch()} /> : null}
+      {attempt.isLoading ? (
+        <p className="muted" role="status">
+          Loading the attempt…
+        </p>
+      ) : null}
       {attempt.data && attempt.data.id === selectedId ? <AttemptPanel key={attempt.data.id} attempt={attempt.data} task={t} projectId={t.projectId} /> : null}
 
       <StartAttemptDialog
@@ -262,6 +292,24 @@ export function TaskPage() {
         defaultProfile={t.assignee ?? project.data?.defaultLLM ?? null}
         onClose={() => setDialog(null)}
         onStarted={select}
+      />
+      {/* it stopped every running attempt at one click, where Cancel attempt asks first */}
+      <ConfirmDialog
+        open={dialog === 'cancelTask'}
+        title="Cancel task"
+        message={
+          runningCount === 0
+            ? `No attempt of “${t.title}” runs any more: there is nothing to stop.`
+            : runningCount === 1
+              ? `Stop the agent of the running attempt of “${t.title}”? Its worktree stays.`
+              : `Stop the agents of the ${runningCount} running attempts of “${t.title}”? Their worktrees stay.`
+        }
+        confirmLabel="Cancel task"
+        danger
+        busy={cancelTask.isPending}
+        error={cancelTask.error}
+        onConfirm={() => cancelTask.mutate()}
+        onCancel={() => setDialog(null)}
       />
       {compareIds.length === 2 ? (
         <CompareDialog

@@ -123,6 +123,11 @@ export function TracesPage() {
           </label>
         </div>
         {analytics.error ? <ErrorMessage error={analytics.error} onRetry={() => void analytics.refetch()} /> : null}
+        {analytics.isPending ? (
+          <p className="muted" role="status">
+            Loading…
+          </p>
+        ) : null}
         {analytics.data ? (
           <>
             <p className="muted">
@@ -168,6 +173,7 @@ export function TracesPage() {
         <ListTable
           label="Trace list"
           items={traces.data?.traces}
+          loading={traces.isPending}
           empty={filters.instance || filters.phone || filters.status ? 'No traces match these filters.' : 'No traces yet: the trace service has recorded no messages.'}
           columns={['Sent', 'Instance', 'To', 'Message', 'Status']}
           row={(t) => (
@@ -175,7 +181,9 @@ export function TracesPage() {
               <td>{new Date(t.sentAt).toLocaleString()}</td>
               <td>{t.instance}</td>
               <td className="mono">{t.to}</td>
-              <td>{t.message.length > 80 ? `${t.message.slice(0, 80)}…` : t.message}</td>
+              <td className="long-text" title={t.message.length > 80 ? t.message : undefined}>
+                {t.message.length > 80 ? `${t.message.slice(0, 80)}…` : t.message}
+              </td>
               <td>
                 <span className={`badge trace-${t.status}`}>{t.status}</span>
               </td>

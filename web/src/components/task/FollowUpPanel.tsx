@@ -6,7 +6,7 @@
  * that lists an attempt's earlier drafts.
  */
 import { useMutation } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useId, useState } from 'react';
 import { api, useWebSocketStream } from '../../api';
 import { Field } from '../Field';
 import { showToast } from '../toastStore';
@@ -23,7 +23,13 @@ interface DraftItem {
 
 const draftText = (d: DraftItem) => d.prompt ?? d.retryPrompt ?? d.content ?? '';
 
-export function FollowUpPanel({ attemptId, projectId, disabled }: { attemptId: string; projectId: string; disabled?: boolean }) {
+/**
+ * `refusal`: why the attempt takes no follow-up now (cancelled, not started), shown beside Send and describing it; the
+ * buttons that send were only off, with no word on why.
+ */
+export function FollowUpPanel({ attemptId, projectId, refusal }: { attemptId: string; projectId: string; refusal?: string | null }) {
+  const disabled = !!refusal;
+  const refusalId = useId();
   const [prompt, setPrompt] = useState('');
   const [queue, setQueue] = useState<string[]>([]);
   const [drafts, setDrafts] = useState<DraftItem[]>([]);
@@ -63,6 +69,9 @@ export function FollowUpPanel({ attemptId, projectId, disabled }: { attemptId: s
     },
   });
   const blank = !prompt.trim();
+  // what the Send button allows: Enter on it and Ctrl+Enter in the prompt alike (Ctrl+Enter sent while a send was
+  // still waiting for its answer, so a second press sent the prompt twice, and on an attempt that takes none)
+  const canSend = !blank && !disabled && !send.isPending;
 
   return (
     <section className="panel" aria-labelledby={`fu-${attemptId}`}>
@@ -70,7 +79,7 @@ export function FollowUpPanel({ attemptId, projectId, disabled }: { attemptId: s
       <form
         onSubmit={(e) => {
           e.preventDefault();
-          if (!blank) send.mutate({ prompt });
+          if (canSend) send.mutate({ prompt });
         }}
       >
         <Field label="Prompt">
@@ -82,13 +91,13 @@ export function FollowUpPanel({ attemptId, projectId, disabled }: { attemptId: s
             onKeyDown={(e) => {
               if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
                 e.preventDefault();
-                if (!blank) send.mutate({ prompt });
+                if (canSend) send.mutate({ prompt });
               }
             }}
           />
         </Field>
         <div className="button-row">
-          <button type="submit" className="primary" disabled={blank || disabled || send.isPending}>
+          <button type="submit" className="primary" disabled={!canSend} aria-describedby={refusal ? refusalId : undefined}>
             Send follow-up
           </button>
           <button type="button" disabled={blank || saveDraft.isPending} onClick={() => saveDraft.mutate(prompt)}>
@@ -104,6 +113,11 @@ export function FollowUpPanel({ attemptId, projectId, disabled }: { attemptId: s
           >
             Add to queue
           </button>
+          {refusal ? (
+            <span id={refusalId} className="muted merge-refusal">
+              {refusal}
+            </span>
+          ) : null}
         </div>
       </form>
       {queue.length ? (
@@ -136,7 +150,7 @@ export function FollowUpPanel({ attemptId, projectId, disabled }: { attemptId: s
                   edit
                 </button>{' '}
                 {d.type === 'follow_up' && d.status === 'draft' ? (
-                  <button type="button" className="link-button" disabled={disabled} onClick={() => send.mutate({ prompt: draftText(d), draftId: d.id })}>
+                  <button type="button" className="link-button" disabled={disabled || send.isPending} onClick={() => send.mutate({ prompt: draftText(d), draftId: d.id })}>
                     send
                   </button>
                 ) : null}

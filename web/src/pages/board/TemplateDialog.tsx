@@ -50,6 +50,11 @@ export function TemplateDialog({ open, busy, error, onApply, onClose }: Template
       >
         {templates.error ? <ErrorMessage error={templates.error} /> : null}
         {error ? <ErrorMessage error={error} action /> : null}
+        {templates.isPending ? (
+          <p className="muted" role="status">
+            Loading templates…
+          </p>
+        ) : null}
         {templates.data && list.length === 0 ? <p className="muted">No templates yet: create one with POST /api/task-templates.</p> : null}
         {list.length ? (
           <Field label="Template">

@@ -109,6 +109,11 @@ export function PathPicker({
       ) : null}
       {roots.error ? <ErrorMessage error={roots.error} /> : null}
       <section className="browser" aria-label="Directories">
+        {listing.isPending ? (
+          <p className="muted" role="status">
+            Reading {dir}…
+          </p>
+        ) : null}
         {listing.data && !listing.data.entries.some((e) => e.type === 'directory') ? <p className="muted empty">No sub-directories in {here}</p> : null}
         <ul className="browser-list">
           {(listing.data?.entries ?? [])
