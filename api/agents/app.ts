@@ -10,6 +10,7 @@ import type { AgentsAppDeps } from './deps';
 import { memoryRoutes } from './memory';
 import { agentTaskRoutes } from './tasks';
 import { installCors } from '../http/cors';
+import { named } from '../http/pluginName';
 
 export async function buildAgentsApp(base: DetailServiceDeps) {
   // An agent whose llm names no profile is a startup error (ConfigError), not a failed task later.
@@ -30,9 +31,9 @@ export async function buildAgentsApp(base: DetailServiceDeps) {
   await installCors(app, base.config.corsOrigins, 'all');
   installApiKeyAuth(app, { key: base.keys.agents, allowBearer: true });
   const deps: AgentsAppDeps = { ...base, agents, actors: new AgentActors(base.temporal, base.db, base.config, base.logger) };
-  await app.register(agentRoutes, { prefix: '/api/v1', deps });
-  await app.register(agentTaskRoutes, { prefix: '/api/v1', deps });
-  await app.register(memoryRoutes, { prefix: '/api/v1', deps });
+  await app.register(named(agentRoutes), { prefix: '/api/v1', deps });
+  await app.register(named(agentTaskRoutes), { prefix: '/api/v1', deps });
+  await app.register(named(memoryRoutes), { prefix: '/api/v1', deps });
   // Every configured agent's actor runs from service start (idempotent: an actor already running is kept); removed
   // agents' actors are closed; tasks whose actor was closed under them are failed.
   let supervisor: { stop(): void } | undefined;

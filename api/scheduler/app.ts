@@ -11,6 +11,7 @@ import { flowRoutes } from './flows';
 import { scheduleRoutes } from './schedules';
 import { sourceRoutes } from './sources';
 import { workflowRoutes } from './workflows';
+import { named } from '../http/pluginName';
 
 export async function buildSchedulerApp(deps: DetailServiceDeps) {
   const app = createBaseApp({
@@ -28,11 +29,11 @@ export async function buildSchedulerApp(deps: DetailServiceDeps) {
   });
   await installCors(app, deps.config.corsOrigins, 'all');
   installApiKeyAuth(app, { key: deps.keys.scheduler, allowBearer: false });
-  await app.register(sourceRoutes, { prefix: '/api/v1', deps });
-  await app.register(flowRoutes, { prefix: '/api/v1', deps });
-  await app.register(workflowRoutes, { prefix: '/api/v1', deps });
-  await app.register(scheduleRoutes, { prefix: '/api/v1', deps });
-  await app.register(executionRoutes, { prefix: '/api/v1', deps });
+  await app.register(named(sourceRoutes), { prefix: '/api/v1', deps });
+  await app.register(named(flowRoutes), { prefix: '/api/v1', deps });
+  await app.register(named(workflowRoutes), { prefix: '/api/v1', deps });
+  await app.register(named(scheduleRoutes), { prefix: '/api/v1', deps });
+  await app.register(named(executionRoutes), { prefix: '/api/v1', deps });
   // The periodic source health check and retention run on a Temporal schedule; set it up in the background so the
   // API starts (and answers /health) even while Temporal is still coming up. It retries until Temporal answers.
   const setup = new AbortController();

@@ -29,6 +29,7 @@ import { serviceProxyRoutes } from './serviceProxy';
 import { eventStreamRoutes } from './eventStream';
 import { createBackgroundWork } from '../../lib/runtime/background';
 import { sealStoredRepoUrls } from '../../lib/projects/repoCredentials';
+import { named } from '../http/pluginName';
 
 export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   const app = createBaseApp({
@@ -72,27 +73,27 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
     },
   });
   installUpgradeRequired(app, (origin, host) => originMayConnect(origin, host, base.config.corsOrigins, 'loopback'));
-  await app.register(projectRoutes, { prefix: '/api', deps });
-  await app.register(taskRoutes, { prefix: '/api', deps });
-  await app.register(approvalRoutes, { prefix: '/api', deps });
-  await app.register(taskTemplateRoutes, { prefix: '/api', deps });
-  await app.register(draftRoutes, { prefix: '/api', deps });
-  await app.register(draftStreamRoutes, { deps });
-  await app.register(webhookRoutes, { prefix: '/api', deps });
+  await app.register(named(projectRoutes), { prefix: '/api', deps });
+  await app.register(named(taskRoutes), { prefix: '/api', deps });
+  await app.register(named(approvalRoutes), { prefix: '/api', deps });
+  await app.register(named(taskTemplateRoutes), { prefix: '/api', deps });
+  await app.register(named(draftRoutes), { prefix: '/api', deps });
+  await app.register(named(draftStreamRoutes), { deps });
+  await app.register(named(webhookRoutes), { prefix: '/api', deps });
   const dispatcher = startWebhookDispatcher(deps);
   app.addHook('onClose', async () => dispatcher.stop());
   const startReconciler = startAttemptStartReconciler(deps);
   app.addHook('onClose', async () => startReconciler.stop());
-  await app.register(filesystemRoutes, { prefix: '/api', deps });
-  await app.register(codehostRoutes, { prefix: '/api', deps });
+  await app.register(named(filesystemRoutes), { prefix: '/api', deps });
+  await app.register(named(codehostRoutes), { prefix: '/api', deps });
   const cpu = createCpuPool();
   app.addHook('onClose', async () => cpu.close());
-  await app.register(attemptRoutes, { prefix: '/api', deps, cpu });
-  await app.register(processRoutes, { prefix: '/api', deps });
-  await app.register(branchRoutes, { prefix: '/api', deps });
-  await app.register(attemptStreamRoutes, { deps, cpu });
-  await app.register(eventStreamRoutes, { deps });
-  await app.register(serviceProxyRoutes, { deps });
-  await app.register(webAssetRoutes, { webDir: base.config.webDir });
+  await app.register(named(attemptRoutes), { prefix: '/api', deps, cpu });
+  await app.register(named(processRoutes), { prefix: '/api', deps });
+  await app.register(named(branchRoutes), { prefix: '/api', deps });
+  await app.register(named(attemptStreamRoutes), { deps, cpu });
+  await app.register(named(eventStreamRoutes), { deps });
+  await app.register(named(serviceProxyRoutes), { deps });
+  await app.register(named(webAssetRoutes), { webDir: base.config.webDir });
   return app;
 }

@@ -4,6 +4,7 @@ import { installApiKeyAuth } from '../http/apiKeyAuth';
 import { createBaseApp } from '../http/baseApp';
 import { traceRoutes } from './traces';
 import { installCors } from '../http/cors';
+import { named } from '../http/pluginName';
 
 export async function buildTracesApp(deps: DetailServiceDeps) {
   const app = createBaseApp({
@@ -21,6 +22,6 @@ export async function buildTracesApp(deps: DetailServiceDeps) {
   });
   await installCors(app, deps.config.corsOrigins, 'all');
   installApiKeyAuth(app, { key: deps.keys.traces, allowBearer: false });
-  await app.register(traceRoutes, { prefix: '/api/v1', deps });
+  await app.register(named(traceRoutes), { prefix: '/api/v1', deps });
   return app;
 }

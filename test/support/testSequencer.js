@@ -16,21 +16,29 @@ const path = require('node:path');
 const Sequencer = require('@jest/test-sequencer').default;
 
 const LONGEST_FIRST = [
+  // the quiet phase (3 workers): the browser test beside two waiting files, then the contract test, which waits for
+  // the browser test to end (test/support/quietTurns.ts), and the other two waiting files
   'test/ui/browser.test.ts',
   'test/integration/schedulerStalls.test.ts',
   'test/e2e/dependencyFaults.test.ts',
   'test/contract/schemathesis.test.ts',
   'test/integration/attemptWorkerTakeover.test.ts',
-  'test/integration/agentContinueAsNew.test.ts',
   'test/integration/approvalExpiryOutage.test.ts',
+  // the rest phase, by their time in ci47a (session 47)
   'test/integration/schedulerFlowOnce.test.ts',
-  'test/integration/attemptPostgresRestart.test.ts',
   'test/integration/schedulerTemporalDeadlines.test.ts',
-  'test/integration/toolsOpenapi.test.ts',
   'test/e2e/provision.test.ts',
-  'test/fleet/fleet.test.ts',
-  'test/integration/multiAgentFaults.test.ts',
+  'test/integration/attemptPostgresRestart.test.ts',
   'test/integration/schedulerWorkflows.test.ts',
+  'test/integration/schedulerWorkerOutage.test.ts',
+  'test/e2e/compiledBuild.test.ts',
+  'test/integration/webhookPostgresOutage.test.ts',
+  'test/integration/attemptFailures.test.ts',
+  'test/integration/probeConnectionsFrozen.test.ts',
+  'test/fleet/fleet.test.ts',
+  'test/integration/webhookOldRetryPolicy.test.ts',
+  'test/integration/multiAgentFaults.test.ts',
+  'test/integration/webhookBreaker.test.ts',
   'test/integration/urlCredentials.test.ts',
 ];
 

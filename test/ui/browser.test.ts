@@ -5,6 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { markBrowserTestDone } from '../support/quietTurns';
 
 const ROOT = path.join(__dirname, '..', '..');
 jest.setTimeout(15 * 60_000);
@@ -22,7 +23,8 @@ test('the browser tests (Playwright, test/ui/*.spec.ts) pass', async () => {
   let output = '';
   child.stdout.on('data', (d) => (output += d.toString()));
   child.stderr.on('data', (d) => (output += d.toString()));
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  // the contract test of the same quiet phase waits for this (test/support/quietTurns.ts), also after a failure
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve)).finally(markBrowserTestDone);
   // the run's own lines (timings: armada start, the 1,000-task board) are worth seeing in the jest output too
   process.stdout.write(`${output.split('\n').filter((l) => /^ui: |passed|failed|flaky/.test(l.trim())).join('\n')}\n`);
   if (code !== 0) throw new Error(`playwright test exited with ${code}:\n${output.slice(-20_000)}`);

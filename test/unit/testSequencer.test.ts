@@ -45,7 +45,7 @@ test('the quiet phase of npm test names files that exist, once; the rest phase l
   };
   const quiet = configOf('quiet');
   expect(quiet.testMatch).toEqual(QUIET_PHASE.map((f) => `<rootDir>/${f}`));
-  expect(quiet.workers).toBe(2);
+  expect(quiet.workers).toBe(3);
   const rest = configOf('rest');
   expect(rest.testMatch).toEqual(['**/*.test.ts']);
   expect(rest.workers).toBe(4);
