@@ -105,7 +105,11 @@ export function createExecutionProgressActivities(deps: ActivityDeps) {
         // one transaction: a reader never sees the new status without the log lines of the same step
         result = await withTransaction(deps.db, async (c) => {
           const written = await upsertExecution(c, e);
-          const goesOn = onHeld ? written.outcome === 'written' : written.outcome !== 'gone';
+          // The lines go with the row's change only: a write that finds the row finished ('unchanged') adds none. A
+          // finished run's log is complete, and such a write is a repeat: the terminal record of a local activity run
+          // again after its workflow task was retried, whose loadRunState counted the lines anew, so its line came
+          // with the next key ("Execution stopped" twice in ci47b), or a late write after the reconciler failed the row.
+          const goesOn = written.outcome === 'written';
           onHeld?.(goesOn);
           if (goesOn) await appendExecutionLogs(c, e.id, lines);
           return written;
