@@ -177,7 +177,8 @@ function fieldValues(field: string, min: number, max: number, names: string[] = 
  * Why a cron string can never fire (again), or null: a day of the month that none of its months has (`0 0 30 2 *`,
  * `0 0 31 4,6,9,11 *`) while the day of the week is left open, or years that are all past (`0 9 * * * 2020`).
  * Temporal takes such a string and its schedule simply never runs (`nextRun: null` while `active`), so it is refused
- * instead. Only the plain forms are read; anything else (`@every`, a form not read here) is Temporal's to judge.
+ * instead. Only the plain forms are read; anything else (`@every`, a form not read here) is Temporal's to judge. The
+ * routes refuse a year field before this is asked (scheduleExpressionError), so its years are read only here.
  */
 export function neverFiresError(expr: string, now: Date = new Date()): string | null {
   const body = expr.replace(/^\s*(?:CRON_)?TZ=\S+\s+/, '').replace(/\s#.*$/, '').trim();
