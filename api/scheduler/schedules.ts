@@ -52,7 +52,7 @@ import {
   WorkflowScheduleParams,
 } from './schemas';
 import { withinDeadline } from './temporalAccess';
-import { WORKFLOW_NOT_FOUND, checkZone, mustGetWorkflow, scheduleError, scheduleZone, temporalClient, unknownOutcomeResynced } from './workflows';
+import { WORKFLOW_NOT_FOUND, checkZone, mustGetWorkflow, refuseScheduleExpression, scheduleError, scheduleZone, temporalClient, unknownOutcomeResynced } from './workflows';
 
 export const SCHEDULE_NOT_FOUND = 'Schedule not found';
 const CREATE_FAILED = 'Error creating schedule';
@@ -188,7 +188,9 @@ async function refuseMissedTime(client: Client, s: ScheduleRow, what: string): P
  * and its Temporal Schedule has no action left.
  */
 async function checkedChange(s: ScheduleRow, body: SchedulePatch, fired: () => Promise<boolean>): Promise<ScheduleChange> {
-  // the cron string is Temporal's to judge (changeSchedule); the zone is checked here, a `CRON_TZ=` prefix's too
+  // the cron string's form was checked (refuseScheduleExpression), its values are Temporal's to judge (changeSchedule);
+  // the zone is checked here, a `CRON_TZ=` prefix's too. A PATCH without `schedule` keeps the stored one as it is,
+  // also one written before the form was checked (docs/scheduler.md#schedule-expressions)
   const timezone = body.timezone ?? (s.type === 'cron' && body.schedule !== undefined ? cronZone(body.schedule) : undefined);
   checkZone(timezone, s.type === 'cron' ? body.schedule : undefined);
   const jitterMs = body.jitter === undefined ? undefined : body.jitter * 1000;
@@ -232,7 +234,7 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
 
   app.patch(
     '/schedules/:workflow',
-    { schema: { tags: ['schedules'], params: ScheduleParams, body: PatchScheduleBody, response: { 200: Schedule, ...DetailErrors } } },
+    { schema: { tags: ['schedules'], params: ScheduleParams, body: PatchScheduleBody, response: { 200: Schedule, ...DetailErrors } }, preValidation: refuseScheduleExpression },
     async (request) => {
       const s = await defaultOf(request.params.workflow);
       return view(await changeSchedule(deps, s, 'default', request.body, request.log));
@@ -262,11 +264,11 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
 
   app.post(
     '/workflows/:name/schedules',
-    { schema: { tags: ['schedules'], params: WorkflowParams, body: CreateScheduleBody, response: { 201: Schedule, ...DetailErrors } } },
+    { schema: { tags: ['schedules'], params: WorkflowParams, body: CreateScheduleBody, response: { 201: Schedule, ...DetailErrors } }, preValidation: refuseScheduleExpression },
     async (request, reply) => {
       const w = await mustGetWorkflow(deps.db, request.params.name);
       const body = request.body;
-      // a cron schedule's zone may come from a `CRON_TZ=` prefix; the cron string itself is Temporal's to judge
+      // a cron schedule's zone may come from a `CRON_TZ=` prefix; the form was checked (refuseScheduleExpression), the values are Temporal's to judge
       const timezone = body.type === 'cron' ? scheduleZone(body.timezone, body.schedule, 'UTC') : (body.timezone ?? 'UTC');
       checkZone(timezone, body.type === 'cron' ? body.schedule : undefined);
       let timing: ScheduleTiming;
@@ -332,7 +334,7 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
 
   app.patch(
     '/workflows/:name/schedules/:id',
-    { schema: { tags: ['schedules'], params: WorkflowScheduleParams, body: PatchWorkflowScheduleBody, response: { 200: Schedule, ...DetailErrors, 409: Detail } } },
+    { schema: { tags: ['schedules'], params: WorkflowScheduleParams, body: PatchWorkflowScheduleBody, response: { 200: Schedule, ...DetailErrors, 409: Detail } }, preValidation: refuseScheduleExpression },
     async (request) => {
       const s = await mustGetSchedule(request.params.name, request.params.id);
       return view(await changeSchedule(deps, s, 'schedule', request.body, request.log));

@@ -2,6 +2,7 @@
 import { Type } from 'typebox';
 import { MAX_PATH_PARAM_LENGTH, NAME_CONTROLS, NAME_PATTERN, NON_BLANK_PATTERN, nonBlankPatternWithout, TEXT_PATTERN } from '../http/inputPolicy';
 import { AT_PATTERN, DATE_TIME_PATTERN, LATEST_RUN_AT } from '../../lib/scheduler/oneTime';
+import { ACCEPTED_SCHEDULES, SCHEDULE_EXPRESSION_PATTERN } from '../../lib/scheduler/cron';
 import { ifThen, Nullable, Offset, StringEnum } from '../http/schemas';
 import { LOG_LEVELS } from '../../lib/db/schedulerExecutions';
 
@@ -146,11 +147,20 @@ export const TaskSchema = Type.Object(
   },
 );
 
+/**
+ * A schedule expression as a request gives it (docs/scheduler.md#schedule-expressions): the pattern is the accepted
+ * form, which the routes check first with a 400 saying what is wrong (scheduleExpressionError), `@every`'s 1-second
+ * floor included. Answers show stored expressions as written, also older ones this would refuse.
+ */
+const cronString = (only = '') =>
+  Type.String({ minLength: 1, maxLength: 200, pattern: SCHEDULE_EXPRESSION_PATTERN, description: `${only}the schedule expression; ${ACCEPTED_SCHEDULES} (docs/scheduler.md#schedule-expressions)` });
+const CronString = cronString();
+
 export const CreateWorkflowBody = Type.Object(
   {
     name: Type.String({ pattern: WORKFLOW_NAME }),
     description: Type.Optional(Type.String({ maxLength: 10_000, pattern: TEXT_PATTERN })),
-    schedule: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
+    schedule: Type.Optional(Nullable(CronString)),
     timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     jitter: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600, description: 'seconds of random delay added to each scheduled time' })),
     enabled: Type.Optional(Type.Boolean()),
@@ -192,7 +202,6 @@ export const RunResult = Type.Object({ executionId: Type.String(), workflow: Typ
 export const SCHEDULE_TYPES = ['cron', 'one-time'] as const;
 export const SCHEDULE_STATUSES = ['active', 'paused', 'completed', 'expired'] as const;
 
-const CronString = Type.String({ minLength: 1, maxLength: 200, description: 'cron expression (see docs/scheduler.md)' });
 const ZoneName = Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone, e.g. Asia/Kolkata' });
 const Jitter = Type.Integer({ minimum: 0, maximum: 3600, description: 'seconds of random delay added to each scheduled time' });
 const At = Type.String({
@@ -259,7 +268,7 @@ export const CreateScheduleBody = Type.Object(
 
 export const PatchWorkflowScheduleBody = Type.Object(
   {
-    schedule: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'cron schedules only (409 otherwise)' })),
+    schedule: Type.Optional(cronString('cron schedules only (409 otherwise): ')),
     at: Type.Optional(Type.String({ pattern: DATE_TIME_PATTERN, description: `one-time schedules only, before they ran (409 otherwise); in the future and at the latest ${LATEST_RUN_AT}` })),
     timezone: Type.Optional(ZoneName),
     jitter: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600, description: 'cron schedules only (409 otherwise)' })),

@@ -3,7 +3,7 @@
  * schedule in an IANA zone (a Temporal Schedule `schedule:<name>`). A run answers at once; the execution runs in
  * Temporal (workflowRunWorkflow), so it survives an API restart.
  */
-import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
+import type { FastifyBaseLogger, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type AppError, conflict, invalidRequest, notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
@@ -14,7 +14,7 @@ import { getDefaultSchedule, listSchedules, lockTemporalIdsOf, lockTemporalSched
 import { isTemporalUnreachable } from '../../lib/temporal/client';
 import { runningRunsOf } from '../../lib/db/schedulerExecutions';
 import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, lockWorkflows, type FlowTask, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
-import { cronZone, neverFiresError, nthWeekdayError, temporalZoneRejection, timezoneError } from '../../lib/scheduler/cron';
+import { cronZone, neverFiresError, scheduleExpressionError, temporalZoneRejection, timezoneError } from '../../lib/scheduler/cron';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { createSchedule, deleteSchedule, scheduleIdOf, specRejection } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
@@ -80,17 +80,32 @@ export async function workflowView(deps: DetailServiceDeps, w: WorkflowRow & { l
   };
 }
 
+/** The 400 refusing a schedule expression: the expression (as JSON writes it, so a tab or line break shows) and why. */
+export const invalidExpression = (expr: string, reason: string): AppError => invalidRequest(`Invalid cron expression ${JSON.stringify(expr)}: ${reason}`);
+
 /**
- * Checks a zone, and what Temporal would take silently in a cron string (the nth weekday, which it reads as a
- * comment; a string that never fires); throws 400 with the precise reason. The rest of the cron string is Temporal's to judge (scheduleError).
+ * preValidation of every route taking a `schedule` expression (creating a workflow, adding a schedule, PATCHing one):
+ * an expression outside the accepted forms (lib/scheduler/cron.ts, scheduleExpressionError: 5 fields, a macro,
+ * `@every` of at least 1s) is a 400 saying what is wrong and what is accepted, before the schema's pattern (the same
+ * form) could answer with the bare pattern, and before anything is stored or sent to Temporal. Other types are the
+ * schema's to refuse.
+ */
+export async function refuseScheduleExpression(request: FastifyRequest): Promise<void> {
+  const expr = (request.body as { schedule?: unknown } | null | undefined)?.schedule;
+  if (typeof expr !== 'string') return;
+  const reason = scheduleExpressionError(expr);
+  if (reason) throw invalidExpression(expr, reason);
+}
+
+/**
+ * Checks a zone, and what Temporal would take silently in a cron string (a string that never fires); throws 400 with
+ * the precise reason. The form was checked before (refuseScheduleExpression); the values in it are Temporal's to judge (scheduleError).
  */
 export function checkZone(timezone: string | undefined, cron?: string | null): void {
   const err = timezone !== undefined ? timezoneError(timezone) : null;
   if (err) throw invalidRequest(err);
-  const nth = cron ? nthWeekdayError(cron) : null;
-  if (nth) throw invalidRequest(`Invalid cron expression "${cron}": ${nth}`);
   const never = cron ? neverFiresError(cron) : null;
-  if (never) throw invalidRequest(`Invalid cron expression "${cron}": it never fires: ${never}`);
+  if (never) throw invalidExpression(cron as string, `it never fires: ${never}`);
 }
 
 /** The zone of a schedule: the one given, else a `CRON_TZ=` prefix's, else `fallback`. */
@@ -108,7 +123,7 @@ export function scheduleError(err: unknown, cron: string | null, what: string): 
   if (reason === null) return invalidRequest(`${what}: ${(err as Error).message}`);
   const zone = temporalZoneRejection(reason);
   if (zone) return invalidRequest(zone);
-  return invalidRequest(cron !== null ? `Invalid cron expression "${cron}": ${reason}` : `Invalid schedule time: ${reason}`);
+  return cron !== null ? invalidExpression(cron, reason) : invalidRequest(`Invalid schedule time: ${reason}`);
 }
 
 /**
@@ -149,7 +164,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
 
   app.post(
     '/workflows',
-    { schema: { tags: ['workflows'], body: CreateWorkflowBody, response: { 201: CreatedWorkflow, ...DetailErrors, 409: Detail } } },
+    { schema: { tags: ['workflows'], body: CreateWorkflowBody, response: { 201: CreatedWorkflow, ...DetailErrors, 409: Detail } }, preValidation: refuseScheduleExpression },
     async (request, reply) => {
       const body = request.body;
       const schedule = body.schedule ?? null;

@@ -9,6 +9,7 @@ import { runSources } from '../../cli/sources';
 import { runWorkflows } from '../../cli/workflows';
 import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
 import { startServices } from '../../api/services';
+import { ACCEPTED_SCHEDULES } from '../../lib/scheduler/cron';
 import { logger, startTestStack, type TestStack } from '../support/harness';
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
@@ -195,6 +196,9 @@ describe('armada sources / workflows CLI', () => {
     expect(both.code).toBe(2);
     const badAt = await cli(runSchedules, ['add', 'cli-sched', '--at', '2001-01-01T00:00']);
     expect([badAt.code, badAt.stderr]).toEqual([1, expect.stringMatching(/^armada: Time "2001-01-01T00:00" is in the past .* \(HTTP 400\)\n$/)]);
+    // a seconds field is no accepted form (docs/scheduler.md#schedule-expressions): the scheduler's 400 says why and what is
+    const seconds = await cli(runSchedules, ['add', 'cli-sched', '--cron', '* * * * * * *']);
+    expect([seconds.code, seconds.stderr]).toEqual([1, `armada: Invalid cron expression "* * * * * * *": it has 7 fields: a first field of seconds and a last of years are not accepted; ${ACCEPTED_SCHEDULES} (HTTP 400)\n`]);
     expect((await stack.app('scheduler').inject({ method: 'DELETE', url: '/api/v1/workflows/cli-sched', headers: { 'x-api-key': KEY } })).statusCode).toBe(200);
   });
 

@@ -3,8 +3,8 @@
  * aliases of another (`Europe/Kyiv` → `Europe/Kiev`): `europe/kyiv` used to pass Armada's check, so a one-time
  * schedule and the zone of a workflow without a cron were stored with it (Temporal, which would refuse it, is not
  * asked for those), and a cron schedule got Temporal's refusal without the hint. And how a cron schedule meets a
- * daylight-saving change, and what 6 and 7 fields mean, as docs/scheduler.md says it (Temporal's calendar, which
- * `nextRun` shows; the document had 6 fields start with seconds, which only 7 fields do).
+ * daylight-saving change, as docs/scheduler.md says it (Temporal's calendar, which `nextRun` shows). 6 and 7 fields
+ * are no accepted form any more (schedulerCronRule.test.ts).
  */
 import type { TestStack } from '../support/harness';
 import { closeSchedulerStack, schedulerInject, startSchedulerStack } from '../support/schedulerStack';
@@ -58,28 +58,12 @@ test('a cron time a daylight-saving change skips has no run that day, one it rep
     await inject('POST', `/api/v1/workflows/${name}/schedules/${r.json().id}/pause`);
     return { nextRun: r.json().nextRun, temporal: d.info.nextActionTimes.map((t) => t.toISOString()) };
   };
-  // 02:30 on the spring day in Berlin does not exist (02:00 CET → 03:00 CEST): no run (the 7th field pins the year)
-  expect(await times('0 30 2 28 3 * 2027', 'Europe/Berlin')).toEqual({ nextRun: null, temporal: [] });
-  // 01:30 on the autumn day in New York happens twice (EDT, then EST)
-  expect(await times('0 30 1 7 11 * 2027', 'America/New_York')).toEqual({
-    nextRun: '2027-11-07T05:30:00.000Z',
-    temporal: ['2027-11-07T05:30:00.000Z', '2027-11-07T06:30:00.000Z'],
-  });
-});
-
-test('6 fields are minute … weekday and a year; only 7 fields start with seconds (as docs/scheduler.md says)', async () => {
-  const client = await stack.temporal.client();
-  const times = async (schedule: string) => {
-    const r = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule });
-    expect([schedule, r.statusCode]).toEqual([schedule, 201]);
-    const d = await client.schedule.getHandle(`schedule:${name}:${r.json().id}`).describe();
-    await inject('POST', `/api/v1/workflows/${name}/schedules/${r.json().id}/pause`);
-    return d.info.nextActionTimes.slice(0, 2).map((t) => t.toISOString());
-  };
-  // `30 0 9 * * *` is 00:30 on the 9th of every month, not 09:00:30 every day
-  for (const t of await times('30 0 9 * * *')) expect(t).toMatch(/^\d{4}-\d{2}-09T00:30:00\.000Z$/);
-  expect(await times('0 9 * * * 2030')).toEqual(['2030-01-01T09:00:00.000Z', '2030-01-02T09:00:00.000Z']);
-  const daily = await times('30 0 9 * * * *');
-  expect(daily.map((t) => t.slice(10))).toEqual(['T09:00:30.000Z', 'T09:00:30.000Z']);
-  expect(Date.parse(daily[1] as string) - Date.parse(daily[0] as string)).toBe(86_400_000);
+  // 02:30 on the last Sunday of March in Berlin never exists (02:00 CET → 03:00 CEST that day every year; Temporal
+  // matches the day of the month and of the week both, not either): no run at all
+  expect(await times('30 2 25-31 3 SUN', 'Europe/Berlin')).toEqual({ nextRun: null, temporal: [] });
+  // 01:30 on the first Sunday of November in New York happens twice (EDT, then EST): 05:30 and 06:30 UTC that day
+  const twice = await times('30 1 1-7 11 SUN', 'America/New_York');
+  const [first, second] = twice.temporal;
+  expect([twice.nextRun, first?.slice(10), second?.slice(0, 10), second?.slice(10)]).toEqual([first, 'T05:30:00.000Z', first?.slice(0, 10), 'T06:30:00.000Z']);
+  expect(new Date(first as string).getUTCDay()).toBe(0);
 });

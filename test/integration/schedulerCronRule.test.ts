@@ -1,0 +1,160 @@
+/**
+ * The accepted schedule expressions (docs/scheduler.md#schedule-expressions): 5 fields, the macros, `@every` of at least
+ * 1s. An outside fuzzer found Temporal taking `* * * * * * *` (seconds and years: every second) while it refused
+ * `@every 1ns`; every route taking a `schedule` now refuses seconds and year fields, intervals under a second and
+ * odd white space with a 400 saying what is wrong and what is accepted, before anything is stored or sent to
+ * Temporal. A schedule stored before the rule keeps working: it is listed and read as written, and a PATCH of its
+ * other fields keeps it.
+ */
+import { ScheduleNotFoundError } from '@temporalio/client';
+import { targetOf, timingOf } from '../../api/scheduler/scheduleViews';
+import { getSchedule } from '../../lib/db/schedulerSchedules';
+import { ACCEPTED_SCHEDULES, SCHEDULE_EXPRESSION_PATTERN } from '../../lib/scheduler/cron';
+import { updateSchedule } from '../../lib/scheduler/temporalSchedules';
+import type { TestStack } from '../support/harness';
+import { closeSchedulerStack, schedulerInject, startSchedulerStack } from '../support/schedulerStack';
+
+let stack: TestStack;
+let inject: ReturnType<typeof schedulerInject>;
+const uniq = Math.random().toString(36).slice(2, 8);
+const name = `rule-${uniq}`;
+const TASKS = [{ name: 't', type: 'script', script: 'true' }];
+
+beforeAll(async () => {
+  stack = await startSchedulerStack({ worker: false });
+  inject = schedulerInject(stack);
+  expect((await inject('POST', '/api/v1/workflows', { name, tasks: TASKS })).statusCode).toBe(201);
+}, 120_000);
+afterAll(async () => {
+  if (stack) await closeSchedulerStack(stack);
+});
+
+const count = async (table: string): Promise<number> => (await stack.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]?.n ?? 0;
+
+/** The ids of this file's Temporal Schedules (those of `rule-<uniq>…` workflows). */
+async function temporalIds(): Promise<string[]> {
+  const client = await stack.temporal.client();
+  const ids: string[] = [];
+  for await (const s of client.schedule.list()) if (s.scheduleId.startsWith(`schedule:${name}`)) ids.push(s.scheduleId);
+  return ids;
+}
+
+/** Each refused expression and what its 400 says is wrong (then what is accepted). */
+const REFUSED: [string, string][] = [
+  ['* * * * * * *', 'it has 7 fields: a first field of seconds and a last of years are not accepted'],
+  ['0-59 * * * * * *', 'it has 7 fields: a first field of seconds and a last of years are not accepted'],
+  ['*/1 * * * * * *', 'it has 7 fields: a first field of seconds and a last of years are not accepted'],
+  ['0-59/1 0-59 0-23 * * * *', 'it has 7 fields: a first field of seconds and a last of years are not accepted'],
+  ['30 0 9 * * *', 'it has 6 fields: a 6th field would be a year, which is not accepted'],
+  ['0 9 * * * 2030', 'it has 6 fields: a 6th field would be a year, which is not accepted'],
+  ['@every 1ns', 'its interval 1ns is shorter than 1s, the shortest interval between two runs'],
+  ['@every 500ms', 'its interval 500ms is shorter than 1s, the shortest interval between two runs'],
+  ['@every 0s', 'its interval 0s is shorter than 1s, the shortest interval between two runs'],
+  ['* * *', 'it has 3 fields'],
+  ['0\t9 * * *', 'it holds a tab (U+0009): only spaces separate its parts'],
+  ['0 9 * * *\n* * * * *', 'it holds a line feed (U+000A): only spaces separate its parts'],
+  ['0\u00a09 * * *', 'it holds a no-break space (U+00A0): only spaces separate its parts'],
+  [' 0 9 * * *', 'it starts or ends with a space'],
+  ['@every5s', '"@every" must be followed by one space and a duration with its unit, such as 30s, 5m or 1h30m'],
+  ['@DAILY', '"@DAILY" is not a macro'],
+];
+/** The first second a described Schedule's calendar fires at. */
+const secondOf = (d: { spec: { calendars?: { second?: { start: number }[] }[] } }): number | undefined => d.spec.calendars?.[0]?.second?.[0]?.start;
+const detailOf = (expr: string, why: string) => ({ detail: `Invalid cron expression ${JSON.stringify(expr)}: ${why}; ${ACCEPTED_SCHEDULES}` });
+
+test('every route taking a schedule refuses the same expressions with a 400 saying why; nothing is stored or scheduled', async () => {
+  const existing = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: '0 9 * * *', enabled: false });
+  expect(existing.statusCode).toBe(201);
+  const id = existing.json().id as string;
+  const [workflows, schedules, before] = [await count('scheduler_workflows'), await count('scheduler_schedules'), await temporalIds()];
+  for (const [expr, why] of REFUSED) {
+    const answers = [
+      await inject('POST', '/api/v1/workflows', { name: `${name}-bad`, schedule: expr, tasks: TASKS }),
+      await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: expr }),
+      await inject('PATCH', `/api/v1/schedules/${name}`, { schedule: expr }),
+      await inject('PATCH', `/api/v1/workflows/${name}/schedules/${id}`, { schedule: expr }),
+    ];
+    for (const res of answers) expect([expr, res.statusCode, res.json()]).toEqual([expr, 400, detailOf(expr, why)]);
+  }
+  expect([await count('scheduler_workflows'), await count('scheduler_schedules')]).toEqual([workflows, schedules]);
+  expect((await inject('GET', `/api/v1/workflows/${name}-bad`)).statusCode).toBe(404);
+  // the default schedule got no cron (so no Temporal Schedule), the other one kept its own
+  expect((await inject('GET', `/api/v1/workflows/${name}`)).json().schedule).toBeNull();
+  expect((await inject('GET', `/api/v1/workflows/${name}/schedules/${id}`)).json().schedule).toBe('0 9 * * *');
+  const client = await stack.temporal.client();
+  await expect(client.schedule.getHandle(`schedule:${name}`).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
+  await expect(client.schedule.getHandle(`schedule:${name}-bad`).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
+  expect((await temporalIds()).filter((t) => !before.includes(t))).toEqual([]);
+});
+
+test('a one-time schedule takes no expression: its `at` may name seconds (it runs once)', async () => {
+  const withCron = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'one-time', at: '2099-01-01T09:00:30Z', schedule: '* * * * * * *' });
+  // the expression is refused first, as on every route
+  expect([withCron.statusCode, withCron.json()]).toEqual([400, detailOf('* * * * * * *', REFUSED[0]?.[1] as string)]);
+  const once = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'one-time', at: '2099-01-01T09:00:30Z', enabled: false });
+  expect([once.statusCode, once.json().runAt]).toEqual([201, '2099-01-01T09:00:30.000Z']);
+  const patched = await inject('PATCH', `/api/v1/workflows/${name}/schedules/${once.json().id}`, { schedule: '0 9 * * *' });
+  expect([patched.statusCode, patched.json().detail]).toEqual([409, `"schedule" and "jitter" apply to cron schedules; schedule ${once.json().id} is a one-time schedule`]);
+});
+
+test('accepted forms are created in Temporal as before', async () => {
+  const client = await stack.temporal.client();
+  for (const expr of ['*/5 0-6,22 1 jan-mar MON-FRI', '0  9 * * *', '@hourly', '@every 1s', '@every 1.5s', '@every 10m/2m', '0 9 * * * # mornings', 'CRON_TZ=Asia/Tokyo 0 9 * * *']) {
+    const res = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: expr, enabled: false });
+    expect([expr, res.statusCode, res.json().schedule]).toEqual([expr, 201, expr]);
+    const d = await client.schedule.getHandle(`schedule:${name}:${res.json().id}`).describe();
+    expect([expr, d.state.paused, d.info.nextActionTimes.length > 0]).toEqual([expr, true, true]);
+  }
+  // the values stay Temporal's to judge, in its words
+  const minute = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: '61 * * * *' });
+  expect([minute.statusCode, minute.json()]).toEqual([400, { detail: 'Invalid cron expression "61 * * * *": Minute is not in range [0-59]' }]);
+});
+
+test('a schedule stored before the rule (7 fields) is still read and listed, and a PATCH of its other fields keeps it', async () => {
+  const created = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: '0 9 * * *', timezone: 'UTC', enabled: false });
+  const id = created.json().id as string;
+  // as an older version stored it: the row and its Temporal Schedule both with seconds (09:00:30 daily)
+  const old = '30 0 9 * * * *';
+  await stack.db.query('UPDATE scheduler_schedules SET cron = $1 WHERE id = $2', [old, id]);
+  const row = await getSchedule(stack.db, name, id);
+  const client = await stack.temporal.client();
+  await updateSchedule(client, targetOf(row as NonNullable<typeof row>), timingOf(row as NonNullable<typeof row>));
+
+  expect((await inject('GET', `/api/v1/workflows/${name}/schedules/${id}`)).json()).toMatchObject({ schedule: old, status: 'paused' });
+  expect((await inject('GET', '/api/v1/schedules')).json().schedules.find((s: { id: string }) => s.id === id)).toMatchObject({ schedule: old });
+  const resumed = await inject('POST', `/api/v1/workflows/${name}/schedules/${id}/resume`);
+  expect([resumed.statusCode, resumed.json().nextRun]).toEqual([200, expect.stringMatching(/T09:00:30\.000Z$/)]);
+  const other = await inject('PATCH', `/api/v1/workflows/${name}/schedules/${id}`, { timezone: 'Europe/Paris', input: { k: 1 } });
+  expect([other.statusCode, other.json()]).toEqual([200, expect.objectContaining({ schedule: old, timezone: 'Europe/Paris', input: { k: 1 } })]);
+  const d = await client.schedule.getHandle(`schedule:${name}:${id}`).describe();
+  expect([d.spec.timezone, (d.info.nextActionTimes[0] as Date).getUTCSeconds()]).toEqual(['Europe/Paris', 30]);
+  const jitter = await inject('PATCH', `/api/v1/workflows/${name}/schedules/${id}`, { jitter: 5 });
+  expect([jitter.statusCode, jitter.json().schedule, jitter.json().jitter]).toEqual([200, old, 5]);
+  expect((await client.schedule.getHandle(`schedule:${name}:${id}`).describe()).spec.jitter).toBe(5000);
+  // giving it its own expression again is refused like any other; an accepted one replaces it
+  const same = await inject('PATCH', `/api/v1/workflows/${name}/schedules/${id}`, { schedule: old });
+  expect([same.statusCode, same.json()]).toEqual([400, detailOf(old, REFUSED[0]?.[1] as string)]);
+  const replaced = await inject('PATCH', `/api/v1/workflows/${name}/schedules/${id}`, { schedule: '0 9 * * *' });
+  expect([replaced.statusCode, replaced.json().schedule]).toEqual([200, '0 9 * * *']);
+  const now = await client.schedule.getHandle(`schedule:${name}:${id}`).describe();
+  expect([now.spec.jitter, secondOf(now), secondOf(d)]).toEqual([5000, 0, 30]); // the jitter kept, the seconds field gone
+  await inject('POST', `/api/v1/workflows/${name}/schedules/${id}/pause`);
+});
+
+test('the OpenAPI document gives every schedule field the accepted form and says it', async () => {
+  const doc = (await inject('GET', '/api/v1/openapi.json')).json();
+  const bodyOf = (path: string, method: string) => {
+    const schema = doc.paths[path][method].requestBody.content['application/json'].schema;
+    return schema.$ref ? doc.components.schemas[schema.$ref.split('/').pop()] : schema;
+  };
+  const fields = [
+    bodyOf('/api/v1/workflows', 'post').properties.schedule,
+    bodyOf('/api/v1/workflows/{name}/schedules', 'post').properties.schedule,
+    bodyOf('/api/v1/schedules/{workflow}', 'patch').properties.schedule,
+    bodyOf('/api/v1/workflows/{name}/schedules/{id}', 'patch').properties.schedule,
+  ];
+  for (const f of fields) {
+    const s = f.anyOf ? f.anyOf.find((x: { type?: string }) => x.type === 'string') : f;
+    expect([s.pattern, s.description]).toEqual([SCHEDULE_EXPRESSION_PATTERN, expect.stringContaining(ACCEPTED_SCHEDULES)]);
+  }
+});
