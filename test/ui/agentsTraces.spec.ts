@@ -161,7 +161,7 @@ test('traces: the chart, when it comes after the list, keeps the room it had whi
   const before = await apply.boundingBox();
   answer();
   await expect(page.getByTestId('trace-chart')).toBeVisible();
-  // it was 250 px lower once the chart came (a click aimed at Apply meanwhile landed beside it)
+  // it was 309 px lower once the chart came (a click aimed at Apply meanwhile landed beside it)
   expect(await apply.boundingBox()).toEqual(before);
 });
 
