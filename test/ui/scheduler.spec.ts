@@ -134,7 +134,7 @@ test.describe('the scheduler service down', () => {
       await expect(section.getByText('Not loaded: the scheduler service is unavailable (above).')).toBeVisible();
       await expect(section.getByRole('alert')).toHaveCount(0);
     }
-    await screenshot(page, 'scheduler-unavailable');
+    await screenshot(page, 'scheduler-outage');
     // back: the next try (every 5 s) loads every list, with nobody clicking Retry
     await page.unroute(lists);
     await expect(page.getByRole('table', { name: 'Workflows' }).locator('[data-workflow="ui-after-outage"]')).toBeVisible({ timeout: 15_000 });
