@@ -151,6 +151,20 @@ test('traces: "Loading…" while the first page of traces and the analytics load
   await expect(page.getByRole('status').filter({ hasText: 'Loading…' })).toHaveCount(0);
 });
 
+test('traces: the chart, when it comes after the list, keeps the room it had while loading: the filters do not move', async ({ page }) => {
+  const answer = await holdAnswers(page, /\/svc\/traces\/api\/v1\/traces\/analytics\?/);
+  await page.goto('/traces');
+  const traces = page.getByRole('region', { name: 'Traces' });
+  await expect(traces.getByRole('table', { name: 'Trace list' }).or(traces.getByText(/No traces/))).toBeVisible();
+  await expect(page.getByRole('region', { name: 'Analytics' }).getByRole('status')).toHaveText('Loading…');
+  const apply = page.getByRole('form', { name: 'Trace filters' }).getByRole('button', { name: 'Apply' });
+  const before = await apply.boundingBox();
+  answer();
+  await expect(page.getByTestId('trace-chart')).toBeVisible();
+  // it was 309 px lower once the chart came (a click aimed at Apply meanwhile landed beside it)
+  expect(await apply.boundingBox()).toEqual(before);
+});
+
 /** A receiver nobody serves: port 59 (not one of fetch's bad ports, which are refused at registration). */
 const HOOK_URL = 'http://127.0.0.1:59/ui-hook';
 
@@ -264,14 +278,32 @@ test.describe('settings: the agent profiles', () => {
   });
 });
 
-/**
- * Opens Settings and waits until its lists have come: the agent profiles' table grows when the agents answer and moves
- * the webhooks down, so a click sent meanwhile could press a button and be released beside it (no click).
- */
+test('settings: the agent profiles, which come when the multi-agent service answers, no longer move the webhooks and their buttons', async ({ page }) => {
+  const url = 'http://127.0.0.1:59/ui-hook-steady';
+  const hook = await api<{ id: string }>('POST', '/webhooks', { url, events: ['task.created'], secret: 's3cret' });
+  try {
+    const answer = await holdAnswers(page, /\/svc\/agents\/api\/v1\/agents$/);
+    await page.goto('/settings');
+    const create = page.getByRole('button', { name: 'New webhook' });
+    const del = page.getByRole('button', { name: `Delete webhook ${url}` });
+    await expect(del).toBeVisible();
+    await expect(page.getByRole('status', { name: 'Agent profiles: loading' })).toBeVisible();
+    const before = [await create.boundingBox(), await del.boundingBox()];
+    answer();
+    await expect(page.getByRole('table', { name: 'Agent profiles' }).locator('[data-profile="scripted"]')).toBeVisible();
+    // the profiles' table grew from one line to its rows: above the webhooks it pushed them down, and a click aimed at
+    // New webhook or Delete meanwhile landed beside it
+    expect([await create.boundingBox(), await del.boundingBox()]).toEqual(before);
+  } finally {
+    await api('DELETE', `/webhooks/${hook.id}`);
+  }
+});
+
+/** Opens Settings and waits until the webhooks have come (nothing above them comes later: the profiles are below). */
 async function openSettings(page: Page): Promise<void> {
   await page.goto('/settings');
-  await expect(page.getByRole('table', { name: 'Agent profiles' })).toBeVisible();
-  await expect(page.getByRole('region', { name: 'Webhooks' }).getByRole('status')).toHaveCount(0);
+  const webhooks = page.getByRole('region', { name: 'Webhooks' });
+  await expect(webhooks.getByRole('table', { name: 'Webhook list' }).or(webhooks.getByText('No webhooks.'))).toBeVisible();
 }
 
 test.describe('settings: webhooks while a request is on its way, and refused', () => {

@@ -149,8 +149,10 @@ test.describe('a screen that failed to load during a database outage', () => {
         );
       await expect.poll(schedulerStatus, { timeout: 60_000, intervals: [250], message: 'the scheduler answers 503 once PostgreSQL is frozen' }).toBe(503);
       await page.goto('/scheduler');
-      const alert = page.getByRole('region', { name: 'Workflows' }).getByRole('alert');
+      // one error for the screen, above its four sections (it was shown in each)
+      const alert = page.getByRole('alert').filter({ hasText: 'The scheduler service' });
       await expect(alert).toContainText('PostgreSQL', { timeout: 30_000 });
+      await expect(alert).toHaveCount(1);
       // which service, and that nobody needs to click: before, the error stayed until Retry (no stream brings it back)
       await expect(alert).toContainText('The scheduler service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.');
       await screenshot(page, 'scheduler-unavailable');

@@ -114,3 +114,77 @@ test("two rows' actions on their way at once: each button stays off until its ow
   expect(executions.filter((e) => e.workflow === 'ui-twin-a')).toHaveLength(1);
   expect(executions.filter((e) => e.workflow === 'ui-twin-b')).toHaveLength(1);
 });
+
+test.describe('the scheduler service down', () => {
+  // the 503s arranged below are logged by the browser as failed loads
+  test.use({ allowConsoleErrors: /status of 503/ });
+
+  test('its outage is said once for the screen (it was said in each of the four sections), and the screen loads by itself once it is back', async ({ page }) => {
+    await svcApi('scheduler', 'POST', '/workflows', { name: 'ui-after-outage', tasks: [{ name: 'say', type: 'script', script: 'echo back' }] });
+    const lists = /\/svc\/scheduler\/api\/v1\/(sources|workflows|schedules|executions)(\?.*)?$/;
+    await page.route(lists, (route) => route.fulfill({ status: 503, json: { detail: 'The database (PostgreSQL) is not answering; try again' } }));
+    await page.goto('/scheduler');
+    const alerts = page.getByRole('alert');
+    await expect(alerts.filter({ hasText: 'The scheduler service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.' })).toHaveCount(1, {
+      timeout: 20_000,
+    });
+    await expect(alerts.filter({ hasText: 'The database (PostgreSQL) is not answering' })).toHaveCount(1);
+    for (const name of ['Sources', 'Workflows', 'Schedules', 'Executions']) {
+      const section = page.getByRole('region', { name });
+      await expect(section.getByText('Not loaded: the scheduler service is unavailable (above).')).toBeVisible();
+      await expect(section.getByRole('alert')).toHaveCount(0);
+    }
+    await screenshot(page, 'scheduler-outage');
+    // back: the next try (every 5 s) loads every list, with nobody clicking Retry
+    await page.unroute(lists);
+    await expect(page.getByRole('table', { name: 'Workflows' }).locator('[data-workflow="ui-after-outage"]')).toBeVisible({ timeout: 15_000 });
+    await expect(page.getByRole('alert')).toHaveCount(0);
+    await expect(page.getByText('Not loaded: the scheduler service is unavailable (above).')).toHaveCount(0);
+  });
+
+  test("a row's action refused with a 503 says which service and that nothing is sent again by itself (a bare toast before)", async ({ page }) => {
+    await svcApi('scheduler', 'POST', '/workflows', {
+      name: 'ui-pause-outage',
+      schedule: '0 4 * * *',
+      timezone: 'UTC',
+      tasks: [{ name: 'say', type: 'script', script: 'echo paused' }],
+    });
+    await page.goto('/scheduler');
+    const row = page.getByRole('table', { name: 'Schedules' }).locator('[data-schedule="ui-pause-outage"]');
+    await expect(row).toContainText('active');
+    await page.route(/\/svc\/scheduler\/api\/v1\/schedules\/ui-pause-outage\/pause$/, (route) =>
+      route.fulfill({ status: 503, json: { detail: 'The database (PostgreSQL) is not answering; try again' } }),
+    );
+    await row.getByRole('button', { name: 'Pause ui-pause-outage' }).click();
+    const toast = page.locator('.toast').filter({ hasText: 'The database (PostgreSQL) is not answering' });
+    await expect(toast).toHaveRole('alert');
+    await expect(toast).toContainText('The scheduler service is unavailable (HTTP 503). Nothing is sent again by itself: try again once it is back.');
+    await screenshot(page, 'scheduler-action-unavailable');
+    // nothing was paused, and the button is back for the try once it is back
+    await expect(row).toContainText('active');
+    await expect(row.getByRole('button', { name: 'Pause ui-pause-outage' })).toBeEnabled();
+    const s = (await svcApi<{ schedules: Schedule[] }>('scheduler', 'GET', '/schedules')).schedules.find((x) => x.workflow === 'ui-pause-outage');
+    expect(s?.enabled).toBe(true);
+  });
+});
+
+test('the tables show once every list has come: a list that came late no longer moves the buttons of the others', async ({ page }) => {
+  await svcApi('scheduler', 'POST', '/workflows', { name: 'ui-steady', tasks: [{ name: 'say', type: 'script', script: 'echo steady' }] });
+  const fake = await startFakeFlowBuilder();
+  try {
+    await svcApi('scheduler', 'POST', '/sources', { name: 'ui-steady-src', source_type: 'flow-builder', url: fake.url });
+    const answerSources = await holdAnswers(page, /\/svc\/scheduler\/api\/v1\/sources(\?.*)?$/);
+    await page.goto('/scheduler');
+    // the workflows have come, the sources (above them) not: their Run now would move down when the sources come
+    await expect(page.getByRole('status', { name: 'Workflows: loading' })).toHaveText('Loading…');
+    await expect(page.getByRole('status', { name: 'Sources: loading' })).toHaveText('Loading…');
+    await expect(page.getByRole('button', { name: 'Run ui-steady now' })).toHaveCount(0);
+    answerSources();
+    const run = page.getByRole('button', { name: 'Run ui-steady now' });
+    await expect(page.getByRole('table', { name: 'Sources' }).locator('[data-source="ui-steady-src"]')).toBeVisible();
+    await expect(run).toBeVisible();
+    await expect(page.getByRole('status', { name: /: loading$/ })).toHaveCount(0);
+  } finally {
+    await fake.close();
+  }
+});

@@ -176,6 +176,23 @@ test('while a start waits for its answer, its button says Starting… (it only w
   await api('POST', `/tasks/${task.id}/cancel`);
 });
 
+test('while the attempt is on its way, the Task screen says "Loading the attempt…", and then shows it', async ({ page }) => {
+  const project = await createProject('Slow Attempt Project');
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Attempt read slowly' });
+  const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
+  await attemptCompleted(attemptId);
+  // the task (with its attempts' list) answers at once; the selected attempt's own read is held
+  const answer = await holdAnswers(page, `**/api/attempts/${attemptId}`);
+  await page.goto(`/tasks/${task.id}`);
+  await expect(page.getByRole('table', { name: 'Attempts' })).toBeVisible();
+  const loading = page.getByRole('status').filter({ hasText: 'Loading the attempt…' });
+  await expect(loading).toBeVisible();
+  await expect(page.getByRole('region', { name: 'Attempt #1' })).toHaveCount(0);
+  answer();
+  await expect(page.getByRole('region', { name: 'Attempt #1' })).toContainText('completed');
+  await expect(loading).toHaveCount(0);
+});
+
 test.describe('merge approval gate', () => {
   // the refused merge (409) is logged by the browser as a failed resource
   test.use({ allowConsoleErrors: /status of 409/ });

@@ -27,7 +27,8 @@ const queryClient = new QueryClient({
   mutationCache: new MutationCache({
     // a mutation marked meta.inlineError shows its error in its dialog (a toast would sit under the modal's backdrop)
     onError: (err, _vars, _ctx, mutation) => {
-      if (!unauthorized(err) && !mutation.meta?.inlineError) showError(err);
+      // an action: a service down is named, and the toast says it is not sent again by itself (a read's says it is)
+      if (!unauthorized(err) && !mutation.meta?.inlineError) showError(err, { action: true });
     },
   }),
   defaultOptions: {

@@ -1,10 +1,13 @@
 /** Messages shown in the toast area: errors stay until dismissed, notices go after a few seconds. */
 import { useSyncExternalStore } from 'react';
+import { isUnavailable, unavailableNote } from '../api/unavailable';
 
 export interface ToastItem {
   id: number;
   kind: 'error' | 'info';
   message: string;
+  /** under the message, smaller: for a service that is down, which one and what happens next (api/unavailable.ts) */
+  note?: string;
 }
 
 let items: ToastItem[] = [];
@@ -20,17 +23,21 @@ export function dismissToast(id: number): void {
   set(items.filter((t) => t.id !== id));
 }
 
-export function showToast(kind: ToastItem['kind'], message: string): void {
+export function showToast(kind: ToastItem['kind'], message: string, note?: string): void {
   // the same message twice in a row (a retried query) shows once
-  if (items.some((t) => t.kind === kind && t.message === message)) return;
+  if (items.some((t) => t.kind === kind && t.message === message && t.note === note)) return;
   const id = nextId++;
-  set([...items.slice(-4), { id, kind, message }]);
+  set([...items.slice(-4), { id, kind, message, ...(note ? { note } : {}) }]);
   if (kind === 'info') setTimeout(() => dismissToast(id), 4000);
 }
 
-/** Shows an error's message (an ApiError carries the server's). */
-export function showError(err: unknown): void {
-  showToast('error', err instanceof Error ? err.message : String(err));
+/**
+ * Shows an error's message (an ApiError carries the server's). A service that is down (503, no answer) is named
+ * under it, with what happens next, as ErrorMessage says it: a screen's read (`action` false) is sent again by itself,
+ * an action the user took (a row's Pause, Run now, a save) is not ("try again once it is back").
+ */
+export function showError(err: unknown, { action = false }: { action?: boolean } = {}): void {
+  showToast('error', err instanceof Error ? err.message : String(err), isUnavailable(err) ? unavailableNote(err, !action) : undefined);
 }
 
 export function useToasts(): ToastItem[] {

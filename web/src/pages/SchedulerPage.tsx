@@ -2,7 +2,8 @@
  * Scheduler: sources with their health (check now), workflows (run now), schedules (cron, zone, next run, pause and
  * resume), executions (stop, logs). The scheduler service has no event stream, so this screen refetches when the
  * window gets focus and after each action, never on a timer while it answers (a read that found it down is sent again
- * every 5 s until it loads: api/unavailable.ts; docs/ui.md).
+ * every 5 s until it loads: api/unavailable.ts; docs/ui.md). The service down is said once for the screen, and the
+ * tables show when all four lists have come, so none moves under the pointer when another arrives.
  */
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
@@ -18,6 +19,7 @@ import {
   useSources,
   useWorkflows,
 } from '../api/scheduler';
+import { isUnavailable } from '../api';
 import { Dialog, ErrorMessage, ListTable, showError, showToast } from '../components';
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
@@ -36,7 +38,8 @@ function useAction() {
       await fn();
       if (done) showToast('info', done);
     } catch (err) {
-      showError(err);
+      // a scheduler down says so, and that the click is not sent again by itself (as a dialog's error says it)
+      showError(err, { action: true });
     } finally {
       setPending((p) => {
         const next = new Set(p);
@@ -49,12 +52,25 @@ function useAction() {
   return { busy: (key: string) => pending.has(key), run };
 }
 
-function Section({ title, query, children }: { title: string; query: { error: unknown; isPending: boolean; refetch: () => unknown }; children: React.ReactNode }) {
+interface Read {
+  data?: unknown;
+  error: unknown;
+  isPending: boolean;
+  refetch: () => unknown;
+}
+
+/**
+ * One of the four lists. The scheduler service down is said once, above the sections (`down`; it was said in each of
+ * the four): a section whose read failed so says only that it is not loaded. Another error (a 500) is its own, said in
+ * it with Retry. The table itself comes with `items` (undefined while the screen settles: ListTable's "Loading…").
+ */
+function Section({ title, query, children }: { title: string; query: Read; children: React.ReactNode }) {
+  const down = isUnavailable(query.error);
   return (
     <section className="panel" aria-label={title}>
       <h2>{title}</h2>
-      {query.error ? <ErrorMessage error={query.error} onRetry={() => void query.refetch()} /> : null}
-      {query.isPending && !query.error ? <p className="muted">Loading…</p> : null}
+      {query.error && !down ? <ErrorMessage error={query.error} onRetry={() => void query.refetch()} /> : null}
+      {down && query.data === undefined ? <p className="muted">Not loaded: the scheduler service is unavailable (above).</p> : null}
       {children}
     </section>
   );
@@ -110,20 +126,30 @@ export function SchedulerPage() {
   const { busy, run } = useAction();
   const qc = useQueryClient();
   const [logsOf, setLogsOf] = useState<Execution | null>(null);
+  const reads: Read[] = [sources, workflows, schedules, executions];
+  // the service down (503, no answer): one error for the screen, naming it and saying the screen reads again by itself
+  const down = reads.map((r) => r.error).find(isUnavailable);
+  // each table shows once all four reads have answered (or failed): one that came first moved, buttons and all, when a
+  // list above it came (a click landed beside its button); they all ask the same service, so they come together
+  const settling = reads.some((r) => r.isPending && !r.error);
+  const shown = <T,>(q: { data?: T }) => (settling ? undefined : q.data);
+  const refresh = () => void qc.invalidateQueries({ queryKey: ['scheduler'] });
 
   return (
     <div className="stack">
       <div className="page-head">
         <h1>Scheduler</h1>
-        <button type="button" onClick={() => void qc.invalidateQueries({ queryKey: ['scheduler'] })}>
+        <button type="button" onClick={refresh}>
           Refresh
         </button>
       </div>
+      {down ? <ErrorMessage error={down} onRetry={refresh} /> : null}
 
       <Section title="Sources" query={sources}>
         <ListTable
           label="Sources"
-          items={sources.data}
+          items={shown(sources)}
+          loading={settling && !sources.error}
           empty="No sources."
           columns={['Name', 'Type', 'URL', 'Health', 'Last check']}
           actions
@@ -159,7 +185,8 @@ export function SchedulerPage() {
       <Section title="Workflows" query={workflows}>
         <ListTable
           label="Workflows"
-          items={workflows.data}
+          items={shown(workflows)}
+          loading={settling && !workflows.error}
           empty="No workflows."
           columns={['Name', 'Description', 'Tasks', 'Last run']}
           actions
@@ -188,7 +215,8 @@ export function SchedulerPage() {
       <Section title="Schedules" query={schedules}>
         <ListTable
           label="Schedules"
-          items={schedules.data}
+          items={shown(schedules)}
+          loading={settling && !schedules.error}
           empty="No scheduled workflows."
           columns={['Workflow', 'Cron', 'Zone', 'Next run', 'State']}
           actions
@@ -220,7 +248,8 @@ export function SchedulerPage() {
       <Section title="Executions" query={executions}>
         <ListTable
           label="Executions"
-          items={executions.data}
+          items={shown(executions)}
+          loading={settling && !executions.error}
           empty="No executions yet."
           columns={['Workflow', 'Status', 'Trigger', 'Started', 'Duration']}
           actions

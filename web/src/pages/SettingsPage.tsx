@@ -1,7 +1,8 @@
 /**
- * Settings: the API key this tab sends (set or clear), the agent profiles in use (projects' default profile and the
- * multi-agent service's agents), and outbound webhooks with their delivery log. None of these has a stream:
- * refetched on focus and after each action (docs/ui.md).
+ * Settings: the API key this tab sends (set or clear), outbound webhooks with their delivery log, and the agent profiles
+ * in use (projects' default profile and the multi-agent service's agents), in that order: nothing with a button sits
+ * below a list of another service that may come later and push it. None of these has a stream: refetched on focus and
+ * after each action (docs/ui.md).
  */
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
@@ -310,8 +311,10 @@ export function SettingsPage() {
         <h1>Settings</h1>
       </div>
       <ApiKeySection />
-      <ProfilesSection />
+      {/* the webhooks (their buttons) above the profiles: the profiles' list comes when the multi-agent service answers,
+          often last, and above the webhooks it grew and moved them under the pointer (a click landed beside its button) */}
       <WebhooksSection />
+      <ProfilesSection />
     </div>
   );
 }
