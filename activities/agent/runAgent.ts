@@ -277,8 +277,11 @@ interface ProcessRun {
   result: GroupProcessResult;
   stopReason: StopReason | null;
   output: AgentOutput;
-  /** writes pending logs and live state; resolves when everything queued so far is written */
-  flush: (logs?: boolean) => Promise<void>;
+  /**
+   * writes pending logs and live state; resolves when everything queued so far is written (the logs: or once `signal`
+   * aborts, by default the run's cancellation)
+   */
+  flush: (logs?: boolean, signal?: AbortSignal) => Promise<void>;
 }
 
 function collectOutput(profile: AgentProfile, pending: LogEntry[]): { output: AgentOutput; onLine: (stream: 'stdout' | 'stderr', line: string) => void } {
@@ -405,9 +408,9 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
   let lastProgressEvent = 0;
   let flushing = Promise.resolve();
   /** Live state; with `logs` (the run's end) first every log line queued so far (the periodic tick leaves the lines to the sink's own batching). */
-  const flush = (logs = true) => {
+  const flush = (logs = true, signal = cancelled) => {
     flushing = flushing.then(async () => {
-      if (logs) await sink.flush(cancelled);
+      if (logs) await sink.flush(signal);
       // the run's end writes its last values itself, after anything queued for it (lib/attempts/liveState.ts)
       const queued = logs ? await settleLiveState(deps.db, input.processId) : undefined;
       if (output.progress || output.tokens || queued) {
@@ -541,8 +544,9 @@ async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: Prepare
     const n = result.leftoversEnded;
     prep.log('warn', `stopped ${n} process${n === 1 ? '' : 'es'} the agent left running when it exited (SIGTERM, SIGKILL after the grace period), so they do not outlive the run`);
   }
-  // heartbeating: while PostgreSQL is away the run's last lines wait for it here, and Temporal must not retry meanwhile
-  await keepAlive(() => run.flush());
+  // heartbeating: while PostgreSQL is away the run's last lines wait for it here, and Temporal must not retry meanwhile.
+  // A shutting-down worker's (its cancellation has aborted) waits a little: its line is what says the run goes on
+  await keepAlive(() => (shutdown ? run.flush(true, AbortSignal.timeout(FAILED_RUN_FLUSH_MS)) : run.flush()));
   const { tokens } = output;
   if (tokens) {
     m.tokens.inc({ llm: input.llm, direction: 'input' }, tokens.input);
