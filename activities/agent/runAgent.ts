@@ -125,8 +125,9 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
       const run = await runProcess(deps, input, prepared);
       const result = await recordRun(deps, input, prepared, run);
       // recorded in the process row: a retry of this run waiting in this worker takes it, even when Temporal will
-      // reject this try's own completion (it timed the try out)
-      thisTry.recorded(result);
+      // reject this try's own completion (it timed the try out). Not a taken-over try's end, which is not the run's: a
+      // retry waiting for it goes on as for a lost run
+      if (!result.takenOver) thisTry.recorded(result);
       if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('agent run cancelled');
       return result;
     } catch (err) {
@@ -148,8 +149,8 @@ export async function runAgent(deps: RunAgentDeps, input: RunAgentInput): Promis
  * that try out because it missed its heartbeats (the worker was paused: SIGSTOP, a frozen VM), but its agent went on
  * or has already finished. This try waits for it, heartbeating, and returns what it recorded, so the agent is not
  * started again and its changes are not discarded (the commit after runAgent takes them). Undefined when the earlier
- * try recorded no end (it failed before its agent ran, or was stopped by a worker shutdown): the run then goes on as
- * a lost one.
+ * try recorded no end (it failed before its agent ran, was stopped by a worker shutdown, or a try on another worker
+ * took its run over): the run then goes on as a lost one.
  */
 async function awaitEarlierTry(deps: RunAgentDeps, input: RunAgentInput, earlier: TryOutcome<RunAgentResult>): Promise<RunAgentResult | undefined> {
   const attempt = Context.current().info.attempt;
@@ -266,12 +267,21 @@ interface AgentOutput {
   finalMessage: ReturnType<typeof createFinalMessage>;
 }
 
+/**
+ * Why the agent was stopped before its own end: the process stopped or the attempt cancelled (the run's end), or
+ * this worker shutting down past its grace period (`shutdown`: not the run's end, a later try runs it again).
+ */
+type StopReason = 'stopped' | 'cancelled' | 'shutdown';
+
 interface ProcessRun {
   result: GroupProcessResult;
-  stopReason: 'stopped' | 'cancelled' | null;
+  stopReason: StopReason | null;
   output: AgentOutput;
-  /** writes pending logs and live state; resolves when everything queued so far is written */
-  flush: (logs?: boolean) => Promise<void>;
+  /**
+   * writes pending logs and live state; resolves when everything queued so far is written (the logs: or once `signal`
+   * aborts, by default the run's cancellation)
+   */
+  flush: (logs?: boolean, signal?: AbortSignal) => Promise<void>;
 }
 
 function collectOutput(profile: AgentProfile, pending: LogEntry[]): { output: AgentOutput; onLine: (stream: 'stdout' | 'stderr', line: string) => void } {
@@ -394,13 +404,13 @@ function runCancellation(prep: PreparedRun): { signal: AbortSignal; dispose(): v
  */
 function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, proc: GroupProcess, output: AgentOutput, sink: LogSink, cancelled: AbortSignal) {
   const ctx = Context.current();
-  let stopReason: 'stopped' | 'cancelled' | null = null;
+  let stopReason: StopReason | null = null;
   let lastProgressEvent = 0;
   let flushing = Promise.resolve();
   /** Live state; with `logs` (the run's end) first every log line queued so far (the periodic tick leaves the lines to the sink's own batching). */
-  const flush = (logs = true) => {
+  const flush = (logs = true, signal = cancelled) => {
     flushing = flushing.then(async () => {
-      if (logs) await sink.flush(cancelled);
+      if (logs) await sink.flush(signal);
       // the run's end writes its last values itself, after anything queued for it (lib/attempts/liveState.ts)
       const queued = logs ? await settleLiveState(deps.db, input.processId) : undefined;
       if (output.progress || output.tokens || queued) {
@@ -440,7 +450,7 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
     void proc.stop('abort');
   });
   const onCancel = () => {
-    if (!stopReason) stopReason = 'cancelled';
+    if (!stopReason) stopReason = byWorkerShutdown(ctx) ? 'shutdown' : 'cancelled';
     void proc.stop('abort');
   };
   cancelled.addEventListener('abort', onCancel, { once: true });
@@ -455,36 +465,88 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
   };
 }
 
-/** The run's status from how the process ended; logs, metrics and the process row written. */
+/**
+ * Temporal's cancellation came from this worker shutting down (a drain or SIGTERM whose grace period ended) rather
+ * than from the attempt's cancel. The SDK cancels with the reason `WORKER_SHUTDOWN`, with or without details saying so.
+ */
+function byWorkerShutdown(ctx: Context): boolean {
+  const d = ctx.cancellationDetails;
+  if (d?.cancelRequested) return false;
+  if (d?.workerShutdown) return true;
+  const reason: unknown = ctx.cancellationSignal.reason;
+  return reason instanceof CancelledFailure && reason.message === 'WORKER_SHUTDOWN';
+}
+
+/**
+ * Whether the process row no longer names this try's agent: a later try of the run took it over (on another worker,
+ * while this one was paused or cut off from Temporal). That try releases the row's pid before it kills the agent
+ * (cleanUpLostRun), so a try whose agent it killed always finds the row so here, once its agent has ended.
+ */
+async function takenOverFrom(deps: RunAgentDeps, input: RunAgentInput, pid: number): Promise<boolean> {
+  if (!pid) return false;
+  const row = await untilPostgresAnswers(() => getProcess(deps.db, input.processId));
+  return !!row && row.pid !== pid;
+}
+
+/** The note of a try whose run a later try took over, in the run's log instead of its agent's end. */
+async function noteTakenOver(deps: RunAgentDeps, input: RunAgentInput, pid: number): Promise<void> {
+  const message = `activity attempt ${Context.current().info.attempt}'s agent (pid ${pid}) was taken over by a later try of this run on another worker while this one was paused; its end is not recorded`;
+  await appendLogs(deps.db, input.processId, input.attemptId, [{ level: 'warn', message, timestamp: new Date().toISOString(), source: 'armada' }]).catch(() => undefined);
+}
+
+/**
+ * The run's status from how the process ended; logs, metrics and the process row written. Two ends of this try's
+ * agent are not the run's, and its log says so instead of giving them as the run's end (an `agent exited with code
+ * SIGKILL` error line mid-run reads as the run failing): a later try took the run over (takenOverFrom), or this
+ * worker shut down past its grace period (the run is retried).
+ */
 async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, run: ProcessRun): Promise<RunAgentResult> {
   const m = attemptMetrics(deps.metrics.registry);
   const { result, stopReason, output } = run;
   const argv0 = (input.kind === 'follow_up' ? prep.profile.resumeCommand : prep.profile.command)[0];
+  const exit = result.code ?? result.signal;
+  // the shutdown's stop ended the agent (not one that had just exited by itself: that end is the run's)
+  const shutdown = stopReason === 'shutdown' && result.aborted;
+  const stop = stopReason === 'shutdown' ? null : stopReason;
   let status: RunAgentResult['status'];
   let error: string | null = null;
+  /** the end line, written only when this end is the run's */
+  let endLine: LogEntry['level'] | null = null;
+  let endMessage = '';
   if (result.spawnError) {
     status = 'failed';
     error = `could not start ${argv0}: ${result.spawnError}`;
-  } else if (stopReason) {
-    status = stopReason;
-    prep.log('warn', `agent ${stopReason} (exit ${result.code ?? result.signal})`);
+  } else if (stop) {
+    status = stop;
+    [endLine, endMessage] = ['warn', `agent ${stop} (exit ${exit})`];
   } else if (result.timedOut) {
     status = 'failed';
     error = `agent timed out after ${Math.round(input.timeoutMs / 1000)} s`;
   } else if (result.code === 0) {
     status = 'completed';
-    prep.log('info', 'agent exited with code 0');
+    [endLine, endMessage] = ['info', 'agent exited with code 0'];
   } else {
     status = 'failed';
-    error = `agent exited with code ${result.code ?? result.signal}`;
+    error = `agent exited with code ${exit}`;
   }
-  if (error) prep.log('error', error);
+  if (error) [endLine, endMessage] = ['error', error];
+  const takenOver = await takenOverFrom(deps, input, result.pid);
+  if (takenOver) {
+    // a later try killed this agent (or started its own once this one had ended): only the note, after the agent's
+    // own lines (noteTakenOver, below)
+  } else if (shutdown) {
+    // the row stays `running` and names this agent, so the retry Temporal schedules for this try (on another worker,
+    // or this one restarted) finds it gone and runs the agent again from the last commit, as for a lost worker; before,
+    // the run was recorded `cancelled` and the retry returned that, the attempt left `running` with its workflow ended
+    prep.log('warn', `this worker shut down while the agent ran (its grace period ended): agent stopped (exit ${exit}); a later try of this run starts it again`);
+  } else if (endLine) prep.log(endLine, endMessage);
   if (result.leftoversEnded) {
     const n = result.leftoversEnded;
     prep.log('warn', `stopped ${n} process${n === 1 ? '' : 'es'} the agent left running when it exited (SIGTERM, SIGKILL after the grace period), so they do not outlive the run`);
   }
-  // heartbeating: while PostgreSQL is away the run's last lines wait for it here, and Temporal must not retry meanwhile
-  await keepAlive(() => run.flush());
+  // heartbeating: while PostgreSQL is away the run's last lines wait for it here, and Temporal must not retry meanwhile.
+  // A shutting-down worker's (its cancellation has aborted) waits a little: its line is what says the run goes on
+  await keepAlive(() => (shutdown ? run.flush(true, AbortSignal.timeout(FAILED_RUN_FLUSH_MS)) : run.flush()));
   const { tokens } = output;
   if (tokens) {
     m.tokens.inc({ llm: input.llm, direction: 'input' }, tokens.input);
@@ -492,6 +554,12 @@ async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: Prepare
   }
   const cost = costOf(prep.profile, output);
   if (cost > 0) m.cost.inc({ llm: input.llm }, cost);
+  const ended = { status, exitCode: result.code, error, summary: output.summary || (output.finalMessage.text() ?? ''), sessionId: output.sessionId };
+  if (takenOver) {
+    await noteTakenOver(deps, input, result.pid);
+    return { ...ended, takenOver: true };
+  }
+  if (shutdown) throw new CancelledFailure('WORKER_SHUTDOWN');
   // a process a stop or cancel already moved gets its real exit code filled in; the agent has run, so an outage is
   // waited out rather than failing the try (its retry would run the agent again). Only while the row still names this
   // try's agent: a later try that took the run over (another worker, while this one was paused) owns it now
@@ -500,10 +568,11 @@ async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: Prepare
     if (await recordProcessEnded(deps.db, input.processId, status, result.code, error, fence)) return true;
     return setProcessExit(deps.db, input.processId, result.code, error, fence);
   });
-  const ended = { status, exitCode: result.code, error, summary: output.summary || (output.finalMessage.text() ?? ''), sessionId: output.sessionId };
   if (!ours) {
-    const message = `activity attempt ${Context.current().info.attempt}'s agent (pid ${result.pid}) was taken over by a later try of this run on another worker while this one was paused; its end is not recorded`;
-    await appendLogs(deps.db, input.processId, input.attemptId, [{ level: 'warn', message, timestamp: new Date().toISOString(), source: 'armada' }]).catch(() => undefined);
+    // taken over between the look above and this record: only when this agent ended by itself just as the later try
+    // started its own (that try's kill comes after it released the row, seen above), so the end line written is this
+    // agent's true end, followed by the note
+    await noteTakenOver(deps, input, result.pid);
     return { ...ended, takenOver: true };
   }
   return ended;

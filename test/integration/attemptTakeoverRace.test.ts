@@ -15,6 +15,13 @@
  * Before (releaseProcessPid missing in cleanUpLostRun): the row still named the killed agent when the first try came
  * to record its end, so its fenced record matched; the process row ended `failed` with `agent exited with code
  * SIGKILL` (its exit code filled in by the second run) and a `process_failed` event, while the second agent ran on.
+ * Until session 47 the first try still wrote `agent exited with code SIGKILL` into the run's log, as an error line
+ * just before its note that it was taken over: someone following the log saw the run fail while it went on.
+ *
+ * The second test is the other try whose agent's end is not the run's: its worker shut down (a drain, SIGTERM) and
+ * its grace period ended while the agent ran. Before, the try recorded the run `cancelled` (`agent cancelled (exit
+ * SIGTERM)`), the retry returned that, and the attempt was left `running` with its workflow ended; now the row stays
+ * running and the retry runs the agent again.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -35,6 +42,7 @@ import { eventually, logger, makeGitRepo, startTestStack, type TestStack } from 
 
 const runLogDir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-takeover-race-'));
 const RUN_LOG = path.join(runLogDir, 'runs.log');
+const DRAINED_RUN_LOG = path.join(runLogDir, 'drained.log');
 // each run records its pid first; the first works until it is killed, the second writes a file and exits 0
 const AGENT = [
   'n=$(cat "$RUN_LOG" 2>/dev/null | wc -l); echo "$$" >> "$RUN_LOG"',
@@ -45,18 +53,24 @@ const AGENT = [
 let stack: TestStack;
 /** the retry's worker's pool: another worker process knows nothing of the first try's run in progress */
 let otherWorkerDb: Pool;
-let worktree: string;
+const worktrees: string[] = [];
 
 beforeAll(async () => {
   stack = await startTestStack({
     services: ['task'],
     worker: false,
-    file: { agents: { racer: { command: ['bash', '-c', AGENT], format: 'text', env: { RUN_LOG } } }, attempts: { killGraceMs: 1000 } },
+    file: {
+      agents: {
+        racer: { command: ['bash', '-c', AGENT], format: 'text', env: { RUN_LOG } },
+        drained: { command: ['bash', '-c', AGENT], format: 'text', env: { RUN_LOG: DRAINED_RUN_LOG } },
+      },
+      attempts: { killGraceMs: 1000 },
+    },
   });
   otherWorkerDb = createPool(stack.dbUrl, logger);
 });
 afterAll(async () => {
-  for (const pid of runs()) {
+  for (const pid of [...runs(), ...runs(DRAINED_RUN_LOG)]) {
     try {
       process.kill(-pid, 'SIGKILL');
     } catch {
@@ -67,10 +81,10 @@ afterAll(async () => {
   await stack?.close();
   await stopLauncher();
   fs.rmSync(runLogDir, { recursive: true, force: true });
-  if (worktree) fs.rmSync(worktree, { recursive: true, force: true });
+  for (const dir of worktrees) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const runs = () => (fs.existsSync(RUN_LOG) ? fs.readFileSync(RUN_LOG, 'utf8').split('\n').filter(Boolean).map(Number) : []);
+const runs = (file = RUN_LOG) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map(Number) : []);
 
 /** A try of the activity as a worker runs it: attempt `attempt`, its heartbeats going nowhere (nothing listens). */
 function activityTry(attempt: number): MockActivityEnvironment {
@@ -84,7 +98,8 @@ function activityTry(attempt: number): MockActivityEnvironment {
 test('a timed-out try whose agent the retry on another worker kills does not record the kill: the run ends with the second agent', async () => {
   const { taskId } = await createProjectAndTask(stack);
   const attemptId = await insertAttempt(stack, taskId);
-  worktree = makeGitRepo();
+  const worktree = makeGitRepo();
+  worktrees.push(worktree);
   const input: RunAgentInput = { attemptId, taskId, processId: randomUUID(), llm: 'racer', kind: 'initial', prompt: 'race', worktreePath: worktree, timeoutMs: 60_000 };
   const deps: RunAgentDeps = { db: stack.db, config: stack.config, logger, metrics: createMetrics() };
 
@@ -122,9 +137,8 @@ test('a timed-out try whose agent the retry on another worker kills does not rec
     [`process:${input.processId}`],
   );
   expect(events.map((e) => e.type)).toEqual(['process_completed']);
-  // the log: both runs' lines, the kill, the first try's note that it was taken over (its own end lines stand before
-  // it, not as the run's end), and the second run's end last
-  const { rows: logs } = await stack.db.query<{ message: string }>('SELECT message FROM process_logs WHERE process_id = $1 ORDER BY seq', [input.processId]);
+  // the log: both runs' lines, the kill, the first try's note that it was taken over, and the second run's end last
+  const { rows: logs } = await stack.db.query<{ level: string; message: string }>('SELECT level, message FROM process_logs WHERE process_id = $1 ORDER BY seq', [input.processId]);
   const messages = logs.map((l) => l.message);
   expect(messages).toEqual(
     expect.arrayContaining([
@@ -135,11 +149,67 @@ test('a timed-out try whose agent the retry on another worker kills does not rec
     ]),
   );
   expect(messages.filter((m) => m.startsWith(`activity attempt 1's agent (pid ${firstPid}) was taken over by a later try`))).toHaveLength(1);
-  const ends = messages.filter((m) => /^agent exited with code /.test(m));
-  expect(ends.at(-1)).toBe('agent exited with code 0');
-  expect(ends.filter((m) => m === 'agent exited with code 0')).toHaveLength(1);
+  // the first agent's end is not the run's: no `agent exited with code SIGKILL` error mid-run (before, the first try
+  // wrote it just before its note, so someone following the log saw the run fail while the second agent worked), and
+  // no error line at all
+  const ends = messages.filter((m) => /^agent (exited with code|stopped|cancelled) /.test(m));
+  expect(ends).toEqual(['agent exited with code 0']);
+  expect(logs.filter((l) => l.level === 'error')).toEqual([]);
+  // the first run's lines come before the note
+  expect(messages.indexOf(`first run ${firstPid} works until it is killed`)).toBeLessThan(messages.findIndex((m) => m.startsWith("activity attempt 1's agent")));
   // the second agent's work is in the worktree
   expect(fs.readFileSync(path.join(worktree, 'from-the-agent.txt'), 'utf8')).toBe(`written by ${secondPid}\n`);
   // the first try ended as a timed-out try does (Temporal would not take its completion anyway)
   expect(await firstTry).toEqual({ threw: 'CancelledFailure' });
+});
+
+test("a try whose worker shuts down while its agent runs stops the agent without ending the run: the retry runs it again", async () => {
+  const { taskId } = await createProjectAndTask(stack);
+  const attemptId = await insertAttempt(stack, taskId);
+  const worktree = makeGitRepo();
+  worktrees.push(worktree);
+  const input: RunAgentInput = { attemptId, taskId, processId: randomUUID(), llm: 'drained', kind: 'initial', prompt: 'drain', worktreePath: worktree, timeoutMs: 60_000 };
+  const deps: RunAgentDeps = { db: stack.db, config: stack.config, logger, metrics: createMetrics() };
+  const drained = runs.bind(null, DRAINED_RUN_LOG);
+
+  const first = activityTry(1);
+  const firstTry = first.run(runAgent, deps, input).then(
+    (r) => ({ returned: r }),
+    (err: Error) => ({ threw: err.name }),
+  );
+  await eventually(async () => drained().length === 1 && (await getProcess(stack.db, input.processId))?.pid === drained()[0], 20_000, 50);
+  const [firstPid] = drained() as [number];
+  // the worker's grace period has ended: the SDK cancels its running activities so
+  first.cancel('WORKER_SHUTDOWN', new ActivityCancellationDetails({ workerShutdown: true }));
+  // the try fails (Temporal retries it), its agent stopped; the row is still the run's, running, naming that agent
+  expect(await firstTry).toEqual({ threw: 'CancelledFailure' });
+  expect(groupAlive(firstPid)).toBe(false);
+  const between = await getProcess(stack.db, input.processId);
+  expect({ status: between?.status, pid: between?.pid, error: between?.error }).toEqual({ status: 'running', pid: firstPid, error: null });
+
+  // Temporal's retry (another worker, or this one restarted) runs the agent again
+  const second: RunAgentResult = await activityTry(2).run(runAgent, { ...deps, db: otherWorkerDb, metrics: createMetrics() }, input);
+  expect(second.status).toBe('completed');
+  const [, secondPid] = drained() as [number, number];
+  const row = await getProcess(stack.db, input.processId);
+  expect({ status: row?.status, exitCode: row?.exit_code, error: row?.error, pid: row?.pid }).toEqual({ status: 'completed', exitCode: 0, error: null, pid: secondPid });
+  const { rows: events } = await stack.db.query<{ type: string }>(
+    `SELECT type FROM events WHERE $1 = ANY(topics) AND type IN ('process_completed', 'process_failed', 'process_stopped') ORDER BY seq`,
+    [`process:${input.processId}`],
+  );
+  expect(events.map((e) => e.type)).toEqual(['process_completed']);
+  // the log says the worker shut down and the run goes on, not that it was cancelled or failed
+  const { rows: logs } = await stack.db.query<{ level: string; message: string }>('SELECT level, message FROM process_logs WHERE process_id = $1 ORDER BY seq', [input.processId]);
+  const messages = logs.map((l) => l.message);
+  expect(messages).toEqual(
+    expect.arrayContaining([
+      `first run ${firstPid} works until it is killed`,
+      'this worker shut down while the agent ran (its grace period ended): agent stopped (exit SIGTERM); a later try of this run starts it again',
+      'agent run restarted (activity attempt 2)',
+      `second run ${secondPid}`,
+    ]),
+  );
+  expect(messages.filter((m) => /^agent (exited with code|stopped|cancelled) /.test(m))).toEqual(['agent exited with code 0']);
+  expect(logs.filter((l) => l.level === 'error')).toEqual([]);
+  expect(fs.readFileSync(path.join(worktree, 'from-the-agent.txt'), 'utf8')).toBe(`written by ${secondPid}\n`);
 });
