@@ -86,6 +86,21 @@ afterAll(async () => {
 
 const runs = (file = RUN_LOG) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map(Number) : []);
 
+/** The process's end events (completed, failed, stopped), oldest first. */
+async function endEvents(processId: string): Promise<string[]> {
+  const { rows } = await stack.db.query<{ type: string }>(
+    `SELECT type FROM events WHERE $1 = ANY(topics) AND type IN ('process_completed', 'process_failed', 'process_stopped') ORDER BY seq`,
+    [`process:${processId}`],
+  );
+  return rows.map((e) => e.type);
+}
+
+/** The process's log lines in the order written. */
+async function logLines(processId: string): Promise<{ level: string; message: string }[]> {
+  const { rows } = await stack.db.query<{ level: string; message: string }>('SELECT level, message FROM process_logs WHERE process_id = $1 ORDER BY seq', [processId]);
+  return rows;
+}
+
 /** A try of the activity as a worker runs it: attempt `attempt`, its heartbeats going nowhere (nothing listens). */
 function activityTry(attempt: number): MockActivityEnvironment {
   const now = Date.now();
@@ -132,13 +147,9 @@ test('a timed-out try whose agent the retry on another worker kills does not rec
   const row = await getProcess(stack.db, input.processId);
   expect({ status: row?.status, exitCode: row?.exit_code, error: row?.error, pid: row?.pid }).toEqual({ status: 'completed', exitCode: 0, error: null, pid: secondPid });
   // one end event, the second run's (before: process_failed from the first try, then nothing from the second)
-  const { rows: events } = await stack.db.query<{ type: string }>(
-    `SELECT type FROM events WHERE $1 = ANY(topics) AND type IN ('process_completed', 'process_failed', 'process_stopped') ORDER BY seq`,
-    [`process:${input.processId}`],
-  );
-  expect(events.map((e) => e.type)).toEqual(['process_completed']);
+  expect(await endEvents(input.processId)).toEqual(['process_completed']);
   // the log: both runs' lines, the kill, the first try's note that it was taken over, and the second run's end last
-  const { rows: logs } = await stack.db.query<{ level: string; message: string }>('SELECT level, message FROM process_logs WHERE process_id = $1 ORDER BY seq', [input.processId]);
+  const logs = await logLines(input.processId);
   const messages = logs.map((l) => l.message);
   expect(messages).toEqual(
     expect.arrayContaining([
@@ -193,13 +204,9 @@ test("a try whose worker shuts down while its agent runs stops the agent without
   const [, secondPid] = drained() as [number, number];
   const row = await getProcess(stack.db, input.processId);
   expect({ status: row?.status, exitCode: row?.exit_code, error: row?.error, pid: row?.pid }).toEqual({ status: 'completed', exitCode: 0, error: null, pid: secondPid });
-  const { rows: events } = await stack.db.query<{ type: string }>(
-    `SELECT type FROM events WHERE $1 = ANY(topics) AND type IN ('process_completed', 'process_failed', 'process_stopped') ORDER BY seq`,
-    [`process:${input.processId}`],
-  );
-  expect(events.map((e) => e.type)).toEqual(['process_completed']);
+  expect(await endEvents(input.processId)).toEqual(['process_completed']);
   // the log says the worker shut down and the run goes on, not that it was cancelled or failed
-  const { rows: logs } = await stack.db.query<{ level: string; message: string }>('SELECT level, message FROM process_logs WHERE process_id = $1 ORDER BY seq', [input.processId]);
+  const logs = await logLines(input.processId);
   const messages = logs.map((l) => l.message);
   expect(messages).toEqual(
     expect.arrayContaining([

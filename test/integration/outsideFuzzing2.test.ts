@@ -22,7 +22,7 @@
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { STORABLE_DATE_TIME_PATTERN } from '../../api/http/validation';
-import { startTestStack, type TestStack } from '../support/harness';
+import { listenOnLoopback, startTestStack, type TestStack } from '../support/harness';
 
 type Service = 'task' | 'scheduler' | 'agents' | 'traces';
 const SERVICES: Service[] = ['task', 'scheduler', 'agents', 'traces'];
@@ -32,11 +32,7 @@ const ports: Partial<Record<Service, number>> = {};
 
 beforeAll(async () => {
   stack = await startTestStack({ services: SERVICES });
-  for (const service of SERVICES) {
-    const app = stack.app(service);
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    ports[service] = (app.server.address() as AddressInfo).port;
-  }
+  Object.assign(ports, await listenOnLoopback(stack, SERVICES));
 }, 120_000);
 afterAll(async () => {
   await stack?.close();

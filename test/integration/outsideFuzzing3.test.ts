@@ -11,9 +11,9 @@
  * - numbers in query strings at the edges (1e400, 1e-400, past 2^53, repeated, as arrays; -0 read as 0): checked,
  *   already the schema's 400 naming the parameter (the strict numerals of api/http/validation.ts); kept as a guard.
  */
-import net, { type AddressInfo } from 'node:net';
+import net from 'node:net';
 import { NAME_PATTERN, NON_BLANK_TEXT_PATTERN, TEXT_PATTERN } from '../../api/http/inputPolicy';
-import { makeGitRepo, startTestStack, type TestStack } from '../support/harness';
+import { listenOnLoopback, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
 
 type Service = 'task' | 'scheduler' | 'agents' | 'traces';
 type Json = Record<string, unknown>;
@@ -24,11 +24,7 @@ const ports: Partial<Record<Service, number>> = {};
 
 beforeAll(async () => {
   stack = await startTestStack({ services: SERVICES });
-  for (const service of SERVICES) {
-    const app = stack.app(service);
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    ports[service] = (app.server.address() as AddressInfo).port;
-  }
+  Object.assign(ports, await listenOnLoopback(stack, SERVICES));
 }, 120_000);
 afterAll(async () => {
   await stack?.close();

@@ -4,6 +4,7 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, type Pool } from 'pg';
@@ -177,6 +178,17 @@ export async function startTestStack(
       fs.rmSync(config.home, { recursive: true, force: true });
     },
   };
+}
+
+/** Each of `services`' apps listening on a free loopback port (raw-socket tests); their ports by service. */
+export async function listenOnLoopback(stack: TestStack, services: readonly ServiceName[]): Promise<Partial<Record<ServiceName, number>>> {
+  const ports: Partial<Record<ServiceName, number>> = {};
+  for (const service of services) {
+    const app = stack.app(service);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    ports[service] = (app.server.address() as AddressInfo).port;
+  }
+  return ports;
 }
 
 /** (Another) worker for a stack's config and database, e.g. to bring work back after `stack.workers.stop()`. */
