@@ -23,6 +23,7 @@ import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { STORABLE_DATE_TIME_PATTERN } from '../../api/http/validation';
 import { listenOnLoopback, startTestStack, type TestStack } from '../support/harness';
+import { rawExchange } from '../support/rawExchange';
 
 type Service = 'task' | 'scheduler' | 'agents' | 'traces';
 const SERVICES: Service[] = ['task', 'scheduler', 'agents', 'traces'];
@@ -40,30 +41,6 @@ afterAll(async () => {
 
 const keyLine = (service: Service) => (service === 'task' ? '' : `X-API-Key: ${stack.keys[service]}\r\n`);
 
-/** One raw HTTP/1.1 exchange on a connection that closes after it: the status, the headers (lower-cased) and the body. */
-function exchange(port: number, request: string | Buffer): Promise<{ status: number; headers: Record<string, string>; body: string; json: unknown }> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
-    const chunks: Buffer[] = [];
-    socket.on('data', (c: Buffer) => chunks.push(c));
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const text = Buffer.concat(chunks).toString('utf8');
-      const end = text.indexOf('\r\n\r\n');
-      const [line = '', ...lines] = text.slice(0, end).split('\r\n');
-      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
-      const body = text.slice(end + 4);
-      let json: unknown;
-      try {
-        json = JSON.parse(body);
-      } catch {
-        json = undefined;
-      }
-      resolve({ status: Number(line.split(' ')[1]), headers, body, json });
-    });
-  });
-}
-
 /** A request with a JSON body (bytes as given), closing the connection after the answer. */
 function withBody(service: Service, method: string, target: string, body: Buffer | string): Buffer {
   const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
@@ -72,7 +49,6 @@ function withBody(service: Service, method: string, target: string, body: Buffer
 }
 
 const bodyless = (service: Service, method: string, target: string, extra = '') => `${method} ${target} HTTP/1.1\r\nHost: x\r\n${keyLine(service)}${extra}Connection: close\r\n\r\n`;
-
 
 async function count(table: string): Promise<number> {
   return (await stack.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]?.n ?? 0;
@@ -83,19 +59,19 @@ describe('an absolute-form request target (RFC 9112 §3.2.2) is read as its path
     const prefix = service === 'task' ? '/api' : '/api/v1';
     const collection = { task: '/api/projects', scheduler: '/api/v1/sources', agents: '/api/v1/agents', traces: '/api/v1/traces' }[service];
     // /health needs no key, whatever form its target takes
-    const health = await exchange(ports[service] as number, 'GET http://x/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    const health = await rawExchange(ports[service] as number, 'GET http://x/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     expect([health.status, (health.json as { status: string }).status]).toEqual([200, 'ok']);
-    const list = await exchange(ports[service] as number, bodyless(service, 'GET', `http://x${collection}?limit=1`));
-    const origin = await exchange(ports[service] as number, bodyless(service, 'GET', `${collection}?limit=1`));
+    const list = await rawExchange(ports[service] as number, bodyless(service, 'GET', `http://x${collection}?limit=1`));
+    const origin = await rawExchange(ports[service] as number, bodyless(service, 'GET', `${collection}?limit=1`));
     expect(list.status).toBe(200);
     expect(list.status).toBe(origin.status);
-    const allow = (await exchange(ports[service] as number, bodyless(service, 'PROPFIND', collection))).headers.allow;
+    const allow = (await rawExchange(ports[service] as number, bodyless(service, 'PROPFIND', collection))).headers.allow;
     expect(allow).toContain('GET');
     for (const target of [`http://x${collection}`, `HTTPS://other.example:1${collection}`]) {
-      const refused = await exchange(ports[service] as number, bodyless(service, 'PROPFIND', target));
+      const refused = await rawExchange(ports[service] as number, bodyless(service, 'PROPFIND', target));
       expect({ target, status: refused.status, allow: refused.headers.allow }).toEqual({ target, status: 405, allow });
     }
-    const unknown = await exchange(ports[service] as number, bodyless(service, 'GET', `http://x${prefix}/no-such-resource`));
+    const unknown = await rawExchange(ports[service] as number, bodyless(service, 'GET', `http://x${prefix}/no-such-resource`));
     expect(unknown.status).toBe(404);
     expect(unknown.body).toContain(`GET ${prefix}/no-such-resource`);
     expect(unknown.body).not.toContain('http://x');
@@ -122,7 +98,7 @@ describe('an absolute-form request target (RFC 9112 §3.2.2) is read as its path
       await app.listen({ port: 0, host: '127.0.0.1' });
       const taskPort = (app.server.address() as AddressInfo).port;
       const authority = `aaaaaaa${String(port).slice(1)}`;
-      const res = await exchange(taskPort, `GET http://${authority}/svc/scheduler/api/v1/sources HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      const res = await rawExchange(taskPort, `GET http://${authority}/svc/scheduler/api/v1/sources HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
       // forwarded to the scheduler's own URL, where nothing listens: its 503, not the receiver's answer
       expect([res.status, (res.json as { error: { code: string } }).error.code]).toEqual([503, 'SERVICE_UNAVAILABLE']);
       expect(received).toEqual([]);
@@ -134,42 +110,41 @@ describe('an absolute-form request target (RFC 9112 §3.2.2) is read as its path
 });
 
 test('a query parameter an operation does not declare is a 400 naming it and the ones the operation takes', async () => {
-  const traces = await exchange(ports.traces as number, bodyless('traces', 'GET', '/api/v1/traces/analytics?dayz=7'));
+  const traces = await rawExchange(ports.traces as number, bodyless('traces', 'GET', '/api/v1/traces/analytics?dayz=7'));
   expect([traces.status, traces.json]).toEqual([400, { detail: 'Request query is invalid: dayz is not a parameter of this operation; it takes days' }]);
-  const scheduler = await exchange(ports.scheduler as number, bodyless('scheduler', 'GET', '/api/v1/executions?staus=failed'));
+  const scheduler = await rawExchange(ports.scheduler as number, bodyless('scheduler', 'GET', '/api/v1/executions?staus=failed'));
   expect([scheduler.status, scheduler.json]).toEqual([400, { detail: expect.stringMatching(/^Request query is invalid: staus is not a parameter of this operation; it takes workflow, status, /) }]);
-  const projects = await exchange(ports.task as number, bodyless('task', 'GET', '/api/projects?nmae=x'));
+  const projects = await rawExchange(ports.task as number, bodyless('task', 'GET', '/api/projects?nmae=x'));
   expect([projects.status, (projects.json as { error: unknown }).error]).toEqual([
     400,
     { code: 'VALIDATION_ERROR', message: expect.stringMatching(/^Request query is invalid: nmae is not a parameter of this operation; it takes /), details: { nmae: expect.stringMatching(/^is not a parameter of this operation; it takes /) } },
   ]);
 });
 
-
 describe('percent-encoded letters and a fragment: the hooks read the path the router routes', () => {
   test('/%68ealth is /health (open on the key services), /%61pi/… the API\'s JSON 404, and #… is dropped', async () => {
-    const health = await exchange(ports.scheduler as number, 'GET /%68ealth HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    const health = await rawExchange(ports.scheduler as number, 'GET /%68ealth HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     expect(health.status).toBe(200);
-    const page = await exchange(ports.task as number, bodyless('task', 'GET', '/%61pi/nope', 'Accept: text/html\r\n'));
+    const page = await rawExchange(ports.task as number, bodyless('task', 'GET', '/%61pi/nope', 'Accept: text/html\r\n'));
     expect([page.status, (page.json as { error: { message: string } }).error.message]).toEqual([404, 'Route GET /api/nope not found']);
-    const fragment = await exchange(ports.task as number, bodyless('task', 'GET', '/api/projects?limit=1#frag'));
+    const fragment = await rawExchange(ports.task as number, bodyless('task', 'GET', '/api/projects?limit=1#frag'));
     expect([fragment.status, (fragment.json as { pagination: { limit: number } }).pagination.limit]).toEqual([200, 1]);
   });
 });
 
 describe('the asterisk-form target', () => {
   test.each(SERVICES)('%s: OPTIONS * is 204 with every method the service serves; GET * and POST * are a 400 saying what to send', async (service) => {
-    const options = await exchange(ports[service] as number, bodyless(service, 'OPTIONS', '*'));
+    const options = await rawExchange(ports[service] as number, bodyless(service, 'OPTIONS', '*'));
     expect(options.status).toBe(204);
     expect(options.headers.allow?.split(', ')).toEqual(expect.arrayContaining(['GET', 'HEAD', 'OPTIONS', 'POST']));
     for (const method of ['GET', 'POST']) {
-      const res = await exchange(ports[service] as number, bodyless(service, method, '*', method === 'POST' ? 'Content-Length: 0\r\n' : ''));
+      const res = await rawExchange(ports[service] as number, bodyless(service, method, '*', method === 'POST' ? 'Content-Length: 0\r\n' : ''));
       const message = `Request path is invalid: "*" is a target for OPTIONS only; send ${method} to a path of the service, such as /health`;
       expect([method, res.status, service === 'task' ? (res.json as { error: { message: string } }).error.message : (res.json as { detail: string }).detail]).toEqual([method, 400, message]);
     }
     if (service !== 'task') {
       // which methods it serves is no more public than a path's
-      const anonymous = await exchange(ports[service] as number, 'OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      const anonymous = await rawExchange(ports[service] as number, 'OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
       expect([anonymous.status, anonymous.headers.allow]).toEqual([401, undefined]);
     }
   });
@@ -177,7 +152,7 @@ describe('the asterisk-form target', () => {
 
 describe("the task service's WebSockets and a browser page's Origin", () => {
   const handshake = (origin: string | undefined, host = 'x') =>
-    exchange(
+    rawExchange(
       ports.task as number,
       `GET /ws/events HTTP/1.1\r\nHost: ${host}\r\n${origin ? `Origin: ${origin}\r\n` : ''}Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
     );
@@ -195,7 +170,7 @@ describe("the task service's WebSockets and a browser page's Origin", () => {
         },
       });
     }
-    // exchange() waits for the connection to close: an accepted socket is closed here once its 101 is read
+    // rawExchange() waits for the connection to close: an accepted socket is closed here once its 101 is read
     const accepted = async (origin: string | undefined, host?: string) =>
       new Promise<string>((resolve, reject) => {
         const socket = net.connect(ports.task as number, '127.0.0.1', () =>
@@ -215,7 +190,7 @@ describe("the task service's WebSockets and a browser page's Origin", () => {
 });
 
 test('a documented header sent on two lines is a 400 "must be sent once", not a type error of the joined value', async () => {
-  const res = await exchange(ports.task as number, bodyless('task', 'GET', '/api/events/processes/00000000-0000-4000-8000-000000000000/logs', 'Last-Event-ID: 1\r\nLast-Event-ID: 2\r\n'));
+  const res = await rawExchange(ports.task as number, bodyless('task', 'GET', '/api/events/processes/00000000-0000-4000-8000-000000000000/logs', 'Last-Event-ID: 1\r\nLast-Event-ID: 2\r\n'));
   expect([res.status, (res.json as { error: unknown }).error]).toEqual([
     400,
     { code: 'VALIDATION_ERROR', message: 'Request headers are invalid: last-event-id must be sent once', details: { 'last-event-id': 'must be sent once' } },
@@ -223,26 +198,26 @@ test('a documented header sent on two lines is a 400 "must be sent once", not a 
 });
 
 test('a path parameter past the router\'s limit: the 400 names the limit', async () => {
-  const res = await exchange(ports.traces as number, bodyless('traces', 'GET', `/api/v1/traces/${'a'.repeat(1000)}`));
+  const res = await rawExchange(ports.traces as number, bodyless('traces', 'GET', `/api/v1/traces/${'a'.repeat(1000)}`));
   expect([res.status, res.json]).toEqual([400, { detail: 'Request path is invalid: a path parameter is too long (at most 200 characters)' }]);
 });
 
 test('a scheduler source name with a control or bidi character is a 400, as a project name is; nothing is stored', async () => {
   const before = await count('scheduler_sources');
   for (const name of ['red\u001b[31m', 'bell\u0007', 'over\u202eride', 'c1\u0085']) {
-    const res = await exchange(ports.scheduler as number, withBody('scheduler', 'POST', '/api/v1/sources', JSON.stringify({ name, source_type: 'langflow', url: 'http://127.0.0.1:9/x' })));
+    const res = await rawExchange(ports.scheduler as number, withBody('scheduler', 'POST', '/api/v1/sources', JSON.stringify({ name, source_type: 'langflow', url: 'http://127.0.0.1:9/x' })));
     expect([name, res.status, (res.json as { detail: string }).detail]).toEqual([name, 400, expect.stringMatching(/^Request body is invalid: name must match pattern /)]);
   }
   expect(await count('scheduler_sources')).toBe(before);
 });
 
 test('a date-time the document refuses is refused, and one it allows is stored: the pattern is the rule (traces sentAt)', async () => {
-  const doc = (await exchange(ports.traces as number, bodyless('traces', 'GET', '/api/v1/openapi.json'))).json as { paths: Record<string, { post?: { requestBody: { content: Record<string, { schema: { properties: Record<string, { pattern?: string; format?: string }> } }> } } }> };
+  const doc = (await rawExchange(ports.traces as number, bodyless('traces', 'GET', '/api/v1/openapi.json'))).json as { paths: Record<string, { post?: { requestBody: { content: Record<string, { schema: { properties: Record<string, { pattern?: string; format?: string }> } }> } } }> };
   const sentAt = doc.paths['/api/v1/traces']?.post?.requestBody.content['application/json']?.schema.properties.sentAt;
   expect(sentAt).toEqual(expect.objectContaining({ format: 'date-time', pattern: STORABLE_DATE_TIME_PATTERN }));
   const pattern = new RegExp(STORABLE_DATE_TIME_PATTERN);
   const ingest = (sent: string, n: number) =>
-    exchange(ports.traces as number, withBody('traces', 'POST', '/api/v1/traces', JSON.stringify({ messageId: `dt-${n}`, instance: 'dt', to: '+15550102000', message: 'm', sentAt: sent })));
+    rawExchange(ports.traces as number, withBody('traces', 'POST', '/api/v1/traces', JSON.stringify({ messageId: `dt-${n}`, instance: 'dt', to: '+15550102000', message: 'm', sentAt: sent })));
   let n = 0;
   for (const [sent, allowed] of [
     ['0001-01-01T00:00:00+00:01', false],

@@ -14,6 +14,7 @@
 import net from 'node:net';
 import { NAME_PATTERN, NON_BLANK_TEXT_PATTERN, TEXT_PATTERN } from '../../api/http/inputPolicy';
 import { listenOnLoopback, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
+import { rawExchange } from '../support/rawExchange';
 
 type Service = 'task' | 'scheduler' | 'agents' | 'traces';
 type Json = Record<string, unknown>;
@@ -33,30 +34,6 @@ afterAll(async () => {
 const keyLine = (service: Service) => (service === 'task' ? '' : `X-API-Key: ${stack.keys[service]}\r\n`);
 const authHeaders = (service: Service): Record<string, string> => (service === 'task' ? {} : { 'x-api-key': stack.keys[service] });
 
-/** One raw exchange on a connection that closes after it: the status line, the headers (lower-cased) and the body. */
-function exchange(port: number, request: string | Buffer): Promise<{ line: string; status: number; headers: Record<string, string>; body: string; json: unknown }> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
-    const chunks: Buffer[] = [];
-    socket.on('data', (c: Buffer) => chunks.push(c));
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const text = Buffer.concat(chunks).toString('utf8');
-      const end = text.indexOf('\r\n\r\n');
-      const [line = '', ...lines] = text.slice(0, end).split('\r\n');
-      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
-      const body = text.slice(end + 4);
-      let json: unknown;
-      try {
-        json = JSON.parse(body);
-      } catch {
-        json = undefined;
-      }
-      resolve({ line, status: Number(line.split(' ')[1]), headers, body, json });
-    });
-  });
-}
-
 /** The message of an error body: the task service's envelope, or `{detail}`. */
 const messageOf = (service: Service, json: unknown): string => (service === 'task' ? String(((json as Json).error as Json)?.message) : String((json as Json)?.detail));
 
@@ -69,7 +46,7 @@ describe('a WebSocket handshake over HTTP/1.0', () => {
     `GET /ws/events HTTP/${version}\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`;
 
   test('is the 400 of any other bad handshake, in the envelope, and the connection closes; HTTP/1.1 is still upgraded', async () => {
-    const refused = await exchange(ports.task as number, handshake('1.0'));
+    const refused = await rawExchange(ports.task as number, handshake('1.0'));
     expect([refused.status, (refused.json as Json).error]).toEqual([
       400,
       {
@@ -96,7 +73,7 @@ describe('a Content-Type whose parameters are malformed', () => {
   const ROUTES: Record<Service, string> = { task: '/api/projects', scheduler: '/api/v1/sources', agents: '/api/v1/memory', traces: '/api/v1/traces' };
   const post = (service: Service, contentType: string) => {
     const body = Buffer.from('{}');
-    return exchange(
+    return rawExchange(
       ports[service] as number,
       Buffer.concat([Buffer.from(`POST ${ROUTES[service]} HTTP/1.1\r\nHost: x\r\n${keyLine(service)}Content-Type: ${contentType}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`, 'latin1'), body]),
     );
@@ -161,7 +138,7 @@ describe('control characters in names, titles and multi-line text', () => {
     const asUser = (email: string) => {
       const body = Buffer.from(JSON.stringify({ projectId, title: 'by whom' }));
       const head = `POST /api/tasks HTTP/1.1\r\nHost: x\r\nX-User-Email: ${Buffer.from(email, 'utf8').toString('latin1')}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`;
-      return exchange(ports.task as number, Buffer.concat([Buffer.from(head, 'latin1'), body]));
+      return rawExchange(ports.task as number, Buffer.concat([Buffer.from(head, 'latin1'), body]));
     };
     const localUser = (await inject('task', 'POST', '/api/tasks', { projectId, title: 'by whom' })).json().data.createdBy;
     for (const email of ['evil\u202e@example.com', 'nel\u0085@example.com', 'a@example.com\u2066']) {
