@@ -110,22 +110,29 @@ function activityTry(attempt: number): MockActivityEnvironment {
   );
 }
 
-test('a timed-out try whose agent the retry on another worker kills does not record the kill: the run ends with the second agent', async () => {
+/**
+ * An attempt's run of agent profile `llm` in a new worktree, its first try (activity attempt 1) running, once its agent
+ * has recorded its pid in `runsOf` and the process row names it.
+ */
+async function firstTryRunning(llm: string, runsOf: () => number[]) {
   const { taskId } = await createProjectAndTask(stack);
   const attemptId = await insertAttempt(stack, taskId);
   const worktree = makeGitRepo();
   worktrees.push(worktree);
-  const input: RunAgentInput = { attemptId, taskId, processId: randomUUID(), llm: 'racer', kind: 'initial', prompt: 'race', worktreePath: worktree, timeoutMs: 60_000 };
+  const input: RunAgentInput = { attemptId, taskId, processId: randomUUID(), llm, kind: 'initial', prompt: llm, worktreePath: worktree, timeoutMs: 60_000 };
   const deps: RunAgentDeps = { db: stack.db, config: stack.config, logger, metrics: createMetrics() };
-
   const first = activityTry(1);
   const firstTry = first.run(runAgent, deps, input).then(
     (r) => ({ returned: r }),
     (err: Error) => ({ threw: err.name }),
   );
-  // the first agent runs and the row names it
-  await eventually(async () => runs().length === 1 && (await getProcess(stack.db, input.processId))?.pid === runs()[0], 20_000, 50);
-  const [firstPid] = runs() as [number];
+  await eventually(async () => runsOf().length === 1 && (await getProcess(stack.db, input.processId))?.pid === runsOf()[0], 20_000, 50);
+  const [firstPid] = runsOf() as [number];
+  return { input, deps, worktree, first, firstTry, firstPid };
+}
+
+test('a timed-out try whose agent the retry on another worker kills does not record the kill: the run ends with the second agent', async () => {
+  const { input, deps, worktree, first, firstTry, firstPid } = await firstTryRunning('racer', runs);
   // Temporal no longer knows the first try (it timed it out): the try goes on, its agent too
   first.cancel('NOT_FOUND', new ActivityCancellationDetails({ notFound: true }));
 
@@ -175,21 +182,8 @@ test('a timed-out try whose agent the retry on another worker kills does not rec
 });
 
 test("a try whose worker shuts down while its agent runs stops the agent without ending the run: the retry runs it again", async () => {
-  const { taskId } = await createProjectAndTask(stack);
-  const attemptId = await insertAttempt(stack, taskId);
-  const worktree = makeGitRepo();
-  worktrees.push(worktree);
-  const input: RunAgentInput = { attemptId, taskId, processId: randomUUID(), llm: 'drained', kind: 'initial', prompt: 'drain', worktreePath: worktree, timeoutMs: 60_000 };
-  const deps: RunAgentDeps = { db: stack.db, config: stack.config, logger, metrics: createMetrics() };
   const drained = runs.bind(null, DRAINED_RUN_LOG);
-
-  const first = activityTry(1);
-  const firstTry = first.run(runAgent, deps, input).then(
-    (r) => ({ returned: r }),
-    (err: Error) => ({ threw: err.name }),
-  );
-  await eventually(async () => drained().length === 1 && (await getProcess(stack.db, input.processId))?.pid === drained()[0], 20_000, 50);
-  const [firstPid] = drained() as [number];
+  const { input, deps, worktree, first, firstTry, firstPid } = await firstTryRunning('drained', drained);
   // the worker's grace period has ended: the SDK cancels its running activities so
   first.cancel('WORKER_SHUTDOWN', new ActivityCancellationDetails({ workerShutdown: true }));
   // the try fails (Temporal retries it), its agent stopped; the row is still the run's, running, naming that agent

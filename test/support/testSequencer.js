@@ -7,10 +7,10 @@
 // worker busy for ~2 minutes after the other had finished (CI run of session 34: 1207 s of jest for ~1160 s of work
 // per worker). So the files below, the longest of a CI run, start first, in this order; the rest follow in jest's
 // own order. The browser test (1-1.5 s latency budgets) starts first, beside files that mostly wait (PostgreSQL and
-// Temporal stalls, a 75 s outage), and the contract test, which keeps the CPU busy (schemathesis), follows them, after
-// the browser test has had its quiet start (session 35: beside the CPU-heavy files a follow-up's run did not show in
-// 30 s once). Refresh the list from a CI log when it
-// no longer names the longest files:
+// Temporal stalls, a 75 s outage), and the contract test, which keeps the CPU busy (schemathesis), follows them and
+// starts its runs only once the browser test has ended (test/support/quietTurns.ts; session 35: beside the CPU-heavy
+// files a follow-up's run did not show in 30 s once). Refresh the list from a CI log when it no longer names the
+// longest files:
 //   grep -oE "[^ ]+\.test\.ts \([0-9.]+ s\)" <log> | sort -t'(' -k2 -rn | head -15
 const path = require('node:path');
 const Sequencer = require('@jest/test-sequencer').default;
