@@ -8,6 +8,7 @@ import { CancelledFailure, Context } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../../lib/config';
 import { isPostgresUnavailable, withTransaction } from '../../lib/db/pool';
+import { UNIQUE_VIOLATION } from '../../lib/db/projects';
 import {
   recordResourceSample,
   appendLogs,
@@ -21,7 +22,7 @@ import {
 } from '../../lib/db/processes';
 import type { Logger } from '../../lib/logger';
 import { attemptMetrics } from '../../lib/attempts/metrics';
-import { publishProcessEvent, recordProcessEnded, recordProcessStarted } from '../../lib/attempts/projections';
+import { publishProcessEvent, recordAttemptCancelled, recordProcessEnded, recordProcessStarted } from '../../lib/attempts/projections';
 import type { Metrics } from '../../lib/metrics';
 import type { WorkerIdentity } from '../../lib/workerIdentity';
 import type { Slots } from '../../lib/process/slots';
@@ -234,14 +235,16 @@ async function cleanUpLostRun(deps: RunAgentDeps, input: RunAgentInput, lostPid:
   if (lostPid && lostGroupAlive && groupStartedWith(lostPid, 'ARMADA_PROCESS_ID', input.processId)) {
     // the row first stops naming the lost agent: a try of it that still runs (timed out by Temporal while its worker
     // could not heartbeat: a frozen Temporal, a cut connection) sees its agent killed at once and would otherwise record
-    // that kill as the run's end (`agent exited with code SIGKILL`, the attempt failed) before this try starts the next
-    await releaseProcessPid(deps.db, input.processId, lostPid);
+    // that kill as the run's end (`agent exited with code SIGKILL`, the attempt failed) before this try starts the next.
+    // The kill's line goes with the release, so it comes before that try's note that it was taken over (the note is
+    // written only once the row no longer names its agent), in the order things happened; before, it waited in this
+    // try's queue until its agent started and usually came after the note
+    await releaseLostAgent(deps, input, lostPid);
     try {
       process.kill(-lostPid, 'SIGKILL');
     } catch {
       /* gone */
     }
-    log('warn', `previous agent run (pid ${lostPid}) was left by a lost worker and has been killed; restarting`);
   } else if (lostGroupAlive) {
     log('warn', `the pid recorded for the lost run (${lostPid}) now names another process, which is left alone; agent run restarted (activity attempt ${attempt})`);
   } else if (attempt > 1) {
@@ -254,6 +257,26 @@ async function cleanUpLostRun(deps: RunAgentDeps, input: RunAgentInput, lostPid:
   await faultPoint(deps.faults, 'runAgent.beforeReset', { attempt, processId: input.processId, worktreePath: input.worktreePath });
   await resetWorktree(input.worktreePath);
   log('warn', 'uncommitted changes of the lost run were discarded; the agent starts again from the last commit');
+}
+
+/**
+ * The kill's line and the row's release of the lost agent, in one transaction. The lost try may still be storing its
+ * agent's lines (one not paused, only cut off from Temporal): an insert of its that took the same seq makes this one
+ * fail on the key, and it is tried again after it.
+ */
+async function releaseLostAgent(deps: RunAgentDeps, input: RunAgentInput, lostPid: number): Promise<void> {
+  const line: LogEntry = { level: 'warn', message: `previous agent run (pid ${lostPid}) was left by a lost worker; killing it and restarting`, timestamp: new Date().toISOString(), source: 'armada' };
+  for (let tries = 1; ; tries++) {
+    try {
+      await withTransaction(deps.db, async (c) => {
+        await appendLogs(c, input.processId, input.attemptId, [line]);
+        await releaseProcessPid(c, input.processId, lostPid);
+      });
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== UNIQUE_VIOLATION || tries >= 5) throw err;
+    }
+  }
 }
 
 /** What the agent's output said, parsed line by line. */
@@ -278,10 +301,12 @@ interface ProcessRun {
   stopReason: StopReason | null;
   output: AgentOutput;
   /**
-   * writes pending logs and live state; resolves when everything queued so far is written (the logs: or once `signal`
-   * aborts, by default the run's cancellation)
+   * writes pending logs and live state; resolves when everything queued so far is written (the logs: or
+   * FAILED_RUN_FLUSH_MS after the run's cancellation, while PostgreSQL does not take them)
    */
-  flush: (logs?: boolean, signal?: AbortSignal) => Promise<void>;
+  flush: (logs?: boolean) => Promise<void>;
+  /** takes back this try's `Temporal timed this try out` line while it is not yet stored (a later try took the run over) */
+  withdrawTimedOutLine: () => void;
 }
 
 function collectOutput(profile: AgentProfile, pending: LogEntry[]): { output: AgentOutput; onLine: (stream: 'stdout' | 'stderr', line: string) => void } {
@@ -351,7 +376,7 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
   m.running.inc({ llm: input.llm });
   if (input.requestedAt) m.queueWait.observe({ llm: input.llm }, Math.max(0, (Date.now() - Date.parse(input.requestedAt)) / 1000));
   let ended = false;
-  const cancel = runCancellation(prep);
+  const cancel = runCancellation(prep, proc.pid, sink);
   const watch = watchRun(deps, input, prep, proc, output, sink, cancel.signal);
   try {
     // the agent runs: an outage is waited out, since a failed try would stop it and the retry would run it again
@@ -359,7 +384,7 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
     await faultPoint(deps.faults, 'runAgent.afterSpawn', { pid: proc.pid, processId: input.processId });
     const result = await proc.done;
     ended = true;
-    return { result, stopReason: watch.stopReason(), output, flush: watch.flush };
+    return { result, stopReason: watch.stopReason(), output, flush: watch.flush, withdrawTimedOutLine: cancel.withdrawTimedOutLine };
   } finally {
     watch.stop();
     cancel.dispose();
@@ -369,8 +394,9 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
       // thrown while the agent runs: it must not outlive this try (the retry would run a second agent beside it)
       await proc.stop('abort');
       await proc.done;
-      // before the caller appends its own line (one writer at a time); not waiting long for a PostgreSQL that is away
-      await sink.flush(AbortSignal.any([cancel.signal, AbortSignal.timeout(FAILED_RUN_FLUSH_MS)]));
+      // before the caller appends its own line (one writer at a time); not waiting long for a PostgreSQL that is away,
+      // and a little also when the run was cancelled (its lines are what tell how it ended)
+      await sink.flush(AbortSignal.timeout(FAILED_RUN_FLUSH_MS));
     }
   }
 }
@@ -381,21 +407,48 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
  * agent goes on, its end is recorded, and a retry that comes to this worker waits for it (awaitEarlierTry) instead of
  * running the agent again. The attempt's cancel and the process's stop still reach the run through its rows
  * (processWatch), a worker shutdown through this signal.
+ * The timed-out try's line is stored at once (poked), so it comes where it happened, before what a later try does;
+ * before, it waited for the agent's next line or the run's end, and a try taken over by another worker wrote it
+ * after the new run's lines, just before its note. None is written when the agent is already gone (a later try killed
+ * it while this worker was paused: the note says so), and the run's end takes it back while still unwritten
+ * (withdrawTimedOutLine) when it finds the run taken over: the note alone says what happened.
  */
-function runCancellation(prep: PreparedRun): { signal: AbortSignal; dispose(): void } {
+function runCancellation(prep: PreparedRun, agentPid: number, sink: LogSink): { signal: AbortSignal; dispose(): void; withdrawTimedOutLine(): void } {
   const ctx = Context.current();
   const controller = new AbortController();
+  let timedOutLine: LogEntry | undefined;
   const onAbort = () => {
     const d = ctx.cancellationDetails;
     if (d && (d.notFound || d.timedOut) && !d.cancelRequested && !d.workerShutdown) {
+      if (!groupAlive(agentPid)) return;
       prep.log('warn', 'Temporal timed this try out (the worker missed its heartbeats); the agent goes on and its end is recorded for the retry');
+      timedOutLine = prep.pending.at(-1);
+      sink.poke();
       return;
     }
     controller.abort(ctx.cancellationSignal.reason);
   };
   if (ctx.cancellationSignal.aborted) onAbort();
   else ctx.cancellationSignal.addEventListener('abort', onAbort, { once: true });
-  return { signal: controller.signal, dispose: () => ctx.cancellationSignal.removeEventListener('abort', onAbort) };
+  return {
+    signal: controller.signal,
+    dispose: () => ctx.cancellationSignal.removeEventListener('abort', onAbort),
+    withdrawTimedOutLine: () => {
+      if (timedOutLine) sink.withdraw(timedOutLine);
+    },
+  };
+}
+
+/**
+ * Aborts `ms` after `signal` has: a cancelled run's last lines (its end line says how it ended) get that long to be
+ * stored while PostgreSQL does not take them, rather than none at all.
+ */
+function abortedAfter(signal: AbortSignal, ms: number): AbortSignal {
+  const later = new AbortController();
+  const start = () => setTimeout(() => later.abort(signal.reason), ms).unref();
+  if (signal.aborted) start();
+  else signal.addEventListener('abort', start, { once: true });
+  return later.signal;
 }
 
 /**
@@ -407,10 +460,16 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
   let stopReason: StopReason | null = null;
   let lastProgressEvent = 0;
   let flushing = Promise.resolve();
-  /** Live state; with `logs` (the run's end) first every log line queued so far (the periodic tick leaves the lines to the sink's own batching). */
-  const flush = (logs = true, signal = cancelled) => {
+  /**
+   * Live state; with `logs` (the run's end) first every log line queued so far (the periodic tick leaves the lines to
+   * the sink's own batching). Those lines are waited for past the run's cancellation, for FAILED_RUN_FLUSH_MS: the
+   * end line of an agent stopped by a Temporal cancellation (the attempt's cancel when it comes before the row watch's
+   * look, a cancel of the workflow from Temporal's side, a worker's shutdown) is queued after the cancellation, and an
+   * aborted flush left it in the queue, where nothing wrote it any more (before session 48; the shutdown's line since 47)
+   */
+  const flush = (logs = true) => {
     flushing = flushing.then(async () => {
-      if (logs) await sink.flush(signal);
+      if (logs) await sink.flush(abortedAfter(cancelled, FAILED_RUN_FLUSH_MS));
       // the run's end writes its last values itself, after anything queued for it (lib/attempts/liveState.ts)
       const queued = logs ? await settleLiveState(deps.db, input.processId) : undefined;
       if (output.progress || output.tokens || queued) {
@@ -533,7 +592,9 @@ async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: Prepare
   const takenOver = await takenOverFrom(deps, input, result.pid);
   if (takenOver) {
     // a later try killed this agent (or started its own once this one had ended): only the note, after the agent's
-    // own lines (noteTakenOver, below)
+    // own lines (noteTakenOver, below); a `Temporal timed this try out` line not yet stored would now come after the
+    // later try's lines, and the note explains that end
+    run.withdrawTimedOutLine();
   } else if (shutdown) {
     // the row stays `running` and names this agent, so the retry Temporal schedules for this try (on another worker,
     // or this one restarted) finds it gone and runs the agent again from the last commit, as for a lost worker; before,
@@ -544,9 +605,9 @@ async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: Prepare
     const n = result.leftoversEnded;
     prep.log('warn', `stopped ${n} process${n === 1 ? '' : 'es'} the agent left running when it exited (SIGTERM, SIGKILL after the grace period), so they do not outlive the run`);
   }
-  // heartbeating: while PostgreSQL is away the run's last lines wait for it here, and Temporal must not retry meanwhile.
-  // A shutting-down worker's (its cancellation has aborted) waits a little: its line is what says the run goes on
-  await keepAlive(() => (shutdown ? run.flush(true, AbortSignal.timeout(FAILED_RUN_FLUSH_MS)) : run.flush()));
+  // heartbeating: while PostgreSQL is away the run's last lines wait for it here, and Temporal must not retry meanwhile
+  // (a cancelled run's, a little: its end line is what says how it ended)
+  await keepAlive(() => run.flush());
   const { tokens } = output;
   if (tokens) {
     m.tokens.inc({ llm: input.llm, direction: 'input' }, tokens.input);
@@ -574,6 +635,14 @@ async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: Prepare
     // agent's true end, followed by the note
     await noteTakenOver(deps, input, result.pid);
     return { ...ended, takenOver: true };
+  }
+  if (status === 'cancelled') {
+    // the attempt's cancel that reached the agent through Temporal alone (the workflow cancelled from Temporal's side:
+    // `temporal workflow cancel`, its UI) is recorded as the API's cancel records it; before, the attempt and its
+    // task stayed `running`/`in_progress` for good, the workflow closed. Nothing when the API's cancel recorded it, or
+    // a delete removed the attempt
+    const cancelled = await untilPostgresAnswers(() => withTransaction(deps.db, (c) => recordAttemptCancelled(c, input.attemptId)));
+    if (cancelled) m.attempts.inc({ llm: input.llm, status: 'cancelled' });
   }
   return ended;
 }

@@ -54,6 +54,11 @@ export interface LogSink {
   flush(signal?: AbortSignal): Promise<void>;
   /** The run is over (call flush first to write what is left). */
   close(): void;
+  /**
+   * Takes `entry` back out of the queue when no insert has taken it yet; false when it is stored, on its way, or was
+   * never queued.
+   */
+  withdraw(entry: LogEntry): boolean;
 }
 
 interface SinkState {
@@ -233,6 +238,17 @@ export function createLogSink(o: { db: Queryable; processId: string; attemptId: 
     },
     close() {
       if (!s.queue.length && !s.inFlight) w.active.delete(s);
+    },
+    withdraw(entry) {
+      const at = s.queue.indexOf(entry);
+      // the first `uncertain` lines are compared with the stored rows as they are (settleUncertain)
+      if (at < 0 || at < s.uncertain) return false;
+      s.queue.splice(at, 1);
+      if (at < s.counted) {
+        s.counted--;
+        s.heldChars -= charsOf(entry);
+      }
+      return true;
     },
   };
 }

@@ -91,7 +91,7 @@ test('the group at the recorded pid is still the lost run\'s (started with its A
   const lost = others.at(-1) as number;
   await eventually(async () => !groupAlive(lost), 10_000, 50);
   const logs = (await h.inject('GET', `/api/processes/${processId}/logs`)).body;
-  expect(logs).toContain(`previous agent run (pid ${lost}) was left by a lost worker and has been killed`);
+  expect(logs).toContain(`previous agent run (pid ${lost}) was left by a lost worker; killing it and restarting`);
 });
 
 test("the retry's search of the worktree kills the lost run's processes there, and leaves a user's shell and another run's process in it alone", async () => {

@@ -43,6 +43,7 @@ import { eventually, logger, makeGitRepo, startTestStack, type TestStack } from 
 const runLogDir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-takeover-race-'));
 const RUN_LOG = path.join(runLogDir, 'runs.log');
 const DRAINED_RUN_LOG = path.join(runLogDir, 'drained.log');
+const PAUSED_RUN_LOG = path.join(runLogDir, 'paused.log');
 // each run records its pid first; the first works until it is killed, the second writes a file and exits 0
 const AGENT = [
   'n=$(cat "$RUN_LOG" 2>/dev/null | wc -l); echo "$$" >> "$RUN_LOG"',
@@ -63,6 +64,7 @@ beforeAll(async () => {
       agents: {
         racer: { command: ['bash', '-c', AGENT], format: 'text', env: { RUN_LOG } },
         drained: { command: ['bash', '-c', AGENT], format: 'text', env: { RUN_LOG: DRAINED_RUN_LOG } },
+        paused: { command: ['bash', '-c', AGENT], format: 'text', env: { RUN_LOG: PAUSED_RUN_LOG } },
       },
       attempts: { killGraceMs: 1000 },
     },
@@ -70,7 +72,7 @@ beforeAll(async () => {
   otherWorkerDb = createPool(stack.dbUrl, logger);
 });
 afterAll(async () => {
-  for (const pid of [...runs(), ...runs(DRAINED_RUN_LOG)]) {
+  for (const pid of [...runs(), ...runs(DRAINED_RUN_LOG), ...runs(PAUSED_RUN_LOG)]) {
     try {
       process.kill(-pid, 'SIGKILL');
     } catch {
@@ -83,6 +85,9 @@ afterAll(async () => {
   fs.rmSync(runLogDir, { recursive: true, force: true });
   for (const dir of worktrees) fs.rmSync(dir, { recursive: true, force: true });
 });
+
+/** The line of a try Temporal timed out while its agent runs on. */
+const TIMED_OUT = 'Temporal timed this try out (the worker missed its heartbeats)';
 
 const runs = (file = RUN_LOG) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map(Number) : []);
 
@@ -133,8 +138,10 @@ async function firstTryRunning(llm: string, runsOf: () => number[]) {
 
 test('a timed-out try whose agent the retry on another worker kills does not record the kill: the run ends with the second agent', async () => {
   const { input, deps, worktree, first, firstTry, firstPid } = await firstTryRunning('racer', runs);
-  // Temporal no longer knows the first try (it timed it out): the try goes on, its agent too
+  // Temporal no longer knows the first try (it timed it out): the try goes on, its agent too, and its log says so
+  // at once (before session 48 the line waited for the agent's next line or the try's end)
   first.cancel('NOT_FOUND', new ActivityCancellationDetails({ notFound: true }));
+  await eventually(async () => (await logLines(input.processId)).some((l) => l.message.startsWith(TIMED_OUT)), 20_000, 50);
 
   // the retry, on another worker: it kills the first agent, then waits (before its reset and its own agent) for the
   // first try to have ended, which sees its agent killed and comes to record that end meanwhile
@@ -155,30 +162,63 @@ test('a timed-out try whose agent the retry on another worker kills does not rec
   expect({ status: row?.status, exitCode: row?.exit_code, error: row?.error, pid: row?.pid }).toEqual({ status: 'completed', exitCode: 0, error: null, pid: secondPid });
   // one end event, the second run's (before: process_failed from the first try, then nothing from the second)
   expect(await endEvents(input.processId)).toEqual(['process_completed']);
-  // the log: both runs' lines, the kill, the first try's note that it was taken over, and the second run's end last
+  // the log, in the order things happened: the first run's line, Temporal's timeout of its try, the retry's kill, the
+  // first try's note that it was taken over, the second run, and its end last. Before session 48 the kill's line
+  // waited in the retry's queue until its agent started, so it came after the note; and the timeout's line of a silent
+  // agent waited for the try's end, so on a real takeover it came after what the retry had written by then
   const logs = await logLines(input.processId);
   const messages = logs.map((l) => l.message);
-  expect(messages).toEqual(
-    expect.arrayContaining([
-      `first run ${firstPid} works until it is killed`,
-      `previous agent run (pid ${firstPid}) was left by a lost worker and has been killed; restarting`,
-      `second run ${secondPid}`,
-      'agent exited with code 0',
-    ]),
-  );
-  expect(messages.filter((m) => m.startsWith(`activity attempt 1's agent (pid ${firstPid}) was taken over by a later try`))).toHaveLength(1);
+  const note = `activity attempt 1's agent (pid ${firstPid}) was taken over by a later try`;
+  const order = [
+    `first run ${firstPid} works until it is killed`,
+    TIMED_OUT,
+    `previous agent run (pid ${firstPid}) was left by a lost worker; killing it and restarting`,
+    note,
+    `second run ${secondPid}`,
+    'agent exited with code 0',
+  ].map((start) => {
+    const at = messages.findIndex((m) => m.startsWith(start));
+    expect([start, messages.filter((m) => m.startsWith(start)).length]).toEqual([start, 1]);
+    return at;
+  });
+  expect(order).toEqual([...order].sort((a, b) => a - b));
+  expect(messages.at(-1)).toBe('agent exited with code 0');
   // the first agent's end is not the run's: no `agent exited with code SIGKILL` error mid-run (before, the first try
   // wrote it just before its note, so someone following the log saw the run fail while the second agent worked), and
   // no error line at all
   const ends = messages.filter((m) => /^agent (exited with code|stopped|cancelled) /.test(m));
   expect(ends).toEqual(['agent exited with code 0']);
   expect(logs.filter((l) => l.level === 'error')).toEqual([]);
-  // the first run's lines come before the note
-  expect(messages.indexOf(`first run ${firstPid} works until it is killed`)).toBeLessThan(messages.findIndex((m) => m.startsWith("activity attempt 1's agent")));
   // the second agent's work is in the worktree
   expect(fs.readFileSync(path.join(worktree, 'from-the-agent.txt'), 'utf8')).toBe(`written by ${secondPid}\n`);
   // the first try ended as a timed-out try does (Temporal would not take its completion anyway)
   expect(await firstTry).toEqual({ threw: 'CancelledFailure' });
+});
+
+test('a try that learns of its timeout only once the retry has killed its agent (its worker was paused) writes only the note', async () => {
+  const paused = runs.bind(null, PAUSED_RUN_LOG);
+  const { input, deps, first, firstTry, firstPid } = await firstTryRunning('paused', paused);
+  // the retry kills the first agent; only then does the first try hear that Temporal timed it out (a worker resumed
+  // after a pause learns both at once): its agent is gone, so it says nothing of going on (it may even have ended by
+  // then, its note written, and it then returns as a taken-over try rather than a cancelled one)
+  const faults: RunAgentDeps['faults'] = {
+    'runAgent.beforeReset': async () => {
+      await eventually(async () => !groupAlive(firstPid), 10_000, 20);
+      first.cancel('NOT_FOUND', new ActivityCancellationDetails({ notFound: true }));
+      await firstTry;
+    },
+  };
+  const second: RunAgentResult = await activityTry(2).run(runAgent, { ...deps, db: otherWorkerDb, metrics: createMetrics(), faults }, input);
+  expect(second.status).toBe('completed');
+  const messages = (await logLines(input.processId)).map((l) => l.message);
+  // no `the agent goes on` after the kill: the note alone says what became of the first run
+  expect(messages.filter((m) => m.startsWith(TIMED_OUT))).toEqual([]);
+  const kill = messages.indexOf(`previous agent run (pid ${firstPid}) was left by a lost worker; killing it and restarting`);
+  const notes = messages.flatMap((m, i) => (m.startsWith(`activity attempt 1's agent (pid ${firstPid}) was taken over by a later try`) ? [i] : []));
+  expect(notes).toHaveLength(1);
+  expect(kill).toBeGreaterThanOrEqual(0);
+  expect(kill).toBeLessThan(notes[0] as number);
+  expect(messages.at(-1)).toBe('agent exited with code 0');
 });
 
 test("a try whose worker shuts down while its agent runs stops the agent without ending the run: the retry runs it again", async () => {

@@ -19,6 +19,7 @@
  * takes the run over, and the frozen try, resumed while the new run works, finds its agent killed and must not record
  * that end over the new run (before, the process row of the attempt that completed ended `failed`), nor write it into
  * the run's log as an end (until session 47, `agent exited with code SIGKILL` as an error line while the new run worked).
+ * Its note comes after the other worker's line of the kill, in the order things happened (session 48).
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -227,6 +228,16 @@ test('one of two workers frozen (SIGSTOP) past the heartbeat timeout: the other 
     // the killed agent's end is not given as the run's (before, `agent exited with code SIGKILL` as an error mid-run)
     expect(logs).not.toContain('agent exited with code SIGKILL');
     expect(logs.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { level: string }).filter((l) => l.level === 'error')).toEqual([]);
+    // in the order things happened: the other worker's kill, then the resumed try's note; and no `Temporal timed this
+    // try out …; the agent goes on` from the resumed try, whose agent was gone when it heard of its timeout (before
+    // session 48 the kill's line came after the note, and a timeout's line, when written, just before it)
+    const messages = logs.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { message: string }).message);
+    const kill = messages.indexOf(`previous agent run (pid ${first.pid}) was left by a lost worker; killing it and restarting`);
+    const notes = messages.flatMap((m, i) => (m.includes(`agent (pid ${first.pid}) was taken over by a later try`) ? [i] : []));
+    expect(notes).toHaveLength(1);
+    expect(kill).toBeGreaterThanOrEqual(0);
+    expect(kill).toBeLessThan(notes[0] as number);
+    expect(messages.filter((m) => m.startsWith('Temporal timed this try out'))).toEqual([]);
     const completed = await stack.db.query("SELECT 1 FROM events WHERE type = 'attempt.completed' AND $1 = ANY(topics)", [`attempt:${attemptId}`]);
     expect(completed.rowCount).toBe(1);
     const ended = await stack.db.query("SELECT type FROM events WHERE type IN ('process_completed', 'process_failed') AND $1 = ANY(topics)", [`process:${processId}`]);

@@ -11,10 +11,12 @@ export async function spawnStackWorker(
     /** where it reaches Temporal, when not directly (e.g. a TCP proxy of the test's, test/support/tcpProxy.ts) */
     temporalAddress?: string;
     readyTimeoutMs?: number;
+    /** flags of `armada worker` (e.g. `--grace 1`) */
+    args?: string[];
   } = {},
 ): Promise<ChildProcess> {
   const { child } = await spawnArmada(
-    ['worker'],
+    ['worker', ...(opts.args ?? [])],
     'worker-started',
     {
       ...process.env,
