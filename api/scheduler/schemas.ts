@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import { MAX_PATH_PARAM_LENGTH, NAME_CONTROLS, NAME_PATTERN, NON_BLANK_PATTERN, nonBlankPatternWithout, TEXT_PATTERN } from '../http/inputPolicy';
 import { AT_PATTERN, DATE_TIME_PATTERN, LATEST_RUN_AT } from '../../lib/scheduler/oneTime';
-import { ACCEPTED_SCHEDULES, SCHEDULE_EXPRESSION_PATTERN } from '../../lib/scheduler/cron';
+import { ACCEPTED_SCHEDULES, MAX_SCHEDULE_CHARS, SCHEDULE_EXPRESSION_PATTERN } from '../../lib/scheduler/cron';
 import { ifThen, Nullable, Offset, StringEnum } from '../http/schemas';
 import { LOG_LEVELS } from '../../lib/db/schedulerExecutions';
 
@@ -156,7 +156,7 @@ export const TaskSchema = Type.Object(
 const cronString = (only = '') =>
   Type.String({
     minLength: 1,
-    maxLength: 200,
+    maxLength: MAX_SCHEDULE_CHARS,
     pattern: SCHEDULE_EXPRESSION_PATTERN,
     description:
       `${only}the schedule expression; ${ACCEPTED_SCHEDULES}. Also a 400: values out of range (minute 0-59, hour 0-23, day of the month 1-31, ` +

@@ -14,7 +14,7 @@ import { getDefaultSchedule, listSchedules, lockTemporalIdsOf, lockTemporalSched
 import { isTemporalUnreachable } from '../../lib/temporal/client';
 import { runningRunsOf } from '../../lib/db/schedulerExecutions';
 import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, lockWorkflows, type FlowTask, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
-import { cronZone, neverFiresError, scheduleExpressionError, temporalZoneRejection, timezoneError } from '../../lib/scheduler/cron';
+import { cronZone, MAX_SCHEDULE_CHARS, neverFiresError, scheduleExpressionError, temporalZoneRejection, timezoneError } from '../../lib/scheduler/cron';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { createSchedule, deleteSchedule, scheduleIdOf, specRejection } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
@@ -92,7 +92,9 @@ export const invalidExpression = (expr: string, reason: string): AppError => inv
  */
 export async function refuseScheduleExpression(request: FastifyRequest): Promise<void> {
   const expr = (request.body as { schedule?: unknown } | null | undefined)?.schedule;
-  if (typeof expr !== 'string') return;
+  // a string past the schema's 200 characters is the schema's 400 (`schedule must NOT have more than 200 characters`),
+  // not echoed back in a detail as long as the request
+  if (typeof expr !== 'string' || expr.length > MAX_SCHEDULE_CHARS) return;
   const reason = scheduleExpressionError(expr);
   if (reason) throw invalidExpression(expr, reason);
 }

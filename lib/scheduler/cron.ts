@@ -14,6 +14,9 @@ import { offsetMs } from './oneTime';
  */
 export const MIN_INTERVAL_MS = 1000;
 
+/** The longest schedule expression a request may give (the request schemas' maxLength). */
+export const MAX_SCHEDULE_CHARS = 200;
+
 /** The macros Temporal expands (handlePredefinedCronStrings), as it spells them: lower case only. */
 export const CRON_MACROS = ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly'] as const;
 

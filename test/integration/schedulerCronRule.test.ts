@@ -93,6 +93,21 @@ test('every route taking a schedule refuses the same expressions with a 400 sayi
   expect((await temporalIds()).filter((t) => !before.includes(t))).toEqual([]);
 });
 
+test('an expression past 200 characters is the schema\'s 400 on every route, not echoed back', async () => {
+  const existing = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: '0 9 * * *', enabled: false });
+  for (const expr of [`0 9 * * * # ${'x'.repeat(200)}`, '* '.repeat(5000)]) {
+    const answers = [
+      await inject('POST', '/api/v1/workflows', { name: `${name}-long`, schedule: expr, tasks: TASKS }),
+      await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: expr }),
+      await inject('PATCH', `/api/v1/schedules/${name}`, { schedule: expr }),
+      await inject('PATCH', `/api/v1/workflows/${name}/schedules/${existing.json().id}`, { schedule: expr }),
+    ];
+    for (const res of answers) expect([res.statusCode, res.json()]).toEqual([400, { detail: 'Request body is invalid: schedule must NOT have more than 200 characters' }]);
+  }
+  expect((await inject('GET', `/api/v1/workflows/${name}-long`)).statusCode).toBe(404);
+  expect((await inject('GET', `/api/v1/workflows/${name}/schedules/${existing.json().id}`)).json().schedule).toBe('0 9 * * *');
+});
+
 test('a one-time schedule takes no expression: its `at` may name seconds (it runs once)', async () => {
   const withCron = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'one-time', at: '2099-01-01T09:00:30Z', schedule: '* * * * * * *' });
   // the expression is refused first, as on every route
