@@ -160,7 +160,7 @@ const cronString = (only = '') =>
     pattern: SCHEDULE_EXPRESSION_PATTERN,
     description:
       `${only}the schedule expression; ${ACCEPTED_SCHEDULES}. Also a 400: values out of range (minute 0-59, hour 0-23, day of the month 1-31, ` +
-      'month 1-12 or names, day of the week 0-7, 0 and 7 Sunday, or names), a step of 0, a reversed range, Quartz\'s L and W, ' +
+      'month 1-12 or names, day of the week 0-7, 0 and 7 Sunday, or names), a step of 0 or no whole number, a reversed range, Quartz\'s L and W, ' +
       'a CRON_TZ= zone other than "timezone", and a string that never fires in its zone up to 2100 (Temporal\'s last calendar ' +
       'year; a day no month has, or times a daylight-saving change skips on every day it names) (docs/scheduler.md#schedule-expressions)',
   });

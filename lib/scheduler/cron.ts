@@ -49,7 +49,7 @@ const SCHEDULE_EXPRESSION = new RegExp(SCHEDULE_EXPRESSION_PATTERN);
 
 const UNIT_NS: Record<string, bigint> = { ns: 1n, us: 1000n, ms: 1_000_000n, s: 1_000_000_000n, m: 60_000_000_000n, h: 3_600_000_000_000n, d: 86_400_000_000_000n };
 const SECOND_NS = 1_000_000_000n;
-/** Go's longest duration (int64 nanoseconds, about 292 years): Temporal parses none longer. */
+/** Go's int64 bound: the longest duration in nanoseconds (about 292 years, Temporal parses none longer), the largest step. */
 const MAX_DURATION_NS = 2n ** 63n - 1n;
 
 /** A duration's exact length in nanoseconds (DURATION's form; a fraction of a nanosecond is dropped, as Go drops it). */
@@ -124,7 +124,30 @@ export function scheduleExpressionError(expr: string): string | null {
   const every = /^@every (\S+)/.exec(expr)?.[1];
   const interval = every === undefined ? null : intervalError(every);
   if (interval) return refuse(interval);
-  return quartzDayError(expr);
+  return quartzDayError(expr) ?? stepError(expr);
+}
+
+const FIELD_NAMES = ['minute', 'hour', 'day of the month', 'month', 'day of the week'];
+
+/**
+ * A step Temporal reads with Go's strconv.Atoi, whose words name no field (`strconv.Atoi: parsing "x": invalid syntax`,
+ * `… value out of range`): one that is no number, or past Go's int64. The reason, or null; a step of 0 or below stays
+ * Temporal's (`Minute has invalid Step`).
+ */
+function stepError(expr: string): string | null {
+  const fields = expr.replace(/^(?:CRON_)?TZ=\S+ +/, '').replace(/ +#.*$/, '').split(/ +/);
+  if (fields.length !== 5) return null;
+  for (const [i, field] of fields.entries()) {
+    for (const item of field.split(',')) {
+      const parts = item.split('/');
+      if (parts.length !== 2) continue; // none, or Temporal's `too many slashes`
+      const step = parts[1] as string;
+      const what = `the step in "${item}" (the ${FIELD_NAMES[i]})`;
+      if (!/^-?\d+$/.test(step)) return `${what} is not a whole number: a step after "/" is a whole number of at least 1`;
+      if (BigInt(step) > MAX_DURATION_NS) return `${what} is too large: a step after "/" is a whole number of at least 1`;
+    }
+  }
+  return null;
 }
 
 /** The zone a `CRON_TZ=<zone> …` (or `TZ=<zone> …`) prefix names, if the string has one. */

@@ -131,7 +131,7 @@ test('accepted forms are created in Temporal as before', async () => {
   expect([minute.statusCode, minute.json()]).toEqual([400, { detail: 'Invalid cron expression "61 * * * *": Minute is not in range [0-59]' }]);
 });
 
-test("values out of Temporal's ranges are 400s in its words, Quartz's L and W in Armada's; nothing is stored", async () => {
+test("values out of Temporal's ranges are 400s in its words, Quartz's L and W and steps that are no number in Armada's; nothing is stored", async () => {
   const before = await count('scheduler_schedules');
   const TEMPORAL: [string, string][] = [
     ['60 * * * *', 'Minute is not in range [0-59]'],
@@ -142,6 +142,8 @@ test("values out of Temporal's ranges are 400s in its words, Quartz's L and W in
     ['0 0 * * 8', 'DayOfWeek is not in range [0-7]'],
     ['*/0 * * * *', 'Minute has invalid Step'],
     ['5-1 * * * *', 'Minute End is before Start or not in range [0-59]'],
+    ['1/2/3 * * * *', 'Minute has too many slashes'],
+    ['1-2-3 * * * *', 'Minute has too many dashes'],
     ['0 0 * * fri-mon', 'DayOfWeek End is before Start or not in range [0-7]'],
     ['@every 10m/10m', 'phase cannot be greater than Interval'],
   ];
@@ -149,12 +151,15 @@ test("values out of Temporal's ranges are 400s in its words, Quartz's L and W in
     const res = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: expr });
     expect([expr, res.statusCode, res.json()]).toEqual([expr, 400, { detail: `Invalid cron expression ${JSON.stringify(expr)}: ${why}` }]);
   }
-  const QUARTZ: [string, string][] = [
+  const ARMADA: [string, string][] = [
     ['0 0 L * *', '"L" (the last day of the month) is not supported: the day of the month takes numbers 1-31 (with *, ranges, steps and lists)'],
     ['0 0 15W * *', '"15W" (the weekday nearest a day of the month) is not supported: the day of the month takes numbers 1-31 (with *, ranges, steps and lists)'],
     ['0 0 * * 5L', '"5L" (the last given weekday of a month) is not supported: the day of the week takes 0-7 (0 and 7 are Sunday) or names such as MON (with *, ranges, steps and lists)'],
+    // Temporal said `strconv.Atoi: parsing "x": invalid syntax`
+    ['*/x * * * *', 'the step in "*/x" (the minute) is not a whole number: a step after "/" is a whole number of at least 1'],
+    ['0 */99999999999999999999 * * *', 'the step in "*/99999999999999999999" (the hour) is too large: a step after "/" is a whole number of at least 1'],
   ];
-  for (const [expr, why] of QUARTZ) {
+  for (const [expr, why] of ARMADA) {
     for (const res of [
       await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: expr }),
       await inject('PATCH', `/api/v1/schedules/${name}`, { schedule: expr }),

@@ -145,7 +145,7 @@ describe('the accepted schedule expressions (docs/scheduler.md#schedule-expressi
     expect(pattern.test('0 9 * * MON#2')).toBe(false);
   });
 
-  test("Quartz's L and W, which Temporal's cron lacks, are refused in words that name them", () => {
+  test("Quartz's L and W, which Temporal's cron lacks, and steps Go would parse are refused in words that name them", () => {
     const lastDay = '"L" (the last day of the month) is not supported: the day of the month takes numbers 1-31 (with *, ranges, steps and lists)';
     const nearest = (t: string) => `"${t}" (the weekday nearest a day of the month) is not supported: the day of the month takes numbers 1-31 (with *, ranges, steps and lists)`;
     const lastWeekday = (t: string) => `"${t}" (the last given weekday of a month) is not supported: the day of the week takes 0-7 (0 and 7 are Sunday) or names such as MON (with *, ranges, steps and lists)`;
@@ -154,6 +154,11 @@ describe('the accepted schedule expressions (docs/scheduler.md#schedule-expressi
     expect(scheduleExpressionError('0 0 15W * *')).toBe(nearest('15W'));
     expect(scheduleExpressionError('0 0 LW * *')).toBe(nearest('LW'));
     expect(scheduleExpressionError('0 0 * * 5L')).toBe(lastWeekday('5L'));
+    // a step Temporal would read with Go's Atoi, in its words without the field
+    expect(scheduleExpressionError('*/x * * * *')).toBe('the step in "*/x" (the minute) is not a whole number: a step after "/" is a whole number of at least 1');
+    expect(scheduleExpressionError('0 0 1,*/* * *')).toBe('the step in "*/*" (the day of the month) is not a whole number: a step after "/" is a whole number of at least 1');
+    expect(scheduleExpressionError('0 */99999999999999999999 * * *')).toBe('the step in "*/99999999999999999999" (the hour) is too large: a step after "/" is a whole number of at least 1');
+    for (const c of ['*/0 * * * *', '*/-1 * * * *', '1/2/3 * * * *', '*/9223372036854775807 * * * *', '*/60 * * * *']) expect([c, scheduleExpressionError(c)]).toEqual([c, null]); // Temporal's
     // names are no Quartz token: JUL, WED, SAT pass
     for (const c of ['0 0 * jul wed', '0 0 1 * SAT-SUN', '0 0 * * WE']) expect([c, quartzDayError(c)]).toEqual([c, null]);
   });
