@@ -188,7 +188,8 @@ export function temporalZoneRejection(reason: string): string | null {
  * a comment, so `0 9 * * MON#2` ran every Monday. The reason it is refused, or null.
  */
 export function nthWeekdayError(expr: string): string | null {
-  const m = /(?:^|\s)([A-Za-z0-9,-]*[A-Za-z0-9])#(\d+)/.exec(expr);
+  // read before a comment (` # …`): `# ticket 1#2` there is text, not a field
+  const m = /(?:^|\s)([A-Za-z0-9,-]*[A-Za-z0-9])#(\d+)/.exec(expr.replace(/ +#.*$/s, ''));
   return m ? `"${m[1]}#${m[2]}" is not supported (the nth weekday of a month); "#" starts a comment here, so it would run on every ${m[1]}` : null;
 }
 

@@ -120,7 +120,7 @@ test('a one-time schedule takes no expression: its `at` may name seconds (it run
 
 test('accepted forms are created in Temporal as before', async () => {
   const client = await stack.temporal.client();
-  for (const expr of ['*/5 0-6,22 1 jan-mar MON-FRI', '0  9 * * *', '@hourly', '@every 1s', '@every 1.5m', '@every 10m/2m', '0 9 * * * # mornings', 'CRON_TZ=Asia/Tokyo 0 9 * * *', 'TZ=America/New_York @daily']) {
+  for (const expr of ['*/5 0-6,22 1 jan-mar MON-FRI', '0  9 * * *', '@hourly', '@every 1s', '@every 1.5m', '@every 10m/2m', '0 9 * * * # mornings', 'CRON_TZ=Asia/Tokyo 0 9 * * *', 'TZ=America/New_York @daily', '0 9 * * MON # ticket 1#2']) {
     const res = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: expr, enabled: false });
     expect([expr, res.statusCode, res.json().schedule]).toEqual([expr, 201, expr]);
     const d = await client.schedule.getHandle(`schedule:${name}:${res.json().id}`).describe();

@@ -134,6 +134,8 @@ describe('the accepted schedule expressions (docs/scheduler.md#schedule-expressi
     for (const [expr, why] of REFUSED) expect([expr, scheduleExpressionError(expr)]).toEqual([expr, `${why}; ${ACCEPTED_SCHEDULES}`]);
     // the nth weekday keeps its own words: "#" would start a comment there
     expect(scheduleExpressionError('0 9 * * MON#2')).toBe('"MON#2" is not supported (the nth weekday of a month); "#" starts a comment here, so it would run on every MON');
+    expect(scheduleExpressionError('0 9 * * MON#2 # second Monday')).toBe('"MON#2" is not supported (the nth weekday of a month); "#" starts a comment here, so it would run on every MON');
+    expect(scheduleExpressionError('0 9 * * MON # ticket 1#2')).toBeNull(); // a comment's text
     expect(MIN_INTERVAL_MS).toBe(1000);
   });
 
