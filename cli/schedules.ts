@@ -10,7 +10,8 @@ Usage:
   armada schedules add WORKFLOW --at now|DATETIME [--timezone ZONE] [--input VALUE] [--paused] [--json]
                         A cron schedule: EXPR is 5 fields "minute hour day-of-month month day-of-week"
                         (no seconds or year field), @hourly, @daily, @weekly, @monthly, @yearly, or
-                        "@every DURATION" of at least 1s (@every 5m); the scheduler refuses any other form
+                        "@every DURATION" of whole seconds, at least 1s (@every 5m; no CRON_TZ= prefix: an
+                        interval is the same in every zone); the scheduler refuses any other form
                         with a 400 saying why. Or a one-time schedule: now, or an ISO 8601 date-time
                         (2026-03-01T09:30 is a wall-clock time in --timezone, default UTC; Z or +05:30
                         name the instant). --input is JSON if it parses as JSON, else the text itself;

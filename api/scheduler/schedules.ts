@@ -189,10 +189,13 @@ async function refuseMissedTime(client: Client, s: ScheduleRow, what: string): P
  */
 async function checkedChange(s: ScheduleRow, body: SchedulePatch, fired: () => Promise<boolean>): Promise<ScheduleChange> {
   // the cron string's form was checked (refuseScheduleExpression), its values are Temporal's to judge (changeSchedule);
-  // the zone is checked here, a `CRON_TZ=` prefix's too. A PATCH without `schedule` keeps the stored one as it is,
-  // also one written before the form was checked (docs/scheduler.md#schedule-expressions)
+  // the zone is checked here, a `CRON_TZ=` prefix's too, and the cron string and zone the schedule gets when either
+  // changes (a new zone can leave a stored string no time: `30 2 25-31 3 SUN` moved to Europe/Berlin). A PATCH without
+  // `schedule` keeps the stored one as it is, also one written before the form was checked
+  // (docs/scheduler.md#schedule-expressions)
   const timezone = body.timezone ?? (s.type === 'cron' && body.schedule !== undefined ? cronZone(body.schedule) : undefined);
-  checkZone(timezone, s.type === 'cron' ? body.schedule : undefined);
+  const cron = s.type === 'cron' && (body.schedule !== undefined || body.timezone !== undefined) ? (body.schedule ?? s.cron) : undefined;
+  checkZone(timezone, cron, timezone ?? s.timezone);
   const jitterMs = body.jitter === undefined ? undefined : body.jitter * 1000;
   // The body is valid; what it asks for conflicts with the schedule's type, which no schema of the route can know: 409.
   if (s.type === 'cron') {

@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import { MAX_PATH_PARAM_LENGTH, NAME_CONTROLS, NAME_PATTERN, NON_BLANK_PATTERN, nonBlankPatternWithout, TEXT_PATTERN } from '../http/inputPolicy';
 import { AT_PATTERN, DATE_TIME_PATTERN, LATEST_RUN_AT } from '../../lib/scheduler/oneTime';
-import { ACCEPTED_SCHEDULES, SCHEDULE_EXPRESSION_PATTERN } from '../../lib/scheduler/cron';
+import { ACCEPTED_SCHEDULES, MAX_SCHEDULE_CHARS, SCHEDULE_EXPRESSION_PATTERN } from '../../lib/scheduler/cron';
 import { ifThen, Nullable, Offset, StringEnum } from '../http/schemas';
 import { LOG_LEVELS } from '../../lib/db/schedulerExecutions';
 
@@ -150,10 +150,20 @@ export const TaskSchema = Type.Object(
 /**
  * A schedule expression as a request gives it (docs/scheduler.md#schedule-expressions): the pattern is the accepted
  * form, which the routes check first with a 400 saying what is wrong (scheduleExpressionError), `@every`'s 1-second
- * floor included. Answers show stored expressions as written, also older ones this would refuse.
+ * floor and whole seconds included; the description says what no pattern can (values, zones, strings that never fire).
+ * Answers show stored expressions as written, also older ones this would refuse.
  */
 const cronString = (only = '') =>
-  Type.String({ minLength: 1, maxLength: 200, pattern: SCHEDULE_EXPRESSION_PATTERN, description: `${only}the schedule expression; ${ACCEPTED_SCHEDULES} (docs/scheduler.md#schedule-expressions)` });
+  Type.String({
+    minLength: 1,
+    maxLength: MAX_SCHEDULE_CHARS,
+    pattern: SCHEDULE_EXPRESSION_PATTERN,
+    description:
+      `${only}the schedule expression; ${ACCEPTED_SCHEDULES}. Also a 400: values out of range (minute 0-59, hour 0-23, day of the month 1-31, ` +
+      'month 1-12 or names, day of the week 0-7, 0 and 7 Sunday, or names), a step of 0 or no whole number, a reversed range, Quartz\'s L and W, ' +
+      'a CRON_TZ= zone other than "timezone", and a string that never fires in its zone up to 2100 (Temporal\'s last calendar ' +
+      'year; a day no month has, or times a daylight-saving change skips on every day it names) (docs/scheduler.md#schedule-expressions)',
+  });
 const CronString = cronString();
 
 export const CreateWorkflowBody = Type.Object(
@@ -202,7 +212,11 @@ export const RunResult = Type.Object({ executionId: Type.String(), workflow: Typ
 export const SCHEDULE_TYPES = ['cron', 'one-time'] as const;
 export const SCHEDULE_STATUSES = ['active', 'paused', 'completed', 'expired'] as const;
 
-const ZoneName = Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone, e.g. Asia/Kolkata' });
+const ZoneName = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  description: 'IANA time zone as the tz database spells it (case-sensitive; links such as US/Pacific too), e.g. Asia/Kolkata; not an offset such as +05:00',
+});
 const Jitter = Type.Integer({ minimum: 0, maximum: 3600, description: 'seconds of random delay added to each scheduled time' });
 const At = Type.String({
   pattern: AT_PATTERN,

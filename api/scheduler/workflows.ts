@@ -14,7 +14,7 @@ import { getDefaultSchedule, listSchedules, lockTemporalIdsOf, lockTemporalSched
 import { isTemporalUnreachable } from '../../lib/temporal/client';
 import { runningRunsOf } from '../../lib/db/schedulerExecutions';
 import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, lockWorkflows, type FlowTask, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
-import { cronZone, neverFiresError, scheduleExpressionError, temporalZoneRejection, timezoneError } from '../../lib/scheduler/cron';
+import { cronZone, MAX_SCHEDULE_CHARS, neverFiresError, scheduleExpressionError, temporalZoneRejection, timezoneError } from '../../lib/scheduler/cron';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { createSchedule, deleteSchedule, scheduleIdOf, specRejection } from '../../lib/scheduler/temporalSchedules';
 import type { DetailServiceDeps } from '../detailServiceDeps';
@@ -86,26 +86,38 @@ export const invalidExpression = (expr: string, reason: string): AppError => inv
 /**
  * preValidation of every route taking a `schedule` expression (creating a workflow, adding a schedule, PATCHing one):
  * an expression outside the accepted forms (lib/scheduler/cron.ts, scheduleExpressionError: 5 fields, a macro,
- * `@every` of at least 1s) is a 400 saying what is wrong and what is accepted, before the schema's pattern (the same
- * form) could answer with the bare pattern, and before anything is stored or sent to Temporal. Other types are the
- * schema's to refuse.
+ * `@every` of whole seconds, at least 1s) is a 400 saying what is wrong and what is accepted, before the schema's
+ * pattern (the same form) could answer with the bare pattern, and before anything is stored or sent to Temporal.
+ * Other types are the schema's to refuse.
  */
 export async function refuseScheduleExpression(request: FastifyRequest): Promise<void> {
   const expr = (request.body as { schedule?: unknown } | null | undefined)?.schedule;
-  if (typeof expr !== 'string') return;
+  // a string past the schema's 200 characters is the schema's 400 (`schedule must NOT have more than 200 characters`),
+  // not echoed back in a detail as long as the request
+  if (typeof expr !== 'string' || expr.length > MAX_SCHEDULE_CHARS) return;
   const reason = scheduleExpressionError(expr);
   if (reason) throw invalidExpression(expr, reason);
 }
 
 /**
- * Checks a zone, and what Temporal would take silently in a cron string (a string that never fires); throws 400 with
- * the precise reason. The form was checked before (refuseScheduleExpression); the values in it are Temporal's to judge (scheduleError).
+ * Checks the zone a request gives (`given`: its `timezone`, or a `CRON_TZ=` prefix's zone), then the cron string and
+ * zone the schedule will have (`cron`, `zone`: the request's or the stored ones) for what Temporal would take silently
+ * or refuse in words that do not help: a `CRON_TZ=` zone other than the schedule's (Temporal: `conflicting timezone
+ * names`), and a string that never fires in its zone (its schedule would stay `active` with no next run). Throws the
+ * 400 with the precise reason. The form was checked before (refuseScheduleExpression); the values in it are
+ * Temporal's to judge (scheduleError).
  */
-export function checkZone(timezone: string | undefined, cron?: string | null): void {
-  const err = timezone !== undefined ? timezoneError(timezone) : null;
+export function checkZone(given: string | undefined, cron?: string | null, zone: string | undefined = given): void {
+  const err = given !== undefined ? timezoneError(given) : null;
   if (err) throw invalidRequest(err);
-  const never = cron ? neverFiresError(cron) : null;
-  if (never) throw invalidExpression(cron as string, `it never fires: ${never}`);
+  if (!cron) return;
+  const prefixed = cronZone(cron);
+  if (prefixed !== undefined && zone !== undefined && prefixed !== zone && !/^\S+\s+@every/.test(cron)) {
+    throw invalidExpression(cron, `its CRON_TZ= zone "${prefixed}" is not the schedule's timezone "${zone}"; name the zone once, in "timezone" or in the prefix`);
+  }
+  const zoneOf = zone ?? prefixed ?? 'UTC';
+  const never = timezoneError(zoneOf) ? null : neverFiresError(cron, zoneOf);
+  if (never) throw invalidExpression(cron, `it never fires: ${never}`);
 }
 
 /** The zone of a schedule: the one given, else a `CRON_TZ=` prefix's, else `fallback`. */

@@ -20,18 +20,17 @@ const LATEST_RUN_AT_MS = Date.parse(LATEST_RUN_AT);
 
 const AT = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|([+-])(\d{2}):(\d{2}))?$/;
 
-/** The zone's offset from UTC (ms) at an instant. */
-function offsetMs(zone: string, utcMs: number): number {
-  const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone: zone,
-    hourCycle: 'h23',
-    year: 'numeric',
-    month: 'numeric',
-    day: 'numeric',
-    hour: 'numeric',
-    minute: 'numeric',
-    second: 'numeric',
-  }).formatToParts(new Date(utcMs));
+/** One formatter per zone (building one costs far more than formatting with it). */
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+/** The zone's offset from UTC (ms) at an instant. `zone` must be a valid IANA zone. */
+export function offsetMs(zone: string, utcMs: number): number {
+  let format = formatters.get(zone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+    if (formatters.size < 1000) formatters.set(zone, format);
+  }
+  const parts = format.formatToParts(new Date(utcMs));
   const get = (type: string) => Number(parts.find((p) => p.type === type)?.value);
   const wall = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
   return wall - Math.floor(utcMs / 1000) * 1000;

@@ -50,6 +50,12 @@ const REFUSED: [string, string][] = [
   ['@every 1ns', 'its interval 1ns is shorter than 1s, the shortest interval between two runs'],
   ['@every 500ms', 'its interval 500ms is shorter than 1s, the shortest interval between two runs'],
   ['@every 0s', 'its interval 0s is shorter than 1s, the shortest interval between two runs'],
+  // Temporal keeps whole seconds of an interval: 1.5s ran every second
+  ['@every 1.5s', 'its interval 1.5s is not a whole number of seconds (Temporal counts whole seconds: it would run every 1s)'],
+  ['@every 10m/90.5s', 'its offset 90.5s is not a whole number of seconds (Temporal counts whole seconds: it would use 90s)'],
+  ['@every 2562048h', "its interval 2562048h is longer than Temporal's longest duration (2562047h, about 292 years)"],
+  // Temporal drops a zone prefix on an interval
+  ['CRON_TZ=Asia/Tokyo @every 5m', 'a CRON_TZ= zone does not apply to "@every" (Temporal drops it): an interval counts from the Unix epoch, the same instants in every zone'],
   ['* * *', 'it has 3 fields'],
   ['0\t9 * * *', 'it holds a tab (U+0009): only spaces separate its parts'],
   ['0 9 * * *\n* * * * *', 'it holds a line feed (U+000A): only spaces separate its parts'],
@@ -87,6 +93,21 @@ test('every route taking a schedule refuses the same expressions with a 400 sayi
   expect((await temporalIds()).filter((t) => !before.includes(t))).toEqual([]);
 });
 
+test('an expression past 200 characters is the schema\'s 400 on every route, not echoed back', async () => {
+  const existing = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: '0 9 * * *', enabled: false });
+  for (const expr of [`0 9 * * * # ${'x'.repeat(200)}`, '* '.repeat(5000)]) {
+    const answers = [
+      await inject('POST', '/api/v1/workflows', { name: `${name}-long`, schedule: expr, tasks: TASKS }),
+      await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: expr }),
+      await inject('PATCH', `/api/v1/schedules/${name}`, { schedule: expr }),
+      await inject('PATCH', `/api/v1/workflows/${name}/schedules/${existing.json().id}`, { schedule: expr }),
+    ];
+    for (const res of answers) expect([res.statusCode, res.json()]).toEqual([400, { detail: 'Request body is invalid: schedule must NOT have more than 200 characters' }]);
+  }
+  expect((await inject('GET', `/api/v1/workflows/${name}-long`)).statusCode).toBe(404);
+  expect((await inject('GET', `/api/v1/workflows/${name}/schedules/${existing.json().id}`)).json().schedule).toBe('0 9 * * *');
+});
+
 test('a one-time schedule takes no expression: its `at` may name seconds (it runs once)', async () => {
   const withCron = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'one-time', at: '2099-01-01T09:00:30Z', schedule: '* * * * * * *' });
   // the expression is refused first, as on every route
@@ -99,7 +120,7 @@ test('a one-time schedule takes no expression: its `at` may name seconds (it run
 
 test('accepted forms are created in Temporal as before', async () => {
   const client = await stack.temporal.client();
-  for (const expr of ['*/5 0-6,22 1 jan-mar MON-FRI', '0  9 * * *', '@hourly', '@every 1s', '@every 1.5s', '@every 10m/2m', '0 9 * * * # mornings', 'CRON_TZ=Asia/Tokyo 0 9 * * *']) {
+  for (const expr of ['*/5 0-6,22 1 jan-mar MON-FRI', '0  9 * * *', '@hourly', '@every 1s', '@every 1.5m', '@every 10m/2m', '0 9 * * * # mornings', 'CRON_TZ=Asia/Tokyo 0 9 * * *', 'TZ=America/New_York @daily', '0 9 * * MON # ticket 1#2']) {
     const res = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: expr, enabled: false });
     expect([expr, res.statusCode, res.json().schedule]).toEqual([expr, 201, expr]);
     const d = await client.schedule.getHandle(`schedule:${name}:${res.json().id}`).describe();
@@ -108,6 +129,69 @@ test('accepted forms are created in Temporal as before', async () => {
   // the values stay Temporal's to judge, in its words
   const minute = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: '61 * * * *' });
   expect([minute.statusCode, minute.json()]).toEqual([400, { detail: 'Invalid cron expression "61 * * * *": Minute is not in range [0-59]' }]);
+});
+
+test("values out of Temporal's ranges are 400s in its words, Quartz's L and W and steps that are no number in Armada's; nothing is stored", async () => {
+  const before = await count('scheduler_schedules');
+  const TEMPORAL: [string, string][] = [
+    ['60 * * * *', 'Minute is not in range [0-59]'],
+    ['0 24 * * *', 'Hour is not in range [0-23]'],
+    ['0 0 32 * *', 'DayOfMonth is not in range [1-31]'],
+    ['0 0 0 * *', 'DayOfMonth is not in range [1-31]'],
+    ['0 0 1 13 *', 'Month is not in range [1-12]'],
+    ['0 0 * * 8', 'DayOfWeek is not in range [0-7]'],
+    ['*/0 * * * *', 'Minute has invalid Step'],
+    ['5-1 * * * *', 'Minute End is before Start or not in range [0-59]'],
+    ['1/2/3 * * * *', 'Minute has too many slashes'],
+    ['1-2-3 * * * *', 'Minute has too many dashes'],
+    ['0 0 * * fri-mon', 'DayOfWeek End is before Start or not in range [0-7]'],
+    ['@every 10m/10m', 'phase cannot be greater than Interval'],
+  ];
+  for (const [expr, why] of TEMPORAL) {
+    const res = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: expr });
+    expect([expr, res.statusCode, res.json()]).toEqual([expr, 400, { detail: `Invalid cron expression ${JSON.stringify(expr)}: ${why}` }]);
+  }
+  const ARMADA: [string, string][] = [
+    ['0 0 L * *', '"L" (the last day of the month) is not supported: the day of the month takes numbers 1-31 (with *, ranges, steps and lists)'],
+    ['0 0 15W * *', '"15W" (the weekday nearest a day of the month) is not supported: the day of the month takes numbers 1-31 (with *, ranges, steps and lists)'],
+    ['0 0 * * 5L', '"5L" (the last given weekday of a month) is not supported: the day of the week takes 0-7 (0 and 7 are Sunday) or names such as MON (with *, ranges, steps and lists)'],
+    // Temporal said `strconv.Atoi: parsing "x": invalid syntax`
+    ['*/x * * * *', 'the step in "*/x" (the minute) is not a whole number: a step after "/" is a whole number of at least 1'],
+    ['0 */99999999999999999999 * * *', 'the step in "*/99999999999999999999" (the hour) is too large: a step after "/" is a whole number of at least 1'],
+  ];
+  for (const [expr, why] of ARMADA) {
+    for (const res of [
+      await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule: expr }),
+      await inject('PATCH', `/api/v1/schedules/${name}`, { schedule: expr }),
+    ]) {
+      expect([expr, res.statusCode, res.json()]).toEqual([expr, 400, { detail: `Invalid cron expression ${JSON.stringify(expr)}: ${why}` }]);
+    }
+  }
+  expect(await count('scheduler_schedules')).toBe(before);
+});
+
+test('what is accepted fires as documented: 7 and 0 are Sunday, names by prefix, intervals of whole seconds from the epoch', async () => {
+  const client = await stack.temporal.client();
+  const described = async (schedule: string, timezone = 'UTC') => {
+    const res = await inject('POST', `/api/v1/workflows/${name}/schedules`, { type: 'cron', schedule, timezone, enabled: false });
+    expect([schedule, res.statusCode]).toEqual([schedule, 201]);
+    return client.schedule.getHandle(`schedule:${name}:${res.json().id}`).describe();
+  };
+  const days = (times: Date[]) => [...new Set(times.map((t) => `${t.getUTCDay()} ${t.toISOString().slice(11)}`))];
+  for (const sunday of ['0 0 * * 7', '0 0 * * 0', '0 0 * * SUN', '0 0 * * su', '0 0 * * 6-7/1 # weekend']) {
+    const d = await described(sunday);
+    const expected = sunday.includes('6-7') ? ['6 00:00:00.000Z', '0 00:00:00.000Z'] : ['0 00:00:00.000Z'];
+    expect([sunday, days(d.info.nextActionTimes).sort()]).toEqual([sunday, expected.sort()]);
+  }
+  const months = await described('0 12 1 janu,JULY,sep tues');
+  for (const t of months.info.nextActionTimes) expect([[0, 6, 8].includes(t.getUTCMonth()), t.getUTCDate(), t.getUTCDay(), t.getUTCHours()]).toEqual([true, 1, 2, 12]);
+  // an interval of whole seconds: Temporal's spec is exactly it, and its times are multiples of it from the epoch
+  const every = await described('@every 1.5m', 'Asia/Kolkata');
+  expect(every.spec.intervals?.map((i) => [i.every, i.offset ?? 0])).toEqual([[90_000, 0]]);
+  const times = every.info.nextActionTimes.map((t) => t.getTime());
+  expect([times.length > 2, times.every((t) => t % 90_000 === 0), times.slice(1).every((t, i) => t - (times[i] as number) === 90_000)]).toEqual([true, true, true]);
+  const longest = await described('@every 2562047h');
+  expect(longest.spec.intervals?.[0]?.every).toBe(2562047 * 3_600_000);
 });
 
 test('a schedule stored before the rule (7 fields) is still read and listed, and a PATCH of its other fields keeps it', async () => {

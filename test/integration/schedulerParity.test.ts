@@ -119,7 +119,7 @@ describe('one-time schedules', () => {
     await bad({ type: 'one-time', at: '2099-01-01T10:00', jitter: 5 }, 'Request body is invalid: jitter is not allowed here');
     // the cron string is Temporal's to judge (its own reason, prefixed with the expression), on every schedule path
     await bad({ type: 'cron', schedule: '61 * * * *' }, 'Invalid cron expression "61 * * * *": Minute is not in range [0-59]');
-    await bad({ type: 'cron', schedule: 'CRON_TZ=Asia/Tokyo 0 9 * * *', timezone: 'UTC' }, 'Invalid cron expression "CRON_TZ=Asia/Tokyo 0 9 * * *": conflicting timezone names');
+    await bad({ type: 'cron', schedule: 'CRON_TZ=Asia/Tokyo 0 9 * * *', timezone: 'UTC' }, 'Invalid cron expression "CRON_TZ=Asia/Tokyo 0 9 * * *": its CRON_TZ= zone "Asia/Tokyo" is not the schedule\'s timezone "UTC"; name the zone once, in "timezone" or in the prefix');
     await bad({ type: 'cron', schedule: '0 9 * * *', timezone: 'Mars/Olympus' }, 'Unknown time zone "Mars/Olympus": use an IANA name such as UTC or Europe/Paris');
     // a string Temporal takes although it never fires (its schedule would sit `active` with no next run)
     await bad({ type: 'cron', schedule: '0 0 30 2 *' }, 'Invalid cron expression "0 0 30 2 *": it never fires: none of its months (February) has a day 30');

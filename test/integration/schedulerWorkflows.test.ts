@@ -93,7 +93,7 @@ describe('scheduler workflows, schedules and executions', () => {
     await bad({ schedule: '* * *' }, `Invalid cron expression "* * *": it has 3 fields; ${ACCEPTED_SCHEDULES}`);
     await bad({ schedule: '0 9 * * mon-fry' }, 'Invalid cron expression "0 9 * * mon-fry": DayOfWeek End is before Start or not in range [0-7]');
     await bad({ schedule: '@every 0s' }, `Invalid cron expression "@every 0s": its interval 0s is shorter than 1s, the shortest interval between two runs; ${ACCEPTED_SCHEDULES}`);
-    await bad({ schedule: 'CRON_TZ=Asia/Tokyo 0 9 * * *', timezone: 'UTC' }, 'Invalid cron expression "CRON_TZ=Asia/Tokyo 0 9 * * *": conflicting timezone names');
+    await bad({ schedule: 'CRON_TZ=Asia/Tokyo 0 9 * * *', timezone: 'UTC' }, 'Invalid cron expression "CRON_TZ=Asia/Tokyo 0 9 * * *": its CRON_TZ= zone "Asia/Tokyo" is not the schedule\'s timezone "UTC"; name the zone once, in "timezone" or in the prefix');
     await bad({ schedule: '0 9 * * *', timezone: 'Mars/Olympus' }, 'Unknown time zone "Mars/Olympus": use an IANA name such as UTC or Europe/Paris');
     // zone names are case-sensitive in Temporal (Go's tz database) though not in the runtime's Intl: said as a zone
     await bad({ schedule: '0 9 * * *', timezone: 'utc' }, 'Unknown time zone "utc": use an IANA name such as UTC or Europe/Paris (names are case-sensitive: "UTC")');
