@@ -14,8 +14,11 @@ type Proxied = (typeof PROXIED_SERVICES)[number];
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 const TIMEOUT_MS = 30_000;
-/** Response headers worth passing on; hop-by-hop and CORS headers are the task service's own business. */
-const PASSED_HEADERS = ['content-type', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'location'];
+/**
+ * Response headers worth passing on; hop-by-hop and CORS headers are the task service's own business. `allow` goes
+ * with the service's 405 (RFC 9110 §15.5.6: a 405 MUST carry it; through the forwarding it had none until session 48).
+ */
+const PASSED_HEADERS = ['content-type', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'location', 'allow'];
 
 /** Escapes that could spell a dot segment: `%2e` (`.`), `%2f` (`/`), `%5c` (`\\`), and `%25` (`%`) of a twice-encoded one. */
 const DOT_ESCAPES = /%(2[eEfF5]|5[cC])/g;

@@ -5,7 +5,7 @@
  * - a dot segment under a `/svc/<service>/` prefix (`%2e%2e`, `%2E%2E`, `..%2f`, `%252e%252e`, or as it is) was
  *   resolved by `new URL` before the forwarding's call, so `/svc/scheduler/%2e%2e/agents/…` called the path above
  *   the scheduler's base URL (another service behind the same gateway) with the scheduler's key; now a 400 naming
- *   the dot segment, and nothing is forwarded (docs/security.md);
+ *   the dot segment, and nothing is forwarded (docs/security.md); and a service's 405 lost its `Allow` there;
  * - `Range`, `If-Range`, the conditional headers and odd `Accept` values on a live stream (SSE and NDJSON): ignored
  *   by decision, the stream a 200 from its start with `Accept-Ranges: none`, never a 206, 304, 412 or 416, never a
  *   hang or a broken stream (docs/attempts.md, "Streams");
@@ -39,6 +39,11 @@ const seeded = { task: '', attempt: '11111111-1111-4111-8111-111111111111', proc
 beforeAll(async () => {
   gateway = http.createServer((req, res) => {
     gatewayCalls.push({ url: req.url ?? '', key: req.headers['x-api-key'] as string | undefined });
+    // as the scheduler answers a method a path does not serve
+    if (req.method === 'DELETE' && req.url === '/gateway/scheduler/api/v1/sources') {
+      res.writeHead(405, { 'content-type': 'application/json', allow: 'GET, HEAD, OPTIONS, POST' }).end('{"detail":"Method DELETE is not allowed"}');
+      return;
+    }
     res.writeHead(200, { 'content-type': 'application/json' }).end('{"gateway":true}');
   });
   await new Promise<void>((r) => gateway.listen(0, '127.0.0.1', r));
@@ -146,6 +151,11 @@ describe('a dot segment under a /svc/<service>/ prefix', () => {
     expect(gatewayCalls.slice(before)).toEqual(
       ['/api/v1/sources', '/api/v1/workflows/a..b', '/api/v1/workflows/.hidden', '/api/v1/sources?q=..%2f..', '/api/v1/workflows/%2541'].map((p) => ({ url: `/gateway/scheduler${p}`, key: stack.keys.scheduler })),
     );
+  });
+
+  test("the service's 405 keeps its Allow through the forwarding (it was dropped: a 405 without Allow)", async () => {
+    const res = await rawExchange(ports.task as number, bodyless('task', 'DELETE', '/svc/scheduler/api/v1/sources'));
+    expect([res.status, res.headers.allow, res.json]).toEqual([405, 'GET, HEAD, OPTIONS, POST', { detail: 'Method DELETE is not allowed' }]);
   });
 
   test("a dot segment on the service's own paths is the 404 of any path no route serves", async () => {
