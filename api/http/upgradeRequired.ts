@@ -77,7 +77,8 @@ function originProblem(request: FastifyRequest, mayConnect: (origin: string | un
  * of such a request: the bytes that came with its headers are the plugin's `head`, the rest is still on the socket,
  * and the request's own stream is empty, so `POST /api/projects` with `Upgrade: h2c` (what `curl --http2 -d …` sends
  * on http://) and a JSON body was a 400 "Request body size did not match Content-Length" (session 48). This reads
- * Content-Length bytes from both; a chunked body, which Node would have to decode, is a 400 saying what to send.
+ * Content-Length bytes from both, within the server's request timeout (a 408 after it, as for any request); a
+ * chunked body, which Node would have to decode, is a 400 saying what to send.
  */
 function upgradeRequestBody(request: FastifyRequest, payload: Readable): Readable {
   const raw = request.raw as unknown as Record<symbol, unknown>;
@@ -96,18 +97,32 @@ function upgradeRequestBody(request: FastifyRequest, payload: Readable): Readabl
     body.end();
     return body;
   }
+  // the socket is no longer the HTTP server's, so its request timeout no longer applies: the same bound, here
+  const timeoutMs = request.server.server.requestTimeout ?? 0;
+  const timer =
+    timeoutMs > 0
+      ? setTimeout(() => {
+          stop();
+          body.destroy(new AppError(408, 'REQUEST_TIMEOUT', 'The request was not received in time; send it again'));
+        }, timeoutMs)
+      : undefined;
+  timer?.unref();
+  const stop = () => {
+    clearTimeout(timer);
+    socket.off('data', take);
+    socket.off('end', ended);
+  };
   const take = (chunk: Buffer) => {
     const part = chunk.subarray(0, remaining);
     remaining -= part.length;
     body.write(part);
     if (remaining > 0) return;
-    socket.off('data', take);
-    socket.off('end', ended);
+    stop();
     body.end();
   };
   // a client that stops short: the body ends short, and the parser's Content-Length check answers its 400
   const ended = () => {
-    socket.off('data', take);
+    stop();
     body.end();
   };
   const head = headKey ? (raw[headKey] as Buffer | undefined) : undefined;

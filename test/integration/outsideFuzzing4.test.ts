@@ -272,6 +272,17 @@ describe('a request with a body that asks to upgrade (Upgrade: h2c)', () => {
     expect([empty.status, ((empty.json as Json).error as Json).message]).toEqual([400, 'Body cannot be empty when Content-Type is application/json']);
   });
 
+  test('one whose body stops short is the 408 of any request not received in time, and the connection closes', async () => {
+    const own = await startTestStack({ services: ['task'], env: { ARMADA_REQUEST_TIMEOUT_MS: '1500' } });
+    try {
+      const port = (await listenOnLoopback(own, ['task'])).task as number;
+      const res = await rawExchange(port, h2c('task', '/api/projects', '{"name":', 'Content-Length: 100\r\n'));
+      expect([res.status, (res.json as Json).error]).toEqual([408, { code: 'REQUEST_TIMEOUT', message: 'The request was not received in time; send it again' }]);
+    } finally {
+      await own.close();
+    }
+  });
+
   test('a chunked one is a 400 saying to send Content-Length, in the envelope; nothing is stored', async () => {
     const before = (await stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM projects')).rows[0]?.n;
     const body = JSON.stringify({ name: 'h2c-chunked', repository: { url: makeGitRepo() } });
