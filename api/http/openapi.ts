@@ -9,6 +9,7 @@ import { MAX_BODY_BYTES, MAX_JSON_DEPTH, NUL_FREE_JSON_SCHEMA, NUL_FREE_PATTERN,
 import { needsDatabase } from './dependencyGate';
 import { RETRY_AFTER_SECONDS } from './errorHandlers';
 import { operationDoc } from './operationDocs';
+import { NUMERAL } from './validation';
 
 export type ServiceKind = 'task' | 'scheduler' | 'agents' | 'traces';
 
@@ -69,7 +70,9 @@ const inputPolicyText = (requestTimeoutMs: number): string =>
   'hold an unpaired UTF-16 surrogate (a `\\ud800` escape without its pair; a pair such as `\\ud83d\\ude00` is one ' +
   'character and fine): a 400. No pattern says this, because Rust and Go regular expressions cannot name surrogates. A number beyond what ' +
   'a double holds (about ±1.8e308, e.g. `1e400`) is a 400, and so is a nonzero one too small for it (e.g. `1e-400`, ' +
-  'which would be read as 0). A JSON body may nest arrays and objects ' +
+  'which would be read as 0). A number in a path, query or header value is a plain decimal numeral: ' +
+  `\`${NUMERAL.integer.source}\` for an integer, \`${NUMERAL.number.source}\` for a number (no \`+\`, exponent such as \`1e3\`, blank or hex); ` +
+  'any other spelling is a 400 naming the parameter. A JSON body may nest arrays and objects ' +
   `at most ${MAX_JSON_DEPTH} levels deep (the body itself is level 1); deeper is a 400. A \`date-time\` is RFC 3339 less a ` +
   'leap second (`23:59:60`) and less a time that could be outside the years 0001–9999 in UTC (an offset ahead of UTC on ' +
   '0001-01-01, one behind it on 9999-12-31: `9999-12-31T23:59:59-01:00`): a 400; each request date-time carries the pattern. ' +

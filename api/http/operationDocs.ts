@@ -67,7 +67,7 @@ const TASK: Catalogue = {
   'POST /api/tasks/{id}/start': ['startTask', 'Start a task', 'Creates an attempt for the task and starts it (an agent works in a new worktree).'],
   'POST /api/tasks/{id}/cancel': ['cancelTask', 'Cancel a task', 'Cancels a task and its running attempts; answers with the ids of the cancelled attempts.'],
   'GET /api/tasks/{id}/attempts': ['listTaskAttempts', 'List the attempts of a task', 'Every attempt of one task, newest first.'],
-  'GET /api/tasks/{id}/logs': ['getTaskLogs', 'Get task logs', 'The log lines of the attempts of a task as NDJSON, optionally of one attempt (attemptId) or level.'],
+  'GET /api/tasks/{id}/logs': ['getTaskLogs', 'Get task logs', 'The log lines of the attempts of a task as NDJSON, optionally of one attempt (attemptId) or level. Range and conditional headers are ignored (always a 200 with every line asked for, `Accept-Ranges: none`).'],
   'GET /api/attempts': ['listAttempts', 'List attempts', 'A page of attempts, filtered by task or status.'],
   'POST /api/attempts': ['createAttempt', 'Create an attempt', 'Creates an attempt of a task (not started yet); answers 201 with it.'],
   'POST /api/attempts/compare': ['compareAttempts', 'Compare attempts', 'Several attempts side by side (agent, status, results).'],
@@ -75,7 +75,7 @@ const TASK: Catalogue = {
   'DELETE /api/attempts/{id}': ['deleteAttempt', 'Delete an attempt', 'Deletes an attempt.'],
   'POST /api/attempts/{id}/start': ['startTaskAttempt', 'Start an attempt', 'Starts the attempt workflow: worktree, agent run, result.'],
   'POST /api/attempts/{id}/cancel': ['cancelAttempt', 'Cancel an attempt', 'Cancels a running attempt and stops its processes.'],
-  'GET /api/attempts/{id}/logs': ['getAttemptLogs', 'Get attempt logs', 'The output of the processes of an attempt.'],
+  'GET /api/attempts/{id}/logs': ['getAttemptLogs', 'Get attempt logs', 'The output of the processes of an attempt. Range and conditional headers are ignored (always a 200 with every line asked for, `Accept-Ranges: none`).'],
   'GET /api/attempts/{id}/diff': ['getAttemptDiff', 'Get an attempt diff', 'The changes the attempt made on its branch, as a diff.'],
   'POST /api/attempts/{id}/merge': ['mergeAttempt', 'Merge an attempt', 'Merges the attempt branch into the base branch (after approval if one is required).'],
   'POST /api/task-attempts/{id}/merge': ['mergeTaskAttempt', 'Merge an attempt (task-attempts path)', 'The same merge as POST /api/attempts/{id}/merge under the task-attempts path.'],
@@ -84,12 +84,12 @@ const TASK: Catalogue = {
   'GET /api/processes/{id}': ['getProcess', 'Get a process', 'One execution process with its status and exit code.'],
   'POST /api/processes/{id}/cancel': ['cancelProcess', 'Cancel a process', 'Stops a running execution process.'],
   'POST /api/execution-processes/{id}/stop': ['stopExecutionProcess', 'Stop a process (execution-processes path)', 'The same stop as POST /api/processes/{id}/cancel under the execution-processes path.'],
-  'GET /api/processes/{id}/logs': ['getProcessLogs', 'Get process logs', 'The stdout and stderr of an execution process, one JSON object per line. `after` resumes after that seq; an `after` past the last stored line starts at that line and the response says so in the header `X-Log-Reset: <its seq>`.'],
+  'GET /api/processes/{id}/logs': ['getProcessLogs', 'Get process logs', 'The stdout and stderr of an execution process, one JSON object per line. `after` resumes after that seq; an `after` past the last stored line starts at that line and the response says so in the header `X-Log-Reset: <its seq>`. Range and conditional headers are ignored (always a 200 with every line asked for, `Accept-Ranges: none`).'],
   'GET /api/processes/{id}/metrics': ['getProcessMetrics', 'Get process metrics', 'The CPU and memory samples of an execution process and their averages.'],
   'GET /api/projects/{id}/branches': ['listProjectBranches', 'List project branches', 'The branches of the project repository; branches Armada manages for attempts are marked.'],
   'GET /api/containers/{id}': ['getContainer', 'Get an attempt container', 'The worktree an attempt runs in (its id is the attempt id).'],
-  'GET /api/events/processes/{id}/logs': ['streamProcessLogs', 'Stream process logs', 'Server-sent events with the log lines of an execution process as they are written (`event: log`, `id: <seq>`); `Last-Event-ID` resumes after that seq (a plain decimal numeral up to 2147483647, as `after`; any other value is a 400). A Last-Event-ID past the last stored line starts at that line, announced first by `event: stream.ready` with `id: <its seq>` and data `{processId, seq, reset: true, requestedAfter}`.'],
-  'GET /api/events/task-attempts/{id}/diff': ['streamAttemptDiff', 'Stream an attempt diff', 'Server-sent events with the diff of an attempt as it changes (`event: diff`, `id: <hash of the diff>`); `Last-Event-ID` with such an id sends nothing until the diff differs from it (any other value is a 400).'],
+  'GET /api/events/processes/{id}/logs': ['streamProcessLogs', 'Stream process logs', 'Server-sent events with the log lines of an execution process as they are written (`event: log`, `id: <seq>`); `Last-Event-ID` resumes after that seq (a plain decimal numeral up to 2147483647, as `after`; any other value is a 400). A Last-Event-ID past the last stored line starts at that line, announced first by `event: stream.ready` with `id: <its seq>` and data `{processId, seq, reset: true, requestedAfter}`. A stream has no byte ranges and no validators: `Range`, `If-Range` and the conditional headers are ignored (always a 200 from the start, `Accept-Ranges: none`); resume with `Last-Event-ID`.'],
+  'GET /api/events/task-attempts/{id}/diff': ['streamAttemptDiff', 'Stream an attempt diff', 'Server-sent events with the diff of an attempt as it changes (`event: diff`, `id: <hash of the diff>`); `Last-Event-ID` with such an id sends nothing until the diff differs from it (any other value is a 400). A stream has no byte ranges and no validators: `Range`, `If-Range` and the conditional headers are ignored (always a 200 from the start, `Accept-Ranges: none`); resume with `Last-Event-ID`.'],
 };
 
 const SCHEDULER: Catalogue = {

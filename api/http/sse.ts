@@ -6,6 +6,7 @@
  * awaits each write never holds more than what it is about to write; a client that stops reading stalls its own
  * stream, not the server's memory. A client that goes away aborts `signal` and ends any pending write. A HEAD request
  * gets the headers and an end at once, with `signal` already aborted, so the route writes nothing and stops.
+ * `Accept-Ranges: none` says what the stream does with a Range header: it ignores it, as it does a conditional one.
  */
 import { once } from 'node:events';
 import type { OutgoingHttpHeaders } from 'node:http';
@@ -41,8 +42,12 @@ export function openSse(request: FastifyRequest, reply: FastifyReply, opts: { ke
     ...hookHeaders,
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
-    connection: 'keep-alive',
+    // no Connection header of its own: Node's keeps the connection open or closes it as the request asked (an
+    // explicit `keep-alive` kept a `Connection: close` client's socket open after the stream or a HEAD ended)
     'x-accel-buffering': 'no',
+    // a live stream has no byte ranges and no validators: Range, If-Range, If-None-Match and If-Modified-Since are
+    // ignored (RFC 9110 §14.2, §13.1: a server may), and the stream is always a 200 from its start (docs/attempts.md)
+    'accept-ranges': 'none',
   });
   if (request.method === 'HEAD') {
     // Node sends a HEAD answer's headers when it ends, and drops its body writes: an open stream would answer nothing

@@ -11,12 +11,14 @@
  * - Any other route asked with an Upgrade header (`Upgrade: websocket`, or `Upgrade: h2c` as `curl --http2` sends on
  *   http://): @fastify/websocket accepted the WebSocket handshake (101) and closed the socket at once, or answered
  *   `ws`'s text/html 400 to an h2c one. A server may ignore Upgrade (RFC 9110 §7.8): the request is answered as
- *   without it, and its connection then closes (Node parses no further request on a socket that asked to upgrade).
+ *   without it, its body included (upgradeRequestBody), and its connection then closes (Node parses no further
+ *   request on a socket that asked to upgrade).
  * - A WebSocket handshake from a web page whose Origin CORS does not allow (and that is not the service's own origin) is
  *   a 403 in the service's shape: browsers apply no CORS to WebSockets, so `ws://127.0.0.1:8887/ws/events` opened from
  *   any site the user visited was accepted and read every event (session 46's outside round).
  * Install after registering @fastify/websocket, so this runs after its own route hook.
  */
+import { type Duplex, PassThrough, type Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, upgradeRequired } from '../../lib/errors';
 
@@ -70,10 +72,75 @@ function originProblem(request: FastifyRequest, mayConnect: (origin: string | un
   });
 }
 
+/**
+ * The body of a request that asked to upgrade, for a route that answers it as a plain request. Node parses no body
+ * of such a request: the bytes that came with its headers are the plugin's `head`, the rest is still on the socket,
+ * and the request's own stream is empty, so `POST /api/projects` with `Upgrade: h2c` (what `curl --http2 -d …` sends
+ * on http://) and a JSON body was a 400 "Request body size did not match Content-Length" (session 48). This reads
+ * Content-Length bytes from both, within the server's request timeout (a 408 after it, as for any request); a
+ * chunked body, which Node would have to decode, is a 400 saying what to send.
+ */
+function upgradeRequestBody(request: FastifyRequest, payload: Readable): Readable {
+  const raw = request.raw as unknown as Record<symbol, unknown>;
+  const socketKey = request.ws ? upgradeSocketKey(request) : undefined;
+  const headKey = Object.getOwnPropertySymbols(raw).find((s) => s.description === 'ws-head');
+  const socket = socketKey ? (raw[socketKey] as Duplex | undefined) : undefined;
+  if (!socket) return payload;
+  if (request.headers['transfer-encoding'] !== undefined) {
+    throw new AppError(400, 'VALIDATION_ERROR', 'Request headers are invalid: a request that asks to upgrade (Upgrade) must send its body with Content-Length, not chunked; or send it without Upgrade', {
+      'transfer-encoding': 'not with Upgrade',
+    });
+  }
+  let remaining = Number(request.headers['content-length'] ?? 0);
+  const body = new PassThrough();
+  if (!(remaining > 0)) {
+    body.end();
+    return body;
+  }
+  // the socket is no longer the HTTP server's, so its request timeout no longer applies: the same bound, here
+  const timeoutMs = request.server.server.requestTimeout ?? 0;
+  const timer =
+    timeoutMs > 0
+      ? setTimeout(() => {
+          stop();
+          body.destroy(new AppError(408, 'REQUEST_TIMEOUT', 'The request was not received in time; send it again'));
+        }, timeoutMs)
+      : undefined;
+  timer?.unref();
+  const stop = () => {
+    clearTimeout(timer);
+    socket.off('data', take);
+    socket.off('end', ended);
+  };
+  const take = (chunk: Buffer) => {
+    const part = chunk.subarray(0, remaining);
+    remaining -= part.length;
+    body.write(part);
+    if (remaining > 0) return;
+    stop();
+    body.end();
+  };
+  // a client that stops short: the body ends short, and the parser's Content-Length check answers its 400
+  const ended = () => {
+    stop();
+    body.end();
+  };
+  const head = headKey ? (raw[headKey] as Buffer | undefined) : undefined;
+  if (head?.length) take(head);
+  if (remaining > 0) {
+    socket.on('data', take);
+    socket.once('end', ended);
+    socket.resume();
+  }
+  return body;
+}
+
 export function installUpgradeRequired(app: FastifyInstance, mayConnect: (origin: string | undefined, host: string | undefined) => boolean = () => true): void {
   app.addHook('onRoute', (route) => {
     const handler = route.handler;
     if (!route.websocket) {
+      const own = route.preParsing === undefined ? [] : [route.preParsing].flat();
+      route.preParsing = [...own, async (request: FastifyRequest, _reply: FastifyReply, payload: Readable) => upgradeRequestBody(request, payload)];
       route.handler = function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
         const key = request.ws ? upgradeSocketKey(request) : undefined;
         if (key) {

@@ -66,8 +66,13 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
 const bodyAjv = makeAjv(false);
 const paramsAjv = makeAjv('array');
 
-/** How a query, path or header string must be written to be read as a number: plain decimal, no blanks. */
-const NUMERAL = { integer: /^-?\d+$/, number: /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/ } as const;
+/**
+ * How a query, path or header string must be written to be read as a number: a plain decimal numeral, no blanks, no
+ * sign but a leading `-`, no exponent (`1e3`), no hex; a `number` may have a fraction with digits on both sides of the
+ * point (`0.5`, not `.5` or `5.`). The OpenAPI documents say so in their input policy (api/http/openapi.ts); until
+ * session 48 a `number` took an exponent, which "plain decimal" did not say.
+ */
+export const NUMERAL = { integer: /^-?\d+$/, number: /^-?\d+(\.\d+)?$/ } as const;
 
 interface PropertySchema {
   type?: string | string[];
@@ -90,7 +95,8 @@ function numeralOf(s: PropertySchema | undefined): RegExp | undefined {
 /**
  * ajv's coercion reads a string as a number the way JavaScript's `==` does: `limit=0x10` was 16, `limit=%20%201` was
  * 1 and `1e3` an integer, none of which the OpenAPI documents allow. A string for a property that takes numbers must
- * be a plain decimal numeral (NUMERAL), or it is refused in ajv's words before ajv coerces it.
+ * be a plain decimal numeral (NUMERAL, for `number` and `integer` alike without an exponent), or it is refused in
+ * ajv's words before ajv coerces it.
  */
 function strictNumerals(schema: object, validate: ReturnType<Ajv['compile']>): ReturnType<FastifySchemaCompiler<unknown>> {
   const properties = (schema as { properties?: Record<string, PropertySchema> }).properties ?? {};

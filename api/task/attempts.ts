@@ -98,7 +98,8 @@ export function sendNdjson(request: FastifyRequest, reply: FastifyReply, gen: (s
       for await (const batch of gen(ac.signal)) yield batch.map((l) => `${JSON.stringify(l)}\n`).join('');
     })(),
   );
-  return reply.header('content-type', 'application/x-ndjson; charset=utf-8').header('cache-control', 'no-cache').send(body);
+  // like an SSE stream (api/http/sse.ts): no byte ranges, no validators; Range and conditional headers are ignored
+  return reply.header('content-type', 'application/x-ndjson; charset=utf-8').header('cache-control', 'no-cache').header('accept-ranges', 'none').send(body);
 }
 
 /** Resolves `file` inside the worktree (400 outside) and reads + formats the diff. */
