@@ -83,9 +83,9 @@ function originProblem(request: FastifyRequest, mayConnect: (origin: string | un
 function upgradeRequestBody(request: FastifyRequest, payload: Readable): Readable {
   const raw = request.raw as unknown as Record<symbol, unknown>;
   const socketKey = request.ws ? upgradeSocketKey(request) : undefined;
-  const headKey = Object.getOwnPropertySymbols(raw).find((s) => s.description === 'ws-head');
   const socket = socketKey ? (raw[socketKey] as Duplex | undefined) : undefined;
-  if (!socket) return payload;
+  if (!socket) return payload; // every plain request: nothing more to look up
+  const headKey = Object.getOwnPropertySymbols(raw).find((s) => s.description === 'ws-head');
   if (request.headers['transfer-encoding'] !== undefined) {
     throw new AppError(400, 'VALIDATION_ERROR', 'Request headers are invalid: a request that asks to upgrade (Upgrade) must send its body with Content-Length, not chunked; or send it without Upgrade', {
       'transfer-encoding': 'not with Upgrade',
