@@ -24,6 +24,8 @@ export type ChannelHandler = (payload: string | null) => void;
 export const LISTENER_APPLICATION_NAME = 'armada-listener';
 const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
 const BARRIER_TIMEOUT_MS = 2000;
+/** As the pool's connect timeout (lib/db/pool.ts). */
+const CONNECT_TIMEOUT_MS = 10_000;
 const CATCH_UP_PAGE = 10_000;
 
 export interface EventListener {
@@ -145,7 +147,9 @@ export async function createEventListener(connectionString: string, db: Pool, lo
 
   const connect = async (): Promise<void> => {
     if (closed) return;
-    const c = new Client({ connectionString, application_name: opts.applicationName ?? LISTENER_APPLICATION_NAME, keepAlive: true });
+    // a connect that gets no answer (a frozen server, a partition) is given up and tried again, so neither a start nor
+    // a reconnect waits on it for as long as it stays silent
+    const c = new Client({ connectionString, application_name: opts.applicationName ?? LISTENER_APPLICATION_NAME, keepAlive: true, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     c.on('error', (err) => {
       log.warn({ err: { message: err.message } }, 'event listener connection lost; reconnecting');
       scheduleReconnect(c);
