@@ -8,6 +8,7 @@
  * once) but without Retry-After, until the probes' next look (up to a second later) had the gate answer them with it.
  * The probes now also look at once when the server ends their connection, shown here with an interval of ten minutes.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -226,7 +227,13 @@ test('a PostgreSQL host name that no longer resolves (a stopped compose containe
   }
 });
 
-test('armada api started while PostgreSQL is stopped: it listens and answers 503 with Retry-After, /health names postgres; once PostgreSQL starts, requests are served and /ws/events streams what is new', async () => {
+test('armada api started while PostgreSQL is stopped: it listens and answers 503 with Retry-After, /health names postgres; once PostgreSQL starts, requests are served, /ws/events streams what is new and stored credentials are sealed', async () => {
+  // a row an older Armada left with its repository credentials in the URL: the task service seals it at start
+  const legacy = crypto.randomUUID();
+  const admin = new Client({ connectionString: pg.url });
+  await admin.connect();
+  await admin.query(`INSERT INTO projects (id, name, repo_url) VALUES ($1, 'legacy', 'https://someone:s3cret-token@git.example.invalid/r.git')`, [legacy]);
+  await admin.end();
   await pg.stop();
   let late: ApiProcess | undefined;
   const sockets: WebSocket[] = [];
@@ -249,10 +256,9 @@ test('armada api started while PostgreSQL is stopped: it listens and answers 503
     for (const s of SERVICES) expect((await send(bases, s, 'GET', '/health')).status).toBe(200);
 
     // the event stream starts at what is stored now: it replays nothing older, and sends what is new
-    const admin = new Client({ connectionString: pg.url });
-    await admin.connect();
-    const before = Number((await admin.query<{ m: string }>('SELECT coalesce(max(seq), 0) AS m FROM events')).rows[0]?.m);
-    await admin.end();
+    const reader = new Client({ connectionString: pg.url });
+    await reader.connect();
+    const before = Number((await reader.query<{ m: string }>('SELECT coalesce(max(seq), 0) AS m FROM events')).rows[0]?.m);
     const events: { seq: number; type: string; data: Record<string, unknown> }[] = [];
     await eventually(
       () =>
@@ -274,6 +280,12 @@ test('armada api started while PostgreSQL is stopped: it listens and answers 503
     expect(task.status).toBe(201);
     await eventually(async () => events.some((e) => e.type === 'task.created' && e.data.title === 'after a late start'), 30_000, 100);
     expect(events.filter((e) => e.type !== 'stream.ready' && e.seq <= before).map((e) => [e.seq, e.type])).toEqual([]);
+    // the sealing pass PostgreSQL refused at start ran once it answered (before: only at the next start)
+    await eventually(async () => {
+      const row = (await reader.query<{ repo_url: string; sealed: boolean }>('SELECT repo_url, repo_credentials_sealed IS NOT NULL AS sealed FROM projects WHERE id = $1', [legacy])).rows[0];
+      return row?.sealed && !row.repo_url.includes('s3cret-token');
+    }, 60_000, 500);
+    await reader.end();
     expect(late.child.exitCode).toBeNull();
   } finally {
     for (const ws of sockets) ws.terminate();
