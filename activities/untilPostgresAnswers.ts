@@ -1,6 +1,6 @@
 /**
  * An activity's PostgreSQL steps across an outage. A step that fails because PostgreSQL cannot take it now
- * (isPostgresUnavailable: refused, reset, starting up or shutting down, short of a resource) runs again, the activity
+ * (isPostgresUnavailable: refused, reset, starting up or shutting down, short of a resource, read-only) runs again, the activity
  * heartbeating meanwhile, until PostgreSQL answers: for up to POSTGRES_OUTAGE_WAIT_MS, and never into the activity's
  * start-to-close deadline. So a restart or an outage of minutes costs no try of the activity's retry policy, whose
  * few tries stay for what they are for (a lost worker, a genuine failure), and an agent that already ran is not run

@@ -12,7 +12,7 @@ import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
 import type { Metrics } from '../../lib/metrics';
 import { DeadConnection } from '../../lib/db/deadConnections';
-import { isPostgresUnreachable } from '../../lib/db/pool';
+import { isPostgresUnavailable } from '../../lib/db/pool';
 import type { DependencyState } from '../../lib/runtime/dependencies';
 import { installDependencyGate } from './dependencyGate';
 import { installStoppingAnswer } from './stoppingAnswer';
@@ -182,7 +182,9 @@ export function createBaseApp(opts: BaseAppOptions) {
       const checks = opts.healthCheck ? await Promise.race([healthCheckOnLiveConnection(opts.healthCheck), late]) : {};
       return { status: 'ok', service: opts.service, version: opts.version, ...checks };
     } catch (err) {
-      return reply.code(503).send({ ...unavailable, ...(isPostgresUnreachable(err) ? { down: ['postgres'] } : {}), error: (err as Error).message });
+      // unreachable, or refusing this process for want of a resource (no connection slot free: SQLSTATE 53300): either
+      // way the service cannot reach PostgreSQL now, and says so
+      return reply.code(503).send({ ...unavailable, ...(isPostgresUnavailable(err) ? { down: ['postgres'] } : {}), error: (err as Error).message });
     } finally {
       clearTimeout(timer);
     }

@@ -29,7 +29,11 @@ import { serviceProxyRoutes } from './serviceProxy';
 import { eventStreamRoutes } from './eventStream';
 import { createBackgroundWork } from '../../lib/runtime/background';
 import { sealStoredRepoUrls } from '../../lib/projects/repoCredentials';
+import { isPostgresUnavailable } from '../../lib/db/pool';
 import { named } from '../http/pluginName';
+
+/** How soon a credential-sealing pass PostgreSQL could not take runs again. */
+const SEAL_RETRY_MS = 10_000;
 
 export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   const app = createBaseApp({
@@ -56,9 +60,23 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   });
   const background = createBackgroundWork(base.logger);
   app.addHook('onClose', async () => background.settle());
-  // rows written before repository credentials were sealed (SQL migrations cannot see the key); a failed pass is
-  // done again at the next start, and the worker uses such a row's URL as it is meanwhile
-  background.run('sealing the credentials of stored repository URLs', () => sealStoredRepoUrls(base.db, base.keys.encryption, base.logger));
+  // rows written before repository credentials were sealed (SQL migrations cannot see the key): a pass PostgreSQL
+  // could not take (a service started during an outage) is tried again every SEAL_RETRY_MS until one runs, a pass
+  // that failed otherwise is done again at the next start; the worker uses such a row's URL as it is meanwhile
+  let sealRetry: NodeJS.Timeout | undefined;
+  let closing = false;
+  const seal = () =>
+    background.run('sealing the credentials of stored repository URLs', () =>
+      sealStoredRepoUrls(base.db, base.keys.encryption, base.logger).catch((err: unknown) => {
+        if (isPostgresUnavailable(err) && !closing) sealRetry = setTimeout(seal, SEAL_RETRY_MS).unref();
+        throw err;
+      }),
+    );
+  seal();
+  app.addHook('onClose', async () => {
+    closing = true;
+    clearTimeout(sealRetry);
+  });
   const deps: TaskAppDeps = { ...base, events, logs, metrics, background };
   // handleProtocols: the sockets implement no subprotocol, so none is ever selected (RFC 6455 §4.2.2); ws's default
   // echoed the first one a client offered, telling it the server spoke that protocol

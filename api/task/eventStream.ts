@@ -24,7 +24,7 @@ import type { WebSocket } from 'ws';
 import { EVENT_CURSOR_MAX_LENGTH, EVENT_CURSOR_PATTERN, type EventCursor, parseEventCursor } from '../../lib/events/eventCursor';
 import { followEvents } from '../../lib/events/eventFollow';
 import type { StoredEvent } from '../../lib/events/publish';
-import { validationError } from '../../lib/errors';
+import { AppError, validationError } from '../../lib/errors';
 import { STREAM_ROUTE } from '../http/bearerAuth';
 import { UUID_ANY_CASE } from '../http/validation';
 import type { TaskPluginOptions } from './deps';
@@ -45,11 +45,15 @@ const Query = Type.Object(
   { additionalProperties: false },
 );
 
+const EVENTS_NOT_STARTED = 'The event stream is not ready: the database (PostgreSQL) has not answered since this service started; try again';
+
 /** The parsed `after` of a request, set by the route's preHandler (before the upgrade, so a bad one is a 400). */
 const cursors = new WeakMap<IncomingMessage, { cursor: EventCursor; requested: number | string }>();
 
 export const eventStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (app, { deps }) => {
   const preHandler = async (request: FastifyRequest) => {
+    // a service that started while PostgreSQL was away has no starting point for the stream until it answers
+    if (!deps.events.started()) throw new AppError(503, 'SERVICE_UNAVAILABLE', EVENTS_NOT_STARTED);
     const { after } = request.query as { after?: string };
     if (after === undefined) return;
     const cursor = parseEventCursor(after);

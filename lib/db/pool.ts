@@ -136,9 +136,19 @@ export function isPostgresShortOfResources(err: unknown): boolean {
   return typeof code === 'string' && /^53[0-9A-Z]{3}$/.test(code);
 }
 
-/** PostgreSQL cannot take the request now and may later: unreachable, or short of a resource. */
+/**
+ * PostgreSQL refused a write because it takes none now (SQLSTATE 25006): a standby (a failover under way, or a
+ * DATABASE_URL that reaches a replica), or `default_transaction_read_only` turned on by an administrator. Armada never
+ * opens a read-only transaction itself, so this is the server's state, which passes, not a fault of the request;
+ * before, every write was a 500.
+ */
+export function isPostgresReadOnly(err: unknown): boolean {
+  return (err as { code?: unknown } | undefined)?.code === '25006';
+}
+
+/** PostgreSQL cannot take the request now and may later: unreachable, short of a resource, or taking no writes. */
 export function isPostgresUnavailable(err: unknown): boolean {
-  return isPostgresUnreachable(err) || isPostgresShortOfResources(err);
+  return isPostgresUnreachable(err) || isPostgresShortOfResources(err) || isPostgresReadOnly(err);
 }
 
 /** What a client is told when PostgreSQL cannot take the request now (isPostgresUnavailable), saying what to do. */
@@ -147,6 +157,7 @@ export function postgresUnavailableMessage(err: unknown): string {
   if (code === '53100') return 'The database (PostgreSQL) is out of disk space: free space on its disk, then try again';
   if (code === '53200') return 'The database (PostgreSQL) is out of memory; try again';
   if (code === '53300') return 'The database (PostgreSQL) has no connection slot free (too many connections); try again';
+  if (isPostgresReadOnly(err)) return 'The database (PostgreSQL) takes no writes now (it is read-only: a standby, or default_transaction_read_only is on); try again';
   if (isPostgresShortOfResources(err)) return `The database (PostgreSQL) is short of a resource (SQLSTATE ${String(code)}); try again`;
   return 'The database (PostgreSQL) is unavailable; try again';
 }

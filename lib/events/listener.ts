@@ -13,7 +13,7 @@ import { Client } from 'pg';
 import type { Pool } from 'pg';
 import type { Logger } from '../logger';
 import { EventCursor, formatUnion } from './eventCursor';
-import { createGapProver, startingCursor } from './eventGaps';
+import { createGapProver, startingCursor, type GapProver } from './eventGaps';
 import { EVENTS_CHANNEL, readEventsOutside, type StoredEvent } from './publish';
 
 export type EventHandler = (event: StoredEvent) => void;
@@ -24,11 +24,18 @@ export type ChannelHandler = (payload: string | null) => void;
 export const LISTENER_APPLICATION_NAME = 'armada-listener';
 const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
 const BARRIER_TIMEOUT_MS = 2000;
+/** As the pool's connect timeout (lib/db/pool.ts). */
+const CONNECT_TIMEOUT_MS = 10_000;
 const CATCH_UP_PAGE = 10_000;
 
 export interface EventListener {
   /** Calls `handler` for every event with one of `topics` (every event when topics is empty). Returns unsubscribe. */
   subscribe(topics: string[], handler: EventHandler): () => void;
+  /**
+   * False until the listener has its starting cursor, which it takes on its first connection to PostgreSQL (a process
+   * may start while PostgreSQL is away): until then `subscribe` hears nothing and a stream cannot start.
+   */
+  started(): boolean;
   /** The highest seq delivered to subscribers (a lower one may still come: see cursor()). */
   lastSeq(): number;
   /** A copy of what has been delivered to subscribers (or was stored before, or never commits): lib/events/eventCursor.ts. */
@@ -78,10 +85,20 @@ export async function createEventListener(connectionString: string, db: Pool, lo
   // Every seq delivered to the subscribers, stored before this listener started, or proven never to commit. Seqs of
   // concurrent transactions commit out of order (7 before 6), so this is a watermark plus the seqs above it, not a
   // high-water mark: 6 is delivered when it commits, however late, and a resume token taken from it misses nothing.
-  const start = withEvents ? await startingCursor(db) : undefined;
-  const accounted = start?.cursor ?? EventCursor.upTo(0);
+  // Taken on the first connection, before its LISTEN: a process that starts while PostgreSQL is away starts all the
+  // same (its requests answer 503 meanwhile) and takes it once PostgreSQL answers (before, the start failed and the
+  // process exited). Until then nothing is delivered and `started()` is false.
+  let accounted: EventCursor | undefined = withEvents ? undefined : EventCursor.upTo(0);
+  let gaps: GapProver | undefined;
+  const start = async () => {
+    if (accounted) return;
+    const first = await startingCursor(db);
+    if (accounted || closed) return;
+    accounted = first.cursor;
+    gaps = createGapProver(db, log, accounted, deliver, first.probe);
+  };
   const deliver = (e: StoredEvent) => {
-    if (accounted.has(e.seq)) return;
+    if (!accounted || accounted.has(e.seq)) return;
     accounted.add(e.seq);
     if (accounted.hasGaps()) gaps?.poke();
     for (const s of subscribers) {
@@ -93,12 +110,12 @@ export async function createEventListener(connectionString: string, db: Pool, lo
       }
     }
   };
-  const gaps = withEvents ? createGapProver(db, log, accounted, deliver, start?.probe) : undefined;
 
   // after a (re)connect: whatever committed while nobody listened (NOTIFY is heard only while connected)
   const catchUp = async () => {
     let after = 0;
     for (;;) {
+      if (!accounted) return;
       const page = await readEventsOutside(db, accounted, { after, limit: CATCH_UP_PAGE });
       for (const e of page) deliver(e);
       const top = page.at(-1);
@@ -113,7 +130,7 @@ export async function createEventListener(connectionString: string, db: Pool, lo
         // as it is (a hole below it is the gap prover's), a large one is read by its seq
         if (inline) return deliver(inline);
         if (seq === Number.MAX_SAFE_INTEGER) return catchUp();
-        if (accounted.has(seq)) return;
+        if (!accounted || accounted.has(seq)) return;
         for (const e of await readEventsOutside(db, EventCursor.upTo(seq - 1), { upTo: seq, limit: 1 })) deliver(e);
       })
       .catch((err) => log.warn({ err: { message: (err as Error).message } }, 'event catch-up failed'));
@@ -130,7 +147,9 @@ export async function createEventListener(connectionString: string, db: Pool, lo
 
   const connect = async (): Promise<void> => {
     if (closed) return;
-    const c = new Client({ connectionString, application_name: opts.applicationName ?? LISTENER_APPLICATION_NAME, keepAlive: true });
+    // a connect that gets no answer (a frozen server, a partition) is given up and tried again, so neither a start nor
+    // a reconnect waits on it for as long as it stays silent
+    const c = new Client({ connectionString, application_name: opts.applicationName ?? LISTENER_APPLICATION_NAME, keepAlive: true, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     c.on('error', (err) => {
       log.warn({ err: { message: err.message } }, 'event listener connection lost; reconnecting');
       scheduleReconnect(c);
@@ -148,6 +167,7 @@ export async function createEventListener(connectionString: string, db: Pool, lo
     });
     try {
       await c.connect();
+      await start(); // before the LISTEN: what is stored now is the start, what commits later is heard or caught up
       if (withEvents) await queryOn(c, `LISTEN ${EVENTS_CHANNEL}`);
       client = c;
       heard = new Set();
@@ -224,9 +244,13 @@ export async function createEventListener(connectionString: string, db: Pool, lo
       subscribers.add(s);
       return () => subscribers.delete(s);
     },
-    lastSeq: () => accounted.max(),
-    cursor: () => accounted.clone(),
-    token: (own) => (own ? formatUnion(accounted, own) : accounted.toString()),
+    started: () => accounted !== undefined,
+    lastSeq: () => accounted?.max() ?? 0,
+    cursor: () => (accounted ?? EventCursor.upTo(0)).clone(),
+    token: (own) => {
+      const delivered = accounted ?? EventCursor.upTo(0);
+      return own ? formatUnion(delivered, own) : delivered.toString();
+    },
     watch(channel, handler) {
       if (!CHANNEL.test(channel)) throw new Error(`not a channel name: ${channel}`);
       let set = watchers.get(channel);

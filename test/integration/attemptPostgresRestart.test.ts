@@ -1,9 +1,10 @@
 /**
  * PostgreSQL killed (kill -9 of its postmaster) right after attempts were accepted, and started again: every start
  * that answered 200 runs to completion, its agent run exactly once, whether the server is back in seconds (crash
- * recovery: `the database system is starting up`, 57P03) or after half a minute. The activities wait for PostgreSQL
- * inside themselves (activities/untilPostgresAnswers.ts); before, runAgent's two tries 1 s apart and
- * prepareWorktree's five (1 + 2 + 4 + 8 s) were used up by the outage and the attempt failed with
+ * recovery: `the database system is starting up`, 57P03) or after half a minute; and the same across 15 s of a
+ * frozen server (SIGSTOP: a hung host), which refuses nothing and answers nothing until it runs again. The
+ * activities wait for PostgreSQL inside themselves (activities/untilPostgresAnswers.ts); before, runAgent's two tries
+ * 1 s apart and prepareWorktree's five (1 + 2 + 4 + 8 s) were used up by the outage and the attempt failed with
  * `connect ECONNREFUSED 127.0.0.1:<port>`, the database's address, for API clients to read.
  *
  * The task service and a worker run in this process against a PostgreSQL of this file's own
@@ -65,9 +66,8 @@ async function expectEachCompletedOnce(attemptIds: string[]): Promise<void> {
   expect(runsOf).toEqual(Object.fromEntries(attemptIds.map((id) => [id, 1])));
 }
 
-test('kill -9 while agents wait for their slot, PostgreSQL back in seconds: every accepted attempt completes, each agent run once', async () => {
-  // one agent at a time: the others wait in runAgent's prepare phase, asking PostgreSQL every 500 ms
-  const started = await startAttempts(6, 'countedOneAtATime', 'SLOWEDIT one at a time');
+/** Until one of the six started attempts' agents runs and the five others wait for their slot (one at a time). */
+async function untilOneRunsFiveWait(started: { processId: string }[]): Promise<void> {
   await eventually(async () => {
     const { rows } = await stack.db.query<{ pid: number | null; stage: string | null }>(
       `SELECT pid, progress->>'stage' AS stage FROM processes WHERE id = ANY($1)`,
@@ -75,6 +75,12 @@ test('kill -9 while agents wait for their slot, PostgreSQL back in seconds: ever
     );
     return rows.filter((r) => r.pid && r.pid > 0).length === 1 && rows.filter((r) => r.stage === 'queued').length === 5;
   }, 120_000, 100);
+}
+
+test('kill -9 while agents wait for their slot, PostgreSQL back in seconds: every accepted attempt completes, each agent run once', async () => {
+  // one agent at a time: the others wait in runAgent's prepare phase, asking PostgreSQL every 500 ms
+  const started = await startAttempts(6, 'countedOneAtATime', 'SLOWEDIT one at a time');
+  await untilOneRunsFiveWait(started);
   await pg.kill();
   await sleep(3000);
   await pg.start(); // crash recovery first: new connections get 57P03 meanwhile
@@ -87,5 +93,19 @@ test('kill -9 right after six starts, PostgreSQL back after 25 s: every accepted
   await pg.kill();
   await sleep(25_000);
   await pg.start();
+  await expectEachCompletedOnce(started.map((s) => s.attemptId));
+});
+
+test('frozen (SIGSTOP) for 15 s while one agent runs and five wait for their slot: every accepted attempt completes, each agent run once', async () => {
+  // nothing is refused: each query of the worker waits on the frozen server (its log lines, the running agent's end,
+  // the queued ones' looks for a slot) while the activities heartbeat to Temporal, and gets its answer at the thaw
+  const started = await startAttempts(6, 'countedOneAtATime', 'SLOWEDIT frozen');
+  await untilOneRunsFiveWait(started);
+  const thaw = pg.freeze();
+  try {
+    await sleep(15_000);
+  } finally {
+    thaw();
+  }
   await expectEachCompletedOnce(started.map((s) => s.attemptId));
 });

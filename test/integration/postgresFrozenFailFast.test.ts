@@ -193,3 +193,40 @@ test('frozen PostgreSQL: waiting requests are released with a 503, requests 3 s 
   expect(await writesOf('warm')).toEqual(accepted.warm);
   expect(await writesOf('after')).toEqual(accepted.after);
 });
+
+test('armada api started while PostgreSQL is frozen: it listens, answers 503 with Retry-After and /health names postgres; after SIGCONT it serves, without a restart', async () => {
+  thaw = pg.freeze();
+  let late: ApiProcess | undefined;
+  try {
+    // before: the task service's event listener read its starting point at start, on a new pooled connection: after
+    // the pool's 10 s connect timeout the process exited 1; without that read, its own connect waited for the thaw
+    late = await spawnApi({ home: fs.mkdtempSync(path.join(home, 'late-')), databaseUrl: pg.url });
+    const base = late.base.bind(late);
+    const read = (service: Service, url: string) =>
+      timedRequest(`${base(service)}${url}`, { method: 'GET', headers: service === 'task' ? {} : { 'x-api-key': TEST_API_KEY }, timeoutMs: 120_000 });
+    const reads: [Service, string][] = [
+      ['task', '/api/projects'],
+      ['scheduler', '/api/v1/workflows'],
+      ['agents', '/api/v1/memory/stats'],
+      ['traces', '/api/v1/traces?instance=late'],
+    ];
+    // known down within seconds of the probes' first looks: each read a 503 at once, /health names postgres
+    for (const s of SERVICES) await eventually(async () => String((await read(s, '/health')).body.down) === 'postgres', 30_000, 500);
+    for (const [service, url] of reads) {
+      const a = await read(service, url);
+      const r = { name: `${service} ${url}`, service, write: false, ok: 200, send: () => read(service, url) };
+      expect([r.name, outageAnswerProblem(r, a) ?? (a.ms < 5000 ? '' : `answered after ${a.ms} ms`)]).toEqual([r.name, '']);
+    }
+    thaw();
+    thaw = undefined;
+    for (const [service, url] of reads) await eventually(async () => (await read(service, url)).status === 200, 60_000, 250);
+    for (const s of SERVICES) await eventually(async () => (await read(s, '/health')).status === 200, 60_000, 250);
+    expect(late.child.exitCode).toBeNull();
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\narmada api output:\n${late?.output().slice(-4000) ?? ''}`);
+  } finally {
+    thaw?.();
+    thaw = undefined;
+    await late?.stop();
+  }
+});

@@ -8,11 +8,13 @@
  * once) but without Retry-After, until the probes' next look (up to a second later) had the gate answer them with it.
  * The probes now also look at once when the server ends their connection, shown here with an interval of ten minutes.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Client } from 'pg';
+import WebSocket from 'ws';
 import { buildService, serviceMetrics } from '../../api/services';
 import { createPool } from '../../lib/db/pool';
 import { resolveKeys } from '../../lib/keys';
@@ -20,7 +22,7 @@ import { createMetrics } from '../../lib/metrics';
 import { createDependencyState, startDependencyProbes } from '../../lib/runtime/dependencies';
 import { createTemporalHandle } from '../../lib/temporal/client';
 import { spawnApi, type ApiProcess } from '../support/apiProcess';
-import { env, eventually, logger, TEST_API_KEY, testConfig } from '../support/harness';
+import { env, eventually, logger, makeGitRepo, TEST_API_KEY, testConfig } from '../support/harness';
 import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
 import { timedRequest, type TimedAnswer as Answer } from '../support/timedRequest';
 
@@ -222,5 +224,72 @@ test('a PostgreSQL host name that no longer resolves (a stopped compose containe
     await pool.end();
     await temporal.close();
     fs.rmSync(config.home, { recursive: true, force: true });
+  }
+});
+
+test('armada api started while PostgreSQL is stopped: it listens and answers 503 with Retry-After, /health names postgres; once PostgreSQL starts, requests are served, /ws/events streams what is new and stored credentials are sealed', async () => {
+  // a row an older Armada left with its repository credentials in the URL: the task service seals it at start
+  const legacy = crypto.randomUUID();
+  const admin = new Client({ connectionString: pg.url });
+  await admin.connect();
+  await admin.query(`INSERT INTO projects (id, name, repo_url) VALUES ($1, 'legacy', 'https://someone:s3cret-token@git.example.invalid/r.git')`, [legacy]);
+  await admin.end();
+  await pg.stop();
+  let late: ApiProcess | undefined;
+  const sockets: WebSocket[] = [];
+  try {
+    // before: the task service's event listener read its starting point at start, and the process exited 1
+    // (`armada: connect ECONNREFUSED`): a replica restarted during an outage refused connections instead of a 503
+    late = await spawnApi({ home: fs.mkdtempSync(path.join(home, 'late-')), databaseUrl: pg.url });
+    const bases = Object.fromEntries(SERVICES.map((s) => [s, (late as ApiProcess).base(s)])) as Bases;
+    const round = 'started-while-down';
+    expect(await firstAnswersProblems(bases, round)).toEqual([]);
+    for (const s of SERVICES) {
+      const h = await send(bases, s, 'GET', '/health');
+      expect({ service: s, status: h.status, down: (h.body.down as string[] | undefined)?.includes('postgres') }).toEqual({ service: s, status: 503, down: true });
+    }
+    const refusedStream = await timedRequest(`${bases.task}/ws/events`, { method: 'GET', timeoutMs: 60_000 });
+    expect(refusedStream.status).toBe(503);
+
+    await pg.start();
+    await eventually(() => allServed(bases, round), 60_000, 200);
+    for (const s of SERVICES) expect((await send(bases, s, 'GET', '/health')).status).toBe(200);
+
+    // the event stream starts at what is stored now: it replays nothing older, and sends what is new
+    const reader = new Client({ connectionString: pg.url });
+    await reader.connect();
+    const before = Number((await reader.query<{ m: string }>('SELECT coalesce(max(seq), 0) AS m FROM events')).rows[0]?.m);
+    const events: { seq: number; type: string; data: Record<string, unknown> }[] = [];
+    await eventually(
+      () =>
+        new Promise<boolean>((resolve) => {
+          const ws = new WebSocket(`${bases.task.replace('http', 'ws')}/ws/events`);
+          ws.on('message', (d) => events.push(JSON.parse(String(d)) as (typeof events)[number]));
+          ws.once('open', () => {
+            sockets.push(ws);
+            resolve(true);
+          });
+          ws.once('error', () => resolve(false)); // a 503 until the listener has its starting point (a second at most)
+        }),
+      30_000,
+      500,
+    );
+    const project = await send(bases, 'task', 'POST', '/api/projects', { name: 'Late', repository: { url: makeGitRepo() } });
+    expect(project.status).toBe(201);
+    const task = await send(bases, 'task', 'POST', '/api/tasks', { projectId: (project.body.data as { id: string }).id, title: 'after a late start' });
+    expect(task.status).toBe(201);
+    await eventually(async () => events.some((e) => e.type === 'task.created' && e.data.title === 'after a late start'), 30_000, 100);
+    expect(events.filter((e) => e.type !== 'stream.ready' && e.seq <= before).map((e) => [e.seq, e.type])).toEqual([]);
+    // the sealing pass PostgreSQL refused at start ran once it answered (before: only at the next start)
+    await eventually(async () => {
+      const row = (await reader.query<{ repo_url: string; sealed: boolean }>('SELECT repo_url, repo_credentials_sealed IS NOT NULL AS sealed FROM projects WHERE id = $1', [legacy])).rows[0];
+      return row?.sealed && !row.repo_url.includes('s3cret-token');
+    }, 60_000, 500);
+    await reader.end();
+    expect(late.child.exitCode).toBeNull();
+  } finally {
+    for (const ws of sockets) ws.terminate();
+    await pg.start();
+    await late?.stop();
   }
 });

@@ -20,7 +20,11 @@ export function spawnArmada(args: string[], ready: string, env: NodeJS.ProcessEn
   let stderr = '';
   child.stderr?.on('data', (d) => (stderr = (stderr + d.toString()).slice(-4000)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`armada ${args[0]} did not start: ${stderr}`)), timeoutMs);
+    // one that did not start in time is not left running after the test (it kept the jest worker from exiting)
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`armada ${args[0]} did not start in ${timeoutMs} ms: ${stderr}`));
+    }, timeoutMs);
     const onExit = (code: number | null) => {
       clearTimeout(timer);
       reject(new Error(`armada ${args[0]} exited ${code}: ${stderr}`));

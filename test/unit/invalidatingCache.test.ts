@@ -8,6 +8,7 @@ function memoryListener() {
   const state = { up: true };
   const listener = {
     subscribe: () => () => undefined,
+    started: () => true,
     lastSeq: () => 0,
     cursor: () => EventCursor.upTo(0),
     token: () => '0',

@@ -1,6 +1,7 @@
 /**
  * Which PostgreSQL errors are an outage (503, writers hold what they have) and what the client is told: unreachable,
- * or short of a resource (SQLSTATE class 53). Any other error, including a constraint or a syntax error, is not.
+ * short of a resource (SQLSTATE class 53), or taking no writes (25006, read-only). Any other error, including a
+ * constraint or a syntax error, is not.
  */
 import { isPostgresUnavailable, postgresUnavailableMessage } from '../../lib/db/pool';
 
@@ -11,6 +12,7 @@ test.each([
   ['53200', /out of memory; try again/],
   ['53300', /no connection slot free \(too many connections\); try again/],
   ['53400', /short of a resource \(SQLSTATE 53400\); try again/],
+  ['25006', /^The database \(PostgreSQL\) takes no writes now \(it is read-only: a standby, or default_transaction_read_only is on\); try again$/],
   ['ECONNREFUSED', /^The database \(PostgreSQL\) is unavailable; try again$/],
   ['57P01', /^The database \(PostgreSQL\) is unavailable; try again$/],
 ])('SQLSTATE/errno %s is an outage, told as %s', (code, message) => {
@@ -18,7 +20,7 @@ test.each([
   expect(postgresUnavailableMessage(pgError(code))).toMatch(message);
 });
 
-test.each(['23505', '22P02', '42601', '5310', '531000', '54000'])('%s is not an outage', (code) => {
+test.each(['23505', '22P02', '42601', '5310', '531000', '54000', '25001', '250060'])('%s is not an outage', (code) => {
   expect(isPostgresUnavailable(pgError(code))).toBe(false);
 });
 

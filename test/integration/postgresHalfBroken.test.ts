@@ -1,0 +1,258 @@
+/**
+ * A PostgreSQL that runs and answers, but not everything: under `armada api`, on a PostgreSQL of this file's own
+ * (test/support/ownPostgres.ts).
+ *
+ * - No connection slot free (max_connections reached by another client: `FATAL: sorry, too many clients already`,
+ *   SQLSTATE 53300). Another client takes every free slot, and the slots of the API's pooled sessions once they are
+ *   ended (pg_terminate_backend: an administrator, or the server's idle_session_timeout); then requests, which all
+ *   need a new connection, answer each service's 503 with Retry-After, saying no slot is free, never a 500, and write
+ *   nothing; /health answers 503 naming PostgreSQL (before: a 503 that did not say what was down: `down` was given
+ *   only for an unreachable server).
+ * - Read-only (`default_transaction_read_only` turned on, as on a standby: SQLSTATE 25006). Reads are served; writes
+ *   answer each service's 503 with Retry-After saying it takes no writes now, and write nothing (before: a 500, as for
+ *   a bug of ours).
+ *
+ * Once the server is whole again, the same requests are served by the same process, and each write answered 201 is
+ * there once.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
+import { spawnApi, type ApiProcess } from '../support/apiProcess';
+import { eventually, makeGitRepo, TEST_API_KEY } from '../support/harness';
+import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
+import { timedRequest, type TimedAnswer as Answer } from '../support/timedRequest';
+
+jest.setTimeout(300_000);
+
+type Service = 'task' | 'scheduler' | 'agents' | 'traces';
+const SERVICES: Service[] = ['task', 'scheduler', 'agents', 'traces'];
+/** How the other client's connections show in pg_stat_activity. */
+const OTHER_CLIENT = 'another-client';
+/** The connections of `armada api` that are not its pool's (lib/runtime/dependencies.ts, lib/events/listener.ts, lib/db/deadConnections.ts). */
+const OWN_CONNECTIONS = ['armada-probe', 'armada-listener', 'armada-pool-check'];
+
+let home: string;
+let pg: OwnPostgres;
+let api: ApiProcess;
+let projectId: string;
+/** The other client's connections, each holding a slot. */
+const held: Client[] = [];
+
+beforeAll(async () => {
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-pg-slots-'));
+  pg = await startOwnPostgres(path.join(home, 'pg'));
+  api = await spawnApi({ home, databaseUrl: pg.url });
+  const p = await eventually(async () => {
+    const a = await send('task', 'POST', '/api/projects', { name: 'Slots', repository: { url: makeGitRepo() } });
+    return a.status === 201 && a;
+  }, 60_000);
+  projectId = (p.body.data as { id: string }).id;
+}, 240_000);
+
+afterAll(async () => {
+  await letGo();
+  await api?.stop();
+  await pg?.close();
+  if (home) fs.rmSync(home, { recursive: true, force: true });
+});
+
+const send = (service: Service, method: 'GET' | 'POST', url: string, payload?: unknown): Promise<Answer> =>
+  timedRequest(`${api.base(service)}${url}`, { method, payload, headers: service === 'task' ? {} : { 'x-api-key': TEST_API_KEY }, timeoutMs: 60_000 });
+
+async function letGo(): Promise<void> {
+  await Promise.all(held.splice(0).map((c) => c.end().catch(() => undefined)));
+}
+
+/** Opens connections of the other client until PostgreSQL refuses one for want of a slot; how many it holds then. */
+async function takeEveryFreeSlot(): Promise<number> {
+  for (;;) {
+    const c = new Client({ connectionString: pg.url, application_name: OTHER_CLIENT });
+    c.on('error', () => undefined);
+    try {
+      await c.connect();
+      held.push(c);
+    } catch (err) {
+      await c.end().catch(() => undefined);
+      if ((err as { code?: unknown }).code === '53300') return held.length;
+      throw err;
+    }
+  }
+}
+
+/** The backends of the API's pool now (seen on one of the other client's connections). */
+async function poolBackends(): Promise<number> {
+  const r = await (held[0] as Client).query<{ n: string }>(
+    `SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND application_name <> ALL($1::text[])`,
+    [[OTHER_CLIENT, ...OWN_CONNECTIONS]],
+  );
+  return Number(r.rows[0]?.n);
+}
+
+/** Ends the sessions of the API's pool (pg_terminate_backend, on one of the other client's connections). */
+async function endPoolSessions(): Promise<void> {
+  await (held[0] as Client).query(
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND application_name <> ALL($1::text[])`,
+    [[OTHER_CLIENT, ...OWN_CONNECTIONS]],
+  );
+}
+
+interface Request {
+  name: string;
+  service: Service;
+  ok: number;
+  send(): Promise<Answer>;
+}
+
+let traceSeq = 0;
+/** Writes answered with their success status, by round: each must be there exactly once. */
+const accepted: Record<string, { task: number; traces: number }> = {};
+
+/** A read of each service and a write of three; each write names `round`, so its rows can be counted. */
+function requests(round: string): Request[] {
+  return [
+    { name: 'task: list projects', service: 'task', ok: 200, send: () => send('task', 'GET', '/api/projects') },
+    { name: 'task: create a task', service: 'task', ok: 201, send: () => send('task', 'POST', '/api/tasks', { projectId, title: round }) },
+    { name: 'scheduler: list workflows', service: 'scheduler', ok: 200, send: () => send('scheduler', 'GET', '/api/v1/workflows') },
+    { name: 'agents: memory stats', service: 'agents', ok: 200, send: () => send('agents', 'GET', '/api/v1/memory/stats') },
+    { name: 'agents: store memory', service: 'agents', ok: 201, send: () => send('agents', 'POST', '/api/v1/memory', { content: `kept in ${round}` }) },
+    { name: 'traces: list traces', service: 'traces', ok: 200, send: () => send('traces', 'GET', `/api/v1/traces?instance=${round}`) },
+    {
+      name: 'traces: record a trace',
+      service: 'traces',
+      ok: 201,
+      send: () => send('traces', 'POST', '/api/v1/traces', { messageId: `${round}-${++traceSeq}`, instance: round, to: '+15550102000', message: 'hello' }),
+    },
+  ];
+}
+
+const NO_SLOT = /^The database \(PostgreSQL\) has no connection slot free \(too many connections\); try again$/;
+const READ_ONLY = /^The database \(PostgreSQL\) takes no writes now \(it is read-only: a standby, or default_transaction_read_only is on\); try again$/;
+
+/** What is wrong with an answer that should be the service's 503 saying `message` (status, shape, Retry-After), or undefined. */
+function unavailableAnswerProblem(r: Request, a: Answer, message: RegExp): string | undefined {
+  if (a.status !== 503) return `status ${a.status} ${JSON.stringify(a.body)}`;
+  if (a.retryAfter !== '1') return `Retry-After ${a.retryAfter}`;
+  if (r.service === 'task') {
+    const error = a.body.error as { code?: unknown; message?: unknown } | undefined;
+    if (a.body.success !== false || error?.code !== 'SERVICE_UNAVAILABLE' || !message.test(String(error.message))) return `body ${JSON.stringify(a.body)}`;
+  } else if (Object.keys(a.body).join() !== 'detail' || !message.test(String(a.body.detail))) return `body ${JSON.stringify(a.body)}`;
+  return undefined;
+}
+
+/** True once every request of the round is served (throws saying which is not). */
+async function allServed(round: string): Promise<true> {
+  for (const r of requests(round)) {
+    const a = await r.send();
+    accepted[round] ??= { task: 0, traces: 0 };
+    if (a.status === r.ok && r.ok === 201 && r.service !== 'agents') accepted[round][r.service as 'task' | 'traces']++;
+    if (a.status !== r.ok) throw new Error(`${r.name}: ${a.status} ${JSON.stringify(a.body)}`);
+  }
+  return true;
+}
+
+/** How many rows the writes of `round` left: tasks titled so, traces of that instance (memory is not counted). */
+async function writesOf(round: string): Promise<{ task: number; traces: number }> {
+  const tasks = await send('task', 'GET', `/api/tasks?projectId=${projectId}&limit=100`);
+  const traces = await send('traces', 'GET', `/api/v1/traces?instance=${round}`);
+  expect([tasks.status, traces.status]).toEqual([200, 200]);
+  return { task: (tasks.body.data as { title: string }[]).filter((t) => t.title === round).length, traces: traces.body.total as number };
+}
+
+test('no connection slot free: requests that need a new connection answer 503 in each service\'s shape with Retry-After, /health names PostgreSQL; served again once slots are free', async () => {
+  await eventually(() => allServed('before'), 60_000, 200);
+  const pid = api.child.pid;
+
+  // the other client takes every free slot; then the API's pooled sessions are ended (an administrator, or the
+  // server's idle_session_timeout; the API's background work keeps one or two busy, so its pool never empties by its
+  // own idle timeout) and the other client takes their slots as well: every request now needs a new connection
+  await takeEveryFreeSlot();
+  await eventually(async () => {
+    await endPoolSessions();
+    await takeEveryFreeSlot();
+    return (await poolBackends()) === 0;
+  }, 60_000, 500);
+
+  try {
+    const refused = await Promise.all(requests('refused').map(async (r) => ({ r, a: await r.send() })));
+    const health = await Promise.all(SERVICES.map((s) => send(s, 'GET', '/health')));
+    process.stdout.write(`no connection slot: ${JSON.stringify({ held: held.length, answers: refused.map(({ r, a }) => [r.name, a.status, a.ms]) })}\n`);
+    try {
+      // a refused connection is an answer at once: within a bound far above the time it takes
+      expect(refused.map(({ r, a }) => [r.name, unavailableAnswerProblem(r, a, NO_SLOT) ?? (a.ms < 10_000 ? '' : `answered after ${a.ms} ms`)]).filter(([, p]) => p)).toEqual([]);
+      for (const h of health) expect({ status: h.status, down: h.body.down }).toEqual({ status: 503, down: ['postgres'] });
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\narmada api output:\n${api.output().slice(-4000)}`);
+    }
+  } finally {
+    await letGo(); // the other client lets go
+  }
+
+  // the same requests are served again, by the same process, without a restart
+  await eventually(() => allServed('after'), 60_000, 200);
+  expect(api.child.pid).toBe(pid);
+  expect(api.child.exitCode).toBeNull();
+  for (const s of SERVICES) expect((await send(s, 'GET', '/health')).status).toBe(200);
+
+  // a write refused so wrote nothing; each write answered 201 is there once
+  expect(await writesOf('refused')).toEqual({ task: 0, traces: 0 });
+  expect(await writesOf('before')).toEqual(accepted.before);
+  expect(await writesOf('after')).toEqual(accepted.after);
+});
+
+/** Runs `sql` on a session of its own that may write whatever the server's default (an administrator's). */
+async function asAdministrator(sql: string): Promise<void> {
+  const admin = new Client({ connectionString: pg.url });
+  await admin.connect();
+  try {
+    await admin.query('SET default_transaction_read_only = off');
+    await admin.query(sql);
+    await admin.query('SELECT pg_reload_conf()');
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Once a new session has `default_transaction_read_only` so, the server has told every session to reload its configuration. */
+async function untilNewSessionsAre(readOnly: 'on' | 'off'): Promise<void> {
+  await eventually(async () => {
+    const c = new Client({ connectionString: pg.url });
+    await c.connect();
+    try {
+      return (await c.query<{ default_transaction_read_only: string }>('SHOW default_transaction_read_only')).rows[0]?.default_transaction_read_only === readOnly;
+    } finally {
+      await c.end();
+    }
+  }, 30_000, 200);
+}
+
+test('read-only (default_transaction_read_only on, as on a standby): reads are served, writes answer 503 in each service\'s shape with Retry-After and write nothing; served again once it takes writes', async () => {
+  await eventually(() => allServed('before-read-only'), 60_000, 200);
+  const pid = api.child.pid;
+
+  await asAdministrator('ALTER SYSTEM SET default_transaction_read_only = on');
+  try {
+    await untilNewSessionsAre('on');
+    const answers = await Promise.all(requests('read-only').map(async (r) => ({ r, a: await r.send() })));
+    const health = await Promise.all(SERVICES.map((s) => send(s, 'GET', '/health')));
+    process.stdout.write(`read-only: ${JSON.stringify(answers.map(({ r, a }) => [r.name, a.status, a.ms]))}\n`);
+    try {
+      const problems = answers.map(({ r, a }) => [r.name, r.ok === 201 ? (unavailableAnswerProblem(r, a, READ_ONLY) ?? '') : a.status === r.ok ? '' : `status ${a.status} ${JSON.stringify(a.body)}`]);
+      expect(problems.filter(([, p]) => p)).toEqual([]);
+      // it answers: /health is 200, as with a full disk (docs/operations.md: alert on the 503 rate)
+      expect(health.map((h) => h.status)).toEqual(SERVICES.map(() => 200));
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\narmada api output:\n${api.output().slice(-4000)}`);
+    }
+  } finally {
+    await asAdministrator('ALTER SYSTEM RESET default_transaction_read_only');
+  }
+  await untilNewSessionsAre('off');
+
+  await eventually(() => allServed('after-read-only'), 60_000, 200);
+  expect(api.child.pid).toBe(pid);
+  expect(await writesOf('read-only')).toEqual({ task: 0, traces: 0 });
+  expect(await writesOf('before-read-only')).toEqual(accepted['before-read-only']);
+  expect(await writesOf('after-read-only')).toEqual(accepted['after-read-only']);
+});
