@@ -40,6 +40,20 @@ function isConcurrencyFailure(err: unknown): boolean {
   return code === '40P01' || code === '40001';
 }
 
+/**
+ * PostgreSQL stopped one statement of the request, and the transaction with it, for a limit of the server's, not the
+ * request's fault: SQLSTATE 57014 (a `statement_timeout` set on the server, its database or role, or an
+ * administrator's `pg_cancel_backend`) and 55P03 (a `lock_timeout`: a lock held by another transaction too long).
+ * Armada sets neither limit itself; an operator may. Nothing of the request was written, and it may succeed again:
+ * what the client is told, or undefined for any other error.
+ */
+function statementStopped(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (code === '57014') return 'The database (PostgreSQL) cancelled the request\'s statement (its statement_timeout, or an administrator\'s cancel); nothing was written; try again';
+  if (code === '55P03') return 'The database (PostgreSQL) could not get a lock held by another transaction within its lock_timeout; nothing was written; try again';
+  return undefined;
+}
+
 export function classifyError(err: unknown): ClassifiedError {
   // a 503 is something unavailable that passes (a dependency known down, Temporal or another service unreachable),
   // thrown on purpose: an answer, not a failure of ours
@@ -67,6 +81,8 @@ export function classifyError(err: unknown): ClassifiedError {
     // this one back: nothing of it was written, and the same request again succeeds
     return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: 'The request collided with a concurrent change and was rolled back; try again', details: { retryAfterSeconds: 1 }, internal: false };
   }
+  const stopped = statementStopped(err);
+  if (stopped) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: stopped, details: { retryAfterSeconds: 1 }, internal: false };
   if (status === 503) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: fe.message || 'Service unavailable', internal: false };
   return { statusCode: 500, code: 'INTERNAL_ERROR', message: 'Internal server error', internal: true };
 }

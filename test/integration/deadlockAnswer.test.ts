@@ -22,8 +22,33 @@ const addDeadlockRoute = (_name: string, app: FastifyInstance) => {
   });
 };
 
+/** A route whose statement PostgreSQL stops for one of its limits: `SET LOCAL` of the limit, then the statement. */
+const addLimitRoutes = (app: FastifyInstance) => {
+  app.post('/api/v1/test-statement-timeout', async () => {
+    await withTransaction(stack.db, async (c) => {
+      await c.query("SET LOCAL statement_timeout = '50ms'");
+      await c.query('SELECT pg_sleep(5)');
+    });
+    return { ok: true };
+  });
+  app.post('/api/v1/test-lock-timeout', async () => {
+    await withTransaction(stack.db, async (c) => {
+      await c.query("SET LOCAL lock_timeout = '50ms'");
+      await c.query('INSERT INTO deadlock_probe VALUES (3)');
+      await c.query('SELECT id FROM deadlock_probe WHERE id = 1 FOR UPDATE'); // held by the test's transaction
+    });
+    return { ok: true };
+  });
+};
+
 beforeAll(async () => {
-  stack = await startTestStack({ services: ['task', 'scheduler'], beforeReady: addDeadlockRoute });
+  stack = await startTestStack({
+    services: ['task', 'scheduler'],
+    beforeReady: (name, app) => {
+      addDeadlockRoute(name, app);
+      addLimitRoutes(app);
+    },
+  });
   await stack.db.query('CREATE TABLE deadlock_probe (id int PRIMARY KEY); INSERT INTO deadlock_probe VALUES (1), (2)');
 });
 afterAll(async () => stack?.close());
@@ -65,4 +90,32 @@ test('scheduler: a deadlock victim is a 503 {detail}, with Retry-After', async (
   expect(res.statusCode).toBe(503);
   expect(res.headers['retry-after']).toBe('1');
   expect(res.json()).toEqual({ detail: expect.stringMatching(/concurrent change.*try again/) });
+});
+
+test("a statement stopped by the server's statement_timeout is a 503 with Retry-After, not a 500, in each shape", async () => {
+  const task = await stack.app('task').inject({ method: 'POST', url: '/api/v1/test-statement-timeout' });
+  expect(task.statusCode).toBe(503);
+  expect(task.headers['retry-after']).toBe('1');
+  expect(task.json()).toMatchObject({ success: false, error: { code: 'SERVICE_UNAVAILABLE', message: expect.stringMatching(/statement_timeout.*try again/) } });
+  const scheduler = await stack.app('scheduler').inject({ method: 'POST', url: '/api/v1/test-statement-timeout', headers: { 'x-api-key': TEST_API_KEY } });
+  expect(scheduler.statusCode).toBe(503);
+  expect(scheduler.json()).toEqual({ detail: expect.stringMatching(/statement_timeout.*try again/) });
+});
+
+test("a lock not granted within the server's lock_timeout is a 503 with Retry-After; nothing of the request is written", async () => {
+  const other = new Client({ connectionString: stack.dbUrl });
+  await other.connect();
+  try {
+    await other.query('BEGIN');
+    await other.query('SELECT id FROM deadlock_probe WHERE id = 1 FOR UPDATE');
+    const res = await stack.app('task').inject({ method: 'POST', url: '/api/v1/test-lock-timeout' });
+    expect(res.statusCode).toBe(503);
+    expect(res.headers['retry-after']).toBe('1');
+    expect(res.json()).toMatchObject({ success: false, error: { code: 'SERVICE_UNAVAILABLE', message: expect.stringMatching(/lock_timeout.*try again/) } });
+    await other.query('COMMIT');
+  } finally {
+    await other.end();
+  }
+  // the row the request inserted before its lock wait was rolled back with it
+  expect((await stack.db.query('SELECT 1 FROM deadlock_probe WHERE id = 3')).rowCount).toBe(0);
 });
