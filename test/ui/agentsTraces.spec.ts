@@ -1,6 +1,6 @@
 /** Agents (status, queue, assign), traces (filters, the per-day chart) and settings (API key, webhooks and deliveries). */
 import type { Page } from '@playwright/test';
-import { api, createProject, expect, holdAnswers, KEYS, svcApi, test } from './fixtures';
+import { api, createProject, expect, holdAnswers, KEYS, layoutShiftsIn, svcApi, test, watchLayoutShifts } from './fixtures';
 import { screenshot } from './screenshot';
 
 test('an agent shows its status; assigning a task from its dialog (Enter) lands in the agent service', async ({ page }) => {
@@ -296,6 +296,31 @@ test('settings: the agent profiles, which come when the multi-agent service answ
     expect([await create.boundingBox(), await del.boundingBox()]).toEqual(before);
   } finally {
     await api('DELETE', `/webhooks/${hook.id}`);
+  }
+});
+
+test('settings: the webhooks coming no longer move the agent profiles below them (a layout shift)', async ({ page }) => {
+  const urls = ['a', 'b', 'c'].map((x) => `http://127.0.0.1:59/ui-hook-below-${x}`);
+  const hooks = [];
+  for (const url of urls) hooks.push(await api<{ id: string }>('POST', '/webhooks', { url, events: ['task.created'], secret: 's3cret' }));
+  try {
+    await watchLayoutShifts(page);
+    const answer = await holdAnswers(page, /\/api\/webhooks(\?.*)?$/);
+    await page.goto('/settings');
+    const profiles = page.locator('section[aria-label="Agent profiles in use"]');
+    await expect(page.getByRole('status', { name: 'Webhook list: loading' })).toBeVisible();
+    // the profiles' own reads have answered, but the section waits for the list above it
+    await expect(profiles).toBeHidden();
+    answer();
+    await expect(profiles).toBeVisible();
+    const top = (await profiles.boundingBox())?.y;
+    await expect(page.getByRole('table', { name: 'Webhook list' }).locator(`[data-webhook="${urls[2]}"]`)).toBeVisible();
+    await expect(profiles.getByRole('table', { name: 'Agent profiles' }).locator('[data-profile="scripted"]')).toBeVisible();
+    // shown at once, the section was pushed down by the webhooks' rows when they came
+    expect(await layoutShiftsIn(page, 'section[aria-label="Agent profiles in use"]')).toEqual([]);
+    expect((await profiles.boundingBox())?.y).toBe(top);
+  } finally {
+    for (const h of hooks) await api('DELETE', `/webhooks/${h.id}`);
   }
 });
 

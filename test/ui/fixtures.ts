@@ -70,6 +70,33 @@ export async function holdAnswers(page: Page, url: string | RegExp): Promise<() 
   return release;
 }
 
+/**
+ * Records the page's layout shifts (the browser's Layout Instability API: an element already shown that moved between
+ * two frames without the user's input) from its first frame on; `layoutShiftsIn` reads them. Call before `goto`.
+ */
+export async function watchLayoutShifts(page: Page): Promise<void> {
+  await page.addInitScript(() => {
+    const w = window as unknown as { layoutShifts: { value: number; nodes: Node[] }[] };
+    w.layoutShifts = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries() as unknown as { value: number; hadRecentInput: boolean; sources: { node: Node | null }[] }[]) {
+        if (!e.hadRecentInput) w.layoutShifts.push({ value: e.value, nodes: e.sources.flatMap((s) => (s.node ? [s.node] : [])) });
+      }
+    }).observe({ type: 'layout-shift', buffered: true });
+  });
+}
+
+/** The layout shifts recorded so far (watchLayoutShifts) that moved something inside the element `selector` names. */
+export async function layoutShiftsIn(page: Page, selector: string): Promise<string[]> {
+  return page.evaluate((sel) => {
+    const w = window as unknown as { layoutShifts: { value: number; nodes: Node[] }[] };
+    const inside = document.querySelector(sel);
+    return w.layoutShifts
+      .filter((s) => s.nodes.some((n) => inside?.contains(n)))
+      .map((s) => `${s.value.toFixed(4)}: ${s.nodes.map((n) => (n instanceof Element ? n.outerHTML.slice(0, 80) : n.nodeName)).join(' | ')}`);
+  }, selector);
+}
+
 export const ERROR_BORDER = 'rgb(180, 35, 53)';
 
 /** A field shown in its error state: marked invalid for assistive technology, and bordered in red for the eye. */

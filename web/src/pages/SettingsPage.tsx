@@ -65,7 +65,11 @@ function ApiKeySection() {
   );
 }
 
-function ProfilesSection() {
+/**
+ * `hidden` while the webhooks above are on their way: shown at once, it was pushed down when their list came (a layout
+ * shift), whatever its own reads had done meanwhile. Its reads start with the screen all the same.
+ */
+function ProfilesSection({ hidden }: { hidden: boolean }) {
   const projects = useProjects();
   const agents = useAgents();
   const uses = new Map<string, string[]>();
@@ -82,7 +86,7 @@ function ProfilesSection() {
       ? 'No agent names a profile. The projects could not be read (above), so the profiles they name are not listed.'
       : 'No project or agent names a profile (projects use the server default).';
   return (
-    <section className="panel" aria-label="Agent profiles in use">
+    <section className="panel" aria-label="Agent profiles in use" hidden={hidden}>
       <h2>Agent profiles in use</h2>
       <p className="muted">Profiles are defined in the config file (<code>agents</code>); this lists the ones projects and multi-agent agents name.</p>
       {projects.error ? <ErrorMessage error={projects.error} onRetry={() => void projects.refetch()} /> : null}
@@ -305,6 +309,7 @@ function WebhooksSection() {
 }
 
 export function SettingsPage() {
+  const hooks = useWebhooks();
   return (
     <div className="stack">
       <div className="page-head">
@@ -312,9 +317,10 @@ export function SettingsPage() {
       </div>
       <ApiKeySection />
       {/* the webhooks (their buttons) above the profiles: the profiles' list comes when the multi-agent service answers,
-          often last, and above the webhooks it grew and moved them under the pointer (a click landed beside its button) */}
+          often last, and above the webhooks it grew and moved them under the pointer (a click landed beside its button);
+          below them, it shows once their list has come, which moved it down */}
       <WebhooksSection />
-      <ProfilesSection />
+      <ProfilesSection hidden={hooks.isPending} />
     </div>
   );
 }
