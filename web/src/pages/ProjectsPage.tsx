@@ -32,11 +32,12 @@ function ProjectRow({ project, onEdit, onDelete }: { project: ProjectListItem; o
   const repo = detail.data?.repository;
   return (
     <tr>
-      <td>
+      {/* a name or a path without a space wraps in its column: it widened the table until Edit and Delete were out of view */}
+      <td className="long-text">
         <Link to={`/projects/${project.id}`}>{project.name}</Link>
         {project.description ? <div className="muted">{project.description}</div> : null}
       </td>
-      <td className="mono">
+      <td className="mono long-text">
         {project.repository.url}
         <div className="muted">
           {project.repository.branch}

@@ -245,7 +245,7 @@ export function SchedulerPage() {
           row={(s) => (
             <tr key={s.workflow} data-schedule={s.workflow}>
               <td>{s.workflow}</td>
-              <td className="mono">{s.schedule}</td>
+              <td className="mono nowrap">{s.schedule}</td>
               <td>{s.timezone}</td>
               <td>{s.enabled ? when(s.nextRun) : '— (paused)'}</td>
               <td>
