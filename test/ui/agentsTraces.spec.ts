@@ -278,6 +278,65 @@ test.describe('settings: the agent profiles', () => {
   });
 });
 
+test.describe('the multi-agent and trace services down', () => {
+  test.use({ allowConsoleErrors: /status of 503/ });
+  const down = { status: 503, json: { detail: 'The database (PostgreSQL) is not answering; try again' } };
+
+  test('Agents: said once for the screen (each list said it), kept through the tries (it blinked away at each), then both lists', async ({ page }) => {
+    let tries = 0;
+    await page.route(/\/svc\/agents\/api\/v1\/(agents|tasks)(\?.*)?$/, (route) => {
+      if (new URL(route.request().url()).pathname.endsWith('/agents')) tries++;
+      return route.fulfill(down);
+    });
+    // how many errors the page shows, each time that changes
+    await page.addInitScript(() => {
+      const w = window as unknown as { alertCounts: number[] };
+      w.alertCounts = [];
+      const look = () => {
+        const n = document.querySelectorAll('[role="alert"]').length;
+        if (w.alertCounts.at(-1) !== n) w.alertCounts.push(n);
+      };
+      document.addEventListener('DOMContentLoaded', () => new MutationObserver(look).observe(document.body, { subtree: true, childList: true }));
+    });
+    await page.goto('/agents');
+    const alerts = page.getByRole('alert');
+    await expect(alerts.filter({ hasText: 'The multi-agent service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.' })).toHaveCount(1, {
+      timeout: 20_000,
+    });
+    await expect(alerts).toHaveCount(1);
+    for (const name of ['Agents', 'Latest agent tasks']) {
+      await expect(page.getByRole('region', { name }).getByText('Not loaded: the multi-agent service is unavailable (above).')).toBeVisible();
+    }
+    await screenshot(page, 'agents-outage');
+    // a round of the screen's own tries, refused too
+    const first = tries;
+    await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 3);
+    await expect(alerts).toHaveCount(1);
+    await page.unroute(/\/svc\/agents\/api\/v1\/(agents|tasks)(\?.*)?$/);
+    await expect(page.getByRole('table', { name: 'Agents' }).locator('[data-agent="ui-helper"]')).toBeVisible({ timeout: 15_000 });
+    await expect(page.getByText('Not loaded')).toHaveCount(0);
+    await expect(alerts).toHaveCount(0);
+    // 0 while loading, 1 from the first refusal until the service was back (never 2, nor 0 at a try), then 0
+    expect(await page.evaluate(() => (window as unknown as { alertCounts: number[] }).alertCounts)).toEqual([0, 1, 0]);
+  });
+
+  test('Traces: the chart and the list down is one error for the screen (each said it)', async ({ page }) => {
+    await page.route(/\/svc\/traces\/api\/v1\/traces(\/analytics)?(\?.*)?$/, (route) => route.fulfill(down));
+    await page.goto('/traces');
+    const alerts = page.getByRole('alert');
+    await expect(alerts.filter({ hasText: 'The message trace service is unavailable (HTTP 503).' })).toHaveCount(1, { timeout: 20_000 });
+    await expect(alerts).toHaveCount(1);
+    for (const name of ['Analytics', 'Traces']) {
+      await expect(page.getByRole('region', { name }).getByText('Not loaded: the message trace service is unavailable (above).')).toBeVisible();
+    }
+    await page.unroute(/\/svc\/traces\/api\/v1\/traces(\/analytics)?(\?.*)?$/);
+    await page.getByRole('button', { name: 'Retry' }).click();
+    await expect(page.getByTestId('trace-chart')).toBeVisible();
+    await expect(alerts).toHaveCount(0);
+    await expect(page.getByText('Not loaded')).toHaveCount(0);
+  });
+});
+
 test('settings: the agent profiles, which come when the multi-agent service answers, no longer move the webhooks and their buttons', async ({ page }) => {
   const url = 'http://127.0.0.1:59/ui-hook-steady';
   const hook = await api<{ id: string }>('POST', '/webhooks', { url, events: ['task.created'], secret: 's3cret' });

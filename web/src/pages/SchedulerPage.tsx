@@ -14,15 +14,13 @@ import {
   runWorkflow,
   SCHEDULER_LISTS,
   type SchedulerList,
-  type SchedulerLists,
   setSchedulePaused,
   stopExecution,
   useExecutionLogs,
   useSchedulerLists,
 } from '../api/scheduler';
-import { notLoadedReason } from '../api/errorNote';
 import { useErrorKept } from '../api';
-import { Dialog, ErrorMessage, ListTable, showError, showToast } from '../components';
+import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showError, showToast } from '../components';
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 
@@ -56,37 +54,12 @@ function useAction() {
 
 const LIST_TITLES: Record<SchedulerList, string> = { sources: 'Sources', workflows: 'Workflows', schedules: 'Schedules', executions: 'Executions' };
 
-/**
- * The screen's errors, each said once: the read's own (the service down, or refusing the task service's key: every
- * list), and each other error of the lists (a 500), naming the lists it left empty unless it hit all four (the same
- * error was said in each section it emptied).
- */
-function listErrors(read: { error: unknown }, data: SchedulerLists | undefined): { error: unknown; lists: SchedulerList[] }[] {
-  if (read.error) return [{ error: read.error, lists: [...SCHEDULER_LISTS] }];
-  const groups = new Map<string, { error: unknown; lists: SchedulerList[] }>();
-  for (const name of SCHEDULER_LISTS) {
-    const error = data?.errors[name];
-    if (!error) continue;
-    const key = `${error.status} ${error.message}`;
-    const group = groups.get(key) ?? { error, lists: [] };
-    group.lists.push(name);
-    groups.set(key, group);
-  }
-  return [...groups.values()];
-}
-
-/** "Sources", "Sources and Executions", "Sources, Schedules and Executions". */
-const listNames = (lists: SchedulerList[]) => {
-  const titles = lists.map((l) => LIST_TITLES[l]);
-  return titles.length > 1 ? `${titles.slice(0, -1).join(', ')} and ${titles.at(-1)}` : (titles[0] ?? '');
-};
-
-/** One of the four lists; `notLoaded` says why it is empty, its error being said above the sections. */
-function Section({ title, notLoaded, children }: { title: string; notLoaded: string | null; children: React.ReactNode }) {
+/** One of the four lists; `error` is why it is empty (said above the sections: ScreenErrors). */
+function Section({ title, error, children }: { title: string; error: unknown; children: React.ReactNode }) {
   return (
     <section className="panel" aria-label={title}>
       <h2>{title}</h2>
-      {notLoaded ? <p className="muted">Not loaded: {notLoaded} (above).</p> : null}
+      <NotLoaded error={error} />
       {children}
     </section>
   );
@@ -141,13 +114,10 @@ export function SchedulerPage() {
   const qc = useQueryClient();
   const [logsOf, setLogsOf] = useState<Execution | null>(null);
   const data = lists.data;
-  const errors = listErrors(lists, data);
+  // the read's own error (the service down, or refusing) is every list's; another is one list's (a 500 of its route)
+  const reads = SCHEDULER_LISTS.map((name) => ({ name: LIST_TITLES[name], error: lists.error ?? data?.errors[name] }));
   // why a list is empty: the error that left it so (kept lists stay shown under a later error, as they were)
-  const notLoaded = (name: SchedulerList) => {
-    if (data?.[name]) return null;
-    const error = data?.errors[name] ?? lists.error;
-    return error ? notLoadedReason(error) : null;
-  };
+  const notLoaded = (name: SchedulerList) => (data?.[name] ? null : (lists.error ?? data?.errors[name]));
   const refresh = () => void qc.invalidateQueries({ queryKey: ['scheduler'] });
 
   return (
@@ -158,16 +128,9 @@ export function SchedulerPage() {
           Refresh
         </button>
       </div>
-      {errors.map((e) => (
-        <ErrorMessage
-          key={e.lists.join()}
-          error={e.error}
-          subject={e.lists.length < SCHEDULER_LISTS.length ? `${listNames(e.lists)} could not be read` : undefined}
-          onRetry={refresh}
-        />
-      ))}
+      <ScreenErrors reads={reads} onRetry={refresh} />
 
-      <Section title="Sources" notLoaded={notLoaded('sources')}>
+      <Section title="Sources" error={notLoaded('sources')}>
         <ListTable
           label="Sources"
           items={data?.sources}
@@ -204,7 +167,7 @@ export function SchedulerPage() {
         />
       </Section>
 
-      <Section title="Workflows" notLoaded={notLoaded('workflows')}>
+      <Section title="Workflows" error={notLoaded('workflows')}>
         <ListTable
           label="Workflows"
           items={data?.workflows}
@@ -234,7 +197,7 @@ export function SchedulerPage() {
         />
       </Section>
 
-      <Section title="Schedules" notLoaded={notLoaded('schedules')}>
+      <Section title="Schedules" error={notLoaded('schedules')}>
         <ListTable
           label="Schedules"
           items={data?.schedules}
@@ -267,7 +230,7 @@ export function SchedulerPage() {
         />
       </Section>
 
-      <Section title="Executions" notLoaded={notLoaded('executions')}>
+      <Section title="Executions" error={notLoaded('executions')}>
         <ListTable
           label="Executions"
           items={data?.executions}

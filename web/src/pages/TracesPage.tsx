@@ -4,10 +4,12 @@
  * trace list with instance / phone / status filters (kept in the URL). The trace service has no event stream:
  * refetched when the window gets focus (docs/ui.md). The chart is a small SVG, no library.
  */
+import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useSearchParams } from 'react-router';
 import { TRACE_STATUSES, type TraceAnalytics, type TraceStatus, useTraceAnalytics, useTraces } from '../api/agentsTraces';
-import { ErrorMessage, ListTable } from '../components';
+import { useErrorKept } from '../api';
+import { ListTable, NotLoaded, ScreenErrors } from '../components';
 
 const STATUS_COLOR: Record<TraceStatus, string> = { sent: '#3b82f6', delivered: '#22c55e', read: '#8b5cf6', failed: '#ef4444' };
 
@@ -105,8 +107,10 @@ export function TracesPage() {
   const [params, setParams] = useSearchParams();
   const filters = { instance: params.get('instance') ?? undefined, phone: params.get('phone') ?? undefined, status: params.get('status') ?? undefined };
   const [days, setDays] = useState(7);
-  const analytics = useTraceAnalytics(days);
-  const traces = useTraces(filters);
+  const qc = useQueryClient();
+  // their errors stay while they are tried again (every 5 s while the service is down): they blinked away at each try
+  const analytics = useErrorKept(useTraceAnalytics(days));
+  const traces = useErrorKept(useTraces(filters));
   const [draft, setDraft] = useState({ instance: filters.instance ?? '', phone: filters.phone ?? '' });
   const setFilter = (next: Record<string, string>) => {
     const p = new URLSearchParams(params);
@@ -122,6 +126,14 @@ export function TracesPage() {
       <div className="page-head">
         <h1>Message traces</h1>
       </div>
+      {/* one error for the chart and the list when the service is down (each said it) */}
+      <ScreenErrors
+        reads={[
+          { name: 'Messages per day', error: analytics.error },
+          { name: 'Traces', error: traces.error },
+        ]}
+        onRetry={() => void qc.invalidateQueries({ queryKey: ['traces'] })}
+      />
       <section className="panel" aria-label="Analytics">
         <div className="toolbar">
           <h2>Messages per day by status</h2>
@@ -134,7 +146,7 @@ export function TracesPage() {
             </select>
           </label>
         </div>
-        {analytics.error ? <ErrorMessage error={analytics.error} onRetry={() => void analytics.refetch()} /> : null}
+        <NotLoaded error={analytics.data ? null : analytics.error} />
         {analytics.isPending ? (
           // the chart's room is kept while it loads (an empty chart, hidden): it came above the trace filters and
           // moved them under the pointer (309 px down in a 1,360 px wide window)
@@ -187,7 +199,7 @@ export function TracesPage() {
           </label>
           <button type="submit">Apply</button>
         </form>
-        {traces.error ? <ErrorMessage error={traces.error} onRetry={() => void traces.refetch()} /> : null}
+        <NotLoaded error={traces.data ? null : traces.error} />
         {traces.data ? <p className="muted">{traces.data.total} matching</p> : null}
         <ListTable
           label="Trace list"
