@@ -1,6 +1,6 @@
 /** Agents (status, queue, assign), traces (filters, the per-day chart) and settings (API key, webhooks and deliveries). */
 import type { Page } from '@playwright/test';
-import { api, createProject, expect, holdAnswers, KEYS, layoutShiftsIn, svcApi, test, watchLayoutShifts } from './fixtures';
+import { alertCountsSeen, api, createProject, expect, holdAnswers, KEYS, layoutShiftsIn, svcApi, test, watchAlertCounts, watchLayoutShifts } from './fixtures';
 import { screenshot } from './screenshot';
 
 test('an agent shows its status; assigning a task from its dialog (Enter) lands in the agent service', async ({ page }) => {
@@ -288,16 +288,7 @@ test.describe('the multi-agent and trace services down', () => {
       if (new URL(route.request().url()).pathname.endsWith('/agents')) tries++;
       return route.fulfill(down);
     });
-    // how many errors the page shows, each time that changes
-    await page.addInitScript(() => {
-      const w = window as unknown as { alertCounts: number[] };
-      w.alertCounts = [];
-      const look = () => {
-        const n = document.querySelectorAll('[role="alert"]').length;
-        if (w.alertCounts.at(-1) !== n) w.alertCounts.push(n);
-      };
-      document.addEventListener('DOMContentLoaded', () => new MutationObserver(look).observe(document.body, { subtree: true, childList: true }));
-    });
+    await watchAlertCounts(page);
     await page.goto('/agents');
     const alerts = page.getByRole('alert');
     await expect(alerts.filter({ hasText: 'The multi-agent service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.' })).toHaveCount(1, {
@@ -317,7 +308,7 @@ test.describe('the multi-agent and trace services down', () => {
     await expect(page.getByText('Not loaded')).toHaveCount(0);
     await expect(alerts).toHaveCount(0);
     // 0 while loading, 1 from the first refusal until the service was back (never 2, nor 0 at a try), then 0
-    expect(await page.evaluate(() => (window as unknown as { alertCounts: number[] }).alertCounts)).toEqual([0, 1, 0]);
+    expect(await alertCountsSeen(page)).toEqual([0, 1, 0]);
   });
 
   test('Traces: the chart and the list down is one error for the screen (each said it)', async ({ page }) => {

@@ -97,6 +97,26 @@ export async function layoutShiftsIn(page: Page, selector: string): Promise<stri
   }, selector);
 }
 
+/**
+ * Records how many errors (`role="alert"`) the page shows, each time that number changes, from its first frame on;
+ * `alertCountsSeen` reads them. An outage's error that blinked away at each try shows as 1, 0, 1, … Call before `goto`.
+ */
+export async function watchAlertCounts(page: Page): Promise<void> {
+  await page.addInitScript(() => {
+    const w = window as unknown as { alertCounts: number[] };
+    w.alertCounts = [];
+    const look = () => {
+      const n = document.querySelectorAll('[role="alert"]').length;
+      if (w.alertCounts.at(-1) !== n) w.alertCounts.push(n);
+    };
+    document.addEventListener('DOMContentLoaded', () => new MutationObserver(look).observe(document.body, { subtree: true, childList: true }));
+  });
+}
+
+export async function alertCountsSeen(page: Page): Promise<number[]> {
+  return page.evaluate(() => (window as unknown as { alertCounts: number[] }).alertCounts);
+}
+
 export const ERROR_BORDER = 'rgb(180, 35, 53)';
 
 /** A field shown in its error state: marked invalid for assistive technology, and bordered in red for the eye. */

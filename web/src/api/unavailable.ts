@@ -49,5 +49,5 @@ export function useErrorKept<R extends { error: unknown; isPending: boolean; isF
   const kept = useRef<unknown>(null);
   if (result.error) kept.current = result.error;
   else if (!(result.isPending && result.isFetching)) kept.current = null;
-  return kept.current && !result.error ? { ...result, error: kept.current, isPending: false } : result;
+  return kept.current && !result.error ? { ...result, error: kept.current, isPending: false, isError: true, status: 'error' } : result;
 }

@@ -18,6 +18,7 @@ import {
   queryKeys,
   useProject,
   useProjects,
+  useErrorKept,
   useWebSocketStream,
 } from '../api';
 import { ConfirmDialog, ErrorMessage, ListTable, showToast } from '../components';
@@ -105,7 +106,8 @@ async function createProjectTellingMissing(fields: CreateProjectFields) {
 }
 
 export function ProjectsPage() {
-  const projects = useProjects();
+  // its error stays while it is tried again (every 5 s while the service is down): it blinked away at each try
+  const projects = useErrorKept(useProjects());
   useProjectStatsEvents();
   const qc = useQueryClient();
   const navigate = useNavigate();

@@ -6,7 +6,7 @@
  */
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { ApiError, getApiKey, queryKeys, setApiKey } from '../api';
+import { ApiError, getApiKey, queryKeys, setApiKey, useErrorKept } from '../api';
 import { useAgents } from '../api/agentsTraces';
 import { useProjects } from '../api/projects';
 import { createWebhook, deleteWebhook, type Receiver, type Webhook, WEBHOOK_EVENTS, useDeliveries, useWebhooks } from '../api/settings';
@@ -70,8 +70,9 @@ function ApiKeySection() {
  * shift), whatever its own reads had done meanwhile. Its reads start with the screen all the same.
  */
 function ProfilesSection({ hidden }: { hidden: boolean }) {
-  const projects = useProjects();
-  const agents = useAgents();
+  // their errors stay while they are tried again (every 5 s while a service is down): they blinked away at each try
+  const projects = useErrorKept(useProjects());
+  const agents = useErrorKept(useAgents());
   const uses = new Map<string, string[]>();
   const add = (profile: string, by: string) => uses.set(profile, [...(uses.get(profile) ?? []), by]);
   for (const p of projects.data ?? []) if (p.defaultLLM) add(p.defaultLLM, `project ${p.name}`);
@@ -222,7 +223,7 @@ function ReceiverState({ receiver }: { receiver: Receiver | undefined }) {
 
 function WebhooksSection() {
   const qc = useQueryClient();
-  const hooks = useWebhooks();
+  const hooks = useErrorKept(useWebhooks());
   const [creating, setCreating] = useState(false);
   const [open, setOpen] = useState<Webhook | null>(null);
   const [deleting, setDeleting] = useState<Webhook | null>(null);
