@@ -136,6 +136,57 @@ test('traces: the chart of messages per day is drawn from the analytics, and the
   await expect(list).toHaveCount(0);
 });
 
+test.describe('traces: the chart read at its own size', () => {
+  /** Each date label under the chart, as drawn on the screen. */
+  const labels = (page: Page) =>
+    page.getByTestId('trace-chart').evaluate((svg) => {
+      const box = svg.getBoundingClientRect();
+      const rects = [...svg.querySelectorAll('text[data-label]')].map((t) => t.getBoundingClientRect());
+      return { box: { left: box.left, right: box.right }, rects: rects.map((r) => ({ left: r.left, right: r.right, height: r.height })) };
+    });
+  const expectReadable = (seen: Awaited<ReturnType<typeof labels>>) => {
+    expect(seen.rects.length).toBeGreaterThan(1);
+    // 11 px text drawn at its size (shrunk with the drawing into a phone's width it was 5 px high)
+    for (const r of seen.rects) expect(r.height).toBeGreaterThanOrEqual(10);
+    // side by side, none over the next (30 days ran into one unreadable line), all inside the chart
+    for (let i = 1; i < seen.rects.length; i++) expect(seen.rects[i]?.left).toBeGreaterThanOrEqual(seen.rects[i - 1]?.right ?? 0);
+    expect(seen.rects[0]?.left).toBeGreaterThanOrEqual(seen.box.left);
+    expect(seen.rects.at(-1)?.right).toBeLessThanOrEqual(seen.box.right);
+  };
+
+  test.beforeAll(async () => {
+    const now = Date.now();
+    for (let i = 0; i < 30; i++) {
+      await svcApi('traces', 'POST', '/traces', {
+        messageId: `ui-chart-${now}-${i}`,
+        instance: 'ui-chart',
+        to: '+15550102001',
+        message: `day ${i}`,
+        status: 'delivered',
+        sentAt: new Date(now - i * 86_400_000).toISOString(),
+      });
+    }
+  });
+
+  test('in a 390 px window its dates are readable, for 7 and for 30 days', async ({ page }) => {
+    await page.setViewportSize({ width: 390, height: 800 });
+    await page.goto('/traces');
+    await expect(page.getByTestId('trace-chart').locator('g[data-day]')).toHaveCount(7);
+    expectReadable(await labels(page));
+    await page.getByLabel('Period').selectOption('30');
+    await expect(page.getByTestId('trace-chart').locator('g[data-day]')).toHaveCount(30);
+    expectReadable(await labels(page));
+    await screenshot(page, 'narrow-traces');
+  });
+
+  test('in a wide window, 30 days of dates do not run into each other', async ({ page }) => {
+    await page.goto('/traces');
+    await page.getByLabel('Period').selectOption('30');
+    await expect(page.getByTestId('trace-chart').locator('g[data-day]')).toHaveCount(30);
+    expectReadable(await labels(page));
+  });
+});
+
 test('traces: "Loading…" while the first page of traces and the analytics load (the list showed nothing), then the list', async ({ page }) => {
   const answer = await holdAnswers(page, /\/svc\/traces\/api\/v1\/traces(\/analytics)?\?/);
   await page.goto('/traces');
