@@ -1,6 +1,6 @@
 /** Agents (status, queue, assign), traces (filters, the per-day chart) and settings (API key, webhooks and deliveries). */
 import type { Page } from '@playwright/test';
-import { api, createProject, expect, holdAnswers, KEYS, svcApi, test } from './fixtures';
+import { alertCountsSeen, api, createProject, expect, holdAnswers, KEYS, layoutShiftsIn, svcApi, test, watchAlertCounts, watchLayoutShifts } from './fixtures';
 import { screenshot } from './screenshot';
 
 test('an agent shows its status; assigning a task from its dialog (Enter) lands in the agent service', async ({ page }) => {
@@ -134,6 +134,57 @@ test('traces: the chart of messages per day is drawn from the analytics, and the
   await filters.getByRole('button', { name: 'Apply' }).click();
   await expect(page.getByText('No traces match these filters.')).toBeVisible();
   await expect(list).toHaveCount(0);
+});
+
+test.describe('traces: the chart read at its own size', () => {
+  /** Each date label under the chart, as drawn on the screen. */
+  const labels = (page: Page) =>
+    page.getByTestId('trace-chart').evaluate((svg) => {
+      const box = svg.getBoundingClientRect();
+      const rects = [...svg.querySelectorAll('text[data-label]')].map((t) => t.getBoundingClientRect());
+      return { box: { left: box.left, right: box.right }, rects: rects.map((r) => ({ left: r.left, right: r.right, height: r.height })) };
+    });
+  const expectReadable = (seen: Awaited<ReturnType<typeof labels>>) => {
+    expect(seen.rects.length).toBeGreaterThan(1);
+    // 11 px text drawn at its size (shrunk with the drawing into a phone's width it was 5 px high)
+    for (const r of seen.rects) expect(r.height).toBeGreaterThanOrEqual(10);
+    // side by side, none over the next (30 days ran into one unreadable line), all inside the chart
+    for (let i = 1; i < seen.rects.length; i++) expect(seen.rects[i]?.left).toBeGreaterThanOrEqual(seen.rects[i - 1]?.right ?? 0);
+    expect(seen.rects[0]?.left).toBeGreaterThanOrEqual(seen.box.left);
+    expect(seen.rects.at(-1)?.right).toBeLessThanOrEqual(seen.box.right);
+  };
+
+  test.beforeAll(async () => {
+    const now = Date.now();
+    for (let i = 0; i < 30; i++) {
+      await svcApi('traces', 'POST', '/traces', {
+        messageId: `ui-chart-${now}-${i}`,
+        instance: 'ui-chart',
+        to: '+15550102001',
+        message: `day ${i}`,
+        status: 'delivered',
+        sentAt: new Date(now - i * 86_400_000).toISOString(),
+      });
+    }
+  });
+
+  test('in a 390 px window its dates are readable, for 7 and for 30 days', async ({ page }) => {
+    await page.setViewportSize({ width: 390, height: 800 });
+    await page.goto('/traces');
+    await expect(page.getByTestId('trace-chart').locator('g[data-day]')).toHaveCount(7);
+    expectReadable(await labels(page));
+    await page.getByLabel('Period').selectOption('30');
+    await expect(page.getByTestId('trace-chart').locator('g[data-day]')).toHaveCount(30);
+    expectReadable(await labels(page));
+    await screenshot(page, 'narrow-traces');
+  });
+
+  test('in a wide window, 30 days of dates do not run into each other', async ({ page }) => {
+    await page.goto('/traces');
+    await page.getByLabel('Period').selectOption('30');
+    await expect(page.getByTestId('trace-chart').locator('g[data-day]')).toHaveCount(30);
+    expectReadable(await labels(page));
+  });
 });
 
 test('traces: "Loading…" while the first page of traces and the analytics load (the list showed nothing), then the list', async ({ page }) => {
@@ -278,6 +329,56 @@ test.describe('settings: the agent profiles', () => {
   });
 });
 
+test.describe('the multi-agent and trace services down', () => {
+  test.use({ allowConsoleErrors: /status of 503/ });
+  const down = { status: 503, json: { detail: 'The database (PostgreSQL) is not answering; try again' } };
+
+  test('Agents: said once for the screen (each list said it), kept through the tries (it blinked away at each), then both lists', async ({ page }) => {
+    let tries = 0;
+    await page.route(/\/svc\/agents\/api\/v1\/(agents|tasks)(\?.*)?$/, (route) => {
+      if (new URL(route.request().url()).pathname.endsWith('/agents')) tries++;
+      return route.fulfill(down);
+    });
+    await watchAlertCounts(page);
+    await page.goto('/agents');
+    const alerts = page.getByRole('alert');
+    await expect(alerts.filter({ hasText: 'The multi-agent service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.' })).toHaveCount(1, {
+      timeout: 20_000,
+    });
+    await expect(alerts).toHaveCount(1);
+    for (const name of ['Agents', 'Latest agent tasks']) {
+      await expect(page.getByRole('region', { name }).getByText('Not loaded: the multi-agent service is unavailable (above).')).toBeVisible();
+    }
+    await screenshot(page, 'agents-outage');
+    // a round of the screen's own tries, refused too
+    const first = tries;
+    await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 3);
+    await expect(alerts).toHaveCount(1);
+    await page.unroute(/\/svc\/agents\/api\/v1\/(agents|tasks)(\?.*)?$/);
+    await expect(page.getByRole('table', { name: 'Agents' }).locator('[data-agent="ui-helper"]')).toBeVisible({ timeout: 15_000 });
+    await expect(page.getByText('Not loaded')).toHaveCount(0);
+    await expect(alerts).toHaveCount(0);
+    // 0 while loading, 1 from the first refusal until the service was back (never 2, nor 0 at a try), then 0
+    expect(await alertCountsSeen(page)).toEqual([0, 1, 0]);
+  });
+
+  test('Traces: the chart and the list down is one error for the screen (each said it)', async ({ page }) => {
+    await page.route(/\/svc\/traces\/api\/v1\/traces(\/analytics)?(\?.*)?$/, (route) => route.fulfill(down));
+    await page.goto('/traces');
+    const alerts = page.getByRole('alert');
+    await expect(alerts.filter({ hasText: 'The message trace service is unavailable (HTTP 503).' })).toHaveCount(1, { timeout: 20_000 });
+    await expect(alerts).toHaveCount(1);
+    for (const name of ['Analytics', 'Traces']) {
+      await expect(page.getByRole('region', { name }).getByText('Not loaded: the message trace service is unavailable (above).')).toBeVisible();
+    }
+    await page.unroute(/\/svc\/traces\/api\/v1\/traces(\/analytics)?(\?.*)?$/);
+    await page.getByRole('button', { name: 'Retry' }).click();
+    await expect(page.getByTestId('trace-chart')).toBeVisible();
+    await expect(alerts).toHaveCount(0);
+    await expect(page.getByText('Not loaded')).toHaveCount(0);
+  });
+});
+
 test('settings: the agent profiles, which come when the multi-agent service answers, no longer move the webhooks and their buttons', async ({ page }) => {
   const url = 'http://127.0.0.1:59/ui-hook-steady';
   const hook = await api<{ id: string }>('POST', '/webhooks', { url, events: ['task.created'], secret: 's3cret' });
@@ -296,6 +397,31 @@ test('settings: the agent profiles, which come when the multi-agent service answ
     expect([await create.boundingBox(), await del.boundingBox()]).toEqual(before);
   } finally {
     await api('DELETE', `/webhooks/${hook.id}`);
+  }
+});
+
+test('settings: the webhooks coming no longer move the agent profiles below them (a layout shift)', async ({ page }) => {
+  const urls = ['a', 'b', 'c'].map((x) => `http://127.0.0.1:59/ui-hook-below-${x}`);
+  const hooks = [];
+  for (const url of urls) hooks.push(await api<{ id: string }>('POST', '/webhooks', { url, events: ['task.created'], secret: 's3cret' }));
+  try {
+    await watchLayoutShifts(page);
+    const answer = await holdAnswers(page, /\/api\/webhooks(\?.*)?$/);
+    await page.goto('/settings');
+    const profiles = page.locator('section[aria-label="Agent profiles in use"]');
+    await expect(page.getByRole('status', { name: 'Webhook list: loading' })).toBeVisible();
+    // the profiles' own reads have answered, but the section waits for the list above it
+    await expect(profiles).toBeHidden();
+    answer();
+    await expect(profiles).toBeVisible();
+    const top = (await profiles.boundingBox())?.y;
+    await expect(page.getByRole('table', { name: 'Webhook list' }).locator(`[data-webhook="${urls[2]}"]`)).toBeVisible();
+    await expect(profiles.getByRole('table', { name: 'Agent profiles' }).locator('[data-profile="scripted"]')).toBeVisible();
+    // shown at once, the section was pushed down by the webhooks' rows when they came
+    expect(await layoutShiftsIn(page, 'section[aria-label="Agent profiles in use"]')).toEqual([]);
+    expect((await profiles.boundingBox())?.y).toBe(top);
+  } finally {
+    for (const h of hooks) await api('DELETE', `/webhooks/${h.id}`);
   }
 });
 

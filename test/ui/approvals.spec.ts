@@ -1,5 +1,5 @@
 /** The approvals inbox: pending with expiry, answer with a comment, and a decision made in another context shows live. */
-import { api, createProject, expect, KEYS, test } from './fixtures';
+import { alertCountsSeen, api, createProject, expect, KEYS, test, watchAlertCounts } from './fixtures';
 import { screenshot } from './screenshot';
 
 interface Approval {
@@ -89,4 +89,31 @@ test('a rejection made in a second browser context shows resolved in the first w
   await newApproval('Deploy to staging', ['alice@example.com'], 25 * 60_000);
   await expect(page.getByRole('button', { name: 'Approve Deploy to staging' })).toBeVisible();
   await screenshot(page, 'approvals');
+});
+
+test.describe('the task service down', () => {
+  test.use({ allowConsoleErrors: /status of 503/ });
+
+  test('Approvals says it once for both lists (each said it), kept through the tries (it blinked away at each), then both lists', async ({ page }) => {
+    const lists = /\/api\/approvals\/(pending|history)(\?.*)?$/;
+    let tries = 0;
+    await page.route(lists, (route) => {
+      if (route.request().url().includes('/pending')) tries++;
+      return route.fulfill({ status: 503, json: { success: false, error: { code: 'DATABASE_UNAVAILABLE', message: 'The database (PostgreSQL) is not answering; try again' } } });
+    });
+    await watchAlertCounts(page);
+    await page.goto('/approvals');
+    const alerts = page.getByRole('alert');
+    await expect(alerts.filter({ hasText: 'The task service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.' })).toHaveCount(1, { timeout: 20_000 });
+    await expect(alerts).toHaveCount(1);
+    await expect(page.getByText('Not loaded: the task service is unavailable (above).')).toHaveCount(2);
+    const first = tries;
+    await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 3);
+    await expect(alerts).toHaveCount(1);
+    await page.unroute(lists);
+    await expect(page.getByRole('table', { name: 'Pending approvals' }).or(page.getByText('Nothing waits for your answer.'))).toBeVisible({ timeout: 15_000 });
+    await expect(page.getByRole('table', { name: 'Approval history' }).or(page.getByText('None yet.'))).toBeVisible();
+    await expect(alerts).toHaveCount(0);
+    expect(await alertCountsSeen(page)).toEqual([0, 1, 0]);
+  });
 });

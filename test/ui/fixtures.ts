@@ -70,6 +70,53 @@ export async function holdAnswers(page: Page, url: string | RegExp): Promise<() 
   return release;
 }
 
+/**
+ * Records the page's layout shifts (the browser's Layout Instability API: an element already shown that moved between
+ * two frames without the user's input) from its first frame on; `layoutShiftsIn` reads them. Call before `goto`.
+ */
+export async function watchLayoutShifts(page: Page): Promise<void> {
+  await page.addInitScript(() => {
+    const w = window as unknown as { layoutShifts: { value: number; nodes: Node[] }[] };
+    w.layoutShifts = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries() as unknown as { value: number; hadRecentInput: boolean; sources: { node: Node | null }[] }[]) {
+        if (!e.hadRecentInput) w.layoutShifts.push({ value: e.value, nodes: e.sources.flatMap((s) => (s.node ? [s.node] : [])) });
+      }
+    }).observe({ type: 'layout-shift', buffered: true });
+  });
+}
+
+/** The layout shifts recorded so far (watchLayoutShifts) that moved something inside the element `selector` names. */
+export async function layoutShiftsIn(page: Page, selector: string): Promise<string[]> {
+  return page.evaluate((sel) => {
+    const w = window as unknown as { layoutShifts: { value: number; nodes: Node[] }[] };
+    const inside = document.querySelector(sel);
+    return w.layoutShifts
+      .filter((s) => s.nodes.some((n) => inside?.contains(n)))
+      .map((s) => `${s.value.toFixed(4)}: ${s.nodes.map((n) => (n instanceof Element ? n.outerHTML.slice(0, 80) : n.nodeName)).join(' | ')}`);
+  }, selector);
+}
+
+/**
+ * Records how many errors (`role="alert"`) the page shows, each time that number changes, from its first frame on;
+ * `alertCountsSeen` reads them. An outage's error that blinked away at each try shows as 1, 0, 1, … Call before `goto`.
+ */
+export async function watchAlertCounts(page: Page): Promise<void> {
+  await page.addInitScript(() => {
+    const w = window as unknown as { alertCounts: number[] };
+    w.alertCounts = [];
+    const look = () => {
+      const n = document.querySelectorAll('[role="alert"]').length;
+      if (w.alertCounts.at(-1) !== n) w.alertCounts.push(n);
+    };
+    document.addEventListener('DOMContentLoaded', () => new MutationObserver(look).observe(document.body, { subtree: true, childList: true }));
+  });
+}
+
+export async function alertCountsSeen(page: Page): Promise<number[]> {
+  return page.evaluate(() => (window as unknown as { alertCounts: number[] }).alertCounts);
+}
+
 export const ERROR_BORDER = 'rgb(180, 35, 53)';
 
 /** A field shown in its error state: marked invalid for assistive technology, and bordered in red for the eye. */

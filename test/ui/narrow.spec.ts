@@ -2,7 +2,7 @@
  * A phone-wide window (375 px): the navigation wraps inside its dark bar, every link readable there, and no screen
  * scrolls sideways (wide content such as tables and the board's columns scrolls inside its own box).
  */
-import { api, createProject, expect, makeRepo, test } from './fixtures';
+import { api, createProject, expect, makeRepo, svcApi, test } from './fixtures';
 import { screenshot } from './screenshot';
 
 test.use({ viewport: { width: 375, height: 740 } });
@@ -80,4 +80,53 @@ test('at 375 px a long name without a space, in any script, stays inside the win
   await softly.poll(() => overflow('html'), { message: 'sideways overflow with the delete dialog' }).toBeLessThanOrEqual(0);
   await screenshot(page, 'narrow-long-name-dialog', { fullPage: false });
   await page.keyboard.press('Escape');
+});
+
+test("at 375 px the rows' buttons stay in view at the right edge of their table, and a cron expression on one line", async ({ page }) => {
+  const name = `Buttons-in-view-${'n'.repeat(80)}`;
+  await api('POST', '/projects', { name, repository: { url: makeRepo('buttons-in-view') } });
+  await svcApi('scheduler', 'POST', '/workflows', {
+    name: 'ui-narrow-nightly',
+    description: 'a description long enough to take several lines of a narrow column',
+    schedule: '0 3 * * *',
+    timezone: 'Europe/Paris',
+    tasks: [{ name: 'say', type: 'script', script: 'echo narrow' }],
+  });
+  await page.goto('/projects');
+  // the table is wider than the window and scrolls in its box; the row's buttons were past its right edge
+  for (const button of [`Edit ${name}`, `Delete ${name}`]) await expect(page.getByRole('button', { name: button })).toBeInViewport({ ratio: 1 });
+  await page.goto('/scheduler');
+  await expect(page.getByRole('button', { name: 'Run ui-narrow-nightly now' })).toBeInViewport({ ratio: 1 });
+  await expect(page.getByRole('button', { name: 'Pause ui-narrow-nightly' })).toBeInViewport({ ratio: 1 });
+  // "0 3 * * *" broke into "0 3 *" and "* *"
+  const cron = page.getByRole('table', { name: 'Schedules' }).locator('[data-schedule="ui-narrow-nightly"] td.mono');
+  await expect(cron).toHaveText('0 3 * * *');
+  expect(await cron.evaluate((td) => {
+    const range = document.createRange();
+    range.selectNodeContents(td);
+    return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size;
+  })).toBe(1);
+  await screenshot(page, 'narrow-scheduler');
+});
+
+test.describe('in a wide window', () => {
+  test.use({ viewport: { width: 1360, height: 860 } });
+
+  test("a project's long name and repository path wrap in their columns: the row's cost and buttons stay in view", async ({ page }) => {
+    const name = `Wide-window-${'w'.repeat(120)}`;
+    await api('POST', '/projects', { name, repository: { url: makeRepo(`wide-${'p'.repeat(60)}`) } });
+    await page.goto('/projects');
+    const row = page.getByRole('row').filter({ has: page.getByRole('link', { name }) });
+    // the name and the path, unbroken, made the table 1,700 px wide: Cost, Edit and Delete past the window's edge
+    await expect(row.getByRole('cell').filter({ hasText: /^\$\d+\.\d\d$/ })).toBeInViewport({ ratio: 1 });
+    for (const button of [`Edit ${name}`, `Delete ${name}`]) await expect(page.getByRole('button', { name: button })).toBeInViewport({ ratio: 1 });
+    expect(await page.locator('.table-scroll').first().evaluate((box) => box.scrollWidth - box.clientWidth)).toBeLessThanOrEqual(0);
+    // the screen's button stands level with its title (it stood lower, under the title's margin)
+    const title = await page.getByRole('heading', { name: 'Projects', level: 1 }).boundingBox();
+    const button = await page.getByRole('button', { name: 'New project' }).boundingBox();
+    if (!title || !button) throw new Error('no title or New project');
+    const middle = button.y + button.height / 2;
+    expect(middle).toBeGreaterThanOrEqual(title.y);
+    expect(middle).toBeLessThanOrEqual(title.y + title.height);
+  });
 });

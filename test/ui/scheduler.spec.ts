@@ -122,7 +122,27 @@ test.describe('the scheduler service down', () => {
   test('its outage is said once for the screen (it was said in each of the four sections), and the screen loads by itself once it is back', async ({ page }) => {
     await svcApi('scheduler', 'POST', '/workflows', { name: 'ui-after-outage', tasks: [{ name: 'say', type: 'script', script: 'echo back' }] });
     const lists = /\/svc\/scheduler\/api\/v1\/(sources|workflows|schedules|executions)(\?.*)?$/;
-    await page.route(lists, (route) => route.fulfill({ status: 503, json: { detail: 'The database (PostgreSQL) is not answering; try again' } }));
+    let triesOfSources = 0;
+    await page.route(lists, (route) => {
+      if (route.request().url().includes('/sources')) triesOfSources++;
+      return route.fulfill({ status: 503, json: { detail: 'The database (PostgreSQL) is not answering; try again' } });
+    });
+    // every state the page goes through: how many sections show their list, how many say "Not loaded", whether the
+    // screen's error is there
+    await page.addInitScript(() => {
+      const w = window as unknown as { seen: string[] };
+      w.seen = [];
+      const look = () => {
+        const sections = [...document.querySelectorAll('section.panel')];
+        if (sections.length === 0) return;
+        const shown = sections.filter((s) => s.querySelector('table, p.empty')).length;
+        const notLoaded = sections.filter((s) => s.textContent?.includes('Not loaded')).length;
+        const errors = document.querySelectorAll('[role="alert"]').length;
+        const state = `${shown} shown, ${notLoaded} not loaded, ${errors} error`;
+        if (w.seen.at(-1) !== state) w.seen.push(state);
+      };
+      document.addEventListener('DOMContentLoaded', () => new MutationObserver(look).observe(document.body, { subtree: true, childList: true, characterData: true }));
+    });
     await page.goto('/scheduler');
     const alerts = page.getByRole('alert');
     await expect(alerts.filter({ hasText: 'The scheduler service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.' })).toHaveCount(1, {
@@ -135,11 +155,23 @@ test.describe('the scheduler service down', () => {
       await expect(section.getByRole('alert')).toHaveCount(0);
     }
     await screenshot(page, 'scheduler-outage');
+    // the screen's own tries (the first read, tried twice more, then again every 5 s): one more round, refused too
+    const firstRound = triesOfSources;
+    await expect.poll(() => triesOfSources, { timeout: 20_000 }).toBeGreaterThanOrEqual(firstRound + 3);
+    await expect(alerts).toHaveCount(1);
     // back: the next try (every 5 s) loads every list, with nobody clicking Retry
     await page.unroute(lists);
     await expect(page.getByRole('table', { name: 'Workflows' }).locator('[data-workflow="ui-after-outage"]')).toBeVisible({ timeout: 15_000 });
     await expect(page.getByRole('alert')).toHaveCount(0);
     await expect(page.getByText('Not loaded: the scheduler service is unavailable (above).')).toHaveCount(0);
+    // all together, from the one read that found the service back (each list came back on its own 5 s timer, so some
+    // showed while the others still said "Not loaded", and moved when those came); and while the service was down,
+    // its error and the "Not loaded" stayed through each try (they blinked away, "Loading…" in their place, each time)
+    expect(await page.evaluate(() => (window as unknown as { seen: string[] }).seen)).toEqual([
+      '0 shown, 0 not loaded, 0 error',
+      '0 shown, 4 not loaded, 1 error',
+      '4 shown, 0 not loaded, 0 error',
+    ]);
   });
 
   test("a row's action refused with a 503 says which service and that nothing is sent again by itself (a bare toast before)", async ({ page }) => {
@@ -187,4 +219,66 @@ test('the tables show once every list has come: a list that came late no longer 
   } finally {
     await fake.close();
   }
+});
+
+test.describe('the scheduler service refusing or failing: one error for the screen, saying what to do', () => {
+  test.use({ allowConsoleErrors: /status of (401|403|500)/ });
+  const lists = /\/svc\/scheduler\/api\/v1\/(sources|workflows|schedules|executions)(\?.*)?$/;
+  const sections = ['Sources', 'Workflows', 'Schedules', 'Executions'];
+
+  test("its 401 (it refused the task service's key) names the setting to fix, once, and asks for no key here", async ({ page }) => {
+    // what the scheduler answers a wrong X-API-Key (api/http/apiKeyAuth.ts)
+    await page.route(lists, (route) => route.fulfill({ status: 401, json: { detail: 'Invalid API key' } }));
+    await page.goto('/scheduler');
+    const alerts = page.getByRole('alert');
+    await expect(alerts).toHaveCount(1);
+    await expect(alerts).toContainText('Invalid API key');
+    await expect(alerts).toContainText("The scheduler service refused the key the task service sends it (HTTP 401): the key of this tab is fine.");
+    await expect(alerts).toContainText('set ARMADA_SCHEDULER_API_KEY (or ARMADA_API_KEY, which the three services share)');
+    // the tab's key was accepted: the key prompt (which asked for it again) stays closed, and Retry does not open it
+    await expect(alerts).not.toContainText('Retry asks for it');
+    await expect(page.getByRole('dialog', { name: 'API key required' })).toHaveCount(0);
+    for (const name of sections) {
+      await expect(page.getByRole('region', { name }).getByText("Not loaded: the scheduler service refused the task service's key (above).")).toBeVisible();
+    }
+    await screenshot(page, 'scheduler-key-refused');
+    await page.getByRole('button', { name: 'Retry' }).click();
+    await expect(page.getByRole('dialog', { name: 'API key required' })).toHaveCount(0);
+    await expect(alerts).toHaveCount(1);
+  });
+
+  test('its 403 and its 500 on every list: said once, with what to do (it was said in each of the four sections)', async ({ page }) => {
+    await page.route(lists, (route) => route.fulfill({ status: 403, json: { detail: 'Forbidden by the gateway' } }));
+    await page.goto('/scheduler');
+    const alerts = page.getByRole('alert');
+    await expect(alerts).toHaveCount(1);
+    await expect(alerts).toContainText('Forbidden by the gateway');
+    await expect(alerts).toContainText('The scheduler service refused this request to the key this tab sends (HTTP 403): use a key that is allowed to do it (Settings, API key).');
+    for (const name of sections) await expect(page.getByRole('region', { name }).getByText('Not loaded: the scheduler service refused the request (above).')).toBeVisible();
+
+    await page.unroute(lists);
+    await page.route(lists, (route) => route.fulfill({ status: 500, json: { detail: 'Internal server error' } }));
+    await page.getByRole('button', { name: 'Retry' }).click();
+    await expect(alerts.filter({ hasText: 'The scheduler service failed on this request (HTTP 500): its log on the server says why.' })).toHaveCount(1);
+    await expect(alerts).toHaveCount(1);
+    await expect(alerts).not.toContainText('could not be read');
+    for (const name of sections) await expect(page.getByRole('region', { name }).getByText('Not loaded: the scheduler service answered HTTP 500 (above).')).toBeVisible();
+    await screenshot(page, 'scheduler-failing');
+  });
+
+  test('a 500 of two lists is said once, naming them; the other two lists show', async ({ page }) => {
+    await svcApi('scheduler', 'POST', '/workflows', { name: 'ui-half-failing', tasks: [{ name: 'say', type: 'script', script: 'echo half' }] });
+    await page.route(/\/svc\/scheduler\/api\/v1\/(sources|executions)(\?.*)?$/, (route) => route.fulfill({ status: 500, json: { detail: 'Internal server error' } }));
+    await page.goto('/scheduler');
+    const alerts = page.getByRole('alert');
+    await expect(alerts.filter({ hasText: 'Sources and Executions could not be read: Internal server error' })).toHaveCount(1);
+    await expect(alerts).toHaveCount(1);
+    await expect(page.getByRole('table', { name: 'Workflows' }).locator('[data-workflow="ui-half-failing"]')).toBeVisible();
+    await expect(page.getByRole('region', { name: 'Schedules' }).getByText('Not loaded')).toHaveCount(0);
+    for (const name of ['Sources', 'Executions']) await expect(page.getByRole('region', { name }).getByText('Not loaded: the scheduler service answered HTTP 500 (above).')).toBeVisible();
+    await page.unroute(/\/svc\/scheduler\/api\/v1\/(sources|executions)(\?.*)?$/);
+    await page.getByRole('button', { name: 'Retry' }).click();
+    await expect(alerts).toHaveCount(0);
+    await expect(page.getByText('Not loaded')).toHaveCount(0);
+  });
 });

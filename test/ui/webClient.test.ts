@@ -1,5 +1,7 @@
 /** The board's API client and stream helpers that need no browser: error shapes, SSE parsing, backoff, stream resets. */
-import { ApiError, buildUrl, errorFromBody } from '../../web/src/api/client';
+import { api, ApiError, buildUrl, errorFromBody, SERVICE_KEY_REFUSED, svc } from '../../web/src/api/client';
+import { onUnauthorized, setApiKey } from '../../web/src/api/auth';
+import { errorNote, notLoadedReason } from '../../web/src/api/errorNote';
 import { backoffDelay, createSseParser, eventStreamResume, openWebSocketStream } from '../../web/src/api/streams';
 import { createStreamCursor, resetSeqOf } from '../../web/src/api/streamCursor';
 import { describeStream, lostStreams, markLost, markOpen } from '../../web/src/api/connection';
@@ -35,6 +37,61 @@ test('a service down (502, 503, 504, no answer) is named, and its reads are sent
   expect(retryWhileUnavailable({ state: { status: 'error', error: down } })).toBe(UNAVAILABLE_RETRY_MS);
   expect(retryWhileUnavailable({ state: { status: 'error', error: errorFromBody(404, null) } })).toBe(false);
   expect(retryWhileUnavailable({ state: { status: 'success', error: null } })).toBe(false);
+});
+
+test("a proxied service's own 401 refused the task service's key: no key prompt, and the note names the setting to fix", async () => {
+  const realFetch = globalThis.fetch;
+  let prompts = 0;
+  const stop = onUnauthorized(() => prompts++);
+  // what each one answers a refused key: the scheduler (api/http/apiKeyAuth.ts), the task service (bearerAuth.ts, also
+  // on /svc/…, checked before the forwarding), a code-hosting route (docs/codehost.md)
+  const answer = (body: unknown) => {
+    globalThis.fetch = async () => new Response(JSON.stringify(body), { status: 401, headers: { 'content-type': 'application/json' } });
+  };
+  try {
+    answer({ detail: 'Invalid API key' });
+    const refused = await svc('scheduler', '/sources').catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ApiError);
+    expect([(refused as ApiError).code, (refused as ApiError).status, (refused as ApiError).service, (refused as ApiError).message]).toEqual([SERVICE_KEY_REFUSED, 401, 'scheduler', 'Invalid API key']);
+    expect(prompts).toBe(0);
+    expect(errorNote(refused)).toBe(
+      "The scheduler service refused the key the task service sends it (HTTP 401): the key of this tab is fine. On the task service's host, set ARMADA_SCHEDULER_API_KEY (or ARMADA_API_KEY, which the three services share) to the key that service expects, and restart Armada.",
+    );
+    expect(notLoadedReason(refused)).toBe("the scheduler service refused the task service's key");
+
+    answer({ success: false, error: { code: 'UNAUTHORIZED', message: 'Authentication required' } });
+    const ours = (await svc('agents', '/agents').catch((e: unknown) => e)) as ApiError;
+    expect([ours.code, ours.status]).toEqual(['UNAUTHORIZED', 401]);
+    expect(prompts).toBe(1);
+    expect(errorNote(ours)).toBeNull();
+
+    answer({ success: false, error: 'codehost_auth_required', message: 'Sign in to the code host' });
+    const codehost = (await api('/auth/codehost/status').catch((e: unknown) => e)) as ApiError;
+    expect(codehost.code).toBe('codehost_auth_required');
+    expect(prompts).toBe(1);
+  } finally {
+    globalThis.fetch = realFetch;
+    stop();
+    // the refused key is forgotten as a new key does it (the streams below would wait for one): no sessionStorage here
+    const g = globalThis as unknown as { sessionStorage?: unknown };
+    g.sessionStorage = { removeItem: () => undefined };
+    setApiKey(null);
+    delete g.sessionStorage;
+  }
+});
+
+test('what an error adds to its message: the service down, refusing (403) or failing (500); nothing for a plain 404', () => {
+  expect(errorNote(errorFromBody(403, { detail: 'Forbidden' }, 'traces'))).toBe(
+    'The message trace service refused this request to the key this tab sends (HTTP 403): use a key that is allowed to do it (Settings, API key).',
+  );
+  const failed = errorFromBody(500, { detail: 'Internal server error' }, 'scheduler');
+  expect(errorNote(failed)).toBe('The scheduler service failed on this request (HTTP 500): its log on the server says why.');
+  expect(notLoadedReason(failed)).toBe('the scheduler service answered HTTP 500');
+  const down = errorFromBody(503, { detail: 'down' }, 'scheduler');
+  expect(errorNote(down)).toBe('The scheduler service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.');
+  expect(notLoadedReason(down)).toBe('the scheduler service is unavailable');
+  expect(errorNote(errorFromBody(404, { detail: 'Source not found' }, 'scheduler'))).toBeNull();
+  expect(errorNote(new Error('plain'))).toBeNull();
 });
 
 test('URLs: task service under /api, the other services through the /svc proxy; empty query values are left out', () => {

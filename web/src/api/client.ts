@@ -4,7 +4,7 @@
  *  - scheduler, agents, traces: `/svc/<service>/...`, proxied by the task service (api/task/serviceProxy.ts), which
  *    adds their X-API-Key; their errors are `{detail}`.
  * The stored key goes out as `Authorization: Bearer <key>`. A failure throws an ApiError carrying the server's
- * message; a 401 also opens the key prompt.
+ * message; a 401 of the task service also opens the key prompt (a proxied service's own 401 does not: SERVICE_KEY_REFUSED).
  */
 import { getApiKey, reportUnauthorized } from './auth';
 
@@ -37,6 +37,13 @@ export interface Page<T> {
 }
 
 export type Service = 'task' | 'scheduler' | 'agents' | 'traces';
+
+/**
+ * The code of a proxied service's own 401 (`{detail: "Invalid API key"}`): it refused the X-API-Key the task service
+ * sends it (a key set differently on the two hosts), not the key of this tab, which the task service accepted. The
+ * key prompt would ask for the wrong key: the error says which setting to fix instead (api/errorNote.ts).
+ */
+export const SERVICE_KEY_REFUSED = 'SERVICE_KEY_REFUSED';
 
 export interface RequestOptions {
   method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -104,9 +111,16 @@ async function send(service: Service, path: string, opts: RequestOptions): Promi
     }
   }
   if (!res.ok) {
-    // a code-hosting 401 (codehost_auth_required) asks for a code-host sign-in, not for the Armada key
-    if (res.status === 401 && typeof (body as { error?: unknown } | null)?.error !== 'string') reportUnauthorized();
-    throw errorFromBody(res.status, body, service);
+    const err = errorFromBody(res.status, body, service);
+    if (res.status === 401) {
+      const e = (body as { error?: unknown } | null)?.error;
+      // through /svc/…, the task service's refusal of this tab's key has its envelope; the proxied service's own
+      // ({detail}) refused the key the task service sends it, which no key typed here changes
+      if (service !== 'task' && !(e && typeof e === 'object')) throw new ApiError(err.message, 401, SERVICE_KEY_REFUSED, undefined, service);
+      // a code-hosting 401 (codehost_auth_required, `error` a string) asks for a code-host sign-in, not for the Armada key
+      if (typeof e !== 'string') reportUnauthorized();
+    }
+    throw err;
   }
   return body;
 }

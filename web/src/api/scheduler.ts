@@ -1,6 +1,7 @@
 /** The scheduler service through the task service's proxy (/svc/scheduler/api/v1; docs/scheduler.md). No stream. */
 import { useQuery } from '@tanstack/react-query';
-import { svc } from './client';
+import { ApiError, svc } from './client';
+import { isUnavailable } from './unavailable';
 import { queryKeys } from './queryKeys';
 
 export interface Source {
@@ -60,18 +61,59 @@ const s = <T>(path: string, opts?: Parameters<typeof svc>[2]) => svc<T>('schedul
 // no stream on this service: refetch when the window gets focus again and after each action
 const live = { refetchOnWindowFocus: true, staleTime: 0, meta: { inlineError: true } } as const;
 
-export const useSources = () =>
-  useQuery({ queryKey: queryKeys.scheduler('sources'), queryFn: ({ signal }) => s<{ items: Source[] }>('/sources', { query: { limit: 100 }, signal }).then((r) => r.items), ...live });
-export const useWorkflows = () =>
-  useQuery({ queryKey: queryKeys.scheduler('workflows'), queryFn: ({ signal }) => s<{ workflows: SchedulerWorkflow[] }>('/workflows', { signal }).then((r) => r.workflows), ...live });
-export const useSchedules = () =>
-  useQuery({ queryKey: queryKeys.scheduler('schedules'), queryFn: ({ signal }) => s<{ schedules: Schedule[] }>('/schedules', { signal }).then((r) => r.schedules), ...live });
-export const useExecutions = () =>
+/** The Scheduler screen's four lists, by name. */
+export const SCHEDULER_LISTS = ['sources', 'workflows', 'schedules', 'executions'] as const;
+export type SchedulerList = (typeof SCHEDULER_LISTS)[number];
+export interface SchedulerLists {
+  sources?: Source[];
+  workflows?: SchedulerWorkflow[];
+  schedules?: Schedule[];
+  executions?: Execution[];
+  /** the lists that failed on their own (a 500 of one route), each with its error; the others came */
+  errors: Partial<Record<SchedulerList, ApiError>>;
+}
+
+/**
+ * The four lists, read together as one query: they come from one service and come and go with it. So the screen shows
+ * them at once (one that came first moved, buttons and all, when a list above it came), the service down or refusing
+ * the task service's key is one error for the screen (it was said in each section), and after an outage one read, on
+ * one timer, brings all four back (each list came back on its own 5 s timer). Such an error (502, 503, 504, no answer,
+ * 401, 403) fails the whole read; another error of one list (a 500) is kept in `errors`, the other lists shown.
+ */
+export const useSchedulerLists = () =>
   useQuery({
-    queryKey: queryKeys.scheduler('executions'),
-    queryFn: ({ signal }) => s<{ executions: Execution[] }>('/executions', { query: { limit: 50 }, signal }).then((r) => r.executions),
+    queryKey: queryKeys.scheduler('lists'),
+    queryFn: async ({ signal }): Promise<SchedulerLists> => {
+      const reads = await Promise.allSettled([
+        s<{ items: Source[] }>('/sources', { query: { limit: 100 }, signal }).then((r) => r.items),
+        s<{ workflows: SchedulerWorkflow[] }>('/workflows', { signal }).then((r) => r.workflows),
+        s<{ schedules: Schedule[] }>('/schedules', { signal }).then((r) => r.schedules),
+        s<{ executions: Execution[] }>('/executions', { query: { limit: 50 }, signal }).then((r) => r.executions),
+      ]);
+      const failures = reads.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+      // not an answer of the service (aborted: the screen was left, or a newer read replaced this one)
+      const other = failures.find((e) => !(e instanceof ApiError));
+      if (other !== undefined) throw other;
+      const screenWide = (failures as ApiError[]).find((e) => isUnavailable(e as unknown) || e.status === 401 || e.status === 403);
+      if (screenWide) throw screenWide;
+      const errors: SchedulerLists['errors'] = {};
+      const got = <T>(name: SchedulerList, r: PromiseSettledResult<T>): T | undefined => {
+        if (r.status === 'fulfilled') return r.value;
+        errors[name] = r.reason as ApiError;
+        return undefined;
+      };
+      const [sources, workflows, schedules, executions] = reads;
+      return {
+        sources: got('sources', sources),
+        workflows: got('workflows', workflows),
+        schedules: got('schedules', schedules),
+        executions: got('executions', executions),
+        errors,
+      };
+    },
     ...live,
   });
+
 /** The first `limit` lines of an execution's log (the API's page: at most 10,000 a request). */
 export const useExecutionLogs = (id: string | null, limit: number) =>
   useQuery({

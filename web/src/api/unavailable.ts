@@ -5,6 +5,7 @@
  * UNAVAILABLE_RETRY_MS by itself (main.tsx, refetchInterval), so it loads once the service is back, with no click and
  * no stream needed (the Scheduler, Agents and Traces screens have none), and its error says so (ErrorMessage).
  */
+import { useRef } from 'react';
 import { ApiError, type Service } from './client';
 
 /** How often a screen's read that failed because a service was down is sent again. */
@@ -36,4 +37,17 @@ export function unavailableNote(err: ApiError, retried = true): string {
   const next = retried ? `This screen tries again every ${UNAVAILABLE_RETRY_MS / 1000} seconds by itself.` : 'Nothing is sent again by itself: try again once it is back.';
   if (err.status === 0) return `The Armada server did not answer. ${next}`;
   return `${SERVICE_NAMES[err.service]} is unavailable (HTTP ${err.status}). ${next}`;
+}
+
+/**
+ * A read's result as a screen shows it while the read is tried again: TanStack Query clears the error of a query that
+ * has no data at each new try (its status back to pending), so an outage's error, and the "Not loaded" it left in the
+ * lists, blinked away for each 5 s try ("Loading…" in their place) and came back when it failed again. The last error
+ * stays until a try succeeds, or the query stops trying.
+ */
+export function useErrorKept<R extends { error: unknown; isPending: boolean; isFetching: boolean }>(result: R): R {
+  const kept = useRef<unknown>(null);
+  if (result.error) kept.current = result.error;
+  else if (!(result.isPending && result.isFetching)) kept.current = null;
+  return kept.current && !result.error ? { ...result, error: kept.current, isPending: false, isError: true, status: 'error' } : result;
 }

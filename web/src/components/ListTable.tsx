@@ -5,6 +5,8 @@ import type { ReactNode } from 'react';
  * last column whose header only screen readers read), one row per item, or the `empty` text when there is none.
  * While the items are not known yet: "Loading…" when `loading` says they are on their way (the query is pending),
  * else nothing (an error the screen shows above, a query not enabled). `className` adds to the table's own class.
+ * With `actions`, that last column stays in view at the right edge while a table wider than the window scrolls under
+ * it (`.has-actions`, styles.css): on a phone the rows' buttons were past the edge, with nothing saying so.
  */
 export function ListTable<T>({
   label,
@@ -37,7 +39,7 @@ export function ListTable<T>({
   // a table wider than the window scrolls sideways inside its own box, not the whole page
   return (
     <div className="table-scroll">
-      <table className={className ? `table ${className}` : 'table'} aria-label={label}>
+      <table className={['table', actions ? 'has-actions' : '', className ?? ''].filter(Boolean).join(' ')} aria-label={label}>
         <thead>
           <tr>
             {columns.map((c) => (

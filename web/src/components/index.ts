@@ -3,6 +3,7 @@ export { ConfirmDialog } from './ConfirmDialog';
 export { ConnectionBanner } from './ConnectionBanner';
 export { Dialog } from './Dialog';
 export { ErrorMessage } from './ErrorMessage';
+export { groupErrors, joinNames, type NamedRead, NotLoaded, ScreenErrors } from './ScreenErrors';
 export { KeyPrompt } from './KeyPrompt';
 export { Layout } from './Layout';
 export { Toasts } from './Toasts';

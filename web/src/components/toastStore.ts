@@ -1,6 +1,6 @@
 /** Messages shown in the toast area: errors stay until dismissed, notices go after a few seconds. */
 import { useSyncExternalStore } from 'react';
-import { isUnavailable, unavailableNote } from '../api/unavailable';
+import { errorNote } from '../api/errorNote';
 
 export interface ToastItem {
   id: number;
@@ -32,12 +32,12 @@ export function showToast(kind: ToastItem['kind'], message: string, note?: strin
 }
 
 /**
- * Shows an error's message (an ApiError carries the server's). A service that is down (503, no answer) is named
- * under it, with what happens next, as ErrorMessage says it: a screen's read (`action` false) is sent again by itself,
- * an action the user took (a row's Pause, Run now, a save) is not ("try again once it is back").
+ * Shows an error's message (an ApiError carries the server's), with the note ErrorMessage adds (api/errorNote.ts): a
+ * service that is down (503, no answer) is named, with what happens next: a screen's read (`action` false) is sent
+ * again by itself, an action the user took (a row's Pause, Run now, a save) is not ("try again once it is back").
  */
 export function showError(err: unknown, { action = false }: { action?: boolean } = {}): void {
-  showToast('error', err instanceof Error ? err.message : String(err), isUnavailable(err) ? unavailableNote(err, !action) : undefined);
+  showToast('error', err instanceof Error ? err.message : String(err), errorNote(err, !action) ?? undefined);
 }
 
 export function useToasts(): ToastItem[] {

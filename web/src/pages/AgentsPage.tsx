@@ -5,8 +5,8 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { type Agent, assignAgentTask, useAgentStatuses, useAgents, useAgentTasks } from '../api/agentsTraces';
-import { queryKeys } from '../api';
-import { Dialog, ErrorMessage, ListTable, showToast } from '../components';
+import { queryKeys, useErrorKept } from '../api';
+import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showToast } from '../components';
 
 function AssignDialog({ agent, onClose }: { agent: Agent; onClose: () => void }) {
   const qc = useQueryClient();
@@ -63,17 +63,28 @@ function AssignDialog({ agent, onClose }: { agent: Agent; onClose: () => void })
 }
 
 export function AgentsPage() {
-  const agents = useAgents();
+  const qc = useQueryClient();
+  // their errors stay while they are tried again (every 5 s while the service is down): they blinked away at each try
+  const agents = useErrorKept(useAgents());
   const statuses = useAgentStatuses((agents.data ?? []).map((a) => a.name));
-  const tasks = useAgentTasks();
+  const tasks = useErrorKept(useAgentTasks());
   const [assigning, setAssigning] = useState<Agent | null>(null);
   return (
     <div className="stack">
       <div className="page-head">
         <h1>Agents</h1>
       </div>
+      {/* one error for both lists when the service is down (each list said it) */}
+      <ScreenErrors
+        reads={[
+          { name: 'Agents', error: agents.error },
+          { name: 'Latest tasks', error: tasks.error },
+        ]}
+        onRetry={() => void qc.invalidateQueries({ queryKey: queryKeys.agents() })}
+      />
       <section className="panel" aria-label="Agents">
-        {agents.error ? <ErrorMessage error={agents.error} onRetry={() => void agents.refetch()} /> : null}
+        <h2>Status and queues</h2>
+        <NotLoaded error={agents.data ? null : agents.error} />
         <ListTable
           label="Agents"
           items={agents.data}
@@ -110,7 +121,7 @@ export function AgentsPage() {
       </section>
       <section className="panel" aria-label="Latest agent tasks">
         <h2>Latest tasks</h2>
-        {tasks.error ? <ErrorMessage error={tasks.error} onRetry={() => void tasks.refetch()} /> : null}
+        <NotLoaded error={tasks.data ? null : tasks.error} />
         <ListTable
           label="Latest tasks"
           items={tasks.data}

@@ -6,9 +6,9 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { type Approval, fetchApprovalHistory, getApproval, respondToApproval, usePendingApprovals } from '../api/approvals';
-import { eventStreamResume, queryKeys, useWebSocketStream } from '../api';
+import { eventStreamResume, queryKeys, useErrorKept, useWebSocketStream } from '../api';
 import type { DomainEvent } from '../api/tasks';
-import { Dialog, ErrorMessage, ListTable, showToast } from '../components';
+import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showToast } from '../components';
 
 type Decision = 'approved' | 'rejected';
 
@@ -123,9 +123,10 @@ function StatusBadge({ status }: { status: string }) {
 export function ApprovalsPage() {
   useApprovalEvents();
   const now = useNow();
-  const pending = usePendingApprovals();
+  // errors stay while they are tried again (every 5 s while the service is down): they blinked away at each try
+  const pending = useErrorKept(usePendingApprovals());
   // loaded once, then kept current by the stream and by answers given here
-  const historyQuery = useQuery({ queryKey: HISTORY_KEY, queryFn: ({ signal }) => fetchApprovalHistory(signal), meta: { inlineError: true } });
+  const historyQuery = useErrorKept(useQuery({ queryKey: HISTORY_KEY, queryFn: ({ signal }) => fetchApprovalHistory(signal), meta: { inlineError: true } }));
   const history = historyQuery.data ?? [];
   const [acting, setActing] = useState<{ approval: Approval; decision: Decision } | null>(null);
 
@@ -134,8 +135,19 @@ export function ApprovalsPage() {
       <div className="page-head">
         <h1>Approvals</h1>
       </div>
+      {/* the task service down is one error for both lists (each said it) */}
+      <ScreenErrors
+        reads={[
+          { name: 'Pending for you', error: pending.error },
+          { name: 'History', error: historyQuery.error },
+        ]}
+        onRetry={() => {
+          void pending.refetch();
+          void historyQuery.refetch();
+        }}
+      />
       <h2 className="section-title">Pending for you</h2>
-      {pending.error ? <ErrorMessage error={pending.error} onRetry={() => void pending.refetch()} /> : null}
+      <NotLoaded error={pending.data ? null : pending.error} />
       {pending.isPending ? <p className="muted">Loading…</p> : null}
       <ListTable
         label="Pending approvals"
@@ -174,7 +186,7 @@ export function ApprovalsPage() {
 
       <h2 className="section-title">History</h2>
       <p className="muted">Closed requests you made, answered or could answer; latest first.</p>
-      {historyQuery.error ? <ErrorMessage error={historyQuery.error} onRetry={() => void historyQuery.refetch()} /> : null}
+      <NotLoaded error={historyQuery.data ? null : historyQuery.error} />
       {historyQuery.isPending && !historyQuery.error ? <p className="muted">Loading…</p> : null}
       <ListTable
         label="Approval history"

@@ -18,6 +18,7 @@ import {
   queryKeys,
   useProject,
   useProjects,
+  useErrorKept,
   useWebSocketStream,
 } from '../api';
 import { ConfirmDialog, ErrorMessage, ListTable, showToast } from '../components';
@@ -32,11 +33,12 @@ function ProjectRow({ project, onEdit, onDelete }: { project: ProjectListItem; o
   const repo = detail.data?.repository;
   return (
     <tr>
-      <td>
+      {/* a name or a path without a space wraps in its column: it widened the table until Edit and Delete were out of view */}
+      <td className="long-text">
         <Link to={`/projects/${project.id}`}>{project.name}</Link>
         {project.description ? <div className="muted">{project.description}</div> : null}
       </td>
-      <td className="mono">
+      <td className="mono long-text">
         {project.repository.url}
         <div className="muted">
           {project.repository.branch}
@@ -104,7 +106,8 @@ async function createProjectTellingMissing(fields: CreateProjectFields) {
 }
 
 export function ProjectsPage() {
-  const projects = useProjects();
+  // its error stays while it is tried again (every 5 s while the service is down): it blinked away at each try
+  const projects = useErrorKept(useProjects());
   useProjectStatsEvents();
   const qc = useQueryClient();
   const navigate = useNavigate();

@@ -2,8 +2,9 @@
  * Scheduler: sources with their health (check now), workflows (run now), schedules (cron, zone, next run, pause and
  * resume), executions (stop, logs). The scheduler service has no event stream, so this screen refetches when the
  * window gets focus and after each action, never on a timer while it answers (a read that found it down is sent again
- * every 5 s until it loads: api/unavailable.ts; docs/ui.md). The service down is said once for the screen, and the
- * tables show when all four lists have come, so none moves under the pointer when another arrives.
+ * every 5 s until it loads: api/unavailable.ts; docs/ui.md). The four lists are one read (useSchedulerLists), so
+ * they show together (none moves under the pointer when another arrives) and come back together after an outage, and
+ * an error is said once for the screen, above the sections, however many lists it left empty.
  */
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
@@ -11,16 +12,15 @@ import {
   checkSourceHealth,
   type Execution,
   runWorkflow,
+  SCHEDULER_LISTS,
+  type SchedulerList,
   setSchedulePaused,
   stopExecution,
   useExecutionLogs,
-  useExecutions,
-  useSchedules,
-  useSources,
-  useWorkflows,
+  useSchedulerLists,
 } from '../api/scheduler';
-import { isUnavailable } from '../api';
-import { Dialog, ErrorMessage, ListTable, showError, showToast } from '../components';
+import { useErrorKept } from '../api';
+import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showError, showToast } from '../components';
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 
@@ -52,25 +52,14 @@ function useAction() {
   return { busy: (key: string) => pending.has(key), run };
 }
 
-interface Read {
-  data?: unknown;
-  error: unknown;
-  isPending: boolean;
-  refetch: () => unknown;
-}
+const LIST_TITLES: Record<SchedulerList, string> = { sources: 'Sources', workflows: 'Workflows', schedules: 'Schedules', executions: 'Executions' };
 
-/**
- * One of the four lists. The scheduler service down is said once, above the sections (`down`; it was said in each of
- * the four): a section whose read failed so says only that it is not loaded. Another error (a 500) is its own, said in
- * it with Retry. The table itself comes with `items` (undefined while the screen settles: ListTable's "Loading…").
- */
-function Section({ title, query, children }: { title: string; query: Read; children: React.ReactNode }) {
-  const down = isUnavailable(query.error);
+/** One of the four lists; `error` is why it is empty (said above the sections: ScreenErrors). */
+function Section({ title, error, children }: { title: string; error: unknown; children: React.ReactNode }) {
   return (
     <section className="panel" aria-label={title}>
       <h2>{title}</h2>
-      {query.error && !down ? <ErrorMessage error={query.error} onRetry={() => void query.refetch()} /> : null}
-      {down && query.data === undefined ? <p className="muted">Not loaded: the scheduler service is unavailable (above).</p> : null}
+      <NotLoaded error={error} />
       {children}
     </section>
   );
@@ -119,20 +108,16 @@ function LogsDialog({ execution, onClose }: { execution: Execution; onClose: () 
 }
 
 export function SchedulerPage() {
-  const sources = useSources();
-  const workflows = useWorkflows();
-  const schedules = useSchedules();
-  const executions = useExecutions();
+  // its error stays while it is tried again (every 5 s while the service is down): it blinked away at each try
+  const lists = useErrorKept(useSchedulerLists());
   const { busy, run } = useAction();
   const qc = useQueryClient();
   const [logsOf, setLogsOf] = useState<Execution | null>(null);
-  const reads: Read[] = [sources, workflows, schedules, executions];
-  // the service down (503, no answer): one error for the screen, naming it and saying the screen reads again by itself
-  const down = reads.map((r) => r.error).find(isUnavailable);
-  // each table shows once all four reads have answered (or failed): one that came first moved, buttons and all, when a
-  // list above it came (a click landed beside its button); they all ask the same service, so they come together
-  const settling = reads.some((r) => r.isPending && !r.error);
-  const shown = <T,>(q: { data?: T }) => (settling ? undefined : q.data);
+  const data = lists.data;
+  // the read's own error (the service down, or refusing) is every list's; another is one list's (a 500 of its route)
+  const reads = SCHEDULER_LISTS.map((name) => ({ name: LIST_TITLES[name], error: lists.error ?? data?.errors[name] }));
+  // why a list is empty: the error that left it so (kept lists stay shown under a later error, as they were)
+  const notLoaded = (name: SchedulerList) => (data?.[name] ? null : (lists.error ?? data?.errors[name]));
   const refresh = () => void qc.invalidateQueries({ queryKey: ['scheduler'] });
 
   return (
@@ -143,13 +128,13 @@ export function SchedulerPage() {
           Refresh
         </button>
       </div>
-      {down ? <ErrorMessage error={down} onRetry={refresh} /> : null}
+      <ScreenErrors reads={reads} onRetry={refresh} />
 
-      <Section title="Sources" query={sources}>
+      <Section title="Sources" error={notLoaded('sources')}>
         <ListTable
           label="Sources"
-          items={shown(sources)}
-          loading={settling && !sources.error}
+          items={data?.sources}
+          loading={lists.isPending}
           empty="No sources."
           columns={['Name', 'Type', 'URL', 'Health', 'Last check']}
           actions
@@ -182,11 +167,11 @@ export function SchedulerPage() {
         />
       </Section>
 
-      <Section title="Workflows" query={workflows}>
+      <Section title="Workflows" error={notLoaded('workflows')}>
         <ListTable
           label="Workflows"
-          items={shown(workflows)}
-          loading={settling && !workflows.error}
+          items={data?.workflows}
+          loading={lists.isPending}
           empty="No workflows."
           columns={['Name', 'Description', 'Tasks', 'Last run']}
           actions
@@ -212,18 +197,18 @@ export function SchedulerPage() {
         />
       </Section>
 
-      <Section title="Schedules" query={schedules}>
+      <Section title="Schedules" error={notLoaded('schedules')}>
         <ListTable
           label="Schedules"
-          items={shown(schedules)}
-          loading={settling && !schedules.error}
+          items={data?.schedules}
+          loading={lists.isPending}
           empty="No scheduled workflows."
           columns={['Workflow', 'Cron', 'Zone', 'Next run', 'State']}
           actions
           row={(s) => (
             <tr key={s.workflow} data-schedule={s.workflow}>
               <td>{s.workflow}</td>
-              <td className="mono">{s.schedule}</td>
+              <td className="mono nowrap">{s.schedule}</td>
               <td>{s.timezone}</td>
               <td>{s.enabled ? when(s.nextRun) : '— (paused)'}</td>
               <td>
@@ -245,11 +230,11 @@ export function SchedulerPage() {
         />
       </Section>
 
-      <Section title="Executions" query={executions}>
+      <Section title="Executions" error={notLoaded('executions')}>
         <ListTable
           label="Executions"
-          items={shown(executions)}
-          loading={settling && !executions.error}
+          items={data?.executions}
+          loading={lists.isPending}
           empty="No executions yet."
           columns={['Workflow', 'Status', 'Trigger', 'Started', 'Duration']}
           actions

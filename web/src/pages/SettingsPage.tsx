@@ -6,7 +6,7 @@
  */
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { ApiError, getApiKey, queryKeys, setApiKey } from '../api';
+import { ApiError, getApiKey, queryKeys, setApiKey, useErrorKept } from '../api';
 import { useAgents } from '../api/agentsTraces';
 import { useProjects } from '../api/projects';
 import { createWebhook, deleteWebhook, type Receiver, type Webhook, WEBHOOK_EVENTS, useDeliveries, useWebhooks } from '../api/settings';
@@ -65,9 +65,14 @@ function ApiKeySection() {
   );
 }
 
-function ProfilesSection() {
-  const projects = useProjects();
-  const agents = useAgents();
+/**
+ * `hidden` while the webhooks above are on their way: shown at once, it was pushed down when their list came (a layout
+ * shift), whatever its own reads had done meanwhile. Its reads start with the screen all the same.
+ */
+function ProfilesSection({ hidden }: { hidden: boolean }) {
+  // their errors stay while they are tried again (every 5 s while a service is down): they blinked away at each try
+  const projects = useErrorKept(useProjects());
+  const agents = useErrorKept(useAgents());
   const uses = new Map<string, string[]>();
   const add = (profile: string, by: string) => uses.set(profile, [...(uses.get(profile) ?? []), by]);
   for (const p of projects.data ?? []) if (p.defaultLLM) add(p.defaultLLM, `project ${p.name}`);
@@ -82,7 +87,7 @@ function ProfilesSection() {
       ? 'No agent names a profile. The projects could not be read (above), so the profiles they name are not listed.'
       : 'No project or agent names a profile (projects use the server default).';
   return (
-    <section className="panel" aria-label="Agent profiles in use">
+    <section className="panel" aria-label="Agent profiles in use" hidden={hidden}>
       <h2>Agent profiles in use</h2>
       <p className="muted">Profiles are defined in the config file (<code>agents</code>); this lists the ones projects and multi-agent agents name.</p>
       {projects.error ? <ErrorMessage error={projects.error} onRetry={() => void projects.refetch()} /> : null}
@@ -218,7 +223,7 @@ function ReceiverState({ receiver }: { receiver: Receiver | undefined }) {
 
 function WebhooksSection() {
   const qc = useQueryClient();
-  const hooks = useWebhooks();
+  const hooks = useErrorKept(useWebhooks());
   const [creating, setCreating] = useState(false);
   const [open, setOpen] = useState<Webhook | null>(null);
   const [deleting, setDeleting] = useState<Webhook | null>(null);
@@ -305,6 +310,7 @@ function WebhooksSection() {
 }
 
 export function SettingsPage() {
+  const hooks = useWebhooks();
   return (
     <div className="stack">
       <div className="page-head">
@@ -312,9 +318,10 @@ export function SettingsPage() {
       </div>
       <ApiKeySection />
       {/* the webhooks (their buttons) above the profiles: the profiles' list comes when the multi-agent service answers,
-          often last, and above the webhooks it grew and moved them under the pointer (a click landed beside its button) */}
+          often last, and above the webhooks it grew and moved them under the pointer (a click landed beside its button);
+          below them, it shows once their list has come, which moved it down */}
       <WebhooksSection />
-      <ProfilesSection />
+      <ProfilesSection hidden={hooks.isPending} />
     </div>
   );
 }

@@ -4,10 +4,12 @@
  * trace list with instance / phone / status filters (kept in the URL). The trace service has no event stream:
  * refetched when the window gets focus (docs/ui.md). The chart is a small SVG, no library.
  */
-import { useState } from 'react';
+import { useQueryClient } from '@tanstack/react-query';
+import { useLayoutEffect, useRef, useState } from 'react';
 import { useSearchParams } from 'react-router';
 import { TRACE_STATUSES, type TraceAnalytics, type TraceStatus, useTraceAnalytics, useTraces } from '../api/agentsTraces';
-import { ErrorMessage, ListTable } from '../components';
+import { useErrorKept } from '../api';
+import { ListTable, NotLoaded, ScreenErrors } from '../components';
 
 const STATUS_COLOR: Record<TraceStatus, string> = { sent: '#3b82f6', delivered: '#22c55e', read: '#8b5cf6', failed: '#ef4444' };
 
@@ -20,21 +22,50 @@ const NO_ANALYTICS: TraceAnalytics = {
   byDay: [],
 };
 
+/** The widest drawing of the chart; a wider figure scales it up (styles.css caps it), a narrower one draws it narrower. */
+const CHART_WIDTH = 720;
+/** The room a day's date label ("11-24", 11 px) needs, and the least for the count above a bar. */
+const LABEL_ROOM = 38;
+const COUNT_ROOM = 22;
+
+/**
+ * The width to draw the chart at: its figure's, in CSS pixels, up to CHART_WIDTH. Drawn at 720 and shrunk into a
+ * phone's 350 px, its 11 px labels were 5 px. Measured before the first paint (and again on a resize), so the chart
+ * does not change height under the eye.
+ */
+function useDrawingWidth(ref: React.RefObject<HTMLElement | null>): number {
+  const [width, setWidth] = useState(CHART_WIDTH);
+  useLayoutEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    const measure = () => setWidth(Math.max(240, Math.min(CHART_WIDTH, Math.floor(el.clientWidth) || CHART_WIDTH)));
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, [ref]);
+  return width;
+}
+
 /**
  * Stacked bars of messages per day (UTC) by status over the period; a day without messages is an empty slot. With
- * `reserve`, an empty chart that only keeps the room of the one on its way (hidden; no test id).
+ * `reserve`, an empty chart that only keeps the room of the one on its way (hidden; no test id). A day's date is
+ * written under every k-th bar when they are too narrow for one each (30 days ran into one unreadable line), the
+ * latest day always, and the counts above the bars only when they fit.
  */
 export function DailyChart({ a, reserve }: { a: TraceAnalytics; reserve?: boolean }) {
-  const W = 720;
+  const figure = useRef<HTMLElement>(null);
+  const W = useDrawingWidth(figure);
   const H = 200;
-  const pad = { l: 36, r: 8, t: 24, b: 28 };
+  const pad = { l: 36, r: 18, t: 24, b: 28 }; // r: room for half the last day's date (8 cut "11-30" in a narrow window)
   const max = Math.max(1, ...a.byDay.map((d) => d.count));
   const n = Math.max(1, a.byDay.length);
   const slot = (W - pad.l - pad.r) / n;
   const y = (v: number) => pad.t + (H - pad.t - pad.b) * (1 - v / max);
   const summary = a.byDay.map((d) => `${d.date}: ${d.count}`).join(', ');
+  const labelEvery = Math.ceil(LABEL_ROOM / slot);
   return (
-    <figure className="chart-figure">
+    <figure className="chart-figure" ref={figure}>
       <svg className="chart" viewBox={`0 0 ${W} ${H}`} role="img" aria-label={`Messages per day: ${summary || 'none'}`} data-testid={reserve ? undefined : 'trace-chart'}>
         <line x1={pad.l} x2={W - pad.r} y1={y(0)} y2={y(0)} stroke="#94a3b8" />
         <text x={pad.l - 6} y={y(max) + 4} textAnchor="end" fontSize="11" fill="#64748b">
@@ -59,14 +90,16 @@ export function DailyChart({ a, reserve }: { a: TraceAnalytics; reserve?: boolea
               {segments.map((seg) => (
                 <rect key={seg.s} data-status={seg.s} data-value={seg.v} x={x} y={seg.top} width={slot * 0.7} height={seg.height} fill={STATUS_COLOR[seg.s]} />
               ))}
-              {d.count > 0 ? (
+              {d.count > 0 && slot >= COUNT_ROOM ? (
                 <text x={x + slot * 0.35} y={y(d.count) - 3} textAnchor="middle" fontSize="11" fill="#334155">
                   {d.count}
                 </text>
               ) : null}
-              <text x={x + slot * 0.35} y={H - 10} textAnchor="middle" fontSize="11" fill="#64748b">
-                {d.date.slice(5)}
-              </text>
+              {(n - 1 - i) % labelEvery === 0 ? (
+                <text x={x + slot * 0.35} y={H - 10} textAnchor="middle" fontSize="11" fill="#64748b" data-label>
+                  {d.date.slice(5)}
+                </text>
+              ) : null}
             </g>
           );
         })}
@@ -105,8 +138,10 @@ export function TracesPage() {
   const [params, setParams] = useSearchParams();
   const filters = { instance: params.get('instance') ?? undefined, phone: params.get('phone') ?? undefined, status: params.get('status') ?? undefined };
   const [days, setDays] = useState(7);
-  const analytics = useTraceAnalytics(days);
-  const traces = useTraces(filters);
+  const qc = useQueryClient();
+  // their errors stay while they are tried again (every 5 s while the service is down): they blinked away at each try
+  const analytics = useErrorKept(useTraceAnalytics(days));
+  const traces = useErrorKept(useTraces(filters));
   const [draft, setDraft] = useState({ instance: filters.instance ?? '', phone: filters.phone ?? '' });
   const setFilter = (next: Record<string, string>) => {
     const p = new URLSearchParams(params);
@@ -122,6 +157,14 @@ export function TracesPage() {
       <div className="page-head">
         <h1>Message traces</h1>
       </div>
+      {/* one error for the chart and the list when the service is down (each said it) */}
+      <ScreenErrors
+        reads={[
+          { name: 'Messages per day', error: analytics.error },
+          { name: 'Traces', error: traces.error },
+        ]}
+        onRetry={() => void qc.invalidateQueries({ queryKey: ['traces'] })}
+      />
       <section className="panel" aria-label="Analytics">
         <div className="toolbar">
           <h2>Messages per day by status</h2>
@@ -134,7 +177,7 @@ export function TracesPage() {
             </select>
           </label>
         </div>
-        {analytics.error ? <ErrorMessage error={analytics.error} onRetry={() => void analytics.refetch()} /> : null}
+        <NotLoaded error={analytics.data ? null : analytics.error} />
         {analytics.isPending ? (
           // the chart's room is kept while it loads (an empty chart, hidden): it came above the trace filters and
           // moved them under the pointer (309 px down in a 1,360 px wide window)
@@ -187,7 +230,7 @@ export function TracesPage() {
           </label>
           <button type="submit">Apply</button>
         </form>
-        {traces.error ? <ErrorMessage error={traces.error} onRetry={() => void traces.refetch()} /> : null}
+        <NotLoaded error={traces.data ? null : traces.error} />
         {traces.data ? <p className="muted">{traces.data.total} matching</p> : null}
         <ListTable
           label="Trace list"
