@@ -1,0 +1,49 @@
+/**
+ * Ends the attempts whose workflow Temporal closed without them (lib/attempts/closedWorkflows.ts): on start and every
+ * minute, each attempt still `running` whose workflow closed more than `attempts.closedWorkflowGraceMs` (default 60 s)
+ * ago is recorded cancelled, with a line in its log saying how the workflow ended.
+ */
+import { reconcileClosedAttemptWorkflows } from '../../lib/attempts/closedWorkflows';
+import type { Logger } from '../../lib/logger';
+import type { AttemptServiceDeps } from './attemptService';
+
+/** Longer than a running agent's try needs to hear of the end itself (its heartbeat's "not found", then Temporal's answer). */
+const CLOSED_FOR_MS = 60_000;
+const EVERY_MS = 60_000;
+
+export interface ClosedWorkflowReconciler {
+  /** Runs one pass now (tests); resolves with the attempts it recorded cancelled. */
+  runOnce(): Promise<string[]>;
+  stop(): Promise<void>;
+}
+
+export function startClosedWorkflowReconciler(deps: AttemptServiceDeps & { logger: Logger }, opts: { everyMs?: number } = {}): ClosedWorkflowReconciler {
+  const log = deps.logger.child({ component: 'attempt-closed-workflow-reconciler' });
+  const closedForMs = deps.config.file.attempts?.closedWorkflowGraceMs ?? CLOSED_FOR_MS;
+  let running: Promise<string[]> | undefined;
+  const runOnce = (): Promise<string[]> => {
+    running ??= (async () => reconcileClosedAttemptWorkflows(deps.db, await deps.temporal.client(), closedForMs))()
+      .then((ids) => {
+        if (ids.length) log.warn({ attempts: ids }, 'recorded attempts cancelled whose workflow Temporal had closed (terminated) while they ran');
+        return ids;
+      })
+      .catch((err) => {
+        log.warn({ err: { message: (err as Error).message } }, 'closed-workflow reconciliation failed; retrying later');
+        return [];
+      })
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  };
+  const timer = setInterval(() => void runOnce(), opts.everyMs ?? EVERY_MS);
+  timer.unref();
+  void runOnce();
+  return {
+    runOnce,
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
