@@ -22,6 +22,8 @@ export function startClosedWorkflowReconciler(deps: AttemptServiceDeps & { logge
   const closedForMs = deps.config.file.attempts?.closedWorkflowGraceMs ?? CLOSED_FOR_MS;
   let running: Promise<string[]> | undefined;
   const runOnce = (): Promise<string[]> => {
+    // while Temporal or PostgreSQL is known down the pass waits for the next minute (the outage is logged once already)
+    if (deps.dependencies?.isDown('temporal') || deps.dependencies?.isDown('postgres')) return Promise.resolve([]);
     running ??= (async () => reconcileClosedAttemptWorkflows(deps.db, await deps.temporal.client(), closedForMs))()
       .then((ids) => {
         if (ids.length) log.warn({ attempts: ids }, 'recorded attempts cancelled whose workflow Temporal had closed (terminated) while they ran');
