@@ -1,6 +1,6 @@
 /**
- * Ends the attempts whose workflow Temporal closed without them (lib/attempts/closedWorkflows.ts): on start and every
- * minute, each attempt still `running` whose workflow closed more than `attempts.closedWorkflowGraceMs` (default 60 s)
+ * Ends the attempts whose workflow Temporal closed without them (lib/attempts/closedWorkflows.ts): every minute (the
+ * first pass a minute after the start: nothing is lost by waiting, and a start calls Temporal no more than before), each attempt still `running` whose workflow closed more than `attempts.closedWorkflowGraceMs` (default 60 s)
  * ago is recorded cancelled, with a line in its log saying how the workflow ended.
  */
 import { reconcileClosedAttemptWorkflows } from '../../lib/attempts/closedWorkflows';
@@ -10,6 +10,8 @@ import type { AttemptServiceDeps } from './attemptService';
 /** Longer than a running agent's try needs to hear of the end itself (its heartbeat's "not found", then Temporal's answer). */
 const CLOSED_FOR_MS = 60_000;
 const EVERY_MS = 60_000;
+/** How long the service's close waits for a pass in progress (one stuck on a Temporal that does not answer is left). */
+const STOP_WAIT_MS = 5000;
 
 export interface ClosedWorkflowReconciler {
   /** Runs one pass now (tests); resolves with the attempts it recorded cancelled. */
@@ -40,12 +42,11 @@ export function startClosedWorkflowReconciler(deps: AttemptServiceDeps & { logge
   };
   const timer = setInterval(() => void runOnce(), opts.everyMs ?? EVERY_MS);
   timer.unref();
-  void runOnce();
   return {
     runOnce,
     async stop() {
       clearInterval(timer);
-      await running;
+      if (running) await Promise.race([running, new Promise((r) => setTimeout(r, STOP_WAIT_MS).unref())]);
     },
   };
 }

@@ -17,6 +17,8 @@
 import fs from 'node:fs';
 import { reconcileClosedAttemptWorkflows } from '../../lib/attempts/closedWorkflows';
 import { reconcilePendingStarts } from '../../api/task/attemptService';
+import { startClosedWorkflowReconciler } from '../../api/task/closedWorkflowReconciler';
+import { createLogger } from '../../lib/logger';
 import { groupAlive } from '../../lib/process/processGroup';
 import { agentConfig, api, recordHistory } from '../support/attemptHelpers';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
@@ -114,14 +116,20 @@ test('terminated in Temporal while the attempt waits for an agent slot: the clos
   await eventually(async () => (await logsOf(processId)).some((l) => l.message.startsWith('waiting for a free single slot')), 30_000);
 
   await (await handleOf(attemptId)).terminate('stuck in the queue');
-  // no agent ran to notice it: the attempt stays running until the reconciler's pass
-  const client = await stack.temporal.client();
-  const recorded = await eventually(async () => {
-    const ids = await reconcileClosedAttemptWorkflows(stack.db, client, 0);
-    return ids.includes(attemptId) ? ids : undefined;
-  }, 30_000, 500);
-  expect(recorded).toContain(attemptId);
-  expect((await h.attempt(attemptId)).status).toBe('cancelled');
+  // no agent ran to notice it: the waiting try ends with the cancellation, and the rows stay as they were
+  await new Promise((r) => setTimeout(r, 8000));
+  expect((await h.attempt(attemptId)).status).toBe('running');
+  // until the reconciler's pass (the task API's, here every 500 ms and with no grace after the close)
+  const lines: { msg: string; attempts?: string[] }[] = [];
+  const logger = createLogger('info', 'armada', { write: (l: string) => void lines.push(JSON.parse(l)) });
+  const file = { ...stack.config.file, attempts: { ...stack.config.file.attempts, closedWorkflowGraceMs: 0 } };
+  const reconciler = startClosedWorkflowReconciler({ db: stack.db, config: { ...stack.config, file }, temporal: stack.temporal, metrics: stack.metrics, logger }, { everyMs: 500 });
+  try {
+    expect((await h.until(attemptId, ['cancelled'], 30_000)).status).toBe('cancelled');
+  } finally {
+    await reconciler.stop();
+  }
+  expect(lines.some((l) => l.attempts?.includes(attemptId) && /^recorded attempts cancelled whose workflow Temporal had closed/.test(l.msg))).toBe(true);
   expect(await taskStatus(taskId)).toBe('pending');
   expect(await processStatus(processId)).toBe('cancelled');
   const logs = await logsOf(processId);
