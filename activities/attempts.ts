@@ -1,6 +1,7 @@
 /** The attempt engine's activities, built from the worker's dependencies. */
 import { attemptMetrics } from '../lib/attempts/metrics';
-import { recordAttemptFinished, recordAttemptMerged, recordAttemptResumed, requestProcessEnd, resumeAttemptIfPresent } from '../lib/attempts/projections';
+import { recordAttemptCancelled, recordAttemptFinished, recordAttemptMerged, recordAttemptResumed, requestProcessEnd, resumeAttemptIfPresent } from '../lib/attempts/projections';
+import { appendLogs } from '../lib/db/processes';
 import { isPostgresUnavailable, withTransaction } from '../lib/db/pool';
 import { attemptDurationSeconds, getAttempt } from '../lib/db/attempts';
 import { runAgent, type RunAgentInput, type RunAgentResult } from './agent/runAgent';
@@ -145,6 +146,25 @@ export function createAttemptActivities(deps: ActivityDeps) {
     /** running → completed | failed, with events and the task status rule. */
     async recordAttemptOutcome(input: { attemptId: string; status: 'completed' | 'failed'; error: string | null; summary: string }): Promise<boolean> {
       return Boolean(await untilPostgresAnswers(() => recordOutcome(input.attemptId, input.status, input.error, input.summary)));
+    },
+    /**
+     * The workflow cancelled from Temporal's side (`temporal workflow cancel`, its UI) while the attempt's worktree was
+     * made (patch `cancel-while-preparing-recorded`): the attempt's cancel, recorded as the API's cancel records it,
+     * with a line in its first process's log. A no-op when the API's cancel (or a delete) came first. True when recorded.
+     */
+    async recordAttemptCancelledInTemporal(input: { attemptId: string; processId: string }): Promise<boolean> {
+      const a = await untilPostgresAnswers(() =>
+        withTransaction(deps.db, async (c) => {
+          // the attempt's row first (lock order: the attempt, then its task), while it still runs
+          const { rows } = await c.query(`SELECT id FROM attempts WHERE id = $1 AND status IN ('created', 'running') FOR UPDATE`, [input.attemptId]);
+          if (!rows.length) return undefined;
+          const message = "the workflow was cancelled in Temporal while the attempt's worktree was being made; the attempt is recorded cancelled";
+          await appendLogs(c, input.processId, input.attemptId, [{ level: 'warn', message, timestamp: new Date().toISOString(), source: 'armada' }]);
+          return recordAttemptCancelled(c, input.attemptId);
+        }),
+      );
+      if (a) m.attempts.inc({ llm: a.llm, status: 'cancelled' });
+      return !!a;
     },
     /**
      * After an agent run (lean-attempt-v1): commit the worktree's changes on the attempt branch and record the

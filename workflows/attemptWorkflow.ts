@@ -133,6 +133,13 @@ function hostActivities(hostQueue: string, input: AttemptWorkflowInput) {
 /** Patch id: an attempt found cancelled or deleted by prepareWorktree ends the run as cancelled (was: failed). */
 export const ATTEMPT_GONE_PATCH = 'attempt-gone-is-cancelled';
 
+/**
+ * Patch id: the workflow cancelled from Temporal's side while the worktree is made records the attempt's cancel
+ * (recordAttemptCancelledInTemporal; before, the attempt stayed `running` and its task `in_progress`). Asked with
+ * `patched()` in every run, and only on that cancel: a run cancelled so before replays as it ran.
+ */
+export const CANCEL_WHILE_PREPARING_PATCH = 'cancel-while-preparing-recorded';
+
 /** prepareWorktree's failure for an attempt cancelled or deleted while its worktree was made (activities/git/worktree.ts). */
 function isAttemptGone(err: unknown): boolean {
   return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'AttemptGone';
@@ -275,6 +282,11 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
         state.lastOutcome = 'cancelled';
         showStatus(input, 'cancelled');
         if (gone) return 'cancelled';
+        // cancelled before the worktree was made: no runAgent records the cancel (a cancel from Temporal's side reaches
+        // the attempt's row only so; after the API's cancel, a no-op)
+        if (!worktree && patched(CANCEL_WHILE_PREPARING_PATCH)) {
+          await CancellationScope.nonCancellable(() => projection.recordAttemptCancelledInTemporal({ attemptId: input.attemptId, processId: input.processId }));
+        }
         throw err;
       }
       state.lastOutcome = 'failed';

@@ -40,6 +40,7 @@ import { keepAlive } from '../keepAlive';
 import { runsInProgress, type TryOutcome } from './runsInProgress';
 import { untilPostgresAnswers } from '../untilPostgresAnswers';
 import { groupNice } from '../../lib/process/priority';
+import { closedRun, closedRunText, type ClosedRun } from '../../lib/temporal/closedRun';
 
 /** An attempt's output summary is cut to its last 64 KiB (like multi-agent results). */
 const SUMMARY_MAX_BYTES = 64 * 1024;
@@ -96,6 +97,8 @@ const SAMPLE_MS = 2000;
 const FAILED_RUN_FLUSH_MS = 5000;
 /** Kept after the agent's run for recording it, when the prepare phase waits for PostgreSQL. */
 const RECORD_RESERVE_MS = 60_000;
+/** How long a try told "not found" by Temporal waits for the answer whether its workflow is still open. */
+const WORKFLOW_STATE_TIMEOUT_MS = 3000;
 
 /**
  * One agent run in three phases: prepare (process row, a lost run's leftovers, the agent and worker slots), run
@@ -307,6 +310,8 @@ interface ProcessRun {
   flush: (logs?: boolean) => Promise<void>;
   /** takes back this try's `Temporal timed this try out` line while it is not yet stored (a later try took the run over) */
   withdrawTimedOutLine: () => void;
+  /** the workflow was closed from Temporal's side (terminated, …) while the agent ran: the agent was stopped for it */
+  workflowClosed?: ClosedRun;
 }
 
 function collectOutput(profile: AgentProfile, pending: LogEntry[]): { output: AgentOutput; onLine: (stream: 'stdout' | 'stderr', line: string) => void } {
@@ -384,7 +389,7 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
     await faultPoint(deps.faults, 'runAgent.afterSpawn', { pid: proc.pid, processId: input.processId });
     const result = await proc.done;
     ended = true;
-    return { result, stopReason: watch.stopReason(), output, flush: watch.flush, withdrawTimedOutLine: cancel.withdrawTimedOutLine };
+    return { result, stopReason: watch.stopReason(), output, flush: watch.flush, withdrawTimedOutLine: cancel.withdrawTimedOutLine, workflowClosed: cancel.workflowClosed() };
   } finally {
     watch.stop();
     cancel.dispose();
@@ -406,21 +411,39 @@ async function runProcess(deps: RunAgentDeps, input: RunAgentInput, prep: Prepar
  * the try out because the worker missed its heartbeats (paused by SIGSTOP, a frozen VM). That one stops nothing: the
  * agent goes on, its end is recorded, and a retry that comes to this worker waits for it (awaitEarlierTry) instead of
  * running the agent again. The attempt's cancel and the process's stop still reach the run through its rows
- * (processWatch), a worker shutdown through this signal.
+ * (processWatch), a worker shutdown through this signal. The same "not found" comes when the workflow was closed from
+ * Temporal's side (`temporal workflow terminate`, its UI, a reset with no run after it): Temporal is asked
+ * (workflowClosed), and a closed workflow's agent is stopped as by a cancel (before session 48 it ran on to its end or
+ * its timeout, the attempt left `running`). Open, or no answer within a few seconds: timed out, as before.
  * The timed-out try's line is stored at once (poked), so it comes where it happened, before what a later try does;
  * before, it waited for the agent's next line or the run's end, and a try taken over by another worker wrote it
  * after the new run's lines, just before its note. None is written when the agent is already gone (a later try killed
  * it while this worker was paused: the note says so), and the run's end takes it back while still unwritten
  * (withdrawTimedOutLine) when it finds the run taken over: the note alone says what happened.
  */
-function runCancellation(prep: PreparedRun, agentPid: number, sink: LogSink): { signal: AbortSignal; dispose(): void; withdrawTimedOutLine(): void } {
+function runCancellation(
+  prep: PreparedRun,
+  agentPid: number,
+  sink: LogSink,
+): { signal: AbortSignal; dispose(): void; withdrawTimedOutLine(): void; workflowClosed(): ClosedRun | undefined } {
   const ctx = Context.current();
   const controller = new AbortController();
   let timedOutLine: LogEntry | undefined;
-  const onAbort = () => {
+  let closed: ClosedRun | undefined;
+  let disposed = false;
+  const onAbort = async () => {
     const d = ctx.cancellationDetails;
     if (d && (d.notFound || d.timedOut) && !d.cancelRequested && !d.workerShutdown) {
       if (!groupAlive(agentPid)) return;
+      // the same answer comes when the workflow was closed from Temporal's side (terminated, reset): Temporal is asked
+      const run = await workflowClosed(ctx);
+      if (disposed || !groupAlive(agentPid)) return;
+      if (run) {
+        // nobody waits for this agent's end any more: it is stopped, and the run records the attempt's end
+        closed = run;
+        controller.abort(ctx.cancellationSignal.reason);
+        return;
+      }
       prep.log('warn', 'Temporal timed this try out (the worker missed its heartbeats); the agent goes on and its end is recorded for the retry');
       timedOutLine = prep.pending.at(-1);
       sink.poke();
@@ -428,15 +451,37 @@ function runCancellation(prep: PreparedRun, agentPid: number, sink: LogSink): { 
     }
     controller.abort(ctx.cancellationSignal.reason);
   };
-  if (ctx.cancellationSignal.aborted) onAbort();
-  else ctx.cancellationSignal.addEventListener('abort', onAbort, { once: true });
+  const listener = () => void onAbort();
+  if (ctx.cancellationSignal.aborted) listener();
+  else ctx.cancellationSignal.addEventListener('abort', listener, { once: true });
   return {
     signal: controller.signal,
-    dispose: () => ctx.cancellationSignal.removeEventListener('abort', onAbort),
+    workflowClosed: () => closed,
+    dispose: () => {
+      disposed = true;
+      ctx.cancellationSignal.removeEventListener('abort', listener);
+    },
     withdrawTimedOutLine: () => {
       if (timedOutLine) sink.withdraw(timedOutLine);
     },
   };
+}
+
+/**
+ * The try's workflow closed for good (terminated from Temporal's side, or reset), asked of Temporal through the
+ * worker's client within WORKFLOW_STATE_TIMEOUT_MS; undefined while it is open (a try Temporal timed out: its retry
+ * comes), when Temporal does not answer in time, or without a client (Temporal's activity test environment).
+ */
+async function workflowClosed(ctx: Context): Promise<ClosedRun | undefined> {
+  let client: Context['client'];
+  try {
+    client = ctx.client;
+  } catch {
+    return undefined;
+  }
+  const run = ctx.info.workflowExecution;
+  if (!run) return undefined;
+  return (await closedRun(client, run.workflowId, run.runId, WORKFLOW_STATE_TIMEOUT_MS)) ?? undefined;
 }
 
 /**
@@ -575,6 +620,10 @@ async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: Prepare
   if (result.spawnError) {
     status = 'failed';
     error = `could not start ${argv0}: ${result.spawnError}`;
+  } else if (stop && run.workflowClosed) {
+    // terminated from Temporal's side (its heartbeat said "not found", and Temporal that the workflow is closed)
+    status = 'cancelled';
+    [endLine, endMessage] = ['warn', `the workflow was ${closedRunText(run.workflowClosed)}; the agent was stopped (exit ${exit})`];
   } else if (stop) {
     status = stop;
     [endLine, endMessage] = ['warn', `agent ${stop} (exit ${exit})`];
@@ -639,8 +688,9 @@ async function recordRun(deps: RunAgentDeps, input: RunAgentInput, prep: Prepare
   if (status === 'cancelled') {
     // the attempt's cancel that reached the agent through Temporal alone (the workflow cancelled from Temporal's side:
     // `temporal workflow cancel`, its UI) is recorded as the API's cancel records it; before, the attempt and its
-    // task stayed `running`/`in_progress` for good, the workflow closed. Nothing when the API's cancel recorded it, or
-    // a delete removed the attempt
+    // task stayed `running`/`in_progress` for good, the workflow closed. So is a workflow terminated from Temporal's
+    // side (`temporal workflow terminate`, its UI): before session 48 its agent ran on to its end or its timeout. Nothing
+    // when the API's cancel recorded it, or a delete removed the attempt
     const cancelled = await untilPostgresAnswers(() => withTransaction(deps.db, (c) => recordAttemptCancelled(c, input.attemptId)));
     if (cancelled) m.attempts.inc({ llm: input.llm, status: 'cancelled' });
   }

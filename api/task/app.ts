@@ -20,6 +20,7 @@ import { webhookRoutes } from './webhooks';
 import { startWebhookDispatcher } from '../../lib/webhooks/dispatcher';
 import { createCpuPool } from '../../lib/attempts/cpuPool';
 import { startAttemptStartReconciler } from './attemptStartReconciler';
+import { startClosedWorkflowReconciler } from './closedWorkflowReconciler';
 import { attemptRoutes } from './attempts';
 import { branchRoutes } from './branches';
 import { processRoutes } from './processes';
@@ -102,6 +103,8 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   app.addHook('onClose', async () => dispatcher.stop());
   const startReconciler = startAttemptStartReconciler(deps);
   app.addHook('onClose', async () => startReconciler.stop());
+  const closedReconciler = startClosedWorkflowReconciler(deps);
+  app.addHook('onClose', async () => closedReconciler.stop());
   await app.register(named(filesystemRoutes), { prefix: '/api', deps });
   await app.register(named(codehostRoutes), { prefix: '/api', deps });
   const cpu = createCpuPool();

@@ -1,0 +1,48 @@
+/**
+ * Whether a workflow has closed for good, asked of Temporal: what a heartbeat's "not found" cannot tell (a try
+ * Temporal timed out, or a workflow terminated from Temporal's side: `temporal workflow terminate`, its UI, a reset),
+ * and what the closed-workflow reconciler of attempts checks before it records anything (docs/attempts.md).
+ */
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+
+export interface ClosedRun {
+  /** Temporal's status of the run: TERMINATED, CANCELLED, FAILED, TIMED_OUT, COMPLETED */
+  status: string;
+  /** the terminate's reason, when the run was terminated and one was given */
+  reason: string | null;
+}
+
+/**
+ * The run's end, when the workflow id has no open run any more (the run `runId`, else the id's latest, is closed;
+ * a reset's new run, or a continue-as-new's, still open counts as open); null while one is open; undefined when
+ * Temporal did not answer within `timeoutMs` (or the client failed): the caller then assumes the workflow open.
+ */
+export async function closedRun(client: Client, workflowId: string, runId: string | undefined, timeoutMs: number): Promise<ClosedRun | null | undefined> {
+  try {
+    return await client.withDeadline(Date.now() + timeoutMs, async () => {
+      const latest = await client.workflow.getHandle(workflowId).describe();
+      if (latest.status.name === 'RUNNING') return null;
+      const closedRunId = runId ?? latest.runId;
+      const status = runId && runId !== latest.runId ? (await client.workflow.getHandle(workflowId, runId).describe()).status.name : latest.status.name;
+      let reason: string | null = null;
+      if (status === 'TERMINATED') {
+        const { history } = await client.workflowService.getWorkflowExecutionHistory({
+          namespace: client.options.namespace,
+          execution: { workflowId, runId: closedRunId },
+          historyEventFilterType: temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,
+        });
+        reason = history?.events?.[0]?.workflowExecutionTerminatedEventAttributes?.reason || null;
+      }
+      return { status, reason };
+    });
+  } catch {
+    return undefined;
+  }
+}
+
+/** How a closed run reads in a log line: `terminated in Temporal (reason: …)`, `cancelled in Temporal`, … */
+export function closedRunText(run: ClosedRun): string {
+  const how = run.status === 'TIMED_OUT' ? 'timed out' : run.status.toLowerCase();
+  return `${how} in Temporal${run.reason ? ` (reason: ${run.reason})` : ''}`;
+}

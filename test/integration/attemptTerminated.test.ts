@@ -1,0 +1,177 @@
+/**
+ * An attempt's workflow ended from Temporal's own tools rather than Armada's API, on the real dev server:
+ *
+ * - terminated (`temporal workflow terminate`, the UI) while its agent runs: the try's heartbeat gets "not found", as
+ *   a try Temporal timed out does; it asks Temporal, finds the workflow closed, stops the agent's group and records the
+ *   attempt cancelled (its task back to `pending`), the log ending with `the workflow was terminated in Temporal
+ *   (reason: …); the agent was stopped`. Before (session 48) the try took it for a timeout (`Temporal timed this try
+ *   out …; the agent goes on`), the agent ran to its end or its timeout, and the attempt stayed `running` for good.
+ * - terminated while the attempt waits for an agent slot (no agent runs): the closed-workflow reconciler
+ *   (lib/attempts/closedWorkflows.ts, the task API's pass every minute) records it cancelled; before, nothing did.
+ * - cancelled from Temporal's side while the worktree is made (held at a fault point): the workflow records the
+ *   attempt cancelled (patch `cancel-while-preparing-recorded`), and the held prepareWorktree, once it goes on, finds
+ *   it so and removes the worktree it made. Before, the attempt stayed `running`.
+ *
+ * Each: nothing flips the attempt back (a reconciler pass, a wait).
+ */
+import fs from 'node:fs';
+import { reconcileClosedAttemptWorkflows } from '../../lib/attempts/closedWorkflows';
+import { reconcilePendingStarts } from '../../api/task/attemptService';
+import { startClosedWorkflowReconciler } from '../../api/task/closedWorkflowReconciler';
+import { createLogger } from '../../lib/logger';
+import { groupAlive } from '../../lib/process/processGroup';
+import { agentConfig, api, recordHistory } from '../support/attemptHelpers';
+import { eventually, startTestStack, type TestStack } from '../support/harness';
+
+jest.setTimeout(120_000);
+
+let stack: TestStack;
+/** prepareWorktree waits at its fault point while set (the worktree made, before it is recorded on the attempt) */
+let hold: { reached: (path: string) => void; release: Promise<void> } | undefined;
+
+beforeAll(async () => {
+  stack = await startTestStack({
+    services: ['task'],
+    worker: true,
+    file: agentConfig(),
+    faults: {
+      'prepareWorktree.beforeRecord': async (info) => {
+        const h = hold;
+        if (!h) return;
+        h.reached(info.worktreePath as string);
+        await h.release;
+      },
+    },
+  });
+});
+afterAll(async () => {
+  await stack?.close();
+});
+
+const h = {
+  ...api({ app: (name) => stack.app(name) }),
+};
+
+interface LogLine {
+  level: string;
+  message: string;
+}
+
+async function logsOf(processId: string): Promise<LogLine[]> {
+  const r = await h.inject('GET', `/api/processes/${processId}/logs`);
+  expect(r.statusCode).toBe(200);
+  return r.body
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as LogLine);
+}
+
+const taskStatus = async (taskId: string) => (await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status as string;
+const processStatus = async (processId: string) => (await h.inject('GET', `/api/processes/${processId}`)).json().data.status as string;
+const handleOf = async (attemptId: string) => (await stack.temporal.client()).workflow.getHandle(`attempt:${attemptId}`);
+
+/** Both reconcilers that could touch an attempt run a pass, then a while passes: the attempt and its task stay as they are. */
+async function staysSettled(attemptId: string, taskId: string, processId: string): Promise<void> {
+  const client = await stack.temporal.client();
+  const deps = { db: stack.db, config: stack.config, temporal: stack.temporal, metrics: stack.metrics };
+  await reconcilePendingStarts(deps as Parameters<typeof reconcilePendingStarts>[0], 0);
+  expect(await reconcileClosedAttemptWorkflows(stack.db, client, 0)).not.toContain(attemptId);
+  await new Promise((r) => setTimeout(r, 3000));
+  expect((await h.attempt(attemptId)).status).toBe('cancelled');
+  expect(await taskStatus(taskId)).toBe('pending');
+  expect(await processStatus(processId)).toBe('cancelled');
+  expect((await (await handleOf(attemptId)).describe()).status.name).not.toBe('RUNNING');
+}
+
+test('terminated in Temporal while its agent runs: the agent is stopped and the attempt recorded cancelled', async () => {
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'SLEEP until ended');
+  const { attemptId, processId } = await h.start(taskId);
+  const pid = await eventually(async () => (await h.inject('GET', `/api/processes/${processId}`)).json().data.pid as number | null, 30_000);
+  await eventually(async () => (await logsOf(processId)).some((l) => l.message === 'still working'), 30_000);
+
+  await (await handleOf(attemptId)).terminate('ops cleanup');
+  // the try hears "not found" at its next heartbeat (throttled to 0.8 × the 5 s heartbeat timeout), then asks Temporal
+  await eventually(async () => !groupAlive(pid), 30_000, 100);
+  expect((await h.until(attemptId, ['cancelled'], 30_000)).status).toBe('cancelled');
+  expect(await processStatus(processId)).toBe('cancelled');
+  expect(await taskStatus(taskId)).toBe('pending');
+
+  const logs = await logsOf(processId);
+  expect(logs.at(-1)?.message).toMatch(/^the workflow was terminated in Temporal \(reason: ops cleanup\); the agent was stopped \(exit SIG(TERM|KILL)\)$/);
+  expect(logs.filter((l) => /^the workflow was terminated/.test(l.message))).toHaveLength(1);
+  expect(logs.some((l) => l.message.startsWith('Temporal timed this try out'))).toBe(false);
+  expect(logs.filter((l) => l.level === 'error')).toEqual([]);
+  await staysSettled(attemptId, taskId, processId);
+});
+
+test('terminated in Temporal while the attempt waits for an agent slot: the closed-workflow reconciler records it cancelled', async () => {
+  const p = await h.project();
+  // `single` has maxConcurrent 1: the first attempt's agent holds the slot, the second waits for it
+  const holderTask = await h.task(p.id, 'SLEEP until ended');
+  const holder = await h.start(holderTask, 'single');
+  await eventually(async () => (await h.inject('GET', `/api/processes/${holder.processId}`)).json().data.pid as number | null, 30_000);
+  const taskId = await h.task(p.id, 'SLEEP until ended');
+  const { attemptId, processId } = await h.start(taskId, 'single');
+  await eventually(async () => (await logsOf(processId)).some((l) => l.message.startsWith('waiting for a free single slot')), 30_000);
+
+  await (await handleOf(attemptId)).terminate('stuck in the queue');
+  // no agent ran to notice it: the waiting try ends with the cancellation, and the rows stay as they were
+  await new Promise((r) => setTimeout(r, 8000));
+  expect((await h.attempt(attemptId)).status).toBe('running');
+  // until the reconciler's pass (the task API's, here every 500 ms and with no grace after the close)
+  const lines: { msg: string; attempts?: string[] }[] = [];
+  const logger = createLogger('info', 'armada', { write: (l: string) => void lines.push(JSON.parse(l)) });
+  const file = { ...stack.config.file, attempts: { ...stack.config.file.attempts, closedWorkflowGraceMs: 0 } };
+  const reconciler = startClosedWorkflowReconciler({ db: stack.db, config: { ...stack.config, file }, temporal: stack.temporal, metrics: stack.metrics, logger }, { everyMs: 500 });
+  try {
+    expect((await h.until(attemptId, ['cancelled'], 30_000)).status).toBe('cancelled');
+  } finally {
+    await reconciler.stop();
+  }
+  expect(lines.some((l) => l.attempts?.includes(attemptId) && /^recorded attempts cancelled whose workflow Temporal had closed/.test(l.msg))).toBe(true);
+  expect(await taskStatus(taskId)).toBe('pending');
+  expect(await processStatus(processId)).toBe('cancelled');
+  const logs = await logsOf(processId);
+  expect(logs.some((l) => l.message === 'the workflow was terminated in Temporal (reason: stuck in the queue) while the attempt ran; the attempt is recorded cancelled')).toBe(true);
+  // the slot's holder runs on, untouched
+  expect((await h.attempt(holder.attemptId)).status).toBe('running');
+  await staysSettled(attemptId, taskId, processId);
+  expect((await h.inject('POST', `/api/attempts/${holder.attemptId}/cancel`)).statusCode).toBe(200);
+});
+
+test("cancelled from Temporal's side while its worktree is made: the attempt is recorded cancelled and the worktree removed", async () => {
+  let reached!: (path: string) => void;
+  const at = new Promise<string>((r) => {
+    reached = r;
+  });
+  let release!: () => void;
+  hold = { reached, release: new Promise<void>((r) => (release = r)) };
+  try {
+    const p = await h.project();
+    const taskId = await h.task(p.id, 'write a file');
+    const { attemptId, processId } = await h.start(taskId);
+    const worktreePath = await at;
+    expect(fs.existsSync(worktreePath)).toBe(true);
+
+    const handle = await handleOf(attemptId);
+    await handle.cancel();
+    await eventually(async () => (await handle.describe()).status.name === 'CANCELLED', 30_000, 200);
+    expect((await h.until(attemptId, ['cancelled'], 30_000)).status).toBe('cancelled');
+    expect(await taskStatus(taskId)).toBe('pending');
+    expect(await processStatus(processId)).toBe('cancelled');
+    const logs = await logsOf(processId);
+    expect(logs.some((l) => l.message === "the workflow was cancelled in Temporal while the attempt's worktree was being made; the attempt is recorded cancelled")).toBe(
+      true,
+    );
+    await recordHistory(stack, handle.workflowId, 'attempt-cancelled-in-temporal-while-preparing');
+
+    // the held activity goes on: it finds the attempt cancelled and removes what it made
+    release();
+    await eventually(async () => !fs.existsSync(worktreePath), 30_000, 200);
+    await staysSettled(attemptId, taskId, processId);
+  } finally {
+    hold = undefined;
+    release?.();
+  }
+});
