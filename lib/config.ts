@@ -96,6 +96,18 @@ export const FileConfigSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    approvals: Type.Optional(
+      Type.Object(
+        {
+          /**
+           * how long a response or cancel waits for a worker to take and apply its update before answering 503 with an
+           * unknown outcome (default 15 s; docs/approvals.md#no-worker)
+           */
+          workerWaitMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     attempts: Type.Optional(
       Type.Object(
         {
