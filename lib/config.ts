@@ -134,6 +134,11 @@ export const FileConfigSchema = Type.Object(
           hostReadTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
           /** how long DELETE /api/attempts/:id waits for the host to remove worktree and branch (default 15 s) */
           deleteWaitMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000 })),
+          /**
+           * how long POST /api/attempts/:id/merge waits for a worker to finish the merge before answering 503 with an
+           * unknown outcome (default 60 s; docs/attempts.md: the merge still runs when a worker takes it)
+           */
+          mergeWaitMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
           /** how often each worker prunes worktrees of deleted attempts from its $ARMADA_HOME/worktrees (default 1 h; 0 = never) */
           janitorIntervalMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647 })),
         },

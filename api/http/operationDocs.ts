@@ -77,7 +77,7 @@ const TASK: Catalogue = {
   'POST /api/attempts/{id}/cancel': ['cancelAttempt', 'Cancel an attempt', 'Cancels a running attempt and stops its processes.'],
   'GET /api/attempts/{id}/logs': ['getAttemptLogs', 'Get attempt logs', 'The output of the processes of an attempt. Range and conditional headers are ignored (always a 200 with every line asked for, `Accept-Ranges: none`).'],
   'GET /api/attempts/{id}/diff': ['getAttemptDiff', 'Get an attempt diff', 'The changes the attempt made on its branch, as a diff.'],
-  'POST /api/attempts/{id}/merge': ['mergeAttempt', 'Merge an attempt', 'Merges the attempt branch into the base branch (after approval if one is required).'],
+  'POST /api/attempts/{id}/merge': ['mergeAttempt', 'Merge an attempt', 'Merges the attempt branch into the base branch (after approval if one is required). A worker of the attempt\'s host runs the merge: when none finishes it within `attempts.mergeWaitMs` (default 60 s; no worker running), 503 with `Retry-After` and `details.outcome: "unknown"`: the merge was started and may still land when a worker comes (a merge sent meanwhile is a 409, already running; read the attempt\'s `merged`).'],
   'POST /api/task-attempts/{id}/merge': ['mergeTaskAttempt', 'Merge an attempt (task-attempts path)', 'The same merge as POST /api/attempts/{id}/merge under the task-attempts path.'],
   'POST /api/attempts/{id}/follow-up': ['sendFollowUp', 'Send a follow-up', 'Sends a follow-up prompt to an attempt; the agent continues in the same worktree.'],
   'GET /api/processes': ['listProcesses', 'List processes', 'Execution processes (agent runs, scripts), filtered by attempt or status.'],
