@@ -196,7 +196,16 @@ export const FileConfigSchema = Type.Object(
       ),
     ),
     /** How often an attached pull request is polled for its merge (docs/codehost.md). */
-    codehost: Type.Optional(Type.Object({ pollIntervalMs: Type.Optional(Type.Integer({ minimum: 100 })) }, { additionalProperties: false })),
+    codehost: Type.Optional(
+      Type.Object(
+        {
+          pollIntervalMs: Type.Optional(Type.Integer({ minimum: 100 })),
+          /** how long create-pr waits for any worker to take up its push before a 503 with nothing pushed (default 30 s) */
+          pushPickupMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
