@@ -96,6 +96,18 @@ export const FileConfigSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    approvals: Type.Optional(
+      Type.Object(
+        {
+          /**
+           * how long a response or cancel waits for a worker to take and apply its update before answering 503 with an
+           * unknown outcome (default 15 s; docs/approvals.md#no-worker)
+           */
+          workerWaitMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     attempts: Type.Optional(
       Type.Object(
         {
@@ -127,6 +139,11 @@ export const FileConfigSchema = Type.Object(
           hostReadTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
           /** how long DELETE /api/attempts/:id waits for the host to remove worktree and branch (default 15 s) */
           deleteWaitMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000 })),
+          /**
+           * how long POST /api/attempts/:id/merge waits for a worker to finish the merge before answering 503 with an
+           * unknown outcome (default 60 s; docs/attempts.md: the merge still runs when a worker takes it)
+           */
+          mergeWaitMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
           /** how often each worker prunes worktrees of deleted attempts from its $ARMADA_HOME/worktrees (default 1 h; 0 = never) */
           janitorIntervalMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647 })),
         },
@@ -184,7 +201,16 @@ export const FileConfigSchema = Type.Object(
       ),
     ),
     /** How often an attached pull request is polled for its merge (docs/codehost.md). */
-    codehost: Type.Optional(Type.Object({ pollIntervalMs: Type.Optional(Type.Integer({ minimum: 100 })) }, { additionalProperties: false })),
+    codehost: Type.Optional(
+      Type.Object(
+        {
+          pollIntervalMs: Type.Optional(Type.Integer({ minimum: 100 })),
+          /** how long create-pr waits for any worker to take up its push before a 503 with nothing pushed (default 30 s) */
+          pushPickupMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

@@ -14,7 +14,14 @@ export const DetailErrorResponses = {
   503: DetailError,
 };
 
-export const AgentName = Type.String({ minLength: 1, maxLength: AGENT_NAME_MAX_LENGTH, pattern: '^[A-Za-z0-9._-]+$' });
+/**
+ * An agent's name as the routes take it: the config's rule (lib/agents/agentRoster.ts), `[A-Za-z0-9._-]`, 1–200
+ * characters, and not `.` or `..` (no agent can be so named; the pattern says it without a lookahead, like the
+ * scheduler's WORKFLOW_NAME, so the OpenAPI document and schemathesis agree with it).
+ */
+export const AGENT_NAME_PATTERN = '^([A-Za-z0-9_-][A-Za-z0-9._-]*|\\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\\.\\.[A-Za-z0-9._-]+)$';
+
+export const AgentName = Type.String({ minLength: 1, maxLength: AGENT_NAME_MAX_LENGTH, pattern: AGENT_NAME_PATTERN, description: 'letters, digits, `.`, `_`, `-`; not `.` or `..`' });
 
 export const PRIORITY_INPUTS = ['high', 'normal', 'medium', 'low'] as const;
 export const TASK_STATUS_VALUES = ['assigned', 'running', 'completed', 'failed'] as const;

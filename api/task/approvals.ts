@@ -2,9 +2,11 @@
  * Approval routes: create (starts approvalWorkflow), detail, respond and cancel (Temporal updates), and the current
  * user's pending list and history (SQL over the projection). See docs/approvals.md.
  */
+import crypto from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { conflict, forbidden, notFound, validationError } from '../../lib/errors';
+import { WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
+import { AppError, conflict, forbidden, notFound, validationError } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { getApproval, insertApproval, listHistoryFor, listPendingFor, listResponses, type ApprovalRow, type ApprovalResponseRow } from '../../lib/db/approvals';
 import { lockAttemptKey } from '../../lib/db/attempts';
@@ -19,6 +21,33 @@ import { Approval, CreateApprovalBody, PendingQuery, RespondBody, RespondResultS
 import type { TaskPluginOptions } from './deps';
 
 export const approvalWorkflowId = (id: string) => `approval:${id}`;
+
+/** How long a response or cancel waits for a worker to apply it, unless `approvals.workerWaitMs` says (docs/approvals.md#no-worker). */
+export const APPROVAL_WORKER_WAIT_MS = 15_000;
+
+/**
+ * The update id of a response: the same answer (user, decision, comment) sent again is the same update, so a retry
+ * after a 503 joins the first request while Temporal still holds it instead of adding a second one (Temporal keeps
+ * one update per id and workflow run). Another answer by the same user is another update, which the validator
+ * refuses once the first is applied.
+ */
+export function respondUpdateId(user: string, decision: string, comment: string): string {
+  return `respond:${crypto.createHash('sha256').update(JSON.stringify([user, decision, comment])).digest('hex').slice(0, 32)}`;
+}
+export const cancelUpdateId = (user: string) => `cancel:${crypto.createHash('sha256').update(user).digest('hex').slice(0, 32)}`;
+
+/** The 503 of a response or cancel no worker applied within the wait: it was handed on and may still be applied. */
+export function noWorkerApplied(what: 'response' | 'cancel', id: string, waitMs: number): AppError {
+  const seconds = Math.round(waitMs / 100) / 10;
+  return new AppError(
+    503,
+    'SERVICE_UNAVAILABLE',
+    `No worker applied this ${what} to approval ${id} within ${seconds} s (no worker is running, or Temporal did not answer): ` +
+      `Temporal holds it and may still apply it when a worker comes, so it may or may not have been applied. ` +
+      `Read the approval before deciding again; the same request sent again is the same update and is applied at most once`,
+    { outcome: 'unknown', waitedMs: waitMs },
+  );
+}
 
 export function approvalView(a: ApprovalRow, responses: ApprovalResponseRow[]) {
   return {
@@ -42,6 +71,24 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const version = deps.config.version;
   const tags = ['approvals'];
+  const workerWaitMs = deps.config.file.approvals?.workerWaitMs ?? APPROVAL_WORKER_WAIT_MS;
+
+  /**
+   * A Temporal update of the approval's workflow, waited for at most `workerWaitMs`: an update is applied by a worker,
+   * and with none running Temporal holds it (for as long as the workflow runs). Past the wait, the 503 of
+   * noWorkerApplied; the update's own refusals and a gone workflow as callTemporal maps them.
+   */
+  const applied = async <T>(client: Client, what: 'response' | 'cancel', id: string, update: () => Promise<T>): Promise<T> => {
+    try {
+      // the response or cancel is recorded by the worker: a PostgreSQL outage meanwhile is a 503 now, not a wait as long as it lasts
+      return await releasedWhenPostgresDown(deps.dependencies, () =>
+        client.connection.withDeadline(Date.now() + workerWaitMs, () => callTemporal(update, { whenGone: closedConflict(id) })),
+      );
+    } catch (err) {
+      if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) throw noWorkerApplied(what, id, workerWaitMs);
+      throw err;
+    }
+  };
 
   const load = async (id: string) => {
     const a = await getApproval(deps.db, id);
@@ -143,11 +190,15 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       const user = actingUser(request, deps.localUser);
       // the validator decides; these checks of the projection only answer early
       if (a.approvers !== null && !a.approvers.includes(user)) throw forbidden(`${user} is not an approver of approval ${id}`);
+      // before the status: a response sent again after a 503 (applied meanwhile) gets the same 409 whether or not it
+      // closed the request
+      if ((await listResponses(deps.db, id)).some((r) => r.approver === user)) throw conflict(`${user} has already responded to approval ${id}`);
       requireOpen(a);
-      const handle = (await deps.temporal.client()).workflow.getHandle(approvalWorkflowId(id));
-      const args = [{ user, decision: request.body.decision, comment: request.body.comment ?? '' }] as const;
-      // the response is recorded by the worker: a PostgreSQL outage meanwhile is a 503 now, not a wait as long as it lasts
-      const result = await releasedWhenPostgresDown(deps.dependencies, () => callTemporal(() => handle.executeUpdate(respondUpdate, { args: [...args] }), { whenGone: closedConflict(id) }));
+      const client = await deps.temporal.client();
+      const handle = client.workflow.getHandle(approvalWorkflowId(id));
+      const input = { user, decision: request.body.decision, comment: request.body.comment ?? '' };
+      const updateId = respondUpdateId(user, input.decision, input.comment);
+      const result = await applied(client, 'response', id, () => handle.executeUpdate(respondUpdate, { args: [input], updateId }));
       return ok(version, result);
     },
   );
@@ -160,8 +211,9 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       const a = await load(id);
       const user = actingUser(request, deps.localUser);
       requireOpen(a);
-      const handle = (await deps.temporal.client()).workflow.getHandle(approvalWorkflowId(id));
-      await releasedWhenPostgresDown(deps.dependencies, () => callTemporal(() => handle.executeUpdate(cancelApprovalUpdate, { args: [{ user }] }), { whenGone: closedConflict(id) }));
+      const client = await deps.temporal.client();
+      const handle = client.workflow.getHandle(approvalWorkflowId(id));
+      await applied(client, 'cancel', id, () => handle.executeUpdate(cancelApprovalUpdate, { args: [{ user }], updateId: cancelUpdateId(user) }));
       return ok(version, await detail(id));
     },
   );

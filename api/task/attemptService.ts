@@ -427,6 +427,24 @@ export interface MergeRequest {
 export const MERGE_OUTCOME_UNKNOWN =
   'The workflow engine (Temporal) stopped answering while the merge was being started or run: it may or may not have been applied; read the attempt (merged) before merging again';
 
+/** How long a merge waits for a worker to finish it, unless `attempts.mergeWaitMs` says. */
+export const MERGE_WAIT_MS = 60_000;
+
+/**
+ * The 503 of a merge no worker finished within the wait (none running for its host, or every one busy): its
+ * workflow was started and runs when a worker takes it, so the merge may still land.
+ */
+export function mergeNotFinished(attemptId: string, waitMs: number): AppError {
+  return new AppError(
+    503,
+    'SERVICE_UNAVAILABLE',
+    `No worker finished the merge of attempt ${attemptId} within ${Math.round(waitMs / 100) / 10} s (no worker is running for its host, or Temporal did not answer): ` +
+      'it was started and may still land when a worker takes it, so it may or may not have been applied; read the attempt (merged) before merging again ' +
+      '(a merge sent while this one waits is a 409, already running)',
+    { outcome: 'unknown', waitedMs: waitMs },
+  );
+}
+
 export async function mergeAttempt(deps: AttemptServiceDeps, attemptId: string, req: MergeRequest): Promise<MergeWorkflowResult & { ok: true }> {
   const a = await getAttempt(deps.db, attemptId);
   if (!a) throw notFound(`Attempt ${attemptId} not found`);
@@ -447,16 +465,21 @@ export async function mergeAttempt(deps: AttemptServiceDeps, attemptId: string, 
   };
   // known down, or not reached: nothing was sent, and the 503 says to try again
   const client = await deps.temporal.client();
+  const waitMs = deps.config.file.attempts?.mergeWaitMs ?? MERGE_WAIT_MS;
+  const deadline = Date.now() + waitMs;
   let r: MergeWorkflowResult;
   try {
-    // the merge and its record are the worker's: a PostgreSQL outage meanwhile is a 503 now, not a wait as long as it lasts
+    // the merge and its record are the worker's: a PostgreSQL outage meanwhile is a 503 now, not a wait as long as it
+    // lasts; and with no worker to run it, a 503 after attempts.mergeWaitMs, not a wait until one comes
     r = await releasedWhenPostgresDown(deps.dependencies, () =>
-      client.workflow.execute('mergeWorkflow', {
-        workflowId: `merge:${attemptId}`,
-        taskQueue: deps.config.temporal.taskQueue,
-        args: [input],
-        workflowIdConflictPolicy: 'FAIL',
-      }),
+      client.connection.withDeadline(deadline, () =>
+        client.workflow.execute('mergeWorkflow', {
+          workflowId: `merge:${attemptId}`,
+          taskQueue: deps.config.temporal.taskQueue,
+          args: [input],
+          workflowIdConflictPolicy: 'FAIL',
+        }),
+      ),
     );
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) throw conflict(`A merge of attempt ${attemptId} is already running`);
@@ -465,7 +488,10 @@ export async function mergeAttempt(deps: AttemptServiceDeps, attemptId: string, 
     if (refused) throw refused;
     // Temporal stopped answering after the start was sent (a freeze, a restart): the merge may have begun and land
     // later, so this is not "try again" (the chaos soak's merge answered 503 twice, then landed)
-    if (isTemporalUnreachable(err)) throw new AppError(503, 'SERVICE_UNAVAILABLE', MERGE_OUTCOME_UNKNOWN, { outcome: 'unknown' });
+    if (isTemporalUnreachable(err)) {
+      if (Date.now() >= deadline) throw mergeNotFinished(attemptId, waitMs);
+      throw new AppError(503, 'SERVICE_UNAVAILABLE', MERGE_OUTCOME_UNKNOWN, { outcome: 'unknown' });
+    }
     throw err;
   }
   if (!r.ok) {

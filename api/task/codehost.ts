@@ -4,7 +4,7 @@
  */
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, TimeoutFailure } from '@temporalio/common';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { CodehostError, codehostAuthRequired, createCodehostClient, parseRepoSlug, pullRequestView, utcIso, type HostPull } from '../../lib/codehost/client';
@@ -118,16 +118,48 @@ function rootCause(err: Error): Error {
   return e;
 }
 
+/** How long create-pr waits for any worker to take up its push workflow, unless `codehost.pushPickupMs` says. */
+export const PUSH_PICKUP_MS = 30_000;
+
+/**
+ * When no worker has taken up the push workflow `pickupMs` after its start (none runs on the shared queue: its first
+ * workflow task is still waiting), it is terminated, so it cannot push later: the 503 then says nothing was pushed.
+ * Only when its history shows an activity scheduled before the termination (a worker took it just then) may the
+ * branch have been pushed, and the 503 says so. A workflow some worker runs is waited for (the host's own pick-up is
+ * bounded by the push activity's schedule-to-start timeout).
+ */
+async function boundPickup(handle: WorkflowHandle, result: Promise<unknown>, pickupMs: number, queue: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = await Promise.race([
+    result.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), pickupMs))),
+  ]);
+  clearTimeout(timer);
+  if (settled) return;
+  const events = async () => (await handle.fetchHistory()).events ?? [];
+  if ((await events()).some((e) => e.workflowTaskStartedEventAttributes)) return;
+  await handle.terminate(`no worker took the push within ${pickupMs} ms`).catch(() => undefined);
+  const seconds = Math.round(pickupMs / 100) / 10;
+  if ((await events()).some((e) => e.activityTaskScheduledEventAttributes)) {
+    throw new CodehostError(503, 'host_unavailable', `No worker took the push within ${seconds} s, and one took it as it was stopped: the branch may or may not have been pushed; try again`);
+  }
+  throw new CodehostError(503, 'host_unavailable', `No worker (queue ${queue}) took the push within ${seconds} s: nothing was pushed; try again when a worker is up`);
+}
+
 /**
  * create-pr's `git push`: pushBranchWorkflow runs it on the worker of the attempt's host (the shared queue for an
  * attempt that never had a worktree) with retries, and this waits for it. Its failures are push_failed (502),
- * host_unavailable (503) when no worker of that host picked it up, or no_changes (409) when the branch has no changes
- * beyond the attempt's base, which the host checks before pushing anything.
+ * host_unavailable (503) when no worker of that host picked it up, or no worker at all took up the workflow within
+ * `codehost.pushPickupMs` (boundPickup), or no_changes (409) when the branch has no changes beyond the attempt's base,
+ * which the host checks before pushing anything.
  */
 async function pushAttemptBranch(deps: TaskAppDeps, attempt: AttemptWithProject, repoDir: string): Promise<void> {
   const shared = deps.config.temporal.taskQueue;
   try {
-    await (await deps.temporal.client()).workflow.execute('pushBranchWorkflow', {
+    const handle = await (await deps.temporal.client()).workflow.start('pushBranchWorkflow', {
       workflowId: `push:${attempt.attempt_id}`,
       taskQueue: shared,
       args: [
@@ -141,6 +173,10 @@ async function pushAttemptBranch(deps: TaskAppDeps, attempt: AttemptWithProject,
       ],
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
+    const result = handle.result();
+    result.catch(() => undefined); // awaited below, unless boundPickup answers first (then it is terminated)
+    await boundPickup(handle, result, deps.config.file.codehost?.pushPickupMs ?? PUSH_PICKUP_MS, shared);
+    await result;
   } catch (err) {
     if (!(err instanceof WorkflowFailedError)) throw err;
     const cause = rootCause(err);

@@ -327,9 +327,13 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
   );
 };
 
-/** The drafts stream, registered without the /api prefix: `/ws/projects/:projectId/drafts`. */
+/**
+ * The drafts stream, registered without the /api prefix: `/ws/projects/:projectId/drafts`. It takes no query
+ * parameter (but `access_token`, which the key check removes): one it does not declare is a 400 before the upgrade,
+ * as on `/ws` and `/ws/execution-processes`; it used to be ignored.
+ */
 export const draftStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (app, { deps }) => {
-  app.get('/ws/projects/:projectId/drafts', { websocket: true, config: STREAM_ROUTE, schema: { hide: true, params: ProjectParams } }, (socket, request) => {
+  app.get('/ws/projects/:projectId/drafts', { websocket: true, config: STREAM_ROUTE, schema: { hide: true, params: ProjectParams, querystring: Type.Object({}) } }, (socket, request) => {
     const { projectId } = request.params as { projectId: string };
     // subscribe before anything async, so no event committed after the handshake is missed
     const unsubscribe = deps.events.subscribe([`project:${projectId}`], (e) => {

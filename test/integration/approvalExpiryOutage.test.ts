@@ -45,7 +45,10 @@ let env: NodeJS.ProcessEnv;
 
 beforeAll(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-approval-outage-'));
-  fs.writeFileSync(path.join(home, 'config.json'), '{}');
+  // the last case sends a response while no worker runs and has it handled by the worker started after the expiry,
+  // however long that start takes: the response waits for it (docs/approvals.md#no-worker; its own test is
+  // approvalNoWorker.test.ts)
+  fs.writeFileSync(path.join(home, 'config.json'), JSON.stringify({ approvals: { workerWaitMs: 300_000 } }));
   dev = await startTemporalDevServer({
     cliPath: process.env.TEMPORAL_CLI_PATH || 'temporal',
     toolsDir: process.env.ARMADA_TOOLS_DIR || os.tmpdir(),

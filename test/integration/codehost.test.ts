@@ -70,7 +70,7 @@ beforeAll(async () => {
     services: ['task'],
     worker: false,
     env: { ARMADA_CODEHOST_API_URL: fake.url, ARMADA_CODEHOST_OAUTH_URL: `${fake.url}/`, ARMADA_CODEHOST_CLIENT_ID: fake.clientId },
-    file: { codehost: { pollIntervalMs: 300 } },
+    file: { codehost: { pollIntervalMs: 300, pushPickupMs: 2000 } },
     logger: captureLogger,
   });
   workers = await startStackWorkers(stack, { logger: captureLogger, faults });
@@ -429,6 +429,31 @@ describe('code hosting', () => {
     expect(res.json()).toEqual({ success: false, error: 'push_failed', message: expect.stringContaining('Pushing the attempt branch failed') });
     expect((await pushHistory(fourth.id)).attempts).toEqual([1]);
     expect(fake.pulls.get('acme/widgets')?.length ?? 0).toBe(pullsBefore);
+  });
+
+  test('create-pr with no worker running: 503 host_unavailable after codehost.pushPickupMs, nothing pushed then or later, no pull request; with a worker back it lands', async () => {
+    // before (session 48): it waited with no bound, for as long as no worker ran on the shared queue
+    const fifth = await makeAttempt(30);
+    const pullsBefore = fake.pulls.get('acme/widgets')?.length ?? 0;
+    await workers.stop();
+    try {
+      const res = await inject('POST', `/api/task-attempts/${fifth.id}/create-pr`, { title: 'No worker' });
+      expect([res.statusCode, res.headers['retry-after'], res.json()]).toEqual([
+        503,
+        '1',
+        { success: false, error: 'host_unavailable', message: `No worker (queue ${stack.config.temporal.taskQueue}) took the push within 2 s: nothing was pushed; try again when a worker is up` },
+      ]);
+      // its workflow was stopped, so the worker that comes next does not push it
+      const handle = (await stack.temporal.client()).workflow.getHandle(`push:${fifth.id}`);
+      expect((await handle.describe()).status.name).toBe('TERMINATED');
+    } finally {
+      workers = await startStackWorkers(stack, { logger: captureLogger, faults });
+    }
+    await new Promise((r) => setTimeout(r, 1500));
+    expect([remoteHasBranch(fifth.branch), fake.pulls.get('acme/widgets')?.length ?? 0]).toEqual([undefined, pullsBefore]);
+    const again = await inject('POST', `/api/task-attempts/${fifth.id}/create-pr`, { title: 'No worker' });
+    expect([again.statusCode, again.json().data?.head]).toEqual([200, fifth.branch]);
+    expect(remoteHasBranch(fifth.branch)).toBe(fifth.commit);
   });
 
   test('the code-host token never appears in the logs (trace level, services and worker)', () => {

@@ -121,7 +121,22 @@ test('a NUL in a header and a path parameter failing its schema: "Request header
   const raw = await stack.app('task').inject({ method: 'GET', url: '/api/projects', headers: { 'x-user-email': 'a\u0000@example.com' } });
   expect([raw.statusCode, raw.json().error.message]).toEqual([400, 'Request headers are invalid: x-user-email must not contain NUL (\\u0000) characters']);
   const agent = await send('agents', 'GET', '/api/v1/agents/a%20b/status', undefined);
-  expect([agent.status, agent.json]).toEqual([400, { detail: 'Request path is invalid: name must match pattern "^[A-Za-z0-9._-]+$"' }]);
+  const namePattern = '^([A-Za-z0-9_-][A-Za-z0-9._-]*|\\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\\.\\.[A-Za-z0-9._-]+)$';
+  expect([agent.status, agent.json]).toEqual([400, { detail: `Request path is invalid: name must match pattern "${namePattern}"` }]);
+  // `.` and `..` are no agent's name (the config refuses them too); `...` and `.a` may be
+  // over a raw socket: clients (fetch, inject) fold `.`/`..` segments, also as %2E, before they are sent
+  for (const name of ['.', '..', '%2E', '%2e%2E']) {
+    const r = await rawExchange('agents', `GET /api/v1/agents/${name}/status HTTP/1.1\r\nHost: x\r\nX-API-Key: ${stack.keys.agents}\r\n`, '');
+    expect([name, r.status, JSON.parse(r.body)]).toEqual([name, 400, { detail: `Request path is invalid: name must match pattern "${namePattern}"` }]);
+  }
+  for (const agent of ['.', '..']) {
+    const r = await send('agents', 'POST', '/api/v1/tasks', JSON.stringify({ agent, task: 'x' }), { 'content-type': 'application/json' });
+    expect([agent, r.status, r.json]).toEqual([agent, 400, { detail: `Request body is invalid: agent must match pattern "${namePattern}"` }]);
+  }
+  for (const name of ['...', '.a', 'a..b']) {
+    const r = await send('agents', 'GET', `/api/v1/agents/${name}/status`, undefined);
+    expect([name, r.status]).toEqual([name, 404]);
+  }
 });
 
 describe('code-hosting routes: the shapes docs/codehost.md "Errors" states', () => {

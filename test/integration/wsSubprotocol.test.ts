@@ -76,3 +76,35 @@ test('a client that requires a subprotocol sees the server picked none; one that
   });
   expect(plain).toBe('');
 });
+
+test('the sockets that take no query parameter refuse one they do not declare, the drafts stream as /ws; access_token is the key, not a parameter', async () => {
+  const none = ['/ws', '/ws/execution-processes', `/ws/projects/${crypto.randomUUID()}/drafts`];
+  for (const path of none) {
+    const r = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      // a connection of its own: the server closes one whose upgrade it refused, and a pooled one would be reused
+      const req = http.request(`${base}${path}?x=1&after=2`, {
+        agent: false,
+        headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': crypto.randomBytes(16).toString('base64') },
+      });
+      req.on('upgrade', (res, socket) => {
+        socket.destroy();
+        resolve({ status: res.statusCode ?? 0, body: '' });
+      });
+      req.on('response', (res) => {
+        let body = '';
+        res.on('data', (c) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect([path, r.status, r.status === 400 ? JSON.parse(r.body).error : r.body]).toEqual([
+      path,
+      400,
+      { code: 'VALIDATION_ERROR', message: expect.stringMatching(/^Request query is invalid: (x|after) is not a parameter of this operation, which takes none$/), details: expect.any(Object) },
+    ]);
+    // without them (or with only the key's parameter) the handshake goes through
+    expect([path, (await handshake(path, 'chat')).status]).toEqual([path, 101]);
+    expect([path, (await handshake(`${path}?access_token=whatever`, 'chat')).status]).toEqual([path, 101]);
+  }
+});
