@@ -362,6 +362,67 @@ test.describe('the multi-agent and trace services down', () => {
     expect(await alertCountsSeen(page)).toEqual([0, 1, 0]);
   });
 
+  test('Agents: the agents\' status reads refused are said once, with the others (they failed silently), kept through the tries', async ({ page }) => {
+    const statusPath = /\/svc\/agents\/api\/v1\/agents\/[^/]+\/status(\?.*)?$/;
+    let tries = 0;
+    await page.route(statusPath, (route) => {
+      tries++;
+      return route.fulfill(down);
+    });
+    await watchAlertCounts(page);
+    await page.goto('/agents');
+    const row = page.getByRole('table', { name: 'Agents' }).locator('[data-agent="ui-helper"]');
+    await expect(row).toBeVisible();
+    const alerts = page.getByRole('alert');
+    await expect(alerts.filter({ hasText: 'Agent statuses could not be read:' })).toHaveCount(1, { timeout: 20_000 });
+    await expect(alerts).toHaveCount(1);
+    await expect(alerts).toContainText('The multi-agent service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.');
+    await screenshot(page, 'agents-statuses-refused');
+    await expect(row.locator('td.num').first()).toHaveText('—');
+    // a round of the screen's own tries, refused too: the error stays, said once
+    const first = tries;
+    await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 2);
+    await expect(alerts).toHaveCount(1);
+    await page.unroute(statusPath);
+    await expect(row.locator('td.num').first()).toHaveText(/^\d+$/, { timeout: 15_000 });
+    await expect(alerts).toHaveCount(0);
+    expect(await alertCountsSeen(page)).toEqual([0, 1, 0]);
+  });
+
+  test('Settings: the webhooks refused, then back, leave the profiles shown throughout (hidden at each try, they came back lower)', async ({ page }) => {
+    const hooksPath = /\/api\/webhooks(\?.*)?$/;
+    let tries = 0;
+    await page.route(hooksPath, (route) => {
+      tries++;
+      return route.fulfill({ status: 503, json: { success: false, error: { code: 'SERVICE_UNAVAILABLE', message: 'The database (PostgreSQL) is not answering; try again', details: {} } } });
+    });
+    // whether the profiles are shown, each time it changes, from the first frame
+    await page.addInitScript(() => {
+      const w = window as unknown as { profilesShown: boolean[] };
+      w.profilesShown = [];
+      const look = () => {
+        const section = document.querySelector<HTMLElement>('section[aria-label="Agent profiles in use"]');
+        if (section && w.profilesShown.at(-1) !== !section.hidden) w.profilesShown.push(!section.hidden);
+      };
+      document.addEventListener('DOMContentLoaded', () =>
+        new MutationObserver(look).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['hidden'] }),
+      );
+    });
+    await page.goto('/settings');
+    const webhooks = page.getByRole('region', { name: 'Webhooks' });
+    const profiles = page.locator('section[aria-label="Agent profiles in use"]');
+    await expect(webhooks.getByRole('alert')).toContainText('HTTP 503', { timeout: 20_000 });
+    await expect(profiles).toBeVisible();
+    const first = tries;
+    await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 2);
+    await page.unroute(hooksPath);
+    await expect(webhooks.getByRole('table', { name: 'Webhook list' }).or(webhooks.getByText('No webhooks.'))).toBeVisible({ timeout: 15_000 });
+    await expect(webhooks.getByRole('alert')).toHaveCount(0);
+    await expect(profiles).toBeVisible();
+    // hidden until the webhooks' first answer (their refusal), then shown for good
+    expect(await page.evaluate(() => (window as unknown as { profilesShown: boolean[] }).profilesShown)).toEqual([false, true]);
+  });
+
   test('Traces: the chart and the list down is one error for the screen (each said it)', async ({ page }) => {
     await page.route(/\/svc\/traces\/api\/v1\/traces(\/analytics)?(\?.*)?$/, (route) => route.fulfill(down));
     await page.goto('/traces');

@@ -8,6 +8,20 @@ import { describeStream, lostStreams, markLost, markOpen } from '../../web/src/a
 import { isUnavailable, retryWhileUnavailable, UNAVAILABLE_RETRY_MS, unavailableNote } from '../../web/src/api/unavailable';
 import { WEBHOOK_EVENTS as BOARD_WEBHOOK_EVENTS } from '../../web/src/api/settings';
 import { WEBHOOK_EVENTS } from '../../lib/db/webhooks';
+import { formatCost } from '../../web/src/components/money';
+
+test('money reads the same on every screen: two decimals, thousands separated, "< $0.01" for a tiny nonzero amount', () => {
+  expect([0, 0.0001, 0.0049, 0.005, 0.1234, 1, 1234.5, 2_000_000].map(formatCost)).toEqual([
+    '$0.00',
+    '< $0.01',
+    '< $0.01',
+    '$0.01',
+    '$0.12',
+    '$1.00',
+    '$1,234.50',
+    '$2,000,000.00',
+  ]);
+});
 
 test("the board offers exactly the service's webhook events (web/src/api/settings.ts keeps a copy)", () => {
   expect([...BOARD_WEBHOOK_EVENTS]).toEqual([...WEBHOOK_EVENTS]);

@@ -1,4 +1,4 @@
-import { NavLink, Outlet } from 'react-router';
+import { Link, NavLink, Outlet } from 'react-router';
 import { ConnectionBanner } from './ConnectionBanner';
 import { KeyPrompt } from './KeyPrompt';
 import { Toasts } from './Toasts';
@@ -12,14 +12,30 @@ const NAV = [
   { to: '/settings', label: 'Settings' },
 ];
 
-/** The page frame: navigation, connection banner, the routed screen, toasts and the key prompt. */
+/**
+ * The page frame: a skip link, navigation, connection banner, the routed screen, toasts and the key prompt. The skip
+ * link is the first thing Tab reaches (hidden until focused): it moves focus to the screen, past the seven links above
+ * it. The brand is a router link like the others (it reloaded the whole page).
+ */
 export function Layout() {
   return (
     <div className="app">
+      {/* biome-ignore lint/a11y/useValidAnchor: a skip link is a link to #main (what assistive tech expects); the click only keeps #main out of the router's URL */}
+      <a
+        className="skip-link"
+        href="#main"
+        onClick={(e) => {
+          // focus, not the address: a #main in the URL would be a navigation of the router
+          e.preventDefault();
+          document.getElementById('main')?.focus();
+        }}
+      >
+        Skip to content
+      </a>
       <header className="topbar">
-        <a className="brand" href="/projects">
+        <Link className="brand" to="/projects">
           Armada
-        </a>
+        </Link>
         <nav aria-label="Main">
           <ul>
             {NAV.map((n) => (
@@ -31,7 +47,7 @@ export function Layout() {
         </nav>
       </header>
       <ConnectionBanner />
-      <main className="main">
+      <main className="main" id="main" tabIndex={-1}>
         <Outlet />
       </main>
       <Toasts />

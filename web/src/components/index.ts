@@ -2,6 +2,7 @@
 export { ConfirmDialog } from './ConfirmDialog';
 export { ConnectionBanner } from './ConnectionBanner';
 export { Dialog } from './Dialog';
+export { useDocumentTitle } from './documentTitle';
 export { ErrorMessage } from './ErrorMessage';
 export { groupErrors, joinNames, type NamedRead, NotLoaded, ScreenErrors } from './ScreenErrors';
 export { KeyPrompt } from './KeyPrompt';
@@ -11,3 +12,4 @@ export { dismissToast, showError, showToast } from './toastStore';
 export { Placeholder } from './Placeholder';
 export { Field } from './Field';
 export { ListTable } from './ListTable';
+export { formatCost } from './money';

@@ -67,6 +67,13 @@ export function AgentsPage() {
   // their errors stay while they are tried again (every 5 s while the service is down): they blinked away at each try
   const agents = useErrorKept(useAgents());
   const statuses = useAgentStatuses((agents.data ?? []).map((a) => a.name));
+  // the agents' status reads: their error is said with the others (they failed silently, the rows showing "—"), the
+  // first of them standing for all (one service answers them), kept through the tries like the others
+  const statusRead = useErrorKept({
+    error: statuses.find((s) => s.error)?.error ?? null,
+    isPending: statuses.some((s) => s.isPending),
+    isFetching: statuses.some((s) => s.isFetching),
+  });
   const tasks = useErrorKept(useAgentTasks());
   const [assigning, setAssigning] = useState<Agent | null>(null);
   return (
@@ -79,6 +86,8 @@ export function AgentsPage() {
         reads={[
           { name: 'Agents', error: agents.error },
           { name: 'Latest tasks', error: tasks.error },
+          // read once the agents are: without them there are none, and the screen's error is the agents' own
+          ...(agents.data ? [{ name: 'Agent statuses', error: statusRead.error }] : []),
         ]}
         onRetry={() => void qc.invalidateQueries({ queryKey: queryKeys.agents() })}
       />

@@ -25,7 +25,7 @@ import {
   useProjectTaskEvents,
   useProjectTasks,
 } from '../api';
-import { ConfirmDialog, ErrorMessage, Field, showToast } from '../components';
+import { ConfirmDialog, ErrorMessage, Field, showToast, useDocumentTitle } from '../components';
 import { NotFoundPage } from './NotFoundPage';
 import { BoardColumnView } from './board/BoardColumnView';
 import { LabelsFilter } from './board/LabelsFilter';
@@ -191,6 +191,10 @@ export function BoardPage() {
     );
   }, [urlPriority, filters.priority, setParams]);
 
+  // until the project comes, a neutral title ("Board" was shown, then replaced by the name); the tab's title follows
+  const title = project.data?.name ?? (project.isPending ? null : 'Project');
+  useDocumentTitle(projectMissing ? 'Project not found' : (title ?? 'Loading project…'));
+
   if (projectMissing) {
     return <NotFoundPage title="Project not found">There is no project {id}: it may have been deleted, or the address is mistyped.</NotFoundPage>;
   }
@@ -201,7 +205,13 @@ export function BoardPage() {
           <p className="crumbs">
             <Link to="/projects">Projects</Link> /
           </p>
-          <h1>{project.data?.name ?? 'Board'}</h1>
+          {title === null ? (
+            <h1 className="title-loading" aria-busy="true">
+              Loading project…
+            </h1>
+          ) : (
+            <h1>{title}</h1>
+          )}
         </div>
         <div className="toolbar">
           <button

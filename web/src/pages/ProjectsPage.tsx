@@ -21,7 +21,7 @@ import {
   useErrorKept,
   useWebSocketStream,
 } from '../api';
-import { ConfirmDialog, ErrorMessage, ListTable, showToast } from '../components';
+import { ConfirmDialog, ErrorMessage, formatCost, ListTable, showToast } from '../components';
 import { ProjectDialog } from './projects/ProjectDialog';
 
 /** A 404 of a project's own route: it was deleted (elsewhere, since this list was read). */
@@ -49,7 +49,7 @@ function ProjectRow({ project, onEdit, onDelete }: { project: ProjectListItem; o
       <td className="num">{s?.inProgressTasks ?? '–'}</td>
       <td className="num">{s?.completedTasks ?? '–'}</td>
       <td className="num">{s?.failedTasks ?? '–'}</td>
-      <td className="num">{s ? `$${s.totalCost.toFixed(2)}` : '–'}</td>
+      <td className="num">{s ? formatCost(s.totalCost) : '–'}</td>
       <td>
         <div className="row-actions">
           <button type="button" className="small" aria-label={`Edit ${project.name}`} onClick={onEdit}>

@@ -310,7 +310,12 @@ function WebhooksSection() {
 }
 
 export function SettingsPage() {
-  const hooks = useWebhooks();
+  const hooks = useErrorKept(useWebhooks());
+  // the profiles wait for the webhooks' first answer, list or error, then stay: a failed list tried again (Retry, or
+  // every 5 s while the service is down) is pending again at each try, and hid them until it came, then showed them
+  // lower down
+  const [webhooksAnswered, setWebhooksAnswered] = useState(false);
+  if (!webhooksAnswered && !hooks.isPending) setWebhooksAnswered(true);
   return (
     <div className="stack">
       <div className="page-head">
@@ -321,7 +326,7 @@ export function SettingsPage() {
           often last, and above the webhooks it grew and moved them under the pointer (a click landed beside its button);
           below them, it shows once their list has come, which moved it down */}
       <WebhooksSection />
-      <ProfilesSection hidden={hooks.isPending} />
+      <ProfilesSection hidden={!webhooksAnswered} />
     </div>
   );
 }

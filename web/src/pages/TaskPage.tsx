@@ -7,7 +7,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { lazy, Suspense, useEffect, useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { ApiError, api, apiPage, type ProjectDetail, queryKeys, type Task, type TaskDetail, useWebSocketStream, eventStreamResume } from '../api';
-import { ConfirmDialog, ErrorMessage, Field } from '../components';
+import { ConfirmDialog, ErrorMessage, Field, formatCost } from '../components';
 import { AttemptTable } from '../components/task/AttemptTable';
 import { CompareDialog } from '../components/task/CompareDialog';
 import { CreatePrDialog } from '../components/task/CreatePrDialog';
@@ -20,7 +20,7 @@ import { mergeRefusal } from '../components/task/mergeRefusal';
 import { pullRequestRefusal } from '../components/task/pullRequestRefusal';
 import { StartAttemptDialog } from '../components/task/StartAttemptDialog';
 import { NotFoundPage } from './NotFoundPage';
-import { type Attempt, formatCost, formatDuration, type ProcessInfo, RUNNING_STATUSES } from '../components/task/taskTypes';
+import { type Attempt, formatDuration, type ProcessInfo, RUNNING_STATUSES } from '../components/task/taskTypes';
 
 import '../components/task/task.css';
 

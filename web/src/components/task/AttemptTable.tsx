@@ -1,7 +1,8 @@
 /** The attempts of a task: status, agent, duration, cost, changes; one is selected (shown below), two can be ticked for comparing. */
 import type { AttemptSummary } from '../../api';
 import { ListTable } from '../ListTable';
-import { formatCost, formatDuration } from './taskTypes';
+import { formatCost } from '../money';
+import { formatDuration } from './taskTypes';
 
 export interface AttemptTableProps {
   attempts: AttemptSummary[];

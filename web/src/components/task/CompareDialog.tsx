@@ -4,7 +4,8 @@ import { api } from '../../api';
 import { Dialog } from '../Dialog';
 import { ErrorMessage } from '../ErrorMessage';
 import { ListTable } from '../ListTable';
-import { type CompareResult, formatCost, formatDuration } from './taskTypes';
+import { formatCost } from '../money';
+import { type CompareResult, formatDuration } from './taskTypes';
 
 export function CompareDialog({ open, attemptIds, numbers, onClose }: { open: boolean; attemptIds: [string, string]; numbers: Record<string, number>; onClose: () => void }) {
   const cmp = useQuery({

@@ -138,7 +138,3 @@ export function formatDuration(seconds: number | null): string {
   if (m < 60) return `${m} min ${Math.round(seconds % 60)} s`;
   return `${Math.floor(m / 60)} h ${m % 60} min`;
 }
-
-export function formatCost(usd: number): string {
-  return `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
-}
