@@ -405,7 +405,7 @@ function classCode(item: string): number | undefined {
   const control: Record<string, number> = { t: 9, n: 10, v: 11, f: 12, r: 13 };
   const c = item.slice(1);
   if (c in control) return control[c];
-  return /^[\\\]\[^\-/.*+?(){}|$]$/.test(c) ? c.charCodeAt(0) : undefined;
+  return /^[\\\][^\-/.*+?(){}|$]$/.test(c) ? c.charCodeAt(0) : undefined;
 }
 
 const SCHEMA_KEYWORDS = ['type', '$ref', 'anyOf', 'oneOf', 'allOf', 'not', 'enum', 'const', 'properties', 'patternProperties', 'items', 'if'];
