@@ -359,9 +359,9 @@ export function nulFreeStrings<T>(schema: T): T {
   // a date-time's bounds, which its format cannot say (api/http/validation.ts): the same pattern validation applies
   if (types.includes('string') && out.format === 'date-time' && !('pattern' in out)) out.pattern = STORABLE_DATE_TIME_PATTERN;
   if (types.includes('string') && !('format' in out) && !('enum' in out) && !('const' in out)) {
-    // a string with a pattern of its own (e.g. `\S`) still must not hold NUL: both patterns apply
+    // a string with a pattern of its own that admits NUL (e.g. `\S`) still must not hold it: both patterns apply
     if (!('pattern' in out)) out.pattern = NUL_FREE_PATTERN;
-    else if (out.pattern !== NUL_FREE_PATTERN && !('allOf' in out)) out.allOf = [{ pattern: NUL_FREE_PATTERN }];
+    else if (!patternRefusesNul(out.pattern) && !('allOf' in out)) out.allOf = [{ pattern: NUL_FREE_PATTERN }];
   }
   // A free-form value (no type, no composition: TypeBox's Unknown, `{}`) may be any JSON but must hold no NUL either
   if (isFreeForm(out)) return { ...out, $ref: NUL_FREE_JSON_REF } as T;
@@ -372,6 +372,40 @@ export function nulFreeStrings<T>(schema: T): T {
   // and the values of those extra keys are free-form: NUL-free JSON
   if (isObject && out.additionalProperties === undefined && !('patternProperties' in out)) out.additionalProperties = { $ref: NUL_FREE_JSON_REF };
   return out as T;
+}
+
+/**
+ * True when `pattern` can match no string holding NUL, read from its text: anchored at both ends (`^…$`) with nothing
+ * between but character classes, each with `*`, `+`, `?` or no quantifier, where every negated class names U+0000
+ * (`[^\u0000-\u0008…]`, as TEXT_PATTERN and NAME_PATTERN do) and no other class can match it (only literal characters,
+ * `\uXXXX`, `\t`, `\n`, `\r`, `\v`, `\f` and escaped punctuation, none of them U+0000). Any other pattern counts as
+ * admitting NUL. A string whose pattern refuses NUL gets no NUL_FREE_PATTERN beside it: that `allOf` would say nothing
+ * more, and schemathesis' coverage phase, which drops a long string's own pattern when it makes one a character over
+ * its maxLength, drew every one of those 20,001–100,001 characters through the `allOf`'s pattern (~110 s of CPU for one
+ * such field; docs/testing.md, "Inside the long files").
+ */
+export function patternRefusesNul(pattern: unknown): boolean {
+  if (typeof pattern !== 'string' || !pattern.startsWith('^') || !pattern.endsWith('$') || pattern.endsWith('\\$')) return false;
+  const body = pattern.slice(1, -1);
+  const classes = /\[(\^?)((?:\\u[0-9a-fA-F]{4}|\\[^u]|[^\\\]])*)\][*+?]?/y;
+  let end = 0;
+  for (let m = classes.exec(body); m; m = classes.exec(body)) {
+    end = classes.lastIndex;
+    const codes = (m[2]?.match(/\\u[0-9a-fA-F]{4}|\\.|[^\\]/g) ?? []).map(classCode);
+    // a negated class matches NUL unless it names it, as an item or as a range's end (whose start is then U+0000 too)
+    if (m[1] === '^' ? !codes.includes(0) : codes.some((c) => c === 0 || c === undefined)) return false;
+  }
+  return end > 0 && end === body.length;
+}
+
+/** The character one item of a character class stands for; undefined for a class escape such as `\S` or `\W`. */
+function classCode(item: string): number | undefined {
+  if (item.startsWith('\\u')) return Number.parseInt(item.slice(2), 16);
+  if (!item.startsWith('\\')) return item.charCodeAt(0);
+  const control: Record<string, number> = { t: 9, n: 10, v: 11, f: 12, r: 13 };
+  const c = item.slice(1);
+  if (c in control) return control[c];
+  return /^[\\\][^\-/.*+?(){}|$]$/.test(c) ? c.charCodeAt(0) : undefined;
 }
 
 const SCHEMA_KEYWORDS = ['type', '$ref', 'anyOf', 'oneOf', 'allOf', 'not', 'enum', 'const', 'properties', 'patternProperties', 'items', 'if'];

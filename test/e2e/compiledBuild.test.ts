@@ -1,7 +1,8 @@
 /**
  * Production runs compiled JavaScript: `npm run build` into a temp directory (whose node_modules has every package
  * but tsx), then `armada api --service task` and `armada worker` from that output against the test PostgreSQL and
- * Temporal. /health answers, and a project's clone (a worker activity on the shared queue) completes.
+ * Temporal. /health answers, the filesystem search's helper process finds a repository, and a project's clone (a
+ * worker activity on the shared queue) completes.
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -58,6 +59,10 @@ test('armada api and armada worker run from the compiled output: /health 200, a 
     ARMADA_TEMPORAL_METRICS_PORT: '',
   };
   const bin = path.join(out, 'bin', 'armada');
+  // a directory the filesystem routes may search, holding one repository (GET /api/filesystem/git-repos below)
+  const browsable = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'armada-dist-fs-')));
+  execFileSync('git', ['clone', '-q', makeGitRepo(), path.join(browsable, 'inner')]);
+  fs.writeFileSync(path.join(home, 'config.json'), JSON.stringify({ filesystem: { allowedPaths: [browsable] } }));
   const api = await spawnArmada(['api', '--service', 'task'], 'listening', { ...baseEnv, ARMADA_TASK_PORT: String(port) }, 120_000, bin);
   children.push(api.child);
   const worker = await spawnArmada(['worker', '--health-port', '0', '--grace', '2'], 'worker-started', baseEnv, 120_000, bin);
@@ -80,6 +85,13 @@ test('armada api and armada worker run from the compiled output: /health 200, a 
   const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)?.[1];
   expect(script).toBeDefined();
   expect((await fetch(`${base}${script}`)).status).toBe(200);
+  // repositories are inspected in a helper process (workers/repoInspector.js), which loads the compiled code too
+  const search = await fetch(`${base}/api/filesystem/git-repos?path=${encodeURIComponent(browsable)}`);
+  expect(search.status).toBe(200);
+  const found = ((await search.json()) as { data: { repositories: { path: string; branch: string }[]; truncated: boolean } }).data;
+  expect(found.repositories.map((r) => r.path)).toEqual([path.join(browsable, 'inner')]);
+  expect(found.truncated).toBe(false);
+  fs.rmSync(browsable, { recursive: true, force: true });
 
   const bare = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-dist-bare-'));
   execFileSync('git', ['clone', '-q', '--bare', makeGitRepo(), bare]);

@@ -11,6 +11,7 @@ import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../suppo
 import { startServices } from '../../api/services';
 import { ACCEPTED_SCHEDULES } from '../../lib/scheduler/cron';
 import { logger, startTestStack, type TestStack } from '../support/harness';
+import { ARMADA_BIN } from '../support/armadaProcess';
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 let stack: TestStack;
@@ -216,7 +217,7 @@ describe('armada sources / workflows CLI', () => {
   });
 
   test('--help works from the real executable', async () => {
-    const bin = path.join(__dirname, '..', '..', 'bin', 'armada');
+    const bin = ARMADA_BIN;
     const { stdout } = await promisify(execFile)(process.execPath, [bin, 'sources', '--help']);
     expect(stdout).toContain('armada sources list');
     const wf = await promisify(execFile)(process.execPath, [bin, 'workflows', '--help']);

@@ -9,8 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { addServer, configFile, EDITORS, listServers, removeServer, writeFileAtomic, type Location } from '../../lib/mcp/editorConfig';
+import { ARMADA_BIN as BIN } from '../support/armadaProcess';
 
-const BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
 let home: string;
 let cwd: string;
 let loc: Location;

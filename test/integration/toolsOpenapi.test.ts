@@ -9,8 +9,8 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ARMADA_BIN as BIN } from '../support/armadaProcess';
 
-const BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
 
 const petstore = {
   openapi: '3.0.3',

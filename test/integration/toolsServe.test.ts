@@ -14,8 +14,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { SCHEDULER_TOOLS, TASK_SERVICE_TOOLS } from '../../lib/mcp/armadaTools';
 import { makeGitRepo, startTestStack, type TestStack } from '../support/harness';
+import { ARMADA_BIN as BIN } from '../support/armadaProcess';
 
-const BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
 let stack: TestStack;
 let taskUrl: string;
 let schedulerUrl: string;

@@ -1,10 +1,15 @@
 /** Runs `bin/armada <args>` as its own process and resolves once it prints the JSON line whose `event` is `ready`. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import readline from 'node:readline';
 
-export const ARMADA_BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
+const { armadaBin } = require('./testBuild') as { armadaBin(): string };
+
+/**
+ * The bin/armada the tests start: in `npm test`, the compiled copy of the sources scripts/test.js made while it is
+ * fresh, else (a source changed since, or `npx jest <file>`) the repository's, under tsx (test/support/testBuild.js).
+ */
+export const ARMADA_BIN = armadaBin();
 
 export interface ArmadaProcess {
   child: ChildProcess;

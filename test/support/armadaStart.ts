@@ -7,10 +7,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
+import { ARMADA_BIN as BIN } from './armadaProcess';
 import { processesUsing } from './processes';
 
 const { freePort, whilePortTaken } = require('./ports') as { freePort(): Promise<number>; whilePortTaken<T>(start: (tries: number) => Promise<T>): Promise<T> };
-const BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
 
 export interface StartPorts {
   task: number;

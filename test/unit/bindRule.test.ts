@@ -5,8 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { assertTaskServiceBindAllowed, isLoopbackHost } from '../../lib/config';
 import { testConfigFrom } from '../support/unitConfig';
+import { ARMADA_BIN as BIN } from '../support/armadaProcess';
 
-const BIN = path.join(__dirname, '..', '..', 'bin', 'armada');
 
 test('loopback is 127.0.0.0/8, ::1 and localhost; anything else is not', () => {
   for (const h of ['127.0.0.1', '127.1.2.3', '::1', '[::1]', 'localhost', 'LOCALHOST', '::ffff:127.0.0.1']) expect([h, isLoopbackHost(h)]).toEqual([h, true]);
