@@ -31,14 +31,7 @@ interface LogLine {
 /** The lines that say how a run ended (an agent's own lines never start so). */
 const END_LINE = /^(agent (exited with code|stopped|cancelled|timed out)|this worker shut down)/;
 
-async function logsOf(processId: string): Promise<LogLine[]> {
-  const r = await h.inject('GET', `/api/processes/${processId}/logs`);
-  expect(r.statusCode).toBe(200);
-  return r.body
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as LogLine);
-}
+const logsOf = (processId: string): Promise<LogLine[]> => h.logs(processId);
 
 interface Path {
   path: string;

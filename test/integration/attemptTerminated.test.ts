@@ -57,14 +57,7 @@ interface LogLine {
   message: string;
 }
 
-async function logsOf(processId: string): Promise<LogLine[]> {
-  const r = await h.inject('GET', `/api/processes/${processId}/logs`);
-  expect(r.statusCode).toBe(200);
-  return r.body
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as LogLine);
-}
+const logsOf = (processId: string): Promise<LogLine[]> => h.logs(processId);
 
 const taskStatus = async (taskId: string) => (await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status as string;
 const processStatus = async (processId: string) => (await h.inject('GET', `/api/processes/${processId}`)).json().data.status as string;

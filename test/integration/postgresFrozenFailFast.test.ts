@@ -14,14 +14,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnApi, type ApiProcess } from '../support/apiProcess';
-import { eventually, makeGitRepo, TEST_API_KEY } from '../support/harness';
+import { eventually, makeGitRepo } from '../support/harness';
 import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
-import { timedRequest, type TimedAnswer as Answer } from '../support/timedRequest';
+import { answerMessage, type RoundRequest as Request, SERVICES, type Service, serviceRounds, unavailableAnswerProblem } from '../support/serviceRounds';
+import type { TimedAnswer as Answer } from '../support/timedRequest';
 
 jest.setTimeout(300_000);
-
-type Service = 'task' | 'scheduler' | 'agents' | 'traces';
-const SERVICES: Service[] = ['task', 'scheduler', 'agents', 'traces'];
 
 let home: string;
 let pg: OwnPostgres;
@@ -45,80 +43,17 @@ afterAll(async () => {
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
 
-const send = (service: Service, method: 'GET' | 'POST', url: string, payload?: unknown): Promise<Answer> =>
-  timedRequest(`${api.base(service)}${url}`, { method, payload, headers: service === 'task' ? {} : { 'x-api-key': TEST_API_KEY }, timeoutMs: 120_000 });
-
-interface Request {
-  name: string;
-  service: Service;
-  write: boolean;
-  ok: number;
-  send(): Promise<Answer>;
-}
-
-let traceSeq = 0;
-/** Writes answered with their success status, by round and service: each must be there exactly once. */
-const accepted: Record<string, { task: number; traces: number }> = {};
-
-/** A read of each service and a write of three; each write names `round`, so its rows can be counted. */
-function requests(round: string): Request[] {
-  return [
-    { name: 'task: list projects', service: 'task', write: false, ok: 200, send: () => send('task', 'GET', '/api/projects') },
-    { name: 'task: create a task', service: 'task', write: true, ok: 201, send: () => send('task', 'POST', '/api/tasks', { projectId, title: round }) },
-    { name: 'scheduler: list workflows', service: 'scheduler', write: false, ok: 200, send: () => send('scheduler', 'GET', '/api/v1/workflows') },
-    { name: 'agents: memory stats', service: 'agents', write: false, ok: 200, send: () => send('agents', 'GET', '/api/v1/memory/stats') },
-    { name: 'agents: store memory', service: 'agents', write: true, ok: 201, send: () => send('agents', 'POST', '/api/v1/memory', { content: `kept in ${round}` }) },
-    { name: 'traces: list traces', service: 'traces', write: false, ok: 200, send: () => send('traces', 'GET', `/api/v1/traces?instance=${round}`) },
-    {
-      name: 'traces: record a trace',
-      service: 'traces',
-      write: true,
-      ok: 201,
-      send: () => send('traces', 'POST', '/api/v1/traces', { messageId: `${round}-${++traceSeq}`, instance: round, to: '+15550102000', message: 'hello' }),
-    },
-  ];
-}
+const rounds = serviceRounds((service) => api.base(service), () => projectId, 120_000);
+const { send, requests, allServed, writesOf, accepted } = rounds;
 
 const TRY_AGAIN = /PostgreSQL.*try again/;
 /** A write released while its statement was with the frozen server (docs/operations.md). */
 const OUTCOME_UNKNOWN = /PostgreSQL.*may or may not have been applied/;
 
 /** What is wrong with a 503 of a frozen PostgreSQL (status, shape, Retry-After), or undefined. */
-function outageAnswerProblem(r: Request, a: Answer): string | undefined {
-  if (a.status !== 503) return `status ${a.status} ${JSON.stringify(a.body)}`;
-  if (a.retryAfter !== '1') return `Retry-After ${a.retryAfter}`;
-  const message = r.service === 'task' ? (a.body.error as { message?: unknown } | undefined)?.message : a.body.detail;
-  const allowed = r.write ? [TRY_AGAIN, OUTCOME_UNKNOWN] : [TRY_AGAIN];
-  if (!allowed.some((m) => m.test(String(message)))) return `message ${String(message)}`;
-  if (r.service === 'task') {
-    const error = a.body.error as { code?: unknown } | undefined;
-    if (a.body.success !== false || error?.code !== 'SERVICE_UNAVAILABLE') return `body ${JSON.stringify(a.body)}`;
-  } else if (Object.keys(a.body).join() !== 'detail') return `body ${JSON.stringify(a.body)}`;
-  return undefined;
-}
+const outageAnswerProblem = (r: Request, a: Answer) => unavailableAnswerProblem(r, a, r.write ? [TRY_AGAIN, OUTCOME_UNKNOWN] : [TRY_AGAIN]);
 
-const outcomeUnknown = (r: Request, a: Answer) => OUTCOME_UNKNOWN.test(String(r.service === 'task' ? (a.body.error as { message?: unknown }).message : a.body.detail));
-
-/** True once every request of the round is served (throws saying which is not). */
-async function allServed(round: string): Promise<true> {
-  for (const r of requests(round)) {
-    const a = await r.send();
-    if (a.status === r.ok && r.write && r.service !== 'agents') {
-      accepted[round] ??= { task: 0, traces: 0 };
-      accepted[round][r.service as 'task' | 'traces']++;
-    }
-    if (a.status !== r.ok) throw new Error(`${r.name}: ${a.status} ${JSON.stringify(a.body)}`);
-  }
-  return true;
-}
-
-/** How many rows each write of `round` left: tasks titled so, traces of that instance (memory is not counted). */
-async function writesOf(round: string): Promise<{ task: number; traces: number }> {
-  const tasks = await send('task', 'GET', `/api/tasks?projectId=${projectId}&limit=100`);
-  const traces = await send('traces', 'GET', `/api/v1/traces?instance=${round}`);
-  expect([tasks.status, traces.status]).toEqual([200, 200]);
-  return { task: (tasks.body.data as { title: string }[]).filter((t) => t.title === round).length, traces: traces.body.total as number };
-}
+const outcomeUnknown = (r: Request, a: Answer) => OUTCOME_UNKNOWN.test(answerMessage(r, a));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -201,9 +136,8 @@ test('armada api started while PostgreSQL is frozen: it listens, answers 503 wit
     // before: the task service's event listener read its starting point at start, on a new pooled connection: after
     // the pool's 10 s connect timeout the process exited 1; without that read, its own connect waited for the thaw
     late = await spawnApi({ home: fs.mkdtempSync(path.join(home, 'late-')), databaseUrl: pg.url });
-    const base = late.base.bind(late);
-    const read = (service: Service, url: string) =>
-      timedRequest(`${base(service)}${url}`, { method: 'GET', headers: service === 'task' ? {} : { 'x-api-key': TEST_API_KEY }, timeoutMs: 120_000 });
+    const lateRounds = serviceRounds(late.base.bind(late), () => projectId, 120_000);
+    const read = (service: Service, url: string) => lateRounds.send(service, 'GET', url);
     const reads: [Service, string][] = [
       ['task', '/api/projects'],
       ['scheduler', '/api/v1/workflows'],

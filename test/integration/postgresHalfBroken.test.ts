@@ -20,14 +20,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import { spawnApi, type ApiProcess } from '../support/apiProcess';
-import { eventually, makeGitRepo, TEST_API_KEY } from '../support/harness';
+import { eventually, makeGitRepo } from '../support/harness';
 import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
-import { timedRequest, type TimedAnswer as Answer } from '../support/timedRequest';
+import { SERVICES, serviceRounds, unavailableAnswerProblem } from '../support/serviceRounds';
 
 jest.setTimeout(300_000);
-
-type Service = 'task' | 'scheduler' | 'agents' | 'traces';
-const SERVICES: Service[] = ['task', 'scheduler', 'agents', 'traces'];
 /** How the other client's connections show in pg_stat_activity. */
 const OTHER_CLIENT = 'another-client';
 /** The connections of `armada api` that are not its pool's (lib/runtime/dependencies.ts, lib/events/listener.ts, lib/db/deadConnections.ts). */
@@ -58,8 +55,7 @@ afterAll(async () => {
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
 
-const send = (service: Service, method: 'GET' | 'POST', url: string, payload?: unknown): Promise<Answer> =>
-  timedRequest(`${api.base(service)}${url}`, { method, payload, headers: service === 'task' ? {} : { 'x-api-key': TEST_API_KEY }, timeoutMs: 60_000 });
+const { send, requests, allServed, writesOf, accepted } = serviceRounds((service) => api.base(service), () => projectId, 60_000);
 
 async function letGo(): Promise<void> {
   await Promise.all(held.splice(0).map((c) => c.end().catch(() => undefined)));
@@ -98,67 +94,8 @@ async function endPoolSessions(): Promise<void> {
   );
 }
 
-interface Request {
-  name: string;
-  service: Service;
-  ok: number;
-  send(): Promise<Answer>;
-}
-
-let traceSeq = 0;
-/** Writes answered with their success status, by round: each must be there exactly once. */
-const accepted: Record<string, { task: number; traces: number }> = {};
-
-/** A read of each service and a write of three; each write names `round`, so its rows can be counted. */
-function requests(round: string): Request[] {
-  return [
-    { name: 'task: list projects', service: 'task', ok: 200, send: () => send('task', 'GET', '/api/projects') },
-    { name: 'task: create a task', service: 'task', ok: 201, send: () => send('task', 'POST', '/api/tasks', { projectId, title: round }) },
-    { name: 'scheduler: list workflows', service: 'scheduler', ok: 200, send: () => send('scheduler', 'GET', '/api/v1/workflows') },
-    { name: 'agents: memory stats', service: 'agents', ok: 200, send: () => send('agents', 'GET', '/api/v1/memory/stats') },
-    { name: 'agents: store memory', service: 'agents', ok: 201, send: () => send('agents', 'POST', '/api/v1/memory', { content: `kept in ${round}` }) },
-    { name: 'traces: list traces', service: 'traces', ok: 200, send: () => send('traces', 'GET', `/api/v1/traces?instance=${round}`) },
-    {
-      name: 'traces: record a trace',
-      service: 'traces',
-      ok: 201,
-      send: () => send('traces', 'POST', '/api/v1/traces', { messageId: `${round}-${++traceSeq}`, instance: round, to: '+15550102000', message: 'hello' }),
-    },
-  ];
-}
-
 const NO_SLOT = /^The database \(PostgreSQL\) has no connection slot free \(too many connections\); try again$/;
 const READ_ONLY = /^The database \(PostgreSQL\) takes no writes now \(it is read-only: a standby, or default_transaction_read_only is on\); try again$/;
-
-/** What is wrong with an answer that should be the service's 503 saying `message` (status, shape, Retry-After), or undefined. */
-function unavailableAnswerProblem(r: Request, a: Answer, message: RegExp): string | undefined {
-  if (a.status !== 503) return `status ${a.status} ${JSON.stringify(a.body)}`;
-  if (a.retryAfter !== '1') return `Retry-After ${a.retryAfter}`;
-  if (r.service === 'task') {
-    const error = a.body.error as { code?: unknown; message?: unknown } | undefined;
-    if (a.body.success !== false || error?.code !== 'SERVICE_UNAVAILABLE' || !message.test(String(error.message))) return `body ${JSON.stringify(a.body)}`;
-  } else if (Object.keys(a.body).join() !== 'detail' || !message.test(String(a.body.detail))) return `body ${JSON.stringify(a.body)}`;
-  return undefined;
-}
-
-/** True once every request of the round is served (throws saying which is not). */
-async function allServed(round: string): Promise<true> {
-  for (const r of requests(round)) {
-    const a = await r.send();
-    accepted[round] ??= { task: 0, traces: 0 };
-    if (a.status === r.ok && r.ok === 201 && r.service !== 'agents') accepted[round][r.service as 'task' | 'traces']++;
-    if (a.status !== r.ok) throw new Error(`${r.name}: ${a.status} ${JSON.stringify(a.body)}`);
-  }
-  return true;
-}
-
-/** How many rows the writes of `round` left: tasks titled so, traces of that instance (memory is not counted). */
-async function writesOf(round: string): Promise<{ task: number; traces: number }> {
-  const tasks = await send('task', 'GET', `/api/tasks?projectId=${projectId}&limit=100`);
-  const traces = await send('traces', 'GET', `/api/v1/traces?instance=${round}`);
-  expect([tasks.status, traces.status]).toEqual([200, 200]);
-  return { task: (tasks.body.data as { title: string }[]).filter((t) => t.title === round).length, traces: traces.body.total as number };
-}
 
 test('no connection slot free: requests that need a new connection answer 503 in each service\'s shape with Retry-After, /health names PostgreSQL; served again once slots are free', async () => {
   await eventually(() => allServed('before'), 60_000, 200);
@@ -180,7 +117,7 @@ test('no connection slot free: requests that need a new connection answer 503 in
     process.stdout.write(`no connection slot: ${JSON.stringify({ held: held.length, answers: refused.map(({ r, a }) => [r.name, a.status, a.ms]) })}\n`);
     try {
       // a refused connection is an answer at once: within a bound far above the time it takes
-      expect(refused.map(({ r, a }) => [r.name, unavailableAnswerProblem(r, a, NO_SLOT) ?? (a.ms < 10_000 ? '' : `answered after ${a.ms} ms`)]).filter(([, p]) => p)).toEqual([]);
+      expect(refused.map(({ r, a }) => [r.name, unavailableAnswerProblem(r, a, [NO_SLOT]) ?? (a.ms < 10_000 ? '' : `answered after ${a.ms} ms`)]).filter(([, p]) => p)).toEqual([]);
       for (const h of health) expect({ status: h.status, down: h.body.down }).toEqual({ status: 503, down: ['postgres'] });
     } catch (err) {
       throw new Error(`${(err as Error).message}\narmada api output:\n${api.output().slice(-4000)}`);
@@ -238,7 +175,7 @@ test('read-only (default_transaction_read_only on, as on a standby): reads are s
     const health = await Promise.all(SERVICES.map((s) => send(s, 'GET', '/health')));
     process.stdout.write(`read-only: ${JSON.stringify(answers.map(({ r, a }) => [r.name, a.status, a.ms]))}\n`);
     try {
-      const problems = answers.map(({ r, a }) => [r.name, r.ok === 201 ? (unavailableAnswerProblem(r, a, READ_ONLY) ?? '') : a.status === r.ok ? '' : `status ${a.status} ${JSON.stringify(a.body)}`]);
+      const problems = answers.map(({ r, a }) => [r.name, r.ok === 201 ? (unavailableAnswerProblem(r, a, [READ_ONLY]) ?? '') : a.status === r.ok ? '' : `status ${a.status} ${JSON.stringify(a.body)}`]);
       expect(problems.filter(([, p]) => p)).toEqual([]);
       // it answers: /health is 200, as with a full disk (docs/operations.md: alert on the 503 rate)
       expect(health.map((h) => h.status)).toEqual(SERVICES.map(() => 200));

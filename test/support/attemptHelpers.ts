@@ -51,6 +51,15 @@ export function api(stack: Pick<TestStack, 'app'>) {
     async attempt(id: string) {
       return (await inject('GET', `/api/attempts/${id}`)).json().data;
     },
+    /** A process's log lines as the API reads them (NDJSON, in the order written). */
+    async logs(processId: string): Promise<{ level: string; message: string }[]> {
+      const r = await inject('GET', `/api/processes/${processId}/logs`);
+      if (r.statusCode !== 200) throw new Error(`logs: ${r.statusCode} ${r.body}`);
+      return r.body
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { level: string; message: string });
+    },
     async until(id: string, statuses: string[], timeoutMs = 30_000) {
       return eventually(async () => {
         const a = (await inject('GET', `/api/attempts/${id}`)).json().data;

