@@ -108,16 +108,17 @@ export async function insertResponse(
 
 /**
  * Moves a pending approval to a final status (idempotent: only a pending row moves) and publishes
- * `approval.<status>` in the same transaction. Returns whether this call moved it.
+ * `approval.<status>` in the same transaction, with `reason` in its data when given (an approval closed for it, e.g.
+ * its workflow terminated in Temporal). Returns whether this call moved it.
  */
-export async function closeApproval(db: Queryable, id: string, status: ApprovalFinalStatus, at: string): Promise<boolean> {
+export async function closeApproval(db: Queryable, id: string, status: ApprovalFinalStatus, at: string, reason?: string): Promise<boolean> {
   const { rows } = await db.query<ApprovalRow>(
     `UPDATE approvals SET status = $2, decided_at = $3 WHERE id = $1 AND status = 'pending' RETURNING *`,
     [id, status, at],
   );
   const row = rows[0];
   if (!row) return false;
-  await publishEvent(db, { type: `approval.${status}`, topics: topics(row), data: eventData(row) });
+  await publishEvent(db, { type: `approval.${status}`, topics: topics(row), data: reason ? { ...eventData(row), reason } : eventData(row) });
   return true;
 }
 
