@@ -6,6 +6,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { conflict, forbidden, notFound, validationError } from '../../lib/errors';
 import { newId } from '../../lib/ids';
+import { closeApprovalOfClosedWorkflow } from '../../lib/approvals/closedWorkflows';
+import { approvalMetrics } from '../../lib/approvals/metrics';
 import { getApproval, insertApproval, listHistoryFor, listPendingFor, listResponses, type ApprovalRow, type ApprovalResponseRow } from '../../lib/db/approvals';
 import { lockAttemptKey } from '../../lib/db/attempts';
 import { withTransaction } from '../../lib/db/pool';
@@ -61,9 +63,17 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
     if (a.status !== 'pending') throw conflict(`Approval ${a.id} is ${a.status}, no longer pending`);
     if (a.expires_at && a.expires_at.getTime() <= Date.now()) throw conflict(`Approval ${a.id} is expired, no longer pending`);
   };
-  /** A workflow that is gone means the request was closed: answer with its projected status. */
+  /**
+   * A workflow that is gone means the request was closed: answer with its projected status. One still pending had
+   * its workflow closed from Temporal's side (terminated): it is recorded cancelled now, as the closed-workflow
+   * reconciler would on its next pass (docs/approvals.md, "Closed from Temporal's side").
+   */
   const closedConflict = (id: string) => async () => {
-    const a = await load(id);
+    let a = await load(id);
+    if (a.status === 'pending' && (await closeApprovalOfClosedWorkflow(deps.db, await deps.temporal.client(), id))) {
+      approvalMetrics(deps.metrics.registry).decided.inc({ status: 'cancelled' });
+      a = await load(id);
+    }
     return conflict(`Approval ${id} is ${a.status}, no longer pending`);
   };
 

@@ -27,11 +27,18 @@ export async function reconcileClosedApprovalWorkflows(db: Pool, client: Client,
   if (!ids.length) return [];
   const { rows } = await db.query<{ id: string }>(`SELECT id FROM approvals WHERE id = ANY($1::text[]) AND status = 'pending'`, [ids]);
   const recorded: string[] = [];
-  for (const { id } of rows) {
-    const run = await closedRun(client, `${WORKFLOW_PREFIX}${id}`, undefined, DESCRIBE_TIMEOUT_MS);
-    if (!run) continue; // open again (reset), or no answer: the next pass looks again
-    // only a pending row moves: one decided meanwhile keeps its decision
-    if (await closeApproval(db, id, 'cancelled', new Date().toISOString(), `the workflow was ${closedRunText(run)}`)) recorded.push(id);
-  }
+  for (const { id } of rows) if (await closeApprovalOfClosedWorkflow(db, client, id)) recorded.push(id);
   return recorded;
+}
+
+/**
+ * Records the pending approval `id` cancelled when Temporal confirms its workflow has no open run (a reset's new run
+ * is the approval's); whether this call moved the row. Also what a response or cancel that found the workflow gone
+ * does at once, rather than answering for a request that can never be answered. Only a pending row moves: one
+ * decided meanwhile keeps its decision.
+ */
+export async function closeApprovalOfClosedWorkflow(db: Pool, client: Client, id: string): Promise<boolean> {
+  const run = await closedRun(client, `${WORKFLOW_PREFIX}${id}`, undefined, DESCRIBE_TIMEOUT_MS);
+  if (!run) return false; // open again (reset), or no answer: the next pass looks again
+  return closeApproval(db, id, 'cancelled', new Date().toISOString(), `the workflow was ${closedRunText(run)}`);
 }

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import { temporalToAppError } from '../../api/http/temporalErrors';
+import { reconcileClosedApprovalWorkflows } from '../../lib/approvals/closedWorkflows';
 import { mergeBlocker } from '../../lib/db/approvals';
 import { approvalStateQuery, approvalWorkflow, respondUpdate, type ApprovalRequest } from '../../workflows/approvalWorkflow';
 import { Worker } from '@temporalio/worker';
@@ -379,6 +380,55 @@ describe('approvals', () => {
       const byProject = [await create(await insertAttempt(stack, ofProject.taskId, 'failed'), { expiresAt: far() })];
       expect((await inject('DELETE', `/api/projects/${ofProject.projectId}`)).statusCode).toBe(200);
       await expectClosed(byProject);
+    });
+  });
+
+  describe("closed from Temporal's side (terminated), while pending", () => {
+    const cancelledEvents = async (id: string) =>
+      (await stack.db.query<{ data: { reason?: string } }>("SELECT data FROM events WHERE type = 'approval.cancelled' AND data->>'approvalId' = $1", [id])).rows;
+    const terminate = async (id: string, reason: string) => {
+      const handle = (await stack.temporal.client()).workflow.getHandle(`approval:${id}`);
+      // the workflow has recorded its row and waits for a decision
+      await eventually(async () => (await handle.fetchHistory()).events?.some((e) => e.activityTaskCompletedEventAttributes), 15_000, 200);
+      await handle.terminate(reason);
+      expect((await handle.describe()).status.name).toBe('TERMINATED');
+    };
+    /** Nothing flips it back: another pass, a response, a cancel; one approval.cancelled event. */
+    const staysCancelled = async (id: string) => {
+      expect(await reconcileClosedApprovalWorkflows(stack.db, await stack.temporal.client(), 0)).not.toContain(id);
+      const respond = await inject('POST', `/api/approvals/${id}/respond`, A, { decision: 'approved' });
+      expect(respond.statusCode).toBe(409);
+      expect(respond.json().error).toMatchObject({ code: 'CONFLICT', message: `Approval ${id} is cancelled, no longer pending` });
+      const cancel = await inject('POST', `/api/approvals/${id}/cancel`, C);
+      expect(cancel.statusCode).toBe(409);
+      const got = (await inject('GET', `/api/approvals/${id}`)).json().data;
+      expect(got).toMatchObject({ status: 'cancelled', responses: [] });
+      expect(Date.parse(got.decidedAt)).toBeGreaterThan(0);
+      expect(await pendingIds(A)).not.toContain(id);
+      expect((await cancelledEvents(id)).map((e) => e.data.reason)).toEqual(['the workflow was terminated in Temporal (reason: gone by hand)']);
+    };
+
+    test('the closed-workflow reconciler records it cancelled, saying how the workflow ended', async () => {
+      const { approval } = await createApproval({ approvers: [A] });
+      await terminate(approval.id, 'gone by hand');
+      expect(await status(approval.id)).toBe('pending'); // until the pass
+      // visibility lists the close a moment after it: the pass finds it then
+      const client = await stack.temporal.client();
+      await eventually(async () => (await reconcileClosedApprovalWorkflows(stack.db, client, 0)).includes(approval.id), 20_000, 250);
+      await staysCancelled(approval.id);
+    });
+
+    test('a response before any pass finds the workflow gone: recorded cancelled at once, answered 409', async () => {
+      const { approval } = await createApproval({ approvers: [A] });
+      await terminate(approval.id, 'gone by hand');
+      // a grace longer than the test: the pass leaves it alone
+      expect(await reconcileClosedApprovalWorkflows(stack.db, await stack.temporal.client(), 3_600_000)).toEqual([]);
+      expect(await status(approval.id)).toBe('pending');
+      const first = await inject('POST', `/api/approvals/${approval.id}/respond`, A, { decision: 'approved' });
+      expect(first.statusCode).toBe(409);
+      expect(first.json().error).toMatchObject({ code: 'CONFLICT', message: `Approval ${approval.id} is cancelled, no longer pending` });
+      expect(await status(approval.id)).toBe('cancelled');
+      await staysCancelled(approval.id);
     });
   });
 
