@@ -36,9 +36,13 @@ export function approvalView(a: ApprovalRow, responses: ApprovalResponseRow[]) {
     createdBy: a.created_by,
     createdAt: a.created_at.toISOString(),
     decidedAt: a.decided_at?.toISOString() ?? null,
+    closedReason: a.closed_reason,
     responses: responses.map((r) => ({ approver: r.approver, decision: r.decision, comment: r.comment, respondedAt: r.responded_at.toISOString() })),
   };
 }
+
+/** The 409 for a request that is closed, with why when its workflow was closed from Temporal's side. */
+const closedError = (a: ApprovalRow) => conflict(`Approval ${a.id} is ${a.status}, no longer pending${a.closed_reason ? `: ${a.closed_reason}` : ''}`);
 
 export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify, { deps }) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -60,7 +64,7 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
    * validator decides the rest.
    */
   const requireOpen = (a: ApprovalRow) => {
-    if (a.status !== 'pending') throw conflict(`Approval ${a.id} is ${a.status}, no longer pending`);
+    if (a.status !== 'pending') throw closedError(a);
     if (a.expires_at && a.expires_at.getTime() <= Date.now()) throw conflict(`Approval ${a.id} is expired, no longer pending`);
   };
   /**
@@ -74,7 +78,7 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       approvalMetrics(deps.metrics.registry).decided.inc({ status: 'cancelled' });
       a = await load(id);
     }
-    return conflict(`Approval ${id} is ${a.status}, no longer pending`);
+    return closedError(a);
   };
 
   // registered before /approvals/:id; find-my-way prefers the static segment anyway

@@ -56,7 +56,7 @@ afterAll(async () => {
 describe('approvals', () => {
   test('two approvers: approved only after both approve; non-approver 403; duplicate and closed 409; pending list per user', async () => {
     const { attemptId, approval } = await createApproval({ approvers: [A, 'Bob@Example.com'], description: 'ship v2', metadata: { pr: 7 } });
-    expect(approval).toMatchObject({ status: 'pending', responses: [], approvers: [A, B], createdBy: C, type: 'merge', description: 'ship v2', metadata: { pr: 7 } });
+    expect(approval).toMatchObject({ status: 'pending', closedReason: null, responses: [], approvers: [A, B], createdBy: C, type: 'merge', description: 'ship v2', metadata: { pr: 7 } });
     expect(await mergeBlocker(stack.db, attemptId)).toEqual({ approvalId: approval.id, status: 'pending' });
 
     expect(await pendingIds(A)).toContain(approval.id);
@@ -384,6 +384,7 @@ describe('approvals', () => {
   });
 
   describe("closed from Temporal's side (terminated), while pending", () => {
+    const REASON = 'the workflow was terminated in Temporal (reason: gone by hand)';
     const cancelledEvents = async (id: string) =>
       (await stack.db.query<{ data: { reason?: string } }>("SELECT data FROM events WHERE type = 'approval.cancelled' AND data->>'approvalId' = $1", [id])).rows;
     const terminate = async (id: string, reason: string) => {
@@ -398,14 +399,14 @@ describe('approvals', () => {
       expect(await reconcileClosedApprovalWorkflows(stack.db, await stack.temporal.client(), 0)).not.toContain(id);
       const respond = await inject('POST', `/api/approvals/${id}/respond`, A, { decision: 'approved' });
       expect(respond.statusCode).toBe(409);
-      expect(respond.json().error).toMatchObject({ code: 'CONFLICT', message: `Approval ${id} is cancelled, no longer pending` });
+      expect(respond.json().error).toMatchObject({ code: 'CONFLICT', message: `Approval ${id} is cancelled, no longer pending: ${REASON}` });
       const cancel = await inject('POST', `/api/approvals/${id}/cancel`, C);
       expect(cancel.statusCode).toBe(409);
       const got = (await inject('GET', `/api/approvals/${id}`)).json().data;
-      expect(got).toMatchObject({ status: 'cancelled', responses: [] });
+      expect(got).toMatchObject({ status: 'cancelled', closedReason: REASON, responses: [] });
       expect(Date.parse(got.decidedAt)).toBeGreaterThan(0);
       expect(await pendingIds(A)).not.toContain(id);
-      expect((await cancelledEvents(id)).map((e) => e.data.reason)).toEqual(['the workflow was terminated in Temporal (reason: gone by hand)']);
+      expect((await cancelledEvents(id)).map((e) => e.data.reason)).toEqual([REASON]);
     };
 
     test('the closed-workflow reconciler records it cancelled, saying how the workflow ended', async () => {
@@ -426,7 +427,7 @@ describe('approvals', () => {
       expect(await status(approval.id)).toBe('pending');
       const first = await inject('POST', `/api/approvals/${approval.id}/respond`, A, { decision: 'approved' });
       expect(first.statusCode).toBe(409);
-      expect(first.json().error).toMatchObject({ code: 'CONFLICT', message: `Approval ${approval.id} is cancelled, no longer pending` });
+      expect(first.json().error).toMatchObject({ code: 'CONFLICT', message: `Approval ${approval.id} is cancelled, no longer pending: ${REASON}` });
       expect(await status(approval.id)).toBe('cancelled');
       await staysCancelled(approval.id);
     });
