@@ -1,6 +1,8 @@
 import crypto from 'node:crypto';
 import { temporalToAppError } from '../../api/http/temporalErrors';
+import { startClosedWorkflowReconciler } from '../../api/task/closedWorkflowReconciler';
 import { reconcileClosedApprovalWorkflows } from '../../lib/approvals/closedWorkflows';
+import { createLogger } from '../../lib/logger';
 import { mergeBlocker } from '../../lib/db/approvals';
 import { approvalStateQuery, approvalWorkflow, respondUpdate, type ApprovalRequest } from '../../workflows/approvalWorkflow';
 import { Worker } from '@temporalio/worker';
@@ -385,6 +387,7 @@ describe('approvals', () => {
 
   describe("closed from Temporal's side (terminated), while pending", () => {
     const REASON = 'the workflow was terminated in Temporal (reason: gone by hand)';
+    const cancelledCount = async () => Number((await inject('GET', '/metrics')).body.match(/^armada_approvals_total\{status="cancelled"\} (\d+)$/m)?.[1] ?? 0);
     const cancelledEvents = async (id: string) =>
       (await stack.db.query<{ data: { reason?: string } }>("SELECT data FROM events WHERE type = 'approval.cancelled' AND data->>'approvalId' = $1", [id])).rows;
     const terminate = async (id: string, reason: string) => {
@@ -413,10 +416,25 @@ describe('approvals', () => {
       const { approval } = await createApproval({ approvers: [A] });
       await terminate(approval.id, 'gone by hand');
       expect(await status(approval.id)).toBe('pending'); // until the pass
-      // visibility lists the close a moment after it: the pass finds it then
-      const client = await stack.temporal.client();
-      await eventually(async () => (await reconcileClosedApprovalWorkflows(stack.db, client, 0)).includes(approval.id), 20_000, 250);
+      const cancelled0 = await cancelledCount();
+      // the task API's reconciler, driven here (no grace after the close, no timer of its own)
+      const lines: { msg: string; approvals?: string[] }[] = [];
+      const logger = createLogger('info', 'armada', { write: (l: string) => void lines.push(JSON.parse(l)) });
+      const file = { ...stack.config.file, attempts: { ...stack.config.file.attempts, closedWorkflowGraceMs: 0 } };
+      const reconciler = startClosedWorkflowReconciler(
+        { db: stack.db, config: { ...stack.config, file }, temporal: stack.temporal, metrics: stack.metrics, logger },
+        { everyMs: 3_600_000 },
+      );
+      try {
+        // visibility lists the close a moment after it: a pass finds it then
+        await eventually(async () => (await reconciler.runOnce()).approvals.includes(approval.id), 20_000, 250);
+      } finally {
+        await reconciler.stop();
+      }
+      expect(lines.some((l) => l.approvals?.includes(approval.id) && /^recorded approvals cancelled whose workflow Temporal had closed/.test(l.msg))).toBe(true);
+      expect(await cancelledCount()).toBe(cancelled0 + 1);
       await staysCancelled(approval.id);
+      expect(await cancelledCount()).toBe(cancelled0 + 1);
     });
 
     test('a response before any pass finds the workflow gone: recorded cancelled at once, answered 409', async () => {
