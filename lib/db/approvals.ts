@@ -24,7 +24,7 @@ export interface ApprovalRow {
   created_by: string;
   created_at: Date;
   decided_at: Date | null;
-  /** why it was closed, when its workflow was closed from Temporal's side (migration 107); else null */
+  /** why it was closed, when its workflow was closed from Temporal's side (migration 106); else null */
   closed_reason: string | null;
 }
 
