@@ -120,8 +120,8 @@ export const FileConfigSchema = Type.Object(
           /** how long a start may stay pending (process died before confirming) before the reconciler finishes it (default 60 s) */
           startReconcileAfterMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
           /**
-           * how long after its workflow closed (terminated from Temporal's side) an attempt still `running` is recorded
-           * cancelled by the task API's closed-workflow reconciler (default 60 s)
+           * how long after its workflow closed (terminated from Temporal's side) an attempt still `running`, or an
+           * approval still `pending`, is recorded cancelled by the task API's closed-workflow reconciler (default 60 s)
            */
           closedWorkflowGraceMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400_000 })),
           /** an attempt workflow continues-as-new after this many follow-ups (default: only when Temporal suggests it) */

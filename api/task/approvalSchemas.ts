@@ -24,6 +24,8 @@ export const Approval = Type.Object({
   createdBy: Type.String(),
   createdAt: Type.String(),
   decidedAt: Nullable(Type.String()),
+  /** why it was closed when its workflow was closed from Temporal's side (docs/approvals.md); else null */
+  closedReason: Nullable(Type.String()),
   responses: Type.Array(ApprovalResponseSchema),
 });
 

@@ -8,6 +8,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
 import { AppError, conflict, forbidden, notFound, validationError } from '../../lib/errors';
 import { newId } from '../../lib/ids';
+import { closeApprovalOfClosedWorkflow } from '../../lib/approvals/closedWorkflows';
+import { approvalMetrics } from '../../lib/approvals/metrics';
 import { getApproval, insertApproval, listHistoryFor, listPendingFor, listResponses, type ApprovalRow, type ApprovalResponseRow } from '../../lib/db/approvals';
 import { lockAttemptKey } from '../../lib/db/attempts';
 import { withTransaction } from '../../lib/db/pool';
@@ -63,9 +65,13 @@ export function approvalView(a: ApprovalRow, responses: ApprovalResponseRow[]) {
     createdBy: a.created_by,
     createdAt: a.created_at.toISOString(),
     decidedAt: a.decided_at?.toISOString() ?? null,
+    closedReason: a.closed_reason,
     responses: responses.map((r) => ({ approver: r.approver, decision: r.decision, comment: r.comment, respondedAt: r.responded_at.toISOString() })),
   };
 }
+
+/** The 409 for a request that is closed, with why when its workflow was closed from Temporal's side. */
+const closedError = (a: ApprovalRow) => conflict(`Approval ${a.id} is ${a.status}, no longer pending${a.closed_reason ? `: ${a.closed_reason}` : ''}`);
 
 export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify, { deps }) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -105,13 +111,21 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
    * validator decides the rest.
    */
   const requireOpen = (a: ApprovalRow) => {
-    if (a.status !== 'pending') throw conflict(`Approval ${a.id} is ${a.status}, no longer pending`);
+    if (a.status !== 'pending') throw closedError(a);
     if (a.expires_at && a.expires_at.getTime() <= Date.now()) throw conflict(`Approval ${a.id} is expired, no longer pending`);
   };
-  /** A workflow that is gone means the request was closed: answer with its projected status. */
+  /**
+   * A workflow that is gone means the request was closed: answer with its projected status. One still pending had
+   * its workflow closed from Temporal's side (terminated): it is recorded cancelled now, as the closed-workflow
+   * reconciler would on its next pass (docs/approvals.md, "Closed from Temporal's side").
+   */
   const closedConflict = (id: string) => async () => {
-    const a = await load(id);
-    return conflict(`Approval ${id} is ${a.status}, no longer pending`);
+    let a = await load(id);
+    if (a.status === 'pending' && (await closeApprovalOfClosedWorkflow(deps.db, await deps.temporal.client(), id))) {
+      approvalMetrics(deps.metrics.registry).decided.inc({ status: 'cancelled' });
+      a = await load(id);
+    }
+    return closedError(a);
   };
 
   // registered before /approvals/:id; find-my-way prefers the static segment anyway

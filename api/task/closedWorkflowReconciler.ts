@@ -1,8 +1,14 @@
 /**
- * Ends the attempts whose workflow Temporal closed without them (lib/attempts/closedWorkflows.ts): every minute (the
- * first pass a minute after the start: nothing is lost by waiting, and a start calls Temporal no more than before), each attempt still `running` whose workflow closed more than `attempts.closedWorkflowGraceMs` (default 60 s)
- * ago is recorded cancelled, with a line in its log saying how the workflow ended.
+ * Ends the work whose workflow Temporal closed without it: every minute (the first pass a minute after the start:
+ * nothing is lost by waiting, and a start calls Temporal no more than before), each attempt still `running`
+ * (lib/attempts/closedWorkflows.ts) and each approval still `pending` (lib/approvals/closedWorkflows.ts) whose
+ * workflow closed more than `attempts.closedWorkflowGraceMs` (default 60 s) ago is recorded cancelled, saying how the
+ * workflow ended (the attempt's log, the approval's `approval.cancelled` event).
  */
+import type { Client } from '@temporalio/client';
+import type { Pool } from 'pg';
+import { reconcileClosedApprovalWorkflows } from '../../lib/approvals/closedWorkflows';
+import { approvalMetrics } from '../../lib/approvals/metrics';
 import { reconcileClosedAttemptWorkflows } from '../../lib/attempts/closedWorkflows';
 import type { Logger } from '../../lib/logger';
 import type { AttemptServiceDeps } from './attemptService';
@@ -13,27 +19,72 @@ const EVERY_MS = 60_000;
 /** How long the service's close waits for a pass in progress (one stuck on a Temporal that does not answer is left). */
 const STOP_WAIT_MS = 5000;
 
+/** What one pass recorded cancelled. */
+export interface ClosedWorkflowPass {
+  attempts: string[];
+  approvals: string[];
+}
+
 export interface ClosedWorkflowReconciler {
-  /** Runs one pass now (tests); resolves with the attempts it recorded cancelled. */
-  runOnce(): Promise<string[]>;
+  /** Runs one pass now (tests); resolves with what it recorded cancelled. */
+  runOnce(): Promise<ClosedWorkflowPass>;
   stop(): Promise<void>;
 }
 
-export function startClosedWorkflowReconciler(deps: AttemptServiceDeps & { logger: Logger }, opts: { everyMs?: number } = {}): ClosedWorkflowReconciler {
-  const log = deps.logger.child({ component: 'attempt-closed-workflow-reconciler' });
+type Deps = AttemptServiceDeps & { logger: Logger };
+
+/** One kind of work the pass looks at: its reconcile, and what is said (and counted) of what it recorded. */
+interface Kind {
+  key: keyof ClosedWorkflowPass;
+  reconcile: (db: Pool, client: Client, closedForMs: number) => Promise<string[]>;
+  message: string;
+  recorded?: (deps: Deps, ids: string[]) => void;
+}
+
+const KINDS: Kind[] = [
+  {
+    key: 'attempts',
+    reconcile: reconcileClosedAttemptWorkflows,
+    message: 'recorded attempts cancelled whose workflow Temporal had closed (terminated) while they ran',
+  },
+  {
+    key: 'approvals',
+    reconcile: reconcileClosedApprovalWorkflows,
+    message: 'recorded approvals cancelled whose workflow Temporal had closed (terminated) while they were pending',
+    recorded: (deps, ids) => approvalMetrics(deps.metrics.registry).decided.inc({ status: 'cancelled' }, ids.length),
+  },
+];
+
+export function startClosedWorkflowReconciler(deps: Deps, opts: { everyMs?: number } = {}): ClosedWorkflowReconciler {
+  const log = deps.logger.child({ component: 'closed-workflow-reconciler' });
   const closedForMs = deps.config.file.attempts?.closedWorkflowGraceMs ?? CLOSED_FOR_MS;
-  let running: Promise<string[]> | undefined;
-  const runOnce = (): Promise<string[]> => {
+  /** One kind's pass; a failure is logged and leaves the other kinds' passes to run. */
+  const pass = async (client: Client, kind: Kind): Promise<string[]> => {
+    try {
+      const ids = await kind.reconcile(deps.db, client, closedForMs);
+      if (ids.length) {
+        log.warn({ [kind.key]: ids }, kind.message);
+        kind.recorded?.(deps, ids);
+      }
+      return ids;
+    } catch (err) {
+      log.warn({ err: { message: (err as Error).message }, kind: kind.key }, 'closed-workflow reconciliation failed; retrying later');
+      return [];
+    }
+  };
+  let running: Promise<ClosedWorkflowPass> | undefined;
+  const runOnce = (): Promise<ClosedWorkflowPass> => {
     // while Temporal or PostgreSQL is known down the pass waits for the next minute (the outage is logged once already)
-    if (deps.dependencies?.isDown('temporal') || deps.dependencies?.isDown('postgres')) return Promise.resolve([]);
-    running ??= (async () => reconcileClosedAttemptWorkflows(deps.db, await deps.temporal.client(), closedForMs))()
-      .then((ids) => {
-        if (ids.length) log.warn({ attempts: ids }, 'recorded attempts cancelled whose workflow Temporal had closed (terminated) while they ran');
-        return ids;
-      })
+    if (deps.dependencies?.isDown('temporal') || deps.dependencies?.isDown('postgres')) return Promise.resolve({ attempts: [], approvals: [] });
+    running ??= (async () => {
+      const result: ClosedWorkflowPass = { attempts: [], approvals: [] };
+      const client = await deps.temporal.client();
+      for (const kind of KINDS) result[kind.key] = await pass(client, kind);
+      return result;
+    })()
       .catch((err) => {
         log.warn({ err: { message: (err as Error).message } }, 'closed-workflow reconciliation failed; retrying later');
-        return [];
+        return { attempts: [], approvals: [] };
       })
       .finally(() => {
         running = undefined;

@@ -11,7 +11,7 @@ import type { Client } from '@temporalio/client';
 import type { Pool } from 'pg';
 import { withTransaction } from '../db/pool';
 import { appendLogs } from '../db/processes';
-import { closedRun, closedRunText } from '../temporal/closedRun';
+import { closedRun, closedRunText, closedWorkflowIds } from '../temporal/closedRun';
 import { recordAttemptCancelled } from './projections';
 
 /** The answer whether a workflow is still open, per attempt. */
@@ -25,16 +25,11 @@ const WORKFLOW_PREFIX = 'attempt:';
  * heartbeat's "not found"). Returns the attempts recorded.
  */
 export async function reconcileClosedAttemptWorkflows(db: Pool, client: Client, closedForMs: number): Promise<string[]> {
-  const before = new Date(Date.now() - closedForMs).toISOString();
-  const query = `WorkflowType = 'attemptWorkflow' AND ArmadaAttemptStatus = 'running' AND ExecutionStatus != 'Running' AND ExecutionStatus != 'ContinuedAsNew' AND CloseTime < '${before}'`;
-  const ids = new Set<string>();
-  for await (const w of client.workflow.list({ query })) {
-    if (w.workflowId.startsWith(WORKFLOW_PREFIX)) ids.add(w.workflowId.slice(WORKFLOW_PREFIX.length));
-  }
-  if (!ids.size) return [];
+  const ids = await closedWorkflowIds(client, 'attemptWorkflow', `ArmadaAttemptStatus = 'running'`, WORKFLOW_PREFIX, closedForMs);
+  if (!ids.length) return [];
   const { rows } = await db.query<{ id: string }>(
     `SELECT id FROM attempts WHERE id = ANY($1::text[]) AND status = 'running' AND start_pending_since IS NULL`,
-    [[...ids]],
+    [ids],
   );
   const recorded: string[] = [];
   for (const { id } of rows) {

@@ -24,6 +24,8 @@ export interface ApprovalRow {
   created_by: string;
   created_at: Date;
   decided_at: Date | null;
+  /** why it was closed, when its workflow was closed from Temporal's side (migration 106); else null */
+  closed_reason: string | null;
 }
 
 export interface ApprovalResponseRow {
@@ -108,16 +110,17 @@ export async function insertResponse(
 
 /**
  * Moves a pending approval to a final status (idempotent: only a pending row moves) and publishes
- * `approval.<status>` in the same transaction. Returns whether this call moved it.
+ * `approval.<status>` in the same transaction. `reason` (an approval closed for it: its workflow terminated in
+ * Temporal) is stored as `closed_reason` and put in the event's data. Returns whether this call moved it.
  */
-export async function closeApproval(db: Queryable, id: string, status: ApprovalFinalStatus, at: string): Promise<boolean> {
+export async function closeApproval(db: Queryable, id: string, status: ApprovalFinalStatus, at: string, reason?: string): Promise<boolean> {
   const { rows } = await db.query<ApprovalRow>(
-    `UPDATE approvals SET status = $2, decided_at = $3 WHERE id = $1 AND status = 'pending' RETURNING *`,
-    [id, status, at],
+    `UPDATE approvals SET status = $2, decided_at = $3, closed_reason = $4 WHERE id = $1 AND status = 'pending' RETURNING *`,
+    [id, status, at, reason ?? null],
   );
   const row = rows[0];
   if (!row) return false;
-  await publishEvent(db, { type: `approval.${status}`, topics: topics(row), data: eventData(row) });
+  await publishEvent(db, { type: `approval.${status}`, topics: topics(row), data: reason ? { ...eventData(row), reason } : eventData(row) });
   return true;
 }
 

@@ -1,7 +1,8 @@
 /**
  * Whether a workflow has closed for good, asked of Temporal: what a heartbeat's "not found" cannot tell (a try
  * Temporal timed out, or a workflow terminated from Temporal's side: `temporal workflow terminate`, its UI, a reset),
- * and what the closed-workflow reconciler of attempts checks before it records anything (docs/attempts.md).
+ * and what the closed-workflow reconciler checks before it records anything for an attempt or an approval
+ * (docs/attempts.md, docs/approvals.md). Also the visibility list that reconciler starts from.
  */
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
@@ -45,4 +46,19 @@ export async function closedRun(client: Client, workflowId: string, runId: strin
 export function closedRunText(run: ClosedRun): string {
   const how = run.status === 'TIMED_OUT' ? 'timed out' : run.status.toLowerCase();
   return `${how} in Temporal${run.reason ? ` (reason: ${run.reason})` : ''}`;
+}
+
+/**
+ * The ids (after `prefix`) of the workflows of type `workflowType` that Temporal's visibility lists as closed more than
+ * `closedForMs` ago and matching `where` (more of the query, e.g. a search attribute still saying the work is open).
+ * A candidate list only: the caller checks its rows and `closedRun` before recording anything.
+ */
+export async function closedWorkflowIds(client: Client, workflowType: string, where: string, prefix: string, closedForMs: number): Promise<string[]> {
+  const before = new Date(Date.now() - closedForMs).toISOString();
+  const query = `WorkflowType = '${workflowType}' AND ${where} AND ExecutionStatus != 'Running' AND ExecutionStatus != 'ContinuedAsNew' AND CloseTime < '${before}'`;
+  const ids = new Set<string>();
+  for await (const w of client.workflow.list({ query })) {
+    if (w.workflowId.startsWith(prefix)) ids.add(w.workflowId.slice(prefix.length));
+  }
+  return [...ids];
 }

@@ -1,5 +1,8 @@
 import crypto from 'node:crypto';
 import { temporalToAppError } from '../../api/http/temporalErrors';
+import { startClosedWorkflowReconciler } from '../../api/task/closedWorkflowReconciler';
+import { reconcileClosedApprovalWorkflows } from '../../lib/approvals/closedWorkflows';
+import { createLogger } from '../../lib/logger';
 import { mergeBlocker } from '../../lib/db/approvals';
 import { approvalStateQuery, approvalWorkflow, respondUpdate, type ApprovalRequest } from '../../workflows/approvalWorkflow';
 import { Worker } from '@temporalio/worker';
@@ -55,7 +58,7 @@ afterAll(async () => {
 describe('approvals', () => {
   test('two approvers: approved only after both approve; non-approver 403; duplicate and closed 409; pending list per user', async () => {
     const { attemptId, approval } = await createApproval({ approvers: [A, 'Bob@Example.com'], description: 'ship v2', metadata: { pr: 7 } });
-    expect(approval).toMatchObject({ status: 'pending', responses: [], approvers: [A, B], createdBy: C, type: 'merge', description: 'ship v2', metadata: { pr: 7 } });
+    expect(approval).toMatchObject({ status: 'pending', closedReason: null, responses: [], approvers: [A, B], createdBy: C, type: 'merge', description: 'ship v2', metadata: { pr: 7 } });
     expect(await mergeBlocker(stack.db, attemptId)).toEqual({ approvalId: approval.id, status: 'pending' });
 
     expect(await pendingIds(A)).toContain(approval.id);
@@ -379,6 +382,72 @@ describe('approvals', () => {
       const byProject = [await create(await insertAttempt(stack, ofProject.taskId, 'failed'), { expiresAt: far() })];
       expect((await inject('DELETE', `/api/projects/${ofProject.projectId}`)).statusCode).toBe(200);
       await expectClosed(byProject);
+    });
+  });
+
+  describe("closed from Temporal's side (terminated), while pending", () => {
+    const REASON = 'the workflow was terminated in Temporal (reason: gone by hand)';
+    const cancelledCount = async () => Number((await inject('GET', '/metrics')).body.match(/^armada_approvals_total\{status="cancelled"\} (\d+)$/m)?.[1] ?? 0);
+    const cancelledEvents = async (id: string) =>
+      (await stack.db.query<{ data: { reason?: string } }>("SELECT data FROM events WHERE type = 'approval.cancelled' AND data->>'approvalId' = $1", [id])).rows;
+    const terminate = async (id: string, reason: string) => {
+      const handle = (await stack.temporal.client()).workflow.getHandle(`approval:${id}`);
+      // the workflow has recorded its row and waits for a decision
+      await eventually(async () => (await handle.fetchHistory()).events?.some((e) => e.activityTaskCompletedEventAttributes), 15_000, 200);
+      await handle.terminate(reason);
+      expect((await handle.describe()).status.name).toBe('TERMINATED');
+    };
+    /** Nothing flips it back: another pass, a response, a cancel; one approval.cancelled event. */
+    const staysCancelled = async (id: string) => {
+      expect(await reconcileClosedApprovalWorkflows(stack.db, await stack.temporal.client(), 0)).not.toContain(id);
+      const respond = await inject('POST', `/api/approvals/${id}/respond`, A, { decision: 'approved' });
+      expect(respond.statusCode).toBe(409);
+      expect(respond.json().error).toMatchObject({ code: 'CONFLICT', message: `Approval ${id} is cancelled, no longer pending: ${REASON}` });
+      const cancel = await inject('POST', `/api/approvals/${id}/cancel`, C);
+      expect(cancel.statusCode).toBe(409);
+      const got = (await inject('GET', `/api/approvals/${id}`)).json().data;
+      expect(got).toMatchObject({ status: 'cancelled', closedReason: REASON, responses: [] });
+      expect(Date.parse(got.decidedAt)).toBeGreaterThan(0);
+      expect(await pendingIds(A)).not.toContain(id);
+      expect((await cancelledEvents(id)).map((e) => e.data.reason)).toEqual([REASON]);
+    };
+
+    test('the closed-workflow reconciler records it cancelled, saying how the workflow ended', async () => {
+      const { approval } = await createApproval({ approvers: [A] });
+      await terminate(approval.id, 'gone by hand');
+      expect(await status(approval.id)).toBe('pending'); // until the pass
+      const cancelled0 = await cancelledCount();
+      // the task API's reconciler, driven here (no grace after the close, no timer of its own)
+      const lines: { msg: string; approvals?: string[] }[] = [];
+      const logger = createLogger('info', 'armada', { write: (l: string) => void lines.push(JSON.parse(l)) });
+      const file = { ...stack.config.file, attempts: { ...stack.config.file.attempts, closedWorkflowGraceMs: 0 } };
+      const reconciler = startClosedWorkflowReconciler(
+        { db: stack.db, config: { ...stack.config, file }, temporal: stack.temporal, metrics: stack.metrics, logger },
+        { everyMs: 3_600_000 },
+      );
+      try {
+        // visibility lists the close a moment after it: a pass finds it then
+        await eventually(async () => (await reconciler.runOnce()).approvals.includes(approval.id), 20_000, 250);
+      } finally {
+        await reconciler.stop();
+      }
+      expect(lines.some((l) => l.approvals?.includes(approval.id) && /^recorded approvals cancelled whose workflow Temporal had closed/.test(l.msg))).toBe(true);
+      expect(await cancelledCount()).toBe(cancelled0 + 1);
+      await staysCancelled(approval.id);
+      expect(await cancelledCount()).toBe(cancelled0 + 1);
+    });
+
+    test('a response before any pass finds the workflow gone: recorded cancelled at once, answered 409', async () => {
+      const { approval } = await createApproval({ approvers: [A] });
+      await terminate(approval.id, 'gone by hand');
+      // a grace longer than the test: the pass leaves it alone
+      expect(await reconcileClosedApprovalWorkflows(stack.db, await stack.temporal.client(), 3_600_000)).toEqual([]);
+      expect(await status(approval.id)).toBe('pending');
+      const first = await inject('POST', `/api/approvals/${approval.id}/respond`, A, { decision: 'approved' });
+      expect(first.statusCode).toBe(409);
+      expect(first.json().error).toMatchObject({ code: 'CONFLICT', message: `Approval ${approval.id} is cancelled, no longer pending: ${REASON}` });
+      expect(await status(approval.id)).toBe('cancelled');
+      await staysCancelled(approval.id);
     });
   });
 

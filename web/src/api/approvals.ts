@@ -18,6 +18,8 @@ export interface Approval {
   createdBy: string;
   createdAt: string;
   decidedAt: string | null;
+  /** why it was closed when its workflow was closed from Temporal's side; else null */
+  closedReason: string | null;
   responses: { approver: string; decision: 'approved' | 'rejected'; comment: string; respondedAt: string }[];
 }
 

@@ -201,6 +201,7 @@ export function ApprovalsPage() {
             </td>
             <td>{a.decidedAt ? new Date(a.decidedAt).toLocaleString() : '—'}</td>
             <td className="long-text">
+              {a.closedReason ? <div className="muted">{a.closedReason}</div> : null}
               {a.responses.map((r) => (
                 <div key={`${r.approver}-${r.respondedAt}`}>
                   {r.approver}: {r.decision}
