@@ -42,8 +42,11 @@ export function openSse(request: FastifyRequest, reply: FastifyReply, opts: { ke
     ...hookHeaders,
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
-    // no Connection header of its own: Node's keeps the connection open or closes it as the request asked (an
-    // explicit `keep-alive` kept a `Connection: close` client's socket open after the stream or a HEAD ended)
+    // the connection kept or closed as the request asked (Node's decision: a `Connection: close` or HTTP/1.0 client's
+    // socket closes when the stream or a HEAD ends), and said without Node's `Keep-Alive: timeout=72` (fastify's
+    // keepAliveTimeout): told it, a client kept the ended stream's connection idle for 72 s, and the server's stop
+    // waited for it (hostReads: 70 s); without it, clients use their own short idle time
+    connection: res.shouldKeepAlive ? 'keep-alive' : 'close',
     'x-accel-buffering': 'no',
     // a live stream has no byte ranges and no validators: Range, If-Range, If-None-Match and If-Modified-Since are
     // ignored (RFC 9110 §14.2, §13.1: a server may), and the stream is always a 200 from its start (docs/attempts.md)
