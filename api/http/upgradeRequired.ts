@@ -136,6 +136,13 @@ function upgradeRequestBody(request: FastifyRequest, payload: Readable): Readabl
 }
 
 export function installUpgradeRequired(app: FastifyInstance, mayConnect: (origin: string | undefined, host: string | undefined) => boolean = () => true): void {
+  // Node parses no further request on a socket whose request asked to upgrade, so an answer to one that is no 101 (a
+  // refused handshake, a route that ignores Upgrade) says the connection closes: a client that kept it for its next
+  // request got "socket hang up" instead of an answer
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (request.headers.upgrade !== undefined && reply.statusCode !== 101) reply.header('connection', 'close');
+    done(null, payload);
+  });
   app.addHook('onRoute', (route) => {
     const handler = route.handler;
     if (!route.websocket) {

@@ -80,8 +80,8 @@ test('a client that requires a subprotocol sees the server picked none; one that
 test('the sockets that take no query parameter refuse one they do not declare, the drafts stream as /ws; access_token is the key, not a parameter', async () => {
   const none = ['/ws', '/ws/execution-processes', `/ws/projects/${crypto.randomUUID()}/drafts`];
   for (const path of none) {
-    const r = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      // a connection of its own: the server closes one whose upgrade it refused, and a pooled one would be reused
+    const r = await new Promise<{ status: number; body: string; connection?: string }>((resolve, reject) => {
+      // a connection of its own: the server closes one whose upgrade it refused (and says so: Connection: close)
       const req = http.request(`${base}${path}?x=1&after=2`, {
         agent: false,
         headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': crypto.randomBytes(16).toString('base64') },
@@ -93,11 +93,12 @@ test('the sockets that take no query parameter refuse one they do not declare, t
       req.on('response', (res) => {
         let body = '';
         res.on('data', (c) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, connection: res.headers.connection }));
       });
       req.on('error', reject);
       req.end();
     });
+    expect([path, r.connection]).toEqual([path, 'close']);
     expect([path, r.status, r.status === 400 ? JSON.parse(r.body).error : r.body]).toEqual([
       path,
       400,
