@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { groupAlive } from '../../lib/process/processGroup';
-import { SCRIPTED_AGENT, api, gitOut } from '../support/attemptHelpers';
+import { SCRIPTED_AGENT, api, gitOut, readAgentJournal, workerIdentity } from '../support/attemptHelpers';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
 import { spawnStackWorker } from '../support/workerProcess';
 
@@ -57,20 +57,8 @@ afterAll(async () => {
   if (journal) fs.rmSync(path.dirname(journal), { recursive: true, force: true });
 });
 
-const identityOf = (w: ChildProcess) => `${os.hostname()}-${w.pid}`;
-
-/** The journal's lines of the agent runs: attempt, pid, what, when. */
-function journalLines(): { attemptId: string; pid: number; what: string; at: number }[] {
-  if (!fs.existsSync(journal)) return [];
-  return fs
-    .readFileSync(journal, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => {
-      const [attemptId, pid, what, at] = l.split(' ');
-      return { attemptId: attemptId as string, pid: Number(pid), what: what as string, at: Number(at) };
-    });
-}
+const identityOf = workerIdentity;
+const journalLines = () => readAgentJournal(journal);
 
 const runPids = () => [...new Set(journalLines().map((l) => l.pid))];
 

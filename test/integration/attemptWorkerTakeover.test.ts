@@ -26,7 +26,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { groupAlive } from '../../lib/process/processGroup';
-import { SCRIPTED_AGENT, api, gitOut } from '../support/attemptHelpers';
+import { SCRIPTED_AGENT, api, gitOut, readAgentJournal, workerIdentity } from '../support/attemptHelpers';
 import { env, eventually, startTestStack, type TestStack } from '../support/harness';
 import { startTcpProxy } from '../support/tcpProxy';
 import { spawnStackWorker } from '../support/workerProcess';
@@ -74,7 +74,7 @@ async function startWorkerProcess(temporalAddress?: string): Promise<ChildProces
   return child;
 }
 
-const identityOf = (w: ChildProcess) => `${os.hostname()}-${w.pid}`;
+const identityOf = workerIdentity;
 
 interface ProcessRow {
   id: string;
@@ -90,15 +90,9 @@ async function processRows(attemptId: string): Promise<ProcessRow[]> {
 
 /** The journal's lines of one attempt's agent runs: pid, what, when. */
 function journalOf(attemptId: string): { pid: number; what: string; at: number }[] {
-  if (!fs.existsSync(journal)) return [];
-  return fs
-    .readFileSync(journal, 'utf8')
-    .split('\n')
-    .filter((l) => l.startsWith(`${attemptId} `))
-    .map((l) => {
-      const [, pid, what, at] = l.split(' ');
-      return { pid: Number(pid), what: what as string, at: Number(at) };
-    });
+  return readAgentJournal(journal)
+    .filter((l) => l.attemptId === attemptId)
+    .map(({ pid, what, at }) => ({ pid, what, at }));
 }
 
 /** Live processes whose working directory is `dir` or below it. */

@@ -1,5 +1,7 @@
 /** Helpers of the attempt-engine tests: a stack whose config knows the scripted agent, and git checks. */
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { eventually, makeGitRepo, startTestStack, type TestStack } from './harness';
 
@@ -123,3 +125,28 @@ export async function recordHistory(stack: TestStack, workflowId: string, name: 
   const file = /^[a-z0-9-]+$/.test(tag) && tag !== '1' ? `${name}.${tag}` : name;
   fs.writeFileSync(path.join(dir, `${file}.json`), `${JSON.stringify({ workflowId, events: history.events?.length ?? 0, historyBase64 })}\n`);
 }
+
+/** One line of the scripted agent's journal (ARMADA_TEST_JOURNAL): which attempt's run, its pid, what it did, when. */
+export interface JournalLine {
+  attemptId: string;
+  pid: number;
+  what: string;
+  at: number;
+}
+
+/** The scripted agent's journal as written so far (none yet: empty). */
+export function readAgentJournal(journal: string): JournalLine[] {
+  if (!fs.existsSync(journal)) return [];
+  return fs
+    .readFileSync(journal, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      const [attemptId, pid, what, at] = l.split(' ');
+      return { attemptId: attemptId as string, pid: Number(pid), what: what as string, at: Number(at) };
+    });
+}
+
+/** The identity a worker process of this host records on the process rows it runs (lib/workerIdentity.ts). */
+export const workerIdentity = (w: { pid?: number }): string => `${os.hostname()}-${w.pid}`;
+
