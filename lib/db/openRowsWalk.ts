@@ -17,8 +17,9 @@ export interface OpenRowsWalk {
 }
 
 /**
- * The next page of open rows (`table`'s rows matching `open`, created more than `closedForMs` ago: a workflow closed
- * that long ago was started before) after `walk`, and moves `walk` on (back to the start after the last page).
+ * The next page of at most `limit` open rows (`table`'s rows matching `open`, created more than `closedForMs` ago: a
+ * workflow closed that long ago was started before) after `walk`, and moves `walk` on (back to the start after the
+ * last page).
  */
 export async function nextOpenRows(
   db: Queryable,
@@ -26,15 +27,16 @@ export async function nextOpenRows(
   open: string,
   closedForMs: number,
   walk: OpenRowsWalk,
+  limit = OPEN_ROWS_PER_PASS,
 ): Promise<string[]> {
   const { rows } = await db.query<{ id: string; created_at: string }>(
     `SELECT id, created_at::text AS created_at FROM ${table}
       WHERE ${open} AND created_at < now() - $1::double precision * interval '1 millisecond'
         AND ($2::timestamptz IS NULL OR (created_at, id) > ($2::timestamptz, $3::text))
       ORDER BY created_at, id LIMIT $4`,
-    [closedForMs, walk.after?.createdAt ?? null, walk.after?.id ?? '', OPEN_ROWS_PER_PASS],
+    [closedForMs, walk.after?.createdAt ?? null, walk.after?.id ?? '', limit],
   );
   const last = rows.at(-1);
-  walk.after = rows.length < OPEN_ROWS_PER_PASS || !last ? undefined : { createdAt: last.created_at, id: last.id };
+  walk.after = rows.length < limit || !last ? undefined : { createdAt: last.created_at, id: last.id };
   return rows.map((r) => r.id);
 }

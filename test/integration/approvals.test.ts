@@ -4,6 +4,7 @@ import { startClosedWorkflowReconciler } from '../../api/task/closedWorkflowReco
 import { reconcileClosedApprovalWorkflows } from '../../lib/approvals/closedWorkflows';
 import { createLogger } from '../../lib/logger';
 import { mergeBlocker } from '../../lib/db/approvals';
+import { nextOpenRows, type OpenRowsWalk } from '../../lib/db/openRowsWalk';
 import { approvalStateQuery, approvalWorkflow, respondUpdate, type ApprovalRequest } from '../../workflows/approvalWorkflow';
 import { Worker } from '@temporalio/worker';
 import type { RunningWorkers } from '../../workers/createWorker';
@@ -553,6 +554,23 @@ describe('approvals', () => {
       expect(closedInTemporal).toBeGreaterThanOrEqual(recordedBefore.length);
       expect(second.listed.length).toBeLessThan(closedInTemporal);
       process.stdout.write(`closed approval workflows in Temporal: ${closedInTemporal}; listed by the second pass: ${second.listed.length}\n`);
+    });
+
+    test("the pass's walk over the pending rows: bounded pages, each row once, then from the first again", async () => {
+      for (let i = 0; i < 3; i++) await createApproval({ approvers: [A] });
+      const pending = (await stack.db.query<{ id: string }>("SELECT id FROM approvals WHERE status = 'pending'")).rows.map((r) => r.id);
+      expect(pending.length).toBeGreaterThanOrEqual(3);
+      const walk: OpenRowsWalk = {};
+      const pages: string[][] = [];
+      do pages.push(await nextOpenRows(stack.db, 'approvals', `status = 'pending'`, 0, walk, 2));
+      while (walk.after && pages.length < 100);
+      expect(walk.after).toBeUndefined();
+      for (const page of pages) expect(page.length).toBeLessThanOrEqual(2);
+      const seen = pages.flat();
+      expect(new Set(seen).size).toBe(seen.length);
+      expect([...seen].sort()).toEqual([...pending].sort());
+      // the next page starts over from the first row
+      expect(await nextOpenRows(stack.db, 'approvals', `status = 'pending'`, 0, walk, 2)).toEqual(pages[0]);
     });
   });
 
