@@ -106,8 +106,9 @@ function promptOf(task: Pick<TaskRow, 'title' | 'description'>, attempt: Attempt
 const START_TIMEOUT_MS = 20_000;
 
 /**
- * Phase 2 of a start: the attempt's workflow, by id. `again` (a start that may have reached Temporal before: the start
- * reconciler's, an Idempotency-Key's replay of a pending start) never starts a new run of an id Temporal has closed
+ * Phase 2 of a start: the attempt's workflow, by id. `rejectClosed` (every start but a `created` attempt's own: a new
+ * attempt's id has had no run unless this very start reached Temporal before, and the start reconciler's or an
+ * Idempotency-Key replay's repeat may follow one that did) never starts a new run of an id Temporal has closed
  * (terminated, cancelled, failed, completed): it throws WorkflowExecutionAlreadyStartedError instead, and the caller
  * records the attempt's end (endStartOfClosedWorkflow). An open run is joined either way.
  */
@@ -118,7 +119,7 @@ async function startWorkflow(
   attempt: AttemptRow,
   processId: string,
   prompt = promptOf(task, attempt),
-  again = false,
+  rejectClosed = true,
 ): Promise<void> {
   const f = deps.config.file.attempts ?? {};
   const timeoutSec = Number((attempt.options as AttemptOptions).timeout ?? f.defaultTimeoutSec ?? 3600);
@@ -143,7 +144,7 @@ async function startWorkflow(
       taskQueue: deps.config.temporal.taskQueue,
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: again ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE',
+      workflowIdReusePolicy: rejectClosed ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE',
       typedSearchAttributes: attemptSearchAttributes({ taskId: task.id, projectId: task.project_id, attemptId: attempt.id, agent: attempt.llm }),
     }),
   );
@@ -180,11 +181,12 @@ async function finishStart(
   task: StartingTask,
   attempt: AttemptRow,
   processId: string,
-  how: { wasCreated: boolean; prompt?: string; confirmAfterAnswer?: boolean; again?: boolean },
+  how: { wasCreated: boolean; prompt?: string; confirmAfterAnswer?: boolean },
 ): Promise<number> {
   const began = performance.now();
   try {
-    await startWorkflow(deps, client, task, attempt, processId, how.prompt, how.again);
+    // a created attempt's start may run it anew (Temporal's default); every other start never re-starts a closed id
+    await startWorkflow(deps, client, task, attempt, processId, how.prompt, !how.wasCreated);
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
       await endStartOfClosedWorkflow(deps, client, task, attempt.id, processId);
@@ -230,7 +232,7 @@ export async function reconcilePendingStarts(deps: AttemptServiceDeps, olderThan
     const first = (await processesOfAttempt(deps.db, a.id))[0];
     if (!task || !first) continue;
     try {
-      await startWorkflow(deps, client, task, a, first.id, undefined, true);
+      await startWorkflow(deps, client, task, a, first.id);
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
       await endStartOfClosedWorkflow(deps, client, task, a.id, first.id);
@@ -337,7 +339,7 @@ async function startNewAttemptOnce(
   const dbMs = performance.now() - began;
   // a replay of a start still pending (its first request is in flight or died) finishes it the same way
   const pending = !result.replayed || result.attempt.start_pending_since;
-  const temporalMs = pending ? await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: false, again: result.replayed }) : 0;
+  const temporalMs = pending ? await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: false }) : 0;
   if (!result.replayed) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: agent.name, status: 'started' });
   return { attempt: result.attempt, processId: result.processId, replayed: result.replayed, timing: { dbMs, temporalMs } };
 }
