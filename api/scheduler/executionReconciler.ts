@@ -5,15 +5,17 @@
  * nothing would ever finish. On start and every few seconds, each running execution older than
  * `scheduler.reconcileAfterSeconds` is looked up in Temporal by its workflow id: one Temporal does not know is failed
  * (never started again: its requester got no 200, and may have asked again). One whose Temporal run has closed without
- * writing its end (ended in Temporal behind Armada's back: `temporal workflow terminate`, a run timeout) is failed
- * with what Temporal says of it. One Temporal has running is left alone; so is every one while Temporal cannot be
- * asked (unreachable is not "not found"). Each one failed counts in `armada_scheduler_executions_reconciled_total`.
+ * writing its end (ended in Temporal behind Armada's back) is stopped when the run was terminated or cancelled there
+ * (`temporal workflow terminate`: an operator stopped it), saying so with the terminate's reason, and failed with
+ * what Temporal says of it otherwise (a run timeout, a failure). One Temporal has running is left alone; so is every one while Temporal cannot be
+ * asked (unreachable is not "not found"). Each one ended counts in `armada_scheduler_executions_reconciled_total`.
  */
 import type { Client } from '@temporalio/client';
 import { failExecutionWithoutRun, unfinishedExecutions, type ExecutionCursor, type UnfinishedExecution } from '../../lib/db/schedulerExecutions';
 import type { Logger } from '../../lib/logger';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { isTemporalUnreachable } from '../../lib/temporal/client';
+import { closedRun } from '../../lib/temporal/closedRun';
 import { counter } from '../../lib/metrics';
 import { workflowStatus } from '../../lib/temporal/workflowHandles';
 import type { DetailServiceDeps } from '../detailServiceDeps';
@@ -31,6 +33,19 @@ export const runClosed = (status: string) => `The execution's Temporal run was $
 /** The running task's error then. */
 export const runClosedTask = (status: string) => `the execution's Temporal run was ${closedAs(status)}; what this task did is unknown`;
 
+/** Whether a run Temporal closed with `status` was stopped there by someone (terminated, cancelled) rather than failing. */
+export const stoppedInTemporal = (status: string): boolean => status === 'TERMINATED' || status === 'CANCELLED';
+
+/** The terminate's reason as the error says it: ` (reason: …)`, or nothing when none was given. */
+const reasonText = (reason: string | null) => (reason ? ` (reason: ${reason})` : '');
+
+/** The execution's error (and its `warning` log line) when its Temporal run was terminated or cancelled in Temporal. */
+export const runStopped = (status: string, reason: string | null) =>
+  `The execution's Temporal run was ${closedAs(status)} in Temporal${reasonText(reason)} before it recorded an outcome; the execution is recorded stopped, and what it did is unknown`;
+/** The running task's error then (the task ends `stopped`). */
+export const runStoppedTask = (status: string, reason: string | null) =>
+  `the execution's Temporal run was ${closedAs(status)} in Temporal${reasonText(reason)}; what this task did is unknown`;
+
 /** Temporal's close status after "was" (TERMINATED → terminated, TIMED_OUT → timed out, FAILED → closed as failed). */
 function closedAs(status: string): string {
   if (status === 'TERMINATED' || status === 'CANCELLED') return status.toLowerCase();
@@ -44,7 +59,7 @@ const MAX_EVERY_MS = 15_000;
 const WARN_EVERY_MS = 60_000;
 
 export interface ExecutionReconciler {
-  /** Runs one pass now (startup, tests); resolves with how many executions it failed. */
+  /** Runs one pass now (startup, tests); resolves with how many executions it ended (failed or stopped). */
   runOnce(): Promise<number>;
   stop(): Promise<void>;
 }
@@ -53,13 +68,16 @@ export interface ExecutionReconciler {
  * What asking Temporal about one execution said: its run is running, closed (with Temporal's status), it has none, it
  * could not be asked, or another error.
  */
-type Lookup = { found: 'running' | 'missing' | 'unreachable' } | { found: 'closed'; status: string } | { found: 'error'; err: unknown };
+type Lookup = { found: 'running' | 'missing' | 'unreachable' } | { found: 'closed'; status: string; reason: string | null } | { found: 'error'; err: unknown };
 
 async function lookUp(client: Client, e: UnfinishedExecution): Promise<Lookup> {
   try {
     const status = await client.connection.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () => workflowStatus(client, e.temporal_workflow_id));
     if (status === null) return { found: 'missing' };
-    return status === 'RUNNING' ? { found: 'running' } : { found: 'closed', status };
+    if (status === 'RUNNING') return { found: 'running' };
+    // a terminate's reason, from its close event (none when Temporal does not say within the deadline)
+    const reason = status === 'TERMINATED' ? ((await closedRun(client, e.temporal_workflow_id, undefined, TEMPORAL_CALL_TIMEOUT_MS))?.reason ?? null) : null;
+    return { found: 'closed', status, reason };
   } catch (err) {
     return isTemporalUnreachable(err) ? { found: 'unreachable' } : { found: 'error', err };
   }
@@ -70,7 +88,7 @@ export function startExecutionReconciler(deps: Pick<DetailServiceDeps, 'db' | 'c
   const reconciled = counter(
     deps.metrics.registry,
     'armada_scheduler_executions_reconciled_total',
-    'scheduler executions failed by the reconciler, by why: never_started (Temporal never got the run), run_gone (Temporal no longer has it), run_closed (it closed in Temporal without recording its end)',
+    'scheduler executions ended by the reconciler, by why: never_started (Temporal never got the run), run_gone (Temporal no longer has it), run_closed (it closed in Temporal without recording its end: stopped when terminated or cancelled there, else failed)',
     ['reason'],
   );
   const { reconcileAfterMs } = schedulerSettings(deps.config);
@@ -105,18 +123,29 @@ export function startExecutionReconciler(deps: Pick<DetailServiceDeps, 'db' | 'c
   /**
    * Its run closed in Temporal and the row still says running: the run ended without its workflow code writing the
    * end (a terminate runs none; a run timeout stops it where it is). A run writes its end before it closes, so a row
-   * read as running before a normal close is finished by now, and the statement (the row must still be running) leaves it.
+   * read as running before a normal close is finished by now, and the statement (the row must still be running) leaves
+   * it. Terminated or cancelled in Temporal (an operator's stop): `stopped`, saying so (with the terminate's reason);
+   * closed otherwise: `failed`.
    */
-  const failClosed = async (e: UnfinishedExecution, status: string): Promise<boolean> => {
-    const failed = await failExecutionWithoutRun(deps.db, e.id, { begun: true, error: runClosed(status), taskError: runClosedTask(status) });
-    if (failed) {
+  const failClosed = async (e: UnfinishedExecution, status: string, reason: string | null): Promise<boolean> => {
+    const stopped = stoppedInTemporal(status);
+    const ended = await failExecutionWithoutRun(
+      deps.db,
+      e.id,
+      stopped
+        ? { begun: true, stopped, error: runStopped(status, reason), taskError: runStoppedTask(status, reason) }
+        : { begun: true, error: runClosed(status), taskError: runClosedTask(status) },
+    );
+    if (ended) {
       reconciled.inc({ reason: 'run_closed' });
       log.warn(
-        { executionId: e.id, workflow: e.workflow, temporalWorkflowId: e.temporal_workflow_id, startedAt: e.started_at.toISOString(), temporalStatus: status },
-        `execution failed: its Temporal run was ${closedAs(status)} without recording its end`,
+        { executionId: e.id, workflow: e.workflow, temporalWorkflowId: e.temporal_workflow_id, startedAt: e.started_at.toISOString(), temporalStatus: status, reason },
+        stopped
+          ? `execution stopped: its Temporal run was ${closedAs(status)} in Temporal${reasonText(reason)} without recording its end`
+          : `execution failed: its Temporal run was ${closedAs(status)} without recording its end`,
       );
     }
-    return failed;
+    return ended;
   };
 
   const pass = async (): Promise<number> => {
@@ -144,7 +173,7 @@ export function startExecutionReconciler(deps: Pick<DetailServiceDeps, 'db' | 'c
       // any other refusal is no answer either: the execution is left as it is, and looked up again on the next walk
       if (lookup.found === 'error') warn('could not look an execution up in Temporal; left as it is', lookup.err, { executionId: e.id });
       if (lookup.found === 'missing' && (await fail(e))) failed++;
-      if (lookup.found === 'closed' && (await failClosed(e, lookup.status))) failed++;
+      if (lookup.found === 'closed' && (await failClosed(e, lookup.status, lookup.reason))) failed++;
       cursor = e.cursor;
     }
     if (page.length < PAGE) cursor = undefined;

@@ -116,13 +116,15 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
   };
   /**
    * A workflow that is gone means the request was closed: answer with its projected status. One still pending had
-   * its workflow closed from Temporal's side (terminated): it is recorded cancelled now, as the closed-workflow
-   * reconciler would on its next pass (docs/approvals.md, "Closed from Temporal's side").
+   * its workflow closed from Temporal's side (terminated): it is recorded now (cancelled, or expired when its expiry
+   * had passed by the close), as the closed-workflow reconciler would on its next pass (docs/approvals.md, "Closed
+   * from Temporal's side").
    */
   const closedConflict = (id: string) => async () => {
     let a = await load(id);
-    if (a.status === 'pending' && (await closeApprovalOfClosedWorkflow(deps.db, await deps.temporal.client(), id))) {
-      approvalMetrics(deps.metrics.registry).decided.inc({ status: 'cancelled' });
+    const recorded = a.status === 'pending' && (await closeApprovalOfClosedWorkflow(deps.db, await deps.temporal.client(), id));
+    if (recorded) {
+      approvalMetrics(deps.metrics.registry).decided.inc({ status: recorded });
       a = await load(id);
     }
     return closedError(a);

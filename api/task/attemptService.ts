@@ -43,6 +43,8 @@ import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
 import type { CleanupError, WorktreeRemoval } from '../../lib/attempts/cleanup';
 import { cancelApprovalsOfAttempts, deleteWithApprovals } from './approvalsOfDeletedAttempts';
 import { isRunning, requestCancel } from '../../lib/temporal/workflowHandles';
+import { closedRun } from '../../lib/temporal/closedRun';
+import { recordClosedAttempt } from '../../lib/attempts/closedWorkflows';
 
 export interface AttemptServiceDeps {
   db: Pool;
@@ -103,7 +105,22 @@ function promptOf(task: Pick<TaskRow, 'title' | 'description'>, attempt: Attempt
 
 const START_TIMEOUT_MS = 20_000;
 
-async function startWorkflow(deps: AttemptServiceDeps, client: Client, task: StartingTask, attempt: AttemptRow, processId: string, prompt = promptOf(task, attempt)): Promise<void> {
+/**
+ * Phase 2 of a start: the attempt's workflow, by id. `rejectClosed` (every start but a `created` attempt's own: a new
+ * attempt's id has had no run unless this very start reached Temporal before, and the start reconciler's or an
+ * Idempotency-Key replay's repeat may follow one that did) never starts a new run of an id Temporal has closed
+ * (terminated, cancelled, failed, completed): it throws WorkflowExecutionAlreadyStartedError instead, and the caller
+ * records the attempt's end (endStartOfClosedWorkflow). An open run is joined either way.
+ */
+async function startWorkflow(
+  deps: AttemptServiceDeps,
+  client: Client,
+  task: StartingTask,
+  attempt: AttemptRow,
+  processId: string,
+  prompt = promptOf(task, attempt),
+  rejectClosed = true,
+): Promise<void> {
   const f = deps.config.file.attempts ?? {};
   const timeoutSec = Number((attempt.options as AttemptOptions).timeout ?? f.defaultTimeoutSec ?? 3600);
   const input: AttemptWorkflowInput = {
@@ -127,6 +144,7 @@ async function startWorkflow(deps: AttemptServiceDeps, client: Client, task: Sta
       taskQueue: deps.config.temporal.taskQueue,
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: rejectClosed ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE',
       typedSearchAttributes: attemptSearchAttributes({ taskId: task.id, projectId: task.project_id, attemptId: attempt.id, agent: attempt.llm }),
     }),
   );
@@ -167,8 +185,13 @@ async function finishStart(
 ): Promise<number> {
   const began = performance.now();
   try {
-    await startWorkflow(deps, client, task, attempt, processId, how.prompt);
+    // a created attempt's start may run it anew (Temporal's default); every other start never re-starts a closed id
+    await startWorkflow(deps, client, task, attempt, processId, how.prompt, !how.wasCreated);
   } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) {
+      await endStartOfClosedWorkflow(deps, client, task, attempt.id, processId);
+      return performance.now() - began;
+    }
     if (await undoAttemptStart(deps.db, attempt.id, processId, how.wasCreated)) throw engineUnavailable(err);
     return performance.now() - began;
   }
@@ -179,8 +202,25 @@ async function finishStart(
 }
 
 /**
+ * A pending start whose workflow id Temporal has closed (the start reached Temporal, then the run was terminated,
+ * cancelled or failed before the start was confirmed): never started again. The start is confirmed (the workflow did
+ * run: attempt.started), then the attempt ends as the closed-workflow reconciler records it (cancelled, the line saying
+ * how the workflow ended). Left as it is while Temporal does not answer whether the id is closed: the next try looks again.
+ */
+async function endStartOfClosedWorkflow(deps: AttemptServiceDeps, client: Client, task: StartingTask, attemptId: string, processId: string): Promise<void> {
+  const run = await closedRun(client, attemptWorkflowId(attemptId), undefined, CLOSED_RUN_TIMEOUT_MS);
+  if (!run) return;
+  await confirmStart(deps, task, attemptId, processId);
+  await recordClosedAttempt(deps.db, attemptId, run);
+}
+
+/** How long a start that found its workflow id closed waits for Temporal to say how it closed. */
+const CLOSED_RUN_TIMEOUT_MS = 5000;
+
+/**
  * Finishes starts left pending longer than `olderThanMs` (the starting process died between its commit and the
- * confirmation): the workflow start is repeated (idempotent by id) and attempt.started published. Returns how many.
+ * confirmation): the workflow start is repeated (idempotent by id: an open run is joined, a closed one is never started
+ * again but recorded as closed) and attempt.started published. Returns how many.
  */
 export async function reconcilePendingStarts(deps: AttemptServiceDeps, olderThanMs: number): Promise<number> {
   const pending = await stalePendingStarts(deps.db, new Date(Date.now() - olderThanMs));
@@ -191,7 +231,14 @@ export async function reconcilePendingStarts(deps: AttemptServiceDeps, olderThan
     const task = await getTask(deps.db, a.task_id);
     const first = (await processesOfAttempt(deps.db, a.id))[0];
     if (!task || !first) continue;
-    await startWorkflow(deps, client, task, a, first.id);
+    try {
+      await startWorkflow(deps, client, task, a, first.id);
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      await endStartOfClosedWorkflow(deps, client, task, a.id, first.id);
+      done++;
+      continue;
+    }
     await confirmStart(deps, task, a.id, first.id);
     done++;
   }

@@ -2,14 +2,17 @@
  * Ends the work whose workflow Temporal closed without it: every minute (the first pass a minute after the start:
  * nothing is lost by waiting, and a start calls Temporal no more than before), each attempt still `running`
  * (lib/attempts/closedWorkflows.ts) and each approval still `pending` (lib/approvals/closedWorkflows.ts) whose
- * workflow closed more than `attempts.closedWorkflowGraceMs` (default 60 s) ago is recorded cancelled, saying how the
- * workflow ended (the attempt's log, the approval's `approval.cancelled` event).
+ * workflow closed more than `attempts.closedWorkflowGraceMs` (default 60 s) ago is recorded (the attempt cancelled,
+ * the approval cancelled or expired), saying how the workflow ended (the attempt's log, the approval's event). A pass
+ * asks Temporal only about the rows still open in PostgreSQL, at most OPEN_ROWS_PER_PASS of each kind, the next pass
+ * going on from there: what was recorded before is never read again.
  */
 import type { Client } from '@temporalio/client';
 import type { Pool } from 'pg';
 import { reconcileClosedApprovalWorkflows } from '../../lib/approvals/closedWorkflows';
 import { approvalMetrics } from '../../lib/approvals/metrics';
 import { reconcileClosedAttemptWorkflows } from '../../lib/attempts/closedWorkflows';
+import type { OpenRowsWalk } from '../../lib/db/openRowsWalk';
 import type { Logger } from '../../lib/logger';
 import type { AttemptServiceDeps } from './attemptService';
 
@@ -19,14 +22,20 @@ const EVERY_MS = 60_000;
 /** How long the service's close waits for a pass in progress (one stuck on a Temporal that does not answer is left). */
 const STOP_WAIT_MS = 5000;
 
-/** What one pass recorded cancelled. */
+/** What one pass recorded: the attempts (cancelled) and the approvals (cancelled or expired). */
 export interface ClosedWorkflowPass {
   attempts: string[];
   approvals: string[];
 }
 
+/** What one kind's reconcile recorded: the ids, and (approvals) each one's status. */
+interface KindPass {
+  recorded: string[];
+  statuses?: string[];
+}
+
 export interface ClosedWorkflowReconciler {
-  /** Runs one pass now (tests); resolves with what it recorded cancelled. */
+  /** Runs one pass now (tests); resolves with what it recorded. */
   runOnce(): Promise<ClosedWorkflowPass>;
   stop(): Promise<void>;
 }
@@ -36,9 +45,9 @@ type Deps = AttemptServiceDeps & { logger: Logger };
 /** One kind of work the pass looks at: its reconcile, and what is said (and counted) of what it recorded. */
 interface Kind {
   key: keyof ClosedWorkflowPass;
-  reconcile: (db: Pool, client: Client, closedForMs: number) => Promise<string[]>;
+  reconcile: (db: Pool, client: Client, closedForMs: number, walk: OpenRowsWalk) => Promise<KindPass>;
   message: string;
-  recorded?: (deps: Deps, ids: string[]) => void;
+  recorded?: (deps: Deps, pass: KindPass) => void;
 }
 
 const KINDS: Kind[] = [
@@ -50,21 +59,27 @@ const KINDS: Kind[] = [
   {
     key: 'approvals',
     reconcile: reconcileClosedApprovalWorkflows,
-    message: 'recorded approvals cancelled whose workflow Temporal had closed (terminated) while they were pending',
-    recorded: (deps, ids) => approvalMetrics(deps.metrics.registry).decided.inc({ status: 'cancelled' }, ids.length),
+    message: 'recorded approvals cancelled or expired (past their expiry) whose workflow Temporal had closed (terminated) while they were pending',
+    recorded: (deps, pass) => {
+      const decided = approvalMetrics(deps.metrics.registry).decided;
+      for (const status of pass.statuses ?? []) decided.inc({ status });
+    },
   },
 ];
 
 export function startClosedWorkflowReconciler(deps: Deps, opts: { everyMs?: number } = {}): ClosedWorkflowReconciler {
   const log = deps.logger.child({ component: 'closed-workflow-reconciler' });
   const closedForMs = deps.config.file.attempts?.closedWorkflowGraceMs ?? CLOSED_FOR_MS;
+  // each kind's walk over its open rows, kept from pass to pass
+  const walks: Record<keyof ClosedWorkflowPass, OpenRowsWalk> = { attempts: {}, approvals: {} };
   /** One kind's pass; a failure is logged and leaves the other kinds' passes to run. */
   const pass = async (client: Client, kind: Kind): Promise<string[]> => {
     try {
-      const ids = await kind.reconcile(deps.db, client, closedForMs);
+      const done = await kind.reconcile(deps.db, client, closedForMs, walks[kind.key]);
+      const ids = done.recorded;
       if (ids.length) {
-        log.warn({ [kind.key]: ids }, kind.message);
-        kind.recorded?.(deps, ids);
+        log.warn({ [kind.key]: ids, ...(done.statuses ? { statuses: done.statuses } : {}) }, kind.message);
+        kind.recorded?.(deps, done);
       }
       return ids;
     } catch (err) {

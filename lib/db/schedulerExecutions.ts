@@ -272,21 +272,27 @@ const RUN_LOST_LOG_KEY = 'reconciled';
  * begins afterwards finds its row finished and ends at once (beginRun), as after failUnbegunExecution; the error is
  * `error` and the tasks stay `pending`. `begun: true` (its run existed and is gone): the running task fails with
  * `taskError` and the execution with `Task <name> failed: <taskError>` (`error` when no task was running), the pending
- * tasks are `skipped`. True when this call failed it (another process's reconciler may have been first).
+ * tasks are `skipped`. `stopped` (its run was terminated or cancelled in Temporal: an operator stopped it): the
+ * execution and its running task end `stopped` instead, the execution's error is `error` as it stands, and the log
+ * line is a `warning`. True when this call ended it (another process's reconciler may have been first).
  */
-export async function failExecutionWithoutRun(db: Queryable, id: string, how: { begun: boolean; error: string; taskError: string }): Promise<boolean> {
+export async function failExecutionWithoutRun(
+  db: Queryable,
+  id: string,
+  how: { begun: boolean; error: string; taskError: string; stopped?: boolean },
+): Promise<boolean> {
   const { rows } = await db.query(
     `WITH failed AS (
        UPDATE scheduler_executions x
-          SET status = 'failed', completed_at = now(),
-              error = CASE WHEN $3::boolean
+          SET status = $6::text, completed_at = now(),
+              error = CASE WHEN $3::boolean AND $6::text = 'failed'
                         THEN COALESCE((SELECT 'Task ' || (t->>'name') || ' failed: ' || $4::text
                                          FROM jsonb_array_elements(x.tasks) WITH ORDINALITY AS a(t, i)
                                         WHERE t->>'status' = 'running' ORDER BY i LIMIT 1), $2::text)
                         ELSE $2::text END,
               tasks = CASE WHEN $3::boolean THEN
                 (SELECT COALESCE(jsonb_agg(CASE t->>'status'
-                          WHEN 'running' THEN t || jsonb_build_object('status', 'failed', 'error', $4::text,
+                          WHEN 'running' THEN t || jsonb_build_object('status', $6::text, 'error', $4::text,
                                                  'completedAt', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
                           WHEN 'pending' THEN t || '{"status":"skipped"}'::jsonb
                           ELSE t END ORDER BY i), '[]'::jsonb)
@@ -297,10 +303,10 @@ export async function failExecutionWithoutRun(db: Queryable, id: string, how: { 
        RETURNING x.id, x.completed_at, x.error),
      logged AS (
        INSERT INTO scheduler_execution_logs (execution_id, key, ts, level, message)
-       SELECT id, $5, completed_at, 'error', error FROM failed
+       SELECT id, $5, completed_at, $7::text, error FROM failed
        ON CONFLICT (execution_id, key) DO NOTHING)
      SELECT id FROM failed`,
-    [id, how.error, how.begun, how.taskError, RUN_LOST_LOG_KEY],
+    [id, how.error, how.begun, how.taskError, RUN_LOST_LOG_KEY, how.stopped ? 'stopped' : 'failed', how.stopped ? 'warning' : 'error'],
   );
   return rows.length > 0;
 }

@@ -12,6 +12,8 @@ export interface ClosedRun {
   status: string;
   /** the terminate's reason, when the run was terminated and one was given */
   reason: string | null;
+  /** when Temporal closed the run (null only if it did not say) */
+  closeTime: Date | null;
 }
 
 /**
@@ -25,7 +27,8 @@ export async function closedRun(client: Client, workflowId: string, runId: strin
       const latest = await client.workflow.getHandle(workflowId).describe();
       if (latest.status.name === 'RUNNING') return null;
       const closedRunId = runId ?? latest.runId;
-      const status = runId && runId !== latest.runId ? (await client.workflow.getHandle(workflowId, runId).describe()).status.name : latest.status.name;
+      const closed = runId && runId !== latest.runId ? await client.workflow.getHandle(workflowId, runId).describe() : latest;
+      const status = closed.status.name;
       let reason: string | null = null;
       if (status === 'TERMINATED') {
         const { history } = await client.workflowService.getWorkflowExecutionHistory({
@@ -35,7 +38,7 @@ export async function closedRun(client: Client, workflowId: string, runId: strin
         });
         reason = history?.events?.[0]?.workflowExecutionTerminatedEventAttributes?.reason || null;
       }
-      return { status, reason };
+      return { status, reason, closeTime: closed.closeTime ?? null };
     });
   } catch {
     return undefined;
@@ -48,17 +51,43 @@ export function closedRunText(run: ClosedRun): string {
   return `${how} in Temporal${run.reason ? ` (reason: ${run.reason})` : ''}`;
 }
 
+/** Workflow ids per visibility query (`WorkflowId IN (…)`): the query stays short, and so does its answer. */
+const IDS_PER_QUERY = 100;
+
 /**
- * The ids (after `prefix`) of the workflows of type `workflowType` that Temporal's visibility lists as closed more than
- * `closedForMs` ago and matching `where` (more of the query, e.g. a search attribute still saying the work is open).
- * A candidate list only: the caller checks its rows and `closedRun` before recording anything.
+ * Which of `ids` (workflow ids `prefix` + id, of type `workflowType`) Temporal's visibility lists as closed (not
+ * continued-as-new) more than `closedForMs` ago and matching `where` (more of the query, e.g. a search attribute still
+ * saying the work is open). The caller passes only the ids its rows still have open, so a pass reads nothing of the
+ * work recorded closed before, however much of it Temporal's retention still lists. A candidate list only: the caller
+ * checks its rows and `closedRun` before recording anything.
  */
-export async function closedWorkflowIds(client: Client, workflowType: string, where: string, prefix: string, closedForMs: number): Promise<string[]> {
+export async function closedWorkflowIdsAmong(
+  client: Client,
+  workflowType: string,
+  where: string,
+  prefix: string,
+  ids: string[],
+  closedForMs: number,
+): Promise<string[]> {
   const before = new Date(Date.now() - closedForMs).toISOString();
-  const query = `WorkflowType = '${workflowType}' AND ${where} AND ExecutionStatus != 'Running' AND ExecutionStatus != 'ContinuedAsNew' AND CloseTime < '${before}'`;
-  const ids = new Set<string>();
-  for await (const w of client.workflow.list({ query })) {
-    if (w.workflowId.startsWith(prefix)) ids.add(w.workflowId.slice(prefix.length));
+  const found = new Set<string>();
+  // the ids are the rows' (UUIDs); anything else is left out rather than quoted into the query
+  const safe = ids.filter((id) => /^[0-9A-Za-z-]+$/.test(id));
+  for (let i = 0; i < safe.length; i += IDS_PER_QUERY) {
+    const list = safe
+      .slice(i, i + IDS_PER_QUERY)
+      .map((id) => `'${prefix}${id}'`)
+      .join(', ');
+    const query = `WorkflowType = '${workflowType}' AND WorkflowId IN (${list}) AND ${where} AND ExecutionStatus != 'Running' AND ExecutionStatus != 'ContinuedAsNew' AND CloseTime < '${before}'`;
+    for await (const w of client.workflow.list({ query })) {
+      if (w.workflowId.startsWith(prefix)) found.add(w.workflowId.slice(prefix.length));
+    }
   }
-  return [...ids];
+  return [...found];
+}
+
+/** What one kind's pass did: the ids it recorded, and the ids visibility listed as closed among its open rows. */
+export interface ClosedPass {
+  recorded: string[];
+  listed: string[];
 }

@@ -4,6 +4,7 @@ import { startClosedWorkflowReconciler } from '../../api/task/closedWorkflowReco
 import { reconcileClosedApprovalWorkflows } from '../../lib/approvals/closedWorkflows';
 import { createLogger } from '../../lib/logger';
 import { mergeBlocker } from '../../lib/db/approvals';
+import { nextOpenRows, type OpenRowsWalk } from '../../lib/db/openRowsWalk';
 import { approvalStateQuery, approvalWorkflow, respondUpdate, type ApprovalRequest } from '../../workflows/approvalWorkflow';
 import { Worker } from '@temporalio/worker';
 import type { RunningWorkers } from '../../workers/createWorker';
@@ -399,7 +400,7 @@ describe('approvals', () => {
     };
     /** Nothing flips it back: another pass, a response, a cancel; one approval.cancelled event. */
     const staysCancelled = async (id: string) => {
-      expect(await reconcileClosedApprovalWorkflows(stack.db, await stack.temporal.client(), 0)).not.toContain(id);
+      expect((await reconcileClosedApprovalWorkflows(stack.db, await stack.temporal.client(), 0)).recorded).not.toContain(id);
       const respond = await inject('POST', `/api/approvals/${id}/respond`, A, { decision: 'approved' });
       expect(respond.statusCode).toBe(409);
       expect(respond.json().error).toMatchObject({ code: 'CONFLICT', message: `Approval ${id} is cancelled, no longer pending: ${REASON}` });
@@ -431,7 +432,7 @@ describe('approvals', () => {
       } finally {
         await reconciler.stop();
       }
-      expect(lines.some((l) => l.approvals?.includes(approval.id) && /^recorded approvals cancelled whose workflow Temporal had closed/.test(l.msg))).toBe(true);
+      expect(lines.some((l) => l.approvals?.includes(approval.id) && /^recorded approvals cancelled or expired \(past their expiry\) whose workflow Temporal had closed/.test(l.msg))).toBe(true);
       expect(await cancelledCount()).toBe(cancelled0 + 1);
       await staysCancelled(approval.id);
       expect(await cancelledCount()).toBe(cancelled0 + 1);
@@ -441,13 +442,135 @@ describe('approvals', () => {
       const { approval } = await createApproval({ approvers: [A] });
       await terminate(approval.id, 'gone by hand');
       // a grace longer than the test: the pass leaves it alone
-      expect(await reconcileClosedApprovalWorkflows(stack.db, await stack.temporal.client(), 3_600_000)).toEqual([]);
+      expect((await reconcileClosedApprovalWorkflows(stack.db, await stack.temporal.client(), 3_600_000)).recorded).toEqual([]);
       expect(await status(approval.id)).toBe('pending');
       const first = await inject('POST', `/api/approvals/${approval.id}/respond`, A, { decision: 'approved' });
       expect(first.statusCode).toBe(409);
       expect(first.json().error).toMatchObject({ code: 'CONFLICT', message: `Approval ${approval.id} is cancelled, no longer pending: ${REASON}` });
       expect(await status(approval.id)).toBe('cancelled');
       await staysCancelled(approval.id);
+    });
+
+    const expiredCount = async () => Number((await inject('GET', '/metrics')).body.match(/^armada_approvals_total\{status="expired"\} (\d+)$/m)?.[1] ?? 0);
+    const eventsOf = async (id: string) =>
+      (await stack.db.query<{ type: string; data: { reason?: string } }>("SELECT type, data FROM events WHERE type LIKE 'approval.%' AND data->>'approvalId' = $1 ORDER BY seq", [id])).rows;
+    /** The close time Temporal gives the terminated workflow of approval `id`. */
+    const closeTimeOf = async (id: string) => (await (await stack.temporal.client()).workflow.getHandle(`approval:${id}`).describe()).closeTime as Date;
+
+    test('closed after its expiry had passed: the pass records it expired (not cancelled); one closed before its expiry stays cancelled', async () => {
+      const far = () => new Date(Date.now() + 30 * 24 * 3600_000).toISOString();
+      /**
+       * Terminates the request's workflow; with `expiredBeforeClose` its expiry is then moved to a second before the
+       * close: what a request looks like whose worker was away at its expiry (its timer never fired) and which an
+       * operator then terminated.
+       */
+      const closeIt = async (id: string, expiredBeforeClose: boolean) => {
+        await terminate(id, 'gone by hand');
+        if (!expiredBeforeClose) return undefined;
+        const at = new Date((await closeTimeOf(id)).getTime() - 1000);
+        await stack.db.query('UPDATE approvals SET expires_at = $2 WHERE id = $1', [id, at]);
+        return at;
+      };
+      const byPass = (await createApproval({ approvers: [A], expiresAt: far() })).approval;
+      // stopped while it could still be answered: cancelled, as before
+      const before = (await createApproval({ approvers: [A], expiresAt: far() })).approval;
+      const expiredAt = await closeIt(byPass.id, true);
+      await closeIt(before.id, false);
+      const expired0 = await expiredCount();
+      const cancelled0 = await cancelledCount();
+      // the task API's reconciler, driven here (no grace after the close, no timer of its own)
+      const file = { ...stack.config.file, attempts: { ...stack.config.file.attempts, closedWorkflowGraceMs: 0 } };
+      const lines: { msg: string; approvals?: string[]; statuses?: string[] }[] = [];
+      const logger = createLogger('info', 'armada', { write: (l: string) => void lines.push(JSON.parse(l)) });
+      const reconciler = startClosedWorkflowReconciler(
+        { db: stack.db, config: { ...stack.config, file }, temporal: stack.temporal, metrics: stack.metrics, logger },
+        { everyMs: 3_600_000 },
+      );
+      const seen = new Map<string, string>();
+      try {
+        // visibility lists the closes a moment after them
+        await eventually(
+          async () => {
+            for (const id of (await reconciler.runOnce()).approvals) seen.set(id, await status(id));
+            return seen.has(byPass.id) && seen.has(before.id);
+          },
+          20_000,
+          250,
+        );
+      } finally {
+        await reconciler.stop();
+      }
+      const client = await stack.temporal.client();
+      expect(seen.get(byPass.id)).toBe('expired');
+      expect(seen.get(before.id)).toBe('cancelled');
+      const said = lines.find((l) => l.approvals?.includes(byPass.id));
+      expect(said?.msg).toMatch(/^recorded approvals cancelled or expired \(past their expiry\) whose workflow Temporal had closed/);
+      expect(said?.statuses?.[said.approvals?.indexOf(byPass.id) ?? -1]).toBe('expired');
+      const got = (await inject('GET', `/api/approvals/${byPass.id}`)).json().data;
+      expect(got).toMatchObject({ status: 'expired', closedReason: REASON, decidedAt: expiredAt?.toISOString() });
+      expect((await eventsOf(byPass.id)).map((e) => [e.type, e.data.reason])).toEqual([
+        ['approval.created', undefined],
+        ['approval.expired', REASON],
+      ]);
+      expect((await inject('GET', `/api/approvals/${before.id}`)).json().data).toMatchObject({ status: 'cancelled', closedReason: REASON });
+      expect((await eventsOf(before.id)).map((e) => e.type)).toEqual(['approval.created', 'approval.cancelled']);
+
+      const count = (status: string) => [...seen.values()].filter((s) => s === status).length;
+      expect(await expiredCount()).toBe(expired0 + count('expired'));
+      expect(await cancelledCount()).toBe(cancelled0 + count('cancelled'));
+      for (const a of [byPass, before]) expect(await pendingIds(A)).not.toContain(a.id);
+      // nothing flips it back: a response is answered from the row
+      const answered = await inject('POST', `/api/approvals/${byPass.id}/respond`, A, { decision: 'approved' });
+      expect(answered.statusCode).toBe(409);
+      expect(answered.json().error).toMatchObject({ code: 'CONFLICT', message: `Approval ${byPass.id} is expired, no longer pending: ${REASON}` });
+      expect((await reconcileClosedApprovalWorkflows(stack.db, client, 0)).recorded).not.toContain(byPass.id);
+      expect(await status(byPass.id)).toBe('expired');
+    });
+
+    test('a pass reads only the approvals still pending: one recorded before is not listed again, while Temporal still lists its workflow closed', async () => {
+      const { approval } = await createApproval({ approvers: [A] });
+      await terminate(approval.id, 'gone by hand');
+      const client = await stack.temporal.client();
+      const first = await eventually(
+        async () => {
+          const pass = await reconcileClosedApprovalWorkflows(stack.db, client, 0);
+          return pass.recorded.includes(approval.id) && pass;
+        },
+        20_000,
+        250,
+      );
+      expect(first.listed).toContain(approval.id);
+      // what the pass before session 49 read every minute: every approval workflow closed other than by completing
+      let closedInTemporal = 0;
+      for await (const w of client.workflow.list({ query: `WorkflowType = 'approvalWorkflow' AND ExecutionStatus != 'Completed' AND ExecutionStatus != 'Running'` })) {
+        if (w.workflowId.startsWith('approval:')) closedInTemporal++;
+      }
+      const recordedBefore = (await stack.db.query<{ id: string }>("SELECT id FROM approvals WHERE status <> 'pending' AND closed_reason IS NOT NULL")).rows.map((r) => r.id);
+      expect(recordedBefore).toContain(approval.id);
+      const second = await reconcileClosedApprovalWorkflows(stack.db, client, 0);
+      // none of the approvals recorded before is read again (they are no longer pending), though Temporal lists them all
+      expect(second.listed.filter((id) => recordedBefore.includes(id))).toEqual([]);
+      expect(second.recorded).toEqual([]);
+      expect(closedInTemporal).toBeGreaterThanOrEqual(recordedBefore.length);
+      expect(second.listed.length).toBeLessThan(closedInTemporal);
+      process.stdout.write(`closed approval workflows in Temporal: ${closedInTemporal}; listed by the second pass: ${second.listed.length}\n`);
+    });
+
+    test("the pass's walk over the pending rows: bounded pages, each row once, then from the first again", async () => {
+      for (let i = 0; i < 3; i++) await createApproval({ approvers: [A] });
+      const pending = (await stack.db.query<{ id: string }>("SELECT id FROM approvals WHERE status = 'pending'")).rows.map((r) => r.id);
+      expect(pending.length).toBeGreaterThanOrEqual(3);
+      const walk: OpenRowsWalk = {};
+      const pages: string[][] = [];
+      do pages.push(await nextOpenRows(stack.db, 'approvals', `status = 'pending'`, 0, walk, 2));
+      while (walk.after && pages.length < 100);
+      expect(walk.after).toBeUndefined();
+      for (const page of pages) expect(page.length).toBeLessThanOrEqual(2);
+      const seen = pages.flat();
+      expect(new Set(seen).size).toBe(seen.length);
+      expect([...seen].sort()).toEqual([...pending].sort());
+      // the next page starts over from the first row
+      expect(await nextOpenRows(stack.db, 'approvals', `status = 'pending'`, 0, walk, 2)).toEqual(pages[0]);
     });
   });
 

@@ -8,6 +8,9 @@
  *   out …; the agent goes on`), the agent ran to its end or its timeout, and the attempt stayed `running` for good.
  * - terminated while the attempt waits for an agent slot (no agent runs): the closed-workflow reconciler
  *   (lib/attempts/closedWorkflows.ts, the task API's pass every minute) records it cancelled; before, nothing did.
+ * - terminated while its start is still pending (its confirmation lost): the start reconciler, which repeats the
+ *   workflow start, never starts a new run of the closed id (before session 49 it did: the attempt ran again), and
+ *   records it cancelled as the closed-workflow reconciler would.
  * - cancelled from Temporal's side while the worktree is made (held at a fault point): the workflow records the
  *   attempt cancelled (patch `cancel-while-preparing-recorded`), and the held prepareWorktree, once it goes on, finds
  *   it so and removes the worktree it made. Before, the attempt stayed `running`.
@@ -68,7 +71,7 @@ async function staysSettled(attemptId: string, taskId: string, processId: string
   const client = await stack.temporal.client();
   const deps = { db: stack.db, config: stack.config, temporal: stack.temporal, metrics: stack.metrics };
   await reconcilePendingStarts(deps as Parameters<typeof reconcilePendingStarts>[0], 0);
-  expect(await reconcileClosedAttemptWorkflows(stack.db, client, 0)).not.toContain(attemptId);
+  expect((await reconcileClosedAttemptWorkflows(stack.db, client, 0)).recorded).not.toContain(attemptId);
   await new Promise((r) => setTimeout(r, 3000));
   expect((await h.attempt(attemptId)).status).toBe('cancelled');
   expect(await taskStatus(taskId)).toBe('pending');
@@ -130,6 +133,52 @@ test('terminated in Temporal while the attempt waits for an agent slot: the clos
   // the slot's holder runs on, untouched
   expect((await h.attempt(holder.attemptId)).status).toBe('running');
   await staysSettled(attemptId, taskId, processId);
+  expect((await h.inject('POST', `/api/attempts/${holder.attemptId}/cancel`)).statusCode).toBe(200);
+});
+
+test('terminated in Temporal while its start is still pending: the start reconciler never starts it again, and records it as the closed-workflow reconciler does', async () => {
+  const p = await h.project();
+  // the attempt waits for `single`'s slot (no agent runs to notice the terminate), as in the test before
+  const holderTask = await h.task(p.id, 'SLEEP until ended');
+  const holder = await h.start(holderTask, 'single');
+  await eventually(async () => (await h.inject('GET', `/api/processes/${holder.processId}`)).json().data.pid as number | null, 30_000);
+  const taskId = await h.task(p.id, 'SLEEP until ended');
+  const { attemptId, processId } = await h.start(taskId, 'single');
+  await eventually(async () => (await logsOf(processId)).some((l) => l.message.startsWith('waiting for a free single slot')), 30_000);
+  // its start left pending, as when the API process that started the workflow died before confirming it (phase 3)
+  await stack.db.query(`UPDATE attempts SET start_pending_since = now() - interval '1 hour' WHERE id = $1`, [attemptId]);
+  const handle = await handleOf(attemptId);
+  const { runId } = await handle.describe();
+  await handle.terminate('stuck while starting');
+
+  // the closed-workflow reconciler leaves a pending start to the start reconciler
+  const client = await stack.temporal.client();
+  expect((await reconcileClosedAttemptWorkflows(stack.db, client, 0)).recorded).not.toContain(attemptId);
+  // (the task API's own start reconciler, every 15 s, may be the one that takes it: the outcome is the same)
+  const deps = { db: stack.db, config: stack.config, temporal: stack.temporal, metrics: stack.metrics };
+  await reconcilePendingStarts(deps as Parameters<typeof reconcilePendingStarts>[0], 0);
+  // no new run of the id (before session 49: a new run, RUNNING, and the attempt `running` again for good)
+  const latest = await (await handleOf(attemptId)).describe();
+  expect({ runId: latest.runId, status: latest.status.name }).toEqual({ runId, status: 'TERMINATED' });
+  const runs: string[] = [];
+  for await (const w of client.workflow.list({ query: `WorkflowId = 'attempt:${attemptId}'` })) runs.push(w.runId);
+  expect(runs.filter((r) => r !== runId)).toEqual([]);
+  // recorded as the closed-workflow reconciler records it: start confirmed, then cancelled with the line saying why
+  const row = (await stack.db.query('SELECT status, start_pending_since FROM attempts WHERE id = $1', [attemptId])).rows[0];
+  expect(row).toEqual({ status: 'cancelled', start_pending_since: null });
+  expect(await taskStatus(taskId)).toBe('pending');
+  expect(await processStatus(processId)).toBe('cancelled');
+  const logs = await logsOf(processId);
+  expect(logs.filter((l) => l.message === 'the workflow was terminated in Temporal (reason: stuck while starting) while the attempt ran; the attempt is recorded cancelled')).toHaveLength(1);
+  const events = (
+    await stack.db.query<{ type: string }>(`SELECT type FROM events WHERE data->>'attemptId' = $1 AND type LIKE 'attempt.%' ORDER BY seq`, [attemptId])
+  ).rows.map((e) => e.type);
+  expect(events.at(-1)).toBe('attempt.cancelled');
+  expect(events.filter((t) => t === 'attempt.cancelled')).toHaveLength(1);
+  // a start repeated again (another pass, another API process) starts nothing either
+  await staysSettled(attemptId, taskId, processId);
+  expect((await (await handleOf(attemptId)).describe()).runId).toBe(runId);
+  expect((await h.attempt(holder.attemptId)).status).toBe('running');
   expect((await h.inject('POST', `/api/attempts/${holder.attemptId}/cancel`)).statusCode).toBe(200);
 });
 

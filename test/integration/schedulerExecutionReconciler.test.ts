@@ -28,7 +28,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { Client } from 'pg';
 import { buildSchedulerApp } from '../../api/scheduler/app';
-import { NEVER_STARTED, RUN_GONE_TASK, runClosedTask, startExecutionReconciler } from '../../api/scheduler/executionReconciler';
+import { NEVER_STARTED, RUN_GONE_TASK, runStopped, runStoppedTask, startExecutionReconciler } from '../../api/scheduler/executionReconciler';
 import { buildService } from '../../api/services';
 import { POSTGRES_OUTCOME_UNKNOWN } from '../../lib/db/releasedWhenDown';
 import { insertManualExecution, upsertExecution } from '../../lib/db/schedulerExecutions';
@@ -345,7 +345,7 @@ async function reconciledCount(reason: string): Promise<number> {
   return m.find((v) => v.labels.reason === reason)?.value ?? 0;
 }
 
-test('a run terminated in Temporal by hand while a task runs: failed with "terminated", its running task failed, the rest skipped; counted', async () => {
+test('a run terminated in Temporal by hand while a task runs: stopped, saying it was terminated in Temporal and why, its running task stopped, the rest skipped; counted', async () => {
   const created = await inject('POST', '/api/v1/workflows', {
     name: 'terminated',
     tasks: [
@@ -363,19 +363,33 @@ test('a run terminated in Temporal by hand while a task runs: failed with "termi
     ?.temporal_workflow_id as string;
   // what `temporal workflow terminate` does: the run closes at once, no workflow code runs, nothing writes its end
   await (await stack.temporal.client()).workflow.getHandle(temporalWorkflowId).terminate('ended by hand');
-  const failed = await eventually(async () => {
+  const ended = await eventually(async () => {
     const e = await execution(id);
     return e.status !== 'running' && e;
   }, 60_000, 200);
-  expect(failed).toMatchObject({ status: 'failed', error: `Task slow failed: ${runClosedTask('TERMINATED')}` });
-  expect(failed.tasks).toEqual([
-    expect.objectContaining({ name: 'slow', status: 'failed', error: runClosedTask('TERMINATED') }),
+  // an operator stopped it (before session 49: `failed`, `Task slow failed: the execution's Temporal run was terminated; …`)
+  const error = "The execution's Temporal run was terminated in Temporal (reason: ended by hand) before it recorded an outcome; the execution is recorded stopped, and what it did is unknown";
+  expect(runStopped('TERMINATED', 'ended by hand')).toBe(error);
+  expect(ended).toMatchObject({ status: 'stopped', error });
+  expect(ended.tasks).toEqual([
+    expect.objectContaining({
+      name: 'slow',
+      status: 'stopped',
+      error: "the execution's Temporal run was terminated in Temporal (reason: ended by hand); what this task did is unknown",
+    }),
     expect.objectContaining({ name: 'after', status: 'skipped' }),
   ]);
-  expect((await inject('GET', `/api/v1/executions/${id}/logs`)).json().logs).toEqual(
-    expect.arrayContaining([expect.objectContaining({ level: 'error', message: `Task slow failed: ${runClosedTask('TERMINATED')}` })]),
-  );
-  expect(lines.some((l) => l.level === 40 && l.executionId === id && /was terminated without recording its end/.test(l.msg))).toBe(true);
+  expect(ended.tasks[0].error).toBe(runStoppedTask('TERMINATED', 'ended by hand'));
+  const logs = (await inject('GET', `/api/v1/executions/${id}/logs`)).json().logs as { level: string; message: string }[];
+  expect(logs).toEqual(expect.arrayContaining([expect.objectContaining({ level: 'warning', message: error })]));
+  expect(logs.filter((l) => l.level === 'error')).toEqual([]);
+  // the list filtered by status finds it among the stopped ones
+  expect((await inject('GET', '/api/v1/executions?status=stopped&workflow=terminated')).json().executions.map((e: { id: string }) => e.id)).toContain(id);
+  expect(
+    lines.some(
+      (l) => l.level === 40 && l.executionId === id && l.msg === 'execution stopped: its Temporal run was terminated in Temporal (reason: ended by hand) without recording its end',
+    ),
+  ).toBe(true);
   expect(await reconciledCount('run_closed')).toBe(before + 1);
   // a run that ended normally is never touched: the waiting run of the first test completed, and is still completed
 });
