@@ -1,11 +1,19 @@
 /** Projection writes of the follow-up workflows: draft and queue item status, with draft_updated events. */
-import { attemptProject, finishFollowUpDraft, publishDraftEvent, setQueueItemStatus } from '../lib/db/drafts';
+import { attemptProject, finishFollowUpDraft, followUpStored, publishDraftEvent, setQueueItemStatus } from '../lib/db/drafts';
 import { withTransaction } from '../lib/db/pool';
 import { followUpDraftView } from '../lib/drafts/views';
 import type { ActivityDeps } from './index';
 
 export function createFollowUpActivities(deps: Pick<ActivityDeps, 'db'>) {
   return {
+    /**
+     * Whether the draft or queue a follow-up workflow sends was stored: its workflow is started inside the inserting
+     * transaction, before the COMMIT, so it waits for that transaction's end, and sends nothing for a row that never
+     * committed (the API died, PostgreSQL restarted, the request was answered 503).
+     */
+    async followUpRecordStored(input: { kind: 'draft' | 'queue'; id: string }): Promise<boolean> {
+      return withTransaction(deps.db, (c) => followUpStored(c, input.kind, input.id));
+    },
     async finishFollowUpDraftRecord(input: { draftId: string; status: 'sent' | 'failed'; error: string | null }): Promise<void> {
       await withTransaction(deps.db, async (c) => {
         const row = await finishFollowUpDraft(c, input.draftId, input.status, input.error);

@@ -5,7 +5,8 @@
 import type { WorkInHand } from '../lib/runtime/workInHand';
 import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../lib/config';
-import { setCloneResult } from '../lib/db/projects';
+import { withTransaction } from '../lib/db/pool';
+import { projectStored, setCloneResult } from '../lib/db/projects';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
 import type { WorkerIdentity } from '../lib/workerIdentity';
@@ -57,6 +58,8 @@ export function createActivities(deps: ActivityDeps) {
     /** False when the project no longer exists (deleted while its repository was cloned). */
     recordCloneResult: (input: { projectId: string; ok: boolean; path: string | null; error: string | null }): Promise<boolean> =>
       setCloneResult(deps.db, input.projectId, input.ok, input.path, input.error),
+    /** Whether the project was stored, once the transaction that inserted it and started its clone has ended. */
+    projectRecordStored: (input: { projectId: string }): Promise<boolean> => withTransaction(deps.db, (c) => projectStored(c, input.projectId)),
     removeProjectClone: (input: RemoveProjectCloneInput) => untilPostgresAnswers(() => removeProjectClone(deps, input)),
     runAgentTask: (input: { agent: string; taskId: string }) => runAgentTask(deps, input),
     recordAgentTaskResult: (input: AgentTaskResultInput) => recordAgentTaskResult(deps, input),

@@ -1,4 +1,4 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { failureMessage } from './failureMessage';
 
@@ -7,7 +7,7 @@ const { cloneRepository } = proxyActivities<Activities>({
   heartbeatTimeout: '1 minute',
   retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
 });
-const { recordCloneResult } = proxyActivities<Activities>({
+const { recordCloneResult, projectRecordStored } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '1s', maximumInterval: '30s' }, // a projection write retries until Postgres is back
 });
@@ -27,9 +27,12 @@ export interface CloneProjectInput {
 /**
  * Clones a project's remote repository into $ARMADA_HOME/repos/<id> (id `project-clone:<projectId>`). A project
  * deleted while its repository was cloned finds no row to record the result in: the clone just made is removed here
- * ('removed'), since the delete's own removal may have run before it existed.
+ * ('removed'), since the delete's own removal may have run before it existed. The API starts it inside the transaction
+ * that inserts the row, before its COMMIT: it first waits for that transaction's end and clones nothing when there is no
+ * row then ('gone': it never committed, or the project was deleted before its clone began; `project-clone-waits-for-row`).
  */
-export async function cloneProjectWorkflow(input: CloneProjectInput): Promise<'ready' | 'failed' | 'removed'> {
+export async function cloneProjectWorkflow(input: CloneProjectInput): Promise<'ready' | 'failed' | 'removed' | 'gone'> {
+  if (patched('project-clone-waits-for-row') && !(await projectRecordStored({ projectId: input.projectId }))) return 'gone';
   let recorded: boolean | undefined;
   try {
     await cloneRepository(input);

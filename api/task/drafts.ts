@@ -23,6 +23,7 @@ import {
   insertFollowUpQueue,
   insertRetryDraft,
   lockAttemptProject,
+  lockFollowUpInsert,
   publishDraftEvent,
 } from '../../lib/db/drafts';
 import { draftQueueItemView, draftView, followUpDraftView, queueItemView, retryDraftView } from '../../lib/drafts/views';
@@ -220,8 +221,10 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
         const projectId = await lockedProjectOf(c, attemptId);
         const v = followUpDraftView(await insertFollowUpDraft(c, { id, attemptId, prompt, autoSend, sendAfter, status: autoSend ? 'scheduled' : 'draft' }));
         await publishDraftEvent(c, projectId, attemptId, { type: 'draft_created', draft: v });
-        // the timer lives in Temporal: started before the row commits, a failed start leaves no scheduled row behind
-        if (client)
+        // the timer lives in Temporal: started before the row commits, a failed start leaves no scheduled row behind;
+        // the workflow waits for this transaction's end (the lock) and sends nothing if the row did not commit
+        if (client) {
+          await lockFollowUpInsert(c, id);
           await callTemporal(() =>
             client.workflow.start(followUpDraftWorkflow, {
               workflowId: `follow-up:${id}`,
@@ -229,6 +232,7 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
               args: [{ draftId: id, attemptId, prompt, sendAfter }],
             }),
           );
+        }
         return v;
       });
       return reply.code(201).send(ok(version, view));
@@ -288,7 +292,9 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
       const created = await withTransaction(deps.db, async (c) => {
         await lockedProjectOf(c, attemptId);
         const q = await insertFollowUpQueue(c, { id, attemptId, autoExecute, items });
-        if (client)
+        // as for a follow-up draft: the workflow sends the items only once this transaction has committed them
+        if (client) {
+          await lockFollowUpInsert(c, id);
           await callTemporal(() =>
             client.workflow.start(followUpQueueWorkflow, {
               workflowId: `follow-up-queue:${id}`,
@@ -296,6 +302,7 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
               args: [{ queueId: id, attemptId, items }],
             }),
           );
+        }
         return q;
       });
       return reply

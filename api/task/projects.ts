@@ -11,14 +11,15 @@ import { classifyRepoUrl, inspectLocalRepo } from '../../lib/git';
 import {
   UNIQUE_VIOLATION,
   attemptStats,
-  deleteProject,
   getProject,
   insertProject,
   listProjects,
+  lockProjectInsert,
   taskCounts,
   updateProject,
   type ProjectRow,
 } from '../../lib/db/projects';
+import { withTransaction } from '../../lib/db/pool';
 import { managedClonePath } from '../../lib/projects/managedClones';
 import { cloneProjectWorkflowId } from '../../workflows/projectCloneMessages';
 import { deleteProjectWithClone } from './projectDeletion';
@@ -142,42 +143,48 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
       const repo = await resolveRepository(body.repository.url, body.git_repo_path);
       const dest = managedClonePath(deps.config.home, id);
       const stored = storedRepoUrl(deps.keys.encryption, body.repository.url);
-      let row: ProjectRow;
-      try {
-        row = await insertProject(deps.db, {
-          id,
-          name: projectName(body.name),
-          description: body.description ?? '',
-          repoUrl: stored.repoUrl,
-          repoCredentialsSealed: stored.credentialsSealed,
-          repoBranch: branch,
-          gitRepoPath: repo.gitRepoPath,
-          cloneStatus: repo.cloneFrom ? 'cloning' : 'ready',
-          setupScript: body.setup_script ?? '',
-          devScript: body.dev_script ?? '',
-          defaultLlm: body.defaultLLM ?? null,
-        });
-      } catch (err) {
-        if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw conflict(`A project named "${projectName(body.name)}" already exists`, 'PROJECT_EXISTS');
-        throw err;
-      }
-      if (repo.cloneFrom) {
+      // The row and the clone workflow's start go in one transaction: a start that fails (or a process that dies
+      // before the COMMIT) leaves no row `cloning` with no clone coming. The workflow waits for this transaction's
+      // end (the lock) and clones nothing if the row did not commit.
+      const row = await withTransaction(deps.db, async (c) => {
+        let inserted: ProjectRow;
         try {
-          const client = await deps.temporal.client();
-          await client.workflow.start('cloneProjectWorkflow', {
-            workflowId: cloneProjectWorkflowId(id),
-            taskQueue: deps.config.temporal.taskQueue,
-            // the URL without its credentials: the activity opens them from the row (no workflow history holds them)
-            args: [{ projectId: id, url: splitUrlCredentials(repo.cloneFrom).url, branch, dest }],
+          inserted = await insertProject(c, {
+            id,
+            name: projectName(body.name),
+            description: body.description ?? '',
+            repoUrl: stored.repoUrl,
+            repoCredentialsSealed: stored.credentialsSealed,
+            repoBranch: branch,
+            gitRepoPath: repo.gitRepoPath,
+            cloneStatus: repo.cloneFrom ? 'cloning' : 'ready',
+            setupScript: body.setup_script ?? '',
+            devScript: body.dev_script ?? '',
+            defaultLlm: body.defaultLLM ?? null,
           });
         } catch (err) {
-          await deleteProject(deps.db, id); // nothing half-made is left when the clone cannot be scheduled
-          request.log.error({ err }, 'could not start the clone workflow');
-          const e = new Error('Temporal is unavailable: the repository cannot be cloned now') as Error & { statusCode: number };
-          e.statusCode = 503;
-          throw e;
+          if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw conflict(`A project named "${projectName(body.name)}" already exists`, 'PROJECT_EXISTS');
+          throw err;
         }
-      }
+        if (repo.cloneFrom) {
+          await lockProjectInsert(c, id);
+          try {
+            const client = await deps.temporal.client();
+            await client.workflow.start('cloneProjectWorkflow', {
+              workflowId: cloneProjectWorkflowId(id),
+              taskQueue: deps.config.temporal.taskQueue,
+              // the URL without its credentials: the activity opens them from the row (no workflow history holds them)
+              args: [{ projectId: id, url: splitUrlCredentials(repo.cloneFrom).url, branch, dest }],
+            });
+          } catch (err) {
+            request.log.error({ err }, 'could not start the clone workflow');
+            const e = new Error('Temporal is unavailable: the repository cannot be cloned now') as Error & { statusCode: number };
+            e.statusCode = 503;
+            throw e; // nothing half-made is left: the row is rolled back
+          }
+        }
+        return inserted;
+      });
       return reply.code(201).send(ok(version, await projectDetail(deps, row)));
     },
   );

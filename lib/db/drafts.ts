@@ -103,6 +103,25 @@ export async function deleteDraft(db: Queryable, attemptId: string, id: string):
   return (rowCount ?? 0) > 0;
 }
 
+/**
+ * Taken by the transaction that inserts a follow-up draft (autoSend) or queue (autoExecute) and starts its workflow
+ * before it commits; `followUpStored` takes it too, so it waits for that transaction to end before it looks.
+ */
+export async function lockFollowUpInsert(c: Queryable, id: string): Promise<void> {
+  await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`follow-up:${id}`]);
+}
+
+/**
+ * Whether the follow-up draft or queue `id` was stored: read once the transaction that inserted it (and started the
+ * workflow asking) has ended, committed or rolled back (`lockFollowUpInsert`; a session whose API process died ends
+ * when PostgreSQL notices, a restart ends them all). Run in a transaction of its own (`withTransaction`).
+ */
+export async function followUpStored(c: Queryable, kind: 'draft' | 'queue', id: string): Promise<boolean> {
+  await lockFollowUpInsert(c, id);
+  const { rowCount } = await c.query(kind === 'draft' ? 'SELECT 1 FROM follow_up_drafts WHERE id = $1' : 'SELECT 1 FROM follow_up_queues WHERE id = $1', [id]);
+  return (rowCount ?? 0) > 0;
+}
+
 export async function insertFollowUpDraft(
   db: Queryable,
   d: { id: string; attemptId: string; prompt: string; autoSend: boolean; sendAfter: string | null; status: FollowUpDraftRow['status'] },

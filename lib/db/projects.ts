@@ -92,6 +92,24 @@ export async function updateProject(db: Queryable, id: string, patch: ProjectPat
   return rows[0];
 }
 
+/**
+ * Taken by the transaction that inserts a project to be cloned and starts its clone workflow before it commits;
+ * `projectStored` takes it too, so it waits for that transaction's end before it looks.
+ */
+export async function lockProjectInsert(c: Queryable, id: string): Promise<void> {
+  await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`project-create:${id}`]);
+}
+
+/**
+ * Whether project `id` was stored, read once the transaction that inserted it (and started the clone workflow
+ * asking) has ended, committed or rolled back (`lockProjectInsert`). Run in a transaction of its own.
+ */
+export async function projectStored(c: Queryable, id: string): Promise<boolean> {
+  await lockProjectInsert(c, id);
+  const { rowCount } = await c.query('SELECT 1 FROM projects WHERE id = $1', [id]);
+  return (rowCount ?? 0) > 0;
+}
+
 export async function deleteProject(db: Queryable, id: string): Promise<boolean> {
   const { rowCount } = await db.query('DELETE FROM projects WHERE id = $1', [id]);
   return (rowCount ?? 0) > 0;

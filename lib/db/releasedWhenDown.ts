@@ -16,13 +16,16 @@
  *   never "try again".
  * The same holds for a statement whose connection is closed because its way to the server died while the server
  * answers others (lib/db/deadConnections.ts): it fails with a 503 of its own, which says that the outcome is unknown
- * when it may have applied.
+ * when it may have applied. And for a COMMIT whose session the server ended under it (a restart or crash of
+ * PostgreSQL, pg_terminate_backend): it may have committed first, so its 503 says the outcome is unknown too (before
+ * session 49 it said "try again"; test/integration/followUpCommitFaults.test.ts).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Pool, PoolClient } from 'pg';
 import { AppError } from '../errors';
 import type { DependencyState } from '../runtime/dependencies';
 import { DeadConnection } from './deadConnections';
+import { isPostgresUnreachable } from './pool';
 
 export interface DatabaseRequest {
   /** True once the request has its answer, or its response has begun (a stream, a WebSocket): not released then. */
@@ -101,6 +104,15 @@ const ENDS = /^\s*(COMMIT|END|ROLLBACK|ABORT)\b/i;
 const COMMITS = /^\s*(COMMIT|END)\b/i;
 const READS = /^\s*SELECT\b/i;
 
+/**
+ * The session ended under a statement already sent: the server went away or ended it (not a connection that was
+ * broken before the statement, which pg refuses to send: "Client has encountered a connection error").
+ */
+function lostWithStatementSent(err: unknown): boolean {
+  const message = (err as { message?: unknown } | undefined)?.message;
+  return isPostgresUnreachable(err) && !(typeof message === 'string' && message.startsWith('Client has encountered a connection error'));
+}
+
 /** A pooled client whose statements, within a waiting request, are released when PostgreSQL is called down. */
 function releasableClient(client: PoolClient, dependencies: DependencyState): PoolClient {
   let inTransaction = false;
@@ -119,9 +131,12 @@ function releasableClient(client: PoolClient, dependencies: DependencyState): Po
     const mayApply = COMMITS.test(text) || (!inTransaction && !begins && !ends && !READS.test(text));
     if (begins) inTransaction = true;
     else if (ends) inTransaction = false;
+    const commits = COMMITS.test(text);
     const pending = (run() as Promise<unknown>).catch((err: unknown) => {
-      // its connection was found dead with the statement sent (lib/db/deadConnections.ts): the server may have run it
-      if (err instanceof DeadConnection && mayApply && !request.readOnly) {
+      // its connection was found dead with the statement sent (lib/db/deadConnections.ts): the server may have run it;
+      // so may a server whose session ended (a restart, a crash, pg_terminate_backend) with the COMMIT sent: it can
+      // have committed before it went (a "try again" there ran a follow-up's prompt twice)
+      if ((err instanceof DeadConnection || (commits && lostWithStatementSent(err))) && mayApply && !request.readOnly) {
         request.outcomeUnknown = true;
         throw unavailable(request);
       }
