@@ -26,10 +26,10 @@ test('a board loading says so in a neutral title ("Board" came first, then the n
   await expect(page.getByRole('heading', { level: 1 })).toHaveText(project.name);
   await expect(page).toHaveTitle(`${project.name} · Armada`);
   expect(await page.evaluate(() => (window as unknown as { headings: string[] }).headings)).toEqual(['Loading project…', project.name]);
-  // another screen gives the tab back its plain title
+  // another screen gives the tab its own title
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Settings' }).click();
   await expect(page.getByRole('heading', { name: 'Settings', level: 1 })).toBeVisible();
-  await expect(page).toHaveTitle('Armada');
+  await expect(page).toHaveTitle('Settings · Armada');
 });
 
 test('cost is written the same on Projects and on the task page: "$0.00" (the task page said "$0.0000")', async ({ page }) => {

@@ -6,7 +6,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { type Agent, assignAgentTask, useAgentStatuses, useAgents, useAgentTasks } from '../api/agentsTraces';
 import { queryKeys, useErrorKept } from '../api';
-import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showToast } from '../components';
+import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showToast, useDocumentTitle } from '../components';
 
 function AssignDialog({ agent, onClose }: { agent: Agent; onClose: () => void }) {
   const qc = useQueryClient();
@@ -63,6 +63,7 @@ function AssignDialog({ agent, onClose }: { agent: Agent; onClose: () => void })
 }
 
 export function AgentsPage() {
+  useDocumentTitle('Agents');
   const qc = useQueryClient();
   // their errors stay while they are tried again (every 5 s while the service is down): they blinked away at each try
   const agents = useErrorKept(useAgents());

@@ -20,7 +20,7 @@ import {
   useSchedulerLists,
 } from '../api/scheduler';
 import { useErrorKept } from '../api';
-import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showError, showToast } from '../components';
+import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showError, showToast, useDocumentTitle } from '../components';
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 
@@ -108,6 +108,7 @@ function LogsDialog({ execution, onClose }: { execution: Execution; onClose: () 
 }
 
 export function SchedulerPage() {
+  useDocumentTitle('Scheduler');
   // its error stays while it is tried again (every 5 s while the service is down): it blinked away at each try
   const lists = useErrorKept(useSchedulerLists());
   const { busy, run } = useAction();

@@ -10,7 +10,7 @@ import { ApiError, getApiKey, queryKeys, setApiKey, useErrorKept } from '../api'
 import { useAgents } from '../api/agentsTraces';
 import { useProjects } from '../api/projects';
 import { createWebhook, deleteWebhook, type Receiver, type Webhook, WEBHOOK_EVENTS, useDeliveries, useWebhooks } from '../api/settings';
-import { ConfirmDialog, Dialog, ErrorMessage, Field, ListTable, showToast } from '../components';
+import { ConfirmDialog, Dialog, ErrorMessage, Field, ListTable, showToast, useDocumentTitle } from '../components';
 
 function ApiKeySection() {
   const qc = useQueryClient();
@@ -310,6 +310,7 @@ function WebhooksSection() {
 }
 
 export function SettingsPage() {
+  useDocumentTitle('Settings');
   const hooks = useErrorKept(useWebhooks());
   // the profiles wait for the webhooks' first answer, list or error, then stay: a failed list tried again (Retry, or
   // every 5 s while the service is down) is pending again at each try, and hid them until it came, then showed them
