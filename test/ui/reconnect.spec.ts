@@ -172,8 +172,8 @@ test.describe('a screen that failed to load during a database outage', () => {
     } finally {
       thaw();
     }
-    await expect(page.getByRole('table', { name: 'Workflows' }).or(page.getByText('No workflows.'))).toBeVisible({ timeout: 60_000 });
-    await expect(page.getByRole('table', { name: 'Executions' }).or(page.getByText('No executions yet.'))).toBeVisible({ timeout: 15_000 });
+    await expect(page.getByRole('table', { name: 'Workflows' }).or(page.getByText(/^No workflows\./))).toBeVisible({ timeout: 60_000 });
+    await expect(page.getByRole('table', { name: 'Executions' }).or(page.getByText(/^No executions yet\./))).toBeVisible({ timeout: 15_000 });
     await expect(page.getByRole('alert')).toHaveCount(0, { timeout: 15_000 });
   });
 });

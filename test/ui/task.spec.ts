@@ -43,7 +43,7 @@ test('start an attempt, watch its log live, read the diff, merge; the card moves
   const taskId = page.url().split('/tasks/')[1]?.split(/[?#]/)[0] as string;
 
   await expect(page.getByRole('heading', { name: 'Add the greeting file' })).toBeVisible();
-  await expect(page.getByText('No attempts yet.')).toBeVisible();
+  await expect(page.getByText(/^No attempts yet\./)).toBeVisible();
 
   // every log line the page shows, with the time it first appeared (the agent's lines carry their print time)
   await page.evaluate(() => {

@@ -99,7 +99,11 @@ export function AgentsPage() {
           label="Agents"
           items={agents.data}
           loading={agents.isPending}
-          empty="No agents are configured."
+          empty={
+            <>
+              No agents are configured. Name them under <code>multiAgent.agents</code> in the config file (docs/configuration.md).
+            </>
+          }
           columns={['Agent', 'Role', 'Model', 'Status', 'Current task', 'Queued', 'Done / failed']}
           numeric={['Queued', 'Done / failed']}
           actions
@@ -136,7 +140,7 @@ export function AgentsPage() {
           label="Latest tasks"
           items={tasks.data}
           loading={tasks.isPending}
-          empty="No tasks yet."
+          empty="No tasks yet. Assign task, on an agent above, gives it one."
           columns={['Agent', 'Task', 'Priority', 'Status', 'Created']}
           row={(t) => (
             <tr key={t.taskId}>

@@ -192,7 +192,7 @@ export function ApprovalsPage() {
       <ListTable
         label="Approval history"
         items={historyQuery.isSuccess || history.length ? history : undefined}
-        empty="None yet."
+        empty="No closed requests yet: approved, rejected, expired and cancelled ones come here."
         columns={['Request', 'Status', 'Decided', 'Responses']}
         row={(a) => (
           <tr key={a.id} data-approval={a.id}>

@@ -20,6 +20,7 @@ import { mergeRefusal } from '../components/task/mergeRefusal';
 import { pullRequestRefusal } from '../components/task/pullRequestRefusal';
 import { StartAttemptDialog } from '../components/task/StartAttemptDialog';
 import { NotFoundPage } from './NotFoundPage';
+import { STATUS_LABELS } from './board/columns';
 import { type Attempt, formatDuration, type ProcessInfo, RUNNING_STATUSES } from '../components/task/taskTypes';
 
 import '../components/task/task.css';
@@ -230,7 +231,10 @@ export function TaskPage() {
       <header className="task-header">
         <h1>{t.title}</h1>
         <div className="task-tags">
-          <span className={`status status-${t.status}`}>{t.status.replace('_', ' ')}</span>
+          {/* in the board's words (its column, its status select): it said "pending" where the board says "To do" */}
+          <span className={`status status-${t.status}`} title={`Status: ${t.status}`}>
+            {STATUS_LABELS[t.status]}
+          </span>
           <span className={`priority priority-${t.priority}`}>{t.priority}</span>
           {t.labels.map((l) => (
             <span key={l} className="label">

@@ -237,7 +237,7 @@ export function TracesPage() {
           label="Trace list"
           items={traces.data?.traces}
           loading={traces.isPending}
-          empty={filters.instance || filters.phone || filters.status ? 'No traces match these filters.' : 'No traces yet: the trace service has recorded no messages.'}
+          empty={filters.instance || filters.phone || filters.status ? 'No traces match these filters.' : 'No traces yet: the trace service has recorded no messages. A sender records each message it sends with POST /api/v1/traces on the trace service (docs/traces.md).'}
           columns={['Sent', 'Instance', 'To', 'Message', 'Status']}
           row={(t) => (
             <tr key={t.id} data-trace={t.messageId}>
