@@ -76,7 +76,7 @@ test('agents: "Loading…" in each table while its list is on its way (Latest ta
   await page.goto('/agents');
   await expect(page.getByRole('status', { name: 'Agents: loading' })).toHaveText('Loading…');
   await expect(page.getByRole('status', { name: 'Latest tasks: loading' })).toHaveText('Loading…');
-  await expect(page.getByText('No tasks yet.')).toHaveCount(0);
+  await expect(page.getByText(/^No tasks yet\./)).toHaveCount(0);
   answer();
   await expect(page.getByRole('table', { name: 'Latest tasks' })).toBeVisible();
   await expect(page.getByRole('table', { name: 'Agents' })).toBeVisible();
@@ -389,38 +389,51 @@ test.describe('the multi-agent and trace services down', () => {
     expect(await alertCountsSeen(page)).toEqual([0, 1, 0]);
   });
 
-  test('Settings: the webhooks refused, then back, leave the profiles shown throughout (hidden at each try, they came back lower)', async ({ page }) => {
+  test('Settings: the webhooks refused, then back, do not move the profiles: shown from the first frame, their box stays put (it moved once, when the list came)', async ({ page }) => {
     const hooksPath = /\/api\/webhooks(\?.*)?$/;
-    let tries = 0;
-    await page.route(hooksPath, (route) => {
-      tries++;
-      return route.fulfill({ status: 503, json: { success: false, error: { code: 'SERVICE_UNAVAILABLE', message: 'The database (PostgreSQL) is not answering; try again', details: {} } } });
-    });
-    // whether the profiles are shown, each time it changes, from the first frame
-    await page.addInitScript(() => {
-      const w = window as unknown as { profilesShown: boolean[] };
-      w.profilesShown = [];
-      const look = () => {
-        const section = document.querySelector<HTMLElement>('section[aria-label="Agent profiles in use"]');
-        if (section && w.profilesShown.at(-1) !== !section.hidden) w.profilesShown.push(!section.hidden);
-      };
-      document.addEventListener('DOMContentLoaded', () =>
-        new MutationObserver(look).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['hidden'] }),
-      );
-    });
-    await page.goto('/settings');
-    const webhooks = page.getByRole('region', { name: 'Webhooks' });
-    const profiles = page.locator('section[aria-label="Agent profiles in use"]');
-    await expect(webhooks.getByRole('alert')).toContainText('HTTP 503', { timeout: 20_000 });
-    await expect(profiles).toBeVisible();
-    const first = tries;
-    await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 2);
-    await page.unroute(hooksPath);
-    await expect(webhooks.getByRole('table', { name: 'Webhook list' }).or(webhooks.getByText('No webhooks.'))).toBeVisible({ timeout: 15_000 });
-    await expect(webhooks.getByRole('alert')).toHaveCount(0);
-    await expect(profiles).toBeVisible();
-    // hidden until the webhooks' first answer (their refusal), then shown for good
-    expect(await page.evaluate(() => (window as unknown as { profilesShown: boolean[] }).profilesShown)).toEqual([false, true]);
+    const url = 'http://127.0.0.1:59/ui-hook-after-outage';
+    const hook = await api<{ id: string }>('POST', '/webhooks', { url, events: ['task.created'], secret: 's3cret' });
+    try {
+      let tries = 0;
+      await page.route(hooksPath, (route) => {
+        tries++;
+        return route.fulfill({ status: 503, json: { success: false, error: { code: 'SERVICE_UNAVAILABLE', message: 'The database (PostgreSQL) is not answering; try again', details: {} } } });
+      });
+      await watchLayoutShifts(page);
+      // whether the profiles are shown, each time it changes, from the first frame
+      await page.addInitScript(() => {
+        const w = window as unknown as { profilesShown: boolean[] };
+        w.profilesShown = [];
+        const look = () => {
+          const section = document.querySelector<HTMLElement>('section[aria-label="Agent profiles in use"]');
+          if (!section) return;
+          const shown = section.checkVisibility();
+          if (w.profilesShown.at(-1) !== shown) w.profilesShown.push(shown);
+        };
+        document.addEventListener('DOMContentLoaded', () =>
+          new MutationObserver(look).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['hidden'] }),
+        );
+      });
+      await page.goto('/settings');
+      const webhooks = page.getByRole('region', { name: 'Webhooks' });
+      const profiles = page.locator('section[aria-label="Agent profiles in use"]');
+      await expect(webhooks.getByRole('alert')).toContainText('HTTP 503', { timeout: 20_000 });
+      await expect(profiles.getByRole('table', { name: 'Agent profiles' }).locator('[data-profile="scripted"]')).toBeVisible();
+      const during = await profiles.boundingBox();
+      const first = tries;
+      await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 2);
+      await page.unroute(hooksPath);
+      await expect(webhooks.getByRole('table', { name: 'Webhook list' }).locator(`[data-webhook="${url}"]`)).toBeVisible({ timeout: 15_000 });
+      await expect(webhooks.getByRole('alert')).toHaveCount(0);
+      await screenshot(page, 'settings-after-outage');
+      // the rows took the error's place in a box of the same height: the section below did not move
+      expect(await profiles.boundingBox()).toEqual(during);
+      expect(await layoutShiftsIn(page, 'section[aria-label="Agent profiles in use"]')).toEqual([]);
+      // shown from the first frame, and throughout (hidden at each try once, then only until the first answer)
+      expect(await page.evaluate(() => (window as unknown as { profilesShown: boolean[] }).profilesShown)).toEqual([true]);
+    } finally {
+      await api('DELETE', `/webhooks/${hook.id}`);
+    }
   });
 
   test('Traces: the chart and the list down is one error for the screen (each said it)', async ({ page }) => {
@@ -471,11 +484,10 @@ test('settings: the webhooks coming no longer move the agent profiles below them
     await page.goto('/settings');
     const profiles = page.locator('section[aria-label="Agent profiles in use"]');
     await expect(page.getByRole('status', { name: 'Webhook list: loading' })).toBeVisible();
-    // the profiles' own reads have answered, but the section waits for the list above it
-    await expect(profiles).toBeHidden();
-    answer();
-    await expect(profiles).toBeVisible();
+    // the profiles are shown at once: the webhooks' box above them keeps its height while their list is on its way
+    await expect(profiles.getByRole('table', { name: 'Agent profiles' }).locator('[data-profile="scripted"]')).toBeVisible();
     const top = (await profiles.boundingBox())?.y;
+    answer();
     await expect(page.getByRole('table', { name: 'Webhook list' }).locator(`[data-webhook="${urls[2]}"]`)).toBeVisible();
     await expect(profiles.getByRole('table', { name: 'Agent profiles' }).locator('[data-profile="scripted"]')).toBeVisible();
     // shown at once, the section was pushed down by the webhooks' rows when they came
@@ -490,7 +502,7 @@ test('settings: the webhooks coming no longer move the agent profiles below them
 async function openSettings(page: Page): Promise<void> {
   await page.goto('/settings');
   const webhooks = page.getByRole('region', { name: 'Webhooks' });
-  await expect(webhooks.getByRole('table', { name: 'Webhook list' }).or(webhooks.getByText('No webhooks.'))).toBeVisible();
+  await expect(webhooks.getByRole('table', { name: 'Webhook list' }).or(webhooks.getByText(/^No webhooks yet\./))).toBeVisible();
 }
 
 test.describe('settings: webhooks while a request is on its way, and refused', () => {

@@ -26,10 +26,10 @@ test('a board loading says so in a neutral title ("Board" came first, then the n
   await expect(page.getByRole('heading', { level: 1 })).toHaveText(project.name);
   await expect(page).toHaveTitle(`${project.name} · Armada`);
   expect(await page.evaluate(() => (window as unknown as { headings: string[] }).headings)).toEqual(['Loading project…', project.name]);
-  // another screen gives the tab back its plain title
+  // another screen gives the tab its own title
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Settings' }).click();
   await expect(page.getByRole('heading', { name: 'Settings', level: 1 })).toBeVisible();
-  await expect(page).toHaveTitle('Armada');
+  await expect(page).toHaveTitle('Settings · Armada');
 });
 
 test('cost is written the same on Projects and on the task page: "$0.00" (the task page said "$0.0000")', async ({ page }) => {
@@ -73,4 +73,34 @@ test('the Armada brand link navigates in the app (it reloaded the whole page)', 
   await expect(page).toHaveURL(/\/projects$/);
   await expect(page.getByRole('heading', { name: 'Projects', level: 1 })).toBeVisible();
   expect(await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded)).toBe(true);
+});
+
+test("a screen's title stands at the same height on every screen of the navigation (it sat 4 px lower beside a button)", async ({ page }) => {
+  const tops: Record<string, number | undefined> = {};
+  for (const [path, heading] of [
+    ['/projects', 'Projects'],
+    ['/approvals', 'Approvals'],
+    ['/scheduler', 'Scheduler'],
+    ['/agents', 'Agents'],
+    ['/traces', 'Message traces'],
+    ['/settings', 'Settings'],
+  ]) {
+    await page.goto(path);
+    const h1 = page.getByRole('heading', { name: heading, level: 1 });
+    await expect(h1).toBeVisible();
+    tops[heading] = (await h1.boundingBox())?.y;
+  }
+  expect(new Set(Object.values(tops)).size, JSON.stringify(tops)).toBe(1);
+});
+
+test("a task's screen marks Projects in the navigation, as its board does (no entry was marked)", async ({ page }) => {
+  const project = await createProject(`Nav mark ${Date.now()}`);
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Marked' });
+  const projects = page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Projects' });
+  await page.goto(`/tasks/${task.id}`);
+  await expect(page.getByRole('heading', { name: 'Marked', level: 1 })).toBeVisible();
+  await expect(projects).toHaveClass('active');
+  await page.goto('/settings');
+  await expect(page.getByRole('heading', { name: 'Settings', level: 1 })).toBeVisible();
+  await expect(projects).not.toHaveClass('active');
 });

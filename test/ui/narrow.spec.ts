@@ -109,6 +109,41 @@ test("at 375 px the rows' buttons stay in view at the right edge of their table,
   await screenshot(page, 'narrow-scheduler');
 });
 
+test("at 375 px New project's directory row and its Name and Branch stay inside the dialog; a filter bar's controls line up", async ({ page }) => {
+  await page.goto('/projects');
+  await page.getByRole('button', { name: 'New project' }).click();
+  const dialog = page.getByRole('dialog', { name: 'New project' });
+  await expect(dialog.getByRole('region', { name: 'Directories' })).toBeVisible();
+  // "Open" and "Find git repositories here" ran past the dialog's right edge, Branch stuck out of it, "↑ Up" broke in two
+  const box = await dialog.boundingBox();
+  if (!box) throw new Error('no dialog');
+  for (const control of [
+    dialog.getByRole('button', { name: 'Open', exact: true }),
+    dialog.getByRole('button', { name: 'Find git repositories here' }),
+    dialog.getByRole('button', { name: 'Parent directory' }),
+    dialog.getByLabel('Name'),
+    dialog.getByLabel('Branch'),
+  ]) {
+    const b = await control.boundingBox();
+    expect(b, String(control)).not.toBeNull();
+    expect(b?.x ?? 0, String(control)).toBeGreaterThanOrEqual(box.x);
+    expect((b?.x ?? 0) + (b?.width ?? 0), String(control)).toBeLessThanOrEqual(box.x + box.width);
+  }
+  const up = await dialog.getByRole('button', { name: 'Parent directory' }).evaluate((el) => el.getBoundingClientRect().height);
+  const open = await dialog.getByRole('button', { name: 'Open', exact: true }).evaluate((el) => el.getBoundingClientRect().height);
+  expect(up).toBe(open);
+  await screenshot(page, 'narrow-project-new', { fullPage: false });
+  await page.keyboard.press('Escape');
+
+  // the traces' filters, one under the other: each control starts at the same left edge (each started where its own
+  // label ended)
+  await page.goto('/traces');
+  const filters = page.getByRole('form', { name: 'Trace filters' });
+  const lefts = [];
+  for (const label of ['Instance', 'Phone', 'Status']) lefts.push((await filters.getByLabel(label).boundingBox())?.x);
+  expect(new Set(lefts).size, `left edges ${lefts.join(', ')}`).toBe(1);
+});
+
 test.describe('in a wide window', () => {
   test.use({ viewport: { width: 1360, height: 860 } });
 

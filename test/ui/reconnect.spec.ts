@@ -68,6 +68,8 @@ test.describe('a screen whose code cannot be fetched (the server went away after
     // before: React Router's bare "Unexpected Application Error!" page, with no navigation
     await expect(page.getByRole('heading', { name: 'This screen could not be loaded', level: 1 })).toBeVisible();
     await expect(page.getByRole('alert')).toContainText('Its code did not arrive from the Armada server');
+    // and so does the tab (it said only "Armada")
+    await expect(page).toHaveTitle('This screen could not be loaded · Armada');
     await screenshot(page, 'screen-not-loaded', { fullPage: false });
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Projects' }).click();
     await expect(page.getByRole('heading', { name: 'Projects', level: 1 })).toBeVisible();
@@ -170,8 +172,8 @@ test.describe('a screen that failed to load during a database outage', () => {
     } finally {
       thaw();
     }
-    await expect(page.getByRole('table', { name: 'Workflows' }).or(page.getByText('No workflows.'))).toBeVisible({ timeout: 60_000 });
-    await expect(page.getByRole('table', { name: 'Executions' }).or(page.getByText('No executions yet.'))).toBeVisible({ timeout: 15_000 });
+    await expect(page.getByRole('table', { name: 'Workflows' }).or(page.getByText(/^No workflows\./))).toBeVisible({ timeout: 60_000 });
+    await expect(page.getByRole('table', { name: 'Executions' }).or(page.getByText(/^No executions yet\./))).toBeVisible({ timeout: 15_000 });
     await expect(page.getByRole('alert')).toHaveCount(0, { timeout: 15_000 });
   });
 });

@@ -43,7 +43,7 @@ test('start an attempt, watch its log live, read the diff, merge; the card moves
   const taskId = page.url().split('/tasks/')[1]?.split(/[?#]/)[0] as string;
 
   await expect(page.getByRole('heading', { name: 'Add the greeting file' })).toBeVisible();
-  await expect(page.getByText('No attempts yet.')).toBeVisible();
+  await expect(page.getByText(/^No attempts yet\./)).toBeVisible();
 
   // every log line the page shows, with the time it first appeared (the agent's lines carry their print time)
   await page.evaluate(() => {
@@ -136,7 +136,10 @@ test('start an attempt, watch its log live, read the diff, merge; the card moves
   // merged: Merge is no longer offered, and says why
   await expect(page.getByRole('button', { name: 'Merge…' })).toBeDisabled();
   await expect(page.getByRole('button', { name: 'Merge…' })).toHaveAccessibleDescription('Already merged.');
-  await expect(page.locator('.task-tags').getByText('completed')).toBeVisible();
+  // the task's status in the board's words (its Done column), the API's word in the tooltip
+  const status = page.locator('.task-tags .status');
+  await expect(status).toHaveText('Done');
+  await expect(status).toHaveAttribute('title', 'Status: completed');
   const detail = await api<{ attempts: { id: string }[] }>('GET', `/tasks/${taskId}`);
   const merged = await api<{ merged: boolean; mergeCommit: string }>('GET', `/attempts/${detail.attempts[0]?.id}`);
   expect(merged.merged).toBe(true);

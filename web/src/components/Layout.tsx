@@ -1,10 +1,11 @@
-import { Link, NavLink, Outlet } from 'react-router';
+import { Link, NavLink, Outlet, useLocation } from 'react-router';
 import { ConnectionBanner } from './ConnectionBanner';
 import { KeyPrompt } from './KeyPrompt';
 import { Toasts } from './Toasts';
 
-const NAV = [
-  { to: '/projects', label: 'Projects' },
+/** `also`: other addresses under the same entry (a task's screen is part of its project: no entry was marked there). */
+const NAV: { to: string; label: string; also?: string }[] = [
+  { to: '/projects', label: 'Projects', also: '/tasks/' },
   { to: '/approvals', label: 'Approvals' },
   { to: '/scheduler', label: 'Scheduler' },
   { to: '/agents', label: 'Agents' },
@@ -18,6 +19,7 @@ const NAV = [
  * it. The brand is a router link like the others (it reloaded the whole page).
  */
 export function Layout() {
+  const { pathname } = useLocation();
   return (
     <div className="app">
       {/* biome-ignore lint/a11y/useValidAnchor: a skip link is a link to #main (what assistive tech expects); the click only keeps #main out of the router's URL */}
@@ -40,7 +42,9 @@ export function Layout() {
           <ul>
             {NAV.map((n) => (
               <li key={n.to}>
-                <NavLink to={n.to}>{n.label}</NavLink>
+                <NavLink to={n.to} className={({ isActive }) => (isActive || (n.also && pathname.startsWith(n.also)) ? 'active' : undefined)}>
+                  {n.label}
+                </NavLink>
               </li>
             ))}
           </ul>

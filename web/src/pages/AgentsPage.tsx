@@ -6,7 +6,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { type Agent, assignAgentTask, useAgentStatuses, useAgents, useAgentTasks } from '../api/agentsTraces';
 import { queryKeys, useErrorKept } from '../api';
-import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showToast } from '../components';
+import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showToast, useDocumentTitle } from '../components';
 
 function AssignDialog({ agent, onClose }: { agent: Agent; onClose: () => void }) {
   const qc = useQueryClient();
@@ -63,6 +63,7 @@ function AssignDialog({ agent, onClose }: { agent: Agent; onClose: () => void })
 }
 
 export function AgentsPage() {
+  useDocumentTitle('Agents');
   const qc = useQueryClient();
   // their errors stay while they are tried again (every 5 s while the service is down): they blinked away at each try
   const agents = useErrorKept(useAgents());
@@ -98,7 +99,11 @@ export function AgentsPage() {
           label="Agents"
           items={agents.data}
           loading={agents.isPending}
-          empty="No agents are configured."
+          empty={
+            <>
+              No agents are configured. Name them under <code>multiAgent.agents</code> in the config file (docs/configuration.md).
+            </>
+          }
           columns={['Agent', 'Role', 'Model', 'Status', 'Current task', 'Queued', 'Done / failed']}
           numeric={['Queued', 'Done / failed']}
           actions
@@ -135,7 +140,7 @@ export function AgentsPage() {
           label="Latest tasks"
           items={tasks.data}
           loading={tasks.isPending}
-          empty="No tasks yet."
+          empty="No tasks yet. Assign task, on an agent above, gives it one."
           columns={['Agent', 'Task', 'Priority', 'Status', 'Created']}
           row={(t) => (
             <tr key={t.taskId}>

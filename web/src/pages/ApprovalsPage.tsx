@@ -8,7 +8,7 @@ import { useEffect, useState } from 'react';
 import { type Approval, fetchApprovalHistory, getApproval, respondToApproval, usePendingApprovals } from '../api/approvals';
 import { eventStreamResume, queryKeys, useErrorKept, useWebSocketStream } from '../api';
 import type { DomainEvent } from '../api/tasks';
-import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showToast } from '../components';
+import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showToast, useDocumentTitle } from '../components';
 
 type Decision = 'approved' | 'rejected';
 
@@ -121,6 +121,7 @@ function StatusBadge({ status }: { status: string }) {
 }
 
 export function ApprovalsPage() {
+  useDocumentTitle('Approvals');
   useApprovalEvents();
   const now = useNow();
   // errors stay while they are tried again (every 5 s while the service is down): they blinked away at each try
@@ -191,7 +192,7 @@ export function ApprovalsPage() {
       <ListTable
         label="Approval history"
         items={historyQuery.isSuccess || history.length ? history : undefined}
-        empty="None yet."
+        empty="No closed requests yet: approved, rejected, expired and cancelled ones come here."
         columns={['Request', 'Status', 'Decided', 'Responses']}
         row={(a) => (
           <tr key={a.id} data-approval={a.id}>

@@ -21,7 +21,7 @@ import {
   useErrorKept,
   useWebSocketStream,
 } from '../api';
-import { ConfirmDialog, ErrorMessage, formatCost, ListTable, showToast } from '../components';
+import { ConfirmDialog, ErrorMessage, formatCost, ListTable, showToast, useDocumentTitle } from '../components';
 import { ProjectDialog } from './projects/ProjectDialog';
 
 /** A 404 of a project's own route: it was deleted (elsewhere, since this list was read). */
@@ -106,6 +106,7 @@ async function createProjectTellingMissing(fields: CreateProjectFields) {
 }
 
 export function ProjectsPage() {
+  useDocumentTitle('Projects');
   // its error stays while it is tried again (every 5 s while the service is down): it blinked away at each try
   const projects = useErrorKept(useProjects());
   useProjectStatsEvents();

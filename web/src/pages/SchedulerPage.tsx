@@ -20,7 +20,7 @@ import {
   useSchedulerLists,
 } from '../api/scheduler';
 import { useErrorKept } from '../api';
-import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showError, showToast } from '../components';
+import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showError, showToast, useDocumentTitle } from '../components';
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 
@@ -108,6 +108,7 @@ function LogsDialog({ execution, onClose }: { execution: Execution; onClose: () 
 }
 
 export function SchedulerPage() {
+  useDocumentTitle('Scheduler');
   // its error stays while it is tried again (every 5 s while the service is down): it blinked away at each try
   const lists = useErrorKept(useSchedulerLists());
   const { busy, run } = useAction();
@@ -135,7 +136,11 @@ export function SchedulerPage() {
           label="Sources"
           items={data?.sources}
           loading={lists.isPending}
-          empty="No sources."
+          empty={
+            <>
+              No sources. Add a flow platform with <code>armada sources add --type TYPE --url URL</code>.
+            </>
+          }
           columns={['Name', 'Type', 'URL', 'Health', 'Last check']}
           actions
           row={(s) => {
@@ -172,7 +177,11 @@ export function SchedulerPage() {
           label="Workflows"
           items={data?.workflows}
           loading={lists.isPending}
-          empty="No workflows."
+          empty={
+            <>
+              No workflows. They are defined through the scheduler's API, <code>POST /api/v1/workflows</code> (docs/scheduler.md).
+            </>
+          }
           columns={['Name', 'Description', 'Tasks', 'Last run']}
           actions
           row={(w) => (
@@ -202,7 +211,11 @@ export function SchedulerPage() {
           label="Schedules"
           items={data?.schedules}
           loading={lists.isPending}
-          empty="No scheduled workflows."
+          empty={
+            <>
+              No scheduled workflows. Give one a schedule with <code>armada schedules add WORKFLOW --cron EXPR</code>.
+            </>
+          }
           columns={['Workflow', 'Cron', 'Zone', 'Next run', 'State']}
           actions
           row={(s) => (
@@ -235,7 +248,7 @@ export function SchedulerPage() {
           label="Executions"
           items={data?.executions}
           loading={lists.isPending}
-          empty="No executions yet."
+          empty="No executions yet. Run now on a workflow, or its schedule, starts one."
           columns={['Workflow', 'Status', 'Trigger', 'Started', 'Duration']}
           actions
           row={(e) => (

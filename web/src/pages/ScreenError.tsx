@@ -1,4 +1,5 @@
 import { Link, useRouteError } from 'react-router';
+import { useDocumentTitle } from '../components';
 
 /** A screen's code that did not arrive: the lazy chunk's import failed (the server went away, or a new build replaced it). */
 function isChunkLoadFailure(err: unknown): boolean {
@@ -13,9 +14,11 @@ function isChunkLoadFailure(err: unknown): boolean {
 export function ScreenError() {
   const err = useRouteError();
   const chunk = isChunkLoadFailure(err);
+  const title = chunk ? 'This screen could not be loaded' : 'This screen failed';
+  useDocumentTitle(title);
   return (
     <section>
-      <h1>{chunk ? 'This screen could not be loaded' : 'This screen failed'}</h1>
+      <h1>{title}</h1>
       <div className="banner banner-error" role="alert">
         <div className="banner-text">
           <span>

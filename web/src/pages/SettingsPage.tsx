@@ -10,7 +10,7 @@ import { ApiError, getApiKey, queryKeys, setApiKey, useErrorKept } from '../api'
 import { useAgents } from '../api/agentsTraces';
 import { useProjects } from '../api/projects';
 import { createWebhook, deleteWebhook, type Receiver, type Webhook, WEBHOOK_EVENTS, useDeliveries, useWebhooks } from '../api/settings';
-import { ConfirmDialog, Dialog, ErrorMessage, Field, ListTable, showToast } from '../components';
+import { ConfirmDialog, Dialog, ErrorMessage, Field, ListTable, showToast, useDocumentTitle } from '../components';
 
 function ApiKeySection() {
   const qc = useQueryClient();
@@ -66,10 +66,10 @@ function ApiKeySection() {
 }
 
 /**
- * `hidden` while the webhooks above are on their way: shown at once, it was pushed down when their list came (a layout
- * shift), whatever its own reads had done meanwhile. Its reads start with the screen all the same.
+ * Shown from the screen's first frame: the webhooks above it keep one height whatever they hold (`.reserved-list`), so
+ * nothing they do moves it.
  */
-function ProfilesSection({ hidden }: { hidden: boolean }) {
+function ProfilesSection() {
   // their errors stay while they are tried again (every 5 s while a service is down): they blinked away at each try
   const projects = useErrorKept(useProjects());
   const agents = useErrorKept(useAgents());
@@ -87,7 +87,7 @@ function ProfilesSection({ hidden }: { hidden: boolean }) {
       ? 'No agent names a profile. The projects could not be read (above), so the profiles they name are not listed.'
       : 'No project or agent names a profile (projects use the server default).';
   return (
-    <section className="panel" aria-label="Agent profiles in use" hidden={hidden}>
+    <section className="panel" aria-label="Agent profiles in use">
       <h2>Agent profiles in use</h2>
       <p className="muted">Profiles are defined in the config file (<code>agents</code>); this lists the ones projects and multi-agent agents name.</p>
       {projects.error ? <ErrorMessage error={projects.error} onRetry={() => void projects.refetch()} /> : null}
@@ -237,33 +237,38 @@ function WebhooksSection() {
           New webhook
         </button>
       </div>
-      {hooks.error ? <ErrorMessage error={hooks.error} onRetry={() => void hooks.refetch()} /> : null}
-      <ListTable
-        label="Webhook list"
-        items={hooks.data}
-        loading={hooks.isPending}
-        empty="No webhooks."
-        columns={['URL', 'Events', 'Active', 'Receiver']}
-        actions
-        row={(w) => (
-          <tr key={w.id} data-webhook={w.url}>
-            <td className="mono long-text">{w.url}</td>
-            <td>{w.events.join(', ')}</td>
-            <td>{w.active ? 'yes' : 'no'}</td>
-            <td>
-              <ReceiverState receiver={w.receiver} />
-            </td>
-            <td className="actions-cell">
-              <button type="button" className="small" aria-pressed={open?.id === w.id} onClick={() => setOpen(open?.id === w.id ? null : w)}>
-                Deliveries
-              </button>
-              <button type="button" className="small danger" aria-label={`Delete webhook ${w.url}`} onClick={() => setDeleting(w)}>
-                Delete
-              </button>
-            </td>
-          </tr>
-        )}
-      />
+      {/* one height whatever it holds (Loading…, an error, the empty text, the rows; more rows scroll inside it), so the
+          profiles below never move: they moved once when a list that had failed came at last, its rows replacing the
+          error (and, shown at once, they were pushed down by the first answer) */}
+      <div className="reserved-list" data-testid="webhook-list-box">
+        {hooks.error ? <ErrorMessage error={hooks.error} onRetry={() => void hooks.refetch()} /> : null}
+        <ListTable
+          label="Webhook list"
+          items={hooks.data}
+          loading={hooks.isPending}
+          empty="No webhooks yet. New webhook sends this board's task events to a URL of yours, signed with its secret."
+          columns={['URL', 'Events', 'Active', 'Receiver']}
+          actions
+          row={(w) => (
+            <tr key={w.id} data-webhook={w.url}>
+              <td className="mono long-text">{w.url}</td>
+              <td>{w.events.join(', ')}</td>
+              <td>{w.active ? 'yes' : 'no'}</td>
+              <td>
+                <ReceiverState receiver={w.receiver} />
+              </td>
+              <td className="actions-cell">
+                <button type="button" className="small" aria-pressed={open?.id === w.id} onClick={() => setOpen(open?.id === w.id ? null : w)}>
+                  Deliveries
+                </button>
+                <button type="button" className="small danger" aria-label={`Delete webhook ${w.url}`} onClick={() => setDeleting(w)}>
+                  Delete
+                </button>
+              </td>
+            </tr>
+          )}
+        />
+      </div>
       {open ? <DeliveryLog webhook={open} /> : null}
       {creating ? <NewWebhookDialog onClose={() => setCreating(false)} /> : null}
       <ConfirmDialog
@@ -310,12 +315,7 @@ function WebhooksSection() {
 }
 
 export function SettingsPage() {
-  const hooks = useErrorKept(useWebhooks());
-  // the profiles wait for the webhooks' first answer, list or error, then stay: a failed list tried again (Retry, or
-  // every 5 s while the service is down) is pending again at each try, and hid them until it came, then showed them
-  // lower down
-  const [webhooksAnswered, setWebhooksAnswered] = useState(false);
-  if (!webhooksAnswered && !hooks.isPending) setWebhooksAnswered(true);
+  useDocumentTitle('Settings');
   return (
     <div className="stack">
       <div className="page-head">
@@ -324,9 +324,9 @@ export function SettingsPage() {
       <ApiKeySection />
       {/* the webhooks (their buttons) above the profiles: the profiles' list comes when the multi-agent service answers,
           often last, and above the webhooks it grew and moved them under the pointer (a click landed beside its button);
-          below them, it shows once their list has come, which moved it down */}
+          below them, it stays put: the webhooks' list keeps one height */}
       <WebhooksSection />
-      <ProfilesSection hidden={!webhooksAnswered} />
+      <ProfilesSection />
     </div>
   );
 }

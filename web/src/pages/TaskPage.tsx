@@ -7,7 +7,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { lazy, Suspense, useEffect, useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { ApiError, api, apiPage, type ProjectDetail, queryKeys, type Task, type TaskDetail, useWebSocketStream, eventStreamResume } from '../api';
-import { ConfirmDialog, ErrorMessage, Field, formatCost } from '../components';
+import { ConfirmDialog, ErrorMessage, Field, formatCost, useDocumentTitle } from '../components';
 import { AttemptTable } from '../components/task/AttemptTable';
 import { CompareDialog } from '../components/task/CompareDialog';
 import { CreatePrDialog } from '../components/task/CreatePrDialog';
@@ -20,6 +20,7 @@ import { mergeRefusal } from '../components/task/mergeRefusal';
 import { pullRequestRefusal } from '../components/task/pullRequestRefusal';
 import { StartAttemptDialog } from '../components/task/StartAttemptDialog';
 import { NotFoundPage } from './NotFoundPage';
+import { STATUS_LABELS } from './board/columns';
 import { type Attempt, formatDuration, type ProcessInfo, RUNNING_STATUSES } from '../components/task/taskTypes';
 
 import '../components/task/task.css';
@@ -209,8 +210,12 @@ export function TaskPage() {
     },
   });
 
+  const missing = task.error instanceof ApiError && task.error.status === 404;
+  // the tab and the history name the task ("Fix login bug · Armada"), not just the app
+  useDocumentTitle(missing ? 'Task not found' : (task.data?.title ?? (task.error ? 'Task' : 'Loading task…')));
+
   // a task that does not exist (deleted, or a mistyped address) gets the board's not-found screen, not an error banner
-  if (task.error instanceof ApiError && task.error.status === 404) {
+  if (missing) {
     return <NotFoundPage title="Task not found">There is no task {id}: it may have been deleted, or the address is mistyped.</NotFoundPage>;
   }
   if (task.error) return <ErrorMessage error={task.error} onRetry={() => void task.refetch()} />;
@@ -226,7 +231,10 @@ export function TaskPage() {
       <header className="task-header">
         <h1>{t.title}</h1>
         <div className="task-tags">
-          <span className={`status status-${t.status}`}>{t.status.replace('_', ' ')}</span>
+          {/* in the board's words (its column, its status select): it said "pending" where the board says "To do" */}
+          <span className={`status status-${t.status}`} title={`Status: ${t.status}`}>
+            {STATUS_LABELS[t.status]}
+          </span>
           <span className={`priority priority-${t.priority}`}>{t.priority}</span>
           {t.labels.map((l) => (
             <span key={l} className="label">

@@ -9,7 +9,7 @@ import { useLayoutEffect, useRef, useState } from 'react';
 import { useSearchParams } from 'react-router';
 import { TRACE_STATUSES, type TraceAnalytics, type TraceStatus, useTraceAnalytics, useTraces } from '../api/agentsTraces';
 import { useErrorKept } from '../api';
-import { ListTable, NotLoaded, ScreenErrors } from '../components';
+import { ListTable, NotLoaded, ScreenErrors, useDocumentTitle } from '../components';
 
 const STATUS_COLOR: Record<TraceStatus, string> = { sent: '#3b82f6', delivered: '#22c55e', read: '#8b5cf6', failed: '#ef4444' };
 
@@ -135,6 +135,7 @@ function StatusBar({ a }: { a: TraceAnalytics }) {
 }
 
 export function TracesPage() {
+  useDocumentTitle('Message traces');
   const [params, setParams] = useSearchParams();
   const filters = { instance: params.get('instance') ?? undefined, phone: params.get('phone') ?? undefined, status: params.get('status') ?? undefined };
   const [days, setDays] = useState(7);
@@ -236,7 +237,7 @@ export function TracesPage() {
           label="Trace list"
           items={traces.data?.traces}
           loading={traces.isPending}
-          empty={filters.instance || filters.phone || filters.status ? 'No traces match these filters.' : 'No traces yet: the trace service has recorded no messages.'}
+          empty={filters.instance || filters.phone || filters.status ? 'No traces match these filters.' : 'No traces yet: the trace service has recorded no messages. A sender records each message it sends with POST /api/v1/traces on the trace service (docs/traces.md).'}
           columns={['Sent', 'Instance', 'To', 'Message', 'Status']}
           row={(t) => (
             <tr key={t.id} data-trace={t.messageId}>

@@ -18,7 +18,7 @@ export function AttemptTable({ attempts, selectedId, onSelect, compareIds, onTog
       label="Attempts"
       className="attempt-table"
       items={[...attempts].sort((a, b) => b.number - a.number)}
-      empty={<span className="muted">No attempts yet.</span>}
+      empty={<span className="muted">No attempts yet. Start attempt… runs an agent on this task.</span>}
       columns={['Compare', 'Attempt', 'Agent', 'Status', 'Duration', 'Cost', 'Changes']}
       row={(a) => (
         <tr key={a.id} className={a.id === selectedId ? 'selected' : undefined}>
