@@ -178,6 +178,19 @@ export function postgresUnavailableMessage(err: unknown): string {
   return 'The database (PostgreSQL) is unavailable; try again';
 }
 
+/**
+ * What an operator is told when PostgreSQL refuses a new connection for want of a resource (isPostgresShortOfResources
+ * at connect): what it is and what to do. Logged once and shown by /health (lib/runtime/dependencies.ts).
+ */
+export function postgresRefusingConnectionsReason(err: unknown): string {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (code === '53300') {
+    return 'PostgreSQL refuses new connections: every connection slot is taken (max_connections reached, SQLSTATE 53300); requests that need a new connection answer 503 until one is free. End idle sessions (pg_stat_activity), lower the pool sizes of the processes that use it, or raise max_connections';
+  }
+  const message = ((err as Error | undefined)?.message ?? '').split('\n')[0];
+  return `PostgreSQL refuses new connections for want of a resource (SQLSTATE ${String(code)}: ${message}); requests that need a new connection answer 503 until it is back`;
+}
+
 /** Runs fn inside BEGIN/COMMIT, rolling back on any error; the client is always released. */
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
