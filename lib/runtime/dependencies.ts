@@ -220,8 +220,10 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
   const probePostgres = async (url: string): Promise<boolean> => {
     const startedAt = Date.now();
     let step: Promise<unknown> | undefined;
+    let connecting = false;
     try {
       if (!pg) {
+        connecting = true;
         // no connectionTimeoutMillis: its timer would count this process's own stalls; `within` bounds the connect
         const c = new Client({ connectionString: url, application_name: 'armada-probe' });
         c.on('error', () => undefined); // the 'end' that follows is what counts
@@ -238,6 +240,7 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
         pg = c;
         step = c.connect();
         await within(postgresTimeoutMs, step);
+        connecting = false;
       }
       step = pg.query('SELECT 1');
       await within(postgresTimeoutMs, step);
@@ -259,7 +262,7 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
         // open connections could have served it)
         if (!stopped) {
           answered('postgres');
-          state.markRefusingConnections(postgresRefusingConnectionsReason(err));
+          if (connecting) state.markRefusingConnections(postgresRefusingConnectionsReason(err));
         }
         return false;
       }
