@@ -1,7 +1,7 @@
 /** `armada api`: HTTP services only, against DATABASE_URL and TEMPORAL_ADDRESS. */
 import { SERVICE_NAMES, startServices, type ServiceName } from '../api/services';
 import { assertTaskServiceBindAllowed, ConfigError } from '../lib/config';
-import { createPool } from '../lib/db/pool';
+import { createPool, sessionLimits } from '../lib/db/pool';
 import { resolveKeys } from '../lib/keys';
 import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle, type TemporalHandle } from '../lib/temporal/client';
@@ -22,7 +22,8 @@ export async function runApi(services: string[]): Promise<number> {
   }
   if (!config.databaseUrl) throw new ConfigError('DATABASE_URL is required for `armada api` (use `armada start` for the embedded defaults)');
   const names = (services.length ? services : SERVICE_NAMES) as ServiceName[];
-  const pool = createPool(config.databaseUrl, logger, { max: 20 });
+  // a request waits at most config.apiDatabaseLimits for a lock or a statement, then answers 503 (docs/configuration.md)
+  const pool = createPool(config.databaseUrl, logger, { max: 20, ...sessionLimits(config.apiDatabaseLimits) });
   const temporalAddress = config.temporal.address ?? '127.0.0.1:7233';
   const dependencies = createDependencyState(logger);
   const temporal = createTemporalHandle(temporalAddress, config.temporal.namespace, { isDown: () => dependencies.isDown('temporal') });

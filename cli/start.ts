@@ -5,7 +5,7 @@ import { ensureWebAssets } from './webAssets';
 import { assertTaskServiceBindAllowed, ConfigError } from '../lib/config';
 import { bindIp, HostNotResolved, listenAddress } from '../lib/hostAddress';
 import { migrate } from '../lib/db/migrate';
-import { createPool } from '../lib/db/pool';
+import { createPool, sessionLimits } from '../lib/db/pool';
 import { resolveKeys } from '../lib/keys';
 import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle } from '../lib/temporal/client';
@@ -57,7 +57,11 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
     onUp: (name) => dependencies.markUp(name),
     onGiveUp: (message) => giveUp(message),
   });
-  const pool = createPool(infra.databaseUrl, logger, { max: 20 });
+  // two pools: the API's connections carry config.apiDatabaseLimits (a request waits at most that long for a lock or a
+  // statement, then answers 503), the workers' and the migrations' none (an activity waits for a lock as long as it
+  // is held rather than fail a run on a limit); as `armada api` and `armada worker` apart (docs/configuration.md)
+  const pool = createPool(infra.databaseUrl, logger, { max: 20, ...sessionLimits(config.apiDatabaseLimits) });
+  const workerPool = createPool(infra.databaseUrl, logger, { max: 20 });
   const temporal = createTemporalHandle(infra.temporalAddress, config.temporal.namespace, { isDown: () => dependencies.isDown('temporal') });
   // a connection that hung stays hung: calls waiting on it get their 503 now, and the next call after the outage dials afresh
   dependencies.onDown('temporal', () => temporal.reconnect());
@@ -76,7 +80,7 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
       { name: 'workers', limitMs: config.shutdownGraceMs + 5000, run: () => workers?.stop() },
       { name: 'dependency probes', limitMs: 5000, run: () => probes.stop() }, // the servers' own stop is not an outage
       { name: 'temporal client', limitMs: 5000, run: () => temporal.close() },
-      { name: 'postgres pool', limitMs: 5000, run: () => pool.end() },
+      { name: 'postgres pools', limitMs: 5000, run: () => Promise.all([pool.end(), workerPool.end()]) },
       // last: no client is left to see PostgreSQL terminate its connection; each server gets SIGKILL after its grace
       { name: 'postgres and temporal', limitMs: 30_000, run: () => infra.stop() },
     ]);
@@ -84,13 +88,13 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
   // from here an uncaught exception stops the servers too, instead of leaving them without their parent
   installLastResort(logger, shutdown);
   try {
-    const applied = await migrate(pool);
+    const applied = await migrate(workerPool);
     if (applied.length) logger.info({ applied }, 'migrations applied');
     await installTemporalRuntime(config.host, config.temporal.metricsPort, logger);
     const runWorkers = async () => {
       workers = await startWorkers({
         config,
-        db: pool,
+        db: workerPool,
         logger,
         metrics,
         address: infra.temporalAddress,

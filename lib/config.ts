@@ -257,6 +257,13 @@ export interface ArmadaConfig {
   sseKeepAliveMs: number;
   /** How long a client has to send a whole request, headers and body (ARMADA_REQUEST_TIMEOUT_MS; default 60 s), else 408. */
   requestTimeoutMs: number;
+  /**
+   * PostgreSQL limits of each connection of the API's pool (never the worker's, nor migrations): `lock_timeout`
+   * (ARMADA_API_LOCK_TIMEOUT_MS, default 5 s) and `statement_timeout` (ARMADA_API_STATEMENT_TIMEOUT_MS, default 30 s);
+   * 0 sets none (the server's, its database's or role's own apply). A request whose statement waits longer for a lock
+   * held by another transaction, or runs longer, answers 503 instead of hanging (docs/configuration.md).
+   */
+  apiDatabaseLimits: { lockTimeoutMs: number; statementTimeoutMs: number };
   /** Allowed CORS origins: ARMADA_CORS_ORIGINS (comma-separated) or `cors.origins`; undefined = the service default. */
   corsOrigins?: string[];
   /** `armada start`: how its embedded servers are restarted when they die (lib/runtime/supervisor.ts). */
@@ -331,6 +338,16 @@ function optionalPort(env: NodeJS.ProcessEnv, name: string, fallback: number): n
 
 /** config.requestTimeoutMs when ARMADA_REQUEST_TIMEOUT_MS is unset. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+
+/**
+ * config.apiDatabaseLimits when ARMADA_API_LOCK_TIMEOUT_MS / ARMADA_API_STATEMENT_TIMEOUT_MS are unset. A request's
+ * own statements take milliseconds, and the longest lock Armada itself holds while a request waits is a scheduler
+ * route's row during its Temporal call (10 s deadline, api/scheduler/temporalAccess.ts); a lock held longer than 5 s
+ * is most likely a stuck transaction (an operator's open `BEGIN … FOR UPDATE`), and the statement limit only catches
+ * what would otherwise hang.
+ */
+export const DEFAULT_API_LOCK_TIMEOUT_MS = 5000;
+export const DEFAULT_API_STATEMENT_TIMEOUT_MS = 30_000;
 
 function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
   const v = env[name];
@@ -437,6 +454,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
     webDir: path.resolve(nonEmpty(env.ARMADA_WEB_DIR) ?? path.join(__dirname, '..', 'web', 'dist')),
     sseKeepAliveMs: positiveInteger(env, 'ARMADA_SSE_KEEPALIVE_MS', 15_000),
     requestTimeoutMs: positiveInteger(env, 'ARMADA_REQUEST_TIMEOUT_MS', DEFAULT_REQUEST_TIMEOUT_MS),
+    apiDatabaseLimits: {
+      lockTimeoutMs: positiveInteger(env, 'ARMADA_API_LOCK_TIMEOUT_MS', DEFAULT_API_LOCK_TIMEOUT_MS, 0),
+      statementTimeoutMs: positiveInteger(env, 'ARMADA_API_STATEMENT_TIMEOUT_MS', DEFAULT_API_STATEMENT_TIMEOUT_MS, 0),
+    },
     corsOrigins: nonEmpty(env.ARMADA_CORS_ORIGINS)
       ?.split(',')
       .map((o) => o.trim())

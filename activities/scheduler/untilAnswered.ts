@@ -1,5 +1,6 @@
 /** Inside a scheduler activity: a PostgreSQL step run until PostgreSQL answers, so an outage delays a run instead of failing it. */
 import { CancelledFailure } from '@temporalio/common';
+import { isPostgresReadOnly, isPostgresShortOfResources } from '../../lib/db/pool';
 import type { Logger } from '../../lib/logger';
 
 /**
@@ -12,11 +13,18 @@ export async function untilAnswered<T>(logger: Logger, what: string, signal: Abo
       return await fn();
     } catch (err) {
       if (signal.aborted) throw new CancelledFailure('execution stopped');
-      logger.warn({ err: { message: (err as Error).message }, what }, 'scheduler run: PostgreSQL did not answer; trying again');
+      logger.warn({ err: { message: (err as Error).message }, what }, `scheduler run: ${refusal(err)}; trying again`);
       await pauseFor(pause, signal);
       if (signal.aborted) throw new CancelledFailure('execution stopped');
     }
   }
+}
+
+/** What the failed step met, in the warning: a server that answered (read-only, short of a resource) is not silent. */
+function refusal(err: unknown): string {
+  if (isPostgresReadOnly(err)) return 'PostgreSQL takes no writes now (read-only)';
+  if (isPostgresShortOfResources(err)) return 'PostgreSQL is short of a resource';
+  return 'PostgreSQL did not answer';
 }
 
 /** Waits `ms`, or less when `signal` aborts. */

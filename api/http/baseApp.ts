@@ -12,7 +12,7 @@ import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
 import type { Metrics } from '../../lib/metrics';
 import { DeadConnection } from '../../lib/db/deadConnections';
-import { isPostgresUnavailable } from '../../lib/db/pool';
+import { isPostgresUnavailable, postgresRefusingConnectionsReason } from '../../lib/db/pool';
 import type { DependencyState } from '../../lib/runtime/dependencies';
 import { installDependencyGate } from './dependencyGate';
 import { installStoppingAnswer } from './stoppingAnswer';
@@ -180,11 +180,15 @@ export function createBaseApp(opts: BaseAppOptions) {
         timer = setTimeout(() => reject(new Error(`health check did not answer within ${HEALTH_CHECK_TIMEOUT_MS} ms`)), HEALTH_CHECK_TIMEOUT_MS);
       });
       const checks = opts.healthCheck ? await Promise.race([healthCheckOnLiveConnection(opts.healthCheck), late]) : {};
-      return { status: 'ok', service: opts.service, version: opts.version, ...checks };
+      // served on the pool's open connections while PostgreSQL refuses new ones (the probes'): ready, with the warning
+      const refusing = opts.dependencies?.refusingConnections();
+      return { status: 'ok', service: opts.service, version: opts.version, ...checks, ...(refusing ? { warnings: [refusing] } : {}) };
     } catch (err) {
       // unreachable, or refusing this process for want of a resource (no connection slot free: SQLSTATE 53300): either
       // way the service cannot reach PostgreSQL now, and says so
-      return reply.code(503).send({ ...unavailable, ...(isPostgresUnavailable(err) ? { down: ['postgres'] } : {}), error: (err as Error).message });
+      // no connection slot free for this check either: said for what it is, with what to do (not the driver's words)
+      const refusing = (err as { code?: unknown } | undefined)?.code === '53300' ? postgresRefusingConnectionsReason(err) : undefined;
+      return reply.code(503).send({ ...unavailable, ...(isPostgresUnavailable(err) ? { down: ['postgres'] } : {}), error: refusing ?? (err as Error).message });
     } finally {
       clearTimeout(timer);
     }

@@ -6,8 +6,8 @@
  *
  * Each such request also runs as a `DatabaseRequest` (lib/db/releasedWhenDown.ts): one already waiting on PostgreSQL
  * when it is called down is released with a 503 then, in the same shape (a write whose statement the server may still
- * apply is told that its outcome is unknown). Only the API's requests are turned away or released, never the pool: in
- * `armada start` the worker shares the pool, and its activities wait for the server as in any outage. What stays
+ * apply is told that its outcome is unknown). Only the API's requests are turned away or released, never the pool: the
+ * worker's activities (on a pool of their own, also in `armada start`) wait for the server as in any outage. What stays
  * served: /health, /metrics, the OpenAPI documents and the web board's files.
  */
 import { AsyncResource } from 'node:async_hooks';

@@ -42,10 +42,11 @@ function isConcurrencyFailure(err: unknown): boolean {
 
 /**
  * PostgreSQL stopped one statement of the request, and the transaction with it, for a limit of the server's, not the
- * request's fault: SQLSTATE 57014 (a `statement_timeout` set on the server, its database or role, or an
- * administrator's `pg_cancel_backend`) and 55P03 (a `lock_timeout`: a lock held by another transaction too long).
- * Armada sets neither limit itself; an operator may. Nothing of the request was written, and it may succeed again:
- * what the client is told, or undefined for any other error.
+ * request's fault: SQLSTATE 57014 (a `statement_timeout`, or an administrator's `pg_cancel_backend`) and 55P03 (a
+ * `lock_timeout`: a lock held by another transaction too long). The API's pool sets both on its connections
+ * (config.apiDatabaseLimits, lib/db/pool.ts sessionLimits); the server, its database or role may set their own.
+ * Nothing of the request was written, and it may succeed again: what the client is told, or undefined for any other
+ * error.
  */
 function statementStopped(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | undefined)?.code;

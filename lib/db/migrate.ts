@@ -25,6 +25,9 @@ export function listMigrations(dir = MIGRATIONS_DIR): Migration[] {
 export async function migrate(pool: Pool, dir = MIGRATIONS_DIR): Promise<string[]> {
   const lockClient = await pool.connect();
   try {
+    // a migration may wait for locks (another process's long transaction) and run long (a table rewritten): whatever
+    // limits the pool's connections carry (lib/db/pool.ts sessionLimits), a migration has none; RESET below
+    await lockClient.query('SET lock_timeout = 0; SET statement_timeout = 0');
     await lockClient.query('SELECT pg_advisory_lock($1)', [LOCK_ID]);
     await lockClient.query(
       'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
@@ -35,6 +38,7 @@ export async function migrate(pool: Pool, dir = MIGRATIONS_DIR): Promise<string[
     for (const m of listMigrations(dir)) {
       if (done.has(m.version)) continue;
       await withTransaction(pool, async (c) => {
+        await c.query('SET LOCAL lock_timeout = 0; SET LOCAL statement_timeout = 0');
         await c.query(m.sql);
         await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
       });
@@ -43,6 +47,11 @@ export async function migrate(pool: Pool, dir = MIGRATIONS_DIR): Promise<string[
     return applied;
   } finally {
     await lockClient.query('SELECT pg_advisory_unlock($1)', [LOCK_ID]).catch(() => undefined);
-    lockClient.release();
+    // back to the connection's own limits before it returns to the pool; one that cannot be reset is not reused
+    const reset = await lockClient.query('RESET lock_timeout; RESET statement_timeout').then(
+      () => true,
+      () => false,
+    );
+    lockClient.release(!reset);
   }
 }

@@ -110,6 +110,22 @@ export function createPool(connectionString: string, logger: Logger, extra: Part
   return pool;
 }
 
+/**
+ * The pool options that give each of its connections PostgreSQL's `lock_timeout` and `statement_timeout` (sent with the
+ * connection's startup, so they hold from its first statement and `RESET` comes back to them); 0 leaves the server's
+ * own. For the API's pool (config.apiDatabaseLimits): a request whose statement waits for a lock that a stuck
+ * transaction holds (an operator's open `BEGIN; SELECT … FOR UPDATE`, a stopped process's row lock) then fails with
+ * 55P03, or one that runs away with 57014, and answers 503 (api/http/errorHandlers.ts) instead of hanging until the
+ * client gives up. Not for the worker's pool: its activities wait for a lock as long as it is held, as in an outage,
+ * rather than fail a run on a limit; migrations lift both limits for themselves (lib/db/migrate.ts).
+ */
+export function sessionLimits(limits: { lockTimeoutMs: number; statementTimeoutMs: number }): Partial<PoolConfig> {
+  return {
+    ...(limits.lockTimeoutMs > 0 ? { lock_timeout: limits.lockTimeoutMs } : {}),
+    ...(limits.statementTimeoutMs > 0 ? { statement_timeout: limits.statementTimeoutMs } : {}),
+  };
+}
+
 // ENOTFOUND / EAI_AGAIN: its host name does not resolve (now): a compose service's name while its container is
 // stopped, or DNS down; EHOSTUNREACH / ENETUNREACH: no route to its host
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
@@ -160,6 +176,19 @@ export function postgresUnavailableMessage(err: unknown): string {
   if (isPostgresReadOnly(err)) return 'The database (PostgreSQL) takes no writes now (it is read-only: a standby, or default_transaction_read_only is on); try again';
   if (isPostgresShortOfResources(err)) return `The database (PostgreSQL) is short of a resource (SQLSTATE ${String(code)}); try again`;
   return 'The database (PostgreSQL) is unavailable; try again';
+}
+
+/**
+ * What an operator is told when PostgreSQL refuses a new connection for want of a resource (isPostgresShortOfResources
+ * at connect): what it is and what to do. Logged once and shown by /health (lib/runtime/dependencies.ts).
+ */
+export function postgresRefusingConnectionsReason(err: unknown): string {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (code === '53300') {
+    return 'PostgreSQL refuses new connections: every connection slot is taken (max_connections reached, SQLSTATE 53300); requests that need a new connection answer 503 until one is free. End idle sessions (pg_stat_activity), lower the pool sizes of the processes that use it, or raise max_connections';
+  }
+  const message = ((err as Error | undefined)?.message ?? '').split('\n')[0];
+  return `PostgreSQL refuses new connections for want of a resource (SQLSTATE ${String(code)}: ${message}); requests that need a new connection answer 503 until it is back`;
 }
 
 /** Runs fn inside BEGIN/COMMIT, rolling back on any error; the client is always released. */

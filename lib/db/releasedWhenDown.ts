@@ -5,7 +5,7 @@
  * host is never an outage.
  *
  * Only requests are released (api/http/dependencyGate.ts runs each in a `DatabaseRequest`), and only while they have
- * no answer: background work, the worker's activities (which share the pool in `armada start`) and what a request
+ * no answer: background work, the worker's activities (on a pool of their own, also in `armada start`) and what a request
  * left running after its answer wait for the server as before. What a released request had sent is dealt with so
  * that its answer is true:
  * - waiting for a connection: nothing was sent; the connection, when it comes, goes back to the pool;

@@ -7,6 +7,7 @@
 import type { Connection } from '@temporalio/client';
 import { Client } from 'pg';
 import { closeAtOnce } from '../db/closeAtOnce';
+import { isPostgresShortOfResources, postgresRefusingConnectionsReason } from '../db/pool';
 import type { Logger } from '../logger';
 import { connectOrClose, TEMPORAL_CHANNEL_ARGS } from '../temporal/client';
 
@@ -23,6 +24,15 @@ export interface DependencyState {
    */
   markDown(name: DependencyName, reason: string, observedAt?: number): void;
   markUp(name: DependencyName): void;
+  /**
+   * PostgreSQL answers but refuses new connections for want of a resource (its probe's connect got SQLSTATE class 53,
+   * mostly 53300: every `max_connections` slot taken): not down (the pool's open connections go on serving, and a
+   * request that needs a new one gets its own 503 naming the cause at once), but said once in a warning, what it is and
+   * what to do, and by /health while it lasts. `reason` undefined: it takes new connections again.
+   */
+  markRefusingConnections(reason: string | undefined): void;
+  /** What markRefusingConnections said while it lasts, else undefined. */
+  refusingConnections(): string | undefined;
   /** Calls `listener` each time `name` is called down (after the warning is logged); returns what unsubscribes it. */
   onDown(name: DependencyName, listener: () => void): () => void;
   /** Calls `listener` once, the next time `name` is called down; returns what unsubscribes it. */
@@ -33,6 +43,7 @@ export function createDependencyState(logger: Logger): DependencyState {
   const downSince = new Map<DependencyName, number>();
   const lastUp = new Map<DependencyName, number>();
   const listeners = new Map<DependencyName, Set<() => void>>(NAMES.map((n) => [n, new Set()]));
+  let refusing: { reason: string; since: number } | undefined;
   const onDown = (name: DependencyName, listener: () => void) => {
     const set = listeners.get(name);
     set?.add(listener);
@@ -55,6 +66,17 @@ export function createDependencyState(logger: Logger): DependencyState {
       downSince.delete(name);
       logger.info({ dependency: name, downMs: Date.now() - since }, `${name} is back`);
     },
+    markRefusingConnections(reason) {
+      if (reason === undefined) {
+        if (refusing) logger.info({ dependency: 'postgres', refusedMs: Date.now() - refusing.since }, 'postgres takes new connections again');
+        refusing = undefined;
+        return;
+      }
+      if (refusing) return;
+      refusing = { reason, since: Date.now() };
+      logger.warn({ dependency: 'postgres' }, reason);
+    },
+    refusingConnections: () => refusing?.reason,
     onDown,
     onceDown(name, listener) {
       const off = onDown(name, () => {
@@ -198,8 +220,10 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
   const probePostgres = async (url: string): Promise<boolean> => {
     const startedAt = Date.now();
     let step: Promise<unknown> | undefined;
+    let connecting = false;
     try {
       if (!pg) {
+        connecting = true;
         // no connectionTimeoutMillis: its timer would count this process's own stalls; `within` bounds the connect
         const c = new Client({ connectionString: url, application_name: 'armada-probe' });
         c.on('error', () => undefined); // the 'end' that follows is what counts
@@ -216,11 +240,13 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
         pg = c;
         step = c.connect();
         await within(postgresTimeoutMs, step);
+        connecting = false;
       }
       step = pg.query('SELECT 1');
       await within(postgresTimeoutMs, step);
       answeredOn = pg;
       answered('postgres');
+      state.markRefusingConnections(undefined);
       // an answer here makes those still waiting for one useless: closed, not kept for as long as they wait
       for (const c of leftWaiting) closeAtOnce(c);
       leftWaiting.clear();
@@ -230,6 +256,16 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
       pg = undefined;
       if (c && step && err instanceof SlowProbe && !stopped) leaveWaiting(c, step);
       else if (c) closeAtOnce(c); // no goodbye: a server that did not answer in time may never read it
+      if (isPostgresShortOfResources(err)) {
+        // refused for want of a resource (no connection slot free): an answer, so the server is up, not "not answering"
+        // (before, a probe refused so called PostgreSQL down, and every request got "not answering" while the pool's
+        // open connections could have served it)
+        if (!stopped) {
+          answered('postgres');
+          if (connecting) state.markRefusingConnections(postgresRefusingConnectionsReason(err));
+        }
+        return false;
+      }
       return failed('postgres', err, startedAt);
     }
   };
@@ -322,5 +358,8 @@ function repeatLooks(intervalMs: number, stopped: () => boolean, look: () => Pro
  * write that was just served never sits beside a /health that still says the database is down).
  */
 export function markUpOnPoolConnect(state: DependencyState, pool: { on(event: 'connect', fn: () => void): unknown }): void {
-  pool.on('connect', () => state.markUp('postgres'));
+  pool.on('connect', () => {
+    state.markUp('postgres');
+    state.markRefusingConnections(undefined); // it took a new connection
+  });
 }

@@ -22,6 +22,8 @@ export interface EmbeddedPostgresOptions {
   port: number;
   logger: Logger;
   database?: string;
+  /** More server settings (`-c name=value`), after and over the defaults; tests only (a tiny max_connections). */
+  settings?: Record<string, string>;
 }
 
 export interface RunningPostgres {
@@ -228,6 +230,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   }
   await stopStaleServer(opts.dataDir, log);
   const args = ['-D', opts.dataDir, '-p', String(opts.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'];
+  for (const [name, value] of Object.entries(opts.settings ?? {})) args.push('-c', `${name}=${value}`);
   const where = { dataDir: opts.dataDir, port: opts.port };
   let current = await spawnPostmaster(bin.postgres, args, where, log);
   // stop() ends a restart still waiting for readiness too: its postmaster is stopped, and that restart rejects (a

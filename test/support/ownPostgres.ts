@@ -36,13 +36,16 @@ function serverProcesses(dataDir: string): number[] {
   return [pid, ...children];
 }
 
-/** `env`: the environment of the process that starts it (and of its initdb), when not this process's. */
-export async function startOwnPostgres(dataDir: string, timeoutMs = 120_000, env: NodeJS.ProcessEnv = process.env): Promise<OwnPostgres> {
+/**
+ * `env`: the environment of the process that starts it (and of its initdb), when not this process's; `settings`: more
+ * server settings (`-c name=value`, e.g. a tiny max_connections).
+ */
+export async function startOwnPostgres(dataDir: string, timeoutMs = 120_000, env: NodeJS.ProcessEnv = process.env, settings?: Record<string, string>): Promise<OwnPostgres> {
   const script = path.join(__dirname, 'ownPostgresProcess.ts');
   const child: ChildProcess = spawn(
     process.execPath,
     ['-e', `require(${JSON.stringify(require.resolve('tsx/cjs/api'))}).register(); require(${JSON.stringify(script)});`, '--', dataDir, String(await freePort())],
-    { stdio: ['pipe', 'pipe', 'pipe'], env },
+    { stdio: ['pipe', 'pipe', 'pipe'], env: settings ? { ...env, ARMADA_TEST_PG_SETTINGS: JSON.stringify(settings) } : env },
   );
   let stderr = '';
   child.stderr?.on('data', (d) => (stderr = (stderr + d.toString()).slice(-4000)));

@@ -16,7 +16,9 @@ const say = (event: Record<string, unknown>): void => {
 
 async function main(dataDir: string, port: number): Promise<void> {
   const logger = createLogger('silent');
-  const pg: RunningPostgres = await startEmbeddedPostgres({ dataDir, port, logger });
+  // ARMADA_TEST_PG_SETTINGS: more server settings as a JSON object (startOwnPostgres's `settings`)
+  const settings = process.env.ARMADA_TEST_PG_SETTINGS ? (JSON.parse(process.env.ARMADA_TEST_PG_SETTINGS) as Record<string, string>) : undefined;
+  const pg: RunningPostgres = await startEmbeddedPostgres({ dataDir, port, logger, settings });
   const pool = createPool(pg.url, logger);
   try {
     await migrate(pool);

@@ -11,7 +11,7 @@ export interface TimedAnswer {
 
 export async function timedRequest(
   url: string,
-  opts: { method: 'GET' | 'POST'; payload?: unknown; headers?: Record<string, string>; timeoutMs: number },
+  opts: { method: 'GET' | 'POST' | 'PATCH' | 'DELETE'; payload?: unknown; headers?: Record<string, string>; timeoutMs: number },
 ): Promise<TimedAnswer> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.payload !== undefined) headers['content-type'] = 'application/json';

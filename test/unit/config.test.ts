@@ -59,6 +59,11 @@ describe('config', () => {
     expect(c.filesystemWalks).toEqual({ timeBudgetMs: 10_000, maxEntries: 50_000, concurrency: 2, queue: 16 });
     expect(c.sseKeepAliveMs).toBe(15_000);
     expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_SSE_KEEPALIVE_MS: '0' })).toThrow(/ARMADA_SSE_KEEPALIVE_MS/);
+    // the API's database limits: 5 s and 30 s by default, 0 = none of Armada's, anything but a whole number ≥ 0 refused
+    expect(c.apiDatabaseLimits).toEqual({ lockTimeoutMs: 5000, statementTimeoutMs: 30_000 });
+    expect(loadConfig({ ARMADA_HOME: home, ARMADA_API_LOCK_TIMEOUT_MS: '0', ARMADA_API_STATEMENT_TIMEOUT_MS: '120000' }).apiDatabaseLimits).toEqual({ lockTimeoutMs: 0, statementTimeoutMs: 120_000 });
+    expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_API_LOCK_TIMEOUT_MS: '5s' })).toThrow(/ARMADA_API_LOCK_TIMEOUT_MS/);
+    expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_API_STATEMENT_TIMEOUT_MS: '-1' })).toThrow(/ARMADA_API_STATEMENT_TIMEOUT_MS/);
     expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_TASK_PORT: 'eighty' })).toThrow(ConfigError);
     expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_LOG_LEVEL: 'loud' })).toThrow(ConfigError);
     fs.writeFileSync(path.join(home, 'config.json'), '{ not json');
