@@ -255,6 +255,7 @@ test.describe('the scheduler service refusing or failing: one error for the scre
 
   test('its 403 and its 500 on every list: said once, with what to do (it was said in each of the four sections)', async ({ page }) => {
     await page.route(lists, (route) => route.fulfill({ status: 403, json: { detail: 'Forbidden by the gateway' } }));
+    await page.clock.install();
     await page.goto('/scheduler');
     const alerts = page.getByRole('alert');
     await expect(alerts).toHaveCount(1);
@@ -265,7 +266,8 @@ test.describe('the scheduler service refusing or failing: one error for the scre
     await page.unroute(lists);
     await page.route(lists, (route) => route.fulfill({ status: 500, json: { detail: 'Internal server error' } }));
     await page.getByRole('button', { name: 'Retry' }).click();
-    await expect(alerts.filter({ hasText: 'The scheduler service failed on this request (HTTP 500): its log on the server says why.' })).toHaveCount(1);
+    // a 500 is tried twice more (1 and 2 s apart) before it is said: on a clock 10 times as fast (hurried)
+    await hurried(page, () => expect(alerts.filter({ hasText: 'The scheduler service failed on this request (HTTP 500): its log on the server says why.' })).toHaveCount(1));
     await expect(alerts).toHaveCount(1);
     await expect(alerts).not.toContainText('could not be read');
     for (const name of sections) await expect(page.getByRole('region', { name }).getByText('Not loaded: the scheduler service answered HTTP 500 (above).')).toBeVisible();
@@ -275,9 +277,11 @@ test.describe('the scheduler service refusing or failing: one error for the scre
   test('a 500 of two lists is said once, naming them; the other two lists show', async ({ page }) => {
     await svcApi('scheduler', 'POST', '/workflows', { name: 'ui-half-failing', tasks: [{ name: 'say', type: 'script', script: 'echo half' }] });
     await page.route(/\/svc\/scheduler\/api\/v1\/(sources|executions)(\?.*)?$/, (route) => route.fulfill({ status: 500, json: { detail: 'Internal server error' } }));
+    await page.clock.install();
     await page.goto('/scheduler');
     const alerts = page.getByRole('alert');
-    await expect(alerts.filter({ hasText: 'Sources and Executions could not be read: Internal server error' })).toHaveCount(1);
+    // a 500 is tried twice more (1 and 2 s apart) before it is said: on a clock 10 times as fast (hurried)
+    await hurried(page, () => expect(alerts.filter({ hasText: 'Sources and Executions could not be read: Internal server error' })).toHaveCount(1));
     await expect(alerts).toHaveCount(1);
     await expect(page.getByRole('table', { name: 'Workflows' }).locator('[data-workflow="ui-half-failing"]')).toBeVisible();
     await expect(page.getByRole('region', { name: 'Schedules' }).getByText('Not loaded')).toHaveCount(0);
