@@ -1,6 +1,6 @@
 /** Agents (status, queue, assign), traces (filters, the per-day chart) and settings (API key, webhooks and deliveries). */
 import type { Page } from '@playwright/test';
-import { alertCountsSeen, api, createProject, expect, holdAnswers, KEYS, layoutShiftsIn, svcApi, test, watchAlertCounts, watchLayoutShifts } from './fixtures';
+import { alertCountsSeen, api, createProject, expect, holdAnswers, hurried, KEYS, layoutShiftsIn, svcApi, test, watchAlertCounts, watchLayoutShifts } from './fixtures';
 import { screenshot } from './screenshot';
 
 test('an agent shows its status; assigning a task from its dialog (Enter) lands in the agent service', async ({ page }) => {
@@ -303,6 +303,7 @@ test.describe('settings: the agent profiles', () => {
 
   test('say "Loading…" until the projects and agents have answered, and "none" only when both answered so', async ({ page }) => {
     const answer = await holdAnswers(page, /\/svc\/agents\/api\/v1\/agents$/);
+    await page.clock.install();
     await page.goto('/settings');
     const profiles = page.getByRole('region', { name: 'Agent profiles in use' });
     // the projects have answered, the agents not yet: nothing is known to list (it said no profile was named)
@@ -323,7 +324,8 @@ test.describe('settings: the agent profiles', () => {
     // the multi-agent service down: its error, and the empty text says the agents' profiles are not known
     await page.route(/\/svc\/agents\/api\/v1\/agents$/, (route) => route.fulfill({ status: 503, json: { detail: 'multi-agent service unavailable' } }));
     await page.reload();
-    await expect(profiles.getByRole('alert')).toContainText('The multi-agent service is unavailable (HTTP 503)', { timeout: 20_000 });
+    // its read tried twice more (1 and 2 s apart) before the error, on a clock 10 times as fast (hurried)
+    await hurried(page, () => expect(profiles.getByRole('alert')).toContainText('The multi-agent service is unavailable (HTTP 503)', { timeout: 20_000 }));
     await expect(profiles.getByText('No project names a profile. The agents could not be read (above), so the profiles they name are not listed.')).toBeVisible();
     await expect(profiles.getByText('No project or agent names a profile (projects use the server default).')).toHaveCount(0);
   });
@@ -340,22 +342,28 @@ test.describe('the multi-agent and trace services down', () => {
       return route.fulfill(down);
     });
     await watchAlertCounts(page);
+    await page.clock.install();
     await page.goto('/agents');
     const alerts = page.getByRole('alert');
-    await expect(alerts.filter({ hasText: 'The multi-agent service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.' })).toHaveCount(1, {
-      timeout: 20_000,
-    });
+    // the screen's tries (1 and 2 s apart, then every 5 s) on a clock 10 times as fast (hurried)
+    await hurried(page, () =>
+      expect(alerts.filter({ hasText: 'The multi-agent service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.' })).toHaveCount(1, {
+        timeout: 20_000,
+      }),
+    );
     await expect(alerts).toHaveCount(1);
     for (const name of ['Agents', 'Latest agent tasks']) {
       await expect(page.getByRole('region', { name }).getByText('Not loaded: the multi-agent service is unavailable (above).')).toBeVisible();
     }
     await screenshot(page, 'agents-outage');
     // a round of the screen's own tries, refused too
-    const first = tries;
-    await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 3);
-    await expect(alerts).toHaveCount(1);
-    await page.unroute(/\/svc\/agents\/api\/v1\/(agents|tasks)(\?.*)?$/);
-    await expect(page.getByRole('table', { name: 'Agents' }).locator('[data-agent="ui-helper"]')).toBeVisible({ timeout: 15_000 });
+    await hurried(page, async () => {
+      const first = tries;
+      await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 3);
+      await expect(alerts).toHaveCount(1);
+      await page.unroute(/\/svc\/agents\/api\/v1\/(agents|tasks)(\?.*)?$/);
+      await expect(page.getByRole('table', { name: 'Agents' }).locator('[data-agent="ui-helper"]')).toBeVisible({ timeout: 15_000 });
+    });
     await expect(page.getByText('Not loaded')).toHaveCount(0);
     await expect(alerts).toHaveCount(0);
     // 0 while loading, 1 from the first refusal until the service was back (never 2, nor 0 at a try), then 0
@@ -370,21 +378,25 @@ test.describe('the multi-agent and trace services down', () => {
       return route.fulfill(down);
     });
     await watchAlertCounts(page);
+    await page.clock.install();
     await page.goto('/agents');
     const row = page.getByRole('table', { name: 'Agents' }).locator('[data-agent="ui-helper"]');
     await expect(row).toBeVisible();
     const alerts = page.getByRole('alert');
-    await expect(alerts.filter({ hasText: 'Agent statuses could not be read:' })).toHaveCount(1, { timeout: 20_000 });
+    // the screen's tries (1 and 2 s apart, then every 5 s) on a clock 10 times as fast (hurried)
+    await hurried(page, () => expect(alerts.filter({ hasText: 'Agent statuses could not be read:' })).toHaveCount(1, { timeout: 20_000 }));
     await expect(alerts).toHaveCount(1);
     await expect(alerts).toContainText('The multi-agent service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.');
     await screenshot(page, 'agents-statuses-refused');
     await expect(row.locator('td.num').first()).toHaveText('—');
     // a round of the screen's own tries, refused too: the error stays, said once
-    const first = tries;
-    await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 2);
-    await expect(alerts).toHaveCount(1);
-    await page.unroute(statusPath);
-    await expect(row.locator('td.num').first()).toHaveText(/^\d+$/, { timeout: 15_000 });
+    await hurried(page, async () => {
+      const first = tries;
+      await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 2);
+      await expect(alerts).toHaveCount(1);
+      await page.unroute(statusPath);
+      await expect(row.locator('td.num').first()).toHaveText(/^\d+$/, { timeout: 15_000 });
+    });
     await expect(alerts).toHaveCount(0);
     expect(await alertCountsSeen(page)).toEqual([0, 1, 0]);
   });
@@ -414,16 +426,21 @@ test.describe('the multi-agent and trace services down', () => {
           new MutationObserver(look).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['hidden'] }),
         );
       });
+      await page.clock.install();
       await page.goto('/settings');
       const webhooks = page.getByRole('region', { name: 'Webhooks' });
       const profiles = page.locator('section[aria-label="Agent profiles in use"]');
-      await expect(webhooks.getByRole('alert')).toContainText('HTTP 503', { timeout: 20_000 });
-      await expect(profiles.getByRole('table', { name: 'Agent profiles' }).locator('[data-profile="scripted"]')).toBeVisible();
-      const during = await profiles.boundingBox();
-      const first = tries;
-      await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 2);
-      await page.unroute(hooksPath);
-      await expect(webhooks.getByRole('table', { name: 'Webhook list' }).locator(`[data-webhook="${url}"]`)).toBeVisible({ timeout: 15_000 });
+      // the screen's tries (1 and 2 s apart, then every 5 s) on a clock 10 times as fast (hurried)
+      const during = await hurried(page, async () => {
+        await expect(webhooks.getByRole('alert')).toContainText('HTTP 503', { timeout: 20_000 });
+        await expect(profiles.getByRole('table', { name: 'Agent profiles' }).locator('[data-profile="scripted"]')).toBeVisible();
+        const box = await profiles.boundingBox();
+        const first = tries;
+        await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 2);
+        await page.unroute(hooksPath);
+        await expect(webhooks.getByRole('table', { name: 'Webhook list' }).locator(`[data-webhook="${url}"]`)).toBeVisible({ timeout: 15_000 });
+        return box;
+      });
       await expect(webhooks.getByRole('alert')).toHaveCount(0);
       await screenshot(page, 'settings-after-outage');
       // the rows took the error's place in a box of the same height: the section below did not move
@@ -438,9 +455,11 @@ test.describe('the multi-agent and trace services down', () => {
 
   test('Traces: the chart and the list down is one error for the screen (each said it)', async ({ page }) => {
     await page.route(/\/svc\/traces\/api\/v1\/traces(\/analytics)?(\?.*)?$/, (route) => route.fulfill(down));
+    await page.clock.install();
     await page.goto('/traces');
     const alerts = page.getByRole('alert');
-    await expect(alerts.filter({ hasText: 'The message trace service is unavailable (HTTP 503).' })).toHaveCount(1, { timeout: 20_000 });
+    // the screen's tries (1 and 2 s apart) before the error, on a clock 10 times as fast (hurried)
+    await hurried(page, () => expect(alerts.filter({ hasText: 'The message trace service is unavailable (HTTP 503).' })).toHaveCount(1, { timeout: 20_000 }));
     await expect(alerts).toHaveCount(1);
     for (const name of ['Analytics', 'Traces']) {
       await expect(page.getByRole('region', { name }).getByText('Not loaded: the message trace service is unavailable (above).')).toBeVisible();

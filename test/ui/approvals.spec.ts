@@ -1,5 +1,5 @@
 /** The approvals inbox: pending with expiry, answer with a comment, and a decision made in another context shows live. */
-import { alertCountsSeen, api, createProject, expect, KEYS, test, watchAlertCounts } from './fixtures';
+import { alertCountsSeen, api, createProject, expect, hurried, KEYS, test, watchAlertCounts } from './fixtures';
 import { screenshot } from './screenshot';
 
 interface Approval {
@@ -102,17 +102,21 @@ test.describe('the task service down', () => {
       return route.fulfill({ status: 503, json: { success: false, error: { code: 'DATABASE_UNAVAILABLE', message: 'The database (PostgreSQL) is not answering; try again' } } });
     });
     await watchAlertCounts(page);
+    await page.clock.install();
     await page.goto('/approvals');
     const alerts = page.getByRole('alert');
-    await expect(alerts.filter({ hasText: 'The task service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.' })).toHaveCount(1, { timeout: 20_000 });
-    await expect(alerts).toHaveCount(1);
-    await expect(page.getByText('Not loaded: the task service is unavailable (above).')).toHaveCount(2);
-    const first = tries;
-    await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 3);
-    await expect(alerts).toHaveCount(1);
-    await page.unroute(lists);
-    await expect(page.getByRole('table', { name: 'Pending approvals' }).or(page.getByText('Nothing waits for your answer.'))).toBeVisible({ timeout: 15_000 });
-    await expect(page.getByRole('table', { name: 'Approval history' }).or(page.getByText(/^No closed requests yet/))).toBeVisible();
+    // the screen's tries (1 and 2 s apart, then every 5 s) on a clock 10 times as fast (hurried)
+    await hurried(page, async () => {
+      await expect(alerts.filter({ hasText: 'The task service is unavailable (HTTP 503). This screen tries again every 5 seconds by itself.' })).toHaveCount(1, { timeout: 20_000 });
+      await expect(alerts).toHaveCount(1);
+      await expect(page.getByText('Not loaded: the task service is unavailable (above).')).toHaveCount(2);
+      const first = tries;
+      await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 3);
+      await expect(alerts).toHaveCount(1);
+      await page.unroute(lists);
+      await expect(page.getByRole('table', { name: 'Pending approvals' }).or(page.getByText('Nothing waits for your answer.'))).toBeVisible({ timeout: 15_000 });
+      await expect(page.getByRole('table', { name: 'Approval history' }).or(page.getByText(/^No closed requests yet/))).toBeVisible();
+    });
     await expect(alerts).toHaveCount(0);
     expect(await alertCountsSeen(page)).toEqual([0, 1, 0]);
   });

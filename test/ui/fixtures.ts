@@ -71,6 +71,32 @@ export async function holdAnswers(page: Page, url: string | RegExp): Promise<() 
 }
 
 /**
+ * Runs the page's clock `speed` times as fast as real time while `during` runs, so that a test waits out the board's
+ * own timers in a fraction of their length: a read refused because its service is down is tried twice more after 1 and
+ * 2 s, then again every 5 s (web/src/main.tsx, web/src/api/unavailable.ts), and a test that watches a few rounds of
+ * that waited ~20 s for them. The page must have Playwright's clock installed before it loaded
+ * (`page.clock.install()`: its time then flows at the real pace, and does again after `during`). The page runs the same
+ * timers, each once and in the same order; only the idle time between them is skipped, as if the machine had slept.
+ */
+export async function hurried<T>(page: Page, during: () => Promise<T>, speed = 10): Promise<T> {
+  const TICK_MS = 100;
+  let on = true;
+  const ticking = (async () => {
+    while (on) {
+      await new Promise((resolve) => setTimeout(resolve, TICK_MS));
+      // a page closed meanwhile (the test over) has no clock left to move
+      if (on) await page.clock.fastForward(TICK_MS * (speed - 1)).catch(() => undefined);
+    }
+  })();
+  try {
+    return await during();
+  } finally {
+    on = false;
+    await ticking;
+  }
+}
+
+/**
  * Records the page's layout shifts (the browser's Layout Instability API: an element already shown that moved between
  * two frames without the user's input) from its first frame on; `layoutShiftsIn` reads them. Call before `goto`.
  */

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { alertCountsSeen, api, BROWSE_ROOT, createProject, expect, expectErrorState, expectNoErrorState, makeRepo, test, watchAlertCounts } from './fixtures';
+import { alertCountsSeen, api, BROWSE_ROOT, createProject, expect, expectErrorState, expectNoErrorState, hurried, makeRepo, test, watchAlertCounts } from './fixtures';
 import { screenshot } from './screenshot';
 
 test('projects show their task stats; edit saves; delete asks first (Escape cancels, Enter confirms)', async ({ page }) => {
@@ -335,14 +335,18 @@ test.describe('the task service down', () => {
       return route.fulfill({ status: 503, json: { success: false, error: { code: 'DATABASE_UNAVAILABLE', message: 'The database (PostgreSQL) is not answering; try again' } } });
     });
     await watchAlertCounts(page);
+    await page.clock.install();
     await page.goto('/projects');
     const alerts = page.getByRole('alert');
-    await expect(alerts.filter({ hasText: 'The task service is unavailable (HTTP 503).' })).toHaveCount(1, { timeout: 20_000 });
-    const first = tries;
-    await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 3);
-    await expect(alerts).toHaveCount(1);
-    await page.unroute(list);
-    await expect(page.getByRole('table', { name: 'Projects' }).or(page.getByText('No projects yet.'))).toBeVisible({ timeout: 15_000 });
+    // the screen's tries (1 and 2 s apart, then every 5 s) on a clock 10 times as fast (hurried)
+    await hurried(page, async () => {
+      await expect(alerts.filter({ hasText: 'The task service is unavailable (HTTP 503).' })).toHaveCount(1, { timeout: 20_000 });
+      const first = tries;
+      await expect.poll(() => tries, { timeout: 20_000 }).toBeGreaterThanOrEqual(first + 3);
+      await expect(alerts).toHaveCount(1);
+      await page.unroute(list);
+      await expect(page.getByRole('table', { name: 'Projects' }).or(page.getByText('No projects yet.'))).toBeVisible({ timeout: 15_000 });
+    });
     await expect(alerts).toHaveCount(0);
     expect(await alertCountsSeen(page)).toEqual([0, 1, 0]);
   });
