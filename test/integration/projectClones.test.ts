@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pruneOrphanClones } from '../../activities/git/cloneJanitor';
 import type { RunningWorkers } from '../../workers/createWorker';
-import { agentConfig, api, gitOut } from '../support/attemptHelpers';
+import { agentConfig, api, gitOut, recordHistory } from '../support/attemptHelpers';
 import { eventually, logger, makeGitRepo, startStackWorkers, startTestStack, type TestStack } from '../support/harness';
 
 jest.setTimeout(120_000);
@@ -66,6 +66,9 @@ async function restartWorker(): Promise<void> {
 
 test('DELETE removes the managed clone, also while an attempt runs in a worktree of it; a repository of the user is left alone', async () => {
   const cloned = await clonedProject(`cloned-${crypto.randomUUID()}`);
+  const cloneWorkflow = (await stack.temporal.client()).workflow.getHandle(`project-clone:${cloned.id}`);
+  expect(await cloneWorkflow.result()).toBe('ready');
+  await recordHistory(stack, cloneWorkflow.workflowId, 'project-clone-ready');
   const taskId = await h.task(cloned.id, 'SLEEP while the project is deleted');
   const running = await h.start(taskId);
   const attempt = await eventually(async () => {
@@ -122,6 +125,7 @@ test('a delete before the clone is made: no clone is made afterwards', async () 
   // made when the workflow records it, removes it and ends 'removed')
   const result = await client.workflow.getHandle(`project-clone:${id}`).result();
   expect(result).toBe('gone');
+  await recordHistory(stack, `project-clone:${id}`, 'project-clone-deleted-before-clone');
   await eventually(async () => entriesOf(id).length === 0, 30_000, 200);
   expect(fs.existsSync(path.join(reposDir(), id))).toBe(false);
 });
