@@ -83,6 +83,14 @@ test('DELETE removes the managed clone, also while an attempt runs in a worktree
   expect(fs.existsSync(attempt.worktreePath)).toBe(false);
   expect(fs.existsSync(cloned.clone)).toBe(false);
   expect(entriesOf(cloned.id)).toEqual([]); // no claim or partial copy left beside it
+  const client = await stack.temporal.client();
+  for (const [workflowId, name] of [
+    [`project-clone-remove:${cloned.id}`, 'project-clone-removed-on-delete'],
+    [`attempt-remove:${running.attemptId}`, 'attempt-removed-on-project-delete'],
+  ]) {
+    await client.workflow.getHandle(workflowId).result(); // the delete answered cleanup 'done': both have ended
+    await recordHistory(stack, workflowId, name);
+  }
   // the cancelled attempt's workflow brings nothing back
   await new Promise((r) => setTimeout(r, 1500));
   expect(fs.existsSync(cloned.clone)).toBe(false);
