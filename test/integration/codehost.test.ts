@@ -7,6 +7,7 @@ import { createLogger } from '../../lib/logger';
 import { openSecret } from '../../lib/secretBox';
 import { hostQueue } from '../../lib/temporal/queues';
 import type { RunningWorkers } from '../../workers/createWorker';
+import { recordHistory } from '../support/attemptHelpers';
 import { startFakeCodehost, type FakeCodehost } from '../support/fakeCodehost';
 import { eventually, makeGitRepo, startStackWorkers, startTestStack, type TestStack } from '../support/harness';
 
@@ -197,6 +198,8 @@ describe('code hosting', () => {
     expect(events.rows.map((e) => e.type).sort()).toEqual(['task.completed', 'task.status_changed']);
     const handle = (await stack.temporal.client()).workflow.getHandle(`pr-watch:${first.id}`);
     expect(await handle.result()).toBe('merged');
+    await recordHistory(stack, handle.workflowId, 'pr-watch-merged');
+    await recordHistory(stack, `push:${first.id}`, 'push-branch-pushed');
   });
 
   test('create-pr of an attempt with no changes is 409 no_changes before any push: the remote has no such branch, the code host got no pull request', async () => {

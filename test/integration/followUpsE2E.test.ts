@@ -11,6 +11,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { recordHistory } from '../support/attemptHelpers';
 import { createProjectAndTask } from '../support/attempts';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
 
@@ -76,6 +77,9 @@ describe('follow-ups through the real attempt engine (needs issue 3 merged)', ()
     const secondStarted = Number(fs.readdirSync(outDir).filter((f) => f.endsWith('.txt')).sort()[1]?.split('-')[0]) / 1e6;
     expect(secondStarted).toBeGreaterThanOrEqual(sendAfter);
     await eventually(async () => (await stack.db.query("SELECT 1 FROM follow_up_drafts WHERE id = $1 AND status = 'sent'", [r.json().data.id])).rowCount);
+    const workflowId = `follow-up:${r.json().data.id}`;
+    expect(await (await stack.temporal.client()).workflow.getHandle(workflowId).result()).toBe('sent');
+    await recordHistory(stack, workflowId, 'follow-up-draft-sent-after-wait');
   }, 90_000);
 
   test('a queue of three prompts with autoExecute runs three follow-up processes in order', async () => {
@@ -98,5 +102,8 @@ describe('follow-ups through the real attempt engine (needs issue 3 merged)', ()
       return i.length >= 4 ? i : undefined;
     }, 60_000);
     expect(inputs.slice(1).map((s) => /STEP-[ABC]/.exec(s)?.[0])).toEqual(['STEP-A', 'STEP-B', 'STEP-C']);
+    const workflowId = `follow-up-queue:${r.json().data.id}`;
+    expect(await (await stack.temporal.client()).workflow.getHandle(workflowId).result()).toEqual({ sent: 3 });
+    await recordHistory(stack, workflowId, 'follow-up-queue-three-sent');
   }, 120_000);
 });

@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { buildService } from '../../api/services';
 import { createMetrics } from '../../lib/metrics';
-import { agentConfig, api } from '../support/attemptHelpers';
+import { agentConfig, api, recordCompletedHistory } from '../support/attemptHelpers';
 import { logger, startTestStack, testConfig, type TestStack } from '../support/harness';
 
 let stack: TestStack;
@@ -53,6 +53,7 @@ test('diff (all formats, one file) and container status through the host equal t
   expect(container.diskUsage.available).toBeGreaterThan(0);
   expect(container.status).toBe('inactive');
   expect(container.diskUsage.used).toBeGreaterThan(0);
+  await recordCompletedHistory(stack, 'hostReadWorkflow', 'host-read-completed'); // a read's workflow id is random
 
   // the live diff stream reads through the host too (a fingerprint, then the diff): the same files as in place
   const base = await stack.app('task').listen({ port: 0, host: '127.0.0.1' });

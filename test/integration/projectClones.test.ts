@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pruneOrphanClones } from '../../activities/git/cloneJanitor';
 import type { RunningWorkers } from '../../workers/createWorker';
-import { agentConfig, api, gitOut } from '../support/attemptHelpers';
+import { agentConfig, api, gitOut, recordHistory } from '../support/attemptHelpers';
 import { eventually, logger, makeGitRepo, startStackWorkers, startTestStack, type TestStack } from '../support/harness';
 
 jest.setTimeout(120_000);
@@ -66,6 +66,9 @@ async function restartWorker(): Promise<void> {
 
 test('DELETE removes the managed clone, also while an attempt runs in a worktree of it; a repository of the user is left alone', async () => {
   const cloned = await clonedProject(`cloned-${crypto.randomUUID()}`);
+  const cloneWorkflow = (await stack.temporal.client()).workflow.getHandle(`project-clone:${cloned.id}`);
+  expect(await cloneWorkflow.result()).toBe('ready');
+  await recordHistory(stack, cloneWorkflow.workflowId, 'project-clone-ready');
   const taskId = await h.task(cloned.id, 'SLEEP while the project is deleted');
   const running = await h.start(taskId);
   const attempt = await eventually(async () => {
@@ -80,6 +83,14 @@ test('DELETE removes the managed clone, also while an attempt runs in a worktree
   expect(fs.existsSync(attempt.worktreePath)).toBe(false);
   expect(fs.existsSync(cloned.clone)).toBe(false);
   expect(entriesOf(cloned.id)).toEqual([]); // no claim or partial copy left beside it
+  const client = await stack.temporal.client();
+  for (const [workflowId, name] of [
+    [`project-clone-remove:${cloned.id}`, 'project-clone-removed-on-delete'],
+    [`attempt-remove:${running.attemptId}`, 'attempt-removed-on-project-delete'],
+  ]) {
+    await client.workflow.getHandle(workflowId).result(); // the delete answered cleanup 'done': both have ended
+    await recordHistory(stack, workflowId, name);
+  }
   // the cancelled attempt's workflow brings nothing back
   await new Promise((r) => setTimeout(r, 1500));
   expect(fs.existsSync(cloned.clone)).toBe(false);
@@ -122,6 +133,7 @@ test('a delete before the clone is made: no clone is made afterwards', async () 
   // made when the workflow records it, removes it and ends 'removed')
   const result = await client.workflow.getHandle(`project-clone:${id}`).result();
   expect(result).toBe('gone');
+  await recordHistory(stack, `project-clone:${id}`, 'project-clone-deleted-before-clone');
   await eventually(async () => entriesOf(id).length === 0, 30_000, 200);
   expect(fs.existsSync(path.join(reposDir(), id))).toBe(false);
 });

@@ -4,6 +4,7 @@ import { createLogger } from '../../lib/logger';
 import { maintenanceScheduleId } from '../../lib/scheduler/maintenanceSchedule';
 import { createTemporalHandle } from '../../lib/temporal/client';
 import { startTcpProxy } from '../support/tcpProxy';
+import { recordCompletedHistory } from '../support/attemptHelpers';
 import { startFakeFlowBuilder } from '../support/fakeFlowBuilder';
 import { startWorkers, type RunningWorkers } from '../../workers/createWorker';
 import { env, eventually, logger, startTestStack, ensureTemporalRuntime, type TestStack } from '../support/harness';
@@ -92,6 +93,7 @@ describe('scheduler recovery', () => {
         const { rows } = await stack.db.query(`SELECT id FROM scheduler_executions WHERE workflow = $1 ORDER BY id`, [`old-${uniq}`]);
         return rows.length === 1 && rows[0].id === '22222222-2222-4222-8222-222222222222';
       }, 10_000, 200);
+      await recordCompletedHistory(stack, 'schedulerMaintenanceWorkflow', 'scheduler-maintenance-completed');
     } finally {
       const client = await stack.temporal.client();
       await client.schedule

@@ -126,6 +126,21 @@ export async function recordHistory(stack: TestStack, workflowId: string, name: 
   fs.writeFileSync(path.join(dir, `${file}.json`), `${JSON.stringify({ workflowId, events: history.events?.length ?? 0, historyBase64 })}\n`);
 }
 
+/**
+ * recordHistory for a workflow whose id the test does not know (a random id, a schedule's run): the first run that
+ * visibility lists for `type` on this stack's task queue, closed as Completed (waited for, up to 20 s).
+ */
+export async function recordCompletedHistory(stack: TestStack, type: string, name: string): Promise<void> {
+  if (!process.env.ARMADA_RECORD_HISTORIES) return;
+  const client = await stack.temporal.client();
+  const query = `WorkflowType = '${type}' AND TaskQueue = '${stack.config.temporal.taskQueue}' AND ExecutionStatus = 'Completed'`;
+  const run = await eventually(async () => {
+    for await (const w of client.workflow.list({ query })) return w;
+    return undefined;
+  });
+  await recordHistory(stack, run.workflowId, name, run.runId);
+}
+
 /** One line of the scripted agent's journal (ARMADA_TEST_JOURNAL): which attempt's run, its pid, what it did, when. */
 export interface JournalLine {
   attemptId: string;
