@@ -1,0 +1,57 @@
+/**
+ * What session 49's outside-fuzzing round found and decided, each sent to the real services over loopback as raw
+ * HTTP/1.1, each answer checked for its status and documented shape:
+ * - Node keeps the first 1000 header lines of a request (its parser's default, `maxHeadersCount` 2000 = 1000 pairs)
+ *   and drops the rest without a word: a request whose `X-API-Key` came after 1000 others was a 401 "Invalid API
+ *   key" with the right key, a JSON body whose `Content-Type` came late a "body must be object", and a second
+ *   `Host` or `Content-Type` line past the 1000th escaped the "must be sent once" rules. Now a request of more than
+ *   1000 header lines is a 431 saying so, in the service's shape, before authentication; 1000 are read as sent.
+ */
+import { listenOnLoopback, startTestStack, type TestStack } from '../support/harness';
+import { rawExchange } from '../support/rawExchange';
+
+type Service = 'task' | 'scheduler' | 'agents' | 'traces';
+type Json = Record<string, unknown>;
+const SERVICES: Service[] = ['task', 'scheduler', 'agents', 'traces'];
+
+let stack: TestStack;
+const ports: Partial<Record<Service, number>> = {};
+
+beforeAll(async () => {
+  stack = await startTestStack({ services: SERVICES });
+  Object.assign(ports, await listenOnLoopback(stack, SERVICES));
+}, 120_000);
+afterAll(async () => {
+  await stack?.close();
+});
+
+const keyLine = (service: Service) => (service === 'task' ? '' : `X-API-Key: ${stack.keys[service]}\r\n`);
+const LIST: Record<Service, string> = { task: '/api/projects', scheduler: '/api/v1/sources', agents: '/api/v1/agents', traces: '/api/v1/traces' };
+/** `count` header lines in all: Host, fillers, then the key (if any) and Connection last. */
+const withHeaderLines = (service: Service, count: number, method = 'GET', target = LIST[service], tail = '') => {
+  const own = 2 + (service === 'task' ? 0 : 1) + (tail ? tail.split('\r\n').length - 1 : 0);
+  const fillers = Array.from({ length: count - own }, (_, i) => `X-Filler-${i}: v\r\n`).join('');
+  return `${method} ${target} HTTP/1.1\r\nHost: x\r\n${fillers}${tail}${keyLine(service)}Connection: close\r\n\r\n`;
+};
+const shapeOf = (service: Service, message: string) =>
+  service === 'task' ? { success: false, error: { code: 'VALIDATION_ERROR', message, details: { headers: 'at most 1000 lines' } }, meta: expect.any(Object) } : { detail: message };
+const TOO_MANY = 'Request headers are more than 1000 lines; send fewer headers';
+
+describe('a request of more than 1000 header lines', () => {
+  test.each(SERVICES)('%s: 1000 lines are read as sent (the key last); 1001 and 3000 are a 431 saying so, before authentication', async (service) => {
+    const ok = await rawExchange(ports[service] as number, withHeaderLines(service, 1000));
+    expect([service, ok.status]).toEqual([service, 200]);
+    for (const count of [1001, 3000]) {
+      const res = await rawExchange(ports[service] as number, withHeaderLines(service, count));
+      expect([service, count, res.status, res.json]).toEqual([service, count, 431, shapeOf(service, TOO_MANY)]);
+    }
+  });
+
+  test('a JSON body whose Content-Type comes past the 1000th line is not read as bodiless: the 431, nothing stored', async () => {
+    const before = (await stack.db.query('SELECT count(*)::int AS n FROM projects')).rows[0].n;
+    const body = JSON.stringify({ name: 'late content type', git_repo_path: '/nonexistent' });
+    const res = await rawExchange(ports.task as number, withHeaderLines('task', 1200, 'POST', '/api/projects', `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`).replace(/\r\n\r\n$/, `\r\n\r\n${body}`));
+    expect([res.status, (res.json as Json).error]).toEqual([431, shapeOf('task', TOO_MANY).error]);
+    expect((await stack.db.query('SELECT count(*)::int AS n FROM projects')).rows[0].n).toBe(before);
+  });
+});
