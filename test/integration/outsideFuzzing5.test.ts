@@ -9,6 +9,9 @@
  * - a 400's `details` named every field that failed: 100,000 labels that are no strings (a 0.7 MB body, within the
  *   1 MiB bound) were answered with 3 MB of details, and 100,000 one-letter approvers with 5.8 MB, seconds of the
  *   service's CPU for each; now the first 50 fields are named and one more entry, `(more)`, says how many were not.
+ * - a URL past the parser's 64 KiB (which hold the request line and the headers) was told "Request headers are larger
+ *   than 64 KiB in all; send smaller headers", though its headers were a few bytes (an MCP tool call with a long
+ *   path parameter showed the model that): now the 431 names the URL too.
  */
 import { listenOnLoopback, startTestStack, type TestStack } from '../support/harness';
 import { rawExchange } from '../support/rawExchange';
@@ -77,5 +80,15 @@ describe('a body that fails validation in very many fields', () => {
       expect(res.body.length).toBeLessThan(20_000);
     }
     expect((await stack.db.query("SELECT count(*)::int AS n FROM tasks WHERE title = 'many labels'")).rows[0].n).toBe(0);
+  });
+});
+
+describe('a URL past the 64 KiB the parser reads of a request line and its headers', () => {
+  test.each(SERVICES)('%s: the 431 says to send a shorter URL, as for headers past it', async (service) => {
+    const message = 'The request line and headers are larger than 64 KiB in all; send a shorter URL or smaller headers';
+    for (const target of [`${LIST[service]}/${'a'.repeat(70_000)}`, `${LIST[service]}?q=${'a'.repeat(70_000)}`]) {
+      const res = await rawExchange(ports[service] as number, `GET ${target} HTTP/1.1\r\nHost: x\r\n${keyLine(service)}Connection: close\r\n\r\n`);
+      expect([service, target.length, res.status, service === 'task' ? ((res.json as Json).error as Json).message : (res.json as Json).detail]).toEqual([service, target.length, 431, message]);
+    }
   });
 });
