@@ -20,7 +20,7 @@ import { installStreamsEndOnStop } from './streamsEndOnStop';
 import { allowedMethodsOf } from './allowedMethods';
 import { errorBody } from './envelope';
 import { clientErrorAnswer, connectAnswer, expectationFailedAnswer, frameworkErrorMessage, installDetailErrors, installEnvelopeErrors } from './errorHandlers';
-import { installInputPolicy, MAX_BODY_BYTES, MAX_PATH_PARAM_LENGTH } from './inputPolicy';
+import { installInputPolicy, MAX_BODY_BYTES, MAX_HEADER_LINES, MAX_PATH_PARAM_LENGTH } from './inputPolicy';
 import { installOpenApi, registeredRoutes } from './openapi';
 import { originForm } from './requestTarget';
 import { validatorCompiler } from './validation';
@@ -126,6 +126,10 @@ export function createBaseApp(opts: BaseAppOptions) {
       return reply.code(400).send(own ?? (opts.errorStyle === 'envelope' ? errorBody(opts.version, 'VALIDATION_ERROR', message) : { detail: message }));
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Node's parser keeps this many header lines of a request and drops the rest without a word (its default: 1000); one
+  // more than the services take, so the input policy sees that a request had too many and answers 431 (inputPolicy.ts)
+  app.server.maxHeadersCount = MAX_HEADER_LINES + 1;
 
   // an Expect other than 100-continue: Node's own 417 had an empty body
   app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {

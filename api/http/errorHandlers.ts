@@ -218,11 +218,12 @@ export function installDetailErrors(app: FastifyInstance, allowed: AllowedMethod
 
 /**
  * What Node's HTTP parser refuses before any request exists (headers past 64 KiB, a malformed request line or
- * header, a request that timed out): the status, the reason phrase and a message saying what to do. Fastify's
+ * header, a request that timed out): the status, the reason phrase and a message saying what to do. The 64 KiB hold
+ * the request line too: a long URL is refused there, and its 431 said only "send smaller headers" (session 49). Fastify's
  * default answered these with its own `{error, message, statusCode}`, not the service's shape.
  */
 export function clientErrorAnswer(err: { code?: string }): { status: number; reason: string; message: string } {
-  if (err.code === 'HPE_HEADER_OVERFLOW') return { status: 431, reason: 'Request Header Fields Too Large', message: 'Request headers are larger than 64 KiB in all; send smaller headers' };
+  if (err.code === 'HPE_HEADER_OVERFLOW') return { status: 431, reason: 'Request Header Fields Too Large', message: 'The request line and headers are larger than 64 KiB in all; send a shorter URL or smaller headers' };
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, reason: 'Request Timeout', message: 'The request was not received in time; send it again' };
   return { status: 400, reason: 'Bad Request', message: `Malformed HTTP request (${err.code ?? 'parse error'}); send HTTP/1.1 with well-formed headers` };
 }

@@ -8,8 +8,11 @@
  * - JSON that is not one JSON-RPC 2.0 message (`jsonrpc` other than "2.0", an id that is not a string or integer, no
  *   `method`, a batch array: MCP has no batches since its 2025-06-18 revision): `-32600` (invalid request), with the
  *   request's id when one can be read, else null;
+ * - a request with a member JSON-RPC does not name (`"extra": 1`): `-32600` naming it (it was said to have params
+ *   that are no object);
  * - a request of a method the server handles whose params are not that method's (`tools/call` without a `name`):
- *   `-32602` (invalid params); the SDK answered `-32603`, an internal error, for a mistake of the client's;
+ *   `-32602` (invalid params); the SDK answered `-32603`, an internal error, for a mistake of the client's; a
+ *   `tools/call` whose arguments hold a `"__proto__"` key, which the SDK's schema drops, `-32602` naming it;
  * - a number JSON.parse cannot read as written: beyond a double (`1e400`, read as Infinity) or nonzero and too small
  *   for one (`1e-400`, read as 0, so a `tools/call` sent 0 for a positive-only argument): in a handled request's
  *   params `-32602` naming it (a tool call sends nothing); as the id `-32600`, id null (an answer naming 0 would name
@@ -39,8 +42,8 @@ function readableId(value: unknown): RequestId | null {
  * one, else the first issue's place (`"params._meta.progressToken" …`); it said "must be an object" of any params the
  * schema refused, such as `{"_meta":{"progressToken":1e400}}`.
  */
-type Issue = { path: readonly PropertyKey[]; message: string; errors?: readonly (readonly Issue[])[] };
-function paramsProblem(issues: readonly Issue[]): string {
+type Issue = { path: readonly PropertyKey[]; message: string; code?: string; keys?: readonly string[]; errors?: readonly (readonly Issue[])[] };
+function paramsProblem(issues: readonly Issue[]): string | undefined {
   // a union's issue holds each branch's issues (the request branch first), their paths from where the union is
   const stack: { issue: Issue; at: readonly PropertyKey[] }[] = issues.map((issue) => ({ issue, at: [] })).reverse();
   while (stack.length) {
@@ -49,7 +52,20 @@ function paramsProblem(issues: readonly Issue[]): string {
     if (path[0] === 'params' && path.length > 1) return `"${path.map(String).join('.')}": ${issue.message.toLowerCase()}`;
     for (const branch of [...(issue.errors ?? [])].reverse()) for (const inner of [...branch].reverse()) stack.push({ issue: inner, at: path });
   }
-  return '"params" must be an object';
+  return undefined;
+}
+
+/**
+ * The members of a request that JSON-RPC does not name (`{"jsonrpc":"2.0","id":1,"method":"ping","extra":1}`), which
+ * the SDK's request schema refuses: the answer said `"params" must be an object` of a message whose params were
+ * fine or absent (session 49's outside round). From the request branch of the message union (its first).
+ */
+function unknownMembersProblem(issues: readonly Issue[]): string | undefined {
+  const request = issues.find((i) => i.code === 'invalid_union' && i.path.length === 0)?.errors?.[0];
+  const keys = request?.find((i) => i.code === 'unrecognized_keys' && i.path.length === 0)?.keys;
+  if (!keys?.length) return undefined;
+  const named = keys.map((k) => JSON.stringify(k)).join(', ');
+  return `${named} ${keys.length > 1 ? 'are not members' : 'is not a member'} of a JSON-RPC request (jsonrpc, id, method, params)`;
 }
 
 /** Each client request's params schema, by method (the SDK's own schemas). */
@@ -97,7 +113,7 @@ export function checkMessage(line: string, handledMethods: ReadonlySet<string>):
               ? // JSON.parse already rounded it (9007199254740993 reads as …992): an answer could not name the request
                 '"id" must be a string or an integer of at most 9007199254740991 in magnitude (a larger one cannot be answered exactly)'
               : '"id" must be a string or an integer'
-            : paramsProblem(parsed.error.issues);
+            : (paramsProblem(parsed.error.issues) ?? unknownMembersProblem(parsed.error.issues) ?? '"params" must be an object');
     return { answer: errorAnswer(readableId(m), ErrorCode.InvalidRequest, `Invalid Request: ${why}`) };
   }
   const message = parsed.data;
@@ -113,6 +129,12 @@ export function checkMessage(line: string, handledMethods: ReadonlySet<string>):
     }
   }
   if ('method' in message && 'id' in message && handledMethods.has(message.method)) {
+    // the SDK's tools/call schema reads `arguments` into a new object, where a "__proto__" key sets nothing: the
+    // argument was dropped without a word and the call went out without it (session 49's outside round)
+    const args = message.method === 'tools/call' ? (value as { params?: { arguments?: unknown } }).params?.arguments : undefined;
+    if (args !== null && typeof args === 'object' && Object.hasOwn(args, '__proto__')) {
+      return { answer: errorAnswer(message.id, ErrorCode.InvalidParams, 'Invalid params of tools/call: argument "__proto__" cannot be passed (an MCP server drops it); nothing was sent') };
+    }
     const schema = REQUEST_SCHEMAS.get(message.method);
     const checked = schema?.safeParse(message);
     if (checked && !checked.success) {

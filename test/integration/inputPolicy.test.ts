@@ -875,7 +875,7 @@ describe('the documents state the rules the handlers enforce', () => {
         : expect(body).toEqual({ detail: expect.stringMatching(message) });
     const big = await raw(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`);
     expect(big.status).toBe(431);
-    shaped(big.body, /^Request headers are larger than 64 KiB in all; send smaller headers$/);
+    shaped(big.body, /^The request line and headers are larger than 64 KiB in all; send a shorter URL or smaller headers$/);
     for (const bad of ['GET /health HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n', 'GARBAGE\r\n\r\n', 'GET /health HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n']) {
       const res = await raw(bad);
       expect(res.status).toBe(400);

@@ -135,3 +135,30 @@ test('in a tools/call, the argument is named and the answer says nothing was sen
   // a method the server does not handle keeps its -32601 from the server
   expect(checkMessage(line.replace('tools/call', 'tools/other'), new Set(['tools/call']))).toHaveProperty('message');
 });
+
+// session 49's outside round: the SDK's schemas refuse a member JSON-RPC does not name, and the answer blamed params
+test('a message with a member JSON-RPC does not name is refused naming that member, not said to have params that are no object', async () => {
+  const { t, stdin, taken, answers } = transport();
+  await t.start();
+  stdin.write('{"jsonrpc":"2.0","id":1,"method":"ping","extra":1}\n{"jsonrpc":"2.0","id":2,"method":"ping","params":{},"a":1,"b":2}\n');
+  await tick();
+  expect(answers).toEqual([
+    { jsonrpc: '2.0', id: 1, error: { code: -32600, message: 'Invalid Request: "extra" is not a member of a JSON-RPC request (jsonrpc, id, method, params)' } },
+    { jsonrpc: '2.0', id: 2, error: { code: -32600, message: 'Invalid Request: "a", "b" are not members of a JSON-RPC request (jsonrpc, id, method, params)' } },
+  ]);
+  expect(taken).toEqual([]);
+  await t.close();
+});
+
+// session 49's outside round: the SDK's tools/call schema reads `arguments` into a fresh object, where a "__proto__"
+// key sets nothing: the argument was dropped without a word and the call went out without it
+test('a tools/call whose arguments hold a "__proto__" key is refused with -32602 naming it; nothing is taken', () => {
+  const handled = new Set(['tools/call']);
+  const line = (args: string) => `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"listTasks","arguments":${args}}}`;
+  expect(checkMessage(line('{"__proto__":{"x":1}}'), handled)).toEqual({
+    answer: { jsonrpc: '2.0', id: 7, error: { code: -32602, message: 'Invalid params of tools/call: argument "__proto__" cannot be passed (an MCP server drops it); nothing was sent' } },
+  });
+  // deeper down it is a value like any other, kept as sent
+  const nested = checkMessage(line('{"metadata":{"__proto__":{"x":1}}}'), handled);
+  expect('message' in nested && JSON.stringify(nested.message)).toBe(line('{"metadata":{"__proto__":{"x":1}}}'));
+});
