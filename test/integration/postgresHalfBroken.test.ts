@@ -22,6 +22,7 @@ import { Client } from 'pg';
 import { spawnApi, type ApiProcess } from '../support/apiProcess';
 import { eventually, makeGitRepo } from '../support/harness';
 import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
+import { asAdministrator, untilNewSessionsAre } from '../support/readOnlyPostgres';
 import { SERVICES, serviceRounds, unavailableAnswerProblem } from '../support/serviceRounds';
 
 jest.setTimeout(300_000);
@@ -138,39 +139,13 @@ test('no connection slot free: requests that need a new connection answer 503 in
   expect(await writesOf('after')).toEqual(accepted.after);
 });
 
-/** Runs `sql` on a session of its own that may write whatever the server's default (an administrator's). */
-async function asAdministrator(sql: string): Promise<void> {
-  const admin = new Client({ connectionString: pg.url });
-  await admin.connect();
-  try {
-    await admin.query('SET default_transaction_read_only = off');
-    await admin.query(sql);
-    await admin.query('SELECT pg_reload_conf()');
-  } finally {
-    await admin.end();
-  }
-}
-
-/** Once a new session has `default_transaction_read_only` so, the server has told every session to reload its configuration. */
-async function untilNewSessionsAre(readOnly: 'on' | 'off'): Promise<void> {
-  await eventually(async () => {
-    const c = new Client({ connectionString: pg.url });
-    await c.connect();
-    try {
-      return (await c.query<{ default_transaction_read_only: string }>('SHOW default_transaction_read_only')).rows[0]?.default_transaction_read_only === readOnly;
-    } finally {
-      await c.end();
-    }
-  }, 30_000, 200);
-}
-
 test('read-only (default_transaction_read_only on, as on a standby): reads are served, writes answer 503 in each service\'s shape with Retry-After and write nothing; served again once it takes writes', async () => {
   await eventually(() => allServed('before-read-only'), 60_000, 200);
   const pid = api.child.pid;
 
-  await asAdministrator('ALTER SYSTEM SET default_transaction_read_only = on');
+  await asAdministrator(pg.url, 'ALTER SYSTEM SET default_transaction_read_only = on');
   try {
-    await untilNewSessionsAre('on');
+    await untilNewSessionsAre(pg.url, 'on');
     const answers = await Promise.all(requests('read-only').map(async (r) => ({ r, a: await r.send() })));
     const health = await Promise.all(SERVICES.map((s) => send(s, 'GET', '/health')));
     process.stdout.write(`read-only: ${JSON.stringify(answers.map(({ r, a }) => [r.name, a.status, a.ms]))}\n`);
@@ -183,9 +158,9 @@ test('read-only (default_transaction_read_only on, as on a standby): reads are s
       throw new Error(`${(err as Error).message}\narmada api output:\n${api.output().slice(-4000)}`);
     }
   } finally {
-    await asAdministrator('ALTER SYSTEM RESET default_transaction_read_only');
+    await asAdministrator(pg.url, 'ALTER SYSTEM RESET default_transaction_read_only');
   }
-  await untilNewSessionsAre('off');
+  await untilNewSessionsAre(pg.url, 'off');
 
   await eventually(() => allServed('after-read-only'), 60_000, 200);
   expect(api.child.pid).toBe(pid);

@@ -12,10 +12,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client } from 'pg';
 import { agentConfig, api } from '../support/attemptHelpers';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
 import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
+import { asAdministrator, untilNewSessionsAre } from '../support/readOnlyPostgres';
 import { closeSchedulerStack, schedulerInject } from '../support/schedulerStack';
 
 jest.setTimeout(300_000);
@@ -59,32 +59,6 @@ afterAll(async () => {
   if (home) fs.rmSync(home, { recursive: true, force: true });
   fs.rmSync(marks, { recursive: true, force: true });
 });
-
-/** Runs `sql` on a session of its own that may write whatever the server's default (an administrator's), then reloads. */
-async function asAdministrator(sql: string): Promise<void> {
-  const admin = new Client({ connectionString: pg.url });
-  await admin.connect();
-  try {
-    await admin.query('SET default_transaction_read_only = off');
-    await admin.query(sql);
-    await admin.query('SELECT pg_reload_conf()');
-  } finally {
-    await admin.end();
-  }
-}
-
-/** Once a new session has `default_transaction_read_only` so, the server has told every session to reload its configuration. */
-async function untilNewSessionsAre(readOnly: 'on' | 'off'): Promise<void> {
-  await eventually(async () => {
-    const c = new Client({ connectionString: pg.url });
-    await c.connect();
-    try {
-      return (await c.query<{ default_transaction_read_only: string }>('SHOW default_transaction_read_only')).rows[0]?.default_transaction_read_only === readOnly;
-    } finally {
-      await c.end();
-    }
-  }, 30_000, 200);
-}
 
 const count = async (sql: string, id: string) => (await stack.db.query<{ n: number }>(sql, [id])).rows[0]?.n ?? 0;
 const agentLines = (processId: string) => count("SELECT count(*)::int AS n FROM process_logs WHERE process_id = $1 AND message LIKE 'line %'", processId);
@@ -130,9 +104,9 @@ test('read-only PostgreSQL under the worker: an attempt and a scheduler run keep
 
   let during: { agent: number; script: number };
   let atEnd: { agent: number; script: number };
-  await asAdministrator('ALTER SYSTEM SET default_transaction_read_only = on');
+  await asAdministrator(pg.url, 'ALTER SYSTEM SET default_transaction_read_only = on');
   try {
-    await untilNewSessionsAre('on');
+    await untilNewSessionsAre(pg.url, 'on');
     during = { agent: await agentLines(started.processId), script: await scriptLines(executionId) };
     fs.writeFileSync(GO_ON, '');
     // both print the rest and end while the database takes no writes; then a few seconds more
@@ -140,9 +114,9 @@ test('read-only PostgreSQL under the worker: an attempt and a scheduler run keep
     await new Promise((r) => setTimeout(r, READ_ONLY_MS));
     atEnd = { agent: await agentLines(started.processId), script: await scriptLines(executionId) };
   } finally {
-    await asAdministrator('ALTER SYSTEM RESET default_transaction_read_only');
+    await asAdministrator(pg.url, 'ALTER SYSTEM RESET default_transaction_read_only');
   }
-  await untilNewSessionsAre('off');
+  await untilNewSessionsAre(pg.url, 'off');
   // nothing was written meanwhile: the lines waited in the worker
   expect(atEnd).toEqual(during);
   expect(during).toEqual({ agent: FIRST, script: FIRST });
