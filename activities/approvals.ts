@@ -1,5 +1,8 @@
-/** Projection writes of approvalWorkflow: idempotent upserts of the approval row, its responses and its final status. */
-import { closeApproval, insertApproval, insertResponse } from '../lib/db/approvals';
+/**
+ * Projection writes of approvalWorkflow: idempotent writes of its responses and its final status; whether its row was
+ * stored (the API inserts it), or, for runs started before `approval-waits-for-row`, an upsert of the row.
+ */
+import { approvalStored, closeApproval, insertApproval, insertResponse } from '../lib/db/approvals';
 import { lockAttemptKey } from '../lib/db/attempts';
 import { withTransaction } from '../lib/db/pool';
 import { approvalMetrics } from '../lib/approvals/metrics';
@@ -16,7 +19,16 @@ export function createApprovalActivities(deps: Pick<ActivityDeps, 'db' | 'metric
   };
   return {
     /**
-     * Inserts the approval row if the API did not (publishes approval.created once). False when its attempt is gone,
+     * Whether the approval a workflow runs was stored: the workflow is started inside the inserting transaction, before
+     * the COMMIT, so this waits for that transaction's end and reads the row. False: the COMMIT failed (the request was
+     * answered 503) or never came (the API died), or the row went with its attempt since — nobody can answer it.
+     */
+    async approvalRecordStored(input: { approvalId: string }): Promise<boolean> {
+      return withTransaction(deps.db, (c) => approvalStored(c, input.approvalId));
+    },
+
+    /**
+     * Runs started before `approval-waits-for-row` only. Inserts the approval row if the API did not (publishes approval.created once). False when its attempt is gone,
      * so there is no row and never will be: the API's transaction that started the workflow did not commit and the
      * attempt was deleted since, or the row committed and went with the attempt's delete (which also cancelled the
      * workflow) before this ran. The attempt's key-share lock keeps a delete from coming between check and insert.

@@ -2,12 +2,17 @@
  * approvalWorkflow (`approval:<id>`): one approval request from creation to its final status. Responses and the
  * requester's cancel are Temporal updates whose validators refuse what the rules forbid before anything reaches
  * history; expiry is a durable timer, so it happens even when no worker was running at `expiresAt`.
+ *
+ * The API starts it inside the transaction that inserts the request's row, before the COMMIT. It first waits for that
+ * transaction's end and ends `not-stored`, doing nothing, when the row was not stored (`approval-waits-for-row`):
+ * before, its first activity inserted the row itself, so a create answered 503 (the COMMIT failed, or Temporal's start
+ * answered late) still became an approval, and a client that sent it again as told got two.
  */
-import { ApplicationFailure, allHandlersFinished, condition, defineQuery, defineUpdate, proxyActivities, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, allHandlersFinished, condition, defineQuery, defineUpdate, patched, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { ApprovalDecision, ApprovalFinalStatus, ApprovalStatus, ApprovalType } from '../lib/db/approvals';
 
-const { recordApproval, recordApprovalResponse, closeApprovalRecord } = proxyActivities<Activities>({
+const { approvalRecordStored, recordApproval, recordApprovalResponse, closeApprovalRecord } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
   // projection writes retry until PostgreSQL is back; they are idempotent
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
@@ -62,7 +67,10 @@ export const respondUpdate = defineUpdate<RespondResult, [RespondInput]>('respon
 export const cancelApprovalUpdate = defineUpdate<ApprovalState, [{ user: string }]>('cancel');
 export const approvalStateQuery = defineQuery<ApprovalState>('state');
 
-export async function approvalWorkflow(request: ApprovalRequest): Promise<ApprovalFinalStatus> {
+/** How a request's workflow ends: its final status, or `not-stored` when its row never committed (or went with its attempt before the workflow first looked). */
+export type ApprovalWorkflowResult = ApprovalFinalStatus | 'not-stored';
+
+export async function approvalWorkflow(request: ApprovalRequest): Promise<ApprovalWorkflowResult> {
   let status: ApprovalState['status'] = 'pending';
   const responses: ApprovalResponse[] = [];
 
@@ -123,9 +131,17 @@ export async function approvalWorkflow(request: ApprovalRequest): Promise<Approv
     },
   );
 
-  // false: the attempt is gone, and the request's row with it (or it never committed): nobody can answer it. A
-  // history from before recordApproval answered has no result here (undefined) and goes on as it did.
-  if ((await recordApproval(request)) === false) {
+  if (patched('approval-waits-for-row')) {
+    // no row: its transaction did not commit (its request was answered 503, or not at all), or the row went with its
+    // attempt since. Nobody can answer it; no event, nothing counted. A response cannot have come: the routes answer
+    // 404 for a request without a row.
+    if (!(await approvalRecordStored({ approvalId: request.id }))) {
+      status = 'cancelled';
+      return 'not-stored';
+    }
+  } else if ((await recordApproval(request)) === false) {
+    // runs started before the patch upsert the row. False: the attempt is gone, and the request's row with it (or it
+    // never committed). A history from before recordApproval answered has no result here (undefined) and goes on.
     status = 'cancelled';
     return status;
   }

@@ -10,7 +10,7 @@ import { AppError, conflict, forbidden, notFound, validationError } from '../../
 import { newId } from '../../lib/ids';
 import { closeApprovalOfClosedWorkflow } from '../../lib/approvals/closedWorkflows';
 import { approvalMetrics } from '../../lib/approvals/metrics';
-import { getApproval, insertApproval, listHistoryFor, listPendingFor, listResponses, type ApprovalRow, type ApprovalResponseRow } from '../../lib/db/approvals';
+import { getApproval, insertApproval, listHistoryFor, listPendingFor, listResponses, lockApprovalInsert, type ApprovalRow, type ApprovalResponseRow } from '../../lib/db/approvals';
 import { lockAttemptKey } from '../../lib/db/attempts';
 import { withTransaction } from '../../lib/db/pool';
 import { approvalWorkflow, cancelApprovalUpdate, respondUpdate, type ApprovalRequest } from '../../workflows/approvalWorkflow';
@@ -48,6 +48,22 @@ export function noWorkerApplied(what: 'response' | 'cancel', id: string, waitMs:
       `Temporal holds it and may still apply it when a worker comes, so it may or may not have been applied. ` +
       `Read the approval before deciding again; the same request sent again is the same update and is applied at most once`,
     { outcome: 'unknown', waitedMs: waitMs },
+  );
+}
+
+/**
+ * A create whose COMMIT's outcome is unknown (PostgreSQL ended the session with the COMMIT sent, or stopped answering
+ * while it was on its way) is stored or not, and the client cannot tell which from the answer alone: the 503 names the
+ * approval's id (`details.approvalId`), so that the client reads it — a 404 once PostgreSQL answers means it was not
+ * stored (its workflow ends doing nothing) and may be sent again. Any other error as it is.
+ */
+export function outcomeUnknownNaming(err: unknown, id: string): unknown {
+  if (!(err instanceof AppError) || err.statusCode !== 503 || err.details?.outcome !== 'unknown') return err;
+  return new AppError(
+    503,
+    err.code,
+    `${err.message}. The approval's id is ${id}: GET /api/approvals/${id} answers 404 if it was not stored (then send it again), 200 if it was`,
+    { ...err.details, approvalId: id },
   );
 }
 
@@ -172,14 +188,16 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
         createdBy: actingUser(request, deps.localUser),
         createdAt: new Date().toISOString(),
       };
-      // the row and approval.created commit only when the workflow started; the workflow's first activity upserts
-      // the same row, so a crash between start and commit still ends with the row
+      // the row and approval.created commit only when the workflow started; the workflow waits for this
+      // transaction's end (the advisory lock) and ends doing nothing when the row did not commit, so a create
+      // answered 503 leaves no approval behind and may be sent again (docs/approvals.md, "Create")
       await withTransaction(deps.db, async (c) => {
         // the attempt's key-share lock, held to the commit: a delete of the attempt locks its row, so it comes after
         // this and finds the approval (and cancels its workflow), or came before and this is a 404 without a workflow
         if (!(await lockAttemptKey(c, b.taskAttemptId))) throw notFound(`Task attempt ${b.taskAttemptId} not found`);
         if (b.expiresAt && Date.parse(b.expiresAt) <= Date.now()) throw validationError('expiresAt must be in the future', { expiresAt: 'must be in the future' });
         await insertApproval(c, input);
+        await lockApprovalInsert(c, input.id);
         const client = await deps.temporal.client();
         await callTemporal(() =>
           client.workflow.start(approvalWorkflow, {
@@ -188,6 +206,8 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
             args: [input],
           }),
         );
+      }).catch((err: unknown) => {
+        throw outcomeUnknownNaming(err, input.id);
       });
       return reply.code(201).send(ok(version, await detail(input.id)));
     },

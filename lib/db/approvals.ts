@@ -66,9 +66,30 @@ function eventData(a: ApprovalRow) {
 }
 
 /**
- * Inserts the approval once (idempotent: the API and the workflow's first activity both call it) and publishes
- * `approval.created` only when this call inserted it. Returns the row either way.
+ * Inserts the approval once (idempotent: the API and, in runs started before `approval-waits-for-row`, the workflow's
+ * first activity both call it) and publishes `approval.created` only when this call inserted it. Returns the row
+ * either way.
  */
+/**
+ * Taken by the transaction that inserts an approval and starts its workflow before it commits; `approvalStored` takes
+ * it too, so it waits for that transaction to end before it looks.
+ */
+export async function lockApprovalInsert(c: Queryable, id: string): Promise<void> {
+  await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`approval:${id}`]);
+}
+
+/**
+ * Whether approval `id` was stored: read once the transaction that inserted it (and started the workflow asking) has
+ * ended, committed or rolled back (`lockApprovalInsert`; a session whose API process died ends when PostgreSQL
+ * notices, a restart ends them all). False also for one that went with its attempt since. Run in a transaction of
+ * its own (`withTransaction`).
+ */
+export async function approvalStored(c: Queryable, id: string): Promise<boolean> {
+  await lockApprovalInsert(c, id);
+  const { rowCount } = await c.query('SELECT 1 FROM approvals WHERE id = $1', [id]);
+  return (rowCount ?? 0) > 0;
+}
+
 export async function insertApproval(db: Queryable, a: NewApproval): Promise<ApprovalRow> {
   const { rows } = await db.query<ApprovalRow>(
     `INSERT INTO approvals (id, task_attempt_id, type, title, description, metadata, approvers, expires_at, created_by, created_at)
