@@ -1,6 +1,6 @@
 /** SQL for approvals and approval_responses (the projection of approvalWorkflow). */
 import { publishEvent } from '../events/publish';
-import type { Queryable } from './pool';
+import { afterInsertingTransaction, type Queryable } from './pool';
 
 export const APPROVAL_TYPES = ['merge', 'deploy', 'custom'] as const;
 export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'cancelled'] as const;
@@ -85,7 +85,7 @@ export async function lockApprovalInsert(c: Queryable, id: string): Promise<void
  * its own (`withTransaction`).
  */
 export async function approvalStored(c: Queryable, id: string): Promise<boolean> {
-  await lockApprovalInsert(c, id);
+  await afterInsertingTransaction(c, (q) => lockApprovalInsert(q, id));
   const { rowCount } = await c.query('SELECT 1 FROM approvals WHERE id = $1', [id]);
   return (rowCount ?? 0) > 0;
 }

@@ -1,7 +1,7 @@
 /** SQL for drafts, follow-up drafts, retry drafts, follow-up queues and draft queues of an attempt. */
 import { publishEvent } from '../events/publish';
 import { lockAttemptKey } from './attempts';
-import type { Queryable } from './pool';
+import { afterInsertingTransaction, type Queryable } from './pool';
 
 export const DRAFT_TYPES = ['follow_up', 'retry', 'initial'] as const;
 export type DraftType = (typeof DRAFT_TYPES)[number];
@@ -117,7 +117,7 @@ export async function lockFollowUpInsert(c: Queryable, id: string): Promise<void
  * when PostgreSQL notices, a restart ends them all). Run in a transaction of its own (`withTransaction`).
  */
 export async function followUpStored(c: Queryable, kind: 'draft' | 'queue', id: string): Promise<boolean> {
-  await lockFollowUpInsert(c, id);
+  await afterInsertingTransaction(c, (q) => lockFollowUpInsert(q, id));
   const { rowCount } = await c.query(kind === 'draft' ? 'SELECT 1 FROM follow_up_drafts WHERE id = $1' : 'SELECT 1 FROM follow_up_queues WHERE id = $1', [id]);
   return (rowCount ?? 0) > 0;
 }

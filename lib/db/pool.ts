@@ -191,6 +191,18 @@ export function postgresRefusingConnectionsReason(err: unknown): string {
   return `PostgreSQL refuses new connections for want of a resource (SQLSTATE ${String(code)}: ${message}); requests that need a new connection answer 503 until it is back`;
 }
 
+/**
+ * Inside a transaction of its own (`withTransaction`), waits for the end of the transaction that holds `takeLock`'s
+ * advisory lock: one that inserts a row and starts the workflow asking before it commits (a follow-up, a project's
+ * clone, an approval). The wait is bounded (lock_timeout 20 s, under those activities' 30 s try): a session PostgreSQL
+ * has not yet found dead (an API host cut off without a reset) fails the try with 55P03 and the activity tries again,
+ * instead of each timed-out try leaving a worker connection waiting on the lock.
+ */
+export async function afterInsertingTransaction(c: Queryable, takeLock: (c: Queryable) => Promise<void>): Promise<void> {
+  await c.query("SET LOCAL lock_timeout = '20s'");
+  await takeLock(c);
+}
+
 /** Runs fn inside BEGIN/COMMIT, rolling back on any error; the client is always released. */
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();

@@ -1,5 +1,5 @@
 /** SQL for the projects table. */
-import type { Queryable } from './pool';
+import { afterInsertingTransaction, type Queryable } from './pool';
 
 export interface ProjectRow {
   id: string;
@@ -105,7 +105,7 @@ export async function lockProjectInsert(c: Queryable, id: string): Promise<void>
  * asking) has ended, committed or rolled back (`lockProjectInsert`). Run in a transaction of its own.
  */
 export async function projectStored(c: Queryable, id: string): Promise<boolean> {
-  await lockProjectInsert(c, id);
+  await afterInsertingTransaction(c, (q) => lockProjectInsert(q, id));
   const { rowCount } = await c.query('SELECT 1 FROM projects WHERE id = $1', [id]);
   return (rowCount ?? 0) > 0;
 }
