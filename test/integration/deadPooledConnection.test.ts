@@ -43,7 +43,9 @@ beforeAll(async () => {
   proxied.hostname = '127.0.0.1';
   admin = new Client({ connectionString: pg.url, application_name: 'test-admin' });
   await admin.connect();
-  api = await spawnApi({ home, databaseUrl: proxied.toString(), env: { PGAPPNAME: POOL_APPLICATION_NAME } });
+  // the API's own lock_timeout (5 s) would answer the slow request 503 before the 10 s this test waits: that limit is
+  // off here (apiLockTimeout tests it), so what is checked is the dead-connection check leaving a slow statement alone
+  api = await spawnApi({ home, databaseUrl: proxied.toString(), env: { PGAPPNAME: POOL_APPLICATION_NAME, ARMADA_API_LOCK_TIMEOUT_MS: '0' } });
   const p = await send('task', 'POST', '/api/projects', { name: 'Dead connections', repository: { url: makeGitRepo() } });
   expect(p.status).toBe(201);
   projectId = (p.body.data as { id: string }).id;
