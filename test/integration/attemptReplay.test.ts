@@ -40,6 +40,7 @@ describe('what the recorded histories cover', () => {
     ['followUpDraftWorkflow', 'follow-up-waits-for-row'],
     ['followUpQueueWorkflow', 'follow-up-waits-for-row'],
     ['cloneProjectWorkflow', 'project-clone-waits-for-row'],
+    ['approvalWorkflow', 'approval-waits-for-row'],
   ])('%s has histories from before and after %s', (workflowType, patch) => {
     const ofType = summaries.filter((s) => s.workflowType === workflowType);
     expect(ofType.filter((s) => !s.patches.includes(patch)).map((s) => s.file)).not.toEqual([]);
