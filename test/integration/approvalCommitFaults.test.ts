@@ -18,6 +18,7 @@ import { POSTGRES_OUTCOME_UNKNOWN } from '../../lib/db/releasedWhenDown';
 import { createDependencyState } from '../../lib/runtime/dependencies';
 import { spawnApi, type ApiProcess } from '../support/apiProcess';
 import { createProjectAndTask, insertAttempt } from '../support/attempts';
+import { holdCommitsOf } from '../support/holdCommit';
 import { eventually, logger, startTestStack, TEST_API_KEY, type TestStack } from '../support/harness';
 
 jest.setTimeout(180_000);
@@ -67,14 +68,7 @@ beforeAll(async () => {
   stack = await startTestStack({ services: ['task'], worker: true, dependencies: createDependencyState(logger) });
   ({ taskId } = await createProjectAndTask(stack));
   // sleeps in the COMMIT of an approval whose title starts with HOLD (HOLD-LONG: 60 s, else 3 s)
-  await stack.db.query(`
-    CREATE FUNCTION test_hold_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      PERFORM pg_sleep(CASE WHEN NEW.title LIKE 'HOLD-LONG%' THEN 60 ELSE 3 END);
-      RETURN NULL;
-    END $$;
-    CREATE CONSTRAINT TRIGGER test_hold_commit AFTER INSERT ON approvals DEFERRABLE INITIALLY DEFERRED
-      FOR EACH ROW WHEN (NEW.title LIKE 'HOLD%') EXECUTE FUNCTION test_hold_commit();`);
+  await holdCommitsOf(stack.db, [{ table: 'approvals', column: 'title' }]);
 }, 120_000);
 afterAll(async () => {
   await api?.stop();

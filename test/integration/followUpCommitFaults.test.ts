@@ -19,6 +19,7 @@ import { POSTGRES_OUTCOME_UNKNOWN } from '../../lib/db/releasedWhenDown';
 import { createDependencyState } from '../../lib/runtime/dependencies';
 import { spawnApi, type ApiProcess } from '../support/apiProcess';
 import { createProjectAndTask, insertAttempt } from '../support/attempts';
+import { holdCommitsOf } from '../support/holdCommit';
 import { attemptStandInWorkflow, finishSignal, followUpsQuery } from '../support/attemptStandInWorkflow';
 import { env, ensureTemporalRuntime, eventually, logger, startTestStack, TEST_API_KEY, type TestStack } from '../support/harness';
 
@@ -66,16 +67,10 @@ beforeAll(async () => {
   stack = await startTestStack({ services: ['task'], worker: true, dependencies: createDependencyState(logger) });
   ({ taskId } = await createProjectAndTask(stack));
   // sleeps in the COMMIT of a follow-up draft or queue item whose prompt starts with HOLD (HOLD-LONG: 60 s, else 3 s)
-  await stack.db.query(`
-    CREATE FUNCTION test_hold_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      PERFORM pg_sleep(CASE WHEN NEW.prompt LIKE 'HOLD-LONG%' THEN 60 ELSE 3 END);
-      RETURN NULL;
-    END $$;
-    CREATE CONSTRAINT TRIGGER test_hold_commit AFTER INSERT ON follow_up_drafts DEFERRABLE INITIALLY DEFERRED
-      FOR EACH ROW WHEN (NEW.prompt LIKE 'HOLD%') EXECUTE FUNCTION test_hold_commit();
-    CREATE CONSTRAINT TRIGGER test_hold_commit AFTER INSERT ON follow_up_queue_items DEFERRABLE INITIALLY DEFERRED
-      FOR EACH ROW WHEN (NEW.prompt LIKE 'HOLD%') EXECUTE FUNCTION test_hold_commit();`);
+  await holdCommitsOf(stack.db, [
+    { table: 'follow_up_drafts', column: 'prompt' },
+    { table: 'follow_up_queue_items', column: 'prompt' },
+  ]);
   ensureTemporalRuntime();
   standInConnection = await NativeConnection.connect({ address: env('ARMADA_TEST_TEMPORAL_ADDRESS') });
   standInWorker = await Worker.create({
