@@ -10,7 +10,8 @@
  *   (lib/attempts/closedWorkflows.ts, the task API's pass every minute) records it cancelled; before, nothing did.
  * - terminated while its start is still pending (its confirmation lost): the start reconciler, which repeats the
  *   workflow start, never starts a new run of the closed id (before session 49 it did: the attempt ran again), and
- *   records it cancelled as the closed-workflow reconciler would.
+ *   records it cancelled as the closed-workflow reconciler would; so does a replay of the start with its
+ *   Idempotency-Key (the same attempt answered, no new run).
  * - cancelled from Temporal's side while the worktree is made (held at a fault point): the workflow records the
  *   attempt cancelled (patch `cancel-while-preparing-recorded`), and the held prepareWorktree, once it goes on, finds
  *   it so and removes the worktree it made. Before, the attempt stayed `running`.
@@ -179,6 +180,39 @@ test('terminated in Temporal while its start is still pending: the start reconci
   await staysSettled(attemptId, taskId, processId);
   expect((await (await handleOf(attemptId)).describe()).runId).toBe(runId);
   expect((await h.attempt(holder.attemptId)).status).toBe('running');
+  expect((await h.inject('POST', `/api/attempts/${holder.attemptId}/cancel`)).statusCode).toBe(200);
+});
+
+test('terminated in Temporal while its start is pending, then the start sent again with its Idempotency-Key: the replay answers the same attempt and starts no new run', async () => {
+  const p = await h.project();
+  const holderTask = await h.task(p.id, 'SLEEP until ended');
+  const holder = await h.start(holderTask, 'single');
+  await eventually(async () => (await h.inject('GET', `/api/processes/${holder.processId}`)).json().data.pid as number | null, 30_000);
+  const taskId = await h.task(p.id, 'SLEEP until ended');
+  const key = { 'idempotency-key': `terminated-${taskId}` };
+  const { attemptId, processId } = await h.start(taskId, 'single', key);
+  await eventually(async () => (await logsOf(processId)).some((l) => l.message.startsWith('waiting for a free single slot')), 30_000);
+  // its first request's confirmation lost (the API died after the workflow start), then the run terminated
+  await stack.db.query(`UPDATE attempts SET start_pending_since = now() - interval '1 hour' WHERE id = $1`, [attemptId]);
+  const handle = await handleOf(attemptId);
+  const { runId } = await handle.describe();
+  await handle.terminate('stuck before the retry');
+
+  // the client sends its start again, as told after a lost answer: the same attempt, and no new run of the closed id
+  const again = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'single' }, key);
+  expect(again.statusCode).toBe(200);
+  expect(again.json().data).toMatchObject({ attemptId, processId });
+  const client = await stack.temporal.client();
+  const runs: string[] = [];
+  for await (const w of client.workflow.list({ query: `WorkflowId = 'attempt:${attemptId}'` })) runs.push(w.runId);
+  expect(runs).toEqual([runId]);
+  // recorded as the closed-workflow reconciler records it, once
+  const row = (await stack.db.query('SELECT status, start_pending_since FROM attempts WHERE id = $1', [attemptId])).rows[0];
+  expect(row).toEqual({ status: 'cancelled', start_pending_since: null });
+  expect(await taskStatus(taskId)).toBe('pending');
+  const logs = await logsOf(processId);
+  expect(logs.filter((l) => l.message === 'the workflow was terminated in Temporal (reason: stuck before the retry) while the attempt ran; the attempt is recorded cancelled')).toHaveLength(1);
+  await staysSettled(attemptId, taskId, processId);
   expect((await h.inject('POST', `/api/attempts/${holder.attemptId}/cancel`)).statusCode).toBe(200);
 });
 
