@@ -18,9 +18,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client } from 'pg';
+import type { Client } from 'pg';
 import { spawnApi, type ApiProcess } from '../support/apiProcess';
 import { eventually, makeGitRepo } from '../support/harness';
+import { connectionSlots } from '../support/connectionSlots';
 import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
 import { asAdministrator, untilNewSessionsAre } from '../support/readOnlyPostgres';
 import { SERVICES, serviceRounds, unavailableAnswerProblem } from '../support/serviceRounds';
@@ -36,7 +37,7 @@ let pg: OwnPostgres;
 let api: ApiProcess;
 let projectId: string;
 /** The other client's connections, each holding a slot. */
-const held: Client[] = [];
+const { held, takeEveryFreeSlot, letGo } = connectionSlots(() => pg.url, OTHER_CLIENT);
 
 beforeAll(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-pg-slots-'));
@@ -57,26 +58,6 @@ afterAll(async () => {
 });
 
 const { send, requests, allServed, writesOf, accepted } = serviceRounds((service) => api.base(service), () => projectId, 60_000);
-
-async function letGo(): Promise<void> {
-  await Promise.all(held.splice(0).map((c) => c.end().catch(() => undefined)));
-}
-
-/** Opens connections of the other client until PostgreSQL refuses one for want of a slot; how many it holds then. */
-async function takeEveryFreeSlot(): Promise<number> {
-  for (;;) {
-    const c = new Client({ connectionString: pg.url, application_name: OTHER_CLIENT });
-    c.on('error', () => undefined);
-    try {
-      await c.connect();
-      held.push(c);
-    } catch (err) {
-      await c.end().catch(() => undefined);
-      if ((err as { code?: unknown }).code === '53300') return held.length;
-      throw err;
-    }
-  }
-}
 
 /** The backends of the API's pool now (seen on one of the other client's connections). */
 async function poolBackends(): Promise<number> {

@@ -13,9 +13,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client } from 'pg';
+import type { Client } from 'pg';
 import { spawnApi, type ApiProcess } from '../support/apiProcess';
 import { eventually, makeGitRepo } from '../support/harness';
+import { connectionSlots } from '../support/connectionSlots';
 import { startOwnPostgres, type OwnPostgres } from '../support/ownPostgres';
 import { timedRequest, type TimedAnswer } from '../support/timedRequest';
 
@@ -29,7 +30,7 @@ const NOT_ANSWERING = /not answering/;
 let home: string;
 let pg: OwnPostgres;
 let api: ApiProcess;
-const held: Client[] = [];
+const { held, takeEveryFreeSlot, letGo } = connectionSlots(() => pg.url, OTHER_CLIENT);
 
 beforeAll(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-pg-full-'));
@@ -47,26 +48,6 @@ afterAll(async () => {
 
 const send = (method: 'GET' | 'POST', url: string, payload?: unknown): Promise<TimedAnswer> =>
   timedRequest(`${api.base('task')}${url}`, { method, payload, timeoutMs: 60_000 });
-
-async function letGo(): Promise<void> {
-  await Promise.all(held.splice(0).map((c) => c.end().catch(() => undefined)));
-}
-
-/** Opens connections of the other client until PostgreSQL refuses one for want of a slot. */
-async function takeEveryFreeSlot(): Promise<void> {
-  for (;;) {
-    const c = new Client({ connectionString: pg.url, application_name: OTHER_CLIENT });
-    c.on('error', () => undefined);
-    try {
-      await c.connect();
-      held.push(c);
-    } catch (err) {
-      await c.end().catch(() => undefined);
-      if ((err as { code?: unknown }).code === '53300') return;
-      throw err;
-    }
-  }
-}
 
 /** Ends the sessions whose application_name matches `which` (on one of the other client's connections); how many. */
 async function endSessions(which: 'probe' | 'pool'): Promise<number> {
