@@ -18,6 +18,7 @@
  *
  * Each: nothing flips the attempt back (a reconciler pass, a wait).
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { reconcileClosedAttemptWorkflows } from '../../lib/attempts/closedWorkflows';
 import { reconcilePendingStarts } from '../../api/task/attemptService';
@@ -67,6 +68,21 @@ const taskStatus = async (taskId: string) => (await h.inject('GET', `/api/tasks/
 const processStatus = async (processId: string) => (await h.inject('GET', `/api/processes/${processId}`)).json().data.status as string;
 const handleOf = async (attemptId: string) => (await stack.temporal.client()).workflow.getHandle(`attempt:${attemptId}`);
 
+/**
+ * An attempt waiting for `single`'s slot (maxConcurrent 1), held by another attempt's running agent: no agent runs for
+ * it to notice a terminate. Cancel `holder` at the end.
+ */
+async function attemptWaitingForSlot(headers?: Record<string, string>) {
+  const p = await h.project();
+  const holderTask = await h.task(p.id, 'SLEEP until ended');
+  const holder = await h.start(holderTask, 'single');
+  await eventually(async () => (await h.inject('GET', `/api/processes/${holder.processId}`)).json().data.pid as number | null, 30_000);
+  const taskId = await h.task(p.id, 'SLEEP until ended');
+  const { attemptId, processId } = await h.start(taskId, 'single', headers);
+  await eventually(async () => (await logsOf(processId)).some((l) => l.message.startsWith('waiting for a free single slot')), 30_000);
+  return { holder, taskId, attemptId, processId };
+}
+
 /** Both reconcilers that could touch an attempt run a pass, then a while passes: the attempt and its task stay as they are. */
 async function staysSettled(attemptId: string, taskId: string, processId: string): Promise<void> {
   const client = await stack.temporal.client();
@@ -103,14 +119,8 @@ test('terminated in Temporal while its agent runs: the agent is stopped and the 
 });
 
 test('terminated in Temporal while the attempt waits for an agent slot: the closed-workflow reconciler records it cancelled', async () => {
-  const p = await h.project();
   // `single` has maxConcurrent 1: the first attempt's agent holds the slot, the second waits for it
-  const holderTask = await h.task(p.id, 'SLEEP until ended');
-  const holder = await h.start(holderTask, 'single');
-  await eventually(async () => (await h.inject('GET', `/api/processes/${holder.processId}`)).json().data.pid as number | null, 30_000);
-  const taskId = await h.task(p.id, 'SLEEP until ended');
-  const { attemptId, processId } = await h.start(taskId, 'single');
-  await eventually(async () => (await logsOf(processId)).some((l) => l.message.startsWith('waiting for a free single slot')), 30_000);
+  const { holder, taskId, attemptId, processId } = await attemptWaitingForSlot();
 
   await (await handleOf(attemptId)).terminate('stuck in the queue');
   // no agent ran to notice it: the waiting try ends with the cancellation, and the rows stay as they were
@@ -138,14 +148,8 @@ test('terminated in Temporal while the attempt waits for an agent slot: the clos
 });
 
 test('terminated in Temporal while its start is still pending: the start reconciler never starts it again, and records it as the closed-workflow reconciler does', async () => {
-  const p = await h.project();
   // the attempt waits for `single`'s slot (no agent runs to notice the terminate), as in the test before
-  const holderTask = await h.task(p.id, 'SLEEP until ended');
-  const holder = await h.start(holderTask, 'single');
-  await eventually(async () => (await h.inject('GET', `/api/processes/${holder.processId}`)).json().data.pid as number | null, 30_000);
-  const taskId = await h.task(p.id, 'SLEEP until ended');
-  const { attemptId, processId } = await h.start(taskId, 'single');
-  await eventually(async () => (await logsOf(processId)).some((l) => l.message.startsWith('waiting for a free single slot')), 30_000);
+  const { holder, taskId, attemptId, processId } = await attemptWaitingForSlot();
   // its start left pending, as when the API process that started the workflow died before confirming it (phase 3)
   await stack.db.query(`UPDATE attempts SET start_pending_since = now() - interval '1 hour' WHERE id = $1`, [attemptId]);
   const handle = await handleOf(attemptId);
@@ -184,14 +188,8 @@ test('terminated in Temporal while its start is still pending: the start reconci
 });
 
 test('terminated in Temporal while its start is pending, then the start sent again with its Idempotency-Key: the replay answers the same attempt and starts no new run', async () => {
-  const p = await h.project();
-  const holderTask = await h.task(p.id, 'SLEEP until ended');
-  const holder = await h.start(holderTask, 'single');
-  await eventually(async () => (await h.inject('GET', `/api/processes/${holder.processId}`)).json().data.pid as number | null, 30_000);
-  const taskId = await h.task(p.id, 'SLEEP until ended');
-  const key = { 'idempotency-key': `terminated-${taskId}` };
-  const { attemptId, processId } = await h.start(taskId, 'single', key);
-  await eventually(async () => (await logsOf(processId)).some((l) => l.message.startsWith('waiting for a free single slot')), 30_000);
+  const key = { 'idempotency-key': `terminated-${crypto.randomUUID()}` };
+  const { holder, taskId, attemptId, processId } = await attemptWaitingForSlot(key);
   // its first request's confirmation lost (the API died after the workflow start), then the run terminated
   await stack.db.query(`UPDATE attempts SET start_pending_since = now() - interval '1 hour' WHERE id = $1`, [attemptId]);
   const handle = await handleOf(attemptId);
