@@ -4,7 +4,7 @@
 // hundred MB costs milliseconds of CPU and blocked event loop per spawn, against a fraction of one from here.
 // Plain JS with no dependencies, so it starts fast and stays small. The process groups it started are the parent's to
 // stop (it knows their pids), except when the parent goes away without stopping them (killed outright: kill -9, out
-// of memory): then this process stops the groups whose leader still runs, then exits.
+// of memory): then this process stops the groups whose leader still runs and the commands still running, then exits.
 const { execFile, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -42,14 +42,65 @@ function signalGroup(pid, signal) {
   }
 }
 
-/** The parent is gone: SIGTERM to every group still led by its leader, SIGKILL after the longest grace, then exit. */
+/**
+ * The commands of `run` still running (pids). When the parent goes away they are the steps of its activities, which
+ * nobody waits for any more, and the activity's retry (on another worker, or this host's next one) does the step again:
+ * left running they raced it: a `git clone` went on, bound for the `<id>.partial` that the retry removes and clones
+ * into (test/integration/projectCloneWorkerKill.test.ts).
+ */
+const commands = new Set();
+
+/** The pids of `pid`'s descendants, from /proc (Linux; none elsewhere): a command's own children (git's helpers). */
+function descendants(pid) {
+  const found = [];
+  const todo = [pid];
+  while (todo.length) {
+    const p = todo.pop();
+    let tasks = [];
+    try {
+      tasks = fs.readdirSync(`/proc/${p}/task`);
+    } catch {
+      continue; // gone, or no /proc
+    }
+    for (const t of tasks) {
+      let children = [];
+      try {
+        children = fs.readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+      } catch {
+        /* gone meanwhile */
+      }
+      for (const c of children) {
+        found.push(c);
+        todo.push(c);
+      }
+    }
+  }
+  return found;
+}
+
+function signalPid(pid, signal) {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    /* gone */
+  }
+}
+
+/**
+ * The parent is gone: SIGTERM to every group still led by its leader and to every command still running with its
+ * descendants (git removes its lock files and a clone's half-made directory on SIGTERM), SIGKILL after the longest
+ * grace, then exit.
+ */
 function stopGroupsAndExit() {
-  if (!running.size) process.exit(0);
+  if (!running.size && !commands.size) process.exit(0);
   const groups = [...running.keys()];
-  const grace = Math.max(...running.values());
+  const pids = [...commands].flatMap((pid) => [pid, ...descendants(pid)]);
+  const grace = Math.max(...running.values(), ...(pids.length ? [DEFAULT_GRACE_MS] : []));
   for (const pid of groups) signalGroup(pid, 'SIGTERM');
+  for (const pid of pids) signalPid(pid, 'SIGTERM');
   setTimeout(() => {
     for (const pid of groups) signalGroup(pid, 'SIGKILL');
+    for (const pid of pids) signalPid(pid, 'SIGKILL');
     process.exit(0);
   }, grace);
 }
@@ -81,6 +132,7 @@ function run(m) {
   let child;
   try {
     child = execFile(m.file, m.args, { cwd: m.cwd, env: m.env, timeout: m.timeoutMs, maxBuffer: m.maxBuffer }, (err, stdout, stderr) => {
+      if (child) commands.delete(child.pid);
       const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
       reply({ id: m.id, code, stdout: String(stdout), stderr: String(stderr) });
     });
@@ -88,6 +140,7 @@ function run(m) {
     reply({ id: m.id, code: 1, stdout: '', stderr: err?.message ? err.message : String(err) });
     return;
   }
+  if (child.pid) commands.add(child.pid);
   if (child.stdin) {
     child.stdin.on('error', () => undefined);
     if (typeof m.input === 'string') child.stdin.end(m.input);

@@ -173,7 +173,9 @@ async function confirmStart(deps: AttemptServiceDeps, task: StartingTask, attemp
  * it, the start is undone (nothing stays behind) and the caller gets 503 — unless it was confirmed meanwhile.
  * `confirmAfterAnswer` (a start whose phase 1 moved the task): what a reader sees no longer changes with the
  * confirmation (its events do), so the answer does not wait for it; it runs in the background, and the start
- * reconciler confirms a start whose confirmation failed or was cut short.
+ * reconciler confirms a start whose confirmation failed or was cut short. `attempt` is the attempt to answer with:
+ * the one given, or, when the start found its workflow id closed and recorded the attempt's end, the row as recorded
+ * (`cancelled`), so the answer does not call running an attempt that has ended.
  */
 async function finishStart(
   deps: AttemptServiceDeps,
@@ -182,23 +184,24 @@ async function finishStart(
   attempt: AttemptRow,
   processId: string,
   how: { wasCreated: boolean; prompt?: string; confirmAfterAnswer?: boolean },
-): Promise<number> {
+): Promise<{ temporalMs: number; attempt: AttemptRow }> {
   const began = performance.now();
   try {
     // a created attempt's start may run it anew (Temporal's default); every other start never re-starts a closed id
     await startWorkflow(deps, client, task, attempt, processId, how.prompt, !how.wasCreated);
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
-      await endStartOfClosedWorkflow(deps, client, task, attempt.id, processId);
-      return performance.now() - began;
+      const ended = await endStartOfClosedWorkflow(deps, client, task, attempt.id, processId);
+      const recorded = ended ? await getAttempt(deps.db, attempt.id) : undefined;
+      return { temporalMs: performance.now() - began, attempt: recorded ?? attempt };
     }
     if (await undoAttemptStart(deps.db, attempt.id, processId, how.wasCreated)) throw engineUnavailable(err);
-    return performance.now() - began;
+    return { temporalMs: performance.now() - began, attempt };
   }
   const temporalMs = performance.now() - began;
   if (how.confirmAfterAnswer && deps.background) deps.background.run('confirming an attempt start', () => confirmStart(deps, task, attempt.id, processId));
   else await confirmStart(deps, task, attempt.id, processId);
-  return temporalMs;
+  return { temporalMs, attempt };
 }
 
 /**
@@ -207,11 +210,12 @@ async function finishStart(
  * run: attempt.started), then the attempt ends as the closed-workflow reconciler records it (cancelled, the line saying
  * how the workflow ended). Left as it is while Temporal does not answer whether the id is closed: the next try looks again.
  */
-async function endStartOfClosedWorkflow(deps: AttemptServiceDeps, client: Client, task: StartingTask, attemptId: string, processId: string): Promise<void> {
+async function endStartOfClosedWorkflow(deps: AttemptServiceDeps, client: Client, task: StartingTask, attemptId: string, processId: string): Promise<boolean> {
   const run = await closedRun(client, attemptWorkflowId(attemptId), undefined, CLOSED_RUN_TIMEOUT_MS);
-  if (!run) return;
+  if (!run) return false;
   await confirmStart(deps, task, attemptId, processId);
   await recordClosedAttempt(deps.db, attemptId, run);
+  return true;
 }
 
 /** How long a start that found its workflow id closed waits for Temporal to say how it closed. */
@@ -283,9 +287,13 @@ export async function startNewAttempt(
   });
   const dbMs = performance.now() - began;
   if (!started) throw notFound(`Task ${taskId} not found`, 'TASK_NOT_FOUND');
-  const temporalMs = await finishStart(deps, client, started.task, started.attempt, started.processId, { wasCreated: false, prompt: started.prompt, confirmAfterAnswer: true });
+  const { temporalMs, attempt } = await finishStart(deps, client, started.task, started.attempt, started.processId, {
+    wasCreated: false,
+    prompt: started.prompt,
+    confirmAfterAnswer: true,
+  });
   attemptMetrics(deps.metrics.registry).attempts.inc({ llm: name, status: 'started' });
-  return { attempt: started.attempt, processId: started.processId, replayed: false, timing: { dbMs, temporalMs } };
+  return { attempt, processId: started.processId, replayed: false, timing: { dbMs, temporalMs } };
 }
 
 /**
@@ -339,9 +347,9 @@ async function startNewAttemptOnce(
   const dbMs = performance.now() - began;
   // a replay of a start still pending (its first request is in flight or died) finishes it the same way
   const pending = !result.replayed || result.attempt.start_pending_since;
-  const temporalMs = pending ? await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: false }) : 0;
+  const finished = pending ? await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: false }) : { temporalMs: 0, attempt: result.attempt };
   if (!result.replayed) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: agent.name, status: 'started' });
-  return { attempt: result.attempt, processId: result.processId, replayed: result.replayed, timing: { dbMs, temporalMs } };
+  return { attempt: finished.attempt, processId: result.processId, replayed: result.replayed, timing: { dbMs, temporalMs: finished.temporalMs } };
 }
 
 /** POST /api/attempts: a `created` attempt (started later with POST /api/attempts/:id/start). */
@@ -381,9 +389,9 @@ export async function startCreatedAttempt(deps: AttemptServiceDeps, attemptId: s
     return { task, attempt: running, processId: proc.id };
   });
   const dbMs = performance.now() - began;
-  const temporalMs = await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: true });
+  const { temporalMs, attempt } = await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: true });
   attemptMetrics(deps.metrics.registry).attempts.inc({ llm: result.attempt.llm, status: 'started' });
-  return { attempt: result.attempt, processId: result.processId, replayed: false, timing: { dbMs, temporalMs } };
+  return { attempt, processId: result.processId, replayed: false, timing: { dbMs, temporalMs } };
 }
 
 /** Requests the cancellation of a workflow; false when there is no such workflow (it has ended, or never started). */

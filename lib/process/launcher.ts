@@ -7,7 +7,8 @@
  * A request whose helper died fails (the caller's retry runs it again); a helper that cannot be started at all
  * falls back to spawning here. When this process dies without stopping the groups it had started (kill -9, out of
  * memory), the helper stops those whose leader still runs (SIGTERM, SIGKILL after their grace), so an agent does not
- * outlive its worker.
+ * outlive its worker, and so are the commands still running (a `git clone`, with its own children), which would
+ * otherwise race the retry of the activity that ran them.
  * A process group's stdout and stderr are not copied through the helper: it hands the pipes themselves to this
  * process (a handle sent over the IPC channel), which reads them as it would a child of its own (50 chatty agents
  * made ~10,000 IPC messages a second through the helper: docs/benchmarks.md, "Live logs", session 22).

@@ -279,3 +279,49 @@ test('the answer does not wait for the confirmation: with the events table locke
   expect(await startedEvents(attemptId)).toBe(1);
   await h.until(attemptId, ['completed'], 60_000);
 }, 90_000);
+
+test("a new attempt whose workflow id Temporal closed before the start's request reached it: recorded cancelled with the line saying why, never left running; the next attempt of the task runs", async () => {
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'NOOP closed before its start arrived');
+  proxy.setMode('hold');
+  const answer = h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' });
+  let attemptId = '';
+  try {
+    attemptId = (await eventually(async () => (await attemptsOf(taskId))[0], 10_000, 20)).id;
+    // its id is run and terminated from Temporal's side first (as when an earlier send of this very start got through,
+    // its answer lost, and an operator terminated the run before the SDK's retry of the call arrived)
+    const direct = await stack.temporal.client();
+    const other = await direct.workflow.start('attemptWorkflow', { workflowId: `attempt:${attemptId}`, taskQueue: `nobody-polls-${attemptId}`, args: [] });
+    await other.terminate('closed before the start arrived');
+  } finally {
+    proxy.setMode('forward');
+  }
+  const r = await answer;
+  expect(r.statusCode).toBe(200);
+  expect(r.json().data).toMatchObject({ attemptId, status: 'cancelled' });
+  const processId = r.json().data.processId as string;
+
+  // no new run of the closed id, and the attempt is not `running`: cancelled, its task back to pending, the line says why
+  const client = await stack.temporal.client();
+  const runs: string[] = [];
+  for await (const w of client.workflow.list({ query: `WorkflowId = 'attempt:${attemptId}'` })) runs.push(w.status.name);
+  expect(runs).toEqual(['TERMINATED']);
+  const row = (await stack.db.query('SELECT status, start_pending_since FROM attempts WHERE id = $1', [attemptId])).rows[0];
+  expect(row).toEqual({ status: 'cancelled', start_pending_since: null });
+  expect((await h.inject('GET', `/api/tasks/${taskId}`)).json().data.status).toBe('pending');
+  expect((await h.inject('GET', `/api/processes/${processId}`)).json().data.status).toBe('cancelled');
+  const logs = await h.logs(processId);
+  expect(logs.filter((l) => l.message === 'the workflow was terminated in Temporal (reason: closed before the start arrived) while the attempt ran; the attempt is recorded cancelled')).toHaveLength(1);
+  const events = (
+    await stack.db.query<{ type: string }>(`SELECT type FROM events WHERE data->>'attemptId' = $1 AND type LIKE 'attempt.%' ORDER BY seq`, [attemptId])
+  ).rows.map((e) => e.type);
+  expect(events).toEqual(['attempt.started', 'attempt.cancelled']);
+  // a reconciler pass changes nothing
+  expect(await reconcilePendingStarts({ db: stack.db, config: stack.config, temporal: stack.temporal, metrics: stack.metrics }, 0)).toBe(0);
+  expect((await stack.db.query('SELECT status FROM attempts WHERE id = $1', [attemptId])).rows[0].status).toBe('cancelled');
+
+  // a new attempt of the task runs
+  const next = await h.start(taskId);
+  expect(next.attemptId).not.toBe(attemptId);
+  expect((await h.until(next.attemptId, ['completed'], 60_000)).status).toBe('completed');
+}, 120_000);

@@ -199,7 +199,7 @@ test('terminated in Temporal while its start is pending, then the start sent aga
   // the client sends its start again, as told after a lost answer: the same attempt, and no new run of the closed id
   const again = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'single' }, key);
   expect(again.statusCode).toBe(200);
-  expect(again.json().data).toMatchObject({ attemptId, processId });
+  expect(again.json().data).toMatchObject({ attemptId, processId, status: 'cancelled' });
   const client = await stack.temporal.client();
   const runs: string[] = [];
   for await (const w of client.workflow.list({ query: `WorkflowId = 'attempt:${attemptId}'` })) runs.push(w.runId);

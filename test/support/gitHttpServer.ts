@@ -15,18 +15,20 @@ export interface GitHttpServer {
   close(): Promise<void>;
 }
 
-export async function startGitHttpServer(root: string, user: string, password: string): Promise<GitHttpServer> {
+/**
+ * `beforeUploadPack`: awaited before a fetch's or clone's pack request (`POST …/git-upload-pack`) is answered, its body
+ * not read yet: the client has the refs and waits for the pack (a slow or stalled remote mid-clone).
+ */
+export async function startGitHttpServer(
+  root: string,
+  user: string,
+  password: string,
+  opts: { beforeUploadPack?: () => Promise<void> } = {},
+): Promise<GitHttpServer> {
   const expected = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
   const requests: GitHttpServer['requests'] = [];
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const authorized = req.headers.authorization === expected;
-    requests.push({ method: req.method ?? '', path: `${url.pathname}${url.search}`, authorized, authorization: req.headers.authorization });
-    if (!authorized) {
-      req.resume();
-      res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="test"', 'Content-Type': 'text/plain' }).end('authentication required\n');
-      return;
-    }
+  const answer = (req: http.IncomingMessage, res: http.ServerResponse, url: URL) => {
+    if (req.socket.destroyed || res.destroyed) return; // the client went away while it was held
     const cgi = spawn('git', ['http-backend'], {
       env: {
         PATH: process.env.PATH ?? '',
@@ -74,6 +76,25 @@ export async function startGitHttpServer(root: string, user: string, password: s
       if (!started) res.writeHead(500).end();
       else res.end();
     });
+  };
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const authorized = req.headers.authorization === expected;
+    requests.push({ method: req.method ?? '', path: `${url.pathname}${url.search}`, authorized, authorization: req.headers.authorization });
+    if (!authorized) {
+      req.resume();
+      res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="test"', 'Content-Type': 'text/plain' }).end('authentication required\n');
+      return;
+    }
+    if (opts.beforeUploadPack && req.method === 'POST' && url.pathname.endsWith('/git-upload-pack')) {
+      req.pause();
+      opts.beforeUploadPack().then(
+        () => answer(req, res, url),
+        () => res.writeHead(500).end(),
+      );
+      return;
+    }
+    answer(req, res, url);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;

@@ -2,7 +2,7 @@
  * The process launcher (lib/process/launcher.ts): git runs as a child of the small helper process, not of this one;
  * results, exit codes, stdin and timeouts are those of a direct spawn; a dead helper is replaced; the helper never
  * keeps a finished process alive and carries no environment of its own; a parent killed outright does not leave the
- * process groups it was running behind.
+ * process groups or the commands it was running behind.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -132,6 +132,63 @@ describe('the process launcher', () => {
       for (const g of groups) {
         try {
           process.kill(-g, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a parent killed outright (SIGKILL) while a command runs: the launcher stops the command and its children, SIGKILL for one ignoring SIGTERM', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-launcher-'));
+    const script = path.join(dir, 'parent.js');
+    // a command run to completion (as `git clone` is), with a child of its own (as git's helpers are); the second
+    // ignores SIGTERM, as its child does
+    fs.writeFileSync(
+      script,
+      `require(${JSON.stringify(require.resolve('tsx/cjs/api'))}).register();
+       const { launcherPid, runProcess } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'lib', 'process', 'launcher.ts'))});
+       const req = (name, prefix) => ({ file: 'sh', args: ['-c', prefix + 'echo $$ > ' + name + '.sh; sleep 300 & echo $! > ' + name + '.child; wait'], cwd: ${JSON.stringify(dir)}, env: { PATH: process.env.PATH }, timeoutMs: 600000, maxBuffer: 1024 });
+       void runProcess(req('plain', ''));
+       void runProcess(req('stubborn', "trap '' TERM; "));
+       const fs = require('node:fs');
+       const ready = setInterval(() => {
+         if (!['plain.child', 'stubborn.child'].every((f) => fs.existsSync(${JSON.stringify(dir)} + '/' + f))) return;
+         clearInterval(ready);
+         console.log(JSON.stringify({ launcher: launcherPid() }));
+         setInterval(() => undefined, 1000);
+       }, 20);`,
+    );
+    const parent = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const pids: number[] = [];
+    const alive = (pid: number) => {
+      try {
+        return !/^\S+ \(.*\) [ZX]/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+      } catch {
+        return false;
+      }
+    };
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        parent.stdout?.on('data', (d) => {
+          out += d;
+          if (out.includes('\n')) resolve(out.trim());
+        });
+        parent.once('exit', (code) => reject(new Error(`parent exited ${code}`)));
+      });
+      const { launcher } = JSON.parse(line) as { launcher: number };
+      await eventually(async () => ['plain', 'stubborn'].every((n) => fs.readFileSync(path.join(dir, `${n}.child`), 'utf8').trim()), 5000, 20);
+      for (const f of ['plain.sh', 'plain.child', 'stubborn.sh', 'stubborn.child']) pids.push(Number(fs.readFileSync(path.join(dir, f), 'utf8')));
+      expect(pids.every(alive)).toBe(true);
+      parent.kill('SIGKILL');
+      await eventually(async () => !pids.some(alive) && !fs.existsSync(`/proc/${launcher}`), 10_000, 50);
+    } finally {
+      parent.kill('SIGKILL');
+      for (const p of pids) {
+        try {
+          process.kill(p, 'SIGKILL');
         } catch {
           /* gone */
         }

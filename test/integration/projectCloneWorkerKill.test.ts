@@ -1,0 +1,154 @@
+/**
+ * kill -9 of `armada worker` while it clones a project's repository (docs/task-service.md, "Managed clones"). The
+ * remote is a real git smart-HTTP server on loopback (test/support/gitHttpServer.ts) that holds the clone's pack
+ * request, so the worker is killed with `git clone` certainly under way: the refs read, `<id>.partial` made, the pack
+ * awaited. Checked on disk, in the rows and over HTTP: nothing of that clone goes on after the worker (no git process
+ * left writing into `<id>.partial`); the project stays `cloning`, not failed, while no worker runs; once a worker is
+ * back the clone's next try makes it, `ready`, a working copy of the remote's branch with no `.partial` beside it,
+ * and an attempt runs in it; the same create sent again (another name) clones too.
+ *
+ * Before: the worker's `git clone` ran in its process launcher (lib/process/launcher.ts), which on its parent's death
+ * stopped the agents' process groups but not the commands it ran to completion, so the orphaned clone went on after
+ * the worker, bound for `<id>.partial`: the directory the next try removes and clones into (two clones writing into
+ * one directory when they overlap, or a leftover beside the finished clone when the orphan ends last). Seen here: the
+ * orphan still ran 15 s after the kill.
+ */
+import { type ChildProcess, execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { managedClonePath } from '../../lib/projects/managedClones';
+import { agentConfig, api } from '../support/attemptHelpers';
+import { startGitHttpServer, type GitHttpServer } from '../support/gitHttpServer';
+import { eventually, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
+import { spawnStackWorker } from '../support/workerProcess';
+
+jest.setTimeout(300_000);
+
+const USER = 'deploy';
+const SECRET = `s3cret-${crypto.randomBytes(6).toString('hex')}`;
+
+let tmp: string;
+let stack: TestStack;
+let server: GitHttpServer;
+let worker: ChildProcess | undefined;
+/** the first pack request waits for this; later ones pass */
+let releaseFirst!: () => void;
+const firstHeld = new Promise<void>((r) => (releaseFirst = r));
+let packRequests = 0;
+let url: string;
+let remoteHead: string;
+
+beforeAll(async () => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-clone-worker-kill-'));
+  const bare = path.join(tmp, 'srv', 'acme', 'widgets.git');
+  fs.mkdirSync(path.dirname(bare), { recursive: true });
+  execFileSync('git', ['init', '-q', '--bare', '-b', 'main', bare]);
+  const seed = makeGitRepo({ 'README.md': '# widgets\n', 'src/a.txt': 'a\n' });
+  execFileSync('git', ['-C', seed, 'push', '-q', bare, 'main']);
+  remoteHead = execFileSync('git', ['-C', bare, 'rev-parse', 'main'], { encoding: 'utf8' }).trim();
+  fs.rmSync(seed, { recursive: true, force: true });
+  server = await startGitHttpServer(path.join(tmp, 'srv'), USER, SECRET, {
+    beforeUploadPack: () => (++packRequests === 1 ? firstHeld : Promise.resolve()),
+  });
+  url = `${server.url.replace('http://', `http://${USER}:${SECRET}@`)}/acme/widgets.git`;
+  stack = await startTestStack({ services: ['task'], worker: false, file: agentConfig() });
+  worker = await spawnStackWorker(stack);
+}, 180_000);
+
+afterAll(async () => {
+  releaseFirst?.();
+  if (worker && worker.exitCode === null && worker.signalCode === null) {
+    const w = worker;
+    const exited = new Promise((r) => w.once('exit', r));
+    w.kill('SIGINT');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000).unref())]);
+    if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
+  }
+  await stack?.close();
+  await server?.close();
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+/** Live processes whose command line names `text` (a clone's `.partial` path), from /proc. */
+function processesNaming(text: string): number[] {
+  const found: number[] = [];
+  for (const e of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      if (/^\S+ \(.*\) [ZX]/.test(fs.readFileSync(`/proc/${e}/stat`, 'utf8'))) continue;
+      if (fs.readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0').join(' ').includes(text)) found.push(Number(e));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return found;
+}
+
+const killWorker = async (): Promise<void> => {
+  const w = worker as ChildProcess;
+  const exited = new Promise((r) => w.once('exit', r));
+  w.kill('SIGKILL');
+  await exited;
+  worker = undefined;
+};
+
+async function repositoryOnceSettled(id: string, timeoutMs: number): Promise<{ status: string; error?: string }> {
+  const h = api(stack);
+  return eventually(async () => {
+    const p = (await h.inject('GET', `/api/projects/${id}`)).json().data;
+    return p.repository.status !== 'cloning' ? p.repository : undefined;
+  }, timeoutMs, 250);
+}
+
+test('kill -9 of the worker mid-clone: no git left running after it, the project stays cloning; the next worker makes the clone, ready and usable; the create sent again clones too', async () => {
+  const h = api(stack);
+  const created = await h.inject('POST', '/api/projects', { name: 'widgets', repository: { url, branch: 'main' } });
+  expect(created.statusCode).toBe(201);
+  const id = created.json().data.id as string;
+  expect(created.json().data.repository.status).toBe('cloning');
+  const clone = managedClonePath(stack.config.home, id);
+  const partial = `${clone}.partial`;
+
+  // mid-clone: the refs read, the directory made, the pack awaited
+  await eventually(async () => packRequests === 1 && fs.existsSync(partial), 60_000, 50);
+  const cloning = processesNaming(partial);
+  expect(cloning.length).toBeGreaterThan(0);
+
+  await killWorker();
+  // what the worker was running stops with it (SIGTERM lets git remove its half-made directory and locks)
+  await eventually(async () => processesNaming(partial).length === 0, 15_000, 100);
+  // the remote answers now: nothing is there any more to take the pack
+  releaseFirst();
+  await new Promise((r) => setTimeout(r, 2000));
+  expect(processesNaming(partial)).toEqual([]);
+  expect(fs.existsSync(clone)).toBe(false);
+  // no worker: the project waits, it is not failed
+  expect((await h.inject('GET', `/api/projects/${id}`)).json().data.repository.status).toBe('cloning');
+
+  worker = await spawnStackWorker(stack);
+  // the clone activity's next try, once Temporal timed the lost one out (its heartbeat timeout, 1 minute)
+  const settled = await repositoryOnceSettled(id, 180_000);
+  expect(settled).toMatchObject({ status: 'ready' });
+  expect(settled.error).toBeUndefined();
+  expect(fs.readFileSync(path.join(clone, 'README.md'), 'utf8')).toBe('# widgets\n');
+  expect(execFileSync('git', ['-C', clone, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim()).toBe(remoteHead);
+  expect(execFileSync('git', ['-C', clone, 'status', '--porcelain'], { encoding: 'utf8' })).toBe('');
+  expect(execFileSync('git', ['-C', clone, 'fsck', '--no-progress'], { encoding: 'utf8' })).toBe('');
+  expect(fs.existsSync(partial)).toBe(false);
+  expect(fs.readdirSync(path.dirname(clone)).filter((n) => n.startsWith(id))).toEqual([id]);
+
+  // usable: an attempt runs in a worktree of it
+  const taskId = await h.task(id, 'NOOP in the clone');
+  const { attemptId } = await h.start(taskId);
+  expect((await h.until(attemptId, ['completed'], 90_000)).status).toBe('completed');
+
+  // the same create sent again, under another name: cloned as well
+  const again = await h.inject('POST', '/api/projects', { name: 'widgets again', repository: { url, branch: 'main' } });
+  expect(again.statusCode).toBe(201);
+  const againId = again.json().data.id as string;
+  expect(await repositoryOnceSettled(againId, 60_000)).toMatchObject({ status: 'ready' });
+  expect(fs.readFileSync(path.join(managedClonePath(stack.config.home, againId), 'README.md'), 'utf8')).toBe('# widgets\n');
+  expect(packRequests).toBeGreaterThanOrEqual(3);
+});

@@ -1,0 +1,151 @@
+/**
+ * kill -9 of the Temporal dev server right after the scheduler API accepted a manual run (its POST …/run answered
+ * 200), then a restart on the same SQLite file (docs/scheduler.md, "Execution model"; docs/operations.md). The test
+ * owns its dev server (the runtime code of `armada start`, lib/runtime/temporalDevServer.ts) and runs `armada api
+ * --service scheduler` and `armada worker` as processes of their own against it and a database of its own.
+ *
+ * Checked: the accepted run happens exactly once once Temporal is back (its script appends one line to a file, with
+ * its execution id), and its execution row ends `completed` with its log lines; while Temporal is down, the same POST
+ * answers 503 `{detail}` with Retry-After in well under the 10 s start deadline, and what it wrote never runs; the same
+ * API process serves runs again by itself afterwards.
+ */
+import type { ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startTemporalDevServer, type RunningDevServer } from '../../lib/runtime/temporalDevServer';
+import { spawnApi, type ApiProcess } from '../support/apiProcess';
+import { spawnArmada } from '../support/armadaProcess';
+import { createTestDatabase, eventually, logger, TEST_API_KEY } from '../support/harness';
+import { timedRequest, type TimedAnswer } from '../support/timedRequest';
+
+const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
+
+jest.setTimeout(300_000);
+
+let home: string;
+let dev: RunningDevServer;
+let db: Awaited<ReturnType<typeof createTestDatabase>>;
+let api: ApiProcess;
+let worker: ChildProcess | undefined;
+let marker: string;
+
+beforeAll(async () => {
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-sched-temporal-kill-'));
+  marker = path.join(home, 'runs.txt');
+  dev = await startTemporalDevServer({
+    cliPath: process.env.TEMPORAL_CLI_PATH || 'temporal',
+    toolsDir: process.env.ARMADA_TOOLS_DIR || os.tmpdir(),
+    onProgress: () => undefined,
+    dbFile: path.join(home, 'temporal.db'),
+    ip: '127.0.0.1',
+    port: await freePort(),
+    uiPort: null,
+    namespace: 'default',
+    logger,
+  });
+  db = await createTestDatabase();
+  const queue = `sched-temporal-kill-${crypto.randomBytes(4).toString('hex')}`;
+  api = await spawnApi({ home, databaseUrl: db.url, temporalAddress: dev.address, services: ['scheduler'], env: { ARMADA_TASK_QUEUE: queue } });
+  worker = (
+    await spawnArmada(
+      ['worker'],
+      'worker-started',
+      {
+        ...process.env,
+        ARMADA_HOME: home,
+        ARMADA_CONFIG: '',
+        DATABASE_URL: db.url,
+        TEMPORAL_ADDRESS: dev.address,
+        ARMADA_TASK_QUEUE: queue,
+        ARMADA_LOG_LEVEL: 'warn',
+        ARMADA_LOG_FORMAT: 'json',
+        ARMADA_TEMPORAL_METRICS_PORT: '',
+      },
+      180_000,
+    )
+  ).child;
+}, 300_000);
+
+afterAll(async () => {
+  if (worker && worker.exitCode === null && worker.signalCode === null) {
+    const w = worker;
+    const exited = new Promise((r) => w.once('exit', r));
+    w.kill('SIGINT');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000).unref())]);
+    if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
+  }
+  await api?.stop();
+  await dev?.stop();
+  await db?.drop();
+  if (home) fs.rmSync(home, { recursive: true, force: true });
+});
+
+const send = (method: 'GET' | 'POST', url: string, payload?: unknown, timeoutMs = 60_000): Promise<TimedAnswer> =>
+  timedRequest(`${api.base('scheduler')}${url}`, { method, payload, headers: { 'x-api-key': TEST_API_KEY }, timeoutMs });
+
+/** The execution ids the marker file names, one line per run of the script. */
+const runsInMarker = (): string[] => (fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').split('\n').filter(Boolean) : []);
+
+async function finished(id: string, timeoutMs = 120_000): Promise<Record<string, unknown>> {
+  return eventually(async () => {
+    const e = await send('GET', `/api/v1/executions/${id}`);
+    return e.status === 200 && e.body.status !== 'running' ? e.body : undefined;
+  }, timeoutMs, 250);
+}
+
+test('Temporal killed (kill -9) right after a manual run was accepted: the run happens once when it is back, completed with its logs; POSTs meanwhile are fast 503s that never run', async () => {
+  const name = `killed-${crypto.randomBytes(4).toString('hex')}`;
+  const script = `echo "$ARMADA_EXECUTION_ID" >> ${JSON.stringify(marker)}; echo "script began"; sleep 1; echo "script ended"`;
+  const created = await send('POST', '/api/v1/workflows', { name, tasks: [{ name: 'mark', type: 'script', script, timeout: 60 }] });
+  expect(created.status).toBe(201);
+
+  const accepted = await send('POST', `/api/v1/workflows/${name}/run`);
+  expect(accepted.status).toBe(200);
+  const id = accepted.body.executionId as string;
+  const apiPid = api.child.pid;
+  process.kill(dev.server().pid as number, 'SIGKILL');
+  await dev.server().exited;
+
+  // at once (before anything noticed the loss) and once the API's probe calls Temporal down
+  const rightAfter = await send('POST', `/api/v1/workflows/${name}/run`);
+  await eventually(async () => {
+    const h = await send('GET', '/health');
+    return h.status === 503 && JSON.stringify(h.body.down) === '["temporal"]';
+  }, 30_000, 250);
+  const whileDown = await send('POST', `/api/v1/workflows/${name}/run`);
+  for (const a of [rightAfter, whileDown]) {
+    expect(a).toMatchObject({ status: 503, retryAfter: '1', body: { detail: 'Could not start the execution: Temporal is unavailable' } });
+    expect(Object.keys(a.body)).toEqual(['detail']);
+  }
+  // fast: a refused connection, not the 10 s start deadline
+  expect(whileDown.ms).toBeLessThan(5000);
+  await new Promise((r) => setTimeout(r, 3000));
+
+  await dev.restart();
+  const done = await finished(id);
+  expect(done).toMatchObject({ id, workflow: name, status: 'completed', trigger: 'manual' });
+  expect((done.tasks as { status: string; output: string }[])[0]).toMatchObject({ status: 'completed', output: 'script began\nscript ended\n' });
+  const logs = await send('GET', `/api/v1/executions/${id}/logs`);
+  const messages = (logs.body.logs as { message: string }[]).map((l) => l.message);
+  expect(messages).toEqual(expect.arrayContaining(['Task mark started', 'script began', 'script ended', 'Execution completed']));
+  expect(messages.filter((m) => m === 'script began')).toHaveLength(1);
+
+  // served again by the same process, which was never restarted
+  const again = await eventually(async () => {
+    const a = await send('POST', `/api/v1/workflows/${name}/run`);
+    return a.status === 200 ? a : undefined;
+  }, 60_000, 250);
+  const next = await finished(again.body.executionId as string);
+  expect(next).toMatchObject({ status: 'completed' });
+  expect(api.child.pid).toBe(apiPid);
+  expect(api.child.exitCode).toBeNull();
+
+  // the accepted run ran once, the later one once, and nothing a 503 wrote ran at all
+  await new Promise((r) => setTimeout(r, 3000));
+  expect(runsInMarker()).toEqual([id, again.body.executionId]);
+  const rows = (await db.pool.query<{ id: string; status: string; error: string | null }>('SELECT id, status, error FROM scheduler_executions WHERE workflow = $1', [name])).rows;
+  const others = rows.filter((r) => r.id !== id && r.id !== again.body.executionId);
+  for (const r of others) expect(r).toMatchObject({ status: 'failed', error: 'Could not start the execution' });
+});
