@@ -1,7 +1,7 @@
 /**
  * Projects' task stats and the traces' chart fit their window at 1,280 and 390 px, and again after the window is
  * resized between the two (no reload): the page does not scroll sideways, every stat is whole, on one line and clear
- * of the row's buttons, and the chart fills its card without running out of it.
+ * of the row's buttons, and the chart fills its card without running out of it (its status bar 18 px high).
  */
 import type { Locator, Page } from '@playwright/test';
 import { api, createProject, expect, svcApi, test } from './fixtures';
@@ -81,6 +81,8 @@ test("Traces: the chart fills its card and stays inside it at 1,280 and 390 px a
         card: { left: c.left, right: c.right },
         chart: { left: s.left, right: s.right },
         bar: bar ? { left: bar.left, right: bar.right } : null,
+        // stretched, not scaled: 18 px high at any width (7 px on a phone, scaled)
+        barHeight: bar ? Math.round(bar.height) : 0,
         // drawn at the width it is shown at: its 11 px text is 11 px
         labelHeight: label?.height ?? 0,
       };
@@ -94,9 +96,9 @@ test("Traces: the chart fills its card and stays inside it at 1,280 and 390 px a
         const f = await boxes();
         const inside = (b: { left: number; right: number } | null) => !!b && b.left >= f.card.left - 0.5 && b.right <= f.card.right + 0.5;
         const fills = (b: { left: number; right: number } | null) => !!b && b.right - b.left >= f.card.right - f.card.left - 1;
-        return { chartInside: inside(f.chart), chartFills: fills(f.chart), barInside: inside(f.bar), barFills: fills(f.bar), labelAt11px: f.labelHeight >= 10 && f.labelHeight <= 16 };
+        return { chartInside: inside(f.chart), chartFills: fills(f.chart), barInside: inside(f.bar), barFills: fills(f.bar), barHeight: f.barHeight, labelAt11px: f.labelHeight >= 10 && f.labelHeight <= 16 };
       }, { message: `the chart in its card at ${width} px` })
-      .toEqual({ chartInside: true, chartFills: true, barInside: true, barFills: true, labelAt11px: true });
+      .toEqual({ chartInside: true, chartFills: true, barInside: true, barFills: true, barHeight: 18, labelAt11px: true });
     const { card: c, chart: s } = await boxes();
     expect(s.right, `the chart's right edge at ${width} px`).toBeLessThanOrEqual(width);
     expect(c.right, `the card's right edge at ${width} px`).toBeLessThanOrEqual(width);

@@ -116,13 +116,13 @@ export function DailyChart({ a, reserve }: { a: TraceAnalytics; reserve?: boolea
   );
 }
 
-/** One horizontal bar split by status over the whole period. */
+/** One horizontal bar split by status over the whole period: stretched to the card's width, 18 px high at any width. */
 function StatusBar({ a }: { a: TraceAnalytics }) {
   const total = Math.max(1, a.totalMessages);
   let x = 0;
   return (
     <div>
-      <svg className="chart" viewBox="0 0 720 18" preserveAspectRatio="none" role="img" aria-label={`By status: ${TRACE_STATUSES.map((s) => `${s} ${a.byStatus[s]}`).join(', ')}`}>
+      <svg className="chart status-bar" viewBox="0 0 720 18" preserveAspectRatio="none" role="img" aria-label={`By status: ${TRACE_STATUSES.map((s) => `${s} ${a.byStatus[s]}`).join(', ')}`}>
         {TRACE_STATUSES.map((s) => {
           const w = (720 * a.byStatus[s]) / total;
           const r = <rect key={s} x={x} y={0} width={w} height={18} fill={STATUS_COLOR[s]} />;
