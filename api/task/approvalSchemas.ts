@@ -14,6 +14,10 @@ export const ApprovalResponseSchema = Type.Object({
 export const Approval = Type.Object({
   id: Type.String(),
   taskAttemptId: Type.String(),
+  // read through the attempt (the approval has no column for them), so that a client can link the request to its task
+  taskId: Type.String({ description: 'the task of the attempt (taskAttemptId) the approval belongs to' }),
+  projectId: Type.String({ description: "that task's project" }),
+  taskTitle: Type.String({ description: "that task's title as it is now (a rename shows)" }),
   type: StringEnum(APPROVAL_TYPES),
   title: Type.String(),
   description: Nullable(Type.String()),

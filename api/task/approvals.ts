@@ -10,7 +10,7 @@ import { AppError, conflict, forbidden, notFound, validationError } from '../../
 import { newId } from '../../lib/ids';
 import { closeApprovalOfClosedWorkflow } from '../../lib/approvals/closedWorkflows';
 import { approvalMetrics } from '../../lib/approvals/metrics';
-import { getApproval, insertApproval, listHistoryFor, listPendingFor, listResponses, lockApprovalInsert, type ApprovalRow, type ApprovalResponseRow } from '../../lib/db/approvals';
+import { getApproval, insertApproval, listHistoryFor, listPendingFor, listResponses, lockApprovalInsert, type ApprovalRow, type ApprovalResponseRow, type ApprovalWithTaskRow } from '../../lib/db/approvals';
 import { lockAttemptKey } from '../../lib/db/attempts';
 import { withTransaction } from '../../lib/db/pool';
 import { approvalWorkflow, cancelApprovalUpdate, respondUpdate, type ApprovalRequest } from '../../workflows/approvalWorkflow';
@@ -67,10 +67,13 @@ export function outcomeUnknownNaming(err: unknown, id: string): unknown {
   );
 }
 
-export function approvalView(a: ApprovalRow, responses: ApprovalResponseRow[]) {
+export function approvalView(a: ApprovalWithTaskRow, responses: ApprovalResponseRow[]) {
   return {
     id: a.id,
     taskAttemptId: a.task_attempt_id,
+    taskId: a.task_id,
+    projectId: a.project_id,
+    taskTitle: a.task_title,
     type: a.type,
     title: a.title,
     description: a.description,

@@ -28,6 +28,23 @@ export interface ApprovalRow {
   closed_reason: string | null;
 }
 
+/**
+ * An approval as the API shows it: its row and the task its attempt belongs to, read through the attempt (an approval
+ * has no column of its own for them: its attempt never moves to another task, and the task's title is the current one).
+ */
+export interface ApprovalWithTaskRow extends ApprovalRow {
+  task_id: string;
+  project_id: string;
+  task_title: string;
+}
+
+/**
+ * The approvals (alias `a`) with their task's id, project and title. An inner join: an approval goes with its attempt
+ * and the attempt with its task (ON DELETE CASCADE), so every row has both.
+ */
+const SELECT_WITH_TASK = `SELECT a.*, t.id AS task_id, t.project_id, t.title AS task_title
+  FROM approvals a JOIN attempts att ON att.id = a.task_attempt_id JOIN tasks t ON t.id = att.task_id`;
+
 export interface ApprovalResponseRow {
   approval_id: string;
   approver: string;
@@ -105,8 +122,8 @@ export async function insertApproval(db: Queryable, a: NewApproval): Promise<App
   return (await getApproval(db, a.id)) as ApprovalRow;
 }
 
-export async function getApproval(db: Queryable, id: string): Promise<ApprovalRow | undefined> {
-  const { rows } = await db.query<ApprovalRow>('SELECT * FROM approvals WHERE id = $1', [id]);
+export async function getApproval(db: Queryable, id: string): Promise<ApprovalWithTaskRow | undefined> {
+  const { rows } = await db.query<ApprovalWithTaskRow>(`${SELECT_WITH_TASK} WHERE a.id = $1`, [id]);
   return rows[0];
 }
 
@@ -162,13 +179,13 @@ export async function listPendingFor(
   db: Queryable,
   user: string,
   opts: { type?: ApprovalType; limit: number; offset: number },
-): Promise<{ rows: ApprovalRow[]; total: number }> {
+): Promise<{ rows: ApprovalWithTaskRow[]; total: number }> {
   const where = `a.status = 'pending' AND (a.approvers IS NULL OR $1 = ANY (a.approvers))
     AND NOT EXISTS (SELECT 1 FROM approval_responses r WHERE r.approval_id = a.id AND r.approver = $1)
     AND ($2::text IS NULL OR a.type = $2)`;
   const params = [user, opts.type ?? null];
   const [list, count] = await Promise.all([
-    db.query<ApprovalRow>(`SELECT a.* FROM approvals a WHERE ${where} ORDER BY a.created_at, a.id LIMIT $3 OFFSET $4`, [...params, opts.limit, opts.offset]),
+    db.query<ApprovalWithTaskRow>(`${SELECT_WITH_TASK} WHERE ${where} ORDER BY a.created_at, a.id LIMIT $3 OFFSET $4`, [...params, opts.limit, opts.offset]),
     db.query<{ n: string }>(`SELECT count(*) AS n FROM approvals a WHERE ${where}`, params),
   ]);
   return { rows: list.rows, total: Number(count.rows[0]?.n ?? 0) };
@@ -182,13 +199,13 @@ export async function listHistoryFor(
   db: Queryable,
   user: string,
   opts: { type?: ApprovalType; limit: number; offset: number },
-): Promise<{ rows: ApprovalRow[]; total: number }> {
+): Promise<{ rows: ApprovalWithTaskRow[]; total: number }> {
   const where = `a.status <> 'pending' AND (a.approvers IS NULL OR $1 = ANY (a.approvers) OR a.created_by = $1
       OR EXISTS (SELECT 1 FROM approval_responses r WHERE r.approval_id = a.id AND r.approver = $1))
     AND ($2::text IS NULL OR a.type = $2)`;
   const params = [user, opts.type ?? null];
   const [list, count] = await Promise.all([
-    db.query<ApprovalRow>(`SELECT a.* FROM approvals a WHERE ${where} ORDER BY a.decided_at DESC NULLS LAST, a.created_at DESC, a.id LIMIT $3 OFFSET $4`, [
+    db.query<ApprovalWithTaskRow>(`${SELECT_WITH_TASK} WHERE ${where} ORDER BY a.decided_at DESC NULLS LAST, a.created_at DESC, a.id LIMIT $3 OFFSET $4`, [
       ...params,
       opts.limit,
       opts.offset,

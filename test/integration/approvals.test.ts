@@ -20,7 +20,7 @@ const A = 'alice@example.com';
 const B = 'bob@example.com';
 const C = 'carol@example.com';
 
-const inject = (method: 'GET' | 'POST' | 'DELETE', url: string, user?: string, payload?: unknown) =>
+const inject = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, user?: string, payload?: unknown) =>
   stack.app('task').inject({ method, url, payload: payload as object, headers: user ? { 'x-user-email': user } : {} });
 
 async function createApproval(body: Record<string, unknown>, user = C) {
@@ -192,6 +192,31 @@ describe('approvals', () => {
     expect(ofE.pagination.total).toBe(2);
     expect((await history(E, '?type=merge&limit=1&page=2')).data.map((a) => a.id)).toEqual([forD.id]);
     expect((await inject('GET', '/api/approvals/history?type=nope', E)).statusCode).toBe(400);
+  });
+
+  test('every answer names the task and project of the approval (read through its attempt), with the task title as it is now', async () => {
+    const F = 'frank@example.com';
+    const own = await createProjectAndTask(stack);
+    const attemptId = await insertAttempt(stack, own.taskId);
+    const created = await inject('POST', '/api/approvals', C, { taskAttemptId: attemptId, type: 'merge', title: 'Link me', approvers: [F] });
+    expect(created.statusCode).toBe(201);
+    const names = { taskAttemptId: attemptId, taskId: own.taskId, projectId: own.projectId, taskTitle: 'Task for attempts' };
+    expect(created.json().data).toMatchObject(names);
+    const id = created.json().data.id as string;
+    expect((await inject('GET', `/api/approvals/${id}`)).json().data).toMatchObject(names);
+
+    // the title is the task's current one: a rename shows in the next read
+    const renamed = await inject('PATCH', `/api/tasks/${own.taskId}`, C, { title: 'Renamed task' });
+    expect(renamed.statusCode).toBe(200);
+    const pending = (await inject('GET', '/api/approvals/pending', F)).json().data as Record<string, unknown>[];
+    expect(pending.find((a) => a.id === id)).toMatchObject({ ...names, taskTitle: 'Renamed task' });
+
+    const cancelled = await inject('POST', `/api/approvals/${id}/cancel`, C);
+    expect(cancelled.json().data).toMatchObject({ status: 'cancelled', ...names, taskTitle: 'Renamed task' });
+    const history = (await inject('GET', '/api/approvals/history?type=merge', F)).json().data as Record<string, unknown>[];
+    expect(history.find((a) => a.id === id)).toMatchObject({ status: 'cancelled', ...names, taskTitle: 'Renamed task' });
+    // and the task service's own task route answers for that id: what a client links to
+    expect((await inject('GET', `/api/tasks/${own.taskId}`)).json().data).toMatchObject({ id: own.taskId, projectId: own.projectId, title: 'Renamed task' });
   });
 
   test('bad input: 400 on a bad body, 404 on an unknown attempt or approval; /pending is not taken as an id', async () => {

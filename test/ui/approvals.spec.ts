@@ -4,6 +4,9 @@ import { screenshot } from './screenshot';
 
 interface Approval {
   id: string;
+  taskId: string;
+  projectId: string;
+  taskTitle: string;
   status: string;
   responses: { approver: string; decision: string; comment: string }[];
 }
@@ -47,6 +50,27 @@ test('approve with a comment from the inbox (keyboard): the request leaves the p
   const stored = await api<Approval>('GET', `/approvals/${a.id}`);
   expect(stored.status).toBe('approved');
   expect(stored.responses).toEqual([expect.objectContaining({ approver: 'alice@example.com', decision: 'approved', comment: 'looks good' })]);
+});
+
+test('each request links to its task by its title, pending and decided; a rename made elsewhere shows; the link opens the task', async ({ page }) => {
+  const a = await newApproval('Link to the task', ['alice@example.com']);
+  expect(a.taskTitle).toBe('task of Link to the task');
+  await page.goto('/approvals');
+  const pendingRow = page.getByRole('table', { name: 'Pending approvals' }).locator(`[data-approval="${a.id}"]`);
+  await expect(pendingRow.getByRole('link', { name: 'task of Link to the task' })).toHaveAttribute('href', `/tasks/${a.taskId}`);
+
+  // renamed through the API while the list is open: the link says the new title (task.updated on the stream)
+  await api('PATCH', `/tasks/${a.taskId}`, { title: 'Renamed task of the link' });
+  await expect(pendingRow.getByRole('link', { name: 'Renamed task of the link' })).toBeVisible();
+
+  await api('POST', `/approvals/${a.id}/respond`, { decision: 'approved' }, KEYS.alice);
+  const historyRow = page.getByRole('table', { name: 'Approval history' }).locator(`[data-approval="${a.id}"]`);
+  await expect(historyRow).toContainText('approved');
+  const link = historyRow.getByRole('link', { name: 'Renamed task of the link' });
+  await expect(link).toHaveAttribute('href', `/tasks/${a.taskId}`);
+  await link.click();
+  await expect(page).toHaveURL(new RegExp(`/tasks/${a.taskId}$`));
+  await expect(page.getByRole('heading', { level: 1, name: 'Renamed task of the link' })).toBeVisible();
 });
 
 test('Escape closes the answer dialog without answering', async ({ page }) => {

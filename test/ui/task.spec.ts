@@ -361,7 +361,8 @@ test('compare two attempts; a follow-up sent from the screen runs and its log sh
 
 test('the diff follows a follow-up run of a completed attempt, without a reload', async ({ page }) => {
   test.setTimeout(120_000);
-  const project = await createProject('Diff Follow-up Project');
+  // a name of its own at each run: projects' names are unique, and a second run on the same server (--repeat-each) was a 409
+  const project = await createProject(`Diff Follow-up Project ${Date.now()}`);
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Edit, then note' });
   const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
   await attemptCompleted(attemptId);

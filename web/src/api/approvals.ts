@@ -8,6 +8,10 @@ export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | '
 export interface Approval {
   id: string;
   taskAttemptId: string;
+  /** the task of that attempt, its project and its current title (read through the attempt: docs/approvals.md) */
+  taskId: string;
+  projectId: string;
+  taskTitle: string;
   type: 'merge' | 'deploy' | 'custom';
   title: string;
   description: string | null;

@@ -6,7 +6,9 @@ import type { ReactNode } from 'react';
  * While the items are not known yet: "Loading…" when `loading` says they are on their way (the query is pending),
  * else nothing (an error the screen shows above, a query not enabled). `className` adds to the table's own class.
  * With `actions`, that last column stays in view at the right edge while a table wider than the window scrolls under
- * it (`.has-actions`, styles.css): on a phone the rows' buttons were past the edge, with nothing saying so.
+ * it (`.has-actions`, styles.css): on a phone the rows' buttons were past the edge, with nothing saying so. The columns
+ * named in `wide` are shown in a wide window only (`.wide-only`; their cells carry the class too): a narrow one shows
+ * what they hold elsewhere in the row (Projects: under the project's name).
  */
 export function ListTable<T>({
   label,
@@ -16,6 +18,7 @@ export function ListTable<T>({
   empty,
   columns,
   numeric = [],
+  wide = [],
   actions,
   row,
 }: {
@@ -26,6 +29,7 @@ export function ListTable<T>({
   empty: ReactNode;
   columns: readonly string[];
   numeric?: readonly string[];
+  wide?: readonly string[];
   actions?: boolean;
   row: (item: T, index: number) => ReactNode;
 }) {
@@ -43,7 +47,7 @@ export function ListTable<T>({
         <thead>
           <tr>
             {columns.map((c) => (
-              <th key={c} scope="col" className={numeric.includes(c) ? 'num' : undefined}>
+              <th key={c} scope="col" className={[numeric.includes(c) ? 'num' : '', wide.includes(c) ? 'wide-only' : ''].filter(Boolean).join(' ') || undefined}>
                 {c}
               </th>
             ))}

@@ -1,10 +1,12 @@
 /**
  * Approvals inbox of the acting user: pending requests with a countdown to expiry, approve or reject with a comment,
- * and the history of closed requests (GET /api/approvals/history). Live: /ws/events carries every approval.* event, so
- * a decision made elsewhere removes the request and shows it resolved within a second; nothing polls.
+ * and the history of closed requests (GET /api/approvals/history). Each request links to its task, by the task's title.
+ * Live: /ws/events carries every approval.* event, so a decision made elsewhere removes the request and shows it
+ * resolved within a second, and a listed task's rename (task.updated) reads the list again; nothing polls.
  */
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
+import { Link } from 'react-router';
 import { type Approval, fetchApprovalHistory, getApproval, respondToApproval, usePendingApprovals } from '../api/approvals';
 import { eventStreamResume, queryKeys, useErrorKept, useWebSocketStream } from '../api';
 import type { DomainEvent } from '../api/tasks';
@@ -48,6 +50,13 @@ function useApprovalEvents() {
     onReconnect: () => void qc.invalidateQueries({ queryKey: ['approvals'] }),
     onReset: () => void qc.invalidateQueries({ queryKey: ['approvals'] }),
     onMessage: (e) => {
+      // a task renamed elsewhere: the lists that show it read again, for its title
+      if (e.type === 'task.updated' && (e.data.fields as string[] | undefined)?.includes('title')) {
+        for (const key of [queryKeys.approvals('pending'), HISTORY_KEY]) {
+          if (qc.getQueryData<Approval[]>(key)?.some((a) => a.taskId === e.data.taskId)) void qc.invalidateQueries({ queryKey: key });
+        }
+        return;
+      }
       if (!e.type.startsWith('approval.')) return;
       const id = (e.data.approvalId ?? e.data.id) as string | undefined;
       const final = e.type !== 'approval.created' && e.type !== 'approval.responded';
@@ -116,6 +125,16 @@ function RespondDialog({ approval, decision, onClose }: { approval: Approval; de
   );
 }
 
+/** The task a request is about, linked to its screen (the list named the request only, with no way to its task). */
+function TaskLink({ approval }: { approval: Approval }) {
+  return (
+    <div>
+      <span className="muted">Task: </span>
+      <Link to={`/tasks/${encodeURIComponent(approval.taskId)}`}>{approval.taskTitle}</Link>
+    </div>
+  );
+}
+
 function StatusBadge({ status }: { status: string }) {
   return <span className={`badge approval-${status}`}>{status}</span>;
 }
@@ -160,6 +179,7 @@ export function ApprovalsPage() {
           <tr key={a.id} data-approval={a.id}>
             <td className="long-text">
               <strong>{a.title}</strong>
+              <TaskLink approval={a} />
               {a.description ? (
                 <div className="muted clamp" title={a.description}>
                   {a.description}
@@ -196,7 +216,10 @@ export function ApprovalsPage() {
         columns={['Request', 'Status', 'Decided', 'Responses']}
         row={(a) => (
           <tr key={a.id} data-approval={a.id}>
-            <td className="long-text">{a.title}</td>
+            <td className="long-text">
+              {a.title}
+              <TaskLink approval={a} />
+            </td>
             <td>
               <StatusBadge status={a.status} />
             </td>

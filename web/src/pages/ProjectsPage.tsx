@@ -14,6 +14,7 @@ import {
   editProject,
   eventStreamResume,
   listDirectory,
+  type ProjectDetail,
   type ProjectListItem,
   queryKeys,
   useProject,
@@ -27,29 +28,59 @@ import { ProjectDialog } from './projects/ProjectDialog';
 /** A 404 of a project's own route: it was deleted (elsewhere, since this list was read). */
 const isGone = (err: unknown) => err instanceof ApiError && err.status === 404;
 
+/** The repository's address, its branch and, when it is not ready, its state (a clone on its way, or failed). */
+function RepositoryText({ project, detail }: { project: ProjectListItem; detail: ProjectDetail | undefined }) {
+  const repo = detail?.repository;
+  return (
+    <>
+      {project.repository.url}
+      <div className="muted">
+        {project.repository.branch}
+        {repo && repo.status !== 'ready' ? ` · ${repo.status}${repo.error ? `: ${repo.error}` : ''}` : ''}
+      </div>
+    </>
+  );
+}
+
 function ProjectRow({ project, onEdit, onDelete }: { project: ProjectListItem; onEdit: () => void; onDelete: () => void }) {
   const detail = useProject(project.id);
   const s = detail.data?.stats;
-  const repo = detail.data?.repository;
+  const stats: [string, string | number][] = [
+    ['Tasks', s?.tasks ?? '–'],
+    ['In progress', s?.inProgressTasks ?? '–'],
+    ['Done', s?.completedTasks ?? '–'],
+    ['Failed', s?.failedTasks ?? '–'],
+    ['Cost', s ? formatCost(s.totalCost) : '–'],
+  ];
   return (
     <tr>
       {/* a name or a path without a space wraps in its column: it widened the table until Edit and Delete were out of view */}
       <td className="long-text">
         <Link to={`/projects/${project.id}`}>{project.name}</Link>
         {project.description ? <div className="muted">{project.description}</div> : null}
-      </td>
-      <td className="mono long-text">
-        {project.repository.url}
-        <div className="muted">
-          {project.repository.branch}
-          {repo && repo.status !== 'ready' ? ` · ${repo.status}${repo.error ? `: ${repo.error}` : ''}` : ''}
+        {/* a narrow window (a phone) shows the repository and the stats here, under the name, and hides their columns
+            (.wide-only): the five stat columns made the table twice the window's width, scrolled under the buttons */}
+        <div className="narrow-only project-summary">
+          <div className="mono">
+            <RepositoryText project={project} detail={detail.data} />
+          </div>
+          <ul className="project-stats" aria-label={`Task stats of ${project.name}`}>
+            {stats.map(([name, value]) => (
+              <li key={name}>
+                <span className="muted">{name}</span> {value}
+              </li>
+            ))}
+          </ul>
         </div>
       </td>
-      <td className="num">{s?.tasks ?? '–'}</td>
-      <td className="num">{s?.inProgressTasks ?? '–'}</td>
-      <td className="num">{s?.completedTasks ?? '–'}</td>
-      <td className="num">{s?.failedTasks ?? '–'}</td>
-      <td className="num">{s ? formatCost(s.totalCost) : '–'}</td>
+      <td className="mono long-text wide-only">
+        <RepositoryText project={project} detail={detail.data} />
+      </td>
+      {stats.map(([name, value]) => (
+        <td key={name} className="num wide-only">
+          {value}
+        </td>
+      ))}
       <td>
         <div className="row-actions">
           <button type="button" className="small" aria-label={`Edit ${project.name}`} onClick={onEdit}>
@@ -178,6 +209,7 @@ export function ProjectsPage() {
         empty="No projects yet. Create one from a local git repository or a repository URL."
         columns={['Project', 'Repository', 'Tasks', 'In progress', 'Done', 'Failed', 'Cost']}
         numeric={['Tasks', 'In progress', 'Done', 'Failed', 'Cost']}
+        wide={['Repository', 'Tasks', 'In progress', 'Done', 'Failed', 'Cost']}
         actions
         row={(p) => (
           <ProjectRow

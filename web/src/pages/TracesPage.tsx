@@ -22,23 +22,28 @@ const NO_ANALYTICS: TraceAnalytics = {
   byDay: [],
 };
 
-/** The widest drawing of the chart; a wider figure scales it up (styles.css caps it), a narrower one draws it narrower. */
-const CHART_WIDTH = 720;
+/** The narrowest drawing of the chart (a narrower figure shrinks it); the width it is drawn at before it is measured. */
+const MIN_WIDTH = 240;
+const FIRST_WIDTH = 720;
+/** The widest bar: at 70 % of its day's slot, 7 days in a 1,320 px card would be 127 px slabs. */
+const MAX_BAR = 56;
 /** The room a day's date label ("11-24", 11 px) needs, and the least for the count above a bar. */
 const LABEL_ROOM = 38;
 const COUNT_ROOM = 22;
 
 /**
- * The width to draw the chart at: its figure's, in CSS pixels, up to CHART_WIDTH. Drawn at 720 and shrunk into a
- * phone's 350 px, its 11 px labels were 5 px. Measured before the first paint (and again on a resize), so the chart
- * does not change height under the eye.
+ * The width to draw the chart at: its figure's, in CSS pixels (at least MIN_WIDTH), so that the chart fills its card
+ * at any width and its 11 px text stays 11 px. Drawn at 720 and shrunk into a phone's 350 px, its labels were 5 px;
+ * drawn at 720 and capped at 900 px, it filled two thirds of a 1,360 px card (its figure's default 40 px margins
+ * took more). Measured before the first paint and again on every resize of the figure (the window's, the layout's),
+ * so the chart does not change height under the eye.
  */
 function useDrawingWidth(ref: React.RefObject<HTMLElement | null>): number {
-  const [width, setWidth] = useState(CHART_WIDTH);
+  const [width, setWidth] = useState(FIRST_WIDTH);
   useLayoutEffect(() => {
     const el = ref.current;
     if (!el) return;
-    const measure = () => setWidth(Math.max(240, Math.min(CHART_WIDTH, Math.floor(el.clientWidth) || CHART_WIDTH)));
+    const measure = () => setWidth(Math.max(MIN_WIDTH, Math.floor(el.clientWidth) || FIRST_WIDTH));
     measure();
     const observer = new ResizeObserver(measure);
     observer.observe(el);
@@ -63,6 +68,7 @@ export function DailyChart({ a, reserve }: { a: TraceAnalytics; reserve?: boolea
   const slot = (W - pad.l - pad.r) / n;
   const y = (v: number) => pad.t + (H - pad.t - pad.b) * (1 - v / max);
   const summary = a.byDay.map((d) => `${d.date}: ${d.count}`).join(', ');
+  const bar = Math.min(slot * 0.7, MAX_BAR);
   const labelEvery = Math.ceil(LABEL_ROOM / slot);
   return (
     <figure className="chart-figure" ref={figure}>
@@ -75,7 +81,8 @@ export function DailyChart({ a, reserve }: { a: TraceAnalytics; reserve?: boolea
           0
         </text>
         {a.byDay.map((d, i) => {
-          const x = pad.l + i * slot + slot * 0.15;
+          // the bar in the middle of its day's slot
+          const x = pad.l + i * slot + (slot - bar) / 2;
           // one stacked bar per day: a segment per status, bottom to top in TRACE_STATUSES order
           let below = 0;
           const segments = TRACE_STATUSES.map((s) => {
@@ -88,15 +95,15 @@ export function DailyChart({ a, reserve }: { a: TraceAnalytics; reserve?: boolea
             <g key={d.date} data-day={d.date} data-count={d.count}>
               <title>{`${d.date}: ${d.count} messages (${TRACE_STATUSES.map((s) => `${s} ${d.byStatus?.[s] ?? 0}`).join(', ')})`}</title>
               {segments.map((seg) => (
-                <rect key={seg.s} data-status={seg.s} data-value={seg.v} x={x} y={seg.top} width={slot * 0.7} height={seg.height} fill={STATUS_COLOR[seg.s]} />
+                <rect key={seg.s} data-status={seg.s} data-value={seg.v} x={x} y={seg.top} width={bar} height={seg.height} fill={STATUS_COLOR[seg.s]} />
               ))}
               {d.count > 0 && slot >= COUNT_ROOM ? (
-                <text x={x + slot * 0.35} y={y(d.count) - 3} textAnchor="middle" fontSize="11" fill="#334155">
+                <text x={x + bar / 2} y={y(d.count) - 3} textAnchor="middle" fontSize="11" fill="#334155">
                   {d.count}
                 </text>
               ) : null}
               {(n - 1 - i) % labelEvery === 0 ? (
-                <text x={x + slot * 0.35} y={H - 10} textAnchor="middle" fontSize="11" fill="#64748b" data-label>
+                <text x={x + bar / 2} y={H - 10} textAnchor="middle" fontSize="11" fill="#64748b" data-label>
                   {d.date.slice(5)}
                 </text>
               ) : null}
@@ -109,13 +116,13 @@ export function DailyChart({ a, reserve }: { a: TraceAnalytics; reserve?: boolea
   );
 }
 
-/** One horizontal bar split by status over the whole period. */
+/** One horizontal bar split by status over the whole period: stretched to the card's width, 18 px high at any width. */
 function StatusBar({ a }: { a: TraceAnalytics }) {
   const total = Math.max(1, a.totalMessages);
   let x = 0;
   return (
     <div>
-      <svg className="chart" viewBox="0 0 720 18" preserveAspectRatio="none" role="img" aria-label={`By status: ${TRACE_STATUSES.map((s) => `${s} ${a.byStatus[s]}`).join(', ')}`}>
+      <svg className="chart status-bar" viewBox="0 0 720 18" preserveAspectRatio="none" role="img" aria-label={`By status: ${TRACE_STATUSES.map((s) => `${s} ${a.byStatus[s]}`).join(', ')}`}>
         {TRACE_STATUSES.map((s) => {
           const w = (720 * a.byStatus[s]) / total;
           const r = <rect key={s} x={x} y={0} width={w} height={18} fill={STATUS_COLOR[s]} />;
