@@ -105,7 +105,7 @@ test('traces: the chart of messages per day is drawn from the analytics, and the
   await expect(chart.locator('g[data-day]')).toHaveCount(analytics.byDay.length);
   await expect(chart.locator('rect[data-status]')).toHaveCount(analytics.byDay.length * 4);
   for (const d of analytics.byDay) {
-    await expect(chart.locator(`[data-day="${d.date}"] > title`)).toHaveText(new RegExp(`^${d.date}: ${d.count} messages`));
+    await expect(chart.locator(`[data-day="${d.date}"] > title`)).toHaveText(new RegExp(`^${d.date}: ${d.count} ${d.count === 1 ? 'message' : 'messages'} \\(`)); // 3 days ago: "1 message"
     for (const s of ['sent', 'delivered', 'read', 'failed']) {
       await expect(chart.locator(`[data-day="${d.date}"] rect[data-status="${s}"]`)).toHaveAttribute('data-value', String(d.byStatus[s]));
     }

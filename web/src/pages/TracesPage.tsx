@@ -93,7 +93,7 @@ export function DailyChart({ a, reserve }: { a: TraceAnalytics; reserve?: boolea
           });
           return (
             <g key={d.date} data-day={d.date} data-count={d.count}>
-              <title>{`${d.date}: ${d.count} messages (${TRACE_STATUSES.map((s) => `${s} ${d.byStatus?.[s] ?? 0}`).join(', ')})`}</title>
+              <title>{`${d.date}: ${d.count} ${d.count === 1 ? 'message' : 'messages'} (${TRACE_STATUSES.map((s) => `${s} ${d.byStatus?.[s] ?? 0}`).join(', ')})`}</title>
               {segments.map((seg) => (
                 <rect key={seg.s} data-status={seg.s} data-value={seg.v} x={x} y={seg.top} width={bar} height={seg.height} fill={STATUS_COLOR[seg.s]} />
               ))}
@@ -201,7 +201,7 @@ export function TracesPage() {
         {analytics.data ? (
           <>
             <p className="muted">
-              {analytics.data.totalMessages} messages from {analytics.data.period.start.slice(0, 10)} to {analytics.data.period.end.slice(0, 10)} (UTC)
+              {analytics.data.totalMessages} {analytics.data.totalMessages === 1 ? 'message' : 'messages'} from {analytics.data.period.start.slice(0, 10)} to {analytics.data.period.end.slice(0, 10)} (UTC)
             </p>
             <DailyChart a={analytics.data} />
           </>
