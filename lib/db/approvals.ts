@@ -69,10 +69,20 @@ export interface NewApproval {
 /** Topics of an approval's events: the approval and its attempt. */
 const topics = (a: Pick<ApprovalRow, 'id' | 'task_attempt_id'>) => [`approval:${a.id}`, `attempt:${a.task_attempt_id}`];
 
-function eventData(a: ApprovalRow) {
+/**
+ * What a written row returns for its event: the row, and its task and project read through its attempt (an event's
+ * reader, e.g. a webhook receiver, links the approval to its task as the API's approval object does).
+ */
+const RETURNING_WITH_TASK = `RETURNING *,
+  (SELECT att.task_id FROM attempts att WHERE att.id = approvals.task_attempt_id) AS task_id,
+  (SELECT t.project_id FROM attempts att JOIN tasks t ON t.id = att.task_id WHERE att.id = approvals.task_attempt_id) AS project_id`;
+
+function eventData(a: ApprovalRow & { task_id: string | null; project_id: string | null }) {
   return {
     approvalId: a.id,
     taskAttemptId: a.task_attempt_id,
+    taskId: a.task_id,
+    projectId: a.project_id,
     type: a.type,
     title: a.title,
     status: a.status,
@@ -108,10 +118,10 @@ export async function approvalStored(c: Queryable, id: string): Promise<boolean>
 }
 
 export async function insertApproval(db: Queryable, a: NewApproval): Promise<ApprovalRow> {
-  const { rows } = await db.query<ApprovalRow>(
+  const { rows } = await db.query<ApprovalRow & { task_id: string | null; project_id: string | null }>(
     `INSERT INTO approvals (id, task_attempt_id, type, title, description, metadata, approvers, expires_at, created_by, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-     ON CONFLICT (id) DO NOTHING RETURNING *`,
+     ON CONFLICT (id) DO NOTHING ${RETURNING_WITH_TASK}`,
     [a.id, a.taskAttemptId, a.type, a.title, a.description, a.metadata, a.approvers, a.expiresAt, a.createdBy, a.createdAt],
   );
   const inserted = rows[0];
@@ -152,8 +162,8 @@ export async function insertResponse(
  * Temporal) is stored as `closed_reason` and put in the event's data. Returns whether this call moved it.
  */
 export async function closeApproval(db: Queryable, id: string, status: ApprovalFinalStatus, at: string, reason?: string): Promise<boolean> {
-  const { rows } = await db.query<ApprovalRow>(
-    `UPDATE approvals SET status = $2, decided_at = $3, closed_reason = $4 WHERE id = $1 AND status = 'pending' RETURNING *`,
+  const { rows } = await db.query<ApprovalRow & { task_id: string | null; project_id: string | null }>(
+    `UPDATE approvals SET status = $2, decided_at = $3, closed_reason = $4 WHERE id = $1 AND status = 'pending' ${RETURNING_WITH_TASK}`,
     [id, status, at, reason ?? null],
   );
   const row = rows[0];

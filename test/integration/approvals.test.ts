@@ -101,8 +101,11 @@ describe('approvals', () => {
 
     const closed = await inject('POST', `/api/approvals/${approval.id}/respond`, B, { decision: 'approved' });
     expect(closed.statusCode).toBe(409);
-    const events = await stack.db.query('SELECT type FROM events WHERE data->>\'approvalId\' = $1 ORDER BY seq', [approval.id]);
+    const events = await stack.db.query('SELECT type, data FROM events WHERE data->>\'approvalId\' = $1 ORDER BY seq', [approval.id]);
     expect(events.rows.map((r) => r.type)).toEqual(['approval.created', 'approval.approved']);
+    // each event names the approval's task and project (as the approval object does), for a webhook receiver's links
+    for (const e of events.rows) expect(e.data).toMatchObject({ taskAttemptId: attemptId, taskId: approval.taskId, projectId: approval.projectId });
+    expect(approval.taskId).toEqual(expect.any(String));
     await recordHistory(stack, `approval:${approval.id}`, 'approval-approved-two-approvers');
   });
 
