@@ -46,7 +46,8 @@ export function isStorableDateTime(s: string): boolean {
 export const UUID_ANY_CASE = 'x-uuid-any-case';
 
 function makeAjv(coerceTypes: boolean | 'array'): Ajv {
-  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
+  // verbose: an error carries the schema it broke (parentSchema), so a value that is no object can be told the fields it takes
+  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false, verbose: true });
   addFormats(ajv);
   ajv.addFormat('date-time', { type: 'string', validate: isStorableDateTime });
   ajv.addKeyword({
@@ -237,7 +238,27 @@ export function fieldMessage(e: ErrorObject): string {
   }
   if (e.keyword === 'false schema') return 'is not allowed here';
   if (e.keyword === 'enum') return `must be one of: ${((e.params as { allowedValues: unknown[] }).allowedValues ?? []).join(', ')}`;
+  if (e.keyword === 'type' && (e.params as { type?: unknown }).type === 'object') return objectExpected(e.parentSchema);
   return e.message ?? 'is invalid';
+}
+
+/** The most fields an "must be an object" message names before "…". */
+const MAX_NAMED_FIELDS = 12;
+
+/**
+ * "must be an object" with the fields the object takes, required ones first, e.g. `repository` sent as a string:
+ * "must be an object with url (and optionally branch)" — it said "must be object", which left the shape to the docs.
+ */
+function objectExpected(schema: unknown): string {
+  const props = (schema as { properties?: Record<string, unknown> } | undefined)?.properties;
+  const names = props ? Object.keys(props) : [];
+  if (!names.length) return 'must be an object';
+  const required = new Set(((schema as { required?: unknown }).required as string[] | undefined) ?? []);
+  const list = (xs: string[]) => (xs.length > MAX_NAMED_FIELDS ? [...xs.slice(0, MAX_NAMED_FIELDS), '…'] : xs).join(', ');
+  const must = names.filter((n) => required.has(n));
+  const may = names.filter((n) => !required.has(n));
+  if (!must.length) return `must be an object (fields: ${list(may)})`;
+  return `must be an object with ${list(must)}${may.length ? ` (and optionally ${list(may)})` : ''}`;
 }
 
 /** The most fields a 400's `details` names; the rest are counted in one more entry, `(more)`. */

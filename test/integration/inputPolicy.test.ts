@@ -177,6 +177,33 @@ describe.each(SERVICES)('%s service', (service) => {
     expect(probes).toBeGreaterThan(0);
   });
 
+  // ajv said "body must be object" / "repository must be object": the shape was left to the docs
+  test('a body (or a body field) that is no object where one is expected: a 400 naming the fields it takes, required ones first', async () => {
+    const failures: string[] = [];
+    let probes = 0;
+    const doc = docs[service] as Json;
+    const fill = (name: string) => (/id$/i.test(name) ? '00000000-0000-4000-8000-000000000000' : 'x');
+    for (const op of operations(service).filter((o) => o.body && deref(doc, o.body).type === 'object' && deref(doc, o.body).properties)) {
+      const body = deref(doc, op.body);
+      const required = ((body.required as string[] | undefined) ?? []).slice(0, 12);
+      const res = await send(op.method, urlOf(op, fill), 'not an object');
+      const message = res.statusCode === 400 ? messageOf(service, res.body) : '';
+      if (/path is invalid/.test(message)) continue; // the path's check comes first (a parameter 'x' cannot fill)
+      probes++;
+      const what = `${op.method} ${op.path}`;
+      const expected = required.length ? `body must be an object with ${required.join(', ')}` : 'body must be an object (fields: ';
+      if (res.statusCode !== 400 || !message.includes(expected)) failures.push(`${what} → ${res.statusCode} ${res.body.slice(0, 240)}`);
+    }
+    expect(failures).toEqual([]);
+    expect(probes).toBeGreaterThan(0);
+    if (service === 'task') {
+      // a nested object: POST /api/projects with the repository given as its URL alone
+      const res = await send('POST', '/api/projects', { name: 'shape', repository: '/tmp/some-repo' });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().error.details).toEqual({ repository: 'must be an object with url (and optionally branch)' });
+    }
+  });
+
   test('a NUL in any path parameter, query parameter or body field is a 400 in the service shape naming the field', async () => {
     const failures: string[] = [];
     const doc = docs[service] as Json;
