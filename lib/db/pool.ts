@@ -111,18 +111,37 @@ export function createPool(connectionString: string, logger: Logger, extra: Part
 }
 
 /**
- * The pool options that give each of its connections PostgreSQL's `lock_timeout` and `statement_timeout` (sent with the
- * connection's startup, so they hold from its first statement and `RESET` comes back to them); 0 leaves the server's
- * own. For the API's pool (config.apiDatabaseLimits): a request whose statement waits for a lock that a stuck
- * transaction holds (an operator's open `BEGIN; SELECT … FOR UPDATE`, a stopped process's row lock) then fails with
- * 55P03, or one that runs away with 57014, and answers 503 (api/http/errorHandlers.ts) instead of hanging until the
- * client gives up. Not for the worker's pool: its activities wait for a lock as long as it is held, as in an outage,
- * rather than fail a run on a limit; migrations lift both limits for themselves (lib/db/migrate.ts).
+ * The pool options that give each of its connections PostgreSQL's `lock_timeout`, `statement_timeout` and
+ * `idle_in_transaction_session_timeout` (sent with the connection's startup, so they hold from its first statement and
+ * `RESET` comes back to them); 0 or absent leaves the server's own. For the API's pool (config.apiDatabaseLimits): a
+ * request whose statement waits for a lock that a stuck transaction holds (an operator's open `BEGIN; SELECT … FOR
+ * UPDATE`, a stopped process's row lock) then fails with 55P03, or one that runs away with 57014, and answers 503
+ * (api/http/errorHandlers.ts) instead of hanging until the client gives up; and a transaction of its own left idle
+ * (the process stopped or stalled mid-request) has its session ended by PostgreSQL, which releases its locks. The
+ * worker's pool gets only the idle limit (config.workerDatabase): its activities wait for a lock as long as it is
+ * held, as in an outage, rather than fail a run on a limit; migrations lift the limits for themselves
+ * (lib/db/migrate.ts).
  */
-export function sessionLimits(limits: { lockTimeoutMs: number; statementTimeoutMs: number }): Partial<PoolConfig> {
+export function sessionLimits(limits: { lockTimeoutMs?: number; statementTimeoutMs?: number; idleInTransactionTimeoutMs?: number }): Partial<PoolConfig> {
+  const set = (ms: number | undefined) => ms !== undefined && ms > 0;
   return {
-    ...(limits.lockTimeoutMs > 0 ? { lock_timeout: limits.lockTimeoutMs } : {}),
-    ...(limits.statementTimeoutMs > 0 ? { statement_timeout: limits.statementTimeoutMs } : {}),
+    ...(set(limits.lockTimeoutMs) ? { lock_timeout: limits.lockTimeoutMs } : {}),
+    ...(set(limits.statementTimeoutMs) ? { statement_timeout: limits.statementTimeoutMs } : {}),
+    ...(set(limits.idleInTransactionTimeoutMs) ? { idle_in_transaction_session_timeout: limits.idleInTransactionTimeoutMs } : {}),
+  };
+}
+
+/**
+ * The options of a workers' pool, one for `armada worker` and `armada start`'s workers alike (config.workerDatabase):
+ * 20 connections; an activity waits up to connectTimeoutMs (default 60 s) for one, so a burst of activities (200
+ * attempts starting at once) waits rather than fails (runAgent has one retry: 45 of 200 attempts failed after 10 s in
+ * bench/concurrentAttempts.ts); and the idle-in-transaction limit (sessionLimits).
+ */
+export function workerPoolOptions(config: { workerDatabase: { connectTimeoutMs: number; idleInTransactionTimeoutMs: number } }): Partial<PoolConfig> {
+  return {
+    max: 20,
+    connectionTimeoutMillis: config.workerDatabase.connectTimeoutMs,
+    ...sessionLimits({ idleInTransactionTimeoutMs: config.workerDatabase.idleInTransactionTimeoutMs }),
   };
 }
 
@@ -162,9 +181,22 @@ export function isPostgresReadOnly(err: unknown): boolean {
   return (err as { code?: unknown } | undefined)?.code === '25006';
 }
 
-/** PostgreSQL cannot take the request now and may later: unreachable, short of a resource, or taking no writes. */
+/**
+ * PostgreSQL ended the session for a limit of idleness: SQLSTATE 25P03 (`idle_in_transaction_session_timeout`: a
+ * transaction waited that long for its next statement, the process stopped or stalled) or 57P05
+ * (`idle_session_timeout`). The transaction was rolled back whole and the connection is gone; a new one works.
+ */
+export function isSessionEndedIdle(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return code === '25P03' || code === '57P05';
+}
+
+/**
+ * PostgreSQL cannot take the request now and may later: unreachable, short of a resource, taking no writes, or it
+ * ended the request's idle session (the same request again runs on a new connection).
+ */
 export function isPostgresUnavailable(err: unknown): boolean {
-  return isPostgresUnreachable(err) || isPostgresShortOfResources(err) || isPostgresReadOnly(err);
+  return isPostgresUnreachable(err) || isPostgresShortOfResources(err) || isPostgresReadOnly(err) || isSessionEndedIdle(err);
 }
 
 /** What a client is told when PostgreSQL cannot take the request now (isPostgresUnavailable), saying what to do. */
@@ -173,6 +205,7 @@ export function postgresUnavailableMessage(err: unknown): string {
   if (code === '53100') return 'The database (PostgreSQL) is out of disk space: free space on its disk, then try again';
   if (code === '53200') return 'The database (PostgreSQL) is out of memory; try again';
   if (code === '53300') return 'The database (PostgreSQL) has no connection slot free (too many connections); try again';
+  if (code === '25P03') return 'The database (PostgreSQL) ended the request\'s transaction: it waited for its next statement longer than its idle_in_transaction_session_timeout (this process stalled); nothing was written; try again';
   if (isPostgresReadOnly(err)) return 'The database (PostgreSQL) takes no writes now (it is read-only: a standby, or default_transaction_read_only is on); try again';
   if (isPostgresShortOfResources(err)) return `The database (PostgreSQL) is short of a resource (SQLSTATE ${String(code)}); try again`;
   return 'The database (PostgreSQL) is unavailable; try again';
@@ -203,10 +236,20 @@ export async function afterInsertingTransaction(c: Queryable, takeLock: (c: Quer
   await takeLock(c);
 }
 
-/** Runs fn inside BEGIN/COMMIT, rolling back on any error; the client is always released. */
+/**
+ * Runs fn inside BEGIN/COMMIT, rolling back on any error; the client is always released. When PostgreSQL ended the
+ * session while fn was not running a statement (idle_in_transaction_session_timeout: this process stalled), the
+ * statement after it fails only with node-postgres' "not queryable": the transaction fails with PostgreSQL's own
+ * error instead (isSessionEndedIdle), which says what happened.
+ */
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken = false;
+  let ended: unknown;
+  const onError = (err: unknown) => {
+    if (ended === undefined && isSessionEndedIdle(err)) ended = err;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await fn(client);
@@ -218,8 +261,9 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
     } catch {
       broken = true;
     }
-    throw err;
+    throw ended !== undefined && isPostgresUnreachable(err) ? ended : err;
   } finally {
+    client.removeListener('error', onError);
     client.release(broken);
   }
 }
