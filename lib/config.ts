@@ -352,10 +352,10 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 
 /**
  * config.apiDatabaseLimits when ARMADA_API_LOCK_TIMEOUT_MS / ARMADA_API_STATEMENT_TIMEOUT_MS are unset. A request's
- * own statements take milliseconds, and the longest lock Armada itself holds while a request waits is a scheduler
- * route's row during its Temporal call (10 s deadline, api/scheduler/temporalAccess.ts); a lock held longer than 5 s
- * is most likely a stuck transaction (an operator's open `BEGIN … FOR UPDATE`), and the statement limit only catches
- * what would otherwise hang.
+ * own statements take milliseconds, and a scheduler change no longer holds its schedule's row during its Temporal call
+ * (it holds a change lock, waited for on its own terms: docs/scheduler.md#concurrent-changes); a lock held longer
+ * than 5 s is most likely a stuck transaction (an operator's open `BEGIN … FOR UPDATE`), and the statement limit only
+ * catches what would otherwise hang.
  */
 export const DEFAULT_API_LOCK_TIMEOUT_MS = 5000;
 export const DEFAULT_API_STATEMENT_TIMEOUT_MS = 30_000;
