@@ -87,7 +87,7 @@ const KEEPALIVE_IDLE_MS = 10_000;
  * server answers others is found and closed (lib/db/deadConnections.ts).
  */
 export function createPool(connectionString: string, logger: Logger, extra: Partial<PoolConfig> = {}): Pool {
-  const pool = new Pool({
+  const pool: Pool = new Pool({
     connectionString,
     max: 10,
     idleTimeoutMillis: 30_000,
@@ -107,8 +107,57 @@ export function createPool(connectionString: string, logger: Logger, extra: Part
     });
   });
   watchForDeadConnections(pool, connectionString, logger);
+  if (typeof extra.lock_timeout === 'number' && extra.lock_timeout > 0) (pool as unknown as Record<symbol, number>)[LOCK_TIMEOUT_OF] = extra.lock_timeout;
   return pool;
 }
+
+/** On a pool whose connections carry a lock_timeout (the API's): its value, for withTransaction's wait budget. */
+const LOCK_TIMEOUT_OF = Symbol('armada.lockTimeoutMs');
+
+/**
+ * What a transaction on a pool with a lock_timeout (the API's) may wait in all, for a connection and for locks: twice
+ * that lock_timeout. PostgreSQL times each lock acquisition on its own (a row: first its place in the queue of the
+ * row's waiters, then the holder's transaction), and a request waits for a connection before that, so requests queued
+ * on a row held by a stuck transaction waited up to 3.75 times the lock_timeout (18.8 s with 5 s: 60 PATCHes of one
+ * row, the pool's 20 connections all waiting; session 50). Now the transaction waits for a connection at most the
+ * budget, and the lock_timeout of its own transaction is cut to half of what is left when the wait took some of it
+ * (docs/configuration.md#the-apis-database-limits).
+ */
+export const waitBudgetOf = (lockTimeoutMs: number): number => 2 * lockTimeoutMs;
+
+/** A transaction's connection waited `waitedMs` of its budget: BEGIN with what is left for its lock waits. */
+export function beginWithin(lockTimeoutMs: number, waitedMs: number): string {
+  const own = Math.floor((waitBudgetOf(lockTimeoutMs) - waitedMs) / 2);
+  return own >= lockTimeoutMs ? 'BEGIN' : `BEGIN; SET LOCAL lock_timeout = '${Math.max(1, own)}ms'`;
+}
+
+/** The message of a transaction that got no connection within its wait budget. */
+export const NO_CONNECTION_IN_TIME = 'no connection of the pool free within the wait budget';
+
+/** A connection of `pool` within `ms`, else an error (isPostgresUnavailable); one that comes later goes back to the pool. */
+function connectWithin(pool: Pool, ms: number): Promise<PoolClient> {
+  return new Promise((resolve, reject) => {
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      reject(Object.assign(new Error(`${NO_CONNECTION_IN_TIME} (${ms} ms)`), { code: POOL_WAIT_EXCEEDED }));
+    }, ms);
+    pool.connect().then(
+      (client) => {
+        clearTimeout(timer);
+        if (late) client.release();
+        else resolve(client);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        if (!late) reject(err);
+      },
+    );
+  });
+}
+
+/** The code of connectWithin's error (not a SQLSTATE: no five characters). */
+const POOL_WAIT_EXCEEDED = 'ARMADA_POOL_WAIT';
 
 /**
  * The pool options that give each of its connections PostgreSQL's `lock_timeout`, `statement_timeout` and
@@ -192,12 +241,16 @@ export function isSessionEndedIdle(err: unknown): boolean {
 }
 
 /**
- * PostgreSQL cannot take the request now and may later: unreachable, short of a resource, taking no writes, or it
- * ended the request's idle session (the same request again runs on a new connection).
+ * PostgreSQL cannot take the request now and may later: unreachable, short of a resource, taking no writes, it ended
+ * the request's idle session (the same request again runs on a new connection), or no connection of the API's pool
+ * was free within a transaction's wait budget.
  */
 export function isPostgresUnavailable(err: unknown): boolean {
-  return isPostgresUnreachable(err) || isPostgresShortOfResources(err) || isPostgresReadOnly(err) || isSessionEndedIdle(err);
+  return isPostgresUnreachable(err) || isPostgresShortOfResources(err) || isPostgresReadOnly(err) || isSessionEndedIdle(err) || isPoolWaitExceeded(err);
 }
+
+/** A transaction of the API got no connection within its wait budget (withTransaction): every one is busy. */
+const isPoolWaitExceeded = (err: unknown): boolean => (err as { code?: unknown } | undefined)?.code === POOL_WAIT_EXCEEDED;
 
 /** What a client is told when PostgreSQL cannot take the request now (isPostgresUnavailable), saying what to do. */
 export function postgresUnavailableMessage(err: unknown): string {
@@ -205,6 +258,7 @@ export function postgresUnavailableMessage(err: unknown): string {
   if (code === '53100') return 'The database (PostgreSQL) is out of disk space: free space on its disk, then try again';
   if (code === '53200') return 'The database (PostgreSQL) is out of memory; try again';
   if (code === '53300') return 'The database (PostgreSQL) has no connection slot free (too many connections); try again';
+  if (isPoolWaitExceeded(err)) return 'The database (PostgreSQL) had no connection free for the request in time: every connection of the API is busy, most likely waiting for a lock another transaction holds; nothing was written; try again';
   if (code === '25P03') return 'The database (PostgreSQL) ended the request\'s transaction: it waited for its next statement longer than its idle_in_transaction_session_timeout (this process stalled); nothing was written; try again';
   if (isPostgresReadOnly(err)) return 'The database (PostgreSQL) takes no writes now (it is read-only: a standby, or default_transaction_read_only is on); try again';
   if (isPostgresShortOfResources(err)) return `The database (PostgreSQL) is short of a resource (SQLSTATE ${String(code)}); try again`;
@@ -243,7 +297,9 @@ export async function afterInsertingTransaction(c: Queryable, takeLock: (c: Quer
  * error instead (isSessionEndedIdle), which says what happened.
  */
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+  const lockTimeoutMs = (pool as unknown as Record<symbol, number | undefined>)[LOCK_TIMEOUT_OF];
+  const t0 = Date.now();
+  const client = lockTimeoutMs ? await connectWithin(pool, waitBudgetOf(lockTimeoutMs)) : await pool.connect();
   let broken = false;
   let ended: unknown;
   const onError = (err: unknown) => {
@@ -251,7 +307,7 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
   };
   client.on('error', onError);
   try {
-    await client.query('BEGIN');
+    await client.query(lockTimeoutMs ? beginWithin(lockTimeoutMs, Date.now() - t0) : 'BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;

@@ -89,20 +89,23 @@ export async function lockTemporalSchedule(db: Queryable, temporalId: string): P
  * lockTemporalSchedule for a change of an existing schedule (a PATCH, a pause or resume, a DELETE): the writers of one
  * Temporal Schedule take turns under it, each holding it across its Temporal call, and it is the only lock a change
  * holds there (its row is written after the call, in a moment). A change waits for the one in progress at most
- * `waitMs` (its own lock_timeout for this one statement; the connection's comes back after it), so a waiter learns
+ * `waitMs` (its own lock_timeout for this one statement; the transaction's comes back after it), so a waiter learns
  * within that time that another change is still waiting for Temporal: false, the transaction aborted, for the caller's
  * 409. Before, the waiter queued on the row's lock, held for up to the Temporal call's 10 s, and got the API's
  * lock_timeout 503 after 5 s, worded as a stuck database transaction.
  */
 export async function lockScheduleChanges(db: Queryable, temporalId: string, waitMs: number): Promise<boolean> {
-  await db.query("SELECT set_config('lock_timeout', $1, true)", [`${waitMs}ms`]);
+  const { rows } = await db.query<{ before: string }>(
+    "WITH b AS (SELECT current_setting('lock_timeout') AS before) SELECT before, set_config('lock_timeout', $1, true) FROM b",
+    [`${waitMs}ms`],
+  );
   try {
     await lockTemporalSchedule(db, temporalId);
   } catch (err) {
     if ((err as { code?: unknown }).code === '55P03') return false;
     throw err;
   }
-  await db.query('SET LOCAL lock_timeout TO DEFAULT');
+  await db.query("SELECT set_config('lock_timeout', $1, true)", [rows[0]?.before ?? '0']);
   return true;
 }
 
