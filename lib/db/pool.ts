@@ -125,8 +125,15 @@ const LOCK_TIMEOUT_OF = Symbol('armada.lockTimeoutMs');
  */
 export const waitBudgetOf = (lockTimeoutMs: number): number => 2 * lockTimeoutMs;
 
-/** A transaction's connection waited `waitedMs` of its budget: BEGIN with what is left for its lock waits. */
+/** A wait for a connection shorter than this leaves a transaction's lock_timeout as it is (beginWithin). */
+const CUT_AFTER_MS = 100;
+
+/**
+ * A transaction's connection waited `waitedMs` of its budget: BEGIN with what is left for its lock waits. A wait under
+ * CUT_AFTER_MS (a connection free at once, or a new one dialled) keeps the plain BEGIN and the connection's own limit.
+ */
 export function beginWithin(lockTimeoutMs: number, waitedMs: number): string {
+  if (waitedMs < CUT_AFTER_MS) return 'BEGIN';
   const own = Math.floor((waitBudgetOf(lockTimeoutMs) - waitedMs) / 2);
   return own >= lockTimeoutMs ? 'BEGIN' : `BEGIN; SET LOCAL lock_timeout = '${Math.max(1, own)}ms'`;
 }
