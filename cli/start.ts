@@ -5,7 +5,7 @@ import { ensureWebAssets } from './webAssets';
 import { assertTaskServiceBindAllowed, ConfigError } from '../lib/config';
 import { bindIp, HostNotResolved, listenAddress } from '../lib/hostAddress';
 import { migrate } from '../lib/db/migrate';
-import { createPool, sessionLimits } from '../lib/db/pool';
+import { createPool, sessionLimits, workerPoolOptions } from '../lib/db/pool';
 import { resolveKeys } from '../lib/keys';
 import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle } from '../lib/temporal/client';
@@ -58,10 +58,11 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
     onGiveUp: (message) => giveUp(message),
   });
   // two pools: the API's connections carry config.apiDatabaseLimits (a request waits at most that long for a lock or a
-  // statement, then answers 503), the workers' and the migrations' none (an activity waits for a lock as long as it
-  // is held rather than fail a run on a limit); as `armada api` and `armada worker` apart (docs/configuration.md)
+  // statement, then answers 503), the workers' config.workerDatabase (no lock or statement limit: an activity waits
+  // for a lock as long as it is held rather than fail a run on a limit), the migrations' none; as `armada api` and
+  // `armada worker` apart (docs/configuration.md)
   const pool = createPool(infra.databaseUrl, logger, { max: 20, ...sessionLimits(config.apiDatabaseLimits) });
-  const workerPool = createPool(infra.databaseUrl, logger, { max: 20 });
+  const workerPool = createPool(infra.databaseUrl, logger, workerPoolOptions(config));
   const temporal = createTemporalHandle(infra.temporalAddress, config.temporal.namespace, { isDown: () => dependencies.isDown('temporal') });
   // a connection that hung stays hung: calls waiting on it get their 503 now, and the next call after the outage dials afresh
   dependencies.onDown('temporal', () => temporal.reconnect());

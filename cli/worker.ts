@@ -5,7 +5,7 @@
  */
 import os from 'node:os';
 import { ConfigError } from '../lib/config';
-import { createPool } from '../lib/db/pool';
+import { createPool, workerPoolOptions } from '../lib/db/pool';
 import { createMetrics } from '../lib/metrics';
 import { startWorkers } from '../workers/createWorker';
 import { startWorkerHealthServer } from '../workers/healthServer';
@@ -36,10 +36,9 @@ export async function runWorker(opts: WorkerFlags): Promise<number> {
   positiveInt('--max-agents', opts.maxAgents);
   const identity = opts.identity ?? `${os.hostname()}-${process.pid}`;
   await installTemporalRuntime(config.host, process.env.ARMADA_TEMPORAL_METRICS_PORT ? config.temporal.metricsPort : null, logger);
-  // 20 like an API process: a worker running hundreds of agents writes their samples, logs and ends concurrently.
-  // A burst of activities (200 attempts starting at once) waits for a connection rather than failing after 10 s
-  // (runAgent has one retry): 45 of 200 attempts failed that way in bench/concurrentAttempts.ts.
-  const pool = createPool(config.databaseUrl, logger, { max: 20, connectionTimeoutMillis: 60_000 });
+  // 20 like an API process: a worker running hundreds of agents writes their samples, logs and ends concurrently;
+  // config.workerDatabase: how long an activity waits for a connection, and its transactions' idle limit
+  const pool = createPool(config.databaseUrl, logger, workerPoolOptions(config));
   const metrics = createMetrics();
   const workers = await startWorkers({
     config,

@@ -262,8 +262,19 @@ export interface ArmadaConfig {
    * (ARMADA_API_LOCK_TIMEOUT_MS, default 5 s) and `statement_timeout` (ARMADA_API_STATEMENT_TIMEOUT_MS, default 30 s);
    * 0 sets none (the server's, its database's or role's own apply). A request whose statement waits longer for a lock
    * held by another transaction, or runs longer, answers 503 instead of hanging (docs/configuration.md).
+   * `idle_in_transaction_session_timeout` (ARMADA_API_IDLE_IN_TRANSACTION_TIMEOUT_MS, default 30 s): PostgreSQL ends the
+   * session of a transaction that waits that long for its next statement (its process stopped or stalled mid-request),
+   * so the row locks it holds are released instead of kept until the process resumes.
    */
-  apiDatabaseLimits: { lockTimeoutMs: number; statementTimeoutMs: number };
+  apiDatabaseLimits: { lockTimeoutMs: number; statementTimeoutMs: number; idleInTransactionTimeoutMs: number };
+  /**
+   * The workers' pool (`armada worker`, and the workers of `armada start`): how long an activity waits for a free
+   * connection (ARMADA_WORKER_DB_CONNECT_TIMEOUT_MS, default 60 s: a burst of activities waits rather than fails), and
+   * its connections' `idle_in_transaction_session_timeout` (ARMADA_WORKER_IDLE_IN_TRANSACTION_TIMEOUT_MS, default
+   * 30 s): an activity's transactions run only their own statements, so one idle that long belongs to a stalled
+   * process (docs/configuration.md#the-workers-pool). No lock or statement limit: an activity waits for a lock.
+   */
+  workerDatabase: { connectTimeoutMs: number; idleInTransactionTimeoutMs: number };
   /** Allowed CORS origins: ARMADA_CORS_ORIGINS (comma-separated) or `cors.origins`; undefined = the service default. */
   corsOrigins?: string[];
   /** `armada start`: how its embedded servers are restarted when they die (lib/runtime/supervisor.ts). */
@@ -341,13 +352,24 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 
 /**
  * config.apiDatabaseLimits when ARMADA_API_LOCK_TIMEOUT_MS / ARMADA_API_STATEMENT_TIMEOUT_MS are unset. A request's
- * own statements take milliseconds, and the longest lock Armada itself holds while a request waits is a scheduler
- * route's row during its Temporal call (10 s deadline, api/scheduler/temporalAccess.ts); a lock held longer than 5 s
- * is most likely a stuck transaction (an operator's open `BEGIN … FOR UPDATE`), and the statement limit only catches
- * what would otherwise hang.
+ * own statements take milliseconds, and a scheduler change no longer holds its schedule's row during its Temporal call
+ * (it holds a change lock, waited for on its own terms: docs/scheduler.md#concurrent-changes); a lock held longer
+ * than 5 s is most likely a stuck transaction (an operator's open `BEGIN … FOR UPDATE`), and the statement limit only
+ * catches what would otherwise hang.
  */
 export const DEFAULT_API_LOCK_TIMEOUT_MS = 5000;
 export const DEFAULT_API_STATEMENT_TIMEOUT_MS = 30_000;
+/**
+ * config.apiDatabaseLimits.idleInTransactionTimeoutMs when ARMADA_API_IDLE_IN_TRANSACTION_TIMEOUT_MS is unset: above the
+ * longest a request keeps its transaction open while it waits for something else, a Temporal call (a scheduler route's
+ * 10 s deadline, api/scheduler/temporalAccess.ts; a workflow start committed with its row, which a healthy Temporal
+ * answers in milliseconds). A transaction idle longer belongs to a stopped or stalled process; PostgreSQL ends its
+ * session, its locks are released, and it is rolled back whole.
+ */
+export const DEFAULT_API_IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
+/** config.workerDatabase when ARMADA_WORKER_DB_CONNECT_TIMEOUT_MS / ARMADA_WORKER_IDLE_IN_TRANSACTION_TIMEOUT_MS are unset. */
+export const DEFAULT_WORKER_DB_CONNECT_TIMEOUT_MS = 60_000;
+export const DEFAULT_WORKER_IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
 
 function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
   const v = env[name];
@@ -457,6 +479,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
     apiDatabaseLimits: {
       lockTimeoutMs: positiveInteger(env, 'ARMADA_API_LOCK_TIMEOUT_MS', DEFAULT_API_LOCK_TIMEOUT_MS, 0),
       statementTimeoutMs: positiveInteger(env, 'ARMADA_API_STATEMENT_TIMEOUT_MS', DEFAULT_API_STATEMENT_TIMEOUT_MS, 0),
+      idleInTransactionTimeoutMs: positiveInteger(env, 'ARMADA_API_IDLE_IN_TRANSACTION_TIMEOUT_MS', DEFAULT_API_IDLE_IN_TRANSACTION_TIMEOUT_MS, 0),
+    },
+    workerDatabase: {
+      connectTimeoutMs: positiveInteger(env, 'ARMADA_WORKER_DB_CONNECT_TIMEOUT_MS', DEFAULT_WORKER_DB_CONNECT_TIMEOUT_MS),
+      idleInTransactionTimeoutMs: positiveInteger(env, 'ARMADA_WORKER_IDLE_IN_TRANSACTION_TIMEOUT_MS', DEFAULT_WORKER_IDLE_IN_TRANSACTION_TIMEOUT_MS, 0),
     },
     corsOrigins: nonEmpty(env.ARMADA_CORS_ORIGINS)
       ?.split(',')

@@ -122,7 +122,7 @@ const SCHEDULER: Catalogue = {
   'PATCH /api/v1/schedules/{workflow}': [
     'updateSchedule',
     'Update a workflow schedule',
-    "Changes the workflow's default schedule (cron, timezone, jitter, input); a workflow without one gets it. A partial patch keeps the rest.",
+    "Changes the workflow's default schedule (cron, timezone, jitter, input); a workflow without one gets it. A partial patch keeps the rest. A 409 while another change of it still waits for Temporal after 5 s: send it again.",
   ],
   'POST /api/v1/schedules/{workflow}/pause': ['pauseSchedule', 'Pause a workflow schedule', "Stops the runs of the workflow's default schedule until it is resumed."],
   'POST /api/v1/schedules/{workflow}/resume': ['resumeSchedule', 'Resume a workflow schedule', "Resumes the runs of the workflow's paused default schedule."],
@@ -138,7 +138,7 @@ const SCHEDULER: Catalogue = {
     'Update a schedule',
     'Changes one schedule: `schedule` and `jitter` (cron schedules), `at` (one-time schedules before they ran; 409 after), `timezone`, `input`.',
   ],
-  'DELETE /api/v1/workflows/{name}/schedules/{id}': ['deleteWorkflowSchedule', 'Delete a schedule', 'Deletes one schedule of a workflow and its Temporal Schedule; its past executions stay.'],
+  'DELETE /api/v1/workflows/{name}/schedules/{id}': ['deleteWorkflowSchedule', 'Delete a schedule', 'Deletes one schedule of a workflow and its Temporal Schedule; its past executions stay. A 409 while another change of it still waits for Temporal after 5 s.'],
   'POST /api/v1/workflows/{name}/schedules/{id}/pause': ['pauseWorkflowSchedule', 'Pause a schedule', 'Stops the runs of one schedule until it is resumed; the others keep running.'],
   'POST /api/v1/workflows/{name}/schedules/{id}/resume': [
     'resumeWorkflowSchedule',

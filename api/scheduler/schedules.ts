@@ -2,7 +2,10 @@
  * Schedule routes. Every schedule is a row of scheduler_schedules and its own Temporal Schedule; a workflow has any
  * number of them (cron or one-time, each with its own zone and input) under /workflows/{name}/schedules. The spec's
  * /schedules/{workflow} routes act on the workflow's default schedule (the one its own `schedule` field names).
- * Changes write the row and Temporal in one transaction: a Temporal refusal leaves the row as it was.
+ * A change takes its schedule's change lock (lockScheduleChanges: the writers of one Temporal Schedule take turns),
+ * calls Temporal, then writes the row: a Temporal refusal leaves the row as it was, and no row lock is held while
+ * Temporal is asked. A change that finds another still waiting for Temporal after SCHEDULE_CHANGE_WAIT_MS is a 409
+ * (docs/scheduler.md#concurrent-changes).
  */
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import { ScheduleNotFoundError, type Client } from '@temporalio/client';
@@ -14,9 +17,10 @@ import {
   deleteScheduleRow,
   getDefaultSchedule,
   getSchedule,
+  getScheduleById,
   insertSchedule,
   listSchedules,
-  lockSchedule,
+  lockScheduleChanges,
   lockTemporalSchedule,
   updateSchedule as updateScheduleRow,
   type ScheduleRow,
@@ -51,7 +55,7 @@ import {
   WorkflowParams,
   WorkflowScheduleParams,
 } from './schemas';
-import { withinDeadline } from './temporalAccess';
+import { SCHEDULE_CHANGE_WAIT_MS, withinDeadline } from './temporalAccess';
 import { WORKFLOW_NOT_FOUND, checkZone, mustGetWorkflow, refuseScheduleExpression, scheduleError, scheduleZone, temporalClient, unknownOutcomeResynced } from './workflows';
 
 export const SCHEDULE_NOT_FOUND = 'Schedule not found';
@@ -72,15 +76,33 @@ interface ScheduleChange {
 type SchedulePatch = { schedule?: string; at?: string; timezone?: string; jitter?: number; input?: unknown };
 
 /**
- * The row of a schedule being changed, read again under its lock (FOR UPDATE) inside the change's transaction: 404
- * when it went meanwhile (through `/schedules/{workflow}` a default row needs no cron; through the schedule's own
- * route it must still be a schedule).
+ * The row of a schedule being changed, read again under its change lock inside the change's transaction (the changes
+ * before it have committed): 404 when it went meanwhile (through `/schedules/{workflow}` a default row needs no cron;
+ * through the schedule's own route it must still be a schedule); 409 when another change of it is still waiting for
+ * Temporal after SCHEDULE_CHANGE_WAIT_MS.
  */
 async function lockedRow(c: Queryable, s: ScheduleRow, route: 'default' | 'schedule'): Promise<ScheduleRow> {
-  const locked = await lockSchedule(c, s.id);
+  if (!(await lockScheduleChanges(c, s.temporal_id, SCHEDULE_CHANGE_WAIT_MS))) {
+    const which = route === 'default' ? `the schedule of workflow ${s.workflow}` : `schedule ${s.id}`;
+    throw conflict(`Another change of ${which} is in progress (waiting for Temporal); send this one again once it has finished`);
+  }
+  const locked = await getScheduleById(c, s.id);
   if (route === 'default' && locked) return locked;
   if (route === 'schedule' && locked && (locked.type === 'one-time' || locked.cron !== null)) return locked;
   throw notFound(route === 'default' ? WORKFLOW_NOT_FOUND : SCHEDULE_NOT_FOUND);
+}
+
+/**
+ * The row's write after Temporal took the change. Should it fail (PostgreSQL away), Temporal is made to match the
+ * row again once it can (scheduleResync.ts), as after a Temporal call that got no answer.
+ */
+async function writeAfterTemporal<T>(deps: DetailServiceDeps, s: ScheduleRow, log: FastifyBaseLogger, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    resyncScheduleLater(deps, s.temporal_id, log);
+    throw err;
+  }
 }
 
 /**
@@ -95,10 +117,12 @@ function scheduleGone(deps: DetailServiceDeps, s: ScheduleRow, route: 'default' 
 }
 
 /**
- * Applies a PATCH to the row and to Temporal (creating the Temporal Schedule of a default row getting its first
- * cron). The change is checked and computed on the row as locked in the transaction, not as read before it: a
+ * Applies a PATCH to Temporal and then to the row (creating the Temporal Schedule of a default row getting its first
+ * cron). The change is checked and computed on the row as read under the change lock, not as read before it: a
  * concurrent PATCH of another field has committed by then, so the timing Temporal gets is the row's as it commits,
- * and Temporal's updates come in commit order (each is sent while its transaction holds the lock).
+ * and Temporal's updates come in commit order (each is sent while its transaction holds the change lock). A row the
+ * workflow's deletion removed during the call (its first cron's Temporal Schedule was being created) is the 404, and
+ * that Temporal Schedule goes again.
  */
 async function changeSchedule(deps: DetailServiceDeps, s: ScheduleRow, route: 'default' | 'schedule', body: SchedulePatch, log: FastifyBaseLogger): Promise<ScheduleRow> {
   const settings = schedulerSettings(deps.config);
@@ -114,12 +138,15 @@ async function changeSchedule(deps: DetailServiceDeps, s: ScheduleRow, route: 'd
       jitter_ms: change.jitterMs ?? current.jitter_ms,
       input: change.input !== undefined ? change.input : current.input,
     };
-    await updateScheduleRow(c, current.id, change);
-    if (next.type === 'cron' && next.cron === null) return next; // no schedule yet: nothing in Temporal
+    if (next.type === 'cron' && next.cron === null) {
+      if (!(await updateScheduleRow(c, current.id, change))) throw notFound(route === 'default' ? WORKFLOW_NOT_FOUND : SCHEDULE_NOT_FOUND);
+      return next; // no schedule yet: nothing in Temporal
+    }
     const client = await temporalClient(deps, UPDATE_FAILED);
+    const creating = current.type === 'cron' && current.cron === null;
     try {
       await withinDeadline(client, UPDATE_FAILED, async () => {
-        if (current.type === 'one-time' || current.cron !== null) await updateSchedule(client, targetOf(next), timingOf(next));
+        if (!creating) await updateSchedule(client, targetOf(next), timingOf(next));
         else {
           await createSchedule(client, {
             target: targetOf(next),
@@ -135,6 +162,11 @@ async function changeSchedule(deps: DetailServiceDeps, s: ScheduleRow, route: 'd
       if (err instanceof ScheduleNotFoundError) throw scheduleGone(deps, current, route, log);
       throw unknownOutcomeResynced(deps, err, [current.temporal_id], log) ?? scheduleError(err, next.type === 'cron' ? next.cron : null, UPDATE_FAILED);
     }
+    if (!(await writeAfterTemporal(deps, current, log, () => updateScheduleRow(c, current.id, change)))) {
+      // deleted with its workflow during the call: a Temporal Schedule this change created has no row
+      if (creating) await withinDeadline(client, UPDATE_FAILED, () => deleteSchedule(client, current.temporal_id)).catch(() => undefined);
+      throw scheduleGone(deps, current, route, log);
+    }
     return next;
   });
 }
@@ -142,7 +174,7 @@ async function changeSchedule(deps: DetailServiceDeps, s: ScheduleRow, route: 'd
 async function setPaused(deps: DetailServiceDeps, s: ScheduleRow, route: 'default' | 'schedule', action: 'pause' | 'resume', log: FastifyBaseLogger): Promise<ScheduleRow> {
   const enabled = action === 'resume';
   return withTransaction(deps.db, async (c) => {
-    // locked like a PATCH, so the answer shows the row as this change commits it
+    // under the change lock like a PATCH, so the answer shows the row as this change commits it
     const current = await lockedRow(c, s, route);
     // a valid request the workflow's state refuses (it runs only on demand): 409, not 400
     if (current.type === 'cron' && current.cron === null) {
@@ -151,13 +183,14 @@ async function setPaused(deps: DetailServiceDeps, s: ScheduleRow, route: 'defaul
     const what = `Error on ${action}`;
     const client = await temporalClient(deps, what);
     if (enabled) await refuseMissedTime(client, current, what);
-    await updateScheduleRow(c, current.id, { enabled });
     try {
       await withinDeadline(client, what, () => setSchedulePaused(client, current.temporal_id, !enabled, `${action}d through the API`));
     } catch (err) {
       if (err instanceof ScheduleNotFoundError) throw scheduleGone(deps, current, route, log);
       throw unknownOutcomeResynced(deps, err, [current.temporal_id], log) ?? err;
     }
+    // deleted with its workflow during the call: the deletion removes its Temporal Schedule too
+    if (!(await writeAfterTemporal(deps, current, log, () => updateScheduleRow(c, current.id, { enabled })))) throw scheduleGone(deps, current, route, log);
     return { ...current, enabled };
   });
 }
@@ -237,7 +270,7 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
 
   app.patch(
     '/schedules/:workflow',
-    { schema: { tags: ['schedules'], params: ScheduleParams, body: PatchScheduleBody, response: { 200: Schedule, ...DetailErrors } }, preValidation: refuseScheduleExpression },
+    { schema: { tags: ['schedules'], params: ScheduleParams, body: PatchScheduleBody, response: { 200: Schedule, ...DetailErrors, 409: Detail } }, preValidation: refuseScheduleExpression },
     async (request) => {
       const s = await defaultOf(request.params.workflow);
       return view(await changeSchedule(deps, s, 'default', request.body, request.log));
@@ -346,11 +379,11 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
 
   app.delete(
     '/workflows/:name/schedules/:id',
-    { schema: { tags: ['schedules'], params: WorkflowScheduleParams, response: { 200: DeletedSchedule, ...DetailErrors } } },
+    { schema: { tags: ['schedules'], params: WorkflowScheduleParams, response: { 200: DeletedSchedule, ...DetailErrors, 409: Detail } } },
     async (request) => {
       const s = await mustGetSchedule(request.params.name, request.params.id);
       const client = await temporalClient(deps, DELETE_FAILED);
-      // under the row's lock, like a change: a PATCH, pause or resume at the same time comes before (and its Temporal
+      // under the change lock, like a change: a PATCH, pause or resume at the same time comes before (and its Temporal
       // call finds the Schedule) or after (the 404); a second DELETE is the 404
       await withTransaction(deps.db, async (c) => {
         const current = await lockedRow(c, s, 'schedule');
@@ -359,7 +392,7 @@ export const scheduleRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
         } catch (err) {
           throw unknownOutcomeResynced(deps, err, [current.temporal_id], request.log) ?? err;
         }
-        await deleteScheduleRow(c, current.id);
+        await writeAfterTemporal(deps, current, request.log, () => deleteScheduleRow(c, current.id));
       });
       return { id: s.id, workflow: s.workflow, deleted: true };
     },

@@ -10,6 +10,13 @@ import type { DetailServiceDeps } from '../detailServiceDeps';
 
 /** How long one operation of a route (a start, a cancel, a schedule change) may wait for Temporal. */
 export const TEMPORAL_CALL_TIMEOUT_MS = 10_000;
+/**
+ * How long a change of a schedule waits for the one in progress (which holds the schedule's change lock across its
+ * Temporal calls) before its 409 "another change … is in progress": a Temporal that answers lets a queue of changes
+ * through well within it, one that is slow is said so at once instead of each waiter's database lock_timeout (a 503
+ * worded as a stuck transaction). Not the API's lock timeout: it bounds a wait for Temporal, not for a transaction.
+ */
+export const SCHEDULE_CHANGE_WAIT_MS = 5_000;
 /** How long a read for a view (a schedule's next run) may wait; the view then shows what it shows without Temporal. */
 export const TEMPORAL_READ_TIMEOUT_MS = 5_000;
 

@@ -87,7 +87,7 @@ const KEEPALIVE_IDLE_MS = 10_000;
  * server answers others is found and closed (lib/db/deadConnections.ts).
  */
 export function createPool(connectionString: string, logger: Logger, extra: Partial<PoolConfig> = {}): Pool {
-  const pool = new Pool({
+  const pool: Pool = new Pool({
     connectionString,
     max: 10,
     idleTimeoutMillis: 30_000,
@@ -107,22 +107,97 @@ export function createPool(connectionString: string, logger: Logger, extra: Part
     });
   });
   watchForDeadConnections(pool, connectionString, logger);
+  if (typeof extra.lock_timeout === 'number' && extra.lock_timeout > 0) (pool as unknown as Record<symbol, number>)[LOCK_TIMEOUT_OF] = extra.lock_timeout;
   return pool;
 }
 
+/** On a pool whose connections carry a lock_timeout (the API's): its value, for withTransaction's wait budget. */
+const LOCK_TIMEOUT_OF = Symbol('armada.lockTimeoutMs');
+
 /**
- * The pool options that give each of its connections PostgreSQL's `lock_timeout` and `statement_timeout` (sent with the
- * connection's startup, so they hold from its first statement and `RESET` comes back to them); 0 leaves the server's
- * own. For the API's pool (config.apiDatabaseLimits): a request whose statement waits for a lock that a stuck
- * transaction holds (an operator's open `BEGIN; SELECT … FOR UPDATE`, a stopped process's row lock) then fails with
- * 55P03, or one that runs away with 57014, and answers 503 (api/http/errorHandlers.ts) instead of hanging until the
- * client gives up. Not for the worker's pool: its activities wait for a lock as long as it is held, as in an outage,
- * rather than fail a run on a limit; migrations lift both limits for themselves (lib/db/migrate.ts).
+ * What a transaction on a pool with a lock_timeout (the API's) may wait in all, for a connection and for locks: twice
+ * that lock_timeout. PostgreSQL times each lock acquisition on its own (a row: first its place in the queue of the
+ * row's waiters, then the holder's transaction), and a request waits for a connection before that, so requests queued
+ * on a row held by a stuck transaction waited up to 3.75 times the lock_timeout (18.8 s with 5 s: 60 PATCHes of one
+ * row, the pool's 20 connections all waiting; session 50). Now the transaction waits for a connection at most the
+ * budget, and the lock_timeout of its own transaction is cut to half of what is left when the wait took some of it
+ * (docs/configuration.md#the-apis-database-limits).
  */
-export function sessionLimits(limits: { lockTimeoutMs: number; statementTimeoutMs: number }): Partial<PoolConfig> {
+export const waitBudgetOf = (lockTimeoutMs: number): number => 2 * lockTimeoutMs;
+
+/** A wait for a connection shorter than this leaves a transaction's lock_timeout as it is (beginWithin). */
+const CUT_AFTER_MS = 100;
+
+/**
+ * A transaction's connection waited `waitedMs` of its budget: BEGIN with what is left for its lock waits. A wait under
+ * CUT_AFTER_MS (a connection free at once, or a new one dialled) keeps the plain BEGIN and the connection's own limit.
+ */
+export function beginWithin(lockTimeoutMs: number, waitedMs: number): string {
+  if (waitedMs < CUT_AFTER_MS) return 'BEGIN';
+  const own = Math.floor((waitBudgetOf(lockTimeoutMs) - waitedMs) / 2);
+  return own >= lockTimeoutMs ? 'BEGIN' : `BEGIN; SET LOCAL lock_timeout = '${Math.max(1, own)}ms'`;
+}
+
+/** The message of a transaction that got no connection within its wait budget. */
+export const NO_CONNECTION_IN_TIME = 'no connection of the pool free within the wait budget';
+
+/** A connection of `pool` within `ms`, else an error (isPostgresUnavailable); one that comes later goes back to the pool. */
+function connectWithin(pool: Pool, ms: number): Promise<PoolClient> {
+  return new Promise((resolve, reject) => {
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      reject(Object.assign(new Error(`${NO_CONNECTION_IN_TIME} (${ms} ms)`), { code: POOL_WAIT_EXCEEDED }));
+    }, ms);
+    pool.connect().then(
+      (client) => {
+        clearTimeout(timer);
+        if (late) client.release();
+        else resolve(client);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        if (!late) reject(err);
+      },
+    );
+  });
+}
+
+/** The code of connectWithin's error (not a SQLSTATE: no five characters). */
+const POOL_WAIT_EXCEEDED = 'ARMADA_POOL_WAIT';
+
+/**
+ * The pool options that give each of its connections PostgreSQL's `lock_timeout`, `statement_timeout` and
+ * `idle_in_transaction_session_timeout` (sent with the connection's startup, so they hold from its first statement and
+ * `RESET` comes back to them); 0 or absent leaves the server's own. For the API's pool (config.apiDatabaseLimits): a
+ * request whose statement waits for a lock that a stuck transaction holds (an operator's open `BEGIN; SELECT … FOR
+ * UPDATE`, a stopped process's row lock) then fails with 55P03, or one that runs away with 57014, and answers 503
+ * (api/http/errorHandlers.ts) instead of hanging until the client gives up; and a transaction of its own left idle
+ * (the process stopped or stalled mid-request) has its session ended by PostgreSQL, which releases its locks. The
+ * worker's pool gets only the idle limit (config.workerDatabase): its activities wait for a lock as long as it is
+ * held, as in an outage, rather than fail a run on a limit; migrations lift the limits for themselves
+ * (lib/db/migrate.ts).
+ */
+export function sessionLimits(limits: { lockTimeoutMs?: number; statementTimeoutMs?: number; idleInTransactionTimeoutMs?: number }): Partial<PoolConfig> {
+  const set = (ms: number | undefined) => ms !== undefined && ms > 0;
   return {
-    ...(limits.lockTimeoutMs > 0 ? { lock_timeout: limits.lockTimeoutMs } : {}),
-    ...(limits.statementTimeoutMs > 0 ? { statement_timeout: limits.statementTimeoutMs } : {}),
+    ...(set(limits.lockTimeoutMs) ? { lock_timeout: limits.lockTimeoutMs } : {}),
+    ...(set(limits.statementTimeoutMs) ? { statement_timeout: limits.statementTimeoutMs } : {}),
+    ...(set(limits.idleInTransactionTimeoutMs) ? { idle_in_transaction_session_timeout: limits.idleInTransactionTimeoutMs } : {}),
+  };
+}
+
+/**
+ * The options of a workers' pool, one for `armada worker` and `armada start`'s workers alike (config.workerDatabase):
+ * 20 connections; an activity waits up to connectTimeoutMs (default 60 s) for one, so a burst of activities (200
+ * attempts starting at once) waits rather than fails (runAgent has one retry: 45 of 200 attempts failed after 10 s in
+ * bench/concurrentAttempts.ts); and the idle-in-transaction limit (sessionLimits).
+ */
+export function workerPoolOptions(config: { workerDatabase: { connectTimeoutMs: number; idleInTransactionTimeoutMs: number } }): Partial<PoolConfig> {
+  return {
+    max: 20,
+    connectionTimeoutMillis: config.workerDatabase.connectTimeoutMs,
+    ...sessionLimits({ idleInTransactionTimeoutMs: config.workerDatabase.idleInTransactionTimeoutMs }),
   };
 }
 
@@ -162,10 +237,27 @@ export function isPostgresReadOnly(err: unknown): boolean {
   return (err as { code?: unknown } | undefined)?.code === '25006';
 }
 
-/** PostgreSQL cannot take the request now and may later: unreachable, short of a resource, or taking no writes. */
-export function isPostgresUnavailable(err: unknown): boolean {
-  return isPostgresUnreachable(err) || isPostgresShortOfResources(err) || isPostgresReadOnly(err);
+/**
+ * PostgreSQL ended the session for a limit of idleness: SQLSTATE 25P03 (`idle_in_transaction_session_timeout`: a
+ * transaction waited that long for its next statement, the process stopped or stalled) or 57P05
+ * (`idle_session_timeout`). The transaction was rolled back whole and the connection is gone; a new one works.
+ */
+export function isSessionEndedIdle(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return code === '25P03' || code === '57P05';
 }
+
+/**
+ * PostgreSQL cannot take the request now and may later: unreachable, short of a resource, taking no writes, it ended
+ * the request's idle session (the same request again runs on a new connection), or no connection of the API's pool
+ * was free within a transaction's wait budget.
+ */
+export function isPostgresUnavailable(err: unknown): boolean {
+  return isPostgresUnreachable(err) || isPostgresShortOfResources(err) || isPostgresReadOnly(err) || isSessionEndedIdle(err) || isPoolWaitExceeded(err);
+}
+
+/** A transaction of the API got no connection within its wait budget (withTransaction): every one is busy. */
+const isPoolWaitExceeded = (err: unknown): boolean => (err as { code?: unknown } | undefined)?.code === POOL_WAIT_EXCEEDED;
 
 /** What a client is told when PostgreSQL cannot take the request now (isPostgresUnavailable), saying what to do. */
 export function postgresUnavailableMessage(err: unknown): string {
@@ -173,6 +265,8 @@ export function postgresUnavailableMessage(err: unknown): string {
   if (code === '53100') return 'The database (PostgreSQL) is out of disk space: free space on its disk, then try again';
   if (code === '53200') return 'The database (PostgreSQL) is out of memory; try again';
   if (code === '53300') return 'The database (PostgreSQL) has no connection slot free (too many connections); try again';
+  if (isPoolWaitExceeded(err)) return 'The database (PostgreSQL) had no connection free for the request in time: every connection of the API is busy, most likely waiting for a lock another transaction holds; nothing was written; try again';
+  if (code === '25P03') return 'The database (PostgreSQL) ended the request\'s transaction: it waited for its next statement longer than its idle_in_transaction_session_timeout (this process stalled); nothing was written; try again';
   if (isPostgresReadOnly(err)) return 'The database (PostgreSQL) takes no writes now (it is read-only: a standby, or default_transaction_read_only is on); try again';
   if (isPostgresShortOfResources(err)) return `The database (PostgreSQL) is short of a resource (SQLSTATE ${String(code)}); try again`;
   return 'The database (PostgreSQL) is unavailable; try again';
@@ -203,12 +297,24 @@ export async function afterInsertingTransaction(c: Queryable, takeLock: (c: Quer
   await takeLock(c);
 }
 
-/** Runs fn inside BEGIN/COMMIT, rolling back on any error; the client is always released. */
+/**
+ * Runs fn inside BEGIN/COMMIT, rolling back on any error; the client is always released. When PostgreSQL ended the
+ * session while fn was not running a statement (idle_in_transaction_session_timeout: this process stalled), the
+ * statement after it fails only with node-postgres' "not queryable": the transaction fails with PostgreSQL's own
+ * error instead (isSessionEndedIdle), which says what happened.
+ */
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+  const lockTimeoutMs = (pool as unknown as Record<symbol, number | undefined>)[LOCK_TIMEOUT_OF];
+  const t0 = Date.now();
+  const client = lockTimeoutMs ? await connectWithin(pool, waitBudgetOf(lockTimeoutMs)) : await pool.connect();
   let broken = false;
+  let ended: unknown;
+  const onError = (err: unknown) => {
+    if (ended === undefined && isSessionEndedIdle(err)) ended = err;
+  };
+  client.on('error', onError);
   try {
-    await client.query('BEGIN');
+    await client.query(lockTimeoutMs ? beginWithin(lockTimeoutMs, Date.now() - t0) : 'BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
@@ -218,8 +324,9 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
     } catch {
       broken = true;
     }
-    throw err;
+    throw ended !== undefined && isPostgresUnreachable(err) ? ended : err;
   } finally {
+    client.removeListener('error', onError);
     client.release(broken);
   }
 }

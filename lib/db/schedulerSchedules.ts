@@ -68,11 +68,11 @@ export async function getSchedule(db: Queryable, workflow: string, id: string): 
 }
 
 /**
- * A schedule row (a default row with or without a cron), locked FOR UPDATE until the transaction ends: a change is
- * computed from this read, so concurrent changes apply one after the other, each to the committed row.
+ * A schedule row (a default row with or without a cron) by id, as committed; a change reads it under
+ * lockScheduleChanges, so the changes before it have committed and none writes it until this one has.
  */
-export async function lockSchedule(db: Queryable, id: string): Promise<ScheduleRow | undefined> {
-  const { rows } = await db.query<ScheduleRow>(`${SELECT} WHERE s.id = $1 FOR UPDATE OF s`, [id]);
+export async function getScheduleById(db: Queryable, id: string): Promise<ScheduleRow | undefined> {
+  const { rows } = await db.query<ScheduleRow>(`${SELECT} WHERE s.id = $1`, [id]);
   return rows[0];
 }
 
@@ -83,6 +83,30 @@ export async function lockSchedule(db: Queryable, id: string): Promise<ScheduleR
  */
 export async function lockTemporalSchedule(db: Queryable, temporalId: string): Promise<void> {
   await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`armada-scheduler-schedule:${temporalId}`]);
+}
+
+/**
+ * lockTemporalSchedule for a change of an existing schedule (a PATCH, a pause or resume, a DELETE): the writers of one
+ * Temporal Schedule take turns under it, each holding it across its Temporal call, and it is the only lock a change
+ * holds there (its row is written after the call, in a moment). A change waits for the one in progress at most
+ * `waitMs` (its own lock_timeout for this one statement; the transaction's comes back after it), so a waiter learns
+ * within that time that another change is still waiting for Temporal: false, the transaction aborted, for the caller's
+ * 409. Before, the waiter queued on the row's lock, held for up to the Temporal call's 10 s, and got the API's
+ * lock_timeout 503 after 5 s, worded as a stuck database transaction.
+ */
+export async function lockScheduleChanges(db: Queryable, temporalId: string, waitMs: number): Promise<boolean> {
+  const { rows } = await db.query<{ before: string }>(
+    "WITH b AS (SELECT current_setting('lock_timeout') AS before) SELECT before, set_config('lock_timeout', $1, true) FROM b",
+    [`${waitMs}ms`],
+  );
+  try {
+    await lockTemporalSchedule(db, temporalId);
+  } catch (err) {
+    if ((err as { code?: unknown }).code === '55P03') return false;
+    throw err;
+  }
+  await db.query("SELECT set_config('lock_timeout', $1, true)", [rows[0]?.before ?? '0']);
+  return true;
 }
 
 /** The schedule row whose Temporal Schedule is `temporalId`, locked (FOR UPDATE); undefined when there is none. */
@@ -118,9 +142,9 @@ export async function temporalIdsOf(db: Queryable, workflows: string[]): Promise
 
 /**
  * The same, with every schedule row of the workflows locked (FOR UPDATE) until the transaction ends, for a deletion
- * holding the workflows' rows: a change holding a schedule row (a PATCH giving a default row its first cron, which
- * creates its Temporal Schedule) commits first and is listed; one after it finds the row gone. A default row without a
- * cron is locked too (it may be getting one) but not listed.
+ * holding the workflows' rows: a change whose row write (a PATCH giving a default row its first cron, after creating
+ * its Temporal Schedule) committed first is listed; one writing after it finds the row gone, and deletes the Temporal
+ * Schedule it made (api/scheduler/schedules.ts). A default row without a cron is locked too but not listed.
  */
 export async function lockTemporalIdsOf(db: Queryable, workflows: string[]): Promise<string[]> {
   if (!workflows.length) return [];
@@ -131,13 +155,13 @@ export async function lockTemporalIdsOf(db: Queryable, workflows: string[]): Pro
   return rows.filter((r) => r.listed).map((r) => r.temporal_id);
 }
 
-/** Changes a schedule (undefined keeps a field; `input: null` removes the input). */
+/** Changes a schedule (undefined keeps a field; `input: null` removes the input); false when the row is gone. */
 export async function updateSchedule(
   db: Queryable,
   id: string,
   patch: { cron?: string; at?: string; runAt?: Date; timezone?: string; jitterMs?: number; enabled?: boolean; input?: unknown },
-): Promise<void> {
-  await db.query(
+): Promise<boolean> {
+  const { rowCount } = await db.query(
     `UPDATE scheduler_schedules
         SET cron = COALESCE($2, cron), at = COALESCE($3, at), run_at = COALESCE($4, run_at), timezone = COALESCE($5, timezone),
             jitter_ms = COALESCE($6, jitter_ms), enabled = COALESCE($7, enabled),
@@ -155,6 +179,7 @@ export async function updateSchedule(
       jsonOrNull(patch.input),
     ],
   );
+  return (rowCount ?? 0) > 0;
 }
 
 /**

@@ -59,9 +59,19 @@ describe('config', () => {
     expect(c.filesystemWalks).toEqual({ timeBudgetMs: 10_000, maxEntries: 50_000, concurrency: 2, queue: 16 });
     expect(c.sseKeepAliveMs).toBe(15_000);
     expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_SSE_KEEPALIVE_MS: '0' })).toThrow(/ARMADA_SSE_KEEPALIVE_MS/);
-    // the API's database limits: 5 s and 30 s by default, 0 = none of Armada's, anything but a whole number ≥ 0 refused
-    expect(c.apiDatabaseLimits).toEqual({ lockTimeoutMs: 5000, statementTimeoutMs: 30_000 });
-    expect(loadConfig({ ARMADA_HOME: home, ARMADA_API_LOCK_TIMEOUT_MS: '0', ARMADA_API_STATEMENT_TIMEOUT_MS: '120000' }).apiDatabaseLimits).toEqual({ lockTimeoutMs: 0, statementTimeoutMs: 120_000 });
+    // the API's database limits: 5 s, 30 s and 30 s by default, 0 = none of Armada's, anything but a whole number ≥ 0 refused
+    expect(c.apiDatabaseLimits).toEqual({ lockTimeoutMs: 5000, statementTimeoutMs: 30_000, idleInTransactionTimeoutMs: 30_000 });
+    expect(
+      loadConfig({ ARMADA_HOME: home, ARMADA_API_LOCK_TIMEOUT_MS: '0', ARMADA_API_STATEMENT_TIMEOUT_MS: '120000', ARMADA_API_IDLE_IN_TRANSACTION_TIMEOUT_MS: '0' }).apiDatabaseLimits,
+    ).toEqual({ lockTimeoutMs: 0, statementTimeoutMs: 120_000, idleInTransactionTimeoutMs: 0 });
+    expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_API_IDLE_IN_TRANSACTION_TIMEOUT_MS: '30 s' })).toThrow(/ARMADA_API_IDLE_IN_TRANSACTION_TIMEOUT_MS/);
+    // the workers' pool: one connect wait for `armada worker` and `armada start`'s workers (60 s), its idle limit (30 s)
+    expect(c.workerDatabase).toEqual({ connectTimeoutMs: 60_000, idleInTransactionTimeoutMs: 30_000 });
+    expect(loadConfig({ ARMADA_HOME: home, ARMADA_WORKER_DB_CONNECT_TIMEOUT_MS: '15000', ARMADA_WORKER_IDLE_IN_TRANSACTION_TIMEOUT_MS: '0' }).workerDatabase).toEqual({
+      connectTimeoutMs: 15_000,
+      idleInTransactionTimeoutMs: 0,
+    });
+    expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_WORKER_DB_CONNECT_TIMEOUT_MS: '0' })).toThrow(/ARMADA_WORKER_DB_CONNECT_TIMEOUT_MS/);
     expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_API_LOCK_TIMEOUT_MS: '5s' })).toThrow(/ARMADA_API_LOCK_TIMEOUT_MS/);
     expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_API_STATEMENT_TIMEOUT_MS: '-1' })).toThrow(/ARMADA_API_STATEMENT_TIMEOUT_MS/);
     expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_TASK_PORT: 'eighty' })).toThrow(ConfigError);
