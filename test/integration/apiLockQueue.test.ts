@@ -10,13 +10,9 @@
  * other row's PATCHes go through; and once the holder ends, the row takes a PATCH again. The bound asserted has 5 s of
  * room above the budget for a loaded machine (it is 15 s; the 18.8 s before were beyond it).
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Client } from 'pg';
-import { spawnApi, type ApiProcess } from '../support/apiProcess';
-import { createTestDatabase, makeGitRepo } from '../support/harness';
-import { timedRequest, type TimedAnswer } from '../support/timedRequest';
+import { spawnedTaskApi } from '../support/spawnedTaskApi';
+import type { TimedAnswer } from '../support/timedRequest';
 
 jest.setTimeout(240_000);
 
@@ -28,42 +24,21 @@ const LOCK_MESSAGE = 'The database (PostgreSQL) could not get a lock held by ano
 const NO_CONNECTION_MESSAGE =
   'The database (PostgreSQL) had no connection free for the request in time: every connection of the API is busy, most likely waiting for a lock another transaction holds; nothing was written; try again';
 
-let home: string;
-let database: Awaited<ReturnType<typeof createTestDatabase>>;
-let api: ApiProcess;
-let projectId: string;
-
-beforeAll(async () => {
-  home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-lock-queue-'));
-  database = await createTestDatabase();
-  api = await spawnApi({ home, databaseUrl: database.url, services: ['task'] });
-  const p = await send('POST', '/api/projects', { name: 'Queued on a row', repository: { url: makeGitRepo() } });
-  expect(p.status).toBe(201);
-  projectId = (p.body.data as { id: string }).id;
-}, 200_000);
-
-afterAll(async () => {
-  await api?.stop();
-  await database?.drop();
-  if (home) fs.rmSync(home, { recursive: true, force: true });
-});
-
-const send = (method: 'POST' | 'PATCH', url: string, payload?: unknown): Promise<TimedAnswer> =>
-  timedRequest(`${api.base('task')}${url}`, { method, payload, timeoutMs: 120_000 });
+const stack = spawnedTaskApi({ tmpPrefix: 'armada-lock-queue-', projectName: 'Queued on a row' });
+const { send, titleOf } = stack;
 
 async function newTask(title: string): Promise<string> {
-  const t = await send('POST', '/api/tasks', { projectId, title });
+  const t = await send('POST', '/api/tasks', { projectId: stack.projectId, title });
   expect(t.status).toBe(201);
   return (t.body.data as { id: string }).id;
 }
 
-const titleOf = async (taskId: string) => (await database.pool.query<{ title: string }>('SELECT title FROM tasks WHERE id = $1', [taskId])).rows[0]?.title;
 const messageOf = (a: TimedAnswer) => (a.body.error as { message?: string } | undefined)?.message;
 
 test(`${QUEUED} PATCHes queued on a row held by a transaction that stays open: each answers its 503 within twice the lock_timeout (plus room), writing nothing; other rows are written meanwhile`, async () => {
   const held = await newTask('held');
   const other = await newTask('other');
-  const holder = new Client({ connectionString: database.url, application_name: 'operator-psql' });
+  const holder = new Client({ connectionString: stack.database.url, application_name: 'operator-psql' });
   await holder.connect();
   let queued: TimedAnswer[];
   let others: TimedAnswer[];

@@ -6,13 +6,9 @@
  * no answer for as long as the lock was held). A lock held for less than the limit is simply waited for, and once the
  * stuck transaction ends the same requests succeed. `armada api` runs with its defaults (no limit set by the test).
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Client } from 'pg';
-import { spawnApi, type ApiProcess } from '../support/apiProcess';
-import { createTestDatabase, makeGitRepo } from '../support/harness';
-import { timedRequest, type TimedAnswer } from '../support/timedRequest';
+import { spawnedTaskApi } from '../support/spawnedTaskApi';
+import type { TimedAnswer } from '../support/timedRequest';
 
 jest.setTimeout(240_000);
 
@@ -20,28 +16,8 @@ jest.setTimeout(240_000);
 const ANSWER_BOUND_MS = 60_000;
 const LOCK_TIMEOUT_MESSAGE = /^The database \(PostgreSQL\) could not get a lock held by another transaction within its lock_timeout; nothing was written; try again$/;
 
-let home: string;
-let database: Awaited<ReturnType<typeof createTestDatabase>>;
-let api: ApiProcess;
-let projectId: string;
-
-beforeAll(async () => {
-  home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-lock-timeout-'));
-  database = await createTestDatabase();
-  api = await spawnApi({ home, databaseUrl: database.url, services: ['task'] });
-  const p = await send('POST', '/api/projects', { name: 'Locked rows', repository: { url: makeGitRepo() } });
-  expect(p.status).toBe(201);
-  projectId = (p.body.data as { id: string }).id;
-}, 200_000);
-
-afterAll(async () => {
-  await api?.stop();
-  await database?.drop();
-  if (home) fs.rmSync(home, { recursive: true, force: true });
-});
-
-const send = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown): Promise<TimedAnswer> =>
-  timedRequest(`${api.base('task')}${url}`, { method, payload, timeoutMs: 120_000 });
+const stack = spawnedTaskApi({ tmpPrefix: 'armada-lock-timeout-', projectName: 'Locked rows' });
+const { send, titleOf } = stack;
 
 /** The answer, or a line saying it had not come within `ms` (the request is left to its own 120 s timeout). */
 async function answerWithin(answer: Promise<TimedAnswer>, ms: number): Promise<TimedAnswer | string> {
@@ -55,14 +31,14 @@ async function answerWithin(answer: Promise<TimedAnswer>, ms: number): Promise<T
 }
 
 async function newTask(title: string): Promise<string> {
-  const t = await send('POST', '/api/tasks', { projectId, title });
+  const t = await send('POST', '/api/tasks', { projectId: stack.projectId, title });
   expect(t.status).toBe(201);
   return (t.body.data as { id: string }).id;
 }
 
 /** Another client's transaction that locks the task's row and stays open until `release`. */
 async function lockRow(taskId: string): Promise<{ release(): Promise<void> }> {
-  const other = new Client({ connectionString: database.url, application_name: 'operator-psql' });
+  const other = new Client({ connectionString: stack.database.url, application_name: 'operator-psql' });
   await other.connect();
   await other.query('BEGIN');
   await other.query('SELECT id FROM tasks WHERE id = $1 FOR UPDATE', [taskId]);
@@ -74,7 +50,6 @@ async function lockRow(taskId: string): Promise<{ release(): Promise<void> }> {
   };
 }
 
-const titleOf = async (taskId: string) => (await database.pool.query<{ title: string }>('SELECT title FROM tasks WHERE id = $1', [taskId])).rows[0]?.title;
 
 test('a row locked by a transaction that stays open: PATCH and DELETE answer 503 with Retry-After and write nothing; both succeed once it ends', async () => {
   const taskId = await newTask('before the lock');
