@@ -21,9 +21,10 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { startTemporalDevServer, type RunningDevServer } from '../../lib/runtime/temporalDevServer';
+import type { RunningDevServer } from '../../lib/runtime/temporalDevServer';
 import { spawnArmada } from '../support/armadaProcess';
-import { createTestDatabase, eventually, logger, makeGitRepo } from '../support/harness';
+import { createTestDatabase, eventually, makeGitRepo } from '../support/harness';
+import { startOwnTemporal, stopChild } from '../support/ownTemporal';
 
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
@@ -49,17 +50,7 @@ beforeAll(async () => {
   // however long that start takes: the response waits for it (docs/approvals.md#no-worker; its own test is
   // approvalNoWorker.test.ts)
   fs.writeFileSync(path.join(home, 'config.json'), JSON.stringify({ approvals: { workerWaitMs: 300_000 } }));
-  dev = await startTemporalDevServer({
-    cliPath: process.env.TEMPORAL_CLI_PATH || 'temporal',
-    toolsDir: process.env.ARMADA_TOOLS_DIR || os.tmpdir(),
-    onProgress: () => undefined,
-    dbFile: path.join(home, 'temporal.db'),
-    ip: '127.0.0.1',
-    port: await freePort(),
-    uiPort: null,
-    namespace: 'default',
-    logger,
-  });
+  dev = await startOwnTemporal(home);
   db = await createTestDatabase();
   receiver = http.createServer((req, res) => {
     req.resume();
@@ -91,13 +82,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (frozen) process.kill(frozen, 'SIGCONT');
-  for (const c of children) {
-    if (c.exitCode !== null || c.signalCode !== null) continue;
-    const exited = new Promise((r) => c.once('exit', r));
-    c.kill('SIGINT');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000).unref())]);
-    if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  }
+  for (const c of children) await stopChild(c);
   await connection?.close();
   await dev?.stop();
   await new Promise((r) => receiver?.close(r));

@@ -23,6 +23,7 @@ import { agentConfig, api } from '../support/attemptHelpers';
 import { startGitHttpServer, type GitHttpServer } from '../support/gitHttpServer';
 import { eventually, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
 import { spawnStackWorker } from '../support/workerProcess';
+import { stopChild } from '../support/ownTemporal';
 
 jest.setTimeout(300_000);
 
@@ -59,13 +60,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   releaseFirst?.();
-  if (worker && worker.exitCode === null && worker.signalCode === null) {
-    const w = worker;
-    const exited = new Promise((r) => w.once('exit', r));
-    w.kill('SIGINT');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000).unref())]);
-    if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
-  }
+  await stopChild(worker);
   await stack?.close();
   await server?.close();
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });

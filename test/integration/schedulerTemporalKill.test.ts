@@ -14,13 +14,13 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startTemporalDevServer, type RunningDevServer } from '../../lib/runtime/temporalDevServer';
+import type { RunningDevServer } from '../../lib/runtime/temporalDevServer';
 import { spawnApi, type ApiProcess } from '../support/apiProcess';
 import { spawnArmada } from '../support/armadaProcess';
-import { createTestDatabase, eventually, logger, TEST_API_KEY } from '../support/harness';
+import { createTestDatabase, eventually, TEST_API_KEY } from '../support/harness';
 import { timedRequest, type TimedAnswer } from '../support/timedRequest';
+import { startOwnTemporal, stopChild } from '../support/ownTemporal';
 
-const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
 jest.setTimeout(300_000);
 
@@ -34,17 +34,7 @@ let marker: string;
 beforeAll(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-sched-temporal-kill-'));
   marker = path.join(home, 'runs.txt');
-  dev = await startTemporalDevServer({
-    cliPath: process.env.TEMPORAL_CLI_PATH || 'temporal',
-    toolsDir: process.env.ARMADA_TOOLS_DIR || os.tmpdir(),
-    onProgress: () => undefined,
-    dbFile: path.join(home, 'temporal.db'),
-    ip: '127.0.0.1',
-    port: await freePort(),
-    uiPort: null,
-    namespace: 'default',
-    logger,
-  });
+  dev = await startOwnTemporal(home);
   db = await createTestDatabase();
   const queue = `sched-temporal-kill-${crypto.randomBytes(4).toString('hex')}`;
   api = await spawnApi({ home, databaseUrl: db.url, temporalAddress: dev.address, services: ['scheduler'], env: { ARMADA_TASK_QUEUE: queue } });
@@ -69,13 +59,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  if (worker && worker.exitCode === null && worker.signalCode === null) {
-    const w = worker;
-    const exited = new Promise((r) => w.once('exit', r));
-    w.kill('SIGINT');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000).unref())]);
-    if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
-  }
+  await stopChild(worker);
   await api?.stop();
   await dev?.stop();
   await db?.drop();
