@@ -30,6 +30,8 @@ const LONGEST_FIRST = [
   'test/e2e/provision.test.ts',
   'test/integration/attemptPostgresRestart.test.ts',
   'test/integration/schedulerWorkflows.test.ts',
+  // session 50: ~80 s alone (a worker killed mid-clone waits out the lost try's 1-minute heartbeat timeout)
+  'test/integration/projectCloneWorkerKill.test.ts',
   'test/integration/schedulerWorkerOutage.test.ts',
   'test/e2e/compiledBuild.test.ts',
   'test/integration/webhookPostgresOutage.test.ts',
