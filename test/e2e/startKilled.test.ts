@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { eventually, makeGitRepo } from '../support/harness';
-import { processesUsing } from '../support/processes';
+import { killProcessesUsing, processesUsing } from '../support/processes';
 import { ctrlC, ctrlCWithin, serverPid, startArmada, type RunningArmada } from '../support/armadaStart';
 
 jest.setTimeout(300_000);
@@ -22,6 +22,7 @@ beforeAll(() => {
 });
 afterAll(async () => {
   if (last) await ctrlCWithin(last, home, 60_000);
+  killProcessesUsing(home); // a test that failed after the kill -9 leaves the orphaned servers: not for the next file
   fs.rmSync(home, { recursive: true, force: true });
 });
 

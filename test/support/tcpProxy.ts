@@ -1,7 +1,10 @@
 /**
  * A TCP proxy on loopback in front of a real server (the Temporal dev server), to make it unreachable or slow for a
  * while: `refuse` breaks open connections and closes new ones at once, `hold` keeps every byte a client sends (new and open connections)
- * until the mode goes back to `forward`, which then delivers them in order. `blackhole` is a hung host or a partition:
+ * until the mode goes back to `forward`, which then delivers them in order. `holdAnswers` is the other direction:
+ * what a client sends reaches the server, and what the server answers is kept (new and open connections) until the
+ * mode goes back to `forward`, which delivers it in order; `refuse` or `reset()` meanwhile cuts the connections with
+ * the answers undelivered: a request that reached the server and whose answer was lost. `blackhole` is a hung host or a partition:
  * open connections go silent and new ones are accepted but never reach the server; all of them stay silent (open,
  * nothing forwarded, nothing answered) also after the mode goes back to `forward`, which only new connections see.
  * `silenceOpen` is a middlebox (a NAT or firewall) that dropped the connections open now: they go silent for good, as
@@ -9,7 +12,7 @@
  */
 import net from 'node:net';
 
-export type ProxyMode = 'forward' | 'refuse' | 'hold' | 'blackhole';
+export type ProxyMode = 'forward' | 'refuse' | 'hold' | 'holdAnswers' | 'blackhole';
 
 export interface TcpProxy {
   /** host:port to connect to instead of the target */
@@ -25,8 +28,11 @@ export interface TcpProxy {
 }
 
 interface Piped {
+  client: net.Socket;
   upstream?: net.Socket;
   chunks: Buffer[];
+  /** what the server answered while the mode was `holdAnswers`, not yet delivered */
+  answers: Buffer[];
   /** black-holed: nothing is forwarded either way, for good */
   silent: boolean;
 }
@@ -39,8 +45,10 @@ export async function startTcpProxy(target: string, mode: ProxyMode = 'forward')
   const clients = new Map<net.Socket, Piped>();
   // each held byte is delivered once: a connection held again later (a second stall) sent its first stall's bytes
   // a second time, which the server took for a broken HTTP/2 stream and closed the connection over
+  const heldAnswers: Piped[] = [];
   const flush = () => {
     for (const h of held.splice(0)) for (const c of h.chunks.splice(0)) if (!h.silent) h.upstream?.write(c);
+    for (const h of heldAnswers.splice(0)) for (const c of h.answers.splice(0)) if (!h.silent) h.client.write(c);
   };
   const resetAll = () => {
     for (const s of sockets) s.destroy();
@@ -50,7 +58,7 @@ export async function startTcpProxy(target: string, mode: ProxyMode = 'forward')
       client.destroy();
       return;
     }
-    const entry: Piped = { chunks: [], silent: current === 'blackhole' };
+    const entry: Piped = { client, chunks: [], answers: [], silent: current === 'blackhole' };
     sockets.add(client);
     clients.set(client, entry);
     const end = () => {
@@ -77,7 +85,11 @@ export async function startTcpProxy(target: string, mode: ProxyMode = 'forward')
       } else upstream.write(chunk);
     });
     upstream.on('data', (chunk) => {
-      if (!entry.silent) client.write(chunk);
+      if (entry.silent) return;
+      if (current === 'holdAnswers') {
+        if (!heldAnswers.includes(entry)) heldAnswers.push(entry);
+        entry.answers.push(chunk);
+      } else client.write(chunk);
     });
     upstream.on('close', end);
     upstream.on('error', end);
