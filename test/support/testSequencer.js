@@ -32,6 +32,8 @@ const LONGEST_FIRST = [
   'test/integration/schedulerWorkflows.test.ts',
   // session 50: ~80 s alone (a worker killed mid-clone waits out the lost try's 1-minute heartbeat timeout)
   'test/integration/projectCloneWorkerKill.test.ts',
+  // session 50: ~73 s alone (two starts of the suite, the lost agent run's 10 s heartbeat timeout, a re-run)
+  'test/e2e/startKilledAgent.test.ts',
   'test/integration/schedulerWorkerOutage.test.ts',
   'test/e2e/compiledBuild.test.ts',
   'test/integration/webhookPostgresOutage.test.ts',
