@@ -54,6 +54,7 @@ const SECRETS: Record<string, string> = {
   encryption: marker('encryption'),
   repo: marker('repo'),
   badRepo: marker('badrepo'),
+  echoedRepo: marker('echoedrepo'),
   source: marker('source'),
   echoedSource: marker('echoed'),
   sourceUrl: marker('sourceurl'),
@@ -124,6 +125,8 @@ let receiver: http.Server;
 /** A platform that passes requests to `platform` until `echoing`, then answers each with a 500 naming the key it got. */
 let echoPlatform: http.Server;
 let echoing = false;
+/** A git remote over HTTP that refuses every request with credentials, quoting them (git prints it: `remote: …`). */
+let echoRemote: http.Server;
 let echoUrl: string;
 let receiverUrl: string;
 const receiverBodies: string[] = [];
@@ -238,6 +241,16 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => echoPlatform.listen(0, '127.0.0.1', r));
   echoUrl = `http://127.0.0.1:${(echoPlatform.address() as AddressInfo).port}`;
+  echoRemote = http.createServer((req, res) => {
+    const auth = req.headers.authorization;
+    if (!auth) {
+      res.writeHead(401, { 'www-authenticate': 'Basic realm="git"', 'content-type': 'text/plain' }).end('authentication required\n');
+      return;
+    }
+    const decoded = Buffer.from(auth.replace(/^Basic /, ''), 'base64').toString();
+    res.writeHead(403, { 'content-type': 'text/plain' }).end(`refused ${auth} (${decoded})\n`);
+  });
+  await new Promise<void>((r) => echoRemote.listen(0, '127.0.0.1', r));
   receiver = http.createServer((req, res) => {
     let body = '';
     req.on('data', (d) => (body += d));
@@ -322,6 +335,7 @@ afterAll(async () => {
   await gitServer?.close();
   await new Promise((r) => receiver?.close(r));
   await new Promise((r) => echoPlatform?.close(r));
+  await new Promise((r) => echoRemote?.close(r));
   await pg?.close();
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
@@ -425,9 +439,14 @@ test('repository credentials: a clone that works and one whose remote refuses', 
   expect(good.status).toBe(201);
   const bad = await call('task', 'POST', '/api/projects', { body: { name: `refused-${tag}`, repository: { url: `${gitServer.url.replace('//', `//alice:${S.badRepo}@`)}/acme/widgets.git`, branch: 'main' } } });
   expect(bad.status).toBe(201);
+  const echoed = await call('task', 'POST', '/api/projects', {
+    body: { name: `echoed-${tag}`, repository: { url: `http://alice:${S.echoedRepo}@127.0.0.1:${(echoRemote.address() as AddressInfo).port}/acme/widgets.git`, branch: 'main' } },
+  });
+  expect(echoed.status).toBe(201);
   for (const [p, want] of [
     [good, 'ready'],
     [bad, 'failed'],
+    [echoed, 'failed'],
   ] as const) {
     const id = p.json().data.id as string;
     const done = await eventually(async () => {
@@ -435,7 +454,8 @@ test('repository credentials: a clone that works and one whose remote refuses', 
       return r.repository.status !== 'cloning' && r;
     }, 120_000, 500);
     expect(done.repository.status).toBe(want);
-    if (want === 'failed') expect(done.repository.error).toBeTruthy();
+    if (want === 'failed') expect(done.repository.error).toMatch(/git clone failed/);
+    if (p === echoed) expect(done.repository.error).toContain('remote: refused Basic ***');
   }
   await call('task', 'GET', '/api/projects');
   await call('task', 'GET', `/api/filesystem/git-repos?path=${encodeURIComponent(path.join(home, 'repos'))}`);
