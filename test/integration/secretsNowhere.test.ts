@@ -78,6 +78,13 @@ function markersIn(text: string, except: string[] = []): string[] {
     .map(([name]) => name);
 }
 
+/**
+ * What docs/security.md#child-environment lets a child see: the allow-list, what a shell sets itself (PWD, SHLVL, _,
+ * OLDPWD), the test profile's env and the contract variables of agents, setup scripts and scheduler scripts.
+ */
+const DOCUMENTED_CHILD_ENV =
+  /^(PATH|HOME|USER|LOGNAME|SHELL|LANG|LANGUAGE|LC_\w+|TERM|COLORTERM|NO_COLOR|TZ|TMPDIR|TMP|TEMP|XDG_(CONFIG|CACHE|DATA|STATE)_HOME|XDG_RUNTIME_DIR|GIT_(AUTHOR|COMMITTER)_(NAME|EMAIL)|HTTPS?_PROXY|NO_PROXY|https?_proxy|no_proxy|SSL_CERT_FILE|SSL_CERT_DIR|NODE_EXTRA_CA_CERTS|PWD|OLDPWD|SHLVL|_|PROFILE_TOKEN|ARMADA_(PROMPT|TASK_ID|ATTEMPT_ID|PROCESS_ID|WORKTREE|MODEL|SETUP_ID|EXECUTION_ID|TASK_INDEX))$/;
+
 interface Proc {
   child: ChildProcess;
   out: () => string;
@@ -431,6 +438,9 @@ test('a scheduler script printing its environment sees none of the server secret
   expect(ended.status).toBe('completed');
   expect(ended.tasks[0].output).toContain(`ARMADA_EXECUTION_ID=${execId}`);
   expect(markersIn(ended.tasks[0].output)).toEqual([]);
+  const names = (ended.tasks[0].output as string).split('\n').flatMap((m) => /^([A-Za-z_][A-Za-z0-9_]*)=/.exec(m)?.[1] ?? []);
+  expect(names).toEqual(expect.arrayContaining(['PATH', 'ARMADA_EXECUTION_ID']));
+  expect([...new Set(names.filter((n) => n === 'PROFILE_TOKEN' || !DOCUMENTED_CHILD_ENV.test(n)))]).toEqual([]);
   await call('scheduler', 'GET', `/api/v1/executions/${execId}/logs`);
 });
 
@@ -486,6 +496,20 @@ test('the code-host token is handed out once, to the poll that asked for it', as
   expect(done.status).toBe(200);
   await call('task', 'POST', '/api/auth/codehost/device/poll', { body: { device_code: d.device_code } });
   await call('task', 'GET', '/api/auth/codehost');
+  // with the token: a host that answers, then one that quotes the token it refuses (403, 422) or fails (500)
+  const p = await call('task', 'POST', '/api/projects', { body: { name: `hosted-${tag}`, repository: { url: 'https://codehost.example/acme/widgets.git' }, git_repo_path: makeGitRepo() } });
+  expect(p.status).toBe(201);
+  const id = p.json().data.id as string;
+  expect((await call('task', 'GET', `/api/projects/${id}/codehost/repository`)).status).toBe(200);
+  try {
+    for (const status of [403, 422, 500]) {
+      codehost.oddAnswer = () => ({ status, body: JSON.stringify({ message: `token ${codehost.token} (Bearer ${Buffer.from(codehost.token).toString('base64')}) may not` }) });
+      expect((await call('task', 'GET', `/api/projects/${id}/codehost/repository`)).status).toBeGreaterThanOrEqual(400);
+      await call('task', 'GET', `/api/projects/${id}/codehost/pulls`);
+    }
+  } finally {
+    codehost.oddAnswer = undefined;
+  }
 });
 
 test('agents and a setup script printing their environment see only what docs/security.md lets them', async () => {
@@ -507,6 +531,16 @@ test('agents and a setup script printing their environment see only what docs/se
     // the agent sees its profile's literal and nothing else of ours
     expect(logs.body).toContain(S.profile);
     expect(markersIn(logs.body, ['profile'])).toEqual([]);
+    if (llm === 'printenv') {
+      // `env` of the setup script and of the agent: names of the allow-list, the profile's env and the contract only
+      const names = logs.body
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => (JSON.parse(l) as { message: string }).message)
+        .flatMap((m) => /^([A-Za-z_][A-Za-z0-9_]*)=/.exec(m)?.[1] ?? []);
+      expect(names).toEqual(expect.arrayContaining(['PATH', 'HOME', 'PROFILE_TOKEN', 'ARMADA_ATTEMPT_ID', 'ARMADA_SETUP_ID']));
+      expect([...new Set(names.filter((n) => !DOCUMENTED_CHILD_ENV.test(n)))]).toEqual([]);
+    }
     await call('task', 'GET', `/api/processes/${s.json().data.processId}/logs`, { allowed: ['profile'] });
     await call('task', 'GET', `/api/tasks/${t.json().data.id}`);
   }
