@@ -19,10 +19,9 @@ export function secretForms(secret: string): string[] {
 
 /** `text` with every form of each of `secrets` replaced by `replacement`; the same string when none is in it. */
 export function redactSecrets(text: string, secrets: readonly (string | null | undefined)[], replacement = '[redacted]'): string {
+  // the forms of all of them longest first: one may hold another (the Basic header's `user:` holds the user's base64)
+  const forms = secrets.flatMap((s) => (s ? secretForms(s) : [])).sort((a, b) => b.length - a.length);
   let out = text;
-  for (const secret of secrets) {
-    if (!secret) continue;
-    for (const form of secretForms(secret)) if (out.includes(form)) out = out.split(form).join(replacement);
-  }
+  for (const form of forms) if (out.includes(form)) out = out.split(form).join(replacement);
   return out;
 }

@@ -154,7 +154,7 @@ async function call(
   method: string,
   url: string,
   opts: { key?: string | null; body?: unknown; allowed?: string[] } = {},
-): Promise<{ status: number; body: string; json: () => any }> {
+): Promise<{ status: number; body: string; json: () => ReturnType<typeof JSON.parse> }> {
   const headers: Record<string, string> = {};
   const key = opts.key === undefined ? (service === 'task' ? S.taskKey : S[`${service}Key`]) : opts.key;
   if (key) {
