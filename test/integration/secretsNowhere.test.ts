@@ -63,6 +63,8 @@ const SECRETS: Record<string, string> = {
   envToken: marker('envtoken'),
   openapi: marker('openapi'),
   wrongKey: marker('wrong'),
+  refusedDb: marker('refuseddb'),
+  goneDb: marker('gonedb'),
   profile: marker('profile'),
 };
 const S = SECRETS;
@@ -125,6 +127,10 @@ let home: string;
 let pg: OwnPostgres;
 let api: Proc;
 let worker: Proc;
+/** The environment of both processes. */
+let vars: NodeJS.ProcessEnv;
+/** What the processes started with a DATABASE_URL PostgreSQL refuses (or of no server) wrote. */
+const badDatabaseOutputs: { what: string; out: string }[] = [];
 let codehost: FakeCodehost;
 let platform: FakeFlowBuilder;
 let gitServer: GitHttpServer;
@@ -290,7 +296,7 @@ beforeAll(async () => {
     }),
   );
   for (const s of ['task', 'scheduler', 'agents', 'traces']) ports[s] = await freePort();
-  const vars: NodeJS.ProcessEnv = {
+  vars = {
     ...process.env,
     ARMADA_HOME: home,
     ARMADA_CONFIG: configPath,
@@ -332,6 +338,7 @@ afterAll(async () => {
     fs.writeFileSync(path.join(dir, 'answers.json'), JSON.stringify(answers, null, 1));
     fs.writeFileSync(path.join(dir, 'environs.json'), JSON.stringify(environs, null, 1));
     fs.writeFileSync(path.join(dir, 'histories.txt'), historiesText);
+    fs.writeFileSync(path.join(dir, 'bad-database.json'), JSON.stringify(badDatabaseOutputs, null, 1));
     if (api) fs.writeFileSync(path.join(dir, 'api.log'), api.out());
     if (worker) fs.writeFileSync(path.join(dir, 'worker.log'), worker.out());
   }
@@ -596,6 +603,46 @@ test('PostgreSQL stopped: the 503s name no secret; back, the services answer aga
     await pg.start();
   }
   await eventually(async () => (await call('task', 'GET', '/api/projects')).status === 200, 60_000, 500);
+});
+
+/** `armada <args>` with `env`: all it wrote within `ms` (it is stopped then, if it still runs). */
+function runFor(args: string[], env: NodeJS.ProcessEnv, ms: number): Promise<string> {
+  const child = spawn(process.execPath, [ARMADA_BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString('latin1')));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString('latin1')));
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGINT'), ms);
+    const killer = setTimeout(() => child.kill('SIGKILL'), ms + 30_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      clearTimeout(killer);
+      resolve(out);
+    });
+  });
+}
+
+test('armada migrate and armada api with a DATABASE_URL whose password PostgreSQL refuses, or whose server is gone', async () => {
+  const ports = { ARMADA_TASK_PORT: '0', ARMADA_SCHEDULER_PORT: '0', ARMADA_AGENTS_PORT: '0', ARMADA_TRACES_PORT: '0' };
+  for (const [what, url] of [
+    ['refused', pg.url.replace(S.db, S.refusedDb)],
+    ['gone', `postgres://armada:${S.goneDb}@127.0.0.1:1/armada`],
+  ]) {
+    badDatabaseOutputs.push({ what: `migrate, ${what}`, out: await runFor(['migrate'], { ...vars, DATABASE_URL: url }, 20_000) });
+    badDatabaseOutputs.push({ what: `api, ${what}`, out: await runFor(['api'], { ...vars, ...ports, DATABASE_URL: url, ARMADA_TASK_QUEUE: `secrets-${tag}-bad` }, 15_000) });
+  }
+  // they said why
+  expect(badDatabaseOutputs.find((o) => o.what === 'migrate, refused')?.out).toMatch(/password authentication failed/);
+  expect(badDatabaseOutputs.filter((o) => markersIn(o.out).length > 0)).toEqual([]);
+});
+
+test('the key of a stream route, sent as ?access_token=, is in no answer or log', async () => {
+  const ctl = new AbortController();
+  const res = await fetch(`${base('task')}/api/events/processes/${crypto.randomUUID()}/logs?access_token=${S.taskKey}`, { signal: ctl.signal });
+  const body = await Promise.race([res.text(), new Promise<string>((r) => setTimeout(() => r(''), 2000))]);
+  ctl.abort();
+  answers.push({ what: `task SSE ?access_token → ${res.status}`, status: res.status, headers: JSON.stringify([...res.headers]), body, allowed: [] });
+  expect(res.status).not.toBe(401);
 });
 
 test('the metrics and the OpenAPI documents of every service', async () => {
