@@ -129,6 +129,8 @@ let api: Proc;
 let worker: Proc;
 /** The environment of both processes. */
 let vars: NodeJS.ProcessEnv;
+/** The project cloned with credentials from the remote that refuses pushes. */
+let goodProjectId: string;
 /** What the processes started with a DATABASE_URL PostgreSQL refuses (or of no server) wrote. */
 const badDatabaseOutputs: { what: string; out: string }[] = [];
 let codehost: FakeCodehost;
@@ -140,6 +142,9 @@ let echoPlatform: http.Server;
 let echoing = false;
 /** A git remote over HTTP that refuses every request with credentials, quoting them (git prints it: `remote: …`). */
 let echoRemote: http.Server;
+/** In front of the git server: fetches and clones pass, a push is refused with a 403 quoting the credentials. */
+let pushRefuser: http.Server;
+let pushRefuserUrl: string;
 let echoUrl: string;
 let receiverUrl: string;
 const receiverBodies: string[] = [];
@@ -264,6 +269,21 @@ beforeAll(async () => {
     res.writeHead(403, { 'content-type': 'text/plain' }).end(`refused ${auth} (${decoded})\n`);
   });
   await new Promise<void>((r) => echoRemote.listen(0, '127.0.0.1', r));
+  pushRefuser = http.createServer((req, res) => {
+    if ((req.url ?? '').includes('git-receive-pack')) {
+      const auth = req.headers.authorization ?? '';
+      res.writeHead(403, { 'content-type': 'text/plain' }).end(`no pushes for ${auth} (${Buffer.from(auth.replace(/^Basic /, ''), 'base64').toString()})\n`);
+      return;
+    }
+    const up = http.request(`${gitServer.url}${req.url}`, { method: req.method, headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  });
+  await new Promise<void>((r) => pushRefuser.listen(0, '127.0.0.1', r));
+  pushRefuserUrl = `http://127.0.0.1:${(pushRefuser.address() as AddressInfo).port}`;
   receiver = http.createServer((req, res) => {
     let body = '';
     req.on('data', (d) => (body += d));
@@ -287,6 +307,8 @@ beforeAll(async () => {
           env: { PROFILE_TOKEN: S.profile, ENV_SHOW: 'PROFILE_TOKEN,DATABASE_URL,ARMADA_TASK_API_KEY,ANTHROPIC_API_KEY' },
         },
         // prints its whole environment, then stays a while so that its /proc/<pid>/environ can be read
+        // changes a file, so that create-pr has something to push
+        edit: { command: ['sh', '-c', 'cat >/dev/null; echo changed > secrets-edit.txt'], format: 'text' },
         printenv: { command: ['sh', '-c', 'cat >/dev/null; env; sleep 4'], format: 'text', env: { PROFILE_TOKEN: S.profile } },
       },
       multiAgent: { agents: [{ name: MULTI_AGENT, role: 'inspector', llm: 'envdump' }] },
@@ -350,6 +372,7 @@ afterAll(async () => {
   await new Promise((r) => receiver?.close(r));
   await new Promise((r) => echoPlatform?.close(r));
   await new Promise((r) => echoRemote?.close(r));
+  await new Promise((r) => pushRefuser?.close(r));
   await pg?.close();
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
@@ -452,7 +475,9 @@ test('a scheduler script printing its environment sees none of the server secret
 });
 
 test('repository credentials: a clone that works and one whose remote refuses', async () => {
-  const good = await call('task', 'POST', '/api/projects', { body: { name: `priv-${tag}`, repository: { url: `${gitServer.url.replace('//', `//alice:${S.repo}@`)}/acme/widgets.git`, branch: 'main' } } });
+  // through the server that refuses pushes, quoting the credentials (create-pr below)
+  const good = await call('task', 'POST', '/api/projects', { body: { name: `priv-${tag}`, repository: { url: `${pushRefuserUrl.replace('//', `//alice:${S.repo}@`)}/acme/widgets.git`, branch: 'main' } } });
+  goodProjectId = good.json().data.id as string;
   expect(good.status).toBe(201);
   const bad = await call('task', 'POST', '/api/projects', { body: { name: `refused-${tag}`, repository: { url: `${gitServer.url.replace('//', `//alice:${S.badRepo}@`)}/acme/widgets.git`, branch: 'main' } } });
   expect(bad.status).toBe(201);
@@ -517,6 +542,21 @@ test('the code-host token is handed out once, to the poll that asked for it', as
   } finally {
     codehost.oddAnswer = undefined;
   }
+});
+
+test('create-pr whose push the remote refuses, quoting the credentials: the failure does not show them', async () => {
+  const t = await call('task', 'POST', '/api/tasks', { body: { projectId: goodProjectId, title: 'Change a file' } });
+  const s = await call('task', 'POST', `/api/tasks/${t.json().data.id}/start`, { body: { llm: 'edit' } });
+  expect(s.status).toBe(200);
+  const attemptId = s.json().data.attemptId as string;
+  const a = await eventually(async () => {
+    const body = (await call('task', 'GET', `/api/attempts/${attemptId}`)).json().data;
+    return ['completed', 'failed'].includes(body.status) && body;
+  }, 120_000, 500);
+  expect([a.status, a.error]).toEqual(['completed', null]);
+  const pr = await call('task', 'POST', `/api/task-attempts/${attemptId}/create-pr`, { body: { title: 'From the agent' } });
+  expect(pr.status).toBe(502);
+  expect(pr.json().message).toContain('no pushes for Basic *** (***)');
 });
 
 test('agents and a setup script printing their environment see only what docs/security.md lets them', async () => {
