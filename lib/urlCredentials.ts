@@ -57,3 +57,14 @@ export function splitUrlCredentials(url: string): { url: string; credentials: Ur
 export function holdsUrlSecret(url: string): boolean {
   return HTTP_USERINFO.test(url) && redactUrlCredentials(url) !== url;
 }
+
+/**
+ * The secret texts of `credentials`, for lib/secretText.ts#redactSecrets: the password and `user:password` (what the
+ * Basic header carries, base64), or the user name where it is the token (no password). A user name beside a password
+ * is no secret.
+ */
+export function credentialSecrets(credentials: UrlCredentials | null): string[] {
+  if (!credentials) return [];
+  const { username, password } = credentials;
+  return password ? [`${username}:${password}`, password] : [username, `${username}:`];
+}

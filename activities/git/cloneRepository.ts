@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { git, gitOrThrow, inspectLocalRepo } from '../../lib/git';
-import { holdsUrlSecret, splitUrlCredentials } from '../../lib/urlCredentials';
+import { redactSecrets } from '../../lib/secretText';
+import { credentialSecrets, holdsUrlSecret, splitUrlCredentials } from '../../lib/urlCredentials';
 import { keepAlive } from '../keepAlive';
 import { projectCredentials, remoteAuthEnv, type RemoteAuthDeps } from './projectRemoteAuth';
 import { scrubRemoteCredentials } from './scrubRemoteCredentials';
@@ -38,9 +39,20 @@ export async function cloneRepository(deps: RemoteAuthDeps, input: CloneReposito
   try {
     await keepAlive(() => cloneInto(remote.url, input.branch, tmp, remoteAuthEnv(remote.url, credentials)), { intervalMs: 5_000 });
     fs.renameSync(tmp, input.dest);
+  } catch (err) {
+    // git prints what a refusing remote answers (`remote: …`), which may quote the credentials it was sent
+    throw withoutSecrets(err, credentialSecrets(credentials));
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
+}
+
+/** `err` with `secrets` (in any form, lib/secretText.ts) taken out of its message and stack, as `***`. */
+export function withoutSecrets(err: unknown, secrets: string[]): unknown {
+  if (!(err instanceof Error) || secrets.length === 0) return err;
+  err.message = redactSecrets(err.message, secrets, '***');
+  if (err.stack) err.stack = redactSecrets(err.stack, secrets, '***');
+  return err;
 }
 
 async function cloneInto(url: string, branch: string, tmp: string, env: Record<string, string>): Promise<void> {

@@ -13,7 +13,8 @@ import { git, gitOrThrow } from '../../lib/git';
 import { getProjectRemote } from '../../lib/db/projects';
 import { hasManagedClone } from '../../lib/projects/managedClones';
 import { noChangesBeyond } from './branchChanges';
-import { redactUrlCredentials, splitUrlCredentials } from '../../lib/urlCredentials';
+import { redactSecrets } from '../../lib/secretText';
+import { credentialSecrets, redactUrlCredentials, splitUrlCredentials } from '../../lib/urlCredentials';
 import { remoteAuthEnv, rowCredentials, type RemoteAuthDeps } from './projectRemoteAuth';
 import { scrubRemoteCredentials } from './scrubRemoteCredentials';
 
@@ -40,12 +41,13 @@ export async function pushBranch(deps: { faults?: Faults; config: { home: string
   const commit = (await gitOrThrow(input.repoDir, ['rev-parse', '--verify', `${ref}^{commit}`])).trim();
   const unchanged = input.base ? await noChangesBeyond(input.repoDir, input.base, ref) : null;
   if (unchanged) throw ApplicationFailure.nonRetryable(`${input.branch} has ${unchanged}`, 'NoChanges');
-  const env = await originAuthEnv(deps, input);
+  const { env, secrets } = await originAuthEnv(deps, input);
   await faultPoint(deps.faults, 'pushBranch.beforePush', { ...input });
   const r = await git(input.repoDir, ['push', '--porcelain', 'origin', `${ref}:${ref}`], { timeoutMs: 120_000, env });
   if (r.code !== 0) {
     const rejected = /\[rejected\]|\[remote rejected\]|^!\s/m.test(`${r.stdout}\n${r.stderr}`);
-    const message = pushErrorMessage(r.stderr) || (rejected ? 'the remote rejected the push' : `git push exited with code ${r.code}`);
+    // a refusing remote's answer (`remote: …`) may quote the credentials it was sent
+    const message = redactSecrets(pushErrorMessage(r.stderr), secrets, '***') || (rejected ? 'the remote rejected the push' : `git push exited with code ${r.code}`);
     if (rejected) throw ApplicationFailure.nonRetryable(message, 'PushRejected');
     throw ApplicationFailure.retryable(message, 'PushFailed');
   }
@@ -57,10 +59,12 @@ export async function pushBranch(deps: { faults?: Faults; config: { home: string
  * credentials first), for the project's URL only: an origin an agent pointed elsewhere is not sent them. None for a
  * repository of the user's, whose remotes and credential helpers are the user's.
  */
-async function originAuthEnv(deps: { config: { home: string } } & RemoteAuthDeps, input: PushBranchInput): Promise<Record<string, string>> {
-  if (!input.projectId) return {};
+async function originAuthEnv(deps: { config: { home: string } } & RemoteAuthDeps, input: PushBranchInput): Promise<{ env: Record<string, string>; secrets: string[] }> {
+  const none = { env: {}, secrets: [] };
+  if (!input.projectId) return none;
   const project = await getProjectRemote(deps.db, input.projectId);
-  if (!project || !hasManagedClone(project, deps.config.home)) return {};
+  if (!project || !hasManagedClone(project, deps.config.home)) return none;
   await scrubRemoteCredentials(input.repoDir);
-  return remoteAuthEnv(splitUrlCredentials(project.repo_url).url, rowCredentials(deps, project));
+  const credentials = rowCredentials(deps, project);
+  return { env: remoteAuthEnv(splitUrlCredentials(project.repo_url).url, credentials), secrets: credentialSecrets(credentials) };
 }

@@ -4,6 +4,7 @@
  */
 import { formatBytes, readBoundedText } from '../http/readBounded';
 import { AppError } from '../errors';
+import { redactSecrets } from '../secretText';
 import { plainObject } from '../untrustedJson';
 
 /** An error of the code-hosting endpoints: rendered as `{success:false, error:"<code>", message}`. */
@@ -84,7 +85,10 @@ async function send(url: string, init: { method: string; token?: string; body?: 
   } catch (err) {
     throw new CodehostError(502, 'codehost_unavailable', `The code host did not answer: ${(err as Error).name === 'TimeoutError' ? 'timed out' : 'connection failed'}`);
   }
-  const { text, truncated } = await readBoundedText(res, MAX_CODEHOST_ANSWER_BYTES);
+  const read = await readBoundedText(res, MAX_CODEHOST_ANSWER_BYTES);
+  const { truncated } = read;
+  // a host (or a proxy before it) may quote the token it refused: it goes no further than here
+  const text = init.token ? redactSecrets(read.text, [init.token], '[token]') : read.text;
   if (truncated) throw new CodehostError(502, 'codehost_unavailable', `The code host answered more than ${formatBytes(MAX_CODEHOST_ANSWER_BYTES)} (HTTP ${res.status}); check ARMADA_CODEHOST_API_URL`);
   let json: unknown = null;
   try {

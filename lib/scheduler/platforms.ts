@@ -8,6 +8,7 @@ import { fetchFollowingRedirects, RedirectError } from '../http/redirects';
 import type { SourceType } from '../db/schedulerSources';
 import { storableText } from '../db/storableText';
 import { parseUntrustedJson, plainObject } from '../untrustedJson';
+import { redactSecrets } from '../secretText';
 
 /** A platform call that failed; `httpStatus` is set when the platform answered (with `body`, its answer's text). */
 export class PlatformError extends Error {
@@ -214,7 +215,9 @@ async function call(
     const failure = fetchFailure(err);
     throw new PlatformError(`${method} ${shownPath} failed while its answer was read: ${failure.code ?? failure.reason}`);
   }
-  const { text, truncated } = read;
+  const { truncated } = read;
+  // a platform may echo the key it was sent (in a refusal, an error): it goes no further than here
+  const text = t.apiKey ? redactSecrets(read.text, [t.apiKey], '[key]') : read.text;
   if (truncated) {
     throw new PlatformError(
       `${method} ${shownPath} answered more than ${formatBytes(MAX_PLATFORM_ANSWER_BYTES)} (HTTP ${res.status}); Armada reads at most that much of a platform's answer: check the source's URL, or have the flow return less`,
