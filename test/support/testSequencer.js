@@ -30,9 +30,9 @@ const LONGEST_FIRST = [
   'test/e2e/provision.test.ts',
   'test/integration/attemptPostgresRestart.test.ts',
   'test/integration/schedulerWorkflows.test.ts',
-  // session 50: ~80 s alone (a worker killed mid-clone waits out the lost try's 1-minute heartbeat timeout)
   // session 50: ~110 s alone (armada api and worker spawned, every secret path exercised)
   'test/integration/secretsNowhere.test.ts',
+  // session 50: ~80 s alone (a worker killed mid-clone waits out the lost try's 1-minute heartbeat timeout)
   'test/integration/projectCloneWorkerKill.test.ts',
   // session 50: ~73 s alone (two starts of the suite, the lost agent run's 10 s heartbeat timeout, a re-run)
   'test/e2e/startKilledAgent.test.ts',
