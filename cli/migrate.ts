@@ -1,5 +1,6 @@
 import { migrate } from '../lib/db/migrate';
-import { createPool } from '../lib/db/pool';
+import { createPool, isPostgresUnreachable } from '../lib/db/pool';
+import { ConfigError } from '../lib/errors';
 import { resolveLogFormat } from '../lib/logger';
 import { eventLine } from './eventLine';
 import { bootstrap, startInfrastructure } from './runtime';
@@ -14,7 +15,13 @@ export async function runMigrate(opts: { json?: boolean }): Promise<number> {
   const infra = await startInfrastructure({ ...config, temporal: { ...config.temporal, address: config.temporal.address ?? 'unused' } }, logger);
   const pool = createPool(infra.databaseUrl, logger);
   try {
-    const applied = await migrate(pool);
+    const applied = await migrate(pool).catch((err: unknown) => {
+      // "connect ECONNREFUSED 127.0.0.1:5432" named neither the setting nor what to do
+      if (config.databaseUrl && isPostgresUnreachable(err)) {
+        throw new ConfigError(`the PostgreSQL of DATABASE_URL cannot be reached (${(err as Error).message}): start it, or fix DATABASE_URL, or unset it to use the embedded PostgreSQL`);
+      }
+      throw err;
+    });
     const json = opts.json || resolveLogFormat(config.logFormat, process.stdout.isTTY === true) === 'json';
     const msg = applied.length ? `applied ${applied.length} migration${applied.length === 1 ? '' : 's'}` : 'database is up to date';
     const text = applied.length ? `applied: ${applied.join(', ')}\n` : `${msg}\n`;

@@ -383,6 +383,30 @@ function nonEmpty(v: string | undefined): string | undefined {
   return v === undefined || v === '' ? undefined : v;
 }
 
+/**
+ * DATABASE_URL when set: a PostgreSQL URL (`postgres://` or `postgresql://`) that parses, else a ConfigError naming the
+ * setting and its form, never its value (it holds the password). node-postgres said only "Invalid URL", or took a
+ * string of no URL form for a host name ("getaddrinfo ENOTFOUND base" for `not a url`).
+ */
+function databaseUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const v = nonEmpty(env.DATABASE_URL);
+  if (v === undefined) return undefined;
+  let ok = /^postgres(ql)?:\/\/[^/]/i.test(v);
+  if (ok) {
+    try {
+      new URL(v);
+    } catch {
+      ok = false;
+    }
+  }
+  if (!ok) {
+    throw new ConfigError(
+      'DATABASE_URL is not a PostgreSQL URL of the form postgres://user:password@host:5432/database (percent-encode special characters in the password); fix it, or unset it to use the embedded PostgreSQL',
+    );
+  }
+  return v;
+}
+
 function serviceUrl(env: NodeJS.ProcessEnv, name: string, localPort: number): string {
   const v = nonEmpty(env[name]);
   if (v === undefined) return localUrl(nonEmpty(env.ARMADA_HOST) ?? '127.0.0.1', localPort);
@@ -426,7 +450,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
     configPath,
     missingConfigFile,
     toolsDir: path.resolve(nonEmpty(env.ARMADA_TOOLS_DIR) ?? path.join(home, 'tools')),
-    databaseUrl: nonEmpty(env.DATABASE_URL),
+    databaseUrl: databaseUrl(env),
     temporal: {
       address: nonEmpty(env.TEMPORAL_ADDRESS),
       namespace: nonEmpty(env.TEMPORAL_NAMESPACE) ?? 'default',

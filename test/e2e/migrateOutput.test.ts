@@ -6,6 +6,7 @@
 import { execFile, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -86,4 +87,22 @@ test('on a terminal it is text', async () => {
   child.stderr.on('data', (d) => (out += d.toString()));
   const code = await new Promise((resolve) => child.once('exit', resolve));
   expect([code, out.replace(/\r\n/g, '\n')]).toEqual([0, 'database is up to date\n']);
+});
+
+test('a DATABASE_URL of no PostgreSQL URL form, or whose server is not there, is one line naming the setting and what to do, without the password', async () => {
+  const DO = 'fix DATABASE_URL, or unset it to use the embedded PostgreSQL';
+  for (const url of ['not a url', 'postgres://armada:sekret-pw@[bad', 'mysql://armada:sekret-pw@127.0.0.1/armada']) {
+    const r = await migrate([], { DATABASE_URL: url });
+    // node-postgres said "Invalid URL", or took `not a url` for a host name ("getaddrinfo ENOTFOUND base")
+    expect([url, r.code, r.stdout, r.stderr]).toEqual([url, 1, '', expect.stringMatching(/^armada: DATABASE_URL is not a PostgreSQL URL of the form postgres:\/\/user:password@host:5432\/database .*unset it to use the embedded PostgreSQL\n$/)]);
+    expect(r.stderr).not.toContain('sekret-pw');
+  }
+  const port = await new Promise<number>((resolve) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const p = (probe.address() as net.AddressInfo).port;
+      probe.close(() => resolve(p)); // nothing listens there once closed
+    });
+  });
+  const r = await migrate([], { DATABASE_URL: `postgres://armada:sekret-pw@127.0.0.1:${port}/armada` });
+  expect([r.code, r.stdout, r.stderr]).toEqual([1, '', `armada: the PostgreSQL of DATABASE_URL cannot be reached (connect ECONNREFUSED 127.0.0.1:${port}): start it, or ${DO}\n`]);
 });
