@@ -7,14 +7,17 @@
  *   (docs/security.md);
  * - a WebSocket dropped for being far behind (8 MiB unread) was cut (1006, no reason); a client flooding protocol
  *   pings and reading none of the pongs was cut by ws's own guard (1006): now both are closed with 1008 and a reason
- *   the client reads if it reads again within 5 s (docs/attempts.md, "Streams").
+ *   the client reads if it reads again within 5 s (docs/attempts.md, "Streams");
+ * - a task or template search found a title only in the Unicode form the term was typed in (`café` composed did not
+ *   find `café` decomposed, as macOS input and file names give it): now the term is looked for in both forms (NFC and
+ *   NFD; docs/task-service.md).
  * What held, kept here as guards: request smuggling shapes (Content-Length with Transfer-Encoding, Transfer-Encoding
  * twice or obs-folded, Content-Length twice or as a list: one 400, nothing smuggled or stored); an obs-folded header;
  * headers sent a byte at a time (the 408 in shape, others answered meanwhile); 300 connections held open; 10,000 query
  * parameters; pagination extremes on every list of the four documents (limit 0, −1, 2^53, the last offset or page:
- * an empty page with the right total); LIKE, tsquery and regular-expression metacharacters and Unicode forms in
- * every search; ids of other resources in every GET path; identical writes at once (one wins, the rest "already
- * exists", never a 500); messages sent to a stream that takes none; schedules at the edges (a cron string that never
+ * an empty page with the right total); LIKE, tsquery and regular-expression metacharacters in every search, and SQL
+ * and regular-expression text in sort and filter parameters; ids of other resources in every GET path; identical
+ * writes at once (one wins, the rest "already exists", never a 500); messages sent to a stream that takes none; schedules at the edges (a cron string that never
  * fires, `@every 0s`, `@every 1000000000s`, `Etc/GMT+14`, unknown zones, years 0 and 10000, a leap second, February
  * 30th, an offset of +24:00, wall-clock times in a DST gap and fold: a 201 or a 400 saying why, the times as documented).
  * schemathesis in negative mode (seeds 6061, 50506, 50507, 50509; `--generation-unique-inputs`, 10–40 examples) found
@@ -325,6 +328,42 @@ describe('search terms with LIKE, tsquery and regular-expression metacharacters'
         const names = ((res.json as Json).data as { title?: string; name?: string }[]).map((r) => r.title ?? r.name ?? '');
         expect({ url, names: names.filter((n) => n.endsWith('plain')) }).toEqual({ url, names: [] });
       }
+    }
+  });
+});
+
+describe('sort and filter parameters with SQL or regular-expression text', () => {
+  test.each([
+    ['task', '/api/tasks?sort=', ['title;DROP TABLE tasks', 'title desc', '-title,id', '(select 1)', '.*', '-(a+)+$']],
+    ['task', '/api/tasks?status=', ["todo' OR '1'='1", 'todo|done', '%']],
+    ['task', '/api/task-templates?category=', ["x' OR '1'='1", '%', '.*']],
+    ['traces', '/api/v1/traces?status=', ["sent' OR '1'='1", 'sent|read']],
+    ['traces', '/api/v1/traces?instance=', ["i' OR '1'='1", '%', '\\']],
+    ['agents', '/api/v1/tasks?status=', ["done' --", '.*']],
+    ['scheduler', '/api/v1/executions?status=', ["running' --", '.*']],
+  ] as [Service, string, string[]][])('%s %s…: a 400 naming the parameter, or a filter that matches the text as written (nothing here)', async (service, prefix, values) => {
+    for (const value of values) {
+      const res = await get(service, `${prefix}${encodeURIComponent(value)}`);
+      expect({ value, status: [200, 400].includes(res.status) }).toEqual({ value, status: true });
+      if (res.status === 400) expect(messageOf(service, res.json)).toContain(prefix.slice(prefix.indexOf('?') + 1, -1));
+      else expect({ value, items: pageOf(res.json).items }).toEqual({ value, items: 0 });
+    }
+  });
+
+  test('a task or template search finds a title or name whichever Unicode form (NFC, NFD) it and the term are written in', async () => {
+    const repo = makeGitRepo();
+    const project = (await s.stack.app('task').inject({ method: 'POST', url: '/api/projects', payload: { name: 'unicode forms', repository: { url: repo } } })).json().data.id as string;
+    for (const title of ['Caf\u00e9 menu', 'Cre\u0300me list']) {
+      await s.stack.app('task').inject({ method: 'POST', url: '/api/tasks', payload: { projectId: project, title } });
+      await s.stack.app('task').inject({ method: 'POST', url: '/api/task-templates', payload: template(`${title} template`) });
+    }
+    for (const url of [`/api/tasks?projectId=${project}&search=`, '/api/task-templates?search=']) {
+      const found: Record<string, number> = {};
+      for (const term of ['caf\u00e9', 'cafe\u0301', 'cr\u00e8me', 'cre\u0300me']) {
+        const res = await get('task', `${url}${encodeURIComponent(term)}`);
+        found[term.normalize('NFD') === term ? `${term.normalize('NFC')} (NFD)` : `${term} (NFC)`] = pageOf(res.json).items;
+      }
+      expect({ url, found }).toEqual({ url, found: { 'café (NFC)': 1, 'café (NFD)': 1, 'crème (NFC)': 1, 'crème (NFD)': 1 } });
     }
   });
 });
