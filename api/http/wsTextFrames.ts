@@ -93,3 +93,42 @@ export const WS_DROP_BYTES = 8 * 1024 * 1024;
 export function farBehind(socket: WebSocket): boolean {
   return socket.bufferedAmount > WS_DROP_BYTES;
 }
+
+/** Why a socket dropped for being far behind is closed (RFC 6455 1008, policy violation; a reason ≤ 123 bytes). */
+export const FAR_BEHIND_REASON = 'too far behind: 8 MiB unread; reconnect (the event stream resumes with after=<cursor>)';
+/** Why a socket that floods pings is closed: its pongs wait unread (PENDING_PONGS_MAX). */
+export const PING_FLOOD_REASON = 'too many pings: 60 pongs wait unread; read the pongs, or ping less often';
+
+/** How long a dropped socket's close frame may wait behind the bytes it has not read before the connection is cut. */
+export const DROP_GRACE_MS = 5000;
+
+/**
+ * Drops a socket that is far behind: no more is written to it, and it is sent 1008 with `reason`, behind what waits
+ * for it; a client that reads again within DROP_GRACE_MS reads that close (it was cut with 1006 and no word before,
+ * session 50), one that does not is cut then, so it holds what waits for it no longer than that.
+ */
+export function dropFarBehind(socket: WebSocket, reason: string = FAR_BEHIND_REASON): void {
+  if (socket.readyState !== socket.OPEN) return;
+  socket.close(1008, reason);
+  const cut = setTimeout(() => socket.terminate(), DROP_GRACE_MS);
+  cut.unref();
+  socket.once('close', () => clearTimeout(cut));
+}
+
+/** Pongs that may wait unwritten for a client before it is dropped: ws's own bound (its `maxPendingAutoPongs`). */
+export const PENDING_PONGS_MAX = 60;
+
+/**
+ * Answers a socket's pings (the server is made with `autoPong: false`): a pong each, as ws did, until
+ * PENDING_PONGS_MAX of them wait for a client that reads none; then it is dropped with 1008 and PING_FLOOD_REASON.
+ * ws's own guard did the same by `terminate()`, so the client saw 1006 and no reason.
+ */
+export function answerPings(socket: WebSocket): void {
+  let pending = 0;
+  socket.on('ping', (data: Buffer) => {
+    if (socket.readyState !== socket.OPEN) return;
+    if (pending >= PENDING_PONGS_MAX) return dropFarBehind(socket, PING_FLOOD_REASON);
+    pending++;
+    socket.pong(data, false, () => pending--);
+  });
+}

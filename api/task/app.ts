@@ -3,6 +3,7 @@ import websocket from '@fastify/websocket';
 import { websocketErrorHandler } from '../http/errorHandlers';
 import { originMayConnect } from '../http/cors';
 import { installUpgradeRequired } from '../http/upgradeRequired';
+import { answerPings } from '../http/wsTextFrames';
 import { createEventListener } from '../../lib/events/listener';
 import { createLogFeed } from '../../lib/events/logFeed';
 import type { Metrics } from '../../lib/metrics';
@@ -82,7 +83,7 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
   // handleProtocols: the sockets implement no subprotocol, so none is ever selected (RFC 6455 §4.2.2); ws's default
   // echoed the first one a client offered, telling it the server spoke that protocol
   await app.register(websocket, {
-    options: { maxPayload: 64 * 1024, handleProtocols: () => false },
+    options: { maxPayload: 64 * 1024, handleProtocols: () => false, autoPong: false },
     errorHandler: websocketErrorHandler,
     // the service stopping closes every socket with 1001 "going away" (a finished log closes with 1000): the client
     // reconnects and resumes (`after`, the event stream's cursor) on another replica or once this one is back
@@ -91,6 +92,9 @@ export async function buildTaskApp(base: TaskServiceDeps, metrics: Metrics) {
       done();
     },
   });
+  // pings are answered by answerPings (autoPong off): a client flooding them and reading none of the pongs is closed
+  // with 1008 and a reason (ws's own guard cut it: 1006)
+  app.websocketServer.on('connection', answerPings);
   installUpgradeRequired(app, (origin, host) => originMayConnect(origin, host, base.config.corsOrigins, 'loopback'));
   await app.register(named(projectRoutes), { prefix: '/api', deps });
   await app.register(named(taskRoutes), { prefix: '/api', deps });

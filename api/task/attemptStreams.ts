@@ -21,7 +21,7 @@ import { getProcess, type LogRow } from '../../lib/db/processes';
 import { notFound } from '../../lib/errors';
 import { ErrorResponses, IdParams, SeqAfter } from '../http/schemas';
 import { openSse } from '../http/sse';
-import { farBehind, sendRoom, textFrame, writeTextFrames } from '../http/wsTextFrames';
+import { dropFarBehind, farBehind, sendRoom, textFrame, writeTextFrames } from '../http/wsTextFrames';
 import { createDiffFeeds, type DiffFeedEvent } from './attemptDiffFeed';
 import type { TaskPluginOptions } from './deps';
 import { MAX_TASK_SUBSCRIPTIONS, parseTaskChannelMessage } from './taskChannelMessages';
@@ -30,7 +30,7 @@ import { STREAM_ROUTE } from '../http/bearerAuth';
 const send = (socket: WebSocket, msg: unknown) => {
   if (socket.readyState !== socket.OPEN) return;
   socket.send(typeof msg === 'string' ? msg : JSON.stringify(msg));
-  if (farBehind(socket)) socket.terminate(); // it stopped reading: dropped, not holding every later message here
+  if (farBehind(socket)) dropFarBehind(socket); // it stopped reading: dropped (1008), not holding every later message here
 };
 
 /**

@@ -28,7 +28,7 @@ import { AppError, validationError } from '../../lib/errors';
 import { STREAM_ROUTE } from '../http/bearerAuth';
 import { UUID_ANY_CASE } from '../http/validation';
 import type { TaskPluginOptions } from './deps';
-import { farBehind, sendRoom } from '../http/wsTextFrames';
+import { dropFarBehind, farBehind, sendRoom } from '../http/wsTextFrames';
 
 const Query = Type.Object(
   {
@@ -71,7 +71,7 @@ export const eventStreamRoutes: FastifyPluginAsync<TaskPluginOptions> = async (a
       // a client that stopped reading is dropped rather than holding every later event here; it resumes with after=
       if (farBehind(socket)) {
         request.log.info({ seq, bufferedBytes: socket.bufferedAmount }, 'event socket too far behind: closed (the client resumes with after=<cursor>)');
-        socket.terminate();
+        dropFarBehind(socket);
       }
     };
     const follow = followEvents(

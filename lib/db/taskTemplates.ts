@@ -48,11 +48,12 @@ export async function listTemplates(
   db: Queryable,
   f: { category?: string; search?: string; limit: number; offset: number },
 ): Promise<{ rows: TaskTemplateRow[]; total: number }> {
-  const where = `($1::text IS NULL OR category = $1) AND ($2::text IS NULL OR name ILIKE '%' || $2 || '%')`;
-  const search = f.search ? f.search.replace(/[\\%_]/g, (c) => `\\${c}`) : null;
-  const params = [f.category ?? null, search];
+  // the term in its composed and decomposed Unicode forms (NFC, NFD), as the task search (lib/db/tasks.ts)
+  const where = `($1::text IS NULL OR category = $1) AND ($2::text IS NULL OR name ILIKE '%' || $2 || '%' OR name ILIKE '%' || $3 || '%')`;
+  const escaped = (form: string) => (f.search ? f.search.normalize(form).replace(/[\\%_]/g, (c) => `\\${c}`) : null);
+  const params = [f.category ?? null, escaped('NFC'), escaped('NFD')];
   const [list, count] = await Promise.all([
-    db.query<TaskTemplateRow>(`SELECT * FROM task_templates WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`, [...params, f.limit, f.offset]),
+    db.query<TaskTemplateRow>(`SELECT * FROM task_templates WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5`, [...params, f.limit, f.offset]),
     db.query<{ n: string }>(`SELECT count(*) AS n FROM task_templates WHERE ${where}`, params),
   ]);
   return { rows: list.rows, total: Number(count.rows[0]?.n ?? 0) };

@@ -194,7 +194,16 @@ function where(filter: TaskFilter, values: unknown[]): string {
   if (filter.priority !== undefined) add((p) => `priority = ${p}`, filter.priority);
   if (filter.labels && filter.labels.length > 0) add((p) => `labels @> ${p}::text[]`, filter.labels);
   if (filter.assignee !== undefined) add((p) => `assignee = ${p}`, filter.assignee);
-  if (filter.search) add((p) => `(title ILIKE ${p} OR description ILIKE ${p})`, `%${escapeLike(filter.search)}%`);
+  if (filter.search) {
+    // the term in its composed and decomposed Unicode forms (NFC, NFD): a title typed with a decomposed é (macOS input,
+    // text pasted from a file name) was not found by a composed one, nor the reverse (session 50's outside round)
+    const forms = [...new Set([filter.search.normalize('NFC'), filter.search.normalize('NFD')])];
+    const matches = forms.map((form) => {
+      values.push(`%${escapeLike(form)}%`);
+      return `title ILIKE $${values.length} OR description ILIKE $${values.length}`;
+    });
+    clauses.push(`(${matches.join(' OR ')})`);
+  }
   return clauses.length ? `WHERE ${clauses.join(' AND ')}` : '';
 }
 

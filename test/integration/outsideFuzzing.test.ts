@@ -20,16 +20,15 @@
  */
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import { makeGitRepo, startTestStack, type TestStack } from '../support/harness';
+import { makeGitRepo } from '../support/harness';
+import { startOutsideServices } from '../support/outsideServices';
 
-let stack: TestStack;
 /**
  * A flow platform at any path (a source URL's own path is its base), with room for a long one: a 2048-character path
  * of CJK characters is 18 KiB percent-encoded, past Node's 16 KiB of headers. Its health check is ok, its flows none.
  */
 let platform: http.Server;
 let platformUrl = '';
-const bases: Record<'task' | 'scheduler' | 'agents', string> = { task: '', scheduler: '', agents: '' };
 
 beforeAll(async () => {
   platform = http.createServer({ maxHeaderSize: 64 * 1024 }, (req, res) => {
@@ -38,21 +37,13 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => platform.listen(0, '127.0.0.1', r));
   platformUrl = `http://127.0.0.1:${(platform.address() as AddressInfo).port}`;
-  stack = await startTestStack({ services: ['task', 'scheduler', 'agents'] });
-  for (const service of ['task', 'scheduler', 'agents'] as const) {
-    const app = stack.app(service);
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    bases[service] = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  }
-}, 120_000);
-afterAll(async () => {
-  await stack?.close();
-  await new Promise((r) => platform?.close(r));
 });
+const o = startOutsideServices({ services: ['task', 'scheduler', 'agents'], close: () => new Promise((r) => platform?.close(() => r())) });
+const base = (service: 'task' | 'scheduler' | 'agents') => `http://127.0.0.1:${o.ports[service]}`;
 
 async function send(service: 'task' | 'scheduler' | 'agents', method: string, path: string, body: string | undefined, headers: Record<string, string> = {}) {
-  const auth: Record<string, string> = service === 'task' ? {} : { 'x-api-key': stack.keys[service] };
-  const res = await fetch(`${bases[service]}${path}`, { method, body, headers: { ...auth, ...headers } });
+  const auth: Record<string, string> = service === 'task' ? {} : { 'x-api-key': o.stack.keys[service] };
+  const res = await fetch(`${base(service)}${path}`, { method, body, headers: { ...auth, ...headers } });
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
 }
@@ -63,9 +54,7 @@ const envelopeError = (message: RegExp | string) => ({
   meta: expect.objectContaining({ version: expect.any(String) }),
 });
 
-async function count(table: string): Promise<number> {
-  return (await stack.db.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n;
-}
+const { count } = o;
 
 describe('a Content-Type naming charset more than once', () => {
   const project = (name: string) => JSON.stringify({ name, repository: { url: '/nonexistent/repository' } });
@@ -118,7 +107,7 @@ test('a header failing its schema is "Request headers are invalid: …" (the hea
 
 test('a NUL in a header and a path parameter failing its schema: "Request headers are invalid", "Request path is invalid"', async () => {
   // by inject: over a socket Node's parser refuses the NUL itself (HPE_INVALID_HEADER_TOKEN), before any policy
-  const raw = await stack.app('task').inject({ method: 'GET', url: '/api/projects', headers: { 'x-user-email': 'a\u0000@example.com' } });
+  const raw = await o.stack.app('task').inject({ method: 'GET', url: '/api/projects', headers: { 'x-user-email': 'a\u0000@example.com' } });
   expect([raw.statusCode, raw.json().error.message]).toEqual([400, 'Request headers are invalid: x-user-email must not contain NUL (\\u0000) characters']);
   const agent = await send('agents', 'GET', '/api/v1/agents/a%20b/status', undefined);
   const namePattern = '^([A-Za-z0-9_-][A-Za-z0-9._-]*|\\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\\.\\.[A-Za-z0-9._-]+)$';
@@ -126,7 +115,7 @@ test('a NUL in a header and a path parameter failing its schema: "Request header
   // `.` and `..` are no agent's name (the config refuses them too); `...` and `.a` may be
   // over a raw socket: clients (fetch, inject) fold `.`/`..` segments, also as %2E, before they are sent
   for (const name of ['.', '..', '%2E', '%2e%2E']) {
-    const r = await rawExchange('agents', `GET /api/v1/agents/${name}/status HTTP/1.1\r\nHost: x\r\nX-API-Key: ${stack.keys.agents}\r\n`, '');
+    const r = await rawExchange('agents', `GET /api/v1/agents/${name}/status HTTP/1.1\r\nHost: x\r\nX-API-Key: ${o.stack.keys.agents}\r\n`, '');
     expect([name, r.status, JSON.parse(r.body)]).toEqual([name, 400, { detail: `Request path is invalid: name must match pattern "${namePattern}"` }]);
   }
   for (const agent of ['.', '..']) {
@@ -184,11 +173,11 @@ test('a source URL of the documented 2048 characters, non-ASCII and incompressib
   const create = (name: string) => send('scheduler', 'POST', '/api/v1/sources', JSON.stringify({ name, source_type: 'langflow', url }), { 'content-type': 'application/json' });
   const first = await create('long-url');
   expect([first.status, first.text.slice(0, 100)]).toEqual([201, expect.stringMatching(/^{"id":/)]);
-  const stored = await stack.db.query<{ url: string }>('SELECT url FROM scheduler_sources WHERE id = $1', [first.json?.id]);
+  const stored = await o.stack.db.query<{ url: string }>('SELECT url FROM scheduler_sources WHERE id = $1', [first.json?.id]);
   expect(stored.rows.map((r) => r.url)).toEqual([url]);
   const again = await create('long-url-again');
   expect([again.status, again.json]).toEqual([400, { detail: `Source with URL ${url} already exists` }]);
-  expect((await stack.db.query('SELECT count(*)::int AS n FROM scheduler_sources WHERE url = $1', [url])).rows[0].n).toBe(1);
+  expect((await o.stack.db.query('SELECT count(*)::int AS n FROM scheduler_sources WHERE url = $1', [url])).rows[0].n).toBe(1);
 });
 
 test('a key given twice in a JSON body: the last one counts, and the rules apply to it (docs/security.md)', async () => {
@@ -207,7 +196,7 @@ test('a key given twice in a JSON body: the last one counts, and the rules apply
 
 /** One raw HTTP/1.1 exchange (what fetch cannot send: a header line twice); the status and the body. */
 function rawExchange(service: 'task' | 'scheduler' | 'agents', head: string, body: string): Promise<{ status: number; body: string }> {
-  const port = Number(new URL(bases[service]).port);
+  const port = o.ports[service];
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1', () => socket.write(`${head}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`));
     let out = '';
@@ -235,7 +224,7 @@ test.each([
   ]);
   const scheduler = await rawExchange(
     'scheduler',
-    `POST /api/v1/sources HTTP/1.1\r\nHost: x\r\nX-API-Key: ${stack.keys.scheduler}\r\nContent-Type: ${first}\r\nContent-Type: ${second}\r\n`,
+    `POST /api/v1/sources HTTP/1.1\r\nHost: x\r\nX-API-Key: ${o.stack.keys.scheduler}\r\nContent-Type: ${first}\r\nContent-Type: ${second}\r\n`,
     JSON.stringify({ name: 'two-types', source_type: 'langflow', url: `${platformUrl}/two-types` }),
   );
   expect([scheduler.status, JSON.parse(scheduler.body)]).toEqual([400, { detail: 'Request headers are invalid: content-type must be sent once' }]);

@@ -22,37 +22,12 @@
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { STORABLE_DATE_TIME_PATTERN } from '../../api/http/validation';
-import { listenOnLoopback, startTestStack, type TestStack } from '../support/harness';
+import { startTestStack } from '../support/harness';
 import { rawExchange } from '../support/rawExchange';
+import { SERVICES, startOutsideServices } from '../support/outsideServices';
 
-type Service = 'task' | 'scheduler' | 'agents' | 'traces';
-const SERVICES: Service[] = ['task', 'scheduler', 'agents', 'traces'];
-
-let stack: TestStack;
-const ports: Partial<Record<Service, number>> = {};
-
-beforeAll(async () => {
-  stack = await startTestStack({ services: SERVICES });
-  Object.assign(ports, await listenOnLoopback(stack, SERVICES));
-}, 120_000);
-afterAll(async () => {
-  await stack?.close();
-});
-
-const keyLine = (service: Service) => (service === 'task' ? '' : `X-API-Key: ${stack.keys[service]}\r\n`);
-
-/** A request with a JSON body (bytes as given), closing the connection after the answer. */
-function withBody(service: Service, method: string, target: string, body: Buffer | string): Buffer {
-  const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
-  const head = `${method} ${target} HTTP/1.1\r\nHost: x\r\n${keyLine(service)}Content-Type: application/json\r\nContent-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`;
-  return Buffer.concat([Buffer.from(head, 'latin1'), bytes]);
-}
-
-const bodyless = (service: Service, method: string, target: string, extra = '') => `${method} ${target} HTTP/1.1\r\nHost: x\r\n${keyLine(service)}${extra}Connection: close\r\n\r\n`;
-
-async function count(table: string): Promise<number> {
-  return (await stack.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]?.n ?? 0;
-}
+const o = startOutsideServices();
+const { ports, withBody, bodyless, count } = o;
 
 describe('an absolute-form request target (RFC 9112 §3.2.2) is read as its path and query', () => {
   test.each(SERVICES)('%s: answered as the origin-form target is: open paths open, the 405 with Allow, the 404 naming the path', async (service) => {

@@ -13,33 +13,12 @@
  */
 import net from 'node:net';
 import { NAME_PATTERN, NON_BLANK_TEXT_PATTERN, TEXT_PATTERN } from '../../api/http/inputPolicy';
-import { listenOnLoopback, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
+import { makeGitRepo } from '../support/harness';
 import { rawExchange } from '../support/rawExchange';
+import { messageOf, SERVICES, startOutsideServices, type Json, type Service } from '../support/outsideServices';
 
-type Service = 'task' | 'scheduler' | 'agents' | 'traces';
-type Json = Record<string, unknown>;
-const SERVICES: Service[] = ['task', 'scheduler', 'agents', 'traces'];
-
-let stack: TestStack;
-const ports: Partial<Record<Service, number>> = {};
-
-beforeAll(async () => {
-  stack = await startTestStack({ services: SERVICES });
-  Object.assign(ports, await listenOnLoopback(stack, SERVICES));
-}, 120_000);
-afterAll(async () => {
-  await stack?.close();
-});
-
-const keyLine = (service: Service) => (service === 'task' ? '' : `X-API-Key: ${stack.keys[service]}\r\n`);
-const authHeaders = (service: Service): Record<string, string> => (service === 'task' ? {} : { 'x-api-key': stack.keys[service] });
-
-/** The message of an error body: the task service's envelope, or `{detail}`. */
-const messageOf = (service: Service, json: unknown): string => (service === 'task' ? String(((json as Json).error as Json)?.message) : String((json as Json)?.detail));
-
-async function count(table: string): Promise<number> {
-  return (await stack.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]?.n ?? 0;
-}
+const o = startOutsideServices();
+const { ports, keyLine, authHeaders, count } = o;
 
 describe('a WebSocket handshake over HTTP/1.0', () => {
   const handshake = (version: string) =>
@@ -103,7 +82,7 @@ describe('a Content-Type whose parameters are malformed', () => {
 describe('control characters in names, titles and multi-line text', () => {
   const CONTROLS = ['\u0007', '\u001b[31m', '\u0008', '\u000b', '\u000c', '\u001f'];
   const inject = (service: Service, method: string, url: string, payload: unknown) =>
-    stack.app(service).inject({ method: method as 'POST', url, payload: payload as object, headers: authHeaders(service) });
+    o.stack.app(service).inject({ method: method as 'POST', url, payload: payload as object, headers: authHeaders(service) });
 
   let projectId = '';
   beforeAll(async () => {
@@ -127,7 +106,7 @@ describe('control characters in names, titles and multi-line text', () => {
     // tab, line breaks, C1 and DEL in a description are text; a title may hold any other character
     const ok = await inject('task', 'POST', '/api/tasks', { projectId, title: 'Fix «login» 😀', description: 'step 1\r\n\tstep 2\u007f\u0085' });
     expect(ok.statusCode).toBe(201);
-    const row = await stack.db.query<{ title: string; description: string }>('SELECT title, description FROM tasks WHERE id = $1', [ok.json().data.id]);
+    const row = await o.stack.db.query<{ title: string; description: string }>('SELECT title, description FROM tasks WHERE id = $1', [ok.json().data.id]);
     expect(row.rows[0]).toEqual({ title: 'Fix «login» 😀', description: 'step 1\r\n\tstep 2\u007f\u0085' });
     // PATCH says the same
     const patched = await inject('task', 'PATCH', `/api/tasks/${ok.json().data.id}`, { title: 'x\u0007' });
@@ -213,16 +192,16 @@ describe('numbers at the edges in query strings and headers', () => {
   test.each(LISTS)('%s: numbers past any bound, in exponent form, repeated or as arrays are a 400 naming the parameter; -0 is 0', async (service, url, names) => {
     for (const name of names) {
       for (const value of ['1e400', '1e-400', 'Infinity', 'NaN', '9007199254740993', '2147483648', '99999999999999999999', '-1', '%2B1', '1.0', '0x10', '1%00']) {
-        const res = await stack.app(service).inject({ method: 'GET', url: `${url}?${name}=${value}`, headers: authHeaders(service) });
+        const res = await o.stack.app(service).inject({ method: 'GET', url: `${url}?${name}=${value}`, headers: authHeaders(service) });
         expect([name, value, res.statusCode, messageOf(service, res.json())]).toEqual([name, value, 400, expect.stringMatching(/^Request (query|querystring) is invalid: /)]);
       }
       for (const q of [`${name}[]=1`, `${name}[a]=1`, `${name}=1&${name}=2`]) {
-        const res = await stack.app(service).inject({ method: 'GET', url: `${url}?${q}`, headers: authHeaders(service) });
+        const res = await o.stack.app(service).inject({ method: 'GET', url: `${url}?${q}`, headers: authHeaders(service) });
         expect([q, res.statusCode]).toEqual([q, 400]);
       }
     }
     const zero = names.includes('offset') ? 'offset=-0' : 'page=1&limit=1';
-    const minusZero = await stack.app(service).inject({ method: 'GET', url: `${url}?${zero}`, headers: authHeaders(service) });
+    const minusZero = await o.stack.app(service).inject({ method: 'GET', url: `${url}?${zero}`, headers: authHeaders(service) });
     expect([zero, minusZero.statusCode]).toEqual([zero, 200]);
   });
 });

@@ -26,18 +26,14 @@ import net from 'node:net';
 import { insertAttempt } from '../../lib/db/attempts';
 import { appendLogs, finishProcessRow, insertProcess, type LogEntry } from '../../lib/db/processes';
 import { api } from '../support/attemptHelpers';
-import { listenOnLoopback, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
+import { listenOnLoopback, makeGitRepo, startTestStack } from '../support/harness';
 import { rawExchange } from '../support/rawExchange';
+import { startOutsideServices, type Json, type Service } from '../support/outsideServices';
 
-type Service = 'task' | 'scheduler' | 'agents' | 'traces';
-type Json = Record<string, unknown>;
-const SERVICES: Service[] = ['task', 'scheduler', 'agents', 'traces'];
-
-let stack: TestStack;
-const ports: Partial<Record<Service, number>> = {};
 /** What reached the gateway the scheduler's URL names (a base path in front of it, as a reverse proxy gives). */
 const gatewayCalls: { url: string; key: string | undefined }[] = [];
 let gateway: http.Server;
+let gatewayPort = 0;
 const seeded = { task: '', attempt: '11111111-1111-4111-8111-111111111111', process: '22222222-2222-4222-8222-222222222222', finished: '33333333-3333-4333-8333-333333333333' };
 
 beforeAll(async () => {
@@ -51,26 +47,25 @@ beforeAll(async () => {
     res.writeHead(200, { 'content-type': 'application/json' }).end('{"gateway":true}');
   });
   await new Promise<void>((r) => gateway.listen(0, '127.0.0.1', r));
-  const gatewayPort = (gateway.address() as net.AddressInfo).port;
-  stack = await startTestStack({ services: SERVICES, env: { ARMADA_SCHEDULER_URL: `http://127.0.0.1:${gatewayPort}/gateway/scheduler` } });
-  Object.assign(ports, await listenOnLoopback(stack, SERVICES));
-  const h = api(stack);
-  seeded.task = await h.task((await h.project()).id, 'outside fuzzing 4');
-  await insertAttempt(stack.db, { id: seeded.attempt, taskId: seeded.task, llm: 'scripted', model: null, status: 'running', branchPrefix: 'armada', baseBranch: 'main', options: {}, description: '' });
-  await insertProcess(stack.db, { id: seeded.process, attemptId: seeded.attempt, taskId: seeded.task, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
-  const entry = (message: string): LogEntry => ({ level: 'info', message, timestamp: new Date().toISOString(), source: 'stdout' });
-  await appendLogs(stack.db, seeded.process, seeded.attempt, [entry('line one'), entry('line two')]);
-  await insertProcess(stack.db, { id: seeded.finished, attemptId: seeded.attempt, taskId: seeded.task, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
-  await appendLogs(stack.db, seeded.finished, seeded.attempt, [entry('only line')]);
-  await finishProcessRow(stack.db, seeded.finished, 'completed', { exitCode: 0, error: null });
-}, 120_000);
-afterAll(async () => {
-  await stack?.close();
-  await new Promise((r) => gateway?.close(r));
+  gatewayPort = (gateway.address() as net.AddressInfo).port;
 });
 
-const keyLine = (service: Service) => (service === 'task' ? '' : `X-API-Key: ${stack.keys[service]}\r\n`);
-const bodyless = (service: Service, method: string, target: string, extra = '') => `${method} ${target} HTTP/1.1\r\nHost: x\r\n${keyLine(service)}${extra}Connection: close\r\n\r\n`;
+const o = startOutsideServices({
+  options: () => ({ env: { ARMADA_SCHEDULER_URL: `http://127.0.0.1:${gatewayPort}/gateway/scheduler` } }),
+  async after(stack) {
+    const h = api(stack);
+    seeded.task = await h.task((await h.project()).id, 'outside fuzzing 4');
+    await insertAttempt(stack.db, { id: seeded.attempt, taskId: seeded.task, llm: 'scripted', model: null, status: 'running', branchPrefix: 'armada', baseBranch: 'main', options: {}, description: '' });
+    await insertProcess(stack.db, { id: seeded.process, attemptId: seeded.attempt, taskId: seeded.task, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
+    const entry = (message: string): LogEntry => ({ level: 'info', message, timestamp: new Date().toISOString(), source: 'stdout' });
+    await appendLogs(stack.db, seeded.process, seeded.attempt, [entry('line one'), entry('line two')]);
+    await insertProcess(stack.db, { id: seeded.finished, attemptId: seeded.attempt, taskId: seeded.task, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
+    await appendLogs(stack.db, seeded.finished, seeded.attempt, [entry('only line')]);
+    await finishProcessRow(stack.db, seeded.finished, 'completed', { exitCode: 0, error: null });
+  },
+  close: () => new Promise((r) => gateway?.close(() => r())),
+});
+const { ports, keyLine, bodyless } = o;
 
 /**
  * The head and the first bytes of an answer that may not end (a live stream): read until `until` is seen in it or
@@ -153,7 +148,7 @@ describe('a dot segment under a /svc/<service>/ prefix', () => {
       expect([path, res.status, res.json]).toEqual([path, 200, { gateway: true }]);
     }
     expect(gatewayCalls.slice(before)).toEqual(
-      ['/api/v1/sources', '/api/v1/workflows/a..b', '/api/v1/workflows/.hidden', '/api/v1/sources?q=..%2f..', '/api/v1/workflows/%2541'].map((p) => ({ url: `/gateway/scheduler${p}`, key: stack.keys.scheduler })),
+      ['/api/v1/sources', '/api/v1/workflows/a..b', '/api/v1/workflows/.hidden', '/api/v1/sources?q=..%2f..', '/api/v1/workflows/%2541'].map((p) => ({ url: `/gateway/scheduler${p}`, key: o.stack.keys.scheduler })),
     );
   });
 
@@ -288,7 +283,7 @@ describe('a request with a body that asks to upgrade (Upgrade: h2c)', () => {
   });
 
   test('a chunked one is a 400 saying to send Content-Length, in the envelope; nothing is stored', async () => {
-    const before = (await stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM projects')).rows[0]?.n;
+    const before = (await o.stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM projects')).rows[0]?.n;
     const body = JSON.stringify({ name: 'h2c-chunked', repository: { url: makeGitRepo() } });
     const res = await rawExchange(ports.task as number, h2c('task', '/api/projects', `${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`, 'Transfer-Encoding: chunked\r\n'));
     expect([res.status, (res.json as Json).error]).toEqual([
@@ -299,6 +294,6 @@ describe('a request with a body that asks to upgrade (Upgrade: h2c)', () => {
         details: { 'transfer-encoding': 'not with Upgrade' },
       },
     ]);
-    expect((await stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM projects')).rows[0]?.n).toBe(before);
+    expect((await o.stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM projects')).rows[0]?.n).toBe(before);
   });
 });

@@ -13,26 +13,11 @@
  *   than 64 KiB in all; send smaller headers", though its headers were a few bytes (an MCP tool call with a long
  *   path parameter showed the model that): now the 431 names the URL too.
  */
-import { listenOnLoopback, startTestStack, type TestStack } from '../support/harness';
 import { rawExchange } from '../support/rawExchange';
+import { LIST, SERVICES, startOutsideServices, type Json, type Service } from '../support/outsideServices';
 
-type Service = 'task' | 'scheduler' | 'agents' | 'traces';
-type Json = Record<string, unknown>;
-const SERVICES: Service[] = ['task', 'scheduler', 'agents', 'traces'];
-
-let stack: TestStack;
-const ports: Partial<Record<Service, number>> = {};
-
-beforeAll(async () => {
-  stack = await startTestStack({ services: SERVICES });
-  Object.assign(ports, await listenOnLoopback(stack, SERVICES));
-}, 120_000);
-afterAll(async () => {
-  await stack?.close();
-});
-
-const keyLine = (service: Service) => (service === 'task' ? '' : `X-API-Key: ${stack.keys[service]}\r\n`);
-const LIST: Record<Service, string> = { task: '/api/projects', scheduler: '/api/v1/sources', agents: '/api/v1/agents', traces: '/api/v1/traces' };
+const o = startOutsideServices();
+const { ports, keyLine } = o;
 /** `count` header lines in all: Host, fillers, then the key (if any) and Connection last. */
 const withHeaderLines = (service: Service, count: number, method = 'GET', target = LIST[service], tail = '') => {
   const own = 2 + (service === 'task' ? 0 : 1) + (tail ? tail.split('\r\n').length - 1 : 0);
@@ -54,11 +39,11 @@ describe('a request of more than 1000 header lines', () => {
   });
 
   test('a JSON body whose Content-Type comes past the 1000th line is not read as bodiless: the 431, nothing stored', async () => {
-    const before = (await stack.db.query('SELECT count(*)::int AS n FROM projects')).rows[0].n;
+    const before = (await o.stack.db.query('SELECT count(*)::int AS n FROM projects')).rows[0].n;
     const body = JSON.stringify({ name: 'late content type', git_repo_path: '/nonexistent' });
     const res = await rawExchange(ports.task as number, withHeaderLines('task', 1200, 'POST', '/api/projects', `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`).replace(/\r\n\r\n$/, `\r\n\r\n${body}`));
     expect([res.status, (res.json as Json).error]).toEqual([431, shapeOf('task', TOO_MANY).error]);
-    expect((await stack.db.query('SELECT count(*)::int AS n FROM projects')).rows[0].n).toBe(before);
+    expect((await o.stack.db.query('SELECT count(*)::int AS n FROM projects')).rows[0].n).toBe(before);
   });
 });
 
@@ -79,7 +64,7 @@ describe('a body that fails validation in very many fields', () => {
       expect(error.message.startsWith('Request body is invalid: ')).toBe(true);
       expect(res.body.length).toBeLessThan(20_000);
     }
-    expect((await stack.db.query("SELECT count(*)::int AS n FROM tasks WHERE title = 'many labels'")).rows[0].n).toBe(0);
+    expect((await o.stack.db.query("SELECT count(*)::int AS n FROM tasks WHERE title = 'many labels'")).rows[0].n).toBe(0);
   });
 });
 
