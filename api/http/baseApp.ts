@@ -171,11 +171,14 @@ export function createBaseApp(opts: BaseAppOptions) {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  // the 100 of `Expect: 100-continue` (the checkContinue listener above): `_expect_continue` and `_sent100` are Node's
-  // own marks on the response (it closes the connection after a final answer given without the 100 by them)
+  // the 100 of `Expect: 100-continue` (the checkContinue listener above, the only way such a request reaches here: any
+  // other expectation is Node's 417). Whether it was sent already is Node's own mark on the response (`_sent100`; Node
+  // also closes the connection after a final answer given without the 100); the header decides whether one is due, so
+  // a Node without those marks still sends it.
   app.addHook('preParsing', async (request, reply, payload) => {
-    const raw = reply.raw as ServerResponse & { _expect_continue?: boolean; _sent100?: boolean };
-    if (raw._expect_continue && !raw._sent100 && !(Number(request.headers['content-length']) > request.routeOptions.bodyLimit)) raw.writeContinue();
+    const raw = reply.raw as ServerResponse & { _sent100?: boolean };
+    const expects = /^\s*100-continue\s*$/i.test(String(request.headers.expect ?? ''));
+    if (expects && !raw._sent100 && !(Number(request.headers['content-length']) > request.routeOptions.bodyLimit)) raw.writeContinue();
     return payload;
   });
   app.addHook('onResponse', async (request, reply) => {
