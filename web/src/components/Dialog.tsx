@@ -1,7 +1,9 @@
 /**
  * A modal dialog on the native <dialog> element: showModal() makes the page behind inert (focus stays inside),
  * Escape closes it (onClose), and the control marked `data-autofocus` (else the first focusable one) gets focus. Put a
- * <form> inside so Enter submits.
+ * <form> inside so Enter submits. Closed, it gives focus back to the control that had it when it opened; when that
+ * control is gone (the row a Delete removed, the bulk bar an emptied selection hides), to the screen (`#main`), so the
+ * next Tab goes on inside it (focus fell to <body>, and Tab started again at the top of the page).
  */
 import { type ReactNode, useEffect, useId, useRef } from 'react';
 
@@ -18,15 +20,24 @@ export interface DialogProps {
 export function Dialog({ open, title, onClose, children, className }: DialogProps) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
+  const opener = useRef<HTMLElement | null>(null);
   useEffect(() => {
     const d = ref.current;
     if (!d) return;
     if (open && !d.open) {
+      opener.current = document.activeElement instanceof HTMLElement ? document.activeElement : null;
       d.showModal();
       // React's autoFocus runs before the dialog is shown; a closed <dialog>'s controls cannot take focus
       d.querySelector<HTMLElement>('[data-autofocus]')?.focus();
     }
-    if (!open && d.open) d.close();
+    if (!open && d.open) {
+      d.close();
+      const back = opener.current;
+      opener.current = null;
+      if (back?.isConnected) back.focus();
+      // gone, or no longer focusable (disabled, hidden)
+      if (!back || document.activeElement !== back) document.getElementById('main')?.focus();
+    }
   }, [open]);
   return (
     <dialog
