@@ -258,6 +258,16 @@ test('a dialog keeps Tab inside and gives focus back to its opener, or to the sc
   await expect(page.locator('#main')).toBeFocused();
   await page.keyboard.press('Tab');
   expect((await focused(page, '#main')).inside, 'the next Tab is inside the screen').toBe(true);
+
+  // a dialog its screen renders only while open (Assign a task) gives focus back too when it goes
+  await page.goto('/agents');
+  const assign = page.getByRole('button', { name: 'Assign a task to ui-helper' });
+  await tabTo(page, assign);
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('dialog', { name: 'Assign a task to ui-helper' })).toBeVisible();
+  await page.keyboard.press('Escape');
+  await expect(page.getByRole('dialog', { name: 'Assign a task to ui-helper' })).toBeHidden();
+  await expect(assign).toBeFocused();
 });
 
 test('keyboard only: create a task, open it, start an attempt, close the dialog, move the card on the board', async ({ page }) => {

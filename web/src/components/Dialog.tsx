@@ -20,25 +20,35 @@ export interface DialogProps {
 export function Dialog({ open, title, onClose, children, className }: DialogProps) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
-  const opener = useRef<HTMLElement | null>(null);
+  // while open: what had focus when it opened
+  const opened = useRef<{ opener: Element | null } | null>(null);
   useEffect(() => {
     const d = ref.current;
     if (!d) return;
     if (open && !d.open) {
-      opener.current = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+      opened.current = { opener: document.activeElement };
       d.showModal();
       // React's autoFocus runs before the dialog is shown; a closed <dialog>'s controls cannot take focus
       d.querySelector<HTMLElement>('[data-autofocus]')?.focus();
     }
     if (!open && d.open) {
       d.close();
-      const back = opener.current;
-      opener.current = null;
-      if (back?.isConnected) back.focus();
-      // gone, or no longer focusable (disabled, hidden)
-      if (!back || document.activeElement !== back) document.getElementById('main')?.focus();
+      giveFocusBack(opened.current?.opener ?? null);
+      opened.current = null;
     }
   }, [open]);
+  // a dialog its screen renders only while open (`<Dialog open …>`) is closed by going away: the same
+  useEffect(() => {
+    const d = ref.current;
+    return () => {
+      // after the commit: React's development double run of effects unmounts nothing (the dialog is still there)
+      queueMicrotask(() => {
+        if (!opened.current || d?.isConnected) return;
+        giveFocusBack(opened.current.opener);
+        opened.current = null;
+      });
+    };
+  }, []);
   return (
     <dialog
       ref={ref}
@@ -74,4 +84,10 @@ export function Dialog({ open, title, onClose, children, className }: DialogProp
       ) : null}
     </dialog>
   );
+}
+
+/** Focus back on `opener`, or on the screen (#main) when it is gone or cannot take focus (disabled, hidden). */
+function giveFocusBack(opener: Element | null): void {
+  if (opener instanceof HTMLElement && opener.isConnected && opener !== document.body) opener.focus();
+  if (!(opener instanceof HTMLElement) || document.activeElement !== opener) document.getElementById('main')?.focus();
 }
