@@ -13,6 +13,16 @@ const TICK = /tick (\d+) at (\d+)/;
 /** Why Create PR… is disabled on an attempt that committed nothing. */
 const NO_PR = 'No pull request to open: the attempt made no changes.';
 
+let made = 0;
+/**
+ * A project name of this run only: names are unique (a second project of a name is a 409), and `--repeat-each` runs
+ * a test again against the same `armada start`.
+ */
+function unique(name: string): string {
+  made += 1;
+  return `${name} ${Date.now().toString(36)}${made}`;
+}
+
 /**
  * Resolves once the attempt is completed, asked every 250 ms: an attempt of the scripted agent takes a few seconds,
  * and expect.poll's default steps (1 s apart after the first second) saw it finished up to a second late.
@@ -24,13 +34,14 @@ async function attemptCompleted(attemptId: string): Promise<void> {
 test('start an attempt, watch its log live, read the diff, merge; the card moves to done', async ({ page }) => {
   // project and task made in the browser, as a user does
   const repo = makeRepo('ui-task-screen');
+  const projectName = unique('Task Screen Project');
   await page.goto('/projects');
   await page.getByRole('button', { name: 'New project' }).click();
   const projectDialog = page.getByRole('dialog', { name: 'New project' });
   await projectDialog.getByLabel('Repository path').fill(repo);
-  await projectDialog.getByLabel('Name').fill('Task Screen Project');
+  await projectDialog.getByLabel('Name').fill(projectName);
   await projectDialog.getByRole('button', { name: 'Create project' }).click();
-  await expect(page.getByRole('heading', { name: 'Task Screen Project' })).toBeVisible();
+  await expect(page.getByRole('heading', { name: projectName })).toBeVisible();
   const projectId = page.url().split('/projects/')[1]?.split(/[?#]/)[0] as string;
   await page.getByRole('button', { name: 'New task' }).click();
   const taskDialog = page.getByRole('dialog', { name: 'New task' });
@@ -145,13 +156,13 @@ test('start an attempt, watch its log live, read the diff, merge; the card moves
   expect(merged.merged).toBe(true);
 
   // the board shows the card in the done column
-  await page.getByRole('link', { name: 'Task Screen Project' }).click();
+  await page.getByRole('link', { name: projectName }).click();
   await expect(page).toHaveURL(new RegExp(`/projects/${projectId}`));
   await expect(page.locator('[data-column="done"]').getByRole('article', { name: 'Add the greeting file', exact: true })).toBeVisible();
 });
 
 test('Escape closes the Start dialog (an unknown task\'s address: notFound.spec.ts)', async ({ page }) => {
-  const project = await createProject('Task Errors Project');
+  const project = await createProject(unique('Task Errors Project'));
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Nothing to merge' });
   await page.goto(`/tasks/${task.id}`);
   await page.getByRole('button', { name: 'Start attempt…' }).click();
@@ -162,7 +173,7 @@ test('Escape closes the Start dialog (an unknown task\'s address: notFound.spec.
 });
 
 test('while a start waits for its answer, its button says Starting… (it only went pale)', async ({ page }) => {
-  const project = await createProject('Slow Start Project');
+  const project = await createProject(unique('Slow Start Project'));
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Started slowly', description: 'SLEEP' });
   await page.goto(`/tasks/${task.id}`);
   await expect(page.getByRole('heading', { name: 'Started slowly' })).toBeVisible();
@@ -180,7 +191,7 @@ test('while a start waits for its answer, its button says Starting… (it only w
 });
 
 test('while the attempt is on its way, the Task screen says "Loading the attempt…", and then shows it', async ({ page }) => {
-  const project = await createProject('Slow Attempt Project');
+  const project = await createProject(unique('Slow Attempt Project'));
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Attempt read slowly' });
   const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
   await attemptCompleted(attemptId);
@@ -201,7 +212,7 @@ test.describe('merge approval gate', () => {
   test.use({ allowConsoleErrors: /status of 409/ });
 
   test('a pending merge approval blocks the merge and is shown as the gate', async ({ page }) => {
-    const project = await createProject('Gated Project');
+    const project = await createProject(unique('Gated Project'));
     const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Gated change' });
     const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
     await attemptCompleted(attemptId);
@@ -221,7 +232,7 @@ test.describe('merge approval gate', () => {
 });
 
 test('a merge whose cleanup git refused shows why, and what to do, on the attempt', async ({ page }) => {
-  const project = await createProject('Cleanup Error Project');
+  const project = await createProject(unique('Cleanup Error Project'));
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Locked worktree', description: 'CONFLICT' });
   const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
   await attemptCompleted(attemptId);
@@ -256,7 +267,7 @@ test('a merge whose cleanup git refused shows why, and what to do, on the attemp
 test('100k log lines: the view stays virtualised, search finds a line deep inside, scrolling is measured', async ({ page }) => {
   test.setTimeout(240_000);
   const N = 100_000;
-  const project = await createProject('Long Log Project');
+  const project = await createProject(unique('Long Log Project'));
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Long log', description: `FLOOD:${N}` });
   const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
   await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 180_000, intervals: [1000] }).toBe('completed');
@@ -309,7 +320,7 @@ test('100k log lines: the view stays virtualised, search finds a line deep insid
 
 test('compare two attempts; a follow-up sent from the screen runs and its log shows; a draft is kept', async ({ page }) => {
   test.setTimeout(180_000); // two attempts and a follow-up on a shared 2-core machine
-  const project = await createProject('Follow-up Project');
+  const project = await createProject(unique('Follow-up Project'));
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Two tries' });
   const ids: string[] = [];
   for (let i = 0; i < 2; i++) {
@@ -393,7 +404,7 @@ test('the diff follows a follow-up run of a completed attempt, without a reload'
 
 test('Ctrl+Enter while a follow-up waits for its answer sends nothing more (it sent the prompt twice)', async ({ page }) => {
   test.setTimeout(120_000);
-  const project = await createProject('Follow-up Once Project');
+  const project = await createProject(unique('Follow-up Once Project'));
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'One note only' });
   const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
   await attemptCompleted(attemptId);
@@ -423,7 +434,7 @@ test('Ctrl+Enter while a follow-up waits for its answer sends nothing more (it s
 
 test('a queue of follow-ups runs one after the other; a prompt queued while it was being sent stays queued', async ({ page }) => {
   test.setTimeout(120_000);
-  const project = await createProject('Queue Project');
+  const project = await createProject(unique('Queue Project'));
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Queue two notes' });
   const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
   await attemptCompleted(attemptId);
@@ -457,7 +468,7 @@ test('a queue of follow-ups runs one after the other; a prompt queued while it w
 
 test('the diff of an attempt that changed nothing lists no file; one changed file is "1 file changed"', async ({ page }) => {
   test.setTimeout(120_000);
-  const project = await createProject('Diff Count Project');
+  const project = await createProject(unique('Diff Count Project'));
   const noop = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Change nothing', description: 'NOOP' });
   const one = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Change one file', description: 'CONFLICT' });
   const started = [];
@@ -492,7 +503,7 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
 });
 
 test('a 500-character title (and a long description) without a space wraps: the task page does not get wider than the window', async ({ page }) => {
-  const project = await createProject('Long Title Project');
+  const project = await createProject(unique('Long Title Project'));
   const title = `Unbroken${'x'.repeat(492)}`;
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title, description: `Described${'y'.repeat(992)}` });
   await page.goto(`/tasks/${task.id}`);
@@ -509,7 +520,7 @@ test.describe('starting with no agent to run', () => {
   test.use({ allowConsoleErrors: /409/ });
 
   test('the Start dialog says so once, inline, in the board\'s words', async ({ page }) => {
-    const project = await createProject('No Agent Project');
+    const project = await createProject(unique('No Agent Project'));
     const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Nobody to run it' });
     await page.goto(`/tasks/${task.id}`);
     await page.getByRole('button', { name: 'Start attempt…' }).click();
@@ -529,7 +540,7 @@ test.describe('starting with no agent to run', () => {
 });
 
 test('cancel a running attempt from the screen (Enter confirms); Merge and Create PR are then disabled, saying why', async ({ page }) => {
-  const project = await createProject('Cancel Project');
+  const project = await createProject(unique('Cancel Project'));
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Long sleeper', description: 'SLEEP' });
   const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
   await page.goto(`/tasks/${task.id}`);
@@ -561,7 +572,7 @@ test('cancel a running attempt from the screen (Enter confirms); Merge and Creat
 });
 
 test('Cancel task asks first, as Cancel attempt does (it stopped every running attempt at one click)', async ({ page }) => {
-  const project = await createProject('Cancel Task Project');
+  const project = await createProject(unique('Cancel Task Project'));
   const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Sleeper to stop', description: 'SLEEP' });
   const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
   await page.goto(`/tasks/${task.id}`);
@@ -587,7 +598,7 @@ test.describe('an attempt cancelled elsewhere while the Cancel dialog is open', 
   test.use({ allowConsoleErrors: /status of 409/ });
 
   test('Enter says so in the dialog, once, not in a toast under its backdrop', async ({ page }) => {
-    const project = await createProject('Cancelled Twice Project');
+    const project = await createProject(unique('Cancelled Twice Project'));
     const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Sleeper cancelled twice', description: 'SLEEP' });
     const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
     await page.goto(`/tasks/${task.id}`);

@@ -1,7 +1,9 @@
 /**
  * A modal dialog on the native <dialog> element: showModal() makes the page behind inert (focus stays inside),
  * Escape closes it (onClose), and the control marked `data-autofocus` (else the first focusable one) gets focus. Put a
- * <form> inside so Enter submits.
+ * <form> inside so Enter submits. Closed, it gives focus back to the control that had it when it opened; when that
+ * control is gone (the row a Delete removed, the bulk bar an emptied selection hides), to the screen (`#main`), so the
+ * next Tab goes on inside it (focus fell to <body>, and Tab started again at the top of the page).
  */
 import { type ReactNode, useEffect, useId, useRef } from 'react';
 
@@ -18,16 +20,35 @@ export interface DialogProps {
 export function Dialog({ open, title, onClose, children, className }: DialogProps) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
+  // while open: what had focus when it opened
+  const opened = useRef<{ opener: Element | null } | null>(null);
   useEffect(() => {
     const d = ref.current;
     if (!d) return;
     if (open && !d.open) {
+      opened.current = { opener: document.activeElement };
       d.showModal();
       // React's autoFocus runs before the dialog is shown; a closed <dialog>'s controls cannot take focus
       d.querySelector<HTMLElement>('[data-autofocus]')?.focus();
     }
-    if (!open && d.open) d.close();
+    if (!open && d.open) {
+      d.close();
+      giveFocusBack(opened.current?.opener ?? null);
+      opened.current = null;
+    }
   }, [open]);
+  // a dialog its screen renders only while open (`<Dialog open …>`) is closed by going away: the same
+  useEffect(() => {
+    const d = ref.current;
+    return () => {
+      // after the commit: React's development double run of effects unmounts nothing (the dialog is still there)
+      queueMicrotask(() => {
+        if (!opened.current || d?.isConnected) return;
+        giveFocusBack(opened.current.opener);
+        opened.current = null;
+      });
+    };
+  }, []);
   return (
     <dialog
       ref={ref}
@@ -63,4 +84,10 @@ export function Dialog({ open, title, onClose, children, className }: DialogProp
       ) : null}
     </dialog>
   );
+}
+
+/** Focus back on `opener`, or on the screen (#main) when it is gone or cannot take focus (disabled, hidden). */
+function giveFocusBack(opener: Element | null): void {
+  if (opener instanceof HTMLElement && opener.isConnected && opener !== document.body) opener.focus();
+  if (!(opener instanceof HTMLElement) || document.activeElement !== opener) document.getElementById('main')?.focus();
 }

@@ -7,8 +7,9 @@ import type { ReactNode } from 'react';
  * else nothing (an error the screen shows above, a query not enabled). `className` adds to the table's own class.
  * With `actions`, that last column stays in view at the right edge while a table wider than the window scrolls under
  * it (`.has-actions`, styles.css): on a phone the rows' buttons were past the edge, with nothing saying so. The columns
- * named in `wide` are shown in a wide window only (`.wide-only`; their cells carry the class too): a narrow one shows
- * what they hold elsewhere in the row (Projects: under the project's name).
+ * named in `wide` are shown in a wide box only (`.wide-only`; their cells carry the class too): a narrow one shows
+ * what they hold elsewhere in the row (Projects: under the project's name). Wide or narrow is the table's own box
+ * (`.table-scroll-wide`, a size container, styles.css), not the window's.
  */
 export function ListTable<T>({
   label,
@@ -42,7 +43,7 @@ export function ListTable<T>({
   if (items.length === 0) return <p className="empty">{empty}</p>;
   // a table wider than the window scrolls sideways inside its own box, not the whole page
   return (
-    <div className="table-scroll">
+    <div className={wide.length ? 'table-scroll table-scroll-wide' : 'table-scroll'}>
       <table className={['table', actions ? 'has-actions' : '', className ?? ''].filter(Boolean).join(' ')} aria-label={label}>
         <thead>
           <tr>

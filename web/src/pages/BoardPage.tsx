@@ -79,13 +79,18 @@ export function BoardPage() {
     if (all && !performance.getEntriesByName('armada:board-rendered').length) performance.mark('armada:board-rendered');
   }, [all]);
 
+  // what a screen reader says after a move (the card leaves where focus was, or a drop moved it out of sight)
+  const [moveNews, setMoveNews] = useState('');
   const move = useMutation({
     mutationFn: ({ task, status }: { task: Task; status: TaskStatus }) => patchTask(task.id, { status }),
     onMutate: ({ task, status }) => {
       upsertTasks(qc, id, [{ ...task, status }]);
       return { previous: task };
     },
-    onSuccess: (t) => upsertTasks(qc, id, [t]),
+    onSuccess: (t) => {
+      upsertTasks(qc, id, [t]);
+      setMoveNews(`${t.title}: moved to ${STATUS_LABELS[t.status]}.`);
+    },
     onError: (_err, _vars, ctx) => {
       if (ctx) upsertTasks(qc, id, [ctx.previous]);
     },
@@ -299,6 +304,9 @@ export function BoardPage() {
         </section>
       ) : null}
 
+      <p className="sr-only" role="status" aria-label="Moves">
+        {moveNews}
+      </p>
       {tasks.error ? <ErrorMessage error={tasks.error} onRetry={() => void tasks.refetch()} /> : null}
       {project.error && !tasks.error ? <ErrorMessage error={project.error} onRetry={() => void project.refetch()} /> : null}
       {tasks.isPending ? <p className="muted">Loading tasks…</p> : null}

@@ -78,7 +78,7 @@ function LogsDialog({ execution, onClose }: { execution: Execution; onClose: () 
   return (
     <Dialog open title={`Logs of ${execution.workflow} (${execution.status})`} onClose={onClose} className="dialog-logs">
       {logs.error ? <ErrorMessage error={logs.error} onRetry={() => void logs.refetch()} /> : null}
-      <pre className="log-view" role="log" aria-label="Execution logs">
+      <pre className="exec-log" role="log" aria-label="Execution logs">
         {shown ? logs.data?.logs.map((l) => `${l.timestamp} ${l.level.toUpperCase()} ${l.message}`).join('\n') : logs.isPending ? 'Loading…' : '(no log lines)'}
       </pre>
       {total > shown ? (
