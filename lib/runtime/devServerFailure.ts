@@ -21,6 +21,9 @@ export function devServerFailure(how: string, output: string, where: DevServerPl
   if (/database disk image is malformed|file is not a database|SQLITE_CORRUPT|SQLITE_NOTADB/i.test(output)) {
     return `temporal dev server did not start: its SQLite file ${where.dbFile} is damaged (${sqliteCause(output)}): move it away (mv ${where.dbFile} ${where.dbFile}.damaged, with its -wal and -shm files) and start again; Armada's data in PostgreSQL is kept, what only Temporal held is lost (running attempts and workflow runs, their timers, the scheduler's Temporal Schedules)`;
   }
+  if (/no such table/i.test(output)) {
+    return `temporal dev server did not start: its SQLite file ${where.dbFile} lacks tables (${/no such table: \w+/i.exec(output)?.[0] ?? 'no such table'}: a first start cut short before this version marked first starts?): move it away (mv ${where.dbFile} ${where.dbFile}.incomplete, with its -wal and -shm files) and start again`;
+  }
   const lines = output.split('\n').map((l) => l.trim()).filter(Boolean);
   return `temporal dev server ${how}: ${lines.slice(-3).join(' | ').slice(-2000)}`;
 }

@@ -210,12 +210,35 @@ async function stopStale(pidFile: string, dbFile: string, ip: string, ports: num
   }
 }
 
+/** The sidecar files SQLite keeps beside a database (WAL mode: -wal and -shm; rollback mode: -journal). */
+const SQLITE_SIDECARS = ['-wal', '-shm', '-journal'];
+
+/**
+ * A dev server's first start on a new SQLite file creates its schema; a start killed meanwhile (kill -9, power loss)
+ * left a file without all its tables, which every later start refused ("no such table: cluster_metadata_info",
+ * ci50b). So a first start is marked (`<db>.initializing`) until the server is ready, and a start that finds the mark
+ * removes the file it names: it never became ready, so it holds no workflow of anyone's. A file without the mark
+ * (started before, or the operator's) is never removed.
+ */
+function beginFirstStart(dbFile: string, log: Logger): { done(): void } {
+  const mark = `${dbFile}.initializing`;
+  if (fs.existsSync(mark)) {
+    log.warn({ dbFile }, 'removing the Temporal database of a first start that did not finish (it never became ready, so it holds no workflows); it is created again');
+    for (const f of [dbFile, ...SQLITE_SIDECARS.map((x) => `${dbFile}${x}`)]) fs.rmSync(f, { force: true });
+  } else if (fs.existsSync(dbFile)) {
+    return { done: () => undefined };
+  }
+  fs.writeFileSync(mark, `a first start of the Temporal dev server on ${dbFile}: removed once it is ready\n`);
+  return { done: () => fs.rmSync(mark, { force: true }) };
+}
+
 export async function startTemporalDevServer(opts: DevServerOptions): Promise<RunningDevServer> {
   const bin = await resolveTemporalCli(opts.cliPath, opts.toolsDir, opts.onProgress);
   const log = opts.logger.child({ component: 'temporal' });
   fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
   const pidFile = `${opts.dbFile}.pid`;
   await stopStale(pidFile, opts.dbFile, opts.ip, opts.uiPort === null ? [opts.port] : [opts.port, opts.uiPort], log);
+  const firstStart = beginFirstStart(opts.dbFile, log);
   const args = [
     'server',
     'start-dev',
@@ -273,6 +296,7 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<Ru
     return server;
   };
   let current = await spawnReady();
+  firstStart.done();
   return {
     address,
     server: () => current,

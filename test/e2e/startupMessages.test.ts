@@ -73,3 +73,29 @@ test('a damaged temporal.db names the file and what removing it costs', async ()
   expect(message).toMatch(/damaged.*move it away.*PostgreSQL/);
   expect(message.split('\n')).toHaveLength(1);
 });
+
+/** A SQLite file with a table of its own and none of Temporal's: what a first start killed while creating them leaves. */
+function tablesMissing(dbFile: string): void {
+  const r = spawnSync('python3', ['-c', 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("CREATE TABLE partial (x)"); c.commit()', dbFile], { encoding: 'utf8' });
+  expect(r.status).toBe(0);
+}
+
+test("a first start killed before it was ready leaves a mark; the next start makes the file again and is ready (ci50b: 'no such table: cluster_metadata_info' for good)", async () => {
+  const dbFile = path.join(dir, 'temporal.db');
+  tablesMissing(dbFile);
+  fs.writeFileSync(`${dbFile}.initializing`, 'left by a first start killed before it was ready\n');
+  expect(await devServerError(dbFile, await freePort())).toBe('started');
+  expect(fs.existsSync(`${dbFile}.initializing`)).toBe(false); // removed once ready
+  const tables = spawnSync('python3', ['-c', 'import sqlite3,sys; print(",".join(r[0] for r in sqlite3.connect(sys.argv[1]).execute("select name from sqlite_master where type=\'table\'")))', dbFile], { encoding: 'utf8' }).stdout;
+  expect(tables.split(',')).toContain('cluster_metadata_info');
+  expect(tables.split(',')).not.toContain('partial');
+});
+
+test('a temporal.db lacking its tables without that mark (a file of its own, or cut short before marks) is kept and named, with what to do', async () => {
+  const dbFile = path.join(dir, 'temporal.db');
+  tablesMissing(dbFile);
+  const message = await devServerError(dbFile, await freePort());
+  expect(message).toMatch(new RegExp(`^temporal dev server did not start: its SQLite file ${dbFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} lacks tables \\(no such table: \\w+.*move it away.*start again$`));
+  expect(message.split('\n')).toHaveLength(1);
+  expect(fs.existsSync(dbFile)).toBe(true);
+});
