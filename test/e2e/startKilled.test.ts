@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { eventually, makeGitRepo } from '../support/harness';
-import { killProcessesUsing, processesUsing } from '../support/processes';
+import { killProcessesUsing, processAlive, processesUsing } from '../support/processes';
 import { ctrlC, ctrlCWithin, serverPid, startArmada, type RunningArmada } from '../support/armadaStart';
 
 jest.setTimeout(300_000);
@@ -26,14 +26,6 @@ afterAll(async () => {
   fs.rmSync(home, { recursive: true, force: true });
 });
 
-const alive = (pid: number): boolean => {
-  try {
-    const state = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
-    return state !== undefined && state !== 'Z';
-  } catch {
-    return false;
-  }
-};
 /** The children of `pid` now, from /proc. */
 const childrenOf = (pid: number): number[] => {
   try {
@@ -66,14 +58,14 @@ test('kill -9 of armada start: its launcher goes with it; the next start stops t
 
   process.kill(supervisor, 'SIGKILL');
   expect(await first.exited).toBeNull();
-  await eventually(async () => own.every((p) => !alive(p)), 15_000, 100);
+  await eventually(async () => own.every((p) => !processAlive(p)), 15_000, 100);
   // the servers are orphans now (nothing is left to stop them): they still run, holding the home's ports
-  expect([alive(postgres), alive(temporal)]).toEqual([true, true]);
+  expect([processAlive(postgres), processAlive(temporal)]).toEqual([true, true]);
 
   const second = await startArmada(home, {}, first.ports);
   last = second;
   expect(second.ports).toEqual(first.ports); // the same ports: the orphans were stopped, not worked around
-  expect([alive(postgres), alive(temporal)]).toEqual([false, false]);
+  expect([processAlive(postgres), processAlive(temporal)]).toEqual([false, false]);
   expect(serverPid(home, 'postgres')).not.toBe(postgres);
   expect(serverPid(home, 'temporal')).not.toBe(temporal);
   const tasks = await fetch(`http://127.0.0.1:${second.ports.task}/api/projects/${project.id}/tasks`);

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { groupAlive } from '../../lib/process/processGroup';
 import { SCRIPTED_AGENT, gitOut, readAgentJournal } from '../support/attemptHelpers';
 import { eventually, makeGitRepo } from '../support/harness';
-import { killProcessesUsing, processesUsing } from '../support/processes';
+import { killProcessesUsing, processAlive, processesIn, processesUsing } from '../support/processes';
 import { ctrlC, ctrlCWithin, serverPid, startArmada, type RunningArmada } from '../support/armadaStart';
 
 jest.setTimeout(420_000);
@@ -59,28 +59,7 @@ afterAll(async () => {
   fs.rmSync(scratch, { recursive: true, force: true });
 });
 
-const alive = (pid: number): boolean => {
-  try {
-    const state = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
-    return state !== undefined && state !== 'Z';
-  } catch {
-    return false;
-  }
-};
 
-/** Live processes whose working directory is `dir` or below it. */
-function processesIn(dir: string): number[] {
-  const found: number[] = [];
-  for (const e of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      const cwd = fs.readlinkSync(`/proc/${e}/cwd`);
-      if ((cwd === dir || cwd.startsWith(`${dir}/`)) && alive(Number(e))) found.push(Number(e));
-    } catch {
-      /* gone */
-    }
-  }
-  return found;
-}
 
 async function call(port: number, method: 'GET' | 'POST', url: string, body?: unknown): Promise<{ status: number; data: Record<string, unknown> }> {
   const r = await fetch(`http://127.0.0.1:${port}${url}`, {
@@ -149,12 +128,12 @@ test('kill -9 of armada start while an agent runs: the agent goes with it; the n
   expect(processesIn(worktree)).toEqual([]);
   const ticksAfterKill = readAgentJournal(journal).filter((l) => l.pid === agentPid).length;
   // the servers are orphans now, as documented
-  expect([alive(postgres), alive(temporal)]).toEqual([true, true]);
+  expect([processAlive(postgres), processAlive(temporal)]).toEqual([true, true]);
 
   const second = await startArmada(home, {}, first.ports);
   last = second;
   expect(second.ports).toEqual(first.ports);
-  expect([alive(postgres), alive(temporal)]).toEqual([false, false]);
+  expect([processAlive(postgres), processAlive(temporal)]).toEqual([false, false]);
   expect(readAgentJournal(journal).filter((l) => l.pid === agentPid)).toHaveLength(ticksAfterKill); // the lost run never wrote again
 
   // the lost run is retried after the heartbeat timeout and the attempt completes: never `running` for good

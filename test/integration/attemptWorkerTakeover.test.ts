@@ -28,6 +28,7 @@ import path from 'node:path';
 import { groupAlive } from '../../lib/process/processGroup';
 import { SCRIPTED_AGENT, api, gitOut, readAgentJournal, workerIdentity } from '../support/attemptHelpers';
 import { env, eventually, startTestStack, type TestStack } from '../support/harness';
+import { processesIn } from '../support/processes';
 import { startTcpProxy } from '../support/tcpProxy';
 import { spawnStackWorker } from '../support/workerProcess';
 
@@ -95,20 +96,6 @@ function journalOf(attemptId: string): { pid: number; what: string; at: number }
     .map(({ pid, what, at }) => ({ pid, what, at }));
 }
 
-/** Live processes whose working directory is `dir` or below it. */
-function processesIn(dir: string): number[] {
-  const found: number[] = [];
-  for (const e of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      const cwd = fs.readlinkSync(`/proc/${e}/cwd`);
-      const state = fs.readFileSync(`/proc/${e}/stat`, 'utf8').split(') ')[1]?.[0];
-      if ((cwd === dir || cwd.startsWith(`${dir}/`)) && state !== 'Z') found.push(Number(e));
-    } catch {
-      /* gone */
-    }
-  }
-  return found;
-}
 
 test('kill -9 of one of two workers mid-run: its agents die with it, the other worker takes their runs over, every attempt completes once', async () => {
   const [w1, w2] = await Promise.all([startWorkerProcess(), startWorkerProcess()]);

@@ -1,6 +1,30 @@
 /** Live processes (zombies excluded) whose command line mentions `dir`, as `<pid>: <command line>`, read from /proc. */
 import fs from 'node:fs';
 
+/** Whether `pid` runs and is no zombie (a killed orphan stays one until it is reaped), from /proc. */
+export function processAlive(pid: number): boolean {
+  try {
+    const state = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
+    return state !== undefined && state !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** Live processes whose working directory is `dir` or below it (an agent's in its worktree), from /proc. */
+export function processesIn(dir: string): number[] {
+  const found: number[] = [];
+  for (const e of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const cwd = fs.readlinkSync(`/proc/${e}/cwd`);
+      if ((cwd === dir || cwd.startsWith(`${dir}/`)) && processAlive(Number(e))) found.push(Number(e));
+    } catch {
+      /* gone */
+    }
+  }
+  return found;
+}
+
 export function processesUsing(dir: string): string[] {
   const found: string[] = [];
   for (const pid of fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
