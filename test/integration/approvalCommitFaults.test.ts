@@ -17,6 +17,7 @@ import path from 'node:path';
 import { POSTGRES_OUTCOME_UNKNOWN } from '../../lib/db/releasedWhenDown';
 import { createDependencyState } from '../../lib/runtime/dependencies';
 import { spawnApi, type ApiProcess } from '../support/apiProcess';
+import { approvalOutcomes } from '../support/approvalOutcomes';
 import { createProjectAndTask, insertAttempt } from '../support/attempts';
 import { holdCommitsOf } from '../support/holdCommit';
 import { eventually, logger, startTestStack, TEST_API_KEY, type TestStack } from '../support/harness';
@@ -52,16 +53,7 @@ async function approvalRunsSince(since: Date, atLeast: number): Promise<{ workfl
   }, 30_000, 250);
 }
 
-/** Waits for the workflow of approval `id` to close and returns its result. */
-async function resultOf(id: string): Promise<unknown> {
-  const handle = (await stack.temporal.client()).workflow.getHandle(`approval:${id}`);
-  await eventually(async () => (await handle.describe()).status.name !== 'RUNNING', 60_000, 250);
-  return handle.result();
-}
-
-const approvalsOf = async (attemptId: string) =>
-  (await stack.db.query<{ id: string; status: string }>('SELECT id, status FROM approvals WHERE task_attempt_id = $1', [attemptId])).rows;
-const eventsOf = async (id: string) => (await stack.db.query("SELECT type FROM events WHERE data->>'approvalId' = $1", [id])).rowCount;
+const { resultOf, approvalsOf, eventsOf } = approvalOutcomes(() => stack);
 
 beforeAll(async () => {
   // with dependency tracking, as `armada api` runs: its pool says when a write's outcome is unknown

@@ -16,6 +16,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnApi, type ApiProcess } from '../support/apiProcess';
+import { approvalOutcomes } from '../support/approvalOutcomes';
 import { createProjectAndTask, insertAttempt } from '../support/attempts';
 import { env, eventually, startTestStack, TEST_API_KEY, type TestStack } from '../support/harness';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy';
@@ -66,15 +67,7 @@ async function approvalRunsSince(since: Date): Promise<{ workflowId: string; sta
   return runs;
 }
 
-async function resultOf(id: string): Promise<unknown> {
-  const handle = (await stack.temporal.client()).workflow.getHandle(`approval:${id}`);
-  await eventually(async () => (await handle.describe()).status.name !== 'RUNNING', 60_000, 250);
-  return handle.result();
-}
-
-const approvalsOf = async (attemptId: string) =>
-  (await stack.db.query<{ id: string; status: string }>('SELECT id, status FROM approvals WHERE task_attempt_id = $1', [attemptId])).rows;
-const eventsOf = async (id: string) => (await stack.db.query("SELECT type FROM events WHERE data->>'approvalId' = $1", [id])).rowCount;
+const { resultOf, approvalsOf, eventsOf } = approvalOutcomes(() => stack);
 
 /** Temporal reachable through the proxy again, and the API knows it (its /health answers 200). */
 async function temporalBack(): Promise<void> {
