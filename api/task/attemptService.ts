@@ -457,14 +457,36 @@ export async function endProcess(deps: AttemptServiceDeps, processId: string, st
 /** Whether the attempt's workflow is running, so a follow-up signalled to it is run (false: ended, or never started). */
 export const acceptsFollowUps = (client: Client, attemptId: string): Promise<boolean> => isRunning(client, attemptWorkflowId(attemptId));
 
-/** Queues a follow-up prompt on the attempt's workflow (409 when the workflow has closed). */
+/** Why an attempt whose workflow is not running takes no follow-ups, and what to do instead, as its row tells. */
+function whyNoFollowUps(a: AttemptRow): string {
+  const again = 'start a new attempt of its task to go on';
+  if (a.status === 'created') return `has not started yet, so it takes no follow-ups: start it first (POST /api/attempts/${a.id}/start), then send the follow-up`;
+  if (a.status === 'running' && a.start_pending_since) return 'is still starting (its workflow has not started yet), so it takes no follow-ups yet: send the follow-up again in a few seconds';
+  if (a.status === 'running') return `is recorded running, but its workflow is not running (it ended in Temporal, or never started there), so it takes no follow-ups: ${again}`;
+  if (a.status === 'cancelled') return `was cancelled, so it takes no follow-ups: ${again}`;
+  if (a.merged_at) return `has been merged and its workflow has ended, so it takes no follow-ups: ${again}`;
+  return `has finished (${a.status}) and its workflow has ended (idle for attempts.idleTimeoutMs, or ended in Temporal), so it takes no more follow-ups: ${again}`;
+}
+
+/**
+ * The 409 CONFLICT of a follow-up to an attempt whose workflow is not running (details `{status}`): the message says
+ * why, from the attempt's row (not started yet, still starting, cancelled, finished), and what to do. A 404 when the
+ * attempt is gone meanwhile.
+ */
+export async function followUpsRefused(db: Queryable, attemptId: string): Promise<AppError> {
+  const a = await getAttempt(db, attemptId);
+  if (!a) return notFound(`Attempt ${attemptId} not found`);
+  return conflict(`Attempt ${attemptId} ${whyNoFollowUps(a)}`, 'CONFLICT', { status: a.status });
+}
+
+/** Queues a follow-up prompt on the attempt's workflow (409 when the workflow is not running: followUpsRefused). */
 export async function sendFollowUp(deps: AttemptServiceDeps, attemptId: string, f: { prompt: string; draftId?: string; source?: string }): Promise<void> {
   const a = await getAttempt(deps.db, attemptId);
   if (!a) throw notFound(`Attempt ${attemptId} not found`);
   try {
     await (await deps.temporal.client()).workflow.getHandle(attemptWorkflowId(attemptId)).signal(followUpSignal, f);
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw conflict(`Attempt ${attemptId} no longer accepts follow-ups`);
+    if (err instanceof WorkflowNotFoundError) throw await followUpsRefused(deps.db, attemptId);
     throw err;
   }
 }
