@@ -175,7 +175,8 @@ async function confirmStart(deps: AttemptServiceDeps, task: StartingTask, attemp
  * confirmation (its events do), so the answer does not wait for it; it runs in the background, and the start
  * reconciler confirms a start whose confirmation failed or was cut short. `attempt` is the attempt to answer with:
  * the one given, or, when the start found its workflow id closed and recorded the attempt's end, the row as recorded
- * (`cancelled`), so the answer does not call running an attempt that has ended.
+ * (`cancelled`), so the answer does not call running an attempt that has ended. `started`: the attempt runs (its
+ * workflow started or joined), so the caller counts it `started`; false for one that found its id closed.
  */
 async function finishStart(
   deps: AttemptServiceDeps,
@@ -184,24 +185,25 @@ async function finishStart(
   attempt: AttemptRow,
   processId: string,
   how: { wasCreated: boolean; prompt?: string; confirmAfterAnswer?: boolean },
-): Promise<{ temporalMs: number; attempt: AttemptRow }> {
+): Promise<{ temporalMs: number; attempt: AttemptRow; started: boolean }> {
   const began = performance.now();
   try {
     // a created attempt's start may run it anew (Temporal's default); every other start never re-starts a closed id
     await startWorkflow(deps, client, task, attempt, processId, how.prompt, !how.wasCreated);
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
-      const ended = await endStartOfClosedWorkflow(deps, client, task, attempt.id, processId);
+      const ended = await endStartOfClosedWorkflow(deps, client, task, attempt, processId);
       const recorded = ended ? await getAttempt(deps.db, attempt.id) : undefined;
-      return { temporalMs: performance.now() - began, attempt: recorded ?? attempt };
+      return { temporalMs: performance.now() - began, attempt: recorded ?? attempt, started: false };
     }
     if (await undoAttemptStart(deps.db, attempt.id, processId, how.wasCreated)) throw engineUnavailable(err);
-    return { temporalMs: performance.now() - began, attempt };
+    // confirmed meanwhile (a concurrent repeat or the reconciler started it): it runs
+    return { temporalMs: performance.now() - began, attempt, started: true };
   }
   const temporalMs = performance.now() - began;
   if (how.confirmAfterAnswer && deps.background) deps.background.run('confirming an attempt start', () => confirmStart(deps, task, attempt.id, processId));
   else await confirmStart(deps, task, attempt.id, processId);
-  return { temporalMs, attempt };
+  return { temporalMs, attempt, started: true };
 }
 
 /**
@@ -210,11 +212,12 @@ async function finishStart(
  * run: attempt.started), then the attempt ends as the closed-workflow reconciler records it (cancelled, the line saying
  * how the workflow ended). Left as it is while Temporal does not answer whether the id is closed: the next try looks again.
  */
-async function endStartOfClosedWorkflow(deps: AttemptServiceDeps, client: Client, task: StartingTask, attemptId: string, processId: string): Promise<boolean> {
-  const run = await closedRun(client, attemptWorkflowId(attemptId), undefined, CLOSED_RUN_TIMEOUT_MS);
+async function endStartOfClosedWorkflow(deps: AttemptServiceDeps, client: Client, task: StartingTask, attempt: Pick<AttemptRow, 'id' | 'llm'>, processId: string): Promise<boolean> {
+  const run = await closedRun(client, attemptWorkflowId(attempt.id), undefined, CLOSED_RUN_TIMEOUT_MS);
   if (!run) return false;
-  await confirmStart(deps, task, attemptId, processId);
-  await recordClosedAttempt(deps.db, attemptId, run);
+  await confirmStart(deps, task, attempt.id, processId);
+  // counted as the cancel it is, by whoever records it (docs/metrics.md); the start itself is not counted `started`
+  if (await recordClosedAttempt(deps.db, attempt.id, run)) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: attempt.llm, status: 'cancelled' });
   return true;
 }
 
@@ -239,7 +242,7 @@ export async function reconcilePendingStarts(deps: AttemptServiceDeps, olderThan
       await startWorkflow(deps, client, task, a, first.id);
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      await endStartOfClosedWorkflow(deps, client, task, a.id, first.id);
+      await endStartOfClosedWorkflow(deps, client, task, a, first.id);
       done++;
       continue;
     }
@@ -287,12 +290,13 @@ export async function startNewAttempt(
   });
   const dbMs = performance.now() - began;
   if (!started) throw notFound(`Task ${taskId} not found`, 'TASK_NOT_FOUND');
-  const { temporalMs, attempt } = await finishStart(deps, client, started.task, started.attempt, started.processId, {
+  const finished = await finishStart(deps, client, started.task, started.attempt, started.processId, {
     wasCreated: false,
     prompt: started.prompt,
     confirmAfterAnswer: true,
   });
-  attemptMetrics(deps.metrics.registry).attempts.inc({ llm: name, status: 'started' });
+  if (finished.started) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: name, status: 'started' });
+  const { temporalMs, attempt } = finished;
   return { attempt, processId: started.processId, replayed: false, timing: { dbMs, temporalMs } };
 }
 
@@ -347,8 +351,8 @@ async function startNewAttemptOnce(
   const dbMs = performance.now() - began;
   // a replay of a start still pending (its first request is in flight or died) finishes it the same way
   const pending = !result.replayed || result.attempt.start_pending_since;
-  const finished = pending ? await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: false }) : { temporalMs: 0, attempt: result.attempt };
-  if (!result.replayed) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: agent.name, status: 'started' });
+  const finished = pending ? await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: false }) : { temporalMs: 0, attempt: result.attempt, started: true };
+  if (!result.replayed && finished.started) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: agent.name, status: 'started' });
   return { attempt: finished.attempt, processId: result.processId, replayed: result.replayed, timing: { dbMs, temporalMs: finished.temporalMs } };
 }
 
@@ -389,8 +393,8 @@ export async function startCreatedAttempt(deps: AttemptServiceDeps, attemptId: s
     return { task, attempt: running, processId: proc.id };
   });
   const dbMs = performance.now() - began;
-  const { temporalMs, attempt } = await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: true });
-  attemptMetrics(deps.metrics.registry).attempts.inc({ llm: result.attempt.llm, status: 'started' });
+  const { temporalMs, attempt, started } = await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: true });
+  if (started) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: result.attempt.llm, status: 'started' });
   return { attempt, processId: result.processId, replayed: false, timing: { dbMs, temporalMs } };
 }
 
@@ -457,14 +461,36 @@ export async function endProcess(deps: AttemptServiceDeps, processId: string, st
 /** Whether the attempt's workflow is running, so a follow-up signalled to it is run (false: ended, or never started). */
 export const acceptsFollowUps = (client: Client, attemptId: string): Promise<boolean> => isRunning(client, attemptWorkflowId(attemptId));
 
-/** Queues a follow-up prompt on the attempt's workflow (409 when the workflow has closed). */
+/** Why an attempt whose workflow is not running takes no follow-ups, and what to do instead, as its row tells. */
+function whyNoFollowUps(a: AttemptRow): string {
+  const again = 'start a new attempt of its task to go on';
+  if (a.status === 'created') return `has not started yet, so it takes no follow-ups: start it first (POST /api/attempts/${a.id}/start), then send the follow-up`;
+  if (a.status === 'running' && a.start_pending_since) return 'is still starting (its workflow has not started yet), so it takes no follow-ups yet: send the follow-up again in a few seconds';
+  if (a.status === 'running') return `is recorded running, but its workflow is not running (it ended in Temporal, or never started there), so it takes no follow-ups: ${again}`;
+  if (a.status === 'cancelled') return `was cancelled, so it takes no follow-ups: ${again}`;
+  if (a.merged_at) return `has been merged and its workflow has ended, so it takes no follow-ups: ${again}`;
+  return `has finished (${a.status}) and its workflow has ended (idle for attempts.idleTimeoutMs, or ended in Temporal), so it takes no more follow-ups: ${again}`;
+}
+
+/**
+ * The 409 CONFLICT of a follow-up to an attempt whose workflow is not running (details `{status}`): the message says
+ * why, from the attempt's row (not started yet, still starting, cancelled, finished), and what to do. A 404 when the
+ * attempt is gone meanwhile.
+ */
+export async function followUpsRefused(db: Queryable, attemptId: string): Promise<AppError> {
+  const a = await getAttempt(db, attemptId);
+  if (!a) return notFound(`Attempt ${attemptId} not found`);
+  return conflict(`Attempt ${attemptId} ${whyNoFollowUps(a)}`, 'CONFLICT', { status: a.status });
+}
+
+/** Queues a follow-up prompt on the attempt's workflow (409 when the workflow is not running: followUpsRefused). */
 export async function sendFollowUp(deps: AttemptServiceDeps, attemptId: string, f: { prompt: string; draftId?: string; source?: string }): Promise<void> {
   const a = await getAttempt(deps.db, attemptId);
   if (!a) throw notFound(`Attempt ${attemptId} not found`);
   try {
     await (await deps.temporal.client()).workflow.getHandle(attemptWorkflowId(attemptId)).signal(followUpSignal, f);
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw conflict(`Attempt ${attemptId} no longer accepts follow-ups`);
+    if (err instanceof WorkflowNotFoundError) throw await followUpsRefused(deps.db, attemptId);
     throw err;
   }
 }

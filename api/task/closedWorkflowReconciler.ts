@@ -12,6 +12,7 @@ import type { Pool } from 'pg';
 import { reconcileClosedApprovalWorkflows } from '../../lib/approvals/closedWorkflows';
 import { approvalMetrics } from '../../lib/approvals/metrics';
 import { reconcileClosedAttemptWorkflows } from '../../lib/attempts/closedWorkflows';
+import { attemptMetrics } from '../../lib/attempts/metrics';
 import type { OpenRowsWalk } from '../../lib/db/openRowsWalk';
 import type { Logger } from '../../lib/logger';
 import type { AttemptServiceDeps } from './attemptService';
@@ -28,10 +29,11 @@ export interface ClosedWorkflowPass {
   approvals: string[];
 }
 
-/** What one kind's reconcile recorded: the ids, and (approvals) each one's status. */
+/** What one kind's reconcile recorded: the ids, and (approvals) each one's status or (attempts) each one's agent. */
 interface KindPass {
   recorded: string[];
   statuses?: string[];
+  llms?: string[];
 }
 
 export interface ClosedWorkflowReconciler {
@@ -55,6 +57,10 @@ const KINDS: Kind[] = [
     key: 'attempts',
     reconcile: reconcileClosedAttemptWorkflows,
     message: 'recorded attempts cancelled whose workflow Temporal had closed (terminated) while they ran',
+    recorded: (deps, pass) => {
+      const attempts = attemptMetrics(deps.metrics.registry).attempts;
+      for (const llm of pass.llms ?? []) attempts.inc({ llm, status: 'cancelled' });
+    },
   },
   {
     key: 'approvals',

@@ -8,7 +8,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { SchemaErrorFormatter } from 'fastify/types/schema';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { conflict, invalidRequest, notFound } from '../../lib/errors';
+import { invalidRequest, notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
 import {
@@ -32,7 +32,7 @@ import { ok } from '../http/envelope';
 import { NAME_PATTERN, NON_BLANK_TEXT_PATTERN, TEXT_PATTERN } from '../http/inputPolicy';
 import { Envelope, ErrorResponses, Id, IdParams, Nullable, StringEnum, Timestamp } from '../http/schemas';
 import { callTemporal } from '../http/temporalErrors';
-import { acceptsFollowUps } from './attemptService';
+import { acceptsFollowUps, followUpsRefused } from './attemptService';
 import { schemaValidationError } from '../http/validation';
 import type { TaskPluginOptions } from './deps';
 import { STREAM_ROUTE } from '../http/bearerAuth';
@@ -288,7 +288,7 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
       const id = newId();
       const client = autoExecute ? await deps.temporal.client() : undefined;
       // like POST /attempts/:id/follow-up: an attempt whose workflow has ended takes no follow-ups (409, nothing made)
-      if (client && !(await callTemporal(() => acceptsFollowUps(client, attemptId)))) throw conflict(`Attempt ${attemptId} no longer accepts follow-ups`);
+      if (client && !(await callTemporal(() => acceptsFollowUps(client, attemptId)))) throw await followUpsRefused(deps.db, attemptId);
       const created = await withTransaction(deps.db, async (c) => {
         await lockedProjectOf(c, attemptId);
         const q = await insertFollowUpQueue(c, { id, attemptId, autoExecute, items });

@@ -31,7 +31,10 @@ export async function insertMemory(db: Queryable, m: { id: string; content: stri
 // as tsquery input wants ('' and \\ escaped). Replacing plainto_tsquery's & by | also changed the lexemes that hold
 // an & (a URL's query string): `x.com/p?q=1&r=2` searched for `x.com/p?q=1|r=2`, and an entry holding the URL ranked
 // below one that repeats its host.
-const QUERY = `array_to_string(ARRAY(SELECT '''' || replace(replace(w, '\\', '\\\\'), '''', '''''') || '''' FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS w), ' | ')::tsquery`;
+// The query's words are those of its NFC form, as the stored tsvector is made of the content's (migration 107): a
+// term typed decomposed (e + U+0301) finds an entry written composed (é), and the reverse.
+const QUERY_WORDS = `tsvector_to_array(to_tsvector('english', normalize($1, NFC)))`;
+const QUERY = `array_to_string(ARRAY(SELECT '''' || replace(replace(w, '\\', '\\\\'), '''', '''''') || '''' FROM unnest(${QUERY_WORDS}) AS w), ' | ')::tsquery`;
 
 /** Best matches first (ties: newest first); total counts every match of the query and filter. */
 export async function searchMemory(db: Queryable, q: string, opts: { agent?: string; limit: number; offset?: number }): Promise<{ hits: MemoryHit[]; total: number }> {
@@ -42,7 +45,7 @@ export async function searchMemory(db: Queryable, q: string, opts: { agent?: str
     agentClause = `AND agent = $${params.length}`;
   }
   const { rows } = await db.query<MemoryHit & { total: number }>(
-    `WITH query AS (SELECT ${QUERY} AS q, tsvector_to_array(to_tsvector('english', $1)) AS words),
+    `WITH query AS (SELECT ${QUERY} AS q, ${QUERY_WORDS} AS words),
      hits AS (
        SELECT m.id, m.content, m.agent, m.metadata, m.created_at,
               ts_rank_cd(m.search, query.q)::float8 AS rank,

@@ -1,9 +1,11 @@
 /**
  * Turns events of the outbox into webhookDeliveryWorkflow starts. A cursor row in PostgreSQL records the last
- * dispatched seq; a pass takes it with FOR UPDATE SKIP LOCKED (one replica at a time), starts one workflow per
- * (webhook, event) with id `webhook:<webhookId>:<seq>` (REJECT_DUPLICATE: a repeated start is a no-op) and moves the
- * cursor in the same transaction. Passes run on every event (deps.events), on start (catch-up after downtime) and
- * every few seconds.
+ * dispatched seq; a pass (one replica at a time: a session advisory lock) reads it and the events after it, starts one
+ * workflow per (webhook, event) with id `webhook:<webhookId>:<seq>` (REJECT_DUPLICATE: a repeated start is a no-op),
+ * then moves the cursor with a compare-and-set. No transaction is open while Temporal answers: until session 51 the
+ * pass held the cursor row (FOR UPDATE) in a transaction around the starts, so a slow Temporal kept it open, and one
+ * stalled past idle_in_transaction_session_timeout was rolled back and its pass repeated. Passes run on every event
+ * (deps.events), on start (catch-up after downtime) and every few seconds.
  *
  * Seqs can commit out of order (the transaction that took seq 6 commits after the one that took 7), and a rolled-back
  * insert leaves a seq that never commits. A gap stops the cursor until the missing seq commits or is proven rolled
@@ -20,13 +22,17 @@ import type { Pool } from 'pg';
 import type { EventListener } from '../events/listener';
 import type { Logger } from '../logger';
 import type { TemporalHandle } from '../temporal/client';
-import { withTransaction, type Queryable } from '../db/pool';
+import type { Queryable } from '../db/pool';
 import { WEBHOOK_EVENTS, activeSubscriptions } from '../db/webhooks';
 
 const BATCH = 200;
 /** How long a gap is seen before its horizon is taken (see gapIsFinal). */
 const GAP_SETTLE_MS = 1000;
 const SWEEP_MS = 5_000;
+/** How long a delivery workflow's start may wait for Temporal before the pass fails (and is tried again). */
+const START_TIMEOUT_MS = 10_000;
+/** The session advisory lock (hashtext of this name) of a dispatch pass: one replica at a time. */
+const DISPATCH_LOCK = 'armada-webhook-dispatch';
 const SUPPORTED = new Set<string>(WEBHOOK_EVENTS);
 export const WEBHOOKS_CHANGED_CHANNEL = 'armada_webhooks_changed';
 
@@ -72,7 +78,7 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapS
     gaps.set(missing, g);
     if (Date.now() - g.since < gapSettleMs) return false;
     if (!g.horizon) {
-      // taken in this pass, checked from the next one on (this pass's own transaction id is below it)
+      // taken in this pass, checked from the next one on (a pass holds no transaction: only other sessions' ids count)
       g.horizon = (await c.query<{ x: string }>('SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS x')).rows[0]?.x;
       return false;
     }
@@ -80,21 +86,46 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapS
     return r.rows[0]?.done === true;
   };
 
-  /** One transaction; returns true when there may be more to do right away. */
-  const pass = async (): Promise<boolean> =>
-    withTransaction(deps.db, async (c) => {
-      const cur = await c.query<{ last_seq: string }>('SELECT last_seq FROM webhook_dispatch_cursor WHERE id = 1 FOR UPDATE SKIP LOCKED');
-      if (!cur.rows[0]) return false; // another replica is dispatching; the sweep comes back
-      let last = Number(cur.rows[0].last_seq);
-      const { rows } = await c.query<{ seq: string; type: string; created_at: Date }>('SELECT seq, type, created_at FROM events WHERE seq > $1 ORDER BY seq LIMIT $2', [last, BATCH]);
-      // the subscriptions are read at most once per pass: when it has an event a webhook can subscribe to, or when
-      // whether any webhook is active is not known (at start, after a change to the webhooks)
-      let subscriptions: Array<{ id: string; events: string[]; created_at: Date }> | undefined;
-      const readSubscriptions = async () => {
-        subscriptions = await activeSubscriptions(c);
-        subscribed = subscriptions.length > 0;
-        return subscriptions;
-      };
+  /**
+   * One pass, holding no transaction while Temporal answers: the cursor and a batch of events are read, the workflows
+   * started, then the cursor moved with a compare-and-set. Returns true when there may be more to do right away.
+   * One replica dispatches at a time: the pass holds a session advisory lock (on a connection that is in no
+   * transaction), and a replica that finds it taken skips the pass. Should that lock be lost (the connection broken)
+   * while another replica goes on, both start the same workflows (no-ops by id) and only one moves the cursor.
+   */
+  const pass = async (): Promise<boolean> => {
+    const c = await deps.db.connect();
+    let locked = false;
+    try {
+      locked = (await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [DISPATCH_LOCK])).rows[0]?.ok === true;
+      if (!locked) return false; // another replica is dispatching; the sweep comes back
+      return await dispatchBatch(c);
+    } finally {
+      // a connection that still holds the lock is never given back to the pool
+      const unlocked = !locked || (await c.query('SELECT pg_advisory_unlock(hashtext($1))', [DISPATCH_LOCK]).then(() => true, () => false));
+      c.release(!unlocked);
+    }
+  };
+
+  /** The batch after the cursor: its workflows started, then the cursor moved past what was done (also on a failure). */
+  const dispatchBatch = async (c: Queryable): Promise<boolean> => {
+    const cur = await c.query<{ last_seq: string }>('SELECT last_seq FROM webhook_dispatch_cursor WHERE id = 1');
+    if (!cur.rows[0]) return false;
+    const from = Number(cur.rows[0].last_seq);
+    let last = from;
+    const { rows } = await c.query<{ seq: string; type: string; created_at: Date }>('SELECT seq, type, created_at FROM events WHERE seq > $1 ORDER BY seq LIMIT $2', [last, BATCH]);
+    // the subscriptions are read at most once per pass: when it has an event a webhook can subscribe to, or when
+    // whether any webhook is active is not known (at start, after a change to the webhooks)
+    let subscriptions: Array<{ id: string; events: string[]; created_at: Date }> | undefined;
+    const readSubscriptions = async () => {
+      subscriptions = await activeSubscriptions(c);
+      subscribed = subscriptions.length > 0;
+      return subscriptions;
+    };
+    /** Moves the cursor from `from` to `last` unless another dispatcher moved it meanwhile; whether it did. */
+    const advance = async () =>
+      last === from || ((await c.query('UPDATE webhook_dispatch_cursor SET last_seq = $1 WHERE id = 1 AND last_seq = $2', [last, from])).rowCount ?? 0) > 0;
+    try {
       if (subscribed === undefined) await readSubscriptions();
       for (const r of rows) {
         const seq = Number(r.seq);
@@ -113,26 +144,37 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapS
         }
         if (SUPPORTED.has(r.type)) {
           const subs = subscriptions ?? (await readSubscriptions());
-          for (const { id: webhookId } of subs.filter((w) => w.events.includes(r.type) && w.created_at <= r.created_at)) {
-            const client = await deps.temporal.client();
-            try {
-              await client.workflow.start('webhookDeliveryWorkflow', {
-                workflowId: webhookWorkflowId(webhookId, seq),
-                taskQueue: deps.config.temporal.taskQueue,
-                workflowIdReusePolicy: 'REJECT_DUPLICATE',
-                args: [{ webhookId, eventSeq: seq }],
-              });
-            } catch (err) {
-              if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-            }
-          }
+          for (const { id: webhookId } of subs.filter((w) => w.events.includes(r.type) && w.created_at <= r.created_at)) await startDelivery(webhookId, seq);
         }
         last = seq;
       }
-      for (const missing of gaps.keys()) if (missing <= last) gaps.delete(missing);
-      await c.query('UPDATE webhook_dispatch_cursor SET last_seq = $1 WHERE id = 1', [last]);
-      return rows.length === BATCH && last === Number(rows[rows.length - 1]?.seq);
-    });
+    } catch (err) {
+      // the events before the one that failed were dispatched: the next pass goes on from there
+      await advance().catch(() => undefined);
+      throw err;
+    }
+    for (const missing of gaps.keys()) if (missing <= last) gaps.delete(missing);
+    if (!(await advance())) return false; // another dispatcher moved the cursor: its passes go on from there
+    return rows.length === BATCH && last === Number(rows[rows.length - 1]?.seq);
+  };
+
+  /** The delivery workflow of (webhook, event), by id: a repeated start, or one of a delivery that ran, is a no-op. */
+  const startDelivery = async (webhookId: string, seq: number): Promise<void> => {
+    const client = await deps.temporal.client();
+    try {
+      // bounded: a Temporal that does not answer fails the pass (retried by the sweep), so it cannot hold the lock for good
+      await client.connection.withDeadline(Date.now() + START_TIMEOUT_MS, () =>
+        client.workflow.start('webhookDeliveryWorkflow', {
+          workflowId: webhookWorkflowId(webhookId, seq),
+          taskQueue: deps.config.temporal.taskQueue,
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          args: [{ webhookId, eventSeq: seq }],
+        }),
+      );
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+  };
 
   const loop = async () => {
     do {

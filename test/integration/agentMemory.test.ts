@@ -117,6 +117,28 @@ describe('shared memory', () => {
     expect(res.results[0].relevance).toBeGreaterThan(res.results[1].relevance);
   });
 
+  test('an entry is found whichever Unicode form (NFC, NFD) it and the query are written in, and comes back as written', async () => {
+    // macOS input and file names give `é` decomposed (e + U+0301): to_tsvector read that as another word, so an entry
+    // written one way was not found by a query typed the other (until session 51; migration 107)
+    const composed = await store('Lunch notes from the caf\u00e9 on the corner', 'unicode-forms');
+    const decomposed = await store('Dessert list: cre\u0300me bru\u0302le\u0301e for Friday', 'unicode-forms');
+    const found: Record<string, string[]> = {};
+    for (const term of ['caf\u00e9', 'cafe\u0301', 'cr\u00e8me br\u00fbl\u00e9e', 'cre\u0300me bru\u0302le\u0301e']) {
+      const res = await call('GET', `/api/v1/memory/search?agent=unicode-forms&q=${encodeURIComponent(term)}`);
+      expect(res.statusCode).toBe(200);
+      const label = `${term.normalize('NFC')} (${term === term.normalize('NFC') ? 'NFC' : 'NFD'})`;
+      found[label] = res.json().results.map((r: { id: string; relevance: number }) => `${r.id === composed ? 'composed' : r.id === decomposed ? 'decomposed' : r.id} ${r.relevance}`);
+    }
+    expect(found).toEqual({
+      'café (NFC)': ['composed 1'],
+      'café (NFD)': ['composed 1'],
+      'crème brûlée (NFC)': ['decomposed 1'],
+      'crème brûlée (NFD)': ['decomposed 1'],
+    });
+    const hit = (await call('GET', `/api/v1/memory/search?agent=unicode-forms&q=${encodeURIComponent('br\u00fbl\u00e9e')}`)).json().results[0];
+    expect(hit.content).toBe('Dessert list: cre\u0300me bru\u0302le\u0301e for Friday'); // stored as written, not normalised
+  });
+
   test('validation and auth', async () => {
     const missing = await call('POST', '/api/v1/memory', { metadata: {} });
     expect(missing.statusCode).toBe(400);

@@ -59,6 +59,9 @@ afterAll(async () => {
 
 const attemptsOf = async (taskId: string) =>
   (await stack.db.query<{ id: string; start_pending_since: Date | null }>('SELECT id, start_pending_since FROM attempts WHERE task_id = $1', [taskId])).rows;
+/** armada_attempts_total of the scripted agent with this status, as GET /metrics of the task service says it. */
+const attemptsCounted = async (status: string) =>
+  Number(new RegExp(`armada_attempts_total\\{llm="scripted",status="${status}"\\} (\\d+)`).exec((await h.inject('GET', '/metrics')).body)?.[1] ?? 0);
 const startedEvents = async (attemptId: string) =>
   Number((await stack.db.query("SELECT count(*) AS n FROM events WHERE type = 'attempt.started' AND data->>'attemptId' = $1", [attemptId])).rows[0].n);
 
@@ -283,6 +286,7 @@ test('the answer does not wait for the confirmation: with the events table locke
 test("a new attempt whose workflow id Temporal closed before the start's request reached it: recorded cancelled with the line saying why, never left running; the next attempt of the task runs", async () => {
   const p = await h.project();
   const taskId = await h.task(p.id, 'NOOP closed before its start arrived');
+  const counted = { started: await attemptsCounted('started'), cancelled: await attemptsCounted('cancelled') };
   proxy.setMode('hold');
   const answer = h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' });
   let attemptId = '';
@@ -316,12 +320,15 @@ test("a new attempt whose workflow id Temporal closed before the start's request
     await stack.db.query<{ type: string }>(`SELECT type FROM events WHERE data->>'attemptId' = $1 AND type LIKE 'attempt.%' ORDER BY seq`, [attemptId])
   ).rows.map((e) => e.type);
   expect(events).toEqual(['attempt.started', 'attempt.cancelled']);
+  // counted as the cancel it is, not as a start (until session 51 it was counted `started` and never `cancelled`)
+  expect({ started: await attemptsCounted('started'), cancelled: await attemptsCounted('cancelled') }).toEqual({ started: counted.started, cancelled: counted.cancelled + 1 });
   // a reconciler pass changes nothing
   expect(await reconcilePendingStarts({ db: stack.db, config: stack.config, temporal: stack.temporal, metrics: stack.metrics }, 0)).toBe(0);
   expect((await stack.db.query('SELECT status FROM attempts WHERE id = $1', [attemptId])).rows[0].status).toBe('cancelled');
 
-  // a new attempt of the task runs
+  // a new attempt of the task runs, and is counted started
   const next = await h.start(taskId);
   expect(next.attemptId).not.toBe(attemptId);
+  expect(await attemptsCounted('started')).toBe(counted.started + 1);
   expect((await h.until(next.attemptId, ['completed'], 60_000)).status).toBe('completed');
 }, 120_000);

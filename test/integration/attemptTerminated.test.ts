@@ -130,12 +130,18 @@ test('terminated in Temporal while the attempt waits for an agent slot: the clos
   const lines: { msg: string; attempts?: string[] }[] = [];
   const logger = createLogger('info', 'armada', { write: (l: string) => void lines.push(JSON.parse(l)) });
   const file = { ...stack.config.file, attempts: { ...stack.config.file.attempts, closedWorkflowGraceMs: 0 } };
+  const { llm } = await h.attempt(attemptId);
+  const cancelledCount = async () =>
+    Number(new RegExp(`armada_attempts_total\\{llm="${llm}",status="cancelled"\\} (\\d+)`).exec((await h.inject('GET', '/metrics')).body)?.[1] ?? 0);
+  const cancelledBefore = await cancelledCount();
   const reconciler = startClosedWorkflowReconciler({ db: stack.db, config: { ...stack.config, file }, temporal: stack.temporal, metrics: stack.metrics, logger }, { everyMs: 500 });
   try {
     expect((await h.until(attemptId, ['cancelled'], 30_000)).status).toBe('cancelled');
   } finally {
     await reconciler.stop();
   }
+  // counted as a cancel (until session 51 the reconciler's were not counted)
+  expect(await cancelledCount()).toBe(cancelledBefore + 1);
   expect(lines.some((l) => l.attempts?.includes(attemptId) && /^recorded attempts cancelled whose workflow Temporal had closed/.test(l.msg))).toBe(true);
   expect(await taskStatus(taskId)).toBe('pending');
   expect(await processStatus(processId)).toBe('cancelled');

@@ -111,19 +111,42 @@ describe('follow-ups sent to the attempt workflow', () => {
     await eventually(async () => (await stack.db.query("SELECT 1 FROM follow_up_drafts WHERE id = $1 AND status = 'failed'", [f.json().data.id])).rowCount);
   });
 
-  test('a queue with autoExecute for an attempt that takes no follow-ups (workflow ended, or never started) is a 409, like /follow-up, and makes nothing', async () => {
+  test('a follow-up, or a queue with autoExecute, to an attempt whose workflow is not running is a 409 saying why and what to do, and makes nothing', async () => {
+    const again = 'start a new attempt of its task to go on';
     const ended = await attemptWithWorkflow();
     await ended.finish();
     const client = await stack.temporal.client();
     await client.workflow.getHandle(`attempt:${ended.attemptId}`).result();
-    const never = await insertAttempt(stack, taskId);
-    for (const attemptId of [ended.attemptId, never]) {
-      const r = await inject('POST', `/api/task-attempts/${attemptId}/follow-up-queue`, { autoExecute: true, queue: [{ prompt: 'x', order: 0 }] });
-      expect(r.statusCode).toBe(409);
-      expect(r.json()).toMatchObject({ success: false, error: { code: 'CONFLICT', message: `Attempt ${attemptId} no longer accepts follow-ups` } });
-      expect((await stack.db.query('SELECT count(*)::int AS n FROM follow_up_queues WHERE task_attempt_id = $1', [attemptId])).rows[0].n).toBe(0);
-      // kept for the user without autoExecute, as before
-      expect((await inject('POST', `/api/task-attempts/${attemptId}/follow-up-queue`, { queue: [{ prompt: 'x', order: 0 }] })).statusCode).toBe(201);
+    const endedRunning = await insertAttempt(stack, taskId); // recorded running, its workflow never started
+    await stack.db.query("UPDATE attempts SET status = 'completed', completed_at = now() WHERE id = $1", [ended.attemptId]);
+    const created = await insertAttempt(stack, taskId, 'created');
+    const starting = await insertAttempt(stack, taskId);
+    await stack.db.query('UPDATE attempts SET start_pending_since = now() WHERE id = $1', [starting]);
+    const cancelled = await insertAttempt(stack, taskId, 'cancelled');
+    const merged = await insertAttempt(stack, taskId, 'completed');
+    await stack.db.query('UPDATE attempts SET merged_at = now(), completed_at = now() WHERE id = $1', [merged]);
+    const cases: Array<[string, string, string]> = [
+      [created, 'created', `has not started yet, so it takes no follow-ups: start it first (POST /api/attempts/${created}/start), then send the follow-up`],
+      [starting, 'running', 'is still starting (its workflow has not started yet), so it takes no follow-ups yet: send the follow-up again in a few seconds'],
+      [endedRunning, 'running', `is recorded running, but its workflow is not running (it ended in Temporal, or never started there), so it takes no follow-ups: ${again}`],
+      [cancelled, 'cancelled', `was cancelled, so it takes no follow-ups: ${again}`],
+      [merged, 'completed', `has been merged and its workflow has ended, so it takes no follow-ups: ${again}`],
+      [ended.attemptId, 'completed', `has finished (completed) and its workflow has ended (idle for attempts.idleTimeoutMs, or ended in Temporal), so it takes no more follow-ups: ${again}`],
+    ];
+    try {
+      for (const [attemptId, status, why] of cases) {
+        const refused = { success: false, error: { code: 'CONFLICT', message: `Attempt ${attemptId} ${why}`, details: { status } } };
+        const f = await inject('POST', `/api/attempts/${attemptId}/follow-up`, { prompt: 'x' });
+        expect({ attemptId, status: f.statusCode, body: f.json() }).toEqual({ attemptId, status: 409, body: { ...refused, meta: expect.any(Object) } });
+        const q = await inject('POST', `/api/task-attempts/${attemptId}/follow-up-queue`, { autoExecute: true, queue: [{ prompt: 'x', order: 0 }] });
+        expect({ attemptId, status: q.statusCode, body: q.json() }).toEqual({ attemptId, status: 409, body: { ...refused, meta: expect.any(Object) } });
+        expect((await stack.db.query('SELECT count(*)::int AS n FROM follow_up_queues WHERE task_attempt_id = $1', [attemptId])).rows[0].n).toBe(0);
+        // kept for the user without autoExecute, as before
+        expect((await inject('POST', `/api/task-attempts/${attemptId}/follow-up-queue`, { queue: [{ prompt: 'x', order: 0 }] })).statusCode).toBe(201);
+      }
+    } finally {
+      // not left for the start reconciler of this stack to finish
+      await stack.db.query('UPDATE attempts SET start_pending_since = NULL, status = $2 WHERE id = $1', [starting, 'cancelled']);
     }
   });
 

@@ -4,8 +4,10 @@ import { createEventListener, type EventListener } from '../../lib/events/listen
 import { publishEvent } from '../../lib/events/publish';
 import { withTransaction } from '../../lib/db/pool';
 import { createTemporalHandle, type TemporalHandle } from '../../lib/temporal/client';
-import { startWebhookDispatcher, type WebhookDispatcher } from '../../lib/webhooks/dispatcher';
+import { workflowStatus } from '../../lib/temporal/workflowHandles';
+import { startWebhookDispatcher, webhookWorkflowId, type WebhookDispatcher } from '../../lib/webhooks/dispatcher';
 import { createTestDatabase, env, eventually, logger } from '../support/harness';
+import { startTcpProxy } from '../support/tcpProxy';
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
 let temporal: TemporalHandle;
@@ -42,10 +44,10 @@ function countingTemporal(inner: TemporalHandle): TemporalHandle {
   };
 }
 
-async function dispatcher(opts: { gapSettleMs?: number; sweepMs?: number } = {}) {
+async function dispatcher({ temporal: through = temporal, ...opts }: { gapSettleMs?: number; sweepMs?: number; temporal?: TemporalHandle } = {}) {
   const events = await createEventListener(database.url, database.pool, logger);
   listeners.push(events);
-  const d = startWebhookDispatcher({ db: database.pool, events, temporal: countingTemporal(temporal), logger, config: { temporal: { taskQueue } } }, { sweepMs: 200, ...opts });
+  const d = startWebhookDispatcher({ db: database.pool, events, temporal: countingTemporal(through), logger, config: { temporal: { taskQueue } } }, { sweepMs: 200, ...opts });
   dispatchers.push(d);
   return d;
 }
@@ -148,4 +150,56 @@ describe('webhook dispatcher', () => {
     await eventually(async () => started.includes(`webhook:${later}:${after.seq}`), 10_000, 50);
     expect(started.slice(startedBefore)).toEqual([`webhook:${later}:${after.seq}`]);
   });
+
+  test('a Temporal that holds its answers holds no PostgreSQL transaction open; once it answers, each event is delivered once', async () => {
+    for (const d of dispatchers.splice(0)) await d.stop();
+    await database.pool.query('UPDATE webhooks SET active = false');
+    const held = `wh-${crypto.randomBytes(4).toString('hex')}`;
+    await database.pool.query("INSERT INTO webhooks (id, url, events, secret) VALUES ($1, 'http://127.0.0.1:9/x', '{attempt.failed}', 'v1:x:y:z')", [held]);
+    const proxy = await startTcpProxy(env('ARMADA_TEST_TEMPORAL_ADDRESS'));
+    const proxied = createTemporalHandle(proxy.address, 'default');
+    const direct = await temporal.client();
+    const seqs: number[] = [];
+    try {
+      await proxied.client(); // connected before the proxy holds the answers
+      const d = await dispatcher({ temporal: proxied, sweepMs: 100 });
+      await d.idle();
+      const from = await cursor();
+      proxy.setMode('holdAnswers');
+      for (let i = 0; i < 3; i++) seqs.push((await publishEvent(database.pool, { type: 'attempt.failed', topics: [], data: { held: i } })).seq);
+      // the first start reached Temporal, and its answer is held: the dispatcher waits on it
+      await eventually(async () => ((await workflowStatus(direct, webhookWorkflowId(held, seqs[0] as number))) ? true : undefined), 10_000, 50);
+      await new Promise((r) => setTimeout(r, 1500));
+      // until session 51 the pass waited inside its transaction (the cursor row locked): `idle in transaction`
+      const open = await database.pool.query<{ state: string; query: string }>(
+        "SELECT state, query FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
+      );
+      expect(open.rows).toEqual([]);
+      expect(await cursor()).toBe(from); // nothing is recorded dispatched before Temporal answers
+      // the cursor row is free: a writer does not wait for the held pass
+      const c = await database.pool.connect();
+      try {
+        await c.query("SET lock_timeout = '1s'");
+        await c.query('BEGIN');
+        await c.query('SELECT last_seq FROM webhook_dispatch_cursor WHERE id = 1 FOR UPDATE');
+        await c.query('ROLLBACK');
+      } finally {
+        await c.query('RESET lock_timeout');
+        c.release();
+      }
+      proxy.setMode('forward');
+      await eventually(async () => ((await cursor()) >= (seqs.at(-1) as number) ? true : undefined), 30_000, 100);
+      // one run of each event's delivery workflow, none twice
+      for (const seq of seqs) {
+        const runs: string[] = [];
+        for await (const w of direct.workflow.list({ query: `WorkflowId = '${webhookWorkflowId(held, seq)}'` })) runs.push(w.runId);
+        expect({ seq, runs: runs.length }).toEqual({ seq, runs: 1 });
+      }
+    } finally {
+      proxy.setMode('forward');
+      for (const d of dispatchers.splice(0)) await d.stop(); // before their way to Temporal closes
+      await proxied.close();
+      await proxy.close();
+    }
+  }, 60_000);
 });
