@@ -2,7 +2,8 @@
 import type { AttemptSummary } from '../../api';
 import { ListTable } from '../ListTable';
 import { formatCost } from '../money';
-import { formatDuration } from './taskTypes';
+import { Elapsed } from './Elapsed';
+import { RUNNING_STATUSES } from './taskTypes';
 
 export interface AttemptTableProps {
   attempts: AttemptSummary[];
@@ -40,7 +41,9 @@ export function AttemptTable({ attempts, selectedId, onSelect, compareIds, onTog
           <td>
             <span className={`status status-${a.status}`}>{a.status}</span>
           </td>
-          <td>{formatDuration(a.duration)}</td>
+          <td>
+            <Elapsed seconds={a.duration} running={RUNNING_STATUSES.includes(a.status)} />
+          </td>
           <td>{formatCost(a.cost)}</td>
           <td>
             {a.filesChanged} files <span className="add">+{a.linesAdded}</span> <span className="del">−{a.linesRemoved}</span>
