@@ -88,6 +88,8 @@ test('start an attempt, watch its log live, read the diff, merge; the card moves
   await expect(page.getByRole('button', { name: 'Create PR…' })).toBeDisabled();
   await expect(page.getByRole('button', { name: 'Create PR…' })).toHaveAccessibleDescription('Open a pull request once the attempt has finished.');
   await expect(page.getByRole('button', { name: 'Merge…' })).toHaveAccessibleDescription('Merge once the attempt has finished.');
+  // the attempt's changes are counted when it ends: the table said "0 files +0 −0" beside this live diff
+  await expect(page.getByRole('table', { name: 'Attempts' }).getByRole('row').nth(1).getByRole('cell').nth(6)).toHaveText('counted at the end');
   await expect(log).toContainText('tick 24 at', { timeout: 30_000 });
   await expect(log).toContainText('agent exited with code 0', { timeout: 15_000 });
 

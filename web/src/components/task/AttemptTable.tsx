@@ -1,4 +1,4 @@
-/** The attempts of a task: status, agent, duration, cost, changes; one is selected (shown below), two can be ticked for comparing. */
+/** The attempts of a task: status, agent, duration (counting while it runs), cost, changes (once it has ended); one is selected (shown below), two can be ticked for comparing. */
 import type { AttemptSummary } from '../../api';
 import { ListTable } from '../ListTable';
 import { formatCost } from '../money';
@@ -46,7 +46,14 @@ export function AttemptTable({ attempts, selectedId, onSelect, compareIds, onTog
           </td>
           <td>{formatCost(a.cost)}</td>
           <td>
-            {a.filesChanged} files <span className="add">+{a.linesAdded}</span> <span className="del">−{a.linesRemoved}</span>
+            {/* counted when the run ends: "0 files +0 −0" sat beside a live diff of the agent's files */}
+            {RUNNING_STATUSES.includes(a.status) ? (
+              <span className="muted">counted at the end</span>
+            ) : (
+              <>
+                {a.filesChanged} {a.filesChanged === 1 ? 'file' : 'files'} <span className="add">+{a.linesAdded}</span> <span className="del">−{a.linesRemoved}</span>
+              </>
+            )}
           </td>
         </tr>
       )}
