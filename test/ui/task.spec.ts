@@ -522,6 +522,9 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   expect(code?.width).toBeGreaterThan((box?.width ?? 0) * 0.6);
   expect(code?.height).toBeLessThan(40); // 12 px text, 1.5 line height: 31 letters on two lines at most
   expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+  // the log's ↑ and ↓ stay side by side (↓ wrapped onto the next row, under the search field)
+  const [up, down] = [await page.getByRole('button', { name: 'Previous match' }).boundingBox(), await page.getByRole('button', { name: 'Next match' }).boundingBox()];
+  expect(down?.y).toBe(up?.y);
   await diff.scrollIntoViewIfNeeded();
   await screenshot(page, 'narrow-task-diff', { fullPage: false });
 });

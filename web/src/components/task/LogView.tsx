@@ -227,15 +227,18 @@ export function LogView({ processId, onEnd }: { processId: string; onEnd?: () =>
             }}
           />
         </label>
-        <span className="muted" aria-live="polite">
-          {query ? `${matches.length ? current + 1 : 0} of ${matches.length}` : ''}
+        {/* the count and the two arrows wrap as one: in a phone's window ↓ went onto the next row, away from ↑ */}
+        <span className="log-nav">
+          <span className="muted" aria-live="polite">
+            {query ? `${matches.length ? current + 1 : 0} of ${matches.length}` : ''}
+          </span>
+          <button type="button" onClick={() => goToMatch(current - 1)} disabled={!matches.length} aria-label="Previous match">
+            ↑
+          </button>
+          <button type="button" onClick={() => goToMatch(current + 1)} disabled={!matches.length} aria-label="Next match">
+            ↓
+          </button>
         </span>
-        <button type="button" onClick={() => goToMatch(current - 1)} disabled={!matches.length} aria-label="Previous match">
-          ↑
-        </button>
-        <button type="button" onClick={() => goToMatch(current + 1)} disabled={!matches.length} aria-label="Next match">
-          ↓
-        </button>
         <fieldset className="log-filter">
           <legend>Levels</legend>
           {LEVELS.map((l) => (
