@@ -83,6 +83,13 @@ test('start an attempt, watch its log live, read the diff, merge; the card moves
   const tree = diff.getByRole('navigation', { name: 'Changed files' });
   await expect(tree.getByRole('button', { name: /added\.txt/ })).toBeVisible({ timeout: 5_000 });
   await expect(page.locator('.attempt-header').getByText('running')).toBeVisible();
+  // while it runs, Create PR… says when it can be used, as Merge… does: it said "the attempt made no changes" beside
+  // a diff showing the agent's files (and "the attempt's worktree and branch were removed" before its worktree came)
+  await expect(page.getByRole('button', { name: 'Create PR…' })).toBeDisabled();
+  await expect(page.getByRole('button', { name: 'Create PR…' })).toHaveAccessibleDescription('Open a pull request once the attempt has finished.');
+  await expect(page.getByRole('button', { name: 'Merge…' })).toHaveAccessibleDescription('Merge once the attempt has finished.');
+  // the attempt's changes are counted when it ends: the table said "0 files +0 −0" beside this live diff
+  await expect(page.getByRole('table', { name: 'Attempts' }).getByRole('row').nth(1).getByRole('cell').nth(6)).toHaveText('counted at the end');
   await expect(log).toContainText('tick 24 at', { timeout: 30_000 });
   await expect(log).toContainText('agent exited with code 0', { timeout: 15_000 });
 
@@ -500,6 +507,26 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   await expect(mergeButton).toHaveAccessibleDescription('');
   await expect(prButton).toBeEnabled();
   await expect(prButton).toHaveAccessibleDescription('');
+
+  // in a phone's window the file tree stands above the file, and the code has most of the box's width: beside the
+  // tree, the code had ~40 px, and a line broke every few letters into a column as tall as the screen
+  await page.setViewportSize({ width: 390, height: 844 });
+  const tree = diff.getByRole('navigation', { name: 'Changed files' });
+  const file = diff.getByRole('region', { name: 'README.md' });
+  await expect.poll(async () => {
+    const [t, f] = [await tree.boundingBox(), await file.boundingBox()];
+    return !!t && !!f && t.y + t.height <= f.y;
+  }).toBe(true);
+  const line = file.locator('td.diff-code', { hasText: 'line one rewritten by the agent' });
+  const [code, box] = [await line.boundingBox(), await file.boundingBox()];
+  expect(code?.width).toBeGreaterThan((box?.width ?? 0) * 0.6);
+  expect(code?.height).toBeLessThan(40); // 12 px text, 1.5 line height: 31 letters on two lines at most
+  expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+  // the log's ↑ and ↓ stay side by side (↓ wrapped onto the next row, under the search field)
+  const [up, down] = [await page.getByRole('button', { name: 'Previous match' }).boundingBox(), await page.getByRole('button', { name: 'Next match' }).boundingBox()];
+  expect(down?.y).toBe(up?.y);
+  await diff.scrollIntoViewIfNeeded();
+  await screenshot(page, 'narrow-task-diff', { fullPage: false });
 });
 
 test('a 500-character title (and a long description) without a space wraps: the task page does not get wider than the window', async ({ page }) => {
@@ -515,16 +542,38 @@ test('a 500-character title (and a long description) without a space wraps: the 
   expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
 });
 
+test('with no assignee and no default profile, the Start dialog offers no Default (it could only be refused) and picks a profile', async ({ page }) => {
+  const project = await createProject(unique('No Default Project'));
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Nobody assigned', description: 'NOOP' });
+  await page.goto(`/tasks/${task.id}`);
+  await page.getByRole('button', { name: 'Start attempt…' }).click();
+  const start = page.getByRole('dialog', { name: 'Start an attempt' });
+  const profile = start.getByLabel('Agent profile', { exact: true });
+  // it offered "Default (task assignee or project default)", chosen, and the first Start of a new project was refused
+  await expect(profile).toHaveValue('scripted');
+  await expect(profile.locator('option')).toHaveText(['scripted']);
+  await expect(profile).toHaveAccessibleDescription('No default: this task has no assignee and its project no default agent profile.');
+  await profile.press('Enter');
+  await expect(start).toBeHidden();
+  await expect(page.getByRole('cell', { name: 'scripted' })).toBeVisible();
+  const attempts = await api<{ llm: string }[]>('GET', `/tasks/${task.id}/attempts`);
+  expect(attempts.map((a) => a.llm)).toEqual(['scripted']);
+});
+
 test.describe('starting with no agent to run', () => {
   // the refused start (409) is logged by the browser
   test.use({ allowConsoleErrors: /409/ });
 
-  test('the Start dialog says so once, inline, in the board\'s words', async ({ page }) => {
+  test('a default removed elsewhere while the Start dialog is open: it says so once, inline, in the board\'s words', async ({ page }) => {
     const project = await createProject(unique('No Agent Project'));
+    await api('PATCH', `/projects/${project.id}`, { defaultLLM: 'scripted' });
     const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Nobody to run it' });
     await page.goto(`/tasks/${task.id}`);
     await page.getByRole('button', { name: 'Start attempt…' }).click();
     const start = page.getByRole('dialog', { name: 'Start an attempt' });
+    await expect(start.getByLabel('Agent profile')).toHaveValue('');
+    await expect(start.getByLabel('Agent profile').locator('option:checked')).toHaveText('Default (scripted)');
+    await api('PATCH', `/projects/${project.id}`, { defaultLLM: null });
     await start.getByRole('button', { name: 'Start attempt' }).click();
     await expect(start.getByRole('alert')).toHaveText('Choose an agent profile: this task has no assignee and its project no default agent profile.');
     // once: no toast behind the dialog
@@ -545,6 +594,15 @@ test('cancel a running attempt from the screen (Enter confirms); Merge and Creat
   const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
   await page.goto(`/tasks/${task.id}`);
   await expect(page.getByRole('log', { name: 'Attempt log' })).toContainText('still working', { timeout: 30_000 });
+  await expect(page.getByRole('button', { name: 'Create PR…' })).toHaveAccessibleDescription('Open a pull request once the attempt has finished.');
+  // its duration counts while it runs, in the table and under the attempt's title (both stayed at the value read
+  // when the screen opened: "0.7 s" for a run of minutes)
+  const durationCell = page.getByRole('table', { name: 'Attempts' }).getByRole('row').nth(1).getByRole('cell').nth(4);
+  const seconds = async () => Number(/^(\d+) s$/.exec((await durationCell.textContent()) ?? '')?.[1] ?? Number.NaN);
+  const first = await seconds();
+  expect(first).toBeGreaterThanOrEqual(0);
+  await expect.poll(seconds, { timeout: 5_000 }).toBeGreaterThanOrEqual(first + 2);
+  await expect(page.locator('.attempt-meta')).toContainText(/ · \d+ s · /);
   await page.getByRole('button', { name: 'Cancel attempt' }).click();
   const confirm = page.getByRole('dialog', { name: 'Cancel attempt' });
   await page.keyboard.press('Enter');

@@ -1,7 +1,7 @@
 /** The scheduler service through the task service's proxy (/svc/scheduler/api/v1; docs/scheduler.md). No stream. */
 import { useQuery } from '@tanstack/react-query';
 import { ApiError, svc } from './client';
-import { isUnavailable } from './unavailable';
+import { isUnavailable, retryWhileUnavailable } from './unavailable';
 import { queryKeys } from './queryKeys';
 
 export interface Source {
@@ -61,6 +61,13 @@ const s = <T>(path: string, opts?: Parameters<typeof svc>[2]) => svc<T>('schedul
 // no stream on this service: refetch when the window gets focus again and after each action
 const live = { refetchOnWindowFocus: true, staleTime: 0, meta: { inlineError: true } } as const;
 
+/**
+ * How often the lists are read again while an execution of them runs: the service has no stream, and a run started
+ * with Run now stayed "running" (its duration the few ms it had when read) until a focus or Refresh, however long it
+ * had been over. Only while one runs, and not in a hidden tab (TanStack Query's refetchIntervalInBackground is off).
+ */
+export const EXECUTION_FOLLOW_MS = 3_000;
+
 /** The Scheduler screen's four lists, by name. */
 export const SCHEDULER_LISTS = ['sources', 'workflows', 'schedules', 'executions'] as const;
 export type SchedulerList = (typeof SCHEDULER_LISTS)[number];
@@ -112,6 +119,8 @@ export const useSchedulerLists = () =>
       };
     },
     ...live,
+    // the service down: its retry (main.tsx); else, while an execution runs, follow it
+    refetchInterval: (query) => retryWhileUnavailable(query) || (query.state.data?.executions?.some((e) => e.status === 'running') ? EXECUTION_FOLLOW_MS : false),
   });
 
 /** The first `limit` lines of an execution's log (the API's page: at most 10,000 a request). */

@@ -18,10 +18,11 @@ import { ActionButton } from '../components/task/ActionButton';
 import { CleanupNote } from '../components/task/CleanupNote';
 import { mergeRefusal } from '../components/task/mergeRefusal';
 import { pullRequestRefusal } from '../components/task/pullRequestRefusal';
+import { Elapsed } from '../components/task/Elapsed';
 import { StartAttemptDialog } from '../components/task/StartAttemptDialog';
 import { NotFoundPage } from './NotFoundPage';
 import { STATUS_LABELS } from './board/columns';
-import { type Attempt, formatDuration, type ProcessInfo, RUNNING_STATUSES } from '../components/task/taskTypes';
+import { type Attempt, type ProcessInfo, RUNNING_STATUSES } from '../components/task/taskTypes';
 
 import '../components/task/task.css';
 
@@ -69,7 +70,7 @@ function AttemptPanel({ attempt, task, projectId }: { attempt: Attempt; task: Ta
         <div className="muted attempt-meta">
           {attempt.llm}
           {attempt.model ? ` (${attempt.model})` : ''} · {attempt.branch ?? 'no branch yet'}
-          {attempt.baseBranch ? ` → ${attempt.baseBranch}` : ''} · {formatDuration(attempt.duration)} · {formatCost(attempt.cost.totalCost)} ·{' '}
+          {attempt.baseBranch ? ` → ${attempt.baseBranch}` : ''} · <Elapsed seconds={attempt.duration} running={running} /> · {formatCost(attempt.cost.totalCost)} ·{' '}
           {attempt.cost.inputTokens + attempt.cost.outputTokens} tokens
           {attempt.mergeCommit ? ` · merge commit ${attempt.mergeCommit.slice(0, 10)}` : ''}
         </div>

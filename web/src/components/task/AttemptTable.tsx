@@ -1,8 +1,9 @@
-/** The attempts of a task: status, agent, duration, cost, changes; one is selected (shown below), two can be ticked for comparing. */
+/** The attempts of a task: status, agent, duration (counting while it runs), cost, changes (once it has ended); one is selected (shown below), two can be ticked for comparing. */
 import type { AttemptSummary } from '../../api';
 import { ListTable } from '../ListTable';
 import { formatCost } from '../money';
-import { formatDuration } from './taskTypes';
+import { Elapsed } from './Elapsed';
+import { RUNNING_STATUSES } from './taskTypes';
 
 export interface AttemptTableProps {
   attempts: AttemptSummary[];
@@ -40,10 +41,19 @@ export function AttemptTable({ attempts, selectedId, onSelect, compareIds, onTog
           <td>
             <span className={`status status-${a.status}`}>{a.status}</span>
           </td>
-          <td>{formatDuration(a.duration)}</td>
+          <td>
+            <Elapsed seconds={a.duration} running={RUNNING_STATUSES.includes(a.status)} />
+          </td>
           <td>{formatCost(a.cost)}</td>
           <td>
-            {a.filesChanged} files <span className="add">+{a.linesAdded}</span> <span className="del">−{a.linesRemoved}</span>
+            {/* counted when the run ends: "0 files +0 −0" sat beside a live diff of the agent's files */}
+            {RUNNING_STATUSES.includes(a.status) ? (
+              <span className="muted">counted at the end</span>
+            ) : (
+              <>
+                {a.filesChanged} {a.filesChanged === 1 ? 'file' : 'files'} <span className="add">+{a.linesAdded}</span> <span className="del">−{a.linesRemoved}</span>
+              </>
+            )}
           </td>
         </tr>
       )}

@@ -7,6 +7,12 @@
  * is read again from the start. Rows are virtualised (@tanstack/react-virtual, fixed row height) over an append-only buffer, so 100k lines
  * scroll smoothly. The view follows the tail until the user scrolls up; "Jump to latest" follows again. Search
  * highlights matches and steps through them (Enter / Shift+Enter); the level and source filters hide entries.
+ *
+ * Screen readers: the log is `role="log"` with `aria-live="off"`. A log is a polite live region by default, and the
+ * rows the virtualiser adds and drops (a line every 250 ms from a ticking agent, whole screens of them on a scroll)
+ * would be read one after another, drowning everything else. Instead a polite status says how many lines came, at most
+ * once every ANNOUNCE_EVERY_MS ("12 new log lines, 1 error"), and when the run ended; the lines read when the view
+ * opens are not announced.
  */
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
@@ -15,6 +21,8 @@ import { LogBuffer } from './logBuffer';
 import type { LogEntry } from './taskTypes';
 
 const ROW_HEIGHT = 20;
+/** how often, at most, the polite status says how many lines came */
+export const ANNOUNCE_EVERY_MS = 5_000;
 const LEVELS = ['debug', 'info', 'warn', 'error'];
 
 function Highlighted({ text, query }: { text: string; query: string }) {
@@ -32,6 +40,48 @@ function Highlighted({ text, query }: { text: string; query: string }) {
   }
   if (at < text.length) parts.push(text.slice(at));
   return <>{parts}</>;
+}
+
+const plural = (n: number, one: string) => `${n.toLocaleString()} ${one}${n === 1 ? '' : 's'}`;
+
+/** What the lines counted since the last announcement add up to ('' for none), and starts counting again. */
+function takeBatch(pending: { lines: number; errors: number }): string {
+  const { lines, errors } = pending;
+  pending.lines = 0;
+  pending.errors = 0;
+  if (!lines) return '';
+  return `${plural(lines, 'new log line')}${errors ? `, ${plural(errors, 'error')}` : ''}.`;
+}
+
+/**
+ * The polite status of a live log: lines counted as they come, said as one sentence at most every ANNOUNCE_EVERY_MS
+ * (the first ANNOUNCE_EVERY_MS after the first line of a batch), and the end of the run said at once with what was
+ * left to say.
+ */
+function useLogAnnouncer() {
+  const [text, setText] = useState('');
+  const pending = useRef({ lines: 0, errors: 0 });
+  const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  useEffect(() => () => clearTimeout(timer.current), []);
+  const line = useCallback((level: string) => {
+    pending.current.lines++;
+    if (level === 'error') pending.current.errors++;
+    if (timer.current !== undefined) return;
+    timer.current = setTimeout(() => {
+      timer.current = undefined;
+      const said = takeBatch(pending.current);
+      if (said) setText(said);
+    }, ANNOUNCE_EVERY_MS);
+  }, []);
+  const ended = useCallback((total: number) => {
+    clearTimeout(timer.current);
+    timer.current = undefined;
+    setText(`${takeBatch(pending.current)} The run ended: ${plural(total, 'log line')}.`.trim());
+  }, []);
+  const forget = useCallback(() => {
+    takeBatch(pending.current);
+  }, []);
+  return { text, line, ended, forget };
 }
 
 export function LogView({ processId, onEnd }: { processId: string; onEnd?: () => void }) {
@@ -52,6 +102,7 @@ export function LogView({ processId, onEnd }: { processId: string; onEnd?: () =>
   // the stored lines, read over HTTP; then the socket from the last of them (from the start if the read failed: the
   // socket replays what is missing)
   const [history, setHistory] = useState<{ lastSeq: number } | null>(null);
+  const announcer = useLogAnnouncer();
   useEffect(() => {
     const ac = new AbortController();
     readNdjson<LogEntry>(
@@ -78,15 +129,19 @@ export function LogView({ processId, onEnd }: { processId: string; onEnd?: () =>
     resetFrom: 'start',
     onReset: () => {
       buffer.clear();
+      announcer.forget();
       scheduleRender();
     },
     onMessage: (m) => {
       if (!('seq' in m)) return;
+      const before = buffer.lastSeq;
       buffer.push(m);
+      if (buffer.lastSeq !== before) announcer.line(m.level);
       scheduleRender();
     },
     onEnd: () => {
       setEnded(true);
+      announcer.ended(buffer.entries.length);
       onEnd?.();
     },
   });
@@ -172,15 +227,18 @@ export function LogView({ processId, onEnd }: { processId: string; onEnd?: () =>
             }}
           />
         </label>
-        <span className="muted" aria-live="polite">
-          {query ? `${matches.length ? current + 1 : 0} of ${matches.length}` : ''}
+        {/* the count and the two arrows wrap as one: in a phone's window ↓ went onto the next row, away from ↑ */}
+        <span className="log-nav">
+          <span className="muted" aria-live="polite">
+            {query ? `${matches.length ? current + 1 : 0} of ${matches.length}` : ''}
+          </span>
+          <button type="button" onClick={() => goToMatch(current - 1)} disabled={!matches.length} aria-label="Previous match">
+            ↑
+          </button>
+          <button type="button" onClick={() => goToMatch(current + 1)} disabled={!matches.length} aria-label="Next match">
+            ↓
+          </button>
         </span>
-        <button type="button" onClick={() => goToMatch(current - 1)} disabled={!matches.length} aria-label="Previous match">
-          ↑
-        </button>
-        <button type="button" onClick={() => goToMatch(current + 1)} disabled={!matches.length} aria-label="Next match">
-          ↓
-        </button>
         <fieldset className="log-filter">
           <legend>Levels</legend>
           {LEVELS.map((l) => (
@@ -204,7 +262,7 @@ export function LogView({ processId, onEnd }: { processId: string; onEnd?: () =>
         </span>
       </div>
       {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard to scroll it */}
-      <div className="log-scroll" ref={scrollRef} onScroll={onScroll} role="log" aria-label="Attempt log" tabIndex={0}>
+      <div className="log-scroll" ref={scrollRef} onScroll={onScroll} role="log" aria-live="off" aria-label="Attempt log" tabIndex={0}>
         <div style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
           {virtualizer.getVirtualItems().map((row) => {
             const e = buffer.entries[buffer.visible[row.index] as number] as LogEntry;
@@ -225,6 +283,9 @@ export function LogView({ processId, onEnd }: { processId: string; onEnd?: () =>
         </div>
         {count === 0 ? <p className="muted log-empty">{ended ? 'No log lines.' : 'Waiting for log lines…'}</p> : null}
       </div>
+      <p className="visually-hidden" role="status" aria-label="Log updates">
+        {announcer.text}
+      </p>
       {!following && count > 0 ? (
         <button type="button" className="primary log-jump" onClick={() => setFollowing(true)}>
           Jump to latest

@@ -1,4 +1,10 @@
-/** Starts an attempt of the task: the agent profile (the project's configured profiles, or the default) and an optional extra description. */
+/**
+ * Starts an attempt of the task: the agent profile (the project's configured profiles, or the default) and an optional
+ * extra description. "Default" is offered only when there is one (the task's assignee, or the project's default
+ * profile): with neither, the server refuses it (AGENT_REQUIRED), so it was a first Start that always failed on a new
+ * project; the first configured profile is chosen instead, and a line under the field says why. The refusal is still
+ * shown, for a default removed elsewhere while the dialog is open.
+ */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useId, useRef, useState } from 'react';
 import { api, ApiError, queryKeys } from '../../api';
@@ -22,7 +28,12 @@ function startErrorText(error: Error): string {
 
 export function StartAttemptDialog({ open, taskId, profiles, defaultProfile, onClose, onStarted }: StartAttemptDialogProps) {
   const qc = useQueryClient();
-  const [llm, setLlm] = useState('');
+  // null: not chosen here; then the default when there is one, else the first configured profile
+  const [picked, setPicked] = useState<string | null>(null);
+  const noDefault = defaultProfile === null && profiles.length > 0;
+  const llm = picked ?? (noDefault ? (profiles[0] as string) : '');
+  const hintId = useId();
+  const labelId = useId();
   const [description, setDescription] = useState('');
   const profileSelect = useRef<HTMLSelectElement>(null);
   const errorId = useId();
@@ -51,14 +62,16 @@ export function StartAttemptDialog({ open, taskId, profiles, defaultProfile, onC
         }}
       >
         <label className="field">
-          <span>Agent profile</span>
+          <span id={labelId}>Agent profile</span>
           <select
             ref={profileSelect}
+            // its name is the label's words only, not the line under it
+            aria-labelledby={labelId}
             value={llm}
-            onChange={(e) => setLlm(e.target.value)}
+            onChange={(e) => setPicked(e.target.value)}
             data-autofocus
             aria-invalid={profileMissing || undefined}
-            aria-describedby={profileMissing ? errorId : undefined}
+            aria-describedby={profileMissing ? errorId : noDefault ? hintId : undefined}
             onKeyDown={(e) => {
               // Enter starts (a select would open its list instead of submitting the form)
               if (e.key === 'Enter') {
@@ -67,13 +80,18 @@ export function StartAttemptDialog({ open, taskId, profiles, defaultProfile, onC
               }
             }}
           >
-            <option value="">Default{defaultProfile ? ` (${defaultProfile})` : ' (task assignee or project default)'}</option>
+            {noDefault ? null : <option value="">Default{defaultProfile ? ` (${defaultProfile})` : ' (task assignee or project default)'}</option>}
             {profiles.map((p) => (
               <option key={p} value={p}>
                 {p}
               </option>
             ))}
           </select>
+          {noDefault ? (
+            <span id={hintId} className="muted field-hint">
+              No default: this task has no assignee and its project no default agent profile.
+            </span>
+          ) : null}
         </label>
         <label className="field">
           <span>Extra instructions (optional)</span>
