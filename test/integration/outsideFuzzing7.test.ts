@@ -9,7 +9,9 @@
  * names, never a 406); a UTF-8 byte order mark before a JSON body is read past on every service.
  * What held, kept here as guards: one created attempt asked to start, cancel and follow up 20 times at once (each
  * answer a documented 200/202/409, one start and one cancel at most, no process running for an attempt that is not);
- * a project deleted while its task is started 8 times (the delete wins, nothing of the project is left).
+ * a project deleted while its task is started 8 times (the delete wins, nothing of the project is left); HEAD on every
+ * GET operation of the four documents (the GET's status and type, no body); X-Forwarded-For and X-Real-IP, which
+ * name no one (no proxy is trusted), do not escape the per-IP rate limit.
  */
 import WebSocket from 'ws';
 import { agentConfig, api } from '../support/attemptHelpers';
@@ -97,15 +99,23 @@ describe('DNS rebinding: a request naming another host, to the task service with
     expect(problems).toEqual([]);
   });
 
-  test('with a task key nothing is checked: a name is served to the key, as a service behind a proxy is', async () => {
+  test('with a task key nothing is checked: a name is served to the key, as a service behind a proxy is; X-Forwarded-For does not escape the per-IP limit', async () => {
     const key = 'rebind-key-0123456789abcdef';
-    const keyed = await startTestStack({ services: ['task'], env: { ARMADA_TASK_API_KEY: key } });
+    const keyed = await startTestStack({ services: ['task'], env: { ARMADA_TASK_API_KEY: key }, file: { rateLimit: { perMinutePerIp: 6 } } });
     try {
       const app = keyed.app('task');
       const served = await app.inject({ method: 'GET', url: '/api/projects?limit=1', headers: { host: 'armada.example.com', authorization: `Bearer ${key}` } });
       expect(served.statusCode).toBe(200);
       const anonymous = await app.inject({ method: 'GET', url: '/api/projects?limit=1', headers: { host: 'armada.example.com' } });
       expect(anonymous.statusCode).toBe(401);
+      // X-Forwarded-For names no one (no proxy is trusted): a client sending another address each time is still
+      // one address to the per-IP limit, 6 a minute
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        const res = await app.inject({ method: 'GET', url: '/api/projects?limit=1', headers: { authorization: `Bearer ${key}`, 'x-forwarded-for': `203.0.113.${i}`, 'x-real-ip': `198.51.100.${i}` } });
+        statuses.push(res.statusCode);
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
     } finally {
       await keyed.close();
     }
@@ -215,5 +225,32 @@ describe('Accept and a byte order mark', () => {
     // a mark and no JSON text after it holds no JSON value: malformed, not empty (it has bytes)
     const markAlone = await rawExchange(ports[service], withBody(service, 'POST', WRITES[service], bom));
     expect([markAlone.status, messageOf(service, markAlone.json)]).toEqual([400, 'Malformed JSON in request body']);
+  });
+});
+
+describe('HEAD on every GET operation', () => {
+  type Doc = { paths: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, unknown> }> }>> };
+  const ID = '00000000-0000-4000-8000-000000000000';
+
+  test.each(SERVICES)('%s: the status and headers of the GET, no body, never a 5xx (an unknown id in each path)', async (service) => {
+    const app = o.stack.app(service);
+    const doc = app.swagger() as unknown as Doc;
+    const problems: string[] = [];
+    let checked = 0;
+    for (const [path, item] of Object.entries(doc.paths)) {
+      const get = item.get;
+      if (!get) continue;
+      const streams = Object.keys(get.responses?.['200']?.content ?? {}).some((t) => t.includes('event-stream') || t.includes('ndjson'));
+      // a stream to an id that exists stays open: only an unknown id (its 404 comes before any stream)
+      if (streams && !path.includes('{')) continue;
+      const url = path.replace(/\{[^}]+\}/g, ID);
+      const headers = o.authHeaders(service);
+      const [g, h] = [await app.inject({ method: 'GET', url, headers }), await app.inject({ method: 'HEAD', url, headers })];
+      checked++;
+      const same = h.statusCode === g.statusCode && h.headers['content-type'] === g.headers['content-type'] && h.body === '';
+      if (!same || h.statusCode >= 500) problems.push(`${path}: GET ${g.statusCode} ${g.headers['content-type']}, HEAD ${h.statusCode} ${h.headers['content-type']} ${h.body.slice(0, 80)}`);
+    }
+    expect(checked).toBeGreaterThan(2);
+    expect(problems).toEqual([]);
   });
 });
