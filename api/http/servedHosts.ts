@@ -46,10 +46,11 @@ export function hostMayBeServed(host: string | undefined, configuredOrigins: rea
 /** The 403 for a request whose Host names a host local mode does not serve. */
 export function unservedHostError(host: string): AppError {
   const shown = host.slice(0, 200);
+  const port = /:([0-9]+)$/.exec(host)?.[1];
   return new AppError(
     403,
     'FORBIDDEN',
-    `Host ${shown} is not served: without a key the task service answers requests to localhost or an IP address only, so a web page whose name was made to point at this machine (DNS rebinding) cannot use it; open it at http://127.0.0.1:<port>, list the origin in ARMADA_CORS_ORIGINS (cors.origins), or set ARMADA_TASK_API_KEY`,
+    `Host ${shown} is not served: without a key the task service answers requests to localhost or an IP address only, so a web page whose name was made to point at this machine (DNS rebinding) cannot use it; open it at http://127.0.0.1${port ? `:${port}` : ''}/, list the origin in ARMADA_CORS_ORIGINS (cors.origins), or set ARMADA_TASK_API_KEY`,
     { host: 'not served without a key: localhost, *.localhost, an IP address or a configured CORS origin' },
   );
 }

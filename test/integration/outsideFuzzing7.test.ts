@@ -24,7 +24,7 @@ const { ports, count, bodyless, withBody } = o;
 
 const REBOUND = 'rebind.example';
 const FORBIDDEN_MESSAGE = (host: string) =>
-  `Host ${host} is not served: without a key the task service answers requests to localhost or an IP address only, so a web page whose name was made to point at this machine (DNS rebinding) cannot use it; open it at http://127.0.0.1:<port>, list the origin in ARMADA_CORS_ORIGINS (cors.origins), or set ARMADA_TASK_API_KEY`;
+  `Host ${host} is not served: without a key the task service answers requests to localhost or an IP address only, so a web page whose name was made to point at this machine (DNS rebinding) cannot use it; open it at http://127.0.0.1:${host.split(':')[1]}/, list the origin in ARMADA_CORS_ORIGINS (cors.origins), or set ARMADA_TASK_API_KEY`;
 
 /** A raw request to the task service naming `host`, without a body. */
 const named = (host: string, method: string, target: string, extra = '') => `${method} ${target} HTTP/1.1\r\nHost: ${host}\r\n${extra}Connection: close\r\n\r\n`;
