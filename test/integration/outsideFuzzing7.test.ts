@@ -9,7 +9,9 @@
  * names, never a 406); a UTF-8 byte order mark before a JSON body is read past on every service.
  * What held, kept here as guards: one created attempt asked to start, cancel and follow up 20 times at once (each
  * answer a documented 200/202/409, one start and one cancel at most, no process running for an attempt that is not);
- * a project deleted while its task is started 8 times (the delete wins, nothing of the project is left); HEAD on every
+ * a project deleted while its task is started 8 times (the delete wins, nothing of the project is left); six
+ * follow-ups queued behind a running one, then a cancel (the attempt stays cancelled, no queued follow-up starts a
+ * process after it); HEAD on every
  * GET operation of the four documents (the GET's status and type, no body); X-Forwarded-For and X-Real-IP, which
  * name no one (no proxy is trusted), do not escape the per-IP rate limit.
  */
@@ -174,6 +176,27 @@ describe('one attempt asked to start, cancel and follow up at once', () => {
     const task = (await h.inject('GET', `/api/tasks/${taskId}`)).json().data as Json;
     expect(task.status).not.toBe('in_progress');
   }, 90_000);
+
+  test('follow-ups queued behind each other, then a cancel: the attempt stays cancelled, no queued follow-up runs after it', async () => {
+    const h = api(o.stack);
+    const { attemptId } = await h.finishedAttempt('queued follow-ups');
+    const sent = await Promise.all(Array.from({ length: 6 }, () => h.inject('POST', `/api/attempts/${attemptId}/follow-up`, { prompt: 'again sleep:700' })));
+    expect(sent.map((r) => r.statusCode)).toEqual([202, 202, 202, 202, 202, 202]);
+    // the first follow-up's agent runs (its process row is there: a cancel before it is the in-flight start's)
+    await eventually(async () => {
+      const { rows } = await o.stack.db.query("SELECT 1 FROM processes WHERE attempt_id = $1 AND status = 'running'", [attemptId]);
+      return rows.length > 0 || undefined;
+    }, 30_000, 50);
+    const cancel = await h.inject('POST', `/api/attempts/${attemptId}/cancel`);
+    expect(cancel.statusCode).toBe(200);
+    const cancelledAt = new Date(cancel.json().data.cancelledAt as string);
+    // the queued follow-ups' time: each would have run 0.7 s
+    await new Promise((r) => setTimeout(r, 5000));
+    expect((await h.attempt(attemptId)).status).toBe('cancelled');
+    const { rows } = await o.stack.db.query<{ status: string; started: Date }>('SELECT status, started_at AS started FROM processes WHERE attempt_id = $1 ORDER BY started_at', [attemptId]);
+    expect(rows.filter((r) => r.status === 'running')).toEqual([]);
+    expect(rows.filter((r) => r.started > cancelledAt)).toEqual([]);
+  }, 60_000);
 
   test('a project deleted while its task is started 8 times: every answer documented, nothing of it left', async () => {
     const h = api(o.stack);
