@@ -108,7 +108,7 @@ function securityFor(service: ServiceKind): SecuritySetup {
     case 'task':
       // local deployments run without authentication; a remote one requires the bearer key (ARMADA_TASK_API_KEY)
       return {
-        schemes: { bearerAuth: { ...bearer, description: 'Authorization: Bearer <ARMADA_TASK_API_KEY>; only when the service is configured with a key (local mode needs none).' } },
+        schemes: { bearerAuth: { ...bearer, description: 'Authorization: Bearer <ARMADA_TASK_API_KEY>; only when the service is configured with a key. Local mode needs none, and answers 403 to a request whose Host is a name other than localhost or *.localhost (or a configured CORS origin\'s): DNS rebinding, docs/security.md.' } },
         security: [{ bearerAuth: [] }, {}],
       };
     case 'agents':

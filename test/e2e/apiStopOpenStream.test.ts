@@ -140,7 +140,7 @@ test('SIGINT with a client that sent half a request: the HTTP step is left after
   half.on('error', () => undefined); // the server going away ends it
   try {
     await new Promise<void>((resolve) => half.once('connect', () => resolve()));
-    half.write('GET /api/projects HTTP/1.1\r\nHost: x\r\n'); // and never the rest
+    half.write('GET /api/projects HTTP/1.1\r\nHost: localhost\r\n'); // and never the rest
     await new Promise((r) => setTimeout(r, 500));
     process.kill(api.child.pid as number, 'SIGINT');
     // the http step's limit is 15 s and the others' 5 s each: a generous deadline past all of them

@@ -900,17 +900,17 @@ describe('the documents state the rules the handlers enforce', () => {
       service === 'task'
         ? expect(body).toMatchObject({ success: false, error: { code: 'VALIDATION_ERROR', message: expect.stringMatching(message) } })
         : expect(body).toEqual({ detail: expect.stringMatching(message) });
-    const big = await raw(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`);
+    const big = await raw(`GET /health HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`);
     expect(big.status).toBe(431);
     shaped(big.body, /^The request line and headers are larger than 64 KiB in all; send a shorter URL or smaller headers$/);
-    for (const bad of ['GET /health HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n', 'GARBAGE\r\n\r\n', 'GET /health HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n']) {
+    for (const bad of ['GET /health HTTP/1.1\r\nHost: localhost\r\nBad Header\r\n\r\n', 'GARBAGE\r\n\r\n', 'GET /health HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n']) {
       const res = await raw(bad);
       expect(res.status).toBe(400);
       shaped(res.body, /^Malformed HTTP request \(HPE_[A-Z_]+\); send HTTP\/1\.1 with well-formed headers$/);
     }
     // CONNECT (a tunnel): Node closed the connection without an answer when nothing listened for it
     for (const target of ['example.com:443', '/health', '/api/v1/no-such-path']) {
-      const res = await raw(`CONNECT ${target} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      const res = await raw(`CONNECT ${target} HTTP/1.1\r\nHost: localhost\r\n\r\n`);
       expect(res.status).toBe(400);
       shaped(res.body, /^CONNECT is not supported: this service is no proxy; send GET, POST, … to one of its paths$/);
     }
@@ -965,7 +965,7 @@ describe('the documents state the rules the handlers enforce', () => {
   // Fastify's default has no request timeout: a body that stopped short of its Content-Length held the connection
   // for as long as the client kept it open, and was never answered
   test.each(SERVICES)('%s: a request whose body stops short of its Content-Length is a 408 in the service\'s shape', async (service) => {
-    const short = await rawExchange(service, `POST ${writePath(service)} HTTP/1.1\r\nHost: x\r\n${keyHeader(service)}Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":1`);
+    const short = await rawExchange(service, `POST ${writePath(service)} HTTP/1.1\r\nHost: localhost\r\n${keyHeader(service)}Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":1`);
     expect(short).toEqual({ status: 408, body: shapedAs(service, /^The request was not received in time; send it again$/, 'REQUEST_TIMEOUT') });
     // and the document says so, with this deployment's timeout
     expect(String(((docs[service] as Json).info as Json).description)).toContain(`A request not received whole within ${REQUEST_TIMEOUT_MS / 1000} s is a 408`);
@@ -975,7 +975,7 @@ describe('the documents state the rules the handlers enforce', () => {
   test.each(SERVICES)('%s: an HTTP/1.1 request without Host is a 400, an Expect other than 100-continue a 417, in the service\'s shape', async (service) => {
     const noHost = await rawExchange(service, `GET ${writePath(service)} HTTP/1.1\r\n${keyHeader(service)}\r\n`);
     expect(noHost).toEqual({ status: 400, body: shapedAs(service, /^Request headers are invalid: host is required \(HTTP\/1\.1\)$/) });
-    const expectation = await rawExchange(service, `POST ${writePath(service)} HTTP/1.1\r\nHost: x\r\n${keyHeader(service)}Content-Type: application/json\r\nContent-Length: 2\r\nExpect: 42-bogus\r\n\r\n{}`);
+    const expectation = await rawExchange(service, `POST ${writePath(service)} HTTP/1.1\r\nHost: localhost\r\n${keyHeader(service)}Content-Type: application/json\r\nContent-Length: 2\r\nExpect: 42-bogus\r\n\r\n{}`);
     expect(expectation).toEqual({ status: 417, body: shapedAs(service, /^Expect: 42-bogus is not supported; send no Expect header, or Expect: 100-continue$/) });
     // HTTP/1.0 has no Host to require
     expect(await rawExchange(service, 'GET /health HTTP/1.0\r\n\r\n')).toMatchObject({ status: 200 });
@@ -1018,7 +1018,7 @@ describe('the documents state the rules the handlers enforce', () => {
   // ws refused such handshakes with a text/html 400 ("Missing or invalid Sec-WebSocket-Key header"), and
   // @fastify/websocket upgraded a GET of any route (101, then a close frame) or gave ws's 400 to `Upgrade: h2c`
   test("the task service's WebSocket handshakes: one ws would refuse is the envelope's 400 naming the header; an Upgrade on another route is ignored", async () => {
-    const handshake = (path: string, headers: string) => rawExchange('task', `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n${headers}\r\n`);
+    const handshake = (path: string, headers: string) => rawExchange('task', `GET ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\n${headers}\r\n`);
     const key = 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
     for (const [headers, header] of [
       ['Upgrade: websocket\r\nSec-WebSocket-Key: junk\r\nSec-WebSocket-Version: 13\r\n', 'Sec-WebSocket-Key'],

@@ -115,7 +115,7 @@ test('a NUL in a header and a path parameter failing its schema: "Request header
   // `.` and `..` are no agent's name (the config refuses them too); `...` and `.a` may be
   // over a raw socket: clients (fetch, inject) fold `.`/`..` segments, also as %2E, before they are sent
   for (const name of ['.', '..', '%2E', '%2e%2E']) {
-    const r = await rawExchange('agents', `GET /api/v1/agents/${name}/status HTTP/1.1\r\nHost: x\r\nX-API-Key: ${o.stack.keys.agents}\r\n`, '');
+    const r = await rawExchange('agents', `GET /api/v1/agents/${name}/status HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${o.stack.keys.agents}\r\n`, '');
     expect([name, r.status, JSON.parse(r.body)]).toEqual([name, 400, { detail: `Request path is invalid: name must match pattern "${namePattern}"` }]);
   }
   for (const agent of ['.', '..']) {
@@ -217,14 +217,14 @@ test.each([
   ['application/json', 'application/json'],
 ])('two Content-Type lines (%s, then %s) are a 400 "content-type must be sent once" in the service shape, nothing stored', async (first, second) => {
   const [projects, sources] = [await count('projects'), await count('scheduler_sources')];
-  const task = await rawExchange('task', `POST /api/projects HTTP/1.1\r\nHost: x\r\nContent-Type: ${first}\r\nContent-Type: ${second}\r\n`, JSON.stringify({ name: 'two-types', repository: { url: makeGitRepo() } }));
+  const task = await rawExchange('task', `POST /api/projects HTTP/1.1\r\nHost: localhost\r\nContent-Type: ${first}\r\nContent-Type: ${second}\r\n`, JSON.stringify({ name: 'two-types', repository: { url: makeGitRepo() } }));
   expect([task.status, JSON.parse(task.body)]).toEqual([
     400,
     { success: false, error: { code: 'VALIDATION_ERROR', message: 'Request headers are invalid: content-type must be sent once', details: { 'content-type': 'must be sent once' } }, meta: expect.any(Object) },
   ]);
   const scheduler = await rawExchange(
     'scheduler',
-    `POST /api/v1/sources HTTP/1.1\r\nHost: x\r\nX-API-Key: ${o.stack.keys.scheduler}\r\nContent-Type: ${first}\r\nContent-Type: ${second}\r\n`,
+    `POST /api/v1/sources HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${o.stack.keys.scheduler}\r\nContent-Type: ${first}\r\nContent-Type: ${second}\r\n`,
     JSON.stringify({ name: 'two-types', source_type: 'langflow', url: `${platformUrl}/two-types` }),
   );
   expect([scheduler.status, JSON.parse(scheduler.body)]).toEqual([400, { detail: 'Request headers are invalid: content-type must be sent once' }]);

@@ -34,7 +34,7 @@ describe('an absolute-form request target (RFC 9112 §3.2.2) is read as its path
     const prefix = service === 'task' ? '/api' : '/api/v1';
     const collection = { task: '/api/projects', scheduler: '/api/v1/sources', agents: '/api/v1/agents', traces: '/api/v1/traces' }[service];
     // /health needs no key, whatever form its target takes
-    const health = await rawExchange(ports[service] as number, 'GET http://x/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    const health = await rawExchange(ports[service] as number, 'GET http://x/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
     expect([health.status, (health.json as { status: string }).status]).toEqual([200, 'ok']);
     const list = await rawExchange(ports[service] as number, bodyless(service, 'GET', `http://x${collection}?limit=1`));
     const origin = await rawExchange(ports[service] as number, bodyless(service, 'GET', `${collection}?limit=1`));
@@ -73,7 +73,7 @@ describe('an absolute-form request target (RFC 9112 §3.2.2) is read as its path
       await app.listen({ port: 0, host: '127.0.0.1' });
       const taskPort = (app.server.address() as AddressInfo).port;
       const authority = `aaaaaaa${String(port).slice(1)}`;
-      const res = await rawExchange(taskPort, `GET http://${authority}/svc/scheduler/api/v1/sources HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      const res = await rawExchange(taskPort, `GET http://${authority}/svc/scheduler/api/v1/sources HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
       // forwarded to the scheduler's own URL, where nothing listens: its 503, not the receiver's answer
       expect([res.status, (res.json as { error: { code: string } }).error.code]).toEqual([503, 'SERVICE_UNAVAILABLE']);
       expect(received).toEqual([]);
@@ -98,7 +98,7 @@ test('a query parameter an operation does not declare is a 400 naming it and the
 
 describe('percent-encoded letters and a fragment: the hooks read the path the router routes', () => {
   test('/%68ealth is /health (open on the key services), /%61pi/… the API\'s JSON 404, and #… is dropped', async () => {
-    const health = await rawExchange(ports.scheduler as number, 'GET /%68ealth HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    const health = await rawExchange(ports.scheduler as number, 'GET /%68ealth HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
     expect(health.status).toBe(200);
     const page = await rawExchange(ports.task as number, bodyless('task', 'GET', '/%61pi/nope', 'Accept: text/html\r\n'));
     expect([page.status, (page.json as { error: { message: string } }).error.message]).toEqual([404, 'Route GET /api/nope not found']);
@@ -119,14 +119,14 @@ describe('the asterisk-form target', () => {
     }
     if (service !== 'task') {
       // which methods it serves is no more public than a path's
-      const anonymous = await rawExchange(ports[service] as number, 'OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      const anonymous = await rawExchange(ports[service] as number, 'OPTIONS * HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
       expect([anonymous.status, anonymous.headers.allow]).toEqual([401, undefined]);
     }
   });
 });
 
 describe("the task service's WebSockets and a browser page's Origin", () => {
-  const handshake = (origin: string | undefined, host = 'x') =>
+  const handshake = (origin: string | undefined, host = 'localhost') =>
     rawExchange(
       ports.task as number,
       `GET /ws/events HTTP/1.1\r\nHost: ${host}\r\n${origin ? `Origin: ${origin}\r\n` : ''}Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
@@ -149,7 +149,7 @@ describe("the task service's WebSockets and a browser page's Origin", () => {
     const accepted = async (origin: string | undefined, host?: string) =>
       new Promise<string>((resolve, reject) => {
         const socket = net.connect(ports.task as number, '127.0.0.1', () =>
-          socket.write(`GET /ws/events HTTP/1.1\r\nHost: ${host ?? 'x'}\r\n${origin ? `Origin: ${origin}\r\n` : ''}Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`),
+          socket.write(`GET /ws/events HTTP/1.1\r\nHost: ${host ?? 'localhost'}\r\n${origin ? `Origin: ${origin}\r\n` : ''}Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`),
         );
         socket.once('data', (c: Buffer) => {
           socket.destroy();

@@ -22,7 +22,7 @@ const { ports, keyLine, authHeaders, count } = o;
 
 describe('a WebSocket handshake over HTTP/1.0', () => {
   const handshake = (version: string) =>
-    `GET /ws/events HTTP/${version}\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`;
+    `GET /ws/events HTTP/${version}\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`;
 
   test('is the 400 of any other bad handshake, in the envelope, and the connection closes; HTTP/1.1 is still upgraded', async () => {
     const refused = await rawExchange(ports.task as number, handshake('1.0'));
@@ -54,7 +54,7 @@ describe('a Content-Type whose parameters are malformed', () => {
     const body = Buffer.from('{}');
     return rawExchange(
       ports[service] as number,
-      Buffer.concat([Buffer.from(`POST ${ROUTES[service]} HTTP/1.1\r\nHost: x\r\n${keyLine(service)}Content-Type: ${contentType}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`, 'latin1'), body]),
+      Buffer.concat([Buffer.from(`POST ${ROUTES[service]} HTTP/1.1\r\nHost: localhost\r\n${keyLine(service)}Content-Type: ${contentType}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`, 'latin1'), body]),
     );
   };
 
@@ -116,7 +116,7 @@ describe('control characters in names, titles and multi-line text', () => {
   test('an X-User-Email with a bidi override or a C1 control (UTF-8 bytes) names nobody: the task is created by the local user', async () => {
     const asUser = (email: string) => {
       const body = Buffer.from(JSON.stringify({ projectId, title: 'by whom' }));
-      const head = `POST /api/tasks HTTP/1.1\r\nHost: x\r\nX-User-Email: ${Buffer.from(email, 'utf8').toString('latin1')}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`;
+      const head = `POST /api/tasks HTTP/1.1\r\nHost: localhost\r\nX-User-Email: ${Buffer.from(email, 'utf8').toString('latin1')}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`;
       return rawExchange(ports.task as number, Buffer.concat([Buffer.from(head, 'latin1'), body]));
     };
     const localUser = (await inject('task', 'POST', '/api/tasks', { projectId, title: 'by whom' })).json().data.createdBy;

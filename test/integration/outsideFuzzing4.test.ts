@@ -241,9 +241,9 @@ describe('Connection: close on an SSE route', () => {
         socket.once('close', () => reject(new Error(`closed before ${pattern}: ${text.slice(-300)}`)));
         look();
       });
-    socket.write(`GET /api/events/processes/${seeded.finished}/logs HTTP/1.1\r\nHost: x\r\n\r\n`);
+    socket.write(`GET /api/events/processes/${seeded.finished}/logs HTTP/1.1\r\nHost: localhost\r\n\r\n`);
     await seen(/event: end\n[^\n]*\n\n\r\n0\r\n\r\n/);
-    socket.write('GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    socket.write('GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
     await seen(/HTTP\/1\.1 200 OK[\s\S]*"status":"ok"/);
     socket.destroy();
   });
@@ -251,7 +251,7 @@ describe('Connection: close on an SSE route', () => {
 
 describe('a request with a body that asks to upgrade (Upgrade: h2c)', () => {
   const h2c = (service: Service, target: string, body: string, extra = '') =>
-    `POST ${target} HTTP/1.1\r\nHost: x\r\n${keyLine(service)}Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\nContent-Type: application/json\r\n${extra}\r\n${body}`;
+    `POST ${target} HTTP/1.1\r\nHost: localhost\r\n${keyLine(service)}Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\nContent-Type: application/json\r\n${extra}\r\n${body}`;
 
   test('is answered as without Upgrade on every service, its body read whole; the connection then closes', async () => {
     const project = JSON.stringify({ name: 'h2c-project', repository: { url: makeGitRepo() } });

@@ -22,7 +22,7 @@ const { ports, keyLine } = o;
 const withHeaderLines = (service: Service, count: number, method = 'GET', target = LIST[service], tail = '') => {
   const own = 2 + (service === 'task' ? 0 : 1) + (tail ? tail.split('\r\n').length - 1 : 0);
   const fillers = Array.from({ length: count - own }, (_, i) => `X-Filler-${i}: v\r\n`).join('');
-  return `${method} ${target} HTTP/1.1\r\nHost: x\r\n${fillers}${tail}${keyLine(service)}Connection: close\r\n\r\n`;
+  return `${method} ${target} HTTP/1.1\r\nHost: localhost\r\n${fillers}${tail}${keyLine(service)}Connection: close\r\n\r\n`;
 };
 const shapeOf = (service: Service, message: string) =>
   service === 'task' ? { success: false, error: { code: 'VALIDATION_ERROR', message, details: { headers: 'at most 1000 lines' } }, meta: expect.any(Object) } : { detail: message };
@@ -55,7 +55,7 @@ describe('a body that fails validation in very many fields', () => {
       ['/api/approvals', { approvers: Array.from({ length: 100_000 }, () => 'a') }],
     ] as const) {
       const text = JSON.stringify(body);
-      const res = await rawExchange(ports.task as number, `POST ${target} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
+      const res = await rawExchange(ports.task as number, `POST ${target} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
       const error = (res.json as Json).error as { code: string; message: string; details: Record<string, string> };
       expect([target, res.status, error.code]).toEqual([target, 400, 'VALIDATION_ERROR']);
       const keys = Object.keys(error.details);
@@ -72,7 +72,7 @@ describe('a URL past the 64 KiB the parser reads of a request line and its heade
   test.each(SERVICES)('%s: the 431 says to send a shorter URL, as for headers past it', async (service) => {
     const message = 'The request line and headers are larger than 64 KiB in all; send a shorter URL or smaller headers';
     for (const target of [`${LIST[service]}/${'a'.repeat(70_000)}`, `${LIST[service]}?q=${'a'.repeat(70_000)}`]) {
-      const res = await rawExchange(ports[service] as number, `GET ${target} HTTP/1.1\r\nHost: x\r\n${keyLine(service)}Connection: close\r\n\r\n`);
+      const res = await rawExchange(ports[service] as number, `GET ${target} HTTP/1.1\r\nHost: localhost\r\n${keyLine(service)}Connection: close\r\n\r\n`);
       expect([service, target.length, res.status, service === 'task' ? ((res.json as Json).error as Json).message : (res.json as Json).detail]).toEqual([service, target.length, 431, message]);
     }
   });

@@ -64,8 +64,8 @@ const WRITES: Record<Service, { path: string; body: () => object; table: string 
 };
 
 describe('request smuggling shapes', () => {
-  const head = (service: Service, framing: string) => `POST ${WRITES[service].path} HTTP/1.1\r\nHost: x\r\n${s.keyLine(service)}Content-Type: application/json\r\n${framing}\r\n`;
-  const smuggled = (service: Service) => `GET ${LIST[service]} HTTP/1.1\r\nHost: x\r\n${s.keyLine(service)}\r\n`;
+  const head = (service: Service, framing: string) => `POST ${WRITES[service].path} HTTP/1.1\r\nHost: localhost\r\n${s.keyLine(service)}Content-Type: application/json\r\n${framing}\r\n`;
+  const smuggled = (service: Service) => `GET ${LIST[service]} HTTP/1.1\r\nHost: localhost\r\n${s.keyLine(service)}\r\n`;
 
   test.each(SERVICES)('%s: Content-Length and Transfer-Encoding together, TE twice, obs-folded TE, CL twice: one 400 in shape, the connection closed, nothing smuggled or stored', async (service) => {
     const body = JSON.stringify(WRITES[service].body());
@@ -90,7 +90,7 @@ describe('request smuggling shapes', () => {
   });
 
   test.each(SERVICES)('%s: an obs-folded ordinary header is a 400 in shape or read as one value, never a 500', async (service) => {
-    const res = await rawExchange(s.ports[service], `GET ${LIST[service]} HTTP/1.1\r\nHost: x\r\n${s.keyLine(service)}X-Note: first\r\n  folded\r\nConnection: close\r\n\r\n`);
+    const res = await rawExchange(s.ports[service], `GET ${LIST[service]} HTTP/1.1\r\nHost: localhost\r\n${s.keyLine(service)}X-Note: first\r\n  folded\r\nConnection: close\r\n\r\n`);
     expect([200, 400]).toContain(res.status);
     if (res.status === 400) expect(messageOf(service, res.json)).toMatch(/\w/);
   });
@@ -115,14 +115,14 @@ describe('Expect: 100-continue', () => {
     });
 
   test.each(SERVICES)('%s: a declared body past the limit is the 413 at once, without a 100 Continue that would ask for it', async (service) => {
-    const head = `POST ${WRITES[service].path} HTTP/1.1\r\nHost: x\r\n${s.keyLine(service)}Content-Type: application/json\r\nContent-Length: 10737418240\r\nExpect: 100-continue\r\n\r\n`;
+    const head = `POST ${WRITES[service].path} HTTP/1.1\r\nHost: localhost\r\n${s.keyLine(service)}Content-Type: application/json\r\nContent-Length: 10737418240\r\nExpect: 100-continue\r\n\r\n`;
     const { first, all } = await firstAnswer(s.ports[service], head);
     expect(first).toBe('HTTP/1.1 413 Payload Too Large');
     expect(all).toMatch(/connection: close/i);
   });
 
   test.each(SERVICES.filter((x) => x !== 'task'))('%s: without the key, the 401 at once, without a 100 Continue', async (service) => {
-    const head = `POST ${WRITES[service].path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n`;
+    const head = `POST ${WRITES[service].path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n`;
     const { first, all } = await firstAnswer(s.ports[service], head);
     expect(first).toBe('HTTP/1.1 401 Unauthorized');
     expect(all).toMatch(/connection: close/i);
@@ -132,7 +132,7 @@ describe('Expect: 100-continue', () => {
     const body = JSON.stringify(WRITES[service].body());
     const answer = await new Promise<string>((resolve, reject) => {
       const socket = net.connect(s.ports[service], '127.0.0.1', () =>
-        socket.write(`POST ${WRITES[service].path} HTTP/1.1\r\nHost: x\r\n${s.keyLine(service)}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`),
+        socket.write(`POST ${WRITES[service].path} HTTP/1.1\r\nHost: localhost\r\n${s.keyLine(service)}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`),
       );
       let all = '';
       socket.on('data', (c: Buffer) => {
@@ -151,7 +151,7 @@ describe('Expect: 100-continue', () => {
 
 describe('slow and idle connections', () => {
   test.each(SERVICES)('%s: headers sent a byte at a time are cut off with a 408 in shape, and others are answered meanwhile', async (service) => {
-    const request = `GET ${LIST[service]} HTTP/1.1\r\nHost: x\r\n${s.keyLine(service)}X-Slow: ${'s'.repeat(200)}\r\n\r\n`;
+    const request = `GET ${LIST[service]} HTTP/1.1\r\nHost: localhost\r\n${s.keyLine(service)}X-Slow: ${'s'.repeat(200)}\r\n\r\n`;
     let answered = 0;
     const slow = new Promise<string>((resolve, reject) => {
       const socket = net.connect(s.ports[service], '127.0.0.1');
@@ -187,7 +187,7 @@ describe('slow and idle connections', () => {
         for (let i = 0; i < 75; i++) {
           const socket = net.connect(s.ports[service], '127.0.0.1');
           socket.on('error', () => undefined);
-          if (i % 2) socket.write(`GET ${LIST[service]} HTTP/1.1\r\nHost: x\r\n`);
+          if (i % 2) socket.write(`GET ${LIST[service]} HTTP/1.1\r\nHost: localhost\r\n`);
           held.push(socket);
         }
       }

@@ -83,7 +83,7 @@ function exchange(service: ServiceKind, ...parts: (string | Buffer)[]): Promise<
 
 /** The request head, with the service's key. */
 const head = (service: ServiceKind, headers: string[]) =>
-  [`POST ${WRITES[service].path} HTTP/1.1`, 'Host: x', ...(service === 'task' ? [] : [`X-API-Key: ${stack.keys[service]}`]), 'Content-Type: application/json', ...headers, '', ''].join('\r\n');
+  [`POST ${WRITES[service].path} HTTP/1.1`, 'Host: localhost', ...(service === 'task' ? [] : [`X-API-Key: ${stack.keys[service]}`]), 'Content-Type: application/json', ...headers, '', ''].join('\r\n');
 
 /** `data` as one chunk and the last chunk. */
 const chunked = (data: Buffer) => Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from('\r\n0\r\n\r\n')]);

@@ -66,10 +66,10 @@ export function startOutsideServices(
     ports,
     keyLine,
     authHeaders: (service): Record<string, string> => (service === 'task' ? {} : { 'x-api-key': started().keys[service] }),
-    bodyless: (service, method, target, extra = '') => `${method} ${target} HTTP/1.1\r\nHost: x\r\n${keyLine(service)}${extra}Connection: close\r\n\r\n`,
+    bodyless: (service, method, target, extra = '') => `${method} ${target} HTTP/1.1\r\nHost: localhost\r\n${keyLine(service)}${extra}Connection: close\r\n\r\n`,
     withBody(service, method, target, body, extra = '') {
       const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
-      const head = `${method} ${target} HTTP/1.1\r\nHost: x\r\n${keyLine(service)}${extra}Content-Type: application/json\r\nContent-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`;
+      const head = `${method} ${target} HTTP/1.1\r\nHost: localhost\r\n${keyLine(service)}${extra}Content-Type: application/json\r\nContent-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`;
       return Buffer.concat([Buffer.from(head, 'latin1'), bytes]);
     },
     async count(table) {
