@@ -150,6 +150,19 @@ export const FileConfigSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    /** projects' managed clones (docs/task-service.md, "Managed clones") */
+    projects: Type.Optional(
+      Type.Object(
+        {
+          /**
+           * the clone activity's heartbeat timeout: how soon a clone whose worker died is tried again by another
+           * (default 60 s). The activity beats every 5 s, so at least 15 s (three beats).
+           */
+          cloneHeartbeatTimeoutMs: Type.Optional(Type.Integer({ minimum: 15_000, maximum: 3_600_000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     /** users' process groups (agents, setup and scheduler scripts): their CPU priority (lib/process/priority.ts) */
     processes: Type.Optional(Type.Object({ nice: Type.Optional(Type.Integer({ minimum: 0, maximum: 19 })) }, { additionalProperties: false })),
     /** outbound webhook delivery (lib/webhooks/deliveryPolicy.ts holds the defaults; docs/webhooks.md#delivery-durable-and-retried) */
