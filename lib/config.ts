@@ -159,6 +159,11 @@ export const FileConfigSchema = Type.Object(
            * (default 60 s). The activity beats every 5 s, so at least 15 s (three beats).
            */
           cloneHeartbeatTimeoutMs: Type.Optional(Type.Integer({ minimum: 15_000, maximum: 3_600_000 })),
+          /**
+           * the pause before a failed clone's second try (default 2 s), doubled before each next try up to 1 minute; five
+           * tries in all, so a clone that cannot succeed (a refused login, no server) is failed ~30 s after its start
+           */
+          cloneRetryInitialIntervalMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 60_000 })),
         },
         { additionalProperties: false },
       ),

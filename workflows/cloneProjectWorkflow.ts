@@ -1,13 +1,13 @@
 import { patched, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { failureMessage } from './failureMessage';
-import { CLONE_HEARTBEAT_TIMEOUT_MS } from './projectCloneMessages';
+import { CLONE_HEARTBEAT_TIMEOUT_MS, CLONE_RETRY_INITIAL_INTERVAL_MS } from './projectCloneMessages';
 
-const cloneActivities = (heartbeatTimeoutMs: number) =>
+const cloneActivities = (heartbeatTimeoutMs: number, retryInitialIntervalMs: number) =>
   proxyActivities<Activities>({
     startToCloseTimeout: '30 minutes',
     heartbeatTimeout: heartbeatTimeoutMs,
-    retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
+    retry: { initialInterval: retryInitialIntervalMs, backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
   });
 const { recordCloneResult, projectRecordStored } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
@@ -29,6 +29,8 @@ export interface CloneProjectInput {
    * in histories recorded before it was set, which keep their 1 minute (a timeout is not part of replay's match).
    */
   heartbeatTimeoutMs?: number;
+  /** The pause before a failed clone's second try (config `projects.cloneRetryInitialIntervalMs`); absent: 2 s, as before. */
+  retryInitialIntervalMs?: number;
 }
 
 /**
@@ -40,7 +42,10 @@ export interface CloneProjectInput {
  */
 export async function cloneProjectWorkflow(input: CloneProjectInput): Promise<'ready' | 'failed' | 'removed' | 'gone'> {
   if (patched('project-clone-waits-for-row') && !(await projectRecordStored({ projectId: input.projectId }))) return 'gone';
-  const { cloneRepository } = cloneActivities(input.heartbeatTimeoutMs ?? CLONE_HEARTBEAT_TIMEOUT_MS);
+  const { cloneRepository } = cloneActivities(
+    input.heartbeatTimeoutMs ?? CLONE_HEARTBEAT_TIMEOUT_MS,
+    input.retryInitialIntervalMs ?? CLONE_RETRY_INITIAL_INTERVAL_MS,
+  );
   let recorded: boolean | undefined;
   try {
     await cloneRepository({ projectId: input.projectId, url: input.url, branch: input.branch, dest: input.dest });

@@ -11,3 +11,6 @@ export const removeProjectCloneWorkflowId = (projectId: string): string => `proj
  * whose worker died is timed out and tried again. Also what cloneProjectWorkflow takes when its input names none.
  */
 export const CLONE_HEARTBEAT_TIMEOUT_MS = 60_000;
+
+/** The pause before a failed clone's second try (config `projects.cloneRetryInitialIntervalMs`, default 2 s). */
+export const CLONE_RETRY_INITIAL_INTERVAL_MS = 2_000;

@@ -21,7 +21,7 @@ import {
 } from '../../lib/db/projects';
 import { withTransaction } from '../../lib/db/pool';
 import { managedClonePath } from '../../lib/projects/managedClones';
-import { CLONE_HEARTBEAT_TIMEOUT_MS, cloneProjectWorkflowId } from '../../workflows/projectCloneMessages';
+import { CLONE_HEARTBEAT_TIMEOUT_MS, CLONE_RETRY_INITIAL_INTERVAL_MS, cloneProjectWorkflowId } from '../../workflows/projectCloneMessages';
 import { deleteProjectWithClone } from './projectDeletion';
 import { ok, okPage, pagination } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, PageQuery, PagedEnvelope } from '../http/schemas';
@@ -181,6 +181,7 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
                   branch,
                   dest,
                   heartbeatTimeoutMs: deps.config.file.projects?.cloneHeartbeatTimeoutMs ?? CLONE_HEARTBEAT_TIMEOUT_MS,
+                  retryInitialIntervalMs: deps.config.file.projects?.cloneRetryInitialIntervalMs ?? CLONE_RETRY_INITIAL_INTERVAL_MS,
                 },
               ],
             });

@@ -317,6 +317,8 @@ beforeAll(async () => {
       scheduler: { healthCheckIntervalSeconds: 0 },
       attempts: { heartbeatTimeoutMs: 5000, killGraceMs: 1000 },
       codehost: { pollIntervalMs: 300 },
+      // the two clones that cannot succeed fail after five tries 0.2-1.6 s apart instead of 2-16 s (~30 s)
+      projects: { cloneRetryInitialIntervalMs: 200 },
     }),
   );
   for (const s of ['task', 'scheduler', 'agents', 'traces']) ports[s] = await freePort();
@@ -676,8 +678,9 @@ function runFor(args: string[], env: NodeJS.ProcessEnv, ms: number): Promise<str
 /**
  * `armada migrate` and `armada api` with a DATABASE_URL whose password PostgreSQL refuses, and with one whose server is
  * gone, one after the other (~35 s: each api runs its 15 s, each migrate up to 20 s). beforeAll starts them once the
- * stack is up, so they run beside the tests before theirs (the clones' retries among them) instead of after; their test
- * waits for them, and comes before the one that stops PostgreSQL (the refused password must meet a server that runs).
+ * stack is up, so they run beside the tests before theirs (the clones, an attempt's create-pr, the agents) instead of
+ * after them; their test waits for them, and comes before the one that stops PostgreSQL (the refused password must
+ * meet a server that runs).
  */
 async function runWithBadDatabases(): Promise<void> {
   const ports = { ARMADA_TASK_PORT: '0', ARMADA_SCHEDULER_PORT: '0', ARMADA_AGENTS_PORT: '0', ARMADA_TRACES_PORT: '0' };
