@@ -6,7 +6,8 @@ const phase = process.env.ARMADA_TEST_PHASE;
 const escaped = (file) => `<rootDir>/${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`;
 
 module.exports = {
-  testEnvironment: 'node',
+  // jest's node environment, which names what holds a worker still running after the end (test/support/testEnvironment.js)
+  testEnvironment: '<rootDir>/test/support/testEnvironment.js',
   roots: ['<rootDir>/test'],
   testMatch: phase === 'quiet' ? QUIET_PHASE.map((f) => `<rootDir>/${f}`) : ['**/*.test.ts'],
   // test/langflow needs a real LangFlow: only `npm run test:langflow` (scripts/langflow-test.js) runs it
@@ -38,6 +39,7 @@ module.exports = {
   // as the run ends (its memory check races the end message), so the end waits for the old worker's exit with its
   // 1-2 GB heap (V8 frees it after the process's 'exit' event), then for a fresh worker that starts only to get the
   // end message: 0.8 s at load ~13, 1.5-2.8 s at load ~27, with nothing open. A handle really left open (a ref'd timer,
-  // socket or child) still gets the line, 10 s later.
+  // socket or child) still gets the line, 10 s later. Since session 51 a worker that still runs 5 s after the end names
+  // on stderr what holds it and the files it ran (test/support/testEnvironment.js).
   workerGracefulExitTimeout: 10_000,
 };

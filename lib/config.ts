@@ -150,6 +150,24 @@ export const FileConfigSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    /** projects' managed clones (docs/task-service.md, "Managed clones") */
+    projects: Type.Optional(
+      Type.Object(
+        {
+          /**
+           * the clone activity's heartbeat timeout: how soon a clone whose worker died is tried again by another
+           * (default 60 s). The activity beats every 5 s, so at least 15 s (three beats).
+           */
+          cloneHeartbeatTimeoutMs: Type.Optional(Type.Integer({ minimum: 15_000, maximum: 3_600_000 })),
+          /**
+           * the pause before a failed clone's second try (default 2 s), doubled before each next try up to 1 minute; five
+           * tries in all, so a clone that cannot succeed (a refused login, no server) is failed ~30 s after its start
+           */
+          cloneRetryInitialIntervalMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 60_000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     /** users' process groups (agents, setup and scheduler scripts): their CPU priority (lib/process/priority.ts) */
     processes: Type.Optional(Type.Object({ nice: Type.Optional(Type.Integer({ minimum: 0, maximum: 19 })) }, { additionalProperties: false })),
     /** outbound webhook delivery (lib/webhooks/deliveryPolicy.ts holds the defaults; docs/webhooks.md#delivery-durable-and-retried) */

@@ -1,12 +1,14 @@
 import { patched, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { failureMessage } from './failureMessage';
+import { CLONE_HEARTBEAT_TIMEOUT_MS, CLONE_RETRY_INITIAL_INTERVAL_MS } from './projectCloneMessages';
 
-const { cloneRepository } = proxyActivities<Activities>({
-  startToCloseTimeout: '30 minutes',
-  heartbeatTimeout: '1 minute',
-  retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
-});
+const cloneActivities = (heartbeatTimeoutMs: number, retryInitialIntervalMs: number) =>
+  proxyActivities<Activities>({
+    startToCloseTimeout: '30 minutes',
+    heartbeatTimeout: heartbeatTimeoutMs,
+    retry: { initialInterval: retryInitialIntervalMs, backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
+  });
 const { recordCloneResult, projectRecordStored } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '1s', maximumInterval: '30s' }, // a projection write retries until Postgres is back
@@ -22,6 +24,13 @@ export interface CloneProjectInput {
   url: string;
   branch: string;
   dest: string;
+  /**
+   * How soon a try whose worker died is timed out and tried again (config `projects.cloneHeartbeatTimeoutMs`); absent
+   * in histories recorded before it was set, which keep their 1 minute (a timeout is not part of replay's match).
+   */
+  heartbeatTimeoutMs?: number;
+  /** The pause before a failed clone's second try (config `projects.cloneRetryInitialIntervalMs`); absent: 2 s, as before. */
+  retryInitialIntervalMs?: number;
 }
 
 /**
@@ -33,9 +42,13 @@ export interface CloneProjectInput {
  */
 export async function cloneProjectWorkflow(input: CloneProjectInput): Promise<'ready' | 'failed' | 'removed' | 'gone'> {
   if (patched('project-clone-waits-for-row') && !(await projectRecordStored({ projectId: input.projectId }))) return 'gone';
+  const { cloneRepository } = cloneActivities(
+    input.heartbeatTimeoutMs ?? CLONE_HEARTBEAT_TIMEOUT_MS,
+    input.retryInitialIntervalMs ?? CLONE_RETRY_INITIAL_INTERVAL_MS,
+  );
   let recorded: boolean | undefined;
   try {
-    await cloneRepository(input);
+    await cloneRepository({ projectId: input.projectId, url: input.url, branch: input.branch, dest: input.dest });
     recorded = await recordCloneResult({ projectId: input.projectId, ok: true, path: input.dest, error: null });
   } catch (err) {
     await recordCloneResult({ projectId: input.projectId, ok: false, path: null, error: failureMessage(err) });

@@ -21,7 +21,7 @@ import {
 } from '../../lib/db/projects';
 import { withTransaction } from '../../lib/db/pool';
 import { managedClonePath } from '../../lib/projects/managedClones';
-import { cloneProjectWorkflowId } from '../../workflows/projectCloneMessages';
+import { CLONE_HEARTBEAT_TIMEOUT_MS, CLONE_RETRY_INITIAL_INTERVAL_MS, cloneProjectWorkflowId } from '../../workflows/projectCloneMessages';
 import { deleteProjectWithClone } from './projectDeletion';
 import { ok, okPage, pagination } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, PageQuery, PagedEnvelope } from '../http/schemas';
@@ -174,7 +174,16 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
               workflowId: cloneProjectWorkflowId(id),
               taskQueue: deps.config.temporal.taskQueue,
               // the URL without its credentials: the activity opens them from the row (no workflow history holds them)
-              args: [{ projectId: id, url: splitUrlCredentials(repo.cloneFrom).url, branch, dest }],
+              args: [
+                {
+                  projectId: id,
+                  url: splitUrlCredentials(repo.cloneFrom).url,
+                  branch,
+                  dest,
+                  heartbeatTimeoutMs: deps.config.file.projects?.cloneHeartbeatTimeoutMs ?? CLONE_HEARTBEAT_TIMEOUT_MS,
+                  retryInitialIntervalMs: deps.config.file.projects?.cloneRetryInitialIntervalMs ?? CLONE_RETRY_INITIAL_INTERVAL_MS,
+                },
+              ],
             });
           } catch (err) {
             request.log.error({ err }, 'could not start the clone workflow');

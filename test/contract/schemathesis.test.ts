@@ -162,14 +162,17 @@ const ATTEMPT_PATHS = '^/api/(attempts|task-attempts|execution-processes|process
 // The task service's run with the key was most of the test's time: 280 of ci47b's 389 s, alone for the last 130 s
 // while the other slots stood empty. It goes as two runs: its attempt operations, and the others with the stateful
 // phase, which covered none of the document's 548 inferred links in that run (19 scenarios; as a run of its own it
-// cost more than a minute of loading the document). Then longest first: the other documents with the key (scheduler
-// 96 s, agents 61 s, traces 42 s in ci47b), the runs without a key (task 71 s, the others 7-13 s).
+// cost more than a minute of loading the document). Then longest first, by their times in the CI runs of sessions 49
+// and 50 (ci49a-ci50d): the scheduler's with the key (62-74 s), the task document's without one (37-48 s), agents'
+// and traces' with the key (28-37 s, 26-29 s), the other runs without a key (3-9 s). The task document's without a
+// key ran after agents' before (their order in session 47, when it took 71 s): the three slots' last run then ended
+// 2-9 s later in each of those runs (the same times, replayed in either order).
 const LONGEST_FIRST: RunSpec[] = [
   { service: 'task', withKey: true, part: { name: 'attempt operations', args: ['--include-path-regex', ATTEMPT_PATHS], phases: 'examples,coverage,fuzzing' } },
   { service: 'task', withKey: true, part: { name: 'other operations', args: ['--exclude-path-regex', ATTEMPT_PATHS], phases: 'examples,coverage,fuzzing,stateful' } },
   { service: 'scheduler', withKey: true },
-  { service: 'agents', withKey: true },
   { service: 'task', withKey: false },
+  { service: 'agents', withKey: true },
   { service: 'traces', withKey: true },
   { service: 'agents', withKey: false },
   { service: 'scheduler', withKey: false },

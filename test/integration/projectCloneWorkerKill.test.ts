@@ -54,7 +54,9 @@ beforeAll(async () => {
     beforeUploadPack: () => (++packRequests === 1 ? firstHeld : Promise.resolve()),
   });
   url = `${server.url.replace('http://', `http://${USER}:${SECRET}@`)}/acme/widgets.git`;
-  stack = await startTestStack({ services: ['task'], worker: false, file: agentConfig() });
+  // the lost try is timed out after 15 s without a beat instead of the default minute (the next try is what the test
+  // waits for, not how long Temporal takes to notice)
+  stack = await startTestStack({ services: ['task'], worker: false, file: { ...agentConfig(), projects: { cloneHeartbeatTimeoutMs: 15_000 } } });
   worker = await spawnStackWorker(stack);
 }, 180_000);
 
@@ -123,7 +125,7 @@ test('kill -9 of the worker mid-clone: no git left running after it, the project
   expect((await h.inject('GET', `/api/projects/${id}`)).json().data.repository.status).toBe('cloning');
 
   worker = await spawnStackWorker(stack);
-  // the clone activity's next try, once Temporal timed the lost one out (its heartbeat timeout, 1 minute)
+  // the clone activity's next try, once Temporal timed the lost one out (its heartbeat timeout, 15 s here)
   const settled = await repositoryOnceSettled(id, 180_000);
   expect(settled).toMatchObject({ status: 'ready' });
   expect(settled.error).toBeUndefined();

@@ -133,6 +133,8 @@ let vars: NodeJS.ProcessEnv;
 let goodProjectId: string;
 /** What the processes started with a DATABASE_URL PostgreSQL refuses (or of no server) wrote. */
 const badDatabaseOutputs: { what: string; out: string }[] = [];
+/** `armada migrate` and `armada api` with bad DATABASE_URLs (runWithBadDatabases), started by beforeAll. */
+let badDatabaseRuns: Promise<void> = Promise.resolve();
 let codehost: FakeCodehost;
 let platform: FakeFlowBuilder;
 let gitServer: GitHttpServer;
@@ -315,6 +317,8 @@ beforeAll(async () => {
       scheduler: { healthCheckIntervalSeconds: 0 },
       attempts: { heartbeatTimeoutMs: 5000, killGraceMs: 1000 },
       codehost: { pollIntervalMs: 300 },
+      // the two clones that cannot succeed fail after five tries 0.2-1.6 s apart instead of 2-16 s (~30 s)
+      projects: { cloneRetryInitialIntervalMs: 200 },
     }),
   );
   for (const s of ['task', 'scheduler', 'agents', 'traces']) ports[s] = await freePort();
@@ -348,6 +352,8 @@ beforeAll(async () => {
   };
   api = await spawnArmada(['api'], 'listening', vars);
   worker = await spawnArmada(['worker'], 'worker-started', vars);
+  badDatabaseRuns = runWithBadDatabases();
+  badDatabaseRuns.catch(() => undefined); // its test reports it
 }, 400_000);
 
 afterAll(async () => {
@@ -622,6 +628,13 @@ async function terminateActor(): Promise<void> {
   }
 }
 
+test('armada migrate and armada api with a DATABASE_URL whose password PostgreSQL refuses, or whose server is gone', async () => {
+  await badDatabaseRuns;
+  // they said why
+  expect(badDatabaseOutputs.find((o) => o.what === 'migrate, refused')?.out).toMatch(/password authentication failed/);
+  expect(badDatabaseOutputs.filter((o) => markersIn(o.out).length > 0)).toEqual([]);
+});
+
 test('PostgreSQL stopped: the 503s name no secret; back, the services answer again', async () => {
   await pg.stop();
   try {
@@ -662,7 +675,14 @@ function runFor(args: string[], env: NodeJS.ProcessEnv, ms: number): Promise<str
   });
 }
 
-test('armada migrate and armada api with a DATABASE_URL whose password PostgreSQL refuses, or whose server is gone', async () => {
+/**
+ * `armada migrate` and `armada api` with a DATABASE_URL whose password PostgreSQL refuses, and with one whose server is
+ * gone, one after the other (~35 s: each api runs its 15 s, each migrate up to 20 s). beforeAll starts them once the
+ * stack is up, so they run beside the tests before theirs (the clones, an attempt's create-pr, the agents) instead of
+ * after them; their test waits for them, and comes before the one that stops PostgreSQL (the refused password must
+ * meet a server that runs).
+ */
+async function runWithBadDatabases(): Promise<void> {
   const ports = { ARMADA_TASK_PORT: '0', ARMADA_SCHEDULER_PORT: '0', ARMADA_AGENTS_PORT: '0', ARMADA_TRACES_PORT: '0' };
   for (const [what, url] of [
     ['refused', pg.url.replace(S.db, S.refusedDb)],
@@ -671,10 +691,7 @@ test('armada migrate and armada api with a DATABASE_URL whose password PostgreSQ
     badDatabaseOutputs.push({ what: `migrate, ${what}`, out: await runFor(['migrate'], { ...vars, DATABASE_URL: url }, 20_000) });
     badDatabaseOutputs.push({ what: `api, ${what}`, out: await runFor(['api'], { ...vars, ...ports, DATABASE_URL: url, ARMADA_TASK_QUEUE: `secrets-${tag}-bad` }, 15_000) });
   }
-  // they said why
-  expect(badDatabaseOutputs.find((o) => o.what === 'migrate, refused')?.out).toMatch(/password authentication failed/);
-  expect(badDatabaseOutputs.filter((o) => markersIn(o.out).length > 0)).toEqual([]);
-});
+}
 
 test('the key of a stream route, sent as ?access_token=, is in no answer or log', async () => {
   const ctl = new AbortController();

@@ -25,7 +25,16 @@ beforeAll(async () => {
       done();
     },
   });
-  stack = await startTestStack({ services: ['task'], worker: true, logger: createLogger('debug', 'armada', sink), file: { filesystem: { allowedPaths: [tree] } } });
+  stack = await startTestStack({
+    services: ['task'],
+    worker: true,
+    logger: createLogger('debug', 'armada', sink),
+    file: {
+      filesystem: { allowedPaths: [tree] },
+      // the clone that cannot succeed is failed after its five tries 0.2, 0.4, 0.8 and 1.6 s apart (default 2-16 s)
+      projects: { cloneRetryInitialIntervalMs: 200 },
+    },
+  });
 }, 120_000);
 afterAll(async () => {
   await stack?.close();
@@ -68,7 +77,7 @@ test('a project made from a URL with credentials: accepted, never shown (detail,
   const id = created.json().data.id;
   const shown = 'http://user:***@127.0.0.1:1/x.git';
   expect(created.json().data.repository.url).toBe(shown);
-  // the clone is tried with the credentials (it fails here: nothing listens on port 1; five tries, ~30 s of backoff)
+  // the clone is tried with the credentials (it fails here: nothing listens on port 1; five tries, ~3 s of backoff here)
   const failed = await eventually(async () => {
     const p = (await inject('GET', `/api/projects/${id}`)).json().data;
     return p.repository.status === 'failed' ? p : undefined;

@@ -30,10 +30,8 @@ const LONGEST_FIRST = [
   'test/e2e/provision.test.ts',
   'test/integration/attemptPostgresRestart.test.ts',
   'test/integration/schedulerWorkflows.test.ts',
-  // session 50: ~110 s alone (armada api and worker spawned, every secret path exercised)
+  // session 50: ~110 s alone (armada api and worker spawned, every secret path exercised); ~80 s since session 51
   'test/integration/secretsNowhere.test.ts',
-  // session 50: ~80 s alone (a worker killed mid-clone waits out the lost try's 1-minute heartbeat timeout)
-  'test/integration/projectCloneWorkerKill.test.ts',
   // session 50: ~73 s alone (two starts of the suite, the lost agent run's 10 s heartbeat timeout, a re-run)
   'test/e2e/startKilledAgent.test.ts',
   'test/integration/schedulerWorkerOutage.test.ts',
@@ -45,7 +43,8 @@ const LONGEST_FIRST = [
   'test/integration/webhookOldRetryPolicy.test.ts',
   'test/integration/multiAgentFaults.test.ts',
   'test/integration/webhookBreaker.test.ts',
-  'test/integration/urlCredentials.test.ts',
+  // session 51: ~40 s alone (a worker killed mid-clone waits out the lost try's heartbeat timeout, 15 s there)
+  'test/integration/projectCloneWorkerKill.test.ts',
 ];
 
 class LongestFirstSequencer extends Sequencer {
