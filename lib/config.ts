@@ -371,7 +371,7 @@ export const DEFAULT_API_STATEMENT_TIMEOUT_MS = 30_000;
  * config.apiDatabaseLimits.idleInTransactionTimeoutMs when ARMADA_API_IDLE_IN_TRANSACTION_TIMEOUT_MS is unset: above the
  * longest a request keeps its transaction open while it waits for something else, a Temporal call (a scheduler route's
  * 10 s deadline, api/scheduler/temporalAccess.ts; a workflow start committed with its row, which a healthy Temporal
- * answers in milliseconds). A transaction idle longer belongs to a stopped or stalled process; PostgreSQL ends its
+ * answers in milliseconds and a stalled one within DEFAULT_API_TEMPORAL_IN_TRANSACTION_TIMEOUT_MS). A transaction idle longer belongs to a stopped or stalled process; PostgreSQL ends its
  * session, its locks are released, and it is rolled back whole.
  */
 export const DEFAULT_API_IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
