@@ -293,6 +293,14 @@ export interface ArmadaConfig {
    * process (docs/configuration.md#the-workers-pool). No lock or statement limit: an activity waits for a lock.
    */
   workerDatabase: { connectTimeoutMs: number; idleInTransactionTimeoutMs: number };
+  /**
+   * How long the Temporal calls a request of the task service makes while it holds a PostgreSQL transaction open may
+   * wait for Temporal, together (ARMADA_API_TEMPORAL_IN_TRANSACTION_TIMEOUT_MS, default 10 s): the workflow starts
+   * committed with their rows (an approval, an autoSend follow-up draft, an autoExecute follow-up queue, a project's
+   * clone) and the approval cancels of a delete. Past it the request answers 503 "try again" and its transaction rolls
+   * back, well before `apiDatabaseLimits.idleInTransactionTimeoutMs` would end its session (lib/temporal/transactionBound.ts).
+   */
+  temporalInTransactionMs: number;
   /** Allowed CORS origins: ARMADA_CORS_ORIGINS (comma-separated) or `cors.origins`; undefined = the service default. */
   corsOrigins?: string[];
   /** `armada start`: how its embedded servers are restarted when they die (lib/runtime/supervisor.ts). */
@@ -381,10 +389,16 @@ export const DEFAULT_API_STATEMENT_TIMEOUT_MS = 30_000;
  * config.apiDatabaseLimits.idleInTransactionTimeoutMs when ARMADA_API_IDLE_IN_TRANSACTION_TIMEOUT_MS is unset: above the
  * longest a request keeps its transaction open while it waits for something else, a Temporal call (a scheduler route's
  * 10 s deadline, api/scheduler/temporalAccess.ts; a workflow start committed with its row, which a healthy Temporal
- * answers in milliseconds). A transaction idle longer belongs to a stopped or stalled process; PostgreSQL ends its
+ * answers in milliseconds and a stalled one within DEFAULT_API_TEMPORAL_IN_TRANSACTION_TIMEOUT_MS). A transaction idle longer belongs to a stopped or stalled process; PostgreSQL ends its
  * session, its locks are released, and it is rolled back whole.
  */
 export const DEFAULT_API_IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
+/**
+ * config.temporalInTransactionMs when ARMADA_API_TEMPORAL_IN_TRANSACTION_TIMEOUT_MS is unset: a third of the idle
+ * limit above, so a request whose Temporal stalls answers 503 with its transaction rolled back by the API itself,
+ * not ended by PostgreSQL under it; a healthy Temporal answers in milliseconds.
+ */
+export const DEFAULT_API_TEMPORAL_IN_TRANSACTION_TIMEOUT_MS = 10_000;
 /** config.workerDatabase when ARMADA_WORKER_DB_CONNECT_TIMEOUT_MS / ARMADA_WORKER_IDLE_IN_TRANSACTION_TIMEOUT_MS are unset. */
 export const DEFAULT_WORKER_DB_CONNECT_TIMEOUT_MS = 60_000;
 export const DEFAULT_WORKER_IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
@@ -527,6 +541,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
       connectTimeoutMs: positiveInteger(env, 'ARMADA_WORKER_DB_CONNECT_TIMEOUT_MS', DEFAULT_WORKER_DB_CONNECT_TIMEOUT_MS),
       idleInTransactionTimeoutMs: positiveInteger(env, 'ARMADA_WORKER_IDLE_IN_TRANSACTION_TIMEOUT_MS', DEFAULT_WORKER_IDLE_IN_TRANSACTION_TIMEOUT_MS, 0),
     },
+    temporalInTransactionMs: positiveInteger(env, 'ARMADA_API_TEMPORAL_IN_TRANSACTION_TIMEOUT_MS', DEFAULT_API_TEMPORAL_IN_TRANSACTION_TIMEOUT_MS, 100),
     corsOrigins: nonEmpty(env.ARMADA_CORS_ORIGINS)
       ?.split(',')
       .map((o) => o.trim())

@@ -5,6 +5,7 @@
  */
 import type { FastifyBaseLogger, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Client } from '@temporalio/client';
 import { type AppError, conflict, invalidRequest, notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
@@ -12,7 +13,7 @@ import { UNIQUE_VIOLATION } from '../../lib/db/projects';
 import { lockSourceKeys } from '../../lib/db/schedulerSources';
 import { getDefaultSchedule, listSchedules, lockTemporalIdsOf, lockTemporalSchedule, temporalIdsOf } from '../../lib/db/schedulerSchedules';
 import { isTemporalUnreachable } from '../../lib/temporal/client';
-import { runningRunsOf } from '../../lib/db/schedulerExecutions';
+import { runningRunsOf, type RunningRun } from '../../lib/db/schedulerExecutions';
 import { deleteWorkflow, getWorkflow, insertWorkflow, listWorkflows, lockWorkflows, type FlowTask, type WorkflowRow, type WorkflowTask } from '../../lib/db/schedulerWorkflows';
 import { cronZone, MAX_SCHEDULE_CHARS, neverFiresError, scheduleExpressionError, temporalZoneRejection, timezoneError } from '../../lib/scheduler/cron';
 import { schedulerSettings } from '../../lib/scheduler/settings';
@@ -32,6 +33,7 @@ export { temporalClient, temporalUnavailable } from './temporalAccess';
 export const WORKFLOW_NOT_FOUND = 'Workflow not found';
 const CREATE_FAILED = 'Error creating schedule';
 const DELETE_FAILED = 'Error deleting schedule';
+const STOP_FAILED = 'Error stopping executions';
 
 /**
  * When `err` says Temporal did not answer a call on these Temporal Schedules (TemporalUnavailable: the call may still
@@ -252,32 +254,45 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
     async (request) => {
       const w = await mustGet(request.params.name);
       const temporalIds = await temporalIdsOf(deps.db, [w.name]);
+      // the client is had before the transaction below, never in it: connecting to a Temporal that does not answer
+      // waits (up to its connect timeout) with nothing locked
+      let client: Client | undefined;
       if (temporalIds.length) {
-        const client = await temporalClient(deps, DELETE_FAILED);
+        client = await temporalClient(deps, DELETE_FAILED);
+        const scheduler = client;
         try {
-          await withinDeadline(client, DELETE_FAILED, async () => {
-            for (const id of temporalIds) await deleteSchedule(client, id);
+          await withinDeadline(scheduler, DELETE_FAILED, async () => {
+            for (const id of temporalIds) await deleteSchedule(scheduler, id);
           });
         } catch (err) {
           throw unknownOutcomeResynced(deps, err, temporalIds, request.log) ?? err;
         }
       }
+      // Temporal must be there to stop its running executions: without it nothing is deleted (503)
+      if (!client && (await runningRunsOf(deps.db, [w.name])).length) client = await temporalClient(deps, STOP_FAILED);
       // Its running executions stop with it (docs/scheduler.md#deleting). Listed under the workflow's lock,
       // so a run started meanwhile is listed or cannot write its row; stopped after the commit, so a stopped run finds
       // its row gone and writes nothing (its rows are its workflow's by id, also once the name is taken again: upsertExecution).
-      const { client, runs, late } = await withTransaction(deps.db, async (c) => {
-        if (!(await lockWorkflows(c, [w.name])).length) throw notFound(WORKFLOW_NOT_FOUND);
-        // a Temporal Schedule created since the list above (a PATCH giving the default schedule its first cron, which
-        // held its row): deleted after the commit, else it would outlive its row
-        const late = (await lockTemporalIdsOf(c, [w.name])).filter((id) => !temporalIds.includes(id));
-        const running = await runningRunsOf(c, [w.name]);
-        // Temporal must be there to stop them: without it nothing is deleted (503)
-        const stopper = running.length ? await temporalClient(deps, 'Error stopping executions') : undefined;
-        await deleteWorkflow(c, w.name);
-        return { client: stopper, runs: running, late };
-      });
+      // A run started between the list above and the lock, with no client had yet: the transaction ends having
+      // deleted nothing, the client is had outside it, and the deletion is made again (at most once more).
+      let deletion: { runs: RunningRun[]; late: string[] } | undefined;
+      while (!deletion) {
+        const stopper = client;
+        deletion = await withTransaction(deps.db, async (c) => {
+          if (!(await lockWorkflows(c, [w.name])).length) throw notFound(WORKFLOW_NOT_FOUND);
+          // a Temporal Schedule created since the list above (a PATCH giving the default schedule its first cron, which
+          // held its row): deleted after the commit, else it would outlive its row
+          const late = (await lockTemporalIdsOf(c, [w.name])).filter((id) => !temporalIds.includes(id));
+          const running = await runningRunsOf(c, [w.name]);
+          if (running.length && !stopper) return undefined;
+          await deleteWorkflow(c, w.name);
+          return { runs: running, late };
+        });
+        if (!deletion) client = await temporalClient(deps, STOP_FAILED);
+      }
+      const { runs, late } = deletion;
       if (late.length) await deleteLateSchedules(deps, late, request.log);
-      if (client) await stopRuns(client, deps.db, runs, request.log);
+      if (client && runs.length) await stopRuns(client, deps.db, runs, request.log);
       return { name: w.name, deleted: true };
     },
   );

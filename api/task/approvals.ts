@@ -13,6 +13,7 @@ import { approvalMetrics } from '../../lib/approvals/metrics';
 import { getApproval, insertApproval, listHistoryFor, listPendingFor, listResponses, lockApprovalInsert, type ApprovalRow, type ApprovalResponseRow, type ApprovalWithTaskRow } from '../../lib/db/approvals';
 import { lockAttemptKey } from '../../lib/db/attempts';
 import { withTransaction } from '../../lib/db/pool';
+import { withinTransactionBound } from '../../lib/temporal/transactionBound';
 import { approvalWorkflow, cancelApprovalUpdate, respondUpdate, type ApprovalRequest } from '../../workflows/approvalWorkflow';
 import { actingUser } from '../http/actingUser';
 import { ok, okPage, pagination } from '../http/envelope';
@@ -193,7 +194,11 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       };
       // the row and approval.created commit only when the workflow started; the workflow waits for this
       // transaction's end (the advisory lock) and ends doing nothing when the row did not commit, so a create
-      // answered 503 leaves no approval behind and may be sent again (docs/approvals.md, "Create")
+      // answered 503 leaves no approval behind and may be sent again (docs/approvals.md, "Create"). The client is had
+      // before the transaction (connecting waits with nothing locked), and the start is bounded by
+      // config.temporalInTransactionMs: a Temporal that does not answer in time is that 503, not a transaction left
+      // open until PostgreSQL ends it
+      const client = await deps.temporal.client();
       await withTransaction(deps.db, async (c) => {
         // the attempt's key-share lock, held to the commit: a delete of the attempt locks its row, so it comes after
         // this and finds the approval (and cancels its workflow), or came before and this is a 404 without a workflow
@@ -201,13 +206,14 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
         if (b.expiresAt && Date.parse(b.expiresAt) <= Date.now()) throw validationError('expiresAt must be in the future', { expiresAt: 'must be in the future' });
         await insertApproval(c, input);
         await lockApprovalInsert(c, input.id);
-        const client = await deps.temporal.client();
-        await callTemporal(() =>
-          client.workflow.start(approvalWorkflow, {
-            workflowId: approvalWorkflowId(input.id),
-            taskQueue: deps.config.temporal.taskQueue,
-            args: [input],
-          }),
+        await withinTransactionBound(client, deps.config.temporalInTransactionMs, () =>
+          callTemporal(() =>
+            client.workflow.start(approvalWorkflow, {
+              workflowId: approvalWorkflowId(input.id),
+              taskQueue: deps.config.temporal.taskQueue,
+              args: [input],
+            }),
+          ),
         );
       }).catch((err: unknown) => {
         throw outcomeUnknownNaming(err, input.id);

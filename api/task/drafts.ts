@@ -11,6 +11,7 @@ import { Type } from 'typebox';
 import { invalidRequest, notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
+import { withinTransactionBound } from '../../lib/temporal/transactionBound';
 import {
   DRAFT_TYPES,
   attemptProject,
@@ -225,12 +226,15 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
         // the workflow waits for this transaction's end (the lock) and sends nothing if the row did not commit
         if (client) {
           await lockFollowUpInsert(c, id);
-          await callTemporal(() =>
-            client.workflow.start(followUpDraftWorkflow, {
-              workflowId: `follow-up:${id}`,
-              taskQueue: deps.config.temporal.taskQueue,
-              args: [{ draftId: id, attemptId, prompt, sendAfter }],
-            }),
+          // bounded (config.temporalInTransactionMs): past it a 503 "try again", the row rolled back
+          await withinTransactionBound(client, deps.config.temporalInTransactionMs, () =>
+            callTemporal(() =>
+              client.workflow.start(followUpDraftWorkflow, {
+                workflowId: `follow-up:${id}`,
+                taskQueue: deps.config.temporal.taskQueue,
+                args: [{ draftId: id, attemptId, prompt, sendAfter }],
+              }),
+            ),
           );
         }
         return v;
@@ -295,12 +299,14 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
         // as for a follow-up draft: the workflow sends the items only once this transaction has committed them
         if (client) {
           await lockFollowUpInsert(c, id);
-          await callTemporal(() =>
-            client.workflow.start(followUpQueueWorkflow, {
-              workflowId: `follow-up-queue:${id}`,
-              taskQueue: deps.config.temporal.taskQueue,
-              args: [{ queueId: id, attemptId, items }],
-            }),
+          await withinTransactionBound(client, deps.config.temporalInTransactionMs, () =>
+            callTemporal(() =>
+              client.workflow.start(followUpQueueWorkflow, {
+                workflowId: `follow-up-queue:${id}`,
+                taskQueue: deps.config.temporal.taskQueue,
+                args: [{ queueId: id, attemptId, items }],
+              }),
+            ),
           );
         }
         return q;

@@ -3,7 +3,8 @@ import path from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { conflict, notFound, validationError } from '../../lib/errors';
+import type { Client } from '@temporalio/client';
+import { AppError, conflict, notFound, validationError } from '../../lib/errors';
 import { redactUrlCredentials, splitUrlCredentials } from '../../lib/urlCredentials';
 import { storedRepoUrl } from '../../lib/projects/repoCredentials';
 import { newId } from '../../lib/ids';
@@ -20,6 +21,7 @@ import {
   type ProjectRow,
 } from '../../lib/db/projects';
 import { withTransaction } from '../../lib/db/pool';
+import { withinTransactionBound } from '../../lib/temporal/transactionBound';
 import { managedClonePath } from '../../lib/projects/managedClones';
 import { CLONE_HEARTBEAT_TIMEOUT_MS, CLONE_RETRY_INITIAL_INTERVAL_MS, cloneProjectWorkflowId } from '../../workflows/projectCloneMessages';
 import { deleteProjectWithClone } from './projectDeletion';
@@ -145,7 +147,22 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
       const stored = storedRepoUrl(deps.keys.encryption, body.repository.url);
       // The row and the clone workflow's start go in one transaction: a start that fails (or a process that dies
       // before the COMMIT) leaves no row `cloning` with no clone coming. The workflow waits for this transaction's
-      // end (the lock) and clones nothing if the row did not commit.
+      // end (the lock) and clones nothing if the row did not commit. The client is had before the transaction
+      // (connecting waits with nothing locked), and the start is bounded by config.temporalInTransactionMs: a
+      // Temporal that does not answer in time is the 503, not a transaction left open until PostgreSQL ends it.
+      const cloneUnavailable = (err: unknown): AppError => {
+        request.log.warn({ err: { message: (err as Error).message } }, 'could not start the clone workflow');
+        // nothing half-made is left: the row is rolled back (or was never written)
+        return new AppError(503, 'SERVICE_UNAVAILABLE', 'Temporal is unavailable: the repository cannot be cloned now; try again');
+      };
+      let client: Client | undefined;
+      if (repo.cloneFrom) {
+        try {
+          client = await deps.temporal.client();
+        } catch (err) {
+          throw cloneUnavailable(err);
+        }
+      }
       const row = await withTransaction(deps.db, async (c) => {
         let inserted: ProjectRow;
         try {
@@ -166,30 +183,30 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
           if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw conflict(`A project named "${projectName(body.name)}" already exists`, 'PROJECT_EXISTS');
           throw err;
         }
-        if (repo.cloneFrom) {
+        if (repo.cloneFrom && client) {
+          const started = client;
+          const cloneFrom = repo.cloneFrom;
           await lockProjectInsert(c, id);
           try {
-            const client = await deps.temporal.client();
-            await client.workflow.start('cloneProjectWorkflow', {
-              workflowId: cloneProjectWorkflowId(id),
-              taskQueue: deps.config.temporal.taskQueue,
-              // the URL without its credentials: the activity opens them from the row (no workflow history holds them)
-              args: [
-                {
-                  projectId: id,
-                  url: splitUrlCredentials(repo.cloneFrom).url,
-                  branch,
-                  dest,
-                  heartbeatTimeoutMs: deps.config.file.projects?.cloneHeartbeatTimeoutMs ?? CLONE_HEARTBEAT_TIMEOUT_MS,
-                  retryInitialIntervalMs: deps.config.file.projects?.cloneRetryInitialIntervalMs ?? CLONE_RETRY_INITIAL_INTERVAL_MS,
-                },
-              ],
-            });
+            await withinTransactionBound(started, deps.config.temporalInTransactionMs, () =>
+              started.workflow.start('cloneProjectWorkflow', {
+                workflowId: cloneProjectWorkflowId(id),
+                taskQueue: deps.config.temporal.taskQueue,
+                // the URL without its credentials: the activity opens them from the row (no workflow history holds them)
+                args: [
+                  {
+                    projectId: id,
+                    url: splitUrlCredentials(cloneFrom).url,
+                    branch,
+                    dest,
+                    heartbeatTimeoutMs: deps.config.file.projects?.cloneHeartbeatTimeoutMs ?? CLONE_HEARTBEAT_TIMEOUT_MS,
+                    retryInitialIntervalMs: deps.config.file.projects?.cloneRetryInitialIntervalMs ?? CLONE_RETRY_INITIAL_INTERVAL_MS,
+                  },
+                ],
+              }),
+            );
           } catch (err) {
-            request.log.error({ err }, 'could not start the clone workflow');
-            const e = new Error('Temporal is unavailable: the repository cannot be cloned now') as Error & { statusCode: number };
-            e.statusCode = 503;
-            throw e; // nothing half-made is left: the row is rolled back
+            throw cloneUnavailable(err);
           }
         }
         return inserted;

@@ -9,7 +9,12 @@
  *   request sent again makes one approval, not two;
  * - the start never reached Temporal (connections refused before anything was sent): 503 "try again", no workflow,
  *   no row; sent again once Temporal answers, one approval.
- * Neither 503 names an approval (`details.approvalId` is only for a COMMIT whose outcome is unknown:
+ * - the start reached Temporal and its answer is held past the start's bound (ARMADA_API_TEMPORAL_IN_TRANSACTION_TIMEOUT_MS,
+ *   2 s here): 503 "try again" naming the bound, the transaction rolled back (no session of the API idle in transaction),
+ *   nothing stored, the workflow ends `not-stored`; sent again once Temporal answers, one approval. Before, the start
+ *   waited without a limit inside the transaction (until Temporal was called down by the probes, or PostgreSQL's
+ *   idle_in_transaction_session_timeout ended the session).
+ * None of these 503 names an approval (`details.approvalId` is only for a COMMIT whose outcome is unknown:
  * approvalCommitFaults.test.ts).
  */
 import fs from 'node:fs';
@@ -30,13 +35,20 @@ let api: ApiProcess;
 const apiHome = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-approval-start-'));
 
 const REQUESTER = 'carol@example.com';
+const API_SESSIONS = 'approval-start-faults-api';
 const APPROVER = 'alice@example.com';
 
 beforeAll(async () => {
   stack = await startTestStack({ services: ['task'], worker: true });
   ({ taskId } = await createProjectAndTask(stack));
   proxy = await startTcpProxy(env('ARMADA_TEST_TEMPORAL_ADDRESS'));
-  api = await spawnApi({ home: apiHome, databaseUrl: stack.dbUrl, temporalAddress: proxy.address, services: ['task'], env: { ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue } });
+  api = await spawnApi({
+    home: apiHome,
+    databaseUrl: stack.dbUrl,
+    temporalAddress: proxy.address,
+    services: ['task'],
+    env: { ARMADA_TASK_QUEUE: stack.config.temporal.taskQueue, ARMADA_API_TEMPORAL_IN_TRANSACTION_TIMEOUT_MS: '2000', PGAPPNAME: API_SESSIONS },
+  });
 }, 240_000);
 afterAll(async () => {
   await api?.stop();
@@ -145,4 +157,20 @@ test('the start never reached Temporal (connection refused before anything was s
     return runs.length === 1 && runs[0]?.status === 'COMPLETED';
   }, 30_000, 250);
   expect(await approvalRunsSince(since)).toHaveLength(1);
+});
+
+test("the start's answer held past its bound: 503 try again naming it, no session idle in transaction, nothing stored, the workflow ends not-stored; sent again, one approval", async () => {
+  const attemptId = await insertAttempt(stack, taskId);
+  const since = new Date();
+  proxy.setMode('holdAnswers'); // requests reach Temporal; what it answers is held back
+  const r = await create(attemptId, 'held past the bound');
+  expectTryAgain(r);
+  expect(r.body.error?.message).toMatch(/did not answer within 2 s/);
+  const idle = await stack.db.query("SELECT query FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'", [API_SESSIONS]);
+  expect(idle.rows).toEqual([]);
+  expect(await approvalsOf(attemptId)).toEqual([]);
+  await temporalBack();
+  const run = await eventually(async () => (await approvalRunsSince(since))[0], 30_000, 200);
+  expect(await resultOf(run.workflowId.replace(/^approval:/, ''))).toBe('not-stored');
+  await sentAgainMakesOne(attemptId, 'held past the bound');
 });

@@ -5,10 +5,14 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { buildSchedulerApp } from '../../api/scheduler/app';
+import { createPool, sessionLimits } from '../../lib/db/pool';
 import type { Faults } from '../../lib/faults';
 import { groupAlive } from '../../lib/process/processGroup';
 import { FAKE_FLOWS } from '../support/fakeFlowBuilder';
-import { eventually, startStackWorkers } from '../support/harness';
+import { createTemporalHandle } from '../../lib/temporal/client';
+import { env, eventually, logger, startStackWorkers, TEST_API_KEY } from '../support/harness';
+import { startTcpProxy } from '../support/tcpProxy';
 import type { RunningWorkers } from '../../workers/createWorker';
 import { runWorkflowToEnd, schedulerApiWithStartHook, schedulerStackForFile } from '../support/schedulerStack';
 
@@ -354,5 +358,65 @@ describe('a scheduled run that waited for a worker while its workflow was delete
     expect(await rowsOf(name)).toEqual([]);
     expect(runsSent(oldInput)).toEqual([]);
     expect(runsSent(newInput)).toEqual([]);
+  });
+});
+
+describe('deleting a workflow with a running execution while Temporal cannot be reached', () => {
+  /**
+   * An API whose Temporal client has not connected yet, in front of a Temporal that takes the connection and holds its
+   * answers (a TCP proxy, `holdAnswers`): getting the client waits for its connect timeout (3 s). It is got before the
+   * deletion's transaction, so the wait holds nothing: no session of the API idle in transaction, the workflow's row
+   * free; then 503, nothing deleted; once Temporal answers, the deletion goes through. Before, the client was got inside
+   * the transaction, with the workflow's row locked for the whole wait.
+   */
+  test('the wait for Temporal holds no transaction and no lock; 503, nothing deleted; sent again once Temporal answers, deleted', async () => {
+    const name = `del-unreached-${uniq}`;
+    expect((await inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 't', type: 'script', script: 'true' }] })).statusCode).toBe(201);
+    await sched.stack.db.query(
+      `INSERT INTO scheduler_executions (id, workflow, workflow_id, temporal_workflow_id, trigger, status, started_at)
+       SELECT gen_random_uuid(), name, id, 'execution:unreached-' || id, 'manual', 'running', now() FROM scheduler_workflows WHERE name = $1`,
+      [name],
+    );
+    const proxy = await startTcpProxy(env('ARMADA_TEST_TEMPORAL_ADDRESS'), 'holdAnswers');
+    const proxied = createTemporalHandle(proxy.address, sched.stack.config.temporal.namespace);
+    const apiPool = createPool(sched.stack.dbUrl, logger, { max: 5, application_name: 'sched-delete-unreached', ...sessionLimits(sched.stack.config.apiDatabaseLimits) });
+    const app = await buildSchedulerApp({ db: apiPool, config: sched.stack.config, keys: sched.stack.keys, temporal: proxied, logger, metrics: sched.stack.metrics });
+    try {
+      await app.ready();
+      const del = () => app.inject({ method: 'DELETE', url: `/api/v1/workflows/${name}`, headers: { 'x-api-key': TEST_API_KEY } });
+      let answered = false;
+      const answer = del().finally(() => (answered = true));
+      const seen: string[] = [];
+      while (!answered) {
+        const idle = await sched.stack.db.query("SELECT query FROM pg_stat_activity WHERE application_name = 'sched-delete-unreached' AND state LIKE 'idle in transaction%'");
+        for (const r of idle.rows) seen.push(`idle in transaction: ${r.query}`);
+        const c = await sched.stack.db.connect();
+        try {
+          await c.query('BEGIN');
+          await c.query('SELECT 1 FROM scheduler_workflows WHERE name = $1 FOR UPDATE NOWAIT', [name]);
+        } catch (err) {
+          seen.push(`workflow row locked: ${(err as Error).message}`);
+        } finally {
+          await c.query('ROLLBACK').catch(() => undefined);
+          c.release();
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const r = await answer;
+      expect(seen).toEqual([]);
+      expect([r.statusCode, r.json()]).toEqual([503, { detail: 'Error stopping executions: Temporal is unavailable' }]);
+      expect((await sched.stack.db.query('SELECT 1 FROM scheduler_workflows WHERE name = $1', [name])).rowCount).toBe(1);
+
+      proxy.setMode('forward');
+      const again = await del();
+      expect([again.statusCode, again.json()]).toEqual([200, { name, deleted: true }]);
+      expect((await sched.stack.db.query('SELECT 1 FROM scheduler_workflows WHERE name = $1', [name])).rowCount).toBe(0);
+    } finally {
+      proxy.setMode('forward');
+      await app.close();
+      await proxied.close();
+      await proxy.close();
+      await apiPool.end();
+    }
   });
 });

@@ -65,6 +65,10 @@ describe('config', () => {
       loadConfig({ ARMADA_HOME: home, ARMADA_API_LOCK_TIMEOUT_MS: '0', ARMADA_API_STATEMENT_TIMEOUT_MS: '120000', ARMADA_API_IDLE_IN_TRANSACTION_TIMEOUT_MS: '0' }).apiDatabaseLimits,
     ).toEqual({ lockTimeoutMs: 0, statementTimeoutMs: 120_000, idleInTransactionTimeoutMs: 0 });
     expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_API_IDLE_IN_TRANSACTION_TIMEOUT_MS: '30 s' })).toThrow(/ARMADA_API_IDLE_IN_TRANSACTION_TIMEOUT_MS/);
+    // the bound of the Temporal calls a request makes inside its transaction: 10 s, at least 100 ms (no "none")
+    expect(c.temporalInTransactionMs).toBe(10_000);
+    expect(loadConfig({ ARMADA_HOME: home, ARMADA_API_TEMPORAL_IN_TRANSACTION_TIMEOUT_MS: '2000' }).temporalInTransactionMs).toBe(2000);
+    expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_API_TEMPORAL_IN_TRANSACTION_TIMEOUT_MS: '0' })).toThrow(/ARMADA_API_TEMPORAL_IN_TRANSACTION_TIMEOUT_MS/);
     // the workers' pool: one connect wait for `armada worker` and `armada start`'s workers (60 s), its idle limit (30 s)
     expect(c.workerDatabase).toEqual({ connectTimeoutMs: 60_000, idleInTransactionTimeoutMs: 30_000 });
     expect(loadConfig({ ARMADA_HOME: home, ARMADA_WORKER_DB_CONNECT_TIMEOUT_MS: '15000', ARMADA_WORKER_IDLE_IN_TRANSACTION_TIMEOUT_MS: '0' }).workerDatabase).toEqual({
