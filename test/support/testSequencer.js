@@ -46,6 +46,8 @@ const LONGEST_FIRST = [
   'test/integration/multiAgentFaults.test.ts',
   'test/integration/webhookBreaker.test.ts',
   'test/integration/urlCredentials.test.ts',
+  // session 51: ~48 s alone (its dev server killed twice, the second time for 12 s across a schedule's due times)
+  'test/integration/schedulerTemporalKill.test.ts',
 ];
 
 class LongestFirstSequencer extends Sequencer {
