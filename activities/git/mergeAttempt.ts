@@ -15,6 +15,9 @@ import { earlierMerge, markerRef } from './mergeMarkers';
 import { lockFileOf, lockStillThere, RepositoryLocked, repositoryLocked } from './gitLocks';
 import { COMMIT_IDENTITY } from './commitWorktree';
 import { withRepoLock } from './repoLock';
+import { AppError } from '../../lib/errors';
+import { diskFullCause } from '../../lib/fs/diskFull';
+import { appErrorFailure } from '../../lib/temporal/appErrorFailure';
 import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
 
 export type MergeOutcome =
@@ -75,6 +78,14 @@ export async function mergeBranch(input: MergeInput, opts: { faults?: Faults } =
     // a crashed git's, which no retry of ours removes
     const lockFile = lockFileOf(err);
     if (lockFile) throw repositoryLocked(input.repoPath, lockFile, 'merge again');
+    // a full disk (git's words may not say so): the base is where it was (moveBase checks before it rethrows), and the
+    // API answers 503 with what to do instead of a 500 after three tries
+    const full = err instanceof Error ? diskFullCause(err, [input.repoPath]) : undefined;
+    if (full) {
+      throw appErrorFailure(
+        new AppError(503, 'SERVICE_UNAVAILABLE', `Nothing was merged: ${full}: free space on it, then merge again (${(err as Error).message})`, { repository: input.repoPath }),
+      );
+    }
     throw err;
   }
 }

@@ -7,7 +7,9 @@
  * registration in the repository); space freed between the tries lets the next try make the whole worktree and the
  * attempt completes with every file of its base; a disk that stays full fails the attempt with that message. A commit
  * on a full disk fails the attempt (never `completed` with nothing committed), saying so and that a follow-up commits
- * the changes, which stay in the worktree; once space is back, a follow-up's run commits them with its own.
+ * the changes, which stay in the worktree; once space is back, a follow-up's run commits them with its own. A merge on
+ * the full disk answers 503 saying so and to merge again, the base untouched (it was a 500 after three tries), and
+ * lands once space is back.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -115,4 +117,26 @@ test("a commit on a full disk fails the attempt saying so, the changes kept; onc
   expect(gitOut(repo, 'diff', '--name-status', 'main', done.branch)).toBe('A\tnotes.txt\nA\twork.txt');
   expect(gitOut(repo, 'show', `${done.branch}:work.txt`)).toBe("the agent's work");
   expect(gitOut(done.worktreePath, 'status', '--porcelain')).toBe('');
+}, 120_000);
+
+test('a merge on a full disk: 503 saying so and to merge again, the base and its checkout untouched; once space is back the same merge lands', async () => {
+  const { attemptId } = await h.start(await h.task(projectId, 'to merge on a full disk'));
+  await h.until(attemptId, ['completed'], 60_000);
+  const base = gitOut(repo, 'rev-parse', 'main');
+  disk.fill();
+  const refused = await h.inject('POST', `/api/attempts/${attemptId}/merge`, { strategy: 'squash' });
+  disk.free();
+  expect(refused.statusCode).toBe(503);
+  expect(refused.json().error).toMatchObject({
+    code: 'SERVICE_UNAVAILABLE',
+    message: expect.stringMatching(new RegExp(`^Nothing was merged: the disk holding ${repo} is full \\(\\d+ bytes free\\): free space on it, then merge again \\(`)),
+  });
+  expect(gitOut(repo, 'rev-parse', 'main')).toBe(base);
+  expect(gitOut(repo, 'status', '--porcelain')).toBe('');
+  expect((await h.attempt(attemptId)).merged).toBe(false);
+
+  const merged = await h.inject('POST', `/api/attempts/${attemptId}/merge`, { strategy: 'squash' });
+  expect(merged.statusCode).toBe(200);
+  expect(gitOut(repo, 'rev-parse', 'main')).toBe(merged.json().data.commitSha);
+  expect(gitOut(repo, 'diff', '--name-status', base, 'main')).toBe('M\tREADME.md\nA\tsrc/added.txt');
 }, 120_000);
