@@ -82,21 +82,12 @@ test('a worktree made on a full disk: each try fails saying so and leaves nothin
   expect(gitOut(a.worktreePath, 'status', '--porcelain')).toBe('');
 }, 90_000);
 
-test('a disk that stays full: the attempt fails naming the disk and what to do, with no worktree or registration left', async () => {
-  disk.fill();
-  const { attemptId } = await h.start(await h.task(projectId, 'on a disk that stays full'));
-  const a = await h.until(attemptId, ['completed', 'failed'], 60_000);
-  disk.free();
-  expect(a.status).toBe('failed');
-  expect(a.error).toMatch(new RegExp(`the disk holding ${worktreesDir()} is full \\(\\d+ bytes free\\): free space on it, then start a new attempt`));
-  expect(fs.existsSync(path.join(worktreesDir(), attemptId))).toBe(false);
-  expect(registered()).toEqual([expect.stringContaining('worktree ')]); // the first test's worktree only
-  expect(fs.readdirSync(path.join(repo, '.git', 'worktrees'))).toHaveLength(1);
-}, 90_000);
-
-test("a commit on a full disk fails the attempt saying so, the changes kept; once space is back a follow-up's run commits them", async () => {
+test("an agent fills the disk: its commit fails the attempt saying so, the changes kept, and an attempt started meanwhile fails naming the disk, leaving nothing; once space is back a follow-up's run commits the kept changes", async () => {
   const { attemptId } = await h.start(await h.task(projectId, 'FILL the disk while working'), 'filler');
-  const failed = await h.until(attemptId, ['completed', 'failed'], 60_000);
+  // the agent has filled the disk: a start now meets it full for all its tries, while the commit tries its five
+  await eventually(async () => fs.statfsSync(disk.dir).bavail === 0 && fs.existsSync(path.join(disk.dir, 'filler')), 30_000, 50);
+  const onFull = (await h.start(await h.task(projectId, 'on a disk that stays full'))).attemptId;
+  const [failed, notMade] = await Promise.all([h.until(attemptId, ['completed', 'failed'], 60_000), h.until(onFull, ['completed', 'failed'], 60_000)]);
   expect(failed.status).toBe('failed');
   expect(failed.error).toMatch(
     /^committing the agent's changes failed: the disk holding .* is full \(\d+ bytes free\): free space on it, then send a follow-up: its run commits them too \(they stay in the worktree\) \(/,
@@ -105,6 +96,12 @@ test("a commit on a full disk fails the attempt saying so, the changes kept; onc
   expect(gitOut(repo, 'rev-parse', failed.branch)).toBe(gitOut(repo, 'rev-parse', 'main'));
   expect(fs.readFileSync(path.join(failed.worktreePath, 'work.txt'), 'utf8')).toBe("the agent's work\n");
   expect(fs.existsSync(path.join(repo, '.git', 'worktrees', attemptId, 'index.lock'))).toBe(false);
+  // the attempt started on the full disk: failed with the disk named, no worktree or registration of it left
+  expect(notMade.status).toBe('failed');
+  expect(notMade.error).toMatch(new RegExp(`the disk holding ${worktreesDir()} is full \\(\\d+ bytes free\\): free space on it, then start a new attempt`));
+  expect(fs.existsSync(path.join(worktreesDir(), onFull))).toBe(false);
+  expect(registered().filter((l) => l.includes(onFull))).toEqual([]);
+  expect(fs.readdirSync(path.join(repo, '.git', 'worktrees')).sort()).toEqual(registered().map((l) => path.basename(l)).sort());
 
   disk.free();
   const f = await h.inject('POST', `/api/attempts/${attemptId}/follow-up`, { prompt: 'space is back' });

@@ -50,8 +50,6 @@ const LONGEST_FIRST = [
   'test/integration/schedulerTemporalKill.test.ts',
   // session 51: ~70 s alone (its own dev server on a tmpfs it fills; the accepted attempts finish once space is back)
   'test/integration/temporalDiskFull.test.ts',
-  // session 51: ~50 s alone (a worktree's five tries and a commit's five tries on a full disk, ~15 s each)
-  'test/integration/worktreeDiskFull.test.ts',
 ];
 
 class LongestFirstSequencer extends Sequencer {
