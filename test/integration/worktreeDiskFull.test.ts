@@ -21,6 +21,8 @@ import { mountSmallDisk, type SmallDisk } from '../support/smallDisk';
 const FILLER_AGENT =
   'case "$ARMADA_PROMPT" in *FILL*) echo "the agent\'s work" > work.txt; cat /dev/zero > "$FILLER" 2>/dev/null; echo "disk filled";; ' +
   '*) echo "$ARMADA_PROMPT" >> notes.txt; echo "follow-up noted";; esac';
+/** An agent whose change holds a file larger than the room a nearly full disk has left (a build output, a data file). */
+const BIG_AGENT = 'echo "edited by the agent" >> README.md; head -c 700000 /dev/urandom | base64 > big.txt';
 const BASE_FILES = Object.fromEntries(Array.from({ length: 12 }, (_v, i) => [`src/file${i}.txt`, `${'x'.repeat(2000)} ${i}\n`]));
 
 let disk: SmallDisk;
@@ -43,7 +45,7 @@ beforeAll(async () => {
     services: ['task'],
     worker: true,
     env: { ARMADA_HOME: home },
-    file: { ...base, agents: { ...base.agents, filler: { command: ['bash', '-c', FILLER_AGENT], format: 'text', env: { FILLER: path.join(disk.dir, 'filler') } } } },
+    file: { ...base, agents: { ...base.agents, filler: { command: ['bash', '-c', FILLER_AGENT], format: 'text', env: { FILLER: path.join(disk.dir, 'filler') } }, big: { command: ['bash', '-c', BIG_AGENT], format: 'text' } } },
   });
   h = api(stack);
   const r = await h.inject('POST', '/api/projects', { name: 'on a small disk', repository: { url: repo } });
@@ -136,4 +138,25 @@ test('a merge on a full disk: 503 saying so and to merge again, the base and its
   expect(merged.statusCode).toBe(200);
   expect(gitOut(repo, 'rev-parse', 'main')).toBe(merged.json().data.commitSha);
   expect(gitOut(repo, 'diff', '--name-status', base, 'main')).toBe('M\tREADME.md\nA\tsrc/added.txt');
+}, 120_000);
+
+test("a merge whose checkout of the base runs out of room half-way: 503, and the base's checkout is as it was (no half-merged files); once space is back it lands", async () => {
+  const { attemptId } = await h.start(await h.task(projectId, 'a big file to merge'), 'big');
+  await h.until(attemptId, ['completed'], 60_000);
+  const base = gitOut(repo, 'rev-parse', 'main');
+  const readme = fs.readFileSync(path.join(repo, 'README.md'), 'utf8');
+  // room for git's objects and refs, not for the checkout's big file
+  disk.fill(256 * 1024);
+  const refused = await h.inject('POST', `/api/attempts/${attemptId}/merge`, { strategy: 'squash' });
+  disk.free();
+  expect(refused.statusCode).toBe(503);
+  expect(refused.json().error.message).toMatch(/^Nothing was merged: .*: free space on it, then merge again \(/);
+  expect(gitOut(repo, 'rev-parse', 'main')).toBe(base);
+  expect(gitOut(repo, 'status', '--porcelain', '--untracked-files=all')).toBe('');
+  expect(fs.readFileSync(path.join(repo, 'README.md'), 'utf8')).toBe(readme);
+
+  const merged = await h.inject('POST', `/api/attempts/${attemptId}/merge`, { strategy: 'squash' });
+  expect(merged.statusCode).toBe(200);
+  expect(gitOut(repo, 'status', '--porcelain', '--untracked-files=all')).toBe('');
+  expect(gitOut(repo, 'diff', '--name-status', base, 'main')).toBe('M\tREADME.md\nA\tbig.txt');
 }, 120_000);

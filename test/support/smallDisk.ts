@@ -10,8 +10,8 @@ import path from 'node:path';
 export interface SmallDisk {
   /** The mount point. */
   dir: string;
-  /** Fills the disk to the last byte (a write there then gets ENOSPC). */
-  fill(): void;
+  /** Fills the disk to the last byte (a write there then gets ENOSPC), or all but `leaveBytes`. */
+  fill(leaveBytes?: number): void;
   /** Removes what fill() wrote. */
   free(): void;
   /** Frees the disk and unmounts it (lazily: a process may still have a file open there), then removes the mount point. */
@@ -27,7 +27,10 @@ export function mountSmallDisk(size: string, options: string[] = []): SmallDisk 
   const free = () => fs.rmSync(filler, { force: true });
   return {
     dir,
-    fill: () => fillFile(filler),
+    fill(leaveBytes = 0) {
+      fillFile(filler);
+      if (leaveBytes > 0) fs.truncateSync(filler, Math.max(0, fs.statSync(filler).size - leaveBytes));
+    },
     free,
     remove() {
       free();
