@@ -9,7 +9,7 @@ import { mergeBranch, type MergeInput } from './git/mergeAttempt';
 import { pushBranch, type PushBranchInput } from './git/pushBranch';
 import { MAX_REMOTE_DIFF_BYTES, readWorktree, type WorktreeRead } from '../lib/attempts/readWorktree';
 import { isAppError } from '../lib/errors';
-import { commitChanges, prepareWorktree } from './git/worktree';
+import { commitChanges, prepareWorktree, withDiskFullCause } from './git/worktree';
 import { removeWorktree, type RemoveWorktreeInput } from './git/removeWorktree';
 import { commitWorktree, WorkOffTheAttempt } from './git/commitWorktree';
 import type { AttemptChanges } from '../lib/db/attempts';
@@ -61,7 +61,11 @@ export function createAttemptActivities(deps: ActivityDeps) {
         // PostgreSQL away (the attempt's branch is read from it): waited out, never the commit's failure
         if (isPostgresUnavailable(err)) throw err;
         if (!(err instanceof WorkOffTheAttempt) && !lastTry) throw err;
-        error = error ?? (err instanceof WorkOffTheAttempt ? err.message : `committing the agent's changes failed: ${(err as Error).message}`);
+        if (!error) {
+          // a full disk is said first (git's words may not say it), with what brings the changes in
+          const why = withDiskFullCause(err, [input.worktreePath, input.repoPath], 'send a follow-up: its run commits them too (they stay in the worktree)');
+          error = err instanceof WorkOffTheAttempt ? err.message : `committing the agent's changes failed: ${(why as Error).message}`;
+        }
       }
       // a stopped process ends the run early on purpose: its changes are kept for review
       const status = (input.agentStatus === 'completed' || input.agentStatus === 'stopped') && !error ? 'completed' : 'failed';

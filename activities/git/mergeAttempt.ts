@@ -8,6 +8,7 @@
  * the marker reachable from the base and reports that same commit as merged, instead of `no_changes` (ff, no-ff) or
  * an empty second squash commit.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { git, gitOrThrow } from '../../lib/git';
 import { faultPoint, type Faults } from '../../lib/faults';
@@ -15,6 +16,9 @@ import { earlierMerge, markerRef } from './mergeMarkers';
 import { lockFileOf, lockStillThere, RepositoryLocked, repositoryLocked } from './gitLocks';
 import { COMMIT_IDENTITY } from './commitWorktree';
 import { withRepoLock } from './repoLock';
+import { AppError } from '../../lib/errors';
+import { diskFullCause } from '../../lib/fs/diskFull';
+import { appErrorFailure } from '../../lib/temporal/appErrorFailure';
 import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
 
 export type MergeOutcome =
@@ -75,6 +79,14 @@ export async function mergeBranch(input: MergeInput, opts: { faults?: Faults } =
     // a crashed git's, which no retry of ours removes
     const lockFile = lockFileOf(err);
     if (lockFile) throw repositoryLocked(input.repoPath, lockFile, 'merge again');
+    // a full disk (git's words may not say so): the base is where it was (moveBase checks before it rethrows), and the
+    // API answers 503 with what to do instead of a 500 after three tries
+    const full = err instanceof Error ? diskFullCause(err, [input.repoPath]) : undefined;
+    if (full) {
+      throw appErrorFailure(
+        new AppError(503, 'SERVICE_UNAVAILABLE', `Nothing was merged: ${full}: free space on it, then merge again (${(err as Error).message})`, { repository: input.repoPath }),
+      );
+    }
     throw err;
   }
 }
@@ -142,7 +154,7 @@ async function moveBase(repo: string, base: string, baseSha: string, newSha: str
     if (worktree) {
       // the checked-out base moves with its work tree: only from the commit the merge was computed on
       if ((await gitOrThrow(worktree, ['rev-parse', 'HEAD'])).trim() !== baseSha) throw new BaseMoved(`${base} moved`);
-      await gitOrThrow(worktree, ['merge', '--ff-only', '-q', newSha]);
+      await mergeIntoCheckout(worktree, baseSha, newSha);
     } else await gitOrThrow(repo, ['update-ref', '-m', `armada merge ${branch}`, `refs/heads/${base}`, newSha, baseSha]);
   } catch (err) {
     if (err instanceof BaseMoved) throw err;
@@ -151,4 +163,41 @@ async function moveBase(repo: string, base: string, baseSha: string, newSha: str
     throw err;
   }
   return undefined;
+}
+
+/**
+ * `git merge --ff-only newSha` in the base's checkout, which moves the work tree first and HEAD last: one whose writes
+ * fail half-way (its disk full) leaves HEAD and the branch where they were but the checkout holding part of the merge:
+ * files changed, new ones half-written. Those paths are put back as the base has them, so a refused merge leaves the
+ * checkout as it was. Only the merge's own paths, and only after a failed write: git checks before it writes that none
+ * of them has local changes (moveBase checked the checkout clean too) and that no new one is there untracked, and a
+ * merge it refuses so has written nothing. Before, the merge answered that nothing was merged while the checkout held
+ * half of it, and the next merge was refused for the base's uncommitted changes. What cannot be put back (the disk
+ * still full) is added to the error, with what to do.
+ */
+async function mergeIntoCheckout(worktree: string, baseSha: string, newSha: string): Promise<void> {
+  const changed = async (filter: string) => (await gitOrThrow(worktree, ['diff', '--no-renames', '--name-only', '-z', `--diff-filter=${filter}`, baseSha, newSha])).split('\0').filter(Boolean);
+  const added = await changed('A');
+  const present = (f: string) => {
+    try {
+      fs.lstatSync(path.join(worktree, f));
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const thereBefore = new Set(added.filter(present));
+  const r = await git(worktree, ['merge', '--ff-only', '-q', newSha]);
+  if (r.code === 0) return;
+  const err = new Error(`git merge failed: ${r.stderr.trim() || r.stdout.trim() || `exit ${r.code}`}`);
+  const wroteHalf = /unable to (write|create) file|No space left on device|Out of diskspace/i.test(r.stderr) || diskFullCause(err, [worktree]) !== undefined;
+  if (!wroteHalf || (await git(worktree, ['rev-parse', 'HEAD'])).stdout.trim() !== baseSha) throw err;
+  // the new files first: that frees room for the rest
+  for (const f of added) if (!thereBefore.has(f)) fs.rmSync(path.join(worktree, f), { force: true });
+  const others = await changed('a'); // every other change: modified, deleted, type changed
+  const restore = others.length ? await git(worktree, ['checkout', '-q', baseSha, '--', ...others]) : { code: 0, stderr: '' };
+  if (restore.code !== 0) {
+    err.message += `; the checkout at ${worktree} may hold part of the merge, uncommitted: once the cause is cleared, run git -C ${worktree} checkout ${baseSha.slice(0, 12)} -- . (${restore.stderr.trim()})`;
+  }
+  throw err;
 }

@@ -2,10 +2,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { TemporalFailure } from '@temporalio/common';
 import type { ArmadaConfig } from '../../lib/config';
 import { getAttemptWorktreeContext, setAttemptChanges, setAttemptWorktree, type AttemptChanges } from '../../lib/db/attempts';
 import type { Pool } from 'pg';
 import { appendLogs } from '../../lib/db/processes';
+import { isPostgresUnavailable } from '../../lib/db/pool';
+import { diskFullCause } from '../../lib/fs/diskFull';
 import { git, gitOrThrow, inspectLocalRepo } from '../../lib/git';
 import { childEnv } from '../../lib/process/childEnv';
 import { faultPoint, type Faults } from '../../lib/faults';
@@ -38,10 +41,38 @@ export interface PreparedWorktree {
  * the setup script ran, runs it again to completion. Setup scripts must therefore be safe to run more than once.
  */
 export async function prepareWorktree(deps: { db: Pool; config: ArmadaConfig; faults?: Faults }, input: { attemptId: string; processId: string }): Promise<PreparedWorktree> {
+  const seen: { repo?: string } = {};
+  try {
+    return await prepareWorktreeOnce(deps, input, (repo) => (seen.repo = repo));
+  } catch (err) {
+    // the worktrees' disk, and the repository's (the branch and the worktree's index are written there)
+    throw withDiskFullCause(err, [path.join(deps.config.home, 'worktrees'), ...(seen.repo ? [seen.repo] : [])], 'start a new attempt');
+  }
+}
+
+/**
+ * A failure of a git or file write of an attempt's worktree that a full disk caused, said so first (git's own words
+ * rarely say it: `unable to write file README.md`), with what to do; any other error as it is. The failure stays
+ * retryable: space freed before the last try lets that try succeed.
+ */
+export function withDiskFullCause(err: unknown, paths: string[], then: string): unknown {
+  // Temporal's own failures (a non-retryable one, a cancellation) and PostgreSQL's outage keep their kind
+  if (err instanceof TemporalFailure || isPostgresUnavailable(err) || !(err instanceof Error)) return err;
+  const cause = diskFullCause(err, paths);
+  if (!cause) return err;
+  return new Error(`${cause}: free space on it, then ${then} (${err.message})`);
+}
+
+async function prepareWorktreeOnce(
+  deps: { db: Pool; config: ArmadaConfig; faults?: Faults },
+  input: { attemptId: string; processId: string },
+  repoFound: (repo: string) => void,
+): Promise<PreparedWorktree> {
   const ctx = await worktreeContextOnceCloned(deps, input);
   const { attempt, project } = ctx;
   const repo = project.git_repo_path;
   if (!repo) throw ApplicationFailure.nonRetryable(`project ${project.id} has no local repository (${project.clone_error ?? 'clone failed'})`, 'NoRepository');
+  repoFound(repo);
   const branch = attempt.branch as string;
   let baseBranch = attempt.base_branch ?? project.repo_branch;
   // the ref files when they can be read directly (no git process), else `git for-each-ref`

@@ -2,10 +2,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Pool } from 'pg';
-import { withTransaction } from './pool';
+import { OperatorError } from '../errors';
+import { isPostgresUnavailable, withTransaction } from './pool';
 
 const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
 const LOCK_ID = 72_617_201; // advisory lock: concurrent `armada migrate` runs wait for each other
+
+/**
+ * PostgreSQL went away (killed, restarted, its disk full) while a migration ran: that migration was rolled back with
+ * its transaction, those before it stay applied, and the next run goes on from it. Said in one line, not as the
+ * driver's `Connection terminated unexpectedly` (which `armada migrate` took for a DATABASE_URL it could not reach).
+ */
+export class MigrationCut extends OperatorError {}
 
 export interface Migration {
   version: number;
@@ -35,13 +43,22 @@ export async function migrate(pool: Pool, dir = MIGRATIONS_DIR): Promise<string[
     const { rows } = await lockClient.query<{ version: number }>('SELECT version FROM schema_migrations');
     const done = new Set(rows.map((r) => r.version));
     const applied: string[] = [];
-    for (const m of listMigrations(dir)) {
+    const all = listMigrations(dir);
+    for (const m of all) {
       if (done.has(m.version)) continue;
-      await withTransaction(pool, async (c) => {
-        await c.query('SET LOCAL lock_timeout = 0; SET LOCAL statement_timeout = 0');
-        await c.query(m.sql);
-        await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
-      });
+      try {
+        await withTransaction(pool, async (c) => {
+          await c.query('SET LOCAL lock_timeout = 0; SET LOCAL statement_timeout = 0');
+          await c.query(m.sql);
+          await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+        });
+      } catch (err) {
+        if (!isPostgresUnavailable(err)) throw err;
+        const appliedNow = all.filter((x) => done.has(x.version)).length + applied.length;
+        throw new MigrationCut(
+          `PostgreSQL stopped answering during migration ${m.name} (${(err as Error).message}): it was rolled back whole (each migration is one transaction), and ${appliedNow} of ${all.length} migrations are applied; run armada migrate (or armada start) again once PostgreSQL answers: it applies ${m.name} and any after it`,
+        );
+      }
       applied.push(m.name);
     }
     return applied;

@@ -7,14 +7,12 @@
  * The disk is real: the test database's tables and indexes are moved to a tablespace on a small tmpfs mounted for the
  * test, which a filler file then fills (the WAL stays on the server's own disk, as it would with a data volume).
  */
-import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Client } from 'pg';
 import { agentConfig, api } from '../support/attemptHelpers';
 import { env, eventually, startTestStack, type TestStack } from '../support/harness';
+import { mountSmallDisk, type SmallDisk } from '../support/smallDisk';
 
 const LINES = 400;
 // one numbered line every ~10 ms: ~5 s of output, the full disk in its middle
@@ -23,30 +21,9 @@ const KEY = 'test-api-key-0123456789';
 
 let stack: TestStack;
 let admin: Client;
-let mount: string;
+let disk: SmallDisk | undefined;
 const tablespace = `ts_full_${crypto.randomBytes(4).toString('hex')}`;
-const filler = () => path.join(mount, 'filler');
 
-/** Fills the tmpfs to the last byte with a file of root's (PostgreSQL then gets ENOSPC extending a relation). */
-function fillDisk(): void {
-  const fd = fs.openSync(filler(), 'a');
-  const chunk = Buffer.alloc(256 * 1024, 7);
-  try {
-    for (;;) fs.writeSync(fd, chunk);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-  }
-  // the last partial chunk: byte by byte is too slow, halve instead
-  for (let size = chunk.length / 2; size >= 1; size = Math.floor(size / 2)) {
-    try {
-      fs.writeSync(fd, chunk.subarray(0, size));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-    }
-  }
-  fs.closeSync(fd);
-}
-const freeDisk = () => fs.rmSync(filler(), { force: true });
 const logCount = async (processId: string) =>
   (await stack.db.query('SELECT count(*)::int AS n FROM process_logs WHERE process_id = $1', [processId])).rows[0].n as number;
 /** Text that neither pglz nor a page's free space absorbs: it needs new TOAST pages. */
@@ -57,9 +34,8 @@ beforeAll(async () => {
   await admin.connect();
   const dataDir = (await admin.query('SHOW data_directory')).rows[0].data_directory as string;
   const owner = fs.statSync(dataDir);
-  mount = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-diskfull-'));
-  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=24m,uid=${owner.uid},gid=${owner.gid},mode=0700`, 'tmpfs', mount]);
-  await admin.query(`CREATE TABLESPACE ${tablespace} LOCATION '${mount}'`);
+  disk = mountSmallDisk('24m', [`uid=${owner.uid}`, `gid=${owner.gid}`, 'mode=0700']);
+  await admin.query(`CREATE TABLESPACE ${tablespace} LOCATION '${disk.dir}'`);
 
   stack = await startTestStack({
     services: ['task', 'agents'],
@@ -73,14 +49,11 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (mount) freeDisk();
+  disk?.free();
   await stack?.close();
   await admin?.query(`DROP TABLESPACE IF EXISTS ${tablespace}`).catch(() => undefined);
   await admin?.end();
-  if (mount) {
-    execFileSync('umount', [mount]);
-    fs.rmSync(mount, { recursive: true, force: true });
-  }
+  disk?.remove();
 });
 
 test('with PostgreSQL\'s disk full, writes answer 503 saying to free space, agent lines wait, and all of it recovers once space is freed', async () => {
@@ -88,7 +61,7 @@ test('with PostgreSQL\'s disk full, writes answer 503 saying to free space, agen
   const p = await h.project();
   const started = await h.start(await h.task(p.id, 'chatty through a full disk'), 'chatty');
   await eventually(async () => (await logCount(started.processId)) >= 20, 20_000, 20);
-  fillDisk();
+  disk?.fill();
 
   // a task whose description needs new pages: the task service's shape, 503, and nothing created
   const description = bulky(90_000);
@@ -110,7 +83,7 @@ test('with PostgreSQL\'s disk full, writes answer 503 saying to free space, agen
   await new Promise((r) => setTimeout(r, 3000));
   const held = await logCount(started.processId);
   expect(held).toBeLessThan(LINES - 100);
-  freeDisk();
+  disk?.free();
 
   const attempt = await h.until(started.attemptId, ['completed', 'failed'], 60_000);
   expect(attempt.status).toBe('completed');

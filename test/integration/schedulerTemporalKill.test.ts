@@ -7,7 +7,9 @@
  * Checked: the accepted run happens exactly once once Temporal is back (its script appends one line to a file, with
  * its execution id), and its execution row ends `completed` with its log lines; while Temporal is down, the same POST
  * answers 503 `{detail}` with Retry-After in well under the 10 s start deadline, and what it wrote never runs; the same
- * API process serves runs again by itself afterwards.
+ * API process serves runs again by itself afterwards. And the server killed across several due times of an `@every 3s`
+ * schedule, then started again: exactly one catch-up run of the times missed (the catch-up window with SKIP overlap,
+ * docs/scheduler.md#catch-up), then the cadence, each run's script once and none left running.
  */
 import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -132,4 +134,53 @@ test('Temporal killed (kill -9) right after a manual run was accepted: the run h
   const rows = (await db.pool.query<{ id: string; status: string; error: string | null }>('SELECT id, status, error FROM scheduler_executions WHERE workflow = $1', [name])).rows;
   const others = rows.filter((r) => r.id !== id && r.id !== again.body.executionId);
   for (const r of others) expect(r).toMatchObject({ status: 'failed', error: 'Could not start the execution' });
+});
+
+interface Execution {
+  id: string;
+  status: string;
+  trigger: string;
+  scheduledAt: string | null;
+}
+
+async function executionsOf(workflow: string): Promise<Execution[]> {
+  const r = await send('GET', `/api/v1/executions?workflow=${workflow}&limit=100`);
+  expect(r.status).toBe(200);
+  return (r.body.executions as Execution[]).slice().sort((a, b) => Date.parse(a.scheduledAt as string) - Date.parse(b.scheduledAt as string));
+}
+
+test('Temporal killed (kill -9) across several due times of a schedule, then started again: one catch-up run, then the cadence; every run once, none left running', async () => {
+  const name = `every-${crypto.randomBytes(4).toString('hex')}`;
+  const runs = path.join(home, `${name}.txt`);
+  const script = `echo "$ARMADA_EXECUTION_ID" >> ${JSON.stringify(runs)}`;
+  const created = await send('POST', '/api/v1/workflows', { name, schedule: '@every 3s', tasks: [{ name: 'mark', type: 'script', script, timeout: 60 }] });
+  expect(created.status).toBe(201);
+  const completed = async (after: number) => (await executionsOf(name)).filter((e) => e.status === 'completed' && Date.parse(e.scheduledAt as string) >= after);
+  await eventually(async () => (await completed(0)).length >= 2, 60_000, 250);
+  // the kill right after a run ended, so none is half-way (a run cut by the kill is the first test's case)
+  await eventually(async () => !(await executionsOf(name)).some((e) => e.status === 'running'), 30_000, 50);
+  const seenBefore = new Set((await executionsOf(name)).map((e) => e.id));
+
+  const downAt = Date.now();
+  process.kill(dev.server().pid as number, 'SIGKILL');
+  await dev.server().exited;
+  await new Promise((r) => setTimeout(r, 12_000)); // four due times
+  await dev.restart();
+  const upAt = Date.now();
+
+  // the cadence again: two runs due after the restart have completed
+  await eventually(async () => (await completed(upAt)).length >= 2, 120_000, 250);
+  expect((await send('POST', `/api/v1/schedules/${name}/pause`)).status).toBe(200);
+  await eventually(async () => !(await executionsOf(name)).some((e) => e.status === 'running'), 60_000, 250);
+
+  const all = await executionsOf(name);
+  expect(all.map((e) => [e.trigger, e.status])).toEqual(all.map(() => ['schedule', 'completed']));
+  expect(new Set(all.map((e) => e.scheduledAt)).size).toBe(all.length); // no nominal time ran twice
+  // exactly one run of the times that fell due while the server was down: the catch-up, neither none nor a burst
+  const missed = all.filter((e) => !seenBefore.has(e.id) && Date.parse(e.scheduledAt as string) < upAt);
+  expect(missed).toHaveLength(1);
+  expect(Date.parse(missed[0]?.scheduledAt as string)).toBeGreaterThan(downAt - 3000);
+  // each run's script ran once
+  const lines = fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean);
+  expect(lines.slice().sort()).toEqual(all.map((e) => e.id).sort());
 });

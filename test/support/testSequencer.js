@@ -45,6 +45,10 @@ const LONGEST_FIRST = [
   'test/integration/webhookBreaker.test.ts',
   // session 51: ~40 s alone (a worker killed mid-clone waits out the lost try's heartbeat timeout, 15 s there)
   'test/integration/projectCloneWorkerKill.test.ts',
+  // session 51: ~48 s alone (its dev server killed twice, the second time for 12 s across a schedule's due times)
+  'test/integration/schedulerTemporalKill.test.ts',
+  // session 51: ~70 s alone (its own dev server on a tmpfs it fills; the accepted attempts finish once space is back)
+  'test/integration/temporalDiskFull.test.ts',
 ];
 
 class LongestFirstSequencer extends Sequencer {
