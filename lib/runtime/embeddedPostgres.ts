@@ -196,6 +196,14 @@ export function postmasterFailure(output: string, dataDir: string, port: number)
   return `embedded postgres did not start on port ${port}: ${cause}`;
 }
 
+/**
+ * The file holding the embedded server's password (mode 0600), beside its data directory: `$ARMADA_HOME/pg-password`.
+ * `armada infra` names it instead of printing the password (docs/operations.md).
+ */
+export function embeddedPasswordFile(dataDir: string): string {
+  return path.join(path.dirname(dataDir), 'pg-password');
+}
+
 function readOrCreatePassword(file: string): string {
   try {
     return fs.readFileSync(file, 'utf8').trim();
@@ -210,7 +218,7 @@ function readOrCreatePassword(file: string): string {
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<RunningPostgres> {
   const database = opts.database ?? 'armada';
   const user = 'armada';
-  const password = readOrCreatePassword(path.join(path.dirname(opts.dataDir), 'pg-password'));
+  const password = readOrCreatePassword(embeddedPasswordFile(opts.dataDir));
   const log = opts.logger.child({ component: 'postgres' });
   const bin = await postgresBinaries();
   const runAs = postgresUser();
