@@ -5,6 +5,7 @@
  */
 import crypto from 'node:crypto';
 import { execFileSync } from 'node:child_process';
+import { serverEnv } from '../process/childEnv';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -158,7 +159,7 @@ async function spawnPostmaster(
   log: Logger,
   onSpawn?: (server: ServerProcess) => void,
 ): Promise<ServerProcess> {
-  const server = spawnServer(bin, args, log, { ...postgresUser(), env: { ...process.env, LC_MESSAGES: 'C' } });
+  const server = spawnServer(bin, args, log, { ...postgresUser(), env: serverEnv({ LC_MESSAGES: 'C' }) });
   onSpawn?.(server);
   const ready = new Promise<boolean>((resolve) => {
     let seen = '';

@@ -79,3 +79,69 @@ test('the ready line shows the passwords as *** and names the password file; --s
   expect(whole.ready.databaseUrl).toMatch(new RegExp(`^postgres://armada:${password}@127\\.0\\.0\\.1:\\d+/armada$`));
   expect(whole.ready.passwordFile).toBe(passwordFile);
 });
+
+/** The environment a live process was started with (`[]` when it cannot be read: gone, or another user's). */
+function environOf(pid: number): string[] {
+  try {
+    return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/** Live processes whose command line holds `text`. */
+function processesWith(text: string): number[] {
+  return fs
+    .readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .filter((e) => {
+      try {
+        return fs.readFileSync(`/proc/${e}/cmdline`, 'utf8').includes(text);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+test("the embedded PostgreSQL and Temporal dev server get none of the server's secrets in their environment (a SQL superuser reads it with COPY FROM PROGRAM)", async () => {
+  const tag = Math.random().toString(36).slice(2);
+  const secrets = { ARMADA_ENCRYPTION_KEY: `sekret-enc-${tag}`, ARMADA_TASK_API_KEY: `sekret-task-${tag}`, ARMADA_API_KEY: `sekret-api-${tag}`, GITHUB_TOKEN: `sekret-gh-${tag}`, ANTHROPIC_API_KEY: `sekret-llm-${tag}` };
+  const child = spawn(process.execPath, [ARMADA_BIN, 'infra', '--home', home, '--pg-port', String(await freePort()), '--temporal-port', String(await freePort()), '--show-secrets'], {
+    env: { ...env(), ...secrets, TEMPORAL_ADDRESS: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      void exited.then((code) => reject(new Error(`armada infra exited ${code}: ${stderr}`)));
+      readline.createInterface({ input: child.stdout }).on('line', (line) => {
+        const msg = JSON.parse(line) as Record<string, unknown>;
+        if (msg.event === 'ready') resolve(msg);
+      });
+    });
+    const c = new Client({ connectionString: ready.databaseUrl as string });
+    await c.connect();
+    let backendEnviron: string;
+    try {
+      // what a program the server runs sees (PostgreSQL writes its process title over /proc/self/environ)
+      await c.query('CREATE TEMP TABLE env_lines (line text)');
+      await c.query("COPY env_lines FROM PROGRAM 'env' WITH (FORMAT text, DELIMITER E'\\x01')");
+      backendEnviron = (await c.query<{ e: string }>("SELECT string_agg(line, E'\\n') AS e FROM env_lines")).rows[0]?.e ?? '';
+    } finally {
+      await c.end();
+    }
+    expect(backendEnviron).toContain('PATH=');
+    const postmaster = Number(fs.readFileSync(path.join(home, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const devServers = processesWith(path.join(home, 'temporal.db'));
+    expect(devServers.length).toBeGreaterThan(0);
+    const seen = [backendEnviron, ...[postmaster, ...devServers].map((p) => environOf(p).join('\n'))].join('\n');
+    for (const value of Object.values(secrets)) expect(seen).not.toContain(value);
+    for (const name of Object.keys(secrets)) expect(seen).not.toMatch(new RegExp(`(^|\\s|\\0)${name}=`));
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+  }
+});
