@@ -121,6 +121,12 @@ async function runOpenapi(args: string[]): Promise<number> {
     timeout: { type: 'string' },
     list: { type: 'boolean' },
   });
+  // a key on the command line is there for every user of the host to read (ps, /proc/<pid>/cmdline) for as long as
+  // the server runs, which is as long as the editor does: the process title, which overwrites that memory, shows it as ***
+  if (values['api-key'] !== undefined || values.header?.length) {
+    const { args } = maskServerSecrets({ args: process.argv.slice(1) }) as { args: string[] };
+    process.title = ['node', ...args].join(' ');
+  }
   const source = positionals[0];
   if (!source) throw new UsageError('tools openapi', 'give exactly one OpenAPI document URL or file', 'tools');
   refuseExtraArguments('tools openapi', positionals, 1, 'tools');

@@ -3,6 +3,7 @@
  * local HTTP server, driven by the MCP SDK's client; the local server records what the tool calls sent.
  */
 import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -115,7 +116,7 @@ afterAll(async () => {
   await new Promise((r) => server.close(r));
 });
 
-async function connect(args: string[]): Promise<{ client: Client; stderr: () => string }> {
+async function connect(args: string[]): Promise<{ client: Client; stderr: () => string; pid: number | null }> {
   const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, 'tools', 'openapi', ...args], env: { ...process.env } as Record<string, string>, stderr: 'pipe' });
   let stderr = '';
   transport.stderr?.on('data', (c) => {
@@ -123,7 +124,7 @@ async function connect(args: string[]): Promise<{ client: Client; stderr: () => 
   });
   const client = new Client({ name: 'armada-test', version: '1.0.0' });
   await client.connect(transport);
-  return { client, stderr: () => stderr };
+  return { client, stderr: () => stderr, pid: transport.pid };
 }
 
 /** `armada tools openapi <args> --list`, asynchronously (the documents are served by this process). */
@@ -389,7 +390,10 @@ describe('armada tools openapi', () => {
           answers.push(JSON.stringify(r));
         }
       }
-      const everything = [...answers, inHeader.stderr(), queryStderr].join('\n');
+      // nor its command line, which every user of the host reads in ps (the process title shows the key as ***)
+      const cmdline = fs.readFileSync(`/proc/${inHeader.pid}/cmdline`, 'utf8');
+      expect(cmdline).toMatch(/tools openapi .* --api-key \*\*\* --header Authorization: \*\*\*/);
+      const everything = [...answers, inHeader.stderr(), queryStderr, cmdline].join('\n');
       for (const secret of [KEY, TOKEN, QUERY_KEY]) {
         for (const form of [secret, Buffer.from(secret).toString('base64'), encodeURIComponent(secret), secret.slice(0, 12)]) expect(everything).not.toContain(form);
       }
