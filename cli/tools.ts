@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { clientApiKey, missingClientKeyAdvice } from '../lib/keys';
 import { addServer, EDITORS, EditorConfigError, listServers, maskServerSecrets, removeServer, type Editor, type Location, type Scope, type ServerEntry } from '../lib/mcp/editorConfig';
 import { headerValueProblem } from '../lib/mcp/requestValues';
+import { hideSecretArguments } from '../lib/secretText';
 import type { ServedTool } from '../lib/mcp/toolServer';
 import { asksForHelp, parseSubcommandArgs, refuseExtraArguments, UsageError } from './options';
 
@@ -122,11 +123,8 @@ async function runOpenapi(args: string[]): Promise<number> {
     list: { type: 'boolean' },
   });
   // a key on the command line is there for every user of the host to read (ps, /proc/<pid>/cmdline) for as long as
-  // the server runs, which is as long as the editor does: the process title, which overwrites that memory, shows it as ***
-  if (values['api-key'] !== undefined || values.header?.length) {
-    const { args } = maskServerSecrets({ args: process.argv.slice(1) }) as { args: string[] };
-    process.title = ['node', ...args].join(' ');
-  }
+  // the server runs, which is as long as the editor does
+  hideSecretArguments();
   const source = positionals[0];
   if (!source) throw new UsageError('tools openapi', 'give exactly one OpenAPI document URL or file', 'tools');
   refuseExtraArguments('tools openapi', positionals, 1, 'tools');

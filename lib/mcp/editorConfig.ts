@@ -9,6 +9,7 @@ import { FileLockTimeout, withFileLock } from '../fs/fileLock';
 import { NotAFileError, notAFile, readRegularFile, statIfExists } from '../fs/regularFile';
 import { formatBytes } from '../http/readBounded';
 import { duplicatedParent, parseJsonText, setMember } from './jsonText';
+import { maskSecretArguments } from '../secretText';
 import { redactUrlCredentials } from '../urlCredentials';
 
 export const EDITORS = ['cursor', 'claude-code', 'claude-desktop', 'vscode', 'windsurf', 'gemini'] as const;
@@ -336,16 +337,6 @@ export interface ListedConfig {
   error?: string;
 }
 
-/** Arguments whose next argument (or `=value`) is a key: `armada tools openapi`'s, and the usual spellings elsewhere. */
-const KEY_FLAGS = new Set(['--api-key', '--apikey', '--token', '--access-token', '--password', '--secret']);
-const HEADER_FLAGS = new Set(['--header', '-H']);
-
-/** A header argument (`Name: value`) with its value as `***`. */
-const maskedHeader = (h: string): string => {
-  const i = h.indexOf(':');
-  return i > 0 ? `${h.slice(0, i)}: ***` : '***';
-};
-
 /**
  * A server entry of an editor's file as `tools config list` shows it without --show-secrets: `env` and `headers`
  * values as `***`, the value of a key or header flag in `args` as `***` (`--api-key ***`, `--header 'X-Key: ***'`),
@@ -362,22 +353,7 @@ export function maskServerSecrets(entry: unknown): unknown {
     }
   }
   for (const field of ['command', 'url']) if (typeof out[field] === 'string') out[field] = redactUrlCredentials(out[field] as string);
-  if (Array.isArray(out.args)) {
-    const args = out.args as unknown[];
-    out.args = args.map((a, i) => {
-      if (typeof a !== 'string') return a;
-      const before = i > 0 ? args[i - 1] : undefined;
-      if (typeof before === 'string' && KEY_FLAGS.has(before)) return '***';
-      if (typeof before === 'string' && HEADER_FLAGS.has(before)) return maskedHeader(a);
-      const eq = a.indexOf('=');
-      if (a.startsWith('-') && eq > 0) {
-        const flag = a.slice(0, eq);
-        if (KEY_FLAGS.has(flag)) return `${flag}=***`;
-        if (HEADER_FLAGS.has(flag)) return `${flag}=${maskedHeader(a.slice(eq + 1))}`;
-      }
-      return redactUrlCredentials(a);
-    });
-  }
+  if (Array.isArray(out.args)) out.args = maskSecretArguments(out.args as unknown[]);
   return out;
 }
 
