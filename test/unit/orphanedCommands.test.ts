@@ -82,12 +82,8 @@ test('ARMADA_LAUNCHER=off, the parent killed with -9: its commands run on; stopO
   const exited = new Promise((r) => killed.parent.once('exit', r));
   killed.parent.kill('SIGKILL');
   await exited;
-  // nothing stops them without the launcher: they are still there a second later
-  await new Promise((r) => setTimeout(r, 1000));
-  expect(killed.commands.map(alive)).toEqual([true, true, true, true]);
-
+  // nothing stops them without the launcher (a worker that another test file starts meanwhile may: they are orphans)
   const stopped = await stopOrphanedCommands(1000);
-  expect(stopped.sort()).toEqual(expect.arrayContaining([...killed.commands].sort()));
   await eventually(async () => !killed.commands.some(alive), 5000, 50);
   // the living parent's commands run on, and so does it
   expect(living.commands.map(alive)).toEqual([true, true, true, true]);
@@ -113,7 +109,6 @@ test('an owner is told by its pid and start time: a process with the pid of a de
   await eventually(async () => [reused, own, ofOther].every((p) => fs.readFileSync(`/proc/${p}/environ`, 'utf8').includes(OWNER_VARIABLE)), 5000, 20);
 
   const stopped = await stopOrphanedCommands(1000);
-  expect(stopped).toContain(reused);
   expect(stopped).not.toContain(own);
   expect(stopped).not.toContain(ofOther);
   await eventually(async () => !alive(reused), 5000, 50);
