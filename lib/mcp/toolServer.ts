@@ -6,6 +6,7 @@ import { fetchFailureReason } from '../http/fetchFailure';
 import { formatBytes, readBoundedText } from '../http/readBounded';
 import { fetchFollowingRedirects } from '../http/redirects';
 import { redactSecrets } from '../secretText';
+import { redactUrlCredentials } from '../urlCredentials';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { JsonRpcStdioTransport } from './jsonRpcStdio';
@@ -177,7 +178,7 @@ export async function callTool(served: ServedTool, args: Record<string, unknown>
     // never err.message alone (undici's is "fetch failed" whatever happened), never req.url (it may carry the key)
     const why = fetchFailureReason(err);
     if (why === 'timed out') return { text: clean(`${what} failed: no answer within ${timeoutMs / 1000} s; the service may be overloaded or stuck`), isError: true };
-    return { text: clean(`${what} failed: ${why}; check that the service at ${served.target.baseUrl.replace(/\/+$/, '')} is running`), isError: true };
+    return { text: clean(`${what} failed: ${why}; check that the service at ${redactUrlCredentials(served.target.baseUrl.replace(/\/+$/, ''))} is running`), isError: true };
   }
   const status = clean(`HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`);
   // at most MAX_READ_BYTES (or what `max` characters can take in UTF-8): a larger answer is shown cut, the rest unread
