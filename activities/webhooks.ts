@@ -14,6 +14,7 @@ import { badPortOf, badPortReason } from '../lib/http/badPorts';
 import { fetchFailureReason, isBadPortFailure } from '../lib/http/fetchFailure';
 import { counter } from '../lib/metrics';
 import { openSecret } from '../lib/secretBox';
+import { redactUrlCredentials } from '../lib/urlCredentials';
 import { WEBHOOK_GAVE_UP, backoffMs, deliveryPolicy, withJitter } from '../lib/webhooks/deliveryPolicy';
 import { SIGNATURE_HEADER, signedBody } from '../lib/webhooks/signing';
 import type { ActivityDeps } from './index';
@@ -73,7 +74,8 @@ function answerError(res: Response): { error: string | null; final: boolean } {
   if (status >= 200 && status < 300) return { error: null, final: false };
   if (status >= 300 && status < 400) {
     const location = res.headers.get('location');
-    const where = location ? `a redirect to ${location.slice(0, 500)}` : 'a redirect';
+    // the receiver's Location may carry credentials (its own): stored in the try's row and the failure as ***
+    const where = location ? `a redirect to ${redactUrlCredentials(location.slice(0, 500))}` : 'a redirect';
     return { error: `HTTP ${status}, ${where} (not followed): register ${location ? 'that URL' : 'the final URL'} instead`, final: true };
   }
   return { error: `HTTP ${status}`, final: status >= 400 && status < 500 && status !== 408 && status !== 429 };

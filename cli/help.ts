@@ -30,7 +30,7 @@ Commands:
                         The scheduler's workflows over HTTP (armada workflows --help).
   schedules list|add|pause|resume|delete
                         The schedules of the scheduler's workflows over HTTP (armada schedules --help).
-  infra [--home DIR] [--pg-port N] [--temporal-port N] [--bundle FILE] [--until-stdin-closes]
+  infra [--home DIR] [--pg-port N] [--temporal-port N] [--bundle FILE] [--until-stdin-closes] [--show-secrets]
                         Start only the embedded PostgreSQL and Temporal dev server, print their
                         addresses as one JSON line and run until stopped (tests and local tooling).
   tools <openapi|serve|config> ...
@@ -140,9 +140,11 @@ on a terminal too). See docs/operations.md.
   infra: `armada infra — only the embedded PostgreSQL and Temporal dev server (tests and local tooling)
 
 Usage: armada infra [--home DIR] [--pg-port N] [--temporal-port N] [--bundle FILE] [--until-stdin-closes]
+                   [--show-secrets]
 
 Starts them, applies the migrations, prints {"event":"ready","databaseUrl":…,"temporalAddress":…} and runs
-until stopped (SIGINT, SIGTERM or SIGHUP).
+until stopped (SIGINT, SIGTERM or SIGHUP). The database URLs are printed with their password as *** and
+"passwordFile" names the file that holds the embedded server's password ($ARMADA_HOME/pg-password, mode 0600).
 
 Options:
   --home DIR            ARMADA_HOME to use (default: $ARMADA_HOME, else a new temporary directory).
@@ -150,6 +152,7 @@ Options:
   --temporal-port N     Port of the dev server (default ARMADA_TEMPORAL_PORT, 7233).
   --bundle FILE         Also write the workflow bundle there.
   --until-stdin-closes  Stop when stdin closes (the caller went away).
+  --show-secrets        Print the database URLs whole, password included (for a program that connects with them).
 
 Environment: ARMADA_HOME, TEMPORAL_CLI_PATH, ARMADA_TOOLS_DIR. See README.md (Development).
 `,

@@ -1,13 +1,35 @@
-/** `armada infra`: embedded PostgreSQL + Temporal dev server + migrations, addresses printed as one JSON line. */
+/**
+ * `armada infra`: embedded PostgreSQL + Temporal dev server + migrations, addresses printed as one JSON line. The
+ * database URLs are printed with their password as `***` (the line lands in terminals, CI logs and scrollback), with
+ * the file that holds the embedded server's password; `--show-secrets` prints them whole (docs/operations.md).
+ */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { migrate } from '../lib/db/migrate';
 import { createPool } from '../lib/db/pool';
+import { embeddedPasswordFile } from '../lib/runtime/embeddedPostgres';
+import { redactUrlCredentials } from '../lib/urlCredentials';
 import { writeWorkflowBundle } from '../workers/createWorker';
 import { bootstrap, startInfrastructure, untilSignal } from './runtime';
 
-export async function runInfra(opts: { home?: string; pgPort?: number; temporalPort?: number; bundle?: string; untilStdinCloses?: boolean }): Promise<number> {
+export interface InfraReady {
+  databaseUrl: string;
+  adminUrl?: string;
+  /** the embedded server's password file; absent with DATABASE_URL (whose password is the operator's own) */
+  passwordFile?: string;
+  temporalAddress: string;
+  home: string;
+  bundle?: string;
+}
+
+/** The ready line: the URLs' passwords as `***` unless `showSecrets`, and where the embedded password is kept. */
+export function readyLine(ready: InfraReady, showSecrets: boolean): string {
+  const shown = (url: string | undefined) => (url === undefined || showSecrets ? url : redactUrlCredentials(url));
+  return `${JSON.stringify({ event: 'ready', ...ready, databaseUrl: shown(ready.databaseUrl), adminUrl: shown(ready.adminUrl) })}\n`;
+}
+
+export async function runInfra(opts: { home?: string; pgPort?: number; temporalPort?: number; bundle?: string; untilStdinCloses?: boolean; showSecrets?: boolean }): Promise<number> {
   // With --until-stdin-closes the servers go when the caller does, even one killed outright (jest out of memory,
   // SIGKILL): its end of the stdin pipe closes and the servers are stopped like on SIGTERM.
   let callerGone = false;
@@ -43,7 +65,17 @@ export async function runInfra(opts: { home?: string; pgPort?: number; temporalP
   onCallerGone = () => process.kill(process.pid, 'SIGTERM');
   if (callerGone) onCallerGone();
   process.stdout.write(
-    `${JSON.stringify({ event: 'ready', databaseUrl: infra.databaseUrl, adminUrl: infra.postgres?.adminUrl, temporalAddress: infra.temporalAddress, home: config.home, bundle: opts.bundle })}\n`,
+    readyLine(
+      {
+        databaseUrl: infra.databaseUrl,
+        adminUrl: infra.postgres?.adminUrl,
+        passwordFile: infra.postgres ? embeddedPasswordFile(path.join(config.home, 'pg')) : undefined,
+        temporalAddress: infra.temporalAddress,
+        home: config.home,
+        bundle: opts.bundle,
+      },
+      opts.showSecrets === true,
+    ),
   );
   await stopped;
   return 0;

@@ -122,6 +122,7 @@ export async function main(argv: string[]): Promise<number> {
           'temporal-port': { type: 'string' },
           bundle: { type: 'string' },
           'until-stdin-closes': { type: 'boolean' },
+          'show-secrets': { type: 'boolean' },
         });
         if (!values) return printHelp('infra');
         const { runInfra } = require('./infra') as typeof import('./infra');
@@ -131,6 +132,7 @@ export async function main(argv: string[]): Promise<number> {
           temporalPort: values['temporal-port'] ? Number(values['temporal-port']) : undefined,
           bundle: values.bundle,
           untilStdinCloses: values['until-stdin-closes'],
+          showSecrets: values['show-secrets'],
         });
       }
       case 'tools': {

@@ -1,4 +1,5 @@
 /** `armada sources list|add|update|delete|health|flows`: the scheduler's sources over HTTP. */
+import { hideSecretArguments } from '../lib/secretText';
 import { isUuid } from '../lib/ids';
 import { parseSubcommandArgs, refuseExtraArguments, UsageError } from './options';
 import { CliError, pathSegment, processIo, runSchedulerCommand, schedulerRequest, table, type CliIo } from './schedulerClient';
@@ -76,6 +77,8 @@ async function sources(sub: string, args: string[], io: CliIo): Promise<number> 
     'api-key': { type: 'string' },
     json: { type: 'boolean' },
   });
+  // --api-key KEY is on the command line, which every user of the host reads in ps: shown as *** while this runs
+  hideSecretArguments();
   if (Object.hasOwn(ARGUMENTS, sub)) refuseExtraArguments(`sources ${sub}`, positionals, ARGUMENTS[sub] as number, 'sources');
   const usage = (problem: string) => new UsageError(`sources ${sub}`, problem, 'sources');
   const show = (value: unknown, human: string) => io.stdout(values.json ? `${JSON.stringify(value, null, 2)}\n` : human);

@@ -3,8 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { clientApiKey, missingClientKeyAdvice } from '../lib/keys';
-import { addServer, EDITORS, EditorConfigError, listServers, removeServer, type Editor, type Location, type Scope, type ServerEntry } from '../lib/mcp/editorConfig';
+import { addServer, EDITORS, EditorConfigError, listServers, maskServerSecrets, removeServer, type Editor, type Location, type Scope, type ServerEntry } from '../lib/mcp/editorConfig';
 import { headerValueProblem } from '../lib/mcp/requestValues';
+import { hideSecretArguments } from '../lib/secretText';
 import type { ServedTool } from '../lib/mcp/toolServer';
 import { asksForHelp, parseSubcommandArgs, refuseExtraArguments, UsageError } from './options';
 
@@ -70,10 +71,12 @@ Usage:
 
   armada tools config add <name> --editor EDITOR [--scope user|project] [--env KEY=VALUE]... [--dry-run] -- <command> [args…]
   armada tools config add <name> --editor EDITOR --openapi URL [--base-url URL] [--env KEY=VALUE]... [--dry-run]
-  armada tools config list [--editor EDITOR] [--scope user|project] [--json]
+  armada tools config list [--editor EDITOR] [--scope user|project] [--json] [--show-secrets]
   armada tools config remove <name> --editor EDITOR [--scope user|project] [--dry-run]
       EDITOR: ${EDITORS.join(', ')}. Default scope: user; project writes under the current directory.
       list --json prints the files and their servers as JSON (for scripts); without it, one line per server.
+      list shows env and headers values, --api-key/--header values and URL passwords as ***; --show-secrets
+      shows them as the file holds them.
 `;
 
 const out = (s: string) => process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
@@ -119,6 +122,9 @@ async function runOpenapi(args: string[]): Promise<number> {
     timeout: { type: 'string' },
     list: { type: 'boolean' },
   });
+  // a key on the command line is there for every user of the host to read (ps, /proc/<pid>/cmdline) for as long as
+  // the server runs, which is as long as the editor does
+  hideSecretArguments();
   const source = positionals[0];
   if (!source) throw new UsageError('tools openapi', 'give exactly one OpenAPI document URL or file', 'tools');
   refuseExtraArguments('tools openapi', positionals, 1, 'tools');
@@ -164,7 +170,8 @@ async function runOpenapi(args: string[]): Promise<number> {
     if (api.apiKey.in === 'query') query[api.apiKey.name] = apiKey;
     else headers[api.apiKey.name.toLowerCase()] = api.apiKey.bearer ? `Bearer ${apiKey}` : apiKey;
   }
-  const tools: ServedTool[] = api.tools.map((tool) => ({ tool, target: { baseUrl, headers, query } }));
+  // the key, however it is sent, is taken out of every answer the model sees (a service may echo it)
+  const tools: ServedTool[] = api.tools.map((tool) => ({ tool, target: { baseUrl, headers, query, secrets: apiKey ? [apiKey] : [] } }));
   if (values.list) {
     out(JSON.stringify(api.tools.map((t) => ({ name: t.name, description: t.description, method: t.method, path: t.path, inputSchema: t.inputSchema })), null, 2));
     return 0;
@@ -256,6 +263,7 @@ function runConfig(argv: string[]): number {
     'base-url': { type: 'string' },
     'dry-run': { type: 'boolean' },
     json: { type: 'boolean' },
+    'show-secrets': { type: 'boolean' },
   });
   const [action, name] = positionals;
   if (!action) {
@@ -297,7 +305,9 @@ function runConfig(argv: string[]): number {
       return r.removed ? 0 : 1;
     }
     case 'list': {
-      const found = listServers({ editor: editorOf(values.editor, false), scope: values.scope ? scopeOf(values.scope) : undefined, location: loc });
+      const listed = listServers({ editor: editorOf(values.editor, false), scope: values.scope ? scopeOf(values.scope) : undefined, location: loc });
+      // keys and passwords as *** unless asked for (a terminal's scrollback, a screen shared, a CI log)
+      const found = values['show-secrets'] ? listed : listed.map((f) => ({ ...f, servers: Object.fromEntries(Object.entries(f.servers).map(([n, e]) => [n, maskServerSecrets(e)])) }));
       if (values.json) {
         out(JSON.stringify(found, null, 2));
         return 0;

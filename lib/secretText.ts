@@ -5,6 +5,8 @@
  * taken out of it first, in every form it travels in (docs/security.md, "Secrets echoed by outside services").
  */
 
+import { redactUrlCredentials } from './urlCredentials';
+
 /** Shorter secrets are left alone: replacing them would take letters out of ordinary words (and they guard nothing). */
 export const MIN_REDACTED_SECRET_CHARS = 6;
 
@@ -24,4 +26,45 @@ export function redactSecrets(text: string, secrets: readonly (string | null | u
   let out = text;
   for (const form of forms) if (out.includes(form)) out = out.split(form).join(replacement);
   return out;
+}
+
+/** Arguments whose next argument (or `=value`) is a key: Armada's own (`--api-key`), and the usual spellings elsewhere. */
+const KEY_FLAGS = new Set(['--api-key', '--apikey', '--token', '--access-token', '--password', '--secret']);
+const HEADER_FLAGS = new Set(['--header', '-H']);
+
+/** A header argument (`Name: value`) with its value as `***`. */
+const maskedHeader = (h: string): string => {
+  const i = h.indexOf(':');
+  return i > 0 ? `${h.slice(0, i)}: ***` : '***';
+};
+
+/**
+ * A command line with its secrets as `***`: the value of a key flag (`--api-key ***`, `--api-key=***`), of a header
+ * flag (`--header 'Authorization: ***'`) and a URL's password. What is no string is kept as it is.
+ */
+export function maskSecretArguments(args: readonly unknown[]): unknown[] {
+  return args.map((a, i) => {
+    if (typeof a !== 'string') return a;
+    const before = i > 0 ? args[i - 1] : undefined;
+    if (typeof before === 'string' && KEY_FLAGS.has(before)) return '***';
+    if (typeof before === 'string' && HEADER_FLAGS.has(before)) return maskedHeader(a);
+    const eq = a.indexOf('=');
+    if (a.startsWith('-') && eq > 0) {
+      const flag = a.slice(0, eq);
+      if (KEY_FLAGS.has(flag)) return `${flag}=***`;
+      if (HEADER_FLAGS.has(flag)) return `${flag}=${maskedHeader(a.slice(eq + 1))}`;
+    }
+    return redactUrlCredentials(a);
+  });
+}
+
+/**
+ * Shows this process's command line with its secrets as `***` (maskSecretArguments) from now on: the process title
+ * overwrites the memory `ps` and /proc/<pid>/cmdline read, which every user of the host can. Does nothing when the
+ * command line holds none.
+ */
+export function hideSecretArguments(): void {
+  const args = process.argv.slice(1);
+  const masked = maskSecretArguments(args) as string[];
+  if (masked.some((a, i) => a !== args[i])) process.title = ['node', ...masked].join(' ');
 }

@@ -18,6 +18,7 @@ import { workerIdentity } from '../lib/workerIdentity';
 import { createSlots } from '../lib/process/slots';
 import type { Faults } from '../lib/faults';
 import { scrubManagedClones } from '../activities/git/scrubRemoteCredentials';
+import { stopOrphanedCommands } from '../lib/process/orphans';
 import { DEFAULT_JANITOR_INTERVAL_MS, startWorktreeJanitor, type WorktreeJanitor } from './worktreeJanitor';
 
 /** True when this module runs from the compiled output of `npm run build` (dist/), not through tsx. */
@@ -152,6 +153,13 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);
   // a worker killed outright left its scripts' temp dirs: removed at every start (the janitor below may be off)
   pruneStaleScriptDirs(opts.logger);
+  // commands a worker or API process killed outright left running (git clones among them: ARMADA_LAUNCHER=off, or the
+  // launcher killed with it), stopped before they race the retries of their activities (lib/process/orphans.ts)
+  const orphansStopped = stopOrphanedCommands()
+    .then((pids) => {
+      if (pids.length) opts.logger.warn({ pids }, `stopped ${pids.length} command(s) left running by a process that was killed`);
+    })
+    .catch((err) => opts.logger.warn({ err: { message: (err as Error).message } }, 'stopping commands left by a killed process failed'));
   // managed clones made before repository credentials were sealed hold them in their origin's URL (docs/security.md)
   const scrubbed = scrubManagedClones(opts.config.home, opts.logger).catch((err) => opts.logger.warn({ err: { message: (err as Error).message } }, 'cleaning the remote URLs of managed clones failed'));
   // host-local housekeeping: worktrees of deleted attempts on this host's disk (docs/attempts.md#orphaned-worktrees)
@@ -170,6 +178,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
         for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
         await janitor.stop(); // finishes the entry in hand, starts no other
         await scrubbed;
+        await orphansStopped;
         await done.catch((err) => opts.logger.warn({ err }, 'worker stopped with an error'));
         // work an activity returned without finishing (a run's start handed over), within the same grace time
         if (!(await workInHand.settle(Math.max(0, graceEnds - Date.now())))) {

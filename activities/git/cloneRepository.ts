@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { git, gitOrThrow, inspectLocalRepo } from '../../lib/git';
+import { stopOrphanedCommands } from '../../lib/process/orphans';
 import { redactSecrets } from '../../lib/secretText';
 import { credentialSecrets, holdsUrlSecret, splitUrlCredentials } from '../../lib/urlCredentials';
 import { keepAlive } from '../keepAlive';
@@ -35,6 +36,9 @@ export async function cloneRepository(deps: RemoteAuthDeps, input: CloneReposito
   const credentials = (input.projectId ? await projectCredentials(deps, input.projectId) : null) ?? (holdsUrlSecret(input.url) ? remote.credentials : null);
   fs.mkdirSync(path.dirname(input.dest), { recursive: true });
   const tmp = `${input.dest}.partial`;
+  // a clone of a try whose worker was killed may still run here, bound for `tmp` (ARMADA_LAUNCHER=off, or its launcher
+  // killed with it): stopped before the directory is removed and cloned into again
+  await stopOrphanedCommands();
   fs.rmSync(tmp, { recursive: true, force: true });
   try {
     await keepAlive(() => cloneInto(remote.url, input.branch, tmp, remoteAuthEnv(remote.url, credentials)), { intervalMs: 5_000 });

@@ -45,6 +45,12 @@ export function isStorableDateTime(s: string): boolean {
  */
 export const UUID_ANY_CASE = 'x-uuid-any-case';
 
+/**
+ * A string schema's words for a value its `pattern` refuses, in place of ajv's `must match pattern "<regex>"`, which
+ * leaves the reader to decode the expression. The OpenAPI documents carry it as the extension it is.
+ */
+export const PATTERN_MESSAGE = 'x-pattern-message';
+
 function makeAjv(coerceTypes: boolean | 'array'): Ajv {
   // verbose: an error carries the schema it broke (parentSchema), so a value that is no object can be told the fields it takes
   const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false, verbose: true });
@@ -239,6 +245,10 @@ export function fieldMessage(e: ErrorObject): string {
   if (e.keyword === 'false schema') return 'is not allowed here';
   if (e.keyword === 'enum') return `must be one of: ${((e.params as { allowedValues: unknown[] }).allowedValues ?? []).join(', ')}`;
   if (e.keyword === 'type' && (e.params as { type?: unknown }).type === 'object') return objectExpected(e.parentSchema);
+  if (e.keyword === 'pattern') {
+    const own = (e.parentSchema as Record<string, unknown> | undefined)?.[PATTERN_MESSAGE];
+    if (typeof own === 'string') return own;
+  }
   return e.message ?? 'is invalid';
 }
 

@@ -4,6 +4,7 @@ import { MAX_PATH_PARAM_LENGTH, NAME_CONTROLS, NAME_PATTERN, NON_BLANK_PATTERN, 
 import { AT_PATTERN, DATE_TIME_PATTERN, LATEST_RUN_AT } from '../../lib/scheduler/oneTime';
 import { ACCEPTED_SCHEDULES, MAX_SCHEDULE_CHARS, SCHEDULE_EXPRESSION_PATTERN } from '../../lib/scheduler/cron';
 import { ifThen, Nullable, Offset, StringEnum } from '../http/schemas';
+import { PATTERN_MESSAGE } from '../http/validation';
 import { LOG_LEVELS } from '../../lib/db/schedulerExecutions';
 
 export const Detail = Type.Object({ detail: Type.String() });
@@ -21,7 +22,18 @@ export const SOURCE_STATUSES = ['active', 'inactive'] as const;
  */
 export const WORKFLOW_NAME = '^([A-Za-z0-9_-][A-Za-z0-9._-]{0,99}|\\.[A-Za-z0-9_-][A-Za-z0-9._-]{0,98}|\\.\\.[A-Za-z0-9._-]{1,98})$';
 
-const Url = Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://[^\\s/?#]+[^\\s]*$' });
+/**
+ * A platform's URL: http(s), with no user name or password before the host (`https://user:pass@host`). fetch refuses
+ * such a URL, so every call to the platform failed with fetch's own words, and the URL, the password in it, was
+ * stored and shown; the key goes in `api_key` (docs/scheduler.md#sources).
+ */
+const Url = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  pattern: '^https?://[^\\s/?#@]+([/?#][^\\s]*)?$',
+  description: 'http(s) URL of the platform, without a user name or password (give the key in api_key)',
+  [PATTERN_MESSAGE]: 'must be an http(s) URL without a user name or password before the host (such as https://langflow.example.com); give the key in api_key',
+});
 
 /** The platform key travels in an HTTP header: printable ASCII only, else no request could carry it. */
 const ApiKey = Type.String({ maxLength: 4096, pattern: '^[!-~]*$', description: 'printable ASCII, no spaces; empty or null: none' });

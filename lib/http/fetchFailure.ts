@@ -3,6 +3,7 @@
  * whatever happened; the reason (a refused connection, a reset, an unknown host, a certificate) is in its `cause`, one
  * or two levels down, so a message built from `err.message` alone said "fetch failed" for all of them.
  */
+import { redactUrlCredentials } from '../urlCredentials';
 
 const DESCRIPTIONS: Record<string, string> = {
   ECONNREFUSED: 'connection refused',
@@ -56,8 +57,14 @@ export function fetchFailure(err: unknown): { reason: string; code?: string } {
   }
   // undici refuses the Fetch standard's blocked ports (6000, 6665–6669, …) before connecting, with no code
   if (isBadPortFailure(e)) return { reason: BAD_PORT };
-  return { reason: typeof e?.message === 'string' ? e.message : String(err) };
+  const message = typeof e?.message === 'string' ? e.message : String(err);
+  // undici's refusal quotes the URL, password and all ("Request cannot be constructed from a URL that includes
+  // credentials: http://me:…@host/…"): said without it
+  if (message.includes('URL that includes credentials')) return { reason: CREDENTIALS_IN_URL };
+  return { reason: redactUrlCredentials(message) };
 }
+
+const CREDENTIALS_IN_URL = 'the URL holds a user name or password, which fetch does not send; give the key another way';
 
 const BAD_PORT = 'the port is one fetch never connects to (a "bad port" of the Fetch standard, such as 6000 or 6667); serve it on another port';
 

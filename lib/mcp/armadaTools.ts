@@ -4,6 +4,7 @@
  * are skipped, so the list can name routes that arrive later. Tools are named by the document's operationId (the
  * curated name is the expected operationId and the fallback) and described by its summary + description.
  */
+import { redactUrlCredentials } from '../urlCredentials';
 import { loadOpenApiDocument, OpenApiDocumentError, openapiToTools, type ToolDefinition } from './openapiToTools';
 import type { ServedTool } from './toolServer';
 
@@ -106,7 +107,8 @@ export async function armadaTools(sources: ArmadaServiceSource[], opts: { allowP
     try {
       doc = await loadOpenApiDocument(`${base}${docPath}`, s.headers, 10_000);
     } catch (err) {
-      const msg = `the ${s.service} service at ${base} ${reason(err, s)}`;
+      // ARMADA_TASK_URL / ARMADA_SCHEDULER_URL may carry a password (which fetch refuses): not shown
+      const msg = `the ${s.service} service at ${redactUrlCredentials(base)} ${reason(err, s)}`;
       if (!opts.allowPartial) throw new ServiceUnavailableError(msg);
       opts.warn(`armada tools serve: ${msg}; its tools are left out (--allow-partial)`);
       continue;

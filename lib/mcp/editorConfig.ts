@@ -9,6 +9,8 @@ import { FileLockTimeout, withFileLock } from '../fs/fileLock';
 import { NotAFileError, notAFile, readRegularFile, statIfExists } from '../fs/regularFile';
 import { formatBytes } from '../http/readBounded';
 import { duplicatedParent, parseJsonText, setMember } from './jsonText';
+import { maskSecretArguments } from '../secretText';
+import { redactUrlCredentials } from '../urlCredentials';
 
 export const EDITORS = ['cursor', 'claude-code', 'claude-desktop', 'vscode', 'windsurf', 'gemini'] as const;
 export type Editor = (typeof EDITORS)[number];
@@ -333,6 +335,26 @@ export interface ListedConfig {
   file: string;
   servers: Record<string, unknown>;
   error?: string;
+}
+
+/**
+ * A server entry of an editor's file as `tools config list` shows it without --show-secrets: `env` and `headers`
+ * values as `***`, the value of a key or header flag in `args` as `***` (`--api-key ***`, `--header 'X-Key: ***'`),
+ * and URL credentials anywhere as `***`. The file is the editor's and may hold anything: what is not an object, an
+ * array of strings or a string is kept as it is.
+ */
+export function maskServerSecrets(entry: unknown): unknown {
+  if (!entry || typeof entry !== 'object' || Array.isArray(entry)) return entry;
+  const out: Record<string, unknown> = { ...(entry as Record<string, unknown>) };
+  for (const field of ['env', 'headers']) {
+    const values = out[field];
+    if (values && typeof values === 'object' && !Array.isArray(values)) {
+      out[field] = Object.fromEntries(Object.entries(values).map(([k, v]) => [k, typeof v === 'string' && v !== '' ? '***' : v]));
+    }
+  }
+  for (const field of ['command', 'url']) if (typeof out[field] === 'string') out[field] = redactUrlCredentials(out[field] as string);
+  if (Array.isArray(out.args)) out.args = maskSecretArguments(out.args as unknown[]);
+  return out;
 }
 
 /** The servers in every existing config file (of one editor, or all). */

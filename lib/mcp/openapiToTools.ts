@@ -9,7 +9,9 @@ import { FileTooLargeError, NotAFileError, readRegularFile } from '../fs/regular
 import { fetchFailure } from '../http/fetchFailure';
 import { fetchFollowingRedirects } from '../http/redirects';
 import { formatBytes, readBoundedText } from '../http/readBounded';
+import { redactSecrets } from '../secretText';
 import { plainObject, recordOf } from '../untrustedJson';
+import { redactUrlCredentials } from '../urlCredentials';
 
 export type JsonObject = Record<string, unknown>;
 export type JsonSchema = JsonObject;
@@ -81,6 +83,9 @@ export class OpenApiDocumentError extends Error {
 /** The most of a document that is read: the largest public ones are about a tenth of it. */
 export const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
 
+/** A document's URL as messages show it: a password in it as `***` (fetch refuses such a URL, and says so). */
+const shownSource = (source: string): string => redactUrlCredentials(source);
+
 async function fetchDocument(source: string, headers: Record<string, string>, timeoutMs: number): Promise<string> {
   let res: Response;
   try {
@@ -89,20 +94,20 @@ async function fetchDocument(source: string, headers: Record<string, string>, ti
   } catch (err) {
     const failure = fetchFailure(err);
     const shown = failure.reason === 'timed out' ? `timed out after ${timeoutMs} ms` : failure.reason;
-    throw new OpenApiDocumentError(`cannot fetch the OpenAPI document ${source}: ${shown}; check the URL and that its server is running`, undefined, failure.code ?? shown);
+    throw new OpenApiDocumentError(`cannot fetch the OpenAPI document ${shownSource(source)}: ${shown}; check the URL and that its server is running`, undefined, failure.code ?? shown);
   }
   if (!res.ok) {
     await res.body?.cancel().catch(() => undefined);
-    throw new OpenApiDocumentError(`the OpenAPI document ${source} answered HTTP ${res.status}; check the URL (and --header, for a document that needs a key)`, res.status);
+    throw new OpenApiDocumentError(`the OpenAPI document ${shownSource(source)} answered HTTP ${res.status}; check the URL (and --header, for a document that needs a key)`, res.status);
   }
   let read: { text: string; truncated: boolean };
   try {
     read = await readBoundedText(res, MAX_DOCUMENT_BYTES);
   } catch (err) {
     const failure = fetchFailure(err);
-    throw new OpenApiDocumentError(`cannot fetch the OpenAPI document ${source}: ${failure.reason} while it was read; try again`, undefined, failure.code ?? failure.reason);
+    throw new OpenApiDocumentError(`cannot fetch the OpenAPI document ${shownSource(source)}: ${failure.reason} while it was read; try again`, undefined, failure.code ?? failure.reason);
   }
-  if (read.truncated) throw new OpenApiDocumentError(`the OpenAPI document ${source} is larger than ${formatBytes(MAX_DOCUMENT_BYTES)}; Armada reads at most that much of a document`);
+  if (read.truncated) throw new OpenApiDocumentError(`the OpenAPI document ${shownSource(source)} is larger than ${formatBytes(MAX_DOCUMENT_BYTES)}; Armada reads at most that much of a document`);
   return read.text;
 }
 
@@ -112,10 +117,10 @@ function readDocumentFile(source: string): string {
     // by type and bounded (lib/fs/regularFile.ts): a FIFO blocked the read until a writer came, a device never ended
     return readRegularFile(file, MAX_DOCUMENT_BYTES);
   } catch (err) {
-    if (err instanceof FileTooLargeError) throw new OpenApiDocumentError(`${source} is larger than ${formatBytes(MAX_DOCUMENT_BYTES)}; Armada reads at most that much of a document`);
+    if (err instanceof FileTooLargeError) throw new OpenApiDocumentError(`${shownSource(source)} is larger than ${formatBytes(MAX_DOCUMENT_BYTES)}; Armada reads at most that much of a document`);
     const code = (err as NodeJS.ErrnoException).code;
     const why = err instanceof NotAFileError ? `it is ${err.kind}, not a file` : code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
-    throw new OpenApiDocumentError(`cannot read ${source}: ${why}; give the path of the document's file or its http(s) URL`);
+    throw new OpenApiDocumentError(`cannot read ${shownSource(source)}: ${why}; give the path of the document's file or its http(s) URL`);
   }
 }
 
@@ -128,10 +133,11 @@ export async function loadOpenApiDocument(source: string, headers: Record<string
     doc = json ? JSON.parse(text) : YAML.parse(text);
   } catch (err) {
     // YAML's message goes on with an excerpt of the document: its first line says what and where
-    const why = ((err as Error).message ?? String(err)).split('\n')[0]?.replace(/:$/, '');
-    throw new OpenApiDocumentError(`${source} is not valid ${json ? 'JSON' : 'YAML'} (${why}); fix the document`);
+    // (and JSON.parse's quotes a few characters of it): a key the server echoed there is not shown
+    const why = redactSecrets(((err as Error).message ?? String(err)).split('\n')[0]?.replace(/:$/, '') ?? '', Object.values(headers), '[key]');
+    throw new OpenApiDocumentError(`${shownSource(source)} is not valid ${json ? 'JSON' : 'YAML'} (${why}); fix the document`);
   }
-  if (!doc || typeof doc !== 'object' || (!('openapi' in doc) && !('swagger' in doc))) throw new OpenApiDocumentError(`${source} is not an OpenAPI or Swagger document`);
+  if (!doc || typeof doc !== 'object' || (!('openapi' in doc) && !('swagger' in doc))) throw new OpenApiDocumentError(`${shownSource(source)} is not an OpenAPI or Swagger document`);
   return doc as JsonObject;
 }
 

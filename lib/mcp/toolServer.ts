@@ -5,6 +5,8 @@
 import { fetchFailureReason } from '../http/fetchFailure';
 import { formatBytes, readBoundedText } from '../http/readBounded';
 import { fetchFollowingRedirects } from '../http/redirects';
+import { redactSecrets } from '../secretText';
+import { redactUrlCredentials } from '../urlCredentials';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { JsonRpcStdioTransport } from './jsonRpcStdio';
@@ -20,6 +22,30 @@ export interface ToolTarget {
   headers: Record<string, string>;
   /** Query parameters sent with every request (an API key that goes in the query). */
   query?: Record<string, string>;
+  /**
+   * Keys this target sends that an answer must not show (the API key however it is sent); the values of `query` and of
+   * credential headers (targetSecrets) are added to them.
+   */
+  secrets?: string[];
+}
+
+/** Headers whose value is a credential: `Authorization`, cookies, and names that say key, token, secret or password. */
+const CREDENTIAL_HEADER = /^(authorization|proxy-authorization|cookie)$|key|token|secret|passw|auth|session|signature/i;
+
+/**
+ * What the service must not hand back to the model through a tool's answer: the target's keys, its query values and
+ * its credential headers' values (also without their scheme: the `<key>` of `Bearer <key>`, which an echo may quote
+ * alone). docs/tools.md, "Keys echoed by a service".
+ */
+export function targetSecrets(target: ToolTarget): string[] {
+  const out = [...(target.secrets ?? []), ...Object.values(target.query ?? {})];
+  for (const [name, value] of Object.entries(target.headers)) {
+    if (!CREDENTIAL_HEADER.test(name)) continue;
+    out.push(value);
+    const scheme = /^[A-Za-z][A-Za-z0-9._~+/-]*\s+(\S.*)$/.exec(value);
+    if (scheme?.[1]) out.push(scheme[1]);
+  }
+  return out;
 }
 
 export interface ServedTool {
@@ -125,14 +151,21 @@ export function truncate(text: string, max: number): string {
   return `${shown}\n\n[truncated: showing the first ${shown.length} of ${text.length} characters]`;
 }
 
-/** Runs one tool call; HTTP errors are results with isError (the model sees the status and body), not exceptions. */
+/**
+ * Runs one tool call; HTTP errors are results with isError (the model sees the status and body), not exceptions.
+ * The target's keys are taken out of every answer before it is cut to size (a cut through a key would leave its first
+ * characters): a service may echo the key it was sent, in its body (`{"error":"invalid key sk-…"}`), a header it
+ * reflects into its body or an error message, and the answer goes to the model and from there anywhere.
+ */
 export async function callTool(served: ServedTool, args: Record<string, unknown>, opts: { maxResponseChars?: number; timeoutMs?: number } = {}): Promise<ToolCallResult> {
   const max = opts.maxResponseChars ?? DEFAULT_MAX_RESPONSE_CHARS;
+  const secrets = targetSecrets(served.target);
+  const clean = (text: string) => redactSecrets(text, secrets, '[key]');
   let req: ReturnType<typeof buildRequest>;
   try {
     req = buildRequest(served, args);
   } catch (err) {
-    return { text: (err as Error).message, isError: true };
+    return { text: clean((err as Error).message), isError: true };
   }
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const signal = AbortSignal.timeout(timeoutMs);
@@ -144,10 +177,10 @@ export async function callTool(served: ServedTool, args: Record<string, unknown>
   } catch (err) {
     // never err.message alone (undici's is "fetch failed" whatever happened), never req.url (it may carry the key)
     const why = fetchFailureReason(err);
-    if (why === 'timed out') return { text: `${what} failed: no answer within ${timeoutMs / 1000} s; the service may be overloaded or stuck`, isError: true };
-    return { text: `${what} failed: ${why}; check that the service at ${served.target.baseUrl.replace(/\/+$/, '')} is running`, isError: true };
+    if (why === 'timed out') return { text: clean(`${what} failed: no answer within ${timeoutMs / 1000} s; the service may be overloaded or stuck`), isError: true };
+    return { text: clean(`${what} failed: ${why}; check that the service at ${redactUrlCredentials(served.target.baseUrl.replace(/\/+$/, ''))} is running`), isError: true };
   }
-  const status = `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
+  const status = clean(`HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`);
   // at most MAX_READ_BYTES (or what `max` characters can take in UTF-8): a larger answer is shown cut, the rest unread
   const limit = Math.max(4 * max, MAX_READ_BYTES);
   let read: { text: string; truncated: boolean };
@@ -156,16 +189,16 @@ export async function callTool(served: ServedTool, args: Record<string, unknown>
   } catch (err) {
     // a result the model can read, not a protocol error: the request was sent, and may have taken effect
     const why = signal.aborted ? `no more of it within ${timeoutMs / 1000} s` : fetchFailureReason(err);
-    return { text: `${what} answered HTTP ${res.status}, then its answer was cut off: ${why}; try again`, isError: true };
+    return { text: clean(`${what} answered HTTP ${res.status}, then its answer was cut off: ${why}; try again`), isError: true };
   }
-  let text = read.text;
+  let text = clean(read.text);
   if (read.truncated) {
     const shown = head(`${status}\n\n${text}`, max);
     return { text: `${shown}\n\n[truncated: the answer was longer than ${formatBytes(limit)}; showing its first ${shown.length} characters]`, isError: res.status >= 400 };
   }
   if ((res.headers.get('content-type') ?? '').includes('json')) {
     try {
-      text = JSON.stringify(JSON.parse(text), null, 2);
+      text = clean(JSON.stringify(JSON.parse(text), null, 2));
     } catch {
       // not actually JSON: return it as it came
     }

@@ -102,3 +102,16 @@ export function childEnv(opts: ChildEnvOptions = {}): Record<string, string> {
   for (const [k, v] of Object.entries(opts.vars ?? {})) if (v !== undefined) env[k] = v;
   return env;
 }
+
+/**
+ * The environment of a server or tool Armada runs for itself: the embedded PostgreSQL (initdb and the postmaster,
+ * whose backends hand it to every `COPY … FROM PROGRAM` a SQL superuser runs), the Temporal dev server, and pip
+ * provisioning the Temporal CLI. The allow-list above, the variables named by `prefixes` (pip's own `PIP_`), then
+ * `vars`. Until session 51 each got the whole of Armada's environment: ARMADA_ENCRYPTION_KEY, the API keys,
+ * DATABASE_URL, the vendors' keys (docs/security.md, "Child environment").
+ */
+export function serverEnv(vars: Record<string, string> = {}, prefixes: readonly string[] = []): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && (isAllowedEnvName(k) || prefixes.some((p) => k.startsWith(p)))) env[k] = v;
+  return { ...env, ...vars };
+}

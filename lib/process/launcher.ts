@@ -18,6 +18,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
+import { OWNER_VARIABLE, ownerMark } from './orphans';
 
 export interface RunRequest {
   file: string;
@@ -200,7 +201,10 @@ function launcher(): ChildProcess | undefined {
 }
 
 /** Runs `file args…` to completion and resolves with its exit code and output (never rejects for a failing command). */
-export function runProcess(req: RunRequest): Promise<RunResult> {
+export function runProcess(given: RunRequest): Promise<RunResult> {
+  // its owner goes with it (and git's children), so a worker can stop it should this process die without the launcher
+  // stopping it (ARMADA_LAUNCHER=off, or the launcher killed with it): lib/process/orphans.ts
+  const req = { ...given, env: { ...given.env, [OWNER_VARIABLE]: ownerMark() } };
   const c = launcher();
   if (!c) return runHere(req);
   const id = nextId++;

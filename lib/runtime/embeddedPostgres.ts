@@ -5,6 +5,7 @@
  */
 import crypto from 'node:crypto';
 import { execFileSync } from 'node:child_process';
+import { serverEnv } from '../process/childEnv';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -158,7 +159,7 @@ async function spawnPostmaster(
   log: Logger,
   onSpawn?: (server: ServerProcess) => void,
 ): Promise<ServerProcess> {
-  const server = spawnServer(bin, args, log, { ...postgresUser(), env: { ...process.env, LC_MESSAGES: 'C' } });
+  const server = spawnServer(bin, args, log, { ...postgresUser(), env: serverEnv({ LC_MESSAGES: 'C' }) });
   onSpawn?.(server);
   const ready = new Promise<boolean>((resolve) => {
     let seen = '';
@@ -196,6 +197,14 @@ export function postmasterFailure(output: string, dataDir: string, port: number)
   return `embedded postgres did not start on port ${port}: ${cause}`;
 }
 
+/**
+ * The file holding the embedded server's password (mode 0600), beside its data directory: `$ARMADA_HOME/pg-password`.
+ * `armada infra` names it instead of printing the password (docs/operations.md).
+ */
+export function embeddedPasswordFile(dataDir: string): string {
+  return path.join(path.dirname(dataDir), 'pg-password');
+}
+
 function readOrCreatePassword(file: string): string {
   try {
     return fs.readFileSync(file, 'utf8').trim();
@@ -210,7 +219,7 @@ function readOrCreatePassword(file: string): string {
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<RunningPostgres> {
   const database = opts.database ?? 'armada';
   const user = 'armada';
-  const password = readOrCreatePassword(path.join(path.dirname(opts.dataDir), 'pg-password'));
+  const password = readOrCreatePassword(embeddedPasswordFile(opts.dataDir));
   const log = opts.logger.child({ component: 'postgres' });
   const bin = await postgresBinaries();
   const runAs = postgresUser();

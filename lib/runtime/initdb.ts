@@ -6,6 +6,7 @@
  */
 import crypto from 'node:crypto';
 import { execFileSync, spawn } from 'node:child_process';
+import { serverEnv } from '../process/childEnv';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../logger';
@@ -76,7 +77,7 @@ export async function runInitdb(opts: InitdbOptions): Promise<void> {
       '--locale-provider=builtin',
       '--builtin-locale=C.UTF-8',
     ];
-    const child = spawn(opts.initdb, args, { ...opts.runAs, env: { ...process.env, LC_MESSAGES: locale }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(opts.initdb, args, { ...opts.runAs, env: serverEnv({ LC_MESSAGES: locale }), stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => opts.log.debug(d.toString().trim()));
     child.stderr.on('data', (d: Buffer) => {

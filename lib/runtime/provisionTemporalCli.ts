@@ -5,6 +5,7 @@
  * installs into its own temporary directory and renames it into place; the loser keeps the winner's copy.
  */
 import { execFile } from 'node:child_process';
+import { serverEnv } from '../process/childEnv';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -84,7 +85,7 @@ export function checkProvisioned(toolsDir: string): { state: 'ok'; binary: strin
 
 async function run(cmd: string, args: string[], timeoutMs: number): Promise<void> {
   try {
-    await execFileAsync(cmd, args, { timeout: timeoutMs, maxBuffer: 16 << 20, env: { ...process.env, PIP_DISABLE_PIP_VERSION_CHECK: '1' } });
+    await execFileAsync(cmd, args, { timeout: timeoutMs, maxBuffer: 16 << 20, env: serverEnv({ PIP_DISABLE_PIP_VERSION_CHECK: '1' }, ['PIP_', 'PYTHON']) });
   } catch (err) {
     const e = err as { stderr?: string; message: string; code?: string };
     if (e.code === 'ENOENT') throw e;
@@ -96,7 +97,7 @@ async function run(cmd: string, args: string[], timeoutMs: number): Promise<void
 /** python3 with a working venv module, or a one-line error naming the alternatives. */
 async function checkPython(python: string): Promise<void> {
   try {
-    await execFileAsync(python, ['-c', 'import venv, ensurepip'], { timeout: 15_000 });
+    await execFileAsync(python, ['-c', 'import venv, ensurepip'], { timeout: 15_000, env: serverEnv({}, ['PYTHON']) });
   } catch (err) {
     const missing = (err as { code?: string }).code === 'ENOENT' ? `${python} is not installed` : `${python} has no venv/ensurepip module`;
     throw new TemporalCliProvisionError(`The Temporal CLI was not found and cannot be provisioned: ${missing}; ${ALTERNATIVES}.`);

@@ -3,6 +3,7 @@
  * $ARMADA_HOME with WAL pragmas, stopped with us.
  */
 import { execFileSync } from 'node:child_process';
+import { serverEnv } from '../process/childEnv';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -56,7 +57,7 @@ export function findTemporalCli(cliPath: string): string {
   }
   const candidates = [path.join(os.homedir(), '.temporalio', 'bin'), path.join(os.homedir(), '.local', 'bin')];
   try {
-    candidates.push(execFileSync('python3', ['-c', 'import sysconfig; print(sysconfig.get_path("scripts"))'], { encoding: 'utf8', timeout: 5000 }).trim());
+    candidates.push(execFileSync('python3', ['-c', 'import sysconfig; print(sysconfig.get_path("scripts"))'], { encoding: 'utf8', timeout: 5000, env: serverEnv({}, ['PYTHON']) }).trim());
   } catch {
     /* no python */
   }
@@ -272,7 +273,7 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<Ru
   const spawnReady = async (): Promise<ServerProcess> => {
     const stopsBefore = stops;
     const stopped = () => stops !== stopsBefore;
-    const server = spawnServer(bin, args, log);
+    const server = spawnServer(bin, args, log, { env: serverEnv() });
     starting.add(server);
     let exited: string | null = null;
     void server.exited.then(async (how) => {

@@ -19,7 +19,7 @@ jest.setTimeout(240_000);
 
 let home: string;
 const env = () => ({ ...process.env, ARMADA_HOME: home, ARMADA_LOG_LEVEL: 'warn', DATABASE_URL: '', TEMPORAL_ADDRESS: '' });
-const infraArgs = async () => ['infra', '--home', home, '--pg-port', String(await freePort()), '--temporal-port', String(await freePort())];
+const infraArgs = async () => ['infra', '--home', home, '--pg-port', String(await freePort()), '--temporal-port', String(await freePort()), '--show-secrets'];
 
 function killAllUsingHome(): void {
   killProcessesUsing(home);

@@ -37,7 +37,7 @@ let pgPort: number;
 async function runningInfra(): Promise<ArmadaProcess> {
   if (infra && infra.child.exitCode === null && infra.child.signalCode === null) return infra;
   pgPort = await freePort();
-  infra = await spawnArmada(['infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(await freePort())], 'ready', env(pgPort));
+  infra = await spawnArmada(['infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(await freePort()), '--show-secrets'], 'ready', env(pgPort));
   return infra;
 }
 

@@ -216,6 +216,36 @@ describe('armada sources / workflows CLI', () => {
     expect(down.stderr).toMatch(new RegExp(`^armada: cannot reach the scheduler at ${closed}: ECONNREFUSED; .*set ARMADA_SCHEDULER_URL`));
   });
 
+  test('sources add --api-key KEY: while it runs, its command line (ps, /proc/<pid>/cmdline) shows the key as ***', async () => {
+    const http = require('node:http') as typeof import('node:http');
+    // a platform that never answers: the scheduler's validation waits on it, and the command on the scheduler
+    const silent = http.createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const platform = `http://127.0.0.1:${(silent.address() as import('node:net').AddressInfo).port}`;
+    const { spawn } = require('node:child_process') as typeof import('node:child_process');
+    const child = spawn(process.execPath, [ARMADA_BIN, 'sources', 'add', '--type', 'flow-builder', '--url', platform, '--api-key', 'cli-secret-key-123456'], {
+      env: { ...process.env, ARMADA_SCHEDULER_URL: url, ARMADA_API_KEY: KEY },
+      stdio: 'ignore',
+    });
+    const exited = new Promise((r) => child.once('exit', r));
+    try {
+      const cmdline = await (async () => {
+        for (const until = Date.now() + 30_000; Date.now() < until; await new Promise((r) => setTimeout(r, 50))) {
+          const text = fs.readFileSync(`/proc/${child.pid}/cmdline`, 'utf8');
+          if (text.includes('sources add') && text.includes('***')) return text;
+        }
+        throw new Error('the command line never showed the key masked');
+      })();
+      expect(cmdline).toContain('--api-key ***');
+      expect(cmdline).not.toContain('cli-secret-key-123456');
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+      silent.closeAllConnections();
+      await new Promise((r) => silent.close(r));
+    }
+  });
+
   test('--help works from the real executable', async () => {
     const bin = ARMADA_BIN;
     const { stdout } = await promisify(execFile)(process.execPath, [bin, 'sources', '--help']);

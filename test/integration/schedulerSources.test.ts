@@ -166,6 +166,45 @@ describe('scheduler sources', () => {
     expect((await inject('GET', '/health', undefined, {})).statusCode).toBe(200);
   });
 
+  test('a URL with a user name or password is a 400 naming url and saying to give the key in api_key; nothing is stored or sent, the password is in no answer', async () => {
+    const f = await startFakeFlowBuilder();
+    try {
+      const count = async () => (await stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM scheduler_sources')).rows[0]?.n;
+      const before = await count();
+      const host = f.url.replace(/^http:\/\//, '');
+      const withCredentials = [`http://me:pass-word-1@${host}`, `http://token-value-2@${host}/`, `http://:pass-word-3@${host}/api`, `http://a@b:pass-word-4@${host}`];
+      const detail =
+        'Request body is invalid: url must be an http(s) URL without a user name or password before the host (such as https://langflow.example.com); give the key in api_key';
+      const created = await inject('POST', '/api/v1/sources', { source_type: 'langflow', url: f.url });
+      expect(created.statusCode).toBe(201);
+      const id = created.json().id as string;
+      const requestsBefore = f.requests.length;
+      for (const url of withCredentials) {
+        const post = await inject('POST', '/api/v1/sources', { source_type: 'langflow', url, api_key: 'k-123456' });
+        const patch = await inject('PATCH', `/api/v1/sources/${id}`, { url });
+        for (const r of [post, patch]) {
+          expect([url, r.statusCode, r.json().detail]).toEqual([url, 400, detail]);
+          expect(r.body).not.toMatch(/pass-word|token-value/);
+        }
+      }
+      // none of them was sent to the platform
+      expect(f.requests.length).toBe(requestsBefore);
+      // an @ after the host is no user name: a path may hold one (the platform is asked, at that path)
+      const atInPath = await inject('PATCH', `/api/v1/sources/${id}`, { url: `${f.url}/team@example` });
+      expect(atInPath.body).not.toContain('user name or password');
+      expect(f.requests.slice(requestsBefore).map((r) => r.path)[0]).toMatch(/^\/team@example\//);
+      expect(await count()).toBe((before ?? 0) + 1);
+      expect((await inject('GET', `/api/v1/sources/${id}`)).json().url).not.toMatch(/pass-word|token-value/);
+      // the OpenAPI document says so, pattern and words
+      const doc = JSON.stringify((await inject('GET', '/api/v1/openapi.json')).json());
+      expect(doc).toContain('"pattern":"^https?://[^\\\\s/?#@]+([/?#][^\\\\s]*)?$"');
+      expect(doc).toContain('without a user name or password before the host');
+      expect((await inject('DELETE', `/api/v1/sources/${id}`)).statusCode).toBe(200);
+    } finally {
+      await f.close();
+    }
+  });
+
   test('a blank (white space only) source name, workflow task name or flow task source is a 400 naming it; nothing is stored', async () => {
     const f = await startFakeFlowBuilder();
     try {

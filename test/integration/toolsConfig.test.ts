@@ -440,6 +440,33 @@ describe('armada tools config (CLI)', () => {
     expect(bad.stderr).toMatch(/--editor: "notepad" is not one of/);
   }, 120_000);
 
+  test('list shows keys and passwords as ***, in text and JSON; --show-secrets shows the file as it is', async () => {
+    const file = path.join(home, '.cursor', 'mcp.json');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const servers = {
+      api: { command: 'node', args: ['bin/armada', 'tools', 'openapi', 'https://me:pw-secret-1@docs.example.test/o.json', '--api-key', 'sk-secret-2', '--header', 'Authorization: Bearer tok-secret-3', '--api-key=sk-secret-4'], env: { OPENAPI_API_KEY: 'sk-secret-5', EMPTY: '' } },
+      remote: { url: 'https://u:pw-secret-6@mcp.example.test/sse', headers: { 'X-Api-Key': 'sk-secret-7' } },
+    };
+    fs.writeFileSync(file, JSON.stringify({ mcpServers: servers }));
+    const secrets = ['pw-secret-1', 'sk-secret-2', 'tok-secret-3', 'sk-secret-4', 'sk-secret-5', 'pw-secret-6', 'sk-secret-7'];
+    const text = await cli(['list', '--editor', 'cursor']);
+    const json = await cli(['list', '--editor', 'cursor', '--json']);
+    for (const out of [text, json]) {
+      expect(out.code).toBe(0);
+      for (const secret of secrets) expect(out.stdout + out.stderr).not.toContain(secret);
+    }
+    expect(text.stdout).toContain('  api: node bin/armada tools openapi https://me:***@docs.example.test/o.json --api-key *** --header Authorization: *** --api-key=***\n');
+    expect(text.stdout).toContain('  remote: https://u:***@mcp.example.test/sse\n');
+    expect(JSON.parse(json.stdout)[0].servers).toEqual({
+      api: { command: 'node', args: ['bin/armada', 'tools', 'openapi', 'https://me:***@docs.example.test/o.json', '--api-key', '***', '--header', 'Authorization: ***', '--api-key=***'], env: { OPENAPI_API_KEY: '***', EMPTY: '' } },
+      remote: { url: 'https://u:***@mcp.example.test/sse', headers: { 'X-Api-Key': '***' } },
+    });
+    const whole = await cli(['list', '--editor', 'cursor', '--json', '--show-secrets']);
+    expect(JSON.parse(whole.stdout)[0].servers).toEqual(servers);
+    // the file itself is untouched
+    expect(readJson(file).mcpServers).toEqual(servers);
+  }, 60_000);
+
   test('an mcp.json that is, or links to, a device or a socket: add and remove refuse in one line, exit 2, and leave it as it was', async () => {
     const dev = path.join(home, 'dev');
     fs.mkdirSync(dev);

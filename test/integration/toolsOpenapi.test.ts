@@ -3,6 +3,7 @@
  * local HTTP server, driven by the MCP SDK's client; the local server records what the tool calls sent.
  */
 import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -115,7 +116,7 @@ afterAll(async () => {
   await new Promise((r) => server.close(r));
 });
 
-async function connect(args: string[]): Promise<{ client: Client; stderr: () => string }> {
+async function connect(args: string[]): Promise<{ client: Client; stderr: () => string; pid: number | null }> {
   const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, 'tools', 'openapi', ...args], env: { ...process.env } as Record<string, string>, stderr: 'pipe' });
   let stderr = '';
   transport.stderr?.on('data', (c) => {
@@ -123,7 +124,7 @@ async function connect(args: string[]): Promise<{ client: Client; stderr: () => 
   });
   const client = new Client({ name: 'armada-test', version: '1.0.0' });
   await client.connect(transport);
-  return { client, stderr: () => stderr };
+  return { client, stderr: () => stderr, pid: transport.pid };
 }
 
 /** `armada tools openapi <args> --list`, asynchronously (the documents are served by this process). */
@@ -336,6 +337,75 @@ describe('armada tools openapi', () => {
       await client.close();
       await second.client.close();
       await new Promise((r) => cut.close(r));
+    }
+  }, 90_000);
+
+  test('an upstream that echoes the key (body, reflected headers, escaped, base64, status text, at the cut) never shows it to the client', async () => {
+    const KEY = 'sk-echo-secret-0123456789';
+    const TOKEN = 'tok-echo-bearer-987654';
+    const QUERY_KEY = 'qk-echo-secret-555555';
+    const escaped = (s: string) => [...s].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('');
+    const echo = http.createServer((req, res) => {
+      const sent = [req.headers['x-api-key'], req.headers.authorization, new URL(req.url ?? '/', 'http://x').searchParams.get('api_key')].filter((v): v is string => typeof v === 'string');
+      const all = sent.join(' ');
+      if (req.url?.startsWith('/v1/pets/404')) {
+        // the key in the status text, and in the body as JSON escapes a parser turns back into the key
+        res.writeHead(401, `Invalid key ${sent[0] ?? ''}`, { 'content-type': 'application/json' }).end(`{"detail":"${escaped(`invalid key ${all}`)}"}`);
+      } else if (req.url?.startsWith('/v1/pets/1')) {
+        // a long text with the key where --max-response-chars cuts it
+        res.writeHead(200, { 'content-type': 'text/plain' }).end(`${'x'.repeat(985)} ${all} ${'y'.repeat(100)}`);
+      } else if (req.method === 'POST') {
+        res.writeHead(400, { 'content-type': 'text/plain' }).end(`refused: ${Buffer.from(all).toString('base64')} / ${encodeURIComponent(all)}`);
+      } else {
+        res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `invalid key ${all}`, headers: req.headers, url: req.url }));
+      }
+    });
+    await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
+    const echoBase = `http://127.0.0.1:${(echo.address() as AddressInfo).port}`;
+    const inHeader = await connect([`${base}/openapi.json`, '--base-url', `${echoBase}/v1`, '--api-key', KEY, '--header', `Authorization: Bearer ${TOKEN}`, '--max-response-chars', '1000']);
+    // the key from OPENAPI_API_KEY, sent in the query
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [BIN, 'tools', 'openapi', `${base}/query-key.json`, '--base-url', `${echoBase}/v1`],
+      env: { ...process.env, OPENAPI_API_KEY: QUERY_KEY } as Record<string, string>,
+      stderr: 'pipe',
+    });
+    let queryStderr = '';
+    transport.stderr?.on('data', (c) => {
+      queryStderr += c;
+    });
+    const inQuery = new Client({ name: 'armada-test', version: '1.0.0' });
+    await inQuery.connect(transport);
+    try {
+      const answers: string[] = [];
+      for (const client of [inHeader.client, inQuery]) {
+        for (const [name, args] of [
+          ['listPets', { limit: 1 }],
+          ['showPetById', { petId: 404 }],
+          ['showPetById', { petId: 1 }],
+          ['createPet', { name: 'Rex' }],
+        ] as const) {
+          const r = await client.callTool({ name, arguments: args });
+          expect([name, r.isError]).toEqual([name, name !== 'showPetById' || (args as { petId: number }).petId !== 1]);
+          answers.push(JSON.stringify(r));
+        }
+      }
+      // nor its command line, which every user of the host reads in ps (the process title shows the key as ***)
+      const cmdline = fs.readFileSync(`/proc/${inHeader.pid}/cmdline`, 'utf8');
+      expect(cmdline).toMatch(/tools openapi .* --api-key \*\*\* --header Authorization: \*\*\*/);
+      const everything = [...answers, inHeader.stderr(), queryStderr, cmdline].join('\n');
+      for (const secret of [KEY, TOKEN, QUERY_KEY]) {
+        for (const form of [secret, Buffer.from(secret).toString('base64'), encodeURIComponent(secret), secret.slice(0, 12)]) expect(everything).not.toContain(form);
+      }
+      // what the service said is there, the key as [key]
+      expect(answers[0]).toContain('invalid key [key] [key]');
+      expect(answers[1]).toContain('HTTP 401 Invalid key [key]');
+      expect(answers[4]).toContain('invalid key [key]');
+      expect(answers[4]).toContain('api_key=[key]');
+    } finally {
+      await inHeader.client.close();
+      await inQuery.close();
+      await new Promise((r) => echo.close(r));
     }
   }, 90_000);
 

@@ -135,6 +135,11 @@ describe('tools serve at start', () => {
     expect(secret.code).toBe(2);
     expect(secret.stderr).toMatch(/^armada tools: --scheduler-url holds a user name or password/);
     expect(secret.stderr).not.toContain('s3cret');
+    // the same URL in ARMADA_SCHEDULER_URL (read as configured): fetch refuses it, and the line shows the password as ***
+    const fromEnv = await run(['tools', 'serve'], { ARMADA_TASK_URL: taskUrl, ARMADA_SCHEDULER_URL: 'http://me:s3cret-env@127.0.0.1:9', ARMADA_API_KEY: stack.keys.scheduler, ARMADA_TASK_API_KEY: stack.keys.task ?? '' });
+    expect(fromEnv.code).toBe(1);
+    expect(fromEnv.stderr).toContain('the scheduler service at http://me:***@127.0.0.1:9 is unreachable (the URL holds a user name or password, which fetch does not send; give the key another way)');
+    expect(fromEnv.stderr).not.toContain('s3cret-env');
   }, 60_000);
 
   test('--allow-partial serves the tools of the services that answered', async () => {

@@ -62,6 +62,10 @@ beforeAll(async () => {
         res.writeHead(301, { location: 'https://hooks.example.test/new-place' }).end();
         return;
       }
+      if (req.url === '/moved-with-password') {
+        res.writeHead(302, { location: 'https://hook-user:hook-pass-123456@hooks.example.test/new-place' }).end();
+        return;
+      }
       if (req.url === '/reset') {
         req.socket.destroy(); // no answer: the connection is cut
         return;
@@ -325,6 +329,22 @@ describe('receivers that fail', () => {
       const redirect = 'HTTP 301, a redirect to https://hooks.example.test/new-place (not followed): register that URL instead';
       expect(((err as WorkflowFailedError).cause as ApplicationFailure).message).toBe(`gave up: delivery to webhook ${hookId}: ${redirect}`);
       expect(await triesOf(hookId, seq)).toEqual([[1, 301, false, redirect]]);
+    } finally {
+      await inject('DELETE', `/api/webhooks/${hookId}`);
+    }
+  });
+
+  test('a redirect to a URL with a password: the try and the failure show it as ***', async () => {
+    const { hookId, seq } = await hookAndEvent(`http://127.0.0.1:${port()}/moved-with-password`);
+    try {
+      const handle = (await stack.temporal.client()).workflow.getHandle(`webhook:${hookId}:${seq}`);
+      const err = await eventually(async () => handle.result().then(() => ({ resolved: true }) as const, (e: unknown) => (e instanceof WorkflowNotFoundError ? undefined : e)), 30_000);
+      const redirect = 'HTTP 302, a redirect to https://hook-user:***@hooks.example.test/new-place (not followed): register that URL instead';
+      expect(((err as WorkflowFailedError).cause as ApplicationFailure).message).toBe(`gave up: delivery to webhook ${hookId}: ${redirect}`);
+      expect(await triesOf(hookId, seq)).toEqual([[1, 302, false, redirect]]);
+      const history = JSON.stringify(await handle.fetchHistory());
+      expect(history).not.toContain('hook-pass-123456');
+      expect(JSON.stringify((await inject('GET', `/api/webhooks/${hookId}/deliveries`)).json())).not.toContain('hook-pass-123456');
     } finally {
       await inject('DELETE', `/api/webhooks/${hookId}`);
     }

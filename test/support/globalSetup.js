@@ -22,7 +22,7 @@ module.exports = async function globalSetup() {
   const bundle = path.join(home, 'workflow-bundle.js');
   const bin = path.join(__dirname, '..', '..', 'bin', 'armada');
   // --until-stdin-closes: if jest dies without its teardown (out of memory, SIGKILL), the servers stop with it
-  const args = [bin, 'infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(temporalPort), '--bundle', bundle, '--until-stdin-closes'];
+  const args = [bin, 'infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(temporalPort), '--bundle', bundle, '--until-stdin-closes', '--show-secrets'];
   // A missing Temporal CLI is provisioned like `armada start` does, into a tools dir that outlives this run's home
   // (default ~/.armada/tools), so it is downloaded once, not on every run. Test files inherit ARMADA_TOOLS_DIR.
   process.env.ARMADA_TOOLS_DIR = toolsDir();

@@ -13,6 +13,8 @@ export async function spawnStackWorker(
     readyTimeoutMs?: number;
     /** flags of `armada worker` (e.g. `--grace 1`) */
     args?: string[];
+    /** more variables of its environment (e.g. ARMADA_LAUNCHER=off) */
+    env?: Record<string, string>;
   } = {},
 ): Promise<ChildProcess> {
   const { child } = await spawnArmada(
@@ -27,6 +29,7 @@ export async function spawnStackWorker(
       ARMADA_CONFIG: stack.config.configPath,
       ARMADA_LOG_LEVEL: 'warn',
       ARMADA_TEMPORAL_METRICS_PORT: '',
+      ...opts.env,
     },
     opts.readyTimeoutMs ?? 60_000,
   );

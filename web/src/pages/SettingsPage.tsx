@@ -18,7 +18,9 @@ function ApiKeySection() {
   const [value, setValue] = useState('');
   // Save key with nothing typed: said at the field until a key is typed (it did nothing, without a word)
   const [triedEmpty, setTriedEmpty] = useState(false);
-  const mask = (k: string) => (k.length > 8 ? `${k.slice(0, 4)}…${k.slice(-2)}` : '••••');
+  // its first 4 and last 2 characters only for a key long enough that they say little of it (a 9-character key showed
+  // 6 of its characters): a screen is shared, recorded, looked over
+  const mask = (k: string) => (k.length >= 24 ? `${k.slice(0, 4)}…${k.slice(-2)}` : '••••');
   return (
     <section className="panel" aria-label="API key">
       <h2>API key</h2>
