@@ -15,6 +15,8 @@ export type FaultPoint =
   | 'prepareWorktree.afterWorktree'
   /** prepareWorktree: the setup script runs (its pid in `info`), before its end is awaited */
   | 'prepareWorktree.setupStarted'
+  /** runAgent: before the process row is written (a follow-up's: after resumeAttempt made the attempt running again) */
+  | 'runAgent.beforeInsert'
   /** runAgent: the agent runs and its pid is recorded, before its output is watched */
   | 'runAgent.afterSpawn'
   /** runAgent: a retry (or the run of a lost try) has killed what was left in the worktree, before it resets it */

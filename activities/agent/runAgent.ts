@@ -184,6 +184,7 @@ interface PreparedRun {
 /** The process row, a lost earlier try cleaned up, the agent's fleet slot and this worker's slot; or the result of a run that ends here. */
 async function prepareRun(deps: RunAgentDeps, input: RunAgentInput): Promise<PreparedRun | RunAgentResult> {
   const profile = resolveAgentProfile(deps.config, input.llm);
+  await faultPoint(deps.faults, 'runAgent.beforeInsert', { attemptId: input.attemptId, processId: input.processId, kind: input.kind });
   // the row as it is now: new, or as an earlier try (or a stop before the start) left it
   const before = await insertProcess(deps.db, {
     id: input.processId,

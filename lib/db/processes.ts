@@ -45,12 +45,31 @@ export interface ProcessRow {
   stopped_at: Date | null;
 }
 
+/**
+ * The process row, `running`; or, when its attempt is already cancelled, `cancelled` as the attempt's cancel would
+ * have ended it (runAgent then returns without starting the agent). The attempt's row is read FOR SHARE in the same
+ * statement: an API cancel in progress (it holds the row FOR UPDATE) is waited for and its `cancelled` seen, and a
+ * cancel that comes after it waits for this insert and then ends the row as running. Before, a cancel answered
+ * between a follow-up's resume and this insert found no running process, the row was written `running` and the agent
+ * was started (outside round seven; test/integration/cancelBeforeProcessRow.test.ts). A row that exists (a retry of
+ * the run) is returned as it is. A missing attempt is still the foreign key's error.
+ */
 export async function insertProcess(
   db: Queryable,
   p: { id: string; attemptId: string; taskId: string; llm: string; model: string | null; kind: 'initial' | 'follow_up'; prompt: string },
 ): Promise<ProcessRow> {
   const { rows } = await db.query<ProcessRow>(
-    `INSERT INTO processes (id, attempt_id, task_id, llm, model, kind, prompt) VALUES ($1, $2, $3, $4, $5, $6, $7)
+    `WITH a AS (SELECT status = 'cancelled' AS cancelled FROM attempts WHERE id = $2 FOR SHARE),
+          s AS (SELECT coalesce((SELECT cancelled FROM a), false) AS cancelled)
+     INSERT INTO processes (id, attempt_id, task_id, llm, model, kind, prompt, status, error, finished_at, cancelled_at, progress)
+     SELECT $1, $2, $3, $4, $5, $6, $7,
+            CASE WHEN s.cancelled THEN 'cancelled' ELSE 'running' END,
+            CASE WHEN s.cancelled THEN 'attempt cancelled' END,
+            CASE WHEN s.cancelled THEN now() END,
+            CASE WHEN s.cancelled THEN now() END,
+            jsonb_build_object('stage', CASE WHEN s.cancelled THEN 'cancelled' ELSE 'queued' END, 'current', '',
+                               'percentage', CASE WHEN s.cancelled THEN 100 ELSE 0 END, 'estimatedRemaining', 0)
+       FROM s
      ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id RETURNING *`,
     [p.id, p.attemptId, p.taskId, p.llm, p.model, p.kind, p.prompt],
   );
