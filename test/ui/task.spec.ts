@@ -486,7 +486,7 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   const noop = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Change nothing', description: 'NOOP' });
   const one = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Change one file', description: 'CONFLICT' });
   const failing = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Fail at once', description: 'FAIL' });
-  const started = [];
+  const started: string[] = [];
   for (const t of [noop, one, failing]) started.push((await api<{ attemptId: string }>('POST', `/tasks/${t.id}/start`, { llm: 'scripted' })).attemptId);
   for (const id of started.slice(0, 2)) await attemptCompleted(id);
   await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${started[2]}`)).status, { timeout: 60_000, intervals: [250] }).toBe('failed');
