@@ -469,3 +469,40 @@ test.describe('a label the task service refuses', () => {
     expect(await api<(Task & { labels: string[] })[]>('GET', `/projects/${project.id}/tasks`)).toMatchObject([{ title: 'Labelled too long', labels: ['ok', 'short'] }]);
   });
 });
+
+test('at 390 px a strip names every column with its count; a tap shows the column (nothing said In review had cards)', async ({ page }) => {
+  const project = await createProject('Phone Board');
+  const review = await api<Task>('POST', '/tasks', { projectId: project.id, title: 'Waiting for review' });
+  await api('PATCH', `/tasks/${review.id}`, { status: 'review' });
+  await api('POST', '/tasks', { projectId: project.id, title: 'Still to do' });
+  await page.setViewportSize({ width: 390, height: 780 });
+  await page.goto(`/projects/${project.id}`);
+  const strip = page.getByRole('navigation', { name: 'Columns' });
+  // every column, with its count, inside the window
+  for (const [name, count] of [['To do', 1], ['In progress', 0], ['In review', 1], ['Done', 0], ['Cancelled', 0]] as const) {
+    const button = strip.getByRole('button', { name: `${name} ${count}`, exact: true });
+    await expect(button).toBeInViewport({ ratio: 1 });
+  }
+  await expect(strip.getByRole('button', { name: 'To do 1' })).toHaveAttribute('aria-current', 'true');
+  // the In review card is out of the window until its column is chosen
+  const reviewCard = column(page, 'in-review').getByRole('article', { name: 'Waiting for review' });
+  await expect(reviewCard).not.toBeInViewport();
+  await strip.getByRole('button', { name: 'In review 1' }).click();
+  await expect(reviewCard).toBeInViewport({ ratio: 1 });
+  await expect(strip.getByRole('button', { name: 'In review 1' })).toHaveAttribute('aria-current', 'true');
+  await expect(strip.getByRole('button', { name: 'To do 1' })).not.toHaveAttribute('aria-current', 'true');
+  // one column at a time: the one chosen fills most of the board, the next one peeks at the right edge
+  const box = await column(page, 'in-review').boundingBox();
+  expect(box?.width ?? 0).toBeGreaterThan(390 * 0.7);
+  await expect(column(page, 'done')).toBeInViewport();
+  await expect(column(page, 'in-progress')).not.toBeInViewport();
+  await screenshot(page, 'narrow-board-strip', { fullPage: false });
+  await expect(strip.getByRole('button', { name: 'In review 1' })).toHaveAttribute('aria-current', 'true');
+  // a swipe back (the board scrolled by hand) moves the mark too
+  await page.locator('[data-testid="board"]').evaluate((b) => b.scrollTo({ left: 0 }));
+  await expect(strip.getByRole('button', { name: 'To do 1' })).toHaveAttribute('aria-current', 'true');
+  // the desktop board has no strip: its five columns are side by side
+  await page.setViewportSize({ width: 1360, height: 860 });
+  await expect(strip).toBeHidden();
+  await expect(reviewCard).toBeInViewport({ ratio: 1 });
+});

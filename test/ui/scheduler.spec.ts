@@ -66,6 +66,9 @@ test('run a workflow now: its execution appears and its logs open in a dialog th
   // the scheduler has no stream: while an execution runs, the screen reads the lists again by itself, so the run's
   // end shows with no click (it stayed "running" until a focus or Refresh)
   await expect(exec).toContainText('completed', { timeout: 30_000 });
+  // its duration in the board's words ("0.1 s", "< 0.1 s", "1 min 5 s"), as on the task screen: it said "83ms"
+  const duration = (await exec.getByRole('cell').nth(4).textContent()) ?? '';
+  expect(duration).toMatch(/^(< 0\.1 s|\d+\.\d s|\d+ min \d+ s)$/);
   // and stops once none runs (the earlier specs' runs are short scripts, over by now): no read in the next 3.5 s (it
   // follows every 3 s)
   await expect(page.getByRole('table', { name: 'Executions' }).getByText('running', { exact: true })).toHaveCount(0);

@@ -6,12 +6,19 @@
  * screenshot (log and diff; test/ui/screenshot.ts).
  */
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { api, createProject, expect, expectErrorState, expectNoErrorState, holdAnswers, makeRepo, test } from './fixtures';
 import { screenshot } from './screenshot';
 
 const TICK = /tick (\d+) at (\d+)/;
 /** Why Create PR… is disabled on an attempt that committed nothing. */
 const NO_PR = 'No pull request to open: the attempt made no changes.';
+/** Why Merge… and Create PR… are disabled on a failed attempt that left no changes. */
+const FAILED_NOTHING = 'the attempt failed and left no changes. Its log says why; send a follow-up or start a new attempt.';
+/** … and on an attempt cancelled before it changed anything. */
+const CANCELLED_NOTHING = 'the attempt was cancelled before it changed anything. Start a new attempt to go on.';
 
 let made = 0;
 /**
@@ -478,9 +485,11 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   const project = await createProject(unique('Diff Count Project'));
   const noop = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Change nothing', description: 'NOOP' });
   const one = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Change one file', description: 'CONFLICT' });
-  const started = [];
-  for (const t of [noop, one]) started.push((await api<{ attemptId: string }>('POST', `/tasks/${t.id}/start`, { llm: 'scripted' })).attemptId);
-  for (const id of started) await attemptCompleted(id);
+  const failing = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Fail at once', description: 'FAIL' });
+  const started: string[] = [];
+  for (const t of [noop, one, failing]) started.push((await api<{ attemptId: string }>('POST', `/tasks/${t.id}/start`, { llm: 'scripted' })).attemptId);
+  for (const id of started.slice(0, 2)) await attemptCompleted(id);
+  await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${started[2]}`)).status, { timeout: 60_000, intervals: [250] }).toBe('failed');
 
   await page.goto(`/tasks/${noop.id}`);
   const diff = page.getByRole('region', { name: 'Diff' });
@@ -498,6 +507,19 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   const prButton = page.getByRole('button', { name: 'Create PR…' });
   await expect(prButton).toBeDisabled();
   await expect(prButton).toHaveAccessibleDescription(NO_PR);
+
+  // a failed attempt that left nothing says so, and what to do (it said "the attempt made no changes", as if it had
+  // done its work and found nothing to do)
+  expect(await api<{ filesChanged: number }>('GET', `/attempts/${started[2]}`)).toMatchObject({ filesChanged: 0 });
+  await page.goto(`/tasks/${failing.id}`);
+  await expect(page.locator('.attempt-header').getByText('failed', { exact: true })).toBeVisible();
+  await expect(mergeButton).toBeDisabled();
+  await expect(mergeButton).toHaveAccessibleDescription(`Nothing to merge: ${FAILED_NOTHING}`);
+  await expect(prButton).toHaveAccessibleDescription(`No pull request to open: ${FAILED_NOTHING}`);
+  // what it says to do can be done: the follow-up is offered
+  await page.getByLabel('Prompt', { exact: true }).fill('FOLLOWUP try again');
+  await expect(page.getByRole('button', { name: 'Send follow-up' })).toBeEnabled();
+  await expect(api('POST', `/attempts/${started[2]}/merge`, { strategy: 'ff' })).rejects.toThrow(/409.*Nothing to merge/);
 
   await page.goto(`/tasks/${one.id}`);
   await expect(diff.getByRole('navigation', { name: 'Changed files' }).getByRole('button')).toHaveText([/README\.md/]);
@@ -590,10 +612,38 @@ test.describe('starting with no agent to run', () => {
 
 test('cancel a running attempt from the screen (Enter confirms); Merge and Create PR are then disabled, saying why', async ({ page }) => {
   const project = await createProject(unique('Cancel Project'));
-  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Long sleeper', description: 'SLEEP' });
+  // the agent prints on stderr once this file exists: a second log source coming mid-run
+  const stderrOn = path.join(os.tmpdir(), `armada-ui-stderr-${Date.now().toString(36)}`);
+  const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Long sleeper', description: `SLEEP STDERR-ON:${stderrOn}` });
   const { attemptId } = await api<{ attemptId: string }>('POST', `/tasks/${task.id}/start`, { llm: 'scripted' });
+  // where the log box stands in its panel, at every frame from the first: the Sources filter appeared when a second
+  // source came mid-run, and pushed the box down
+  await page.addInitScript(() => {
+    const w = window as unknown as { logTops: number[] };
+    w.logTops = [];
+    const look = () => {
+      const box = document.querySelector('.log-scroll');
+      const view = box?.closest('.log-view');
+      if (box && view) {
+        const top = Math.round(box.getBoundingClientRect().top - view.getBoundingClientRect().top);
+        if (w.logTops.at(-1) !== top) w.logTops.push(top);
+      }
+      requestAnimationFrame(look);
+    };
+    requestAnimationFrame(look);
+  });
+  // the attempt's own read comes 0.7 s after the task's (as on a slow network): the panel under its title then
+  // counted from a later read, on a timer started later, than the attempts table, and the two showed different seconds
+  const attemptRead = await holdAnswers(page, new RegExp(`/api/attempts/${attemptId}$`));
+  setTimeout(attemptRead, 700);
   await page.goto(`/tasks/${task.id}`);
   await expect(page.getByRole('log', { name: 'Attempt log' })).toContainText('still working', { timeout: 30_000 });
+  const sources = page.getByRole('group', { name: 'Sources' });
+  await expect(sources).toContainText('stdout only, so far');
+  fs.writeFileSync(stderrOn, '');
+  await expect(page.getByRole('log', { name: 'Attempt log' })).toContainText('a late note on stderr');
+  await expect(sources.getByRole('checkbox')).toHaveCount(2);
+  fs.rmSync(stderrOn, { force: true });
   await expect(page.getByRole('button', { name: 'Create PR…' })).toHaveAccessibleDescription('Open a pull request once the attempt has finished.');
   // its duration counts while it runs, in the table and under the attempt's title (both stayed at the value read
   // when the screen opened: "0.7 s" for a run of minutes)
@@ -603,29 +653,42 @@ test('cancel a running attempt from the screen (Enter confirms); Merge and Creat
   expect(first).toBeGreaterThanOrEqual(0);
   await expect.poll(seconds, { timeout: 5_000 }).toBeGreaterThanOrEqual(first + 2);
   await expect(page.locator('.attempt-meta')).toContainText(/ · \d+ s · /);
+  // the table and the line under the attempt's title show one clock (they were two reads, ~1 s apart): read together,
+  // in one frame, several times over three seconds
+  for (let i = 0; i < 7; i++) {
+    const [cell, meta] = await page.evaluate(() => [
+      document.querySelector('table[aria-label="Attempts"] tbody tr td:nth-child(5)')?.textContent ?? '',
+      /· (\d+ s) ·/.exec(document.querySelector('.attempt-meta')?.textContent ?? '')?.[1] ?? '',
+    ]);
+    expect(cell).toMatch(/^\d+ s$/);
+    expect(meta).toBe(cell);
+    await page.waitForTimeout(450);
+  }
   await page.getByRole('button', { name: 'Cancel attempt' }).click();
   const confirm = page.getByRole('dialog', { name: 'Cancel attempt' });
   await page.keyboard.press('Enter');
   await expect(confirm).toBeHidden();
-  await expect(page.locator('.attempt-header').getByText('cancelled')).toBeVisible();
+  await expect(page.locator('.attempt-header').getByText('cancelled', { exact: true })).toBeVisible();
   const cancelled = await api<{ status: string; filesChanged: number }>('GET', `/attempts/${attemptId}`);
   expect(cancelled).toMatchObject({ status: 'cancelled', filesChanged: 0 });
   // cancelled before any change was committed: the task service would refuse a merge (no_changes), so the screen
   // does not offer one (it did: Merge… was enabled on the cancelled attempt with its 0 files changed)
   const mergeButton = page.getByRole('button', { name: 'Merge…' });
   await expect(mergeButton).toBeDisabled();
-  await expect(mergeButton).toHaveAccessibleDescription('Nothing to merge: the attempt made no changes.');
+  await expect(mergeButton).toHaveAccessibleDescription(`Nothing to merge: ${CANCELLED_NOTHING}`);
   // nor a pull request (Create PR… was enabled, and its push and the code host's refusal were left to find out)
   const prButton = page.getByRole('button', { name: 'Create PR…' });
   await expect(prButton).toBeDisabled();
-  await expect(prButton).toHaveAccessibleDescription(NO_PR);
-  await expect(page.getByText(NO_PR)).toBeVisible();
+  await expect(prButton).toHaveAccessibleDescription(`No pull request to open: ${CANCELLED_NOTHING}`);
+  await expect(page.getByText(`No pull request to open: ${CANCELLED_NOTHING}`)).toBeVisible();
   // nor a follow-up, saying why (Send was only off)
   await page.getByLabel('Prompt', { exact: true }).fill('FOLLOWUP too late');
   const sendButton = page.getByRole('button', { name: 'Send follow-up' });
   await expect(sendButton).toBeDisabled();
   await expect(sendButton).toHaveAccessibleDescription('A cancelled attempt takes no follow-up: start a new attempt to go on.');
   await screenshot(page, 'task-cancelled-no-merge');
+  // the second source came while it ran (stderr, after stdout): the log box never moved
+  expect(await page.evaluate(() => (window as unknown as { logTops: number[] }).logTops)).toHaveLength(1);
   await expect(api('POST', `/attempts/${attemptId}/merge`, { strategy: 'ff' })).rejects.toThrow(/409.*Nothing to merge/);
 });
 
@@ -648,7 +711,7 @@ test('Cancel task asks first, as Cancel attempt does (it stopped every running a
   await page.keyboard.press('Enter');
   await expect(confirm).toBeHidden();
   await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${attemptId}`)).status, { timeout: 30_000, intervals: [250] }).toBe('cancelled');
-  await expect(page.locator('.attempt-header').getByText('cancelled')).toBeVisible();
+  await expect(page.locator('.attempt-header').getByText('cancelled', { exact: true })).toBeVisible();
 });
 
 test.describe('an attempt cancelled elsewhere while the Cancel dialog is open', () => {
@@ -671,6 +734,6 @@ test.describe('an attempt cancelled elsewhere while the Cancel dialog is open', 
     await expect(page.locator('.toast')).toHaveCount(0);
     await page.keyboard.press('Escape');
     await expect(confirm).toBeHidden();
-    await expect(page.locator('.attempt-header').getByText('cancelled')).toBeVisible();
+    await expect(page.locator('.attempt-header').getByText('cancelled', { exact: true })).toBeVisible();
   });
 });

@@ -9,6 +9,8 @@ import { isUnavailable, retryWhileUnavailable, UNAVAILABLE_RETRY_MS, unavailable
 import { WEBHOOK_EVENTS as BOARD_WEBHOOK_EVENTS } from '../../web/src/api/settings';
 import { WEBHOOK_EVENTS } from '../../lib/db/webhooks';
 import { formatCost } from '../../web/src/components/money';
+import { formatDuration, parseSchedulerDuration } from '../../web/src/components/duration';
+import { humanDuration } from '../../lib/scheduler/settings';
 
 test('money reads the same on every screen: two decimals, thousands separated, "< $0.01" for a tiny nonzero amount', () => {
   expect([0, 0.0001, 0.0049, 0.005, 0.1234, 1, 1234.5, 2_000_000].map(formatCost)).toEqual([
@@ -21,6 +23,17 @@ test('money reads the same on every screen: two decimals, thousands separated, "
     '$1,234.50',
     '$2,000,000.00',
   ]);
+});
+
+test('durations read the same on every screen; the scheduler\'s "83ms" and "1m 05s" are written as the task screen writes them', () => {
+  expect([null, 0, 0.02, 0.083, 12.44, 59.97, 65, 3725].map(formatDuration)).toEqual(['—', '0.0 s', '< 0.1 s', '0.1 s', '12.4 s', '1 min 0 s', '1 min 5 s', '1 h 2 min']);
+  // every form the scheduler API writes (lib/scheduler/settings.ts) is read back
+  for (const ms of [0, 83, 999, 1200, 59_940, 65_000, 7_440_000]) {
+    const seconds = parseSchedulerDuration(humanDuration(ms));
+    expect(seconds).not.toBeNull();
+    expect(Math.abs((seconds ?? 0) - ms / 1000)).toBeLessThanOrEqual(0.5);
+  }
+  expect(parseSchedulerDuration('soon')).toBeNull();
 });
 
 test("the board offers exactly the service's webhook events (web/src/api/settings.ts keeps a copy)", () => {

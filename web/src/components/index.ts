@@ -13,3 +13,4 @@ export { Placeholder } from './Placeholder';
 export { Field } from './Field';
 export { ListTable } from './ListTable';
 export { formatCost } from './money';
+export { formatDuration, parseSchedulerDuration } from './duration';

@@ -4,7 +4,7 @@
  * is one query; /ws/events patches it live (a task created anywhere shows within a second), so nothing polls.
  */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useCallback, useEffect, useMemo, useState } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import {
   ApiError,
@@ -28,6 +28,7 @@ import {
 import { ConfirmDialog, ErrorMessage, Field, showToast, useDocumentTitle } from '../components';
 import { NotFoundPage } from './NotFoundPage';
 import { BoardColumnView } from './board/BoardColumnView';
+import { ColumnStrip } from './board/ColumnStrip';
 import { LabelsFilter } from './board/LabelsFilter';
 import { type BoardFilters, COLUMNS, filtersFrom, matches, STATUS_LABELS } from './board/columns';
 import { TaskDialog } from './board/TaskDialog';
@@ -49,6 +50,7 @@ export function BoardPage() {
   const [selected, setSelected] = useState<Set<string>>(() => new Set());
   const [editing, setEditing] = useState<Task | 'new' | null>(null);
   const [templateOpen, setTemplateOpen] = useState(false);
+  const boardRef = useRef<HTMLDivElement>(null);
   const [confirmDelete, setConfirmDelete] = useState(false);
   const [bulkStatus, setBulkStatus] = useState<TaskStatus>('in_progress');
 
@@ -310,8 +312,9 @@ export function BoardPage() {
       {tasks.error ? <ErrorMessage error={tasks.error} onRetry={() => void tasks.refetch()} /> : null}
       {project.error && !tasks.error ? <ErrorMessage error={project.error} onRetry={() => void project.refetch()} /> : null}
       {tasks.isPending ? <p className="muted">Loading tasks…</p> : null}
+      {all ? <ColumnStrip columns={COLUMNS} counts={COLUMNS.map((_, i) => byColumn[i]?.length ?? 0)} board={boardRef} /> : null}
       {all ? (
-        <div className="board" data-testid="board">
+        <div className="board" data-testid="board" ref={boardRef}>
           {COLUMNS.map((c, i) => (
             <BoardColumnView
               key={c.key}

@@ -20,9 +20,19 @@ import {
   useSchedulerLists,
 } from '../api/scheduler';
 import { useErrorKept } from '../api';
-import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showError, showToast, useDocumentTitle } from '../components';
+import { Dialog, ErrorMessage, formatDuration, ListTable, NotLoaded, ScreenErrors, parseSchedulerDuration, showError, showToast, useDocumentTitle } from '../components';
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
+
+/**
+ * An execution's duration in the board's words ("0.1 s", "1 min 5 s": components/duration.ts), from its start and end
+ * (both the server's times); while it runs, the span the API gave as of its answer ("83ms": it showed that text).
+ */
+function executionDuration(e: Execution): string {
+  if (e.completedAt) return formatDuration((Date.parse(e.completedAt) - Date.parse(e.startedAt)) / 1000);
+  const seconds = parseSchedulerDuration(e.duration);
+  return seconds === null ? (e.duration ?? '—') : formatDuration(seconds);
+}
 
 /**
  * The row actions: each one's button is off while its request waits for its answer (`busy(key)`), also while another
@@ -264,7 +274,7 @@ export function SchedulerPage() {
               </td>
               <td>{e.trigger}</td>
               <td>{when(e.startedAt)}</td>
-              <td>{e.duration ?? '—'}</td>
+              <td>{executionDuration(e)}</td>
               <td className="actions-cell">
                 <button type="button" className="small" aria-label={`Logs of execution ${e.id}`} onClick={() => setLogsOf(e)}>
                   Logs

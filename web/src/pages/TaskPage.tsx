@@ -70,7 +70,7 @@ function AttemptPanel({ attempt, task, projectId }: { attempt: Attempt; task: Ta
         <div className="muted attempt-meta">
           {attempt.llm}
           {attempt.model ? ` (${attempt.model})` : ''} · {attempt.branch ?? 'no branch yet'}
-          {attempt.baseBranch ? ` → ${attempt.baseBranch}` : ''} · <Elapsed seconds={attempt.duration} running={running} /> · {formatCost(attempt.cost.totalCost)} ·{' '}
+          {attempt.baseBranch ? ` → ${attempt.baseBranch}` : ''} · <Elapsed id={attempt.id} seconds={attempt.duration} running={running} /> · {formatCost(attempt.cost.totalCost)} ·{' '}
           {attempt.cost.inputTokens + attempt.cost.outputTokens} tokens
           {attempt.mergeCommit ? ` · merge commit ${attempt.mergeCommit.slice(0, 10)}` : ''}
         </div>

@@ -42,7 +42,7 @@ export function AttemptTable({ attempts, selectedId, onSelect, compareIds, onTog
             <span className={`status status-${a.status}`}>{a.status}</span>
           </td>
           <td>
-            <Elapsed seconds={a.duration} running={RUNNING_STATUSES.includes(a.status)} />
+            <Elapsed id={a.id} seconds={a.duration} running={RUNNING_STATUSES.includes(a.status)} />
           </td>
           <td>{formatCost(a.cost)}</td>
           <td>

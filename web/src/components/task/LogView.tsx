@@ -247,19 +247,23 @@ export function LogView({ processId, onEnd }: { processId: string; onEnd?: () =>
             </label>
           ))}
         </fieldset>
-        {buffer.sources.size > 1 ? (
-          <fieldset className="log-filter">
-            <legend>Sources</legend>
-            {[...buffer.sources].sort().map((s) => (
-              <label key={s}>
-                <input type="checkbox" checked={!hiddenSources.has(s)} onChange={() => setHiddenSources(toggle(hiddenSources, s))} /> {s}
-              </label>
-            ))}
-          </fieldset>
-        ) : null}
         <span className="muted log-count">
           {count.toLocaleString()} of {buffer.entries.length.toLocaleString()} lines{ended ? ' · ended' : ' · live'}
         </span>
+        {/* a row of its own, always there and one line high: it appeared when a second source came mid-run, and
+            pushed the log box down under the reader's eyes */}
+        <fieldset className="log-filter log-sources">
+          <legend>Sources</legend>
+          {buffer.sources.size > 1 ? (
+            [...buffer.sources].sort().map((s) => (
+              <label key={s}>
+                <input type="checkbox" checked={!hiddenSources.has(s)} onChange={() => setHiddenSources(toggle(hiddenSources, s))} /> {s}
+              </label>
+            ))
+          ) : (
+            <span className="muted">{buffer.sources.size === 1 ? `${[...buffer.sources][0]} only${ended ? '' : ', so far'}` : 'none yet'}</span>
+          )}
+        </fieldset>
       </div>
       {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard to scroll it */}
       <div className="log-scroll" ref={scrollRef} onScroll={onScroll} role="log" aria-live="off" aria-label="Attempt log" tabIndex={0}>

@@ -60,6 +60,10 @@ export function MergeDialog({ open, attempt, taskTitle, onClose }: { open: boole
         <p className="muted">
           {attempt.branch} → {attempt.baseBranch}
         </p>
+        {attempt.status === 'failed' ? (
+          // the service merges what a failed attempt left: say so before it is merged as if the work were done
+          <p className="banner banner-warning">The attempt failed: these are the changes it left before it stopped. Check its log and diff before merging them.</p>
+        ) : null}
         <fieldset className="field">
           <legend>Strategy</legend>
           {STRATEGIES.map((s) => (

@@ -13,6 +13,16 @@ export function mergeRefusal(attempt: Attempt): string | null {
   if (!attempt.branch || !attempt.baseBranch) return 'Nothing to merge: the attempt has no branch.';
   // the view shows no worktree once the attempt's worktree and branch were removed (cleaned up)
   if (!attempt.worktreePath) return 'Nothing to merge: the attempt’s worktree and branch were removed.';
-  if (attempt.filesChanged === 0) return 'Nothing to merge: the attempt made no changes.';
+  if (attempt.filesChanged === 0) return `Nothing to merge: ${noChangesReason(attempt)}`;
   return null;
+}
+
+/**
+ * Why an ended attempt has no changes, and what to do, as the screen says it (Merge…, Create PR…): a failed attempt
+ * read "the attempt made no changes", as if it had done its work and found nothing to do.
+ */
+export function noChangesReason(attempt: Attempt): string {
+  if (attempt.status === 'failed') return 'the attempt failed and left no changes. Its log says why; send a follow-up or start a new attempt.';
+  if (attempt.status === 'cancelled') return 'the attempt was cancelled before it changed anything. Start a new attempt to go on.';
+  return 'the attempt made no changes.';
 }

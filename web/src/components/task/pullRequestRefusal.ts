@@ -1,3 +1,4 @@
+import { noChangesReason } from './mergeRefusal';
 import { type Attempt, RUNNING_STATUSES } from './taskTypes';
 
 /**
@@ -15,6 +16,6 @@ export function pullRequestRefusal(attempt: Attempt): string | null {
   if (RUNNING_STATUSES.includes(attempt.status)) return 'Open a pull request once the attempt has finished.';
   if (!attempt.branch) return 'No pull request yet: the attempt has no branch.';
   if (!attempt.worktreePath) return 'No pull request to open: the attempt’s worktree and branch were removed.';
-  if (attempt.filesChanged === 0) return 'No pull request to open: the attempt made no changes.';
+  if (attempt.filesChanged === 0) return `No pull request to open: ${noChangesReason(attempt)}`;
   return null;
 }

@@ -131,10 +131,4 @@ export interface Approval {
 
 export const RUNNING_STATUSES = ['created', 'running'];
 
-export function formatDuration(seconds: number | null): string {
-  if (seconds === null) return '—';
-  if (seconds < 60) return `${seconds.toFixed(1)} s`;
-  const m = Math.floor(seconds / 60);
-  if (m < 60) return `${m} min ${Math.round(seconds % 60)} s`;
-  return `${Math.floor(m / 60)} h ${m % 60} min`;
-}
+export { formatDuration } from '../duration';
