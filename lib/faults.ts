@@ -17,6 +17,8 @@ export type FaultPoint =
   | 'prepareWorktree.setupStarted'
   /** runAgent: before the process row is written (a follow-up's: after resumeAttempt made the attempt running again) */
   | 'runAgent.beforeInsert'
+  /** runAgent: the process row is written `running` and the run has its slot, before the row's last look and the spawn */
+  | 'runAgent.beforeSpawn'
   /** runAgent: the agent runs and its pid is recorded, before its output is watched */
   | 'runAgent.afterSpawn'
   /** runAgent: a retry (or the run of a lost try) has killed what was left in the worktree, before it resets it */

@@ -19,6 +19,7 @@ import {
   setProcessLive,
   type LogEntry,
   type ProcessProgress,
+  type ProcessRow,
 } from '../../lib/db/processes';
 import type { Logger } from '../../lib/logger';
 import { attemptMetrics } from '../../lib/attempts/metrics';
@@ -195,10 +196,8 @@ async function prepareRun(deps: RunAgentDeps, input: RunAgentInput): Promise<Pre
     kind: input.kind,
     prompt: input.prompt,
   });
-  if (before.status !== 'running') {
-    // stopped or cancelled before it started (or a retry of a run that already ended)
-    return { status: before.status === 'completed' ? 'completed' : before.status === 'failed' ? 'failed' : before.status, exitCode: before.exit_code, error: before.error, summary: '', sessionId: null };
-  }
+  // stopped or cancelled before it started (or a retry of a run that already ended)
+  if (before.status !== 'running') return endedBeforeStart(before.status, before);
   const pending: LogEntry[] = [];
   const log = (level: LogEntry['level'], message: string, source = 'armada') => void pending.push({ level, message, timestamp: new Date().toISOString(), source });
   try {
@@ -221,7 +220,26 @@ async function prepareRun(deps: RunAgentDeps, input: RunAgentInput): Promise<Pre
   }
   const releaseSlot = await waitForWorkerSlot(deps, input);
   if (typeof releaseSlot !== 'function') return releaseSlot;
+  // the row once more, just before the agent starts: a cancel or stop that came after the insert (while the run
+  // cleaned up or waited for a slot) ends it here, and no agent is started for a cancelled attempt (outside round seven)
+  let now: ProcessRow | undefined;
+  try {
+    await faultPoint(deps.faults, 'runAgent.beforeSpawn', { attemptId: input.attemptId, processId: input.processId, kind: input.kind });
+    now = await getProcess(deps.db, input.processId);
+  } catch (err) {
+    releaseSlot();
+    throw err;
+  }
+  if (now && now.status !== 'running') {
+    releaseSlot();
+    return endedBeforeStart(now.status, now);
+  }
   return { profile, pending, log, releaseSlot };
+}
+
+/** The result of a run whose row had ended before its agent started (stopped, cancelled, or an earlier try's end). */
+function endedBeforeStart(status: Exclude<ProcessRow['status'], 'running'>, row: Pick<ProcessRow, 'exit_code' | 'error'>): RunAgentResult {
+  return { status, exitCode: row.exit_code, error: row.error, summary: '', sessionId: null };
 }
 
 /**

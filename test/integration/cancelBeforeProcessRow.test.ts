@@ -128,3 +128,42 @@ test('a process insert meeting a cancel in progress (the attempt row held FOR UP
   expect([running.status, running.error, running.finished_at, running.progress.stage]).toEqual(['running', null, null, 'queued']);
   await expect(insertProcess(stack.db, { id: `proc-none-${Date.now()}`, attemptId: 'no-such-attempt', taskId, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' })).rejects.toThrow(/foreign key/);
 }, 60_000);
+
+test('a cancel answered after the process row was written running, before the agent started: no agent is started, the row and the attempt end cancelled', async () => {
+  const p = await h.project();
+  const { attemptId } = await h.start(await h.task(p.id, 'Cancelled between process row and spawn'));
+  const done = await h.until(attemptId, ['completed', 'failed'], 60_000);
+  expect(done.status).toBe('completed');
+  expect(runsOf(attemptId)).toBe(1);
+
+  let reached: Record<string, unknown> | undefined;
+  let rowWhenReached: string | undefined;
+  let cancelStatus: number | undefined;
+  faults['runAgent.beforeSpawn'] = async (info) => {
+    if (info.attemptId !== attemptId || info.kind !== 'follow_up') return;
+    reached = info;
+    rowWhenReached = (await stack.db.query<{ status: string }>('SELECT status FROM processes WHERE id = $1', [info.processId])).rows[0]?.status;
+    cancelStatus = (await h.inject('POST', `/api/attempts/${attemptId}/cancel`)).statusCode;
+  };
+  try {
+    expect((await h.inject('POST', `/api/attempts/${attemptId}/follow-up`, { prompt: 'FOLLOWUP write notes' })).statusCode).toBe(202);
+    const handle = (await stack.temporal.client()).workflow.getHandle(`attempt:${attemptId}`);
+    const result = await handle.result().catch((err: Error) => `${err.name}: ${err.message}`);
+    // the hook ran after the row was written running, and the cancel was answered then
+    expect(rowWhenReached).toBe('running');
+    expect(cancelStatus).toBe(200);
+    const processId = reached?.processId as string;
+    const { rows } = await stack.db.query<{ status: string; pid: number | null }>('SELECT status, pid FROM processes WHERE id = $1', [processId]);
+    expect(rows).toEqual([{ status: 'cancelled', pid: null }]);
+    // no agent ran for the follow-up: the run log, its notes and the events say so
+    expect(runsOf(attemptId)).toBe(1);
+    const a = await h.attempt(attemptId);
+    expect(a.status).toBe('cancelled');
+    expect(fs.existsSync(path.join(a.worktreePath as string, 'notes.txt'))).toBe(false);
+    const started = await stack.db.query(`SELECT 1 FROM events WHERE type = 'process_started' AND data->>'processId' = $1`, [processId]);
+    expect(started.rowCount).toBe(0);
+    expect(['cancelled', 'WorkflowFailedError: Workflow execution cancelled']).toContain(result);
+  } finally {
+    delete faults['runAgent.beforeSpawn'];
+  }
+}, 120_000);
