@@ -88,7 +88,7 @@ export function spawnArmada(args: string[], event: string, env: NodeJS.ProcessEn
  */
 export async function startInfra(home: string): Promise<{ databaseUrl: string; temporalAddress: string; bundle: string; stop: () => Promise<void> }> {
   const bundle = path.join(home, 'bundle.js');
-  const args = ['infra', '--home', home, '--pg-port', String(await freePort()), '--temporal-port', String(await freePort()), '--bundle', bundle];
+  const args = ['infra', '--home', home, '--pg-port', String(await freePort()), '--temporal-port', String(await freePort()), '--bundle', bundle, '--show-secrets'];
   const { child, ready } = await spawnArmada(args, 'ready', { DATABASE_URL: '', TEMPORAL_ADDRESS: '' });
   await settleDisk(); // the fresh cluster's and Temporal database's files
   // resolves once `armada infra` has stopped its servers and exited: a benchmark that exited right after the signal

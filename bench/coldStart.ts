@@ -29,7 +29,7 @@ const out = (line: string) => process.stdout.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function startInfra(home: string, pgPort: number, temporalPort: number): Promise<{ child: ChildProcess; databaseUrl: string; temporalAddress: string }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'armada'), 'infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(temporalPort), '--until-stdin-closes'], {
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'armada'), 'infra', '--home', home, '--pg-port', String(pgPort), '--temporal-port', String(temporalPort), '--until-stdin-closes', '--show-secrets'], {
     env: { ...process.env, ARMADA_LOG_LEVEL: 'warn', ARMADA_RUNTIME: 'tsx' },
     stdio: ['pipe', 'pipe', 'inherit'],
   });

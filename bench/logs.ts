@@ -184,7 +184,7 @@ async function rawInsertRate(db: Client, processIds: string[]): Promise<{ lines:
 async function main() {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-bench-logs-'));
   const bundle = path.join(home, 'bundle.js');
-  const infra = await armada(['infra', '--home', home, '--pg-port', String(await freePort()), '--temporal-port', String(await freePort()), '--bundle', bundle], 'ready', {
+  const infra = await armada(['infra', '--home', home, '--pg-port', String(await freePort()), '--temporal-port', String(await freePort()), '--bundle', bundle, '--show-secrets'], 'ready', {
     DATABASE_URL: '',
     TEMPORAL_ADDRESS: '',
   });
