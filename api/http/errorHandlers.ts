@@ -6,7 +6,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { ErrorObject } from 'ajv';
 import { errorBody } from './envelope';
 import { isAppError } from '../../lib/errors';
-import { isPostgresUnavailable, postgresUnavailableMessage } from '../../lib/db/pool';
+import { isPostgresUnavailable, postgresLoginRefusedMessage, postgresUnavailableMessage } from '../../lib/db/pool';
 import { isTemporalUnreachable } from '../../lib/temporal/client';
 import { MAX_PATH_PARAM_LENGTH } from './inputPolicy';
 import { invalidPart, validationDetails } from './validation';
@@ -76,6 +76,9 @@ export function classifyError(err: unknown): ClassifiedError {
     return { statusCode: status, code: CODE_BY_STATUS[status] ?? 'INVALID_REQUEST', message, internal: false };
   }
   if (isPostgresUnavailable(err)) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: postgresUnavailableMessage(err), internal: false };
+  // logged at error (internal): the operator must act; the client is told it is the service's, not its request's
+  const login = postgresLoginRefusedMessage(err);
+  if (login) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: login, internal: true };
   if (isTemporalUnreachable(err)) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: 'The workflow engine (Temporal) is unavailable; try again', internal: false };
   if (isConcurrencyFailure(err)) {
     // PostgreSQL broke a deadlock between this request and a concurrent one (or could not serialise them) and rolled

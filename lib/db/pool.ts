@@ -273,6 +273,20 @@ export function postgresUnavailableMessage(err: unknown): string {
 }
 
 /**
+ * PostgreSQL refused the service's login or its database (SQLSTATE class 28: a wrong password or user, a pg_hba rule;
+ * 3D000: no such database): the service's configuration, not the request, and it lasts until an operator fixes it. The
+ * API answers 503 with this (was a bare 500 "Internal server error"); undefined for any other error. Workers and
+ * migrations keep their own handling (they do not use this).
+ */
+export function postgresLoginRefusedMessage(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (typeof code !== 'string') return undefined;
+  if (code.startsWith('28')) return `The database (PostgreSQL) refused this service's login (SQLSTATE ${code}): its operator must correct the user or password of DATABASE_URL (or pg_hba.conf); try again once that is done`;
+  if (code === '3D000') return "The database (PostgreSQL) has no database of the name DATABASE_URL gives: its operator must correct DATABASE_URL or create the database; try again once that is done";
+  return undefined;
+}
+
+/**
  * What an operator is told when PostgreSQL refuses a new connection for want of a resource (isPostgresShortOfResources
  * at connect): what it is and what to do. Logged once and shown by /health (lib/runtime/dependencies.ts).
  */
