@@ -21,6 +21,13 @@ afterAll(async () => {
   await wrongDatabase?.close();
 });
 
+/** The app of `service` in `s` (started by the test: present). */
+const appOf = (s: TestStack, service: 'task' | 'scheduler') => {
+  const app = s.apps[service];
+  if (!app) throw new Error(`no ${service} app`);
+  return app;
+};
+
 const withPassword = (url: string, password: string) => {
   const u = new URL(url);
   u.password = password;
@@ -29,7 +36,7 @@ const withPassword = (url: string, password: string) => {
 
 test('a wrong password: the task service and the scheduler answer 503 naming DATABASE_URL, in their shapes', async () => {
   stack = await startTestStack({ services: ['task', 'scheduler'], databaseUrl: withPassword(dbUrl, 'not-the-password') });
-  const task = await stack.apps.task!.inject({ method: 'GET', url: '/api/projects' });
+  const task = await appOf(stack, 'task').inject({ method: 'GET', url: '/api/projects' });
   expect(task.statusCode).toBe(503);
   const body = task.json();
   expect(body.success).toBe(false);
@@ -38,7 +45,7 @@ test('a wrong password: the task service and the scheduler answer 503 naming DAT
   expect(task.body).not.toContain('not-the-password');
   expect(task.body).not.toMatch(/\n\s+at /);
 
-  const sched = await stack.apps.scheduler!.inject({ method: 'GET', url: '/api/v1/workflows', headers: { 'x-api-key': stack.keys.scheduler } });
+  const sched = await appOf(stack, 'scheduler').inject({ method: 'GET', url: '/api/v1/workflows', headers: { 'x-api-key': stack.keys.scheduler } });
   expect(sched.statusCode).toBe(503);
   expect(sched.json().detail).toMatch(/SQLSTATE 28P01/);
 }, 120_000);
@@ -47,7 +54,7 @@ test('no such database: 503 saying to correct DATABASE_URL or create the databas
   const u = new URL(dbUrl);
   u.pathname = '/armada_no_such_database';
   wrongDatabase = await startTestStack({ services: ['task'], databaseUrl: u.toString() });
-  const r = await wrongDatabase.apps.task!.inject({ method: 'GET', url: '/api/tasks' });
+  const r = await appOf(wrongDatabase, 'task').inject({ method: 'GET', url: '/api/tasks' });
   expect(r.statusCode).toBe(503);
   expect(r.json().error.message).toMatch(/no database of the name DATABASE_URL gives/);
 }, 120_000);
