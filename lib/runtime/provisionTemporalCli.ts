@@ -85,7 +85,7 @@ export function checkProvisioned(toolsDir: string): { state: 'ok'; binary: strin
 
 async function run(cmd: string, args: string[], timeoutMs: number): Promise<void> {
   try {
-    await execFileAsync(cmd, args, { timeout: timeoutMs, maxBuffer: 16 << 20, env: serverEnv({ PIP_DISABLE_PIP_VERSION_CHECK: '1' }, ['PIP_', 'PYTHON']) });
+    await execFileAsync(cmd, args, { timeout: timeoutMs, maxBuffer: 16 << 20, env: serverEnv({ PIP_DISABLE_PIP_VERSION_CHECK: '1' }, ['PIP_', 'PYTHON', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE']) });
   } catch (err) {
     const e = err as { stderr?: string; message: string; code?: string };
     if (e.code === 'ENOENT') throw e;
