@@ -44,6 +44,7 @@ import type { CleanupError, WorktreeRemoval } from '../../lib/attempts/cleanup';
 import { cancelApprovalsOfAttempts, deleteWithApprovals } from './approvalsOfDeletedAttempts';
 import { isRunning, requestCancel } from '../../lib/temporal/workflowHandles';
 import { closedRun } from '../../lib/temporal/closedRun';
+import { withinTemporalBound } from '../../lib/temporal/transactionBound';
 import { recordClosedAttempt } from '../../lib/attempts/closedWorkflows';
 
 export interface AttemptServiceDeps {
@@ -398,12 +399,38 @@ export async function startCreatedAttempt(deps: AttemptServiceDeps, attemptId: s
   return { attempt, processId: result.processId, replayed: false, timing: { dbMs, temporalMs } };
 }
 
-/** Requests the cancellation of a workflow; false when there is no such workflow (it has ended, or never started). */
+/**
+ * The limit of a Temporal call a request waits for outside a transaction (an attempt's cancel, a delete's removal
+ * start, a follow-up queue's "is the attempt running"): attempts.startTimeoutMs, as for an attempt's start. Past it,
+ * or with Temporal not reached, the 503 "try again" (lib/temporal/transactionBound.ts); before, such a call waited
+ * without a limit on a Temporal that took the request and did not answer.
+ */
+export const temporalCallMs = (deps: Pick<AttemptServiceDeps, 'config'>): number => deps.config.file.attempts?.startTimeoutMs ?? START_TIMEOUT_MS;
+
+/**
+ * Requests the cancellation of a workflow; false when there is no such workflow (it has ended, or never started).
+ * Within temporalCallMs: past it, or with Temporal known down or not reached, the 503 "try again".
+ */
 async function cancelWorkflowById(deps: AttemptServiceDeps, workflowId: string): Promise<boolean> {
-  return requestCancel(await deps.temporal.client(), workflowId);
+  const client = await deps.temporal.client();
+  return withinTemporalBound(client, temporalCallMs(deps), () => requestCancel(client, workflowId));
 }
 
 const cancelWorkflow = (deps: AttemptServiceDeps, attemptId: string) => cancelWorkflowById(deps, attemptWorkflowId(attemptId));
+
+/**
+ * The workflow cancel after a cancel already committed (the attempt recorded cancelled, its running processes
+ * too): a Temporal that is down or does not answer within temporalCallMs does not change the answer, which is what
+ * was done. The run ends without it (docs/attempts.md, "Cancellation and stopping": the row watch stops the agent,
+ * the run then ends cancelled; an idle run ends at its next follow-up or after attempts.idleTimeoutMs).
+ */
+async function cancelWorkflowAfterCommit(deps: AttemptServiceDeps, attemptId: string): Promise<void> {
+  try {
+    await cancelWorkflow(deps, attemptId);
+  } catch (err) {
+    if (!(err instanceof AppError && err.statusCode === 503) && !isTemporalUnreachable(err)) throw err;
+  }
+}
 
 /** POST /api/attempts/:id/cancel: 409 when the attempt already finished. */
 export async function cancelAttempt(deps: AttemptServiceDeps, attemptId: string): Promise<AttemptRow> {
@@ -415,7 +442,7 @@ export async function cancelAttempt(deps: AttemptServiceDeps, attemptId: string)
     return done;
   });
   attemptMetrics(deps.metrics.registry).attempts.inc({ llm: a.llm, status: 'cancelled' });
-  await cancelWorkflow(deps, attemptId);
+  await cancelWorkflowAfterCommit(deps, attemptId);
   return a;
 }
 
@@ -436,7 +463,7 @@ export async function cancelTask(deps: AttemptServiceDeps, taskId: string): Prom
   });
   for (const a of out.cancelled) {
     attemptMetrics(deps.metrics.registry).attempts.inc({ llm: a.llm, status: 'cancelled' });
-    await cancelWorkflow(deps, a.id);
+    await cancelWorkflowAfterCommit(deps, a.id);
   }
   return out;
 }
@@ -451,9 +478,10 @@ export async function endProcess(deps: AttemptServiceDeps, processId: string, st
     return row;
   });
   try {
-    await (await deps.temporal.client()).workflow.getHandle(attemptWorkflowId(p.attempt_id)).signal(stopProcessSignal, { processId });
+    const client = await deps.temporal.client();
+    await withinTemporalBound(client, temporalCallMs(deps), () => client.workflow.getHandle(attemptWorkflowId(p.attempt_id)).signal(stopProcessSignal, { processId }));
   } catch {
-    // the workflow may have ended; the row is what the activity watches
+    // the workflow may have ended, or Temporal did not answer in time; the row is what the activity watches
   }
   return p;
 }
@@ -657,12 +685,12 @@ async function removeAttemptsOnHosts(
     const hadWorkflow = await cancelWorkflow(deps, a.id);
     if (!a.host_queue && hadWorkflow && (before.status === 'running' || before.status === 'created')) runsStillPreparing = true;
     if (a.host_queue && repoPath && !a.cleaned_up) {
-      const handle = await (await deps.temporal.client()).workflow.start('removeAttemptWorkflow', {
-        workflowId: `attempt-remove:${a.id}`,
-        taskQueue: deps.config.temporal.taskQueue,
-        args: [{ hostQueue: a.host_queue, repoPath, worktreePath: a.worktree_path, branch: a.branch, attemptId: a.id }],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-      });
+      const client = await deps.temporal.client();
+      const args = [{ hostQueue: a.host_queue, repoPath, worktreePath: a.worktree_path, branch: a.branch, attemptId: a.id }];
+      // within temporalCallMs (a 503 "try again" past it, nothing deleted yet); a start repeated joins the first
+      const handle = await withinTemporalBound(client, temporalCallMs(deps), () =>
+        client.workflow.start('removeAttemptWorkflow', { workflowId: `attempt-remove:${a.id}`, taskQueue: deps.config.temporal.taskQueue, args, workflowIdConflictPolicy: 'USE_EXISTING' }),
+      );
       const attemptId = a.id;
       removals.push(
         handle.result().then(

@@ -11,7 +11,7 @@ import { Type } from 'typebox';
 import { invalidRequest, notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
-import { withinTransactionBound } from '../../lib/temporal/transactionBound';
+import { withinTemporalBound, withinTransactionBound } from '../../lib/temporal/transactionBound';
 import {
   DRAFT_TYPES,
   attemptProject,
@@ -33,7 +33,7 @@ import { ok } from '../http/envelope';
 import { NAME_PATTERN, NON_BLANK_TEXT_PATTERN, TEXT_PATTERN } from '../http/inputPolicy';
 import { Envelope, ErrorResponses, Id, IdParams, Nullable, StringEnum, Timestamp } from '../http/schemas';
 import { callTemporal } from '../http/temporalErrors';
-import { acceptsFollowUps, followUpsRefused } from './attemptService';
+import { acceptsFollowUps, followUpsRefused, temporalCallMs } from './attemptService';
 import { schemaValidationError } from '../http/validation';
 import type { TaskPluginOptions } from './deps';
 import { STREAM_ROUTE } from '../http/bearerAuth';
@@ -291,8 +291,11 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
       const autoExecute = request.body.autoExecute ?? false;
       const id = newId();
       const client = autoExecute ? await deps.temporal.client() : undefined;
-      // like POST /attempts/:id/follow-up: an attempt whose workflow has ended takes no follow-ups (409, nothing made)
-      if (client && !(await callTemporal(() => acceptsFollowUps(client, attemptId)))) throw await followUpsRefused(deps.db, attemptId);
+      // like POST /attempts/:id/follow-up: an attempt whose workflow has ended takes no follow-ups (409, nothing made);
+      // asked within attempts.startTimeoutMs (a 503 "try again" past it, nothing made)
+      if (client && !(await withinTemporalBound(client, temporalCallMs(deps), () => callTemporal(() => acceptsFollowUps(client, attemptId))))) {
+        throw await followUpsRefused(deps.db, attemptId);
+      }
       const created = await withTransaction(deps.db, async (c) => {
         await lockedProjectOf(c, attemptId);
         const q = await insertFollowUpQueue(c, { id, attemptId, autoExecute, items });

@@ -158,7 +158,7 @@ const PROCESS_EVENT: Record<string, string> = { completed: 'process_completed', 
  * writes plus `extra` (a jsonb expression over the row), for statements that change a process and publish its event
  * in one round trip.
  */
-function insertProcessEventSql(cte: string, type: string, extra: string): string {
+export function insertProcessEventSql(cte: string, type: string, extra: string): string {
   return `INSERT INTO events (type, topics, data)
           SELECT ${type}, ARRAY['process:' || ${cte}.id, 'attempt:' || ${cte}.attempt_id, 'task:' || ${cte}.task_id, 'processes'],
                  jsonb_build_object('processId', ${cte}.id, 'attemptId', ${cte}.attempt_id, 'taskId', ${cte}.task_id, 'llm', ${cte}.llm,

@@ -1,4 +1,6 @@
 /** SQL for execution processes, their append-only log rows and their resource samples. */
+import { insertProcessEventSql } from '../attempts/projections';
+import { notifyInsertedEventsSql } from '../events/publish';
 import type { Queryable } from './pool';
 import { jsonParam } from './storableText';
 
@@ -53,27 +55,36 @@ export interface ProcessRow {
  * between a follow-up's resume and this insert found no running process, the row was written `running` and the agent
  * was started (outside round seven; test/integration/cancelBeforeProcessRow.test.ts). A row that exists (a retry of
  * the run) is returned as it is. A missing attempt is still the foreign key's error.
+ * A row written `cancelled` publishes its `process_stopped` (status `cancelled`, error `attempt cancelled`, duration
+ * 0) in the same statement, as any other end of a process does, so a board following the events sees it; before
+ * session 51 it published nothing and appeared only on a reload. A row that existed publishes nothing again.
  */
 export async function insertProcess(
   db: Queryable,
   p: { id: string; attemptId: string; taskId: string; llm: string; model: string | null; kind: 'initial' | 'follow_up'; prompt: string },
 ): Promise<ProcessRow> {
-  const { rows } = await db.query<ProcessRow>(
+  const { rows } = await db.query<ProcessRow & { inserted: boolean; notified: string }>(
     `WITH a AS (SELECT status = 'cancelled' AS cancelled FROM attempts WHERE id = $2 FOR SHARE),
-          s AS (SELECT coalesce((SELECT cancelled FROM a), false) AS cancelled)
-     INSERT INTO processes (id, attempt_id, task_id, llm, model, kind, prompt, status, error, finished_at, cancelled_at, progress)
-     SELECT $1, $2, $3, $4, $5, $6, $7,
-            CASE WHEN s.cancelled THEN 'cancelled' ELSE 'running' END,
-            CASE WHEN s.cancelled THEN 'attempt cancelled' END,
-            CASE WHEN s.cancelled THEN now() END,
-            CASE WHEN s.cancelled THEN now() END,
-            jsonb_build_object('stage', CASE WHEN s.cancelled THEN 'cancelled' ELSE 'queued' END, 'current', '',
-                               'percentage', CASE WHEN s.cancelled THEN 100 ELSE 0 END, 'estimatedRemaining', 0)
-       FROM s
-     ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id RETURNING *`,
+          s AS (SELECT coalesce((SELECT cancelled FROM a), false) AS cancelled),
+          p AS (
+            INSERT INTO processes (id, attempt_id, task_id, llm, model, kind, prompt, status, error, finished_at, cancelled_at, progress)
+            SELECT $1, $2, $3, $4, $5, $6, $7,
+                   CASE WHEN s.cancelled THEN 'cancelled' ELSE 'running' END,
+                   CASE WHEN s.cancelled THEN 'attempt cancelled' END,
+                   CASE WHEN s.cancelled THEN now() END,
+                   CASE WHEN s.cancelled THEN now() END,
+                   jsonb_build_object('stage', CASE WHEN s.cancelled THEN 'cancelled' ELSE 'queued' END, 'current', '',
+                                      'percentage', CASE WHEN s.cancelled THEN 100 ELSE 0 END, 'estimatedRemaining', 0)
+              FROM s
+            ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id RETURNING *, (xmax = 0) AS inserted),
+          -- xmax 0: inserted now (the conflict's update sets it), so a retry's row publishes nothing again
+          pc AS (SELECT * FROM p WHERE p.inserted AND p.status = 'cancelled'),
+          ev AS (${insertProcessEventSql('pc', "'process_stopped'", "jsonb_build_object('error', pc.error, 'duration', 0::float8)")})
+     SELECT p.*, ${notifyInsertedEventsSql('ev')} AS notified FROM p`,
     [p.id, p.attemptId, p.taskId, p.llm, p.model, p.kind, p.prompt],
   );
-  return rows[0] as ProcessRow;
+  const { inserted: _i, notified: _n, ...row } = rows[0] as ProcessRow & { inserted: boolean; notified: string };
+  return row as ProcessRow;
 }
 
 export async function getProcess(db: Queryable, id: string): Promise<ProcessRow | undefined> {

@@ -10,6 +10,10 @@
  * A start the deadline cut short may still have reached Temporal (its answer was what was lost): the workflows
  * started this way wait for their inserting transaction's end and do nothing when the row did not commit, so the 503
  * is the truth and the request may be sent again (docs/approvals.md, "Create").
+ *
+ * The same bound serves the Temporal calls a request makes outside a transaction that would otherwise wait without
+ * a limit (withinTemporalBound: an attempt's cancel, a delete's removals, a follow-up queue's "is the attempt
+ * running"), with the caller's own limit (attempts.startTimeoutMs there).
  */
 import type { Client } from '@temporalio/client';
 import { isTemporalUnreachable, temporalUnavailable } from './client';
@@ -25,3 +29,6 @@ export async function withinTransactionBound<T>(client: Client, boundMs: number,
     throw temporalUnavailable(timedOut ? `it did not answer within ${Math.round(boundMs / 100) / 10} s` : (err as Error).message);
   }
 }
+
+/** withinTransactionBound for a Temporal call made outside a transaction: the same deadline and the same 503. */
+export const withinTemporalBound = withinTransactionBound;

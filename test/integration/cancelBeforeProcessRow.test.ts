@@ -5,12 +5,14 @@
  * recorded) and killed about 0.5 s later by runAgent's own watch of the attempt row. The insert now reads the
  * attempt's row (FOR SHARE) and writes the process `cancelled` when the attempt is, so runAgent returns before
  * anything is spawned. The worker's test-only fault point `runAgent.beforeInsert` (lib/faults.ts) sends the API's
- * cancel at exactly that moment.
+ * cancel at exactly that moment. The row written `cancelled` publishes its `process_stopped` (status `cancelled`),
+ * read here over a listening /ws/events as a board follows it: before, it published nothing.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
+import WebSocket from 'ws';
 import { recordAttemptCancelled } from '../../lib/attempts/projections';
 import { insertProcess } from '../../lib/db/processes';
 import type { Faults } from '../../lib/faults';
@@ -24,6 +26,7 @@ let h: ReturnType<typeof api>;
 const faults: Faults = {};
 let tmp: string;
 let runLog: string;
+let wsBase: string;
 
 beforeAll(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-cancel-before-row-'));
@@ -33,12 +36,31 @@ beforeAll(async () => {
   stack = await startTestStack({ services: ['task'], worker: false, file: agentConfig({ agents: { scripted: counted } }) });
   workers = await startStackWorkers(stack, { faults });
   h = api(stack);
+  wsBase = (await stack.app('task').listen({ port: 0, host: '127.0.0.1' })).replace('http', 'ws');
 });
 afterAll(async () => {
   await workers?.stop();
   await stack?.close();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
+
+interface StreamEvent {
+  type: string;
+  data: Record<string, unknown>;
+}
+/** The domain events of `topic` as /ws/events sends them from now on (stream.ready left out). */
+function followEvents(topic: string): Promise<{ ws: WebSocket; events: StreamEvent[] }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${wsBase}/ws/events?topics=${encodeURIComponent(topic)}`);
+    const events: StreamEvent[] = [];
+    ws.on('message', (d) => {
+      const e = JSON.parse(String(d)) as StreamEvent;
+      if (e.type !== 'stream.ready') events.push(e);
+    });
+    ws.on('open', () => resolve({ ws, events }));
+    ws.on('error', reject);
+  });
+}
 
 const runsOf = (attemptId: string) => (fs.existsSync(runLog) ? fs.readFileSync(runLog, 'utf8').split('\n').filter((l) => l === attemptId).length : 0);
 
@@ -59,6 +81,7 @@ test('a cancel answered after a follow-up resumed the attempt, before its proces
     const r = await h.inject('POST', `/api/attempts/${attemptId}/cancel`);
     cancel = { status: r.statusCode, attempt: r.json().data };
   };
+  const stream = await followEvents(`attempt:${attemptId}`);
   expect((await h.inject('POST', `/api/attempts/${attemptId}/follow-up`, { prompt: 'FOLLOWUP write notes' })).statusCode).toBe(202);
 
   const handle = (await stack.temporal.client()).workflow.getHandle(`attempt:${attemptId}`);
@@ -84,6 +107,14 @@ test('a cancel answered after a follow-up resumed the attempt, before its proces
   expect(fs.existsSync(path.join(a.worktreePath as string, 'notes.txt'))).toBe(false);
   const started = await stack.db.query(`SELECT 1 FROM events WHERE type = 'process_started' AND data->>'processId' = $1`, [processId]);
   expect(started.rowCount).toBe(0);
+  // a board following the attempt's events sees the row cancelled without a reload: its process_stopped, once
+  const ended = await eventually(async () => {
+    const e = stream.events.filter((x) => x.type === 'process_stopped' && x.data.processId === processId);
+    return e.length > 0 ? e : undefined;
+  }, 10_000, 100);
+  expect(ended.map((e) => e.data)).toEqual([expect.objectContaining({ processId, attemptId, status: 'cancelled', error: 'attempt cancelled', duration: 0 })]);
+  expect(stream.events.some((e) => e.type === 'process_started' && e.data.processId === processId)).toBe(false);
+  stream.ws.close();
   // the process answers as cancelled through the API as well, and the attempt stays so
   const proc = (await h.inject('GET', `/api/processes/${processId}`)).json().data;
   expect([proc.status, proc.pid ?? null]).toEqual(['cancelled', null]);
@@ -119,6 +150,12 @@ test('a process insert meeting a cancel in progress (the attempt row held FOR UP
     const row = await inserted;
     expect([row.status, row.pid, row.error]).toEqual(['cancelled', null, 'attempt cancelled']);
     expect(row.progress).toMatchObject({ stage: 'cancelled', percentage: 100 });
+    // its end published once, as any process end is; the insert repeated (a retry of the run) publishes nothing again
+    const stoppedEvents = async () =>
+      (await stack.db.query<{ status: string }>("SELECT data->>'status' AS status FROM events WHERE type = 'process_stopped' AND data->>'processId' = $1", [processId])).rows;
+    expect(await stoppedEvents()).toEqual([{ status: 'cancelled' }]);
+    expect((await insertProcess(stack.db, { id: processId, attemptId, taskId, llm: 'scripted', model: null, kind: 'follow_up', prompt: 'p' })).status).toBe('cancelled');
+    expect(await stoppedEvents()).toEqual([{ status: 'cancelled' }]);
   } finally {
     await cancel.end();
   }
@@ -126,6 +163,7 @@ test('a process insert meeting a cancel in progress (the attempt row held FOR UP
   const other = await h.inject('POST', '/api/attempts', { taskId, llm: 'scripted' });
   const running = await insertProcess(stack.db, { id: `proc-run-${Date.now()}`, attemptId: other.json().data.id, taskId, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
   expect([running.status, running.error, running.finished_at, running.progress.stage]).toEqual(['running', null, null, 'queued']);
+  expect((await stack.db.query("SELECT 1 FROM events WHERE data->>'processId' = $1", [running.id])).rowCount).toBe(0);
   await expect(insertProcess(stack.db, { id: `proc-none-${Date.now()}`, attemptId: 'no-such-attempt', taskId, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' })).rejects.toThrow(/foreign key/);
 }, 60_000);
 

@@ -9,6 +9,11 @@
  * cancels before the delete, cancelApprovalsOfAttempts), and the cancels made with the rows locked
  * (deleteWithApprovals). Before, each waited on the held answer without a limit, its transaction idle and its rows
  * locked (or, for the delete's first cancels, a transaction open across them all).
+ *
+ * The calls a request waits for outside a transaction are bounded by `attempts.startTimeoutMs` (2 s here, as for an
+ * attempt's start): a follow-up queue's "is the attempt running" and a delete's workflow cancel answer the 503 within
+ * it, nothing made or deleted; an attempt's and a task's cancel, committed before the workflow's cancel, answer the
+ * 200 of what was done within it. Before, each waited on the held answer without a limit.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -47,7 +52,9 @@ beforeAll(async () => {
   proxied = createTemporalHandle(proxy.address, stack.config.temporal.namespace);
   // the API's own limits (idle_in_transaction_session_timeout 30 s), as `armada api`'s pool has them
   apiPool = createPool(stack.dbUrl, logger, { max: 10, application_name: API_SESSIONS, ...sessionLimits(stack.config.apiDatabaseLimits) });
-  app = await buildService('task', { db: apiPool, config: stack.config, keys: stack.keys, temporal: proxied, logger, metrics });
+  // attempts.startTimeoutMs bounds the calls outside a transaction (api/task/attemptService.ts temporalCallMs)
+  const config = { ...stack.config, file: { ...stack.config.file, attempts: { ...stack.config.file.attempts, startTimeoutMs: BOUND_MS } } };
+  app = await buildService('task', { db: apiPool, config, keys: stack.keys, temporal: proxied, logger, metrics });
   await app.ready();
   await (await proxied.client()).workflowService.getSystemInfo({}); // connected before Temporal holds its answers
 }, 180_000);
@@ -214,4 +221,65 @@ test('the cancels a delete makes with the rows locked get no answer: 503 within 
   expect(await deleteWithApprovals(deps, { attemptIds: [attemptId] }, (c2) => deleteAttemptRow(c2, attemptId))).toBe(true);
   expect(await attemptRows(attemptId)).toBe(0);
   await cancelledOnce(approvalId);
+});
+
+/** `call`, and how long it took to answer. */
+async function timedCall(method: 'POST' | 'DELETE', url: string, payload?: unknown): Promise<Answer & { ms: number }> {
+  const began = Date.now();
+  const answer = await call(method, url, payload);
+  return { ...answer, ms: Date.now() - began };
+}
+/** Well past the 2 s bound, well short of a wait without one (the held answer is never delivered meanwhile). */
+const ANSWERED_WITHIN_MS = 15_000;
+const attemptStatus = async (id: string) => (await stack.db.query<{ status: string }>('SELECT status FROM attempts WHERE id = $1', [id])).rows[0]?.status;
+
+test('a follow-up queue with autoExecute whose "is the attempt running" gets no answer: 503 within the bound, no queue made; asked again, the 409 of an attempt without a running workflow', async () => {
+  const attemptId = await insertAttempt(stack, taskId);
+  const body = { queue: [{ prompt: 'next, please', order: 1 }], autoExecute: true };
+  proxy.setMode('holdAnswers');
+  const held = await timedCall('POST', `/api/task-attempts/${attemptId}/follow-up-queue`, body);
+  expectBoundRanOut(held, /did not answer within 2 s/);
+  expect(held.ms).toBeLessThan(ANSWERED_WITHIN_MS);
+  const queues = async () => (await stack.db.query('SELECT id FROM follow_up_queues WHERE task_attempt_id = $1', [attemptId])).rowCount;
+  expect(await queues()).toBe(0);
+
+  proxy.setMode('forward');
+  const again = await call('POST', `/api/task-attempts/${attemptId}/follow-up-queue`, body);
+  expect(again.status).toBe(409); // no workflow runs for this attempt
+  expect(await queues()).toBe(0);
+});
+
+test("an attempt's cancel whose workflow cancel gets no answer: the 200 of the cancel within the bound, the attempt recorded cancelled", async () => {
+  const attemptId = await insertAttempt(stack, taskId);
+  proxy.setMode('holdAnswers');
+  const held = await timedCall('POST', `/api/attempts/${attemptId}/cancel`);
+  expect(held.status).toBe(200);
+  expect(held.body.data?.status).toBe('cancelled');
+  expect(held.ms).toBeLessThan(ANSWERED_WITHIN_MS);
+  expect(await attemptStatus(attemptId)).toBe('cancelled');
+  expect(await idleInTransaction()).toEqual([]);
+});
+
+test("a task's cancel whose workflow cancels get no answer: the 200 of the cancel within the bound, its attempt and the task recorded cancelled", async () => {
+  const other = await createProjectAndTask(stack);
+  const attemptId = await insertAttempt(stack, other.taskId);
+  proxy.setMode('holdAnswers');
+  const held = await timedCall('POST', `/api/tasks/${other.taskId}/cancel`);
+  expect(held.status).toBe(200);
+  expect(held.ms).toBeLessThan(ANSWERED_WITHIN_MS);
+  expect(await attemptStatus(attemptId)).toBe('cancelled');
+  expect((await stack.db.query<{ status: string }>('SELECT status FROM tasks WHERE id = $1', [other.taskId])).rows[0]?.status).toBe('cancelled');
+});
+
+test("deleting an attempt whose workflow cancel gets no answer: 503 within the bound, nothing deleted; deleted again once Temporal answers", async () => {
+  const attemptId = await insertAttempt(stack, taskId);
+  proxy.setMode('holdAnswers');
+  const held = await timedCall('DELETE', `/api/attempts/${attemptId}`);
+  expectBoundRanOut(held, /did not answer within 2 s/);
+  expect(held.ms).toBeLessThan(ANSWERED_WITHIN_MS);
+  expect(await attemptRows(attemptId)).toBe(1);
+
+  proxy.setMode('forward');
+  expect((await call('DELETE', `/api/attempts/${attemptId}`)).status).toBe(200);
+  expect(await attemptRows(attemptId)).toBe(0);
 });
