@@ -2,8 +2,8 @@
  * The holes of an event listener's cursor: seqs below ones already delivered that have not been heard. A hole is a
  * transaction that took the seq and has not committed yet (it commits out of order, and is heard then), or one that
  * rolled back (the seq never commits). The prover tells them apart without a timer: it takes a horizon, the next
- * transaction id, after the holes were seen; once no transaction id below it is still running
- * (pg_snapshot_xmin), every hole seen before has committed or never will. It reads what committed and settles the
+ * transaction id, after the holes were seen; once no transaction id below it is still running in this database
+ * (lib/events/xidHorizon.ts), every hole seen before has committed or never will. It reads what committed and settles the
  * rest, so the cursor's watermark moves past a rolled-back seq and resume tokens stay short.
  *
  * This holds because a transaction has its id before it takes a seq: migration 092 makes the seq's default take the
@@ -14,6 +14,7 @@ import type { Pool } from 'pg';
 import type { Logger } from '../logger';
 import { EventCursor } from './eventCursor';
 import { readEventsOutside, type StoredEvent } from './publish';
+import { endedBelowSql, HORIZON_SQL } from './xidHorizon';
 
 /** The cursor at start covers every seq up to the newest; the holes among the last BOOT_WINDOW seqs are waited for. */
 const BOOT_WINDOW = 10_000;
@@ -42,7 +43,7 @@ export async function startingCursor(db: Pool): Promise<{ cursor: EventCursor; p
     `WITH top AS (SELECT coalesce(max(seq), 0) AS m FROM events),
           recent AS (SELECT seq, lag(seq, 1, (SELECT greatest(m - $1, 0) FROM top)) OVER (ORDER BY seq) AS prev
                        FROM events WHERE seq > (SELECT greatest(m - $1, 0) FROM top))
-     SELECT (SELECT m FROM top)::text AS newest, pg_snapshot_xmax(pg_current_snapshot())::text AS horizon,
+     SELECT (SELECT m FROM top)::text AS newest, ${HORIZON_SQL} AS horizon,
             coalesce((SELECT json_agg(json_build_array(prev + 1, seq - 1) ORDER BY seq) FROM recent WHERE seq > prev + 1), '[]') AS gaps`,
     [BOOT_WINDOW],
   );
@@ -75,11 +76,12 @@ export function createGapProver(
     if (probe && cursor.watermark >= probe.upTo) probe = undefined; // its holes were all heard
     if (!cursor.hasGaps()) return;
     const upTo = cursor.max(); // before the snapshot: every hole up to here was there when the horizon is taken
-    const { rows } = await db.query<{ xmin: string; xmax: string }>(
-      'SELECT pg_snapshot_xmin(s)::text AS xmin, pg_snapshot_xmax(s)::text AS xmax FROM pg_current_snapshot() AS s',
-    );
-    const snap = rows[0] as { xmin: string; xmax: string };
-    if (probe && BigInt(snap.xmin) >= BigInt(probe.horizon)) {
+    // the next id now (the next probe's horizon), and whether the probe's holders have all ended (lib/events/xidHorizon.ts)
+    const { rows } = probe
+      ? await db.query<{ xmax: string; ended: boolean }>(`SELECT ${HORIZON_SQL} AS xmax, ${endedBelowSql('$1')} AS ended`, [probe.horizon])
+      : await db.query<{ xmax: string; ended: boolean }>(`SELECT ${HORIZON_SQL} AS xmax, false AS ended`);
+    const snap = rows[0] as { xmax: string; ended: boolean };
+    if (probe && snap.ended) {
       // every transaction that held one of these holes has ended: what committed is read now, the rest never commits
       const settled = probe.upTo;
       for (;;) {

@@ -10,7 +10,7 @@
  * Seqs can commit out of order (the transaction that took seq 6 commits after the one that took 7), and a rolled-back
  * insert leaves a seq that never commits. A gap stops the cursor until the missing seq commits or is proven rolled
  * back, never on a timer alone: the transaction holding the seq was running when the gap was seen, so once no
- * transaction id older than a horizon taken then is still running (pg_snapshot_xmin), the seq either committed (and
+ * transaction id older than a horizon taken then is still running in this database (lib/events/xidHorizon.ts), the seq either committed (and
  * is read) or never will. See gapIsFinal.
  *
  * While no webhook is active (the last pass read none), an event starts no pass: the sweep still moves the cursor,
@@ -24,6 +24,7 @@ import type { Logger } from '../logger';
 import type { TemporalHandle } from '../temporal/client';
 import type { Queryable } from '../db/pool';
 import { WEBHOOK_EVENTS, activeSubscriptions } from '../db/webhooks';
+import { endedBelow, HORIZON_SQL } from '../events/xidHorizon';
 
 const BATCH = 200;
 /** How long a gap is seen before its horizon is taken (see gapIsFinal). */
@@ -79,11 +80,10 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps, opts: { gapS
     if (Date.now() - g.since < gapSettleMs) return false;
     if (!g.horizon) {
       // taken in this pass, checked from the next one on (a pass holds no transaction: only other sessions' ids count)
-      g.horizon = (await c.query<{ x: string }>('SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS x')).rows[0]?.x;
+      g.horizon = (await c.query<{ x: string }>(`SELECT ${HORIZON_SQL} AS x`)).rows[0]?.x;
       return false;
     }
-    const r = await c.query<{ done: boolean }>('SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::xid8 AS done', [g.horizon]);
-    return r.rows[0]?.done === true;
+    return endedBelow(c, g.horizon);
   };
 
   /**

@@ -137,6 +137,38 @@ describe('event bus (outbox + LISTEN/NOTIFY)', () => {
     await listener.close();
   });
 
+  test("a long transaction in another database of the same server does not hold a rolled-back seq's hole open", async () => {
+    // another application's (or another test's) database on the same PostgreSQL, with a transaction that has an id
+    const other = await createTestDatabase();
+    const elsewhere = await other.pool.connect();
+    try {
+      await elsewhere.query('BEGIN');
+      await elsewhere.query('SELECT pg_current_xact_id()');
+      const listener = await createEventListener(database.url, database.pool, logger);
+      const seen: number[] = [];
+      listener.subscribe(['elsewhere'], (e) => seen.push(e.seq));
+      const doomed = await database.pool.connect();
+      await doomed.query('BEGIN');
+      const m = (await publishEvent(doomed, { type: 'rolled-back', topics: ['elsewhere'], data: {} })).seq;
+      const top = (await publishEvent(database.pool, { type: 'top', topics: ['elsewhere'], data: {} })).seq;
+      await eventually(async () => seen.includes(top));
+      await doomed.query('ROLLBACK');
+      doomed.release();
+      // settled while the other database's transaction is still open (the server-wide xmin is held by it)
+      const xmin = (await database.pool.query<{ xmin: string }>('SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin')).rows[0]?.xmin;
+      await eventually(async () => listener.token() === String(top));
+      expect(listener.cursor().has(m)).toBe(true);
+      const stillOpen = (await elsewhere.query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid')).rows[0]?.xid;
+      expect(BigInt(stillOpen as string)).toBeLessThanOrEqual(BigInt(xmin as string));
+      expect(seen).toEqual([top]);
+      await listener.close();
+    } finally {
+      await elsewhere.query('ROLLBACK').catch(() => undefined);
+      elsewhere.release();
+      await other.drop();
+    }
+  });
+
   test('a listener that starts while a seq below the newest is held leaves it open: delivered when it commits; one rolled back is settled', async () => {
     const held = await database.pool.connect();
     await held.query('BEGIN');
