@@ -370,13 +370,24 @@ function readConfigText(configPath: string): string | undefined {
   }
 }
 
+/**
+ * JSON.parse's reviver for the config file: a number past a double's range (`1e999`) parses as Infinity, which the
+ * schema's integer check let through where a key has no maximum (`codehost.pollIntervalMs`), and went on as `null` in
+ * a workflow's arguments.
+ */
+function refuseInfinity(key: string, value: unknown): unknown {
+  if (typeof value === 'number' && !Number.isFinite(value)) throw new ConfigError(`"${key}" is a number too large to hold`);
+  return value;
+}
+
 function readFileConfig(configPath: string): FileConfig {
   const text = readConfigText(configPath);
   if (text === undefined) return {};
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = JSON.parse(text, refuseInfinity);
   } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigError(`${configPath}: ${err.message}`);
     throw new ConfigError(`${configPath}: not valid JSON (${(err as Error).message})`);
   }
   return parseFileConfig(raw, configPath);

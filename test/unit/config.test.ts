@@ -99,11 +99,12 @@ describe('config', () => {
     // 10 MB of valid JSON: refused by its size, not parsed
     fs.writeFileSync(path.join(home, 'big.json'), JSON.stringify({ branchPrefix: 'armada', pad: 'x'.repeat(10 * 1024 * 1024) }));
     expect(() => loadConfig(config('big.json'))).toThrow(new ConfigError(`${path.join(home, 'big.json')}: larger than a config file may be (${CONFIG_FILE_MAX_BYTES} bytes)`));
-    // what held: __proto__ is an unknown key like any other, not a prototype; a number past double range is no integer
+    // what held: __proto__ is an unknown key like any other, not a prototype
     fs.writeFileSync(path.join(home, 'proto.json'), '{"__proto__": {"branchPrefix": "x"}}');
     expect(() => loadConfig(config('proto.json'))).toThrow('unknown key "__proto__"');
-    fs.writeFileSync(path.join(home, 'huge.json'), '{"filesystem": {"walkMaxEntries": 1e400}}');
-    expect(() => loadConfig(config('huge.json'))).toThrow(/"filesystem.walkMaxEntries"/);
+    // a number past a double's range parsed as Infinity, which passed the integer check of a key with no maximum
+    fs.writeFileSync(path.join(home, 'huge.json'), '{"codehost": {"pollIntervalMs": 1e400}}');
+    expect(() => loadConfig(config('huge.json'))).toThrow(new ConfigError(`${path.join(home, 'huge.json')}: "pollIntervalMs" is a number too large to hold`));
     fs.writeFileSync(path.join(home, 'ok.json'), '{"branchPrefix": "team"}');
     fs.symlinkSync(path.join(home, 'ok.json'), path.join(home, 'link.json'));
     expect(loadConfig(config('link.json')).branchPrefix).toBe('team'); // a symlink to a file is fine
