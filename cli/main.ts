@@ -16,6 +16,17 @@ function printHelp(command: HelpedCommand): number {
   return 0;
 }
 
+/**
+ * `armada infra`'s `--pg-port`/`--temporal-port`: a port number (0–65535), else a usage error naming the flag; Number()
+ * of `abc` was NaN, handed on to the embedded servers as their port. Empty or absent: undefined (the configured port).
+ */
+function infraPort(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  if (!/^\d{1,5}$/.test(value) || n > 65_535) throw new UsageError('infra', `${flag} must be a port number from 0 to 65535, not "${value}"`);
+  return n;
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
@@ -128,8 +139,8 @@ export async function main(argv: string[]): Promise<number> {
         const { runInfra } = require('./infra') as typeof import('./infra');
         return await runInfra({
           home: values.home,
-          pgPort: values['pg-port'] ? Number(values['pg-port']) : undefined,
-          temporalPort: values['temporal-port'] ? Number(values['temporal-port']) : undefined,
+          pgPort: infraPort('--pg-port', values['pg-port']),
+          temporalPort: infraPort('--temporal-port', values['temporal-port']),
           bundle: values.bundle,
           untilStdinCloses: values['until-stdin-closes'],
           showSecrets: values['show-secrets'],

@@ -4,7 +4,7 @@
  * cancelled so Temporal retries them on another worker. Nothing accepted is lost.
  */
 import os from 'node:os';
-import { ConfigError } from '../lib/config';
+import { ConfigError, MAX_TIMER_MS } from '../lib/config';
 import { createPool, workerPoolOptions } from '../lib/db/pool';
 import { createMetrics } from '../lib/metrics';
 import { startWorkers } from '../workers/createWorker';
@@ -23,16 +23,24 @@ export interface WorkerFlags {
   maxAgents?: number;
 }
 
-function positiveInt(name: string, v: number | undefined, min = 1): void {
-  if (v !== undefined && (!Number.isInteger(v) || v < min)) throw new ConfigError(`${name} must be an integer ≥ ${min}`);
+function positiveInt(name: string, v: number | undefined, min = 1, max = Number.MAX_SAFE_INTEGER): void {
+  if (v === undefined) return;
+  if (!Number.isInteger(v) || v < min) throw new ConfigError(`${name} must be an integer ≥ ${min}`);
+  if (v > max) throw new ConfigError(`${name} must be an integer from ${min} to ${max}`);
 }
+
+/**
+ * The longest --grace: the last resort (below) waits the grace plus 15 s in one Node timer, which runs a longer delay
+ * after 1 ms, so a grace beyond this exited a draining worker at once.
+ */
+const MAX_GRACE_SECONDS = Math.floor((MAX_TIMER_MS - 15_000) / 1000);
 
 export async function runWorker(opts: WorkerFlags): Promise<number> {
   const { config, logger } = bootstrap();
   if (!config.databaseUrl) throw new ConfigError('DATABASE_URL is required for `armada worker`');
   positiveInt('--concurrency', opts.concurrency);
-  positiveInt('--grace', opts.graceSeconds, 0);
-  if (opts.healthPort !== undefined) positiveInt('--health-port', opts.healthPort, 0);
+  positiveInt('--grace', opts.graceSeconds, 0, MAX_GRACE_SECONDS);
+  positiveInt('--health-port', opts.healthPort, 0, 65_535);
   positiveInt('--max-agents', opts.maxAgents);
   const identity = opts.identity ?? `${os.hostname()}-${process.pid}`;
   await installTemporalRuntime(config.host, process.env.ARMADA_TEMPORAL_METRICS_PORT ? config.temporal.metricsPort : null, logger);

@@ -11,6 +11,17 @@ import Ajv from 'ajv';
 import { AGENT_OUTPUT_FORMATS } from './agents/outputFormats';
 import { localUrl } from './hostAddress';
 import { ConfigError } from './errors';
+import { FileTooLargeError, NotAFileError, readRegularFile } from './fs/regularFile';
+
+/**
+ * The longest delay a Node timer (setTimeout, setInterval, AbortSignal.timeout) keeps, and the longest of PostgreSQL's
+ * `*_timeout` settings: 2^31 - 1 ms, about 24.8 days. Node runs a longer timer after 1 ms (and AbortSignal.timeout
+ * refuses above 2^32 - 1), so a setting beyond it would have meant its opposite; such settings are bounded by it.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** The largest config file read: a real one is a few kilobytes; /dev/zero or a huge file is refused, not read whole. */
+export const CONFIG_FILE_MAX_BYTES = 1024 * 1024;
 
 /** The longest multi-agent name: the API's path and body schemas take no longer one (api/agents/schemas.ts). */
 export const AGENT_NAME_MAX_LENGTH = 200;
@@ -127,7 +138,7 @@ export const FileConfigSchema = Type.Object(
           /** an attempt workflow continues-as-new after this many follow-ups (default: only when Temporal suggests it) */
           continueAsNewEvery: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
           /** SIGTERM → SIGKILL grace when an agent is stopped */
-          killGraceMs: Type.Optional(Type.Integer({ minimum: 0 })),
+          killGraceMs: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_TIMER_MS })),
           /** default bound of one agent run in seconds when options.timeout is absent (default 3600) */
           defaultTimeoutSec: Type.Optional(Type.Integer({ minimum: 1 })),
           /**
@@ -197,8 +208,8 @@ export const FileConfigSchema = Type.Object(
           catchupWindowSeconds: Type.Optional(Type.Integer({ minimum: 10 })),
           retentionDays: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
           healthCheckIntervalSeconds: Type.Optional(Type.Integer({ minimum: 0 })),
-          scriptTimeoutSeconds: Type.Optional(Type.Integer({ minimum: 1 })),
-          sourceTimeoutMs: Type.Optional(Type.Integer({ minimum: 100 })),
+          scriptTimeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: Math.floor(MAX_TIMER_MS / 1000) })),
+          sourceTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: MAX_TIMER_MS })),
           /** how long an execution may be running without a Temporal run before the reconciler fails it (default 60 s) */
           reconcileAfterSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
         },
@@ -343,18 +354,40 @@ export function parseFileConfig(raw: unknown, source: string): FileConfig {
   throw new ConfigError(`${source}: "${base || '(root)'}" ${first.message ?? 'is invalid'}`);
 }
 
-function readFileConfig(configPath: string): FileConfig {
-  let text: string;
+/**
+ * The config file's text: a regular file of at most CONFIG_FILE_MAX_BYTES (lib/fs/regularFile.ts). Read whole without
+ * these checks, a path to /dev/zero (or a symlink to it) was read until the heap ran out, and a FIFO nobody writes to
+ * hung the command.
+ */
+function readConfigText(configPath: string): string | undefined {
   try {
-    text = fs.readFileSync(configPath, 'utf8');
+    return readRegularFile(configPath, CONFIG_FILE_MAX_BYTES);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if (err instanceof NotAFileError) throw new ConfigError(`${configPath}: it is ${err.kind}, not a file; point ARMADA_CONFIG at a JSON file (docs/configuration.md)`);
+    if (err instanceof FileTooLargeError) throw new ConfigError(`${configPath}: larger than a config file may be (${CONFIG_FILE_MAX_BYTES} bytes)`);
     throw new ConfigError(`${configPath}: cannot read (${(err as Error).message})`);
   }
+}
+
+/**
+ * JSON.parse's reviver for the config file: a number past a double's range (`1e999`) parses as Infinity, which the
+ * schema's integer check let through where a key has no maximum (`codehost.pollIntervalMs`), and went on as `null` in
+ * a workflow's arguments.
+ */
+function refuseInfinity(key: string, value: unknown): unknown {
+  if (typeof value === 'number' && !Number.isFinite(value)) throw new ConfigError(`"${key}" is a number too large to hold`);
+  return value;
+}
+
+function readFileConfig(configPath: string): FileConfig {
+  const text = readConfigText(configPath);
+  if (text === undefined) return {};
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = JSON.parse(text, refuseInfinity);
   } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigError(`${configPath}: ${err.message}`);
     throw new ConfigError(`${configPath}: not valid JSON (${(err as Error).message})`);
   }
   return parseFileConfig(raw, configPath);
@@ -403,11 +436,16 @@ export const DEFAULT_API_TEMPORAL_IN_TRANSACTION_TIMEOUT_MS = 10_000;
 export const DEFAULT_WORKER_DB_CONNECT_TIMEOUT_MS = 60_000;
 export const DEFAULT_WORKER_IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
 
-function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
+/**
+ * An integer setting from the environment. Every one is a duration or count that ends up in a Node timer or a
+ * PostgreSQL `*_timeout` (in ms, or in s times 1000), so `max` defaults to MAX_TIMER_MS: a value beyond it wrapped
+ * round to 1 ms (ARMADA_SSE_KEEPALIVE_MS=3000000000 wrote a keep-alive every millisecond).
+ */
+function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1, max = MAX_TIMER_MS): number {
   const v = env[name];
   if (v === undefined || v === '') return fallback;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < min) throw new ConfigError(`${name}: "${v}" is not an integer >= ${min}`);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name}: "${v}" is not an integer from ${min} to ${max}`);
   return n;
 }
 
@@ -533,7 +571,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
     sseKeepAliveMs: positiveInteger(env, 'ARMADA_SSE_KEEPALIVE_MS', 15_000),
     requestTimeoutMs: positiveInteger(env, 'ARMADA_REQUEST_TIMEOUT_MS', DEFAULT_REQUEST_TIMEOUT_MS),
     apiDatabaseLimits: {
-      lockTimeoutMs: positiveInteger(env, 'ARMADA_API_LOCK_TIMEOUT_MS', DEFAULT_API_LOCK_TIMEOUT_MS, 0),
+      // the pool waits up to twice the lock timeout for a connection (lib/db/pool.ts waitBudgetOf), in one timer
+      lockTimeoutMs: positiveInteger(env, 'ARMADA_API_LOCK_TIMEOUT_MS', DEFAULT_API_LOCK_TIMEOUT_MS, 0, Math.floor(MAX_TIMER_MS / 2)),
       statementTimeoutMs: positiveInteger(env, 'ARMADA_API_STATEMENT_TIMEOUT_MS', DEFAULT_API_STATEMENT_TIMEOUT_MS, 0),
       idleInTransactionTimeoutMs: positiveInteger(env, 'ARMADA_API_IDLE_IN_TRANSACTION_TIMEOUT_MS', DEFAULT_API_IDLE_IN_TRANSACTION_TIMEOUT_MS, 0),
     },
@@ -548,11 +587,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ArmadaConfig {
       .filter(Boolean) ?? file.cors?.origins,
     supervision: {
       maxFailures: positiveInteger(env, 'ARMADA_RESTART_MAX_FAILURES', 5),
-      windowMs: positiveInteger(env, 'ARMADA_RESTART_WINDOW_SECONDS', 300) * 1000,
+      windowMs: positiveInteger(env, 'ARMADA_RESTART_WINDOW_SECONDS', 300, 1, Math.floor(MAX_TIMER_MS / 1000)) * 1000,
       initialBackoffMs: 500,
       maxBackoffMs: 15_000,
     },
-    shutdownGraceMs: positiveInteger(env, 'ARMADA_SHUTDOWN_GRACE_SECONDS', 10, 0) * 1000,
+    // `armada start` gives its workers this plus 5 s in one timer (cli/start.ts)
+    shutdownGraceMs: positiveInteger(env, 'ARMADA_SHUTDOWN_GRACE_SECONDS', 10, 0, Math.floor((MAX_TIMER_MS - 5000) / 1000)) * 1000,
     logLevel,
     logFormat,
     file,

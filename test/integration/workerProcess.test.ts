@@ -65,6 +65,9 @@ test('bad flags are refused with a clear message', async () => {
     [['--concurrency', '0'], '--concurrency must be an integer ≥ 1'],
     [['--max-agents', '0'], '--max-agents must be an integer ≥ 1'],
     [['--grace=-1'], '--grace must be an integer ≥ 0'],
+    // past a timer's range: the last resort's timer (grace + 15 s) fired after 1 ms and exited a draining worker at once
+    [['--grace=10000000000'], '--grace must be an integer from 0 to 2147468'],
+    [['--health-port=70000'], '--health-port must be an integer from 0 to 65535'],
   ];
   for (const [flags, message] of cases) {
     const child = spawn(process.execPath, [ARMADA_BIN, 'worker', ...flags], { env: { ...process.env, DATABASE_URL: database.url }, stdio: ['ignore', 'pipe', 'pipe'] });

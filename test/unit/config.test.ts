@@ -1,7 +1,8 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, loadConfig, parseFileConfig } from '../../lib/config';
+import { CONFIG_FILE_MAX_BYTES, ConfigError, loadConfig, MAX_TIMER_MS, parseFileConfig } from '../../lib/config';
 
 describe('config', () => {
   test('unknown keys are an error naming the key path', () => {
@@ -82,5 +83,53 @@ describe('config', () => {
     expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_LOG_LEVEL: 'loud' })).toThrow(ConfigError);
     fs.writeFileSync(path.join(home, 'config.json'), '{ not json');
     expect(() => loadConfig({ ARMADA_HOME: home })).toThrow(/not valid JSON/);
+  });
+  // outside round eight: hostile config files and numbers past what a timer holds
+  test('a config path that is no regular file, or too large a file, is one line naming it, never read whole', () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-cfg-'));
+    const config = (name: string) => ({ ARMADA_HOME: home, ARMADA_CONFIG: path.join(home, name) });
+    // a symlink to /dev/zero was read until the heap ran out (the test process died)
+    fs.symlinkSync('/dev/zero', path.join(home, 'zero.json'));
+    expect(() => loadConfig(config('zero.json'))).toThrow(new ConfigError(`${path.join(home, 'zero.json')}: it is a character device, not a file; point ARMADA_CONFIG at a JSON file (docs/configuration.md)`));
+    // a FIFO nobody writes to hung the command in its open
+    execFileSync('mkfifo', [path.join(home, 'fifo.json')]);
+    expect(() => loadConfig(config('fifo.json'))).toThrow(/fifo\.json: it is a FIFO \(named pipe\), not a file/);
+    fs.mkdirSync(path.join(home, 'dir.json'));
+    expect(() => loadConfig(config('dir.json'))).toThrow(/dir\.json: it is a directory, not a file/);
+    // 10 MB of valid JSON: refused by its size, not parsed
+    fs.writeFileSync(path.join(home, 'big.json'), JSON.stringify({ branchPrefix: 'armada', pad: 'x'.repeat(10 * 1024 * 1024) }));
+    expect(() => loadConfig(config('big.json'))).toThrow(new ConfigError(`${path.join(home, 'big.json')}: larger than a config file may be (${CONFIG_FILE_MAX_BYTES} bytes)`));
+    // what held: __proto__ is an unknown key like any other, not a prototype
+    fs.writeFileSync(path.join(home, 'proto.json'), '{"__proto__": {"branchPrefix": "x"}}');
+    expect(() => loadConfig(config('proto.json'))).toThrow('unknown key "__proto__"');
+    // a number past a double's range parsed as Infinity, which passed the integer check of a key with no maximum
+    fs.writeFileSync(path.join(home, 'huge.json'), '{"codehost": {"pollIntervalMs": 1e400}}');
+    expect(() => loadConfig(config('huge.json'))).toThrow(new ConfigError(`${path.join(home, 'huge.json')}: "pollIntervalMs" is a number too large to hold`));
+    fs.writeFileSync(path.join(home, 'ok.json'), '{"branchPrefix": "team"}');
+    fs.symlinkSync(path.join(home, 'ok.json'), path.join(home, 'link.json'));
+    expect(loadConfig(config('link.json')).branchPrefix).toBe('team'); // a symlink to a file is fine
+  });
+  test('durations past what a timer holds are refused, not wrapped round to 1 ms', () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-cfg-'));
+    // ARMADA_SSE_KEEPALIVE_MS=3000000000 wrote a keep-alive every millisecond (setInterval's overflow)
+    expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_SSE_KEEPALIVE_MS: '3000000000' })).toThrow(
+      new ConfigError(`ARMADA_SSE_KEEPALIVE_MS: "3000000000" is not an integer from 1 to ${MAX_TIMER_MS}`),
+    );
+    expect(loadConfig({ ARMADA_HOME: home, ARMADA_SSE_KEEPALIVE_MS: String(MAX_TIMER_MS) }).sseKeepAliveMs).toBe(MAX_TIMER_MS);
+    for (const name of ['ARMADA_REQUEST_TIMEOUT_MS', 'ARMADA_API_STATEMENT_TIMEOUT_MS', 'ARMADA_API_IDLE_IN_TRANSACTION_TIMEOUT_MS', 'ARMADA_API_TEMPORAL_IN_TRANSACTION_TIMEOUT_MS', 'ARMADA_WORKER_DB_CONNECT_TIMEOUT_MS', 'ARMADA_WORKER_IDLE_IN_TRANSACTION_TIMEOUT_MS']) {
+      expect(() => loadConfig({ ARMADA_HOME: home, [name]: String(MAX_TIMER_MS + 1) })).toThrow(new RegExp(`^${name}: .* is not an integer from \\d+ to ${MAX_TIMER_MS}$`));
+    }
+    // a transaction waits up to twice the lock timeout for its connection, in one timer
+    expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_API_LOCK_TIMEOUT_MS: '1073741824' })).toThrow(/ARMADA_API_LOCK_TIMEOUT_MS: "1073741824" is not an integer from 0 to 1073741823/);
+    expect(loadConfig({ ARMADA_HOME: home, ARMADA_API_LOCK_TIMEOUT_MS: '1073741823' }).apiDatabaseLimits.lockTimeoutMs).toBe(1_073_741_823);
+    // armada start gives its workers the grace plus 5 s
+    expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_SHUTDOWN_GRACE_SECONDS: '2147479' })).toThrow(/ARMADA_SHUTDOWN_GRACE_SECONDS/);
+    expect(loadConfig({ ARMADA_HOME: home, ARMADA_SHUTDOWN_GRACE_SECONDS: '2147478' }).shutdownGraceMs + 5000).toBeLessThanOrEqual(MAX_TIMER_MS);
+    expect(() => loadConfig({ ARMADA_HOME: home, ARMADA_RESTART_WINDOW_SECONDS: '1e12' })).toThrow(/ARMADA_RESTART_WINDOW_SECONDS/);
+    // in the file: the keys that reach a Node timer (AbortSignal.timeout refused above 2^32 - 1 outright)
+    expect(() => parseFileConfig({ scheduler: { sourceTimeoutMs: 3_000_000_000 } }, 'c.json')).toThrow(/"scheduler.sourceTimeoutMs"/);
+    expect(() => parseFileConfig({ scheduler: { scriptTimeoutSeconds: 2_147_484 } }, 'c.json')).toThrow(/"scheduler.scriptTimeoutSeconds"/);
+    expect(() => parseFileConfig({ attempts: { killGraceMs: 2 ** 31 } }, 'c.json')).toThrow(/"attempts.killGraceMs"/);
+    expect(parseFileConfig({ scheduler: { sourceTimeoutMs: MAX_TIMER_MS, scriptTimeoutSeconds: 2_147_483 }, attempts: { killGraceMs: MAX_TIMER_MS } }, 'c.json').attempts?.killGraceMs).toBe(MAX_TIMER_MS);
   });
 });
