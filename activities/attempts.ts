@@ -51,12 +51,23 @@ export function createAttemptActivities(deps: ActivityDeps) {
    * The commit of a run's changes and its recorded outcome, one try: a git failure is thrown for another try, or,
    * on the `lastTry`, recorded as the attempt's failure; PostgreSQL away is waited out (then thrown).
    */
-  const commitAndRecordOnce = (input: CommitAndRecordInput, lastTry: boolean): Promise<'completed' | 'failed'> =>
+  const commitAndRecordOnce = (processId: string | undefined, input: CommitAndRecordInput, lastTry: boolean): Promise<'completed' | 'failed'> =>
     untilPostgresAnswers(async () => {
       let error = input.agentError;
       let changes: AttemptChanges | undefined;
       try {
-        changes = await commitWorktree({ ...input, attemptBranch: async () => (await getAttempt(deps.db, input.attemptId))?.branch ?? null });
+        changes = await commitWorktree({
+          ...input,
+          attemptBranch: async () => (await getAttempt(deps.db, input.attemptId))?.branch ?? null,
+          // a stale lock of the worktree is removed only with a run's log to say so in (the run has ended: its lines
+          // are written, this one comes after them); the older commitAndRecordOutcome path has no process id
+          onStaleLockRemoved:
+            processId === undefined
+              ? undefined
+              : async (message) => {
+                  await appendLogs(deps.db, processId, input.attemptId, [{ level: 'warn', message, timestamp: new Date().toISOString(), source: 'armada' }]);
+                },
+        });
       } catch (err) {
         // PostgreSQL away (the attempt's branch is read from it): waited out, never the commit's failure
         if (isPostgresUnavailable(err)) throw err;
@@ -90,7 +101,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
     const work = (async () => {
       for (let tryNo = 1; ; tryNo++) {
         try {
-          return await commitAndRecordOnce(input, tryNo >= COMMIT_TRIES);
+          return await commitAndRecordOnce(processId, input, tryNo >= COMMIT_TRIES);
         } catch (err) {
           if (tryNo >= COMMIT_TRIES || isPostgresUnavailable(err) || ctx.cancellationSignal.aborted) throw err;
           await ctx.sleep(1000 * 2 ** (tryNo - 1));
@@ -177,7 +188,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
      * Idempotent: a retry finds the tree committed, and the outcome is written only while the attempt runs.
      */
     commitAndRecordOutcome: (input: CommitAndRecordInput): Promise<'completed' | 'failed'> =>
-      keepAlive(() => commitAndRecordOnce(input, Context.current().info.attempt >= COMMIT_TRIES)),
+      keepAlive(() => commitAndRecordOnce(undefined, input, Context.current().info.attempt >= COMMIT_TRIES)),
     /** Marks the attempt merged (and its task completed); returns mergedAt. */
     async recordAttemptMergedActivity(input: { attemptId: string; commitSha: string; cleanup: boolean }): Promise<string> {
       const a = await untilPostgresAnswers(() => recordAttemptMerged(deps.db, input.attemptId, input.commitSha, input.cleanup));

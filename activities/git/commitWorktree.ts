@@ -7,6 +7,7 @@
 import type { AttemptChanges } from '../../lib/db/attempts';
 import { git, gitOrThrow } from '../../lib/git';
 import { parseRawNumstatZ } from '../../lib/attempts/rawNumstat';
+import { removeStaleWorktreeLocks, staleLockRemovedMessage } from './staleWorktreeLocks';
 
 /** Identity for commits made by Armada when the repository has none configured. */
 export const COMMIT_IDENTITY = ['-c', 'user.name=Armada', '-c', 'user.email=armada@localhost'];
@@ -78,8 +79,16 @@ export async function commitWorktree(input: {
   repoPath?: string;
   /** The attempt's branch, asked for only when the worktree is not on an attempt branch (the agent switched). */
   attemptBranch?: () => Promise<string | null>;
+  /**
+   * Given, a stale `index.lock`/`HEAD.lock` of the worktree (a git killed mid-write left it, nobody holds it:
+   * staleWorktreeLocks.ts) is removed first, and this is called with the line saying so for the attempt's log.
+   */
+  onStaleLockRemoved?: (message: string) => Promise<void>;
 }): Promise<AttemptChanges> {
   const cwd = input.worktreePath;
+  if (input.onStaleLockRemoved) {
+    for (const l of removeStaleWorktreeLocks(cwd)) if (l.removed) await input.onStaleLockRemoved(staleLockRemovedMessage(l));
+  }
   let status = await gitOrThrow(cwd, ['status', '--porcelain=v2', '--branch', '--untracked-files=all']);
   const onBranch = status.match(/^# branch\.head (.*)$/m)?.[1];
   if (input.attemptBranch && onBranch !== undefined && !ATTEMPT_BRANCH.test(onBranch)) {

@@ -2,7 +2,8 @@
  * git's lock files (`index.lock`, `HEAD.lock`, `refs/heads/<branch>.lock`): git creates one before it writes the
  * file and renames it over the file when done. One that exists means another git process is writing there, or one
  * crashed and left it; git then refuses the write ("Unable to create '<file>.lock': File exists"). A crashed git's
- * lock never goes away by itself, so such a write fails for good, naming the lock, instead of being retried.
+ * lock never goes away by itself, so such a write fails for good, naming the lock, instead of being retried. (In an
+ * attempt's own worktree, where Armada is the only writer, the commit removes one nobody holds: staleWorktreeLocks.ts.)
  */
 import fs from 'node:fs';
 import path from 'node:path';

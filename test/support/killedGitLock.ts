@@ -1,0 +1,27 @@
+/** A real stale lock: a `git commit -a` of the worktree, holding its index.lock while its editor runs, killed -9. */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { eventually } from './harness';
+
+/**
+ * Edits `file` (tracked) in `worktree`, starts `git commit -a` there in a process group of its own with an editor that
+ * sleeps (git holds the index.lock meanwhile), and once the lock is there kills the group with SIGKILL, as the OOM
+ * killer would. Resolves with the lock file git left, once git has exited.
+ */
+export async function indexLockOfKilledGit(worktree: string, file: string): Promise<string> {
+  const gitDir = fs.readFileSync(path.join(worktree, '.git'), 'utf8').replace(/^gitdir: /, '').trim();
+  const lock = path.join(path.resolve(worktree, gitDir), 'index.lock');
+  fs.appendFileSync(path.join(worktree, file), 'edited before the kill\n');
+  const git = spawn('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-a'], {
+    cwd: worktree,
+    detached: true,
+    stdio: 'ignore',
+    env: { ...process.env, GIT_EDITOR: 'sleep 60; true' },
+  });
+  const exited = new Promise((resolve) => git.once('exit', resolve));
+  await eventually(async () => fs.existsSync(lock), 20_000, 20);
+  process.kill(-(git.pid as number), 'SIGKILL');
+  await exited;
+  return lock;
+}
