@@ -106,6 +106,14 @@ export const temporalUnavailable = (detail?: string): AppError =>
 const GRPC_DEADLINE_EXCEEDED = 4;
 const GRPC_UNAVAILABLE = 14;
 
+/** A Temporal call failed on its deadline (gRPC DEADLINE_EXCEEDED, in the error or its causes). */
+export function isTemporalDeadlineExceeded(err: unknown): boolean {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e.code === GRPC_DEADLINE_EXCEEDED) return true;
+  }
+  return false;
+}
+
 /** A Temporal call failed because the server could not be reached (connect failure, UNAVAILABLE, deadline). */
 export function isTemporalUnreachable(err: unknown): boolean {
   for (let e = err as { code?: unknown; cause?: unknown; name?: string; message?: string } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {

@@ -16,7 +16,7 @@
  * running"), with the caller's own limit (attempts.startTimeoutMs there).
  */
 import type { Client } from '@temporalio/client';
-import { isTemporalUnreachable, temporalUnavailable } from './client';
+import { isTemporalDeadlineExceeded, isTemporalUnreachable, temporalUnavailable } from './client';
 
 /** Runs `fn`'s Temporal calls under one deadline `boundMs` from now; past it, or when Temporal is not reached, the 503. */
 export async function withinTransactionBound<T>(client: Client, boundMs: number, fn: () => Promise<T>): Promise<T> {
@@ -25,7 +25,8 @@ export async function withinTransactionBound<T>(client: Client, boundMs: number,
     return await client.connection.withDeadline(deadline, fn);
   } catch (err) {
     if (!isTemporalUnreachable(err)) throw err;
-    const timedOut = Date.now() >= deadline;
+    // gRPC may end the call on its deadline a few ms before this clock reaches it (its timer is set from the time left)
+    const timedOut = Date.now() >= deadline || isTemporalDeadlineExceeded(err);
     throw temporalUnavailable(timedOut ? `it did not answer within ${Math.round(boundMs / 100) / 10} s` : (err as Error).message);
   }
 }
