@@ -14,46 +14,28 @@
  * orphan still ran 15 s after the kill.
  */
 import { type ChildProcess, execFileSync } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { managedClonePath } from '../../lib/projects/managedClones';
 import { agentConfig, api } from '../support/attemptHelpers';
-import { startGitHttpServer, type GitHttpServer } from '../support/gitHttpServer';
-import { eventually, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
+import { startHeldCloneRemote, type HeldCloneRemote } from '../support/heldCloneRemote';
+import { processesNaming } from '../support/processes';
+import { eventually, startTestStack, type TestStack } from '../support/harness';
 import { spawnStackWorker } from '../support/workerProcess';
 import { stopChild } from '../support/ownTemporal';
 
 jest.setTimeout(300_000);
 
-const USER = 'deploy';
-const SECRET = `s3cret-${crypto.randomBytes(6).toString('hex')}`;
 
-let tmp: string;
 let stack: TestStack;
-let server: GitHttpServer;
+let remote: HeldCloneRemote | undefined;
 let worker: ChildProcess | undefined;
-/** the first pack request waits for this; later ones pass */
-let releaseFirst!: () => void;
-const firstHeld = new Promise<void>((r) => (releaseFirst = r));
-let packRequests = 0;
 let url: string;
 let remoteHead: string;
 
 beforeAll(async () => {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-clone-worker-kill-'));
-  const bare = path.join(tmp, 'srv', 'acme', 'widgets.git');
-  fs.mkdirSync(path.dirname(bare), { recursive: true });
-  execFileSync('git', ['init', '-q', '--bare', '-b', 'main', bare]);
-  const seed = makeGitRepo({ 'README.md': '# widgets\n', 'src/a.txt': 'a\n' });
-  execFileSync('git', ['-C', seed, 'push', '-q', bare, 'main']);
-  remoteHead = execFileSync('git', ['-C', bare, 'rev-parse', 'main'], { encoding: 'utf8' }).trim();
-  fs.rmSync(seed, { recursive: true, force: true });
-  server = await startGitHttpServer(path.join(tmp, 'srv'), USER, SECRET, {
-    beforeUploadPack: () => (++packRequests === 1 ? firstHeld : Promise.resolve()),
-  });
-  url = `${server.url.replace('http://', `http://${USER}:${SECRET}@`)}/acme/widgets.git`;
+  remote = await startHeldCloneRemote('armada-clone-worker-kill-', { 'README.md': '# widgets\n', 'src/a.txt': 'a\n' });
+  ({ url, remoteHead } = remote);
   // the lost try is timed out after 15 s without a beat instead of the default minute (the next try is what the test
   // waits for, not how long Temporal takes to notice)
   stack = await startTestStack({ services: ['task'], worker: false, file: { ...agentConfig(), projects: { cloneHeartbeatTimeoutMs: 15_000 } } });
@@ -61,27 +43,12 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  releaseFirst?.();
+  remote?.releaseFirst(); // a held pack request first (the test lets it go; one that failed early may not have)
   await stopChild(worker);
   await stack?.close();
-  await server?.close();
-  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  await remote?.close();
 });
 
-/** Live processes whose command line names `text` (a clone's `.partial` path), from /proc. */
-function processesNaming(text: string): number[] {
-  const found: number[] = [];
-  for (const e of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      if (/^\S+ \(.*\) [ZX]/.test(fs.readFileSync(`/proc/${e}/stat`, 'utf8'))) continue;
-      if (fs.readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0').join(' ').includes(text)) found.push(Number(e));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return found;
-}
 
 const killWorker = async (): Promise<void> => {
   const w = worker as ChildProcess;
@@ -109,7 +76,7 @@ test('kill -9 of the worker mid-clone: no git left running after it, the project
   const partial = `${clone}.partial`;
 
   // mid-clone: the refs read, the directory made, the pack awaited
-  await eventually(async () => packRequests === 1 && fs.existsSync(partial), 60_000, 50);
+  await eventually(async () => remote?.packRequests() === 1 && fs.existsSync(partial), 60_000, 50);
   const cloning = processesNaming(partial);
   expect(cloning.length).toBeGreaterThan(0);
 
@@ -117,7 +84,7 @@ test('kill -9 of the worker mid-clone: no git left running after it, the project
   // what the worker was running stops with it (SIGTERM lets git remove its half-made directory and locks)
   await eventually(async () => processesNaming(partial).length === 0, 15_000, 100);
   // the remote answers now: nothing is there any more to take the pack
-  releaseFirst();
+  remote?.releaseFirst();
   await new Promise((r) => setTimeout(r, 2000));
   expect(processesNaming(partial)).toEqual([]);
   expect(fs.existsSync(clone)).toBe(false);
@@ -147,5 +114,5 @@ test('kill -9 of the worker mid-clone: no git left running after it, the project
   const againId = again.json().data.id as string;
   expect(await repositoryOnceSettled(againId, 60_000)).toMatchObject({ status: 'ready' });
   expect(fs.readFileSync(path.join(managedClonePath(stack.config.home, againId), 'README.md'), 'utf8')).toBe('# widgets\n');
-  expect(packRequests).toBeGreaterThanOrEqual(3);
+  expect(remote?.packRequests()).toBeGreaterThanOrEqual(3);
 });

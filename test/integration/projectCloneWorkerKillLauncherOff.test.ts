@@ -9,73 +9,41 @@
  * after the worker, bound for the directory the retry cloned into.
  */
 import { type ChildProcess, execFileSync } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { managedClonePath } from '../../lib/projects/managedClones';
 import { OWNER_VARIABLE } from '../../lib/process/orphans';
 import { agentConfig, api } from '../support/attemptHelpers';
-import { startGitHttpServer, type GitHttpServer } from '../support/gitHttpServer';
-import { eventually, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
+import { startHeldCloneRemote, type HeldCloneRemote } from '../support/heldCloneRemote';
+import { processesNaming } from '../support/processes';
+import { eventually, startTestStack, type TestStack } from '../support/harness';
 import { spawnStackWorker } from '../support/workerProcess';
 import { stopChild } from '../support/ownTemporal';
 
 jest.setTimeout(300_000);
 
-const USER = 'deploy';
-const SECRET = `s3cret-${crypto.randomBytes(6).toString('hex')}`;
 const OFF = { ARMADA_LAUNCHER: 'off' };
 
-let tmp: string;
 let stack: TestStack;
-let server: GitHttpServer;
+let remote: HeldCloneRemote | undefined;
 let worker: ChildProcess | undefined;
-let releaseFirst!: () => void;
-const firstHeld = new Promise<void>((r) => (releaseFirst = r));
-let packRequests = 0;
 let url: string;
 let remoteHead: string;
 
 beforeAll(async () => {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-clone-kill-off-'));
-  const bare = path.join(tmp, 'srv', 'acme', 'widgets.git');
-  fs.mkdirSync(path.dirname(bare), { recursive: true });
-  execFileSync('git', ['init', '-q', '--bare', '-b', 'main', bare]);
-  const seed = makeGitRepo({ 'README.md': '# widgets\n' });
-  execFileSync('git', ['-C', seed, 'push', '-q', bare, 'main']);
-  remoteHead = execFileSync('git', ['-C', bare, 'rev-parse', 'main'], { encoding: 'utf8' }).trim();
-  fs.rmSync(seed, { recursive: true, force: true });
-  server = await startGitHttpServer(path.join(tmp, 'srv'), USER, SECRET, {
-    beforeUploadPack: () => (++packRequests === 1 ? firstHeld : Promise.resolve()),
-  });
-  url = `${server.url.replace('http://', `http://${USER}:${SECRET}@`)}/acme/widgets.git`;
+  remote = await startHeldCloneRemote('armada-clone-kill-off-', { 'README.md': '# widgets\n' });
+  ({ url, remoteHead } = remote);
   stack = await startTestStack({ services: ['task'], worker: false, file: agentConfig() });
   worker = await spawnStackWorker(stack, { env: OFF });
 }, 180_000);
 
 afterAll(async () => {
-  releaseFirst?.();
+  remote?.releaseFirst(); // a held pack request first (the test lets it go; one that failed early may not have)
   await stopChild(worker);
   await stack?.close();
-  await server?.close();
-  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  await remote?.close();
 });
 
-/** Live processes whose command line names `text` (a clone's `.partial` path), from /proc. */
-function processesNaming(text: string): number[] {
-  const found: number[] = [];
-  for (const e of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      if (/^\S+ \(.*\) [ZX]/.test(fs.readFileSync(`/proc/${e}/stat`, 'utf8'))) continue;
-      if (fs.readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0').join(' ').includes(text)) found.push(Number(e));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return found;
-}
 
 test('ARMADA_LAUNCHER=off, kill -9 mid-clone: the orphaned git clone is stopped by the next worker at its start, and the retry makes the clone', async () => {
   const h = api(stack);
@@ -85,7 +53,7 @@ test('ARMADA_LAUNCHER=off, kill -9 mid-clone: the orphaned git clone is stopped 
   const clone = managedClonePath(stack.config.home, id);
   const partial = `${clone}.partial`;
 
-  await eventually(async () => packRequests === 1 && fs.existsSync(partial), 60_000, 50);
+  await eventually(async () => remote?.packRequests() === 1 && fs.existsSync(partial), 60_000, 50);
   const cloning = processesNaming(partial);
   expect(cloning.length).toBeGreaterThan(0);
   const w = worker as ChildProcess;
@@ -103,7 +71,7 @@ test('ARMADA_LAUNCHER=off, kill -9 mid-clone: the orphaned git clone is stopped 
   worker = await spawnStackWorker(stack, { env: OFF });
   await eventually(async () => processesNaming(partial).length === 0, 15_000, 100);
   // the remote answers now: nothing is left to take the pack
-  releaseFirst();
+  remote?.releaseFirst();
   await new Promise((r) => setTimeout(r, 1000));
   expect(processesNaming(partial)).toEqual([]);
   expect(fs.existsSync(clone)).toBe(false);

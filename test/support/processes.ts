@@ -52,3 +52,18 @@ export function killProcessesUsing(dir: string): void {
     }
   }
 }
+
+/** Live processes (zombies excluded) whose command line names `text` (a clone's `.partial` path), from /proc. */
+export function processesNaming(text: string): number[] {
+  const found: number[] = [];
+  for (const e of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      if (/^\S+ \(.*\) [ZX]/.test(fs.readFileSync(`/proc/${e}/stat`, 'utf8'))) continue;
+      if (fs.readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0').join(' ').includes(text)) found.push(Number(e));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return found;
+}
