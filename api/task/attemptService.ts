@@ -37,6 +37,7 @@ import { ATTEMPT_PATHS, attemptWorkflowId, followUpSignal, stopProcessSignal } f
 import { attemptMetrics } from '../../lib/attempts/metrics';
 import { attemptSearchAttributes } from '../../lib/temporal/searchAttributes';
 import { checkMergePreconditions } from '../../lib/attempts/mergePreconditions';
+import { oweWorkflowCancels, owedWorkflowCancels, workflowCancelDelivered } from '../../lib/attempts/owedCancels';
 import { confirmAttemptStarted, moveTask, recordAttemptCancelled, requestProcessEnd, undoAttemptStart } from '../../lib/attempts/projections';
 import type { BackgroundWork } from '../../lib/runtime/background';
 import type { MergeStrategy } from '../../lib/attempts/mergeStrategy';
@@ -426,10 +427,28 @@ const cancelWorkflow = (deps: AttemptServiceDeps, attemptId: string) => cancelWo
  */
 async function cancelWorkflowAfterCommit(deps: AttemptServiceDeps, attemptId: string): Promise<void> {
   try {
-    await cancelWorkflow(deps, attemptId);
+    await deliverOwedCancel(deps, attemptId);
   } catch (err) {
+    // still owed: the start reconciler's pass sends it again (reconcileOwedCancels)
     if (!(err instanceof AppError && err.statusCode === 503) && !isTemporalUnreachable(err)) throw err;
   }
+}
+
+/** Sends an owed workflow cancel and, once Temporal took it (or had no such workflow), clears the owing mark. */
+async function deliverOwedCancel(deps: AttemptServiceDeps, attemptId: string): Promise<void> {
+  await cancelWorkflow(deps, attemptId);
+  await workflowCancelDelivered(deps.db, attemptId);
+}
+
+/**
+ * The start reconciler's second job (api/task/attemptStartReconciler.ts): sends again each workflow cancel a
+ * committed cancel has owed for longer than `olderThanMs` (lib/attempts/owedCancels.ts). Resolves with how many
+ * Temporal took; the first cancel Temporal does not take ends the pass (the next one tries again).
+ */
+export async function reconcileOwedCancels(deps: AttemptServiceDeps, olderThanMs: number): Promise<number> {
+  const owed = await owedWorkflowCancels(deps.db, new Date(Date.now() - olderThanMs));
+  for (const attemptId of owed) await deliverOwedCancel(deps, attemptId);
+  return owed.length;
 }
 
 /** POST /api/attempts/:id/cancel: 409 when the attempt already finished. */
@@ -439,6 +458,7 @@ export async function cancelAttempt(deps: AttemptServiceDeps, attemptId: string)
     if (!cur) throw notFound(`Attempt ${attemptId} not found`);
     const done = await recordAttemptCancelled(c, attemptId);
     if (!done) throw conflict(`Attempt ${attemptId} is already ${cur.status}`, 'CONFLICT', { status: cur.status });
+    await oweWorkflowCancels(c, [attemptId]);
     return done;
   });
   attemptMetrics(deps.metrics.registry).attempts.inc({ llm: a.llm, status: 'cancelled' });
@@ -458,6 +478,7 @@ export async function cancelTask(deps: AttemptServiceDeps, taskId: string): Prom
       const a = await recordAttemptCancelled(c, r.id, false);
       if (a) cancelled.push(a);
     }
+    await oweWorkflowCancels(c, cancelled.map((a) => a.id));
     await moveTask(c, taskId, 'cancelled');
     return { task: (await getTask(c, taskId)) as TaskRow, cancelled };
   });

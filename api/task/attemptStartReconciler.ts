@@ -1,16 +1,18 @@
 /**
- * Finishes attempt starts that a task API process committed but never confirmed (it died or lost Temporal between
- * its commit and the workflow start): on start and every few seconds, each start pending longer than
- * `attempts.startReconcileAfterMs` gets its workflow started (idempotent by workflow id) and attempt.started published.
+ * Finishes what a task API process committed but did not carry to Temporal (it died, or lost Temporal, between its
+ * commit and the call): on start and every few seconds, each attempt start pending longer than
+ * `attempts.startReconcileAfterMs` gets its workflow started (idempotent by workflow id) and attempt.started
+ * published, and each committed cancel whose workflow cancel has been owed as long gets it sent again
+ * (lib/attempts/owedCancels.ts; a cancel is idempotent too).
  */
 import type { Logger } from '../../lib/logger';
-import { reconcilePendingStarts, type AttemptServiceDeps } from './attemptService';
+import { reconcileOwedCancels, reconcilePendingStarts, type AttemptServiceDeps } from './attemptService';
 
 const RECONCILE_AFTER_MS = 60_000;
 const EVERY_MS = 15_000;
 
 export interface StartReconciler {
-  /** Runs one pass now (tests, startup); resolves with how many starts it finished. */
+  /** Runs one pass now (tests, startup); resolves with how many starts it finished (owed cancels are logged). */
   runOnce(): Promise<number>;
   stop(): Promise<void>;
 }
@@ -21,8 +23,10 @@ export function startAttemptStartReconciler(deps: AttemptServiceDeps & { logger:
   let running: Promise<number> | undefined;
   const runOnce = (): Promise<number> => {
     running ??= reconcilePendingStarts(deps, olderThanMs)
-      .then((n) => {
+      .then(async (n) => {
         if (n) log.info({ finished: n }, 'finished attempt starts left pending');
+        const cancels = await reconcileOwedCancels(deps, olderThanMs);
+        if (cancels) log.info({ cancels }, 'sent the workflow cancels of attempts cancelled while Temporal did not take them');
         return n;
       })
       .catch((err) => {

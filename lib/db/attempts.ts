@@ -46,6 +46,8 @@ export interface AttemptRow {
   start_pending_since: Date | null;
   /** While a start is pending: what its phase 1 moved the task from (migration 082); null otherwise. */
   start_task_before: { status: string; completedAt: string | null; updatedAt: string; movedAt: string } | null;
+  /** set while a committed cancel's workflow cancel is not yet taken by Temporal (migration 108); null otherwise */
+  workflow_cancel_owed_since: Date | null;
 }
 
 /** The fields of an attempt that its summary (and the task detail) shows. */

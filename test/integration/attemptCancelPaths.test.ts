@@ -109,4 +109,7 @@ test.each(paths)('$path: the agent is stopped and its log ends with one line say
   expect(logs.filter((l) => l.level === 'error')).toEqual([]);
   // the attempt's own status: cancelled by every cancel of it, also Temporal's (before session 48 that one left it running)
   expect((await h.attempt(attemptId)).status).toBe(attemptStatus);
+  // a workflow cancel Temporal took is not owed (lib/attempts/owedCancels.ts)
+  const owed = await h.stack.db.query('SELECT 1 FROM attempts WHERE id = $1 AND workflow_cancel_owed_since IS NOT NULL', [attemptId]);
+  expect(owed.rowCount).toBe(0);
 });

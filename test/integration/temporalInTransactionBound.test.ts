@@ -22,6 +22,8 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import { buildService } from '../../api/services';
+import { reconcileOwedCancels } from '../../api/task/attemptService';
+import { attemptWorkflowId } from '../../workflows/attemptMessages';
 import { deleteWithApprovals } from '../../api/task/approvalsOfDeletedAttempts';
 import { deleteAttemptRow } from '../../lib/db/attempts';
 import { createPool, sessionLimits } from '../../lib/db/pool';
@@ -249,8 +251,14 @@ test('a follow-up queue with autoExecute whose "is the attempt running" gets no 
   expect(await queues()).toBe(0);
 });
 
-test("an attempt's cancel whose workflow cancel gets no answer: the 200 of the cancel within the bound, the attempt recorded cancelled", async () => {
+const cancelOwed = async (id: string) =>
+  (await stack.db.query<{ owed: Date | null }>('SELECT workflow_cancel_owed_since AS owed FROM attempts WHERE id = $1', [id])).rows[0]?.owed ?? null;
+
+test("an attempt's cancel whose workflow cancel gets no answer: the 200 of the cancel within the bound, the attempt recorded cancelled, the workflow cancel owed and sent by the start reconciler's pass once Temporal answers", async () => {
   const attemptId = await insertAttempt(stack, taskId);
+  // an open run under the attempt's workflow id, on a task queue no worker polls: it stays open as an idle run does
+  const client = await stack.temporal.client();
+  const run = await client.workflow.start('attemptWorkflow', { workflowId: attemptWorkflowId(attemptId), taskQueue: `no-worker-${attemptId}`, args: [] });
   proxy.setMode('holdAnswers');
   const held = await timedCall('POST', `/api/attempts/${attemptId}/cancel`);
   expect(held.status).toBe(200);
@@ -258,6 +266,16 @@ test("an attempt's cancel whose workflow cancel gets no answer: the 200 of the c
   expect(held.ms).toBeLessThan(ANSWERED_WITHIN_MS);
   expect(await attemptStatus(attemptId)).toBe('cancelled');
   expect(await idleInTransaction()).toEqual([]);
+  expect(await cancelOwed(attemptId)).not.toBeNull();
+
+  proxy.setMode('forward');
+  const deps = { db: stack.db, config: stack.config, temporal: stack.temporal, metrics };
+  expect(await reconcileOwedCancels(deps, 0)).toBeGreaterThanOrEqual(1);
+  expect(await cancelOwed(attemptId)).toBeNull();
+  const history = await run.fetchHistory();
+  expect(history.events?.filter((e) => e.workflowExecutionCancelRequestedEventAttributes)).toHaveLength(1);
+  expect(await reconcileOwedCancels(deps, 0)).toBe(0); // sent once: nothing owed any more
+  await run.terminate('test over');
 });
 
 test("a task's cancel whose workflow cancels get no answer: the 200 of the cancel within the bound, its attempt and the task recorded cancelled", async () => {
@@ -268,6 +286,7 @@ test("a task's cancel whose workflow cancels get no answer: the 200 of the cance
   expect(held.status).toBe(200);
   expect(held.ms).toBeLessThan(ANSWERED_WITHIN_MS);
   expect(await attemptStatus(attemptId)).toBe('cancelled');
+  expect(await cancelOwed(attemptId)).not.toBeNull(); // sent by the start reconciler's pass (the test above)
   expect((await stack.db.query<{ status: string }>('SELECT status FROM tasks WHERE id = $1', [other.taskId])).rows[0]?.status).toBe('cancelled');
 });
 
