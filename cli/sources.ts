@@ -17,12 +17,12 @@ Usage:
 
 SOURCE is a source's id or its name (a name several sources share must be given as an id).
 TYPE: flow-builder (alias langflow), automagik-hive, automagik-agents.
+A flow task's "flow" may be any of a flow's ID, ENDPOINT or NAME as listed by "armada sources flows".
 
 The platform's API key: --api-key-file PATH (recommended) reads it from a file, or from stdin with "-"
 (pass show langflow | armada sources add … --api-key-file -), so it is on no command line; a trailing line break is
 dropped. --api-key KEY also works, but a command line can be read by every local user (ps, /proc/<pid>/cmdline)
 until armada masks it as it starts, and stays in your shell's history. An empty --api-key "" clears the key.
-A flow task's "flow" may be any of a flow's ID, ENDPOINT or NAME as listed by "armada sources flows".
 
 Environment: ARMADA_SCHEDULER_URL (default: where armada start serves it, ARMADA_HOST and ARMADA_SCHEDULER_PORT,
 http://127.0.0.1:8883), ARMADA_API_KEY or ARMADA_SCHEDULER_API_KEY (default: the key in $ARMADA_HOME/api-key).
