@@ -10,6 +10,8 @@ import { asksForHelp, UsageError } from './options';
 
 export interface CliIo {
   env: NodeJS.ProcessEnv;
+  /** where `--api-key-file -` reads the key (default process.stdin) */
+  stdin?: NodeJS.ReadableStream & { isTTY?: boolean };
   stdout: (text: string) => void;
   stderr: (text: string) => void;
 }

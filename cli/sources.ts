@@ -1,4 +1,5 @@
 /** `armada sources list|add|update|delete|health|flows`: the scheduler's sources over HTTP. */
+import fs from 'node:fs';
 import { hideSecretArguments } from '../lib/secretText';
 import { isUuid } from '../lib/ids';
 import { parseSubcommandArgs, refuseExtraArguments, UsageError } from './options';
@@ -8,15 +9,20 @@ export const SOURCES_HELP = `armada sources — manage the scheduler's sources (
 
 Usage:
   armada sources list [--status active|inactive] [--limit N] [--offset N] [--json]
-  armada sources add --type TYPE --url URL [--name NAME] [--api-key KEY] [--json]
-  armada sources update SOURCE [--name NAME] [--type TYPE] [--url URL] [--api-key KEY] [--status active|inactive] [--json]
+  armada sources add --type TYPE --url URL [--name NAME] [--api-key-file PATH | --api-key KEY] [--json]
+  armada sources update SOURCE [--name NAME] [--type TYPE] [--url URL] [--api-key-file PATH | --api-key KEY] [--status active|inactive] [--json]
   armada sources delete SOURCE       (also deletes the workflows and schedules that use it)
   armada sources health SOURCE       (checks the platform now)
   armada sources flows [SOURCE]      (the platform's runnable flows; without SOURCE, those of every source)
 
 SOURCE is a source's id or its name (a name several sources share must be given as an id).
-TYPE: flow-builder (alias langflow), automagik-hive, automagik-agents. An empty --api-key "" clears the key.
+TYPE: flow-builder (alias langflow), automagik-hive, automagik-agents.
 A flow task's "flow" may be any of a flow's ID, ENDPOINT or NAME as listed by "armada sources flows".
+
+The platform's API key: --api-key-file PATH (recommended) reads it from a file, or from stdin with "-"
+(pass show langflow | armada sources add … --api-key-file -), so it is on no command line; a trailing line break is
+dropped. --api-key KEY also works, but a command line can be read by every local user (ps, /proc/<pid>/cmdline)
+until armada masks it as it starts, and stays in your shell's history. An empty --api-key "" clears the key.
 
 Environment: ARMADA_SCHEDULER_URL (default: where armada start serves it, ARMADA_HOST and ARMADA_SCHEDULER_PORT,
 http://127.0.0.1:8883), ARMADA_API_KEY or ARMADA_SCHEDULER_API_KEY (default: the key in $ARMADA_HOME/api-key).
@@ -38,6 +44,38 @@ interface FlowView {
   endpoint_name: string | null;
   description: string;
   updated_at: string | null;
+}
+
+/** The most `--api-key-file` reads: the scheduler takes keys of at most 4096 characters; a device is not read whole. */
+const KEY_FILE_MAX_BYTES = 16 * 1024;
+
+/**
+ * The key `--api-key-file` names: the text of the file (`-`: stdin) without its trailing line break(s), so the key is
+ * never an argument of any process. stdin must not be a terminal (the key would be shown as it is typed), and the
+ * text must be one line: a file of several lines (a private key given by mistake) is not sent anywhere.
+ */
+async function keyFromFile(file: string, io: CliIo): Promise<string> {
+  const stdin = io.stdin ?? process.stdin;
+  const from = `--api-key-file ${file}`;
+  if (file === '-' && stdin.isTTY) throw new CliError(`${from}: stdin is a terminal, which would show the key as it is typed; pipe the key in (… | armada sources …) or give a file`, 2);
+  const stream: NodeJS.ReadableStream = file === '-' ? stdin : fs.createReadStream(file);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of stream) {
+      const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+      size += bytes.length;
+      if (size > KEY_FILE_MAX_BYTES) throw new CliError(`${from}: more than ${KEY_FILE_MAX_BYTES} bytes, longer than any key; give a file that holds only the key`, 2);
+      chunks.push(bytes);
+    }
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    throw new CliError(`${from}: cannot read it (${(err as Error).message})`, 2);
+  }
+  const key = Buffer.concat(chunks).toString('utf8').replace(/[\r\n]+$/, '');
+  if (!key) throw new CliError(`${from}: it holds no key (to clear a source's key, give --api-key "")`, 2);
+  if (/[\r\n]/.test(key)) throw new CliError(`${from}: it holds more than one line; give a file that holds only the key`, 2);
+  return key;
 }
 
 const flowCells = (f: FlowView) => [f.id, f.name, f.endpoint_name ?? '-', f.updated_at ?? '-', f.description];
@@ -75,6 +113,7 @@ async function sources(sub: string, args: string[], io: CliIo): Promise<number> 
     url: { type: 'string' },
     name: { type: 'string' },
     'api-key': { type: 'string' },
+    'api-key-file': { type: 'string' },
     json: { type: 'boolean' },
   });
   // --api-key KEY is on the command line, which every user of the host reads in ps: shown as *** while this runs
@@ -82,6 +121,9 @@ async function sources(sub: string, args: string[], io: CliIo): Promise<number> 
   if (Object.hasOwn(ARGUMENTS, sub)) refuseExtraArguments(`sources ${sub}`, positionals, ARGUMENTS[sub] as number, 'sources');
   const usage = (problem: string) => new UsageError(`sources ${sub}`, problem, 'sources');
   const show = (value: unknown, human: string) => io.stdout(values.json ? `${JSON.stringify(value, null, 2)}\n` : human);
+  if (values['api-key'] !== undefined && values['api-key-file'] !== undefined) throw usage('give --api-key-file or --api-key, not both');
+  // read before anything is sent: a file that cannot be read stops the command with nothing changed
+  const apiKey = values['api-key-file'] !== undefined && (sub === 'add' || sub === 'update') ? await keyFromFile(values['api-key-file'], io) : values['api-key'];
   const id = async () => {
     const v = positionals[0];
     if (!v) throw usage('the SOURCE (id or name) is required');
@@ -101,7 +143,7 @@ async function sources(sub: string, args: string[], io: CliIo): Promise<number> 
       if (!values.type || !values.url) throw usage('--type and --url are required');
       const body: Record<string, unknown> = { source_type: values.type, url: values.url };
       if (values.name) body.name = values.name;
-      if (values['api-key']) body.api_key = values['api-key'];
+      if (apiKey) body.api_key = apiKey;
       const s = await schedulerRequest<SourceView>(io.env, 'POST', '/api/v1/sources', body);
       show(s, `created source ${s.name} (${s.id}), ${s.source_type} at ${s.url}, ${s.status}\n`);
       return 0;
@@ -111,7 +153,7 @@ async function sources(sub: string, args: string[], io: CliIo): Promise<number> 
       if (values.name !== undefined) body.name = values.name;
       if (values.type !== undefined) body.source_type = values.type;
       if (values.url !== undefined) body.url = values.url;
-      if (values['api-key'] !== undefined) body.api_key = values['api-key'] === '' ? null : values['api-key'];
+      if (apiKey !== undefined) body.api_key = apiKey === '' ? null : apiKey;
       if (values.status !== undefined) body.status = values.status;
       if (!Object.keys(body).length) throw usage('give at least one of --name, --type, --url, --api-key, --status');
       const s = await schedulerRequest<SourceView>(io.env, 'PATCH', `/api/v1/sources/${await id()}`, body);

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { clientApiKey, missingClientKeyAdvice } from '../lib/keys';
-import { addServer, EDITORS, EditorConfigError, listServers, maskServerSecrets, removeServer, type Editor, type Location, type Scope, type ServerEntry } from '../lib/mcp/editorConfig';
+import { addServer, EDITORS, EditorConfigError, listServers, maskContentSecrets, maskServerSecrets, removeServer, type Editor, type EditResult, type Location, type Scope, type ServerEntry } from '../lib/mcp/editorConfig';
 import { headerValueProblem } from '../lib/mcp/requestValues';
 import { hideSecretArguments } from '../lib/secretText';
 import type { ServedTool } from '../lib/mcp/toolServer';
@@ -69,14 +69,14 @@ Usage:
       service's bearer unless ARMADA_TASK_API_KEY is set). Without ARMADA_API_KEY or ARMADA_SCHEDULER_API_KEY the
       scheduler gets the key in $ARMADA_HOME/api-key, as armada sources does.
 
-  armada tools config add <name> --editor EDITOR [--scope user|project] [--env KEY=VALUE]... [--dry-run] -- <command> [args…]
-  armada tools config add <name> --editor EDITOR --openapi URL [--base-url URL] [--env KEY=VALUE]... [--dry-run]
+  armada tools config add <name> --editor EDITOR [--scope user|project] [--env KEY=VALUE]... [--dry-run [--show-secrets]] -- <command> [args…]
+  armada tools config add <name> --editor EDITOR --openapi URL [--base-url URL] [--env KEY=VALUE]... [--dry-run [--show-secrets]]
   armada tools config list [--editor EDITOR] [--scope user|project] [--json] [--show-secrets]
-  armada tools config remove <name> --editor EDITOR [--scope user|project] [--dry-run]
+  armada tools config remove <name> --editor EDITOR [--scope user|project] [--dry-run [--show-secrets]]
       EDITOR: ${EDITORS.join(', ')}. Default scope: user; project writes under the current directory.
       list --json prints the files and their servers as JSON (for scripts); without it, one line per server.
-      list shows env and headers values, --api-key/--header values and URL passwords as ***; --show-secrets
-      shows them as the file holds them.
+      list, and the file --dry-run prints, show env and headers values, --api-key/--header values and URL
+      passwords as ***; --show-secrets shows them as the file holds (or would hold) them.
 `;
 
 const out = (s: string) => process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
@@ -251,6 +251,19 @@ export function armadaCommand(): { command: string; args: string[] } {
   return { command: process.execPath, args: [path.resolve(__dirname, '..', 'bin', 'armada')] };
 }
 
+/**
+ * What `--dry-run` prints: the file's name, then its text as it would be written, with the servers' secrets as `***`
+ * the way `list` shows them (a terminal's scrollback, a screen shared, a CI log), and a line saying so; the text as
+ * it is with --show-secrets. Before session 52 it printed the values just typed (`--env OPENAPI_API_KEY=…`) as given.
+ */
+function dryRunOutput(r: EditResult, showSecrets: boolean | undefined): string {
+  if (showSecrets) return `# ${r.file}\n${r.content}`;
+  const masked = maskContentSecrets(r.content, r.key);
+  if (masked === r.content) return `# ${r.file}\n${r.content}`;
+  const note = '# secret values (env and headers values, --api-key/--header values, URL passwords) are shown as ***; --show-secrets shows them';
+  return `# ${r.file}\n${note}\n${masked ?? '(the text could not be read back to mask its secrets; --show-secrets shows it)\n'}`;
+}
+
 function runConfig(argv: string[]): number {
   const dashdash = argv.indexOf('--');
   const args = dashdash === -1 ? argv : argv.slice(0, dashdash);
@@ -293,14 +306,14 @@ function runConfig(argv: string[]): number {
         entry = { command: command[0] as string, args: command.slice(1), env };
       }
       const r = addServer({ editor: editorOf(values.editor, true) as Editor, scope: scopeOf(values.scope), name, entry, location: loc, dryRun: values['dry-run'] });
-      if (values['dry-run']) out(`# ${r.file}\n${r.content}`);
+      if (values['dry-run']) out(dryRunOutput(r, values['show-secrets']));
       for (const m of r.messages) err(m);
       return 0;
     }
     case 'remove': {
       if (!name) throw new EditorConfigError('usage: armada tools config remove <name> --editor EDITOR');
       const r = removeServer({ editor: editorOf(values.editor, true) as Editor, scope: scopeOf(values.scope), name, location: loc, dryRun: values['dry-run'] });
-      if (values['dry-run'] && r.removed) out(`# ${r.file}\n${r.content}`);
+      if (values['dry-run'] && r.removed) out(dryRunOutput(r, values['show-secrets']));
       for (const m of r.messages) err(m);
       return r.removed ? 0 : 1;
     }

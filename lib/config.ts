@@ -20,6 +20,22 @@ import { FileTooLargeError, NotAFileError, readRegularFile } from './fs/regularF
  */
 export const MAX_TIMER_MS = 2_147_483_647;
 
+/**
+ * The longest duration of the settings only Temporal acts on (an activity's heartbeat timeout, an attempt workflow's
+ * idle timeout, a pull request watch's poll interval, a Schedule's catch-up window and interval): 365 days. Temporal
+ * takes them as protobuf Durations (at most 315 576 000 000 s, 10 000 years; the SDK sends a larger number unchecked),
+ * so no Node timer bounds them; a longer value is a mistake (a unit, a digit too many) and is refused at start naming
+ * the key, rather than handed to Temporal by every start of a workflow or Schedule.
+ */
+export const MAX_TEMPORAL_DURATION_MS = 365 * 86_400_000;
+
+/**
+ * The longest `scheduler.retentionDays`: 100 years. Pruning deletes what finished before now minus it, so a cutoff
+ * stays in the 20th century, well inside what a JavaScript Date and a PostgreSQL timestamp hold (without a bound, a
+ * large value put it before 4713 BC, PostgreSQL's first timestamp, or made it an Invalid Date: no cutoff to prune by).
+ */
+export const MAX_RETENTION_DAYS = 36_500;
+
 /** The largest config file read: a real one is a few kilobytes; /dev/zero or a huge file is refused, not read whole. */
 export const CONFIG_FILE_MAX_BYTES = 1024 * 1024;
 
@@ -123,9 +139,9 @@ export const FileConfigSchema = Type.Object(
       Type.Object(
         {
           /** runAgent heartbeat timeout: how soon a dead worker's agent run is noticed and retried */
-          heartbeatTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000 })),
+          heartbeatTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: MAX_TEMPORAL_DURATION_MS })),
           /** an attempt workflow with nothing to do closes after this long (default 24 h) */
-          idleTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000 })),
+          idleTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: MAX_TEMPORAL_DURATION_MS })),
           /** how long a start waits for Temporal to start the attempt's workflow before undoing it with 503 (default 20 s) */
           startTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
           /** how long a start may stay pending (process died before confirming) before the reconciler finishes it (default 60 s) */
@@ -139,8 +155,8 @@ export const FileConfigSchema = Type.Object(
           continueAsNewEvery: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
           /** SIGTERM → SIGKILL grace when an agent is stopped */
           killGraceMs: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_TIMER_MS })),
-          /** default bound of one agent run in seconds when options.timeout is absent (default 3600) */
-          defaultTimeoutSec: Type.Optional(Type.Integer({ minimum: 1 })),
+          /** default bound of one agent run in seconds when options.timeout is absent (default 3600); at most 30 days, as options.timeout (api/task/attemptSchemas.ts) */
+          defaultTimeoutSec: Type.Optional(Type.Integer({ minimum: 1, maximum: 2_592_000 })),
           /**
            * where the API reads an attempt's worktree (diff, container): `auto` (default) reads it in place when the path
            * exists on the API's host, else asks the worker of the attempt's host; `host` always asks that worker
@@ -205,9 +221,9 @@ export const FileConfigSchema = Type.Object(
     scheduler: Type.Optional(
       Type.Object(
         {
-          catchupWindowSeconds: Type.Optional(Type.Integer({ minimum: 10 })),
-          retentionDays: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
-          healthCheckIntervalSeconds: Type.Optional(Type.Integer({ minimum: 0 })),
+          catchupWindowSeconds: Type.Optional(Type.Integer({ minimum: 10, maximum: MAX_TEMPORAL_DURATION_MS / 1000 })),
+          retentionDays: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: MAX_RETENTION_DAYS })),
+          healthCheckIntervalSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_TEMPORAL_DURATION_MS / 1000 })),
           scriptTimeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: Math.floor(MAX_TIMER_MS / 1000) })),
           sourceTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: MAX_TIMER_MS })),
           /** how long an execution may be running without a Temporal run before the reconciler fails it (default 60 s) */
@@ -233,7 +249,7 @@ export const FileConfigSchema = Type.Object(
     codehost: Type.Optional(
       Type.Object(
         {
-          pollIntervalMs: Type.Optional(Type.Integer({ minimum: 100 })),
+          pollIntervalMs: Type.Optional(Type.Integer({ minimum: 100, maximum: MAX_TEMPORAL_DURATION_MS })),
           /** how long create-pr waits for any worker to take up its push before a 503 with nothing pushed (default 30 s) */
           pushPickupMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
         },

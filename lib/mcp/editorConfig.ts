@@ -357,6 +357,25 @@ export function maskServerSecrets(entry: unknown): unknown {
   return out;
 }
 
+/**
+ * `content`, a config file's text as `add` or `remove` would write it, with each server entry under `key` as `list`
+ * shows it without --show-secrets (maskServerSecrets): what `--dry-run` prints. Only the entries that hold a secret
+ * are rewritten; the rest of the text stays as it is. Undefined when the text does not parse (it always does, being
+ * the edit's own result), so that nothing unmasked is ever printed.
+ */
+export function maskContentSecrets(content: string, key: 'mcpServers' | 'servers'): string | undefined {
+  const parsed = parseJsonText(content);
+  if (!parsed.ok) return undefined;
+  const servers = parsed.data[key];
+  if (!servers || typeof servers !== 'object' || Array.isArray(servers)) return content;
+  let text = content;
+  for (const [name, entry] of Object.entries(servers)) {
+    const masked = maskServerSecrets(entry);
+    if (JSON.stringify(masked) !== JSON.stringify(entry)) text = setMember(text, [key, name], masked);
+  }
+  return text;
+}
+
 /** The servers in every existing config file (of one editor, or all). */
 export function listServers(opts: { editor?: Editor; scope?: Scope; location: Location }): ListedConfig[] {
   const out: ListedConfig[] = [];

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -222,7 +222,6 @@ describe('armada sources / workflows CLI', () => {
     const silent = http.createServer(() => undefined);
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const platform = `http://127.0.0.1:${(silent.address() as import('node:net').AddressInfo).port}`;
-    const { spawn } = require('node:child_process') as typeof import('node:child_process');
     const child = spawn(process.execPath, [ARMADA_BIN, 'sources', 'add', '--type', 'flow-builder', '--url', platform, '--api-key', 'cli-secret-key-123456'], {
       env: { ...process.env, ARMADA_SCHEDULER_URL: url, ARMADA_API_KEY: KEY },
       stdio: 'ignore',
@@ -245,6 +244,59 @@ describe('armada sources / workflows CLI', () => {
       await new Promise((r) => silent.close(r));
     }
   });
+
+  test('sources add|update --api-key-file reads the key from stdin or a file (on no command line); the platform gets it as given', async () => {
+    const fromStdin = 'stdin-key-0123456789';
+    const fromFile = 'file-key-9876543210';
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-cli-keyfile-'));
+    fake.requiredKey = fromStdin; // the platform now takes this key only
+    let id: string | undefined;
+    try {
+      // the real executable, the key piped in with the line break `echo` or a password manager ends it with
+      const child = spawn(process.execPath, [ARMADA_BIN, 'sources', 'add', '--type', 'flow-builder', '--url', fake.url, '--name', 'cli-keyfile', '--api-key-file', '-', '--json'], {
+        env: { ...process.env, ARMADA_SCHEDULER_URL: url, ARMADA_API_KEY: KEY },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      const closed = new Promise((r) => child.once('close', r));
+      child.stdin.end(`${fromStdin}\n`);
+      expect([await closed, stderr]).toEqual([0, '']);
+      id = JSON.parse(stdout).id as string;
+      // listed by the API with the key masked: has_api_key, never the key
+      const listed = await fetch(`${url}/api/v1/sources?limit=100`, { headers: { 'x-api-key': KEY } });
+      const text = await listed.text();
+      expect(JSON.parse(text).items.find((i: { id: string }) => i.id === id)).toMatchObject({ name: 'cli-keyfile', has_api_key: true });
+      expect(text).not.toContain(fromStdin);
+      // the key stored is the one given, without its line break: the platform answers the flow list sent with it
+      const lastFlowsKey = () => fake.requests.filter((r) => r.path === '/api/v1/flows/').at(-1)?.apiKey;
+      expect((await cli(runSources, ['flows', 'cli-keyfile'])).code).toBe(0);
+      expect(lastFlowsKey()).toBe(fromStdin);
+      // a file (CRLF and all) replaces it
+      fs.writeFileSync(path.join(dir, 'key'), `${fromFile}\r\n`, { mode: 0o600 });
+      fake.requiredKey = fromFile;
+      expect((await cli(runSources, ['update', 'cli-keyfile', '--api-key-file', path.join(dir, 'key')])).code).toBe(0);
+      expect((await cli(runSources, ['flows', 'cli-keyfile'])).code).toBe(0);
+      expect(lastFlowsKey()).toBe(fromFile);
+      // what cannot be a key stops the command before anything is sent (exit 2), naming the file
+      fs.writeFileSync(path.join(dir, 'two'), 'line-one\nline-two\n');
+      fs.writeFileSync(path.join(dir, 'empty'), '\n');
+      const refused = async (file: string) => cli(runSources, ['update', 'cli-keyfile', '--api-key-file', file]);
+      expect(await refused(path.join(dir, 'two'))).toEqual({ code: 2, stdout: '', stderr: `armada: --api-key-file ${path.join(dir, 'two')}: it holds more than one line; give a file that holds only the key\n` });
+      expect(await refused(path.join(dir, 'empty'))).toEqual({ code: 2, stdout: '', stderr: `armada: --api-key-file ${path.join(dir, 'empty')}: it holds no key (to clear a source's key, give --api-key "")\n` });
+      expect(await refused(path.join(dir, 'missing'))).toMatchObject({ code: 2, stderr: expect.stringMatching(/^armada: --api-key-file \S+missing: cannot read it \(ENOENT: /) });
+      const both = await cli(runSources, ['update', 'cli-keyfile', '--api-key', 'k', '--api-key-file', path.join(dir, 'key')]);
+      expect([both.code, both.stderr]).toEqual([2, 'armada sources update: give --api-key-file or --api-key, not both; run armada sources --help\n']);
+      expect((await cli(runSources, ['flows', 'cli-keyfile'])).code).toBe(0);
+      expect(lastFlowsKey()).toBe(fromFile); // unchanged
+    } finally {
+      fake.requiredKey = null;
+      if (id) await cli(runSources, ['delete', id]);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   test('--help works from the real executable', async () => {
     const bin = ARMADA_BIN;

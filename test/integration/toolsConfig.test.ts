@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { addServer, configFile, EDITORS, listServers, removeServer, writeFileAtomic, type Location } from '../../lib/mcp/editorConfig';
+import { parseJsonText } from '../../lib/mcp/jsonText';
 import { ARMADA_BIN as BIN } from '../support/armadaProcess';
 
 let home: string;
@@ -405,7 +406,8 @@ describe('armada tools config (CLI)', () => {
 
     const dry = await cli(['add', 'x', '--editor', 'vscode', '--scope', 'project', '--dry-run', '--', 'cmd']);
     expect(dry.code).toBe(0);
-    expect(dry.stdout).toContain('"servers"');
+    // a file without secrets is printed as it would be written, without the line saying they are masked
+    expect(dry.stdout).toBe(`# ${path.join(fs.realpathSync(cwd), '.vscode', 'mcp.json')}\n${JSON.stringify({ servers: { x: { type: 'stdio', command: 'cmd', args: [] } } }, null, 2)}\n`);
     expect(fs.existsSync(path.join(cwd, '.vscode'))).toBe(false);
 
     const list = await cli(['list']);
@@ -465,6 +467,35 @@ describe('armada tools config (CLI)', () => {
     expect(JSON.parse(whole.stdout)[0].servers).toEqual(servers);
     // the file itself is untouched
     expect(readJson(file).mcpServers).toEqual(servers);
+  }, 60_000);
+
+  test('add and remove --dry-run print the file with the secrets as ***, as list does; --show-secrets prints them', async () => {
+    const file = path.join(home, '.cursor', 'mcp.json');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const text = '{\n  // kept\n  "mcpServers": {\n    "old": { "command": "srv", "args": ["--token", "tok-dry-old-1"], "env": { "K": "sk-dry-old-2" } },\n    "plain": { "command": "p", "args": [] }\n  }\n}\n';
+    fs.writeFileSync(file, text);
+    const typed = ['add', 'api', '--editor', 'cursor', '--openapi', 'https://docs.example.test/o.json', '--env', 'OPENAPI_API_KEY=sk-dry-new-3', '--dry-run'];
+    const secrets = ['tok-dry-old-1', 'sk-dry-old-2', 'sk-dry-new-3'];
+    const note = '# secret values (env and headers values, --api-key/--header values, URL passwords) are shown as ***; --show-secrets shows them\n';
+    const dry = await cli(typed);
+    expect(dry.code).toBe(0);
+    for (const secret of secrets) expect(dry.stdout + dry.stderr).not.toContain(secret);
+    expect(dry.stdout.startsWith(`# ${file}\n${note}{\n  // kept\n`)).toBe(true);
+    const shown = parseJsonText(dry.stdout.split('\n').slice(2).join('\n'));
+    expect(shown.ok && shown.data.mcpServers).toEqual({
+      old: { command: 'srv', args: ['--token', '***'], env: { K: '***' } },
+      plain: { command: 'p', args: [] },
+      api: { command: process.execPath, args: [BIN, 'tools', 'openapi', 'https://docs.example.test/o.json'], env: { OPENAPI_API_KEY: '***' } },
+    });
+    const whole = await cli([...typed, '--show-secrets']);
+    expect(whole.stdout.startsWith(`# ${file}\n{\n`)).toBe(true);
+    for (const secret of secrets) expect(whole.stdout).toContain(secret);
+    const removing = await cli(['remove', 'plain', '--editor', 'cursor', '--dry-run']);
+    expect(removing.code).toBe(0);
+    expect(removing.stdout).toContain(note);
+    expect(removing.stdout).toContain('"K": "***"');
+    for (const secret of secrets) expect(removing.stdout).not.toContain(secret);
+    expect(fs.readFileSync(file, 'utf8')).toBe(text); // nothing was written
   }, 60_000);
 
   test('an mcp.json that is, or links to, a device or a socket: add and remove refuse in one line, exit 2, and leave it as it was', async () => {

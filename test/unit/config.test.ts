@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CONFIG_FILE_MAX_BYTES, ConfigError, loadConfig, MAX_TIMER_MS, parseFileConfig } from '../../lib/config';
+import { CONFIG_FILE_MAX_BYTES, ConfigError, loadConfig, MAX_RETENTION_DAYS, MAX_TEMPORAL_DURATION_MS, MAX_TIMER_MS, parseFileConfig } from '../../lib/config';
 
 describe('config', () => {
   test('unknown keys are an error naming the key path', () => {
@@ -131,5 +131,32 @@ describe('config', () => {
     expect(() => parseFileConfig({ scheduler: { scriptTimeoutSeconds: 2_147_484 } }, 'c.json')).toThrow(/"scheduler.scriptTimeoutSeconds"/);
     expect(() => parseFileConfig({ attempts: { killGraceMs: 2 ** 31 } }, 'c.json')).toThrow(/"attempts.killGraceMs"/);
     expect(parseFileConfig({ scheduler: { sourceTimeoutMs: MAX_TIMER_MS, scriptTimeoutSeconds: 2_147_483 }, attempts: { killGraceMs: MAX_TIMER_MS } }, 'c.json').attempts?.killGraceMs).toBe(MAX_TIMER_MS);
+  });
+  test('durations only Temporal acts on are bounded by a year, retentionDays by 100 years: the error names the file, the key and the bound', () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-cfg-'));
+    const file = path.join(home, 'config.json');
+    const load = (config: unknown) => {
+      fs.writeFileSync(file, JSON.stringify(config));
+      return loadConfig({ ARMADA_HOME: home });
+    };
+    expect(MAX_TEMPORAL_DURATION_MS).toBe(365 * 86_400_000);
+    const year = MAX_TEMPORAL_DURATION_MS;
+    const cases: [string, string, number][] = [
+      ['attempts', 'heartbeatTimeoutMs', year],
+      ['attempts', 'idleTimeoutMs', year],
+      ['codehost', 'pollIntervalMs', year],
+      ['scheduler', 'catchupWindowSeconds', year / 1000],
+      ['scheduler', 'healthCheckIntervalSeconds', year / 1000],
+      ['attempts', 'defaultTimeoutSec', 2_592_000], // as an attempt's options.timeout (30 days)
+      ['scheduler', 'retentionDays', MAX_RETENTION_DAYS],
+    ];
+    for (const [section, key, max] of cases) {
+      // 1e300 as well: past anything a Duration, a Date or a PostgreSQL timestamp holds, and no longer taken
+      for (const over of [max + 1, 1e300]) {
+        expect(() => load({ [section]: { [key]: over } })).toThrow(new ConfigError(`${file}: "${section}.${key}" must be <= ${max}`));
+      }
+      expect((load({ [section]: { [key]: max } }).file as Record<string, Record<string, number>>)[section]?.[key]).toBe(max);
+    }
+    expect(load({ scheduler: { retentionDays: 0.5 } }).file.scheduler?.retentionDays).toBe(0.5); // a fraction of a day is fine
   });
 });
