@@ -88,13 +88,34 @@ export const BRANCH_NAME_PATTERN = [
 
 export type RepoUrlKind = { kind: 'local'; path: string } | { kind: 'remote'; url: string } | { kind: 'invalid' };
 
-/** Classifies a project's repository URL: a local path / file:// URL, or a remote (https, ssh, git, scp-like). */
+/**
+ * An http(s) remote: credentials before the host only as lib/urlCredentials.ts takes them out (no white space, `/`,
+ * `?`, `#`, quote or angle bracket in them: percent-encode those), so git never gets them on its command line.
+ */
+const HTTP_REMOTE = `https?://([^\\s/?#'"<>]*@)?[^\\s/@]+/\\S+`;
+/**
+ * An ssh:// or git:// remote: a user name at most, no password. Armada takes credentials out of http(s) URLs only;
+ * here the password would be on git's (and ssh's) command line, which every user of the host can read in /proc, and
+ * ssh never uses it anyway (an SSH key does the authenticating; git:// has none).
+ */
+const SSH_REMOTE = '(ssh|git)://([^\\s/:@]*@)?[^\\s/@]+/\\S+';
+/** scp-like `user@host:path` (its user name cannot hold a `:`). */
+const SCP_REMOTE = '[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:\\S+';
+const REMOTE = new RegExp(`^(${HTTP_REMOTE}|${SSH_REMOTE}|${SCP_REMOTE})$`);
+
 /**
  * The forms classifyRepoUrl accepts, as a JSON Schema `pattern` for the request schema (so the document says it):
- * a file:// URL, an absolute path, an http(s)/ssh/git URL with a path, or scp-like `user@host:path`.
+ * a file:// URL, an absolute path, an http(s)/ssh/git URL with a path, or scp-like `user@host:path`; a password in
+ * an ssh:// or git:// URL, or in an http(s) URL in a form Armada cannot take out, is refused (docs/security.md,
+ * "Credentials in URLs").
  */
-export const REPO_URL_PATTERN = '^(file://[\\s\\S]*|/[\\s\\S]*|(https?|ssh|git)://[^\\s/]+/\\S+|[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:\\S+)$';
+export const REPO_URL_PATTERN = `^(file://[\\s\\S]*|/[\\s\\S]*|${HTTP_REMOTE}|${SSH_REMOTE}|${SCP_REMOTE})$`;
 
+/** What a refused repository URL is told (the request schema's words for a value REPO_URL_PATTERN refuses). */
+export const REPO_URL_RULE =
+  'must be a code hosting URL (https, ssh or git@host:path), an absolute local path or a file:// URL; a password goes in an http(s) URL only (https://user:password@host/…, with any ? # \' " < > in it percent-encoded): an ssh:// or git:// URL cannot carry one, since it would be on git\'s command line, so use an SSH key (ssh://git@host/owner/repo.git) or a credential helper';
+
+/** Classifies a project's repository URL: a local path / file:// URL, or a remote (https, ssh, git, scp-like). */
 export function classifyRepoUrl(url: string): RepoUrlKind {
   if (url.startsWith('file://')) {
     try {
@@ -104,7 +125,6 @@ export function classifyRepoUrl(url: string): RepoUrlKind {
     }
   }
   if (path.isAbsolute(url)) return { kind: 'local', path: path.resolve(url) };
-  if (/^(https?|ssh|git):\/\/[^\s/]+\/\S+$/.test(url)) return { kind: 'remote', url };
-  if (/^[\w.-]+@[\w.-]+:\S+$/.test(url)) return { kind: 'remote', url };
+  if (REMOTE.test(url)) return { kind: 'remote', url };
   return { kind: 'invalid' };
 }

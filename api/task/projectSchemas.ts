@@ -1,8 +1,9 @@
 /** Request and response schemas of the project routes. */
 import { Type } from 'typebox';
-import { REPO_URL_PATTERN } from '../../lib/git';
+import { REPO_URL_PATTERN, REPO_URL_RULE } from '../../lib/git';
 import { NAME_CONTROLS, nonBlankPatternWithout, TEXT_PATTERN } from '../http/inputPolicy';
 import { BranchName, Nullable, StringEnum } from '../http/schemas';
+import { PATTERN_MESSAGE } from '../http/validation';
 import { DeleteCleanup } from './attemptSchemas';
 
 const Name = Type.String({ minLength: 1, maxLength: 200, pattern: nonBlankPatternWithout(NAME_CONTROLS), description: 'Stored trimmed and in Unicode NFC; compared case-insensitively (PostgreSQL lower()). No control or bidi override characters.' });
@@ -69,7 +70,14 @@ export const CreateProjectBody = Type.Object(
     description: Type.Optional(Type.String({ maxLength: 10_000, pattern: TEXT_PATTERN })),
     repository: Type.Object(
       {
-        url: Type.String({ minLength: 1, maxLength: 2000, pattern: REPO_URL_PATTERN, description: 'a code hosting URL (https, ssh or git@host:path), an absolute local path or a file:// URL; credentials in it (https://user:password@host/…) are used to clone and never shown (responses and logs redact them)' }),
+        url: Type.String({
+          minLength: 1,
+          maxLength: 2000,
+          pattern: REPO_URL_PATTERN,
+          description:
+            'a code hosting URL (https, ssh or git@host:path), an absolute local path or a file:// URL; credentials in an http(s) URL (https://user:password@host/…) are used to clone and never shown (responses and logs redact them); a password in an ssh:// or git:// URL is refused (use an SSH key), as is one holding an unencoded ? # \' " < or >',
+          [PATTERN_MESSAGE]: REPO_URL_RULE,
+        }),
         branch: Type.Optional(BranchName({ default: 'main', description: 'the branch attempts fork from and merge into (default main)' })),
       },
       { additionalProperties: false },

@@ -8,7 +8,7 @@ import { AppError, conflict, notFound, validationError } from '../../lib/errors'
 import { redactUrlCredentials, splitUrlCredentials } from '../../lib/urlCredentials';
 import { storedRepoUrl } from '../../lib/projects/repoCredentials';
 import { newId } from '../../lib/ids';
-import { classifyRepoUrl, inspectLocalRepo } from '../../lib/git';
+import { classifyRepoUrl, inspectLocalRepo, REPO_URL_RULE } from '../../lib/git';
 import {
   UNIQUE_VIOLATION,
   attemptStats,
@@ -98,9 +98,8 @@ async function resolveRepository(
   }
   const kind = classifyRepoUrl(url);
   if (kind.kind === 'invalid') {
-    throw validationError('repository.url must be a code hosting URL, an absolute local path or a file:// URL', {
-      'repository.url': 'must be a code hosting URL (https, ssh or git@host:path), an absolute local path or a file:// URL',
-    });
+    // the request schema's pattern (REPO_URL_PATTERN) refuses these first; this keeps the handler from cloning one anyway
+    throw validationError(`repository.url ${REPO_URL_RULE}`, { 'repository.url': REPO_URL_RULE });
   }
   if (gitRepoPath !== undefined) return { gitRepoPath: path.resolve(gitRepoPath) };
   if (kind.kind === 'remote') return { gitRepoPath: null, cloneFrom: kind.url };

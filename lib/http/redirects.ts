@@ -4,6 +4,8 @@
  * `--header`) went along to whatever host the answer named, a presigned download or anyone's server.
  * Like fetch: up to 20 redirects; 303, and 301/302 after a POST, go on as a GET without the body; 307/308 resend the
  * request as it was. A redirect to a URL that is not http(s) is refused (fetch's network error), as is a 21st.
+ * With `otherOrigins: 'refuse'` (the scheduler's calls to flow platforms) a redirect to another origin than the
+ * first URL's is refused too (RedirectElsewhere), before anything is sent there.
  */
 
 export const MAX_REDIRECTS = 20;
@@ -15,6 +17,25 @@ export class RedirectError extends Error {
   override name = 'RedirectError';
 }
 
+/** The most of a refused redirect's origin kept in a message (an origin's host has no length limit of its own). */
+const MAX_ORIGIN_CHARS = 300;
+
+/**
+ * A redirect to another origin, refused (`otherOrigins: 'refuse'`): `status` is the answer's, `origin` where its
+ * Location pointed (scheme, host and port: never its user name, password, path or query) and `from` the origin
+ * the request was given for.
+ */
+export class RedirectElsewhere extends RedirectError {
+  override name = 'RedirectElsewhere';
+  constructor(
+    readonly status: number,
+    readonly origin: string,
+    readonly from: string,
+  ) {
+    super(`redirected (HTTP ${status}) to another origin, ${origin}, which is not followed`);
+  }
+}
+
 function withoutHeaders(headers: RequestInit['headers'], names: ReadonlySet<string>): Headers {
   const h = new Headers(headers);
   for (const name of names) h.delete(name);
@@ -23,9 +44,15 @@ function withoutHeaders(headers: RequestInit['headers'], names: ReadonlySet<stri
 
 /**
  * `fetch(url, init)` following redirects: on a hop to another origin, `keyHeaders` (names, any case) and
- * `Authorization` are no longer sent. `init.redirect` is ignored (always followed).
+ * `Authorization` are no longer sent, or with `otherOrigins: 'refuse'` that hop is not made (RedirectElsewhere).
+ * `init.redirect` is ignored (always followed).
  */
-export async function fetchFollowingRedirects(url: string, init: RequestInit, keyHeaders: Iterable<string>): Promise<Response> {
+export async function fetchFollowingRedirects(
+  url: string,
+  init: RequestInit,
+  keyHeaders: Iterable<string>,
+  opts: { otherOrigins?: 'follow' | 'refuse' } = {},
+): Promise<Response> {
   const dropped = new Set(['authorization', ...[...keyHeaders].map((n) => n.toLowerCase())]);
   let current = new URL(url);
   let request: RequestInit = { ...init, redirect: 'manual' };
@@ -42,6 +69,10 @@ export async function fetchFollowingRedirects(url: string, init: RequestInit, ke
       throw new RedirectError(`redirected (HTTP ${res.status}) to a location that is not a URL`);
     }
     if (next.protocol !== 'http:' && next.protocol !== 'https:') throw new RedirectError(`redirected (HTTP ${res.status}) to a ${next.protocol} URL, which is not followed`);
+    if (next.origin !== origin && opts.otherOrigins === 'refuse') {
+      const elsewhere = next.origin.length > MAX_ORIGIN_CHARS ? `${next.origin.slice(0, MAX_ORIGIN_CHARS)}…` : next.origin;
+      throw new RedirectElsewhere(res.status, elsewhere, origin);
+    }
     if (hops + 1 > MAX_REDIRECTS) throw new RedirectError(`redirected more than ${MAX_REDIRECTS} times`);
     const method = (request.method ?? 'GET').toUpperCase();
     if (res.status === 303 ? method !== 'GET' && method !== 'HEAD' : (res.status === 301 || res.status === 302) && method === 'POST') {

@@ -4,7 +4,7 @@
  */
 import { fetchFailure } from '../http/fetchFailure';
 import { formatBytes, readBoundedText } from '../http/readBounded';
-import { fetchFollowingRedirects, RedirectError } from '../http/redirects';
+import { fetchFollowingRedirects, RedirectElsewhere, RedirectError } from '../http/redirects';
 import type { SourceType } from '../db/schedulerSources';
 import { storableText } from '../db/storableText';
 import { parseUntrustedJson, plainObject } from '../untrustedJson';
@@ -193,16 +193,26 @@ async function call(
   const shownPath = path.split('?')[0];
   let res: Response;
   try {
-    // the source's key goes to its own origin only: fetch's own following sent X-API-Key wherever a redirect pointed
+    // Redirects are followed within the source's own origin only (docs/scheduler.md#platforms): one to another origin
+    // is an error before anything is sent there. fetch's own following went wherever a 3xx pointed (loopback, a
+    // cloud's metadata address), and at first sent the source's X-API-Key along.
     res = await fetchFollowingRedirects(
       `${normaliseSourceUrl(t.url)}${path}`,
       { method, headers, body: opts.body?.text, signal: AbortSignal.any(signals) },
       Object.keys(keyHeaders),
+      { otherOrigins: 'refuse' },
     );
   } catch (err) {
     const e = err as Error;
     if (e.name === 'TimeoutError') throw new PlatformTimeout(`${method} ${shownPath} timed out after ${opts.timeoutMs} ms`);
     if (e.name === 'AbortError') throw new PlatformError(`${method} ${shownPath} was cancelled`);
+    // the Location's origin only (no user name, password, path or query): where it pointed, not what it carried
+    if (err instanceof RedirectElsewhere) {
+      throw new PlatformError(
+        `${method} ${shownPath} answered HTTP ${err.status}, a redirect to another origin (${err.origin}), which is not followed: Armada calls a source's own origin (${err.from}) only; if the platform has moved there, change the source's url`,
+        err.status,
+      );
+    }
     // an answer came (a redirect that cannot be followed): not a platform that cannot be reached, so never sent again
     if (err instanceof RedirectError) throw new PlatformError(`${method} ${shownPath} failed: ${err.message}`);
     const failure = fetchFailure(err);

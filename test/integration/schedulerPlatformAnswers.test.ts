@@ -150,3 +150,52 @@ describe("platform-provided text is read like a request's", () => {
     }
   });
 });
+
+describe('a platform that redirects to another origin', () => {
+  // the platform answers 302 to `target` (a stand-in for a cloud's metadata address), with credentials, path and
+  // query in the Location: nothing is sent there, and each answer names that origin alone and what to do
+  let moved: FakeFlowBuilder;
+  let target: FakeFlowBuilder;
+  beforeAll(async () => {
+    moved = await startFakeFlowBuilder();
+    target = await startFakeFlowBuilder();
+  });
+  afterAll(async () => {
+    await moved?.close();
+    await target?.close();
+  });
+
+  test('a run, both flow lists, the health check and a new source fail saying why; the other origin is never asked', async () => {
+    const created = await inject('POST', '/api/v1/sources', { name: 'moved', source_type: 'langflow', url: moved.url, api_key: 'moved-key-1234567890' });
+    expect(created.statusCode).toBe(201);
+    const id = created.json().id as string;
+    expect((await inject('POST', '/api/v1/workflows', { name: 'redirected-run', tasks: [{ name: 'f', type: 'flow', source: 'moved', flow: FAKE_FLOWS.summarise.id }] })).statusCode).toBe(201);
+    moved.redirectTo = `${target.url.replace('//', '//meta:s3cret-in-location@')}/latest/meta-data`;
+    const refused = `a redirect to another origin (${target.url}), which is not followed: Armada calls a source's own origin (${moved.url}) only; if the platform has moved there, change the source's url`;
+
+    const { execution } = await runWorkflowToEnd(stack, 'redirected-run');
+    expect(execution.status).toBe('failed');
+    expect(execution.tasks[0]?.error).toBe(`POST /api/v1/run/${FAKE_FLOWS.summarise.id} answered HTTP 302, ${refused}`);
+    expect(moved.requests.filter((r) => r.method === 'POST')).toHaveLength(1); // an answer came: not sent again
+
+    const own = await inject('GET', `/api/v1/sources/${id}/flows`);
+    expect([own.statusCode, own.json()]).toEqual([502, { detail: `Failed to list flows: GET /api/v1/flows/ answered HTTP 302, ${refused}` }]);
+    const all = (await inject('GET', '/api/v1/flows')).json();
+    expect(all.sources.find((s: { id: string }) => s.id === id).error).toBe(`GET /api/v1/flows/ answered HTTP 302, ${refused}`);
+
+    const health = await inject('POST', `/api/v1/sources/${id}/health`);
+    expect(health.statusCode).toBe(200);
+    expect(health.json()).toMatchObject({ healthy: false, status: 'inactive', error: `GET /health answered HTTP 302, ${refused}` });
+    expect((await inject('GET', `/api/v1/sources/${id}`)).json()).toMatchObject({ status: 'inactive', last_health_error: `GET /health answered HTTP 302, ${refused}` });
+
+    const before = (await stack.db.query('SELECT count(*)::int AS n FROM scheduler_sources')).rows[0].n;
+    const another = await inject('POST', '/api/v1/sources', { name: 'moved-too', source_type: 'langflow', url: `${moved.url}/other` });
+    expect([another.statusCode, another.json()]).toEqual([400, { detail: `Failed to validate source: GET /health answered HTTP 302, ${refused}` }]);
+    expect((await stack.db.query('SELECT count(*)::int AS n FROM scheduler_sources')).rows[0].n).toBe(before);
+
+    expect(target.requests).toEqual([]);
+    const answered = [own.body, JSON.stringify(all), health.body, another.body, JSON.stringify(execution)].join('\n');
+    for (const hidden of ['s3cret-in-location', 'meta-data']) expect(answered).not.toContain(hidden);
+    expect((await inject('DELETE', `/api/v1/sources/${id}`)).statusCode).toBe(200);
+  }, 90_000);
+});

@@ -1,14 +1,17 @@
 /**
  * A repository URL may carry credentials (`https://user:secret@host/…`): it is accepted and cloned with them, but the
  * secret never comes back. Before, the password was in every project detail and list response, in task details, and
- * `GET /api/filesystem/git-repos` showed a repository's remote verbatim.
+ * `GET /api/filesystem/git-repos` showed a repository's remote verbatim. A password Armada cannot take out of the URL
+ * (ssh://, git://, an http(s) userinfo it cannot delimit) is refused: it went to git's command line as given.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import { REPO_URL_RULE } from '../../lib/git';
 import { createLogger } from '../../lib/logger';
+import { managedClonesDir } from '../../lib/projects/managedClones';
 import { openSecret } from '../../lib/secretBox';
 import { holdsUrlSecret, redactUrlCredentials, splitUrlCredentials } from '../../lib/urlCredentials';
 import { eventually, makeGitRepo, startTestStack, type TestStack } from '../support/harness';
@@ -99,6 +102,26 @@ test('a project made from a URL with credentials: accepted, never shown (detail,
   expect(row.repo_url).toBe(shown);
   expect(JSON.parse(openSecret(stack.keys.encryption, row.repo_credentials_sealed))).toEqual({ username: 'user', password: 's3cretpw' });
 }, 180_000);
+
+test('a password Armada cannot take out of the URL is refused: ssh:// and git:// URLs, an http(s) userinfo with # or ?', async () => {
+  const projects = async () => (await stack.db.query('SELECT count(*)::int AS n FROM projects')).rows[0].n as number;
+  const clones = () => (fs.existsSync(managedClonesDir(stack.config.home)) ? fs.readdirSync(managedClonesDir(stack.config.home)).length : 0);
+  const [rowsBefore, clonesBefore] = [await projects(), clones()];
+  const urls = ['ssh://git:s3cretpw2@127.0.0.1:1/x.git', 'git://user:s3cretpw2@127.0.0.1:1/x.git', 'https://user:s3cretpw2#x@127.0.0.1:1/x.git', 'https://user:s3cretpw2?x@127.0.0.1:1/x.git'];
+  for (const [i, url] of urls.entries()) {
+    const r = await inject('POST', '/api/projects', { name: `refused-url-${i}`, repository: { url } });
+    expect([url, r.statusCode]).toEqual([url, 400]);
+    expect(r.json()).toMatchObject({
+      success: false,
+      error: { code: 'VALIDATION_ERROR', message: `Request body is invalid: repository.url ${REPO_URL_RULE}`, details: { 'repository.url': REPO_URL_RULE } },
+    });
+    expect(r.body).not.toContain('s3cretpw2');
+  }
+  expect(REPO_URL_RULE).toContain('use an SSH key (ssh://git@host/owner/repo.git) or a credential helper');
+  expect(await projects()).toBe(rowsBefore);
+  expect(clones()).toBe(clonesBefore);
+  expect(logged.join('')).not.toContain('s3cretpw2');
+});
 
 test('git-repos shows a remote without its secret', async () => {
   const repo = makeGitRepo();

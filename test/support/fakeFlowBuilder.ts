@@ -5,7 +5,8 @@
  * too) and POST /api/v1/run/{id or endpoint_name}. With `requiredKey` set, the flow list and runs need that key in
  * `x-api-key` and answer LangFlow's 403 texts otherwise. `mode` switches its behaviour: ok, error (HTTP 500) or bad
  * (`status: bad`); stop() makes it refuse connections. `rawAnswers` replaces the text of its 200 answers to the
- * version, the flow list or a run (odd platforms). Requests are recorded (with the x-api-key header they carried).
+ * version, the flow list or a run (odd platforms); `redirectTo` answers every request with a 302 there. Requests are
+ * recorded (with the x-api-key header they carried).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -57,6 +58,8 @@ export interface FakeFlowBuilder {
    * answer whose first half is written, then the connection is dropped
    */
   rawAnswers: { version?: string; flows?: string; run?: string; runCut?: string };
+  /** when set, every request is answered 302 with `Location: <redirectTo><the request's path and query>` */
+  redirectTo: string | null;
   /** every request, with the time it arrived (`at`, epoch ms) */
   requests: { method: string; path: string; query: string; apiKey: string | undefined; body: unknown; at: number }[];
   /** stops listening: the platform is down (connection refused) until start() */
@@ -75,6 +78,7 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
     runAnswerBytes: 0,
     runAnswerWritten: 0,
     rawAnswers: {},
+    redirectTo: null,
     requests: [],
     stop: async () => undefined,
     start: async () => undefined,
@@ -105,6 +109,7 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
       const header = req.headers['x-api-key'];
       const apiKey = Array.isArray(header) ? header[0] : header;
       fake.requests.push({ method: req.method ?? 'GET', path, query, apiKey, body, at: Date.now() });
+      if (fake.redirectTo !== null) return res.writeHead(302, { location: `${fake.redirectTo}${req.url ?? '/'}` }).end();
       if (fake.mode === 'error') return send(res, 500, { detail: 'internal error' });
       if (req.method === 'GET' && path === '/health') return send(res, 200, { status: fake.mode === 'bad' ? 'bad' : 'ok' });
       if (req.method === 'GET' && path === '/api/v1/version' && fake.rawAnswers.version !== undefined) return sendRaw(res, fake.rawAnswers.version);

@@ -1,11 +1,11 @@
 /**
- * A flow platform that answers a redirect: Armada follows it, but the source's key (X-API-Key, and Authorization for
- * the platforms that take a bearer) goes to the source's own origin only. fetch's own following dropped only
- * Authorization, so X-API-Key reached whatever host the answer named.
+ * A flow platform that answers a redirect: Armada follows it within the source's own origin only (with the key), and
+ * a redirect to another origin is an error before anything is sent there (docs/scheduler.md#platforms). fetch's own
+ * following went wherever the answer pointed, and at first dropped only Authorization, so X-API-Key went along.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PlatformError, PlatformUnreachable, runRemoteFlow } from '../../lib/scheduler/platforms';
+import { PlatformError, PlatformUnreachable, checkHealth, runRemoteFlow } from '../../lib/scheduler/platforms';
 
 interface Seen {
   method: string;
@@ -30,7 +30,7 @@ function server(handler: (req: http.IncomingMessage, res: http.ServerResponse, s
   );
 }
 
-test('a 307 to another origin is followed without the key; a redirect to the same origin keeps it', async () => {
+test('a redirect to another origin is not followed (nothing reaches it); one within the origin is, with the key', async () => {
   const elsewhere = await server((_req, res) => {
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify({ outputs: [], session_id: 'elsewhere' }));
@@ -44,14 +44,20 @@ test('a 307 to another origin is followed without the key; a redirect to the sam
       res.setHeader('content-type', 'application/json');
       return res.end(JSON.stringify({ outputs: [], session_id: 'same' }));
     }
-    res.writeHead(307, { location: `${elsewhere.url}/collect` });
+    // credentials, path and query of the Location are named nowhere: its origin only
+    res.writeHead(req.method === 'GET' ? 302 : 307, { location: `${elsewhere.url.replace('//', '//armada:loc-s3cret@')}/collect?token=abc` });
     res.end();
   });
   try {
     const target = { sourceType: 'flow-builder' as const, url: platform.url, apiKey: 'source-key-1234567890' };
-    const away = await runRemoteFlow(target, 'away', 'hi', 5000);
-    expect(away.status).toBe(200);
-    expect(elsewhere.seen).toEqual([{ method: 'POST', path: '/collect', apiKey: undefined, authorization: undefined }]);
+    const away = await runRemoteFlow(target, 'away', 'hi', 5000).catch((e: unknown) => e);
+    expect(away).toBeInstanceOf(PlatformError);
+    expect(away).not.toBeInstanceOf(PlatformUnreachable); // an answer came: a flow run is not sent again
+    expect((away as PlatformError).httpStatus).toBe(307);
+    const refused = `a redirect to another origin (${elsewhere.url}), which is not followed: Armada calls a source's own origin (${platform.url}) only; if the platform has moved there, change the source's url`;
+    expect((away as Error).message).toBe(`POST /api/v1/run/away answered HTTP 307, ${refused}`);
+    await expect(checkHealth(target, 5000)).rejects.toThrow(`GET /health answered HTTP 302, ${refused}`);
+    expect(elsewhere.seen).toEqual([]);
 
     await runRemoteFlow(target, 'same', 'hi', 5000);
     expect(platform.seen.filter((s) => s.path.startsWith('/api/v1/run/')).map((s) => [s.path.split('?')[0], s.apiKey])).toEqual([
