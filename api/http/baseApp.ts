@@ -19,7 +19,7 @@ import { installStoppingAnswer } from './stoppingAnswer';
 import { installStreamsEndOnStop } from './streamsEndOnStop';
 import { allowedMethodsOf } from './allowedMethods';
 import { errorBody } from './envelope';
-import { clientErrorAnswer, connectAnswer, expectationFailedAnswer, frameworkErrorMessage, installDetailErrors, installEnvelopeErrors } from './errorHandlers';
+import { clientErrorAnswer, connectAnswer, expectationFailedAnswer, frameworkErrorMessage, installDetailErrors, installEnvelopeErrors, UPSTREAM_ANSWERS } from './errorHandlers';
 import { installInputPolicy, MAX_BODY_BYTES, MAX_HEADER_LINES, MAX_PATH_PARAM_LENGTH } from './inputPolicy';
 import { installOpenApi, registeredRoutes } from './openapi';
 import { originForm } from './requestTarget';
@@ -187,8 +187,9 @@ export function createBaseApp(opts: BaseAppOptions) {
     opts.metrics.httpRequests.inc(labels);
     opts.metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
     // a 503 (a dependency down, /health saying so) is an expected answer, logged at debug where it is given: an outage
-    // must not add a warning per request (it is logged once when it begins and once when it ends)
-    if (reply.statusCode >= 500 && reply.statusCode !== 503) request.log.warn({ method: request.method, route, statusCode: reply.statusCode }, 'request answered 5xx');
+    // must not add a warning per request (it is logged once when it begins and once when it ends); a 502 or 504 (an
+    // upstream's failure) is logged at warn where it is given (logErrorAnswer), once
+    if (reply.statusCode >= 500 && !UPSTREAM_ANSWERS.has(reply.statusCode)) request.log.warn({ method: request.method, route, statusCode: reply.statusCode }, 'request answered 5xx');
   });
 
   app.get('/health', { schema: { hide: true } as object }, async (_request, reply) => {

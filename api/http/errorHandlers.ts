@@ -55,10 +55,14 @@ function statementStopped(err: unknown): string | undefined {
   return undefined;
 }
 
+/** The 5xx answers an AppError gives on purpose about something outside the service (logged without a stack). */
+export const UPSTREAM_ANSWERS: ReadonlySet<number> = new Set([502, 503, 504]);
+
 export function classifyError(err: unknown): ClassifiedError {
   // a 503 is something unavailable that passes (a dependency known down, Temporal or another service unreachable),
-  // thrown on purpose: an answer, not a failure of ours
-  if (isAppError(err)) return { statusCode: err.statusCode, code: err.code, message: err.message, details: err.details, internal: err.statusCode >= 500 && err.statusCode !== 503 };
+  // and a 502 or 504 an upstream's failure (a flow platform's error, a redirect elsewhere, its timeout), each thrown
+  // on purpose: an answer, not a failure of ours
+  if (isAppError(err)) return { statusCode: err.statusCode, code: err.code, message: err.message, details: err.details, internal: err.statusCode >= 500 && !UPSTREAM_ANSWERS.has(err.statusCode) };
   const fe = err as FastifyError & { validation?: ErrorObject[]; validationContext?: string };
   if (fe && Array.isArray(fe.validation)) {
     const details = validationDetails(fe.validation, fe.validationContext);
@@ -94,12 +98,14 @@ export function classifyError(err: unknown): ClassifiedError {
 /**
  * Logs an error answer: ours (internal) at error with its stack; a 503 (a dependency down or unreachable, a
  * collision: something that passes) at debug, one line without a stack, since an outage brings one per request and
- * is itself logged once when it begins and once when it ends (lib/runtime/dependencies.ts); any other (the client's
- * mistake) at info. `code` is the code the answer names, `failed` the message of an internal one.
+ * is itself logged once when it begins and once when it ends (lib/runtime/dependencies.ts); a 502 or 504 (an
+ * upstream's failure: the operator may want to look at that platform) at warn, one line without a stack; any other
+ * (the client's mistake) at info. `code` is the code the answer names, `failed` the message of an internal one.
  */
 export function logErrorAnswer(request: FastifyRequest, err: unknown, c: ClassifiedError, opts: { code?: string; failed?: string } = {}): void {
   if (c.internal) request.log.error({ err }, opts.failed ?? 'request failed');
   else if (c.statusCode === 503) request.log.debug({ code: opts.code ?? c.code, statusCode: c.statusCode }, c.message);
+  else if (c.statusCode >= 500) request.log.warn({ code: opts.code ?? c.code, statusCode: c.statusCode }, c.message);
   else request.log.info({ code: opts.code ?? c.code, statusCode: c.statusCode }, c.message);
 }
 
