@@ -4,7 +4,6 @@ import { startServices, SERVICE_NAMES } from '../api/services';
 import { ensureWebAssets } from './webAssets';
 import { assertTaskServiceBindAllowed, ConfigError } from '../lib/config';
 import { bindIp, HostNotResolved, listenAddress } from '../lib/hostAddress';
-import { migrate } from '../lib/db/migrate';
 import { createPool, sessionLimits, workerPoolOptions } from '../lib/db/pool';
 import { resolveKeys } from '../lib/keys';
 import { createMetrics } from '../lib/metrics';
@@ -16,6 +15,7 @@ import { startWorkers } from '../workers/createWorker';
 import { resolveLogFormat, type Logger } from '../lib/logger';
 import { sdkLogger } from '../lib/temporal/sdkLogger';
 import { bootstrap, startInfrastructure, untilSignal } from './runtime';
+import { migrateOnOwnPostgres } from './startMigrate';
 import { readyBanner, stoppedBanner } from './startBanner';
 
 /**
@@ -89,7 +89,9 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
   // from here an uncaught exception stops the servers too, instead of leaving them without their parent
   installLastResort(logger, shutdown);
   try {
-    const applied = await migrate(workerPool);
+    // its own PostgreSQL killed meanwhile is restarted by its supervisor, and the migrations go on (cli/startMigrate.ts)
+    const postgres = infra.postgres;
+    const applied = await migrateOnOwnPostgres(workerPool, postgres && (() => postgres.server()), gaveUp);
     if (applied.length) logger.info({ applied }, 'migrations applied');
     await installTemporalRuntime(config.host, config.temporal.metricsPort, logger);
     const runWorkers = async () => {

@@ -277,7 +277,8 @@ async function cleanUpLostRun(deps: RunAgentDeps, input: RunAgentInput, lostPid:
   const orphans = killProcessesUnder(input.worktreePath, { startedWith: { name: 'ARMADA_PROCESS_ID', value: input.processId } });
   if (orphans.length) log('warn', `killed ${orphans.length} process(es) a lost run left in the worktree`);
   await faultPoint(deps.faults, 'runAgent.beforeReset', { attempt, processId: input.processId, worktreePath: input.worktreePath });
-  await resetWorktree(input.worktreePath);
+  // a stale lock of a git the lost run left (killed with it) is removed first, said in the run's log
+  await resetWorktree(input.worktreePath, (message) => log('warn', message));
   log('warn', 'uncommitted changes of the lost run were discarded; the agent starts again from the last commit');
 }
 

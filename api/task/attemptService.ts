@@ -532,12 +532,37 @@ export async function followUpsRefused(db: Queryable, attemptId: string): Promis
   return conflict(`Attempt ${attemptId} ${whyNoFollowUps(a)}`, 'CONFLICT', { status: a.status });
 }
 
-/** Queues a follow-up prompt on the attempt's workflow (409 when the workflow is not running: followUpsRefused). */
+/**
+ * The 503 of a follow-up whose signal Temporal did not answer within temporalCallMs (or whose connection failed under
+ * it): the signal may have reached the workflow, which then runs it, so this is not a plain "try again"; the way to
+ * tell is the attempt's processes (a delivered follow-up becomes a `follow_up` process when it runs). Details
+ * `{outcome: 'unknown'}`, as a merge's.
+ */
+export const followUpOutcomeUnknown = (attemptId: string, why: string): AppError =>
+  new AppError(
+    503,
+    'SERVICE_UNAVAILABLE',
+    `The workflow engine (Temporal) stopped answering while the follow-up was being sent (${why.slice(0, 200)}): it may or may not have been delivered; check the attempt's processes (GET /api/processes?attemptId=${attemptId}: a delivered follow-up runs as a new follow_up process, after the run in progress if there is one) before sending it again`,
+    { outcome: 'unknown' },
+  );
+
+/**
+ * Queues a follow-up prompt on the attempt's workflow (409 when the workflow is not running: followUpsRefused).
+ * Temporal known down: the 503 "try again" (nothing was sent). The signal waits at most temporalCallMs: past it, or
+ * its connection failing under it, followUpOutcomeUnknown. Before, it waited on a Temporal that took the request and
+ * did not answer for as long as that lasted.
+ */
 export async function sendFollowUp(deps: AttemptServiceDeps, attemptId: string, f: { prompt: string; draftId?: string; source?: string }): Promise<void> {
   const a = await getAttempt(deps.db, attemptId);
   if (!a) throw notFound(`Attempt ${attemptId} not found`);
+  const client = await deps.temporal.client();
   try {
-    await (await deps.temporal.client()).workflow.getHandle(attemptWorkflowId(attemptId)).signal(followUpSignal, f);
+    await withinTemporalBound(
+      client,
+      temporalCallMs(deps),
+      () => client.workflow.getHandle(attemptWorkflowId(attemptId)).signal(followUpSignal, f),
+      (why) => followUpOutcomeUnknown(attemptId, why),
+    );
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) throw await followUpsRefused(deps.db, attemptId);
     throw err;

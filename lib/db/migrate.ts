@@ -13,7 +13,18 @@ const LOCK_ID = 72_617_201; // advisory lock: concurrent `armada migrate` runs w
  * its transaction, those before it stay applied, and the next run goes on from it. Said in one line, not as the
  * driver's `Connection terminated unexpectedly` (which `armada migrate` took for a DATABASE_URL it could not reach).
  */
-export class MigrationCut extends OperatorError {}
+export class MigrationCut extends OperatorError {
+  constructor(
+    /** The migration that was cut (rolled back whole). */
+    readonly migration: string,
+    /** What happened to it and how far the migrations are, without what to do (`armada start` says its own). */
+    readonly what: string,
+    /** The driver's error that cut it. */
+    readonly error: unknown,
+  ) {
+    super(`${what}; run armada migrate (or armada start) again once PostgreSQL answers: it applies ${migration} and any after it`);
+  }
+}
 
 export interface Migration {
   version: number;
@@ -56,7 +67,9 @@ export async function migrate(pool: Pool, dir = MIGRATIONS_DIR): Promise<string[
         if (!isPostgresUnavailable(err)) throw err;
         const appliedNow = all.filter((x) => done.has(x.version)).length + applied.length;
         throw new MigrationCut(
-          `PostgreSQL stopped answering during migration ${m.name} (${(err as Error).message}): it was rolled back whole (each migration is one transaction), and ${appliedNow} of ${all.length} migrations are applied; run armada migrate (or armada start) again once PostgreSQL answers: it applies ${m.name} and any after it`,
+          m.name,
+          `PostgreSQL stopped answering during migration ${m.name} (${(err as Error).message}): it was rolled back whole (each migration is one transaction), and ${appliedNow} of ${all.length} migrations are applied`,
+          err,
         );
       }
       applied.push(m.name);

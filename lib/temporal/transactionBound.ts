@@ -13,13 +13,17 @@
  *
  * The same bound serves the Temporal calls a request makes outside a transaction that would otherwise wait without
  * a limit (withinTemporalBound: an attempt's cancel, a delete's removals, a follow-up queue's "is the attempt
- * running"), with the caller's own limit (attempts.startTimeoutMs there).
+ * running", a follow-up's signal), with the caller's own limit (attempts.startTimeoutMs there).
  */
 import type { Client } from '@temporalio/client';
+import type { AppError } from '../errors';
 import { isTemporalDeadlineExceeded, isTemporalUnreachable, temporalUnavailable } from './client';
 
-/** Runs `fn`'s Temporal calls under one deadline `boundMs` from now; past it, or when Temporal is not reached, the 503. */
-export async function withinTransactionBound<T>(client: Client, boundMs: number, fn: () => Promise<T>): Promise<T> {
+/**
+ * Runs `fn`'s Temporal calls under one deadline `boundMs` from now; past it, or when Temporal is not reached, the 503
+ * (`unavailable` makes it, from what happened, when the call's outcome is not simply "nothing was done": a signal).
+ */
+export async function withinTransactionBound<T>(client: Client, boundMs: number, fn: () => Promise<T>, unavailable: (detail: string) => AppError = temporalUnavailable): Promise<T> {
   const deadline = Date.now() + boundMs;
   try {
     return await client.connection.withDeadline(deadline, fn);
@@ -27,7 +31,7 @@ export async function withinTransactionBound<T>(client: Client, boundMs: number,
     if (!isTemporalUnreachable(err)) throw err;
     // gRPC may end the call on its deadline a few ms before this clock reaches it (its timer is set from the time left)
     const timedOut = Date.now() >= deadline || isTemporalDeadlineExceeded(err);
-    throw temporalUnavailable(timedOut ? `it did not answer within ${Math.round(boundMs / 100) / 10} s` : (err as Error).message);
+    throw unavailable(timedOut ? `it did not answer within ${Math.round(boundMs / 100) / 10} s` : (err as Error).message);
   }
 }
 

@@ -12,7 +12,8 @@
  *
  * The calls a request waits for outside a transaction are bounded by `attempts.startTimeoutMs` (2 s here, as for an
  * attempt's start): a follow-up queue's "is the attempt running" and a delete's workflow cancel answer the 503 within
- * it, nothing made or deleted; an attempt's and a task's cancel, committed before the workflow's cancel, answer the
+ * it, nothing made or deleted; a follow-up's signal answers the 503 within it saying the follow-up may or may not
+ * have been delivered and where to look (its workflow may have taken it); an attempt's and a task's cancel, committed before the workflow's cancel, answer the
  * 200 of what was done within it. Before, each waited on the held answer without a limit.
  */
 import { execFileSync } from 'node:child_process';
@@ -249,6 +250,22 @@ test('a follow-up queue with autoExecute whose "is the attempt running" gets no 
   const again = await call('POST', `/api/task-attempts/${attemptId}/follow-up-queue`, body);
   expect(again.status).toBe(409); // no workflow runs for this attempt
   expect(await queues()).toBe(0);
+});
+
+test("a follow-up whose signal gets no answer: 503 within the bound saying it may or may not have been delivered and where to look; sent again, the 409 of an attempt without a running workflow", async () => {
+  const attemptId = await insertAttempt(stack, taskId);
+  proxy.setMode('holdAnswers');
+  const held = await timedCall('POST', `/api/attempts/${attemptId}/follow-up`, { prompt: 'and then this' });
+  expect(held.status).toBe(503);
+  expect(held.body.error).toMatchObject({
+    code: 'SERVICE_UNAVAILABLE',
+    message: expect.stringMatching(/did not answer within 2 s\): it may or may not have been delivered; check the attempt's processes \(GET \/api\/processes\?attemptId=/),
+    details: { outcome: 'unknown' },
+  });
+  expect(held.ms).toBeLessThan(ANSWERED_WITHIN_MS);
+
+  proxy.setMode('forward');
+  expect((await call('POST', `/api/attempts/${attemptId}/follow-up`, { prompt: 'and then this' })).status).toBe(409); // no workflow runs for it
 });
 
 const cancelOwed = async (id: string) =>

@@ -1,15 +1,15 @@
-/** A real stale lock: a `git commit -a` of the worktree, holding its index.lock while its editor runs, killed -9. */
+/** A real lock: a `git commit -a` of the worktree, holding its index.lock while its editor runs; killed -9, a stale one. */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { eventually } from './harness';
 
 /**
- * Edits `file` (tracked) in `worktree`, starts `git commit -a` there in a process group of its own with an editor that
- * sleeps (git holds the index.lock meanwhile), and once the lock is there kills the group with SIGKILL, as the OOM
- * killer would. Resolves with the lock file git left, once git has exited.
+ * Edits `file` (tracked) in `worktree` and starts `git commit -a` there in a process group of its own with an editor
+ * that sleeps: git holds the index.lock meanwhile. Resolves once the lock is there, with it and the function that
+ * kills the group with SIGKILL, as the OOM killer would (resolving once git has exited, its lock left behind).
  */
-export async function indexLockOfKilledGit(worktree: string, file: string): Promise<string> {
+export async function indexLockOfRunningGit(worktree: string, file: string): Promise<{ lock: string; kill(): Promise<void> }> {
   const gitDir = fs.readFileSync(path.join(worktree, '.git'), 'utf8').replace(/^gitdir: /, '').trim();
   const lock = path.join(path.resolve(worktree, gitDir), 'index.lock');
   fs.appendFileSync(path.join(worktree, file), 'edited before the kill\n');
@@ -21,7 +21,22 @@ export async function indexLockOfKilledGit(worktree: string, file: string): Prom
   });
   const exited = new Promise((resolve) => git.once('exit', resolve));
   await eventually(async () => fs.existsSync(lock), 20_000, 20);
-  process.kill(-(git.pid as number), 'SIGKILL');
-  await exited;
-  return lock;
+  return {
+    lock,
+    kill: async () => {
+      try {
+        process.kill(-(git.pid as number), 'SIGKILL');
+      } catch {
+        // killed already
+      }
+      await exited;
+    },
+  };
+}
+
+/** indexLockOfRunningGit's git, killed -9 at once: resolves with the lock file it left, once git has exited. */
+export async function indexLockOfKilledGit(worktree: string, file: string): Promise<string> {
+  const git = await indexLockOfRunningGit(worktree, file);
+  await git.kill();
+  return git.lock;
 }

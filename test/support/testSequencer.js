@@ -51,6 +51,9 @@ const LONGEST_FIRST = [
   'test/integration/schedulerTemporalKill.test.ts',
   // session 51: ~70 s alone (its own dev server on a tmpfs it fills; the accepted attempts finish once space is back)
   'test/integration/temporalDiskFull.test.ts',
+  // session 52: ~65 s alone (its own PostgreSQL's initdb, armada migrate cut and run again, then armada start cut
+  // and restarted on the same data directory)
+  'test/e2e/migratePostgresKilled.test.ts',
 ];
 
 class LongestFirstSequencer extends Sequencer {

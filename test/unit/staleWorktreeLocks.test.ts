@@ -2,13 +2,16 @@
  * activities/git/staleWorktreeLocks.ts on real lock files of a linked work tree: the index.lock a `git commit -a`
  * killed with -9 left is removed once it is old enough and nobody works in the worktree; a young lock, a process
  * working in the worktree, or one holding the lock open keeps it; the project repository's own locks are never touched.
+ * The same rule in the reset before a lost run's retry (activities/git/resetWorktree.ts): a running git's lock refuses
+ * the reset, the lock of that git killed -9 is removed and the worktree reset.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { resetWorktree } from '../../activities/git/resetWorktree';
 import { removeStaleWorktreeLocks, STALE_LOCK_AGE_MS } from '../../activities/git/staleWorktreeLocks';
-import { indexLockOfKilledGit } from '../support/killedGitLock';
+import { indexLockOfKilledGit, indexLockOfRunningGit } from '../support/killedGitLock';
 import { makeGitRepo } from '../support/harness';
 
 let repo: string;
@@ -59,6 +62,36 @@ test('the index.lock of a git killed -9: kept while young or held, removed once 
   expect(fs.existsSync(lock)).toBe(false);
   execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'after the lock'], { cwd: worktree, stdio: 'pipe' });
   expect(fs.readFileSync(path.join(worktree, 'README.md'), 'utf8')).toBe('# test\nedited before the kill\n');
+  expect(execFileSync('git', ['status', '--porcelain'], { cwd: worktree, encoding: 'utf8' })).toBe('');
+});
+
+test("the reset before a lost run's retry: a running git's lock is left and the reset refused (retried); that git killed -9, its lock is removed, said, and the worktree reset", async () => {
+  const readme = path.join(worktree, 'README.md');
+  const committed = execFileSync('git', ['show', 'HEAD:README.md'], { cwd: worktree, encoding: 'utf8' });
+  const running = await indexLockOfRunningGit(worktree, 'README.md');
+  const said: string[] = [];
+  try {
+    // old enough to be stale by its age: only its holder keeps it
+    const aged = new Date(Date.now() - STALE_LOCK_AGE_MS - 5000);
+    fs.utimesSync(running.lock, aged, aged);
+    const refused = await resetWorktree(worktree, (m) => said.push(m)).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(refused).toMatchObject({ type: 'WorktreeLocked', nonRetryable: false, message: expect.stringMatching(/index\.lock exists \(left in place: process \d+ works in the worktree\), so the agent was not started/) });
+    expect(fs.existsSync(running.lock)).toBe(true);
+    expect(said).toEqual([]);
+    expect(fs.readFileSync(readme, 'utf8')).not.toBe(committed); // nothing reset under the running git
+
+    await running.kill();
+    fs.utimesSync(running.lock, aged, aged);
+    await resetWorktree(worktree, (m) => said.push(m));
+  } finally {
+    await running.kill();
+  }
+  expect(fs.existsSync(running.lock)).toBe(false);
+  expect(said).toEqual([expect.stringMatching(/^removed the stale git lock file .*index\.lock: it was \d+ s old and no process works in the worktree or has it open/)]);
+  expect(fs.readFileSync(readme, 'utf8')).toBe(committed); // the lost run's edit discarded
   expect(execFileSync('git', ['status', '--porcelain'], { cwd: worktree, encoding: 'utf8' })).toBe('');
 });
 
