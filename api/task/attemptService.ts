@@ -44,7 +44,7 @@ import type { CleanupError, WorktreeRemoval } from '../../lib/attempts/cleanup';
 import { cancelApprovalsOfAttempts, deleteWithApprovals } from './approvalsOfDeletedAttempts';
 import { isRunning, requestCancel } from '../../lib/temporal/workflowHandles';
 import { closedRun } from '../../lib/temporal/closedRun';
-import { withinTemporalBound } from '../../lib/temporal/transactionBound';
+import { withinTemporalBound } from '../../lib/temporal/temporalBound';
 import { recordClosedAttempt } from '../../lib/attempts/closedWorkflows';
 
 export interface AttemptServiceDeps {
@@ -402,7 +402,7 @@ export async function startCreatedAttempt(deps: AttemptServiceDeps, attemptId: s
 /**
  * The limit of a Temporal call a request waits for outside a transaction (an attempt's cancel, a delete's removal
  * start, a follow-up queue's "is the attempt running"): attempts.startTimeoutMs, as for an attempt's start. Past it,
- * or with Temporal not reached, the 503 "try again" (lib/temporal/transactionBound.ts); before, such a call waited
+ * or with Temporal not reached, the 503 "try again" (lib/temporal/temporalBound.ts); before, such a call waited
  * without a limit on a Temporal that took the request and did not answer.
  */
 export const temporalCallMs = (deps: Pick<AttemptServiceDeps, 'config'>): number => deps.config.file.attempts?.startTimeoutMs ?? START_TIMEOUT_MS;
