@@ -6,6 +6,7 @@
  * (`other`: not this benchmark's, e.g. another run's servers).
  */
 import fs from 'node:fs';
+import { readProcStat } from '../lib/process/procStat';
 
 const TICK = 100; // USER_HZ on Linux
 
@@ -18,23 +19,16 @@ function read(): Snapshot {
   let children = 0;
   for (const pid of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
-    let stat: string;
-    try {
-      stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    const close = stat.lastIndexOf(')');
-    const comm = stat.slice(stat.indexOf('(') + 1, close);
-    const f = stat.slice(close + 2).split(' ');
-    const cpu = (Number(f[11]) + Number(f[12])) / TICK; // utime + stime
+    const s = readProcStat(pid);
+    if (!s) continue;
+    const cpu = (s.utime + s.stime) / TICK;
+    const reaped = (s.cutime + s.cstime) / TICK;
     if (Number(pid) === process.pid) {
       self = cpu;
-      children = (Number(f[13]) + Number(f[14])) / TICK; // cutime + cstime
+      children = reaped;
       continue;
     }
-    const reaped = (Number(f[13]) + Number(f[14])) / TICK;
-    byPid.set(pid, { comm: comm.startsWith('postgres') ? 'postgres' : comm, cpu, reaped, ppid: Number(f[1]) });
+    byPid.set(pid, { comm: s.comm.startsWith('postgres') ? 'postgres' : s.comm, cpu, reaped, ppid: s.ppid });
   }
   return { at: Date.now(), byPid, self, children };
 }

@@ -29,6 +29,7 @@ import { Client } from 'pg';
 import { cpuShare } from './cpuShare';
 import { benchRepo, freePort, settleDisk, spawnArmada } from './benchInfra';
 import WebSocket from 'ws';
+import { readProcStat } from '../lib/process/procStat';
 
 const { values: flags } = parseArgs({
   options: {
@@ -67,9 +68,9 @@ function armada(args: string[], event: string, env: NodeJS.ProcessEnv): Promise<
 
 /** [ppid, own CPU ticks, reaped children's CPU ticks] of a pid, from /proc/<pid>/stat. */
 function statOf(pid: number | string): [number, number, number] {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return [Number(f[1]), Number(f[11]) + Number(f[12]), Number(f[13]) + Number(f[14])];
+  const s = readProcStat(pid);
+  if (!s) throw new Error(`process ${pid} is gone`);
+  return [s.ppid, s.utime + s.stime, s.cutime + s.cstime];
 }
 
 /**

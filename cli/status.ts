@@ -11,6 +11,7 @@ import { Connection } from '@temporalio/client';
 import { configWarning, loadConfig, type ArmadaConfig } from '../lib/config';
 import { localUrl } from '../lib/hostAddress';
 import { resolveLogFormat } from '../lib/logger';
+import { processAlive } from '../lib/process/procStat';
 import { liveArmadaOwner } from '../lib/runtime/homeInUse';
 import { portListener } from '../lib/runtime/portListener';
 import { checkProvisioned } from '../lib/runtime/provisionTemporalCli';
@@ -50,8 +51,7 @@ export interface ArmadaStatus {
 
 function alive(pid: number, mark: string): boolean {
   try {
-    const state = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
-    return state !== 'Z' && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(mark);
+    return processAlive(pid) && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(mark);
   } catch {
     return false;
   }

@@ -325,7 +325,7 @@ export interface ArmadaConfig {
    * wait for Temporal, together (ARMADA_API_TEMPORAL_IN_TRANSACTION_TIMEOUT_MS, default 10 s): the workflow starts
    * committed with their rows (an approval, an autoSend follow-up draft, an autoExecute follow-up queue, a project's
    * clone) and the approval cancels of a delete. Past it the request answers 503 "try again" and its transaction rolls
-   * back, well before `apiDatabaseLimits.idleInTransactionTimeoutMs` would end its session (lib/temporal/transactionBound.ts).
+   * back, well before `apiDatabaseLimits.idleInTransactionTimeoutMs` would end its session (lib/temporal/temporalBound.ts).
    */
   temporalInTransactionMs: number;
   /** Allowed CORS origins: ARMADA_CORS_ORIGINS (comma-separated) or `cors.origins`; undefined = the service default. */

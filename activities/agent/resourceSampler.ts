@@ -1,6 +1,7 @@
 /** Samples a process group's resources from /proc: CPU % since the last sample, RSS bytes, bytes read+written. */
 import fs from 'node:fs';
 import { recentGroupMembers } from '../../lib/process/processGroup';
+import { readProcStat } from '../../lib/process/procStat';
 
 const CLK_TCK = 100;
 const PAGE = 4096;
@@ -24,14 +25,10 @@ export function createGroupSampler(pgid: number) {
       let rss = 0;
       let io = 0;
       for (const pid of recentGroupMembers(pgid, MEMBERS_MAX_AGE_MS)) {
-        try {
-          const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-          const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-          const t = Number(f[11]) + Number(f[12]);
-          seen.set(pid, t);
-          rss += Number(f[21]) * PAGE;
-        } catch {
-          /* exited */
+        const stat = readProcStat(pid); // undefined: exited
+        if (stat) {
+          seen.set(pid, stat.utime + stat.stime);
+          rss += stat.rssPages * PAGE;
         }
         try {
           const text = fs.readFileSync(`/proc/${pid}/io`, 'utf8');

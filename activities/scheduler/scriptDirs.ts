@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../lib/logger';
+import { readProcStat } from '../../lib/process/procStat';
 
 const PREFIX = 'armada-script-';
 /** `armada-script-p<pid>_<start>_<random>`: the process that made it (its pid, and its start time since boot). */
@@ -19,14 +20,7 @@ export const LEGACY_STALE_MS = 25 * 3600_000;
 
 /** A process's start time in clock ticks since boot (/proc/<pid>/stat, field 22); 0 where /proc does not tell. */
 function startTime(pid: number | 'self'): number {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // the command name (field 2) is in parentheses and may hold spaces: count from after its closing one
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[19]) || 0;
-  } catch {
-    return 0;
-  }
+  return readProcStat(pid)?.startTime || 0;
 }
 
 let own: string | undefined;

@@ -13,7 +13,7 @@ import { approvalMetrics } from '../../lib/approvals/metrics';
 import { getApproval, insertApproval, listHistoryFor, listPendingFor, listResponses, lockApprovalInsert, type ApprovalRow, type ApprovalResponseRow, type ApprovalWithTaskRow } from '../../lib/db/approvals';
 import { lockAttemptKey } from '../../lib/db/attempts';
 import { withTransaction } from '../../lib/db/pool';
-import { withinTransactionBound } from '../../lib/temporal/transactionBound';
+import { withinTemporalBound } from '../../lib/temporal/temporalBound';
 import { approvalWorkflow, cancelApprovalUpdate, respondUpdate, type ApprovalRequest } from '../../workflows/approvalWorkflow';
 import { actingUser } from '../http/actingUser';
 import { ok, okPage, pagination } from '../http/envelope';
@@ -206,7 +206,7 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
         if (b.expiresAt && Date.parse(b.expiresAt) <= Date.now()) throw validationError('expiresAt must be in the future', { expiresAt: 'must be in the future' });
         await insertApproval(c, input);
         await lockApprovalInsert(c, input.id);
-        await withinTransactionBound(client, deps.config.temporalInTransactionMs, () =>
+        await withinTemporalBound(client, deps.config.temporalInTransactionMs, () =>
           callTemporal(() =>
             client.workflow.start(approvalWorkflow, {
               workflowId: approvalWorkflowId(input.id),

@@ -9,7 +9,7 @@ import { approvalMetrics } from '../../lib/approvals/metrics';
 import { closeApproval, pendingApprovalIdsOfAttempts } from '../../lib/db/approvals';
 import { lockAttemptsToDelete, type AttemptsToDelete } from '../../lib/db/attempts';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
-import { withinTransactionBound } from '../../lib/temporal/transactionBound';
+import { withinTemporalBound } from '../../lib/temporal/temporalBound';
 import { requestCancel } from '../../lib/temporal/workflowHandles';
 import { approvalWorkflowId } from './approvals';
 import type { AttemptServiceDeps } from './attemptService';
@@ -18,11 +18,11 @@ type Deps = Pick<AttemptServiceDeps, 'db' | 'temporal' | 'metrics' | 'config'>;
 
 /**
  * Cancels the workflows of these approvals, all of them within config.temporalInTransactionMs together (a 503 "try
- * again" past it: lib/temporal/transactionBound.ts). Cancelling a workflow that has ended is a no-op, so a delete that
+ * again" past it: lib/temporal/temporalBound.ts). Cancelling a workflow that has ended is a no-op, so a delete that
  * failed here is repeated safely.
  */
 async function cancelWorkflows(deps: Deps, client: Client, ids: string[]): Promise<void> {
-  await withinTransactionBound(client, deps.config.temporalInTransactionMs, async () => {
+  await withinTemporalBound(client, deps.config.temporalInTransactionMs, async () => {
     for (const id of ids) await requestCancel(client, approvalWorkflowId(id));
   });
 }

@@ -45,7 +45,7 @@ import type { CleanupError, WorktreeRemoval } from '../../lib/attempts/cleanup';
 import { cancelApprovalsOfAttempts, deleteWithApprovals } from './approvalsOfDeletedAttempts';
 import { isRunning, requestCancel } from '../../lib/temporal/workflowHandles';
 import { closedRun } from '../../lib/temporal/closedRun';
-import { withinTemporalBound } from '../../lib/temporal/transactionBound';
+import { withinTemporalBound } from '../../lib/temporal/temporalBound';
 import { recordClosedAttempt } from '../../lib/attempts/closedWorkflows';
 
 export interface AttemptServiceDeps {
@@ -165,9 +165,14 @@ function insertFirstProcess(c: Queryable, task: TaskRow, attempt: AttemptRow): P
   });
 }
 
-/** Phase 3 of a start, once the workflow runs: task in_progress and attempt.started, exactly once, in one statement. */
+/**
+ * Phase 3 of a start, once the workflow runs: task in_progress and attempt.started, exactly once, in one statement.
+ * The confirmation that made it counts the attempt `started` (docs/metrics.md): so a start is counted once, whether
+ * its request, an Idempotency-Key replay or the start reconciler finished it, and also when two of them did.
+ */
 async function confirmStart(deps: AttemptServiceDeps, task: StartingTask, attemptId: string, processId: string): Promise<void> {
-  await confirmAttemptStarted(deps.db, attemptId, task.project_id, processId);
+  const confirmed = await confirmAttemptStarted(deps.db, attemptId, task.project_id, processId);
+  if (confirmed) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: confirmed.llm, status: 'started' });
 }
 
 /**
@@ -177,8 +182,7 @@ async function confirmStart(deps: AttemptServiceDeps, task: StartingTask, attemp
  * confirmation (its events do), so the answer does not wait for it; it runs in the background, and the start
  * reconciler confirms a start whose confirmation failed or was cut short. `attempt` is the attempt to answer with:
  * the one given, or, when the start found its workflow id closed and recorded the attempt's end, the row as recorded
- * (`cancelled`), so the answer does not call running an attempt that has ended. `started`: the attempt runs (its
- * workflow started or joined), so the caller counts it `started`; false for one that found its id closed.
+ * (`cancelled`), so the answer does not call running an attempt that has ended.
  */
 async function finishStart(
   deps: AttemptServiceDeps,
@@ -187,7 +191,7 @@ async function finishStart(
   attempt: AttemptRow,
   processId: string,
   how: { wasCreated: boolean; prompt?: string; confirmAfterAnswer?: boolean },
-): Promise<{ temporalMs: number; attempt: AttemptRow; started: boolean }> {
+): Promise<{ temporalMs: number; attempt: AttemptRow }> {
   const began = performance.now();
   try {
     // a created attempt's start may run it anew (Temporal's default); every other start never re-starts a closed id
@@ -196,16 +200,16 @@ async function finishStart(
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
       const ended = await endStartOfClosedWorkflow(deps, client, task, attempt, processId);
       const recorded = ended ? await getAttempt(deps.db, attempt.id) : undefined;
-      return { temporalMs: performance.now() - began, attempt: recorded ?? attempt, started: false };
+      return { temporalMs: performance.now() - began, attempt: recorded ?? attempt };
     }
     if (await undoAttemptStart(deps.db, attempt.id, processId, how.wasCreated)) throw engineUnavailable(err);
-    // confirmed meanwhile (a concurrent repeat or the reconciler started it): it runs
-    return { temporalMs: performance.now() - began, attempt, started: true };
+    // confirmed meanwhile (a concurrent repeat or the reconciler started it, and counted it): it runs
+    return { temporalMs: performance.now() - began, attempt };
   }
   const temporalMs = performance.now() - began;
   if (how.confirmAfterAnswer && deps.background) deps.background.run('confirming an attempt start', () => confirmStart(deps, task, attempt.id, processId));
   else await confirmStart(deps, task, attempt.id, processId);
-  return { temporalMs, attempt, started: true };
+  return { temporalMs, attempt };
 }
 
 /**
@@ -217,8 +221,8 @@ async function finishStart(
 async function endStartOfClosedWorkflow(deps: AttemptServiceDeps, client: Client, task: StartingTask, attempt: Pick<AttemptRow, 'id' | 'llm'>, processId: string): Promise<boolean> {
   const run = await closedRun(client, attemptWorkflowId(attempt.id), undefined, CLOSED_RUN_TIMEOUT_MS);
   if (!run) return false;
-  await confirmStart(deps, task, attempt.id, processId);
-  // counted as the cancel it is, by whoever records it (docs/metrics.md); the start itself is not counted `started`
+  // confirmed without counting the start `started`: it is counted as the cancel it is, by whoever records it (docs/metrics.md)
+  await confirmAttemptStarted(deps.db, attempt.id, task.project_id, processId);
   if (await recordClosedAttempt(deps.db, attempt.id, run)) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: attempt.llm, status: 'cancelled' });
   return true;
 }
@@ -297,7 +301,6 @@ export async function startNewAttempt(
     prompt: started.prompt,
     confirmAfterAnswer: true,
   });
-  if (finished.started) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: name, status: 'started' });
   const { temporalMs, attempt } = finished;
   return { attempt, processId: started.processId, replayed: false, timing: { dbMs, temporalMs } };
 }
@@ -353,8 +356,7 @@ async function startNewAttemptOnce(
   const dbMs = performance.now() - began;
   // a replay of a start still pending (its first request is in flight or died) finishes it the same way
   const pending = !result.replayed || result.attempt.start_pending_since;
-  const finished = pending ? await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: false }) : { temporalMs: 0, attempt: result.attempt, started: true };
-  if (!result.replayed && finished.started) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: agent.name, status: 'started' });
+  const finished = pending ? await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: false }) : { temporalMs: 0, attempt: result.attempt };
   return { attempt: finished.attempt, processId: result.processId, replayed: result.replayed, timing: { dbMs, temporalMs: finished.temporalMs } };
 }
 
@@ -395,15 +397,14 @@ export async function startCreatedAttempt(deps: AttemptServiceDeps, attemptId: s
     return { task, attempt: running, processId: proc.id };
   });
   const dbMs = performance.now() - began;
-  const { temporalMs, attempt, started } = await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: true });
-  if (started) attemptMetrics(deps.metrics.registry).attempts.inc({ llm: result.attempt.llm, status: 'started' });
+  const { temporalMs, attempt } = await finishStart(deps, client, result.task, result.attempt, result.processId, { wasCreated: true });
   return { attempt, processId: result.processId, replayed: false, timing: { dbMs, temporalMs } };
 }
 
 /**
  * The limit of a Temporal call a request waits for outside a transaction (an attempt's cancel, a delete's removal
  * start, a follow-up queue's "is the attempt running"): attempts.startTimeoutMs, as for an attempt's start. Past it,
- * or with Temporal not reached, the 503 "try again" (lib/temporal/transactionBound.ts); before, such a call waited
+ * or with Temporal not reached, the 503 "try again" (lib/temporal/temporalBound.ts); before, such a call waited
  * without a limit on a Temporal that took the request and did not answer.
  */
 export const temporalCallMs = (deps: Pick<AttemptServiceDeps, 'config'>): number => deps.config.file.attempts?.startTimeoutMs ?? START_TIMEOUT_MS;

@@ -11,7 +11,7 @@ import { Type } from 'typebox';
 import { invalidRequest, notFound } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
-import { withinTemporalBound, withinTransactionBound } from '../../lib/temporal/transactionBound';
+import { withinTemporalBound } from '../../lib/temporal/temporalBound';
 import {
   DRAFT_TYPES,
   attemptProject,
@@ -227,7 +227,7 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
         if (client) {
           await lockFollowUpInsert(c, id);
           // bounded (config.temporalInTransactionMs): past it a 503 "try again", the row rolled back
-          await withinTransactionBound(client, deps.config.temporalInTransactionMs, () =>
+          await withinTemporalBound(client, deps.config.temporalInTransactionMs, () =>
             callTemporal(() =>
               client.workflow.start(followUpDraftWorkflow, {
                 workflowId: `follow-up:${id}`,
@@ -302,7 +302,7 @@ export const draftRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify
         // as for a follow-up draft: the workflow sends the items only once this transaction has committed them
         if (client) {
           await lockFollowUpInsert(c, id);
-          await withinTransactionBound(client, deps.config.temporalInTransactionMs, () =>
+          await withinTemporalBound(client, deps.config.temporalInTransactionMs, () =>
             callTemporal(() =>
               client.workflow.start(followUpQueueWorkflow, {
                 workflowId: `follow-up-queue:${id}`,

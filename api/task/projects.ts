@@ -21,7 +21,7 @@ import {
   type ProjectRow,
 } from '../../lib/db/projects';
 import { withTransaction } from '../../lib/db/pool';
-import { withinTransactionBound } from '../../lib/temporal/transactionBound';
+import { withinTemporalBound } from '../../lib/temporal/temporalBound';
 import { managedClonePath } from '../../lib/projects/managedClones';
 import { CLONE_HEARTBEAT_TIMEOUT_MS, CLONE_RETRY_INITIAL_INTERVAL_MS, cloneProjectWorkflowId } from '../../workflows/projectCloneMessages';
 import { deleteProjectWithClone } from './projectDeletion';
@@ -187,7 +187,7 @@ export const projectRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fasti
           const cloneFrom = repo.cloneFrom;
           await lockProjectInsert(c, id);
           try {
-            await withinTransactionBound(started, deps.config.temporalInTransactionMs, () =>
+            await withinTemporalBound(started, deps.config.temporalInTransactionMs, () =>
               started.workflow.start('cloneProjectWorkflow', {
                 workflowId: cloneProjectWorkflowId(id),
                 taskQueue: deps.config.temporal.taskQueue,

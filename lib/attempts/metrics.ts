@@ -4,7 +4,7 @@ import { counter, gauge, histogram } from '../metrics';
 
 export function attemptMetrics(registry: Registry) {
   return {
-    /** status: started (counted by the API that started it), completed, failed, cancelled (by whoever recorded it) */
+    /** status: started (counted by the API process whose confirmation finished the start), completed, failed, cancelled (by whoever recorded it) */
     attempts: counter(registry, 'armada_attempts_total', 'Attempts reaching each state (started, completed, failed, cancelled), by agent', ['llm', 'status']),
     duration: histogram(registry, 'armada_attempt_duration_seconds', 'Attempt duration from start to completion, by agent and status', ['llm', 'status']),
     queueWait: histogram(registry, 'armada_attempt_queue_wait_seconds', 'Time from an attempt start request to its agent process starting, by agent', ['llm'], [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]),

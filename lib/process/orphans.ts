@@ -9,22 +9,15 @@
  * dead owner whose pid was given to another process since from a live one: that process is no owner.
  */
 import fs from 'node:fs';
+import { liveProcStat } from './procStat';
 
 /** The variable naming the process that ran a command: `<pid>:<start time in clock ticks since boot>`. */
 export const OWNER_VARIABLE = 'ARMADA_COMMAND_OWNER';
 
 /** A live process's start time (field 22 of /proc/<pid>/stat), or undefined when it is gone or a zombie. */
 export function processStartTime(pid: number): string | undefined {
-  let stat: string;
-  try {
-    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return undefined;
-  }
-  // the fields after the command name, which may hold spaces and parentheses: state is the first, start time the 20th
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  if (fields[0] === 'Z' || fields[0] === 'X') return undefined;
-  return fields[19];
+  const stat = liveProcStat(pid);
+  return stat && String(stat.startTime);
 }
 
 let own: string | undefined;

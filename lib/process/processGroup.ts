@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { spawnGroupInLauncher } from './launcher';
 import { readLines } from './lines';
+import { liveProcStat, readProcStat } from './procStat';
 import { lowerGroupPriority } from './priority';
 
 export interface GroupProcessOptions {
@@ -76,18 +77,11 @@ function scanGroups(): Map<number, number[]> {
   }
   for (const e of entries) {
     if (!/^\d+$/.test(e)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
-      // pid (comm) state ppid pgrp …; comm may contain spaces and parentheses, so split after the last ')'
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (fields[0] === 'Z' || fields[0] === 'X') continue;
-      const pgrp = Number(fields[2]);
-      const list = groups.get(pgrp);
-      if (list) list.push(Number(e));
-      else groups.set(pgrp, [Number(e)]);
-    } catch {
-      /* exited meanwhile */
-    }
+    const stat = liveProcStat(e); // undefined: exited meanwhile, or a zombie
+    if (!stat) continue;
+    const list = groups.get(stat.pgrp);
+    if (list) list.push(Number(e));
+    else groups.set(stat.pgrp, [Number(e)]);
   }
   return groups;
 }
@@ -288,13 +282,8 @@ export function killProcessesUnder(dir: string, opts: { startedWith?: { name: st
     if (cwd !== dir && !cwd.startsWith(root)) continue;
     if (opts.startedWith && !startedWith(e, opts.startedWith.name, opts.startedWith.value)) continue;
     const pid = Number(e);
-    try {
-      const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
-      const pgid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-      if (pgid > 1 && pgid !== process.pid) signalGroup(pgid, 'SIGKILL');
-    } catch {
-      /* exited */
-    }
+    const pgid = readProcStat(e)?.pgrp; // undefined: exited
+    if (pgid !== undefined && pgid > 1 && pgid !== process.pid) signalGroup(pgid, 'SIGKILL');
     try {
       process.kill(pid, 'SIGKILL');
     } catch {

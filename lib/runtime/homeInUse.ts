@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs';
 import { OperatorError } from '../errors';
+import { readProcStat } from '../process/procStat';
 
 /** A server of this ARMADA_HOME belongs to a running armada (a second `armada start` or `armada migrate`). */
 export class ArmadaHomeInUse extends OperatorError {
@@ -18,10 +19,9 @@ export class ArmadaHomeInUse extends OperatorError {
  * starter died (the parent is init, a subreaper, or anything but armada).
  */
 export function liveArmadaOwner(pid: number): { pid: number; command: string } | undefined {
+  const ppid = readProcStat(pid)?.ppid;
+  if (ppid === undefined || !Number.isInteger(ppid) || ppid <= 1) return undefined;
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    if (!Number.isInteger(ppid) || ppid <= 1) return undefined;
     const command = fs.readFileSync(`/proc/${ppid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
     return /\barmada\b/.test(command) ? { pid: ppid, command } : undefined;
   } catch {

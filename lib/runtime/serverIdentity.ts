@@ -5,12 +5,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { processAlive } from '../process/procStat';
 
 /** The process's argv and working directory, or undefined when it is gone (or a zombie). */
 function describe(pid: number): { argv: string[]; cwd?: string } | undefined {
+  if (!processAlive(pid)) return undefined;
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    if (stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z') return undefined;
     const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
     let cwd: string | undefined;
     try {

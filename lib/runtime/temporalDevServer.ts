@@ -4,6 +4,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { serverEnv } from '../process/childEnv';
+import { processAlive } from '../process/procStat';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -152,16 +153,6 @@ export async function waitForTemporal(
 /** How long a stale dev server may take, after its SIGKILL, to exit and to free its ports. */
 const STALE_EXIT_WAIT_MS = 30_000;
 
-/** The process exists and is no zombie (a killed orphan stays one until it is reaped, with its ports already closed). */
-function processRunning(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
 /** Whether a listener could bind ip:port now. */
 function portFree(ip: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -205,7 +196,7 @@ async function stopStale(pidFile: string, dbFile: string, ip: string, ports: num
   } catch {
     /* gone meanwhile */
   }
-  await waitFor(() => !processRunning(pid), `the temporal dev server left running (pid ${pid}) did not exit`);
+  await waitFor(() => !processAlive(pid), `the temporal dev server left running (pid ${pid}) did not exit`);
   for (const port of ports) {
     await waitFor(() => portFree(ip, port), `port ${port} on ${ip} was still in use when the temporal dev server left running (pid ${pid}) had exited`);
   }

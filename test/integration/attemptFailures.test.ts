@@ -1,6 +1,7 @@
 /** Failing, cancelled and rejected attempts: exit codes, process-group kill, 404/409/400 answers, idempotent start. */
 import fs from 'node:fs';
 import { groupAlive } from '../../lib/process/processGroup';
+import { processAlive } from '../../lib/process/procStat';
 import { followUpSignal, stopProcessSignal } from '../../workflows/attemptMessages';
 import { buildService } from '../../api/services';
 import { createTemporalHandle } from '../../lib/temporal/client';
@@ -51,16 +52,6 @@ afterAll(async () => {
 });
 
 const ndjson = (body: string) => body.split('\n').filter(Boolean).map((l) => JSON.parse(l));
-
-/** A process that exists and is not a zombie (a killed orphan stays one until the machine's init reaps it). */
-function running(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
-  } catch {
-    return false;
-  }
-}
 
 describe('attempt failures and bad input', () => {
   test('an agent exiting 3 gives a failed attempt and process with the exit code in the logs', async () => {
@@ -329,12 +320,12 @@ describe('attempt failures and bad input', () => {
     const left = Number(/^left (\d+)$/.exec(logs.map((l) => l.message).find((m) => m.startsWith('left ')) ?? '')?.[1]);
     expect(left).toBeGreaterThan(0);
     expect(logs).toContainEqual(expect.objectContaining({ level: 'warn', message: expect.stringMatching(/^stopped 1 process the agent left running when it exited/) }));
-    expect(running(left)).toBe(false);
+    expect(processAlive(left)).toBe(false);
     // the setup script's service is still there for the agent's follow-ups, and goes with the worktree
     const servicePid = Number(fs.readFileSync(service, 'utf8'));
-    expect(running(servicePid)).toBe(true);
+    expect(processAlive(servicePid)).toBe(true);
     expect((await h.inject('DELETE', `/api/attempts/${started.attemptId}`)).statusCode).toBe(200);
-    await eventually(async () => !running(servicePid));
+    await eventually(async () => !processAlive(servicePid));
     fs.rmSync(service, { force: true });
   });
 

@@ -131,9 +131,10 @@ test('a start Temporal cannot take answers 503 and leaves nothing; the same idem
   await eventually(async () => received.some((e) => e.event === 'attempt.started' && e.data.attemptId === attemptId), 30_000, 100);
 }, 120_000);
 
-test('a start whose process never got through to Temporal is finished by the reconciler; the late original joins it (one attempt.started)', async () => {
+test('a start whose process never got through to Temporal is finished by the reconciler; the late original joins it (one attempt.started, counted started once)', async () => {
   const p = await h.project();
   const taskId = await h.task(p.id, 'NOOP orphaned start');
+  const startedBefore = await attemptsCounted('started');
   proxy.setMode('hold');
   const answer = h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' });
   let attemptId: string;
@@ -148,6 +149,8 @@ test('a start whose process never got through to Temporal is finished by the rec
     const finished = await reconcilePendingStarts({ db: stack.db, config: stack.config, temporal: stack.temporal, metrics: stack.metrics }, 0);
     expect(finished).toBe(1);
     expect(await startedEvents(attemptId)).toBe(1);
+    // the reconciler's confirmation counts it started (before session 52 the reconciler counted nothing: a start whose request never answered was never counted)
+    expect(await attemptsCounted('started')).toBe(startedBefore + 1);
     expect((await (await stack.temporal.client()).workflow.getHandle(`attempt:${attemptId}`).describe()).status.name).toMatch(/RUNNING|COMPLETED/);
   } finally {
     proxy.setMode('forward');
@@ -160,6 +163,8 @@ test('a start whose process never got through to Temporal is finished by the rec
   expect(await startedEvents(attemptId)).toBe(1);
   await new Promise((r) => setTimeout(r, 1000));
   expect(received.filter((e) => e.event === 'attempt.started' && e.data.attemptId === attemptId)).toHaveLength(1);
+  // and not once more by the late original, which joined the run the reconciler had confirmed
+  expect(await attemptsCounted('started')).toBe(startedBefore + 1);
 }, 120_000);
 
 test('starting a created attempt that Temporal refuses answers 503 and leaves it created, without a process', async () => {
@@ -326,9 +331,9 @@ test("a new attempt whose workflow id Temporal closed before the start's request
   expect(await reconcilePendingStarts({ db: stack.db, config: stack.config, temporal: stack.temporal, metrics: stack.metrics }, 0)).toBe(0);
   expect((await stack.db.query('SELECT status FROM attempts WHERE id = $1', [attemptId])).rows[0].status).toBe('cancelled');
 
-  // a new attempt of the task runs, and is counted started
+  // a new attempt of the task runs, and is counted started (by its confirmation, which follows the answer)
   const next = await h.start(taskId);
   expect(next.attemptId).not.toBe(attemptId);
-  expect(await attemptsCounted('started')).toBe(counted.started + 1);
+  await eventually(async () => (await attemptsCounted('started')) === counted.started + 1, 10_000, 20);
   expect((await h.until(next.attemptId, ['completed'], 60_000)).status).toBe('completed');
 }, 120_000);

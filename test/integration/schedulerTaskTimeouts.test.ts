@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { groupAlive } from '../../lib/process/processGroup';
+import { processAlive } from '../../lib/process/procStat';
 import { FAKE_FLOWS } from '../support/fakeFlowBuilder';
 import { eventually } from '../support/harness';
 import { schedulerStackForFile } from '../support/schedulerStack';
@@ -32,15 +33,6 @@ async function runToEnd(workflow: string): Promise<{ id: string; execution: Exec
   }, 60_000);
   return { id, execution, logs: (await sched.inject('GET', `/api/v1/executions/${id}/logs`)).json().logs };
 }
-
-const pidAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return fs.existsSync(`/proc/${pid}`) && !/^\S+ \(.*\) [ZX]/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-};
 
 test('a script sleeping past its 1 s timeout, ignoring SIGTERM, with a child: failed "timed out after 1s", its group gone, its dir removed; the next run completes', async () => {
   const dir = path.join(sched.tmp, 'script');
@@ -75,7 +67,7 @@ test('a script sleeping past its 1 s timeout, ignoring SIGTERM, with a child: fa
   const leader = Number(fs.readFileSync(path.join(dir, 'leader'), 'utf8'));
   const child = Number(fs.readFileSync(path.join(dir, 'child'), 'utf8'));
   // nothing of its group is left (a SIGKILL takes effect at the process's next scheduling: a moment's grace)
-  await eventually(async () => !groupAlive(leader) && !pidAlive(child), 5000, 100);
+  await eventually(async () => !groupAlive(leader) && !processAlive(child), 5000, 100);
   expect(fs.existsSync(fs.readFileSync(path.join(dir, 'cwd'), 'utf8').trim())).toBe(false);
 
   fs.writeFileSync(fast, '');

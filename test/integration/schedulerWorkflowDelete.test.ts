@@ -325,6 +325,44 @@ describe('a run requested while its workflow is being deleted', () => {
     expect(runs).toEqual(original ? [`execution:${original}`] : []);
     expect(fs.existsSync(marker)).toBe(false);
   });
+
+  test('a run that starts after the deletion found none running and before it locked the workflow: the deletion is made again, with Temporal, and stops it', async () => {
+    const name = `late-run-${uniq}`;
+    const pidFile = path.join(sched.tmp, `${name}.pid`);
+    // no schedule and no running execution: the deletion's first look finds nothing it needs Temporal for
+    expect((await inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 'sleep', type: 'script', script: `echo $$ > ${pidFile}; sleep 30` }] })).statusCode).toBe(201);
+
+    // The interleaving, forced with the workflow row's lock: a transaction of the test holds it FOR SHARE; the
+    // deletion, past its look for running executions, queues for it (lockWorkflows, FOR UPDATE); a run starts
+    // meanwhile (its row's writes lock the workflow's row FOR KEY SHARE, which a share lock lets through) and its
+    // script runs. When the test lets go, the deletion finds that run under its lock with no Temporal client had: it
+    // ends that transaction having deleted nothing, gets the client, and deletes again (api/scheduler/workflows.ts).
+    const holder = await sched.stack.db.connect();
+    let del: Awaited<ReturnType<typeof inject>>;
+    let run: { id: string; pid: number };
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM scheduler_workflows WHERE name = $1 FOR SHARE', [name]);
+      const deletion = inject('DELETE', `/api/v1/workflows/${name}`);
+      await waitsForLock('SELECT name FROM scheduler_workflows'); // lockWorkflows
+      run = await runSleeper(name, pidFile);
+      expect(await rowsOf(name)).toEqual([{ id: run.id, status: 'running' }]);
+      await holder.query('COMMIT');
+      del = await deletion;
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+    }
+    expect([del.statusCode, del.json()]).toEqual([200, { name, deleted: true }]);
+
+    // stopped like any running execution of a deleted workflow: script killed, Temporal run cancelled, its row gone
+    await eventually(async () => !groupAlive(run.pid), 5000, 50);
+    const handle = (await sched.stack.temporal.client()).workflow.getHandle(`execution:${run.id}`);
+    expect(await eventually(async () => (await handle.describe()).status.name !== 'RUNNING' && (await handle.describe()).status.name, 5000, 50)).toBe('CANCELLED');
+    expect(await rowsOf(name)).toEqual([]);
+    expect((await inject('GET', `/api/v1/executions/${run.id}`)).statusCode).toBe(404);
+    expect((await inject('GET', `/api/v1/workflows/${name}`)).statusCode).toBe(404);
+  });
 });
 
 describe('a scheduled run that waited for a worker while its workflow was deleted and re-created', () => {

@@ -1,15 +1,9 @@
 /** Live processes (zombies excluded) whose command line mentions `dir`, as `<pid>: <command line>`, read from /proc. */
 import fs from 'node:fs';
+import { processAlive } from '../../lib/process/procStat';
 
-/** Whether `pid` runs and is no zombie (a killed orphan stays one until it is reaped), from /proc. */
-export function processAlive(pid: number): boolean {
-  try {
-    const state = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
-    return state !== undefined && state !== 'Z';
-  } catch {
-    return false;
-  }
-}
+/** Whether `pid` runs and is no zombie (lib/process/procStat.ts), for the tests that take it from here. */
+export { processAlive };
 
 /** Live processes whose working directory is `dir` or below it (an agent's in its worktree), from /proc. */
 export function processesIn(dir: string): number[] {
@@ -30,8 +24,7 @@ export function processesUsing(dir: string): string[] {
   for (const pid of fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
     try {
       const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      const state = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
-      if (cmd.includes(dir) && state !== 'Z') found.push(`${pid}: ${cmd}`);
+      if (cmd.includes(dir) && processAlive(pid)) found.push(`${pid}: ${cmd}`);
     } catch {
       /* gone */
     }
@@ -59,7 +52,7 @@ export function processesNaming(text: string): number[] {
   for (const e of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(e)) continue;
     try {
-      if (/^\S+ \(.*\) [ZX]/.test(fs.readFileSync(`/proc/${e}/stat`, 'utf8'))) continue;
+      if (!processAlive(e)) continue;
       if (fs.readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0').join(' ').includes(text)) found.push(Number(e));
     } catch {
       /* gone meanwhile */

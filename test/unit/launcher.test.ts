@@ -11,6 +11,7 @@ import path from 'node:path';
 import { git, gitOrThrow } from '../../lib/git';
 import { launcherPid, runProcess, stopLauncher } from '../../lib/process/launcher';
 import { groupAlive } from '../../lib/process/processGroup';
+import { processAlive } from '../../lib/process/procStat';
 import { eventually, makeGitRepo } from '../support/harness';
 
 const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
@@ -162,13 +163,6 @@ describe('the process launcher', () => {
     );
     const parent = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
     const pids: number[] = [];
-    const alive = (pid: number) => {
-      try {
-        return !/^\S+ \(.*\) [ZX]/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
-      } catch {
-        return false;
-      }
-    };
     try {
       const line = await new Promise<string>((resolve, reject) => {
         let out = '';
@@ -181,9 +175,9 @@ describe('the process launcher', () => {
       const { launcher } = JSON.parse(line) as { launcher: number };
       await eventually(async () => ['plain', 'stubborn'].every((n) => fs.readFileSync(path.join(dir, `${n}.child`), 'utf8').trim()), 5000, 20);
       for (const f of ['plain.sh', 'plain.child', 'stubborn.sh', 'stubborn.child']) pids.push(Number(fs.readFileSync(path.join(dir, f), 'utf8')));
-      expect(pids.every(alive)).toBe(true);
+      expect(pids.every((pid) => processAlive(pid))).toBe(true);
       parent.kill('SIGKILL');
-      await eventually(async () => !pids.some(alive) && !fs.existsSync(`/proc/${launcher}`), 10_000, 50);
+      await eventually(async () => !pids.some((pid) => processAlive(pid)) && !fs.existsSync(`/proc/${launcher}`), 10_000, 50);
     } finally {
       parent.kill('SIGKILL');
       for (const p of pids) {

@@ -12,8 +12,8 @@
  * is the truth and the request may be sent again (docs/approvals.md, "Create").
  *
  * The same bound serves the Temporal calls a request makes outside a transaction that would otherwise wait without
- * a limit (withinTemporalBound: an attempt's cancel, a delete's removals, a follow-up queue's "is the attempt
- * running", a follow-up's signal), with the caller's own limit (attempts.startTimeoutMs there).
+ * a limit (an attempt's cancel, a delete's removals, a follow-up queue's "is the attempt running", a follow-up's
+ * signal), with the caller's own limit (attempts.startTimeoutMs there: api/task/attemptService.ts, temporalCallMs).
  */
 import type { Client } from '@temporalio/client';
 import type { AppError } from '../errors';
@@ -22,8 +22,9 @@ import { isTemporalDeadlineExceeded, isTemporalUnreachable, temporalUnavailable 
 /**
  * Runs `fn`'s Temporal calls under one deadline `boundMs` from now; past it, or when Temporal is not reached, the 503
  * (`unavailable` makes it, from what happened, when the call's outcome is not simply "nothing was done": a signal).
+ * In a transaction `boundMs` is config.temporalInTransactionMs; outside one, the caller's own limit.
  */
-export async function withinTransactionBound<T>(client: Client, boundMs: number, fn: () => Promise<T>, unavailable: (detail: string) => AppError = temporalUnavailable): Promise<T> {
+export async function withinTemporalBound<T>(client: Client, boundMs: number, fn: () => Promise<T>, unavailable: (detail: string) => AppError = temporalUnavailable): Promise<T> {
   const deadline = Date.now() + boundMs;
   try {
     return await client.connection.withDeadline(deadline, fn);
@@ -34,6 +35,3 @@ export async function withinTransactionBound<T>(client: Client, boundMs: number,
     throw unavailable(timedOut ? `it did not answer within ${Math.round(boundMs / 100) / 10} s` : (err as Error).message);
   }
 }
-
-/** withinTransactionBound for a Temporal call made outside a transaction: the same deadline and the same 503. */
-export const withinTemporalBound = withinTransactionBound;
