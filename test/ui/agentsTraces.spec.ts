@@ -266,6 +266,15 @@ test.describe('settings', () => {
       await page.evaluate(() => window.dispatchEvent(new Event('visibilitychange')));
       await expect(deliveries).toContainText('task.created', { timeout: 1000 });
     }).toPass({ timeout: 30_000 });
+    // the try's duration in the board's words, as the API recorded it (it said "83 ms", under "Time")
+    const hookId = (await api<{ id: string; url: string }[]>('GET', '/webhooks')).find((h) => h.url === HOOK_URL)?.id;
+    const tried = (await api<{ event: string; attempt: number; durationMs: number }[]>('GET', `/webhooks/${hookId}/deliveries`)).find((x) => x.event === 'task.created' && x.attempt === 1);
+    expect(tried).toBeDefined();
+    const ms = tried?.durationMs ?? Number.NaN;
+    await expect(deliveries.getByRole('columnheader')).toHaveText(['When', 'Event', 'Try', 'Result', 'Duration']);
+    const firstTry = deliveries.locator('tbody tr').filter({ has: page.locator('td:nth-child(2)', { hasText: /^task\.created$/ }) }).filter({ has: page.locator('td:nth-child(3)', { hasText: /^1$/ }) });
+    await expect(firstTry.locator('td').nth(4)).toHaveText(ms > 0 && ms < 50 ? '< 0.1 s' : `${(ms / 1000).toFixed(1)} s`);
+    for (const text of await deliveries.locator('tbody td:nth-child(5)').allTextContents()) expect(text).toMatch(/^(< 0\.1|\d+\.\d) s$/);
     // the failed try shows on the webhook's row too: its receiver is failing (docs/webhooks.md, "The breaker")
     await expect(async () => {
       await page.evaluate(() => window.dispatchEvent(new Event('visibilitychange')));
