@@ -1,4 +1,5 @@
 /** Agents (status, queue, assign), traces (filters, the per-day chart) and settings (API key, webhooks and deliveries). */
+import AxeBuilder from '@axe-core/playwright';
 import type { Page } from '@playwright/test';
 import { alertCountsSeen, api, createProject, expect, holdAnswers, hurried, KEYS, layoutShiftsIn, svcApi, test, watchAlertCounts, watchLayoutShifts } from './fixtures';
 import { screenshot } from './screenshot';
@@ -31,6 +32,24 @@ test('an agent shows its status; assigning a task from its dialog (Enter) lands 
     ]),
   );
   await screenshot(page, 'agents');
+
+  // in a phone's window both tables scroll sideways in their boxes; Latest tasks has nothing to focus in it, so its box
+  // takes Tab, named as its table, and the arrow keys scroll it (only a mouse or a touch could: axe's
+  // scrollable-region-focusable, WCAG 2.1.1)
+  await page.setViewportSize({ width: 390, height: 800 });
+  const latestBox = page.getByRole('group', { name: 'Latest tasks' });
+  await expect(latestBox).toHaveAttribute('tabindex', '0');
+  await page.getByRole('button', { name: 'Assign a task to ui-helper' }).focus();
+  await page.keyboard.press('Tab');
+  await expect(latestBox).toBeFocused();
+  await page.keyboard.press('ArrowRight');
+  await expect.poll(() => latestBox.evaluate((el) => el.scrollLeft)).toBeGreaterThan(0);
+  const { violations } = await new AxeBuilder({ page }).withRules(['scrollable-region-focusable']).analyze();
+  expect(violations.flatMap((v) => v.nodes.map((n) => n.target.join(' ')))).toEqual([]);
+  // a box that fits is no stop of the Tab order
+  await page.setViewportSize({ width: 1360, height: 860 });
+  await expect(page.getByRole('group', { name: 'Latest tasks' })).toHaveCount(0);
+  await expect(page.getByRole('table', { name: 'Latest tasks' }).locator('xpath=..')).not.toHaveAttribute('tabindex');
 });
 
 test.describe('refusals', () => {
