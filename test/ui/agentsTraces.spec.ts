@@ -1,4 +1,5 @@
 /** Agents (status, queue, assign), traces (filters, the per-day chart) and settings (API key, webhooks and deliveries). */
+import AxeBuilder from '@axe-core/playwright';
 import type { Page } from '@playwright/test';
 import { alertCountsSeen, api, createProject, expect, holdAnswers, hurried, KEYS, layoutShiftsIn, svcApi, test, watchAlertCounts, watchLayoutShifts } from './fixtures';
 import { screenshot } from './screenshot';
@@ -31,6 +32,24 @@ test('an agent shows its status; assigning a task from its dialog (Enter) lands 
     ]),
   );
   await screenshot(page, 'agents');
+
+  // in a phone's window both tables scroll sideways in their boxes; Latest tasks has nothing to focus in it, so its box
+  // takes Tab, named as its table, and the arrow keys scroll it (only a mouse or a touch could: axe's
+  // scrollable-region-focusable, WCAG 2.1.1)
+  await page.setViewportSize({ width: 390, height: 800 });
+  const latestBox = page.getByRole('group', { name: 'Latest tasks' });
+  await expect(latestBox).toHaveAttribute('tabindex', '0');
+  await page.getByRole('button', { name: 'Assign a task to ui-helper' }).focus();
+  await page.keyboard.press('Tab');
+  await expect(latestBox).toBeFocused();
+  await page.keyboard.press('ArrowRight');
+  await expect.poll(() => latestBox.evaluate((el) => el.scrollLeft)).toBeGreaterThan(0);
+  const { violations } = await new AxeBuilder({ page }).withRules(['scrollable-region-focusable']).analyze();
+  expect(violations.flatMap((v) => v.nodes.map((n) => n.target.join(' ')))).toEqual([]);
+  // a box that fits is no stop of the Tab order
+  await page.setViewportSize({ width: 1360, height: 860 });
+  await expect(page.getByRole('group', { name: 'Latest tasks' })).toHaveCount(0);
+  await expect(page.getByRole('table', { name: 'Latest tasks' }).locator('xpath=..')).not.toHaveAttribute('tabindex');
 });
 
 test.describe('refusals', () => {
@@ -266,6 +285,15 @@ test.describe('settings', () => {
       await page.evaluate(() => window.dispatchEvent(new Event('visibilitychange')));
       await expect(deliveries).toContainText('task.created', { timeout: 1000 });
     }).toPass({ timeout: 30_000 });
+    // the try's duration in the board's words, as the API recorded it (it said "83 ms", under "Time")
+    const hookId = (await api<{ id: string; url: string }[]>('GET', '/webhooks')).find((h) => h.url === HOOK_URL)?.id;
+    const tried = (await api<{ event: string; attempt: number; durationMs: number }[]>('GET', `/webhooks/${hookId}/deliveries`)).find((x) => x.event === 'task.created' && x.attempt === 1);
+    expect(tried).toBeDefined();
+    const ms = tried?.durationMs ?? Number.NaN;
+    await expect(deliveries.getByRole('columnheader')).toHaveText(['When', 'Event', 'Try', 'Result', 'Duration']);
+    const firstTry = deliveries.locator('tbody tr').filter({ has: page.locator('td:nth-child(2)', { hasText: /^task\.created$/ }) }).filter({ has: page.locator('td:nth-child(3)', { hasText: /^1$/ }) });
+    await expect(firstTry.locator('td').nth(4)).toHaveText(ms > 0 && ms < 50 ? '< 0.1 s' : `${(ms / 1000).toFixed(1)} s`);
+    for (const text of await deliveries.locator('tbody td:nth-child(5)').allTextContents()) expect(text).toMatch(/^(< 0\.1|\d+\.\d) s$/);
     // the failed try shows on the webhook's row too: its receiver is failing (docs/webhooks.md, "The breaker")
     await expect(async () => {
       await page.evaluate(() => window.dispatchEvent(new Event('visibilitychange')));

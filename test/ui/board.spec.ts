@@ -470,7 +470,7 @@ test.describe('a label the task service refuses', () => {
   });
 });
 
-test('at 390 px a strip names every column with its count; a tap shows the column (nothing said In review had cards)', async ({ page }) => {
+test('at 390 px a strip names every column with its count, on one row; a tap or the keyboard shows the column (nothing said In review had cards)', async ({ page }) => {
   const project = await createProject('Phone Board');
   const review = await api<Task>('POST', '/tasks', { projectId: project.id, title: 'Waiting for review' });
   await api('PATCH', `/tasks/${review.id}`, { status: 'review' });
@@ -478,12 +478,20 @@ test('at 390 px a strip names every column with its count; a tap shows the colum
   await page.setViewportSize({ width: 390, height: 780 });
   await page.goto(`/projects/${project.id}`);
   const strip = page.getByRole('navigation', { name: 'Columns' });
-  // every column, with its count, inside the window
+  // every column, with its count, on one row (it wrapped onto two at 390 px); what does not fit scrolls inside the
+  // strip, which stays inside the window
+  const tops = new Set<number>();
   for (const [name, count] of [['To do', 1], ['In progress', 0], ['In review', 1], ['Done', 0], ['Cancelled', 0]] as const) {
     const button = strip.getByRole('button', { name: `${name} ${count}`, exact: true });
-    await expect(button).toBeInViewport({ ratio: 1 });
+    tops.add(Math.round((await button.boundingBox())?.y ?? -1));
   }
+  expect([...tops]).toHaveLength(1);
+  const stripBox = await strip.boundingBox();
+  expect((stripBox?.x ?? 0) + (stripBox?.width ?? 0)).toBeLessThanOrEqual(390);
+  expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
   await expect(strip.getByRole('button', { name: 'To do 1' })).toHaveAttribute('aria-current', 'true');
+  await expect(strip.getByRole('button', { name: 'To do 1' })).toBeInViewport({ ratio: 1 });
+  await expect(strip.getByRole('button', { name: 'Cancelled 0' })).not.toBeInViewport({ ratio: 1 });
   // the In review card is out of the window until its column is chosen
   const reviewCard = column(page, 'in-review').getByRole('article', { name: 'Waiting for review' });
   await expect(reviewCard).not.toBeInViewport();
@@ -498,9 +506,24 @@ test('at 390 px a strip names every column with its count; a tap shows the colum
   await expect(column(page, 'in-progress')).not.toBeInViewport();
   await screenshot(page, 'narrow-board-strip', { fullPage: false });
   await expect(strip.getByRole('button', { name: 'In review 1' })).toHaveAttribute('aria-current', 'true');
-  // a swipe back (the board scrolled by hand) moves the mark too
+  // by keyboard: Tab brings a button out of the strip's view into it, Enter shows its column
+  await strip.getByRole('button', { name: 'In review 1' }).focus();
+  await page.keyboard.press('Tab');
+  await page.keyboard.press('Tab');
+  const cancelled = strip.getByRole('button', { name: 'Cancelled 0' });
+  await expect(cancelled).toBeFocused();
+  await expect(cancelled).toBeInViewport({ ratio: 1 });
+  await page.keyboard.press('Enter');
+  await expect(cancelled).toHaveAttribute('aria-current', 'true');
+  await expect.poll(async () => {
+    const c = await column(page, 'cancelled').boundingBox();
+    return !!c && c.x >= 0 && c.x + c.width <= 390;
+  }).toBe(true);
+  await expect(strip.getByRole('button', { name: 'To do 1' })).not.toBeInViewport();
+  // a swipe back (the board scrolled by hand) moves the mark too, and the strip brings the marked button into view
   await page.locator('[data-testid="board"]').evaluate((b) => b.scrollTo({ left: 0 }));
   await expect(strip.getByRole('button', { name: 'To do 1' })).toHaveAttribute('aria-current', 'true');
+  await expect(strip.getByRole('button', { name: 'To do 1' })).toBeInViewport({ ratio: 1 });
   // the desktop board has no strip: its five columns are side by side
   await page.setViewportSize({ width: 1360, height: 860 });
   await expect(strip).toBeHidden();

@@ -480,16 +480,19 @@ test('a queue of follow-ups runs one after the other; a prompt queued while it w
   expect((await api<{ diff: string }>('GET', `/attempts/${attemptId}/diff?format=unified`)).diff).not.toContain('for later');
 });
 
-test('the diff of an attempt that changed nothing lists no file; one changed file is "1 file changed"', async ({ page }) => {
+test('the diff of an attempt that changed nothing lists no file; one changed file is "1 file changed"; a failed attempt\'s changes are merged only after a warning', async ({ page }) => {
   test.setTimeout(120_000);
   const project = await createProject(unique('Diff Count Project'));
   const noop = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Change nothing', description: 'NOOP' });
   const one = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Change one file', description: 'CONFLICT' });
   const failing = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Fail at once', description: 'FAIL' });
+  const halfDone = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Fail half way', description: 'EDITFAIL' });
   const started: string[] = [];
-  for (const t of [noop, one, failing]) started.push((await api<{ attemptId: string }>('POST', `/tasks/${t.id}/start`, { llm: 'scripted' })).attemptId);
+  for (const t of [noop, one, failing, halfDone]) started.push((await api<{ attemptId: string }>('POST', `/tasks/${t.id}/start`, { llm: 'scripted' })).attemptId);
   for (const id of started.slice(0, 2)) await attemptCompleted(id);
-  await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${started[2]}`)).status, { timeout: 60_000, intervals: [250] }).toBe('failed');
+  for (const id of started.slice(2)) {
+    await expect.poll(async () => (await api<{ status: string }>('GET', `/attempts/${id}`)).status, { timeout: 60_000, intervals: [250] }).toBe('failed');
+  }
 
   await page.goto(`/tasks/${noop.id}`);
   const diff = page.getByRole('region', { name: 'Diff' });
@@ -520,6 +523,58 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   await page.getByLabel('Prompt', { exact: true }).fill('FOLLOWUP try again');
   await expect(page.getByRole('button', { name: 'Send follow-up' })).toBeEnabled();
   await expect(api('POST', `/attempts/${started[2]}/merge`, { strategy: 'ff' })).rejects.toThrow(/409.*Nothing to merge/);
+
+  // a failed attempt that left changes (the scripted agent's EDITFAIL: its edit, then exit 3) can be merged: the
+  // service merges what it committed. Its Merge dialog says first that it failed; Cancel merges nothing, Merge does
+  const halfAttempt = await api<{ filesChanged: number; branch: string; baseBranch: string }>('GET', `/attempts/${started[3]}`);
+  expect(halfAttempt.filesChanged).toBe(2);
+  const baseHas = (file: string) => {
+    try {
+      return execFileSync('git', ['-C', project.repoPath, 'show', `${halfAttempt.baseBranch}:${file}`], { encoding: 'utf8', stdio: 'pipe' });
+    } catch {
+      return null;
+    }
+  };
+  await page.goto(`/tasks/${halfDone.id}`);
+  await expect(page.locator('.attempt-header').getByText('failed', { exact: true })).toBeVisible();
+  await expect(mergeButton).toBeEnabled();
+  await expect(mergeButton).toHaveAccessibleDescription('');
+  const FAILED_WARNING = 'The attempt failed: these are the changes it left before it stopped. Check its log and diff before merging them.';
+  await mergeButton.click();
+  const mergeDialog = page.getByRole('dialog', { name: 'Merge attempt #1' });
+  await expect(mergeDialog).toContainText(FAILED_WARNING);
+  await mergeDialog.getByRole('button', { name: 'Cancel' }).click();
+  await expect(mergeDialog).toBeHidden();
+  expect(await api<{ merged: boolean }>('GET', `/attempts/${started[3]}`)).toMatchObject({ merged: false });
+  expect(baseHas('src/added.txt')).toBeNull();
+  await mergeButton.click();
+  await expect(mergeDialog).toContainText(FAILED_WARNING);
+  await mergeDialog.getByRole('button', { name: 'Merge', exact: true }).click();
+  await expect(mergeDialog).toBeHidden();
+  await expect(page.locator('.attempt-header').getByText('merged', { exact: true })).toBeVisible();
+  expect(await api<{ merged: boolean; status: string }>('GET', `/attempts/${started[3]}`)).toMatchObject({ merged: true, status: 'failed' });
+  // the agent's changes are on the base branch now
+  expect(baseHas('src/added.txt')).toBe('one\ntwo\nthree\n');
+  expect(baseHas('README.md')).toContain('added by the agent');
+  await expect(mergeButton).toHaveAccessibleDescription('Already merged.');
+  // its log has three sources (armada, stderr, stdout): in a 300 px window more than fit, and the row scrolls inside its
+  // panel (a fieldset is as wide as what it holds: the row ran past the panel and the window, stdout cut off), taking
+  // Tab while it does, so the keyboard scrolls it too (nothing in it could be reached but its checkboxes)
+  const sources = page.getByRole('group', { name: 'Sources' });
+  await expect(sources.getByRole('checkbox')).toHaveCount(3);
+  await expect(sources).not.toHaveAttribute('tabindex');
+  await page.setViewportSize({ width: 300, height: 800 });
+  await expect(sources).toHaveAttribute('tabindex', '0');
+  const logPanel = page.locator('section.panel').filter({ has: page.getByRole('log', { name: 'Attempt log' }) });
+  const [row, panelBox] = [await sources.boundingBox(), await logPanel.boundingBox()];
+  expect((row?.x ?? 0) + (row?.width ?? 0)).toBeLessThanOrEqual((panelBox?.x ?? 0) + (panelBox?.width ?? 0));
+  await page.getByRole('group', { name: 'Levels' }).getByLabel('error').focus();
+  await page.keyboard.press('Tab');
+  await expect(sources).toBeFocused();
+  await page.keyboard.press('ArrowRight');
+  await expect.poll(() => sources.evaluate((el) => el.scrollLeft)).toBeGreaterThan(0);
+  await page.setViewportSize({ width: 1360, height: 860 });
+  await expect(sources).not.toHaveAttribute('tabindex');
 
   await page.goto(`/tasks/${one.id}`);
   await expect(diff.getByRole('navigation', { name: 'Changed files' }).getByRole('button')).toHaveText([/README\.md/]);

@@ -1,4 +1,5 @@
 import type { ReactNode } from 'react';
+import { useScrolls } from './scrollBox';
 
 /**
  * A list shown as a table: its column headers (those named in `numeric` aligned like their numbers; with `actions`, a
@@ -9,7 +10,9 @@ import type { ReactNode } from 'react';
  * it (`.has-actions`, styles.css): on a phone the rows' buttons were past the edge, with nothing saying so. The columns
  * named in `wide` are shown in a wide box only (`.wide-only`; their cells carry the class too): a narrow one shows
  * what they hold elsewhere in the row (Projects: under the project's name). Wide or narrow is the table's own box
- * (`.table-scroll-wide`, a size container, styles.css), not the window's.
+ * (`.table-scroll-wide`, a size container, styles.css), not the window's. A box that scrolls takes Tab, named by
+ * the table's label, so the keyboard can scroll it too (`ScrollBox`): a table with no button in it (Latest tasks, the
+ * trace list, the delivery log) could not be scrolled sideways without a mouse or a touch.
  */
 export function ListTable<T>({
   label,
@@ -43,7 +46,7 @@ export function ListTable<T>({
   if (items.length === 0) return <p className="empty">{empty}</p>;
   // a table wider than the window scrolls sideways inside its own box, not the whole page
   return (
-    <div className={wide.length ? 'table-scroll table-scroll-wide' : 'table-scroll'}>
+    <ScrollBox className={wide.length ? 'table-scroll table-scroll-wide' : 'table-scroll'} label={label}>
       <table className={['table', actions ? 'has-actions' : '', className ?? ''].filter(Boolean).join(' ')} aria-label={label}>
         <thead>
           <tr>
@@ -61,6 +64,17 @@ export function ListTable<T>({
         </thead>
         <tbody>{items.map(row)}</tbody>
       </table>
+    </ScrollBox>
+  );
+}
+
+/** The table's box: while it scrolls, a stop of the Tab order (arrow keys then scroll it), named as its table. */
+function ScrollBox({ className, label, children }: { className: string; label: string; children: ReactNode }) {
+  const [ref, scrolls] = useScrolls<HTMLDivElement>();
+  const focusable = scrolls ? { tabIndex: 0, role: 'group', 'aria-label': label } : {};
+  return (
+    <div ref={ref} className={className} {...focusable}>
+      {children}
     </div>
   );
 }

@@ -14,3 +14,4 @@ export { Field } from './Field';
 export { ListTable } from './ListTable';
 export { formatCost } from './money';
 export { formatDuration, parseSchedulerDuration } from './duration';
+export { useScrolls } from './scrollBox';

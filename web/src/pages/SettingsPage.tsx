@@ -10,7 +10,7 @@ import { ApiError, getApiKey, queryKeys, setApiKey, useErrorKept } from '../api'
 import { useAgents } from '../api/agentsTraces';
 import { useProjects } from '../api/projects';
 import { createWebhook, deleteWebhook, type Receiver, type Webhook, WEBHOOK_EVENTS, useDeliveries, useWebhooks } from '../api/settings';
-import { ConfirmDialog, Dialog, ErrorMessage, Field, ListTable, showToast, useDocumentTitle } from '../components';
+import { ConfirmDialog, Dialog, ErrorMessage, Field, formatDuration, ListTable, showToast, useDocumentTitle } from '../components';
 
 function ApiKeySection() {
   const qc = useQueryClient();
@@ -184,8 +184,8 @@ function DeliveryLog({ webhook }: { webhook: Webhook }) {
         items={d.data}
         loading={d.isPending}
         empty="No deliveries yet."
-        columns={['When', 'Event', 'Try', 'Result', 'Time']}
-        numeric={['Try', 'Time']}
+        columns={['When', 'Event', 'Try', 'Result', 'Duration']}
+        numeric={['Try', 'Duration']}
         row={(x) => (
           <tr key={x.id}>
             <td>{new Date(x.createdAt).toLocaleString()}</td>
@@ -198,7 +198,9 @@ function DeliveryLog({ webhook }: { webhook: Webhook }) {
               <span className={`badge ${x.success ? 'health-ok' : 'health-bad'}`}>{x.statusCode ?? 'no answer'}</span>
               {x.error ? <span className="muted"> {x.error}</span> : null}
             </td>
-            <td className="num">{x.durationMs} ms</td>
+            {/* how long the try took, in the board's words ("0.1 s", "< 0.1 s", "10.0 s"), as the Scheduler's
+                executions and the attempts say it: it said "83 ms", under a header "Time" beside When */}
+            <td className="num">{formatDuration(x.durationMs / 1000)}</td>
           </tr>
         )}
       />

@@ -17,6 +17,7 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { readNdjson, useWebSocketStream } from '../../api';
+import { useScrolls } from '../scrollBox';
 import { LogBuffer } from './logBuffer';
 import type { LogEntry } from './taskTypes';
 
@@ -149,6 +150,7 @@ export function LogView({ processId, onEnd }: { processId: string; onEnd?: () =>
   // filters
   const [hiddenLevels, setHiddenLevels] = useState<Set<string>>(new Set());
   const [hiddenSources, setHiddenSources] = useState<Set<string>>(new Set());
+  const [sourcesRef, sourcesScroll] = useScrolls<HTMLFieldSetElement>();
   useEffect(() => {
     buffer.setFilter({ hiddenLevels, hiddenSources });
     scheduleRender();
@@ -252,7 +254,8 @@ export function LogView({ processId, onEnd }: { processId: string; onEnd?: () =>
         </span>
         {/* a row of its own, always there and one line high: it appeared when a second source came mid-run, and
             pushed the log box down under the reader's eyes */}
-        <fieldset className="log-filter log-sources">
+        {/* more sources than fit scroll sideways: then the row takes Tab, so the keyboard can scroll it (useScrolls) */}
+        <fieldset className="log-filter log-sources" ref={sourcesRef} tabIndex={sourcesScroll ? 0 : undefined}>
           <legend>Sources</legend>
           {buffer.sources.size > 1 ? (
             [...buffer.sources].sort().map((s) => (

@@ -3,12 +3,16 @@
  * the board shows one column at a time (snapping, the next one peeking at the right edge), and nothing said there
  * were cards further right ("In review" out of sight). The strip names every column with its count, marks the one in
  * view, and a tap scrolls the board to a column. The desktop board (all five columns side by side) does not show it.
+ * The strip is one row: where its five buttons do not fit (390 px), it scrolls sideways (a swipe, or Tab, which
+ * brings the focused button into view) and keeps the marked one in view with some of its neighbour, so a swipe of the
+ * board never marks a button out of sight. It wrapped onto two rows at 390 px.
  */
-import { type RefObject, useEffect, useState } from 'react';
+import { type RefObject, useEffect, useRef, useState } from 'react';
 import type { BoardColumn } from './columns';
 
 export function ColumnStrip({ columns, counts, board }: { columns: BoardColumn[]; counts: number[]; board: RefObject<HTMLDivElement | null> }) {
   const [inView, setInView] = useState(0);
+  const strip = useRef<HTMLElement>(null);
   useEffect(() => {
     const el = board.current;
     if (!el) return;
@@ -30,8 +34,20 @@ export function ColumnStrip({ columns, counts, board }: { columns: BoardColumn[]
     el.addEventListener('scroll', follow, { passive: true });
     return () => el.removeEventListener('scroll', follow);
   }, [board]);
+  // the marked button in the strip's view, with a little of the next one beyond it (there is more that way); the
+  // strip alone is scrolled (scrollIntoView would scroll the page too)
+  useEffect(() => {
+    const el = strip.current;
+    const button = el?.children[inView];
+    if (!el || !button || el.scrollWidth <= el.clientWidth) return;
+    const box = el.getBoundingClientRect();
+    const b = button.getBoundingClientRect();
+    const peek = 32;
+    const by = b.left < box.left + peek ? b.left - box.left - peek : b.right > box.right - peek ? b.right - box.right + peek : 0;
+    if (by) el.scrollBy({ left: by, behavior: 'smooth' });
+  }, [inView]);
   return (
-    <nav className="column-strip" aria-label="Columns">
+    <nav className="column-strip" aria-label="Columns" ref={strip}>
       {columns.map((c, i) => (
         <button
           key={c.key}
