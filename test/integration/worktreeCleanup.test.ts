@@ -140,3 +140,22 @@ test('a locked worktree that fastWorktree made under a symlinked path (git then 
     for (const p of [repo, real, link]) fs.rmSync(p, { recursive: true, force: true });
   }
 });
+
+test('DELETE of a project of ten attempts (more than a delete handles at a time, DELETE_CONCURRENCY 8): one answer, cleanup done, every worktree and branch gone, the repository itself kept', async () => {
+  const p = await h.project();
+  const started = await Promise.all(Array.from({ length: 10 }, async (_, i) => h.start(await h.task(p.id, `One of ten, number ${i}`))));
+  const attempts = await Promise.all(started.map(async (s) => h.until(s.attemptId, ['completed'], 90_000)));
+  for (const a of attempts) expect(fs.existsSync(a.worktreePath)).toBe(true);
+
+  const del = await h.inject('DELETE', `/api/projects/${p.id}`);
+  expect(del.statusCode).toBe(200);
+  expect(del.json().data).toMatchObject({ id: p.id, deleted: true, cleanup: 'done' });
+  for (const a of attempts) {
+    expect(fs.existsSync(a.worktreePath)).toBe(false);
+    expect(branchThere(p.repo, a.branch)).toBe(false);
+  }
+  expect(registered(p.repo)).toEqual([fs.realpathSync(p.repo)]);
+  expect(gitOut(p.repo, 'rev-parse', '--abbrev-ref', 'HEAD')).toBe('main');
+  const rows = await h.stack.db.query('SELECT 1 FROM attempts WHERE id = ANY($1::text[])', [started.map((s) => s.attemptId)]);
+  expect(rows.rowCount).toBe(0);
+}, 180_000);
