@@ -5,7 +5,10 @@
 import crypto from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { status as grpcStatus } from '@grpc/grpc-js';
 import { WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
+import type { SignalDefinition } from '@temporalio/common';
+import { encodeToPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { AppError, conflict, forbidden, notFound, validationError } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { closeApprovalOfClosedWorkflow } from '../../lib/approvals/closedWorkflows';
@@ -14,7 +17,7 @@ import { getApproval, insertApproval, listHistoryFor, listPendingFor, listRespon
 import { lockAttemptKey } from '../../lib/db/attempts';
 import { withTransaction } from '../../lib/db/pool';
 import { withinTemporalBound } from '../../lib/temporal/temporalBound';
-import { approvalWorkflow, cancelApprovalUpdate, respondUpdate, type ApprovalRequest } from '../../workflows/approvalWorkflow';
+import { approvalWorkflow, cancelApprovalUpdate, cancelRecordedSignal, respondRecordedSignal, respondUpdate, type ApprovalRequest } from '../../workflows/approvalWorkflow';
 import { actingUser } from '../http/actingUser';
 import { ok, okPage, pagination } from '../http/envelope';
 import { Envelope, ErrorResponses, IdParams, PagedEnvelope } from '../http/schemas';
@@ -39,16 +42,39 @@ export function respondUpdateId(user: string, decision: string, comment: string)
 }
 export const cancelUpdateId = (user: string) => `cancel:${crypto.createHash('sha256').update(user).digest('hex').slice(0, 32)}`;
 
-/** The 503 of a response or cancel no worker applied within the wait: it was handed on and may still be applied. */
+/** How long recording a response or cancel that no worker applied (a signal) may take before the outcome is unknown. */
+export const APPROVAL_RECORD_WAIT_MS = 5000;
+
+/**
+ * The 503 of a response or cancel no worker applied within the wait and that could not be recorded either (Temporal
+ * did not answer the signal): Temporal may still hold the update and apply it, or have lost it.
+ */
 export function noWorkerApplied(what: 'response' | 'cancel', id: string, waitMs: number): AppError {
   const seconds = Math.round(waitMs / 100) / 10;
   return new AppError(
     503,
     'SERVICE_UNAVAILABLE',
-    `No worker applied this ${what} to approval ${id} within ${seconds} s (no worker is running, or Temporal did not answer): ` +
-      `Temporal holds it and may still apply it when a worker comes, so it may or may not have been applied. ` +
-      `Read the approval before deciding again; the same request sent again is the same update and is applied at most once`,
+    `No worker applied this ${what} to approval ${id} within ${seconds} s (no worker is running, or Temporal did not answer), ` +
+      `and Temporal did not confirm recording it, so it may or may not have been applied when a worker comes. ` +
+      `Read the approval; while it is pending, send the same request again (it is recorded once and applied at most once)`,
     { outcome: 'unknown', waitedMs: waitMs },
+  );
+}
+
+/**
+ * The 503 of a response or cancel no worker applied within the wait, recorded in the approval's workflow history (a
+ * signal): a worker applies it when one runs the workflow, under the same rules as the update, unless the approval is
+ * closed first (docs/approvals.md#no-worker).
+ */
+export function noWorkerRecorded(what: 'response' | 'cancel', id: string, waitMs: number): AppError {
+  const seconds = Math.round(waitMs / 100) / 10;
+  return new AppError(
+    503,
+    'SERVICE_UNAVAILABLE',
+    `No worker applied this ${what} to approval ${id} within ${seconds} s (no worker is running, or none took it in time): ` +
+      `it is recorded, and a worker applies it when one comes, under the same rules (not once the approval is closed: decided, ` +
+      `expired or cancelled). Read the approval to see it applied; the same request sent again is recorded once and applied at most once`,
+    { outcome: 'recorded', waitedMs: waitMs },
   );
 }
 
@@ -90,6 +116,13 @@ export function approvalView(a: ApprovalWithTaskRow, responses: ApprovalResponse
   };
 }
 
+/** What records a response or cancel that no worker applied: its signal, the update's input and the update's id. */
+interface Recorded<A> {
+  signal: SignalDefinition<[A]>;
+  input: A;
+  updateId: string;
+}
+
 /** The 409 for a request that is closed, with why when its workflow was closed from Temporal's side. */
 const closedError = (a: ApprovalRow) => conflict(`Approval ${a.id} is ${a.status}, no longer pending${a.closed_reason ? `: ${a.closed_reason}` : ''}`);
 
@@ -101,18 +134,47 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
 
   /**
    * A Temporal update of the approval's workflow, waited for at most `workerWaitMs`: an update is applied by a worker,
-   * and with none running Temporal holds it (for as long as the workflow runs). Past the wait, the 503 of
-   * noWorkerApplied; the update's own refusals and a gone workflow as callTemporal maps them.
+   * and with none running Temporal holds it in memory only (an update that no worker has accepted is lost when Temporal
+   * drops the workflow's cached state: a restart, an eviction, an error on it). Past the wait the same request is
+   * recorded as a signal (`recorded`), which the history keeps, and the answer is the 503 of noWorkerRecorded (or of
+   * noWorkerApplied when Temporal did not take the signal either). The update's own refusals and a gone workflow as
+   * callTemporal maps them.
    */
-  const applied = async <T>(client: Client, what: 'response' | 'cancel', id: string, update: () => Promise<T>): Promise<T> => {
+  const applied = async <T, A>(client: Client, what: 'response' | 'cancel', id: string, update: () => Promise<T>, recorded: Recorded<A>): Promise<T> => {
     try {
       // the response or cancel is recorded by the worker: a PostgreSQL outage meanwhile is a 503 now, not a wait as long as it lasts
       return await releasedWhenPostgresDown(deps.dependencies, () =>
         client.connection.withDeadline(Date.now() + workerWaitMs, () => callTemporal(update, { whenGone: closedConflict(id) })),
       );
     } catch (err) {
-      if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) throw noWorkerApplied(what, id, workerWaitMs);
-      throw err;
+      if (!(err instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) throw err;
+    }
+    throw await recordForWorker(client, what, id, recorded);
+  };
+
+  /**
+   * Records a response or cancel no worker applied as its signal, with the update's id as the signal's request id:
+   * Temporal writes a signal to the history before it answers, and takes one signal per request id and workflow run,
+   * so repeats record it once. The error to answer with.
+   */
+  const recordForWorker = async <A>(client: Client, what: 'response' | 'cancel', id: string, recorded: Recorded<A>): Promise<AppError> => {
+    try {
+      const payloads = await encodeToPayloads(client.options.loadedDataConverter, recorded.input);
+      await client.connection.withDeadline(Date.now() + APPROVAL_RECORD_WAIT_MS, () =>
+        client.workflowService.signalWorkflowExecution({
+          namespace: client.options.namespace,
+          workflowExecution: { workflowId: approvalWorkflowId(id) },
+          signalName: recorded.signal.name,
+          input: { payloads },
+          identity: client.options.identity,
+          requestId: recorded.updateId,
+        }),
+      );
+      return noWorkerRecorded(what, id, workerWaitMs);
+    } catch (err) {
+      // the workflow ended meanwhile (closed from Temporal's side): the request is closed
+      if ((err as { code?: unknown }).code === grpcStatus.NOT_FOUND) return closedConflict(id)();
+      return noWorkerApplied(what, id, workerWaitMs);
     }
   };
 
@@ -243,7 +305,11 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       const handle = client.workflow.getHandle(approvalWorkflowId(id));
       const input = { user, decision: request.body.decision, comment: request.body.comment ?? '' };
       const updateId = respondUpdateId(user, input.decision, input.comment);
-      const result = await applied(client, 'response', id, () => handle.executeUpdate(respondUpdate, { args: [input], updateId }));
+      const result = await applied(client, 'response', id, () => handle.executeUpdate(respondUpdate, { args: [input], updateId }), {
+        signal: respondRecordedSignal,
+        input,
+        updateId,
+      });
       return ok(version, result);
     },
   );
@@ -258,7 +324,12 @@ export const approvalRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fast
       requireOpen(a);
       const client = await deps.temporal.client();
       const handle = client.workflow.getHandle(approvalWorkflowId(id));
-      await applied(client, 'cancel', id, () => handle.executeUpdate(cancelApprovalUpdate, { args: [{ user }], updateId: cancelUpdateId(user) }));
+      const updateId = cancelUpdateId(user);
+      await applied(client, 'cancel', id, () => handle.executeUpdate(cancelApprovalUpdate, { args: [{ user }], updateId }), {
+        signal: cancelRecordedSignal,
+        input: { user },
+        updateId,
+      });
       return ok(version, await detail(id));
     },
   );

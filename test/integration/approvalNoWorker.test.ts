@@ -1,14 +1,18 @@
 /**
  * An approval's response or cancel while no worker runs (docs/approvals.md#no-worker). Both are Temporal updates, and
- * only a worker applies an update: Temporal holds it until one polls. The route waits at most
- * `approvals.workerWaitMs` (2 s here), then answers 503 with `details.outcome: "unknown"`: the update is still held and
- * is applied when the worker comes. A repeat of the same request carries the same update id, so it joins the held one
- * and is applied at most once; once applied, a repeat is a 409. Real Temporal; the worker is stopped and started.
+ * only a worker applies an update: Temporal holds it until one polls, in memory only (it is lost when Temporal drops
+ * the workflow's cached state). The route waits at most `approvals.workerWaitMs` (2 s here), then records the request
+ * as a signal, which Temporal writes to the workflow's history, and answers 503 with `details.outcome: "recorded"`: the
+ * worker applies it when it comes, whether Temporal kept the update or not. A repeat of the same request carries the
+ * same update id and records nothing more, so it is applied at most once; once applied, a repeat is a 409. Real
+ * Temporal; the worker is stopped and started.
  *
  * Before (found by the outside fuzzing of session 48): with the worker stopped, `POST /api/approvals/:id/respond` and
- * `/cancel` waited with no bound, for as long as no worker ran.
+ * `/cancel` waited with no bound, for as long as no worker ran. Then (sessions 48-51) the 503 said that Temporal held
+ * the update and might apply it: in ci51b a cancel so answered was not applied within 40 s of the worker's return.
  */
 import type { RunningWorkers } from '../../workers/createWorker';
+import { recordHistory } from '../support/attemptHelpers';
 import { createProjectAndTask, insertAttempt } from '../support/attempts';
 import { eventually, startStackWorkers, startTestStack, type TestStack } from '../support/harness';
 
@@ -51,17 +55,28 @@ const detail = async (id: string) => (await inject('GET', `/api/approvals/${id}`
 const eventsOf = async (id: string) =>
   (await stack.db.query<{ type: string }>("SELECT type FROM events WHERE data->>'approvalId' = $1 ORDER BY seq", [id])).rows.map((r) => r.type);
 
+/** The signals in the approval workflow's history, as [name, input]: what Temporal has recorded, with or without a worker. */
+async function signalsOf(id: string): Promise<[string, unknown][]> {
+  const { events } = await (await stack.temporal.client()).workflow.getHandle(`approval:${id}`).fetchHistory();
+  return (events ?? []).flatMap((e) => {
+    const a = e.workflowExecutionSignaledEventAttributes;
+    if (!a) return [];
+    const data = a.input?.payloads?.[0]?.data;
+    return [[a.signalName ?? '', data ? JSON.parse(Buffer.from(data).toString('utf8')) : undefined] as [string, unknown]];
+  });
+}
+
 const noWorker = (what: 'response' | 'cancel', id: string) => ({
   success: false,
   error: {
     code: 'SERVICE_UNAVAILABLE',
-    message: expect.stringMatching(new RegExp(`^No worker applied this ${what} to approval ${id} within 2 s .*may or may not have been applied`)),
-    details: { outcome: 'unknown', waitedMs: WAIT_MS },
+    message: expect.stringMatching(new RegExp(`^No worker applied this ${what} to approval ${id} within 2 s .*: it is recorded, and a worker applies it when one comes`)),
+    details: { outcome: 'recorded', waitedMs: WAIT_MS },
   },
   meta: expect.any(Object),
 });
 
-test('respond with the worker stopped: 503 with an unknown outcome, repeats too; applied once when the worker comes; a repeat then is the same 409 whether or not it decided', async () => {
+test('respond with the worker stopped: 503, recorded once, repeats too; applied once when the worker comes; a repeat then is the same 409 whether or not it decided', async () => {
   const single = await createApproval([A]);
   const pair = await createApproval([A, B]);
   await workers?.stop();
@@ -77,9 +92,13 @@ test('respond with the worker stopped: 503 with an unknown outcome, repeats too;
   const ofPair = await inject('POST', `/api/approvals/${pair}/respond`, A, answer);
   expect([ofPair.statusCode, ofPair.json()]).toEqual([503, noWorker('response', pair)]);
   expect(await detail(single)).toMatchObject({ status: 'pending', responses: [] });
+  // recorded in the workflow's history before any worker runs, once for the three requests: nothing here depends on
+  // Temporal keeping the held update until the worker comes
+  const recorded = ['respondRecorded', { user: A, ...answer }];
+  expect([await signalsOf(single), await signalsOf(pair)]).toEqual([[recorded], [recorded]]);
 
   workers = await startStackWorkers(stack);
-  // what the 503s said might happen does: the held response is applied, once
+  // what the 503s said happens does: the recorded response is applied, once
   await eventually(async () => (await detail(single)).status === 'approved', 40_000, 250);
   await eventually(async () => (await detail(pair)).responses.length === 1, 40_000, 250);
   expect(await detail(single)).toMatchObject({ status: 'approved', responses: [{ approver: A, decision: 'approved' }] });
@@ -98,9 +117,12 @@ test('respond with the worker stopped: 503 with an unknown outcome, repeats too;
   expect([b.statusCode, b.json().data]).toEqual([200, expect.objectContaining({ approvalId: pair, decision: 'approved', approvalStatus: 'approved' })]);
   expect(await detail(single)).toMatchObject({ status: 'approved', responses: [{ approver: A }] });
   expect(await eventsOf(single)).toEqual(['approval.created', 'approval.approved']);
+  // the workflow ends with the recorded response applied (a replay fixture with ARMADA_RECORD_HISTORIES)
+  expect(await (await stack.temporal.client()).workflow.getHandle(`approval:${single}`).result()).toBe('approved');
+  await recordHistory(stack, `approval:${single}`, 'approval-approved-recorded-no-worker');
 });
 
-test('cancel with the worker stopped: 503 with an unknown outcome; cancelled once when the worker comes; a repeat then is a 409', async () => {
+test('cancel with the worker stopped: 503, recorded once; cancelled once when the worker comes; a repeat then is a 409', async () => {
   const id = await createApproval([A]);
   await workers?.stop();
   workers = undefined;
@@ -108,6 +130,7 @@ test('cancel with the worker stopped: 503 with an unknown outcome; cancelled onc
   const [cancel, repeat] = await Promise.all([inject('POST', `/api/approvals/${id}/cancel`, C), inject('POST', `/api/approvals/${id}/cancel`, C)]);
   for (const r of [cancel, repeat]) expect([r.statusCode, r.headers['retry-after'], r.json()]).toEqual([503, '1', noWorker('cancel', id)]);
   expect((await detail(id)).status).toBe('pending');
+  expect(await signalsOf(id)).toEqual([['cancelRecorded', { user: C }]]);
 
   workers = await startStackWorkers(stack);
   await eventually(async () => (await detail(id)).status === 'cancelled', 40_000, 250);
@@ -119,4 +142,6 @@ test('cancel with the worker stopped: 503 with an unknown outcome; cancelled onc
   }
   const late = await inject('POST', `/api/approvals/${id}/respond`, A, { decision: 'approved' });
   expect([late.statusCode, late.json().error.message]).toEqual([409, `Approval ${id} is cancelled, no longer pending`]);
+  expect(await (await stack.temporal.client()).workflow.getHandle(`approval:${id}`).result()).toBe('cancelled');
+  await recordHistory(stack, `approval:${id}`, 'approval-cancelled-recorded-no-worker');
 });
