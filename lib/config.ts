@@ -9,6 +9,7 @@ import path from 'node:path';
 import { Type, type Static } from 'typebox';
 import Ajv from 'ajv';
 import { AGENT_OUTPUT_FORMATS } from './agents/outputFormats';
+import { MAX_AGENT_TASK_TIMEOUT_MS } from './agents/agentTaskTimeout';
 import { localUrl } from './hostAddress';
 import { ConfigError } from './errors';
 import { FileTooLargeError, NotAFileError, readRegularFile } from './fs/regularFile';
@@ -113,8 +114,11 @@ export const FileConfigSchema = Type.Object(
           ),
           /** An agent's actor continues-as-new after this many finished tasks (default 100). */
           continueAsNewEvery: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
-          /** A task's process is stopped after this long and the task fails (default 30 minutes). */
-          taskTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000 })),
+          /**
+           * A task's process is stopped after this long and the task fails (default 30 minutes); at most what its
+           * activity's 24 h start-to-close timeout leaves (lib/agents/agentTaskTimeout.ts).
+           */
+          taskTimeoutMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: MAX_AGENT_TASK_TIMEOUT_MS })),
           /** How many memory hits are prepended to the prompt of an agent with `memory: true` (default 3). */
           memoryHits: Type.Optional(Type.Integer({ minimum: 0, maximum: 50 })),
           /** How often the agents service looks for tasks whose actor was closed under them (default 3 s). */

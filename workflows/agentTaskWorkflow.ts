@@ -7,14 +7,15 @@
 import { ApplicationFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { AgentTaskOutcome } from '../activities/multiAgent/runAgentTask';
+import { AGENT_TASK_ACTIVITY_TIMEOUT_MS } from '../lib/agents/agentTaskTimeout';
 import { AGENT_RESTARTED, AGENT_TASK_FAILED, type AgentTaskInput } from './agentMessages';
 import { failureMessage } from './failureMessage';
 
 // The process may run long: heartbeats show it is alive and carry cancellation (restart) to it; the activity kills
 // its process group and only then reports cancelled. Retries cover a lost worker, not a failing agent (a non-zero
-// exit is a result, not an error).
+// exit is a result, not an error). 24 hours: multiAgent.taskTimeoutMs is bounded so that its timeout comes first.
 export const { runAgentTask } = proxyActivities<Activities>({
-  startToCloseTimeout: '24 hours',
+  startToCloseTimeout: AGENT_TASK_ACTIVITY_TIMEOUT_MS,
   heartbeatTimeout: '10s',
   cancellationType: 'WAIT_CANCELLATION_COMPLETED',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 3 },

@@ -1,7 +1,8 @@
 /**
  * Flow tasks at workflow creation: the source (id or name) and the flow (id, endpoint_name or display name) are
  * resolved once, against the platform's own flow list, and the task stores the flow's id, so a run never guesses
- * and a renamed flow keeps running. A name that matches no flow (or source) is a 400, one that matches several a 409.
+ * and a renamed flow keeps running. A name that matches no flow (or source) is a 400, one that matches several a 409;
+ * a platform that cannot list its flows a 502 (a 504 when it timed out).
  */
 import { conflict, invalidRequest } from '../../lib/errors';
 import { isUuid } from '../../lib/ids';
@@ -10,6 +11,7 @@ import { getSource, getSourcesByName, type SourceRow } from '../../lib/db/schedu
 import type { FlowTask } from '../../lib/db/schedulerWorkflows';
 import { PlatformError, listRemoteFlows, matchFlow, type RemoteFlow } from '../../lib/scheduler/platforms';
 import { sourceTarget } from '../../lib/scheduler/sourceTarget';
+import { platformFailure } from './platformFailure';
 
 export interface FlowTaskRequest {
   name: string;
@@ -49,7 +51,8 @@ export async function resolveFlowTask(db: Queryable, encryptionKey: Buffer, time
     flows = await listed;
   } catch (err) {
     if (!(err instanceof PlatformError)) throw err;
-    throw invalidRequest(`Task "${t.name}": could not list the flows of source "${source.name}" to find "${t.flow}": ${err.message}`);
+    // the platform's failure, not the request's: a 502, a 504 for a timeout (it was a 400)
+    throw platformFailure(err, `Task "${t.name}": could not list the flows of source "${source.name}" to find "${t.flow}"`);
   }
   const match = matchFlow(flows, t.flow);
   if ('error' in match) {

@@ -11,6 +11,8 @@ export const Detail = Type.Object({ detail: Type.String() });
 
 /** The error answers a scheduler route may give. */
 export const DetailErrors = { 400: Detail, 401: Detail, 404: Detail, 500: Detail, 503: Detail };
+/** The answers of a route that calls a source's platform: its failure (502) or its timeout (504); api/scheduler/platformFailure.ts. */
+export const PlatformErrors = { 502: Detail, 504: Detail };
 
 export const SOURCE_TYPES = ['flow-builder', 'langflow', 'automagik-hive', 'automagik-agents'] as const;
 export const SOURCE_STATUSES = ['active', 'inactive'] as const;

@@ -5,7 +5,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { AppError, invalidRequest, notFound } from '../../lib/errors';
+import { invalidRequest, notFound } from '../../lib/errors';
 import { isUuid, newId } from '../../lib/ids';
 import { withTransaction } from '../../lib/db/pool';
 import { UNIQUE_VIOLATION } from '../../lib/db/projects';
@@ -29,14 +29,15 @@ import { sealSecret } from '../../lib/secretBox';
 import { redactUrlCredentials } from '../../lib/urlCredentials';
 import type { SchedulerPluginOptions } from './deps';
 import { resyncScheduleLater } from './scheduleResync';
+import { platformFailure } from './platformFailure';
 import { stopRuns } from './stopRuns';
 import { withinDeadline } from './temporalAccess';
 import {
   CreateSourceBody,
   DeletedSource,
-  Detail,
   DetailErrors,
   PatchSourceBody,
+  PlatformErrors,
   RemoteFlows,
   Source,
   SourceHealth,
@@ -215,15 +216,15 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
 
   app.get(
     '/sources/:id/flows',
-    { schema: { tags: ['sources'], params: SourceIdParams, response: { 200: RemoteFlows, ...DetailErrors, 502: Detail } } },
+    { schema: { tags: ['sources'], params: SourceIdParams, response: { 200: RemoteFlows, ...DetailErrors, ...PlatformErrors } } },
     async (request) => {
       const source = await mustGet(request.params.id);
       try {
         return { source_id: source.id, flows: await listRemoteFlows(target(source), settings.sourceTimeoutMs) };
       } catch (err) {
         if (!(err instanceof PlatformError)) throw err;
-        // the platform's failure (down, an error, a redirect elsewhere), not the request's: a 502 (it was a 400)
-        throw new AppError(502, 'BAD_GATEWAY', `Failed to list flows: ${err.message}`);
+        // the platform's failure (down, an error, a redirect elsewhere, a timeout), not the request's (it was a 400)
+        throw platformFailure(err, 'Failed to list flows');
       }
     },
   );

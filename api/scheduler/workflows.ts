@@ -22,7 +22,7 @@ import type { DetailServiceDeps } from '../detailServiceDeps';
 import type { SchedulerPluginOptions } from './deps';
 import { scheduleView, targetOf, timingOf } from './scheduleViews';
 import { resolveFlowTask, type FlowListCache } from './flowTasks';
-import { CreateWorkflowBody, CreatedWorkflow, DeletedWorkflow, Detail, DetailErrors, RunResult, Workflow, WorkflowList, WorkflowParams } from './schemas';
+import { CreateWorkflowBody, CreatedWorkflow, DeletedWorkflow, Detail, DetailErrors, PlatformErrors, RunResult, Workflow, WorkflowList, WorkflowParams } from './schemas';
 import { startExecution } from './startExecution';
 import { stopRuns } from './stopRuns';
 import { resyncScheduleLater } from './scheduleResync';
@@ -178,7 +178,7 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
 
   app.post(
     '/workflows',
-    { schema: { tags: ['workflows'], body: CreateWorkflowBody, response: { 201: CreatedWorkflow, ...DetailErrors, 409: Detail } }, preValidation: refuseScheduleExpression },
+    { schema: { tags: ['workflows'], body: CreateWorkflowBody, response: { 201: CreatedWorkflow, ...DetailErrors, 409: Detail, ...PlatformErrors } }, preValidation: refuseScheduleExpression },
     async (request, reply) => {
       const body = request.body;
       const schedule = body.schedule ?? null;

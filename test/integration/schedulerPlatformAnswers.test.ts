@@ -4,6 +4,7 @@
  * a RangeError in JSON.stringify after it arrived; the try took it for an unreachable platform, gave the task back and
  * the flow was sent three times (`Task f failed: Maximum call stack size exceeded`).
  */
+import { OPENAPI_PATHS } from '../../api/http/openapi';
 import { MAX_PLATFORM_ANSWER_DEPTH, MAX_VERSION_INFO_CHARS } from '../../lib/scheduler/platforms';
 import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
 import type { TestStack } from '../support/harness';
@@ -165,7 +166,7 @@ describe('a platform that redirects to another origin', () => {
     await target?.close();
   });
 
-  test('a run, both flow lists, the health check and a new source fail saying why; the other origin is never asked', async () => {
+  test('a run, both flow lists, a new workflow, the health check and a new source fail saying why; the other origin is never asked', async () => {
     const created = await inject('POST', '/api/v1/sources', { name: 'moved', source_type: 'langflow', url: moved.url, api_key: 'moved-key-1234567890' });
     expect(created.statusCode).toBe(201);
     const id = created.json().id as string;
@@ -180,6 +181,11 @@ describe('a platform that redirects to another origin', () => {
 
     const own = await inject('GET', `/api/v1/sources/${id}/flows`);
     expect([own.statusCode, own.json()]).toEqual([502, { detail: `Failed to list flows: GET /api/v1/flows/ answered HTTP 302, ${refused}` }]);
+    const newWorkflow = await inject('POST', '/api/v1/workflows', { name: 'redirected-new', tasks: [{ name: 'f', type: 'flow', source: 'moved', flow: FAKE_FLOWS.summarise.id }] });
+    expect([newWorkflow.statusCode, newWorkflow.json()]).toEqual([
+      502,
+      { detail: `Task "f": could not list the flows of source "moved" to find "${FAKE_FLOWS.summarise.id}": GET /api/v1/flows/ answered HTTP 302, ${refused}` },
+    ]);
     const all = (await inject('GET', '/api/v1/flows')).json();
     expect(all.sources.find((s: { id: string }) => s.id === id).error).toBe(`GET /api/v1/flows/ answered HTTP 302, ${refused}`);
 
@@ -194,8 +200,49 @@ describe('a platform that redirects to another origin', () => {
     expect((await stack.db.query('SELECT count(*)::int AS n FROM scheduler_sources')).rows[0].n).toBe(before);
 
     expect(target.requests).toEqual([]);
-    const answered = [own.body, JSON.stringify(all), health.body, another.body, JSON.stringify(execution)].join('\n');
+    const answered = [own.body, newWorkflow.body, JSON.stringify(all), health.body, another.body, JSON.stringify(execution)].join('\n');
     for (const hidden of ['s3cret-in-location', 'meta-data']) expect(answered).not.toContain(hidden);
     expect((await inject('DELETE', `/api/v1/sources/${id}`)).statusCode).toBe(200);
   }, 90_000);
+});
+
+describe('a platform that fails while a request waits on it: a 502, the platform\'s failure; the client\'s mistakes stay 4xx', () => {
+  let failing: FakeFlowBuilder;
+  let id: string;
+  beforeAll(async () => {
+    failing = await startFakeFlowBuilder();
+    const created = await inject('POST', '/api/v1/sources', { name: 'failing', source_type: 'langflow', url: failing.url });
+    expect(created.statusCode).toBe(201);
+    id = created.json().id as string;
+  });
+  afterAll(async () => {
+    await failing?.close();
+  });
+  const workflowRows = async () => (await stack.db.query("SELECT count(*)::int AS n FROM scheduler_workflows WHERE name = 'on-failing'")).rows[0].n as number;
+  const create = (flow: string) => inject('POST', '/api/v1/workflows', { name: 'on-failing', tasks: [{ name: 'f', type: 'flow', source: 'failing', flow }] });
+
+  test('an unknown flow is a 400; an answer of HTTP 500, then a refused connection, a 502 on both routes; nothing stored', async () => {
+    const unknown = await create('no-such-flow');
+    expect([unknown.statusCode, unknown.json().detail]).toEqual([400, expect.stringMatching(/^Task "f": source "failing" has no flow "no-such-flow"/)]);
+
+    failing.mode = 'error';
+    const answered = 'GET /api/v1/flows/ answered HTTP 500: {"detail":"internal error"}';
+    const own = await inject('GET', `/api/v1/sources/${id}/flows`);
+    expect([own.statusCode, own.json()]).toEqual([502, { detail: `Failed to list flows: ${answered}` }]);
+    const created = await create('summarise');
+    expect([created.statusCode, created.json()]).toEqual([502, { detail: `Task "f": could not list the flows of source "failing" to find "summarise": ${answered}` }]);
+
+    await failing.stop();
+    const refused = await create('summarise');
+    expect([refused.statusCode, refused.json().detail]).toEqual([502, expect.stringMatching(/^Task "f": could not list the flows of source "failing" to find "summarise": GET \/api\/v1\/flows\/ failed: .*ECONNREFUSED/)]);
+    expect(await workflowRows()).toBe(0);
+    expect((await inject('GET', '/api/v1/workflows/on-failing')).statusCode).toBe(404);
+  });
+
+  test('the OpenAPI document names the 502 and the 504 (a timeout: test/unit/schedulerPlatformFailure.test.ts) of both routes', async () => {
+    const doc = (await inject('GET', OPENAPI_PATHS.scheduler.json)).json();
+    for (const op of [doc.paths['/api/v1/sources/{id}/flows'].get, doc.paths['/api/v1/workflows'].post]) {
+      expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['400', '502', '504']));
+    }
+  });
 });

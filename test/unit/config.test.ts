@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { AGENT_TASK_ACTIVITY_TIMEOUT_MS, MAX_AGENT_TASK_TIMEOUT_MS } from '../../lib/agents/agentTaskTimeout';
 import { CONFIG_FILE_MAX_BYTES, ConfigError, loadConfig, MAX_RETENTION_DAYS, MAX_TEMPORAL_DURATION_MS, MAX_TIMER_MS, parseFileConfig } from '../../lib/config';
 
 describe('config', () => {
@@ -132,7 +133,7 @@ describe('config', () => {
     expect(() => parseFileConfig({ attempts: { killGraceMs: 2 ** 31 } }, 'c.json')).toThrow(/"attempts.killGraceMs"/);
     expect(parseFileConfig({ scheduler: { sourceTimeoutMs: MAX_TIMER_MS, scriptTimeoutSeconds: 2_147_483 }, attempts: { killGraceMs: MAX_TIMER_MS } }, 'c.json').attempts?.killGraceMs).toBe(MAX_TIMER_MS);
   });
-  test('durations only Temporal acts on are bounded by a year, retentionDays by 100 years: the error names the file, the key and the bound', () => {
+  test('durations only Temporal acts on are bounded by a year, retentionDays by 100 years, multiAgent.taskTimeoutMs by its activity: the error names the file, the key and the bound', () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-cfg-'));
     const file = path.join(home, 'config.json');
     const load = (config: unknown) => {
@@ -140,6 +141,8 @@ describe('config', () => {
       return loadConfig({ ARMADA_HOME: home });
     };
     expect(MAX_TEMPORAL_DURATION_MS).toBe(365 * 86_400_000);
+    expect(MAX_AGENT_TASK_TIMEOUT_MS).toBe(84_900_000);
+    expect(AGENT_TASK_ACTIVITY_TIMEOUT_MS - MAX_AGENT_TASK_TIMEOUT_MS).toBe(25 * 60_000);
     const year = MAX_TEMPORAL_DURATION_MS;
     const cases: [string, string, number][] = [
       ['attempts', 'heartbeatTimeoutMs', year],
@@ -149,6 +152,8 @@ describe('config', () => {
       ['scheduler', 'healthCheckIntervalSeconds', year / 1000],
       ['attempts', 'defaultTimeoutSec', 2_592_000], // as an attempt's options.timeout (30 days)
       ['scheduler', 'retentionDays', MAX_RETENTION_DAYS],
+      // what runAgentTask's 24 h start-to-close timeout leaves: a longer value never took effect
+      ['multiAgent', 'taskTimeoutMs', MAX_AGENT_TASK_TIMEOUT_MS],
     ];
     for (const [section, key, max] of cases) {
       // 1e300 as well: past anything a Duration, a Date or a PostgreSQL timestamp holds, and no longer taken
