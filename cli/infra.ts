@@ -6,12 +6,14 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { migrate } from '../lib/db/migrate';
 import { createPool } from '../lib/db/pool';
 import { embeddedPasswordFile } from '../lib/runtime/embeddedPostgres';
+import { supervise } from '../lib/runtime/supervisor';
 import { redactUrlCredentials } from '../lib/urlCredentials';
 import { writeWorkflowBundle } from '../workers/createWorker';
+import { unreachableDatabaseUrl } from './migrate';
 import { bootstrap, startInfrastructure, untilSignal } from './runtime';
+import { migrateOnOwnPostgres } from './startMigrate';
 
 export interface InfraReady {
   databaseUrl: string;
@@ -51,13 +53,22 @@ export async function runInfra(opts: { home?: string; pgPort?: number; temporalP
     logger,
   );
   const pool = createPool(infra.databaseUrl, logger);
+  // its embedded PostgreSQL killed under the migrations (kill -9, the OOM killer) is started again, and the migrations
+  // go on once it answers, as in `armada start` (cli/startMigrate.ts); only while they run: after the ready line a
+  // server that dies stays down, as before
+  let giveUp: (message: string) => void = () => undefined;
+  const gaveUp = new Promise<string>((resolve) => {
+    giveUp = resolve;
+  });
+  const postgres = infra.postgres;
+  const watch = postgres && supervise(postgres.server(), { name: 'postgres', restart: () => postgres.restart(), policy: config.supervision, logger, onGiveUp: giveUp });
   try {
-    await migrate(pool);
+    await migrateOnOwnPostgres(pool, postgres && (() => postgres.server()), gaveUp).finally(() => watch?.stop());
     if (opts.bundle) await writeWorkflowBundle(opts.bundle);
   } catch (err) {
     await pool.end();
     await infra.stop();
-    throw err;
+    throw unreachableDatabaseUrl(config.databaseUrl, err);
   } finally {
     await pool.end().catch(() => undefined);
   }

@@ -15,6 +15,7 @@ import { startWorkers } from '../workers/createWorker';
 import { resolveLogFormat, type Logger } from '../lib/logger';
 import { sdkLogger } from '../lib/temporal/sdkLogger';
 import { bootstrap, startInfrastructure, untilSignal } from './runtime';
+import { unreachableDatabaseUrl } from './migrate';
 import { migrateOnOwnPostgres } from './startMigrate';
 import { readyBanner, stoppedBanner } from './startBanner';
 
@@ -91,7 +92,10 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
   try {
     // its own PostgreSQL killed meanwhile is restarted by its supervisor, and the migrations go on (cli/startMigrate.ts)
     const postgres = infra.postgres;
-    const applied = await migrateOnOwnPostgres(workerPool, postgres && (() => postgres.server()), gaveUp);
+    // a PostgreSQL of DATABASE_URL not answering is one line naming its host:port and what to do, as in `armada migrate`
+    const applied = await migrateOnOwnPostgres(workerPool, postgres && (() => postgres.server()), gaveUp).catch((err: unknown) => {
+      throw unreachableDatabaseUrl(config.databaseUrl, err);
+    });
     if (applied.length) logger.info({ applied }, 'migrations applied');
     await installTemporalRuntime(config.host, config.temporal.metricsPort, logger);
     const runWorkers = async () => {

@@ -7,7 +7,8 @@
  *
  * It gives up, exiting 1 with the migrations' own line (what was cut, and that running the start again is safe), when
  * the server does not answer within MIGRATION_RESTART_WAIT_MS, when its supervisor gives up (it keeps dying), or after
- * MIGRATION_RESTARTS restarts. A PostgreSQL of DATABASE_URL (nobody here restarts it), or a failure that is not the
+ * MIGRATION_RESTARTS restarts. `armada infra` migrates through this too, its PostgreSQL supervised while it does
+ * (cli/infra.ts). A PostgreSQL of DATABASE_URL (nobody here restarts it), or a failure that is not the
  * server's death (a full disk, a read-only server), is as in `armada migrate`: exit 1 with that line at once.
  */
 import type { Pool } from 'pg';

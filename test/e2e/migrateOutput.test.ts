@@ -40,8 +40,13 @@ afterAll(async () => {
 
 /** bin/armada migrate with stdout and stderr pipes. */
 function migrate(args: string[] = [], extraEnv: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return run('migrate', extraEnv, args);
+}
+
+/** bin/armada `command` with stdout and stderr pipes. */
+function run(command: string, extraEnv: NodeJS.ProcessEnv = {}, args: string[] = []): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [ARMADA_BIN, 'migrate', ...args], { env: { ...env, ...extraEnv }, timeout: 90_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [ARMADA_BIN, command, ...args], { env: { ...env, ...extraEnv }, timeout: 90_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
     });
   });
@@ -89,7 +94,7 @@ test('on a terminal it is text', async () => {
   expect([code, out.replace(/\r\n/g, '\n')]).toEqual([0, 'database is up to date\n']);
 });
 
-test('a DATABASE_URL of no PostgreSQL URL form, or whose server is not there, is one line naming the setting and what to do, without the password', async () => {
+test('a DATABASE_URL of no PostgreSQL URL form, or whose server is not there, is one line naming the setting (its host:port) and what to do, without the password; armada start says the same', async () => {
   const DO = 'fix DATABASE_URL, or unset it to use the embedded PostgreSQL';
   for (const url of ['not a url', 'postgres://armada:sekret-pw@[bad', 'mysql://armada:sekret-pw@127.0.0.1/armada']) {
     const r = await migrate([], { DATABASE_URL: url });
@@ -103,6 +108,14 @@ test('a DATABASE_URL of no PostgreSQL URL form, or whose server is not there, is
       probe.close(() => resolve(p)); // nothing listens there once closed
     });
   });
+  const unreachable = `armada: the PostgreSQL of DATABASE_URL at 127.0.0.1:${port} cannot be reached (connect ECONNREFUSED 127.0.0.1:${port}): start it, or ${DO}\n`;
   const r = await migrate([], { DATABASE_URL: `postgres://armada:sekret-pw@127.0.0.1:${port}/armada` });
-  expect([r.code, r.stdout, r.stderr]).toEqual([1, '', `armada: the PostgreSQL of DATABASE_URL cannot be reached (connect ECONNREFUSED 127.0.0.1:${port}): start it, or ${DO}\n`]);
+  expect([r.code, r.stdout, r.stderr]).toEqual([1, '', unreachable]);
+
+  // `armada start` migrates first and says the same (before session 52: the driver's bare `connect ECONNREFUSED …`);
+  // its log lines go to stdout, its one line to stderr; TEMPORAL_ADDRESS is never dialled, the migrations fail first
+  const start = await run('start', { DATABASE_URL: `postgres://armada:sekret-pw@127.0.0.1:${port}/armada`, TEMPORAL_ADDRESS: `127.0.0.1:${port}` });
+  expect([start.code, start.stderr]).toEqual([1, unreachable]);
+  expect(start.stdout + start.stderr).not.toContain('sekret-pw');
+  expect(start.stdout + start.stderr).not.toMatch(/\n\s+at /); // no stack
 });
