@@ -24,10 +24,25 @@ afterEach(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
+/**
+ * A port taken by a server of this test. Its close ends the connections it accepted too (one that a process started
+ * here made to the taken port): server.close() alone left it open, unread, and it held the jest worker past the run's end
+ * until jest force-exited it (ci52b, ci52c).
+ */
 async function listening(): Promise<{ port: number; close(): void }> {
-  const server = net.createServer();
+  const accepted = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    accepted.add(socket);
+    socket.on('close', () => accepted.delete(socket));
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { port: (server.address() as net.AddressInfo).port, close: () => server.close() };
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () => {
+      for (const socket of accepted) socket.destroy();
+      server.close();
+    },
+  };
 }
 
 async function devServerError(dbFile: string, port: number): Promise<string> {
