@@ -1,5 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import { Readable } from 'node:stream';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -30,10 +31,10 @@ afterAll(async () => {
 });
 
 /** Runs a CLI command in-process against the listening app; returns exit code and output. */
-async function cli(run: (argv: string[], io: CliIo) => Promise<number>, argv: string[], env: Record<string, string> = { ARMADA_API_KEY: KEY }) {
+async function cli(run: (argv: string[], io: CliIo) => Promise<number>, argv: string[], env: Record<string, string> = { ARMADA_API_KEY: KEY }, stdin?: CliIo['stdin']) {
   let stdout = '';
   let stderr = '';
-  const code = await run(argv, { env: { ARMADA_SCHEDULER_URL: url, ...env }, stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+  const code = await run(argv, { env: { ARMADA_SCHEDULER_URL: url, ...env }, stdin, stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
   return { code, stdout, stderr };
 }
 
@@ -287,6 +288,16 @@ describe('armada sources / workflows CLI', () => {
       expect(await refused(path.join(dir, 'two'))).toEqual({ code: 2, stdout: '', stderr: `armada: --api-key-file ${path.join(dir, 'two')}: it holds more than one line; give a file that holds only the key\n` });
       expect(await refused(path.join(dir, 'empty'))).toEqual({ code: 2, stdout: '', stderr: `armada: --api-key-file ${path.join(dir, 'empty')}: it holds no key (to clear a source's key, give --api-key "")\n` });
       expect(await refused(path.join(dir, 'missing'))).toMatchObject({ code: 2, stderr: expect.stringMatching(/^armada: --api-key-file \S+missing: cannot read it \(ENOENT: /) });
+      expect(await refused(dir)).toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(/^armada: --api-key-file \S+: cannot read it \(EISDIR: /) });
+      fs.writeFileSync(path.join(dir, 'large'), 'k'.repeat(16 * 1024 + 1));
+      expect(await refused(path.join(dir, 'large'))).toEqual({ code: 2, stdout: '', stderr: `armada: --api-key-file ${path.join(dir, 'large')}: more than 16384 bytes, longer than any key; give a file that holds only the key\n` });
+      // a terminal as stdin would show the key as it is typed: refused before anything is read
+      const terminal = Object.assign(Readable.from([]), { isTTY: true });
+      expect(await cli(runSources, ['update', 'cli-keyfile', '--api-key-file', '-'], undefined, terminal)).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: 'armada: --api-key-file -: stdin is a terminal, which would show the key as it is typed; pipe the key in (… | armada sources …) or give a file\n',
+      });
       const both = await cli(runSources, ['update', 'cli-keyfile', '--api-key', 'k', '--api-key-file', path.join(dir, 'key')]);
       expect([both.code, both.stderr]).toEqual([2, 'armada sources update: give --api-key-file or --api-key, not both; run armada sources --help\n']);
       expect((await cli(runSources, ['flows', 'cli-keyfile'])).code).toBe(0);
