@@ -5,7 +5,16 @@ export interface FollowUpRequest {
   prompt: string;
   draftId?: string;
   source?: string;
+  /**
+   * The request's Idempotency-Key (POST /api/attempts/:id/follow-up): the workflow takes a key once and drops a
+   * follow-up whose key it has already taken (the last TAKEN_FOLLOW_UP_KEYS of them, carried through
+   * continue-as-new). Absent (every follow-up sent before keys existed, the drafts engine's): never dropped.
+   */
+  idempotencyKey?: string;
 }
+
+/** How many follow-up keys an attempt's workflow remembers (the oldest is forgotten first). */
+export const TAKEN_FOLLOW_UP_KEYS = 500;
 
 export interface AttemptProgress {
   attemptId: string;

@@ -22,7 +22,7 @@ import {
 import type { Activities } from '../activities';
 import type { PreparedWorktree } from '../activities/git/worktree';
 import type { RunAgentResult } from '../activities/agent/runAgent';
-import { closeAttemptSignal, followUpSignal, progressQuery, stopProcessSignal, type AttemptProgress, type FollowUpRequest } from './attemptMessages';
+import { closeAttemptSignal, followUpSignal, progressQuery, stopProcessSignal, TAKEN_FOLLOW_UP_KEYS, type AttemptProgress, type FollowUpRequest } from './attemptMessages';
 import { failureMessage as message } from './failureMessage';
 import { ArmadaAgent, ArmadaAttemptId, ArmadaAttemptStatus, ArmadaTaskId } from '../lib/temporal/searchAttributes';
 import { POSTGRES_OUTAGE_WAIT_MS } from '../lib/db/outage';
@@ -57,6 +57,8 @@ export interface AttemptWorkflowInput {
     lastOutcome: AttemptProgress['lastOutcome'];
     /** a closeAttempt received before continue-as-new: the next run closes at once, as this one would have */
     closing?: boolean;
+    /** the follow-up keys taken so far, oldest first (at most TAKEN_FOLLOW_UP_KEYS); absent in runs continued before keys existed */
+    takenKeys?: string[];
   };
 }
 
@@ -172,7 +174,19 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
     branch: input.carried?.worktree.branch ?? null,
     lastOutcome: input.carried?.lastOutcome ?? null,
   };
+  // the follow-up keys taken (oldest first, the last TAKEN_FOLLOW_UP_KEYS): a follow-up whose key is among them is a
+  // repeat of one this attempt already has (a client's retry after a 503 whose outcome was unknown) and is dropped.
+  // No command depends on it beyond the follow-up not run; a history without keys replays as it ran
+  const takenKeys: string[] = [...(input.carried?.takenKeys ?? [])];
+  const taken = new Set(takenKeys);
   setHandler(followUpSignal, (f) => {
+    const key = f.idempotencyKey;
+    if (key) {
+      if (taken.has(key)) return;
+      taken.add(key);
+      takenKeys.push(key);
+      if (takenKeys.length > TAKEN_FOLLOW_UP_KEYS) taken.delete(takenKeys.shift() as string);
+    }
     queue.push(f);
     state.pendingFollowUps = queue.length;
   });
@@ -350,7 +364,7 @@ export async function attemptWorkflow(input: AttemptWorkflowInput): Promise<Atte
     }
     const runIsFull = input.continueAsNewEvery !== undefined && followUpsThisRun >= input.continueAsNewEvery;
     if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > 5000 || runIsFull) {
-      await continueAsNewKeepingMessages(input, worktree, queue, state, () => closing);
+      await continueAsNewKeepingMessages(input, worktree, queue, state, () => closing, takenKeys);
     }
   }
   state.stage = 'done';
@@ -369,6 +383,7 @@ async function continueAsNewKeepingMessages(
   queue: FollowUpRequest[],
   state: AttemptProgress,
   closing: () => boolean,
+  takenKeys: string[],
 ): Promise<never> {
   const keep = inEffect(input, 'continue-as-new-keeps-messages');
   if (keep) await condition(allHandlersFinished);
@@ -380,6 +395,8 @@ async function continueAsNewKeepingMessages(
       processIds: state.processIds.slice(-50),
       lastOutcome: state.lastOutcome,
       ...(keep && closing() ? { closing: true } : {}),
+      // read after the handlers finished, as the queue: a key taken meanwhile goes along with its follow-up
+      ...(takenKeys.length ? { takenKeys } : {}),
     },
   });
 }

@@ -23,7 +23,7 @@ export const StartTaskBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** The longest Idempotency-Key a start accepts; a longer one is a 400 (never cut short, which could merge two keys). */
+/** The longest Idempotency-Key a start or a follow-up accepts; a longer one is a 400 (never cut short, which could merge two keys). */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
 
 /** Headers of POST /api/tasks/:id/start (other headers pass as they are). */
@@ -32,6 +32,17 @@ export const StartTaskHeaders = Type.Object({
     Type.String({
       maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
       description: 'Repeats of a start with the same key for the same task (also concurrent ones) return the first attempt; an empty key is the same as none.',
+    }),
+  ),
+});
+
+/** Headers of POST /api/attempts/:id/follow-up (other headers pass as they are). */
+export const FollowUpHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
+      description:
+        "Repeats of a follow-up with the same key to the same attempt (also concurrent ones) run it once: the attempt's workflow drops a follow-up whose key it has taken (it remembers its last 500 keys) and each repeat answers 202 as the first did; an empty key is the same as none.",
     }),
   ),
 });

@@ -536,15 +536,20 @@ export async function followUpsRefused(db: Queryable, attemptId: string): Promis
 
 /**
  * The 503 of a follow-up whose signal Temporal did not answer within temporalCallMs (or whose connection failed under
- * it): the signal may have reached the workflow, which then runs it, so this is not a plain "try again"; the way to
- * tell is the attempt's processes (a delivered follow-up becomes a `follow_up` process when it runs). Details
- * `{outcome: 'unknown'}`, as a merge's.
+ * it): the signal may have reached the workflow, which then runs it, so this is not a plain "try again". With an
+ * Idempotency-Key it is safe to send again with the same key (the workflow drops a key it has taken); without one,
+ * the way to tell is the attempt's processes (a delivered follow-up becomes a `follow_up` process when it runs).
+ * Details `{outcome: 'unknown'}`, as a merge's.
  */
-export const followUpOutcomeUnknown = (attemptId: string, why: string): AppError =>
+export const followUpOutcomeUnknown = (attemptId: string, why: string, keyed: boolean): AppError =>
   new AppError(
     503,
     'SERVICE_UNAVAILABLE',
-    `The workflow engine (Temporal) stopped answering while the follow-up was being sent (${why.slice(0, 200)}): it may or may not have been delivered; check the attempt's processes (GET /api/processes?attemptId=${attemptId}: a delivered follow-up runs as a new follow_up process, after the run in progress if there is one) before sending it again`,
+    `The workflow engine (Temporal) stopped answering while the follow-up was being sent (${why.slice(0, 200)}): it may or may not have been delivered; ` +
+      (keyed
+        ? 'send it again with the same Idempotency-Key: the attempt runs a follow-up whose key it has already taken only once'
+        : `check the attempt's processes (GET /api/processes?attemptId=${attemptId}: a delivered follow-up runs as a new follow_up process, after the run in progress if there is one) before sending it again; ` +
+          'a follow-up sent with an Idempotency-Key header can instead be sent again with the same key, and runs once'),
     { outcome: 'unknown' },
   );
 
@@ -552,9 +557,14 @@ export const followUpOutcomeUnknown = (attemptId: string, why: string): AppError
  * Queues a follow-up prompt on the attempt's workflow (409 when the workflow is not running: followUpsRefused).
  * Temporal known down: the 503 "try again" (nothing was sent). The signal waits at most temporalCallMs: past it, or
  * its connection failing under it, followUpOutcomeUnknown. Before, it waited on a Temporal that took the request and
- * did not answer for as long as that lasted.
+ * did not answer for as long as that lasted. An `idempotencyKey` travels in the signal: the workflow runs a key once.
  */
-export async function sendFollowUp(deps: AttemptServiceDeps, attemptId: string, f: { prompt: string; draftId?: string; source?: string }): Promise<void> {
+export async function sendFollowUp(
+  deps: AttemptServiceDeps,
+  attemptId: string,
+  f: { prompt: string; draftId?: string; source?: string },
+  idempotencyKey?: string,
+): Promise<void> {
   const a = await getAttempt(deps.db, attemptId);
   if (!a) throw notFound(`Attempt ${attemptId} not found`);
   const client = await deps.temporal.client();
@@ -562,8 +572,8 @@ export async function sendFollowUp(deps: AttemptServiceDeps, attemptId: string, 
     await withinTemporalBound(
       client,
       temporalCallMs(deps),
-      () => client.workflow.getHandle(attemptWorkflowId(attemptId)).signal(followUpSignal, f),
-      (why) => followUpOutcomeUnknown(attemptId, why),
+      () => client.workflow.getHandle(attemptWorkflowId(attemptId)).signal(followUpSignal, idempotencyKey ? { ...f, idempotencyKey } : f),
+      (why) => followUpOutcomeUnknown(attemptId, why, idempotencyKey !== undefined),
     );
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) throw await followUpsRefused(deps.db, attemptId);

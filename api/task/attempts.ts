@@ -47,6 +47,7 @@ import {
   DiffQuery,
   DiffResponse,
   FollowUpBody,
+  FollowUpHeaders,
   MergeBody,
   MergeResult,
   NdjsonBody,
@@ -349,9 +350,12 @@ export const attemptRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPoo
 
   app.post(
     '/attempts/:id/follow-up',
-    { schema: { tags: ['attempts'], params: IdParams, body: FollowUpBody, response: { 202: Envelope(Type.Object({ attemptId: Type.String(), queued: Type.Boolean() })), ...ErrorResponses } } },
+    {
+      schema: { tags: ['attempts'], params: IdParams, headers: FollowUpHeaders, body: FollowUpBody, response: { 202: Envelope(Type.Object({ attemptId: Type.String(), queued: Type.Boolean() })), ...ErrorResponses } },
+    },
     async (request, reply) => {
-      await sendFollowUp(svc, request.params.id, request.body);
+      // a repeat of a key the workflow has taken answers as the first did: the signal cannot say it was dropped
+      await sendFollowUp(svc, request.params.id, request.body, request.headers['idempotency-key'] || undefined);
       return reply.code(202).send(ok(version, { attemptId: request.params.id, queued: true }));
     },
   );

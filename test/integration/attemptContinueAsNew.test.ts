@@ -1,6 +1,7 @@
 /**
  * attemptWorkflow continues-as-new (here after every 2 follow-ups: attempts.continueAsNewEvery) without losing a
  * message: follow-ups queued around the switch all run, in order, and a close received before it ends the next run.
+ * The follow-up keys it has taken (Idempotency-Key) go along: a repeat is dropped in either run.
  */
 import { ArmadaAttemptStatus, ArmadaProjectId, ArmadaTaskId } from '../../lib/temporal/searchAttributes';
 import { closeAttemptSignal } from '../../workflows/attemptMessages';
@@ -72,4 +73,62 @@ test('follow-ups sent around continue-as-new all run, in order; a close received
   expect(closed.runId).not.toBe(runBeforeClose);
   await recordHistory(stack, `attempt:${attemptId}`, 'attempt-continue-as-new', firstRunId);
   await recordHistory(stack, `attempt:${attemptId}`, 'attempt-continue-as-new-closing', runBeforeClose);
+}, 120_000);
+
+test('a follow-up sent again with its Idempotency-Key runs once (one after the other, two at once, again after continue-as-new); a new key runs; a key over 200 characters or on two lines is a 400', async () => {
+  const p = await h.project();
+  const { attemptId } = await h.start(await h.task(p.id, 'NOOP start'));
+  await h.until(attemptId, ['completed']);
+  const handle = (await stack.temporal.client()).workflow.getHandle(`attempt:${attemptId}`);
+  const firstRunId = (await handle.describe()).runId;
+  const followUp = async (prompt: string, key?: string | string[]) => {
+    const r = await h.inject('POST', `/api/attempts/${attemptId}/follow-up`, { prompt }, key === undefined ? undefined : ({ 'idempotency-key': key } as Record<string, string>));
+    return { status: r.statusCode, body: r.json() };
+  };
+  // a repeat answers as the first did: the client cannot tell them apart
+  const accepted = { status: 202, body: { success: true, data: { attemptId, queued: true }, meta: expect.any(Object) } };
+  const viaApi = async () => {
+    const r = await h.inject('GET', `/api/processes?attemptId=${attemptId}&limit=100`);
+    return (r.json().data as { kind: string; status: string }[]).map((x) => ({ kind: x.kind, status: x.status }));
+  };
+  const ran = async (followUps: number) => {
+    const list = await viaApi();
+    return list.length === followUps + 1 && list.every((x) => x.status === 'completed') ? list : undefined;
+  };
+
+  const keyA = `a-${attemptId}`;
+  const keyB = `b-${attemptId}`;
+  expect(await followUp('FOLLOWUP A', keyA)).toEqual(accepted);
+  expect(await followUp('FOLLOWUP A', keyA)).toEqual(accepted);
+  expect(await Promise.all([followUp('FOLLOWUP B', keyB), followUp('FOLLOWUP B', keyB)])).toEqual([accepted, accepted]);
+  // A and B are the run's two follow-ups (continueAsNewEvery 2): it continues-as-new after B, taking the keys along
+  await eventually(() => ran(2), 60_000, 200);
+  const secondRunId = await eventually(async () => {
+    const runId = (await handle.describe()).runId;
+    return runId !== firstRunId ? runId : undefined;
+  }, 30_000, 100);
+
+  const tooLong = await followUp('FOLLOWUP X', 'k'.repeat(201));
+  expect(tooLong).toEqual({
+    status: 400,
+    body: {
+      success: false,
+      error: { code: 'VALIDATION_ERROR', message: 'Request headers are invalid: idempotency-key must NOT have more than 200 characters', details: { 'idempotency-key': 'must NOT have more than 200 characters' } },
+      meta: expect.any(Object),
+    },
+  });
+  const twice = await followUp('FOLLOWUP X', [keyA, `x-${attemptId}`]);
+  expect([twice.status, twice.body.error]).toEqual([400, { code: 'VALIDATION_ERROR', message: 'Request headers are invalid: idempotency-key must be sent once', details: { 'idempotency-key': 'must be sent once' } }]);
+
+  // A's key again, in the continued run: dropped; then a new key, and A's prompt with a key of 200 characters: both run
+  // (follow-ups run in order, so a repeat that ran would have run before C)
+  expect(await followUp('FOLLOWUP A', keyA)).toEqual(accepted);
+  expect(await followUp('FOLLOWUP C', `c-${attemptId}`)).toEqual(accepted);
+  expect(await followUp('FOLLOWUP A', 'k'.repeat(200))).toEqual(accepted);
+  const list = await eventually(() => ran(4), 60_000, 200);
+  expect(list.map((x) => x.kind).sort()).toEqual(['follow_up', 'follow_up', 'follow_up', 'follow_up', 'initial']);
+  const notes = (await h.inject('GET', `/api/attempts/${attemptId}/diff?format=json&file=notes.txt`)).json().data;
+  expect(notes.files[0].changes.map((c: { content: string }) => c.content)).toEqual(['FOLLOWUP A', 'FOLLOWUP B', 'FOLLOWUP C', 'FOLLOWUP A']);
+  await recordHistory(stack, `attempt:${attemptId}`, 'attempt-follow-up-key-repeated', firstRunId);
+  await recordHistory(stack, `attempt:${attemptId}`, 'attempt-follow-up-key-carried', secondRunId);
 }, 120_000);

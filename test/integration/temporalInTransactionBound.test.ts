@@ -13,7 +13,8 @@
  * The calls a request waits for outside a transaction are bounded by `attempts.startTimeoutMs` (2 s here, as for an
  * attempt's start): a follow-up queue's "is the attempt running" and a delete's workflow cancel answer the 503 within
  * it, nothing made or deleted; a follow-up's signal answers the 503 within it saying the follow-up may or may not
- * have been delivered and where to look (its workflow may have taken it); an attempt's and a task's cancel, committed before the workflow's cancel, answer the
+ * have been delivered and where to look (its workflow may have taken it; with an Idempotency-Key: send it again with
+ * that key); an attempt's and a task's cancel, committed before the workflow's cancel, answer the
  * 200 of what was done within it. Before, each waited on the held answer without a limit.
  */
 import { execFileSync } from 'node:child_process';
@@ -75,8 +76,8 @@ interface Answer {
   status: number;
   body: { data?: Record<string, unknown>; error?: { code: string; message: string } };
 }
-async function call(method: 'POST' | 'DELETE', url: string, payload?: unknown): Promise<Answer> {
-  const r = await app.inject({ method, url, payload: payload as object, headers: { 'x-api-key': TEST_API_KEY, 'x-user-email': 'carol@example.com' } });
+async function call(method: 'POST' | 'DELETE', url: string, payload?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  const r = await app.inject({ method, url, payload: payload as object, headers: { 'x-api-key': TEST_API_KEY, 'x-user-email': 'carol@example.com', ...headers } });
   return { status: r.statusCode, body: r.json() as Answer['body'] };
 }
 
@@ -227,9 +228,9 @@ test('the cancels a delete makes with the rows locked get no answer: 503 within 
 });
 
 /** `call`, and how long it took to answer. */
-async function timedCall(method: 'POST' | 'DELETE', url: string, payload?: unknown): Promise<Answer & { ms: number }> {
+async function timedCall(method: 'POST' | 'DELETE', url: string, payload?: unknown, headers?: Record<string, string>): Promise<Answer & { ms: number }> {
   const began = Date.now();
-  const answer = await call(method, url, payload);
+  const answer = await call(method, url, payload, headers);
   return { ...answer, ms: Date.now() - began };
 }
 /** Well past the 2 s bound, well short of a wait without one (the held answer is never delivered meanwhile). */
@@ -252,7 +253,7 @@ test('a follow-up queue with autoExecute whose "is the attempt running" gets no 
   expect(await queues()).toBe(0);
 });
 
-test("a follow-up whose signal gets no answer: 503 within the bound saying it may or may not have been delivered and where to look; sent again, the 409 of an attempt without a running workflow", async () => {
+test("a follow-up whose signal gets no answer: 503 within the bound saying it may or may not have been delivered and where to look (with an Idempotency-Key: to send it again with that key); sent again, the 409 of an attempt without a running workflow", async () => {
   const attemptId = await insertAttempt(stack, taskId);
   proxy.setMode('holdAnswers');
   const held = await timedCall('POST', `/api/attempts/${attemptId}/follow-up`, { prompt: 'and then this' });
@@ -263,6 +264,15 @@ test("a follow-up whose signal gets no answer: 503 within the bound saying it ma
     details: { outcome: 'unknown' },
   });
   expect(held.ms).toBeLessThan(ANSWERED_WITHIN_MS);
+  const keyed = await call('POST', `/api/attempts/${attemptId}/follow-up`, { prompt: 'and then this' }, { 'idempotency-key': 'then-this' });
+  expect([keyed.status, keyed.body.error]).toEqual([
+    503,
+    {
+      code: 'SERVICE_UNAVAILABLE',
+      message: expect.stringMatching(/did not answer within 2 s\): it may or may not have been delivered; send it again with the same Idempotency-Key: the attempt runs a follow-up whose key it has already taken only once$/),
+      details: { outcome: 'unknown' },
+    },
+  ]);
 
   proxy.setMode('forward');
   expect((await call('POST', `/api/attempts/${attemptId}/follow-up`, { prompt: 'and then this' })).status).toBe(409); // no workflow runs for it
