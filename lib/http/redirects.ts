@@ -4,8 +4,8 @@
  * `--header`) went along to whatever host the answer named, a presigned download or anyone's server.
  * Like fetch: up to 20 redirects; 303, and 301/302 after a POST, go on as a GET without the body; 307/308 resend the
  * request as it was. A redirect to a URL that is not http(s) is refused (fetch's network error), as is a 21st.
- * With `otherOrigins: 'refuse'` (the scheduler's calls to flow platforms) a redirect to another origin than the
- * first URL's is refused too (RedirectElsewhere), before anything is sent there.
+ * With `otherOrigins: 'refuse'` (the scheduler's calls to flow platforms, tool calls, the scheduler CLI) a redirect to
+ * another origin than the first URL's is refused too (RedirectElsewhere), before anything is sent there.
  */
 
 export const MAX_REDIRECTS = 20;
