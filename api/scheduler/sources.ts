@@ -244,10 +244,11 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
         error = err.message;
       }
       const recorded = await recordSourceHealth(deps.db, source.id, error === null, error, source);
-      // not recorded: the source was changed (another url, type or key) or deleted while it was checked; its status
-      // is the row's as it is now (the result is of the platform it was)
+      // not recorded: the source was changed (another url, type or key) while it was checked, and its status is the
+      // row's as it is now (the result is of the platform it was); or it was deleted meanwhile (a 404, as after it)
       if (recorded) metrics.sourceHealthy.set({ source: recorded.name, source_type: recorded.source_type }, error === null ? 1 : 0);
-      const row = recorded ?? (await getSource(deps.db, source.id)) ?? source;
+      const row = recorded ?? (await getSource(deps.db, source.id));
+      if (!row) throw notFound(SOURCE_NOT_FOUND);
       return { id: row.id, healthy: error === null, status: row.status, error, checked_at: (row.last_health_at ?? new Date()).toISOString() };
     },
   );

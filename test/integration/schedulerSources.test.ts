@@ -374,13 +374,13 @@ describe('scheduler sources', () => {
     }
   });
 
-  test("a health check of a source whose url changed while it ran is not recorded: the old platform's failure does not turn the new one inactive", async () => {
+  test("a health check of a source whose url changed while it ran is not recorded: the old platform's failure does not turn the new one inactive; deleted meanwhile, a 404", async () => {
     const http = require('node:http') as typeof import('node:http');
     // a platform whose /health, once `holding`, answers 500 only when released
     let holding = false;
     let release: () => void = () => undefined;
     let onAsked: () => void = () => undefined;
-    const asked = new Promise<void>((resolve) => {
+    let asked = new Promise<void>((resolve) => {
       onAsked = resolve;
     });
     const old = http.createServer((req, res) => {
@@ -414,6 +414,19 @@ describe('scheduler sources', () => {
       // before: inactive, with the old url's error, though its url is the new platform's
       expect((await inject('GET', `/api/v1/sources/${s.id}`)).json()).toMatchObject({ url: moved.url, status: 'active', last_health_error: null });
       await inject('DELETE', `/api/v1/sources/${s.id}`);
+      // deleted while it is checked: the 404 it would be after (before, a 200 with the deleted source's status)
+      holding = false;
+      asked = new Promise<void>((resolve) => {
+        onAsked = resolve;
+      });
+      const again = (await inject('POST', '/api/v1/sources', { name: 'deleted-meanwhile', source_type: 'flow-builder', url: oldUrl })).json();
+      holding = true;
+      const checkingAgain = inject('POST', `/api/v1/sources/${again.id}/health`);
+      await asked;
+      expect((await inject('DELETE', `/api/v1/sources/${again.id}`)).statusCode).toBe(200);
+      release();
+      const gone = await checkingAgain;
+      expect([gone.statusCode, gone.json()]).toEqual([404, { detail: 'Source not found' }]);
     } finally {
       await moved.close();
       await new Promise((r) => old.close(r));
