@@ -74,8 +74,8 @@ export async function fetchFollowingRedirects(
       const elsewhere = next.origin.length > MAX_ORIGIN_CHARS ? `${next.origin.slice(0, MAX_ORIGIN_CHARS)}…` : next.origin;
       throw new RedirectElsewhere(res.status, elsewhere, origin);
     }
-    // fetch refuses such a URL with a TypeError quoting it, password and all, which callers read as a service that
-    // cannot be reached (the scheduler retried such a flow run); an answer came, and its Location is the problem
+    // fetch refuses such a URL with a TypeError (quoting it, password and all), which callers read as a service that
+    // cannot be reached (the scheduler sent such a flow run again); an answer came, and its Location is the problem
     if (next.username !== '' || next.password !== '') throw new RedirectError(`redirected (HTTP ${res.status}) to a URL with a user name or password, which is not followed`);
     if (hops + 1 > MAX_REDIRECTS) throw new RedirectError(`redirected more than ${MAX_REDIRECTS} times`);
     const method = (request.method ?? 'GET').toUpperCase();
