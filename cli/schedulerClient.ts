@@ -4,7 +4,7 @@
  * ARMADA_API_KEY, else $ARMADA_HOME/api-key.
  */
 import { fetchFailure } from '../lib/http/fetchFailure';
-import { fetchFollowingRedirects } from '../lib/http/redirects';
+import { fetchFollowingRedirects, RedirectElsewhere, RedirectError } from '../lib/http/redirects';
 import { clientApiKey, missingClientKeyAdvice } from '../lib/keys';
 import { asksForHelp, UsageError } from './options';
 
@@ -53,7 +53,9 @@ export async function schedulerRequest<T>(env: NodeJS.ProcessEnv, method: 'GET' 
   const url = `${base}${path}`;
   let res: Response;
   try {
-    // the key goes to the scheduler's origin only, not to where a redirect points
+    // a redirect is followed within the scheduler's origin only (docs/scheduler.md, "CLI"): the key, and the request,
+    // go nowhere else. Until session 53 one to another origin was followed without the key (a 401 from whoever
+    // answered there, or their data printed as the scheduler's).
     res = await fetchFollowingRedirects(
       url,
       {
@@ -63,8 +65,16 @@ export async function schedulerRequest<T>(env: NodeJS.ProcessEnv, method: 'GET' 
         signal: AbortSignal.timeout(30_000),
       },
       ['x-api-key'],
+      { otherOrigins: 'refuse' },
     );
   } catch (err) {
+    if (err instanceof RedirectElsewhere) {
+      throw new CliError(
+        `the scheduler at ${base} answered ${method} ${path} with HTTP ${err.status}, a redirect to another origin (${err.origin}), which is not followed: armada calls the scheduler's own origin only; if the scheduler has moved there, set ARMADA_SCHEDULER_URL to its URL`,
+      );
+    }
+    // an answer came: not a scheduler that cannot be reached
+    if (err instanceof RedirectError) throw new CliError(`the scheduler at ${base} answered ${method} ${path} with a redirect that is not followed: ${err.message}`);
     const failure = fetchFailure(err);
     throw new CliError(
       `cannot reach the scheduler at ${base}: ${failure.code ?? failure.reason}; is armada running? If the scheduler is elsewhere, set ARMADA_SCHEDULER_URL (or ARMADA_HOST and ARMADA_SCHEDULER_PORT as for armada start)`,

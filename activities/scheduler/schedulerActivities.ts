@@ -430,8 +430,9 @@ export function createSchedulerActivities(deps: ActivityDeps) {
           } catch (err) {
             error = (err as Error).message;
           }
-          await untilPostgresAnswers(() => recordSourceHealth(deps.db, s.id, error === null, error));
-          metrics.sourceHealthy.set({ source: s.name, source_type: s.source_type }, error === null ? 1 : 0);
+          // not recorded when the source was changed (or deleted) while it was checked: the result is of what it was
+          const recorded = await untilPostgresAnswers(() => recordSourceHealth(deps.db, s.id, error === null, error, s));
+          if (recorded) metrics.sourceHealthy.set({ source: recorded.name, source_type: recorded.source_type }, error === null ? 1 : 0);
         }),
       );
       return { checked: sources.length, healthy };

@@ -96,7 +96,7 @@ const SCHEDULER: Catalogue = {
   'GET /api/v1/sources': ['listSources', 'List workflow sources', 'Every configured source of workflow definitions (e.g. a remote flow server).'],
   'POST /api/v1/sources': ['createSource', 'Add a workflow source', 'Registers a source of workflow definitions; answers 201 with it.'],
   'GET /api/v1/sources/{id}': ['getSource', 'Get a workflow source', 'One workflow source by id.'],
-  'PATCH /api/v1/sources/{id}': ['updateSource', 'Update a workflow source', 'Changes the given fields of a workflow source.'],
+  'PATCH /api/v1/sources/{id}': ['updateSource', 'Update a workflow source', 'Changes the given fields of a workflow source. A change of `url`, `source_type` or `api_key` is validated against the platform first (a 400 when that fails, nothing changed); once it passes, a source its health check turned inactive is active again.'],
   'DELETE /api/v1/sources/{id}': ['deleteSource', 'Delete a workflow source', 'Removes a workflow source.'],
   'GET /api/v1/sources/{id}/flows': ['listSourceFlows', 'List the flows of a source', 'The runnable flows the remote source offers: id, name, endpoint_name, description, updated_at.'],
   'GET /api/v1/flows': ['listAllFlows', 'List the flows of every source', 'The runnable flows of every source in one list, each naming its source; a source that cannot answer is reported per source.'],

@@ -170,10 +170,12 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
       // What the platform is (type, address, key) changed: check that it still answers before saving.
       if (patch.url !== undefined || (body.source_type !== undefined && body.source_type !== current.source_type) || body.api_key !== undefined) {
         patch.versionInfo = await validate({ sourceType: body.source_type ?? current.source_type, url, apiKey });
+        patch.validated = true;
       }
       try {
         const row = await updateSource(deps.db, current.id, patch);
         if (!row) throw notFound(SOURCE_NOT_FOUND);
+        if (patch.validated) metrics.sourceHealthy.set({ source: row.name, source_type: row.source_type }, 1);
         return sourceView(row);
       } catch (err) {
         if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw duplicateUrl(url);
@@ -241,8 +243,12 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
         if (!(err instanceof PlatformError)) throw err;
         error = err.message;
       }
-      const row = (await recordSourceHealth(deps.db, source.id, error === null, error)) ?? source;
-      metrics.sourceHealthy.set({ source: row.name, source_type: row.source_type }, error === null ? 1 : 0);
+      const recorded = await recordSourceHealth(deps.db, source.id, error === null, error, source);
+      // not recorded: the source was changed (another url, type or key) while it was checked, and its status is the
+      // row's as it is now (the result is of the platform it was); or it was deleted meanwhile (a 404, as after it)
+      if (recorded) metrics.sourceHealthy.set({ source: recorded.name, source_type: recorded.source_type }, error === null ? 1 : 0);
+      const row = recorded ?? (await getSource(deps.db, source.id));
+      if (!row) throw notFound(SOURCE_NOT_FOUND);
       return { id: row.id, healthy: error === null, status: row.status, error, checked_at: (row.last_health_at ?? new Date()).toISOString() };
     },
   );

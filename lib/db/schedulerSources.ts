@@ -92,6 +92,11 @@ export interface SourcePatch {
   apiKeySealed?: string | null;
   status?: SourceStatus;
   versionInfo?: Record<string, unknown> | null;
+  /**
+   * The platform (its new url, type or key) passed validation, which includes its health check: recorded as a passing
+   * check, so a source the health check turned inactive is active again (unless `status` is given).
+   */
+  validated?: boolean;
 }
 
 export async function updateSource(db: Queryable, id: string, patch: SourcePatch): Promise<SourceRow | undefined> {
@@ -110,6 +115,12 @@ export async function updateSource(db: Queryable, id: string, patch: SourcePatch
     set('status', patch.status);
     sets.push(`status_reason = 'user'`);
   }
+  if (patch.validated) {
+    // until session 53 the row kept the old platform's failed check: inactive, and every flow task on it failing,
+    // until the next periodic check (never, with that check off)
+    sets.push('last_health_at = now()', 'last_health_ok = true', 'last_health_error = NULL');
+    if (patch.status === undefined) sets.push(`status = CASE WHEN status = 'inactive' AND status_reason = 'health' THEN 'active' ELSE status END`);
+  }
   sets.push('updated_at = now()');
   const { rows } = await db.query<SourceRow>(`UPDATE scheduler_sources SET ${sets.join(', ')} WHERE id = $1 RETURNING *`, values);
   return rows[0];
@@ -118,8 +129,18 @@ export async function updateSource(db: Queryable, id: string, patch: SourcePatch
 /**
  * Records a health check. A failing check turns an active source inactive (reason `health`); a passing check
  * reactivates only a source the health check itself deactivated, never one the user switched off.
+ * `checked` is the platform the check asked (the row's url, type and sealed key as it read them): when the row names
+ * another by now (a PATCH during the check), the result is of a platform the source no longer is and is not recorded
+ * (undefined, as for a source deleted meanwhile). Until session 53 the old URL's failed check, landing after a PATCH
+ * to a working platform, turned the source inactive.
  */
-export async function recordSourceHealth(db: Queryable, id: string, ok: boolean, error: string | null): Promise<SourceRow | undefined> {
+export async function recordSourceHealth(
+  db: Queryable,
+  id: string,
+  ok: boolean,
+  error: string | null,
+  checked: Pick<SourceRow, 'url' | 'source_type' | 'api_key_sealed'>,
+): Promise<SourceRow | undefined> {
   const { rows } = await db.query<SourceRow>(
     `UPDATE scheduler_sources
         SET last_health_at = now(), last_health_ok = $2, last_health_error = $3,
@@ -129,8 +150,8 @@ export async function recordSourceHealth(db: Queryable, id: string, ok: boolean,
             status_reason = CASE WHEN NOT $2 AND status = 'active' THEN 'health' ELSE status_reason END,
             updated_at = CASE WHEN (NOT $2 AND status = 'active') OR ($2 AND status = 'inactive' AND status_reason = 'health')
                               THEN now() ELSE updated_at END
-      WHERE id = $1 RETURNING *`,
-    [id, ok, error],
+      WHERE id = $1 AND url = $4 AND source_type = $5 AND api_key_sealed IS NOT DISTINCT FROM $6 RETURNING *`,
+    [id, ok, error, checked.url, checked.source_type, checked.api_key_sealed],
   );
   return rows[0];
 }

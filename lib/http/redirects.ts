@@ -3,9 +3,10 @@
  * fetch's own following drops just `Authorization` on a redirect to another origin: an `X-API-Key` header (or any
  * `--header`) went along to whatever host the answer named, a presigned download or anyone's server.
  * Like fetch: up to 20 redirects; 303, and 301/302 after a POST, go on as a GET without the body; 307/308 resend the
- * request as it was. A redirect to a URL that is not http(s) is refused (fetch's network error), as is a 21st.
- * With `otherOrigins: 'refuse'` (the scheduler's calls to flow platforms) a redirect to another origin than the
- * first URL's is refused too (RedirectElsewhere), before anything is sent there.
+ * request as it was. A redirect to a URL that is not http(s) is refused (fetch's network error), as is a 21st, and one
+ * to a URL with a user name or password (fetch cannot send such a URL).
+ * With `otherOrigins: 'refuse'` (the scheduler's calls to flow platforms, tool calls, the scheduler CLI) a redirect to
+ * another origin than the first URL's is refused too (RedirectElsewhere), before anything is sent there.
  */
 
 export const MAX_REDIRECTS = 20;
@@ -73,6 +74,9 @@ export async function fetchFollowingRedirects(
       const elsewhere = next.origin.length > MAX_ORIGIN_CHARS ? `${next.origin.slice(0, MAX_ORIGIN_CHARS)}…` : next.origin;
       throw new RedirectElsewhere(res.status, elsewhere, origin);
     }
+    // fetch refuses such a URL with a TypeError (quoting it, password and all), which callers read as a service that
+    // cannot be reached (the scheduler sent such a flow run again); an answer came, and its Location is the problem
+    if (next.username !== '' || next.password !== '') throw new RedirectError(`redirected (HTTP ${res.status}) to a URL with a user name or password, which is not followed`);
     if (hops + 1 > MAX_REDIRECTS) throw new RedirectError(`redirected more than ${MAX_REDIRECTS} times`);
     const method = (request.method ?? 'GET').toUpperCase();
     if (res.status === 303 ? method !== 'GET' && method !== 'HEAD' : (res.status === 301 || res.status === 302) && method === 'POST') {

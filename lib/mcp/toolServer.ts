@@ -4,7 +4,7 @@
  */
 import { fetchFailureReason } from '../http/fetchFailure';
 import { formatBytes, readBoundedText } from '../http/readBounded';
-import { fetchFollowingRedirects } from '../http/redirects';
+import { fetchFollowingRedirects, RedirectElsewhere, RedirectError } from '../http/redirects';
 import { redactSecrets } from '../secretText';
 import { redactUrlCredentials } from '../urlCredentials';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -172,9 +172,22 @@ export async function callTool(served: ServedTool, args: Record<string, unknown>
   const what = `${served.tool.method} ${req.shownUrl}`;
   let res: Response;
   try {
-    // the target's headers (the API key, --header values) go to its own origin only, not to where a redirect points
-    res = await fetchFollowingRedirects(req.url, { ...req.init, signal }, Object.keys(served.target.headers));
+    // a redirect is followed within the target's own origin only (docs/tools.md, "Redirects"): one to another origin
+    // is a tool error before anything is sent there. Until session 53 it was followed (without the key), so an answer
+    // could make the tool server request any address it reaches and hand what came back to the model.
+    res = await fetchFollowingRedirects(req.url, { ...req.init, signal }, Object.keys(served.target.headers), { otherOrigins: 'refuse' });
   } catch (err) {
+    // the Location's origin only (no user name, password, path or query), as the scheduler's sources say it
+    if (err instanceof RedirectElsewhere) {
+      return {
+        text: clean(
+          `${what} answered HTTP ${err.status}, a redirect to another origin (${err.origin}), which is not followed: the tools call their service's own origin (${err.from}) only; if the service has moved there, give the tools its new URL`,
+        ),
+        isError: true,
+      };
+    }
+    // an answer came, so "check that the service is running" would mislead
+    if (err instanceof RedirectError) return { text: clean(`${what} failed: ${err.message}`), isError: true };
     // never err.message alone (undici's is "fetch failed" whatever happened), never req.url (it may carry the key)
     const why = fetchFailureReason(err);
     if (why === 'timed out') return { text: clean(`${what} failed: no answer within ${timeoutMs / 1000} s; the service may be overloaded or stuck`), isError: true };

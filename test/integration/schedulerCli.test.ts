@@ -217,6 +217,31 @@ describe('armada sources / workflows CLI', () => {
     expect(down.stderr).toMatch(new RegExp(`^armada: cannot reach the scheduler at ${closed}: ECONNREFUSED; .*set ARMADA_SCHEDULER_URL`));
   });
 
+  test('a redirect to another origin is one line naming the status and that origin, exit 1; nothing is sent there', async () => {
+    const http = require('node:http') as typeof import('node:http');
+    // the same server under another name (localhost, not 127.0.0.1): another origin, so whether it was asked is seen here
+    const seen: { url: string; key: string | undefined }[] = [];
+    const front = http.createServer((req, res) => {
+      seen.push({ url: req.url ?? '', key: req.headers['x-api-key'] as string | undefined });
+      if (req.url?.startsWith('/landed')) return void res.writeHead(200, { 'content-type': 'application/json' }).end('[]');
+      res.writeHead(302, { location: `http://localhost:${(front.address() as import('node:net').AddressInfo).port}/landed${req.url}` }).end();
+    });
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    const frontUrl = `http://127.0.0.1:${(front.address() as import('node:net').AddressInfo).port}`;
+    try {
+      const r = await cli(runSources, ['list'], { ARMADA_SCHEDULER_URL: frontUrl, ARMADA_API_KEY: KEY });
+      // before, followed without the key and its answer read as the scheduler's: here a TypeError and its stack
+      expect(r).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `armada: the scheduler at ${frontUrl} answered GET /api/v1/sources with HTTP 302, a redirect to another origin (http://localhost:${new URL(frontUrl).port}), which is not followed: armada calls the scheduler's own origin only; if the scheduler has moved there, set ARMADA_SCHEDULER_URL to its URL\n`,
+      });
+      expect(seen).toEqual([{ url: '/api/v1/sources', key: KEY }]);
+    } finally {
+      await new Promise((r) => front.close(r));
+    }
+  });
+
   test('sources add --api-key KEY: while it runs, its command line (ps, /proc/<pid>/cmdline) shows the key as ***', async () => {
     const http = require('node:http') as typeof import('node:http');
     // a platform that never answers: the scheduler's validation waits on it, and the command on the scheduler

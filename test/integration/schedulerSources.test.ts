@@ -347,6 +347,92 @@ describe('scheduler sources', () => {
     await inject('DELETE', `/api/v1/sources/${s.id}`);
     await f.close();
   });
+  test('a PATCH to a platform that validates brings back a source its health check turned inactive; one the user turned off stays off', async () => {
+    const down = await startFakeFlowBuilder();
+    const moved = await startFakeFlowBuilder();
+    try {
+      const s = (await inject('POST', '/api/v1/sources', { name: 'moving', source_type: 'flow-builder', url: down.url })).json();
+      down.mode = 'error';
+      expect((await inject('POST', `/api/v1/sources/${s.id}/health`)).json()).toMatchObject({ healthy: false, status: 'inactive' });
+      // the platform moved: the new url passes validation (health, version, flows), which is a passing health check
+      const patched = await inject('PATCH', `/api/v1/sources/${s.id}`, { url: moved.url });
+      expect(patched.statusCode).toBe(200);
+      // before: inactive with the old url's error until the next periodic check (never, with it off), every flow task
+      // on the source failing "source moving is inactive"
+      expect(patched.json()).toMatchObject({ url: moved.url, status: 'active', last_health_error: null });
+      const row = (await stack.db.query('SELECT status, last_health_ok, last_health_at FROM scheduler_sources WHERE id = $1', [s.id])).rows[0];
+      expect(row).toMatchObject({ status: 'active', last_health_ok: true });
+      expect(row.last_health_at.getTime()).toBeGreaterThanOrEqual(new Date(patched.json().updated_at).getTime() - 1000);
+      // switched off by the user: a new url does not switch it on
+      await inject('PATCH', `/api/v1/sources/${s.id}`, { status: 'inactive' });
+      down.mode = 'ok';
+      expect((await inject('PATCH', `/api/v1/sources/${s.id}`, { url: down.url })).json()).toMatchObject({ status: 'inactive', last_health_error: null });
+      await inject('DELETE', `/api/v1/sources/${s.id}`);
+    } finally {
+      await down.close();
+      await moved.close();
+    }
+  });
+
+  test("a health check of a source whose url changed while it ran is not recorded: the old platform's failure does not turn the new one inactive; deleted meanwhile, a 404", async () => {
+    const http = require('node:http') as typeof import('node:http');
+    // a platform whose /health, once `holding`, answers 500 only when released
+    let holding = false;
+    let release: () => void = () => undefined;
+    let onAsked: () => void = () => undefined;
+    let asked = new Promise<void>((resolve) => {
+      onAsked = resolve;
+    });
+    const old = http.createServer((req, res) => {
+      const json = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      if (req.url === '/health' && holding) {
+        release = () => json(500, { detail: 'gone' });
+        onAsked();
+        return;
+      }
+      if (req.url === '/health') return json(200, { status: 'ok' });
+      if (req.url?.startsWith('/api/v1/flows/')) return json(200, []);
+      json(404, { detail: 'Not Found' });
+    });
+    await new Promise<void>((r) => old.listen(0, '127.0.0.1', r));
+    const moved = await startFakeFlowBuilder();
+    try {
+      const oldUrl = `http://127.0.0.1:${(old.address() as import('node:net').AddressInfo).port}`;
+      const created = await inject('POST', '/api/v1/sources', { name: 'moved-meanwhile', source_type: 'flow-builder', url: oldUrl });
+      expect(created.statusCode).toBe(201);
+      const s = created.json();
+      holding = true;
+      const checking = inject('POST', `/api/v1/sources/${s.id}/health`);
+      await asked;
+      expect((await inject('PATCH', `/api/v1/sources/${s.id}`, { url: moved.url })).json()).toMatchObject({ url: moved.url, status: 'active' });
+      release();
+      const checked = await checking;
+      expect(checked.statusCode).toBe(200);
+      // the answer is the check's (of the old url); the status is the row's, which the check did not change
+      expect(checked.json()).toMatchObject({ id: s.id, healthy: false, status: 'active' });
+      expect(checked.json().error).toContain('HTTP 500');
+      // before: inactive, with the old url's error, though its url is the new platform's
+      expect((await inject('GET', `/api/v1/sources/${s.id}`)).json()).toMatchObject({ url: moved.url, status: 'active', last_health_error: null });
+      await inject('DELETE', `/api/v1/sources/${s.id}`);
+      // deleted while it is checked: the 404 it would be after (before, a 200 with the deleted source's status)
+      holding = false;
+      asked = new Promise<void>((resolve) => {
+        onAsked = resolve;
+      });
+      const again = (await inject('POST', '/api/v1/sources', { name: 'deleted-meanwhile', source_type: 'flow-builder', url: oldUrl })).json();
+      holding = true;
+      const checkingAgain = inject('POST', `/api/v1/sources/${again.id}/health`);
+      await asked;
+      expect((await inject('DELETE', `/api/v1/sources/${again.id}`)).statusCode).toBe(200);
+      release();
+      const gone = await checkingAgain;
+      expect([gone.statusCode, gone.json()]).toEqual([404, { detail: 'Source not found' }]);
+    } finally {
+      await moved.close();
+      await new Promise((r) => old.close(r));
+    }
+  });
+
   test('a flow task naming a source by a name two sources share is a 409 naming their ids; by id, or by a name one source has, it binds', async () => {
     const [f1, f2] = [await startFakeFlowBuilder(), await startFakeFlowBuilder()];
     try {

@@ -493,20 +493,33 @@ describe('armada tools openapi', () => {
     expect(r.stderr).toBe('armada tools openapi: --header X-API-Key: its value is not allowed in an HTTP header: it holds the control character U+0001; give it without it; run armada tools --help\n');
   }, 60_000);
 
-  test('an answer that redirects to another origin is followed without the API key and --header values', async () => {
-    // the tools' server answers every call with a redirect to the petstore by another name (another origin)
-    const moved = http.createServer((req, res) => res.writeHead(302, { location: `http://localhost:${new URL(base).port}/v1${req.url}` }).end());
+  test('an answer that redirects to another origin is a tool error naming the status and that origin, nothing sent there; within the origin it is followed with the key', async () => {
+    // the tools' server answers a call with a redirect within itself, or to the petstore by another name (another origin)
+    const movedSeen: { url: string; key: string | undefined }[] = [];
+    const moved = http.createServer((req, res) => {
+      movedSeen.push({ url: req.url ?? '', key: req.headers['x-api-key'] as string | undefined });
+      if (req.url === '/pets?limit=2') return void res.writeHead(302, { location: '/here/pets?limit=2' }).end();
+      if (req.url === '/here/pets?limit=2') return void res.writeHead(200, { 'content-type': 'application/json' }).end('[{"id":2,"name":"Moved"}]');
+      res.writeHead(302, { location: `http://user:pw@localhost:${new URL(base).port}/v1${req.url}` }).end();
+    });
     await new Promise<void>((r) => moved.listen(0, '127.0.0.1', r));
-    const { client } = await connect([`${base}/openapi.json`, '--base-url', `http://127.0.0.1:${(moved.address() as AddressInfo).port}`, '--api-key', 'k-secret', '--header', 'X-Extra: also-secret']);
+    const movedUrl = `http://127.0.0.1:${(moved.address() as AddressInfo).port}`;
+    const { client } = await connect([`${base}/openapi.json`, '--base-url', movedUrl, '--api-key', 'k-secret', '--header', 'X-Extra: also-secret']);
     try {
       received.length = 0;
-      const listed = await client.callTool({ name: 'listPets', arguments: { limit: 2 } });
-      expect(text(listed)).toContain('"name": "Rex"');
-      expect(received).toHaveLength(1);
-      expect(received[0]).toMatchObject({ method: 'GET', url: '/v1/pets?limit=2' });
-      // before, fetch's own following dropped only Authorization: the key went along to the other host
-      expect(received[0]?.headers['x-api-key']).toBeUndefined();
-      expect(received[0]?.headers['x-extra']).toBeUndefined();
+      const within = await client.callTool({ name: 'listPets', arguments: { limit: 2 } });
+      expect(text(within)).toContain('"name": "Moved"');
+      expect(movedSeen).toEqual([
+        { url: '/pets?limit=2', key: 'k-secret' },
+        { url: '/here/pets?limit=2', key: 'k-secret' },
+      ]);
+      const away = await client.callTool({ name: 'listPets', arguments: { limit: 3 } });
+      expect(away.isError).toBe(true);
+      // before, followed (from session 51 without the key): the answer of whatever the Location named went to the model
+      expect(text(away)).toBe(
+        `GET ${movedUrl}/pets?limit=3 answered HTTP 302, a redirect to another origin (http://localhost:${new URL(base).port}), which is not followed: the tools call their service's own origin (${movedUrl}) only; if the service has moved there, give the tools its new URL`,
+      );
+      expect(received).toHaveLength(0);
     } finally {
       await client.close();
       await new Promise((r) => moved.close(r));

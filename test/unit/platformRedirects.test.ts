@@ -72,8 +72,11 @@ test('a redirect to another origin is not followed (nothing reaches it); one wit
 });
 
 test('a redirect that cannot be followed is the task\'s final error (PlatformError), not a platform to try again', async () => {
-  const platform = await server((_req, res) => {
-    res.writeHead(302, { location: 'ftp://files.example/flow' });
+  const platform = await server((req, res) => {
+    // within the origin, but with a user name and password: fetch cannot send it (before, its TypeError, quoting the
+    // password, made the run a PlatformUnreachable, sent again)
+    const withCredentials = `${`http://${req.headers.host}`.replace('//', '//me:s3cret@')}/elsewhere`;
+    res.writeHead(302, { location: req.url?.startsWith('/api/v1/run/c') ? withCredentials : 'ftp://files.example/flow' });
     res.end();
   });
   try {
@@ -81,6 +84,10 @@ test('a redirect that cannot be followed is the task\'s final error (PlatformErr
     expect(err).toBeInstanceOf(PlatformError);
     expect(err).not.toBeInstanceOf(PlatformUnreachable);
     expect((err as Error).message).toBe('POST /api/v1/run/f failed: redirected (HTTP 302) to a ftp: URL, which is not followed');
+    const credentials = await runRemoteFlow({ sourceType: 'flow-builder', url: platform.url, apiKey: 'k-1234567890' }, 'c', 'hi', 5000).catch((e: unknown) => e);
+    expect(credentials).toBeInstanceOf(PlatformError);
+    expect(credentials).not.toBeInstanceOf(PlatformUnreachable);
+    expect((credentials as Error).message).toBe('POST /api/v1/run/c failed: redirected (HTTP 302) to a URL with a user name or password, which is not followed');
   } finally {
     await platform.close();
   }

@@ -1,7 +1,7 @@
 /** lib/http/redirects.ts over real sockets: redirects followed as fetch does, keys kept to their own origin. */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fetchFollowingRedirects, MAX_REDIRECTS } from '../../lib/http/redirects';
+import { fetchFollowingRedirects, MAX_REDIRECTS, RedirectError } from '../../lib/http/redirects';
 
 interface Seen {
   server: 'a' | 'b';
@@ -41,6 +41,7 @@ beforeAll(async () => {
     if (req.url === '/temporary') return go(307, '/final');
     if (req.url === '/found') return go(302, '/final');
     if (req.url === '/data') return go(302, 'data:text/plain,hello');
+    if (req.url === '/credentials') return go(302, `${urlA.replace('//', '//me:s3cret@')}/final`);
     if (req.url?.startsWith('/loop')) return go(302, `/loop${Number(req.url.slice(5) || 0) + 1}`);
     return false;
   });
@@ -98,4 +99,12 @@ test('a redirect to a data: URL, or past the 20th, is refused', async () => {
   await expect(fetchFollowingRedirects(`${urlA}/data`, {}, [])).rejects.toThrow('redirected (HTTP 302) to a data: URL, which is not followed');
   await expect(fetchFollowingRedirects(`${urlA}/loop`, {}, [])).rejects.toThrow(`redirected more than ${MAX_REDIRECTS} times`);
   expect(seen.filter((s) => s.url.startsWith('/loop'))).toHaveLength(MAX_REDIRECTS + 1);
+});
+
+test('a redirect to a URL with a user name or password, even within the origin, is refused without showing them', async () => {
+  // before, followed into fetch's own refusal (a TypeError quoting the URL, password and all), which every caller read
+  // as a service that cannot be reached: the scheduler retried such a flow run as a platform that is down
+  const refused = fetchFollowingRedirects(`${urlA}/credentials`, {}, [], { otherOrigins: 'refuse' });
+  await expect(refused).rejects.toThrow(new RedirectError('redirected (HTTP 302) to a URL with a user name or password, which is not followed'));
+  expect(seen.map((s) => s.url)).toEqual(['/credentials']);
 });
