@@ -40,8 +40,19 @@ export function pathSegment(what: string, name: string): string {
   return encodeURIComponent(name);
 }
 
-/** Calls the scheduler; a non-2xx answer becomes a CliError carrying the API's `detail`. */
-export async function schedulerRequest<T>(env: NodeJS.ProcessEnv, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
+/**
+ * Calls the scheduler; a non-2xx answer becomes a CliError carrying the API's `detail`. A 2xx answer must be a JSON
+ * object whose `arrays` fields are arrays (what the command then lists): anything else is the answer of something
+ * other than the scheduler (a proxy's page, another service on that port) and a CliError saying so, never a
+ * TypeError and its stack when the command reads it (until session 53).
+ */
+export async function schedulerRequest<T>(
+  env: NodeJS.ProcessEnv,
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  path: string,
+  body?: unknown,
+  arrays: readonly string[] = [],
+): Promise<T> {
   // loaded here, not at the top, so a usage error is told before the config's schema is built
   const { loadConfig } = require('../lib/config') as typeof import('../lib/config');
   const config = loadConfig(env);
@@ -90,6 +101,15 @@ export async function schedulerRequest<T>(env: NodeJS.ProcessEnv, method: 'GET' 
   if (!res.ok) {
     const detail = json && typeof json === 'object' && 'detail' in json ? String((json as { detail: unknown }).detail) : `HTTP ${res.status}`;
     throw new CliError(`${detail} (HTTP ${res.status})`);
+  }
+  const notObject = json === null ? !!arrays.length : typeof json !== 'object' || Array.isArray(json);
+  const missing = notObject ? undefined : arrays.find((field) => !Array.isArray((json as Record<string, unknown>)[field]));
+  if (notObject || missing !== undefined) {
+    const type = res.headers.get('content-type') ?? 'no content type';
+    throw new CliError(
+      `the answer to ${method} ${path} from ${base} (HTTP ${res.status}, ${type.slice(0, 100)}) is not the scheduler's: ${notObject ? 'not a JSON object' : `no "${missing}" list in it`}; ` +
+        'check that ARMADA_SCHEDULER_URL (or ARMADA_HOST and ARMADA_SCHEDULER_PORT) names the Armada scheduler, of the same version as this armada',
+    );
   }
   return json as T;
 }

@@ -47,7 +47,7 @@ function inputValue(text: string | undefined): unknown {
 }
 
 async function findSchedule(env: NodeJS.ProcessEnv, id: string): Promise<ScheduleView> {
-  const { schedules } = await schedulerRequest<{ schedules: ScheduleView[] }>(env, 'GET', '/api/v1/schedules');
+  const { schedules } = await schedulerRequest<{ schedules: ScheduleView[] }>(env, 'GET', '/api/v1/schedules', undefined, ['schedules']);
   const s = schedules.find((x) => x.id === id);
   if (!s) throw new CliError(`Schedule not found: ${id} (armada schedules list shows the ids)`);
   return s;
@@ -77,7 +77,7 @@ async function schedules(sub: string, args: string[], io: CliIo): Promise<number
   switch (sub) {
     case 'list': {
       const path = values.workflow ? `/api/v1/workflows/${pathSegment('workflow', values.workflow)}/schedules` : '/api/v1/schedules';
-      const { schedules } = await schedulerRequest<{ schedules: ScheduleView[] }>(io.env, 'GET', path);
+      const { schedules } = await schedulerRequest<{ schedules: ScheduleView[] }>(io.env, 'GET', path, undefined, ['schedules']);
       show(
         { schedules },
         table([

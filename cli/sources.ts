@@ -85,7 +85,7 @@ async function sourceId(env: NodeJS.ProcessEnv, v: string): Promise<string> {
   if (isUuid(v)) return v;
   const matches: SourceView[] = [];
   for (let offset = 0; ; offset += 100) {
-    const page = await schedulerRequest<{ items: SourceView[]; has_more: boolean }>(env, 'GET', `/api/v1/sources?limit=100&offset=${offset}`);
+    const page = await schedulerRequest<{ items: SourceView[]; has_more: boolean }>(env, 'GET', `/api/v1/sources?limit=100&offset=${offset}`, undefined, ['items']);
     matches.push(...page.items.filter((s) => s.name === v));
     if (!page.has_more) break;
   }
@@ -135,7 +135,7 @@ async function sources(sub: string, args: string[], io: CliIo): Promise<number> 
       if (values.status) q.set('status', values.status);
       if (values.limit) q.set('limit', values.limit);
       if (values.offset) q.set('offset', values.offset);
-      const page = await schedulerRequest<{ items: SourceView[]; total: number; has_more: boolean }>(io.env, 'GET', `/api/v1/sources${q.size ? `?${q}` : ''}`);
+      const page = await schedulerRequest<{ items: SourceView[]; total: number; has_more: boolean }>(io.env, 'GET', `/api/v1/sources${q.size ? `?${q}` : ''}`, undefined, ['items']);
       show(page, `${sourceRows(page.items)}${page.items.length} of ${page.total} source(s)${page.has_more ? ' (more with --offset)' : ''}\n`);
       return 0;
     }
@@ -161,7 +161,7 @@ async function sources(sub: string, args: string[], io: CliIo): Promise<number> 
       return 0;
     }
     case 'delete': {
-      const r = await schedulerRequest<{ id: string; deleted_workflows: string[] }>(io.env, 'DELETE', `/api/v1/sources/${await id()}`);
+      const r = await schedulerRequest<{ id: string; deleted_workflows: string[] }>(io.env, 'DELETE', `/api/v1/sources/${await id()}`, undefined, ['deleted_workflows']);
       show(r, `deleted source ${r.id}${r.deleted_workflows.length ? ` and workflows ${r.deleted_workflows.join(', ')}` : ''}\n`);
       return 0;
     }
@@ -173,12 +173,12 @@ async function sources(sub: string, args: string[], io: CliIo): Promise<number> 
     case 'flows': {
       if (positionals[0] === undefined) {
         type Listed = FlowView & { source_name: string };
-        const all = await schedulerRequest<{ flows: Listed[]; sources: { name: string; error: string | null }[] }>(io.env, 'GET', '/api/v1/flows');
+        const all = await schedulerRequest<{ flows: Listed[]; sources: { name: string; error: string | null }[] }>(io.env, 'GET', '/api/v1/flows', undefined, ['flows', 'sources']);
         show(all, table([['SOURCE', 'ID', 'NAME', 'ENDPOINT', 'UPDATED', 'DESCRIPTION'], ...all.flows.map((f) => [f.source_name, ...flowCells(f)])]));
         for (const s of all.sources) if (s.error && !values.json) io.stderr(`armada: source ${s.name}: ${s.error}\n`);
         return all.sources.some((s) => s.error) ? 1 : 0;
       }
-      const r = await schedulerRequest<{ flows: FlowView[] }>(io.env, 'GET', `/api/v1/sources/${await id()}/flows`);
+      const r = await schedulerRequest<{ flows: FlowView[] }>(io.env, 'GET', `/api/v1/sources/${await id()}/flows`, undefined, ['flows']);
       show(r, table([['ID', 'NAME', 'ENDPOINT', 'UPDATED', 'DESCRIPTION'], ...r.flows.map(flowCells)]));
       return 0;
     }

@@ -59,7 +59,7 @@ async function workflows(sub: string, args: string[], io: CliIo): Promise<number
   const show = (value: unknown, human: string) => io.stdout(values.json ? `${JSON.stringify(value, null, 2)}\n` : human);
   switch (sub) {
     case 'list': {
-      const { workflows } = await schedulerRequest<{ workflows: WorkflowView[] }>(io.env, 'GET', '/api/v1/workflows');
+      const { workflows } = await schedulerRequest<{ workflows: WorkflowView[] }>(io.env, 'GET', '/api/v1/workflows', undefined, ['workflows']);
       show(
         { workflows },
         table([
@@ -99,7 +99,7 @@ async function workflows(sub: string, args: string[], io: CliIo): Promise<number
       // page by page, each printed before the next is asked for: a long log neither waits nor sits in memory whole.
       // A running execution's log grows meanwhile; its lines are appended, so the offsets stay valid.
       for (let offset = 0; ; ) {
-        const page = await schedulerRequest<{ logs: { timestamp: string; level: string; message: string }[]; total: number }>(io.env, 'GET', `${base}&offset=${offset}`);
+        const page = await schedulerRequest<{ logs: { timestamp: string; level: string; message: string }[]; total: number }>(io.env, 'GET', `${base}&offset=${offset}`, undefined, ['logs']);
         io.stdout(page.logs.map((l) => (values.json ? JSON.stringify(l) : `${l.timestamp} ${l.level.toUpperCase().padEnd(7)} ${l.message}`)).join('\n') + (page.logs.length ? '\n' : ''));
         offset += page.logs.length;
         if (page.logs.length < LOG_PAGE || offset >= page.total) return 0;

@@ -242,6 +242,43 @@ describe('armada sources / workflows CLI', () => {
     }
   });
 
+  test("a 2xx answer that is not the scheduler's (a proxy's page, another JSON API) is one line saying so, exit 1, no stack", async () => {
+    const http = require('node:http') as typeof import('node:http');
+    const answers: Record<string, [string, string]> = {
+      '/api/v1/sources': ['text/html', '<html><body>Welcome to nginx!</body></html>'],
+      '/api/v1/workflows': ['application/json', '{"workflows":{"a":1}}'],
+      '/api/v1/schedules': ['application/json', '[]'],
+    };
+    const other = http.createServer((req, res) => {
+      const [type, body] = answers[(req.url ?? '').split('?')[0] as string] ?? ['application/json', '{}'];
+      res.writeHead(200, { 'content-type': type }).end(body);
+    });
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+    const otherUrl = `http://127.0.0.1:${(other.address() as import('node:net').AddressInfo).port}`;
+    const advice = 'check that ARMADA_SCHEDULER_URL (or ARMADA_HOST and ARMADA_SCHEDULER_PORT) names the Armada scheduler, of the same version as this armada\n';
+    try {
+      const env = { ARMADA_SCHEDULER_URL: otherUrl, ARMADA_API_KEY: KEY };
+      // before: TypeErrors (page.items undefined, workflows.map not a function) and their stacks
+      expect(await cli(runSources, ['list'], env)).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `armada: the answer to GET /api/v1/sources from ${otherUrl} (HTTP 200, text/html) is not the scheduler's: not a JSON object; ${advice}`,
+      });
+      expect(await cli(runWorkflows, ['list'], env)).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `armada: the answer to GET /api/v1/workflows from ${otherUrl} (HTTP 200, application/json) is not the scheduler's: no "workflows" list in it; ${advice}`,
+      });
+      expect(await cli(runSchedules, ['list'], env)).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `armada: the answer to GET /api/v1/schedules from ${otherUrl} (HTTP 200, application/json) is not the scheduler's: not a JSON object; ${advice}`,
+      });
+    } finally {
+      await new Promise((r) => other.close(r));
+    }
+  });
+
   test('sources add --api-key KEY: while it runs, its command line (ps, /proc/<pid>/cmdline) shows the key as ***', async () => {
     const http = require('node:http') as typeof import('node:http');
     // a platform that never answers: the scheduler's validation waits on it, and the command on the scheduler
