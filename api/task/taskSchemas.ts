@@ -15,7 +15,9 @@ const Description = Type.String({ maxLength: 100_000, pattern: TEXT_PATTERN });
 // labels are stored trimmed and the `labels` filter splits on commas and trims, so a label with a comma or a blank
 // one could never be filtered on
 const Labels = Type.Array(Type.String({ minLength: 1, maxLength: 100, pattern: nonBlankPatternWithout(`,${NAME_CONTROLS}`) }), { maxItems: 50 });
-const Assignee = Type.String({ minLength: 1, maxLength: 100, pattern: `^[^${NAME_CONTROLS}]*$` });
+// a name as a title is (no control or bidi override characters) and not blank: it is stored trimmed, as the agent a
+// start without llm runs and the value the assignee filter matches; a blank one was stored as someone
+const Assignee = Type.String({ minLength: 1, maxLength: 100, pattern: NAME_PATTERN });
 const Metadata = Type.Record(Type.String(), Type.Unknown(), {
   description: 'Free-form. The keys repository, branch and worktreePath are set by the task detail view and are not stored from a request.',
 });
