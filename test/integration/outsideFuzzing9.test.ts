@@ -10,6 +10,10 @@
  * - a start that named no agent, where the task's assignee (free text, often a person) or the project's defaultLLM
  *   named none configured, was the 400 of an unknown `llm`, a field the request did not hold; now a 409
  *   `AGENT_UNKNOWN` naming `assignee` or `defaultLLM`, as the missing agent's 409 `AGENT_REQUIRED` (docs/attempts.md).
+ * - a blank assignee (`"   "`) was stored, a task assigned to nobody one could see, and one with blanks around
+ *   (`" scripted "`) as sent: the `assignee` filter did not find it and a start without `llm` did not run it. Now a
+ *   blank one is a 400 naming `assignee` (the pattern of titles), and one with blanks around is stored trimmed, as
+ *   titles and labels are (docs/task-service.md).
  * Decided and documented (docs/task-service.md): list pages are offset pages; a row created between two reads of the
  * default newest-first order comes again first on the next page; oldest-first (`sort=createdAt`) lists it at the end,
  * and nothing read before is listed again.
@@ -111,9 +115,9 @@ describe('a stream whose process or attempt is deleted while it is followed', ()
     const seen = events(await diff.text);
     const last = seen.at(-1);
     expect(last).toEqual({ event: 'end', data: { attemptId, status: 'completed' } });
-    // the last diff before it is the completed attempt's, with the agent's files
-    const lastDiff = seen.filter((e) => e.event === 'diff').at(-1)?.data as { status: string; files: { path: string }[] };
-    expect(lastDiff.status).toBe('completed');
+    // the last diff before it holds the agent's files (its own `status` is the one it was read at: the worktree's last
+    // change, the agent's commit, may come before the attempt is recorded completed, and an unchanged diff is not sent again)
+    const lastDiff = seen.filter((e) => e.event === 'diff').at(-1)?.data as { files: { path: string }[] };
     expect(lastDiff.files.map((f) => f.path).sort()).toEqual(['README.md', 'src/added.txt']);
   }, 30_000);
 });
@@ -162,6 +166,35 @@ describe('a filter that names nothing', () => {
     }
     const some = await h.inject('GET', `/api/projects/${project.id}/tasks?labels=,%20urgent%20,,`);
     expect([some.statusCode, (some.json().data as Json[]).map((t) => t.title)]).toEqual([200, ['labelled']]);
+  });
+});
+
+describe('an assignee of blanks, or with blanks around it', () => {
+  test('a blank one is a 400 naming assignee (it was stored: a task assigned to "   "); one with blanks around is stored trimmed, so the filter and a start find it', async () => {
+    const h = api(o.stack);
+    const project = await h.project();
+    const blankError = { code: 'VALIDATION_ERROR', message: expect.stringMatching(/^Request body is invalid: (updates\.)?assignee must match pattern /), details: expect.any(Object) };
+    const before = await o.count('tasks');
+    for (const assignee of ['   ', '\u3000', '\u00a0 ']) {
+      const res = await h.inject('POST', '/api/tasks', { projectId: project.id, title: 'blank assignee', assignee });
+      expect({ assignee, status: res.statusCode, error: res.json().error }).toEqual({ assignee, status: 400, error: blankError });
+    }
+    expect(await o.count('tasks')).toBe(before);
+    const created = await h.inject('POST', '/api/tasks', { projectId: project.id, title: 'padded assignee', assignee: '  scripted ' });
+    expect([created.statusCode, created.json().data.assignee]).toEqual([201, 'scripted']);
+    const taskId = created.json().data.id as string;
+    const patched = await h.inject('PATCH', `/api/tasks/${taskId}`, { assignee: ' scripted\u3000' });
+    expect([patched.statusCode, patched.json().data.assignee]).toEqual([200, 'scripted']);
+    const blankPatch = await h.inject('PATCH', `/api/tasks/${taskId}`, { assignee: '  ' });
+    expect([blankPatch.statusCode, blankPatch.json().error.code]).toEqual([400, 'VALIDATION_ERROR']);
+    const bulk = await h.inject('POST', '/api/tasks/bulk/update', { taskIds: [taskId], updates: { assignee: '\u00a0scripted ' } });
+    expect([bulk.statusCode, (bulk.json().data.tasks as Json[])[0]?.assignee]).toEqual([200, 'scripted']);
+    const listed = await h.inject('GET', `/api/projects/${project.id}/tasks?assignee=scripted`);
+    expect((listed.json().data as Json[]).map((t) => t.id)).toEqual([taskId]);
+    // a start without llm runs the assignee's agent (it was "Unknown agent \"  scripted \"")
+    const started = await h.inject('POST', `/api/tasks/${taskId}/start`, {});
+    expect([started.statusCode, started.json().data?.attemptId === undefined]).toEqual([200, false]);
+    await h.until(started.json().data.attemptId as string, ['completed']);
   });
 });
 
