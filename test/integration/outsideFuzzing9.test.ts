@@ -14,6 +14,10 @@
  *   (`" scripted "`) as sent: the `assignee` filter did not find it and a start without `llm` did not run it. Now a
  *   blank one is a 400 naming `assignee` (the pattern of titles), and one with blanks around is stored trimmed, as
  *   titles and labels are (docs/task-service.md).
+ * - the local user (local mode, and the service key's user) was the host's git user.email as written, while every
+ *   other user (X-User-Email, configured users, an approval's approvers) is lower-cased: with capitals in it, as many
+ *   addresses have, an approval naming it was never pending for it and its answer a 403 "… is not an approver". Now
+ *   read in lower case (docs/approvals.md, docs/security.md).
  * Decided and documented (docs/task-service.md): list pages are offset pages; a row created between two reads of the
  * default newest-first order comes again first on the next page; oldest-first (`sort=createdAt`) lists it at the end,
  * and nothing read before is listed again.
@@ -24,15 +28,37 @@
  * branch and worktree are named by ids, the agent gets the title on stdin, and a squash merge's commit message is the
  * title byte for byte.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { agentConfig, api, gitOut } from '../support/attemptHelpers';
 import { eventually } from '../support/harness';
 import { startOutsideServices, type Json } from '../support/outsideServices';
 
-const o = startOutsideServices({ services: ['task'], options: () => ({ worker: true, file: agentConfig() }) });
+/**
+ * The services' local user is git's user.email where the service starts (no key, no X-User-Email): here one written
+ * with capitals, as many are, from the config of a repository the stack is started in (jest's process.env is the
+ * test's copy, which git, a child of the real process, does not see); the usual directory again once it is up.
+ */
+const startDir = process.cwd();
+const localUserRepo = fs.mkdtempSync(path.join(os.tmpdir(), 'armada-fuzz9-user-'));
+const o = startOutsideServices({
+  services: ['task'],
+  options: () => {
+    execFileSync('git', ['init', '-q', localUserRepo]);
+    execFileSync('git', ['config', 'user.email', 'Local.User@Example.COM'], { cwd: localUserRepo });
+    process.chdir(localUserRepo);
+    return { worker: true, file: agentConfig() };
+  },
+  after: async () => process.chdir(startDir),
+  close: async () => {
+    process.chdir(startDir);
+    fs.rmSync(localUserRepo, { recursive: true, force: true });
+  },
+});
 const { ports } = o;
 
 /** An SSE request to the task service: its status at once, then its whole text once the server ends it. */
@@ -228,6 +254,29 @@ describe("a start that names no agent, where the task's assignee or the project'
     expect([named.statusCode, named.json().error.details]).toEqual([400, { llm: 'unknown agent "nobody"' }]);
     const { rows } = await o.stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE t.project_id = $1', [project.id]);
     expect(rows[0]?.n).toBe(0);
+  });
+});
+
+describe('the local user, whose git user.email has capitals', () => {
+  test('is an approver named in any case (it was a 403 "Local.User@Example.COM is not an approver"): pending for it, answered by it', async () => {
+    const h = api(o.stack);
+    const project = await h.project();
+    const taskId = await h.task(project.id, 'approved by the local user');
+    const created = await h.inject('POST', '/api/attempts', { taskId, llm: 'scripted' });
+    const attemptId = created.json().data.id as string;
+    // requested by someone else, naming the local user as it writes itself
+    const approval = await h.inject('POST', '/api/approvals', { taskAttemptId: attemptId, type: 'merge', title: 'Merge it?', approvers: ['Local.User@Example.COM'] }, { 'x-user-email': 'ann@example.com' });
+    expect(approval.statusCode).toBe(201);
+    const id = approval.json().data.id as string;
+    expect(approval.json().data.approvers).toEqual(['local.user@example.com']);
+    // the local user (no key, no X-User-Email) is that approver
+    const pending = await h.inject('GET', '/api/approvals/pending');
+    expect((pending.json().data as Json[]).map((a) => a.id)).toContain(id);
+    const answered = await h.inject('POST', `/api/approvals/${id}/respond`, { decision: 'approved' });
+    expect([answered.statusCode, answered.json().data?.approvalStatus, answered.json().error]).toEqual([200, 'approved', undefined]);
+    // and what it makes names it in the same form as the header's users: lower case
+    const own = await h.inject('POST', '/api/tasks', { projectId: project.id, title: 'made by the local user' });
+    expect(own.json().data.createdBy).toBe('local.user@example.com');
   });
 });
 
