@@ -20,7 +20,8 @@
  *   read in lower case (docs/approvals.md, docs/security.md).
  * Decided and documented (docs/task-service.md): list pages are offset pages; a row created between two reads of the
  * default newest-first order comes again first on the next page; oldest-first (`sort=createdAt`) lists it at the end,
- * and nothing read before is listed again.
+ * and nothing read before is listed again. An `Idempotency-Key` sent again with another body is answered with the
+ * first start (the key names the start; its body is not compared; docs/attempts.md).
  * What held, kept as guards: an agent's attempt deleted while its log and diff streams are followed (each ends within
  * seconds, the log sockets with 1000, the SSE log stream with `end` cancelled or deleted; the ids then a 404 or 4404);
  * a task title that reads as a git option or ref (`--orphan=x`, `../..`, `@{-1}`, `HEAD`,
@@ -277,6 +278,22 @@ describe('the local user, whose git user.email has capitals', () => {
     // and what it makes names it in the same form as the header's users: lower case
     const own = await h.inject('POST', '/api/tasks', { projectId: project.id, title: 'made by the local user' });
     expect(own.json().data.createdBy).toBe('local.user@example.com');
+  });
+});
+
+describe('an Idempotency-Key sent again with another body', () => {
+  test('is answered with the first start, whatever the body names (decided: the key names the start; documented)', async () => {
+    const h = api(o.stack);
+    const project = await h.project();
+    const taskId = await h.task(project.id, 'started once under one key');
+    const key = { 'idempotency-key': `fuzz9-${Date.now()}` };
+    const first = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' }, key);
+    const again = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'single', description: 'another body' }, key);
+    expect([first.statusCode, again.statusCode]).toEqual([200, 200]);
+    expect(again.json().data.attemptId).toBe(first.json().data.attemptId);
+    const attempts = (await h.inject('GET', `/api/tasks/${taskId}/attempts`)).json().data as Json[];
+    expect(attempts.map((a) => a.llm)).toEqual(['scripted']);
+    await h.until(first.json().data.attemptId as string, ['completed']);
   });
 });
 
