@@ -15,10 +15,15 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * The local user (local mode, and the user the service key acts as): git's user.email, in lower case as every other
+ * user is (X-User-Email, a configured user's email, an approval's approvers), so it is the approver an approval names
+ * in any case. Written with capitals, as many are, it was a 403 "… is not an approver" for an approval naming it.
+ */
 export function gitUserEmail(): string {
   try {
     const email = execFileSync('git', ['config', '--get', 'user.email'], { encoding: 'utf8', timeout: 5000 }).trim();
-    return email || 'local@armada';
+    return email.toLowerCase() || 'local@armada';
   } catch {
     return 'local@armada';
   }

@@ -91,7 +91,15 @@ function resolveLlm(config: ArmadaConfig, llm: string | undefined, task: Pick<Ta
     });
   }
   const profile = resolveAgentProfile(config, name);
-  if (!profile) throw validationError(`Unknown agent "${name}"`, { llm: `unknown agent "${name}"` });
+  if (!profile && llm) throw validationError(`Unknown agent "${name}"`, { llm: `unknown agent "${name}"` });
+  if (!profile) {
+    // no llm was sent, so the name is state, as AGENT_REQUIRED's missing one is: a 409 naming where it came from (it
+    // was a 400 naming `llm`, a field the request did not hold; an assignee is free text, often a person)
+    const [field, whose] = task.assignee ? ['assignee', "the task's assignee"] : ['defaultLLM', "the project's defaultLLM"];
+    throw conflict(`No agent to run: ${whose} "${name}" is no configured agent; pass "llm" (GET /api/projects/:id lists them in config.llms), or change ${whose}`, 'AGENT_UNKNOWN', {
+      [field]: `"${name}" is no configured agent`,
+    });
+  }
   return { name, profile };
 }
 

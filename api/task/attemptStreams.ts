@@ -273,7 +273,12 @@ export const attemptStreamRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: 
         }
         if (ended && !latest) break;
       }
-      await out.write('end', { attemptId: id });
+      // what ended it: the attempt's final status, or `deleted` when its row is gone (it was deleted while followed)
+      // (left out when the database cannot say)
+      if (!out.signal.aborted) {
+        const a = await getAttempt(deps.db, id).then((row) => row ?? null, () => undefined);
+        await out.write('end', a === undefined ? { attemptId: id } : { attemptId: id, status: a?.status ?? 'deleted' });
+      }
     } finally {
       out.signal.removeEventListener('abort', onAbort);
       unwatch();

@@ -1,8 +1,9 @@
 /** Request and response schemas of the task routes. */
 import { Type } from 'typebox';
 import { TASK_PRIORITIES, TASK_SORT_PATTERN, TASK_STATUSES } from '../../lib/db/tasks';
-import { NAME_CONTROLS, NAME_PATTERN, nonBlankPatternWithout, TEXT_PATTERN } from '../http/inputPolicy';
+import { NAME_CONTROLS, NAME_PATTERN, NON_BLANK_PATTERN, nonBlankPatternWithout, TEXT_PATTERN } from '../http/inputPolicy';
 import { Id, Nullable, PageQuery, StringEnum } from '../http/schemas';
+import { PATTERN_MESSAGE } from '../http/validation';
 import { DeleteCleanup } from './attemptSchemas';
 
 export const TaskStatus = StringEnum(TASK_STATUSES);
@@ -14,7 +15,9 @@ const Description = Type.String({ maxLength: 100_000, pattern: TEXT_PATTERN });
 // labels are stored trimmed and the `labels` filter splits on commas and trims, so a label with a comma or a blank
 // one could never be filtered on
 const Labels = Type.Array(Type.String({ minLength: 1, maxLength: 100, pattern: nonBlankPatternWithout(`,${NAME_CONTROLS}`) }), { maxItems: 50 });
-const Assignee = Type.String({ minLength: 1, maxLength: 100, pattern: `^[^${NAME_CONTROLS}]*$` });
+// a name as a title is (no control or bidi override characters) and not blank: it is stored trimmed, as the agent a
+// start without llm runs and the value the assignee filter matches; a blank one was stored as someone
+const Assignee = Type.String({ minLength: 1, maxLength: 100, pattern: NAME_PATTERN });
 const Metadata = Type.Record(Type.String(), Type.Unknown(), {
   description: 'Free-form. The keys repository, branch and worktreePath are set by the task detail view and are not stored from a request.',
 });
@@ -66,7 +69,16 @@ export const TaskListQuery = Type.Object(
     projectId: Type.Optional(Id({ minLength: 1 })),
     status: Type.Optional(TaskStatus),
     priority: Type.Optional(TaskPriority),
-    labels: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'comma-separated; a task matches when it has every label' })),
+    // a value of commas and blanks alone names no label: it was dropped, and every task listed as if no filter was sent
+    labels: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 2000,
+        pattern: `[^,${NON_BLANK_PATTERN.slice(2)}`,
+        [PATTERN_MESSAGE]: 'must name a label: commas and blanks alone name none',
+        description: 'comma-separated, each label trimmed and empty ones skipped; a task matches when it has every label. A value of commas and blanks alone is a 400',
+      }),
+    ),
     assignee: Type.Optional(Type.String({ minLength: 1 })),
     search: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     sort: Type.Optional(Type.String({ pattern: TASK_SORT_PATTERN, description: 'field, or -field for descending; default -createdAt' })),

@@ -129,9 +129,14 @@ function parseLabels(labels: string | undefined): string[] | undefined {
 /** Labels as stored: trimmed (as the `labels` filter reads them) and each once, in the given order. */
 const storedLabels = (labels: string[]): string[] => [...new Set(labels.map((l) => l.trim()))];
 
-/** Applies a client's patch (trimmed title, trimmed and de-duplicated labels) and publishes the status changes it caused. */
+/** Applies a client's patch (trimmed title and assignee, trimmed and de-duplicated labels) and publishes the status changes it caused. */
 async function patchTasks(c: Queryable, ids: string[], patch: TaskPatch) {
-  const rows = await updateTasks(c, ids, { ...patch, title: patch.title?.trim(), labels: patch.labels ? storedLabels(patch.labels) : undefined });
+  const rows = await updateTasks(c, ids, {
+    ...patch,
+    title: patch.title?.trim(),
+    labels: patch.labels ? storedLabels(patch.labels) : undefined,
+    assignee: typeof patch.assignee === 'string' ? patch.assignee.trim() : patch.assignee,
+  });
   const fields = Object.entries(patch).flatMap(([k, v]) => (v === undefined ? [] : [k]));
   for (const r of rows) {
     await publishTaskStatusChanged(c, r, r.previous_status);
@@ -244,7 +249,7 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
         description: b.description ?? '',
         priority: b.priority ?? 'medium',
         labels: storedLabels(b.labels ?? []),
-        assignee: b.assignee ?? null,
+        assignee: b.assignee?.trim() ?? null,
         createdBy: actingUser(request, deps.localUser),
         metadata: b.metadata ?? {},
         });
