@@ -18,7 +18,7 @@ import { invalidPart, STORABLE_DATE_TIME_PATTERN } from './validation';
 export const NUL_FREE_PATTERN = '^[^\\u0000]*$';
 
 /** What `String.prototype.trim()` removes, as written inside a character class. */
-const BLANK_CHARACTERS = '\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+export const BLANK_CHARACTERS = '\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
 
 /**
  * A regular expression (ECMA-262 and Python alike) matching strings with a character that `String.prototype.trim()`

@@ -1,7 +1,7 @@
 /** Request and response schemas of the task routes. */
 import { Type } from 'typebox';
 import { TASK_PRIORITIES, TASK_SORT_PATTERN, TASK_STATUSES } from '../../lib/db/tasks';
-import { NAME_CONTROLS, NAME_PATTERN, NON_BLANK_PATTERN, nonBlankPatternWithout, TEXT_PATTERN } from '../http/inputPolicy';
+import { BLANK_CHARACTERS, NAME_CONTROLS, NAME_PATTERN, nonBlankPatternWithout, TEXT_PATTERN } from '../http/inputPolicy';
 import { Id, Nullable, PageQuery, StringEnum } from '../http/schemas';
 import { PATTERN_MESSAGE } from '../http/validation';
 import { DeleteCleanup } from './attemptSchemas';
@@ -74,7 +74,7 @@ export const TaskListQuery = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 2000,
-        pattern: `[^,${NON_BLANK_PATTERN.slice(2)}`,
+        pattern: `[^,${BLANK_CHARACTERS}]`,
         [PATTERN_MESSAGE]: 'must name a label: commas and blanks alone name none',
         description: 'comma-separated, each label trimmed and empty ones skipped; a task matches when it has every label. A value of commas and blanks alone is a 400',
       }),

@@ -663,6 +663,26 @@ test.describe('starting with no agent to run', () => {
     await expectNoErrorState(start.getByLabel('Extra instructions (optional)'));
     expect(await api<unknown[]>('GET', `/tasks/${task.id}/attempts`)).toHaveLength(0);
   });
+
+  test("a task assigned to a person (no configured agent): the default's refusal (AGENT_UNKNOWN) is about the profile field too", async ({ page }) => {
+    const project = await createProject(unique('Person Assignee Project'));
+    const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Assigned to a person', assignee: 'alice' });
+    await page.goto(`/tasks/${task.id}`);
+    await page.getByRole('button', { name: 'Start attempt…' }).click();
+    const start = page.getByRole('dialog', { name: 'Start an attempt' });
+    await expect(start.getByLabel('Agent profile').locator('option:checked')).toHaveText('Default (alice)');
+    await start.getByRole('button', { name: 'Start attempt' }).click();
+    const said = "Choose an agent profile: the default (the task's assignee, else the project's default agent profile) is not a configured agent profile.";
+    await expect(start.getByRole('alert')).toHaveText(said);
+    await expect(start.getByLabel('Agent profile')).toBeFocused();
+    await expectErrorState(start.getByLabel('Agent profile'));
+    await expect(start.getByLabel('Agent profile')).toHaveAccessibleDescription(said);
+    // choosing a profile starts it
+    await start.getByLabel('Agent profile').selectOption('scripted');
+    await start.getByRole('button', { name: 'Start attempt' }).click();
+    await expect(start).toBeHidden();
+    expect((await api<{ llm: string }[]>('GET', `/tasks/${task.id}/attempts`)).map((a) => a.llm)).toEqual(['scripted']);
+  });
 });
 
 test('cancel a running attempt from the screen (Enter confirms); Merge and Create PR are then disabled, saying why', async ({ page }) => {

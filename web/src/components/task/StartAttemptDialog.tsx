@@ -20,9 +20,14 @@ export interface StartAttemptDialogProps {
   onStarted: (attemptId: string) => void;
 }
 
-/** The start's error in the dialog's words: AGENT_REQUIRED names the API's fields (`llm`, defaultLLM); the rest as the server says. */
+/** The refusals that are about the profile field: no default at all, or a default (assignee, defaultLLM) that is no configured agent. */
+const isProfileRefusal = (error: unknown): boolean => error instanceof ApiError && (error.code === 'AGENT_REQUIRED' || error.code === 'AGENT_UNKNOWN');
+
+/** The start's error in the dialog's words: AGENT_REQUIRED and AGENT_UNKNOWN name the API's fields (`llm`, defaultLLM); the rest as the server says. */
 function startErrorText(error: Error): string {
   if (error instanceof ApiError && error.code === 'AGENT_REQUIRED') return 'Choose an agent profile: this task has no assignee and its project no default agent profile.';
+  if (error instanceof ApiError && error.code === 'AGENT_UNKNOWN')
+    return "Choose an agent profile: the default (the task's assignee, else the project's default agent profile) is not a configured agent profile.";
   return error.message;
 }
 
@@ -42,7 +47,7 @@ export function StartAttemptDialog({ open, taskId, profiles, defaultProfile, onC
     // said once, in the dialog: a toast would repeat it under the modal's backdrop
     meta: { inlineError: true },
     onError: (err) => {
-      if (err instanceof ApiError && err.code === 'AGENT_REQUIRED') profileSelect.current?.focus();
+      if (isProfileRefusal(err)) profileSelect.current?.focus();
     },
     onSuccess: (r) => {
       void qc.invalidateQueries({ queryKey: queryKeys.task(taskId) });
@@ -51,8 +56,8 @@ export function StartAttemptDialog({ open, taskId, profiles, defaultProfile, onC
       onClose();
     },
   });
-  // AGENT_REQUIRED is about the profile: that field shows its error state, described by the message
-  const profileMissing = start.error instanceof ApiError && start.error.code === 'AGENT_REQUIRED';
+  // AGENT_REQUIRED and AGENT_UNKNOWN are about the profile: that field shows its error state, described by the message
+  const profileMissing = isProfileRefusal(start.error);
   return (
     <Dialog open={open} title="Start an attempt" onClose={onClose}>
       <form
