@@ -8,7 +8,7 @@ import { createPool, sessionLimits, workerPoolOptions } from '../lib/db/pool';
 import { resolveKeys } from '../lib/keys';
 import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle } from '../lib/temporal/client';
-import { createDependencyState, markUpOnPoolConnect, startDependencyProbes } from '../lib/runtime/dependencies';
+import { createDependencyState, markUpOnPoolConnect, startDependencyProbes, type DependencyProbes } from '../lib/runtime/dependencies';
 import { installLastResort } from '../lib/runtime/lastResort';
 import { runShutdownSteps } from '../lib/runtime/shutdownSteps';
 import { startWorkers } from '../workers/createWorker';
@@ -68,7 +68,10 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
   // a connection that hung stays hung: calls waiting on it get their 503 now, and the next call after the outage dials afresh
   dependencies.onDown('temporal', () => temporal.reconnect());
   markUpOnPoolConnect(dependencies, pool);
-  const probes = startDependencyProbes(dependencies, { databaseUrl: infra.databaseUrl, temporalAddress: infra.temporalAddress, namespace: config.temporal.namespace });
+  // started once the migrations are done: a DATABASE_URL that does not answer is then the one line naming it (below),
+  // not a warning that postgres is unavailable before it (nothing is served before that anyway; a server of our own
+  // that dies meanwhile is called down by its supervisor)
+  let probes: DependencyProbes | undefined;
   const metrics = createMetrics();
   let workers: Awaited<ReturnType<typeof startWorkers>> | undefined;
   let services: Awaited<ReturnType<typeof startServices>> | undefined;
@@ -80,7 +83,7 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
       { name: 'http', limitMs: 15_000, run: () => services?.close() }, // drain HTTP first: no new work accepted
       // running activities get the grace period; a worker that cannot reach Temporal does not hold the rest up
       { name: 'workers', limitMs: config.shutdownGraceMs + 5000, run: () => workers?.stop() },
-      { name: 'dependency probes', limitMs: 5000, run: () => probes.stop() }, // the servers' own stop is not an outage
+      { name: 'dependency probes', limitMs: 5000, run: () => probes?.stop() }, // the servers' own stop is not an outage
       { name: 'temporal client', limitMs: 5000, run: () => temporal.close() },
       { name: 'postgres pools', limitMs: 5000, run: () => Promise.all([pool.end(), workerPool.end()]) },
       // last: no client is left to see PostgreSQL terminate its connection; each server gets SIGKILL after its grace
@@ -97,6 +100,7 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
       throw unreachableDatabaseUrl(config.databaseUrl, err);
     });
     if (applied.length) logger.info({ applied }, 'migrations applied');
+    probes = startDependencyProbes(dependencies, { databaseUrl: infra.databaseUrl, temporalAddress: infra.temporalAddress, namespace: config.temporal.namespace });
     await installTemporalRuntime(config.host, config.temporal.metricsPort, logger);
     const runWorkers = async () => {
       workers = await startWorkers({

@@ -70,9 +70,12 @@ export async function removeAttemptWorkflow(input: {
   branch: string | null;
   attemptId?: string;
 }): Promise<WorktreeRemoval | undefined> {
+  // heartbeat 15 s as the merge's (removeWorktree beats every 2 s): a try lost with its worker (kill -9) is tried
+  // again ~15 s later, not after the 2-minute start-to-close, which left the branch for that long (session 53)
   const git = proxyActivities<Activities>({
     taskQueue: input.hostQueue,
     startToCloseTimeout: '2 minutes',
+    heartbeatTimeout: '15 seconds',
     scheduleToStartTimeout: '1 minute',
     retry: { initialInterval: '1s', maximumAttempts: 3 },
   });

@@ -139,7 +139,7 @@ async function moveBase(repo: string, base: string, baseSha: string, newSha: str
   const worktree = await checkedOutAt(repo, base);
   if (worktree) {
     const dirty = await gitOrThrow(worktree, ['status', '--porcelain', '--untracked-files=no']);
-    if (dirty.trim()) {
+    if (dirty.trim() && !(await leftByAnInterruptedMove(worktree, baseSha, newSha))) {
       const files = dirty.split('\n').filter(Boolean).map((l) => l.slice(3));
       return { ok: false, reason: 'dirty_base', message: `${base} has uncommitted changes in ${path.basename(worktree)}`, files };
     }
@@ -163,6 +163,29 @@ async function moveBase(repo: string, base: string, baseSha: string, newSha: str
     throw err;
   }
   return undefined;
+}
+
+/**
+ * Whether the local changes of the base's checkout at `worktree` are what a `git merge --ff-only newSha` killed before
+ * it moved HEAD left there (a worker killed with -9 during the merge, or the OOM killer): git writes the work tree and
+ * the index first and moves the branch last, so a try of this merge lost there left the checkout holding the merge,
+ * uncommitted, under the old HEAD. Before, the retry of the merge, and every merge after it, was refused as
+ * `dirty_base` for changes nobody made but the merge itself. True when HEAD is still `baseSha` and every changed path
+ * (staged or not) is one the merge changes, with exactly the content the merge gives it, in the index and in the work
+ * tree: moving the base to `newSha` then changes nothing in the checkout (git takes such an index), and loses nothing,
+ * whoever made those changes. Anything else (a path the merge does not touch, other content, a checkout written only
+ * half-way) is left to the user as before: `dirty_base`.
+ */
+async function leftByAnInterruptedMove(worktree: string, baseSha: string, newSha: string): Promise<boolean> {
+  if ((await git(worktree, ['rev-parse', 'HEAD'])).stdout.trim() !== baseSha) return false;
+  const names = async (args: string[]) => (await gitOrThrow(worktree, ['diff', '--no-renames', '--name-only', '-z', ...args])).split('\0').filter(Boolean);
+  const changed = [...new Set([...(await names(['--cached', baseSha])), ...(await names([]))])];
+  if (changed.length === 0 || changed.length > 2000) return false; // (a checkout of thousands of changes: told as before)
+  const merged = new Set(await names([baseSha, newSha]));
+  if (!changed.every((f) => merged.has(f))) return false;
+  // the same content as the merge's, in the index and in the work tree (exit 0: no difference)
+  const same = async (args: string[]) => (await git(worktree, ['diff', '--quiet', '--no-renames', ...args, newSha, '--', ...changed.map((f) => `:(literal)${f}`)])).code === 0;
+  return (await same(['--cached'])) && (await same([]));
 }
 
 /**

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../lib/logger';
-import { readProcStat } from '../../lib/process/procStat';
+import { ownIdentity, readProcStat } from '../../lib/process/procStat';
 
 const PREFIX = 'armada-script-';
 /** `armada-script-p<pid>_<start>_<random>`: the process that made it (its pid, and its start time since boot). */
@@ -19,15 +19,14 @@ const LEGACY = /^armada-script-[A-Za-z0-9]{6}$/;
 export const LEGACY_STALE_MS = 25 * 3600_000;
 
 /** A process's start time in clock ticks since boot (/proc/<pid>/stat, field 22); 0 where /proc does not tell. */
-function startTime(pid: number | 'self'): number {
+function startTime(pid: number): number {
   return readProcStat(pid)?.startTime || 0;
 }
 
-let own: string | undefined;
 /** This process's part of its dirs' names. */
 function ownerTag(): string {
-  own ??= `p${process.pid}_${startTime('self')}`;
-  return own;
+  const { pid, startTime } = ownIdentity();
+  return `p${pid}_${startTime}`;
 }
 
 /** Makes a script's temp dir (under the OS temp dir, named after this process). */

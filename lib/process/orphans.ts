@@ -9,7 +9,7 @@
  * dead owner whose pid was given to another process since from a live one: that process is no owner.
  */
 import fs from 'node:fs';
-import { liveProcStat } from './procStat';
+import { liveProcStat, ownIdentity } from './procStat';
 
 /** The variable naming the process that ran a command: `<pid>:<start time in clock ticks since boot>`. */
 export const OWNER_VARIABLE = 'ARMADA_COMMAND_OWNER';
@@ -20,12 +20,10 @@ export function processStartTime(pid: number): string | undefined {
   return stat && String(stat.startTime);
 }
 
-let own: string | undefined;
-
 /** This process as an owner: `<pid>:<start time>` (`<pid>:0` where /proc cannot say). */
 export function ownerMark(): string {
-  own ??= `${process.pid}:${processStartTime(process.pid) ?? '0'}`;
-  return own;
+  const { pid, startTime } = ownIdentity();
+  return `${pid}:${startTime}`;
 }
 
 /** Whether the owner `mark` names still runs: its pid is live and started when the mark says. */

@@ -72,3 +72,16 @@ export function liveProcStat(pid: number | string): ProcStat | undefined {
 export function processAlive(pid: number | string): boolean {
   return liveProcStat(pid) !== undefined;
 }
+
+let ownStart: number | undefined;
+
+/**
+ * This process's identity on the host: its pid, and its start time in clock ticks since boot (field 22; 0 where /proc
+ * cannot tell), read once. A pid is given again once free, the pair is not, so what a process leaves behind for a later
+ * one to clean up is marked with this: the owner of the commands it runs (`ownerMark`, lib/process/orphans.ts) and the
+ * name of its scheduler scripts' temp dirs (activities/scheduler/scriptDirs.ts), each in its own format.
+ */
+export function ownIdentity(): { pid: number; startTime: number } {
+  ownStart ??= readProcStat(process.pid)?.startTime || 0;
+  return { pid: process.pid, startTime: ownStart };
+}

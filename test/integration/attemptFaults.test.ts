@@ -4,13 +4,15 @@
  * (nothing lost; an SSE log stream resumes on the new API with Last-Event-ID without gaps).
  */
 import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildService } from '../../api/services';
 import { groupAlive } from '../../lib/process/processGroup';
 import { eventually, logger, startTestStack, type TestStack } from '../support/harness';
 import { spawnStackWorker } from '../support/workerProcess';
-import { agentConfig, api, recordHistory } from '../support/attemptHelpers';
+import { agentConfig, api, gitOk, gitOut, recordHistory } from '../support/attemptHelpers';
 
 let stack: TestStack;
 let h: ReturnType<typeof api>;
@@ -104,4 +106,52 @@ describe('attempt faults', () => {
       await app2.close();
     }
   }, 90_000);
+
+  test("kill -9 of the worker while a merge moves the checked-out base (work tree and index written, HEAD not yet): the retry on the next worker lands it, the checkout clean", async () => {
+    if (!workers.some((w) => w.exitCode === null && w.signalCode === null)) await startWorkerProcess();
+    const live = workers.filter((w) => w.exitCode === null && w.signalCode === null);
+    const { repo, attemptId, branch } = await h.finishedAttempt('Merge under a dying worker');
+    const before = gitOut(repo, 'rev-parse', 'main');
+    const head = gitOut(repo, 'rev-parse', branch);
+    // git's reference-transaction hook holds the merge where it has written the work tree and the index and is about
+    // to move main (the real window is that short; a larger merge's is longer)
+    const reached = path.join(stack.config.home, 'merge-hook-reached');
+    const hook = path.join(repo, '.git', 'hooks', 'reference-transaction');
+    fs.writeFileSync(hook, `#!/bin/sh\nif [ "$1" = prepared ] && grep -q -e refs/heads/main -e ' HEAD'; then touch '${reached}'; sleep 30; fi\nexit 0\n`);
+    fs.chmodSync(hook, 0o755);
+    const merging = h.inject('POST', `/api/attempts/${attemptId}/merge`, {});
+    await eventually(async () => fs.existsSync(reached), 30_000, 20);
+    for (const w of live) w.kill('SIGKILL');
+    await Promise.all(live.map((w) => (w.exitCode === null && w.signalCode === null ? new Promise((r) => w.once('exit', r)) : undefined)));
+    fs.rmSync(hook);
+    // what the killed git left: the merge in the checkout, uncommitted, under the old HEAD
+    expect([gitOut(repo, 'rev-parse', 'HEAD'), gitOut(repo, 'status', '--porcelain').length > 0]).toEqual([before, true]);
+    await startWorkerProcess();
+    const r = await merging;
+    // before: 409 dirty_base "main has uncommitted changes", for this merge and every one after it
+    expect([r.statusCode, r.json().data?.commitSha]).toEqual([200, head]);
+    expect([gitOut(repo, 'rev-parse', 'main'), gitOut(repo, 'status', '--porcelain'), (await h.attempt(attemptId)).merged]).toEqual([head, '', true]);
+  }, 90_000);
+
+  test("kill -9 of the worker while a delete removes the attempt's branch: the removal is tried again on the next worker within seconds, not minutes", async () => {
+    if (!workers.some((w) => w.exitCode === null && w.signalCode === null)) await startWorkerProcess();
+    const live = workers.filter((w) => w.exitCode === null && w.signalCode === null);
+    const { repo, attemptId, branch } = await h.finishedAttempt('Deleted under a dying worker');
+    const reached = path.join(stack.config.home, 'delete-hook-reached');
+    const hook = path.join(repo, '.git', 'hooks', 'reference-transaction');
+    fs.writeFileSync(hook, `#!/bin/sh\nif [ "$1" = prepared ] && grep -q -e '${branch}'; then touch '${reached}'; sleep 30; fi\nexit 0\n`);
+    fs.chmodSync(hook, 0o755);
+    const deleting = h.inject('DELETE', `/api/attempts/${attemptId}`);
+    await eventually(async () => fs.existsSync(reached), 30_000, 20);
+    for (const w of live) w.kill('SIGKILL');
+    await Promise.all(live.map((w) => (w.exitCode === null && w.signalCode === null ? new Promise((r) => w.once('exit', r)) : undefined)));
+    const killedAt = Date.now();
+    fs.rmSync(hook);
+    await startWorkerProcess();
+    expect((await deleting).statusCode).toBe(200);
+    // before: the lost try was noticed only at the removal's 2-minute start-to-close timeout (no heartbeat timeout)
+    await eventually(async () => !gitOk(repo, 'rev-parse', '--verify', '--quiet', `refs/heads/${branch}`), 60_000, 250);
+    expect(Date.now() - killedAt).toBeLessThan(60_000);
+    expect((await h.inject('GET', `/api/attempts/${attemptId}`)).statusCode).toBe(404);
+  }, 120_000);
 });

@@ -19,6 +19,7 @@ import { agentConfig } from '../support/attemptHelpers';
 import { createTestDatabase, env, eventually, makeGitRepo } from '../support/harness';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy';
 import { timedRequest, type TimedAnswer as Answer } from '../support/timedRequest';
+import { startUnansweringTemporal } from '../support/unansweringTemporal';
 
 jest.setTimeout(240_000);
 
@@ -117,5 +118,23 @@ test('a merge waiting for its result when Temporal freezes: 503 saying the outco
     expect((await new Client({ connection }).workflow.getHandle(`merge:${attemptId}`).describe()).status.name).toBe('RUNNING');
   } finally {
     await connection.close();
+  }
+});
+
+test('armada api started on a Temporal that takes the connection and then answers nothing (frozen right after the connect): it listens and serves what needs no Temporal', async () => {
+  const silent = await startUnansweringTemporal(); // answers GetSystemInfo, the connect's call, and no other
+  let late: ApiProcess | undefined;
+  try {
+    const t0 = Date.now();
+    // before: the start's search attribute check waited for its answer without a limit, and the process never listened
+    late = await Promise.race([
+      spawnApi({ home: fs.mkdtempSync(path.join(home, 'late-')), databaseUrl: db.url, temporalAddress: silent.address, services: ['task'] }),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('armada api did not listen within 45 s')), 45_000)),
+    ]);
+    expect(Date.now() - t0).toBeLessThan(45_000);
+    expect((await timedRequest(`${late.base('task')}/api/projects`, { method: 'GET', timeoutMs: 10_000 })).status).toBe(200);
+  } finally {
+    await late?.stop();
+    await silent.close();
   }
 });

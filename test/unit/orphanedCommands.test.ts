@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { OWNER_VARIABLE, ownerMark, processStartTime, stopOrphanedCommands } from '../../lib/process/orphans';
+import { makeScriptDir } from '../../activities/scheduler/scriptDirs';
 import { eventually } from '../support/harness';
 
 jest.setTimeout(60_000);
@@ -113,4 +114,15 @@ test('an owner is told by its pid and start time: a process with the pid of a de
   expect(stopped).not.toContain(ofOther);
   await eventually(async () => !alive(reused), 5000, 50);
   expect([alive(own), alive(ofOther), alive(other.pid as number)]).toEqual([true, true, true]);
+});
+
+test("this process's owner mark and the names of its scheduler scripts' temp dirs carry one identity: its pid and start time", () => {
+  const start = processStartTime(process.pid) as string;
+  expect(ownerMark()).toBe(`${process.pid}:${start}`);
+  const scriptDir = makeScriptDir();
+  try {
+    expect(path.basename(scriptDir)).toMatch(new RegExp(`^armada-script-p${process.pid}_${start}_[A-Za-z0-9]+$`));
+  } finally {
+    fs.rmSync(scriptDir, { recursive: true, force: true });
+  }
 });
