@@ -10,7 +10,7 @@ export const SOURCES_HELP = `armada sources — manage the scheduler's sources (
 Usage:
   armada sources list [--status active|inactive] [--limit N] [--offset N] [--json]
   armada sources add --type TYPE --url URL [--name NAME] [--api-key-file PATH | --api-key KEY] [--json]
-  armada sources update SOURCE [--name NAME] [--type TYPE] [--url URL] [--api-key-file PATH | --api-key KEY] [--status active|inactive] [--json]
+  armada sources update SOURCE [--name NAME] [--type TYPE] [--url URL] [--api-key-file PATH | --api-key KEY] [--status active|inactive] [--force] [--json]
   armada sources delete SOURCE       (also deletes the workflows and schedules that use it)
   armada sources health SOURCE       (checks the platform now)
   armada sources flows [SOURCE]      (the platform's runnable flows; without SOURCE, those of every source)
@@ -18,6 +18,8 @@ Usage:
 SOURCE is a source's id or its name (a name several sources share must be given as an id).
 TYPE: flow-builder (alias langflow), automagik-hive, automagik-agents.
 A flow task's "flow" may be any of a flow's ID, ENDPOINT or NAME as listed by "armada sources flows".
+update --url/--type/--api-key is refused (HTTP 409, naming them) when the platform then named lacks flows the
+source's workflows run; --force makes the change anyway (a planned move: those runs fail until the flows are there).
 
 The platform's API key: --api-key-file PATH (recommended) reads it from a file, or from stdin with "-"
 (pass show langflow | armada sources add … --api-key-file -), so it is on no command line; a trailing line break is
@@ -114,6 +116,7 @@ async function sources(sub: string, args: string[], io: CliIo): Promise<number> 
     name: { type: 'string' },
     'api-key': { type: 'string' },
     'api-key-file': { type: 'string' },
+    force: { type: 'boolean' },
     json: { type: 'boolean' },
   });
   // --api-key KEY is on the command line, which every user of the host reads in ps: shown as *** while this runs
@@ -156,7 +159,7 @@ async function sources(sub: string, args: string[], io: CliIo): Promise<number> 
       if (apiKey !== undefined) body.api_key = apiKey === '' ? null : apiKey;
       if (values.status !== undefined) body.status = values.status;
       if (!Object.keys(body).length) throw usage('give at least one of --name, --type, --url, --api-key, --status');
-      const s = await schedulerRequest<SourceView>(io.env, 'PATCH', `/api/v1/sources/${await id()}`, body);
+      const s = await schedulerRequest<SourceView>(io.env, 'PATCH', `/api/v1/sources/${await id()}${values.force ? '?force=true' : ''}`, body);
       show(s, `updated source ${s.name} (${s.id}), ${s.source_type} at ${s.url}, ${s.status}\n`);
       return 0;
     }

@@ -94,9 +94,9 @@ const TASK: Catalogue = {
 
 const SCHEDULER: Catalogue = {
   'GET /api/v1/sources': ['listSources', 'List workflow sources', 'Every configured source of workflow definitions (e.g. a remote flow server).'],
-  'POST /api/v1/sources': ['createSource', 'Add a workflow source', 'Registers a source of workflow definitions; answers 201 with it.'],
+  'POST /api/v1/sources': ['createSource', 'Add a workflow source', 'Registers a source of workflow definitions; answers 201 with it. Its `url` is stored in canonical form (lower-case scheme and host, punycode, no default port, no trailing slash); one another source has in any form is a 400.'],
   'GET /api/v1/sources/{id}': ['getSource', 'Get a workflow source', 'One workflow source by id.'],
-  'PATCH /api/v1/sources/{id}': ['updateSource', 'Update a workflow source', 'Changes the given fields of a workflow source. A change of `url`, `source_type` or `api_key` is validated against the platform first (a 400 when that fails, nothing changed); once it passes, a source its health check turned inactive is active again.'],
+  'PATCH /api/v1/sources/{id}': ['updateSource', 'Update a workflow source', 'Changes the given fields of a workflow source. A `url` is stored in canonical form (lower-case scheme and host, punycode, no default port, no trailing slash); one another source has in any form is a 400. A change of `url`, `source_type` or `api_key` is validated against the platform first (a 400 when that fails, nothing changed), and its flow list must have every flow the workflows on the source run: a 409 naming the workflows, tasks and flows it lacks, nothing changed, unless `force=true` is given (a planned migration: those runs fail until the flows exist there). Once it passes, a source its health check turned inactive is active again.'],
   'DELETE /api/v1/sources/{id}': ['deleteSource', 'Delete a workflow source', 'Removes a workflow source.'],
   'GET /api/v1/sources/{id}/flows': ['listSourceFlows', 'List the flows of a source', 'The runnable flows the remote source offers: id, name, endpoint_name, description, updated_at.'],
   'GET /api/v1/flows': ['listAllFlows', 'List the flows of every source', 'The runnable flows of every source in one list, each naming its source; a source that cannot answer is reported per source.'],

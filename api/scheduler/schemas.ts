@@ -99,6 +99,18 @@ export const PatchSourceBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 
+/** PATCH /sources/{id}: `force` changes a source's platform even though it lacks flows the source's workflows run. */
+export const PatchSourceQuery = Type.Object(
+  {
+    force: Type.Boolean({
+      default: false,
+      description:
+        "true: change the source's url, source_type or api_key even when the platform it then names lacks flows the source's workflows run (a 409 without it); their runs fail until those flows exist there",
+    }),
+  },
+  { additionalProperties: false },
+);
+
 export const SourceIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
 
 export const DeletedSource = Type.Object({ id: Type.String(), deleted: Type.Boolean(), deleted_workflows: Type.Array(Type.String()) });

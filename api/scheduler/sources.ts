@@ -1,27 +1,40 @@
 /**
  * Source routes: /api/v1/sources… A source is an external workflow platform. Creation (and a change of url, type or
- * key) validates the platform: its health check, then its version. The platform key is stored sealed and never
- * returned or logged. An id that is not a UUID cannot name a source: 404 "Source not found", like any unknown id.
+ * key) validates the platform: its health check, its version, its flow list (on a PATCH, checked against the flows
+ * the source's workflows run: a 409 unless `?force=true`). A url is stored and compared in canonical form
+ * (canonicalSourceUrl). The platform key is stored sealed and never returned or logged. An id that is not a UUID
+ * cannot name a source: 404 "Source not found", like any unknown id.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { invalidRequest, notFound } from '../../lib/errors';
+import { conflict, invalidRequest, notFound } from '../../lib/errors';
 import { isUuid, newId } from '../../lib/ids';
 import { withTransaction } from '../../lib/db/pool';
 import { UNIQUE_VIOLATION } from '../../lib/db/projects';
 import {
   deleteSourceCascade,
+  findSourceByCanonicalUrl,
+  flowTasksOfSource,
   getSource,
-  getSourceByUrl,
   insertSource,
   listSources,
   recordSourceHealth,
   updateSource,
+  type SourceFlowTask,
   type SourcePatch,
   type SourceRow,
 } from '../../lib/db/schedulerSources';
 import { schedulerMetrics } from '../../lib/scheduler/metrics';
-import { PlatformError, checkHealth, listRemoteFlows, normaliseSourceUrl, validatePlatform, type PlatformTarget } from '../../lib/scheduler/platforms';
+import {
+  PlatformError,
+  canonicalSourceUrl,
+  checkHealth,
+  listRemoteFlows,
+  normaliseSourceUrl,
+  validatePlatform,
+  type PlatformTarget,
+  type RemoteFlow,
+} from '../../lib/scheduler/platforms';
 import { sourceTarget } from '../../lib/scheduler/sourceTarget';
 import { schedulerSettings } from '../../lib/scheduler/settings';
 import { deleteSchedule } from '../../lib/scheduler/temporalSchedules';
@@ -37,8 +50,10 @@ import {
   DeletedSource,
   DetailErrors,
   PatchSourceBody,
+  PatchSourceQuery,
   PlatformErrors,
   RemoteFlows,
+  Detail,
   Source,
   SourceHealth,
   SourceIdParams,
@@ -69,6 +84,42 @@ export function sourceView(s: SourceRow) {
 
 const duplicateUrl = (url: string) => invalidRequest(`Source with URL ${url} already exists`);
 
+/**
+ * The url a request gives, in the canonical form it is stored and compared in (canonicalSourceUrl). The schema's
+ * pattern takes a few the WHATWG parser cannot read (`http://host:99999`): a 400 naming url, as the schema's own;
+ * they went on to validation, which failed with fetch's "Invalid URL".
+ */
+function canonicalUrl(url: string): string {
+  const canonical = canonicalSourceUrl(url);
+  if (canonical === undefined) throw invalidRequest('Request body is invalid: url must be a URL whose host and port can be read (such as https://langflow.example.com; a port is at most 65535)');
+  return canonical;
+}
+
+/** A stored url in canonical form, for comparison; one stored before that the parser cannot read, as stored. */
+const storedCanonical = (url: string): string => canonicalSourceUrl(url) ?? normaliseSourceUrl(url);
+
+/** How many of the flow tasks a platform lacks a 409 names, at most (then how many more). */
+const MAX_NAMED_TASKS = 10;
+
+/**
+ * The flow tasks on a source whose flow the platform does not list. A task runs the flow's id (resolved at its
+ * workflow's creation; older rows: as written), which LangFlow's run also takes as an endpoint name.
+ */
+function tasksLacking(tasks: SourceFlowTask[], flows: RemoteFlow[]): SourceFlowTask[] {
+  const listed = new Set(flows.flatMap((f) => (f.endpoint_name ? [f.id, f.endpoint_name] : [f.id])));
+  return tasks.filter((t) => !listed.has(t.flow));
+}
+
+function lackingFlows(source: SourceRow, platform: PlatformTarget, lacking: SourceFlowTask[]) {
+  const named = lacking
+    .slice(0, MAX_NAMED_TASKS)
+    .map((t) => `workflow ${t.workflow} task "${t.task}" runs flow ${t.flow}${t.flow_name && t.flow_name !== t.flow ? ` ("${t.flow_name}")` : ''}`);
+  const more = lacking.length > MAX_NAMED_TASKS ? `; and ${lacking.length - MAX_NAMED_TASKS} more flow tasks` : '';
+  return conflict(
+    `Source "${source.name}": the ${platform.sourceType} platform at ${platform.url} lacks flows its workflows run (their runs would fail there): ${named.join('; ')}${more}. Nothing was changed: create those flows there first, or send the change again with ?force=true to make it anyway`,
+  );
+}
+
 /** The longest reason a failed validation answers with (a platform's answer in it is already cut at 500). */
 const MAX_CAUSE_CHARS = 600;
 
@@ -98,7 +149,7 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
    * the reason, shortened (the call and what went wrong, e.g. `GET /health failed: ECONNREFUSED`, or the platform's
    * own words when it refused the key): without it only the server's log said why.
    */
-  const validate = async (t: PlatformTarget): Promise<Record<string, unknown> | null> => {
+  const validate = async (t: PlatformTarget): Promise<{ versionInfo: Record<string, unknown> | null; flows: RemoteFlow[] }> => {
     try {
       return await validatePlatform(t, settings.sourceTimeoutMs);
     } catch (err) {
@@ -123,10 +174,10 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
     { schema: { tags: ['sources'], body: CreateSourceBody, response: { 201: Source, ...DetailErrors } } },
     async (request, reply) => {
       const body = request.body;
-      const url = normaliseSourceUrl(body.url);
-      if (await getSourceByUrl(deps.db, url)) throw duplicateUrl(url);
+      const url = canonicalUrl(body.url);
+      if (await findSourceByCanonicalUrl(deps.db, url, storedCanonical)) throw duplicateUrl(url);
       const apiKey = body.api_key ? body.api_key : null;
-      const versionInfo = await validate({ sourceType: body.source_type, url, apiKey });
+      const { versionInfo } = await validate({ sourceType: body.source_type, url, apiKey });
       const id = newId();
       try {
         const row = await insertSource(deps.db, {
@@ -154,14 +205,14 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
 
   app.patch(
     '/sources/:id',
-    { schema: { tags: ['sources'], params: SourceIdParams, body: PatchSourceBody, response: { 200: Source, ...DetailErrors } } },
+    { schema: { tags: ['sources'], params: SourceIdParams, querystring: PatchSourceQuery, body: PatchSourceBody, response: { 200: Source, ...DetailErrors, 409: Detail } } },
     async (request) => {
       const current = await mustGet(request.params.id);
       const body = request.body;
       const patch: SourcePatch = { name: body.name, sourceType: body.source_type, status: body.status };
-      const url = body.url === undefined ? current.url : normaliseSourceUrl(body.url);
+      const url = body.url === undefined ? current.url : canonicalUrl(body.url);
       if (url !== current.url) {
-        const other = await getSourceByUrl(deps.db, url);
+        const other = await findSourceByCanonicalUrl(deps.db, url, storedCanonical);
         if (other && other.id !== current.id) throw duplicateUrl(url);
         patch.url = url;
       }
@@ -169,7 +220,15 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
       if (body.api_key !== undefined) patch.apiKeySealed = apiKey ? sealSecret(deps.keys.encryption, apiKey) : null;
       // What the platform is (type, address, key) changed: check that it still answers before saving.
       if (patch.url !== undefined || (body.source_type !== undefined && body.source_type !== current.source_type) || body.api_key !== undefined) {
-        patch.versionInfo = await validate({ sourceType: body.source_type ?? current.source_type, url, apiKey });
+        const platform: PlatformTarget = { sourceType: body.source_type ?? current.source_type, url, apiKey };
+        const { versionInfo, flows } = await validate(platform);
+        // the platform it now names must have every flow its workflows run (runs there answer 404 otherwise),
+        // unless the client says the change is meant (a migration whose flows come after)
+        if (!request.query.force) {
+          const lacking = tasksLacking(await flowTasksOfSource(deps.db, current.id), flows);
+          if (lacking.length) throw lackingFlows(current, platform, lacking);
+        }
+        patch.versionInfo = versionInfo;
         patch.validated = true;
       }
       try {

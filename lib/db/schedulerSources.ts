@@ -61,6 +61,41 @@ export async function getSourceByUrl(db: Queryable, url: string): Promise<Source
   return rows[0];
 }
 
+/**
+ * The source whose URL is `canonical` once put in canonical form by `canonicalOf`: one stored so (every source
+ * created or given a url since session 53), else one stored before in another form (`http://LOCALHOST:8080`), found
+ * by reading every source's url: sources are few, and no SQL expression is the WHATWG URL parser.
+ */
+export async function findSourceByCanonicalUrl(db: Queryable, canonical: string, canonicalOf: (url: string) => string): Promise<SourceRow | undefined> {
+  const stored = await getSourceByUrl(db, canonical);
+  if (stored) return stored;
+  const { rows } = await db.query<{ id: string; url: string }>('SELECT id, url FROM scheduler_sources ORDER BY created_at, id');
+  const older = rows.find((r) => r.url !== canonical && canonicalOf(r.url) === canonical);
+  return older ? getSource(db, older.id) : undefined;
+}
+
+/** A flow task of a workflow, on one source: the flow's id it runs (and the display name it had when resolved). */
+export interface SourceFlowTask {
+  workflow: string;
+  task: string;
+  flow: string;
+  flow_name: string | null;
+}
+
+/** Every flow task on the source, by workflow name and then in the workflow's order. */
+export async function flowTasksOfSource(db: Queryable, id: string): Promise<SourceFlowTask[]> {
+  const { rows } = await db.query<SourceFlowTask>(
+    `SELECT w.name AS workflow, t.task->>'name' AS task, t.task->>'flow' AS flow, t.task->>'flowName' AS flow_name
+       FROM scheduler_workflow_sources ws
+       JOIN scheduler_workflows w ON w.name = ws.workflow
+      CROSS JOIN LATERAL jsonb_array_elements(w.tasks) WITH ORDINALITY AS t(task, n)
+      WHERE ws.source_id = $1 AND t.task->>'type' = 'flow' AND t.task->>'source' = ws.source_id::text
+      ORDER BY w.name, t.n`,
+    [id],
+  );
+  return rows;
+}
+
 export async function listSources(
   db: Queryable,
   filter: { status?: SourceStatus },

@@ -148,9 +148,25 @@ export interface PlatformTarget {
   apiKey: string | null;
 }
 
-/** Trailing slashes removed, so `http://x/` and `http://x` are the same source. */
+/** Trailing slashes removed, so `http://x/` and `http://x` are the same source (the base every call's path is put after). */
 export function normaliseSourceUrl(url: string): string {
   return url.trim().replace(/\/+$/, '');
+}
+
+/**
+ * A source's URL in the one form it is stored and compared in (docs/scheduler.md#source-urls): the WHATWG URL parser's
+ * (`new URL()`, what fetch itself requests: scheme and host in lower case, an internationalised host in punycode, an
+ * IPv4 address in dotted decimal, the scheme's default port dropped, `.` and `..` path segments resolved, what a
+ * path may not hold as it is percent-encoded), then without trailing slashes, as before (a platform's paths are put
+ * after it). `http://LOCALHOST:8080/` and `http://localhost:8080` are the same source. undefined for a URL that
+ * parser cannot read (a port past 65535, a host no address or name can be), which no call could reach.
+ */
+export function canonicalSourceUrl(url: string): string | undefined {
+  try {
+    return normaliseSourceUrl(new URL(url.trim()).href);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Text for an error message: at most 500 characters. */
@@ -276,20 +292,20 @@ export class PlatformKeyRejected extends PlatformError {}
 
 /**
  * Health check, version, then the flow list, the platform's cheapest call that needs the key: a wrong or missing
- * key fails here (PlatformKeyRejected) rather than at the first run. Source creation and a PATCH of url, type or key.
+ * key fails here (PlatformKeyRejected) rather than at the first run. Source creation and a PATCH of url, type or key;
+ * the flows listed are what a PATCH checks its workflows' flow tasks against.
  */
-export async function validatePlatform(t: PlatformTarget, timeoutMs = 5000): Promise<Record<string, unknown> | null> {
+export async function validatePlatform(t: PlatformTarget, timeoutMs = 5000): Promise<{ versionInfo: Record<string, unknown> | null; flows: RemoteFlow[] }> {
   await checkHealth(t, timeoutMs);
-  const version = await readVersion(t, timeoutMs);
+  const versionInfo = await readVersion(t, timeoutMs);
   try {
-    await listRemoteFlows(t, timeoutMs);
+    return { versionInfo, flows: await listRemoteFlows(t, timeoutMs) };
   } catch (err) {
     if (err instanceof PlatformError && (err.httpStatus === 401 || err.httpStatus === 403)) {
       throw new PlatformKeyRejected(`the platform refused ${t.apiKey ? 'the API key' : 'the request without an API key'}: ${err.message}`, err.httpStatus, err.body);
     }
     throw err;
   }
-  return version;
 }
 
 /** The platform's runnable flows; a non-2xx answer throws with the platform's own text. */

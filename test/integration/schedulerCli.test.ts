@@ -54,6 +54,10 @@ describe('armada sources / workflows CLI', () => {
     const upd = await cli(runSources, ['update', s.id, '--status', 'inactive']);
     expect([upd.code, upd.stdout]).toEqual([0, `updated source cli-fb (${s.id}), flow-builder at ${fake.url}, inactive\n`]);
     expect((await cli(runSources, ['list', '--status', 'active'])).stdout).toContain('0 of 0 source(s)');
+    // --force is the PATCH's ?force=true (any other query would be a 400)
+    const forced = await cli(runSources, ['update', s.id, '--url', `${fake.url}/`, '--force']);
+    expect([forced.code, forced.stdout]).toEqual([0, `updated source cli-fb (${s.id}), flow-builder at ${fake.url}, inactive
+`]);
 
     const health = await cli(runSources, ['health', s.id]);
     expect([health.code, health.stdout]).toEqual([0, 'healthy (status inactive)\n']);

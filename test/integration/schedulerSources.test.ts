@@ -464,4 +464,109 @@ describe('scheduler sources', () => {
       await f2.close();
     }
   });
+
+  test('a source url is stored and compared in its canonical form (host case, default port, trailing slash, punycode): a duplicate in any form is refused, in either order, on PATCH, and against rows stored before', async () => {
+    const [a, b] = [await startFakeFlowBuilder(), await startFakeFlowBuilder()];
+    const [portA, portB] = [new URL(a.url).port, new URL(b.url).port];
+    const ids: string[] = [];
+    const create = (url: string) => inject('POST', '/api/v1/sources', { source_type: 'flow-builder', url });
+    const duplicate = (url: string) => [400, { detail: `Source with URL ${url} already exists` }];
+    try {
+      // written in another form first: stored canonical, and the canonical form is then the duplicate
+      const first = await create(`http://LOCALHOST:${portA}/`);
+      expect([first.statusCode, first.json().url]).toEqual([201, `http://localhost:${portA}`]);
+      ids.push(first.json().id);
+      for (const url of [`http://localhost:${portA}`, `http://LocalHost:${portA}//`, `http://localhost:${portA}/x/..`]) {
+        const dup = await create(url);
+        expect([dup.statusCode, dup.json()]).toEqual(duplicate(`http://localhost:${portA}`));
+      }
+      // the canonical form first, then other forms of it
+      const second = await create(b.url);
+      expect([second.statusCode, second.json().url]).toEqual([201, b.url]);
+      ids.push(second.json().id);
+      for (const url of [`${b.url}/`, `http://0x7f.0.0.1:${portB}`, `http://127.1:${portB}/`]) {
+        const dup = await create(url);
+        expect([dup.statusCode, dup.json()]).toEqual(duplicate(b.url));
+      }
+      // PATCH: another source's url in another form is the same duplicate; nothing changes
+      const taken = await inject('PATCH', `/api/v1/sources/${second.json().id}`, { url: `http://LOCALHOST:${portA}/` });
+      expect([taken.statusCode, taken.json()]).toEqual(duplicate(`http://localhost:${portA}`));
+      expect((await inject('GET', `/api/v1/sources/${second.json().id}`)).json().url).toBe(b.url);
+      // its own url in another form is no change: not validated again
+      const asked = a.requests.length;
+      const same = await inject('PATCH', `/api/v1/sources/${first.json().id}`, { url: `http://localhost:${portA}/` });
+      expect([same.statusCode, same.json().url, a.requests.length]).toEqual([200, `http://localhost:${portA}`, asked]);
+
+      // rows stored before (url as written, less trailing slashes): compared in canonical form too
+      const legacy = [crypto.randomUUID(), crypto.randomUUID()];
+      await stack.db.query(
+        `INSERT INTO scheduler_sources (id, name, source_type, url) VALUES ($1, 'legacy-1', 'flow-builder', 'http://Legacy.Example:80/flows'), ($2, 'legacy-2', 'flow-builder', 'https://BÜCHER.example:443')`,
+        legacy,
+      );
+      ids.push(...legacy);
+      for (const [url, canonical] of [
+        ['http://legacy.example/flows/', 'http://legacy.example/flows'],
+        ['http://LEGACY.EXAMPLE/flows', 'http://legacy.example/flows'],
+        ['https://xn--bcher-kva.example', 'https://xn--bcher-kva.example'],
+        ['https://bücher.example/', 'https://xn--bcher-kva.example'],
+      ] as const) {
+        const dup = await create(url);
+        expect([dup.statusCode, dup.json()]).toEqual(duplicate(canonical));
+      }
+      const onto = await inject('PATCH', `/api/v1/sources/${second.json().id}`, { url: 'http://legacy.example:80/flows' });
+      expect([onto.statusCode, onto.json()]).toEqual(duplicate('http://legacy.example/flows'));
+
+      // a url the schema's pattern takes that no URL parser reads: a 400 naming url, nothing sent or stored
+      const unreadable = await create('http://127.0.0.1:99999');
+      expect([unreadable.statusCode, unreadable.json()]).toEqual([
+        400,
+        { detail: 'Request body is invalid: url must be a URL whose host and port can be read (such as https://langflow.example.com; a port is at most 65535)' },
+      ]);
+      const stored = await stack.db.query('SELECT url FROM scheduler_sources WHERE id = ANY($1::uuid[])', [ids]);
+      expect(stored.rows.map((r) => r.url).sort()).toEqual([b.url, 'http://Legacy.Example:80/flows', `http://localhost:${portA}`, 'https://BÜCHER.example:443']);
+    } finally {
+      for (const id of ids) await inject('DELETE', `/api/v1/sources/${id}`);
+      await a.close();
+      await b.close();
+    }
+  });
+
+  test("a PATCH to a platform that lacks a flow the source's workflows run is a 409 naming them, nothing changed; ?force=true makes the change; a platform with every flow needs no force", async () => {
+    const [current, lacking, complete] = [await startFakeFlowBuilder(), await startFakeFlowBuilder(), await startFakeFlowBuilder()];
+    lacking.withoutFlows = [FAKE_FLOWS.summarise.id];
+    const s = (await inject('POST', '/api/v1/sources', { name: 'migrating', source_type: 'flow-builder', url: current.url })).json();
+    try {
+      const flowTask = (name: string, flow: string) => ({ name, type: 'flow', source: s.id, flow });
+      for (const [name, tasks] of [
+        ['runs-summarise', [{ name: 's', type: 'script', script: 'true' }, flowTask('sum', 'summarise'), flowTask('tr', 'translate-v2')]],
+        ['runs-translate', [flowTask('tr', FAKE_FLOWS.translate.id)]],
+      ] as const) {
+        expect((await inject('POST', '/api/v1/workflows', { name, tasks })).statusCode).toBe(201);
+      }
+      const refused = await inject('PATCH', `/api/v1/sources/${s.id}`, { url: `${lacking.url}/`, name: 'moved' });
+      expect([refused.statusCode, refused.json()]).toEqual([
+        409,
+        {
+          detail: `Source "migrating": the flow-builder platform at ${lacking.url} lacks flows its workflows run (their runs would fail there): workflow runs-summarise task "sum" runs flow ${FAKE_FLOWS.summarise.id} ("Summarise"). Nothing was changed: create those flows there first, or send the change again with ?force=true to make it anyway`,
+        },
+      ]);
+      const kept = (await inject('GET', `/api/v1/sources/${s.id}`)).json();
+      expect(kept).toMatchObject({ name: 'migrating', url: current.url, updated_at: s.updated_at });
+      const notForced = await inject('PATCH', `/api/v1/sources/${s.id}?force=false`, { url: lacking.url });
+      expect(notForced.statusCode).toBe(409);
+      const badForce = await inject('PATCH', `/api/v1/sources/${s.id}?force=yes`, { url: lacking.url });
+      expect([badForce.statusCode, badForce.json().detail]).toEqual([400, expect.stringMatching(/force/)]);
+
+      // the planned migration: forced, the change is made
+      const forced = await inject('PATCH', `/api/v1/sources/${s.id}?force=true`, { url: lacking.url });
+      expect([forced.statusCode, forced.json().url]).toEqual([200, lacking.url]);
+      // a platform with every flow the workflows run: no force needed
+      const moved = await inject('PATCH', `/api/v1/sources/${s.id}`, { url: complete.url });
+      expect([moved.statusCode, moved.json().url]).toEqual([200, complete.url]);
+      expect((await inject('GET', `/api/v1/sources/${s.id}`)).json().url).toBe(complete.url);
+    } finally {
+      await inject('DELETE', `/api/v1/sources/${s.id}`); // and its workflows
+      for (const f of [current, lacking, complete]) await f.close();
+    }
+  });
 });

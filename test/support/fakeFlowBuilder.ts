@@ -5,8 +5,9 @@
  * too) and POST /api/v1/run/{id or endpoint_name}. With `requiredKey` set, the flow list and runs need that key in
  * `x-api-key` and answer LangFlow's 403 texts otherwise. `mode` switches its behaviour: ok, error (HTTP 500) or bad
  * (`status: bad`); stop() makes it refuse connections. `rawAnswers` replaces the text of its 200 answers to the
- * version, the flow list or a run (odd platforms); `redirectTo` answers every request with a 302 there. Requests are
- * recorded (with the x-api-key header they carried).
+ * version, the flow list or a run (odd platforms); `redirectTo` answers every request with a 302 there; `withoutFlows`
+ * (ids) are flows this instance does not have (not listed, a run answers 404). Requests are recorded (with the
+ * x-api-key header they carried).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -60,6 +61,8 @@ export interface FakeFlowBuilder {
   rawAnswers: { version?: string; flows?: string; run?: string; runCut?: string };
   /** when set, every request is answered 302 with `Location: <redirectTo><the request's path and query>` */
   redirectTo: string | null;
+  /** ids of flows this instance lacks: not in its flow list, and a run of one answers 404 */
+  withoutFlows: string[];
   /** every request, with the time it arrived (`at`, epoch ms) */
   requests: { method: string; path: string; query: string; apiKey: string | undefined; body: unknown; at: number }[];
   /** stops listening: the platform is down (connection refused) until start() */
@@ -79,6 +82,7 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
     runAnswerWritten: 0,
     rawAnswers: {},
     redirectTo: null,
+    withoutFlows: [],
     requests: [],
     stop: async () => undefined,
     start: async () => undefined,
@@ -120,7 +124,7 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
         const refused = keyRefusal('Invalid API key');
         if (refused) return send(res, 403, { detail: refused });
         if (fake.rawAnswers.flows !== undefined) return sendRaw(res, fake.rawAnswers.flows);
-        const flows = ALL_FLOWS.filter((f) => params.get('remove_example_flows') !== 'true' || f.folder_id !== STARTER_FOLDER);
+        const flows = ALL_FLOWS.filter((f) => (params.get('remove_example_flows') !== 'true' || f.folder_id !== STARTER_FOLDER) && !fake.withoutFlows.includes(f.id));
         const graph = { nodes: [{ id: 'ChatInput-x', data: { type: 'ChatInput' } }], edges: [] };
         return send(res, 200, params.get('header_flows') === 'true' ? flows : flows.map((f) => ({ ...f, data: graph })));
       }
@@ -129,7 +133,7 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
         const refused = keyRefusal('Invalid or missing API key');
         if (refused) return send(res, 403, { detail: refused });
         const wanted = decodeURIComponent(run[1] as string);
-        const flow = ALL_FLOWS.find((f) => f.folder_id === USER_FOLDER && !f.is_component && (f.id === wanted || f.endpoint_name === wanted));
+        const flow = ALL_FLOWS.find((f) => f.folder_id === USER_FOLDER && !f.is_component && !fake.withoutFlows.includes(f.id) && (f.id === wanted || f.endpoint_name === wanted));
         if (!flow) return send(res, 404, { detail: `Flow identifier ${wanted} not found` });
         if (fake.rawAnswers.run !== undefined) return sendRaw(res, fake.rawAnswers.run);
         const cut = fake.rawAnswers.runCut;
