@@ -22,6 +22,9 @@ test('create a project from a local path, then a task: its card appears in To do
   await dialog.getByRole('button', { name: 'Create project' }).click();
   await expect(page.getByRole('heading', { name: 'Created In The Browser' })).toBeVisible();
   const projectId = page.url().split('/projects/')[1]?.split(/[?#]/)[0] as string;
+  // a project with no task says how to add one (each column said "No tasks")
+  await expect(column(page, 'todo').locator('.empty')).toHaveText('No tasks yet. New task adds one here; Apply template adds a template’s tasks.');
+  await expect(column(page, 'done').locator('.empty')).toHaveText('No tasks');
 
   await page.getByRole('button', { name: 'New task' }).click();
   const taskDialog = page.getByRole('dialog', { name: 'New task' });
