@@ -22,6 +22,9 @@ test('create a project from a local path, then a task: its card appears in To do
   await dialog.getByRole('button', { name: 'Create project' }).click();
   await expect(page.getByRole('heading', { name: 'Created In The Browser' })).toBeVisible();
   const projectId = page.url().split('/projects/')[1]?.split(/[?#]/)[0] as string;
+  // a project with no task says how to add one (each column said "No tasks")
+  await expect(column(page, 'todo').locator('.empty')).toHaveText('No tasks yet. New task adds one here; Apply template adds a template’s tasks.');
+  await expect(column(page, 'done').locator('.empty')).toHaveText('No tasks');
 
   await page.getByRole('button', { name: 'New task' }).click();
   const taskDialog = page.getByRole('dialog', { name: 'New task' });
@@ -470,12 +473,12 @@ test.describe('a label the task service refuses', () => {
   });
 });
 
-test('at 390 px a strip names every column with its count, on one row; a tap or the keyboard shows the column (nothing said In review had cards)', async ({ page }) => {
+test('at 375 px a strip names every column with its count, on one row, its end that has more faded; a tap or the keyboard shows the column (nothing said In review had cards)', async ({ page }) => {
   const project = await createProject('Phone Board');
   const review = await api<Task>('POST', '/tasks', { projectId: project.id, title: 'Waiting for review' });
   await api('PATCH', `/tasks/${review.id}`, { status: 'review' });
   await api('POST', '/tasks', { projectId: project.id, title: 'Still to do' });
-  await page.setViewportSize({ width: 390, height: 780 });
+  await page.setViewportSize({ width: 375, height: 780 });
   await page.goto(`/projects/${project.id}`);
   const strip = page.getByRole('navigation', { name: 'Columns' });
   // every column, with its count, on one row (it wrapped onto two at 390 px); what does not fit scrolls inside the
@@ -487,11 +490,26 @@ test('at 390 px a strip names every column with its count, on one row; a tap or 
   }
   expect([...tops]).toHaveLength(1);
   const stripBox = await strip.boundingBox();
-  expect((stripBox?.x ?? 0) + (stripBox?.width ?? 0)).toBeLessThanOrEqual(390);
+  expect((stripBox?.x ?? 0) + (stripBox?.width ?? 0)).toBeLessThanOrEqual(375);
   expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
   await expect(strip.getByRole('button', { name: 'To do 1' })).toHaveAttribute('aria-current', 'true');
   await expect(strip.getByRole('button', { name: 'To do 1' })).toBeInViewport({ ratio: 1 });
   await expect(strip.getByRole('button', { name: 'Cancelled 0' })).not.toBeInViewport({ ratio: 1 });
+  // a phone shows no scrollbar: the end that has more to scroll fades out (nothing said the strip scrolled), the
+  // other does not
+  const fade = (side: 'before' | 'after') => strip.locator('xpath=..').evaluate((box, s) => getComputedStyle(box, `::${s}`).opacity, side);
+  await expect.poll(() => fade('after')).toBe('1');
+  expect(await fade('before')).toBe('0');
+  // where each button lies in the strip and how wide it is (the strip's scroll left out): the marked one was bold,
+  // so wider, and moving the mark moved the buttons after it
+  const places = () =>
+    strip.evaluate((el) =>
+      [...el.children].map((b) => {
+        const r = b.getBoundingClientRect();
+        return `${Math.round(r.left - el.getBoundingClientRect().left + el.scrollLeft)} ${r.width.toFixed(1)}`;
+      }),
+    );
+  const placed = await places();
   // the In review card is out of the window until its column is chosen
   const reviewCard = column(page, 'in-review').getByRole('article', { name: 'Waiting for review' });
   await expect(reviewCard).not.toBeInViewport();
@@ -499,9 +517,10 @@ test('at 390 px a strip names every column with its count, on one row; a tap or 
   await expect(reviewCard).toBeInViewport({ ratio: 1 });
   await expect(strip.getByRole('button', { name: 'In review 1' })).toHaveAttribute('aria-current', 'true');
   await expect(strip.getByRole('button', { name: 'To do 1' })).not.toHaveAttribute('aria-current', 'true');
+  expect(await places()).toEqual(placed);
   // one column at a time: the one chosen fills most of the board, the next one peeks at the right edge
   const box = await column(page, 'in-review').boundingBox();
-  expect(box?.width ?? 0).toBeGreaterThan(390 * 0.7);
+  expect(box?.width ?? 0).toBeGreaterThan(375 * 0.7);
   await expect(column(page, 'done')).toBeInViewport();
   await expect(column(page, 'in-progress')).not.toBeInViewport();
   await screenshot(page, 'narrow-board-strip', { fullPage: false });
@@ -517,9 +536,13 @@ test('at 390 px a strip names every column with its count, on one row; a tap or 
   await expect(cancelled).toHaveAttribute('aria-current', 'true');
   await expect.poll(async () => {
     const c = await column(page, 'cancelled').boundingBox();
-    return !!c && c.x >= 0 && c.x + c.width <= 390;
+    return !!c && c.x >= 0 && c.x + c.width <= 375;
   }).toBe(true);
   await expect(strip.getByRole('button', { name: 'To do 1' })).not.toBeInViewport();
+  // scrolled to its end: no fade there any more, one at the start, which now has more; still no button moved
+  await expect.poll(() => fade('after')).toBe('0');
+  await expect.poll(() => fade('before')).toBe('1');
+  expect(await places()).toEqual(placed);
   // a swipe back (the board scrolled by hand) moves the mark too, and the strip brings the marked button into view
   await page.locator('[data-testid="board"]').evaluate((b) => b.scrollTo({ left: 0 }));
   await expect(strip.getByRole('button', { name: 'To do 1' })).toHaveAttribute('aria-current', 'true');

@@ -39,6 +39,8 @@ test('at 375 px the nav wraps inside its bar and no screen scrolls sideways', as
       expect(link.y + link.height, `${name} link inside the bar on ${url}`).toBeLessThanOrEqual(bar.y + bar.height);
       expect(link.x + link.width, `${name} link inside the bar on ${url}`).toBeLessThanOrEqual(bar.x + bar.width);
     }
+    // the stored key, masked, stays on one line ("ui-t…" ended a line and "89" began the next)
+    if (url === '/settings') expect(await page.getByTestId('stored-key').evaluate((el) => el.getClientRects().length)).toBe(1);
     // the page itself does not scroll sideways (polled: lazy screens settle)
     await softly
       .poll(() => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth), { message: `sideways overflow on ${url}` })

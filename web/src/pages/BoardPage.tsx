@@ -325,6 +325,8 @@ export function BoardPage() {
               onMove={onMove}
               onMoveById={onMoveById}
               onEdit={openTaskDialog}
+              // a project with no task yet: its first column says how to add some (five "No tasks" said nothing)
+              empty={i === 0 && all.length === 0 ? 'No tasks yet. New task adds one here; Apply template adds a template’s tasks.' : undefined}
             />
           ))}
         </div>

@@ -25,7 +25,7 @@ function ApiKeySection() {
     <section className="panel" aria-label="API key">
       <h2>API key</h2>
       <p className="muted">
-        Kept for this browser tab only (sessionStorage) and sent as a bearer header. Stored key: <strong data-testid="stored-key">{stored ? mask(stored) : 'none'}</strong>
+        Kept for this browser tab only (sessionStorage) and sent as a bearer header. Stored key: <strong className="nowrap" data-testid="stored-key">{stored ? mask(stored) : 'none'}</strong>
       </p>
       <form
         className="filters"

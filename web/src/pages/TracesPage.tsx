@@ -251,7 +251,7 @@ export function TracesPage() {
               <td>{new Date(t.sentAt).toLocaleString()}</td>
               <td>{t.instance}</td>
               <td className="mono">{t.to}</td>
-              <td className="long-text" title={t.message.length > 80 ? t.message : undefined}>
+              <td className="long-text trace-message" title={t.message.length > 80 ? t.message : undefined}>
                 {t.message.length > 80 ? `${t.message.slice(0, 80)}…` : t.message}
               </td>
               <td>

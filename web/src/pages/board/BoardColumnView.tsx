@@ -12,12 +12,14 @@ export interface BoardColumnViewProps {
   onMove: (task: Task, status: TaskStatus, follow?: boolean) => void;
   onMoveById: (taskId: string, status: TaskStatus) => void;
   onEdit: (task: Task) => void;
+  /** What the column says when it holds no card (default "No tasks"). */
+  empty?: string;
 }
 
 const CARD_HEIGHT = 112;
 
 /** One column: its title and count, a drop target, and its cards (virtualised: only the visible ones are rendered). */
-export function BoardColumnView({ column, tasks, selected, onSelect, onMove, onMoveById, onEdit }: BoardColumnViewProps) {
+export function BoardColumnView({ column, tasks, selected, onSelect, onMove, onMoveById, onEdit, empty = 'No tasks' }: BoardColumnViewProps) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const [over, setOver] = useState(false);
   const virtualizer = useVirtualizer({
@@ -53,7 +55,7 @@ export function BoardColumnView({ column, tasks, selected, onSelect, onMove, onM
         {column.title} <span className="count">{tasks.length}</span>
       </h2>
       <div className="column-scroll" ref={scrollRef}>
-        {tasks.length === 0 ? <p className="muted empty">No tasks</p> : null}
+        {tasks.length === 0 ? <p className="muted empty">{empty}</p> : null}
         <div className="column-inner" style={{ height: virtualizer.getTotalSize() }}>
           {virtualizer.getVirtualItems().map((item) => {
             const task = tasks[item.index] as Task;
