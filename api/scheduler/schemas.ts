@@ -27,14 +27,18 @@ export const WORKFLOW_NAME = '^([A-Za-z0-9_-][A-Za-z0-9._-]{0,99}|\\.[A-Za-z0-9_
 /**
  * A platform's URL: http(s), with no user name or password before the host (`https://user:pass@host`). fetch refuses
  * such a URL, so every call to the platform failed with fetch's own words, and the URL, the password in it, was
- * stored and shown; the key goes in `api_key` (docs/scheduler.md#sources).
+ * stored and shown; the key goes in `api_key` (docs/scheduler.md#sources). No query or fragment either: every call is
+ * the URL with its path put after it, so `https://host/?k=v` called `https://host/?k=v/health` (until session 53
+ * taken, and every call to the platform failed).
  */
 const Url = Type.String({
   minLength: 1,
   maxLength: 2048,
-  pattern: '^https?://[^\\s/?#@]+([/?#][^\\s]*)?$',
-  description: 'http(s) URL of the platform, without a user name or password (give the key in api_key)',
-  [PATTERN_MESSAGE]: 'must be an http(s) URL without a user name or password before the host (such as https://langflow.example.com); give the key in api_key',
+  pattern: '^https?://[^\\s/?#@]+(/[^\\s?#]*)?$',
+  description:
+    "http(s) URL of the platform, without a user name or password (give the key in api_key) and without a query or fragment (every call puts its path after the URL, so a query's would be cut off by it: `?k=v/health`)",
+  [PATTERN_MESSAGE]:
+    'must be an http(s) URL without a user name or password before the host (such as https://langflow.example.com; give the key in api_key) and without a query (?) or fragment (#)',
 });
 
 /** The platform key travels in an HTTP header: printable ASCII only, else no request could carry it. */
