@@ -79,7 +79,8 @@ export const TaskListQuery = Type.Object(
         description: 'comma-separated, each label trimmed and empty ones skipped; a task matches when it has every label. A value of commas and blanks alone is a 400',
       }),
     ),
-    assignee: Type.Optional(Type.String({ minLength: 1 })),
+    // as assignees are stored (trimmed, not blank, no control characters): a padded value finds the trimmed one
+    assignee: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: NAME_PATTERN, description: 'an assignee as stored; blanks around it are ignored' })),
     search: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     sort: Type.Optional(Type.String({ pattern: TASK_SORT_PATTERN, description: 'field, or -field for descending; default -createdAt' })),
   },

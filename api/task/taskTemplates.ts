@@ -67,7 +67,12 @@ const UpdateBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 const ListQuery = Type.Object(
-  { ...PageQuery, category: Type.Optional(Type.String({ maxLength: 100 })), search: Type.Optional(Type.String({ maxLength: 200 })) },
+  {
+    ...PageQuery,
+    // as categories are stored (trimmed, not blank): an empty or blank one matched nothing, a padded one nothing either
+    category: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: NAME_PATTERN, description: 'a category as stored; blanks around it are ignored' })),
+    search: Type.Optional(Type.String({ maxLength: 200 })),
+  },
   { additionalProperties: false },
 );
 const ApplyBody = Type.Object({ projectId: Id() }, { additionalProperties: false });
@@ -102,7 +107,7 @@ export const taskTemplateRoutes: FastifyPluginAsync<TaskPluginOptions> = async (
 
   app.get('/task-templates', { schema: { tags, querystring: ListQuery, response: { 200: PagedEnvelope(Template), ...ErrorResponses } } }, async (request) => {
     const { page, limit, category, search } = request.query;
-    const { rows, total } = await listTemplates(deps.db, { category, search, limit, offset: (page - 1) * limit });
+    const { rows, total } = await listTemplates(deps.db, { category: category?.trim(), search, limit, offset: (page - 1) * limit });
     return okPage(version, rows.map(templateView), pagination(page, limit, total));
   });
 

@@ -182,7 +182,7 @@ export const taskRoutes: FastifyPluginAsync<TaskPluginOptions> = async (fastify,
       status: query.status,
       priority: query.priority,
       labels: parseLabels(query.labels),
-      assignee: query.assignee,
+      assignee: query.assignee?.trim(),
       search: query.search,
     };
     const page = { limit: query.limit, offset: (query.page - 1) * query.limit, sort: query.sort };

@@ -80,6 +80,12 @@ describe('task templates', () => {
     const c = await mk('Gamma feature', 'feature');
     const ids = async (q: string) => (await inject('GET', `/api/task-templates?${q}`)).json().data.map((x: { id: string }) => x.id);
     expect(await ids('category=refactor')).toEqual([b, a]);
+    // as stored: blanks around are ignored; an empty or blank one is a 400 naming it (it matched nothing before)
+    expect(await ids('category=%20refactor%20')).toEqual([b, a]);
+    for (const q of ['category=', 'category=%20']) {
+      const r = await inject('GET', `/api/task-templates?${q}`);
+      expect([q, r.statusCode, Object.keys(r.json().error.details)]).toEqual([q, 400, ['category']]);
+    }
     expect(await ids('search=refactor')).toEqual([b, a]);
     expect(await ids('search=gamma&category=feature')).toEqual([c]);
     expect(await ids('search=100%25')).toEqual([]);

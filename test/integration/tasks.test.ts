@@ -80,6 +80,12 @@ describe('tasks', () => {
     expect((await ids('labels=bug')).sort()).toEqual([a.id, c.id].sort());
     expect(await ids('labels=bug,auth')).toEqual([a.id]);
     expect(await ids('assignee=codex')).toEqual([c.id]);
+    // as stored: blanks around are ignored; a blank one is a 400 naming it (it matched nothing before)
+    expect(await ids('assignee=%20codex%20')).toEqual([c.id]);
+    for (const q of ['assignee=%20', 'assignee=%20%09', `assignee=${'a'.repeat(101)}`]) {
+      const r = await inject('GET', `/api/tasks?projectId=${p}&${q}`);
+      expect([q, r.statusCode, Object.keys(r.json().error.details)]).toEqual([q, 400, ['assignee']]);
+    }
     expect((await ids('search=login')).sort()).toEqual([a.id, b.id].sort());
     expect(await ids('sort=-priority')).toEqual([a.id, c.id, b.id]);
     expect(await ids('sort=priority')).toEqual([b.id, c.id, a.id]);
