@@ -149,6 +149,9 @@ function nest(path: string[], value: unknown): unknown {
   return /^\d+$/.test(head as string) ? [nest(rest, value)] : { [head as string]: nest(rest, value) };
 }
 
+/** A valid body of each operation that takes a body and query parameters (only the body is read before the query). */
+const VALID_BODY_WITH_QUERY: Record<string, unknown> = { 'PATCH /api/v1/sources/{id}': { name: 'renamed' } };
+
 describe.each(SERVICES)('%s service', (service) => {
   const send = (method: string, url: string, payload?: unknown, headers: Record<string, string> = {}) =>
     stack.app(service).inject({
@@ -167,7 +170,10 @@ describe.each(SERVICES)('%s service', (service) => {
         const schema = deref(docs[service] as Json, p.schema);
         if ([schema.type].flat().includes('array')) continue;
         probes++;
-        const res = await send(op.method, `${urlOf(op)}?${p.name}=1&${p.name}=2`);
+        // a body is validated before the query (Fastify's order): an operation that takes both gets a valid one
+        const body = op.body ? VALID_BODY_WITH_QUERY[`${op.method} ${op.path}`] : undefined;
+        if (op.body && body === undefined) failures.push(`${op.method} ${op.path}: takes a body and a query; add a valid body to VALID_BODY_WITH_QUERY`);
+        const res = await send(op.method, `${urlOf(op)}?${p.name}=1&${p.name}=2`, body);
         const what = `${op.method} ${op.path}?${p.name}=1&${p.name}=2`;
         if (res.statusCode !== 400) failures.push(`${what} → ${res.statusCode} ${res.body.slice(0, 160)}`);
         else if (!messageOf(service, res.body).endsWith(`${p.name} must be given once, not repeated`)) failures.push(`${what} → ${res.body.slice(0, 200)}`);
