@@ -25,6 +25,7 @@ import { createExecutionProgressActivities } from './scheduler/executionProgress
 import { createSchedulerActivities } from './scheduler/schedulerActivities';
 import type { RunDefinitions } from './scheduler/runDefinitions';
 import { createAttemptActivities } from './attempts';
+import { keepAlive } from './keepAlive';
 import { untilPostgresAnswers } from './untilPostgresAnswers';
 
 export interface ActivityDeps {
@@ -60,7 +61,8 @@ export function createActivities(deps: ActivityDeps) {
       setCloneResult(deps.db, input.projectId, input.ok, input.path, input.error),
     /** Whether the project was stored, once the transaction that inserted it and started its clone has ended. */
     projectRecordStored: (input: { projectId: string }): Promise<boolean> => withTransaction(deps.db, (c) => projectStored(c, input.projectId)),
-    removeProjectClone: (input: RemoveProjectCloneInput) => untilPostgresAnswers(() => removeProjectClone(deps, input)),
+    /** Beats every 2 s (the workflows' heartbeat timeout is 15 s): a try lost with its worker is tried again within seconds. */
+    removeProjectClone: (input: RemoveProjectCloneInput) => keepAlive(() => untilPostgresAnswers(() => removeProjectClone(deps, input))),
     runAgentTask: (input: { agent: string; taskId: string }) => runAgentTask(deps, input),
     recordAgentTaskResult: (input: AgentTaskResultInput) => recordAgentTaskResult(deps, input),
     ...createApprovalActivities(deps),

@@ -11,7 +11,7 @@ import { createTemporalHandle } from '../lib/temporal/client';
 import { createDependencyState, markUpOnPoolConnect, startDependencyProbes, type DependencyProbes } from '../lib/runtime/dependencies';
 import { installLastResort } from '../lib/runtime/lastResort';
 import { runShutdownSteps } from '../lib/runtime/shutdownSteps';
-import { startWorkers } from '../workers/createWorker';
+import { startWorkers, WorkerStartAbandoned } from '../workers/createWorker';
 import { resolveLogFormat, type Logger } from '../lib/logger';
 import { sdkLogger } from '../lib/temporal/sdkLogger';
 import { bootstrap, startInfrastructure, untilSignal } from './runtime';
@@ -102,7 +102,7 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
     if (applied.length) logger.info({ applied }, 'migrations applied');
     probes = startDependencyProbes(dependencies, { databaseUrl: infra.databaseUrl, temporalAddress: infra.temporalAddress, namespace: config.temporal.namespace });
     await installTemporalRuntime(config.host, config.temporal.metricsPort, logger);
-    const runWorkers = async () => {
+    const runWorkers = async (onTemporalNotAnswering?: () => void) => {
       workers = await startWorkers({
         config,
         db: workerPool,
@@ -111,6 +111,8 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
         address: infra.temporalAddress,
         namespace: config.temporal.namespace,
         shutdownGraceMs: config.shutdownGraceMs,
+        onTemporalNotAnswering,
+        shouldStop: () => stopping,
       });
       const running = workers;
       if (stopping) {
@@ -134,7 +136,16 @@ export async function runStart(_flags: Record<string, unknown>): Promise<number>
         }
       });
     };
-    await runWorkers();
+    // a Temporal that took the connection and does not answer the workers' search attribute check holds up only the
+    // workers: the services start (what needs Temporal answers 503, as while it is down) and the workers start polling
+    // once it answers; missing attributes found then stop the suite as at start (exit 1, the one line)
+    let notAnswering: () => void = () => undefined;
+    const waitingForTemporal = new Promise<void>((resolve) => (notAnswering = resolve));
+    const workersStarted = runWorkers(() => notAnswering());
+    await Promise.race([workersStarted, waitingForTemporal]);
+    workersStarted.catch((err: unknown) => {
+      if (!stopping && !(err instanceof WorkerStartAbandoned)) giveUp((err as Error).message);
+    });
     services = await startServices(SERVICE_NAMES, { db: pool, config, keys, temporal, logger, metrics, dependencies });
   } catch (err) {
     await shutdown();

@@ -13,7 +13,7 @@ import type { ArmadaConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
 import { hostQueue } from '../lib/temporal/queues';
-import { requireSearchAttributes } from '../lib/temporal/searchAttributeCheck';
+import { requireSearchAttributes, SearchAttributesMissing } from '../lib/temporal/searchAttributeCheck';
 import { workerIdentity } from '../lib/workerIdentity';
 import { createSlots } from '../lib/process/slots';
 import type { Faults } from '../lib/faults';
@@ -76,6 +76,64 @@ export interface WorkerOptions {
   maxAgents?: number;
   /** Test-only failure points (lib/faults.ts): the retry tests make activities fail after their side effects. */
   faults?: Faults;
+  /**
+   * Called once when Temporal took the connection but did not answer the search attribute check in time: the start
+   * goes on waiting for it (`armada start` serves HTTP meanwhile).
+   */
+  onTemporalNotAnswering?: () => void;
+  /** Ends the wait for that answer (a shutdown under way): the start then fails with WorkerStartAbandoned. */
+  shouldStop?: () => boolean;
+}
+
+/** How long one search attribute check waits for Temporal's answer, and the pause before the next one. */
+export const SEARCH_ATTRIBUTES_CHECK_MS = 5000;
+/**
+ * gRPC CANCELLED (what the SDK 1.24 native connection's deadline ends a call with: "Timeout expired"),
+ * DEADLINE_EXCEEDED and UNAVAILABLE: Temporal did not answer in time, or could not take the call now.
+ */
+const WAITED_OUT_CODES = new Set<unknown>([1, 4, 14]);
+/** After the first warning, one more only this often while Temporal still does not answer. */
+const NOT_ANSWERING_WARN_EVERY_MS = 60_000;
+
+/** A start given up while it waited for Temporal's answer (shouldStop). */
+export class WorkerStartAbandoned extends Error {
+  constructor() {
+    super('the worker start was given up while it waited for Temporal to answer');
+    this.name = 'WorkerStartAbandoned';
+  }
+}
+
+/**
+ * The search attribute check, each try bounded by SEARCH_ATTRIBUTES_CHECK_MS and tried again until Temporal answers:
+ * a Temporal that takes the connection and answers nothing (frozen right after the connect, a frontend whose
+ * persistence hangs) made the start wait without a limit and without a word, and `armada start` listened on no port
+ * meanwhile. Missing attributes end the start at once (SearchAttributesMissing).
+ */
+async function untilSearchAttributesChecked(connection: NativeConnection, opts: WorkerOptions): Promise<void> {
+  let warnedAt: number | undefined;
+  for (;;) {
+    try {
+      await connection.withDeadline(Date.now() + SEARCH_ATTRIBUTES_CHECK_MS, () => requireSearchAttributes(connection, opts.namespace));
+      if (warnedAt !== undefined) opts.logger.info({ address: opts.address }, 'Temporal answered the search attribute check; the workers start polling');
+      return;
+    } catch (err) {
+      // only silence and unavailability are waited out; another refusal (missing attributes, no permission) ends the start
+      if (err instanceof SearchAttributesMissing || !WAITED_OUT_CODES.has((err as { code?: unknown }).code)) throw err;
+      if (warnedAt === undefined || Date.now() - warnedAt >= NOT_ANSWERING_WARN_EVERY_MS) {
+        if (warnedAt === undefined) opts.onTemporalNotAnswering?.();
+        warnedAt = Date.now();
+        opts.logger.warn(
+          { address: opts.address, namespace: opts.namespace, err: { message: (err as Error).message } },
+          `Temporal at ${opts.address} took the connection but did not answer the search attribute check of namespace "${opts.namespace}" within ${SEARCH_ATTRIBUTES_CHECK_MS / 1000} s; ` +
+            `the workers start polling once it answers (trying again every ${SEARCH_ATTRIBUTES_CHECK_MS / 1000} s). Check that ${opts.address} is the Temporal frontend's gRPC port and that its services and persistence are up (temporal operator cluster health --address ${opts.address})`,
+        );
+      }
+    }
+    for (let waited = 0; waited < SEARCH_ATTRIBUTES_CHECK_MS; waited += 500) {
+      if (opts.shouldStop?.()) throw new WorkerStartAbandoned();
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
 }
 
 export interface RunningWorkers {
@@ -96,7 +154,7 @@ export const WORKER_LISTENER_APPLICATION_NAME = 'armada-worker-listener';
 export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers> {
   const connection = await NativeConnection.connect({ address: opts.address });
   // workflows start with and upsert Armada's search attributes: without them every workflow task would fail
-  await requireSearchAttributes(connection, opts.namespace).catch(async (err) => {
+  await untilSearchAttributesChecked(connection, opts).catch(async (err) => {
     await connection.close();
     throw err;
   });

@@ -13,9 +13,11 @@ const { recordCloneResult, projectRecordStored } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '1s', maximumInterval: '30s' }, // a projection write retries until Postgres is back
 });
-// as removeProjectCloneWorkflow's: deleting a large clone's files takes a while
+// as removeProjectCloneWorkflow's: deleting a large clone's files takes a while; a try lost with its worker is
+// tried again after the 15 s heartbeat timeout
 const { removeProjectClone } = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '15 seconds',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
 });
 

@@ -12,6 +12,10 @@
  * the worker, bound for `<id>.partial`: the directory the next try removes and clones into (two clones writing into
  * one directory when they overlap, or a leftover beside the finished clone when the orphan ends last). Seen here: the
  * orphan still ran 15 s after the kill.
+ *
+ * Also kill -9 of the one of two workers whose removal of a deleted project's clone is under way: the other removes it
+ * within seconds (the removal's 15 s heartbeat timeout). Before session 53 the removal had no heartbeat timeout and the
+ * lost try was retried only at its 10-minute start-to-close.
  */
 import { type ChildProcess, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -23,6 +27,9 @@ import { processesNaming } from '../support/processes';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
 import { spawnStackWorker } from '../support/workerProcess';
 import { stopChild } from '../support/ownTemporal';
+import { startTcpProxy, type TcpProxy } from '../support/tcpProxy';
+import { temporal } from '@temporalio/proto';
+import { removeProjectCloneWorkflowId } from '../../workflows/projectCloneMessages';
 
 jest.setTimeout(300_000);
 
@@ -30,6 +37,8 @@ jest.setTimeout(300_000);
 let stack: TestStack;
 let remote: HeldCloneRemote | undefined;
 let worker: ChildProcess | undefined;
+let other: ChildProcess | undefined;
+let pgProxy: TcpProxy | undefined;
 let url: string;
 let remoteHead: string;
 
@@ -44,7 +53,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   remote?.releaseFirst(); // a held pack request first (the test lets it go; one that failed early may not have)
+  pgProxy?.setMode('forward');
   await stopChild(worker);
+  await stopChild(other);
+  await pgProxy?.close();
   await stack?.close();
   await remote?.close();
 });
@@ -115,4 +127,45 @@ test('kill -9 of the worker mid-clone: no git left running after it, the project
   expect(await repositoryOnceSettled(againId, 60_000)).toMatchObject({ status: 'ready' });
   expect(fs.readFileSync(path.join(managedClonePath(stack.config.home, againId), 'README.md'), 'utf8')).toBe('# widgets\n');
   expect(remote?.packRequests()).toBeGreaterThanOrEqual(3);
+});
+
+test("kill -9 of the worker removing a deleted project's clone: the other worker removes it within seconds, not after the removal's 10-minute start-to-close", async () => {
+  const h = api(stack);
+  // two workers whose PostgreSQL is behind a proxy: held, it keeps the removal under way (its first statement
+  // waiting) on whichever worker took it
+  await stopChild(worker);
+  const url = new URL(stack.dbUrl);
+  pgProxy = await startTcpProxy(`${url.hostname}:${url.port}`);
+  [url.hostname, url.port] = pgProxy.address.split(':') as [string, string];
+  [worker, other] = await Promise.all([spawnStackWorker(stack, { databaseUrl: url.toString() }), spawnStackWorker(stack, { databaseUrl: url.toString() })]);
+  const created = await h.inject('POST', '/api/projects', { name: 'deleted under a dying worker', repository: { url: remote?.url, branch: 'main' } });
+  expect(created.statusCode).toBe(201);
+  const id = created.json().data.id as string;
+  expect(await repositoryOnceSettled(id, 60_000)).toMatchObject({ status: 'ready' });
+  const clone = managedClonePath(stack.config.home, id);
+
+  pgProxy.setMode('hold');
+  const deleting = h.inject('DELETE', `/api/projects/${id}`);
+  const handle = (await stack.temporal.client()).workflow.getHandle(removeProjectCloneWorkflowId(id));
+  const identity = await eventually(async () => {
+    const a = (await handle.describe().catch(() => undefined))?.raw.pendingActivities?.[0];
+    return a?.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED ? a.lastWorkerIdentity : undefined;
+  }, 30_000, 50);
+  const [dying, survivor] = identity?.endsWith(`-${worker?.pid}`) ? [worker, other] : [other, worker];
+  expect(identity?.endsWith(`-${dying?.pid}`)).toBe(true);
+  const exited = new Promise((r) => dying?.once('exit', r));
+  dying?.kill('SIGKILL');
+  await exited;
+  [worker, other] = [survivor, undefined];
+  const killedAt = Date.now();
+  pgProxy.setMode('forward');
+  expect(fs.existsSync(clone)).toBe(true);
+
+  expect((await deleting).statusCode).toBe(200);
+  // before: the lost try was timed out only at the 10-minute start-to-close (no heartbeat timeout), and the survivor's
+  // janitor (hourly) had looked before the delete
+  await eventually(async () => !fs.existsSync(clone), 60_000, 250);
+  expect(Date.now() - killedAt).toBeLessThan(60_000);
+  expect(await handle.result()).toBe('removed');
+  expect(fs.readdirSync(path.dirname(clone)).filter((n) => n.includes(id))).toEqual([]);
 });

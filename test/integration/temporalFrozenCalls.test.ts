@@ -10,12 +10,14 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { insertAttempt } from '../../lib/db/attempts';
 import { spawnApi, type ApiProcess } from '../support/apiProcess';
 import { agentConfig } from '../support/attemptHelpers';
+import { ctrlCWithin, startArmada, type RunningArmada } from '../support/armadaStart';
 import { createTestDatabase, env, eventually, makeGitRepo } from '../support/harness';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy';
 import { timedRequest, type TimedAnswer as Answer } from '../support/timedRequest';
@@ -124,17 +126,71 @@ test('a merge waiting for its result when Temporal freezes: 503 saying the outco
 test('armada api started on a Temporal that takes the connection and then answers nothing (frozen right after the connect): it listens and serves what needs no Temporal', async () => {
   const silent = await startUnansweringTemporal(); // answers GetSystemInfo, the connect's call, and no other
   let late: ApiProcess | undefined;
+  let limit: NodeJS.Timeout | undefined;
   try {
     const t0 = Date.now();
     // before: the start's search attribute check waited for its answer without a limit, and the process never listened
     late = await Promise.race([
       spawnApi({ home: fs.mkdtempSync(path.join(home, 'late-')), databaseUrl: db.url, temporalAddress: silent.address, services: ['task'] }),
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('armada api did not listen within 45 s')), 45_000)),
+      new Promise<never>((_, reject) => (limit = setTimeout(() => reject(new Error('armada api did not listen within 45 s')), 45_000))),
     ]);
     expect(Date.now() - t0).toBeLessThan(45_000);
     expect((await timedRequest(`${late.base('task')}/api/projects`, { method: 'GET', timeoutMs: 10_000 })).status).toBe(200);
   } finally {
+    clearTimeout(limit);
     await late?.stop();
     await silent.close();
+  }
+});
+
+test('armada start on an external Temporal that takes the connection and answers nothing: it listens and serves what needs no Temporal, says what is wrong and what to check, and its workers poll once Temporal answers', async () => {
+  const silent = await startUnansweringTemporal(); // answers GetSystemInfo, the connect's call, and no other
+  const port = Number(silent.address.slice(silent.address.lastIndexOf(':') + 1));
+  const queue = `frozen-start-${crypto.randomBytes(4).toString('hex')}`;
+  const startHome = fs.mkdtempSync(path.join(home, 'start-'));
+  fs.writeFileSync(path.join(startHome, 'config.json'), JSON.stringify(agentConfig()));
+  let armada: RunningArmada | undefined;
+  let relay: net.Server | undefined;
+  let limit: NodeJS.Timeout | undefined;
+  try {
+    const t0 = Date.now();
+    // before: the workers' search attribute check waited for its answer without a limit, and the services (started
+    // after the workers) never listened
+    const starting = startArmada(startHome, { DATABASE_URL: db.url, TEMPORAL_ADDRESS: silent.address, ARMADA_CONFIG: path.join(startHome, 'config.json'), ARMADA_TASK_QUEUE: queue, ARMADA_LOG_LEVEL: 'info' });
+    armada = await Promise.race([starting, new Promise<never>((_, reject) => (limit = setTimeout(() => reject(new Error('armada start did not listen within 45 s')), 45_000)))]);
+    clearTimeout(limit);
+    expect(Date.now() - t0).toBeLessThan(45_000);
+    const base = `http://127.0.0.1:${armada.ports.task}`;
+    expect((await timedRequest(`${base}/api/projects`, { method: 'GET', timeoutMs: 10_000 })).status).toBe(200);
+    expect(armada.output()).toContain(`Temporal at ${silent.address} took the connection but did not answer the search attribute check`);
+
+    // Temporal answers from now on (the same address now reaches the real server): the workers start polling
+    await silent.close();
+    relay = net.createServer((c) => {
+      const up = net.connect(Number(env('ARMADA_TEST_TEMPORAL_ADDRESS').split(':')[1]), env('ARMADA_TEST_TEMPORAL_ADDRESS').split(':')[0]);
+      c.pipe(up).pipe(c);
+      c.on('error', () => up.destroy());
+      up.on('error', () => c.destroy());
+    });
+    await new Promise<void>((r) => relay?.listen(port, '127.0.0.1', () => r()));
+    const connection = await Connection.connect({ address: env('ARMADA_TEST_TEMPORAL_ADDRESS') });
+    try {
+      await eventually(
+        async () => {
+          const q = await connection.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: queue }, taskQueueType: 1 });
+          return (q.pollers ?? []).length > 0;
+        },
+        40_000,
+        500,
+      );
+    } finally {
+      await connection.close();
+    }
+    expect(armada.output()).toContain('Temporal answered the search attribute check; the workers start polling');
+  } finally {
+    clearTimeout(limit);
+    if (armada) await ctrlCWithin(armada, startHome, 30_000);
+    await silent.close().catch(() => undefined);
+    await new Promise((r) => (relay ? relay.close(r) : r(undefined)));
   }
 });
