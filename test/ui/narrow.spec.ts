@@ -3,7 +3,7 @@
  * scrolls sideways (wide content such as tables and the board's columns scrolls inside its own box).
  */
 import type { Locator } from '@playwright/test';
-import { api, createProject, expect, makeRepo, svcApi, test } from './fixtures';
+import { api, createProject, expect, KEYS, makeRepo, svcApi, test } from './fixtures';
 import { screenshot } from './screenshot';
 
 test.use({ viewport: { width: 375, height: 740 } });
@@ -159,6 +159,69 @@ test("at 375 px New project's directory row and its Name and Branch stay inside 
   const lefts = [];
   for (const label of ['Instance', 'Phone', 'Status']) lefts.push((await filters.getByLabel(label).boundingBox())?.x);
   expect(new Set(lefts).size, `left edges ${lefts.join(', ')}`).toBe(1);
+});
+
+/** How many lines the text of `locator` takes on the screen. */
+const linesOf = (locator: Locator) =>
+  locator.evaluate((el) => {
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    return new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top))).size;
+  });
+
+test.describe('as an approver', () => {
+  test.use({ apiKey: KEYS.alice });
+
+  test("at 375 px Approvals and the trace list stack a row's columns under its main text; a name is not broken at its hyphen", async ({ page }) => {
+    const project = await createProject('Narrow approvals');
+    const task = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Stacked task' });
+    const attempt = await api<{ id: string }>('POST', '/attempts', { taskId: task.id, llm: 'scripted' });
+    const approval = await api<{ id: string }>('POST', '/approvals', {
+      taskAttemptId: attempt.id,
+      type: 'merge',
+      title: 'Stacked on a phone',
+      approvers: ['alice@example.com'],
+      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+    });
+    const messageId = `narrow-${Date.now()}`;
+    const message = 'Your order has shipped and arrives on Thursday';
+    await svcApi('traces', 'POST', '/traces', { messageId, instance: 'shop-narrow-eu', to: '+15550109123', message, status: 'delivered', sentAt: new Date().toISOString() });
+    const workflowName = `narrow-report-${Date.now() % 100_000}`;
+    await svcApi('scheduler', 'POST', '/workflows', { name: workflowName, tasks: [{ name: 'say', type: 'script', script: 'echo hyphen' }] });
+    const sideways = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+
+    // Approvals: the request, then its type, expiry, answers and requester under it, left of Approve and Reject (the
+    // Type column ran under them, the other columns past them), and the table's box does not scroll sideways
+    await page.goto('/approvals');
+    const row = page.getByRole('table', { name: 'Pending approvals' }).locator(`[data-approval="${approval.id}"]`);
+    await scrollWindowTo(row);
+    await expect(row.getByText('Stacked on a phone')).toBeInViewport({ ratio: 1 });
+    const facts = row.getByRole('list', { name: 'About Stacked on a phone' });
+    await expect(facts).toBeInViewport({ ratio: 1 });
+    await expect(facts).toContainText('Type merge');
+    await expect(facts).toContainText(/Expires \d+m \d\ds left/);
+    const [factsBox, approve] = [await facts.boundingBox(), await row.getByRole('button', { name: 'Approve Stacked on a phone' }).boundingBox()];
+    expect((factsBox?.x ?? 0) + (factsBox?.width ?? 0)).toBeLessThanOrEqual(approve?.x ?? 0);
+    expect(await row.locator('xpath=ancestor::div[contains(@class, "table-scroll")][1]').evaluate((box) => box.scrollWidth - box.clientWidth)).toBeLessThanOrEqual(0);
+    expect(await sideways()).toBeLessThanOrEqual(0);
+
+    // the trace list: the message first, whole in the window, its status, time, instance and number under it (it
+    // started at the box's right edge, with the time, the instance and the number before it)
+    await page.goto('/traces');
+    const trace = page.getByRole('table', { name: 'Trace list' }).locator(`[data-trace="${messageId}"]`);
+    await scrollWindowTo(trace);
+    await expect(trace.getByRole('cell').first()).toContainText(message);
+    await expect(trace.getByRole('cell', { name: new RegExp(message) })).toBeInViewport({ ratio: 1 });
+    await expect(trace.getByRole('list', { name: 'About this message' })).toContainText('Instance shop-narrow-eu');
+    expect(await trace.locator('xpath=ancestor::div[contains(@class, "table-scroll")][1]').evaluate((box) => box.scrollWidth - box.clientWidth)).toBeLessThanOrEqual(0);
+    expect(await sideways()).toBeLessThanOrEqual(0);
+    // a name's word is not broken at its hyphen ("shop-narrow-" over "eu", "narrow-" over "report-…")
+    expect(await linesOf(trace.getByRole('list', { name: 'About this message' }).getByText('shop-narrow-eu'))).toBe(1);
+    await page.goto('/scheduler');
+    const workflow = page.getByRole('table', { name: 'Workflows' }).getByText(workflowName, { exact: true });
+    await expect(workflow).toBeVisible();
+    expect(await linesOf(workflow)).toBe(1);
+  });
 });
 
 test.describe('in a wide window', () => {

@@ -602,6 +602,13 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   // the log's ↑ and ↓ stay side by side (↓ wrapped onto the next row, under the search field)
   const [up, down] = [await page.getByRole('button', { name: 'Previous match' }).boundingBox(), await page.getByRole('button', { name: 'Next match' }).boundingBox()];
   expect(down?.y).toBe(up?.y);
+  // and on the search field's row, at 375 px too: the field narrows (they wrapped onto a row of their own under it)
+  await page.setViewportSize({ width: 375, height: 844 });
+  const [field, upAt375] = [await page.getByRole('searchbox').boundingBox(), await page.getByRole('button', { name: 'Previous match' }).boundingBox()];
+  const upMiddle = (upAt375?.y ?? 0) + (upAt375?.height ?? 0) / 2;
+  expect(upMiddle).toBeGreaterThan(field?.y ?? 0);
+  expect(upMiddle).toBeLessThan((field?.y ?? 0) + (field?.height ?? 0));
+  await page.setViewportSize({ width: 390, height: 844 });
   await diff.scrollIntoViewIfNeeded();
   await screenshot(page, 'narrow-task-diff', { fullPage: false });
 });

@@ -9,7 +9,8 @@ import { useScrolls } from './scrollBox';
  * With `actions`, that last column stays in view at the right edge while a table wider than the window scrolls under
  * it (`.has-actions`, styles.css): on a phone the rows' buttons were past the edge, with nothing saying so. The columns
  * named in `wide` are shown in a wide box only (`.wide-only`; their cells carry the class too): a narrow one shows
- * what they hold elsewhere in the row (Projects: under the project's name). Wide or narrow is the table's own box
+ * what they hold elsewhere in the row (Projects: under the project's name), or in the columns named in `narrow`, shown
+ * in a narrow box only (`.narrow-col`; the trace list: the message with the rest of the row under it). Wide or narrow is the table's own box
  * (`.table-scroll-wide`, a size container, styles.css), not the window's. A box that scrolls takes Tab, named by
  * the table's label, so the keyboard can scroll it too (`ScrollBox`): a table with no button in it (Latest tasks, the
  * trace list, the delivery log) could not be scrolled sideways without a mouse or a touch.
@@ -23,6 +24,7 @@ export function ListTable<T>({
   columns,
   numeric = [],
   wide = [],
+  narrow = [],
   actions,
   row,
 }: {
@@ -34,6 +36,7 @@ export function ListTable<T>({
   columns: readonly string[];
   numeric?: readonly string[];
   wide?: readonly string[];
+  narrow?: readonly string[];
   actions?: boolean;
   row: (item: T, index: number) => ReactNode;
 }) {
@@ -46,12 +49,12 @@ export function ListTable<T>({
   if (items.length === 0) return <p className="empty">{empty}</p>;
   // a table wider than the window scrolls sideways inside its own box, not the whole page
   return (
-    <ScrollBox className={wide.length ? 'table-scroll table-scroll-wide' : 'table-scroll'} label={label}>
+    <ScrollBox className={wide.length || narrow.length ? 'table-scroll table-scroll-wide' : 'table-scroll'} label={label}>
       <table className={['table', actions ? 'has-actions' : '', className ?? ''].filter(Boolean).join(' ')} aria-label={label}>
         <thead>
           <tr>
             {columns.map((c) => (
-              <th key={c} scope="col" className={[numeric.includes(c) ? 'num' : '', wide.includes(c) ? 'wide-only' : ''].filter(Boolean).join(' ') || undefined}>
+              <th key={c} scope="col" className={[numeric.includes(c) ? 'num' : '', wide.includes(c) ? 'wide-only' : '', narrow.includes(c) ? 'narrow-col' : ''].filter(Boolean).join(' ') || undefined}>
                 {c}
               </th>
             ))}

@@ -12,6 +12,7 @@ export { dismissToast, showError, showToast } from './toastStore';
 export { Placeholder } from './Placeholder';
 export { Field } from './Field';
 export { ListTable } from './ListTable';
+export { Name } from './Name';
 export { formatCost } from './money';
 export { formatDuration, parseSchedulerDuration } from './duration';
 export { useScrolls } from './scrollBox';

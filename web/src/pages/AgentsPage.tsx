@@ -6,7 +6,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { type Agent, assignAgentTask, useAgentStatuses, useAgents, useAgentTasks } from '../api/agentsTraces';
 import { queryKeys, useErrorKept } from '../api';
-import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showToast, useDocumentTitle } from '../components';
+import { Dialog, ErrorMessage, ListTable, Name, NotLoaded, ScreenErrors, showToast, useDocumentTitle } from '../components';
 
 function AssignDialog({ agent, onClose }: { agent: Agent; onClose: () => void }) {
   const qc = useQueryClient();
@@ -112,9 +112,13 @@ export function AgentsPage() {
             const current = st?.currentTask ? (tasks.data?.find((t) => t.taskId === st.currentTask)?.task ?? st.currentTask) : null;
             return (
               <tr key={a.name} data-agent={a.name}>
-                <td>{a.name}</td>
+                <td>
+                  <Name>{a.name}</Name>
+                </td>
                 <td>{a.role}</td>
-                <td className="mono">{a.llm}</td>
+                <td className="mono">
+                  <Name>{a.llm}</Name>
+                </td>
                 <td>
                   <span className={`badge agent-${a.status}`}>{a.status}</span>
                 </td>
@@ -144,7 +148,9 @@ export function AgentsPage() {
           columns={['Agent', 'Task', 'Priority', 'Status', 'Created']}
           row={(t) => (
             <tr key={t.taskId}>
-              <td>{t.agent}</td>
+              <td>
+                <Name>{t.agent}</Name>
+              </td>
               <td className="long-text" title={t.task}>
                 <div className="clamp">{t.task}</div>
               </td>

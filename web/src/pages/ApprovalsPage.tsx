@@ -135,6 +135,23 @@ function TaskLink({ approval }: { approval: Approval }) {
   );
 }
 
+const decided = (a: Approval) => (a.decidedAt ? new Date(a.decidedAt).toLocaleString() : '—');
+
+/** A closed request's answers, each with its comment, and why it closed when it was not by the answers. */
+function Responses({ approval }: { approval: Approval }) {
+  return (
+    <>
+      {approval.closedReason ? <div className="muted">{approval.closedReason}</div> : null}
+      {approval.responses.map((r) => (
+        <div key={`${r.approver}-${r.respondedAt}`}>
+          {r.approver}: {r.decision}
+          {r.comment ? ` — “${r.comment}”` : ''}
+        </div>
+      ))}
+    </>
+  );
+}
+
 function StatusBadge({ status }: { status: string }) {
   return <span className={`badge approval-${status}`}>{status}</span>;
 }
@@ -174,25 +191,46 @@ export function ApprovalsPage() {
         items={pending.data}
         empty="Nothing waits for your answer."
         columns={['Request', 'Type', 'Requested by', 'Expires', 'Answers']}
+        wide={['Type', 'Requested by', 'Expires', 'Answers']}
         actions
-        row={(a) => (
-          <tr key={a.id} data-approval={a.id}>
-            <td className="long-text">
-              <strong>{a.title}</strong>
-              <TaskLink approval={a} />
-              {a.description ? (
-                <div className="muted clamp" title={a.description}>
-                  {a.description}
+        row={(a) => {
+          const facts: [string, string][] = [
+            ['Type', a.type],
+            ['Expires', countdown(a.expiresAt, now)],
+            ['Answers', `${a.responses.length}${a.approvers ? ` of ${a.approvers.length}` : ''}`],
+            ['Requested by', a.createdBy],
+          ];
+          return (
+            <tr key={a.id} data-approval={a.id}>
+              <td className="long-text">
+                <strong>{a.title}</strong>
+                <TaskLink approval={a} />
+                {a.description ? (
+                  <div className="muted clamp" title={a.description}>
+                    {a.description}
+                  </div>
+                ) : null}
+                {/* a narrow box (a phone) shows the other columns here, under the request, and hides them (.wide-only),
+                    as Projects does: as columns, Type ran under the pinned Approve and Reject and the rest was past them */}
+                <div className="narrow-only">
+                  <ul className="row-facts" aria-label={`About ${a.title}`}>
+                    {facts.map(([name, value]) => (
+                      <li key={name} className={name === 'Requested by' ? 'wraps' : undefined}>
+                        <span className="muted">{name}</span> {value}
+                      </li>
+                    ))}
+                  </ul>
                 </div>
-              ) : null}
-            </td>
-            <td>{a.type}</td>
-            <td>{a.createdBy}</td>
-            <td title={a.expiresAt ?? undefined}>{countdown(a.expiresAt, now)}</td>
-            <td>
-              {a.responses.length}
-              {a.approvers ? ` of ${a.approvers.length}` : ''}
-            </td>
+              </td>
+              <td className="wide-only">{a.type}</td>
+              <td className="wide-only">{a.createdBy}</td>
+              <td className="wide-only" title={a.expiresAt ?? undefined}>
+                {countdown(a.expiresAt, now)}
+              </td>
+              <td className="wide-only">
+                {a.responses.length}
+                {a.approvers ? ` of ${a.approvers.length}` : ''}
+              </td>
             <td className="actions-cell">
               <button type="button" className="primary small" aria-label={`Approve ${a.title}`} onClick={() => setActing({ approval: a, decision: 'approved' })}>
                 Approve
@@ -200,9 +238,10 @@ export function ApprovalsPage() {
               <button type="button" className="danger small" aria-label={`Reject ${a.title}`} onClick={() => setActing({ approval: a, decision: 'rejected' })}>
                 Reject
               </button>
-            </td>
-          </tr>
-        )}
+              </td>
+            </tr>
+          );
+        }}
       />
 
       <h2 className="section-title">History</h2>
@@ -214,24 +253,31 @@ export function ApprovalsPage() {
         items={historyQuery.isSuccess || history.length ? history : undefined}
         empty="No closed requests yet: approved, rejected, expired and cancelled ones come here."
         columns={['Request', 'Status', 'Decided', 'Responses']}
+        wide={['Status', 'Decided', 'Responses']}
         row={(a) => (
           <tr key={a.id} data-approval={a.id}>
             <td className="long-text">
               {a.title}
               <TaskLink approval={a} />
+              {/* a narrow box (a phone): the other columns under the request, as in the pending list */}
+              <div className="narrow-only">
+                <ul className="row-facts" aria-label={`About ${a.title}`}>
+                  <li>
+                    <StatusBadge status={a.status} />
+                  </li>
+                  <li>
+                    <span className="muted">Decided</span> {decided(a)}
+                  </li>
+                </ul>
+                <Responses approval={a} />
+              </div>
             </td>
-            <td>
+            <td className="wide-only">
               <StatusBadge status={a.status} />
             </td>
-            <td>{a.decidedAt ? new Date(a.decidedAt).toLocaleString() : '—'}</td>
-            <td className="long-text">
-              {a.closedReason ? <div className="muted">{a.closedReason}</div> : null}
-              {a.responses.map((r) => (
-                <div key={`${r.approver}-${r.respondedAt}`}>
-                  {r.approver}: {r.decision}
-                  {r.comment ? ` — “${r.comment}”` : ''}
-                </div>
-              ))}
+            <td className="wide-only">{decided(a)}</td>
+            <td className="long-text wide-only">
+              <Responses approval={a} />
             </td>
           </tr>
         )}

@@ -22,7 +22,7 @@ import {
   useErrorKept,
   useWebSocketStream,
 } from '../api';
-import { ConfirmDialog, ErrorMessage, formatCost, ListTable, showToast, useDocumentTitle } from '../components';
+import { ConfirmDialog, ErrorMessage, formatCost, ListTable, Name, showToast, useDocumentTitle } from '../components';
 import { ProjectDialog } from './projects/ProjectDialog';
 
 /** A 404 of a project's own route: it was deleted (elsewhere, since this list was read). */
@@ -56,7 +56,9 @@ function ProjectRow({ project, onEdit, onDelete }: { project: ProjectListItem; o
     <tr>
       {/* a name or a path without a space wraps in its column: it widened the table until Edit and Delete were out of view */}
       <td className="long-text">
-        <Link to={`/projects/${project.id}`}>{project.name}</Link>
+        <Link to={`/projects/${project.id}`}>
+          <Name>{project.name}</Name>
+        </Link>
         {project.description ? <div className="muted">{project.description}</div> : null}
         {/* a narrow window (a phone) shows the repository and the stats here, under the name, and hides their columns
             (.wide-only): the five stat columns made the table twice the window's width, scrolled under the buttons */}

@@ -20,7 +20,7 @@ import {
   useSchedulerLists,
 } from '../api/scheduler';
 import { useErrorKept } from '../api';
-import { Dialog, ErrorMessage, formatDuration, ListTable, NotLoaded, ScreenErrors, parseSchedulerDuration, showError, showToast, useDocumentTitle } from '../components';
+import { Dialog, ErrorMessage, formatDuration, ListTable, Name, NotLoaded, ScreenErrors, parseSchedulerDuration, showError, showToast, useDocumentTitle } from '../components';
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 
@@ -157,8 +157,12 @@ export function SchedulerPage() {
             const healthy = s.status === 'active' && !s.last_health_error;
             return (
               <tr key={s.id} data-source={s.name}>
-                <td>{s.name}</td>
-                <td>{s.source_type}</td>
+                <td>
+                  <Name>{s.name}</Name>
+                </td>
+                <td>
+                  <Name>{s.source_type}</Name>
+                </td>
                 <td className="mono long-text">{s.url}</td>
                 <td className="long-text">
                   <span className={`badge ${healthy ? 'health-ok' : 'health-bad'}`}>{healthy ? 'healthy' : 'unhealthy'}</span>
@@ -196,7 +200,9 @@ export function SchedulerPage() {
           actions
           row={(w) => (
             <tr key={w.name} data-workflow={w.name}>
-              <td>{w.name}</td>
+              <td>
+                <Name>{w.name}</Name>
+              </td>
               <td className="long-text">{w.description || <span className="muted">—</span>}</td>
               <td className="long-text">{w.tasks.map((t) => `${t.name} (${t.type})`).join(', ')}</td>
               <td>{when(w.lastRun)}</td>
@@ -230,7 +236,9 @@ export function SchedulerPage() {
           actions
           row={(s) => (
             <tr key={s.workflow} data-schedule={s.workflow}>
-              <td>{s.workflow}</td>
+              <td>
+                <Name>{s.workflow}</Name>
+              </td>
               <td className="mono nowrap">{s.schedule}</td>
               <td>{s.timezone}</td>
               <td>{s.enabled ? when(s.nextRun) : '— (paused)'}</td>
@@ -263,7 +271,9 @@ export function SchedulerPage() {
           actions
           row={(e) => (
             <tr key={e.id} data-execution={e.id}>
-              <td>{e.workflow}</td>
+              <td>
+                <Name>{e.workflow}</Name>
+              </td>
               <td className="long-text">
                 <span className={`badge exec-${e.status}`}>{e.status}</span>
                 {e.error ? (

@@ -10,7 +10,7 @@ import { ApiError, getApiKey, queryKeys, setApiKey, useErrorKept } from '../api'
 import { useAgents } from '../api/agentsTraces';
 import { useProjects } from '../api/projects';
 import { createWebhook, deleteWebhook, type Receiver, type Webhook, WEBHOOK_EVENTS, useDeliveries, useWebhooks } from '../api/settings';
-import { ConfirmDialog, Dialog, ErrorMessage, Field, formatDuration, ListTable, showToast, useDocumentTitle } from '../components';
+import { ConfirmDialog, Dialog, ErrorMessage, Field, formatDuration, ListTable, Name, showToast, useDocumentTitle } from '../components';
 
 function ApiKeySection() {
   const qc = useQueryClient();
@@ -102,8 +102,12 @@ function ProfilesSection() {
         columns={['Profile', 'Used by']}
         row={([profile, by]) => (
           <tr key={profile} data-profile={profile}>
-            <td className="mono">{profile}</td>
-            <td>{by.join(', ')}</td>
+            <td className="mono">
+              <Name>{profile}</Name>
+            </td>
+            <td>
+              <Name>{by.join(', ')}</Name>
+            </td>
           </tr>
         )}
       />

@@ -9,7 +9,7 @@ import { useLayoutEffect, useRef, useState } from 'react';
 import { useSearchParams } from 'react-router';
 import { TRACE_STATUSES, type TraceAnalytics, type TraceStatus, useTraceAnalytics, useTraces } from '../api/agentsTraces';
 import { useErrorKept } from '../api';
-import { ListTable, NotLoaded, ScreenErrors, useDocumentTitle } from '../components';
+import { ListTable, Name, NotLoaded, ScreenErrors, useDocumentTitle } from '../components';
 
 const STATUS_COLOR: Record<TraceStatus, string> = { sent: '#3b82f6', delivered: '#22c55e', read: '#8b5cf6', failed: '#ef4444' };
 
@@ -245,20 +245,45 @@ export function TracesPage() {
           items={traces.data?.traces}
           loading={traces.isPending}
           empty={filters.instance || filters.phone || filters.status ? 'No traces match these filters.' : 'No traces yet: the trace service has recorded no messages. A sender records each message it sends with POST /api/v1/traces on the trace service (docs/traces.md).'}
-          columns={['Sent', 'Instance', 'To', 'Message', 'Status']}
-          row={(t) => (
-            <tr key={t.id} data-trace={t.messageId}>
-              <td>{new Date(t.sentAt).toLocaleString()}</td>
-              <td>{t.instance}</td>
-              <td className="mono">{t.to}</td>
-              <td className="long-text trace-message" title={t.message.length > 80 ? t.message : undefined}>
-                {t.message.length > 80 ? `${t.message.slice(0, 80)}…` : t.message}
-              </td>
-              <td>
-                <span className={`badge trace-${t.status}`}>{t.status}</span>
-              </td>
-            </tr>
-          )}
+          columns={['Trace', 'Sent', 'Instance', 'To', 'Message', 'Status']}
+          wide={['Sent', 'Instance', 'To', 'Message', 'Status']}
+          narrow={['Trace']}
+          row={(t) => {
+            const sent = new Date(t.sentAt).toLocaleString();
+            const message = t.message.length > 80 ? `${t.message.slice(0, 80)}…` : t.message;
+            const whole = t.message.length > 80 ? t.message : undefined;
+            const status = <span className={`badge trace-${t.status}`}>{t.status}</span>;
+            return (
+              <tr key={t.id} data-trace={t.messageId}>
+                {/* a narrow box (a phone): the message, the row's main text, and the rest under it, one column; as five
+                    columns the message started at the box's right edge, past it with the status */}
+                <td className="narrow-col long-text" title={whole}>
+                  {message}
+                  <ul className="row-facts" aria-label="About this message">
+                    <li>{status}</li>
+                    <li>
+                      <span className="muted">Sent</span> {sent}
+                    </li>
+                    <li>
+                      <span className="muted">Instance</span> <Name>{t.instance}</Name>
+                    </li>
+                    <li>
+                      <span className="muted">To</span> <span className="mono">{t.to}</span>
+                    </li>
+                  </ul>
+                </td>
+                <td className="wide-only">{sent}</td>
+                <td className="wide-only">
+                  <Name>{t.instance}</Name>
+                </td>
+                <td className="mono wide-only">{t.to}</td>
+                <td className="long-text trace-message wide-only" title={whole}>
+                  {message}
+                </td>
+                <td className="wide-only">{status}</td>
+              </tr>
+            );
+          }}
         />
       </section>
     </div>

@@ -1,6 +1,7 @@
 /** The attempts of a task: status, agent, duration (counting while it runs), cost, changes (once it has ended); one is selected (shown below), two can be ticked for comparing. */
 import type { AttemptSummary } from '../../api';
 import { ListTable } from '../ListTable';
+import { Name } from '../Name';
 import { formatCost } from '../money';
 import { Elapsed } from './Elapsed';
 import { RUNNING_STATUSES } from './taskTypes';
@@ -37,7 +38,9 @@ export function AttemptTable({ attempts, selectedId, onSelect, compareIds, onTog
               #{a.number}
             </button>
           </td>
-          <td>{a.llm}</td>
+          <td>
+            <Name>{a.llm}</Name>
+          </td>
           <td>
             <span className={`status status-${a.status}`}>{a.status}</span>
           </td>

@@ -4,6 +4,7 @@ import { api } from '../../api';
 import { Dialog } from '../Dialog';
 import { ErrorMessage } from '../ErrorMessage';
 import { ListTable } from '../ListTable';
+import { Name } from '../Name';
 import { formatCost } from '../money';
 import { type CompareResult, formatDuration } from './taskTypes';
 
@@ -29,7 +30,9 @@ export function CompareDialog({ open, attemptIds, numbers, onClose }: { open: bo
             row={(a) => (
               <tr key={a.id}>
                 <td>#{numbers[a.id] ?? '?'}</td>
-                <td>{a.llm}</td>
+                <td>
+                  <Name>{a.llm}</Name>
+                </td>
                 <td>{a.status}</td>
                 <td>{formatDuration(a.duration)}</td>
                 <td>{formatCost(a.cost)}</td>

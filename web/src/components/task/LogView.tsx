@@ -212,34 +212,38 @@ export function LogView({ processId, onEnd }: { processId: string; onEnd?: () =>
   return (
     <div className="log-view">
       <div className="log-toolbar">
-        <label className="inline-field">
-          <span>Search log</span>
-          <input
-            type="search"
-            value={query}
-            onChange={(e) => {
-              setQuery(e.target.value);
-              setCurrent(-1);
-            }}
-            onKeyDown={(e) => {
-              if (e.key === 'Enter') {
-                e.preventDefault();
-                goToMatch(e.shiftKey ? current - 1 : current + 1);
-              }
-            }}
-          />
-        </label>
-        {/* the count and the two arrows wrap as one: in a phone's window ↓ went onto the next row, away from ↑ */}
-        <span className="log-nav">
-          <span className="muted" aria-live="polite">
-            {query ? `${matches.length ? current + 1 : 0} of ${matches.length}` : ''}
+        {/* the field, the count and the two arrows as one group, the field narrowing to keep them on its row: in a
+            phone's window the arrows wrapped onto a row of their own under the field */}
+        <span className="log-search">
+          <label className="inline-field">
+            <span>Search log</span>
+            <input
+              type="search"
+              value={query}
+              onChange={(e) => {
+                setQuery(e.target.value);
+                setCurrent(-1);
+              }}
+              onKeyDown={(e) => {
+                if (e.key === 'Enter') {
+                  e.preventDefault();
+                  goToMatch(e.shiftKey ? current - 1 : current + 1);
+                }
+              }}
+            />
+          </label>
+          {/* the count and the two arrows wrap as one: in a phone's window ↓ went onto the next row, away from ↑ */}
+          <span className="log-nav">
+            <span className="muted" aria-live="polite">
+              {query ? `${matches.length ? current + 1 : 0} of ${matches.length}` : ''}
+            </span>
+            <button type="button" onClick={() => goToMatch(current - 1)} disabled={!matches.length} aria-label="Previous match">
+              ↑
+            </button>
+            <button type="button" onClick={() => goToMatch(current + 1)} disabled={!matches.length} aria-label="Next match">
+              ↓
+            </button>
           </span>
-          <button type="button" onClick={() => goToMatch(current - 1)} disabled={!matches.length} aria-label="Previous match">
-            ↑
-          </button>
-          <button type="button" onClick={() => goToMatch(current + 1)} disabled={!matches.length} aria-label="Next match">
-            ↓
-          </button>
         </span>
         <fieldset className="log-filter">
           <legend>Levels</legend>
