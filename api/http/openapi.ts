@@ -5,7 +5,7 @@
  */
 import { fastifySwagger } from '@fastify/swagger';
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import { MAX_BODY_BYTES, MAX_JSON_DEPTH, NUL_FREE_JSON_SCHEMA, NUL_FREE_PATTERN, nulFreeStrings } from './inputPolicy';
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH, NUL_FREE_JSON_SCHEMA, NUL_FREE_PATTERN, NUL_PATTERN, nulFreePathParams, nulFreeStrings } from './inputPolicy';
 import { needsDatabase } from './dependencyGate';
 import { RETRY_AFTER_SECONDS } from './errorHandlers';
 import { operationDoc } from './operationDocs';
@@ -66,7 +66,7 @@ export function defaultOperationId(method: string, url: string): string {
 /** The input policy (api/http/inputPolicy.ts) in words, for what a schema cannot say (free-form JSON values). */
 const inputPolicyText = (requestTimeoutMs: number): string =>
   'Input policy: no string in a request (path, query, header, JSON body value or object key) may contain NUL (U+0000); ' +
-  `request strings carry the pattern \`${NUL_FREE_PATTERN}\` and a violation is a 400. Nor may a string or key in a JSON body ` +
+  `request strings carry the pattern \`${NUL_FREE_PATTERN}\` (path parameters \`not: {pattern: ${NUL_PATTERN}}\`, the same rule) and a violation is a 400. Nor may a string or key in a JSON body ` +
   'hold an unpaired UTF-16 surrogate (a `\\ud800` escape without its pair; a pair such as `\\ud83d\\ude00` is one ' +
   'character and fine): a 400. No pattern says this, because Rust and Go regular expressions cannot name surrogates. A number beyond what ' +
   'a double holds (about ±1.8e308, e.g. `1e400`) is a 400, and so is a nonzero one too small for it (e.g. `1e-400`, ' +
@@ -156,6 +156,8 @@ export function installOpenApi(app: FastifyInstance, opts: { service: ServiceKin
         s.querystring = { ...qs, required: qs.required.filter((k) => qs.properties?.[k]?.default === undefined) };
       }
       for (const part of ['body', 'params', 'querystring', 'headers']) if (s[part]) s[part] = nulFreeStrings(s[part]);
+      // a path parameter says it as `not: { pattern }`, which schemathesis' negative mode can break (NUL_PATTERN)
+      if (s.params) s.params = nulFreePathParams(s.params);
       const method = Array.isArray(route.method) ? route.method[0] : route.method;
       // operationId, summary and description from the catalogue (api/http/operationDocs.ts); a route's own value wins
       const doc = method ? operationDoc(opts.service, method, openapiPath(url)) : undefined;
