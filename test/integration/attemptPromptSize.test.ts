@@ -40,9 +40,11 @@ test('a 100 000-character follow-up (about 300 KB of UTF-8) reaches the agent wh
   expect(bytes).toBeGreaterThan(128 * 1024);
   const r = await h.inject('POST', `/api/attempts/${attemptId}/follow-up`, { prompt });
   expect(r.statusCode).toBeLessThan(300);
+  // read once the follow-up's agent has exited (its second "agent exited" line): its lines may be stored in more
+  // than one insert, so the first one seen is not all of them (ci53b read "stdin: …" without "last line: …")
   const lines = await eventually(async () => {
     const all = await logsOf(attemptId);
-    return all.some((l) => l.startsWith(`stdin: ${bytes} bytes`)) ? all : undefined;
+    return all.some((l) => l.startsWith(`stdin: ${bytes} bytes`)) && all.filter((l) => l.startsWith('agent exited')).length >= 2 ? all : undefined;
   }, 60_000);
   expect(lines).toContain(`stdin: ${bytes} bytes; ARMADA_PROMPT: unset`);
   expect(lines).toContain('last line: the end');

@@ -105,12 +105,15 @@ test('rows a notification carries reach followers without a read-back and equal 
   } as unknown as Pool;
   const listener = await createEventListener(stack.dbUrl, stack.db, logger, { events: false });
   const feed = createLogFeed(counting, listener, logger);
+  // the feed's LISTEN is in place (every commit from here on reaches it) before the follower exists: the listener's
+  // "now listening" wakes every follower, and a follower woken by it took that for the feed's first read, so the rows
+  // could commit while that read was in flight, their notification come before it ended and be left to a read-back,
+  // which this test refuses (ci53b: "the feed stopped at seq 0 of 6")
+  await eventually(async () => listener.hears(LOGS_CHANNEL), 10_000, 10);
   const follower = feed.follow({ topics: [] });
   try {
     follower.track([processId]);
     await follower.next(AbortSignal.timeout(5000)); // the feed's first read: the log's current end
-    // the feed's LISTEN is in place: every commit from here on reaches it
-    await eventually(async () => listener.hears(LOGS_CHANNEL), 10_000, 10);
 
     // small lines: every row rides in the notification, and the feed gets them all with its reads refused
     await appendLogs(stack.db, processId, attemptId, ENTRIES);
