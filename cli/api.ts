@@ -5,7 +5,7 @@ import { createPool, sessionLimits } from '../lib/db/pool';
 import { resolveKeys } from '../lib/keys';
 import { createMetrics } from '../lib/metrics';
 import { createTemporalHandle, type TemporalHandle } from '../lib/temporal/client';
-import { requireSearchAttributes, SearchAttributesMissing } from '../lib/temporal/searchAttributeCheck';
+import { requireSearchAttributesInTime, SearchAttributesMissing } from '../lib/temporal/searchAttributeCheck';
 import type { Logger } from '../lib/logger';
 import { createDependencyState, markUpOnPoolConnect, startDependencyProbes } from '../lib/runtime/dependencies';
 import { installLastResort } from '../lib/runtime/lastResort';
@@ -49,21 +49,18 @@ export async function runApi(services: string[]): Promise<number> {
   return 0;
 }
 
-/** How long the start waits for Temporal to list the namespace's search attributes (the connect has its own 3 s). */
-const SEARCH_ATTRIBUTES_CHECK_MS = 5000;
-
 /**
  * Refuses to start (SearchAttributesMissing) on a namespace without Armada's search attributes: workflow starts
  * would fail. The API may start before Temporal is up, so an unreachable Temporal only logs a warning (the workers
  * check again when they start), and so does one that took the connection and does not answer the check within
- * SEARCH_ATTRIBUTES_CHECK_MS (frozen right after the connect, a frontend whose persistence hangs): before, the start
+ * SEARCH_ATTRIBUTES_CHECK_MS (lib/temporal/searchAttributeCheck.ts; frozen right after the connect, a frontend whose persistence hangs): before, the start
  * waited for that answer without a limit, listening on no port meanwhile, so even the requests that need no Temporal
  * got no answer at all.
  */
 async function checkSearchAttributes(temporal: TemporalHandle, namespace: string, logger: Logger): Promise<void> {
   try {
-    const { connection } = await temporal.client();
-    await connection.withDeadline(Date.now() + SEARCH_ATTRIBUTES_CHECK_MS, () => requireSearchAttributes(connection, namespace));
+    // the connect has its own 3 s
+    await requireSearchAttributesInTime((await temporal.client()).connection, namespace);
   } catch (err) {
     if (err instanceof SearchAttributesMissing) throw err;
     logger.warn({ err: { message: (err as Error).message } }, 'could not check the Temporal search attributes; the workers check them when they start');

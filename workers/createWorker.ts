@@ -13,7 +13,7 @@ import type { ArmadaConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
 import { hostQueue } from '../lib/temporal/queues';
-import { requireSearchAttributes, SearchAttributesMissing } from '../lib/temporal/searchAttributeCheck';
+import { requireSearchAttributesInTime, SEARCH_ATTRIBUTES_CHECK_MS, SearchAttributesMissing } from '../lib/temporal/searchAttributeCheck';
 import { workerIdentity } from '../lib/workerIdentity';
 import { createSlots } from '../lib/process/slots';
 import type { Faults } from '../lib/faults';
@@ -85,8 +85,6 @@ export interface WorkerOptions {
   shouldStop?: () => boolean;
 }
 
-/** How long one search attribute check waits for Temporal's answer, and the pause before the next one. */
-export const SEARCH_ATTRIBUTES_CHECK_MS = 5000;
 /**
  * gRPC CANCELLED (what the SDK 1.24 native connection's deadline ends a call with: "Timeout expired"),
  * DEADLINE_EXCEEDED and UNAVAILABLE: Temporal did not answer in time, or could not take the call now.
@@ -113,7 +111,7 @@ async function untilSearchAttributesChecked(connection: NativeConnection, opts: 
   let warnedAt: number | undefined;
   for (;;) {
     try {
-      await connection.withDeadline(Date.now() + SEARCH_ATTRIBUTES_CHECK_MS, () => requireSearchAttributes(connection, opts.namespace));
+      await requireSearchAttributesInTime(connection, opts.namespace);
       if (warnedAt !== undefined) opts.logger.info({ address: opts.address }, 'Temporal answered the search attribute check; the workers start polling');
       return;
     } catch (err) {
@@ -129,6 +127,7 @@ async function untilSearchAttributesChecked(connection: NativeConnection, opts: 
         );
       }
     }
+    // the pause before the next try, as long as a try's wait
     for (let waited = 0; waited < SEARCH_ATTRIBUTES_CHECK_MS; waited += 500) {
       if (opts.shouldStop?.()) throw new WorkerStartAbandoned();
       await new Promise((r) => setTimeout(r, 500));

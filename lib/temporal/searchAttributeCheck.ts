@@ -44,6 +44,20 @@ export async function requireSearchAttributes(connection: OperatorConnection, na
   if (missing.length) throw new SearchAttributesMissing(namespace, missing);
 }
 
+/**
+ * How long a start's check waits for Temporal's answer (`armada api` once; the workers per try, again until it
+ * answers): a Temporal that takes the connection and answers nothing made the start wait without a limit.
+ */
+export const SEARCH_ATTRIBUTES_CHECK_MS = 5000;
+
+/** requireSearchAttributes within SEARCH_ATTRIBUTES_CHECK_MS (past it the call fails with the connection's deadline error). */
+export function requireSearchAttributesInTime(
+  connection: OperatorConnection & { withDeadline<R>(deadline: number, fn: () => Promise<R>): Promise<R> },
+  namespace: string,
+): Promise<void> {
+  return connection.withDeadline(Date.now() + SEARCH_ATTRIBUTES_CHECK_MS, () => requireSearchAttributes(connection, namespace));
+}
+
 /** Adds the missing ones (the embedded dev server only: an operator's cluster is never changed). Returns what it added. */
 export async function registerSearchAttributes(connection: OperatorConnection, namespace: string): Promise<string[]> {
   const missing = await missingSearchAttributes(connection, namespace);
