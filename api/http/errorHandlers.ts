@@ -7,7 +7,7 @@ import type { ErrorObject } from 'ajv';
 import { errorBody } from './envelope';
 import { isAppError } from '../../lib/errors';
 import { isPostgresUnavailable, postgresLoginRefusedMessage, postgresUnavailableMessage } from '../../lib/db/pool';
-import { isTemporalUnreachable } from '../../lib/temporal/client';
+import { isTemporalUnreachable, TEMPORAL_OVERLOAD_RETRY_AFTER_SECONDS, temporalRefusal } from '../../lib/temporal/client';
 import { MAX_PATH_PARAM_LENGTH } from './inputPolicy';
 import { invalidPart, validationDetails } from './validation';
 
@@ -84,6 +84,14 @@ export function classifyError(err: unknown): ClassifiedError {
   const login = postgresLoginRefusedMessage(err);
   if (login) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: login, internal: true };
   if (isTemporalUnreachable(err)) return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: 'The workflow engine (Temporal) is unavailable; try again', internal: false };
+  // Temporal answered, but refused the call for a limit of its own or failed it inside: it passes, so a 503 (not a 500:
+  // nothing of the request was wrong); a failure inside is logged at error for the operator (Temporal's log says why)
+  const refusal = temporalRefusal(err);
+  if (refusal === 'overloaded') {
+    const message = 'The workflow engine (Temporal) is overloaded: it refused the call for a rate or resource limit; try again in a few seconds';
+    return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message, details: { retryAfterSeconds: TEMPORAL_OVERLOAD_RETRY_AFTER_SECONDS }, internal: false };
+  }
+  if (refusal === 'failed') return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: 'The workflow engine (Temporal) failed the call on its side; try again (Temporal\'s own log says why)', internal: true };
   if (isConcurrencyFailure(err)) {
     // PostgreSQL broke a deadlock between this request and a concurrent one (or could not serialise them) and rolled
     // this one back: nothing of it was written, and the same request again succeeds

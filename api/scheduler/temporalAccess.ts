@@ -5,7 +5,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { AppError } from '../../lib/errors';
-import { isTemporalUnreachable } from '../../lib/temporal/client';
+import { isTemporalUnreachable, TEMPORAL_OVERLOAD_RETRY_AFTER_SECONDS, temporalRefusal, type TemporalRefusal } from '../../lib/temporal/client';
 import type { DetailServiceDeps } from '../detailServiceDeps';
 
 /** How long one operation of a route (a start, a cancel, a schedule change) may wait for Temporal. */
@@ -20,10 +20,19 @@ export const SCHEDULE_CHANGE_WAIT_MS = 5_000;
 /** How long a read for a view (a schedule's next run) may wait; the view then shows what it shows without Temporal. */
 export const TEMPORAL_READ_TIMEOUT_MS = 5_000;
 
-/** The 503 of an operation Temporal did not answer (or could not be reached for): what it asked for may still happen. */
+/**
+ * The 503 of an operation Temporal did not answer (or could not be reached for), or answered with a refusal of its own
+ * (`refusal`: a rate or resource limit, a failure inside the server; lib/temporal/client.ts temporalRefusal): what it
+ * asked for may still happen (a failure inside may have done part of it), so the callers resynchronise the same way.
+ */
 export class TemporalUnavailable extends AppError {
-  constructor(what: string) {
-    super(503, 'SERVICE_UNAVAILABLE', `${what}: Temporal is unavailable`);
+  constructor(what: string, refusal?: TemporalRefusal) {
+    if (refusal === 'overloaded')
+      super(503, 'SERVICE_UNAVAILABLE', `${what}: Temporal is overloaded (it refused the call for a rate or resource limit); try again in a few seconds`, {
+        retryAfterSeconds: TEMPORAL_OVERLOAD_RETRY_AFTER_SECONDS,
+      });
+    else if (refusal === 'failed') super(503, 'SERVICE_UNAVAILABLE', `${what}: Temporal failed the call on its side; try again (Temporal's own log says why)`);
+    else super(503, 'SERVICE_UNAVAILABLE', `${what}: Temporal is unavailable`);
   }
 }
 
@@ -47,6 +56,8 @@ export async function withinDeadline<T>(client: Client, what: string, fn: () => 
     return await client.connection.withDeadline(Date.now() + ms, fn);
   } catch (err) {
     if (isTemporalUnreachable(err)) throw temporalUnavailable(what);
+    const refusal = temporalRefusal(err);
+    if (refusal) throw new TemporalUnavailable(what, refusal);
     throw err;
   }
 }

@@ -123,6 +123,30 @@ export function isTemporalUnreachable(err: unknown): boolean {
   return false;
 }
 
+export type TemporalRefusal = 'overloaded' | 'failed';
+
+/** Retry-After (seconds) of a call Temporal refused for a rate or resource limit: the SDK's retries already waited ~5 s. */
+export const TEMPORAL_OVERLOAD_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * A Temporal call the server refused or failed on its side, as opposed to one it could not be reached for
+ * (isTemporalUnreachable) or one that was wrong (INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS: the caller's to map):
+ *  - `overloaded`: RESOURCE_EXHAUSTED, a rate or resource limit of the server (a namespace's RPS limit, a workflow's
+ *    in-flight update limit) that the SDK's own retries (API_RETRY_ATTEMPTS) did not get past;
+ *  - `failed`: UNKNOWN, ABORTED, INTERNAL or DATA_LOSS, a failure inside the server (its persistence erring).
+ * Both pass: the request may be sent again (a 503, api/http/errorHandlers.ts), where they used to answer 500. Only
+ * gRPC status errors count (a numeric `code` with gRPC's `metadata`), in the error or its causes.
+ */
+export function temporalRefusal(err: unknown): TemporalRefusal | undefined {
+  for (let e = err as { code?: unknown; cause?: unknown; metadata?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (typeof e.code !== 'number' || e.metadata === undefined) continue;
+    if (e.code === grpcStatus.RESOURCE_EXHAUSTED) return 'overloaded';
+    if (e.code === grpcStatus.UNKNOWN || e.code === grpcStatus.ABORTED || e.code === grpcStatus.INTERNAL || e.code === grpcStatus.DATA_LOSS) return 'failed';
+    return undefined;
+  }
+  return undefined;
+}
+
 export interface TemporalHandleOptions {
   /** True while Temporal is known down (lib/runtime/dependencies.ts): client() then fails at once. */
   isDown?: () => boolean;

@@ -10,8 +10,8 @@ import { logger } from './harness';
 
 const { freePort } = require('./ports') as { freePort(): Promise<number> };
 
-/** A dev server of the test's own, its history in `<home>/temporal.db`, on a free port. */
-export async function startOwnTemporal(home: string): Promise<RunningDevServer> {
+/** A dev server of the test's own, its history in `<home>/temporal.db`, on a free port (`dynamicConfig`: `KEY=VALUE`s, instead of the default). */
+export async function startOwnTemporal(home: string, dynamicConfig?: readonly string[]): Promise<RunningDevServer> {
   return startTemporalDevServer({
     cliPath: process.env.TEMPORAL_CLI_PATH || 'temporal',
     toolsDir: process.env.ARMADA_TOOLS_DIR || os.tmpdir(),
@@ -22,6 +22,7 @@ export async function startOwnTemporal(home: string): Promise<RunningDevServer> 
     uiPort: null,
     namespace: 'default',
     logger,
+    dynamicConfig,
   });
 }
 
