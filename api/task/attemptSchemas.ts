@@ -31,7 +31,8 @@ export const StartTaskHeaders = Type.Object({
   'idempotency-key': Type.Optional(
     Type.String({
       maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
-      description: 'Repeats of a start with the same key for the same task (also concurrent ones) return the first attempt; an empty key is the same as none.',
+      description:
+        'Repeats of a start with the same key and the same body for the same task (also concurrent ones) return the first attempt; the key sent again with another body is a 422 IDEMPOTENCY_KEY_REUSED that starts nothing; an empty key is the same as none.',
     }),
   ),
 });
@@ -42,7 +43,7 @@ export const FollowUpHeaders = Type.Object({
     Type.String({
       maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
       description:
-        "Repeats of a follow-up with the same key to the same attempt (also concurrent ones) run it once: the attempt's workflow drops a follow-up whose key it has taken (it remembers its last 500 keys) and each repeat answers 202 as the first did; an empty key is the same as none.",
+        "Repeats of a follow-up with the same key and the same body to the same attempt (also concurrent ones) run it once: the attempt's workflow drops a follow-up whose key it has taken (it remembers its last 500 keys) and each repeat answers 202 as the first did; the key sent again with another body is a 422 IDEMPOTENCY_KEY_REUSED that sends nothing; an empty key is the same as none.",
     }),
   ),
 });

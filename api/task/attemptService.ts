@@ -8,6 +8,7 @@ import type { Pool } from 'pg';
 import type { ArmadaConfig } from '../../lib/config';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
 import {
+  bindFollowUpKey,
   claimIdempotencyKey,
   deleteAttemptRow,
   findIdempotentAttempt,
@@ -48,6 +49,7 @@ import { isRunning, requestCancel } from '../../lib/temporal/workflowHandles';
 import { closedRun } from '../../lib/temporal/closedRun';
 import { withinTemporalBound } from '../../lib/temporal/temporalBound';
 import { recordClosedAttempt } from '../../lib/attempts/closedWorkflows';
+import { requestHash } from '../../lib/attempts/requestHash';
 
 export interface AttemptServiceDeps {
   db: Pool;
@@ -290,7 +292,7 @@ export async function startNewAttempt(
 ): Promise<StartResult> {
   const { name, profile } = await startingAgent(deps, taskId, body.llm);
   const client = await temporalClient(deps);
-  if (idempotencyKey) return startNewAttemptOnce(deps, client, taskId, { name, model: profile.model ?? null }, body, idempotencyKey);
+  if (idempotencyKey) return startNewAttemptOnce(deps, client, taskId, { name, model: profile.model ?? null }, body, { key: idempotencyKey, hash: requestHash(body) });
   // phase 1 in one round trip (one statement: task lock, attempt, first process)
   const began = performance.now();
   const started = await insertStartingAttempt(deps.db, {
@@ -326,23 +328,27 @@ async function startingAgent(deps: AttemptServiceDeps, taskId: string, llm: stri
   return resolveLlm(deps.config, llm, defaults, defaults);
 }
 
-/** A start with an Idempotency-Key: repeats of the key return the first attempt (finishing its start if pending). */
+/**
+ * A start with an Idempotency-Key: repeats of the key with the same body return the first attempt (finishing its
+ * start if pending); a repeat with another body is the 422 idempotencyKeyReused, and changes nothing.
+ */
 async function startNewAttemptOnce(
   deps: AttemptServiceDeps,
   client: Client,
   taskId: string,
   agent: { name: string; model: string | null },
   body: { options?: AttemptOptions; description?: string },
-  idempotencyKey: string,
+  idempotency: { key: string; hash: string },
 ): Promise<StartResult> {
   const scope = `task-start:${taskId}`;
   const began = performance.now();
   const result = await withTransaction(deps.db, async (c) => {
     const task = await lockTask(c, taskId);
-    const existing = await findIdempotentAttempt(c, scope, idempotencyKey);
+    const existing = await findIdempotentAttempt(c, scope, idempotency.key);
     if (existing) {
-      const a = (await getAttempt(c, existing)) as AttemptRow;
-      const first = (await processesOfAttempt(c, existing))[0];
+      if (existing.requestHash !== null && existing.requestHash !== idempotency.hash) throw idempotencyKeyReused(`to start task ${taskId}`, 'start another attempt');
+      const a = (await getAttempt(c, existing.attemptId)) as AttemptRow;
+      const first = (await processesOfAttempt(c, existing.attemptId))[0];
       return { task, attempt: a, processId: first?.id ?? '', replayed: true };
     }
     const project = await getProject(c, task.project_id);
@@ -358,7 +364,7 @@ async function startNewAttemptOnce(
       options: { ...body.options },
       description: body.description ?? '',
     });
-    await claimIdempotencyKey(c, scope, idempotencyKey, attempt.id);
+    await claimIdempotencyKey(c, scope, idempotency.key, attempt.id, idempotency.hash);
     const proc = await insertFirstProcess(c, task, attempt);
     return { task, attempt, processId: proc.id, replayed: false };
   });
@@ -562,10 +568,25 @@ export const followUpOutcomeUnknown = (attemptId: string, why: string, keyed: bo
   );
 
 /**
+ * The 422 of an Idempotency-Key sent again with another body (draft-ietf-httpapi-idempotency-key-header): a key names
+ * one request, so the first one's answer is not this one's. Nothing was done for it.
+ */
+export const idempotencyKeyReused = (first: string, instead: string): AppError =>
+  new AppError(
+    422,
+    'IDEMPOTENCY_KEY_REUSED',
+    `The Idempotency-Key was sent before with another body (${first}): a key names one request, so this one was not run. ` +
+      `Send it with a new key to ${instead}; a retry of the first request must send the same body.`,
+    { 'idempotency-key': 'was sent before with another body' },
+  );
+
+/**
  * Queues a follow-up prompt on the attempt's workflow (409 when the workflow is not running: followUpsRefused).
  * Temporal known down: the 503 "try again" (nothing was sent). The signal waits at most temporalCallMs: past it, or
  * its connection failing under it, followUpOutcomeUnknown. Before, it waited on a Temporal that took the request and
- * did not answer for as long as that lasted. An `idempotencyKey` travels in the signal: the workflow runs a key once.
+ * did not answer for as long as that lasted. An `idempotencyKey` is first bound to the body's hash in PostgreSQL (another
+ * body for a key bound before: the 422 idempotencyKeyReused, nothing sent), then travels in the signal: the workflow
+ * runs a key once.
  */
 export async function sendFollowUp(
   deps: AttemptServiceDeps,
@@ -575,6 +596,12 @@ export async function sendFollowUp(
 ): Promise<void> {
   const a = await getAttempt(deps.db, attemptId);
   if (!a) throw notFound(`Attempt ${attemptId} not found`);
+  if (idempotencyKey) {
+    const hash = requestHash(f);
+    const bound = await bindFollowUpKey(deps.db, attemptId, idempotencyKey, hash);
+    if (!bound) throw notFound(`Attempt ${attemptId} not found`);
+    if (bound.requestHash !== null && bound.requestHash !== hash) throw idempotencyKeyReused(`a follow-up to attempt ${attemptId}`, 'queue another follow-up');
+  }
   const client = await deps.temporal.client();
   try {
     await withinTemporalBound(

@@ -31,7 +31,7 @@ import { getProject } from '../../lib/db/projects';
 import { getTask } from '../../lib/db/tasks';
 import { notFound, validationError } from '../../lib/errors';
 import { ok, okPage, pagination } from '../http/envelope';
-import { Envelope, ErrorResponses, IdParams, PagedEnvelope } from '../http/schemas';
+import { Envelope, ErrorResponses, ErrorSchema, IdParams, PagedEnvelope } from '../http/schemas';
 import { endOnStop } from '../http/streamsEndOnStop';
 import { attemptSummary } from './tasks';
 import { AttemptSummary } from './taskSchemas';
@@ -141,7 +141,7 @@ export const attemptRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPoo
   app.post(
     '/tasks/:id/start',
     {
-      schema: { tags: ['attempts'], params: IdParams, headers: StartTaskHeaders, body: Type.Optional(StartTaskBody), response: { 200: withServerTiming(Envelope(StartedTask)), ...ErrorResponses } },
+      schema: { tags: ['attempts'], params: IdParams, headers: StartTaskHeaders, body: Type.Optional(StartTaskBody), response: { 200: withServerTiming(Envelope(StartedTask)), ...ErrorResponses, 422: ErrorSchema } },
     },
     async (request, reply) => {
       const key = request.headers['idempotency-key'];
@@ -351,10 +351,11 @@ export const attemptRoutes: FastifyPluginAsync<TaskPluginOptions & { cpu: CpuPoo
   app.post(
     '/attempts/:id/follow-up',
     {
-      schema: { tags: ['attempts'], params: IdParams, headers: FollowUpHeaders, body: FollowUpBody, response: { 202: Envelope(Type.Object({ attemptId: Type.String(), queued: Type.Boolean() })), ...ErrorResponses } },
+      schema: { tags: ['attempts'], params: IdParams, headers: FollowUpHeaders, body: FollowUpBody, response: { 202: Envelope(Type.Object({ attemptId: Type.String(), queued: Type.Boolean() })), ...ErrorResponses, 422: ErrorSchema } },
     },
     async (request, reply) => {
-      // a repeat of a key the workflow has taken answers as the first did: the signal cannot say it was dropped
+      // a repeat of a key (same body) the workflow has taken answers as the first did: the signal cannot say it was
+      // dropped; the key with another body is a 422 before anything is sent (sendFollowUp)
       await sendFollowUp(svc, request.params.id, request.body, request.headers['idempotency-key'] || undefined);
       return reply.code(202).send(ok(version, { attemptId: request.params.id, queued: true }));
     },

@@ -409,16 +409,37 @@ export async function attemptBranchesOfProject(db: Queryable, projectId: string)
   return rows;
 }
 
-export async function findIdempotentAttempt(db: Queryable, scope: string, key: string): Promise<string | undefined> {
-  const { rows } = await db.query<{ attempt_id: string }>('SELECT attempt_id FROM attempt_idempotency_keys WHERE scope = $1 AND key = $2', [scope, key]);
-  return rows[0]?.attempt_id;
+/** The attempt a start's idempotency key names, and the hash of the body it was first sent with (null: sent before hashes were kept). */
+export async function findIdempotentAttempt(db: Queryable, scope: string, key: string): Promise<{ attemptId: string; requestHash: string | null } | undefined> {
+  const { rows } = await db.query<{ attempt_id: string; request_hash: string | null }>(
+    'SELECT attempt_id, request_hash FROM attempt_idempotency_keys WHERE scope = $1 AND key = $2',
+    [scope, key],
+  );
+  return rows[0] ? { attemptId: rows[0].attempt_id, requestHash: rows[0].request_hash } : undefined;
 }
 
-/** Claims an idempotency key; false when another request holds it (a concurrent one waits for the first to commit). */
-export async function claimIdempotencyKey(db: Queryable, scope: string, key: string, attemptId: string): Promise<boolean> {
+/** Claims an idempotency key for a request (the hash of its body); false when another request holds it (a concurrent one waits for the first to commit). */
+export async function claimIdempotencyKey(db: Queryable, scope: string, key: string, attemptId: string, requestHash: string): Promise<boolean> {
   const { rowCount } = await db.query(
-    'INSERT INTO attempt_idempotency_keys (scope, key, attempt_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
-    [scope, key, attemptId],
+    'INSERT INTO attempt_idempotency_keys (scope, key, attempt_id, request_hash) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
+    [scope, key, attemptId, requestHash],
   );
   return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Binds a follow-up's idempotency key (scope `follow-up:<attemptId>`) to the hash of its body unless a request did
+ * before: the hash the key is bound to (this one's, or the first request's; null for a row without one).
+ * Undefined when the attempt is gone. Concurrent requests with one key: the second's insert waits for the first's
+ * commit, then reads the hash it bound.
+ */
+export async function bindFollowUpKey(db: Queryable, attemptId: string, key: string, requestHash: string): Promise<{ requestHash: string | null } | undefined> {
+  const scope = `follow-up:${attemptId}`;
+  const inserted = await db.query(
+    'INSERT INTO attempt_idempotency_keys (scope, key, attempt_id, request_hash) SELECT $1::text, $2::text, id, $4::text FROM attempts WHERE id = $3 ON CONFLICT DO NOTHING',
+    [scope, key, attemptId, requestHash],
+  );
+  if ((inserted.rowCount ?? 0) > 0) return { requestHash };
+  const { rows } = await db.query<{ request_hash: string | null }>('SELECT request_hash FROM attempt_idempotency_keys WHERE scope = $1 AND key = $2', [scope, key]);
+  return rows[0] ? { requestHash: rows[0].request_hash } : undefined;
 }

@@ -1,8 +1,10 @@
 /**
  * attemptWorkflow continues-as-new (here after every 2 follow-ups: attempts.continueAsNewEvery) without losing a
  * message: follow-ups queued around the switch all run, in order, and a close received before it ends the next run.
- * The follow-up keys it has taken (Idempotency-Key) go along: a repeat is dropped in either run.
+ * The follow-up keys it has taken (Idempotency-Key) go along: a repeat is dropped in either run. A key sent again with
+ * another body is a 422 that sends nothing (the key is bound to its first body in PostgreSQL).
  */
+import { defaultPayloadConverter } from '@temporalio/common';
 import { ArmadaAttemptStatus, ArmadaProjectId, ArmadaTaskId } from '../../lib/temporal/searchAttributes';
 import { closeAttemptSignal } from '../../workflows/attemptMessages';
 import { agentConfig, api, recordHistory } from '../support/attemptHelpers';
@@ -75,7 +77,7 @@ test('follow-ups sent around continue-as-new all run, in order; a close received
   await recordHistory(stack, `attempt:${attemptId}`, 'attempt-continue-as-new-closing', runBeforeClose);
 }, 120_000);
 
-test('a follow-up sent again with its Idempotency-Key runs once (one after the other, two at once, again after continue-as-new); a new key runs; a key over 200 characters or on two lines is a 400', async () => {
+test('a follow-up sent again with its Idempotency-Key runs once (one after the other, two at once, again after continue-as-new); a new key runs; the key with another body is a 422 that sends nothing; a key over 200 characters or on two lines is a 400', async () => {
   const p = await h.project();
   const { attemptId } = await h.start(await h.task(p.id, 'NOOP start'));
   await h.until(attemptId, ['completed']);
@@ -120,6 +122,31 @@ test('a follow-up sent again with its Idempotency-Key runs once (one after the o
   const twice = await followUp('FOLLOWUP X', [keyA, `x-${attemptId}`]);
   expect([twice.status, twice.body.error]).toEqual([400, { code: 'VALIDATION_ERROR', message: 'Request headers are invalid: idempotency-key must be sent once', details: { 'idempotency-key': 'must be sent once' } }]);
 
+  // A's key with another body (the attempt idle): a 422, and nothing changes: no process, the keys still bound to
+  // their first bodies; the run's history below shows it was not signalled either
+  const rows = async () => ({
+    processes: await processes(attemptId),
+    keys: (await stack.db.query('SELECT scope, key, request_hash FROM attempt_idempotency_keys WHERE attempt_id = $1 ORDER BY key', [attemptId])).rows,
+  });
+  const before = await rows();
+  expect(before.keys.map((k) => [k.scope, k.key])).toEqual([
+    [`follow-up:${attemptId}`, keyA],
+    [`follow-up:${attemptId}`, keyB],
+  ]);
+  expect(await followUp('FOLLOWUP A, CHANGED', keyA)).toEqual({
+    status: 422,
+    body: {
+      success: false,
+      error: {
+        code: 'IDEMPOTENCY_KEY_REUSED',
+        message: `The Idempotency-Key was sent before with another body (a follow-up to attempt ${attemptId}): a key names one request, so this one was not run. Send it with a new key to queue another follow-up; a retry of the first request must send the same body.`,
+        details: { 'idempotency-key': 'was sent before with another body' },
+      },
+      meta: expect.any(Object),
+    },
+  });
+  expect(await rows()).toEqual(before);
+
   // A's key again, in the continued run: dropped; then a new key, and A's prompt with a key of 200 characters: both run
   // (follow-ups run in order, so a repeat that ran would have run before C)
   expect(await followUp('FOLLOWUP A', keyA)).toEqual(accepted);
@@ -129,6 +156,14 @@ test('a follow-up sent again with its Idempotency-Key runs once (one after the o
   expect(list.map((x) => x.kind).sort()).toEqual(['follow_up', 'follow_up', 'follow_up', 'follow_up', 'initial']);
   const notes = (await h.inject('GET', `/api/attempts/${attemptId}/diff?format=json&file=notes.txt`)).json().data;
   expect(notes.files[0].changes.map((c: { content: string }) => c.content)).toEqual(['FOLLOWUP A', 'FOLLOWUP B', 'FOLLOWUP C', 'FOLLOWUP A']);
+  // the continued run was signalled A's repeat (same body: sent, and dropped by the workflow), C and the 200-character
+  // key's, not the 422's body
+  const secondRun = (await stack.temporal.client()).workflow.getHandle(`attempt:${attemptId}`, secondRunId);
+  const signalled = ((await secondRun.fetchHistory()).events ?? [])
+    .map((e) => e.workflowExecutionSignaledEventAttributes)
+    .filter((a) => a?.signalName === 'followUp')
+    .map((a) => defaultPayloadConverter.fromPayload<{ prompt: string }>(a?.input?.payloads?.[0] ?? {}).prompt);
+  expect(signalled).toEqual(['FOLLOWUP A', 'FOLLOWUP C', 'FOLLOWUP A']);
   await recordHistory(stack, `attempt:${attemptId}`, 'attempt-follow-up-key-repeated', firstRunId);
   await recordHistory(stack, `attempt:${attemptId}`, 'attempt-follow-up-key-carried', secondRunId);
 }, 120_000);

@@ -335,6 +335,13 @@ describe('serving the documents', () => {
     expect(Object.keys(get.responses['404']?.content ?? {})).toEqual(['application/json']);
   });
 
+  test.each(['/api/tasks/{id}/start', '/api/attempts/{id}/follow-up'])('POST %s documents the 422 of an Idempotency-Key sent again with another body, in the error shape', (path) => {
+    const post = (((docs.task as Json).paths as Record<string, Json>)[path] as Json).post as { responses: Record<string, Json> };
+    const schema = (deref(docs.task as Json, post.responses['422']) as { content: Record<string, { schema: Json }> }).content['application/json']?.schema;
+    const error = deref(docs.task as Json, schema) as { properties: { error: { properties: Record<string, unknown> } } };
+    expect(Object.keys(error.properties.error.properties).sort()).toEqual(['code', 'details', 'message']);
+  });
+
   test.each(['scheduler', 'agents', 'traces'] as const)('the %s document needs the API key like the rest of the service', async (service) => {
     const none = await stack.app(service).inject({ method: 'GET', url: '/api/v1/openapi.json' });
     expect(none.statusCode).toBe(401);

@@ -20,8 +20,9 @@
  *   read in lower case (docs/approvals.md, docs/security.md).
  * Decided and documented (docs/task-service.md): list pages are offset pages; a row created between two reads of the
  * default newest-first order comes again first on the next page; oldest-first (`sort=createdAt`) lists it at the end,
- * and nothing read before is listed again. An `Idempotency-Key` sent again with another body is answered with the
- * first start (the key names the start; its body is not compared; docs/attempts.md).
+ * and nothing read before is listed again. An `Idempotency-Key` sent again with another body was answered with the
+ * first start (decided then: the key names the start); since session 54 it is a 422 IDEMPOTENCY_KEY_REUSED that
+ * starts nothing, as draft-ietf-httpapi-idempotency-key-header says (docs/attempts.md).
  * What held, kept as guards: an agent's attempt deleted while its log and diff streams are followed (each ends within
  * seconds, the log sockets with 1000, the SSE log stream with `end` cancelled or deleted; the ids then a 404 or 4404);
  * a task title that reads as a git option or ref (`--orphan=x`, `../..`, `@{-1}`, `HEAD`,
@@ -282,18 +283,35 @@ describe('the local user, whose git user.email has capitals', () => {
 });
 
 describe('an Idempotency-Key sent again with another body', () => {
-  test('is answered with the first start, whatever the body names (decided: the key names the start; documented)', async () => {
+  test('is a 422 IDEMPOTENCY_KEY_REUSED that starts nothing; the same body (in any key order) is answered with the first start', async () => {
     const h = api(o.stack);
     const project = await h.project();
     const taskId = await h.task(project.id, 'started once under one key');
     const key = { 'idempotency-key': `fuzz9-${Date.now()}` };
-    const first = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted' }, key);
+    const first = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'scripted', description: 'first body' }, key);
+    expect(first.statusCode).toBe(200);
+    const attemptId = first.json().data.attemptId as string;
+    const rows = async () => ({
+      attempts: (await o.stack.db.query('SELECT id, llm, description FROM attempts WHERE task_id = $1 ORDER BY id', [taskId])).rows,
+      keys: (await o.stack.db.query('SELECT scope, key, attempt_id, request_hash FROM attempt_idempotency_keys WHERE scope = $1', [`task-start:${taskId}`])).rows,
+    });
+    const before = await rows();
+    expect(before.attempts.map((a) => a.id)).toEqual([attemptId]);
     const again = await h.inject('POST', `/api/tasks/${taskId}/start`, { llm: 'single', description: 'another body' }, key);
-    expect([first.statusCode, again.statusCode]).toEqual([200, 200]);
-    expect(again.json().data.attemptId).toBe(first.json().data.attemptId);
-    const attempts = (await h.inject('GET', `/api/tasks/${taskId}/attempts`)).json().data as Json[];
-    expect(attempts.map((a) => a.llm)).toEqual(['scripted']);
-    await h.until(first.json().data.attemptId as string, ['completed']);
+    expect([again.statusCode, again.json().error]).toEqual([
+      422,
+      {
+        code: 'IDEMPOTENCY_KEY_REUSED',
+        message: `The Idempotency-Key was sent before with another body (to start task ${taskId}): a key names one request, so this one was not run. Send it with a new key to start another attempt; a retry of the first request must send the same body.`,
+        details: { 'idempotency-key': 'was sent before with another body' },
+      },
+    ]);
+    expect(await rows()).toEqual(before);
+    // the first body again, its fields in another order: the first start's answer
+    const same = await h.inject('POST', `/api/tasks/${taskId}/start`, { description: 'first body', llm: 'scripted' }, key);
+    expect([same.statusCode, same.json().data.attemptId]).toEqual([200, attemptId]);
+    expect(await rows()).toEqual(before);
+    await h.until(attemptId, ['completed']);
   });
 });
 
