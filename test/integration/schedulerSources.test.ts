@@ -467,7 +467,7 @@ describe('scheduler sources', () => {
     }
   });
 
-  test('a source url is stored and compared in its canonical form (host case, default port, trailing slash, punycode): a duplicate in any form is refused, in either order, on PATCH, and against rows stored before', async () => {
+  test('a source url is stored and compared in its canonical form (host case, default port, trailing slash, punycode, escape case, trailing dot): a duplicate in any form is refused, in either order, on PATCH, and against rows stored before', async () => {
     const [a, b] = [await startFakeFlowBuilder(), await startFakeFlowBuilder()];
     const [portA, portB] = [new URL(a.url).port, new URL(b.url).port];
     const ids: string[] = [];
@@ -478,7 +478,7 @@ describe('scheduler sources', () => {
       const first = await create(`http://LOCALHOST:${portA}/`);
       expect([first.statusCode, first.json().url]).toEqual([201, `http://localhost:${portA}`]);
       ids.push(first.json().id);
-      for (const url of [`http://localhost:${portA}`, `http://LocalHost:${portA}//`, `http://localhost:${portA}/x/..`]) {
+      for (const url of [`http://localhost:${portA}`, `http://LocalHost:${portA}//`, `http://localhost:${portA}/x/..`, `http://localhost.:${portA}/`]) {
         const dup = await create(url);
         expect([dup.statusCode, dup.json()]).toEqual(duplicate(`http://localhost:${portA}`));
       }
@@ -500,9 +500,10 @@ describe('scheduler sources', () => {
       expect([same.statusCode, same.json().url, a.requests.length]).toEqual([200, `http://localhost:${portA}`, asked]);
 
       // rows stored before (url as written, less trailing slashes): compared in canonical form too
-      const legacy = [crypto.randomUUID(), crypto.randomUUID()];
+      const legacy = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
       await stack.db.query(
-        `INSERT INTO scheduler_sources (id, name, source_type, url) VALUES ($1, 'legacy-1', 'flow-builder', 'http://Legacy.Example:80/flows'), ($2, 'legacy-2', 'flow-builder', 'https://BÜCHER.example:443')`,
+        `INSERT INTO scheduler_sources (id, name, source_type, url) VALUES ($1, 'legacy-1', 'flow-builder', 'http://Legacy.Example:80/flows'), ($2, 'legacy-2', 'flow-builder', 'https://BÜCHER.example:443'),
+           ($3, 'escaped', 'flow-builder', 'http://escaped.example/a%2Fb'), ($4, 'legacy-3', 'flow-builder', 'http://Dotted.Example.:8080/x%2f%7e')`,
         legacy,
       );
       ids.push(...legacy);
@@ -511,6 +512,10 @@ describe('scheduler sources', () => {
         ['http://LEGACY.EXAMPLE/flows', 'http://legacy.example/flows'],
         ['https://xn--bcher-kva.example', 'https://xn--bcher-kva.example'],
         ['https://bücher.example/', 'https://xn--bcher-kva.example'],
+        // percent-escapes in another letter case (or an unreserved character escaped), a host's trailing dot
+        ['http://escaped.example/a%2fb', 'http://escaped.example/a%2Fb'],
+        ['http://escaped.example./%61%2Fb/', 'http://escaped.example/a%2Fb'],
+        ['http://dotted.example:8080/x%2F~', 'http://dotted.example:8080/x%2F~'],
       ] as const) {
         const dup = await create(url);
         expect([dup.statusCode, dup.json()]).toEqual(duplicate(canonical));
@@ -525,7 +530,9 @@ describe('scheduler sources', () => {
         { detail: 'Request body is invalid: url must be a URL whose host and port can be read (such as https://langflow.example.com; a port is at most 65535)' },
       ]);
       const stored = await stack.db.query('SELECT url FROM scheduler_sources WHERE id = ANY($1::uuid[])', [ids]);
-      expect(stored.rows.map((r) => r.url).sort()).toEqual([b.url, 'http://Legacy.Example:80/flows', `http://localhost:${portA}`, 'https://BÜCHER.example:443']);
+      expect(stored.rows.map((r) => r.url).sort()).toEqual(
+        [b.url, 'http://Dotted.Example.:8080/x%2f%7e', 'http://Legacy.Example:80/flows', 'http://escaped.example/a%2Fb', `http://localhost:${portA}`, 'https://BÜCHER.example:443'].sort(),
+      );
     } finally {
       for (const id of ids) await inject('DELETE', `/api/v1/sources/${id}`);
       await a.close();
