@@ -325,6 +325,71 @@ describe('scheduler sources', () => {
     expect((await stack.db.query("SELECT 1 FROM scheduler_workflows WHERE name = 'uses-contested'")).rowCount).toBe(0);
   });
 
+  test('a workflow created while its source moves to a platform lacking its flow: the PATCH waits for it and sees it (409), or it finds the source moved and is refused (409)', async () => {
+    const [current, lacking] = [await startFakeFlowBuilder(), await startFakeFlowBuilder()];
+    lacking.withoutFlows = [FAKE_FLOWS.summarise.id];
+    const s = (await inject('POST', '/api/v1/sources', { name: 'moving', source_type: 'flow-builder', url: current.url })).json();
+    const create = (name: string) => inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 'sum', type: 'flow', source: s.id, flow: 'summarise' }] });
+    const holder = await stack.db.connect();
+    let release = (): void => undefined;
+    try {
+      // the creation's transaction first: it holds the source's key-share lock, and is held here at its insert by an
+      // uncommitted row of the same name, when the PATCH comes; the PATCH waits for its commit and then sees its task
+      await holder.query('BEGIN');
+      await insertWorkflow(holder, {
+        name: 'made-before-move',
+        description: '',
+        schedule: null,
+        timezone: 'UTC',
+        jitterMs: 0,
+        enabled: true,
+        tasks: [{ name: 's', type: 'script', script: 'true' }],
+        defaultSchedule: { id: crypto.randomUUID(), temporalId: 'schedule:made-before-move' },
+      });
+      const created = create('made-before-move');
+      await eventually(lockWaits);
+      const patched = inject('PATCH', `/api/v1/sources/${s.id}`, { url: lacking.url });
+      await eventually(async () => ((await lockWaits()) ?? 0) >= 2); // the PATCH waits on the source's row
+      await holder.query('ROLLBACK');
+      expect((await created).statusCode).toBe(201);
+      const refused = await patched;
+      expect([refused.statusCode, refused.json().detail]).toEqual([409, expect.stringContaining(`workflow made-before-move task "sum" runs flow ${FAKE_FLOWS.summarise.id}`)]);
+      expect((await inject('GET', `/api/v1/sources/${s.id}`)).json().url).toBe(current.url);
+      expect((await inject('DELETE', '/api/v1/workflows/made-before-move')).statusCode).toBe(200);
+
+      // the PATCH first: the creation's flows are looked up on the old platform (held there) while the PATCH, finding
+      // no workflow on the source, moves it; the creation's transaction then finds the source moved and stores nothing
+      const listed = () => current.requests.filter((r) => r.path === '/api/v1/flows/').length;
+      const before = listed();
+      current.flowsHeld = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const creating = create('made-while-moving');
+      await eventually(async () => listed() > before);
+      const moved = await inject('PATCH', `/api/v1/sources/${s.id}`, { url: lacking.url });
+      expect([moved.statusCode, moved.json().url]).toEqual([200, lacking.url]);
+      release();
+      const late = await creating;
+      expect([late.statusCode, late.json()]).toEqual([
+        409,
+        {
+          detail:
+            'Task "sum": source "moving" was changed (its url, source_type or api_key) while the workflow was being created, after its flows were looked up on the platform it named before; nothing was created: send the request again',
+        },
+      ]);
+      expect((await inject('GET', '/api/v1/workflows/made-while-moving')).statusCode).toBe(404);
+      // sent again, its flow is looked up on the platform the source names now, which lacks it
+      const again = await create('made-while-moving');
+      expect([again.statusCode, again.json().detail]).toEqual([400, expect.stringContaining('has no flow "summarise"')]);
+    } finally {
+      release();
+      await holder.query('ROLLBACK'); // a no-op after the one above
+      holder.release();
+      await inject('DELETE', `/api/v1/sources/${s.id}`); // and its workflows
+      for (const f of [current, lacking]) await f.close();
+    }
+  });
+
   test('the periodic health check turns a failing source inactive and back', async () => {
     const f = await startFakeFlowBuilder();
     const s = (await inject('POST', '/api/v1/sources', { name: 'flaky', source_type: 'flow-builder', url: f.url })).json();
