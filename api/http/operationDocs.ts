@@ -102,7 +102,7 @@ const SCHEDULER: Catalogue = {
   'GET /api/v1/flows': ['listAllFlows', 'List the flows of every source', 'The runnable flows of every source in one list, each naming its source; a source that cannot answer is reported per source.'],
   'POST /api/v1/sources/{id}/health': ['checkSourceHealth', 'Check a source', 'Contacts the source now and reports whether it answers.'],
   'GET /api/v1/workflows': ['listWorkflows', 'List workflows', 'Every registered workflow with its schedule.'],
-  'POST /api/v1/workflows': ['registerWorkflow', 'Register a workflow', 'Registers a workflow definition and its schedule. A name already taken is a 409: delete the workflow first to register it anew (its schedules are changed under /api/v1/workflows/{name}/schedules).'],
+  'POST /api/v1/workflows': ['registerWorkflow', 'Register a workflow', 'Registers a workflow definition and its schedule. A name already taken is a 409: delete the workflow first to register it anew (its schedules are changed under /api/v1/workflows/{name}/schedules). So is a flow task whose source was moved to another platform (its url, source_type or api_key changed) while the workflow was being created: nothing is stored; send it again.'],
   'GET /api/v1/workflows/{name}': ['getWorkflow', 'Get a workflow', 'One workflow definition by name.'],
   'DELETE /api/v1/workflows/{name}': [
     'deleteWorkflow',
