@@ -21,8 +21,11 @@ export interface FlowTaskRequest {
   timeout?: number;
 }
 
-/** Flow lists by source id, so a workflow with several tasks on one source asks the platform once. */
-export type FlowListCache = Map<string, Promise<RemoteFlow[]>>;
+/**
+ * Flow lists by source id, so a workflow with several tasks on one source asks the platform once, with the source's
+ * row as it was read then (the workflow's transaction checks that its platform is still that one).
+ */
+export type FlowListCache = Map<string, { source: SourceRow; flows: Promise<RemoteFlow[]> }>;
 
 /**
  * The source a flow task names: by id, else by name. Names are not unique, so a name several sources have is a 409
@@ -39,16 +42,17 @@ async function resolveSource(db: Queryable, t: FlowTaskRequest): Promise<SourceR
 }
 
 export async function resolveFlowTask(db: Queryable, encryptionKey: Buffer, timeoutMs: number, t: FlowTaskRequest, cache: FlowListCache = new Map()): Promise<FlowTask> {
-  const source = await resolveSource(db, t);
+  const found = await resolveSource(db, t);
+  let listed = cache.get(found.id);
+  if (!listed) {
+    listed = { source: found, flows: listRemoteFlows(sourceTarget(found, encryptionKey), timeoutMs) };
+    listed.flows.catch(() => undefined); // awaited below; a later task on the same source gets the same failure
+    cache.set(found.id, listed);
+  }
+  const { source } = listed; // as its flows were listed
   let flows: RemoteFlow[];
   try {
-    let listed = cache.get(source.id);
-    if (!listed) {
-      listed = listRemoteFlows(sourceTarget(source, encryptionKey), timeoutMs);
-      listed.catch(() => undefined); // awaited below; a later task on the same source gets the same failure
-      cache.set(source.id, listed);
-    }
-    flows = await listed;
+    flows = await listed.flows;
   } catch (err) {
     if (!(err instanceof PlatformError)) throw err;
     // the platform's failure, not the request's: a 502, a 504 for a timeout (it was a 400)

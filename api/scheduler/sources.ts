@@ -9,7 +9,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { conflict, invalidRequest, notFound } from '../../lib/errors';
 import { isUuid, newId } from '../../lib/ids';
-import { withTransaction } from '../../lib/db/pool';
+import { withTransaction, type Queryable } from '../../lib/db/pool';
 import { UNIQUE_VIOLATION } from '../../lib/db/projects';
 import {
   deleteSourceCascade,
@@ -18,6 +18,7 @@ import {
   getSource,
   insertSource,
   listSources,
+  lockSourceForChange,
   recordSourceHealth,
   updateSource,
   type SourceFlowTask,
@@ -216,23 +217,32 @@ export const sourceRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async (f
         if (other && other.id !== current.id) throw duplicateUrl(url);
         patch.url = url;
       }
+      let checkFlows: { platform: PlatformTarget; flows: RemoteFlow[] } | undefined;
       const apiKey = body.api_key === undefined ? target(current).apiKey : body.api_key || null;
       if (body.api_key !== undefined) patch.apiKeySealed = apiKey ? sealSecret(deps.keys.encryption, apiKey) : null;
       // What the platform is (type, address, key) changed: check that it still answers before saving.
       if (patch.url !== undefined || (body.source_type !== undefined && body.source_type !== current.source_type) || body.api_key !== undefined) {
         const platform: PlatformTarget = { sourceType: body.source_type ?? current.source_type, url, apiKey };
         const { versionInfo, flows } = await validate(platform);
-        // the platform it now names must have every flow its workflows run (runs there answer 404 otherwise),
-        // unless the client says the change is meant (a migration whose flows come after)
-        if (!request.query.force) {
-          const lacking = tasksLacking(await flowTasksOfSource(deps.db, current.id), flows);
-          if (lacking.length) throw lackingFlows(current, platform, lacking);
-        }
         patch.versionInfo = versionInfo;
         patch.validated = true;
+        // the platform it now names must have every flow its workflows run (runs there answer 404 otherwise),
+        // unless the client says the change is meant (a migration whose flows come after)
+        if (!request.query.force) checkFlows = { platform, flows };
       }
+      // The flow check and the change in one transaction, the source's row locked first (FOR UPDATE): a workflow being
+      // created on the source holds its key-share lock until it commits (lockSources), so it is either in the flow tasks
+      // read here or, coming after, finds the platform changed and is refused (a 409; docs/scheduler.md#moving-a-source).
+      const save = async (db: Queryable): Promise<SourceRow | undefined> => {
+        if (checkFlows) {
+          if (!(await lockSourceForChange(db, current.id))) return undefined;
+          const lacking = tasksLacking(await flowTasksOfSource(db, current.id), checkFlows.flows);
+          if (lacking.length) throw lackingFlows(current, checkFlows.platform, lacking);
+        }
+        return updateSource(db, current.id, patch);
+      };
       try {
-        const row = await updateSource(deps.db, current.id, patch);
+        const row = checkFlows ? await withTransaction(deps.db, save) : await save(deps.db);
         if (!row) throw notFound(SOURCE_NOT_FOUND);
         if (patch.validated) metrics.sourceHealthy.set({ source: row.name, source_type: row.source_type }, 1);
         return sourceView(row);

@@ -10,7 +10,7 @@ import { type AppError, conflict, invalidRequest, notFound } from '../../lib/err
 import { newId } from '../../lib/ids';
 import { withTransaction, type Queryable } from '../../lib/db/pool';
 import { UNIQUE_VIOLATION } from '../../lib/db/projects';
-import { lockSourceKeys } from '../../lib/db/schedulerSources';
+import { lockSources, samePlatform } from '../../lib/db/schedulerSources';
 import { getDefaultSchedule, listSchedules, lockTemporalIdsOf, lockTemporalSchedule, temporalIdsOf } from '../../lib/db/schedulerSchedules';
 import { isTemporalUnreachable } from '../../lib/temporal/client';
 import { runningRunsOf, type RunningRun } from '../../lib/db/schedulerExecutions';
@@ -206,9 +206,22 @@ export const workflowRoutes: FastifyPluginAsync<SchedulerPluginOptions> = async 
         row = await withTransaction(deps.db, async (c) => {
           // a source deleted since its flow task was resolved: refused as an unknown one (its row's foreign key failed: a 500)
           const flowTasks = tasks.filter((t): t is FlowTask => t.type === 'flow');
-          const gone = new Set(await lockSourceKeys(c, [...new Set(flowTasks.map((t) => t.source))]));
-          const orphan = flowTasks.find((t) => gone.has(t.source));
+          const locked = await lockSources(c, [...new Set(flowTasks.map((t) => t.source))]);
+          const orphan = flowTasks.find((t) => !locked.has(t.source));
           if (orphan) throw invalidRequest(`Task "${orphan.name}" names an unknown source "${orphan.source}": it was deleted while the workflow was being created`);
+          // a source moved to another platform (a PATCH of url, type or key) since its flows were looked up: those were
+          // the old platform's, and the PATCH's flow check could not see this workflow (docs/scheduler.md#moving-a-source).
+          // A PATCH that comes after waits for this commit (lockSourceForChange) and checks this workflow's tasks.
+          const moved = flowTasks.find((t) => {
+            const then = flowLists.get(t.source)?.source;
+            const now = locked.get(t.source);
+            return then !== undefined && now !== undefined && !samePlatform(then, now);
+          });
+          if (moved) {
+            throw conflict(
+              `Task "${moved.name}": source "${locked.get(moved.source)?.name}" was changed (its url, source_type or api_key) while the workflow was being created, after its flows were looked up on the platform it named before; nothing was created: send the request again`,
+            );
+          }
           const inserted = await insertWorkflow(c, {
             name: body.name,
             description: body.description ?? '',

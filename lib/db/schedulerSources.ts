@@ -191,15 +191,40 @@ export async function recordSourceHealth(
   return rows[0];
 }
 
+/** What names a source's platform (a change of any but the name is validated again: PATCH /sources/{id}). */
+export type SourcePlatformRow = Pick<SourceRow, 'id' | 'name' | 'source_type' | 'url' | 'api_key_sealed'>;
+
+/** Whether two reads of a source name the same platform: its type, url and key (as sealed) unchanged. */
+export const samePlatform = (a: SourcePlatformRow, b: SourcePlatformRow): boolean =>
+  a.source_type === b.source_type && a.url === b.url && a.api_key_sealed === b.api_key_sealed;
+
 /**
- * Key-share locks the sources until the transaction ends, so a delete of one (deleteSourceCascade) waits for it and
- * then finds the workflow written meanwhile; returns the ids of those that do not exist (any more).
+ * Key-share locks the sources until the transaction ends, so a delete of one (deleteSourceCascade) and a PATCH that
+ * changes its platform (lockSourceForChange) wait for it and then find the workflow written meanwhile; returns the
+ * sources found, as they are now (one changed by a PATCH that came first is read as that PATCH left it).
  */
+export async function lockSources(db: Queryable, ids: string[]): Promise<Map<string, SourcePlatformRow>> {
+  if (!ids.length) return new Map();
+  const { rows } = await db.query<SourcePlatformRow>(
+    'SELECT id, name, source_type, url, api_key_sealed FROM scheduler_sources WHERE id = ANY($1::uuid[]) ORDER BY id FOR KEY SHARE',
+    [ids],
+  );
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/** lockSources, returning the ids of the sources that do not exist (any more). */
 export async function lockSourceKeys(db: Queryable, ids: string[]): Promise<string[]> {
-  if (!ids.length) return [];
-  const { rows } = await db.query<{ id: string }>('SELECT id FROM scheduler_sources WHERE id = ANY($1::uuid[]) ORDER BY id FOR KEY SHARE', [ids]);
-  const found = new Set(rows.map((r) => r.id));
+  const found = await lockSources(db, ids);
   return ids.filter((id) => !found.has(id));
+}
+
+/**
+ * Locks the source's row for a change of its platform (FOR UPDATE, which waits for every workflow being created on it:
+ * lockSources); false when it is gone. Its flow tasks read after it are all there will be until the change commits.
+ */
+export async function lockSourceForChange(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM scheduler_sources WHERE id = $1 FOR UPDATE', [id]);
+  return (rowCount ?? 0) > 0;
 }
 
 /**

@@ -221,17 +221,21 @@ function cleanSchema(schema: unknown): unknown {
   if (!schema || typeof schema !== 'object') return schema;
   if (Array.isArray(schema)) return schema.map(cleanSchema);
   const entries: [string, unknown][] = [];
+  const readOnly = new Set<string>();
   for (const [k, v] of Object.entries(schema as JsonObject)) {
     if (k === 'nullable' || k === 'example' || k === 'xml' || k === 'discriminator' || k === 'externalDocs') continue;
     if (k === 'properties' && v && typeof v === 'object') {
+      for (const [pk, pv] of Object.entries(v as JsonObject)) if ((pv as JsonObject | null)?.readOnly) readOnly.add(pk);
       // a property may be named like anything, `__proto__` and `constructor` included: own keys, never assigned
-      entries.push([k, objectOf(Object.entries(v as JsonObject).filter(([, pv]) => !(pv as JsonObject | null)?.readOnly).map(([pk, pv]) => [pk, cleanSchema(pv)] as const))]);
+      entries.push([k, objectOf(Object.entries(v as JsonObject).filter(([pk]) => !readOnly.has(pk)).map(([pk, pv]) => [pk, cleanSchema(pv)] as const))]);
     } else if (k === 'enum' || k === 'const' || k === 'default' || k === 'examples' || k === 'required') entries.push([k, v]);
     else entries.push([k, cleanSchema(v)]);
   }
   const s = objectOf(entries);
   if ((schema as JsonObject).nullable === true && typeof s.type === 'string') s.type = [s.type, 'null'];
-  if (Array.isArray(s.required) && s.properties && typeof s.properties === 'object') s.required = (s.required as string[]).filter((r) => Object.hasOwn(s.properties as JsonObject, r));
+  // a readOnly property dropped is no longer required; a required name this object's properties do not list stays
+  // (an if/then's `then: {required: ["script"]}` names a property of the object it applies to, not of its own)
+  if (Array.isArray(s.required)) s.required = (s.required as unknown[]).filter((r) => typeof r === 'string' && !readOnly.has(r));
   return s;
 }
 
@@ -437,12 +441,16 @@ function operationTool(doc: JsonObject, swagger2: boolean, item: JsonObject, op:
 
   // fetch sends no body with GET or HEAD: a body the document gives one would be inputs that are never sent
   if (method === 'get' || method === 'head') bodySchema = undefined;
+  // a flattened body that takes no other fields says so on the tool's inputs, which take no others either (the call
+  // refuses an argument the tool does not take: unknownArgumentsError)
+  let closed = false;
   if (bodySchema) {
     const bodyProps = bodySchema.type === 'object' || bodySchema.properties ? recordOf(bodySchema.properties) : undefined;
     const clash = bodyProps && Object.keys(bodyProps).some((k) => Object.hasOwn(properties, k));
     if (bodyProps && Object.keys(bodyProps).length && !clash && !bodySchema.additionalProperties && !bodySchema.oneOf && !bodySchema.anyOf) {
       // an object body is flattened: its fields become top-level inputs
       const bodyReq = new Set(strings(bodySchema.required));
+      closed = bodySchema.additionalProperties === false;
       for (const [k, v] of Object.entries(bodyProps)) {
         setOwn(properties, k, v);
         if (bodyReq.has(k)) required.push(k);
@@ -465,7 +473,7 @@ function operationTool(doc: JsonObject, swagger2: boolean, item: JsonObject, op:
     description: op.deprecated ? `(deprecated) ${description}` : description,
     method: method.toUpperCase(),
     path,
-    inputSchema: { type: 'object', properties, ...(required.length ? { required: [...new Set(required)] } : {}) },
+    inputSchema: { type: 'object', properties, ...(required.length ? { required: [...new Set(required)] } : {}), ...(closed ? { additionalProperties: false } : {}) },
     arguments: args,
     bodyContentType,
   };

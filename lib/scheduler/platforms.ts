@@ -153,17 +153,37 @@ export function normaliseSourceUrl(url: string): string {
   return url.trim().replace(/\/+$/, '');
 }
 
+/** RFC 3986's unreserved characters (2.3): an escape of one of them is the same URL as the character itself (6.2.2.2). */
+const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+
+/**
+ * The percent-escapes of `href` in RFC 3986's normal form (6.2.2.1, 6.2.2.2): an escape of an unreserved character
+ * decoded (`%7E` → `~`, `%41` → `A`), every other one in upper-case hex (`%2f` → `%2F`). A `%` not followed by two hex
+ * digits is left as it is (the WHATWG parser keeps it so).
+ */
+function normalisedEscapes(href: string): string {
+  return href.replace(/%([0-9A-Fa-f]{2})/g, (_escape, hex: string) => {
+    const ch = String.fromCharCode(Number.parseInt(hex, 16));
+    return UNRESERVED.test(ch) ? ch : `%${hex.toUpperCase()}`;
+  });
+}
+
 /**
  * A source's URL in the one form it is stored and compared in (docs/scheduler.md#source-urls): the WHATWG URL parser's
  * (`new URL()`, what fetch itself requests: scheme and host in lower case, an internationalised host in punycode, an
  * IPv4 address in dotted decimal, the scheme's default port dropped, `.` and `..` path segments resolved, what a
- * path may not hold as it is percent-encoded), then without trailing slashes, as before (a platform's paths are put
- * after it). `http://LOCALHOST:8080/` and `http://localhost:8080` are the same source. undefined for a URL that
- * parser cannot read (a port past 65535, a host no address or name can be), which no call could reach.
+ * path may not hold as it is percent-encoded), with a host name's trailing dot dropped (`http://host.:7860` is
+ * `http://host:7860`) and percent-escapes in RFC 3986's normal form (normalisedEscapes: `%2f` is `%2F`, `%7E` is `~`),
+ * then without trailing slashes, as before (a platform's paths are put after it). `http://LOCALHOST:8080/` and
+ * `http://localhost:8080` are the same source. undefined for a URL that parser cannot read (a port past 65535, a
+ * host no address or name can be), which no call could reach.
  */
 export function canonicalSourceUrl(url: string): string | undefined {
   try {
-    return normaliseSourceUrl(new URL(url.trim()).href);
+    const parsed = new URL(url.trim());
+    // the fully qualified form of a DNS name (`host.`) is the same host; a host of dots alone is left as it is
+    if (/[^.]\.$/.test(parsed.hostname)) parsed.hostname = parsed.hostname.slice(0, -1);
+    return normaliseSourceUrl(normalisedEscapes(parsed.href));
   } catch {
     return undefined;
   }

@@ -7,12 +7,14 @@
 import websocket from '@fastify/websocket';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
+import { isDeepStrictEqual } from 'node:util';
 import YAML from 'yaml';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { createBaseApp } from '../../api/http/baseApp';
 import { OPENAPI_PATHS, openapiPath, registeredRoutes, type ServiceKind } from '../../api/http/openapi';
 import { createMetrics } from '../../lib/metrics';
+import { openapiToTools, resolveRefs } from '../../lib/mcp/openapiToTools';
 import { logger, startTestStack, type TestStack } from '../support/harness';
 
 type Json = Record<string, unknown>;
@@ -244,6 +246,47 @@ describe.each(SERVICES)('OpenAPI document of the %s service', (service) => {
     }
     expect(problems).toEqual([]);
     if (service === 'task') expect(checked).toEqual(expect.arrayContaining([expect.stringMatching(/^GET \/api\/tasks → 200$/), expect.stringMatching(/^GET \/api\/projects → 200$/)]));
+  });
+});
+
+/**
+ * What a flattened body (its fields made the tool's inputs, beside the path and query parameters) says at its top level
+ * that the tool's inputs do not (docs/tools.md, "Input schema"): `minProperties` would count the parameters too, and a
+ * top-level `allOf` is refused in a tool's schema by some model APIs. The service checks both (a 400).
+ */
+const BODY_RULES_NOT_CARRIED = ['minProperties', 'allOf'];
+
+describe.each(SERVICES)('the %s document as MCP tools (armada tools)', (service) => {
+  test("every parameter and body field keeps its whole schema (`not`, the path parameters' NUL ban, too); a flattened body's top-level rules are carried or named", () => {
+    const doc = docs[service] as Json;
+    const api = openapiToTools(doc);
+    expect(api.skipped).toEqual([]);
+    const problems: string[] = [];
+    let nulBans = 0;
+    const list = (v: unknown): Json[] => (Array.isArray(v) ? (v as Json[]) : []);
+    for (const tool of api.tools) {
+      const item = resolveRefs(doc, (doc.paths as Json)[tool.path]) as Json;
+      const op = item[tool.method.toLowerCase()] as Json;
+      const params = [...list(item.parameters), ...list(op.parameters)];
+      const body = (Object.values(((op.requestBody as Json | undefined)?.content ?? {}) as Json)[0] as Json | undefined)?.schema as Json | undefined;
+      const properties = tool.inputSchema.properties as Json;
+      for (const a of tool.arguments) {
+        const given = (a.in === 'bodyField' ? (body?.properties as Json | undefined)?.[a.name] : a.in === 'body' ? body : params.find((p) => p.in === a.in && p.name === a.name)?.schema) as Json;
+        // the description is the parameter's own, when it has one
+        const { description: _given, ...schema } = given;
+        const { description: _carried, ...carried } = properties[a.property] as Json;
+        if (!isDeepStrictEqual(carried, schema)) problems.push(`${tool.name} ${a.in} ${a.name}: ${JSON.stringify(carried)} is not ${JSON.stringify(schema)}`);
+        if (a.in === 'path' && isDeepStrictEqual(schema.not, { pattern: '\\u0000' })) nulBans++;
+      }
+      if (body && tool.arguments.some((a) => a.in === 'bodyField')) {
+        for (const k of Object.keys(body).filter((k) => !['type', 'properties', 'required', 'description'].includes(k))) {
+          if (k === 'additionalProperties' && body[k] === false && tool.inputSchema.additionalProperties === false) continue;
+          if (!BODY_RULES_NOT_CARRIED.includes(k)) problems.push(`${tool.name}: the body's ${k} is not carried`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+    expect(nulBans).toBeGreaterThan(0);
   });
 });
 

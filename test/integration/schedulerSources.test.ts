@@ -325,6 +325,71 @@ describe('scheduler sources', () => {
     expect((await stack.db.query("SELECT 1 FROM scheduler_workflows WHERE name = 'uses-contested'")).rowCount).toBe(0);
   });
 
+  test('a workflow created while its source moves to a platform lacking its flow: the PATCH waits for it and sees it (409), or it finds the source moved and is refused (409)', async () => {
+    const [current, lacking] = [await startFakeFlowBuilder(), await startFakeFlowBuilder()];
+    lacking.withoutFlows = [FAKE_FLOWS.summarise.id];
+    const s = (await inject('POST', '/api/v1/sources', { name: 'moving', source_type: 'flow-builder', url: current.url })).json();
+    const create = (name: string) => inject('POST', '/api/v1/workflows', { name, tasks: [{ name: 'sum', type: 'flow', source: s.id, flow: 'summarise' }] });
+    const holder = await stack.db.connect();
+    let release = (): void => undefined;
+    try {
+      // the creation's transaction first: it holds the source's key-share lock, and is held here at its insert by an
+      // uncommitted row of the same name, when the PATCH comes; the PATCH waits for its commit and then sees its task
+      await holder.query('BEGIN');
+      await insertWorkflow(holder, {
+        name: 'made-before-move',
+        description: '',
+        schedule: null,
+        timezone: 'UTC',
+        jitterMs: 0,
+        enabled: true,
+        tasks: [{ name: 's', type: 'script', script: 'true' }],
+        defaultSchedule: { id: crypto.randomUUID(), temporalId: 'schedule:made-before-move' },
+      });
+      const created = create('made-before-move');
+      await eventually(lockWaits);
+      const patched = inject('PATCH', `/api/v1/sources/${s.id}`, { url: lacking.url });
+      await eventually(async () => ((await lockWaits()) ?? 0) >= 2); // the PATCH waits on the source's row
+      await holder.query('ROLLBACK');
+      expect((await created).statusCode).toBe(201);
+      const refused = await patched;
+      expect([refused.statusCode, refused.json().detail]).toEqual([409, expect.stringContaining(`workflow made-before-move task "sum" runs flow ${FAKE_FLOWS.summarise.id}`)]);
+      expect((await inject('GET', `/api/v1/sources/${s.id}`)).json().url).toBe(current.url);
+      expect((await inject('DELETE', '/api/v1/workflows/made-before-move')).statusCode).toBe(200);
+
+      // the PATCH first: the creation's flows are looked up on the old platform (held there) while the PATCH, finding
+      // no workflow on the source, moves it; the creation's transaction then finds the source moved and stores nothing
+      const listed = () => current.requests.filter((r) => r.path === '/api/v1/flows/').length;
+      const before = listed();
+      current.flowsHeld = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const creating = create('made-while-moving');
+      await eventually(async () => listed() > before);
+      const moved = await inject('PATCH', `/api/v1/sources/${s.id}`, { url: lacking.url });
+      expect([moved.statusCode, moved.json().url]).toEqual([200, lacking.url]);
+      release();
+      const late = await creating;
+      expect([late.statusCode, late.json()]).toEqual([
+        409,
+        {
+          detail:
+            'Task "sum": source "moving" was changed (its url, source_type or api_key) while the workflow was being created, after its flows were looked up on the platform it named before; nothing was created: send the request again',
+        },
+      ]);
+      expect((await inject('GET', '/api/v1/workflows/made-while-moving')).statusCode).toBe(404);
+      // sent again, its flow is looked up on the platform the source names now, which lacks it
+      const again = await create('made-while-moving');
+      expect([again.statusCode, again.json().detail]).toEqual([400, expect.stringContaining('has no flow "summarise"')]);
+    } finally {
+      release();
+      await holder.query('ROLLBACK'); // a no-op after the one above
+      holder.release();
+      await inject('DELETE', `/api/v1/sources/${s.id}`); // and its workflows
+      for (const f of [current, lacking]) await f.close();
+    }
+  });
+
   test('the periodic health check turns a failing source inactive and back', async () => {
     const f = await startFakeFlowBuilder();
     const s = (await inject('POST', '/api/v1/sources', { name: 'flaky', source_type: 'flow-builder', url: f.url })).json();
@@ -467,7 +532,7 @@ describe('scheduler sources', () => {
     }
   });
 
-  test('a source url is stored and compared in its canonical form (host case, default port, trailing slash, punycode): a duplicate in any form is refused, in either order, on PATCH, and against rows stored before', async () => {
+  test('a source url is stored and compared in its canonical form (host case, default port, trailing slash, punycode, escape case, trailing dot): a duplicate in any form is refused, in either order, on PATCH, and against rows stored before', async () => {
     const [a, b] = [await startFakeFlowBuilder(), await startFakeFlowBuilder()];
     const [portA, portB] = [new URL(a.url).port, new URL(b.url).port];
     const ids: string[] = [];
@@ -478,7 +543,7 @@ describe('scheduler sources', () => {
       const first = await create(`http://LOCALHOST:${portA}/`);
       expect([first.statusCode, first.json().url]).toEqual([201, `http://localhost:${portA}`]);
       ids.push(first.json().id);
-      for (const url of [`http://localhost:${portA}`, `http://LocalHost:${portA}//`, `http://localhost:${portA}/x/..`]) {
+      for (const url of [`http://localhost:${portA}`, `http://LocalHost:${portA}//`, `http://localhost:${portA}/x/..`, `http://localhost.:${portA}/`]) {
         const dup = await create(url);
         expect([dup.statusCode, dup.json()]).toEqual(duplicate(`http://localhost:${portA}`));
       }
@@ -500,9 +565,10 @@ describe('scheduler sources', () => {
       expect([same.statusCode, same.json().url, a.requests.length]).toEqual([200, `http://localhost:${portA}`, asked]);
 
       // rows stored before (url as written, less trailing slashes): compared in canonical form too
-      const legacy = [crypto.randomUUID(), crypto.randomUUID()];
+      const legacy = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
       await stack.db.query(
-        `INSERT INTO scheduler_sources (id, name, source_type, url) VALUES ($1, 'legacy-1', 'flow-builder', 'http://Legacy.Example:80/flows'), ($2, 'legacy-2', 'flow-builder', 'https://BÜCHER.example:443')`,
+        `INSERT INTO scheduler_sources (id, name, source_type, url) VALUES ($1, 'legacy-1', 'flow-builder', 'http://Legacy.Example:80/flows'), ($2, 'legacy-2', 'flow-builder', 'https://BÜCHER.example:443'),
+           ($3, 'escaped', 'flow-builder', 'http://escaped.example/a%2Fb'), ($4, 'legacy-3', 'flow-builder', 'http://Dotted.Example.:8080/x%2f%7e')`,
         legacy,
       );
       ids.push(...legacy);
@@ -511,6 +577,10 @@ describe('scheduler sources', () => {
         ['http://LEGACY.EXAMPLE/flows', 'http://legacy.example/flows'],
         ['https://xn--bcher-kva.example', 'https://xn--bcher-kva.example'],
         ['https://bücher.example/', 'https://xn--bcher-kva.example'],
+        // percent-escapes in another letter case (or an unreserved character escaped), a host's trailing dot
+        ['http://escaped.example/a%2fb', 'http://escaped.example/a%2Fb'],
+        ['http://escaped.example./%61%2Fb/', 'http://escaped.example/a%2Fb'],
+        ['http://dotted.example:8080/x%2F~', 'http://dotted.example:8080/x%2F~'],
       ] as const) {
         const dup = await create(url);
         expect([dup.statusCode, dup.json()]).toEqual(duplicate(canonical));
@@ -525,7 +595,9 @@ describe('scheduler sources', () => {
         { detail: 'Request body is invalid: url must be a URL whose host and port can be read (such as https://langflow.example.com; a port is at most 65535)' },
       ]);
       const stored = await stack.db.query('SELECT url FROM scheduler_sources WHERE id = ANY($1::uuid[])', [ids]);
-      expect(stored.rows.map((r) => r.url).sort()).toEqual([b.url, 'http://Legacy.Example:80/flows', `http://localhost:${portA}`, 'https://BÜCHER.example:443']);
+      expect(stored.rows.map((r) => r.url).sort()).toEqual(
+        [b.url, 'http://Dotted.Example.:8080/x%2f%7e', 'http://Legacy.Example:80/flows', 'http://escaped.example/a%2Fb', `http://localhost:${portA}`, 'https://BÜCHER.example:443'].sort(),
+      );
     } finally {
       for (const id of ids) await inject('DELETE', `/api/v1/sources/${id}`);
       await a.close();

@@ -63,6 +63,8 @@ export interface FakeFlowBuilder {
   redirectTo: string | null;
   /** ids of flows this instance lacks: not in its flow list, and a run of one answers 404 */
   withoutFlows: string[];
+  /** when set, GET /api/v1/flows/ is answered once this promise settles (to hold a caller between two steps) */
+  flowsHeld: Promise<void> | null;
   /** every request, with the time it arrived (`at`, epoch ms) */
   requests: { method: string; path: string; query: string; apiKey: string | undefined; body: unknown; at: number }[];
   /** stops listening: the platform is down (connection refused) until start() */
@@ -83,6 +85,7 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
     rawAnswers: {},
     redirectTo: null,
     withoutFlows: [],
+    flowsHeld: null,
     requests: [],
     stop: async () => undefined,
     start: async () => undefined,
@@ -121,12 +124,16 @@ export async function startFakeFlowBuilder(): Promise<FakeFlowBuilder> {
       // LangFlow's own texts (1.13): no key at all, a wrong key on the flow list, a wrong key on a run
       const keyRefusal = (wrong: string) => (!fake.requiredKey || apiKey === fake.requiredKey ? null : apiKey ? wrong : 'An API key must be passed as query or header');
       if (req.method === 'GET' && path === '/api/v1/flows/') {
-        const refused = keyRefusal('Invalid API key');
-        if (refused) return send(res, 403, { detail: refused });
-        if (fake.rawAnswers.flows !== undefined) return sendRaw(res, fake.rawAnswers.flows);
-        const flows = ALL_FLOWS.filter((f) => (params.get('remove_example_flows') !== 'true' || f.folder_id !== STARTER_FOLDER) && !fake.withoutFlows.includes(f.id));
-        const graph = { nodes: [{ id: 'ChatInput-x', data: { type: 'ChatInput' } }], edges: [] };
-        return send(res, 200, params.get('header_flows') === 'true' ? flows : flows.map((f) => ({ ...f, data: graph })));
+        const answerFlows = () => {
+          const refused = keyRefusal('Invalid API key');
+          if (refused) return send(res, 403, { detail: refused });
+          if (fake.rawAnswers.flows !== undefined) return sendRaw(res, fake.rawAnswers.flows);
+          const flows = ALL_FLOWS.filter((f) => (params.get('remove_example_flows') !== 'true' || f.folder_id !== STARTER_FOLDER) && !fake.withoutFlows.includes(f.id));
+          const graph = { nodes: [{ id: 'ChatInput-x', data: { type: 'ChatInput' } }], edges: [] };
+          return send(res, 200, params.get('header_flows') === 'true' ? flows : flows.map((f) => ({ ...f, data: graph })));
+        };
+        if (fake.flowsHeld) return void fake.flowsHeld.then(answerFlows);
+        return answerFlows();
       }
       const run = /^\/api\/v1\/run\/([^/]+)$/.exec(path);
       if (req.method === 'POST' && run) {

@@ -212,6 +212,47 @@ describe('openapiToTools', () => {
     expect(buildRequest({ tool: item as never, target: { baseUrl: 'http://h', headers: {} } }, { id: 'x' }).url).toBe('http://h/items/x');
   });
 
+  test("a parameter's or body field's schema is carried whole (`not` too: the NUL ban of Armada's path parameters; a `then`'s required); a flattened body that takes no other fields says so on the tool's inputs", () => {
+    const nulFree = { type: 'string', minLength: 1, maxLength: 200, not: { pattern: '\\u0000' } };
+    // a `then` requires a property of the object it applies to, which its own `properties` need not list (it was dropped)
+    // biome-ignore lint/suspicious/noThenProperty: `then` is the JSON Schema keyword, not a thenable
+    const item = { type: 'object', properties: { type: { enum: ['a', 'b'] }, a: { type: 'string' } }, allOf: [{ if: { properties: { type: { const: 'a' } } }, then: { required: ['a'], properties: { b: false } } }] };
+    const doc = {
+      openapi: '3.1.0',
+      info: { title: 'T', version: '1' },
+      paths: {
+        '/items/{id}': {
+          patch: {
+            operationId: 'updateItem',
+            parameters: [
+              { name: 'id', in: 'path', required: true, schema: nulFree },
+              { name: 'tag', in: 'query', schema: { type: 'string', not: { enum: ['all'] }, allOf: [{ pattern: '^[a-z]+$' }] } },
+            ],
+            requestBody: {
+              content: {
+                'application/json': {
+                  schema: { type: 'object', additionalProperties: false, required: ['made'], properties: { note: { type: 'string', not: { const: '' } }, item, made: { type: 'string', readOnly: true } } },
+                },
+              },
+            },
+          },
+          put: { operationId: 'replaceItem', parameters: [{ name: 'id', in: 'path', required: true, schema: nulFree }], requestBody: { content: { 'application/json': { schema: { type: 'object', properties: { note: { type: 'string' } } } } } } },
+        },
+      },
+    };
+    const { tools } = openapiToTools(doc);
+    const [update, replace] = [tools.find((t) => t.name === 'updateItem'), tools.find((t) => t.name === 'replaceItem')];
+    expect(update?.inputSchema).toEqual({
+      type: 'object',
+      // a readOnly field is no input, and no longer required
+      properties: { id: nulFree, tag: { type: 'string', not: { enum: ['all'] }, allOf: [{ pattern: '^[a-z]+$' }] }, note: { type: 'string', not: { const: '' } }, item },
+      required: ['id'],
+      additionalProperties: false,
+    });
+    // a body that takes other fields (JSON Schema's default): the tool's inputs say nothing more
+    expect(replace?.inputSchema).toEqual({ type: 'object', properties: { id: nulFree, note: { type: 'string' } }, required: ['id'] });
+  });
+
   test('path and header values that cannot be sent as given are refused: "."/".." made of parameters side by side, a boolean the schema does not allow, a header character past U+00FF', () => {
     const doc = {
       openapi: '3.0.3',
