@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ARMADA_BIN, spawnArmada } from '../support/armadaProcess';
 import { createTestDatabase, env, eventually } from '../support/harness';
+import { startUnansweringTemporal } from '../support/unansweringTemporal';
 
 const { freePort } = require('../support/ports') as { freePort(): Promise<number> };
 
@@ -141,17 +142,27 @@ test('the health port answers from the start: liveness 200 and readiness 503 say
   }
 });
 
-test('POST /drain while the start waits for Temporal ends the wait: exit 0, without a started line', async () => {
-  const [healthPort, temporalPort] = [await freePort(), await freePort()];
+test('a Temporal that takes the connection and answers nothing: readiness says the start waits for the search attribute check; POST /drain then ends the wait: exit 0, without a started line', async () => {
+  const silent = await startUnansweringTemporal(); // answers GetSystemInfo, the connect's call, and no other
+  const healthPort = await freePort();
   const base = `http://127.0.0.1:${healthPort}`;
-  const worker = spawnWorker(healthPort, `127.0.0.1:${temporalPort}`);
+  const worker = spawnWorker(healthPort, silent.address);
   try {
     expect(await firstAnswer(`${base}/health`)).toMatchObject({ status: 503, body: { status: 'starting' } });
+    // the check's first try waits 5 s for its answer, then is tried again every 5 s
+    const checking = await eventually(async () => {
+      const h = await getJson(`${base}/health`);
+      return String(h.body.waiting).includes('to answer the search attribute check') && h;
+    }, 30_000, 250);
+    expect(checking).toMatchObject({ status: 503, body: { status: 'starting', service: 'worker' } });
+    expect(checking.body.waiting).toMatch(new RegExp(`^waiting for Temporal at ${silent.address} to answer the search attribute check of namespace ".+" \\(trying again every 5 s\\)$`));
+    expect((await getJson(`${base}/health/live`)).status).toBe(200);
     expect((await fetch(`${base}/drain`, { method: 'POST' })).status).toBe(202);
     expect(await worker.exit).toBe(0);
     expect(worker.output()).toContain('"worker-stopped"');
     expect(worker.output()).not.toContain('"worker-started"');
   } finally {
     if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
+    await silent.close();
   }
 });
