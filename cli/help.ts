@@ -15,8 +15,9 @@ Commands:
                         Needs DATABASE_URL and TEMPORAL_ADDRESS (default 127.0.0.1:7233).
   worker [--queue Q]... [--concurrency N] [--max-agents N] [--health-port N] [--grace S] [--identity ID]
                         Run a Temporal worker (default queues: the shared queue and this host's queue).
-                        --health-port serves /health, /metrics and POST /drain; SIGTERM, SIGHUP or /drain stops
-                        polling and gives running activities S seconds (default 30) to finish.
+                        --health-port serves /health, /health/live, /metrics and POST /drain, from the start;
+                        SIGTERM, SIGHUP or /drain stops polling and gives running activities S seconds
+                        (default 30) to finish.
                         --concurrency N: short activities at once (default 20); --max-agents caps the
                         agent processes this worker runs at once (default: up to 250 agent runs).
   bundle --out FILE     Prebuild the workflow bundle for production workers (ARMADA_WORKFLOW_BUNDLE=FILE).
@@ -103,7 +104,9 @@ Options:
   --queue Q             Task queue to poll; repeatable (default: the shared queue and this host's queue).
   --concurrency N       Short activities at once (default 20).
   --max-agents N        Agent processes this worker runs at once (default: up to 250 agent runs).
-  --health-port N       Serve /health, /metrics and POST /drain on this port (0: any free port).
+  --health-port N       Serve /health, /health/live, /metrics and POST /drain on this port (0: any free port),
+                        open from the start: /health (readiness) is 503 saying what the start waits for
+                        (Temporal) until the workers poll, /health/live (liveness) 200 while the process runs.
   --grace S             Seconds running activities get to finish on SIGTERM, SIGHUP or /drain (default 30).
   --identity ID         Worker identity in Temporal (default <hostname>-<pid>).
 

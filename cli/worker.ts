@@ -7,7 +7,7 @@ import os from 'node:os';
 import { ConfigError, MAX_TIMER_MS } from '../lib/config';
 import { createPool, workerPoolOptions } from '../lib/db/pool';
 import { createMetrics } from '../lib/metrics';
-import { startWorkers } from '../workers/createWorker';
+import { startWorkers, WorkerStartAbandoned, workerQueues } from '../workers/createWorker';
 import { startWorkerHealthServer } from '../workers/healthServer';
 import { installLastResort } from '../lib/runtime/lastResort';
 import { runShutdownSteps } from '../lib/runtime/shutdownSteps';
@@ -48,39 +48,65 @@ export async function runWorker(opts: WorkerFlags): Promise<number> {
   // config.workerDatabase: how long an activity waits for a connection, and its transactions' idle limit
   const pool = createPool(config.databaseUrl, logger, workerPoolOptions(config));
   const metrics = createMetrics();
-  const workers = await startWorkers({
+  const address = config.temporal.address ?? '127.0.0.1:7233';
+  const queues = workerQueues(config, opts.queues);
+  let waitingFor: string | undefined = `Temporal at ${address}`;
+  let draining = false;
+  let requestDrain: () => void = () => undefined;
+  const drainRequested = new Promise<void>((resolve) => (requestDrain = resolve));
+  // open before the start waits for anything (Temporal, the search attribute check, the workflow bundle): a liveness
+  // probe gets its 200 meanwhile, readiness a 503 saying what the start waits for (it found no port before)
+  const health =
+    opts.healthPort === undefined
+      ? undefined
+      : await startWorkerHealthServer({ host: config.host, port: opts.healthPort, metrics, state: () => ({ identity, queues, draining, waitingFor }), onDrain: requestDrain });
+  const starting = startWorkers({
     config,
     db: pool,
     logger,
     metrics,
-    address: config.temporal.address ?? '127.0.0.1:7233',
+    address,
     namespace: config.temporal.namespace,
     taskQueues: opts.queues,
     concurrency: opts.concurrency,
     identity,
     maxAgents: opts.maxAgents,
     shutdownGraceMs: (opts.graceSeconds ?? 30) * 1000,
+    untilTemporalConnects: true,
+    onWaiting: (what) => {
+      waitingFor = what;
+    },
+    shouldStop: () => draining,
   });
-  const queues = workers.workers.map((w) => w.options.taskQueue);
-  let draining = false;
   let drained: Promise<void> | undefined;
+  // a drain during the start ends its wait (WorkerStartAbandoned) or stops the workers it started after all
   const drain = () => {
     draining = true;
-    drained ??= workers.stop();
+    drained ??= starting.then(
+      (workers) => workers.stop(),
+      () => undefined,
+    );
     return drained;
   };
-  let requestDrain: () => void = () => undefined;
-  const drainRequested = new Promise<void>((resolve) => (requestDrain = resolve));
-  const health =
-    opts.healthPort === undefined
-      ? undefined
-      : await startWorkerHealthServer({ host: config.host, port: opts.healthPort, metrics, state: () => ({ identity, queues, draining }), onDrain: requestDrain });
   // SIGTERM and POST /drain end the same way: polling stops, running work finishes (or is cancelled after the grace).
   // The handlers are in place before the started line: a supervisor may signal the moment it reads it.
   const stopped = Promise.race([untilSignal(logger, () => drain()), drainRequested.then(() => drain())]);
   // an uncaught exception: one fatal line, the drain (running work gets the grace period), exit 70
   installLastResort(logger, () => drain(), (opts.graceSeconds ?? 30) * 1000 + 15_000);
-  process.stdout.write(`${JSON.stringify({ event: 'worker-started', pid: process.pid, identity, queues, health: health?.address })}\n`);
+  try {
+    await starting;
+    waitingFor = undefined;
+  } catch (err) {
+    if (!(err instanceof WorkerStartAbandoned)) {
+      // missing search attributes, a refusal other than an unreachable Temporal: the start fails as before (exit 1)
+      await health?.close();
+      await pool.end().catch(() => undefined);
+      throw err;
+    }
+  }
+  if (!draining) {
+    process.stdout.write(`${JSON.stringify({ event: 'worker-started', pid: process.pid, identity, queues, health: health?.address })}\n`);
+  }
   await stopped;
   await runShutdownSteps(logger, [
     { name: 'health endpoint', limitMs: 5000, run: () => health?.close() },

@@ -12,6 +12,7 @@ import { createEventListener } from '../lib/events/listener';
 import type { ArmadaConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
 import type { Metrics } from '../lib/metrics';
+import { isTemporalUnreachable } from '../lib/temporal/client';
 import { hostQueue } from '../lib/temporal/queues';
 import { requireSearchAttributesInTime, SEARCH_ATTRIBUTES_CHECK_MS, SearchAttributesMissing } from '../lib/temporal/searchAttributeCheck';
 import { workerIdentity } from '../lib/workerIdentity';
@@ -83,6 +84,14 @@ export interface WorkerOptions {
   onTemporalNotAnswering?: () => void;
   /** Ends the wait for that answer (a shutdown under way): the start then fails with WorkerStartAbandoned. */
   shouldStop?: () => boolean;
+  /**
+   * A Temporal that cannot be reached at start (the connection refused, no answer to the connect) is tried again
+   * every SEARCH_ATTRIBUTES_CHECK_MS until it is, instead of failing the start (`armada worker`, whose health port
+   * says so meanwhile); shouldStop ends that wait too.
+   */
+  untilTemporalConnects?: boolean;
+  /** Told what the start waits for, each time that changes (`armada worker`'s readiness answer says it). */
+  onWaiting?: (waitingFor: string) => void;
 }
 
 /**
@@ -127,11 +136,53 @@ async function untilSearchAttributesChecked(connection: NativeConnection, opts: 
         );
       }
     }
-    // the pause before the next try, as long as a try's wait
-    for (let waited = 0; waited < SEARCH_ATTRIBUTES_CHECK_MS; waited += 500) {
-      if (opts.shouldStop?.()) throw new WorkerStartAbandoned();
-      await new Promise((r) => setTimeout(r, 500));
+    opts.onWaiting?.(`Temporal at ${opts.address} to answer the search attribute check of namespace "${opts.namespace}" (trying again every ${SEARCH_ATTRIBUTES_CHECK_MS / 1000} s)`);
+    await pauseBeforeNextTry(opts);
+  }
+}
+
+/** The pause before the next try, as long as a try's wait; shouldStop ends it (WorkerStartAbandoned). */
+async function pauseBeforeNextTry(opts: WorkerOptions): Promise<void> {
+  for (let waited = 0; waited < SEARCH_ATTRIBUTES_CHECK_MS; waited += 500) {
+    if (opts.shouldStop?.()) throw new WorkerStartAbandoned();
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  if (opts.shouldStop?.()) throw new WorkerStartAbandoned();
+}
+
+/** A connect's failure in a few words: the SDK's message is a Rust debug dump (`tonic::transport::Error(…)`). */
+function connectFailure(err: unknown): string {
+  const message = (err as Error | undefined)?.message ?? String(err);
+  if (/ConnectionRefused|Connection refused/i.test(message)) return 'connection refused';
+  if (/dns error|Name or service not known|failed to lookup address/i.test(message)) return 'its host name does not resolve';
+  if (/Timeout expired|deadline/i.test(message)) return 'no answer to the connect within 30 s';
+  return message.slice(0, 300);
+}
+
+/**
+ * The connection to Temporal. With untilTemporalConnects a Temporal that cannot be reached yet is tried again until
+ * it can (one warning at the first failure, then one a minute); otherwise the start fails with the connect's error.
+ */
+async function untilConnected(opts: WorkerOptions): Promise<NativeConnection> {
+  let warnedAt: number | undefined;
+  for (;;) {
+    try {
+      const connection = await NativeConnection.connect({ address: opts.address });
+      if (warnedAt !== undefined) opts.logger.info({ address: opts.address }, 'Temporal took the connection');
+      return connection;
+    } catch (err) {
+      if (!opts.untilTemporalConnects || !isTemporalUnreachable(err)) throw err;
+      const reason = connectFailure(err);
+      opts.onWaiting?.(`Temporal at ${opts.address} to take the connection (${reason}; trying again every ${SEARCH_ATTRIBUTES_CHECK_MS / 1000} s)`);
+      if (warnedAt === undefined || Date.now() - warnedAt >= NOT_ANSWERING_WARN_EVERY_MS) {
+        warnedAt = Date.now();
+        opts.logger.warn(
+          { address: opts.address, err: { message: (err as Error).message } },
+          `Temporal at ${opts.address} cannot be reached (${reason}); the workers start polling once it can (trying again every ${SEARCH_ATTRIBUTES_CHECK_MS / 1000} s). Check that TEMPORAL_ADDRESS names the Temporal frontend's gRPC port and that it is up`,
+        );
+      }
     }
+    await pauseBeforeNextTry(opts);
   }
 }
 
@@ -150,13 +201,21 @@ export const DEFAULT_AGENT_RUNS = 250;
 /** How a worker's LISTEN connection shows in pg_stat_activity. */
 export const WORKER_LISTENER_APPLICATION_NAME = 'armada-worker-listener';
 
+/** The task queues a worker polls: the ones asked for, else the shared queue and this host's queue. */
+export function workerQueues(config: ArmadaConfig, taskQueues?: string[]): string[] {
+  const shared = config.temporal.taskQueue;
+  return taskQueues?.length ? taskQueues : [shared, hostQueue(shared)];
+}
+
 export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers> {
-  const connection = await NativeConnection.connect({ address: opts.address });
+  opts.onWaiting?.(`Temporal at ${opts.address}`);
+  const connection = await untilConnected(opts);
   // workflows start with and upsert Armada's search attributes: without them every workflow task would fail
   await untilSearchAttributesChecked(connection, opts).catch(async (err) => {
     await connection.close();
     throw err;
   });
+  opts.onWaiting?.('the workers to start (workflow bundle, PostgreSQL listener, Temporal workers)');
   const worker = workerIdentity(opts.identity);
   const workflowBundle = opts.workflowBundle ?? (await loadWorkflowBundle());
   // one LISTEN connection (no domain events: watch channels and barriers only) for the scheduler's definition cache
@@ -184,7 +243,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   };
   const grace = opts.shutdownGraceMs ?? 10_000;
   const shared = opts.config.temporal.taskQueue;
-  const queues = opts.taskQueues?.length ? opts.taskQueues : [shared, hostQueue(shared)];
+  const queues = workerQueues(opts.config, opts.taskQueues);
   const concurrency = opts.concurrency ?? 20;
   // an agent run holds a slot of the host queue for as long as its agent runs (minutes to hours, waiting on a child
   // process), so that queue has room for the agents (--max-agents, else DEFAULT_AGENT_RUNS) besides the short git work

@@ -1,6 +1,8 @@
 /**
- * A worker's own HTTP port: GET /health (200 while polling, 503 once draining, for readiness probes), GET /metrics
- * (the worker's prom-client registry), POST /drain (stop polling and finish running work, then exit: rolling restarts).
+ * A worker's own HTTP port, open from the start of the process: GET /health (readiness: 200 while polling, 503 while
+ * the start waits for something, saying what, and once draining), GET /health/live (liveness: 200 while the process
+ * answers), GET /metrics (the worker's prom-client registry), POST /drain (stop polling and finish running work, then
+ * exit: rolling restarts).
  */
 import http from 'node:http';
 import { localUrl } from '../lib/hostAddress';
@@ -10,6 +12,8 @@ export interface WorkerHealthState {
   identity: string;
   queues: string[];
   draining: boolean;
+  /** What the start waits for ("Temporal at host:port"), until the workers poll; undefined once they do. */
+  waitingFor?: string;
 }
 
 export interface WorkerHealthServer {
@@ -32,8 +36,12 @@ export async function startWorkerHealthServer(opts: {
     };
     if (req.method === 'GET' && url === '/health') {
       const s = opts.state();
-      return send(s.draining ? 503 : 200, { status: s.draining ? 'draining' : 'ok', service: 'worker', identity: s.identity, queues: s.queues });
+      if (s.draining) return send(503, { status: 'draining', service: 'worker', identity: s.identity, queues: s.queues });
+      if (s.waitingFor !== undefined) return send(503, { status: 'starting', service: 'worker', identity: s.identity, queues: s.queues, waiting: `waiting for ${s.waitingFor}` });
+      return send(200, { status: 'ok', service: 'worker', identity: s.identity, queues: s.queues });
     }
+    // liveness: the process runs and answers, whatever it waits for (a probe that restarts it would not help)
+    if (req.method === 'GET' && url === '/health/live') return send(200, { status: 'alive', service: 'worker', identity: opts.state().identity });
     if (req.method === 'GET' && url === '/metrics') {
       opts.metrics.registry
         .metrics()

@@ -3,7 +3,8 @@ import { isUtf8 } from 'node:buffer';
 import fs from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import path from 'node:path';
-import type { AccessPolicy } from './accessPolicy';
+import { type AccessPolicy, accessDenied } from './accessPolicy';
+import { type OpenedDirectory, openDirectory } from './openedDirectory';
 
 /** What an entry is (after following a symbolic link): `file` is a regular file. */
 export const ENTRY_TYPES = ['file', 'directory', 'fifo', 'socket', 'block_device', 'character_device'] as const;
@@ -103,7 +104,10 @@ async function readNames(dir: string, cap: number): Promise<{ names: string[]; m
 
 /**
  * Lists `dir` (a real path inside the policy). Symbolic links are shown only when their target is inside the policy
- * too, and are never descended into, so a link cannot pull outside content into a listing.
+ * too, and are never descended into, so a link cannot pull outside content into a listing. Every directory is read
+ * through an open handle whose real place is checked first (lib/fs/openedDirectory.ts): `dir`, or a directory above
+ * it, swapped for a link to outside the roots after the request's check is ACCESS_DENIED, and a subdirectory swapped
+ * for a link during the walk is not descended into.
  */
 export async function listDirectory(dir: string, policy: AccessPolicy, opts: ListOptions): Promise<DirectoryListing> {
   const entries: FilesystemEntry[] = [];
@@ -111,10 +115,10 @@ export async function listDirectory(dir: string, policy: AccessPolicy, opts: Lis
   let truncated = false;
   let skippedNonUtf8 = 0;
   const deadline = Date.now() + (opts.timeBudgetMs ?? 10_000);
-  const walk = async (current: string, depth: number): Promise<void> => {
+  const walk = async (current: OpenedDirectory, depth: number): Promise<void> => {
     let names: string[];
     try {
-      const read = await readNames(current, MAX_ENTRIES);
+      const read = await readNames(current.via, MAX_ENTRIES);
       names = read.names;
       if (read.more) truncated = true;
       skippedNonUtf8 += read.nonUtf8.filter((n) => opts.showHidden || !n.hidden).length;
@@ -128,16 +132,17 @@ export async function listDirectory(dir: string, policy: AccessPolicy, opts: Lis
       }
       const hidden = name.startsWith('.');
       if (hidden && !opts.showHidden) continue;
-      const full = path.join(current, name);
+      const full = path.join(current.path, name); // as shown
+      const at = path.join(current.via, name); // as read: through the directory's handle
       if (!policy.permits(full)) continue;
       let lst: Stats;
       let st: Stats;
       try {
-        lst = await fs.lstat(full);
+        lst = await fs.lstat(at);
         st = lst;
         if (lst.isSymbolicLink()) {
-          if (!policy.permits(await fs.realpath(full))) continue;
-          st = await fs.stat(full);
+          if (!policy.permits(await fs.realpath(at))) continue;
+          st = await fs.stat(at);
         }
       } catch {
         continue; // vanished or dangling link
@@ -147,18 +152,36 @@ export async function listDirectory(dir: string, policy: AccessPolicy, opts: Lis
         name,
         path: full,
         type: entryType(st),
-        isGitRepo: directory ? await isGitRepo(full) : false,
+        isGitRepo: directory ? await isGitRepo(at) : false,
         hidden,
         size: st.size,
         modifiedAt: st.mtime.toISOString(),
         permissions: permissionString(lst.isSymbolicLink() ? st : lst),
       });
-      if (directory && !lst.isSymbolicLink() && depth < depthLimit && !SKIP_DESCEND.has(name)) await walk(full, depth + 1);
+      if (directory && !lst.isSymbolicLink() && depth < depthLimit && !SKIP_DESCEND.has(name)) {
+        // from the parent's handle, and never through a link (one swapped in since the lstat is refused: ENOTDIR)
+        const child = await openDirectory(at, { noFollow: true }).catch(() => undefined);
+        if (!child) continue;
+        try {
+          if (policy.permits(child.path)) await walk(child, depth + 1);
+        } finally {
+          await child.close();
+        }
+      }
     }
   };
-  await walk(dir, 1);
+  // gone since the request's check, or unreadable: nothing to show (as when the read itself fails)
+  const top = await openDirectory(dir).catch(() => undefined);
+  if (top) {
+    try {
+      if (!policy.permits(top.path)) throw accessDenied(dir);
+      await walk(top, 1);
+    } finally {
+      await top.close();
+    }
+  }
   return {
-    path: dir,
+    path: top?.path ?? dir,
     entries,
     totalEntries: entries.length,
     directories: entries.filter((e) => e.type === 'directory').length,

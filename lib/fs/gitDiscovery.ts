@@ -7,8 +7,9 @@ import { isUtf8 } from 'node:buffer';
 import path from 'node:path';
 import { git } from '../git';
 import { redactUrlCredentials } from '../urlCredentials';
-import type { AccessPolicy } from './accessPolicy';
+import { type AccessPolicy, accessDenied } from './accessPolicy';
 import { SKIP_DESCEND } from './directoryListing';
+import { openDirectory } from './openedDirectory';
 
 export interface GitRemote {
   name: string;
@@ -127,36 +128,48 @@ export async function discoverGitRepositories(root: string, policy: AccessPolicy
     const next: string[] = [];
     for (const dir of level) {
       if (overBudget()) break;
-      let handle: import('node:fs').Dir;
+      // the root as the request's check resolved it; below it never through a link (one swapped in since it was read
+      // is refused: ENOTDIR); wherever the open landed is checked before anything is read (lib/fs/openedDirectory.ts)
+      const opened = await openDirectory(dir, { noFollow: depth > 0 }).catch(() => undefined);
+      if (!opened) continue; // unreadable or vanished
       try {
-        // names as bytes: one that is not UTF-8 read as a string names no entry (U+FFFD), and its walk failed unseen
-        handle = await fs.opendir(dir, { bufferSize: 64, encoding: 'buffer' as BufferEncoding });
-      } catch {
-        continue; // unreadable or vanished
-      }
-      let isRepo = false;
-      try {
-        for await (const d of handle) {
-          if (++entries > maxEntries || (entries % 256 === 0 && Date.now() > deadline)) {
-            truncated = true;
-            break;
-          }
-          const raw = d.name as unknown as Buffer;
-          const name = raw.toString('utf8');
-          if (name === '.git' && (d.isDirectory() || d.isFile())) isRepo = true;
-          if (depth === opts.maxDepth || !d.isDirectory() || SKIP_DESCEND.has(name)) continue; // isDirectory() is false for symlinks
-          if (!isUtf8(raw)) {
-            skippedNonUtf8++;
-            continue;
-          }
-          const child = path.join(dir, name);
-          if (policy.permits(child)) next.push(child);
+        if (!policy.permits(opened.path)) {
+          if (depth === 0) throw accessDenied(root); // moved out of the roots since the request's check
+          continue;
         }
-      } catch {
-        // a directory that fails mid-read contributes what was read
+        let handle: import('node:fs').Dir;
+        try {
+          // names as bytes: one that is not UTF-8 read as a string names no entry (U+FFFD), and its walk failed unseen
+          handle = await fs.opendir(opened.via, { bufferSize: 64, encoding: 'buffer' as BufferEncoding });
+        } catch {
+          continue; // unreadable
+        }
+        let isRepo = false;
+        try {
+          for await (const d of handle) {
+            if (++entries > maxEntries || (entries % 256 === 0 && Date.now() > deadline)) {
+              truncated = true;
+              break;
+            }
+            const raw = d.name as unknown as Buffer;
+            const name = raw.toString('utf8');
+            if (name === '.git' && (d.isDirectory() || d.isFile())) isRepo = true;
+            if (depth === opts.maxDepth || !d.isDirectory() || SKIP_DESCEND.has(name)) continue; // isDirectory() is false for symlinks
+            if (!isUtf8(raw)) {
+              skippedNonUtf8++;
+              continue;
+            }
+            const child = path.join(opened.path, name);
+            if (policy.permits(child)) next.push(child);
+          }
+        } catch {
+          // a directory that fails mid-read contributes what was read
+        }
+        // breaking out of `for await` closes the handle; a normal end closes it too
+        if (isRepo) found.push(opened.path);
+      } finally {
+        await opened.close();
       }
-      // breaking out of `for await` closes the handle; a normal end closes it too
-      if (isRepo) found.push(dir);
     }
     level = next;
   }

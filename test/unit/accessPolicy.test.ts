@@ -1,4 +1,11 @@
-import { buildAccessPolicy, normaliseRequestedPath } from '../../lib/fs/accessPolicy';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { buildAccessPolicy, normaliseRequestedPath, resolveAllowedDirectory } from '../../lib/fs/accessPolicy';
+import { listDirectory } from '../../lib/fs/directoryListing';
+import { discoverGitRepositories } from '../../lib/fs/gitDiscovery';
+import { openDirectory } from '../../lib/fs/openedDirectory';
 
 describe('access policy defaults', () => {
   test('home, common project dirs and project dirs are allowed; /etc, /var, /sys, /proc and / never', async () => {
@@ -27,5 +34,86 @@ describe('access policy defaults', () => {
     expect(normaliseRequestedPath('//a//b/', '/h')).toBe('/a/b');
     expect(normaliseRequestedPath('~/x', '/h')).toBe('/h/x');
     expect(() => normaliseRequestedPath('a/b', '/h')).toThrow('absolute');
+  });
+});
+
+/**
+ * A directory swapped for a symbolic link between the request's check (resolveAllowedDirectory) and the read: the
+ * read goes through a handle whose real place is checked, so what lies outside the roots is refused, not read. The
+ * swap is made between the two calls, as it would land between them in a request.
+ */
+describe('a directory swapped for a link to outside the roots after the check', () => {
+  let base: string;
+  let roots: string;
+  let outside: string;
+  const listing = { showHidden: true, recursive: true, maxDepth: 3 };
+  const policy = () => buildAccessPolicy({ home: '/nonexistent-home', allowedPaths: [roots], projectPaths: [] });
+  const swapForLink = (dir: string, target: string) => {
+    fs.renameSync(dir, `${dir}-before`);
+    fs.symlinkSync(target, dir);
+  };
+
+  beforeEach(() => {
+    base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'armada-swap-')));
+    roots = path.join(base, 'roots');
+    outside = path.join(base, 'outside');
+    fs.mkdirSync(path.join(roots, 'proj', 'sub'), { recursive: true });
+    fs.writeFileSync(path.join(roots, 'proj', 'inside.txt'), '');
+    fs.mkdirSync(path.join(outside, 'proj', 'sub'), { recursive: true });
+    fs.writeFileSync(path.join(outside, 'proj', 'secret.txt'), '');
+    execFileSync('git', ['init', '-q', path.join(outside, 'proj', 'sub')]);
+  });
+  afterEach(() => fs.rmSync(base, { recursive: true, force: true }));
+
+  test('the listing of a checked directory swapped for such a link is 403 ACCESS_DENIED, its content unread', async () => {
+    const p = await policy();
+    const dir = await resolveAllowedDirectory(path.join(roots, 'proj'), p, '/nonexistent-home');
+    expect((await listDirectory(dir, p, listing)).entries.map((e) => e.name)).toEqual(['inside.txt', 'sub']);
+    swapForLink(path.join(roots, 'proj'), path.join(outside, 'proj'));
+    await expect(listDirectory(dir, p, listing)).rejects.toMatchObject({ statusCode: 403, code: 'ACCESS_DENIED' });
+    // what the request's check says of it now
+    await expect(resolveAllowedDirectory(path.join(roots, 'proj'), p, '/nonexistent-home')).rejects.toMatchObject({ statusCode: 403, code: 'ACCESS_DENIED' });
+  });
+
+  test('so is a directory whose parent was swapped, and a discovery started at either', async () => {
+    const p = await policy();
+    const dir = await resolveAllowedDirectory(path.join(roots, 'proj', 'sub'), p, '/nonexistent-home');
+    const root = await resolveAllowedDirectory(path.join(roots, 'proj'), p, '/nonexistent-home');
+    expect((await discoverGitRepositories(root, p, { maxDepth: 2, includeSubmodules: true })).totalFound).toBe(0);
+    swapForLink(path.join(roots, 'proj'), path.join(outside, 'proj'));
+    await expect(listDirectory(dir, p, listing)).rejects.toMatchObject({ statusCode: 403, code: 'ACCESS_DENIED' });
+    await expect(discoverGitRepositories(dir, p, { maxDepth: 2, includeSubmodules: true })).rejects.toMatchObject({ statusCode: 403, code: 'ACCESS_DENIED' });
+    await expect(discoverGitRepositories(root, p, { maxDepth: 2, includeSubmodules: true })).rejects.toMatchObject({ statusCode: 403, code: 'ACCESS_DENIED' });
+  });
+
+  test('a swap inside the roots lists where the directory really is', async () => {
+    const p = await policy();
+    const dir = await resolveAllowedDirectory(path.join(roots, 'proj'), p, '/nonexistent-home');
+    fs.mkdirSync(path.join(roots, 'other'));
+    fs.writeFileSync(path.join(roots, 'other', 'o.txt'), '');
+    swapForLink(path.join(roots, 'proj'), path.join(roots, 'other'));
+    const r = await listDirectory(dir, p, listing);
+    expect(r.path).toBe(path.join(roots, 'other'));
+    expect(r.entries.map((e) => e.path)).toEqual([path.join(roots, 'other', 'o.txt')]);
+  });
+
+  test('openDirectory reads the directory it opened, wherever it went since, and says where it is', async () => {
+    const opened = await openDirectory(path.join(roots, 'proj'));
+    try {
+      expect(opened.path).toBe(path.join(roots, 'proj'));
+      // moved away and replaced by a link to outside: reads through the handle still see the opened directory
+      swapForLink(path.join(roots, 'proj'), path.join(outside, 'proj'));
+      expect(fs.readdirSync(opened.via).sort()).toEqual(['inside.txt', 'sub']);
+      expect(fs.readdirSync(path.join(roots, 'proj')).sort()).toEqual(['secret.txt', 'sub']); // what a read by path gets
+      expect(fs.lstatSync(path.join(opened.via, 'sub')).isDirectory()).toBe(true);
+    } finally {
+      await opened.close();
+    }
+    // opened again now: its real place is outside; a walk's noFollow refuses the link itself; a file is no directory
+    const again = await openDirectory(path.join(roots, 'proj'));
+    await again.close();
+    expect(again.path).toBe(path.join(outside, 'proj'));
+    await expect(openDirectory(path.join(roots, 'proj'), { noFollow: true })).rejects.toMatchObject({ code: expect.stringMatching(/^(ENOTDIR|ELOOP)$/) });
+    await expect(openDirectory(path.join(roots, 'proj-before', 'inside.txt'))).rejects.toMatchObject({ code: 'ENOTDIR' });
   });
 });
