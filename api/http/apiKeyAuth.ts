@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { keysMatch } from '../../lib/keys';
 import { isCorsPreflight } from './cors';
 
-const OPEN_PATHS = new Set(['/health', '/metrics']);
+const OPEN_PATHS = new Set(['/health', '/health/live', '/metrics']);
 
 export interface ApiKeyAuthOptions {
   key: string;

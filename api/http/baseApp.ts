@@ -1,6 +1,6 @@
 /**
  * The Fastify instance every service starts from: logger with request ids, strict validation, the service's
- * error style, request metrics, GET /health and GET /metrics.
+ * error style, request metrics, GET /health (readiness), GET /health/live (liveness) and GET /metrics.
  */
 import { installJsonBodyParser } from './jsonBody';
 import crypto from 'node:crypto';
@@ -191,6 +191,10 @@ export function createBaseApp(opts: BaseAppOptions) {
     // upstream's failure) is logged at warn where it is given (logErrorAnswer), once
     if (reply.statusCode >= 500 && !UPSTREAM_ANSWERS.has(reply.statusCode)) request.log.warn({ method: request.method, route, statusCode: reply.statusCode }, 'request answered 5xx');
   });
+
+  // liveness: the process runs and its event loop answers, whatever its dependencies do (/health is readiness: a 503
+  // while PostgreSQL or Temporal is down, and a liveness probe on it restarted every replica of an outage for nothing)
+  app.get('/health/live', { schema: { hide: true } as object }, async () => ({ status: 'alive', service: opts.service, version: opts.version }));
 
   app.get('/health', { schema: { hide: true } as object }, async (_request, reply) => {
     const unavailable = { status: 'unavailable', service: opts.service, version: opts.version };

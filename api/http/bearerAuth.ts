@@ -43,7 +43,7 @@ export interface BearerAuthOptions {
   serviceUser: string;
 }
 
-const OPEN_PATHS = new Set(['/health']);
+const OPEN_PATHS = new Set(['/health', '/health/live']);
 
 /** The configured keys: the task key and one per configured user. Empty = local mode, no authentication. */
 export function bearerKeys(taskKey: string | undefined, users: { email: string; apiKey: string; admin?: boolean }[] | undefined): BearerKey[] {

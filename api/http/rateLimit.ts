@@ -42,7 +42,7 @@ export class FixedWindowCounter {
   }
 }
 
-const EXEMPT = new Set(['/health', '/metrics']);
+const EXEMPT = new Set(['/health', '/health/live', '/metrics']);
 
 export interface WindowLimitOptions {
   limit: number;

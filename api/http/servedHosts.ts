@@ -19,7 +19,7 @@ import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../../lib/errors';
 
-const OPEN_PATHS = new Set(['/health']);
+const OPEN_PATHS = new Set(['/health', '/health/live']);
 
 /** The name of a Host value (`[::1]:8887` → `::1`, `Localhost.:80` → `localhost`), without port and final dot. */
 export function hostName(host: string): string {

@@ -34,6 +34,9 @@ test('task service: 503 in the envelope at once, with Retry-After; served again 
   const health = await task.inject({ method: 'GET', url: '/health' });
   expect(health.statusCode).toBe(503);
   expect(health.json()).toMatchObject({ status: 'unavailable', down: ['postgres'] });
+  // liveness is not readiness: the process is fine, so a probe must not restart it for its dependency's outage
+  const live = await task.inject({ method: 'GET', url: '/health/live' });
+  expect({ status: live.statusCode, body: live.json() }).toMatchObject({ status: 200, body: { status: 'alive', service: 'task' } });
   expect((await task.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(200);
   expect((await task.inject({ method: 'GET', url: '/api/openapi.json' })).statusCode).toBe(200);
   deps.markUp('postgres');
@@ -50,6 +53,8 @@ test('scheduler: 503 as {detail} at once; its OpenAPI document is still served',
   expect(r.statusCode).toBe(503);
   expect(r.json()).toEqual({ detail: expect.stringMatching(/PostgreSQL.*try again/) });
   expect((await scheduler.inject({ method: 'GET', url: '/api/v1/openapi.json', headers })).statusCode).toBe(200);
+  // liveness needs no key (a probe has none) and no database
+  expect((await scheduler.inject({ method: 'GET', url: '/health/live' })).json()).toMatchObject({ status: 'alive', service: 'scheduler' });
   deps.markUp('postgres');
   expect((await scheduler.inject({ method: 'GET', url: '/api/v1/workflows', headers })).statusCode).toBe(200);
 });
