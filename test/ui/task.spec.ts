@@ -495,6 +495,12 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   }
 
   await page.goto(`/tasks/${noop.id}`);
+  // its log, a few lines of an ended run, is in a box as high as its lines (it sat in a 420 px box, empty below)
+  const log = page.getByRole('log', { name: 'Attempt log' });
+  await expect(log).toContainText('agent exited with code 0');
+  const logBox = () => log.evaluate((el) => ({ height: el.clientHeight, content: el.scrollHeight, linesHigh: el.querySelectorAll('.log-line').length * 20 }));
+  await expect.poll(async () => { const b = await logBox(); return b.height === b.content && b.height === b.linesHigh; }).toBe(true);
+  expect((await logBox()).height).toBeLessThan(420);
   const diff = page.getByRole('region', { name: 'Diff' });
   await expect(diff).toContainText('0 files changed');
   await expect(diff).toContainText('No changes');
