@@ -594,6 +594,10 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   // in a phone's window the file tree stands above the file, and the code has most of the box's width: beside the
   // tree, the code had ~40 px, and a line broke every few letters into a column as tall as the screen
   await page.setViewportSize({ width: 390, height: 844 });
+  // the attempts table stacks a row's columns under its number (its status was cut at the window's edge, the rest past it)
+  const attemptsTable = page.getByRole('table', { name: 'Attempts' });
+  await expect(attemptsTable.getByRole('list', { name: 'About attempt #1' })).toContainText('completed');
+  expect(await attemptsTable.locator('xpath=..').evaluate((box) => box.scrollWidth - box.clientWidth)).toBeLessThanOrEqual(0);
   const tree = diff.getByRole('navigation', { name: 'Changed files' });
   const file = diff.getByRole('region', { name: 'README.md' });
   await expect.poll(async () => {
