@@ -39,8 +39,8 @@ function Parts({ text }: { text: string }) {
  * row's other facts, "name value", side by side and wrapping between them (`.row-facts`, styles.css), then `children`
  * (a longer text: an error, a description). Shown in a narrow box only (`.narrow-only`), unless `always` (inside a
  * column that a narrow box alone shows, ListTable's `narrow`). Approvals, the Scheduler's lists, Agents, the trace
- * list and Settings' webhooks (Projects' stats the same way, `.project-stats`): each row then reads top to bottom, and
- * none scrolls sideways under its pinned buttons.
+ * list, Settings' webhooks and a task's attempts (Projects' stats the same way, `.project-stats`): each row then reads
+ * top to bottom, and none scrolls sideways under its pinned buttons.
  */
 export function RowFacts({ label, facts, always, children }: { label: string; facts: readonly (RowFact | null)[]; always?: boolean; children?: ReactNode }) {
   const list = (
