@@ -94,7 +94,26 @@ async function scrollWindowTo(locator: Locator): Promise<void> {
   await locator.evaluate((el) => window.scrollTo(window.scrollX, Math.max(0, el.getBoundingClientRect().top + window.scrollY - window.innerHeight / 3)));
 }
 
-test("at 375 px the rows' buttons stay in view at the right edge of their table, and a cron expression on one line", async ({ page }) => {
+/** How far the table box holding `row` scrolls sideways (0: it fits). */
+const boxOverflow = (row: Locator) => row.locator('xpath=ancestor::div[contains(@class, "table-scroll")][1]').evaluate((box) => box.scrollWidth - box.clientWidth);
+
+/**
+ * A stacked row (RowFacts): its main text, then the facts named `facts` under it, in the window and left of its
+ * `button`, and its table's box does not scroll sideways (the columns scrolled under the pinned buttons).
+ */
+async function expectStacked(row: Locator, main: string, facts: string, button?: string): Promise<void> {
+  await scrollWindowTo(row);
+  await expect(row.getByText(main, { exact: true }).first()).toBeInViewport({ ratio: 1 });
+  const list = row.getByRole('list', { name: facts });
+  await expect(list).toBeInViewport({ ratio: 1 });
+  if (button) {
+    const [f, b] = [await list.boundingBox(), await row.getByRole('button', { name: button }).boundingBox()];
+    expect((f?.x ?? 0) + (f?.width ?? 0), `${facts}: left of ${button}`).toBeLessThanOrEqual(b?.x ?? 0);
+  }
+  expect(await boxOverflow(row), `${facts}: its table's box scrolls sideways`).toBeLessThanOrEqual(0);
+}
+
+test("at 375 px the rows' buttons stay in view at the right edge of their table; the Scheduler's, Agents' and Settings' rows stack under their main text, a cron expression on one line", async ({ page }) => {
   const name = `Buttons-in-view-${'n'.repeat(80)}`;
   await api('POST', '/projects', { name, repository: { url: makeRepo('buttons-in-view') } });
   await svcApi('scheduler', 'POST', '/workflows', {
@@ -115,15 +134,32 @@ test("at 375 px the rows' buttons stay in view at the right edge of their table,
     await scrollWindowTo(page.getByRole('button', { name: button }));
     await expect(page.getByRole('button', { name: button })).toBeInViewport({ ratio: 1 });
   }
+  // each row reads top to bottom: the name, and under it what the other columns said, left of the row's button
+  const schedule = page.getByRole('table', { name: 'Schedules' }).locator('[data-schedule="ui-narrow-nightly"]');
+  await expectStacked(page.getByRole('table', { name: 'Workflows' }).locator('[data-workflow="ui-narrow-nightly"]'), 'ui-narrow-nightly', 'About ui-narrow-nightly', 'Run ui-narrow-nightly now');
+  await expectStacked(schedule, 'ui-narrow-nightly', 'About the schedule of ui-narrow-nightly', 'Pause ui-narrow-nightly');
   // "0 3 * * *" broke into "0 3 *" and "* *"
-  const cron = page.getByRole('table', { name: 'Schedules' }).locator('[data-schedule="ui-narrow-nightly"] td.mono');
+  const cron = schedule.getByRole('list', { name: 'About the schedule of ui-narrow-nightly' }).locator('.mono');
   await expect(cron).toHaveText('0 3 * * *');
-  expect(await cron.evaluate((td) => {
-    const range = document.createRange();
-    range.selectNodeContents(td);
-    return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size;
-  })).toBe(1);
+  expect(await linesOf(cron)).toBe(1);
+  // no list of the screen scrolls sideways in its box, whatever rows other specs left there
+  for (const box of await page.locator('.table-scroll').all()) expect(await box.evaluate((el) => el.scrollWidth - el.clientWidth)).toBeLessThanOrEqual(0);
   await screenshot(page, 'narrow-scheduler');
+
+  // Agents (both tables) and Settings' webhooks the same way
+  await svcApi('agents', 'POST', '/tasks', { agent: 'ui-helper', task: 'NOOP read on a phone', priority: 'low' });
+  await page.goto('/agents');
+  await expectStacked(page.getByRole('table', { name: 'Agents' }).locator('[data-agent="ui-helper"]'), 'ui-helper', 'About ui-helper', 'Assign a task to ui-helper');
+  const agentTask = page.getByRole('table', { name: 'Latest tasks' }).getByRole('row').filter({ hasText: 'NOOP read on a phone' }).first();
+  await expectStacked(agentTask, 'NOOP read on a phone', 'About the task of ui-helper');
+  const hookUrl = 'http://127.0.0.1:59/narrow-hook';
+  const hook = await api<{ id: string }>('POST', '/webhooks', { url: hookUrl, events: ['approval.expired'], secret: 's3cret' });
+  try {
+    await page.goto('/settings');
+    await expectStacked(page.getByRole('table', { name: 'Webhook list' }).locator(`[data-webhook="${hookUrl}"]`), hookUrl, `About webhook ${hookUrl}`, `Delete webhook ${hookUrl}`);
+  } finally {
+    await api('DELETE', `/webhooks/${hook.id}`);
+  }
 });
 
 test("at 375 px New project's directory row and its Name and Branch stay inside the dialog; a filter bar's controls line up", async ({ page }) => {
@@ -202,6 +238,11 @@ test.describe('as an approver', () => {
     await expect(facts).toContainText(/Expires \d+m \d\ds left/);
     const [factsBox, approve] = [await facts.boundingBox(), await row.getByRole('button', { name: 'Approve Stacked on a phone' }).boundingBox()];
     expect((factsBox?.x ?? 0) + (factsBox?.width ?? 0)).toBeLessThanOrEqual(approve?.x ?? 0);
+    // Reject under Approve, as wide (side by side they took a third of the row, with empty room under them)
+    const reject = await row.getByRole('button', { name: 'Reject Stacked on a phone' }).boundingBox();
+    expect(reject?.x).toBe(approve?.x);
+    expect(reject?.width).toBe(approve?.width);
+    expect(reject?.y ?? 0).toBeGreaterThanOrEqual((approve?.y ?? 0) + (approve?.height ?? 0));
     expect(await row.locator('xpath=ancestor::div[contains(@class, "table-scroll")][1]').evaluate((box) => box.scrollWidth - box.clientWidth)).toBeLessThanOrEqual(0);
     expect(await sideways()).toBeLessThanOrEqual(0);
 

@@ -495,6 +495,12 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   }
 
   await page.goto(`/tasks/${noop.id}`);
+  // its log, a few lines of an ended run, is in a box as high as its lines (it sat in a 420 px box, empty below)
+  const log = page.getByRole('log', { name: 'Attempt log' });
+  await expect(log).toContainText('agent exited with code 0');
+  const logBox = () => log.evaluate((el) => ({ height: el.clientHeight, content: el.scrollHeight, linesHigh: el.querySelectorAll('.log-line').length * 20 }));
+  await expect.poll(async () => { const b = await logBox(); return b.height === b.content && b.height === b.linesHigh; }).toBe(true);
+  expect((await logBox()).height).toBeLessThan(420);
   const diff = page.getByRole('region', { name: 'Diff' });
   await expect(diff).toContainText('0 files changed');
   await expect(diff).toContainText('No changes');
@@ -588,6 +594,10 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   // in a phone's window the file tree stands above the file, and the code has most of the box's width: beside the
   // tree, the code had ~40 px, and a line broke every few letters into a column as tall as the screen
   await page.setViewportSize({ width: 390, height: 844 });
+  // the attempts table stacks a row's columns under its number (its status was cut at the window's edge, the rest past it)
+  const attemptsTable = page.getByRole('table', { name: 'Attempts' });
+  await expect(attemptsTable.getByRole('list', { name: 'About attempt #1' })).toContainText('completed');
+  expect(await attemptsTable.locator('xpath=..').evaluate((box) => box.scrollWidth - box.clientWidth)).toBeLessThanOrEqual(0);
   const tree = diff.getByRole('navigation', { name: 'Changed files' });
   const file = diff.getByRole('region', { name: 'README.md' });
   await expect.poll(async () => {

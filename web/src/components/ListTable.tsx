@@ -9,11 +9,12 @@ import { useScrolls } from './scrollBox';
  * With `actions`, that last column stays in view at the right edge while a table wider than the window scrolls under
  * it (`.has-actions`, styles.css): on a phone the rows' buttons were past the edge, with nothing saying so. The columns
  * named in `wide` are shown in a wide box only (`.wide-only`; their cells carry the class too): a narrow one shows
- * what they hold elsewhere in the row (Projects: under the project's name), or in the columns named in `narrow`, shown
- * in a narrow box only (`.narrow-col`; the trace list: the message with the rest of the row under it). Wide or narrow is the table's own box
- * (`.table-scroll-wide`, a size container, styles.css), not the window's. A box that scrolls takes Tab, named by
- * the table's label, so the keyboard can scroll it too (`ScrollBox`): a table with no button in it (Latest tasks, the
- * trace list, the delivery log) could not be scrolled sideways without a mouse or a touch.
+ * what they hold elsewhere in the row (under its main text, `RowFacts`: Projects under the project's name, the
+ * Scheduler's lists under the name), or in the columns named in `narrow`, shown in a narrow box only (`.narrow-col`;
+ * the trace list: the message with the rest of the row under it), and a row's buttons one under the other. Wide or
+ * narrow is the table's own box (`.table-scroll-wide`, a size container, styles.css), not the window's. A box that
+ * scrolls takes Tab, named by the table's label, so the keyboard can scroll it too (`ScrollBox`): a table with no
+ * button in it (the delivery log) could not be scrolled sideways without a mouse or a touch.
  */
 export function ListTable<T>({
   label,

@@ -13,6 +13,7 @@ export { Placeholder } from './Placeholder';
 export { Field } from './Field';
 export { ListTable } from './ListTable';
 export { Name } from './Name';
+export { type RowFact, RowFacts } from './RowFacts';
 export { formatCost } from './money';
 export { formatDuration, parseSchedulerDuration } from './duration';
 export { useScrolls } from './scrollBox';

@@ -6,7 +6,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { type Agent, assignAgentTask, useAgentStatuses, useAgents, useAgentTasks } from '../api/agentsTraces';
 import { queryKeys, useErrorKept } from '../api';
-import { Dialog, ErrorMessage, ListTable, Name, NotLoaded, ScreenErrors, showToast, useDocumentTitle } from '../components';
+import { Dialog, ErrorMessage, ListTable, Name, NotLoaded, RowFacts, ScreenErrors, showToast, useDocumentTitle } from '../components';
 
 function AssignDialog({ agent, onClose }: { agent: Agent; onClose: () => void }) {
   const qc = useQueryClient();
@@ -106,27 +106,46 @@ export function AgentsPage() {
           }
           columns={['Agent', 'Role', 'Model', 'Status', 'Current task', 'Queued', 'Done / failed']}
           numeric={['Queued', 'Done / failed']}
+          wide={['Role', 'Model', 'Status', 'Current task', 'Queued', 'Done / failed']}
           actions
           row={(a, i) => {
             const st = statuses[i]?.data;
             const current = st?.currentTask ? (tasks.data?.find((t) => t.taskId === st.currentTask)?.task ?? st.currentTask) : null;
+            const status = <span className={`badge agent-${a.status}`}>{a.status}</span>;
+            const done = st ? `${st.tasksCompleted} / ${st.tasksFailed}` : '—';
             return (
               <tr key={a.name} data-agent={a.name}>
-                <td>
+                {/* a narrow box (a phone): the other columns under the name (RowFacts), as on Projects and Approvals;
+                    as columns, they scrolled sideways under the pinned Assign task */}
+                <td className="long-text">
                   <Name>{a.name}</Name>
+                  <RowFacts
+                    label={`About ${a.name}`}
+                    facts={[
+                      { value: status },
+                      { name: 'Role', value: a.role, wraps: true },
+                      { name: 'Model', value: <span className="mono">{a.llm}</span>, wraps: true },
+                      { name: 'Queued', value: st?.queued ?? '—' },
+                      { name: 'Done / failed', value: done },
+                    ]}
+                  >
+                    {current ? (
+                      <div className="clamp" title={current}>
+                        <span className="muted">Current task</span> {current}
+                      </div>
+                    ) : null}
+                  </RowFacts>
                 </td>
-                <td>{a.role}</td>
-                <td className="mono">
+                <td className="wide-only">{a.role}</td>
+                <td className="mono wide-only">
                   <Name>{a.llm}</Name>
                 </td>
-                <td>
-                  <span className={`badge agent-${a.status}`}>{a.status}</span>
-                </td>
-                <td className="long-text" title={current ?? undefined}>
+                <td className="wide-only">{status}</td>
+                <td className="long-text wide-only" title={current ?? undefined}>
                   <div className="clamp">{current ?? '—'}</div>
                 </td>
-                <td className="num">{st?.queued ?? '—'}</td>
-                <td className="num">{st ? `${st.tasksCompleted} / ${st.tasksFailed}` : '—'}</td>
+                <td className="num wide-only">{st?.queued ?? '—'}</td>
+                <td className="num wide-only">{done}</td>
                 <td className="actions-cell">
                   <button type="button" className="small primary" aria-label={`Assign a task to ${a.name}`} onClick={() => setAssigning(a)}>
                     Assign task
@@ -145,27 +164,50 @@ export function AgentsPage() {
           items={tasks.data}
           loading={tasks.isPending}
           empty="No tasks yet. Assign task, on an agent above, gives it one."
-          columns={['Agent', 'Task', 'Priority', 'Status', 'Created']}
-          row={(t) => (
-            <tr key={t.taskId}>
-              <td>
-                <Name>{t.agent}</Name>
-              </td>
-              <td className="long-text" title={t.task}>
-                <div className="clamp">{t.task}</div>
-              </td>
-              <td>{t.priority}</td>
-              <td className="long-text">
-                {t.status}
-                {t.error ? (
-                  <div className="muted clamp" title={t.error}>
-                    {t.error}
-                  </div>
-                ) : null}
-              </td>
-              <td>{new Date(t.createdAt).toLocaleString()}</td>
-            </tr>
-          )}
+          columns={['Agent task', 'Agent', 'Task', 'Priority', 'Status', 'Created']}
+          wide={['Agent', 'Task', 'Priority', 'Status', 'Created']}
+          narrow={['Agent task']}
+          row={(t) => {
+            const created = new Date(t.createdAt).toLocaleString();
+            const error = t.error ? (
+              <div className="muted clamp" title={t.error}>
+                {t.error}
+              </div>
+            ) : null;
+            return (
+              <tr key={t.taskId} data-agent-task={t.taskId}>
+                {/* a narrow box (a phone): the task, the row's main text, and the rest under it, one column (as the
+                    trace list does); as five columns the task was a narrow strip, and the rest scrolled sideways */}
+                <td className="narrow-col long-text" title={t.task}>
+                  <div className="clamp">{t.task}</div>
+                  <RowFacts
+                    label={`About the task of ${t.agent}`}
+                    always
+                    facts={[
+                      { name: 'Status', value: t.status },
+                      { name: 'Agent', value: <Name>{t.agent}</Name> },
+                      { name: 'Priority', value: t.priority },
+                      { name: 'Created', value: created, wraps: true },
+                    ]}
+                  >
+                    {error}
+                  </RowFacts>
+                </td>
+                <td className="wide-only">
+                  <Name>{t.agent}</Name>
+                </td>
+                <td className="long-text wide-only" title={t.task}>
+                  <div className="clamp">{t.task}</div>
+                </td>
+                <td className="wide-only">{t.priority}</td>
+                <td className="long-text wide-only">
+                  {t.status}
+                  {error}
+                </td>
+                <td className="wide-only">{created}</td>
+              </tr>
+            );
+          }}
         />
       </section>
       {assigning ? <AssignDialog agent={assigning} onClose={() => setAssigning(null)} /> : null}

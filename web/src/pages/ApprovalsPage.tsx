@@ -10,7 +10,7 @@ import { Link } from 'react-router';
 import { type Approval, fetchApprovalHistory, getApproval, respondToApproval, usePendingApprovals } from '../api/approvals';
 import { eventStreamResume, queryKeys, useErrorKept, useWebSocketStream } from '../api';
 import type { DomainEvent } from '../api/tasks';
-import { Dialog, ErrorMessage, ListTable, NotLoaded, ScreenErrors, showToast, useDocumentTitle } from '../components';
+import { Dialog, ErrorMessage, ListTable, NotLoaded, type RowFact, RowFacts, ScreenErrors, showToast, useDocumentTitle } from '../components';
 
 type Decision = 'approved' | 'rejected';
 
@@ -194,11 +194,11 @@ export function ApprovalsPage() {
         wide={['Type', 'Requested by', 'Expires', 'Answers']}
         actions
         row={(a) => {
-          const facts: [string, string][] = [
-            ['Type', a.type],
-            ['Expires', countdown(a.expiresAt, now)],
-            ['Answers', `${a.responses.length}${a.approvers ? ` of ${a.approvers.length}` : ''}`],
-            ['Requested by', a.createdBy],
+          const facts: RowFact[] = [
+            { name: 'Type', value: a.type },
+            { name: 'Expires', value: countdown(a.expiresAt, now) },
+            { name: 'Answers', value: `${a.responses.length}${a.approvers ? ` of ${a.approvers.length}` : ''}` },
+            { name: 'Requested by', value: a.createdBy, wraps: true },
           ];
           return (
             <tr key={a.id} data-approval={a.id}>
@@ -212,15 +212,7 @@ export function ApprovalsPage() {
                 ) : null}
                 {/* a narrow box (a phone) shows the other columns here, under the request, and hides them (.wide-only),
                     as Projects does: as columns, Type ran under the pinned Approve and Reject and the rest was past them */}
-                <div className="narrow-only">
-                  <ul className="row-facts" aria-label={`About ${a.title}`}>
-                    {facts.map(([name, value]) => (
-                      <li key={name} className={name === 'Requested by' ? 'wraps' : undefined}>
-                        <span className="muted">{name}</span> {value}
-                      </li>
-                    ))}
-                  </ul>
-                </div>
+                <RowFacts label={`About ${a.title}`} facts={facts} />
               </td>
               <td className="wide-only">{a.type}</td>
               <td className="wide-only">{a.createdBy}</td>
@@ -231,13 +223,13 @@ export function ApprovalsPage() {
                 {a.responses.length}
                 {a.approvers ? ` of ${a.approvers.length}` : ''}
               </td>
-            <td className="actions-cell">
-              <button type="button" className="primary small" aria-label={`Approve ${a.title}`} onClick={() => setActing({ approval: a, decision: 'approved' })}>
-                Approve
-              </button>
-              <button type="button" className="danger small" aria-label={`Reject ${a.title}`} onClick={() => setActing({ approval: a, decision: 'rejected' })}>
-                Reject
-              </button>
+              <td className="actions-cell">
+                <button type="button" className="primary small" aria-label={`Approve ${a.title}`} onClick={() => setActing({ approval: a, decision: 'approved' })}>
+                  Approve
+                </button>
+                <button type="button" className="danger small" aria-label={`Reject ${a.title}`} onClick={() => setActing({ approval: a, decision: 'rejected' })}>
+                  Reject
+                </button>
               </td>
             </tr>
           );
@@ -260,17 +252,9 @@ export function ApprovalsPage() {
               {a.title}
               <TaskLink approval={a} />
               {/* a narrow box (a phone): the other columns under the request, as in the pending list */}
-              <div className="narrow-only">
-                <ul className="row-facts" aria-label={`About ${a.title}`}>
-                  <li>
-                    <StatusBadge status={a.status} />
-                  </li>
-                  <li>
-                    <span className="muted">Decided</span> {decided(a)}
-                  </li>
-                </ul>
+              <RowFacts label={`About ${a.title}`} facts={[{ value: <StatusBadge status={a.status} /> }, { name: 'Decided', value: decided(a), wraps: true }]}>
                 <Responses approval={a} />
-              </div>
+              </RowFacts>
             </td>
             <td className="wide-only">
               <StatusBadge status={a.status} />

@@ -20,7 +20,7 @@ import {
   useSchedulerLists,
 } from '../api/scheduler';
 import { useErrorKept } from '../api';
-import { Dialog, ErrorMessage, formatDuration, ListTable, Name, NotLoaded, ScreenErrors, parseSchedulerDuration, showError, showToast, useDocumentTitle } from '../components';
+import { Dialog, ErrorMessage, formatDuration, ListTable, Name, NotLoaded, RowFacts, ScreenErrors, parseSchedulerDuration, showError, showToast, useDocumentTitle } from '../components';
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 
@@ -152,23 +152,39 @@ export function SchedulerPage() {
             </>
           }
           columns={['Name', 'Type', 'URL', 'Health', 'Last check']}
+          wide={['Type', 'URL', 'Health', 'Last check']}
           actions
           row={(s) => {
             const healthy = s.status === 'active' && !s.last_health_error;
+            const health = <span className={`badge ${healthy ? 'health-ok' : 'health-bad'}`}>{healthy ? 'healthy' : 'unhealthy'}</span>;
+            const error = s.last_health_error ? <div className="muted">{s.last_health_error}</div> : null;
             return (
               <tr key={s.id} data-source={s.name}>
-                <td>
+                {/* a narrow box (a phone): the other columns under the name (RowFacts), as on Projects and Approvals;
+                    as columns, they scrolled sideways under the pinned Check now */}
+                <td className="long-text">
                   <Name>{s.name}</Name>
+                  <RowFacts
+                    label={`About ${s.name}`}
+                    facts={[
+                      { value: health },
+                      { name: 'Type', value: <Name>{s.source_type}</Name> },
+                      { name: 'URL', value: <span className="mono">{s.url}</span>, wraps: true },
+                      { name: 'Last check', value: when(s.last_health_check), wraps: true },
+                    ]}
+                  >
+                    {error}
+                  </RowFacts>
                 </td>
-                <td>
+                <td className="wide-only">
                   <Name>{s.source_type}</Name>
                 </td>
-                <td className="mono long-text">{s.url}</td>
-                <td className="long-text">
-                  <span className={`badge ${healthy ? 'health-ok' : 'health-bad'}`}>{healthy ? 'healthy' : 'unhealthy'}</span>
-                  {s.last_health_error ? <div className="muted">{s.last_health_error}</div> : null}
+                <td className="mono long-text wide-only">{s.url}</td>
+                <td className="long-text wide-only">
+                  {health}
+                  {error}
                 </td>
-                <td>{when(s.last_health_check)}</td>
+                <td className="wide-only">{when(s.last_health_check)}</td>
                 <td className="actions-cell">
                   <button
                     type="button"
@@ -197,28 +213,41 @@ export function SchedulerPage() {
             </>
           }
           columns={['Name', 'Description', 'Tasks', 'Last run']}
+          wide={['Description', 'Tasks', 'Last run']}
           actions
-          row={(w) => (
-            <tr key={w.name} data-workflow={w.name}>
-              <td>
-                <Name>{w.name}</Name>
-              </td>
-              <td className="long-text">{w.description || <span className="muted">—</span>}</td>
-              <td className="long-text">{w.tasks.map((t) => `${t.name} (${t.type})`).join(', ')}</td>
-              <td>{when(w.lastRun)}</td>
-              <td className="actions-cell">
-                <button
-                  type="button"
-                  className="primary small"
-                  disabled={busy(`run:${w.name}`)}
-                  aria-label={`Run ${w.name} now`}
-                  onClick={() => void run(`run:${w.name}`, () => runWorkflow(w.name), `${w.name} started`)}
-                >
-                  Run now
-                </button>
-              </td>
-            </tr>
-          )}
+          row={(w) => {
+            const tasks = w.tasks.map((t) => `${t.name} (${t.type})`).join(', ');
+            return (
+              <tr key={w.name} data-workflow={w.name}>
+                <td className="long-text">
+                  <Name>{w.name}</Name>
+                  {/* a narrow box: its description under its name, as a project's is */}
+                  {w.description ? <div className="muted narrow-only">{w.description}</div> : null}
+                  <RowFacts
+                    label={`About ${w.name}`}
+                    facts={[
+                      { name: 'Tasks', value: tasks, wraps: true },
+                      { name: 'Last run', value: when(w.lastRun), wraps: true },
+                    ]}
+                  />
+                </td>
+                <td className="long-text wide-only">{w.description || <span className="muted">—</span>}</td>
+                <td className="long-text wide-only">{tasks}</td>
+                <td className="wide-only">{when(w.lastRun)}</td>
+                <td className="actions-cell">
+                  <button
+                    type="button"
+                    className="primary small"
+                    disabled={busy(`run:${w.name}`)}
+                    aria-label={`Run ${w.name} now`}
+                    onClick={() => void run(`run:${w.name}`, () => runWorkflow(w.name), `${w.name} started`)}
+                  >
+                    Run now
+                  </button>
+                </td>
+              </tr>
+            );
+          }}
         />
       </Section>
 
@@ -233,31 +262,43 @@ export function SchedulerPage() {
             </>
           }
           columns={['Workflow', 'Cron', 'Zone', 'Next run', 'State']}
+          wide={['Cron', 'Zone', 'Next run', 'State']}
           actions
-          row={(s) => (
-            <tr key={s.workflow} data-schedule={s.workflow}>
-              <td>
-                <Name>{s.workflow}</Name>
-              </td>
-              <td className="mono nowrap">{s.schedule}</td>
-              <td>{s.timezone}</td>
-              <td>{s.enabled ? when(s.nextRun) : '— (paused)'}</td>
-              <td>
-                <span className={`badge ${s.enabled ? 'health-ok' : 'health-bad'}`}>{s.enabled ? 'active' : 'paused'}</span>
-              </td>
-              <td className="actions-cell">
-                <button
-                  type="button"
-                  className="small"
-                  disabled={busy(`pause:${s.workflow}`)}
-                  aria-label={`${s.enabled ? 'Pause' : 'Resume'} ${s.workflow}`}
-                  onClick={() => void run(`pause:${s.workflow}`, () => setSchedulePaused(s.workflow, s.enabled))}
-                >
-                  {s.enabled ? 'Pause' : 'Resume'}
-                </button>
-              </td>
-            </tr>
-          )}
+          row={(s) => {
+            const state = <span className={`badge ${s.enabled ? 'health-ok' : 'health-bad'}`}>{s.enabled ? 'active' : 'paused'}</span>;
+            const next = s.enabled ? when(s.nextRun) : '— (paused)';
+            return (
+              <tr key={s.workflow} data-schedule={s.workflow}>
+                <td className="long-text">
+                  <Name>{s.workflow}</Name>
+                  <RowFacts
+                    label={`About the schedule of ${s.workflow}`}
+                    facts={[
+                      { value: state },
+                      { name: 'Cron', value: <span className="mono">{s.schedule}</span> },
+                      { name: 'Zone', value: s.timezone, wraps: true },
+                      { name: 'Next run', value: next, wraps: true },
+                    ]}
+                  />
+                </td>
+                <td className="mono nowrap wide-only">{s.schedule}</td>
+                <td className="wide-only">{s.timezone}</td>
+                <td className="wide-only">{next}</td>
+                <td className="wide-only">{state}</td>
+                <td className="actions-cell">
+                  <button
+                    type="button"
+                    className="small"
+                    disabled={busy(`pause:${s.workflow}`)}
+                    aria-label={`${s.enabled ? 'Pause' : 'Resume'} ${s.workflow}`}
+                    onClick={() => void run(`pause:${s.workflow}`, () => setSchedulePaused(s.workflow, s.enabled))}
+                  >
+                    {s.enabled ? 'Pause' : 'Resume'}
+                  </button>
+                </td>
+              </tr>
+            );
+          }}
         />
       </Section>
 
@@ -268,41 +309,57 @@ export function SchedulerPage() {
           loading={lists.isPending}
           empty="No executions yet. Run now on a workflow, or its schedule, starts one."
           columns={['Workflow', 'Status', 'Trigger', 'Started', 'Duration']}
+          wide={['Status', 'Trigger', 'Started', 'Duration']}
           actions
-          row={(e) => (
-            <tr key={e.id} data-execution={e.id}>
-              <td>
-                <Name>{e.workflow}</Name>
-              </td>
-              <td className="long-text">
-                <span className={`badge exec-${e.status}`}>{e.status}</span>
-                {e.error ? (
-                  <div className="muted clamp" title={e.error}>
-                    {e.error}
-                  </div>
-                ) : null}
-              </td>
-              <td>{e.trigger}</td>
-              <td>{when(e.startedAt)}</td>
-              <td>{executionDuration(e)}</td>
-              <td className="actions-cell">
-                <button type="button" className="small" aria-label={`Logs of execution ${e.id}`} onClick={() => setLogsOf(e)}>
-                  Logs
-                </button>
-                {e.status === 'running' ? (
-                  <button
-                    type="button"
-                    className="danger small"
-                    disabled={busy(`stop:${e.id}`)}
-                    aria-label={`Stop execution ${e.id}`}
-                    onClick={() => void run(`stop:${e.id}`, () => stopExecution(e.id), 'Execution stopped')}
+          row={(e) => {
+            const status = <span className={`badge exec-${e.status}`}>{e.status}</span>;
+            const error = e.error ? (
+              <div className="muted clamp" title={e.error}>
+                {e.error}
+              </div>
+            ) : null;
+            return (
+              <tr key={e.id} data-execution={e.id}>
+                <td className="long-text">
+                  <Name>{e.workflow}</Name>
+                  <RowFacts
+                    label={`About execution ${e.id}`}
+                    facts={[
+                      { value: status },
+                      { name: 'Trigger', value: e.trigger },
+                      { name: 'Started', value: when(e.startedAt), wraps: true },
+                      { name: 'Duration', value: executionDuration(e) },
+                    ]}
                   >
-                    Stop
+                    {error}
+                  </RowFacts>
+                </td>
+                <td className="long-text wide-only">
+                  {status}
+                  {error}
+                </td>
+                <td className="wide-only">{e.trigger}</td>
+                <td className="wide-only">{when(e.startedAt)}</td>
+                <td className="wide-only">{executionDuration(e)}</td>
+                <td className="actions-cell">
+                  <button type="button" className="small" aria-label={`Logs of execution ${e.id}`} onClick={() => setLogsOf(e)}>
+                    Logs
                   </button>
-                ) : null}
-              </td>
-            </tr>
-          )}
+                  {e.status === 'running' ? (
+                    <button
+                      type="button"
+                      className="danger small"
+                      disabled={busy(`stop:${e.id}`)}
+                      aria-label={`Stop execution ${e.id}`}
+                      onClick={() => void run(`stop:${e.id}`, () => stopExecution(e.id), 'Execution stopped')}
+                    >
+                      Stop
+                    </button>
+                  ) : null}
+                </td>
+              </tr>
+            );
+          }}
         />
       </Section>
       {logsOf ? <LogsDialog execution={logsOf} onClose={() => setLogsOf(null)} /> : null}

@@ -10,7 +10,7 @@ import { ApiError, getApiKey, queryKeys, setApiKey, useErrorKept } from '../api'
 import { useAgents } from '../api/agentsTraces';
 import { useProjects } from '../api/projects';
 import { createWebhook, deleteWebhook, type Receiver, type Webhook, WEBHOOK_EVENTS, useDeliveries, useWebhooks } from '../api/settings';
-import { ConfirmDialog, Dialog, ErrorMessage, Field, formatDuration, ListTable, Name, showToast, useDocumentTitle } from '../components';
+import { ConfirmDialog, Dialog, ErrorMessage, Field, formatDuration, ListTable, Name, RowFacts, showToast, useDocumentTitle } from '../components';
 
 function ApiKeySection() {
   const qc = useQueryClient();
@@ -256,13 +256,26 @@ function WebhooksSection() {
           loading={hooks.isPending}
           empty="No webhooks yet. New webhook sends this board's task events to a URL of yours, signed with its secret."
           columns={['URL', 'Events', 'Active', 'Receiver']}
+          wide={['Events', 'Active', 'Receiver']}
           actions
           row={(w) => (
             <tr key={w.id} data-webhook={w.url}>
-              <td className="mono long-text">{w.url}</td>
-              <td>{w.events.join(', ')}</td>
-              <td>{w.active ? 'yes' : 'no'}</td>
-              <td>
+              {/* a narrow box (a phone): the other columns under the URL (RowFacts), as on Projects and Approvals; as
+                  columns, they scrolled sideways under the pinned Deliveries and Delete */}
+              <td className="long-text">
+                <span className="mono">{w.url}</span>
+                <RowFacts
+                  label={`About webhook ${w.url}`}
+                  facts={[
+                    { name: 'Receiver', value: <ReceiverState receiver={w.receiver} />, wraps: true },
+                    { name: 'Events', value: w.events.join(', '), wraps: true },
+                    { name: 'Active', value: w.active ? 'yes' : 'no' },
+                  ]}
+                />
+              </td>
+              <td className="wide-only">{w.events.join(', ')}</td>
+              <td className="wide-only">{w.active ? 'yes' : 'no'}</td>
+              <td className="wide-only">
                 <ReceiverState receiver={w.receiver} />
               </td>
               <td className="actions-cell">

@@ -45,6 +45,8 @@ function AttemptPanel({ attempt, task, projectId }: { attempt: Attempt; task: Ta
   const runs = [...(processes.data?.data ?? [])].sort((a, b) => a.startedAt.localeCompare(b.startedAt));
   const [pickedRun, setPickedRun] = useState<string | null>(null);
   const runId = (pickedRun && runs.some((r) => r.id === pickedRun) ? pickedRun : runs.at(-1)?.id) ?? attempt.processId;
+  // the run shown has ended (its log then sized to its lines): as its runs say, or, before they are read, the attempt
+  const shownRun = runs.find((r) => r.id === runId);
   const [dialog, setDialog] = useState<'merge' | 'pr' | 'cancel' | null>(null);
   const running = RUNNING_STATUSES.includes(attempt.status);
   const refresh = () => {
@@ -114,7 +116,11 @@ function AttemptPanel({ attempt, task, projectId }: { attempt: Attempt; task: Ta
               </Field>
             ) : null}
           </div>
-          {runId ? <LogView key={runId} processId={runId} /> : <p className="muted">The agent has not started yet.</p>}
+          {runId ? (
+            <LogView key={runId} processId={runId} finished={shownRun ? shownRun.status !== 'running' : !running} />
+          ) : (
+            <p className="muted">The agent has not started yet.</p>
+          )}
         </section>
         <section className="panel" aria-labelledby={`diff-${attempt.id}`}>
           <h2 id={`diff-${attempt.id}`}>Diff</h2>

@@ -9,7 +9,7 @@ import { useLayoutEffect, useRef, useState } from 'react';
 import { useSearchParams } from 'react-router';
 import { TRACE_STATUSES, type TraceAnalytics, type TraceStatus, useTraceAnalytics, useTraces } from '../api/agentsTraces';
 import { useErrorKept } from '../api';
-import { ListTable, Name, NotLoaded, ScreenErrors, useDocumentTitle } from '../components';
+import { ListTable, Name, NotLoaded, RowFacts, ScreenErrors, useDocumentTitle } from '../components';
 
 const STATUS_COLOR: Record<TraceStatus, string> = { sent: '#3b82f6', delivered: '#22c55e', read: '#8b5cf6', failed: '#ef4444' };
 
@@ -259,18 +259,16 @@ export function TracesPage() {
                     columns the message started at the box's right edge, past it with the status */}
                 <td className="narrow-col long-text" title={whole}>
                   {message}
-                  <ul className="row-facts" aria-label="About this message">
-                    <li>{status}</li>
-                    <li>
-                      <span className="muted">Sent</span> {sent}
-                    </li>
-                    <li>
-                      <span className="muted">Instance</span> <Name>{t.instance}</Name>
-                    </li>
-                    <li>
-                      <span className="muted">To</span> <span className="mono">{t.to}</span>
-                    </li>
-                  </ul>
+                  <RowFacts
+                    label="About this message"
+                    always
+                    facts={[
+                      { value: status },
+                      { name: 'Sent', value: sent },
+                      { name: 'Instance', value: <Name>{t.instance}</Name> },
+                      { name: 'To', value: <span className="mono">{t.to}</span> },
+                    ]}
+                  />
                 </td>
                 <td className="wide-only">{sent}</td>
                 <td className="wide-only">

@@ -85,7 +85,13 @@ function useLogAnnouncer() {
   return { text, line, ended, forget };
 }
 
-export function LogView({ processId, onEnd }: { processId: string; onEnd?: () => void }) {
+/**
+ * `finished`: the process is known to have ended (its status, read with the attempt's runs). Its log is then as long
+ * as it will be, and its box as high as its lines, up to the box's full height (`.log-fit`: a 2-line log sat in a
+ * 420 px box, empty below); a live log keeps the full height until its stream ends, so that what is under the box
+ * does not move down with each line that comes.
+ */
+export function LogView({ processId, finished, onEnd }: { processId: string; finished?: boolean; onEnd?: () => void }) {
   // one buffer per process: the parent keys this component by processId
   const [buffer] = useState(() => new LogBuffer());
   const [, setVersion] = useState(0);
@@ -273,7 +279,7 @@ export function LogView({ processId, onEnd }: { processId: string; onEnd?: () =>
         </fieldset>
       </div>
       {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard to scroll it */}
-      <div className="log-scroll" ref={scrollRef} onScroll={onScroll} role="log" aria-live="off" aria-label="Attempt log" tabIndex={0}>
+      <div className={ended || finished ? 'log-scroll log-fit' : 'log-scroll'} ref={scrollRef} onScroll={onScroll} role="log" aria-live="off" aria-label="Attempt log" tabIndex={0}>
         <div style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
           {virtualizer.getVirtualItems().map((row) => {
             const e = buffer.entries[buffer.visible[row.index] as number] as LogEntry;
