@@ -183,8 +183,8 @@ async function moveBase(repo: string, base: string, baseSha: string, newSha: str
  * `dirty_base` for changes nobody made but the merge itself. True when HEAD is still `baseSha` and every changed path
  * (staged or not) is one the merge changes, with exactly the content the merge gives it, in the index and in the work
  * tree: moving the base to `newSha` then changes nothing in the checkout (git takes such an index), and loses nothing,
- * whoever made those changes. Anything else (a path the merge does not touch, other content, a checkout written only
- * half-way) is left to the user as before: `dirty_base`.
+ * whoever made those changes. Anything else (a path the merge does not touch, other content) is left to the user as
+ * before: `dirty_base`; a checkout written only half-way, the index not yet, is leftByAKilledCheckout's.
  */
 async function leftByAnInterruptedMove(worktree: string, baseSha: string, newSha: string): Promise<boolean> {
   if ((await git(worktree, ['rev-parse', 'HEAD'])).stdout.trim() !== baseSha) return false;
