@@ -8,6 +8,7 @@
  * the marker reachable from the base and reports that same commit as merged, instead of `no_changes` (ff, no-ff) or
  * an empty second squash commit.
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { git, gitOrThrow } from '../../lib/git';
@@ -137,11 +138,19 @@ async function mergeOnce(input: MergeInput, opts: { faults?: Faults }): Promise<
  */
 async function moveBase(repo: string, base: string, baseSha: string, newSha: string, branch: string, marker: string | undefined): Promise<MergeOutcome | undefined> {
   const worktree = await checkedOutAt(repo, base);
+  let halfWritten: HalfWritten | undefined;
   if (worktree) {
     const dirty = await gitOrThrow(worktree, ['status', '--porcelain', '--untracked-files=no']);
     if (dirty.trim() && !(await leftByAnInterruptedMove(worktree, baseSha, newSha))) {
-      const files = dirty.split('\n').filter(Boolean).map((l) => l.slice(3));
-      return { ok: false, reason: 'dirty_base', message: `${base} has uncommitted changes in ${path.basename(worktree)}`, files };
+      halfWritten = await leftByAKilledCheckout(worktree, baseSha, newSha);
+      if (!halfWritten) {
+        const files = dirty.split('\n').filter(Boolean).map((l) => l.slice(3));
+        return { ok: false, reason: 'dirty_base', message: `${base} has uncommitted changes in ${path.basename(worktree)}`, files };
+      }
+    } else if (!dirty.trim()) {
+      // only new files of the merge written (git writes the removals first, then the files in path order): untracked,
+      // so not dirty, but `merge --ff-only` would refuse to overwrite them
+      halfWritten = await leftByAKilledCheckout(worktree, baseSha, newSha);
     }
   }
   // a lock file in the way is seen before anything is written (a crashed git's stays: no retry helps). `merge
@@ -154,6 +163,7 @@ async function moveBase(repo: string, base: string, baseSha: string, newSha: str
     if (worktree) {
       // the checked-out base moves with its work tree: only from the commit the merge was computed on
       if ((await gitOrThrow(worktree, ['rev-parse', 'HEAD'])).trim() !== baseSha) throw new BaseMoved(`${base} moved`);
+      if (halfWritten) await putBack(worktree, halfWritten);
       await mergeIntoCheckout(worktree, baseSha, newSha);
     } else await gitOrThrow(repo, ['update-ref', '-m', `armada merge ${branch}`, `refs/heads/${base}`, newSha, baseSha]);
   } catch (err) {
@@ -173,8 +183,8 @@ async function moveBase(repo: string, base: string, baseSha: string, newSha: str
  * `dirty_base` for changes nobody made but the merge itself. True when HEAD is still `baseSha` and every changed path
  * (staged or not) is one the merge changes, with exactly the content the merge gives it, in the index and in the work
  * tree: moving the base to `newSha` then changes nothing in the checkout (git takes such an index), and loses nothing,
- * whoever made those changes. Anything else (a path the merge does not touch, other content, a checkout written only
- * half-way) is left to the user as before: `dirty_base`.
+ * whoever made those changes. Anything else (a path the merge does not touch, other content) is left to the user as
+ * before: `dirty_base`; a checkout written only half-way, the index not yet, is leftByAKilledCheckout's.
  */
 async function leftByAnInterruptedMove(worktree: string, baseSha: string, newSha: string): Promise<boolean> {
   if ((await git(worktree, ['rev-parse', 'HEAD'])).stdout.trim() !== baseSha) return false;
@@ -186,6 +196,78 @@ async function leftByAnInterruptedMove(worktree: string, baseSha: string, newSha
   // the same content as the merge's, in the index and in the work tree (exit 0: no difference)
   const same = async (args: string[]) => (await git(worktree, ['diff', '--quiet', '--no-renames', ...args, newSha, '--', ...changed.map((f) => `:(literal)${f}`)])).code === 0;
   return (await same(['--cached'])) && (await same([]));
+}
+
+/** What a merge killed while git wrote the checkout's files left there: its new files, and the tracked paths it wrote. */
+interface HalfWritten {
+  remove: string[];
+  restore: string[];
+}
+
+/**
+ * Whether the base's checkout at `worktree` holds what a `git merge --ff-only newSha` killed while it wrote the work
+ * tree's files (kill -9 of the worker or of git, before git wrote the index and moved HEAD) left: some paths of the
+ * merge written, the rest as they were. Before, the retry of the merge, and every merge after it, was refused as
+ * `dirty_base` for files nobody but the merge had written. Only when HEAD is still `baseSha`, the index is still
+ * `baseSha`'s, and every path that differs in the work tree (a tracked one changed or removed, or an untracked file
+ * where the merge adds one) is one the merge changes and holds exactly what `newSha` has there, byte for byte and
+ * mode included (or is gone where the merge removes it): putting those paths back as the index has them and merging
+ * again then loses nothing, whoever wrote them. Anything else (a user's edit, even of one file; a file git was killed
+ * while writing; filters, a file system without modes or symlinks) is undefined: left to the user as before. The same
+ * holds for a merge commit (no-ff, squash): the checkout is always fast-forwarded to a commit on top of `baseSha`, and
+ * a retry computes the same tree (git merge-tree of the same commits), so the paths are checked against its tree.
+ */
+async function leftByAKilledCheckout(worktree: string, baseSha: string, newSha: string): Promise<HalfWritten | undefined> {
+  if ((await git(worktree, ['rev-parse', 'HEAD'])).stdout.trim() !== baseSha) return undefined;
+  if ((await git(worktree, ['diff', '--cached', '--quiet', baseSha])).code !== 0) return undefined; // the index moved too
+  // what the merge does to each path: `:<old mode> <new mode> <old id> <new id> <status>\0<path>\0`
+  const raw = (await gitOrThrow(worktree, ['diff', '--raw', '-z', '--no-renames', '--no-abbrev', baseSha, newSha])).split('\0');
+  const merge = new Map<string, { added: boolean; mode: string; id: string }>();
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const [oldMode, newMode, , newId] = (raw[i] ?? '').slice(1).split(' ');
+    if (oldMode && newMode && newId) merge.set(raw[i + 1] ?? '', { added: /^0+$/.test(oldMode), mode: newMode, id: newId });
+  }
+  if (merge.size > 2000) return undefined; // (a merge of thousands of files: told as before)
+  const restore = (await gitOrThrow(worktree, ['diff', '--name-only', '-z', '--no-renames'])).split('\0').filter(Boolean);
+  const remove = [...merge].filter(([f, m]) => m.added && onDisk(worktree, f, 'none') !== null).map(([f]) => f);
+  if (restore.length === 0 && remove.length === 0) return undefined; // nothing of the merge written
+  const algorithm = (await gitOrThrow(worktree, ['rev-parse', '--show-object-format'])).trim();
+  for (const f of [...restore, ...remove]) {
+    const m = merge.get(f);
+    if (!m) return undefined; // a path the merge does not touch
+    const have = onDisk(worktree, f, algorithm);
+    const gone = /^0+$/.test(m.mode);
+    if (gone ? have !== null : !have || have.mode !== m.mode || have.id !== m.id) return undefined;
+  }
+  return { remove, restore };
+}
+
+/** The mode and blob id of the file or symlink at `f` in `worktree` as git would store it; null when absent, false for anything else. */
+function onDisk(worktree: string, f: string, algorithm: string): { mode: string; id: string } | null | false {
+  const p = path.join(worktree, f);
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(p);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : false;
+  }
+  if (algorithm !== 'sha1' && algorithm !== 'sha256') return false; // ('none': only whether something is there)
+  let bytes: Buffer;
+  let mode: string;
+  try {
+    if (st.isSymbolicLink()) [bytes, mode] = [fs.readlinkSync(p, { encoding: 'buffer' }), '120000'];
+    else if (st.isFile()) [bytes, mode] = [fs.readFileSync(p), st.mode & 0o100 ? '100755' : '100644'];
+    else return false;
+  } catch {
+    return false;
+  }
+  return { mode, id: createHash(algorithm).update(`blob ${bytes.length}\0`).update(bytes).digest('hex') };
+}
+
+/** Puts the paths a killed merge wrote back as the index has them (leftByAKilledCheckout checked them), for the merge to redo. */
+async function putBack(worktree: string, half: HalfWritten): Promise<void> {
+  for (const f of half.remove) fs.rmSync(path.join(worktree, f), { force: true });
+  if (half.restore.length) await gitOrThrow(worktree, ['checkout', '-q', '--', ...half.restore.map((f) => `:(literal)${f}`)]);
 }
 
 /**

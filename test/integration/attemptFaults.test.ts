@@ -33,6 +33,45 @@ afterAll(async () => {
   await stack.close();
 });
 
+/**
+ * A commit on the attempt's branch that changes the base the way git's checkout then writes it: the removal of
+ * src/keep.txt first, then A-new.sh (new, executable), README.md, …, z-new.txt last (path order).
+ */
+function widenAttempt(worktree: string): void {
+  fs.writeFileSync(path.join(worktree, 'A-new.sh'), '#!/bin/sh\necho new\n', { mode: 0o755 });
+  fs.writeFileSync(path.join(worktree, 'README.md'), 'line 1\nline 2, merged\n');
+  fs.rmSync(path.join(worktree, 'src', 'keep.txt'));
+  fs.writeFileSync(path.join(worktree, 'z-new.txt'), 'last\n');
+  gitOut(worktree, 'add', '-A');
+  gitOut(worktree, '-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-q', '-m', 'widen');
+}
+
+/**
+ * Holds git's checkout in `repo` when it comes to write `file` (a smudge filter that sleeps; the files before it are
+ * written, the index and HEAD not yet): `reached` then holds the filter's pid. Returns what takes the filter away.
+ */
+function holdCheckoutAt(repo: string, file: string, reached: string): () => void {
+  const script = path.join(stack.config.home, `hold-${path.basename(reached)}.sh`);
+  fs.writeFileSync(script, `#!/bin/sh\nif [ "$1" = '${file}' ]; then echo $$ > '${reached}'; exec sleep 30; fi\nexec cat\n`, { mode: 0o755 });
+  const attributes = path.join(repo, '.git', 'info', 'attributes');
+  fs.mkdirSync(path.dirname(attributes), { recursive: true });
+  fs.writeFileSync(attributes, '* filter=hold\n');
+  gitOut(repo, 'config', 'filter.hold.smudge', `${script} %f`);
+  return () => {
+    gitOut(repo, 'config', '--unset', 'filter.hold.smudge');
+    fs.rmSync(attributes);
+  };
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 describe('attempt faults', () => {
   test('kill -9 of the worker while the agent runs: the run restarts on a new worker and the attempt completes', async () => {
     const first = await startWorkerProcess();
@@ -131,6 +170,85 @@ describe('attempt faults', () => {
     // before: 409 dirty_base "main has uncommitted changes", for this merge and every one after it
     expect([r.statusCode, r.json().data?.commitSha]).toEqual([200, head]);
     expect([gitOut(repo, 'rev-parse', 'main'), gitOut(repo, 'status', '--porcelain'), (await h.attempt(attemptId)).merged]).toEqual([head, '', true]);
+  }, 90_000);
+
+  test("kill -9 of the worker while a merge writes the checked-out base's files (index and HEAD not yet moved): the retry puts them back and lands it", async () => {
+    if (!workers.some((w) => w.exitCode === null && w.signalCode === null)) await startWorkerProcess();
+    const live = workers.filter((w) => w.exitCode === null && w.signalCode === null);
+    const { repo, attemptId, branch, worktree } = await h.finishedAttempt('Merge killed mid-checkout');
+    widenAttempt(worktree);
+    const before = gitOut(repo, 'rev-parse', 'main');
+    const head = gitOut(repo, 'rev-parse', branch);
+    const reached = path.join(stack.config.home, 'checkout-held-1');
+    const release = holdCheckoutAt(repo, 'z-new.txt', reached);
+    const merging = h.inject('POST', `/api/attempts/${attemptId}/merge`, {});
+    await eventually(async () => fs.existsSync(reached) && fs.readFileSync(reached, 'utf8').trim(), 30_000, 20);
+    const held = Number(fs.readFileSync(reached, 'utf8'));
+    for (const w of live) w.kill('SIGKILL');
+    await Promise.all(live.map((w) => (w.exitCode === null && w.signalCode === null ? new Promise((r) => w.once('exit', r)) : undefined)));
+    // the launcher stops the lost worker's git (SIGTERM: git removes its index.lock)
+    await eventually(async () => !alive(held) && !fs.existsSync(path.join(repo, '.git', 'index.lock')), 30_000, 50);
+    release();
+    // what the killed git left: HEAD and the index at main, src/keep.txt removed, A-new.sh and README.md written, z-new.txt not
+    expect([gitOut(repo, 'rev-parse', 'HEAD'), gitOut(repo, 'diff', '--cached', '--name-only'), gitOut(repo, 'status', '--porcelain', '--', 'src/keep.txt', 'README.md', 'A-new.sh')]).toEqual([
+      before,
+      '',
+      'M README.md\n D src/keep.txt\n?? A-new.sh',
+    ]);
+    expect(fs.existsSync(path.join(repo, 'z-new.txt'))).toBe(false);
+    await startWorkerProcess();
+    const r = await merging;
+    // before: 409 dirty_base "main has uncommitted changes", for this merge and every one after it
+    expect([r.statusCode, r.json().data?.commitSha]).toEqual([200, head]);
+    expect([gitOut(repo, 'rev-parse', 'main'), gitOut(repo, 'status', '--porcelain'), (await h.attempt(attemptId)).merged]).toEqual([head, '', true]);
+    expect([fs.readFileSync(path.join(repo, 'z-new.txt'), 'utf8'), fs.statSync(path.join(repo, 'A-new.sh')).mode & 0o111, fs.existsSync(path.join(repo, 'src', 'keep.txt'))]).toEqual(['last\n', 0o111, false]);
+  }, 90_000);
+
+  test("kill -9 of git while a merge writes the checked-out base's files, a user's edit mixed in: dirty_base, nothing touched; undone, the merge (no-ff) lands", async () => {
+    if (!workers.some((w) => w.exitCode === null && w.signalCode === null)) await startWorkerProcess();
+    const { repo, attemptId, branch, worktree } = await h.finishedAttempt('Merge killed mid-checkout, edited');
+    widenAttempt(worktree);
+    const before = gitOut(repo, 'rev-parse', 'main');
+    const head = gitOut(repo, 'rev-parse', branch);
+    const reached = path.join(stack.config.home, 'checkout-held-2');
+    const release = holdCheckoutAt(repo, 'z-new.txt', reached);
+    const merging = h.inject('POST', `/api/attempts/${attemptId}/merge`, { strategy: 'no-ff' });
+    await eventually(async () => fs.existsSync(reached) && fs.readFileSync(reached, 'utf8').trim(), 30_000, 20);
+    // the user edits README.md, which git has just written, then git is killed
+    const readme = path.join(repo, 'README.md');
+    const merged = fs.readFileSync(readme, 'utf8');
+    fs.appendFileSync(readme, 'my own line\n');
+    const gits = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+      try {
+        return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith('git\0merge\0--ff-only\0') && fs.readlinkSync(`/proc/${p}/cwd`) === fs.realpathSync(repo);
+      } catch {
+        return false;
+      }
+    });
+    expect(gits).toHaveLength(1);
+    for (const pid of [...gits.map(Number), Number(fs.readFileSync(reached, 'utf8'))]) process.kill(pid, 'SIGKILL');
+    release();
+    const r = await merging;
+    expect([r.statusCode, r.json().error?.details?.reason]).toEqual([409, 'dirty_base']);
+    expect(r.json().error.details.files).toEqual(expect.arrayContaining(['README.md']));
+    // nothing touched: the user's line, the merge's files as the killed git left them, its index.lock
+    expect([gitOut(repo, 'rev-parse', 'main'), fs.readFileSync(readme, 'utf8'), fs.existsSync(path.join(repo, 'A-new.sh')), (await h.attempt(attemptId)).merged]).toEqual([
+      before,
+      `${merged}my own line\n`,
+      true,
+      false,
+    ]);
+    expect(fs.existsSync(path.join(repo, '.git', 'index.lock'))).toBe(true);
+    // the user takes their line back and removes the killed git's lock: the merge puts the rest back and lands
+    fs.writeFileSync(readme, merged);
+    fs.rmSync(path.join(repo, '.git', 'index.lock'));
+    const again = await h.inject('POST', `/api/attempts/${attemptId}/merge`, { strategy: 'no-ff' });
+    expect(again.statusCode).toBe(200);
+    expect([gitOut(repo, 'rev-parse', 'main^1', 'main^2', 'main^{tree}'), gitOut(repo, 'status', '--porcelain'), (await h.attempt(attemptId)).merged]).toEqual([
+      [before, head, gitOut(repo, 'rev-parse', `${head}^{tree}`)].join('\n'),
+      '',
+      true,
+    ]);
   }, 90_000);
 
   test("kill -9 of the worker while a delete removes the attempt's branch: the removal is tried again on the next worker within seconds, not minutes", async () => {
