@@ -266,6 +266,9 @@ test.describe('settings', () => {
         name: `Deliveries of ${HOOK_URL}`,
       }),
     ).toBeVisible();
+    // pressed while its log is open, and filled so (it looked like the other buttons)
+    await expect(row.getByRole('button', { name: 'Deliveries' })).toHaveAttribute('aria-pressed', 'true');
+    await expect(row.getByRole('button', { name: 'Deliveries' })).toHaveCSS('background-color', 'rgb(47, 91, 211)');
     // an event the hook listens to: its delivery (failed: nothing listens on port 59) shows in the log once the page
     // refetches (on focus: there is no stream of deliveries)
     const source = await createProject('Webhook Source');

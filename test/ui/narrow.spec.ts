@@ -150,6 +150,9 @@ test("at 375 px the rows' buttons stay in view at the right edge of their table;
   await svcApi('agents', 'POST', '/tasks', { agent: 'ui-helper', task: 'NOOP read on a phone', priority: 'low' });
   await page.goto('/agents');
   await expectStacked(page.getByRole('table', { name: 'Agents' }).locator('[data-agent="ui-helper"]'), 'ui-helper', 'About ui-helper', 'Assign a task to ui-helper');
+  // the status badge shares its line with the queue (the role came after it, and a long one left it alone on its line)
+  const agentFacts = page.getByRole('list', { name: 'About ui-helper' }).getByRole('listitem');
+  expect((await agentFacts.nth(0).boundingBox())?.y).toBe((await agentFacts.nth(1).boundingBox())?.y);
   const agentTask = page.getByRole('table', { name: 'Latest tasks' }).getByRole('row').filter({ hasText: 'NOOP read on a phone' }).first();
   await expectStacked(agentTask, 'NOOP read on a phone', 'About the task of ui-helper');
   const hookUrl = 'http://127.0.0.1:59/narrow-hook';

@@ -495,11 +495,15 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   }
 
   await page.goto(`/tasks/${noop.id}`);
-  // its log, a few lines of an ended run, is in a box as high as its lines (it sat in a 420 px box, empty below)
+  // its log, a few lines of an ended run, is in a box as high as its lines (it sat in a 420 px box, empty below), with
+  // 6 px above the first and under the last (they touched its edges)
   const log = page.getByRole('log', { name: 'Attempt log' });
   await expect(log).toContainText('agent exited with code 0');
-  const logBox = () => log.evaluate((el) => ({ height: el.clientHeight, content: el.scrollHeight, linesHigh: el.querySelectorAll('.log-line').length * 20 }));
+  const logBox = () => log.evaluate((el) => ({ height: el.clientHeight, content: el.scrollHeight, linesHigh: el.querySelectorAll('.log-line').length * 20 + 12 }));
   await expect.poll(async () => { const b = await logBox(); return b.height === b.content && b.height === b.linesHigh; }).toBe(true);
+  const [first, last, logRect] = [await log.locator('.log-line').first().boundingBox(), await log.locator('.log-line').last().boundingBox(), await log.boundingBox()];
+  expect((first?.y ?? 0) - (logRect?.y ?? 0)).toBeCloseTo(6, 0);
+  expect((logRect?.y ?? 0) + (logRect?.height ?? 0) - (last?.y ?? 0) - (last?.height ?? 0)).toBeCloseTo(6, 0);
   expect((await logBox()).height).toBeLessThan(420);
   const diff = page.getByRole('region', { name: 'Diff' });
   await expect(diff).toContainText('0 files changed');
@@ -618,6 +622,21 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   const upMiddle = (upAt375?.y ?? 0) + (upAt375?.height ?? 0) / 2;
   expect(upMiddle).toBeGreaterThan(field?.y ?? 0);
   expect(upMiddle).toBeLessThan((field?.y ?? 0) + (field?.height ?? 0));
+  // a long log line wraps in the box (it was cut at its right edge and scrolled sideways), its uuid broken where it
+  // must; a search still marks its match in view
+  const startedLine = log.locator('.log-line', { hasText: 'agent started in' });
+  await expect.poll(async () => (await startedLine.boundingBox())?.height ?? 0).toBeGreaterThan(20);
+  expect(await log.evaluate((el) => el.scrollWidth - el.clientWidth)).toBeLessThanOrEqual(0);
+  await page.getByLabel('Search log').fill('exited with');
+  await page.getByLabel('Search log').press('Enter');
+  await expect(log.locator('.log-current')).toContainText('agent exited with code');
+  const [current, logAt375] = [await log.locator('.log-current').boundingBox(), await log.boundingBox()];
+  expect(current?.y ?? 0).toBeGreaterThanOrEqual(logAt375?.y ?? 0);
+  expect((current?.y ?? 0) + (current?.height ?? 0)).toBeLessThanOrEqual((logAt375?.y ?? 0) + (logAt375?.height ?? 0));
+  // the follow-up's Save draft and Add to queue side by side under Send follow-up (Add to queue wrapped alone)
+  const [saveDraft, addToQueue] = [await page.getByRole('button', { name: 'Save draft' }).boundingBox(), await page.getByRole('button', { name: 'Add to queue' }).boundingBox()];
+  expect(addToQueue?.y).toBe(saveDraft?.y);
+  await page.getByLabel('Search log').fill('');
   await page.setViewportSize({ width: 390, height: 844 });
   await diff.scrollIntoViewIfNeeded();
   await screenshot(page, 'narrow-task-diff', { fullPage: false });

@@ -26,6 +26,7 @@ export function ListTable<T>({
   numeric = [],
   wide = [],
   narrow = [],
+  headers = {},
   actions,
   row,
 }: {
@@ -38,6 +39,8 @@ export function ListTable<T>({
   numeric?: readonly string[];
   wide?: readonly string[];
   narrow?: readonly string[];
+  /** what a column's header shows, when not its name alone (the attempt table's Compare: its name for screen readers only in a narrow box) */
+  headers?: Readonly<Record<string, ReactNode>>;
   actions?: boolean;
   row: (item: T, index: number) => ReactNode;
 }) {
@@ -56,7 +59,7 @@ export function ListTable<T>({
           <tr>
             {columns.map((c) => (
               <th key={c} scope="col" className={[numeric.includes(c) ? 'num' : '', wide.includes(c) ? 'wide-only' : '', narrow.includes(c) ? 'narrow-col' : ''].filter(Boolean).join(' ') || undefined}>
-                {c}
+                {headers[c] ?? c}
               </th>
             ))}
             {actions ? (

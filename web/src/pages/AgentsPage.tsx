@@ -121,12 +121,14 @@ export function AgentsPage() {
                   <Name>{a.name}</Name>
                   <RowFacts
                     label={`About ${a.name}`}
+                    // the short facts first, beside the status; the role, which may be a sentence, last: first after the
+                    // status, a long one went onto a line of its own and left the status alone on its line
                     facts={[
                       { value: status },
-                      { name: 'Role', value: a.role, wraps: true },
-                      { name: 'Model', value: <span className="mono">{a.llm}</span>, wraps: true },
                       { name: 'Queued', value: st?.queued ?? '—' },
                       { name: 'Done / failed', value: done },
+                      { name: 'Model', value: <span className="mono">{a.llm}</span>, wraps: true },
+                      { name: 'Role', value: a.role, wraps: true },
                     ]}
                   >
                     {current ? (

@@ -24,6 +24,9 @@ export function AttemptTable({ attempts, selectedId, onSelect, compareIds, onTog
       empty={<span className="muted">No attempts yet. Start attempt… runs an agent on this task.</span>}
       columns={['Compare', 'Attempt', 'Agent', 'Status', 'Duration', 'Cost', 'Changes']}
       wide={['Agent', 'Status', 'Duration', 'Cost', 'Changes']}
+      // in a narrow box the column is as wide as its checkboxes, its name for screen readers only (task.css): the name
+      // made it 5.5em wide, a third of a phone's row
+      headers={{ Compare: <span className="compare-head">Compare</span> }}
       row={(a) => {
         const running = RUNNING_STATUSES.includes(a.status);
         const status = <span className={`status status-${a.status}`}>{a.status}</span>;

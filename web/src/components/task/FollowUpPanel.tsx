@@ -96,7 +96,9 @@ export function FollowUpPanel({ attemptId, projectId, refusal }: { attemptId: st
             }}
           />
         </Field>
-        <div className="button-row">
+        {/* on a phone, Send follow-up a row of its own and the other two side by side under it (`.followup-actions`):
+            Add to queue wrapped alone onto a second row */}
+        <div className="button-row followup-actions">
           <button type="submit" className="primary" disabled={!canSend} aria-describedby={refusal ? refusalId : undefined}>
             Send follow-up
           </button>

@@ -4,8 +4,8 @@
  * reconnect from the last `seq` seen (`?after=`; entries at or below it are dropped anyway). Over the WebSocket alone a
  * 100k-line log took 12 s to show (the browser handles each message on its own); the answer takes about 1 s. When the
  * server resets that cursor (its log is another history: a backup restored), the lines held are dropped and the log
- * is read again from the start. Rows are virtualised (@tanstack/react-virtual, fixed row height) over an append-only buffer, so 100k lines
- * scroll smoothly. The view follows the tail until the user scrolls up; "Jump to latest" follows again. Search
+ * is read again from the start. Rows are virtualised (@tanstack/react-virtual, a line's height each; measured, as a
+ * long line wraps in a phone's window) over an append-only buffer, so 100k lines scroll smoothly. The view follows the tail until the user scrolls up; "Jump to latest" follows again. Search
  * highlights matches and steps through them (Enter / Shift+Enter); the level and source filters hide entries.
  *
  * Screen readers: the log is `role="log"` with `aria-live="off"`. A log is a polite live region by default, and the
@@ -22,6 +22,8 @@ import { LogBuffer } from './logBuffer';
 import type { LogEntry } from './taskTypes';
 
 const ROW_HEIGHT = 20;
+/** room above the first line and under the last one inside the box (they touched its edges) */
+const LOG_PAD = 6;
 /** how often, at most, the polite status says how many lines came */
 export const ANNOUNCE_EVERY_MS = 5_000;
 const LEVELS = ['debug', 'info', 'warn', 'error'];
@@ -187,12 +189,22 @@ export function LogView({ processId, finished, onEnd }: { processId: string; fin
   const scrollRef = useRef<HTMLDivElement>(null);
   const [following, setFollowing] = useState(true);
   const count = buffer.visible.length;
-  const virtualizer = useVirtualizer({ count, getScrollElement: () => scrollRef.current, estimateSize: () => ROW_HEIGHT, overscan: 30 });
-  // following: after each render with new rows, scroll to the bottom (rows have a fixed height, so the total is known)
+  // a row is one line high (ROW_HEIGHT), except in a phone's window, where a long line wraps (task.css): rows are
+  // measured as they are shown (`measureElement`), so a wrapped one takes its height
+  const virtualizer = useVirtualizer({
+    count,
+    getScrollElement: () => scrollRef.current,
+    estimateSize: () => ROW_HEIGHT,
+    overscan: 30,
+    paddingStart: LOG_PAD,
+    paddingEnd: LOG_PAD,
+  });
+  const totalSize = count ? virtualizer.getTotalSize() : 0;
+  // following: after each render with new rows, or rows measured taller (wrapped), scroll to the bottom
   useLayoutEffect(() => {
     const el = scrollRef.current;
-    if (following && el && count > 0) el.scrollTop = el.scrollHeight;
-  }, [following, count]);
+    if (following && el && count > 0 && totalSize > 0) el.scrollTop = el.scrollHeight;
+  }, [following, count, totalSize]);
   // only the user scrolling up stops following: a scroll event of our own tail scroll may arrive after more rows
   // were added (not at the bottom any more, yet not scrolled up)
   const lastTop = useRef(0);
@@ -210,7 +222,10 @@ export function LogView({ processId, finished, onEnd }: { processId: string; fin
     if (!matches.length) return;
     const n = ((i % matches.length) + matches.length) % matches.length;
     setCurrent(n);
-    setFollowing(false);
+    // a box with nothing to scroll (a short ended log) keeps following: "Jump to latest" had nothing to jump to, and
+    // covered the last lines
+    const el = scrollRef.current;
+    if (el && el.scrollHeight > el.clientHeight) setFollowing(false);
     virtualizer.scrollToIndex(matches[n] as number, { align: 'center' });
   };
   const currentRow = current >= 0 && current < matches.length ? matches[current] : -1;
@@ -280,14 +295,16 @@ export function LogView({ processId, finished, onEnd }: { processId: string; fin
       </div>
       {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard to scroll it */}
       <div className={ended || finished ? 'log-scroll log-fit' : 'log-scroll'} ref={scrollRef} onScroll={onScroll} role="log" aria-live="off" aria-label="Attempt log" tabIndex={0}>
-        <div style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
+        <div style={{ height: totalSize, position: 'relative' }}>
           {virtualizer.getVirtualItems().map((row) => {
             const e = buffer.entries[buffer.visible[row.index] as number] as LogEntry;
             return (
               <div
                 key={row.key}
+                ref={virtualizer.measureElement}
+                data-index={row.index}
                 className={`log-line log-${e.level}${row.index === currentRow ? ' log-current' : ''}`}
-                style={{ transform: `translateY(${row.start}px)`, height: ROW_HEIGHT }}
+                style={{ transform: `translateY(${row.start}px)` }}
               >
                 <span className="log-time">{e.timestamp.slice(11, 23)}</span>
                 <span className="log-level">{e.level}</span>
