@@ -7,7 +7,7 @@ import type { ErrorObject } from 'ajv';
 import { errorBody } from './envelope';
 import { isAppError } from '../../lib/errors';
 import { isPostgresUnavailable, postgresLoginRefusedMessage, postgresUnavailableMessage } from '../../lib/db/pool';
-import { isTemporalUnreachable, TEMPORAL_OVERLOAD_RETRY_AFTER_SECONDS, temporalRefusal } from '../../lib/temporal/client';
+import { isTemporalUnreachable, TEMPORAL_OVERLOAD_RETRY_AFTER_SECONDS, TEMPORAL_OVERLOADED_MESSAGE, temporalRefusal } from '../../lib/temporal/client';
 import { MAX_PATH_PARAM_LENGTH } from './inputPolicy';
 import { invalidPart, validationDetails } from './validation';
 
@@ -88,8 +88,7 @@ export function classifyError(err: unknown): ClassifiedError {
   // nothing of the request was wrong); a failure inside is logged at error for the operator (Temporal's log says why)
   const refusal = temporalRefusal(err);
   if (refusal === 'overloaded') {
-    const message = 'The workflow engine (Temporal) is overloaded: it refused the call for a rate or resource limit; try again in a few seconds';
-    return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message, details: { retryAfterSeconds: TEMPORAL_OVERLOAD_RETRY_AFTER_SECONDS }, internal: false };
+    return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: TEMPORAL_OVERLOADED_MESSAGE, details: { retryAfterSeconds: TEMPORAL_OVERLOAD_RETRY_AFTER_SECONDS }, internal: false };
   }
   if (refusal === 'failed') return { statusCode: 503, code: 'SERVICE_UNAVAILABLE', message: 'The workflow engine (Temporal) failed the call on its side; try again (Temporal\'s own log says why)', internal: true };
   if (isConcurrencyFailure(err)) {

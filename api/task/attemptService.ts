@@ -28,7 +28,7 @@ import { conflict, notFound, validationError, AppError } from '../../lib/errors'
 import type { DependencyState } from '../../lib/runtime/dependencies';
 import { releasedWhenPostgresDown } from '../http/workerWait';
 import { newId } from '../../lib/ids';
-import { isTemporalUnreachable, type TemporalHandle } from '../../lib/temporal/client';
+import { isTemporalUnreachable, TEMPORAL_OVERLOAD_RETRY_AFTER_SECONDS, TEMPORAL_OVERLOADED_MESSAGE, temporalRefusal, type TemporalHandle } from '../../lib/temporal/client';
 import { appErrorOfFailure } from '../../lib/temporal/appErrorFailure';
 import type { Metrics } from '../../lib/metrics';
 import { resolveAgentProfile } from '../../lib/agents/profiles';
@@ -70,9 +70,13 @@ export interface AttemptOptions {
 }
 
 
-/** Temporal not reachable (connect failure, UNAVAILABLE, deadline): a 503 the client may retry; nothing was kept. */
+/**
+ * Temporal not reachable (connect failure, UNAVAILABLE, deadline), or refusing or failing the start: a 503 the client
+ * may retry; nothing was kept. An overloaded Temporal's says so, with its Retry-After, as every route's does.
+ */
 function engineUnavailable(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  if (temporalRefusal(err) === 'overloaded') return new AppError(503, 'SERVICE_UNAVAILABLE', TEMPORAL_OVERLOADED_MESSAGE, { retryAfterSeconds: TEMPORAL_OVERLOAD_RETRY_AFTER_SECONDS });
   return new AppError(503, 'SERVICE_UNAVAILABLE', `The workflow engine is unavailable; try again (${(err as Error).message.slice(0, 200)})`);
 }
 

@@ -1,6 +1,6 @@
 /** The Temporal client of a process, connected lazily so an API can start (and answer /health) before Temporal is up. */
 import { InterceptingCall, ListenerBuilder, RequesterBuilder, status as grpcStatus, type Interceptor } from '@grpc/grpc-js';
-import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type ConnectionOptions } from '@temporalio/client';
+import { Client, Connection, defaultGrpcRetryOptions, isGrpcServiceError, makeGrpcRetryInterceptor, type ConnectionOptions } from '@temporalio/client';
 import { AppError } from '../errors';
 
 export interface TemporalHandle {
@@ -128,6 +128,9 @@ export type TemporalRefusal = 'overloaded' | 'failed';
 /** Retry-After (seconds) of a call Temporal refused for a rate or resource limit: the SDK's retries already waited ~5 s. */
 export const TEMPORAL_OVERLOAD_RETRY_AFTER_SECONDS = 2;
 
+/** What a request Temporal refused for a rate or resource limit is told (the task service's 503 message). */
+export const TEMPORAL_OVERLOADED_MESSAGE = 'The workflow engine (Temporal) is overloaded: it refused the call for a rate or resource limit; try again in a few seconds';
+
 /**
  * A Temporal call the server refused or failed on its side, as opposed to one it could not be reached for
  * (isTemporalUnreachable) or one that was wrong (INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS: the caller's to map):
@@ -135,11 +138,11 @@ export const TEMPORAL_OVERLOAD_RETRY_AFTER_SECONDS = 2;
  *    in-flight update limit) that the SDK's own retries (API_RETRY_ATTEMPTS) did not get past;
  *  - `failed`: UNKNOWN, ABORTED, INTERNAL or DATA_LOSS, a failure inside the server (its persistence erring).
  * Both pass: the request may be sent again (a 503, api/http/errorHandlers.ts), where they used to answer 500. Only
- * gRPC status errors count (a numeric `code` with gRPC's `metadata`), in the error or its causes.
+ * gRPC status errors count (the SDK's isGrpcServiceError), in the error or its causes.
  */
 export function temporalRefusal(err: unknown): TemporalRefusal | undefined {
-  for (let e = err as { code?: unknown; cause?: unknown; metadata?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
-    if (typeof e.code !== 'number' || e.metadata === undefined) continue;
+  for (let e = err as { cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (!isGrpcServiceError(e)) continue;
     if (e.code === grpcStatus.RESOURCE_EXHAUSTED) return 'overloaded';
     if (e.code === grpcStatus.UNKNOWN || e.code === grpcStatus.ABORTED || e.code === grpcStatus.INTERNAL || e.code === grpcStatus.DATA_LOSS) return 'failed';
     return undefined;

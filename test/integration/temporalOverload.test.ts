@@ -39,7 +39,7 @@ afterAll(async () => {
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
 
-test('a namespace over its rate limit: approval creates answer 201 or a 503 "overloaded" with Retry-After, never a 500, and a refused one leaves nothing', async () => {
+test('a namespace over its rate limit: approval creates and a start answer 201/200 or a 503 "overloaded" with Retry-After, never a 500, and a refused one leaves nothing', async () => {
   const p = await h.project();
   const { attemptId } = await h.start(await h.task(p.id, 'approvals under a rate limit'));
   // another client of the namespace takes its requests as fast as they come back (no retries), so the API's calls,
@@ -54,8 +54,14 @@ test('a namespace over its rate limit: approval creates answer 201 or a 503 "ove
     }),
   );
   let burst: Awaited<ReturnType<typeof h.inject>>[];
+  // and a task start (its own mapping of a failed start: the attempt undone, a 503)
+  const second = await h.task(p.id, 'started under the rate limit');
+  let started: Awaited<ReturnType<typeof h.inject>>;
   try {
-    burst = await Promise.all(Array.from({ length: 8 }, (_, i) => h.inject('POST', '/api/approvals', { taskAttemptId: attemptId, type: 'deploy', title: `burst ${i}` })));
+    [started, ...burst] = await Promise.all([
+      h.inject('POST', `/api/tasks/${second}/start`, { llm: 'scripted' }),
+      ...Array.from({ length: 8 }, (_, i) => h.inject('POST', '/api/approvals', { taskAttemptId: attemptId, type: 'deploy', title: `burst ${i}` })),
+    ]);
   } finally {
     hammering = false;
     await hammer;
@@ -71,6 +77,15 @@ test('a namespace over its rate limit: approval creates answer 201 or a 503 "ove
   const overloaded = refused.filter((r) => /Temporal\) is overloaded.*try again/.test(r.json().error.message));
   expect(overloaded.length).toBeGreaterThan(0);
   for (const r of overloaded) expect(r.headers['retry-after']).toBe('2');
+  expect([200, 503]).toContain(started.statusCode);
+  if (started.statusCode !== 200) {
+    expect({ status: started.statusCode, retryAfter: started.headers['retry-after'], body: started.json() }).toMatchObject({
+      status: 503,
+      retryAfter: '2',
+      body: { success: false, error: { code: 'SERVICE_UNAVAILABLE', message: expect.stringMatching(/Temporal\) is overloaded/) } },
+    });
+    expect((await h.inject('GET', `/api/tasks/${second}/attempts`)).json().data).toEqual([]); // the attempt undone
+  }
   // only the created ones exist (a fresh database: every pending approval is of this burst)
   const list = (await h.inject('GET', '/api/approvals/pending?limit=100')).json();
   expect(list.pagination.total).toBe(burst.length - refused.length);
