@@ -16,7 +16,7 @@
  *  - this process's own event-loop delay (p99, max): a receipt is timed when its message event runs here, so a pause
  *    of the bench itself would read as latency;
  * Run: `node bin/armada-ts bench/logs.ts [--agents 50] [--rate 200] [--seconds 30] [--followers 100] [--agent perl|node] [--profile dir] [--split] [--dump file]`
- * (--dump: every live line's emit, commit and receipt times and the processes' start and finish, as JSON lines);
+ * (--dump: every live line's emit, commit and receipt times, the processes' start and finish, and this process's own pauses over 20 ms, as JSON lines);
  * the issue table's row: `--agents 10 --followers 10`.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -40,7 +40,7 @@ const { values: flags } = parseArgs({
     // the chatty agent's program: perl (bench/chattyAgent.pl, lighter) or node (bench/chattyAgent.js, the one of
     // sessions 20-31)
     agent: { type: 'string', default: 'perl' },
-    // writes V8 CPU profiles of the API and the worker (node --cpu-prof) into this directory
+    // writes V8 CPU profiles of the API, the worker and `armada infra` (node --cpu-prof) into this directory
     profile: { type: 'string' },
     // the bench LISTENs on the log channel itself to split worker → follower at the commit (one more listener)
     split: { type: 'boolean', default: false },
@@ -60,9 +60,9 @@ if (flags.agent !== 'perl' && flags.agent !== 'node') {
 }
 const AGENT_COMMAND = flags.agent === 'node' ? [process.execPath, path.join(__dirname, 'chattyAgent.js')] : ['perl', path.join(__dirname, 'chattyAgent.pl')];
 
-/** Spawns `bin/armada <args>` (benchInfra's spawnArmada), with a CPU profile of the API and the worker under --profile. */
+/** Spawns `bin/armada <args>` (benchInfra's spawnArmada), with a CPU profile of the API, the worker and infra under --profile. */
 function armada(args: string[], event: string, env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; ready: Record<string, unknown> }> {
-  const prof = flags.profile && (args[0] === 'api' || args[0] === 'worker') ? [`--cpu-prof`, `--cpu-prof-dir=${path.resolve(flags.profile)}`, `--cpu-prof-name=${args[0]}.cpuprofile`] : [];
+  const prof = flags.profile && ['api', 'worker', 'infra'].includes(args[0] as string) ? [`--cpu-prof`, `--cpu-prof-dir=${path.resolve(flags.profile)}`, `--cpu-prof-name=${args[0]}.cpuprofile`] : [];
   return spawnArmada(args, event, env, prof);
 }
 
@@ -269,6 +269,16 @@ async function main() {
     benchLoop.enable();
     const load0 = os.loadavg();
     const t0 = Date.now();
+    // with --dump: this process's own pauses over 20 ms (when, how long), to tell its stalls from Armada's
+    const stalls: [number, number][] = [];
+    let tick = performance.now();
+    const stallWatch = flags.dump
+      ? setInterval(() => {
+          const now = performance.now();
+          if (now - tick > 25) stalls.push([Math.round(performance.timeOrigin + tick - t0), Math.round(now - tick - 5)]);
+          tick = now;
+        }, 5)
+      : undefined;
     const processIds: string[] = [];
     const followers: Follower[] = [];
     // each process's followers connect as soon as its start returns (they retry until the process row exists), so
@@ -299,6 +309,7 @@ async function main() {
       new Promise<boolean>((r) => setTimeout(() => r(true), (SECONDS + 300) * 1000).unref()),
     ]);
     clearInterval(progress);
+    if (stallWatch) clearInterval(stallWatch);
     await progressDb.end();
     if (flags.split) await listenDb.end();
     // a follower still open when the run gives up counts what it has not received as lost
@@ -338,6 +349,7 @@ async function main() {
       );
       const out = fs.createWriteStream(flags.dump);
       out.write(`${JSON.stringify({ t0 })}\n`);
+      for (const st of stalls) out.write(`${JSON.stringify({ stall: st })}\n`);
       for (const p of procs) out.write(`${JSON.stringify({ agent: processIds.indexOf(p.id), started: p.started_at.getTime() - t0, finished: p.finished_at ? p.finished_at.getTime() - t0 : null })}\n`);
       for (const f of followers) {
         const list = notes.get(f.processId) ?? [];

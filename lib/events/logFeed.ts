@@ -24,9 +24,11 @@ export const LOGS_CHANNEL = 'armada_logs';
 /** How often the shared safety re-check runs. */
 export const SAFETY_MS = 5000;
 /**
- * Rows kept per followed process for followers that are not behind (2.5 s of a chatty agent's 200 lines/s; a follower
- * further behind reads the database). 2,000 before: with 50 followed processes that kept ~100,000 rows and their
- * frames alive, and the major GCs of that heap were the API's longest pauses in bench/logs.ts (docs/benchmarks.md).
+ * At most this many rows are kept per followed process (2.5 s of a chatty agent's 200 lines/s), for a follower that
+ * is a little behind; one further behind reads the database. Rows every follower of the process has taken are let go
+ * at once (`release`), so a buffer holds more only while a follower lags: rows kept for seconds outlived two young
+ * collections, were copied by each and then promoted, and the API's old space grew by every line it sent (its GCs
+ * lined up with the bursts of bench/logs.ts's tail, docs/benchmarks.md "Session 55"). 2,000 before session 24.
  */
 const BUFFER_ROWS = 500;
 /** Rows per process per read. */
@@ -74,6 +76,8 @@ interface Follower {
   wake(rescan: boolean): void;
   discover?: (note: LogNote) => boolean;
   tracked: Set<string>;
+  /** per process: the seq up to which this follower has taken rows from the feed's buffer */
+  taken: Map<string, number>;
 }
 
 interface Feed {
@@ -115,6 +119,19 @@ export function createLogFeed(db: Pool, events: EventListener, logger: Logger): 
       f.base = (cut.at(-1) as LogRow).seq;
     }
     wakeAll(f, false);
+  };
+  /** Lets go of the rows every follower of `f` that reads from the buffer has taken (one catching up from the database does not hold them). */
+  const release = (f: Feed) => {
+    let upTo = Number.POSITIVE_INFINITY;
+    for (const y of f.followers) {
+      const t = y.taken.get(f.processId);
+      if (t !== undefined && t < upTo) upTo = t;
+    }
+    if (upTo === Number.POSITIVE_INFINITY) return;
+    const cut = firstAfter(f.rows, upTo);
+    if (!cut) return;
+    f.base = (f.rows[cut - 1] as LogRow).seq;
+    f.rows.splice(0, cut);
   };
 
   /** Reads the new rows of every dirty feed: one query for all of them, repeated while any has more. */
@@ -266,6 +283,7 @@ export function createLogFeed(db: Pool, events: EventListener, logger: Logger): 
     const f = feeds.get(id);
     if (!f) return;
     f.followers.delete(x);
+    x.taken.delete(id);
     if (!f.followers.size) {
       feeds.delete(id);
       dirty.delete(f);
@@ -279,6 +297,7 @@ export function createLogFeed(db: Pool, events: EventListener, logger: Logger): 
       let resolve: (() => void) | undefined;
       const x: Follower = {
         tracked: new Set(),
+        taken: new Map(),
         discover: o.discover,
         wake(r) {
           woken = true;
@@ -304,12 +323,20 @@ export function createLogFeed(db: Pool, events: EventListener, logger: Logger): 
           const after = afterSeq ?? 0;
           const fromBuffer = f && !filter.fresh && (filter.tail === undefined || afterSeq !== undefined) && f.readUpTo >= 0 && after >= f.base;
           if (!fromBuffer) {
+            // behind the buffer (or a read that must be fresh): this follower holds none of its rows meanwhile
+            if (f && x.taken.delete(id)) release(f);
             const rows = await readLogs(db, { processIds: [id], afterSeq, since: filter.since, levels: filter.levels, tail: afterSeq === undefined ? filter.tail : undefined });
             return { rows, upTo: rows.at(-1)?.seq ?? afterSeq };
           }
           const upTo = f.readUpTo;
-          if (after >= upTo) return { rows: [], upTo: Math.max(after, upTo) };
+          if (after >= upTo) {
+            x.taken.set(id, after);
+            release(f);
+            return { rows: [], upTo: Math.max(after, upTo) };
+          }
           const rows = f.rows.slice(firstAfter(f.rows, after)).filter((r) => (!filter.levels || filter.levels.includes(r.level)) && (!filter.since || r.ts >= filter.since));
+          x.taken.set(id, upTo);
+          release(f);
           return { rows, upTo };
         },
         async next(signal) {

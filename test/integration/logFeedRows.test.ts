@@ -186,3 +186,49 @@ test("one process's rows come in seq order whatever their times (a clock step ba
     await listener.close();
   }
 }, 60_000);
+
+test('followers of one process at different paces each get every row once, in seq order: one at the head, one lagging, one resuming after rows the others already took', async () => {
+  const h = api(stack);
+  const p = await h.project();
+  const taskId = await h.task(p.id, 'paces');
+  const attemptId = 'att-paces';
+  const processId = 'proc-paces';
+  await insertAttempt(stack.db, { id: attemptId, taskId, llm: 'scripted', model: null, status: 'running', branchPrefix: 'armada', baseBranch: 'main', options: {}, description: '' });
+  await insertProcess(stack.db, { id: processId, attemptId, taskId, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
+  const lines = (from: number, n: number): LogEntry[] =>
+    Array.from({ length: n }, (_, i) => ({ level: 'info', message: `line ${from + i}`, timestamp: new Date().toISOString(), source: 'stdout' }));
+  const listener = await createEventListener(stack.dbUrl, stack.db, logger, { events: false });
+  const feed = createLogFeed(stack.db, listener, logger);
+  await eventually(async () => listener.hears(LOGS_CHANNEL), 10_000, 10);
+  const head = feed.follow({ topics: [] });
+  const lagging = feed.follow({ topics: [] });
+  const late = feed.follow({ topics: [] });
+  try {
+    head.track([processId]);
+    lagging.track([processId]);
+    await head.next(AbortSignal.timeout(5000)); // the feed's first read: the log's current end (0)
+    expect(await collect(lagging, processId, 0, 0)).toEqual([]); // the lagging one has taken up to 0, and then stops reading
+    const messages = (rows: { message: string }[]) => rows.map((r) => r.message);
+    const want = (a: number, b: number) => Array.from({ length: b - a + 1 }, (_, i) => `line ${a + i}`);
+    // the head takes every row as it comes; rows it took are let go by the feed only once no follower reading from it still needs them
+    await appendLogs(stack.db, processId, attemptId, lines(1, 40));
+    expect(messages(await collect(head, processId, 0, 40))).toEqual(want(1, 40));
+    await appendLogs(stack.db, processId, attemptId, lines(41, 40));
+    expect(messages(await collect(head, processId, 40, 80))).toEqual(want(41, 80));
+    // a follower that starts reading now after seq 25 (rows the head took long ago) gets exactly the rest
+    late.track([processId]);
+    const resumed = await collect(late, processId, 25, 80);
+    expect(resumed.map((r) => r.seq)).toEqual(Array.from({ length: 55 }, (_, i) => 26 + i));
+    // the lagging follower, back after all of this, gets every row from its cursor on, once and in order
+    const caughtUp = await collect(lagging, processId, 0, 80);
+    expect(messages(caughtUp)).toEqual(want(1, 80));
+    expect(caughtUp).toEqual(bySeq(await readLogs(stack.db, { processIds: [processId] })));
+    // and everyone goes on from the head together
+    await appendLogs(stack.db, processId, attemptId, lines(81, 5));
+    for (const f of [head, lagging, late]) expect(messages(await collect(f, processId, 80, 85))).toEqual(want(81, 85));
+  } finally {
+    for (const f of [head, lagging, late]) f.close();
+    feed.close();
+    await listener.close();
+  }
+}, 60_000);
