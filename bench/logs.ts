@@ -113,12 +113,22 @@ interface Follower {
   reordered: number;
   duplicates: number;
   done: Promise<void>;
+  /** fills latencies, fromWorker and samples (once, after the run) */
+  collect: () => void;
 }
 
 /** One WebSocket follower of a process's normalized log, retried while the process row does not exist yet. */
 function follow(base: string, processId: string): Follower {
-  const f: Follower = { processId, latencies: [], fromWorker: [], samples: [], backlog: 0, received: 0, distinct: 0, lost: 0, reordered: 0, duplicates: 0, done: Promise.resolve() };
-  const seen = new Set<number>();
+  const f: Follower = { processId, latencies: [], fromWorker: [], samples: [], backlog: 0, received: 0, distinct: 0, lost: 0, reordered: 0, duplicates: 0, done: Promise.resolve(), collect: () => undefined };
+  // while the run goes on, a receipt allocates nothing that outlives it (no array per line, no growing arrays, no
+  // Set): the bench's own old space stays still, so its collections do not pause the receipts (its major GC did, as
+  // a burst of "latency" at the same moment in every follower); the arrays above are filled from these at the end
+  const emittedAt = new Float64Array(PER_AGENT);
+  const workerAt = new Float64Array(PER_AGENT);
+  const seqOf = new Float64Array(PER_AGENT);
+  const receivedAt = new Float64Array(PER_AGENT);
+  let live = 0;
+  const seen = new Uint8Array(PER_AGENT + 1);
   let last = 0;
   f.done = (async () => {
     for (let tries = 0; ; tries++) {
@@ -133,16 +143,18 @@ function follow(base: string, processId: string): Follower {
           if (!hit) return;
           const n = Number(hit[1]);
           const emitted = Number(hit[2]);
-          if (emitted >= openedAt) {
-            f.latencies.push(now - emitted);
+          if (emitted >= openedAt && live < PER_AGENT) {
+            emittedAt[live] = emitted;
             // the row's timestamp is when the worker parsed the line: the rest is the sink, PostgreSQL and the API
-            f.fromWorker.push(now - Date.parse(m.timestamp ?? ''));
-            f.samples.push([emitted, m.seq ?? 0, now]);
+            workerAt[live] = Date.parse(m.timestamp ?? '');
+            seqOf[live] = m.seq ?? 0;
+            receivedAt[live] = now;
+            live++;
           }
           else f.backlog++;
-          if (seen.has(n)) f.duplicates++;
+          if (n < 1 || n > PER_AGENT || seen[n]) f.duplicates++;
           else {
-            seen.add(n);
+            seen[n] = 1;
             f.distinct++;
           }
           if (n <= last) f.reordered++;
@@ -155,8 +167,16 @@ function follow(base: string, processId: string): Follower {
       if (closed.code !== 4404 || tries > 200) break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    f.lost = PER_AGENT - seen.size;
+    f.lost = PER_AGENT - f.distinct;
   })();
+  f.collect = () => {
+    for (let i = 0; i < live; i++) {
+      const at = receivedAt[i] as number;
+      f.latencies.push(at - (emittedAt[i] as number));
+      f.fromWorker.push(at - (workerAt[i] as number));
+      f.samples.push([emittedAt[i] as number, seqOf[i] as number, at]);
+    }
+  };
   return f;
 }
 
@@ -314,6 +334,7 @@ async function main() {
     if (flags.split) await listenDb.end();
     // a follower still open when the run gives up counts what it has not received as lost
     if (timedOut) for (const f of followers) f.lost = PER_AGENT - f.distinct;
+    for (const f of followers) f.collect();
     const wall = (Date.now() - t0) / 1000;
     const after = { api: usage(apiPid), worker: usage(workerPid) };
     benchLoop.disable();

@@ -27,7 +27,7 @@ step(`tsc -> ${out}`, () => {
 
 step('copy runtime assets', () => {
   fs.cpSync(path.join(root, 'lib', 'db', 'migrations'), path.join(out, 'lib', 'db', 'migrations'), { recursive: true });
-  for (const f of ['cpuTasks.js', 'repoInspector.js', 'launcher.js']) fs.copyFileSync(path.join(root, 'workers', f), path.join(out, 'workers', f));
+  for (const f of ['cpuTasks.js', 'repoInspector.js', 'launcher.js', 'workflowBundler.js']) fs.copyFileSync(path.join(root, 'workers', f), path.join(out, 'workers', f));
   fs.copyFileSync(path.join(root, 'package.json'), path.join(out, 'package.json'));
   fs.mkdirSync(path.join(out, 'bin'), { recursive: true });
   fs.copyFileSync(path.join(root, 'bin', 'armada'), path.join(out, 'bin', 'armada'));
