@@ -15,7 +15,7 @@
  * count for lost/out of order but not for the latency (`backlogLines`).
  *  - this process's own event-loop delay (p99, max): a receipt is timed when its message event runs here, so a pause
  *    of the bench itself would read as latency;
- * Run: `node bin/armada-ts bench/logs.ts [--agents 50] [--rate 200] [--seconds 30] [--followers 100] [--agent perl|node] [--profile dir] [--split] [--dump file]`
+ * Run: `node bin/armada-ts bench/logs.ts [--agents 50] [--rate 200] [--seconds 30] [--followers 100] [--agent perl|node] [--profile dir] [--split] [--dump file] [--pg-activity file]`
  * (--dump: every live line's emit, commit and receipt times, the processes' start and finish, and this process's own pauses over 20 ms, as JSON lines);
  * the issue table's row: `--agents 10 --followers 10`.
  */
@@ -47,6 +47,8 @@ const { values: flags } = parseArgs({
     // writes every follower's live line as JSON lines [agent, emit ms, seq, commit ms or null, receipt ms] from the
     // first start, and the processes' start and finish, to this file (for a look at where the tail is)
     dump: { type: 'string' },
+    // samples pg_stat_activity every 20 ms during the run into this file, as JSON lines [ms from the first start, active sessions]
+    'pg-activity': { type: 'string' },
   },
 });
 const AGENTS = Number(flags.agents);
@@ -254,7 +256,13 @@ async function main() {
         const { rows: t } = await c.query<{ relname: string; ins: string; upd: string }>(
           'SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd FROM pg_stat_user_tables WHERE n_tup_ins + n_tup_upd > 0',
         );
-        return { commits: Number(d[0]?.xact_commit ?? 0), tables: new Map(t.map((r) => [r.relname, { ins: Number(r.ins), upd: Number(r.upd) }])) };
+        const { rows: w } = await c.query<{ bytes: string; segments: string }>('SELECT (SELECT wal_bytes FROM pg_stat_wal) AS bytes, (SELECT count(*) FROM pg_ls_waldir()) AS segments');
+        const { rows: io } = await c.query<{ writes: string | null; fsyncs: string | null }>("SELECT sum(writes) AS writes, sum(fsyncs) AS fsyncs FROM pg_stat_io WHERE object = 'wal'");
+        return {
+          commits: Number(d[0]?.xact_commit ?? 0),
+          tables: new Map(t.map((r) => [r.relname, { ins: Number(r.ins), upd: Number(r.upd) }])),
+          wal: { bytes: Number(w[0]?.bytes ?? 0), segments: Number(w[0]?.segments ?? 0), writes: Number(io[0]?.writes ?? 0), fsyncs: Number(io[0]?.fsyncs ?? 0) },
+        };
       } finally {
         await c.end();
       }
@@ -312,6 +320,19 @@ async function main() {
     }
     let finished = 0;
     for (const f of followers) void f.done.then(() => finished++);
+    // --pg-activity: what PostgreSQL's sessions are doing (running, or waiting on what: a lock, the WAL's fsync) every 20 ms
+    if (flags['pg-activity']) {
+      const actDb = new Client({ connectionString: databaseUrl });
+      await actDb.connect();
+      const out = fs.createWriteStream(flags['pg-activity']);
+      const poll = async () => {
+        const { rows } = await actDb.query("SELECT pid, backend_type, wait_event_type, wait_event, left(query, 160) AS q, round(extract(epoch FROM now() - query_start) * 1000) AS ms FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid()");
+        out.write(`${JSON.stringify([Date.now() - t0, rows])}\n`);
+        if (Date.now() - t0 < (SECONDS + 8) * 1000) setTimeout(poll, 20);
+        else await actDb.end();
+      };
+      void poll();
+    }
     const progressDb = new Client({ connectionString: databaseUrl });
     progressDb.on('error', () => undefined); // a lost progress connection does not end the run
     await progressDb.connect();
@@ -344,7 +365,13 @@ async function main() {
     // the stats collector reports with a delay of up to PGSTAT_MIN_INTERVAL (1 s)
     await new Promise((r) => setTimeout(r, 1500));
     const pgAfter = await pgStats();
-    const pgWork: Record<string, number | string> = { commits: pgAfter.commits - pgBefore.commits };
+    const pgWork: Record<string, number | string> = {
+      commits: pgAfter.commits - pgBefore.commits,
+      walMiB: Math.round((pgAfter.wal.bytes - pgBefore.wal.bytes) / 1048576),
+      walWrites: pgAfter.wal.writes - pgBefore.wal.writes,
+      walFsyncs: pgAfter.wal.fsyncs - pgBefore.wal.fsyncs,
+      walSegments: `${pgBefore.wal.segments} → ${pgAfter.wal.segments}`,
+    };
     for (const [name, v] of pgAfter.tables) {
       const b = pgBefore.tables.get(name) ?? { ins: 0, upd: 0 };
       if (v.ins - b.ins + v.upd - b.upd > 0) pgWork[name] = `${v.ins - b.ins} inserted, ${v.upd - b.upd} updated`;
