@@ -95,15 +95,15 @@ export async function openLinkTarget(p: string): Promise<LinkTarget> {
 
 /**
  * Whether the directory entry `p` (lstat'ed as a directory by the caller) holds a `.git` entry, looked up in the
- * directory itself: it is pinned first, refused if it is no longer a directory (O_DIRECTORY | O_NOFOLLOW: a link
- * swapped in since is ENOTDIR), so the answer never comes from wherever such a link points. Without /proc by path.
+ * directory itself: a yes by the path (which follows a link swapped in since) is confirmed in the directory pinned
+ * first, refused if it is no longer a directory (O_DIRECTORY | O_NOFOLLOW: a link is ENOTDIR), so a yes never comes
+ * from wherever such a link points. A no by the path is kept (most directories are not repositories: one lstat, as
+ * before). Without /proc by path.
  */
 export async function hasGitEntry(p: string): Promise<boolean> {
   try {
-    if (!HANDLE_PATHS) {
-      await fs.lstat(`${p}/.git`);
-      return true;
-    }
+    await fs.lstat(`${p}/.git`);
+    if (!HANDLE_PATHS) return true;
     const handle = await fs.open(p, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW);
     try {
       await fs.lstat(`${FD_DIR}/${handle.fd}/.git`);
