@@ -10,7 +10,8 @@ if (!compiled) require('tsx/cjs/api').register();
 const { inspectRepository } = require(`../lib/fs/gitDiscovery${compiled ? '.js' : '.ts'}`);
 
 process.on('message', (m) => {
-  inspectRepository(m.dir).then(
+  // null (no longer the directory the walk found: m.found) is sent as null, a record the caller leaves out
+  inspectRepository(m.dir, m.found).then(
     (record) => process.send({ id: m.id, record }),
     (err) => process.send({ id: m.id, error: err?.message ? err.message : String(err) }),
   );

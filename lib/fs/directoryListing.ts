@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import path from 'node:path';
 import { type AccessPolicy, accessDenied } from './accessPolicy';
-import { type OpenedDirectory, openDirectory } from './openedDirectory';
+import { hasGitEntry, type OpenedDirectory, openDirectory, openLinkTarget } from './openedDirectory';
 
 /** What an entry is (after following a symbolic link): `file` is a regular file. */
 export const ENTRY_TYPES = ['file', 'directory', 'fifo', 'socket', 'block_device', 'character_device'] as const;
@@ -62,15 +62,6 @@ export function permissionString(st: Stats): string {
   return out;
 }
 
-async function isGitRepo(dir: string): Promise<boolean> {
-  try {
-    await fs.lstat(path.join(dir, '.git'));
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 export interface ListOptions {
   showHidden: boolean;
   recursive: boolean;
@@ -104,7 +95,8 @@ async function readNames(dir: string, cap: number): Promise<{ names: string[]; m
 
 /**
  * Lists `dir` (a real path inside the policy). Symbolic links are shown only when their target is inside the policy
- * too, and are never descended into, so a link cannot pull outside content into a listing. Every directory is read
+ * too, and are never descended into, so a link cannot pull outside content into a listing; its target is pinned
+ * (openLinkTarget), so the target checked is the one whose metadata is shown. Every directory is read
  * through an open handle whose real place is checked first (lib/fs/openedDirectory.ts): `dir`, or a directory above
  * it, swapped for a link to outside the roots after the request's check is ACCESS_DENIED, and a subdirectory swapped
  * for a link during the walk is not descended into.
@@ -137,12 +129,23 @@ export async function listDirectory(dir: string, policy: AccessPolicy, opts: Lis
       if (!policy.permits(full)) continue;
       let lst: Stats;
       let st: Stats;
+      let isGitRepo = false;
       try {
         lst = await fs.lstat(at);
         st = lst;
         if (lst.isSymbolicLink()) {
-          if (!policy.permits(await fs.realpath(at))) continue;
-          st = await fs.stat(at);
+          // the target pinned once: the place checked, the stat shown and the `.git` looked up are one file's, even
+          // if the link is re-pointed meanwhile (by name, a link re-pointed after the check had another file shown)
+          const target = await openLinkTarget(at);
+          try {
+            if (!policy.permits(target.path)) continue;
+            st = target.stats;
+            if (st.isDirectory()) isGitRepo = await fs.lstat(path.join(target.via, '.git')).then(() => true, () => false);
+          } finally {
+            await target.close();
+          }
+        } else if (lst.isDirectory()) {
+          isGitRepo = await hasGitEntry(at); // in the directory itself: false if it was swapped for a link since
         }
       } catch {
         continue; // vanished or dangling link
@@ -152,7 +155,7 @@ export async function listDirectory(dir: string, policy: AccessPolicy, opts: Lis
         name,
         path: full,
         type: entryType(st),
-        isGitRepo: directory ? await isGitRepo(at) : false,
+        isGitRepo,
         hidden,
         size: st.size,
         modifiedAt: st.mtime.toISOString(),

@@ -9,7 +9,7 @@ import { git } from '../git';
 import { redactUrlCredentials } from '../urlCredentials';
 import { type AccessPolicy, accessDenied } from './accessPolicy';
 import { SKIP_DESCEND } from './directoryListing';
-import { openDirectory } from './openedDirectory';
+import { type OpenedDirectory, openDirectory } from './openedDirectory';
 
 export interface GitRemote {
   name: string;
@@ -50,7 +50,13 @@ export interface DiscoveryOptions {
   /** Directory entries the walk reads at most (default 50,000). */
   maxEntries?: number;
   /** Inspects one repository (default: inspectRepository in this process; the API passes lib/fs/repoInspector). */
-  inspect?: (dir: string) => Promise<GitRepositoryRecord>;
+  inspect?: (dir: string, found: DirectoryIdentity) => Promise<GitRepositoryRecord | null>;
+}
+
+/** Which directory the walk found: its device and inode, read from the handle it was read through. */
+export interface DirectoryIdentity {
+  dev: number;
+  ino: number;
 }
 
 export function remoteType(url: string): GitRemote['type'] {
@@ -59,17 +65,41 @@ export function remoteType(url: string): GitRemote['type'] {
   return 'file';
 }
 
-const run = async (cwd: string, args: string[]) => git(cwd, args, { timeoutMs: 10_000 });
+/**
+ * The record of the repository work tree the walk found at `dir` (its real path; `found`: which directory it was), or
+ * null when `dir` is no longer that directory: swapped for a symbolic link (to outside the roots, say), moved, or
+ * removed between the walk and now. The directory is opened (never through a link), compared with what was found, and
+ * git runs in it through that handle (its working directory /proc/<pid>/fd/N), never by the path again, so a swap
+ * during the inspection cannot have git read another repository either. By path, a repository swapped for a link
+ * after the walk was inspected wherever the link pointed. Without /proc (not Linux) git runs by the path, checked just
+ * before.
+ */
+export async function inspectRepository(dir: string, found: DirectoryIdentity): Promise<GitRepositoryRecord | null> {
+  const opened = await openDirectory(dir, { noFollow: true }).catch(() => undefined);
+  if (!opened) return null; // gone, or a link now
+  try {
+    const st = await opened.stat();
+    if (opened.path !== dir || st.dev !== found.dev || st.ino !== found.ino) return null;
+    return await inspectOpened(dir, opened);
+  } finally {
+    await opened.close();
+  }
+}
 
-/** The record of one repository work tree (dir has a `.git` entry). */
-export async function inspectRepository(dir: string): Promise<GitRepositoryRecord> {
+async function inspectOpened(dir: string, opened: OpenedDirectory): Promise<GitRepositoryRecord> {
+  const cwd = opened.viaForChildren;
+  // git looks for the repository in this directory alone: with its `.git` removed since the walk, it would otherwise
+  // walk up and describe an enclosing repository, which may lie outside the roots. Not for the superproject
+  // question, which is about the repositories above (a submodule's superproject may be several levels up).
+  const env = { GIT_CEILING_DIRECTORIES: path.dirname(opened.path) };
+  const run = (args: string[], above = false) => git(cwd, args, { timeoutMs: 10_000, env: above ? {} : env });
   const [gitDir, superproject, head, status, remotesOut, log] = await Promise.all([
-    run(dir, ['rev-parse', '--absolute-git-dir']),
-    run(dir, ['rev-parse', '--show-superproject-working-tree']),
-    run(dir, ['symbolic-ref', '--quiet', '--short', 'HEAD']),
-    run(dir, ['status', '--porcelain']),
-    run(dir, ['remote', '-v']),
-    run(dir, ['log', '-1', '--format=%H%x00%s%x00%an%x00%aI']),
+    run(['rev-parse', '--absolute-git-dir']),
+    run(['rev-parse', '--show-superproject-working-tree'], true),
+    run(['symbolic-ref', '--quiet', '--short', 'HEAD']),
+    run(['status', '--porcelain']),
+    run(['remote', '-v']),
+    run(['log', '-1', '--format=%H%x00%s%x00%an%x00%aI']),
   ]);
   const remotes: GitRemote[] = [];
   for (const line of remotesOut.stdout.split('\n')) {
@@ -79,12 +109,12 @@ export async function inspectRepository(dir: string): Promise<GitRepositoryRecor
   }
   let branch = head.code === 0 ? head.stdout.trim() : '';
   if (!branch) {
-    const sha = await run(dir, ['rev-parse', '--short', 'HEAD']);
+    const sha = await run(['rev-parse', '--short', 'HEAD']);
     branch = sha.code === 0 ? `(detached ${sha.stdout.trim()})` : '';
   }
   let hasUnpushedCommits = false;
   if (remotes.length > 0 && log.code === 0 && log.stdout.trim()) {
-    const ahead = await run(dir, ['rev-list', '--count', 'HEAD', '--not', '--remotes']);
+    const ahead = await run(['rev-list', '--count', 'HEAD', '--not', '--remotes']);
     hasUnpushedCommits = ahead.code === 0 && Number(ahead.stdout.trim()) > 0;
   }
   const [hash = '', message = '', author = '', date = ''] = log.code === 0 ? log.stdout.trim().split('\0') : [];
@@ -115,7 +145,7 @@ export async function discoverGitRepositories(root: string, policy: AccessPolicy
   const deadline = started + (opts.timeBudgetMs ?? 10_000);
   const maxEntries = opts.maxEntries ?? 50_000;
   const inspect = opts.inspect ?? inspectRepository;
-  const found: string[] = [];
+  const found: { dir: string; identity: DirectoryIdentity }[] = [];
   let entries = 0;
   let truncated = false;
   let skippedNonUtf8 = 0;
@@ -166,7 +196,11 @@ export async function discoverGitRepositories(root: string, policy: AccessPolicy
           // a directory that fails mid-read contributes what was read
         }
         // breaking out of `for await` closes the handle; a normal end closes it too
-        if (isRepo) found.push(opened.path);
+        if (isRepo) {
+          // which directory this is, so the inspection can tell it from whatever holds its path by then
+          const st = await opened.stat().catch(() => undefined);
+          if (st) found.push({ dir: opened.path, identity: { dev: st.dev, ino: st.ino } });
+        }
       } finally {
         await opened.close();
       }
@@ -179,10 +213,11 @@ export async function discoverGitRepositories(root: string, policy: AccessPolicy
       truncated = true;
       break;
     }
-    const batch = await Promise.allSettled(found.slice(i, i + INSPECT_BATCH).map((d) => inspect(d)));
+    const batch = await Promise.allSettled(found.slice(i, i + INSPECT_BATCH).map((d) => inspect(d.dir, d.identity)));
     for (const r of batch) {
       if (r.status === 'rejected') truncated = true; // a repository that could not be inspected is left out, and said so
-      else if (opts.includeSubmodules || !r.value.isSubmodule) repositories.push(r.value);
+      // null: no longer the directory found (swapped, moved or removed since the walk): left out like one gone
+      else if (r.value && (opts.includeSubmodules || !r.value.isSubmodule)) repositories.push(r.value);
     }
   }
   return {

@@ -7,19 +7,21 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import path from 'node:path';
 import { createSlots } from '../process/slots';
-import type { GitRepositoryRecord } from './gitDiscovery';
+import type { DirectoryIdentity, GitRepositoryRecord } from './gitDiscovery';
 
 export interface RepoInspector {
-  inspect(dir: string): Promise<GitRepositoryRecord>;
+  /** inspectRepository in the helper: null when `dir` is no longer the directory the walk found (`found`). */
+  inspect(dir: string, found: DirectoryIdentity): Promise<GitRepositoryRecord | null>;
   /** Stops the helper process (the owning plugin's onClose). */
   close(): Promise<void>;
 }
 
-type Reply = { id: number; record?: GitRepositoryRecord; error?: string };
+/** `record` null: not the directory found any more; no `record` at all: the inspection failed (`error`). */
+type Reply = { id: number; record?: GitRepositoryRecord | null; error?: string };
 
 export function createRepoInspector(opts: { concurrency?: number } = {}): RepoInspector {
   const slots = createSlots(opts.concurrency ?? 4);
-  const pending = new Map<number, { resolve(r: GitRepositoryRecord): void; reject(e: Error): void }>();
+  const pending = new Map<number, { resolve(r: GitRepositoryRecord | null): void; reject(e: Error): void }>();
   let child: ChildProcess | undefined;
   let nextId = 1;
   let closed = false;
@@ -32,7 +34,7 @@ export function createRepoInspector(opts: { concurrency?: number } = {}): RepoIn
       const p = pending.get(m.id);
       if (!p) return;
       pending.delete(m.id);
-      if (m.record) p.resolve(m.record);
+      if (m.record !== undefined) p.resolve(m.record);
       else p.reject(new Error(m.error ?? 'inspection failed'));
     });
     c.on('exit', () => {
@@ -46,16 +48,16 @@ export function createRepoInspector(opts: { concurrency?: number } = {}): RepoIn
   };
 
   return {
-    async inspect(dir) {
+    async inspect(dir, found) {
       if (closed) throw new Error('repository inspector is closed');
       const release = await slots.acquire();
       try {
         child ??= start();
         const id = nextId++;
         const c = child;
-        return await new Promise<GitRepositoryRecord>((resolve, reject) => {
+        return await new Promise<GitRepositoryRecord | null>((resolve, reject) => {
           pending.set(id, { resolve, reject });
-          c.send({ id, dir }, (err) => {
+          c.send({ id, dir, found }, (err) => {
             if (err && pending.delete(id)) reject(err);
           });
         });

@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { buildAccessPolicy, normaliseRequestedPath, resolveAllowedDirectory } from '../../lib/fs/accessPolicy';
 import { listDirectory } from '../../lib/fs/directoryListing';
-import { discoverGitRepositories } from '../../lib/fs/gitDiscovery';
+import { discoverGitRepositories, inspectRepository } from '../../lib/fs/gitDiscovery';
 import { openDirectory } from '../../lib/fs/openedDirectory';
 
 describe('access policy defaults', () => {
@@ -115,5 +116,105 @@ describe('a directory swapped for a link to outside the roots after the check', 
     expect(again.path).toBe(path.join(outside, 'proj'));
     await expect(openDirectory(path.join(roots, 'proj'), { noFollow: true })).rejects.toMatchObject({ code: expect.stringMatching(/^(ENOTDIR|ELOOP)$/) });
     await expect(openDirectory(path.join(roots, 'proj-before', 'inside.txt'))).rejects.toMatchObject({ code: 'ENOTDIR' });
+  });
+
+  /** Runs `then` on what fs.promises' `name` gives back, before the caller sees it: a swap made at that very moment. */
+  const afterCall = (name: 'readlink' | 'realpath' | 'lstat', then: (args: unknown[], result: unknown) => void) => {
+    const real = fsp[name] as (...a: unknown[]) => Promise<unknown>;
+    return jest.spyOn(fsp, name).mockImplementation((async (...a: unknown[]) => {
+      const result = await real(...a);
+      then(a, result);
+      return result;
+    }) as never);
+  };
+
+  test('a repository swapped for a link between the walk and its inspection is left out, not inspected where the link points', async () => {
+    const p = await policy();
+    const outsideRepo = path.join(outside, 'proj', 'sub');
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-q', '--allow-empty', '-m', 'outside secret'], { cwd: outsideRepo });
+    for (const r of ['sub', 'keep']) execFileSync('git', ['init', '-q', path.join(roots, 'proj', r)]);
+    const root = await resolveAllowedDirectory(path.join(roots, 'proj'), p, '/nonexistent-home');
+    const r = await discoverGitRepositories(root, p, {
+      maxDepth: 2,
+      includeSubmodules: true,
+      // the swap lands after the walk found `sub` and before it is inspected, as a racing writer's would
+      inspect: async (dir, found) => {
+        if (dir.endsWith('/sub')) swapForLink(dir, outsideRepo);
+        return inspectRepository(dir, found);
+      },
+    });
+    expect(fs.lstatSync(path.join(roots, 'proj', 'sub')).isSymbolicLink()).toBe(true);
+    // what an inspection by the path would have read: the repository outside
+    expect(execFileSync('git', ['log', '-1', '--format=%s'], { cwd: path.join(roots, 'proj', 'sub') }).toString().trim()).toBe('outside secret');
+    expect(r.repositories.map((x) => x.path)).toEqual([path.join(roots, 'proj', 'keep')]);
+    expect(r.truncated).toBe(false);
+    expect(JSON.stringify(r)).not.toContain(outside);
+  });
+
+  test('so is one whose parent was swapped for a link to a tree holding a repository at the same place', async () => {
+    const p = await policy();
+    execFileSync('git', ['init', '-q', path.join(roots, 'proj', 'sub')]);
+    const root = await resolveAllowedDirectory(roots, p, '/nonexistent-home');
+    let swapped = false;
+    const r = await discoverGitRepositories(root, p, {
+      maxDepth: 3,
+      includeSubmodules: true,
+      inspect: async (dir, found) => {
+        if (!swapped) swapForLink(path.join(roots, 'proj'), path.join(outside, 'proj'));
+        swapped = true;
+        return inspectRepository(dir, found);
+      },
+    });
+    // the path names the outside repository now (its .git is there), and the inspection left it out
+    expect(fs.existsSync(path.join(roots, 'proj', 'sub', '.git'))).toBe(true);
+    expect(fs.realpathSync(path.join(roots, 'proj', 'sub'))).toBe(path.join(outside, 'proj', 'sub'));
+    expect(r.repositories).toEqual([]);
+  });
+
+  test('a link re-pointed to outside the roots right after its target was checked shows the target checked', async () => {
+    const p = await policy();
+    const inside = path.join(roots, 'proj', 'inside.txt'); // empty
+    const secret = path.join(outside, 'proj', 'secret.txt');
+    fs.writeFileSync(secret, 'x'.repeat(12345));
+    const link = path.join(roots, 'proj', 'link');
+    fs.symlinkSync(inside, link);
+    const dir = await resolveAllowedDirectory(path.join(roots, 'proj'), p, '/nonexistent-home');
+    // the moment the target's real place has been read (from a handle's /proc link, or by realpath), the link is
+    // re-pointed at the outside file: a stat by the link's name after that would describe the outside file
+    const repoint = (_args: unknown[], place: unknown) => {
+      if (place !== inside || fs.readlinkSync(link) !== inside) return;
+      fs.unlinkSync(link);
+      fs.symlinkSync(secret, link);
+    };
+    const spies = [afterCall('readlink', repoint), afterCall('realpath', repoint)];
+    let r: Awaited<ReturnType<typeof listDirectory>>;
+    try {
+      r = await listDirectory(dir, p, { showHidden: false, recursive: false, maxDepth: 1 });
+    } finally {
+      for (const s of spies) s.mockRestore();
+    }
+    expect(fs.readlinkSync(link)).toBe(secret); // re-pointed during the listing
+    expect(r.entries.find((e) => e.name === 'link')).toMatchObject({ type: 'file', size: 0, permissions: expect.stringMatching(/^-/) });
+    expect(r.entries.some((e) => e.size === 12345)).toBe(false);
+  });
+
+  test('a directory swapped for a link to an outside repository right after its lstat is not shown as a repository', async () => {
+    const p = await policy();
+    const plain = path.join(roots, 'proj', 'plain');
+    fs.mkdirSync(plain);
+    const dir = await resolveAllowedDirectory(path.join(roots, 'proj'), p, '/nonexistent-home');
+    const swap = (args: unknown[], st: unknown) => {
+      if (String(args[0]).endsWith('/plain') && (st as { isDirectory(): boolean }).isDirectory()) swapForLink(plain, path.join(outside, 'proj', 'sub'));
+    };
+    const spy = afterCall('lstat', swap);
+    let r: Awaited<ReturnType<typeof listDirectory>>;
+    try {
+      r = await listDirectory(dir, p, { showHidden: false, recursive: false, maxDepth: 1 });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(fs.existsSync(path.join(plain, '.git'))).toBe(true); // through the link: the outside repository
+    expect(r.entries.find((e) => e.name === 'plain')).toMatchObject({ type: 'directory', isGitRepo: false });
+    expect(r.gitRepos).toBe(0);
   });
 });

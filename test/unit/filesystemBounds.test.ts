@@ -44,17 +44,23 @@ describe('repository discovery bounds', () => {
 });
 
 describe('repository inspector helper process', () => {
-  test('gives the record an in-process inspection gives; refuses work once closed', async () => {
+  test('gives the record an in-process inspection gives, null for a directory that is not the one found; refuses work once closed', async () => {
     const inspector = createRepoInspector();
     const repo = path.join(tree, 'many', 'd29');
+    const st = fs.statSync(repo);
+    const found = { dev: st.dev, ino: st.ino };
     try {
-      expect(await inspector.inspect(repo)).toEqual(await inspectRepository(repo));
+      const record = await inspector.inspect(repo, found);
+      expect(record).toMatchObject({ path: repo, gitPath: path.join(repo, '.git') });
+      expect(record).toEqual(await inspectRepository(repo, found));
+      // another directory than the one the walk found holds the path now (another inode): not inspected
+      expect(await inspector.inspect(repo, { dev: st.dev, ino: st.ino + 1 })).toBeNull();
       const viaHelper = await discoverGitRepositories(path.join(tree, 'many'), await policyFor(tree), { maxDepth: 5, includeSubmodules: true, inspect: inspector.inspect });
       expect(viaHelper).toMatchObject({ truncated: false, totalFound: 1 });
     } finally {
       await inspector.close();
     }
-    await expect(inspector.inspect(repo)).rejects.toThrow('closed');
+    await expect(inspector.inspect(repo, found)).rejects.toThrow('closed');
   });
 });
 
