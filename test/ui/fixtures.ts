@@ -52,6 +52,31 @@ export async function createProject(name: string): Promise<{ id: string; name: s
   return { ...p, repoPath };
 }
 
+/**
+ * Where each line the text of `locator` takes on the screen starts, in px from the element's left edge, top to bottom:
+ * one entry for a line that fits, more for one that wraps; a hanging indent starts the second and later further right.
+ */
+export function lineStarts(locator: Locator): Promise<number[]> {
+  return locator.evaluate((el) => {
+    const rects: DOMRect[] = [];
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      rects.push(...[...range.getClientRects()].filter((r) => r.width > 0));
+    }
+    // the text's boxes line by line: a box more than half its height below the line's first starts the next line
+    const lines: { top: number; left: number }[] = [];
+    for (const r of rects.sort((a, b) => a.top - b.top)) {
+      const line = lines.at(-1);
+      if (line && r.top < line.top + r.height / 2) line.left = Math.min(line.left, r.left);
+      else lines.push({ top: r.top, left: r.left });
+    }
+    const left = el.getBoundingClientRect().left;
+    return lines.map((l) => Math.round(l.left - left));
+  });
+}
+
 /** The border colour of a field with an error (styles.css: --danger on [aria-invalid="true"]). */
 /**
  * Holds back the answers to requests matching `url`: each request reaches the server at once, and its answer reaches

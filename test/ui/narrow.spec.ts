@@ -153,6 +153,11 @@ test("at 375 px the rows' buttons stay in view at the right edge of their table;
   // the status badge shares its line with the queue (the role came after it, and a long one left it alone on its line)
   const agentFacts = page.getByRole('list', { name: 'About ui-helper' }).getByRole('listitem');
   expect((await agentFacts.nth(0).boundingBox())?.y).toBe((await agentFacts.nth(1).boundingBox())?.y);
+  // done and failed are two short facts, each on a line with another ("Done / failed 1 / 0" stood alone on its line)
+  const facts = await agentFacts.evaluateAll((lis) => lis.map((li) => ({ text: li.textContent ?? '', top: Math.round(li.getBoundingClientRect().top) })));
+  const counts = facts.filter((f) => /^(Done|Failed) /.test(f.text));
+  expect(counts).toHaveLength(2);
+  for (const f of counts) expect(facts.filter((g) => g.top === f.top).length, `${f.text} alone on its line`).toBeGreaterThan(1);
   const agentTask = page.getByRole('table', { name: 'Latest tasks' }).getByRole('row').filter({ hasText: 'NOOP read on a phone' }).first();
   await expectStacked(agentTask, 'NOOP read on a phone', 'About the task of ui-helper');
   const hookUrl = 'http://127.0.0.1:59/narrow-hook';

@@ -1,6 +1,6 @@
 /** The scheduler screen: a source with its health, a schedule paused and resumed (checked through the API), run now and logs. */
 import { startFakeFlowBuilder } from '../support/fakeFlowBuilder';
-import { expect, holdAnswers, hurried, svcApi, test } from './fixtures';
+import { expect, holdAnswers, hurried, lineStarts, svcApi, test } from './fixtures';
 import { screenshot } from './screenshot';
 
 interface Schedule {
@@ -54,7 +54,9 @@ test('pause then resume a schedule from the screen: the scheduler API says so ea
 });
 
 test('run a workflow now: its execution appears and its logs open in a dialog that Escape closes', async ({ page }) => {
-  await svcApi('scheduler', 'POST', '/workflows', { name: 'ui-manual', tasks: [{ name: 'hello', type: 'script', script: 'echo hello-from-ui' }] });
+  // its second line is longer than the log box is wide
+  const wide = Array.from({ length: 60 }, (_, i) => `word${i + 1}`).join(' ');
+  await svcApi('scheduler', 'POST', '/workflows', { name: 'ui-manual', tasks: [{ name: 'hello', type: 'script', script: `echo hello-from-ui && echo ${wide}` }] });
   await page.goto('/scheduler');
   const listReads: number[] = [];
   page.on('request', (r) => {
@@ -78,6 +80,27 @@ test('run a workflow now: its execution appears and its logs open in a dialog th
   await exec.getByRole('button', { name: /Logs of execution/ }).click();
   const dialog = page.getByRole('dialog', { name: /Logs of ui-manual/ });
   await expect(dialog.getByLabel('Execution logs')).toContainText('hello-from-ui');
+  // a long line wraps with the lines after its first indented (a hanging indent: they started at the left edge, as
+  // the next line does), so it reads as one line; a short one is one line high, and nothing scrolls sideways
+  const execLog = dialog.getByLabel('Execution logs');
+  await expect(execLog).toContainText('word60');
+  for (const width of [375, 1360]) {
+    await page.setViewportSize({ width, height: 800 });
+    const starts = await lineStarts(execLog.locator('.exec-line', { hasText: 'word60' }));
+    expect(starts.length, `at ${width} px, line starts ${starts.join(', ')}`).toBeGreaterThan(1);
+    for (const x of starts.slice(1)) expect(x, `at ${width} px, line starts ${starts.join(', ')}`).toBeGreaterThan((starts[0] ?? 0) + 10);
+    expect(await execLog.evaluate((el) => el.scrollWidth - el.clientWidth)).toBeLessThanOrEqual(0);
+  }
+  // a short line is one line high: its height over its text's is ~1 (an empty line after it, of its line break, would
+  // make it ~2)
+  const short = execLog.locator('.exec-line', { hasText: 'hello-from-ui' });
+  expect(await lineStarts(short)).toHaveLength(1);
+  const linesHigh = await short.evaluate((el) => {
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    return el.getBoundingClientRect().height / Math.max(...[...range.getClientRects()].map((r) => r.height));
+  });
+  expect(linesHigh).toBeLessThan(1.5);
   await screenshot(page, 'scheduler-logs');
   await page.keyboard.press('Escape');
   await expect(dialog).toBeHidden();

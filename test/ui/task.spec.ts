@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { api, createProject, expect, expectErrorState, expectNoErrorState, holdAnswers, makeRepo, test } from './fixtures';
+import { api, createProject, expect, expectErrorState, expectNoErrorState, holdAnswers, lineStarts, makeRepo, test } from './fixtures';
 import { screenshot } from './screenshot';
 
 const TICK = /tick (\d+) at (\d+)/;
@@ -483,7 +483,8 @@ test('a queue of follow-ups runs one after the other; a prompt queued while it w
 test('the diff of an attempt that changed nothing lists no file; one changed file is "1 file changed"; a failed attempt\'s changes are merged only after a warning', async ({ page }) => {
   test.setTimeout(120_000);
   const project = await createProject(unique('Diff Count Project'));
-  const noop = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Change nothing', description: 'NOOP' });
+  // WIDE:40: its log has a line of 40 words, longer than the log box is wide
+  const noop = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Change nothing', description: 'NOOP WIDE:40' });
   const one = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Change one file', description: 'CONFLICT' });
   const failing = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Fail at once', description: 'FAIL' });
   const halfDone = await api<{ id: string }>('POST', '/tasks', { projectId: project.id, title: 'Fail half way', description: 'EDITFAIL' });
@@ -499,12 +500,23 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   // 6 px above the first and under the last (they touched its edges)
   const log = page.getByRole('log', { name: 'Attempt log' });
   await expect(log).toContainText('agent exited with code 0');
-  const logBox = () => log.evaluate((el) => ({ height: el.clientHeight, content: el.scrollHeight, linesHigh: el.querySelectorAll('.log-line').length * 20 + 12 }));
+  const logBox = () =>
+    log.evaluate((el) => ({ height: el.clientHeight, content: el.scrollHeight, linesHigh: [...el.querySelectorAll<HTMLElement>('.log-line')].reduce((h, line) => h + line.offsetHeight, 12) }));
   await expect.poll(async () => { const b = await logBox(); return b.height === b.content && b.height === b.linesHigh; }).toBe(true);
   const [first, last, logRect] = [await log.locator('.log-line').first().boundingBox(), await log.locator('.log-line').last().boundingBox(), await log.boundingBox()];
   expect((first?.y ?? 0) - (logRect?.y ?? 0)).toBeCloseTo(6, 0);
   expect((logRect?.y ?? 0) + (logRect?.height ?? 0) - (last?.y ?? 0) - (last?.height ?? 0)).toBeCloseTo(6, 0);
   expect((await logBox()).height).toBeLessThan(420);
+  // a line longer than the box wraps in it at a desktop's width too, where the log is half the page wide (it was cut
+  // at the box's right edge, and the box scrolled sideways), the lines after its first indented: it reads as one line
+  const wideLine = log.locator('.log-line', { hasText: 'word40' });
+  const expectHanging = async (line: typeof wideLine) => {
+    const starts = await lineStarts(line);
+    expect(starts.length, `line starts ${starts.join(', ')}`).toBeGreaterThan(1);
+    for (const x of starts.slice(1)) expect(x, `line starts ${starts.join(', ')}`).toBeGreaterThan((starts[0] ?? 0) + 10);
+    expect(await log.evaluate((el) => el.scrollWidth - el.clientWidth)).toBeLessThanOrEqual(0);
+  };
+  await expectHanging(wideLine);
   const diff = page.getByRole('region', { name: 'Diff' });
   await expect(diff).toContainText('0 files changed');
   await expect(diff).toContainText('No changes');
@@ -529,6 +541,13 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   await expect(mergeButton).toBeDisabled();
   await expect(mergeButton).toHaveAccessibleDescription(`Nothing to merge: ${FAILED_NOTHING}`);
   await expect(prButton).toHaveAccessibleDescription(`No pull request to open: ${FAILED_NOTHING}`);
+  // on a phone, Merge… and Create PR… share a row, the reasons under them (each reason beside its button left each
+  // button alone on a row)
+  await page.setViewportSize({ width: 375, height: 800 });
+  const [mergeAt375, prAt375] = [await mergeButton.boundingBox(), await prButton.boundingBox()];
+  expect(prAt375?.y).toBe(mergeAt375?.y);
+  for (const reason of await page.locator('.attempt-header .merge-refusal').all()) expect((await reason.boundingBox())?.y).toBeGreaterThan((mergeAt375?.y ?? 0) + (mergeAt375?.height ?? 0));
+  await page.setViewportSize({ width: 1360, height: 860 });
   // what it says to do can be done: the follow-up is offered
   await page.getByLabel('Prompt', { exact: true }).fill('FOLLOWUP try again');
   await expect(page.getByRole('button', { name: 'Send follow-up' })).toBeEnabled();
@@ -626,7 +645,7 @@ test('the diff of an attempt that changed nothing lists no file; one changed fil
   // must; a search still marks its match in view
   const startedLine = log.locator('.log-line', { hasText: 'agent started in' });
   await expect.poll(async () => (await startedLine.boundingBox())?.height ?? 0).toBeGreaterThan(20);
-  expect(await log.evaluate((el) => el.scrollWidth - el.clientWidth)).toBeLessThanOrEqual(0);
+  await expectHanging(startedLine);
   await page.getByLabel('Search log').fill('exited with');
   await page.getByLabel('Search log').press('Enter');
   await expect(log.locator('.log-current')).toContainText('agent exited with code');

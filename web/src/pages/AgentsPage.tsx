@@ -122,11 +122,14 @@ export function AgentsPage() {
                   <RowFacts
                     label={`About ${a.name}`}
                     // the short facts first, beside the status; the role, which may be a sentence, last: first after the
-                    // status, a long one went onto a line of its own and left the status alone on its line
+                    // status, a long one went onto a line of its own and left the status alone on its line. Done and
+                    // failed are two facts, each short enough to share a line: as one, "Done / failed 1 / 0" did not
+                    // fit beside the status and the queue at 375 px, and stood alone on a line of its own
                     facts={[
                       { value: status },
                       { name: 'Queued', value: st?.queued ?? '—' },
-                      { name: 'Done / failed', value: done },
+                      { name: 'Done', value: st?.tasksCompleted ?? '—' },
+                      { name: 'Failed', value: st?.tasksFailed ?? '—' },
                       { name: 'Model', value: <span className="mono">{a.llm}</span>, wraps: true },
                       { name: 'Role', value: a.role, wraps: true },
                     ]}

@@ -88,8 +88,19 @@ function LogsDialog({ execution, onClose }: { execution: Execution; onClose: () 
   return (
     <Dialog open title={`Logs of ${execution.workflow} (${execution.status})`} onClose={onClose} className="dialog-logs">
       {logs.error ? <ErrorMessage error={logs.error} onRetry={() => void logs.refetch()} /> : null}
+      {/* a line each (`.exec-line`): a long one wraps with the lines after its first indented, so it reads as one (they
+          started at the left edge, as the next line does); the text, copied, is the lines one a row as before */}
       <pre className="exec-log" role="log" aria-label="Execution logs">
-        {shown ? logs.data?.logs.map((l) => `${l.timestamp} ${l.level.toUpperCase()} ${l.message}`).join('\n') : logs.isPending ? 'Loading…' : '(no log lines)'}
+        {shown
+          ? logs.data?.logs.map((l, i) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: the lines of one execution's log, in their order, only ever added to
+              <span key={i} className="exec-line">
+                {`${l.timestamp} ${l.level.toUpperCase()} ${l.message}${i < shown - 1 ? '\n' : ''}`}
+              </span>
+            ))
+          : logs.isPending
+            ? 'Loading…'
+            : '(no log lines)'}
       </pre>
       {total > shown ? (
         <p className="muted log-more">

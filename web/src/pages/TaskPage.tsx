@@ -76,7 +76,9 @@ function AttemptPanel({ attempt, task, projectId }: { attempt: Attempt; task: Ta
           {attempt.cost.inputTokens + attempt.cost.outputTokens} tokens
           {attempt.mergeCommit ? ` · merge commit ${attempt.mergeCommit.slice(0, 10)}` : ''}
         </div>
-        <div className="button-row">
+        {/* on a phone, Merge… and Create PR… halves of one row, with why either is disabled under them (`.attempt-actions`,
+            task.css): each reason beside its button took the rest of the row, and left each button alone on its own */}
+        <div className="button-row attempt-actions">
           {running ? (
             <button
               type="button"

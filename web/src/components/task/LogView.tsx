@@ -5,8 +5,9 @@
  * 100k-line log took 12 s to show (the browser handles each message on its own); the answer takes about 1 s. When the
  * server resets that cursor (its log is another history: a backup restored), the lines held are dropped and the log
  * is read again from the start. Rows are virtualised (@tanstack/react-virtual, a line's height each; measured, as a
- * long line wraps in a phone's window) over an append-only buffer, so 100k lines scroll smoothly. The view follows the tail until the user scrolls up; "Jump to latest" follows again. Search
- * highlights matches and steps through them (Enter / Shift+Enter); the level and source filters hide entries.
+ * long line wraps in the box) over an append-only buffer, so 100k lines scroll smoothly. The view follows the tail
+ * until the user scrolls up; "Jump to latest" follows again. Search highlights matches and steps through them (Enter /
+ * Shift+Enter); the level and source filters hide entries.
  *
  * Screen readers: the log is `role="log"` with `aria-live="off"`. A log is a polite live region by default, and the
  * rows the virtualiser adds and drops (a line every 250 ms from a ticking agent, whole screens of them on a scroll)
@@ -189,8 +190,8 @@ export function LogView({ processId, finished, onEnd }: { processId: string; fin
   const scrollRef = useRef<HTMLDivElement>(null);
   const [following, setFollowing] = useState(true);
   const count = buffer.visible.length;
-  // a row is one line high (ROW_HEIGHT), except in a phone's window, where a long line wraps (task.css): rows are
-  // measured as they are shown (`measureElement`), so a wrapped one takes its height
+  // a row is one line high (ROW_HEIGHT), unless its line is longer than the box and wraps (task.css, `.log-line`):
+  // rows are measured as they are shown (`measureElement`), so a wrapped one takes its height
   const virtualizer = useVirtualizer({
     count,
     getScrollElement: () => scrollRef.current,
