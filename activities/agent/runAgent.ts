@@ -541,14 +541,16 @@ function watchRun(deps: RunAgentDeps, input: RunAgentInput, prep: PreparedRun, p
         const p = output.progress || queued?.progress ? { ...queued?.progress, ...output.progress } : undefined;
         output.progress = undefined;
         const values = { progress: p, tokens: output.tokens ? { ...output.tokens, cost: costOf(prep.profile, output) } : queued?.tokens };
-        // ticks: one update for all of this worker's agents
-        if (logs) await setProcessLive(deps.db, input.processId, values);
-        else await queueLiveState(deps.db, input.processId, values);
-        if (p && Date.now() - lastProgressEvent > 1000) {
-          lastProgressEvent = Date.now();
-          const row = await getProcess(deps.db, input.processId);
+        // at most one progress event a second per run
+        const event = p !== undefined && Date.now() - lastProgressEvent > 1000;
+        if (event) lastProgressEvent = Date.now();
+        if (logs) {
+          await setProcessLive(deps.db, input.processId, values);
+          const row = event ? await getProcess(deps.db, input.processId) : undefined;
           if (row) await publishProcessEvent(deps.db, 'process_progress', row, { progress: row.progress });
         }
+        // ticks: one update for all of this worker's agents, with the events of those that have one due
+        else await queueLiveState(deps.db, input.processId, values, { event });
       }
     }).catch((err) => {
       // while PostgreSQL is away every tick fails alike: the sink already said so once (lib/attempts/logSink.ts)

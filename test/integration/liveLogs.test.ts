@@ -299,15 +299,29 @@ describe('live logs', () => {
     await insertAttempt(stack.db, { id: attemptId, taskId, llm: 'scripted', model: null, status: 'running', branchPrefix: 'armada', baseBranch: 'main', options: {}, description: '' });
     const ids = Array.from({ length: 6 }, (_, i) => `proc-live-state-${i}`);
     for (const id of ids) await insertProcess(stack.db, { id, attemptId, taskId, llm: 'scripted', model: null, kind: 'initial', prompt: 'p' });
+    // the even ones also have their process_progress event due
     await Promise.all(
       ids.flatMap((id, i) => [
         queueLiveState(stack.db, id, { progress: { stage: 'running', current: `first ${i}` } }),
-        queueLiveState(stack.db, id, { progress: { current: `second ${i}` }, tokens: { input: 10 + i, output: 20 + i, cost: 0.5 } }),
+        queueLiveState(stack.db, id, { progress: { current: `second ${i}` }, tokens: { input: 10 + i, output: 20 + i, cost: 0.5 } }, { event: i % 2 === 0 }),
       ]),
     );
     // the transactions that last wrote the six rows (their xmin): one update for all, not one per process
     const writers = await stack.db.query<{ n: number }>('SELECT count(DISTINCT xmin::text)::int AS n FROM processes WHERE id = ANY($1)', [ids]);
     expect(writers.rows[0]?.n).toBeLessThan(ids.length);
+    // the events: one per process that asked, carrying its row as updated, written by the update's own transaction
+    const { rows: events } = await stack.db.query<{ topics: string[]; data: Record<string, unknown>; same: boolean }>(
+      `SELECT e.topics, e.data, e.xmin::text = p.xmin::text AS same FROM events e JOIN processes p ON p.id = e.data->>'processId'
+        WHERE e.type = 'process_progress' AND p.id = ANY($1) ORDER BY p.id`,
+      [ids],
+    );
+    expect(events.map((e) => e.data.processId)).toEqual(ids.filter((_, i) => i % 2 === 0));
+    for (const e of events) {
+      const i = ids.indexOf(e.data.processId as string);
+      expect(e.topics).toEqual([`process:${ids[i]}`, `attempt:${attemptId}`, `task:${taskId}`, 'processes']);
+      expect(e.data).toEqual({ processId: ids[i], attemptId, taskId, llm: 'scripted', status: 'running', exitCode: null, progress: expect.objectContaining({ stage: 'running', current: `second ${i}` }) });
+      expect(e.same).toBe(true);
+    }
     const { rows } = await stack.db.query<{ id: string; progress: { stage: string; current: string }; input_tokens: string; output_tokens: string; estimated_cost: number }>(
       'SELECT id, progress, input_tokens, output_tokens, estimated_cost FROM processes WHERE id = ANY($1) ORDER BY id',
       [ids],
