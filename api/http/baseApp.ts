@@ -199,7 +199,8 @@ export function createBaseApp(opts: BaseAppOptions) {
   app.get('/health', { schema: { hide: true } as object }, async (_request, reply) => {
     const unavailable = { status: 'unavailable', service: opts.service, version: opts.version };
     const down = opts.dependencies?.down() ?? [];
-    if (down.length) return reply.code(503).send({ ...unavailable, down });
+    // and why each is down (the probe's or the supervisor's words), e.g. Temporal's persistence read getting no answer
+    if (down.length) return reply.code(503).send({ ...unavailable, down, reasons: Object.fromEntries(down.map((d) => [d, opts.dependencies?.downReason(d) ?? 'unknown'])) });
     let timer: NodeJS.Timeout | undefined;
     try {
       const late = new Promise<never>((_, reject) => {

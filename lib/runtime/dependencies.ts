@@ -4,12 +4,13 @@
  * `armada start`, at once by the supervisor when a server it owns exits. GET /health reports it, and calls that need
  * a down dependency answer 503 at once instead of hanging.
  */
-import type { Connection } from '@temporalio/client';
+import { status as grpcStatus } from '@grpc/grpc-js';
+import { type Connection, isGrpcServiceError } from '@temporalio/client';
 import { Client } from 'pg';
 import { closeAtOnce } from '../db/closeAtOnce';
 import { isPostgresShortOfResources, postgresRefusingConnectionsReason } from '../db/pool';
 import type { Logger } from '../logger';
-import { connectOrClose, TEMPORAL_CHANNEL_ARGS } from '../temporal/client';
+import { connectOrClose, TEMPORAL_CHANNEL_ARGS, temporalRefusal } from '../temporal/client';
 
 export type DependencyName = 'postgres' | 'temporal';
 const NAMES: readonly DependencyName[] = ['postgres', 'temporal'];
@@ -18,6 +19,8 @@ export interface DependencyState {
   /** The dependencies known to be down, in a stable order (empty when all are up). */
   down(): DependencyName[];
   isDown(name: DependencyName): boolean;
+  /** Why `name` was called down (the failure that did it, one line), while it is down; else undefined. */
+  downReason(name: DependencyName): string | undefined;
   /**
    * `observedAt`: when the failing observation began (a probe's start). A failure that began before the latest sign of
    * life (markUp) is stale, e.g. a probe that dialled while the restarted server was still coming up, and is ignored.
@@ -41,6 +44,7 @@ export interface DependencyState {
 
 export function createDependencyState(logger: Logger): DependencyState {
   const downSince = new Map<DependencyName, number>();
+  const reasons = new Map<DependencyName, string>();
   const lastUp = new Map<DependencyName, number>();
   const listeners = new Map<DependencyName, Set<() => void>>(NAMES.map((n) => [n, new Set()]));
   let refusing: { reason: string; since: number } | undefined;
@@ -52,10 +56,12 @@ export function createDependencyState(logger: Logger): DependencyState {
   return {
     down: () => NAMES.filter((n) => downSince.has(n)),
     isDown: (name) => downSince.has(name),
+    downReason: (name) => (downSince.has(name) ? reasons.get(name) : undefined),
     markDown(name, reason, observedAt) {
       if (downSince.has(name)) return;
       if (observedAt !== undefined && (lastUp.get(name) ?? -1) >= observedAt) return;
       downSince.set(name, Date.now());
+      reasons.set(name, reason);
       logger.warn({ dependency: name, reason }, `${name} is unavailable; requests that need it answer 503 until it is back`);
       for (const listener of [...(listeners.get(name) ?? [])]) listener();
     },
@@ -152,6 +158,18 @@ const MIN_LOOK_GAP_MS = 100;
 /** A probe that got no answer in time (as opposed to a refused or dropped connection, which is an answer). */
 class SlowProbe extends Error {}
 
+/** The workflow id Temporal's probe asks about (probeTemporal); no workflow of Armada's has it. */
+const PROBE_WORKFLOW_ID = 'armada-dependency-probe:no-such-workflow';
+
+/**
+ * The probe's read was answered: NotFound (the workflow is not there: its persistence was read; or the namespace is
+ * not, which no request of ours gets past either), or a refusal for a rate or resource limit (RESOURCE_EXHAUSTED:
+ * Temporal is up but busy, and the requests it refuses so get the 503 that says it is overloaded, not "down").
+ */
+function probeReadAnswered(err: unknown): boolean {
+  return isGrpcServiceError(err) && (err.code === grpcStatus.NOT_FOUND || err.code === grpcStatus.RESOURCE_EXHAUSTED);
+}
+
 /**
  * Probes each dependency every intervalMs on a connection of its own (a busy pool does not look like a dead server; a
  * hung connection of the API's client is not the probe's), a fresh one after a failed Temporal probe, and PostgreSQL
@@ -173,14 +191,18 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
   // a busy machine (a 2-core host under load answers SELECT 1 in seconds) is not mistaken for a dead server.
   const slow = new Map<DependencyName, number>();
   /** Records a failed probe; true when the next probe should look at once (slow, and not yet called down). */
-  const failed = (name: DependencyName, err: unknown, startedAt: number): boolean => {
+  const failed = (name: DependencyName, err: unknown, startedAt: number, what?: string): boolean => {
     if (stopped) return false;
     // Temporal's UNAVAILABLE counts like a slow answer: the SDK's retries (not used by the probe) used to absorb the
-    // transient ones (a connection rotated by the server's max connection age), and then it ended as a deadline
-    const isSlow = err instanceof SlowProbe || /timeout|deadline/i.test(firstLine(err) ?? '') || (name === 'temporal' && /\bUNAVAILABLE\b/.test(firstLine(err) ?? ''));
+    // transient ones (a connection rotated by the server's max connection age), and then it ended as a deadline; so
+    // does a failure inside the server (its persistence read erring once, e.g. SQLite busy: INTERNAL, UNKNOWN)
+    const isSlow =
+      err instanceof SlowProbe ||
+      /timeout|deadline/i.test(firstLine(err) ?? '') ||
+      (name === 'temporal' && (/\bUNAVAILABLE\b/.test(firstLine(err) ?? '') || temporalRefusal(err) === 'failed'));
     const n = isSlow ? (slow.get(name) ?? 0) + 1 : slowProbesToDown;
     slow.set(name, n);
-    if (n >= slowProbesToDown) state.markDown(name, firstLine(err) ?? 'no answer', startedAt);
+    if (n >= slowProbesToDown) state.markDown(name, `${what ? `${what}: ` : ''}${firstLine(err) ?? 'no answer'}`.slice(0, 300), startedAt);
     return err instanceof SlowProbe && n < slowProbesToDown;
   };
   const answered = (name: DependencyName) => {
@@ -191,6 +213,7 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
   let answeredOn: Client | undefined; // the last connection a probe got an answer on
   const leftWaiting = new Set<Client>(); // connections whose probe got no answer in time, still waiting for one
   let temporal: Connection | undefined;
+  const temporalLeftWaiting = new Set<Connection>(); // connections whose persistence read got no answer in time (see probeTemporal)
 
   /**
    * `step` (a connect or a SELECT 1 on `c`) got no answer in time: an answer it gets later still counts. At most
@@ -269,8 +292,22 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
       return failed('postgres', err, startedAt);
     }
   };
+  /**
+   * Temporal's probe reads from its persistence: DescribeWorkflowExecution of a workflow that does not exist, answered
+   * NotFound once the history service has looked the id up in its database (one indexed SELECT on the SQLite file of
+   * the dev server; nothing is written). GetSystemInfo, the probe before, is answered by the frontend from memory: a
+   * Temporal whose persistence hung (the dev server's SQLite file locked by another process, a disk that stopped
+   * answering) passed it, so it was never called down, and every request that needed it waited for its own deadline
+   * (a start's 20 s, the scheduler's and the agents' 10 s) and /health said ready.
+   *
+   * A read that got no answer in time is left waiting, on its connection, until its own deadline (4 probe deadlines):
+   * an answer that comes late is a sign of life like any other, so a persistence that answers slowly (a loaded dev
+   * server, its one SQLite connection busy with writes) is not called down, one that answers nothing is. The
+   * connection is closed when the read ends; so at most about four are open at once, each for at most 6 s.
+   */
   const probeTemporal = async (address: string): Promise<boolean> => {
     const startedAt = Date.now();
+    let reading: Promise<void> | undefined;
     try {
       // no SDK retry interceptor: one call is one probe (the probes retry every interval). Its retries waited in timers
       // that outlived stop(): closing the connection then made the next one throw from a timer, an uncaught exception
@@ -278,7 +315,15 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
       temporal ??= await connectOrClose({ address, connectTimeout: temporalTimeoutMs, channelArgs: TEMPORAL_CHANNEL_ARGS, interceptors: [] });
       const c = temporal;
       // the deadline only bounds a call left behind: `within` decides, without this process's own stalls
-      await within(temporalTimeoutMs, c.withDeadline(Date.now() + 4 * temporalTimeoutMs, () => c.workflowService.getSystemInfo({})));
+      reading = c
+        .withDeadline(Date.now() + 4 * temporalTimeoutMs, () => c.workflowService.describeWorkflowExecution({ namespace: opts.namespace, execution: { workflowId: PROBE_WORKFLOW_ID } }))
+        .then(
+          () => undefined, // someone started a workflow of that id: read all the same
+          (err: unknown) => {
+            if (!probeReadAnswered(err)) throw err;
+          },
+        );
+      await within(temporalTimeoutMs, reading);
       answered('temporal');
     } catch (err) {
       // the next probe dials afresh: a connection whose peer took it and went silent (a hung host, a partition, a
@@ -286,10 +331,25 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
       // report Temporal down for as long as that socket stays open, also once the server answers new connections
       const gone = temporal;
       temporal = undefined;
-      await gone?.close().catch(() => undefined);
-      failed('temporal', err, startedAt);
+      if (gone && reading && err instanceof SlowProbe && !stopped) leaveTemporalWaiting(gone, reading);
+      else await gone?.close().catch(() => undefined);
+      failed('temporal', err, startedAt, reading ? 'DescribeWorkflowExecution (a read of its persistence)' : undefined);
     }
     return false; // Temporal's probes keep to the interval
+  };
+  const leaveTemporalWaiting = (c: Connection, reading: Promise<void>) => {
+    temporalLeftWaiting.add(c);
+    reading
+      .then(
+        () => {
+          if (!stopped) answered('temporal');
+        },
+        () => undefined,
+      )
+      .finally(() => {
+        temporalLeftWaiting.delete(c);
+        c.close().catch(() => undefined);
+      });
   };
 
   const isStopped = () => stopped;
@@ -302,6 +362,7 @@ export function startDependencyProbes(state: DependencyState, opts: ProbeOptions
       for (const c of leftWaiting) closeAtOnce(c); // a frozen server never says goodbye
       await pg?.end().catch(() => undefined);
       await temporal?.close().catch(() => undefined);
+      await Promise.all([...temporalLeftWaiting].map((c) => c.close().catch(() => undefined)));
     },
   };
 }

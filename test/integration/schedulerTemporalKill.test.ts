@@ -9,9 +9,11 @@
  * answers 503 `{detail}` with Retry-After in well under the 10 s start deadline, and what it wrote never runs; the same
  * API process serves runs again by itself afterwards. And the server killed across several due times of an `@every 3s`
  * schedule, then started again: exactly one catch-up run of the times missed (the catch-up window with SKIP overlap,
- * docs/scheduler.md#catch-up), then the cadence, each run's script once and none left running.
+ * docs/scheduler.md#catch-up), then the cadence, each run's script once and none left running. And the server's SQLite
+ * file locked by another process so that its reads hang (its frontend still answers GetSystemInfo): /health says
+ * Temporal is down and why, runs meanwhile are fast 503s, and both recover by themselves once the lock is let go.
  */
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -183,4 +185,79 @@ test('Temporal killed (kill -9) across several due times of a schedule, then sta
   // each run's script ran once
   const lines = fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean);
   expect(lines.slice().sort()).toEqual(all.map((e) => e.id).sort());
+});
+
+/**
+ * Holds every lock of the WAL index of SQLite file `db` (its `-shm` file: the writer's, the checkpointer's, recovery's
+ * and the five readers' locks, bytes 120-127, https://sqlite.org/walformat.html), from a process of its own, as a
+ * stuck process or a hung disk would: the dev server's reads and writes then wait (each read retries for about 10 s,
+ * on the server's one connection) while its frontend answers GetSystemInfo from memory. Resolves once it holds them.
+ * (A plain `BEGIN EXCLUSIVE` takes only the writer's lock in WAL mode: the server's first write then fails at once,
+ * its shard's status turns unknown, and its calls fail UNAVAILABLE in about 0.5 s instead of waiting; checked by hand.)
+ */
+async function lockSqliteWalIndex(db: string): Promise<ChildProcess> {
+  const script = [
+    'import fcntl, os, sys, time',
+    "fd = os.open(sys.argv[1] + '-shm', os.O_RDWR)",
+    'for _ in range(2000):',
+    '    try:',
+    '        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 8, 120, os.SEEK_SET)',
+    '        break',
+    '    except OSError:',
+    '        time.sleep(0.005)',
+    'else:',
+    "    sys.exit('the WAL index stayed locked by the server')",
+    "print('locked', flush=True)",
+    'time.sleep(600)',
+  ].join('\n');
+  const child = spawn('python3', ['-c', script, db], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr?.on('data', (d) => (err += String(d)));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.on('data', (d) => String(d).includes('locked') && resolve());
+    child.once('exit', (code) => reject(new Error(`the lock holder exited ${code}: ${err}`)));
+  });
+  return child;
+}
+
+test("Temporal's SQLite file locked by another process (reads and writes hang, GetSystemInfo answers): /health 503 names Temporal and why within seconds, runs answer 503 fast, and once the lock is let go both recover by themselves", async () => {
+  const name = `locked-${crypto.randomBytes(4).toString('hex')}`;
+  const runs = path.join(home, `${name}.txt`);
+  const created = await send('POST', '/api/v1/workflows', { name, tasks: [{ name: 'mark', type: 'script', script: `echo "$ARMADA_EXECUTION_ID" >> ${JSON.stringify(runs)}`, timeout: 60 }] });
+  expect(created.status).toBe(201);
+  await eventually(async () => (await send('GET', '/health')).status === 200, 60_000, 250);
+
+  const locker = await lockSqliteWalIndex(path.join(home, 'temporal.db'));
+  try {
+    const lockedAt = Date.now();
+    // sent before anything knew: it waits on the hung server until the probe calls Temporal down, then is released
+    const rightAfter = send('POST', `/api/v1/workflows/${name}/run`);
+    const health = await eventually(async () => {
+      const h = await send('GET', '/health');
+      return h.status === 503 && JSON.stringify(h.body.down) === '["temporal"]' ? h : undefined;
+    }, 30_000, 250);
+    // about 6 s (three probes of 1.5 s, a second apart); before, /health stayed 200 for as long as the lock was held
+    expect(Date.now() - lockedAt).toBeLessThan(20_000);
+    expect(health.body.reasons).toEqual({ temporal: expect.stringMatching(/^DescribeWorkflowExecution \(a read of its persistence\): /) });
+    const whileDown = await send('POST', `/api/v1/workflows/${name}/run`);
+    for (const a of [await rightAfter, whileDown]) {
+      expect(a).toMatchObject({ status: 503, retryAfter: '1', body: { detail: 'Could not start the execution: Temporal is unavailable' } });
+      expect(Object.keys(a.body)).toEqual(['detail']);
+    }
+    // at once: the API knows, where it used to wait for the start's 10 s deadline
+    expect(whileDown.ms).toBeLessThan(5000);
+  } finally {
+    locker.kill('SIGKILL');
+  }
+
+  // ready again and served by the same process, with nothing restarted
+  await eventually(async () => (await send('GET', '/health')).status === 200, 30_000, 250);
+  const again = await eventually(async () => {
+    const a = await send('POST', `/api/v1/workflows/${name}/run`);
+    return a.status === 200 ? a : undefined;
+  }, 30_000, 250);
+  expect(await finished(again.body.executionId as string)).toMatchObject({ status: 'completed' });
+  // the runs answered 503 never ran
+  await new Promise((r) => setTimeout(r, 2000));
+  expect(fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean)).toEqual([again.body.executionId]);
 });

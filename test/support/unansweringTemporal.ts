@@ -10,7 +10,11 @@ export interface UnansweringTemporal {
   close(): Promise<void>;
 }
 
-export async function startUnansweringTemporal(): Promise<UnansweringTemporal> {
+/**
+ * `describeNotFoundAfterMs`: DescribeWorkflowExecution is answered too, NotFound after that long (a persistence that
+ * answers the dependency probe's read, slowly: lib/runtime/dependencies.ts).
+ */
+export async function startUnansweringTemporal(opts: { describeNotFoundAfterMs?: number } = {}): Promise<UnansweringTemporal> {
   const server = http2.createServer();
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (session) => {
@@ -18,6 +22,15 @@ export async function startUnansweringTemporal(): Promise<UnansweringTemporal> {
     session.once('close', () => sessions.delete(session));
   });
   server.on('stream', (stream, headers) => {
+    const after = opts.describeNotFoundAfterMs;
+    if (after !== undefined && String(headers[':path']).endsWith('/DescribeWorkflowExecution')) {
+      // a trailers-only answer: gRPC status 5 (NOT_FOUND)
+      const timer = setTimeout(() => {
+        if (!stream.closed) stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '5', 'grpc-message': 'workflow not found' }, { endStream: true });
+      }, after);
+      stream.once('close', () => clearTimeout(timer));
+      return;
+    }
     if (!String(headers[':path']).endsWith('/GetSystemInfo')) return; // every other call stays open
     stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
     stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));

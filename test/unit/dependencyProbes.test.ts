@@ -2,11 +2,14 @@
  * Dependency probes: a refused connection marks PostgreSQL down at the first probe; a server that accepts but never
  * answers (an overloaded host looks the same) only after several slow probes in a row; an answer marks it up again;
  * one that takes connections and drops them is probed at the interval, not in a loop. Real sockets on loopback: a
- * closed port, a TCP server that accepts and stays silent, one that accepts and drops.
+ * closed port, a TCP server that accepts and stays silent, one that accepts and drops. Temporal's probe reads from its
+ * persistence: a frontend that answers GetSystemInfo (from memory) and not that read is down; a read answered after
+ * the probe's deadline is still a sign of life (a gRPC server on loopback, test/support/unansweringTemporal.ts).
  */
 import net from 'node:net';
 import { createDependencyState, startDependencyProbes } from '../../lib/runtime/dependencies';
 import { createLogger } from '../../lib/logger';
+import { startUnansweringTemporal } from '../support/unansweringTemporal';
 
 const logger = createLogger('silent');
 
@@ -113,4 +116,37 @@ test('a server that takes connections and drops them at once (a proxy before a d
     await new Promise((r) => dropper.close(r));
   }
   expect(accepted).toBeLessThan(40); // about one a 200 ms; looking again at each dropped connection made thousands
+});
+
+test("a Temporal that answers GetSystemInfo but not a read of its persistence (its SQLite file locked, its disk hung) is down after three probes, and says why", async () => {
+  const temporal = await startUnansweringTemporal(); // the frontend answers from memory; DescribeWorkflowExecution never
+  const state = createDependencyState(logger);
+  const probes = startDependencyProbes(state, { temporalAddress: temporal.address, namespace: 'default', intervalMs: 50, timeoutMs: 200 });
+  try {
+    await until(() => state.isDown('temporal'), 10_000);
+    expect(state.downReason('temporal')).toBe('DescribeWorkflowExecution (a read of its persistence): no answer within 200 ms');
+  } finally {
+    await probes.stop();
+    await temporal.close();
+  }
+});
+
+test("a Temporal whose persistence answers the probe's read after the probe's deadline (a loaded dev server) is not called down: the late answer is a sign of life", async () => {
+  // each read answers NotFound 100 ms after its probe gave up waiting, long before the next probe gives up
+  const temporal = await startUnansweringTemporal({ describeNotFoundAfterMs: 400 });
+  const state = createDependencyState(logger);
+  let answers = 0;
+  const markUp = state.markUp.bind(state);
+  state.markUp = (name) => {
+    if (name === 'temporal') answers++;
+    markUp(name);
+  };
+  const probes = startDependencyProbes(state, { temporalAddress: temporal.address, namespace: 'default', intervalMs: 50, timeoutMs: 300 });
+  try {
+    await until(() => answers >= 5, 10_000); // every probe missed its deadline by then, and each read was answered
+    expect(state.isDown('temporal')).toBe(false);
+  } finally {
+    await probes.stop();
+    await temporal.close();
+  }
 });
