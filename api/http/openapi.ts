@@ -111,8 +111,14 @@ function securityFor(service: ServiceKind): SecuritySetup {
         schemes: { bearerAuth: { ...bearer, description: 'Authorization: Bearer <ARMADA_TASK_API_KEY>; only when the service is configured with a key. Local mode needs none, and answers 403 to a request whose Host is a name other than localhost or *.localhost (or a configured CORS origin\'s): DNS rebinding, docs/security.md.' } },
         security: [{ bearerAuth: [] }, {}],
       };
-    case 'agents':
-      return { schemes: { apiKeyAuth: apiKey, bearerAuth: bearer }, security: [{ apiKeyAuth: [] }, { bearerAuth: [] }] };
+    case 'agents': {
+      // the alternatives are OR-ed, and the code reads them so (api/http/apiKeyAuth.ts): said in both schemes
+      const either = ' Either scheme with the key is enough: a wrong or malformed credential of the other scheme beside it is ignored (a valid X-API-Key beside `Authorization: Basic …`, a valid bearer key beside a wrong X-API-Key). With neither valid: 401 `{"detail":"Invalid API key"}`.';
+      return {
+        schemes: { apiKeyAuth: { ...apiKey, description: apiKey.description + either }, bearerAuth: { ...bearer, description: bearer.description + either } },
+        security: [{ apiKeyAuth: [] }, { bearerAuth: [] }],
+      };
+    }
     default:
       return { schemes: { apiKeyAuth: apiKey }, security: [{ apiKeyAuth: [] }] };
   }

@@ -2,7 +2,8 @@
 
 The fuzzer must never make the suite run generated text or reach a generated host. Before every call the request
 body is rewritten: scripts (setup/dev scripts, scheduler script tasks) become `true`, agent profiles become the
-harmless `contract` profile of the test's config, and outbound URLs (webhooks, flow sources, code-host hooks,
+harmless `contract` profile of the test's config (on the multi-agent service, `agent` and the agent routes' `{name}`
+name one of its served agents, whose profile is `contract`: ARMADA_CONTRACT_AGENT), and outbound URLs (webhooks, flow sources, code-host hooks,
 remote repositories) point at the fakes on loopback. Replacements keep a string's length where they can, so a
 value generated too long stays too long and negative cases stay negative; schemathesis revalidates a case after
 this hook, so a case the rewrite made valid is judged as valid.
@@ -27,6 +28,9 @@ SCRIPT_KEYS = {"script", "setup_script", "dev_script", "setupScript", "devScript
 AGENT_KEYS = {"llm", "defaultLLM", "agent", "executor", "assignee"}
 URL_KEYS = {"url", "webhookUrl", "callbackUrl", "callback_url", "webhook_url"}
 HTTP = re.compile(r"^https?://", re.IGNORECASE)
+# the multi-agent service's routes of one agent (GET /agents/{name}/status, POST /agents/{name}/restart)
+AGENT_ROUTE = "/api/v1/agents/{name}/"
+AGENT_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 SOURCE_TYPES = ("flow-builder", "langflow", "automagik-hive", "automagik-agents")
 
 
@@ -157,4 +161,10 @@ def before_call(context, case, kwargs):
         for k in list(case.query):
             if k in AGENT_KEYS:
                 case.query[k] = _agent(case.query[k])
-
+    # an agent's routes: a name the pattern allows (up to 100 characters) names the served agent, so they reach their
+    # 200 (a restart of an agent whose tasks run `true`); longer ones and those the pattern refuses stay as generated
+    # (the 404 of an unknown agent, the 400)
+    if case.operation.path.startswith(AGENT_ROUTE) and isinstance(case.path_parameters, dict):
+        name = case.path_parameters.get("name")
+        if isinstance(name, str) and AGENT_NAME.match(name) and name not in (".", ".."):
+            case.path_parameters["name"] = AGENT
