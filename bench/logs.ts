@@ -307,19 +307,6 @@ async function main() {
           tick = now;
         }, 5)
       : undefined;
-    const processIds: string[] = [];
-    const followers: Follower[] = [];
-    // each process's followers connect as soon as its start returns (they retry until the process row exists), so
-    // they follow it live, as a user watching the run would: a line emitted before a follower's socket opened
-    // still counts for lost/out of order, but not for the latency (it is the backlog read on connect)
-    for (let i = 0; i < AGENTS; i++) {
-      const taskId = (await post('/api/tasks', { projectId, title: `chatty ${i}` })).id as string;
-      const processId = (await post(`/api/tasks/${taskId}/start`, { llm: 'chatty' })).processId as string;
-      processIds.push(processId);
-      for (let j = i; j < FOLLOWERS; j += AGENTS) followers.push(follow(base, processId));
-    }
-    let finished = 0;
-    for (const f of followers) void f.done.then(() => finished++);
     // --pg-activity: what PostgreSQL's sessions are doing (running, or waiting on what: a lock, the WAL's fsync) every 20 ms
     if (flags['pg-activity']) {
       const actDb = new Client({ connectionString: databaseUrl });
@@ -333,6 +320,19 @@ async function main() {
       };
       void poll();
     }
+    const processIds: string[] = [];
+    const followers: Follower[] = [];
+    // each process's followers connect as soon as its start returns (they retry until the process row exists), so
+    // they follow it live, as a user watching the run would: a line emitted before a follower's socket opened
+    // still counts for lost/out of order, but not for the latency (it is the backlog read on connect)
+    for (let i = 0; i < AGENTS; i++) {
+      const taskId = (await post('/api/tasks', { projectId, title: `chatty ${i}` })).id as string;
+      const processId = (await post(`/api/tasks/${taskId}/start`, { llm: 'chatty' })).processId as string;
+      processIds.push(processId);
+      for (let j = i; j < FOLLOWERS; j += AGENTS) followers.push(follow(base, processId));
+    }
+    let finished = 0;
+    for (const f of followers) void f.done.then(() => finished++);
     const progressDb = new Client({ connectionString: databaseUrl });
     progressDb.on('error', () => undefined); // a lost progress connection does not end the run
     await progressDb.connect();
