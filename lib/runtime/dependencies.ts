@@ -11,6 +11,7 @@ import { closeAtOnce } from '../db/closeAtOnce';
 import { isPostgresShortOfResources, postgresRefusingConnectionsReason } from '../db/pool';
 import type { Logger } from '../logger';
 import { connectOrClose, TEMPORAL_CHANNEL_ARGS, temporalRefusal } from '../temporal/client';
+import { redactUrlCredentials } from '../urlCredentials';
 
 export type DependencyName = 'postgres' | 'temporal';
 const NAMES: readonly DependencyName[] = ['postgres', 'temporal'];
@@ -61,8 +62,10 @@ export function createDependencyState(logger: Logger): DependencyState {
       if (downSince.has(name)) return;
       if (observedAt !== undefined && (lastUp.get(name) ?? -1) >= observedAt) return;
       downSince.set(name, Date.now());
-      reasons.set(name, reason);
-      logger.warn({ dependency: name, reason }, `${name} is unavailable; requests that need it answer 503 until it is back`);
+      // said on GET /health, which needs no key, and logged: a connection string in an error's words loses its password
+      const said = redactUrlCredentials(reason);
+      reasons.set(name, said);
+      logger.warn({ dependency: name, reason: said }, `${name} is unavailable; requests that need it answer 503 until it is back`);
       for (const listener of [...(listeners.get(name) ?? [])]) listener();
     },
     markUp(name) {

@@ -83,6 +83,15 @@ test('a failure that began before the latest sign of life is stale and does not 
   expect(state.down()).toEqual(['postgres', 'temporal']);
 });
 
+test('why a dependency is down is said without the credentials of a URL in it (GET /health needs no key)', () => {
+  const state = createDependencyState(logger);
+  state.markDown('postgres', 'could not connect to postgres://armada:s3cret-pw@db.internal:5432/armada: refused');
+  expect(state.downReason('postgres')).toContain('db.internal:5432');
+  expect(state.downReason('postgres')).not.toContain('s3cret-pw');
+  state.markUp('postgres');
+  expect(state.downReason('postgres')).toBeUndefined();
+});
+
 test('a probe in flight when the server came back does not mark it down when it fails; the next probe does', async () => {
   const silent = await silentServer();
   const state = createDependencyState(logger);
