@@ -18,11 +18,6 @@ const QUIET_PHASE = [
   'test/contract/schemathesis.test.ts',
   'test/integration/attemptWorkerTakeover.test.ts',
   'test/integration/approvalExpiryOutage.test.ts',
-  // session 55: files that mostly wait (a frozen PostgreSQL, a silent Temporal proxy, webhook pauses), run while the
-  // contract test would otherwise hold a worker idle waiting for the browser test (testSequencer.js starts them first)
-  'test/integration/probeConnectionsFrozen.test.ts',
-  'test/integration/webhookBreaker.test.ts',
-  'test/integration/multiAgentTemporalStall.test.ts',
 ];
 
 /** jest workers per phase; `undefined` (one run of everything) keeps 2 */

@@ -21,14 +21,9 @@ const LONGEST_FIRST = [
   'test/ui/browser.test.ts',
   'test/integration/schedulerStalls.test.ts',
   'test/e2e/dependencyFaults.test.ts',
+  'test/contract/schemathesis.test.ts',
   'test/integration/attemptWorkerTakeover.test.ts',
   'test/integration/approvalExpiryOutage.test.ts',
-  // session 55: three more files that mostly wait, taken from the rest phase, before the contract test: it used to
-  // take its worker when dependencyFaults ended (~96 s) and hold it idle until the browser test ended (~280 s)
-  'test/integration/probeConnectionsFrozen.test.ts',
-  'test/integration/webhookBreaker.test.ts',
-  'test/integration/multiAgentTemporalStall.test.ts',
-  'test/contract/schemathesis.test.ts',
   // the rest phase, by their time in ci47a (session 47)
   'test/integration/schedulerFlowOnce.test.ts',
   'test/integration/schedulerTemporalDeadlines.test.ts',
@@ -45,9 +40,11 @@ const LONGEST_FIRST = [
   'test/e2e/compiledBuild.test.ts',
   'test/integration/webhookPostgresOutage.test.ts',
   'test/integration/attemptFailures.test.ts',
+  'test/integration/probeConnectionsFrozen.test.ts',
   'test/fleet/fleet.test.ts',
   'test/integration/webhookOldRetryPolicy.test.ts',
   'test/integration/multiAgentFaults.test.ts',
+  'test/integration/webhookBreaker.test.ts',
   // session 51: ~40 s alone (a worker killed mid-clone waits out the lost try's heartbeat timeout, 15 s there)
   'test/integration/projectCloneWorkerKill.test.ts',
   // session 51: ~48 s alone (its dev server killed twice, the second time for 12 s across a schedule's due times)
