@@ -193,7 +193,10 @@ export const test = base.extend<{ apiKey: string | null; allowConsoleErrors: Reg
     async ({ page, allowConsoleErrors }, use) => {
       const errors: string[] = [];
       page.on('console', (msg) => {
-        if (msg.type() === 'error' && !allowConsoleErrors?.test(msg.text())) errors.push(msg.text());
+        if (msg.type() !== 'error' || allowConsoleErrors?.test(msg.text())) return;
+        // Chromium's "Failed to load resource" names no resource in its text: its location is the resource's URL
+        const at = msg.location().url;
+        errors.push(/^Failed to load resource/.test(msg.text()) && at ? `${msg.text()}: ${at}` : msg.text());
       });
       page.on('pageerror', (err) => errors.push(`uncaught: ${err.message}`));
       await use(errors);
