@@ -18,10 +18,6 @@ const QUIET_PHASE = [
   'test/contract/schemathesis.test.ts',
   'test/integration/attemptWorkerTakeover.test.ts',
   'test/integration/approvalExpiryOutage.test.ts',
-  // session 56: the two longest waiting files of the rest phase (97 and 68 s in ci56a), for the workers the phase
-  // otherwise left idle while the browser and the contract tests ran on alone (~2 × 150 s)
-  'test/integration/attemptPostgresRestart.test.ts',
-  'test/integration/projectCloneWorkerKillLauncherOff.test.ts',
 ];
 
 /** jest workers per phase; `undefined` (one run of everything) keeps 2 */

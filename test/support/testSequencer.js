@@ -24,16 +24,16 @@ const LONGEST_FIRST = [
   'test/contract/schemathesis.test.ts',
   'test/integration/attemptWorkerTakeover.test.ts',
   'test/integration/approvalExpiryOutage.test.ts',
-  // session 56: two waiting files of the rest phase, last in the quiet one (testPhases.js)
-  'test/integration/attemptPostgresRestart.test.ts',
-  'test/integration/projectCloneWorkerKillLauncherOff.test.ts',
   // the rest phase, by their time in ci47a (session 47)
   'test/integration/schedulerFlowOnce.test.ts',
   'test/integration/schedulerTemporalDeadlines.test.ts',
   'test/e2e/provision.test.ts',
+  'test/integration/attemptPostgresRestart.test.ts',
   'test/integration/schedulerWorkflows.test.ts',
   // session 50: ~110 s alone (armada api and worker spawned, every secret path exercised); ~80 s since session 51
   'test/integration/secretsNowhere.test.ts',
+  // session 51: the same with ARMADA_LAUNCHER=off (its worker sweeps the orphaned clone at start, then the retry)
+  'test/integration/projectCloneWorkerKillLauncherOff.test.ts',
   // session 50: ~73 s alone (two starts of the suite, the lost agent run's 10 s heartbeat timeout, a re-run)
   'test/e2e/startKilledAgent.test.ts',
   'test/integration/schedulerWorkerOutage.test.ts',
