@@ -144,7 +144,7 @@ describe('event bus (outbox + LISTEN/NOTIFY)', () => {
     let listener: Awaited<ReturnType<typeof createEventListener>> | undefined;
     try {
       await elsewhere.query('BEGIN');
-      await elsewhere.query('SELECT pg_current_xact_id()');
+      const heldXid = (await elsewhere.query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid')).rows[0]?.xid;
       const opened = await createEventListener(database.url, database.pool, logger);
       listener = opened;
       const seen: number[] = [];
@@ -163,6 +163,7 @@ describe('event bus (outbox + LISTEN/NOTIFY)', () => {
       // the horizon was held back by the open transaction (or by an older one of another test on the shared server:
       // ci56a saw xmin one below it), so the hole was settled without waiting for the horizon to pass it
       const stillOpen = (await elsewhere.query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid')).rows[0]?.xid;
+      expect(stillOpen).toBe(heldXid); // the same transaction, still open
       expect(BigInt(xmin as string)).toBeLessThanOrEqual(BigInt(stillOpen as string));
       expect(seen).toEqual([top]);
     } finally {

@@ -438,14 +438,20 @@ describe('WebSockets', () => {
   /** the client's own TCP socket, to stop and resume reading */
   const tcp = (ws: WebSocket) => (ws as unknown as { _socket: net.Socket })._socket;
   /**
-   * True once the server has dropped one of its sockets (sent its close, which waits behind what the client has not
+   * `serverDropped()`: true once the server has dropped one of its sockets (sent its close, which waits behind what the client has not
    * read). The floods below stop there and read at once: the server cuts a dropped client that has not read its close
    * within DROP_GRACE_MS (5 s), and a flood that went on to its full count first took longer than that under a
    * loaded CI run (ci56c: 1006 and no reason).
    */
-  const serverDropped = () => [...(s.stack.app('task') as unknown as { websocketServer: { clients: Set<WebSocket> } }).websocketServer.clients].some((c) => c.readyState === c.CLOSING);
+  const serverSockets = () => [...(s.stack.app('task') as unknown as { websocketServer: { clients: Set<WebSocket> } }).websocketServer.clients];
+  /** `serverDropped()` for the sockets opened after this call (not one an earlier test left closing) */
+  const droppedSince = () => {
+    const earlier = new Set(serverSockets());
+    return () => serverSockets().some((c) => !earlier.has(c) && c.readyState === c.CLOSING);
+  };
 
   test('a client that floods /ws with JSON pings and reads none of the pongs is closed with 1008 and a reason, once it reads again', async () => {
+    const serverDropped = droppedSince();
     const ws = await open('/ws');
     tcp(ws).pause();
     const close = closed(ws);
@@ -462,6 +468,7 @@ describe('WebSockets', () => {
   }, 60_000);
 
   test('a client that floods a socket with protocol pings and reads none of the pongs is closed with 1008 and a reason', async () => {
+    const serverDropped = droppedSince();
     const ws = await open('/ws/events');
     tcp(ws).pause();
     const close = closed(ws);
