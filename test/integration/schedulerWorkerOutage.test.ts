@@ -15,6 +15,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { FAKE_FLOWS, startFakeFlowBuilder, type FakeFlowBuilder } from '../support/fakeFlowBuilder';
+import { scheduleIdOf } from '../../lib/scheduler/temporalSchedules';
 import { eventually, startTestStack, type TestStack } from '../support/harness';
 import { closeSchedulerStack, schedulerInject, type SchedulerInject } from '../support/schedulerStack';
 import { spawnStackWorker } from '../support/workerProcess';
@@ -96,10 +97,7 @@ test('every worker down across several due times: one catch-up run per workflow,
   // still open when the workers go would count as running for the whole outage (SKIP then skips every due time in
   // it, and the first run after is a time after the outage: ci56a, on a loaded machine)
   const client = await stack.temporal.client();
-  const scheduleIds = (
-    await stack.db.query<{ temporal_id: string }>('SELECT temporal_id FROM scheduler_schedules WHERE workflow = ANY($1) AND is_default', [[...WORKFLOWS]])
-  ).rows.map((r) => r.temporal_id);
-  expect(scheduleIds).toHaveLength(WORKFLOWS.length);
+  const scheduleIds = WORKFLOWS.map(scheduleIdOf);
   await eventually(async () => {
     for (const name of WORKFLOWS) if ((await executionsOf(name)).some((e) => e.status === 'running')) return false;
     for (const id of scheduleIds) if ((await client.schedule.getHandle(id).describe()).info.runningActions.length > 0) return false;
