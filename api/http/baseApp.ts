@@ -21,6 +21,7 @@ import { allowedMethodsOf } from './allowedMethods';
 import { errorBody } from './envelope';
 import { clientErrorAnswer, connectAnswer, expectationFailedAnswer, frameworkErrorMessage, installDetailErrors, installEnvelopeErrors, UPSTREAM_ANSWERS } from './errorHandlers';
 import { installInputPolicy, MAX_BODY_BYTES, MAX_HEADER_LINES, MAX_PATH_PARAM_LENGTH } from './inputPolicy';
+import { createLazySchemas, registerLazySchemas } from './lazySchemas';
 import { installOpenApi, registeredRoutes } from './openapi';
 import { originForm } from './requestTarget';
 import { validatorCompiler } from './validation';
@@ -79,7 +80,10 @@ const CLIENT_ERROR_CODES: Record<number, string> = { 400: 'VALIDATION_ERROR', 40
 
 export function createBaseApp(opts: BaseAppOptions) {
   const requestTimeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  // route schemas compiled on a route's first request (lazySchemas.ts)
+  const schemas = createLazySchemas(validatorCompiler);
   const app = Fastify({
+    schemaController: { compilersFactory: { buildSerializer: schemas.buildSerializer as never } },
     loggerInstance: opts.logger.child({ service: opts.service }) as FastifyBaseLogger,
     bodyLimit: opts.bodyLimit ?? MAX_BODY_BYTES,
     genReqId: (req) => {
@@ -157,7 +161,8 @@ export function createBaseApp(opts: BaseAppOptions) {
   });
 
   installOpenApi(app, { service: opts.service, version: opts.version, requestTimeoutMs });
-  app.setValidatorCompiler(validatorCompiler);
+  app.setValidatorCompiler(schemas.validatorCompiler);
+  registerLazySchemas(app, schemas);
   app.removeContentTypeParser('text/plain'); // JSON only: anything else is a 415
   installJsonBodyParser(app, { onProtoPoisoning: 'remove', onConstructorPoisoning: 'remove' }); // and UTF-8 only
   const allowed = allowedMethodsOf(() => registeredRoutes(app));
