@@ -5,6 +5,7 @@
 // gracefully" (docs/testing.md, "Run time": seen at the end of about half the CI runs, its file never found, since
 // the handle may come from any file that ran in that worker). So a worker that still runs 5 s after the end message
 // names on stderr what holds it (timers, sockets, servers, child processes) and the files it ran, for the next CI log.
+const fs = require('node:fs');
 const path = require('node:path');
 const { TestEnvironment } = require('jest-environment-node');
 
@@ -80,11 +81,48 @@ function timersOf(global, watch, file) {
   }
 }
 
+/**
+ * With ARMADA_TEST_CPU_LOG=<file>, each test file appends one JSON line to it: its wall time, the CPU time its jest
+ * process spent meanwhile (the test code, the in-process services and workers, module loading) and that of the child
+ * processes it started and reaped meanwhile (`armada` processes, git, agents) — where a run's CPU goes, by file
+ * (docs/testing.md, "Run time"). Children still running when the file ends are not counted.
+ */
+const CPU_LOG = process.env.ARMADA_TEST_CPU_LOG;
+
+/** This process's CPU time and its reaped children's, in ms (Linux; children 0 elsewhere). */
+function cpuNow() {
+  const u = process.cpuUsage();
+  let children = 0;
+  try {
+    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    children = (Number(f[13]) + Number(f[14])) * 10; // cutime + cstime, in clock ticks of 10 ms
+  } catch {
+    // no /proc: children unknown
+  }
+  return { own: (u.user + u.system) / 1000, children };
+}
+
 class ArmadaTestEnvironment extends TestEnvironment {
   constructor(config, context) {
     super(config, context);
+    this.file = path.relative(process.cwd(), context.testPath);
     const watch = watchWorkerEnd(context.testPath);
-    if (watch) timersOf(this.global, watch, path.relative(process.cwd(), context.testPath));
+    if (watch) timersOf(this.global, watch, this.file);
+  }
+
+  async setup() {
+    if (CPU_LOG) this.began = { at: Date.now(), ...cpuNow() };
+    await super.setup();
+  }
+
+  async teardown() {
+    await super.teardown();
+    if (!CPU_LOG || !this.began) return;
+    const now = cpuNow();
+    const s = (ms) => Math.round(ms) / 1000;
+    const line = { file: this.file, wallS: s(Date.now() - this.began.at), ownCpuS: s(now.own - this.began.own), childrenCpuS: s(now.children - this.began.children) };
+    fs.appendFileSync(CPU_LOG, `${JSON.stringify(line)}\n`);
   }
 }
 
